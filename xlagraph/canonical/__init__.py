@@ -1,0 +1,25 @@
+"""Canonical form of a module: what stays when everything that does not change the graph goes.
+
+Rules, applied per computation (each a small pure step in `rules.py`):
+
+1. tuple / get-tuple-element forwarding: `get-tuple-element(tuple(a, b), index=1)` is `b`, and
+   elements of a tuple-shaped entry parameter read through `get-tuple-element` act as parameters
+   (PyTorch/XLA wraps parameters in a tuple past 3,200 of them);
+2. dead code: instructions that cannot reach the outputs are set aside and reported, not compared;
+3. structural hashes (`hashes.py`): a Merkle hash per instruction over opcode, shape without layout,
+   attributes that change semantics (names, numbering, metadata, channel ids, frontend attributes and
+   backend config are left out; called computations are replaced by their own hash) and operand
+   hashes, operands of commutative ops sorted. `h0` hashes every parameter by shape alone, so it does
+   not depend on parameter numbering; outputs are then ordered by `h0`, parameters numbered by first
+   use in a depth-first walk from those outputs, and `h1` adds that canonical number, so it tells
+   `p0 - p1` from `p0 - p0` while staying blind to how the dump numbered them.
+
+The module fingerprint hashes the entry's outputs in canonical order and the shapes of unused
+parameters, so it does not change under renumbering, instruction or constant reordering, tuple
+plumbing, metadata, printing options, or permutation of parameters and outputs.
+"""
+
+from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
+from xlagraph.canonical.rules import canonicalize
+
+__all__ = ["CanonicalComputation", "CanonicalModule", "canonicalize"]

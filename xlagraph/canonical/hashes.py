@@ -1,0 +1,106 @@
+"""What of an instruction enters its structural hash, and how it is normalised.
+
+Policy is in the constants: attributes that are identifiers or annotations (`IGNORED_ATTRIBUTES`)
+never make two instructions different; ops in `COMMUTATIVE` have their operands sorted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from math import prod
+
+from xlagraph.ir import COMPUTATION_ATTRIBUTES, Instruction, strip_layout
+
+__all__ = [
+    "COMMUTATIVE",
+    "IGNORED_ATTRIBUTES",
+    "content_key",
+    "expand_iota_groups",
+    "normalize_attribute",
+    "stable_hash",
+]
+
+IGNORED_ATTRIBUTES = frozenset(
+    {
+        "metadata",
+        "frontend_attributes",
+        "backend_config",
+        "statistics",
+        "control-predecessors",
+        "channel_id",
+        "origin",
+        "schedule",
+        "ir_op",
+    }
+)
+COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor", "aten::add", "aten::mul"})
+
+_WS = re.compile(r"\s+")
+_IOTA = re.compile(r"^\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?$")
+_STABLE: dict[str, int] = {}
+
+
+def stable_hash(text: str) -> int:
+    """A 64-bit hash of `text` that is the same in every process (unlike `hash(str)`)."""
+    h = _STABLE.get(text)
+    if h is None:
+        h = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+        _STABLE[text] = h
+    return h
+
+
+def expand_iota_groups(value: str) -> str:
+    """`[2,2]<=[4]` -> `{{0,1},{2,3}}`: iota and explicit replica groups compare equal.
+
+    Devices are `arange(prod(reshape)).reshape(reshape).transpose(perm).reshape(dims)`; the rows of
+    the result are the groups (hlo-text-format.md 1.10).
+    """
+    m = _IOTA.match(value)
+    if m is None:
+        return value
+    dims = [int(d) for d in m.group(1).split(",")]
+    shape = [int(d) for d in m.group(2).split(",")]
+    perm = [int(d) for d in m.group(3).split(",")] if m.group(3) else list(range(len(shape)))
+    n = prod(shape)
+    strides = [prod(shape[k + 1 :]) for k in range(len(shape))]
+    tshape = [shape[p] for p in perm]
+    tstrides = [strides[p] for p in perm]
+    devices = []
+    for flat in range(n):
+        index, rem = 0, flat
+        for size, stride in zip(reversed(tshape), reversed(tstrides), strict=True):
+            rem, coord = divmod(rem, size)
+            index += coord * stride
+        devices.append(index)
+    width = dims[-1] if dims else n
+    rows = [devices[i : i + width] for i in range(0, n, width)]
+    return "{" + ",".join("{" + ",".join(map(str, r)) + "}" for r in rows) + "}"
+
+
+def normalize_attribute(key: str, value: str) -> str:
+    if '"' not in value:
+        value = _WS.sub("", value)
+    if key == "replica_groups":
+        value = expand_iota_groups(value)
+    return value
+
+
+def content_key(instruction: Instruction, callee_hash: dict[str, int], *, parameter: bool = False) -> str:
+    """Everything about one instruction that its operands do not already say."""
+    shape = strip_layout(instruction.shape).replace(" ", "")
+    if parameter:
+        return f"parameter|{shape}"
+    parts = [instruction.opcode, shape]
+    for key, value in instruction.attributes:
+        if key in IGNORED_ATTRIBUTES:
+            continue
+        if key in COMPUTATION_ATTRIBUTES:
+            names = re.findall(r"[A-Za-z_][\w.\-]*", value)
+            value = ",".join(str(callee_hash.get(n, 0)) for n in names)
+        else:
+            value = normalize_attribute(key, value)
+        parts.append(f"{key}={value}")
+    if instruction.payload:
+        parts.append(_WS.sub("", instruction.payload))
+    return "|".join(parts)

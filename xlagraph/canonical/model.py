@@ -1,0 +1,59 @@
+"""Data types of the canonical form (see the package docstring for the rules)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xlagraph.ir import Computation, Instruction, Module
+
+__all__ = ["CanonicalComputation", "CanonicalModule"]
+
+
+@dataclass(frozen=True, eq=False)
+class CanonicalComputation:
+    """One computation after forwarding, dead-code removal and hashing.
+
+    `order` holds the live instructions, operands before users; `operands` their operands after
+    tuple forwarding; `outputs` the flattened result. `param_number` is the dump's parameter number
+    (for parameters read from a wrapped tuple, the tuple index) and `param_rank` the canonical one.
+    `plumbing` are tuples and get-tuple-elements that forwarding made redundant; `dead` are
+    instructions that never reach the result. `names` maps each live instruction to a name derived
+    from structure (`opcode.k`, k its place in a canonical walk).
+    """
+
+    computation: Computation
+    order: tuple[str, ...]
+    operands: dict[str, tuple[str, ...]]
+    outputs: tuple[str, ...]
+    h0: dict[str, int]
+    h1: dict[str, int]
+    param_number: dict[str, int]
+    param_rank: dict[str, int]
+    names: dict[str, str]
+    plumbing: tuple[str, ...]
+    dead: tuple[str, ...]
+    hash: int
+
+    def instruction(self, name: str) -> Instruction:
+        return self.computation.by_name[name]
+
+    @property
+    def name(self) -> str:
+        return self.computation.name
+
+
+@dataclass(frozen=True, eq=False)
+class CanonicalModule:
+    """Every computation in canonical form; `fingerprint` is the module's canonical identity."""
+
+    module: Module
+    computations: dict[str, CanonicalComputation]
+    fingerprint: str
+
+    @property
+    def entry(self) -> CanonicalComputation:
+        return self.computations[self.module.entry.name]
+
+    @property
+    def dead_count(self) -> int:
+        return sum(len(c.dead) for c in self.computations.values())

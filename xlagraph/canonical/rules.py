@@ -1,0 +1,248 @@
+"""The canonicalization rules as pure functions over one computation, and `canonicalize`."""
+
+from __future__ import annotations
+
+import hashlib
+
+from xlagraph.canonical.hashes import COMMUTATIVE, content_key, stable_hash
+from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
+from xlagraph.ir import Computation, Instruction, Module
+
+__all__ = ["canonicalize", "forward_tuples", "live_order", "output_names"]
+
+
+def forward_tuples(comp: Computation, unwrap_parameters: bool) -> tuple[dict[str, str], dict[str, int]]:
+    """Rule 1: where each get-tuple-element really reads from.
+
+    Returns `alias` (gte name -> the instruction it forwards to) and `wrapped` (gte of a tuple
+    parameter -> the tuple index, for treating it as a parameter).
+    """
+    by_name = comp.by_name
+    alias: dict[str, str] = {}
+    wrapped: dict[str, int] = {}
+    for ins in comp.instructions:
+        if ins.opcode != "get-tuple-element" or len(ins.operands) != 1:
+            continue
+        index = ins.attribute("index")
+        if index is None or not index.isdigit():
+            continue
+        source = alias.get(ins.operands[0], ins.operands[0])
+        target = by_name.get(source)
+        if target is None:
+            continue
+        if target.opcode == "tuple" and int(index) < len(target.operands):
+            element = target.operands[int(index)]
+            alias[ins.name] = alias.get(element, element)
+        elif unwrap_parameters and target.opcode == "parameter" and target.shape.startswith("("):
+            wrapped[ins.name] = int(index)
+    return alias, wrapped
+
+
+def output_names(comp: Computation, alias: dict[str, str]) -> tuple[str, ...]:
+    """Rule 1 at the root: a tuple result is flattened into its elements."""
+    by_name = comp.by_name
+    out: list[str] = []
+    stack = [comp.root.name]
+    while stack:
+        name = stack.pop()
+        name = alias.get(name, name)
+        ins = by_name[name]
+        if ins.opcode == "tuple" and ins.operands:
+            stack.extend(reversed(ins.operands))
+        else:
+            out.append(name)
+    return tuple(out)
+
+
+def live_order(
+    comp: Computation, outputs: tuple[str, ...], alias: dict[str, str], wrapped: dict[str, int]
+) -> tuple[list[str], dict[str, tuple[str, ...]]]:
+    """Rule 2: the instructions the outputs depend on, operands first, with forwarded operands."""
+    by_name = comp.by_name
+    operands: dict[str, tuple[str, ...]] = {}
+    order: list[str] = []
+    done: set[str] = set()
+    for out in outputs:
+        if out in done:
+            continue
+        stack = [(out, False)]
+        while stack:
+            name, expanded = stack.pop()
+            if expanded:
+                if name not in done:
+                    done.add(name)
+                    order.append(name)
+                continue
+            if name in done:
+                continue
+            stack.append((name, True))
+            if name in wrapped:
+                operands[name] = ()
+                continue
+            ops = by_name[name].operands
+            if alias:
+                ops = tuple(alias.get(o, o) for o in ops)
+            operands[name] = ops
+            for o in reversed(ops):
+                if o not in done:
+                    stack.append((o, False))
+    # Parameters that nothing reads are inputs all the same, not dead code.
+    for ins in comp.instructions:
+        if ins.opcode == "parameter" and ins.name not in done:
+            done.add(ins.name)
+            order.append(ins.name)
+            operands[ins.name] = ()
+    return order, operands
+
+
+def _reachable(comp: Computation) -> set[str]:
+    by_name = comp.by_name
+    seen = {comp.root.name}
+    stack = [comp.root.name]
+    while stack:
+        for o in by_name[stack.pop()].operands:
+            if o not in seen:
+                seen.add(o)
+                stack.append(o)
+    return seen
+
+
+def _canonicalize_computation(
+    comp: Computation, callee_hash: dict[str, int], is_entry: bool
+) -> CanonicalComputation:
+    alias, wrapped = forward_tuples(comp, unwrap_parameters=is_entry)
+    outputs = output_names(comp, alias)
+    order, operands = live_order(comp, outputs, alias, wrapped)
+    by_name = comp.by_name
+
+    keys: dict[str, int] = {}
+    param_number: dict[str, int] = {}
+    for name in order:
+        ins = by_name[name]
+        is_param = ins.opcode == "parameter" or name in wrapped
+        if is_param:
+            param_number[name] = wrapped[name] if name in wrapped else ins.parameter_number
+        keys[name] = stable_hash(content_key(ins, callee_hash, parameter=is_param))
+
+    h0 = _merkle(order, operands, keys, by_name, {})
+    ranked = sorted(range(len(outputs)), key=lambda k: h0[outputs[k]])
+    canonical_outputs = [outputs[k] for k in ranked]
+    walk = _walk(canonical_outputs, operands, h0, by_name)
+    rank = {n: i for i, n in enumerate(p for p in walk if p in param_number)}
+    for name in sorted((p for p in param_number if p not in rank), key=lambda p: (keys[p], param_number[p])):
+        rank[name] = len(rank)
+    h1 = _merkle(order, operands, keys, by_name, rank)
+
+    names: dict[str, str] = {}
+    for k, name in enumerate(walk):
+        names[name] = f"{by_name[name].opcode}.{k}"
+    for name in order:
+        if name not in names:
+            names[name] = f"{by_name[name].opcode}.{len(names)}"
+
+    reachable = _reachable(comp)
+    live = set(order)
+    dead = tuple(i.name for i in comp.instructions if i.name not in reachable and i.opcode != "parameter")
+    plumbing = tuple(i.name for i in comp.instructions if i.name in reachable and i.name not in live)
+    unused = sorted(keys[p] for p in param_number if p not in set(walk))
+    comp_hash = hash((tuple(sorted(h1[o] for o in outputs)), tuple(unused)))
+    return CanonicalComputation(
+        computation=comp,
+        order=tuple(order),
+        operands=operands,
+        outputs=outputs,
+        h0=h0,
+        h1=h1,
+        param_number=param_number,
+        param_rank=rank,
+        names=names,
+        plumbing=plumbing,
+        dead=dead,
+        hash=comp_hash,
+    )
+
+
+def _merkle(
+    order: list[str],
+    operands: dict[str, tuple[str, ...]],
+    keys: dict[str, int],
+    by_name: dict[str, Instruction],
+    rank: dict[str, int],
+) -> dict[str, int]:
+    """Rule 3: bottom-up hash; `rank` (canonical parameter numbers) is empty for h0."""
+    h: dict[str, int] = {}
+    for name in order:
+        ops = operands[name]
+        if not ops:
+            h[name] = hash((keys[name], rank[name])) if name in rank else keys[name]
+            continue
+        hs = [h[o] for o in ops]
+        if len(hs) > 1 and by_name[name].opcode in COMMUTATIVE:
+            hs.sort()
+        h[name] = hash((keys[name], *hs))
+    return h
+
+
+def _walk(
+    outputs: list[str], operands: dict[str, tuple[str, ...]], h0: dict[str, int], by_name: dict[str, Instruction]
+) -> list[str]:
+    """Post-order of a depth-first walk from the outputs in canonical order."""
+    seen: set[str] = set()
+    order: list[str] = []
+    for out in outputs:
+        if out in seen:
+            continue
+        stack = [(out, False)]
+        while stack:
+            name, expanded = stack.pop()
+            if expanded:
+                order.append(name)
+                continue
+            if name in seen:
+                continue
+            seen.add(name)
+            stack.append((name, True))
+            ops = list(operands[name])
+            if len(ops) > 1 and by_name[name].opcode in COMMUTATIVE:
+                ops.sort(key=h0.__getitem__)
+            for o in reversed(ops):
+                if o not in seen:
+                    stack.append((o, False))
+    return order
+
+
+def canonicalize(module: Module) -> CanonicalModule:
+    """Canonical form of every computation, callees first, and the module fingerprint."""
+    callee_hash: dict[str, int] = {}
+    result: dict[str, CanonicalComputation] = {}
+    for comp in _callees_first(module):
+        canon = _canonicalize_computation(comp, callee_hash, comp is module.entry)
+        callee_hash[comp.name] = canon.hash
+        result[comp.name] = canon
+    entry = result[module.entry.name]
+    digest = hashlib.blake2b(repr(entry.hash).encode(), digest_size=8).hexdigest()
+    return CanonicalModule(module, result, digest)
+
+
+def _callees_first(module: Module) -> list[Computation]:
+    """Computations ordered so that every callee precedes its callers (dumps already are)."""
+    by_name = module.by_name
+    order: list[Computation] = []
+    state: dict[str, int] = {}
+    for root in module.computations:
+        stack = [(root.name, False)]
+        while stack:
+            name, expanded = stack.pop()
+            if expanded:
+                state[name] = 2
+                order.append(by_name[name])
+                continue
+            if state.get(name):
+                continue
+            state[name] = 1
+            stack.append((name, True))
+            for ins in by_name[name].instructions:
+                for callee in ins.called:
+                    if not state.get(callee) and callee in by_name:
+                        stack.append((callee, False))
+    return order

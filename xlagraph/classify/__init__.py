@@ -1,0 +1,468 @@
+"""Name the causes of the differences between two matched modules.
+
+Reading order mirrors how a PyTorch/XLA engineer reasons: first the interface of the graph
+(parameters: permutation and shapes; outputs: added, removed, permuted), then collectives as one
+sequence, then changes inside matched instructions (constants, attributes), and last whatever is
+left as structural regions. A change that follows from another (a shape that changes because an
+input's shape changed, a constant equal to a batch dimension that changed) is folded into the
+cause it follows from instead of being reported again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+import networkx as nx
+
+from xlagraph.canonical import CanonicalComputation, CanonicalModule
+from xlagraph.canonical.hashes import COMMUTATIVE, IGNORED_ATTRIBUTES, normalize_attribute
+from xlagraph.classify.causes import HINTS, Cause, CauseKind, Change, Moved
+from xlagraph.classify.collectives import collectives, describe, is_collective
+from xlagraph.ir import COMPUTATION_ATTRIBUTES, Instruction, strip_layout
+from xlagraph.match import Matching
+
+__all__ = ["Cause", "CauseKind", "Change", "Moved", "classify_computation", "classify_module_level"]
+
+_MAX_LISTED = 6
+_LIBRARY_MARKERS = ("site-packages", "dist-packages", "/torch_xla/", "/torch/", "/jax/", "<frozen")
+
+
+def _shape(comp: CanonicalComputation, name: str) -> str:
+    return strip_layout(comp.instruction(name).shape).replace(" ", "")
+
+
+def _fmt_list(items: list[str], limit: int = _MAX_LISTED) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _sources(comps: Iterable[tuple[CanonicalModule, CanonicalComputation, Iterable[str]]]) -> tuple[str, ...]:
+    """User source lines from metadata, user code before library code, at most a few."""
+    user: list[str] = []
+    library: list[str] = []
+    for canon, comp, names in comps:
+        for name in names:
+            ins = comp.computation.by_name.get(name)
+            if ins is None:
+                continue
+            for frame in canon.module.frames_of(ins)[:1]:
+                loc = f"{frame.file}:{frame.line}" if frame.line else frame.file
+                bucket = library if any(s in frame.file for s in _LIBRARY_MARKERS) else user
+                if loc not in bucket:
+                    bucket.append(loc)
+    return tuple((user or library)[:_MAX_LISTED])
+
+
+def _attributes(ins: Instruction) -> dict[str, str]:
+    return {
+        k: normalize_attribute(k, v)
+        for k, v in ins.attributes
+        if k not in IGNORED_ATTRIBUTES and k not in COMPUTATION_ATTRIBUTES
+    }
+
+
+def _order_changed(pairs: list[tuple[int, int]]) -> bool:
+    """True when matched positions do not keep their relative order (an insertion does)."""
+    rights = [r for _, r in sorted(pairs)]
+    return any(b < a for a, b in zip(rights, rights[1:], strict=False))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _numbers_equal(a: str, b: str) -> bool:
+    return _is_number(a) and _is_number(b) and float(a) == float(b)
+
+
+class _Classifier:
+    """Works through one pair of matched computations; state is local to one call."""
+
+    def __init__(
+        self,
+        lcanon: CanonicalModule,
+        rcanon: CanonicalModule,
+        left: CanonicalComputation,
+        right: CanonicalComputation,
+        m: Matching,
+        is_entry: bool,
+    ) -> None:
+        self.lm, self.rm = lcanon, rcanon
+        self.left, self.right, self.m = left, right, m
+        self.is_entry = is_entry
+        self.explained_left: set[str] = set()
+        self.explained_right: set[str] = set()
+        self.causes: list[Cause] = []
+
+    def cause(self, kind: CauseKind, summary: str, left: Iterable[str] = (), right: Iterable[str] = (), **kw) -> None:  # type: ignore[no-untyped-def]
+        left, right = tuple(left), tuple(right)
+        self.explained_left.update(left)
+        self.explained_right.update(right)
+        sources = _sources([(self.rm, self.right, right), (self.lm, self.left, left)])
+        self.causes.append(
+            Cause(kind, summary, HINTS[kind], left, right, sources=sources, computation=self.left.name, **kw)
+        )
+
+    # -- interface: parameters and outputs ------------------------------------------------
+    def parameters(self) -> set[tuple[str, str]]:
+        """Permutation and shape causes; returns the dimension changes shapes imply."""
+        left, right, m = self.left, self.right, self.m
+        moved: list[Moved] = []
+        shape_changes: list[Change] = []
+        for a, na in sorted(left.param_number.items(), key=lambda kv: kv[1]):
+            b = m.left.get(a)
+            if b is None or b not in right.param_number:
+                continue
+            nb = right.param_number[b]
+            moved.append(Moved(na, nb, _shape(right, b), a, b))
+            if _shape(left, a) != _shape(right, b):
+                shape_changes.append(Change(a, b, "shape", _shape(left, a), _shape(right, b)))
+        dims: set[tuple[str, str]] = set()
+        if shape_changes:
+            for c in shape_changes:
+                dims |= _dim_changes(c.old, c.new)
+            listed = [f"input {left.param_number[c.left]} {c.old} -> {c.new}" for c in shape_changes]
+            self.cause(
+                CauseKind.PARAMETER_SHAPE,
+                f"{len(shape_changes)} graph input{'s' if len(shape_changes) > 1 else ''} changed shape: "
+                f"{_fmt_list(listed)}; a ragged last batch or a varying sequence length is typical",
+                [c.left for c in shape_changes],
+                [c.right for c in shape_changes],
+                changes=tuple(shape_changes),
+            )
+        if _order_changed([(mv.left, mv.right) for mv in moved]):
+            permuted = tuple(mv for mv in moved if mv.left != mv.right)
+            self.cause(
+                CauseKind.PARAMETER_PERMUTATION,
+                f"the same inputs arrive in another order ({len(permuted)} of {len(moved)} moved, e.g. "
+                + _fmt_list([f"A's {mv.left} is B's {mv.right}" for mv in permuted], 3)
+                + "): tensors were created or updated in another order",
+                [mv.left_name for mv in permuted],
+                [mv.right_name for mv in permuted],
+                mapping=tuple(moved),
+            )
+        return dims
+
+    def outputs(self) -> None:
+        left, right, m = self.left, self.right, self.m
+        right_positions: dict[str, list[int]] = {}
+        for j, b in enumerate(right.outputs):
+            right_positions.setdefault(b, []).append(j)
+        pairs: list[tuple[int, int]] = []
+        moved: list[Moved] = []
+        used: set[int] = set()
+        removed: list[int] = []
+        for i, a in enumerate(left.outputs):
+            b = m.left.get(a)
+            js = [j for j in right_positions.get(b, []) if j not in used] if b else []
+            if not js:
+                removed.append(i)
+                continue
+            used.add(js[0])
+            pairs.append((i, js[0]))
+            moved.append(Moved(i, js[0], _shape(right, b), a, b))  # type: ignore[arg-type]
+        added = [j for j in range(len(right.outputs)) if j not in used]
+        # An output whose instruction is matched but now also feeds elsewhere is not "added".
+        if added:
+            cone = self._cone(right, [right.outputs[j] for j in added], m.right)
+            shapes = [_shape(right, right.outputs[j]) for j in added]
+            self.cause(
+                CauseKind.OUTPUT_ADDED,
+                f"B returns {len(added)} more tensor{'s' if len(added) > 1 else ''} than A "
+                f"({_fmt_list([f'output {j}: {s}' for j, s in zip(added, shapes, strict=True)])}): a tensor "
+                "kept alive, or pulled into the step, only on some steps",
+                (),
+                cone,
+            )
+        if removed:
+            cone = self._cone(left, [left.outputs[i] for i in removed], m.left)
+            shapes = [_shape(left, left.outputs[i]) for i in removed]
+            self.cause(
+                CauseKind.OUTPUT_REMOVED,
+                f"B returns {len(removed)} tensor{'s' if len(removed) > 1 else ''} fewer than A "
+                f"({_fmt_list([f'output {i}: {s}' for i, s in zip(removed, shapes, strict=True)])}): a tensor "
+                "kept alive, or pulled into the step, only on some steps",
+                cone,
+                (),
+            )
+        if _order_changed(pairs):
+            permuted = tuple(mv for mv in moved if mv.left != mv.right)
+            self.cause(
+                CauseKind.OUTPUT_PERMUTATION,
+                f"the same outputs come out in another order ({len(permuted)} of {len(moved)} moved, e.g. "
+                + _fmt_list([f"A's output {mv.left} is B's {mv.right}" for mv in permuted], 3)
+                + "): the live tensors were created in another order",
+                (),
+                (),
+                mapping=tuple(moved),
+            )
+
+    @staticmethod
+    def _cone(comp: CanonicalComputation, starts: list[str], matched: dict[str, str]) -> list[str]:
+        """Unmatched instructions that only exist to compute `starts`."""
+        seen: list[str] = []
+        stack = [s for s in starts if s not in matched]
+        visited = set(stack)
+        while stack:
+            name = stack.pop()
+            seen.append(name)
+            for o in comp.operands.get(name, ()):
+                if o not in matched and o not in visited:
+                    visited.add(o)
+                    stack.append(o)
+        return seen
+
+    # -- collectives --------------------------------------------------------------------
+    def collective(self) -> bool:
+        if not self.is_entry:
+            return False
+        lc, rc = collectives(self.lm), collectives(self.rm)
+        if sorted(c.signature for c in lc) == sorted(c.signature for c in rc):
+            return False
+        lsig = {c.signature for c in rc}
+        rsig = {c.signature for c in lc}
+        left_changed = [c.name for c in lc if c.signature not in lsig]
+        right_changed = [c.name for c in rc if c.signature not in rsig]
+        self.cause(
+            CauseKind.COLLECTIVE,
+            f"collectives regrouped: A has {describe(lc)}; B has {describe(rc)}",
+            left_changed,
+            right_changed,
+        )
+        return True
+
+    # -- matched instructions -------------------------------------------------------------
+    def matched_changes(self, dims: set[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Constant and attribute causes; returns pairs whose operands were rewired or whose
+        opcode changed (structural, handled with the unmatched instructions)."""
+        left, right, m = self.left, self.right, self.m
+        structural: list[tuple[str, str]] = []
+        shape_changed: set[str] = set()
+        propagated_left: list[str] = []
+        propagated_right: list[str] = []
+        for a in left.order:
+            b = m.left.get(a)
+            if b is None or left.h1[a] == right.h1[b] and _shape(left, a) == _shape(right, b):
+                continue
+            ia, ib = left.instruction(a), right.instruction(b)
+            if a in left.param_number:
+                if _shape(left, a) != _shape(right, b):
+                    shape_changed.add(a)
+                continue
+            if ia.opcode != ib.opcode:
+                structural.append((a, b))
+                continue
+            oa, ob = left.operands[a], right.operands[b]
+            mapped = [m.left.get(o) for o in oa]
+            if len(oa) != len(ob) or (
+                (sorted(map(str, mapped)) != sorted(ob)) if ia.opcode in COMMUTATIVE else mapped != list(ob)
+            ):
+                structural.append((a, b))
+                continue
+            upstream = any(o in shape_changed for o in oa)
+            if _shape(left, a) != _shape(right, b):
+                shape_changed.add(a)
+            if ia.opcode == "constant":
+                old, new = ia.payload, ib.payload
+                if old.replace(" ", "") == new.replace(" ", "") and _shape(left, a) == _shape(right, b):
+                    continue
+                if (old, new) in dims or (_numbers_equal(old, new)):
+                    propagated_left.append(a)
+                    propagated_right.append(b)
+                    continue
+                if _reciprocal_dims(old, new, dims):
+                    propagated_left.append(a)
+                    propagated_right.append(b)
+                    continue
+                what = "value" if _shape(left, a) == _shape(right, b) else "shape and value"
+                change = Change(a, b, what, f"{_shape(left, a)} {old}", f"{_shape(right, b)} {new}")
+                self.cause(
+                    CauseKind.CONSTANT_VALUE,
+                    f"constant {a} changed {old} -> {new}" + ("" if what == "value" else
+                    f" ({_shape(left, a)} -> {_shape(right, b)})") + ": a Python scalar baked into the graph",
+                    [a],
+                    [b],
+                    changes=(change,),
+                )
+                continue
+            attrs_a, attrs_b = _attributes(ia), _attributes(ib)
+            diff_keys = sorted(k for k in attrs_a.keys() | attrs_b.keys() if attrs_a.get(k) != attrs_b.get(k))
+            if upstream:
+                propagated_left.append(a)
+                propagated_right.append(b)
+                continue
+            if not diff_keys and _shape(left, a) == _shape(right, b):
+                continue  # differs only inside a called computation: classified there
+            changes = tuple(Change(a, b, k, attrs_a.get(k, ""), attrs_b.get(k, "")) for k in diff_keys)
+            if not diff_keys:
+                changes = (Change(a, b, "shape", _shape(left, a), _shape(right, b)),)
+            desc = "; ".join(f"{c.what}={c.old or '(none)'} -> {c.new or '(none)'}" for c in changes)
+            self.cause(
+                CauseKind.ATTRIBUTE,
+                f"{ia.opcode} {a}: {desc}: a Python value reached an op parameter",
+                [a],
+                [b],
+                changes=changes,
+            )
+        if propagated_left:
+            for c in self.causes:
+                if c.kind is CauseKind.PARAMETER_SHAPE:
+                    self.explained_left.update(propagated_left)
+                    self.explained_right.update(propagated_right)
+                    break
+        return structural
+
+    # -- what is left ----------------------------------------------------------------------
+    def structure(self, structural: list[tuple[str, str]], absorb_collectives: bool) -> None:
+        left, right, m = self.left, self.right, self.m
+        g = nx.Graph()
+        for a in left.order:
+            if a not in m.left and a not in self.explained_left:
+                g.add_node(("A", a))
+        for b in right.order:
+            if b not in m.right and b not in self.explained_right:
+                g.add_node(("B", b))
+        for a, b in structural:
+            g.add_edge(("A", a), ("B", b))
+        if not g:
+            return
+        for side, comp, matched in (("A", left, m.left), ("B", right, m.right)):
+            for name in comp.order:
+                if (side, name) not in g:
+                    continue
+                for o in comp.operands[name]:
+                    if (side, o) in g:
+                        g.add_edge((side, name), (side, o))
+                    elif o in matched and comp.instruction(o).opcode not in ("parameter", "constant"):
+                        anchor = o if side == "A" else m.right[o]
+                        g.add_edge((side, name), ("M", anchor))
+        for anchor_users in _users_by_anchor(left, right, m, g):
+            for a, b in anchor_users:
+                g.add_edge(a, b)
+        regions = []
+        for component in nx.connected_components(g):
+            lefts = sorted((n for s, n in component if s == "A"), key=left.order.index)
+            rights = sorted((n for s, n in component if s == "B"), key=right.order.index)
+            if lefts or rights:
+                regions.append((lefts, rights))
+        for lefts, rights in regions:
+            ops = [left.instruction(n).opcode for n in lefts] + [right.instruction(n).opcode for n in rights]
+            if absorb_collectives and any(is_collective(op) for op in ops):
+                self._absorb_into_collective(lefts, rights)
+                continue
+            opcodes = _fmt_list(sorted(set(ops)), 5)
+            changed = [(a, b) for a, b in structural if a in lefts]
+            desc = []
+            if changed:
+                desc.append(f"{len(changed)} changed")
+            only_a = [n for n in lefts if n not in m.left]
+            only_b = [n for n in rights if n not in m.right]
+            if only_a:
+                desc.append(f"{len(only_a)} only in A")
+            if only_b:
+                desc.append(f"{len(only_b)} only in B")
+            self.cause(
+                CauseKind.STRUCTURE,
+                f"the computation differs in {', '.join(desc)} instruction(s) ({opcodes})",
+                lefts,
+                rights,
+                changes=tuple(
+                    Change(a, b, "opcode", left.instruction(a).opcode, right.instruction(b).opcode)
+                    for a, b in changed
+                    if left.instruction(a).opcode != right.instruction(b).opcode
+                ),
+            )
+
+    def _absorb_into_collective(self, lefts: list[str], rights: list[str]) -> None:
+        """Bucketing plumbing around regrouped collectives belongs to the collective cause."""
+        for k, c in enumerate(self.causes):
+            if c.kind is CauseKind.COLLECTIVE:
+                self.causes[k] = replace(
+                    c,
+                    left=c.left + tuple(n for n in lefts if n not in c.left),
+                    right=c.right + tuple(n for n in rights if n not in c.right),
+                )
+        self.explained_left.update(lefts)
+        self.explained_right.update(rights)
+
+    def run(self) -> list[Cause]:
+        dims = self.parameters() if self.is_entry else set()
+        if self.is_entry:
+            self.outputs()
+        regrouped = self.collective()
+        structural = self.matched_changes(dims)
+        self.structure(structural, regrouped)
+        return self.causes
+
+
+def _users_by_anchor(left, right, m, g) -> list[list[tuple[tuple[str, str], tuple[str, str]]]]:  # type: ignore[no-untyped-def]
+    """Changed regions of both sides that flow into the same matched instruction are one region."""
+    edges: list[list[tuple[tuple[str, str], tuple[str, str]]]] = []
+    for side, comp, matched in (("A", left, m.left), ("B", right, m.right)):
+        batch = []
+        for name in comp.order:
+            if name not in matched:
+                continue
+            for o in comp.operands[name]:
+                if (side, o) in g:
+                    anchor = name if side == "A" else m.right[name]
+                    batch.append(((side, o), ("M", anchor)))
+        edges.append(batch)
+    return edges
+
+
+def _dim_changes(old: str, new: str) -> set[tuple[str, str]]:
+    """`f32[4,8]` -> `f32[2,8]` gives {("4", "2")}: constants equal to a changed dimension follow it."""
+    import re
+
+    a = re.findall(r"\d+", old.split("[", 1)[-1])
+    b = re.findall(r"\d+", new.split("[", 1)[-1])
+    return {(x, y) for x, y in zip(a, b, strict=False) if x != y}
+
+
+def _reciprocal_dims(old: str, new: str, dims: set[tuple[str, str]]) -> bool:
+    if not (_is_number(old) and _is_number(new)) or not dims:
+        return False
+    o, n = float(old), float(new)
+    for x, y in dims:
+        fx, fy = float(x), float(y)
+        if fx and fy and abs(o * fx - n * fy) < 1e-6 * max(abs(o * fx), 1.0):
+            return True
+    return False
+
+
+def classify_computation(
+    lcanon: CanonicalModule,
+    rcanon: CanonicalModule,
+    left: CanonicalComputation,
+    right: CanonicalComputation,
+    matching: Matching,
+    is_entry: bool,
+) -> list[Cause]:
+    """Causes for one pair of matched computations."""
+    return _Classifier(lcanon, rcanon, left, right, matching, is_entry).run()
+
+
+def classify_module_level(lcanon: CanonicalModule, rcanon: CanonicalModule) -> list[Cause]:
+    """Causes that belong to the modules, not to a computation pair: dead code."""
+    ldead = [(c, d) for c in lcanon.computations.values() for d in c.dead]
+    rdead = [(c, d) for c in rcanon.computations.values() for d in c.dead]
+    if not ldead and not rdead:
+        return []
+    opcodes = sorted({c.instruction(d).opcode for c, d in ldead + rdead})
+    return [
+        Cause(
+            CauseKind.DEAD_CODE,
+            f"{len(ldead)} instruction(s) in A and {len(rdead)} in B never reach a result "
+            f"({_fmt_list(opcodes, 4)}): ignored, they do not change what the graph computes",
+            HINTS[CauseKind.DEAD_CODE],
+            tuple(d for _, d in ldead),
+            tuple(d for _, d in rdead),
+            info=True,
+        )
+    ]

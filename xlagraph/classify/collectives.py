@@ -1,0 +1,81 @@
+"""Collectives compared as one ordered sequence, so that a change of bucketing reads as one cause."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import NamedTuple
+
+from xlagraph.canonical import CanonicalModule
+from xlagraph.canonical.hashes import normalize_attribute
+from xlagraph.ir import strip_layout
+
+__all__ = ["COLLECTIVES", "Collective", "collectives", "describe", "is_collective"]
+
+COLLECTIVES = frozenset(
+    {
+        "all-reduce",
+        "all-reduce-start",
+        "reduce-scatter",
+        "all-gather",
+        "all-gather-start",
+        "all-to-all",
+        "ragged-all-to-all",
+        "collective-permute",
+        "collective-permute-start",
+        "collective-broadcast",
+    }
+)
+
+
+def _kind(opcode: str) -> str:
+    """`xla::reduce_scatter` (lazy IR) and `reduce-scatter` (HLO) are the same collective."""
+    if opcode.startswith("xla::"):
+        opcode = opcode[5:].replace("_", "-")
+    return opcode.removesuffix("-start")
+
+
+def is_collective(opcode: str) -> bool:
+    k = _kind(opcode)
+    return k in COLLECTIVES or f"{k}-start" in COLLECTIVES
+
+
+class Collective(NamedTuple):
+    name: str
+    kind: str
+    operands: tuple[str, ...]  # operand shapes without layout
+    shape: str
+    groups: str
+    dimensions: str
+
+    @property
+    def signature(self) -> tuple[str, tuple[str, ...], str, str]:
+        return (self.kind, self.operands, self.groups, self.dimensions)
+
+
+def collectives(canon: CanonicalModule) -> list[Collective]:
+    """Every live collective of the module, in printed (program) order."""
+    out = []
+    for comp in canon.module.computations:
+        live = canon.computations[comp.name].operands
+        by_name = comp.by_name
+        for ins in comp.instructions:
+            if ins.name not in live or not is_collective(ins.opcode):
+                continue
+            shapes = tuple(strip_layout(by_name[o].shape) for o in ins.operands if o in by_name)
+            groups = normalize_attribute("replica_groups", ins.attribute("replica_groups", "") or "")
+            dims = ins.attribute("dimensions", "") or ins.attribute("scatter_dimension", "") or ""
+            out.append(Collective(ins.name, _kind(ins.opcode), shapes, strip_layout(ins.shape), groups, dims))
+    return out
+
+
+def describe(ops: list[Collective]) -> str:
+    """`3 reduce-scatter (4, 4, 2 operands), 1 all-reduce (1 operand)`."""
+    if not ops:
+        return "none"
+    counts = Counter(o.kind for o in ops)
+    parts = []
+    for kind, n in counts.items():
+        sizes = [len(o.operands) for o in ops if o.kind == kind]
+        detail = ", ".join(map(str, sizes[:8])) + (", …" if len(sizes) > 8 else "")
+        parts.append(f"{n} {kind} ({detail} operand{'s' if max(sizes) != 1 else ''})")
+    return ", ".join(parts)

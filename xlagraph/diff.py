@@ -1,0 +1,110 @@
+"""`diff`: the whole pipeline for two modules, parse -> canonical -> match -> classify.
+
+Computations are paired from the entries down: two computations called at the same place by a
+pair of matched instructions are compared in turn, unless their canonical hashes are equal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xlagraph.canonical import CanonicalModule, canonicalize
+from xlagraph.classify import Cause, CauseKind, classify_computation, classify_module_level
+from xlagraph.classify.causes import HINTS
+from xlagraph.ir import Module
+from xlagraph.match import Matching, match
+from xlagraph.parse.lazy_ir import LOSSY_NOTE
+from xlagraph.parse.sources import load_module
+
+__all__ = ["ComputationPair", "DiffResult", "diff_files", "diff_modules"]
+
+
+@dataclass(frozen=True, eq=False)
+class ComputationPair:
+    """Two computations compared; `matching` is None when they are canonically identical."""
+
+    left: str
+    right: str
+    matching: Matching | None
+
+
+@dataclass(frozen=True, eq=False)
+class DiffResult:
+    left: CanonicalModule
+    right: CanonicalModule
+    causes: tuple[Cause, ...]
+    pairs: tuple[ComputationPair, ...]
+
+    @property
+    def verdict(self) -> str:
+        return "different" if any(not c.info for c in self.causes) else "identical"
+
+    @property
+    def differences(self) -> tuple[Cause, ...]:
+        return tuple(c for c in self.causes if not c.info)
+
+
+def diff_modules(a: Module, b: Module) -> DiffResult:
+    """Compare two modules and name the causes of their differences.
+
+    >>> from xlagraph.parse.hlo import parse_hlo
+    >>> a = parse_hlo("HloModule m\\nENTRY e {\\n  p = f32[4] parameter(0)\\n  c = f32[] constant(1)\\n"
+    ...               "  b = f32[4] broadcast(c), dimensions={}\\n  ROOT r = f32[4] multiply(p, b)\\n}\\n")
+    >>> b = parse_hlo("HloModule m\\nENTRY e {\\n  c.9 = f32[] constant(0)\\n  x = f32[4] parameter(0)\\n"
+    ...               "  b.2 = f32[4] broadcast(c.9), dimensions={}\\n  ROOT r = f32[4] multiply(b.2, x)\\n}\\n")
+    >>> result = diff_modules(a, b)
+    >>> result.verdict, [str(c.kind) for c in result.causes]
+    ('different', ['constant_value'])
+    """
+    left, right = canonicalize(a), canonicalize(b)
+    causes: list[Cause] = []
+    pairs: list[ComputationPair] = []
+    seen: set[tuple[str, str]] = set()
+    work = [(a.entry.name, b.entry.name)]
+    while work:
+        ln, rn = work.pop(0)
+        if (ln, rn) in seen:
+            continue
+        seen.add((ln, rn))
+        lc, rc = left.computations[ln], right.computations[rn]
+        if lc.hash == rc.hash and ln != a.entry.name:
+            pairs.append(ComputationPair(ln, rn, None))
+            continue
+        m = match(lc, rc)
+        pairs.append(ComputationPair(ln, rn, m))
+        causes += classify_computation(left, right, lc, rc, m, is_entry=ln == a.entry.name)
+        for x, y in m.left.items():
+            cx, cy = lc.instruction(x).called, rc.instruction(y).called
+            if len(cx) == len(cy):
+                work += [(p, q) for p, q in zip(cx, cy, strict=True) if (p, q) not in seen]
+    causes += _invisible_change(a, b, causes)
+    causes += classify_module_level(left, right)
+    return DiffResult(left, right, tuple(causes), tuple(pairs))
+
+
+def _invisible_change(a: Module, b: Module, causes: list[Cause]) -> list[Cause]:
+    """Graph hashes differ but the text shows nothing: the lazy IR text omits constants and
+    op parameters, so say which outputs differ (root hashes) and how to see the values."""
+    if any(not c.info for c in causes):
+        return []
+    ha, hb = a.info.graph_hash, b.info.graph_hash
+    if not (ha and hb and ha != hb):
+        return []
+    ra, rb = a.info.root_hashes, b.info.root_hashes
+    outputs = [i for i, (x, y) in enumerate(zip(ra, rb, strict=False)) if x != y]
+    where = f"outputs {', '.join(map(str, outputs))} differ" if outputs else "the graphs differ"
+    lossy = "lazy-ir" in (a.format, b.format)
+    detail = LOSSY_NOTE if lossy else "the difference is in what the text does not print"
+    return [
+        Cause(
+            CauseKind.ATTRIBUTE,
+            f"graph hashes differ ({ha} vs {hb}) but the text shows the same graph: {where} by a "
+            f"constant value or op parameter; {detail}",
+            HINTS[CauseKind.ATTRIBUTE],
+        )
+    ]
+
+
+def diff_files(spec_a: str, spec_b: str) -> DiffResult:
+    """`diff_modules` on two `PATH` / `PATH#K` specs."""
+    return diff_modules(load_module(spec_a), load_module(spec_b))

@@ -1,0 +1,201 @@
+"""The intermediate representation every reader produces and every later stage consumes.
+
+All types are immutable. `Instruction` is a NamedTuple rather than a frozen dataclass because
+a 600K-instruction module creates 600K of them and tuple construction is the cheapest
+immutable object Python has; the others are frozen dataclasses.
+
+Names are kept exactly as printed, minus the `%` sigil, so messages can quote the dump.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import NamedTuple
+
+__all__ = [
+    "COMPUTATION_ATTRIBUTES",
+    "Computation",
+    "Frame",
+    "GraphInfo",
+    "Instruction",
+    "Metadata",
+    "Module",
+    "strip_layout",
+]
+
+# Attributes whose value names other computations (hlo-text-format.md 1.4).
+COMPUTATION_ATTRIBUTES = frozenset(
+    {
+        "to_apply",
+        "condition",
+        "body",
+        "calls",
+        "branch_computations",
+        "true_computation",
+        "false_computation",
+        "called_computations",
+        "select",
+        "scatter",
+        "async_execution_thread_computations",
+    }
+)
+
+_LAYOUT = re.compile(r"\{[^{}]*\}")
+_COMMENT = re.compile(r"/\*.*?\*/")
+
+
+def strip_layout(shape: str) -> str:
+    """`f32[4,8]{1,0}` -> `f32[4,8]`; tuple shapes keep their structure, index comments go."""
+    if "{" in shape:
+        shape = _LAYOUT.sub("", shape)
+    if "/*" in shape:
+        shape = _COMMENT.sub("", shape)
+    return shape
+
+
+class Frame(NamedTuple):
+    """One Python stack frame: `fn (file:line)`."""
+
+    function: str
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.function} ({self.file}:{self.line})"
+
+
+class Metadata(NamedTuple):
+    """The fields of `metadata={...}` that xlagraph uses."""
+
+    op_type: str = ""
+    op_name: str = ""
+    source_file: str = ""
+    source_line: int = 0
+    stack_frame_id: int = 0
+
+    @property
+    def location(self) -> str:
+        if not self.source_file:
+            return ""
+        return f"{self.source_file}:{self.source_line}" if self.source_line else self.source_file
+
+
+class Instruction(NamedTuple):
+    """One HLO (or lazy-IR) instruction.
+
+    `operands` and `called` are names; `attributes` keeps every `key=value` in printed order with
+    the raw value text (metadata excluded, see `metadata`). `payload` is the text inside the
+    parentheses of `parameter(N)` and `constant(...)`, which are not operand lists.
+    """
+
+    name: str
+    opcode: str
+    shape: str
+    operands: tuple[str, ...]
+    attributes: tuple[tuple[str, str], ...]
+    called: tuple[str, ...]
+    payload: str
+    metadata: Metadata | None
+    is_root: bool
+    line: int
+
+    def attribute(self, key: str, default: str | None = None) -> str | None:
+        for k, v in self.attributes:
+            if k == key:
+                return v
+        return default
+
+    @property
+    def parameter_number(self) -> int:
+        return int(self.payload) if self.opcode == "parameter" else -1
+
+
+@dataclass(frozen=True, eq=False)
+class Computation:
+    """A named list of instructions in printed order; `root` is the ROOT (or the last one)."""
+
+    name: str
+    instructions: tuple[Instruction, ...]
+    is_entry: bool = False
+    line: int = 0
+
+    @cached_property
+    def by_name(self) -> dict[str, Instruction]:
+        return {i.name: i for i in self.instructions}
+
+    @cached_property
+    def root(self) -> Instruction:
+        for i in reversed(self.instructions):
+            if i.is_root:
+                return i
+        return self.instructions[-1]
+
+    @cached_property
+    def parameters(self) -> tuple[Instruction, ...]:
+        """Parameters ordered by parameter number, not by printed position."""
+        params = [i for i in self.instructions if i.opcode == "parameter"]
+        return tuple(sorted(params, key=lambda i: i.parameter_number))
+
+
+@dataclass(frozen=True)
+class GraphInfo:
+    """What a multi-graph dump says about one graph besides its HLO."""
+
+    index: int = 0
+    graph_hash: str = ""
+    root_hashes: tuple[str, ...] = ()
+    frames: tuple[Frame, ...] = ()
+    output_sharding: tuple[str, ...] = ()
+    stage: str = ""  # before_optimizations / after_optimizations for --xla_dump_to files
+    label: str = ""  # where it came from: "file.hlo", "dump#3", "module_0003...txt"
+
+
+@dataclass(frozen=True, eq=False)
+class Module:
+    """One HLO module: computations in printed order (callees first), the entry last.
+
+    `format` says which reader produced it: `hlo` or `lazy-ir`. `stack_frames` maps a
+    `stack_frame_id` to its innermost-first list of frames (the 2025+ FileNames/StackFrames block).
+    """
+
+    name: str
+    computations: tuple[Computation, ...]
+    header: tuple[tuple[str, str], ...] = ()
+    format: str = "hlo"
+    path: str = ""
+    info: GraphInfo = field(default_factory=GraphInfo)
+    stack_frames: dict[int, tuple[Frame, ...]] = field(default_factory=dict)
+
+    @cached_property
+    def entry(self) -> Computation:
+        for c in self.computations:
+            if c.is_entry:
+                return c
+        return self.computations[-1]
+
+    @cached_property
+    def by_name(self) -> dict[str, Computation]:
+        return {c.name: c for c in self.computations}
+
+    @property
+    def instruction_count(self) -> int:
+        return sum(len(c.instructions) for c in self.computations)
+
+    def header_attribute(self, key: str, default: str | None = None) -> str | None:
+        for k, v in self.header:
+            if k == key:
+                return v
+        return default
+
+    def frames_of(self, instruction: Instruction) -> tuple[Frame, ...]:
+        """The Python frames behind an instruction, innermost first, from whatever the dump has."""
+        md = instruction.metadata
+        if md is None:
+            return ()
+        if md.stack_frame_id and md.stack_frame_id in self.stack_frames:
+            return self.stack_frames[md.stack_frame_id]
+        if md.source_file:
+            return (Frame("", md.source_file, md.source_line),)
+        return ()

@@ -1,0 +1,42 @@
+"""Bottom-up matching: an unpaired instruction whose operands are paired is paired with the
+unpaired user of their counterparts that has the same opcode and agrees on most operands."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from xlagraph.canonical import CanonicalComputation
+from xlagraph.match.mappings import Mappings
+
+__all__ = ["match_bottom_up", "users_of"]
+
+
+def users_of(comp: CanonicalComputation) -> dict[str, list[str]]:
+    users: dict[str, list[str]] = defaultdict(list)
+    for name in comp.order:
+        for o in comp.operands[name]:
+            users[o].append(name)
+    return users
+
+
+def match_bottom_up(left: CanonicalComputation, right: CanonicalComputation, m: Mappings) -> None:
+    left_users = users_of(left)
+    for b in right.order:
+        if b in m.right:
+            continue
+        ob = right.operands[b]
+        mapped = [m.right[o] for o in ob if o in m.right]
+        if not mapped:
+            continue
+        opcode = right.instruction(b).opcode
+        best, best_score = None, 0
+        for counterpart in mapped:
+            for a in left_users.get(counterpart, ()):
+                if a in m.left or left.instruction(a).opcode != opcode:
+                    continue
+                oa = left.operands[a]
+                score = sum(1 for x, y in zip(oa, ob, strict=False) if m.left.get(x) == y)
+                if score > best_score:
+                    best, best_score = a, score
+        if best is not None:
+            m.add(best, b, "bottom-up")

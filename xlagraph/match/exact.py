@@ -1,0 +1,58 @@
+"""Exact-subgraph matching: equal structural hashes mean equal subgraphs, so pair them and
+their operands position by position (commutative operands were sorted the same way)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from xlagraph.canonical import CanonicalComputation
+from xlagraph.canonical.hashes import COMMUTATIVE
+from xlagraph.match.mappings import Mappings
+
+__all__ = ["match_exact", "zip_subgraphs"]
+
+
+def zip_subgraphs(
+    left: CanonicalComputation, right: CanonicalComputation, a: str, b: str, key: str, m: Mappings, tag: str
+) -> None:
+    """Pair the operands of two equal-hash instructions, recursively."""
+    hl, hr = getattr(left, key), getattr(right, key)
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        ox, oy = left.operands[x], right.operands[y]
+        if len(ox) != len(oy):
+            continue
+        if len(ox) > 1 and left.instruction(x).opcode in COMMUTATIVE:
+            ox = sorted(ox, key=hl.__getitem__)
+            oy = sorted(oy, key=hr.__getitem__)
+        for p, q in zip(ox, oy, strict=True):
+            if hl[p] == hr[q] and m.add(p, q, tag):
+                stack.append((p, q))
+
+
+def match_exact(left: CanonicalComputation, right: CanonicalComputation, m: Mappings, key: str = "h1") -> None:
+    """Largest identical subgraphs first: walk the left side users-before-operands.
+
+    With `key="h0"` parameters are compared by shape alone, which recovers identical subgraphs
+    whose canonical parameter numbering shifted because something else changed.
+    """
+    hl, hr = getattr(left, key), getattr(right, key)
+    candidates: dict[int, list[str]] = defaultdict(list)
+    for name in reversed(right.order):
+        if name not in m.right:
+            candidates[hr[name]].append(name)
+    tag = "exact" if key == "h1" else "exact-shape"
+    for name in reversed(left.order):
+        if name in m.left:
+            continue
+        pool = candidates.get(hl[name])
+        while pool and pool[0] in m.right:
+            pool.pop(0)
+        if not pool:
+            continue
+        if key == "h0" and len(pool) > 1 and left.operands[name] == ():
+            continue  # an ambiguous leaf: leave it to the structural phases
+        other = pool.pop(0)
+        m.add(name, other, tag)
+        zip_subgraphs(left, right, name, other, key, m, tag)

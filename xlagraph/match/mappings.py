@@ -1,0 +1,37 @@
+"""The pairing of instructions between two computations, built by the matchers in turn."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Mappings", "Matching"]
+
+
+class Mappings:
+    """Mutable left<->right pairing used while matching; the first matcher to claim a pair keeps it."""
+
+    def __init__(self) -> None:
+        self.left: dict[str, str] = {}
+        self.right: dict[str, str] = {}
+        self.matcher: dict[str, str] = {}
+
+    def add(self, left: str, right: str, matcher: str) -> bool:
+        if left in self.left or right in self.right:
+            return False
+        self.left[left] = right
+        self.right[right] = left
+        self.matcher[left] = matcher
+        return True
+
+    def freeze(self) -> Matching:
+        return Matching(dict(self.left), dict(self.right), dict(self.matcher))
+
+
+@dataclass(frozen=True, eq=False)
+class Matching:
+    """`left[a] == b` when left instruction `a` corresponds to right instruction `b`;
+    `matcher[a]` names the phase that paired them (shown in reports)."""
+
+    left: dict[str, str]
+    right: dict[str, str]
+    matcher: dict[str, str]

@@ -1,0 +1,278 @@
+"""Find the graphs in whatever the user points at: one HLO file, an `XLA_SAVE_TENSORS_FILE`
+dump (HLO or lazy-IR text), a lazy-IR file, or a `--xla_dump_to` directory.
+
+Listing is cheap (files are split, not parsed); `read` parses one graph. `PATH#K` selects the
+K-th graph (0-based) of a multi-graph source.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from xlagraph.errors import InputError
+from xlagraph.ir import Frame, GraphInfo, Module
+from xlagraph.parse.hlo import parse_hlo
+from xlagraph.parse.lazy_ir import parse_lazy_ir
+
+__all__ = ["Graph", "Source", "open_source", "read", "load_module", "split_spec"]
+
+STABLEHLO_HINT = (
+    "StableHLO is not read by xlagraph: dump HLO instead with XLA_SAVE_TENSORS_FMT=hlo "
+    "(or text), or XLA_FLAGS='--xla_dump_to=DIR --xla_dump_hlo_as_text'"
+)
+DOT_HINT = "Graphviz dot is not read by xlagraph: dump with XLA_SAVE_TENSORS_FMT=hlo (or text)"
+
+# --xla_dump_to file names (xla/service/dump.cc FilenameFor); module names contain dots.
+_DUMP_FILE = re.compile(
+    r"^(?:\d+\.)?module_(\d{4,})\.(.+?)\."
+    r"(before_optimizations|(?:[a-z0-9_.]+_)?after_optimizations|\d{4}\..+)\.txt$"
+)
+_NOT_HLO_SUFFIXES = ("-buffer-assignment", "-memory-usage-report", "-live-range", "-buffer-assignment-values")
+_FRAME_LINE = re.compile(r"\s+(.*) \((.*):(\d+)\)\s*$")
+_HASHES = re.compile(r"(?:Root )?Hashes: \(([^)]*)\)")
+_SNIFF_BYTES = 8192
+
+
+@dataclass(frozen=True)
+class Graph:
+    """One graph of a source, located but not parsed."""
+
+    path: str
+    text: str
+    first_line: int
+    format: str  # hlo | lazy-ir | stablehlo | dot
+    info: GraphInfo
+
+    @property
+    def label(self) -> str:
+        return self.info.label
+
+
+@dataclass(frozen=True)
+class Source:
+    """What `open_source` found: the graphs in order, plus notes (e.g. a truncated last block)."""
+
+    path: str
+    kind: str  # hlo-file | lazy-ir-file | save-file | dump-dir
+    graphs: tuple[Graph, ...]
+    notes: tuple[str, ...] = ()
+
+
+def split_spec(spec: str) -> tuple[str, int | None]:
+    """`dump.txt#3` -> ("dump.txt", 3); a `#` not followed by digits is part of the path."""
+    path, sep, index = spec.rpartition("#")
+    if sep and index.isdigit() and path:
+        return path, int(index)
+    if sep and index.lstrip("-").isdigit() and path:
+        raise InputError(path, f"graph index must be 0 or more, got #{index}")
+    return spec, None
+
+
+def _read_text(path: str) -> str:
+    p = Path(path)
+    if not p.exists():
+        raise InputError(path, "no such file or directory")
+    if p.is_dir():
+        raise InputError(path, "is a directory")
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise InputError(path, f"cannot read: {e.strerror or e}") from None
+    if not data.strip():
+        raise InputError(path, "empty file")
+    if b"\0" in data[:_SNIFF_BYTES]:
+        raise InputError(
+            path, "binary file, not HLO text (for an .hlo.pb proto, dump with --xla_dump_hlo_as_text)"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(path, f"not UTF-8 text (byte {e.start})") from None
+
+
+def _body_format(text: str) -> str:
+    head = text.lstrip()[:200]
+    if head.startswith("HloModule"):
+        return "hlo"
+    if head.startswith("IR {"):
+        return "lazy-ir"
+    if head.startswith(("module @", "module {", "#loc", "func.func")) or "stablehlo." in text[:2000]:
+        return "stablehlo"
+    if head.startswith(("digraph", "graph ")):
+        return "dot"
+    return "unknown"
+
+
+def _first_meaningful(text: str) -> str:
+    for line in text.split("\n", 200)[:200]:
+        s = line.strip()
+        if s and not s.startswith("//"):
+            return s
+    return ""
+
+
+def open_source(path: str) -> Source:
+    """Locate every graph in `path` (file or `--xla_dump_to` directory) without parsing them."""
+    p = Path(path)
+    if p.is_dir():
+        return _open_dump_dir(path)
+    text = _read_text(path)
+    if "## BEGIN_GRAPH" in text:
+        return _open_save_file(path, text)
+    fmt = _body_format(text)
+    first = _first_meaningful(text)
+    if fmt == "unknown" and first.startswith("HloModule"):
+        fmt = "hlo"
+    if fmt == "hlo":
+        return Source(path, "hlo-file", (Graph(path, text, 1, "hlo", GraphInfo(label=path)),))
+    if fmt == "lazy-ir":
+        return Source(path, "lazy-ir-file", (Graph(path, text, 1, "lazy-ir", GraphInfo(label=path)),))
+    if fmt == "stablehlo":
+        raise InputError(path, STABLEHLO_HINT)
+    if fmt == "dot":
+        raise InputError(path, DOT_HINT)
+    raise InputError(
+        path,
+        "not a format xlagraph reads (expected HLO text starting with `HloModule`, lazy IR `IR {`, "
+        "an XLA_SAVE_TENSORS_FILE dump or a --xla_dump_to directory)",
+    )
+
+
+def _open_save_file(path: str, text: str) -> Source:
+    """Split an XLA_SAVE_TENSORS_FILE dump into blocks (hlo-text-format.md 2.1)."""
+    lines = text.split("\n")
+    graphs: list[Graph] = []
+    notes: list[str] = []
+    i, n = 0, len(lines)
+    header: dict[str, object] = {}
+    while i < n:
+        line = lines[i]
+        if line.startswith("[") and line.rstrip().endswith("]") and not line.startswith("[["):
+            header = {"kind": line.strip()[1:-1]}
+        elif line.startswith("Graph Name: "):
+            header["name"] = line[len("Graph Name: ") :].strip()
+        elif line.startswith("TensorsGraphInfo:"):
+            frames = []
+            i += 1
+            while i < n and (m := _FRAME_LINE.match(lines[i])):
+                frames.append(Frame(m.group(1), m.group(2), int(m.group(3))))
+                i += 1
+            header["frames"] = tuple(frames)
+            continue
+        elif (m := _HASHES.match(line)) is not None:
+            header["root_hashes"] = tuple(h.strip() for h in m.group(1).split(",") if h.strip())
+        elif line.startswith("## BEGIN_GRAPH"):
+            start = i + 1
+            j = start
+            graph_hash = ""
+            end_body = -1
+            while j < n and not lines[j].startswith("## END_GRAPH"):
+                if lines[j].startswith("Graph Hash: "):
+                    graph_hash = lines[j][len("Graph Hash: ") :].strip()
+                    if end_body < 0:
+                        end_body = j
+                j += 1
+            if j >= n:
+                notes.append(
+                    f"{path}:{i + 1}: the last graph block is truncated (no `## END_GRAPH`); ignored"
+                )
+                break
+            body = "\n".join(lines[start : end_body if end_body >= 0 else j])
+            j += 1
+            output_sharding: list[str] = []
+            k = j
+            while k < n and not lines[k].strip():
+                k += 1
+            if k < n and lines[k].startswith("#OUTPUT_SHARDING_BEGIN"):
+                k += 1
+                while k < n and not lines[k].startswith("#OUTPUT_SHARDING_END"):
+                    if lines[k].strip():
+                        output_sharding.append(lines[k].strip())
+                    k += 1
+                j = k + 1
+            index = len(graphs)
+            info = GraphInfo(
+                index=index,
+                graph_hash=graph_hash,
+                root_hashes=header.get("root_hashes", ()),  # type: ignore[arg-type]
+                frames=header.get("frames", ()),  # type: ignore[arg-type]
+                output_sharding=tuple(output_sharding),
+                stage=str(header.get("name", "")),
+                label=f"{path}#{index}",
+            )
+            graphs.append(Graph(path, body, start + 1, _body_format(body), info))
+            header = {}
+            i = j
+            continue
+        i += 1
+    if not graphs:
+        raise InputError(path, "XLA_SAVE_TENSORS_FILE dump with no complete graph (truncated?)")
+    return Source(path, "save-file", tuple(graphs), tuple(notes))
+
+
+def _open_dump_dir(path: str) -> Source:
+    """The HLO text files of a `--xla_dump_to` directory, in compile order, before before after."""
+    found = []
+    for name in sorted(os.listdir(path)):
+        m = _DUMP_FILE.match(name)
+        if m is None or any(s in name for s in _NOT_HLO_SUFFIXES):
+            continue
+        stage = m.group(3)
+        order = 0 if stage == "before_optimizations" else (2 if stage[0].isdigit() else 1)
+        found.append((int(m.group(1)), order, stage, name))
+    if not found:
+        raise InputError(path, "directory has no HLO text dumps (module_*.txt from --xla_dump_to)")
+    graphs = []
+    for index, (_, _, stage, name) in enumerate(sorted(found)):
+        file = os.path.join(path, name)
+        text = _read_text(file)
+        info = GraphInfo(index=index, stage=stage, label=file)
+        graphs.append(Graph(file, text, 1, _body_format(text), info))
+    return Source(path, "dump-dir", tuple(graphs))
+
+
+def read(graph: Graph) -> Module:
+    """Parse one located graph."""
+    if graph.format == "hlo":
+        return parse_hlo(graph.text, graph.path, first_line=graph.first_line, info=graph.info)
+    if graph.format == "lazy-ir":
+        return parse_lazy_ir(graph.text, graph.path, first_line=graph.first_line, info=graph.info)
+    if graph.format == "stablehlo":
+        raise InputError(graph.label, STABLEHLO_HINT)
+    if graph.format == "dot":
+        raise InputError(graph.label, DOT_HINT)
+    raise InputError(graph.path, "graph block is neither HLO nor lazy IR text", graph.first_line)
+
+
+def select(source: Source, index: int | None, spec: str) -> Graph:
+    """The graph `spec` names: the only one, or `#index`."""
+    count = len(source.graphs)
+    if index is None:
+        if count == 1:
+            return source.graphs[0]
+        raise InputError(
+            source.path,
+            f"holds {count} graphs: pick one with {source.path}#K (0 to {count - 1}); "
+            f"`xlagraph graphs {source.path}` lists them",
+        )
+    if index >= count:
+        raise InputError(source.path, f"graph #{index} out of range: it holds {count} (0 to {count - 1})")
+    return source.graphs[index]
+
+
+def load_module(spec: str) -> Module:
+    """Read the one graph `spec` (`PATH` or `PATH#K`) names."""
+    path, index = split_spec(spec)
+    source = open_source(path)
+    graph = select(source, index, spec)
+    module = read(graph)
+    if index is not None and source.kind in ("hlo-file", "lazy-ir-file"):
+        return module
+    return replace_label(module, graph.label)
+
+
+def replace_label(module: Module, label: str) -> Module:
+    return replace(module, info=replace(module.info, label=label))
