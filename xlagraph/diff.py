@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xlagraph._gc import paused_gc
 from xlagraph.canonical import CanonicalModule, canonicalize
 from xlagraph.classify import Cause, CauseKind, classify_computation, classify_module_level
 from xlagraph.classify.causes import HINTS
@@ -56,6 +57,11 @@ def diff_modules(a: Module, b: Module) -> DiffResult:
     >>> result.verdict, [str(c.kind) for c in result.causes]
     ('different', ['constant_value'])
     """
+    with paused_gc():
+        return _diff(a, b)
+
+
+def _diff(a: Module, b: Module) -> DiffResult:
     left, right = canonicalize(a), canonicalize(b)
     causes: list[Cause] = []
     pairs: list[ComputationPair] = []

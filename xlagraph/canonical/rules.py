@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+from xlagraph._gc import paused_gc
 from xlagraph.canonical.hashes import COMMUTATIVE, content_key, stable_hash
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 from xlagraph.ir import Computation, Instruction, Module
@@ -144,7 +145,8 @@ def _canonicalize_computation(
     live = set(order)
     dead = tuple(i.name for i in comp.instructions if i.name not in reachable and i.opcode != "parameter")
     plumbing = tuple(i.name for i in comp.instructions if i.name in reachable and i.name not in live)
-    unused = sorted(keys[p] for p in param_number if p not in set(walk))
+    walked = set(walk)
+    unused = sorted(keys[p] for p in param_number if p not in walked)
     comp_hash = hash((tuple(sorted(h1[o] for o in outputs)), tuple(unused)))
     return CanonicalComputation(
         computation=comp,
@@ -213,6 +215,11 @@ def _walk(
 
 def canonicalize(module: Module) -> CanonicalModule:
     """Canonical form of every computation, callees first, and the module fingerprint."""
+    with paused_gc():
+        return _canonicalize(module)
+
+
+def _canonicalize(module: Module) -> CanonicalModule:
     callee_hash: dict[str, int] = {}
     result: dict[str, CanonicalComputation] = {}
     for comp in _callees_first(module):

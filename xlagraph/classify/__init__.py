@@ -10,6 +10,7 @@ cause it follows from instead of being reported again.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -169,7 +170,8 @@ class _Classifier:
         added = [j for j in range(len(right.outputs)) if j not in used]
         # An output whose instruction is matched but now also feeds elsewhere is not "added".
         if added:
-            cone = self._cone(right, [right.outputs[j] for j in added], m.right)
+            heads = [right.outputs[j] for j in added]
+            cone = [h for h in heads if h in m.right] + self._cone(right, heads, m.right)
             shapes = [_shape(right, right.outputs[j]) for j in added]
             self.cause(
                 CauseKind.OUTPUT_ADDED,
@@ -180,7 +182,8 @@ class _Classifier:
                 cone,
             )
         if removed:
-            cone = self._cone(left, [left.outputs[i] for i in removed], m.left)
+            heads = [left.outputs[i] for i in removed]
+            cone = [h for h in heads if h in m.left] + self._cone(left, heads, m.left)
             shapes = [_shape(left, left.outputs[i]) for i in removed]
             self.cause(
                 CauseKind.OUTPUT_REMOVED,
@@ -247,7 +250,7 @@ class _Classifier:
         propagated_right: list[str] = []
         for a in left.order:
             b = m.left.get(a)
-            if b is None or left.h1[a] == right.h1[b] and _shape(left, a) == _shape(right, b):
+            if b is None or (left.h1[a] == right.h1[b] and _shape(left, a) == _shape(right, b)):
                 continue
             ia, ib = left.instruction(a), right.instruction(b)
             if a in left.param_number:
@@ -267,6 +270,7 @@ class _Classifier:
             upstream = any(o in shape_changed for o in oa)
             if _shape(left, a) != _shape(right, b):
                 shape_changed.add(a)
+                upstream = upstream or _explained_by_dims(_shape(left, a), _shape(right, b), dims)
             if ia.opcode == "constant":
                 old, new = ia.payload, ib.payload
                 if old.replace(" ", "") == new.replace(" ", "") and _shape(left, a) == _shape(right, b):
@@ -292,7 +296,8 @@ class _Classifier:
                 continue
             attrs_a, attrs_b = _attributes(ia), _attributes(ib)
             diff_keys = sorted(k for k in attrs_a.keys() | attrs_b.keys() if attrs_a.get(k) != attrs_b.get(k))
-            if upstream:
+            if upstream or (dims and all(_explained_by_dims(attrs_a.get(k, ""), attrs_b.get(k, ""), dims)
+                                         for k in diff_keys) and diff_keys):
                 propagated_left.append(a)
                 propagated_right.append(b)
                 continue
@@ -345,9 +350,11 @@ class _Classifier:
             for a, b in anchor_users:
                 g.add_edge(a, b)
         regions = []
+        lpos = {n: k for k, n in enumerate(left.order)}
+        rpos = {n: k for k, n in enumerate(right.order)}
         for component in nx.connected_components(g):
-            lefts = sorted((n for s, n in component if s == "A"), key=left.order.index)
-            rights = sorted((n for s, n in component if s == "B"), key=right.order.index)
+            lefts = sorted((n for s, n in component if s == "A"), key=lpos.__getitem__)
+            rights = sorted((n for s, n in component if s == "B"), key=rpos.__getitem__)
             if lefts or rights:
                 regions.append((lefts, rights))
         for lefts, rights in regions:
@@ -356,7 +363,8 @@ class _Classifier:
                 self._absorb_into_collective(lefts, rights)
                 continue
             opcodes = _fmt_list(sorted(set(ops)), 5)
-            changed = [(a, b) for a, b in structural if a in lefts]
+            in_region = set(lefts)
+            changed = [(a, b) for a, b in structural if a in in_region]
             desc = []
             if changed:
                 desc.append(f"{len(changed)} changed")
@@ -418,11 +426,25 @@ def _users_by_anchor(left, right, m, g) -> list[list[tuple[tuple[str, str], tupl
 
 def _dim_changes(old: str, new: str) -> set[tuple[str, str]]:
     """`f32[4,8]` -> `f32[2,8]` gives {("4", "2")}: constants equal to a changed dimension follow it."""
-    import re
-
     a = re.findall(r"\d+", old.split("[", 1)[-1])
     b = re.findall(r"\d+", new.split("[", 1)[-1])
     return {(x, y) for x, y in zip(a, b, strict=False) if x != y}
+
+
+_INT = re.compile(r"\d+")
+
+
+def _explained_by_dims(old: str, new: str, dims: set[tuple[str, str]]) -> bool:
+    """Every number that differs between `old` and `new` follows a changed input dimension:
+    equal to it (4 -> 3) or in proportion to it (32 -> 24 when 4 -> 3)."""
+    if not dims:
+        return False
+    a, b = _INT.findall(old), _INT.findall(new)
+    if len(a) != len(b):
+        return False
+    ratios = [(int(x), int(y)) for x, y in dims]
+    changed = [(int(x), int(y)) for x, y in zip(a, b, strict=True) if x != y]
+    return bool(changed) and all(any(x * q == y * p for p, q in ratios) for x, y in changed)
 
 
 def _reciprocal_dims(old: str, new: str, dims: set[tuple[str, str]]) -> bool:

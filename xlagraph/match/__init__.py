@@ -2,12 +2,14 @@
 
 Each phase claims only pairs that are still free, and records its name on the pair:
 
-1. `exact`: identical subgraphs (equal `h1`), largest first;
-2. `exact-shape`: identical up to parameter identity (equal `h0`), unambiguous ones only;
-3. outputs: the remaining outputs, paired in order among those of equal shape;
-4. `top-down` (strict, equal opcodes), then `bottom-up` (operands already paired), then
-   `top-down-lenient` (an opcode changed in place);
-5. parameters: the remaining ones by shape, then by number.
+1. `outputs-exact`: outputs with equal structural hash (`h1`), with their whole subgraphs;
+2. `outputs`: the remaining outputs, in order, among those of equal opcode and shape;
+3. `top-down`: from paired instructions, operands at the same position with the same opcode
+   (subgraphs with equal hashes are paired whole);
+4. `exact` / `exact-shape`: identical subgraphs anywhere, for hashes seen once on each side;
+5. `bottom-up`: instructions whose operands are paired, among users of the counterparts;
+6. `parameters`: the remaining ones by shape, then by number;
+7. `top-down-lenient`: an opcode changed in place.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import strip_layout
 from xlagraph.match.bottom_up import match_bottom_up
-from xlagraph.match.exact import match_exact
+from xlagraph.match.exact import match_exact, zip_subgraphs
 from xlagraph.match.mappings import Mappings, Matching
 from xlagraph.match.top_down import match_top_down
 
@@ -25,9 +27,11 @@ __all__ = ["Matching", "match"]
 def match(left: CanonicalComputation, right: CanonicalComputation) -> Matching:
     """Pair the instructions of `left` and `right` (both canonical)."""
     m = Mappings()
+    _match_outputs_exact(left, right, m)
+    _match_outputs(left, right, m)
+    match_top_down(left, right, m, strict=True)
     match_exact(left, right, m, "h1")
     match_exact(left, right, m, "h0")
-    _match_outputs(left, right, m)
     match_top_down(left, right, m, strict=True)
     match_bottom_up(left, right, m)
     _match_parameters(left, right, m)
@@ -41,22 +45,41 @@ def _shape(comp: CanonicalComputation, name: str) -> str:
     return strip_layout(comp.instruction(name).shape)
 
 
+def _match_outputs_exact(left: CanonicalComputation, right: CanonicalComputation, m: Mappings) -> None:
+    pool: dict[int, list[str]] = {}
+    for b in right.outputs:
+        pool.setdefault(right.h1[b], []).append(b)
+    for a in left.outputs:
+        candidates = pool.get(left.h1[a])
+        while candidates and candidates[0] in m.right:
+            candidates.pop(0)
+        if candidates and a not in m.left:
+            b = candidates.pop(0)
+            m.add(a, b, "outputs-exact")
+            zip_subgraphs(left, right, a, b, "h1", m, "outputs-exact")
+
+
 def _match_outputs(left: CanonicalComputation, right: CanonicalComputation, m: Mappings) -> None:
     free_right = [o for o in right.outputs if o not in m.right]
+    start = 0
     for a in left.outputs:
         if a in m.left:
             continue
         ia = left.instruction(a)
-        for b in free_right:
+        for k in range(start, len(free_right)):
+            b = free_right[k]
             ib = right.instruction(b)
             if b not in m.right and ia.opcode == ib.opcode and _shape(left, a) == _shape(right, b):
                 m.add(a, b, "outputs")
+                start = k + 1
                 break
 
 
 def _match_parameters(left: CanonicalComputation, right: CanonicalComputation, m: Mappings) -> None:
     free_left = sorted((p for p in left.param_number if p not in m.left), key=left.param_number.__getitem__)
-    free_right = sorted((p for p in right.param_number if p not in m.right), key=right.param_number.__getitem__)
+    free_right = sorted(
+        (p for p in right.param_number if p not in m.right), key=right.param_number.__getitem__
+    )
     for a in free_left:
         for b in free_right:
             if b not in m.right and _shape(left, a) == _shape(right, b):

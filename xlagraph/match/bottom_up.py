@@ -28,15 +28,24 @@ def match_bottom_up(left: CanonicalComputation, right: CanonicalComputation, m: 
         mapped = [m.right[o] for o in ob if o in m.right]
         if not mapped:
             continue
-        opcode = right.instruction(b).opcode
+        ib = right.instruction(b)
+        rank = _rank(ib.shape)
         best, best_score = None, 0
         for counterpart in mapped:
             for a in left_users.get(counterpart, ()):
-                if a in m.left or left.instruction(a).opcode != opcode:
+                ia = left.instruction(a)
+                if a in m.left or ia.opcode != ib.opcode or _rank(ia.shape) != rank:
                     continue
                 oa = left.operands[a]
-                score = sum(1 for x, y in zip(oa, ob, strict=False) if m.left.get(x) == y)
+                score = 2 * sum(1 for x, y in zip(oa, ob, strict=False) if m.left.get(x) == y)
+                score += ia.shape == ib.shape
                 if score > best_score:
                     best, best_score = a, score
         if best is not None:
             m.add(best, b, "bottom-up")
+
+
+def _rank(shape: str) -> tuple[str, int]:
+    """Element type and rank: a batch-size change keeps both, a different tensor rarely does."""
+    head, _, dims = shape.partition("[")
+    return head, dims.count(",") + (0 if dims.startswith("]") else 1)

@@ -3,7 +3,7 @@ their operands position by position (commutative operands were sorted the same w
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict, deque
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.canonical.hashes import COMMUTATIVE
@@ -31,28 +31,33 @@ def zip_subgraphs(
                 stack.append((p, q))
 
 
-def match_exact(left: CanonicalComputation, right: CanonicalComputation, m: Mappings, key: str = "h1") -> None:
+def match_exact(
+    left: CanonicalComputation, right: CanonicalComputation, m: Mappings, key: str = "h1"
+) -> None:
     """Largest identical subgraphs first: walk the left side users-before-operands.
 
-    With `key="h0"` parameters are compared by shape alone, which recovers identical subgraphs
-    whose canonical parameter numbering shifted because something else changed.
+    Only hashes seen once on each side are trusted: canonical parameter numbers come from a walk
+    over all outputs, so when something else changed, equal hashes of repeated layers may belong
+    to different layers. With `key="h0"` parameters are compared by shape alone, which recovers
+    identical subgraphs whose canonical numbering shifted.
     """
     hl, hr = getattr(left, key), getattr(right, key)
-    candidates: dict[int, list[str]] = defaultdict(list)
+    candidates: dict[int, deque[str]] = defaultdict(deque)
     for name in reversed(right.order):
         if name not in m.right:
             candidates[hr[name]].append(name)
     tag = "exact" if key == "h1" else "exact-shape"
+    left_count = Counter(hl[n] for n in left.order if n not in m.left)
     for name in reversed(left.order):
         if name in m.left:
             continue
         pool = candidates.get(hl[name])
         while pool and pool[0] in m.right:
-            pool.pop(0)
+            pool.popleft()
         if not pool:
             continue
-        if key == "h0" and len(pool) > 1 and left.operands[name] == ():
-            continue  # an ambiguous leaf: leave it to the structural phases
-        other = pool.pop(0)
+        if len(pool) > 1 or left_count[hl[name]] > 1:
+            continue
+        other = pool.popleft()
         m.add(name, other, tag)
         zip_subgraphs(left, right, name, other, key, m, tag)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.canonical.hashes import COMMUTATIVE
 from xlagraph.ir import strip_layout
+from xlagraph.match.exact import zip_subgraphs
 from xlagraph.match.mappings import Mappings
 
 __all__ = ["match_top_down"]
@@ -38,6 +39,8 @@ def match_top_down(left: CanonicalComputation, right: CanonicalComputation, m: M
             if not same and strip_layout(ix.shape) != strip_layout(iy.shape):
                 continue
             if m.add(x, y, tag):
+                if left.h1[x] == right.h1[y]:
+                    zip_subgraphs(left, right, x, y, "h1", m, tag)
                 stack.append((x, y))
 
 
@@ -48,17 +51,24 @@ def _align_commutative(
     ob: tuple[str, ...],
     m: Mappings,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Operands of `add(x, y)` vs `add(y', x')`: keep paired ones together, sort the rest by h0."""
-    rest_b = list(ob)
-    first_a, first_b, rest_a = [], [], []
-    for x in oa:
-        y = m.left.get(x)
-        if y in rest_b:
-            rest_b.remove(y)
-            first_a.append(x)
-            first_b.append(y)
-        else:
-            rest_a.append(x)
-    rest_a.sort(key=left.h0.__getitem__)
-    rest_b.sort(key=right.h0.__getitem__)
+    """Operands of `add(x, y)` vs `add(y', x')`: already paired ones, then equal subgraphs, then
+    the same opcode in operand order. Hashes are not a tie-break: a change elsewhere (a batch
+    size) alters them and would cross twin branches."""
+    rest_a, rest_b = list(oa), list(ob)
+    first_a: list[str] = []
+    first_b: list[str] = []
+
+    def take(pred) -> None:  # type: ignore[no-untyped-def]
+        for x in list(rest_a):
+            for y in rest_b:
+                if pred(x, y):
+                    rest_a.remove(x)
+                    rest_b.remove(y)
+                    first_a.append(x)
+                    first_b.append(y)
+                    break
+
+    take(lambda x, y: m.left.get(x) == y)
+    take(lambda x, y: left.h1[x] == right.h1[y])
+    take(lambda x, y: left.instruction(x).opcode == right.instruction(y).opcode)
     return tuple(first_a + rest_a), tuple(first_b + rest_b)

@@ -17,12 +17,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from xlagraph._gc import paused_gc
 from xlagraph.errors import ParseError
 from xlagraph.ir import COMPUTATION_ATTRIBUTES, Computation, Frame, GraphInfo, Instruction, Metadata, Module
 
 __all__ = ["looks_like_hlo", "parse_hlo", "split_top_level"]
 
-_INSTRUCTION = re.compile(r"\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*(.+?)\s+([a-z][a-z0-9_\-]*)\((.*)$")
+# A shape never contains `=` once comments are gone, which keeps the lazy shape group from
+# running past the first attribute. `_FAST` also captures an operand list without parentheses
+# (all but tuple-typed operands and complex literals) so most lines need one match.
+_INSTRUCTION = re.compile(r"\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*([^=]+?)\s+([a-z][a-z0-9_\-]*)\((.*)$")
+_FAST = re.compile(r'\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*([^=]+?)\s+([a-z][a-z0-9_\-]*)\(([^()"]*)\)(.*)$')
 _COMPUTATION = re.compile(r"\s*(ENTRY\s+)?%?([A-Za-z_][\w.\-]*)\s*(.*?)\{\s*$")
 _HEADER = re.compile(r"\s*HloModule\s+%?([^\s,]+?):?(?:\s*,\s*(.*))?\s*$")
 _OPERAND_NAME = re.compile(r"%([\w.\-]+)")
@@ -33,6 +38,9 @@ _METADATA_FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^\s,}]+)')
 _FRAME_TABLE = re.compile(r'\s*(\d+)\s+(?:"((?:[^"\\]|\\.)*)"|\{(.*)\})\s*$')
 _KV = re.compile(r"(\w+)=(-?\d+)")
 
+# Attribute tails without strings or nested brackets (most of them) are split by one regex.
+_SIMPLE_TAIL = re.compile(r'(?:,\s*[\w.\-]+=(?:\{[^{}"\'()\[\]]*\}|\[[^\[\]"\'(){}]*\]|[^,{}\[\]"\'()]*))*\s*')
+_SIMPLE_ATTR = re.compile(r'([\w.\-]+)=(\{[^{}"\'()\[\]]*\}|\[[^\[\]"\'(){}]*\]|[^,{}\[\]"\'()]*)')
 _OPENERS = frozenset("{[(")
 _CLOSERS = frozenset("}])")
 _NOT_OPERANDS = frozenset({"parameter", "constant"})
@@ -113,6 +121,8 @@ def _operand_names(text: str) -> tuple[str, ...]:
     if not text or text.isspace():
         return ()
     if "%" in text:
+        if "[" not in text and "(" not in text:
+            return tuple(text.replace("%", "").replace(" ", "").split(","))
         return tuple(_OPERAND_NAME.findall(text))
     # No sigils: short form (`add(x, y)`) or hand-written `add(f32[] x, f32[] y)`.
     names = []
@@ -133,12 +143,18 @@ def _parse_instruction(text: str, line: int) -> Instruction:
     m = _INSTRUCTION.match(text)
     if m is None:
         raise ValueError("expected `name = shape opcode(operands)`")
+    return _from_match(m, line)
+
+
+def _from_match(m: re.Match[str], line: int) -> Instruction:
     root, name, shape, opcode, rest = m.groups()
     end = _close_paren(rest)
     if end < 0:
         raise ValueError(f"unbalanced parentheses in {opcode}(...)")
-    inside = rest[:end]
-    tail = rest[end + 1 :].strip()
+    return _build(root, name, shape, opcode, rest[:end], rest[end + 1 :].strip(), line)
+
+
+def _build(root: str | None, name: str, shape: str, opcode: str, inside: str, tail: str, line: int) -> Instruction:
     if opcode in _NOT_OPERANDS:
         operands: tuple[str, ...] = ()
         payload = inside.strip()
@@ -151,6 +167,14 @@ def _parse_instruction(text: str, line: int) -> Instruction:
     if tail:
         if tail[0] != ",":
             raise ValueError(f"unexpected text after {opcode}(...): {tail[:40]!r}")
+        if _SIMPLE_TAIL.fullmatch(tail):
+            pairs = _SIMPLE_ATTR.findall(tail)
+            for key, value in pairs:
+                if key in COMPUTATION_ATTRIBUTES:
+                    called += _called_names(value)
+            return Instruction._make(
+                (name, opcode, shape, operands, tuple(pairs), called, payload, None, root is not None, line)
+            )
         for part in split_top_level(tail[1:]):
             key, eq, value = part.partition("=")
             if not eq:
@@ -162,8 +186,8 @@ def _parse_instruction(text: str, line: int) -> Instruction:
             if key in COMPUTATION_ATTRIBUTES:
                 called += _called_names(value)
             attributes.append((key, value))
-    return Instruction(
-        name, opcode, shape.strip(), operands, tuple(attributes), called, payload, metadata, root is not None, line
+    return Instruction._make(
+        (name, opcode, shape, operands, tuple(attributes), called, payload, metadata, root is not None, line)
     )
 
 
@@ -197,6 +221,11 @@ def _parse_frame_tables(rows: dict[str, list[tuple[int, str]]]) -> dict[int, tup
     return stacks
 
 
+def _source_line(text: str, lineno: int) -> str:
+    """Line `lineno` (1-based) of `text`; only used on the rare wrapped-instruction path."""
+    return text.split("\n", lineno)[lineno - 1]
+
+
 def _lines(text: str) -> Iterator[tuple[int, str]]:
     yield from enumerate(text.split("\n"), 1)
 
@@ -207,6 +236,11 @@ def parse_hlo(text: str, path: str = "", *, first_line: int = 1, info: GraphInfo
     `first_line` is the line of `text` within `path` so that errors point into multi-graph files.
     Raises `ParseError` naming `path:line` for anything malformed.
     """
+    with paused_gc():
+        return _parse_hlo(text, path, first_line, info)
+
+
+def _parse_hlo(text: str, path: str, first_line: int, info: GraphInfo | None) -> Module:
     offset = first_line - 1
     module_name = ""
     header: tuple[tuple[str, str], ...] = ()
@@ -217,23 +251,26 @@ def parse_hlo(text: str, path: str = "", *, first_line: int = 1, info: GraphInfo
     comp_entry = False
     comp_line = 0
     instructions: list[Instruction] = []
-    pending = ""  # text of the instruction being read, until the next one starts
+    pending = ""  # an instruction that does not parse yet: wrapped over lines, or malformed
     pending_line = 0
+    pending_error = ""
+    error_line = 0
     last_line = 0
 
     def fail(message: str, line: int) -> ParseError:
         return ParseError(path, message, line + offset)
 
-    def flush() -> None:
-        nonlocal pending
-        if pending:
-            try:
-                instructions.append(_parse_instruction(pending, pending_line + offset))
-            except ValueError as e:
-                raise fail(str(e), pending_line) from None
-            pending = ""
-
     for lineno, raw in _lines(text):
+        if comp_name and not pending and "/*" not in raw and "//" not in raw:
+            fm = _FAST.match(raw)
+            if fm is not None:
+                root, name, shape, opcode, inside, tail = fm.groups()
+                try:
+                    instructions.append(_build(root, name, shape, opcode, inside, tail.strip(), lineno + offset))
+                    last_line = lineno
+                    continue
+                except ValueError:
+                    pass  # read again below, as possibly wrapped
         if "/*" in raw or "//" in raw:
             raw = _strip_comments(raw)
             if "//" in raw:
@@ -244,18 +281,36 @@ def parse_hlo(text: str, path: str = "", *, first_line: int = 1, info: GraphInfo
         last_line = lineno
         if comp_name:
             if stripped[0] == "}":
-                flush()
+                if pending:
+                    raise fail(pending_error, error_line)
                 if not instructions:
                     raise fail(f"computation {comp_name} has no instructions", lineno)
                 computations.append(Computation(comp_name, tuple(instructions), comp_entry, comp_line + offset))
                 comp_name = ""
                 instructions = []
                 continue
-            if _INSTRUCTION.match(raw):
-                flush()
-                pending, pending_line = raw, lineno
-            elif pending:
+            im = _INSTRUCTION.match(raw)
+            if im is not None:
+                if pending:
+                    raise fail(pending_error, error_line)
+                try:
+                    instructions.append(_from_match(im, lineno + offset))
+                except ValueError as e:
+                    # Possibly wrapped over several lines: keep reading until it parses.
+                    pending, pending_line, pending_error, error_line = raw, lineno, str(e), lineno
+            elif pending or instructions:
+                # A continuation line: read the instruction again with it appended.
+                if not pending:
+                    last = instructions.pop()
+                    pending_line = last.line - offset
+                    pending = _source_line(text, pending_line)
                 pending += " " + stripped
+                try:
+                    instructions.append(_parse_instruction(pending, pending_line + offset))
+                    pending = ""
+                except ValueError:
+                    pending_error = f"expected an instruction, got {stripped[:60]!r}"
+                    error_line = lineno
             else:
                 raise fail(f"expected an instruction, got {stripped[:60]!r}", lineno)
             continue

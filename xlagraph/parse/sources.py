@@ -17,7 +17,7 @@ from xlagraph.ir import Frame, GraphInfo, Module
 from xlagraph.parse.hlo import parse_hlo
 from xlagraph.parse.lazy_ir import parse_lazy_ir
 
-__all__ = ["Graph", "Source", "open_source", "read", "load_module", "split_spec"]
+__all__ = ["Graph", "Source", "load_module", "open_source", "read", "split_spec"]
 
 STABLEHLO_HINT = (
     "StableHLO is not read by xlagraph: dump HLO instead with XLA_SAVE_TENSORS_FMT=hlo "
