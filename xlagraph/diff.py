@@ -10,7 +10,13 @@ from dataclasses import dataclass
 
 from xlagraph._gc import paused_gc
 from xlagraph.canonical import CanonicalModule, canonicalize
-from xlagraph.classify import Cause, CauseKind, classify_computation, classify_module_level
+from xlagraph.classify import (
+    Cause,
+    CauseKind,
+    classify_computation,
+    classify_module_level,
+    input_dim_changes,
+)
 from xlagraph.classify.causes import HINTS
 from xlagraph.ir import Module
 from xlagraph.match import Matching, match
@@ -66,6 +72,8 @@ def _diff(a: Module, b: Module) -> DiffResult:
     causes: list[Cause] = []
     pairs: list[ComputationPair] = []
     seen: set[tuple[str, str]] = set()
+    dims: set[tuple[str, str]] = set()
+    regrouped = False
     work = [(a.entry.name, b.entry.name)]
     while work:
         ln, rn = work.pop(0)
@@ -78,7 +86,11 @@ def _diff(a: Module, b: Module) -> DiffResult:
             continue
         m = match(lc, rc)
         pairs.append(ComputationPair(ln, rn, m))
-        causes += classify_computation(left, right, lc, rc, m, is_entry=ln == a.entry.name)
+        is_entry = ln == a.entry.name
+        causes += classify_computation(left, right, lc, rc, m, is_entry, dims, regrouped)
+        if is_entry:
+            dims = input_dim_changes(causes)
+            regrouped = any(c.kind is CauseKind.COLLECTIVE for c in causes)
         for x, y in m.left.items():
             cx, cy = lc.instruction(x).called, rc.instruction(y).called
             if len(cx) == len(cy):

@@ -19,11 +19,20 @@ import networkx as nx
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.canonical.hashes import COMMUTATIVE, IGNORED_ATTRIBUTES, normalize_attribute
 from xlagraph.classify.causes import HINTS, Cause, CauseKind, Change, Moved
-from xlagraph.classify.collectives import collectives, describe, is_collective
+from xlagraph.classify.collectives import collectives, is_collective, summarize
 from xlagraph.ir import COMPUTATION_ATTRIBUTES, Instruction, strip_layout
 from xlagraph.match import Matching
+from xlagraph.match.bottom_up import users_of
 
-__all__ = ["Cause", "CauseKind", "Change", "Moved", "classify_computation", "classify_module_level"]
+__all__ = [
+    "Cause",
+    "CauseKind",
+    "Change",
+    "Moved",
+    "classify_computation",
+    "classify_module_level",
+    "input_dim_changes",
+]
 
 _MAX_LISTED = 6
 _LIBRARY_MARKERS = ("site-packages", "dist-packages", "/torch_xla/", "/torch/", "/jax/", "<frozen")
@@ -99,15 +108,31 @@ class _Classifier:
         self.explained_left: set[str] = set()
         self.explained_right: set[str] = set()
         self.causes: list[Cause] = []
+        self.regrouped = False
+        self._users_cache: dict[str, dict[str, list[str]]] = {}
 
     def cause(self, kind: CauseKind, summary: str, left: Iterable[str] = (), right: Iterable[str] = (), **kw) -> None:  # type: ignore[no-untyped-def]
         left, right = tuple(left), tuple(right)
         self.explained_left.update(left)
         self.explained_right.update(right)
         sources = _sources([(self.rm, self.right, right), (self.lm, self.left, left)])
+        if not sources:
+            # Constants and plumbing often carry no metadata; the op that consumes them does.
+            sources = _sources(
+                [
+                    (self.rm, self.right, [u for n in right for u in self._users(self.right).get(n, ())]),
+                    (self.lm, self.left, [u for n in left for u in self._users(self.left).get(n, ())]),
+                ]
+            )
         self.causes.append(
             Cause(kind, summary, HINTS[kind], left, right, sources=sources, computation=self.left.name, **kw)
         )
+
+    def _users(self, comp: CanonicalComputation) -> dict[str, list[str]]:
+        cache = self._users_cache
+        if comp.name not in cache:
+            cache[comp.name] = users_of(comp)
+        return cache[comp.name]
 
     # -- interface: parameters and outputs ------------------------------------------------
     def parameters(self) -> set[tuple[str, str]]:
@@ -231,12 +256,8 @@ class _Classifier:
         rsig = {c.signature for c in lc}
         left_changed = [c.name for c in lc if c.signature not in lsig]
         right_changed = [c.name for c in rc if c.signature not in rsig]
-        self.cause(
-            CauseKind.COLLECTIVE,
-            f"collectives regrouped: A has {describe(lc)}; B has {describe(rc)}",
-            left_changed,
-            right_changed,
-        )
+        self.cause(CauseKind.COLLECTIVE, summarize(lc, rc), left_changed, right_changed)
+        self.regrouped = True
         return True
 
     # -- matched instructions -------------------------------------------------------------
@@ -256,9 +277,14 @@ class _Classifier:
             if a in left.param_number:
                 if _shape(left, a) != _shape(right, b):
                     shape_changed.add(a)
+                    continue
+                self._attribute_change(a, b, ia, ib, set(), (), [], [])
                 continue
             if ia.opcode != ib.opcode:
                 structural.append((a, b))
+                continue
+            if self.regrouped and is_collective(ia.opcode):
+                self._absorb_into_collective([a], [b])
                 continue
             oa, ob = left.operands[a], right.operands[b]
             mapped = [m.left.get(o) for o in oa]
@@ -294,26 +320,7 @@ class _Classifier:
                     changes=(change,),
                 )
                 continue
-            attrs_a, attrs_b = _attributes(ia), _attributes(ib)
-            diff_keys = sorted(k for k in attrs_a.keys() | attrs_b.keys() if attrs_a.get(k) != attrs_b.get(k))
-            if upstream or (dims and all(_explained_by_dims(attrs_a.get(k, ""), attrs_b.get(k, ""), dims)
-                                         for k in diff_keys) and diff_keys):
-                propagated_left.append(a)
-                propagated_right.append(b)
-                continue
-            if not diff_keys and _shape(left, a) == _shape(right, b):
-                continue  # differs only inside a called computation: classified there
-            changes = tuple(Change(a, b, k, attrs_a.get(k, ""), attrs_b.get(k, "")) for k in diff_keys)
-            if not diff_keys:
-                changes = (Change(a, b, "shape", _shape(left, a), _shape(right, b)),)
-            desc = "; ".join(f"{c.what}={c.old or '(none)'} -> {c.new or '(none)'}" for c in changes)
-            self.cause(
-                CauseKind.ATTRIBUTE,
-                f"{ia.opcode} {a}: {desc}: a Python value reached an op parameter",
-                [a],
-                [b],
-                changes=changes,
-            )
+            self._attribute_change(a, b, ia, ib, dims, upstream, propagated_left, propagated_right)
         if propagated_left:
             for c in self.causes:
                 if c.kind is CauseKind.PARAMETER_SHAPE:
@@ -321,6 +328,39 @@ class _Classifier:
                     self.explained_right.update(propagated_right)
                     break
         return structural
+
+    def _attribute_change(  # noqa: PLR0913
+        self,
+        a: str,
+        b: str,
+        ia: Instruction,
+        ib: Instruction,
+        dims: set[tuple[str, str]],
+        upstream: bool,
+        propagated_left: list[str],
+        propagated_right: list[str],
+    ) -> None:
+        """An attribute (or an op's own shape) changed, unless it follows an input's shape."""
+        left, right = self.left, self.right
+        attrs_a, attrs_b = _attributes(ia), _attributes(ib)
+        diff_keys = sorted(k for k in attrs_a.keys() | attrs_b.keys() if attrs_a.get(k) != attrs_b.get(k))
+        follows = bool(diff_keys) and all(
+            _explained_by_dims(attrs_a.get(k, ""), attrs_b.get(k, ""), dims) for k in diff_keys
+        )
+        if upstream or follows:
+            propagated_left.append(a)
+            propagated_right.append(b)
+            return
+        if not diff_keys and _shape(left, a) == _shape(right, b):
+            return  # differs only inside a called computation: classified there
+        changes = tuple(Change(a, b, k, attrs_a.get(k, ""), attrs_b.get(k, "")) for k in diff_keys)
+        if not diff_keys:
+            changes = (Change(a, b, "shape", _shape(left, a), _shape(right, b)),)
+        desc = "; ".join(f"{c.what}={c.old or '(none)'} -> {c.new or '(none)'}" for c in changes)
+        what = "a sharding annotation changed" if diff_keys == ["sharding"] else "a Python value reached an op parameter"
+        self.cause(
+            CauseKind.ATTRIBUTE, f"{ia.opcode} {a}: {desc}: {what}", [a], [b], changes=changes
+        )
 
     # -- what is left ----------------------------------------------------------------------
     def structure(self, structural: list[tuple[str, str]], absorb_collectives: bool) -> None:
@@ -398,8 +438,11 @@ class _Classifier:
         self.explained_left.update(lefts)
         self.explained_right.update(rights)
 
-    def run(self) -> list[Cause]:
-        dims = self.parameters() if self.is_entry else set()
+    def run(self, dims: set[tuple[str, str]], regrouped: bool) -> list[Cause]:
+        self.regrouped = regrouped
+        if self.is_entry:
+            dims = dims | self.parameters()
+        self.dims = dims
         if self.is_entry:
             self.outputs()
         regrouped = self.collective()
@@ -465,9 +508,27 @@ def classify_computation(
     right: CanonicalComputation,
     matching: Matching,
     is_entry: bool,
+    dims: set[tuple[str, str]] | None = None,
+    regrouped: bool = False,
 ) -> list[Cause]:
-    """Causes for one pair of matched computations."""
-    return _Classifier(lcanon, rcanon, left, right, matching, is_entry).run()
+    """Causes for one pair of matched computations.
+
+    `dims` are the (old, new) input dimensions that changed, found in the entry: shapes in
+    called computations that follow them are not causes of their own. `regrouped` says the
+    module's collectives were found regrouped (by the entry's run), so collective instructions
+    in called computations belong to that cause.
+    """
+    return _Classifier(lcanon, rcanon, left, right, matching, is_entry).run(dims or set(), regrouped)
+
+
+def input_dim_changes(causes: Iterable[Cause]) -> set[tuple[str, str]]:
+    """The (old, new) dimensions of every input whose shape changed."""
+    dims: set[tuple[str, str]] = set()
+    for c in causes:
+        if c.kind is CauseKind.PARAMETER_SHAPE:
+            for change in c.changes:
+                dims |= _dim_changes(change.old, change.new)
+    return dims
 
 
 def classify_module_level(lcanon: CanonicalModule, rcanon: CanonicalModule) -> list[Cause]:

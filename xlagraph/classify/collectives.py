@@ -9,7 +9,7 @@ from xlagraph.canonical import CanonicalModule
 from xlagraph.canonical.hashes import normalize_attribute
 from xlagraph.ir import strip_layout
 
-__all__ = ["COLLECTIVES", "Collective", "collectives", "describe", "is_collective"]
+__all__ = ["COLLECTIVES", "Collective", "collectives", "describe", "is_collective", "summarize"]
 
 COLLECTIVES = frozenset(
     {
@@ -63,6 +63,8 @@ def collectives(canon: CanonicalModule) -> list[Collective]:
                 continue
             shapes = tuple(strip_layout(by_name[o].shape) for o in ins.operands if o in by_name)
             groups = normalize_attribute("replica_groups", ins.attribute("replica_groups", "") or "")
+            if ins.attribute("device_ids"):  # mesh-axes form: `mesh[...], device_ids=(...) {axes}`
+                groups += " device_ids=" + normalize_attribute("device_ids", ins.attribute("device_ids") or "")
             dims = ins.attribute("dimensions", "") or ins.attribute("scatter_dimension", "") or ""
             out.append(Collective(ins.name, _kind(ins.opcode), shapes, strip_layout(ins.shape), groups, dims))
     return out
@@ -79,3 +81,21 @@ def describe(ops: list[Collective]) -> str:
         detail = ", ".join(map(str, sizes[:8])) + (", …" if len(sizes) > 8 else "")
         parts.append(f"{n} {kind} ({detail} operand{'s' if max(sizes) != 1 else ''})")
     return ", ".join(parts)
+
+
+def summarize(left: list[Collective], right: list[Collective]) -> str:
+    """One line on how two ordered collective sequences differ."""
+    if Counter(c.kind for c in left) != Counter(c.kind for c in right) or len(left) != len(right):
+        return f"collectives regrouped: A has {describe(left)}; B has {describe(right)}"
+    changes = []
+    for a, b in zip(left, right, strict=True):
+        if a.signature == b.signature:
+            continue
+        if a.groups != b.groups:
+            changes.append(f"{a.kind} {a.name} replica groups {a.groups or '{}'} -> {b.groups or '{}'}")
+        elif a.operands != b.operands:
+            changes.append(f"{a.kind} {a.name} operands {', '.join(a.operands)} -> {', '.join(b.operands)}")
+        else:
+            changes.append(f"{a.kind} {a.name} dimensions {a.dimensions} -> {b.dimensions}")
+    shown = "; ".join(changes[:4]) + (f"; and {len(changes) - 4} more" if len(changes) > 4 else "")
+    return f"the same {describe(left)} run over other groups or operands: {shown}"

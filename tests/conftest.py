@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+def load_manifest(name: str) -> dict:
+    path = FIXTURES / name / "MANIFEST.json"
+    if not path.exists():
+        pytest.fail(f"missing {path}: run fixtures/{name}/generate.py")
+    return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    return FIXTURES
