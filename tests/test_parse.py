@@ -64,7 +64,7 @@ ENTRY main (a: f32[2], b: f32[2]) -> (f32[2], f32[2]) {
   b = f32[2]{0} parameter(1)
   a = f32[2]{0} parameter(0)
   // a comment line
-  m = f32[2]{0} multiply(f32[2]{0} a, f32[2]{0} b), metadata={op_name="a, b = {x}" source_file="t.py" source_line=7}
+  m = f32[2]{0} multiply(f32[2]{0} a, f32[2]{0} b), metadata={op_name="a, b = {x}" source_line=7}
   t = (f32[2]{0}, f32[2]{0}) tuple(m,
       a)
   ROOT r = (f32[2]{0}, f32[2]{0}) tuple(/*index=0*/m, a), sharding={{replicated}, {maximal device=0}}
@@ -86,10 +86,20 @@ def test_hand_written_variants() -> None:
 @pytest.mark.parametrize(
     ("text", "line", "message"),
     [
-        (HAND_WRITTEN.replace("  ROOT r", "  q = f32[2] add(m, nope)\n  ROOT r"), 16, "undefined operand nope"),
+        (
+            HAND_WRITTEN.replace("  ROOT r", "  q = f32[2] add(m, nope)\n  ROOT r"),
+            16,
+            "undefined operand nope",
+        ),
         (HAND_WRITTEN[: HAND_WRITTEN.index("  ROOT r")], 15, "truncated"),
         (HAND_WRITTEN.replace("  // a comment line", "  what is this"), 12, "expected an instruction"),
-        (HAND_WRITTEN.replace("to_apply", "x").replace("ROOT s = f32[] add(x, y)", "ROOT s = f32[] add(x, y"), 6, "unbalanced"),
+        (
+            HAND_WRITTEN.replace("to_apply", "x").replace(
+                "ROOT s = f32[] add(x, y)", "ROOT s = f32[] add(x, y"
+            ),
+            6,
+            "unbalanced",
+        ),
         ("HloModule m\n\nENTRY e {\n}\n", 4, "no instructions"),
         ("not hlo at all\n", 1, "HloModule"),
     ],

@@ -61,7 +61,7 @@ def _rename(module: Module, salt: int) -> Module:
     for comp in module.computations:
         local = {i.name: f"v{salt}_{(k * 7919 + salt) % 1000003}" for k, i in enumerate(comp.instructions)}
 
-        def sub(value: str, key: str) -> str:
+        def sub(value: str, key: str, local: dict[str, str] = local) -> str:
             if key in COMPUTATION_ATTRIBUTES:
                 return re.sub(r"[A-Za-z_][\w.\-]*", lambda m: names.get(m.group(0), m.group(0)), value)
             if key == "control-predecessors":
@@ -131,7 +131,9 @@ def test_renaming_keeps_fingerprint(real: tuple[Module, str], salt: int) -> None
 
 @SETTINGS
 @given(data=st.data())
-def test_reordering_independent_instructions_keeps_fingerprint(real: tuple[Module, str], data: st.DataObject) -> None:
+def test_reordering_independent_instructions_keeps_fingerprint(
+    real: tuple[Module, str], data: st.DataObject
+) -> None:
     module, fingerprint = real
     assert _fingerprint(_reorder(module, data)) == fingerprint
 
@@ -149,7 +151,9 @@ def _scalar_constants(module: Module) -> list[tuple[Computation, Instruction]]:
         (c, i)
         for c in module.computations
         for i in c.instructions
-        if i.opcode == "constant" and re.fullmatch(r"-?\d+(\.\d+)?(e-?\d+)?", i.payload) and (c.name, i.name) in live
+        if i.opcode == "constant"
+        and re.fullmatch(r"-?\d+(\.\d+)?(e-?\d+)?", i.payload)
+        and (c.name, i.name) in live
     ]
 
 
@@ -170,7 +174,9 @@ def with_constants(request: pytest.FixtureRequest) -> tuple[Module, str]:
 
 @SETTINGS
 @given(data=st.data())
-def test_changing_one_constant_changes_fingerprint(with_constants: tuple[Module, str], data: st.DataObject) -> None:
+def test_changing_one_constant_changes_fingerprint(
+    with_constants: tuple[Module, str], data: st.DataObject
+) -> None:
     module, fingerprint = with_constants
     candidates = _scalar_constants(module)
     comp, ins = data.draw(st.sampled_from(candidates))
@@ -180,7 +186,15 @@ def test_changing_one_constant_changes_fingerprint(with_constants: tuple[Module,
     assert _fingerprint(mutated) != fingerprint
 
 
-_MUTABLE = {"dimensions", "slice", "index", "direction", "iota_dimension", "replica_groups", "comparison_direction"}
+_MUTABLE = {
+    "dimensions",
+    "slice",
+    "index",
+    "direction",
+    "iota_dimension",
+    "replica_groups",
+    "comparison_direction",
+}
 
 
 def _mutable_attributes(module: Module) -> list[tuple[Computation, Instruction, str]]:

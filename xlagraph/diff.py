@@ -55,10 +55,12 @@ def diff_modules(a: Module, b: Module) -> DiffResult:
     """Compare two modules and name the causes of their differences.
 
     >>> from xlagraph.parse.hlo import parse_hlo
-    >>> a = parse_hlo("HloModule m\\nENTRY e {\\n  p = f32[4] parameter(0)\\n  c = f32[] constant(1)\\n"
-    ...               "  b = f32[4] broadcast(c), dimensions={}\\n  ROOT r = f32[4] multiply(p, b)\\n}\\n")
-    >>> b = parse_hlo("HloModule m\\nENTRY e {\\n  c.9 = f32[] constant(0)\\n  x = f32[4] parameter(0)\\n"
-    ...               "  b.2 = f32[4] broadcast(c.9), dimensions={}\\n  ROOT r = f32[4] multiply(b.2, x)\\n}\\n")
+    >>> a = parse_hlo("HloModule m\\nENTRY e {\\n  p = f32[4] parameter(0)\\n"
+    ...               "  c = f32[] constant(1)\\n  b = f32[4] broadcast(c), dimensions={}\\n"
+    ...               "  ROOT r = f32[4] multiply(p, b)\\n}\\n")
+    >>> b = parse_hlo("HloModule m\\nENTRY e {\\n  c.9 = f32[] constant(0)\\n"
+    ...               "  x = f32[4] parameter(0)\\n  b.2 = f32[4] broadcast(c.9), dimensions={}\\n"
+    ...               "  ROOT r = f32[4] multiply(b.2, x)\\n}\\n")
     >>> result = diff_modules(a, b)
     >>> result.verdict, [str(c.kind) for c in result.causes]
     ('different', ['constant_value'])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import NamedTuple
 
 __all__ = [
@@ -46,6 +46,7 @@ _LAYOUT = re.compile(r"\{[^{}]*\}")
 _COMMENT = re.compile(r"/\*.*?\*/")
 
 
+@lru_cache(maxsize=65536)
 def strip_layout(shape: str) -> str:
     """`f32[4,8]{1,0}` -> `f32[4,8]`; tuple shapes keep their structure, index comments go."""
     if "{" in shape:

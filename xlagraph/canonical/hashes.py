@@ -34,7 +34,9 @@ IGNORED_ATTRIBUTES = frozenset(
         "ir_op",
     }
 )
-COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor", "aten::add", "aten::mul"})
+COMMUTATIVE = frozenset(
+    {"add", "multiply", "maximum", "minimum", "and", "or", "xor", "aten::add", "aten::mul"}
+)
 
 _WS = re.compile(r"\s+")
 _IOTA = re.compile(r"^\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?$")
@@ -100,9 +102,9 @@ def content_key(instruction: Instruction, callee_hash: dict[str, int], *, parame
         else:
             value = normalize_attribute(key, value)
         parts.append(f"{key}={value}")
-    if instruction.payload and not parameter:
-        if not (instruction.opcode == "constant" and _is_large_literal(instruction.payload)):
-            parts.append(_WS.sub("", instruction.payload))
+    large = instruction.opcode == "constant" and _is_large_literal(instruction.payload)
+    if instruction.payload and not parameter and not large:
+        parts.append(_WS.sub("", instruction.payload))
     return "|".join(parts)
 
 

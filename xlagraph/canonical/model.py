@@ -16,7 +16,9 @@ class CanonicalComputation:
     `order` holds the live instructions, operands before users; `operands` their operands after
     tuple forwarding; `outputs` the flattened result. `param_number` is the dump's parameter number
     (for parameters read from a wrapped tuple, the tuple index) and `param_rank` the canonical one.
-    `plumbing` are tuples and get-tuple-elements that forwarding made redundant; `dead` are
+    `keys` are the content hashes (opcode, shape, attributes, literal: everything but the
+    operands) that `h0`/`h1` build on. `plumbing` are tuples and get-tuple-elements that
+    forwarding made redundant; `dead` are
     instructions that never reach the result. `names` maps each live instruction to a name derived
     from structure (`opcode.k`, k its place in a canonical walk).
     """
@@ -25,6 +27,7 @@ class CanonicalComputation:
     order: tuple[str, ...]
     operands: dict[str, tuple[str, ...]]
     outputs: tuple[str, ...]
+    keys: dict[str, int]
     h0: dict[str, int]
     h1: dict[str, int]
     param_number: dict[str, int]

@@ -81,7 +81,7 @@ def live_order(
                 operands[name] = ()
                 continue
             ops = by_name[name].operands
-            if alias:
+            if alias and not alias.keys().isdisjoint(ops):
                 ops = tuple(alias.get(o, o) for o in ops)
             operands[name] = ops
             for o in reversed(ops):
@@ -122,7 +122,7 @@ def _canonicalize_computation(
         ins = by_name[name]
         is_param = ins.opcode == "parameter" or name in wrapped
         if is_param:
-            param_number[name] = wrapped[name] if name in wrapped else ins.parameter_number
+            param_number[name] = wrapped.get(name, ins.parameter_number)
         keys[name] = stable_hash(content_key(ins, callee_hash, parameter=is_param))
 
     h0 = _merkle(order, operands, keys, by_name, {})
@@ -141,10 +141,13 @@ def _canonicalize_computation(
         if name not in names:
             names[name] = f"{by_name[name].opcode}.{len(names)}"
 
-    reachable = _reachable(comp)
-    live = set(order)
-    dead = tuple(i.name for i in comp.instructions if i.name not in reachable and i.opcode != "parameter")
-    plumbing = tuple(i.name for i in comp.instructions if i.name in reachable and i.name not in live)
+    if len(order) == len(comp.instructions):
+        dead = plumbing = ()
+    else:
+        reachable = _reachable(comp)
+        live = set(order)
+        dead = tuple(i.name for i in comp.instructions if i.name not in reachable and i.opcode != "parameter")
+        plumbing = tuple(i.name for i in comp.instructions if i.name in reachable and i.name not in live)
     walked = set(walk)
     unused = sorted(keys[p] for p in param_number if p not in walked)
     comp_hash = hash((tuple(sorted(h1[o] for o in outputs)), tuple(unused)))
@@ -153,6 +156,7 @@ def _canonicalize_computation(
         order=tuple(order),
         operands=operands,
         outputs=outputs,
+        keys=keys,
         h0=h0,
         h1=h1,
         param_number=param_number,
@@ -186,7 +190,10 @@ def _merkle(
 
 
 def _walk(
-    outputs: list[str], operands: dict[str, tuple[str, ...]], h0: dict[str, int], by_name: dict[str, Instruction]
+    outputs: list[str],
+    operands: dict[str, tuple[str, ...]],
+    h0: dict[str, int],
+    by_name: dict[str, Instruction],
 ) -> list[str]:
     """Post-order of a depth-first walk from the outputs in canonical order."""
     seen: set[str] = set()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import replace
+from itertools import pairwise
 
 import networkx as nx
 
@@ -75,7 +76,7 @@ def _attributes(ins: Instruction) -> dict[str, str]:
 def _order_changed(pairs: list[tuple[int, int]]) -> bool:
     """True when matched positions do not keep their relative order (an insertion does)."""
     rights = [r for _, r in sorted(pairs)]
-    return any(b < a for a, b in zip(rights, rights[1:], strict=False))
+    return any(b < a for a, b in pairwise(rights))
 
 
 def _is_number(text: str) -> bool:
@@ -111,7 +112,9 @@ class _Classifier:
         self.regrouped = False
         self._users_cache: dict[str, dict[str, list[str]]] = {}
 
-    def cause(self, kind: CauseKind, summary: str, left: Iterable[str] = (), right: Iterable[str] = (), **kw) -> None:  # type: ignore[no-untyped-def]
+    def cause(
+        self, kind: CauseKind, summary: str, left: Iterable[str] = (), right: Iterable[str] = (), **kw
+    ) -> None:  # type: ignore[no-untyped-def]
         left, right = tuple(left), tuple(right)
         self.explained_left.update(left)
         self.explained_right.update(right)
@@ -213,8 +216,8 @@ class _Classifier:
             self.cause(
                 CauseKind.OUTPUT_REMOVED,
                 f"B returns {len(removed)} tensor{'s' if len(removed) > 1 else ''} fewer than A "
-                f"({_fmt_list([f'output {i}: {s}' for i, s in zip(removed, shapes, strict=True)])}): a tensor "
-                "kept alive, or pulled into the step, only on some steps",
+                f"({_fmt_list([f'output {i}: {s}' for i, s in zip(removed, shapes, strict=True)])}): "
+                "a tensor kept alive, or pulled into the step, only on some steps",
                 cone,
                 (),
             )
@@ -269,11 +272,20 @@ class _Classifier:
         shape_changed: set[str] = set()
         propagated_left: list[str] = []
         propagated_right: list[str] = []
+        lkeys, rkeys = left.keys, right.keys
+        lh1, rh1 = left.h1, right.h1
+        lins, rins = left.computation.by_name, right.computation.by_name
+        lops, rops = left.operands, right.operands
         for a in left.order:
             b = m.left.get(a)
-            if b is None or (left.h1[a] == right.h1[b] and _shape(left, a) == _shape(right, b)):
+            if b is None or lh1[a] == rh1[b]:
                 continue
-            ia, ib = left.instruction(a), right.instruction(b)
+            ia, ib = lins[a], rins[b]
+            if lkeys[a] == rkeys[b] and ia.opcode not in COMMUTATIVE:
+                # Same content, so only operands can differ: rewired unless paired in order.
+                if [m.left.get(o) for o in lops[a]] != list(rops[b]):
+                    structural.append((a, b))
+                continue
             if a in left.param_number:
                 if _shape(left, a) != _shape(right, b):
                     shape_changed.add(a)
@@ -313,8 +325,9 @@ class _Classifier:
                 change = Change(a, b, what, f"{_shape(left, a)} {old}", f"{_shape(right, b)} {new}")
                 self.cause(
                     CauseKind.CONSTANT_VALUE,
-                    f"constant {a} changed {old} -> {new}" + ("" if what == "value" else
-                    f" ({_shape(left, a)} -> {_shape(right, b)})") + ": a Python scalar baked into the graph",
+                    f"constant {a} changed {old} -> {new}"
+                    + ("" if what == "value" else f" ({_shape(left, a)} -> {_shape(right, b)})")
+                    + ": a Python scalar baked into the graph",
                     [a],
                     [b],
                     changes=(change,),
@@ -329,7 +342,7 @@ class _Classifier:
                     break
         return structural
 
-    def _attribute_change(  # noqa: PLR0913
+    def _attribute_change(
         self,
         a: str,
         b: str,
@@ -357,10 +370,12 @@ class _Classifier:
         if not diff_keys:
             changes = (Change(a, b, "shape", _shape(left, a), _shape(right, b)),)
         desc = "; ".join(f"{c.what}={c.old or '(none)'} -> {c.new or '(none)'}" for c in changes)
-        what = "a sharding annotation changed" if diff_keys == ["sharding"] else "a Python value reached an op parameter"
-        self.cause(
-            CauseKind.ATTRIBUTE, f"{ia.opcode} {a}: {desc}: {what}", [a], [b], changes=changes
+        what = (
+            "a sharding annotation changed"
+            if diff_keys == ["sharding"]
+            else "a Python value reached an op parameter"
         )
+        self.cause(CauseKind.ATTRIBUTE, f"{ia.opcode} {a}: {desc}: {what}", [a], [b], changes=changes)
 
     # -- what is left ----------------------------------------------------------------------
     def structure(self, structural: list[tuple[str, str]], absorb_collectives: bool) -> None:

@@ -64,7 +64,9 @@ def collectives(canon: CanonicalModule) -> list[Collective]:
             shapes = tuple(strip_layout(by_name[o].shape) for o in ins.operands if o in by_name)
             groups = normalize_attribute("replica_groups", ins.attribute("replica_groups", "") or "")
             if ins.attribute("device_ids"):  # mesh-axes form: `mesh[...], device_ids=(...) {axes}`
-                groups += " device_ids=" + normalize_attribute("device_ids", ins.attribute("device_ids") or "")
+                groups += " device_ids=" + normalize_attribute(
+                    "device_ids", ins.attribute("device_ids") or ""
+                )
             dims = ins.attribute("dimensions", "") or ins.attribute("scatter_dimension", "") or ""
             out.append(Collective(ins.name, _kind(ins.opcode), shapes, strip_layout(ins.shape), groups, dims))
     return out

@@ -14,6 +14,9 @@ class Mappings:
         self.left: dict[str, str] = {}
         self.right: dict[str, str] = {}
         self.matcher: dict[str, str] = {}
+        # Pairs whose operands the strict top-down phase already paired: expanding them again
+        # cannot pair anything new, since paired instructions never become free.
+        self.expanded: set[str] = set()
 
     def add(self, left: str, right: str, matcher: str) -> bool:
         if left in self.left or right in self.right:

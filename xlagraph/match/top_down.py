@@ -17,29 +17,37 @@ __all__ = ["match_top_down"]
 _LEAVES = frozenset({"parameter", "constant"})
 
 
-def match_top_down(left: CanonicalComputation, right: CanonicalComputation, m: Mappings, strict: bool) -> None:
+def match_top_down(
+    left: CanonicalComputation, right: CanonicalComputation, m: Mappings, strict: bool
+) -> None:
     tag = "top-down" if strict else "top-down-lenient"
-    stack = list(m.left.items())
+    lops, rops = left.operands, right.operands
+    lins, rins = left.computation.by_name, right.computation.by_name
+    lh1, rh1 = left.h1, right.h1
+    expanded = m.expanded
+    stack = [(a, b) for a, b in m.left.items() if not strict or a not in expanded]
     while stack:
         a, b = stack.pop()
-        if a not in left.operands or b not in right.operands:
+        if strict:
+            if a in expanded:
+                continue
+            expanded.add(a)
+        oa, ob = lops.get(a), rops.get(b)
+        if oa is None or ob is None or len(oa) != len(ob):
             continue
-        oa, ob = left.operands[a], right.operands[b]
-        if len(oa) != len(ob):
-            continue
-        if len(oa) > 1 and left.instruction(a).opcode in COMMUTATIVE:
+        if len(oa) > 1 and lins[a].opcode in COMMUTATIVE:
             oa, ob = _align_commutative(left, right, oa, ob, m)
         for x, y in zip(oa, ob, strict=True):
             if x in m.left or y in m.right:
                 continue
-            ix, iy = left.instruction(x), right.instruction(y)
-            same = ix.opcode == iy.opcode
-            if not same and (strict or ix.opcode in _LEAVES or iy.opcode in _LEAVES):
-                continue
-            if not same and strip_layout(ix.shape) != strip_layout(iy.shape):
-                continue
+            ix, iy = lins[x], rins[y]
+            if ix.opcode != iy.opcode:
+                if strict or ix.opcode in _LEAVES or iy.opcode in _LEAVES:
+                    continue
+                if strip_layout(ix.shape) != strip_layout(iy.shape):
+                    continue
             if m.add(x, y, tag):
-                if left.h1[x] == right.h1[y]:
+                if lh1[x] == rh1[y]:
                     zip_subgraphs(left, right, x, y, "h1", m, tag)
                 stack.append((x, y))
 
