@@ -27,7 +27,9 @@ __all__ = ["looks_like_hlo", "parse_hlo", "split_top_level"]
 # running past the first attribute. `_FAST` also captures an operand list without parentheses
 # (all but tuple-typed operands and complex literals) so most lines need one match.
 _INSTRUCTION = re.compile(r"\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*([^=]+?)\s+([a-z][a-z0-9_\-]*)\((.*)$")
-_FAST = re.compile(r'\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*([^=]+?)\s+([a-z][a-z0-9_\-]*)\(([^()"]*)\)(.*)$')
+_FAST = re.compile(
+    r'\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*([^=]+?)\s+([a-z][a-z0-9_\-]*)\(([^()"]*)\)(.*)$'
+)
 _COMPUTATION = re.compile(r"\s*(ENTRY\s+)?%?([A-Za-z_][\w.\-]*)\s*(.*?)\{\s*$")
 _HEADER = re.compile(r"\s*HloModule\s+%?([^\s,]+?):?(?:\s*,\s*(.*))?\s*$")
 _OPERAND_NAME = re.compile(r"%([\w.\-]+)")
@@ -39,7 +41,9 @@ _FRAME_TABLE = re.compile(r'\s*(\d+)\s+(?:"((?:[^"\\]|\\.)*)"|\{(.*)\})\s*$')
 _KV = re.compile(r"(\w+)=(-?\d+)")
 
 # Attribute tails without strings or nested brackets (most of them) are split by one regex.
-_SIMPLE_TAIL = re.compile(r'(?:,\s*[\w.\-]+=(?:\{[^{}"\'()\[\]]*\}|\[[^\[\]"\'(){}]*\]|[^,{}\[\]"\'()]*))*\s*')
+_SIMPLE_TAIL = re.compile(
+    r'(?:,\s*[\w.\-]+=(?:\{[^{}"\'()\[\]]*\}|\[[^\[\]"\'(){}]*\]|[^,{}\[\]"\'()]*))*\s*'
+)
 _SIMPLE_ATTR = re.compile(r'([\w.\-]+)=(\{[^{}"\'()\[\]]*\}|\[[^\[\]"\'(){}]*\]|[^,{}\[\]"\'()]*)')
 _OPENERS = frozenset("{[(")
 _CLOSERS = frozenset("}])")
@@ -58,7 +62,7 @@ def looks_like_hlo(text: str) -> bool:
 
 def split_top_level(text: str, sep: str = ",") -> list[str]:
     """Split at `sep` outside brackets and string literals (the attribute rule of hlo-text-format 1.5)."""
-    if not any(c in text for c in '{[("\''):
+    if not any(c in text for c in "{[(\"'"):
         return [p.strip() for p in text.split(sep)]
     parts: list[str] = []
     depth = 0
@@ -154,7 +158,9 @@ def _from_match(m: re.Match[str], line: int) -> Instruction:
     return _build(root, name, shape, opcode, rest[:end], rest[end + 1 :].strip(), line)
 
 
-def _build(root: str | None, name: str, shape: str, opcode: str, inside: str, tail: str, line: int) -> Instruction:
+def _build(
+    root: str | None, name: str, shape: str, opcode: str, inside: str, tail: str, line: int
+) -> Instruction:
     if opcode in _NOT_OPERANDS:
         operands: tuple[str, ...] = ()
         payload = inside.strip()
@@ -266,7 +272,9 @@ def _parse_hlo(text: str, path: str, first_line: int, info: GraphInfo | None) ->
             if fm is not None:
                 root, name, shape, opcode, inside, tail = fm.groups()
                 try:
-                    instructions.append(_build(root, name, shape, opcode, inside, tail.strip(), lineno + offset))
+                    instructions.append(
+                        _build(root, name, shape, opcode, inside, tail.strip(), lineno + offset)
+                    )
                     last_line = lineno
                     continue
                 except ValueError:
@@ -285,7 +293,9 @@ def _parse_hlo(text: str, path: str, first_line: int, info: GraphInfo | None) ->
                     raise fail(pending_error, error_line)
                 if not instructions:
                     raise fail(f"computation {comp_name} has no instructions", lineno)
-                computations.append(Computation(comp_name, tuple(instructions), comp_entry, comp_line + offset))
+                computations.append(
+                    Computation(comp_name, tuple(instructions), comp_entry, comp_line + offset)
+                )
                 comp_name = ""
                 instructions = []
                 continue

@@ -91,7 +91,15 @@ def parse_lazy_ir(text: str, path: str = "", *, first_line: int = 1, info: Graph
                 if name not in defined:
                     instructions.append(
                         Instruction(
-                            name, "get-tuple-element", "", (ref,), (("index", index),), (), "", None, False,
+                            name,
+                            "get-tuple-element",
+                            "",
+                            (ref,),
+                            (("index", index),),
+                            (),
+                            "",
+                            None,
+                            False,
                             lineno + offset,
                         )
                     )
@@ -123,8 +131,18 @@ def parse_lazy_ir(text: str, path: str = "", *, first_line: int = 1, info: Graph
             attributes.insert(0, ("ir_op", opcode))
             opcode = "parameter"
         instructions.append(
-            Instruction(node, opcode, shape, tuple(operands), tuple(attributes), (), payload, metadata, False,
-                        lineno + offset)
+            Instruction(
+                node,
+                opcode,
+                shape,
+                tuple(operands),
+                tuple(attributes),
+                (),
+                payload,
+                metadata,
+                False,
+                lineno + offset,
+            )
         )
         defined.add(node)
     if not opened:
@@ -137,6 +155,8 @@ def parse_lazy_ir(text: str, path: str = "", *, first_line: int = 1, info: Graph
     last = instructions[-1].line
     shapes = {i.name: i.shape for i in instructions}
     root_shape = "(" + ", ".join(shapes[r] for r in ordered) + ")"
-    instructions.append(Instruction("ROOT", "tuple", root_shape, tuple(ordered), (), (), "", None, True, last))
+    instructions.append(
+        Instruction("ROOT", "tuple", root_shape, tuple(ordered), (), (), "", None, True, last)
+    )
     entry = Computation("IR", tuple(instructions), True, first_line)
     return Module("IR", (entry,), (), "lazy-ir", path, info or GraphInfo(label=path))
