@@ -18,7 +18,7 @@ from itertools import pairwise
 import networkx as nx
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
-from xlagraph.canonical.hashes import COMMUTATIVE, IGNORED_ATTRIBUTES, normalize_attribute
+from xlagraph.canonical.hashes import COMMUTATIVE, IGNORED_ATTRIBUTES, content_key, normalize_attribute
 from xlagraph.classify.causes import HINTS, Cause, CauseKind, Change, Moved
 from xlagraph.classify.collectives import collectives, is_collective, summarize
 from xlagraph.ir import COMPUTATION_ATTRIBUTES, Instruction, strip_layout
@@ -36,6 +36,10 @@ __all__ = [
 ]
 
 _MAX_LISTED = 6
+# At least this many outputs, and this share of them, appearing or vanishing at once read as a
+# moved graph boundary rather than as tensors kept alive.
+_BOUNDARY_OUTPUTS = 3
+_BOUNDARY_SHARE = 0.25
 _LIBRARY_MARKERS = ("site-packages", "dist-packages", "/torch_xla/", "/torch/", "/jax/", "<frozen")
 
 
@@ -196,7 +200,8 @@ class _Classifier:
             pairs.append((i, js[0]))
             moved.append(Moved(i, js[0], _shape(right, b), a, b))  # type: ignore[arg-type]
         added = [j for j in range(len(right.outputs)) if j not in used]
-        # An output whose instruction is matched but now also feeds elsewhere is not "added".
+        if self._boundary_moved(added, removed):
+            return
         if added:
             heads = [right.outputs[j] for j in added]
             cone = [h for h in heads if h in m.right] + self._cone(right, heads, m.right)
@@ -228,10 +233,37 @@ class _Classifier:
                 f"the same outputs come out in another order ({len(permuted)} of {len(moved)} moved, e.g. "
                 + _fmt_list([f"A's output {mv.left} is B's {mv.right}" for mv in permuted], 3)
                 + "): the live tensors were created in another order",
-                (),
-                (),
+                [mv.left_name for mv in permuted],
+                [mv.right_name for mv in permuted],
                 mapping=tuple(moved),
             )
+
+    def _boundary_moved(self, added: list[int], removed: list[int]) -> bool:
+        """Many outputs appear or vanish at once: one graph is a part of the other, which is what
+        an implicit sync (`.item()`, `.cpu()`, `print`) in the middle of a step does."""
+        left, right, m = self.left, self.right, self.m
+        if added and removed:
+            return False
+        gone, total, side = (
+            (removed, len(left.outputs), "fewer") if removed else (added, len(right.outputs), "more")
+        )
+        if len(gone) < _BOUNDARY_OUTPUTS or len(gone) < _BOUNDARY_SHARE * max(total, 1):
+            return False
+        if removed:
+            heads = [left.outputs[i] for i in removed]
+            names_a, names_b = self._cone(left, heads, m.left) + heads, []
+        else:
+            heads = [right.outputs[j] for j in added]
+            names_a, names_b = [], self._cone(right, heads, m.right) + heads
+        self.cause(
+            CauseKind.STRUCTURE,
+            f"the graph boundary moved: B returns {len(gone)} tensors {side} than A, and what is left "
+            "is computed the same way; an implicit sync (.item(), .cpu(), print) or data-dependent "
+            "control flow cut the step there (or many tensors are kept alive only on some steps)",
+            names_a,
+            names_b,
+        )
+        return True
 
     @staticmethod
     def _cone(comp: CanonicalComputation, starts: list[str], matched: dict[str, str]) -> list[str]:
@@ -380,12 +412,15 @@ class _Classifier:
     # -- what is left ----------------------------------------------------------------------
     def structure(self, structural: list[tuple[str, str]], absorb_collectives: bool) -> None:
         left, right, m = self.left, self.right, self.m
+        # A subgraph computed twice on one side and once (shared) on the other is the same
+        # computation: lowering does not always reuse a node (same graph hash, other CSE).
+        left_h1, right_h1 = set(left.h1.values()), set(right.h1.values())
         g = nx.Graph()
         for a in left.order:
-            if a not in m.left and a not in self.explained_left:
+            if a not in m.left and a not in self.explained_left and left.h1[a] not in right_h1:
                 g.add_node(("A", a))
         for b in right.order:
-            if b not in m.right and b not in self.explained_right:
+            if b not in m.right and b not in self.explained_right and right.h1[b] not in left_h1:
                 g.add_node(("B", b))
         for a, b in structural:
             g.add_edge(("A", a), ("B", b))
@@ -547,20 +582,49 @@ def input_dim_changes(causes: Iterable[Cause]) -> set[tuple[str, str]]:
 
 
 def classify_module_level(lcanon: CanonicalModule, rcanon: CanonicalModule) -> list[Cause]:
-    """Causes that belong to the modules, not to a computation pair: dead code."""
+    """Causes that belong to the modules, not to a computation pair: dead code.
+
+    Dead code is a cause only when it differs between the two sides: PyTorch/XLA hashes the IR
+    of every node it lowers, used or not, so two graphs computing the same results but with
+    different unused nodes (`std_mean` for its mean alone, say) still compile twice. The same
+    dead code on both sides is only noted.
+    """
     ldead = [(c, d) for c in lcanon.computations.values() for d in c.dead]
     rdead = [(c, d) for c in rcanon.computations.values() for d in c.dead]
     if not ldead and not rdead:
         return []
+    differs = _dead_signature(lcanon, ldead) != _dead_signature(rcanon, rdead)
     opcodes = sorted({c.instruction(d).opcode for c, d in ldead + rdead})
+    if differs:
+        summary = (
+            f"the graphs compute the same results but their dead code differs ({len(ldead)} unused "
+            f"instruction(s) in A, {len(rdead)} in B: {_fmt_list(opcodes, 4)}); PyTorch/XLA hashes "
+            "unused nodes too, so this recompiles: an op computed for an output nobody uses"
+        )
+        hint = (
+            "compute only what you use (e.g. torch.mean instead of torch.std_mean(...)[1]), or "
+            "compute the unused part the same way on every step"
+        )
+    else:
+        summary = (
+            f"{len(ldead)} instruction(s) in A and {len(rdead)} in B never reach a result "
+            f"({_fmt_list(opcodes, 4)}), the same on both sides: ignored"
+        )
+        hint = HINTS[CauseKind.DEAD_CODE]
+    names = [(lcanon, c, [d]) for c, d in ldead] + [(rcanon, c, [d]) for c, d in rdead]
     return [
         Cause(
             CauseKind.DEAD_CODE,
-            f"{len(ldead)} instruction(s) in A and {len(rdead)} in B never reach a result "
-            f"({_fmt_list(opcodes, 4)}): ignored, they do not change what the graph computes",
-            HINTS[CauseKind.DEAD_CODE],
+            summary,
+            hint,
             tuple(d for _, d in ldead),
             tuple(d for _, d in rdead),
-            info=True,
+            sources=_sources(names) if differs else (),
+            info=not differs,
         )
     ]
+
+
+def _dead_signature(canon: CanonicalModule, dead: list[tuple[CanonicalComputation, str]]) -> list[str]:
+    callee = {name: c.hash for name, c in canon.computations.items()}
+    return sorted(content_key(c.instruction(d), callee) for c, d in dead)
