@@ -1,0 +1,153 @@
+"""What every command shares: the error boundary, the `reading` guard, a status line, options.
+
+The library raises `XlagraphError` (already worded `path:line: message`); here it becomes one
+line on stderr and exit status 2. Python's own failures while a file is read (OSError,
+UnicodeDecodeError, RecursionError, MemoryError) get the same treatment, naming the file.
+Ctrl-C exits with 130 and says nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import IO, Any, TypeVar
+
+import click
+
+from xlagraph.errors import XlagraphError
+
+__all__ = ["EXIT_ERROR", "Status", "UserError", "handle_errors", "json_option", "reading"]
+
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+STATUS_DELAY = 0.5  # seconds before a status line appears
+REDRAW_INTERVAL = 0.1  # seconds between two redraws of a progress bar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class UserError(click.ClickException):
+    """Bad input: `xlagraph: error: <message>` on one line, exit status 2."""
+
+    exit_code = EXIT_ERROR
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.splitlines()))
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"xlagraph: error: {self.format_message()}", err=True)
+
+
+def handle_errors(fn: F) -> F:
+    """Turn library errors into `UserError` and Ctrl-C into a quiet exit 130."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except XlagraphError as e:
+            raise UserError(str(e)) from None
+        except KeyboardInterrupt:
+            raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@contextmanager
+def reading(what: str) -> Iterator[None]:
+    """Name `what` (a path) in the message when Python itself fails while it is processed."""
+    try:
+        yield
+    except XlagraphError:
+        raise
+    except UnicodeDecodeError as e:
+        raise UserError(f"{what}: not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise UserError(f"{e.filename or what}: cannot read: {e.strerror or e}") from None
+    except RecursionError:
+        raise UserError(f"{what}: graph nested too deeply to analyze (Python recursion limit)") from None
+    except MemoryError:
+        raise UserError(f"{what}: out of memory while reading it; try one graph at a time (PATH#K)") from None
+
+
+def json_option(fn: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(fn)
+
+
+class Status:
+    """A one-line status on stderr, shown only on a terminal and only once work lasts `delay` s.
+
+    `set(text)` names the current phase; `progress(done, total)` adds a bar to it and can be
+    passed straight to the library as its progress callback. Use as a context manager, so the
+    line is erased before anything else is printed.
+    """
+
+    def __init__(self, stream: IO[str] | None = None, delay: float = STATUS_DELAY) -> None:
+        self._stream = stream if stream is not None else sys.stderr
+        self._lock = threading.Lock()
+        self._phase = ""
+        self._line = ""
+        self._visible = False
+        self._progress_at = float("-inf")
+        self._timer: threading.Timer | None = None
+        if _is_terminal(self._stream):
+            self._timer = threading.Timer(delay, self._reveal)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def __enter__(self) -> Status:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def set(self, phase: str) -> None:
+        with self._lock:
+            self._phase = self._line = phase
+            self._draw()
+
+    def progress(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - self._progress_at < REDRAW_INTERVAL:
+            return
+        self._progress_at = now
+        width = 24
+        filled = width * done // total if total else width
+        with self._lock:
+            self._line = f"{self._phase} [{'#' * filled}{'-' * (width - filled)}] {done}/{total}"
+            self._draw()
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        with self._lock:
+            if self._visible:
+                self._stream.write("\r\x1b[K")
+                self._stream.flush()
+            self._visible = False
+            self._timer = None
+
+    def _reveal(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._visible = True
+                self._draw()
+
+    def _draw(self) -> None:
+        if not self._visible:
+            return
+        columns = shutil.get_terminal_size((80, 24)).columns
+        self._stream.write("\r\x1b[K" + f"xlagraph: {self._line}"[: max(columns - 1, 10)])
+        self._stream.flush()
+
+
+def _is_terminal(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

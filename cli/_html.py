@@ -1,0 +1,53 @@
+"""`--html OUT`, shared by the commands that can write a page: the option and the writing.
+
+The library renders pages to text (`xlagraph.render.html`); only this writes them to disk.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from ._common import UserError
+
+__all__ = ["html_option", "write_page"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def html_option(fn: F) -> F:
+    return click.option(
+        "--html",
+        "html_out",
+        type=click.Path(dir_okay=False, writable=True),
+        metavar="OUT",
+        help="Write a self-contained HTML page to OUT (opens offline, fetches nothing) and print its "
+        "path instead of the text report; --json still prints JSON.",
+    )(fn)
+
+
+def _open_command() -> str:
+    if sys.platform == "darwin":
+        return "open"
+    if os.name == "nt":
+        return "start"
+    return "xdg-open"
+
+
+def write_page(out: str, page: str, err: bool = False) -> None:
+    """Write `page` to `out`, then say where it went (and, on a terminal, how to open it)."""
+    path = Path(out)
+    try:
+        path.write_text(page, encoding="utf-8")
+    except OSError as e:
+        raise UserError(f"{out}: cannot write: {e.strerror or e}") from None
+    click.echo(f"wrote {out}", err=err)
+    stream = sys.stderr if err else sys.stdout
+    if stream.isatty():
+        click.echo(f"open it: {_open_command()} {shlex.quote(str(path))}", err=err)

@@ -1,0 +1,68 @@
+"""`xlagraph diff A B`: why two graphs differ."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from xlagraph.diff import diff_modules
+from xlagraph.parse.sources import load_module
+from xlagraph.render.html import render_diff_html
+from xlagraph.render.json import diff_to_json
+from xlagraph.render.text import render_diff_text
+
+from ._common import Status, handle_errors, json_option, reading
+from ._html import html_option, write_page
+
+EXIT_IDENTICAL = 0
+EXIT_DIFFERENT = 1
+
+
+@click.command("diff")
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="B")
+@json_option
+@click.option(
+    "--max-changes",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    metavar="N",
+    help="List at most N entries per list (changes, moved inputs, instruction names); 0 lists all.",
+)
+@html_option
+@handle_errors
+def diff_command(a: str, b: str, as_json: bool, max_changes: int, html_out: str | None) -> None:
+    """Compare graph A with graph B and name what makes them differ.
+
+    A and B are HLO text files, lazy-IR files, or one graph of a multi-graph source written
+    PATH#K (0-based): an XLA_SAVE_TENSORS_FILE dump or a --xla_dump_to directory. `xlagraph
+    graphs PATH` lists the graphs of a source.
+
+    Exit status: 0 identical, 1 different, 2 bad input.
+
+    \b
+    Example:
+        xlagraph diff save.hlo.txt#0 save.hlo.txt#3
+        xlagraph diff before.hlo after.hlo --json
+        xlagraph diff before.hlo after.hlo --html diff.html
+    """
+    with Status() as status:
+        status.set(f"reading A: {a}")
+        with reading(a):
+            left = load_module(a)
+        status.set(f"reading B: {b}")
+        with reading(b):
+            right = load_module(b)
+        status.set("matching")
+        with reading(f"{a} vs {b}"):
+            result = diff_modules(left, right)
+    if as_json:
+        click.echo(json.dumps(diff_to_json(result), indent=2))
+    elif not html_out:
+        click.echo(render_diff_text(result, max_changes=max_changes), nl=False)
+    if html_out:
+        write_page(html_out, render_diff_html(result), err=as_json)
+    code = EXIT_IDENTICAL if result.verdict == "identical" else EXIT_DIFFERENT
+    click.get_current_context().exit(code)

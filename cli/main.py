@@ -1,0 +1,36 @@
+"""The `xlagraph` command group. Commands live in their own modules; this file only wires them.
+
+Nothing here (or in any command) imports torch: xlagraph reads dumps, it does not capture them.
+"""
+
+from __future__ import annotations
+
+import click
+
+from .diff import diff_command
+from .graphs import graphs_command
+
+__all__ = ["main", "xlagraph"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="xlagraph", prog_name="xlagraph")
+def xlagraph() -> None:
+    """Why did my PyTorch/XLA step recompile? Compare and list HLO graphs.
+
+    \b
+    xlagraph graphs SAVE_FILE      list the graphs of a dump and count the unique ones
+    xlagraph diff A#I A#J          name what differs between two graphs
+    """
+
+
+xlagraph.add_command(diff_command)
+xlagraph.add_command(graphs_command)
+
+
+def main() -> None:
+    xlagraph(prog_name="xlagraph")
+
+
+if __name__ == "__main__":
+    main()

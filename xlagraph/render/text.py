@@ -1,0 +1,288 @@
+"""Plain-text reports for the terminal: short, causes first, every long list bounded.
+
+The reader is a PyTorch/XLA user whose step recompiles: the first line answers "did it change?",
+the next block names the causes with the user's source lines and a fix, and instruction names come
+last, for whoever wants to find them in the dump.
+"""
+
+from __future__ import annotations
+
+import shlex
+import textwrap
+from typing import TypeVar
+
+from xlagraph.canonical import CanonicalModule
+from xlagraph.classify.causes import Cause, Moved
+from xlagraph.diff import DiffResult
+from xlagraph.graphs import GraphListing, GraphRow
+
+__all__ = ["changed_instructions", "render_diff_text", "render_graphs_text"]
+
+WIDTH = 100
+_INDENT = "  "
+
+_MAX_VARIANTS_NAMED = 12
+
+T = TypeVar("T")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _bounded(items: list[T], limit: int) -> tuple[list[T], int]:
+    """The first `limit` items (all when `limit` <= 0) and how many were left out."""
+    if limit <= 0 or len(items) <= limit:
+        return items, 0
+    return items[:limit], len(items) - limit
+
+
+def _more(hidden: int) -> str:
+    return f"... and {hidden} more not shown"
+
+
+def _wrap(text: str, first: str, rest: str) -> list[str]:
+    return textwrap.wrap(
+        text,
+        WIDTH,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [first.rstrip()]
+
+
+def _field(name: str, text: str) -> list[str]:
+    """`  name  text`, continuation lines aligned under the text."""
+    head = f"{_INDENT}{name:<5} "
+    return _wrap(text, head, " " * len(head))
+
+
+def _side(tag: str, canon: CanonicalModule) -> str:
+    module = canon.module
+    label = module.info.label or module.path or "(text)"
+    parts = [
+        f"{tag}  {label}",
+        module.name,
+        f"{_plural(module.instruction_count, 'instruction')}, "
+        f"{_plural(len(module.computations), 'computation')}",
+        f"fingerprint {canon.fingerprint}",
+    ]
+    if module.info.graph_hash:
+        parts.append(f"graph hash {module.info.graph_hash}")
+    return _INDENT + "  ".join(parts)
+
+
+def _moved_table(mapping: tuple[Moved, ...], limit: int) -> list[str]:
+    moved = [m for m in mapping if m.left != m.right]
+    if not moved:
+        return []
+    shown, hidden = _bounded(moved, limit)
+    cells = [(f"A#{m.left}", f"B#{m.right}", m.shape) for m in shown]
+    wa = max(len(a) for a, _, _ in cells)
+    wb = max(len(b) for _, b, _ in cells)
+    lines = []
+    for n, (a, b, shape) in enumerate(cells):
+        head = f"{_INDENT}{'moved' if n == 0 else '':<5} "
+        lines.append(f"{head}{a:<{wa}} -> {b:<{wb}}  {shape}")
+    pad = " " * (len(_INDENT) + 6)
+    if hidden:
+        lines.append(pad + _more(hidden))
+    kept = len(mapping) - len(moved)
+    if kept:
+        lines.append(pad + f"({kept} in the same place)")
+    return lines
+
+
+def _change_lines(cause: Cause, limit: int) -> list[str]:
+    if len(cause.changes) < 2:
+        return []  # a single change is already spelled out in the summary
+    shown, hidden = _bounded(list(cause.changes), limit)
+    names = [c.left if c.left == c.right else f"{c.left} -> {c.right}" for c in shown]
+    width = max(len(n) for n in names)
+    lines = []
+    for n, (name, c) in enumerate(zip(names, shown, strict=True)):
+        head = f"{_INDENT}{'diff' if n == 0 else '':<5} "
+        lines.append(f"{head}{name:<{width}}  {c.what}: {c.old or '(none)'} -> {c.new or '(none)'}")
+    if hidden:
+        lines.append(" " * (len(_INDENT) + 6) + _more(hidden))
+    return lines
+
+
+def _sources(causes: list[Cause], limit: int) -> list[str]:
+    found = list(dict.fromkeys(s for c in causes for s in c.sources))
+    if not found:
+        return []
+    shown, hidden = _bounded(found, limit)
+    return _field("at", ", ".join(shown) + (f", {_more(hidden)}" if hidden else ""))
+
+
+def _group(causes: list[Cause], entry: str, limit: int) -> list[str]:
+    """One block per cause kind: the summary (or one bullet per cause), where, and the fix once."""
+    first = causes[0]
+    lines: list[str] = []
+    if len(causes) == 1:
+        lines += _wrap(f"{first.kind}: {first.summary}", "", _INDENT)
+        if first.computation and first.computation != entry:
+            lines += _field("in", first.computation)
+        lines += _sources(causes, limit)
+        lines += _change_lines(first, limit)
+        lines += _moved_table(first.mapping, limit)
+    else:
+        lines.append(f"{first.kind} ({len(causes)} causes):")
+        shown, hidden = _bounded(causes, limit)
+        for cause in shown:
+            where = f" (in {cause.computation})" if cause.computation and cause.computation != entry else ""
+            lines += _wrap(cause.summary + where, f"{_INDENT}- ", _INDENT + "  ")
+        if hidden:
+            lines.append(_INDENT + _more(hidden))
+        lines += _sources(causes, limit)
+    lines += _field("fix", first.hint)
+    return lines
+
+
+def changed_instructions(result: DiffResult) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Instructions named by the causes that make the graphs differ, per side, first seen first."""
+    left: dict[str, None] = {}
+    right: dict[str, None] = {}
+    for cause in result.differences:
+        left.update(dict.fromkeys(cause.left))
+        right.update(dict.fromkeys(cause.right))
+        for change in cause.changes:
+            left.setdefault(change.left)
+            right.setdefault(change.right)
+    left.pop("", None)
+    right.pop("", None)
+    return tuple(left), tuple(right)
+
+
+def _printed(canon: CanonicalModule, name: str) -> str:
+    """Lazy-IR nodes are numbers; print them as the dump does (`%12`)."""
+    return f"%{name}" if canon.module.format == "lazy-ir" and name.isdigit() else name
+
+
+def _changed_block(result: DiffResult, limit: int) -> list[str]:
+    left, right = changed_instructions(result)
+    if not (left or right):
+        return []
+    lines = ["changed instructions"]
+    for tag, names, canon in (("A", left, result.left), ("B", right, result.right)):
+        shown, hidden = _bounded([_printed(canon, n) for n in names], limit)
+        text = ", ".join(shown) if shown else "-"
+        if hidden:
+            text += f", {_more(hidden)}"
+        head = f"{_INDENT}{tag} ({len(names)}): "
+        lines += _wrap(text, head, " " * len(head))
+    return lines
+
+
+def render_diff_text(result: DiffResult, max_changes: int = 20) -> str:
+    """The diff report: verdict, the two graphs, causes with fixes, changed instructions, notes.
+
+    `max_changes` bounds every list (changes, permutation rows, instruction names); 0 shows all.
+    """
+    differences = list(result.differences)
+    verdict = "identical" if not differences else f"different: {_plural(len(differences), 'cause')}"
+    lines = [verdict, _side("A", result.left), _side("B", result.right)]
+    groups: dict[str, list[Cause]] = {}
+    for cause in differences:
+        groups.setdefault(str(cause.kind), []).append(cause)
+    for causes in groups.values():
+        lines.append("")
+        lines += _group(causes, result.left.module.entry.name, max_changes)
+    changed = _changed_block(result, max_changes)
+    if changed:
+        lines += ["", *changed]
+    notes = [c for c in result.causes if c.info]
+    if notes:
+        lines.append("")
+        for cause in notes:
+            lines += _wrap(f"note: {cause.kind}: {cause.summary}", "", _INDENT)
+    return "\n".join(lines) + "\n"
+
+
+def render_graphs_text(listing: GraphListing) -> str:
+    """A table of the graphs of a source and a closing line counting the variants."""
+    header = (
+        "index",
+        "name",
+        "instructions",
+        "computations",
+        "graph hash",
+        "fingerprint",
+        "variant",
+        "stage",
+    )
+    rows = [
+        (
+            str(r.index),
+            r.name,
+            str(r.instructions),
+            str(r.computations),
+            r.graph_hash or "-",
+            r.fingerprint,
+            r.variant,
+            r.stage or "-",
+        )
+        for r in listing.rows
+    ]
+    numeric = {0, 2, 3}
+    widths = [max(len(cells[i]) for cells in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: tuple[str, ...]) -> str:
+        out = [
+            c.rjust(w) if i in numeric else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  ".join(out).rstrip()
+
+    lines = [line(header), *(line(r) for r in rows)]
+    lines += [f"note: {n}" for n in listing.notes]
+    variants = listing.variants
+    named = ", ".join(
+        variants if len(variants) <= _MAX_VARIANTS_NAMED else (*variants[:10], "...", variants[-1])
+    )
+    closing = (
+        f"{_plural(len(listing.rows), 'graph')}, {listing.unique} unique "
+        f"({'variant' if len(variants) == 1 else 'variants'} {named})"
+    )
+    hashes = listing.unique_graph_hashes
+    if hashes:
+        closing += f"; {hashes} graph {'hash' if hashes == 1 else 'hashes'}"
+    lines.append(closing)
+    if hashes > listing.unique:
+        lines.append(
+            "note: more graph hashes than unique graphs: some graphs differ only in the order of their "
+            "inputs or outputs, or in values the text does not print; `xlagraph diff` them"
+        )
+    pair = _first_recompile(listing)
+    if pair is not None:
+        a, b = pair
+        lines.append(
+            f"why {b.variant} differs from {a.variant}: "
+            f"xlagraph diff {_spec(listing, a.index)} {_spec(listing, b.index)}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _first_recompile(listing: GraphListing) -> tuple[GraphRow, GraphRow] | None:
+    """The first graph whose variant differs from the first graph of the same program and stage.
+
+    A program is the module name without its trailing number (`IrToHlo.90` -> `IrToHlo`): a
+    dump of several jitted functions holds several programs, which differ without recompiling.
+    """
+    first: dict[tuple[str, str], GraphRow] = {}
+    for row in listing.rows:
+        head = first.setdefault((row.stage, _program(row.name)), row)
+        if row.variant != head.variant:
+            return head, row
+    return None
+
+
+def _program(name: str) -> str:
+    base, dot, number = name.rpartition(".")
+    return base if dot and number.isdigit() else name
+
+
+def _spec(listing: GraphListing, index: int) -> str:
+    return f"{shlex.quote(listing.path)}#{index}"
