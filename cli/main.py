@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import click
 
+from .check import check_command
 from .diff import diff_command
 from .graphs import graphs_command
+from .report import report_command
 
 __all__ = ["main", "xlagraph"]
 
@@ -26,6 +28,8 @@ def xlagraph() -> None:
 
 xlagraph.add_command(diff_command)
 xlagraph.add_command(graphs_command)
+xlagraph.add_command(report_command)
+xlagraph.add_command(check_command)
 
 
 def main() -> None:

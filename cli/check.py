@@ -1,0 +1,61 @@
+"""`xlagraph check SRC --max-graphs N`: the CI gate against recompiles."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from xlagraph.render.report_json import check_to_json
+from xlagraph.render.report_text import render_check_text
+from xlagraph.report import check_run, load_runs
+
+from ._common import Status, handle_errors, json_option, reading
+
+EXIT_PASS = 0
+EXIT_FAIL = 1
+
+
+@click.command("check")
+@click.argument("src", metavar="SRC")
+@click.option(
+    "--max-graphs",
+    type=click.IntRange(min=0),
+    required=True,
+    metavar="N",
+    help="Most distinct graphs allowed to compile (after step K when --after-step is given).",
+)
+@click.option(
+    "--after-step",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="K",
+    help="Steps 0..K are warm-up: graphs first compiled there do not count (steps are 0-based).",
+)
+@json_option
+@handle_errors
+def check_command(src: str, max_graphs: int, after_step: int | None, as_json: bool) -> None:
+    """Fail when a run compiled more distinct graphs than allowed: the CI gate for recompiles.
+
+    SRC is what `xlagraph report` reads: a capture folder or an XLA_SAVE_TENSORS_FILE dump.
+    Every process of a multi-process capture is checked; one over budget fails the check.
+
+    Exit status: 0 within budget, 1 over budget (the extra graphs and their causes are named),
+    2 bad input.
+
+    \b
+    Example:
+        xlagraph check /tmp/capture --max-graphs 2
+        xlagraph check save.hlo.0 --max-graphs 0 --after-step 1
+    """
+    with Status() as status:
+        status.set(f"reading {src}")
+        with reading(src):
+            logs = load_runs(src)
+            status.set("counting graphs")
+            results = tuple(check_run(log, max_graphs, after_step) for log in logs)
+    if as_json:
+        click.echo(json.dumps(check_to_json(results), indent=2))
+    else:
+        click.echo(render_check_text(results), nl=False)
+    click.get_current_context().exit(EXIT_PASS if all(r.passed for r in results) else EXIT_FAIL)

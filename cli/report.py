@@ -1,0 +1,51 @@
+"""`xlagraph report SRC`: every compile of a run, and why each one after the first happened."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from xlagraph.render.html import render_report_html
+from xlagraph.render.report_json import report_to_json
+from xlagraph.render.report_text import render_report_text
+from xlagraph.report import build_report, load_runs
+
+from ._common import Status, handle_errors, json_option, reading
+from ._html import html_option, write_page
+
+
+@click.command("report")
+@click.argument("src", metavar="SRC")
+@json_option
+@html_option
+@handle_errors
+def report_command(src: str, as_json: bool, html_out: str | None) -> None:
+    """Explain every recompile of a run: which graphs compiled at which steps, against which
+    earlier graph each one differs, what changed and which line of your code caused it.
+
+    SRC is a capture folder (XLAGRAPH_CAPTURE=DIR or `xlagraph run --out DIR`) or a plain
+    XLA_SAVE_TENSORS_FILE dump (XLA_SAVE_TENSORS_FMT=hlo or text; the file torch_xla writes is
+    `<name>.0`). With --json the schema is documented in the README.
+
+    \b
+    Example:
+        xlagraph report /tmp/capture
+        xlagraph report save.hlo.0 --json
+        xlagraph report /tmp/capture --html run.html
+    """
+    with Status() as status:
+        status.set(f"reading {src}")
+        with reading(src):
+            logs = load_runs(src)
+            status.set("explaining recompiles")
+            reports = tuple(build_report(log) for log in logs)
+            if html_out:
+                status.set("writing the page")
+                page = render_report_html(reports)
+    if as_json:
+        click.echo(json.dumps(report_to_json(reports), indent=2))
+    elif not html_out:
+        click.echo(render_report_text(reports), nl=False)
+    if html_out:
+        write_page(html_out, page, err=as_json)

@@ -1,0 +1,217 @@
+"""JSON of `xlagraph report` and `xlagraph check` (plain dicts, lists, str, int, float, bool, null).
+
+Schema of `xlagraph report --json` (`"schema": "xlagraph.report/1"`). The top-level object
+describes the first process of the run (the only one for a single-process run or a save file;
+rank 0 / the first subfolder of an `xmp.spawn` capture) and `processes` lists every process,
+the first included, each with the same fields except `schema` and `processes`:
+
+    schema             "xlagraph.report/1"
+    source             the capture folder or save file read
+    kind               "capture" | "save-file"
+    process            process / rank name ("" for a save file)
+    compiles           int: distinct graphs this process compiled
+    compiles_reported  int | null: torch_xla's own CompileTime count, where the source has it
+    syncs, steps       int: graph executions, steps (steps 0-based; save files: every explicit
+                       torch_xla.sync()/mark_step() ends one)
+    compile_seconds    float: total compile time where known, else 0
+    steady_from_step   int | null: first step of the steady state (every step after the last one
+                       that compiled); null when the run compiled in its last step
+    steady_variants    [str]: the variants that run in the steady state (a stable loop has one)
+    variants           [{variant, graph_hash, first_sync, first_step, executions, compiled,
+                         call_site, module}]: one per distinct graph, letters A, B, ... in order of
+                       first appearance; module is where its HLO is (PATH or PATH#K, "" if not kept)
+    timeline           [{sync, step, variant, compiled, trigger, call_site, phase,
+                         compile_seconds}]: one per sync; trigger is sync | mark_step |
+                       torch_xla.compile | dynamo | .item() | .cpu() | .tolist() | .numpy() |
+                       print | implicit | unknown; phase is warm-up | steady
+    recompiles         one object per compile after the first, in run order:
+        sync, step, variant, graph_hash
+        call_site      "file:line" of the innermost user frame of the sync that compiled
+        trigger        as in the timeline
+        frames         [{function, file, line}]: the user's frames, innermost first
+        library_frames [{function, file, line}]: library frames (torch, torch_xla, stdlib), folded
+        baseline       {variant, sync, reason} | null: the earlier graph it is explained against
+                       (the most similar one from the same call site)
+        causes         [cause]: exactly the cause objects of `xlagraph diff --json` (kind, summary,
+                       hint, info, computation, left, right, changes, mapping, sources), A being
+                       the baseline and B this graph
+        attribution    [{cause, kind, summary, items, tensors, lines, library_lines}]: per cause
+                       (`cause` indexes `causes`): the outputs, inputs, moved tensors or
+                       collective buckets involved (`items`), the live tensors they are
+                       (`tensors`: [{id, shape, line, match, frames, library_frames}],
+                       captures only; match is "shape and line", or "shape" for a
+                       mere candidate),
+                       the user's source lines and the folded library lines
+        lines          [str]: the user lines cited for this recompile, most specific first (the
+                       causes' user lines, the tensors' creating lines, then the call site)
+        note           str: why there are no causes, when there are none ("" otherwise)
+        compile_seconds float
+    ranking            {call_sites: [{call_site, compiles, seconds, variants}],
+                        causes: [{kind, compiles, seconds, variants}]}: recompiles per call
+                       site and per cause kind, most compiles first
+    notes              [str]: what the source lacks or how something was inferred
+    warnings           [str]: e.g. `compiles` disagreeing with `compiles_reported`
+    processes          [process object]: every process, the first included
+
+Schema of `xlagraph check --json`: {schema: "xlagraph.check/1", passed, max_graphs, after_step,
+processes: [{process, passed, counted: [{variant, sync, step, call_site, kinds, lines}],
+explanation}]}.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xlagraph.ir import Frame
+from xlagraph.render.json import _cause as cause_to_json
+from xlagraph.report.model import Attribution, CheckResult, Recompile, RunReport
+
+__all__ = ["REPORT_SCHEMA", "check_to_json", "report_to_json"]
+
+REPORT_SCHEMA = "xlagraph.report/1"
+CHECK_SCHEMA = "xlagraph.check/1"
+
+
+def _frame(f: Frame) -> dict[str, Any]:
+    return {"function": f.function, "file": f.file, "line": f.line}
+
+
+def _attribution(a: Attribution) -> dict[str, Any]:
+    return {
+        "cause": a.cause,
+        "kind": a.kind,
+        "summary": a.summary,
+        "items": list(a.items),
+        "tensors": [
+            {
+                "id": t.id,
+                "shape": t.shape,
+                "line": t.line,
+                "match": t.match,
+                "frames": [_frame(f) for f in t.frames],
+                "library_frames": t.library_frames,
+            }
+            for t in a.tensors
+        ],
+        "lines": list(a.lines),
+        "library_lines": list(a.library_lines),
+    }
+
+
+def _recompile(r: Recompile) -> dict[str, Any]:
+    return {
+        "sync": r.sync,
+        "step": r.step,
+        "variant": r.variant,
+        "graph_hash": r.graph_hash,
+        "call_site": r.call_site,
+        "trigger": r.trigger,
+        "frames": [_frame(f) for f in r.frames],
+        "library_frames": [_frame(f) for f in r.library_frames],
+        "baseline": (
+            {"variant": r.baseline.variant, "sync": r.baseline.sync, "reason": r.baseline.reason}
+            if r.baseline
+            else None
+        ),
+        "causes": [cause_to_json(c) for c in r.causes],
+        "attribution": [_attribution(a) for a in r.attribution],
+        "lines": list(r.lines),
+        "note": r.note,
+        "compile_seconds": r.compile_seconds,
+    }
+
+
+def _process(report: RunReport) -> dict[str, Any]:
+    return {
+        "source": report.source,
+        "kind": report.kind,
+        "process": report.process,
+        "compiles": report.compiles,
+        "compiles_reported": report.compiles_reported,
+        "syncs": report.syncs,
+        "steps": report.steps,
+        "compile_seconds": report.compile_seconds,
+        "steady_from_step": report.steady_from_step,
+        "steady_variants": list(report.steady_variants),
+        "variants": [
+            {
+                "variant": v.letter,
+                "graph_hash": v.graph_hash,
+                "first_sync": v.first_sync,
+                "first_step": v.first_step,
+                "executions": v.executions,
+                "compiled": v.compiled,
+                "call_site": v.call_site,
+                "module": v.module,
+            }
+            for v in report.variants
+        ],
+        "timeline": [
+            {
+                "sync": e.sync,
+                "step": e.step,
+                "variant": e.variant,
+                "compiled": e.compiled,
+                "trigger": e.trigger,
+                "call_site": e.call_site,
+                "phase": e.phase,
+                "compile_seconds": e.compile_seconds,
+            }
+            for e in report.timeline
+        ],
+        "recompiles": [_recompile(r) for r in report.recompiles],
+        "ranking": {
+            "call_sites": [
+                {
+                    "call_site": e.key,
+                    "compiles": e.compiles,
+                    "seconds": e.seconds,
+                    "variants": list(e.variants),
+                }
+                for e in report.by_call_site
+            ],
+            "causes": [
+                {"kind": e.key, "compiles": e.compiles, "seconds": e.seconds, "variants": list(e.variants)}
+                for e in report.by_cause
+            ],
+        },
+        "notes": list(report.notes),
+        "warnings": list(report.warnings),
+    }
+
+
+def report_to_json(reports: tuple[RunReport, ...]) -> dict[str, Any]:
+    """The run as one dict: the first process's fields at the top, every process in `processes`."""
+    if not reports:
+        raise ValueError("a report needs at least one process")
+    processes = [_process(r) for r in reports]
+    return {"schema": REPORT_SCHEMA, **processes[0], "processes": processes}
+
+
+def check_to_json(results: tuple[CheckResult, ...]) -> dict[str, Any]:
+    """`check` as a dict: passed only when every process passed."""
+    return {
+        "schema": CHECK_SCHEMA,
+        "passed": all(r.passed for r in results),
+        "max_graphs": results[0].max_graphs if results else None,
+        "after_step": results[0].after_step if results else None,
+        "processes": [
+            {
+                "process": r.process,
+                "passed": r.passed,
+                "counted": [
+                    {
+                        "variant": g.variant,
+                        "sync": g.sync,
+                        "step": g.step,
+                        "call_site": g.call_site,
+                        "kinds": list(g.kinds),
+                        "lines": list(g.lines),
+                    }
+                    for g in r.counted
+                ],
+                "explanation": r.explanation,
+            }
+            for r in results
+        ],
+    }

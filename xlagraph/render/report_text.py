@@ -1,0 +1,220 @@
+"""Plain text of `xlagraph report` and `xlagraph check`: the answer first, every list bounded.
+
+Order: how many graphs compiled and whether the loop settled, the timeline, then each recompile
+(the baseline, each cause with the user's line, what it points at and the fix), the ranking,
+and last the notes on what the source could not say.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+from xlagraph.report.model import CheckResult, Recompile, RunReport, TimelineEntry
+
+__all__ = ["render_check_text", "render_report_text"]
+
+WIDTH = 100
+_EXPLICIT = ("sync", "mark_step", "torch_xla.compile", "dynamo", "unknown")
+_MAX_PERIOD = 4
+_MIN_REPEATS = 3
+_MAX_LISTED = 6
+_KIND_NAMES = {"save-file": "XLA_SAVE_TENSORS_FILE dump", "capture": "xlagraph capture"}
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _short(loc: str) -> str:
+    """A path under the current directory is shown relative to it."""
+    path, sep, line = loc.rpartition(":")
+    if not sep or not line.isdigit():
+        path, line = loc, ""
+    if os.path.isabs(path):
+        try:
+            rel = os.path.relpath(path)
+        except ValueError:
+            rel = path
+        if not rel.startswith(".."):
+            path = rel
+    return f"{path}:{line}" if line else path
+
+
+def _wrap(text: str, first: str, rest: str | None = None) -> list[str]:
+    rest = " " * len(first) if rest is None else rest
+    return textwrap.wrap(
+        text,
+        WIDTH,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [first.rstrip()]
+
+
+def _field(name: str, text: str, indent: str = "    ") -> list[str]:
+    return _wrap(text, f"{indent}{name:<7} ")
+
+
+def _token(entries: list[TimelineEntry]) -> str:
+    parts = []
+    for e in entries:
+        mark = e.variant + ("*" if e.compiled else "")
+        if e.trigger not in _EXPLICIT:
+            mark += f"[{e.trigger}]"
+        parts.append(mark)
+    return "+".join(parts)
+
+
+def _compress(tokens: list[str]) -> list[str]:
+    """`A B A B A B A` -> `(A B) x3 A`: repeated cycles of up to four steps are folded."""
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        best_p, best_reps = 1, 1
+        for p in range(1, _MAX_PERIOD + 1):
+            unit = tokens[i : i + p]
+            if len(unit) < p:
+                break
+            reps = 1
+            while tokens[i + reps * p : i + (reps + 1) * p] == unit:
+                reps += 1
+            if reps >= _MIN_REPEATS and reps * p > best_p * best_reps:
+                best_p, best_reps = p, reps
+        if best_reps >= _MIN_REPEATS:
+            unit_text = " ".join(tokens[i : i + best_p])
+            out.append(f"({unit_text}) x{best_reps}" if best_p > 1 else f"{unit_text} x{best_reps}")
+            i += best_p * best_reps
+        else:
+            out.append(tokens[i])
+            i += 1
+    return out
+
+
+def _timeline(report: RunReport) -> list[str]:
+    by_step: dict[int, list[TimelineEntry]] = {}
+    for e in report.timeline:
+        by_step.setdefault(e.step, []).append(e)
+    tokens = [_token(entries) for _, entries in sorted(by_step.items())]
+    return [
+        "timeline, one entry per step (* compiled, + joins the syncs of one step, [..] implicit sync):",
+        *_wrap(" ".join(_compress(tokens)), "  "),
+    ]
+
+
+def _settled(report: RunReport) -> str:
+    if not report.timeline:
+        return "no sync recorded"
+    if report.steady_from_step is None:
+        return "no steady state: the run compiled until its last step"
+    first_step = report.timeline[0].step
+    warm = (
+        f"warm-up: step {first_step}"
+        if report.steady_from_step - 1 == first_step
+        else f"warm-up: steps {first_step}-{report.steady_from_step - 1}"
+    )
+    graphs = report.steady_variants
+    if len(graphs) == 1:
+        steady = f"steady state from step {report.steady_from_step}: one graph ({graphs[0]}) replayed"
+    else:
+        steady = (
+            f"steady state from step {report.steady_from_step}: {len(graphs)} graphs take turns "
+            f"({', '.join(graphs)}); a stable loop runs one"
+        )
+    return f"{warm}; {steady}"
+
+
+def _header(report: RunReport) -> list[str]:
+    kind = _KIND_NAMES.get(report.kind, report.kind)
+    who = f"  process {report.process}" if report.process else ""
+    counted = (
+        f"torch_xla counted {report.compiles_reported}"
+        if report.compiles_reported is not None
+        else "no torch_xla count in this source"
+    )
+    seconds = f", {report.compile_seconds:.1f} s compiling" if report.compile_seconds else ""
+    recompiles = len(report.recompiles)
+    summary = (
+        f"{_plural(report.compiles, 'graph')} compiled ({counted}){seconds} in "
+        f"{_plural(report.syncs, 'sync')}, {_plural(report.steps, 'step')}; "
+        + (f"{_plural(recompiles, 'recompile')} explained below" if recompiles else "no recompile")
+    )
+    lines = [
+        f"xlagraph report  {report.source}  ({kind}){who}",
+        *_wrap(summary, ""),
+        *_wrap(_settled(report), ""),
+    ]
+    lines += [w for warning in report.warnings for w in _wrap(warning, "warning: ")]
+    return lines
+
+
+def _recompile(r: Recompile, k: int, total: int) -> list[str]:
+    where = f" ({r.trigger} at {_short(r.call_site)})" if r.call_site else f" ({r.trigger})"
+    lines = [f"recompile {k}/{total}: graph {r.variant} at step {r.step}, sync {r.sync}{where}"]
+    if r.baseline is not None:
+        lines += _field("vs", f"{r.baseline.variant} (sync {r.baseline.sync}, {r.baseline.reason})", "  ")
+    if r.note:
+        lines += _field("note", r.note, "  ")
+    attributions = {a.cause: a for a in r.attribution}
+    for i, cause in enumerate(r.causes):
+        lines += _wrap(f"{cause.kind}: {cause.summary}", "  ", "    ")
+        a = attributions.get(i)
+        if a is not None:
+            if a.lines:
+                lines += _field("at", ", ".join(_short(x) for x in a.lines[:_MAX_LISTED]))
+            elif a.library_lines:
+                lines += _field(
+                    "at", "library code only: " + ", ".join(_short(x) for x in a.library_lines[:3])
+                )
+            if a.items:
+                lines += _field("what", "; ".join(a.items))
+            for t in a.tensors:
+                made = f" created at {_short(t.line)}" if t.line else ""
+                guess = "" if t.match == "shape and line" else " (same shape; a candidate)"
+                lines += _field("tensor", f"id={t.id} {t.shape}{made}{guess}")
+        lines += _field("fix", cause.hint)
+    if r.frames:
+        folded = f"  (+{_plural(len(r.library_frames), 'library frame')} folded)" if r.library_frames else ""
+        stack = " <- ".join(f"{f.function} ({_short(f'{f.file}:{f.line}')})" for f in r.frames[:_MAX_LISTED])
+        lines += _wrap(stack + folded, "  stack   ", "          ")
+    return lines
+
+
+def _ranking(report: RunReport) -> list[str]:
+    if not report.recompiles:
+        return []
+
+    def row(key: str, n: int, seconds: float, variants: tuple[str, ...]) -> str:
+        sec = f", {seconds:.1f} s" if seconds else ""
+        return f"{key}: {n}{sec} ({', '.join(variants[:_MAX_LISTED])})"
+
+    sites = "; ".join(row(_short(e.key), e.compiles, e.seconds, e.variants) for e in report.by_call_site[:5])
+    causes = "; ".join(row(e.key, e.compiles, e.seconds, e.variants) for e in report.by_cause[:5])
+    return [
+        "recompiles by call site and by cause, costliest first:",
+        *_field("site", sites, "  "),
+        *_field("cause", causes, "  "),
+    ]
+
+
+def _one(report: RunReport) -> list[str]:
+    lines = [*_header(report), "", *_timeline(report)]
+    for k, r in enumerate(report.recompiles, 1):
+        lines += ["", *_recompile(r, k, len(report.recompiles))]
+    ranking = _ranking(report)
+    if ranking:
+        lines += ["", *ranking]
+    if report.notes:
+        lines += ["", "notes:"] + [w for n in report.notes for w in _wrap(n, "  - ", "    ")]
+    return lines
+
+
+def render_report_text(reports: tuple[RunReport, ...]) -> str:
+    """Every process's report, one after the other."""
+    blocks = ["\n".join(_one(r)) for r in reports]
+    return "\n\n".join(blocks) + "\n"
+
+
+def render_check_text(results: tuple[CheckResult, ...]) -> str:
+    return "".join(r.explanation + "\n" for r in results)

@@ -1,0 +1,479 @@
+"""`build_report`: a `RunLog` in, a `RunReport` out.
+
+Every compile after the first is explained against a baseline: the most similar earlier graph
+from the same call site. Candidates are the earlier graphs whose first sync had the same user
+frames (else the same innermost user line, else any earlier graph), at most `MAX_CANDIDATES`
+of the most recent; each is compared with `diff_modules` and the one with the fewest
+differences wins (then the fewest instructions involved, then the most recent). Its causes are
+then attributed: extra or missing outputs to live tensors of the same shape, shape changes to the
+inputs, permutations to what moved, collective changes to the buckets, each with the user's own
+source lines before library lines.
+"""
+
+from __future__ import annotations
+
+import linecache
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import PurePath
+
+from xlagraph.classify.causes import Cause, CauseKind
+from xlagraph.classify.collectives import collectives
+from xlagraph.diff import DiffResult, diff_modules
+from xlagraph.errors import XlagraphError
+from xlagraph.graphs import variant_letter
+from xlagraph.ir import Frame, Module, strip_layout
+from xlagraph.parse.sources import Source, open_source, read, replace_label, select, split_spec
+from xlagraph.report.frames import call_site, is_library, location, split_frames, user_frames
+from xlagraph.report.model import (
+    Attribution,
+    Baseline,
+    RankEntry,
+    Recompile,
+    RunReport,
+    TensorRef,
+    TimelineEntry,
+    Variant,
+)
+from xlagraph.report.savefile import is_step_marker
+from xlagraph.runlog import GraphRecord, LiveTensor, RunLog, Sync
+
+__all__ = ["MAX_CANDIDATES", "build_report", "trigger_of"]
+
+MAX_CANDIDATES = 5
+_MAX_TENSORS = 4
+_EXTRA_CANDIDATES = 2
+_MAX_ITEMS = 8
+
+LineReader = Callable[[str, int], str]
+
+
+def _read_line(file: str, line: int) -> str:
+    return linecache.getline(file, line)
+
+
+# -- triggers ------------------------------------------------------------------------------
+_IMPLICIT = (
+    (".item()", ".item()"),
+    (".cpu()", ".cpu()"),
+    (".tolist()", ".tolist()"),
+    (".numpy()", ".numpy()"),
+)
+
+
+def trigger_of(sync: Sync, read_line: LineReader = _read_line) -> str:
+    """A short label for what made the sync happen (see `TimelineEntry.trigger`).
+
+    torch_xla's own wording (`Sync.cause`) is used when the source has it, else the frames: a
+    torch_xla `sync`/`mark_step` frame is an explicit step marker; without one the sync was
+    implicit, and the user's line says which (`.item()`, `print`, ...) when it can be read.
+    """
+    cause = sync.cause.lower()
+    frames = sync.frames
+    if "dynamo" in cause:
+        return "dynamo"
+    if "torch_xla.compile" in cause or any(
+        f.function in ("compile", "_compile") and "torch_xla" in f.file for f in frames
+    ):
+        return "torch_xla.compile"
+    if "mark_step" in cause or any(f.function == "mark_step" and "torch_xla" in f.file for f in frames):
+        return "mark_step"
+    if ("sync" in cause and "before torch_xla.sync" not in cause) or is_step_marker(frames):
+        return "sync"
+    if not frames and not cause:
+        return "unknown"
+    users = user_frames(frames)
+    text = read_line(users[0].file, users[0].line) if users else ""
+    for pattern, label in _IMPLICIT:
+        if pattern in text:
+            return label
+    if "print(" in text:
+        return "print"
+    return "implicit"
+
+
+# -- modules -------------------------------------------------------------------------------
+class _Modules:
+    """Parses each graph once; a save file is split once however many graphs it holds."""
+
+    def __init__(self, graphs: dict[str, GraphRecord]) -> None:
+        self._graphs = graphs
+        self._sources: dict[str, Source] = {}
+        self._modules: dict[str, Module | str] = {}
+
+    def get(self, graph_hash: str) -> Module | str:
+        """The parsed module, or why there is none."""
+        if graph_hash not in self._modules:
+            self._modules[graph_hash] = self._load(graph_hash)
+        return self._modules[graph_hash]
+
+    def _load(self, graph_hash: str) -> Module | str:
+        record = self._graphs.get(graph_hash)
+        if record is None or not record.module:
+            return "its HLO was not kept"
+        spec = record.module
+        try:
+            path, index = split_spec(spec)
+            source = self._sources.get(path)
+            if source is None:
+                source = self._sources[path] = open_source(path)
+            graph = select(source, index, spec)
+            module = read(graph)
+        except XlagraphError as e:
+            return f"its HLO could not be read: {e}"
+        except RecursionError:
+            return f"its HLO is nested too deeply to analyze: {spec}"
+        if source.kind not in ("hlo-file", "lazy-ir-file"):
+            module = replace_label(module, graph.label)
+        elif not module.info.label:
+            module = replace_label(module, spec)
+        if not module.info.graph_hash and not graph_hash.startswith("text:"):
+            module = replace(module, info=replace(module.info, graph_hash=graph_hash))
+        return module
+
+
+# -- lines ---------------------------------------------------------------------------------
+def _is_user_file(file: str, user_names: frozenset[str]) -> bool:
+    """Full paths are judged by where they are; bare names (lazy IR `location=f@file.py:3`) by
+    whether a user frame of the run has that file name."""
+    if "/" in file or "\\" in file:
+        return not is_library(Frame("", file, 0))
+    return PurePath(file).name in user_names and not file.startswith("<")
+
+
+def _split_lines(lines: Iterable[str], user_names: frozenset[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    user: list[str] = []
+    library: list[str] = []
+    for loc in lines:
+        file = loc.rsplit(":", 1)[0] if loc.rsplit(":", 1)[-1].isdigit() else loc
+        bucket = user if _is_user_file(file, user_names) else library
+        if loc not in bucket:
+            bucket.append(loc)
+    return tuple(user), tuple(library)
+
+
+# -- attribution ---------------------------------------------------------------------------
+def _norm_shape(shape: str) -> str:
+    return strip_layout(shape).replace(" ", "")
+
+
+def _tensor_ref(t: LiveTensor, cited: tuple[str, ...]) -> TensorRef:
+    users, library = split_frames(t.frames)
+    line = location(users[0]) if users else ""
+    match = "shape and line" if line and line in cited else "shape"
+    return TensorRef(t.id, _norm_shape(t.shape), line, match, users, len(library))
+
+
+def _pick_tensors(
+    tensors: tuple[LiveTensor, ...], shapes: list[str], cited: tuple[str, ...]
+) -> tuple[TensorRef, ...]:
+    """Live tensors of the given shapes. Those created on a line the cause cites are the answer
+    when there are enough of them; otherwise a few candidates of the right shape, those created
+    by user code and the most recent first."""
+    wanted = set(shapes)
+    refs = [_tensor_ref(t, cited) for t in tensors if _norm_shape(t.shape) in wanted]
+    refs.sort(key=lambda r: (r.match != "shape and line", not r.line, -r.id))
+    on_line = [r for r in refs if r.match == "shape and line"]
+    if len(on_line) >= len(shapes):
+        return tuple(on_line[: max(len(shapes), _MAX_TENSORS)])
+    return tuple(refs[: len(shapes) + _EXTRA_CANDIDATES])
+
+
+def _output_positions(result: DiffResult, names: tuple[str, ...], right: bool) -> list[tuple[int, str]]:
+    canon = result.right if right else result.left
+    entry = canon.entry
+    chosen = set(names)
+    return [(j, _norm_shape(entry.instruction(n).shape)) for j, n in enumerate(entry.outputs) if n in chosen]
+
+
+def _bounded(items: list[str]) -> tuple[str, ...]:
+    if len(items) <= _MAX_ITEMS:
+        return tuple(items)
+    return (*items[:_MAX_ITEMS], f"... and {len(items) - _MAX_ITEMS} more")
+
+
+@dataclass(frozen=True)
+class _Context:
+    result: DiffResult
+    baseline: GraphRecord | None
+    target: GraphRecord | None
+    user_names: frozenset[str]
+
+
+def _attribute(index: int, cause: Cause, ctx: _Context) -> Attribution:
+    """What one cause points at in the user's program."""
+    result = ctx.result
+    lines, library_lines = _split_lines(cause.sources, ctx.user_names)
+    kind = cause.kind
+    items: list[str] = []
+    tensors: tuple[TensorRef, ...] = ()
+    summary = cause.summary
+    target_tensors = ctx.target.tensors if ctx.target else ()
+    baseline_tensors = ctx.baseline.tensors if ctx.baseline else ()
+    if kind is CauseKind.OUTPUT_ADDED:
+        outputs = _output_positions(result, cause.right, right=True)
+        items = [f"output {j}: {s}" for j, s in outputs]
+        shapes = [s for _, s in outputs]
+        tensors = _pick_tensors(target_tensors, shapes, lines)
+        summary = f"{len(outputs)} extra output(s): the live tensor(s) kept alive only in this graph"
+    elif kind is CauseKind.OUTPUT_REMOVED:
+        outputs = _output_positions(result, cause.left, right=False)
+        items = [f"baseline output {i}: {s}" for i, s in outputs]
+        shapes = [s for _, s in outputs]
+        tensors = _pick_tensors(baseline_tensors, shapes, lines)
+        summary = f"{len(outputs)} output(s) of the baseline missing: tensor(s) alive then, not now"
+    elif kind is CauseKind.PARAMETER_SHAPE:
+        numbers = result.left.entry.param_number
+        items = [f"input {numbers.get(c.left, '?')}: {c.old} -> {c.new}" for c in cause.changes]
+        summary = f"{len(cause.changes)} input(s) changed shape"
+    elif kind in (CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION):
+        what = "input" if kind is CauseKind.PARAMETER_PERMUTATION else "output"
+        moved = [m for m in cause.mapping if m.left != m.right]
+        items = [f"baseline {what} {m.left} is now {what} {m.right} ({m.shape})" for m in moved]
+        if kind is CauseKind.OUTPUT_PERMUTATION:
+            shapes = [m.shape for m in moved]
+            tensors = _pick_tensors(target_tensors, shapes, lines)
+        summary = f"{len(moved)} {what}(s) moved: the tensors were created or updated in another order"
+    elif kind is CauseKind.COLLECTIVE:
+        left_names, right_names = set(cause.left), set(cause.right)
+        before = [c for c in collectives(result.left) if c.name in left_names]
+        after = [c for c in collectives(result.right) if c.name in right_names]
+        items = [f"baseline {c.kind} {c.name} over {', '.join(c.operands) or '()'}" for c in before]
+        items += [f"now {c.kind} {c.name} over {', '.join(c.operands) or '()'}" for c in after]
+        summary = f"buckets: {len(before)} collective(s) of the baseline regrouped into {len(after)}"
+    elif kind in (CauseKind.CONSTANT_VALUE, CauseKind.ATTRIBUTE):
+        items = [f"{c.left}: {c.what} {c.old} -> {c.new}" for c in cause.changes]
+    return Attribution(index, str(kind), summary, _bounded(items), tensors, lines, library_lines)
+
+
+# -- baseline ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Choice:
+    graph_hash: str
+    sync: Sync
+    result: DiffResult | None
+    reason: str
+
+
+def _score(result: DiffResult, candidate_sync: Sync) -> tuple[int, int, int]:
+    involved = sum(len(c.left) + len(c.right) for c in result.differences)
+    return (len(result.differences), involved, -candidate_sync.index)
+
+
+def _candidates(target: Sync, earlier: list[tuple[str, Sync]]) -> tuple[list[tuple[str, Sync]], str]:
+    """Earlier graphs from the same call site, most recent first, and how they were chosen."""
+    frames = user_frames(target.frames)
+    site = call_site(target.frames)
+    tiers = (
+        ([e for e in earlier if frames and user_frames(e[1].frames) == frames], "same call site"),
+        ([e for e in earlier if site and call_site(e[1].frames) == site], "same line, other callers"),
+        (earlier, "nearest earlier graph: none from this call site"),
+    )
+    for group, reason in tiers:
+        if group:
+            return list(reversed(group)), reason
+    return [], ""
+
+
+def _choose_baseline(
+    target: Sync, earlier: list[tuple[str, Sync]], modules: _Modules
+) -> tuple[_Choice | None, str]:
+    """The baseline and its diff, or a note saying why there is no diff."""
+    ordered, reason = _candidates(target, earlier)
+    if not ordered:
+        return None, "no earlier graph to compare with"
+    this = modules.get(target.graph_hash)
+    if isinstance(this, str):
+        h, s = ordered[0]
+        return _Choice(h, s, None, reason), f"cannot explain this graph: {this}"
+    readable = [(h, s) for h, s in ordered if isinstance(modules.get(h), Module)][:MAX_CANDIDATES]
+    if not readable:
+        h, s = ordered[0]
+        why = f"cannot explain this graph: the baseline's HLO is missing ({modules.get(h)})"
+        return _Choice(h, s, None, reason), why
+    best: _Choice | None = None
+    best_score: tuple[int, int, int] | None = None
+    failures: list[str] = []
+    for h, s in readable:
+        base = modules.get(h)
+        assert isinstance(base, Module)
+        try:
+            result = diff_modules(base, this)
+        except RecursionError:
+            failures.append(f"graph {h}: nested too deeply to compare")
+            continue
+        score = _score(result, s)
+        if best_score is None or score < best_score:
+            best, best_score = _Choice(h, s, result, reason), score
+    if best is None:
+        h, s = readable[0]
+        return _Choice(h, s, None, reason), "cannot explain this graph: " + "; ".join(failures)
+    return best, ""
+
+
+# -- the report ----------------------------------------------------------------------------
+def _steady_from(syncs: tuple[Sync, ...]) -> int | None:
+    compiled = [s.step for s in syncs if s.compiled]
+    if not syncs:
+        return None
+    start = (max(compiled) + 1) if compiled else syncs[0].step
+    return start if any(s.step >= start for s in syncs) else None
+
+
+def _rank(
+    recompiles: tuple[Recompile, ...], keys: Callable[[Recompile], Iterable[str]]
+) -> tuple[RankEntry, ...]:
+    table: dict[str, tuple[int, float, list[str]]] = {}
+    for r in recompiles:
+        for key in dict.fromkeys(keys(r)):
+            n, sec, letters = table.get(key, (0, 0.0, []))
+            table[key] = (n + 1, sec + r.compile_seconds, [*letters, r.variant])
+    entries = [RankEntry(k, n, sec, tuple(v)) for k, (n, sec, v) in table.items()]
+    entries.sort(key=lambda e: (-e.compiles, -e.seconds, e.key))
+    return tuple(entries)
+
+
+def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _read_line) -> RunReport:
+    """The report of one process: variants, timeline, warm-up, every recompile explained, ranking.
+
+    With `explain=False` no graph is parsed or compared: recompiles carry no baseline and no
+    causes (what `check` needs before it knows the run failed). `read_line(file, line)` reads a
+    source line, to tell `.item()` from `print`; `linecache.getline` unless a test passes another.
+    """
+    syncs = log.syncs
+    letters: dict[str, str] = {}
+    first: dict[str, Sync] = {}
+    counts: dict[str, int] = {}
+    compiled_hashes: dict[str, Sync] = {}
+    recompiled_again: list[str] = []
+    for s in syncs:
+        if s.graph_hash not in letters:
+            letters[s.graph_hash] = variant_letter(len(letters))
+            first[s.graph_hash] = s
+        counts[s.graph_hash] = counts.get(s.graph_hash, 0) + 1
+        if s.compiled:
+            if s.graph_hash in compiled_hashes:
+                recompiled_again.append(
+                    f"graph {letters[s.graph_hash]} compiled again at sync {s.index} (step {s.step}): "
+                    "another device or thread of this process compiled it too, or the cache evicted it"
+                )
+            else:
+                compiled_hashes[s.graph_hash] = s
+    steady_from = _steady_from(syncs)
+    triggers = {s.index: trigger_of(s, read_line) for s in syncs}
+    timeline = tuple(
+        TimelineEntry(
+            s.index,
+            s.step,
+            letters[s.graph_hash],
+            s.compiled,
+            triggers[s.index],
+            call_site(s.frames),
+            "steady" if steady_from is not None and s.step >= steady_from else "warm-up",
+            s.compile_seconds,
+        )
+        for s in syncs
+    )
+    variants = tuple(
+        Variant(
+            letters[h],
+            h,
+            first[h].index,
+            first[h].step,
+            counts[h],
+            h in compiled_hashes,
+            call_site(first[h].frames),
+            log.graphs[h].module if h in log.graphs else "",
+        )
+        for h in letters
+    )
+    user_names = frozenset(PurePath(f.file).name for s in syncs for f in user_frames(s.frames)) | frozenset(
+        PurePath(f.file).name for g in log.graphs.values() for t in g.tensors for f in user_frames(t.frames)
+    )
+    modules = _Modules(log.graphs)
+    recompiles = tuple(
+        _explain(s, letters, first, modules if explain else None, log, triggers[s.index], user_names)
+        for s in list(compiled_hashes.values())[1:]
+    )
+    compiles = len(compiled_hashes)
+    warnings = list(recompiled_again)
+    if log.compiles_reported is not None and log.compiles_reported != compiles:
+        warnings.append(
+            f"torch_xla counted {log.compiles_reported} compile(s) (CompileTime) but the recorded syncs "
+            f"show {compiles} distinct compiled graph(s)"
+        )
+    steady_variants = tuple(dict.fromkeys(e.variant for e in timeline if e.phase == "steady"))
+    steps = len(log.steps) if log.steps else len({s.step for s in syncs})
+    return RunReport(
+        source=log.source,
+        kind=log.kind,
+        process=log.process,
+        compiles=compiles,
+        compiles_reported=log.compiles_reported,
+        syncs=len(syncs),
+        steps=steps,
+        variants=variants,
+        timeline=timeline,
+        steady_from_step=steady_from,
+        steady_variants=steady_variants,
+        recompiles=recompiles,
+        by_call_site=_rank(recompiles, lambda r: [r.call_site or "(no frames)"]),
+        by_cause=_rank(recompiles, lambda r: r.kinds or ["unexplained"]),
+        compile_seconds=sum(s.compile_seconds for s in syncs if s.compiled),
+        notes=log.notes,
+        warnings=tuple(warnings),
+    )
+
+
+def _explain(
+    target: Sync,
+    letters: dict[str, str],
+    first: dict[str, Sync],
+    modules: _Modules | None,
+    log: RunLog,
+    trigger: str,
+    user_names: frozenset[str],
+) -> Recompile:
+    earlier = [(h, s) for h, s in first.items() if s.index < target.index]
+    if modules is None:
+        choice, note = None, "not explained"
+    else:
+        choice, note = _choose_baseline(target, earlier, modules)
+    users, library = split_frames(target.frames)
+    site = call_site(target.frames)
+    causes: tuple[Cause, ...] = ()
+    attribution: tuple[Attribution, ...] = ()
+    if choice is not None and choice.result is not None:
+        result = choice.result
+        causes = result.differences
+        records = log.graphs.get(choice.graph_hash), log.graphs.get(target.graph_hash)
+        ctx = _Context(result, *records, user_names)
+        attribution = tuple(_attribute(i, c, ctx) for i, c in enumerate(causes))
+        if not causes:
+            note = (
+                "the two graphs print the same: the difference is in what the dump does not show "
+                "(compile environment, sharding, buffer donors or elided constants)"
+            )
+    cited = [line for a in attribution for line in a.lines]
+    cited += [t.line for a in attribution for t in a.tensors if t.line]
+    if site:
+        cited.append(site)
+    baseline = (
+        Baseline(letters[choice.graph_hash], choice.sync.index, choice.reason) if choice is not None else None
+    )
+    return Recompile(
+        sync=target.index,
+        step=target.step,
+        variant=letters[target.graph_hash],
+        graph_hash=target.graph_hash,
+        call_site=site,
+        trigger=trigger,
+        frames=users,
+        library_frames=library,
+        baseline=baseline,
+        causes=causes,
+        attribution=attribution,
+        lines=tuple(dict.fromkeys(cited)),
+        note=note,
+        compile_seconds=target.compile_seconds,
+    )

@@ -1,0 +1,195 @@
+"""What `xlagraph report` says about one process of a run: immutable data, no behaviour.
+
+Terms (also what the README says):
+
+* sync: one graph execution, explicit (`torch_xla.sync()`, `mark_step`) or implicit (`.item()`,
+  `.cpu()`, `print`); numbered from 0 in run order.
+* step: the steps the source records (a capture), or inferred from a save file (every explicit
+  sync ends one); numbered from 0.
+* variant: one distinct graph (one torch_xla Graph Hash), lettered A, B, ... in order of first
+  appearance.
+* compile: a sync that compiled its graph (a compile-cache miss). `compiles` counts distinct
+  compiled graphs; every compile after the first is a recompile and gets an explanation.
+* warm-up / steady state: warm-up runs up to and including the last step that compiled; steady
+  state is every step after it. A run that compiles in its last step has no steady state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xlagraph.classify.causes import Cause
+from xlagraph.ir import Frame
+
+__all__ = [
+    "Attribution",
+    "Baseline",
+    "CheckResult",
+    "CountedGraph",
+    "RankEntry",
+    "Recompile",
+    "RunReport",
+    "TensorRef",
+    "TimelineEntry",
+    "Variant",
+]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One distinct graph of the run."""
+
+    letter: str
+    graph_hash: str
+    first_sync: int
+    first_step: int
+    executions: int
+    compiled: bool
+    call_site: str  # file:line of the innermost user frame of its first sync
+    module: str  # where its HLO is (`PATH` or `PATH#K`), empty when not kept
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """One sync: which variant ran, whether it compiled, and what triggered it.
+
+    `trigger` is a short label: `sync`, `mark_step`, `torch_xla.compile`, `dynamo`, `.item()`,
+    `.cpu()`, `.tolist()`, `.numpy()`, `print`, `implicit` (another implicit sync) or `unknown`.
+    """
+
+    sync: int
+    step: int
+    variant: str
+    compiled: bool
+    trigger: str
+    call_site: str
+    phase: str  # warm-up | steady
+    compile_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class TensorRef:
+    """A live tensor a cause is attributed to; `line` is the user line that created it. `match`
+    says how sure: `shape and line` (its shape fits and the cause cites the line that created
+    it) or `shape` (a candidate of the right shape)."""
+
+    id: int
+    shape: str
+    line: str
+    match: str
+    frames: tuple[Frame, ...] = ()  # user frames, innermost first
+    library_frames: int = 0  # how many library frames were folded
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """What one cause (`cause`: its index in `Recompile.causes`) means in the user's program.
+
+    `items` name the graph's pieces involved (`output 5: f32[]`, `input 0: f32[4,8] -> f32[2,8]`,
+    `A's output 3 is B's 5`, a collective bucket); `tensors` the live tensors they are;
+    `lines` the user's source lines, `library_lines` the library lines folded away.
+    """
+
+    cause: int
+    kind: str
+    summary: str
+    items: tuple[str, ...] = ()
+    tensors: tuple[TensorRef, ...] = ()
+    lines: tuple[str, ...] = ()
+    library_lines: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The earlier graph a recompile is explained against, and why that one."""
+
+    variant: str
+    sync: int
+    reason: str  # same call site | same line, other callers | nearest earlier graph: none from this call site
+
+
+@dataclass(frozen=True)
+class Recompile:
+    """A compile after the first: the graph, its baseline, the causes and what they point at.
+
+    `causes` are the engine's differences (`DiffResult.differences`); empty when the graph could
+    not be compared, and `note` says why. `lines` are the user lines the report cites for this
+    recompile, most specific first: user source lines of the causes, then the sync's call site.
+    """
+
+    sync: int
+    step: int
+    variant: str
+    graph_hash: str
+    call_site: str
+    trigger: str
+    frames: tuple[Frame, ...]  # user frames of the sync, innermost first
+    library_frames: tuple[Frame, ...]
+    baseline: Baseline | None
+    causes: tuple[Cause, ...]
+    attribution: tuple[Attribution, ...]
+    lines: tuple[str, ...]
+    note: str = ""
+    compile_seconds: float = 0.0
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(str(c.kind) for c in self.causes))
+
+
+@dataclass(frozen=True)
+class RankEntry:
+    """How many compiles (and compile seconds, where known) one call site or cause kind cost."""
+
+    key: str
+    compiles: int
+    seconds: float
+    variants: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """The report of one process. `compiles_reported` is torch_xla's own count when the source
+    has it; `warnings` say when it disagrees with `compiles`, `notes` what the source lacks."""
+
+    source: str
+    kind: str
+    process: str
+    compiles: int
+    compiles_reported: int | None
+    syncs: int
+    steps: int
+    variants: tuple[Variant, ...]
+    timeline: tuple[TimelineEntry, ...]
+    steady_from_step: int | None  # None: no steady state observed
+    steady_variants: tuple[str, ...]
+    recompiles: tuple[Recompile, ...]
+    by_call_site: tuple[RankEntry, ...]
+    by_cause: tuple[RankEntry, ...]
+    compile_seconds: float
+    notes: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CountedGraph:
+    """A graph `check` counted: compiled after the warm-up it was told to ignore."""
+
+    variant: str
+    sync: int
+    step: int
+    call_site: str
+    kinds: tuple[str, ...]
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """`check` on one process: pass when at most `max_graphs` graphs compiled after `after_step`."""
+
+    process: str
+    passed: bool
+    max_graphs: int
+    after_step: int | None
+    counted: tuple[CountedGraph, ...]
+    explanation: str
