@@ -98,7 +98,7 @@ def _diff(a: Module, b: Module) -> DiffResult:
             if len(cx) == len(cy):
                 work += [(p, q) for p, q in zip(cx, cy, strict=True) if (p, q) not in seen]
     causes += _invisible_change(a, b, causes)
-    causes += classify_module_level(left, right)
+    causes += classify_module_level(left, right, explained=any(not c.info for c in causes))
     return DiffResult(left, right, tuple(causes), tuple(pairs))
 
 

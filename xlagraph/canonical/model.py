@@ -47,11 +47,17 @@ class CanonicalComputation:
 
 @dataclass(frozen=True, eq=False)
 class CanonicalModule:
-    """Every computation in canonical form; `fingerprint` is the module's canonical identity."""
+    """Every computation in canonical form.
+
+    `fingerprint` is the module's canonical identity, blind to the order of parameters and
+    outputs; `order` adds that order back (outputs in dump order, parameters by number), so two
+    graphs with one fingerprint and two orders are the same computation compiled twice.
+    """
 
     module: Module
     computations: dict[str, CanonicalComputation]
     fingerprint: str
+    order: str = ""
 
     @property
     def entry(self) -> CanonicalComputation:

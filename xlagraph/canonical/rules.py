@@ -235,7 +235,10 @@ def _canonicalize(module: Module) -> CanonicalModule:
         result[comp.name] = canon
     entry = result[module.entry.name]
     digest = hashlib.blake2b(repr(entry.hash).encode(), digest_size=8).hexdigest()
-    return CanonicalModule(module, result, digest)
+    params = sorted(entry.param_number, key=entry.param_number.__getitem__)
+    layout = (tuple(entry.h1[o] for o in entry.outputs), tuple(entry.param_rank[p] for p in params))
+    order = hashlib.blake2b(repr(layout).encode(), digest_size=8).hexdigest()
+    return CanonicalModule(module, result, digest, order)
 
 
 def _callees_first(module: Module) -> list[Computation]:

@@ -18,7 +18,7 @@ from itertools import pairwise
 import networkx as nx
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
-from xlagraph.canonical.hashes import COMMUTATIVE, IGNORED_ATTRIBUTES, content_key, normalize_attribute
+from xlagraph.canonical.hashes import COMMUTATIVE, IGNORED_ATTRIBUTES, normalize_attribute
 from xlagraph.classify.causes import HINTS, Cause, CauseKind, Change, Moved
 from xlagraph.classify.collectives import collectives, is_collective, summarize
 from xlagraph.ir import COMPUTATION_ATTRIBUTES, Instruction, strip_layout
@@ -40,7 +40,8 @@ _MAX_LISTED = 6
 # moved graph boundary rather than as tensors kept alive.
 _BOUNDARY_OUTPUTS = 3
 _BOUNDARY_SHARE = 0.25
-_LIBRARY_MARKERS = ("site-packages", "dist-packages", "/torch_xla/", "/torch/", "/jax/", "<frozen")
+# Installed packages only: a user's own folder may well be called torch_xla/.
+_LIBRARY_MARKERS = ("site-packages", "dist-packages", "<frozen")
 
 
 def _shape(comp: CanonicalComputation, name: str) -> str:
@@ -313,9 +314,9 @@ class _Classifier:
             if b is None or lh1[a] == rh1[b]:
                 continue
             ia, ib = lins[a], rins[b]
-            if lkeys[a] == rkeys[b] and ia.opcode not in COMMUTATIVE:
-                # Same content, so only operands can differ: rewired unless paired in order.
-                if [m.left.get(o) for o in lops[a]] != list(rops[b]):
+            if lkeys[a] == rkeys[b]:
+                # Same content, so only operands can differ.
+                if not self._operands_agree(lops[a], rops[b], ia.opcode in COMMUTATIVE):
                     structural.append((a, b))
                 continue
             if a in left.param_number:
@@ -331,10 +332,7 @@ class _Classifier:
                 self._absorb_into_collective([a], [b])
                 continue
             oa, ob = left.operands[a], right.operands[b]
-            mapped = [m.left.get(o) for o in oa]
-            if len(oa) != len(ob) or (
-                (sorted(map(str, mapped)) != sorted(ob)) if ia.opcode in COMMUTATIVE else mapped != list(ob)
-            ):
+            if not self._operands_agree(oa, ob, ia.opcode in COMMUTATIVE):
                 structural.append((a, b))
                 continue
             upstream = any(o in shape_changed for o in oa)
@@ -373,6 +371,27 @@ class _Classifier:
                     self.explained_right.update(propagated_right)
                     break
         return structural
+
+    def _operands_agree(self, oa: tuple[str, ...], ob: tuple[str, ...], commutative: bool) -> bool:
+        """Operands correspond: paired with each other, or with a twin that computes the same
+        subgraph on its own side (lowering shares a node in one graph and repeats it in the other)."""
+        if len(oa) != len(ob):
+            return False
+        m, lh1, rh1 = self.m, self.left.h1, self.right.h1
+
+        def same(x: str, y: str) -> bool:
+            mx, my = m.left.get(x), m.right.get(y)
+            return mx == y or (mx is not None and rh1[mx] == rh1[y]) or (my is not None and lh1[my] == lh1[x])
+
+        if not commutative:
+            return all(same(x, y) for x, y in zip(oa, ob, strict=True))
+        rest = list(ob)
+        for x in oa:
+            y = next((y for y in rest if same(x, y)), None)
+            if y is None:
+                return False
+            rest.remove(y)
+        return True
 
     def _attribute_change(
         self,
@@ -581,19 +600,22 @@ def input_dim_changes(causes: Iterable[Cause]) -> set[tuple[str, str]]:
     return dims
 
 
-def classify_module_level(lcanon: CanonicalModule, rcanon: CanonicalModule) -> list[Cause]:
+def classify_module_level(
+    lcanon: CanonicalModule, rcanon: CanonicalModule, explained: bool = False
+) -> list[Cause]:
     """Causes that belong to the modules, not to a computation pair: dead code.
 
     Dead code is a cause only when it differs between the two sides: PyTorch/XLA hashes the IR
     of every node it lowers, used or not, so two graphs computing the same results but with
     different unused nodes (`std_mean` for its mean alone, say) still compile twice. The same
-    dead code on both sides is only noted.
+    dead code on both sides is only noted, and so is dead code that changed along with a
+    difference already `explained` by another cause.
     """
     ldead = [(c, d) for c in lcanon.computations.values() for d in c.dead]
     rdead = [(c, d) for c in rcanon.computations.values() for d in c.dead]
     if not ldead and not rdead:
         return []
-    differs = _dead_signature(lcanon, ldead) != _dead_signature(rcanon, rdead)
+    differs = _dead_signature(ldead) != _dead_signature(rdead) and not explained
     opcodes = sorted({c.instruction(d).opcode for c, d in ldead + rdead})
     if differs:
         summary = (
@@ -608,7 +630,7 @@ def classify_module_level(lcanon: CanonicalModule, rcanon: CanonicalModule) -> l
     else:
         summary = (
             f"{len(ldead)} instruction(s) in A and {len(rdead)} in B never reach a result "
-            f"({_fmt_list(opcodes, 4)}), the same on both sides: ignored"
+            f"({_fmt_list(opcodes, 4)}): ignored, they do not change what the graph computes"
         )
         hint = HINTS[CauseKind.DEAD_CODE]
     names = [(lcanon, c, [d]) for c, d in ldead] + [(rcanon, c, [d]) for c, d in rdead]
@@ -625,6 +647,6 @@ def classify_module_level(lcanon: CanonicalModule, rcanon: CanonicalModule) -> l
     ]
 
 
-def _dead_signature(canon: CanonicalModule, dead: list[tuple[CanonicalComputation, str]]) -> list[str]:
-    callee = {name: c.hash for name, c in canon.computations.items()}
-    return sorted(content_key(c.instruction(d), callee) for c, d in dead)
+def _dead_signature(dead: list[tuple[CanonicalComputation, str]]) -> list[str]:
+    """Opcodes, not shapes: dead code whose shapes only follow a changed input is the same code."""
+    return sorted(c.instruction(d).opcode for c, d in dead)

@@ -23,13 +23,17 @@ from xlagraph.ir import COMPUTATION_ATTRIBUTES, Computation, Frame, GraphInfo, I
 
 __all__ = ["looks_like_hlo", "parse_hlo", "split_top_level"]
 
-# A shape never contains `=` once comments are gone, which keeps the lazy shape group from
-# running past the first attribute. `_FAST` also captures an operand list without parentheses
-# (all but tuple-typed operands and complex literals) so most lines need one match.
-_INSTRUCTION = re.compile(r"\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*([^=]+?)\s+([a-z][a-z0-9_\-]*)\((.*)$")
+# A shape never contains `=` once comments are gone, except in bounded dynamic dimensions
+# (`s32[<=8,1]`), which keeps the lazy shape group from running past the first attribute.
+# `_FAST` also captures an operand list without parentheses (all but tuple-typed operands and
+# complex literals) so most lines need one match.
+_INSTRUCTION = re.compile(
+    r"\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*((?:[^=]|<=)+?)\s+([a-z][a-z0-9_\-]*)\((.*)$"
+)
 _FAST = re.compile(
     r'\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*([^=]+?)\s+([a-z][a-z0-9_\-]*)\(([^()"]*)\)(.*)$'
 )
+_STARTS_INSTRUCTION = re.compile(r"\s*(ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=")
 _COMPUTATION = re.compile(r"\s*(ENTRY\s+)?%?([A-Za-z_][\w.\-]*)\s*(.*?)\{\s*$")
 _HEADER = re.compile(r"\s*HloModule\s+%?([^\s,]+?):?(?:\s*,\s*(.*))?\s*$")
 _OPERAND_NAME = re.compile(r"%([\w.\-]+)")
@@ -308,6 +312,8 @@ def _parse_hlo(text: str, path: str, first_line: int, info: GraphInfo | None) ->
                 except ValueError as e:
                     # Possibly wrapped over several lines: keep reading until it parses.
                     pending, pending_line, pending_error, error_line = raw, lineno, str(e), lineno
+            elif _STARTS_INSTRUCTION.match(raw):
+                raise fail(f"malformed instruction {stripped[:60]!r}", lineno)
             elif pending or instructions:
                 # A continuation line: read the instruction again with it appended.
                 if not pending:
