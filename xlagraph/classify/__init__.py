@@ -201,6 +201,7 @@ class _Classifier:
             pairs.append((i, js[0]))
             moved.append(Moved(i, js[0], _shape(right, b), a, b))  # type: ignore[arg-type]
         added = [j for j in range(len(right.outputs)) if j not in used]
+        added, removed = _pair_slots(left, right, added, removed)
         if self._boundary_moved(added, removed):
             return
         if added:
@@ -534,6 +535,33 @@ def _users_by_anchor(left, right, m, g) -> list[list[tuple[tuple[str, str], tupl
                     batch.append(((side, o), ("M", anchor)))
         edges.append(batch)
     return edges
+
+
+def _pair_slots(
+    left: CanonicalComputation, right: CanonicalComputation, added: list[int], removed: list[int]
+) -> tuple[list[int], list[int]]:
+    """Output slots left over on both sides, of equal shape and in order, are one output computed
+    another way (a momentum buffer is `grad` on the first step, `buf * m + grad` after), not one
+    tensor added and another removed; what differs inside is classified as structure."""
+    still_added = list(added)
+    still_removed: list[int] = []
+    start = 0
+    for i in removed:
+        shape = _shape(left, left.outputs[i])
+        k = next(
+            (
+                k
+                for k in range(start, len(still_added))
+                if _shape(right, right.outputs[still_added[k]]) == shape
+            ),
+            None,
+        )
+        if k is None:
+            still_removed.append(i)
+        else:
+            del still_added[k]
+            start = k
+    return still_added, still_removed
 
 
 def _dim_changes(old: str, new: str) -> set[tuple[str, str]]:

@@ -60,16 +60,22 @@ def _match_outputs_exact(left: CanonicalComputation, right: CanonicalComputation
 
 
 def _match_outputs(left: CanonicalComputation, right: CanonicalComputation, m: Mappings) -> None:
-    free_right = [o for o in right.outputs if o not in m.right]
-    start = 0
-    for a in left.outputs:
-        if a in m.left:
-            continue
-        ia = left.instruction(a)
-        for k in range(start, len(free_right)):
-            b = free_right[k]
-            ib = right.instruction(b)
-            if b not in m.right and ia.opcode == ib.opcode and _shape(left, a) == _shape(right, b):
+    """Outputs are live tensors in creation order: pair them in order, first by opcode and shape,
+    then by shape alone (a momentum buffer is `grad` on the first step, `buf * m + grad` after)."""
+    for same_opcode in (True, False):
+        free_right = [o for o in right.outputs if o not in m.right]
+        start = 0
+        for a in left.outputs:
+            if a in m.left:
+                continue
+            ia = left.instruction(a)
+            for k in range(start, len(free_right)):
+                b = free_right[k]
+                ib = right.instruction(b)
+                if b in m.right or _shape(left, a) != _shape(right, b):
+                    continue
+                if same_opcode and ia.opcode != ib.opcode:
+                    continue
                 m.add(a, b, "outputs")
                 start = k + 1
                 break
