@@ -1,9 +1,13 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+
+# torch_xla runs on the CPU here (and in CI); subprocesses inherit this.
+os.environ.setdefault("PJRT_DEVICE", "CPU")
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
