@@ -11,6 +11,7 @@ from .check import check_command
 from .diff import diff_command
 from .graphs import graphs_command
 from .report import report_command
+from .run import run_command
 
 __all__ = ["main", "xlagraph"]
 
@@ -30,6 +31,7 @@ xlagraph.add_command(diff_command)
 xlagraph.add_command(graphs_command)
 xlagraph.add_command(report_command)
 xlagraph.add_command(check_command)
+xlagraph.add_command(run_command)
 
 
 def main() -> None:

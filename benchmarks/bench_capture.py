@@ -1,0 +1,279 @@
+"""What capture costs: steady-state step time of a real torch_xla training loop on CPU, and disk use.
+
+Two figures per mode: the wall-clock step time (what the user sees; noisy when other processes
+share the machine) and the CPU time of the training thread per step (the Python/lazy-tensor
+tracing side, where capture and XLA_IR_DEBUG add their cost; steadier under contention).
+
+A 2-layer TransformerEncoder (d_model 64, 4 heads, feed-forward 128, batch 8 x 16 tokens) trained
+with SGD, `torch_xla.sync()` every step, STEPS steps of which the first WARMUP are excluded (they
+compile). Every run is a fresh interpreter (`python bench_capture.py --worker train ...`), modes
+interleaved, REPEAT runs each; the figure is the median over runs of each run's median step time.
+
+Modes:
+* plain                       no capture, no debug variables
+* source lines only           XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1, no capture: what the source lines cost alone
+* capture                     XLAGRAPH_CAPTURE=DIR (default: source lines on)
+* capture, no source lines    XLAGRAPH_CAPTURE=DIR XLAGRAPH_SOURCE_LINES=0
+* XLA_SAVE_TENSORS_FILE       XLA_SAVE_TENSORS_FILE=F XLA_SAVE_TENSORS_FMT=hlo (what users do today)
+
+Disk: a tiny stable loop (an 8x8 matmul chain) captured for 10 and for 1,000 steps.
+
+Output: a markdown table on stdout, benchmarks/_results/capture.json and capture.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import RESULTS_DIR, environment, markdown_table, write_json
+
+STEPS, WARMUP = 60, 10
+MODES = {
+    "plain": {},
+    "source lines only": {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1"},
+    "capture": {"XLAGRAPH_CAPTURE": "{tmp}/capture"},
+    "capture, no source lines": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_SOURCE_LINES": "0"},
+    "XLA_SAVE_TENSORS_FILE (hlo)": {"XLA_SAVE_TENSORS_FILE": "{tmp}/save.hlo", "XLA_SAVE_TENSORS_FMT": "hlo"},
+}
+
+
+# -- worker side (a fresh interpreter per measurement) --------------------------------------------
+
+
+def worker_train(steps: int) -> dict[str, Any]:
+    import torch
+    import torch.nn as nn
+    import torch_xla
+    import torch_xla.core.xla_model as xm
+
+    torch.manual_seed(0)
+    device = torch_xla.device()
+    layer = nn.TransformerEncoderLayer(
+        d_model=64, nhead=4, dim_feedforward=128, batch_first=True, dropout=0.0
+    )
+    model = nn.TransformerEncoder(layer, num_layers=2).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(8, 16, 64).to(device)
+    times, cpu = [], []
+    for _ in range(steps):
+        t, c = time.perf_counter(), time.thread_time()
+        optimizer.zero_grad()
+        model(x).pow(2).mean().backward()
+        optimizer.step()
+        torch_xla.sync()
+        times.append(time.perf_counter() - t)
+        cpu.append(time.thread_time() - c)
+    xm.wait_device_ops()
+    return {"step_seconds": times, "thread_cpu_seconds": cpu}
+
+
+def worker_tiny(steps: int) -> dict[str, Any]:
+    import torch
+    import torch_xla
+
+    device = torch_xla.device()
+    w = torch.ones(8, 8).to(device)
+    for _ in range(steps):
+        w = torch.tanh(w @ w * 0.1 + 1)
+        torch_xla.sync()
+    return {"steps": steps}
+
+
+# -- driver ----------------------------------------------------------------------------------------
+
+
+def _env(extra: dict[str, str], tmp: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("XLAGRAPH_", "PT_XLA_DEBUG", "_XLAGRAPH", "XLA_SAVE_TENSORS"))
+        and k not in ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "XLA_FLAGS")
+    }
+    env["PJRT_DEVICE"] = "CPU"
+    env.update({k: v.format(tmp=tmp) for k, v in extra.items()})
+    return env
+
+
+def _worker(kind: str, steps: int, extra: dict[str, str], tmp: str, timeout: float) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, __file__, "--worker", kind, "--steps", str(steps)],
+        env=_env(extra, tmp),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"worker {kind} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _du(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _capture_parts(directory: Path) -> dict[str, int]:
+    (proc,) = [p for p in directory.iterdir() if (p / "journal.jsonl").exists()]
+    return {
+        "journal": _du(proc / "journal.jsonl"),
+        "meta": _du(proc / "meta.json"),
+        "hlo": _du(proc / "hlo"),
+        "tensors": _du(proc / "tensors"),
+        "total": _du(proc),
+    }
+
+
+def _hook_overhead(directory: Path) -> dict[str, Any]:
+    """From the journal: capture's own time per steady step ("ov") and the live-tensor reports."""
+    (journal,) = directory.glob("*/journal.jsonl")
+    records = [json.loads(line) for line in journal.read_text().splitlines()]
+    steps = [r for r in records if r.get("k") == "step"]
+    end = next((r for r in records if r.get("k") == "end"), {})
+    steady = [r.get("ov", 0.0) for r in steps[WARMUP:]]
+    return {
+        "hook_ms_per_steady_step": round(statistics.median(steady) * 1e3, 4) if steady else None,
+        "tensor_reports_seconds": end.get("report_seconds"),
+        "tensor_reports_kept": sum(1 for r in records if r.get("k") == "graph" and r.get("tensors")),
+    }
+
+
+def measure(repeat: int, timeout: float) -> dict[str, Any]:
+    runs: dict[str, list[float]] = {m: [] for m in MODES}
+    cpu: dict[str, list[float]] = {m: [] for m in MODES}
+    extras: dict[str, Any] = {}
+    for r in range(repeat):
+        for mode, extra in MODES.items():
+            with tempfile.TemporaryDirectory(prefix="xlagraph-bench-") as tmp:
+                result = _worker("train", STEPS, extra, tmp, timeout)
+                steady = result["step_seconds"][WARMUP:]
+                runs[mode].append(statistics.median(steady))
+                cpu[mode].append(statistics.median(result["thread_cpu_seconds"][WARMUP:]))
+                if r == 0 and "XLAGRAPH_CAPTURE" in extra:
+                    extras[mode] = {"size_bytes": _capture_parts(Path(tmp) / "capture")}
+                    extras[mode].update(_hook_overhead(Path(tmp) / "capture"))
+                if r == 0 and "XLA_SAVE_TENSORS_FILE" in extra:
+                    extras[mode] = {"size_bytes": {"total": sum(_du(p) for p in Path(tmp).glob("save.hlo*"))}}
+            print(f"  run {r + 1}/{repeat} {mode}: {runs[mode][-1] * 1e3:.2f} ms/step", file=sys.stderr)
+    plain = statistics.median(runs["plain"])
+    plain_cpu = statistics.median(cpu["plain"])
+    modes = {}
+    for mode, values in runs.items():
+        median = statistics.median(values)
+        median_cpu = statistics.median(cpu[mode])
+        modes[mode] = {
+            "median_step_ms": round(median * 1e3, 3),
+            "ratio_to_plain": round(median / plain, 3),
+            "runs_ms": [round(v * 1e3, 3) for v in values],
+            "median_main_thread_cpu_ms": round(median_cpu * 1e3, 3),
+            "cpu_ratio_to_plain": round(median_cpu / plain_cpu, 3),
+            **extras.get(mode, {}),
+        }
+    return modes
+
+
+def measure_size(timeout: float) -> dict[str, Any]:
+    out = {}
+    for steps in (10, 1000):
+        with tempfile.TemporaryDirectory(prefix="xlagraph-bench-") as tmp:
+            _worker("tiny", steps, {"XLAGRAPH_CAPTURE": "{tmp}/capture"}, tmp, timeout)
+            out[str(steps)] = _capture_parts(Path(tmp) / "capture")
+    out["journal_bytes_per_extra_step"] = round((out["1000"]["journal"] - out["10"]["journal"]) / 990, 1)
+    return out
+
+
+def render(modes: dict[str, Any], size: dict[str, Any]) -> str:
+    rows = []
+    for mode, m in modes.items():
+        disk = m.get("size_bytes", {}).get("total")
+        hook = m.get("hook_ms_per_steady_step")
+        rows.append(
+            [
+                mode,
+                f"{m['median_step_ms']:.2f}",
+                f"{m['ratio_to_plain']:.3f}",
+                f"{m['median_main_thread_cpu_ms']:.2f}",
+                f"{m['cpu_ratio_to_plain']:.3f}",
+                "" if hook is None else f"{hook:.3f}",
+                "" if disk is None else f"{disk / 1e6:.2f} MB",
+            ]
+        )
+    table = markdown_table(
+        [
+            "mode",
+            f"median step (ms, steps {WARMUP}-{STEPS - 1})",
+            "x plain",
+            "main-thread CPU (ms/step)",
+            "x plain",
+            "capture hook (ms/step)",
+            f"disk ({STEPS} steps)",
+        ],
+        rows,
+    )
+    size_rows = [
+        [
+            steps,
+            f"{p['total'] / 1e3:.1f}",
+            f"{p['journal'] / 1e3:.1f}",
+            f"{p['hlo'] / 1e3:.1f}",
+            f"{p['tensors'] / 1e3:.1f}",
+            f"{p['meta'] / 1e3:.1f}",
+        ]
+        for steps, p in ((k, size[k]) for k in ("10", "1000"))
+    ]
+    size_table = markdown_table(
+        ["steps", "total kB", "journal kB", "hlo kB", "tensors kB", "meta kB"], size_rows
+    )
+    return (
+        f"{table}\n\nCapture size of a stable loop (one graph):\n\n{size_table}\n\n"
+        f"journal: {size['journal_bytes_per_extra_step']} bytes per extra step\n"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--worker", choices=("train", "tiny"))
+    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=600)
+    args = parser.parse_args()
+    if args.worker:
+        result = (worker_train if args.worker == "train" else worker_tiny)(args.steps)
+        print(json.dumps(result))
+        return
+    started = time.time()
+    modes = measure(args.repeat, args.timeout)
+    size = measure_size(args.timeout)
+    text = render(modes, size)
+    load = os.getloadavg()
+    text += f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} CPUs)\n"
+    print(text)
+    payload = {
+        "benchmark": "capture",
+        "model": "TransformerEncoder 2 layers, d_model 64, 4 heads, ff 128, batch 8x16, SGD; CPU",
+        "steps": STEPS,
+        "warmup_excluded": WARMUP,
+        "repeat": args.repeat,
+        "modes": modes,
+        "stable_loop_size": size,
+        "environment": environment(),
+        "seconds": round(time.time() - started, 1),
+    }
+    write_json(RESULTS_DIR / "capture.json", payload)
+    (RESULTS_DIR / "capture.md").write_text(text)
+
+
+if __name__ == "__main__":
+    main()

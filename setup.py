@@ -1,0 +1,24 @@
+"""Only here to ship `xlagraph-capture.pth` (the XLAGRAPH_CAPTURE start-up hook) at the top of
+site-packages; everything else is in pyproject.toml. A .pth file outside a package is not
+package data, so build_py copies it to the wheel's root, and for `pip install -e .` (PEP 660)
+into the editable wheel, which setuptools assembles from the `install` command's install_lib."""
+
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+PTH = Path(__file__).parent / "xlagraph" / "capture" / "xlagraph-capture.pth"
+
+
+class build_py_with_pth(build_py):
+    def run(self) -> None:
+        super().run()
+        targets = [self.build_lib]
+        if getattr(self, "editable_mode", False):
+            targets = [self.get_finalized_command("install").install_lib]
+        for target in targets:
+            self.copy_file(str(PTH), str(Path(target) / PTH.name), preserve_mode=False)
+
+
+setup(cmdclass={"build_py": build_py_with_pth})

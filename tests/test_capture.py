@@ -1,0 +1,354 @@
+"""Capture with real torch_xla 2.9 on CPU: unmodified scripts run under XLAGRAPH_CAPTURE in
+subprocesses (the installed .pth start-up hook does the rest), then read back.
+
+The independent runs start together in a module fixture, two at a time (the machine has two
+cores and each run spends most of its time importing torch_xla).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES
+from xlagraph.capture import _format as fmt
+from xlagraph.capture import read_capture
+from xlagraph.runlog import RunLog
+
+SCENARIOS = FIXTURES / "torch_xla" / "scenarios"
+SCRIPTS = Path(__file__).parent / "data" / "scripts"
+COUNT = SCRIPTS / "run_and_count.py"
+SCENARIO_NAMES = sorted(p.stem for p in SCENARIOS.glob("*.py") if not p.stem.startswith("_"))
+SYNC = "user torch_xla.sync"
+ITEM = "most likely user code trying to access tensor value before torch_xla.sync"
+STARTED = "xlagraph capture: writing "
+TIMEOUT = 240
+CLI_RUN = ["-m", "xlagraph.cli.main", "run", "--out"]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("XLAGRAPH_", "PT_XLA_DEBUG", "_XLAGRAPH"))
+        and k not in ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "XLA_FLAGS", "XLA_SAVE_TENSORS_FILE")
+    }
+    env["PJRT_DEVICE"] = "CPU"
+    env.update(extra)
+    return env
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str
+    out: Path
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def torch_xla_compiles(self) -> int:
+        m = re.search(r"XLAGRAPH_TEST_COMPILES=(\d+)", self.stdout)
+        assert m, self.stdout + self.stderr
+        return int(m.group(1))
+
+    def logs(self) -> list[RunLog]:
+        return read_capture(self.out)
+
+
+def _run(
+    name: str, root: Path, argv: list[str], env: dict[str, str] | None = None, capture: bool = True
+) -> Run:
+    out = root / name
+    extra = {"XLAGRAPH_CAPTURE": str(out)} if capture else {}
+    env = clean_env(**extra, **(env or {}))
+    proc = subprocess.run(
+        [sys.executable, *argv], env=env, capture_output=True, text=True, timeout=TIMEOUT, cwd=root
+    )
+    return Run(name, out, proc.returncode, proc.stdout, proc.stderr)
+
+
+def _jobs() -> dict[str, tuple[list[str], dict[str, str]]]:
+    jobs = {f"scenario-{n}": ([str(COUNT), str(SCENARIOS / f"{n}.py")], {}) for n in SCENARIO_NAMES}
+    jobs.update(
+        {
+            "fail-after-3": (
+                [str(COUNT), str(SCENARIOS / "clean_loop.py")],
+                {"XLAGRAPH_CAPTURE_FAIL_AFTER": "3"},
+            ),
+            "xmp-spawn": ([str(SCRIPTS / "xmp_spawn.py")], {}),
+            "mp-child": ([str(SCRIPTS / "mp_child.py")], {}),
+            "compile-loader": ([str(SCRIPTS / "compile_and_loader.py")], {}),
+            "stable-10": ([str(SCRIPTS / "stable_loop.py"), "10"], {}),
+            "stable-1000": ([str(SCRIPTS / "stable_loop.py"), "1000"], {}),
+            "max-mb-0": (
+                [str(SCRIPTS / "stable_loop.py"), "3"],
+                {"XLAGRAPH_MAX_MB": "0", "XLAGRAPH_SOURCE_LINES": "0"},
+            ),
+        }
+    )
+    return jobs
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    root = tmp_path_factory.mktemp("captures")
+    jobs = _jobs()
+    api = {
+        "api-early": [str(SCRIPTS / "api_capture.py"), str(root / "api-early"), "early"],
+        "api-late": [str(SCRIPTS / "api_capture.py"), str(root / "api-late"), "late"],
+        "cli-run": [
+            *CLI_RUN,
+            str(root / "cli-run"),
+            "--",
+            sys.executable,
+            str(SCRIPTS / "stable_loop.py"),
+            "3",
+        ],
+    }
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {name: pool.submit(_run, name, root, argv, env) for name, (argv, env) in jobs.items()}
+        futures.update({name: pool.submit(_run, name, root, argv, None, False) for name, argv in api.items()})
+        return {name: f.result() for name, f in futures.items()}
+
+
+def _single(run: Run) -> RunLog:
+    assert run.returncode == 0, run.stderr[-3000:]
+    logs = run.logs()
+    assert len(logs) == 1, [log.process for log in logs]
+    return logs[0]
+
+
+def _cause_line(script: Path) -> int:
+    return next(i for i, line in enumerate(script.read_text().splitlines(), 1) if "# CAUSE" in line)
+
+
+@pytest.mark.parametrize("name", SCENARIO_NAMES)
+def test_scenario_capture_agrees_with_torch_xla(runs: dict[str, Run], name: str) -> None:
+    run = runs[f"scenario-{name}"]
+    log = _single(run)
+    compiled = [s for s in log.syncs if s.compiled]
+    # every compile is a distinct graph, and their number is torch_xla's own count
+    assert len({s.graph_hash for s in compiled}) == len(compiled) == run.torch_xla_compiles
+    assert log.compiles_reported == run.torch_xla_compiles
+    assert sum(step.compiles for step in log.steps) == run.torch_xla_compiles
+    assert [st.index for st in log.steps] == list(range(len(log.steps))) and len(log.steps) >= 4
+    for step in log.steps:
+        mine = [s for s in log.syncs if s.step == step.index]
+        assert step.executions == len(mine) >= 1
+        assert mine[-1].cause == SYNC  # the step ends with its marker's own execution
+    script = str(SCENARIOS / f"{name}.py")
+    assert all(any(f.file == script for f in s.frames) for s in log.syncs)
+    assert all(s.compile_seconds > 0 for s in compiled)
+    for s in compiled:
+        graph = log.graphs[s.graph_hash]
+        text = Path(graph.module).read_text()
+        assert text.startswith("HloModule ") and "source_line=" in text  # XLA_HLO_DEBUG metadata
+    assert not [n for n in log.notes if "check failed" in n or "incomplete" in n]
+    assert STARTED in run.stderr and run.stderr.count(STARTED) == 1
+    hlo = Path(log.source) / fmt.HLO_DIR
+    assert sorted(p.name for p in hlo.iterdir()) == sorted(
+        Path(log.graphs[s.graph_hash].module).name for s in compiled
+    )
+
+
+def test_clean_loop_compiles_one_graph(runs: dict[str, Run]) -> None:
+    log = _single(runs["scenario-clean_loop"])
+    assert runs["scenario-clean_loop"].torch_xla_compiles == 1
+    assert [(s.step, s.compiled) for s in log.syncs] == [(0, True)] + [(i, False) for i in range(1, 6)]
+    assert len({s.graph_hash for s in log.syncs}) == 1
+    (graph,) = log.graphs.values()
+    assert graph.tensors and all(t.frames for t in graph.tensors)  # report before step 0, XLA_IR_DEBUG on
+
+
+def test_item_mid_step_records_the_implicit_sync(runs: dict[str, Run]) -> None:
+    log = _single(runs["scenario-item_mid_step"])
+    script = SCENARIOS / "item_mid_step.py"
+    line = _cause_line(script)
+    implicit = [s for s in log.syncs if s.cause == ITEM]
+    assert [s.step for s in implicit] == [2, 3, 4, 5]
+    assert implicit[0].compiled and not any(s.compiled for s in implicit[1:])
+    assert all(s.frames[0].file == str(script) and s.frames[0].line == line for s in implicit)
+    assert [st.executions for st in log.steps] == [1, 1, 2, 2, 2, 2]
+    graph = log.graphs[implicit[0].graph_hash]
+    assert not graph.tensors and "implicit sync" in graph.tensors_note
+
+
+def test_run_killed_with_sigkill_still_reads_back(tmp_path: Path) -> None:
+    out = tmp_path / "killed"
+    env = clean_env(XLAGRAPH_CAPTURE=str(out))
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPTS / "long_loop.py"), "120"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            journals = list(out.glob(f"*/{fmt.JOURNAL}"))
+            if journals and journals[0].read_bytes().count(b'"k":"step"') >= 20:
+                break
+            assert proc.poll() is None, "the training loop ended before it was killed"
+            time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    (log,) = read_capture(out)
+    assert len(log.steps) >= 20 and log.compiles_reported is not None and log.compiles_reported >= 1
+    assert any("did not exit cleanly" in n for n in log.notes)
+    assert sum(s.compiled for s in log.syncs) == log.compiles_reported
+    # the same folder with its last record cut in the middle, as a kill during a write leaves it
+    journal = Path(log.source) / fmt.JOURNAL
+    data = journal.read_bytes()
+    journal.write_bytes(data[: data.rstrip(b"\n").rfind(b"\n") + 12])
+    (cut,) = read_capture(out)
+    assert any("last record is incomplete" in n for n in cut.notes)
+    assert len(cut.steps) >= len(log.steps) - 2
+
+
+def test_error_inside_capture_is_logged_once_and_training_goes_on(runs: dict[str, Run]) -> None:
+    run = runs["fail-after-3"]
+    assert run.returncode == 0 and "final loss" in run.stdout
+    assert run.torch_xla_compiles == 1
+    assert run.stderr.count("xlagraph capture: disabled after error") == 1
+    assert "XLAGRAPH_CAPTURE_FAIL_AFTER=3 test hook" in run.stderr
+    log = _single(run)
+    assert [st.executions for st in log.steps[:2]] == [1, 1]
+    assert any("capture disabled after error: RuntimeError" in n for n in log.notes)
+    # what ran after that is still read, from the PT_XLA_DEBUG output capture left behind
+    assert [st.executions for st in log.steps[2:]] == [4]
+    assert any("capture was disabled after an error" in n for n in log.notes)
+
+
+def test_xmp_spawn_one_process(runs: dict[str, Run]) -> None:
+    run = runs["xmp-spawn"]
+    log = _single(run)
+    assert "rank 0 sum" in run.stdout
+    assert log.process == f"{os.uname().nodename}-{log.process.rsplit('-', 1)[1]}"
+    assert "rank 0 of 1" in log.notes
+    assert [s.compiled for s in log.syncs if s.cause == SYNC] == [True, False, False]
+
+
+def test_spawned_child_process_gets_its_own_folder(runs: dict[str, Run]) -> None:
+    run = runs["mp-child"]
+    assert run.returncode == 0 and run.stderr.count(STARTED) == 2, run.stderr
+    parent_pid = int(re.search(r"parent (\d+)", run.stdout).group(1))
+    child_pid = int(re.search(r"child (\d+)", run.stdout).group(1))
+    folders = sorted(p.name for p in run.out.iterdir())
+    assert [int(f.rsplit("-", 1)[1]) for f in folders] == sorted([parent_pid, child_pid])
+    (log,) = run.logs()  # the parent ran no graph: left out
+    assert log.process.endswith(f"-{child_pid}") and len(log.steps) == 3
+    flags = re.search(r"flags (.*)", run.stdout).group(1)
+    assert flags.count("--xla_dump_to=") == 1 and f"-{child_pid}/hlo" in flags
+    (graph,) = log.graphs.values()
+    assert Path(graph.module).parent == Path(log.source) / fmt.HLO_DIR
+
+
+def test_torch_xla_compile_and_parallel_loader_are_steps(runs: dict[str, Run]) -> None:
+    log = _single(runs["compile-loader"])
+    causes = [s.cause for s in log.syncs]
+    assert causes[:3] == ["torch_xla.compile"] * 3
+    assert all("parallel loader" in c for c in causes[3:]) and len(causes) >= 6
+    assert [s.compiled for s in log.syncs[:3]] == [True, False, False]
+    assert all(st.executions == 1 for st in log.steps)  # the empty clear-pending markers are no steps
+
+
+def test_python_api_before_and_after_torch_xla(runs: dict[str, Run]) -> None:
+    early = _single(runs["api-early"])
+    assert len(early.steps) == 3 and [s.compiled for s in early.syncs] == [True, False, False]
+    assert early.graphs[early.syncs[0].graph_hash].module
+    late = _single(runs["api-late"])
+    assert len(late.steps) == 3 and not late.syncs
+    assert any("no HLO kept" in n for n in late.notes) and any("not identified" in n for n in late.notes)
+
+
+def test_disk_use_grows_with_graphs_not_steps(runs: dict[str, Run]) -> None:
+    small, large = _single(runs["stable-10"]), _single(runs["stable-1000"])
+    assert len(small.steps) == 10 and len(large.steps) == 1000
+    assert len(small.graphs) == len(large.graphs) == 1
+
+    def size(log: RunLog, sub: str) -> int:
+        return sum(p.stat().st_size for p in (Path(log.source) / sub).rglob("*") if p.is_file())
+
+    assert size(large, fmt.HLO_DIR) == size(small, fmt.HLO_DIR)
+    assert size(large, fmt.TENSORS_DIR) == size(small, fmt.TENSORS_DIR)
+    per_step = (size(large, fmt.JOURNAL) - size(small, fmt.JOURNAL)) / 990
+    assert per_step < 100, per_step
+
+
+def test_size_cap_and_source_lines_off(runs: dict[str, Run]) -> None:
+    log = _single(runs["max-mb-0"])
+    assert len(log.steps) == 3 and not any(g.module or g.tensors for g in log.graphs.values())
+    assert any("XLAGRAPH_MAX_MB=0 reached" in n for n in log.notes)
+    assert all("XLAGRAPH_MAX_MB" in g.tensors_note for g in log.graphs.values())
+    meta = (Path(log.source) / fmt.META).read_text()
+    assert "XLA_IR_DEBUG" not in meta and "XLA_HLO_DEBUG" not in meta
+    assert not list((Path(log.source) / fmt.HLO_DIR).iterdir())
+
+
+def test_unset_capture_costs_nothing(tmp_path: Path) -> None:
+    pth = [Path(p) / "xlagraph-capture.pth" for p in sys.path if p.endswith("site-packages")]
+    assert any(p.is_file() for p in pth), "the start-up hook is not installed: pip install -e ."
+    probe = "import sys; print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'xlagraph')))"
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", probe],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    imported = [
+        line.rsplit("|", 1)[1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")
+    ]
+    assert out.stdout.strip() == "[]" and imported
+    assert not [m for m in imported if m.split(".")[0] in ("torch", "xlagraph", "torch_xla")]
+    # set, but the program never imports torch_xla: no torch import, no folder
+    env = clean_env(XLAGRAPH_CAPTURE=str(tmp_path / "cap"))
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert "torch" not in out.stdout and not (tmp_path / "cap").exists() and out.stderr == ""
+
+
+def test_unsupported_torch_xla_version_turns_capture_off(tmp_path: Path) -> None:
+    fake = tmp_path / "old" / "torch_xla"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("__version__ = '2.4.0'\n_XLAC = None\n")
+    probe = "import os, torch_xla; print(os.environ.get('PT_XLA_DEBUG_LEVEL'), torch_xla._XLAC)"
+    env = clean_env(XLAGRAPH_CAPTURE=str(tmp_path / "cap"), PYTHONPATH=str(fake.parent))
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.strip() == "None None"
+    assert (
+        out.stderr.strip() == "xlagraph capture: torch_xla 2.4.0 is not supported (2.5 – 2.9): capture is off"
+    )
+
+
+def test_xlagraph_run(runs: dict[str, Run], tmp_path: Path) -> None:
+    run = runs["cli-run"]
+    log = _single(run)
+    assert len(log.steps) == 3 and "done 3" in run.stdout
+    assert f"xlagraph: captured 1 process, 3 steps, 1 compiles of 1 graphs in {run.out}" in run.stderr
+    assert f"xlagraph report {run.out}" in run.stderr
+    again = subprocess.run(
+        [sys.executable, *CLI_RUN, str(run.out), "--", sys.executable, "-c", "pass"],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert again.returncode == 2 and "--overwrite" in again.stderr
+    code = subprocess.run(
+        [sys.executable, *CLI_RUN, str(tmp_path / "none"), "--", sys.executable, "-c", "raise SystemExit(3)"],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert code.returncode == 3 and "nothing captured" in code.stderr

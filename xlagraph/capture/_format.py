@@ -1,0 +1,63 @@
+"""The capture folder's file names and journal record kinds, shared by the writer and the reader.
+
+DIR/<host>-<pid>/meta.json           process facts (versions, argv, rank, env capture set, notes)
+DIR/<host>-<pid>/journal.jsonl       append-only records, one JSON object per line
+DIR/<host>-<pid>/hlo/                --xla_dump_to: module_NNNN.<name>.before_optimizations.txt
+DIR/<host>-<pid>/tensors/<hash>.txt  live-tensor report taken before the sync that compiled <hash>
+DIR/<host>-<pid>/pt_xla_debug.txt    PT_XLA_DEBUG output, read as the run goes (the last step
+                                     record's "o" says how far) and deleted at a clean exit
+"""
+
+from __future__ import annotations
+
+import re
+
+FORMAT = "xlagraph-capture"
+VERSION = 1
+META = "meta.json"
+JOURNAL = "journal.jsonl"
+HLO_DIR = "hlo"
+TENSORS_DIR = "tensors"
+DEBUG_FILE = "pt_xla_debug.txt"
+DEBUG_READING = "pt_xla_debug.reading.txt"  # renamed away while the hook reads it
+BEFORE_SUFFIX = ".before_optimizations.txt"
+DUMP_MODULE = re.compile(r"^(?:\d+\.)?module_(\d+)\.")
+
+# Journal record kinds (key "k").
+START, FRAMES, CAUSE, GRAPH, STEP, NOTE, RANK, END = (
+    "start",
+    "frames",
+    "cause",
+    "graph",
+    "step",
+    "note",
+    "rank",
+    "end",
+)
+
+
+def dump_order(name: str) -> int:
+    """The module number of a --xla_dump_to file name: XLA numbers modules in creation order."""
+    m = DUMP_MODULE.match(name)
+    return int(m.group(1)) if m else -1
+
+
+def layout_arity(first_line: str) -> int:
+    """Number of entry parameters in an `HloModule ..., entry_computation_layout={(...)->...}`
+    line, -1 if it has none. Used to check that dump files and compiles are paired right."""
+    start = first_line.find("entry_computation_layout={(")
+    if start < 0:
+        return -1
+    depth, count, empty = 0, 0, True
+    for ch in first_line[start + len("entry_computation_layout={(") :]:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                return 0 if empty else count + 1
+            depth -= 1
+        elif ch == "," and depth == 0:
+            count += 1
+        elif not ch.isspace():
+            empty = False
+    return -1

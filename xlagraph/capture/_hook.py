@@ -1,0 +1,344 @@
+"""Switching capture on: environment first, then the step-marker hook once torch_xla is imported.
+
+`start_from_env` runs at interpreter start (the `.pth` file) when `XLAGRAPH_CAPTURE` is set; the
+`capture()` context manager does the same from Python. Both set torch_xla's debug variables, then
+wait for `import torch_xla` (a one-shot `sys.meta_path` finder wraps the module's loader).
+
+The hook must not add a Python frame around the step marker: torch_xla names the cause of an
+execution from the innermost Python frames (`sync` in torch_xla.py, then `next` in
+parallel_loader.py, `_compile`, ...), and a wrapper function there turns every sync into "most
+likely user code trying to access tensor value". So `torch_xla._XLAC` (which mark_step,
+torch_xla.sync, torch_xla.compile and the parallel loaders look up at call time) is replaced by
+a copy of the module without `_xla_step_marker`: the module `__getattr__` that then answers the
+lookup runs the "before" half and hands back the original C function, which the caller calls
+from its own frame. The "after" half is a step closure, which `sync()` runs right after the
+marker (`xm._run_step_closures`, 2.5 – 2.9).
+
+Nothing here may break the user's program: every capture step is guarded, an error is logged
+once and capture turns itself off while the original step marker keeps working.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import sys
+import time
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import replace
+from typing import Any
+
+from xlagraph.capture import _format as fmt
+from xlagraph.capture._env import EnvPlan, plan_env, process_dir_name
+
+__all__ = ["capture", "start_from_env"]
+
+SUPPORTED = ((2, 5), (2, 9))
+PREFIX = "xlagraph capture:"
+
+_plan: EnvPlan | None = None  # planned, waiting for torch_xla
+_started_by = ""
+_recorder: Any = None  # the Recorder, once torch_xla is imported
+_real_xlac: Any = None  # the real torch_xla._XLAC while the proxy stands in for it
+_debug_file_in_use: tuple[str, int] | None = None  # torch_xla reads PT_XLA_DEBUG_FILE once per process
+_process_hooks = False  # atexit and fork handlers, registered once
+_ir_debug_set = False  # capture() turned torch_xla's IR debug on at run time: turn it off again
+
+
+def start_from_env() -> None:
+    """`XLAGRAPH_CAPTURE=DIR`: plan and set the environment, hook torch_xla when it is imported."""
+    directory = os.environ.get("XLAGRAPH_CAPTURE", "")
+    if not directory or _plan is not None:
+        return
+    directory = os.path.abspath(directory)
+    os.environ["XLAGRAPH_CAPTURE"] = directory  # children that chdir still agree
+    _start(directory, "XLAGRAPH_CAPTURE", dict(os.environ))
+
+
+@contextmanager
+def capture(directory: str | os.PathLike[str], source_lines: bool | None = None) -> Iterator[str]:
+    """Capture the torch_xla steps run inside the block into `directory`; yields the process folder.
+
+    Best entered before `import torch_xla`: torch_xla reads its dump and debug settings once, so
+    entered later the capture keeps no HLO (runtime already started) or cannot name the graphs
+    executed (graphs already ran), and says so in the folder's notes.
+    """
+    global _plan
+    if _plan is not None:
+        print(
+            f"{PREFIX} already capturing into {_plan.proc_dir}; the inner capture() adds nothing",
+            file=sys.stderr,
+        )
+        yield _plan.proc_dir
+        return
+    environ = dict(os.environ)
+    if source_lines is not None:
+        environ["XLAGRAPH_SOURCE_LINES"] = "1" if source_lines else "0"
+    plan = _start(os.path.abspath(os.fspath(directory)), "api", environ)
+    try:
+        yield plan.proc_dir
+    finally:
+        _stop()
+
+
+def _start(directory: str, started_by: str, environ: dict[str, str]) -> EnvPlan:
+    global _plan, _started_by
+    base = os.path.join(directory, process_dir_name(socket.gethostname(), os.getpid()))
+    proc_dir, n = base, 1
+    while os.path.exists(proc_dir) and started_by == "api":  # a second capture() in this process
+        n += 1
+        proc_dir = f"{base}.{n}"
+    plan = plan_env(environ, proc_dir)
+    os.environ.update(plan.set_vars)
+    _plan, _started_by = plan, started_by
+    module = sys.modules.get("torch_xla")
+    if module is not None and hasattr(module, "_XLAC"):
+        _guarded(lambda: _on_torch_xla(module, late=True))
+    else:
+        sys.meta_path.insert(0, _TorchXlaFinder())
+    return plan
+
+
+def _stop() -> None:
+    """End of `capture()`: close the journal, unhook, give the environment back."""
+    global _plan, _recorder
+    rec, plan = _recorder, _plan
+    _remove_finder()
+    if rec is not None and rec.active and rec.pid == os.getpid():
+        rec.guard(rec.finish)
+    if _ir_debug_set:
+        _guarded(_reset_ir_debug)
+    _unhook()
+    if plan is not None:
+        _restore_env(plan)
+    _plan, _recorder = None, None
+
+
+class _TorchXlaFinder:
+    """One-shot post-import hook: find torch_xla with the other finders, run our code after it."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "torch_xla":
+            return None
+        _remove_finder()
+        spec = None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if find is not None and (spec := find(name, path, target)) is not None:
+                break
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        exec_module = loader.exec_module
+
+        def exec_then_hook(module: Any) -> None:
+            exec_module(module)
+            with suppress(AttributeError):
+                del loader.exec_module  # back to the class's method
+            _guarded(lambda: _on_torch_xla(module, late=False))
+
+        loader.exec_module = exec_then_hook
+        return spec
+
+
+def _remove_finder() -> None:
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _TorchXlaFinder)]
+
+
+def _on_torch_xla(module: Any, late: bool) -> None:
+    """torch_xla is imported: check its version, create the recorder, patch the step marker."""
+    global _recorder, _debug_file_in_use, _process_hooks
+    plan = _plan
+    if plan is None or _recorder is not None:
+        return
+    version = str(getattr(module, "__version__", "?"))
+    if not _supported(version):
+        (a, b), (c, d) = SUPPORTED
+        print(
+            f"{PREFIX} torch_xla {version} is not supported ({a}.{b} – {c}.{d}): capture is off",
+            file=sys.stderr,
+            flush=True,
+        )
+        _restore_env(plan)
+        return
+    from xlagraph.capture._recorder import Recorder, Settings
+
+    xlac = _real_xlac if _real_xlac is not None else module._XLAC
+    import torch_xla.core.xla_model as xm
+
+    notes: list[str] = []
+    if late:
+        plan, notes = _late_start(plan, xlac)
+    meta = _meta(module, plan, notes)
+    rec = Recorder(plan, xlac, Settings.from_env(os.environ), meta, xm.add_step_closure)
+    _recorder = rec
+    if _debug_file_in_use is None:
+        _debug_file_in_use = (plan.debug_file, plan.debug_level)
+    _install_proxy(module, xlac)
+    if not _process_hooks:
+        _process_hooks = True
+        atexit.register(_at_exit)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_after_fork)
+    turned_on = ", ".join(
+        f"{k}={v}" for k, v in plan.set_vars.items() if k.startswith(("PT_XLA", "XLA_IR", "XLA_HLO"))
+    )
+    turned_on = turned_on.replace(f"={plan.debug_file}", "=<folder>/" + fmt.DEBUG_FILE)
+    hint = " (XLAGRAPH_SOURCE_LINES=0 turns source lines off)" if plan.source_lines else ""
+    print(
+        f"{PREFIX} writing {plan.proc_dir}; set {turned_on}"
+        f"{', --xla_dump_to=<folder>/hlo' if plan.hlo_dump else ''}{hint}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _late_start(plan: EnvPlan, xlac: Any) -> tuple[EnvPlan, list[str]]:
+    """capture() entered after import torch_xla: keep what still works, say what does not."""
+    notes: list[str] = []
+    started = getattr(xlac, "_xla_runtime_is_initialized", lambda: True)
+    if plan.hlo_dump and started():
+        plan = replace(plan, hlo_dump=False)
+        notes.append(
+            "capture started after the torch_xla runtime: no HLO kept (XLA_FLAGS is read at its start)"
+        )
+    ran = (xlac._xla_counter_value("ExecuteComputation") or 0) > 0
+    if ran and _debug_file_in_use is not None:
+        # torch_xla keeps writing where it first wrote: an earlier capture() in this process
+        plan = replace(plan, debug_file=_debug_file_in_use[0], debug_level=_debug_file_in_use[1])
+    elif ran:
+        plan = replace(plan, debug_level=0)
+        notes.append(
+            "capture started after torch_xla ran graphs, so PT_XLA_DEBUG is off for this process: "
+            "executions are counted per step but not identified"
+        )
+    global _ir_debug_set
+    if plan.source_lines and hasattr(xlac, "_set_ir_debug") and not xlac._get_ir_debug():
+        xlac._set_ir_debug(True)
+        _ir_debug_set = True
+        notes.append("XLA_IR_DEBUG turned on at capture start: tensors created before it have no frames")
+    return plan, notes
+
+
+def _reset_ir_debug() -> None:
+    global _ir_debug_set
+    _ir_debug_set = False
+    module = sys.modules.get("torch_xla")
+    xlac = _real_xlac if _real_xlac is not None else getattr(module, "_XLAC", None)
+    if xlac is not None:
+        xlac._set_ir_debug(False)
+
+
+def _install_proxy(module: Any, xlac: Any) -> None:
+    global _real_xlac
+    if _real_xlac is not None:
+        return
+    proxy = types.ModuleType(xlac.__name__, xlac.__doc__)
+    proxy.__dict__.update(xlac.__dict__)
+    del proxy.__dict__["_xla_step_marker"]
+    proxy.__dict__["__getattr__"] = _xlac_getattr
+    proxy.__dict__["__dir__"] = lambda: dir(xlac)
+    _real_xlac = xlac
+    module._XLAC = proxy
+
+
+def _xlac_getattr(name: str) -> Any:
+    """`torch_xla._XLAC.<name>` for names the proxy does not hold: the step marker, and anything
+    torch_xla added to its module later."""
+    real = _real_xlac
+    if name == "_xla_step_marker":
+        rec = _recorder
+        if rec is not None and rec.active and rec.pid == os.getpid():
+            rec.guard(rec.before_marker)
+    return getattr(real, name)
+
+
+def _guarded(fn: Callable[[], Any]) -> None:
+    """Before a recorder exists: an error switches capture off for this process."""
+    try:
+        fn()
+    except Exception as e:
+        print(f"{PREFIX} disabled after error: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        if _recorder is not None:
+            _recorder.active = False
+        _unhook()
+        _restore_env_quietly()
+
+
+def _at_exit() -> None:
+    rec = _recorder
+    if rec is not None and rec.active and rec.pid == os.getpid():
+        rec.guard(rec.finish)
+
+
+def _after_fork() -> None:
+    # A forked child shares the parent's folder: it must not write there.
+    rec = _recorder
+    if rec is not None:
+        rec.active = False
+
+
+def _unhook() -> None:
+    global _real_xlac
+    module = sys.modules.get("torch_xla")
+    if module is not None and _real_xlac is not None:
+        module._XLAC = _real_xlac
+        _real_xlac = None
+
+
+def _restore_env(plan: EnvPlan) -> None:
+    for var, value in plan.restore.items():
+        if value is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = value
+
+
+def _restore_env_quietly() -> None:
+    if _plan is not None:
+        with suppress(Exception):
+            _restore_env(_plan)
+
+
+def _supported(version: str) -> bool:
+    try:
+        major, minor = (int(p) for p in version.split("+")[0].split(".")[:2])
+    except ValueError:
+        return False
+    return SUPPORTED[0] <= (major, minor) <= SUPPORTED[1]
+
+
+def _meta(module: Any, plan: EnvPlan, notes: list[str]) -> dict[str, Any]:
+    from importlib import metadata
+
+    try:
+        version = metadata.version("xlagraph")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    torch = sys.modules.get("torch")
+    start = time.time()
+    return {
+        "format": fmt.FORMAT,
+        "format_version": fmt.VERSION,
+        "xlagraph": version,
+        "torch_xla": str(getattr(module, "__version__", "")),
+        "torch": str(getattr(torch, "__version__", "")),
+        "python": sys.version.split()[0],
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "rank": None,
+        "world_size": None,
+        "argv": list(sys.argv),
+        "cwd": os.getcwd(),
+        "start_time": start,
+        "start_iso": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(start)),
+        "started_by": _started_by,
+        "env_set": {k: v for k, v in plan.set_vars.items() if not k.startswith("_")},
+        "debug_level": plan.debug_level,
+        "source_lines": plan.source_lines,
+        "hlo_dump": plan.hlo_dump,
+        "notes": notes,
+    }

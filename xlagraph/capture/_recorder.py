@@ -1,0 +1,635 @@
+"""The per-process recorder behind the step-marker hook: turns what torch_xla reports around each
+step marker into journal records.
+
+Around every `_xla_step_marker` call (mark_step, torch_xla.sync, torch_xla.compile, the parallel
+loaders) it reads torch_xla's counters, the PT_XLA_DEBUG blocks written since the last marker (one
+per graph execution, implicit syncs included) and the new `--xla_dump_to` files, and appends one
+step record. Distinct frame lists, causes and graphs are written once and referred to by index,
+so a stable loop adds one short line per step. The live-tensor report is expensive (quadratic in
+graph size), so it is taken only while it stays cheap, and kept only for a sync that compiled.
+
+This is the one stateful piece of capture; everything it parses goes through the pure parsers.
+torch_xla is passed in (`xlac` = `torch_xla._XLAC`), never imported here at module level.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+from xlagraph.capture import _format as fmt
+from xlagraph.capture._env import EnvPlan
+from xlagraph.ir import Frame
+from xlagraph.parse.pt_xla_debug import Analysis, Execution, fold_executions, parse_pt_xla_debug
+
+__all__ = ["Recorder", "Settings"]
+
+# The live-tensor report costs milliseconds even for a tiny model (6 – 25 ms for an MLP whose step
+# takes 0.4 ms; 300 – 650 ms for a 2-layer transformer), far more than a steady step. It is taken:
+ALWAYS_REPORT_MARKERS = 2  # before the first markers (warm-up compiles),
+REPORT_BUDGET = 0.02  # while all reports so far cost at most this share of the run's wall time,
+RECENT_COMPILE_MARKERS = 2  # or while graphs still change (a compile at one of the last markers)
+REPORT_PER_COMPILE = 0.25  # ... if it costs at most this share of an average compile.
+DEBUG_ROTATE_BYTES = 4 << 20  # the PT_XLA_DEBUG file is started anew past this size
+PARAMETER_WRAPPING = 3200  # torch_xla tuples the parameters above this count (hlo-text-format.md 2.1)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The knobs read from the environment (`XLAGRAPH_*`)."""
+
+    max_bytes: int = 200 * 2**20
+    report_mode: str = "auto"  # auto | always | never
+    fail_after: int = 0  # test hook: raise inside the hook at this marker (0: never)
+
+    @staticmethod
+    def from_env(environ: dict[str, str] | os._Environ[str]) -> Settings:
+        mode = environ.get("XLAGRAPH_TENSORS_REPORT", "auto").strip().lower()
+        mode = {"1": "always", "0": "never", "off": "never", "on": "always"}.get(mode, mode)
+        try:
+            max_mb = float(environ.get("XLAGRAPH_MAX_MB", "200"))
+        except ValueError:
+            max_mb = 200.0
+        try:
+            fail_after = int(environ.get("XLAGRAPH_CAPTURE_FAIL_AFTER", "0"))
+        except ValueError:
+            fail_after = 0
+        return Settings(
+            max_bytes=int(max_mb * 2**20),
+            report_mode=mode if mode in ("auto", "always", "never") else "auto",
+            fail_after=fail_after,
+        )
+
+
+@dataclass
+class _Graph:
+    id: int
+    record: dict[str, Any]
+    has_module: bool = False
+    has_tensors: bool = False
+    written: bool = False  # its full record is in the journal; later changes are update records
+    changes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _State:
+    """Everything that changes while the run goes on."""
+
+    step: int = 0
+    last_end: float = 0.0
+    markers: int = 0
+    empty_markers: int = 0
+    compiles: int = 0
+    executes: int = 0
+    compile_sample_ts: float = 0.0
+    carry: str = ""
+    pending: Analysis | None = None
+    frames: dict[tuple[tuple[Frame, ...], bool], int] = field(default_factory=dict)
+    causes: dict[str, int] = field(default_factory=dict)
+    graphs: dict[str, _Graph] = field(default_factory=dict)
+    changed: list[_Graph] = field(default_factory=list)  # graphs with records to write
+    dumps_seen: set[str] = field(default_factory=set)
+    dump_queue: list[str] = field(default_factory=list)
+    compile_queue: list[tuple[str, int]] = field(default_factory=list)  # (graph hash, inputs)
+    stored_bytes: int = 0
+    cap_noted: bool = False
+    report_spent: float = 0.0
+    report_cost: float = 0.0
+    last_compile_marker: int = -(1 << 30)
+    compile_seconds: float = 0.0  # sum of the compile times seen, for their average
+    compile_count: int = 0
+    notes: list[str] = field(default_factory=list)
+    # set by before_marker, used by after_marker
+    pre_size: int = 0
+    report: str | None = None
+    report_reason: str = ""
+    overhead: float = 0.0
+    last_read: tuple[Any, Any] = (None, None)  # (what was read, what it parsed to)
+
+
+class Recorder:
+    def __init__(
+        self,
+        plan: EnvPlan,
+        xlac: Any,
+        settings: Settings,
+        meta: dict[str, Any],
+        add_step_closure: Callable[[Callable[[], None]], None],
+    ) -> None:
+        self.plan = plan
+        self.xlac = xlac
+        self.add_step_closure = add_step_closure
+        self.executions_reported = plan.debug_level >= 2  # Execution Analysis blocks, one per run
+        self.awaiting: object | None = None  # token of the marker whose "after" has not run
+        self.settings = settings
+        self.pid = os.getpid()
+        self.active = True
+        self.failed = False
+        self.lock = threading.RLock()
+        self.t0 = time.perf_counter()
+        self.dir = plan.proc_dir
+        self.debug_file = plan.debug_file
+        self.reading_file = os.path.join(self.dir, fmt.DEBUG_READING)
+        self.hlo_dir = plan.hlo_dir
+        self.debug_fd: int | None = None
+        self.debug_offset = 0
+        self.tensors_dir = os.path.join(self.dir, fmt.TENSORS_DIR)
+        os.makedirs(self.dir, exist_ok=True)
+        os.makedirs(self.tensors_dir, exist_ok=True)
+        self.s = _State()
+        self.s.compiles, self.s.executes = self._counters()
+        self.base = (self.s.compiles, self.s.executes, self._compile_metric()[0])
+        self.meta = dict(meta)
+        self.meta.setdefault("notes", [])
+        self.meta["notes"] = [*self.meta["notes"], *plan.notes]
+        self._write_meta()
+        self.fd = os.open(os.path.join(self.dir, fmt.JOURNAL), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._write(
+            [
+                {
+                    "k": fmt.START,
+                    "t": self.meta.get("start_time", time.time()),
+                    "pid": self.pid,
+                    "compiles": self.base[0],
+                    "executions": self.base[1],
+                }
+            ]
+        )
+
+    # -- the hook's entry points, each run through `guard` ----------------------------------------
+
+    def guard(self, fn: Callable[[], None]) -> None:
+        """Run a capture step; an exception switches capture off and never reaches the user."""
+        with self.lock:
+            if not self.active or self.pid != os.getpid():
+                return
+            try:
+                fn()
+            except Exception as e:
+                self.fail(e)
+
+    def before_marker(self) -> None:
+        """The step marker is about to run (its name was just looked up)."""
+        if self.awaiting is not None:  # the last marker's closure never ran (a direct call)
+            self.after_marker()
+        s = self.s
+        t = time.perf_counter()
+        token = self.awaiting = object()
+        self.add_step_closure(lambda: self._closure(token))
+        s.markers += 1
+        if s.markers == 1:
+            self._record_rank()
+        s.pre_size = self._debug_unread()
+        s.report, s.report_reason = None, ""
+        if self.settings.report_mode == "never":
+            s.report_reason = "live-tensor report off (XLAGRAPH_TENSORS_REPORT=never)"
+        elif self._report_affordable(t):
+            r0 = time.perf_counter()
+            s.report = self.xlac._xla_tensors_report(0, "")
+            s.report_cost = time.perf_counter() - r0
+            s.report_spent += s.report_cost
+        else:
+            s.report_reason = (
+                f"live-tensor report skipped: it cost {s.report_cost * 1e3:.0f} ms per step "
+                f"(taken while within {REPORT_BUDGET:.0%} of the run time, or while graphs change and "
+                f"it costs under {REPORT_PER_COMPILE:.0%} of a compile); "
+                "XLAGRAPH_TENSORS_REPORT=always forces it"
+            )
+        s.overhead += time.perf_counter() - t
+
+    def _closure(self, token: object) -> None:
+        if self.awaiting is token:
+            self.guard(self.after_marker)
+
+    def after_marker(self) -> None:
+        """The step marker returned: its graphs are compiled and their executions scheduled."""
+        self.awaiting = None
+        s = self.s
+        t = time.perf_counter()
+        if self.settings.fail_after and s.markers >= self.settings.fail_after:
+            raise RuntimeError(f"XLAGRAPH_CAPTURE_FAIL_AFTER={self.settings.fail_after} test hook")
+        data = self._read_debug()
+        pre = min(s.pre_size, len(data))
+        key = (s.carry, s.pending, pre, data)
+        if key == s.last_read[0]:  # a stable loop writes the same text every step: parse it once
+            before, own, s.carry, s.pending = s.last_read[1]
+        else:
+            events, rest = parse_pt_xla_debug(s.carry + _decode(data[:pre]))
+            before, s.pending = fold_executions(events, s.pending, self.executions_reported)
+            events, s.carry = parse_pt_xla_debug(rest + _decode(data[pre:]))
+            own, s.pending = fold_executions(events, s.pending, self.executions_reported)
+            s.last_read = (key, (before, own, s.carry, s.pending))
+        compiles, executes = self._counters()
+        dc = compiles - s.compiles
+        if self.executions_reported and not before and not own and dc == 0:
+            # e.g. torch_xla.compile's marker that clears pending ops: not a step of its own. (Without
+            # PT_XLA_DEBUG blocks the lagging counter cannot tell, so every marker is a step.)
+            s.empty_markers += 1
+            s.report = None
+            s.overhead += time.perf_counter() - t
+            return
+        self._record_step([*before, *own], len(before), t, compiles, executes)
+        s.overhead = 0.0
+        s.report = None
+
+    def finish(self) -> None:
+        """At exit: read what torch_xla wrote after the last marker and close the journal."""
+        if self.awaiting is not None:
+            self.after_marker()
+        s = self.s
+        t = time.perf_counter()
+        data = self._read_debug()
+        events, s.carry = parse_pt_xla_debug(s.carry + _decode(data))
+        tail, s.pending = fold_executions(events, s.pending, self.executions_reported)
+        if s.pending is not None:  # a compile whose execution never came
+            tail.append(_compiled_only(s.pending))
+            s.pending = None
+        compiles, executes = self._counters()
+        if tail or compiles != s.compiles:  # (the execution counter lags: not a reason alone)
+            self._record_step(tail, len(tail), t, compiles, executes, closed_by_marker=False)
+        self._scan_dumps()
+        self._write(self._graph_records())
+        count, total_ns = self._compile_metric()
+        end = {
+            "k": fmt.END,
+            "t": time.time(),
+            "compiles": count - self.base[2],
+            "compile_seconds": round(total_ns / 1e9, 6),
+            "executions": executes - self.base[1],
+            "markers": s.markers,
+            "empty_markers": s.empty_markers,
+            "report_seconds": round(s.report_spent, 6),
+        }
+        self._write([end])
+        self.meta.update(end_time=end["t"], clean_exit=True)
+        self._write_meta()
+        self.active = False
+        os.close(self.fd)
+        if self.debug_fd is not None:  # all of it is in the journal now
+            os.close(self.debug_fd)
+            self.debug_fd = None
+            _unlink(self.debug_file)
+
+    def fail(self, exc: BaseException) -> None:
+        """Log once, switch off; the original step marker keeps working."""
+        self.active = False
+        if self.failed:
+            return
+        self.failed = True
+        msg = f"disabled after error: {type(exc).__name__}: {exc}"
+        print(f"xlagraph capture: {msg}", file=sys.stderr, flush=True)
+        with suppress(Exception):
+            self._note(f"capture {msg}")
+
+    # -- steps ----------------------------------------------------------------------------------
+
+    def _record_step(
+        self,
+        executions: list[Execution],
+        own_start: int,
+        t_end_perf: float,
+        compiles: int,
+        executes: int,
+        closed_by_marker: bool = True,
+    ) -> None:
+        s = self.s
+        now = t_end_perf - self.t0
+        records: list[dict[str, Any]] = []
+        entries: list[list[int]] = []
+        compiled: list[tuple[_Graph, Execution, bool]] = []
+        for i, ex in enumerate(executions):
+            graph = self._graph(ex)
+            entries.append(
+                [graph.id, int(ex.compiled), self._cause(ex.cause, records), self._frames(ex, records)]
+            )
+            if ex.compiled:
+                compiled.append((graph, ex, i >= own_start))
+                if self.plan.hlo_dump:
+                    s.compile_queue.append((ex.graph_hash, ex.inputs))
+        step: dict[str, Any] = {
+            "k": fmt.STEP,
+            "i": s.step,
+            "t1": round(now, 6),  # it started where the previous step ended
+            "c": compiles - s.compiles,
+            "e": entries,
+        }
+        if not self.executions_reported:  # else one entry per execution: len(e)
+            step["x"] = executes - s.executes
+        if compiles > s.compiles:
+            step["cs"] = self._compile_seconds()
+            s.last_compile_marker = s.markers
+            s.compile_seconds += sum(step["cs"])
+            s.compile_count += len(step["cs"])
+        if self.debug_fd is not None:
+            step["o"] = self._debug_consumed()
+        if not closed_by_marker:
+            step["open"] = True
+        if s.overhead:
+            step["ov"] = round(s.overhead + time.perf_counter() - t_end_perf, 6)
+        if compiled:
+            self._attach_tensors(compiled)
+            self._scan_dumps()
+        records.extend(self._graph_records())
+        records.append(step)
+        self._write(records)
+        s.step += 1
+        s.last_end = now
+        s.compiles, s.executes = compiles, executes
+
+    def _graph(self, ex: Execution) -> _Graph:
+        graph = self.s.graphs.get(ex.graph_hash)
+        if graph is None:
+            record: dict[str, Any] = {
+                "k": fmt.GRAPH,
+                "id": len(self.s.graphs),
+                "hash": ex.graph_hash,
+                "in": ex.inputs,
+                "out": ex.outputs,
+                "step": self.s.step,
+                "compiled": ex.compiled,
+            }
+            if ex.graph_name:
+                record["name"] = ex.graph_name
+            if ex.computation_hash:
+                record["chash"] = ex.computation_hash
+            graph = self.s.graphs[ex.graph_hash] = _Graph(record["id"], record)
+            if not ex.compiled:
+                self._update(graph, tensors_note="compiled before capture started")
+            self.s.changed.append(graph)
+        elif ex.compiled and not graph.record.get("compiled"):
+            self._update(graph, compiled=True)
+        return graph
+
+    def _update(self, graph: _Graph, **fields: Any) -> None:
+        graph.record.update(fields)
+        if graph.written:
+            graph.changes.update(fields)
+            if graph not in self.s.changed:
+                self.s.changed.append(graph)
+
+    def _graph_records(self) -> list[dict[str, Any]]:
+        """Full records of new graphs, update records ({"k", "id", changed fields}) of others."""
+        out = []
+        for graph in self.s.changed:
+            if not graph.written:
+                out.append(dict(graph.record))
+                graph.written = True
+            elif graph.changes:
+                out.append({"k": fmt.GRAPH, "id": graph.id, **graph.changes})
+            graph.changes = {}
+        self.s.changed = []
+        return out
+
+    def _cause(self, cause: str, records: list[dict[str, Any]]) -> int:
+        i = self.s.causes.get(cause)
+        if i is None:
+            i = self.s.causes[cause] = len(self.s.causes)
+            records.append({"k": fmt.CAUSE, "id": i, "v": cause})
+        return i
+
+    def _frames(self, ex: Execution, records: list[dict[str, Any]]) -> int:
+        key = (ex.frames, ex.frames_truncated)
+        i = self.s.frames.get(key)
+        if i is None:
+            i = self.s.frames[key] = len(self.s.frames)
+            record: dict[str, Any] = {"k": fmt.FRAMES, "id": i, "v": [list(f) for f in ex.frames]}
+            if ex.frames_truncated:
+                record["cut"] = True
+            records.append(record)
+        return i
+
+    # -- what is stored once per graph: live-tensor report, HLO ----------------------------------
+
+    def _attach_tensors(self, compiled: list[tuple[_Graph, Execution, bool]]) -> None:
+        s = self.s
+        report = s.report
+        for graph, ex, own in compiled:
+            if graph.has_tensors:
+                continue
+            if own and report is not None:
+                if self._fits(len(report)):
+                    name = f"{ex.graph_hash}.txt"
+                    with open(os.path.join(self.tensors_dir, name), "w", encoding="utf-8") as f:
+                        f.write(report)
+                    s.stored_bytes += len(report)
+                    graph.has_tensors = True
+                    update = {"tensors": f"{fmt.TENSORS_DIR}/{name}", "tensors_note": ""}
+                else:
+                    update = {"tensors_note": self._cap_reason("live-tensor report")}
+                report = None  # one report, for the marker's first compile
+            elif own:
+                update = {"tensors_note": s.report_reason or "no live-tensor report for this sync"}
+            else:
+                update = {
+                    "tensors_note": f"compiled by an implicit sync ({ex.cause}): the live-tensor report "
+                    "is taken only before step markers"
+                }
+            self._update(graph, **update)
+
+    def _scan_dumps(self) -> None:
+        """Pair new before_optimizations dumps with compiles, in order; delete the other files."""
+        if not self.plan.hlo_dump:
+            return
+        s = self.s
+        try:
+            entries = list(os.scandir(self.hlo_dir))
+        except FileNotFoundError:
+            return
+        new = []
+        for entry in entries:
+            name = entry.name
+            if name in s.dumps_seen:
+                continue
+            if name.endswith(fmt.BEFORE_SUFFIX):
+                s.dumps_seen.add(name)
+                new.append(name)
+            else:  # after_optimizations, buffer assignment, LLVM IR, object files: not needed
+                _unlink(entry.path)
+        s.dump_queue.extend(sorted(new, key=fmt.dump_order))
+        while s.dump_queue and s.compile_queue:
+            name, (graph_hash, inputs) = s.dump_queue.pop(0), s.compile_queue.pop(0)
+            graph = s.graphs[graph_hash]
+            path = os.path.join(self.hlo_dir, name)
+            if graph.has_module:  # compiled again (cache eviction): the first copy is kept
+                _unlink(path)
+                continue
+            arity = _arity(path)
+            if arity >= 0 and 0 <= inputs <= PARAMETER_WRAPPING and arity != inputs:
+                update = {
+                    "module_note": f"dump order check failed: {name} has {arity} parameters, "
+                    f"torch_xla reported {inputs} inputs"
+                }
+            elif self._fits(size := os.path.getsize(path)):
+                s.stored_bytes += size
+                graph.has_module = True
+                update = {"module": f"{fmt.HLO_DIR}/{name}", "module_note": ""}
+            else:
+                _unlink(path)
+                update = {"module_note": self._cap_reason("HLO")}
+            self._update(graph, **update)
+
+    def _fits(self, size: int) -> bool:
+        s = self.s
+        if s.stored_bytes + size <= self.settings.max_bytes:
+            return True
+        if not s.cap_noted:
+            s.cap_noted = True
+            self._note(
+                f"XLAGRAPH_MAX_MB={self.settings.max_bytes / 2**20:g} reached at step {s.step}: "
+                "no more HLO or live-tensor reports are kept; steps are still recorded"
+            )
+        return False
+
+    def _cap_reason(self, what: str) -> str:
+        return f"{what} not kept: capture reached XLAGRAPH_MAX_MB={self.settings.max_bytes / 2**20:g}"
+
+    def _report_affordable(self, now: float) -> bool:
+        s = self.s
+        if self.settings.report_mode == "always" or s.markers <= ALWAYS_REPORT_MARKERS:
+            return True
+        if s.report_spent + s.report_cost <= REPORT_BUDGET * (now - self.t0):
+            return True
+        changing = s.markers - s.last_compile_marker <= RECENT_COMPILE_MARKERS
+        mean_compile = s.compile_seconds / s.compile_count if s.compile_count else 0.0
+        return changing and s.report_cost <= REPORT_PER_COMPILE * mean_compile
+
+    # -- torch_xla -------------------------------------------------------------------------------
+
+    def _counters(self) -> tuple[int, int]:
+        value = self.xlac._xla_counter_value
+        executes = (value("ExecuteComputation") or 0) + (value("ExecuteReplicated") or 0)
+        return value("UncachedCompile") or 0, executes
+
+    def _compile_metric(self) -> tuple[int, float]:
+        data = self.xlac._xla_metric_data("CompileTime")
+        return (int(data[0]), float(data[1])) if data else (0, 0.0)
+
+    def _compile_seconds(self) -> list[float]:
+        """Durations of the compiles since the last call, from the CompileTime metric's samples."""
+        data = self.xlac._xla_metric_data("CompileTime")
+        samples = [(ts, ns) for ts, ns in (data[2] if data else ()) if ts > self.s.compile_sample_ts]
+        if samples:
+            self.s.compile_sample_ts = samples[-1][0]
+        return [round(ns / 1e9, 6) for _, ns in samples]
+
+    def _record_rank(self) -> None:
+        try:
+            import torch_xla.runtime as xr
+
+            rank, world = int(xr.global_ordinal()), int(xr.world_size())
+        except Exception as e:  # rank is nice to have; never a reason to stop capturing
+            self._note(f"rank unknown: {type(e).__name__}: {e}")
+            return
+        self.meta.update(rank=rank, world_size=world)
+        local_rank = os.environ.get("PJRT_LOCAL_PROCESS_RANK", "0")
+        if local_rank not in ("", "0"):
+            self.meta["notes"].append(
+                f"local rank {local_rank}: torch_xla writes PT_XLA_DEBUG analysis on local rank 0 only, "
+                "so this process records step counters and HLO but no per-execution details"
+            )
+        self._write_meta()
+        self._write([{"k": fmt.RANK, "rank": rank, "world": world}])
+
+    # -- files -----------------------------------------------------------------------------------
+
+    def _debug_unread(self) -> int:
+        """Bytes torch_xla has written to the PT_XLA_DEBUG file that are not read yet."""
+        try:
+            if self.debug_fd is not None:
+                return os.fstat(self.debug_fd).st_size - self.debug_offset
+            return os.stat(self.debug_file).st_size
+        except FileNotFoundError:
+            return 0
+
+    def _read_debug(self) -> bytes:
+        """What torch_xla appended to the PT_XLA_DEBUG file since the last read.
+
+        The file stays open and is read from where the last read stopped (creating, renaming or
+        deleting a file costs 0.1 – 0.4 ms here, more than the rest of the hook). Past
+        DEBUG_ROTATE_BYTES it is renamed away, read to its end and deleted: torch_xla opens it by
+        name for every message, so its next one starts a new file.
+        """
+        if self.debug_fd is None:
+            try:
+                self.debug_fd, self.debug_offset = os.open(self.debug_file, os.O_RDONLY), 0
+            except FileNotFoundError:
+                return b""
+        data = _read_all(self.debug_fd)
+        self.debug_offset += len(data)
+        if self.debug_offset >= DEBUG_ROTATE_BYTES:
+            os.replace(self.debug_file, self.reading_file)
+            data += _read_all(self.debug_fd)
+            os.close(self.debug_fd)
+            os.unlink(self.reading_file)
+            self.debug_fd, self.debug_offset = None, 0
+        if self.plan.forward_debug is not None and data:
+            self._forward(data)
+        return data
+
+    def _debug_consumed(self) -> int:
+        """Offset in the current PT_XLA_DEBUG file up to which the journal has everything: what a
+        reader of a killed run's folder skips. A block still being written is not consumed."""
+        return max(0, self.debug_offset - len(self.s.carry.encode()))
+
+    def _forward(self, data: bytes) -> None:
+        if self.plan.forward_debug:
+            with open(self.plan.forward_debug, "ab") as f:
+                f.write(data)
+        else:
+            sys.stderr.write(_decode(data))
+            sys.stderr.flush()
+
+    def _note(self, text: str) -> None:
+        self.s.notes.append(text)
+        self.meta["notes"].append(text)
+        self._write([{"k": fmt.NOTE, "v": text}])
+        self._write_meta()
+
+    def _write(self, records: list[dict[str, Any]]) -> None:
+        """One os.write per call: a kill leaves at most the last line partial."""
+        data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view) :]
+
+    def _write_meta(self) -> None:
+        path = os.path.join(self.dir, fmt.META)
+        tmp = f"{path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.meta, f, indent=1)
+        os.replace(tmp, path)
+
+
+def _compiled_only(pending: Analysis) -> Execution:
+    return Execution(pending.graph_hash, True, pending.cause, pending.frames, pending.inputs, pending.outputs)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _arity(path: str) -> int:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return fmt.layout_arity(f.readline())
+    except OSError:
+        return -1
+
+
+def _unlink(path: str) -> None:
+    with suppress(OSError):
+        os.unlink(path)

@@ -1,0 +1,313 @@
+"""Read a capture folder back into `RunLog`s, one per process. Pure Python, no torch.
+
+A run killed at any moment stays readable: a partial last journal line is ignored with a note,
+and PT_XLA_DEBUG output the hook had not consumed yet (`pt_xla_debug.txt`, or the copy it was
+reading) becomes one more step, its compiles paired with the dump files no graph claimed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xlagraph.capture import _format as fmt
+from xlagraph.errors import InputError
+from xlagraph.ir import Frame
+from xlagraph.parse.pt_xla_debug import Execution, fold_executions, parse_pt_xla_debug
+from xlagraph.parse.tensors_report import parse_tensors_report
+from xlagraph.runlog import GraphRecord, RunLog, Step, Sync
+
+__all__ = ["is_capture", "read_capture"]
+
+
+def is_capture(path: str | os.PathLike[str]) -> bool:
+    """True for a capture folder or one of its process folders."""
+    p = Path(path)
+    if not p.is_dir():
+        return False
+    return _is_process_dir(p) or any(_is_process_dir(c) for c in _children(p))
+
+
+def read_capture(path: str | os.PathLike[str]) -> list[RunLog]:
+    """The RunLogs of a capture folder (ordered by rank, then folder name), or of one process
+    folder. Processes that never ran a graph (a launcher that only spawned workers, a data
+    loader worker that imported torch_xla) are left out of a capture folder's list."""
+    p = Path(path)
+    if not p.is_dir():
+        raise InputError(str(p), "not a capture folder (no such directory)")
+    if _is_process_dir(p):
+        return [_read_process(p)]
+    runs = [_read_process(c) for c in _children(p) if _is_process_dir(c)]
+    if not runs:
+        raise InputError(str(p), "not a capture folder: no <host>-<pid> folder with a journal.jsonl")
+    ran = [r for r in runs if r.steps or r.syncs]
+    return sorted(ran or runs, key=_order)
+
+
+def _order(run: RunLog) -> tuple[int, str]:
+    rank = next((int(n.split()[1]) for n in run.notes if n.startswith("rank ")), 1 << 30)
+    return rank, run.process
+
+
+def _children(p: Path) -> list[Path]:
+    try:
+        return sorted(c for c in p.iterdir() if c.is_dir())
+    except OSError:
+        return []
+
+
+def _is_process_dir(p: Path) -> bool:
+    return (p / fmt.JOURNAL).is_file() or (p / fmt.META).is_file()
+
+
+@dataclass
+class _Acc:
+    """Journal contents as they are read."""
+
+    frames: dict[int, tuple[Frame, ...]] = field(default_factory=dict)
+    causes: dict[int, str] = field(default_factory=dict)
+    graphs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    start: dict[str, Any] = field(default_factory=dict)
+    end: dict[str, Any] | None = None
+    rank: int | None = None
+    world: int | None = None
+
+
+def _read_process(p: Path) -> RunLog:
+    acc = _Acc()
+    meta = _read_meta(p, acc)
+    _read_journal(p / fmt.JOURNAL, acc)
+    _read_leftover_debug(p, acc, int(meta.get("debug_level", 2) or 0))
+    rank = acc.rank if acc.rank is not None else meta.get("rank")
+    world = acc.world if acc.world is not None else meta.get("world_size")
+    notes: list[str] = []
+    if rank is not None:
+        notes.append(f"rank {rank} of {world}")
+    for note in [*meta.get("notes", []), *acc.notes]:
+        if note not in notes:
+            notes.append(note)
+    syncs, steps = _syncs_and_steps(acc)
+    graphs = {g["hash"]: _graph_record(p, g, notes) for g in acc.graphs.values() if g.get("hash")}
+    compiles = _compiles_reported(acc, notes)
+    return RunLog(
+        source=str(p),
+        kind="capture",
+        process=p.name,
+        syncs=tuple(syncs),
+        graphs=graphs,
+        steps=tuple(steps),
+        compiles_reported=compiles,
+        notes=tuple(notes),
+    )
+
+
+def _read_meta(p: Path, acc: _Acc) -> dict[str, Any]:
+    try:
+        meta = json.loads((p / fmt.META).read_text(encoding="utf-8"))
+        return meta if isinstance(meta, dict) else {}
+    except FileNotFoundError:
+        acc.notes.append(f"{fmt.META} missing")
+    except (OSError, ValueError) as e:
+        acc.notes.append(f"{fmt.META} unreadable: {e}")
+    return {}
+
+
+def _read_journal(path: Path, acc: _Acc) -> None:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        acc.notes.append(f"{fmt.JOURNAL} missing: the process stopped before its first record")
+        return
+    lines = data.split(b"\n")
+    last = len(lines) - 1
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            if n - 1 == last:  # no newline after it: cut short by a kill
+                acc.notes.append(
+                    f"{fmt.JOURNAL}:{n}: the last record is incomplete (the run was killed while writing "
+                    "it); ignored"
+                )
+            else:
+                acc.notes.append(f"{fmt.JOURNAL}:{n}: unreadable record; ignored")
+            continue
+        if isinstance(record, dict):
+            _apply(record, acc)
+
+
+def _apply(r: dict[str, Any], acc: _Acc) -> None:
+    kind = r.get("k")
+    if kind == fmt.STEP:
+        acc.steps.append(r)
+    elif kind == fmt.GRAPH:
+        acc.graphs.setdefault(int(r["id"]), {}).update({k: v for k, v in r.items() if k != "k"})
+    elif kind == fmt.FRAMES:
+        acc.frames[int(r["id"])] = tuple(Frame(str(f[0]), str(f[1]), int(f[2])) for f in r.get("v", ()))
+    elif kind == fmt.CAUSE:
+        acc.causes[int(r["id"])] = str(r.get("v", ""))
+    elif kind == fmt.NOTE:
+        acc.notes.append(str(r.get("v", "")))
+    elif kind == fmt.START:
+        acc.start = r
+    elif kind == fmt.END:
+        acc.end = r
+    elif kind == fmt.RANK:
+        acc.rank, acc.world = r.get("rank"), r.get("world")
+
+
+def _read_leftover_debug(p: Path, acc: _Acc, debug_level: int) -> None:
+    """What torch_xla wrote after the last step record of a run that did not exit cleanly."""
+    if acc.end is not None:
+        return
+    # The journal's last step says how far the current file was read ("o"); a file being
+    # renamed away when the run died (DEBUG_READING) is the older one, read from that offset.
+    offset = int(acc.steps[-1].get("o", 0)) if acc.steps else 0
+    data = b""
+    for name in (fmt.DEBUG_READING, fmt.DEBUG_FILE):
+        with suppress(FileNotFoundError):
+            data += (p / name).read_bytes()[offset:]
+            offset = 0
+    text = data.decode("utf-8", errors="replace")
+    events, rest = parse_pt_xla_debug(text)
+    executions, pending = fold_executions(events, None, debug_level >= 2)
+    if pending is not None:
+        executions.append(
+            Execution(
+                pending.graph_hash, True, pending.cause, pending.frames, pending.inputs, pending.outputs
+            )
+        )
+    if rest.strip():
+        acc.notes.append(f"{fmt.DEBUG_FILE}: the last PT_XLA_DEBUG block is incomplete; ignored")
+    if not executions:
+        return
+    known = {g.get("hash"): gid for gid, g in acc.graphs.items()}
+    frame_ids = {v: k for k, v in acc.frames.items()}
+    cause_ids = {v: k for k, v in acc.causes.items()}
+    claimed = {g.get("module") for g in acc.graphs.values()}
+    hlo = p / fmt.HLO_DIR
+    try:
+        free = sorted(
+            (
+                n
+                for n in os.listdir(hlo)
+                if n.endswith(fmt.BEFORE_SUFFIX) and f"{fmt.HLO_DIR}/{n}" not in claimed
+            ),
+            key=fmt.dump_order,
+        )
+    except OSError:
+        free = []
+    entries = []
+    for ex in executions:
+        gid = known.get(ex.graph_hash)
+        if gid is None:
+            gid = known[ex.graph_hash] = max(acc.graphs, default=-1) + 1
+            acc.graphs[gid] = {"id": gid, "hash": ex.graph_hash, "in": ex.inputs, "out": ex.outputs}
+        graph = acc.graphs[gid]
+        if ex.compiled:
+            graph["compiled"] = True
+            if free and not graph.get("module"):
+                graph["module"] = f"{fmt.HLO_DIR}/{free.pop(0)}"
+            graph.setdefault("tensors_note", "compiled after the last step the capture recorded")
+        fid = frame_ids.setdefault(ex.frames, len(acc.frames))
+        acc.frames[fid] = ex.frames
+        cid = cause_ids.setdefault(ex.cause, len(acc.causes))
+        acc.causes[cid] = ex.cause
+        entries.append([gid, int(ex.compiled), cid, fid])
+    last = acc.steps[-1] if acc.steps else {"i": -1, "t1": 0.0}
+    acc.steps.append(
+        {
+            "i": int(last["i"]) + 1,
+            "t0": last["t1"],
+            "t1": last["t1"],
+            "e": entries,
+            "open": True,
+            "leftover": True,
+        }
+    )
+    acc.notes.append(
+        f"{len(executions)} graph execution(s) after the last recorded step were read from the leftover "
+        f"{fmt.DEBUG_FILE} ({_why_unfinished(acc)}); they form step {last['i'] + 1}"
+    )
+
+
+def _why_unfinished(acc: _Acc) -> str:
+    if any("capture disabled after error" in n for n in acc.notes):
+        return "capture was disabled after an error"
+    return "the run did not exit cleanly"
+
+
+def _syncs_and_steps(acc: _Acc) -> tuple[list[Sync], list[Step]]:
+    syncs: list[Sync] = []
+    steps: list[Step] = []
+    t0 = 0.0
+    for r in acc.steps:
+        index = int(r["i"])
+        t1 = float(r.get("t1", 0.0))
+        seconds = list(r.get("cs", []))
+        entries = r.get("e", [])
+        for gid, compiled, cid, fid in entries:
+            graph = acc.graphs.get(int(gid), {})
+            syncs.append(
+                Sync(
+                    index=len(syncs),
+                    step=index,
+                    graph_hash=str(graph.get("hash", "")),
+                    compiled=bool(compiled),
+                    cause=acc.causes.get(int(cid), ""),
+                    frames=acc.frames.get(int(fid), ()),
+                    wall_time=t1,
+                    compile_seconds=float(seconds.pop(0)) if compiled and seconds else 0.0,
+                )
+            )
+        steps.append(
+            Step(
+                index=index,
+                start=float(r.get("t0", t0)),
+                end=t1,
+                compiles=int(r.get("c", sum(1 for e in entries if e[1]))),
+                executions=int(r.get("x", len(entries))),
+            )
+        )
+        t0 = t1
+    return syncs, steps
+
+
+def _graph_record(p: Path, g: dict[str, Any], notes: list[str]) -> GraphRecord:
+    module = str(p / g["module"]) if g.get("module") else ""
+    if module and not os.path.isfile(module):
+        notes.append(f"{g['module']}: listed in the journal but missing")
+        module = ""
+    tensors: tuple = ()
+    tensors_note = str(g.get("tensors_note", ""))
+    if g.get("tensors"):
+        try:
+            tensors = parse_tensors_report((p / g["tensors"]).read_text(encoding="utf-8", errors="replace"))
+        except OSError as e:
+            tensors_note = f"{g['tensors']}: unreadable: {e}"
+    elif not tensors_note and not g.get("compiled"):
+        tensors_note = "compiled before capture started"
+    return GraphRecord(graph_hash=str(g["hash"]), module=module, tensors=tensors, tensors_note=tensors_note)
+
+
+def _compiles_reported(acc: _Acc, notes: list[str]) -> int | None:
+    if acc.end is not None and "compiles" in acc.end:
+        return int(acc.end["compiles"])
+    if not acc.steps and not acc.start:
+        return None
+    counted = sum(int(r.get("c", 0)) for r in acc.steps if not r.get("leftover"))
+    late = sum(e[1] for r in acc.steps if r.get("leftover") for e in r.get("e", ()))
+    notes.append(
+        f"{_why_unfinished(acc)}: torch_xla's compile count ({counted}) is the one at the last "
+        f"recorded step"
+        + (f", plus {late} compile(s) read from the leftover {fmt.DEBUG_FILE}" if late else "")
+    )
+    return counted + late

@@ -1,0 +1,61 @@
+"""Read torch_xla's live-tensor report (`torch_xla._XLAC._xla_tensors_report`) into `LiveTensor`s.
+
+One entry per live tensor with pending IR (init_python_bindings.cpp `GetLiveTensorsReport`):
+
+    Tensor: id=5, shape=f32[], device=CPU:0, ir_nodes=4
+    Frames:                                   <- only when the IR was recorded with XLA_IR_DEBUG=1
+      f (/home/user/t11.py:4)
+      <module> (/home/user/t11.py:7)
+    IR {
+      %0 = f32[] xla::device_data(), location=f@t11.py:4, xla_shape=f32[]
+      ...
+    }
+                                              <- two blank lines between tensors
+
+The IR of each tensor is skipped: it is most of the text (quadratic in graph size) and the
+graph itself is read from the HLO. Pure: no torch.
+"""
+
+from __future__ import annotations
+
+import re
+
+from xlagraph.parse.pt_xla_debug import parse_frame
+from xlagraph.runlog import LiveTensor
+
+__all__ = ["parse_tensors_report"]
+
+# The shape holds commas (`f32[8,16]{1,0}`), so it is everything up to `, device=`.
+_HEADER = re.compile(r"^Tensor: id=(\d+), shape=(.*), device=([^,]*), ir_nodes=(\d+)\s*$")
+
+
+def parse_tensors_report(text: str) -> tuple[LiveTensor, ...]:
+    """The tensors of one report, in report order. Unknown lines are skipped."""
+    tensors: list[LiveTensor] = []
+    lines = text.split("\n")
+    i, n = 0, len(lines)
+    while i < n:
+        m = _HEADER.match(lines[i])
+        i += 1
+        if m is None:
+            continue
+        frames = []
+        while i < n and not lines[i].startswith("Tensor: "):
+            line = lines[i]
+            if line.startswith("IR {"):
+                # Skip the IR body; a tensor's IR ends at the first line that is exactly "}".
+                while i < n and lines[i].rstrip() != "}":
+                    i += 1
+            elif line.startswith("  ") and (frame := parse_frame(line)) is not None:
+                frames.append(frame)
+            i += 1
+        tensors.append(
+            LiveTensor(
+                id=int(m.group(1)),
+                shape=m.group(2),
+                device=m.group(3),
+                ir_nodes=int(m.group(4)),
+                frames=tuple(frames),
+            )
+        )
+    return tuple(tensors)
