@@ -8,8 +8,8 @@ and last the notes on what the source could not say.
 from __future__ import annotations
 
 import os
-import textwrap
 
+from xlagraph.render.text import _wrap
 from xlagraph.report.model import CheckResult, Recompile, RunReport, TimelineEntry
 
 __all__ = ["render_check_text", "render_report_text"]
@@ -39,18 +39,6 @@ def _short(loc: str) -> str:
         if not rel.startswith(".."):
             path = rel
     return f"{path}:{line}" if line else path
-
-
-def _wrap(text: str, first: str, rest: str | None = None) -> list[str]:
-    rest = " " * len(first) if rest is None else rest
-    return textwrap.wrap(
-        text,
-        WIDTH,
-        initial_indent=first,
-        subsequent_indent=rest,
-        break_long_words=False,
-        break_on_hyphens=False,
-    ) or [first.rstrip()]
 
 
 def _field(name: str, text: str, indent: str = "    ") -> list[str]:

@@ -41,7 +41,9 @@ def _more(hidden: int) -> str:
     return f"... and {hidden} more not shown"
 
 
-def _wrap(text: str, first: str, rest: str) -> list[str]:
+def _wrap(text: str, first: str, rest: str | None = None) -> list[str]:
+    """`text` wrapped to WIDTH; continuation lines indented by `rest` (default: as wide as `first`)."""
+    rest = " " * len(first) if rest is None else rest
     return textwrap.wrap(
         text,
         WIDTH,
