@@ -7,6 +7,7 @@ cores and each run spends most of its time importing torch_xla).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -352,3 +353,37 @@ def test_xlagraph_run(runs: dict[str, Run], tmp_path: Path) -> None:
         text=True,
     )
     assert code.returncode == 3 and "nothing captured" in code.stderr
+
+
+# --- every cause, end to end: unmodified script under capture, then the report ----------------
+
+MANIFEST = {
+    s["name"]: s for s in json.loads((FIXTURES / "torch_xla" / "MANIFEST.json").read_text())["scenarios"]
+}
+CAUSE_SCENARIOS = sorted(n for n, s in MANIFEST.items() if s["expected_causes"] and n != "fsdp_bucket")
+
+
+@pytest.mark.parametrize("name", CAUSE_SCENARIOS)
+def test_report_of_each_scenario_capture_names_its_cause(runs: dict[str, Run], name: str) -> None:
+    from xlagraph.report import build_report
+
+    run = runs[f"scenario-{name}"]
+    report = build_report(_single(run))
+    assert report.compiles == run.torch_xla_compiles == report.compiles_reported
+    kinds = {k for r in report.recompiles for k in r.kinds}
+    assert set(MANIFEST[name]["expected_causes"]) <= kinds, kinds
+    script = (SCENARIOS / f"{name}.py").name
+    cited = {line.rsplit("/", 1)[-1] for r in report.recompiles for line in r.lines}
+    assert any(c.startswith(f"{script}:") for c in cited), cited
+
+
+def test_fsdp_bucketing_between_two_captured_runs_is_one_collective_cause(runs: dict[str, Run]) -> None:
+    from xlagraph.diff import diff_files
+
+    graphs = []
+    for bucket in ("fsdp_bucket0", "fsdp_bucket20"):
+        log = _single(runs[f"scenario-{bucket}"])
+        steady = [s for s in log.syncs if s.compiled][-1]  # the last compile is the steady training step
+        graphs.append(log.graphs[steady.graph_hash].module)
+    result = diff_files(*graphs)
+    assert [c.kind.value for c in result.differences] == ["collective"]

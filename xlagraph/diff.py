@@ -97,8 +97,9 @@ def _diff(a: Module, b: Module) -> DiffResult:
             cx, cy = lc.instruction(x).called, rc.instruction(y).called
             if len(cx) == len(cy):
                 work += [(p, q) for p, q in zip(cx, cy, strict=True) if (p, q) not in seen]
-    causes += _invisible_change(a, b, causes)
-    causes += classify_module_level(left, right, explained=any(not c.info for c in causes))
+    dead = classify_module_level(left, right, explained=any(not c.info for c in causes))
+    causes += _invisible_change(a, b, causes + dead)  # differing dead code is visible: not this
+    causes += dead
     return DiffResult(left, right, tuple(causes), tuple(pairs))
 
 

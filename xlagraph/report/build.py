@@ -4,7 +4,7 @@ Every compile after the first is explained against a baseline: the most similar 
 from the same call site. Candidates are the earlier graphs whose first sync had the same user
 frames (else the same innermost user line, else any earlier graph), at most `MAX_CANDIDATES`
 of the most recent; each is compared with `diff_modules` and the one with the fewest
-differences wins (then the fewest instructions involved, then the most recent). Its causes are
+differences wins (then the fewest live instructions involved, then the most recent). Its causes are
 then attributed: extra or missing outputs to live tensors of the same shape, shape changes to the
 inputs, permutations to what moved, collective changes to the buckets, each with the user's own
 source lines before library lines.
@@ -256,7 +256,10 @@ class _Choice:
 
 
 def _score(result: DiffResult, candidate_sync: Sync) -> tuple[int, int, int]:
-    involved = sum(len(c.left) + len(c.right) for c in result.differences)
+    # Similarity is about what the graphs compute: unused instructions do not make them less alike.
+    involved = sum(
+        len(c.left) + len(c.right) for c in result.differences if c.kind is not CauseKind.DEAD_CODE
+    )
     return (len(result.differences), involved, -candidate_sync.index)
 
 
