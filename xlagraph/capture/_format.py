@@ -2,6 +2,8 @@
 
 DIR/<host>-<pid>/meta.json           process facts (versions, argv, rank, env capture set, notes)
 DIR/<host>-<pid>/journal.jsonl       append-only records, one JSON object per line
+                                     (`<host>-<pid>.N` when an earlier run left that folder: a
+                                     container restarted in place gets the same host and pid)
 DIR/<host>-<pid>/hlo/                --xla_dump_to: module_NNNN.<name>.before_optimizations.txt
 DIR/<host>-<pid>/tensors/<hash>.txt  live-tensor report taken before the sync that compiled <hash>
 DIR/<host>-<pid>/pt_xla_debug.txt    PT_XLA_DEBUG output, read as the run goes (the last step
@@ -21,10 +23,12 @@ TENSORS_DIR = "tensors"
 DEBUG_FILE = "pt_xla_debug.txt"
 DEBUG_READING = "pt_xla_debug.reading.txt"  # renamed away while the hook reads it
 BEFORE_SUFFIX = ".before_optimizations.txt"
+AFTER_SUFFIX = "after_optimizations.txt"  # `<prefix>.cpu_after_optimizations.txt` (platform first)
 DUMP_MODULE = re.compile(r"^(?:\d+\.)?module_(\d+)\.")
+_PARTITIONS = re.compile(r"\bnum_partitions=(\d+)")
 
 # Journal record kinds (key "k").
-START, FRAMES, CAUSE, GRAPH, STEP, NOTE, RANK, END = (
+START, FRAMES, CAUSE, GRAPH, STEP, NOTE, RANK, END, SHARD = (
     "start",
     "frames",
     "cause",
@@ -33,13 +37,28 @@ START, FRAMES, CAUSE, GRAPH, STEP, NOTE, RANK, END = (
     "note",
     "rank",
     "end",
+    "shard",  # one distinct mark_sharding call: tensor, mesh, partition spec, sharding, frames
 )
+RANK_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK")  # torchrun's
 
 
 def dump_order(name: str) -> int:
     """The module number of a --xla_dump_to file name: XLA numbers modules in creation order."""
     m = DUMP_MODULE.match(name)
     return int(m.group(1)) if m else -1
+
+
+def dump_prefix(name: str) -> str:
+    """`module_0003.SyncTensorsGraph.12` of any dump file of that module."""
+    if name.endswith(BEFORE_SUFFIX):
+        return name.removesuffix(BEFORE_SUFFIX)
+    return name.rsplit(".", 2)[0] if name.endswith(AFTER_SUFFIX) else name
+
+
+def partitions(first_line: str) -> int:
+    """`num_partitions=N` of an `HloModule` line: more than 1 for a graph SPMD partitions."""
+    m = _PARTITIONS.search(first_line)
+    return int(m.group(1)) if m else 1
 
 
 def layout_arity(first_line: str) -> int:

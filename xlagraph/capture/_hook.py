@@ -21,6 +21,7 @@ once and capture turns itself off while the original step marker keeps working.
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import socket
 import sys
@@ -46,6 +47,7 @@ _real_xlac: Any = None  # the real torch_xla._XLAC while the proxy stands in for
 _debug_file_in_use: tuple[str, int] | None = None  # torch_xla reads PT_XLA_DEBUG_FILE once per process
 _process_hooks = False  # atexit and fork handlers, registered once
 _ir_debug_set = False  # capture() turned torch_xla's IR debug on at run time: turn it off again
+_real_mark_sharding: tuple[Any, Any] | None = None  # (xla_sharding module, its mark_sharding)
 
 
 def start_from_env() -> None:
@@ -88,7 +90,9 @@ def _start(directory: str, started_by: str, environ: dict[str, str]) -> EnvPlan:
     global _plan, _started_by
     base = os.path.join(directory, process_dir_name(socket.gethostname(), os.getpid()))
     proc_dir, n = base, 1
-    while os.path.exists(proc_dir) and started_by == "api":  # a second capture() in this process
+    # Taken already: a second capture() in this process, or an earlier run that had the same host
+    # and pid (a container restarted in place). Each run gets its own folder.
+    while os.path.exists(proc_dir):
         n += 1
         proc_dir = f"{base}.{n}"
     plan = plan_env(environ, proc_dir)
@@ -97,6 +101,9 @@ def _start(directory: str, started_by: str, environ: dict[str, str]) -> EnvPlan:
     module = sys.modules.get("torch_xla")
     if module is not None and hasattr(module, "_XLAC"):
         _guarded(lambda: _on_torch_xla(module, late=True))
+    sharding = sys.modules.get(SHARDING_MODULE)
+    if sharding is not None:
+        _guarded(lambda: _wrap_mark_sharding(sharding))
     else:
         sys.meta_path.insert(0, _TorchXlaFinder())
     return plan
@@ -112,36 +119,100 @@ def _stop() -> None:
     if _ir_debug_set:
         _guarded(_reset_ir_debug)
     _unhook()
+    _unwrap_mark_sharding()
     if plan is not None:
         _restore_env(plan)
     _plan, _recorder = None, None
 
 
+SHARDING_MODULE = "torch_xla.distributed.spmd.xla_sharding"
+
+
 class _TorchXlaFinder:
-    """One-shot post-import hook: find torch_xla with the other finders, run our code after it."""
+    """Post-import hook: find torch_xla (and its SPMD sharding module) with the other finders,
+    run our code after each is executed. Removed once both are hooked."""
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "torch_xla":
+        if name == "torch_xla":
+            after: Callable[[Any], None] = lambda module: _on_torch_xla(module, late=False)  # noqa: E731
+        elif name == SHARDING_MODULE:
+            after = _wrap_mark_sharding
+        else:
             return None
-        _remove_finder()
-        spec = None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            if find is not None and (spec := find(name, path, target)) is not None:
-                break
-        loader = getattr(spec, "loader", None)
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        exec_module = loader.exec_module
+        with _finder_removed(self, keep=name != SHARDING_MODULE):
+            return _hooked_spec(name, path, target, after)
 
-        def exec_then_hook(module: Any) -> None:
-            exec_module(module)
-            with suppress(AttributeError):
-                del loader.exec_module  # back to the class's method
-            _guarded(lambda: _on_torch_xla(module, late=False))
 
-        loader.exec_module = exec_then_hook
+@contextmanager
+def _finder_removed(finder: Any, keep: bool) -> Iterator[None]:
+    """The other finders answer while this one is out of sys.meta_path (no recursion); it goes
+    back (`keep`) while the sharding module is still to come."""
+    index = sys.meta_path.index(finder) if finder in sys.meta_path else 0
+    _remove_finder()
+    try:
+        yield
+    finally:
+        if keep and _plan is not None:
+            sys.meta_path.insert(index, finder)
+
+
+def _hooked_spec(name: str, path: Any, target: Any, after: Callable[[Any], None]) -> Any:
+    spec = None
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is not None and (spec := find(name, path, target)) is not None:
+            break
+    loader = getattr(spec, "loader", None)
+    if loader is None or not hasattr(loader, "exec_module"):
         return spec
+    exec_module = loader.exec_module
+
+    def exec_then_hook(module: Any) -> None:
+        exec_module(module)
+        with suppress(AttributeError):
+            del loader.exec_module  # back to the class's method
+        _guarded(lambda: after(module))
+
+    loader.exec_module = exec_then_hook
+    return spec
+
+
+def _wrap_mark_sharding(module: Any) -> None:
+    """Record each `mark_sharding(t, mesh, spec)` call: the only place the user's mesh axes and
+    line are known; the HLO has `{devices=[4,1]0,1,2,3}` only. One wrapper frame is harmless here
+    (mark_sharding is not a sync, torch_xla names nothing from its frames)."""
+    global _real_mark_sharding
+    real = getattr(module, "mark_sharding", None)
+    if real is None or getattr(real, "_xlagraph_wrapped", False):
+        return
+
+    @functools.wraps(real)
+    def mark_sharding(t: Any, mesh: Any, partition_spec: Any, *args: Any, **kwargs: Any) -> Any:
+        result = real(t, mesh, partition_spec, *args, **kwargs)
+        rec = _recorder
+        if rec is not None and rec.active:
+            caller = sys._getframe(1)
+            rec.guard(lambda: rec.record_mark_sharding(t, mesh, partition_spec, caller))
+        return result
+
+    mark_sharding._xlagraph_wrapped = True  # type: ignore[attr-defined]
+    _real_mark_sharding = (module, real)
+    module.mark_sharding = mark_sharding
+    package = sys.modules.get(SHARDING_MODULE.rpartition(".")[0])  # imported before us: re-export
+    if package is not None and getattr(package, "mark_sharding", None) is real:
+        package.mark_sharding = mark_sharding
+
+
+def _unwrap_mark_sharding() -> None:
+    global _real_mark_sharding
+    if _real_mark_sharding is None:
+        return
+    module, real = _real_mark_sharding
+    package = sys.modules.get(SHARDING_MODULE.rpartition(".")[0])
+    for owner in (module, package):
+        if owner is not None and getattr(getattr(owner, "mark_sharding", None), "_xlagraph_wrapped", False):
+            owner.mark_sharding = real
+    _real_mark_sharding = None
 
 
 def _remove_finder() -> None:

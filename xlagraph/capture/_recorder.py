@@ -39,6 +39,8 @@ RECENT_COMPILE_MARKERS = 2  # or while graphs still change (a compile at one of 
 REPORT_PER_COMPILE = 0.25  # ... if it costs at most this share of an average compile.
 DEBUG_ROTATE_BYTES = 4 << 20  # the PT_XLA_DEBUG file is started anew past this size
 PARAMETER_WRAPPING = 3200  # torch_xla tuples the parameters above this count (hlo-text-format.md 2.1)
+MAX_SHARD_RECORDS = 4096  # distinct mark_sharding calls kept (FSDPv2 marks every parameter once)
+SHARD_FRAMES = 8  # frames kept per mark_sharding call: FSDPv2's own frames come first
 
 
 @dataclass(frozen=True)
@@ -92,11 +94,15 @@ class _State:
     carry: str = ""
     pending: Analysis | None = None
     frames: dict[tuple[tuple[Frame, ...], bool], int] = field(default_factory=dict)
+    shardings: dict[tuple[Any, ...], int] = field(default_factory=dict)
     causes: dict[str, int] = field(default_factory=dict)
     graphs: dict[str, _Graph] = field(default_factory=dict)
     changed: list[_Graph] = field(default_factory=list)  # graphs with records to write
     dumps_seen: set[str] = field(default_factory=set)
     dump_queue: list[str] = field(default_factory=list)
+    prefixes_done: set[str] = field(default_factory=set)  # dump prefixes whose before file is paired
+    spmd_prefixes: dict[str, _Graph] = field(default_factory=dict)  # ... of partitioned graphs
+    after_waiting: list[str] = field(default_factory=list)  # after files seen before their twin
     compile_queue: list[tuple[str, int]] = field(default_factory=list)  # (graph hash, inputs)
     stored_bytes: int = 0
     cap_noted: bool = False
@@ -450,7 +456,9 @@ class Recorder:
             if name.endswith(fmt.BEFORE_SUFFIX):
                 s.dumps_seen.add(name)
                 new.append(name)
-            else:  # after_optimizations, buffer assignment, LLVM IR, object files: not needed
+            elif name.endswith(fmt.AFTER_SUFFIX):  # kept for a partitioned (SPMD) graph
+                self._partitioned(entry.path, name)
+            else:  # buffer assignment, LLVM IR, object files: not needed
                 _unlink(entry.path)
         s.dump_queue.extend(sorted(new, key=fmt.dump_order))
         while s.dump_queue and s.compile_queue:
@@ -459,6 +467,7 @@ class Recorder:
             path = os.path.join(self.hlo_dir, name)
             if graph.has_module:  # compiled again (cache eviction): the first copy is kept
                 _unlink(path)
+                s.prefixes_done.add(name.removesuffix(fmt.BEFORE_SUFFIX))
                 continue
             arity = _arity(path)
             if arity >= 0 and 0 <= inputs <= PARAMETER_WRAPPING and arity != inputs:
@@ -470,10 +479,37 @@ class Recorder:
                 s.stored_bytes += size
                 graph.has_module = True
                 update = {"module": f"{fmt.HLO_DIR}/{name}", "module_note": ""}
+                if fmt.partitions(_first_line(path)) > 1:
+                    s.spmd_prefixes[name.removesuffix(fmt.BEFORE_SUFFIX)] = graph
             else:
                 _unlink(path)
                 update = {"module_note": self._cap_reason("HLO")}
+            s.prefixes_done.add(name.removesuffix(fmt.BEFORE_SUFFIX))
             self._update(graph, **update)
+        for name in [n for n in s.after_waiting if fmt.dump_prefix(n) in s.prefixes_done]:
+            s.after_waiting.remove(name)
+            self._partitioned(os.path.join(self.hlo_dir, name), name)
+
+    def _partitioned(self, path: str, name: str) -> None:
+        """An after-optimizations dump: kept (as the graph's `partitioned` module) when its graph
+        was partitioned by SPMD, where it shows the per-device shapes and the collectives the
+        partitioner added; deleted otherwise. Waits while its before-optimizations twin is unpaired."""
+        s = self.s
+        prefix = fmt.dump_prefix(name)
+        graph = s.spmd_prefixes.pop(prefix, None)
+        if graph is None:
+            if prefix in s.prefixes_done:
+                _unlink(path)
+            elif name not in s.after_waiting:
+                s.after_waiting.append(name)
+            return
+        s.dumps_seen.add(name)
+        if self._fits(size := os.path.getsize(path)):
+            s.stored_bytes += size
+            self._update(graph, partitioned=f"{fmt.HLO_DIR}/{name}")
+        else:
+            _unlink(path)
+            self._update(graph, partitioned_note=self._cap_reason("partitioned HLO"))
 
     def _fits(self, size: int) -> bool:
         s = self.s
@@ -520,14 +556,42 @@ class Recorder:
         return [round(ns / 1e9, 6) for _, ns in samples]
 
     def _record_rank(self) -> None:
+        """Who this process is: torch_xla's global ordinal, the launcher's RANK / LOCAL_RANK /
+        WORLD_SIZE, the host. `rank` is the one the user's code sees: the ordinal in a world of
+        several devices, else the SPMD process index, else torchrun's RANK (torch_xla on CPU gives
+        each torchrun process a world of one, while the script shards its data by RANK)."""
+        env = {k: os.environ[k] for k in fmt.RANK_ENV if k in os.environ}
+        record: dict[str, Any] = {"k": fmt.RANK, "rank": None, "world": None}
         try:
             import torch_xla.runtime as xr
 
-            rank, world = int(xr.global_ordinal()), int(xr.world_size())
+            ordinal, world = int(xr.global_ordinal()), int(xr.world_size())
+            index, count = int(xr.process_index()), int(xr.process_count())
         except Exception as e:  # rank is nice to have; never a reason to stop capturing
             self._note(f"rank unknown: {type(e).__name__}: {e}")
-            return
-        self.meta.update(rank=rank, world_size=world)
+            ordinal = world = index = count = None
+        env_world = _int(env.get("WORLD_SIZE"))
+        env_rank = _int(env.get("RANK"))
+        if world is not None and world > 1:
+            rank, size, source = ordinal, world, "global ordinal"
+        elif count is not None and count > 1:
+            rank, size, source = index, count, "process index"
+        elif env_world is not None and env_world > 1 and env_rank is not None:
+            rank, size, source = env_rank, env_world, "RANK"
+        else:
+            rank, size, source = ordinal, world, "global ordinal"
+        record.update(
+            rank=rank,
+            world=size,
+            source=source,
+            ordinal=ordinal,
+            ordinals=world,
+            process_index=index,
+            process_count=count,
+            host=self.meta.get("host"),
+            env=env,
+        )
+        self.meta.update(rank=rank, world_size=size, rank_info={k: v for k, v in record.items() if k != "k"})
         local_rank = os.environ.get("PJRT_LOCAL_PROCESS_RANK", "0")
         if local_rank not in ("", "0"):
             self.meta["notes"].append(
@@ -535,7 +599,42 @@ class Recorder:
                 "so this process records step counters and HLO but no per-execution details"
             )
         self._write_meta()
-        self._write([{"k": fmt.RANK, "rank": rank, "world": world}])
+        self._write([record])
+
+    def record_mark_sharding(self, t: Any, mesh: Any, spec: Any, caller: Any) -> None:
+        """One `mark_sharding` call, written once per distinct (line, tensor shape, mesh axes,
+        spec, resulting sharding): what the report needs to say `{devices=[4,1]0,1,2,3}` is
+        `('data', None)` over mesh ('data',)=(4,), set at train.py:31. Bounded (MAX_SHARD_RECORDS)."""
+        s = self.s
+        frames = _caller_frames(caller)
+        sharding = str(self.xlac._get_xla_sharding_spec(_unwrap(t)))
+        dtype = str(t.dtype).removeprefix("torch.")
+        shape = f"{_HLO_TYPES.get(dtype, dtype)}[{','.join(str(d) for d in t.shape)}]"
+        axes = [str(a) for a in getattr(mesh, "axis_names", None) or ()]
+        mesh_shape = [int(d) for d in getattr(mesh, "mesh_shape", ())]
+        spec_json = [_spec_item(x) for x in spec]
+        key = (frames, shape, tuple(axes), tuple(mesh_shape), repr(spec_json), sharding)
+        if key in s.shardings:
+            return
+        if len(s.shardings) >= MAX_SHARD_RECORDS:
+            if len(s.shardings) == MAX_SHARD_RECORDS:
+                s.shardings[key] = -1
+                self._note(f"more than {MAX_SHARD_RECORDS} distinct mark_sharding calls: later ones not kept")
+            return
+        s.shardings[key] = len(s.shardings)
+        record = {
+            "k": fmt.SHARD,
+            "id": s.shardings[key],
+            "step": s.step,
+            "tensor": int(self.xlac._xla_get_tensor_id(_unwrap(t))),
+            "shape": shape,
+            "mesh": mesh_shape,
+            "axes": axes,
+            "spec": spec_json,
+            "sharding": sharding,
+            "frames": [list(f) for f in frames],
+        }
+        self._write([record])
 
     # -- files -----------------------------------------------------------------------------------
 
@@ -611,6 +710,50 @@ def _compiled_only(pending: Analysis) -> Execution:
     return Execution(pending.graph_hash, True, pending.cause, pending.frames, pending.inputs, pending.outputs)
 
 
+_HLO_TYPES = {
+    "float32": "f32",
+    "float64": "f64",
+    "bfloat16": "bf16",
+    "float16": "f16",
+    "int64": "s64",
+    "int32": "s32",
+    "int16": "s16",
+    "int8": "s8",
+    "uint8": "u8",
+    "bool": "pred",
+}
+
+
+def _caller_frames(frame: Any) -> tuple[Frame, ...]:
+    out = []
+    while frame is not None and len(out) < SHARD_FRAMES:
+        code = frame.f_code
+        out.append(Frame(code.co_name, code.co_filename, frame.f_lineno))
+        frame = frame.f_back
+    return tuple(out)
+
+
+def _unwrap(t: Any) -> Any:
+    """An XLAShardedTensor holds the torch_xla tensor in `global_tensor`."""
+    return getattr(t, "global_tensor", t)
+
+
+def _spec_item(x: Any) -> Any:
+    """A partition spec entry as JSON: axis name, axis index, None, or a list of those."""
+    if x is None or isinstance(x, (int, str)):
+        return x
+    if isinstance(x, (tuple, list)):
+        return [_spec_item(y) for y in x]
+    return str(x)
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
 def _read_all(fd: int) -> bytes:
     chunks = []
     while chunk := os.read(fd, 1 << 20):
@@ -623,11 +766,16 @@ def _decode(data: bytes) -> str:
 
 
 def _arity(path: str) -> int:
+    line = _first_line(path)
+    return fmt.layout_arity(line) if line else -1
+
+
+def _first_line(path: str) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            return fmt.layout_arity(f.readline())
+            return f.readline(1 << 20)
     except OSError:
-        return -1
+        return ""
 
 
 def _unlink(path: str) -> None:
