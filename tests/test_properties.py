@@ -228,3 +228,106 @@ def test_changing_one_attribute_changes_fingerprint(real: tuple[Module, str], da
     new_comp = replace(comp, instructions=tuple(changed if i is ins else i for i in comp.instructions))
     mutated = replace(module, computations=tuple(new_comp if c is comp else c for c in module.computations))
     assert _fingerprint(mutated) != fingerprint
+
+
+# -- called computations keep their interface: parameter numbers and output order ---------------
+
+
+def _called_tuples(module: Module) -> list[tuple[Computation, Instruction]]:
+    """Called computations whose ROOT tuple has two elements with different structural hashes."""
+    canon = canonicalize(module)
+    found = []
+    for comp in module.computations:
+        root = comp.root
+        if comp.is_entry or root.opcode != "tuple" or len(root.operands) < 2:
+            continue
+        h1 = canon.computations[comp.name].h1
+        if len({h1.get(o) for o in root.operands}) > 1:
+            found.append((comp, root))
+    return found
+
+
+def _swappable_parameters(module: Module) -> list[tuple[Computation, Instruction, Instruction]]:
+    """Two same-shape parameters of a called computation read in order by a non-commutative op."""
+    found = []
+    for comp in module.computations:
+        if comp.is_entry:
+            continue
+        params = {i.name: i for i in comp.instructions if i.opcode == "parameter"}
+        for ins in comp.instructions:
+            ops = ins.operands
+            if ins.opcode in ("compare", "subtract", "divide") and len(ops) == 2 and ops[0] != ops[1]:
+                a, b = params.get(ops[0]), params.get(ops[1])
+                if a is not None and b is not None and a.shape == b.shape:
+                    found.append((comp, a, b))
+    return found
+
+
+def _with(module: Module, comp: Computation, new: dict[str, Instruction]) -> Module:
+    instrs = tuple(new.get(i.name, i) for i in comp.instructions)
+    return replace(
+        module,
+        computations=tuple(replace(c, instructions=instrs) if c is comp else c for c in module.computations),
+    )
+
+
+WITH_CALLED_TUPLES = [p for p in REAL if _called_tuples(_load(p))]
+
+
+@pytest.mark.parametrize("path", WITH_CALLED_TUPLES, ids=lambda p: str(p.relative_to(FIXTURES)))
+@SETTINGS
+@given(data=st.data())
+def test_reordering_a_called_tuple_changes_fingerprint(path: Path, data: st.DataObject) -> None:
+    module = _load(path)
+    comp, root = data.draw(st.sampled_from(_called_tuples(module)))
+    h1 = canonicalize(module).computations[comp.name].h1
+    ops = list(root.operands)
+    i, j = data.draw(
+        st.sampled_from(
+            [(i, j) for i in range(len(ops)) for j in range(i) if h1.get(ops[i]) != h1.get(ops[j])]
+        )
+    )
+    ops[i], ops[j] = ops[j], ops[i]
+    assert _fingerprint(_with(module, comp, {root.name: root._replace(operands=tuple(ops))})) != _fingerprint(
+        module
+    )
+
+
+def test_real_modules_have_called_tuples() -> None:
+    assert WITH_CALLED_TUPLES
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Hand-written (labelled): a sort comparator and a non-commutative reducer.
+        "HloModule m\ncmp {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT c = pred[] compare(a, b), direction=GT\n}\nENTRY e {\n  x = f32[8] parameter(0)\n"
+        "  ROOT s = f32[8] sort(x), dimensions={0}, to_apply=cmp\n}\n",
+        "HloModule m\nr {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT c = f32[] subtract(a, b)\n}\nENTRY e {\n  x = f32[8] parameter(0)\n"
+        "  z = f32[] constant(0)\n  ROOT s = f32[] reduce(x, z), dimensions={0}, to_apply=r\n}\n",
+    ],
+)
+def test_swapping_called_parameter_numbers_changes_fingerprint(text: str) -> None:
+    module = parse_hlo(text)
+    for comp, a, b in _swappable_parameters(module):
+        swapped = _with(
+            module, comp, {a.name: a._replace(payload=b.payload), b.name: b._replace(payload=a.payload)}
+        )
+        assert _fingerprint(swapped) != _fingerprint(module)
+    assert _swappable_parameters(module)
+
+
+WITH_SWAPPABLE = [p for p in REAL if _swappable_parameters(_load(p))]
+
+
+@pytest.mark.parametrize("path", WITH_SWAPPABLE, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_swapping_real_called_parameter_numbers_changes_fingerprint(path: Path) -> None:
+    module = _load(path)
+    for comp, a, b in _swappable_parameters(module):
+        swapped = _with(
+            module, comp, {a.name: a._replace(payload=b.payload), b.name: b._replace(payload=a.payload)}
+        )
+        assert _fingerprint(swapped) != _fingerprint(module), (comp.name, a.name, b.name)
+    assert len(WITH_SWAPPABLE) >= 2

@@ -8,18 +8,34 @@ Rules, applied per computation (each a small pure step in `rules.py`):
 2. dead code: instructions that cannot reach the outputs are set aside and reported, not compared;
 3. structural hashes (`hashes.py`): a Merkle hash per instruction over opcode, shape without layout,
    attributes that change semantics (names, numbering, metadata, channel ids, frontend attributes and
-   backend config are left out; called computations are replaced by their own hash) and operand
-   hashes, operands of commutative ops sorted. `h0` hashes every parameter by shape alone, so it does
-   not depend on parameter numbering; outputs are then ordered by `h0`, parameters numbered by first
-   use in a depth-first walk from those outputs, and `h1` adds that canonical number, so it tells
-   `p0 - p1` from `p0 - p0` while staying blind to how the dump numbered them.
+   backend config are left out; called computations are replaced by their own hash), the printed
+   value of a constant (however large; an elided `{...}` compares by shape) and operand hashes,
+   operands of commutative ops sorted. `h0` hashes every parameter by shape alone, so it does
+   not depend on parameter numbering; in the ENTRY, outputs are then ordered by `h0`, parameters
+   numbered by first use in a depth-first walk from those outputs, and `h1` adds that canonical
+   number, so it tells `p0 - p1` from `p0 - p0` while staying blind to how the dump numbered them.
+   A called computation (fusion, call, reduce, sort comparator, while body, branch) keeps the
+   dump's parameter numbers and output order: its callers pass operands by position and read
+   results by tuple index, so a swapped comparator or a reordered `tuple` is a different graph;
+4. layouts (minor-to-major, tiling, memory space) are not in `h0`/`h1`, so matching pairs
+   instructions whatever their layout, but non-default ones enter each computation's hash;
+   `layout.layout_changes` lists the matched instructions whose layout differs.
 
-The module fingerprint hashes the entry's outputs in canonical order and the shapes of unused
-parameters, so it does not change under renumbering, instruction or constant reordering, tuple
-plumbing, metadata, printing options, or permutation of parameters and outputs.
+The module fingerprint hashes the entry's outputs in canonical order, how they nest, and the shapes
+of unused parameters, so it does not change under renumbering, instruction or constant reordering,
+tuple plumbing, metadata, printing options, or permutation of the entry's parameters and outputs.
+An operand cycle raises `ParseError` (every walk is iterative).
 """
 
+from xlagraph.canonical.layout import LayoutChange, layout_changes, layout_signature
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 from xlagraph.canonical.rules import canonicalize
 
-__all__ = ["CanonicalComputation", "CanonicalModule", "canonicalize"]
+__all__ = [
+    "CanonicalComputation",
+    "CanonicalModule",
+    "LayoutChange",
+    "canonicalize",
+    "layout_changes",
+    "layout_signature",
+]

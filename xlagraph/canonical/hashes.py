@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import lru_cache
 from math import prod
 
 from xlagraph.ir import COMPUTATION_ATTRIBUTES, Instruction, strip_layout
@@ -17,6 +18,7 @@ __all__ = [
     "IGNORED_ATTRIBUTES",
     "content_key",
     "expand_iota_groups",
+    "layout_of",
     "normalize_attribute",
     "stable_hash",
 ]
@@ -40,6 +42,8 @@ COMMUTATIVE = frozenset(
 
 _WS = re.compile(r"\s+")
 _IOTA = re.compile(r"^\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?$")
+_ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\](\{[^{}]*\})?")
+_LONG_LITERAL = 256  # characters of a literal kept as text in a content key; longer ones are digested
 _STABLE: dict[str, int] = {}
 
 
@@ -102,13 +106,39 @@ def content_key(instruction: Instruction, callee_hash: dict[str, int], *, parame
         else:
             value = normalize_attribute(key, value)
         parts.append(f"{key}={value}")
-    large = instruction.opcode == "constant" and _is_large_literal(instruction.payload)
-    if instruction.payload and not parameter and not large:
-        parts.append(_WS.sub("", instruction.payload))
+    if instruction.payload and not parameter:
+        parts.append(_literal_key(instruction.payload))
     return "|".join(parts)
 
 
-def _is_large_literal(payload: str) -> bool:
-    """XLA prints literals of more than 10 elements as `{...}` unless asked not to, so their
-    value is not comparable between dumps: such constants compare by shape alone."""
-    return payload == "{...}" or payload.count(",") >= 10
+def _literal_key(payload: str) -> str:
+    """A printed literal compares by value, however large; a long one by a digest of it (the
+    keys are cached, so a 1M-element constant must not be kept as text). XLA prints literals
+    of more than 10 elements as `{...}` unless asked not to: that one has no value to compare,
+    and compares by shape alone."""
+    text = _WS.sub("", payload)
+    if len(text) <= _LONG_LITERAL:
+        return text
+    return "literal:" + hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+@lru_cache(maxsize=65536)
+def layout_of(shape: str) -> str:
+    """The layout of a shape when it is not XLA's default, else "".
+
+    `f32[4,8]{1,0}` (the default: minor-to-major descending) and `f32[4,8]` (not printed) are
+    both ""; `f32[4,8]{0,1}` is `{0,1}`; tiling and memory space (`{1,0:T(8,128)S(1)}`) are kept.
+    A tuple gives its elements' layouts joined by `;` when any is not the default.
+    """
+    if "{" not in shape:
+        return ""
+    found = []
+    for m in _ARRAY.finditer(shape):
+        layout = m.group(3)
+        if layout is None:
+            found.append("")
+            continue
+        rank = 0 if not m.group(2).strip() else m.group(2).count(",") + 1
+        default = "{" + ",".join(str(d) for d in range(rank - 1, -1, -1)) + "}"
+        found.append("" if layout.replace(" ", "") == default else layout.replace(" ", ""))
+    return ";".join(found) if any(found) else ""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xlagraph.ir import Computation, Instruction, Module
 
@@ -15,11 +15,13 @@ class CanonicalComputation:
 
     `order` holds the live instructions, operands before users; `operands` their operands after
     tuple forwarding; `outputs` the flattened result. `param_number` is the dump's parameter number
-    (for parameters read from a wrapped tuple, the tuple index) and `param_rank` the canonical one.
+    (for parameters read from a wrapped tuple, the tuple index) and `param_rank` the canonical one
+    (in the entry; a called computation keeps the dump's numbers, which its callers rely on).
     `keys` are the content hashes (opcode, shape, attributes, literal: everything but the
-    operands) that `h0`/`h1` build on. `plumbing` are tuples and get-tuple-elements that
-    forwarding made redundant; `dead` are
-    instructions that never reach the result. `names` maps each live instruction to a name derived
+    operands) that `h0`/`h1` build on; `layouts` the live instructions whose layout is not XLA's
+    default (see `hashes.layout_of`), kept out of `h0`/`h1` but in `hash`. `plumbing` are tuples
+    and get-tuple-elements that forwarding made redundant; `dead` are instructions that never
+    reach the result. `names` maps each live instruction to a name derived
     from structure (`opcode.k`, k its place in a canonical walk).
     """
 
@@ -36,6 +38,7 @@ class CanonicalComputation:
     plumbing: tuple[str, ...]
     dead: tuple[str, ...]
     hash: int
+    layouts: dict[str, str] = field(default_factory=dict)
 
     def instruction(self, name: str) -> Instruction:
         return self.computation.by_name[name]

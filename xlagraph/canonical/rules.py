@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+import re
 
 from xlagraph._gc import paused_gc
-from xlagraph.canonical.hashes import COMMUTATIVE, content_key, stable_hash
+from xlagraph.canonical.hashes import COMMUTATIVE, content_key, layout_of, stable_hash
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
-from xlagraph.ir import Computation, Instruction, Module
+from xlagraph.errors import ParseError
+from xlagraph.ir import Computation, Instruction, Module, strip_layout
 
 __all__ = ["canonicalize", "forward_tuples", "live_order", "output_names"]
+
+_DIMS = re.compile(r"\[[^\]]*\]")
 
 
 def forward_tuples(comp: Computation, unwrap_parameters: bool) -> tuple[dict[str, str], dict[str, int]]:
@@ -63,6 +67,7 @@ def live_order(
     operands: dict[str, tuple[str, ...]] = {}
     order: list[str] = []
     done: set[str] = set()
+    entered: set[str] = set()
     for out in outputs:
         if out in done:
             continue
@@ -76,6 +81,10 @@ def live_order(
                 continue
             if name in done:
                 continue
+            if name in entered:
+                # Reached again before its operands are done: it is its own operand.
+                raise _Cycle(comp, by_name[name])
+            entered.add(name)
             stack.append((name, True))
             if name in wrapped:
                 operands[name] = ()
@@ -101,7 +110,8 @@ def _reachable(comp: Computation) -> set[str]:
     seen = {comp.root.name}
     stack = [comp.root.name]
     while stack:
-        for o in by_name[stack.pop()].operands:
+        ins = by_name.get(stack.pop())
+        for o in ins.operands if ins is not None else ():
             if o not in seen:
                 seen.add(o)
                 stack.append(o)
@@ -126,12 +136,22 @@ def _canonicalize_computation(
         keys[name] = stable_hash(content_key(ins, callee_hash, parameter=is_param))
 
     h0 = _merkle(order, operands, keys, by_name, {})
-    ranked = sorted(range(len(outputs)), key=lambda k: h0[outputs[k]])
-    canonical_outputs = [outputs[k] for k in ranked]
-    walk = _walk(canonical_outputs, operands, h0, by_name)
-    rank = {n: i for i, n in enumerate(p for p in walk if p in param_number)}
-    for name in sorted((p for p in param_number if p not in rank), key=lambda p: (keys[p], param_number[p])):
-        rank[name] = len(rank)
+    if is_entry:
+        # Only the entry's interface is canonicalized away (and reported as a permutation).
+        ranked = sorted(range(len(outputs)), key=lambda k: h0[outputs[k]])
+        canonical_outputs = [outputs[k] for k in ranked]
+        walk = _walk(canonical_outputs, operands, h0, by_name)
+        rank = {n: i for i, n in enumerate(p for p in walk if p in param_number)}
+        for name in sorted(
+            (p for p in param_number if p not in rank), key=lambda p: (keys[p], param_number[p])
+        ):
+            rank[name] = len(rank)
+    else:
+        # A called computation is compared with its own numbering and output order: its caller
+        # passes operands by position and reads results by tuple index, so `compare(p0, p1)` vs
+        # `compare(p1, p0)` (a sort comparator) or `tuple(a, b)` vs `tuple(b, a)` differ.
+        walk = _walk(list(outputs), operands, h0, by_name)
+        rank = dict(param_number)
     h1 = _merkle(order, operands, keys, by_name, rank)
 
     names: dict[str, str] = {}
@@ -148,9 +168,18 @@ def _canonicalize_computation(
         live = set(order)
         dead = tuple(i.name for i in comp.instructions if i.name not in reachable and i.opcode != "parameter")
         plumbing = tuple(i.name for i in comp.instructions if i.name in reachable and i.name not in live)
-    walked = set(walk)
-    unused = sorted(keys[p] for p in param_number if p not in walked)
-    comp_hash = hash((tuple(sorted(h1[o] for o in outputs)), tuple(unused)))
+    skeleton = _tuple_skeleton(comp.root.shape)
+    layouts = {n: lay for n in order if (lay := layout_of(by_name[n].shape))}
+    # Layouts stay out of h0/h1 (matching pairs instructions whatever their layout) but not out
+    # of the computation's identity: a layout or memory-space change is a recompile.
+    layout_key = tuple(sorted((h1[n], lay) for n, lay in layouts.items()))
+    if is_entry:
+        walked = set(walk)
+        unused = sorted(keys[p] for p in param_number if p not in walked)
+        comp_hash = hash((skeleton, tuple(sorted(h1[o] for o in outputs)), tuple(unused), layout_key))
+    else:
+        signature = tuple(sorted((param_number[p], keys[p]) for p in param_number))
+        comp_hash = hash((skeleton, tuple(h1[o] for o in outputs), signature, layout_key))
     return CanonicalComputation(
         computation=comp,
         order=tuple(order),
@@ -165,7 +194,21 @@ def _canonicalize_computation(
         plumbing=plumbing,
         dead=dead,
         hash=comp_hash,
+        layouts=layouts,
     )
+
+
+def _tuple_skeleton(shape: str) -> str:
+    """`(f32[2,3], (s32[], f32[3]))` -> `(,(,))`: how outputs nest, which flattening forgets."""
+    if not shape.startswith("("):
+        return ""
+    return "".join(ch for ch in _DIMS.sub("", strip_layout(shape)) if ch in "(),")
+
+
+class _Cycle(Exception):
+    def __init__(self, comp: Computation, ins: Instruction) -> None:
+        super().__init__(comp.name, ins.name, ins.line)
+        self.comp, self.ins = comp, ins
 
 
 def _merkle(
@@ -230,7 +273,14 @@ def _canonicalize(module: Module) -> CanonicalModule:
     callee_hash: dict[str, int] = {}
     result: dict[str, CanonicalComputation] = {}
     for comp in _callees_first(module):
-        canon = _canonicalize_computation(comp, callee_hash, comp is module.entry)
+        try:
+            canon = _canonicalize_computation(comp, callee_hash, comp is module.entry)
+        except _Cycle as e:
+            raise ParseError(
+                module.path or module.name,
+                f"instruction {e.ins.name} in computation {e.comp.name} is its own operand (operand cycle)",
+                e.ins.line,
+            ) from None
         callee_hash[comp.name] = canon.hash
         result[comp.name] = canon
     entry = result[module.entry.name]
