@@ -1,0 +1,168 @@
+"""The rank view as text and JSON: the rank x step strip, where ranks diverge and why, and the
+first collective that does not line up. Appended to `xlagraph report` and `xlagraph check`.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from xlagraph.report.ranks import CollectiveOp, RankGroup, RankView, describe_ranks
+
+__all__ = ["MAX_COLUMNS", "rank_view_to_json", "render_ranks_text", "strip_columns"]
+
+WIDTH = 100
+MAX_COLUMNS = 40  # strip columns shown; quiet stretches fold into `…`
+MAX_CAUSES = 6
+
+
+def strip_columns(view: RankView, limit: int = MAX_COLUMNS) -> list[int | None]:
+    """The steps to show, in order, None for a folded gap: the first and last steps, every step
+    where some rank changes graph, and the divergent step with its neighbours."""
+    steps = len(view.strip[0]) if view.strip else 0
+    if steps <= limit:
+        return list(range(steps))
+    keep = {0, steps - 1}
+    for i in range(1, steps):
+        if any(row[i] != row[i - 1] for row in view.strip) or len({row[i] for row in view.strip}) > 1:
+            keep.add(i)
+    for special in (view.divergence, view.collectives):
+        if special is not None:
+            keep.update(range(max(0, special.step - 2), min(steps, special.step + 3)))
+    chosen = sorted(keep)[:limit]
+    out: list[int | None] = []
+    for i in chosen:
+        if out and out[-1] is not None and i != out[-1] + 1:
+            out.append(None)
+        out.append(i)
+    return out
+
+
+def _strip(view: RankView) -> list[str]:
+    columns = strip_columns(view)
+    width = max([len(c) for row in view.strip for c in row] + [len(str(i)) for i in columns if i is not None])
+    label = max(len(f"rank {r}") for r in view.ranks)
+    div = view.divergence.step if view.divergence else None
+
+    def cell(text: str) -> str:
+        return f"{text:>{width}}"
+
+    head = f"  {'step':<{label}}  " + " ".join(cell("…" if i is None else str(i)) for i in columns)
+    lines = [head.rstrip()]
+    for rank, row in zip(view.ranks, view.strip, strict=True):
+        cells = " ".join(cell("…" if i is None else (row[i] or "-")) for i in columns)
+        lines.append(f"  {f'rank {rank}':<{label}}  {cells}".rstrip())
+    if div is not None and div in columns:
+        at = len(f"  {'':<{label}}  ") + columns.index(div) * (width + 1) + width - 1
+        lines.append(" " * at + "^ first divergent step")
+    return lines
+
+
+def _wrapped(text: str, indent: str = "  ", rest: str | None = None) -> list[str]:
+    return textwrap.wrap(
+        text, WIDTH, initial_indent=indent, subsequent_indent=rest or indent + "  ", break_on_hyphens=False
+    ) or [indent]
+
+
+def _runs(group: RankGroup) -> str:
+    verb = "runs" if len(group.ranks) == 1 else "run"
+    graphs = "+".join(group.variants) if group.variants else "nothing (no such step)"
+    return f"{describe_ranks(group.ranks)} {verb} {graphs}"
+
+
+def render_ranks_text(view: RankView) -> str:
+    world = f" of {view.world}" if view.world else ""
+    lines = [f"ranks: {len(view.ranks)} processes, {describe_ranks(view.ranks)}{world}"]
+    lines += _strip(view)
+    lines.append(
+        "  graphs: "
+        + ", ".join(f"{letter} {h[:12]}" for letter, h, _ in view.variants[:26])
+        + (f", … {len(view.variants) - 26} more" if len(view.variants) > 26 else "")
+    )
+    d = view.divergence
+    if d is None:
+        lines.append("every rank ran the same graphs at every step")
+    else:
+        odd = "; ".join(_runs(g) for g in d.groups[1:])
+        lines += _wrapped(f"ranks diverge at step {d.step}: {odd}, where {_runs(d.groups[0])}", "")
+        for group, a, b, causes, note in d.diffs:
+            who = describe_ranks(d.groups[group].ranks)
+            lines.append(f"  {b} ({who}) vs {a} ({describe_ranks(d.groups[0].ranks)}):")
+            if note:
+                lines += _wrapped(note, "    ")
+            shown = list(causes)[:MAX_CAUSES]
+            for c in shown:
+                lines += _wrapped(f"{c.kind}: {c.summary}", "    ", "      ")  # type: ignore[attr-defined]
+            if len(causes) > len(shown):
+                lines.append(f"    … {len(causes) - len(shown)} more (xlagraph diff the two graphs)")
+    m = view.collectives
+    if m is not None:
+        lines += _wrapped(f"collectives do not line up: {m.text}", "")
+        lines += _wrapped(
+            f"a real multi-process job hangs there: every rank waits in collective #{m.position} of step "
+            f"{m.step} for ranks that issue another one ({m.lined_up} collectives lined up before it)",
+            "  ",
+        )
+    elif d is not None and view.collectives_compared:
+        lines += _wrapped(
+            f"collectives line up ({view.collectives_compared} compared from step {d.step} on): no hang, "
+            "but while one rank compiles a graph the others do not, they wait at the next collective",
+            "",
+        )
+    for note in view.notes:
+        lines += _wrapped(f"note: {note}", "")
+    return "\n".join(lines) + "\n"
+
+
+def _op(op: CollectiveOp | None) -> dict[str, Any] | None:
+    if op is None:
+        return None
+    return {
+        "kind": op.kind,
+        "operands": list(op.operands),
+        "groups": op.groups,
+        "variant": op.variant,
+        "name": op.name,
+    }
+
+
+def rank_view_to_json(view: RankView) -> dict[str, Any]:
+    """The `ranks` object of `xlagraph report --json` and `check --json` (README: JSON)."""
+    from xlagraph.render.json import _cause
+
+    d, m = view.divergence, view.collectives
+    return {
+        "ranks": list(view.ranks),
+        "processes": list(view.processes),
+        "world": view.world,
+        "agree": view.agree,
+        "strip": [list(row) for row in view.strip],
+        "variants": [{"variant": v, "graph_hash": h, "module": spec} for v, h, spec in view.variants],
+        "divergence": None
+        if d is None
+        else {
+            "step": d.step,
+            "groups": [{"ranks": list(g.ranks), "variants": list(g.variants)} for g in d.groups],
+            "diffs": [
+                {
+                    "group": gi,
+                    "baseline": a,
+                    "variant": b,
+                    "causes": [_cause(c) for c in causes],  # type: ignore[arg-type]
+                    "note": note,
+                }
+                for gi, a, b, causes, note in d.diffs
+            ],
+        },
+        "collectives": None
+        if m is None
+        else {
+            "step": m.step,
+            "position": m.position,
+            "lined_up": m.lined_up,
+            "groups": [{"ranks": list(g.ranks), "collective": _op(g.collective)} for g in m.groups],
+            "text": m.text,
+        },
+        "collectives_compared": view.collectives_compared,
+        "notes": list(view.notes),
+    }

@@ -1,0 +1,414 @@
+"""The ranks of a multi-process run side by side: did every rank run the same graphs, step by step,
+and do their collectives line up? Pure functions over the processes' `RunLog`s.
+
+A data-parallel or SPMD job is only as stable as its least stable rank: a rank that compiles
+another graph makes the others wait, and a rank whose graph holds other collectives (another
+kind, shape or order) makes every rank wait forever in the first collective that does not line
+up. torch_xla says nothing about either. This compares:
+
+* the rank x step strip: which graph (variant letter, shared by all ranks) each rank ran at each
+  step, `+` joining the graphs of a step that ran several (an implicit sync splits a step);
+* the first step where ranks differ, the ranks grouped by what they ran, and the engine's diff
+  of the first pair of graphs that differ there (baseline: the largest group);
+* the collective sequences from that step on, as every rank issues them (graphs in execution
+  order, collectives in program order inside each graph), and the first position where ranks
+  do not issue the same collective: kind, operand shapes and replica groups must all agree.
+
+A rank is read from the process's capture (`rank R of W`) or, for per-rank dumps without
+capture, from the file's ordinal suffix (`save.hlo.3`) or folder name (`rank3`, `3`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from xlagraph.errors import XlagraphError
+from xlagraph.ir import Module, strip_layout
+from xlagraph.runlog import RunLog
+
+__all__ = [
+    "CollectiveMismatch",
+    "CollectiveOp",
+    "RankDivergence",
+    "RankGroup",
+    "RankView",
+    "collectives_of",
+    "describe_ranks",
+    "rank_of",
+    "rank_view",
+]
+
+MAX_STEPS_COMPARED = 200  # collective sequences compared from the divergent step on
+MAX_GROUPS_DIFFED = 3  # rank groups whose graphs are diffed against the baseline group
+COLLECTIVE_OPS = frozenset(
+    {
+        "all-reduce",
+        "reduce-scatter",
+        "all-gather",
+        "all-to-all",
+        "ragged-all-to-all",
+        "collective-permute",
+        "collective-broadcast",
+    }
+)
+_RANK_NOTE = re.compile(r"^rank (\d+) of (\S+)$")
+_ORDINAL = re.compile(r"(?:^|[._-])(?:rank)?(\d+)$")
+ModuleLoader = Callable[[str], Module]
+
+
+@dataclass(frozen=True)
+class CollectiveOp:
+    """One collective as a rank issues it. Ranks line up when `key` is equal."""
+
+    kind: str
+    operands: tuple[str, ...]  # operand shapes, without layout
+    groups: str  # replica_groups as printed ("" when absent)
+    variant: str  # the graph it belongs to
+    name: str  # the instruction name in that graph
+
+    @property
+    def key(self) -> tuple[str, tuple[str, ...], str]:
+        return (self.kind, self.operands, self.groups)
+
+    @property
+    def shapes(self) -> str:
+        return self.operands[0] if len(self.operands) == 1 else f"({', '.join(self.operands)})"
+
+
+@dataclass(frozen=True)
+class RankGroup:
+    """Ranks that ran the same graphs at a step; `collective` at a mismatch, what they issue."""
+
+    ranks: tuple[int, ...]
+    variants: tuple[str, ...]
+    collective: CollectiveOp | None = None
+
+
+@dataclass(frozen=True)
+class RankDivergence:
+    """The first step where ranks ran different graphs; `groups[0]` is the baseline (largest)."""
+
+    step: int
+    groups: tuple[RankGroup, ...]
+    diffs: tuple[tuple[int, str, str, tuple[object, ...], str], ...]  # (group, A, B, causes, note)
+
+
+@dataclass(frozen=True)
+class CollectiveMismatch:
+    """The first collective position where ranks disagree: where a real job would hang."""
+
+    step: int
+    position: int  # 1-based within the step, over the step's graphs in execution order
+    groups: tuple[RankGroup, ...]
+    lined_up: int  # collectives that lined up before it, from the divergent step on
+    text: str
+
+
+@dataclass(frozen=True)
+class RankView:
+    ranks: tuple[int, ...]
+    processes: tuple[str, ...]
+    world: int | None
+    strip: tuple[tuple[str, ...], ...]  # per rank, per step: variant letters ("A", "B+C", "" none)
+    variants: tuple[tuple[str, str, str], ...]  # (letter, graph hash, module spec)
+    divergence: RankDivergence | None
+    collectives: CollectiveMismatch | None
+    collectives_compared: int
+    notes: tuple[str, ...]
+
+    @property
+    def agree(self) -> bool:
+        return self.divergence is None
+
+
+def rank_of(log: RunLog) -> int | None:
+    """The rank a process recorded, else the ordinal of a per-rank dump's name."""
+    for note in log.notes:
+        m = _RANK_NOTE.match(note)
+        if m:
+            return int(m.group(1))
+    if log.kind == "capture":
+        return None
+    m = _ORDINAL.search(Path(log.source).name)
+    return int(m.group(1)) if m else None
+
+
+def _world_of(logs: Sequence[RunLog]) -> int | None:
+    for log in logs:
+        for note in log.notes:
+            m = _RANK_NOTE.match(note)
+            if m and m.group(2).isdigit():
+                return int(m.group(2))
+    return None
+
+
+def describe_ranks(ranks: Sequence[int]) -> str:
+    """`rank 3`, `ranks 0-2`, `ranks 0, 2, 5-7`."""
+    rs = sorted(ranks)
+    parts, i = [], 0
+    while i < len(rs):
+        j = i
+        while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
+            j += 1
+        parts.append(str(rs[i]) if i == j else f"{rs[i]}-{rs[j]}")
+        i = j + 1
+    return ("rank " if len(rs) == 1 else "ranks ") + ", ".join(parts)
+
+
+def _steps(log: RunLog) -> dict[int, tuple[str, ...]]:
+    out: dict[int, list[str]] = {}
+    for sync in log.syncs:
+        out.setdefault(sync.step, []).append(sync.graph_hash)
+    for step in log.steps:  # a step without a graph execution is still a step
+        out.setdefault(step.index, [])
+    return {k: tuple(v) for k, v in sorted(out.items())}
+
+
+def rank_view(logs: Sequence[RunLog], loader: ModuleLoader | None = None) -> RankView | None:
+    """The cross-rank view of several processes, or None when there is nothing to compare (one
+    process, or processes whose ranks are unknown or repeat: say why in `notes` of a view)."""
+    if len(logs) < 2:
+        return None
+    ranked = [(rank_of(log), log) for log in logs]
+    if any(r is None for r, _ in ranked) or len({r for r, _ in ranked}) < len(ranked):
+        return None
+    ranked.sort(key=lambda rl: rl[0] or 0)
+    ranks = tuple(int(r or 0) for r, _ in ranked)
+    runs = [log for _, log in ranked]
+    load = loader or _default_loader()
+    letters: dict[str, str] = {}
+    specs: dict[str, str] = {}
+    per_rank = [_steps(log) for log in runs]
+    last = max((max(s, default=-1) for s in per_rank), default=-1)
+    for step in range(last + 1):
+        for log, steps in zip(runs, per_rank, strict=True):
+            for h in steps.get(step, ()):
+                if h not in letters:
+                    letters[h] = _letter(len(letters))
+                    record = log.graphs.get(h)
+                    specs[h] = record.module if record else ""
+                elif not specs[h] and (record := log.graphs.get(h)) is not None:
+                    specs[h] = record.module
+    strip = tuple(
+        tuple("+".join(letters[h] for h in steps[i]) if i in steps else "" for i in range(last + 1))
+        for steps in per_rank
+    )
+    notes: list[str] = []
+    divergence = _divergence(ranks, per_rank, letters, specs, last, load)
+    mismatch, compared = (None, 0)
+    if divergence is not None:
+        mismatch, compared = _collectives(ranks, per_rank, letters, specs, divergence.step, last, load, notes)
+    if len({len(s) for s in per_rank}) > 1:
+        counts = {r: len(s) for r, s in zip(ranks, per_rank, strict=True)}
+        fewest = min(counts.values())
+        short = [r for r, n in counts.items() if n == fewest]
+        notes.append(
+            f"{describe_ranks(short)} recorded {fewest} steps, others up to {max(counts.values())}: "
+            "a rank that stops early (or was killed) leaves the others waiting in their next collective"
+        )
+    return RankView(
+        ranks=ranks,
+        processes=tuple(log.process for log in runs),
+        world=_world_of(runs),
+        strip=strip,
+        variants=tuple((letter, h, specs.get(h, "")) for h, letter in letters.items()),
+        divergence=divergence,
+        collectives=mismatch,
+        collectives_compared=compared,
+        notes=tuple(notes),
+    )
+
+
+def _default_loader() -> ModuleLoader:
+    """Reads each module once; a save file is split once however many graphs it holds."""
+    from xlagraph.parse.sources import open_source, read, select, split_spec
+
+    sources: dict[str, object] = {}
+    modules: dict[str, Module] = {}
+
+    def load(spec: str) -> Module:
+        if spec not in modules:
+            path, index = split_spec(spec)
+            if path not in sources:
+                sources[path] = open_source(path)
+            modules[spec] = read(select(sources[path], index, spec))  # type: ignore[arg-type]
+        return modules[spec]
+
+    return load
+
+
+def _letter(n: int) -> str:
+    from xlagraph.graphs import variant_letter
+
+    return variant_letter(n)
+
+
+def _group(
+    ranks: tuple[int, ...], rows: list[tuple[str, ...] | None]
+) -> list[tuple[list[int], tuple[str, ...] | None]]:
+    groups: dict[tuple[str, ...] | None, list[int]] = {}
+    for rank, row in zip(ranks, rows, strict=True):
+        groups.setdefault(row, []).append(rank)
+    # baseline: the largest group, then the one holding the lowest rank
+    return sorted(((rs, row) for row, rs in groups.items()), key=lambda g: (-len(g[0]), g[0][0]))
+
+
+def _divergence(
+    ranks: tuple[int, ...],
+    per_rank: list[dict[int, tuple[str, ...]]],
+    letters: dict[str, str],
+    specs: dict[str, str],
+    last: int,
+    load: ModuleLoader,
+) -> RankDivergence | None:
+    for step in range(last + 1):
+        rows = [steps.get(step) for steps in per_rank]
+        if len(set(rows)) == 1:
+            continue
+        grouped = _group(ranks, rows)
+        groups = tuple(
+            RankGroup(tuple(rs), tuple(letters[h] for h in row) if row is not None else ())
+            for rs, row in grouped
+        )
+        base = grouped[0][1] or ()
+        diffs = []
+        for gi, (_, row) in enumerate(grouped[1 : 1 + MAX_GROUPS_DIFFED], 1):
+            pair = _first_pair(base, row or ())
+            if pair is None:
+                continue
+            a, b = pair
+            causes, note = _diff(specs.get(a, ""), specs.get(b, ""), load)
+            diffs.append((gi, letters[a], letters[b], causes, note))
+        return RankDivergence(step, groups, tuple(diffs))
+    return None
+
+
+def _first_pair(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, str] | None:
+    """The first position where two steps ran different graphs (the last graph of the shorter
+    step when one is a prefix of the other)."""
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            return x, y
+    if a and b and a[-1] != b[-1]:
+        return a[-1], b[-1]
+    return None
+
+
+def _diff(spec_a: str, spec_b: str, load: ModuleLoader) -> tuple[tuple[object, ...], str]:
+    if not spec_a or not spec_b:
+        return (), "the HLO of one of the graphs was not kept: no diff"
+    try:
+        from xlagraph.diff import diff_modules
+
+        result = diff_modules(load(spec_a), load(spec_b))
+    except XlagraphError as e:
+        return (), f"could not be compared: {e}"
+    except RecursionError:
+        return (), "could not be compared: HLO nested too deeply"
+    if result.verdict == "identical":
+        return (), "the graphs are the same computation (torch_xla hashed them apart)"
+    return tuple(result.differences), ""
+
+
+def collectives_of(module: Module, variant: str) -> tuple[CollectiveOp, ...]:
+    """The collectives a graph issues, in program order: the entry computation's instructions in
+    order, descending into the computations an instruction calls (while bodies, conditionals,
+    calls) where it stands."""
+    by_name = module.by_name
+    out: list[CollectiveOp] = []
+    seen: set[str] = set()
+
+    def walk(name: str) -> None:
+        comp = by_name.get(name)
+        if comp is None or name in seen:
+            return
+        seen.add(name)
+        shapes = {ins.name: ins.shape for ins in comp.instructions}
+        for ins in comp.instructions:
+            kind = ins.opcode.removesuffix("-start")
+            if kind in COLLECTIVE_OPS:
+                operands = tuple(strip_layout(shapes.get(o, "?")) for o in ins.operands)
+                groups = ins.attribute("replica_groups", "") or ""
+                out.append(CollectiveOp(kind, operands, groups, variant, ins.name))
+            elif ins.called and kind not in ("reduce", "reduce-window", "scatter", "sort", "map"):
+                for called in ins.called:
+                    walk(called)
+        seen.discard(name)  # a computation called twice issues its collectives twice
+
+    walk(module.entry.name)
+    return tuple(out)
+
+
+def _collectives(
+    ranks: tuple[int, ...],
+    per_rank: list[dict[int, tuple[str, ...]]],
+    letters: dict[str, str],
+    specs: dict[str, str],
+    first: int,
+    last: int,
+    load: ModuleLoader,
+    notes: list[str],
+) -> tuple[CollectiveMismatch | None, int]:
+    cache: dict[str, tuple[CollectiveOp, ...] | None] = {}
+
+    def ops(h: str) -> tuple[CollectiveOp, ...] | None:
+        if h not in cache:
+            try:
+                cache[h] = collectives_of(load(specs[h]), letters[h]) if specs.get(h) else None
+            except (XlagraphError, RecursionError):
+                cache[h] = None
+        return cache[h]
+
+    lined_up = 0
+    for step in range(first, min(last, first + MAX_STEPS_COMPARED - 1) + 1):
+        seqs: list[list[CollectiveOp] | None] = []
+        for steps in per_rank:
+            row = steps.get(step)
+            if row is None:
+                seqs.append([])
+                continue
+            seq: list[CollectiveOp] | None = []
+            for h in row:
+                got = ops(h)
+                if got is None:
+                    seq = None
+                    break
+                seq.extend(got)  # type: ignore[union-attr]
+            seqs.append(seq)
+        if any(s is None for s in seqs):
+            missing = sorted(
+                {letters[h] for steps in per_rank for h in steps.get(step, ()) if ops(h) is None}
+            )
+            notes.append(
+                f"collectives compared up to step {step}: the HLO of {', '.join(missing)} was not kept"
+            )
+            return None, lined_up
+        longest = max(len(s or ()) for s in seqs)
+        for pos in range(longest):
+            at = [s[pos] if s is not None and pos < len(s) else None for s in seqs]
+            keys = [op.key if op else None for op in at]
+            if len(set(keys)) == 1:
+                lined_up += 1
+                continue
+            grouped = _group(ranks, [(str(k),) for k in keys])
+            groups = tuple(RankGroup(tuple(rs), (), at[ranks.index(rs[0])]) for rs, _ in grouped)
+            return CollectiveMismatch(
+                step, pos + 1, groups, lined_up, _mismatch_text(step, pos + 1, groups)
+            ), lined_up
+    return None, lined_up
+
+
+def _mismatch_text(step: int, position: int, groups: tuple[RankGroup, ...]) -> str:
+    def runs(g: RankGroup) -> str:
+        who = describe_ranks(g.ranks)
+        verb = "runs" if len(g.ranks) == 1 else "run"
+        if g.collective is None:
+            return f"{who} {verb} no collective #{position}"
+        op = g.collective
+        return f"{who} {verb} {op.kind} #{position} {op.shapes} (graph {op.variant})"
+
+    odd = [runs(g) for g in groups[1:]]
+    return f"step {step}: {'; '.join(odd)} where {runs(groups[0])}"
