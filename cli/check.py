@@ -6,9 +6,11 @@ import json
 
 import click
 
+from xlagraph.render.ranks_text import rank_view_to_json, render_ranks_text
 from xlagraph.render.report_json import check_to_json
 from xlagraph.render.report_text import render_check_text
 from xlagraph.report import check_run, load_runs
+from xlagraph.report.ranks import rank_view
 
 from ._common import Status, handle_errors, json_option, reading
 
@@ -38,7 +40,8 @@ def check_command(src: str, max_graphs: int, after_step: int | None, as_json: bo
     """Fail when a run compiled more distinct graphs than allowed: the CI gate for recompiles.
 
     SRC is what `xlagraph report` reads: a capture folder or an XLA_SAVE_TENSORS_FILE dump.
-    Every process of a multi-process capture is checked; one over budget fails the check.
+    Every process of a multi-process capture is checked; one over budget fails the check, and
+    so do ranks that ran different graphs at some step (the rank view says where).
 
     Exit status: 0 within budget, 1 over budget (the extra graphs and their causes are named),
     2 bad input.
@@ -54,8 +57,16 @@ def check_command(src: str, max_graphs: int, after_step: int | None, as_json: bo
             logs = load_runs(src)
             status.set("counting graphs")
             results = tuple(check_run(log, max_graphs, after_step) for log in logs)
+            ranks = rank_view(logs)
     if as_json:
-        click.echo(json.dumps(check_to_json(results), indent=2))
+        data = check_to_json(results)
+        data["ranks"] = rank_view_to_json(ranks) if ranks is not None else None
+        if ranks is not None and not ranks.agree:
+            data["passed"] = False
+        click.echo(json.dumps(data, indent=2))
     else:
         click.echo(render_check_text(results), nl=False)
-    click.get_current_context().exit(EXIT_PASS if all(r.passed for r in results) else EXIT_FAIL)
+        if ranks is not None and not ranks.agree:
+            click.echo("FAIL: ranks diverge\n" + render_ranks_text(ranks), nl=False)
+    passed = all(r.passed for r in results) and (ranks is None or ranks.agree)
+    click.get_current_context().exit(EXIT_PASS if passed else EXIT_FAIL)

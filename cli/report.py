@@ -7,9 +7,11 @@ import json
 import click
 
 from xlagraph.render.html import render_report_html
+from xlagraph.render.ranks_text import rank_view_to_json, render_ranks_text
 from xlagraph.render.report_json import report_to_json
 from xlagraph.render.report_text import render_report_text
 from xlagraph.report import build_report, load_runs
+from xlagraph.report.ranks import rank_view
 
 from ._common import Status, handle_errors, json_option, reading
 from ._html import html_option, write_page
@@ -40,12 +42,18 @@ def report_command(src: str, as_json: bool, html_out: str | None) -> None:
             logs = load_runs(src)
             status.set("explaining recompiles")
             reports = tuple(build_report(log) for log in logs)
+            status.set("comparing ranks")
+            ranks = rank_view(logs)
             if html_out:
                 status.set("writing the page")
-                page = render_report_html(reports)
+                page = render_report_html(reports, ranks=ranks)
     if as_json:
-        click.echo(json.dumps(report_to_json(reports), indent=2))
+        data = report_to_json(reports)
+        data["ranks"] = rank_view_to_json(ranks) if ranks is not None else None
+        click.echo(json.dumps(data, indent=2))
     elif not html_out:
         click.echo(render_report_text(reports), nl=False)
+        if ranks is not None:
+            click.echo("\n" + render_ranks_text(ranks), nl=False)
     if html_out:
         write_page(html_out, page, err=as_json)

@@ -48,7 +48,7 @@ from markupsafe import Markup
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.canonical.hashes import COMMUTATIVE, IGNORED_ATTRIBUTES, normalize_attribute
-from xlagraph.classify.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diff import ComputationPair, DiffResult
 from xlagraph.ir import Computation, Instruction, Module, strip_layout
 from xlagraph.match import Matching
@@ -994,6 +994,7 @@ class ReportPage:
     css: Markup
     js: Markup
     data: Markup
+    ranks: Any = None  # RanksHtml of a multi-process run (templates/_ranks.html)
 
 
 def _timeline(report: Any, anchors: dict[int, str]) -> Timeline:
@@ -1139,7 +1140,10 @@ def build_run_view(
 
 
 def render_report_html(
-    reports: Any, diffs: dict[int, DiffResult] | None = None, context_lines: int = CONTEXT_LINES
+    reports: Any,
+    diffs: dict[int, DiffResult] | None = None,
+    context_lines: int = CONTEXT_LINES,
+    ranks: Any = None,
 ) -> str:
     """One self-contained HTML page for a run: per process, the timeline of syncs (an SVG strip
     coloured by graph variant, compiles marked), the recompiles ranked by cost, and for each its
@@ -1167,5 +1171,15 @@ def render_report_html(
         _asset("xlagraph.css"),
         _asset("xlagraph.js"),
         _page_data(data),
+        _ranks_view(ranks),
     )
     return _environment().get_template("report.html").render(page=page)
+
+
+def _ranks_view(ranks: Any) -> Any:
+    """The rank view (`xlagraph.report.ranks.RankView`) as the template shows it; None: no view."""
+    if ranks is None:
+        return None
+    from xlagraph.render.ranks_html import ranks_html
+
+    return ranks_html(ranks, PALETTE)
