@@ -16,6 +16,8 @@ from xlagraph.ir import COMPUTATION_ATTRIBUTES, Instruction, strip_layout
 __all__ = [
     "COMMUTATIVE",
     "IGNORED_ATTRIBUTES",
+    "MAX_IOTA_DEVICES",
+    "IotaError",
     "content_key",
     "expand_iota_groups",
     "layout_of",
@@ -41,8 +43,9 @@ COMMUTATIVE = frozenset(
 )
 
 _WS = re.compile(r"\s+")
-_IOTA = re.compile(r"^\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?$")
+_IOTA = re.compile(r"^\[([0-9,]+)\]<=\[([0-9,]+)\](?:T\(([0-9,]+)\))?$")
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\](\{[^{}]*\})?")
+MAX_IOTA_DEVICES = 1 << 20  # replica groups expanded at most to this many devices
 _LONG_LITERAL = 256  # characters of a literal kept as text in a content key; longer ones are digested
 _STABLE: dict[str, int] = {}
 
@@ -56,19 +59,43 @@ def stable_hash(text: str) -> int:
     return h
 
 
+class IotaError(ValueError):
+    """Iota replica groups that describe no device list (or an unreasonably long one)."""
+
+
+@lru_cache(maxsize=1024)
 def expand_iota_groups(value: str) -> str:
     """`[2,2]<=[4]` -> `{{0,1},{2,3}}`: iota and explicit replica groups compare equal.
 
     Devices are `arange(prod(reshape)).reshape(reshape).transpose(perm).reshape(dims)`; the rows of
-    the result are the groups (hlo-text-format.md 1.10).
+    the result are the groups (hlo-text-format.md 1.10). Raises `IotaError` when the dimensions
+    do not describe the same device count, the transpose is not a permutation of the reshape's
+    dimensions, or there are more than `MAX_IOTA_DEVICES` devices. Not iota: returned unchanged.
     """
     m = _IOTA.match(value)
     if m is None:
         return value
-    dims = [int(d) for d in m.group(1).split(",")]
-    shape = [int(d) for d in m.group(2).split(",")]
-    perm = [int(d) for d in m.group(3).split(",")] if m.group(3) else list(range(len(shape)))
+    try:
+        dims = [int(d) for d in m.group(1).split(",")]
+        shape = [int(d) for d in m.group(2).split(",")]
+        perm = [int(d) for d in m.group(3).split(",")] if m.group(3) else list(range(len(shape)))
+    except ValueError:
+        raise IotaError(f"replica_groups {value}: empty dimension") from None
+    if len(dims) != 2:
+        raise IotaError(f"replica_groups {value}: the group shape must be [groups,group_size]")
+    if sorted(perm) != list(range(len(shape))):
+        raise IotaError(
+            f"replica_groups {value}: T({m.group(3)}) is not a permutation of 0..{len(shape) - 1}"
+        )
     n = prod(shape)
+    if prod(dims) != n:
+        raise IotaError(f"replica_groups {value}: {prod(dims)} group slots but {n} devices")
+    if n == 0:
+        raise IotaError(f"replica_groups {value}: no devices")
+    if n > MAX_IOTA_DEVICES:
+        raise IotaError(
+            f"replica_groups {value}: {n} devices, more than xlagraph expands ({MAX_IOTA_DEVICES})"
+        )
     strides = [prod(shape[k + 1 :]) for k in range(len(shape))]
     tshape = [shape[p] for p in perm]
     tstrides = [strides[p] for p in perm]
@@ -79,16 +106,22 @@ def expand_iota_groups(value: str) -> str:
             rem, coord = divmod(rem, size)
             index += coord * stride
         devices.append(index)
-    width = dims[-1] if dims else n
+    width = dims[-1]
     rows = [devices[i : i + width] for i in range(0, n, width)]
     return "{" + ",".join("{" + ",".join(map(str, r)) + "}" for r in rows) + "}"
 
 
-def normalize_attribute(key: str, value: str) -> str:
+def normalize_attribute(key: str, value: str, *, strict: bool = False) -> str:
+    """The attribute value as compared: whitespace dropped outside strings, iota replica groups
+    expanded. Invalid iota groups raise `IotaError` when `strict`, else stay as printed."""
     if '"' not in value:
         value = _WS.sub("", value)
     if key == "replica_groups":
-        value = expand_iota_groups(value)
+        try:
+            value = expand_iota_groups(value)
+        except IotaError:
+            if strict:
+                raise
     return value
 
 
@@ -104,7 +137,7 @@ def content_key(instruction: Instruction, callee_hash: dict[str, int], *, parame
             names = re.findall(r"[A-Za-z_][\w.\-]*", value)
             value = ",".join(str(callee_hash.get(n, 0)) for n in names)
         else:
-            value = normalize_attribute(key, value)
+            value = normalize_attribute(key, value, strict=True)
         parts.append(f"{key}={value}")
     if instruction.payload and not parameter:
         parts.append(_literal_key(instruction.payload))

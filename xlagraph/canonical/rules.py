@@ -6,7 +6,7 @@ import hashlib
 import re
 
 from xlagraph._gc import paused_gc
-from xlagraph.canonical.hashes import COMMUTATIVE, content_key, layout_of, stable_hash
+from xlagraph.canonical.hashes import COMMUTATIVE, IotaError, content_key, layout_of, stable_hash
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 from xlagraph.errors import ParseError
 from xlagraph.ir import Computation, Instruction, Module, strip_layout
@@ -83,7 +83,7 @@ def live_order(
                 continue
             if name in entered:
                 # Reached again before its operands are done: it is its own operand.
-                raise _Cycle(comp, by_name[name])
+                raise _cycle(comp, by_name[name])
             entered.add(name)
             stack.append((name, True))
             if name in wrapped:
@@ -133,7 +133,10 @@ def _canonicalize_computation(
         is_param = ins.opcode == "parameter" or name in wrapped
         if is_param:
             param_number[name] = wrapped.get(name, ins.parameter_number)
-        keys[name] = stable_hash(content_key(ins, callee_hash, parameter=is_param))
+        try:
+            keys[name] = stable_hash(content_key(ins, callee_hash, parameter=is_param))
+        except IotaError as e:
+            raise _Bad(comp, ins, str(e)) from None
 
     h0 = _merkle(order, operands, keys, by_name, {})
     if is_entry:
@@ -205,10 +208,18 @@ def _tuple_skeleton(shape: str) -> str:
     return "".join(ch for ch in _DIMS.sub("", strip_layout(shape)) if ch in "(),")
 
 
-class _Cycle(Exception):
-    def __init__(self, comp: Computation, ins: Instruction) -> None:
-        super().__init__(comp.name, ins.name, ins.line)
-        self.comp, self.ins = comp, ins
+class _Bad(Exception):
+    """An instruction canonicalization cannot accept; `_canonicalize` adds the module's path."""
+
+    def __init__(self, comp: Computation, ins: Instruction, message: str) -> None:
+        super().__init__(message)
+        self.comp, self.ins, self.message = comp, ins, message
+
+
+def _cycle(comp: Computation, ins: Instruction) -> _Bad:
+    return _Bad(
+        comp, ins, f"instruction {ins.name} in computation {comp.name} is its own operand (operand cycle)"
+    )
 
 
 def _merkle(
@@ -275,12 +286,8 @@ def _canonicalize(module: Module) -> CanonicalModule:
     for comp in _callees_first(module):
         try:
             canon = _canonicalize_computation(comp, callee_hash, comp is module.entry)
-        except _Cycle as e:
-            raise ParseError(
-                module.path or module.name,
-                f"instruction {e.ins.name} in computation {e.comp.name} is its own operand (operand cycle)",
-                e.ins.line,
-            ) from None
+        except _Bad as e:
+            raise ParseError(module.path or module.name, e.message, e.ins.line) from None
         callee_hash[comp.name] = canon.hash
         result[comp.name] = canon
     entry = result[module.entry.name]

@@ -7,17 +7,30 @@ K-th graph (0-based) of a multi-graph source.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from xlagraph.errors import InputError
 from xlagraph.ir import Frame, GraphInfo, Module
 from xlagraph.parse.hlo import parse_hlo
 from xlagraph.parse.lazy_ir import parse_lazy_ir
 
-__all__ = ["Graph", "Source", "load_module", "open_source", "read", "split_spec"]
+__all__ = [
+    "DEFAULT_MAX_INPUT_MB",
+    "MAX_INPUT_ENV",
+    "Graph",
+    "Source",
+    "check_regular_file",
+    "load_module",
+    "max_input_bytes",
+    "open_source",
+    "read",
+    "read_bytes",
+    "split_spec",
+]
 
 STABLEHLO_HINT = (
     "StableHLO is not read by xlagraph: dump HLO instead with XLA_SAVE_TENSORS_FMT=hlo "
@@ -34,6 +47,10 @@ _NOT_HLO_SUFFIXES = ("-buffer-assignment", "-memory-usage-report", "-live-range"
 _FRAME_LINE = re.compile(r"\s+(.*) \((.*):(\d+)\)\s*$")
 _HASHES = re.compile(r"(?:Root )?Hashes: \(([^)]*)\)")
 _SNIFF_BYTES = 8192
+_ASCII_INDEX = re.compile(r"[0-9]+")
+_MAX_INDEX_DIGITS = 12
+MAX_INPUT_ENV = "XLAGRAPH_MAX_INPUT_MB"
+DEFAULT_MAX_INPUT_MB = 2048  # a 600K-instruction HLO module is about 150 MB of text
 
 
 @dataclass(frozen=True)
@@ -62,25 +79,99 @@ class Source:
 
 
 def split_spec(spec: str) -> tuple[str, int | None]:
-    """`dump.txt#3` -> ("dump.txt", 3); a `#` not followed by digits is part of the path."""
+    """`dump.txt#3` -> ("dump.txt", 3); a `#` not followed by digits is part of the path.
+
+    Only ASCII digits count (`str.isdigit` also accepts `٣` and `²`).
+    """
     path, sep, index = spec.rpartition("#")
-    if sep and index.isdigit() and path:
+    if sep and path and _ASCII_INDEX.fullmatch(index):
+        if len(index) > _MAX_INDEX_DIGITS:
+            raise InputError(path, f"graph index #{index[:20]}... is too large")
         return path, int(index)
-    if sep and index.lstrip("-").isdigit() and path:
-        raise InputError(path, f"graph index must be 0 or more, got #{index}")
+    if sep and path and _ASCII_INDEX.fullmatch(index.removeprefix("-")) and index.startswith("-"):
+        raise InputError(path, f"graph index must be 0 or more, got #{index[:20]}")
+    if sep and path and index and index.isdigit():
+        raise InputError(path, f"graph index must be written with the digits 0-9, got #{index[:20]}")
     return spec, None
 
 
-def _read_text(path: str) -> str:
-    p = Path(path)
-    if not p.exists():
-        raise InputError(path, "no such file or directory")
-    if p.is_dir():
-        raise InputError(path, "is a directory")
+def max_input_bytes() -> int:
+    """The largest input file read, from `XLAGRAPH_MAX_INPUT_MB` (default 2048 MB)."""
+    raw = os.environ.get(MAX_INPUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_INPUT_MB << 20
+    if not _ASCII_INDEX.fullmatch(raw) or int(raw) == 0 or len(raw) > 9:
+        raise InputError("", f"{MAX_INPUT_ENV} must be a whole number of megabytes (1 or more), got {raw!r}")
+    return int(raw) << 20
+
+
+def _size_error(path: str, size: int, limit: int) -> InputError:
+    return InputError(
+        path,
+        f"{size / (1 << 20):.0f} MB is over the input limit of {limit >> 20} MB "
+        f"(set {MAX_INPUT_ENV} to read larger inputs)",
+    )
+
+
+def check_regular_file(path: str | os.PathLike[str]) -> int:
+    """The size of `path` if it is a regular file (symbolic links followed) within the input
+    limit; otherwise an `InputError` that says what it is instead. Never blocks."""
+    name = os.fspath(path)
     try:
-        data = p.read_bytes()
+        st = os.stat(name)
+    except FileNotFoundError:
+        raise InputError(name, "no such file or directory") from None
     except OSError as e:
-        raise InputError(path, f"cannot read: {e.strerror or e}") from None
+        if e.errno == errno.ELOOP:
+            raise InputError(name, "symbolic link loop") from None
+        raise InputError(name, f"cannot read: {e.strerror or e}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(name, "is a directory, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(name, f"is {_file_kind(st.st_mode)}, not a regular file")
+    limit = max_input_bytes()
+    if st.st_size > limit:
+        raise _size_error(name, st.st_size, limit)
+    return st.st_size
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a regular file, at most `max_input_bytes()` of them: a FIFO, a device
+    (`/dev/zero`), a socket, a directory or a symbolic link loop is refused with one line."""
+    name = os.fspath(path)
+    check_regular_file(name)
+    limit = max_input_bytes()
+    try:
+        # O_NONBLOCK: if the file was swapped for a FIFO since the check, opening must not wait.
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise InputError(name, f"cannot read: {e.strerror or e}") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(name, "is not a regular file")
+        try:
+            data = f.read(limit + 1)
+        except OSError as e:
+            raise InputError(name, f"cannot read: {e.strerror or e}") from None
+    if len(data) > limit:
+        raise _size_error(name, len(data), limit)
+    return data
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
+def _read_text(path: str) -> str:
+    data = read_bytes(path)
     if not data.strip():
         raise InputError(path, "empty file")
     if b"\0" in data[:_SNIFF_BYTES]:
@@ -116,8 +207,7 @@ def _first_meaningful(text: str) -> str:
 
 def open_source(path: str) -> Source:
     """Locate every graph in `path` (file or `--xla_dump_to` directory) without parsing them."""
-    p = Path(path)
-    if p.is_dir():
+    if os.path.isdir(path):
         return _open_dump_dir(path)
     text = _read_text(path)
     if "## BEGIN_GRAPH" in text:
@@ -216,7 +306,11 @@ def _open_save_file(path: str, text: str) -> Source:
 def _open_dump_dir(path: str) -> Source:
     """The HLO text files of a `--xla_dump_to` directory, in compile order, before before after."""
     found = []
-    for name in sorted(os.listdir(path)):
+    try:
+        names = sorted(os.listdir(path))
+    except OSError as e:
+        raise InputError(path, f"cannot list the directory: {e.strerror or e}") from None
+    for name in names:
         m = _DUMP_FILE.match(name)
         if m is None or any(s in name for s in _NOT_HLO_SUFFIXES):
             continue
@@ -226,8 +320,12 @@ def _open_dump_dir(path: str) -> Source:
     if not found:
         raise InputError(path, "directory has no HLO text dumps (module_*.txt from --xla_dump_to)")
     graphs = []
+    limit, total = max_input_bytes(), 0
     for index, (_, _, stage, name) in enumerate(sorted(found)):
         file = os.path.join(path, name)
+        total += check_regular_file(file)
+        if total > limit:
+            raise _size_error(path, total, limit)
         text = _read_text(file)
         info = GraphInfo(index=index, stage=stage, label=file)
         graphs.append(Graph(file, text, 1, _body_format(text), info))
