@@ -1,5 +1,6 @@
 """The rank view as text and JSON: the rank x step strip, where ranks diverge and why, and the
 first collective that does not line up. Appended to `xlagraph report` and `xlagraph check`.
+Also the SPMD view of a capture: its recompiles' shardings in the user's `mark_sharding` terms.
 """
 
 from __future__ import annotations
@@ -9,7 +10,14 @@ from typing import Any
 
 from xlagraph.report.ranks import CollectiveOp, RankGroup, RankView, describe_ranks
 
-__all__ = ["MAX_COLUMNS", "rank_view_to_json", "render_ranks_text", "strip_columns"]
+__all__ = [
+    "MAX_COLUMNS",
+    "rank_view_to_json",
+    "render_ranks_text",
+    "render_shardings_text",
+    "shardings_to_json",
+    "strip_columns",
+]
 
 WIDTH = 100
 MAX_COLUMNS = 40  # strip columns shown; quiet stretches fold into `…`
@@ -166,3 +174,25 @@ def rank_view_to_json(view: RankView) -> dict[str, Any]:
         "collectives_compared": view.collectives_compared,
         "notes": list(view.notes),
     }
+
+
+def render_shardings_text(per_process: list[tuple[str, tuple[tuple[int, str], ...]]]) -> str:
+    """`(process, ((sync, sentence), ...))` of each process with marked tensors in its recompiles."""
+    shown = [(p, items) for p, items in per_process if items]
+    if not shown:
+        return ""
+    lines = ["sharding, in your terms (from the mark_sharding calls the capture recorded):"]
+    for process, items in shown:
+        for sync, text in items:
+            who = f"{process} " if len(shown) > 1 else ""
+            lines += _wrapped(f"{who}sync {sync}: {text}", "  ", "    ")
+    return "\n".join(lines) + "\n"
+
+
+def shardings_to_json(per_process: list[tuple[str, tuple[tuple[int, str], ...]]]) -> list[dict[str, Any]]:
+    """The `mark_sharding` list of `xlagraph report --json`: one entry per process that has any."""
+    return [
+        {"process": p, "recompiles": [{"sync": sync, "text": text} for sync, text in items]}
+        for p, items in per_process
+        if items
+    ]

@@ -1,0 +1,170 @@
+"""`mark_sharding` calls a capture recorded, and what an HLO sharding means in the user's terms.
+
+The HLO says `sharding={devices=[4,1]0,1,2,3}`; the user wrote `xs.mark_sharding(x, mesh,
+('data', None))` at train.py:31. Only the capture saw the call (the `shard` journal records the
+hook writes), so only it can translate back: a sharding and the tensor's global shape select
+the calls that produced it. Pure reading, no torch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xlagraph.capture import _format as fmt
+from xlagraph.ir import Frame, strip_layout
+
+__all__ = [
+    "MarkSharding",
+    "find_marks",
+    "in_user_terms",
+    "normalize_sharding",
+    "read_mark_shardings",
+    "recompile_shardings",
+]
+
+
+@dataclass(frozen=True)
+class MarkSharding:
+    """One distinct `mark_sharding(t, mesh, spec)` call: first seen at `step`."""
+
+    step: int
+    tensor: int  # torch_xla tensor id, as in the live-tensor report
+    shape: str  # the tensor's global shape, HLO style: f32[8,16]
+    mesh: tuple[int, ...]
+    axes: tuple[str, ...]
+    spec: tuple[Any, ...]  # as passed: axis names, axis indices, None, or tuples of those
+    sharding: str  # what torch_xla made of it: {devices=[4,1]0,1,2,3}
+    frames: tuple[Frame, ...]  # innermost first
+
+    @property
+    def spec_text(self) -> str:
+        """`('data', None)`, as the user wrote it."""
+        return _py(self.spec)
+
+    @property
+    def mesh_text(self) -> str:
+        named = ", ".join(f"{a}={n}" for a, n in zip(self.axes, self.mesh, strict=False))
+        return f"mesh ({named})" if named else f"mesh {self.mesh}"
+
+    @property
+    def line(self) -> str:
+        """`file:line` of the innermost user frame (FSDPv2's own calls are library frames)."""
+        from xlagraph.report.frames import call_site
+
+        return call_site(self.frames)
+
+
+def _py(x: Any) -> str:
+    if isinstance(x, (list, tuple)):
+        inner = ", ".join(_py(y) for y in x)
+        return f"({inner},)" if len(x) == 1 else f"({inner})"
+    return repr(x)
+
+
+def normalize_sharding(text: str) -> str:
+    """`sharding={devices=[4,1]0,1,2,3}`, `{devices=[4,1] 0,1,2,3}` -> `devices=[4,1]0,1,2,3`."""
+    text = text.strip().removeprefix("sharding=").strip()
+    if text.startswith("{") and text.endswith("}"):
+        text = text[1:-1]
+    return "".join(text.split())
+
+
+def read_mark_shardings(process_dir: str | Path) -> tuple[MarkSharding, ...]:
+    """The `shard` records of one process folder's journal; malformed ones are skipped."""
+    try:
+        data = (Path(process_dir) / fmt.JOURNAL).read_bytes()
+    except OSError:
+        return ()
+    out = []
+    for raw in data.split(b"\n"):
+        if b'"shard"' not in raw:
+            continue
+        try:
+            r = json.loads(raw)
+            if not isinstance(r, dict) or r.get("k") != fmt.SHARD:
+                continue
+            out.append(
+                MarkSharding(
+                    step=int(r["step"]),
+                    tensor=int(r.get("tensor", -1)),
+                    shape=str(r["shape"]),
+                    mesh=tuple(int(n) for n in r.get("mesh", ())),
+                    axes=tuple(str(a) for a in r.get("axes", ())),
+                    spec=tuple(_spec(x) for x in r.get("spec", ())),
+                    sharding=str(r["sharding"]),
+                    frames=tuple(Frame(str(f[0]), str(f[1]), int(f[2])) for f in r.get("frames", ())),
+                )
+            )
+        except (ValueError, KeyError, TypeError, IndexError):
+            continue
+    return tuple(out)
+
+
+def _spec(x: Any) -> Any:
+    return tuple(_spec(y) for y in x) if isinstance(x, list) else x
+
+
+def find_marks(marks: Iterable[MarkSharding], sharding: str, shape: str = "") -> tuple[MarkSharding, ...]:
+    """The calls that produced `sharding` (on a tensor of `shape`, when given), latest first."""
+    want = normalize_sharding(sharding)
+    shape = strip_layout(shape) if shape else ""
+    hits = [m for m in marks if normalize_sharding(m.sharding) == want and (not shape or m.shape == shape)]
+    return tuple(sorted(hits, key=lambda m: -m.step))
+
+
+def in_user_terms(marks: Iterable[MarkSharding], sharding: str, shape: str = "") -> str:
+    """`('data', None) over mesh (data=4, model=1), set at train.py:31`, or "" when no recorded
+    call explains it (a sharding the partitioner chose, or a capture without the records)."""
+    hits = find_marks(marks, sharding, shape)
+    if not hits:
+        return "replicated (not marked)" if normalize_sharding(sharding) in ("", "replicated") else ""
+    m = hits[0]
+    lines = list(dict.fromkeys(h.line for h in hits if h.spec == m.spec and h.line))
+    where = f", set at {', '.join(lines[:3])}" if lines else ""
+    return f"{m.spec_text} over {m.mesh_text}{where}"
+
+
+def recompile_shardings(report: Any, marks: tuple[MarkSharding, ...]) -> tuple[tuple[int, str], ...]:
+    """For each recompile of a `RunReport` whose causes involve a marked tensor: (sync, sentence).
+
+    A `sharding` change is put in the user's terms (`input p1: ('data', None) -> (None, 'data')
+    over mesh (data=4, model=1), set at train.py:14`); a changed input shape that a recorded call
+    marked names that call's line, which the HLO cannot (its metadata points into xla_sharding.py).
+    """
+    out: list[tuple[int, str]] = []
+    if not marks:
+        return ()
+    for rc in getattr(report, "recompiles", ()):
+        for cause in rc.causes:
+            for ch in cause.changes:
+                if ch.what == "sharding":
+                    out.append((rc.sync, _sharding_change(ch.right or ch.left, ch.old, ch.new, marks)))
+                elif str(cause.kind) == "parameter_shape" and ch.new.strip():
+                    shape = ch.new.split()[0]
+                    hits = [m for m in marks if m.shape == strip_layout(shape)]
+                    if hits:
+                        m = max(hits, key=lambda h: h.step)
+                        out.append(
+                            (
+                                rc.sync,
+                                f"input {ch.old} -> {ch.new} is the tensor sharded {m.spec_text} over "
+                                f"{m.mesh_text} at {m.line} (step {m.step})",
+                            )
+                        )
+    return tuple(dict.fromkeys(out))
+
+
+def _sharding_change(name: str, old: str, new: str, marks: tuple[MarkSharding, ...]) -> str:
+    """`p3.7: ('data', None) -> (None, 'data') over mesh (data=4, model=1), at train.py:15`."""
+    a, b = find_marks(marks, old), find_marks(marks, new)
+    if a and b and a[0].mesh_text == b[0].mesh_text:
+        lines = list(dict.fromkeys(m.line for m in (a[0], b[0]) if m.line))
+        where = f", set at {' and '.join(lines)}" if lines else ""
+        return f"{name}: {a[0].spec_text} -> {b[0].spec_text} over {a[0].mesh_text}{where} (step {b[0].step})"
+    left = in_user_terms(marks, old) or old or "(none)"
+    right = in_user_terms(marks, new) or new or "(none)"
+    return f"{name}: {left} -> {right}"
