@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from xlagraph.classify.causes import Cause, CauseKind, Change, Moved
+from xlagraph.diagnose.causes import Cause, CauseKind, Change, Moved
 from xlagraph.diff import DiffResult, diff_files
 from xlagraph.errors import InputError
 from xlagraph.graphs import GraphListing, list_graphs, variant_letter
@@ -65,8 +65,8 @@ def test_different_text_counts_causes_and_puts_them_first(kept_alive: DiffResult
     assert "output_added: B returns 1 more tensor than A" in text
     # causes, then changed instructions, then notes
     assert text.index("output_added") < text.index("changed instructions")
-    if any(c.info for c in kept_alive.causes):
-        assert text.index("changed instructions") < text.index("note: dead_code")
+    if kept_alive.notes:
+        assert text.index("changed instructions") < text.index("note: ")
 
 
 def test_text_shows_user_source_line_and_fix(kept_alive: DiffResult) -> None:
@@ -97,7 +97,7 @@ def test_changed_instructions_union_of_non_info_causes(kept_alive: DiffResult) -
     left, right = changed_instructions(kept_alive)
     expected_right = {n for c in kept_alive.differences for n in c.right}
     assert expected_right <= set(right)
-    dead = {n for c in kept_alive.causes if c.info for n in c.left}
+    dead = {n for c in kept_alive.left.computations.values() for n in c.dead}
     assert not dead & set(left)
 
 
@@ -145,7 +145,7 @@ def test_text_is_deterministic(kept_alive: DiffResult) -> None:
 def test_diff_json_schema(kept_alive: DiffResult) -> None:
     doc = diff_to_json(kept_alive)
     assert json.loads(json.dumps(doc)) == doc
-    assert list(doc) == ["verdict", "differences", "left", "right", "causes", "changed"]
+    assert list(doc) == ["verdict", "differences", "left", "right", "causes", "notes", "changed"]
     assert doc["verdict"] == "different"
     assert doc["differences"] == len(kept_alive.differences)
     for side, canon in (("left", kept_alive.left), ("right", kept_alive.right)):
@@ -163,6 +163,7 @@ def test_diff_json_schema(kept_alive: DiffResult) -> None:
     cause = doc["causes"][0]
     assert set(cause) == {
         "kind", "summary", "hint", "info", "computation", "left", "right", "changes", "mapping", "sources",
+        "library_sources", "count",
     }  # fmt: skip
     assert doc["changed"] == {"left": [], "right": list(changed_instructions(kept_alive)[1])}
 
@@ -181,7 +182,7 @@ def test_identical_json(identical: DiffResult) -> None:
     doc = diff_to_json(identical)
     assert doc["verdict"] == "identical"
     assert doc["differences"] == 0
-    assert all(c["info"] for c in doc["causes"])
+    assert doc["causes"] == []  # identical <=> no causes; remarks are notes
     assert doc["changed"] == {"left": [], "right": []}
     assert json.dumps(doc) == json.dumps(diff_to_json(identical))
 

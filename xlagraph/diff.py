@@ -1,7 +1,9 @@
-"""`diff`: the whole pipeline for two modules, parse -> canonical -> match -> classify.
+"""`diff`: the whole pipeline for two modules, parse -> canonical -> match -> diagnose.
 
 Computations are paired from the entries down: two computations called at the same place by a
-pair of matched instructions are compared in turn, unless their canonical hashes are equal.
+pair of matched instructions are compared in turn, unless their canonical hashes are equal. The
+raw differences of every pair then go through the recognizers (`xlagraph.diagnose`), which name
+the patterns behind them.
 """
 
 from __future__ import annotations
@@ -10,14 +12,18 @@ from dataclasses import dataclass
 
 from xlagraph._gc import paused_gc
 from xlagraph.canonical import CanonicalModule, canonicalize
-from xlagraph.classify import (
+from xlagraph.diagnose import (
+    HINTS,
     Cause,
     CauseKind,
-    classify_computation,
-    classify_module_level,
+    Context,
+    Evidence,
+    compare_computation,
+    dead_code,
     input_dim_changes,
+    recognize,
 )
-from xlagraph.classify.causes import HINTS
+from xlagraph.diagnose.evidence import NO_CONTEXT
 from xlagraph.ir import Module
 from xlagraph.match import Matching, match
 from xlagraph.parse.lazy_ir import LOSSY_NOTE
@@ -37,22 +43,29 @@ class ComputationPair:
 
 @dataclass(frozen=True, eq=False)
 class DiffResult:
+    """`causes` are why the graphs differ (empty exactly when they are identical); `notes` are
+    remarks that change nothing (dead code on both sides)."""
+
     left: CanonicalModule
     right: CanonicalModule
     causes: tuple[Cause, ...]
     pairs: tuple[ComputationPair, ...]
+    notes: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> str:
-        return "different" if any(not c.info for c in self.causes) else "identical"
+        return "different" if self.causes else "identical"
 
     @property
     def differences(self) -> tuple[Cause, ...]:
-        return tuple(c for c in self.causes if not c.info)
+        return self.causes
 
 
-def diff_modules(a: Module, b: Module) -> DiffResult:
+def diff_modules(a: Module, b: Module, context: Context = NO_CONTEXT) -> DiffResult:
     """Compare two modules and name the causes of their differences.
+
+    `context` is what a capture knows about the two graphs (the sync's trigger and line, the
+    steps): the recognizers use it when it is there.
 
     >>> from xlagraph.parse.hlo import parse_hlo
     >>> a = parse_hlo("HloModule m\\nENTRY e {\\n  p = f32[4] parameter(0)\\n"
@@ -66,12 +79,12 @@ def diff_modules(a: Module, b: Module) -> DiffResult:
     ('different', ['constant_value'])
     """
     with paused_gc():
-        return _diff(a, b)
+        return _diff(a, b, context)
 
 
-def _diff(a: Module, b: Module) -> DiffResult:
+def _diff(a: Module, b: Module, context: Context) -> DiffResult:
     left, right = canonicalize(a), canonicalize(b)
-    causes: list[Cause] = []
+    raw: list[Cause] = []
     pairs: list[ComputationPair] = []
     seen: set[tuple[str, str]] = set()
     dims: set[tuple[str, str]] = set()
@@ -89,24 +102,25 @@ def _diff(a: Module, b: Module) -> DiffResult:
         m = match(lc, rc)
         pairs.append(ComputationPair(ln, rn, m))
         is_entry = ln == a.entry.name
-        causes += classify_computation(left, right, lc, rc, m, is_entry, dims, regrouped)
+        raw += compare_computation(left, right, lc, rc, m, is_entry, dims, regrouped)
         if is_entry:
-            dims = input_dim_changes(causes)
-            regrouped = any(c.kind is CauseKind.COLLECTIVE for c in causes)
+            dims = input_dim_changes(raw)
+            regrouped = any(c.kind is CauseKind.COLLECTIVE for c in raw)
         for x, y in m.left.items():
             cx, cy = lc.instruction(x).called, rc.instruction(y).called
             if len(cx) == len(cy):
                 work += [(p, q) for p, q in zip(cx, cy, strict=True) if (p, q) not in seen]
-    dead = classify_module_level(left, right, explained=any(not c.info for c in causes))
-    causes += _invisible_change(a, b, causes + dead)  # differing dead code is visible: not this
-    causes += dead
-    return DiffResult(left, right, tuple(causes), tuple(pairs))
+    dead, notes = dead_code(left, right, explained=bool(raw))
+    raw += dead
+    raw += _invisible_change(a, b, raw)  # differing dead code is visible: not this
+    causes = recognize(Evidence(left, right, context), tuple(raw)) if raw else ()
+    return DiffResult(left, right, causes, tuple(pairs), tuple(notes))
 
 
 def _invisible_change(a: Module, b: Module, causes: list[Cause]) -> list[Cause]:
     """Graph hashes differ but the text shows nothing: the lazy IR text omits constants and
     op parameters, so say which outputs differ (root hashes) and how to see the values."""
-    if any(not c.info for c in causes):
+    if causes:
         return []
     ha, hb = a.info.graph_hash, b.info.graph_hash
     if not (ha and hb and ha != hb):

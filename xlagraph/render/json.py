@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from xlagraph.canonical import CanonicalModule
-from xlagraph.classify.causes import Cause
+from xlagraph.diagnose.causes import Cause
 from xlagraph.diff import DiffResult
 from xlagraph.graphs import GraphListing
 from xlagraph.render.text import changed_instructions
@@ -54,11 +54,13 @@ def _cause(cause: Cause) -> dict[str, Any]:
             for m in cause.mapping
         ],
         "sources": list(cause.sources),
+        "library_sources": list(cause.library),
+        "count": cause.count,
     }
 
 
 def diff_to_json(result: DiffResult) -> dict[str, Any]:
-    """The diff as a dict: verdict, the two modules, every cause (info ones too), changed names."""
+    """The diff as a dict: verdict, the two modules, every cause, notes, changed names."""
     left, right = changed_instructions(result)
     return {
         "verdict": result.verdict,
@@ -66,6 +68,7 @@ def diff_to_json(result: DiffResult) -> dict[str, Any]:
         "left": _module(result.left),
         "right": _module(result.right),
         "causes": [_cause(c) for c in result.causes],
+        "notes": list(result.notes),
         "changed": {"left": list(left), "right": list(right)},
     }
 

@@ -12,7 +12,7 @@ import textwrap
 from typing import TypeVar
 
 from xlagraph.canonical import CanonicalModule
-from xlagraph.classify.causes import Cause, Moved
+from xlagraph.diagnose.causes import Cause, Moved
 from xlagraph.diff import DiffResult
 from xlagraph.graphs import GraphListing, GraphRow
 
@@ -112,11 +112,18 @@ def _change_lines(cause: Cause, limit: int) -> list[str]:
 
 
 def _sources(causes: list[Cause], limit: int) -> list[str]:
+    """`at` the user's lines, `via` the library lines beside them (or `at` library lines alone)."""
     found = list(dict.fromkeys(s for c in causes for s in c.sources))
     if not found:
         return []
     shown, hidden = _bounded(found, limit)
-    return _field("at", ", ".join(shown) + (f", {_more(hidden)}" if hidden else ""))
+    lines = _field("at", ", ".join(shown) + (f", {_more(hidden)}" if hidden else ""))
+    library = [s for s in dict.fromkeys(s for c in causes for s in c.library) if s not in found]
+    if library:
+        lines += _field(
+            "via", ", ".join(library[:3]) + (f", {_more(len(library) - 3)}" if len(library) > 3 else "")
+        )
+    return lines
 
 
 def _group(causes: list[Cause], entry: str, limit: int) -> list[str]:
@@ -124,7 +131,8 @@ def _group(causes: list[Cause], entry: str, limit: int) -> list[str]:
     first = causes[0]
     lines: list[str] = []
     if len(causes) == 1:
-        lines += _wrap(f"{first.kind}: {first.summary}", "", _INDENT)
+        tag = f"{first.kind} (expected)" if first.info else str(first.kind)
+        lines += _wrap(f"{tag}: {first.summary}", "", _INDENT)
         if first.computation and first.computation != entry:
             lines += _field("in", first.computation)
         lines += _sources(causes, limit)
@@ -195,11 +203,10 @@ def render_diff_text(result: DiffResult, max_changes: int = 20) -> str:
     changed = _changed_block(result, max_changes)
     if changed:
         lines += ["", *changed]
-    notes = [c for c in result.causes if c.info]
-    if notes:
+    if result.notes:
         lines.append("")
-        for cause in notes:
-            lines += _wrap(f"note: {cause.kind}: {cause.summary}", "", _INDENT)
+        for note in result.notes:
+            lines += _wrap(f"note: {note}", "", _INDENT)
     return "\n".join(lines) + "\n"
 
 

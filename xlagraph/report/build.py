@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import PurePath
 
-from xlagraph.classify.causes import Cause, CauseKind
-from xlagraph.classify.collectives import collectives
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.collectives import collectives
 from xlagraph.diff import DiffResult, diff_modules
 from xlagraph.errors import XlagraphError
 from xlagraph.graphs import variant_letter

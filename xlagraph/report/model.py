@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xlagraph.classify.causes import Cause
+from xlagraph.diagnose.causes import Cause
 from xlagraph.ir import Frame
 
 __all__ = [

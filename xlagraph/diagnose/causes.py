@@ -20,6 +20,15 @@ class CauseKind(str, Enum):
     COLLECTIVE = "collective"
     STRUCTURE = "structure"
     DEAD_CODE = "dead_code"
+    GRAPH_BREAK = "graph_break"
+    DYNAMIC_SHAPE = "dynamic_shape"
+    CONDITIONAL_WORK = "conditional_work"
+    STATE_INIT = "state_init"
+    DTYPE = "dtype"
+    LAYOUT = "layout"
+    SHARDING = "sharding"
+    PARAMETER_ADDED = "parameter_added"
+    PARAMETER_REMOVED = "parameter_removed"
 
     def __str__(self) -> str:
         return self.value
@@ -60,10 +69,50 @@ HINTS: dict[CauseKind, str] = {
         "(reduce_scatter_bucket_size_mb, coalescing) and make every bucket flush in the same step"
     ),
     CauseKind.STRUCTURE: (
-        "the computation itself differs: look for data-dependent Python control flow, an .item() or "
-        "print() that splits the step, or code that runs only on some steps"
+        "xlagraph does not know this pattern: compare the two graphs' op types at the cited line, "
+        "and make that code run the same way on every step"
     ),
-    CauseKind.DEAD_CODE: "nothing to do: instructions that never reach a result do not change the graph",
+    CauseKind.GRAPH_BREAK: (
+        "a sync inside the step (.item(), .cpu(), print(tensor), Python control flow on a tensor) cut "
+        "the graph: move it after the step's sync, read values in xm.add_step_closure, or keep the "
+        "decision on the device (torch.where)"
+    ),
+    CauseKind.DYNAMIC_SHAPE: (
+        "a shape comes from data values (boolean mask, nonzero, unique, masked_select): keep shapes "
+        "static, e.g. torch.where(mask, x, 0) and a masked sum/mean instead of x[mask]"
+    ),
+    CauseKind.CONDITIONAL_WORK: (
+        "work runs only on some steps (if step % k == 0: clipping, logging, metrics): run it on every "
+        "step (cheap, no recompile), or accept exactly one extra graph and keep k fixed"
+    ),
+    CauseKind.STATE_INIT: (
+        "expected warm-up: state created on the first steps (optimizer buffers) changes the graph once; "
+        "nothing to do unless it keeps changing"
+    ),
+    CauseKind.DTYPE: (
+        "an element type changed: keep autocast / .to(dtype) / model.half() the same on every step, "
+        "and create tensors with an explicit dtype"
+    ),
+    CauseKind.LAYOUT: (
+        "the same shapes in another layout or memory space compile as another program: keep the "
+        "tensors' layout fixed (no .contiguous()/.t() toggling, same placement) across steps"
+    ),
+    CauseKind.SHARDING: (
+        "a sharding changed: call xs.mark_sharding with the same mesh and partition spec on every "
+        "step, and shard the inputs once before the loop"
+    ),
+    CauseKind.PARAMETER_ADDED: (
+        "the graph takes a new input on this step: a tensor (state, a Python value passed as data) "
+        "exists only from this step on; create it before the loop"
+    ),
+    CauseKind.PARAMETER_REMOVED: (
+        "the graph no longer takes an input it took before: a tensor was dropped or became a baked "
+        "constant; keep what the step reads the same on every step"
+    ),
+    CauseKind.DEAD_CODE: (
+        "compute only what you use (e.g. torch.mean instead of torch.std_mean(...)[1]), or compute "
+        "the unused part the same way on every step"
+    ),
 }
 
 
@@ -94,8 +143,9 @@ class Cause:
     `left`/`right` name the instructions involved on each side (as printed in the dumps),
     `changes` the instructions that differ with old/new values, `mapping` the permutation for
     `*_permutation`, `sources` the user's lines (`file:line`) the dumps' metadata points to.
-    `computation` is the left-hand computation it was found in. `info` causes (dead code) do not
-    make graphs different.
+    `computation` is the left-hand computation it was found in. `info` marks an expected change
+    (optimizer-state warm-up): the graphs still differ, but nothing needs fixing. `count` is how
+    many raw differences the cause groups; `library` the library frames beside the user's lines.
     """
 
     kind: CauseKind
@@ -108,3 +158,5 @@ class Cause:
     sources: tuple[str, ...] = ()
     computation: str = ""
     info: bool = False
+    count: int = 1
+    library: tuple[str, ...] = ()

@@ -1,0 +1,95 @@
+"""Small helpers shared by the comparison steps: shapes, numbers, bounded lists."""
+
+from __future__ import annotations
+
+import re
+from itertools import pairwise
+
+from xlagraph.canonical import CanonicalComputation
+from xlagraph.ir import strip_layout
+
+__all__ = [
+    "MAX_LISTED",
+    "dim_changes",
+    "dims_of",
+    "element_type",
+    "explained_by_dims",
+    "fmt_list",
+    "is_number",
+    "numbers_equal",
+    "order_changed",
+    "reciprocal_dims",
+    "shape_of",
+]
+
+MAX_LISTED = 6
+_INT = re.compile(r"\d+")
+
+
+def shape_of(comp: CanonicalComputation, name: str) -> str:
+    return strip_layout(comp.instruction(name).shape).replace(" ", "")
+
+
+def element_type(shape: str) -> str:
+    """`bf16[4,8]` -> `bf16`; a tuple shape gives ``."""
+    return "" if shape.startswith("(") else shape.split("[", 1)[0]
+
+
+def dims_of(shape: str) -> str:
+    """`bf16[4,8]` -> `[4,8]`: the shape without its element type."""
+    return shape[len(element_type(shape)) :] if "[" in shape else shape
+
+
+def fmt_list(items: list[str], limit: int = MAX_LISTED) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def order_changed(pairs: list[tuple[int, int]]) -> bool:
+    """True when matched positions do not keep their relative order (an insertion does)."""
+    rights = [r for _, r in sorted(pairs)]
+    return any(b < a for a, b in pairwise(rights))
+
+
+def is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def numbers_equal(a: str, b: str) -> bool:
+    return is_number(a) and is_number(b) and float(a) == float(b)
+
+
+def dim_changes(old: str, new: str) -> set[tuple[str, str]]:
+    """`f32[4,8]` -> `f32[2,8]` gives {("4", "2")}: constants equal to a changed dimension follow it."""
+    a = _INT.findall(old.split("[", 1)[-1])
+    b = _INT.findall(new.split("[", 1)[-1])
+    return {(x, y) for x, y in zip(a, b, strict=False) if x != y}
+
+
+def explained_by_dims(old: str, new: str, dims: set[tuple[str, str]]) -> bool:
+    """Every number that differs between `old` and `new` follows a changed input dimension:
+    equal to it (4 -> 3) or in proportion to it (32 -> 24 when 4 -> 3)."""
+    if not dims:
+        return False
+    a, b = _INT.findall(old), _INT.findall(new)
+    if len(a) != len(b):
+        return False
+    ratios = [(int(x), int(y)) for x, y in dims]
+    changed = [(int(x), int(y)) for x, y in zip(a, b, strict=True) if x != y]
+    return bool(changed) and all(any(x * q == y * p for p, q in ratios) for x, y in changed)
+
+
+def reciprocal_dims(old: str, new: str, dims: set[tuple[str, str]]) -> bool:
+    """A scaling constant that follows a changed dimension: 1/4 -> 1/3 when 4 -> 3."""
+    if not (is_number(old) and is_number(new)) or not dims:
+        return False
+    o, n = float(old), float(new)
+    for x, y in dims:
+        fx, fy = float(x), float(y)
+        if fx and fy and abs(o * fx - n * fy) < 1e-6 * max(abs(o * fx), 1.0):
+            return True
+    return False

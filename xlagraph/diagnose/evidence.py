@@ -1,0 +1,99 @@
+"""The one contract every recognizer follows, and what it may look at.
+
+A recognizer reads the `Evidence` (both canonical modules, what a capture knows about the
+step) and the raw differences still unexplained, and returns the causes it names plus the
+indices of the raw differences it consumed. Recognizers run in the order of
+`recognizers.ORDER`; each sees only what the earlier ones left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from xlagraph.canonical import CanonicalModule
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.ir import Instruction
+
+__all__ = ["IMPLICIT_TRIGGERS", "Context", "Evidence", "Recognized", "Recognizer"]
+
+# Syncs the user did not ask for: a value read in the middle of the step.
+IMPLICIT_TRIGGERS = frozenset({".item()", ".cpu()", ".tolist()", ".numpy()", "print", "implicit"})
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a capture (or a save file) knows about the two graphs besides their HLO.
+
+    `trigger` / `baseline_trigger`: what made each graph's sync happen (`report.trigger_of`
+    labels); `call_site` the user's line of the new graph's sync; `step` / `baseline_step` the
+    training steps they first ran at (-1: unknown); `first_graph`: the baseline is the first
+    graph of the run (so the new one is often the optimizer's warm-up).
+    """
+
+    trigger: str = ""
+    baseline_trigger: str = ""
+    call_site: str = ""
+    baseline_call_site: str = ""
+    step: int = -1
+    baseline_step: int = -1
+    first_graph: bool = False
+
+    @property
+    def known(self) -> bool:
+        return bool(self.trigger or self.call_site or self.step >= 0)
+
+
+NO_CONTEXT = Context()
+
+
+@dataclass(frozen=True)
+class Evidence:
+    left: CanonicalModule
+    right: CanonicalModule
+    context: Context
+
+    def instructions(self, cause: Cause) -> list[tuple[CanonicalModule, Instruction]]:
+        """Every instruction a cause names, with its module (A's first)."""
+        out: list[tuple[CanonicalModule, Instruction]] = []
+        for canon, names in ((self.left, cause.left), (self.right, cause.right)):
+            comps = [canon.computations[cause.computation]] if cause.computation in canon.computations else []
+            comps += [canon.entry, *list(canon.computations.values())]
+            for name in names:
+                ins = next(
+                    (c.computation.by_name[name] for c in comps if name in c.computation.by_name), None
+                )
+                if ins is not None:
+                    out.append((canon, ins))
+        return out
+
+    def library_files(self, cause: Cause) -> list[str]:
+        """The files the named instructions' metadata points to (innermost frame), in order."""
+        files: dict[str, None] = {}
+        for canon, ins in self.instructions(cause):
+            for frame in canon.module.frames_of(ins)[:1]:
+                files.setdefault(frame.file.replace("\\", "/"))
+        return list(files)
+
+
+class Recognized(NamedTuple):
+    """What one recognizer found: new causes, and the raw differences (indices) they explain."""
+
+    causes: tuple[Cause, ...] = ()
+    consumed: frozenset[int] = frozenset()
+
+
+NOTHING = Recognized()
+
+
+@dataclass(frozen=True)
+class Recognizer:
+    """One real-world pattern: `recognize(evidence, pending)` -> `Recognized`."""
+
+    name: str
+    recognize: Callable[[Evidence, tuple[Cause, ...]], Recognized]
+
+
+def indices(pending: tuple[Cause, ...], *kinds: CauseKind) -> list[int]:
+    return [i for i, c in enumerate(pending) if c.kind in kinds]

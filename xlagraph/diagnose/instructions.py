@@ -1,0 +1,158 @@
+"""Changes inside matched instructions: constants (old and new value) and op attributes.
+
+A change that follows from an input's shape (a constant equal to a changed batch dimension, a
+reshape's sizes in proportion to it, a scale 1/4 -> 1/3) is folded into that shape cause; an
+op whose shape changes only in element type belongs to the `dtype` cause.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xlagraph.canonical.hashes import COMMUTATIVE, IGNORED_ATTRIBUTES, normalize_attribute
+from xlagraph.diagnose.causes import CauseKind, Change
+from xlagraph.diagnose.collectives import is_collective
+from xlagraph.diagnose.common import (
+    dims_of,
+    explained_by_dims,
+    numbers_equal,
+    reciprocal_dims,
+    shape_of,
+)
+from xlagraph.ir import COMPUTATION_ATTRIBUTES, Instruction
+
+if TYPE_CHECKING:
+    from xlagraph.diagnose.compare import Comparison
+
+__all__ = ["attributes", "matched_changes", "operands_agree"]
+
+
+def attributes(ins: Instruction) -> dict[str, str]:
+    return {
+        k: normalize_attribute(k, v)
+        for k, v in ins.attributes
+        if k not in IGNORED_ATTRIBUTES and k not in COMPUTATION_ATTRIBUTES
+    }
+
+
+def operands_agree(cmp: Comparison, oa: tuple[str, ...], ob: tuple[str, ...], commutative: bool) -> bool:
+    """Operands correspond: paired with each other, or with a twin that computes the same
+    subgraph on its own side (lowering shares a node in one graph and repeats it in the other)."""
+    if len(oa) != len(ob):
+        return False
+    pl, pr, lh1, rh1 = cmp.pair_left, cmp.pair_right, cmp.left.h1, cmp.right.h1
+
+    def same(x: str, y: str) -> bool:
+        mx, my = pl.get(x), pr.get(y)
+        return mx == y or (mx is not None and rh1[mx] == rh1[y]) or (my is not None and lh1[my] == lh1[x])
+
+    if not commutative:
+        return all(same(x, y) for x, y in zip(oa, ob, strict=True))
+    rest = list(ob)
+    for x in oa:
+        y = next((y for y in rest if same(x, y)), None)
+        if y is None:
+            return False
+        rest.remove(y)
+    return True
+
+
+def matched_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Constant and attribute causes; returns pairs whose operands were rewired or whose
+    opcode changed (structural, handled with the unmatched instructions)."""
+    left, right = cmp.left, cmp.right
+    structural: list[tuple[str, str]] = []
+    shape_changed: set[str] = set()
+    propagated: tuple[list[str], list[str]] = ([], [])
+    lkeys, rkeys = left.keys, right.keys
+    lh1, rh1 = left.h1, right.h1
+    lins, rins = left.computation.by_name, right.computation.by_name
+    lops, rops = left.operands, right.operands
+    has_dtype = any(c.kind is CauseKind.DTYPE for c in cmp.causes)
+    for a in left.order:
+        b = cmp.pair_left.get(a)
+        if b is None or lh1[a] == rh1[b]:
+            continue
+        ia, ib = lins[a], rins[b]
+        if lkeys[a] == rkeys[b]:
+            # Same content, so only operands can differ.
+            if not operands_agree(cmp, lops[a], rops[b], ia.opcode in COMMUTATIVE):
+                structural.append((a, b))
+            continue
+        sa, sb = shape_of(left, a), shape_of(right, b)
+        if a in left.param_number:
+            if sa != sb:
+                shape_changed.add(a)
+                continue
+            _attribute_change(cmp, a, b, set(), False, propagated)
+            continue
+        if ia.opcode != ib.opcode:
+            structural.append((a, b))
+            continue
+        if cmp.regrouped and is_collective(ia.opcode):
+            cmp.absorb_into(CauseKind.COLLECTIVE, [a], [b])
+            continue
+        oa, ob = lops[a], rops[b]
+        if not operands_agree(cmp, oa, ob, ia.opcode in COMMUTATIVE):
+            structural.append((a, b))
+            continue
+        upstream = any(o in shape_changed for o in oa)
+        if sa != sb:
+            shape_changed.add(a)
+            upstream = upstream or explained_by_dims(sa, sb, dims)
+            if has_dtype and dims_of(sa) == dims_of(sb) and ia.opcode != "constant":
+                cmp.absorb_into(CauseKind.DTYPE, [a], [b])
+                continue
+        if ia.opcode == "constant":
+            old, new = ia.payload, ib.payload
+            if old.replace(" ", "") == new.replace(" ", "") and sa == sb:
+                continue
+            if (old, new) in dims or numbers_equal(old, new) or reciprocal_dims(old, new, dims):
+                propagated[0].append(a)
+                propagated[1].append(b)
+                continue
+            what = "value" if sa == sb else "shape and value"
+            change = Change(a, b, what, f"{sa} {old}", f"{sb} {new}")
+            cmp.cause(
+                CauseKind.CONSTANT_VALUE,
+                f"constant {a} changed {old} -> {new}" + ("" if what == "value" else f" ({sa} -> {sb})"),
+                [a],
+                [b],
+                changes=(change,),
+            )
+            continue
+        _attribute_change(cmp, a, b, dims, upstream, propagated)
+    if propagated[0] and any(c.kind is CauseKind.PARAMETER_SHAPE for c in cmp.causes):
+        cmp.explained_left.update(propagated[0])
+        cmp.explained_right.update(propagated[1])
+    return structural
+
+
+def _attribute_change(
+    cmp: Comparison,
+    a: str,
+    b: str,
+    dims: set[tuple[str, str]],
+    upstream: bool,
+    propagated: tuple[list[str], list[str]],
+) -> None:
+    """An attribute (or an op's own shape) changed, unless it follows an input's shape."""
+    left, right = cmp.left, cmp.right
+    ia, ib = left.instruction(a), right.instruction(b)
+    attrs_a, attrs_b = attributes(ia), attributes(ib)
+    diff_keys = sorted(k for k in attrs_a.keys() | attrs_b.keys() if attrs_a.get(k) != attrs_b.get(k))
+    follows = bool(diff_keys) and all(
+        explained_by_dims(attrs_a.get(k, ""), attrs_b.get(k, ""), dims) for k in diff_keys
+    )
+    if upstream or follows:
+        propagated[0].append(a)
+        propagated[1].append(b)
+        return
+    sa, sb = shape_of(left, a), shape_of(right, b)
+    if not diff_keys and sa == sb:
+        return  # differs only inside a called computation: classified there
+    changes = tuple(Change(a, b, k, attrs_a.get(k, ""), attrs_b.get(k, "")) for k in diff_keys)
+    if not diff_keys:
+        changes = (Change(a, b, "shape", sa, sb),)
+    desc = "; ".join(f"{c.what}={c.old or '(none)'} -> {c.new or '(none)'}" for c in changes)
+    cmp.cause(CauseKind.ATTRIBUTE, f"{ia.opcode} {a}: {desc}", [a], [b], changes=changes)

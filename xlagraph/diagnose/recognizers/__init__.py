@@ -1,0 +1,56 @@
+"""The recognizers, one module per pattern, and the order they run in.
+
+Order matters: patterns that explain a whole cascade come first (a sharding or parallelism
+change explains collectives, shard shapes and scaling constants; a graph break explains a
+graph cut anywhere), then the warm-up and every-k-steps patterns that explain whole regions,
+then the patterns of one input or one value; `unknown` then words what nothing explained. Last,
+`grouping` runs over everything found (named and raw alike) and makes one cause of what repeats.
+"""
+
+from __future__ import annotations
+
+from xlagraph.diagnose.causes import Cause
+from xlagraph.diagnose.evidence import Evidence, Recognizer
+from xlagraph.diagnose.recognizers import (
+    conditional_work,
+    dynamic_shape,
+    graph_break,
+    grouping,
+    input_shape,
+    parallelism,
+    python_int,
+    sharding,
+    special_scalar,
+    state_init,
+    unknown,
+)
+
+__all__ = ["FINAL", "ORDER", "recognize"]
+
+ORDER: tuple[Recognizer, ...] = (
+    sharding.RECOGNIZER,
+    parallelism.RECOGNIZER,
+    graph_break.RECOGNIZER,
+    special_scalar.RECOGNIZER,
+    state_init.RECOGNIZER,
+    conditional_work.RECOGNIZER,
+    dynamic_shape.RECOGNIZER,
+    input_shape.RECOGNIZER,
+    python_int.RECOGNIZER,
+    unknown.RECOGNIZER,
+)
+FINAL: Recognizer = grouping.RECOGNIZER
+
+
+def recognize(evidence: Evidence, raw: tuple[Cause, ...]) -> tuple[Cause, ...]:
+    """Run every recognizer in `ORDER`; raw differences none consumed are kept as they are."""
+    found: list[Cause] = []
+    pending = raw
+    for recognizer in ORDER:
+        result = recognizer.recognize(evidence, pending)
+        found += result.causes
+        pending = tuple(c for i, c in enumerate(pending) if i not in result.consumed)
+    everything = tuple(found) + pending
+    grouped = FINAL.recognize(evidence, everything)
+    kept = tuple(c for i, c in enumerate(everything) if i not in grouped.consumed)
+    return grouped.causes + kept

@@ -1,0 +1,67 @@
+"""Helpers the recognizers share: merging raw differences into one named cause."""
+
+from __future__ import annotations
+
+import linecache
+from collections.abc import Iterable
+from dataclasses import replace
+
+from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
+
+__all__ = ["inside_periodic_if", "merge", "renamed", "source_text"]
+
+
+def _union(items: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(x for group in items for x in group))
+
+
+def merge(kind: CauseKind, summary: str, causes: list[Cause], hint: str = "", **kw) -> Cause:  # type: ignore[no-untyped-def]
+    """One cause of `kind` that takes over the instructions, changes and lines of `causes`."""
+    first = causes[0] if causes else None
+    fields = {
+        "left": _union(c.left for c in causes),
+        "right": _union(c.right for c in causes),
+        "changes": tuple(ch for c in causes for ch in c.changes),
+        "mapping": tuple(m for c in causes for m in c.mapping),
+        "sources": _union(c.sources for c in causes)[:6],
+        "library": _union(c.library for c in causes)[:6],
+        "computation": first.computation if first else "",
+        "count": sum(c.count for c in causes) or 1,
+    }
+    fields.update(kw)
+    return Cause(kind, summary, hint or HINTS[kind], **fields)
+
+
+def renamed(cause: Cause, kind: CauseKind, summary: str, hint: str = "", **kw) -> Cause:  # type: ignore[no-untyped-def]
+    return replace(cause, kind=kind, summary=summary, hint=hint or HINTS[kind], **kw)
+
+
+def source_text(location: str) -> str:
+    """The text of `file:line`, or `` when it cannot be read."""
+    file, _, line = location.rpartition(":")
+    if not file or not line.isdigit():
+        return ""
+    return linecache.getline(file, int(line))
+
+
+def inside_periodic_if(location: str) -> bool:
+    """`file:line` sits in an `if ... % ...:` block (work done every k steps)."""
+    file, _, line = location.rpartition(":")
+    if not file or not line.isdigit():
+        return False
+    n = int(line)
+    text = linecache.getline(file, n)
+    indent = len(text) - len(text.lstrip())
+    for k in range(n - 1, max(0, n - 40), -1):
+        above = linecache.getline(file, k)
+        stripped = above.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        level = len(above) - len(above.lstrip())
+        if level < indent:
+            if stripped.startswith(("if ", "elif ")) and "%" in stripped:
+                return True
+            indent = level
+            if level == 0:
+                return False
+    return False

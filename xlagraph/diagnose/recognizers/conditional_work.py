@@ -1,0 +1,84 @@
+"""`conditional_work`: work present only on some steps. `if step % k == 0:` gradient clipping,
+logging or metrics; an optimizer step every k steps (gradient accumulation); dropout present in
+`train()` and absent in `eval()`.
+
+Evidence: a region of instructions that comes from gradient clipping, from optimizer code, or
+from random-number ops; or a user line inside an `if ... % ...:` block.
+"""
+
+from __future__ import annotations
+
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.recognizers._common import inside_periodic_if, merge
+
+__all__ = ["RECOGNIZER"]
+
+_REGIONS = (
+    CauseKind.STRUCTURE,
+    CauseKind.OUTPUT_ADDED,
+    CauseKind.OUTPUT_REMOVED,
+    CauseKind.PARAMETER_ADDED,
+    CauseKind.PARAMETER_REMOVED,
+)
+_RNG = frozenset({"rng", "rng-bit-generator", "rng-get-and-update-state"})
+_PATTERNS = (
+    (
+        "clipping",
+        lambda files, ops: any("clip_grad" in f for f in files),
+        "gradient clipping runs only on some steps",
+        "clip on every step (clip_grad_norm_ is cheap next to the step), or accept one extra graph "
+        "and keep k fixed; do not toggle it by a data-dependent condition",
+    ),
+    (
+        "rng",
+        lambda files, ops: bool(ops & _RNG) or any("dropout" in f for f in files),
+        "random-number ops (dropout) only in one graph: model.train() / model.eval() toggled",
+        "an eval graph is expected to differ from the training graph: switch modes on a fixed "
+        "schedule (each mode compiles once), and keep eval batches the same shape",
+    ),
+    (
+        "optimizer",
+        lambda files, ops: any("/optim/" in f for f in files),
+        "the optimizer's update runs only on some steps (gradient accumulation, a step every k)",
+        "expected with gradient accumulation: two graphs (accumulate, and accumulate + step) that "
+        "each compile once; keep k fixed and call torch_xla.sync() at the same place every step",
+    ),
+)
+
+
+def _ops(evidence: Evidence, cause: Cause) -> set[str]:
+    return {ins.opcode for _, ins in evidence.instructions(cause)}
+
+
+def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    regions = [i for i, c in enumerate(pending) if c.kind in _REGIONS]
+    if not regions:
+        return NOTHING
+    for _, test, summary, hint in _PATTERNS:
+        hits = [i for i in regions if test(evidence.library_files(pending[i]), _ops(evidence, pending[i]))]
+        if hits:
+            picked = [i for i in regions if pending[i].kind is CauseKind.STRUCTURE or i in hits]
+            n = sum(pending[i].count for i in picked)
+            cause = merge(
+                CauseKind.CONDITIONAL_WORK,
+                f"{summary} ({n} difference(s))",
+                [pending[i] for i in picked],
+                hint=hint,
+            )
+            return Recognized((cause,), frozenset(picked))
+    periodic = [i for i in regions if any(inside_periodic_if(s) for s in pending[i].sources)]
+    # Extra outputs alone are tensors kept alive (`output_added`); work inside the step is more.
+    if any(pending[i].kind is CauseKind.STRUCTURE for i in periodic):
+        where = next((s for i in periodic for s in pending[i].sources if inside_periodic_if(s)), "")
+        summary = (
+            "work that runs only on some steps (an `if ... % k` block"
+            + (f" at {where}" if where else "")
+            + "): logging, metrics or an update done every k steps"
+        )
+        cause = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in periodic])
+        return Recognized((cause,), frozenset(periodic))
+    return NOTHING
+
+
+RECOGNIZER = Recognizer("conditional_work", _recognize)

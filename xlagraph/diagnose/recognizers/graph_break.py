@@ -1,0 +1,69 @@
+"""`graph_break`: a sync inside the step (`.item()`, `.cpu()`, `print(t)`, Python control flow
+on a tensor) cut the step's graph, so one graph is a part of the other.
+
+Evidence: the capture says the new graph's sync (or the baseline's) was implicit, and cites its
+line. Without a capture, the graphs' own shape: one is wholly contained in the other and lacks
+most of its outputs (a step cut short), not one or two extra outputs (those stay
+`output_added`: tensors kept alive).
+"""
+
+from __future__ import annotations
+
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.recognizers._common import merge
+
+__all__ = ["RECOGNIZER"]
+
+_CUT = (
+    CauseKind.OUTPUT_ADDED,
+    CauseKind.OUTPUT_REMOVED,
+    CauseKind.OUTPUT_PERMUTATION,
+    CauseKind.PARAMETER_ADDED,
+    CauseKind.PARAMETER_REMOVED,
+    CauseKind.PARAMETER_PERMUTATION,
+    CauseKind.STRUCTURE,
+    CauseKind.CONSTANT_VALUE,
+    CauseKind.ATTRIBUTE,
+)
+
+
+_MIN_CUT_OUTPUTS = 3
+
+
+def _cut_short(evidence: Evidence, pending: tuple[Cause, ...]) -> str:
+    """ "this graph" / "the baseline graph" when that side is a part of the other cut short."""
+    nl, nr = len(evidence.left.entry.outputs), len(evidence.right.entry.outputs)
+    if all(not c.right for c in pending) and nr * 2 <= nl and nl - nr >= _MIN_CUT_OUTPUTS:
+        return "this graph"
+    if all(not c.left for c in pending) and nl * 2 <= nr and nr - nl >= _MIN_CUT_OUTPUTS:
+        return "the baseline graph"
+    return ""
+
+
+def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    ctx = evidence.context
+    if ctx.trigger in IMPLICIT_TRIGGERS:
+        trigger, line, which = ctx.trigger, ctx.call_site, "this graph"
+    elif ctx.baseline_trigger in IMPLICIT_TRIGGERS:
+        trigger, line, which = ctx.baseline_trigger, ctx.baseline_call_site, "the baseline graph"
+    elif not ctx.trigger and (which := _cut_short(evidence, pending)):
+        trigger = "implicit"
+        line = ctx.call_site if which == "this graph" else ctx.baseline_call_site
+    else:
+        return NOTHING
+    cut = [i for i, c in enumerate(pending) if c.kind in _CUT]
+    if not cut:
+        return NOTHING
+    label = "an implicit sync" if trigger == "implicit" else f"a {trigger} sync"
+    summary = (
+        f"{label} inside the step cut the graph: {which} ends at "
+        + (line or "a line the dump does not record (XLAGRAPH_CAPTURE records it)")
+        + f" instead of at the step's sync ({sum(pending[i].count for i in cut)} difference(s) follow)"
+    )
+    # The differing ops' own lines are where the rest of the step is, not where it was cut.
+    cause = merge(CauseKind.GRAPH_BREAK, summary, [pending[i] for i in cut], sources=(line,) if line else ())
+    return Recognized((cause,), frozenset(cut))
+
+
+RECOGNIZER = Recognizer("graph_break", _recognize)

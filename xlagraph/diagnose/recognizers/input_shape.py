@@ -1,0 +1,51 @@
+"""`parameter_shape` worded by which dimension changed: the batch dimension (a ragged last batch)
+or a later one (a sequence length that varies), so the hint fits the pattern."""
+
+from __future__ import annotations
+
+import re
+
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.recognizers._common import renamed
+
+__all__ = ["RECOGNIZER"]
+
+_INT = re.compile(r"\d+")
+BATCH_HINT = (
+    "the batch dimension changed: a ragged last batch; use drop_last=True, or pad the last batch "
+    "to the full size (and mask its padding out of the loss)"
+)
+SEQUENCE_HINT = (
+    "a non-batch dimension changed, typically a sequence length: pad to a fixed length, or bucket "
+    "lengths to a few fixed sizes (each compiles once)"
+)
+OTHER_HINT = "keep input shapes fixed across steps: pad, or bucket them to a few fixed sizes"
+
+
+def _changed_axes(old: str, new: str) -> set[int]:
+    a, b = _INT.findall(old.split("[", 1)[-1]), _INT.findall(new.split("[", 1)[-1])
+    if len(a) != len(b):
+        return {-1}
+    return {k for k, (x, y) in enumerate(zip(a, b, strict=True)) if x != y}
+
+
+def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    picked = [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_SHAPE]
+    if not picked:
+        return NOTHING
+    out = []
+    for i in picked:
+        c = pending[i]
+        axes = set().union(*(_changed_axes(ch.old, ch.new) for ch in c.changes))
+        if axes == {0}:
+            what, hint = "the batch dimension changed: a ragged last batch is typical", BATCH_HINT
+        elif axes and -1 not in axes and 0 not in axes:
+            what, hint = "a non-batch dimension changed: a varying sequence length is typical", SEQUENCE_HINT
+        else:
+            what, hint = "input shapes changed", OTHER_HINT
+        out.append(renamed(c, CauseKind.PARAMETER_SHAPE, f"{c.summary}; {what}", hint))
+    return Recognized(tuple(out), frozenset(picked))
+
+
+RECOGNIZER = Recognizer("input_shape", _recognize)

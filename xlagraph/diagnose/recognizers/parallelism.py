@@ -1,0 +1,67 @@
+"""A change of parallelism (world size, tensor-parallel degree) between the two graphs.
+
+Collectives over other replica groups or added/removed, with input shapes that shrink or grow
+by a whole factor (768 -> 384: weights split over twice the devices): one root reason. The
+collectives, shard shapes, scaling constants (1/world_size) and the structure around them are
+folded into one `collective` cause, with a hint about parallelism, not about bucketing.
+"""
+
+from __future__ import annotations
+
+import re
+
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.recognizers._common import merge
+
+__all__ = ["RECOGNIZER"]
+
+HINT = (
+    "the parallel layout changed (world size, tensor- or data-parallel degree, replica groups): "
+    "expected when comparing two configurations; within one run keep the device mesh and the "
+    "process groups fixed"
+)
+_FOLDED = (
+    CauseKind.PARAMETER_SHAPE,
+    CauseKind.CONSTANT_VALUE,
+    CauseKind.ATTRIBUTE,
+    CauseKind.STRUCTURE,
+    CauseKind.PARAMETER_ADDED,
+    CauseKind.PARAMETER_REMOVED,
+    CauseKind.OUTPUT_ADDED,
+    CauseKind.OUTPUT_REMOVED,
+)
+_INT = re.compile(r"\d+")
+
+
+def _whole_factor(old: str, new: str) -> bool:
+    """Every changed dimension scales by one whole factor (either way)."""
+    a, b = _INT.findall(old.split("[", 1)[-1]), _INT.findall(new.split("[", 1)[-1])
+    if len(a) != len(b):
+        return False
+    changed = [(int(x), int(y)) for x, y in zip(a, b, strict=True) if x != y]
+    return bool(changed) and all(x and y and (x % y == 0 or y % x == 0) for x, y in changed)
+
+
+def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    coll = [i for i, c in enumerate(pending) if c.kind is CauseKind.COLLECTIVE]
+    if not coll:
+        return NOTHING
+    summary = pending[coll[0]].summary
+    groups_changed = "replica groups" in summary
+    shapes = [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_SHAPE]
+    split = bool(shapes) and all(
+        _whole_factor(ch.old, ch.new) for i in shapes for ch in pending[i].changes if ch.what == "shape"
+    )
+    if not (groups_changed or split):
+        return NOTHING  # regrouped over the same devices and shapes: bucketing, said by `collective`
+    folded = [i for i, c in enumerate(pending) if c.kind in _FOLDED]
+    what = "replica groups changed" if groups_changed else "inputs split by a whole factor"
+    text = f"the parallel layout changed ({what}): {summary}" + (
+        f"; {sum(pending[i].count for i in folded)} following change(s) folded in" if folded else ""
+    )
+    cause = merge(CauseKind.COLLECTIVE, text, [pending[i] for i in coll + folded], hint=HINT)
+    return Recognized((cause,), frozenset(coll + folded))
+
+
+RECOGNIZER = Recognizer("parallelism", _recognize)

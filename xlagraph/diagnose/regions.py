@@ -1,0 +1,106 @@
+"""What no earlier step explained, as connected regions of changed instructions.
+
+Each region becomes one raw `structure` difference; the recognizers then say which pattern it
+is (work on some steps only, optimizer state, a dtype change ...), and only what none of them
+knows stays `structure`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import networkx as nx
+
+from xlagraph.canonical import CanonicalComputation
+from xlagraph.diagnose.causes import CauseKind, Change
+from xlagraph.diagnose.collectives import is_collective
+from xlagraph.diagnose.common import fmt_list
+
+if TYPE_CHECKING:
+    from xlagraph.diagnose.compare import Comparison
+
+__all__ = ["structure"]
+
+Node = tuple[str, str]
+
+
+def structure(cmp: Comparison, structural: list[tuple[str, str]], absorb_collectives: bool) -> None:
+    left, right = cmp.left, cmp.right
+    pl, pr = cmp.pair_left, cmp.pair_right
+    # A subgraph computed twice on one side and once (shared) on the other is the same
+    # computation: lowering does not always reuse a node (same graph hash, other CSE).
+    left_h1, right_h1 = set(left.h1.values()), set(right.h1.values())
+    g = nx.Graph()
+    for a in left.order:
+        if a not in pl and a not in cmp.explained_left and left.h1[a] not in right_h1:
+            g.add_node(("A", a))
+    for b in right.order:
+        if b not in pr and b not in cmp.explained_right and right.h1[b] not in left_h1:
+            g.add_node(("B", b))
+    for a, b in structural:
+        g.add_edge(("A", a), ("B", b))
+    if not g:
+        return
+    for side, comp, matched in (("A", left, pl), ("B", right, pr)):
+        for name in comp.order:
+            if (side, name) not in g:
+                continue
+            for o in comp.operands[name]:
+                if (side, o) in g:
+                    g.add_edge((side, name), (side, o))
+                elif o in matched and comp.instruction(o).opcode not in ("parameter", "constant"):
+                    anchor = o if side == "A" else matched[o]
+                    g.add_edge((side, name), ("M", anchor))
+    for side, comp, matched in (("A", left, pl), ("B", right, pr)):
+        for a, b in _users_by_anchor(side, comp, matched, g):
+            g.add_edge(a, b)
+    lpos = {n: k for k, n in enumerate(left.order)}
+    rpos = {n: k for k, n in enumerate(right.order)}
+    for component in sorted(nx.connected_components(g), key=lambda c: min(str(n) for n in c)):
+        lefts = sorted((n for s, n in component if s == "A"), key=lpos.__getitem__)
+        rights = sorted((n for s, n in component if s == "B"), key=rpos.__getitem__)
+        if not (lefts or rights):
+            continue
+        ops = [left.instruction(n).opcode for n in lefts] + [right.instruction(n).opcode for n in rights]
+        if absorb_collectives and any(is_collective(op) for op in ops):
+            cmp.absorb_into(CauseKind.COLLECTIVE, lefts, rights)
+            continue
+        if set(ops) <= {"convert"} and cmp.absorb_into(CauseKind.DTYPE, lefts, rights):
+            continue
+        in_region = set(lefts)
+        changed = [(a, b) for a, b in structural if a in in_region]
+        desc = []
+        if changed:
+            desc.append(f"{len(changed)} changed")
+        only_a = [n for n in lefts if n not in pl]
+        only_b = [n for n in rights if n not in pr]
+        if only_a:
+            desc.append(f"{len(only_a)} only in A")
+        if only_b:
+            desc.append(f"{len(only_b)} only in B")
+        cmp.cause(
+            CauseKind.STRUCTURE,
+            f"{', '.join(desc)} instruction(s) ({fmt_list(sorted(set(ops)), 5)})",
+            lefts,
+            rights,
+            changes=tuple(
+                Change(a, b, "opcode", left.instruction(a).opcode, right.instruction(b).opcode)
+                for a, b in changed
+                if left.instruction(a).opcode != right.instruction(b).opcode
+            ),
+        )
+
+
+def _users_by_anchor(
+    side: str, comp: CanonicalComputation, matched: dict[str, str], g: nx.Graph
+) -> list[tuple[Node, Node]]:
+    """Changed regions of both sides that flow into the same matched instruction are one region."""
+    edges: list[tuple[Node, Node]] = []
+    for name in comp.order:
+        if name not in matched:
+            continue
+        for o in comp.operands[name]:
+            if (side, o) in g:
+                anchor = name if side == "A" else matched[name]
+                edges.append(((side, o), ("M", anchor)))
+    return edges
