@@ -1,5 +1,6 @@
-"""Only here to ship `xlagraph-capture.pth` (the XLAGRAPH_CAPTURE start-up hook) at the top of
-site-packages; everything else is in pyproject.toml. A .pth file outside a package is not
+"""Here for two things pyproject.toml cannot say: the compiled HLO reader `xlagraph._core` (the Rust
+crate in rust/, built by setuptools-rust with cargo), and shipping `xlagraph-capture.pth` (the
+XLAGRAPH_CAPTURE start-up hook) at the top of site-packages. A .pth file outside a package is not
 package data, so build_py copies it to the wheel's root, and for `pip install -e .` (PEP 660)
 into the editable wheel, which setuptools assembles from the `install` command's install_lib."""
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+from setuptools_rust import Binding, RustExtension
 
 PTH = Path(__file__).parent / "xlagraph" / "capture" / "xlagraph-capture.pth"
 
@@ -21,4 +23,10 @@ class build_py_with_pth(build_py):
             self.copy_file(str(PTH), str(Path(target) / PTH.name), preserve_mode=False)
 
 
-setup(cmdclass={"build_py": build_py_with_pth})
+setup(
+    cmdclass={"build_py": build_py_with_pth},
+    rust_extensions=[
+        RustExtension("xlagraph._core", path="rust/Cargo.toml", binding=Binding.PyO3, py_limited_api=True)
+    ],
+    options={"bdist_wheel": {"py_limited_api": "cp310"}},
+)

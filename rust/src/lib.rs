@@ -1,0 +1,227 @@
+//! `xlagraph._core`: the HLO text reader. Parsing runs without the GIL on borrowed text; the
+//! result is built as the Python IR directly (`Instruction` and `Metadata` NamedTuples), with
+//! repeated strings (opcodes, shapes, attribute text) shared as one object each.
+
+mod checks;
+mod literal;
+mod opcodes;
+mod parser;
+mod scan;
+mod shape;
+
+use std::borrow::Cow;
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString, PyTuple, PyType};
+
+use parser::{FxMap, Meta, ModuleText, Parser};
+
+create_exception!(
+    _core,
+    HloSyntaxError,
+    PyValueError,
+    "Malformed HLO text: args are (message, line)."
+);
+
+/// Shares one Python string per distinct text.
+struct Interner<'py, 'a> {
+    py: Python<'py>,
+    map: FxMap<Cow<'a, str>, Bound<'py, PyString>>,
+}
+
+impl<'py, 'a> Interner<'py, 'a> {
+    #[allow(clippy::ptr_arg)] // the Cow itself is kept as the key: borrowed text stays borrowed
+    fn get(&mut self, s: &Cow<'a, str>) -> Bound<'py, PyString> {
+        if let Some(v) = self.map.get(s.as_ref()) {
+            return v.clone();
+        }
+        let v = PyString::new(self.py, s);
+        self.map.insert(s.clone(), v.clone());
+        v
+    }
+}
+
+struct Builder<'py, 'a> {
+    py: Python<'py>,
+    strings: Interner<'py, 'a>,
+    tuple_new: Bound<'py, PyAny>,
+    instruction: Bound<'py, PyType>,
+    metadata: Bound<'py, PyType>,
+    empty: Bound<'py, PyTuple>,
+}
+
+impl<'py, 'a> Builder<'py, 'a> {
+    fn make(
+        &self,
+        cls: &Bound<'py, PyType>,
+        items: Bound<'py, PyTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.tuple_new.call1((cls, items))
+    }
+
+    fn meta(&mut self, m: &Meta<'a>) -> PyResult<Bound<'py, PyAny>> {
+        let items = PyTuple::new(
+            self.py,
+            [
+                self.strings.get(&m.op_type).into_any(),
+                self.strings.get(&m.op_name).into_any(),
+                self.strings.get(&m.source_file).into_any(),
+                m.source_line.into_pyobject(self.py)?.into_any(),
+                m.stack_frame_id.into_pyobject(self.py)?.into_any(),
+            ],
+        )?;
+        self.make(&self.metadata.clone(), items)
+    }
+
+    fn computation(
+        &mut self,
+        comp: &parser::Comp<'a>,
+        line_offset: i64,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let py = self.py;
+        let mut names: Vec<Bound<'py, PyString>> = Vec::with_capacity(comp.insts.len());
+        let mut out: Vec<Bound<'py, PyAny>> = Vec::with_capacity(comp.insts.len());
+        for inst in &comp.insts {
+            let name = PyString::new(py, &inst.name);
+            names.push(name.clone());
+            let operands = if inst.operands.is_empty() {
+                self.empty.clone()
+            } else {
+                PyTuple::new(py, inst.operands.iter().map(|i| names[*i as usize].clone()))?
+            };
+            let attrs = if inst.attrs.is_empty() {
+                self.empty.clone()
+            } else {
+                let mut pairs = Vec::with_capacity(inst.attrs.len());
+                for (k, v) in &inst.attrs {
+                    let key = self.strings.get(&Cow::Borrowed(*k));
+                    let value = if v.len() <= 96 {
+                        self.strings.get(v)
+                    } else {
+                        PyString::new(py, v)
+                    };
+                    pairs.push(PyTuple::new(py, [key, value])?);
+                }
+                PyTuple::new(py, pairs)?
+            };
+            let called = if inst.called.is_empty() {
+                self.empty.clone()
+            } else {
+                let items: Vec<_> = inst.called.iter().map(|c| self.strings.get(c)).collect();
+                PyTuple::new(py, items)?
+            };
+            let metadata = match &inst.metadata {
+                Some(m) => self.meta(m)?,
+                None => py.None().into_bound(py),
+            };
+            let items = PyTuple::new(
+                py,
+                [
+                    name.into_any(),
+                    self.strings.get(&inst.opcode).into_any(),
+                    self.strings.get(&inst.shape).into_any(),
+                    operands.into_any(),
+                    attrs.into_any(),
+                    called.into_any(),
+                    self.strings.get(&inst.payload).into_any(),
+                    metadata,
+                    pyo3::types::PyBool::new(py, inst.is_root)
+                        .to_owned()
+                        .into_any(),
+                    (inst.line as i64 + line_offset)
+                        .into_pyobject(py)?
+                        .into_any(),
+                ],
+            )?;
+            out.push(self.make(&self.instruction.clone(), items)?);
+        }
+        PyTuple::new(
+            py,
+            [
+                PyString::new(py, &comp.name).into_any(),
+                PyTuple::new(py, out)?.into_any(),
+                pyo3::types::PyBool::new(py, comp.is_entry)
+                    .to_owned()
+                    .into_any(),
+                (comp.line as i64 + line_offset)
+                    .into_pyobject(py)?
+                    .into_any(),
+            ],
+        )
+    }
+}
+
+/// Parse one HLO module. Returns `(name, header, computations, frame_rows)` where computations
+/// are `(name, instructions, is_entry, line)` and frame rows `(table, index, raw_text)`.
+/// Raises `HloSyntaxError(message, line)`; lines are 1-based plus `line_offset`.
+#[pyfunction]
+fn parse_hlo<'py>(
+    py: Python<'py>,
+    text: &str,
+    line_offset: i64,
+    instruction_cls: Bound<'py, PyType>,
+    metadata_cls: Bound<'py, PyType>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let parsed: Result<(ModuleText, Vec<usize>), (String, usize)> = py.allow_threads(|| {
+        let mut p = Parser::new(text);
+        match p.parse_module() {
+            Ok(m) => Ok((m, Vec::new())),
+            Err(e) => Err((e.message, p.c.line_of(e.pos))),
+        }
+    });
+    let module = match parsed {
+        Ok((m, _)) => m,
+        Err((message, line)) => {
+            return Err(HloSyntaxError::new_err((
+                message,
+                line as i64 + line_offset,
+            )));
+        }
+    };
+    let tuple_type = py.get_type::<PyTuple>();
+    let mut b = Builder {
+        py,
+        strings: Interner {
+            py,
+            map: FxMap::default(),
+        },
+        tuple_new: tuple_type.getattr("__new__")?,
+        instruction: instruction_cls,
+        metadata: metadata_cls,
+        empty: PyTuple::empty(py),
+    };
+    let header = PyTuple::new(
+        py,
+        module
+            .header
+            .iter()
+            .map(|(k, v)| PyTuple::new(py, [PyString::new(py, k), PyString::new(py, v.trim())]))
+            .collect::<PyResult<Vec<_>>>()?,
+    )?;
+    let comps = PyList::empty(py);
+    for comp in &module.comps {
+        comps.append(b.computation(comp, line_offset)?)?;
+    }
+    let rows = PyList::empty(py);
+    for (table, index, value) in &module.tables {
+        rows.append((*table, *index, *value))?;
+    }
+    PyTuple::new(
+        py,
+        [
+            PyString::new(py, module.name).into_any(),
+            header.into_any(),
+            comps.into_any(),
+            rows.into_any(),
+        ],
+    )
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(parse_hlo, m)?)?;
+    m.add("HloSyntaxError", m.py().get_type::<HloSyntaxError>())?;
+    Ok(())
+}

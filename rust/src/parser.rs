@@ -1,0 +1,981 @@
+//! HLO module text -> computations of instructions, to XLA's grammar (xla/hlo/parser/hlo_parser.cc):
+//!
+//! ```text
+//! module       ::= 'HloModule' name (',' attribute)* stack_frames? computation+
+//! computation  ::= 'ENTRY'? name ('(' params ')' '->' shape)? '{' instruction+ '}' (',' attribute)*
+//! instruction  ::= 'ROOT'? name '=' shape? opcode '(' operands ')' (',' attribute)*
+//! operand      ::= shape? name | shape? opcode '(' operands ')'        (a nested instruction)
+//! ```
+//!
+//! Every name is looked up where XLA looks it up: operands and control predecessors among the
+//! instructions already defined in the computation (so operand cycles cannot be written), called
+//! computations among those already defined in the module. Nesting (operands, tuple shapes) is
+//! bounded so deep input cannot overflow the stack.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::OnceLock;
+
+use crate::literal::check_literal;
+use crate::opcodes::{async_shorthand, can_infer_shape, Async, OPCODES};
+use crate::scan::{err, strip_comments, Cursor, Error, Result};
+use crate::shape::{can_be_shape, parse_shape, Shape, MAX_DEPTH};
+
+/// FxHash: names are short and trusted to be hashed fast, not to resist collisions.
+#[derive(Default)]
+pub struct Fx(u64);
+
+impl Hasher for Fx {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut v = 0u64;
+            for (i, b) in chunk.iter().enumerate() {
+                v |= (*b as u64) << (8 * i);
+            }
+            self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+
+/// Attributes whose value names computations (xlagraph.ir.COMPUTATION_ATTRIBUTES).
+pub const COMPUTATION_ATTRIBUTES: &[&str] = &[
+    "to_apply",
+    "condition",
+    "body",
+    "calls",
+    "branch_computations",
+    "true_computation",
+    "false_computation",
+    "called_computations",
+    "select",
+    "scatter",
+    "async_execution_thread_computations",
+];
+
+const HEADER_ATTRIBUTES: &[&str] = &[
+    "is_scheduled",
+    "replica_count",
+    "num_partitions",
+    "input_output_alias",
+    "buffer_donor",
+    "alias_passthrough_params",
+    "entry_computation_layout",
+    "frontend_attributes",
+    "allow_spmd_sharding_propagation_to_parameters",
+    "allow_spmd_sharding_propagation_to_output",
+    "origin_recovery_table",
+];
+
+const FRAME_TABLES: &[&str] = &["FileNames", "FunctionNames", "FileLocations", "StackFrames"];
+
+fn arities() -> &'static FxMap<&'static str, i8> {
+    static MAP: OnceLock<FxMap<&'static str, i8>> = OnceLock::new();
+    MAP.get_or_init(|| {
+        let mut m = FxMap::default();
+        for (name, a) in OPCODES {
+            m.insert(*name, *a);
+        }
+        m
+    })
+}
+
+#[derive(Debug, Default)]
+pub struct Meta<'a> {
+    pub op_type: Cow<'a, str>,
+    pub op_name: Cow<'a, str>,
+    pub source_file: Cow<'a, str>,
+    pub source_line: i64,
+    pub stack_frame_id: i64,
+}
+
+#[derive(Debug)]
+pub struct Inst<'a> {
+    pub name: Cow<'a, str>,
+    pub opcode: Cow<'a, str>,
+    pub shape: Cow<'a, str>,
+    pub operands: Vec<u32>,
+    pub attrs: Vec<(&'a str, Cow<'a, str>)>,
+    pub called: Vec<Cow<'a, str>>,
+    pub payload: Cow<'a, str>,
+    pub metadata: Option<Meta<'a>>,
+    pub is_root: bool,
+    pub line: u32,
+}
+
+pub struct Comp<'a> {
+    pub name: Cow<'a, str>,
+    pub insts: Vec<Inst<'a>>,
+    pub is_entry: bool,
+    pub line: u32,
+}
+
+pub struct ModuleText<'a> {
+    pub name: &'a str,
+    pub header_pos: usize,
+    pub header: Vec<(&'a str, Cow<'a, str>)>,
+    pub comps: Vec<Comp<'a>>,
+    pub tables: Vec<(&'a str, i64, &'a str)>,
+}
+
+/// What the checks need to know of an instruction besides its IR record.
+struct Facts<'a> {
+    shape: Option<Shape>,
+    /// Async chain: kind, wrapped opcode (shorthand) and the computation it runs.
+    chain: Option<(Async, Option<Cow<'a, str>>, Cow<'a, str>)>,
+    parameter: i64,
+    pos: usize,
+}
+
+struct Scope<'a> {
+    insts: Vec<Inst<'a>>,
+    facts: Vec<Facts<'a>>,
+    names: FxMap<Cow<'a, str>, u32>,
+    root: Option<u32>,
+    anon: u32,
+}
+
+pub struct Parser<'a> {
+    pub c: Cursor<'a>,
+    comps: Vec<Comp<'a>>,
+    comp_names: FxMap<Cow<'a, str>, Option<Shape>>,
+    /// Computations XLA creates for async shorthand, added before the computation being read.
+    wrapped: Vec<Comp<'a>>,
+    depth: usize,
+}
+
+pub fn unescape(s: &str) -> Cow<'_, str> {
+    if !s.contains('\\') {
+        return Cow::Borrowed(s);
+    }
+    let b = s.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' || i + 1 >= b.len() {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        i += 1;
+        let e = b[i];
+        i += 1;
+        match e {
+            b'n' => out.push(b'\n'),
+            b't' => out.push(b'\t'),
+            b'r' => out.push(b'\r'),
+            b'a' => out.push(7),
+            b'b' => out.push(8),
+            b'f' => out.push(12),
+            b'v' => out.push(11),
+            b'0'..=b'7' => {
+                let mut v = (e - b'0') as u32;
+                let mut n = 1;
+                while n < 3 && i < b.len() && (b'0'..=b'7').contains(&b[i]) {
+                    v = v * 8 + (b[i] - b'0') as u32;
+                    i += 1;
+                    n += 1;
+                }
+                out.push(v as u8);
+            }
+            b'x' => {
+                let mut v = 0u32;
+                while i < b.len() && b[i].is_ascii_hexdigit() {
+                    v = v * 16 + (b[i] as char).to_digit(16).unwrap_or(0);
+                    i += 1;
+                }
+                out.push(v as u8);
+            }
+            other => out.push(other),
+        }
+    }
+    Cow::Owned(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Whitespace that spans lines inside a value becomes one space (values are compared as text).
+fn tidy(s: &str) -> Cow<'_, str> {
+    let s = strip_comments(s);
+    if !s.contains(['\n', '\r']) {
+        return s;
+    }
+    let parts: Vec<&str> = s
+        .split(['\n', '\r'])
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    Cow::Owned(parts.join(" "))
+}
+
+fn owned<'a>(s: Cow<'_, str>) -> Cow<'a, str> {
+    Cow::Owned(s.into_owned())
+}
+
+impl<'a> Parser<'a> {
+    pub fn new(text: &'a str) -> Self {
+        Parser {
+            c: Cursor::new(text),
+            comps: Vec::new(),
+            comp_names: FxMap::default(),
+            wrapped: Vec::new(),
+            depth: 0,
+        }
+    }
+
+    fn line(&self, pos: usize) -> u32 {
+        self.c.line_of(pos) as u32
+    }
+
+    pub fn parse_module(&mut self) -> Result<ModuleText<'a>> {
+        self.c.ws()?;
+        let start = self.c.pos;
+        if !self.c.keyword("HloModule") {
+            return err(start, "not HLO text: expected `HloModule <name>` first");
+        }
+        self.c.ws()?;
+        let name_pos = self.c.pos;
+        let name = self.c.name();
+        if name.is_empty() {
+            return err(
+                name_pos,
+                format!("expected a module name, got {}", self.c.snippet(name_pos)),
+            );
+        }
+        let mut header = Vec::new();
+        while self.c.eat(b',')? {
+            self.c.ws()?;
+            let key_pos = self.c.pos;
+            let (key, value) = self.attribute()?;
+            if !HEADER_ATTRIBUTES.contains(&key) {
+                return err(
+                    key_pos,
+                    format!("unexpected attribute {key} in the HloModule header"),
+                );
+            }
+            if header.iter().any(|(k, _)| *k == key) {
+                return err(key_pos, format!("attribute {key} already exists"));
+            }
+            header.push((key, value));
+        }
+        let tables = self.frame_tables()?;
+        let mut entry_seen = false;
+        loop {
+            self.c.ws()?;
+            if self.c.at_end() {
+                break;
+            }
+            self.computation(&mut entry_seen)?;
+        }
+        if self.comps.is_empty() {
+            return err(
+                self.c.b.len(),
+                format!("module {name} has no computations (truncated?)"),
+            );
+        }
+        let module = ModuleText {
+            name,
+            header_pos: start,
+            header,
+            comps: std::mem::take(&mut self.comps),
+            tables,
+        };
+        crate::checks::check_header(&module, &self.comp_names)?;
+        Ok(module)
+    }
+
+    /// The FileNames / FunctionNames / FileLocations / StackFrames block: rows `N "text"` or `N {..}`.
+    fn frame_tables(&mut self) -> Result<Vec<(&'a str, i64, &'a str)>> {
+        let mut rows = Vec::new();
+        loop {
+            self.c.ws()?;
+            let save = self.c.pos;
+            let word = self.c.ident();
+            if !FRAME_TABLES.contains(&word) {
+                self.c.pos = save;
+                return Ok(rows);
+            }
+            loop {
+                self.c.ws()?;
+                if !self.c.peek().is_ascii_digit() {
+                    break;
+                }
+                let n0 = self.c.pos;
+                while self.c.peek().is_ascii_digit() {
+                    self.c.pos += 1;
+                }
+                let index: i64 = match self.c.text[n0..self.c.pos].parse() {
+                    Ok(v) => v,
+                    Err(_) => return err(n0, format!("malformed {word} row")),
+                };
+                self.c.ws()?;
+                let v0 = self.c.pos;
+                let value = match self.c.peek() {
+                    b'"' => {
+                        self.c.skip_string()?;
+                        &self.c.text[v0 + 1..self.c.pos - 1]
+                    }
+                    b'{' => {
+                        self.c.skip_balanced()?;
+                        &self.c.text[v0 + 1..self.c.pos - 1]
+                    }
+                    _ => return err(v0, format!("malformed {word} row")),
+                };
+                rows.push((word, index, value));
+            }
+        }
+    }
+
+    /// `key=value`; the value is raw text (brackets balanced, strings whole), comments removed.
+    fn attribute(&mut self) -> Result<(&'a str, Cow<'a, str>)> {
+        let key_pos = self.c.pos;
+        let key = self.c.ident();
+        if key.is_empty() {
+            return err(
+                key_pos,
+                format!(
+                    "expected an attribute name, got {}",
+                    self.c.snippet(key_pos)
+                ),
+            );
+        }
+        if !self.c.eat(b'=')? {
+            return err(self.c.pos, format!("attribute without value: {key}"));
+        }
+        self.c.ws()?;
+        let start = self.c.pos;
+        let b = self.c.b;
+        let mut end = start;
+        while self.c.pos < b.len() {
+            match b[self.c.pos] {
+                b'{' | b'[' | b'(' => self.c.skip_balanced()?,
+                b'"' | b'\'' => self.c.skip_string()?,
+                b',' | b'}' | b')' | b']' => break,
+                c if c.is_ascii_whitespace()
+                    || (c == b'/'
+                        && self.c.pos + 1 < b.len()
+                        && matches!(b[self.c.pos + 1], b'*' | b'/')) =>
+                {
+                    // A bracketed part after a space continues the value
+                    // (`replica_groups=mesh['x'=2] {'x'}`); anything else ends it.
+                    let save = self.c.pos;
+                    self.c.ws()?;
+                    if matches!(self.c.peek(), b'{' | b'[') {
+                        continue;
+                    }
+                    self.c.pos = save;
+                    break;
+                }
+                _ => self.c.pos += 1,
+            }
+            end = self.c.pos;
+        }
+        self.c.pos = end;
+        if self.c.pos == start {
+            return err(start, format!("expected a value for attribute {key}"));
+        }
+        Ok((key, tidy(&self.c.text[start..end])))
+    }
+
+    fn computation(&mut self, entry_seen: &mut bool) -> Result<()> {
+        let start = self.c.pos;
+        let is_entry = self.c.keyword("ENTRY");
+        if is_entry {
+            if *entry_seen {
+                return err(start, "expects only one ENTRY");
+            }
+            *entry_seen = true;
+            self.c.ws()?;
+        }
+        let name_pos = self.c.pos;
+        let name = self.c.name();
+        if name.is_empty() {
+            return err(
+                name_pos,
+                format!("expected a computation, got {}", self.c.snippet(name_pos)),
+            );
+        }
+        let mut signature: Option<(usize, Shape)> = None;
+        self.c.ws()?;
+        if self.c.peek() == b'(' {
+            self.c.pos += 1;
+            if !self.c.eat(b')')? {
+                loop {
+                    self.c.ws()?;
+                    let p = self.c.pos;
+                    if self.c.name().is_empty() {
+                        return err(
+                            p,
+                            format!("expected a parameter name, got {}", self.c.snippet(p)),
+                        );
+                    }
+                    self.c.expect(b':', "':' after a parameter name")?;
+                    parse_shape(&mut self.c)?;
+                    if self.c.eat(b',')? {
+                        continue;
+                    }
+                    self.c.expect(b')', "')' closing the parameter list")?;
+                    break;
+                }
+            }
+            self.c.ws()?;
+            if !self.c.b[self.c.pos..].starts_with(b"->") {
+                return err(
+                    self.c.pos,
+                    format!("expected '->' in the signature of {name}"),
+                );
+            }
+            self.c.pos += 2;
+            self.c.ws()?;
+            let shape_pos = self.c.pos;
+            signature = Some((shape_pos, parse_shape(&mut self.c)?));
+        }
+        self.c.ws()?;
+        if self.c.peek() != b'{' {
+            return err(
+                self.c.pos,
+                format!(
+                    "expected '{{' opening computation {name}, got {}",
+                    self.c.snippet(self.c.pos)
+                ),
+            );
+        }
+        self.c.pos += 1;
+        let comp_line = self.line(name_pos);
+        let mut scope = Scope {
+            insts: Vec::new(),
+            facts: Vec::new(),
+            names: FxMap::default(),
+            root: None,
+            anon: 0,
+        };
+        loop {
+            self.c.ws()?;
+            if self.c.at_end() {
+                let last = self.c.text.trim_end().len().saturating_sub(1);
+                return err(last, format!("truncated: computation {name} is not closed"));
+            }
+            if self.c.peek() == b'}' {
+                if scope.insts.is_empty() {
+                    return err(
+                        self.c.pos,
+                        format!("computation {name} has no instructions"),
+                    );
+                }
+                self.c.pos += 1;
+                break;
+            }
+            self.instruction(&mut scope)?;
+        }
+        // `, execution_thread="..."` after the closing brace.
+        while self.c.eat(b',')? {
+            self.c.ws()?;
+            let key_pos = self.c.pos;
+            let (key, _) = self.attribute()?;
+            if key != "execution_thread" {
+                return err(
+                    key_pos,
+                    format!("unexpected attribute {key} after computation {name}"),
+                );
+            }
+        }
+        let root_index = scope.root.unwrap_or(scope.insts.len() as u32 - 1) as usize;
+        let root_shape = scope.facts[root_index].shape.clone();
+        if let (Some((shape_pos, declared)), Some(actual)) = (&signature, &root_shape) {
+            if !declared.compatible(actual) {
+                return err(
+                    *shape_pos,
+                    format!(
+                        "shape of computation {name}, {}, is not compatible with that of its root instruction {}, {}",
+                        declared.human(),
+                        scope.insts[root_index].name,
+                        actual.human()
+                    ),
+                );
+            }
+        }
+        let numbers: Vec<i64> = scope.facts.iter().map(|f| f.parameter).collect();
+        crate::checks::check_parameters(name, &numbers).map_err(|(i, message)| Error {
+            message,
+            pos: scope.facts[i].pos,
+        })?;
+        if self.comp_names.contains_key(name) {
+            return err(name_pos, format!("computation {name} is defined twice"));
+        }
+        self.comp_names
+            .insert(Cow::Borrowed(name), root_shape.or(signature.map(|s| s.1)));
+        self.comps.append(&mut self.wrapped);
+        self.comps.push(Comp {
+            name: Cow::Borrowed(name),
+            insts: scope.insts,
+            is_entry,
+            line: comp_line,
+        });
+        Ok(())
+    }
+
+    fn instruction(&mut self, scope: &mut Scope<'a>) -> Result<()> {
+        let start = self.c.pos;
+        let is_root = self.c.keyword("ROOT");
+        if is_root {
+            self.c.ws()?;
+        }
+        let name_pos = self.c.pos;
+        let name = self.c.name();
+        if name.is_empty() || !self.c.eat(b'=')? {
+            return err(
+                name_pos,
+                format!(
+                    "expected an instruction (`name = shape opcode(...)`), got {}",
+                    self.c.snippet(name_pos)
+                ),
+            );
+        }
+        if is_root && scope.root.is_some() {
+            return err(start, "one computation should have only one ROOT");
+        }
+        let index = self.rhs(scope, Cow::Borrowed(name), name_pos, true)?;
+        if is_root {
+            scope.root = Some(index);
+            scope.insts[index as usize].is_root = true;
+        }
+        Ok(())
+    }
+
+    /// `shape? opcode(operands) attributes`; returns the new instruction's index in the scope.
+    fn rhs(
+        &mut self,
+        scope: &mut Scope<'a>,
+        name: Cow<'a, str>,
+        name_pos: usize,
+        allow_attributes: bool,
+    ) -> Result<u32> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return err(
+                name_pos,
+                "maximum nesting depth exceeded in nested instructions",
+            );
+        }
+        let line = self.line(name_pos);
+        let mut shape: Option<Shape> = None;
+        let mut shape_text: Cow<'a, str> = Cow::Borrowed("");
+        if can_be_shape(&mut self.c)? {
+            let s0 = self.c.pos;
+            shape = Some(parse_shape(&mut self.c)?);
+            shape_text = strip_comments(self.c.text[s0..self.c.pos].trim_end());
+        }
+        self.c.ws()?;
+        let op_pos = self.c.pos;
+        let opcode = self.c.ident();
+        if opcode.is_empty() {
+            return err(
+                op_pos,
+                format!("expected an opcode, got {}", self.c.snippet(op_pos)),
+            );
+        }
+        let (op_arity, chain_kind, wrapped_opcode) = match arities().get(opcode) {
+            Some(a) => (*a, None, None),
+            None => match async_shorthand(opcode) {
+                Some((kind, base)) if arities().contains_key(base) => (-1, Some(kind), Some(base)),
+                _ => return err(op_pos, format!("unknown opcode {opcode}")),
+            },
+        };
+        let chain_kind = chain_kind.or(match opcode {
+            "async-start" => Some(Async::Start),
+            "async-update" => Some(Async::Update),
+            "async-done" => Some(Async::Done),
+            _ => None,
+        });
+        if shape.is_none() && (chain_kind.is_some() || !can_infer_shape(opcode)) {
+            return err(op_pos, format!("cannot infer shape for opcode: {opcode}"));
+        }
+        self.c.ws()?;
+        let open = self.c.pos;
+        if self.c.peek() != b'(' {
+            return err(
+                open,
+                format!(
+                    "expected '(' after opcode {opcode}, got {}",
+                    self.c.snippet(open)
+                ),
+            );
+        }
+        self.c.pos += 1;
+        let mut operands: Vec<u32> = Vec::new();
+        let mut payload: Cow<'a, str> = Cow::Borrowed("");
+        let mut parameter = -1i64;
+        match opcode {
+            "parameter" => {
+                self.c.ws()?;
+                let n0 = self.c.pos;
+                while self.c.peek().is_ascii_digit() || self.c.peek() == b'-' {
+                    self.c.pos += 1;
+                }
+                parameter = match self.c.text[n0..self.c.pos].parse::<i64>() {
+                    Ok(n) if n >= 0 => n,
+                    Ok(_) => return err(n0, "parameter number must be >= 0"),
+                    Err(_) => {
+                        return err(
+                            n0,
+                            format!("expected a parameter number, got {}", self.c.snippet(n0)),
+                        )
+                    }
+                };
+                payload = Cow::Borrowed(&self.c.text[n0..self.c.pos]);
+                self.close_operands(open, opcode)?;
+            }
+            "constant" => {
+                let p0 = self.c.pos;
+                check_literal(&mut self.c, shape.as_ref().expect("constant has a shape"))?;
+                payload = tidy(self.c.text[p0..self.c.pos].trim());
+                self.close_operands(open, opcode)?;
+            }
+            _ => {
+                if !self.c.eat(b')')? {
+                    loop {
+                        let operand = self.operand(scope, opcode)?;
+                        operands.push(operand);
+                        self.c.ws()?;
+                        match self.c.peek() {
+                            b',' => self.c.pos += 1,
+                            b')' => {
+                                self.c.pos += 1;
+                                break;
+                            }
+                            0 | b'}' => {
+                                let l = self.line(open);
+                                return Err(Error {
+                                    message: format!("unbalanced parentheses in {opcode}(...) opened on line {l}"),
+                                    pos: open,
+                                });
+                            }
+                            _ => {
+                                return err(
+                                    self.c.pos,
+                                    format!(
+                                        "expected ',' or ')' in the operands of {opcode}, got {}",
+                                        self.c.snippet(self.c.pos)
+                                    ),
+                                )
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if op_arity >= 0
+            && opcode != "parameter"
+            && opcode != "constant"
+            && operands.len() != op_arity as usize
+        {
+            return err(
+                op_pos,
+                format!(
+                    "{opcode} expects {op_arity} operands, but has {}",
+                    operands.len()
+                ),
+            );
+        }
+        let mut attrs: Vec<(&'a str, Cow<'a, str>)> = Vec::new();
+        let mut called: Vec<Cow<'a, str>> = Vec::new();
+        let mut metadata = None;
+        let mut calls_pos = 0usize;
+        loop {
+            self.c.ws()?;
+            if self.c.peek() != b',' {
+                break;
+            }
+            if !allow_attributes {
+                // In an operand list the comma separates operands, not attributes.
+                break;
+            }
+            self.c.pos += 1;
+            self.c.ws()?;
+            let key_pos = self.c.pos;
+            let (key, value) = self.attribute()?;
+            if key == "metadata" || attrs.iter().any(|(k, _)| *k == key) {
+                if metadata.is_some() || key != "metadata" {
+                    return err(key_pos, format!("attribute {key} already exists"));
+                }
+                metadata = Some(crate::checks::metadata(&value, key_pos)?);
+                continue;
+            }
+            if COMPUTATION_ATTRIBUTES.contains(&key) {
+                calls_pos = key_pos;
+                for callee in crate::checks::names_in(&value) {
+                    if !self.comp_names.contains_key(callee.as_ref()) {
+                        return err(
+                            key_pos,
+                            format!("{name} calls undefined computation {callee}"),
+                        );
+                    }
+                    called.push(owned(callee));
+                }
+            } else if key == "control-predecessors" {
+                for pred in crate::checks::names_in(&value) {
+                    if !scope.names.contains_key(pred.as_ref()) {
+                        return err(
+                            key_pos,
+                            format!("{name} has undefined control-predecessor {pred}"),
+                        );
+                    }
+                }
+            }
+            attrs.push((key, value));
+        }
+        // Async chains: start -> update* -> done, one wrapped computation throughout.
+        let mut chain = None;
+        if let Some(kind) = chain_kind {
+            let chain_name = match kind {
+                Async::Start => {
+                    let tuple_ok = matches!(shape.as_ref().and_then(Shape::tuple_elements),
+                        Some(els) if els.len() >= 2 && els[0].tuple_elements().is_some());
+                    if !tuple_ok {
+                        return err(op_pos, "AsyncStart expects the op shape to be in the form of ((async-operands), async-outputs, state)");
+                    }
+                    if let Some(base) = wrapped_opcode {
+                        let wrapped = self.wrap(
+                            scope,
+                            name.as_ref(),
+                            base,
+                            &operands,
+                            shape.as_ref(),
+                            &attrs,
+                            line,
+                        );
+                        called.push(Cow::Owned(wrapped.clone()));
+                        Cow::Owned(wrapped)
+                    } else {
+                        match called.first() {
+                            Some(c) => c.clone(),
+                            None => return err(op_pos, "async-start needs calls=<computation>"),
+                        }
+                    }
+                }
+                Async::Update | Async::Done => {
+                    let previous = match operands.as_slice() {
+                        [one] => scope.facts[*one as usize].chain.as_ref(),
+                        _ => None,
+                    };
+                    let Some((prev_kind, prev_wrapped, prev_comp)) = previous else {
+                        return err(
+                            op_pos,
+                            "AsyncUpdate and AsyncDone expect a single async op as their operand",
+                        );
+                    };
+                    if *prev_kind == Async::Done {
+                        return err(
+                            op_pos,
+                            "AsyncUpdate and AsyncDone expect a single async op as their operand",
+                        );
+                    }
+                    if wrapped_opcode.is_some() && prev_wrapped.as_deref() != wrapped_opcode {
+                        return err(
+                            op_pos,
+                            format!(
+                                "Expect async wrapped opcode to be {}, but got {}",
+                                prev_wrapped.as_deref().unwrap_or("async"),
+                                wrapped_opcode.unwrap_or("")
+                            ),
+                        );
+                    }
+                    if let Some(c) = called.first() {
+                        if c != prev_comp {
+                            return err(calls_pos, format!("Expect async_wrapped_computation to be {prev_comp}, but got {c}"));
+                        }
+                    }
+                    if kind == Async::Update {
+                        let prev_shape = &scope.facts[operands[0] as usize].shape;
+                        if prev_shape.is_some() && prev_shape != &shape {
+                            return err(op_pos, "AsyncUpdate expects the op shape to be the same as the operand shape");
+                        }
+                    }
+                    prev_comp.clone()
+                }
+            };
+            chain = Some((kind, wrapped_opcode.map(Cow::Borrowed), chain_name));
+        }
+        let index = self.add(
+            scope,
+            Inst {
+                name,
+                opcode: Cow::Borrowed(opcode),
+                shape: shape_text,
+                operands,
+                attrs,
+                called,
+                payload,
+                metadata,
+                is_root: false,
+                line,
+            },
+            Facts {
+                shape,
+                chain,
+                parameter,
+                pos: name_pos,
+            },
+            name_pos,
+        )?;
+        self.depth -= 1;
+        Ok(index)
+    }
+
+    fn close_operands(&mut self, open: usize, opcode: &str) -> Result<()> {
+        if self.c.eat(b')')? {
+            return Ok(());
+        }
+        if self.c.at_end() || self.c.peek() == b'}' {
+            let l = self.line(open);
+            return err(
+                open,
+                format!("unbalanced parentheses in {opcode}(...) opened on line {l}"),
+            );
+        }
+        err(
+            self.c.pos,
+            format!(
+                "expected ')' closing {opcode}(...), got {}",
+                self.c.snippet(self.c.pos)
+            ),
+        )
+    }
+
+    fn add(
+        &mut self,
+        scope: &mut Scope<'a>,
+        inst: Inst<'a>,
+        facts: Facts<'a>,
+        name_pos: usize,
+    ) -> Result<u32> {
+        let index = scope.insts.len() as u32;
+        if scope.names.insert(inst.name.clone(), index).is_some() {
+            return err(
+                name_pos,
+                format!("{} is defined twice in this computation", inst.name),
+            );
+        }
+        scope.insts.push(inst);
+        scope.facts.push(facts);
+        Ok(index)
+    }
+
+    /// One operand: `shape? name`, else a nested instruction `shape? opcode(...)` (XLA's order).
+    fn operand(&mut self, scope: &mut Scope<'a>, parent: &str) -> Result<u32> {
+        self.c.ws()?;
+        let start = self.c.pos;
+        if can_be_shape(&mut self.c)? {
+            parse_shape(&mut self.c)?;
+            self.c.ws()?;
+        }
+        let name_pos = self.c.pos;
+        let name = self.c.name();
+        if !name.is_empty() {
+            self.c.ws()?;
+            // Only `opcode(` starts a nested instruction; anything else after a name is the
+            // caller's to judge (`,`, `)`, or an unclosed list).
+            if self.c.peek() != b'(' {
+                return match scope.names.get(name) {
+                    Some(i) => Ok(*i),
+                    None => err(name_pos, format!("{parent} uses undefined operand {name}")),
+                };
+            }
+        }
+        // A nested instruction gets a name of its own, as XLA gives it (`add.anon`, `add.anon.1`).
+        self.c.pos = start;
+        let save = self.c.pos;
+        if can_be_shape(&mut self.c)? {
+            parse_shape(&mut self.c)?;
+        }
+        self.c.ws()?;
+        let op = self.c.ident().to_string();
+        self.c.pos = save;
+        let mut generated = format!("{op}.anon");
+        while scope.names.contains_key(generated.as_str()) {
+            scope.anon += 1;
+            generated = format!("{op}.anon.{}", scope.anon);
+        }
+        self.rhs(scope, Cow::Owned(generated), start, false)
+    }
+
+    /// The computation XLA builds for `op-start`: one parameter per operand and the op as root.
+    #[allow(clippy::too_many_arguments)]
+    fn wrap(
+        &mut self,
+        scope: &Scope<'a>,
+        start_name: &str,
+        opcode: &'a str,
+        operands: &[u32],
+        shape: Option<&Shape>,
+        attrs: &[(&'a str, Cow<'a, str>)],
+        line: u32,
+    ) -> String {
+        let mut name = format!("{start_name}.async_wrapped");
+        while self.comp_names.contains_key(name.as_str()) {
+            name.push_str(".1");
+        }
+        let mut insts = Vec::with_capacity(operands.len() + 1);
+        let mut param_names = Vec::new();
+        for (i, &o) in operands.iter().enumerate() {
+            let pname = if i == 0 {
+                "async_param".to_string()
+            } else {
+                format!("async_param.{i}")
+            };
+            param_names.push(i as u32);
+            insts.push(Inst {
+                name: Cow::Owned(pname),
+                opcode: Cow::Borrowed("parameter"),
+                shape: scope.insts[o as usize].shape.clone(),
+                operands: Vec::new(),
+                attrs: Vec::new(),
+                called: Vec::new(),
+                payload: Cow::Owned(i.to_string()),
+                metadata: None,
+                is_root: false,
+                line,
+            });
+        }
+        let root_shape = shape
+            .and_then(Shape::tuple_elements)
+            .and_then(|els| els.get(1))
+            .map(|s| Cow::Owned(s.human()))
+            .unwrap_or(Cow::Borrowed(""));
+        let called: Vec<Cow<'a, str>> = attrs
+            .iter()
+            .filter(|(k, _)| COMPUTATION_ATTRIBUTES.contains(k))
+            .flat_map(|(_, v)| {
+                crate::checks::names_in(v)
+                    .into_iter()
+                    .map(owned)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        insts.push(Inst {
+            name: Cow::Borrowed("async_op"),
+            opcode: Cow::Borrowed(opcode),
+            shape: root_shape,
+            operands: param_names,
+            attrs: attrs.to_vec(),
+            called,
+            payload: Cow::Borrowed(""),
+            metadata: None,
+            is_root: true,
+            line,
+        });
+        self.comp_names.insert(Cow::Owned(name.clone()), None);
+        self.wrapped.push(Comp {
+            name: Cow::Owned(name.clone()),
+            insts,
+            is_entry: false,
+            line,
+        });
+        name
+    }
+}

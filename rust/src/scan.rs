@@ -1,0 +1,342 @@
+//! Byte cursor over HLO text: whitespace and comments, identifiers, numbers, balanced spans.
+//!
+//! XLA's lexer treats `/* ... */` and `// ...` as whitespace anywhere between tokens, and any of
+//! `\n`, `\r\n` or a lone `\r` ends a line. Positions are byte offsets; lines are computed only
+//! when a message or an instruction needs one.
+
+/// A parse failure at a byte offset; the binding turns the offset into a line number.
+#[derive(Debug)]
+pub struct Error {
+    pub message: String,
+    pub pos: usize,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+pub fn err<T>(pos: usize, message: impl Into<String>) -> Result<T> {
+    Err(Error {
+        message: message.into(),
+        pos,
+    })
+}
+
+pub struct Cursor<'a> {
+    pub text: &'a str,
+    pub b: &'a [u8],
+    pub pos: usize,
+    line_starts: Vec<usize>,
+}
+
+#[inline]
+pub fn is_ident_start(c: u8) -> bool {
+    c.is_ascii_alphabetic() || c == b'_'
+}
+
+#[inline]
+pub fn is_ident_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c == b'.' || c == b'-'
+}
+
+impl<'a> Cursor<'a> {
+    pub fn new(text: &'a str) -> Self {
+        let b = text.as_bytes();
+        let mut line_starts = Vec::with_capacity(b.len() / 64 + 1);
+        line_starts.push(0);
+        let mut i = 0;
+        while i < b.len() {
+            match b[i] {
+                b'\n' => line_starts.push(i + 1),
+                b'\r' => {
+                    if i + 1 < b.len() && b[i + 1] == b'\n' {
+                        i += 1;
+                    }
+                    line_starts.push(i + 1);
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        // A UTF-8 byte order mark is not text.
+        let pos = if b.starts_with(&[0xEF, 0xBB, 0xBF]) {
+            3
+        } else {
+            0
+        };
+        Cursor {
+            text,
+            b,
+            pos,
+            line_starts,
+        }
+    }
+
+    /// 1-based line of a byte offset.
+    pub fn line_of(&self, pos: usize) -> usize {
+        match self.line_starts.binary_search(&pos) {
+            Ok(i) => i + 1,
+            Err(i) => i,
+        }
+    }
+
+    #[inline]
+    pub fn peek(&self) -> u8 {
+        if self.pos < self.b.len() {
+            self.b[self.pos]
+        } else {
+            0
+        }
+    }
+
+    #[inline]
+    pub fn at_end(&self) -> bool {
+        self.pos >= self.b.len()
+    }
+
+    /// Skip whitespace and comments. An unterminated `/*` is an error.
+    #[inline]
+    pub fn ws(&mut self) -> Result<()> {
+        let b = self.b;
+        loop {
+            while self.pos < b.len() && b[self.pos].is_ascii_whitespace() {
+                self.pos += 1;
+            }
+            if self.pos + 1 < b.len() && b[self.pos] == b'/' {
+                match b[self.pos + 1] {
+                    b'*' => {
+                        let start = self.pos;
+                        match find(&b[self.pos + 2..], b"*/") {
+                            Some(i) => self.pos += 2 + i + 2,
+                            None => return err(start, "unterminated /* comment"),
+                        }
+                        continue;
+                    }
+                    b'/' => {
+                        while self.pos < b.len() && b[self.pos] != b'\n' && b[self.pos] != b'\r' {
+                            self.pos += 1;
+                        }
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            return Ok(());
+        }
+    }
+
+    /// Skip whitespace and comments, then consume `c` if it is next.
+    #[inline]
+    pub fn eat(&mut self, c: u8) -> Result<bool> {
+        self.ws()?;
+        if self.peek() == c {
+            self.pos += 1;
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+
+    pub fn expect(&mut self, c: u8, what: &str) -> Result<()> {
+        if self.eat(c)? {
+            Ok(())
+        } else {
+            err(
+                self.pos,
+                format!("expected {what}, got {}", self.snippet(self.pos)),
+            )
+        }
+    }
+
+    /// Identifier `[A-Za-z_][A-Za-z0-9_.-]*` at the cursor (no whitespace skipped), or "".
+    #[inline]
+    pub fn ident(&mut self) -> &'a str {
+        let b = self.b;
+        let start = self.pos;
+        if start < b.len() && is_ident_start(b[start]) {
+            let mut i = start + 1;
+            while i < b.len() && is_ident_char(b[i]) {
+                i += 1;
+            }
+            self.pos = i;
+        }
+        &self.text[start..self.pos]
+    }
+
+    /// A name, with an optional `%` sigil (dropped). Names after `%` may start with a digit.
+    #[inline]
+    pub fn name(&mut self) -> &'a str {
+        let b = self.b;
+        if self.peek() == b'%' {
+            let start = self.pos + 1;
+            let mut i = start;
+            while i < b.len() && is_ident_char(b[i]) {
+                i += 1;
+            }
+            if i == start {
+                return "";
+            }
+            self.pos = i;
+            return &self.text[start..i];
+        }
+        self.ident()
+    }
+
+    /// Consume a keyword (followed by a non-identifier character) if it is next.
+    pub fn keyword(&mut self, word: &str) -> bool {
+        let w = word.as_bytes();
+        let end = self.pos + w.len();
+        if end <= self.b.len()
+            && &self.b[self.pos..end] == w
+            && (end == self.b.len() || !is_ident_char(self.b[end]))
+        {
+            self.pos = end;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Skip a string literal starting at the cursor (on its quote).
+    pub fn skip_string(&mut self) -> Result<()> {
+        let b = self.b;
+        let quote = b[self.pos];
+        let start = self.pos;
+        let mut i = self.pos + 1;
+        while i < b.len() {
+            match b[i] {
+                b'\\' => i += 2,
+                c if c == quote => {
+                    self.pos = i + 1;
+                    return Ok(());
+                }
+                _ => i += 1,
+            }
+        }
+        err(start, "unterminated string literal")
+    }
+
+    /// Skip a bracketed span starting at the cursor (on `{`, `[` or `(`), honouring strings and
+    /// comments. Iterative: nesting depth costs no stack.
+    pub fn skip_balanced(&mut self) -> Result<()> {
+        let b = self.b;
+        let start = self.pos;
+        let mut stack: Vec<u8> = Vec::new();
+        loop {
+            if self.pos >= b.len() {
+                return err(
+                    start,
+                    format!("unbalanced brackets: {} is not closed", b[start] as char),
+                );
+            }
+            match b[self.pos] {
+                c @ (b'{' | b'[' | b'(') => {
+                    stack.push(c);
+                    self.pos += 1;
+                }
+                c @ (b'}' | b']' | b')') => {
+                    let open = stack.pop().unwrap_or(0);
+                    let want = match open {
+                        b'{' => b'}',
+                        b'[' => b']',
+                        _ => b')',
+                    };
+                    if c != want {
+                        return err(self.pos, format!("mismatched bracket {}", c as char));
+                    }
+                    self.pos += 1;
+                    if stack.is_empty() {
+                        return Ok(());
+                    }
+                }
+                b'"' | b'\'' => self.skip_string()?,
+                b'/' if self.pos + 1 < b.len()
+                    && (b[self.pos + 1] == b'*' || b[self.pos + 1] == b'/') =>
+                {
+                    self.ws()?;
+                }
+                _ => self.pos += 1,
+            }
+        }
+    }
+
+    /// A short, single-line quotation of the text at `pos` for messages.
+    pub fn snippet(&self, pos: usize) -> String {
+        if pos >= self.b.len() {
+            return "end of input".to_string();
+        }
+        let rest = &self.text[pos..];
+        let line = rest.split(['\n', '\r']).next().unwrap_or("");
+        let mut end = line.len().min(50);
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("'{}'", &line[..end])
+    }
+}
+
+pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.len() > hay.len() {
+        return None;
+    }
+    let first = needle[0];
+    let mut i = 0;
+    while i + needle.len() <= hay.len() {
+        match hay[i..hay.len() - needle.len() + 1]
+            .iter()
+            .position(|&c| c == first)
+        {
+            None => return None,
+            Some(j) => {
+                i += j;
+                if &hay[i..i + needle.len()] == needle {
+                    return Some(i);
+                }
+                i += 1;
+            }
+        }
+    }
+    None
+}
+
+/// Remove `/* ... */` comments from a span of source text (strings kept intact). Cheap when the
+/// span has none, which is nearly always.
+pub fn strip_comments(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.contains("/*") && !s.contains("//") {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    let mut last = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'/' if i + 1 < b.len() && b[i + 1] == b'*' => {
+                out.push_str(&s[last..i]);
+                i = match find(&b[i + 2..], b"*/") {
+                    Some(j) => i + 2 + j + 2,
+                    None => b.len(),
+                };
+                last = i;
+            }
+            b'/' if i + 1 < b.len() && b[i + 1] == b'/' => {
+                out.push_str(&s[last..i]);
+                while i < b.len() && b[i] != b'\n' && b[i] != b'\r' {
+                    i += 1;
+                }
+                last = i;
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&s[last.min(s.len())..]);
+    std::borrow::Cow::Owned(out)
+}

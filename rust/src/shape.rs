@@ -1,0 +1,250 @@
+//! Shapes: `f32[2,<=4,?]{1,0:T(8,128)}`, `(s32[], (f32[2]))`, `token[]`.
+//!
+//! Element type names are XLA's lowercase `PrimitiveType` names; anything else in a shape's place
+//! (an identifier followed by `[`) is refused as an unknown element type, as XLA does.
+
+use crate::scan::{err, Cursor, Result};
+
+pub const MAX_DEPTH: usize = 512;
+
+/// XLA's element types (xla_data.proto `PrimitiveType`, lowercase). `tuple` is spelled `( ... )`.
+const ELEMENT_TYPES: &[&str] = &[
+    "pred",
+    "s1",
+    "s2",
+    "s4",
+    "s8",
+    "s16",
+    "s32",
+    "s64",
+    "u1",
+    "u2",
+    "u4",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "f16",
+    "f32",
+    "bf16",
+    "f64",
+    "c64",
+    "c128",
+    "f8e5m2",
+    "f8e4m3",
+    "f8e4m3fn",
+    "f8e4m3b11fnuz",
+    "f8e5m2fnuz",
+    "f8e4m3fnuz",
+    "f8e3m4",
+    "f8e8m0fnu",
+    "f4e2m1fn",
+    "token",
+    "opaque",
+];
+
+pub fn element_type(name: &str) -> Option<u8> {
+    ELEMENT_TYPES
+        .iter()
+        .position(|t| *t == name)
+        .map(|i| i as u8)
+}
+
+pub fn element_type_name(t: u8) -> &'static str {
+    ELEMENT_TYPES[t as usize]
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Element type index, dimension sizes (bounds for `<=N`, -1 for `?`), dynamic flags.
+    Array(u8, Vec<i64>, Vec<bool>),
+    Tuple(Vec<Shape>),
+}
+
+impl Shape {
+    pub fn tuple_elements(&self) -> Option<&[Shape]> {
+        match self {
+            Shape::Tuple(v) => Some(v),
+            Shape::Array(..) => None,
+        }
+    }
+
+    /// XLA's `ShapeUtil::Compatible`: same structure, element types and dimensions; layout ignored.
+    pub fn compatible(&self, other: &Shape) -> bool {
+        self == other
+    }
+
+    pub fn human(&self) -> String {
+        match self {
+            Shape::Array(t, dims, dynamic) => {
+                let d: Vec<String> = dims
+                    .iter()
+                    .zip(dynamic)
+                    .map(|(n, dy)| match (n, dy) {
+                        (-1, _) => "?".to_string(),
+                        (n, true) => format!("<={n}"),
+                        (n, false) => n.to_string(),
+                    })
+                    .collect();
+                format!("{}[{}]", element_type_name(*t), d.join(","))
+            }
+            Shape::Tuple(v) => {
+                let parts: Vec<String> = v.iter().map(|s| s.human()).collect();
+                format!("({})", parts.join(", "))
+            }
+        }
+    }
+
+    /// True when `index` (a tuple path) names a subshape.
+    pub fn index_is_valid(&self, index: &[i64]) -> bool {
+        let mut s = self;
+        for &i in index {
+            match s {
+                Shape::Tuple(v) if i >= 0 && (i as usize) < v.len() => s = &v[i as usize],
+                _ => return false,
+            }
+        }
+        true
+    }
+}
+
+/// True when a shape starts at the cursor (after whitespace): `(` or an element type then `[`.
+pub fn can_be_shape(c: &mut Cursor) -> Result<bool> {
+    c.ws()?;
+    let save = c.pos;
+    if c.peek() == b'(' {
+        return Ok(true);
+    }
+    let word = c.ident();
+    let result = if word.is_empty() {
+        false
+    } else {
+        c.ws()?;
+        c.peek() == b'[' || element_type(word).is_some() && (word == "token" || word == "opaque")
+    };
+    c.pos = save;
+    Ok(result)
+}
+
+/// Parse a shape at the cursor (after whitespace). Tuples nest up to MAX_DEPTH.
+pub fn parse_shape(c: &mut Cursor) -> Result<Shape> {
+    let mut stack: Vec<Vec<Shape>> = Vec::new();
+    loop {
+        c.ws()?;
+        let start = c.pos;
+        if c.peek() == b'(' {
+            c.pos += 1;
+            if stack.len() >= MAX_DEPTH {
+                return err(start, "maximum nesting depth exceeded in a tuple shape");
+            }
+            stack.push(Vec::new());
+            if c.eat(b')')? {
+                let done = Shape::Tuple(stack.pop().unwrap_or_default());
+                if let Some(s) = close_elements(c, &mut stack, done)? {
+                    return Ok(s);
+                }
+            }
+            continue;
+        }
+        let array = parse_array(c)?;
+        if let Some(s) = close_elements(c, &mut stack, array)? {
+            return Ok(s);
+        }
+    }
+}
+
+/// Append a finished element to the innermost open tuple, closing tuples as `)` follow. Returns
+/// the whole shape once no tuple is open.
+fn close_elements(
+    c: &mut Cursor,
+    stack: &mut Vec<Vec<Shape>>,
+    mut done: Shape,
+) -> Result<Option<Shape>> {
+    loop {
+        let Some(top) = stack.last_mut() else {
+            return Ok(Some(done));
+        };
+        top.push(done);
+        if c.eat(b',')? {
+            return Ok(None);
+        }
+        if c.eat(b')')? {
+            done = Shape::Tuple(stack.pop().unwrap_or_default());
+            continue;
+        }
+        return err(
+            c.pos,
+            format!(
+                "expected ',' or ')' in a tuple shape, got {}",
+                c.snippet(c.pos)
+            ),
+        );
+    }
+}
+
+fn parse_array(c: &mut Cursor) -> Result<Shape> {
+    let start = c.pos;
+    let word = c.ident();
+    if word.is_empty() {
+        return err(start, format!("expected a shape, got {}", c.snippet(start)));
+    }
+    let Some(t) = element_type(word) else {
+        return err(start, format!("unknown element type {word}"));
+    };
+    let mut dims = Vec::new();
+    let mut dynamic = Vec::new();
+    if c.eat(b'[')? {
+        if !c.eat(b']')? {
+            loop {
+                c.ws()?;
+                let mut is_dynamic = false;
+                let value = if c.peek() == b'?' {
+                    c.pos += 1;
+                    -1
+                } else {
+                    if c.b[c.pos..].starts_with(b"<=") {
+                        c.pos += 2;
+                        is_dynamic = true;
+                    }
+                    c.ws()?;
+                    let n0 = c.pos;
+                    while c.peek().is_ascii_digit() {
+                        c.pos += 1;
+                    }
+                    match c.text[n0..c.pos].parse::<i64>() {
+                        Ok(n) => n,
+                        Err(_) => {
+                            return err(
+                                n0,
+                                format!("expected a dimension size, got {}", c.snippet(n0)),
+                            )
+                        }
+                    }
+                };
+                dims.push(value);
+                dynamic.push(is_dynamic);
+                if c.eat(b',')? {
+                    continue;
+                }
+                c.expect(b']', "',' or ']' in the dimensions")?;
+                break;
+            }
+        }
+    } else if word != "token" && word != "opaque" {
+        return err(c.pos, format!("expected '[' after element type {word}"));
+    }
+    // A layout `{1,0:T(8,128)}` may follow (only its brackets matter here); a `{` that opens an
+    // instruction list after a signature's result shape is not one.
+    c.ws()?;
+    if c.peek() == b'{' {
+        let save = c.pos;
+        c.pos += 1;
+        c.ws()?;
+        let next = c.peek();
+        c.pos = save;
+        if next.is_ascii_digit() || next == b':' || next == b'}' {
+            c.skip_balanced()?;
+        }
+    }
+    Ok(Shape::Array(t, dims, dynamic))
+}
