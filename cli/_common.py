@@ -3,12 +3,18 @@
 The library raises `XlagraphError` (already worded `path:line: message`); here it becomes one
 line on stderr and exit status 2. Python's own failures while a file is read (OSError,
 UnicodeDecodeError, RecursionError, MemoryError) get the same treatment, naming the file.
-Ctrl-C exits with 130 and says nothing.
+Ctrl-C exits with 130 and says nothing. Output that cannot be written: a closed pipe
+(`xlagraph graphs X | head -1`) exits 141 (as if killed by SIGPIPE) and says nothing; a full disk
+or another write error is one line and exit 2. Text from a dump (names, metadata, messages) never
+reaches the terminal raw: `printable` escapes control characters and bidirectional overrides.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
+import os
+import re
 import shutil
 import sys
 import threading
@@ -21,10 +27,26 @@ import click
 
 from xlagraph.errors import XlagraphError
 
-__all__ = ["EXIT_ERROR", "Status", "UserError", "handle_errors", "json_option", "reading"]
+__all__ = [
+    "EXIT_ERROR",
+    "Status",
+    "UserError",
+    "echo",
+    "finish_output",
+    "handle_errors",
+    "json_option",
+    "output_failed",
+    "printable",
+    "reading",
+]
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool killed by a closed pipe
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
+# C0 and C1 controls except newline and tab, DEL, and the bidirectional overrides/isolates that
+# reorder what a terminal shows (a name from a dump must not rewrite the line it is printed on).
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 STATUS_DELAY = 0.5  # seconds before a status line appears
 REDRAW_INTERVAL = 0.1  # seconds between two redraws of a progress bar
 
@@ -37,7 +59,7 @@ class UserError(click.ClickException):
     exit_code = EXIT_ERROR
 
     def __init__(self, message: str) -> None:
-        super().__init__(" ".join(message.splitlines()))
+        super().__init__(printable(" ".join(message.splitlines())))
 
     def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"xlagraph: error: {self.format_message()}", err=True)
@@ -54,8 +76,59 @@ def handle_errors(fn: F) -> F:
             raise UserError(str(e)) from None
         except KeyboardInterrupt:
             raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+        except OSError as e:
+            raise click.exceptions.Exit(output_failed(e)) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def printable(text: str) -> str:
+    """`text` with every control character but newline and tab written as `\\xNN` / `\\uNNNN`."""
+    if not _UNPRINTABLE.search(text):
+        return text
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def echo(text: str, *, nl: bool = True, err: bool = False) -> None:
+    """`click.echo` of text that may quote a dump: escaped first (JSON escapes itself)."""
+    click.echo(printable(text), nl=nl, err=err)
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush has nowhere to fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def output_failed(e: OSError) -> int:
+    """The exit status for a failed write to stdout (after saying so for a full disk); any
+    other OSError is raised again. stdout is pointed at /dev/null so nothing fails again."""
+    if isinstance(e, BrokenPipeError) or e.errno == errno.EPIPE:
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
+    if e.errno in _OUTPUT_ERRNOS and e.filename is None:
+        _discard_stdout()
+        UserError(f"cannot write the output: {e.strerror or e}").show()
+        return EXIT_ERROR
+    raise e
+
+
+def finish_output(code: int | str | None) -> int | str | None:
+    """Flush stdout at the end of a command, turning a failure into the exit status it gives."""
+    try:
+        sys.stdout.flush()
+    except OSError as e:
+        return output_failed(e)
+    return code
 
 
 @contextmanager
@@ -142,7 +215,7 @@ class Status:
         if not self._visible:
             return
         columns = shutil.get_terminal_size((80, 24)).columns
-        self._stream.write("\r\x1b[K" + f"xlagraph: {self._line}"[: max(columns - 1, 10)])
+        self._stream.write("\r\x1b[K" + printable(f"xlagraph: {self._line}")[: max(columns - 1, 10)])
         self._stream.flush()
 
 

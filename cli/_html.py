@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ._common import UserError
+from ._common import UserError, echo
 
 __all__ = ["html_option", "write_page"]
 
@@ -47,7 +47,7 @@ def write_page(out: str, page: str, err: bool = False) -> None:
         path.write_text(page, encoding="utf-8")
     except OSError as e:
         raise UserError(f"{out}: cannot write: {e.strerror or e}") from None
-    click.echo(f"wrote {out}", err=err)
+    echo(f"wrote {out}", err=err)
     stream = sys.stderr if err else sys.stdout
     if stream.isatty():
-        click.echo(f"open it: {_open_command()} {shlex.quote(str(path))}", err=err)
+        echo(f"open it: {_open_command()} {shlex.quote(str(path))}", err=err)

@@ -6,13 +6,7 @@ import json
 
 import click
 
-from xlagraph.render.ranks_text import rank_view_to_json, render_ranks_text
-from xlagraph.render.report_json import check_to_json
-from xlagraph.render.report_text import render_check_text
-from xlagraph.report import check_run, load_runs
-from xlagraph.report.ranks import rank_view
-
-from ._common import Status, handle_errors, json_option, reading
+from ._common import Status, echo, handle_errors, json_option, reading
 
 EXIT_PASS = 0
 EXIT_FAIL = 1
@@ -51,6 +45,12 @@ def check_command(src: str, max_graphs: int, after_step: int | None, as_json: bo
         xlagraph check /tmp/capture --max-graphs 2
         xlagraph check save.hlo.0 --max-graphs 0 --after-step 1
     """
+    from xlagraph.render.ranks_text import rank_view_to_json, render_ranks_text  # here: fast `--help`
+    from xlagraph.render.report_json import check_to_json
+    from xlagraph.render.report_text import render_check_text
+    from xlagraph.report import check_run, load_runs
+    from xlagraph.report.ranks import rank_view
+
     with Status() as status:
         status.set(f"reading {src}")
         with reading(src):
@@ -65,8 +65,8 @@ def check_command(src: str, max_graphs: int, after_step: int | None, as_json: bo
             data["passed"] = False
         click.echo(json.dumps(data, indent=2))
     else:
-        click.echo(render_check_text(results), nl=False)
+        echo(render_check_text(results), nl=False)
         if ranks is not None and not ranks.agree:
-            click.echo("FAIL: ranks diverge\n" + render_ranks_text(ranks), nl=False)
+            echo("FAIL: ranks diverge\n" + render_ranks_text(ranks), nl=False)
     passed = all(r.passed for r in results) and (ranks is None or ranks.agree)
     click.get_current_context().exit(EXIT_PASS if passed else EXIT_FAIL)

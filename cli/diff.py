@@ -6,13 +6,7 @@ import json
 
 import click
 
-from xlagraph.diff import diff_modules
-from xlagraph.parse.sources import load_module
-from xlagraph.render.html import render_diff_html
-from xlagraph.render.json import diff_to_json
-from xlagraph.render.text import render_diff_text
-
-from ._common import Status, handle_errors, json_option, reading
+from ._common import Status, echo, handle_errors, json_option, reading
 from ._html import html_option, write_page
 
 EXIT_IDENTICAL = 0
@@ -48,6 +42,13 @@ def diff_command(a: str, b: str, as_json: bool, max_changes: int, html_out: str 
         xlagraph diff before.hlo after.hlo --json
         xlagraph diff before.hlo after.hlo --html diff.html
     """
+    # Imported here, not at the top: `xlagraph --help` must not pay for the engine.
+    from xlagraph.diff import diff_modules
+    from xlagraph.parse.sources import load_module
+    from xlagraph.render.html import render_diff_html
+    from xlagraph.render.json import diff_to_json
+    from xlagraph.render.text import render_diff_text
+
     with Status() as status:
         status.set(f"reading A: {a}")
         with reading(a):
@@ -61,7 +62,7 @@ def diff_command(a: str, b: str, as_json: bool, max_changes: int, html_out: str 
     if as_json:
         click.echo(json.dumps(diff_to_json(result), indent=2))
     elif not html_out:
-        click.echo(render_diff_text(result, max_changes=max_changes), nl=False)
+        echo(render_diff_text(result, max_changes=max_changes), nl=False)
     if html_out:
         write_page(html_out, render_diff_html(result), err=as_json)
     code = EXIT_IDENTICAL if result.verdict == "identical" else EXIT_DIFFERENT

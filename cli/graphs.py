@@ -6,11 +6,7 @@ import json
 
 import click
 
-from xlagraph.graphs import list_graphs
-from xlagraph.render.json import graphs_to_json
-from xlagraph.render.text import render_graphs_text
-
-from ._common import Status, handle_errors, json_option, reading
+from ._common import Status, echo, handle_errors, json_option, reading
 
 
 @click.command("graphs")
@@ -29,6 +25,10 @@ def graphs_command(src: str, as_json: bool) -> None:
         xlagraph graphs save.hlo.txt
         xlagraph graphs /tmp/xla_dump --json
     """
+    from xlagraph.graphs import list_graphs  # here, not at the top: keeps `--help` fast
+    from xlagraph.render.json import graphs_to_json
+    from xlagraph.render.text import render_graphs_text
+
     with Status() as status:
         status.set(f"reading {src}")
         with reading(src):
@@ -36,4 +36,4 @@ def graphs_command(src: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(graphs_to_json(listing), indent=2))
     else:
-        click.echo(render_graphs_text(listing), nl=False)
+        echo(render_graphs_text(listing), nl=False)

@@ -5,8 +5,11 @@ Nothing here (or in any command) imports torch: xlagraph reads dumps, it does no
 
 from __future__ import annotations
 
+import sys
+
 import click
 
+from ._common import finish_output, output_failed
 from .check import check_command
 from .diff import diff_command
 from .graphs import graphs_command
@@ -35,7 +38,14 @@ xlagraph.add_command(run_command)
 
 
 def main() -> None:
-    xlagraph(prog_name="xlagraph")
+    code: int | str | None = 0
+    try:
+        xlagraph(prog_name="xlagraph")
+    except SystemExit as e:
+        code = e.code
+    except OSError as e:  # writing --help or a usage message, outside any command
+        code = output_failed(e)
+    sys.exit(finish_output(code))
 
 
 if __name__ == "__main__":

@@ -6,14 +6,7 @@ import json
 
 import click
 
-from xlagraph.render.html import render_report_html
-from xlagraph.render.ranks_text import rank_view_to_json, render_ranks_text
-from xlagraph.render.report_json import report_to_json
-from xlagraph.render.report_text import render_report_text
-from xlagraph.report import build_report, load_runs
-from xlagraph.report.ranks import rank_view
-
-from ._common import Status, handle_errors, json_option, reading
+from ._common import Status, echo, handle_errors, json_option, reading
 from ._html import html_option, write_page
 
 
@@ -36,6 +29,19 @@ def report_command(src: str, as_json: bool, html_out: str | None) -> None:
         xlagraph report save.hlo.0 --json
         xlagraph report /tmp/capture --html run.html
     """
+    from xlagraph.capture.shardings import read_mark_shardings, recompile_shardings
+    from xlagraph.render.html import render_report_html  # here, not at the top: keeps `--help` fast
+    from xlagraph.render.ranks_text import (
+        rank_view_to_json,
+        render_ranks_text,
+        render_shardings_text,
+        shardings_to_json,
+    )
+    from xlagraph.render.report_json import report_to_json
+    from xlagraph.render.report_text import render_report_text
+    from xlagraph.report import build_report, load_runs
+    from xlagraph.report.ranks import rank_view
+
     with Status() as status:
         status.set(f"reading {src}")
         with reading(src):
@@ -44,16 +50,24 @@ def report_command(src: str, as_json: bool, html_out: str | None) -> None:
             reports = tuple(build_report(log) for log in logs)
             status.set("comparing ranks")
             ranks = rank_view(logs)
+            marked = [
+                (r.process, recompile_shardings(r, read_mark_shardings(log.source)))
+                for r, log in zip(reports, logs, strict=True)
+                if log.kind == "capture"
+            ]
             if html_out:
                 status.set("writing the page")
                 page = render_report_html(reports, ranks=ranks)
     if as_json:
         data = report_to_json(reports)
         data["ranks"] = rank_view_to_json(ranks) if ranks is not None else None
+        data["mark_sharding"] = shardings_to_json(marked)
         click.echo(json.dumps(data, indent=2))
     elif not html_out:
-        click.echo(render_report_text(reports), nl=False)
+        echo(render_report_text(reports), nl=False)
+        if sharded := render_shardings_text(marked):
+            echo("\n" + sharded, nl=False)
         if ranks is not None:
-            click.echo("\n" + render_ranks_text(ranks), nl=False)
+            echo("\n" + render_ranks_text(ranks), nl=False)
     if html_out:
         write_page(html_out, page, err=as_json)

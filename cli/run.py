@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ._common import UserError, handle_errors
+from ._common import UserError, echo, handle_errors
 
 
 @click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -45,7 +45,7 @@ def run_command(out: str, overwrite: bool, command: tuple[str, ...]) -> None:
     except KeyboardInterrupt:  # the child got the same Ctrl-C; let it finish writing
         proc.send_signal(signal.SIGINT)
         code = proc.wait()
-    click.echo(_summary(directory), err=True)
+    echo(_summary(directory), err=True)
     sys.exit(code if code >= 0 else 128 - code)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -87,6 +88,92 @@ def test_cli_does_not_import_torch() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_help_imports_click_and_the_commands_only() -> None:
+    """`xlagraph --help` must be fast: no engine, no networkx, no jinja2 until a command runs."""
+    code = (
+        "import sys\n"
+        "from xlagraph.cli.main import main\n"
+        "sys.argv = ['xlagraph', '--help']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as e:\n"
+        "    assert e.code == 0, e.code\n"
+        "heavy = ('networkx', 'jinja2', 'xlagraph.diff', 'xlagraph.parse', 'xlagraph.canonical',\n"
+        "         'xlagraph.report', 'xlagraph.render', 'xlagraph.capture', 'xlagraph.diagnose', 'torch')\n"
+        "bad = sorted(m for m in sys.modules if m.startswith(heavy))\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True)
+
+
+def _cli(*args: str, stdout: int) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "xlagraph.cli.main", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    "args", [("graphs", TRAIN), ("graphs", TRAIN, "--json"), ("diff", TRAIN + "#2", TRAIN + "#3")]
+)
+def test_closed_pipe_is_a_quiet_exit(args: tuple[str, ...]) -> None:
+    """`xlagraph graphs X | head -1`: the reader is gone; no traceback, no "Exception ignored"."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = _cli(*args, stdout=write_end)
+    finally:
+        os.close(write_end)
+    assert result.returncode == 141, result.stderr
+    assert result.stderr == ""
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize(
+    "args", [("graphs", TRAIN), ("diff", TRAIN + "#2", TRAIN + "#3", "--json"), ("--help",)]
+)
+def test_full_disk_is_one_line(args: tuple[str, ...]) -> None:
+    with open("/dev/full", "w") as full:
+        result = _cli(*args, stdout=full.fileno())
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == "xlagraph: error: cannot write the output: No space left on device\n"
+
+
+def test_control_characters_from_a_dump_are_escaped(tmp_path: Path) -> None:
+    """A name, message or metadata string holding an escape sequence is printed escaped."""
+    from xlagraph.cli._common import printable
+
+    assert printable("a\x1b[2Jb\x07c\u202ed\n\te") == "a\\x1b[2Jb\\x07c\\u202ed\n\te"
+    text = Path(data("step.hlo")).read_text().splitlines()
+    text.insert(3, "  %evil\x1b]0;pwned\x07 = f32[] \x1b[2Jnonsense(")  # hand-made: a bad line with escapes
+    bad = tmp_path / "escape\x1b[31m.hlo"
+    bad.write_text("\n".join(text) + "\n")
+    for args in (("graphs", str(bad)), ("diff", str(bad), data("step.hlo"))):
+        result = run(*args)
+        assert result.exit_code == 2
+        assert "\x1b" not in result.output and "\x07" not in result.output
+        assert "\\x1b" in result.stderr
+
+
+def test_metadata_with_escapes_never_reaches_the_terminal_raw(tmp_path: Path) -> None:
+    pair = JAX / "pairs" / "constant_change"
+    for side in ("a", "b"):
+        text = (pair / f"{side}.hlo").read_text()
+        # Hand-made: every op_name carries a terminal escape sequence.
+        (tmp_path / f"{side}.hlo").write_text(text.replace('op_name="', 'op_name="\x1b[31m'))
+    for args in (
+        ("diff", str(tmp_path / "a.hlo"), str(tmp_path / "b.hlo")),
+        ("graphs", str(tmp_path / "a.hlo")),
+    ):
+        result = run(*args)
+        assert result.exit_code in (0, 1), result.output
+        assert "\x1b" not in result.output
 
 
 # --- diff ---------------------------------------------------------------------------------------
@@ -318,37 +405,38 @@ def test_graphs_on_a_bad_graph_names_file_and_line(tmp_path: Path) -> None:
 def test_python_errors_are_one_line_naming_the_file(
     monkeypatch: pytest.MonkeyPatch, error: BaseException, text: str
 ) -> None:
-    import xlagraph.cli.diff as cli_diff
-    import xlagraph.cli.graphs as cli_graphs
+    # The commands import the library when they run (a fast `--help`), so patch it there.
+    import xlagraph.graphs
+    import xlagraph.parse.sources
 
     def fail(*args: object, **kwargs: object) -> None:
         raise error
 
-    monkeypatch.setattr(cli_diff, "load_module", fail)
-    monkeypatch.setattr(cli_graphs, "list_graphs", fail)
+    monkeypatch.setattr(xlagraph.parse.sources, "load_module", fail)
+    monkeypatch.setattr(xlagraph.graphs, "list_graphs", fail)
     a = data("step.hlo")
     assert_one_line_error(run("diff", a, data("step_b3.hlo")), a, text)
     assert_one_line_error(run("graphs", a), a, text)
 
 
 def test_failure_while_matching_names_both_files(monkeypatch: pytest.MonkeyPatch) -> None:
-    import xlagraph.cli.diff as cli_diff
+    import xlagraph.diff
 
     def fail(*args: object) -> None:
         raise RecursionError
 
-    monkeypatch.setattr(cli_diff, "diff_modules", fail)
+    monkeypatch.setattr(xlagraph.diff, "diff_modules", fail)
     a, b = data("step.hlo"), data("step_b3.hlo")
     assert_one_line_error(run("diff", a, b), f"{a} vs {b}")
 
 
 def test_keyboard_interrupt_exits_130_quietly(monkeypatch: pytest.MonkeyPatch) -> None:
-    import xlagraph.cli.graphs as cli_graphs
+    import xlagraph.graphs
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli_graphs, "list_graphs", interrupted)
+    monkeypatch.setattr(xlagraph.graphs, "list_graphs", interrupted)
     result = run("graphs", TRAIN)
     assert result.exit_code == 130
     assert result.stdout == "" and result.stderr == ""
@@ -432,9 +520,7 @@ def _torch_xla_scenarios() -> list[tuple[str, dict[str, object]]]:
     return [(s["name"], s) for s in json.loads(manifest.read_text()).get("scenarios", [])]
 
 
-@pytest.mark.parametrize(
-    ("name", "scenario"), _torch_xla_scenarios()
-)
+@pytest.mark.parametrize(("name", "scenario"), _torch_xla_scenarios())
 def test_torch_xla_pairs_exit_code_follows_the_verdict(name: str, scenario: dict[str, object]) -> None:
     pair = scenario["pair"]
     assert isinstance(pair, dict)
@@ -480,9 +566,7 @@ def test_torch_xla_sources_list_or_fail_in_one_line(src: str) -> None:
     assert f"{len(listing.rows)} graph" in text.stdout
 
 
-@pytest.mark.parametrize(
-    ("name", "scenario"), _torch_xla_scenarios()
-)
+@pytest.mark.parametrize(("name", "scenario"), _torch_xla_scenarios())
 def test_torch_xla_pairs_exit_code_matches_the_manifest(name: str, scenario: dict[str, object]) -> None:
     pair = scenario["pair"]
     assert isinstance(pair, dict)

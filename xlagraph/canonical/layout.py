@@ -47,6 +47,6 @@ def layout_signature(canon: CanonicalModule) -> str:
     """A hex digest of every non-default layout of the module, blind to names and to the
     entry's parameter and output order: equal signatures mean the same layouts."""
     parts = sorted(
-        tuple(sorted((c.h1[n], lay) for n, lay in c.layouts.items())) for c in canon.computations.values()
+        tuple(sorted({(c.h1[n], lay) for n, lay in c.layouts.items()})) for c in canon.computations.values()
     )
     return f"{stable_hash(repr(parts)):016x}"

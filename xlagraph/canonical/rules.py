@@ -175,7 +175,7 @@ def _canonicalize_computation(
     layouts = {n: lay for n in order if (lay := layout_of(by_name[n].shape))}
     # Layouts stay out of h0/h1 (matching pairs instructions whatever their layout) but not out
     # of the computation's identity: a layout or memory-space change is a recompile.
-    layout_key = tuple(sorted((h1[n], lay) for n, lay in layouts.items()))
+    layout_key = tuple(sorted({(h1[n], lay) for n, lay in layouts.items()}))  # CSE-blind, as h1 is
     if is_entry:
         walked = set(walk)
         unused = sorted(keys[p] for p in param_number if p not in walked)
