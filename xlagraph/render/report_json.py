@@ -45,6 +45,7 @@ the first included, each with the same fields except `schema` and `processes`:
         lines          [str]: the user lines cited for this recompile, most specific first (the
                        causes' user lines, the tensors' creating lines, then the call site)
         note           str: why there are no causes, when there are none ("" otherwise)
+        notes          [str]: remarks of the diff that change nothing (dead code on both sides)
         compile_seconds float
     ranking            {call_sites: [{call_site, compiles, seconds, variants}],
                         causes: [{kind, compiles, seconds, variants}]}: recompiles per call
@@ -117,6 +118,7 @@ def _recompile(r: Recompile) -> dict[str, Any]:
         "attribution": [_attribution(a) for a in r.attribution],
         "lines": list(r.lines),
         "note": r.note,
+        "notes": list(r.notes),
         "compile_seconds": r.compile_seconds,
     }
 

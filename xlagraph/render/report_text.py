@@ -146,15 +146,14 @@ def _recompile(r: Recompile, k: int, total: int) -> list[str]:
         lines += _field("note", r.note, "  ")
     attributions = {a.cause: a for a in r.attribution}
     for i, cause in enumerate(r.causes):
-        lines += _wrap(f"{cause.kind}: {cause.summary}", "  ", "    ")
+        tag = f"{cause.kind} (expected)" if cause.info else str(cause.kind)
+        lines += _wrap(f"{tag}: {cause.summary}", "  ", "    ")
         a = attributions.get(i)
         if a is not None:
             if a.lines:
                 lines += _field("at", ", ".join(_short(x) for x in a.lines[:_MAX_LISTED]))
-            elif a.library_lines:
-                lines += _field(
-                    "at", "library code only: " + ", ".join(_short(x) for x in a.library_lines[:3])
-                )
+            if a.library_lines:
+                lines += _field("via", ", ".join(_short(x) for x in a.library_lines[:3]))
             if a.items:
                 lines += _field("what", "; ".join(a.items))
             for t in a.tensors:
@@ -162,6 +161,8 @@ def _recompile(r: Recompile, k: int, total: int) -> list[str]:
                 guess = "" if t.match == "shape and line" else " (same shape; a candidate)"
                 lines += _field("tensor", f"id={t.id} {t.shape}{made}{guess}")
         lines += _field("fix", cause.hint)
+    for note in r.notes:
+        lines += _field("note", note, "  ")
     if r.frames:
         folded = f"  (+{_plural(len(r.library_frames), 'library frame')} folded)" if r.library_frames else ""
         stack = " <- ".join(f"{f.function} ({_short(f'{f.file}:{f.line}')})" for f in r.frames[:_MAX_LISTED])

@@ -19,6 +19,7 @@ from pathlib import PurePath
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
+from xlagraph.diagnose.evidence import Context
 from xlagraph.diff import DiffResult, diff_modules
 from xlagraph.errors import XlagraphError
 from xlagraph.graphs import variant_letter
@@ -198,6 +199,8 @@ class _Context:
     baseline: GraphRecord | None
     target: GraphRecord | None
     user_names: frozenset[str]
+    site: str = ""
+    read_line: LineReader = _read_line
 
 
 def _attribute(index: int, cause: Cause, ctx: _Context) -> Attribution:
@@ -243,7 +246,40 @@ def _attribute(index: int, cause: Cause, ctx: _Context) -> Attribution:
         summary = f"buckets: {len(before)} collective(s) of the baseline regrouped into {len(after)}"
     elif kind in (CauseKind.CONSTANT_VALUE, CauseKind.ATTRIBUTE):
         items = [f"{c.left}: {c.what} {c.old} -> {c.new}" for c in cause.changes]
+    else:  # the named patterns: what differs, as the changes say it
+        items = [f"{c.what}: {c.old or '(none)'} -> {c.new or '(none)'}" for c in cause.changes]
+    if not lines and library_lines and ctx.site:
+        lines = _calling_lines(library_lines, ctx.site, ctx.read_line)
     return Attribution(index, str(kind), summary, _bounded(items), tensors, lines, library_lines)
+
+
+# Library code the user calls by a name of their own: which call in their script reached it.
+_CALLS = (
+    ("clip_grad", ("clip_grad_norm_(", "clip_grad_value_(", "clip_grad")),
+    ("_patched_functions", ("clip_grad_norm_(",)),  # torch_xla's own clip_grad_norm_
+    ("/optim/", (".step(",)),
+    ("dropout", (".train(", ".eval(")),
+)
+_MAX_SCRIPT_LINES = 5000
+
+
+def _calling_lines(library_lines: tuple[str, ...], site: str, read_line: LineReader) -> tuple[str, ...]:
+    """The lines of the user's script (the sync's file) that call the library code a cause's
+    instructions come from: `clip_grad_norm_(...)` for clip_grad.py, `opt.step()` for an
+    optimizer. Empty when the script has no such call."""
+    file = site.rpartition(":")[0]
+    tokens = [t for marker, names in _CALLS if any(marker in lib for lib in library_lines) for t in names]
+    if not file or not tokens:
+        return ()
+    found: list[str] = []
+    for n in range(1, _MAX_SCRIPT_LINES):
+        text = read_line(file, n)
+        if not text:
+            break
+        code = text.split("#", 1)[0]
+        if any(t in code for t in tokens):
+            found.append(f"{file}:{n}")
+    return tuple(found[:3])
 
 
 # -- baseline ------------------------------------------------------------------------------
@@ -255,12 +291,12 @@ class _Choice:
     reason: str
 
 
-def _score(result: DiffResult, candidate_sync: Sync) -> tuple[int, int, int]:
-    # Similarity is about what the graphs compute: unused instructions do not make them less alike.
-    involved = sum(
-        len(c.left) + len(c.right) for c in result.differences if c.kind is not CauseKind.DEAD_CODE
-    )
-    return (len(result.differences), involved, -candidate_sync.index)
+def _score(result: DiffResult, candidate_sync: Sync) -> tuple[int, int, int, int]:
+    # Similarity is about what the graphs compute: unused instructions do not make them less alike,
+    # and an expected warm-up change (info) weighs less than a real one.
+    real = [c for c in result.differences if not c.info]
+    involved = sum(len(c.left) + len(c.right) for c in real if c.kind is not CauseKind.DEAD_CODE)
+    return (len(real), len(result.differences), involved, -candidate_sync.index)
 
 
 def _candidates(target: Sync, earlier: list[tuple[str, Sync]]) -> tuple[list[tuple[str, Sync]], str]:
@@ -278,8 +314,25 @@ def _candidates(target: Sync, earlier: list[tuple[str, Sync]]) -> tuple[list[tup
     return [], ""
 
 
+def _context(target: Sync, candidate: Sync, triggers: dict[int, str], first_sync: int) -> Context:
+    """What the capture knows about the two graphs, for the recognizers."""
+    return Context(
+        trigger=triggers.get(target.index, ""),
+        baseline_trigger=triggers.get(candidate.index, ""),
+        call_site=call_site(target.frames),
+        baseline_call_site=call_site(candidate.frames),
+        step=target.step,
+        baseline_step=candidate.step,
+        first_graph=candidate.index == first_sync,
+    )
+
+
 def _choose_baseline(
-    target: Sync, earlier: list[tuple[str, Sync]], modules: _Modules
+    target: Sync,
+    earlier: list[tuple[str, Sync]],
+    modules: _Modules,
+    triggers: dict[int, str] | None = None,
+    first_sync: int = 0,
 ) -> tuple[_Choice | None, str]:
     """The baseline and its diff, or a note saying why there is no diff."""
     ordered, reason = _candidates(target, earlier)
@@ -295,13 +348,13 @@ def _choose_baseline(
         why = f"cannot explain this graph: the baseline's HLO is missing ({modules.get(h)})"
         return _Choice(h, s, None, reason), why
     best: _Choice | None = None
-    best_score: tuple[int, int, int] | None = None
+    best_score: tuple[int, int, int, int] | None = None
     failures: list[str] = []
     for h, s in readable:
         base = modules.get(h)
         assert isinstance(base, Module)
         try:
-            result = diff_modules(base, this)
+            result = diff_modules(base, this, _context(target, s, triggers or {}, first_sync))
         except RecursionError:
             failures.append(f"graph {h}: nested too deeply to compare")
             continue
@@ -395,7 +448,7 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
     )
     modules = _Modules(log.graphs)
     recompiles = tuple(
-        _explain(s, letters, first, modules if explain else None, log, triggers[s.index], user_names)
+        _explain(s, letters, first, modules if explain else None, log, triggers, user_names, read_line)
         for s in list(compiled_hashes.values())[1:]
     )
     compiles = len(compiled_hashes)
@@ -434,24 +487,28 @@ def _explain(
     first: dict[str, Sync],
     modules: _Modules | None,
     log: RunLog,
-    trigger: str,
+    triggers: dict[int, str],
     user_names: frozenset[str],
+    read_line: LineReader = _read_line,
 ) -> Recompile:
     earlier = [(h, s) for h, s in first.items() if s.index < target.index]
+    first_sync = min((s.index for s in first.values()), default=0)
     if modules is None:
         choice, note = None, "not explained"
     else:
-        choice, note = _choose_baseline(target, earlier, modules)
+        choice, note = _choose_baseline(target, earlier, modules, triggers, first_sync)
     users, library = split_frames(target.frames)
     site = call_site(target.frames)
     causes: tuple[Cause, ...] = ()
     attribution: tuple[Attribution, ...] = ()
+    notes: tuple[str, ...] = ()
     if choice is not None and choice.result is not None:
         result = choice.result
         causes = result.differences
         records = log.graphs.get(choice.graph_hash), log.graphs.get(target.graph_hash)
-        ctx = _Context(result, *records, user_names)
+        ctx = _Context(result, *records, user_names, site, read_line)
         attribution = tuple(_attribute(i, c, ctx) for i, c in enumerate(causes))
+        notes = result.notes
         if not causes:
             note = (
                 "the two graphs print the same: the difference is in what the dump does not show "
@@ -470,7 +527,7 @@ def _explain(
         variant=letters[target.graph_hash],
         graph_hash=target.graph_hash,
         call_site=site,
-        trigger=trigger,
+        trigger=triggers[target.index],
         frames=users,
         library_frames=library,
         baseline=baseline,
@@ -479,4 +536,5 @@ def _explain(
         lines=tuple(dict.fromkeys(cited)),
         note=note,
         compile_seconds=target.compile_seconds,
+        notes=notes,
     )

@@ -131,6 +131,7 @@ class Recompile:
     lines: tuple[str, ...]
     note: str = ""
     compile_seconds: float = 0.0
+    notes: tuple[str, ...] = ()  # remarks of the diff that change nothing (dead code)
 
     @property
     def kinds(self) -> tuple[str, ...]:

@@ -1,6 +1,7 @@
 """The recognizers, one module per pattern, and the order they run in.
 
-Order matters: patterns that explain a whole cascade come first (a sharding or parallelism
+Order matters: a layout change that only follows other changes is folded first; patterns that
+explain a whole cascade come next (a sharding or parallelism
 change explains collectives, shard shapes and scaling constants; a graph break explains a
 graph cut anywhere), then the warm-up and every-k-steps patterns that explain whole regions,
 then the patterns of one input or one value; `unknown` then words what nothing explained. Last,
@@ -17,6 +18,8 @@ from xlagraph.diagnose.recognizers import (
     graph_break,
     grouping,
     input_shape,
+    kept_alive,
+    layout,
     parallelism,
     python_int,
     sharding,
@@ -28,12 +31,14 @@ from xlagraph.diagnose.recognizers import (
 __all__ = ["FINAL", "ORDER", "recognize"]
 
 ORDER: tuple[Recognizer, ...] = (
+    layout.RECOGNIZER,
     sharding.RECOGNIZER,
     parallelism.RECOGNIZER,
     graph_break.RECOGNIZER,
     special_scalar.RECOGNIZER,
     state_init.RECOGNIZER,
     conditional_work.RECOGNIZER,
+    kept_alive.RECOGNIZER,
     dynamic_shape.RECOGNIZER,
     input_shape.RECOGNIZER,
     python_int.RECOGNIZER,

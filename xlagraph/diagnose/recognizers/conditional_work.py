@@ -21,11 +21,18 @@ _REGIONS = (
     CauseKind.PARAMETER_ADDED,
     CauseKind.PARAMETER_REMOVED,
 )
+_CASCADE = (
+    CauseKind.STRUCTURE,
+    CauseKind.OUTPUT_ADDED,
+    CauseKind.OUTPUT_REMOVED,
+    CauseKind.OUTPUT_PERMUTATION,
+    CauseKind.LAYOUT,
+)
 _RNG = frozenset({"rng", "rng-bit-generator", "rng-get-and-update-state"})
 _PATTERNS = (
     (
         "clipping",
-        lambda files, ops: any("clip_grad" in f for f in files),
+        lambda files, ops: any("clip_grad" in f or "_patched_functions" in f for f in files),
         "gradient clipping runs only on some steps",
         "clip on every step (clip_grad_norm_ is cheap next to the step), or accept one extra graph "
         "and keep k fixed; do not toggle it by a data-dependent condition",
@@ -58,7 +65,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     for _, test, summary, hint in _PATTERNS:
         hits = [i for i in regions if test(evidence.library_files(pending[i]), _ops(evidence, pending[i]))]
         if hits:
-            picked = [i for i in regions if pending[i].kind is CauseKind.STRUCTURE or i in hits]
+            # What the work changes downstream (outputs added, removed or reordered, the update
+            # that reads clipped gradients) is the same root reason.
+            picked = [i for i, c in enumerate(pending) if i in hits or c.kind in _CASCADE]
             n = sum(pending[i].count for i in picked)
             cause = merge(
                 CauseKind.CONDITIONAL_WORK,

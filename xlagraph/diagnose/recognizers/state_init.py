@@ -23,8 +23,12 @@ _FOLDED = (
     CauseKind.STRUCTURE,
     CauseKind.OUTPUT_ADDED,
     CauseKind.OUTPUT_REMOVED,
+    CauseKind.OUTPUT_PERMUTATION,
     CauseKind.PARAMETER_PERMUTATION,
+    CauseKind.LAYOUT,
 )
+# Library code that is not the optimizer's, even when it runs inside `optimizer.step()`.
+_NOT_STATE = ("clip_grad", "_patched_functions", "dropout")
 
 
 def _weight_shaped(evidence: Evidence, cause: Cause) -> tuple[int, list[str]]:
@@ -36,24 +40,34 @@ def _weight_shaped(evidence: Evidence, cause: Cause) -> tuple[int, list[str]]:
     return sum(1 for s in shapes if s in existing or s.endswith("[]")), shapes
 
 
+def _other_library(files: list[str]) -> bool:
+    return any(m in f for f in files for m in _NOT_STATE)
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     ctx = evidence.context
     if ctx.step >= _WARM_UP_STEPS and not ctx.first_graph:
         return NOTHING
-    added = [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_ADDED]
-    if not added or any(c.kind is CauseKind.PARAMETER_REMOVED for c in pending):
+    added = [
+        i
+        for i, c in enumerate(pending)
+        if c.kind is CauseKind.PARAMETER_ADDED and not _other_library(evidence.library_files(c))
+    ]
+    if not added:
         return NOTHING
     like, shapes = 0, []
     for i in added:
         n, s = _weight_shaped(evidence, pending[i])
         like, shapes = like + n, shapes + s
-    if not shapes or like < len(shapes) / 2:
-        return NOTHING
+    buffers = [s for s in shapes if not s.endswith("[]")]
+    if not buffers or like < len(shapes) / 2:
+        return NOTHING  # scalars alone are values passed as data, not created state
     folded = [
         i
         for i, c in enumerate(pending)
         if c.kind in _FOLDED
-        and (not (files := evidence.library_files(c)) or any(m in f for f in files for m in _OPTIMIZER))
+        and not _other_library(files := evidence.library_files(c))
+        and (not files or c.kind is not CauseKind.STRUCTURE or any(m in f for f in files for m in _OPTIMIZER))
     ]
     # Regions of user code that changed too are not warm-up: leave them to other recognizers.
     summary = (
