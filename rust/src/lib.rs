@@ -219,9 +219,21 @@ fn parse_hlo<'py>(
     )
 }
 
+/// Parse without building the IR; returns the instruction count (benchmarks split the cost).
+#[pyfunction]
+fn parse_only(py: Python<'_>, text: &str) -> PyResult<usize> {
+    py.allow_threads(|| {
+        let mut p = Parser::new(text);
+        p.parse_module()
+            .map(|m| m.comps.iter().map(|c| c.insts.len()).sum::<usize>())
+    })
+    .map_err(|e| HloSyntaxError::new_err((e.message, 0i64)))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_hlo, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_only, m)?)?;
     m.add("HloSyntaxError", m.py().get_type::<HloSyntaxError>())?;
     Ok(())
 }

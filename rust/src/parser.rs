@@ -29,9 +29,15 @@ pub struct Fx(u64);
 impl Hasher for Fx {
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let v = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+            self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
             let mut v = 0u64;
-            for (i, b) in chunk.iter().enumerate() {
+            for (i, b) in rest.iter().enumerate() {
                 v |= (*b as u64) << (8 * i);
             }
             self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
@@ -39,7 +45,9 @@ impl Hasher for Fx {
     }
     #[inline]
     fn finish(&self) -> u64 {
-        self.0
+        // Multiplication leaves the low bits (the table index) weak: fold the high bits in.
+        let h = self.0;
+        (h ^ (h >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (h >> 29)
     }
 }
 
@@ -639,7 +647,7 @@ impl<'a> Parser<'a> {
             _ => {
                 if !self.c.eat(b')')? {
                     loop {
-                        let operand = self.operand(scope, opcode)?;
+                        let operand = self.operand(scope, &name)?;
                         operands.push(operand);
                         self.c.ws()?;
                         match self.c.peek() {
@@ -883,7 +891,7 @@ impl<'a> Parser<'a> {
             if self.c.peek() != b'(' {
                 return match scope.names.get(name) {
                     Some(i) => Ok(*i),
-                    None => err(name_pos, format!("{parent} uses undefined operand {name}")),
+                    None => err(name_pos, format!("{parent} uses undefined operand {name} (operands are defined before use)")),
                 };
             }
         }
