@@ -64,7 +64,8 @@ ACCEPTED = {
         (2, 5),
     ),
     "constants: elided, nested, special values": (
-        "HloModule m\nENTRY e {\n  a = f32[2,2] constant({...})\n  b = s8[2,2] constant({{-128, 127}, {0, 1}})\n"
+        "HloModule m\nENTRY e {\n  a = f32[2,2] constant({...})\n"
+        "  b = s8[2,2] constant({{-128, 127}, {0, 1}})\n"
         "  c = f32[3] constant({inf, -inf, nan})\n  d = pred[2] constant({true, false})\n"
         "  f = c64[] constant((1, -2.5))\n  ROOT t = (f32[2,2], s8[2,2]) tuple(a, b)\n}\n",
         (1, 6),
@@ -112,7 +113,11 @@ def test_lines_count_every_line_ending() -> None:
 REFUSED = {
     "unknown opcode": (NEGATE.replace("negate(p)", "negatee(p)"), 4, "unknown opcode negatee"),
     "unknown element type": (NEGATE.replace("f32[3] parameter", "f31[3] parameter"), 3, "element type f31"),
-    "constant out of range": ("HloModule m\nENTRY e {\n  ROOT c = s8[] constant(300)\n}\n", 3, "out of range"),
+    "constant out of range": (
+        NEGATE.replace("ROOT n = f32[3] negate(p)", "ROOT c = s8[] constant(300)"),
+        4,
+        "range",
+    ),
     "constant of the wrong size": (
         "HloModule m\nENTRY e {\n  ROOT c = f32[3] constant({1, 2})\n}\n",
         3,
@@ -201,7 +206,7 @@ def test_what_xla_refuses_is_refused_with_its_line(case: str) -> None:
         + "p"
         + ")" * 200_000
         + "\n}\n",
-        "HloModule m\nENTRY e {\n  ROOT p = " + "(" * 200_000 + "f32[]" + ")" * 200_000 + " parameter(0)\n}\n",
+        "HloModule m\nENTRY e {\n  ROOT p = " + "(" * 200_000 + "f32[]" + ")" * 200_000 + " parameter(0)\n}",
         "HloModule m\nENTRY e {\n  ROOT c = f32[1] constant(" + "{" * 200_000 + "}\n",
         "HloModule m, frontend_attributes=" + "{" * 200_000 + "\n",
     ],
