@@ -55,14 +55,14 @@ def _strip(view: RankView) -> list[str]:
     def cell(text: str) -> str:
         return f"{text:>{width}}"
 
-    head = f"  {'step':<{label}}  " + " ".join(cell("…" if i is None else str(i)) for i in columns)
+    head = f"  {view.unit:<{label}}  " + " ".join(cell("…" if i is None else str(i)) for i in columns)
     lines = [head.rstrip()]
     for rank, row in zip(view.ranks, view.strip, strict=True):
         cells = " ".join(cell("…" if i is None else (row[i] or "-")) for i in columns)
         lines.append(f"  {f'rank {rank}':<{label}}  {cells}".rstrip())
     if div is not None and div in columns:
         at = len(f"  {'':<{label}}  ") + columns.index(div) * (width + 1) + width - 1
-        lines.append(" " * at + "^ first divergent step")
+        lines.append(" " * at + f"^ first divergent {view.unit}")
     return lines
 
 
@@ -72,9 +72,9 @@ def _wrapped(text: str, indent: str = "  ", rest: str | None = None) -> list[str
     ) or [indent]
 
 
-def _runs(group: RankGroup) -> str:
+def _runs(group: RankGroup, unit: str) -> str:
     verb = "runs" if len(group.ranks) == 1 else "run"
-    graphs = "+".join(group.variants) if group.variants else "nothing (no such step)"
+    graphs = "+".join(group.variants) if group.variants else f"nothing (no such {unit})"
     return f"{describe_ranks(group.ranks)} {verb} {graphs}"
 
 
@@ -89,10 +89,11 @@ def render_ranks_text(view: RankView) -> str:
     )
     d = view.divergence
     if d is None:
-        lines.append("every rank ran the same graphs at every step")
+        lines.append(f"every rank ran the same graphs at every {view.unit}")
     else:
-        odd = "; ".join(_runs(g) for g in d.groups[1:])
-        lines += _wrapped(f"ranks diverge at step {d.step}: {odd}, where {_runs(d.groups[0])}", "")
+        odd = "; ".join(_runs(g, view.unit) for g in d.groups[1:])
+        where = _runs(d.groups[0], view.unit)
+        lines += _wrapped(f"ranks diverge at {view.unit} {d.step}: {odd}, where {where}", "")
         for group, a, b, causes, note in d.diffs:
             who = describe_ranks(d.groups[group].ranks)
             lines.append(f"  {b} ({who}) vs {a} ({describe_ranks(d.groups[0].ranks)}):")
@@ -107,14 +108,16 @@ def render_ranks_text(view: RankView) -> str:
     if m is not None:
         lines += _wrapped(f"collectives do not line up: {m.text}", "")
         lines += _wrapped(
-            f"a real multi-process job hangs there: every rank waits in collective #{m.position} of step "
-            f"{m.step} for ranks that issue another one ({m.lined_up} collectives lined up before it)",
+            f"a real multi-process job hangs there: every rank waits in collective #{m.position} of "
+            f"{view.unit} {m.step} for ranks that issue another one ({m.lined_up} collectives lined up "
+            "before it)",
             "  ",
         )
     elif d is not None and view.collectives_compared:
         lines += _wrapped(
-            f"collectives line up ({view.collectives_compared} compared from step {d.step} on): no hang, "
-            "but while one rank compiles a graph the others do not, they wait at the next collective",
+            f"collectives line up ({view.collectives_compared} compared from {view.unit} {d.step} on): "
+            "no hang, but while one rank compiles a graph the others do not, they wait at the next "
+            "collective",
             "",
         )
     for note in view.notes:
@@ -144,6 +147,7 @@ def rank_view_to_json(view: RankView) -> dict[str, Any]:
         "processes": list(view.processes),
         "world": view.world,
         "agree": view.agree,
+        "unit": view.unit,
         "strip": [list(row) for row in view.strip],
         "variants": [{"variant": v, "graph_hash": h, "module": spec} for v, h, spec in view.variants],
         "divergence": None

@@ -20,6 +20,7 @@ capture, from the file's ordinal suffix (`save.hlo.3`) or folder name (`rank3`, 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module, strip_layout
-from xlagraph.runlog import RunLog
+from xlagraph.runlog import GraphRecord, RunLog, Step, Sync
 
 __all__ = [
     "CollectiveMismatch",
@@ -37,8 +38,10 @@ __all__ = [
     "RankView",
     "collectives_of",
     "describe_ranks",
+    "rank_dir_runs",
     "rank_of",
     "rank_view",
+    "runlog_from_dump_dir",
 ]
 
 MAX_STEPS_COMPARED = 200  # collective sequences compared from the divergent step on
@@ -56,6 +59,13 @@ COLLECTIVE_OPS = frozenset(
 )
 _RANK_NOTE = re.compile(r"^rank (\d+) of (\S+)$")
 _ORDINAL = re.compile(r"(?:^|[._-])(?:rank)?(\d+)$")
+_SAVE_FILE = re.compile(r"^(.+)\.(\d+)$")  # torch_xla's XLA_SAVE_TENSORS_FILE + ".<ordinal>"
+_RANK_DIR = re.compile(r"^(?:rank[_-]?)?(\d+)$")
+_BEFORE = ".before_optimizations.txt"
+DUMP_DIR_NOTE = (
+    "per-rank --xla_dump_to folder: it holds compiles only, so each column is one compile (in dump "
+    "order), not a step, and graphs that only ran from the cache are not seen"
+)
 ModuleLoader = Callable[[str], Module]
 
 
@@ -118,6 +128,7 @@ class RankView:
     collectives: CollectiveMismatch | None
     collectives_compared: int
     notes: tuple[str, ...]
+    unit: str = "step"  # what a column is: "step", or "compile" for per-rank --xla_dump_to folders
 
     @property
     def agree(self) -> bool:
@@ -134,6 +145,55 @@ def rank_of(log: RunLog) -> int | None:
         return None
     m = _ORDINAL.search(Path(log.source).name)
     return int(m.group(1)) if m else None
+
+
+def rank_dir_runs(path: str) -> tuple[RunLog, ...] | None:
+    """The per-rank dumps of a folder written without capture, one RunLog per rank, or None when
+    the folder is not one: save files `<name>.<ordinal>` (two or more, one name), or
+    --xla_dump_to folders named by rank (`rank0`, `rank1`, ... or `0`, `1`, ...)."""
+    p = Path(path)
+    try:
+        entries = sorted(p.iterdir())
+    except OSError:
+        return None
+    files: dict[str, list[tuple[int, Path]]] = {}
+    dirs: list[tuple[int, Path]] = []
+    for e in entries:
+        if e.is_file() and (m := _SAVE_FILE.match(e.name)):
+            files.setdefault(m.group(1), []).append((int(m.group(2)), e))
+        elif e.is_dir() and (m := _RANK_DIR.match(e.name)) and any(e.glob(f"*{_BEFORE}")):
+            dirs.append((int(m.group(1)), e))
+    if len(files) == 1 and len(next(iter(files.values()))) >= 2 and not dirs:
+        from xlagraph.report.savefile import runlog_from_save_file
+
+        return tuple(runlog_from_save_file(str(f)) for _, f in sorted(next(iter(files.values()))))
+    if len(dirs) >= 2 and not files:
+        return tuple(runlog_from_dump_dir(str(d)) for _, d in sorted(dirs))
+    return None
+
+
+def runlog_from_dump_dir(path: str) -> RunLog:
+    """A --xla_dump_to folder as a run: one compile per before-optimizations module, in dump
+    order (XLA numbers modules as it creates them); a graph is known by its text's hash."""
+    from xlagraph.capture._format import dump_order
+
+    files = sorted(Path(path).glob(f"*{_BEFORE}"), key=lambda f: (dump_order(f.name), f.name))
+    syncs, steps, graphs = [], [], {}
+    for i, f in enumerate(files):
+        h = "dump:" + hashlib.sha1(f.read_bytes()).hexdigest()[:24]
+        first = h not in graphs
+        graphs.setdefault(h, GraphRecord(graph_hash=h, module=str(f)))
+        syncs.append(Sync(index=i, step=i, graph_hash=h, compiled=first))
+        steps.append(Step(index=i, start=0.0, end=0.0, compiles=int(first), executions=1))
+    return RunLog(
+        source=path,
+        kind="dump-dir",
+        process=Path(path).name,
+        syncs=tuple(syncs),
+        graphs=graphs,
+        steps=tuple(steps),
+        notes=(DUMP_DIR_NOTE,),
+    )
 
 
 def _world_of(logs: Sequence[RunLog]) -> int | None:
@@ -197,16 +257,23 @@ def rank_view(logs: Sequence[RunLog], loader: ModuleLoader | None = None) -> Ran
         for steps in per_rank
     )
     notes: list[str] = []
+    unit = "compile" if any(log.kind == "dump-dir" for log in runs) else "step"
+    if unit == "compile":
+        notes.append(DUMP_DIR_NOTE)
     divergence = _divergence(ranks, per_rank, letters, specs, last, load)
     mismatch, compared = (None, 0)
-    if divergence is not None:
-        mismatch, compared = _collectives(ranks, per_rank, letters, specs, divergence.step, last, load, notes)
+    if divergence is not None and unit == "compile":
+        notes.append("collectives not compared: a compile-only view cannot tell which graphs each rank ran")
+    elif divergence is not None:
+        mismatch, compared = _collectives(
+            ranks, per_rank, letters, specs, (divergence.step, last), load, notes, unit
+        )
     if len({len(s) for s in per_rank}) > 1:
         counts = {r: len(s) for r, s in zip(ranks, per_rank, strict=True)}
         fewest = min(counts.values())
         short = [r for r, n in counts.items() if n == fewest]
         notes.append(
-            f"{describe_ranks(short)} recorded {fewest} steps, others up to {max(counts.values())}: "
+            f"{describe_ranks(short)} recorded {fewest} {unit}s, others up to {max(counts.values())}: "
             "a rank that stops early (or was killed) leaves the others waiting in their next collective"
         )
     return RankView(
@@ -219,6 +286,7 @@ def rank_view(logs: Sequence[RunLog], loader: ModuleLoader | None = None) -> Ran
         collectives=mismatch,
         collectives_compared=compared,
         notes=tuple(notes),
+        unit=unit,
     )
 
 
@@ -347,11 +415,12 @@ def _collectives(
     per_rank: list[dict[int, tuple[str, ...]]],
     letters: dict[str, str],
     specs: dict[str, str],
-    first: int,
-    last: int,
+    span: tuple[int, int],
     load: ModuleLoader,
     notes: list[str],
+    unit: str,
 ) -> tuple[CollectiveMismatch | None, int]:
+    first, last = span
     cache: dict[str, tuple[CollectiveOp, ...] | None] = {}
 
     def ops(h: str) -> tuple[CollectiveOp, ...] | None:
@@ -383,7 +452,7 @@ def _collectives(
                 {letters[h] for steps in per_rank for h in steps.get(step, ()) if ops(h) is None}
             )
             notes.append(
-                f"collectives compared up to step {step}: the HLO of {', '.join(missing)} was not kept"
+                f"collectives compared up to {unit} {step}: the HLO of {', '.join(missing)} was not kept"
             )
             return None, lined_up
         longest = max(len(s or ()) for s in seqs)
@@ -396,12 +465,12 @@ def _collectives(
             grouped = _group(ranks, [(str(k),) for k in keys])
             groups = tuple(RankGroup(tuple(rs), (), at[ranks.index(rs[0])]) for rs, _ in grouped)
             return CollectiveMismatch(
-                step, pos + 1, groups, lined_up, _mismatch_text(step, pos + 1, groups)
+                step, pos + 1, groups, lined_up, _mismatch_text(step, pos + 1, groups, unit)
             ), lined_up
     return None, lined_up
 
 
-def _mismatch_text(step: int, position: int, groups: tuple[RankGroup, ...]) -> str:
+def _mismatch_text(step: int, position: int, groups: tuple[RankGroup, ...], unit: str) -> str:
     def runs(g: RankGroup) -> str:
         who = describe_ranks(g.ranks)
         verb = "runs" if len(g.ranks) == 1 else "run"
@@ -411,4 +480,4 @@ def _mismatch_text(step: int, position: int, groups: tuple[RankGroup, ...]) -> s
         return f"{who} {verb} {op.kind} #{position} {op.shapes} (graph {op.variant})"
 
     odd = [runs(g) for g in groups[1:]]
-    return f"step {step}: {'; '.join(odd)} where {runs(groups[0])}"
+    return f"{unit} {step}: {'; '.join(odd)} where {runs(groups[0])}"
