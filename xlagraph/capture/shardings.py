@@ -138,11 +138,20 @@ def recompile_shardings(report: Any, marks: tuple[MarkSharding, ...]) -> tuple[t
     out: list[tuple[int, str]] = []
     if not marks:
         return ()
+    modules = {v.letter: v.module for v in getattr(report, "variants", ())}
+    shapes = _Shapes()
     for rc in getattr(report, "recompiles", ()):
         for cause in rc.causes:
             for ch in cause.changes:
                 if ch.what == "sharding":
-                    out.append((rc.sync, _sharding_change(ch.right or ch.left, ch.old, ch.new, marks)))
+                    old_shape = shapes.of(
+                        modules.get(rc.baseline.variant, "") if rc.baseline else "", ch.left
+                    )
+                    new_shape = shapes.of(modules.get(rc.variant, ""), ch.right)
+                    name = ch.right or ch.left
+                    out.append(
+                        (rc.sync, _sharding_change(name, (ch.old, old_shape), (ch.new, new_shape), marks))
+                    )
                 elif str(cause.kind) == "parameter_shape" and ch.new.strip():
                     shape = ch.new.split()[0]
                     hits = [m for m in marks if m.shape == strip_layout(shape)]
@@ -158,13 +167,37 @@ def recompile_shardings(report: Any, marks: tuple[MarkSharding, ...]) -> tuple[t
     return tuple(dict.fromkeys(out))
 
 
-def _sharding_change(name: str, old: str, new: str, marks: tuple[MarkSharding, ...]) -> str:
+class _Shapes:
+    """Instruction shapes of the graphs a report names, each module read once (a marked call is
+    told from another one of the same sharding by the tensor's shape)."""
+
+    def __init__(self) -> None:
+        self._modules: dict[str, dict[str, str]] = {}
+
+    def of(self, spec: str, name: str) -> str:
+        if not spec or not name:
+            return ""
+        if spec not in self._modules:
+            try:
+                from xlagraph.parse.sources import load_module
+
+                module = load_module(spec)
+                self._modules[spec] = {i.name: i.shape for c in module.computations for i in c.instructions}
+            except Exception:  # a shape only narrows the match; without it every call is listed
+                self._modules[spec] = {}
+        return strip_layout(self._modules[spec].get(name, ""))
+
+
+def _sharding_change(
+    name: str, old: tuple[str, str], new: tuple[str, str], marks: tuple[MarkSharding, ...]
+) -> str:
     """`p3.7: ('data', None) -> (None, 'data') over mesh (data=4, model=1), at train.py:15`."""
-    a, b = find_marks(marks, old), find_marks(marks, new)
+    a, b = find_marks(marks, *old), find_marks(marks, *new)
+    what = f"{name} {new[1] or old[1]}".rstrip()
     if a and b and a[0].mesh_text == b[0].mesh_text:
         lines = list(dict.fromkeys(m.line for m in (a[0], b[0]) if m.line))
         where = f", set at {' and '.join(lines)}" if lines else ""
-        return f"{name}: {a[0].spec_text} -> {b[0].spec_text} over {a[0].mesh_text}{where} (step {b[0].step})"
-    left = in_user_terms(marks, old) or old or "(none)"
-    right = in_user_terms(marks, new) or new or "(none)"
-    return f"{name}: {left} -> {right}"
+        return f"{what}: {a[0].spec_text} -> {b[0].spec_text} over {a[0].mesh_text}{where} (step {b[0].step})"
+    left = in_user_terms(marks, *old) or old[0] or "(none)"
+    right = in_user_terms(marks, *new) or new[0] or "(none)"
+    return f"{what}: {left} -> {right}"
