@@ -202,7 +202,9 @@ def test_item_mid_step_is_an_extra_graph_at_the_item_line(dumps: dict, fmt: str)
     assert triggers == ["sync", "sync"] + [".item()", "sync"] * 4
     (r,) = report.recompiles
     assert (r.variant, r.step, r.trigger) == ("B", 2, ".item()")
-    assert r.kinds == ("structure",)
+    # issue 7: the .item() graph is the step cut short, `graph_break` citing the .item() line
+    assert r.kinds == ("graph_break",)
+    assert [_short(x) for x in r.causes[0].sources] == [_cause_line("item_mid_step")]
     assert r.baseline is not None and r.baseline.reason.startswith("nearest earlier graph")
     assert _short(r.call_site) == _cause_line("item_mid_step")
     assert _short(r.lines[0]) == _cause_line("item_mid_step")

@@ -1,0 +1,71 @@
+"""Inputs and outputs paired from evidence (issue 7, item 1), on real JAX dumps
+(fixtures/jax/pairing, produced by its generate.py): several weights share one shape, so shapes
+alone cannot pair them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import FIXTURES
+from xlagraph.diagnose import CauseKind
+from xlagraph.diff import diff_files
+
+PAIRING = FIXTURES / "jax" / "pairing"
+
+
+def _diff(name: str, reverse: bool = False):  # type: ignore[no-untyped-def]
+    a, b = str(PAIRING / f"{name}_a.hlo"), str(PAIRING / f"{name}_b.hlo")
+    return diff_files(b, a) if reverse else diff_files(a, b)
+
+
+def test_tensor_parallel_split_is_one_sharding_cause_without_permutation() -> None:
+    for reverse in (False, True):
+        result = _diff("tp", reverse)
+        kinds = [c.kind for c in result.causes]
+        assert kinds == [CauseKind.SHARDING], kinds
+        (cause,) = result.causes
+        assert not cause.mapping  # no invented permutation
+        shapes = [(ch.old, ch.new) for ch in cause.changes if ch.what == "shape"]
+        # every shape change is a whole-factor split of the same weight, never f32[64,64] -> f32[128,64]
+        for old, new in shapes:
+            a = [int(x) for x in old.split("[")[1].rstrip("]").split(",")]
+            b = [int(x) for x in new.split("[")[1].rstrip("]").split(",")]
+            assert len(a) == len(b) and sum(x != y for x, y in zip(a, b, strict=True)) == 1, (old, new)
+            assert all(max(x, y) == 2 * min(x, y) for x, y in zip(a, b, strict=True) if x != y), (old, new)
+
+
+def test_element_type_change_is_dtype_with_old_and_new() -> None:
+    result = _diff("dtype")
+    assert [c.kind for c in result.causes] == [CauseKind.DTYPE]
+    changes = [ch for ch in result.causes[0].changes if ch.what == "dtype"]
+    assert len(changes) == 8  # the 7 inputs and the output
+    assert all(ch.old.startswith("f32[") and ch.new.startswith("bf16[") for ch in changes)
+    assert {ch.old[3:] for ch in changes} == {ch.new[4:] for ch in changes}  # same dimensions
+
+
+def test_inserted_input_is_parameter_added_and_the_rest_are_not_moved() -> None:
+    result = _diff("insert")
+    assert [c.kind for c in result.causes] == [CauseKind.PARAMETER_ADDED]
+    (cause,) = result.causes
+    assert [ch.new for ch in cause.changes if ch.what == "input"] == ["1: f32[]"]
+    assert "input 1: f32[]" in cause.summary
+    removed = _diff("insert", reverse=True)
+    assert [c.kind for c in removed.causes] == [CauseKind.PARAMETER_REMOVED]
+
+
+def test_a_permutation_the_users_support_is_still_reported() -> None:
+    pair = FIXTURES / "jax" / "pairs" / "param_permutation"
+    result = diff_files(str(pair / "a.hlo"), str(pair / "b.hlo"))
+    (cause,) = result.causes
+    assert cause.kind is CauseKind.PARAMETER_PERMUTATION
+    assert {(m.left, m.right) for m in cause.mapping} == {(0, 1), (1, 0)}
+
+
+def test_identical_means_no_causes_and_dead_code_is_a_note() -> None:
+    clean = FIXTURES / "torch_xla" / "clean_loop"
+    result = diff_files(str(clean / "a.hlo"), str(clean / "b.hlo"))
+    assert result.verdict == "identical" and result.causes == ()
+    train = Path(__file__).resolve().parent / "data" / "train.hlo.txt"
+    kept = diff_files(f"{train}#2", f"{train}#3")
+    assert [c.kind for c in kept.causes] == [CauseKind.OUTPUT_ADDED]
+    assert kept.notes and "never reach a result" in kept.notes[0]
