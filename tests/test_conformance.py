@@ -1,0 +1,95 @@
+"""XLA's own parser test modules, with jaxlib's parser as the oracle (fixtures/xla_conformance).
+
+Every module XLA accepts is read with XLA's instruction and computation counts; every module XLA
+refuses is refused with ParseError / InputError, and `xlagraph graphs FILE` exits 2 with one line
+naming the file. The figures go to the terminal (`-s`) and to the junit properties; the same
+figures, with the mismatches by category: `python fixtures/xla_conformance/score.py --cli`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "fixtures" / "xla_conformance"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"xla_conformance_{name}", CORPUS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+score = _load("score")
+extract = _load("extract")
+MANIFEST = score.load_manifest()
+ENTRIES = {e["file"]: e for e in MANIFEST["modules"]}
+ACCEPTED = sorted(f for f, e in ENTRIES.items() if e["xla"]["accepted"])
+REFUSED = sorted(f for f, e in ENTRIES.items() if not e["xla"]["accepted"])
+
+
+@pytest.fixture(scope="module")
+def answers() -> dict[str, dict]:
+    return score.read_all(list(ENTRIES))
+
+
+@pytest.fixture(scope="module")
+def judged(answers: dict[str, dict]) -> dict[str, object]:
+    return {f: score.judge(ENTRIES[f], answers[f]) for f in ENTRIES}
+
+
+def test_corpus_is_whole() -> None:
+    files = {p.name for p in (CORPUS / "modules").glob("*.hlo")}
+    assert files == set(ENTRIES)
+    for name, entry in ENTRIES.items():
+        assert hashlib.sha256((CORPUS / "modules" / name).read_bytes()).hexdigest() == entry["sha256"], name
+    assert len(ACCEPTED) > 200 and len(REFUSED) > 50
+
+
+@pytest.mark.parametrize("name", ACCEPTED)
+def test_accepted_module_counted_as_xla_counts(name: str, judged: dict) -> None:
+    j = judged[name]
+    assert j.alike, f"{j.category}: {j.detail}"
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_refused_module_refused_cleanly(name: str, judged: dict) -> None:
+    j = judged[name]
+    assert j.alike, f"{j.category} (XLA: {ENTRIES[name]['xla']['message']})"
+    why = score.cli_refusal(name)
+    assert not why, f"xlagraph graphs {name}: {why}"
+
+
+def test_figures(judged: dict, record_property) -> None:
+    """Not a check: prints the figures the README quotes (run with -s to see them)."""
+    figures = score.figures(list(judged.values()), {})
+    for key, value in figures.items():
+        record_property(key, value)
+    print("\n" + score.report(list(judged.values()), {}).split("\n\n")[0])
+
+
+# A spread over the corpus (accepted and refused, small and nested), re-run through jaxlib today.
+SAMPLE = ACCEPTED[:: max(1, len(ACCEPTED) // 8)] + REFUSED[:: max(1, len(REFUSED) // 4)]
+
+
+@pytest.mark.parametrize("name", SAMPLE)
+def test_manifest_matches_jaxlib_today(name: str) -> None:
+    """The oracle cannot rot: jaxlib, as installed, still says what the MANIFEST says."""
+    text = (CORPUS / "modules" / name).read_bytes().decode("utf-8", "surrogateescape")
+    verdict = extract.run_oracle(text)
+    xla = ENTRIES[name]["xla"]
+    assert verdict["accepted"] == xla["accepted"], verdict.get("message", "")
+    if xla["accepted"]:
+        counts = (verdict["computations"], verdict["instructions"])
+        assert counts == (xla["computations"], xla["instructions"])
+        assert hashlib.sha256(verdict["printed"].encode()).hexdigest() == xla["printed_sha256"]
+    else:
+        assert extract.first_error(verdict["message"]) == xla["message"]
