@@ -1,0 +1,122 @@
+"""The recognizer layer (xlagraph.diagnose.recognizers): one shared contract, a stated order, and
+on real dumps the pattern each one names, with a fix that applies to it. Real fixtures only:
+fixtures/torch_xla (torch_xla 2.9 scenarios), fixtures/jax (JAX pairs), tests/data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES
+from xlagraph.diagnose import ORDER, CauseKind, Context, Evidence, Recognized, Recognizer, recognize
+from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, NO_CONTEXT
+from xlagraph.diagnose.recognizers import FINAL
+from xlagraph.diff import diff_modules
+from xlagraph.parse.sources import load_module
+
+TORCH = FIXTURES / "torch_xla"
+RECOGNIZERS = Path(__file__).resolve().parent.parent / "xlagraph" / "diagnose" / "recognizers"
+
+
+def _pair(folder: Path, context: Context = NO_CONTEXT):  # type: ignore[no-untyped-def]
+    return diff_modules(load_module(str(folder / "a.hlo")), load_module(str(folder / "b.hlo")), context)
+
+
+# --- the contract --------------------------------------------------------------------------------
+
+
+def test_one_module_per_recognizer_in_a_stated_order() -> None:
+    names = [r.name for r in ORDER] + [FINAL.name]
+    assert len(set(names)) == len(names)
+    assert all(isinstance(r, Recognizer) for r in (*ORDER, FINAL))
+    for name in names:
+        assert (RECOGNIZERS / f"{name}.py").is_file(), name
+    assert ORDER[-1].name == "unknown" and FINAL.name == "grouping"
+
+
+@pytest.mark.parametrize("scenario", ["special_scalar", "item_mid_step", "fsdp_bucket", "kept_alive"])
+def test_every_recognizer_keeps_to_the_contract_on_real_raw_differences(scenario: str) -> None:
+    """Each returns `Recognized` whose consumed indices are within what it was given."""
+    result = _pair(TORCH / scenario)
+    evidence = Evidence(result.left, result.right, Context())
+    pending = result.causes
+    for recognizer in (*ORDER, FINAL):
+        found = recognizer.recognize(evidence, pending)
+        assert isinstance(found, Recognized)
+        assert all(0 <= i < len(pending) for i in found.consumed)
+    assert recognize(evidence, ()) == ()
+
+
+# --- patterns on real torch_xla dumps ------------------------------------------------------------
+
+
+def test_special_scalar_is_one_constant_value_cause_with_the_zero_one_fix() -> None:
+    (cause,) = _pair(TORCH / "special_scalar").causes
+    assert cause.kind is CauseKind.CONSTANT_VALUE and cause.count == 2
+    assert "0 and 1" in cause.hint and "drop_last" not in cause.hint
+    assert any(s.endswith("special_scalar.py:30") for s in cause.sources)
+
+
+def test_ragged_batch_hint_is_about_the_batch_not_sequences() -> None:
+    (cause,) = _pair(TORCH / "ragged_batch").causes
+    assert cause.kind is CauseKind.PARAMETER_SHAPE
+    assert "drop_last" in cause.hint and "sequence" not in cause.hint
+
+
+def test_python_int_slice_is_an_attribute_with_the_indexing_fix() -> None:
+    (cause,) = _pair(TORCH / "slice_int").causes
+    assert cause.kind is CauseKind.ATTRIBUTE and "index" in cause.summary
+    assert "index_select" in cause.hint
+
+
+def test_bucketing_keeps_the_bucketing_hint() -> None:
+    (cause,) = _pair(TORCH / "fsdp_bucket").causes
+    assert cause.kind is CauseKind.COLLECTIVE and "bucketing" in cause.hint
+
+
+def test_replica_group_change_is_parallelism_not_bucketing() -> None:
+    (cause,) = _pair(FIXTURES / "jax" / "pairs" / "collective_regroup").causes
+    assert cause.kind is CauseKind.COLLECTIVE
+    assert "parallel layout" in cause.hint and "bucketing" not in cause.hint
+
+
+def test_sharding_change_has_no_python_int_hint() -> None:
+    pairing = FIXTURES / "jax" / "pairing"
+    result = diff_modules(load_module(str(pairing / "tp_a.hlo")), load_module(str(pairing / "tp_b.hlo")))
+    (cause,) = result.causes
+    assert cause.kind is CauseKind.SHARDING and "Python int" not in cause.hint
+
+
+def test_extra_output_alone_stays_output_added() -> None:
+    (cause,) = _pair(TORCH / "kept_alive").causes
+    assert cause.kind is CauseKind.OUTPUT_ADDED
+
+
+def test_graph_cut_short_without_capture_is_graph_break_citing_no_library_line() -> None:
+    (cause,) = _pair(TORCH / "item_mid_step").causes
+    assert cause.kind is CauseKind.GRAPH_BREAK
+    assert cause.sources == ()  # the differing ops' lines are not where the step was cut
+    assert "XLAGRAPH_CAPTURE" in cause.summary
+
+
+@pytest.mark.parametrize("trigger", sorted(IMPLICIT_TRIGGERS))
+def test_graph_break_cites_the_implicit_sync_line_the_capture_gives(trigger: str) -> None:
+    line = str(TORCH / "scenarios" / "item_mid_step.py") + ":30"
+    (cause,) = _pair(TORCH / "item_mid_step", Context(trigger=trigger, call_site=line, step=2)).causes
+    assert cause.kind is CauseKind.GRAPH_BREAK and cause.sources == (line,)
+    assert "add_step_closure" in cause.hint
+
+
+def test_explicit_sync_is_no_graph_break_when_the_graphs_do_not_say_so() -> None:
+    (cause,) = _pair(TORCH / "kept_alive", Context(trigger="sync", step=1)).causes
+    assert cause.kind is CauseKind.OUTPUT_ADDED
+
+
+def test_state_init_needs_buffers_not_scalars() -> None:
+    """A scalar input that feeds an extra output is a kept-alive tensor, not optimizer state."""
+    train = Path(__file__).resolve().parent / "data" / "train.hlo.txt"
+    result = diff_modules(
+        load_module(f"{train}#2"), load_module(f"{train}#3"), Context(step=1, first_graph=True)
+    )
+    assert [c.kind for c in result.causes] == [CauseKind.OUTPUT_ADDED]
