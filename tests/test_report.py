@@ -283,7 +283,7 @@ def test_check_library_and_json(dumps: dict) -> None:
     log = runlog_from_save_file(dumps["item_mid_step", "text"].path)
     result = check_run(log, max_graphs=1)
     assert not result.passed and [g.variant for g in result.counted] == ["A", "B"]
-    assert result.counted[1].kinds == ("structure",)
+    assert result.counted[1].kinds == ("graph_break",)  # issue 7: was the catch-all `structure`
     assert check_run(log, max_graphs=0, after_step=2).passed
     assert not check_run(log, max_graphs=0, after_step=1).passed
     data = json.loads(cli("check", log.source, "--max-graphs", "1", "--json").stdout)
