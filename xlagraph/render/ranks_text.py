@@ -30,16 +30,28 @@ def strip_columns(view: RankView, limit: int = MAX_COLUMNS) -> list[int | None]:
     steps = len(view.strip[0]) if view.strip else 0
     if steps <= limit:
         return list(range(steps))
-    keep = {0, steps - 1}
-    for i in range(1, steps):
-        if any(row[i] != row[i - 1] for row in view.strip) or len({row[i] for row in view.strip}) > 1:
-            keep.add(i)
+    must = {0, steps - 1}
     for special in (view.divergence, view.collectives):
         if special is not None:
-            keep.update(range(max(0, special.step - 2), min(steps, special.step + 3)))
-    chosen = sorted(keep)[:limit]
+            must.update(range(max(0, special.step - 2), min(steps, special.step + 3)))
+    changes = [
+        i
+        for i in range(1, steps)
+        if i not in must
+        and (any(row[i] != row[i - 1] for row in view.strip) or len({row[i] for row in view.strip}) > 1)
+    ]
+    chosen = sorted(must)
+    for i in changes:  # earliest changes first, while the strip stays within `limit` columns
+        trial = sorted([*chosen, i])
+        if len(_with_gaps(trial)) > limit:
+            break
+        chosen = trial
+    return _with_gaps(chosen)
+
+
+def _with_gaps(steps: list[int]) -> list[int | None]:
     out: list[int | None] = []
-    for i in chosen:
+    for i in steps:
         if out and out[-1] is not None and i != out[-1] + 1:
             out.append(None)
         out.append(i)
