@@ -35,9 +35,12 @@ __all__ = [
     "finish_output",
     "handle_errors",
     "json_option",
+    "latest_run_logs",
     "output_failed",
     "printable",
     "reading",
+    "run_option",
+    "runs_to_json",
 ]
 
 EXIT_ERROR = 2
@@ -146,6 +149,51 @@ def reading(what: str) -> Iterator[None]:
         raise UserError(f"{what}: graph nested too deeply to analyze (Python recursion limit)") from None
     except MemoryError:
         raise UserError(f"{what}: out of memory while reading it; try one graph at a time (PATH#K)") from None
+
+
+def run_option(fn: F) -> F:
+    """`--run latest|all|N` for commands that read capture folders."""
+
+    def convert(ctx: click.Context, param: click.Parameter, value: str) -> str | int:
+        from xlagraph.report.load import parse_run
+
+        try:
+            return parse_run(value)
+        except ValueError as e:
+            raise click.BadParameter(str(e).removeprefix("--run ")) from None
+
+    return click.option(
+        "--run",
+        "run",
+        default="latest",
+        show_default=True,
+        metavar="latest|all|N",
+        callback=convert,
+        help="A capture folder used by several runs holds them all: which to read (N counts "
+        "from 1, the oldest). The output names every run found.",
+    )(fn)
+
+
+def runs_to_json(loaded: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "run": r.number,
+            "started": r.started,
+            "start": r.start,
+            "processes": list(r.processes),
+            "selected": r.selected,
+        }
+        for r in loaded.runs
+    ]
+
+
+def latest_run_logs(loaded: Any) -> tuple[Any, ...]:
+    """The loaded processes of the latest selected run: ranks are compared within one run."""
+    chosen = [r for r in loaded.runs if r.selected]
+    if len(chosen) <= 1:
+        return tuple(loaded.logs)
+    names = set(chosen[-1].processes)
+    return tuple(log for log in loaded.logs if log.process in names)
 
 
 def json_option(fn: F) -> F:

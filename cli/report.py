@@ -6,22 +6,34 @@ import json
 
 import click
 
-from ._common import Status, echo, handle_errors, json_option, reading
+from ._common import (
+    Status,
+    echo,
+    handle_errors,
+    json_option,
+    latest_run_logs,
+    reading,
+    run_option,
+    runs_to_json,
+)
 from ._html import html_option, write_page
 
 
 @click.command("report")
 @click.argument("src", metavar="SRC")
+@run_option
 @json_option
 @html_option
 @handle_errors
-def report_command(src: str, as_json: bool, html_out: str | None) -> None:
+def report_command(src: str, run: str | int, as_json: bool, html_out: str | None) -> None:
     """Explain every recompile of a run: which graphs compiled at which steps, against which
     earlier graph each one differs, what changed and which line of your code caused it.
 
     SRC is a capture folder (XLAGRAPH_CAPTURE=DIR or `xlagraph run --out DIR`) or a plain
     XLA_SAVE_TENSORS_FILE dump (XLA_SAVE_TENSORS_FMT=hlo or text; the file torch_xla writes is
-    `<name>.0`). With --json the schema is documented in the README.
+    `<name>.0`). With --json the schema is documented in the README. A capture folder used again
+    by later runs holds them all: the latest is reported unless --run says otherwise, and the
+    output names every run found.
 
     \b
     Example:
@@ -39,17 +51,19 @@ def report_command(src: str, as_json: bool, html_out: str | None) -> None:
     )
     from xlagraph.render.report_json import report_to_json
     from xlagraph.render.report_text import render_report_text
-    from xlagraph.report import build_report, load_runs
+    from xlagraph.report import build_report
+    from xlagraph.report.load import load_source
     from xlagraph.report.ranks import rank_view
 
     with Status() as status:
         status.set(f"reading {src}")
         with reading(src):
-            logs = load_runs(src)
+            loaded = load_source(src, run)
+            logs = loaded.logs
             status.set("explaining recompiles")
             reports = tuple(build_report(log) for log in logs)
             status.set("comparing ranks")
-            ranks = rank_view(logs)
+            ranks = rank_view(latest_run_logs(loaded))
             marked = [
                 (r.process, recompile_shardings(r, read_mark_shardings(log.source)))
                 for r, log in zip(reports, logs, strict=True)
@@ -61,9 +75,12 @@ def report_command(src: str, as_json: bool, html_out: str | None) -> None:
     if as_json:
         data = report_to_json(reports)
         data["ranks"] = rank_view_to_json(ranks) if ranks is not None else None
+        data["runs"], data["runs_note"] = runs_to_json(loaded), loaded.runs_note
         data["mark_sharding"] = shardings_to_json(marked)
         click.echo(json.dumps(data, indent=2))
     elif not html_out:
+        if loaded.runs_note:
+            echo(f"note: {loaded.runs_note}\n")
         echo(render_report_text(reports), nl=False)
         if sharded := render_shardings_text(marked):
             echo("\n" + sharded, nl=False)

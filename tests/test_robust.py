@@ -9,6 +9,7 @@ tests/data); the small HLO modules with bad replica groups are hand-written, lab
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -203,3 +204,203 @@ def test_bad_iota_in_a_module_names_file_and_line(tmp_path: Path) -> None:
 
 def test_fixtures_exist() -> None:
     assert HLO.exists() and SAVE.exists() and DUMP_DIR.is_dir() and ROOT.is_dir()
+
+
+# -- capture folders: every field validated, runs told apart ------------------------------------
+
+TWO_RUNS = FIXTURES / "torch_xla" / "two_runs" / "capture"
+BAD_VALUES: tuple[object, ...] = ("x", -1, 1.5, None, True, [], {}, [[1]], 1 << 60, float("nan"), "../../x")
+
+
+def _copy_capture(tmp_path: Path) -> Path:
+    if not TWO_RUNS.is_dir():
+        pytest.fail(f"missing {TWO_RUNS}: run fixtures/torch_xla/two_runs/generate.py")
+    dest = tmp_path / "capture"
+    shutil.copytree(TWO_RUNS, dest)
+    return dest
+
+
+def _first_process(capture: Path) -> Path:
+    return sorted(p for p in capture.iterdir() if p.is_dir())[0]
+
+
+def _mutations() -> list[tuple[int, str, object]]:
+    """(journal line, field, new value or `...` for deleted) for every field of every record
+    of the first run's real journal."""
+    lines = (_first_process(TWO_RUNS) / "journal.jsonl").read_text().splitlines()
+    out: list[tuple[int, str, object]] = []
+    for n, line in enumerate(lines):
+        for key in json.loads(line):
+            out.append((n, key, ...))
+            out += [(n, key, v) for v in BAD_VALUES]
+    return out
+
+
+def _mutate_journal(capture: Path, line: int, key: str, value: object) -> Path:
+    proc = _first_process(capture)
+    lines = (proc / "journal.jsonl").read_text().splitlines()
+    record = json.loads(lines[line])
+    if value is ...:
+        del record[key]
+    else:
+        record[key] = value
+    lines[line] = json.dumps(record)
+    (proc / "journal.jsonl").write_text("\n".join(lines) + "\n")
+    return proc
+
+
+def test_every_journal_field_mutated_reads_without_a_traceback(tmp_path: Path) -> None:
+    from xlagraph.capture.reader import read_capture
+
+    mutations = _mutations()
+    assert len(mutations) > 200
+    skipped = 0
+    for k, (line, key, value) in enumerate(mutations):
+        capture = _copy_capture(tmp_path / str(k))
+        proc = _mutate_journal(capture, line, key, value)
+        (log,) = read_capture(proc)  # never raises: a bad record is skipped
+        noted = [n for n in log.notes if "bad record(s) skipped" in n]
+        skipped += bool(noted)
+        assert len(noted) <= 1
+        shutil.rmtree(tmp_path / str(k))
+    assert skipped > len(mutations) // 3
+
+
+@pytest.mark.parametrize("k", range(0, 400, 37))
+def test_mutated_journal_through_report_and_check(tmp_path: Path, k: int) -> None:
+    mutations = _mutations()
+    line, key, value = mutations[k % len(mutations)]
+    capture = _copy_capture(tmp_path)
+    _mutate_journal(capture, line, key, value)
+    for args in (
+        ("report", str(capture), "--run", "1"),
+        ("check", str(capture), "--max-graphs", "1", "--run", "1"),
+    ):
+        result = run(*args)
+        assert result.exit_code in (0, 1), (args, line, key, value, result.output, result.exception)
+        assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[1, 2]",
+        '"text"',
+        "3",
+        '{"k": 7}',
+        '{"v": "no kind"}',
+        "[" * 100_000 + "]" * 100_000,
+        '{"k": "graph", "id": 0, "hash": "h", "module": "/etc/passwd"}',
+        '{"k": "graph", "id": 0, "hash": "h", "tensors": "tensors/../../secret"}',
+        '{"k": "step", "i": 9, "t0": 5.0, "t1": 1.0}',
+        '{"k": "step", "i": 9, "e": [[0, 1, 0]]}',
+        '{"k": "frames", "id": 0, "v": [["f", "file.py", "12"]]}',
+        '{"k": "future_kind", "anything": [1, {"x": null}]}',
+    ],
+)
+def test_bad_or_unknown_records_are_skipped_and_counted(tmp_path: Path, line: str) -> None:
+    from xlagraph.capture.reader import read_capture
+
+    capture = _copy_capture(tmp_path)
+    proc = _first_process(capture)
+    with (proc / "journal.jsonl").open("a") as f:
+        f.write(line + "\n")
+    (log,) = read_capture(proc)
+    noted = [n for n in log.notes if "bad record(s) skipped" in n]
+    if "future_kind" in line:
+        assert not noted  # newer writers stay readable
+    else:
+        assert noted and "line " in noted[0]
+    assert all("/etc/passwd" not in g.module and "secret" not in g.tensors_note for g in log.graphs.values())
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("debug_level", "x"), ("rank", -2), ("world_size", 0), ("notes", "x")]
+)
+def test_bad_meta_fields_are_dropped_with_a_note(tmp_path: Path, key: str, value: object) -> None:
+    from xlagraph.capture.reader import read_capture
+
+    capture = _copy_capture(tmp_path)
+    proc = _first_process(capture)
+    meta = json.loads((proc / "meta.json").read_text())
+    meta[key] = value
+    (proc / "meta.json").write_text(json.dumps(meta))
+    (log,) = read_capture(proc)
+    assert any(f"bad {key!r}" in n for n in log.notes)
+
+
+@pytest.mark.parametrize("meta", ["[]", "nonsense", "{" * 50_000])
+def test_unreadable_meta_is_a_note(tmp_path: Path, meta: str) -> None:
+    from xlagraph.capture.reader import read_capture
+
+    capture = _copy_capture(tmp_path)
+    proc = _first_process(capture)
+    (proc / "meta.json").write_text(meta)
+    (log,) = read_capture(proc)
+    assert any("meta.json" in n for n in log.notes)
+
+
+@pytest.mark.parametrize("name", ["journal.jsonl", "meta.json", "pt_xla_debug.txt"])
+@pytest.mark.parametrize("kind", ["fifo", "zero", "loop"])
+def test_special_files_in_a_capture_folder_are_one_line(tmp_path: Path, name: str, kind: str) -> None:
+    capture = _copy_capture(tmp_path)
+    proc = _first_process(capture)
+    target = proc / name
+    if target.exists():
+        target.unlink()
+    special = _special(tmp_path, kind)
+    if kind == "fifo":
+        os.rename(special, target)
+    else:
+        target.symlink_to(special if kind == "loop" else "/dev/zero")
+    if name == "pt_xla_debug.txt":  # read only for a run that did not exit cleanly
+        journal = proc / "journal.jsonl"
+        journal.write_text(
+            "".join(x + "\n" for x in journal.read_text().splitlines() if '"k": "end"' not in x)
+        )
+        journal.write_text(
+            "".join(x + "\n" for x in journal.read_text().splitlines() if '"k":"end"' not in x)
+        )
+    for args in (("report", str(capture), "--run", "1"), ("check", str(capture), "--max-graphs", "1")):
+        one_line_error(run(*args), name)
+
+
+def test_a_fifo_tensor_report_is_a_note_not_a_hang(tmp_path: Path) -> None:
+    from xlagraph.capture.reader import read_capture
+
+    capture = _copy_capture(tmp_path)
+    proc = _first_process(capture)
+    report = next((proc / "tensors").iterdir())
+    report.unlink()
+    os.mkfifo(report)
+    (log,) = read_capture(proc)
+    assert any("FIFO" in g.tensors_note for g in log.graphs.values())
+
+
+def test_two_runs_in_one_folder_are_told_apart(tmp_path: Path) -> None:
+    from xlagraph.capture.reader import read_capture_runs
+
+    runs = read_capture_runs(TWO_RUNS)
+    assert [r.number for r in runs] == [1, 2]
+    assert runs[0].start < runs[1].start
+    assert [len(r.logs[0].graphs) for r in runs] == [1, 2]
+
+    latest = run("check", str(TWO_RUNS), "--max-graphs", "1")
+    assert latest.exit_code == 1
+    assert latest.stdout.startswith(f"note: {TWO_RUNS} holds 2 runs: run 1 started ")
+    assert "showing run 2 (the latest)" in latest.stdout
+    assert run("check", str(TWO_RUNS), "--max-graphs", "1", "--run", "1").exit_code == 0
+    assert run("check", str(TWO_RUNS), "--max-graphs", "1", "--run", "all").exit_code == 1
+    one_line_error(run("check", str(TWO_RUNS), "--max-graphs", "1", "--run", "3"), "holds 2 runs")
+    assert run("check", str(TWO_RUNS), "--max-graphs", "1", "--run", "٢").exit_code == 2
+
+    doc = json.loads(run("report", str(TWO_RUNS), "--json").stdout)
+    assert [(r["run"], r["selected"]) for r in doc["runs"]] == [(1, False), (2, True)]
+    assert "holds 2 runs" in doc["runs_note"]
+    text = run("report", str(TWO_RUNS)).stdout
+    assert text.startswith("note: ") and "--run all" in text.splitlines()[0]
+
+
+def test_one_process_folder_is_one_run() -> None:
+    result = run("check", str(_first_process(TWO_RUNS)), "--max-graphs", "1")
+    assert result.exit_code == 0 and not result.stdout.startswith("note:")

@@ -2,26 +2,51 @@
 
 A run killed at any moment stays readable: a partial last journal line is ignored with a note,
 and PT_XLA_DEBUG output the hook had not consumed yet (`pt_xla_debug.txt`, or the copy it was
-reading) becomes one more step, its compiles paired with the dump files no graph claimed.
+reading) becomes one more step, its compiles paired with the dump files no graph claimed. Every
+journal and meta field is validated (`records.py`): a bad record is skipped and counted in a
+note. Files are read bounded (`XLAGRAPH_MAX_INPUT_MB`); a FIFO or device in place of one is
+refused. A folder written by several runs (the same DIR used again) is split into runs by time:
+`read_capture_runs`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from contextlib import suppress
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from xlagraph.capture import _format as fmt
+from xlagraph.capture.records import check_meta, check_record
 from xlagraph.errors import InputError
 from xlagraph.ir import Frame
 from xlagraph.parse.pt_xla_debug import Execution, fold_executions, parse_pt_xla_debug
+from xlagraph.parse.sources import read_bytes
 from xlagraph.parse.tensors_report import parse_tensors_report
 from xlagraph.runlog import GraphRecord, RunLog, Step, Sync
 
-__all__ = ["is_capture", "read_capture"]
+__all__ = ["CaptureRun", "is_capture", "read_capture", "read_capture_runs"]
+
+
+@dataclass(frozen=True)
+class CaptureRun:
+    """The processes of one run found in a capture folder; `number` counts runs from 1 in the
+    order they started; `start` is the wall-clock start (seconds since the epoch, 0 unknown)."""
+
+    number: int
+    start: float
+    logs: tuple[RunLog, ...]
+
+
+_RANK_NOTE = re.compile(r"^rank ([0-9]{1,9}) of ")
+
+
+class _Process(NamedTuple):
+    log: RunLog
+    start: float
+    end: float
 
 
 def is_capture(path: str | os.PathLike[str]) -> bool:
@@ -35,21 +60,43 @@ def is_capture(path: str | os.PathLike[str]) -> bool:
 def read_capture(path: str | os.PathLike[str]) -> list[RunLog]:
     """The RunLogs of a capture folder (ordered by rank, then folder name), or of one process
     folder. Processes that never ran a graph (a launcher that only spawned workers, a data
-    loader worker that imported torch_xla) are left out of a capture folder's list."""
+    loader worker that imported torch_xla) are left out of a capture folder's list. A folder
+    holding several runs gives the processes of all of them: see `read_capture_runs`."""
+    return [log for run in read_capture_runs(path) for log in run.logs]
+
+
+def read_capture_runs(path: str | os.PathLike[str]) -> tuple[CaptureRun, ...]:
+    """The runs of a capture folder, oldest first. Processes belong to one run when their
+    lifetimes overlap (every process of an `xmp.spawn` or torchrun run is alive at once); a
+    process that started after all earlier ones had ended (the folder used again, a container
+    restarted in place) begins a new run."""
     p = Path(path)
     if not p.is_dir():
         raise InputError(str(p), "not a capture folder (no such directory)")
     if _is_process_dir(p):
-        return [_read_process(p)]
-    runs = [_read_process(c) for c in _children(p) if _is_process_dir(c)]
-    if not runs:
+        proc = _read_process(p)
+        return (CaptureRun(1, proc.start, (proc.log,)),)
+    procs = [_read_process(c) for c in _children(p) if _is_process_dir(c)]
+    if not procs:
         raise InputError(str(p), "not a capture folder: no <host>-<pid> folder with a journal.jsonl")
-    ran = [r for r in runs if r.steps or r.syncs]
-    return sorted(ran or runs, key=_order)
+    groups: list[list[_Process]] = []
+    end = float("-inf")
+    for proc in sorted(procs, key=lambda q: (q.start, q.log.process)):
+        if not groups or (proc.start and proc.start > end):
+            groups.append([])
+        groups[-1].append(proc)
+        end = max(end, proc.end)
+    runs = []
+    for number, group in enumerate(groups, 1):
+        logs = [q.log for q in group]
+        ran = [r for r in logs if r.steps or r.syncs]
+        runs.append(CaptureRun(number, min(q.start for q in group), tuple(sorted(ran or logs, key=_order))))
+    return tuple(runs)
 
 
 def _order(run: RunLog) -> tuple[int, str]:
-    rank = next((int(n.split()[1]) for n in run.notes if n.startswith("rank ")), 1 << 30)
+    """Rank first (from the reader's own `rank N of M` note), then folder name."""
+    rank = next((int(m.group(1)) for n in run.notes if (m := _RANK_NOTE.match(n))), 1 << 30)
     return rank, run.process
 
 
@@ -61,7 +108,8 @@ def _children(p: Path) -> list[Path]:
 
 
 def _is_process_dir(p: Path) -> bool:
-    return (p / fmt.JOURNAL).is_file() or (p / fmt.META).is_file()
+    # lexists: a FIFO or a dangling link in place of the journal is refused when read, by name.
+    return os.path.lexists(p / fmt.JOURNAL) or os.path.lexists(p / fmt.META)
 
 
 @dataclass
@@ -79,7 +127,7 @@ class _Acc:
     world: int | None = None
 
 
-def _read_process(p: Path) -> RunLog:
+def _read_process(p: Path) -> _Process:
     acc = _Acc()
     meta = _read_meta(p, acc)
     _read_journal(p / fmt.JOURNAL, acc)
@@ -95,7 +143,7 @@ def _read_process(p: Path) -> RunLog:
     syncs, steps = _syncs_and_steps(acc)
     graphs = {g["hash"]: _graph_record(p, g, notes) for g in acc.graphs.values() if g.get("hash")}
     compiles = _compiles_reported(acc, notes)
-    return RunLog(
+    log = RunLog(
         source=str(p),
         kind="capture",
         process=p.name,
@@ -105,43 +153,65 @@ def _read_process(p: Path) -> RunLog:
         compiles_reported=compiles,
         notes=tuple(notes),
     )
+    start = float(meta.get("start_time") or acc.start.get("t") or 0.0)
+    last = max((float(r.get("t1", 0.0)) for r in acc.steps), default=0.0)
+    end = float(meta.get("end_time") or (acc.end or {}).get("t") or start + last)
+    return _Process(log, start, max(end, start))
 
 
 def _read_meta(p: Path, acc: _Acc) -> dict[str, Any]:
-    try:
-        meta = json.loads((p / fmt.META).read_text(encoding="utf-8"))
-        return meta if isinstance(meta, dict) else {}
-    except FileNotFoundError:
+    path = p / fmt.META
+    if not os.path.lexists(path):
         acc.notes.append(f"{fmt.META} missing")
-    except (OSError, ValueError) as e:
-        acc.notes.append(f"{fmt.META} unreadable: {e}")
-    return {}
+        return {}
+    data = read_bytes(path)
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as e:
+        acc.notes.append(f"{fmt.META} unreadable ({_reason(e)}); ignored")
+        return {}
+    meta, dropped = check_meta(raw)
+    acc.notes.extend(dropped)
+    return meta
+
+
+def _reason(e: BaseException) -> str:
+    return "nested too deeply" if isinstance(e, RecursionError) else " ".join(str(e).split())[:80]
 
 
 def _read_journal(path: Path, acc: _Acc) -> None:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         acc.notes.append(f"{fmt.JOURNAL} missing: the process stopped before its first record")
         return
-    lines = data.split(b"\n")
+    lines = read_bytes(path).split(b"\n")
     last = len(lines) - 1
+    skipped: list[tuple[int, str]] = []
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
         try:
             record = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError) as e:
             if n - 1 == last:  # no newline after it: cut short by a kill
                 acc.notes.append(
                     f"{fmt.JOURNAL}:{n}: the last record is incomplete (the run was killed while writing "
                     "it); ignored"
                 )
             else:
-                acc.notes.append(f"{fmt.JOURNAL}:{n}: unreadable record; ignored")
+                skipped.append((n, f"not JSON ({_reason(e)})"))
             continue
-        if isinstance(record, dict):
-            _apply(record, acc)
+        why = check_record(record)
+        if why:
+            skipped.append((n, why))
+            continue
+        _apply(record, acc)
+    if skipped:
+        n, why = skipped[0]
+        more = f"; {len(skipped) - 1} more" if len(skipped) > 1 else ""
+        acc.notes.append(
+            f"{fmt.JOURNAL}: {len(skipped)} bad record(s) skipped (line {n}: {why}{more}); "
+            "what they recorded is missing from this report"
+        )
 
 
 def _apply(r: dict[str, Any], acc: _Acc) -> None:
@@ -149,13 +219,13 @@ def _apply(r: dict[str, Any], acc: _Acc) -> None:
     if kind == fmt.STEP:
         acc.steps.append(r)
     elif kind == fmt.GRAPH:
-        acc.graphs.setdefault(int(r["id"]), {}).update({k: v for k, v in r.items() if k != "k"})
+        acc.graphs.setdefault(r["id"], {}).update({k: v for k, v in r.items() if k != "k"})
     elif kind == fmt.FRAMES:
-        acc.frames[int(r["id"])] = tuple(Frame(str(f[0]), str(f[1]), int(f[2])) for f in r.get("v", ()))
+        acc.frames[r["id"]] = tuple(Frame(f[0], f[1], f[2]) for f in r["v"])
     elif kind == fmt.CAUSE:
-        acc.causes[int(r["id"])] = str(r.get("v", ""))
+        acc.causes[r["id"]] = r["v"]
     elif kind == fmt.NOTE:
-        acc.notes.append(str(r.get("v", "")))
+        acc.notes.append(r["v"])
     elif kind == fmt.START:
         acc.start = r
     elif kind == fmt.END:
@@ -170,11 +240,11 @@ def _read_leftover_debug(p: Path, acc: _Acc, debug_level: int) -> None:
         return
     # The journal's last step says how far the current file was read ("o"); a file being
     # renamed away when the run died (DEBUG_READING) is the older one, read from that offset.
-    offset = int(acc.steps[-1].get("o", 0)) if acc.steps else 0
+    offset = acc.steps[-1].get("o", 0) if acc.steps else 0
     data = b""
     for name in (fmt.DEBUG_READING, fmt.DEBUG_FILE):
-        with suppress(FileNotFoundError):
-            data += (p / name).read_bytes()[offset:]
+        if os.path.lexists(p / name):
+            data += read_bytes(p / name)[offset:]
             offset = 0
     text = data.decode("utf-8", errors="replace")
     events, rest = parse_pt_xla_debug(text)
@@ -223,11 +293,12 @@ def _read_leftover_debug(p: Path, acc: _Acc, debug_level: int) -> None:
         acc.causes[cid] = ex.cause
         entries.append([gid, int(ex.compiled), cid, fid])
     last = acc.steps[-1] if acc.steps else {"i": -1, "t1": 0.0}
+    t1 = last.get("t1", 0.0)
     acc.steps.append(
         {
-            "i": int(last["i"]) + 1,
-            "t0": last["t1"],
-            "t1": last["t1"],
+            "i": last["i"] + 1,
+            "t0": t1,
+            "t1": t1,
             "e": entries,
             "open": True,
             "leftover": True,
@@ -283,16 +354,16 @@ def _syncs_and_steps(acc: _Acc) -> tuple[list[Sync], list[Step]]:
 
 def _graph_record(p: Path, g: dict[str, Any], notes: list[str]) -> GraphRecord:
     module = str(p / g["module"]) if g.get("module") else ""
-    if module and not os.path.isfile(module):
+    if module and not os.path.isfile(module):  # a FIFO or device there is never opened
         notes.append(f"{g['module']}: listed in the journal but missing")
         module = ""
     tensors: tuple = ()
     tensors_note = str(g.get("tensors_note", ""))
     if g.get("tensors"):
         try:
-            tensors = parse_tensors_report((p / g["tensors"]).read_text(encoding="utf-8", errors="replace"))
-        except OSError as e:
-            tensors_note = f"{g['tensors']}: unreadable: {e}"
+            tensors = parse_tensors_report(read_bytes(p / g["tensors"]).decode("utf-8", errors="replace"))
+        except InputError as e:
+            tensors_note = f"{g['tensors']}: unreadable: {e.message}"
     elif not tensors_note and not g.get("compiled"):
         tensors_note = "compiled before capture started"
     return GraphRecord(graph_hash=str(g["hash"]), module=module, tensors=tensors, tensors_note=tensors_note)
