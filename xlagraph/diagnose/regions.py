@@ -29,13 +29,17 @@ def structure(cmp: Comparison, structural: list[tuple[str, str]], absorb_collect
     pl, pr = cmp.pair_left, cmp.pair_right
     # A subgraph computed twice on one side and once (shared) on the other is the same
     # computation: lowering does not always reuse a node (same graph hash, other CSE).
+    # Twins are judged on both sides: canonical parameter numbers differ when an input is added,
+    # so a repeated transpose of a weight is told by its matched twin on its own side too.
     left_h1, right_h1 = set(left.h1.values()), set(right.h1.values())
+    left_twins = {left.h1[a] for a in pl}
+    right_twins = {right.h1[b] for b in pr}
     g = nx.Graph()
     for a in left.order:
-        if a not in pl and a not in cmp.explained_left and left.h1[a] not in right_h1:
+        if a not in pl and a not in cmp.explained_left and left.h1[a] not in right_h1 | left_twins:
             g.add_node(("A", a))
     for b in right.order:
-        if b not in pr and b not in cmp.explained_right and right.h1[b] not in left_h1:
+        if b not in pr and b not in cmp.explained_right and right.h1[b] not in left_h1 | right_twins:
             g.add_node(("B", b))
     for a, b in structural:
         g.add_edge(("A", a), ("B", b))

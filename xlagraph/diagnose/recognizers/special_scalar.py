@@ -6,7 +6,6 @@ next an input (or another constant), so the graph changes.
 
 from __future__ import annotations
 
-from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import is_number
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
@@ -34,13 +33,36 @@ def _value(change_text: str) -> str:
     return change_text.rsplit(" ", 1)[-1]
 
 
-def _scalar_constants(canon: CanonicalModule, names: tuple[str, ...]) -> list[str]:
-    by_name = {ins.name: ins for c in canon.module.computations for ins in c.instructions}
-    return [
-        by_name[n].payload
-        for n in names
-        if n in by_name and by_name[n].opcode == "constant" and _special(by_name[n].payload.strip())
-    ]
+def _baked_twin(evidence: Evidence, param: str, side: str) -> str:
+    """The 0/1 constant the other graph has where this one reads scalar input `param`: an op of
+    the same kind and shape whose operand is (a broadcast of) a constant 0 or 1. `` if none."""
+    here = (evidence.right if side == "right" else evidence.left).entry
+    other = (evidence.left if side == "right" else evidence.right).entry
+    by_name = other.computation.by_name
+    wanted = {
+        (ins.opcode, ins.shape.split("{")[0]) for u in _users(here, param) for ins in [here.instruction(u)]
+    }
+    for ins in other.computation.instructions:
+        if (ins.opcode, ins.shape.split("{")[0]) not in wanted:
+            continue
+        for o in ins.operands:
+            c = by_name.get(o)
+            if (
+                c is not None
+                and c.opcode == "constant"
+                and c.shape.startswith(_scalar_type(here, param))
+                and _special(c.payload.strip())
+            ):
+                return c.payload.strip()
+    return ""
+
+
+def _scalar_type(comp, param: str) -> str:  # type: ignore[no-untyped-def]
+    return comp.instruction(param).shape.split("[", 1)[0] + "[]"
+
+
+def _users(comp, name: str) -> list[str]:  # type: ignore[no-untyped-def]
+    return [u for u in comp.order if name in comp.operands[u]]
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -65,30 +87,26 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             )
         consumed.add(i)
     # A value baked as 0/1 on one side and passed as a scalar input on the other.
-    for kind, side, other, where in (
-        (CauseKind.PARAMETER_ADDED, "right", evidence.left, "A"),
-        (CauseKind.PARAMETER_REMOVED, "left", evidence.right, "B"),
-    ):
+    for kind, side in ((CauseKind.PARAMETER_ADDED, "right"), (CauseKind.PARAMETER_REMOVED, "left")):
         params = [i for i, c in enumerate(pending) if c.kind is kind and i not in consumed]
-        if not params:
+        names = [p for i in params for p in getattr(pending[i], side)]
+        comp = (evidence.right if side == "right" else evidence.left).entry
+        if not names or not all(comp.instruction(p).shape.split("{")[0].endswith("[]") for p in names):
             continue
-        scalar = all(
-            (ch.new if side == "right" else ch.old).split(": ", 1)[-1].endswith("[]")
-            for i in params
-            for ch in pending[i].changes
-        )
-        regions = [i for i, c in enumerate(pending) if c.kind is CauseKind.STRUCTURE and i not in consumed]
-        baked = [
-            v
-            for i in regions
-            for v in _scalar_constants(other, pending[i].left if side == "right" else pending[i].right)
+        baked = [_baked_twin(evidence, p, side) for p in names]
+        if not all(baked):
+            continue
+        readers = {u for p in names for u in _users(comp, p)}
+        regions = [
+            i
+            for i, c in enumerate(pending)
+            if c.kind is CauseKind.STRUCTURE and i not in consumed and readers & set(getattr(c, side))
         ]
-        if not (scalar and baked):
-            continue
-        n = sum(len(pending[i].changes) for i in params)
+        this, other = ("B", "A") if side == "right" else ("A", "B")
         summary = (
-            f"{n} scalar input(s) in {'B' if side == 'right' else 'A'} replace the constant(s) "
-            f"{', '.join(sorted(set(baked)))} baked into {where}: a Python scalar that was 0 or 1 on one step"
+            f"{len(names)} scalar input(s) of {this} are the constant(s) {', '.join(sorted(set(baked)))} "
+            f"baked into {other}: a Python scalar that was 0 or 1 on one step (e.g. a learning rate "
+            "warming up from 0.0)"
         )
         out.append(
             merge(CauseKind.CONSTANT_VALUE, summary, [pending[i] for i in params + regions], hint=HINT)
