@@ -320,6 +320,34 @@ def test_unset_capture_costs_nothing(tmp_path: Path) -> None:
     assert "torch" not in out.stdout and not (tmp_path / "cap").exists() and out.stderr == ""
 
 
+def test_second_run_with_the_same_host_and_pid_gets_its_own_folder(tmp_path: Path) -> None:
+    # A container restarted in place starts its training with the pid of the last one. exec keeps
+    # the pid: this process leaves a folder for its own host and pid, then becomes a captured run.
+    out = tmp_path / "cap"
+    earlier = (
+        "import os, socket, sys, pathlib\n"
+        "d = pathlib.Path(sys.argv[1]) / f'{socket.gethostname()}-{os.getpid()}'\n"
+        "d.mkdir(parents=True)\n"
+        '(d / \'journal.jsonl\').write_text(\'{"k":"note","v":"the earlier run"}\\n\')\n'
+        "env = dict(os.environ, XLAGRAPH_CAPTURE=sys.argv[1])\n"
+        "os.execve(sys.executable, [sys.executable, sys.argv[2], '2'], env)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", earlier, str(out), str(SCRIPTS / "stable_loop.py")],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    folders = sorted(p.name for p in out.iterdir())
+    assert len(folders) == 2 and folders[1] == f"{folders[0]}.2", folders
+    assert (out / folders[0] / fmt.JOURNAL).read_text() == '{"k":"note","v":"the earlier run"}\n'
+    meta = json.loads((out / folders[1] / fmt.META).read_text())
+    assert f"{meta['host']}-{meta['pid']}" == folders[0] and meta["clean_exit"]
+
+
 def test_unsupported_torch_xla_version_turns_capture_off(tmp_path: Path) -> None:
     fake = tmp_path / "old" / "torch_xla"
     fake.mkdir(parents=True)
