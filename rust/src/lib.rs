@@ -211,7 +211,7 @@ fn parse_hlo<'py>(
     PyTuple::new(
         py,
         [
-            PyString::new(py, module.name).into_any(),
+            PyString::new(py, &module.name).into_any(),
             header.into_any(),
             comps.into_any(),
             rows.into_any(),

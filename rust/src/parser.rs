@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 use crate::literal::check_literal;
 use crate::opcodes::{async_shorthand, can_infer_shape, Async, OPCODES};
 use crate::scan::{err, strip_comments, Cursor, Error, Result};
-use crate::shape::{can_be_shape, parse_shape, Shape, MAX_DEPTH};
+use crate::shape::{can_be_shape, parse_shape, skip_shape, Shape, MAX_DEPTH};
 
 /// FxHash: names are short and trusted to be hashed fast, not to resist collisions.
 #[derive(Default)]
@@ -126,7 +126,7 @@ pub struct Comp<'a> {
 }
 
 pub struct ModuleText<'a> {
-    pub name: &'a str,
+    pub name: Cow<'a, str>,
     pub header_pos: usize,
     pub header: Vec<(&'a str, Cow<'a, str>)>,
     pub comps: Vec<Comp<'a>>,
@@ -135,7 +135,8 @@ pub struct ModuleText<'a> {
 
 /// What the checks need to know of an instruction besides its IR record.
 struct Facts<'a> {
-    shape: Option<Shape>,
+    /// Where the result shape starts (read again only where a check needs it).
+    shape: Option<usize>,
     /// Async chain: kind, wrapped opcode (shorthand) and the computation it runs.
     chain: Option<(Async, Option<Cow<'a, str>>, Cow<'a, str>)>,
     parameter: i64,
@@ -148,6 +149,8 @@ struct Scope<'a> {
     names: FxMap<Cow<'a, str>, u32>,
     root: Option<u32>,
     anon: u32,
+    /// One instruction read alone: operands with a shape but no definition become parameters.
+    create_missing: bool,
 }
 
 pub struct Parser<'a> {
@@ -244,16 +247,21 @@ impl<'a> Parser<'a> {
         self.c.ws()?;
         let start = self.c.pos;
         if !self.c.keyword("HloModule") {
-            return err(start, "not HLO text: expected `HloModule <name>` first");
+            // XLA also reads computations without a header, and a single instruction alone.
+            if self.c.keyword("ENTRY") || self.second_token_is(b'{') {
+                self.c.pos = start;
+                return self.body(Cow::Borrowed(""), start, Vec::new(), Vec::new());
+            }
+            return self.single_instruction();
         }
         self.c.ws()?;
         let name_pos = self.c.pos;
         let name = self.c.name();
         if name.is_empty() {
-            return err(
-                name_pos,
-                format!("expected a module name, got {}", self.c.snippet(name_pos)),
-            );
+            return err(name_pos, format!("expected a module name, got {}", self.c.snippet(name_pos)));
+        }
+        if self.c.peek() == b':' {
+            self.c.pos += 1; // `HloModule name:`, an older printer's form
         }
         let mut header = Vec::new();
         while self.c.eat(b',')? {
@@ -261,10 +269,7 @@ impl<'a> Parser<'a> {
             let key_pos = self.c.pos;
             let (key, value) = self.attribute()?;
             if !HEADER_ATTRIBUTES.contains(&key) {
-                return err(
-                    key_pos,
-                    format!("unexpected attribute {key} in the HloModule header"),
-                );
+                return err(key_pos, format!("unexpected attribute {key} in the HloModule header"));
             }
             if header.iter().any(|(k, _)| *k == key) {
                 return err(key_pos, format!("attribute {key} already exists"));
@@ -272,6 +277,17 @@ impl<'a> Parser<'a> {
             header.push((key, value));
         }
         let tables = self.frame_tables()?;
+        self.body(Cow::Borrowed(name), start, header, tables)
+    }
+
+    /// Computations up to the end of the text, then the module-level checks.
+    fn body(
+        &mut self,
+        mut name: Cow<'a, str>,
+        start: usize,
+        header: Vec<(&'a str, Cow<'a, str>)>,
+        tables: Vec<(&'a str, i64, &'a str)>,
+    ) -> Result<ModuleText<'a>> {
         let mut entry_seen = false;
         loop {
             self.c.ws()?;
@@ -286,6 +302,10 @@ impl<'a> Parser<'a> {
                 format!("module {name} has no computations (truncated?)"),
             );
         }
+        if name.is_empty() {
+            let entry = self.comps.iter().find(|c| c.is_entry).or(self.comps.last());
+            name = Cow::Owned(format!("module_{}", entry.map(|c| c.name.as_ref()).unwrap_or("")));
+        }
         let module = ModuleText {
             name,
             header_pos: start,
@@ -295,6 +315,56 @@ impl<'a> Parser<'a> {
         };
         crate::checks::check_header(&module, &self.comp_names)?;
         Ok(module)
+    }
+
+    /// True when the token after the next one is `c` (XLA's `LookAhead`), e.g. `name {`.
+    fn second_token_is(&mut self, c: u8) -> bool {
+        let save = self.c.pos;
+        let found = !self.c.name().is_empty() && self.c.ws().is_ok() && self.c.peek() == c;
+        self.c.pos = save;
+        found
+    }
+
+    /// One instruction alone (XLA's ParseSingleInstruction): `[name =] shape opcode(...)`, whose
+    /// operands with a shape and no definition become parameters of the computation.
+    fn single_instruction(&mut self) -> Result<ModuleText<'a>> {
+        let start = self.c.pos;
+        let mut scope = Scope {
+            insts: Vec::new(),
+            facts: Vec::new(),
+            names: FxMap::default(),
+            root: None,
+            anon: 0,
+            create_missing: true,
+        };
+        self.c.keyword("ROOT");
+        self.c.ws()?;
+        let name_pos = self.c.pos;
+        let name: Cow<'a, str> = if can_be_shape(&mut self.c)? {
+            Cow::Borrowed("instruction")
+        } else {
+            let name = self.c.name();
+            if name.is_empty() || !self.c.eat(b'=')? {
+                return err(
+                    name_pos,
+                    "not HLO text: expected `HloModule <name>`, a computation, or one instruction \
+                     `name = shape opcode(...)`",
+                );
+            }
+            Cow::Borrowed(name)
+        };
+        let index = self.rhs(&mut scope, name, name_pos, true)?;
+        scope.insts[index as usize].is_root = true;
+        self.c.ws()?;
+        if !self.c.at_end() {
+            return err(self.c.pos, format!("one instruction expected, more text follows: {}", self.c.snippet(self.c.pos)));
+        }
+        let line = self.line(start);
+        let comp = Cow::Owned(format!("{}.computation", scope.insts[index as usize].name));
+        self.comps.append(&mut self.wrapped);
+        self.comps.push(Comp { name: comp, insts: scope.insts, is_entry: true, line });
+        let name = Cow::Owned(format!("module_{}", self.comps.last().map(|c| c.name.as_ref()).unwrap_or("")));
+        Ok(ModuleText { name, header_pos: start, header: Vec::new(), comps: std::mem::take(&mut self.comps), tables: Vec::new() })
     }
 
     /// The FileNames / FunctionNames / FileLocations / StackFrames block: rows `N "text"` or `N {..}`.
@@ -423,7 +493,7 @@ impl<'a> Parser<'a> {
                         );
                     }
                     self.c.expect(b':', "':' after a parameter name")?;
-                    parse_shape(&mut self.c)?;
+                    skip_shape(&mut self.c)?;
                     if self.c.eat(b',')? {
                         continue;
                     }
@@ -453,33 +523,8 @@ impl<'a> Parser<'a> {
                 ),
             );
         }
-        self.c.pos += 1;
         let comp_line = self.line(name_pos);
-        let mut scope = Scope {
-            insts: Vec::new(),
-            facts: Vec::new(),
-            names: FxMap::default(),
-            root: None,
-            anon: 0,
-        };
-        loop {
-            self.c.ws()?;
-            if self.c.at_end() {
-                let last = self.c.text.trim_end().len().saturating_sub(1);
-                return err(last, format!("truncated: computation {name} is not closed"));
-            }
-            if self.c.peek() == b'}' {
-                if scope.insts.is_empty() {
-                    return err(
-                        self.c.pos,
-                        format!("computation {name} has no instructions"),
-                    );
-                }
-                self.c.pos += 1;
-                break;
-            }
-            self.instruction(&mut scope)?;
-        }
+        let scope = self.instruction_list(name, false)?;
         // `, execution_thread="..."` after the closing brace.
         while self.c.eat(b',')? {
             self.c.ws()?;
@@ -493,7 +538,7 @@ impl<'a> Parser<'a> {
             }
         }
         let root_index = scope.root.unwrap_or(scope.insts.len() as u32 - 1) as usize;
-        let root_shape = scope.facts[root_index].shape.clone();
+        let root_shape = self.shape_at(scope.facts[root_index].shape)?;
         if let (Some((shape_pos, declared)), Some(actual)) = (&signature, &root_shape) {
             if !declared.compatible(actual) {
                 return err(
@@ -507,11 +552,6 @@ impl<'a> Parser<'a> {
                 );
             }
         }
-        let numbers: Vec<i64> = scope.facts.iter().map(|f| f.parameter).collect();
-        crate::checks::check_parameters(name, &numbers).map_err(|(i, message)| Error {
-            message,
-            pos: scope.facts[i].pos,
-        })?;
         if self.comp_names.contains_key(name) {
             return err(name_pos, format!("computation {name} is defined twice"));
         }
@@ -525,6 +565,38 @@ impl<'a> Parser<'a> {
             line: comp_line,
         });
         Ok(())
+    }
+
+    /// `{ instruction+ }` at the cursor (on the `{`): a new scope, its parameters checked.
+    fn instruction_list(&mut self, name: &str, create_missing: bool) -> Result<Scope<'a>> {
+        self.c.pos += 1;
+        let mut scope = Scope {
+            insts: Vec::new(),
+            facts: Vec::new(),
+            names: FxMap::default(),
+            root: None,
+            anon: 0,
+            create_missing,
+        };
+        loop {
+            self.c.ws()?;
+            if self.c.at_end() {
+                let last = self.c.text.trim_end().len().saturating_sub(1);
+                return err(last, format!("truncated: computation {name} is not closed"));
+            }
+            if self.c.peek() == b'}' {
+                if scope.insts.is_empty() {
+                    return err(self.c.pos, format!("computation {name} has no instructions"));
+                }
+                self.c.pos += 1;
+                break;
+            }
+            self.instruction(&mut scope)?;
+        }
+        let numbers: Vec<i64> = scope.facts.iter().map(|f| f.parameter).collect();
+        crate::checks::check_parameters(name, &numbers)
+            .map_err(|(i, message)| Error { message, pos: scope.facts[i].pos })?;
+        Ok(scope)
     }
 
     fn instruction(&mut self, scope: &mut Scope<'a>) -> Result<()> {
@@ -571,11 +643,12 @@ impl<'a> Parser<'a> {
             );
         }
         let line = self.line(name_pos);
-        let mut shape: Option<Shape> = None;
+        let mut shape_pos: Option<usize> = None;
         let mut shape_text: Cow<'a, str> = Cow::Borrowed("");
         if can_be_shape(&mut self.c)? {
             let s0 = self.c.pos;
-            shape = Some(parse_shape(&mut self.c)?);
+            skip_shape(&mut self.c)?;
+            shape_pos = Some(s0);
             shape_text = strip_comments(self.c.text[s0..self.c.pos].trim_end());
         }
         self.c.ws()?;
@@ -600,7 +673,7 @@ impl<'a> Parser<'a> {
             "async-done" => Some(Async::Done),
             _ => None,
         });
-        if shape.is_none() && (chain_kind.is_some() || !can_infer_shape(opcode)) {
+        if shape_pos.is_none() && (chain_kind.is_some() || !can_infer_shape(opcode)) {
             return err(op_pos, format!("cannot infer shape for opcode: {opcode}"));
         }
         self.c.ws()?;
@@ -640,7 +713,8 @@ impl<'a> Parser<'a> {
             }
             "constant" => {
                 let p0 = self.c.pos;
-                check_literal(&mut self.c, shape.as_ref().expect("constant has a shape"))?;
+                let shape = self.shape_at(shape_pos)?.expect("constant has a shape");
+                check_literal(&mut self.c, &shape)?;
                 payload = tidy(self.c.text[p0..self.c.pos].trim());
                 self.close_operands(open, opcode)?;
             }
@@ -706,7 +780,10 @@ impl<'a> Parser<'a> {
             self.c.pos += 1;
             self.c.ws()?;
             let key_pos = self.c.pos;
-            let (key, value) = self.attribute()?;
+            let (key, value) = match self.inline_computations()? {
+                Some(kv) => kv,
+                None => self.attribute()?,
+            };
             if key == "metadata" || attrs.iter().any(|(k, _)| *k == key) {
                 if metadata.is_some() || key != "metadata" {
                     return err(key_pos, format!("attribute {key} already exists"));
@@ -742,6 +819,7 @@ impl<'a> Parser<'a> {
         if let Some(kind) = chain_kind {
             let chain_name = match kind {
                 Async::Start => {
+                    let shape = self.shape_at(shape_pos)?;
                     let tuple_ok = matches!(shape.as_ref().and_then(Shape::tuple_elements),
                         Some(els) if els.len() >= 2 && els[0].tuple_elements().is_some());
                     if !tuple_ok {
@@ -799,8 +877,8 @@ impl<'a> Parser<'a> {
                         }
                     }
                     if kind == Async::Update {
-                        let prev_shape = &scope.facts[operands[0] as usize].shape;
-                        if prev_shape.is_some() && prev_shape != &shape {
+                        let prev_shape = self.shape_at(scope.facts[operands[0] as usize].shape)?;
+                        if prev_shape.is_some() && prev_shape != self.shape_at(shape_pos)? {
                             return err(op_pos, "AsyncUpdate expects the op shape to be the same as the operand shape");
                         }
                     }
@@ -809,6 +887,16 @@ impl<'a> Parser<'a> {
             };
             chain = Some((kind, wrapped_opcode.map(Cow::Borrowed), chain_name));
         }
+        let name = if name.is_empty() {
+            let mut generated = format!("{opcode}.anon");
+            while scope.names.contains_key(generated.as_str()) {
+                scope.anon += 1;
+                generated = format!("{opcode}.anon.{}", scope.anon);
+            }
+            Cow::Owned(generated)
+        } else {
+            name
+        };
         let index = self.add(
             scope,
             Inst {
@@ -824,7 +912,7 @@ impl<'a> Parser<'a> {
                 line,
             },
             Facts {
-                shape,
+                shape: shape_pos,
                 chain,
                 parameter,
                 pos: name_pos,
@@ -833,6 +921,18 @@ impl<'a> Parser<'a> {
         )?;
         self.depth -= 1;
         Ok(index)
+    }
+
+    /// The shape that starts at `pos`, read again (the cursor is left where it was).
+    fn shape_at(&mut self, pos: Option<usize>) -> Result<Option<Shape>> {
+        let Some(pos) = pos else {
+            return Ok(None);
+        };
+        let here = self.c.pos;
+        self.c.pos = pos;
+        let shape = parse_shape(&mut self.c);
+        self.c.pos = here;
+        shape.map(Some)
     }
 
     fn close_operands(&mut self, open: usize, opcode: &str) -> Result<()> {
@@ -878,38 +978,128 @@ impl<'a> Parser<'a> {
     fn operand(&mut self, scope: &mut Scope<'a>, parent: &str) -> Result<u32> {
         self.c.ws()?;
         let start = self.c.pos;
+        let mut shape_span = None;
         if can_be_shape(&mut self.c)? {
-            parse_shape(&mut self.c)?;
+            skip_shape(&mut self.c)?;
+            shape_span = Some((start, self.c.pos));
             self.c.ws()?;
         }
         let name_pos = self.c.pos;
         let name = self.c.name();
-        if !name.is_empty() {
-            self.c.ws()?;
-            // Only `opcode(` starts a nested instruction; anything else after a name is the
-            // caller's to judge (`,`, `)`, or an unclosed list).
-            if self.c.peek() != b'(' {
-                return match scope.names.get(name) {
-                    Some(i) => Ok(*i),
-                    None => err(name_pos, format!("{parent} uses undefined operand {name} (operands are defined before use)")),
-                };
+        self.c.ws()?;
+        // Only `opcode(` starts a nested instruction; anything else after a name is the caller's
+        // to judge (`,`, `)`, or an unclosed list).
+        if !name.is_empty() && self.c.peek() != b'(' || name.is_empty() && shape_span.is_some() {
+            if let Some(i) = scope.names.get(name) {
+                return Ok(*i);
             }
+            if let (true, Some((s0, s1))) = (scope.create_missing, shape_span) {
+                return self.missing_parameter(scope, name, s0, s1);
+            }
+            let shown = if name.is_empty() { "(unnamed)" } else { name };
+            return err(
+                name_pos,
+                format!("{parent} uses undefined operand {shown} (operands are defined before use)"),
+            );
         }
-        // A nested instruction gets a name of its own, as XLA gives it (`add.anon`, `add.anon.1`).
+        // A nested instruction: named once read (`add.anon`, `add.anon.1`), as XLA names it.
         self.c.pos = start;
+        self.rhs(scope, Cow::Borrowed(""), start, false)
+    }
+
+    /// `to_apply={ instructions }` or `branch_computations={{...}, {...}}`: computations written
+    /// in place. Each becomes a computation of its own (named `_`, `_.1`, ... as XLA names them);
+    /// the attribute's value is then their names. None (cursor unmoved) for any other attribute.
+    fn inline_computations(&mut self) -> Result<Option<(&'a str, Cow<'a, str>)>> {
         let save = self.c.pos;
-        if can_be_shape(&mut self.c)? {
-            parse_shape(&mut self.c)?;
+        let key = self.c.ident();
+        if !COMPUTATION_ATTRIBUTES.contains(&key) || !self.c.eat(b'=')? || !self.c.eat(b'{')? {
+            self.c.pos = save;
+            return Ok(None);
+        }
+        let open = self.c.pos - 1;
+        if self.starts_instruction()? {
+            self.c.pos = open;
+            let name = self.inline_computation()?;
+            return Ok(Some((key, Cow::Owned(name))));
         }
         self.c.ws()?;
-        let op = self.c.ident().to_string();
-        self.c.pos = save;
-        let mut generated = format!("{op}.anon");
-        while scope.names.contains_key(generated.as_str()) {
-            scope.anon += 1;
-            generated = format!("{op}.anon.{}", scope.anon);
+        if self.c.peek() != b'{' {
+            self.c.pos = save;
+            return Ok(None);
         }
-        self.rhs(scope, Cow::Owned(generated), start, false)
+        let mut names = Vec::new();
+        loop {
+            self.c.ws()?;
+            if self.c.peek() == b'{' {
+                names.push(self.inline_computation()?);
+            } else {
+                let p = self.c.pos;
+                let name = self.c.name();
+                if name.is_empty() {
+                    return err(p, format!("expected a computation, got {}", self.c.snippet(p)));
+                }
+                names.push(name.to_string());
+            }
+            if self.c.eat(b',')? {
+                continue;
+            }
+            self.c.expect(b'}', "'}' closing a list of computations")?;
+            break;
+        }
+        Ok(Some((key, Cow::Owned(format!("{{{}}}", names.join(", "))))))
+    }
+
+    /// True when an instruction (`ROOT`, or `name =`) starts at the cursor; the cursor stays.
+    fn starts_instruction(&mut self) -> Result<bool> {
+        let save = self.c.pos;
+        self.c.ws()?;
+        let found = self.c.keyword("ROOT") || (!self.c.name().is_empty() && self.c.eat(b'=')?);
+        self.c.pos = save;
+        Ok(found)
+    }
+
+    fn inline_computation(&mut self) -> Result<String> {
+        let line = self.line(self.c.pos);
+        let mut name = "_".to_string();
+        let mut n = 0;
+        while self.comp_names.contains_key(name.as_str()) {
+            n += 1;
+            name = format!("_.{n}");
+        }
+        let scope = self.instruction_list(&name, false)?;
+        let root = scope.root.unwrap_or(scope.insts.len() as u32 - 1) as usize;
+        let root_shape = self.shape_at(scope.facts[root].shape)?;
+        self.comp_names.insert(Cow::Owned(name.clone()), root_shape);
+        self.wrapped.push(Comp { name: Cow::Owned(name.clone()), insts: scope.insts, is_entry: false, line });
+        Ok(name)
+    }
+
+    /// An operand of a lone instruction that names nothing: XLA makes it the next parameter.
+    fn missing_parameter(&mut self, scope: &mut Scope<'a>, name: &'a str, s0: usize, s1: usize) -> Result<u32> {
+        let number = scope.facts.iter().filter(|f| f.parameter >= 0).count() as i64;
+        let mut pname: Cow<'a, str> = Cow::Borrowed(name);
+        if name.is_empty() {
+            let mut generated = format!("parameter.{number}");
+            while scope.names.contains_key(generated.as_str()) {
+                generated.push_str(".1");
+            }
+            pname = Cow::Owned(generated);
+        }
+        let inst = Inst {
+            name: pname,
+            opcode: Cow::Borrowed("parameter"),
+            shape: strip_comments(self.c.text[s0..s1].trim_end()),
+            operands: Vec::new(),
+            attrs: Vec::new(),
+            called: Vec::new(),
+            payload: Cow::Owned(number.to_string()),
+            metadata: None,
+            is_root: false,
+            line: self.line(s0),
+        };
+        let facts = Facts { shape: Some(s0), chain: None, parameter: number, pos: s0 };
+        self.add(scope, inst, facts, s0)
     }
 
     /// The computation XLA builds for `op-start`: one parameter per operand and the op as root.

@@ -128,6 +128,15 @@ pub fn can_be_shape(c: &mut Cursor) -> Result<bool> {
 
 /// Parse a shape at the cursor (after whitespace). Tuples nest up to MAX_DEPTH.
 pub fn parse_shape(c: &mut Cursor) -> Result<Shape> {
+    shape(c, true)
+}
+
+/// Check a shape's syntax and element types and move past it, building nothing.
+pub fn skip_shape(c: &mut Cursor) -> Result<()> {
+    shape(c, false).map(|_| ())
+}
+
+fn shape(c: &mut Cursor, build: bool) -> Result<Shape> {
     let mut stack: Vec<Vec<Shape>> = Vec::new();
     loop {
         c.ws()?;
@@ -140,14 +149,14 @@ pub fn parse_shape(c: &mut Cursor) -> Result<Shape> {
             stack.push(Vec::new());
             if c.eat(b')')? {
                 let done = Shape::Tuple(stack.pop().unwrap_or_default());
-                if let Some(s) = close_elements(c, &mut stack, done)? {
+                if let Some(s) = close_elements(c, &mut stack, done, build)? {
                     return Ok(s);
                 }
             }
             continue;
         }
-        let array = parse_array(c)?;
-        if let Some(s) = close_elements(c, &mut stack, array)? {
+        let array = parse_array(c, build)?;
+        if let Some(s) = close_elements(c, &mut stack, array, build)? {
             return Ok(s);
         }
     }
@@ -159,12 +168,15 @@ fn close_elements(
     c: &mut Cursor,
     stack: &mut Vec<Vec<Shape>>,
     mut done: Shape,
+    build: bool,
 ) -> Result<Option<Shape>> {
     loop {
         let Some(top) = stack.last_mut() else {
             return Ok(Some(done));
         };
-        top.push(done);
+        if build {
+            top.push(done);
+        }
         if c.eat(b',')? {
             return Ok(None);
         }
@@ -182,7 +194,7 @@ fn close_elements(
     }
 }
 
-fn parse_array(c: &mut Cursor) -> Result<Shape> {
+fn parse_array(c: &mut Cursor, build: bool) -> Result<Shape> {
     let start = c.pos;
     let word = c.ident();
     if word.is_empty() {
@@ -221,8 +233,10 @@ fn parse_array(c: &mut Cursor) -> Result<Shape> {
                         }
                     }
                 };
-                dims.push(value);
-                dynamic.push(is_dynamic);
+                if build {
+                    dims.push(value);
+                    dynamic.push(is_dynamic);
+                }
                 if c.eat(b',')? {
                     continue;
                 }

@@ -20,7 +20,13 @@ from __future__ import annotations
 
 import re
 
-from xlagraph import _core
+try:
+    from xlagraph import _core
+except ImportError as e:  # a checkout used without `pip install -e .`
+    raise ImportError(
+        "xlagraph's compiled HLO reader (xlagraph._core) is not built: run `pip install -e .` "
+        "in the checkout (it needs cargo and rustc)"
+    ) from e
 from xlagraph._gc import paused_gc
 from xlagraph.errors import ParseError
 from xlagraph.ir import Computation, Frame, GraphInfo, Instruction, Metadata, Module
