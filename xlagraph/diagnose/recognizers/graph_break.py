@@ -2,9 +2,9 @@
 on a tensor) cut the step's graph, so one graph is a part of the other.
 
 Evidence: the capture says the new graph's sync (or the baseline's) was implicit, and cites its
-line. Without a capture, the graphs' own shape: one is wholly contained in the other and lacks
-most of its outputs (a step cut short), not one or two extra outputs (those stay
-`output_added`: tensors kept alive).
+line; two graphs cut at the same line differ for another reason. Without a capture, the graphs'
+own shape: one is wholly contained in the other and lacks most of its outputs (a step cut short),
+not one or two extra outputs (those stay `output_added`: tensors kept alive).
 """
 
 from __future__ import annotations
@@ -43,9 +43,12 @@ def _cut_short(evidence: Evidence, pending: tuple[Cause, ...]) -> str:
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     ctx = evidence.context
-    if ctx.trigger in IMPLICIT_TRIGGERS:
+    this, base = ctx.trigger in IMPLICIT_TRIGGERS, ctx.baseline_trigger in IMPLICIT_TRIGGERS
+    if this and base and ctx.call_site == ctx.baseline_call_site:
+        return NOTHING  # two cuts at the same line: what differs between them is another cause
+    if this:
         trigger, line, which = ctx.trigger, ctx.call_site, "this graph"
-    elif ctx.baseline_trigger in IMPLICIT_TRIGGERS:
+    elif base:
         trigger, line, which = ctx.baseline_trigger, ctx.baseline_call_site, "the baseline graph"
     elif not ctx.trigger and (which := _cut_short(evidence, pending)):
         trigger = "implicit"

@@ -57,6 +57,15 @@ def _baked_twin(evidence: Evidence, param: str, side: str) -> str:
     return ""
 
 
+def _constant_output(evidence: Evidence, cause: Cause) -> bool:
+    """An extra (or missing) output that is only a constant 0 or 1: the value materialized as a
+    tensor on the step it was baked (`torch.tensor(0.0, device=...)`)."""
+    if cause.kind not in (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED):
+        return False
+    found = evidence.instructions(cause)
+    return bool(found) and all(ins.opcode == "constant" and _special(ins.payload.strip()) for _, ins in found)
+
+
 def _scalar_type(comp, param: str) -> str:  # type: ignore[no-untyped-def]
     return comp.instruction(param).shape.split("[", 1)[0] + "[]"
 
@@ -100,7 +109,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         regions = [
             i
             for i, c in enumerate(pending)
-            if c.kind is CauseKind.STRUCTURE and i not in consumed and readers & set(getattr(c, side))
+            if i not in consumed
+            and (
+                (c.kind is CauseKind.STRUCTURE and readers & set(getattr(c, side)))
+                or _constant_output(evidence, c)
+            )
         ]
         this, other = ("B", "A") if side == "right" else ("A", "B")
         summary = (
