@@ -74,9 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     seed_bytes = [p.read_bytes() for p in seeds]
     saves, captures = harness.save_seeds(), harness.capture_seeds()
     names = sorted(harness.MUTATORS)
-    signatures: dict[bytes, str | None] = {}
+    signatures: dict[bytes, tuple[str, str] | None] = {}
 
-    def signature(data: bytes) -> str | None:
+    def signature(data: bytes) -> tuple[str, str] | None:
         if args.no_oracle:
             return None
         if data not in signatures:

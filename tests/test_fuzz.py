@@ -51,10 +51,10 @@ def runner():
     r.close()
 
 
-_signatures: dict[bytes, str | None] = {}
+_signatures: dict[bytes, tuple[str, str] | None] = {}
 
 
-def _signature(data: bytes) -> str | None:
+def _signature(data: bytes) -> tuple[str, str] | None:
     if data not in _signatures:
         _signatures[data] = harness.jaxlib_signature(data)
     return _signatures[data]
