@@ -2,6 +2,7 @@
 //! result is built as the Python IR directly (`Instruction` and `Metadata` NamedTuples), with
 //! repeated strings (opcodes, shapes, attribute text) shared as one object each.
 
+mod attrs;
 mod checks;
 mod literal;
 mod opcodes;

@@ -8,6 +8,8 @@ use crate::shape::{element_type_name, Shape};
 enum Value {
     Int(i128),
     Float(f64),
+    /// `nan(0x..)`: a NaN with an explicit payload.
+    Nan(u64),
     Bool,
     Complex(f64, f64),
 }
@@ -56,7 +58,13 @@ fn check_value(pos: usize, t: &str, v: &Value) -> Result<()> {
             }
             if is_integral(t) {
                 let (lo, hi) = int_range(t);
-                if *n < lo || *n > hi {
+                // XLA reads the number as int64 and converts: -1 is u64's largest value.
+                let n = if t == "u64" && *n < 0 {
+                    *n + (1i128 << 64)
+                } else {
+                    *n
+                };
+                if n < lo || n > hi {
                     return err(
                         pos,
                         format!("value {n} is out of range for literal's primitive type {t}"),
@@ -96,6 +104,33 @@ fn check_value(pos: usize, t: &str, v: &Value) -> Result<()> {
                         );
                     }
                 }
+            }
+        }
+        Value::Nan(payload) => {
+            if is_integral(t) || t == "pred" {
+                return err(pos, format!("expects integer for primitive type {t}"));
+            }
+            let bits = match t {
+                "f16" => 10,
+                "bf16" => 7,
+                "f32" | "c64" => 23,
+                "f64" | "c128" => 52,
+                "f8e5m2" => 2,
+                "f8e4m3" => 3,
+                "f8e3m4" => 4,
+                _ => 0,
+            };
+            if bits == 0 {
+                return err(pos, format!("tries to set NaN payload {payload:#x} to a literal, but {t} does not support payloads"));
+            }
+            if *payload >= 1u64 << bits {
+                return err(
+                    pos,
+                    format!(
+                        "NaN payload {payload:#x} is out of range for {t} ({:#x})",
+                        (1u64 << bits) - 1
+                    ),
+                );
             }
         }
         Value::Complex(re, im) => {
@@ -139,10 +174,19 @@ fn number(c: &mut Cursor) -> Result<Value> {
     if rest.starts_with(b"nan") {
         let mut j = i + 3;
         if j < b.len() && b[j] == b'(' {
+            let p0 = j + 1;
             while j < b.len() && b[j] != b')' {
                 j += 1;
             }
-            j += 1;
+            let inside = &c.text[p0..j.min(b.len())];
+            let Some(payload) = inside
+                .strip_prefix("0x")
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+            else {
+                return err(start, format!("malformed NaN payload {inside}"));
+            };
+            c.pos = (j + 1).min(b.len());
+            return Ok(Value::Nan(payload));
         } else if !word_end(3) {
             return err(
                 start,
@@ -181,6 +225,9 @@ fn number(c: &mut Cursor) -> Result<Value> {
     c.pos = i;
     if decimal {
         match text.parse::<f64>() {
+            Ok(x) if x.is_infinite() => {
+                err(start, format!("constant {text} is out of range for double"))
+            }
             Ok(x) => Ok(Value::Float(x)),
             Err(_) => err(start, format!("malformed number {text}")),
         }
@@ -203,19 +250,41 @@ fn scalar(c: &mut Cursor) -> Result<Value> {
         let re = match number(c)? {
             Value::Int(n) => n as f64,
             Value::Float(x) => x,
-            _ => 0.0,
+            _ => f64::NAN,
         };
         c.expect(b',', "',' in a complex value")?;
         c.ws()?;
         let im = match number(c)? {
             Value::Int(n) => n as f64,
             Value::Float(x) => x,
-            _ => 0.0,
+            _ => f64::NAN,
         };
         c.expect(b')', "')' closing a complex value")?;
         return Ok(Value::Complex(re, im));
     }
     number(c)
+}
+
+/// A literal that states its own shape: `f32[2] {1, 2}` or a tuple `(s32[] 1, pred[] 0)`.
+pub fn check_shaped_literal(c: &mut Cursor, depth: usize) -> Result<()> {
+    c.ws()?;
+    if depth > crate::shape::MAX_DEPTH {
+        return err(c.pos, "maximum nesting depth exceeded in a literal");
+    }
+    if c.eat(b'(')? {
+        if c.eat(b')')? {
+            return Ok(());
+        }
+        loop {
+            check_shaped_literal(c, depth + 1)?;
+            if c.eat(b',')? {
+                continue;
+            }
+            return c.expect(b')', "')' closing a tuple literal");
+        }
+    }
+    let shape = crate::shape::parse_shape(c)?;
+    check_literal(c, &shape)
 }
 
 /// Check a literal of `shape` at the cursor; stops before the closing `)` of `constant(...)`.
@@ -228,10 +297,7 @@ pub fn check_literal(c: &mut Cursor, shape: &Shape) -> Result<()> {
                     if i > 0 {
                         c.expect(b',', "',' between tuple literal elements")?;
                     }
-                    if e.tuple_elements().is_some() {
-                        return err(c.pos, "nested tuple literals are not supported");
-                    }
-                    check_literal(c, e)?;
+                    check_literal(c, e)?; // depth bounded: tuple shapes nest at most MAX_DEPTH
                 }
                 c.expect(b')', "')' closing a tuple literal")?;
             }

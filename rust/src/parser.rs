@@ -134,11 +134,13 @@ pub struct ModuleText<'a> {
 }
 
 /// What the checks need to know of an instruction besides its IR record.
+type Chain<'a> = (Async, Option<Cow<'a, str>>, Cow<'a, str>, Cow<'a, str>);
+
 struct Facts<'a> {
     /// Where the result shape starts (read again only where a check needs it).
     shape: Option<usize>,
-    /// Async chain: kind, wrapped opcode (shorthand) and the computation it runs.
-    chain: Option<(Async, Option<Cow<'a, str>>, Cow<'a, str>)>,
+    /// Async chain: kind, wrapped opcode (shorthand), the computation it runs, its thread.
+    chain: Option<Chain<'a>>,
     parameter: i64,
     pos: usize,
 }
@@ -160,6 +162,8 @@ pub struct Parser<'a> {
     /// Computations XLA creates for async shorthand, added before the computation being read.
     wrapped: Vec<Comp<'a>>,
     depth: usize,
+    /// Computations already run by an explicit async-start (XLA allows one caller).
+    async_computations: std::collections::HashSet<String>,
 }
 
 pub fn unescape(s: &str) -> Cow<'_, str> {
@@ -236,6 +240,7 @@ impl<'a> Parser<'a> {
             comp_names: FxMap::default(),
             wrapped: Vec::new(),
             depth: 0,
+            async_computations: Default::default(),
         }
     }
 
@@ -258,7 +263,10 @@ impl<'a> Parser<'a> {
         let name_pos = self.c.pos;
         let name = self.c.name();
         if name.is_empty() {
-            return err(name_pos, format!("expected a module name, got {}", self.c.snippet(name_pos)));
+            return err(
+                name_pos,
+                format!("expected a module name, got {}", self.c.snippet(name_pos)),
+            );
         }
         if self.c.peek() == b':' {
             self.c.pos += 1; // `HloModule name:`, an older printer's form
@@ -269,7 +277,10 @@ impl<'a> Parser<'a> {
             let key_pos = self.c.pos;
             let (key, value) = self.attribute()?;
             if !HEADER_ATTRIBUTES.contains(&key) {
-                return err(key_pos, format!("unexpected attribute {key} in the HloModule header"));
+                return err(
+                    key_pos,
+                    format!("unexpected attribute {key} in the HloModule header"),
+                );
             }
             if header.iter().any(|(k, _)| *k == key) {
                 return err(key_pos, format!("attribute {key} already exists"));
@@ -304,7 +315,10 @@ impl<'a> Parser<'a> {
         }
         if name.is_empty() {
             let entry = self.comps.iter().find(|c| c.is_entry).or(self.comps.last());
-            name = Cow::Owned(format!("module_{}", entry.map(|c| c.name.as_ref()).unwrap_or("")));
+            name = Cow::Owned(format!(
+                "module_{}",
+                entry.map(|c| c.name.as_ref()).unwrap_or("")
+            ));
         }
         let module = ModuleText {
             name,
@@ -357,14 +371,34 @@ impl<'a> Parser<'a> {
         scope.insts[index as usize].is_root = true;
         self.c.ws()?;
         if !self.c.at_end() {
-            return err(self.c.pos, format!("one instruction expected, more text follows: {}", self.c.snippet(self.c.pos)));
+            return err(
+                self.c.pos,
+                format!(
+                    "one instruction expected, more text follows: {}",
+                    self.c.snippet(self.c.pos)
+                ),
+            );
         }
         let line = self.line(start);
         let comp = Cow::Owned(format!("{}.computation", scope.insts[index as usize].name));
         self.comps.append(&mut self.wrapped);
-        self.comps.push(Comp { name: comp, insts: scope.insts, is_entry: true, line });
-        let name = Cow::Owned(format!("module_{}", self.comps.last().map(|c| c.name.as_ref()).unwrap_or("")));
-        Ok(ModuleText { name, header_pos: start, header: Vec::new(), comps: std::mem::take(&mut self.comps), tables: Vec::new() })
+        self.comps.push(Comp {
+            name: comp,
+            insts: scope.insts,
+            is_entry: true,
+            line,
+        });
+        let name = Cow::Owned(format!(
+            "module_{}",
+            self.comps.last().map(|c| c.name.as_ref()).unwrap_or("")
+        ));
+        Ok(ModuleText {
+            name,
+            header_pos: start,
+            header: Vec::new(),
+            comps: std::mem::take(&mut self.comps),
+            tables: Vec::new(),
+        })
     }
 
     /// The FileNames / FunctionNames / FileLocations / StackFrames block: rows `N "text"` or `N {..}`.
@@ -427,6 +461,11 @@ impl<'a> Parser<'a> {
         }
         self.c.ws()?;
         let start = self.c.pos;
+        if key == "literal" {
+            // `literal=f32[] 0.1`, `literal=(s32[2] {1, 2}, pred[] 0)`: shapes before literals.
+            crate::literal::check_shaped_literal(&mut self.c, 0)?;
+            return Ok((key, tidy(&self.c.text[start..self.c.pos])));
+        }
         let b = self.c.b;
         let mut end = start;
         while self.c.pos < b.len() {
@@ -586,7 +625,10 @@ impl<'a> Parser<'a> {
             }
             if self.c.peek() == b'}' {
                 if scope.insts.is_empty() {
-                    return err(self.c.pos, format!("computation {name} has no instructions"));
+                    return err(
+                        self.c.pos,
+                        format!("computation {name} has no instructions"),
+                    );
                 }
                 self.c.pos += 1;
                 break;
@@ -594,8 +636,10 @@ impl<'a> Parser<'a> {
             self.instruction(&mut scope)?;
         }
         let numbers: Vec<i64> = scope.facts.iter().map(|f| f.parameter).collect();
-        crate::checks::check_parameters(name, &numbers)
-            .map_err(|(i, message)| Error { message, pos: scope.facts[i].pos })?;
+        crate::checks::check_parameters(name, &numbers).map_err(|(i, message)| Error {
+            message,
+            pos: scope.facts[i].pos,
+        })?;
         Ok(scope)
     }
 
@@ -768,6 +812,7 @@ impl<'a> Parser<'a> {
         let mut called: Vec<Cow<'a, str>> = Vec::new();
         let mut metadata = None;
         let mut calls_pos = 0usize;
+        let mut attr_pos: Vec<usize> = Vec::new();
         loop {
             self.c.ws()?;
             if self.c.peek() != b',' {
@@ -813,8 +858,18 @@ impl<'a> Parser<'a> {
                 }
             }
             attrs.push((key, value));
+            attr_pos.push(key_pos);
         }
-        // Async chains: start -> update* -> done, one wrapped computation throughout.
+        crate::attrs::check(opcode, &attrs).map_err(|(i, m)| Error {
+            message: m,
+            pos: i.map(|i| attr_pos[i]).unwrap_or(op_pos),
+        })?;
+        self.check_operand_shapes(scope, opcode, &operands, shape_pos, &attrs, op_pos)?;
+        // Async chains: start -> update* -> done, one wrapped computation and thread throughout.
+        let thread: Option<Cow<'a, str>> = attrs
+            .iter()
+            .find(|(k, _)| *k == "async_execution_thread")
+            .map(|(_, v)| Cow::Owned(v.trim_matches('"').to_string()));
         let mut chain = None;
         if let Some(kind) = chain_kind {
             let chain_name = match kind {
@@ -836,12 +891,21 @@ impl<'a> Parser<'a> {
                             line,
                         );
                         called.push(Cow::Owned(wrapped.clone()));
-                        Cow::Owned(wrapped)
+                        (
+                            Cow::Owned(wrapped),
+                            thread.clone().unwrap_or(Cow::Borrowed("main")),
+                        )
                     } else {
-                        match called.first() {
-                            Some(c) => c.clone(),
-                            None => return err(op_pos, "async-start needs calls=<computation>"),
+                        let Some(c) = called.first() else {
+                            return err(op_pos, "async-start needs calls=<computation>");
+                        };
+                        if !self.async_computations.insert(c.to_string()) {
+                            return err(
+                                calls_pos,
+                                format!("computation {c} is called by more than one async op"),
+                            );
                         }
+                        (c.clone(), thread.clone().unwrap_or(Cow::Borrowed("main")))
                     }
                 }
                 Async::Update | Async::Done => {
@@ -849,7 +913,7 @@ impl<'a> Parser<'a> {
                         [one] => scope.facts[*one as usize].chain.as_ref(),
                         _ => None,
                     };
-                    let Some((prev_kind, prev_wrapped, prev_comp)) = previous else {
+                    let Some((prev_kind, prev_wrapped, prev_comp, prev_thread)) = previous else {
                         return err(
                             op_pos,
                             "AsyncUpdate and AsyncDone expect a single async op as their operand",
@@ -876,16 +940,26 @@ impl<'a> Parser<'a> {
                             return err(calls_pos, format!("Expect async_wrapped_computation to be {prev_comp}, but got {c}"));
                         }
                     }
+                    if let Some(t) = &thread {
+                        if t != prev_thread {
+                            return err(op_pos, format!("Expect async_execution_thread to be {prev_thread}, but got {t}"));
+                        }
+                    }
                     if kind == Async::Update {
                         let prev_shape = self.shape_at(scope.facts[operands[0] as usize].shape)?;
                         if prev_shape.is_some() && prev_shape != self.shape_at(shape_pos)? {
                             return err(op_pos, "AsyncUpdate expects the op shape to be the same as the operand shape");
                         }
                     }
-                    prev_comp.clone()
+                    (prev_comp.clone(), prev_thread.clone())
                 }
             };
-            chain = Some((kind, wrapped_opcode.map(Cow::Borrowed), chain_name));
+            chain = Some((
+                kind,
+                wrapped_opcode.map(Cow::Borrowed),
+                chain_name.0,
+                chain_name.1,
+            ));
         }
         let name = if name.is_empty() {
             let mut generated = format!("{opcode}.anon");
@@ -987,11 +1061,21 @@ impl<'a> Parser<'a> {
         let name_pos = self.c.pos;
         let name = self.c.name();
         self.c.ws()?;
+        // XLA's quirk, kept for its counts: a lone instruction's `f32[] add(` first tries `add` as
+        // an operand name and creates that missing parameter before reading the nested `add`.
+        if let (true, Some((s0, s1)), false) = (scope.create_missing, shape_span, name.is_empty()) {
+            if self.c.peek() == b'(' && !scope.names.contains_key(name) {
+                self.missing_parameter(scope, name, s0, s1)?;
+            }
+        }
         // Only `opcode(` starts a nested instruction; anything else after a name is the caller's
         // to judge (`,`, `)`, or an unclosed list).
         if !name.is_empty() && self.c.peek() != b'(' || name.is_empty() && shape_span.is_some() {
-            if let Some(i) = scope.names.get(name) {
-                return Ok(*i);
+            if let Some(&i) = scope.names.get(name) {
+                if let Some((s0, s1)) = shape_span {
+                    self.check_declared_shape(scope, i, s0, s1)?;
+                }
+                return Ok(i);
             }
             if let (true, Some((s0, s1))) = (scope.create_missing, shape_span) {
                 return self.missing_parameter(scope, name, s0, s1);
@@ -999,7 +1083,9 @@ impl<'a> Parser<'a> {
             let shown = if name.is_empty() { "(unnamed)" } else { name };
             return err(
                 name_pos,
-                format!("{parent} uses undefined operand {shown} (operands are defined before use)"),
+                format!(
+                    "{parent} uses undefined operand {shown} (operands are defined before use)"
+                ),
             );
         }
         // A nested instruction: named once read (`add.anon`, `add.anon.1`), as XLA names it.
@@ -1037,7 +1123,10 @@ impl<'a> Parser<'a> {
                 let p = self.c.pos;
                 let name = self.c.name();
                 if name.is_empty() {
-                    return err(p, format!("expected a computation, got {}", self.c.snippet(p)));
+                    return err(
+                        p,
+                        format!("expected a computation, got {}", self.c.snippet(p)),
+                    );
                 }
                 names.push(name.to_string());
             }
@@ -1071,12 +1160,164 @@ impl<'a> Parser<'a> {
         let root = scope.root.unwrap_or(scope.insts.len() as u32 - 1) as usize;
         let root_shape = self.shape_at(scope.facts[root].shape)?;
         self.comp_names.insert(Cow::Owned(name.clone()), root_shape);
-        self.wrapped.push(Comp { name: Cow::Owned(name.clone()), insts: scope.insts, is_entry: false, line });
+        self.wrapped.push(Comp {
+            name: Cow::Owned(name.clone()),
+            insts: scope.insts,
+            is_entry: false,
+            line,
+        });
         Ok(name)
     }
 
+    /// `add(f32[2,5] x, ...)`: the shape written with an operand must be its definition's
+    /// (layout aside). Equal text is the common, cheap case.
+    fn check_declared_shape(
+        &mut self,
+        scope: &Scope<'a>,
+        i: u32,
+        s0: usize,
+        s1: usize,
+    ) -> Result<()> {
+        let declared = self.c.text[s0..s1].trim_end();
+        let defined = &scope.insts[i as usize].shape;
+        if defined.is_empty() || declared == defined.as_ref() {
+            return Ok(());
+        }
+        let (Some(a), Some(b)) = (
+            self.shape_at(Some(s0))?,
+            self.shape_at(scope.facts[i as usize].shape)?,
+        ) else {
+            return Ok(());
+        };
+        if !a.compatible(&b) {
+            return err(
+                s0,
+                format!(
+                    "the declared operand shape {} is not compatible with the shape of {}, {}",
+                    a.human(),
+                    scope.insts[i as usize].name,
+                    b.human()
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Checks that need operand or result shapes: conditional selectors, infeed, parameter
+    /// replication, custom-call operand layouts.
+    fn check_operand_shapes(
+        &mut self,
+        scope: &Scope<'a>,
+        opcode: &str,
+        operands: &[u32],
+        shape_pos: Option<usize>,
+        attrs: &[(&'a str, Cow<'a, str>)],
+        op_pos: usize,
+    ) -> Result<()> {
+        let attr = |k: &str| {
+            attrs
+                .iter()
+                .find(|(key, _)| *key == k)
+                .map(|(_, v)| v.as_ref())
+        };
+        match opcode {
+            "conditional" => {
+                let Some(&first) = operands.first() else {
+                    return err(op_pos, "conditional needs a branch selector operand");
+                };
+                if let Some(Shape::Array(t, dims, _)) =
+                    self.shape_at(scope.facts[first as usize].shape)?
+                {
+                    let t = crate::shape::element_type_name(t);
+                    if !dims.is_empty() || (t != "pred" && t != "s32") {
+                        return err(
+                            op_pos,
+                            "the first operand of conditional must be a scalar of PRED or S32",
+                        );
+                    }
+                    if t == "pred" && attr("branch_computations").is_some() {
+                        return err(
+                            op_pos,
+                            "a conditional on PRED takes true_computation and false_computation",
+                        );
+                    }
+                    if t == "s32" && attr("branch_computations").is_none() {
+                        return err(op_pos, "a conditional on S32 takes branch_computations");
+                    }
+                }
+            }
+            "broadcast" if attr("dimensions").is_none() => {
+                if let Some(&o) = operands.first() {
+                    if matches!(self.shape_at(scope.facts[o as usize].shape)?, Some(Shape::Array(_, d, _)) if !d.is_empty())
+                    {
+                        return err(op_pos, "broadcast requires the attribute dimensions (its operand is not a scalar)");
+                    }
+                }
+            }
+            "infeed" if !matches!(self.shape_at(shape_pos)?, Some(Shape::Tuple(v)) if !v.is_empty()) =>
+            {
+                return err(op_pos, "infeed must have a non-empty tuple shape");
+            }
+            _ => {}
+        }
+        if let Some(value) = attr("parameter_replication") {
+            if let Some(shape) = self.shape_at(shape_pos)? {
+                let given = value
+                    .split(',')
+                    .filter(|v| !v.trim_matches(['{', '}', ' ']).is_empty())
+                    .count();
+                if given != shape.leaf_count() {
+                    return err(
+                        op_pos,
+                        format!("parameter has {} leaf buffers, but parameter_replication has {given} elements", shape.leaf_count()),
+                    );
+                }
+            }
+        }
+        if let Some(value) = attr("operand_layout_constraints") {
+            let mut c = Cursor::new(value);
+            c.expect(b'{', "'{' opening operand_layout_constraints")?;
+            let mut layouts = Vec::new();
+            if !c.eat(b'}')? {
+                loop {
+                    c.ws()?;
+                    layouts.push(parse_shape(&mut c)?);
+                    if c.eat(b',')? {
+                        continue;
+                    }
+                    c.expect(b'}', "'}' closing operand_layout_constraints")?;
+                    break;
+                }
+            }
+            if layouts.len() != operands.len() {
+                return err(
+                    op_pos,
+                    format!(
+                        "expected {} operand layout constraints, {} given",
+                        operands.len(),
+                        layouts.len()
+                    ),
+                );
+            }
+            for (n, (layout, &o)) in layouts.iter().zip(operands).enumerate() {
+                if let Some(actual) = self.shape_at(scope.facts[o as usize].shape)? {
+                    if !layout.compatible(&actual) {
+                        return err(op_pos, format!("operand layout constraint {} for operand {n} is not compatible with {}", layout.human(), actual.human()));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// An operand of a lone instruction that names nothing: XLA makes it the next parameter.
-    fn missing_parameter(&mut self, scope: &mut Scope<'a>, name: &'a str, s0: usize, s1: usize) -> Result<u32> {
+    fn missing_parameter(
+        &mut self,
+        scope: &mut Scope<'a>,
+        name: &'a str,
+        s0: usize,
+        s1: usize,
+    ) -> Result<u32> {
         let number = scope.facts.iter().filter(|f| f.parameter >= 0).count() as i64;
         let mut pname: Cow<'a, str> = Cow::Borrowed(name);
         if name.is_empty() {
@@ -1098,7 +1339,12 @@ impl<'a> Parser<'a> {
             is_root: false,
             line: self.line(s0),
         };
-        let facts = Facts { shape: Some(s0), chain: None, parameter: number, pos: s0 };
+        let facts = Facts {
+            shape: Some(s0),
+            chain: None,
+            parameter: number,
+            pos: s0,
+        };
         self.add(scope, inst, facts, s0)
     }
 

@@ -95,6 +95,19 @@ impl Shape {
         }
     }
 
+    /// Number of array leaves (XLA's `GetLeafCount`).
+    pub fn leaf_count(&self) -> usize {
+        let mut count = 0;
+        let mut stack = vec![self];
+        while let Some(s) = stack.pop() {
+            match s {
+                Shape::Array(..) => count += 1,
+                Shape::Tuple(v) => stack.extend(v.iter()),
+            }
+        }
+        count
+    }
+
     /// True when `index` (a tuple path) names a subshape.
     pub fn index_is_valid(&self, index: &[i64]) -> bool {
         let mut s = self;
@@ -258,7 +271,40 @@ fn parse_array(c: &mut Cursor, build: bool) -> Result<Shape> {
         c.pos = save;
         if next.is_ascii_digit() || next == b':' || next == b'}' {
             c.skip_balanced()?;
+            let layout = &c.text[save..c.pos];
+            if let Some((_, attrs)) = layout.split_once(':') {
+                check_layout_attributes(attrs).map_err(|m| crate::scan::Error {
+                    message: m,
+                    pos: save,
+                })?;
+            }
         }
     }
     Ok(Shape::Array(t, dims, dynamic))
+}
+
+/// The part of a layout after `:`: dim level types `D(...)` are D, C or S (with `+`/`~`), and a
+/// physical shape `P(...)` belongs to sparse arrays only.
+fn check_layout_attributes(attrs: &str) -> std::result::Result<(), String> {
+    let mut sparse = false;
+    if let Some(start) = attrs.find("D(") {
+        let inner = &attrs[start + 2..];
+        let inner = &inner[..inner.find(')').unwrap_or(inner.len())];
+        for level in inner.split(',') {
+            let level = level.trim().trim_end_matches(['+', '~']);
+            match level {
+                "D" => {}
+                "C" | "S" => sparse = true,
+                other => {
+                    return Err(format!(
+                        "expected a DimLevelType abbreviation (D, C, or S), got {other}"
+                    ))
+                }
+            }
+        }
+    }
+    if attrs.contains("P(") && !sparse {
+        return Err("layout has a physical shape, but is not for a sparse array".to_string());
+    }
+    Ok(())
 }

@@ -1,0 +1,240 @@
+//! Instruction attributes XLA requires, and the value grammars it checks while parsing
+//! (windows, convolution dimension labels, result accuracy, custom-call API versions).
+
+/// Attributes without which XLA's parser refuses an opcode (`required=true` in hlo_parser.cc).
+const REQUIRED: &[(&str, &[&str])] = &[
+    ("transpose", &["dimensions"]),
+    ("reverse", &["dimensions"]),
+    ("concatenate", &["dimensions"]),
+    ("reduce", &["dimensions", "to_apply"]),
+    ("sort", &["dimensions", "to_apply"]),
+    ("map", &["to_apply"]),
+    ("call", &["to_apply"]),
+    ("reduce-window", &["to_apply"]),
+    ("all-reduce", &["to_apply"]),
+    ("all-reduce-start", &["to_apply"]),
+    ("reduce-scatter", &["dimensions", "to_apply"]),
+    ("all-gather", &["dimensions"]),
+    ("all-gather-start", &["dimensions"]),
+    ("while", &["condition", "body"]),
+    ("fusion", &["kind", "calls"]),
+    ("get-tuple-element", &["index"]),
+    ("iota", &["iota_dimension"]),
+    ("slice", &["slice"]),
+    ("dynamic-slice", &["dynamic_slice_sizes"]),
+    ("pad", &["padding"]),
+    ("compare", &["direction"]),
+    ("custom-call", &["custom_call_target"]),
+    ("select-and-scatter", &["select", "scatter"]),
+    ("reduce-precision", &["exponent_bits", "mantissa_bits"]),
+    ("topk", &["k"]),
+    ("collective-permute", &["source_target_pairs"]),
+    ("collective-permute-start", &["source_target_pairs"]),
+    ("get-dimension-size", &["dimensions"]),
+    ("set-dimension-size", &["dimensions"]),
+    ("fft", &["fft_type", "fft_length"]),
+    ("rng", &["distribution"]),
+];
+
+/// Opcodes that take `result_accuracy` (XLA's unary ops "with result accuracy").
+const ACCURACY_OPS: &[&str] = &[
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atanh",
+    "exponential-minus-one",
+    "log",
+    "log-plus-one",
+    "logistic",
+    "sqrt",
+    "cbrt",
+    "rsqrt",
+    "tanh",
+    "erf",
+    "sine",
+    "sinh",
+    "cosine",
+    "cosh",
+    "tan",
+    "exponential",
+];
+
+const API_VERSIONS: &[&str] = &[
+    "API_VERSION_ORIGINAL",
+    "API_VERSION_STATUS_RETURNING",
+    "API_VERSION_STATUS_RETURNING_UNIFIED",
+    "API_VERSION_TYPED_FFI",
+];
+
+/// Check the attributes of one instruction; on failure, the index of the attribute at fault
+/// (None: the instruction as a whole) and the message.
+pub fn check(
+    opcode: &str,
+    attrs: &[(&str, std::borrow::Cow<str>)],
+) -> Result<(), (Option<usize>, String)> {
+    let has = |k: &str| attrs.iter().any(|(key, _)| *key == k);
+    if let Some((_, required)) = REQUIRED.iter().find(|(op, _)| *op == opcode) {
+        for key in *required {
+            if !has(key) {
+                return Err((None, format!("{opcode} requires the attribute {key}")));
+            }
+        }
+    }
+    if opcode == "conditional" {
+        let branches = has("branch_computations");
+        if branches && (has("true_computation") || has("false_computation")) {
+            return Err((
+                None,
+                "conditional takes branch_computations or true/false_computation, not both".into(),
+            ));
+        }
+        if !(branches || has("true_computation") && has("false_computation")) {
+            return Err((None, "conditional requires branch_computations or true_computation and false_computation".into()));
+        }
+    }
+    for (i, (key, value)) in attrs.iter().enumerate() {
+        let result = match *key {
+            "window" => window(value),
+            "dim_labels" if opcode == "convolution" => dim_labels(value),
+            "result_accuracy" => {
+                if ACCURACY_OPS.contains(&opcode) {
+                    result_accuracy(value)
+                } else {
+                    Err(format!("unexpected attribute result_accuracy for {opcode}"))
+                }
+            }
+            "api_version" => {
+                if API_VERSIONS.contains(&value.as_ref()) {
+                    Ok(())
+                } else {
+                    Err(format!("invalid custom-call API version {value}"))
+                }
+            }
+            _ => Ok(()),
+        };
+        result.map_err(|m| (Some(i), m))?;
+    }
+    Ok(())
+}
+
+fn ints(s: &str) -> bool {
+    !s.is_empty() && s.split('x').all(|d| d.parse::<i64>().is_ok())
+}
+
+/// `{size=3x3 stride=1x1 pad=0_0x1_1 lhs_dilate=.. rhs_dilate=.. rhs_reversal=..}`
+fn window(value: &str) -> Result<(), String> {
+    let inner = value
+        .strip_prefix('{')
+        .and_then(|v| v.strip_suffix('}'))
+        .ok_or("window must be {...}")?;
+    for field in inner.split_whitespace() {
+        let (key, v) = field
+            .split_once('=')
+            .ok_or_else(|| format!("malformed window field {field}"))?;
+        let ok = match key {
+            "size" | "stride" | "lhs_dilate" | "rhs_dilate" | "rhs_reversal" => ints(v),
+            "pad" => v.split('x').all(|d| {
+                let parts: Vec<&str> = d.split('_').collect();
+                parts.len() == 2 && parts.iter().all(|p| p.parse::<i64>().is_ok())
+            }),
+            _ => return Err(format!("unexpected window field {key}")),
+        };
+        if !ok {
+            return Err(format!(
+                "malformed window {key}={v} (pad is low_high per dimension, joined by 'x')"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `b01f_01io->b01f`: each part names batch/feature (or input/output) once and spatial
+/// dimensions 0..N-1 once, with the same N in all three.
+fn dim_labels(value: &str) -> Result<(), String> {
+    let (lhs, rest) = value
+        .split_once('_')
+        .ok_or("dim_labels must be lhs_rhs->out")?;
+    let (rhs, out) = rest
+        .split_once("->")
+        .ok_or("dim_labels must be lhs_rhs->out")?;
+    let spatial = |part: &str, letters: [char; 2], what: &str| -> Result<usize, String> {
+        let mut digits = Vec::new();
+        for letter in letters {
+            if part.chars().filter(|c| *c == letter).count() != 1 {
+                return Err(format!(
+                    "expects one '{letter}' in {what} dimension numbers {part}"
+                ));
+            }
+        }
+        for c in part.chars() {
+            match c {
+                '0'..='9' => digits.push(c as usize - '0' as usize),
+                c if letters.contains(&c) => {}
+                '?' => {}
+                _ => {
+                    return Err(format!(
+                        "unexpected '{c}' in {what} dimension numbers {part}"
+                    ))
+                }
+            }
+        }
+        let mut sorted = digits.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted.len() != digits.len() {
+            return Err(format!("expects unique {what} dimension numbers in {part}"));
+        }
+        if sorted.iter().enumerate().any(|(i, d)| i != *d) {
+            return Err(format!(
+                "expects [0, {}) in {what} dimension numbers {part}",
+                digits.len()
+            ));
+        }
+        Ok(digits.len())
+    };
+    let a = spatial(lhs, ['b', 'f'], "lhs")?;
+    let b = spatial(rhs, ['i', 'o'], "rhs")?;
+    let c = spatial(out, ['b', 'f'], "output")?;
+    if a != b || b != c {
+        return Err(format!("input, kernel and output must have the same number of spatial dimensions: {a}, {b}, {c}"));
+    }
+    Ok(())
+}
+
+/// `{mode=default}` / `{mode=highest}` or `{tolerance={atol=.. rtol=.. ulps=..}}`.
+fn result_accuracy(value: &str) -> Result<(), String> {
+    let inner = value
+        .strip_prefix('{')
+        .and_then(|v| v.strip_suffix('}'))
+        .ok_or("result_accuracy must be {...}")?;
+    let inner = inner.trim();
+    if let Some(mode) = inner.strip_prefix("mode=") {
+        return match mode.trim().to_ascii_lowercase().as_str() {
+            "default" | "highest" => Ok(()),
+            other => Err(format!("unknown result accuracy mode {other}")),
+        };
+    }
+    if let Some(tolerance) = inner.strip_prefix("tolerance=") {
+        let t = tolerance.trim();
+        let fields = t
+            .strip_prefix('{')
+            .and_then(|v| v.strip_suffix('}'))
+            .ok_or("tolerance must be {...}")?;
+        for field in fields.split([',', ' ']).filter(|f| !f.is_empty()) {
+            let (key, v) = field
+                .split_once('=')
+                .ok_or_else(|| format!("malformed tolerance field {field}"))?;
+            if !matches!(key, "atol" | "rtol" | "ulps") || v.parse::<f64>().is_err() {
+                return Err(format!("invalid tolerance field {field}"));
+            }
+        }
+        return Ok(());
+    }
+    match inner.split_once('=') {
+        Some((key, _)) if key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+            Err(format!("invalid attribute name: {key}"))
+        }
+        _ => Err("expects attribute name in result_accuracy".into()),
+    }
+}
