@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = ["compare_outputs", "compare_parameters"]
 
+# Matchers that pair whole identical subgraphs: interchangeable inputs may be paired either way.
+_IDENTITY = frozenset({"exact", "exact-shape"})
 # Matchers that pair parameters without looking at what reads them.
 _BLIND = frozenset({"parameters", "outputs", "top-down-lenient"})
 
@@ -55,6 +57,22 @@ def _supported(cmp: Comparison, a: str, b: str) -> bool:
 
 
 _COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
+
+
+def _distinguishable(cmp: Comparison, comp: CanonicalComputation) -> set[str]:
+    """Parameters that nothing else on their side resembles: same shape and users computing the
+    same thing (structurally, `h0`) make inputs interchangeable, e.g. the Q, K and V weights of
+    one layer or the seeds of two dropouts. Paired as parts of identical subgraphs, such inputs
+    may be paired either way, so that is no evidence of a permutation; their positions stand."""
+    users = cmp.users(comp)
+    sig = {
+        p: (shape_of(comp, p), tuple(sorted(comp.h0.get(u, comp.keys.get(u, 0)) for u in users.get(p, ()))))
+        for p in comp.param_number
+    }
+    seen: dict[tuple[str, tuple[int, ...]], int] = {}
+    for v in sig.values():
+        seen[v] = seen.get(v, 0) + 1
+    return {p for p, v in sig.items() if seen[v] == 1}
 
 
 def _longest_increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -125,10 +143,13 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     lnum, rnum = left.param_number, right.param_number
     lname = {n: p for p, n in lnum.items()}
     rname = {n: p for p, n in rnum.items()}
+    lone_l, lone_r = _distinguishable(cmp, left), _distinguishable(cmp, right)
     evidence = [
         (lnum[a], rnum[b])
         for a, b in ((a, m.left.get(a)) for a in lnum)
-        if b in rnum and _supported(cmp, a, b)
+        if b in rnum
+        and (m.matcher.get(a) not in _IDENTITY or (a in lone_l and b in lone_r))
+        and _supported(cmp, a, b)
     ]
     anchors = _longest_increasing(evidence)
     permuted = len(anchors) < len(evidence)
