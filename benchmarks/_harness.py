@@ -274,6 +274,41 @@ def _worker_xlagraph_parse(paths: list[str], repeat: int) -> dict[str, Any]:
     return _summary(_time_calls(parse_all, repeat), rss_before)
 
 
+def _worker_core_parse(paths: list[str], repeat: int) -> dict[str, Any]:
+    """The compiled reader alone (``xlagraph._core.parse_only``): parsing and checking, no Python IR."""
+    parse_only = _import("xlagraph._core", "parse_only")
+    texts = [Path(p).read_text() for p in paths]
+    rss_before = _rss_now_mb()
+    return _summary(_time_calls(lambda: [parse_only(t) for t in texts], repeat), rss_before)
+
+
+def _worker_xla_once(paths: list[str], repeat: int) -> dict[str, Any]:
+    """What a user waits for when XLA reads the files: this whole process (the parent times it)."""
+    parse = _import("jaxlib._hlo", "hlo_module_from_text")
+    start = time.perf_counter()
+    for p in paths:
+        parse(Path(p).read_text())
+    return _summary([time.perf_counter() - start], _rss_now_mb())
+
+
+def _worker_cli(argv: list[str]) -> dict[str, Any]:
+    """Run the ``xlagraph`` command in this process, its output to /dev/null (the parent times it)."""
+    main = _import("xlagraph.cli.main", "main")
+    start = time.perf_counter()
+    sys.argv = ["xlagraph", *argv]
+    with open(os.devnull, "w") as sink:
+        saved, sys.stdout = sys.stdout, sink
+        try:
+            main()
+        except SystemExit as exc:
+            code = exc.code
+        else:
+            code = 0
+        finally:
+            sys.stdout = saved
+    return _summary([time.perf_counter() - start], _rss_now_mb(), exit_code=code)
+
+
 def _worker_diff(paths: list[str], repeat: int) -> dict[str, Any]:
     diff_files = _import("xlagraph.diff", "diff_files")
 
@@ -284,8 +319,12 @@ def _worker_diff(paths: list[str], repeat: int) -> dict[str, Any]:
 
 _WORKERS: dict[str, Callable[[list[str], int], dict[str, Any]]] = {
     "xla-parse": _worker_xla_parse,
+    "xla-once": _worker_xla_once,
     "xlagraph-parse": _worker_xlagraph_parse,
+    "core-parse": _worker_core_parse,
     "diff": _worker_diff,
+    "cli-graphs": lambda paths, _: _worker_cli(["graphs", *paths]),
+    "cli-diff": lambda paths, _: _worker_cli(["diff", *paths]),
 }
 
 
