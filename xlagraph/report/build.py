@@ -45,6 +45,7 @@ MAX_CANDIDATES = 5
 _MAX_TENSORS = 4
 _EXTRA_CANDIDATES = 2
 _MAX_ITEMS = 8
+_MAX_CALLERS = 3
 
 LineReader = Callable[[str, int], str]
 
@@ -245,11 +246,20 @@ def _attribute(index: int, cause: Cause, ctx: _Context) -> Attribution:
         items += [f"now {c.kind} {c.name} over {', '.join(c.operands) or '()'}" for c in after]
         summary = f"buckets: {len(before)} collective(s) of the baseline regrouped into {len(after)}"
     elif kind in (CauseKind.CONSTANT_VALUE, CauseKind.ATTRIBUTE):
-        items = [f"{c.left}: {c.what} {c.old} -> {c.new}" for c in cause.changes]
+        items = [
+            f"{c.left}: {c.what} {c.old} -> {c.new}"
+            if c.left
+            else f"{c.what}: {c.old or '(none)'} -> {c.new}"
+            for c in cause.changes
+        ]
     else:  # the named patterns: what differs, as the changes say it
         items = [f"{c.what}: {c.old or '(none)'} -> {c.new or '(none)'}" for c in cause.changes]
     if not lines and library_lines and ctx.site:
         lines = _calling_lines(library_lines, ctx.site, ctx.read_line)
+    # A tensor made inside the user's own helper: its callers are the user's lines too (the call
+    # inside `if step % k == 0:` is what makes it appear on some steps only).
+    callers = [location(f) for t in tensors if t.match == "shape and line" for f in t.frames[1:_MAX_CALLERS]]
+    lines = tuple(dict.fromkeys((*lines, *callers)))
     return Attribution(index, str(kind), summary, _bounded(items), tensors, lines, library_lines)
 
 

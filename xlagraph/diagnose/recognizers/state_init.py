@@ -31,13 +31,15 @@ _FOLDED = (
 _NOT_STATE = ("clip_grad", "_patched_functions", "dropout")
 
 
-def _weight_shaped(evidence: Evidence, cause: Cause) -> tuple[int, list[str]]:
-    """(how many added inputs are shaped like an input B already had, their shapes)."""
+def _inputs(evidence: Evidence, cause: Cause) -> list[tuple[str, str]]:
+    """(shape, where its metadata points) of each input a cause adds; `` for no frame."""
     right = evidence.right.entry
-    added = set(cause.right)
-    existing = {shape_of(right, p) for p in right.param_number if p not in added}
-    shapes = [shape_of(right, p) for p in cause.right if p in right.param_number]
-    return sum(1 for s in shapes if s in existing or s.endswith("[]")), shapes
+    out = []
+    for p in cause.right:
+        if p in right.param_number:
+            frames = evidence.right.module.frames_of(right.instruction(p))
+            out.append((shape_of(right, p), frames[0].file.replace("\\", "/") if frames else ""))
+    return out
 
 
 def _other_library(files: list[str]) -> bool:
@@ -55,13 +57,19 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     ]
     if not added:
         return NOTHING
-    like, shapes = 0, []
-    for i in added:
-        n, s = _weight_shaped(evidence, pending[i])
-        like, shapes = like + n, shapes + s
-    buffers = [s for s in shapes if not s.endswith("[]")]
-    if not buffers or like < len(shapes) / 2:
+    inputs = [x for i in added for x in _inputs(evidence, pending[i])]
+    existing = {shape_of(evidence.right.entry, p) for p in evidence.right.entry.param_number}
+    # Buffers: inputs shaped like a tensor the step already had (a weight), not scalars.
+    buffers = [(s, f) for s, f in inputs if not s.endswith("[]") and s in existing]
+    created = [s for s, f in buffers if any(m in f for m in _OPTIMIZER)]
+    carried = [s for s, f in buffers if not f]  # gradients kept from the step before
+    optimizer_work = any(
+        c.kind is CauseKind.STRUCTURE and any("/optim/" in f for f in evidence.library_files(c))
+        for c in pending
+    )
+    if not created and not (carried and not optimizer_work):
         return NOTHING  # scalars alone are values passed as data, not created state
+    shapes = [s for s, _ in inputs]
     folded = [
         i
         for i, c in enumerate(pending)
@@ -70,10 +78,14 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         and (not files or c.kind is not CauseKind.STRUCTURE or any(m in f for f in files for m in _OPTIMIZER))
     ]
     # Regions of user code that changed too are not warm-up: leave them to other recognizers.
+    what = (
+        "optimizer buffers (momentum, Adam moments, step counts)"
+        if created
+        else "gradients kept from the step before (accumulated, or not zeroed yet)"
+    )
     summary = (
         f"state created on the first steps: B takes {len(shapes)} new input(s) "
-        f"({', '.join(sorted(set(shapes))[:4])}), e.g. optimizer buffers (momentum, Adam moments, step "
-        "counts) that exist from this step on; expected once"
+        f"({', '.join(sorted(set(shapes))[:4])}): {what}, which exist from this step on; expected once"
     )
     cause = merge(CauseKind.STATE_INIT, summary, [pending[i] for i in added + folded], info=True)
     return Recognized((cause,), frozenset(added + folded))
