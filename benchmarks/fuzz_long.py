@@ -72,7 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     seeds = harness.hlo_seeds()
     seed_bytes = [p.read_bytes() for p in seeds]
-    saves, captures = harness.save_seeds(), harness.capture_seeds()
+    snapshot = Path(tempfile.mkdtemp(prefix="xlagraph_fuzz_seeds_"))
+    saves = [(p, p.read_bytes()) for p in harness.save_seeds()]
+    # Copied once: the fixtures may be regenerated while this runs.
+    captures = [shutil.copytree(p, snapshot / p.name) for p in harness.capture_seeds()]
     names = sorted(harness.MUTATORS)
     signatures: dict[bytes, tuple[str, str] | None] = {}
 
@@ -108,10 +111,10 @@ def main(argv: list[str] | None = None) -> int:
                 inputs = {"seed.hlo": work / "seed.hlo", "mutated.hlo": work / "mutated.hlo"}
                 shown = f"xlagraph {command.replace('seed', 'seed.hlo').replace('self', '')} mutated.hlo"
             elif kind == "save":
-                source = case_rng.choice(saves)
+                source, data = case_rng.choice(saves)
                 op = case_rng.choice(names)
                 path = work / "save_hlo.txt"
-                path.write_bytes(harness.mutate(case_rng, source.read_bytes(), seed_bytes, [op]))
+                path.write_bytes(harness.mutate(case_rng, data, seed_bytes, [op]))
                 found = harness.save_case(runner, path, codes)
                 where = f"seed {source.relative_to(ROOT)} op={op} case seed={case_seed}"
                 inputs, shown = (
@@ -119,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                     "xlagraph graphs save_hlo.txt; xlagraph diff ...#0 ...#1",
                 )
             else:
-                source = case_rng.choice(captures)
+                source = Path(case_rng.choice(captures))
                 folder = work / "capture"
                 shutil.rmtree(folder, ignore_errors=True)
                 shutil.copytree(source, folder)
@@ -133,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             for cls in found:
                 log.record(cls, where, inputs, shown)
     runner.close()
+    shutil.rmtree(snapshot, ignore_errors=True)
     summary = {
         "minutes": args.minutes,
         "cases": dict(cases),
