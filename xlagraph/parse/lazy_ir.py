@@ -29,9 +29,9 @@ LOSSY_NOTE = (
     "dump with XLA_SAVE_TENSORS_FMT=hlo to see those changes"
 )
 
-_NODE = re.compile(r"\s*%(\d+)\s*=\s*(.+?)\s+([A-Za-z_][\w]*::[\w.]+|[A-Za-z_][\w.\-]*)\((.*)$")
-_OPERAND = re.compile(r"%(\d+)(?:\.(\d+))?")
-_LOCATION = re.compile(r"(?:(.*)@)?(.+):(\d+)$")
+_NODE = re.compile(r"\s*%([0-9]+)\s*=\s*(.+?)\s+([A-Za-z_][\w]*::[\w.]+|[A-Za-z_][\w.\-]*)\((.*)$")
+_OPERAND = re.compile(r"%([0-9]+)(?:\.([0-9]+))?")
+_LOCATION = re.compile(r"(?:(.*)@)?(.+):([0-9]{1,9})$")
 
 _PARAMETER_OPS = frozenset({"xla::device_data"})
 
@@ -112,6 +112,8 @@ def parse_lazy_ir(text: str, path: str = "", *, first_line: int = 1, info: Graph
         tail = rest[end + 1 :].strip().lstrip(",")
         for key, value in _split_attributes(tail) if tail else ():
             if key == "ROOT":
+                if not (value.isascii() and value.isdigit() and len(value) < 10):
+                    raise ParseError(path, f"ROOT={value[:20]} is not an output index", lineno + offset)
                 roots[int(value)] = node
             elif key == "location":
                 lm = _LOCATION.match(value)

@@ -48,7 +48,7 @@ _PREFIXES = {
     "Post Compilation Analysis: ": "post",
 }
 _RULE = "=" * 20
-_FRAME = re.compile(r"^(\S+) \((.*):(\d+)\)$")
+_FRAME = re.compile(r"^(\S+) \((.*):([0-9]{1,9})\)$")
 _HASH = re.compile(r"^Computation hash: ([0-9a-f]+)\s*$")
 
 
@@ -217,9 +217,9 @@ def _analysis(kind: str, body: list[str]) -> Analysis:
             elif key == "Graph Name":
                 name = value.strip()
             elif key == "Number of Graph Inputs":
-                inputs = int(value)
+                inputs = _count(value)
             elif key == "Number of Graph Outputs":
-                outputs = int(value)
+                outputs = _count(value)
         elif section.startswith("Python Frame"):
             frame = parse_frame(item)
             if frame is not None:
@@ -227,3 +227,9 @@ def _analysis(kind: str, body: list[str]) -> Analysis:
             elif item.startswith("...."):
                 truncated = True
     return Analysis(kind, cause, graph_hash, inputs, outputs, tuple(frames), truncated, name)
+
+
+def _count(value: str) -> int:
+    """A count printed by torch_xla; -1 (unknown) for anything else, e.g. a cut-off line."""
+    text = value.strip()
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 10 else -1

@@ -44,7 +44,7 @@ _DUMP_FILE = re.compile(
     r"(before_optimizations|(?:[a-z][a-z0-9_.]*_)?after_optimizations|\d{4}\..+)\.txt$"
 )
 _NOT_HLO_SUFFIXES = ("-buffer-assignment", "-memory-usage-report", "-live-range", "-buffer-assignment-values")
-_FRAME_LINE = re.compile(r"\s+(.*) \((.*):(\d+)\)\s*$")
+_FRAME_LINE = re.compile(r"\s+(.*) \((.*):([0-9]{1,9})\)\s*$")
 _HASHES = re.compile(r"(?:Root )?Hashes: \(([^)]*)\)")
 _SNIFF_BYTES = 8192
 _ASCII_INDEX = re.compile(r"[0-9]+")

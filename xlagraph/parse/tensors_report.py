@@ -26,7 +26,7 @@ from xlagraph.runlog import LiveTensor
 __all__ = ["parse_tensors_report"]
 
 # The shape holds commas (`f32[8,16]{1,0}`), so it is everything up to `, device=`.
-_HEADER = re.compile(r"^Tensor: id=(\d+), shape=(.*), device=([^,]*), ir_nodes=(\d+)\s*$")
+_HEADER = re.compile(r"^Tensor: id=([0-9]{1,18}), shape=(.*), device=([^,]*), ir_nodes=([0-9]{1,18})\s*$")
 
 
 def parse_tensors_report(text: str) -> tuple[LiveTensor, ...]:
