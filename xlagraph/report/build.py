@@ -19,7 +19,7 @@ from pathlib import PurePath
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
-from xlagraph.diagnose.evidence import Context
+from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, Context
 from xlagraph.diff import DiffResult, diff_modules
 from xlagraph.errors import XlagraphError
 from xlagraph.graphs import variant_letter
@@ -42,6 +42,7 @@ from xlagraph.runlog import GraphRecord, LiveTensor, RunLog, Sync
 __all__ = ["MAX_CANDIDATES", "build_report", "trigger_of"]
 
 MAX_CANDIDATES = 5
+NEW_CALL_SITE = "nearest earlier graph: none from this call site"
 _MAX_TENSORS = 4
 _EXTRA_CANDIDATES = 2
 _MAX_ITEMS = 8
@@ -273,19 +274,31 @@ _CALLS = (
 _MAX_SCRIPT_LINES = 5000
 
 
+def _file_line(location: str) -> tuple[str, int]:
+    file, _, line = location.rpartition(":")
+    return (file, int(line)) if line.isdigit() else (location, 0)
+
+
 def _calling_lines(library_lines: tuple[str, ...], site: str, read_line: LineReader) -> tuple[str, ...]:
     """The lines of the user's script (the sync's file) that call the library code a cause's
     instructions come from: `clip_grad_norm_(...)` for clip_grad.py, `opt.step()` for an
     optimizer. Empty when the script has no such call."""
     file = site.rpartition(":")[0]
-    tokens = [t for marker, names in _CALLS if any(marker in lib for lib in library_lines) for t in names]
+    # The library line's own text names the op where its file does not (`F.dropout` in functional.py).
+    said = [lib + " " + read_line(*_file_line(lib)) for lib in library_lines]
+    tokens = [t for marker, names in _CALLS if any(marker in text for text in said) for t in names]
     if not file or not tokens:
         return ()
     found: list[str] = []
+    in_string = False
     for n in range(1, _MAX_SCRIPT_LINES):
         text = read_line(file, n)
         if not text:
             break
+        quotes = text.count('"""') + text.count("'''")
+        if in_string or quotes:  # docstrings talk about calls; only code makes them
+            in_string = in_string != (quotes % 2 == 1)
+            continue
         code = text.split("#", 1)[0]
         if any(t in code for t in tokens):
             found.append(f"{file}:{n}")
@@ -316,7 +329,7 @@ def _candidates(target: Sync, earlier: list[tuple[str, Sync]]) -> tuple[list[tup
     tiers = (
         ([e for e in earlier if frames and user_frames(e[1].frames) == frames], "same call site"),
         ([e for e in earlier if site and call_site(e[1].frames) == site], "same line, other callers"),
-        (earlier, "nearest earlier graph: none from this call site"),
+        (earlier, NEW_CALL_SITE),
     )
     for group, reason in tiers:
         if group:
@@ -519,7 +532,18 @@ def _explain(
         ctx = _Context(result, *records, user_names, site, read_line)
         attribution = tuple(_attribute(i, c, ctx) for i, c in enumerate(causes))
         notes = result.notes
-        if not causes:
+        new_code = choice.reason == NEW_CALL_SITE and triggers[target.index] not in IMPLICIT_TRIGGERS
+        if new_code and site and causes:
+            # New code, not a changed graph: the nearest earlier graph is another computation
+            # (an evaluation before the first training step), so its differences are no causes.
+            kinds = ", ".join(dict.fromkeys(str(c.kind) for c in causes))
+            note = (
+                f"the first graph compiled at this call site: the earlier graphs come from other "
+                f"lines, so this is new code rather than a changed graph (against graph "
+                f"{letters[choice.graph_hash]}: {kinds})"
+            )
+            causes, attribution = (), ()
+        elif not causes:
             note = (
                 "the two graphs print the same: the difference is in what the dump does not show "
                 "(compile environment, sharding, buffer donors or elided constants)"

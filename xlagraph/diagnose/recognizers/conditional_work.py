@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import inside_periodic_if, merge
+from xlagraph.diagnose.recognizers._common import inside_periodic_if, merge, source_text
 
 __all__ = ["RECOGNIZER"]
 
@@ -41,8 +41,9 @@ _PATTERNS = (
         "rng",
         lambda files, ops: bool(ops & _RNG) or any("dropout" in f for f in files),
         "random-number ops (dropout) only in one graph: model.train() / model.eval() toggled",
-        "an eval graph is expected to differ from the training graph: switch modes on a fixed "
-        "schedule (each mode compiles once), and keep eval batches the same shape",
+        "dropout is on in model.train() and off in model.eval(), so each mode is its own graph: call "
+        "model.train() before every training step (an evaluate() that calls model.eval() leaves it "
+        "off), and switch modes on a fixed schedule so that each compiles once",
     ),
     (
         "optimizer",
@@ -54,6 +55,12 @@ _PATTERNS = (
 )
 
 
+def _library(evidence: Evidence, cause: Cause) -> list[str]:
+    """The files the instructions come from, and the text of the library lines they cite (the
+    line of `F.dropout` says `dropout` where its file is only `functional.py`)."""
+    return evidence.library_files(cause) + [source_text(loc) for loc in cause.library]
+
+
 def _ops(evidence: Evidence, cause: Cause) -> set[str]:
     return {ins.opcode for _, ins in evidence.instructions(cause)}
 
@@ -63,7 +70,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if not regions:
         return NOTHING
     for _, test, summary, hint in _PATTERNS:
-        hits = [i for i in regions if test(evidence.library_files(pending[i]), _ops(evidence, pending[i]))]
+        hits = [i for i in regions if test(_library(evidence, pending[i]), _ops(evidence, pending[i]))]
         if hits:
             # What the work changes downstream (outputs added, removed or reordered, the update
             # that reads clipped gradients) is the same root reason.

@@ -48,7 +48,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         return NOTHING  # two cuts at the same line: what differs between them is another cause
     if this:
         trigger, line, which = ctx.trigger, ctx.call_site, "this graph"
-    elif base:
+    elif base and ctx.call_site == ctx.baseline_call_site:  # else another program, not a cut
         trigger, line, which = ctx.baseline_trigger, ctx.baseline_call_site, "the baseline graph"
     elif not ctx.trigger and (which := _cut_short(evidence, pending)):
         trigger = "implicit"
