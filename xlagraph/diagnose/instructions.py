@@ -107,7 +107,8 @@ def matched_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple[s
             old, new = ia.payload, ib.payload
             if old.replace(" ", "") == new.replace(" ", "") and sa == sb:
                 continue
-            if (old, new) in dims or numbers_equal(old, new) or reciprocal_dims(old, new, dims):
+            follows = sa != sb and explained_by_dims(sa, sb, dims)  # an iota over a changed length
+            if follows or (old, new) in dims or numbers_equal(old, new) or reciprocal_dims(old, new, dims):
                 propagated[0].append(a)
                 propagated[1].append(b)
                 continue
