@@ -1,0 +1,163 @@
+"""The diagnosis evaluation (benchmarks/eval_diagnosis.py) over the stored scenario corpus.
+
+No accuracy threshold is asserted here: these tests check that the corpus is consistent and that
+every tuning scenario is read and scored. The figures themselves are printed by
+`python benchmarks/eval_diagnosis.py`. Needs no torch: the captures are stored.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO / "fixtures" / "torch_xla" / "corpus"
+# Every pattern of issue 7 the corpus must cover (manifest `pattern` values).
+PATTERNS = {
+    "special_scalar",
+    "ragged_batch",
+    "variable_length",
+    "boolean_mask",
+    "nonzero_index",
+    "python_int_index",
+    "item_or_print",
+    "every_k_steps",
+    "clean_optimizer_state",
+    "grad_accumulation",
+    "eval_toggle",
+    "autocast_dtype",
+    "tensor_scalar",
+    "dict_order",
+    "update_order",
+    "kept_alive",
+    "clean",
+}
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def ev() -> ModuleType:
+    return _load("eval_diagnosis", REPO / "benchmarks" / "eval_diagnosis.py")
+
+
+@pytest.fixture(scope="module")
+def gen() -> ModuleType:
+    return _load("corpus_generate", CORPUS / "generate.py")
+
+
+@pytest.fixture(scope="module")
+def manifest() -> dict[str, Any]:
+    return json.loads((CORPUS / "MANIFEST.json").read_text(encoding="utf-8"))
+
+
+def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleType, manifest: dict) -> None:
+    assert gen.check(manifest) == []
+    entries = manifest["scenarios"]
+    assert len(entries) >= 30
+    assert len({e["name"] for e in entries}) == len(entries)
+    held_out = [e for e in entries if e["split"] == "held_out"]
+    assert {e["split"] for e in entries} == {"held_out", "tuning"}
+    assert 0.3 <= len(held_out) / len(entries) <= 0.5
+    assert all(e["name"].startswith("ho_") for e in held_out)
+    assert PATTERNS.issubset(e["pattern"] for e in entries)
+    for e in entries:
+        assert e["expected_kinds"], e["name"]
+        assert e["scope"] in ("first", "all"), e["name"]
+        assert not set(e["expected_kinds"]) & set(e["forbidden_kinds"]), e["name"]
+        assert e["compiles_torch_xla"] == e["expected_compiles"], e["name"]
+        if e["bug_step"] is not None:
+            assert e["guilty"] and e["fix_keywords"], e["name"]
+
+
+def test_every_guilty_marker_points_into_its_script(manifest: dict) -> None:
+    for e in manifest["scenarios"]:
+        lines = (CORPUS / e["script"]).read_text(encoding="utf-8").splitlines()
+        for g in e["guilty"]:
+            path, line = g.rsplit(":", 1)
+            assert path == e["script"]
+            assert "# GUILTY" in lines[int(line) - 1], g
+
+
+def test_every_tuning_scenario_is_scored(ev: ModuleType, manifest: dict) -> None:
+    tuning = [e for e in manifest["scenarios"] if e["split"] == "tuning"]
+    scores = ev.evaluate(tuning)
+    assert [s.name for s in scores] == [e["name"] for e in tuning]
+    for s, e in zip(scores, tuning, strict=True):
+        assert s.error == "", (s.name, s.error)
+        assert isinstance(s.compiles, int) and s.compiles >= 1, s.name
+        if e["bug_step"] is not None:
+            assert s.scored >= 1, s.name
+            assert s.line is not None and s.fix is not None, s.name
+    text = ev.render(scores)
+    assert all(e["name"] in text for e in tuning)
+    assert "split" in text and "tuning" in text
+
+
+# Synthetic `xlagraph report --json` fragments: inputs for the scorer only (no HLO, no torch_xla).
+ENTRY = {
+    "name": "x",
+    "split": "tuning",
+    "pattern": "ragged_batch",
+    "bug_step": 3,
+    "scope": "first",
+    "expected_kinds": ["parameter_shape"],
+    "accepted_kinds": [],
+    "forbidden_kinds": ["structure"],
+    "guilty": ["scripts/x.py:20"],
+    "fix_keywords": ["drop_last", "pad"],
+    "fix_forbidden": ["nonzero"],
+    "compiles_torch_xla": 3,
+}
+
+
+def _rec(step: int, *causes: dict, lines: list[str] | None = None) -> dict:
+    return {"step": step, "causes": list(causes), "lines": lines or [], "attribution": []}
+
+
+def test_scorer_right_cause_line_and_fix(ev: ModuleType) -> None:
+    shape = {"kind": "parameter_shape", "hint": "use drop_last=True", "sources": ["/abs/scripts/x.py:20"]}
+    warm = {"kind": "state_init", "info": True, "hint": "expected"}
+    s = ev.score(ENTRY, {"compiles": 3, "recompiles": [_rec(1, warm), _rec(3, shape)]})
+    assert (s.cause, s.line, s.fix, s.false_causes) == (True, True, True, 0)
+
+
+def test_scorer_wrong_kind_forbidden_and_false_causes(ev: ModuleType) -> None:
+    warm = {"kind": "output_added", "hint": "x"}
+    bad = {"kind": "structure", "hint": "pad it"}
+    good = {"kind": "parameter_shape", "hint": "nonzero then pad", "sources": ["scripts/x.py:21"]}
+    s = ev.score(ENTRY, {"compiles": 3, "recompiles": [_rec(1, warm), _rec(3, good, bad)]})
+    assert (s.cause, s.line, s.fix, s.false_causes) == (False, False, False, 2)
+
+
+def test_scorer_reads_unknown_shapes_defensively(ev: ModuleType) -> None:
+    odd = {"recompiles": [{"step": 3, "causes": [{"kind": "new_kind", "hint": None}], "lines": "?"}, "junk"]}
+    s = ev.score(ENTRY, odd)
+    assert (s.cause, s.line, s.fix, s.compiles) == (False, False, False, None)
+    missing = ev.score(ENTRY, None, "RuntimeError: boom")
+    assert (missing.cause, missing.line, missing.fix, missing.error) == (
+        False,
+        False,
+        False,
+        "RuntimeError: boom",
+    )
+
+
+def test_scorer_clean_loop(ev: ModuleType) -> None:
+    clean = {**ENTRY, "bug_step": None, "expected_kinds": ["state_init"], "guilty": [], "fix_keywords": []}
+    assert ev.score(clean, {"compiles": 1, "recompiles": []}).cause is True
+    s = ev.score(clean, {"compiles": 2, "recompiles": [_rec(1, {"kind": "structure", "hint": ""})]})
+    assert (s.cause, s.line, s.fix, s.false_causes) == (False, None, None, 1)
