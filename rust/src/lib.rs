@@ -47,6 +47,10 @@ impl<'py, 'a> Interner<'py, 'a> {
 struct Builder<'py, 'a> {
     py: Python<'py>,
     strings: Interner<'py, 'a>,
+    /// `(key, value)` attribute pairs, shared: most instructions repeat a few of them.
+    pairs: FxMap<(&'a str, Cow<'a, str>), Bound<'py, PyTuple>>,
+    /// Allocate NamedTuple instances directly (CPython < 3.14, whose tuples cache no hash).
+    direct: bool,
     tuple_new: Bound<'py, PyAny>,
     instruction: Bound<'py, PyType>,
     metadata: Bound<'py, PyType>,
@@ -54,25 +58,40 @@ struct Builder<'py, 'a> {
 }
 
 impl<'py, 'a> Builder<'py, 'a> {
-    fn make(
+    /// An instance of the tuple subclass `cls` (a NamedTuple) holding `items`.
+    fn make<const N: usize>(
         &self,
         cls: &Bound<'py, PyType>,
-        items: Bound<'py, PyTuple>,
+        items: [Bound<'py, PyAny>; N],
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.tuple_new.call1((cls, items))
+        if self.direct {
+            // What tuple.__new__(cls, items) does, without the intermediate tuple: allocate the
+            // subclass instance and move the items in.
+            // SAFETY: `cls` is a tuple subclass without extra fields (NamedTuple, __slots__ = ());
+            // the fresh object has refcount 1 and N empty slots, each filled once (SetItem steals).
+            unsafe {
+                let obj =
+                    pyo3::ffi::PyType_GenericAlloc(cls.as_type_ptr(), N as pyo3::ffi::Py_ssize_t);
+                if obj.is_null() {
+                    return Err(PyErr::fetch(self.py));
+                }
+                for (i, item) in items.into_iter().enumerate() {
+                    pyo3::ffi::PyTuple_SetItem(obj, i as pyo3::ffi::Py_ssize_t, item.into_ptr());
+                }
+                return Ok(Bound::from_owned_ptr(self.py, obj));
+            }
+        }
+        self.tuple_new.call1((cls, PyTuple::new(self.py, items)?))
     }
 
     fn meta(&mut self, m: &Meta<'a>) -> PyResult<Bound<'py, PyAny>> {
-        let items = PyTuple::new(
-            self.py,
-            [
-                self.strings.get(&m.op_type).into_any(),
-                self.strings.get(&m.op_name).into_any(),
-                self.strings.get(&m.source_file).into_any(),
-                m.source_line.into_pyobject(self.py)?.into_any(),
-                m.stack_frame_id.into_pyobject(self.py)?.into_any(),
-            ],
-        )?;
+        let items = [
+            self.strings.get(&m.op_type).into_any(),
+            self.strings.get(&m.op_name).into_any(),
+            self.strings.get(&m.source_file).into_any(),
+            m.source_line.into_pyobject(self.py)?.into_any(),
+            m.stack_frame_id.into_pyobject(self.py)?.into_any(),
+        ];
         self.make(&self.metadata.clone(), items)
     }
 
@@ -97,13 +116,19 @@ impl<'py, 'a> Builder<'py, 'a> {
             } else {
                 let mut pairs = Vec::with_capacity(inst.attrs.len());
                 for (k, v) in &inst.attrs {
+                    if v.len() > 96 {
+                        let key = self.strings.get(&Cow::Borrowed(*k));
+                        pairs.push(PyTuple::new(py, [key, PyString::new(py, v)])?);
+                        continue;
+                    }
+                    if let Some(pair) = self.pairs.get(&(*k, v.clone())) {
+                        pairs.push(pair.clone());
+                        continue;
+                    }
                     let key = self.strings.get(&Cow::Borrowed(*k));
-                    let value = if v.len() <= 96 {
-                        self.strings.get(v)
-                    } else {
-                        PyString::new(py, v)
-                    };
-                    pairs.push(PyTuple::new(py, [key, value])?);
+                    let pair = PyTuple::new(py, [key, self.strings.get(v)])?;
+                    self.pairs.insert((*k, v.clone()), pair.clone());
+                    pairs.push(pair);
                 }
                 PyTuple::new(py, pairs)?
             };
@@ -117,25 +142,22 @@ impl<'py, 'a> Builder<'py, 'a> {
                 Some(m) => self.meta(m)?,
                 None => py.None().into_bound(py),
             };
-            let items = PyTuple::new(
-                py,
-                [
-                    name.into_any(),
-                    self.strings.get(&inst.opcode).into_any(),
-                    self.strings.get(&inst.shape).into_any(),
-                    operands.into_any(),
-                    attrs.into_any(),
-                    called.into_any(),
-                    self.strings.get(&inst.payload).into_any(),
-                    metadata,
-                    pyo3::types::PyBool::new(py, inst.is_root)
-                        .to_owned()
-                        .into_any(),
-                    (inst.line as i64 + line_offset)
-                        .into_pyobject(py)?
-                        .into_any(),
-                ],
-            )?;
+            let items = [
+                name.into_any(),
+                self.strings.get(&inst.opcode).into_any(),
+                self.strings.get(&inst.shape).into_any(),
+                operands.into_any(),
+                attrs.into_any(),
+                called.into_any(),
+                self.strings.get(&inst.payload).into_any(),
+                metadata,
+                pyo3::types::PyBool::new(py, inst.is_root)
+                    .to_owned()
+                    .into_any(),
+                (inst.line as i64 + line_offset)
+                    .into_pyobject(py)?
+                    .into_any(),
+            ];
             out.push(self.make(&self.instruction.clone(), items)?);
         }
         PyTuple::new(
@@ -188,6 +210,8 @@ fn parse_hlo<'py>(
             py,
             map: FxMap::default(),
         },
+        pairs: FxMap::default(),
+        direct: py.version_info() < (3, 14),
         tuple_new: tuple_type.getattr("__new__")?,
         instruction: instruction_cls,
         metadata: metadata_cls,
