@@ -27,12 +27,12 @@ def _pair(folder: Path, context: Context = NO_CONTEXT):  # type: ignore[no-untyp
 
 
 def test_one_module_per_recognizer_in_a_stated_order() -> None:
-    names = [r.name for r in ORDER] + [FINAL.name]
+    names = [r.name for r in (*ORDER, *FINAL)]
     assert len(set(names)) == len(names)
-    assert all(isinstance(r, Recognizer) for r in (*ORDER, FINAL))
+    assert all(isinstance(r, Recognizer) for r in (*ORDER, *FINAL))
     for name in names:
         assert (RECOGNIZERS / f"{name}.py").is_file(), name
-    assert ORDER[-1].name == "unknown" and FINAL.name == "grouping"
+    assert ORDER[-1].name == "unknown" and FINAL[-1].name == "grouping"
 
 
 @pytest.mark.parametrize("scenario", ["special_scalar", "item_mid_step", "fsdp_bucket", "kept_alive"])
@@ -41,7 +41,7 @@ def test_every_recognizer_keeps_to_the_contract_on_real_raw_differences(scenario
     result = _pair(TORCH / scenario)
     evidence = Evidence(result.left, result.right, Context())
     pending = result.causes
-    for recognizer in (*ORDER, FINAL):
+    for recognizer in (*ORDER, *FINAL):
         found = recognizer.recognize(evidence, pending)
         assert isinstance(found, Recognized)
         assert all(0 <= i < len(pending) for i in found.consumed)

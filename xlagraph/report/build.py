@@ -259,6 +259,8 @@ def _attribute(index: int, cause: Cause, ctx: _Context) -> Attribution:
         lines = _calling_lines(library_lines, ctx.site, ctx.read_line)
     # A tensor made inside the user's own helper: its callers are the user's lines too (the call
     # inside `if step % k == 0:` is what makes it appear on some steps only).
+    if not lines:  # the ops come from library code: the user's line that made the tensor
+        lines = tuple(dict.fromkeys(t.line for t in tensors if t.line))[:2]
     callers = [location(f) for t in tensors if t.match == "shape and line" for f in t.frames[1:_MAX_CALLERS]]
     lines = tuple(dict.fromkeys((*lines, *callers)))
     return Attribution(index, str(kind), summary, _bounded(items), tensors, lines, library_lines)

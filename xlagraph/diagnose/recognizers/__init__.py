@@ -4,8 +4,9 @@ Order matters: a layout change that only follows other changes is folded first; 
 explain a whole cascade come next (a sharding or parallelism
 change explains collectives, shard shapes and scaling constants; a graph break explains a
 graph cut anywhere), then the warm-up and every-k-steps patterns that explain whole regions,
-then the patterns of one input or one value; `unknown` then words what nothing explained. Last,
-`grouping` runs over everything found (named and raw alike) and makes one cause of what repeats.
+then the patterns of one input or one value; `unknown` then words what nothing explained. Last (`FINAL`),
+over everything found, named and raw alike: `permutation` folds a reordering into the change it
+follows from, and `grouping` makes one cause of what repeats.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from xlagraph.diagnose.recognizers import (
     layout,
     new_input,
     parallelism,
+    permutation,
     python_int,
     sharding,
     special_scalar,
@@ -48,7 +50,7 @@ ORDER: tuple[Recognizer, ...] = (
     python_int.RECOGNIZER,
     unknown.RECOGNIZER,
 )
-FINAL: Recognizer = grouping.RECOGNIZER
+FINAL: tuple[Recognizer, ...] = (permutation.RECOGNIZER, grouping.RECOGNIZER)
 
 
 def recognize(evidence: Evidence, raw: tuple[Cause, ...]) -> tuple[Cause, ...]:
@@ -60,6 +62,7 @@ def recognize(evidence: Evidence, raw: tuple[Cause, ...]) -> tuple[Cause, ...]:
         found += result.causes
         pending = tuple(c for i, c in enumerate(pending) if i not in result.consumed)
     everything = tuple(found) + pending
-    grouped = FINAL.recognize(evidence, everything)
-    kept = tuple(c for i, c in enumerate(everything) if i not in grouped.consumed)
-    return grouped.causes + kept
+    for final in FINAL:
+        result = final.recognize(evidence, everything)
+        everything = result.causes + tuple(c for i, c in enumerate(everything) if i not in result.consumed)
+    return everything

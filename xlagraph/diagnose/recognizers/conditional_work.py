@@ -28,6 +28,9 @@ _CASCADE = (
     CauseKind.OUTPUT_PERMUTATION,
     CauseKind.LAYOUT,
 )
+# Extra or missing outputs read values the step computes anyway (a kept-alive activation after a
+# dropout): where they come from says nothing about work done on some steps only.
+_TAPS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
 _RNG = frozenset({"rng", "rng-bit-generator", "rng-get-and-update-state"})
 _PATTERNS = (
     (
@@ -70,7 +73,12 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if not regions:
         return NOTHING
     for _, test, summary, hint in _PATTERNS:
-        hits = [i for i in regions if test(_library(evidence, pending[i]), _ops(evidence, pending[i]))]
+        hits = [
+            i
+            for i in regions
+            if pending[i].kind not in _TAPS
+            and test(_library(evidence, pending[i]), _ops(evidence, pending[i]))
+        ]
         if hits:
             # What the work changes downstream (outputs added, removed or reordered, the update
             # that reads clipped gradients) is the same root reason.
