@@ -341,7 +341,7 @@ def test_unreadable_meta_is_a_note(tmp_path: Path, meta: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["journal.jsonl", "meta.json", "pt_xla_debug.txt"])
-@pytest.mark.parametrize("kind", ["fifo", "zero", "loop"])
+@pytest.mark.parametrize("kind", ["fifo", "zero", "loop", "dir"])
 def test_special_files_in_a_capture_folder_are_one_line(tmp_path: Path, name: str, kind: str) -> None:
     capture = _copy_capture(tmp_path)
     proc = _first_process(capture)
@@ -349,7 +349,7 @@ def test_special_files_in_a_capture_folder_are_one_line(tmp_path: Path, name: st
     if target.exists():
         target.unlink()
     special = _special(tmp_path, kind)
-    if kind == "fifo":
+    if kind in ("fifo", "dir"):
         os.rename(special, target)
     else:
         target.symlink_to(special if kind == "loop" else "/dev/zero")
@@ -404,3 +404,18 @@ def test_two_runs_in_one_folder_are_told_apart(tmp_path: Path) -> None:
 def test_one_process_folder_is_one_run() -> None:
     result = run("check", str(_first_process(TWO_RUNS)), "--max-graphs", "1")
     assert result.exit_code == 0 and not result.stdout.startswith("note:")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_a_special_hlo_file_in_a_capture_is_never_opened(tmp_path: Path, kind: str) -> None:
+    capture = _copy_capture(tmp_path)
+    proc = _first_process(capture)
+    module = next((proc / "hlo").glob("*before_optimizations.txt"))
+    module.unlink()
+    if kind == "fifo":
+        os.mkfifo(module)
+    else:
+        module.symlink_to("/dev/zero")
+    result = run("report", str(capture), "--run", "1")
+    assert result.exit_code == 0, result.output
+    assert "listed in the journal but missing" in result.output
