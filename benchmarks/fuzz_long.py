@@ -7,6 +7,7 @@ itself), mutated save files (graphs, diff #0 #1) and capture folders with mutate
 records (report, check). Every breach of the contract is classified; the first input of each new
 class is kept under --save-dir (with the command) and, with --log, a line is appended to the log as
 soon as it is found. Ends with the figures: cases run, exit statuses, breaches per class.
+The run uses a private copy of the package and of the seeds, taken when it starts.
 """
 
 from __future__ import annotations
@@ -60,6 +61,17 @@ class Log:
                 f.write(line)
 
 
+def snapshot_package(into: Path) -> Path:
+    """A private copy of the package as installed (xlagraph with its compiled reader, cli, templates):
+    a long run must not see the checkout change or the extension be rebuilt under it."""
+    if not any((ROOT / "xlagraph").glob("_core*.so")):
+        raise SystemExit("xlagraph/_core*.so is missing: build it (pip install -e .) first")
+    shutil.copytree(ROOT / "xlagraph", into / "xlagraph", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "cli", into / "xlagraph" / "cli", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "templates", into / "xlagraph" / "templates")
+    return into
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=15)
@@ -72,10 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     seeds = harness.hlo_seeds()
     seed_bytes = [p.read_bytes() for p in seeds]
-    snapshot = Path(tempfile.mkdtemp(prefix="xlagraph_fuzz_seeds_"))
+    snapshot = Path(tempfile.mkdtemp(prefix="xlagraph_fuzz_"))
+    harness.ENV["PYTHONPATH"] = str(snapshot_package(snapshot / "package"))
     saves = [(p, p.read_bytes()) for p in harness.save_seeds()]
     # Copied once: the fixtures may be regenerated while this runs.
-    captures = [shutil.copytree(p, snapshot / p.name) for p in harness.capture_seeds()]
+    captures = [shutil.copytree(p, snapshot / "captures" / p.name) for p in harness.capture_seeds()]
     names = sorted(harness.MUTATORS)
     signatures: dict[bytes, tuple[str, str] | None] = {}
 
