@@ -26,7 +26,14 @@ class build_py_with_pth(build_py):
 setup(
     cmdclass={"build_py": build_py_with_pth},
     rust_extensions=[
-        RustExtension("xlagraph._core", path="rust/Cargo.toml", binding=Binding.PyO3, py_limited_api=True)
+        # debug=False: an editable install (`pip install -e .`) is otherwise a debug build, ~10x slower.
+        RustExtension(
+            "xlagraph._core",
+            path="rust/Cargo.toml",
+            binding=Binding.PyO3,
+            py_limited_api=True,
+            debug=False,
+        )
     ],
     options={"bdist_wheel": {"py_limited_api": "cp310"}},
 )
