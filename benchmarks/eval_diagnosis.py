@@ -21,6 +21,7 @@ import atexit
 import fnmatch
 import json
 import lzma
+import os
 import re
 import shutil
 import subprocess
@@ -190,8 +191,10 @@ def score(entry: dict[str, Any], report: dict[str, Any] | None, error: str = "")
             line_ok = bool(line_ok) and any(is_guilty(s, entry["guilty"]) for s in sites)
         if needs_fix:
             fix_ok = bool(fix_ok) and hit is not None and _fix_applies(_fix_text(causes[hit]), entry)
-    if error:
+    if error:  # the engine failed: every column that applies is wrong
         cause_ok = False
+        line_ok = False if entry.get("guilty") else None
+        fix_ok = False if entry["fix_keywords"] else None
     compiles = (report or {}).get("compiles")
     return Score(
         name=entry["name"],
@@ -308,6 +311,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rerun", action="store_true", help="regenerate the captures first (needs torch_xla)")
     ap.add_argument("--semantics", action="store_true", help="print what is scored, from the manifest")
     args = ap.parse_args(argv)
+    if argv is None and "PYTHONHASHSEED" not in os.environ:
+        # Figures must not depend on the interpreter's string-hash seed (the engine's causes did).
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
     manifest = load_manifest()
     if args.semantics:
         print(json.dumps(manifest["semantics"], indent=1))
