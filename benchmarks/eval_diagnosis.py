@@ -7,6 +7,10 @@ applies, on training scripts written the way users write them?
     python benchmarks/eval_diagnosis.py --json            # the same as JSON
     python benchmarks/eval_diagnosis.py --rerun           # regenerate the captures first (torch_xla)
 
+Columns: compiles (distinct graphs in the report; `a!=b` when torch_xla's own CompileTime count b
+differs), cause right, line right, fix applies (`-`: does not apply), false causes, and the kinds
+named on the scored recompiles (`(i)`: info).
+
 The corpus is fixtures/torch_xla/corpus/: scripts/, their stored captures/ and MANIFEST.json, whose
 "semantics" block defines what is scored (also printed with --semantics). The report is read
 through the library (`load_runs`, `build_report`, `report_to_json`), exactly as `xlagraph report

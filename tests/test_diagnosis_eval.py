@@ -161,3 +161,12 @@ def test_scorer_clean_loop(ev: ModuleType) -> None:
     assert ev.score(clean, {"compiles": 1, "recompiles": []}).cause is True
     s = ev.score(clean, {"compiles": 2, "recompiles": [_rec(1, {"kind": "structure", "hint": ""})]})
     assert (s.cause, s.line, s.fix, s.false_causes) == (False, None, None, 1)
+
+
+def test_command_json_and_filters(ev: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    assert ev.main(["--json", "--split", "tuning", "tu_clean_stateless", "tu_gpt2_ragged*"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [s["name"] for s in doc["scenarios"]] == ["tu_gpt2_ragged_epoch", "tu_clean_stateless"]
+    assert set(doc["by_split"]) == {"tuning"} and doc["all"]["scenarios"] == 2
+    assert ev.main(["--split", "held_out", "tu_*"]) == 2
+    assert "no scenario matches" in capsys.readouterr().err
