@@ -119,8 +119,14 @@ ENTRY e {
 """
 
 
-def test_commutative_reducer_with_swapped_operands_is_the_same() -> None:
-    assert _fp(REDUCE_ADD) == _fp(REDUCE_ADD.replace("add(a, b)", "add(b, a)"))
+def test_commutative_operands_in_another_order_differ() -> None:
+    # torch_xla's graph hash keeps operand order: `a + b` vs `b + a` is a second compile.
+    assert _fp(REDUCE_ADD) != _fp(REDUCE_ADD.replace("add(a, b)", "add(b, a)"))
+    entry = (
+        "HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  y = f32[4] negate(x)\n"
+        "  ROOT r = f32[4] multiply(x, y)\n}\n"
+    )
+    assert _fp(entry) != _fp(entry.replace("multiply(x, y)", "multiply(y, x)"))
 
 
 CALL = """HloModule m

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -419,3 +421,16 @@ def test_a_special_hlo_file_in_a_capture_is_never_opened(tmp_path: Path, kind: s
     result = run("report", str(capture), "--run", "1")
     assert result.exit_code == 0, result.output
     assert "listed in the journal but missing" in result.output
+
+
+def test_a_small_file_reads_under_a_small_address_space() -> None:
+    """The size limit is an upper bound, never an allocation: 1.5 GB of address space is plenty."""
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))\n"
+        "from xlagraph.cli.main import main\n"
+        f"sys.argv = ['xlagraph', 'graphs', {str(HLO)!r}]\n"
+        "main()\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr

@@ -1,7 +1,8 @@
 """What of an instruction enters its structural hash, and how it is normalised.
 
 Policy is in the constants: attributes that are identifiers or annotations (`IGNORED_ATTRIBUTES`)
-never make two instructions different; ops in `COMMUTATIVE` have their operands sorted.
+never make two instructions different. `COMMUTATIVE` ops are those whose operands the matcher
+may pair in either order; the hashes keep operand order (torch_xla's graph hash does).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import hashlib
 import re
 
 from xlagraph._gc import paused_gc
-from xlagraph.canonical.hashes import COMMUTATIVE, IotaError, content_key, layout_of, stable_hash
+from xlagraph.canonical.hashes import IotaError, content_key, layout_of, stable_hash
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 from xlagraph.errors import ParseError
 from xlagraph.ir import Computation, Instruction, Module, strip_layout
@@ -143,7 +143,7 @@ def _canonicalize_computation(
         # Only the entry's interface is canonicalized away (and reported as a permutation).
         ranked = sorted(range(len(outputs)), key=lambda k: h0[outputs[k]])
         canonical_outputs = [outputs[k] for k in ranked]
-        walk = _walk(canonical_outputs, operands, h0, by_name)
+        walk = _walk(canonical_outputs, operands)
         rank = {n: i for i, n in enumerate(p for p in walk if p in param_number)}
         for name in sorted(
             (p for p in param_number if p not in rank), key=lambda p: (keys[p], param_number[p])
@@ -153,7 +153,7 @@ def _canonicalize_computation(
         # A called computation is compared with its own numbering and output order: its caller
         # passes operands by position and reads results by tuple index, so `compare(p0, p1)` vs
         # `compare(p1, p0)` (a sort comparator) or `tuple(a, b)` vs `tuple(b, a)` differ.
-        walk = _walk(list(outputs), operands, h0, by_name)
+        walk = _walk(list(outputs), operands)
         rank = dict(param_number)
     h1 = _merkle(order, operands, keys, by_name, rank)
 
@@ -229,26 +229,22 @@ def _merkle(
     by_name: dict[str, Instruction],
     rank: dict[str, int],
 ) -> dict[str, int]:
-    """Rule 3: bottom-up hash; `rank` (canonical parameter numbers) is empty for h0."""
+    """Rule 3: bottom-up hash; `rank` (canonical parameter numbers) is empty for h0.
+
+    Operands stay in their order, commutative ops included: torch_xla's graph hash keeps it, so
+    `a * b` and `b * a` are two compiles and never `identical` (the matcher may pair them).
+    """
     h: dict[str, int] = {}
     for name in order:
         ops = operands[name]
         if not ops:
             h[name] = hash((keys[name], rank[name])) if name in rank else keys[name]
             continue
-        hs = [h[o] for o in ops]
-        if len(hs) > 1 and by_name[name].opcode in COMMUTATIVE:
-            hs.sort()
-        h[name] = hash((keys[name], *hs))
+        h[name] = hash((keys[name], *(h[o] for o in ops)))
     return h
 
 
-def _walk(
-    outputs: list[str],
-    operands: dict[str, tuple[str, ...]],
-    h0: dict[str, int],
-    by_name: dict[str, Instruction],
-) -> list[str]:
+def _walk(outputs: list[str], operands: dict[str, tuple[str, ...]]) -> list[str]:
     """Post-order of a depth-first walk from the outputs in canonical order."""
     seen: set[str] = set()
     order: list[str] = []
@@ -265,9 +261,7 @@ def _walk(
                 continue
             seen.add(name)
             stack.append((name, True))
-            ops = list(operands[name])
-            if len(ops) > 1 and by_name[name].opcode in COMMUTATIVE:
-                ops.sort(key=h0.__getitem__)
+            ops = operands[name]
             for o in reversed(ops):
                 if o not in seen:
                     stack.append((o, False))

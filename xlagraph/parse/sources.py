@@ -49,6 +49,7 @@ _HASHES = re.compile(r"(?:Root )?Hashes: \(([^)]*)\)")
 _SNIFF_BYTES = 8192
 _ASCII_INDEX = re.compile(r"[0-9]+")
 _MAX_INDEX_DIGITS = 12
+_CHUNK = 1 << 24  # bytes read at a time from a file that grows while it is read
 MAX_INPUT_ENV = "XLAGRAPH_MAX_INPUT_MB"
 DEFAULT_MAX_INPUT_MB = 2048  # a 600K-instruction HLO module is about 150 MB of text
 
@@ -146,16 +147,27 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
         fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
         raise InputError(name, f"cannot read: {e.strerror or e}") from None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise InputError(name, "is not a regular file")
+        # Read what the file holds now (one allocation of its size, never of the limit), then
+        # whatever it grew by since, in bounded chunks, until the limit.
+        chunks: list[bytes] = []
+        total, want = 0, min(st.st_size, limit) + 1
         try:
-            data = f.read(limit + 1)
+            while total <= limit:
+                chunk = f.read(want)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+                want = min(_CHUNK, limit + 1 - total)
         except OSError as e:
             raise InputError(name, f"cannot read: {e.strerror or e}") from None
-    if len(data) > limit:
-        raise _size_error(name, len(data), limit)
-    return data
+    if total > limit:
+        raise _size_error(name, total, limit)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _file_kind(mode: int) -> str:
