@@ -37,7 +37,7 @@ class CauseKind(str, Enum):
 HINTS: dict[CauseKind, str] = {
     CauseKind.PARAMETER_PERMUTATION: (
         "keep the order in which tensors are created or updated fixed across steps: flush deferred "
-        "callbacks (e.g. FSDP reduce-scatter buckets) in a fixed order, iterate over sorted keys, not sets"
+        "collectives (FSDP reduce-scatter buckets) in a fixed order, iterate over sorted keys, not sets"
     ),
     CauseKind.OUTPUT_PERMUTATION: (
         "keep the order in which live tensors are produced fixed across steps: fill dicts of "

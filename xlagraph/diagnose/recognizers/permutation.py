@@ -9,18 +9,35 @@ from __future__ import annotations
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 
 __all__ = ["RECOGNIZER"]
 
 _ORDER = (CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION)
+_PLAIN = {
+    CauseKind.PARAMETER_PERMUTATION: (
+        "keep the order in which tensors are created or updated the same on every step: update "
+        "parameters in a fixed order (not sorted by a value that changes, such as a per-layer "
+        "learning rate), iterate over sorted keys, not sets"
+    ),
+    CauseKind.OUTPUT_PERMUTATION: (
+        "keep the order in which live tensors are produced the same on every step: fill dicts of "
+        "statistics in a fixed key order, update parameters in a fixed order"
+    ),
+}
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     orders = [i for i, c in enumerate(pending) if c.kind in _ORDER]
     others = [i for i, c in enumerate(pending) if c.kind not in _ORDER and not c.info]
-    if not orders or not others:
+    if not orders:
         return NOTHING
+    if not others:  # the root cause: a hint about buckets only where there are collectives
+        if collectives(evidence.left) or collectives(evidence.right):
+            return NOTHING
+        hinted = tuple(replace(pending[i], hint=_PLAIN[pending[i].kind]) for i in orders)
+        return Recognized(hinted, frozenset(orders))
     host = pending[others[0]]
     moved = [pending[i] for i in orders]
     merged = replace(
