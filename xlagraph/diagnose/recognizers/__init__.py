@@ -42,12 +42,12 @@ ORDER: tuple[Recognizer, ...] = (
     graph_break.RECOGNIZER,
     state_init.RECOGNIZER,
     conditional_work.RECOGNIZER,
+    python_int.RECOGNIZER,
     special_scalar.RECOGNIZER,
     kept_alive.RECOGNIZER,
     new_input.RECOGNIZER,
     dynamic_shape.RECOGNIZER,
     input_shape.RECOGNIZER,
-    python_int.RECOGNIZER,
     unknown.RECOGNIZER,
 )
 FINAL: tuple[Recognizer, ...] = (permutation.RECOGNIZER, grouping.RECOGNIZER)
