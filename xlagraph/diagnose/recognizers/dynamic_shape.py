@@ -14,13 +14,18 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._common import merge, source_text
 
-__all__ = ["RECOGNIZER"]
+__all__ = ["RECOGNIZER", "data_sized"]
 
 _DATA_SIZED = re.compile(
     r"\.nonzero\(|torch\.nonzero\(|\bunique\(|masked_select\(|argwhere\(|\[[^\]]*\b(mask|keep|valid|sel)\w*\s*\]"
     r"|\[[^\]\[]*(>|<|==|!=)[^\]\[]*\]"
 )
 _OP_TYPES = ("nonzero", "masked_select", "unique", "argwhere")
+
+
+def data_sized(text: str) -> bool:
+    """A line of Python that makes a tensor whose size depends on values."""
+    return bool(_DATA_SIZED.search(text))
 
 
 def _lines(evidence: Evidence, cause: Cause) -> list[str]:

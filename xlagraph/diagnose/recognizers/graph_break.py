@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import merge
+from xlagraph.diagnose.recognizers._common import merge, source_text
+from xlagraph.diagnose.recognizers.dynamic_shape import data_sized
 
 __all__ = ["RECOGNIZER"]
 
@@ -25,6 +26,8 @@ _CUT = (
     CauseKind.STRUCTURE,
     CauseKind.CONSTANT_VALUE,
     CauseKind.ATTRIBUTE,
+    CauseKind.DTYPE,  # an output slot of the cut graph paired with another tensor
+    CauseKind.LAYOUT,
 )
 
 
@@ -64,8 +67,15 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         + (line or "a line the dump does not record (XLAGRAPH_CAPTURE records it)")
         + f" instead of at the step's sync ({sum(pending[i].count for i in cut)} difference(s) follow)"
     )
+    kind = CauseKind.GRAPH_BREAK
+    if line and data_sized(source_text(line)):  # x[mask], nonzero: the op syncs to learn its size
+        kind = CauseKind.DYNAMIC_SHAPE
+        summary = (
+            f"a data-dependent size (boolean mask, nonzero, unique, masked_select) at {line} makes "
+            f"torch_xla sync to learn it, which cuts the step there ({len(cut)} difference(s) follow)"
+        )
     # The differing ops' own lines are where the rest of the step is, not where it was cut.
-    cause = merge(CauseKind.GRAPH_BREAK, summary, [pending[i] for i in cut], sources=(line,) if line else ())
+    cause = merge(kind, summary, [pending[i] for i in cut], sources=(line,) if line else ())
     return Recognized((cause,), frozenset(cut))
 
 
