@@ -8,6 +8,8 @@ ParseError naming the line.
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from xlagraph.errors import ParseError
@@ -62,6 +64,17 @@ ACCEPTED = {
         "  s = ((f32[10]), f32[10], u32[]) async-start(p0), calls=w\n"
         "  ROOT d = f32[10] async-done(s), calls=w\n}\n",
         (2, 5),
+    ),
+    "computations written in place": (
+        "HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT c = f32[] call(p), to_apply={\n"
+        "    x = f32[] parameter(0)\n    ROOT r = f32[] call(x), to_apply={\n"
+        "      y = f32[] parameter(0)\n      ROOT n = f32[] negate(y)\n    }\n  }\n}\n",
+        (3, 6),
+    ),
+    "computations without a module header": (NEGATE.replace("HloModule m\n", ""), (1, 2)),
+    "one instruction alone, its operands made parameters": (
+        "%multiply = f32[2,4]{1,0} multiply(f32[2,4]{1,0} %broadcast, f32[2,4]{1,0} %x)\n",
+        (1, 3),
     ),
     "constants: elided, nested, special values": (
         "HloModule m\nENTRY e {\n  a = f32[2,2] constant({...})\n"
@@ -183,6 +196,30 @@ REFUSED = {
     ),
     "wrong operand count": (NEGATE.replace("negate(p)", "negate(p, p)"), 4, "expects 1 operands"),
     "unknown header attribute": (NEGATE.replace("HloModule m", "HloModule m, colour=blue"), 1, "colour"),
+    "an operand declared with another shape": (NEGATE.replace("negate(p)", "negate(f32[4] p)"), 4, "f32[4]"),
+    "a required attribute left out": (NEGATE.replace("negate(p)", "reverse(p)"), 4, "dimensions"),
+    "a window pad of three numbers": (
+        NEGATE.replace("negate(p)", "reverse(p), dimensions={0}, window={size=1 pad=1_1_0}"),
+        4,
+        "window",
+    ),
+    "an async chain changing its thread": (
+        ACCEPTED["async-start calling a computation"][0].replace(
+            "async-done(s), calls=w", 'async-done(s), async_execution_thread="other"'
+        ),
+        9,
+        "async_execution_thread",
+    ),
+    "a NaN payload f8e4m3fn cannot hold": (
+        "HloModule m\nENTRY e {\n  ROOT c = f8e4m3fn[1] constant({nan(0x1)})\n}\n",
+        3,
+        "payload",
+    ),
+    "two instructions where one is read alone": (
+        "a = f32[] parameter(0)\nb = f32[] negate(a)\n",
+        2,
+        "one instruction",
+    ),
     "not HLO": ("hello\n", 1, "HloModule"),
     "an unterminated comment": (NEGATE.replace("ROOT", "/* ROOT"), 4, "comment"),
 }
@@ -215,6 +252,21 @@ def test_what_xla_refuses_is_refused_with_its_line(case: str) -> None:
 def test_deep_nesting_is_refused_without_overflowing_the_stack(text: str) -> None:
     with pytest.raises(ParseError):
         parse_hlo(text, "deep.hlo")
+
+
+def test_nesting_at_the_limit_reads_on_a_thread_with_a_small_stack() -> None:
+    # The reader runs on its own thread with an ample stack, whatever the caller's thread has.
+    text = "HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT a = f32[] " + "negate(" * 500
+    text += "p" + ")" * 500 + "\n}\n"
+    counts: list[int] = []
+    previous = threading.stack_size(512 * 1024)
+    try:
+        thread = threading.Thread(target=lambda: counts.append(parse_hlo(text).instruction_count))
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(previous)
+    assert counts == [501]
 
 
 def test_line_offset_points_into_a_multi_graph_file() -> None:

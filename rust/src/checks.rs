@@ -82,7 +82,7 @@ fn meta_fields(s: &str) -> Result<Meta<'_>> {
                 0,
                 format!(
                     "malformed metadata near {:?}",
-                    &s[k0..inner_end.min(k0 + 30)]
+                    s[k0..inner_end].chars().take(30).collect::<String>()
                 ),
             );
         }

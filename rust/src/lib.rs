@@ -176,6 +176,39 @@ impl<'py, 'a> Builder<'py, 'a> {
     }
 }
 
+/// Parse, turning an error's offset into its line. The parser runs on a thread of its own with a
+/// known, ample stack (nesting is bounded, but a caller's thread may have as little as 512 KiB).
+/// A panic (a bug in this reader) is reported as an error at line 0, never as an exception
+/// Python cannot expect.
+fn read(text: &str) -> Result<ModuleText<'_>, (String, usize)> {
+    let attempt = || {
+        std::panic::catch_unwind(|| {
+            let mut p = Parser::new(text);
+            p.parse_module()
+                .map_err(|e| (e.message, p.c.line_of(e.pos)))
+        })
+        .unwrap_or_else(|_| {
+            Err((
+                "internal error of the HLO reader on this input (please report it)".into(),
+                0,
+            ))
+        })
+    };
+    std::thread::scope(|scope| {
+        match std::thread::Builder::new()
+            .stack_size(PARSER_STACK)
+            .spawn_scoped(scope, attempt)
+        {
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|_| Err(("internal error of the HLO reader".into(), 0))),
+            Err(_) => attempt(), // no thread to be had: parse here
+        }
+    })
+}
+
+const PARSER_STACK: usize = 64 << 20;
+
 /// Parse one HLO module. Returns `(name, header, computations, frame_rows)` where computations
 /// are `(name, instructions, is_entry, line)` and frame rows `(table, index, raw_text)`.
 /// Raises `HloSyntaxError(message, line)`; lines are 1-based plus `line_offset`.
@@ -187,15 +220,9 @@ fn parse_hlo<'py>(
     instruction_cls: Bound<'py, PyType>,
     metadata_cls: Bound<'py, PyType>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let parsed: Result<(ModuleText, Vec<usize>), (String, usize)> = py.allow_threads(|| {
-        let mut p = Parser::new(text);
-        match p.parse_module() {
-            Ok(m) => Ok((m, Vec::new())),
-            Err(e) => Err((e.message, p.c.line_of(e.pos))),
-        }
-    });
+    let parsed = py.allow_threads(|| read(text));
     let module = match parsed {
-        Ok((m, _)) => m,
+        Ok(m) => m,
         Err((message, line)) => {
             return Err(HloSyntaxError::new_err((
                 message,
@@ -247,12 +274,8 @@ fn parse_hlo<'py>(
 /// Parse without building the IR; returns the instruction count (benchmarks split the cost).
 #[pyfunction]
 fn parse_only(py: Python<'_>, text: &str) -> PyResult<usize> {
-    py.allow_threads(|| {
-        let mut p = Parser::new(text);
-        p.parse_module()
-            .map(|m| m.comps.iter().map(|c| c.insts.len()).sum::<usize>())
-    })
-    .map_err(|e| HloSyntaxError::new_err((e.message, 0i64)))
+    py.allow_threads(|| read(text).map(|m| m.comps.iter().map(|c| c.insts.len()).sum::<usize>()))
+        .map_err(|(message, line)| HloSyntaxError::new_err((message, line as i64)))
 }
 
 #[pymodule]
