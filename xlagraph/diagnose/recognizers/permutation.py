@@ -28,6 +28,25 @@ _PLAIN = {
 }
 
 
+_INSIDE = (CauseKind.STRUCTURE, CauseKind.ATTRIBUTE)
+
+
+def _reordered_only(evidence: Evidence, others: list[Cause]) -> bool:
+    """Every other difference is inside the computation, with the same kinds of ops on both
+    sides, and no attribute other than an op's shape changed."""
+    if not all(c.kind in _INSIDE for c in others):
+        return False
+    if any(ch.what not in ("shape", "opcode") for c in others for ch in c.changes):
+        return False
+    left: set[str] = set()
+    right: set[str] = set()
+    for c in others:
+        for canon, ins in evidence.instructions(c):
+            if ins.opcode != "parameter":
+                (left if canon is evidence.left else right).add(ins.opcode)
+    return left == right
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     orders = [i for i, c in enumerate(pending) if c.kind in _ORDER]
     others = [i for i, c in enumerate(pending) if c.kind not in _ORDER and not c.info]
@@ -38,6 +57,20 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             return NOTHING
         hinted = tuple(replace(pending[i], hint=_PLAIN[pending[i].kind]) for i in orders)
         return Recognized(hinted, frozenset(orders))
+    if _reordered_only(evidence, [pending[i] for i in others]):
+        # The same ops, wired in another order (gradients summed in the new order of the
+        # tensors): the reordering is the root, what differs inside follows from it.
+        hi = next((i for i in orders if pending[i].kind is CauseKind.OUTPUT_PERMUTATION), orders[0])
+        host = pending[hi]
+        inner = [pending[i] for i in others]
+        merged = replace(
+            host,
+            left=host.left + tuple(n for c in inner for n in c.left if n not in host.left),
+            right=host.right + tuple(n for c in inner for n in c.right if n not in host.right),
+            changes=host.changes + tuple(ch for c in inner for ch in c.changes),
+            summary=f"{host.summary}; the computation follows in that order ({len(inner)} region(s))",
+        )
+        return Recognized((merged,), frozenset([hi, *others]))
     host = pending[others[0]]
     moved = [pending[i] for i in orders]
     merged = replace(
