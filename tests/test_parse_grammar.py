@@ -273,3 +273,9 @@ def test_line_offset_points_into_a_multi_graph_file() -> None:
     with pytest.raises(ParseError) as e:
         parse_hlo(NEGATE.replace("negate(p)", "negate(q)"), "dump.txt", first_line=101)
     assert e.value.line == 104
+
+
+def test_messages_quote_the_input_without_control_characters() -> None:
+    with pytest.raises(ParseError) as e:
+        parse_hlo(NEGATE.replace("  ROOT", "  zz \x1b[31m\n  ROOT"), "bad.hlo")
+    assert "\x1b" not in str(e.value) and "zz" in str(e.value)

@@ -194,7 +194,7 @@ fn read(text: &str) -> Result<ModuleText<'_>, (String, usize)> {
             ))
         })
     };
-    std::thread::scope(|scope| {
+    let result = std::thread::scope(|scope| {
         match std::thread::Builder::new()
             .stack_size(PARSER_STACK)
             .spawn_scoped(scope, attempt)
@@ -204,7 +204,21 @@ fn read(text: &str) -> Result<ModuleText<'_>, (String, usize)> {
                 .unwrap_or_else(|_| Err(("internal error of the HLO reader".into(), 0))),
             Err(_) => attempt(), // no thread to be had: parse here
         }
-    })
+    });
+    // Messages quote the input: control characters (a terminal's escape sequences) go out escaped.
+    result.map_err(|(message, line)| (escape_controls(&message), line))
+}
+
+fn escape_controls(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    for c in message.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 const PARSER_STACK: usize = 64 << 20;
