@@ -51,6 +51,8 @@ def test_inserted_input_is_parameter_added_and_the_rest_are_not_moved() -> None:
     assert "input 1: f32[]" in cause.summary
     removed = _diff("insert", reverse=True)
     assert [c.kind for c in removed.causes] == [CauseKind.PARAMETER_REMOVED]
+    # a bare dump: the note says which settings record the user's lines
+    assert any("XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1" in n for n in result.notes)
 
 
 def test_a_permutation_the_users_support_is_still_reported() -> None:

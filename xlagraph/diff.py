@@ -114,7 +114,23 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
     raw += dead
     raw += _invisible_change(a, b, raw)  # differing dead code is visible: not this
     causes = recognize(Evidence(left, right, context), tuple(raw)) if raw else ()
+    if causes and not (_has_frames(a) or _has_frames(b)):
+        notes.append(NO_FRAMES_NOTE)
     return DiffResult(left, right, causes, tuple(pairs), tuple(notes))
+
+
+NO_FRAMES_NOTE = (
+    "these dumps record no Python lines: for torch_xla, set XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1 before it starts "
+    "(or run under XLAGRAPH_CAPTURE, which sets them) to see the line of your code behind each cause"
+)
+
+
+def _has_frames(module: Module) -> bool:
+    """Any instruction of the entry carries a source line (metadata or a stack frame)."""
+    return any(
+        ins.metadata is not None and (ins.metadata.source_file or ins.metadata.stack_frame_id)
+        for ins in module.entry.instructions
+    )
 
 
 def _invisible_change(a: Module, b: Module, causes: list[Cause]) -> list[Cause]:
