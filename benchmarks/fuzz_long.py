@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = harness.hlo_seeds()
     seed_bytes = [p.read_bytes() for p in seeds]
     snapshot = Path(tempfile.mkdtemp(prefix="xlagraph_fuzz_"))
-    harness.ENV["PYTHONPATH"] = str(snapshot_package(snapshot / "package"))
+    harness.ENV["PYTHONPATH"] = harness.WORKDIR = str(snapshot_package(snapshot / "package"))
     saves = [(p, p.read_bytes()) for p in harness.save_seeds()]
     # Copied once: the fixtures may be regenerated while this runs.
     captures = [shutil.copytree(p, snapshot / "captures" / p.name) for p in harness.capture_seeds()]
