@@ -78,9 +78,9 @@ def report_command(src: str, run: str | int, as_json: bool, html_out: str | None
         data["runs"], data["runs_note"] = runs_to_json(loaded), loaded.runs_note
         data["mark_sharding"] = shardings_to_json(marked)
         click.echo(json.dumps(data, indent=2))
-    elif not html_out:
-        if loaded.runs_note:
-            echo(f"note: {loaded.runs_note}\n")
+    elif loaded.runs_note:  # said before the text report or the page's path
+        echo(f"note: {loaded.runs_note}\n")
+    if not as_json and not html_out:
         echo(render_report_text(reports), nl=False)
         if sharded := render_shardings_text(marked):
             echo("\n" + sharded, nl=False)
