@@ -197,6 +197,11 @@ REFUSED = {
     "wrong operand count": (NEGATE.replace("negate(p)", "negate(p, p)"), 4, "expects 1 operands"),
     "unknown header attribute": (NEGATE.replace("HloModule m", "HloModule m, colour=blue"), 1, "colour"),
     "an operand declared with another shape": (NEGATE.replace("negate(p)", "negate(f32[4] p)"), 4, "f32[4]"),
+    "an attribute XLA does not know": (
+        NEGATE.replace("negate(p)", "negate(p), colour=blue"),
+        4,
+        "unexpected attribute colour",
+    ),
     "a required attribute left out": (NEGATE.replace("negate(p)", "reverse(p)"), 4, "dimensions"),
     "a window pad of three numbers": (
         NEGATE.replace("negate(p)", "reverse(p), dimensions={0}, window={size=1 pad=1_1_0}"),
