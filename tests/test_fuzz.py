@@ -75,6 +75,14 @@ def test_seeds_exist() -> None:
     assert len(HLO_SEEDS) >= 10 and SAVE_SEEDS and len(CAPTURES) >= 3
 
 
+def test_seeds_are_read(runner) -> None:
+    """The unmutated real dumps (all of which jaxlib reads) are read: exit 0 from `graphs`."""
+    failed = {
+        p.name: o.stderr.strip() for p in HLO_SEEDS + SAVE_SEEDS if (o := runner.run("graphs", str(p))).code
+    }
+    assert not failed, failed
+
+
 def test_mutated_hlo_keeps_the_contract(runner, tmp_path_factory) -> None:
     found: list[tuple[str, str]] = []
 
