@@ -1,0 +1,151 @@
+"""Inputs paired from evidence, not from shapes alone.
+
+A pair of parameters counts as evidence only when a matched user reads both at the same operand
+position (or the matcher paired them inside an identical subgraph, and nothing else on either side
+looks like them). Evidence pairs that cross each other are a permutation; everything else keeps
+its position: between two evidence pairs, the inputs left over are aligned in order (equal shapes
+first, then by position), so inputs that are only shifted by an inserted one are not "moved".
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING
+
+from xlagraph.canonical import CanonicalComputation
+from xlagraph.diagnose.common import dims_of, element_type, shape_of
+
+if TYPE_CHECKING:
+    from xlagraph.diagnose.compare import Comparison
+
+__all__ = ["pair_parameters"]
+
+# Matchers that pair whole identical subgraphs: interchangeable inputs may be paired either way.
+_IDENTITY = frozenset({"exact", "exact-shape"})
+# Matchers that pair parameters without looking at what reads them.
+_BLIND = frozenset({"parameters", "outputs", "top-down-lenient"})
+
+
+def _supported(cmp: Comparison, a: str, b: str) -> bool:
+    """A matched user reads `a` and `b` at the same operand position."""
+    left, right, m = cmp.left, cmp.right, cmp.m
+    if m.matcher.get(a) in _BLIND:
+        return False
+    for u in cmp.users(left).get(a, ()):
+        v = m.left.get(u)
+        if v is None or m.matcher.get(u) in _BLIND:
+            continue
+        ou, ov = left.operands[u], right.operands[v]
+        if any(x == a and k < len(ov) and ov[k] == b for k, x in enumerate(ou)):
+            return True
+        if b in ov and left.instruction(u).opcode in _COMMUTATIVE:
+            return True
+    return False
+
+
+_COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
+
+
+def _distinguishable(cmp: Comparison, comp: CanonicalComputation) -> set[str]:
+    """Parameters that nothing else on their side resembles: same shape and users computing the
+    same thing (structurally, `h0`) make inputs interchangeable, e.g. the Q, K and V weights of
+    one layer or the seeds of two dropouts. Paired as parts of identical subgraphs, such inputs
+    may be paired either way, so that is no evidence of a permutation; their positions stand."""
+    users = cmp.users(comp)
+    sig = {
+        p: (shape_of(comp, p), tuple(sorted(comp.h0.get(u, comp.keys.get(u, 0)) for u in users.get(p, ()))))
+        for p in comp.param_number
+    }
+    seen: dict[tuple[str, tuple[int, ...]], int] = {}
+    for v in sig.values():
+        seen[v] = seen.get(v, 0) + 1
+    return {p for p, v in sig.items() if seen[v] == 1}
+
+
+def _longest_increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The largest subset of (left, right) pairs in which both sides increase (patience sort)."""
+    pairs = sorted(pairs)
+    best: list[list[tuple[int, int]]] = []
+    for p in pairs:
+        k = next((i for i, chain in enumerate(best) if chain[-1][1] >= p[1]), len(best))
+        chain = ([*best[k - 1]] if k else []) + [p]
+        if k == len(best):
+            best.append(chain)
+        else:
+            best[k] = chain
+    return best[-1] if best else []
+
+
+def _align_gap(lefts: list[tuple[int, str]], rights: list[tuple[int, str]]) -> list[tuple[int, int]]:
+    """Pairs of positions between two anchors: same shape in order first (an LCS), then what is
+    left between those, by position when the counts agree."""
+    n, k = len(lefts), len(rights)
+    if n == k:
+        return [(a, b) for (a, _), (b, _) in zip(lefts, rights, strict=True)]
+    table = [[0] * (k + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(k - 1, -1, -1):
+            if lefts[i][1] == rights[j][1]:
+                table[i][j] = 1 + table[i + 1][j + 1]
+            else:
+                table[i][j] = max(table[i + 1][j], table[i][j + 1])
+    same: list[tuple[int, int]] = []
+    i = j = 0
+    while i < n and j < k:
+        if lefts[i][1] == rights[j][1]:
+            same.append((i, j))
+            i, j = i + 1, j + 1
+        elif table[i + 1][j] >= table[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    out = [(lefts[i][0], rights[j][0]) for i, j in same]
+    bounds = [(-1, -1), *same, (n, k)]
+    for (i0, j0), (i1, j1) in itertools.pairwise(bounds):
+        sub_l, sub_r = lefts[i0 + 1 : i1], rights[j0 + 1 : j1]
+        if len(sub_l) == len(sub_r):
+            out += [(a, b) for (a, _), (b, _) in zip(sub_l, sub_r, strict=True)]
+        else:  # same element type and rank: a resized input, else added / removed
+            for a, sa in sub_l:
+                hit = next((b for b, sb in sub_r if _similar(sa, sb) and b not in {y for _, y in out}), None)
+                if hit is not None:
+                    out.append((a, hit))
+    return out
+
+
+def _similar(a: str, b: str) -> bool:
+    return element_type(a) == element_type(b) and dims_of(a).count(",") == dims_of(b).count(",")
+
+
+def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
+    """(pairs of parameter names, whether the evidence shows a permutation)."""
+    left, right, m = cmp.left, cmp.right, cmp.m
+    lnum, rnum = left.param_number, right.param_number
+    lname = {n: p for p, n in lnum.items()}
+    rname = {n: p for p, n in rnum.items()}
+    lone_l, lone_r = _distinguishable(cmp, left), _distinguishable(cmp, right)
+    evidence = [
+        (lnum[a], rnum[b])
+        for a, b in ((a, m.left.get(a)) for a in lnum)
+        if b in rnum
+        and (m.matcher.get(a) not in _IDENTITY or (a in lone_l and b in lone_r))
+        and _supported(cmp, a, b)
+    ]
+    anchors = _longest_increasing(evidence)
+    permuted = len(anchors) < len(evidence)
+    chosen = list(anchors) if not permuted else list(evidence)
+    if not permuted:
+        bounds = [(-1, -1), *sorted(anchors), (max(lname, default=-1) + 1, max(rname, default=-1) + 1)]
+        for (l0, r0), (l1, r1) in itertools.pairwise(bounds):
+            gl = [(n, shape_of(left, lname[n])) for n in range(l0 + 1, l1) if n in lname]
+            gr = [(n, shape_of(right, rname[n])) for n in range(r0 + 1, r1) if n in rname]
+            chosen += _align_gap(gl, gr)
+    else:  # a real permutation: the rest by the matching, else left out
+        used_l = {a for a, _ in chosen}
+        used_r = {b for _, b in chosen}
+        for a, b in m.left.items():
+            if a in lnum and b in rnum and lnum[a] not in used_l and rnum[b] not in used_r:
+                chosen.append((lnum[a], rnum[b]))
+                used_l.add(lnum[a])
+                used_r.add(rnum[b])
+    return sorted((lname[a], rname[b]) for a, b in chosen), permuted
