@@ -25,10 +25,48 @@ def _is_sharding(cause: Cause) -> bool:
     return cause.kind is CauseKind.ATTRIBUTE and any(ch.what == "sharding" for ch in cause.changes)
 
 
+def _annotations(evidence: Evidence, cause: Cause) -> tuple[list[str], list[str]] | None:
+    """(A's, B's) `Sharding` custom-call annotations of a structural region made of nothing else
+    (besides the ops they wrap, changed in place); None for any other region."""
+    if cause.kind is not CauseKind.STRUCTURE:
+        return None
+    found: tuple[list[str], list[str]] = ([], [])
+    for canon, ins in evidence.instructions(cause):
+        if ins.opcode == "custom-call" and ins.attribute("custom_call_target", "") == '"Sharding"':
+            found[canon is evidence.right].append(ins.attribute("sharding", "") or "")
+    changed = {ch.what for ch in cause.changes}
+    if not (found[0] or found[1]) or changed - {"opcode"}:
+        return None
+    return found
+
+
+def _annotated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    """Sharding annotations present in one graph only: SPMD keeps the sharding of the tensors a
+    step updated, so from the second step on they carry it (expected once, info)."""
+    regions = {i: a for i, c in enumerate(pending) if (a := _annotations(evidence, c)) is not None}
+    if not regions:
+        return NOTHING
+    only_b = all(not a[0] for a in regions.values())
+    specs = sorted({s for a in regions.values() for s in a[0] + a[1]})
+    n = sum(len(a[0]) + len(a[1]) for a in regions.values())
+    ctx = evidence.context
+    warm_up = only_b and (ctx.first_graph or 0 <= ctx.step < 3)
+    summary = (
+        f"{n} sharding annotation(s) ({', '.join(specs[:3])}) only in {'B' if only_b else 'one graph'}"
+        + (
+            ": the tensors the first step updated carry their sharding from this step on; expected once"
+            if warm_up
+            else ""
+        )
+    )
+    cause = merge(CauseKind.SHARDING, summary, [pending[i] for i in regions], info=warm_up)
+    return Recognized((cause,), frozenset(regions))
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     core = [i for i, c in enumerate(pending) if _is_sharding(c)]
     if not core:
-        return NOTHING
+        return _annotated(evidence, pending)
     followers = [i for i, c in enumerate(pending) if i not in core and c.kind in _FOLLOWERS]
     changes = [ch for i in core for ch in pending[i].changes if ch.what == "sharding"]
     examples = "; ".join(f"{ch.old or '(none)'} -> {ch.new or '(none)'}" for ch in changes[:2])
