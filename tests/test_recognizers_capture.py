@@ -78,3 +78,21 @@ def test_a_clean_loop_shows_only_state_init(tmp_path: Path, name: str) -> None:
     for r in _recompiles(name, tmp_path):
         assert r.kinds in ((), ("state_init",)), r.kinds
         assert all(c.info for c in r.causes)
+
+
+@pytest.mark.parametrize(
+    ("name", "kinds"),
+    [
+        ("sharding_changes", [("sharding",), ("sharding",)]),
+        ("ragged_batch", [("sharding",), ("parameter_shape",)]),
+    ],
+)
+def test_spmd_captures_name_sharding_and_its_warm_up(name: str, kinds: list[tuple[str, ...]]) -> None:
+    """torch_xla SPMD on 4 CPU devices (fixtures/torch_xla/spmd): a changed mark_sharding is
+    `sharding`; the annotations the parameters carry after their first update are expected once."""
+    (log,) = load_runs(str(FIXTURES / "torch_xla" / "spmd" / name / "capture"))
+    recompiles = build_report(log).recompiles
+    assert [r.kinds for r in recompiles] == kinds
+    warm_up, last = recompiles[0].causes[0], recompiles[-1].causes[0]
+    assert warm_up.info and not last.info  # step 1: parameters annotated once; then the real change
+    assert "Python int" not in last.hint and "drop_last" not in warm_up.hint
