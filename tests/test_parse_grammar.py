@@ -202,6 +202,16 @@ REFUSED = {
         4,
         "unexpected attribute colour",
     ),
+    "iota replica groups without devices": (
+        NEGATE.replace("negate(p)", "all-gather(p), dimensions={0}, replica_groups=[2,0]<=[0]"),
+        4,
+        "iota list",
+    ),
+    "iota replica groups transposed past their rank": (
+        NEGATE.replace("negate(p)", "all-gather(p), dimensions={0}, replica_groups=[2,2]<=[4]T(0,1,2)"),
+        4,
+        "not a permutation",
+    ),
     "a required attribute left out": (NEGATE.replace("negate(p)", "reverse(p)"), 4, "dimensions"),
     "a window pad of three numbers": (
         NEGATE.replace("negate(p)", "reverse(p), dimensions={0}, window={size=1 pad=1_1_0}"),

@@ -205,6 +205,7 @@ pub fn check(
         }
         let result = match *key {
             "window" => window(value),
+            "replica_groups" | "device_ids" | "sharding" => iota_lists(value),
             "dim_labels" if opcode == "convolution" => dim_labels(value),
             "result_accuracy" => {
                 if ACCURACY_OPS.contains(&opcode) {
@@ -346,4 +347,56 @@ fn result_accuracy(value: &str) -> Result<(), String> {
         }
         _ => Err("expects attribute name in result_accuracy".into()),
     }
+}
+
+/// Every iota device list in a value (`[2,2]<=[4]`, `[2,1,2]<=[2,2]T(1,0)`): as many devices on
+/// both sides, none of size 0, and `T(...)` a permutation of the reshape's dimensions.
+fn iota_lists(value: &str) -> Result<(), String> {
+    let mut rest = value;
+    while let Some(at) = rest.find("]<=[") {
+        let before = &rest[..at];
+        let dims_text = &before[before.rfind('[').map(|i| i + 1).unwrap_or(0)..];
+        let after = &rest[at + 4..];
+        let close = after
+            .find(']')
+            .ok_or_else(|| format!("unclosed iota reshape in {value}"))?;
+        let reshape_text = &after[..close];
+        let mut tail = &after[close + 1..];
+        let parse = |t: &str| -> Result<Vec<u64>, String> {
+            t.split(',')
+                .map(|d| {
+                    d.trim()
+                        .parse::<u64>()
+                        .map_err(|_| format!("malformed iota list {value}"))
+                })
+                .collect()
+        };
+        let dims = parse(dims_text)?;
+        let reshape = parse(reshape_text)?;
+        let product = |v: &[u64]| v.iter().try_fold(1u64, |a, d| a.checked_mul(*d));
+        let (Some(n_dims), Some(n_reshape)) = (product(&dims), product(&reshape)) else {
+            return Err(format!("iota list {value} is too large"));
+        };
+        if n_dims != n_reshape || n_dims == 0 {
+            return Err(format!(
+                "iota list [{dims_text}]<=[{reshape_text}]: {n_dims} slots for {n_reshape} devices"
+            ));
+        }
+        if let Some(perm_text) = tail.strip_prefix("T(") {
+            let end = perm_text
+                .find(')')
+                .ok_or_else(|| format!("unclosed T(...) in {value}"))?;
+            let mut perm = parse(&perm_text[..end])?;
+            perm.sort_unstable();
+            if perm.iter().enumerate().any(|(i, p)| *p != i as u64) || perm.len() != reshape.len() {
+                return Err(format!(
+                    "iota list {value}: T({}) is not a permutation of its reshape",
+                    &perm_text[..end]
+                ));
+            }
+            tail = &perm_text[end + 1..];
+        }
+        rest = tail;
+    }
+    Ok(())
 }
