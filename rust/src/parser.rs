@@ -609,10 +609,16 @@ impl<'a> Parser<'a> {
     /// `{ instruction+ }` at the cursor (on the `{`): a new scope, its parameters checked.
     fn instruction_list(&mut self, name: &str, create_missing: bool) -> Result<Scope<'a>> {
         self.c.pos += 1;
+        // Printers close a computation with `}` at the start of a line: the text up to there
+        // sizes the tables (about one instruction per 64 bytes), sparing their regrowth.
+        let rest = &self.c.text[self.c.pos..];
+        let estimate = rest.find("\n}").unwrap_or(rest.len()) / 64 + 4;
+        let mut names = FxMap::default();
+        names.reserve(estimate);
         let mut scope = Scope {
-            insts: Vec::new(),
-            facts: Vec::new(),
-            names: FxMap::default(),
+            insts: Vec::with_capacity(estimate),
+            facts: Vec::with_capacity(estimate),
+            names,
             root: None,
             anon: 0,
             create_missing,
