@@ -1,18 +1,24 @@
-"""`dtype`: an element type changed (autocast, `.half()`, float64 numpy batches). The raw
-difference names the inputs and outputs; the computation in between, the same ops in another
-element type (with or without `convert`s), is the same root reason and is folded in."""
+"""`dtype`: an element type changed (autocast, `.half()`, float64 numpy batches).
+
+The raw difference names the inputs and outputs whose element type changed; the computation in
+between is the same root reason and is folded in: regions that run the same ops (`convert`s
+aside) or that convert to and from the changed types. Autocast that keeps its inputs and results
+in f32 shows only inside: regions that convert to a low-precision type in one graph only.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 
 from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.common import element_type
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._common import merge
 
 __all__ = ["RECOGNIZER"]
 
 _FOLDED = (CauseKind.STRUCTURE, CauseKind.CONSTANT_VALUE, CauseKind.ATTRIBUTE, CauseKind.LAYOUT)
+_LOW = frozenset({"bf16", "f16", "f8e4m3fn", "f8e5m2", "f8e4m3", "f8e5m2fnuz", "f8e4m3fnuz"})
 
 
 def _same_ops(evidence: Evidence, cause: Cause) -> bool:
@@ -25,18 +31,48 @@ def _same_ops(evidence: Evidence, cause: Cause) -> bool:
     return left == right
 
 
+def _converts(evidence: Evidence, cause: Cause, types: frozenset[str]) -> tuple[int, int]:
+    """How many converts to one of `types` each side of the region has."""
+    counts = [0, 0]
+    for canon, ins in evidence.instructions(cause):
+        if ins.opcode == "convert" and element_type(ins.shape.split("{")[0]) in types:
+            counts[canon is evidence.right] += 1
+    return counts[0], counts[1]
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     core = [i for i, c in enumerate(pending) if c.kind is CauseKind.DTYPE]
-    if not core:
-        return NOTHING
+    types = frozenset(
+        element_type(v)
+        for i in core
+        for ch in pending[i].changes
+        if ch.what == "dtype"
+        for v in (ch.old, ch.new)
+    )
+    autocast = [
+        i
+        for i, c in enumerate(pending)
+        if c.kind is CauseKind.STRUCTURE and (n := _converts(evidence, c, _LOW | types))[0] != n[1]
+    ]
     folded = [
         i
         for i, c in enumerate(pending)
-        if c.kind in _FOLDED and (c.kind is not CauseKind.STRUCTURE or _same_ops(evidence, c))
+        if c.kind in _FOLDED
+        and (i in autocast or (core and (c.kind is not CauseKind.STRUCTURE or _same_ops(evidence, c))))
     ]
     if not folded:
         return NOTHING
-    cause = merge(CauseKind.DTYPE, pending[core[0]].summary, [pending[i] for i in core + folded])
+    if core:
+        summary = pending[core[0]].summary
+    else:
+        low = sorted(
+            {element_type(ins.shape) for i in autocast for _, ins in evidence.instructions(pending[i])} & _LOW
+        )
+        summary = (
+            f"ops run in {', '.join(low) or 'another precision'} in one graph only (converts in "
+            f"{len(autocast)} region(s)): autocast or a .to(dtype) inside the step, on some steps only"
+        )
+    cause = merge(CauseKind.DTYPE, summary, [pending[i] for i in core + folded])
     return Recognized((cause,), frozenset(core + folded))
 
 
