@@ -12,7 +12,10 @@ interleaved, REPEAT runs each; the figure is the median over runs of each run's 
 Modes:
 * plain                       no capture, no debug variables
 * source lines only           XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1, no capture: what the source lines cost alone
-* capture                     XLAGRAPH_CAPTURE=DIR (default: source lines on)
+* capture                     XLAGRAPH_CAPTURE=DIR (default XLAGRAPH_SOURCE_LINES=auto: source lines
+                              until the run is steady, then off until the next compile)
+* capture, source lines always  XLAGRAPH_CAPTURE=DIR XLAGRAPH_SOURCE_LINES=always (every step traced
+                              with XLA_IR_DEBUG, the default before auto)
 * capture, no source lines    XLAGRAPH_CAPTURE=DIR XLAGRAPH_SOURCE_LINES=0
 * XLA_SAVE_TENSORS_FILE       XLA_SAVE_TENSORS_FILE=F XLA_SAVE_TENSORS_FMT=hlo (what users do today)
 
@@ -42,6 +45,7 @@ MODES = {
     "plain": {},
     "source lines only": {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1"},
     "capture": {"XLAGRAPH_CAPTURE": "{tmp}/capture"},
+    "capture, source lines always": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_SOURCE_LINES": "always"},
     "capture, no source lines": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_SOURCE_LINES": "0"},
     "XLA_SAVE_TENSORS_FILE (hlo)": {"XLA_SAVE_TENSORS_FILE": "{tmp}/save.hlo", "XLA_SAVE_TENSORS_FMT": "hlo"},
 }

@@ -247,7 +247,7 @@ def test_spawned_child_process_gets_its_own_folder(runs: dict[str, Run]) -> None
     parent_pid = int(re.search(r"parent (\d+)", run.stdout).group(1))
     child_pid = int(re.search(r"child (\d+)", run.stdout).group(1))
     folders = sorted(p.name for p in run.out.iterdir())
-    assert [int(f.rsplit("-", 1)[1]) for f in folders] == sorted([parent_pid, child_pid])
+    assert sorted(int(f.rsplit("-", 1)[1]) for f in folders) == sorted([parent_pid, child_pid])
     (log,) = run.logs()  # the parent ran no graph: left out
     assert log.process.endswith(f"-{child_pid}") and len(log.steps) == 3
     flags = re.search(r"flags (.*)", run.stdout).group(1)
@@ -346,6 +346,51 @@ def test_second_run_with_the_same_host_and_pid_gets_its_own_folder(tmp_path: Pat
     assert (out / folders[0] / fmt.JOURNAL).read_text() == '{"k":"note","v":"the earlier run"}\n'
     meta = json.loads((out / folders[1] / fmt.META).read_text())
     assert f"{meta['host']}-{meta['pid']}" == folders[0] and meta["clean_exit"]
+
+
+def test_source_lines_mode_is_planned() -> None:
+    from xlagraph.capture._env import plan_env
+
+    assert plan_env({}, "/cap/h-1").source_lines_mode == "auto"
+    assert plan_env({"XLAGRAPH_SOURCE_LINES": "always"}, "/cap/h-1").source_lines_mode == "always"
+    assert plan_env({"XLAGRAPH_SOURCE_LINES": "0"}, "/cap/h-1").source_lines_mode == "off"
+    # the user set XLA_HLO_DEBUG (it implies torch_xla's IR debug): capture never switches it off
+    assert plan_env({"XLA_HLO_DEBUG": "1"}, "/cap/h-1").source_lines_mode == "always"
+
+
+def test_source_lines_go_off_when_steady_and_come_back_after_a_compile(tmp_path: Path) -> None:
+    loop = (
+        "import torch, torch_xla\n"
+        "w = torch.ones(4, 4).to(torch_xla.device())\n"
+        "for step in range(10):\n"
+        "    w = w * 0.5 + 1 if step != 6 else w * 0.25 - 1\n"
+        "    torch_xla.sync()\n"
+        "    print(step, torch_xla._XLAC._get_ir_debug())\n"
+    )
+    out = tmp_path / "cap"
+    proc = subprocess.run(
+        [sys.executable, "-c", loop],
+        env=clean_env(XLAGRAPH_CAPTURE=str(out)),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ir_debug = [line.split()[1] == "True" for line in proc.stdout.splitlines()]
+    # printed after each step: what the next step is traced with. Step 0 compiles; after 3 steps
+    # without a compile, off (steps 4-6 traced without lines); step 6 compiles: on again for 7-9,
+    # and off once 7-9 were steady.
+    assert ir_debug == [True, True, True, False, False, False, True, True, True, False]
+    (folder,) = out.iterdir()
+    records = [json.loads(line) for line in (folder / fmt.JOURNAL).read_text().splitlines()]
+    graphs = {r["id"]: r for r in records if r["k"] == "graph" and "hash" in r}
+    late = [g for g in graphs.values() if g["step"] == 6]
+    assert len(late) == 1 and any(r.get("lines_off") for r in records if r.get("id") == late[0]["id"])
+    assert next(r for r in records if r["k"] == "end")["lines_off"] == 2
+    (log,) = read_capture(out)
+    assert any(n.startswith("source lines off from step") for n in log.notes)
+    assert json.loads((folder / fmt.META).read_text())["source_lines_mode"] == "auto"
 
 
 def test_unsupported_torch_xla_version_turns_capture_off(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from xlagraph.capture._format import DEBUG_FILE, HLO_DIR
 
-__all__ = ["ENV_MARK", "EnvPlan", "plan_env", "process_dir_name"]
+__all__ = ["ENV_MARK", "EnvPlan", "plan_env", "process_dir_name", "source_lines_mode"]
 
 ENV_MARK = "_XLAGRAPH_CAPTURE_ENV"  # JSON {var: value capture set}; XLA_FLAGS: the fragment added
 MAX_FRAMES = "32"  # torch_xla's default of 8 often stops inside library code
@@ -38,6 +38,7 @@ class EnvPlan:
     hlo_dump: bool
     source_lines: bool
     notes: tuple[str, ...]
+    source_lines_mode: str = "always"  # auto: the recorder turns XLA_IR_DEBUG off in steady state
 
     @property
     def hlo_dir(self) -> str:
@@ -90,12 +91,8 @@ def plan_env(environ: Mapping[str, str], proc_dir: str) -> EnvPlan:
     if not user.get("PT_XLA_DEBUG_MAX_FRAME"):
         owned["PT_XLA_DEBUG_MAX_FRAME"] = set_vars["PT_XLA_DEBUG_MAX_FRAME"] = MAX_FRAMES
 
-    source_lines = environ.get("XLAGRAPH_SOURCE_LINES", "1").strip().lower() not in (
-        "0",
-        "false",
-        "no",
-        "off",
-    )
+    lines_mode = source_lines_mode(environ.get("XLAGRAPH_SOURCE_LINES", ""))
+    source_lines = lines_mode != "off"
     if source_lines:
         for var in ("XLA_IR_DEBUG", "XLA_HLO_DEBUG"):
             if var in user:
@@ -106,9 +103,31 @@ def plan_env(environ: Mapping[str, str], proc_dir: str) -> EnvPlan:
 
     set_vars[ENV_MARK] = json.dumps(owned, sort_keys=True)
     restore = {var: environ.get(var) for var in set_vars}
+    if lines_mode == "auto" and not ("XLA_IR_DEBUG" in owned and "XLA_HLO_DEBUG" in owned):
+        lines_mode = "always"  # the user set one of them: capture does not switch it
     return EnvPlan(
-        proc_dir, debug_file, set_vars, restore, level, forward, hlo_dump, source_lines, tuple(notes)
+        proc_dir,
+        debug_file,
+        set_vars,
+        restore,
+        level,
+        forward,
+        hlo_dump,
+        source_lines,
+        tuple(notes),
+        lines_mode if source_lines else "off",
     )
+
+
+def source_lines_mode(value: str) -> str:
+    """`XLAGRAPH_SOURCE_LINES`: `auto` (default: on until the run is steady, and again after each
+    compile), `always`, or `off`."""
+    v = value.strip().lower()
+    if v in ("0", "false", "no", "off"):
+        return "off"
+    if v in ("1", "true", "yes", "on", "always"):
+        return "always"
+    return "auto"
 
 
 def _user_view(environ: Mapping[str, str]) -> dict[str, str]:

@@ -258,7 +258,11 @@ def _on_torch_xla(module: Any, late: bool) -> None:
         f"{k}={v}" for k, v in plan.set_vars.items() if k.startswith(("PT_XLA", "XLA_IR", "XLA_HLO"))
     )
     turned_on = turned_on.replace(f"={plan.debug_file}", "=<folder>/" + fmt.DEBUG_FILE)
-    hint = " (XLAGRAPH_SOURCE_LINES=0 turns source lines off)" if plan.source_lines else ""
+    hint = {
+        "auto": " (source lines until the run is steady and after each compile; XLAGRAPH_SOURCE_LINES="
+        "always keeps them, 0 turns them off)",
+        "always": " (XLAGRAPH_SOURCE_LINES=0 turns source lines off)",
+    }.get(plan.source_lines_mode, "")
     print(
         f"{PREFIX} writing {plan.proc_dir}; set {turned_on}"
         f"{', --xla_dump_to=<folder>/hlo' if plan.hlo_dump else ''}{hint}",
@@ -410,6 +414,7 @@ def _meta(module: Any, plan: EnvPlan, notes: list[str]) -> dict[str, Any]:
         "env_set": {k: v for k, v in plan.set_vars.items() if not k.startswith("_")},
         "debug_level": plan.debug_level,
         "source_lines": plan.source_lines,
+        "source_lines_mode": plan.source_lines_mode,
         "hlo_dump": plan.hlo_dump,
         "notes": notes,
     }

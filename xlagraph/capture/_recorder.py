@@ -39,6 +39,7 @@ RECENT_COMPILE_MARKERS = 2  # or while graphs still change (a compile at one of 
 REPORT_PER_COMPILE = 0.25  # ... if it costs at most this share of an average compile.
 DEBUG_ROTATE_BYTES = 4 << 20  # the PT_XLA_DEBUG file is started anew past this size
 PARAMETER_WRAPPING = 3200  # torch_xla tuples the parameters above this count (hlo-text-format.md 2.1)
+STEADY_MARKERS = 3  # markers without a compile before source lines go off (XLAGRAPH_SOURCE_LINES=auto)
 MAX_SHARD_RECORDS = 4096  # distinct mark_sharding calls kept (FSDPv2 marks every parameter once)
 SHARD_FRAMES = 8  # frames kept per mark_sharding call: FSDPv2's own frames come first
 
@@ -95,6 +96,8 @@ class _State:
     pending: Analysis | None = None
     frames: dict[tuple[tuple[Frame, ...], bool], int] = field(default_factory=dict)
     shardings: dict[tuple[Any, ...], int] = field(default_factory=dict)
+    lines_on: bool = True  # torch_xla's IR debug (source lines) as capture left it
+    lines_off_count: int = 0  # how often auto mode turned source lines off
     causes: dict[str, int] = field(default_factory=dict)
     graphs: dict[str, _Graph] = field(default_factory=dict)
     changed: list[_Graph] = field(default_factory=list)  # graphs with records to write
@@ -133,6 +136,10 @@ class Recorder:
         self.xlac = xlac
         self.add_step_closure = add_step_closure
         self.executions_reported = plan.debug_level >= 2  # Execution Analysis blocks, one per run
+        # Source lines cost torch_xla a Python stack walk per IR node, every step (+50% on a short
+        # CPU step). They are needed only for the graphs that compile: in auto mode they go off once
+        # the run is steady and come back after each compile (torch_xla's graph hash ignores them).
+        self.lines_auto = plan.source_lines_mode == "auto" and hasattr(xlac, "_set_ir_debug")
         self.awaiting: object | None = None  # token of the marker whose "after" has not run
         self.settings = settings
         self.pid = os.getpid()
@@ -244,6 +251,25 @@ class Recorder:
         self._record_step([*before, *own], len(before), t, compiles, executes)
         s.overhead = 0.0
         s.report = None
+        if self.lines_auto:
+            self._adapt_source_lines()
+
+    def _adapt_source_lines(self) -> None:
+        """Auto mode, after a step: lines off when steady, back on right after a compile."""
+        s = self.s
+        if s.last_compile_marker == s.markers and not s.lines_on:
+            self.xlac._set_ir_debug(True)
+            s.lines_on = True
+        elif s.lines_on and s.markers - s.last_compile_marker >= STEADY_MARKERS:
+            self.xlac._set_ir_debug(False)
+            s.lines_on = False
+            s.lines_off_count += 1
+            if s.lines_off_count == 1:
+                self._note(
+                    f"source lines off from step {s.step} (no compile in {STEADY_MARKERS} steps), back on "
+                    "after each compile: a graph first compiled while they are off has none "
+                    "(XLAGRAPH_SOURCE_LINES=always keeps them on, at the cost of a slower step)"
+                )
 
     def finish(self) -> None:
         """At exit: read what torch_xla wrote after the last marker and close the journal."""
@@ -273,6 +299,8 @@ class Recorder:
             "empty_markers": s.empty_markers,
             "report_seconds": round(s.report_spent, 6),
         }
+        if self.lines_auto:
+            end["lines_off"] = s.lines_off_count
         self._write([end])
         self.meta.update(end_time=end["t"], clean_exit=True)
         self._write_meta()
@@ -317,6 +345,8 @@ class Recorder:
             )
             if ex.compiled:
                 compiled.append((graph, ex, i >= own_start))
+                if self.lines_auto and not s.lines_on:
+                    self._update(graph, lines_off=True)
                 if self.plan.hlo_dump:
                     s.compile_queue.append((ex.graph_hash, ex.inputs))
         step: dict[str, Any] = {
