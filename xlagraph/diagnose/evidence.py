@@ -78,10 +78,13 @@ class Evidence:
 
 
 class Recognized(NamedTuple):
-    """What one recognizer found: new causes, and the raw differences (indices) they explain."""
+    """What one recognizer found: new causes, the raw differences (indices) they explain, and
+    `rest`: raw differences it split off a consumed one and leaves to the recognizers after it
+    (the learning rate among the inputs a warm-up step adds)."""
 
     causes: tuple[Cause, ...] = ()
     consumed: frozenset[int] = frozenset()
+    rest: tuple[Cause, ...] = ()
 
 
 NOTHING = Recognized()

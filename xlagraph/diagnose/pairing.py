@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING
 
-from xlagraph.canonical import CanonicalComputation
+from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.common import dims_of, element_type, shape_of
 
 if TYPE_CHECKING:
@@ -117,6 +117,37 @@ def _similar(a: str, b: str) -> bool:
     return element_type(a) == element_type(b) and dims_of(a).count(",") == dims_of(b).count(",")
 
 
+def _locations(canon: CanonicalModule, comp: CanonicalComputation) -> dict[str, str]:
+    """`file:line` each parameter's metadata points to (where the tensor was first used)."""
+    return {
+        p: (comp.instruction(p).metadata.location if comp.instruction(p).metadata else "")
+        for p in comp.param_number
+    }
+
+
+def _other_tensor(
+    a: str, b: str, lloc: dict[str, str], rloc: dict[str, str], by_loc: set[tuple[str, str]], shape: str
+) -> bool:
+    """`a` and `b` come from different lines while B has an input of that shape from `a`'s line:
+    the matcher paired two different tensors (a learning rate with a momentum factor)."""
+    la, lb = lloc.get(a, ""), rloc.get(b, "")
+    return bool(la and lb and la != lb and (shape, la) in by_loc)
+
+
+def _same_origin(gl, gr, lkey, rkey) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
+    """Pairs of one shape and one non-empty source line, when that combination is unique on
+    both sides of the gap."""
+    left: dict[tuple[str, str], list[int]] = {}
+    right: dict[tuple[str, str], list[int]] = {}
+    for n, shape in gl:
+        if lkey(n):
+            left.setdefault((shape, lkey(n)), []).append(n)
+    for n, shape in gr:
+        if rkey(n):
+            right.setdefault((shape, rkey(n)), []).append(n)
+    return [(ls[0], right[k][0]) for k, ls in left.items() if len(ls) == 1 and len(right.get(k, ())) == 1]
+
+
 def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     """(pairs of parameter names, whether the evidence shows a permutation)."""
     left, right, m = cmp.left, cmp.right, cmp.m
@@ -124,11 +155,14 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     lname = {n: p for p, n in lnum.items()}
     rname = {n: p for p, n in rnum.items()}
     lone_l, lone_r = _distinguishable(cmp, left), _distinguishable(cmp, right)
+    lloc, rloc = _locations(cmp.lm, left), _locations(cmp.rm, right)
+    by_loc = {(shape_of(right, b), loc) for b, loc in rloc.items() if loc}
     evidence = [
         (lnum[a], rnum[b])
         for a, b in ((a, m.left.get(a)) for a in lnum)
         if b in rnum
         and (m.matcher.get(a) not in _IDENTITY or (a in lone_l and b in lone_r))
+        and not _other_tensor(a, b, lloc, rloc, by_loc, shape_of(left, a))
         and _supported(cmp, a, b)
     ]
     anchors = _longest_increasing(evidence)
@@ -139,7 +173,13 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
         for (l0, r0), (l1, r1) in itertools.pairwise(bounds):
             gl = [(n, shape_of(left, lname[n])) for n in range(l0 + 1, l1) if n in lname]
             gr = [(n, shape_of(right, rname[n])) for n in range(r0 + 1, r1) if n in rname]
-            chosen += _align_gap(gl, gr)
+            # The same shape made at the same line is the same tensor, wherever it sits.
+            same = _same_origin(gl, gr, lambda n: lloc[lname[n]], lambda n: rloc[rname[n]])
+            chosen += same
+            paired_l, paired_r = {a for a, _ in same}, {b for _, b in same}
+            chosen += _align_gap(
+                [x for x in gl if x[0] not in paired_l], [y for y in gr if y[0] not in paired_r]
+            )
     else:  # a real permutation: the rest by the matching, else left out
         used_l = {a for a, _ in chosen}
         used_r = {b for _, b in chosen}

@@ -60,7 +60,7 @@ def recognize(evidence: Evidence, raw: tuple[Cause, ...]) -> tuple[Cause, ...]:
     for recognizer in ORDER:
         result = recognizer.recognize(evidence, pending)
         found += result.causes
-        pending = tuple(c for i, c in enumerate(pending) if i not in result.consumed)
+        pending = tuple(c for i, c in enumerate(pending) if i not in result.consumed) + result.rest
     everything = tuple(found) + pending
     for final in FINAL:
         result = final.recognize(evidence, everything)

@@ -10,10 +10,14 @@ capture, nothing says otherwise); what changed around them comes from optimizer 
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+from typing import NamedTuple
+
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import merge
+from xlagraph.diagnose.recognizers._common import merge, source_text
 
 __all__ = ["RECOGNIZER"]
 
@@ -29,17 +33,46 @@ _FOLDED = (
 )
 # Library code that is not the optimizer's, even when it runs inside `optimizer.step()`.
 _NOT_STATE = ("clip_grad", "_patched_functions", "dropout")
+_LR = re.compile(r"\blr\b|learning_rate")
 
 
-def _inputs(evidence: Evidence, cause: Cause) -> list[tuple[str, str]]:
-    """(shape, where its metadata points) of each input a cause adds; `` for no frame."""
+class _Input(NamedTuple):
+    name: str
+    shape: str
+    file: str  # where its metadata points, `` for no frame
+    text: str  # the text of that line
+
+
+def _inputs(evidence: Evidence, cause: Cause) -> list[_Input]:
     right = evidence.right.entry
     out = []
     for p in cause.right:
         if p in right.param_number:
             frames = evidence.right.module.frames_of(right.instruction(p))
-            out.append((shape_of(right, p), frames[0].file.replace("\\", "/") if frames else ""))
+            file = frames[0].file.replace("\\", "/") if frames else ""
+            text = source_text(f"{frames[0].file}:{frames[0].line}") if frames else ""
+            out.append(_Input(p, shape_of(right, p), file, text))
     return out
+
+
+def _is_state(x: _Input, existing: set[str]) -> bool:
+    """A buffer shaped like a tensor the step had (momentum, a carried gradient), or a scalar the
+    optimizer keeps (a step count); a learning rate is a value passed in, not state."""
+    if not x.shape.endswith("[]"):
+        return x.shape in existing and (not x.file or any(m in x.file for m in _OPTIMIZER))
+    return any(m in x.file for m in _OPTIMIZER) and not _LR.search(x.text)
+
+
+def _split(cause: Cause, keep: set[str]) -> Cause | None:
+    """The part of an added-inputs cause about the inputs not in `keep`, or None."""
+    names = tuple(n for n in cause.right if n not in keep)
+    if not names:
+        return None
+    changes = tuple(ch for ch in cause.changes if ch.right not in keep)
+    listed = ", ".join(ch.new and f"input {ch.new}" for ch in changes)
+    return replace(
+        cause, right=names, changes=changes, summary=f"B takes {len(names)} input(s) more ({listed})"
+    )
 
 
 def _other_library(files: list[str]) -> bool:
@@ -50,26 +83,24 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     ctx = evidence.context
     if ctx.step >= _WARM_UP_STEPS and not ctx.first_graph:
         return NOTHING
-    added = [
-        i
-        for i, c in enumerate(pending)
-        if c.kind is CauseKind.PARAMETER_ADDED and not _other_library(evidence.library_files(c))
-    ]
+    added = [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_ADDED]
     if not added:
         return NOTHING
     inputs = [x for i in added for x in _inputs(evidence, pending[i])]
     existing = {shape_of(evidence.right.entry, p) for p in evidence.right.entry.param_number}
-    # Buffers: inputs shaped like a tensor the step already had (a weight), not scalars.
-    buffers = [(s, f) for s, f in inputs if not s.endswith("[]") and s in existing]
-    created = [s for s, f in buffers if any(m in f for m in _OPTIMIZER)]
-    carried = [s for s, f in buffers if not f]  # gradients kept from the step before
+    state = [x for x in inputs if _is_state(x, existing) and not _other_library([x.file])]
+    created = [x for x in state if any(m in x.file for m in _OPTIMIZER) and not x.shape.endswith("[]")]
+    carried = [x for x in state if not x.file]  # gradients kept from the step before
     optimizer_work = any(
         c.kind is CauseKind.STRUCTURE and any("/optim/" in f for f in evidence.library_files(c))
         for c in pending
     )
     if not created and not (carried and not optimizer_work):
         return NOTHING  # scalars alone are values passed as data, not created state
-    shapes = [s for s, _ in inputs]
+    keep = {x.name for x in state}
+    rest = tuple(r for i in added if (r := _split(pending[i], keep)) is not None)
+    inputs = state
+    shapes = [x.shape for x in inputs]
     folded = [
         i
         for i, c in enumerate(pending)
@@ -87,8 +118,16 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         f"state created on the first steps: B takes {len(shapes)} new input(s) "
         f"({', '.join(sorted(set(shapes))[:4])}): {what}, which exist from this step on; expected once"
     )
-    cause = merge(CauseKind.STATE_INIT, summary, [pending[i] for i in added + folded], info=True)
-    return Recognized((cause,), frozenset(added + folded))
+    kept = [
+        replace(
+            pending[i],
+            right=tuple(n for n in pending[i].right if n in keep),
+            changes=tuple(ch for ch in pending[i].changes if ch.right in keep),
+        )
+        for i in added
+    ]
+    cause = merge(CauseKind.STATE_INIT, summary, kept + [pending[i] for i in folded], info=True)
+    return Recognized((cause,), frozenset(added + folded), rest)
 
 
 RECOGNIZER = Recognizer("state_init", _recognize)
