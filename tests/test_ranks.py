@@ -163,6 +163,15 @@ def test_report_and_check_show_the_rank_view(tmp_path: Path) -> None:
     assert 'class="rank-strip"' in html and "ranks diverge at step 1" in html
 
 
+def test_report_and_check_over_a_folder_of_per_rank_dumps() -> None:
+    saves = _cli("report", str(RANKS / "short_batch" / "save"))
+    assert saves.exit_code == 0, saves.output
+    assert "ranks diverge at step 2: ranks 2-3 run B, where ranks 0-1 run A" in saves.output
+    dumps = _cli("check", str(RANKS / "log_rank0" / "dump"), "--max-graphs", "5")
+    assert dumps.exit_code == 1 and "first divergent compile" in dumps.output
+    assert "recorded 1 compiles" not in dumps.output  # a compile-only view: fewer compiles is no stop
+
+
 # -- live: the same scripts under torchrun, 2 processes ------------------------------------------
 
 

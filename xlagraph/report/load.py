@@ -105,6 +105,11 @@ def load_source(src: str, run: str | int = "latest") -> Loaded:
             ) from None
         return _select(src, read_capture_runs(src), run)
     if p.is_dir():
+        from xlagraph.report.ranks import rank_dir_runs  # per-rank dumps written without capture
+
+        per_rank = rank_dir_runs(src)
+        if per_rank is not None:
+            return Loaded(per_rank)
         raise InputError(
             src,
             "not a capture folder (no meta.json or journal.jsonl in it or its subfolders); "

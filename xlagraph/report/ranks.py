@@ -268,7 +268,7 @@ def rank_view(logs: Sequence[RunLog], loader: ModuleLoader | None = None) -> Ran
         mismatch, compared = _collectives(
             ranks, per_rank, letters, specs, (divergence.step, last), load, notes, unit
         )
-    if len({len(s) for s in per_rank}) > 1:
+    if unit == "step" and len({len(s) for s in per_rank}) > 1:  # fewer compiles is no early stop
         counts = {r: len(s) for r, s in zip(ranks, per_rank, strict=True)}
         fewest = min(counts.values())
         short = [r for r, n in counts.items() if n == fewest]
