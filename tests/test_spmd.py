@@ -150,3 +150,18 @@ def test_live_spmd_capture(tmp_path: Path) -> None:
     assert marks[0].sharding == "{devices=[4,1]0,1,2,3}"
     assert all(g.module for g in log.graphs.values())
     assert len(list((Path(log.source) / "hlo").glob("*after_optimizations.txt"))) == 3
+
+
+def test_collectives_of_an_spmd_graph_come_from_the_partitioned_module() -> None:
+    # A multi-host SPMD run's rank view compares the collectives the partitioner added: they are
+    # only in the module after partitioning, which the capture keeps beside the one before it.
+    from xlagraph.parse.sources import load_module
+    from xlagraph.report.ranks import _partitioned_twin, collectives_of
+
+    (folder,) = [p for p in _capture("fsdpv2").iterdir() if p.is_dir()]
+    before = sorted((folder / "hlo").glob("*before_optimizations.txt"))[0]
+    assert collectives_of(load_module(str(before)), "A") == ()
+    twin = _partitioned_twin(str(before))
+    assert twin.endswith("after_optimizations.txt")
+    kinds = {op.kind for op in collectives_of(load_module(twin), "A")}
+    assert {"all-gather", "all-reduce"} <= kinds  # FSDPv2 gathers the sharded parameters

@@ -426,7 +426,8 @@ def _collectives(
     def ops(h: str) -> tuple[CollectiveOp, ...] | None:
         if h not in cache:
             try:
-                cache[h] = collectives_of(load(specs[h]), letters[h]) if specs.get(h) else None
+                spec = _partitioned_twin(specs[h]) if specs.get(h) else ""
+                cache[h] = collectives_of(load(spec), letters[h]) if spec else None
             except (XlagraphError, RecursionError):
                 cache[h] = None
         return cache[h]
@@ -468,6 +469,18 @@ def _collectives(
                 step, pos + 1, groups, lined_up, _mismatch_text(step, pos + 1, groups, unit)
             ), lined_up
     return None, lined_up
+
+
+def _partitioned_twin(spec: str) -> str:
+    """Under SPMD the partitioner adds the collectives: a capture keeps the module after
+    partitioning beside the one before it (`<prefix>.<platform>_after_optimizations.txt`); the
+    collectives are read from it when it is there."""
+    if not spec.endswith(_BEFORE):
+        return spec
+    path = Path(spec)
+    prefix = path.name.removesuffix(_BEFORE)
+    twins = sorted(path.parent.glob(f"{prefix}.*after_optimizations.txt"))
+    return str(twins[0]) if twins else spec
 
 
 def _mismatch_text(step: int, position: int, groups: tuple[RankGroup, ...], unit: str) -> str:
