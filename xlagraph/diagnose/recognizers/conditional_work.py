@@ -72,13 +72,15 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     regions = [i for i, c in enumerate(pending) if c.kind in _REGIONS]
     if not regions:
         return NOTHING
-    for _, test, summary, hint in _PATTERNS:
+    for name, test, summary, hint in _PATTERNS:
         hits = [
             i
             for i in regions
             if pending[i].kind not in _TAPS
             and test(_library(evidence, pending[i]), _ops(evidence, pending[i]))
         ]
+        if name == "optimizer" and not any(pending[i].kind is CauseKind.STRUCTURE for i in hits):
+            continue  # an optimizer value alone (a learning rate) is no update on some steps only
         if hits:
             # What the work changes downstream (outputs added, removed or reordered, the update
             # that reads clipped gradients) is the same root reason.

@@ -117,9 +117,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         ]
         this, other = ("B", "A") if side == "right" else ("A", "B")
         summary = (
-            f"{len(names)} scalar input(s) of {this} are the constant(s) {', '.join(sorted(set(baked)))} "
-            f"baked into {other}: a Python scalar that was 0 or 1 on one step (e.g. a learning rate "
-            "warming up from 0.0)"
+            f"{len(names)} scalar input(s) of {this} are constants (0 or 1) baked into {other} at the "
+            "same place: a Python scalar that was 0 or 1 on one step (e.g. a learning rate warming up "
+            "from 0.0)"
         )
         out.append(
             merge(CauseKind.CONSTANT_VALUE, summary, [pending[i] for i in params + regions], hint=HINT)
