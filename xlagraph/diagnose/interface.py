@@ -30,6 +30,11 @@ if TYPE_CHECKING:
 __all__ = ["compare_outputs", "compare_parameters"]
 
 
+# A tensor that changed element type stays a float (autocast, .half(), float64 numpy data): a
+# float output and a bool output of the same dimensions are two different tensors.
+_FLOATS = frozenset({"f16", "bf16", "f32", "f64", "f8e4m3fn", "f8e5m2"})
+
+
 def _layout_differs(a: str, b: str) -> bool:
     """Both printed with a layout, and the layouts differ (a dump printed without layouts says
     nothing about them)."""
@@ -238,7 +243,12 @@ def _pair_slots(
                 k
                 for k in range(start, len(still_added))
                 if (s := shape_of(right, right.outputs[still_added[k]])) == key
-                or (not same_type and dims_of(s) == key and element_type(s) != element_type(shape))
+                or (
+                    not same_type
+                    and dims_of(s) == key
+                    and element_type(s) != element_type(shape)
+                    and {element_type(s), element_type(shape)} <= _FLOATS
+                )
             ),
             None,
         )

@@ -49,7 +49,8 @@ def _reordered_only(evidence: Evidence, others: list[Cause]) -> bool:
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     orders = [i for i, c in enumerate(pending) if c.kind in _ORDER]
-    others = [i for i, c in enumerate(pending) if c.kind not in _ORDER and not c.info]
+    # Expected changes count too: new optimizer state renumbers the inputs after it.
+    others = sorted((i for i, c in enumerate(pending) if c.kind not in _ORDER), key=lambda i: pending[i].info)
     if not orders:
         return NOTHING
     if not others:  # the root cause: a hint about buckets only where there are collectives
