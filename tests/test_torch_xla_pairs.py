@@ -11,9 +11,6 @@ from xlagraph.diff import diff_files
 from xlagraph.parse.sources import open_source
 
 SCENARIOS = {s["name"]: s for s in load_manifest("torch_xla")["scenarios"]}
-# Where issue 7 says the manifest's old answer was wrong: the .item() graph is the step cut short
-# by an implicit sync (`graph_break`), not an unknown `structure`.
-CORRECTED = {"item_mid_step": ["graph_break"]}
 # The graphs of these two carry only library frames in their metadata (FSDP's collectives are
 # built inside torch_xla; the .item() graph is the optimizer's update), so no user line to cite.
 NO_USER_FRAMES = {"fsdp_bucket", "item_mid_step"}
@@ -31,7 +28,7 @@ def test_scenario_pair(name: str) -> None:
         str(FIXTURES / "torch_xla" / pair["a_file"]), str(FIXTURES / "torch_xla" / pair["b_file"])
     )
     assert result.verdict == _verdict(scenario["expected_verdict"])
-    expected = sorted(set(CORRECTED.get(name, scenario["expected_causes"])))
+    expected = sorted(set(scenario["expected_causes"]))
     assert sorted(c.kind.value for c in result.differences) == expected
     if result.differences and name not in NO_USER_FRAMES:
         script_names = {s.rsplit("/", 1)[-1] for s in scenario["scripts"]}
