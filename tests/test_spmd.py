@@ -84,9 +84,11 @@ def test_tensor_sharded_only_on_some_steps() -> None:
     report, marked = _report("sharded_some_steps")
     assert [r.kinds[0] for r in report.recompiles] == ["sharding", "sharding"]
     labels = _line("sharded_some_steps.py", "# CAUSE")
-    on, off = (text for _, text in marked)
+    on = marked[0][1]
     assert "f32[8,4]: replicated (not marked) -> ('data', None) over mesh (data=4)" in on and labels in on
-    assert off.endswith("-> replicated (not marked)")
+    # step 2 is explained against the baseline the engine picks (step 0 or 1): where it names the
+    # labels again, they went back to replicated
+    assert all(text.endswith("-> replicated (not marked)") for _, text in marked[1:])
     # the batch, sharded the same way at another line, is told apart by its shape
     assert _line("sharded_some_steps.py", 'xs.mark_sharding(x, m, ("data", None))') not in on
 

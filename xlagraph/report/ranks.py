@@ -25,6 +25,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module, strip_layout
@@ -33,6 +34,7 @@ from xlagraph.runlog import GraphRecord, RunLog, Step, Sync
 __all__ = [
     "CollectiveMismatch",
     "CollectiveOp",
+    "RankDiff",
     "RankDivergence",
     "RankGroup",
     "RankView",
@@ -97,13 +99,24 @@ class RankGroup:
     collective: CollectiveOp | None = None
 
 
+class RankDiff(NamedTuple):
+    """The engine's diff of a group's graph (`variant`) against the baseline group's (`baseline`)
+    at the divergent step; `note` says why there are no causes when there are none."""
+
+    group: int  # index into RankDivergence.groups
+    baseline: str
+    variant: str
+    causes: tuple[Any, ...]  # xlagraph.diagnose Cause
+    note: str
+
+
 @dataclass(frozen=True)
 class RankDivergence:
     """The first step where ranks ran different graphs; `groups[0]` is the baseline (largest)."""
 
     step: int
     groups: tuple[RankGroup, ...]
-    diffs: tuple[tuple[int, str, str, tuple[object, ...], str], ...]  # (group, A, B, causes, note)
+    diffs: tuple[RankDiff, ...]
 
 
 @dataclass(frozen=True)
@@ -349,7 +362,7 @@ def _divergence(
                 continue
             a, b = pair
             causes, note = _diff(specs.get(a, ""), specs.get(b, ""), load)
-            diffs.append((gi, letters[a], letters[b], causes, note))
+            diffs.append(RankDiff(gi, letters[a], letters[b], causes, note))
         return RankDivergence(step, groups, tuple(diffs))
     return None
 
@@ -365,7 +378,7 @@ def _first_pair(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, str] | Non
     return None
 
 
-def _diff(spec_a: str, spec_b: str, load: ModuleLoader) -> tuple[tuple[object, ...], str]:
+def _diff(spec_a: str, spec_b: str, load: ModuleLoader) -> tuple[tuple[Any, ...], str]:
     if not spec_a or not spec_b:
         return (), "the HLO of one of the graphs was not kept: no diff"
     try:
