@@ -44,6 +44,15 @@ def _cut_short(evidence: Evidence, pending: tuple[Cause, ...]) -> str:
     return ""
 
 
+def _what_differs(causes: list[Cause]) -> str:
+    """`3 inputs and 8 outputs differ`, from the interface changes of the folded causes."""
+    inputs = sum(1 for c in causes for ch in c.changes if ch.what == "input")
+    outputs = sum(1 for c in causes for ch in c.changes if ch.what == "output")
+    if not (inputs or outputs):
+        return f"{len(causes)} difference(s) follow from it"
+    return f"{inputs} input(s) and {outputs} output(s) of the other graph differ"
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     ctx = evidence.context
     this, base = ctx.trigger in IMPLICIT_TRIGGERS, ctx.baseline_trigger in IMPLICIT_TRIGGERS
@@ -65,14 +74,15 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     summary = (
         f"{label} inside the step cut the graph: {which} ends at "
         + (line or "a line the dump does not record (XLAGRAPH_CAPTURE records it)")
-        + f" instead of at the step's sync ({sum(pending[i].count for i in cut)} difference(s) follow)"
+        + f" instead of at the step's sync ({_what_differs([pending[i] for i in cut])})"
     )
     kind = CauseKind.GRAPH_BREAK
+    differs = _what_differs([pending[i] for i in cut])
     if line and data_sized(source_text(line)):  # x[mask], nonzero: the op syncs to learn its size
         kind = CauseKind.DYNAMIC_SHAPE
         summary = (
             f"a data-dependent size (boolean mask, nonzero, unique, masked_select) at {line} makes "
-            f"torch_xla sync to learn it, which cuts the step there ({len(cut)} difference(s) follow)"
+            f"torch_xla sync to learn it, which cuts the step there ({differs})"
         )
     # The differing ops' own lines are where the rest of the step is, not where it was cut.
     cause = merge(kind, summary, [pending[i] for i in cut], sources=(line,) if line else ())
