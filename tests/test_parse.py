@@ -144,3 +144,16 @@ def test_spec_parsing() -> None:
 def test_load_module_without_index_on_multi_graph_source_says_how_to_pick() -> None:
     with pytest.raises(InputError, match="xlagraph graphs"):
         load_module(str(FIXTURES / "jax" / "xla_dump"))
+
+
+@pytest.mark.parametrize(
+    "head",
+    ["\ufeff", "/* a licence header */\n", "// generated\r\n", ""],
+    ids=["byte order mark", "block comment", "line comment, CRLF", "plain"],
+)
+def test_hlo_files_are_recognised_whatever_precedes_the_header(tmp_path: Path, head: str) -> None:
+    # Hand-written: the same module behind what editors and generators put first.
+    path = tmp_path / "m.hlo"
+    path.write_bytes((head + "HloModule m\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n").encode())
+    module = load_module(str(path))
+    assert module.instruction_count == 1

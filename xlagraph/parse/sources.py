@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from xlagraph.errors import InputError
 from xlagraph.ir import Frame, GraphInfo, Module
-from xlagraph.parse.hlo import parse_hlo
+from xlagraph.parse.hlo import looks_like_hlo, parse_hlo
 from xlagraph.parse.lazy_ir import parse_lazy_ir
 
 __all__ = [
@@ -226,7 +226,7 @@ def open_source(path: str) -> Source:
         return _open_save_file(path, text)
     fmt = _body_format(text)
     first = _first_meaningful(text)
-    if fmt == "unknown" and first.startswith("HloModule"):
+    if fmt == "unknown" and (first.startswith("HloModule") or looks_like_hlo(text)):  # BOM, /* */ first
         fmt = "hlo"
     if fmt == "hlo":
         return Source(path, "hlo-file", (Graph(path, text, 1, "hlo", GraphInfo(label=path)),))
