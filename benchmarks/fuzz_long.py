@@ -90,9 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     # Copied once: the fixtures may be regenerated while this runs.
     captures = [shutil.copytree(p, snapshot / "captures" / p.name) for p in harness.capture_seeds()]
     names = sorted(harness.MUTATORS)
-    signatures: dict[bytes, tuple[str, str] | None] = {}
+    signatures: dict[bytes, tuple[str, ...] | None] = {}
 
-    def signature(data: bytes) -> tuple[str, str] | None:
+    def signature(data: bytes) -> tuple[str, ...] | None:
         if args.no_oracle:
             return None
         if data not in signatures:
