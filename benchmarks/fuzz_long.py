@@ -4,10 +4,12 @@
 
 Cycles through mutated HLO modules (graphs / graphs --json / diff against the seed / diff with
 itself), mutated save files (graphs, diff #0 #1) and capture folders with mutated journal and meta
-records (report, check). Every breach of the contract is classified; the first input of each new
-class is kept under --save-dir (with the command) and, with --log, a line is appended to the log as
-soon as it is found. Ends with the figures: cases run, exit statuses, breaches per class.
-The run uses a private copy of the package and of the seeds, taken when it starts.
+records (report, check). For `graphs` it also checks that xlagraph accepts exactly what jaxlib
+accepts (the "reader:" classes: not part of the CI contract, a differential check of the reader).
+Every breach is classified; the first input of each new class is kept under --save-dir (with the
+command) and, with --log, a line is appended to the log as soon as it is found. Ends with the
+figures: cases run, exit statuses, breaches per class. The run uses a private copy of the package
+and of the seeds, taken when it starts.
 """
 
 from __future__ import annotations
@@ -104,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         with args.log.open("a") as f:
             f.write(f"\n## fuzz_long {time.strftime('%H:%M')} (seed {args.seed}, {args.minutes} min)\n")
     runner = harness.Runner()
+    jaxlib = None if args.no_oracle else harness.JaxlibWorker()
     codes: list = []
     cases = Counter[str]()
     end = time.monotonic() + 60 * args.minutes
@@ -119,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
                 ops = case_rng.choices(names, k=case_rng.randint(1, 3))
                 command = case_rng.choice(harness.HLO_COMMANDS)
                 mutated = harness.mutate(case_rng, seed_bytes[k], seed_bytes, ops)
-                found = harness.hlo_case(runner, work, seed_bytes[k], mutated, command, signature, codes)
+                found = harness.hlo_case(
+                    runner, work, seed_bytes[k], mutated, command, signature, codes, jaxlib
+                )
                 where = f"seed file {seeds[k].relative_to(ROOT)} ops={ops} case seed={case_seed}"
                 inputs = {"seed.hlo": work / "seed.hlo", "mutated.hlo": work / "mutated.hlo"}
                 shown = f"xlagraph {command.replace('seed', 'seed.hlo').replace('self', '')} mutated.hlo"
@@ -149,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             for cls in found:
                 log.record(cls, where, inputs, shown)
     runner.close()
+    if jaxlib is not None:
+        jaxlib.close()
     shutil.rmtree(snapshot, ignore_errors=True)
     summary = {
         "minutes": args.minutes,
