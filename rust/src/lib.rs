@@ -4,10 +4,12 @@
 
 mod attrs;
 mod checks;
+mod created;
 mod literal;
 mod opcodes;
 mod parser;
 mod scan;
+mod semantics;
 mod shape;
 
 use std::borrow::Cow;

@@ -134,36 +134,36 @@ pub struct ModuleText<'a> {
 }
 
 /// What the checks need to know of an instruction besides its IR record.
-type Chain<'a> = (Async, Option<Cow<'a, str>>, Cow<'a, str>, Cow<'a, str>);
+pub(crate) type Chain<'a> = (Async, Option<Cow<'a, str>>, Cow<'a, str>, Cow<'a, str>);
 
-struct Facts<'a> {
+pub(crate) struct Facts<'a> {
     /// Where the result shape starts (read again only where a check needs it).
-    shape: Option<usize>,
+    pub(crate) shape: Option<usize>,
     /// Async chain: kind, wrapped opcode (shorthand), the computation it runs, its thread.
-    chain: Option<Chain<'a>>,
-    parameter: i64,
-    pos: usize,
+    pub(crate) chain: Option<Chain<'a>>,
+    pub(crate) parameter: i64,
+    pub(crate) pos: usize,
 }
 
-struct Scope<'a> {
-    insts: Vec<Inst<'a>>,
-    facts: Vec<Facts<'a>>,
-    names: FxMap<Cow<'a, str>, u32>,
-    root: Option<u32>,
-    anon: u32,
+pub(crate) struct Scope<'a> {
+    pub(crate) insts: Vec<Inst<'a>>,
+    pub(crate) facts: Vec<Facts<'a>>,
+    pub(crate) names: FxMap<Cow<'a, str>, u32>,
+    pub(crate) root: Option<u32>,
+    pub(crate) anon: u32,
     /// One instruction read alone: operands with a shape but no definition become parameters.
-    create_missing: bool,
+    pub(crate) create_missing: bool,
 }
 
 pub struct Parser<'a> {
     pub c: Cursor<'a>,
-    comps: Vec<Comp<'a>>,
-    comp_names: FxMap<Cow<'a, str>, Option<Shape>>,
+    pub(crate) comps: Vec<Comp<'a>>,
+    pub(crate) comp_names: FxMap<Cow<'a, str>, Option<Shape>>,
     /// Computations XLA creates for async shorthand, added before the computation being read.
-    wrapped: Vec<Comp<'a>>,
-    depth: usize,
+    pub(crate) wrapped: Vec<Comp<'a>>,
+    pub(crate) depth: usize,
     /// Computations already run by an explicit async-start (XLA allows one caller).
-    async_computations: std::collections::HashSet<String>,
+    pub(crate) async_computations: std::collections::HashSet<String>,
 }
 
 pub fn unescape(s: &str) -> Cow<'_, str> {
@@ -228,7 +228,7 @@ fn tidy(s: &str) -> Cow<'_, str> {
     Cow::Owned(parts.join(" "))
 }
 
-fn owned<'a>(s: Cow<'_, str>) -> Cow<'a, str> {
+pub(crate) fn owned<'a>(s: Cow<'_, str>) -> Cow<'a, str> {
     Cow::Owned(s.into_owned())
 }
 
@@ -244,7 +244,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn line(&self, pos: usize) -> u32 {
+    pub(crate) fn line(&self, pos: usize) -> u32 {
         self.c.line_of(pos) as u32
     }
 
@@ -607,7 +607,11 @@ impl<'a> Parser<'a> {
     }
 
     /// `{ instruction+ }` at the cursor (on the `{`): a new scope, its parameters checked.
-    fn instruction_list(&mut self, name: &str, create_missing: bool) -> Result<Scope<'a>> {
+    pub(crate) fn instruction_list(
+        &mut self,
+        name: &str,
+        create_missing: bool,
+    ) -> Result<Scope<'a>> {
         self.c.pos += 1;
         // Printers close a computation with `}` at the start of a line: the text up to there
         // sizes the tables (about one instruction per 64 bytes), sparing their regrowth.
@@ -678,7 +682,7 @@ impl<'a> Parser<'a> {
     }
 
     /// `shape? opcode(operands) attributes`; returns the new instruction's index in the scope.
-    fn rhs(
+    pub(crate) fn rhs(
         &mut self,
         scope: &mut Scope<'a>,
         name: Cow<'a, str>,
@@ -871,102 +875,17 @@ impl<'a> Parser<'a> {
             pos: i.map(|i| attr_pos[i]).unwrap_or(op_pos),
         })?;
         self.check_operand_shapes(scope, opcode, &operands, shape_pos, &attrs, op_pos)?;
-        // Async chains: start -> update* -> done, one wrapped computation and thread throughout.
-        let thread: Option<Cow<'a, str>> = attrs
-            .iter()
-            .find(|(k, _)| *k == "async_execution_thread")
-            .map(|(_, v)| Cow::Owned(v.trim_matches('"').to_string()));
-        let mut chain = None;
-        if let Some(kind) = chain_kind {
-            let chain_name = match kind {
-                Async::Start => {
-                    let shape = self.shape_at(shape_pos)?;
-                    let tuple_ok = matches!(shape.as_ref().and_then(Shape::tuple_elements),
-                        Some(els) if els.len() >= 2 && els[0].tuple_elements().is_some());
-                    if !tuple_ok {
-                        return err(op_pos, "AsyncStart expects the op shape to be in the form of ((async-operands), async-outputs, state)");
-                    }
-                    if let Some(base) = wrapped_opcode {
-                        let wrapped = self.wrap(
-                            scope,
-                            name.as_ref(),
-                            base,
-                            &operands,
-                            shape.as_ref(),
-                            &attrs,
-                            line,
-                        );
-                        called.push(Cow::Owned(wrapped.clone()));
-                        (
-                            Cow::Owned(wrapped),
-                            thread.clone().unwrap_or(Cow::Borrowed("main")),
-                        )
-                    } else {
-                        let Some(c) = called.first() else {
-                            return err(op_pos, "async-start needs calls=<computation>");
-                        };
-                        if !self.async_computations.insert(c.to_string()) {
-                            return err(
-                                calls_pos,
-                                format!("computation {c} is called by more than one async op"),
-                            );
-                        }
-                        (c.clone(), thread.clone().unwrap_or(Cow::Borrowed("main")))
-                    }
-                }
-                Async::Update | Async::Done => {
-                    let previous = match operands.as_slice() {
-                        [one] => scope.facts[*one as usize].chain.as_ref(),
-                        _ => None,
-                    };
-                    let Some((prev_kind, prev_wrapped, prev_comp, prev_thread)) = previous else {
-                        return err(
-                            op_pos,
-                            "AsyncUpdate and AsyncDone expect a single async op as their operand",
-                        );
-                    };
-                    if *prev_kind == Async::Done {
-                        return err(
-                            op_pos,
-                            "AsyncUpdate and AsyncDone expect a single async op as their operand",
-                        );
-                    }
-                    if wrapped_opcode.is_some() && prev_wrapped.as_deref() != wrapped_opcode {
-                        return err(
-                            op_pos,
-                            format!(
-                                "Expect async wrapped opcode to be {}, but got {}",
-                                prev_wrapped.as_deref().unwrap_or("async"),
-                                wrapped_opcode.unwrap_or("")
-                            ),
-                        );
-                    }
-                    if let Some(c) = called.first() {
-                        if c != prev_comp {
-                            return err(calls_pos, format!("Expect async_wrapped_computation to be {prev_comp}, but got {c}"));
-                        }
-                    }
-                    if let Some(t) = &thread {
-                        if t != prev_thread {
-                            return err(op_pos, format!("Expect async_execution_thread to be {prev_thread}, but got {t}"));
-                        }
-                    }
-                    if kind == Async::Update {
-                        let prev_shape = self.shape_at(scope.facts[operands[0] as usize].shape)?;
-                        if prev_shape.is_some() && prev_shape != self.shape_at(shape_pos)? {
-                            return err(op_pos, "AsyncUpdate expects the op shape to be the same as the operand shape");
-                        }
-                    }
-                    (prev_comp.clone(), prev_thread.clone())
-                }
-            };
-            chain = Some((
-                kind,
-                wrapped_opcode.map(Cow::Borrowed),
-                chain_name.0,
-                chain_name.1,
-            ));
-        }
+        let chain = self.async_chain(
+            scope,
+            chain_kind,
+            wrapped_opcode,
+            &name,
+            &operands,
+            shape_pos,
+            &attrs,
+            &mut called,
+            (op_pos, calls_pos, line),
+        )?;
         let name = if name.is_empty() {
             let mut generated = format!("{opcode}.anon");
             while scope.names.contains_key(generated.as_str()) {
@@ -1004,7 +923,7 @@ impl<'a> Parser<'a> {
     }
 
     /// The shape that starts at `pos`, read again (the cursor is left where it was).
-    fn shape_at(&mut self, pos: Option<usize>) -> Result<Option<Shape>> {
+    pub(crate) fn shape_at(&mut self, pos: Option<usize>) -> Result<Option<Shape>> {
         let Some(pos) = pos else {
             return Ok(None);
         };
@@ -1035,7 +954,7 @@ impl<'a> Parser<'a> {
         )
     }
 
-    fn add(
+    pub(crate) fn add(
         &mut self,
         scope: &mut Scope<'a>,
         inst: Inst<'a>,
@@ -1097,335 +1016,5 @@ impl<'a> Parser<'a> {
         // A nested instruction: named once read (`add.anon`, `add.anon.1`), as XLA names it.
         self.c.pos = start;
         self.rhs(scope, Cow::Borrowed(""), start, false)
-    }
-
-    /// `to_apply={ instructions }` or `branch_computations={{...}, {...}}`: computations written
-    /// in place. Each becomes a computation of its own (named `_`, `_.1`, ... as XLA names them);
-    /// the attribute's value is then their names. None (cursor unmoved) for any other attribute.
-    fn inline_computations(&mut self) -> Result<Option<(&'a str, Cow<'a, str>)>> {
-        let save = self.c.pos;
-        let key = self.c.ident();
-        if !COMPUTATION_ATTRIBUTES.contains(&key) || !self.c.eat(b'=')? || !self.c.eat(b'{')? {
-            self.c.pos = save;
-            return Ok(None);
-        }
-        let open = self.c.pos - 1;
-        if self.starts_instruction()? {
-            self.c.pos = open;
-            let name = self.inline_computation()?;
-            return Ok(Some((key, Cow::Owned(name))));
-        }
-        self.c.ws()?;
-        if self.c.peek() != b'{' {
-            self.c.pos = save;
-            return Ok(None);
-        }
-        let mut names = Vec::new();
-        loop {
-            self.c.ws()?;
-            if self.c.peek() == b'{' {
-                names.push(self.inline_computation()?);
-            } else {
-                let p = self.c.pos;
-                let name = self.c.name();
-                if name.is_empty() {
-                    return err(
-                        p,
-                        format!("expected a computation, got {}", self.c.snippet(p)),
-                    );
-                }
-                names.push(name.to_string());
-            }
-            if self.c.eat(b',')? {
-                continue;
-            }
-            self.c.expect(b'}', "'}' closing a list of computations")?;
-            break;
-        }
-        Ok(Some((key, Cow::Owned(format!("{{{}}}", names.join(", "))))))
-    }
-
-    /// True when an instruction (`ROOT`, or `name =`) starts at the cursor; the cursor stays.
-    fn starts_instruction(&mut self) -> Result<bool> {
-        let save = self.c.pos;
-        self.c.ws()?;
-        let found = self.c.keyword("ROOT") || (!self.c.name().is_empty() && self.c.eat(b'=')?);
-        self.c.pos = save;
-        Ok(found)
-    }
-
-    fn inline_computation(&mut self) -> Result<String> {
-        let line = self.line(self.c.pos);
-        let mut name = "_".to_string();
-        let mut n = 0;
-        while self.comp_names.contains_key(name.as_str()) {
-            n += 1;
-            name = format!("_.{n}");
-        }
-        let scope = self.instruction_list(&name, false)?;
-        let root = scope.root.unwrap_or(scope.insts.len() as u32 - 1) as usize;
-        let root_shape = self.shape_at(scope.facts[root].shape)?;
-        self.comp_names.insert(Cow::Owned(name.clone()), root_shape);
-        self.wrapped.push(Comp {
-            name: Cow::Owned(name.clone()),
-            insts: scope.insts,
-            is_entry: false,
-            line,
-        });
-        Ok(name)
-    }
-
-    /// `add(f32[2,5] x, ...)`: the shape written with an operand must be its definition's
-    /// (layout aside). Equal text is the common, cheap case.
-    fn check_declared_shape(
-        &mut self,
-        scope: &Scope<'a>,
-        i: u32,
-        s0: usize,
-        s1: usize,
-    ) -> Result<()> {
-        let declared = self.c.text[s0..s1].trim_end();
-        let defined = &scope.insts[i as usize].shape;
-        if defined.is_empty() || declared == defined.as_ref() {
-            return Ok(());
-        }
-        let (Some(a), Some(b)) = (
-            self.shape_at(Some(s0))?,
-            self.shape_at(scope.facts[i as usize].shape)?,
-        ) else {
-            return Ok(());
-        };
-        if !a.compatible(&b) {
-            return err(
-                s0,
-                format!(
-                    "the declared operand shape {} is not compatible with the shape of {}, {}",
-                    a.human(),
-                    scope.insts[i as usize].name,
-                    b.human()
-                ),
-            );
-        }
-        Ok(())
-    }
-
-    /// Checks that need operand or result shapes: conditional selectors, infeed, parameter
-    /// replication, custom-call operand layouts.
-    fn check_operand_shapes(
-        &mut self,
-        scope: &Scope<'a>,
-        opcode: &str,
-        operands: &[u32],
-        shape_pos: Option<usize>,
-        attrs: &[(&'a str, Cow<'a, str>)],
-        op_pos: usize,
-    ) -> Result<()> {
-        let attr = |k: &str| {
-            attrs
-                .iter()
-                .find(|(key, _)| *key == k)
-                .map(|(_, v)| v.as_ref())
-        };
-        match opcode {
-            "conditional" => {
-                let Some(&first) = operands.first() else {
-                    return err(op_pos, "conditional needs a branch selector operand");
-                };
-                if let Some(Shape::Array(t, dims, _)) =
-                    self.shape_at(scope.facts[first as usize].shape)?
-                {
-                    let t = crate::shape::element_type_name(t);
-                    if !dims.is_empty() || (t != "pred" && t != "s32") {
-                        return err(
-                            op_pos,
-                            "the first operand of conditional must be a scalar of PRED or S32",
-                        );
-                    }
-                    if t == "pred" && attr("branch_computations").is_some() {
-                        return err(
-                            op_pos,
-                            "a conditional on PRED takes true_computation and false_computation",
-                        );
-                    }
-                    if t == "s32" && attr("branch_computations").is_none() {
-                        return err(op_pos, "a conditional on S32 takes branch_computations");
-                    }
-                }
-            }
-            "broadcast" if attr("dimensions").is_none() => {
-                if let Some(&o) = operands.first() {
-                    if matches!(self.shape_at(scope.facts[o as usize].shape)?, Some(Shape::Array(_, d, _)) if !d.is_empty())
-                    {
-                        return err(op_pos, "broadcast requires the attribute dimensions (its operand is not a scalar)");
-                    }
-                }
-            }
-            "infeed" if !matches!(self.shape_at(shape_pos)?, Some(Shape::Tuple(v)) if !v.is_empty()) =>
-            {
-                return err(op_pos, "infeed must have a non-empty tuple shape");
-            }
-            _ => {}
-        }
-        if let Some(value) = attr("parameter_replication") {
-            if let Some(shape) = self.shape_at(shape_pos)? {
-                let given = value
-                    .split(',')
-                    .filter(|v| !v.trim_matches(['{', '}', ' ']).is_empty())
-                    .count();
-                if given != shape.leaf_count() {
-                    return err(
-                        op_pos,
-                        format!("parameter has {} leaf buffers, but parameter_replication has {given} elements", shape.leaf_count()),
-                    );
-                }
-            }
-        }
-        if let Some(value) = attr("operand_layout_constraints") {
-            let mut c = Cursor::new(value);
-            c.expect(b'{', "'{' opening operand_layout_constraints")?;
-            let mut layouts = Vec::new();
-            if !c.eat(b'}')? {
-                loop {
-                    c.ws()?;
-                    layouts.push(parse_shape(&mut c)?);
-                    if c.eat(b',')? {
-                        continue;
-                    }
-                    c.expect(b'}', "'}' closing operand_layout_constraints")?;
-                    break;
-                }
-            }
-            if layouts.len() != operands.len() {
-                return err(
-                    op_pos,
-                    format!(
-                        "expected {} operand layout constraints, {} given",
-                        operands.len(),
-                        layouts.len()
-                    ),
-                );
-            }
-            for (n, (layout, &o)) in layouts.iter().zip(operands).enumerate() {
-                if let Some(actual) = self.shape_at(scope.facts[o as usize].shape)? {
-                    if !layout.compatible(&actual) {
-                        return err(op_pos, format!("operand layout constraint {} for operand {n} is not compatible with {}", layout.human(), actual.human()));
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// An operand of a lone instruction that names nothing: XLA makes it the next parameter.
-    fn missing_parameter(
-        &mut self,
-        scope: &mut Scope<'a>,
-        name: &'a str,
-        s0: usize,
-        s1: usize,
-    ) -> Result<u32> {
-        let number = scope.facts.iter().filter(|f| f.parameter >= 0).count() as i64;
-        let mut pname: Cow<'a, str> = Cow::Borrowed(name);
-        if name.is_empty() {
-            let mut generated = format!("parameter.{number}");
-            while scope.names.contains_key(generated.as_str()) {
-                generated.push_str(".1");
-            }
-            pname = Cow::Owned(generated);
-        }
-        let inst = Inst {
-            name: pname,
-            opcode: Cow::Borrowed("parameter"),
-            shape: strip_comments(self.c.text[s0..s1].trim_end()),
-            operands: Vec::new(),
-            attrs: Vec::new(),
-            called: Vec::new(),
-            payload: Cow::Owned(number.to_string()),
-            metadata: None,
-            is_root: false,
-            line: self.line(s0),
-        };
-        let facts = Facts {
-            shape: Some(s0),
-            chain: None,
-            parameter: number,
-            pos: s0,
-        };
-        self.add(scope, inst, facts, s0)
-    }
-
-    /// The computation XLA builds for `op-start`: one parameter per operand and the op as root.
-    #[allow(clippy::too_many_arguments)]
-    fn wrap(
-        &mut self,
-        scope: &Scope<'a>,
-        start_name: &str,
-        opcode: &'a str,
-        operands: &[u32],
-        shape: Option<&Shape>,
-        attrs: &[(&'a str, Cow<'a, str>)],
-        line: u32,
-    ) -> String {
-        let mut name = format!("{start_name}.async_wrapped");
-        while self.comp_names.contains_key(name.as_str()) {
-            name.push_str(".1");
-        }
-        let mut insts = Vec::with_capacity(operands.len() + 1);
-        let mut param_names = Vec::new();
-        for (i, &o) in operands.iter().enumerate() {
-            let pname = if i == 0 {
-                "async_param".to_string()
-            } else {
-                format!("async_param.{i}")
-            };
-            param_names.push(i as u32);
-            insts.push(Inst {
-                name: Cow::Owned(pname),
-                opcode: Cow::Borrowed("parameter"),
-                shape: scope.insts[o as usize].shape.clone(),
-                operands: Vec::new(),
-                attrs: Vec::new(),
-                called: Vec::new(),
-                payload: Cow::Owned(i.to_string()),
-                metadata: None,
-                is_root: false,
-                line,
-            });
-        }
-        let root_shape = shape
-            .and_then(Shape::tuple_elements)
-            .and_then(|els| els.get(1))
-            .map(|s| Cow::Owned(s.human()))
-            .unwrap_or(Cow::Borrowed(""));
-        let called: Vec<Cow<'a, str>> = attrs
-            .iter()
-            .filter(|(k, _)| COMPUTATION_ATTRIBUTES.contains(k))
-            .flat_map(|(_, v)| {
-                crate::checks::names_in(v)
-                    .into_iter()
-                    .map(owned)
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        insts.push(Inst {
-            name: Cow::Borrowed("async_op"),
-            opcode: Cow::Borrowed(opcode),
-            shape: root_shape,
-            operands: param_names,
-            attrs: attrs.to_vec(),
-            called,
-            payload: Cow::Borrowed(""),
-            metadata: None,
-            is_root: true,
-            line,
-        });
-        self.comp_names.insert(Cow::Owned(name.clone()), None);
-        self.wrapped.push(Comp {
-            name: Cow::Owned(name.clone()),
-            insts,
-            is_entry: false,
-            line,
-        });
-        name
     }
 }
