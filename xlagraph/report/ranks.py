@@ -241,8 +241,9 @@ def _steps(log: RunLog) -> dict[int, tuple[str, ...]]:
 
 
 def rank_view(logs: Sequence[RunLog], loader: ModuleLoader | None = None) -> RankView | None:
-    """The cross-rank view of several processes, or None when there is nothing to compare (one
-    process, or processes whose ranks are unknown or repeat: say why in `notes` of a view)."""
+    """The cross-rank view of several processes, or None when there is nothing to compare: one
+    process, or processes whose ranks are unknown or repeat (several runs of one process in a
+    folder, shown with `--run all`; such processes are reported one by one, not as ranks)."""
     if len(logs) < 2:
         return None
     ranked = [(rank_of(log), log) for log in logs]
