@@ -67,10 +67,9 @@ impl<'a> Parser<'a> {
     fn inline_computation(&mut self) -> Result<String> {
         let line = self.line(self.c.pos);
         let mut name = "_".to_string();
-        let mut n = 0;
         while self.comp_names.contains_key(name.as_str()) {
-            n += 1;
-            name = format!("_.{n}");
+            self.inline_count += 1; // kept across computations: each name is tried once
+            name = format!("_.{}", self.inline_count);
         }
         let scope = self.instruction_list(&name, false)?;
         let root = scope.root.unwrap_or(scope.insts.len() as u32 - 1) as usize;

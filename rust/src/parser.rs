@@ -164,6 +164,8 @@ pub struct Parser<'a> {
     pub(crate) depth: usize,
     /// Computations already run by an explicit async-start (XLA allows one caller).
     pub(crate) async_computations: std::collections::HashSet<String>,
+    /// Suffix of the last `_.N` name given to a computation written in place.
+    pub(crate) inline_count: usize,
 }
 
 pub fn unescape(s: &str) -> Cow<'_, str> {
@@ -241,6 +243,7 @@ impl<'a> Parser<'a> {
             wrapped: Vec::new(),
             depth: 0,
             async_computations: Default::default(),
+            inline_count: 0,
         }
     }
 
@@ -615,8 +618,7 @@ impl<'a> Parser<'a> {
         self.c.pos += 1;
         // Printers close a computation with `}` at the start of a line: the text up to there
         // sizes the tables (about one instruction per 64 bytes), sparing their regrowth.
-        let rest = &self.c.text[self.c.pos..];
-        let estimate = rest.find("\n}").unwrap_or(rest.len()) / 64 + 4;
+        let estimate = self.c.to_next_closer(self.c.pos) / 64 + 4;
         let mut names = FxMap::default();
         names.reserve(estimate);
         let mut scope = Scope {

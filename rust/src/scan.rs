@@ -25,6 +25,8 @@ pub struct Cursor<'a> {
     pub b: &'a [u8],
     pub pos: usize,
     line_starts: Vec<usize>,
+    /// Offsets of lines that start with `}`: where printers close computations.
+    closers: Vec<usize>,
 }
 
 #[inline]
@@ -56,6 +58,12 @@ impl<'a> Cursor<'a> {
             }
             i += 1;
         }
+        // Lines that start with `}`: where printers close computations.
+        let closers = line_starts
+            .iter()
+            .copied()
+            .filter(|&s| s < b.len() && b[s] == b'}')
+            .collect();
         // A UTF-8 byte order mark is not text.
         let pos = if b.starts_with(&[0xEF, 0xBB, 0xBF]) {
             3
@@ -67,7 +75,14 @@ impl<'a> Cursor<'a> {
             b,
             pos,
             line_starts,
+            closers,
         }
+    }
+
+    /// Bytes from `pos` to the next line that starts with `}` (or to the end).
+    pub fn to_next_closer(&self, pos: usize) -> usize {
+        let i = self.closers.partition_point(|&c| c < pos);
+        self.closers.get(i).copied().unwrap_or(self.b.len()) - pos
     }
 
     /// 1-based line of a byte offset.
