@@ -618,7 +618,12 @@ impl<'a> Parser<'a> {
         self.c.pos += 1;
         // Printers close a computation with `}` at the start of a line: the text up to there
         // sizes the tables (about one instruction per 64 bytes), sparing their regrowth.
-        let estimate = self.c.to_next_closer(self.c.pos) / 64 + 4;
+        // (A computation written in place ends at its own brace: it starts small.)
+        let estimate = if self.depth == 0 {
+            self.c.to_next_closer(self.c.pos) / 64 + 4
+        } else {
+            8
+        };
         let mut names = FxMap::default();
         names.reserve(estimate);
         let mut scope = Scope {
