@@ -3,8 +3,8 @@
 Every compile after the first is explained against a baseline: the most similar earlier graph
 from the same call site. Candidates are the earlier graphs whose first sync had the same user
 frames (else the same innermost user line, else any earlier graph), at most `MAX_CANDIDATES`
-of the most recent; each is compared with `diff_modules` and the one with the fewest
-differences wins (then the fewest live instructions involved, then the most recent). Its causes are
+of the most recent; each is compared with `diff_modules` and the closest wins: the fewest live
+instructions involved in its causes, then the fewest causes, then the most recent. Its causes are
 then attributed: extra or missing outputs to live tensors of the same shape, shape changes to the
 inputs, permutations to what moved, collective changes to the buckets, each with the user's own
 source lines before library lines.
@@ -316,12 +316,14 @@ class _Choice:
     reason: str
 
 
-def _score(result: DiffResult, candidate_sync: Sync) -> tuple[int, int, int, int]:
-    # Similarity is about what the graphs compute: unused instructions do not make them less alike,
-    # and an expected warm-up change (info) weighs less than a real one.
-    real = [c for c in result.differences if not c.info]
-    involved = sum(len(c.left) + len(c.right) for c in real if c.kind is not CauseKind.DEAD_CODE)
-    return (len(real), len(result.differences), involved, -candidate_sync.index)
+def _score(result: DiffResult, candidate_sync: Sync) -> tuple[int, int, int]:
+    # Similarity is about what the graphs compute: unused instructions do not make them less alike.
+    # The size of the difference ranks first: a graph that shares the new state is the closer
+    # baseline, and one reordering (two permutation causes) is closer than new state plus work.
+    involved = sum(
+        len(c.left) + len(c.right) for c in result.differences if c.kind is not CauseKind.DEAD_CODE
+    )
+    return (involved, len(result.differences), -candidate_sync.index)
 
 
 def _candidates(target: Sync, earlier: list[tuple[str, Sync]]) -> tuple[list[tuple[str, Sync]], str]:
@@ -373,7 +375,7 @@ def _choose_baseline(
         why = f"cannot explain this graph: the baseline's HLO is missing ({modules.get(h)})"
         return _Choice(h, s, None, reason), why
     best: _Choice | None = None
-    best_score: tuple[int, int, int, int] | None = None
+    best_score: tuple[int, int, int] | None = None
     failures: list[str] = []
     for h, s in readable:
         base = modules.get(h)

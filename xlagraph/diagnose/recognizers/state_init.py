@@ -75,6 +75,16 @@ def _split(cause: Cause, keep: set[str]) -> Cause | None:
     )
 
 
+_OUTPUTS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
+
+
+def _state_outputs(cause: Cause, shapes: set[str]) -> bool:
+    """Extra or missing outputs that are the new state itself (a buffer returned to be kept);
+    any other tensor kept alive is a cause of its own."""
+    outs = [ch.new or ch.old for ch in cause.changes if ch.what == "output"]
+    return bool(outs) and all(o.split(": ", 1)[-1] in shapes for o in outs)
+
+
 def _other_library(files: list[str]) -> bool:
     return any(m in f for f in files for m in _NOT_STATE)
 
@@ -107,6 +117,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         if c.kind in _FOLDED
         and not _other_library(files := evidence.library_files(c))
         and (not files or c.kind is not CauseKind.STRUCTURE or any(m in f for f in files for m in _OPTIMIZER))
+        and (c.kind not in _OUTPUTS or _state_outputs(c, set(shapes)))
     ]
     # Regions of user code that changed too are not warm-up: leave them to other recognizers.
     what = (
