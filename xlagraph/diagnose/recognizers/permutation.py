@@ -47,23 +47,25 @@ def _reordered_only(evidence: Evidence, others: list[Cause]) -> bool:
     return left == right
 
 
+def _plain(evidence: Evidence, causes: list[tuple[int, Cause]]) -> tuple[Cause, ...]:
+    """The root cause's hint: buckets only where the graphs have collectives."""
+    if collectives(evidence.left) or collectives(evidence.right):
+        return tuple(c for _, c in causes)
+    return tuple(replace(c, hint=_PLAIN[c.kind]) for _, c in causes)
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     orders = [i for i, c in enumerate(pending) if c.kind in _ORDER]
-    # Expected changes count too: new optimizer state renumbers the inputs after it.
-    others = sorted((i for i, c in enumerate(pending) if c.kind not in _ORDER), key=lambda i: pending[i].info)
     if not orders:
         return NOTHING
-    if not others:  # the root cause: a hint about buckets only where there are collectives
-        if collectives(evidence.left) or collectives(evidence.right):
-            return NOTHING
-        hinted = tuple(replace(pending[i], hint=_PLAIN[pending[i].kind]) for i in orders)
-        return Recognized(hinted, frozenset(orders))
-    if _reordered_only(evidence, [pending[i] for i in others]):
+    real = [i for i, c in enumerate(pending) if c.kind not in _ORDER and not c.info]
+    expected = [i for i, c in enumerate(pending) if c.kind not in _ORDER and c.info]
+    if real and _reordered_only(evidence, [pending[i] for i in real]):
         # The same ops, wired in another order (gradients summed in the new order of the
         # tensors): the reordering is the root, what differs inside follows from it.
         hi = next((i for i in orders if pending[i].kind is CauseKind.OUTPUT_PERMUTATION), orders[0])
         host = pending[hi]
-        inner = [pending[i] for i in others]
+        inner = [pending[i] for i in real]
         merged = replace(
             host,
             left=host.left + tuple(n for c in inner for n in c.left if n not in host.left),
@@ -71,8 +73,13 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             changes=host.changes + tuple(ch for c in inner for ch in c.changes),
             summary=f"{host.summary}; the computation follows in that order ({len(inner)} region(s))",
         )
-        return Recognized((merged,), frozenset([hi, *others]))
-    host = pending[others[0]]
+        rest = [(i, pending[i]) for i in orders if i != hi]
+        return Recognized(_plain(evidence, [(hi, merged), *rest]), frozenset([*orders, *real]))
+    if not real and not expected:  # the root cause
+        return Recognized(_plain(evidence, [(i, pending[i]) for i in orders]), frozenset(orders))
+    # Another change renumbered the inputs and outputs (new work, or new optimizer state).
+    target = (real or expected)[0]
+    host = pending[target]
     moved = [pending[i] for i in orders]
     merged = replace(
         host,
@@ -80,7 +87,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         right=host.right + tuple(n for c in moved for n in c.right if n not in host.right),
         mapping=host.mapping + tuple(m for c in moved for m in c.mapping),
     )
-    return Recognized((merged,), frozenset([others[0], *orders]))
+    return Recognized((merged,), frozenset([target, *orders]))
 
 
 RECOGNIZER = Recognizer("permutation", _recognize)
