@@ -134,6 +134,15 @@ pub struct ModuleText<'a> {
 }
 
 /// What the checks need to know of an instruction besides its IR record.
+/// An instruction's attributes as read: in printed order (metadata apart), with the
+/// computations they call and where the last computation attribute was.
+struct Attributes<'a> {
+    list: Vec<(&'a str, Cow<'a, str>)>,
+    called: Vec<Cow<'a, str>>,
+    metadata: Option<Meta<'a>>,
+    calls_pos: usize,
+}
+
 pub(crate) type Chain<'a> = (Async, Option<Cow<'a, str>>, Cow<'a, str>, Cow<'a, str>);
 
 pub(crate) struct Facts<'a> {
@@ -825,62 +834,12 @@ impl<'a> Parser<'a> {
                 ),
             );
         }
-        let mut attrs: Vec<(&'a str, Cow<'a, str>)> = Vec::new();
-        let mut called: Vec<Cow<'a, str>> = Vec::new();
-        let mut metadata = None;
-        let mut calls_pos = 0usize;
-        let mut attr_pos: Vec<usize> = Vec::new();
-        loop {
-            self.c.ws()?;
-            if self.c.peek() != b',' {
-                break;
-            }
-            if !allow_attributes {
-                // In an operand list the comma separates operands, not attributes.
-                break;
-            }
-            self.c.pos += 1;
-            self.c.ws()?;
-            let key_pos = self.c.pos;
-            let (key, value) = match self.inline_computations()? {
-                Some(kv) => kv,
-                None => self.attribute()?,
-            };
-            if key == "metadata" || attrs.iter().any(|(k, _)| *k == key) {
-                if metadata.is_some() || key != "metadata" {
-                    return err(key_pos, format!("attribute {key} already exists"));
-                }
-                metadata = Some(crate::checks::metadata(&value, key_pos)?);
-                continue;
-            }
-            if COMPUTATION_ATTRIBUTES.contains(&key) {
-                calls_pos = key_pos;
-                for callee in crate::checks::names_in(&value) {
-                    if !self.comp_names.contains_key(callee.as_ref()) {
-                        return err(
-                            key_pos,
-                            format!("{name} calls undefined computation {callee}"),
-                        );
-                    }
-                    called.push(owned(callee));
-                }
-            } else if key == "control-predecessors" {
-                for pred in crate::checks::names_in(&value) {
-                    if !scope.names.contains_key(pred.as_ref()) {
-                        return err(
-                            key_pos,
-                            format!("{name} has undefined control-predecessor {pred}"),
-                        );
-                    }
-                }
-            }
-            attrs.push((key, value));
-            attr_pos.push(key_pos);
-        }
-        crate::attrs::check(opcode, &attrs).map_err(|(i, m)| Error {
-            message: m,
-            pos: i.map(|i| attr_pos[i]).unwrap_or(op_pos),
-        })?;
+        let Attributes {
+            list: attrs,
+            mut called,
+            metadata,
+            calls_pos,
+        } = self.instruction_attributes(scope, &name, opcode, op_pos, allow_attributes)?;
         self.check_operand_shapes(scope, opcode, &operands, shape_pos, &attrs, op_pos)?;
         let chain = self.async_chain(
             scope,
@@ -927,6 +886,80 @@ impl<'a> Parser<'a> {
         )?;
         self.depth -= 1;
         Ok(index)
+    }
+
+    /// `, key=value` attributes up to the end of the instruction: metadata parsed, called
+    /// computations and control predecessors looked up, values checked (attrs.rs).
+    fn instruction_attributes(
+        &mut self,
+        scope: &Scope<'a>,
+        name: &str,
+        opcode: &str,
+        op_pos: usize,
+        allow: bool,
+    ) -> Result<Attributes<'a>> {
+        let mut attrs: Vec<(&'a str, Cow<'a, str>)> = Vec::new();
+        let mut called: Vec<Cow<'a, str>> = Vec::new();
+        let mut metadata = None;
+        let mut calls_pos = 0usize;
+        let mut attr_pos: Vec<usize> = Vec::new();
+        loop {
+            self.c.ws()?;
+            if self.c.peek() != b',' {
+                break;
+            }
+            if !allow {
+                // In an operand list the comma separates operands, not attributes.
+                break;
+            }
+            self.c.pos += 1;
+            self.c.ws()?;
+            let key_pos = self.c.pos;
+            let (key, value) = match self.inline_computations()? {
+                Some(kv) => kv,
+                None => self.attribute()?,
+            };
+            if key == "metadata" || attrs.iter().any(|(k, _)| *k == key) {
+                if metadata.is_some() || key != "metadata" {
+                    return err(key_pos, format!("attribute {key} already exists"));
+                }
+                metadata = Some(crate::checks::metadata(&value, key_pos)?);
+                continue;
+            }
+            if COMPUTATION_ATTRIBUTES.contains(&key) {
+                calls_pos = key_pos;
+                for callee in crate::checks::names_in(&value) {
+                    if !self.comp_names.contains_key(callee.as_ref()) {
+                        return err(
+                            key_pos,
+                            format!("{name} calls undefined computation {callee}"),
+                        );
+                    }
+                    called.push(owned(callee));
+                }
+            } else if key == "control-predecessors" {
+                for pred in crate::checks::names_in(&value) {
+                    if !scope.names.contains_key(pred.as_ref()) {
+                        return err(
+                            key_pos,
+                            format!("{name} has undefined control-predecessor {pred}"),
+                        );
+                    }
+                }
+            }
+            attrs.push((key, value));
+            attr_pos.push(key_pos);
+        }
+        crate::attrs::check(opcode, &attrs).map_err(|(i, m)| Error {
+            message: m,
+            pos: i.map(|i| attr_pos[i]).unwrap_or(op_pos),
+        })?;
+        Ok(Attributes {
+            list: attrs,
+            called,
+            metadata,
+            calls_pos,
+        })
     }
 
     /// The shape that starts at `pos`, read again (the cursor is left where it was).
