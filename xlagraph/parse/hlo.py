@@ -2,14 +2,18 @@
 
 The compiled reader follows XLA's own grammar and strictness (xla/hlo/parser/hlo_parser.cc):
 instructions and headers over several lines, `/* */` and `//` comments anywhere, a BOM, CR, LF or
-CRLF line ends, operand shapes or none, nested instructions as operands (`add(f32[] parameter(0),
-y)`, named `add.anon` as XLA names them), async shorthand (`add-start`, `custom-call-start`, ...)
-with the wrapped computation XLA creates, and result shapes left out where XLA infers them (the IR
-then records an empty shape: xlagraph does not infer). It refuses what XLA refuses, naming the line:
-unknown opcodes and element types, malformed or out-of-range constants, a second ENTRY or ROOT,
-duplicate names, operands, control predecessors or computations used before they are defined (so
-operand cycles cannot be written), a signature that contradicts its root, malformed
-`input_output_alias` / `buffer_donor`, and broken async chains.
+CRLF line ends, operand shapes or none, result shapes left out where XLA infers them (the IR then
+records an empty shape: xlagraph does not infer), and what XLA creates while reading, counted as
+XLA counts it: nested instructions (`add(f32[] parameter(0), y)` adds `parameter.anon`), the
+wrapped computation of async shorthand (`add-start` calls `<start>.async_wrapped`), computations
+written in place (`to_apply={...}` becomes `_`, `_.1`, ...), a module without header, and one
+instruction alone (its undefined operands become parameters). It refuses what XLA refuses,
+naming the line: unknown opcodes, element types and attribute names, malformed or out-of-range
+constants, a second ENTRY or ROOT, duplicate names, operands, control predecessors or computations
+used before they are defined (so operand cycles cannot be written), a signature that contradicts
+its root, malformed `input_output_alias` / `buffer_donor`, broken async chains, missing required
+attributes and malformed attribute values (windows, dim_labels, iota device lists, ...). Nesting is
+bounded and the reader runs on a thread of its own, so deep input cannot overflow a stack.
 
 It builds the IR of xlagraph.ir directly: names without `%`, raw attribute text in printed order
 (metadata apart), parsed metadata, and the FileNames/StackFrames tables as rows turned into frames
