@@ -59,6 +59,16 @@ struct Builder<'py, 'a> {
     empty: Bound<'py, PyTuple>,
 }
 
+/// Take an object the reader built out of the cyclic garbage collector's view. Only for tuples
+/// (and NamedTuple instances) holding strings, numbers, None and other such tuples: they can
+/// never be part of a cycle, and 100K-instruction modules otherwise cost every full collection a
+/// walk over half a million objects. (CPython untracks such tuples itself, but lazily.)
+fn untrack<T>(obj: Bound<'_, T>) -> Bound<'_, T> {
+    // SAFETY: a valid object; untracking an object the collector does not track is a no-op.
+    unsafe { pyo3::ffi::PyObject_GC_UnTrack(obj.as_ptr().cast()) };
+    obj
+}
+
 impl<'py, 'a> Builder<'py, 'a> {
     /// An instance of the tuple subclass `cls` (a NamedTuple) holding `items`.
     fn make<const N: usize>(
@@ -80,10 +90,12 @@ impl<'py, 'a> Builder<'py, 'a> {
                 for (i, item) in items.into_iter().enumerate() {
                     pyo3::ffi::PyTuple_SetItem(obj, i as pyo3::ffi::Py_ssize_t, item.into_ptr());
                 }
-                return Ok(Bound::from_owned_ptr(self.py, obj));
+                return Ok(untrack(Bound::from_owned_ptr(self.py, obj)));
             }
         }
-        self.tuple_new.call1((cls, PyTuple::new(self.py, items)?))
+        Ok(untrack(
+            self.tuple_new.call1((cls, PyTuple::new(self.py, items)?))?,
+        ))
     }
 
     fn meta(&mut self, m: &Meta<'a>) -> PyResult<Bound<'py, PyAny>> {
@@ -111,7 +123,10 @@ impl<'py, 'a> Builder<'py, 'a> {
             let operands = if inst.operands.is_empty() {
                 self.empty.clone()
             } else {
-                PyTuple::new(py, inst.operands.iter().map(|i| names[*i as usize].clone()))?
+                untrack(PyTuple::new(
+                    py,
+                    inst.operands.iter().map(|i| names[*i as usize].clone()),
+                )?)
             };
             let attrs = if inst.attrs.is_empty() {
                 self.empty.clone()
@@ -120,7 +135,7 @@ impl<'py, 'a> Builder<'py, 'a> {
                 for (k, v) in &inst.attrs {
                     if v.len() > 96 {
                         let key = self.strings.get(&Cow::Borrowed(*k));
-                        pairs.push(PyTuple::new(py, [key, PyString::new(py, v)])?);
+                        pairs.push(untrack(PyTuple::new(py, [key, PyString::new(py, v)])?));
                         continue;
                     }
                     if let Some(pair) = self.pairs.get(&(*k, v.clone())) {
@@ -128,17 +143,17 @@ impl<'py, 'a> Builder<'py, 'a> {
                         continue;
                     }
                     let key = self.strings.get(&Cow::Borrowed(*k));
-                    let pair = PyTuple::new(py, [key, self.strings.get(v)])?;
+                    let pair = untrack(PyTuple::new(py, [key, self.strings.get(v)])?);
                     self.pairs.insert((*k, v.clone()), pair.clone());
                     pairs.push(pair);
                 }
-                PyTuple::new(py, pairs)?
+                untrack(PyTuple::new(py, pairs)?)
             };
             let called = if inst.called.is_empty() {
                 self.empty.clone()
             } else {
                 let items: Vec<_> = inst.called.iter().map(|c| self.strings.get(c)).collect();
-                PyTuple::new(py, items)?
+                untrack(PyTuple::new(py, items)?)
             };
             let metadata = match &inst.metadata {
                 Some(m) => self.meta(m)?,
@@ -166,7 +181,7 @@ impl<'py, 'a> Builder<'py, 'a> {
             py,
             [
                 PyString::new(py, &comp.name).into_any(),
-                PyTuple::new(py, out)?.into_any(),
+                untrack(PyTuple::new(py, out)?).into_any(),
                 pyo3::types::PyBool::new(py, comp.is_entry)
                     .to_owned()
                     .into_any(),
