@@ -197,7 +197,9 @@ def _sharding_change(
     if a and b and a[0].mesh_text == b[0].mesh_text:
         lines = list(dict.fromkeys(m.line for m in (a[0], b[0]) if m.line))
         where = f", set at {' and '.join(lines)}" if lines else ""
-        return f"{what}: {a[0].spec_text} -> {b[0].spec_text} over {a[0].mesh_text}{where} (step {b[0].step})"
+        tensor = f"tensor {b[0].tensor}, " if b[0].tensor >= 0 else ""
+        spec = f"{a[0].spec_text} -> {b[0].spec_text} over {a[0].mesh_text}"
+        return f"{what}: {spec}{where} ({tensor}step {b[0].step})"
     left = in_user_terms(marks, *old) or old[0] or "(none)"
     right = in_user_terms(marks, *new) or new[0] or "(none)"
     return f"{what}: {left} -> {right}"

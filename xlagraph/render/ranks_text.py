@@ -5,6 +5,7 @@ Also the SPMD view of a capture: its recompiles' shardings in the user's `mark_s
 
 from __future__ import annotations
 
+import os
 import textwrap
 from typing import Any
 
@@ -198,10 +199,11 @@ def render_shardings_text(per_process: list[tuple[str, tuple[tuple[int, str], ..
     if not shown:
         return ""
     lines = ["sharding, in your terms (from the mark_sharding calls the capture recorded):"]
+    here = os.getcwd() + os.sep  # paths under the current directory are shown relative to it
     for process, items in shown:
         for sync, text in items:
             who = f"{process} " if len(shown) > 1 else ""
-            lines += _wrapped(f"{who}sync {sync}: {text}", "  ", "    ")
+            lines += _wrapped(f"{who}sync {sync}: {text.replace(here, '')}", "  ", "    ")
     return "\n".join(lines) + "\n"
 
 
