@@ -62,40 +62,46 @@ def output_names(comp: Computation, alias: dict[str, str]) -> tuple[str, ...]:
 def live_order(
     comp: Computation, outputs: tuple[str, ...], alias: dict[str, str], wrapped: dict[str, int]
 ) -> tuple[list[str], dict[str, tuple[str, ...]]]:
-    """Rule 2: the instructions the outputs depend on, operands first, with forwarded operands."""
+    """Rule 2: the instructions the outputs depend on, operands first, with forwarded operands.
+
+    A depth-first post-order from the outputs in order. Each frame on the stack keeps the next
+    operand to visit, so an instruction is pushed once, not once per user."""
     by_name = comp.by_name
-    operands: dict[str, tuple[str, ...]] = {}
+    operands: dict[str, tuple[str, ...]] = {}  # also the set of instructions entered
     order: list[str] = []
     done: set[str] = set()
-    entered: set[str] = set()
+    alias_keys = alias.keys()
+
+    def enter(name: str) -> list:  # [name, forwarded operands, next operand index]
+        if name in wrapped:
+            ops: tuple[str, ...] = ()
+        else:
+            ops = by_name[name].operands
+            if alias and not alias_keys.isdisjoint(ops):
+                ops = tuple(alias.get(o, o) for o in ops)
+        operands[name] = ops
+        return [name, ops, 0]
+
     for out in outputs:
         if out in done:
             continue
-        stack = [(out, False)]
+        stack = [enter(out)]
         while stack:
-            name, expanded = stack.pop()
-            if expanded:
-                if name not in done:
-                    done.add(name)
-                    order.append(name)
-                continue
-            if name in done:
-                continue
-            if name in entered:
-                # Reached again before its operands are done: it is its own operand.
-                raise _cycle(comp, by_name[name])
-            entered.add(name)
-            stack.append((name, True))
-            if name in wrapped:
-                operands[name] = ()
-                continue
-            ops = by_name[name].operands
-            if alias and not alias.keys().isdisjoint(ops):
-                ops = tuple(alias.get(o, o) for o in ops)
-            operands[name] = ops
-            for o in reversed(ops):
-                if o not in done:
-                    stack.append((o, False))
+            frame = stack[-1]
+            ops, i = frame[1], frame[2]
+            n = len(ops)
+            while i < n and ops[i] in done:
+                i += 1
+            if i < n:
+                frame[2] = i + 1
+                o = ops[i]
+                if o in operands:  # entered, not done: it is its own operand
+                    raise _cycle(comp, by_name[o])
+                stack.append(enter(o))
+            else:
+                stack.pop()
+                done.add(frame[0])
+                order.append(frame[0])
     # Parameters that nothing reads are inputs all the same, not dead code.
     for ins in comp.instructions:
         if ins.opcode == "parameter" and ins.name not in done:
@@ -138,7 +144,7 @@ def _canonicalize_computation(
         except IotaError as e:
             raise _Bad(comp, ins, str(e)) from None
 
-    h0 = _merkle(order, operands, keys, by_name, {})
+    h0 = _merkle(order, operands, keys, {})
     if is_entry:
         # Only the entry's interface is canonicalized away (and reported as a permutation).
         ranked = sorted(range(len(outputs)), key=lambda k: h0[outputs[k]])
@@ -155,7 +161,7 @@ def _canonicalize_computation(
         # `compare(p1, p0)` (a sort comparator) or `tuple(a, b)` vs `tuple(b, a)` differ.
         walk = _walk(list(outputs), operands)
         rank = dict(param_number)
-    h1 = _merkle(order, operands, keys, by_name, rank)
+    h1 = _merkle(order, operands, keys, rank)
 
     names: dict[str, str] = {}
     for k, name in enumerate(walk):
@@ -226,7 +232,6 @@ def _merkle(
     order: list[str],
     operands: dict[str, tuple[str, ...]],
     keys: dict[str, int],
-    by_name: dict[str, Instruction],
     rank: dict[str, int],
 ) -> dict[str, int]:
     """Rule 3: bottom-up hash; `rank` (canonical parameter numbers) is empty for h0.
@@ -237,34 +242,43 @@ def _merkle(
     h: dict[str, int] = {}
     for name in order:
         ops = operands[name]
-        if not ops:
+        n = len(ops)
+        # The same tuples as `(key, *operand hashes)`, built without a generator.
+        if n == 1:
+            h[name] = hash((keys[name], h[ops[0]]))
+        elif n == 2:
+            h[name] = hash((keys[name], h[ops[0]], h[ops[1]]))
+        elif n:
+            h[name] = hash((keys[name], *map(h.__getitem__, ops)))
+        else:
             h[name] = hash((keys[name], rank[name])) if name in rank else keys[name]
-            continue
-        h[name] = hash((keys[name], *(h[o] for o in ops)))
     return h
 
 
 def _walk(outputs: list[str], operands: dict[str, tuple[str, ...]]) -> list[str]:
-    """Post-order of a depth-first walk from the outputs in canonical order."""
+    """Post-order of a depth-first walk from the outputs in canonical order (a frame per
+    instruction, as in `live_order`; the operands are known to be acyclic by then)."""
     seen: set[str] = set()
     order: list[str] = []
     for out in outputs:
         if out in seen:
             continue
-        stack = [(out, False)]
+        seen.add(out)
+        stack = [[out, operands[out], 0]]
         while stack:
-            name, expanded = stack.pop()
-            if expanded:
-                order.append(name)
-                continue
-            if name in seen:
-                continue
-            seen.add(name)
-            stack.append((name, True))
-            ops = operands[name]
-            for o in reversed(ops):
-                if o not in seen:
-                    stack.append((o, False))
+            frame = stack[-1]
+            ops, i = frame[1], frame[2]
+            n = len(ops)
+            while i < n and ops[i] in seen:
+                i += 1
+            if i < n:
+                frame[2] = i + 1
+                o = ops[i]
+                seen.add(o)
+                stack.append([o, operands[o], 0])
+            else:
+                stack.pop()
+                order.append(frame[0])
     return order
 
 

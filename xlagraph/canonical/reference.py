@@ -1,0 +1,317 @@
+"""The canonicalization rules written plainly, one walk per rule: the reference that the faster
+`rules.py` must agree with exactly (tests/test_canonical_speed_equivalence.py). Not used by the engine."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from xlagraph._gc import paused_gc
+from xlagraph.canonical.hashes import IotaError, content_key, layout_of, stable_hash
+from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
+from xlagraph.errors import ParseError
+from xlagraph.ir import Computation, Instruction, Module, strip_layout
+
+__all__ = ["canonicalize"]
+
+_DIMS = re.compile(r"\[[^\]]*\]")
+
+
+def forward_tuples(comp: Computation, unwrap_parameters: bool) -> tuple[dict[str, str], dict[str, int]]:
+    """Rule 1: where each get-tuple-element really reads from.
+
+    Returns `alias` (gte name -> the instruction it forwards to) and `wrapped` (gte of a tuple
+    parameter -> the tuple index, for treating it as a parameter).
+    """
+    by_name = comp.by_name
+    alias: dict[str, str] = {}
+    wrapped: dict[str, int] = {}
+    for ins in comp.instructions:
+        if ins.opcode != "get-tuple-element" or len(ins.operands) != 1:
+            continue
+        index = ins.attribute("index")
+        if index is None or not index.isdigit():
+            continue
+        source = alias.get(ins.operands[0], ins.operands[0])
+        target = by_name.get(source)
+        if target is None:
+            continue
+        if target.opcode == "tuple" and int(index) < len(target.operands):
+            element = target.operands[int(index)]
+            alias[ins.name] = alias.get(element, element)
+        elif unwrap_parameters and target.opcode == "parameter" and target.shape.startswith("("):
+            wrapped[ins.name] = int(index)
+    return alias, wrapped
+
+
+def output_names(comp: Computation, alias: dict[str, str]) -> tuple[str, ...]:
+    """Rule 1 at the root: a tuple result is flattened into its elements."""
+    by_name = comp.by_name
+    out: list[str] = []
+    stack = [comp.root.name]
+    while stack:
+        name = stack.pop()
+        name = alias.get(name, name)
+        ins = by_name[name]
+        if ins.opcode == "tuple" and ins.operands:
+            stack.extend(reversed(ins.operands))
+        else:
+            out.append(name)
+    return tuple(out)
+
+
+def live_order(
+    comp: Computation, outputs: tuple[str, ...], alias: dict[str, str], wrapped: dict[str, int]
+) -> tuple[list[str], dict[str, tuple[str, ...]]]:
+    """Rule 2: the instructions the outputs depend on, operands first, with forwarded operands."""
+    by_name = comp.by_name
+    operands: dict[str, tuple[str, ...]] = {}
+    order: list[str] = []
+    done: set[str] = set()
+    entered: set[str] = set()
+    for out in outputs:
+        if out in done:
+            continue
+        stack = [(out, False)]
+        while stack:
+            name, expanded = stack.pop()
+            if expanded:
+                if name not in done:
+                    done.add(name)
+                    order.append(name)
+                continue
+            if name in done:
+                continue
+            if name in entered:
+                # Reached again before its operands are done: it is its own operand.
+                raise _cycle(comp, by_name[name])
+            entered.add(name)
+            stack.append((name, True))
+            if name in wrapped:
+                operands[name] = ()
+                continue
+            ops = by_name[name].operands
+            if alias and not alias.keys().isdisjoint(ops):
+                ops = tuple(alias.get(o, o) for o in ops)
+            operands[name] = ops
+            for o in reversed(ops):
+                if o not in done:
+                    stack.append((o, False))
+    # Parameters that nothing reads are inputs all the same, not dead code.
+    for ins in comp.instructions:
+        if ins.opcode == "parameter" and ins.name not in done:
+            done.add(ins.name)
+            order.append(ins.name)
+            operands[ins.name] = ()
+    return order, operands
+
+
+def _reachable(comp: Computation) -> set[str]:
+    by_name = comp.by_name
+    seen = {comp.root.name}
+    stack = [comp.root.name]
+    while stack:
+        ins = by_name.get(stack.pop())
+        for o in ins.operands if ins is not None else ():
+            if o not in seen:
+                seen.add(o)
+                stack.append(o)
+    return seen
+
+
+def _canonicalize_computation(
+    comp: Computation, callee_hash: dict[str, int], is_entry: bool
+) -> CanonicalComputation:
+    alias, wrapped = forward_tuples(comp, unwrap_parameters=is_entry)
+    outputs = output_names(comp, alias)
+    order, operands = live_order(comp, outputs, alias, wrapped)
+    by_name = comp.by_name
+
+    keys: dict[str, int] = {}
+    param_number: dict[str, int] = {}
+    for name in order:
+        ins = by_name[name]
+        is_param = ins.opcode == "parameter" or name in wrapped
+        if is_param:
+            param_number[name] = wrapped.get(name, ins.parameter_number)
+        try:
+            keys[name] = stable_hash(content_key(ins, callee_hash, parameter=is_param))
+        except IotaError as e:
+            raise _Bad(comp, ins, str(e)) from None
+
+    h0 = _merkle(order, operands, keys, by_name, {})
+    if is_entry:
+        # Only the entry's interface is canonicalized away (and reported as a permutation).
+        ranked = sorted(range(len(outputs)), key=lambda k: h0[outputs[k]])
+        canonical_outputs = [outputs[k] for k in ranked]
+        walk = _walk(canonical_outputs, operands)
+        rank = {n: i for i, n in enumerate(p for p in walk if p in param_number)}
+        for name in sorted(
+            (p for p in param_number if p not in rank), key=lambda p: (keys[p], param_number[p])
+        ):
+            rank[name] = len(rank)
+    else:
+        # A called computation is compared with its own numbering and output order: its caller
+        # passes operands by position and reads results by tuple index, so `compare(p0, p1)` vs
+        # `compare(p1, p0)` (a sort comparator) or `tuple(a, b)` vs `tuple(b, a)` differ.
+        walk = _walk(list(outputs), operands)
+        rank = dict(param_number)
+    h1 = _merkle(order, operands, keys, by_name, rank)
+
+    names: dict[str, str] = {}
+    for k, name in enumerate(walk):
+        names[name] = f"{by_name[name].opcode}.{k}"
+    for name in order:
+        if name not in names:
+            names[name] = f"{by_name[name].opcode}.{len(names)}"
+
+    if len(order) == len(comp.instructions):
+        dead = plumbing = ()
+    else:
+        reachable = _reachable(comp)
+        live = set(order)
+        dead = tuple(i.name for i in comp.instructions if i.name not in reachable and i.opcode != "parameter")
+        plumbing = tuple(i.name for i in comp.instructions if i.name in reachable and i.name not in live)
+    skeleton = _tuple_skeleton(comp.root.shape)
+    layouts = {n: lay for n in order if (lay := layout_of(by_name[n].shape))}
+    # Layouts stay out of h0/h1 (matching pairs instructions whatever their layout) but not out
+    # of the computation's identity: a layout or memory-space change is a recompile.
+    layout_key = tuple(sorted({(h1[n], lay) for n, lay in layouts.items()}))  # CSE-blind, as h1 is
+    if is_entry:
+        walked = set(walk)
+        unused = sorted(keys[p] for p in param_number if p not in walked)
+        comp_hash = hash((skeleton, tuple(sorted(h1[o] for o in outputs)), tuple(unused), layout_key))
+    else:
+        signature = tuple(sorted((param_number[p], keys[p]) for p in param_number))
+        comp_hash = hash((skeleton, tuple(h1[o] for o in outputs), signature, layout_key))
+    return CanonicalComputation(
+        computation=comp,
+        order=tuple(order),
+        operands=operands,
+        outputs=outputs,
+        keys=keys,
+        h0=h0,
+        h1=h1,
+        param_number=param_number,
+        param_rank=rank,
+        names=names,
+        plumbing=plumbing,
+        dead=dead,
+        hash=comp_hash,
+        layouts=layouts,
+    )
+
+
+def _tuple_skeleton(shape: str) -> str:
+    """`(f32[2,3], (s32[], f32[3]))` -> `(,(,))`: how outputs nest, which flattening forgets."""
+    if not shape.startswith("("):
+        return ""
+    return "".join(ch for ch in _DIMS.sub("", strip_layout(shape)) if ch in "(),")
+
+
+class _Bad(Exception):
+    """An instruction canonicalization cannot accept; `_canonicalize` adds the module's path."""
+
+    def __init__(self, comp: Computation, ins: Instruction, message: str) -> None:
+        super().__init__(message)
+        self.comp, self.ins, self.message = comp, ins, message
+
+
+def _cycle(comp: Computation, ins: Instruction) -> _Bad:
+    return _Bad(
+        comp, ins, f"instruction {ins.name} in computation {comp.name} is its own operand (operand cycle)"
+    )
+
+
+def _merkle(
+    order: list[str],
+    operands: dict[str, tuple[str, ...]],
+    keys: dict[str, int],
+    by_name: dict[str, Instruction],
+    rank: dict[str, int],
+) -> dict[str, int]:
+    """Rule 3: bottom-up hash; `rank` (canonical parameter numbers) is empty for h0.
+
+    Operands stay in their order, commutative ops included: torch_xla's graph hash keeps it, so
+    `a * b` and `b * a` are two compiles and never `identical` (the matcher may pair them).
+    """
+    h: dict[str, int] = {}
+    for name in order:
+        ops = operands[name]
+        if not ops:
+            h[name] = hash((keys[name], rank[name])) if name in rank else keys[name]
+            continue
+        h[name] = hash((keys[name], *(h[o] for o in ops)))
+    return h
+
+
+def _walk(outputs: list[str], operands: dict[str, tuple[str, ...]]) -> list[str]:
+    """Post-order of a depth-first walk from the outputs in canonical order."""
+    seen: set[str] = set()
+    order: list[str] = []
+    for out in outputs:
+        if out in seen:
+            continue
+        stack = [(out, False)]
+        while stack:
+            name, expanded = stack.pop()
+            if expanded:
+                order.append(name)
+                continue
+            if name in seen:
+                continue
+            seen.add(name)
+            stack.append((name, True))
+            ops = operands[name]
+            for o in reversed(ops):
+                if o not in seen:
+                    stack.append((o, False))
+    return order
+
+
+def canonicalize(module: Module) -> CanonicalModule:
+    """Canonical form of every computation, callees first, and the module fingerprint."""
+    with paused_gc():
+        return _canonicalize(module)
+
+
+def _canonicalize(module: Module) -> CanonicalModule:
+    callee_hash: dict[str, int] = {}
+    result: dict[str, CanonicalComputation] = {}
+    for comp in _callees_first(module):
+        try:
+            canon = _canonicalize_computation(comp, callee_hash, comp is module.entry)
+        except _Bad as e:
+            raise ParseError(module.path or module.name, e.message, e.ins.line) from None
+        callee_hash[comp.name] = canon.hash
+        result[comp.name] = canon
+    entry = result[module.entry.name]
+    digest = hashlib.blake2b(repr(entry.hash).encode(), digest_size=8).hexdigest()
+    params = sorted(entry.param_number, key=entry.param_number.__getitem__)
+    layout = (tuple(entry.h1[o] for o in entry.outputs), tuple(entry.param_rank[p] for p in params))
+    order = hashlib.blake2b(repr(layout).encode(), digest_size=8).hexdigest()
+    return CanonicalModule(module, result, digest, order)
+
+
+def _callees_first(module: Module) -> list[Computation]:
+    """Computations ordered so that every callee precedes its callers (dumps already are)."""
+    by_name = module.by_name
+    order: list[Computation] = []
+    state: dict[str, int] = {}
+    for root in module.computations:
+        stack = [(root.name, False)]
+        while stack:
+            name, expanded = stack.pop()
+            if expanded:
+                state[name] = 2
+                order.append(by_name[name])
+                continue
+            if state.get(name):
+                continue
+            state[name] = 1
+            stack.append((name, True))
+            for ins in by_name[name].instructions:
+                for callee in ins.called:
+                    if not state.get(callee) and callee in by_name:
+                        stack.append((callee, False))
+    return order
