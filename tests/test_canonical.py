@@ -44,18 +44,9 @@ def test_real_pair_has_different_fingerprints(name: str) -> None:
     assert canonicalize(a).fingerprint != canonicalize(b).fingerprint
 
 
-# The canonical hashes already differ (above); the diff must also name a cause for a difference
-# confined to a called computation's interface (the diagnosis layer's part, issue 8 item 3).
-_INTERFACE_ONLY = pytest.mark.xfail(reason="diagnosis names no cause for a called computation's interface")
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=_INTERFACE_ONLY) if n in ("reduce_operand_order", "call_output_order") else n
-        for n in sorted(_manifest())
-    ],
-)
+# The canonical hashes already differ (above); the diff must also name a cause, also for a
+# difference confined to a called computation's interface (issue 8 item 3).
+@pytest.mark.parametrize("name", sorted(_manifest()))
 def test_real_pair_is_different_in_the_diff(name: str) -> None:
     from xlagraph.diff import diff_modules
 

@@ -24,6 +24,7 @@ from xlagraph.diagnose import (
     recognize,
 )
 from xlagraph.diagnose.evidence import NO_CONTEXT
+from xlagraph.diagnose.residue import elided_constants, residual_differences
 from xlagraph.ir import Module
 from xlagraph.match import Matching, match
 from xlagraph.parse.lazy_ir import LOSSY_NOTE
@@ -114,6 +115,10 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
     raw += dead
     raw += _invisible_change(a, b, raw)  # differing dead code is visible: not this
     causes = recognize(Evidence(left, right, context), tuple(raw)) if raw else ()
+    compared = [(p.left, p.right, p.matching) for p in pairs]
+    if not causes:
+        causes = residual_differences(left, right, compared)
+    notes += elided_constants(left, right, compared)
     if causes and not (_has_frames(a) or _has_frames(b)):
         notes.append(NO_FRAMES_NOTE)
     return DiffResult(left, right, causes, tuple(pairs), tuple(notes))

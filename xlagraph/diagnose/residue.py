@@ -1,0 +1,219 @@
+"""The last guard against a wrong `identical`: what the canonical hashes tell apart but no raw
+comparison named.
+
+The comparison layer is tolerant on purpose (commutative operands pair either way, a called
+computation whose callers match is compared only through its instructions), so a few real
+differences can slip through it: `multiply(a, b)` vs `multiply(b, a)` (torch_xla hashes operand
+order, so that recompiles), a reducer or comparator whose parameters are renumbered, a `call`
+whose tuple comes out in another order. When the canonical forms differ and nothing else was
+found, this says where they differ instead of letting the verdict be `identical`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from xlagraph.canonical import CanonicalComputation, CanonicalModule
+from xlagraph.diagnose.causes import Cause, CauseKind, Change
+from xlagraph.diagnose.sources import sources_of
+from xlagraph.match import Matching
+
+__all__ = ["ELIDED", "elided_constants", "residual_differences"]
+
+# How XLA prints a literal of more than 10 elements unless asked to print large constants.
+ELIDED = "{...}"
+
+_LISTED = 4
+_OPERAND_ORDER_HINT = (
+    "the same expression is written with its operands in another order on some steps (a * b vs "
+    "b * a, or a reducer / comparator with its arguments swapped): torch_xla hashes operand order, "
+    "so write it one way"
+)
+
+
+def residual_differences(
+    left: CanonicalModule,
+    right: CanonicalModule,
+    pairs: Iterable[tuple[str, str, Matching | None]],
+) -> tuple[Cause, ...]:
+    """One cause when the canonical forms differ but nothing named the difference, else none."""
+    if left.fingerprint == right.fingerprint and left.order == right.order:
+        return _entry_layout(left, right)
+    changes: list[Change] = []
+    interfaces: list[str] = []
+    where_l: list[tuple[CanonicalModule, CanonicalComputation, tuple[str, ...]]] = []
+    where_r: list[tuple[CanonicalModule, CanonicalComputation, tuple[str, ...]]] = []
+    elided_only = False
+    for ln, rn, m in pairs:
+        lc, rc = left.computations[ln], right.computations[rn]
+        if lc.hash == rc.hash:
+            continue
+        found = _instruction_changes(lc, rc, m) if m is not None else []
+        changes += found
+        if m is not None and not found and _only_elided(lc, rc, m):
+            elided_only = True
+            continue
+        if found:
+            where_l.append((left, lc, tuple(c.left for c in found)))
+            where_r.append((right, rc, tuple(c.right for c in found)))
+        else:
+            interfaces.append(ln if ln == rn else f"{ln} / {rn}")
+    if elided_only and not changes and not interfaces:
+        return ()  # only values one dump did not print: said in a note (elided_constants)
+    operand_order = [c for c in changes if c.what == "operand order"]
+    if operand_order and len(operand_order) == len(changes) and not interfaces:
+        summary = (
+            f"{len(operand_order)} op(s) take the same operands in another order ("
+            + ", ".join(f"{c.left}: {c.old} -> {c.new}" for c in operand_order[:_LISTED])
+            + ")"
+        )
+        hint = _OPERAND_ORDER_HINT
+    else:
+        parts = []
+        if changes:
+            parts.append(
+                f"{len(changes)} instruction(s) differ ("
+                + ", ".join(f"{c.left}: {c.what}" for c in changes[:_LISTED])
+                + ")"
+            )
+        if interfaces:
+            parts.append(
+                "called computation(s) "
+                + ", ".join(interfaces[:_LISTED])
+                + " differ in their parameter numbering or output order"
+            )
+        summary = "; ".join(parts) or "the canonical forms differ (fingerprint or input/output order)"
+        hint = _OPERAND_ORDER_HINT if interfaces else ""
+    names_l = tuple(c.left for c in changes)
+    names_r = tuple(c.right for c in changes)
+    user, library = sources_of(where_r + where_l, [])
+    cause = Cause(
+        CauseKind.STRUCTURE,
+        f"{summary}; this is not a pattern xlagraph knows, but the graphs are not the same",
+        hint or "make the code behind these instructions run the same way on every step",
+        names_l,
+        names_r,
+        changes=tuple(changes[: _LISTED * 4]),
+        sources=user,
+        library=library,
+        computation=left.module.entry.name,
+        count=max(1, len(changes) + len(interfaces)),
+    )
+    return (cause,)
+
+
+def _instruction_changes(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching) -> list[Change]:
+    """Matched instructions whose structural hash differs although their content is the same."""
+    out: list[Change] = []
+    for a in lc.order:
+        b = m.left.get(a)
+        if b is None or lc.h1[a] == rc.h1[b]:
+            continue
+        if lc.keys[a] != rc.keys[b]:
+            continue  # a content change: the comparison layer names those (elided values: not)
+        if a in lc.param_number and b in rc.param_number:
+            na, nb = lc.param_number[a], rc.param_number[b]
+            if na != nb:
+                out.append(Change(a, b, "parameter number", str(na), str(nb)))
+            continue
+        oa, ob = lc.operands[a], rc.operands[b]
+        mapped = tuple(m.left.get(o, "?") for o in oa)
+        if sorted(mapped) == sorted(ob) and mapped != ob:
+            out.append(Change(a, b, "operand order", ", ".join(oa), ", ".join(m.right.get(o, o) for o in ob)))
+        elif _upstream_differs(lc, rc, m, oa, ob):
+            continue  # follows from a difference further up, reported there
+        else:
+            out.append(Change(a, b, "operands", ", ".join(oa) or "(none)", ", ".join(ob) or "(none)"))
+    return out
+
+
+def _upstream_differs(
+    lc: CanonicalComputation, rc: CanonicalComputation, m: Matching, oa: tuple[str, ...], ob: tuple[str, ...]
+) -> bool:
+    return len(oa) == len(ob) and any(
+        m.left.get(x) == y and lc.h1[x] != rc.h1[y] for x, y in zip(oa, ob, strict=True)
+    )
+
+
+def _entry_layout(left: CanonicalModule, right: CanonicalModule) -> tuple[Cause, ...]:
+    """The module header's `entry_computation_layout` is an input of the compile: the same
+    computation with another entry layout is another program (XLA accepts a layout that even
+    disagrees with the parameters' shapes)."""
+    la = left.module.header_attribute("entry_computation_layout") or ""
+    lb = right.module.header_attribute("entry_computation_layout") or ""
+    la, lb = "".join(la.split()), "".join(lb.split())
+    if not (la and lb) or la == lb:
+        return ()
+    return (
+        Cause(
+            CauseKind.LAYOUT,
+            f"the same computation with another entry_computation_layout ({_clip(la)} -> {_clip(lb)}): "
+            "XLA compiles the entry's layouts into the program",
+            "keep the layouts of the step's inputs and outputs the same on every step",
+            changes=(Change("", "", "entry_computation_layout", la, lb),),
+            computation=left.module.entry.name,
+        ),
+    )
+
+
+def _clip(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _is_elided(ins_payload: str) -> bool:
+    return ins_payload.replace(" ", "") == ELIDED
+
+
+def _elided_pairs(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching) -> list[tuple[str, str]]:
+    """Matched constants of one shape, one of them printed as `{...}`."""
+    out = []
+    for a in lc.order:
+        b = m.left.get(a)
+        if b is None or lc.keys[a] == rc.keys[b]:
+            continue
+        ia, ib = lc.instruction(a), rc.instruction(b)
+        if ia.opcode == ib.opcode == "constant" and (_is_elided(ia.payload) or _is_elided(ib.payload)):
+            out.append((a, b))
+    return out
+
+
+def _only_elided(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching) -> bool:
+    """Every difference of the pair is a constant whose value one dump did not print."""
+    elided = {a for a, _ in _elided_pairs(lc, rc, m)}
+    if not elided:
+        return False
+    return all(
+        a in elided or lc.h1[a] == rc.h1[b] or any(o in elided for o in _upstream(lc, a))
+        for a, b in m.left.items()
+        if a in lc.h1 and b in rc.h1
+    )
+
+
+def _upstream(comp: CanonicalComputation, name: str) -> set[str]:
+    seen: set[str] = set()
+    stack = [name]
+    while stack:
+        for o in comp.operands.get(stack.pop(), ()):
+            if o not in seen:
+                seen.add(o)
+                stack.append(o)
+    return seen
+
+
+def elided_constants(
+    left: CanonicalModule, right: CanonicalModule, pairs: Iterable[tuple[str, str, Matching | None]]
+) -> list[str]:
+    """A note per computation where constants were compared by shape only because one dump
+    printed `{...}` for them."""
+    notes = []
+    for ln, rn, m in pairs:
+        if m is None:
+            continue
+        found = _elided_pairs(left.computations[ln], right.computations[rn], m)
+        if found:
+            names = ", ".join(a for a, _ in found[:_LISTED])
+            notes.append(
+                f"{len(found)} constant(s) ({names}) are printed as {ELIDED} in one dump: compared by shape "
+                "only; dump with large constants printed (XLA's print_large_constants) to compare values"
+            )
+    return notes
