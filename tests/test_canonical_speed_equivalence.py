@@ -25,6 +25,7 @@ _FIELDS = (
     "h1",
     "param_number",
     "param_rank",
+    "walk",
     "names",
     "plumbing",
     "dead",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from xlagraph.ir import Computation, Instruction, Module
 
@@ -21,8 +22,9 @@ class CanonicalComputation:
     operands) that `h0`/`h1` build on; `layouts` the live instructions whose layout is not XLA's
     default (see `hashes.layout_of`), kept out of `h0`/`h1` but in `hash`. `plumbing` are tuples
     and get-tuple-elements that forwarding made redundant; `dead` are instructions that never
-    reach the result. `names` maps each live instruction to a name derived
-    from structure (`opcode.k`, k its place in a canonical walk).
+    reach the result. `walk` is the post-order of a depth-first walk from the outputs in canonical
+    order (every live instruction but unread parameters); `names` maps each live instruction to a
+    name derived from structure (`opcode.k`, k its place in that walk), made when first asked for.
     """
 
     computation: Computation
@@ -34,11 +36,20 @@ class CanonicalComputation:
     h1: dict[str, int]
     param_number: dict[str, int]
     param_rank: dict[str, int]
-    names: dict[str, str]
     plumbing: tuple[str, ...]
     dead: tuple[str, ...]
     hash: int
     layouts: dict[str, str] = field(default_factory=dict)
+    walk: tuple[str, ...] = ()
+
+    @cached_property
+    def names(self) -> dict[str, str]:
+        by_name = self.computation.by_name
+        names = {name: f"{by_name[name].opcode}.{k}" for k, name in enumerate(self.walk)}
+        for name in self.order:
+            if name not in names:
+                names[name] = f"{by_name[name].opcode}.{len(names)}"
+        return names
 
     def instruction(self, name: str) -> Instruction:
         return self.computation.by_name[name]

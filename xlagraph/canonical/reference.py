@@ -158,13 +158,6 @@ def _canonicalize_computation(
         rank = dict(param_number)
     h1 = _merkle(order, operands, keys, by_name, rank)
 
-    names: dict[str, str] = {}
-    for k, name in enumerate(walk):
-        names[name] = f"{by_name[name].opcode}.{k}"
-    for name in order:
-        if name not in names:
-            names[name] = f"{by_name[name].opcode}.{len(names)}"
-
     if len(order) == len(comp.instructions):
         dead = plumbing = ()
     else:
@@ -194,7 +187,7 @@ def _canonicalize_computation(
         h1=h1,
         param_number=param_number,
         param_rank=rank,
-        names=names,
+        walk=tuple(walk),
         plumbing=plumbing,
         dead=dead,
         hash=comp_hash,

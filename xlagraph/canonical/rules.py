@@ -111,12 +111,22 @@ def live_order(
     return order, operands
 
 
-def _reachable(comp: Computation) -> set[str]:
+def _reachable(comp: Computation, order: list[str], operands: dict[str, tuple[str, ...]]) -> set[str]:
+    """What the root reaches through the printed operands. The live instructions are reached
+    already; past them only operands that forwarding replaced lead anywhere new (the tuples
+    and get-tuple-elements in between), so the walk starts there."""
     by_name = comp.by_name
-    seen = {comp.root.name}
+    seen = set(order)
     stack = [comp.root.name]
+    seen.add(comp.root.name)
+    for name in order:
+        printed = by_name[name].operands
+        if operands[name] is not printed:
+            stack.extend(o for o in printed if o not in seen)
     while stack:
-        ins = by_name.get(stack.pop())
+        name = stack.pop()
+        seen.add(name)
+        ins = by_name.get(name)
         for o in ins.operands if ins is not None else ():
             if o not in seen:
                 seen.add(o)
@@ -125,26 +135,18 @@ def _reachable(comp: Computation) -> set[str]:
 
 
 def _canonicalize_computation(
-    comp: Computation, callee_hash: dict[str, int], is_entry: bool
+    comp: Computation, callee_hash: dict[str, int], is_entry: bool, key_cache: dict[tuple, tuple[int, str]]
 ) -> CanonicalComputation:
+    """`key_cache` maps what `content_key` reads of an instruction that calls nothing to its key
+    and layout: one module repeats the same few thousand instructions (a layer's ops, constants)."""
     alias, wrapped = forward_tuples(comp, unwrap_parameters=is_entry)
     outputs = output_names(comp, alias)
     order, operands = live_order(comp, outputs, alias, wrapped)
-    by_name = comp.by_name
 
-    keys: dict[str, int] = {}
-    param_number: dict[str, int] = {}
-    for name in order:
-        ins = by_name[name]
-        is_param = ins.opcode == "parameter" or name in wrapped
-        if is_param:
-            param_number[name] = wrapped.get(name, ins.parameter_number)
-        try:
-            keys[name] = stable_hash(content_key(ins, callee_hash, parameter=is_param))
-        except IotaError as e:
-            raise _Bad(comp, ins, str(e)) from None
-
-    h0 = _merkle(order, operands, keys, {})
+    try:
+        keys, param_number, layouts, h0 = _keys_and_h0(comp, order, operands, wrapped, callee_hash, key_cache)
+    except _BadKey as e:
+        raise _Bad(comp, e.ins, e.message) from None
     if is_entry:
         # Only the entry's interface is canonicalized away (and reported as a permutation).
         ranked = sorted(range(len(outputs)), key=lambda k: h0[outputs[k]])
@@ -163,22 +165,14 @@ def _canonicalize_computation(
         rank = dict(param_number)
     h1 = _merkle(order, operands, keys, rank)
 
-    names: dict[str, str] = {}
-    for k, name in enumerate(walk):
-        names[name] = f"{by_name[name].opcode}.{k}"
-    for name in order:
-        if name not in names:
-            names[name] = f"{by_name[name].opcode}.{len(names)}"
-
     if len(order) == len(comp.instructions):
         dead = plumbing = ()
     else:
-        reachable = _reachable(comp)
+        reachable = _reachable(comp, order, operands)
         live = set(order)
         dead = tuple(i.name for i in comp.instructions if i.name not in reachable and i.opcode != "parameter")
         plumbing = tuple(i.name for i in comp.instructions if i.name in reachable and i.name not in live)
     skeleton = _tuple_skeleton(comp.root.shape)
-    layouts = {n: lay for n in order if (lay := layout_of(by_name[n].shape))}
     # Layouts stay out of h0/h1 (matching pairs instructions whatever their layout) but not out
     # of the computation's identity: a layout or memory-space change is a recompile.
     layout_key = tuple(sorted({(h1[n], lay) for n, lay in layouts.items()}))  # CSE-blind, as h1 is
@@ -199,7 +193,7 @@ def _canonicalize_computation(
         h1=h1,
         param_number=param_number,
         param_rank=rank,
-        names=names,
+        walk=tuple(walk),
         plumbing=plumbing,
         dead=dead,
         hash=comp_hash,
@@ -226,6 +220,61 @@ def _cycle(comp: Computation, ins: Instruction) -> _Bad:
     return _Bad(
         comp, ins, f"instruction {ins.name} in computation {comp.name} is its own operand (operand cycle)"
     )
+
+
+class _BadKey(Exception):
+    def __init__(self, ins: Instruction, message: str) -> None:
+        super().__init__(message)
+        self.ins, self.message = ins, message
+
+
+def _keys_and_h0(
+    comp: Computation,
+    order: list[str],
+    operands: dict[str, tuple[str, ...]],
+    wrapped: dict[str, int],
+    callee_hash: dict[str, int],
+    key_cache: dict[tuple, tuple[int, str]],
+) -> tuple[dict[str, int], dict[str, int], dict[str, str], dict[str, int]]:
+    """Content keys, parameter numbers, non-default layouts and `h0` (`_merkle` without ranks),
+    in one pass over `order`: operands come first, so their `h0` is known."""
+    by_name = comp.by_name
+    keys: dict[str, int] = {}
+    param_number: dict[str, int] = {}
+    layouts: dict[str, str] = {}
+    h0: dict[str, int] = {}
+    for name in order:
+        ins = by_name[name]
+        is_param = ins.opcode == "parameter" or name in wrapped
+        if is_param:
+            param_number[name] = wrapped.get(name, ins.parameter_number)
+        cache_key = None if ins.called else (ins.opcode, ins.shape, ins.attributes, ins.payload, is_param)
+        cached = key_cache.get(cache_key) if cache_key is not None else None
+        if cached is None:  # a key that depends on callees' hashes is never cached
+            try:
+                cached = (
+                    stable_hash(content_key(ins, callee_hash, parameter=is_param)),
+                    layout_of(ins.shape) if "{" in ins.shape else "",
+                )
+            except IotaError as e:
+                raise _BadKey(ins, str(e)) from None
+            if cache_key is not None:
+                key_cache[cache_key] = cached
+        k, lay = cached
+        keys[name] = k
+        if lay:
+            layouts[name] = lay
+        ops = operands[name]
+        n = len(ops)
+        if n == 1:
+            h0[name] = hash((k, h0[ops[0]]))
+        elif n == 2:
+            h0[name] = hash((k, h0[ops[0]], h0[ops[1]]))
+        elif n:
+            h0[name] = hash((k, *map(h0.__getitem__, ops)))
+        else:
+            h0[name] = k
+    return keys, param_number, layouts, h0
 
 
 def _merkle(
@@ -290,10 +339,11 @@ def canonicalize(module: Module) -> CanonicalModule:
 
 def _canonicalize(module: Module) -> CanonicalModule:
     callee_hash: dict[str, int] = {}
+    key_cache: dict[tuple, tuple[int, str]] = {}
     result: dict[str, CanonicalComputation] = {}
     for comp in _callees_first(module):
         try:
-            canon = _canonicalize_computation(comp, callee_hash, comp is module.entry)
+            canon = _canonicalize_computation(comp, callee_hash, comp is module.entry, key_cache)
         except _Bad as e:
             raise ParseError(module.path or module.name, e.message, e.ins.line) from None
         callee_hash[comp.name] = canon.hash
