@@ -519,13 +519,17 @@ def test_pytest_plugin_graph_budget(tmp_path: Path) -> None:
     assert "3 XLA graph(s) compiled inside xla_graph_budget, at most 1 allowed" in proc.stdout
 
 
-def test_capture_folder_without_reader_is_one_line_exit_2(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_capture_folder_without_journal_is_reported_with_a_note(tmp_path: Path) -> None:
+    # A process killed before its first record leaves meta.json alone: not an error, a note.
+    # (The capture reader is part of the core package, so "cannot read captures" is gone.)
     (tmp_path / "meta.json").write_text("{}")
-    monkeypatch.setitem(sys.modules, "xlagraph.capture", None)  # as if not installed
-    assert_one_line_error(cli("report", str(tmp_path)), "cannot read captures")
-    assert_one_line_error(cli("check", str(tmp_path), "--max-graphs", "1"), "cannot read captures")
+    result = cli("report", str(tmp_path))
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert "journal.jsonl missing" in result.output
+    result = cli("check", str(tmp_path), "--max-graphs", "1")
+    assert (result.exit_code in (0, 1) and result.exception is None) or isinstance(
+        result.exception, SystemExit
+    )
 
 
 def test_capture_killed_before_its_first_record_still_reports(tmp_path: Path) -> None:
