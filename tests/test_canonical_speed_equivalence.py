@@ -84,3 +84,36 @@ def test_fast_canonicalization_equals_reference(path: Path) -> None:
 
 def test_fixtures_are_found() -> None:
     assert len(_sources()) > 100
+
+
+def test_cached_keys_keep_callees_apart() -> None:
+    """Hand-written (the key cache's edge case): two reduces printed alike but for the callee
+    they apply must keep different keys; the cache must not hand the first one's to the second."""
+    from xlagraph.parse.hlo import parse_hlo
+
+    text = """HloModule m
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}
+
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] maximum(a, b)
+}
+
+ENTRY e {
+  p = f32[4] parameter(0)
+  z = f32[] constant(0)
+  s = f32[] reduce(p, z), dimensions={0}, to_apply=add
+  t = f32[] reduce(p, z), dimensions={0}, to_apply=max
+  ROOT o = (f32[], f32[]) tuple(s, t)
+}
+"""
+    module = parse_hlo(text, "cache_edge.hlo")
+    fast, ref = rules.canonicalize(module), reference.canonicalize(module)
+    _same(fast, ref)
+    assert fast.entry.keys["s"] != fast.entry.keys["t"]

@@ -9,7 +9,7 @@ from xlagraph._gc import paused_gc
 from xlagraph.canonical.hashes import IotaError, content_key, layout_of, stable_hash
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 from xlagraph.errors import ParseError
-from xlagraph.ir import Computation, Instruction, Module, strip_layout
+from xlagraph.ir import COMPUTATION_ATTRIBUTES, Computation, Instruction, Module, strip_layout
 
 __all__ = ["canonicalize", "forward_tuples", "live_order", "output_names"]
 
@@ -258,7 +258,8 @@ def _keys_and_h0(
                 )
             except IotaError as e:
                 raise _BadKey(ins, str(e)) from None
-            if cache_key is not None:
+            # Stored only when no attribute names a computation: a hit has the same attributes.
+            if cache_key is not None and COMPUTATION_ATTRIBUTES.isdisjoint([a for a, _ in ins.attributes]):
                 key_cache[cache_key] = cached
         k, lay = cached
         keys[name] = k
