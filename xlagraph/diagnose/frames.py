@@ -30,15 +30,9 @@ def is_library(frame: Frame) -> bool:
     return file.startswith("<") or bool(_LIBRARY.search(file))
 
 
-# An installed package's file is shown from its package (`torch_xla/core/xla_model.py`): the
-# machine's own prefix says nothing, and a report is read on other machines than the one it ran on.
-_INSTALLED = re.compile(r"^.*?/(?:site|dist)-packages/")
-
-
 def location(frame: Frame) -> str:
-    """`file:line`, an installed package's file relative to its site-packages."""
-    file = _INSTALLED.sub("", frame.file.replace("\\", "/")) if "-packages/" in frame.file else frame.file
-    return f"{file}:{frame.line}" if frame.line else file
+    """`file:line`."""
+    return f"{frame.file}:{frame.line}" if frame.line else frame.file
 
 
 def first_user_frame(frames: tuple[Frame, ...]) -> tuple[Frame | None, Frame | None]:
