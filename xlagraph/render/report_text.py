@@ -7,8 +7,7 @@ and last the notes on what the source could not say.
 
 from __future__ import annotations
 
-import os
-
+from xlagraph.render.paths import short_location
 from xlagraph.render.text import _wrap
 from xlagraph.report.model import CheckResult, Recompile, RunReport, TimelineEntry
 
@@ -26,19 +25,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _short(loc: str) -> str:
-    """A path under the current directory is shown relative to it."""
-    path, sep, line = loc.rpartition(":")
-    if not sep or not line.isdigit():
-        path, line = loc, ""
-    if os.path.isabs(path):
-        try:
-            rel = os.path.relpath(path)
-        except ValueError:
-            rel = path
-        if not rel.startswith(".."):
-            path = rel
-    return f"{path}:{line}" if line else path
+_short = short_location
 
 
 def _field(name: str, text: str, indent: str = "    ") -> list[str]:

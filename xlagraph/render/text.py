@@ -15,6 +15,7 @@ from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.causes import Cause, Moved
 from xlagraph.diff import DiffResult
 from xlagraph.graphs import GraphListing, GraphRow
+from xlagraph.render.paths import short_location
 
 __all__ = ["changed_instructions", "render_diff_text", "render_graphs_text"]
 
@@ -113,12 +114,14 @@ def _change_lines(cause: Cause, limit: int) -> list[str]:
 
 def _sources(causes: list[Cause], limit: int) -> list[str]:
     """`at` the user's lines, `via` the library lines beside them (or `at` library lines alone)."""
-    found = list(dict.fromkeys(s for c in causes for s in c.sources))
+    found = list(dict.fromkeys(short_location(s) for c in causes for s in c.sources))
     if not found:
         return []
     shown, hidden = _bounded(found, limit)
     lines = _field("at", ", ".join(shown) + (f", {_more(hidden)}" if hidden else ""))
-    library = [s for s in dict.fromkeys(s for c in causes for s in c.library) if s not in found]
+    library = [
+        s for s in dict.fromkeys(short_location(s) for c in causes for s in c.library) if s not in found
+    ]
     if library:
         lines += _field(
             "via", ", ".join(library[:3]) + (f", {_more(len(library) - 3)}" if len(library) > 3 else "")
