@@ -351,7 +351,8 @@ def test_second_run_with_the_same_host_and_pid_gets_its_own_folder(tmp_path: Pat
 def test_source_lines_mode_is_planned() -> None:
     from xlagraph.capture._env import plan_env
 
-    assert plan_env({}, "/cap/h-1").source_lines_mode == "auto"
+    assert plan_env({}, "/cap/h-1").source_lines_mode == "always"
+    assert plan_env({"XLAGRAPH_SOURCE_LINES": "auto"}, "/cap/h-1").source_lines_mode == "auto"
     assert plan_env({"XLAGRAPH_SOURCE_LINES": "always"}, "/cap/h-1").source_lines_mode == "always"
     assert plan_env({"XLAGRAPH_SOURCE_LINES": "0"}, "/cap/h-1").source_lines_mode == "off"
     # the user set XLA_HLO_DEBUG (it implies torch_xla's IR debug): capture never switches it off
@@ -370,7 +371,7 @@ def test_source_lines_go_off_when_steady_and_come_back_after_a_compile(tmp_path:
     out = tmp_path / "cap"
     proc = subprocess.run(
         [sys.executable, "-c", loop],
-        env=clean_env(XLAGRAPH_CAPTURE=str(out)),
+        env=clean_env(XLAGRAPH_CAPTURE=str(out), XLAGRAPH_SOURCE_LINES="auto"),
         capture_output=True,
         text=True,
         timeout=TIMEOUT,

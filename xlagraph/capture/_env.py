@@ -120,14 +120,18 @@ def plan_env(environ: Mapping[str, str], proc_dir: str) -> EnvPlan:
 
 
 def source_lines_mode(value: str) -> str:
-    """`XLAGRAPH_SOURCE_LINES`: `auto` (default: on until the run is steady, and again after each
-    compile), `always`, or `off`."""
+    """`XLAGRAPH_SOURCE_LINES`: `always` (the default), `auto` (on until the run is steady, and
+    again after each compile) or `off`.
+
+    `always` is the default because the recompiles users need explained most are the late ones
+    (a ragged batch at the end of an epoch, clipping every 100 steps): under `auto` those are
+    traced while source lines are off, and their graphs carry no line of the user's code."""
     v = value.strip().lower()
     if v in ("0", "false", "no", "off"):
         return "off"
-    if v in ("1", "true", "yes", "on", "always"):
-        return "always"
-    return "auto"
+    if v == "auto":
+        return "auto"
+    return "always"
 
 
 def _user_view(environ: Mapping[str, str]) -> dict[str, str]:

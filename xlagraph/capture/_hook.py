@@ -261,7 +261,7 @@ def _on_torch_xla(module: Any, late: bool) -> None:
     hint = {
         "auto": " (source lines until the run is steady and after each compile; XLAGRAPH_SOURCE_LINES="
         "always keeps them, 0 turns them off)",
-        "always": " (XLAGRAPH_SOURCE_LINES=0 turns source lines off)",
+        "always": " (XLAGRAPH_SOURCE_LINES=auto keeps them only until the run is steady, 0 turns them off)",
     }.get(plan.source_lines_mode, "")
     print(
         f"{PREFIX} writing {plan.proc_dir}; set {turned_on}"
