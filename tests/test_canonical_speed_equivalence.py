@@ -117,3 +117,22 @@ ENTRY e {
     fast, ref = rules.canonicalize(module), reference.canonicalize(module)
     _same(fast, ref)
     assert fast.entry.keys["s"] != fast.entry.keys["t"]
+
+
+def test_operand_cycle_refused_alike() -> None:
+    """Built from IR types (the reader refuses cycles before canonicalization sees them)."""
+    from xlagraph.ir import Computation, Instruction
+
+    def ins(name: str, opcode: str, operands: tuple[str, ...], payload: str = "", root: bool = False) -> Instruction:
+        return Instruction(name, opcode, "f32[4]", operands, (), (), payload, None, root, 0)
+
+    body = (
+        ins("p", "parameter", (), "0"),
+        ins("a", "add", ("p", "b")),
+        ins("b", "negate", ("a",)),
+        ins("r", "negate", ("a",), root=True),
+    )
+    module = Module("m", (Computation("e", body, is_entry=True),))
+    fast, ref = _canonical(rules.canonicalize, module), _canonical(reference.canonicalize, module)
+    assert isinstance(fast, str) and "operand cycle" in fast
+    assert fast == ref
