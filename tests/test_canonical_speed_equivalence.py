@@ -123,7 +123,9 @@ def test_operand_cycle_refused_alike() -> None:
     """Built from IR types (the reader refuses cycles before canonicalization sees them)."""
     from xlagraph.ir import Computation, Instruction
 
-    def ins(name: str, opcode: str, operands: tuple[str, ...], payload: str = "", root: bool = False) -> Instruction:
+    def ins(
+        name: str, opcode: str, operands: tuple[str, ...], payload: str = "", root: bool = False
+    ) -> Instruction:
         return Instruction(name, opcode, "f32[4]", operands, (), (), payload, None, root, 0)
 
     body = (
