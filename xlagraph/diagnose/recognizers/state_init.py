@@ -118,6 +118,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         and not _other_library(files := evidence.library_files(c))
         and (not files or c.kind is not CauseKind.STRUCTURE or any(m in f for f in files for m in _OPTIMIZER))
         and (c.kind not in _OUTPUTS or _state_outputs(c, set(shapes)))
+        and c.kind is not CauseKind.OUTPUT_REMOVED  # created state adds outputs, never drops one
     ]
     # Regions of user code that changed too are not warm-up: leave them to other recognizers.
     what = (
