@@ -151,19 +151,20 @@ def _canonicalize_computation(
         # Only the entry's interface is canonicalized away (and reported as a permutation).
         ranked = sorted(range(len(outputs)), key=lambda k: h0[outputs[k]])
         canonical_outputs = [outputs[k] for k in ranked]
-        walk = _walk(canonical_outputs, operands)
-        rank = {n: i for i, n in enumerate(p for p in walk if p in param_number)}
+        walk, rank, h1 = _walk_and_h1(canonical_outputs, operands, keys, param_number)
         for name in sorted(
             (p for p in param_number if p not in rank), key=lambda p: (keys[p], param_number[p])
         ):
             rank[name] = len(rank)
+            h1[name] = hash((keys[name], rank[name]))  # unread, so no operands
+        h1 = {n: h1[n] for n in order}  # in `order`, as for a called computation
     else:
         # A called computation is compared with its own numbering and output order: its caller
         # passes operands by position and reads results by tuple index, so `compare(p0, p1)` vs
         # `compare(p1, p0)` (a sort comparator) or `tuple(a, b)` vs `tuple(b, a)` differ.
         walk = _walk(list(outputs), operands)
         rank = dict(param_number)
-    h1 = _merkle(order, operands, keys, rank)
+        h1 = _merkle(order, operands, keys, rank)
 
     if len(order) == len(comp.instructions):
         dead = plumbing = ()
@@ -303,6 +304,52 @@ def _merkle(
         else:
             h[name] = hash((keys[name], rank[name])) if name in rank else keys[name]
     return h
+
+
+def _walk_and_h1(
+    outputs: list[str],
+    operands: dict[str, tuple[str, ...]],
+    keys: dict[str, int],
+    param_number: dict[str, int],
+) -> tuple[list[str], dict[str, int], dict[str, int]]:
+    """The entry's `_walk`, numbering parameters in the order it reaches them (the canonical
+    numbers) and hashing `h1` as it goes: a post-order has every operand's `h1` already. One
+    pass instead of two over a module whose dictionaries do not fit in the CPU caches."""
+    seen: set[str] = set()
+    order: list[str] = []
+    rank: dict[str, int] = {}
+    h1: dict[str, int] = {}
+    for out in outputs:
+        if out in seen:
+            continue
+        seen.add(out)
+        stack = [[out, operands[out], 0]]
+        while stack:
+            frame = stack[-1]
+            ops, i = frame[1], frame[2]
+            n = len(ops)
+            while i < n and ops[i] in seen:
+                i += 1
+            if i < n:
+                frame[2] = i + 1
+                o = ops[i]
+                seen.add(o)
+                stack.append([o, operands[o], 0])
+                continue
+            stack.pop()
+            name = frame[0]
+            order.append(name)
+            if name in param_number:
+                rank[name] = len(rank)
+            if n == 1:
+                h1[name] = hash((keys[name], h1[ops[0]]))
+            elif n == 2:
+                h1[name] = hash((keys[name], h1[ops[0]], h1[ops[1]]))
+            elif n:
+                h1[name] = hash((keys[name], *map(h1.__getitem__, ops)))
+            else:
+                h1[name] = hash((keys[name], rank[name])) if name in rank else keys[name]
+    return order, rank, h1
 
 
 def _walk(outputs: list[str], operands: dict[str, tuple[str, ...]]) -> list[str]:
