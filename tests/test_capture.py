@@ -461,3 +461,48 @@ def test_fsdp_bucketing_between_two_captured_runs_is_one_collective_cause(runs: 
         graphs.append(log.graphs[steady.graph_hash].module)
     result = diff_files(*graphs)
     assert [c.kind.value for c in result.differences] == ["collective"]
+
+
+def test_a_compile_without_an_execution_record_does_not_shift_the_modules(tmp_path: Path) -> None:
+    # EmbeddingBag's backward makes torch_xla compile a graph of its own that no sync executes:
+    # one more dump than compiled syncs. Each graph must still get its own module (its parameter
+    # count is the inputs torch_xla reported), and the report must explain the 0 -> 1 change.
+    loop = (
+        "import torch, torch.nn as nn, torch_xla\n"
+        "torch.manual_seed(0)\n"
+        "dev = torch_xla.device()\n"
+        "emb = nn.EmbeddingBag(20, 8, mode='mean').to(dev)\n"
+        "head = nn.Linear(8, 2).to(dev)\n"
+        "opt = torch.optim.SGD(list(emb.parameters()) + list(head.parameters()), lr=0.1)\n"
+        "for step in range(5):\n"
+        "    ids = torch.randint(0, 20, (4, 3)).to(dev)\n"
+        "    loss = head(emb(ids)).pow(2).mean()\n"
+        "    loss.backward()\n"
+        "    emb.weight.grad.mul_(0.0 if step < 2 else 1.0)\n"
+        "    opt.step()\n"
+        "    opt.zero_grad()\n"
+        "    torch_xla.sync()\n"
+    )
+    out = tmp_path / "cap"
+    proc = subprocess.run(
+        [sys.executable, "-c", loop],
+        env=clean_env(XLAGRAPH_CAPTURE=str(out)),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from xlagraph.parse.sources import load_module
+    from xlagraph.report import build_report
+
+    (folder,) = out.iterdir()
+    records = [json.loads(line) for line in (folder / fmt.JOURNAL).read_text().splitlines()]
+    graphs = [r for r in records if r["k"] == "graph" and r.get("module")]
+    assert len(graphs) == 3, graphs
+    for g in graphs:
+        assert len(load_module(str(folder / g["module"])).entry.parameters) == g["in"], g
+    (log,) = read_capture(out)
+    assert any("matched no graph execution" in n for n in log.notes), log.notes
+    report = build_report(log)
+    assert any("constant_value" in r.kinds for r in report.recompiles), [r.kinds for r in report.recompiles]

@@ -107,6 +107,7 @@ class _State:
     spmd_prefixes: dict[str, _Graph] = field(default_factory=dict)  # ... of partitioned graphs
     after_waiting: list[str] = field(default_factory=list)  # after files seen before their twin
     compile_queue: list[tuple[str, int]] = field(default_factory=list)  # (graph hash, inputs)
+    unpaired_dumps: int = 0  # compiles with no execution record of their own (op lowerings)
     stored_bytes: int = 0
     cap_noted: bool = False
     report_spent: float = 0.0
@@ -301,6 +302,11 @@ class Recorder:
         }
         if self.lines_auto:
             end["lines_off"] = s.lines_off_count
+        if s.unpaired_dumps:
+            self._note(
+                f"{s.unpaired_dumps} compiled module(s) matched no graph execution (torch_xla compiles some "
+                "op lowerings as graphs of their own): not kept"
+            )
         self._write([end])
         self.meta.update(end_time=end["t"], clean_exit=True)
         self._write_meta()
@@ -501,11 +507,16 @@ class Recorder:
                 continue
             arity = _arity(path)
             if arity >= 0 and 0 <= inputs <= PARAMETER_WRAPPING and arity != inputs:
-                update = {
-                    "module_note": f"dump order check failed: {name} has {arity} parameters, "
-                    f"torch_xla reported {inputs} inputs"
-                }
-            elif self._fits(size := os.path.getsize(path)):
+                # A compile with no execution record of its own (torch_xla compiles some op
+                # lowerings, e.g. EmbeddingBag's backward, as graphs of their own): that dump is
+                # not this graph's. Skip it and let the graph wait for the next one, or every
+                # later graph would be paired with its predecessor's module.
+                s.compile_queue.insert(0, (graph_hash, inputs))
+                s.prefixes_done.add(name.removesuffix(fmt.BEFORE_SUFFIX))
+                s.unpaired_dumps += 1
+                _unlink(path)
+                continue
+            if self._fits(size := os.path.getsize(path)):
                 s.stored_bytes += size
                 graph.has_module = True
                 update = {"module": f"{fmt.HLO_DIR}/{name}", "module_note": ""}
