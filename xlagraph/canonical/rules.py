@@ -62,25 +62,36 @@ def output_names(comp: Computation, alias: dict[str, str]) -> tuple[str, ...]:
 def live_order(
     comp: Computation, outputs: tuple[str, ...], alias: dict[str, str], wrapped: dict[str, int]
 ) -> tuple[list[str], dict[str, tuple[str, ...]]]:
-    """Rule 2: the instructions the outputs depend on, operands first, with forwarded operands.
+    """Rule 2: the instructions the outputs depend on, operands first, with forwarded operands."""
+    order, _, operands = _live(comp, outputs, alias, wrapped)
+    return order, operands
+
+
+def _live(
+    comp: Computation, outputs: tuple[str, ...], alias: dict[str, str], wrapped: dict[str, int]
+) -> tuple[list[str], list[Instruction], dict[str, tuple[str, ...]]]:
+    """`live_order`, plus the instructions in that order: later passes read them from this list
+    instead of looking each name up again in a dictionary too large for the CPU caches.
 
     A depth-first post-order from the outputs in order. Each frame on the stack keeps the next
     operand to visit, so an instruction is pushed once, not once per user."""
     by_name = comp.by_name
+    live: list[Instruction] = []
     operands: dict[str, tuple[str, ...]] = {}  # also the set of instructions entered
     order: list[str] = []
     done: set[str] = set()
     alias_keys = alias.keys()
 
-    def enter(name: str) -> list:  # [name, forwarded operands, next operand index]
+    def enter(name: str) -> list:  # [name, forwarded operands, next operand index, instruction]
+        ins = by_name[name]
         if name in wrapped:
             ops: tuple[str, ...] = ()
         else:
-            ops = by_name[name].operands
+            ops = ins.operands
             if alias and not alias_keys.isdisjoint(ops):
                 ops = tuple(alias.get(o, o) for o in ops)
         operands[name] = ops
-        return [name, ops, 0]
+        return [name, ops, 0, ins]
 
     for out in outputs:
         if out in done:
@@ -102,16 +113,20 @@ def live_order(
                 stack.pop()
                 done.add(frame[0])
                 order.append(frame[0])
+                live.append(frame[3])
     # Parameters that nothing reads are inputs all the same, not dead code.
     for ins in comp.instructions:
         if ins.opcode == "parameter" and ins.name not in done:
             done.add(ins.name)
             order.append(ins.name)
+            live.append(ins)
             operands[ins.name] = ()
-    return order, operands
+    return order, live, operands
 
 
-def _reachable(comp: Computation, order: list[str], operands: dict[str, tuple[str, ...]]) -> set[str]:
+def _reachable(
+    comp: Computation, order: list[str], live: list[Instruction], operands: dict[str, tuple[str, ...]]
+) -> set[str]:
     """What the root reaches through the printed operands. The live instructions are reached
     already; past them only operands that forwarding replaced lead anywhere new (the tuples
     and get-tuple-elements in between), so the walk starts there."""
@@ -119,8 +134,8 @@ def _reachable(comp: Computation, order: list[str], operands: dict[str, tuple[st
     seen = set(order)
     stack = [comp.root.name]
     seen.add(comp.root.name)
-    for name in order:
-        printed = by_name[name].operands
+    for name, ins in zip(order, live, strict=True):
+        printed = ins.operands
         if operands[name] is not printed:
             stack.extend(o for o in printed if o not in seen)
     while stack:
@@ -141,10 +156,10 @@ def _canonicalize_computation(
     and layout: one module repeats the same few thousand instructions (a layer's ops, constants)."""
     alias, wrapped = forward_tuples(comp, unwrap_parameters=is_entry)
     outputs = output_names(comp, alias)
-    order, operands = live_order(comp, outputs, alias, wrapped)
+    order, live, operands = _live(comp, outputs, alias, wrapped)
 
     try:
-        keys, param_number, layouts, h0 = _keys_and_h0(comp, order, operands, wrapped, callee_hash, key_cache)
+        keys, param_number, layouts, h0 = _keys_and_h0(order, live, operands, wrapped, callee_hash, key_cache)
     except _BadKey as e:
         raise _Bad(comp, e.ins, e.message) from None
     if is_entry:
@@ -169,7 +184,7 @@ def _canonicalize_computation(
     if len(order) == len(comp.instructions):
         dead = plumbing = ()
     else:
-        reachable = _reachable(comp, order, operands)
+        reachable = _reachable(comp, order, live, operands)
         live = set(order)
         dead = tuple(i.name for i in comp.instructions if i.name not in reachable and i.opcode != "parameter")
         plumbing = tuple(i.name for i in comp.instructions if i.name in reachable and i.name not in live)
@@ -230,8 +245,8 @@ class _BadKey(Exception):
 
 
 def _keys_and_h0(
-    comp: Computation,
     order: list[str],
+    live: list[Instruction],
     operands: dict[str, tuple[str, ...]],
     wrapped: dict[str, int],
     callee_hash: dict[str, int],
@@ -239,13 +254,11 @@ def _keys_and_h0(
 ) -> tuple[dict[str, int], dict[str, int], dict[str, str], dict[str, int]]:
     """Content keys, parameter numbers, non-default layouts and `h0` (`_merkle` without ranks),
     in one pass over `order`: operands come first, so their `h0` is known."""
-    by_name = comp.by_name
     keys: dict[str, int] = {}
     param_number: dict[str, int] = {}
     layouts: dict[str, str] = {}
     h0: dict[str, int] = {}
-    for name in order:
-        ins = by_name[name]
+    for name, ins in zip(order, live, strict=True):
         is_param = ins.opcode == "parameter" or name in wrapped
         if is_param:
             param_number[name] = wrapped.get(name, ins.parameter_number)
