@@ -124,29 +124,38 @@ def _live(
     return order, live, operands
 
 
-def _reachable(
+def _dead_and_plumbing(
     comp: Computation, order: list[str], live: list[Instruction], operands: dict[str, tuple[str, ...]]
-) -> set[str]:
-    """What the root reaches through the printed operands. The live instructions are reached
-    already; past them only operands that forwarding replaced lead anywhere new (the tuples
-    and get-tuple-elements in between), so the walk starts there."""
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Instructions that never reach the root, and those that do but that forwarding made
+    redundant. `operands` holds every live instruction. Past the live ones, only operands that
+    forwarding replaced (the tuples and get-tuple-elements in between) lead anywhere new, so the
+    walk starts there and never enters the live graph."""
     by_name = comp.by_name
-    seen = set(order)
+    reached: set[str] = set()  # reached and not live
     stack = [comp.root.name]
-    seen.add(comp.root.name)
     for name, ins in zip(order, live, strict=True):
-        printed = ins.operands
-        if operands[name] is not printed:
-            stack.extend(o for o in printed if o not in seen)
+        if operands[name] is not ins.operands:
+            stack.extend(ins.operands)
     while stack:
         name = stack.pop()
-        seen.add(name)
+        if name in operands or name in reached:
+            continue
+        reached.add(name)
         ins = by_name.get(name)
-        for o in ins.operands if ins is not None else ():
-            if o not in seen:
-                seen.add(o)
-                stack.append(o)
-    return seen
+        if ins is not None:
+            stack.extend(ins.operands)
+    dead: list[str] = []
+    plumbing: list[str] = []
+    for ins in comp.instructions:
+        name = ins.name
+        if name in operands:
+            continue
+        if name in reached:
+            plumbing.append(name)
+        elif ins.opcode != "parameter":
+            dead.append(name)
+    return tuple(dead), tuple(plumbing)
 
 
 def _canonicalize_computation(
@@ -166,13 +175,11 @@ def _canonicalize_computation(
         # Only the entry's interface is canonicalized away (and reported as a permutation).
         ranked = sorted(range(len(outputs)), key=lambda k: h0[outputs[k]])
         canonical_outputs = [outputs[k] for k in ranked]
-        walk, rank, h1 = _walk_and_h1(canonical_outputs, operands, keys, param_number)
-        for name in sorted(
-            (p for p in param_number if p not in rank), key=lambda p: (keys[p], param_number[p])
-        ):
+        walk, rank, h1 = _walk_and_h1(canonical_outputs, operands, keys, param_number, order)
+        unread = sorted((p for p in param_number if p not in rank), key=lambda p: (keys[p], param_number[p]))
+        for name in unread:
             rank[name] = len(rank)
             h1[name] = hash((keys[name], rank[name]))  # unread, so no operands
-        h1 = {n: h1[n] for n in order}  # in `order`, as for a called computation
     else:
         # A called computation is compared with its own numbering and output order: its caller
         # passes operands by position and reads results by tuple index, so `compare(p0, p1)` vs
@@ -184,17 +191,13 @@ def _canonicalize_computation(
     if len(order) == len(comp.instructions):
         dead = plumbing = ()
     else:
-        reachable = _reachable(comp, order, live, operands)
-        live = set(order)
-        dead = tuple(i.name for i in comp.instructions if i.name not in reachable and i.opcode != "parameter")
-        plumbing = tuple(i.name for i in comp.instructions if i.name in reachable and i.name not in live)
+        dead, plumbing = _dead_and_plumbing(comp, order, live, operands)
     skeleton = _tuple_skeleton(comp.root.shape)
     # Layouts stay out of h0/h1 (matching pairs instructions whatever their layout) but not out
     # of the computation's identity: a layout or memory-space change is a recompile.
     layout_key = tuple(sorted({(h1[n], lay) for n, lay in layouts.items()}))  # CSE-blind, as h1 is
     if is_entry:
-        walked = set(walk)
-        unused = sorted(keys[p] for p in param_number if p not in walked)
+        unused = sorted(keys[p] for p in unread)
         comp_hash = hash((skeleton, tuple(sorted(h1[o] for o in outputs)), tuple(unused), layout_key))
     else:
         signature = tuple(sorted((param_number[p], keys[p]) for p in param_number))
@@ -324,14 +327,15 @@ def _walk_and_h1(
     operands: dict[str, tuple[str, ...]],
     keys: dict[str, int],
     param_number: dict[str, int],
+    order: list[str],
 ) -> tuple[list[str], dict[str, int], dict[str, int]]:
     """The entry's `_walk`, numbering parameters in the order it reaches them (the canonical
     numbers) and hashing `h1` as it goes: a post-order has every operand's `h1` already. One
     pass instead of two over a module whose dictionaries do not fit in the CPU caches."""
     seen: set[str] = set()
-    order: list[str] = []
+    walk: list[str] = []
     rank: dict[str, int] = {}
-    h1: dict[str, int] = {}
+    h1: dict[str, int] = dict.fromkeys(order, 0)  # keys in `order`, as for a called computation
     for out in outputs:
         if out in seen:
             continue
@@ -351,7 +355,7 @@ def _walk_and_h1(
                 continue
             stack.pop()
             name = frame[0]
-            order.append(name)
+            walk.append(name)
             if name in param_number:
                 rank[name] = len(rank)
             if n == 1:
@@ -362,7 +366,7 @@ def _walk_and_h1(
                 h1[name] = hash((keys[name], *map(h1.__getitem__, ops)))
             else:
                 h1[name] = hash((keys[name], rank[name])) if name in rank else keys[name]
-    return order, rank, h1
+    return walk, rank, h1
 
 
 def _walk(outputs: list[str], operands: dict[str, tuple[str, ...]]) -> list[str]:
