@@ -35,11 +35,13 @@ def structure(cmp: Comparison, structural: list[tuple[str, str]], absorb_collect
     left_twins = {left.h1[a] for a in pl}
     right_twins = {right.h1[b] for b in pr}
     g = nx.Graph()
+    # The unions once, not once per unmatched instruction (a copy of every h1 of the other side).
+    known_left, known_right = right_h1 | left_twins, left_h1 | right_twins
     for a in left.order:
-        if a not in pl and a not in cmp.explained_left and left.h1[a] not in right_h1 | left_twins:
+        if a not in pl and a not in cmp.explained_left and left.h1[a] not in known_left:
             g.add_node(("A", a))
     for b in right.order:
-        if b not in pr and b not in cmp.explained_right and right.h1[b] not in left_h1 | right_twins:
+        if b not in pr and b not in cmp.explained_right and right.h1[b] not in known_right:
             g.add_node(("B", b))
     for a, b in structural:
         g.add_edge(("A", a), ("B", b))
