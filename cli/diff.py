@@ -34,6 +34,10 @@ def diff_command(a: str, b: str, as_json: bool, max_changes: int, html_out: str 
     PATH#K (0-based): an XLA_SAVE_TENSORS_FILE dump or a --xla_dump_to directory. `xlagraph
     graphs PATH` lists the graphs of a source.
 
+    Two whole runs of different ranks (`save.hlo.0 save.hlo.3`, or two per-rank --xla_dump_to
+    folders, without #K) are compared step by step instead: the rank view says where they
+    diverge and which collective would not line up.
+
     Exit status: 0 identical, 1 different, 2 bad input.
 
     \b
@@ -49,6 +53,8 @@ def diff_command(a: str, b: str, as_json: bool, max_changes: int, html_out: str 
     from xlagraph.render.json import diff_to_json
     from xlagraph.render.text import render_diff_text
 
+    if (agree := _ranks(a, b, as_json)) is not None:
+        click.get_current_context().exit(EXIT_IDENTICAL if agree else EXIT_DIFFERENT)
     with Status() as status:
         status.set(f"reading A: {a}")
         with reading(a):
@@ -67,3 +73,20 @@ def diff_command(a: str, b: str, as_json: bool, max_changes: int, html_out: str 
         write_page(html_out, render_diff_html(result), err=as_json)
     code = EXIT_IDENTICAL if result.verdict == "identical" else EXIT_DIFFERENT
     click.get_current_context().exit(code)
+
+
+def _ranks(a: str, b: str, as_json: bool) -> bool | None:
+    """Compare two whole per-rank runs; None when A and B are not that (single graphs)."""
+    from xlagraph.render.ranks_text import rank_view_to_json, render_ranks_text
+    from xlagraph.report.ranks import rank_sources, rank_view
+
+    with reading(f"{a} vs {b}"):
+        logs = rank_sources([a, b])
+        view = rank_view(logs) if logs else None
+    if view is None:
+        return None
+    if as_json:
+        click.echo(json.dumps({"kind": "ranks", "ranks": rank_view_to_json(view)}, indent=2))
+    else:
+        echo(render_ranks_text(view), nl=False)
+    return view.agree

@@ -20,6 +20,10 @@ def graphs_command(src: str, as_json: bool) -> None:
     directory. Graphs with the same fingerprint share a variant letter (A, B, ...); every
     variant after the first is a recompile. Pass `SRC#K` (K the index) to `xlagraph diff`.
 
+    A folder of per-rank dumps (save files `save.hlo.0`, `save.hlo.1`, ... or `rank0/`,
+    `rank1/`, ... --xla_dump_to folders) gives the rank view: which rank ran which graph at each
+    step, and where ranks diverge.
+
     \b
     Example:
         xlagraph graphs save.hlo.txt
@@ -29,6 +33,8 @@ def graphs_command(src: str, as_json: bool) -> None:
     from xlagraph.render.json import graphs_to_json
     from xlagraph.render.text import render_graphs_text
 
+    if _rank_view(src, as_json):
+        return
     with Status() as status:
         status.set(f"reading {src}")
         with reading(src):
@@ -37,3 +43,20 @@ def graphs_command(src: str, as_json: bool) -> None:
         click.echo(json.dumps(graphs_to_json(listing), indent=2))
     else:
         echo(render_graphs_text(listing), nl=False)
+
+
+def _rank_view(src: str, as_json: bool) -> bool:
+    """Print the rank view when SRC is a folder of per-rank dumps; False when it is not one."""
+    from xlagraph.render.ranks_text import rank_view_to_json, render_ranks_text
+    from xlagraph.report.ranks import rank_sources, rank_view
+
+    with reading(src):
+        logs = rank_sources([src])
+        view = rank_view(logs) if logs else None
+    if view is None:
+        return False
+    if as_json:
+        click.echo(json.dumps({"path": src, "kind": "ranks", "ranks": rank_view_to_json(view)}, indent=2))
+    else:
+        echo(render_ranks_text(view), nl=False)
+    return True

@@ -172,6 +172,27 @@ def test_report_and_check_over_a_folder_of_per_rank_dumps() -> None:
     assert "recorded 1 compiles" not in dumps.output  # a compile-only view: fewer compiles is no stop
 
 
+def test_graphs_and_diff_over_per_rank_dumps_give_the_rank_view() -> None:
+    # `graphs` of a folder of per-rank save files; `diff` of two ranks' whole save files or dump
+    # folders (no #K): the same cross-rank view as `report`, without a capture.
+    listing = _cli("graphs", str(RANKS / "short_batch" / "save"))
+    assert listing.exit_code == 0, listing.output
+    assert "ranks diverge at step 2: ranks 2-3 run B, where ranks 0-1 run A" in listing.output
+    data = json.loads(_cli("graphs", str(RANKS / "short_batch" / "save"), "--json").output)
+    assert data["kind"] == "ranks" and data["ranks"]["divergence"]["step"] == 2
+    save = RANKS / "log_rank0" / "save"
+    differ = _cli("diff", str(save / "save.hlo.0"), str(save / "save.hlo.1"))
+    assert differ.exit_code == 1, differ.output
+    assert "collectives do not line up" in differ.output and "ranks 0-1" in differ.output
+    same = _cli("diff", str(save / "save.hlo.1"), str(save / "save.hlo.2"))
+    assert same.exit_code == 0 and "every rank ran the same graphs at every step" in same.output
+    dumps = RANKS / "log_rank0" / "dump"
+    assert _cli("diff", str(dumps / "rank0"), str(dumps / "rank1")).exit_code in (0, 1)
+    # one graph of a save file is still a graph diff, not a rank view
+    one = _cli("diff", f"{save / 'save.hlo.0'}#0", f"{save / 'save.hlo.1'}#0")
+    assert "ranks:" not in one.output
+
+
 # -- live: the same scripts under torchrun, 2 processes ------------------------------------------
 
 

@@ -21,9 +21,10 @@ capture, from the file's ordinal suffix (`save.hlo.3`) or folder name (`rank3`, 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -508,3 +509,39 @@ def _mismatch_text(step: int, position: int, groups: tuple[RankGroup, ...], unit
 
     odd = [runs(g) for g in groups[1:]]
     return f"{unit} {step}: {'; '.join(odd)} where {runs(groups[0])}"
+
+
+def rank_sources(specs: Sequence[str]) -> tuple[RunLog, ...] | None:
+    """The runs of several ranks given without capture, or None when `specs` are not that.
+
+    One folder of per-rank dumps (`rank_dir_runs`), or two or more whole multi-graph sources
+    named one by one (`xlagraph diff save.hlo.0 save.hlo.3`, two `--xla_dump_to` folders): each
+    is one rank, numbered by the ordinal in its name, else by its place in `specs`. A spec with
+    `#K` names one graph and is never a rank.
+    """
+    from xlagraph.parse.sources import open_source
+
+    if any("#" in s for s in specs):
+        return None
+    if len(specs) == 1:
+        return rank_dir_runs(specs[0]) if os.path.isdir(specs[0]) else None
+    sources = [open_source(s) for s in specs]
+    # Whole runs: every one a save file or a dump folder, and not all of a single graph (two
+    # single graphs are a plain diff).
+    if not all(src.kind in ("save-file", "dump-dir") for src in sources):
+        return None
+    if all(len(src.graphs) == 1 for src in sources):
+        return None
+    from xlagraph.report.savefile import runlog_from_save_file
+
+    logs = [
+        runlog_from_dump_dir(s) if src.kind == "dump-dir" else runlog_from_save_file(s)
+        for s, src in zip(specs, sources, strict=True)
+    ]
+    ranks = [rank_of(log) for log in logs]
+    if any(r is None for r in ranks) or len(set(ranks)) < len(ranks):
+        ranks = list(range(len(logs)))  # names without distinct ordinals: the order given
+    return tuple(
+        replace(log, notes=(*log.notes, f"rank {r} of ?"))  # the world size is not known
+        for r, log in zip(ranks, logs, strict=True)
+    )

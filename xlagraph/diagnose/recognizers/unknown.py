@@ -6,6 +6,7 @@ from __future__ import annotations
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._common import renamed
+from xlagraph.render.paths import short_location
 
 __all__ = ["RECOGNIZER"]
 
@@ -17,7 +18,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     out = []
     for i in picked:
         c = pending[i]
-        where = c.sources[0] if c.sources else evidence.context.call_site or "no user line recorded"
+        where = (
+            short_location(c.sources[0])
+            if c.sources
+            else evidence.context.call_site or "no user line recorded"
+        )
         comp = c.computation or evidence.left.module.entry.name
         out.append(
             renamed(
