@@ -241,3 +241,22 @@ def test_page_of_a_120k_instruction_pair_opens_and_responds(browser: Browser, tm
         f"load event {nav['loadEventEnd']:.0f} ms), cause click {click_s * 1000:.0f} ms, "
         f"run expand {expand_s * 1000:.0f} ms"
     )
+
+
+def test_run_page_rank_strip_shows_where_ranks_diverge(browser: Browser, tmp_path: Path) -> None:
+    # Real 4-rank torchrun captures (fixtures/torch_xla/ranks): rank 0 logs, so it runs other graphs.
+    from xlagraph.report.ranks import rank_view
+
+    logs = load_runs(str(ROOT / "fixtures" / "torch_xla" / "ranks" / "log_rank0" / "capture"))
+    path = tmp_path / "ranks.html"
+    path.write_text(render_report_html([build_report(log) for log in logs], ranks=rank_view(logs)))
+    page, errors = open_page(browser, path)
+    strip = page.locator("table.rank-strip")
+    assert strip.is_visible()
+    assert strip.locator("tbody tr").count() == 4  # one row per rank
+    divergent = strip.locator("td.divergent")
+    assert divergent.count() >= 1 and divergent.first.is_visible()
+    colors = {c.get_attribute("style") for c in strip.locator("tbody td").all()}
+    assert len(colors) >= 2, colors  # ranks running other graphs are told apart by colour
+    assert "diverge" in page.locator("section.ranks-view h2").inner_text()
+    assert not errors, errors
