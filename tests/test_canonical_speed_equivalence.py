@@ -1,5 +1,5 @@
 """The fast canonicalization (`canonical/rules.py`) gives exactly the reference's answers
-(`canonical/reference.py`, one plain walk per rule) on every real module in fixtures/: every
+(`tests/canonical_reference.py`, one plain walk per rule) on every real module in fixtures/: every
 field of every computation (order, operands, hashes, numbering, names, dead code, layouts) and
 the module fingerprint and order. Modules a reader refuses are skipped; an instruction that
 canonicalization refuses must be refused by both with the same message."""
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from xlagraph.canonical import CanonicalModule, reference, rules
+from tests import canonical_reference as reference
+from xlagraph.canonical import CanonicalModule, rules
 from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module
 from xlagraph.parse.sources import open_source, read

@@ -1,5 +1,6 @@
 """The canonicalization rules written plainly, one walk per rule: the reference that the faster
-`rules.py` must agree with exactly (tests/test_canonical_speed_equivalence.py). Not used by the engine."""
+`xlagraph/canonical/rules.py` must agree with exactly (tests/test_canonical_speed_equivalence.py);
+kept with the tests, since the engine never runs it."""
 
 from __future__ import annotations
 
