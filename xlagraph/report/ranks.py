@@ -190,11 +190,12 @@ def runlog_from_dump_dir(path: str) -> RunLog:
     """A --xla_dump_to folder as a run: one compile per before-optimizations module, in dump
     order (XLA numbers modules as it creates them); a graph is known by its text's hash."""
     from xlagraph.capture._format import dump_order
+    from xlagraph.parse.sources import read_bytes
 
     files = sorted(Path(path).glob(f"*{_BEFORE}"), key=lambda f: (dump_order(f.name), f.name))
     syncs, steps, graphs = [], [], {}
     for i, f in enumerate(files):
-        h = "dump:" + hashlib.sha1(f.read_bytes()).hexdigest()[:24]
+        h = "dump:" + hashlib.sha1(read_bytes(f)).hexdigest()[:24]  # regular files, bounded
         first = h not in graphs
         graphs.setdefault(h, GraphRecord(graph_hash=h, module=str(f)))
         syncs.append(Sync(index=i, step=i, graph_hash=h, compiled=first))
