@@ -12,7 +12,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 
-__all__ = ["RECOGNIZER"]
+__all__ = ["RECOGNIZER", "reordered_only"]
 
 _ORDER = (CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION)
 _PLAIN = {
@@ -31,7 +31,7 @@ _PLAIN = {
 _INSIDE = (CauseKind.STRUCTURE, CauseKind.ATTRIBUTE)
 
 
-def _reordered_only(evidence: Evidence, others: list[Cause]) -> bool:
+def reordered_only(evidence: Evidence, others: list[Cause]) -> bool:
     """Every other difference is inside the computation, with the same kinds of ops on both
     sides, and no attribute other than an op's shape changed."""
     if not all(c.kind in _INSIDE for c in others):
@@ -60,7 +60,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         return NOTHING
     real = [i for i, c in enumerate(pending) if c.kind not in _ORDER and not c.info]
     expected = [i for i, c in enumerate(pending) if c.kind not in _ORDER and c.info]
-    if real and _reordered_only(evidence, [pending[i] for i in real]):
+    if real and reordered_only(evidence, [pending[i] for i in real]):
         # The same ops, wired in another order (gradients summed in the new order of the
         # tensors): the reordering is the root, what differs inside follows from it.
         hi = next((i for i in orders if pending[i].kind is CauseKind.OUTPUT_PERMUTATION), orders[0])

@@ -18,6 +18,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._common import merge, source_text
+from xlagraph.diagnose.recognizers.permutation import reordered_only
 
 __all__ = ["RECOGNIZER"]
 
@@ -76,6 +77,7 @@ def _split(cause: Cause, keep: set[str]) -> Cause | None:
 
 
 _OUTPUTS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
+_ORDERS = (CauseKind.OUTPUT_PERMUTATION, CauseKind.PARAMETER_PERMUTATION)
 
 
 def _state_outputs(cause: Cause, shapes: set[str]) -> bool:
@@ -120,6 +122,14 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         and (c.kind not in _OUTPUTS or _state_outputs(c, set(shapes)))
         and c.kind is not CauseKind.OUTPUT_REMOVED  # created state adds outputs, never drops one
     ]
+    # A reordering also explains user code that computes the same ops in another order (a dict
+    # of statistics filled in another order on the warm-up step): it is a cause of its own then,
+    # left to the permutation recognizer, which takes those regions with it.
+    user_regions = [
+        c for i, c in enumerate(pending) if c.kind is CauseKind.STRUCTURE and i not in folded
+    ]
+    if user_regions and reordered_only(evidence, user_regions):
+        folded = [i for i in folded if pending[i].kind not in _ORDERS]
     # Regions of user code that changed too are not warm-up: leave them to other recognizers.
     what = (
         "optimizer buffers (momentum, Adam moments, step counts)"
