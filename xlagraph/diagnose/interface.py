@@ -116,19 +116,33 @@ def compare_parameters(cmp: Comparison) -> set[tuple[str, str]]:
             ),
         )
     if permuted:
-        moved = [Moved(lnum[a], rnum[b], shape_of(right, b), a, b) for a, b in pairs]
-        moved.sort()
-        changed = tuple(mv for mv in moved if mv.left != mv.right)
-        cmp.cause(
+        moved = sorted(Moved(lnum[a], rnum[b], shape_of(right, b), a, b) for a, b in pairs)
+        _permutation(
+            cmp,
             CauseKind.PARAMETER_PERMUTATION,
-            f"the same inputs arrive in another order ({len(changed)} of {len(moved)} moved, e.g. "
-            + fmt_list([f"A's {mv.left} is B's {mv.right}" for mv in changed], 3)
-            + "): tensors were created or updated in another order",
-            [mv.left_name for mv in changed],
-            [mv.right_name for mv in changed],
-            mapping=tuple(moved),
+            moved,
+            "the same inputs arrive in another order",
+            "",
+            "tensors were created or updated in another order",
         )
     return dims
+
+
+def _permutation(
+    cmp: Comparison, kind: CauseKind, moved: list[Moved], what: str, item: str, why: str
+) -> None:
+    """One permutation cause: how many of the matched inputs or outputs moved, a few examples, and
+    the whole mapping."""
+    changed = tuple(mv for mv in moved if mv.left != mv.right)
+    cmp.cause(
+        kind,
+        f"{what} ({len(changed)} of {len(moved)} moved, e.g. "
+        + fmt_list([f"A's {item}{mv.left} is B's {mv.right}" for mv in changed], 3)
+        + f"): {why}",
+        [mv.left_name for mv in changed],
+        [mv.right_name for mv in changed],
+        mapping=tuple(moved),
+    )
 
 
 def compare_outputs(cmp: Comparison) -> None:
@@ -208,15 +222,13 @@ def compare_outputs(cmp: Comparison) -> None:
             Moved(i, j, shape_of(right, right.outputs[j]), left.outputs[i], right.outputs[j])
             for i, j in matched
         )
-        changed = tuple(mv for mv in moved if mv.left != mv.right)
-        cmp.cause(
+        _permutation(
+            cmp,
             CauseKind.OUTPUT_PERMUTATION,
-            f"the same outputs come out in another order ({len(changed)} of {len(moved)} moved, e.g. "
-            + fmt_list([f"A's output {mv.left} is B's {mv.right}" for mv in changed], 3)
-            + "): the live tensors were created in another order",
-            [mv.left_name for mv in changed],
-            [mv.right_name for mv in changed],
-            mapping=tuple(moved),
+            moved,
+            "the same outputs come out in another order",
+            "output ",
+            "the live tensors were created in another order",
         )
 
 
