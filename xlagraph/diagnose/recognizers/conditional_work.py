@@ -32,6 +32,11 @@ _CASCADE = (
 # dropout): where they come from says nothing about work done on some steps only.
 _TAPS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
 _RNG = frozenset({"rng", "rng-bit-generator", "rng-get-and-update-state"})
+# Ops that move or restate a value without computing: a region made only of these (a constant
+# where the other graph reads an input) is a value that changed, not work done on some steps.
+_PLUMBING = frozenset(
+    {"constant", "parameter", "broadcast", "reshape", "bitcast", "convert", "copy", "tuple", "get-tuple-element"}
+)
 _PATTERNS = (
     (
         "clipping",
@@ -79,7 +84,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             if pending[i].kind not in _TAPS
             and test(_library(evidence, pending[i]), _ops(evidence, pending[i]))
         ]
-        if name == "optimizer" and not any(pending[i].kind is CauseKind.STRUCTURE for i in hits):
+        if name == "optimizer" and not any(
+            pending[i].kind is CauseKind.STRUCTURE and _ops(evidence, pending[i]) - _PLUMBING for i in hits
+        ):
             continue  # an optimizer value alone (a learning rate) is no update on some steps only
         if hits:
             # What the work changes downstream (outputs added, removed or reordered, the update
