@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import linecache
+import re
 from collections.abc import Iterable
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
+from xlagraph.diagnose.evidence import Evidence
+from xlagraph.diagnose.frames import is_library
+from xlagraph.ir import Frame
 
-__all__ = ["inside_periodic_if", "merge", "renamed", "source_text"]
+__all__ = ["inside_periodic_if", "lines_matching", "merge", "renamed", "source_text", "user_files"]
+
+_MAX_SCANNED_LINES = 20_000
 
 
 def _union(items: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
@@ -65,3 +71,42 @@ def inside_periodic_if(location: str) -> bool:
             if level == 0:
                 return False
     return False
+
+
+def user_files(evidence: Evidence) -> list[str]:
+    """The user's source files the two graphs cite (frames and metadata of the entries, the sync
+    lines), in first-seen order: where to look for a line no instruction carries, such as the
+    `with torch.autocast(...)` around the code that produced the ops."""
+    files: dict[str, None] = {}
+    for site in (evidence.context.call_site, evidence.context.baseline_call_site):
+        file = site.rpartition(":")[0]
+        if file and not is_library(Frame("", file, 0)):
+            files.setdefault(file)
+    for canon in (evidence.left, evidence.right):
+        module = canon.module
+        for frames in module.stack_frames.values():
+            for f in frames:
+                if not is_library(f):
+                    files.setdefault(f.file)
+        for ins in module.entry.instructions:
+            md = ins.metadata
+            if md is not None and md.source_file and md.source_file not in files:
+                if not is_library(Frame("", md.source_file, 0)):
+                    files.setdefault(md.source_file)
+    return list(files)
+
+
+def lines_matching(files: Iterable[str], pattern: re.Pattern[str], limit: int = 3) -> list[str]:
+    """`file:line` of the first code lines (not comments) of `files` that match `pattern`."""
+    out: list[str] = []
+    for file in files:
+        for n in range(1, _MAX_SCANNED_LINES):
+            text = linecache.getline(file, n)
+            if not text:
+                break
+            code = text.split("#", 1)[0]
+            if pattern.search(code):
+                out.append(f"{file}:{n}")
+                if len(out) >= limit:
+                    return out
+    return out

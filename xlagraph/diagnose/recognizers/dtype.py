@@ -8,16 +8,21 @@ in f32 shows only inside: regions that convert to a low-precision type in one gr
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import element_type
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import merge
+from xlagraph.diagnose.recognizers._common import lines_matching, merge, user_files
 
 __all__ = ["RECOGNIZER"]
 
 _FOLDED = (CauseKind.STRUCTURE, CauseKind.CONSTANT_VALUE, CauseKind.ATTRIBUTE, CauseKind.LAYOUT)
+# The user's line that turns low precision on: ops under autocast carry the lines of the model's
+# code, not of the `with` that wraps the call, so it is looked up in the user's files.
+_AUTOCAST = re.compile(r"\bautocast\s*\(")
 _LOW = frozenset({"bf16", "f16", "f8e4m3fn", "f8e5m2", "f8e4m3", "f8e5m2fnuz", "f8e4m3fnuz"})
 
 
@@ -58,7 +63,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         i
         for i, c in enumerate(pending)
         if c.kind in _FOLDED
-        and (i in autocast or (core and (c.kind is not CauseKind.STRUCTURE or _same_ops(evidence, c))))
+        and (
+            i in autocast
+            # Regions that run the same ops rewired are the type change's cascade.
+            or ((core or autocast) and (c.kind is not CauseKind.STRUCTURE or _same_ops(evidence, c)))
+        )
     ]
     if not folded:
         return NOTHING
@@ -73,6 +82,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             f"{len(autocast)} region(s)): autocast or a .to(dtype) inside the step, on some steps only"
         )
     cause = merge(CauseKind.DTYPE, summary, [pending[i] for i in core + folded])
+    if autocast and not core:
+        switches = lines_matching(user_files(evidence), _AUTOCAST)
+        if switches:
+            cause = replace(cause, sources=tuple(dict.fromkeys(switches + list(cause.sources)))[:6])
     return Recognized((cause,), frozenset(core + folded))
 
 
