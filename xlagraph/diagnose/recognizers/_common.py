@@ -90,9 +90,9 @@ def user_files(evidence: Evidence) -> list[str]:
                     files.setdefault(f.file)
         for ins in module.entry.instructions:
             md = ins.metadata
-            if md is not None and md.source_file and md.source_file not in files:
-                if not is_library(Frame("", md.source_file, 0)):
-                    files.setdefault(md.source_file)
+            file = md.source_file if md is not None else ""
+            if file and file not in files and not is_library(Frame("", file, 0)):
+                files.setdefault(file)
     return list(files)
 
 

@@ -35,7 +35,17 @@ _RNG = frozenset({"rng", "rng-bit-generator", "rng-get-and-update-state"})
 # Ops that move or restate a value without computing: a region made only of these (a constant
 # where the other graph reads an input) is a value that changed, not work done on some steps.
 _PLUMBING = frozenset(
-    {"constant", "parameter", "broadcast", "reshape", "bitcast", "convert", "copy", "tuple", "get-tuple-element"}
+    {
+        "constant",
+        "parameter",
+        "broadcast",
+        "reshape",
+        "bitcast",
+        "convert",
+        "copy",
+        "tuple",
+        "get-tuple-element",
+    }
 )
 _PATTERNS = (
     (
