@@ -29,11 +29,46 @@ _PLAIN = {
 
 
 _INSIDE = (CauseKind.STRUCTURE, CauseKind.ATTRIBUTE)
+_SLOTS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
+
+
+def _computed_by_both(evidence: Evidence, cause: Cause) -> bool:
+    """Every value the cause adds to (or removes from) the outputs is computed by the other graph
+    too, as an intermediate: the same subtree (`h1`) is there."""
+    found = evidence.instructions(cause)
+    if not found:
+        return False
+    other = {
+        evidence.left: set(evidence.right.entry.h1.values()),
+        evidence.right: set(evidence.left.entry.h1.values()),
+    }
+    return all(
+        canon.entry.h1.get(ins.name) in other[canon] for canon, ins in found if ins.name in canon.entry.h1
+    ) and all(ins.name in canon.entry.h1 for canon, ins in found)
+
+
+def _slots(causes: list[Cause]) -> int:
+    return sum(1 for c in causes for ch in c.changes if ch.what == "output")
+
+
+def swapped_outputs(evidence: Evidence, others: list[Cause]) -> list[Cause]:
+    """Outputs added and removed in equal numbers where each graph computes the other's extra
+    output anyway: not a tensor kept alive on some steps, but which of the step's own values a
+    variable holds at the sync (the last item of a loop whose order changed)."""
+    added = [c for c in others if c.kind is CauseKind.OUTPUT_ADDED]
+    removed = [c for c in others if c.kind is CauseKind.OUTPUT_REMOVED]
+    if not added or _slots(added) != _slots(removed):
+        return []
+    slots = added + removed
+    return slots if all(_computed_by_both(evidence, c) for c in slots) else []
 
 
 def reordered_only(evidence: Evidence, others: list[Cause]) -> bool:
     """Every other difference is inside the computation, with the same kinds of ops on both
-    sides, and no attribute other than an op's shape changed."""
+    sides, and no attribute other than an op's shape changed; outputs may differ only by values
+    both graphs compute (`swapped_outputs`)."""
+    swapped = swapped_outputs(evidence, others)
+    others = [c for c in others if not any(c is s for s in swapped)]
     if not all(c.kind in _INSIDE for c in others):
         return False
     if any(ch.what not in ("shape", "opcode") for c in others for ch in c.changes):
@@ -66,12 +101,21 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         hi = next((i for i in orders if pending[i].kind is CauseKind.OUTPUT_PERMUTATION), orders[0])
         host = pending[hi]
         inner = [pending[i] for i in real]
+        swapped = swapped_outputs(evidence, inner)
+        held = ""
+        if swapped:
+            old = [ch.old for c in swapped for ch in c.changes if ch.what == "output" and ch.old]
+            new = [ch.new for c in swapped for ch in c.changes if ch.what == "output" and ch.new]
+            held = (
+                f"; output {', '.join(old)} in A is {', '.join(new)} in B, values both graphs compute: "
+                "a variable still holds the last item of a loop whose order changed"
+            )
         merged = replace(
             host,
             left=host.left + tuple(n for c in inner for n in c.left if n not in host.left),
             right=host.right + tuple(n for c in inner for n in c.right if n not in host.right),
             changes=host.changes + tuple(ch for c in inner for ch in c.changes),
-            summary=f"{host.summary}; the computation follows in that order ({len(inner)} region(s))",
+            summary=f"{host.summary}; the computation follows in that order ({len(inner)} region(s)){held}",
         )
         rest = [(i, pending[i]) for i in orders if i != hi]
         return Recognized(_plain(evidence, [(hi, merged), *rest]), frozenset([*orders, *real]))
