@@ -17,8 +17,10 @@ from typing import NamedTuple
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._common import merge, source_text
 from xlagraph.diagnose.recognizers.permutation import reordered_only
+from xlagraph.ir import Frame
 
 __all__ = ["RECOGNIZER"]
 
@@ -34,6 +36,7 @@ _FOLDED = (
 )
 # Library code that is not the optimizer's, even when it runs inside `optimizer.step()`.
 _NOT_STATE = ("clip_grad", "_patched_functions", "dropout")
+_COUNTER_TYPES = ("s64[", "s32[", "u64[", "u32[")
 _LR = re.compile(r"\blr\b|learning_rate")
 
 
@@ -61,6 +64,8 @@ def _is_state(x: _Input, existing: set[str]) -> bool:
     optimizer keeps (a step count); a learning rate is a value passed in, not state."""
     if not x.shape.endswith("[]"):
         return x.shape in existing and (not x.file or any(m in x.file for m in _OPTIMIZER))
+    if x.shape.startswith(_COUNTER_TYPES) and x.file and is_library(Frame("", x.file, 0)):
+        return True  # a library's step counter (BatchNorm's num_batches_tracked): baked as 0, then data
     return any(m in x.file for m in _OPTIMIZER) and not _LR.search(x.text)
 
 
@@ -113,21 +118,26 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     rest = tuple(r for i in added if (r := _split(pending[i], keep)) is not None)
     inputs = state
     shapes = [x.shape for x in inputs]
+    entry = evidence.right.entry
+    readers = {u for u in entry.order if keep & set(entry.operands[u])}  # library code reading the state
     folded = [
         i
         for i, c in enumerate(pending)
         if c.kind in _FOLDED
         and not _other_library(files := evidence.library_files(c))
-        and (not files or c.kind is not CauseKind.STRUCTURE or any(m in f for f in files for m in _OPTIMIZER))
+        and (
+            not files
+            or c.kind is not CauseKind.STRUCTURE
+            or any(m in f for f in files for m in _OPTIMIZER)
+            or (set(c.right) & readers and all(is_library(Frame("", f, 0)) for f in files))
+        )
         and (c.kind not in _OUTPUTS or _state_outputs(c, set(shapes)))
         and c.kind is not CauseKind.OUTPUT_REMOVED  # created state adds outputs, never drops one
     ]
     # A reordering also explains user code that computes the same ops in another order (a dict
     # of statistics filled in another order on the warm-up step): it is a cause of its own then,
     # left to the permutation recognizer, which takes those regions with it.
-    user_regions = [
-        c for i, c in enumerate(pending) if c.kind is CauseKind.STRUCTURE and i not in folded
-    ]
+    user_regions = [c for i, c in enumerate(pending) if c.kind is CauseKind.STRUCTURE and i not in folded]
     if user_regions and reordered_only(evidence, user_regions):
         folded = [i for i in folded if pending[i].kind not in _ORDERS]
     # Regions of user code that changed too are not warm-up: leave them to other recognizers.

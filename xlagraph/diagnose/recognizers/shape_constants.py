@@ -1,0 +1,57 @@
+"""Constants that follow a changed input shape are part of that change.
+
+A sequence length of 12 that becomes 9 also changes the loop bounds and offsets lowered from it
+(`length - 1`: 11 -> 8), the way a changed batch changes the `1/batch` of a mean (folded where
+instructions are compared). These are not Python scalars of the user's: they are folded into the
+`parameter_shape` cause, which names the input and the fix.
+"""
+
+from __future__ import annotations
+
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.common import dim_changes, is_number
+from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.recognizers._common import merge
+
+__all__ = ["RECOGNIZER"]
+
+# How far a derived bound may sit from the dimension itself (`n - 1`, `n + 1`, `n - 2`).
+_NEAR = 2
+
+
+def _follows(old: str, new: str, dims: set[tuple[int, int]]) -> bool:
+    """`s64[] 11` -> `s64[] 8` when a dimension went 12 -> 9: the same step, next to the size."""
+    o, n = old.rsplit(" ", 1)[-1], new.rsplit(" ", 1)[-1]
+    if not (is_number(o) and is_number(n)) or float(o) != int(float(o)) or float(n) != int(float(n)):
+        return False
+    a, b = int(float(o)), int(float(n))
+    return a != b and any(a - b == x - y and abs(a - x) <= _NEAR for x, y in dims)
+
+
+def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    shapes = [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_SHAPE]
+    if len(shapes) != 1:
+        return NOTHING
+    host = pending[shapes[0]]
+    dims = {(int(x), int(y)) for ch in host.changes for x, y in dim_changes(ch.old, ch.new)}
+    followers = [
+        i
+        for i, c in enumerate(pending)
+        if c.kind is CauseKind.CONSTANT_VALUE
+        and c.changes
+        and all(ch.what == "value" and _follows(ch.old, ch.new, dims) for ch in c.changes)
+    ]
+    if not dims or not followers:
+        return NOTHING
+    merged = merge(
+        CauseKind.PARAMETER_SHAPE,
+        host.summary,
+        [host] + [pending[i] for i in followers],
+        hint=host.hint,
+        sources=host.sources,
+        library=host.library,
+    )
+    return Recognized((), frozenset([shapes[0], *followers]), (merged,))
+
+
+RECOGNIZER = Recognizer("shape_constants", _recognize)
