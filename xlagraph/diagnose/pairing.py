@@ -159,6 +159,31 @@ def _same_origin(gl, gr, lkey, rkey) -> list[tuple[int, int]]:  # type: ignore[n
     return [(ls[0], right[k][0]) for k, ls in left.items() if len(ls) == 1 and len(right.get(k, ())) == 1]
 
 
+def _signature(cmp: Comparison, comp: CanonicalComputation, p: str) -> tuple[str, tuple[int, ...]]:
+    users = cmp.users(comp).get(p, ())
+    return shape_of(comp, p), tuple(sorted(comp.h0.get(u, comp.keys.get(u, 0)) for u in users))
+
+
+def _lone_twins(
+    cmp: Comparison, chosen: list[tuple[int, int]], lname: dict[int, str], rname: dict[int, str]
+) -> list[tuple[int, int]]:
+    """Inputs left over on both sides that are alike (one shape, users computing the same thing)
+    and the only ones of their kind: the same tensor, numbered elsewhere because inputs were
+    inserted before it (a dropout seed after the clipping's new inputs), not one added and one
+    removed. Paired by position, this claims no permutation."""
+    used_l = {a for a, _ in chosen}
+    used_r = {b for _, b in chosen}
+    left: dict[tuple[str, tuple[int, ...]], list[int]] = {}
+    right: dict[tuple[str, tuple[int, ...]], list[int]] = {}
+    for n, p in lname.items():
+        if n not in used_l:
+            left.setdefault(_signature(cmp, cmp.left, p), []).append(n)
+    for n, p in rname.items():
+        if n not in used_r:
+            right.setdefault(_signature(cmp, cmp.right, p), []).append(n)
+    return [(ls[0], right[k][0]) for k, ls in left.items() if len(ls) == 1 and len(right.get(k, ())) == 1]
+
+
 def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     """(pairs of parameter names, whether the evidence shows a permutation)."""
     left, right, m = cmp.left, cmp.right, cmp.m
@@ -191,6 +216,7 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
             chosen += _align_gap(
                 [x for x in gl if x[0] not in paired_l], [y for y in gr if y[0] not in paired_r]
             )
+        chosen += _lone_twins(cmp, chosen, lname, rname)
     else:  # a real permutation: the rest by the matching, else left out
         used_l = {a for a, _ in chosen}
         used_r = {b for _, b in chosen}

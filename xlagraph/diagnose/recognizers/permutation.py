@@ -34,17 +34,18 @@ _SLOTS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
 
 def _computed_by_both(evidence: Evidence, cause: Cause) -> bool:
     """Every value the cause adds to (or removes from) the outputs is computed by the other graph
-    too, as an intermediate: the same subtree (`h1`) is there."""
+    too, as an intermediate: the same computation (`h0`: the subtree, whichever inputs of those
+    shapes it reads) is there."""
     found = evidence.instructions(cause)
     if not found:
         return False
     other = {
-        evidence.left: set(evidence.right.entry.h1.values()),
-        evidence.right: set(evidence.left.entry.h1.values()),
+        evidence.left: set(evidence.right.entry.h0.values()),
+        evidence.right: set(evidence.left.entry.h0.values()),
     }
     return all(
-        canon.entry.h1.get(ins.name) in other[canon] for canon, ins in found if ins.name in canon.entry.h1
-    ) and all(ins.name in canon.entry.h1 for canon, ins in found)
+        canon.entry.h0.get(ins.name) in other[canon] for canon, ins in found if ins.name in canon.entry.h0
+    ) and all(ins.name in canon.entry.h0 for canon, ins in found)
 
 
 def _slots(causes: list[Cause]) -> int:
