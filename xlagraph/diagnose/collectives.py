@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from functools import lru_cache
 from typing import NamedTuple
 
 from xlagraph.canonical import CanonicalModule
@@ -34,7 +35,9 @@ def _kind(opcode: str) -> str:
     return opcode.removesuffix("-start")
 
 
+@lru_cache(maxsize=1024)
 def is_collective(opcode: str) -> bool:
+    """Cached: asked for every instruction of a module, over a few dozen distinct opcodes."""
     k = _kind(opcode)
     return k in COLLECTIVES or f"{k}-start" in COLLECTIVES
 
@@ -59,7 +62,7 @@ def collectives(canon: CanonicalModule) -> list[Collective]:
         live = canon.computations[comp.name].operands
         by_name = comp.by_name
         for ins in comp.instructions:
-            if ins.name not in live or not is_collective(ins.opcode):
+            if not is_collective(ins.opcode) or ins.name not in live:
                 continue
             shapes = tuple(strip_layout(by_name[o].shape) for o in ins.operands if o in by_name)
             groups = normalize_attribute("replica_groups", ins.attribute("replica_groups", "") or "")

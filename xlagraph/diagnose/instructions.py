@@ -20,7 +20,7 @@ from xlagraph.diagnose.common import (
     shape_of,
 )
 from xlagraph.diagnose.residue import ELIDED
-from xlagraph.ir import COMPUTATION_ATTRIBUTES, Instruction
+from xlagraph.ir import COMPUTATION_ATTRIBUTES, Instruction, strip_layout
 
 if TYPE_CHECKING:
     from xlagraph.diagnose.compare import Comparison
@@ -42,6 +42,13 @@ def operands_agree(cmp: Comparison, oa: tuple[str, ...], ob: tuple[str, ...], co
     if len(oa) != len(ob):
         return False
     pl, pr, lh1, rh1 = cmp.pair_left, cmp.pair_right, cmp.left.h1, cmp.right.h1
+    # Paired position by position (the usual case): the greedy search below would find exactly
+    # this, commutative or not, since it takes the first corresponding operand in order.
+    for x, y in zip(oa, ob, strict=True):
+        if pl.get(x) != y:
+            break
+    else:
+        return True
 
     def same(x: str, y: str) -> bool:
         mx, my = pl.get(x), pr.get(y)
@@ -70,41 +77,49 @@ def matched_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple[s
     lins, rins = left.computation.by_name, right.computation.by_name
     lops, rops = left.operands, right.operands
     has_dtype = any(c.kind is CauseKind.DTYPE for c in cmp.causes)
+    pair_left, params, regrouped = cmp.pair_left, left.param_number, cmp.regrouped
+    # Pairs with equal subgraph hashes have nothing to report: only the others cost any work.
     for a in left.order:
-        b = cmp.pair_left.get(a)
+        b = pair_left.get(a)
         if b is None or lh1[a] == rh1[b]:
             continue
         ia, ib = lins[a], rins[b]
+        opcode = ia.opcode
         if lkeys[a] == rkeys[b]:
             # Same content, so only operands can differ.
-            if not operands_agree(cmp, lops[a], rops[b], ia.opcode in COMMUTATIVE):
+            if not operands_agree(cmp, lops[a], rops[b], opcode in COMMUTATIVE):
                 structural.append((a, b))
             continue
-        sa, sb = shape_of(left, a), shape_of(right, b)
-        if a in left.param_number:
+        sa = strip_layout(ia.shape).replace(" ", "")  # common.shape_of, inlined: once per pair
+        sb = strip_layout(ib.shape).replace(" ", "")
+        if a in params:
             if sa != sb:
                 shape_changed.add(a)
                 continue
             _attribute_change(cmp, a, b, set(), False, propagated)
             continue
-        if ia.opcode != ib.opcode:
+        if opcode != ib.opcode:
             structural.append((a, b))
             continue
-        if cmp.regrouped and is_collective(ia.opcode):
+        if regrouped and is_collective(opcode):
             cmp.absorb_into(CauseKind.COLLECTIVE, [a], [b])
             continue
-        oa, ob = lops[a], rops[b]
-        if not operands_agree(cmp, oa, ob, ia.opcode in COMMUTATIVE):
+        oa = lops[a]
+        if not operands_agree(cmp, oa, rops[b], opcode in COMMUTATIVE):
             structural.append((a, b))
             continue
-        upstream = any(o in shape_changed for o in oa)
+        upstream = not shape_changed.isdisjoint(oa)
         if sa != sb:
             shape_changed.add(a)
             upstream = upstream or explained_by_dims(sa, sb, dims)
-            if has_dtype and dims_of(sa) == dims_of(sb) and ia.opcode != "constant":
+            if has_dtype and dims_of(sa) == dims_of(sb) and opcode != "constant":
                 cmp.absorb_into(CauseKind.DTYPE, [a], [b])
                 continue
-        if ia.opcode == "constant":
+        if upstream and opcode != "constant":  # follows a changed input (_attribute_change, inlined)
+            propagated[0].append(a)
+            propagated[1].append(b)
+            continue
+        if opcode == "constant":
             old, new = ia.payload, ib.payload
             if old.replace(" ", "") == new.replace(" ", "") and sa == sb:
                 continue
@@ -141,6 +156,10 @@ def _attribute_change(
     propagated: tuple[list[str], list[str]],
 ) -> None:
     """An attribute (or an op's own shape) changed, unless it follows an input's shape."""
+    if upstream:
+        propagated[0].append(a)
+        propagated[1].append(b)
+        return
     left, right = cmp.left, cmp.right
     ia, ib = left.instruction(a), right.instruction(b)
     attrs_a, attrs_b = attributes(ia), attributes(ib)
@@ -148,7 +167,7 @@ def _attribute_change(
     follows = bool(diff_keys) and all(
         explained_by_dims(attrs_a.get(k, ""), attrs_b.get(k, ""), dims) for k in diff_keys
     )
-    if upstream or follows:
+    if follows:
         propagated[0].append(a)
         propagated[1].append(b)
         return

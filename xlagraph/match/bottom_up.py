@@ -3,7 +3,7 @@ unpaired user of their counterparts that has the same opcode and agrees on most 
 
 from __future__ import annotations
 
-from collections import defaultdict
+from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.match.mappings import Mappings
@@ -11,11 +11,22 @@ from xlagraph.match.mappings import Mappings
 __all__ = ["match_bottom_up", "users_of"]
 
 
+# Built once per computation and shared by the matchers and the diagnosis (read-only).
+_USERS: WeakKeyDictionary[CanonicalComputation, dict[str, list[str]]] = WeakKeyDictionary()
+
+
 def users_of(comp: CanonicalComputation) -> dict[str, list[str]]:
-    users: dict[str, list[str]] = defaultdict(list)
-    for name in comp.order:
-        for o in comp.operands[name]:
-            users[o].append(name)
+    """Users of each instruction, in `comp.order`; shared between callers, so never modify it."""
+    users = _USERS.get(comp)
+    if users is None:
+        users = {}
+        for name in comp.order:
+            for o in comp.operands[name]:
+                if o in users:
+                    users[o].append(name)
+                else:
+                    users[o] = [name]
+        _USERS[comp] = users
     return users
 
 

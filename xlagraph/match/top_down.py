@@ -2,6 +2,10 @@
 
 Strict mode needs equal opcodes; lenient mode also pairs different opcodes of equal shape, so an
 op swapped for another (`tanh` for `sigmoid`) reads as one changed instruction, not two edits.
+
+Only pairs with a free operand on both sides are visited: a visit can pair nothing else, and
+since paired instructions never become free again, skipping it changes nothing. On a large pair
+most instructions are paired by the first walk, so later walks touch only where the graphs differ.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.canonical.hashes import COMMUTATIVE
 from xlagraph.ir import strip_layout
+from xlagraph.match.bottom_up import users_of
 from xlagraph.match.exact import zip_subgraphs
 from xlagraph.match.mappings import Mappings
 
@@ -24,8 +29,11 @@ def match_top_down(
     lops, rops = left.operands, right.operands
     lins, rins = left.computation.by_name, right.computation.by_name
     lh1, rh1 = left.h1, right.h1
+    mleft, mright, matcher = m.left, m.right, m.matcher
     expanded = m.expanded
-    stack = [(a, b) for a, b in m.left.items() if not strict or a not in expanded]
+    open_left = _open_pairs(left, right, m)
+    stack = [(a, b) for a, b in mleft.items() if a in open_left and (not strict or a not in expanded)]
+    push = stack.append
     while stack:
         a, b = stack.pop()
         if strict:
@@ -36,28 +44,44 @@ def match_top_down(
         if oa is None or ob is None or len(oa) != len(ob):
             continue
         if len(oa) > 1 and lins[a].opcode in COMMUTATIVE:
-            oa, ob = _align_commutative(left, right, oa, ob, m)
+            if all(x in mleft for x in oa) or all(y in mright for y in ob):
+                continue  # nothing left to pair, whatever the alignment
+            oa, ob = _align_commutative(lh1, rh1, lins, rins, oa, ob, mleft)
         for x, y in zip(oa, ob, strict=True):
-            if x in m.left or y in m.right:
+            if x in mleft or y in mright:
                 continue
-            ix, iy = lins[x], rins[y]
-            if ix.opcode != iy.opcode:
-                if strict or ix.opcode in _LEAVES or iy.opcode in _LEAVES:
+            ox, oy = lins[x].opcode, rins[y].opcode
+            if ox != oy:
+                if strict or ox in _LEAVES or oy in _LEAVES:
                     continue
-                if strip_layout(ix.shape) != strip_layout(iy.shape):
+                if strip_layout(lins[x].shape) != strip_layout(rins[y].shape):
                     continue
-            if m.add(x, y, tag):
-                if lh1[x] == rh1[y]:
-                    zip_subgraphs(left, right, x, y, "h1", m, tag)
-                stack.append((x, y))
+            # m.add inlined (both are free): this loop runs once per paired instruction.
+            mleft[x] = y
+            mright[y] = x
+            matcher[x] = tag
+            if lh1[x] == rh1[y]:
+                zip_subgraphs(left, right, x, y, "h1", m, tag)
+            push((x, y))
+
+
+def _open_pairs(left: CanonicalComputation, right: CanonicalComputation, m: Mappings) -> set[str]:
+    """Left names of the pairs that have an unpaired operand on each side."""
+    mleft, mright = m.left, m.right
+    lusers, rusers = users_of(left), users_of(right)
+    with_free_left = {u for n in left.order if n not in mleft for u in lusers.get(n, ()) if u in mleft}
+    with_free_right = {u for n in right.order if n not in mright for u in rusers.get(n, ()) if u in mright}
+    return {a for a in with_free_left if mleft[a] in with_free_right}
 
 
 def _align_commutative(
-    left: CanonicalComputation,
-    right: CanonicalComputation,
+    lh1: dict[str, int],
+    rh1: dict[str, int],
+    lins: dict,  # type: ignore[type-arg]
+    rins: dict,  # type: ignore[type-arg]
     oa: tuple[str, ...],
     ob: tuple[str, ...],
-    m: Mappings,
+    mleft: dict[str, str],
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Operands of `add(x, y)` vs `add(y', x')`: already paired ones, then equal subgraphs, then
     the same opcode in operand order. Hashes are not a tie-break: a change elsewhere (a batch
@@ -65,18 +89,19 @@ def _align_commutative(
     rest_a, rest_b = list(oa), list(ob)
     first_a: list[str] = []
     first_b: list[str] = []
-
-    def take(pred) -> None:  # type: ignore[no-untyped-def]
-        for x in list(rest_a):
+    for rule in range(3):
+        for x in tuple(rest_a):
             for y in rest_b:
-                if pred(x, y):
+                if rule == 0:
+                    ok = mleft.get(x) == y
+                elif rule == 1:
+                    ok = lh1[x] == rh1[y]
+                else:
+                    ok = lins[x].opcode == rins[y].opcode
+                if ok:
                     rest_a.remove(x)
                     rest_b.remove(y)
                     first_a.append(x)
                     first_b.append(y)
                     break
-
-    take(lambda x, y: m.left.get(x) == y)
-    take(lambda x, y: left.h1[x] == right.h1[y])
-    take(lambda x, y: left.instruction(x).opcode == right.instruction(y).opcode)
     return tuple(first_a + rest_a), tuple(first_b + rest_b)
