@@ -166,11 +166,13 @@ def _canonicalize_computation(
         live = set(order)
         dead = tuple(i.name for i in comp.instructions if i.name not in reachable and i.opcode != "parameter")
         plumbing = tuple(i.name for i in comp.instructions if i.name in reachable and i.name not in live)
-    skeleton = _tuple_skeleton(comp.root.shape)
+    # Strings enter a computation's hash as their stable hashes: `hash(str)` is seeded per process,
+    # and a fingerprint (and the canonical order built on these hashes) must not depend on it.
+    skeleton = stable_hash(_tuple_skeleton(comp.root.shape))
     layouts = {n: lay for n in order if (lay := layout_of(by_name[n].shape))}
     # Layouts stay out of h0/h1 (matching pairs instructions whatever their layout) but not out
     # of the computation's identity: a layout or memory-space change is a recompile.
-    layout_key = tuple(sorted({(h1[n], lay) for n, lay in layouts.items()}))  # CSE-blind, as h1 is
+    layout_key = tuple(sorted({(h1[n], stable_hash(lay)) for n, lay in layouts.items()}))  # CSE-blind
     if is_entry:
         walked = set(walk)
         unused = sorted(keys[p] for p in param_number if p not in walked)

@@ -1,11 +1,17 @@
 """The fast canonicalization (`canonical/rules.py`) gives exactly the reference's answers
 (`tests/canonical_reference.py`, one plain walk per rule) on every real module in fixtures/: every
 field of every computation (order, operands, hashes, numbering, names, dead code, layouts) and
-the module fingerprint and order. Modules a reader refuses are skipped; an instruction that
-canonicalization refuses must be refused by both with the same message."""
+the module fingerprint and order. Both the compiled core (`_core.parse_hlo` canonicalizes what it
+reads, rust/src/canon.rs) and the Python implementation (`rules.py`, for modules the compiled
+reader did not make) are checked, to the same numbers. Modules a reader refuses are skipped; an
+instruction that canonicalization refuses must be refused by all with the same message."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -76,11 +82,50 @@ def _canonical(canonicalize, module: Module) -> CanonicalModule | str:  # type: 
 def test_fast_canonicalization_equals_reference(path: Path) -> None:
     for module in _modules(path):
         fast = _canonical(rules.canonicalize, module)
+        python = _canonical(rules.canonicalize, replace(module, core=None))
         ref = _canonical(reference.canonicalize, module)
-        if isinstance(ref, str) or isinstance(fast, str):
-            assert fast == ref
+        if isinstance(ref, str) or isinstance(fast, str) or isinstance(python, str):
+            assert fast == python == ref
             continue
         _same(fast, ref)
+        _same(python, ref)
+
+
+def test_compiled_core_canonicalizes_parsed_modules() -> None:
+    """The Python implementation is only the fallback: the reader's modules come canonicalized."""
+    from xlagraph.parse.hlo import parse_hlo
+
+    module = parse_hlo((FIXTURES / "torch_xla" / "ragged_batch" / "a.hlo").read_text())
+    assert module.core is not None and module.core[1] is not None
+
+
+def test_fingerprint_is_the_same_in_every_process() -> None:
+    """A tuple-rooted module with non-default layouts: the strings inside a computation's hash
+    (its tuple skeleton, its layouts) must not enter through `hash(str)`, which every process
+    seeds differently."""
+    path = FIXTURES / "torch_xla" / "ragged_batch" / "a.hlo"
+    code = (
+        "import sys, dataclasses\n"
+        "from xlagraph.canonical import canonicalize\n"
+        "from xlagraph.parse.hlo import parse_hlo\n"
+        "m = parse_hlo(open(sys.argv[1]).read())\n"
+        "for module in (m, dataclasses.replace(m, core=None)):\n"
+        "    c = canonicalize(module)\n"
+        "    print(c.fingerprint, c.order)\n"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", code, str(path)],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(outputs) == 1
+    (out,) = outputs
+    assert len(set(out.splitlines())) == 1
 
 
 def test_fixtures_are_found() -> None:
@@ -117,6 +162,7 @@ ENTRY e {
     module = parse_hlo(text, "cache_edge.hlo")
     fast, ref = rules.canonicalize(module), reference.canonicalize(module)
     _same(fast, ref)
+    _same(rules.canonicalize(replace(module, core=None)), ref)
     assert fast.entry.keys["s"] != fast.entry.keys["t"]
 
 

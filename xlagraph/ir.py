@@ -168,6 +168,9 @@ class Module:
     path: str = ""
     info: GraphInfo = field(default_factory=GraphInfo)
     stack_frames: dict[int, tuple[Frame, ...]] = field(default_factory=dict)
+    # `(computations, canonical form)` from the compiled reader, for `canonicalize`, which uses it
+    # only while `computations` is still that tuple (see `_core.parse_hlo`).
+    core: tuple | None = field(default=None, repr=False)
 
     @cached_property
     def entry(self) -> Computation:

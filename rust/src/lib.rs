@@ -3,6 +3,8 @@
 //! repeated strings (opcodes, shapes, attribute text) shared as one object each.
 
 mod attrs;
+mod blake2b;
+mod canon;
 mod checks;
 mod created;
 mod literal;
@@ -17,7 +19,7 @@ use std::borrow::Cow;
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
 use parser::{FxMap, Meta, ModuleText, Parser};
 
@@ -58,6 +60,13 @@ struct Builder<'py, 'a> {
     metadata: Bound<'py, PyType>,
     empty: Bound<'py, PyTuple>,
 }
+
+/// A computation as built, with its instructions' names and operand tuples.
+type Built<'py> = (
+    Bound<'py, PyTuple>,
+    Vec<Bound<'py, PyString>>,
+    Vec<Bound<'py, PyTuple>>,
+);
 
 /// Take an object the reader built out of the cyclic garbage collector's view. Only for tuples
 /// (and NamedTuple instances) holding strings, numbers, None and other such tuples: they can
@@ -109,13 +118,12 @@ impl<'py, 'a> Builder<'py, 'a> {
         self.make(&self.metadata.clone(), items)
     }
 
-    fn computation(
-        &mut self,
-        comp: &parser::Comp<'a>,
-        line_offset: i64,
-    ) -> PyResult<Bound<'py, PyTuple>> {
+    /// The computation's `(name, instructions, is_entry, line)`, and its instructions' names
+    /// and operand tuples (for the canonical form, which shares them).
+    fn computation(&mut self, comp: &parser::Comp<'a>, line_offset: i64) -> PyResult<Built<'py>> {
         let py = self.py;
         let mut names: Vec<Bound<'py, PyString>> = Vec::with_capacity(comp.insts.len());
+        let mut operand_tuples: Vec<Bound<'py, PyTuple>> = Vec::with_capacity(comp.insts.len());
         let mut out: Vec<Bound<'py, PyAny>> = Vec::with_capacity(comp.insts.len());
         for inst in &comp.insts {
             let name = PyString::new(py, &inst.name);
@@ -128,6 +136,7 @@ impl<'py, 'a> Builder<'py, 'a> {
                     inst.operands.iter().map(|i| names[*i as usize].clone()),
                 )?)
             };
+            operand_tuples.push(operands.clone());
             let attrs = if inst.attrs.is_empty() {
                 self.empty.clone()
             } else {
@@ -177,7 +186,7 @@ impl<'py, 'a> Builder<'py, 'a> {
             ];
             out.push(self.make(&self.instruction.clone(), items)?);
         }
-        PyTuple::new(
+        let built = PyTuple::new(
             py,
             [
                 PyString::new(py, &comp.name).into_any(),
@@ -189,7 +198,8 @@ impl<'py, 'a> Builder<'py, 'a> {
                     .into_pyobject(py)?
                     .into_any(),
             ],
-        )
+        )?;
+        Ok((built, names, operand_tuples))
     }
 }
 
@@ -240,8 +250,10 @@ fn escape_controls(message: &str) -> String {
 
 const PARSER_STACK: usize = 64 << 20;
 
-/// Parse one HLO module. Returns `(name, header, computations, frame_rows)` where computations
-/// are `(name, instructions, is_entry, line)` and frame rows `(table, index, raw_text)`.
+/// Parse one HLO module. Returns `(name, header, computations, frame_rows, canonical)` where
+/// computations are `(name, instructions, is_entry, line)`, frame rows `(table, index, raw_text)`
+/// and `canonical` is `(fingerprint, order, forms)` (see `canonical_form`, callees first),
+/// `(message, line)` when canonicalization refuses the module, or None to leave it to Python.
 /// Raises `HloSyntaxError(message, line)`; lines are 1-based plus `line_offset`.
 #[pyfunction]
 fn parse_hlo<'py>(
@@ -283,11 +295,45 @@ fn parse_hlo<'py>(
             .map(|(k, v)| PyTuple::new(py, [PyString::new(py, k), PyString::new(py, v.trim())]))
             .collect::<PyResult<Vec<_>>>()?,
     )?;
+    let canonical = py.allow_threads(|| canon::canonicalize(&module));
+    // Where each computation's canonical form is in `canonical` (callees first).
+    let mut place = vec![usize::MAX; module.comps.len()];
+    if let Ok(m) = &canonical {
+        for (k, c) in m.comps.iter().enumerate() {
+            place[c.comp] = k;
+        }
+    }
+    let mut forms: Vec<Option<Bound<'py, PyTuple>>> = vec![None; place.len()];
     let comps = PyList::empty(py);
     // Each computation's Rust records are freed once it is built: the peak holds one copy.
-    for comp in std::mem::take(&mut module.comps) {
-        comps.append(b.computation(&comp, line_offset)?)?;
+    for (index, comp) in std::mem::take(&mut module.comps).into_iter().enumerate() {
+        let (built, names, operands) = b.computation(&comp, line_offset)?;
+        comps.append(built)?;
+        if let Ok(m) = &canonical {
+            forms[place[index]] = Some(canonical_form(
+                py,
+                &m.comps[place[index]],
+                &comp,
+                &names,
+                &operands,
+            )?);
+        }
     }
+    let canonical = match canonical {
+        Ok(m) => PyTuple::new(
+            py,
+            [
+                PyString::new(py, &m.fingerprint).into_any(),
+                PyString::new(py, &m.order).into_any(),
+                PyList::new(py, forms.into_iter().flatten().collect::<Vec<_>>())?.into_any(),
+            ],
+        )?
+        .into_any(),
+        Err(canon::Failure::Bad(message, line)) => (message, line as i64 + line_offset)
+            .into_pyobject(py)?
+            .into_any(),
+        Err(canon::Failure::Fallback) => py.None().into_bound(py),
+    };
     let rows = PyList::empty(py);
     for (table, index, value) in &module.tables {
         rows.append((*table, *index, *value))?;
@@ -299,6 +345,74 @@ fn parse_hlo<'py>(
             header.into_any(),
             comps.into_any(),
             rows.into_any(),
+            canonical,
+        ],
+    )
+}
+
+/// A Python int of a canonical hash (CPython's tuple hashes are signed, content keys unsigned).
+fn py_int<'py>(py: Python<'py>, v: i128) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match i64::try_from(v) {
+        Ok(x) => x.into_pyobject(py)?.into_any(),
+        Err(_) => (v as u64).into_pyobject(py)?.into_any(),
+    })
+}
+
+/// One computation's canonical form as the fields of `CanonicalComputation`, names shared with
+/// the IR: its index, then `CanonicalComputation`'s fields past `computation` in their order;
+/// dictionaries in the key order `rules.py` gives them.
+fn canonical_form<'py>(
+    py: Python<'py>,
+    c: &canon::CompCanon,
+    comp: &parser::Comp,
+    names: &[Bound<'py, PyString>],
+    operands: &[Bound<'py, PyTuple>],
+) -> PyResult<Bound<'py, PyTuple>> {
+    let name = |i: &u32| names[*i as usize].clone();
+    let tuple = |v: &[u32]| PyTuple::new(py, v.iter().map(name)).map(untrack);
+    let ops = PyDict::new(py);
+    for &i in &c.entered {
+        if c.fidx[i as usize] == u32::MAX {
+            ops.set_item(name(&i), &operands[i as usize])?;
+        } else {
+            ops.set_item(name(&i), tuple(c.ops(comp, i))?)?;
+        }
+    }
+    let (keys, h0, h1) = (PyDict::new(py), PyDict::new(py), PyDict::new(py));
+    for &i in &c.order {
+        let u = i as usize;
+        keys.set_item(name(&i), c.keys[u])?;
+        h0.set_item(name(&i), py_int(py, c.h0[u])?)?;
+        h1.set_item(name(&i), py_int(py, c.h1[u])?)?;
+    }
+    let pairs = |v: &[(u32, i64)]| -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (i, number) in v {
+            d.set_item(name(i), number)?;
+        }
+        Ok(d)
+    };
+    let layouts = PyDict::new(py);
+    for (i, lay) in &c.layouts {
+        layouts.set_item(name(i), lay)?;
+    }
+    PyTuple::new(
+        py,
+        [
+            c.comp.into_pyobject(py)?.into_any(),
+            tuple(&c.order)?.into_any(),
+            ops.into_any(),
+            tuple(&c.outputs)?.into_any(),
+            keys.into_any(),
+            h0.into_any(),
+            h1.into_any(),
+            pairs(&c.params)?.into_any(),
+            pairs(&c.ranks)?.into_any(),
+            tuple(&c.plumbing)?.into_any(),
+            tuple(&c.dead)?.into_any(),
+            c.hash.into_pyobject(py)?.into_any(),
+            layouts.into_any(),
+            tuple(&c.walk)?.into_any(),
         ],
     )
 }

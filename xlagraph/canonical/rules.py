@@ -192,10 +192,12 @@ def _canonicalize_computation(
         dead = plumbing = ()
     else:
         dead, plumbing = _dead_and_plumbing(comp, order, live, operands)
-    skeleton = _tuple_skeleton(comp.root.shape)
+    skeleton = stable_hash(_tuple_skeleton(comp.root.shape))
     # Layouts stay out of h0/h1 (matching pairs instructions whatever their layout) but not out
     # of the computation's identity: a layout or memory-space change is a recompile.
-    layout_key = tuple(sorted({(h1[n], lay) for n, lay in layouts.items()}))  # CSE-blind, as h1 is
+    # Strings enter as their stable hashes: `hash(str)` is seeded per process (and the compiled
+    # core, rust/src/canon.rs, computes these same numbers).
+    layout_key = tuple(sorted({(h1[n], stable_hash(lay)) for n, lay in layouts.items()}))  # CSE-blind
     if is_entry:
         unused = sorted(keys[p] for p in unread)
         comp_hash = hash((skeleton, tuple(sorted(h1[o] for o in outputs)), tuple(unused), layout_key))
@@ -397,9 +399,31 @@ def _walk(outputs: list[str], operands: dict[str, tuple[str, ...]]) -> list[str]
 
 
 def canonicalize(module: Module) -> CanonicalModule:
-    """Canonical form of every computation, callees first, and the module fingerprint."""
+    """Canonical form of every computation, callees first, and the module fingerprint.
+
+    A module from the compiled reader comes with its canonical form computed there (the same
+    numbers, rust/src/canon.rs); any other module (lazy IR, built by hand, or one the compiled
+    core leaves to Python) is canonicalized here."""
     with paused_gc():
+        core = module.core
+        if core is not None and core[0] is module.computations and core[1] is not None:
+            return _from_core(module, core[1])
         return _canonicalize(module)
+
+
+def _from_core(module: Module, core: tuple) -> CanonicalModule:
+    """The `CanonicalModule` of what `_core.parse_hlo` computed: `(message, line)` for a module
+    canonicalization refuses, else `(fingerprint, order, forms)`."""
+    if len(core) == 2:
+        message, line = core
+        raise ParseError(module.path or module.name, message, line)
+    fingerprint, order, forms = core
+    comps = module.computations
+    result: dict[str, CanonicalComputation] = {}
+    for index, *fields in forms:
+        comp = comps[index]
+        result[comp.name] = CanonicalComputation(comp, *fields)
+    return CanonicalModule(module, result, fingerprint, order)
 
 
 def _canonicalize(module: Module) -> CanonicalModule:

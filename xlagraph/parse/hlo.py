@@ -117,16 +117,20 @@ def parse_hlo(text: str, path: str = "", *, first_line: int = 1, info: GraphInfo
     """
     with paused_gc():
         try:
-            name, header, computations, rows = _core.parse_hlo(text, first_line - 1, Instruction, Metadata)
+            name, header, computations, rows, canonical = _core.parse_hlo(
+                text, first_line - 1, Instruction, Metadata
+            )
         except _core.HloSyntaxError as e:
             message, line = e.args
             raise ParseError(path, message, line) from None
+        comps = tuple(Computation(n, ins, entry, line) for n, ins, entry, line in computations)
         return Module(
             name,
-            tuple(Computation(n, instructions, entry, line) for n, instructions, entry, line in computations),
+            comps,
             header,
             "hlo",
             path,
             info or GraphInfo(label=path),
             _frame_tables(rows) if rows else {},
+            (comps, canonical),
         )

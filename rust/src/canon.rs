@@ -1,0 +1,981 @@
+//! Canonicalization on the reader's own IR, with instruction indices instead of names: the rules
+//! of `xlagraph/canonical/rules.py` (read that file for why each rule is what it is), giving the
+//! same numbers. Hashes are CPython's: `hash(int)` and `hash(tuple)` are deterministic and cheap
+//! to reproduce, and content keys are BLAKE2b of the same key text (`hashes.content_key`).
+//!
+//! Anything this port does not reproduce exactly (a number past 64 bits, non-ASCII text where
+//! Python's `\w` or `isdigit` would decide) is `Failure::Fallback`: Python canonicalizes instead.
+
+use std::borrow::Cow;
+
+use crate::blake2b::{hexdigest, stable_hash};
+use crate::parser::{Comp, FxMap, Inst, ModuleText};
+
+const NONE: u32 = u32::MAX;
+
+pub enum Failure {
+    /// What `canonicalize` must raise: message and the instruction's line (0-based in the text).
+    Bad(String, u32),
+    /// Leave this module to the Python implementation.
+    Fallback,
+}
+
+type R<T> = Result<T, Failure>;
+
+/// One computation in canonical form; instruction vectors are indexed like `Comp::insts`.
+pub struct CompCanon {
+    pub comp: usize,
+    /// Live instructions, operands first.
+    pub order: Vec<u32>,
+    /// Live instructions in the order they were first entered (`operands`' key order).
+    pub entered: Vec<u32>,
+    /// Per instruction: NONE, or its forwarded operand list in `fops`.
+    pub fidx: Vec<u32>,
+    pub fops: Vec<Vec<u32>>,
+    pub outputs: Vec<u32>,
+    pub keys: Vec<u64>,
+    pub h0: Vec<i128>,
+    pub h1: Vec<i128>,
+    /// Parameters (and wrapped tuple elements) in `order`, with their numbers.
+    pub params: Vec<(u32, i64)>,
+    /// `param_rank` in its key order.
+    pub ranks: Vec<(u32, i64)>,
+    pub layouts: Vec<(u32, String)>,
+    pub walk: Vec<u32>,
+    pub dead: Vec<u32>,
+    pub plumbing: Vec<u32>,
+    pub hash: i64,
+}
+
+impl CompCanon {
+    pub fn ops<'s>(&'s self, comp: &'s Comp, i: u32) -> &'s [u32] {
+        let f = self.fidx[i as usize];
+        if f == NONE {
+            &comp.insts[i as usize].operands
+        } else {
+            &self.fops[f as usize]
+        }
+    }
+}
+
+pub struct ModuleCanon {
+    /// Callees first, as `rules._callees_first` orders them.
+    pub comps: Vec<CompCanon>,
+    pub fingerprint: String,
+    pub order: String,
+}
+
+// ---- CPython's hashes of ints and tuples (Objects/longobject.c, Objects/tupleobject.c) ----
+
+const MODULUS: i128 = (1 << 61) - 1;
+
+/// `hash(x)` of a Python int.
+fn hint(x: i128) -> i64 {
+    let r = if x >= 0 {
+        x % MODULUS
+    } else {
+        -((-x) % MODULUS)
+    };
+    if r == -1 {
+        -2
+    } else {
+        r as i64
+    }
+}
+
+/// `hash(t)` of a tuple whose items hash to `lanes`.
+fn htuple(lanes: &[i64]) -> i64 {
+    const P1: u64 = 11400714785074694791;
+    const P2: u64 = 14029467366897019727;
+    const P5: u64 = 2870177450012600261;
+    let mut acc = P5;
+    for &lane in lanes {
+        acc = acc.wrapping_add((lane as u64).wrapping_mul(P2));
+        acc = acc.rotate_left(31);
+        acc = acc.wrapping_mul(P1);
+    }
+    acc = acc.wrapping_add((lanes.len() as u64) ^ (P5 ^ 3527539));
+    if acc == u64::MAX {
+        1546275796
+    } else {
+        acc as i64
+    }
+}
+
+/// `hash((key, *operand_hashes))`, or `key` itself for a leaf (the Merkle step of rules.py).
+fn merkle(key: u64, ops: &[u32], h: &[i128]) -> i128 {
+    if ops.is_empty() {
+        return key as i128;
+    }
+    let mut lanes = Vec::with_capacity(ops.len() + 1);
+    lanes.push(hint(key as i128));
+    lanes.extend(ops.iter().map(|&o| hint(h[o as usize])));
+    htuple(&lanes) as i128
+}
+
+// ---- text rules of hashes.py / ir.py ----
+
+const IGNORED_ATTRIBUTES: [&str; 9] = [
+    "metadata",
+    "frontend_attributes",
+    "backend_config",
+    "statistics",
+    "control-predecessors",
+    "channel_id",
+    "origin",
+    "schedule",
+    "ir_op",
+];
+
+const COMPUTATION_ATTRIBUTES: [&str; 11] = [
+    "to_apply",
+    "condition",
+    "body",
+    "calls",
+    "branch_computations",
+    "true_computation",
+    "false_computation",
+    "called_computations",
+    "select",
+    "scatter",
+    "async_execution_thread_computations",
+];
+
+const MAX_IOTA_DEVICES: u128 = 1 << 20;
+const LONG_LITERAL: usize = 256;
+
+/// Python's `\s` (str.isspace).
+fn py_space(c: char) -> bool {
+    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
+}
+
+fn drop_spaces(s: &str) -> String {
+    s.chars().filter(|&c| !py_space(c)).collect()
+}
+
+/// `ir.strip_layout`: one pass of `\{[^{}]*\}` removed, then `/\*.*?\*/` comments.
+pub fn strip_layout(shape: &str) -> Cow<'_, str> {
+    if !shape.contains('{') && !shape.contains("/*") {
+        return Cow::Borrowed(shape);
+    }
+    let b = shape.as_bytes();
+    let mut first = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'{' {
+            if let Some(j) = b[i + 1..].iter().position(|&c| c == b'{' || c == b'}') {
+                if b[i + 1 + j] == b'}' {
+                    i += j + 2;
+                    continue;
+                }
+            }
+        }
+        first.push(b[i]);
+        i += 1;
+    }
+    let mut out = Vec::with_capacity(first.len());
+    let mut i = 0;
+    while i < first.len() {
+        if first[i] == b'/' && first.get(i + 1) == Some(&b'*') {
+            let mut j = i + 2;
+            let mut end = None;
+            while j < first.len() && first[j] != b'\n' {
+                if first[j] == b'*' && first.get(j + 1) == Some(&b'/') {
+                    end = Some(j + 2);
+                    break;
+                }
+                j += 1;
+            }
+            if let Some(e) = end {
+                i = e;
+                continue;
+            }
+        }
+        out.push(first[i]);
+        i += 1;
+    }
+    // Only ASCII bytes were removed, so the rest is still UTF-8.
+    Cow::Owned(String::from_utf8(out).expect("utf-8"))
+}
+
+/// `rules._tuple_skeleton`.
+fn tuple_skeleton(shape: &str) -> String {
+    if !shape.starts_with('(') {
+        return String::new();
+    }
+    let s = strip_layout(shape);
+    let b = s.as_bytes();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'[' {
+            if let Some(j) = b[i + 1..].iter().position(|&c| c == b']') {
+                i += j + 2;
+                continue;
+            }
+        }
+        if matches!(b[i], b'(' | b')' | b',') {
+            out.push(b[i] as char);
+        }
+        i += 1;
+    }
+    out
+}
+
+/// `hashes.layout_of`: the non-default layouts of a shape's arrays (`_ARRAY` matches), or "".
+pub fn layout_of(shape: &str) -> String {
+    if !shape.contains('{') {
+        return String::new();
+    }
+    let b = shape.as_bytes();
+    let lower = |c: u8| c.is_ascii_lowercase();
+    let word = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let mut found: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if !lower(b[i]) {
+            i += 1;
+            continue;
+        }
+        let mut j = i + 1;
+        while j < b.len() && word(b[j]) {
+            j += 1;
+        }
+        let close = if b.get(j) == Some(&b'[') {
+            b[j + 1..]
+                .iter()
+                .position(|&c| c == b']')
+                .map(|k| j + 1 + k)
+        } else {
+            None
+        };
+        let Some(close) = close else {
+            i += 1;
+            continue;
+        };
+        let dims = &shape[j + 1..close];
+        let mut end = close + 1;
+        let mut layout = None;
+        if b.get(end) == Some(&b'{') {
+            if let Some(k) = b[end + 1..].iter().position(|&c| c == b'{' || c == b'}') {
+                if b[end + 1 + k] == b'}' {
+                    layout = Some(&shape[end..end + k + 2]);
+                    end += k + 2;
+                }
+            }
+        }
+        match layout {
+            None => found.push(String::new()),
+            Some(lay) => {
+                let rank = if dims.trim_matches(py_space).is_empty() {
+                    0
+                } else {
+                    dims.matches(',').count() + 1
+                };
+                let default: Vec<String> = (0..rank).rev().map(|d| d.to_string()).collect();
+                let default = format!("{{{}}}", default.join(","));
+                let lay = lay.replace(' ', "");
+                found.push(if lay == default { String::new() } else { lay });
+            }
+        }
+        i = end;
+    }
+    if found.iter().any(|f| !f.is_empty()) {
+        found.join(";")
+    } else {
+        String::new()
+    }
+}
+
+/// `hashes.expand_iota_groups` (errors are `IotaError` messages).
+fn expand_iota(value: &str) -> R<Option<String>> {
+    // ^\[([0-9,]+)\]<=\[([0-9,]+)\](?:T\(([0-9,]+)\))?$
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit() || c == b',');
+    let Some(rest) = value.strip_prefix('[') else {
+        return Ok(None);
+    };
+    let Some((g1, rest)) = rest.split_once("]<=[") else {
+        return Ok(None);
+    };
+    let Some((g2, rest)) = rest.split_once(']') else {
+        return Ok(None);
+    };
+    let g3 = if rest.is_empty() {
+        None
+    } else if let Some(t) = rest.strip_prefix("T(").and_then(|t| t.strip_suffix(')')) {
+        Some(t)
+    } else {
+        return Ok(None);
+    };
+    if !digits(g1) || !digits(g2) || !g3.is_none_or(digits) {
+        return Ok(None);
+    }
+    let bad = |m: String| Failure::Bad(format!("replica_groups {value}: {m}"), 0);
+    let ints = |s: &str| -> R<Vec<u128>> {
+        s.split(',')
+            .map(|d| {
+                if d.is_empty() {
+                    Err(bad("empty dimension".into()))
+                } else {
+                    d.parse::<u128>().map_err(|_| Failure::Fallback)
+                }
+            })
+            .collect()
+    };
+    let dims = ints(g1)?;
+    let shape = ints(g2)?;
+    let perm: Vec<u128> = match g3 {
+        Some(t) => ints(t)?,
+        None => (0..shape.len() as u128).collect(),
+    };
+    if dims.len() != 2 {
+        return Err(bad("the group shape must be [groups,group_size]".into()));
+    }
+    let mut sorted = perm.clone();
+    sorted.sort();
+    if sorted != (0..shape.len() as u128).collect::<Vec<_>>() {
+        return Err(bad(format!(
+            "T({}) is not a permutation of 0..{}",
+            g3.unwrap_or(""),
+            shape.len() as i64 - 1
+        )));
+    }
+    let prod = |v: &[u128]| v.iter().try_fold(1u128, |a, &d| a.checked_mul(d));
+    let (Some(n), Some(slots)) = (prod(&shape), prod(&dims)) else {
+        return Err(Failure::Fallback);
+    };
+    if slots != n {
+        return Err(bad(format!("{slots} group slots but {n} devices")));
+    }
+    if n == 0 {
+        return Err(bad("no devices".into()));
+    }
+    if n > MAX_IOTA_DEVICES {
+        return Err(bad(format!(
+            "{n} devices, more than xlagraph expands ({MAX_IOTA_DEVICES})"
+        )));
+    }
+    let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+    let perm: Vec<usize> = perm.iter().map(|&d| d as usize).collect();
+    let strides: Vec<usize> = (0..shape.len())
+        .map(|k| shape[k + 1..].iter().product())
+        .collect();
+    let tshape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+    let tstrides: Vec<usize> = perm.iter().map(|&p| strides[p]).collect();
+    let n = n as usize;
+    let width = dims[1] as usize;
+    let mut out = String::from("{");
+    for flat in 0..n {
+        let (mut index, mut rem) = (0, flat);
+        for (size, stride) in tshape.iter().rev().zip(tstrides.iter().rev()) {
+            index += (rem % size) * stride;
+            rem /= size;
+        }
+        if flat % width == 0 {
+            if flat > 0 {
+                out.push_str("},");
+            }
+            out.push('{');
+        } else {
+            out.push(',');
+        }
+        out.push_str(&index.to_string());
+    }
+    out.push_str("}}");
+    Ok(Some(out))
+}
+
+/// `hashes.normalize_attribute(key, value, strict=True)`.
+fn normalize_attribute(key: &str, value: &str) -> R<String> {
+    let value = if value.contains('"') {
+        value.to_string()
+    } else {
+        drop_spaces(value)
+    };
+    if key == "replica_groups" {
+        if let Some(expanded) = expand_iota(&value)? {
+            return Ok(expanded);
+        }
+    }
+    Ok(value)
+}
+
+/// `re.findall(r"[A-Za-z_][\w.\-]*", value)` on ASCII text.
+fn computation_names(value: &str) -> Vec<&str> {
+    let b = value.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_alphabetic() || b[i] == b'_' {
+            let mut j = i + 1;
+            while j < b.len()
+                && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'.' | b'-'))
+            {
+                j += 1;
+            }
+            out.push(&value[i..j]);
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// `hashes._literal_key`.
+fn literal_key(payload: &str) -> String {
+    let text = drop_spaces(payload);
+    if text.chars().count() <= LONG_LITERAL {
+        return text;
+    }
+    format!("literal:{}", hexdigest(&text, 16))
+}
+
+/// `hashes.content_key`, hashed with `stable_hash`.
+fn content_key(ins: &Inst, parameter: bool, callee_hash: &FxMap<&str, i64>) -> R<u64> {
+    let mut s = String::with_capacity(64);
+    s.push_str(if parameter { "parameter" } else { &ins.opcode });
+    s.push('|');
+    s.push_str(&strip_layout(&ins.shape).replace(' ', ""));
+    for (key, value) in &ins.attrs {
+        if IGNORED_ATTRIBUTES.contains(key) || (parameter && *key == "index") {
+            continue;
+        }
+        s.push('|');
+        s.push_str(key);
+        s.push('=');
+        if COMPUTATION_ATTRIBUTES.contains(key) {
+            if !value.is_ascii() {
+                return Err(Failure::Fallback);
+            }
+            let hashes: Vec<String> = computation_names(value)
+                .iter()
+                .map(|n| callee_hash.get(n).copied().unwrap_or(0).to_string())
+                .collect();
+            s.push_str(&hashes.join(","));
+        } else {
+            s.push_str(&normalize_attribute(key, value)?);
+        }
+    }
+    if !ins.payload.is_empty() && !parameter {
+        s.push('|');
+        s.push_str(&literal_key(&ins.payload));
+    }
+    Ok(stable_hash(&s))
+}
+
+/// Python's `repr` of a tuple of ints.
+fn repr_tuple<I: IntoIterator<Item = String>>(items: I) -> String {
+    let items: Vec<String> = items.into_iter().collect();
+    match items.len() {
+        1 => format!("({},)", items[0]),
+        _ => format!("({})", items.join(", ")),
+    }
+}
+
+type CacheKey<'b, 'a> = (
+    &'b str,
+    &'b str,
+    &'b [(&'a str, Cow<'a, str>)],
+    &'b str,
+    bool,
+);
+
+/// Content keys and layouts of instructions that call nothing, by what `content_key` reads.
+type KeyCache<'b, 'a> = FxMap<CacheKey<'b, 'a>, (u64, String)>;
+
+fn parse_int(s: &str) -> R<i64> {
+    if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) {
+        return Err(Failure::Fallback);
+    }
+    s.parse::<i64>().map_err(|_| Failure::Fallback)
+}
+
+fn root_of(comp: &Comp) -> usize {
+    comp.insts
+        .iter()
+        .rposition(|i| i.is_root)
+        .unwrap_or(comp.insts.len() - 1)
+}
+
+/// Depth-first post-order from `outputs` (`rules._walk`), with `visit` called at each post-visit.
+fn walk_from(
+    outputs: &[u32],
+    n: usize,
+    ops: impl Fn(u32) -> Vec<u32>,
+    mut visit: impl FnMut(u32, &[u32]),
+) -> Vec<u32> {
+    let mut seen = vec![false; n];
+    let mut walk = Vec::new();
+    let mut stack: Vec<(u32, Vec<u32>, usize)> = Vec::new();
+    for &out in outputs {
+        if seen[out as usize] {
+            continue;
+        }
+        seen[out as usize] = true;
+        stack.push((out, ops(out), 0));
+        while let Some(frame) = stack.last_mut() {
+            let mut i = frame.2;
+            while i < frame.1.len() && seen[frame.1[i] as usize] {
+                i += 1;
+            }
+            if i < frame.1.len() {
+                frame.2 = i + 1;
+                let o = frame.1[i];
+                seen[o as usize] = true;
+                let next = ops(o);
+                stack.push((o, next, 0));
+                continue;
+            }
+            let (name, node_ops, _) = stack.pop().unwrap();
+            walk.push(name);
+            visit(name, &node_ops);
+        }
+    }
+    walk
+}
+
+fn canon_computation<'b, 'a>(
+    index: usize,
+    comp: &'b Comp<'a>,
+    is_entry: bool,
+    callee_hash: &FxMap<&str, i64>,
+    cache: &mut KeyCache<'b, 'a>,
+) -> R<CompCanon> {
+    let insts = &comp.insts;
+    let n = insts.len();
+    // Rule 1: forwarding.
+    let mut alias = vec![NONE; n];
+    let mut wrapped = vec![-1i64; n];
+    for (i, ins) in insts.iter().enumerate() {
+        if ins.opcode != "get-tuple-element" || ins.operands.len() != 1 {
+            continue;
+        }
+        let Some((_, index)) = ins.attrs.iter().find(|(k, _)| *k == "index") else {
+            continue;
+        };
+        if !index.is_ascii() {
+            return Err(Failure::Fallback);
+        }
+        if index.is_empty() || !index.bytes().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let k = parse_int(index)?;
+        let op = ins.operands[0];
+        let source = if alias[op as usize] != NONE {
+            alias[op as usize]
+        } else {
+            op
+        };
+        let target = &insts[source as usize];
+        if target.opcode == "tuple" && (k as usize) < target.operands.len() {
+            let element = target.operands[k as usize];
+            let a = alias[element as usize];
+            alias[i] = if a != NONE { a } else { element };
+        } else if is_entry && target.opcode == "parameter" && target.shape.starts_with('(') {
+            wrapped[i] = k;
+        }
+    }
+    let mut fidx = vec![NONE; n];
+    let mut fops: Vec<Vec<u32>> = Vec::new();
+    for (i, ins) in insts.iter().enumerate() {
+        if wrapped[i] >= 0 {
+            fidx[i] = fops.len() as u32;
+            fops.push(Vec::new());
+        } else if ins.operands.iter().any(|&o| alias[o as usize] != NONE) {
+            fidx[i] = fops.len() as u32;
+            let a = |o: u32| {
+                if alias[o as usize] != NONE {
+                    alias[o as usize]
+                } else {
+                    o
+                }
+            };
+            fops.push(ins.operands.iter().map(|&o| a(o)).collect());
+        }
+    }
+    let ops_of = |i: u32| -> &[u32] {
+        let f = fidx[i as usize];
+        if f == NONE {
+            &insts[i as usize].operands
+        } else {
+            &fops[f as usize]
+        }
+    };
+    // Outputs: a tuple root flattened.
+    let root = root_of(comp) as u32;
+    let mut outputs = Vec::new();
+    let mut stack = vec![root];
+    while let Some(mut name) = stack.pop() {
+        if alias[name as usize] != NONE {
+            name = alias[name as usize];
+        }
+        let ins = &insts[name as usize];
+        if ins.opcode == "tuple" && !ins.operands.is_empty() {
+            stack.extend(ins.operands.iter().rev());
+        } else {
+            outputs.push(name);
+        }
+    }
+    // Rule 2: live order (0 unseen, 1 entered, 2 done).
+    let mut state = vec![0u8; n];
+    let mut order = Vec::new();
+    let mut entered = Vec::new();
+    let mut frames: Vec<(u32, usize)> = Vec::new();
+    for &out in &outputs {
+        if state[out as usize] == 2 {
+            continue;
+        }
+        state[out as usize] = 1;
+        entered.push(out);
+        frames.push((out, 0));
+        while let Some(frame) = frames.last_mut() {
+            let ops = ops_of(frame.0);
+            let mut i = frame.1;
+            while i < ops.len() && state[ops[i] as usize] == 2 {
+                i += 1;
+            }
+            if i < ops.len() {
+                frame.1 = i + 1;
+                let o = ops[i];
+                if state[o as usize] == 1 {
+                    let ins = &insts[o as usize];
+                    return Err(Failure::Bad(
+                        format!(
+                            "instruction {} in computation {} is its own operand (operand cycle)",
+                            ins.name, comp.name
+                        ),
+                        ins.line,
+                    ));
+                }
+                state[o as usize] = 1;
+                entered.push(o);
+                frames.push((o, 0));
+            } else {
+                let (name, _) = frames.pop().unwrap();
+                state[name as usize] = 2;
+                order.push(name);
+            }
+        }
+    }
+    for (i, ins) in insts.iter().enumerate() {
+        if ins.opcode == "parameter" && state[i] != 2 {
+            state[i] = 2;
+            order.push(i as u32);
+            entered.push(i as u32);
+        }
+    }
+    // Content keys, parameter numbers, layouts and h0, over the live order.
+    let mut keys = vec![0u64; n];
+    let mut h0 = vec![0i128; n];
+    let mut is_param = vec![false; n];
+    let mut params: Vec<(u32, i64)> = Vec::new();
+    let mut layouts: Vec<(u32, String)> = Vec::new();
+    for &i in &order {
+        let ins = &insts[i as usize];
+        let param = ins.opcode == "parameter" || wrapped[i as usize] >= 0;
+        if param {
+            let number = if wrapped[i as usize] >= 0 {
+                wrapped[i as usize]
+            } else {
+                parse_int(&ins.payload)?
+            };
+            is_param[i as usize] = true;
+            params.push((i, number));
+        }
+        let cacheable = ins.called.is_empty()
+            && !ins
+                .attrs
+                .iter()
+                .any(|(k, _)| COMPUTATION_ATTRIBUTES.contains(k));
+        let cache_key: CacheKey = (&ins.opcode, &ins.shape, &ins.attrs, &ins.payload, param);
+        let hit = if cacheable {
+            cache.get(&cache_key).cloned()
+        } else {
+            None
+        };
+        let (key, layout) = match hit {
+            Some(v) => v,
+            None => {
+                let key = content_key(ins, param, callee_hash).map_err(|e| match e {
+                    Failure::Bad(m, _) => Failure::Bad(m, ins.line),
+                    f => f,
+                })?;
+                let v = (key, layout_of(&ins.shape));
+                if cacheable {
+                    cache.insert(cache_key, v.clone());
+                }
+                v
+            }
+        };
+        keys[i as usize] = key;
+        if !layout.is_empty() {
+            layouts.push((i, layout));
+        }
+        h0[i as usize] = merkle(key, ops_of(i), &h0);
+    }
+    let mut h1 = vec![0i128; n];
+    let mut rank = vec![-1i64; n];
+    let mut ranks: Vec<(u32, i64)> = Vec::new();
+    let walk;
+    let mut unread: Vec<(u32, i64)> = Vec::new();
+    if is_entry {
+        let mut ranked: Vec<usize> = (0..outputs.len()).collect();
+        ranked.sort_by_key(|&k| h0[outputs[k] as usize]);
+        let canonical: Vec<u32> = ranked.iter().map(|&k| outputs[k]).collect();
+        walk = walk_from(
+            &canonical,
+            n,
+            |i| ops_of(i).to_vec(),
+            |name, ops| {
+                let u = name as usize;
+                if is_param[u] {
+                    rank[u] = ranks.len() as i64;
+                    ranks.push((name, rank[u]));
+                }
+                h1[u] = if !ops.is_empty() {
+                    merkle(keys[u], ops, &h1)
+                } else if rank[u] >= 0 {
+                    htuple(&[hint(keys[u] as i128), hint(rank[u] as i128)]) as i128
+                } else {
+                    keys[u] as i128
+                };
+            },
+        );
+        unread = params
+            .iter()
+            .copied()
+            .filter(|&(p, _)| rank[p as usize] < 0)
+            .collect();
+        unread.sort_by_key(|&(p, number)| (keys[p as usize], number));
+        for &(p, _) in &unread {
+            let u = p as usize;
+            rank[u] = ranks.len() as i64;
+            ranks.push((p, rank[u]));
+            h1[u] = htuple(&[hint(keys[u] as i128), hint(rank[u] as i128)]) as i128;
+        }
+    } else {
+        walk = walk_from(&outputs, n, |i| ops_of(i).to_vec(), |_, _| {});
+        for &(p, number) in &params {
+            rank[p as usize] = number;
+        }
+        ranks = params.clone();
+        for &i in &order {
+            let u = i as usize;
+            let ops = ops_of(i);
+            h1[u] = if !ops.is_empty() {
+                merkle(keys[u], ops, &h1)
+            } else if is_param[u] {
+                htuple(&[hint(keys[u] as i128), hint(rank[u] as i128)]) as i128
+            } else {
+                keys[u] as i128
+            };
+        }
+    }
+    // Dead code and plumbing.
+    let (mut dead, mut plumbing) = (Vec::new(), Vec::new());
+    if order.len() != n {
+        let mut reached = vec![false; n];
+        let mut stack = vec![root];
+        for &i in &order {
+            if fidx[i as usize] != NONE {
+                stack.extend(insts[i as usize].operands.iter());
+            }
+        }
+        while let Some(name) = stack.pop() {
+            let u = name as usize;
+            if state[u] == 2 || reached[u] {
+                continue;
+            }
+            reached[u] = true;
+            stack.extend(insts[u].operands.iter());
+        }
+        for (i, ins) in insts.iter().enumerate() {
+            if state[i] == 2 {
+                continue;
+            }
+            if reached[i] {
+                plumbing.push(i as u32);
+            } else if ins.opcode != "parameter" {
+                dead.push(i as u32);
+            }
+        }
+    }
+    // The computation's hash.
+    let skeleton = hint(stable_hash(&tuple_skeleton(&insts[root as usize].shape)) as i128);
+    let mut layout_key: Vec<(i128, u64)> = layouts
+        .iter()
+        .map(|(i, lay)| (h1[*i as usize], stable_hash(lay)))
+        .collect();
+    layout_key.sort();
+    layout_key.dedup();
+    let layout_lanes: Vec<i64> = layout_key
+        .iter()
+        .map(|&(h, l)| htuple(&[hint(h), hint(l as i128)]))
+        .collect();
+    let hash = if is_entry {
+        let mut outs: Vec<i128> = outputs.iter().map(|&o| h1[o as usize]).collect();
+        outs.sort();
+        let mut unused: Vec<u64> = unread.iter().map(|&(p, _)| keys[p as usize]).collect();
+        unused.sort();
+        let outs: Vec<i64> = outs.into_iter().map(hint).collect();
+        let unused: Vec<i64> = unused.into_iter().map(|k| hint(k as i128)).collect();
+        htuple(&[
+            skeleton,
+            htuple(&outs),
+            htuple(&unused),
+            htuple(&layout_lanes),
+        ])
+    } else {
+        let mut signature: Vec<(i64, u64)> = params
+            .iter()
+            .map(|&(p, num)| (num, keys[p as usize]))
+            .collect();
+        signature.sort();
+        let signature: Vec<i64> = signature
+            .iter()
+            .map(|&(num, k)| htuple(&[hint(num as i128), hint(k as i128)]))
+            .collect();
+        let outs: Vec<i64> = outputs.iter().map(|&o| hint(h1[o as usize])).collect();
+        htuple(&[
+            skeleton,
+            htuple(&outs),
+            htuple(&signature),
+            htuple(&layout_lanes),
+        ])
+    };
+    Ok(CompCanon {
+        comp: index,
+        order,
+        entered,
+        fidx,
+        fops,
+        outputs,
+        keys,
+        h0,
+        h1,
+        params,
+        ranks,
+        layouts,
+        walk,
+        dead,
+        plumbing,
+        hash,
+    })
+}
+
+/// `rules._callees_first`.
+fn callees_first(module: &ModuleText) -> Vec<usize> {
+    let by_name: FxMap<&str, usize> = module
+        .comps
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.name.as_ref(), i))
+        .collect();
+    let mut state = vec![0u8; module.comps.len()];
+    let mut order = Vec::with_capacity(module.comps.len());
+    for root in 0..module.comps.len() {
+        let mut stack = vec![(root, false)];
+        while let Some((c, expanded)) = stack.pop() {
+            if expanded {
+                state[c] = 2;
+                order.push(c);
+                continue;
+            }
+            if state[c] != 0 {
+                continue;
+            }
+            state[c] = 1;
+            stack.push((c, true));
+            for ins in &module.comps[c].insts {
+                for callee in &ins.called {
+                    if let Some(&j) = by_name.get(callee.as_ref()) {
+                        if state[j] == 0 {
+                            stack.push((j, false));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    order
+}
+
+/// Every computation, callees first, and the module's fingerprint and order (`rules.canonicalize`).
+pub fn canonicalize(module: &ModuleText) -> R<ModuleCanon> {
+    if module.comps.is_empty() || module.comps.iter().any(|c| c.insts.is_empty()) {
+        return Err(Failure::Fallback);
+    }
+    // Computations written in place may share a name (`_`): rules.py's dictionaries by name
+    // decide which one a name means there.
+    let mut names: FxMap<&str, ()> = FxMap::default();
+    if module
+        .comps
+        .iter()
+        .any(|c| names.insert(c.name.as_ref(), ()).is_some())
+    {
+        return Err(Failure::Fallback);
+    }
+    let entry = module
+        .comps
+        .iter()
+        .position(|c| c.is_entry)
+        .unwrap_or(module.comps.len() - 1);
+    let mut callee_hash: FxMap<&str, i64> = FxMap::default();
+    let mut cache: KeyCache = FxMap::default();
+    let mut comps = Vec::with_capacity(module.comps.len());
+    for c in callees_first(module) {
+        let comp = &module.comps[c];
+        let canon = canon_computation(c, comp, c == entry, &callee_hash, &mut cache)?;
+        callee_hash.insert(comp.name.as_ref(), canon.hash);
+        comps.push(canon);
+    }
+    let e = comps
+        .iter()
+        .find(|c| c.comp == entry)
+        .expect("entry canonicalized");
+    let fingerprint = hexdigest(&e.hash.to_string(), 8);
+    let mut params = e.params.clone();
+    params.sort_by_key(|&(_, number)| number);
+    let mut rank = FxMap::default();
+    for &(p, r) in &e.ranks {
+        rank.insert(p, r);
+    }
+    let layout = format!(
+        "({}, {})",
+        repr_tuple(e.outputs.iter().map(|&o| e.h1[o as usize].to_string())),
+        repr_tuple(params.iter().map(|(p, _)| rank[p].to_string()))
+    );
+    let order = hexdigest(&layout, 8);
+    Ok(ModuleCanon {
+        comps,
+        fingerprint,
+        order,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_hashes() {
+        // hash((1, 2)), hash(()), hash(-1), hash(2**64 - 1) in CPython 3.11.
+        assert_eq!(htuple(&[1, 2]), -3550055125485641917);
+        assert_eq!(htuple(&[]), 5740354900026072187);
+        assert_eq!(hint(-1), -2);
+        assert_eq!(hint(u64::MAX as i128), 7);
+    }
+
+    #[test]
+    fn iota() {
+        assert_eq!(
+            expand_iota("[2,2]<=[4]").ok().flatten().unwrap(),
+            "{{0,1},{2,3}}"
+        );
+        assert_eq!(
+            expand_iota("[2,2]<=[2,2]T(1,0)").ok().flatten().unwrap(),
+            "{{0,2},{1,3}}"
+        );
+    }
+}
