@@ -3,6 +3,7 @@ unpaired user of their counterparts that has the same opcode and agrees on most 
 
 from __future__ import annotations
 
+from itertools import filterfalse
 from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalComputation
@@ -32,9 +33,7 @@ def users_of(comp: CanonicalComputation) -> dict[str, list[str]]:
 
 def match_bottom_up(left: CanonicalComputation, right: CanonicalComputation, m: Mappings) -> None:
     left_users = users_of(left)
-    for b in right.order:
-        if b in m.right:
-            continue
+    for b in filterfalse(m.right.__contains__, right.order):  # lazy: tested as each is reached
         ob = right.operands[b]
         mapped = [m.right[o] for o in ob if o in m.right]
         if not mapped:

@@ -4,6 +4,7 @@ their operands position by position (commutative operands were sorted the same w
 from __future__ import annotations
 
 from collections import Counter, defaultdict, deque
+from itertools import filterfalse
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.canonical.hashes import COMMUTATIVE
@@ -43,14 +44,12 @@ def match_exact(
     """
     hl, hr = getattr(left, key), getattr(right, key)
     candidates: dict[int, deque[str]] = defaultdict(deque)
-    for name in reversed(right.order):
-        if name not in m.right:
-            candidates[hr[name]].append(name)
+    for name in filterfalse(m.right.__contains__, reversed(right.order)):
+        candidates[hr[name]].append(name)
     tag = "exact" if key == "h1" else "exact-shape"
-    left_count = Counter(hl[n] for n in left.order if n not in m.left)
-    for name in reversed(left.order):
-        if name in m.left:
-            continue
+    left_count = Counter(map(hl.__getitem__, filterfalse(m.left.__contains__, left.order)))
+    # Lazy: a name is skipped if paired by the time the walk reaches it, as an `in` test would.
+    for name in filterfalse(m.left.__contains__, reversed(left.order)):
         pool = candidates.get(hl[name])
         while pool and pool[0] in m.right:
             pool.popleft()

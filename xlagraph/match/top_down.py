@@ -10,6 +10,8 @@ most instructions are paired by the first walk, so later walks touch only where 
 
 from __future__ import annotations
 
+from itertools import compress, filterfalse
+
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.canonical.hashes import COMMUTATIVE
 from xlagraph.ir import strip_layout
@@ -31,8 +33,9 @@ def match_top_down(
     lh1, rh1 = left.h1, right.h1
     mleft, mright, matcher = m.left, m.right, m.matcher
     expanded = m.expanded
-    open_left = _open_pairs(left, right, m)
-    stack = [(a, b) for a, b in mleft.items() if a in open_left and (not strict or a not in expanded)]
+    stack = _open_pairs(left, right, m)
+    if strict:
+        stack = [p for p in stack if p[0] not in expanded]
     push = stack.append
     while stack:
         a, b = stack.pop()
@@ -65,13 +68,21 @@ def match_top_down(
             push((x, y))
 
 
-def _open_pairs(left: CanonicalComputation, right: CanonicalComputation, m: Mappings) -> set[str]:
-    """Left names of the pairs that have an unpaired operand on each side."""
+def _open_pairs(
+    left: CanonicalComputation, right: CanonicalComputation, m: Mappings
+) -> list[tuple[str, str]]:
+    """The pairs, in pairing order, less those with no unpaired operand on one side when that is
+    cheaper to tell (few free instructions) than to visit them all."""
     mleft, mright = m.left, m.right
+    free_left = list(filterfalse(mleft.__contains__, left.order))
+    free_right = list(filterfalse(mright.__contains__, right.order))
+    if len(free_left) + len(free_right) >= len(mleft):
+        return list(mleft.items())
     lusers, rusers = users_of(left), users_of(right)
-    with_free_left = {u for n in left.order if n not in mleft for u in lusers.get(n, ()) if u in mleft}
-    with_free_right = {u for n in right.order if n not in mright for u in rusers.get(n, ()) if u in mright}
-    return {a for a in with_free_left if mleft[a] in with_free_right}
+    with_free_left = {u for n in free_left for u in lusers.get(n, ()) if u in mleft}
+    with_free_right = {u for n in free_right for u in rusers.get(n, ()) if u in mright}
+    keep = {a for a in with_free_left if mleft[a] in with_free_right}
+    return list(compress(mleft.items(), map(keep.__contains__, mleft)))
 
 
 def _align_commutative(
