@@ -91,6 +91,45 @@ def test_fast_canonicalization_equals_reference(path: Path) -> None:
         _same(python, ref)
 
 
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_summary_equals_parse_and_canonicalize(path: Path) -> None:
+    """`summarize_hlo` (no IR built) says what parsing and canonicalizing the module say."""
+    from xlagraph.parse.hlo import parse_hlo, summarize_hlo
+
+    try:
+        source = open_source(str(path))
+    except XlagraphError:
+        return
+    for graph in source.graphs:
+        if graph.format != "hlo":
+            continue
+        args = (graph.text, graph.path)
+        try:
+            module = parse_hlo(*args, first_line=graph.first_line)
+        except XlagraphError as e:
+            with pytest.raises(XlagraphError) as caught:
+                summarize_hlo(*args, first_line=graph.first_line)
+            assert str(caught.value) == str(e)
+            continue
+        full = _canonical(rules.canonicalize, module)
+        try:
+            quick = summarize_hlo(*args, first_line=graph.first_line)
+        except XlagraphError as e:
+            assert str(e) == full
+            continue
+        if quick is None:  # left to Python's canonicalization
+            assert module.core is not None and module.core[1] is None
+            continue
+        assert not isinstance(full, str)
+        assert quick == (
+            module.name,
+            module.instruction_count,
+            len(module.computations),
+            full.fingerprint,
+            full.order,
+        )
+
+
 def test_compiled_core_canonicalizes_parsed_modules() -> None:
     """The Python implementation is only the fallback: the reader's modules come canonicalized."""
     from xlagraph.parse.hlo import parse_hlo

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xlagraph.canonical import canonicalize
+from xlagraph.parse.hlo import summarize_hlo
 from xlagraph.parse.sources import Graph, open_source, read
 
 __all__ = ["GraphListing", "GraphRow", "list_graphs", "variant_letter"]
@@ -95,6 +96,10 @@ def variant_letter(n: int) -> str:
 
 
 def _summarize(graph: Graph) -> _Summary:
+    if graph.format == "hlo":  # the compiled core alone, without building the module's IR
+        quick = summarize_hlo(graph.text, graph.path, first_line=graph.first_line)
+        if quick is not None:
+            return _Summary(*quick)
     module = read(graph)
     canon = canonicalize(module)
     return _Summary(

@@ -71,35 +71,63 @@ const MODULUS: i128 = (1 << 61) - 1;
 
 /// `hash(x)` of a Python int.
 fn hint(x: i128) -> i64 {
+    const P: u64 = MODULUS as u64;
+    if (0..MODULUS).contains(&x) {
+        return x as i64;
+    }
+    // Every value here fits in 64 bits, signed or not: u64 arithmetic, not i128's slow `%`.
     let r = if x >= 0 {
-        x % MODULUS
+        ((x as u64) % P) as i64
     } else {
-        -((-x) % MODULUS)
+        -((x.unsigned_abs() as u64 % P) as i64)
     };
     if r == -1 {
         -2
     } else {
-        r as i64
+        r
+    }
+}
+
+const P1: u64 = 11400714785074694791;
+const P2: u64 = 14029467366897019727;
+const P5: u64 = 2870177450012600261;
+
+/// CPython's tuple hash, fed one item hash at a time.
+struct TupleHash {
+    acc: u64,
+    len: u64,
+}
+
+impl TupleHash {
+    fn new() -> Self {
+        TupleHash { acc: P5, len: 0 }
+    }
+
+    #[inline]
+    fn add(&mut self, lane: i64) {
+        self.acc = self.acc.wrapping_add((lane as u64).wrapping_mul(P2));
+        self.acc = self.acc.rotate_left(31);
+        self.acc = self.acc.wrapping_mul(P1);
+        self.len += 1;
+    }
+
+    fn finish(&self) -> i64 {
+        let acc = self.acc.wrapping_add(self.len ^ (P5 ^ 3527539));
+        if acc == u64::MAX {
+            1546275796
+        } else {
+            acc as i64
+        }
     }
 }
 
 /// `hash(t)` of a tuple whose items hash to `lanes`.
 fn htuple(lanes: &[i64]) -> i64 {
-    const P1: u64 = 11400714785074694791;
-    const P2: u64 = 14029467366897019727;
-    const P5: u64 = 2870177450012600261;
-    let mut acc = P5;
+    let mut t = TupleHash::new();
     for &lane in lanes {
-        acc = acc.wrapping_add((lane as u64).wrapping_mul(P2));
-        acc = acc.rotate_left(31);
-        acc = acc.wrapping_mul(P1);
+        t.add(lane);
     }
-    acc = acc.wrapping_add((lanes.len() as u64) ^ (P5 ^ 3527539));
-    if acc == u64::MAX {
-        1546275796
-    } else {
-        acc as i64
-    }
+    t.finish()
 }
 
 /// `hash((key, *operand_hashes))`, or `key` itself for a leaf (the Merkle step of rules.py).
@@ -107,10 +135,12 @@ fn merkle(key: u64, ops: &[u32], h: &[i128]) -> i128 {
     if ops.is_empty() {
         return key as i128;
     }
-    let mut lanes = Vec::with_capacity(ops.len() + 1);
-    lanes.push(hint(key as i128));
-    lanes.extend(ops.iter().map(|&o| hint(h[o as usize])));
-    htuple(&lanes) as i128
+    let mut t = TupleHash::new();
+    t.add(hint(key as i128));
+    for &o in ops {
+        t.add(hint(h[o as usize]));
+    }
+    t.finish() as i128
 }
 
 // ---- text rules of hashes.py / ir.py ----
@@ -499,15 +529,15 @@ fn root_of(comp: &Comp) -> usize {
 }
 
 /// Depth-first post-order from `outputs` (`rules._walk`), with `visit` called at each post-visit.
-fn walk_from(
+fn walk_from<'x>(
     outputs: &[u32],
     n: usize,
-    ops: impl Fn(u32) -> Vec<u32>,
+    ops: impl Fn(u32) -> &'x [u32],
     mut visit: impl FnMut(u32, &[u32]),
 ) -> Vec<u32> {
     let mut seen = vec![false; n];
     let mut walk = Vec::new();
-    let mut stack: Vec<(u32, Vec<u32>, usize)> = Vec::new();
+    let mut stack: Vec<(u32, &'x [u32], usize)> = Vec::new();
     for &out in outputs {
         if seen[out as usize] {
             continue;
@@ -523,13 +553,12 @@ fn walk_from(
                 frame.2 = i + 1;
                 let o = frame.1[i];
                 seen[o as usize] = true;
-                let next = ops(o);
-                stack.push((o, next, 0));
+                stack.push((o, ops(o), 0));
                 continue;
             }
             let (name, node_ops, _) = stack.pop().unwrap();
             walk.push(name);
-            visit(name, &node_ops);
+            visit(name, node_ops);
         }
     }
     walk
@@ -723,25 +752,20 @@ fn canon_computation<'b, 'a>(
         let mut ranked: Vec<usize> = (0..outputs.len()).collect();
         ranked.sort_by_key(|&k| h0[outputs[k] as usize]);
         let canonical: Vec<u32> = ranked.iter().map(|&k| outputs[k]).collect();
-        walk = walk_from(
-            &canonical,
-            n,
-            |i| ops_of(i).to_vec(),
-            |name, ops| {
-                let u = name as usize;
-                if is_param[u] {
-                    rank[u] = ranks.len() as i64;
-                    ranks.push((name, rank[u]));
-                }
-                h1[u] = if !ops.is_empty() {
-                    merkle(keys[u], ops, &h1)
-                } else if rank[u] >= 0 {
-                    htuple(&[hint(keys[u] as i128), hint(rank[u] as i128)]) as i128
-                } else {
-                    keys[u] as i128
-                };
-            },
-        );
+        walk = walk_from(&canonical, n, ops_of, |name, ops| {
+            let u = name as usize;
+            if is_param[u] {
+                rank[u] = ranks.len() as i64;
+                ranks.push((name, rank[u]));
+            }
+            h1[u] = if !ops.is_empty() {
+                merkle(keys[u], ops, &h1)
+            } else if rank[u] >= 0 {
+                htuple(&[hint(keys[u] as i128), hint(rank[u] as i128)]) as i128
+            } else {
+                keys[u] as i128
+            };
+        });
         unread = params
             .iter()
             .copied()
@@ -755,7 +779,7 @@ fn canon_computation<'b, 'a>(
             h1[u] = htuple(&[hint(keys[u] as i128), hint(rank[u] as i128)]) as i128;
         }
     } else {
-        walk = walk_from(&outputs, n, |i| ops_of(i).to_vec(), |_, _| {});
+        walk = walk_from(&outputs, n, ops_of, |_, _| {});
         for &(p, number) in &params {
             rank[p as usize] = number;
         }

@@ -417,6 +417,39 @@ fn canonical_form<'py>(
     )
 }
 
+/// Parse and canonicalize without building the IR: `(name, instruction_count,
+/// computation_count, canonical)`, `canonical` being `(fingerprint, order)`, `(message, line)`
+/// when canonicalization refuses the module, or None when only Python's can say. All that
+/// listing graphs needs. Raises `HloSyntaxError(message, line)` as `parse_hlo` does.
+#[pyfunction]
+fn summarize_hlo<'py>(
+    py: Python<'py>,
+    text: &str,
+    line_offset: i64,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let summary = py.allow_threads(|| {
+        read(text).map(|m| {
+            let count: usize = m.comps.iter().map(|c| c.insts.len()).sum();
+            let canonical = match canon::canonicalize(&m) {
+                Ok(c) => Ok((c.fingerprint, c.order)),
+                Err(canon::Failure::Bad(message, line)) => Err(Some((message, line))),
+                Err(canon::Failure::Fallback) => Err(None),
+            };
+            (m.name.into_owned(), count, m.comps.len(), canonical)
+        })
+    });
+    let (name, count, comps, canonical) = summary
+        .map_err(|(message, line)| HloSyntaxError::new_err((message, line as i64 + line_offset)))?;
+    let canonical = match canonical {
+        Ok(pair) => pair.into_pyobject(py)?.into_any(),
+        Err(Some((message, line))) => (message, line as i64 + line_offset)
+            .into_pyobject(py)?
+            .into_any(),
+        Err(None) => py.None().into_bound(py),
+    };
+    (name, count, comps, canonical).into_pyobject(py)
+}
+
 /// Parse without building the IR; returns the instruction count (benchmarks split the cost).
 #[pyfunction]
 fn parse_only(py: Python<'_>, text: &str) -> PyResult<usize> {
@@ -428,6 +461,7 @@ fn parse_only(py: Python<'_>, text: &str) -> PyResult<usize> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_hlo, m)?)?;
     m.add_function(wrap_pyfunction!(parse_only, m)?)?;
+    m.add_function(wrap_pyfunction!(summarize_hlo, m)?)?;
     m.add("HloSyntaxError", m.py().get_type::<HloSyntaxError>())?;
     Ok(())
 }
