@@ -78,6 +78,8 @@ def matched_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple[s
     lops, rops = left.operands, right.operands
     has_dtype = any(c.kind is CauseKind.DTYPE for c in cmp.causes)
     pair_left, params, regrouped = cmp.pair_left, left.param_number, cmp.regrouped
+    pl_get = pair_left.get
+    follows_dims: dict[tuple[str, str], bool] = {}
     # Pairs with equal subgraph hashes have nothing to report: only the others cost any work.
     for a in left.order:
         b = pair_left.get(a)
@@ -85,9 +87,12 @@ def matched_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple[s
             continue
         ia, ib = lins[a], rins[b]
         opcode = ia.opcode
+        oa, ob = lops[a], rops[b]
+        # Operands paired position by position (`tuple(map(...))`: the usual case at C speed).
+        agree = tuple(map(pl_get, oa)) == ob or operands_agree(cmp, oa, ob, opcode in COMMUTATIVE)
         if lkeys[a] == rkeys[b]:
             # Same content, so only operands can differ.
-            if not operands_agree(cmp, lops[a], rops[b], opcode in COMMUTATIVE):
+            if not agree:
                 structural.append((a, b))
             continue
         sa = strip_layout(ia.shape).replace(" ", "")  # common.shape_of, inlined: once per pair
@@ -104,14 +109,18 @@ def matched_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple[s
         if regrouped and is_collective(opcode):
             cmp.absorb_into(CauseKind.COLLECTIVE, [a], [b])
             continue
-        oa = lops[a]
-        if not operands_agree(cmp, oa, rops[b], opcode in COMMUTATIVE):
+        if not agree:
             structural.append((a, b))
             continue
         upstream = not shape_changed.isdisjoint(oa)
         if sa != sb:
             shape_changed.add(a)
-            upstream = upstream or explained_by_dims(sa, sb, dims)
+            if not upstream:
+                key = (sa, sb)
+                judged = follows_dims.get(key)
+                if judged is None:  # shapes repeat (every layer): judge each pair of them once
+                    judged = follows_dims[key] = explained_by_dims(sa, sb, dims)
+                upstream = judged
             if has_dtype and dims_of(sa) == dims_of(sb) and opcode != "constant":
                 cmp.absorb_into(CauseKind.DTYPE, [a], [b])
                 continue
