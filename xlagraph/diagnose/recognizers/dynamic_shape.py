@@ -17,8 +17,11 @@ from xlagraph.diagnose.recognizers._common import merge, source_text
 __all__ = ["RECOGNIZER", "data_sized"]
 
 _DATA_SIZED = re.compile(
-    r"\.nonzero\(|torch\.nonzero\(|\bunique\(|masked_select\(|argwhere\(|\[[^\]]*\b(mask|keep|valid|sel)\w*\s*\]"
-    r"|\[[^\]\[]*(>|<|==|!=)[^\]\[]*\]"
+    r"\.nonzero\(|torch\.nonzero\(|\bunique(_consecutive)?\(|masked_select\(|argwhere\("
+    r"|torch\.where\([^,()]*(\([^()]*\))?[^,()]*\)"  # torch.where(cond): the indices
+    r"|\[[^\]]*mask[^\]]*\]|\[[^\]]*\.bool\(\)[^\]]*\]"  # x[attention_mask.bool()], x[loss_mask]
+    r"|\[[^\]]*\b(keep|valid|sel)\w*\s*\]"
+    r"|\[[^\]\[]*(>|<|==|!=)[^\]\[]*\]"  # x[labels != -100]
 )
 _OP_TYPES = ("nonzero", "masked_select", "unique", "argwhere")
 
