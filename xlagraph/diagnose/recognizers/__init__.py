@@ -6,7 +6,8 @@ change explains collectives, shard shapes and scaling constants; a graph break e
 graph cut anywhere), then the warm-up and every-k-steps patterns that explain whole regions,
 then the patterns of one input or one value; `unknown` then words what nothing explained. Last (`FINAL`),
 over everything found, named and raw alike: `permutation` folds a reordering into the change it
-follows from, and `grouping` makes one cause of what repeats.
+follows from, `periodic_site` cites the `if ... % k:` line
+that calls a helper, and `grouping` makes one cause of what repeats.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from xlagraph.diagnose.recognizers import (
     layout,
     new_input,
     parallelism,
+    periodic_site,
     permutation,
     python_int,
     shape_constants,
@@ -52,7 +54,7 @@ ORDER: tuple[Recognizer, ...] = (
     input_shape.RECOGNIZER,
     unknown.RECOGNIZER,
 )
-FINAL: tuple[Recognizer, ...] = (permutation.RECOGNIZER, grouping.RECOGNIZER)
+FINAL: tuple[Recognizer, ...] = (permutation.RECOGNIZER, periodic_site.RECOGNIZER, grouping.RECOGNIZER)
 
 
 def recognize(evidence: Evidence, raw: tuple[Cause, ...]) -> tuple[Cause, ...]:

@@ -12,7 +12,15 @@ from xlagraph.diagnose.evidence import Evidence
 from xlagraph.diagnose.frames import is_library
 from xlagraph.ir import Frame
 
-__all__ = ["inside_periodic_if", "lines_matching", "merge", "renamed", "source_text", "user_files"]
+__all__ = [
+    "inside_periodic_if",
+    "lines_matching",
+    "merge",
+    "periodic_caller",
+    "renamed",
+    "source_text",
+    "user_files",
+]
 
 _MAX_SCANNED_LINES = 20_000
 
@@ -110,3 +118,47 @@ def lines_matching(files: Iterable[str], pattern: re.Pattern[str], limit: int = 
                 if len(out) >= limit:
                     return out
     return out
+
+
+_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)\s*\(")
+
+
+def _enclosing_function(file: str, n: int) -> str:
+    """The name of the `def` the line `n` of `file` sits in, `` at module level."""
+    text = linecache.getline(file, n)
+    indent = len(text) - len(text.lstrip())
+    for k in range(n - 1, max(0, n - 400), -1):
+        above = linecache.getline(file, k)
+        stripped = above.strip()
+        if not stripped or stripped.startswith(("#", ")", "]", "}")):
+            continue
+        level = len(above) - len(above.lstrip())
+        if level < indent:
+            if m := _DEF.match(above):
+                return m.group(1)
+            indent = level
+            if level == 0:
+                return ""
+    return ""
+
+
+def periodic_caller(location: str) -> str:
+    """`location` itself when it sits in an `if ... % k:` block; else the first line of the same
+    file that calls the function `location` is in from such a block (a helper that computes
+    grad-norm statistics, called every k steps); `` when neither."""
+    if inside_periodic_if(location):
+        return location
+    file, _, line = location.rpartition(":")
+    if not file or not line.isdigit():
+        return ""
+    name = _enclosing_function(file, int(line))
+    if not name:
+        return ""
+    call = re.compile(rf"\b{re.escape(name)}\s*\(")
+    for n in range(1, _MAX_SCANNED_LINES):
+        text = linecache.getline(file, n)
+        if not text:
+            break
+        if call.search(text.split("#", 1)[0]) and not _DEF.match(text) and inside_periodic_if(f"{file}:{n}"):
+            return f"{file}:{n}"
+    return ""
