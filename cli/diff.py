@@ -77,7 +77,6 @@ def diff_command(a: str, b: str, as_json: bool, max_changes: int, html_out: str 
 
 def _ranks(a: str, b: str, as_json: bool) -> bool | None:
     """Compare two whole per-rank runs; None when A and B are not that (single graphs)."""
-    from xlagraph.render.ranks_text import rank_view_to_json, render_ranks_text
     from xlagraph.report.ranks import rank_sources, rank_view
 
     with reading(f"{a} vs {b}"):
@@ -85,6 +84,8 @@ def _ranks(a: str, b: str, as_json: bool) -> bool | None:
         view = rank_view(logs) if logs else None
     if view is None:
         return None
+    from xlagraph.render.ranks_text import rank_view_to_json, render_ranks_text
+
     if as_json:
         click.echo(json.dumps({"kind": "ranks", "ranks": rank_view_to_json(view)}, indent=2))
     else:
