@@ -992,6 +992,36 @@ mod tests {
     }
 
     #[test]
+    fn shape_text_rules() {
+        // Expected values printed by hashes.layout_of, ir.strip_layout and rules._tuple_skeleton.
+        let cases = [
+            ("f32[4,8]{1,0}", "", "f32[4,8]", ""),
+            ("f32[4,8]{0,1}", "{0,1}", "f32[4,8]", ""),
+            ("(f32[2]{0}, s32[]) ", "", "(f32[2], s32[]) ", "(,)"),
+            (
+                "(f32[4,8]{0,1:T(8,128)S(1)}, /*index=1*/bf16[2,2]{1,0})",
+                "{0,1:T(8,128)S(1)};",
+                "(f32[4,8], bf16[2,2])",
+                "(,)",
+            ),
+            ("f32[ 4 , 8 ]{ 0, 1 }", "{0,1}", "f32[ 4 , 8 ]", ""),
+            (
+                "(f32[2]{0}, (s32[3]{0}, u8[1,2]{0,1}))",
+                ";;{0,1}",
+                "(f32[2], (s32[3], u8[1,2]))",
+                "(,(,))",
+            ),
+            ("f32[2,3", "", "f32[2,3", ""),
+            ("x{a{b}c}", "", "x{ac}", ""),
+        ];
+        for (shape, layout, stripped, skeleton) in cases {
+            assert_eq!(layout_of(shape), layout, "{shape}");
+            assert_eq!(strip_layout(shape), stripped, "{shape}");
+            assert_eq!(tuple_skeleton(shape), skeleton, "{shape}");
+        }
+    }
+
+    #[test]
     fn iota() {
         assert_eq!(
             expand_iota("[2,2]<=[4]").ok().flatten().unwrap(),
