@@ -17,6 +17,7 @@ __all__ = [
     "lines_matching",
     "merge",
     "periodic_caller",
+    "periodic_in_loop",
     "renamed",
     "source_text",
     "user_files",
@@ -162,3 +163,42 @@ def periodic_caller(location: str) -> str:
         if call.search(text.split("#", 1)[0]) and not _DEF.match(text) and inside_periodic_if(f"{file}:{n}"):
             return f"{file}:{n}"
     return ""
+
+
+_LOOP = re.compile(r"^\s*(?:async\s+)?(for|while)\b")
+
+
+def periodic_in_loop(call_site: str) -> list[str]:
+    """The statements inside `if ... % k:` blocks of the loop around `call_site` (the step's
+    sync): where work done only on some steps comes from when no instruction names a user line
+    (a validation pass or a metric computed wholly inside library code)."""
+    file, _, line = call_site.rpartition(":")
+    if not file or not line.isdigit():
+        return []
+    n = int(line)
+    text = linecache.getline(file, n)
+    indent = len(text) - len(text.lstrip())
+    start = 0
+    for k in range(n - 1, max(0, n - 400), -1):
+        above = linecache.getline(file, k)
+        if not above.strip() or above.strip().startswith("#"):
+            continue
+        level = len(above) - len(above.lstrip())
+        if level < indent:
+            if _LOOP.match(above):
+                start, indent = k, level
+                break
+            indent = level
+    if not start:
+        return []
+    out: list[str] = []
+    for k in range(start + 1, start + 400):
+        body = linecache.getline(file, k)
+        if not body:
+            break
+        stripped = body.strip()
+        if stripped and not stripped.startswith("#") and len(body) - len(body.lstrip()) <= indent:
+            break  # the loop ended
+        if stripped and not stripped.startswith(("#", "if ", "elif ")) and inside_periodic_if(f"{file}:{k}"):
+            out.append(f"{file}:{k}")
+    return out

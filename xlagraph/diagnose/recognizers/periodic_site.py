@@ -3,18 +3,25 @@
 HLO metadata keeps only the innermost frame, so an extra output computed in a helper of the
 user's (`global_grad_norm(params)`) cites the helper's line. When that helper is called from an
 `if ... % k:` block, the call is the line to change; it is cited first, the helper's line after.
+Work with no user line at all (a validation pass inside library code) cites the statements of
+the `if ... % k:` blocks in the loop around the step's sync, when there are any.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import periodic_caller
+from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.recognizers._common import periodic_caller, periodic_in_loop, source_text
+from xlagraph.ir import Frame
 
 __all__ = ["RECOGNIZER"]
 
+_KEPT = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
+_STORES = re.compile(r"\.(append|extend|add|update|put)\(|[^=!<>]=[^=]|\+=|\]\s*=")
 _KINDS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED, CauseKind.CONDITIONAL_WORK, CauseKind.STRUCTURE)
 
 
@@ -22,9 +29,19 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     out: list[Cause] = []
     consumed: set[int] = set()
     for i, c in enumerate(pending):
-        if c.kind not in _KINDS or not c.sources:
+        if c.kind not in _KINDS or c.info:
             continue
-        sites = [s for loc in c.sources if (s := periodic_caller(loc))]
+        user = [loc for loc in c.sources if not is_library(Frame("", loc.rpartition(":")[0], 0))]
+        if not user:
+            blocks = periodic_in_loop(evidence.context.call_site)
+            if c.kind in _KEPT:  # a tensor kept alive is stored: appended, assigned, accumulated
+                blocks = [b for b in blocks if _STORES.search(source_text(b))]
+            blocks = blocks[:2]
+            if blocks:
+                out.append(replace(c, sources=tuple(dict.fromkeys([*blocks, *c.sources]))[:6]))
+                consumed.add(i)
+            continue
+        sites = [s for loc in user if (s := periodic_caller(loc))]
         if not sites or sites[0] == c.sources[0]:
             continue
         out.append(replace(c, sources=tuple(dict.fromkeys([sites[0], *c.sources]))[:6]))
