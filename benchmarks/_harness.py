@@ -282,6 +282,15 @@ def _worker_core_parse(paths: list[str], repeat: int) -> dict[str, Any]:
     return _summary(_time_calls(lambda: [parse_only(t) for t in texts], repeat), rss_before)
 
 
+def _worker_core_summary(paths: list[str], repeat: int) -> dict[str, Any]:
+    """The compiled core reading and canonicalizing, no Python IR (``xlagraph._core.summarize_hlo``,
+    what ``xlagraph graphs`` needs of an HLO module)."""
+    summarize = _import("xlagraph._core", "summarize_hlo")
+    texts = [Path(p).read_text() for p in paths]
+    rss_before = _rss_now_mb()
+    return _summary(_time_calls(lambda: [summarize(t, 0) for t in texts], repeat), rss_before)
+
+
 def _worker_xla_once(paths: list[str], repeat: int) -> dict[str, Any]:
     """What a user waits for when XLA reads the files: this whole process (the parent times it)."""
     parse = _import("jaxlib._hlo", "hlo_module_from_text")
@@ -322,6 +331,7 @@ _WORKERS: dict[str, Callable[[list[str], int], dict[str, Any]]] = {
     "xla-once": _worker_xla_once,
     "xlagraph-parse": _worker_xlagraph_parse,
     "core-parse": _worker_core_parse,
+    "core-summary": _worker_core_summary,
     "diff": _worker_diff,
     "cli-graphs": lambda paths, _: _worker_cli(["graphs", *paths]),
     "cli-diff": lambda paths, _: _worker_cli(["diff", *paths]),

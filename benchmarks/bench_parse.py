@@ -3,8 +3,10 @@
 Both parsers get the module text already in memory (file reading is not timed):
 
 * XLA:      ``jaxlib._hlo.hlo_module_from_text(text)``
-* xlagraph: ``xlagraph.parse.hlo.parse_hlo(text, path)`` (the compiled reader plus building the Python IR),
-  and, to show the split, the compiled reader alone: ``xlagraph._core.parse_only(text)``.
+* xlagraph: ``xlagraph.parse.hlo.parse_hlo(text, path)`` (the compiled reader, its canonical form of every
+  computation and building the Python IR and the canonical dictionaries), and, to show the split, the
+  compiled reader alone (``xlagraph._core.parse_only(text)``) and the reader with canonicalization but
+  without any Python IR (``xlagraph._core.summarize_hlo``, all that ``xlagraph graphs`` needs).
 
 Then, whole processes as a user runs them (interpreter start-up, imports and file reading included), one
 run each: ``xlagraph graphs FILE`` (parse and fingerprint) next to a fresh process in which XLA parses
@@ -71,6 +73,7 @@ class Row:
     xla: Side
     xlagraph: Side
     core: Side
+    summary: Side
     xla_process_s: float | None = None
     graphs_process_s: float | None = None
 
@@ -112,6 +115,12 @@ def bench_file(path: Path, args: argparse.Namespace) -> Row:
     print(
         f"  of which the compiled reader alone: best {fmt_s(core.best_s)} s  {core.error or ''}", flush=True
     )
+    summary = measure("core-summary", path, repeat, args.timeout)
+    print(
+        f"  compiled reader and canonical form, no Python IR: best {fmt_s(summary.best_s)} s  "
+        f"{summary.error or ''}",
+        flush=True,
+    )
     xla_process = run_worker(["xla-once", str(path)], args.timeout)
     graphs_process = run_worker(["cli-graphs", str(path)], args.timeout)
     xla_wall = xla_process.wall_s if xla_process.ok else None
@@ -119,7 +128,9 @@ def bench_file(path: Path, args: argparse.Namespace) -> Row:
     print(
         f"  whole process: XLA parse {fmt_s(xla_wall)} s, xlagraph graphs {fmt_s(graphs_wall)} s", flush=True
     )
-    return Row(path.name, instructions, len(text.encode()), repeat, xla, ours, core, xla_wall, graphs_wall)
+    return Row(
+        path.name, instructions, len(text.encode()), repeat, xla, ours, core, summary, xla_wall, graphs_wall
+    )
 
 
 def table(rows: list[Row]) -> str:
@@ -131,6 +142,7 @@ def table(rows: list[Row]) -> str:
         "XLA best / median (s)",
         "xlagraph best / median (s)",
         "of which compiled reader (s)",
+        "reader + canonical, no IR (s)",
         "xlagraph / XLA",
         f"goal ≤ {PARSE_RATIO_GOAL:g}",
         "XLA peak RSS (+parse) MB",
@@ -148,6 +160,7 @@ def table(rows: list[Row]) -> str:
                 f"{fmt_s(r.xla.best_s)} / {fmt_s(r.xla.median_s)}",
                 f"{fmt_s(r.xlagraph.best_s)} / {fmt_s(r.xlagraph.median_s)}",
                 fmt_s(r.core.best_s),
+                fmt_s(r.summary.best_s),
                 fmt_x(ratio),
                 check(None if ratio is None else ratio <= PARSE_RATIO_GOAL),
                 fmt_rss(r.xla.peak_rss_mb, r.xla.rss_before_mb),
