@@ -15,8 +15,9 @@ from __future__ import annotations
 import linecache
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from pathlib import PurePath
+from pathlib import Path, PurePath
 
+from xlagraph.capture.shardings import MarkSharding, find_marks, read_mark_shardings
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, Context
@@ -203,6 +204,8 @@ class _Context:
     user_names: frozenset[str]
     site: str = ""
     read_line: LineReader = _read_line
+    marks: tuple[MarkSharding, ...] = ()  # the capture's mark_sharding calls
+    step: int = -1
 
 
 def _attribute(index: int, cause: Cause, ctx: _Context) -> Attribution:
@@ -255,6 +258,16 @@ def _attribute(index: int, cause: Cause, ctx: _Context) -> Attribution:
         ]
     else:  # the named patterns: what differs, as the changes say it
         items = [f"{c.what}: {c.old or '(none)'} -> {c.new or '(none)'}" for c in cause.changes]
+    if kind is CauseKind.SHARDING and ctx.marks:
+        # The HLO's metadata points into xla_sharding.py or the model; the capture saw the call.
+        marked = [
+            m.line
+            for ch in cause.changes
+            if ch.what == "sharding"
+            for m in find_marks(ctx.marks, ch.new)
+            if m.line and (ctx.step < 0 or m.step <= ctx.step)
+        ]
+        lines = tuple(dict.fromkeys((*marked[:2], *lines)))
     if not lines and library_lines and ctx.site:
         lines = _calling_lines(library_lines, ctx.site, ctx.read_line)
     # A tensor made inside the user's own helper: its callers are the user's lines too (the call
@@ -474,8 +487,9 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
         PurePath(f.file).name for g in log.graphs.values() for t in g.tensors for f in user_frames(t.frames)
     )
     modules = _Modules(log.graphs)
+    marks = read_mark_shardings(log.source) if explain and Path(log.source).is_dir() else ()
     recompiles = tuple(
-        _explain(s, letters, first, modules if explain else None, log, triggers, user_names, read_line)
+        _explain(s, letters, first, modules if explain else None, log, triggers, user_names, read_line, marks)
         for s in list(compiled_hashes.values())[1:]
     )
     compiles = len(compiled_hashes)
@@ -517,6 +531,7 @@ def _explain(
     triggers: dict[int, str],
     user_names: frozenset[str],
     read_line: LineReader = _read_line,
+    marks: tuple[MarkSharding, ...] = (),
 ) -> Recompile:
     earlier = [(h, s) for h, s in first.items() if s.index < target.index]
     first_sync = min((s.index for s in first.values()), default=0)
@@ -533,7 +548,7 @@ def _explain(
         result = choice.result
         causes = result.differences
         records = log.graphs.get(choice.graph_hash), log.graphs.get(target.graph_hash)
-        ctx = _Context(result, *records, user_names, site, read_line)
+        ctx = _Context(result, *records, user_names, site, read_line, marks, target.step)
         attribution = tuple(_attribute(i, c, ctx) for i, c in enumerate(causes))
         notes = result.notes
         new_code = choice.reason == NEW_CALL_SITE and triggers[target.index] not in IMPLICIT_TRIGGERS
