@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import networkx as nx
-
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import CauseKind, Change
 from xlagraph.diagnose.collectives import is_collective
 from xlagraph.diagnose.common import fmt_list
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from xlagraph.diagnose.compare import Comparison
 
 __all__ = ["structure"]
@@ -25,6 +25,8 @@ Node = tuple[str, str]
 
 
 def structure(cmp: Comparison, structural: list[tuple[str, str]], absorb_collectives: bool) -> None:
+    import networkx as nx  # here: its import is most of `xlagraph graphs`'s, which never gets here
+
     left, right = cmp.left, cmp.right
     pl, pr = cmp.pair_left, cmp.pair_right
     # A subgraph computed twice on one side and once (shared) on the other is the same
