@@ -74,8 +74,28 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if followers:
         kinds = sorted({str(pending[i].kind) for i in followers})
         summary += f"; what follows from it is folded in ({', '.join(kinds)})"
-    cause = merge(CauseKind.SHARDING, summary, [pending[i] for i in core + followers])
+    warm_up = _settling(evidence, changes)
+    if warm_up:
+        summary += (
+            ": inputs the first step produced arrive sharded from this step on (SPMD propagated "
+            "their sharding); expected once"
+        )
+    cause = merge(CauseKind.SHARDING, summary, [pending[i] for i in core + followers], info=warm_up)
     return Recognized((cause,), frozenset(core + followers))
+
+
+def _replicated(sharding: str) -> bool:
+    return sharding.replace(" ", "") in ("", "{replicated}", "{maximal}")
+
+
+def _settling(evidence: Evidence, changes: list) -> bool:  # type: ignore[type-arg]
+    """The second graph of an SPMD run: only inputs, all replicated before and sharded now (the
+    weights the first step updated come back with the sharding the partitioner gave them)."""
+    ctx = evidence.context
+    if not (ctx.first_graph or 0 <= ctx.step < 3) or not changes:
+        return False
+    params = evidence.right.entry.param_number
+    return all(ch.right in params and _replicated(ch.old) and not _replicated(ch.new) for ch in changes)
 
 
 RECOGNIZER = Recognizer("sharding", _recognize)
