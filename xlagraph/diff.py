@@ -9,6 +9,7 @@ the patterns behind them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 from xlagraph._gc import paused_gc
 from xlagraph.canonical import CanonicalModule, canonicalize
@@ -83,8 +84,20 @@ def diff_modules(a: Module, b: Module, context: Context = NO_CONTEXT) -> DiffRes
         return _diff(a, b, context)
 
 
+# A report compares each graph with several earlier ones: each module is canonicalized once, for
+# as long as it is alive (canonical forms are never modified).
+_CANONICAL: WeakKeyDictionary[Module, CanonicalModule] = WeakKeyDictionary()
+
+
+def _canonical(module: Module) -> CanonicalModule:
+    canon = _CANONICAL.get(module)
+    if canon is None:
+        canon = _CANONICAL[module] = canonicalize(module)
+    return canon
+
+
 def _diff(a: Module, b: Module, context: Context) -> DiffResult:
-    left, right = canonicalize(a), canonicalize(b)
+    left, right = _canonical(a), _canonical(b)
     raw: list[Cause] = []
     pairs: list[ComputationPair] = []
     seen: set[tuple[str, str]] = set()
@@ -107,8 +120,12 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
         if is_entry:
             dims = input_dim_changes(raw)
             regrouped = any(c.kind is CauseKind.COLLECTIVE for c in raw)
+        lins, rins = lc.computation.by_name, rc.computation.by_name
         for x, y in m.left.items():
-            cx, cy = lc.instruction(x).called, rc.instruction(y).called
+            cx = lins[x].called
+            if not cx:
+                continue  # most instructions call nothing
+            cy = rins[y].called
             if len(cx) == len(cy):
                 work += [(p, q) for p, q in zip(cx, cy, strict=True) if (p, q) not in seen]
     dead, notes = dead_code(left, right, explained=bool(raw))
