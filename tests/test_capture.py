@@ -351,47 +351,98 @@ def test_second_run_with_the_same_host_and_pid_gets_its_own_folder(tmp_path: Pat
 def test_source_lines_mode_is_planned() -> None:
     from xlagraph.capture._env import plan_env
 
-    assert plan_env({}, "/cap/h-1").source_lines_mode == "always"
+    assert plan_env({}, "/cap/h-1").source_lines_mode == "auto"
     assert plan_env({"XLAGRAPH_SOURCE_LINES": "auto"}, "/cap/h-1").source_lines_mode == "auto"
     assert plan_env({"XLAGRAPH_SOURCE_LINES": "always"}, "/cap/h-1").source_lines_mode == "always"
+    assert plan_env({"XLAGRAPH_SOURCE_LINES": "1"}, "/cap/h-1").source_lines_mode == "always"
     assert plan_env({"XLAGRAPH_SOURCE_LINES": "0"}, "/cap/h-1").source_lines_mode == "off"
     # the user set XLA_HLO_DEBUG (it implies torch_xla's IR debug): capture never switches it off
     assert plan_env({"XLA_HLO_DEBUG": "1"}, "/cap/h-1").source_lines_mode == "always"
 
 
-def test_source_lines_go_off_when_steady_and_come_back_after_a_compile(tmp_path: Path) -> None:
-    loop = (
-        "import torch, torch_xla\n"
-        "w = torch.ones(4, 4).to(torch_xla.device())\n"
-        "for step in range(10):\n"
-        "    w = w * 0.5 + 1 if step != 6 else w * 0.25 - 1\n"
-        "    torch_xla.sync()\n"
-        "    print(step, torch_xla._XLAC._get_ir_debug())\n"
-    )
-    out = tmp_path / "cap"
-    proc = subprocess.run(
-        [sys.executable, "-c", loop],
-        env=clean_env(XLAGRAPH_CAPTURE=str(out), XLAGRAPH_SOURCE_LINES="auto"),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+# Clipping every 12 steps: its graph first compiles at step 11, once the run is steady (source
+# lines off), and runs again at step 23.
+CLIP_EVERY_K = """\
+import torch, torch.nn as nn, torch_xla
+device = torch_xla.device()
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1)).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+for step in range(30):
+    x = torch.randn(4, 8).to(device)
+    opt.zero_grad()
+    model(x).pow(2).mean().backward()
+    if step % 12 == 11:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # CLIP
+    opt.step()
+    torch_xla.sync()
+    print(step, torch_xla._XLAC._get_ir_debug())
+"""
+
+
+def test_source_lines_off_when_steady_and_a_late_graph_gets_them_from_its_rerun(tmp_path: Path) -> None:
+    from xlagraph.report import build_report
+
+    script = tmp_path / "clip.py"
+    script.write_text(CLIP_EVERY_K)
+    out, always = tmp_path / "cap", tmp_path / "always"
+
+    def run(folder: Path, mode: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(script)],
+            env=clean_env(XLAGRAPH_CAPTURE=str(folder), XLAGRAPH_SOURCE_LINES=mode),
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            cwd=tmp_path,
+        )
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        proc, reference = pool.map(run, (out, always), ("auto", "always"))  # auto: the default
+    assert proc.returncode == reference.returncode == 0, proc.stderr[-3000:] + reference.stderr[-3000:]
     ir_debug = [line.split()[1] == "True" for line in proc.stdout.splitlines()]
-    # printed after each step: what the next step is traced with. Step 0 compiles; after 3 steps
-    # without a compile, off (steps 4-6 traced without lines); step 6 compiles: on again for 7-9,
-    # and off once 7-9 were steady.
-    assert ir_debug == [True, True, True, False, False, False, True, True, True, False]
+    # printed after each step: what the next step is traced with. Steps 0 and 1 compile (momentum
+    # buffers at 1); 8 steps later the run is steady: off, so step 11's new graph has no lines.
+    # On from then until that graph runs again (step 23), off right after.
+    assert ir_debug == [True] * 9 + [False] * 2 + [True] * 12 + [False] * 7
     (folder,) = out.iterdir()
     records = [json.loads(line) for line in (folder / fmt.JOURNAL).read_text().splitlines()]
-    graphs = {r["id"]: r for r in records if r["k"] == "graph" and "hash" in r}
-    late = [g for g in graphs.values() if g["step"] == 6]
-    assert len(late) == 1 and any(r.get("lines_off") for r in records if r.get("id") == late[0]["id"])
-    assert next(r for r in records if r["k"] == "end")["lines_off"] == 2
+    graphs: dict[int, dict] = {}
+    for r in records:
+        if r["k"] == "graph":
+            graphs.setdefault(r["id"], {}).update(r)
+    (late,) = [g for g in graphs.values() if g["step"] == 11]
+    assert late["lines_off"] and late["lines_step"] == 23 and late["lines_count"] > 0
+    assert late["lines_module"] == f"{fmt.LINES_DIR}/{late['hash']}.txt"
+    assert not list((folder / fmt.LINES_DIR).glob(f"*{fmt.LOWERED_SUFFIX}"))  # merged, then deleted
     (log,) = read_capture(out)
-    assert any(n.startswith("source lines off from step") for n in log.notes)
-    assert json.loads((folder / fmt.META).read_text())["source_lines_mode"] == "auto"
+    assert log.graphs[late["hash"]].module.endswith(late["lines_module"])
+    assert any("its lines come from its run at step 23" in n for n in log.notes)
+    # every line merged in is the one the run with lines always on dumped (the lowering numbers
+    # instructions alike); all but called computations' get one
+    merged = _lines_by_instruction(folder / late["lines_module"])
+    reference_log = read_capture(always)[0]
+    truth = _lines_by_instruction(Path(reference_log.graphs[late["hash"]].module))  # the same graph hash
+    got = {k: v for k, v in merged.items() if v}
+    assert got and all(truth[k] == v for k, v in got.items())
+    assert len(got) >= 0.8 * sum(1 for v in truth.values() if v)
+    # the clipping line is cited, as with source lines always on
+    clip = next(i for i, line in enumerate(CLIP_EVERY_K.splitlines(), 1) if "# CLIP" in line)
+    (recompile,) = [r for r in build_report(log).recompiles if r.step == 11]
+    assert f"clip.py:{clip}" in {line.rsplit("/", 1)[-1] for line in recompile.lines}
+    (expected,) = [r for r in build_report(reference_log).recompiles if r.step == 11]
+    assert recompile.lines == expected.lines and recompile.kinds == expected.kinds
+
+
+def _lines_by_instruction(path: Path) -> dict[str, str]:
+    """instruction name -> `file:line` of its metadata ("" without one), for every instruction."""
+    out = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"^\s*(?:ROOT\s+)?%?([^\s=]+)\s*=\s", line)
+        if m:
+            src = re.search(r'source_file="([^"]*)" source_line=(\d+)', line)
+            out[m.group(1)] = f"{src.group(1)}:{src.group(2)}" if src else ""
+    return out
 
 
 def test_unsupported_torch_xla_version_turns_capture_off(tmp_path: Path) -> None:

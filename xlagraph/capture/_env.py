@@ -38,7 +38,7 @@ class EnvPlan:
     hlo_dump: bool
     source_lines: bool
     notes: tuple[str, ...]
-    source_lines_mode: str = "always"  # auto: the recorder turns XLA_IR_DEBUG off in steady state
+    source_lines_mode: str = "auto"  # the recorder turns XLA_IR_DEBUG off in steady state; always; off
 
     @property
     def hlo_dir(self) -> str:
@@ -120,18 +120,19 @@ def plan_env(environ: Mapping[str, str], proc_dir: str) -> EnvPlan:
 
 
 def source_lines_mode(value: str) -> str:
-    """`XLAGRAPH_SOURCE_LINES`: `always` (the default), `auto` (on until the run is steady, and
-    again after each compile) or `off`.
+    """`XLAGRAPH_SOURCE_LINES`: `auto` (the default), `always` (also `1`, `on`) or `off` (`0`).
 
-    `always` is the default because the recompiles users need explained most are the late ones
-    (a ragged batch at the end of an epoch, clipping every 100 steps): under `auto` those are
-    traced while source lines are off, and their graphs carry no line of the user's code."""
+    torch_xla records a line by walking the Python stack for every IR node it creates, every step
+    (+50% on a short step). `auto` records them only where a graph can be new: until the run is
+    steady and after each compile. A graph that first compiles after that (a ragged batch at the
+    end of an epoch, clipping every 100 steps) is traced without them; lines then stay on until
+    it runs again, and that run is lowered with its lines (see the recorder)."""
     v = value.strip().lower()
     if v in ("0", "false", "no", "off"):
         return "off"
-    if v == "auto":
-        return "auto"
-    return "always"
+    if v in ("always", "1", "true", "yes", "on"):
+        return "always"
+    return "auto"
 
 
 def _user_view(environ: Mapping[str, str]) -> dict[str, str]:

@@ -6,6 +6,9 @@ DIR/<host>-<pid>/journal.jsonl       append-only records, one JSON object per li
                                      container restarted in place gets the same host and pid)
 DIR/<host>-<pid>/hlo/                --xla_dump_to: module_NNNN.<name>.before_optimizations.txt
 DIR/<host>-<pid>/tensors/<hash>.txt  live-tensor report taken before the sync that compiled <hash>
+DIR/<host>-<pid>/lines/<hash>.txt    the compiled HLO of a graph compiled while source lines were
+                                     off, with the lines of a lowering taken before a later run of it
+                                     (`<hash>.lowered.txt` until the process exits)
 DIR/<host>-<pid>/pt_xla_debug.txt    PT_XLA_DEBUG output, read as the run goes (the last step
                                      record's "o" says how far) and deleted at a clean exit
 """
@@ -20,6 +23,8 @@ META = "meta.json"
 JOURNAL = "journal.jsonl"
 HLO_DIR = "hlo"
 TENSORS_DIR = "tensors"
+LINES_DIR = "lines"
+LOWERED_SUFFIX = ".lowered.txt"
 DEBUG_FILE = "pt_xla_debug.txt"
 DEBUG_READING = "pt_xla_debug.reading.txt"  # renamed away while the hook reads it
 BEFORE_SUFFIX = ".before_optimizations.txt"

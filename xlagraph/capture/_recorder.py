@@ -14,11 +14,14 @@ torch_xla is passed in (`xlac` = `torch_xla._XLAC`), never imported here at modu
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
 import threading
 import time
+import warnings
+import weakref
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -39,7 +42,11 @@ RECENT_COMPILE_MARKERS = 2  # or while graphs still change (a compile at one of 
 REPORT_PER_COMPILE = 0.25  # ... if it costs at most this share of an average compile.
 DEBUG_ROTATE_BYTES = 4 << 20  # the PT_XLA_DEBUG file is started anew past this size
 PARAMETER_WRAPPING = 3200  # torch_xla tuples the parameters above this count (hlo-text-format.md 2.1)
-STEADY_MARKERS = 3  # markers without a compile before source lines go off (XLAGRAPH_SOURCE_LINES=auto)
+# Source lines (XLAGRAPH_SOURCE_LINES=auto, the default): torch_xla records them while it traces, so
+# they are on while graphs still change and off once the run replays cached graphs.
+STEADY_MARKERS = 8  # markers without a compile before source lines go off
+AWAIT_MARKERS = 1000  # a graph compiled while they were off: markers they stay on waiting for its rerun
+MAX_LINE_PROBES = 8  # lowerings of the live tensors per wait (each ~0.1 - 0.3 s: a scan of the heap)
 MAX_SHARD_RECORDS = 4096  # distinct mark_sharding calls kept (FSDPv2 marks every parameter once)
 SHARD_FRAMES = 8  # frames kept per mark_sharding call: FSDPv2's own frames come first
 
@@ -98,6 +105,14 @@ class _State:
     shardings: dict[tuple[Any, ...], int] = field(default_factory=dict)
     lines_on: bool = True  # torch_xla's IR debug (source lines) as capture left it
     lines_off_count: int = 0  # how often auto mode turned source lines off
+    # graphs compiled while source lines were off, waiting for a rerun: hash -> marker the wait began
+    awaiting: dict[str, int] = field(default_factory=dict)
+    tracked: list[weakref.ref[Any]] = field(default_factory=list)  # tensors whose pending graph predicts
+    probe_seen: dict[bytes, str] = field(default_factory=dict)  # their graph hash -> sync graph it became
+    probe: tuple[bytes, str | None] | None = None  # (that hash, HLO with lines or None: not lowered)
+    line_probes: int = 0
+    lowered: list[_Graph] = field(default_factory=list)  # graphs whose rerun was lowered with lines
+    late_notes: int = 0
     causes: dict[str, int] = field(default_factory=dict)
     graphs: dict[str, _Graph] = field(default_factory=dict)
     changed: list[_Graph] = field(default_factory=list)  # graphs with records to write
@@ -140,7 +155,9 @@ class Recorder:
         # Source lines cost torch_xla a Python stack walk per IR node, every step (+50% on a short
         # CPU step). They are needed only for the graphs that compile: in auto mode they go off once
         # the run is steady and come back after each compile (torch_xla's graph hash ignores them).
-        self.lines_auto = plan.source_lines_mode == "auto" and hasattr(xlac, "_set_ir_debug")
+        self.lines_auto = plan.source_lines_mode == "auto" and all(
+            hasattr(xlac, f) for f in ("_set_ir_debug", "_get_graph_hash", "_get_xla_tensors_hlo")
+        )
         self.awaiting: object | None = None  # token of the marker whose "after" has not run
         self.settings = settings
         self.pid = os.getpid()
@@ -216,6 +233,9 @@ class Recorder:
                 f"it costs under {REPORT_PER_COMPILE:.0%} of a compile); "
                 "XLAGRAPH_TENSORS_REPORT=always forces it"
             )
+        s.probe = None
+        if self.lines_auto and s.awaiting and s.lines_on:
+            self._probe_lines()
         s.overhead += time.perf_counter() - t
 
     def _closure(self, token: object) -> None:
@@ -253,24 +273,126 @@ class Recorder:
         s.overhead = 0.0
         s.report = None
         if self.lines_auto:
+            self._resolve_probe(own)
             self._adapt_source_lines()
 
     def _adapt_source_lines(self) -> None:
-        """Auto mode, after a step: lines off when steady, back on right after a compile."""
+        """Auto mode, after a step: lines on right after a compile and while a graph compiled
+        without them waits for its rerun; off once the run is steady."""
         s = self.s
-        if s.last_compile_marker == s.markers and not s.lines_on:
+        for graph_hash, began in list(s.awaiting.items()):
+            if s.markers - began >= AWAIT_MARKERS or s.line_probes >= MAX_LINE_PROBES:
+                del s.awaiting[graph_hash]
+                why = (
+                    f"not run again within {AWAIT_MARKERS} steps"
+                    if s.markers - began >= AWAIT_MARKERS
+                    else f"not told apart from other graphs in {MAX_LINE_PROBES} lowerings"
+                )
+                self._note(f"graph {graph_hash}: no source lines recovered ({why})")
+        if not s.awaiting:
+            s.tracked, s.probe_seen, s.line_probes = [], {}, 0
+        if (s.last_compile_marker == s.markers or s.awaiting) and not s.lines_on:
             self.xlac._set_ir_debug(True)
             s.lines_on = True
-        elif s.lines_on and s.markers - s.last_compile_marker >= STEADY_MARKERS:
+        elif s.lines_on and not s.awaiting and s.markers - s.last_compile_marker >= STEADY_MARKERS:
             self.xlac._set_ir_debug(False)
             s.lines_on = False
             s.lines_off_count += 1
             if s.lines_off_count == 1:
                 self._note(
                     f"source lines off from step {s.step} (no compile in {STEADY_MARKERS} steps), back on "
-                    "after each compile: a graph first compiled while they are off has none "
-                    "(XLAGRAPH_SOURCE_LINES=always keeps them on, at the cost of a slower step)"
+                    "after each compile; a graph first compiled while they are off gets them from its "
+                    "next run at a step marker (XLAGRAPH_SOURCE_LINES=always keeps them on, at the cost "
+                    "of a slower step)"
                 )
+
+    def _probe_lines(self) -> None:
+        """Before a marker, while graphs compiled without source lines wait for a rerun: when the
+        pending graph may be one of them, lower it (with the lines it was traced with) so that
+        `_resolve_probe` can keep it. The pending graph is predicted by the graph hash of tensors
+        that outlive steps (parameters, optimizer state), found once by a scan of the heap; the
+        sync graph each such hash became is learnt as the run goes, so a stable step costs one
+        hash (about 1 ms) and only an unseen one pays the scan and the lowering."""
+        s = self.s
+        if s.line_probes >= MAX_LINE_PROBES:
+            return
+        try:
+            tracked = [t for t in (r() for r in s.tracked) if t is not None]
+            key = self._pending_hash(tracked) if tracked else None
+            if key is not None and key in s.probe_seen:
+                s.probe = (key, None)
+                return
+            tensors = _pending_xla_tensors(self.xlac)
+            if not tracked:
+                s.tracked = [weakref.ref(t) for t in tensors]
+                key = self._pending_hash(tensors)
+            s.line_probes += 1
+            text = self.xlac._get_xla_tensors_hlo(tensors) if tensors else ""
+        except Exception as e:  # lines are a bonus: never a reason to stop capturing
+            self._note(f"source lines of late graphs not recovered: {type(e).__name__}: {e}")
+            s.awaiting.clear()
+            return
+        s.probe = (key or b"", text)
+
+    def _pending_hash(self, tensors: list[Any]) -> bytes:
+        return bytes(self.xlac._get_graph_hash(tensors))
+
+    def _resolve_probe(self, own: list[Execution]) -> None:
+        """After the marker: the graph a probe's lowering was. An awaited graph rerun from the
+        cache keeps that lowering; `finish` copies its lines onto the compiled dump."""
+        s = self.s
+        probe, s.probe = s.probe, None
+        if probe is None or len(own) != 1:
+            return
+        key, text = probe
+        ex = own[0]
+        if text is None:
+            if ex.graph_hash in s.awaiting and not ex.compiled:  # it reran, predicted as another graph
+                del s.awaiting[ex.graph_hash]
+                self._note(
+                    f"graph {ex.graph_hash}: no source lines recovered (its rerun at step {s.step - 1} "
+                    "was not told apart from other graphs by the parameters' pending graph)"
+                )
+            return
+        if len(s.probe_seen) >= 256:
+            s.probe_seen.clear()
+        s.probe_seen[key] = ex.graph_hash
+        if ex.compiled or ex.graph_hash not in s.awaiting or "source_file=" not in text:
+            return
+        del s.awaiting[ex.graph_hash]
+        graph = s.graphs[ex.graph_hash]
+        if not graph.has_module:
+            self._update(graph, lines_note="its compiled HLO was not kept")
+        elif self._fits(len(text)):
+            path = os.path.join(self.dir, fmt.LINES_DIR, f"{ex.graph_hash}{fmt.LOWERED_SUFFIX}")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            s.stored_bytes += len(text)
+            s.lowered.append(graph)
+            self._update(graph, lines_step=s.step - 1)
+        else:
+            self._update(graph, lines_note=self._cap_reason("HLO with source lines"))
+
+    def _merge_lines(self) -> None:
+        """At exit (not while training: it parses both modules): the compiled dump of each graph
+        whose rerun was lowered, with that lowering's source lines, as `lines/<hash>.txt`."""
+        from xlagraph.capture.lines import merge_lines
+
+        for graph in self.s.lowered:
+            lowered = os.path.join(self.dir, fmt.LINES_DIR, f"{graph.record['hash']}{fmt.LOWERED_SUFFIX}")
+            compiled = os.path.join(self.dir, graph.record["module"])
+            try:
+                with open(compiled, encoding="utf-8") as f, open(lowered, encoding="utf-8") as g:
+                    text, count = merge_lines(f.read(), g.read(), compiled, lowered)
+            except Exception as e:  # (OSError, InputError, anything the engine raises): lines are a bonus
+                self._update(graph, lines_note=f"lines not merged: {type(e).__name__}: {e}")
+                continue
+            name = f"{graph.record['hash']}.txt"
+            with open(os.path.join(self.dir, fmt.LINES_DIR, name), "w", encoding="utf-8") as f:
+                f.write(text)
+            _unlink(lowered)
+            self._update(graph, lines_module=f"{fmt.LINES_DIR}/{name}", lines_count=count)
 
     def finish(self) -> None:
         """At exit: read what torch_xla wrote after the last marker and close the journal."""
@@ -288,6 +410,8 @@ class Recorder:
         if tail or compiles != s.compiles:  # (the execution counter lags: not a reason alone)
             self._record_step(tail, len(tail), t, compiles, executes, closed_by_marker=False)
         self._scan_dumps()
+        if s.lowered:
+            self._merge_lines()
         self._write(self._graph_records())
         count, total_ns = self._compile_metric()
         end = {
@@ -353,6 +477,8 @@ class Recorder:
                 compiled.append((graph, ex, i >= own_start))
                 if self.lines_auto and not s.lines_on:
                     self._update(graph, lines_off=True)
+                    if i >= own_start:  # run by a marker: its rerun can be lowered before the marker
+                        self._await_lines(ex.graph_hash)
                 if self.plan.hlo_dump:
                     s.compile_queue.append((ex.graph_hash, ex.inputs))
         step: dict[str, Any] = {
@@ -384,6 +510,16 @@ class Recorder:
         s.step += 1
         s.last_end = now
         s.compiles, s.executes = compiles, executes
+
+    def _await_lines(self, graph_hash: str) -> None:
+        s = self.s
+        s.awaiting.setdefault(graph_hash, s.markers)
+        s.late_notes += 1
+        if s.late_notes <= 20:
+            self._note(
+                f"graph {graph_hash} compiled at step {s.step} while source lines were off: source lines "
+                f"on until it runs again at a step marker (at most {AWAIT_MARKERS} steps)"
+            )
 
     def _graph(self, ex: Execution) -> _Graph:
         graph = self.s.graphs.get(ex.graph_hash)
@@ -745,6 +881,28 @@ class Recorder:
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(self.meta, f, indent=1)
         os.replace(tmp, path)
+
+
+def _pending_xla_tensors(xlac: Any) -> list[Any]:
+    """The torch_xla tensors with pending work that the interpreter holds, once each: a scan of
+    the heap (0.1 - 0.3 s), plus the gradients and view bases only C++ refers to."""
+    import torch  # imported by torch_xla already
+
+    kinds = (torch.Tensor, torch.nn.Parameter)
+    found = [obj for obj in gc.get_objects() if type(obj) in kinds and obj.device.type == "xla"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found += [obj.grad for obj in found if obj.is_leaf and obj.grad is not None]
+    found += [obj._base for obj in found if obj._base is not None]  # (a view's base is never a view)
+    seen: set[int] = set()
+    unique = []
+    for t in found:
+        tid = int(xlac._xla_get_tensor_id(t))
+        if tid not in seen:
+            seen.add(tid)
+            unique.append(t)
+    need = xlac._check_tensor_need_materialization(unique) if unique else []
+    return [t for t, pending in zip(unique, need, strict=True) if pending]
 
 
 def _compiled_only(pending: Analysis) -> Execution:

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from xlagraph.capture import _format as fmt
 from xlagraph.capture.records import check_meta, check_record
-from xlagraph.errors import InputError
+from xlagraph.errors import InputError, XlagraphError
 from xlagraph.ir import Frame
 from xlagraph.parse.pt_xla_debug import Execution, fold_executions, parse_pt_xla_debug
 from xlagraph.parse.sources import read_bytes
@@ -357,6 +357,19 @@ def _graph_record(p: Path, g: dict[str, Any], notes: list[str]) -> GraphRecord:
     if module and not os.path.isfile(module):  # a FIFO or device there is never opened
         notes.append(f"{g['module']}: listed in the journal but missing")
         module = ""
+    if module and g.get("lines_module"):
+        module = _with_lines(p, g, module, notes)
+    elif g.get("lines_off"):
+        why = g.get("lines_note") or (
+            f"lowered at step {g['lines_step']}, not merged: the process did not exit cleanly"
+            if "lines_step" in g
+            else ""
+        )
+        notes.append(
+            f"graph {g['hash']} (step {g.get('step', '?')}) was compiled while source lines were off "
+            "and its lines were not recovered: its own instructions cite no line of yours"
+            + (f" ({why})" if why else "")
+        )
     tensors: tuple = ()
     tensors_note = str(g.get("tensors_note", ""))
     if g.get("tensors"):
@@ -367,6 +380,33 @@ def _graph_record(p: Path, g: dict[str, Any], notes: list[str]) -> GraphRecord:
     elif not tensors_note and not g.get("compiled"):
         tensors_note = "compiled before capture started"
     return GraphRecord(graph_hash=str(g["hash"]), module=module, tensors=tensors, tensors_note=tensors_note)
+
+
+def _with_lines(p: Path, g: dict[str, Any], module: str, notes: list[str]) -> str:
+    """The compiled dump of a graph compiled while source lines were off, with the lines capture
+    merged in from a later run of it (`capture/lines.py`). Used in place of the dump only when
+    xlagraph reads both as the same computation: a line is never bought with a changed graph."""
+    from xlagraph.canonical import canonicalize
+    from xlagraph.parse.sources import load_module
+
+    lines = str(p / g["lines_module"])
+    label = f"graph {g['hash']} (step {g.get('step', '?')})"
+    try:
+        if os.path.isfile(lines) and (
+            canonicalize(load_module(lines)).fingerprint == canonicalize(load_module(module)).fingerprint
+        ):
+            notes.append(
+                f"{label} was compiled while source lines were off; its lines come from its run at "
+                f"step {g.get('lines_step', '?')}"
+            )
+            return lines
+        why = "missing" if not os.path.isfile(lines) else "not the same graph"
+    except InputError as e:
+        why = f"unreadable: {e.message}"
+    except (XlagraphError, RecursionError) as e:
+        why = f"unreadable: {type(e).__name__}"
+    notes.append(f"{label} was compiled while source lines were off; {g['lines_module']} {why}: not used")
+    return module
 
 
 def _compiles_reported(acc: _Acc, notes: list[str]) -> int | None:

@@ -98,6 +98,11 @@ _SCHEMA: dict[str, dict[str, tuple[Check, bool]]] = {
         "tensors": (lambda v: folder_path(v, fmt.TENSORS_DIR), False),
         "tensors_note": (_str, False),
         "module_note": (_str, False),
+        "lines_module": (lambda v: folder_path(v, fmt.LINES_DIR), False),
+        "lines_step": (_int(), False),
+        "lines_count": (_int(), False),
+        "lines_off": (_bool_or_01, False),
+        "lines_note": (_str, False),
     },
     fmt.STEP: {
         "i": (_int(), True),
