@@ -51,6 +51,10 @@ XFAIL: dict[tuple[str, str], str] = {
     ("one_cause", "zero1_like"): "noise: ZeRO-1 vs all-reduce DP is structure + state_init + collective",
     ("hints", "zero1_like"): "hints that do not apply: 'keep the bucketing fixed' for a change of "
     "parallelism",
+    ("no_warm_up", "pp_stage"): "a false cause: a layer more on the stage called state_init (copies of "
+    "the model's tensors, an EMA teacher), expected, nothing to do",
+    ("no_warm_up", "zero1_like"): "a false cause: ZeRO-1's optimizer shards called state_init warm-up, "
+    "expected, nothing to do",
     ("one_cause", "pp_stage"): "noise: a layer more on the stage is reported as several causes (its "
     "inputs as warm-up or added inputs, its ops as an unknown structure)",
 }
@@ -240,6 +244,14 @@ def test_inputs_paired_as_the_step_pairs_them(name: str) -> None:
         if left in a.params and right in b.params and left in truth and truth[left] != right
     ]
     assert not wrong, f"(A's input, paired with B's, should be B's): {wrong[:5]}"
+
+
+@pytest.mark.parametrize("name", _cases("no_warm_up", list(EXPECTED)))
+def test_no_cause_called_expected(name: str) -> None:
+    """Two configurations (or a step with work the other lacks) are never 'expected warm-up,
+    nothing to do': none of these pairs is a first step against a later one."""
+    expected = [f"{c.kind.value}: {c.summary[:100]}" for c in _diff(name).differences if c.info]
+    assert not expected, expected
 
 
 @pytest.mark.parametrize("name", _cases("outputs", list(EXPECTED)))
