@@ -926,7 +926,12 @@ fn callees_first(module: &ModuleText) -> Vec<usize> {
 }
 
 /// Every computation, callees first, and the module's fingerprint and order (`rules.canonicalize`).
+/// A panic (a bug of this port) leaves the module to Python's canonicalization.
 pub fn canonicalize(module: &ModuleText) -> R<ModuleCanon> {
+    std::panic::catch_unwind(|| canonicalize_module(module)).unwrap_or(Err(Failure::Fallback))
+}
+
+fn canonicalize_module(module: &ModuleText) -> R<ModuleCanon> {
     if module.comps.is_empty() || module.comps.iter().any(|c| c.insts.is_empty()) {
         return Err(Failure::Fallback);
     }
