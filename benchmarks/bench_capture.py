@@ -21,6 +21,11 @@ Modes:
 
 Disk: a tiny stable loop (an 8x8 matmul chain) captured for 10 and for 1,000 steps.
 
+A late graph (default mode): the same loop with a short batch at steps LATE (the first compiles
+once the run is steady, without source lines; the second reruns it): which steps were traced with
+source lines, what capture's hook took at each step where it lowered the live tensors, and whether
+the late graph's lines were recovered.
+
 Output: a markdown table on stdout, benchmarks/_results/capture.json and capture.md.
 """
 
@@ -41,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import RESULTS_DIR, environment, markdown_table, write_json
 
 STEPS, WARMUP = 60, 10
+LATE = (25, 45)
 MODES = {
     "plain": {},
     "source lines only": {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1"},
@@ -54,7 +60,7 @@ MODES = {
 # -- worker side (a fresh interpreter per measurement) --------------------------------------------
 
 
-def worker_train(steps: int) -> dict[str, Any]:
+def worker_train(steps: int, late: tuple[int, ...] = ()) -> dict[str, Any]:
     import torch
     import torch.nn as nn
     import torch_xla
@@ -68,11 +74,15 @@ def worker_train(steps: int) -> dict[str, Any]:
     model = nn.TransformerEncoder(layer, num_layers=2).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(8, 16, 64).to(device)
+    short = x[:7].clone()
     times, cpu = [], []
-    for _ in range(steps):
+    for step in range(steps):
         t, c = time.perf_counter(), time.thread_time()
         optimizer.zero_grad()
-        model(x).pow(2).mean().backward()
+        if step in late:
+            model(short).pow(2).mean().backward()
+        else:
+            model(x).pow(2).mean().backward()
         optimizer.step()
         torch_xla.sync()
         times.append(time.perf_counter() - t)
@@ -108,9 +118,20 @@ def _env(extra: dict[str, str], tmp: str) -> dict[str, str]:
     return env
 
 
-def _worker(kind: str, steps: int, extra: dict[str, str], tmp: str, timeout: float) -> dict[str, Any]:
+def _worker(
+    kind: str, steps: int, extra: dict[str, str], tmp: str, timeout: float, late: tuple[int, ...] = ()
+) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, __file__, "--worker", kind, "--steps", str(steps)],
+        [
+            sys.executable,
+            __file__,
+            "--worker",
+            kind,
+            "--steps",
+            str(steps),
+            "--late",
+            ",".join(map(str, late)),
+        ],
         env=_env(extra, tmp),
         capture_output=True,
         text=True,
@@ -196,6 +217,33 @@ def measure_size(timeout: float) -> dict[str, Any]:
     return out
 
 
+def measure_late(timeout: float) -> dict[str, Any]:
+    """One run of the default capture with a short batch at LATE: see the module docstring."""
+    with tempfile.TemporaryDirectory(prefix="xlagraph-bench-") as tmp:
+        extra = {"XLAGRAPH_CAPTURE": "{tmp}/capture"}
+        times = _worker("train", STEPS, extra, tmp, timeout, LATE)["step_seconds"]
+        (journal,) = (Path(tmp) / "capture").glob("*/journal.jsonl")
+        records = [json.loads(line) for line in journal.read_text().splitlines()]
+    graphs: dict[int, dict[str, Any]] = {}
+    for r in records:
+        if r.get("k") == "graph":
+            graphs.setdefault(r["id"], {}).update(r)
+    (late,) = [g for g in graphs.values() if g.get("step") == LATE[0]] or [{}]
+    steps = {r["i"]: r for r in records if r.get("k") == "step"}
+    hook = {i: round(r.get("ov", 0.0) * 1e3, 1) for i, r in steps.items() if r.get("ov", 0.0) > 0.02}
+    return {
+        "late_steps": list(LATE),
+        "late_graph_compiled_without_lines": bool(late.get("lines_off")),
+        "lines_recovered_at_step": late.get("lines_step"),
+        "instructions_given_lines": late.get("lines_count"),
+        "hook_ms_over_20ms_by_step": hook,
+        "step_ms_at": {i: round(times[i] * 1e3, 1) for i in sorted({*LATE, LATE[0] + 1, LATE[1] - 1})},
+        "steady_step_ms": round(statistics.median(times[WARMUP : LATE[0]]) * 1e3, 2),
+        "waiting_step_ms": round(statistics.median(times[LATE[0] + 2 : LATE[1]]) * 1e3, 2),
+        "after_step_ms": round(statistics.median(times[LATE[1] + 1 :]) * 1e3, 2),
+    }
+
+
 def render(modes: dict[str, Any], size: dict[str, Any]) -> str:
     rows = []
     for mode, m in modes.items():
@@ -252,15 +300,19 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--late", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        result = (worker_train if args.worker == "train" else worker_tiny)(args.steps)
+        late = tuple(int(s) for s in args.late.split(",") if s)
+        result = worker_train(args.steps, late) if args.worker == "train" else worker_tiny(args.steps)
         print(json.dumps(result))
         return
     started = time.time()
     modes = measure(args.repeat, args.timeout)
     size = measure_size(args.timeout)
+    late = measure_late(args.timeout)
     text = render(modes, size)
+    text += f"\nA late graph (default capture, short batch at steps {LATE}):\n{json.dumps(late, indent=1)}\n"
     load = os.getloadavg()
     text += f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} CPUs)\n"
     print(text)
@@ -272,6 +324,7 @@ def main() -> None:
         "repeat": args.repeat,
         "modes": modes,
         "stable_loop_size": size,
+        "late_graph": late,
         "environment": environment(),
         "seconds": round(time.time() - started, 1),
     }

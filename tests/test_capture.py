@@ -358,6 +358,11 @@ def test_source_lines_mode_is_planned() -> None:
     assert plan_env({"XLAGRAPH_SOURCE_LINES": "0"}, "/cap/h-1").source_lines_mode == "off"
     # the user set XLA_HLO_DEBUG (it implies torch_xla's IR debug): capture never switches it off
     assert plan_env({"XLA_HLO_DEBUG": "1"}, "/cap/h-1").source_lines_mode == "always"
+    from xlagraph.capture._recorder import STEADY_MARKERS, Settings
+
+    assert Settings.from_env({"XLAGRAPH_STEADY_STEPS": "3"}).steady_markers == 3
+    assert Settings.from_env({"XLAGRAPH_STEADY_STEPS": "x"}).steady_markers == STEADY_MARKERS == 8
+    assert Settings.from_env({"XLAGRAPH_STEADY_STEPS": "0"}).steady_markers == 1
 
 
 # Clipping every 12 steps: its graph first compiles at step 11, once the run is steady (source

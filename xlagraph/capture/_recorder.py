@@ -44,7 +44,7 @@ DEBUG_ROTATE_BYTES = 4 << 20  # the PT_XLA_DEBUG file is started anew past this 
 PARAMETER_WRAPPING = 3200  # torch_xla tuples the parameters above this count (hlo-text-format.md 2.1)
 # Source lines (XLAGRAPH_SOURCE_LINES=auto, the default): torch_xla records them while it traces, so
 # they are on while graphs still change and off once the run replays cached graphs.
-STEADY_MARKERS = 8  # markers without a compile before source lines go off
+STEADY_MARKERS = 8  # markers without a compile before source lines go off (XLAGRAPH_STEADY_STEPS)
 AWAIT_MARKERS = 1000  # a graph compiled while they were off: markers they stay on waiting for its rerun
 MAX_LINE_PROBES = 8  # lowerings of the live tensors per wait (each ~0.1 - 0.3 s: a scan of the heap)
 MAX_SHARD_RECORDS = 4096  # distinct mark_sharding calls kept (FSDPv2 marks every parameter once)
@@ -58,6 +58,7 @@ class Settings:
     max_bytes: int = 200 * 2**20
     report_mode: str = "auto"  # auto | always | never
     fail_after: int = 0  # test hook: raise inside the hook at this marker (0: never)
+    steady_markers: int = STEADY_MARKERS
 
     @staticmethod
     def from_env(environ: dict[str, str] | os._Environ[str]) -> Settings:
@@ -71,10 +72,15 @@ class Settings:
             fail_after = int(environ.get("XLAGRAPH_CAPTURE_FAIL_AFTER", "0"))
         except ValueError:
             fail_after = 0
+        try:
+            steady = max(1, int(environ.get("XLAGRAPH_STEADY_STEPS", "") or STEADY_MARKERS))
+        except ValueError:
+            steady = STEADY_MARKERS
         return Settings(
             max_bytes=int(max_mb * 2**20),
             report_mode=mode if mode in ("auto", "always", "never") else "auto",
             fail_after=fail_after,
+            steady_markers=steady,
         )
 
 
@@ -279,7 +285,7 @@ class Recorder:
     def _adapt_source_lines(self) -> None:
         """Auto mode, after a step: lines on right after a compile and while a graph compiled
         without them waits for its rerun; off once the run is steady."""
-        s = self.s
+        s, steady = self.s, self.settings.steady_markers
         for graph_hash, began in list(s.awaiting.items()):
             if s.markers - began >= AWAIT_MARKERS or s.line_probes >= MAX_LINE_PROBES:
                 del s.awaiting[graph_hash]
@@ -294,13 +300,13 @@ class Recorder:
         if (s.last_compile_marker == s.markers or s.awaiting) and not s.lines_on:
             self.xlac._set_ir_debug(True)
             s.lines_on = True
-        elif s.lines_on and not s.awaiting and s.markers - s.last_compile_marker >= STEADY_MARKERS:
+        elif s.lines_on and not s.awaiting and s.markers - s.last_compile_marker >= steady:
             self.xlac._set_ir_debug(False)
             s.lines_on = False
             s.lines_off_count += 1
             if s.lines_off_count == 1:
                 self._note(
-                    f"source lines off from step {s.step} (no compile in {STEADY_MARKERS} steps), back on "
+                    f"source lines off from step {s.step} (no compile in {steady} steps), back on "
                     "after each compile; a graph first compiled while they are off gets them from its "
                     "next run at a step marker (XLAGRAPH_SOURCE_LINES=always keeps them on, at the cost "
                     "of a slower step)"
