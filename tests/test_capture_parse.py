@@ -222,3 +222,50 @@ def test_reader_rejects_other_folders(tmp_path: Path) -> None:
         read_capture(tmp_path)
     with pytest.raises(InputError):
         read_capture(tmp_path / "missing")
+
+
+# Hand-written HLO (merge_lines edge cases; the real case, checked against a run with source lines
+# always on, is tests/test_capture.py::test_source_lines_off_when_steady_...): two same-shape
+# weights transposed alike, told apart only by their users, and a metadata string holding braces
+# and an escaped quote.
+_COMPILED = """HloModule SyncTensorsGraph.9, entry_computation_layout={(f32[2,2]{1,0}, f32[2,2]{1,0})->(f32[2,2]{1,0}, f32[2,2]{1,0})}
+
+ENTRY %SyncTensorsGraph.9 (p0.1: f32[2,2], p1.2: f32[2,2]) -> (f32[2,2], f32[2,2]) {
+  %p0.1 = f32[2,2]{1,0} parameter(0)
+  %transpose.3 = f32[2,2]{1,0} transpose(f32[2,2]{1,0} %p0.1), dimensions={1,0}, metadata={op_type="aten__permute" op_name="aten__permute"}
+  %tanh.4 = f32[2,2]{1,0} tanh(f32[2,2]{1,0} %transpose.3), metadata={op_type="aten__tanh" op_name="aten__tanh"}
+  %p1.2 = f32[2,2]{1,0} parameter(1)
+  %transpose.5 = f32[2,2]{1,0} transpose(f32[2,2]{1,0} %p1.2), dimensions={1,0}
+  %exponential.6 = f32[2,2]{1,0} exponential(f32[2,2]{1,0} %transpose.5), metadata={op_type="aten__exp" op_name="aten__exp"}
+  ROOT %tuple.7 = (f32[2,2]{1,0}, f32[2,2]{1,0}) tuple(f32[2,2]{1,0} %tanh.4, f32[2,2]{1,0} %exponential.6)
+}
+"""  # noqa: E501
+_LOWERED = """HloModule IrToHlo.9, entry_computation_layout={(f32[2,2]{1,0}, f32[2,2]{1,0})->(f32[2,2]{1,0}, f32[2,2]{1,0})}
+
+ENTRY %IrToHlo.9 (p0.1: f32[2,2], p1.2: f32[2,2]) -> (f32[2,2], f32[2,2]) {
+  %p0.1 = f32[2,2]{1,0} parameter(0)
+  %transpose.5 = f32[2,2]{1,0} transpose(f32[2,2]{1,0} %p0.1), dimensions={1,0}, metadata={op_type="aten__permute" op_name="b/{x}\\"" source_file="/u/m.py" source_line=7}
+  %exponential.6 = f32[2,2]{1,0} exponential(f32[2,2]{1,0} %transpose.5), metadata={op_type="aten__exp" op_name="aten__exp" source_file="/u/m.py" source_line=8}
+  %p1.2 = f32[2,2]{1,0} parameter(1)
+  %transpose.3 = f32[2,2]{1,0} transpose(f32[2,2]{1,0} %p1.2), dimensions={1,0}, metadata={op_type="aten__permute" op_name="aten__permute" source_file="/u/m.py" source_line=4}
+  %tanh.4 = f32[2,2]{1,0} tanh(f32[2,2]{1,0} %transpose.3), metadata={op_type="aten__tanh" op_name="aten__tanh" source_file="/u/m.py" source_line=5}
+  ROOT %tuple.7 = (f32[2,2]{1,0}, f32[2,2]{1,0}) tuple(f32[2,2]{1,0} %exponential.6, f32[2,2]{1,0} %tanh.4)
+}
+"""  # noqa: E501
+
+
+def test_merge_lines_pairs_instructions_by_structure_not_by_name() -> None:
+    from xlagraph.canonical import canonicalize
+    from xlagraph.capture.lines import merge_lines
+    from xlagraph.parse.hlo import parse_hlo
+
+    merged, count = merge_lines(_COMPILED, _LOWERED, "compiled.hlo", "lowered.hlo")
+    assert count == 4
+    lines = {line.split("=", 1)[0].strip(): line for line in merged.splitlines() if " = " in line}
+    # the transposes have one hash; their users (tanh: line 5, exp: line 8) decide which is which
+    assert "source_line=4}" in lines["%transpose.3"] and "source_line=5}" in lines["%tanh.4"]
+    assert 'op_name="b/{x}\\"" source_file="/u/m.py" source_line=7}' in lines["%transpose.5"]
+    assert lines["%transpose.5"].count("metadata=") == 1  # added where the dump had none
+    assert "source_line=8}" in lines["%exponential.6"]
+    same = canonicalize(parse_hlo(merged, "merged.hlo")).fingerprint
+    assert same == canonicalize(parse_hlo(_COMPILED, "compiled.hlo")).fingerprint
