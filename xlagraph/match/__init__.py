@@ -14,6 +14,8 @@ Each phase claims only pairs that are still free, and records its name on the pa
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import strip_layout
 from xlagraph.match.bottom_up import match_bottom_up
@@ -27,18 +29,34 @@ __all__ = ["Matching", "match"]
 def match(left: CanonicalComputation, right: CanonicalComputation) -> Matching:
     """Pair the instructions of `left` and `right` (both canonical)."""
     m = Mappings()
-    _match_outputs_exact(left, right, m)
-    _match_outputs(left, right, m)
-    match_top_down(left, right, m, strict=True)
-    match_exact(left, right, m, "h1")
-    match_exact(left, right, m, "h0")
-    match_top_down(left, right, m, strict=True)
-    match_bottom_up(left, right, m)
-    _match_parameters(left, right, m)
-    match_top_down(left, right, m, strict=True)
-    match_bottom_up(left, right, m)
-    match_top_down(left, right, m, strict=False)
+    phases: tuple[tuple[Phase, tuple[object, ...]], ...] = (
+        (_match_outputs_exact, ()),
+        (_match_outputs, ()),
+        (match_top_down, (True,)),
+        (match_exact, ("h1",)),
+        (match_exact, ("h0",)),
+        (match_top_down, (True,)),
+        (match_bottom_up, ()),
+        (_match_parameters, ()),
+        (match_top_down, (True,)),
+        (match_bottom_up, ()),
+        (match_top_down, (False,)),
+    )
+    for phase, args in phases:
+        if _complete(left, m.left) or _complete(right, m.right):
+            break  # every phase pairs a free instruction of each side: none can add anything
+        phase(left, right, m, *args)
     return m.freeze()
+
+
+Phase = Callable[..., None]
+
+
+def _complete(comp: CanonicalComputation, paired: dict[str, str]) -> bool:
+    """Every instruction a phase could pair (live ones, parameters) is paired already."""
+    if len(paired) < len(comp.order):  # cheap test first: the usual answer while matching
+        return False
+    return all(map(paired.__contains__, comp.order)) and all(map(paired.__contains__, comp.param_number))
 
 
 def _shape(comp: CanonicalComputation, name: str) -> str:
