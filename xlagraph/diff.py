@@ -131,7 +131,8 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
     dead, notes = dead_code(left, right, explained=bool(raw))
     raw += dead
     raw += _invisible_change(a, b, raw)  # differing dead code is visible: not this
-    causes = recognize(Evidence(left, right, context), tuple(raw)) if raw else ()
+    entry_match = pairs[0].matching.right if pairs and pairs[0].matching is not None else {}
+    causes = recognize(Evidence(left, right, context, entry_match), tuple(raw)) if raw else ()
     compared = [(p.left, p.right, p.matching) for p in pairs]
     if not causes:
         causes = residual_differences(left, right, compared)

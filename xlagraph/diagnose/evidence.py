@@ -8,8 +8,8 @@ indices of the raw differences it consumed. Recognizers run in the order of
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from xlagraph.canonical import CanonicalModule
@@ -50,9 +50,13 @@ NO_CONTEXT = Context()
 
 @dataclass(frozen=True)
 class Evidence:
+    """`entry_match`: B's entry instruction -> the A instruction the matcher paired it with (empty
+    when not known), for recognizers that need what an instruction was in the other graph."""
+
     left: CanonicalModule
     right: CanonicalModule
     context: Context
+    entry_match: Mapping[str, str] = field(default_factory=dict)
 
     def instructions(self, cause: Cause) -> list[tuple[CanonicalModule, Instruction]]:
         """Every instruction a cause names, with its module (A's first)."""

@@ -11,7 +11,7 @@ from xlagraph.diagnose.common import is_number
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._common import merge, renamed
 
-__all__ = ["RECOGNIZER"]
+__all__ = ["RECOGNIZER", "matched_twin"]
 
 HINT = (
     "PyTorch/XLA bakes the Python scalars 0 and 1 as constants and passes other values as inputs: "
@@ -33,9 +33,55 @@ def _value(change_text: str) -> str:
     return change_text.rsplit(" ", 1)[-1]
 
 
+_COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum"})
+_THROUGH = frozenset({"broadcast", "reshape", "convert", "bitcast", "copy"})
+
+
+def _constant_behind(comp, name: str) -> str:  # type: ignore[no-untyped-def]
+    """The payload of the constant `name` is, through broadcasts and reshapes; `` if none."""
+    for _ in range(8):
+        ins = comp.computation.by_name.get(name)
+        if ins is None:
+            return ""
+        if ins.opcode == "constant":
+            return ins.payload.strip()
+        if ins.opcode not in _THROUGH or len(comp.operands.get(name, ())) != 1:
+            return ""
+        name = comp.operands[name][0]
+    return ""
+
+
+def matched_twin(evidence: Evidence, param: str, side: str) -> str | None:
+    """With the matching known: the 0/1 constant that the instruction paired with a reader of
+    `param` reads at the same operand position. `` if none; None when there is no matching."""
+    if not evidence.entry_match:
+        return None
+    here = (evidence.right if side == "right" else evidence.left).entry
+    other = (evidence.left if side == "right" else evidence.right).entry
+    match = evidence.entry_match
+    paired = match if side == "right" else {a: b for b, a in match.items()}
+    for u in _users(here, param):
+        v = paired.get(u)
+        if v is None or v not in other.operands:
+            continue
+        theirs = other.operands[v]
+        if here.instruction(u).opcode in _COMMUTATIVE:  # lowering may put the scalar either side
+            places = range(len(theirs))
+        else:
+            places = [k for k, o in enumerate(here.operands[u]) if o == param and k < len(theirs)]
+        for k in places:
+            if _special(value := _constant_behind(other, theirs[k])):
+                return value
+    return ""
+
+
 def _baked_twin(evidence: Evidence, param: str, side: str) -> str:
-    """The 0/1 constant the other graph has where this one reads scalar input `param`: an op of
-    the same kind and shape whose operand is (a broadcast of) a constant 0 or 1. `` if none."""
+    """The 0/1 constant the other graph has where this one reads scalar input `param`: the
+    matched reader reads a constant 0 or 1 there (a value baked on one step). Without a matching,
+    an op of the same kind and shape whose operand is (a broadcast of) a constant 0 or 1."""
+    matched = matched_twin(evidence, param, side)
+    if matched is not None:
+        return matched
     here = (evidence.right if side == "right" else evidence.left).entry
     other = (evidence.left if side == "right" else evidence.right).entry
     by_name = other.computation.by_name

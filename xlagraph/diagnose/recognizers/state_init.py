@@ -20,6 +20,7 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._common import merge, source_text
 from xlagraph.diagnose.recognizers.permutation import reordered_only
+from xlagraph.diagnose.recognizers.special_scalar import matched_twin
 from xlagraph.ir import Frame
 
 __all__ = ["RECOGNIZER"]
@@ -112,8 +113,34 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         c.kind is CauseKind.STRUCTURE and any("/optim/" in f for f in evidence.library_files(c))
         for c in pending
     )
-    if not created and not (carried and not optimizer_work):
+    # Weight-shaped inputs that are new although B already reads tensors of those very shapes: a
+    # copy of the model (an EMA teacher, copy.deepcopy) shared the originals' device data until
+    # its first update, so the first graph read one buffer where B reads two.
+    added_names = {x.name for x in inputs}
+    others = {
+        shape_of(evidence.right.entry, p) for p in evidence.right.entry.param_number if p not in added_names
+    }
+    twins = [
+        x for x in inputs if x not in state and not x.shape.endswith("[]") and x.shape in others and x.file
+    ]
+    if len(twins) >= 2 and all(is_library(Frame("", x.file, 0)) for x in twins):
+        state += twins
+    else:
+        twins = []
+    if not created and not twins and not (carried and not optimizer_work):
         return NOTHING  # scalars alone are values passed as data, not created state
+    if created:
+        # A scalar the optimizer's code reads that the first graph had nowhere, not even as a
+        # baked 0 or 1 (that is a special scalar): a factor of the update the new state enables
+        # (SGD's momentum once the buffers exist).
+        state += [
+            x
+            for x in inputs
+            if x not in state
+            and x.shape.endswith("[]")
+            and any(m in x.file for m in _OPTIMIZER)
+            and matched_twin(evidence, x.name, "right") == ""
+        ]
     keep = {x.name for x in state}
     rest = tuple(r for i in added if (r := _split(pending[i], keep)) is not None)
     inputs = state
@@ -144,8 +171,13 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     what = (
         "optimizer buffers (momentum, Adam moments, step counts)"
         if created
+        else "copies of the model's tensors that shared their data until first updated (an EMA "
+        "teacher, copy.deepcopy)"
+        if twins
         else "gradients kept from the step before (accumulated, or not zeroed yet)"
     )
+    if created and twins:
+        what += " and copies of the model's tensors that shared their data until first updated"
     summary = (
         f"state created on the first steps: B takes {len(shapes)} new input(s) "
         f"({', '.join(sorted(set(shapes))[:4])}): {what}, which exist from this step on; expected once"
