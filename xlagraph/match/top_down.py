@@ -97,6 +97,8 @@ def _align_commutative(
     """Operands of `add(x, y)` vs `add(y', x')`: already paired ones, then equal subgraphs, then
     the same opcode in operand order. Hashes are not a tie-break: a change elsewhere (a batch
     size) alters them and would cross twin branches."""
+    if len(oa) == 2:
+        return _align_two(lh1, rh1, lins, rins, oa, ob, mleft)
     rest_a, rest_b = list(oa), list(ob)
     first_a: list[str] = []
     first_b: list[str] = []
@@ -116,3 +118,33 @@ def _align_commutative(
                     first_b.append(y)
                     break
     return tuple(first_a + rest_a), tuple(first_b + rest_b)
+
+
+def _align_two(
+    lh1: dict[str, int],
+    rh1: dict[str, int],
+    lins: dict,  # type: ignore[type-arg]
+    rins: dict,  # type: ignore[type-arg]
+    oa: tuple[str, ...],
+    ob: tuple[str, ...],
+    mleft: dict[str, str],
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`_align_commutative` of two operands each (most binary ops): the first pair the rules
+    form, in their order, decides; the other two follow it."""
+    x0, x1 = oa
+    y0, y1 = ob
+    swap_a, swap_b = (x1, x0), (y1, y0)
+    for k0, k1, v0, v1 in (
+        (mleft.get(x0), mleft.get(x1), y0, y1),
+        (lh1[x0], lh1[x1], rh1[y0], rh1[y1]),
+        (lins[x0].opcode, lins[x1].opcode, rins[y0].opcode, rins[y1].opcode),
+    ):
+        if k0 == v0:
+            return oa, ob
+        if k0 == v1:
+            return oa, swap_b
+        if k1 == v0:
+            return swap_a, ob
+        if k1 == v1:
+            return swap_a, swap_b
+    return oa, ob
