@@ -70,6 +70,40 @@ def _is_state(x: _Input, existing: set[str]) -> bool:
     return any(m in x.file for m in _OPTIMIZER) and not _LR.search(x.text)
 
 
+_PLUMBING = frozenset({"transpose", "reshape", "broadcast", "convert", "bitcast", "copy"})
+
+
+def _compute_readers(comp, name: str) -> list[str]:  # type: ignore[no-untyped-def]
+    """The first instructions that compute with `name`, past transposes, reshapes, broadcasts."""
+    users: dict[str, list[str]] = {}
+    for u in comp.order:
+        for o in comp.operands[u]:
+            users.setdefault(o, []).append(u)
+    out: list[str] = []
+    stack, seen = [name], {name}
+    while stack:
+        for u in users.get(stack.pop(), ()):
+            if u in seen:
+                continue
+            seen.add(u)
+            if comp.instruction(u).opcode in _PLUMBING:
+                stack.append(u)
+            else:
+                out.append(u)
+    return out
+
+
+def _combines(comp, user: str, name: str) -> bool:  # type: ignore[no-untyped-def]
+    """`user` computes `name` with other data, not only with constants (`p * 0.9` is the same
+    for every weight of a shape, so it says nothing about which computation `name` feeds)."""
+    for o in comp.operands[user]:
+        while comp.instruction(o).opcode in _PLUMBING and len(comp.operands[o]) == 1:
+            o = comp.operands[o][0]
+        if o != name and comp.instruction(o).opcode != "constant":
+            return True
+    return False
+
+
 def _split(cause: Cause, keep: set[str]) -> Cause | None:
     """The part of an added-inputs cause about the inputs not in `keep`, or None."""
     names = tuple(n for n in cause.right if n not in keep)
@@ -120,8 +154,21 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     others = {
         shape_of(evidence.right.entry, p) for p in evidence.right.entry.param_number if p not in added_names
     }
+    computed_by_a = set(evidence.left.entry.h0.values())
+    entry = evidence.right.entry
     twins = [
-        x for x in inputs if x not in state and not x.shape.endswith("[]") and x.shape in others and x.file
+        x
+        for x in inputs
+        if x not in state
+        and not x.shape.endswith("[]")
+        and x.shape in others
+        and x.file
+        # The copy feeds the computation A did from the original (same structure, `h0`: the
+        # teacher's forward is the student's); a new layer's weights feed new computation.
+        and any(
+            entry.h0.get(u) in computed_by_a and _combines(entry, u, x.name)
+            for u in _compute_readers(entry, x.name)
+        )
     ]
     if len(twins) >= 2 and all(is_library(Frame("", x.file, 0)) for x in twins):
         state += twins
