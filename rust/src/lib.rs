@@ -304,6 +304,7 @@ fn parse_hlo<'py>(
         }
     }
     let mut forms: Vec<Option<Bound<'py, PyTuple>>> = vec![None; place.len()];
+    let mut ints = FxMap::default();
     let comps = PyList::empty(py);
     // Each computation's Rust records are freed once it is built: the peak holds one copy.
     for (index, comp) in std::mem::take(&mut module.comps).into_iter().enumerate() {
@@ -312,6 +313,7 @@ fn parse_hlo<'py>(
         if let Ok(m) = &canonical {
             forms[place[index]] = Some(canonical_form(
                 py,
+                &mut ints,
                 &m.comps[place[index]],
                 &comp,
                 &names,
@@ -363,6 +365,7 @@ fn py_int<'py>(py: Python<'py>, v: i128) -> PyResult<Bound<'py, PyAny>> {
 /// dictionaries in the key order `rules.py` gives them.
 fn canonical_form<'py>(
     py: Python<'py>,
+    ints: &mut FxMap<u64, Bound<'py, PyAny>>,
     c: &canon::CompCanon,
     comp: &parser::Comp,
     names: &[Bound<'py, PyString>],
@@ -378,13 +381,34 @@ fn canonical_form<'py>(
             ops.set_item(name(&i), tuple(c.ops(comp, i))?)?;
         }
     }
-    let (keys, h0, h1) = (PyDict::new(py), PyDict::new(py), PyDict::new(py));
+    // One int object per distinct content key (a module repeats a few thousand), shared by the
+    // leaves' h0/h1 (a leaf's h0 is its key).
+    let keys = PyDict::new(py);
     for &i in &c.order {
-        let u = i as usize;
-        keys.set_item(name(&i), c.keys[u])?;
-        h0.set_item(name(&i), py_int(py, c.h0[u])?)?;
-        h1.set_item(name(&i), py_int(py, c.h1[u])?)?;
+        let k = c.keys[i as usize];
+        let v = match ints.get(&k) {
+            Some(v) => v.clone(),
+            None => {
+                let v = k.into_pyobject(py)?.into_any();
+                ints.insert(k, v.clone());
+                v
+            }
+        };
+        keys.set_item(name(&i), v)?;
     }
+    // h0 and h1 have the keys' key order: copies of `keys` (no rehashing as they grow) whose
+    // values are replaced.
+    let fill = |hashes: &[i128]| -> PyResult<Bound<'py, PyDict>> {
+        let d = keys.copy()?;
+        for &i in &c.order {
+            let h = hashes[i as usize];
+            if h != c.keys[i as usize] as i128 {
+                d.set_item(name(&i), py_int(py, h)?)?;
+            }
+        }
+        Ok(d)
+    };
+    let (h0, h1) = (fill(&c.h0)?, fill(&c.h1)?);
     let pairs = |v: &[(u32, i64)]| -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         for (i, number) in v {
