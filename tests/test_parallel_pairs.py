@@ -51,8 +51,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("one_cause", "zero1_like"): "noise: ZeRO-1 vs all-reduce DP is structure + state_init + collective",
     ("hints", "zero1_like"): "hints that do not apply: 'keep the bucketing fixed' for a change of "
     "parallelism",
-    ("no_warm_up", "pp_stage"): "a false cause: a layer more on the stage called state_init (copies of "
-    "the model's tensors, an EMA teacher), expected, nothing to do",
     ("no_warm_up", "zero1_like"): "a false cause: ZeRO-1's optimizer shards called state_init warm-up, "
     "expected, nothing to do",
     ("one_cause", "pp_stage"): "noise: a layer more on the stage is reported as several causes (its "
