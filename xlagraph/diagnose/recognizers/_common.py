@@ -13,6 +13,7 @@ from xlagraph.diagnose.frames import is_library
 from xlagraph.ir import Frame
 
 __all__ = [
+    "enclosing_function",
     "inside_periodic_if",
     "lines_matching",
     "merge",
@@ -124,7 +125,7 @@ def lines_matching(files: Iterable[str], pattern: re.Pattern[str], limit: int = 
 _DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)\s*\(")
 
 
-def _enclosing_function(file: str, n: int) -> str:
+def enclosing_function(file: str, n: int) -> str:
     """The name of the `def` the line `n` of `file` sits in, `` at module level."""
     text = linecache.getline(file, n)
     indent = len(text) - len(text.lstrip())
@@ -143,25 +144,27 @@ def _enclosing_function(file: str, n: int) -> str:
     return ""
 
 
-def periodic_caller(location: str) -> str:
+def periodic_caller(location: str, files: Iterable[str] = ()) -> str:
     """`location` itself when it sits in an `if ... % k:` block; else the first line of the same
     file that calls the function `location` is in from such a block (a helper that computes
-    grad-norm statistics, called every k steps); `` when neither."""
+    grad-norm statistics, called every k steps), looked for in `files` too; `` when neither."""
     if inside_periodic_if(location):
         return location
     file, _, line = location.rpartition(":")
     if not file or not line.isdigit():
         return ""
-    name = _enclosing_function(file, int(line))
+    name = enclosing_function(file, int(line))
     if not name:
         return ""
     call = re.compile(rf"\b{re.escape(name)}\s*\(")
-    for n in range(1, _MAX_SCANNED_LINES):
-        text = linecache.getline(file, n)
-        if not text:
-            break
-        if call.search(text.split("#", 1)[0]) and not _DEF.match(text) and inside_periodic_if(f"{file}:{n}"):
-            return f"{file}:{n}"
+    for where in dict.fromkeys([file, *files]):  # its own file first, then the user's others
+        for n in range(1, _MAX_SCANNED_LINES):
+            text = linecache.getline(where, n)
+            if not text:
+                break
+            code = text.split("#", 1)[0]
+            if call.search(code) and not _DEF.match(text) and inside_periodic_if(f"{where}:{n}"):
+                return f"{where}:{n}"
     return ""
 
 

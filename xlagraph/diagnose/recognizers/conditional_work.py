@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import inside_periodic_if, merge, source_text
+from xlagraph.diagnose.recognizers._common import enclosing_function, inside_periodic_if, merge, source_text
+from xlagraph.ir import strip_layout
 
 __all__ = ["RECOGNIZER"]
 
@@ -22,6 +23,7 @@ _REGIONS = (
     CauseKind.PARAMETER_REMOVED,
 )
 _CASCADE = (
+    CauseKind.COLLECTIVE,  # the all-reduce of a norm, or of gradients, on those steps only
     CauseKind.STRUCTURE,
     CauseKind.OUTPUT_ADDED,
     CauseKind.OUTPUT_REMOVED,
@@ -50,7 +52,9 @@ _PLUMBING = frozenset(
 _PATTERNS = (
     (
         "clipping",
-        lambda files, ops: any("clip_grad" in f or "_patched_functions" in f for f in files),
+        lambda files, ops: (
+            any("clip_grad" in f or "_patched_functions" in f for f in files) or _clip_ops(ops)
+        ),
         "gradient clipping runs only on some steps",
         "clip on every step (clip_grad_norm_ is cheap next to the step), or accept one extra graph "
         "and keep k fixed; do not toggle it by a data-dependent condition",
@@ -73,10 +77,33 @@ _PATTERNS = (
 )
 
 
+def _clip_ops(ops: set[str]) -> bool:
+    """A global-norm clip, whoever wrote it (torch, torch_xla, neuronx-distributed or the user's
+    own tensor-parallel version): a square root of summed squares and a clamped coefficient."""
+    return "sqrt" in ops and bool(ops & {"clamp", "minimum"})
+
+
 def _library(evidence: Evidence, cause: Cause) -> list[str]:
-    """The files the instructions come from, and the text of the library lines they cite (the
-    line of `F.dropout` says `dropout` where its file is only `functional.py`)."""
-    return evidence.library_files(cause) + [source_text(loc) for loc in cause.library]
+    """The files the instructions come from, the text of the library lines they cite (the line
+    of `F.dropout` says `dropout` where its file is only `functional.py`), and the names of the
+    user's functions they sit in (a `clip_grad_norm_` of the user's own)."""
+    names = [enclosing_function(*_split(loc)) for loc in cause.sources]
+    return (
+        evidence.library_files(cause) + [source_text(loc) for loc in cause.library] + [n for n in names if n]
+    )
+
+
+def _split(location: str) -> tuple[str, int]:
+    file, _, line = location.rpartition(":")
+    return (file, int(line)) if line.isdigit() else (location, 0)
+
+
+def _scalars(evidence: Evidence, cause: Cause) -> bool:
+    """Inputs added or dropped that are all scalars: the factors of that work (a max norm)."""
+    if cause.kind not in (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED):
+        return False
+    found = evidence.instructions(cause)
+    return bool(found) and all(strip_layout(ins.shape).endswith("[]") for _, ins in found)
 
 
 def _ops(evidence: Evidence, cause: Cause) -> set[str]:
@@ -101,7 +128,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         if hits:
             # What the work changes downstream (outputs added, removed or reordered, the update
             # that reads clipped gradients) is the same root reason.
-            picked = [i for i, c in enumerate(pending) if i in hits or c.kind in _CASCADE]
+            picked = [
+                i for i, c in enumerate(pending) if i in hits or c.kind in _CASCADE or _scalars(evidence, c)
+            ]
             n = sum(pending[i].count for i in picked)
             cause = merge(
                 CauseKind.CONDITIONAL_WORK,

@@ -15,7 +15,12 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
-from xlagraph.diagnose.recognizers._common import periodic_caller, periodic_in_loop, source_text
+from xlagraph.diagnose.recognizers._common import (
+    periodic_caller,
+    periodic_in_loop,
+    source_text,
+    user_files,
+)
 from xlagraph.ir import Frame
 
 __all__ = ["RECOGNIZER"]
@@ -41,7 +46,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 out.append(replace(c, sources=tuple(dict.fromkeys([*blocks, *c.sources]))[:6]))
                 consumed.add(i)
             continue
-        sites = [s for loc in user if (s := periodic_caller(loc))]
+        files = user_files(evidence)
+        sites = [s for loc in user if (s := periodic_caller(loc, files))]
         if not sites or sites[0] == c.sources[0]:
             continue
         out.append(replace(c, sources=tuple(dict.fromkeys([sites[0], *c.sources]))[:6]))
