@@ -7,6 +7,8 @@ op whose shape changes only in element type belongs to the `dtype` cause.
 
 from __future__ import annotations
 
+from itertools import compress
+from operator import ne
 from typing import TYPE_CHECKING
 
 from xlagraph.canonical.hashes import COMMUTATIVE, IGNORED_ATTRIBUTES, normalize_attribute
@@ -80,8 +82,11 @@ def matched_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple[s
     pair_left, params, regrouped = cmp.pair_left, left.param_number, cmp.regrouped
     pl_get = pair_left.get
     follows_dims: dict[tuple[str, str], bool] = {}
-    # Pairs with equal subgraph hashes have nothing to report: only the others cost any work.
-    for a in left.order:
+    # Pairs with equal subgraph hashes have nothing to report: they are passed over at C speed
+    # (unpaired names come through too, as hash != None, and are skipped below).
+    order = left.order
+    maybe_changed = compress(order, map(ne, map(lh1.__getitem__, order), map(rh1.get, map(pl_get, order))))
+    for a in maybe_changed:
         b = pair_left.get(a)
         if b is None or lh1[a] == rh1[b]:
             continue
