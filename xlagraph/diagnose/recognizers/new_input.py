@@ -10,6 +10,12 @@ from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]
 
+_LAYER_HINT = (
+    "one graph runs work the other does not, with weights and results of its own (a layer, or "
+    "a pipeline stage's share of the model): expected when comparing two model or stage "
+    "partitions; within one run keep which layers run the same on every step"
+)
+
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     out: list[Cause] = []
@@ -28,13 +34,48 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         ]
         if not regions:
             continue
+        # What only this graph computes from those inputs, further down: more of the same new
+        # work (a layer's activation and its updated weights), not causes of their own.
+        cone = _downstream(users, [p for i in params for p in getattr(pending[i], side)])
+        own = set().union(*(getattr(pending[i], side) for i in regions))
+        out_kind = CauseKind.OUTPUT_ADDED if side == "right" else CauseKind.OUTPUT_REMOVED
+        more = [
+            i
+            for i, c in enumerate(pending)
+            if i not in consumed
+            and i not in regions
+            and (
+                (c.kind is CauseKind.STRUCTURE and set(getattr(c, side)) & cone)
+                or (c.kind is out_kind and set(getattr(c, side)) & (cone | own))
+            )
+        ]
+        regions += [i for i in more if pending[i].kind is CauseKind.STRUCTURE]
+        outputs = [i for i in more if pending[i].kind is out_kind]
         first = pending[params[0]]
         n = sum(len(getattr(pending[i], side)) for i in regions)
         only = "B" if side == "right" else "A"
         summary = f"{first.summary}, read by {n} instruction(s) that exist only in {only}"
-        out.append(merge(kind, summary, [pending[i] for i in params + regions]))
-        consumed.update(params + regions)
+        if outputs:
+            k = sum(1 for i in outputs for ch in pending[i].changes if ch.what == "output")
+            summary += (
+                f" and giving {k} output(s) of their own: work only {only} does (a layer, a stage's share)"
+            )
+        hint = _LAYER_HINT if outputs else ""
+        out.append(merge(kind, summary, [pending[i] for i in params + regions + outputs], hint=hint))
+        consumed.update(params + regions + outputs)
     return Recognized(tuple(out), frozenset(consumed)) if out else NOTHING
 
 
 RECOGNIZER = Recognizer("new_input", _recognize)
+
+
+def _downstream(users: dict[str, list[str]], roots: list[str]) -> set[str]:
+    """Every instruction that reads `roots`, directly or not."""
+    seen: set[str] = set()
+    stack = list(roots)
+    while stack:
+        for u in users.get(stack.pop(), ()):
+            if u not in seen:
+                seen.add(u)
+                stack.append(u)
+    return seen

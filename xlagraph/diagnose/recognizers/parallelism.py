@@ -1,7 +1,8 @@
-"""A change of parallelism (world size, tensor-parallel degree) between the two graphs.
+"""A change of parallelism (world size, tensor-parallel degree, sharding strategy) between two graphs.
 
 Collectives over other replica groups or added/removed, with input shapes that shrink or grow
-by a whole factor (768 -> 384: weights split over twice the devices): one root reason. The
+by a whole factor (768 -> 384: weights split over twice the devices), or collectives of another
+kind (reduce-scatter where the other graph all-reduces): one root reason. The
 collectives, shard shapes, scaling constants (1/world_size) and the structure around them are
 folded into one `collective` cause, with a hint about parallelism, not about bucketing.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import re
 
 from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._common import merge
 
@@ -53,10 +55,30 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     split = bool(shapes) and all(
         _whole_factor(ch.old, ch.new) for i in shapes for ch in pending[i].changes if ch.what == "shape"
     )
-    if not (groups_changed or split):
+    kinds_a = {c.kind for c in collectives(evidence.left)}
+    kinds_b = {c.kind for c in collectives(evidence.right)}
+    # Another kind of collective (reduce-scatter and all-gather beside or instead of all-reduce):
+    # gradients and optimizer state sharded (ZeRO-1, FSDP) or not, another strategy.
+    strategy = bool(kinds_a and kinds_b and kinds_a != kinds_b)
+    if not (groups_changed or split or strategy):
         return NOTHING  # regrouped over the same devices and shapes: bucketing, said by `collective`
     folded = [i for i, c in enumerate(pending) if c.kind in _FOLDED]
-    what = "replica groups changed" if groups_changed else "inputs split by a whole factor"
+    if groups_changed:
+        what = "replica groups changed"
+    elif split:
+        what = "inputs split by a whole factor"
+    else:
+        only_a, only_b = sorted(kinds_a - kinds_b), sorted(kinds_b - kinds_a)
+        what = "another collective strategy: " + "; ".join(
+            part
+            for part in (
+                f"{', '.join(only_b)} only in B" if only_b else "",
+                f"{', '.join(only_a)} only in A" if only_a else "",
+            )
+            if part
+        )
+        if "reduce-scatter" in only_a + only_b:
+            what += " (gradients or optimizer state sharded across ranks, as ZeRO-1 or FSDP do)"
     text = f"the parallel layout changed ({what}): {summary}" + (
         f"; {sum(pending[i].count for i in folded)} following change(s) folded in" if folded else ""
     )
