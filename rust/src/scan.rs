@@ -45,6 +45,11 @@ impl<'a> Cursor<'a> {
         let mut line_starts = Vec::with_capacity(b.len() / 64 + 1);
         line_starts.push(0);
         let mut i = 0;
+        if !text.contains('\r') {
+            // LF only (the usual case): memchr's search, not a loop over every byte.
+            line_starts.extend(text.match_indices('\n').map(|(k, _)| k + 1));
+            i = b.len();
+        }
         while i < b.len() {
             match b[i] {
                 b'\n' => line_starts.push(i + 1),
