@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from functools import lru_cache
 from typing import NamedTuple
+from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalModule
 from xlagraph.canonical.hashes import normalize_attribute
@@ -55,8 +56,20 @@ class Collective(NamedTuple):
         return (self.kind, self.operands, self.groups, self.dimensions)
 
 
+# Asked for by the comparison, several recognizers and the report, for the same modules again
+# and again (a report compares each graph with several candidates): found once per module.
+_FOUND: WeakKeyDictionary[CanonicalModule, tuple[Collective, ...]] = WeakKeyDictionary()
+
+
 def collectives(canon: CanonicalModule) -> list[Collective]:
     """Every live collective of the module, in printed (program) order."""
+    found = _FOUND.get(canon)
+    if found is None:
+        found = _FOUND[canon] = tuple(_find(canon))
+    return list(found)
+
+
+def _find(canon: CanonicalModule) -> list[Collective]:
     out = []
     for comp in canon.module.computations:
         live = canon.computations[comp.name].operands
