@@ -17,7 +17,8 @@ bounded and the reader runs on a thread of its own, so deep input cannot overflo
 
 It builds the IR of xlagraph.ir directly: names without `%`, raw attribute text in printed order
 (metadata apart), parsed metadata, and the FileNames/StackFrames tables as rows turned into frames
-here.
+here; and the module's canonical form (`Module.core`, which `canonical.canonicalize` uses).
+`summarize_hlo` reads and canonicalizes without building any Python IR.
 """
 
 from __future__ import annotations
