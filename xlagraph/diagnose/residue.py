@@ -12,6 +12,8 @@ found, this says where they differ instead of letting the verdict be `identical`
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import compress
+from operator import attrgetter
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
@@ -176,14 +178,20 @@ def _is_elided(ins_payload: str) -> bool:
 def _elided_pairs(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching) -> list[tuple[str, str]]:
     """Matched constants of one shape, one of them printed as `{...}`."""
     out = []
-    for a in lc.order:
+    lins, rins = lc.computation.by_name, rc.computation.by_name
+    # The constants of the left side, picked at C speed: every diff asks, of every instruction.
+    constants = compress(lc.order, map("constant".__eq__, map(_OPCODE, map(lins.__getitem__, lc.order))))
+    for a in constants:
         b = m.left.get(a)
         if b is None or lc.keys[a] == rc.keys[b]:
             continue
-        ia, ib = lc.instruction(a), rc.instruction(b)
-        if ia.opcode == ib.opcode == "constant" and (_is_elided(ia.payload) or _is_elided(ib.payload)):
+        ia, ib = lins[a], rins[b]
+        if ib.opcode == "constant" and (_is_elided(ia.payload) or _is_elided(ib.payload)):
             out.append((a, b))
     return out
+
+
+_OPCODE = attrgetter("opcode")
 
 
 def _only_elided(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching) -> bool:
