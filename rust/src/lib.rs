@@ -1,6 +1,7 @@
-//! `xlagraph._core`: the HLO text reader. Parsing runs without the GIL on borrowed text; the
-//! result is built as the Python IR directly (`Instruction` and `Metadata` NamedTuples), with
-//! repeated strings (opcodes, shapes, attribute text) shared as one object each.
+//! `xlagraph._core`: the HLO text reader, and the canonical form of what it read (canon.rs).
+//! Parsing and canonicalization run without the GIL on borrowed text; the result is built as the
+//! Python IR directly (`Instruction` and `Metadata` NamedTuples), with repeated strings (opcodes,
+//! shapes, attribute text) shared as one object each.
 
 mod attrs;
 mod blake2b;
