@@ -299,3 +299,20 @@ def test_ground_truth_covers_the_parameters() -> None:
     """The slot reading finds every updated parameter where the step is `p - update` on both sides."""
     for name in ("tp_gpt2", "tp_llama", "gpt_neox_like", "dtype_mlp"):
         assert len(_true_pairs(name)) == EXPECTED[name]["a"]["updated_params"], name
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_xla_printed_form_gives_the_same_diagnosis(name: str, tmp_path: Path) -> None:
+    """The same modules as XLA prints them (--xla_dump_to: no operand shapes, computations in post
+    order), read back through XLA's own parser: the same verdict and kinds."""
+    hlo = pytest.importorskip("jaxlib._hlo")
+    options = hlo.HloPrintOptions()
+    options.print_operand_shape = False
+    paths = []
+    for side in ("a", "b"):
+        text = (HERE / EXPECTED[name][side]["file"]).read_text()
+        paths.append(tmp_path / f"{side}.hlo")
+        paths[-1].write_text(hlo.hlo_module_from_text(text).to_string(options))
+    printed = diff_files(str(paths[0]), str(paths[1]))
+    assert printed.verdict == _diff(name).verdict
+    assert sorted(c.kind.value for c in printed.differences) == sorted(_kinds(name))
