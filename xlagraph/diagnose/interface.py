@@ -167,6 +167,9 @@ def compare_outputs(cmp: Comparison) -> None:
     pairs += slot_pairs
     typed, added, removed = _pair_slots(left, right, added, removed, same_type=False)
     pairs += typed
+    # A slot whose tensor was resharded (a gradient of a weight split over twice the devices):
+    # the same output in another shard shape, its producers' difference said inside.
+    pairs += _pair_resharded(left, right, added, removed)
     for i, j in typed:
         a, b = left.outputs[i], right.outputs[j]
         cmp.pending_dtype.append(Change(a, b, "dtype", shape_of(left, a), shape_of(right, b)))
@@ -232,6 +235,45 @@ def compare_outputs(cmp: Comparison) -> None:
         )
 
 
+def _whole_factor(a: str, b: str) -> bool:
+    """Same element type and rank, every differing dimension a whole multiple of the other."""
+    if element_type(a) != element_type(b):
+        return False
+    x, y = dims_of(a).split(","), dims_of(b).split(",")
+    if len(x) != len(y) or x == y:
+        return False
+    try:
+        changed = [(int(p), int(q)) for p, q in zip(x, y, strict=True) if p != q]
+    except ValueError:
+        return False
+    return all(p and q and (p % q == 0 or q % p == 0) for p, q in changed)
+
+
+def _pair_resharded(
+    left: CanonicalComputation, right: CanonicalComputation, added: list[int], removed: list[int]
+) -> list[tuple[int, int]]:
+    """Left-over slots, in order, whose shapes differ by whole factors; pairs are taken out of
+    `added` and `removed` in place."""
+    pairs: list[tuple[int, int]] = []
+    start = 0
+    for i in list(removed):
+        sa = shape_of(left, left.outputs[i])
+        k = next(
+            (
+                k
+                for k in range(start, len(added))
+                if _whole_factor(sa, shape_of(right, right.outputs[added[k]]))
+            ),
+            None,
+        )
+        if k is not None:
+            pairs.append((i, added[k]))
+            removed.remove(i)
+            del added[k]
+            start = k
+    return pairs
+
+
 def _pair_slots(
     left: CanonicalComputation,
     right: CanonicalComputation,
@@ -270,4 +312,15 @@ def _pair_slots(
             pairs.append((i, still_added[k]))
             del still_added[k]
             start = k
+    if same_type:  # out of order, a shape left once on each side is still that one slot
+        shapes_l = [shape_of(left, left.outputs[i]) for i in still_removed]
+        shapes_r = [shape_of(right, right.outputs[j]) for j in still_added]
+        lone = [
+            (i, still_added[shapes_r.index(sh)])
+            for i, sh in zip(still_removed, shapes_l, strict=True)
+            if shapes_l.count(sh) == 1 and shapes_r.count(sh) == 1
+        ]
+        pairs += lone
+        still_removed = [i for i in still_removed if i not in {a for a, _ in lone}]
+        still_added = [j for j in still_added if j not in {b for _, b in lone}]
     return pairs, still_added, still_removed

@@ -77,6 +77,9 @@ _PATTERNS = (
 )
 
 
+_CLIP_OPS = frozenset({"sqrt", "clamp", "minimum"})
+
+
 def _clip_ops(ops: set[str]) -> bool:
     """A global-norm clip, whoever wrote it (torch, torch_xla, neuronx-distributed or the user's
     own tensor-parallel version): a square root of summed squares and a clamped coefficient."""
@@ -114,12 +117,18 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     regions = [i for i, c in enumerate(pending) if c.kind in _REGIONS]
     if not regions:
         return NOTHING
+    # A clip's norm and its coefficient may land in separate regions: judged over all of them.
+    everywhere = set().union(*(_ops(evidence, pending[i]) for i in regions if pending[i].kind not in _TAPS))
+    clip_everywhere = _clip_ops(everywhere)
     for name, test, summary, hint in _PATTERNS:
         hits = [
             i
             for i in regions
             if pending[i].kind not in _TAPS
-            and test(_library(evidence, pending[i]), _ops(evidence, pending[i]))
+            and (
+                test(_library(evidence, pending[i]), _ops(evidence, pending[i]))
+                or (name == "clipping" and clip_everywhere and _ops(evidence, pending[i]) & _CLIP_OPS)
+            )
         ]
         if name == "optimizer" and not any(
             pending[i].kind is CauseKind.STRUCTURE and _ops(evidence, pending[i]) - _PLUMBING for i in hits

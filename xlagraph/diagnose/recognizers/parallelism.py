@@ -78,7 +78,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             if part
         )
         if "reduce-scatter" in only_a + only_b:
-            what += " (gradients or optimizer state sharded across ranks, as ZeRO-1 or FSDP do)"
+            what += " (results reduced and split across ranks instead of reduced whole)"
     text = f"the parallel layout changed ({what}): {summary}" + (
         f"; {sum(pending[i].count for i in folded)} following change(s) folded in" if folded else ""
     )
