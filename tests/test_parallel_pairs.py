@@ -35,8 +35,6 @@ EXPECTED = {
 
 # (test, pair) -> the defect it shows today (issue 7's classes)
 XFAIL: dict[tuple[str, str], str] = {
-    ("one_cause", "dtype_mlp"): "noise: beside dtype, a false conditional_work (the optimizer's update on "
-    "some steps) for the same step in bf16",
     ("outputs", "tp_llama"): "outputs not compared as slots: a resharded gradient slot is 'one output "
     "added, one removed'",
     ("kinds_present", "tp_gpt2_vocab_parallel"): "a change of parallelism unnamed when the embedding and "

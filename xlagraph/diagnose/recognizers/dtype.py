@@ -26,13 +26,14 @@ _AUTOCAST = re.compile(r"\bautocast\s*\(")
 _LOW = frozenset({"bf16", "f16", "f8e4m3fn", "f8e5m2", "f8e4m3", "f8e5m2fnuz", "f8e4m3fnuz"})
 
 
-def _same_ops(evidence: Evidence, cause: Cause) -> bool:
-    """Both sides of the region run the same ops, `convert`s aside."""
+def _same_ops(evidence: Evidence, *causes: Cause) -> bool:
+    """Both sides of the regions run the same ops, `convert`s aside."""
     left: Counter[str] = Counter()
     right: Counter[str] = Counter()
-    for canon, ins in evidence.instructions(cause):
-        if ins.opcode != "convert":
-            (left if canon is evidence.left else right)[ins.opcode] += 1
+    for cause in causes:
+        for canon, ins in evidence.instructions(cause):
+            if ins.opcode != "convert":
+                (left if canon is evidence.left else right)[ins.opcode] += 1
     return left == right
 
 
@@ -69,6 +70,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             or ((core or autocast) and (c.kind is not CauseKind.STRUCTURE or _same_ops(evidence, c)))
         )
     ]
+    rest = [i for i, c in enumerate(pending) if c.kind is CauseKind.STRUCTURE and i not in folded]
+    if core and rest and _same_ops(evidence, *(pending[i] for i in rest)):
+        folded += rest  # one op in f32 only in A and its bf16 twin only in B: the same op retyped
     if not folded:
         return NOTHING
     if core:
