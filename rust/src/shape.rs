@@ -3,6 +3,9 @@
 //! Element type names are XLA's lowercase `PrimitiveType` names; anything else in a shape's place
 //! (an identifier followed by `[`) is refused as an unknown element type, as XLA does.
 
+use std::sync::OnceLock;
+
+use crate::parser::FxMap;
 use crate::scan::{err, Cursor, Result};
 
 pub const MAX_DEPTH: usize = 512;
@@ -44,10 +47,18 @@ const ELEMENT_TYPES: &[&str] = &[
 ];
 
 pub fn element_type(name: &str) -> Option<u8> {
-    ELEMENT_TYPES
-        .iter()
-        .position(|t| *t == name)
-        .map(|i| i as u8)
+    // One hash lookup, not a scan comparing most of the list (every array of a module asks).
+    static BY_NAME: OnceLock<FxMap<&'static str, u8>> = OnceLock::new();
+    BY_NAME
+        .get_or_init(|| {
+            ELEMENT_TYPES
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (*t, i as u8))
+                .collect()
+        })
+        .get(name)
+        .copied()
 }
 
 pub fn element_type_name(t: u8) -> &'static str {
@@ -270,7 +281,16 @@ fn parse_array(c: &mut Cursor, build: bool) -> Result<Shape> {
         let next = c.peek();
         c.pos = save;
         if next.is_ascii_digit() || next == b':' || next == b'}' {
-            c.skip_balanced()?;
+            // The usual `{1,0}`: digits, commas and spaces to the `}`; anything else (tiling,
+            // memory space, comments) the general bracket walk.
+            let rest = &c.b[save + 1..];
+            let plain = rest
+                .iter()
+                .position(|&b| !(b.is_ascii_digit() || b == b',' || b == b' '));
+            match plain {
+                Some(k) if rest[k] == b'}' => c.pos = save + 1 + k + 1,
+                _ => c.skip_balanced()?,
+            }
             let layout = &c.text[save..c.pos];
             if let Some((_, attrs)) = layout.split_once(':') {
                 check_layout_attributes(attrs).map_err(|m| crate::scan::Error {
