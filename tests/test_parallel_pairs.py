@@ -35,8 +35,6 @@ EXPECTED = {
 
 # (test, pair) -> the defect it shows today (issue 7's classes)
 XFAIL: dict[tuple[str, str], str] = {
-    ("outputs", "tp_llama"): "outputs not compared as slots: a resharded gradient slot is 'one output "
-    "added, one removed'",
     ("kinds_present", "tp_gpt2_vocab_parallel"): "a change of parallelism unnamed when the embedding and "
     "the loss are split over the vocabulary (new masking ops in B)",
     ("kinds_absent", "tp_gpt2_vocab_parallel"): "false causes: conditional_work (the optimizer's update on "

@@ -239,7 +239,7 @@ def _whole_factor(a: str, b: str) -> bool:
     """Same element type and rank, every differing dimension a whole multiple of the other."""
     if element_type(a) != element_type(b):
         return False
-    x, y = dims_of(a).split(","), dims_of(b).split(",")
+    x, y = dims_of(a).strip("[]").split(","), dims_of(b).strip("[]").split(",")
     if len(x) != len(y) or x == y:
         return False
     try:
