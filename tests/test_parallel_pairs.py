@@ -52,8 +52,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("pairing", "pp_last_stage"): "inputs not paired from evidence: the existing blocks' weights called "
     "added (and warm-up) while the new block's are taken as old ones",
     ("no_warm_up", "pp_last_stage"): "a false cause: a block more called expected warm-up, nothing to do",
-    ("outputs", "tp_gpt2_vocab_parallel"): "outputs not compared as slots: resharded gradients are "
-    "outputs added and removed",
 }
 
 
