@@ -11,6 +11,7 @@ capture, nothing says otherwise); what changed around them comes from optimizer 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -93,6 +94,31 @@ def _compute_readers(comp, name: str) -> list[str]:  # type: ignore[no-untyped-d
     return out
 
 
+def _original_beside(comp, user: str, name: str, twins, added: set[str]) -> bool:  # type: ignore[no-untyped-def]
+    """Another instruction of the same structure as `user` reads, where `user` reads `name`, an
+    input of the same shape that is not new: the original the copy was made from."""
+    at = [k for k, o in enumerate(comp.operands[user]) if _source(comp, o) == name]
+    shape = comp.instruction(name).shape
+    for other in twins:
+        if other == user:
+            continue
+        ops = comp.operands[other]
+        for k in at:
+            o = _source(comp, ops[k]) if k < len(ops) else ""
+            if o and o not in added and o in comp.param_number and comp.instruction(o).shape == shape:
+                return True
+    return False
+
+
+def _source(comp, name: str) -> str:  # type: ignore[no-untyped-def]
+    """What `name` restates, past transposes, reshapes and broadcasts."""
+    for _ in range(16):
+        if comp.instruction(name).opcode not in _PLUMBING or len(comp.operands[name]) != 1:
+            return name
+        name = comp.operands[name][0]
+    return name
+
+
 def _combines(comp, user: str, name: str) -> bool:  # type: ignore[no-untyped-def]
     """`user` computes `name` with other data, not only with constants (`p * 0.9` is the same
     for every weight of a shape, so it says nothing about which computation `name` feeds)."""
@@ -154,8 +180,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     others = {
         shape_of(evidence.right.entry, p) for p in evidence.right.entry.param_number if p not in added_names
     }
-    computed_by_a = set(evidence.left.entry.h0.values())
+    computed_by_a = Counter(evidence.left.entry.h0.values())
     entry = evidence.right.entry
+    by_h0: dict[int, list[str]] = {}
+    for name, h in entry.h0.items():
+        by_h0.setdefault(h, []).append(name)
     twins = [
         x
         for x in inputs
@@ -163,10 +192,13 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         and not x.shape.endswith("[]")
         and x.shape in others
         and x.file
-        # The copy feeds the computation A did from the original (same structure, `h0`: the
-        # teacher's forward is the student's); a new layer's weights feed new computation.
+        # The copy feeds the same computation as the original does, side by side in B (same
+        # structure, `h0`: the teacher's forward is the student's, on the same images); a new
+        # layer's weights feed computation of their own, even a block put in front of the others.
         and any(
-            entry.h0.get(u) in computed_by_a and _combines(entry, u, x.name)
+            computed_by_a[h := entry.h0.get(u)] > 0
+            and _combines(entry, u, x.name)
+            and _original_beside(entry, u, x.name, by_h0.get(h, ()), added_names)
             for u in _compute_readers(entry, x.name)
         )
     ]
