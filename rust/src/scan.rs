@@ -34,9 +34,21 @@ pub fn is_ident_start(c: u8) -> bool {
     c.is_ascii_alphabetic() || c == b'_'
 }
 
+/// `[A-Za-z0-9_.-]` by byte, as a table: the reader tests every byte of every name.
+static IDENT_CHAR: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-';
+        c += 1;
+    }
+    t
+};
+
 #[inline]
 pub fn is_ident_char(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_' || c == b'.' || c == b'-'
+    IDENT_CHAR[c as usize]
 }
 
 impl<'a> Cursor<'a> {
@@ -115,6 +127,14 @@ impl<'a> Cursor<'a> {
     /// Skip whitespace and comments. An unterminated `/*` is an error.
     #[inline]
     pub fn ws(&mut self) -> Result<()> {
+        // Most calls find no whitespace or comment at all: decided here, without a call.
+        match self.b.get(self.pos) {
+            Some(&c) if !c.is_ascii_whitespace() && c != b'/' => Ok(()),
+            _ => self.skip_ws(),
+        }
+    }
+
+    fn skip_ws(&mut self) -> Result<()> {
         let b = self.b;
         loop {
             while self.pos < b.len() && b[self.pos].is_ascii_whitespace() {
