@@ -47,7 +47,7 @@ def match_top_down(
         if oa is None or ob is None or len(oa) != len(ob):
             continue
         if len(oa) > 1 and lins[a].opcode in COMMUTATIVE:
-            if all(x in mleft for x in oa) or all(y in mright for y in ob):
+            if all(map(mleft.__contains__, oa)) or all(map(mright.__contains__, ob)):
                 continue  # nothing left to pair, whatever the alignment
             oa, ob = _align_commutative(lh1, rh1, lins, rins, oa, ob, mleft)
         for x, y in zip(oa, ob, strict=True):
