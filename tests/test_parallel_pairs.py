@@ -35,8 +35,8 @@ EXPECTED = {
 
 # (test, pair) -> the defect it shows today (issue 7's classes)
 XFAIL: dict[tuple[str, str], str] = {
-    ("kinds_present", "tp_gpt2_vocab_parallel"): "a change of parallelism unnamed when the embedding and "
-    "the loss are split over the vocabulary (new masking ops in B)",
+    ("hints", "tp_gpt2_vocab_parallel"): "hints that do not apply: 'keep the bucketing fixed' for the "
+    "all-reduces a vocabulary-parallel split adds",
     ("kinds_absent", "tp_gpt2_vocab_parallel"): "false causes: conditional_work (the optimizer's update on "
     "some steps) and parameter_shape for tensor parallelism",
     ("one_cause", "tp_gpt2_vocab_parallel"): "noise: conditional_work + parameter_shape + parameter_added + "
