@@ -35,12 +35,6 @@ EXPECTED = {
 
 # (test, pair) -> the defect it shows today (issue 7's classes)
 XFAIL: dict[tuple[str, str], str] = {
-    ("hints", "tp_gpt2_vocab_parallel"): "hints that do not apply: 'keep the bucketing fixed' for the "
-    "all-reduces a vocabulary-parallel split adds",
-    ("kinds_absent", "tp_gpt2_vocab_parallel"): "false causes: conditional_work (the optimizer's update on "
-    "some steps) and parameter_shape for tensor parallelism",
-    ("one_cause", "tp_gpt2_vocab_parallel"): "noise: conditional_work + parameter_shape + parameter_added + "
-    "parameter_removed for one change of parallelism",
     ("shapes", "tp_gpt2_vocab_parallel"): "same-shaped weights paired wrongly, impossible changes follow "
     "(f32[256,64] -> f32[96,64])",
     ("pairing", "tp_gpt2_vocab_parallel"): "invented pairing of inputs when the structure changes and "

@@ -131,9 +131,15 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             )
         ]
         if name == "optimizer" and not any(
-            pending[i].kind is CauseKind.STRUCTURE and _ops(evidence, pending[i]) - _PLUMBING for i in hits
+            pending[i].kind is CauseKind.STRUCTURE
+            and _ops(evidence, pending[i]) - _PLUMBING
+            and not (pending[i].left and pending[i].right)
+            for i in hits
         ):
-            continue  # an optimizer value alone (a learning rate) is no update on some steps only
+            # An optimizer value alone (a learning rate) is no update on some steps only, nor are
+            # updates that read other operands (wired to other weights): the update must be there
+            # in one graph only.
+            continue
         if hits:
             # What the work changes downstream (outputs added, removed or reordered, the update
             # that reads clipped gradients) is the same root reason.

@@ -60,13 +60,18 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     # Another kind of collective (reduce-scatter and all-gather beside or instead of all-reduce):
     # gradients and optimizer state sharded (ZeRO-1, FSDP) or not, another strategy.
     strategy = bool(kinds_a and kinds_b and kinds_a != kinds_b)
-    if not (groups_changed or split or strategy):
+    # Collectives in one graph only, and inputs of other shapes: one graph runs split over devices
+    # (tensor parallelism with a vocabulary-split embedding reshapes more than by one factor).
+    appeared = bool(kinds_a) != bool(kinds_b) and bool(shapes)
+    if not (groups_changed or split or strategy or appeared):
         return NOTHING  # regrouped over the same devices and shapes: bucketing, said by `collective`
     folded = [i for i, c in enumerate(pending) if c.kind in _FOLDED]
     if groups_changed:
         what = "replica groups changed"
     elif split:
         what = "inputs split by a whole factor"
+    elif appeared:
+        what = f"collectives only in {'B' if kinds_b else 'A'}, and inputs of other shapes"
     else:
         only_a, only_b = sorted(kinds_a - kinds_b), sorted(kinds_b - kinds_a)
         what = "another collective strategy: " + "; ".join(
