@@ -115,13 +115,48 @@ def _align_gap(lefts: list[tuple[int, str]], rights: list[tuple[int, str]]) -> l
     for (i0, j0), (i1, j1) in itertools.pairwise(bounds):
         sub_l, sub_r = lefts[i0 + 1 : i1], rights[j0 + 1 : j1]
         if len(sub_l) == len(sub_r):
-            out += [(a, b) for (a, _), (b, _) in zip(sub_l, sub_r, strict=True)]
+            out += [(a, b) for (a, sa), (b, sb) in zip(sub_l, sub_r, strict=True) if _plausible(sa, sb)]
         else:  # same element type and rank: a resized input, else added / removed
             for a, sa in sub_l:
-                hit = next((b for b, sb in sub_r if _similar(sa, sb) and b not in {y for _, y in out}), None)
+                taken = {y for _, y in out}
+                candidates = [(b, sb) for b, sb in sub_r if _similar(sa, sb) and b not in taken]
+                # A split by a whole factor (a weight sharded) before any other resize.
+                hit = next((b for b, sb in candidates if _whole_factors(sa, sb)), None)
+                if hit is None:
+                    hit = next((b for b, sb in candidates if _plausible(sa, sb)), None)
                 if hit is not None:
                     out.append((a, hit))
     return out
+
+
+def _dims(shape: str) -> list[int] | None:
+    try:
+        return [int(d) for d in dims_of(shape).strip("[]").split(",") if d]
+    except ValueError:
+        return None
+
+
+def _whole_factors(a: str, b: str) -> bool:
+    """Every dimension equal or one a whole multiple of the other (a shard of the same tensor)."""
+    x, y = _dims(a), _dims(b)
+    return x is not None and y is not None and len(x) == len(y) and all(
+        p and q and (p % q == 0 or q % p == 0) for p, q in zip(x, y, strict=True)
+    )
+
+
+def _plausible(a: str, b: str) -> bool:
+    """One tensor resized: the same shape, a shard of it, or one dimension changed (a batch, a
+    sequence length); two dimensions resized by other than whole factors are two tensors."""
+    if a == b:
+        return True
+    if not _similar(a, b):
+        return False
+    x, y = _dims(a), _dims(b)
+    if x is None or y is None:
+        return True
+    if len(x) != len(y):
+        return False
+    return _whole_factors(a, b) or sum(p != q for p, q in zip(x, y, strict=True)) <= 1
 
 
 def _similar(a: str, b: str) -> bool:
