@@ -82,17 +82,20 @@ def _match_outputs(left: CanonicalComputation, right: CanonicalComputation, m: M
     then by shape alone (a momentum buffer is `grad` on the first step, `buf * m + grad` after)."""
     for same_opcode in (True, False):
         free_right = [o for o in right.outputs if o not in m.right]
+        # Shapes and opcodes once per pass, not once per comparison: an output that nothing
+        # matches is compared with every later one.
+        right_keys = [(_shape(right, b), right.instruction(b).opcode) for b in free_right]
         start = 0
         for a in left.outputs:
             if a in m.left:
                 continue
-            ia = left.instruction(a)
+            shape, opcode = _shape(left, a), left.instruction(a).opcode
             for k in range(start, len(free_right)):
                 b = free_right[k]
-                ib = right.instruction(b)
-                if b in m.right or _shape(left, a) != _shape(right, b):
+                shape_b, opcode_b = right_keys[k]
+                if b in m.right or shape != shape_b:
                     continue
-                if same_opcode and ia.opcode != ib.opcode:
+                if same_opcode and opcode != opcode_b:
                     continue
                 m.add(a, b, "outputs")
                 start = k + 1
