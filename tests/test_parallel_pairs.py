@@ -39,10 +39,8 @@ XFAIL: dict[tuple[str, str], str] = {
     "f32[64,256] -> f32[3,64], f32[3] -> f32[64]: the classifier's update paired with an MLP weight's)",
     ("pairing", "tp_bert"): "inputs not paired from evidence when tensor parallelism reshapes a BERT layer "
     "(an f32[64] LayerNorm input paired with another)",
-    (
-        "outputs",
-        "tp_bert",
-    ): "outputs not compared as slots: resharded gradients are outputs added and removed",
+    ("outputs", "tp_bert"): "outputs not compared as slots: resharded gradients are outputs added "
+    "and removed",
     ("shapes", "tp_gpt2_vocab_parallel"): "same-shaped weights paired wrongly, impossible changes follow "
     "(f32[256,64] -> f32[96,64])",
     ("pairing", "tp_gpt2_vocab_parallel"): "invented pairing of inputs when the structure changes and "
