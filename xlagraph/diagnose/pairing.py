@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
+from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.common import dims_of, element_type, shape_of
 
 if TYPE_CHECKING:
@@ -87,7 +89,11 @@ def _longest_increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out[::-1]
 
 
-def _align_gap(lefts: list[tuple[int, str]], rights: list[tuple[int, str]]) -> list[tuple[int, int]]:
+def _align_gap(
+    lefts: list[tuple[int, str]],
+    rights: list[tuple[int, str]],
+    resized: Callable[[str, str], bool],
+) -> list[tuple[int, int]]:
     """Pairs of positions between two anchors: same shape in order first (an LCS), then what is
     left between those, by position when the counts agree."""
     n, k = len(lefts), len(rights)
@@ -115,7 +121,7 @@ def _align_gap(lefts: list[tuple[int, str]], rights: list[tuple[int, str]]) -> l
     for (i0, j0), (i1, j1) in itertools.pairwise(bounds):
         sub_l, sub_r = lefts[i0 + 1 : i1], rights[j0 + 1 : j1]
         if len(sub_l) == len(sub_r):
-            out += [(a, b) for (a, sa), (b, sb) in zip(sub_l, sub_r, strict=True) if _plausible(sa, sb)]
+            out += [(a, b) for (a, sa), (b, sb) in zip(sub_l, sub_r, strict=True) if resized(sa, sb)]
         else:  # same element type and rank: a resized input, else added / removed
             for a, sa in sub_l:
                 taken = {y for _, y in out}
@@ -123,10 +129,17 @@ def _align_gap(lefts: list[tuple[int, str]], rights: list[tuple[int, str]]) -> l
                 # A split by a whole factor (a weight sharded) before any other resize.
                 hit = next((b for b, sb in candidates if _whole_factors(sa, sb)), None)
                 if hit is None:
-                    hit = next((b for b, sb in candidates if _plausible(sa, sb)), None)
+                    hit = next((b for b, sb in candidates if resized(sa, sb)), None)
                 if hit is not None:
                     out.append((a, hit))
     return out
+
+
+def _regrouped(cmp: Comparison) -> bool:
+    """The two graphs' collectives differ in kind or groups (another parallel layout)."""
+    a = sorted((c.kind, c.groups) for c in collectives(cmp.lm))
+    b = sorted((c.kind, c.groups) for c in collectives(cmp.rm))
+    return a != b
 
 
 def _dims(shape: str) -> list[int] | None:
@@ -228,12 +241,17 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     lone_l, lone_r = _distinguishable(cmp, left), _distinguishable(cmp, right)
     lloc, rloc = _locations(cmp.lm, left), _locations(cmp.rm, right)
     by_loc = {(shape_of(right, b), loc) for b, loc in rloc.items() if loc}
+    # Where the collectives differ the graphs run split another way: a tensor is then the same
+    # tensor only as a shard of it (768 -> 384), never resized by another amount (256 -> 96).
+    sharded = _regrouped(cmp)
+    resized = _whole_factors if sharded else _plausible
     evidence = [
         (lnum[a], rnum[b])
         for a, b in ((a, m.left.get(a)) for a in lnum)
         if b in rnum
         and (m.matcher.get(a) not in _IDENTITY or (a in lone_l and b in lone_r))
         and not _other_tensor(a, b, lloc, rloc, by_loc, shape_of(left, a))
+        and resized(shape_of(left, a), shape_of(right, b))
         and _supported(cmp, a, b)
     ]
     anchors = _longest_increasing(evidence)
@@ -249,7 +267,7 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
             chosen += same
             paired_l, paired_r = {a for a, _ in same}, {b for _, b in same}
             chosen += _align_gap(
-                [x for x in gl if x[0] not in paired_l], [y for y in gr if y[0] not in paired_r]
+                [x for x in gl if x[0] not in paired_l], [y for y in gr if y[0] not in paired_r], resized
             )
         chosen += _lone_twins(cmp, chosen, lname, rname)
     else:  # a real permutation: the rest by the matching, else left out
