@@ -45,10 +45,10 @@ XFAIL: dict[tuple[str, str], str] = {
     "(f32[256,64] -> f32[96,64])",
     ("pairing", "tp_gpt2_vocab_parallel"): "invented pairing of inputs when the structure changes and "
     "several inputs share a shape",
-    ("one_cause", "pp_last_stage"): "noise: a block more is state_init + constant_value (GELU's 0.5 "
-    "paired with a 1) + parameter_added",
-    ("pairing", "pp_last_stage"): "inputs not paired from evidence: the existing blocks' weights called "
-    "added (and warm-up) while the new block's are taken as old ones",
+    ("one_cause", "pp_last_stage"): "noise: beside the block added (parameter_added), a false "
+    "constant_value (GELU's 0.5 paired with a 1)",
+    ("pairing", "pp_last_stage"): "inputs not paired from evidence: existing blocks' weights called "
+    "added while the new block's are taken as old ones",
 }
 
 
