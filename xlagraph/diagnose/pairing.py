@@ -274,7 +274,13 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
         used_l = {a for a, _ in chosen}
         used_r = {b for _, b in chosen}
         for a, b in m.left.items():
-            if a in lnum and b in rnum and lnum[a] not in used_l and rnum[b] not in used_r:
+            if (
+                a in lnum
+                and b in rnum
+                and lnum[a] not in used_l
+                and rnum[b] not in used_r
+                and resized(shape_of(left, a), shape_of(right, b))
+            ):
                 chosen.append((lnum[a], rnum[b]))
                 used_l.add(lnum[a])
                 used_r.add(rnum[b])
