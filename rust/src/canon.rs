@@ -623,14 +623,21 @@ fn canon_computation<'b, 'a>(
             fops.push(ins.operands.iter().map(|&o| a(o)).collect());
         }
     }
-    let ops_of = |i: u32| -> &[u32] {
-        let f = fidx[i as usize];
-        if f == NONE {
-            &insts[i as usize].operands
-        } else {
-            &fops[f as usize]
-        }
-    };
+    // Forwarded operands and parameter flags in arrays of their own: the walks below jump around
+    // the computation, and `Inst` records are large (a 600K module's do not fit in any cache).
+    let eff: Vec<&[u32]> = insts
+        .iter()
+        .zip(&fidx)
+        .map(|(ins, &f)| {
+            if f == NONE {
+                ins.operands.as_slice()
+            } else {
+                fops[f as usize].as_slice()
+            }
+        })
+        .collect();
+    let ops_of = |i: u32| -> &[u32] { eff[i as usize] };
+    let parameter: Vec<bool> = insts.iter().map(|i| i.opcode == "parameter").collect();
     // Outputs: a tuple root flattened.
     let root = root_of(comp) as u32;
     let mut outputs = Vec::new();
@@ -687,8 +694,8 @@ fn canon_computation<'b, 'a>(
             }
         }
     }
-    for (i, ins) in insts.iter().enumerate() {
-        if ins.opcode == "parameter" && state[i] != 2 {
+    for i in 0..n {
+        if parameter[i] && state[i] != 2 {
             state[i] = 2;
             order.push(i as u32);
             entered.push(i as u32);
