@@ -14,6 +14,7 @@ from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import CauseKind, Change
 from xlagraph.diagnose.collectives import is_collective
 from xlagraph.diagnose.common import fmt_list
+from xlagraph.match.bottom_up import users_of
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -51,9 +52,8 @@ def structure(cmp: Comparison, structural: list[tuple[str, str]], absorb_collect
     if not g:
         return
     for side, comp, matched in (("A", left, pl), ("B", right, pr)):
-        for name in comp.order:
-            if (side, name) not in g:
-                continue
+        # The region's names in program order, picked at C speed (the regions are small).
+        for name in filter(_names(g, side).__contains__, comp.order):
             for o in comp.operands[name]:
                 if (side, o) in g:
                     g.add_edge((side, name), (side, o))
@@ -63,8 +63,8 @@ def structure(cmp: Comparison, structural: list[tuple[str, str]], absorb_collect
     for side, comp, matched in (("A", left, pl), ("B", right, pr)):
         for a, b in _users_by_anchor(side, comp, matched, g):
             g.add_edge(a, b)
-    lpos = {n: k for k, n in enumerate(left.order)}
-    rpos = {n: k for k, n in enumerate(right.order)}
+    lpos = dict(zip(left.order, range(len(left.order)), strict=True))
+    rpos = dict(zip(right.order, range(len(right.order)), strict=True))
     for component in sorted(nx.connected_components(g), key=lambda c: min(str(n) for n in c)):
         lefts = sorted((n for s, n in component if s == "A"), key=lpos.__getitem__)
         rights = sorted((n for s, n in component if s == "B"), key=rpos.__getitem__)
@@ -105,11 +105,15 @@ def _users_by_anchor(
 ) -> list[tuple[Node, Node]]:
     """Changed regions of both sides that flow into the same matched instruction are one region."""
     edges: list[tuple[Node, Node]] = []
-    for name in comp.order:
-        if name not in matched:
-            continue
+    users = users_of(comp)
+    readers = {u for o in _names(g, side) for u in users.get(o, ()) if u in matched}
+    for name in filter(readers.__contains__, comp.order):  # program order, as a full scan gives
         for o in comp.operands[name]:
             if (side, o) in g:
                 anchor = name if side == "A" else matched[name]
                 edges.append(((side, o), ("M", anchor)))
     return edges
+
+
+def _names(g: nx.Graph, side: str) -> set[str]:
+    return {n for s, n in g if s == side}
