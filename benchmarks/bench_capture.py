@@ -8,6 +8,8 @@ A 2-layer TransformerEncoder (d_model 64, 4 heads, feed-forward 128, batch 8 x 1
 with SGD, `torch_xla.sync()` every step, STEPS steps of which the first WARMUP are excluded (they
 compile). Every run is a fresh interpreter (`python bench_capture.py --worker train ...`), modes
 interleaved, REPEAT runs each; the figure is the median over runs of each run's median step time.
+On a shared machine the median moves with the neighbours' load; the 10th percentile of a run's
+steps (the steps nobody preempted) moves much less: both are printed, with their ratios.
 
 Modes:
 * plain                       no capture, no debug variables
@@ -45,7 +47,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import RESULTS_DIR, environment, markdown_table, write_json
 
-STEPS, WARMUP = 60, 10
+STEPS, WARMUP = 160, 10
 LATE = (25, 45)
 MODES = {
     "plain": {},
@@ -173,17 +175,26 @@ def _hook_overhead(directory: Path) -> dict[str, Any]:
     }
 
 
-def measure(repeat: int, timeout: float) -> dict[str, Any]:
-    runs: dict[str, list[float]] = {m: [] for m in MODES}
-    cpu: dict[str, list[float]] = {m: [] for m in MODES}
+def _p10(values: list[float]) -> float:
+    return statistics.quantiles(values, n=10)[0]
+
+
+def measure(repeat: int, timeout: float, modes: tuple[str, ...] = ()) -> dict[str, Any]:
+    chosen = {m: e for m, e in MODES.items() if not modes or m in modes}
+    runs: dict[str, list[float]] = {m: [] for m in chosen}
+    cpu: dict[str, list[float]] = {m: [] for m in chosen}
+    fast: dict[str, list[float]] = {m: [] for m in chosen}
+    fast_cpu: dict[str, list[float]] = {m: [] for m in chosen}
     extras: dict[str, Any] = {}
     for r in range(repeat):
-        for mode, extra in MODES.items():
+        for mode, extra in chosen.items():
             with tempfile.TemporaryDirectory(prefix="xlagraph-bench-") as tmp:
                 result = _worker("train", STEPS, extra, tmp, timeout)
                 steady = result["step_seconds"][WARMUP:]
                 runs[mode].append(statistics.median(steady))
                 cpu[mode].append(statistics.median(result["thread_cpu_seconds"][WARMUP:]))
+                fast[mode].append(_p10(steady))
+                fast_cpu[mode].append(_p10(result["thread_cpu_seconds"][WARMUP:]))
                 if r == 0 and "XLAGRAPH_CAPTURE" in extra:
                     extras[mode] = {"size_bytes": _capture_parts(Path(tmp) / "capture")}
                     extras[mode].update(_hook_overhead(Path(tmp) / "capture"))
@@ -192,19 +203,25 @@ def measure(repeat: int, timeout: float) -> dict[str, Any]:
             print(f"  run {r + 1}/{repeat} {mode}: {runs[mode][-1] * 1e3:.2f} ms/step", file=sys.stderr)
     plain = statistics.median(runs["plain"])
     plain_cpu = statistics.median(cpu["plain"])
-    modes = {}
+    plain_fast, plain_fast_cpu = statistics.median(fast["plain"]), statistics.median(fast_cpu["plain"])
+    out = {}
     for mode, values in runs.items():
         median = statistics.median(values)
         median_cpu = statistics.median(cpu[mode])
-        modes[mode] = {
+        p10, p10_cpu = statistics.median(fast[mode]), statistics.median(fast_cpu[mode])
+        out[mode] = {
             "median_step_ms": round(median * 1e3, 3),
             "ratio_to_plain": round(median / plain, 3),
             "runs_ms": [round(v * 1e3, 3) for v in values],
             "median_main_thread_cpu_ms": round(median_cpu * 1e3, 3),
             "cpu_ratio_to_plain": round(median_cpu / plain_cpu, 3),
+            "p10_step_ms": round(p10 * 1e3, 3),
+            "p10_ratio_to_plain": round(p10 / plain_fast, 3),
+            "p10_main_thread_cpu_ms": round(p10_cpu * 1e3, 3),
+            "p10_cpu_ratio_to_plain": round(p10_cpu / plain_fast_cpu, 3),
             **extras.get(mode, {}),
         }
-    return modes
+    return out
 
 
 def measure_size(timeout: float) -> dict[str, Any]:
@@ -244,7 +261,7 @@ def measure_late(timeout: float) -> dict[str, Any]:
     }
 
 
-def render(modes: dict[str, Any], size: dict[str, Any]) -> str:
+def render(modes: dict[str, Any], size: dict[str, Any] | None) -> str:
     rows = []
     for mode, m in modes.items():
         disk = m.get("size_bytes", {}).get("total")
@@ -256,6 +273,9 @@ def render(modes: dict[str, Any], size: dict[str, Any]) -> str:
                 f"{m['ratio_to_plain']:.3f}",
                 f"{m['median_main_thread_cpu_ms']:.2f}",
                 f"{m['cpu_ratio_to_plain']:.3f}",
+                f"{m['p10_step_ms']:.2f}",
+                f"{m['p10_ratio_to_plain']:.3f}",
+                f"{m['p10_cpu_ratio_to_plain']:.3f}",
                 "" if hook is None else f"{hook:.3f}",
                 "" if disk is None else f"{disk / 1e6:.2f} MB",
             ]
@@ -267,11 +287,16 @@ def render(modes: dict[str, Any], size: dict[str, Any]) -> str:
             "x plain",
             "main-thread CPU (ms/step)",
             "x plain",
+            "p10 step (ms)",
+            "x plain",
+            "p10 CPU x plain",
             "capture hook (ms/step)",
             f"disk ({STEPS} steps)",
         ],
         rows,
     )
+    if size is None:
+        return f"{table}\n"
     size_rows = [
         [
             steps,
@@ -300,6 +325,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--modes", default="", help="modes to time, separated by ';' (default: all)")
+    parser.add_argument("--steady-only", action="store_true", help="skip the disk and late-graph runs")
     parser.add_argument("--late", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -308,11 +335,17 @@ def main() -> None:
         print(json.dumps(result))
         return
     started = time.time()
-    modes = measure(args.repeat, args.timeout)
-    size = measure_size(args.timeout)
-    late = measure_late(args.timeout)
-    text = render(modes, size)
-    text += f"\nA late graph (default capture, short batch at steps {LATE}):\n{json.dumps(late, indent=1)}\n"
+    modes = measure(args.repeat, args.timeout, tuple(m.strip() for m in args.modes.split(";") if m.strip()))
+    if args.steady_only:
+        size, late = {}, {}
+        text = render(modes, None)
+    else:
+        size = measure_size(args.timeout)
+        late = measure_late(args.timeout)
+        text = render(modes, size)
+        text += (
+            f"\nA late graph (default capture, short batch at steps {LATE}):\n{json.dumps(late, indent=1)}\n"
+        )
     load = os.getloadavg()
     text += f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} CPUs)\n"
     print(text)
