@@ -47,7 +47,6 @@ def graphs_command(src: str, as_json: bool) -> None:
 
 def _rank_view(src: str, as_json: bool) -> bool:
     """Print the rank view when SRC is a folder of per-rank dumps; False when it is not one."""
-    from xlagraph.render.ranks_text import rank_view_to_json, render_ranks_text
     from xlagraph.report.ranks import rank_sources, rank_view
 
     with reading(src):
@@ -55,6 +54,7 @@ def _rank_view(src: str, as_json: bool) -> bool:
         view = rank_view(logs) if logs else None
     if view is None:
         return False
+    from xlagraph.render.ranks_text import rank_view_to_json, render_ranks_text  # the engine: only now
     if as_json:
         click.echo(json.dumps({"path": src, "kind": "ranks", "ranks": rank_view_to_json(view)}, indent=2))
     else:

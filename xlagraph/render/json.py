@@ -5,13 +5,16 @@ Key order is fixed and lists keep the engine's order, so the same input gives th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from xlagraph.canonical import CanonicalModule
-from xlagraph.diagnose.causes import Cause
-from xlagraph.diff import DiffResult
-from xlagraph.graphs import GraphListing
 from xlagraph.render.text import changed_instructions
+
+if TYPE_CHECKING:  # annotations only: listing graphs needs no diagnosis engine
+    from xlagraph.canonical import CanonicalModule
+    from xlagraph.diagnose.causes import Cause
+    from xlagraph.diff import DiffResult
+    from xlagraph.graphs import GraphListing
+
 
 __all__ = ["diff_to_json", "graphs_to_json"]
 

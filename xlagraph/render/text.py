@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import shlex
 import textwrap
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from xlagraph.canonical import CanonicalModule
-from xlagraph.diagnose.causes import Cause, Moved
-from xlagraph.diff import DiffResult
-from xlagraph.graphs import GraphListing, GraphRow
 from xlagraph.render.paths import short_location
+
+if TYPE_CHECKING:  # annotations only: listing graphs needs no diagnosis engine
+    from xlagraph.canonical import CanonicalModule
+    from xlagraph.diagnose.causes import Cause, Moved
+    from xlagraph.diff import DiffResult
+    from xlagraph.graphs import GraphListing, GraphRow
+
 
 __all__ = ["changed_instructions", "render_diff_text", "render_graphs_text"]
 

@@ -2,39 +2,44 @@
 
 `runlog_from_save_file` reads a plain XLA_SAVE_TENSORS_FILE dump; `load_runs` also reads capture
 folders (`xlagraph.capture`); `build_report` and `check_run` work on the resulting `RunLog`s.
+
+Names are imported when first used: `xlagraph graphs` reads `report.ranks` without paying for
+the diagnosis engine that `build_report` brings.
 """
 
-from xlagraph.report.build import build_report
-from xlagraph.report.check import check_run
-from xlagraph.report.load import is_capture_dir, load_runs
-from xlagraph.report.model import (
-    Attribution,
-    Baseline,
-    CheckResult,
-    CountedGraph,
-    RankEntry,
-    Recompile,
-    RunReport,
-    TensorRef,
-    TimelineEntry,
-    Variant,
-)
-from xlagraph.report.savefile import runlog_from_save_file
+from __future__ import annotations
 
-__all__ = [
-    "Attribution",
-    "Baseline",
-    "CheckResult",
-    "CountedGraph",
-    "RankEntry",
-    "Recompile",
-    "RunReport",
-    "TensorRef",
-    "TimelineEntry",
-    "Variant",
-    "build_report",
-    "check_run",
-    "is_capture_dir",
-    "load_runs",
-    "runlog_from_save_file",
-]
+import importlib
+from typing import Any
+
+_WHERE = {
+    "build_report": "build",
+    "check_run": "check",
+    "is_capture_dir": "load",
+    "load_runs": "load",
+    "runlog_from_save_file": "savefile",
+    **dict.fromkeys(
+        (
+            "Attribution",
+            "Baseline",
+            "CheckResult",
+            "CountedGraph",
+            "RankEntry",
+            "Recompile",
+            "RunReport",
+            "TensorRef",
+            "TimelineEntry",
+            "Variant",
+        ),
+        "model",
+    ),
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'xlagraph.report' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"xlagraph.report.{module}"), name)
