@@ -18,17 +18,18 @@ def zip_subgraphs(
 ) -> None:
     """Pair the operands of two equal-hash instructions, recursively."""
     hl, hr = getattr(left, key), getattr(right, key)
+    lops, rops, lins = left.operands, right.operands, left.computation.by_name
     stack = [(a, b)]
     while stack:
         x, y = stack.pop()
-        ox, oy = left.operands[x], right.operands[y]
+        ox, oy = lops[x], rops[y]
         if len(ox) != len(oy):
             continue
-        if len(ox) > 1 and left.instruction(x).opcode in COMMUTATIVE:
+        if len(ox) > 1 and lins[x].opcode in COMMUTATIVE:
             ox = sorted(ox, key=hl.__getitem__)
             oy = sorted(oy, key=hr.__getitem__)
         for p, q in zip(ox, oy, strict=True):
-            if hl[p] == hr[q] and m.add(p, q, tag):
+            if hl[p] == hr[q] and m.add(p, q, tag) and lops[p]:  # leaves have nothing to zip
                 stack.append((p, q))
 
 

@@ -63,7 +63,7 @@ def match_top_down(
             mleft[x] = y
             mright[y] = x
             matcher[x] = tag
-            if lh1[x] == rh1[y]:
+            if lh1[x] == rh1[y] and lops[x]:  # a leaf has no subgraph to zip
                 zip_subgraphs(left, right, x, y, "h1", m, tag)
             push((x, y))
 
