@@ -63,9 +63,10 @@ def match_top_down(
             mleft[x] = y
             mright[y] = x
             matcher[x] = tag
-            if lh1[x] == rh1[y] and lops[x]:  # a leaf has no subgraph to zip
-                zip_subgraphs(left, right, x, y, "h1", m, tag)
-            push((x, y))
+            if lops[x]:  # a leaf (constant, parameter) has nothing to zip or expand
+                if lh1[x] == rh1[y]:
+                    zip_subgraphs(left, right, x, y, "h1", m, tag)
+                push((x, y))
 
 
 def _open_pairs(
