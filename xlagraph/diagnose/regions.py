@@ -7,6 +7,7 @@ knows stays `structure`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import filterfalse
 from typing import TYPE_CHECKING
 
@@ -17,8 +18,6 @@ from xlagraph.diagnose.common import fmt_list
 from xlagraph.match.bottom_up import users_of
 
 if TYPE_CHECKING:
-    import networkx as nx
-
     from xlagraph.diagnose.compare import Comparison
 
 __all__ = ["structure"]
@@ -26,9 +25,47 @@ __all__ = ["structure"]
 Node = tuple[str, str]
 
 
-def structure(cmp: Comparison, structural: list[tuple[str, str]], absorb_collectives: bool) -> None:
-    import networkx as nx  # here: its import is most of `xlagraph graphs`'s, which never gets here
+class _Graph:
+    """An undirected graph that only answers membership and connected components (union-find).
+    networkx did this; its import alone took longer than the whole region pass of a 120K diff."""
 
+    def __init__(self) -> None:
+        self._parent: dict[Node, Node] = {}
+
+    def add_node(self, n: Node) -> None:
+        self._parent.setdefault(n, n)
+
+    def add_edge(self, a: Node, b: Node) -> None:
+        self.add_node(a)
+        self.add_node(b)
+        ra, rb = self._root(a), self._root(b)
+        if ra != rb:
+            self._parent[ra] = rb
+
+    def _root(self, n: Node) -> Node:
+        parent = self._parent
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]  # path halving: chains stay short
+            n = parent[n]
+        return n
+
+    def __contains__(self, n: object) -> bool:
+        return n in self._parent
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self._parent)
+
+    def __bool__(self) -> bool:
+        return bool(self._parent)
+
+    def components(self) -> list[set[Node]]:
+        groups: dict[Node, set[Node]] = {}
+        for n in self._parent:
+            groups.setdefault(self._root(n), set()).add(n)
+        return list(groups.values())
+
+
+def structure(cmp: Comparison, structural: list[tuple[str, str]], absorb_collectives: bool) -> None:
     left, right = cmp.left, cmp.right
     pl, pr = cmp.pair_left, cmp.pair_right
     # A subgraph computed twice on one side and once (shared) on the other is the same
@@ -38,7 +75,7 @@ def structure(cmp: Comparison, structural: list[tuple[str, str]], absorb_collect
     left_h1, right_h1 = set(left.h1.values()), set(right.h1.values())
     left_twins = set(map(left.h1.__getitem__, pl))  # at C speed: every pair of every diff
     right_twins = set(map(right.h1.__getitem__, pr))
-    g = nx.Graph()
+    g = _Graph()
     # The unions once, not once per unmatched instruction (a copy of every h1 of the other side).
     known_left, known_right = right_h1 | left_twins, left_h1 | right_twins
     for a in filterfalse(pl.__contains__, left.order):
@@ -65,7 +102,7 @@ def structure(cmp: Comparison, structural: list[tuple[str, str]], absorb_collect
             g.add_edge(a, b)
     lpos = dict(zip(left.order, range(len(left.order)), strict=True))
     rpos = dict(zip(right.order, range(len(right.order)), strict=True))
-    for component in sorted(nx.connected_components(g), key=lambda c: min(str(n) for n in c)):
+    for component in sorted(g.components(), key=lambda c: min(str(n) for n in c)):
         lefts = sorted((n for s, n in component if s == "A"), key=lpos.__getitem__)
         rights = sorted((n for s, n in component if s == "B"), key=rpos.__getitem__)
         if not (lefts or rights):
@@ -101,7 +138,7 @@ def structure(cmp: Comparison, structural: list[tuple[str, str]], absorb_collect
 
 
 def _users_by_anchor(
-    side: str, comp: CanonicalComputation, matched: dict[str, str], g: nx.Graph
+    side: str, comp: CanonicalComputation, matched: dict[str, str], g: _Graph
 ) -> list[tuple[Node, Node]]:
     """Changed regions of both sides that flow into the same matched instruction are one region."""
     edges: list[tuple[Node, Node]] = []
@@ -115,5 +152,5 @@ def _users_by_anchor(
     return edges
 
 
-def _names(g: nx.Graph, side: str) -> set[str]:
+def _names(g: _Graph, side: str) -> set[str]:
     return {n for s, n in g if s == side}
