@@ -269,3 +269,35 @@ def test_merge_lines_pairs_instructions_by_structure_not_by_name() -> None:
     assert "source_line=8}" in lines["%exponential.6"]
     same = canonicalize(parse_hlo(merged, "merged.hlo")).fingerprint
     assert same == canonicalize(parse_hlo(_COMPILED, "compiled.hlo")).fingerprint
+
+
+@pytest.mark.parametrize(("lines_from", "used"), [("scale_0.hlo", True), ("scale_1.hlo", False)])
+def test_reader_uses_merged_lines_only_for_the_same_graph(
+    tmp_path: Path, lines_from: str, used: bool
+) -> None:
+    # scale_1.hlo is scale_0.hlo with another constant: a lines module that is not the compiled
+    # graph (a damaged or edited folder) is refused, never read in its place
+    graph = '{"k":"graph","id":0,"hash":"abc123abc123abc123","in":1,"out":1,"step":0,"compiled":true,'
+    graph += '"module":"hlo/m.txt","lines_off":true}\n'
+    update = (
+        '{"k":"graph","id":0,"lines_step":1,"lines_module":"lines/abc123abc123abc123.txt","lines_count":3}\n'
+    )
+    proc = _journal(tmp_path, [*STEP_LINES[:3], graph, *STEP_LINES[4:], update])
+    (proc / fmt.HLO_DIR).mkdir()
+    (proc / fmt.LINES_DIR).mkdir()
+    shutil.copy(DATA / "scale_0.hlo", proc / fmt.HLO_DIR / "m.txt")
+    shutil.copy(DATA / lines_from, proc / fmt.LINES_DIR / "abc123abc123abc123.txt")
+    (run,) = read_capture(tmp_path / "cap")
+    module = run.graphs["abc123abc123abc123"].module
+    assert module.endswith("lines/abc123abc123abc123.txt" if used else "hlo/m.txt")
+    expected = "its lines come from its run at step 1" if used else "not the same graph: not used"
+    assert any(expected in n for n in run.notes), run.notes
+
+
+def test_reader_says_when_a_late_graph_has_no_lines(tmp_path: Path) -> None:
+    graph = '{"k":"graph","id":0,"hash":"abc123abc123abc123","in":1,"out":1,"step":0,"compiled":true,'
+    graph += '"lines_off":true}\n'
+    (run,) = read_capture(_journal(tmp_path, [*STEP_LINES[:3], graph, *STEP_LINES[4:]]))
+    assert any(
+        "compiled while source lines were off and its lines were not recovered" in n for n in run.notes
+    )
