@@ -338,8 +338,8 @@ _SCREENED = 2
 
 def _screen(readable: list[tuple[str, Sync]], this: Module, modules: _Modules) -> list[tuple[str, Sync]]:
     """The candidates closest to `this` by a cheap measure of what `_score` counts: how many of
-    the entries' instructions have no structural twin (`h0`) on the other side. Near ties are all
-    kept, so the full diff still decides between them."""
+    the entries' instructions have no structural twin (`h0`) on the other side; the full diff then
+    decides between the two closest (on a tie, the most recent)."""
     if len(readable) <= _SCREENED:
         return readable
     mine = Counter(canonicalize(this).entry.h0.values())
@@ -349,9 +349,8 @@ def _screen(readable: list[tuple[str, Sync]], this: Module, modules: _Modules) -
         assert isinstance(base, Module)
         theirs = Counter(canonicalize(base).entry.h0.values())
         distance.append(sum((mine - theirs).values()) + sum((theirs - mine).values()))
-    order = sorted(range(len(readable)), key=lambda k: (distance[k], k))
-    cutoff = distance[order[_SCREENED - 1]]
-    return [readable[k] for k in order if distance[k] <= cutoff]
+    order = sorted(range(len(readable)), key=lambda k: (distance[k], k))  # ties: the most recent
+    return [readable[k] for k in sorted(order[:_SCREENED])]
 
 
 def _score(result: DiffResult, candidate_sync: Sync) -> tuple[int, int, int]:
