@@ -55,6 +55,7 @@ def _rank_view(src: str, as_json: bool) -> bool:
     if view is None:
         return False
     from xlagraph.render.ranks_text import rank_view_to_json, render_ranks_text  # the engine: only now
+
     if as_json:
         click.echo(json.dumps({"path": src, "kind": "ranks", "ranks": rank_view_to_json(view)}, indent=2))
     else:

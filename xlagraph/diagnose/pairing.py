@@ -152,8 +152,11 @@ def _dims(shape: str) -> list[int] | None:
 def _whole_factors(a: str, b: str) -> bool:
     """Every dimension equal or one a whole multiple of the other (a shard of the same tensor)."""
     x, y = _dims(a), _dims(b)
-    return x is not None and y is not None and len(x) == len(y) and all(
-        p and q and (p % q == 0 or q % p == 0) for p, q in zip(x, y, strict=True)
+    return (
+        x is not None
+        and y is not None
+        and len(x) == len(y)
+        and all(p and q and (p % q == 0 or q % p == 0) for p, q in zip(x, y, strict=True))
     )
 
 
