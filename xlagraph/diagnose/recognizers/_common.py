@@ -20,6 +20,7 @@ __all__ = [
     "periodic_caller",
     "periodic_in_loop",
     "renamed",
+    "scalar_origin",
     "source_text",
     "user_files",
 ]
@@ -205,3 +206,57 @@ def periodic_in_loop(call_site: str) -> list[str]:
         if stripped and not stripped.startswith(("#", "if ", "elif ")) and inside_periodic_if(f"{file}:{k}"):
             out.append(f"{file}:{k}")
     return out
+
+
+_NAME = re.compile(r"\b([A-Za-z_]\w*)\b")
+_MAKES_TENSOR = re.compile(r"\btensor\s*\(|\bas_tensor\s*\(|\bfull\s*\(|\bscalar_tensor\s*\(")
+
+
+def _assignment(file: str, n: int, names: set[str]) -> tuple[int, str] | None:
+    """The nearest line above `n`, in the same function, that assigns one of `names`."""
+    for k in range(n - 1, max(0, n - 200), -1):
+        text = linecache.getline(file, k)
+        if _DEF.match(text):
+            return None  # the function's start: the value comes from its arguments
+        m = re.match(r"^\s*([A-Za-z_]\w*)\s*=[^=]", text)
+        if m and m.group(1) in names:
+            return k, text.split("#", 1)[0]
+    return None
+
+
+def scalar_origin(location: str) -> list[str]:
+    """Where the tensor a line uses was made, when it is a value the user wraps in a tensor each
+    step (`beta = torch.tensor(step / 3)` above `loss = ... + beta * kl`, or a helper that
+    returns `torch.tensor(...)`): that line and the assignment that called it. `[]` otherwise."""
+    file, _, line = location.rpartition(":")
+    if not file or not line.isdigit():
+        return []
+    code = linecache.getline(file, int(line)).split("#", 1)[0]
+    found = _assignment(file, int(line), set(_NAME.findall(code)))
+    if found is None:
+        return []
+    k, rhs = found
+    if _MAKES_TENSOR.search(rhs.split("=", 1)[1]):
+        return [f"{file}:{k}"]
+    for callee in _NAME.findall(rhs.split("=", 1)[1]):
+        made = _returns_tensor(file, callee)
+        if made:
+            return [made, f"{file}:{k}"]
+    return []
+
+
+def _returns_tensor(file: str, function: str) -> str:
+    """`file:line` of a `return torch.tensor(...)` in the user's function of that name."""
+    start = 0
+    for n in range(1, _MAX_SCANNED_LINES):
+        text = linecache.getline(file, n)
+        if not text:
+            return ""
+        if start and _DEF.match(text) and len(text) - len(text.lstrip()) <= start - 1:
+            return ""
+        if (m := _DEF.match(text)) and m.group(1) == function:
+            start = len(text) - len(text.lstrip()) + 1
+            continue
+        if start and text.strip().startswith("return") and _MAKES_TENSOR.search(text.split("#", 1)[0]):
+            return f"{file}:{n}"
+    return ""

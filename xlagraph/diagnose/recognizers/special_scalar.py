@@ -6,10 +6,12 @@ next an input (or another constant), so the graph changes.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import is_number
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import merge, renamed
+from xlagraph.diagnose.recognizers._common import merge, renamed, scalar_origin
 
 __all__ = ["RECOGNIZER", "matched_twin"]
 
@@ -171,7 +173,16 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             merge(CauseKind.CONSTANT_VALUE, summary, [pending[i] for i in params + regions], hint=HINT)
         )
         consumed.update(params + regions)
+    out = [_with_origin(c) for c in out]
     return Recognized(tuple(out), frozenset(consumed)) if out else NOTHING
+
+
+def _with_origin(cause: Cause) -> Cause:
+    """The line that made the scalar a tensor, before the line that uses it."""
+    made = [m for loc in cause.sources[:2] for m in scalar_origin(loc)]
+    if not made:
+        return cause
+    return replace(cause, sources=tuple(dict.fromkeys([*made, *cause.sources]))[:6])
 
 
 RECOGNIZER = Recognizer("special_scalar", _recognize)
