@@ -13,6 +13,7 @@ from xlagraph.diagnose.frames import is_library
 from xlagraph.ir import Frame
 
 __all__ = [
+    "dict_fills",
     "enclosing_function",
     "inside_periodic_if",
     "lines_matching",
@@ -260,3 +261,28 @@ def _returns_tensor(file: str, function: str) -> str:
         if start and text.strip().startswith("return") and _MAKES_TENSOR.search(text.split("#", 1)[0]):
             return f"{file}:{n}"
     return ""
+
+
+_SUBSCRIPTED = re.compile(r"\b([A-Za-z_]\w*)\s*\[")
+
+
+def dict_fills(location: str) -> list[str]:
+    """The lines of the same function that fill a container the line at `location` reads by key
+    (`losses[task] = ...` for `total = losses["a"] + losses["b"]`): where the order of a dict of
+    statistics is decided. `[]` when there are none."""
+    file, _, line = location.rpartition(":")
+    if not file or not line.isdigit():
+        return []
+    n = int(line)
+    names = set(_SUBSCRIPTED.findall(linecache.getline(file, n).split("#", 1)[0]))
+    if not names:
+        return []
+    out: list[str] = []
+    for k in range(n - 1, max(0, n - 200), -1):
+        text = linecache.getline(file, k)
+        if _DEF.match(text):
+            break
+        code = text.split("#", 1)[0]
+        if any(re.match(rf"^\s*{re.escape(name)}\s*\[[^\]]+\]\s*=[^=]", code) for name in names):
+            out.append(f"{file}:{k}")
+    return sorted(out, key=lambda loc: int(loc.rpartition(":")[2]))[:3]

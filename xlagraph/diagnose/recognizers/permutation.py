@@ -11,6 +11,7 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.recognizers._common import dict_fills
 
 __all__ = ["RECOGNIZER", "reordered_only"]
 
@@ -84,10 +85,21 @@ def reordered_only(evidence: Evidence, others: list[Cause]) -> bool:
 
 
 def _plain(evidence: Evidence, causes: list[tuple[int, Cause]]) -> tuple[Cause, ...]:
-    """The root cause's hint: buckets only where the graphs have collectives."""
+    """The root cause's hint: buckets only where the graphs have collectives. An output order
+    that follows a dict of statistics cites the lines that fill it."""
+    causes = [(i, _filled_at(c)) for i, c in causes]
     if collectives(evidence.left) or collectives(evidence.right):
         return tuple(c for _, c in causes)
     return tuple(replace(c, hint=_PLAIN[c.kind]) for _, c in causes)
+
+
+def _filled_at(cause: Cause) -> Cause:
+    if cause.kind is not CauseKind.OUTPUT_PERMUTATION:
+        return cause
+    fills = [f for loc in cause.sources[:2] for f in dict_fills(loc)]
+    if not fills:
+        return cause
+    return replace(cause, sources=tuple(dict.fromkeys([*fills, *cause.sources]))[:6])
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
