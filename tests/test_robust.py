@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -434,3 +435,28 @@ def test_a_small_file_reads_under_a_small_address_space() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_source_files_named_by_a_dump_are_read_only_when_regular(tmp_path: Path, kind: str) -> None:
+    """A dump's metadata may name any path as the source of an op: a FIFO there must not block
+    the diff that looks up the user's line, nor a device be read without end."""
+    target = tmp_path / "src.py"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target = Path("/dev/zero")
+    for side in ("a", "b"):
+        text = (FIXTURES / "torch_xla" / "ragged_batch" / f"{side}.hlo").read_text()
+        text = re.sub(r'source_file="[^"]*"', f'source_file="{target}"', text)
+        (tmp_path / f"{side}.hlo").write_text(text)
+    proc = subprocess.run(
+        [sys.executable, "-m", "xlagraph.cli.main", "diff", str(tmp_path / "a.hlo"), str(tmp_path / "b.hlo")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "parameter_shape" in proc.stdout
+    assert "Traceback" not in proc.stderr

@@ -8,11 +8,18 @@ jax source trees (recognised by their own subpackages, so a user folder that hap
 
 from __future__ import annotations
 
+import linecache
+import os
 import re
+import stat
+from functools import lru_cache
 
 from xlagraph.ir import Frame
 
-__all__ = ["first_user_frame", "is_library", "location"]
+__all__ = ["first_user_frame", "is_library", "location", "source_line"]
+
+# A source file larger than this is no Python source a user wrote: it is not read.
+_MAX_SOURCE_BYTES = 16 << 20
 
 _LIBRARY = re.compile(
     r"site-packages/|dist-packages/|/lib/python\d+(\.\d+)?/"
@@ -48,3 +55,21 @@ def first_user_frame(frames: tuple[Frame, ...]) -> tuple[Frame | None, Frame | N
             continue
         return f, library
     return None, library
+
+
+@lru_cache(maxsize=4096)
+def _readable(file: str) -> bool:
+    """A regular file of sane size: a dump's metadata may name a FIFO, a device or anything else,
+    which `linecache` would block on or read without end."""
+    try:
+        st = os.stat(file)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size <= _MAX_SOURCE_BYTES
+
+
+def source_line(file: str, line: int) -> str:
+    """Line `line` of the source file `file` named by a frame, `` when it cannot be read safely."""
+    if line <= 0 or not file or not _readable(file):
+        return ""
+    return linecache.getline(file, line)

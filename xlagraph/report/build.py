@@ -12,7 +12,6 @@ source lines before library lines.
 
 from __future__ import annotations
 
-import linecache
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -23,6 +22,7 @@ from xlagraph.capture.shardings import MarkSharding, find_marks, read_mark_shard
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, Context
+from xlagraph.diagnose.frames import source_line
 from xlagraph.diff import DiffResult, diff_modules
 from xlagraph.errors import XlagraphError
 from xlagraph.graphs import variant_letter
@@ -55,7 +55,7 @@ LineReader = Callable[[str, int], str]
 
 
 def _read_line(file: str, line: int) -> str:
-    return linecache.getline(file, line)
+    return source_line(file, line)
 
 
 # -- triggers ------------------------------------------------------------------------------
@@ -459,7 +459,8 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
 
     With `explain=False` no graph is parsed or compared: recompiles carry no baseline and no
     causes (what `check` needs before it knows the run failed). `read_line(file, line)` reads a
-    source line, to tell `.item()` from `print`; `linecache.getline` unless a test passes another.
+    source line, to tell `.item()` from `print`; `source_line` (regular files only) unless a test
+    passes another.
     """
     syncs = log.syncs
     letters: dict[str, str] = {}

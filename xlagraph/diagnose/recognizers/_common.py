@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import linecache
 import re
 from collections.abc import Iterable
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
 from xlagraph.diagnose.evidence import Evidence
-from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.ir import Frame
 
 __all__ = [
@@ -59,7 +58,7 @@ def source_text(location: str) -> str:
     file, _, line = location.rpartition(":")
     if not file or not line.isdigit():
         return ""
-    return linecache.getline(file, int(line))
+    return source_line(file, int(line))
 
 
 def inside_periodic_if(location: str) -> bool:
@@ -68,10 +67,10 @@ def inside_periodic_if(location: str) -> bool:
     if not file or not line.isdigit():
         return False
     n = int(line)
-    text = linecache.getline(file, n)
+    text = source_line(file, n)
     indent = len(text) - len(text.lstrip())
     for k in range(n - 1, max(0, n - 40), -1):
-        above = linecache.getline(file, k)
+        above = source_line(file, k)
         stripped = above.strip()
         if not stripped or stripped.startswith("#"):
             continue
@@ -113,7 +112,7 @@ def lines_matching(files: Iterable[str], pattern: re.Pattern[str], limit: int = 
     out: list[str] = []
     for file in files:
         for n in range(1, _MAX_SCANNED_LINES):
-            text = linecache.getline(file, n)
+            text = source_line(file, n)
             if not text:
                 break
             code = text.split("#", 1)[0]
@@ -129,10 +128,10 @@ _DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)\s*\(")
 
 def enclosing_function(file: str, n: int) -> str:
     """The name of the `def` the line `n` of `file` sits in, `` at module level."""
-    text = linecache.getline(file, n)
+    text = source_line(file, n)
     indent = len(text) - len(text.lstrip())
     for k in range(n - 1, max(0, n - 400), -1):
-        above = linecache.getline(file, k)
+        above = source_line(file, k)
         stripped = above.strip()
         if not stripped or stripped.startswith(("#", ")", "]", "}")):
             continue
@@ -161,7 +160,7 @@ def periodic_caller(location: str, files: Iterable[str] = ()) -> str:
     call = re.compile(rf"\b{re.escape(name)}\s*\(")
     for where in dict.fromkeys([file, *files]):  # its own file first, then the user's others
         for n in range(1, _MAX_SCANNED_LINES):
-            text = linecache.getline(where, n)
+            text = source_line(where, n)
             if not text:
                 break
             code = text.split("#", 1)[0]
@@ -181,11 +180,11 @@ def periodic_in_loop(call_site: str) -> list[str]:
     if not file or not line.isdigit():
         return []
     n = int(line)
-    text = linecache.getline(file, n)
+    text = source_line(file, n)
     indent = len(text) - len(text.lstrip())
     start = 0
     for k in range(n - 1, max(0, n - 400), -1):
-        above = linecache.getline(file, k)
+        above = source_line(file, k)
         if not above.strip() or above.strip().startswith("#"):
             continue
         level = len(above) - len(above.lstrip())
@@ -198,7 +197,7 @@ def periodic_in_loop(call_site: str) -> list[str]:
         return []
     out: list[str] = []
     for k in range(start + 1, start + 400):
-        body = linecache.getline(file, k)
+        body = source_line(file, k)
         if not body:
             break
         stripped = body.strip()
@@ -216,7 +215,7 @@ _MAKES_TENSOR = re.compile(r"\btensor\s*\(|\bas_tensor\s*\(|\bfull\s*\(|\bscalar
 def _assignment(file: str, n: int, names: set[str]) -> tuple[int, str] | None:
     """The nearest line above `n`, in the same function, that assigns one of `names`."""
     for k in range(n - 1, max(0, n - 200), -1):
-        text = linecache.getline(file, k)
+        text = source_line(file, k)
         if _DEF.match(text):
             return None  # the function's start: the value comes from its arguments
         m = re.match(r"^\s*([A-Za-z_]\w*)\s*=[^=]", text)
@@ -232,7 +231,7 @@ def scalar_origin(location: str) -> list[str]:
     file, _, line = location.rpartition(":")
     if not file or not line.isdigit():
         return []
-    code = linecache.getline(file, int(line)).split("#", 1)[0]
+    code = source_line(file, int(line)).split("#", 1)[0]
     found = _assignment(file, int(line), set(_NAME.findall(code)))
     if found is None:
         return []
@@ -250,7 +249,7 @@ def _returns_tensor(file: str, function: str) -> str:
     """`file:line` of a `return torch.tensor(...)` in the user's function of that name."""
     start = 0
     for n in range(1, _MAX_SCANNED_LINES):
-        text = linecache.getline(file, n)
+        text = source_line(file, n)
         if not text:
             return ""
         if start and _DEF.match(text) and len(text) - len(text.lstrip()) <= start - 1:
@@ -274,12 +273,12 @@ def dict_fills(location: str) -> list[str]:
     if not file or not line.isdigit():
         return []
     n = int(line)
-    names = set(_SUBSCRIPTED.findall(linecache.getline(file, n).split("#", 1)[0]))
+    names = set(_SUBSCRIPTED.findall(source_line(file, n).split("#", 1)[0]))
     if not names:
         return []
     out: list[str] = []
     for k in range(n - 1, max(0, n - 200), -1):
-        text = linecache.getline(file, k)
+        text = source_line(file, k)
         if _DEF.match(text):
             break
         code = text.split("#", 1)[0]
