@@ -11,6 +11,7 @@ from xlagraph.ir import strip_layout
 __all__ = [
     "MAX_LISTED",
     "dim_changes",
+    "dim_sizes",
     "dims_of",
     "element_type",
     "explained_by_dims",
@@ -20,6 +21,7 @@ __all__ = [
     "order_changed",
     "reciprocal_dims",
     "shape_of",
+    "whole_factors",
 ]
 
 MAX_LISTED = 6
@@ -38,6 +40,26 @@ def element_type(shape: str) -> str:
 def dims_of(shape: str) -> str:
     """`bf16[4,8]` -> `[4,8]`: the shape without its element type."""
     return shape[len(element_type(shape)) :] if "[" in shape else shape
+
+
+def dim_sizes(shape: str) -> list[int] | None:
+    """`f32[4,8]{1,0}` -> [4, 8]; None for a tuple or a dynamic (`<=`, `?`) dimension."""
+    try:
+        return [int(d) for d in dims_of(strip_layout(shape)).strip("[]").split(",") if d]
+    except ValueError:
+        return None
+
+
+def whole_factors(a: str, b: str) -> bool:
+    """Same rank, every dimension equal or a whole multiple of the other: a shard of one tensor
+    (768 -> 384 when split over twice the devices)."""
+    x, y = dim_sizes(a), dim_sizes(b)
+    return (
+        x is not None
+        and y is not None
+        and len(x) == len(y)
+        and all(p and q and (p % q == 0 or q % p == 0) for p, q in zip(x, y, strict=True))
+    )
 
 
 def fmt_list(items: list[str], limit: int = MAX_LISTED) -> str:

@@ -21,6 +21,7 @@ from xlagraph.diagnose.common import (
     fmt_list,
     order_changed,
     shape_of,
+    whole_factors,
 )
 from xlagraph.diagnose.pairing import pair_parameters
 
@@ -235,18 +236,9 @@ def compare_outputs(cmp: Comparison) -> None:
         )
 
 
-def _whole_factor(a: str, b: str) -> bool:
-    """Same element type and rank, every differing dimension a whole multiple of the other."""
-    if element_type(a) != element_type(b):
-        return False
-    x, y = dims_of(a).strip("[]").split(","), dims_of(b).strip("[]").split(",")
-    if len(x) != len(y) or x == y:
-        return False
-    try:
-        changed = [(int(p), int(q)) for p, q in zip(x, y, strict=True) if p != q]
-    except ValueError:
-        return False
-    return all(p and q and (p % q == 0 or q % p == 0) for p, q in changed)
+def _resharded(a: str, b: str) -> bool:
+    """Another shard shape of one tensor: same element type, other dimensions by whole factors."""
+    return element_type(a) == element_type(b) and dims_of(a) != dims_of(b) and whole_factors(a, b)
 
 
 def _pair_resharded(
@@ -259,11 +251,7 @@ def _pair_resharded(
     for i in list(removed):
         sa = shape_of(left, left.outputs[i])
         k = next(
-            (
-                k
-                for k in range(start, len(added))
-                if _whole_factor(sa, shape_of(right, right.outputs[added[k]]))
-            ),
+            (k for k in range(start, len(added)) if _resharded(sa, shape_of(right, right.outputs[added[k]]))),
             None,
         )
         if k is not None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.collectives import collectives
-from xlagraph.diagnose.common import dims_of, element_type, shape_of
+from xlagraph.diagnose.common import dim_sizes, dims_of, element_type, shape_of, whole_factors
 
 if TYPE_CHECKING:
     from xlagraph.diagnose.compare import Comparison
@@ -127,7 +127,7 @@ def _align_gap(
                 taken = {y for _, y in out}
                 candidates = [(b, sb) for b, sb in sub_r if _similar(sa, sb) and b not in taken]
                 # A split by a whole factor (a weight sharded) before any other resize.
-                hit = next((b for b, sb in candidates if _whole_factors(sa, sb)), None)
+                hit = next((b for b, sb in candidates if whole_factors(sa, sb)), None)
                 if hit is None:
                     hit = next((b for b, sb in candidates if resized(sa, sb)), None)
                 if hit is not None:
@@ -142,24 +142,6 @@ def _regrouped(cmp: Comparison) -> bool:
     return a != b
 
 
-def _dims(shape: str) -> list[int] | None:
-    try:
-        return [int(d) for d in dims_of(shape).strip("[]").split(",") if d]
-    except ValueError:
-        return None
-
-
-def _whole_factors(a: str, b: str) -> bool:
-    """Every dimension equal or one a whole multiple of the other (a shard of the same tensor)."""
-    x, y = _dims(a), _dims(b)
-    return (
-        x is not None
-        and y is not None
-        and len(x) == len(y)
-        and all(p and q and (p % q == 0 or q % p == 0) for p, q in zip(x, y, strict=True))
-    )
-
-
 def _plausible(a: str, b: str) -> bool:
     """One tensor resized: the same shape, a shard of it, or one dimension changed (a batch, a
     sequence length); two dimensions resized by other than whole factors are two tensors."""
@@ -167,12 +149,12 @@ def _plausible(a: str, b: str) -> bool:
         return True
     if not _similar(a, b):
         return False
-    x, y = _dims(a), _dims(b)
+    x, y = dim_sizes(a), dim_sizes(b)
     if x is None or y is None:
         return True
     if len(x) != len(y):
         return False
-    return _whole_factors(a, b) or sum(p != q for p, q in zip(x, y, strict=True)) <= 1
+    return whole_factors(a, b) or sum(p != q for p, q in zip(x, y, strict=True)) <= 1
 
 
 def _similar(a: str, b: str) -> bool:
@@ -247,7 +229,7 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     # Where the collectives differ the graphs run split another way: a tensor is then the same
     # tensor only as a shard of it (768 -> 384), never resized by another amount (256 -> 96).
     sharded = _regrouped(cmp)
-    resized = _whole_factors if sharded else _plausible
+    resized = whole_factors if sharded else _plausible
     evidence = [
         (lnum[a], rnum[b])
         for a, b in ((a, m.left.get(a)) for a in lnum)

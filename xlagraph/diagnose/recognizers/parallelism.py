@@ -9,10 +9,9 @@ folded into one `collective` cause, with a hint about parallelism, not about buc
 
 from __future__ import annotations
 
-import re
-
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
+from xlagraph.diagnose.common import dims_of, whole_factors
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._common import merge
 
@@ -33,16 +32,6 @@ _FOLDED = (
     CauseKind.OUTPUT_ADDED,
     CauseKind.OUTPUT_REMOVED,
 )
-_INT = re.compile(r"\d+")
-
-
-def _whole_factor(old: str, new: str) -> bool:
-    """Every changed dimension scales by one whole factor (either way)."""
-    a, b = _INT.findall(old.split("[", 1)[-1]), _INT.findall(new.split("[", 1)[-1])
-    if len(a) != len(b):
-        return False
-    changed = [(int(x), int(y)) for x, y in zip(a, b, strict=True) if x != y]
-    return bool(changed) and all(x and y and (x % y == 0 or y % x == 0) for x, y in changed)
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -53,7 +42,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     groups_changed = "replica groups" in summary
     shapes = [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_SHAPE]
     split = bool(shapes) and all(
-        _whole_factor(ch.old, ch.new) for i in shapes for ch in pending[i].changes if ch.what == "shape"
+        dims_of(ch.old) != dims_of(ch.new) and whole_factors(ch.old, ch.new)
+        for i in shapes
+        for ch in pending[i].changes
+        if ch.what == "shape"
     )
     kinds_a = {c.kind for c in collectives(evidence.left)}
     kinds_b = {c.kind for c in collectives(evidence.right)}
