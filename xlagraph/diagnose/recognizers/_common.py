@@ -12,6 +12,7 @@ from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.ir import Frame
 
 __all__ = [
+    "RESTATES",
     "dict_fills",
     "enclosing_function",
     "inside_periodic_if",
@@ -20,6 +21,7 @@ __all__ = [
     "periodic_caller",
     "periodic_in_loop",
     "renamed",
+    "restated",
     "scalar_origin",
     "source_text",
     "user_files",
@@ -285,3 +287,18 @@ def dict_fills(location: str) -> list[str]:
         if any(re.match(rf"^\s*{re.escape(name)}\s*\[[^\]]+\]\s*=[^=]", code) for name in names):
             out.append(f"{file}:{k}")
     return sorted(out, key=lambda loc: int(loc.rpartition(":")[2]))[:3]
+
+
+# Ops that restate one value (another shape, type or order of the same numbers): followed through
+# when asking what an instruction really reads.
+RESTATES = frozenset({"transpose", "reshape", "broadcast", "convert", "bitcast", "copy"})
+
+
+def restated(comp, name: str) -> str:  # type: ignore[no-untyped-def]
+    """The instruction `name` restates, past transposes, reshapes, broadcasts and converts."""
+    for _ in range(16):
+        ins = comp.computation.by_name.get(name)
+        if ins is None or ins.opcode not in RESTATES or len(comp.operands.get(name, ())) != 1:
+            return name
+        name = comp.operands[name][0]
+    return name

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import enclosing_function, inside_periodic_if, merge, source_text
+from xlagraph.diagnose.recognizers._common import (
+    RESTATES,
+    enclosing_function,
+    inside_periodic_if,
+    merge,
+    source_text,
+)
 from xlagraph.ir import strip_layout
 
 __all__ = ["RECOGNIZER"]
@@ -36,19 +42,7 @@ _TAPS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
 _RNG = frozenset({"rng", "rng-bit-generator", "rng-get-and-update-state"})
 # Ops that move or restate a value without computing: a region made only of these (a constant
 # where the other graph reads an input) is a value that changed, not work done on some steps.
-_PLUMBING = frozenset(
-    {
-        "constant",
-        "parameter",
-        "broadcast",
-        "reshape",
-        "bitcast",
-        "convert",
-        "copy",
-        "tuple",
-        "get-tuple-element",
-    }
-)
+_PLUMBING = RESTATES | {"constant", "parameter", "tuple", "get-tuple-element"}
 _PATTERNS = (
     (
         "clipping",

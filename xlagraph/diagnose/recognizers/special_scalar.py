@@ -11,7 +11,7 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import is_number
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import merge, renamed, scalar_origin
+from xlagraph.diagnose.recognizers._common import merge, renamed, restated, scalar_origin
 
 __all__ = ["RECOGNIZER", "matched_twin"]
 
@@ -36,21 +36,12 @@ def _value(change_text: str) -> str:
 
 
 _COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum"})
-_THROUGH = frozenset({"broadcast", "reshape", "convert", "bitcast", "copy"})
 
 
 def _constant_behind(comp, name: str) -> str:  # type: ignore[no-untyped-def]
-    """The payload of the constant `name` is, through broadcasts and reshapes; `` if none."""
-    for _ in range(8):
-        ins = comp.computation.by_name.get(name)
-        if ins is None:
-            return ""
-        if ins.opcode == "constant":
-            return ins.payload.strip()
-        if ins.opcode not in _THROUGH or len(comp.operands.get(name, ())) != 1:
-            return ""
-        name = comp.operands[name][0]
-    return ""
+    """The payload of the constant `name` restates; `` if it is none."""
+    ins = comp.computation.by_name.get(restated(comp, name))
+    return ins.payload.strip() if ins is not None and ins.opcode == "constant" else ""
 
 
 def matched_twin(evidence: Evidence, param: str, side: str) -> str | None:

@@ -19,7 +19,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
-from xlagraph.diagnose.recognizers._common import merge, source_text
+from xlagraph.diagnose.recognizers._common import RESTATES, merge, restated, source_text
 from xlagraph.diagnose.recognizers.permutation import reordered_only
 from xlagraph.diagnose.recognizers.special_scalar import matched_twin
 from xlagraph.ir import Frame
@@ -71,9 +71,6 @@ def _is_state(x: _Input, existing: set[str]) -> bool:
     return any(m in x.file for m in _OPTIMIZER) and not _LR.search(x.text)
 
 
-_PLUMBING = frozenset({"transpose", "reshape", "broadcast", "convert", "bitcast", "copy"})
-
-
 def _compute_readers(comp, name: str) -> list[str]:  # type: ignore[no-untyped-def]
     """The first instructions that compute with `name`, past transposes, reshapes, broadcasts."""
     users: dict[str, list[str]] = {}
@@ -87,7 +84,7 @@ def _compute_readers(comp, name: str) -> list[str]:  # type: ignore[no-untyped-d
             if u in seen:
                 continue
             seen.add(u)
-            if comp.instruction(u).opcode in _PLUMBING:
+            if comp.instruction(u).opcode in RESTATES:
                 stack.append(u)
             else:
                 out.append(u)
@@ -97,34 +94,24 @@ def _compute_readers(comp, name: str) -> list[str]:  # type: ignore[no-untyped-d
 def _original_beside(comp, user: str, name: str, twins, added: set[str]) -> bool:  # type: ignore[no-untyped-def]
     """Another instruction of the same structure as `user` reads, where `user` reads `name`, an
     input of the same shape that is not new: the original the copy was made from."""
-    at = [k for k, o in enumerate(comp.operands[user]) if _source(comp, o) == name]
+    at = [k for k, o in enumerate(comp.operands[user]) if restated(comp, o) == name]
     shape = comp.instruction(name).shape
     for other in twins:
         if other == user:
             continue
         ops = comp.operands[other]
         for k in at:
-            o = _source(comp, ops[k]) if k < len(ops) else ""
+            o = restated(comp, ops[k]) if k < len(ops) else ""
             if o and o not in added and o in comp.param_number and comp.instruction(o).shape == shape:
                 return True
     return False
-
-
-def _source(comp, name: str) -> str:  # type: ignore[no-untyped-def]
-    """What `name` restates, past transposes, reshapes and broadcasts."""
-    for _ in range(16):
-        if comp.instruction(name).opcode not in _PLUMBING or len(comp.operands[name]) != 1:
-            return name
-        name = comp.operands[name][0]
-    return name
 
 
 def _combines(comp, user: str, name: str) -> bool:  # type: ignore[no-untyped-def]
     """`user` computes `name` with other data, not only with constants (`p * 0.9` is the same
     for every weight of a shape, so it says nothing about which computation `name` feeds)."""
     for o in comp.operands[user]:
-        while comp.instruction(o).opcode in _PLUMBING and len(comp.operands[o]) == 1:
-            o = comp.operands[o][0]
+        o = restated(comp, o)
         if o != name and comp.instruction(o).opcode != "constant":
             return True
     return False
