@@ -33,6 +33,7 @@ _KINDS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED, CauseKind.CONDITIONA
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     out: list[Cause] = []
     consumed: set[int] = set()
+    files: list[str] | None = None  # the user's files, read off both graphs once, when first needed
     for i, c in enumerate(pending):
         if c.kind not in _KINDS or c.info:
             continue
@@ -46,7 +47,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 out.append(replace(c, sources=tuple(dict.fromkeys([*blocks, *c.sources]))[:6]))
                 consumed.add(i)
             continue
-        files = user_files(evidence)
+        if files is None:
+            files = user_files(evidence)
         sites = [s for loc in user if (s := periodic_caller(loc, files))]
         if not sites or sites[0] == c.sources[0]:
             continue

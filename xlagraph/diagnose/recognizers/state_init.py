@@ -23,6 +23,7 @@ from xlagraph.diagnose.recognizers._common import RESTATES, merge, restated, sou
 from xlagraph.diagnose.recognizers.permutation import reordered_only
 from xlagraph.diagnose.recognizers.special_scalar import matched_twin
 from xlagraph.ir import Frame
+from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]
 
@@ -73,10 +74,7 @@ def _is_state(x: _Input, existing: set[str]) -> bool:
 
 def _compute_readers(comp, name: str) -> list[str]:  # type: ignore[no-untyped-def]
     """The first instructions that compute with `name`, past transposes, reshapes, broadcasts."""
-    users: dict[str, list[str]] = {}
-    for u in comp.order:
-        for o in comp.operands[u]:
-            users.setdefault(o, []).append(u)
+    users = users_of(comp)
     out: list[str] = []
     stack, seen = [name], {name}
     while stack:
@@ -212,7 +210,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     inputs = state
     shapes = [x.shape for x in inputs]
     entry = evidence.right.entry
-    readers = {u for u in entry.order if keep & set(entry.operands[u])}  # library code reading the state
+    users = users_of(entry)
+    readers = {u for p in keep for u in users.get(p, ())}  # library code reading the state
     folded = [
         i
         for i, c in enumerate(pending)
