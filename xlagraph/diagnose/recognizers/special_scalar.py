@@ -12,6 +12,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import is_number
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._common import merge, renamed, restated, scalar_origin
+from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER", "matched_twin"]
 
@@ -110,7 +111,7 @@ def _scalar_type(comp, param: str) -> str:  # type: ignore[no-untyped-def]
 
 
 def _users(comp, name: str) -> list[str]:  # type: ignore[no-untyped-def]
-    return [u for u in comp.order if name in comp.operands[u]]
+    return users_of(comp).get(name, [])
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
