@@ -331,43 +331,16 @@ def _walk_and_h1(
     param_number: dict[str, int],
     order: list[str],
 ) -> tuple[list[str], dict[str, int], dict[str, int]]:
-    """The entry's `_walk`, numbering parameters in the order it reaches them (the canonical
-    numbers) and hashing `h1` as it goes: a post-order has every operand's `h1` already. One
-    pass instead of two over a module whose dictionaries do not fit in the CPU caches."""
-    seen: set[str] = set()
-    walk: list[str] = []
+    """The entry's `_walk`, parameters numbered in the order it reaches them (the canonical
+    numbers), and `h1` over that walk (a post-order has every operand's hash first). Parameters
+    the walk never reaches keep 0 here; the caller numbers them after."""
+    walk = _walk(outputs, operands)
     rank: dict[str, int] = {}
+    for name in walk:
+        if name in param_number:
+            rank[name] = len(rank)
     h1: dict[str, int] = dict.fromkeys(order, 0)  # keys in `order`, as for a called computation
-    for out in outputs:
-        if out in seen:
-            continue
-        seen.add(out)
-        stack = [[out, operands[out], 0]]
-        while stack:
-            frame = stack[-1]
-            ops, i = frame[1], frame[2]
-            n = len(ops)
-            while i < n and ops[i] in seen:
-                i += 1
-            if i < n:
-                frame[2] = i + 1
-                o = ops[i]
-                seen.add(o)
-                stack.append([o, operands[o], 0])
-                continue
-            stack.pop()
-            name = frame[0]
-            walk.append(name)
-            if name in param_number:
-                rank[name] = len(rank)
-            if n == 1:
-                h1[name] = hash((keys[name], h1[ops[0]]))
-            elif n == 2:
-                h1[name] = hash((keys[name], h1[ops[0]], h1[ops[1]]))
-            elif n:
-                h1[name] = hash((keys[name], *map(h1.__getitem__, ops)))
-            else:
-                h1[name] = hash((keys[name], rank[name])) if name in rank else keys[name]
+    h1.update(_merkle(walk, operands, keys, rank))
     return walk, rank, h1
 
 
