@@ -171,7 +171,16 @@ def compare_outputs(cmp: Comparison) -> None:
     # A slot whose tensor was resharded (a gradient of a weight split over twice the devices):
     # the same output in another shard shape, its producers' difference said inside.
     pairs += _pair_resharded(left, right, added, removed)
-    for i, j in typed:
+    # Slots the matcher paired across element types (`output-slots`) change type as well.
+    retyped = [
+        (i, j)
+        for i, j in matched
+        if element_type(sa := shape_of(left, left.outputs[i]))
+        != element_type(sb := shape_of(right, right.outputs[j]))
+        and dims_of(sa) == dims_of(sb)
+        and {element_type(sa), element_type(sb)} <= _FLOATS
+    ]
+    for i, j in retyped + typed:
         a, b = left.outputs[i], right.outputs[j]
         cmp.pending_dtype.append(Change(a, b, "dtype", shape_of(left, a), shape_of(right, b)))
     layout = [

@@ -3,17 +3,25 @@
 Each phase claims only pairs that are still free, and records its name on the pair:
 
 1. `outputs-exact`: outputs with equal structural hash (`h1`), with their whole subgraphs;
-2. `outputs`: the remaining outputs, in order, among those of equal opcode and shape;
+2. `outputs`: the remaining outputs in order, among equal opcode and shape; when both sides
+   keep as many tensors, output `i` with output `i` first where the shape is a shard of the
+   other's (tensor parallelism halves a weight and its update). Shapes one side has more of wait
+   for step 6 (in order, the first would pair with the first wherever the extra ones were
+   inserted: a pipeline block put in front shifts every later weight update), and so does a
+   value sent to another pipeline stage: a stage's split moves at its send / recv end, and
+   matching from there pairs the blocks off by the ones moved;
 3. `top-down`: from paired instructions, operands at the same position with the same opcode
    (subgraphs with equal hashes are paired whole);
 4. `exact` / `exact-shape`: identical subgraphs anywhere, for hashes seen once on each side;
 5. `bottom-up`: instructions whose operands are paired, among users of the counterparts;
-6. `parameters`: the remaining ones by shape, then by number;
+6. `outputs` again, every shape, in order, then `top-down` and `bottom-up` from them;
+   `parameters`: the remaining ones by shape, then by number;
 7. `top-down-lenient`: an opcode changed in place.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 
 from xlagraph.canonical import CanonicalComputation
@@ -31,12 +39,13 @@ def match(left: CanonicalComputation, right: CanonicalComputation) -> Matching:
     m = Mappings()
     phases: tuple[tuple[Phase, tuple[object, ...]], ...] = (
         (_match_outputs_exact, ()),
-        (_match_outputs, ()),
+        (_match_outputs, (True,)),
         (match_top_down, (True,)),
         (match_exact, ("h1",)),
         (match_exact, ("h0",)),
         (match_top_down, (True,)),
         (match_bottom_up, ()),
+        (_match_outputs, (False,)),
         (_match_parameters, ()),
         (match_top_down, (True,)),
         (match_bottom_up, ()),
@@ -77,23 +86,81 @@ def _match_outputs_exact(left: CanonicalComputation, right: CanonicalComputation
             zip_subgraphs(left, right, a, b, "h1", m, "outputs-exact")
 
 
-def _match_outputs(left: CanonicalComputation, right: CanonicalComputation, m: Mappings) -> None:
+def _sent(comp: CanonicalComputation) -> set[str]:
+    """Values handed to `send` (another pipeline stage's input). Read from the computation as
+    written: forwarding through the send's tuple leaves the send itself out of `order`."""
+    return {i.operands[0] for i in comp.computation.instructions if i.opcode == "send" and i.operands}
+
+
+def _sharded_alike(a: str, b: str) -> bool:
+    """Same rank, each dimension equal or split by a whole factor (any element type). A size 1
+    is no evidence of a split: `f32[4,1]` and `f32[4,3]` are two task heads, not one sharded."""
+    x, y = _dims(a), _dims(b)
+    return (
+        x is not None
+        and y is not None
+        and len(x) == len(y)
+        and all(p == q or (min(p, q) > 1 and max(p, q) % min(p, q) == 0) for p, q in zip(x, y, strict=True))
+    )
+
+
+def _dims(shape: str) -> list[int] | None:
+    head, bracket, rest = shape.partition("[")
+    if not bracket or head.startswith("("):
+        return None
+    try:
+        return [int(d) for d in rest.partition("]")[0].split(",") if d]
+    except ValueError:
+        return None
+
+
+def _match_outputs(
+    left: CanonicalComputation, right: CanonicalComputation, m: Mappings, balanced_only: bool
+) -> None:
     """Outputs are live tensors in creation order: pair them in order, first by opcode and shape,
-    then by shape alone (a momentum buffer is `grad` on the first step, `buf * m + grad` after)."""
+    then by shape alone (a momentum buffer is `grad` on the first step, `buf * m + grad` after).
+
+    When both sides keep as many tensors, output `i` is first tried with output `i` in another
+    shard shape or element type (tensor parallelism halves a weight and its update); equal shapes
+    pair in order as before. With
+    `balanced_only`, a shape that one side has more of is left to the dataflow, and so is a value
+    sent to another pipeline stage (see the module's docstring). Pairs are made in output order:
+    top-down expands the last made first, and the order decides between look-alike branches."""
+    slots = {b: k for k, b in enumerate(right.outputs)} if len(left.outputs) == len(right.outputs) else {}
+    sent = _sent(left) | _sent(right) if balanced_only else set()
     for same_opcode in (True, False):
         free_right = [o for o in right.outputs if o not in m.right]
+        free_left = [o for o in left.outputs if o not in m.left]
         # Shapes and opcodes once per pass, not once per comparison: an output that nothing
         # matches is compared with every later one.
         right_keys = [(_shape(right, b), right.instruction(b).opcode) for b in free_right]
+        left_keys = [(_shape(left, a), left.instruction(a).opcode) for a in free_left]
+        at = {b: k for k, b in enumerate(free_right)}
+        skip: set[str] = set()
+        if balanced_only:
+            count_r = Counter(s for s, _ in right_keys)
+            count_l = Counter(s for s, _ in left_keys)
+            skip = {s for s in count_l.keys() | count_r.keys() if count_l[s] != count_r[s]}
         start = 0
-        for a in left.outputs:
-            if a in m.left:
+        position = {a: i for i, a in enumerate(left.outputs)} if slots else {}
+        for a, (shape, opcode) in zip(free_left, left_keys, strict=True):
+            if a in m.left or a in sent:
                 continue
-            shape, opcode = _shape(left, a), left.instruction(a).opcode
+            if slots:
+                b = right.outputs[position[a]]
+                k = at.get(b)
+                if k is not None and b not in m.right and b not in sent:
+                    shape_b, opcode_b = right_keys[k]
+                    if opcode == opcode_b and shape != shape_b and _sharded_alike(shape, shape_b):
+                        m.add(a, b, "outputs")
+                        start = max(start, k + 1)
+                        continue
+            if shape in skip:
+                continue
             for k in range(start, len(free_right)):
                 b = free_right[k]
                 shape_b, opcode_b = right_keys[k]
-                if b in m.right or shape != shape_b:
+                if b in m.right or shape != shape_b or b in sent:
                     continue
                 if same_opcode and opcode != opcode_b:
                     continue

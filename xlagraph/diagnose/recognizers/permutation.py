@@ -11,7 +11,9 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._common import dict_fills
+from xlagraph.ir import Frame
 
 __all__ = ["RECOGNIZER", "reordered_only"]
 
@@ -93,6 +95,10 @@ def _plain(evidence: Evidence, causes: list[tuple[int, Cause]]) -> tuple[Cause, 
     return tuple(replace(c, hint=_PLAIN[c.kind]) for _, c in causes)
 
 
+def _user_code(evidence: Evidence, cause: Cause) -> bool:
+    return any(not is_library(Frame("", f, 0)) for f in evidence.library_files(cause))
+
+
 def _filled_at(cause: Cause) -> Cause:
     if cause.kind is not CauseKind.OUTPUT_PERMUTATION:
         return cause
@@ -134,6 +140,16 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         return Recognized(_plain(evidence, [(hi, merged), *rest]), frozenset([*orders, *real]))
     if not real and not expected:  # the root cause
         return Recognized(_plain(evidence, [(i, pending[i]) for i in orders]), frozenset(orders))
+    if not real:
+        # Warm-up state only adds tensors: outputs of the user's own code in another order (a dict
+        # of statistics filled in another order on that step) are a reordering of their own.
+        own = [
+            i
+            for i in orders
+            if pending[i].kind is CauseKind.OUTPUT_PERMUTATION and _user_code(evidence, pending[i])
+        ]
+        if own:
+            return Recognized(_plain(evidence, [(i, pending[i]) for i in own]), frozenset(own))
     # Another change renumbered the inputs and outputs (new work, or new optimizer state).
     target = (real or expected)[0]
     host = pending[target]
