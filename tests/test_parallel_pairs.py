@@ -35,32 +35,7 @@ EXPECTED = {
 
 # (test, pair) -> the defect it shows today (issue 7's classes)
 XFAIL: dict[tuple[str, str], str] = {
-    ("shapes", "tp_bert"): "same-shaped weights paired wrongly, impossible changes follow (broadcasts "
-    "f32[64,256] -> f32[3,64], f32[3] -> f32[64]: the classifier's update paired with an MLP weight's)",
-    ("pairing", "tp_bert"): "inputs not paired from evidence when tensor parallelism reshapes a BERT layer "
-    "(an f32[64] LayerNorm input paired with another)",
-    ("outputs", "tp_bert"): "outputs not compared as slots: resharded gradients are outputs added "
-    "and removed",
-    ("shapes", "tp_gpt2_vocab_parallel"): "same-shaped weights paired wrongly, impossible changes follow "
-    "(f32[256,64] -> f32[96,64])",
-    ("pairing", "tp_gpt2_vocab_parallel"): "invented pairing of inputs when the structure changes and "
-    "several inputs share a shape",
-    ("one_cause", "pp_last_stage"): "noise: beside the block added (parameter_added), a false "
-    "constant_value (GELU's 0.5 paired with a 1)",
-    ("pairing", "pp_last_stage"): "inputs not paired from evidence: existing blocks' weights called "
-    "added while the new block's are taken as old ones",
     # pairs added in stop 13
-    ("kinds_present", "tp_seq_len_gpt2"): "a shape cause taken for parallelism: a sequence length 128 -> 64 "
-    "at tp=2 is one `collective` 'the parallel layout changed (inputs split by a whole factor)' (all-reduce "
-    "operands f32[2,128,64] -> f32[2,64,64]), no parameter_shape for the s64[2,128] -> s64[2,64] tokens",
-    ("kinds_absent", "tp_seq_len_gpt2"): "a shape cause taken for parallelism: `collective` named for a "
-    "sequence-length change (the all-reduces only follow the tokens' shape)",
-    ("hints", "tp_seq_len_gpt2"): "hint that does not apply: the parallel-layout hint ('world size, tensor- "
-    "or data-parallel degree') for a sequence-length change",
-    ("kinds_absent", "tp_dtype_gpt2"): "element type change not folded: beside the `dtype` cause, a "
-    "`collective` 'the same 8 all-reduce ... f32[2,16,64] -> bf16[2,16,64]' with the bucketing hint",
-    ("one_cause", "tp_dtype_gpt2"): "noise, one root reason twice: `dtype` plus a `collective` for the "
-    "all-reduces that only changed element type",
     ("one_cause", "pp_middle_stage"): "noise and invented pairing: 4 causes for one moved pipeline split "
     "(constant_value GELU 0.5 <-> 0.7071 and 1 -> 0.5, structure, parameter_shape 'input 2 f32[64,64] -> "
     "f32[256,64]' with a ragged-last-batch hint)",

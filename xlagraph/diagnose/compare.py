@@ -17,8 +17,8 @@ from dataclasses import replace
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind, Change
-from xlagraph.diagnose.collectives import collectives, summarize
-from xlagraph.diagnose.common import dim_changes, fmt_list
+from xlagraph.diagnose.collectives import Collective, collectives, summarize
+from xlagraph.diagnose.common import dim_changes, explained_by_dims, fmt_list
 from xlagraph.diagnose.instructions import matched_changes
 from xlagraph.diagnose.interface import compare_outputs, compare_parameters
 from xlagraph.diagnose.regions import structure
@@ -131,6 +131,8 @@ class Comparison:
         lc, rc = collectives(self.lm), collectives(self.rm)
         if sorted(c.signature for c in lc) == sorted(c.signature for c in rc):
             return False
+        if _follow_inputs(lc, rc, self.dims):
+            return False  # a sequence length reaching the collectives' operands: the shape's cause
         lsig = {c.signature for c in rc}
         rsig = {c.signature for c in lc}
         left_changed = [c.name for c in lc if c.signature not in lsig]
@@ -185,6 +187,27 @@ class Comparison:
         structural = matched_changes(self, dims)
         structure(self, structural, regrouped)
         return self.causes
+
+
+def _follow_inputs(lc: list[Collective], rc: list[Collective], dims: set[tuple[str, str]]) -> bool:
+    """The same collectives over the same explicit replica groups, whose operands differ only as
+    the inputs' dimensions did: the same devices reduce tensors of another length. Implicit
+    groups (`{}`, every device) could hide another world size, so they never qualify."""
+    return (
+        bool(dims)
+        and len(lc) == len(rc)
+        and all(
+            a.kind == b.kind
+            and a.groups == b.groups
+            and a.groups not in ("", "{}")
+            and a.dimensions == b.dimensions
+            and len(a.operands) == len(b.operands)
+            and all(
+                x == y or explained_by_dims(x, y, dims) for x, y in zip(a.operands, b.operands, strict=True)
+            )
+            for a, b in zip(lc, rc, strict=True)
+        )
+    )
 
 
 def compare_computation(

@@ -13,7 +13,8 @@ from collections import Counter
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
-from xlagraph.diagnose.common import element_type
+from xlagraph.diagnose.collectives import collectives
+from xlagraph.diagnose.common import dims_of, element_type
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._common import lines_matching, merge, user_files
 
@@ -46,8 +47,28 @@ def _converts(evidence: Evidence, cause: Cause, types: frozenset[str]) -> tuple[
     return counts[0], counts[1]
 
 
+def _retyped_collectives(evidence: Evidence) -> bool:
+    """The same collectives, in order, over the same groups: only their operands' element types
+    differ (tensor parallelism in bf16 reduces bf16 partial sums over the same ranks)."""
+    left, right = collectives(evidence.left), collectives(evidence.right)
+    return (
+        bool(left)
+        and len(left) == len(right)
+        and any(a.operands != b.operands for a, b in zip(left, right, strict=True))
+        and all(
+            a.kind == b.kind
+            and a.groups == b.groups
+            and a.dimensions == b.dimensions
+            and [dims_of(x) for x in a.operands] == [dims_of(y) for y in b.operands]
+            for a, b in zip(left, right, strict=True)
+        )
+    )
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     core = [i for i, c in enumerate(pending) if c.kind is CauseKind.DTYPE]
+    if core and _retyped_collectives(evidence):
+        core += [i for i, c in enumerate(pending) if c.kind is CauseKind.COLLECTIVE]
     types = frozenset(
         element_type(v)
         for i in core

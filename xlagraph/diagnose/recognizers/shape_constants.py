@@ -4,9 +4,16 @@ A sequence length of 12 that becomes 9 also changes the loop bounds and offsets 
 (`length - 1`: 11 -> 8), the way a changed batch changes the `1/batch` of a mean (folded where
 instructions are compared). These are not Python scalars of the user's: they are folded into the
 `parameter_shape` cause, which names the input and the fix.
+
+So are regions that differ only by slicing ops: `mask[:, :, :t, :t]` of a buffer made for the
+longest length is no op at that length and a `slice` at any shorter one.
 """
 
 from __future__ import annotations
+
+from collections import Counter
+from itertools import combinations
+from math import prod
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import dim_changes, is_number
@@ -20,12 +27,35 @@ _NEAR = 2
 
 
 def _follows(old: str, new: str, dims: set[tuple[int, int]]) -> bool:
-    """`s64[] 11` -> `s64[] 8` when a dimension went 12 -> 9: the same step, next to the size."""
+    """`s64[] 11` -> `s64[] 8` when a dimension went 12 -> 9: the same step, next to the size;
+    or in proportion to the changed dimensions (an image's 4x4 = 16 pooled cells are 5x4 = 20 when
+    its height goes 32 -> 40, 6x5 = 30 when both grow)."""
     o, n = old.rsplit(" ", 1)[-1], new.rsplit(" ", 1)[-1]
     if not (is_number(o) and is_number(n)) or float(o) != int(float(o)) or float(n) != int(float(n)):
         return False
     a, b = int(float(o)), int(float(n))
-    return a != b and any(a - b == x - y and abs(a - x) <= _NEAR for x, y in dims)
+    if a == b:
+        return False
+    if any(a - b == x - y and abs(a - x) <= _NEAR for x, y in dims):
+        return True
+    return any(
+        a * prod(y for _, y in group) == b * prod(x for x, _ in group)
+        for k in range(1, min(3, len(dims)) + 1)
+        for group in combinations(sorted(dims), k)
+    )
+
+
+_SLICING = frozenset({"slice", "dynamic-slice", "pad", "reshape", "bitcast", "copy"})
+
+
+def _slices_only(evidence: Evidence, cause: Cause) -> bool:
+    """The two sides of a region run the same ops but for slicing ones."""
+    left: Counter[str] = Counter()
+    right: Counter[str] = Counter()
+    for canon, ins in evidence.instructions(cause):
+        (left if canon is evidence.left else right)[ins.opcode] += 1
+    extra = (left - right) + (right - left)
+    return bool(extra) and set(extra) <= _SLICING
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -37,9 +67,12 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     followers = [
         i
         for i, c in enumerate(pending)
-        if c.kind is CauseKind.CONSTANT_VALUE
-        and c.changes
-        and all(ch.what == "value" and _follows(ch.old, ch.new, dims) for ch in c.changes)
+        if (
+            c.kind is CauseKind.CONSTANT_VALUE
+            and c.changes
+            and all(ch.what == "value" and _follows(ch.old, ch.new, dims) for ch in c.changes)
+        )
+        or (c.kind is CauseKind.STRUCTURE and _slices_only(evidence, c))
     ]
     if not dims or not followers:
         return NOTHING
