@@ -4,14 +4,20 @@ PyTorch/XLA hashes the IR of every node it lowers, used or not, so two graphs co
 same results but with different unused nodes (`std_mean` for its mean alone, say) still compile
 twice. The same dead code on both sides, or dead code that changed along with a difference
 another cause explains, is only noted.
+
+Instructions with a side effect (`send`, `outfeed`, a custom-call marked as having one) run
+whether or not a result reads them, as XLA keeps them: what they send is compared in full, and a
+difference there is a cause like any other.
 """
 
 from __future__ import annotations
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
+from xlagraph.canonical.hashes import IGNORED_ATTRIBUTES
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
 from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.sources import sources_of
+from xlagraph.ir import Instruction, strip_layout
 
 __all__ = ["dead_code"]
 
@@ -20,6 +26,9 @@ def dead_code(
     lcanon: CanonicalModule, rcanon: CanonicalModule, explained: bool
 ) -> tuple[list[Cause], list[str]]:
     """(causes, notes) about instructions that never reach a result."""
+    leff, reff = _effects(lcanon), _effects(rcanon)
+    if not explained and sorted(leff.values()) != sorted(reff.values()):
+        return [_effect_cause(leff, reff)], []
     ldead = [(c, d) for c in lcanon.computations.values() for d in c.dead]
     rdead = [(c, d) for c in rcanon.computations.values() for d in c.dead]
     if not ldead and not rdead:
@@ -52,3 +61,69 @@ def dead_code(
 def _signature(dead: list[tuple[CanonicalComputation, str]]) -> list[str]:
     """Opcodes, not shapes: dead code whose shapes only follow a changed input is the same code."""
     return sorted(c.instruction(d).opcode for c, d in dead)
+
+
+# XLA's HloInstruction::HasSideEffectNoRecurse: never removed as dead code.
+_SIDE_EFFECTS = frozenset(
+    {
+        "send",
+        "send-done",
+        "recv",
+        "recv-done",
+        "infeed",
+        "outfeed",
+        "rng",
+        "rng-get-and-update-state",
+        "all-reduce-start",
+        "all-reduce-done",
+        "all-gather-start",
+        "all-gather-done",
+        "collective-permute-start",
+        "collective-permute-done",
+    }
+)
+
+
+def _has_effect(ins: Instruction) -> bool:
+    if ins.opcode == "custom-call":
+        return ins.attribute("custom_call_has_side_effect") == "true"
+    return ins.opcode in _SIDE_EFFECTS
+
+
+def _effects(canon: CanonicalModule) -> dict[tuple[str, str], str]:
+    """Instructions with a side effect that no result reads (dead, or reached only through a tuple
+    forwarding skips, as a `send-done` beside the value it sent) -> what they do: opcode, shape,
+    attributes (identifiers aside) and operands, live ones by structural hash."""
+    return {
+        (c.computation.name, d): _describe(c, d, 0)
+        for c in canon.computations.values()
+        for d in (*c.dead, *c.plumbing)
+        if _has_effect(c.instruction(d))
+    }
+
+
+def _describe(c: CanonicalComputation, name: str, depth: int) -> str:
+    if name in c.h1:
+        return f"#{c.h1[name]}"
+    ins = c.computation.by_name.get(name)
+    if ins is None or depth > 16:
+        return "?"
+    attrs = ",".join(f"{k}={v}" for k, v in ins.attributes if k not in IGNORED_ATTRIBUTES)
+    ops = ",".join(_describe(c, o, depth + 1) for o in ins.operands)
+    return f"{ins.opcode}:{strip_layout(ins.shape)}[{attrs}]({ops})"
+
+
+def _effect_cause(leff: dict[tuple[str, str], str], reff: dict[tuple[str, str], str]) -> Cause:
+    lsig, rsig = sorted(leff.values()), sorted(reff.values())
+    lonly = [n for (_, n), v in leff.items() if v not in rsig]
+    ronly = [n for (_, n), v in reff.items() if v not in lsig]
+    opcodes = sorted({n.rsplit(".", 1)[0] for n in lonly + ronly})
+    return Cause(
+        CauseKind.STRUCTURE,
+        f"side effects: {len(lonly)} instruction(s) in A and {len(ronly)} in B "
+        f"({fmt_list(opcodes, 4)}) that no result reads but that run all the same (what a send "
+        "sends, what an outfeed writes)",
+        HINTS[CauseKind.STRUCTURE],
+        tuple(lonly),
+        tuple(ronly),
+    )

@@ -1,0 +1,82 @@
+"""Instructions with a side effect run whether or not a result reads them (XLA never removes them
+as dead code), so two modules that differ only there are never `identical`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES
+from xlagraph.diff import diff_files
+
+STAGE = FIXTURES / "torch_xla" / "parallel" / "pp_last_stage_a.hlo"
+
+
+def _write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_send_of_another_value_is_a_difference(tmp_path: Path) -> None:
+    # The real last pipeline stage (torch_xla 2.9) sends its input's gradient back, and also
+    # returns it; B sends another tensor while returning the same one.
+    text = STAGE.read_text()
+    sent = "send(f32[2,16,64]{2,1,0} %add.570,"
+    assert sent in text
+    b = _write(tmp_path, "b.hlo", text.replace(sent, "send(f32[2,16,64]{2,1,0} %multiply.569,"))
+    result = diff_files(str(STAGE), b)
+    assert result.verdict == "different"
+    assert any("side effect" in c.summary and "send" in c.summary for c in result.causes)
+
+
+def test_the_same_send_with_another_channel_number_is_identical(tmp_path: Path) -> None:
+    # channel ids are identifiers, as elsewhere in the canonical form
+    b = _write(tmp_path, "b.hlo", STAGE.read_text().replace("channel_id=2", "channel_id=9"))
+    result = diff_files(str(STAGE), b)
+    assert result.verdict == "identical" and not result.causes
+
+
+# Hand-written (parser edge cases of the same rule): an outfeed and a custom-call with a side
+# effect whose results nothing reads.
+_EFFECT = """HloModule m
+
+ENTRY main {
+  p0 = f32[4] parameter(0)
+  tok = token[] after-all()
+  e = f32[4] exponential(p0)
+  l = f32[4] log(p0)
+  {effect}
+  ROOT n = f32[4] negate(p0)
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        (
+            "out = token[] outfeed(e, tok), outfeed_shape=f32[4]",
+            "out = token[] outfeed(l, tok), outfeed_shape=f32[4]",
+        ),
+        (
+            'cc = f32[4] custom-call(e), custom_call_target="log_it", custom_call_has_side_effect=true',
+            'cc = f32[4] custom-call(l), custom_call_target="log_it", custom_call_has_side_effect=true',
+        ),
+    ],
+)
+def test_unread_side_effects_are_compared(tmp_path: Path, a: str, b: str) -> None:
+    pa = _write(tmp_path, "a.hlo", _EFFECT.replace("{effect}", a))
+    pb = _write(tmp_path, "b.hlo", _EFFECT.replace("{effect}", b))
+    assert diff_files(pa, pb).verdict == "different"
+    assert diff_files(pa, pa).verdict == "identical"
+
+
+def test_an_unread_pure_custom_call_stays_dead_code(tmp_path: Path) -> None:
+    a = 'cc = f32[4] custom-call(e), custom_call_target="f"'
+    b = 'cc = f32[4] custom-call(l), custom_call_target="f"'
+    pa = _write(tmp_path, "a.hlo", _EFFECT.replace("{effect}", a))
+    pb = _write(tmp_path, "b.hlo", _EFFECT.replace("{effect}", b))
+    result = diff_files(pa, pb)
+    assert "side effect" not in " ".join(c.summary for c in result.causes)
