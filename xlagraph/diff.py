@@ -25,9 +25,11 @@ from xlagraph.diagnose import (
     input_dim_changes,
     recognize,
 )
+from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.evidence import NO_CONTEXT
-from xlagraph.diagnose.residue import elided_constants, residual_differences
-from xlagraph.ir import Module
+from xlagraph.diagnose.residue import ELIDED, elided_constants, residual_differences
+from xlagraph.diagnose.sources import sources_of
+from xlagraph.ir import Module, strip_layout
 from xlagraph.match import Matching, match
 from xlagraph.parse.lazy_ir import LOSSY_NOTE
 from xlagraph.parse.sources import load_module
@@ -131,7 +133,7 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
                 work += [(p, q) for p, q in zip(cx, cy, strict=True) if (p, q) not in seen]
     dead, notes = dead_code(left, right, explained=bool(raw))
     raw += dead
-    raw += _invisible_change(a, b, raw)  # differing dead code is visible: not this
+    raw += _invisible_change(left, right, raw)  # differing dead code is visible: not this
     entry_match = pairs[0].matching.right if pairs and pairs[0].matching is not None else {}
     causes = recognize(Evidence(left, right, context, entry_match), tuple(raw)) if raw else ()
     compared = [(p.left, p.right, p.matching) for p in pairs]
@@ -159,14 +161,35 @@ def _has_frames(module: Module) -> bool:
 _METADATA = attrgetter("metadata")
 
 
-def _invisible_change(a: Module, b: Module, causes: list[Cause]) -> list[Cause]:
+def _invisible_change(left: CanonicalModule, right: CanonicalModule, causes: list[Cause]) -> list[Cause]:
     """Graph hashes differ but the text shows nothing: the lazy IR text omits constants and
-    op parameters, so say which outputs differ (root hashes) and how to see the values."""
+    op parameters, and HLO text prints large literals as `{...}`. Constants whose values the
+    text leaves out are where a changed value hides (`torch.arange(shift, ...)` with a Python
+    `shift`): they are named, with their lines; otherwise say which outputs differ."""
+    a, b = left.module, right.module
     if causes:
         return []
     ha, hb = a.info.graph_hash, b.info.graph_hash
     if not (ha and hb and ha != hb):
         return []
+    hashes = f"graph hashes differ ({ha} vs {hb}) but the text shows the same graph"
+    hidden = _unprinted_constants(right)
+    if hidden:
+        user, library = sources_of([(right, right.entry, tuple(hidden))], [])
+        shapes = fmt_list(sorted({strip_layout(right.entry.instruction(n).shape) for n in hidden}), 3)
+        return [
+            Cause(
+                CauseKind.CONSTANT_VALUE,
+                f"{hashes}: the difference is in the values of {len(hidden)} constant(s) the dump "
+                f"prints as {ELIDED} ({shapes}): a Python value baked into a tensor of the graph "
+                "(torch.arange / torch.full / a list made into a tensor from Python numbers)",
+                HINTS[CauseKind.CONSTANT_VALUE],
+                (),
+                tuple(hidden),
+                sources=user or library,
+                library=library,
+            )
+        ]
     ra, rb = a.info.root_hashes, b.info.root_hashes
     outputs = [i for i, (x, y) in enumerate(zip(ra, rb, strict=False)) if x != y]
     where = f"outputs {', '.join(map(str, outputs))} differ" if outputs else "the graphs differ"
@@ -175,11 +198,24 @@ def _invisible_change(a: Module, b: Module, causes: list[Cause]) -> list[Cause]:
     return [
         Cause(
             CauseKind.ATTRIBUTE,
-            f"graph hashes differ ({ha} vs {hb}) but the text shows the same graph: {where} by a "
-            f"constant value or op parameter; {detail}",
+            f"{hashes}: {where} by a constant value or op parameter; {detail}",
             HINTS[CauseKind.ATTRIBUTE],
         )
     ]
+
+
+def _unprinted_constants(canon: CanonicalModule) -> list[str]:
+    """Live constants of the entry printed as `{...}`, those with a user's line first."""
+    entry = canon.entry
+    found = [
+        n
+        for n in entry.order
+        if entry.instruction(n).opcode == "constant"
+        and entry.instruction(n).payload.replace(" ", "") == ELIDED
+    ]
+    return sorted(
+        found, key=lambda n: not (entry.instruction(n).metadata and entry.instruction(n).metadata.source_file)
+    )
 
 
 def diff_files(spec_a: str, spec_b: str) -> DiffResult:

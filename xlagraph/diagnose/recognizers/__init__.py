@@ -32,6 +32,7 @@ from xlagraph.diagnose.recognizers import (
     sharding,
     special_scalar,
     state_init,
+    trainable,
     unknown,
 )
 
@@ -48,6 +49,7 @@ ORDER: tuple[Recognizer, ...] = (
     shape_constants.RECOGNIZER,
     python_int.RECOGNIZER,
     special_scalar.RECOGNIZER,
+    trainable.RECOGNIZER,
     kept_alive.RECOGNIZER,
     new_input.RECOGNIZER,
     dynamic_shape.RECOGNIZER,

@@ -191,7 +191,14 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         state += twins
     else:
         twins = []
-    if not created and not twins and not (carried and not optimizer_work):
+    # A library's integer step counters (BatchNorm's num_batches_tracked): 0 baked on the first
+    # step, an input from then on, whatever the optimizer.
+    counters = [
+        x
+        for x in state
+        if x.shape.endswith("[]") and x.shape.startswith(_COUNTER_TYPES) and is_library(Frame("", x.file, 0))
+    ]
+    if not created and not twins and not counters and not (carried and not optimizer_work):
         return NOTHING  # scalars alone are values passed as data, not created state
     if created:
         # A scalar the optimizer's code reads that the first graph had nowhere, not even as a
@@ -225,6 +232,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         )
         and (c.kind not in _OUTPUTS or _state_outputs(c, set(shapes)))
         and c.kind is not CauseKind.OUTPUT_REMOVED  # created state adds outputs, never drops one
+        # Tensors of the user's own code in another order (a dict of statistics filled in
+        # another order) are a reordering of their own; new buffers only shift library outputs.
+        and (c.kind not in _ORDERS or all(is_library(Frame("", f, 0)) for f in files))
     ]
     # A reordering also explains user code that computes the same ops in another order (a dict
     # of statistics filled in another order on the warm-up step): it is a cause of its own then,
@@ -239,6 +249,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         else "copies of the model's tensors that shared their data until first updated (an EMA "
         "teacher, copy.deepcopy)"
         if twins
+        else "a library's step counters (BatchNorm's num_batches_tracked: 0 is baked into the first "
+        "graph, later values are inputs)"
+        if counters and not carried
         else "gradients kept from the step before (accumulated, or not zeroed yet)"
     )
     if created and twins:

@@ -1,0 +1,93 @@
+"""Parameters switched to (or from) training: `requires_grad_(True)` on a frozen encoder.
+
+The step gains the encoder's backward and one update per parameter: outputs added, each `p - lr *
+grad` of an input both graphs read. That is not a tensor kept alive: it is the set of trained
+parameters that changed, once per switch. The user's `requires_grad` line is cited."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.common import shape_of
+from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.recognizers._common import lines_matching, restated, source_text, user_files
+from xlagraph.match.bottom_up import users_of
+
+__all__ = ["RECOGNIZER"]
+
+_REQUIRES_GRAD = re.compile(r"\brequires_grad(_\s*\(|\s*=[^=])")
+_NEW = (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED)
+HINT = (
+    "parameters were frozen or unfrozen between steps (requires_grad changed): the graph gains or "
+    "loses their backward and updates, one compile per set of trained parameters; expected once "
+    "per switch: switch once, not back and forth, or keep requires_grad and set that param group's "
+    "lr to 0 instead"
+)
+
+
+def _updated(comp, outputs) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """Output -> the input of its own shape it updates (`p - lr * grad`), for those that do."""
+    found = {}
+    for o in outputs:
+        shape = shape_of(comp, o)
+        for x in comp.operands.get(restated(comp, o), ()):
+            p = restated(comp, x)
+            if p in comp.param_number and shape_of(comp, p) == shape:
+                found[o] = p
+                break
+    return found
+
+
+def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    out: list[Cause] = []
+    consumed: set[int] = set()
+    # Inputs both graphs take (paired, and not among those a cause calls new) that the other
+    # graph reads without updating them.
+    new = {n for c in pending if c.kind in _NEW for n in (*c.left, *c.right)}
+    a_of = {b: a for b, a in evidence.entry_match.items() if a not in new and b not in new}
+    b_of = {a: b for b, a in a_of.items()}
+    left, right = evidence.left.entry, evidence.right.entry
+    trained_a = set(_updated(left, left.outputs).values())
+    trained_b = set(_updated(right, right.outputs).values())
+    for kind, new_inputs, side, word in (
+        (CauseKind.OUTPUT_ADDED, CauseKind.PARAMETER_ADDED, "right", "True"),
+        (CauseKind.OUTPUT_REMOVED, CauseKind.PARAMETER_REMOVED, "left", "False"),
+    ):
+        comp, twin, trained = (right, a_of, trained_a) if side == "right" else (left, b_of, trained_b)
+        for i, c in enumerate(pending):
+            if c.kind is not kind:
+                continue
+            heads = [ch.right if side == "right" else ch.left for ch in c.changes if ch.what == "output"]
+            updates = [o for o, p in _updated(comp, heads).items() if p in twin and twin[p] not in trained]
+            if not heads or 2 * len(updates) < len(heads):
+                continue
+            lines = lines_matching(user_files(evidence), _REQUIRES_GRAD, limit=8)
+            if not lines:
+                continue  # no switch in the user's code: another pattern (an optimizer's new group)
+            lines.sort(key=lambda loc: word not in source_text(loc))
+            # Inputs read only inside the new work (a step count, a scale) come with it.
+            users, cone = users_of(comp), set(getattr(c, side))
+            inside = [
+                k
+                for k, d in enumerate(pending)
+                if d.kind is new_inputs and all(u in cone for n in getattr(d, side) for u in users.get(n, ()))
+            ]
+            verb = "also trains" if side == "right" else "no longer trains"
+            out.append(
+                replace(
+                    c,
+                    summary=f"{'B' if side == 'right' else 'A'} {verb} {len(updates)} parameter(s) "
+                    f"the other graph only reads: {c.summary}",
+                    hint=HINT,
+                    sources=tuple(dict.fromkeys([*lines[:2], *c.sources]))[:6],
+                    changes=c.changes + tuple(ch for k in inside for ch in pending[k].changes),
+                    **{side: getattr(c, side) + tuple(n for k in inside for n in getattr(pending[k], side))},
+                )
+            )
+            consumed.update([i, *inside])
+    return Recognized(tuple(out), frozenset(consumed)) if out else NOTHING
+
+
+RECOGNIZER = Recognizer("trainable", _recognize)
