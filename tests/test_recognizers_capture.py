@@ -60,9 +60,9 @@ CASES = [
         id="tu_cnn_random_crop_sizes",
         marks=pytest.mark.xfail(
             strict=True,
-            reason="engine: a new image size also reports constant_value (AdaptiveAvgPool's divisor "
-            "s32 256 -> 196, a cascade of the shape change, not folded into parameter_shape) and, "
-            "at step 3, a structure cause (2 changed adds at torch/nn/functional.py:2813)",
+            reason="engine (commit 849aaad): a new image size also reports constant_value, the "
+            "pooling divisor s32 256 -> 196 (16x16 -> 14x14 after MaxPool), a cascade of the input "
+            "shape change that is not folded into parameter_shape",
         ),
     ),
     ("tu_arange_offset", 1, {"constant_value"}, True, ("device tensor",)),
