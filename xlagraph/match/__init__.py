@@ -4,8 +4,9 @@ Each phase claims only pairs that are still free, and records its name on the pa
 
 1. `outputs-exact`: outputs with equal structural hash (`h1`), with their whole subgraphs;
 2. `outputs`: the remaining outputs in order, among equal opcode and shape; when both sides
-   keep as many tensors, output `i` with output `i` first where the shape is a shard of the
-   other's (tensor parallelism halves a weight and its update). Shapes one side has more of wait
+   keep as many tensors, output `i` with output `i` first where only the element type differs,
+   or the shape is a shard of the other's and the collectives differ (tensor parallelism halves
+   a weight and its update). Shapes one side has more of wait
    for step 6 (in order, the first would pair with the first wherever the extra ones were
    inserted: a pipeline block put in front shifts every later weight update), and so does a
    value sent to another pipeline stage: a stage's split moves at its send / recv end, and
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import strip_layout
@@ -37,15 +39,18 @@ __all__ = ["Matching", "match"]
 def match(left: CanonicalComputation, right: CanonicalComputation) -> Matching:
     """Pair the instructions of `left` and `right` (both canonical)."""
     m = Mappings()
+    sent = _sent(left) | _sent(right)
+    # Other dimensions make a shard only where the graphs run split another way.
+    resharded = _layout(left) != _layout(right)
     phases: tuple[tuple[Phase, tuple[object, ...]], ...] = (
         (_match_outputs_exact, ()),
-        (_match_outputs, (True,)),
+        (_match_outputs, (sent, resharded)),
         (match_top_down, (True,)),
         (match_exact, ("h1",)),
         (match_exact, ("h0",)),
         (match_top_down, (True,)),
         (match_bottom_up, ()),
-        (_match_outputs, (False,)),
+        (_match_outputs, (frozenset(), resharded, False)),
         (_match_parameters, ()),
         (match_top_down, (True,)),
         (match_bottom_up, ()),
@@ -92,6 +97,22 @@ def _sent(comp: CanonicalComputation) -> set[str]:
     return {i.operands[0] for i in comp.computation.instructions if i.opcode == "send" and i.operands}
 
 
+_COLLECTIVES = frozenset(
+    {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute"}
+    | {"all-reduce-start", "all-gather-start", "collective-permute-start"}
+)
+
+
+def _layout(comp: CanonicalComputation) -> list[tuple[str, str]]:
+    """The collectives a computation runs and over which groups: another layout means another
+    parallel split, where a weight's shard shape changes."""
+    return sorted(
+        (i.opcode, i.attribute("replica_groups") or "")
+        for i in map(comp.instruction, comp.order)
+        if i.opcode in _COLLECTIVES
+    )
+
+
 def _sharded_alike(a: str, b: str) -> bool:
     """Same rank, each dimension equal or split by a whole factor (any element type). A size 1
     is no evidence of a split: `f32[4,1]` and `f32[4,3]` are two task heads, not one sharded."""
@@ -115,19 +136,23 @@ def _dims(shape: str) -> list[int] | None:
 
 
 def _match_outputs(
-    left: CanonicalComputation, right: CanonicalComputation, m: Mappings, balanced_only: bool
+    left: CanonicalComputation,
+    right: CanonicalComputation,
+    m: Mappings,
+    sent: AbstractSet[str],
+    resharded: bool,
+    balanced_only: bool = True,
 ) -> None:
     """Outputs are live tensors in creation order: pair them in order, first by opcode and shape,
     then by shape alone (a momentum buffer is `grad` on the first step, `buf * m + grad` after).
 
     When both sides keep as many tensors, output `i` is first tried with output `i` in another
-    shard shape or element type (tensor parallelism halves a weight and its update); equal shapes
-    pair in order as before. With
+    element type, or in another shard shape where the graphs' collectives differ (tensor
+    parallelism halves a weight and its update); equal shapes pair in order as before. With
     `balanced_only`, a shape that one side has more of is left to the dataflow, and so is a value
-    sent to another pipeline stage (see the module's docstring). Pairs are made in output order:
+    `sent` to another pipeline stage (see the module's docstring). Pairs are made in output order:
     top-down expands the last made first, and the order decides between look-alike branches."""
     slots = {b: k for k, b in enumerate(right.outputs)} if len(left.outputs) == len(right.outputs) else {}
-    sent = _sent(left) | _sent(right) if balanced_only else set()
     for same_opcode in (True, False):
         free_right = [o for o in right.outputs if o not in m.right]
         free_left = [o for o in left.outputs if o not in m.left]
@@ -151,7 +176,12 @@ def _match_outputs(
                 k = at.get(b)
                 if k is not None and b not in m.right and b not in sent:
                     shape_b, opcode_b = right_keys[k]
-                    if opcode == opcode_b and shape != shape_b and _sharded_alike(shape, shape_b):
+                    if (
+                        opcode == opcode_b
+                        and shape != shape_b
+                        and _sharded_alike(shape, shape_b)
+                        and (resharded or _dims(shape) == _dims(shape_b))
+                    ):
                         m.add(a, b, "outputs")
                         start = max(start, k + 1)
                         continue
