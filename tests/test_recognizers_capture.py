@@ -6,6 +6,7 @@ pattern's kind, with the user's line and a fix that applies."""
 from __future__ import annotations
 
 import lzma
+import re
 import shutil
 from pathlib import Path
 
@@ -55,16 +56,7 @@ CASES = [
     ("tu_layerwise_lr_order", 1, {"parameter_permutation", "output_permutation"}, False, ("fixed order",)),
     ("tu_freeze_backbone_later", 3, {"output_removed"}, True, ("requires_grad",)),
     ("tu_unfreeze_gradual", 2, {"output_added"}, True, ("requires_grad",)),
-    pytest.param(
-        *("tu_cnn_random_crop_sizes", 3, {"parameter_shape"}, True, ("pad", "bucket")),
-        id="tu_cnn_random_crop_sizes",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="engine (commit 849aaad): a new image size also reports constant_value, the "
-            "pooling divisor s32 256 -> 196 (16x16 -> 14x14 after MaxPool), a cascade of the input "
-            "shape change that is not folded into parameter_shape",
-        ),
-    ),
+    ("tu_cnn_random_crop_sizes", 3, {"parameter_shape"}, True, ("pad", "bucket")),
     ("tu_arange_offset", 1, {"constant_value"}, True, ("device tensor",)),
 ]
 
@@ -109,3 +101,25 @@ def test_spmd_captures_name_sharding_and_its_warm_up(name: str, kinds: list[tupl
     warm_up, last = recompiles[0].causes[0], recompiles[-1].causes[0]
     assert warm_up.info and not last.info  # step 1: parameters annotated once; then the real change
     assert "Python int" not in last.hint and "drop_last" not in warm_up.hint
+
+
+def test_batchnorm_counters_alone_are_warm_up(tmp_path: Path) -> None:
+    """SGD without momentum: the only state the first step creates is BatchNorm's
+    num_batches_tracked (0 baked on step 0, an input after): expected once, not a 0/1 scalar."""
+    (first, *_) = _recompiles("tu_cnn_random_crop_sizes", tmp_path)
+    assert first.step == 1 and first.kinds == ("state_init",), first.kinds
+    assert all(c.info for c in first.causes) and "num_batches_tracked" in first.causes[0].summary
+
+
+def test_values_the_text_elides_are_named_with_their_line(tmp_path: Path) -> None:
+    """The same capture with the arange's values printed as `{...}` (as XLA prints literals of
+    more than 10 elements): the graph hashes still differ, so the hidden constant is the cause."""
+    name = "tu_arange_offset"
+    _recompiles(name, tmp_path)  # decompresses the capture into tmp_path / name
+    for f in (tmp_path / name / "hlo").iterdir():
+        f.write_text(re.sub(r"constant\(\{[\d, ]+\}\)", "constant({...})", f.read_text()))
+    (log,) = load_runs(str(tmp_path / name))
+    first = build_report(log).recompiles[0]
+    (cause,) = [c for c in first.causes if not c.info]
+    assert str(cause.kind) == "constant_value" and "{...}" in cause.summary
+    assert "device tensor" in cause.hint and _guilty(name) & _line(name, first)

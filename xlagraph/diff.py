@@ -27,6 +27,7 @@ from xlagraph.diagnose import (
 )
 from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.evidence import NO_CONTEXT
+from xlagraph.diagnose.recognizers.special_scalar import TENSOR_HINT
 from xlagraph.diagnose.residue import ELIDED, elided_constants, residual_differences
 from xlagraph.diagnose.sources import sources_of
 from xlagraph.ir import Module, strip_layout
@@ -181,9 +182,8 @@ def _invisible_change(left: CanonicalModule, right: CanonicalModule, causes: lis
             Cause(
                 CauseKind.CONSTANT_VALUE,
                 f"{hashes}: the difference is in the values of {len(hidden)} constant(s) the dump "
-                f"prints as {ELIDED} ({shapes}): a Python value baked into a tensor of the graph "
-                "(torch.arange / torch.full / a list made into a tensor from Python numbers)",
-                HINTS[CauseKind.CONSTANT_VALUE],
+                f"prints as {ELIDED} ({shapes})",
+                TENSOR_HINT,
                 (),
                 tuple(hidden),
                 sources=user or library,

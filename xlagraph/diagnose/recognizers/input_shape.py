@@ -20,6 +20,10 @@ SEQUENCE_HINT = (
     "a non-batch dimension changed, typically a sequence length: pad to a fixed length, or bucket "
     "lengths to a few fixed sizes (each compiles once)"
 )
+IMAGE_HINT = (
+    "the height or width of an image batch changed: resize or crop every image to one size (or pad "
+    "to it), or bucket sizes to a few fixed ones (each compiles once)"
+)
 OTHER_HINT = "keep input shapes fixed across steps: pad, or bucket them to a few fixed sizes"
 
 
@@ -30,6 +34,13 @@ def _changed_axes(old: str, new: str) -> set[int]:
     return {k for k, (x, y) in enumerate(zip(a, b, strict=True)) if x != y}
 
 
+def _image(shape: str) -> bool:
+    """A float NCHW batch with few channels (1 to 4): the shape images arrive in."""
+    head, _, rest = shape.partition("[")
+    dims = _INT.findall(rest.split("]", 1)[0])
+    return head.startswith(("f", "bf")) and len(dims) == 4 and 1 <= int(dims[1]) <= 4
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     picked = [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_SHAPE]
     if not picked:
@@ -37,9 +48,12 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     out = []
     for i in picked:
         c = pending[i]
-        axes = set().union(*(_changed_axes(ch.old, ch.new) for ch in c.changes))
+        shapes = [ch for ch in c.changes if ch.what == "shape"]  # not constants folded in
+        axes = set().union(*(_changed_axes(ch.old, ch.new) for ch in shapes))
         if axes == {0}:
             what, hint = "the batch dimension changed: a ragged last batch is typical", BATCH_HINT
+        elif axes and axes <= {2, 3} and all(_image(ch.old) for ch in shapes):
+            what, hint = "an image's height or width changed", IMAGE_HINT
         elif axes and -1 not in axes and 0 not in axes:
             what, hint = "a non-batch dimension changed: a varying sequence length is typical", SEQUENCE_HINT
         else:

@@ -12,7 +12,7 @@ longest length is no op at that length and a `slice` at any shorter one.
 from __future__ import annotations
 
 from collections import Counter
-from itertools import combinations
+from itertools import combinations_with_replacement
 from math import prod
 
 from xlagraph.diagnose.causes import Cause, CauseKind
@@ -29,7 +29,7 @@ _NEAR = 2
 def _follows(old: str, new: str, dims: set[tuple[int, int]]) -> bool:
     """`s64[] 11` -> `s64[] 8` when a dimension went 12 -> 9: the same step, next to the size;
     or in proportion to the changed dimensions (an image's 4x4 = 16 pooled cells are 5x4 = 20 when
-    its height goes 32 -> 40, 6x5 = 30 when both grow)."""
+    its height goes 32 -> 40, 6x5 = 30 when both grow, 7x7 = 49 for a square one 32 -> 28)."""
     o, n = old.rsplit(" ", 1)[-1], new.rsplit(" ", 1)[-1]
     if not (is_number(o) and is_number(n)) or float(o) != int(float(o)) or float(n) != int(float(n)):
         return False
@@ -40,8 +40,8 @@ def _follows(old: str, new: str, dims: set[tuple[int, int]]) -> bool:
         return True
     return any(
         a * prod(y for _, y in group) == b * prod(x for x, _ in group)
-        for k in range(1, min(3, len(dims)) + 1)
-        for group in combinations(sorted(dims), k)
+        for k in range(1, 4)
+        for group in combinations_with_replacement(sorted(dims), k)
     )
 
 

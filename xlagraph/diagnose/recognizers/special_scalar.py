@@ -27,6 +27,19 @@ OTHER_HINT = (
     "tensor (torch.tensor(x, device=...)) that you update in place"
 )
 
+TENSOR_HINT = (
+    "Python numbers became the values of a tensor built in the graph (torch.arange(offset, ...), "
+    "torch.full, torch.tensor of a list): build it from fixed values plus a device tensor instead, "
+    "e.g. torch.arange(T, device=dev) + offset_t with offset_t a device tensor updated in place, or "
+    "index a fixed table with a tensor index"
+)
+
+
+def _tensor_valued(evidence: Evidence, cause: Cause) -> bool:
+    """Every constant the cause names holds more than one value (an arange, a list)."""
+    found = [ins for _, ins in evidence.instructions(cause) if ins.opcode == "constant"]
+    return bool(found) and all("[]" not in ins.shape for ins in found)
+
 
 def _special(value: str) -> bool:
     return is_number(value) and float(value) in (0.0, 1.0)
@@ -121,7 +134,16 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         if c.kind is not CauseKind.CONSTANT_VALUE:
             continue
         special = any(_special(_value(ch.old)) or _special(_value(ch.new)) for ch in c.changes)
-        if special:
+        if _tensor_valued(evidence, c):
+            out.append(
+                renamed(
+                    c,
+                    CauseKind.CONSTANT_VALUE,
+                    c.summary + ": a tensor made from Python numbers",
+                    TENSOR_HINT,
+                )
+            )
+        elif special:
             out.append(
                 renamed(c, CauseKind.CONSTANT_VALUE, c.summary + ": 0 and 1 are baked as constants", HINT)
             )

@@ -74,12 +74,14 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 for k, d in enumerate(pending)
                 if d.kind is new_inputs and all(u in cone for n in getattr(d, side) for u in users.get(n, ()))
             ]
-            verb = "also trains" if side == "right" else "no longer trains"
             out.append(
                 replace(
                     c,
-                    summary=f"{'B' if side == 'right' else 'A'} {verb} {len(updates)} parameter(s) "
-                    f"the other graph only reads: {c.summary}",
+                    summary=(
+                        f"B also trains {len(updates)} parameter(s) A only reads: {c.summary}"
+                        if side == "right"
+                        else f"B no longer trains {len(updates)} parameter(s) A trains: {c.summary}"
+                    ),
                     hint=HINT,
                     sources=tuple(dict.fromkeys([*lines[:2], *c.sources]))[:6],
                     changes=c.changes + tuple(ch for k in inside for ch in pending[k].changes),
