@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import FIXTURES
 from xlagraph.diagnose import CauseKind
 from xlagraph.diff import diff_files
@@ -71,3 +73,29 @@ def test_identical_means_no_causes_and_dead_code_is_a_note() -> None:
     kept = diff_files(f"{train}#2", f"{train}#3")
     assert [c.kind for c in kept.causes] == [CauseKind.OUTPUT_ADDED]
     assert kept.notes and "never reach a result" in kept.notes[0]
+
+
+# One compiled training step of the block (fixtures/jax/pairing/step_*.hlo): what a whole step
+# looks like against its sharded, bf16 or larger-batch version, both ways.
+STEP_CASES = [
+    ("step_tp2", {CauseKind.SHARDING}),
+    ("step_tp4", {CauseKind.SHARDING}),
+    ("step_dp2", {CauseKind.SHARDING}),
+    ("step_bf16", {CauseKind.DTYPE}),
+    ("step_b16", {CauseKind.PARAMETER_SHAPE}),
+]
+
+
+@pytest.mark.parametrize(("name", "kinds"), STEP_CASES, ids=[c[0] for c in STEP_CASES])
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+def test_a_training_step_against_its_variant_is_one_cause(name: str, kinds: set, reverse: bool) -> None:
+    a, b = str(PAIRING / "step_a.hlo"), str(PAIRING / f"{name}.hlo")
+    result = diff_files(b, a) if reverse else diff_files(a, b)
+    assert {c.kind for c in result.causes} == kinds, [c.summary[:100] for c in result.causes]
+    assert all(not c.mapping for c in result.causes)  # no invented permutation
+
+
+def test_tensor_parallel_degree_change_is_one_parallelism_cause() -> None:
+    result = diff_files(str(PAIRING / "step_tp2.hlo"), str(PAIRING / "step_tp4.hlo"))
+    assert [c.kind for c in result.causes] == [CauseKind.COLLECTIVE]
+    assert "replica groups" in result.causes[0].summary

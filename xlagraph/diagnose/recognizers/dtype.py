@@ -24,6 +24,7 @@ _FOLDED = (CauseKind.STRUCTURE, CauseKind.CONSTANT_VALUE, CauseKind.ATTRIBUTE, C
 # The user's line that turns low precision on: ops under autocast carry the lines of the model's
 # code, not of the `with` that wraps the call, so it is looked up in the user's files.
 _AUTOCAST = re.compile(r"\bautocast\s*\(")
+_FLOAT = frozenset({"f64", "f32", "f16", "bf16"})
 _LOW = frozenset({"bf16", "f16", "f8e4m3fn", "f8e5m2", "f8e4m3", "f8e5m2fnuz", "f8e4m3fnuz"})
 
 
@@ -65,6 +66,14 @@ def _retyped_collectives(evidence: Evidence) -> bool:
     )
 
 
+def _whole_model(evidence: Evidence, pending: tuple[Cause, ...], core: list[int]) -> bool:
+    """Every floating-point input of A changed element type (`model.to(torch.bfloat16)`)."""
+    left = evidence.left.entry
+    floats = {p for p in left.param_number if element_type(left.instruction(p).shape) in _FLOAT}
+    retyped = {ch.left for i in core for ch in pending[i].changes if ch.what == "dtype"}
+    return len(floats) > 1 and floats <= retyped
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     core = [i for i, c in enumerate(pending) if c.kind is CauseKind.DTYPE]
     if core and _retyped_collectives(evidence):
@@ -92,8 +101,15 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         )
     ]
     rest = [i for i, c in enumerate(pending) if c.kind is CauseKind.STRUCTURE and i not in folded]
-    if core and rest and _same_ops(evidence, *(pending[i] for i in rest)):
-        folded += rest  # one op in f32 only in A and its bf16 twin only in B: the same op retyped
+    if (
+        core
+        and rest
+        and (_same_ops(evidence, *(pending[i] for i in rest)) or _whole_model(evidence, pending, core))
+    ):
+        # One op in f32 only in A and its bf16 twin only in B: the same op retyped. Or every
+        # floating-point input changed type: XLA compiles another program around it (converts,
+        # f32 accumulation, other fusions), all of it following from the one change.
+        folded += rest
     if not folded:
         return NOTHING
     if core:

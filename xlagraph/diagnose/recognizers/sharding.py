@@ -7,6 +7,7 @@ reason and are folded into this one cause.
 from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.common import fmt_list, whole_factors
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._common import merge
 
@@ -71,6 +72,21 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     changes = [ch for i in core for ch in pending[i].changes if ch.what == "sharding"]
     examples = "; ".join(f"{ch.old or '(none)'} -> {ch.new or '(none)'}" for ch in changes[:2])
     summary = f"the sharding of {len(changes)} tensor(s) changed ({examples})"
+    # What a partitioned module shows of it: inputs in shard shapes, collectives added.
+    split = [
+        ch
+        for i in followers
+        if pending[i].kind is CauseKind.PARAMETER_SHAPE
+        for ch in pending[i].changes
+        if ch.what == "shape" and ch.old != ch.new and whole_factors(ch.old, ch.new)
+    ]
+    if split:
+        summary += (
+            f"; {len(split)} input(s) arrive as shards of another size "
+            f"({fmt_list([f'{ch.old} -> {ch.new}' for ch in split], 2)})"
+        )
+    if any(pending[i].kind is CauseKind.COLLECTIVE for i in followers):
+        summary += "; the collectives differ"
     if followers:
         kinds = sorted({str(pending[i].kind) for i in followers})
         summary += f"; what follows from it is folded in ({', '.join(kinds)})"
