@@ -131,3 +131,15 @@ def test_dict_order_on_the_warm_up_step_is_its_own_cause_beside_state_init() -> 
     result = diff_modules(load_module(f"{save}#0"), load_module(f"{save}#1"))
     kinds = sorted(str(c.kind) for c in result.causes)
     assert kinds == ["output_permutation", "state_init"], kinds
+
+
+def test_inputs_and_outputs_in_another_order_are_one_cause() -> None:
+    """fixtures/torch_xla/update_order: parameters updated backwards on odd steps reorder both the
+    inputs and the outputs; one root reason, one cause, which carries both mappings."""
+    folder = FIXTURES / "torch_xla" / "update_order" / "xla_dump"
+    a, b = sorted(folder.glob("module_000[12].*before_optimizations.txt"))
+    (cause,) = diff_modules(load_module(str(a)), load_module(str(b))).causes
+    assert cause.kind is CauseKind.OUTPUT_PERMUTATION
+    assert "inputs come in another order too" in cause.summary
+    moved_inputs = [m for m in cause.mapping if m.left != m.right and m.left_name.startswith("p")]
+    assert moved_inputs, cause.mapping

@@ -95,6 +95,28 @@ def _plain(evidence: Evidence, causes: list[tuple[int, Cause]]) -> tuple[Cause, 
     return tuple(replace(c, hint=_PLAIN[c.kind]) for _, c in causes)
 
 
+def _one_order(found: dict[int, Cause]) -> list[tuple[int, Cause]]:
+    """Inputs and outputs in another order are one root reason: torch_xla numbers both by the
+    order in which tensors are created and updated. The outputs' cause (the live tensors)
+    carries the inputs' mapping."""
+    outs = [i for i, c in found.items() if c.kind is CauseKind.OUTPUT_PERMUTATION]
+    ins = [i for i, c in found.items() if c.kind is CauseKind.PARAMETER_PERMUTATION]
+    if len(outs) != 1 or not ins:
+        return list(found.items())
+    host = found[outs[0]]
+    moved = [found[i] for i in ins]
+    count = sum(sum(1 for m in c.mapping if m.left != m.right) for c in moved)
+    merged = replace(
+        host,
+        left=host.left + tuple(n for c in moved for n in c.left if n not in host.left),
+        right=host.right + tuple(n for c in moved for n in c.right if n not in host.right),
+        mapping=host.mapping + tuple(m for c in moved for m in c.mapping),
+        summary=f"{host.summary}; the inputs come in another order too ({count} moved)",
+        sources=tuple(dict.fromkeys(host.sources + tuple(x for c in moved for x in c.sources)))[:6],
+    )
+    return [(outs[0], merged)]
+
+
 def _user_code(evidence: Evidence, cause: Cause) -> bool:
     return any(not is_library(Frame("", f, 0)) for f in evidence.library_files(cause))
 
@@ -136,10 +158,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             changes=host.changes + tuple(ch for c in inner for ch in c.changes),
             summary=f"{host.summary}; the computation follows in that order ({len(inner)} region(s)){held}",
         )
-        rest = [(i, pending[i]) for i in orders if i != hi]
-        return Recognized(_plain(evidence, [(hi, merged), *rest]), frozenset([*orders, *real]))
+        found = {i: merged if i == hi else pending[i] for i in orders}
+        return Recognized(_plain(evidence, _one_order(found)), frozenset([*orders, *real]))
     if not real and not expected:  # the root cause
-        return Recognized(_plain(evidence, [(i, pending[i]) for i in orders]), frozenset(orders))
+        return Recognized(_plain(evidence, _one_order({i: pending[i] for i in orders})), frozenset(orders))
     if not real:
         # Warm-up state only adds tensors: outputs of the user's own code in another order (a dict
         # of statistics filled in another order on that step) are a reordering of their own.
