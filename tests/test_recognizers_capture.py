@@ -58,6 +58,10 @@ CASES = [
     ("tu_unfreeze_gradual", 2, {"output_added"}, True, ("requires_grad",)),
     ("tu_cnn_random_crop_sizes", 3, {"parameter_shape"}, True, ("pad", "bucket")),
     ("tu_arange_offset", 1, {"constant_value"}, True, ("device tensor",)),
+    # the order is decided by a rotation in the loop, not where the dict is filled
+    ("tu_rotating_task_order", 1, {"output_permutation"}, True, ("fixed key order",)),
+    # attention maps kept under `if want_maps:` (a flag set from `step % k`), made inside transformers
+    ("tu_bert_keep_attentions", 3, {"output_added"}, True, ("add_step_closure",)),
 ]
 
 

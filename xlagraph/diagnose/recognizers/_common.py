@@ -78,11 +78,24 @@ def inside_periodic_if(location: str) -> bool:
             continue
         level = len(above) - len(above.lstrip())
         if level < indent:
-            if stripped.startswith(("if ", "elif ")) and "%" in stripped:
+            if stripped.startswith(("if ", "elif ")) and (
+                "%" in stripped or _periodic_flag(file, k, stripped)
+            ):
                 return True
             indent = level
             if level == 0:
                 return False
+    return False
+
+
+def _periodic_flag(file: str, n: int, condition: str) -> bool:
+    """`if want_maps:` where `want_maps = step % k == k - 1` a few lines above: a flag that holds
+    the every-k-steps test."""
+    names = set(re.findall(r"\b[A-Za-z_]\w*\b", condition.split(" ", 1)[-1])) - {"not", "and", "or"}
+    for k in range(n - 1, max(0, n - 40), -1):
+        m = re.match(r"^\s*([A-Za-z_]\w*)\s*=[^=](.*)", source_line(file, k).split("#", 1)[0])
+        if m and m.group(1) in names:
+            return "%" in m.group(2)
     return False
 
 
@@ -287,6 +300,37 @@ def dict_fills(location: str) -> list[str]:
         if any(re.match(rf"^\s*{re.escape(name)}\s*\[[^\]]+\]\s*=[^=]", code) for name in names):
             out.append(f"{file}:{k}")
     return sorted(out, key=lambda loc: int(loc.rpartition(":")[2]))[:3]
+
+
+# Statements that change an order: shuffles, reversals, sorts by a key (a value that may change),
+# rotations (`x = x[1:] + x[:1]`).
+_REORDERS = re.compile(
+    r"\bshuffle\(|\.reverse\(\)|\[::-1\]|\breversed\(|\bsorted\(.*\bkey\s*=|\.sort\(.*\bkey\s*=|\brandperm\(|"
+    r"\bpermutation\(|\brotate\(|^\s*(\w+)\s*=\s*\1\s*\[[^\]]*:[^\]]*\]\s*\+"
+)
+
+
+def reorderings(location: str) -> list[str]:
+    """Lines of the function around `location` (it and its loop) that reorder a sequence: where
+    an order that differs from step to step is decided (a task list rotated each step). Scans
+    from the `def` above to the end of that function."""
+    file, _, line = location.rpartition(":")
+    if not file or not line.isdigit():
+        return []
+    n = start = int(line)
+    while start > max(0, n - 200) and not _DEF.match(source_line(file, start)):
+        start -= 1
+    if not _DEF.match(source_line(file, start)):
+        return []
+    out: list[str] = []
+    for k in range(start + 1, start + 400):
+        text = source_line(file, k)
+        if text.strip() and not text[0].isspace():
+            break  # the next top-level statement: the function ended
+        code = text.split("#", 1)[0]
+        if _REORDERS.search(code):
+            out.append(f"{file}:{k}")
+    return out[:3]
 
 
 # Ops that restate one value (another shape, type or order of the same numbers): followed through

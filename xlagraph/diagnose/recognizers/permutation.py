@@ -12,7 +12,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
-from xlagraph.diagnose.recognizers._common import dict_fills
+from xlagraph.diagnose.recognizers._common import dict_fills, reorderings
 from xlagraph.ir import Frame
 
 __all__ = ["RECOGNIZER", "reordered_only"]
@@ -125,9 +125,12 @@ def _filled_at(cause: Cause) -> Cause:
     if cause.kind is not CauseKind.OUTPUT_PERMUTATION:
         return cause
     fills = [f for loc in cause.sources[:2] for f in dict_fills(loc)]
-    if not fills:
+    # A statement that reorders a sequence in that function (a task list rotated each step)
+    # decides the order: it comes first.
+    reorders = [r for loc in cause.sources[:2] for r in reorderings(loc)]
+    if not fills and not reorders:
         return cause
-    return replace(cause, sources=tuple(dict.fromkeys([*fills, *cause.sources]))[:6])
+    return replace(cause, sources=tuple(dict.fromkeys([*reorders, *fills, *cause.sources]))[:6])
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
