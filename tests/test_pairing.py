@@ -99,3 +99,12 @@ def test_tensor_parallel_degree_change_is_one_parallelism_cause() -> None:
     result = diff_files(str(PAIRING / "step_tp2.hlo"), str(PAIRING / "step_tp4.hlo"))
     assert [c.kind for c in result.causes] == [CauseKind.COLLECTIVE]
     assert "replica groups" in result.causes[0].summary
+
+
+def test_weights_of_other_shapes_are_not_called_a_ragged_batch() -> None:
+    """fixtures/torch_xla/parallel/pp_middle_stage: a pipeline stage holding other blocks takes
+    weights of other shapes; inputs the step updates are weights, so no batch / sequence hint."""
+    parallel = FIXTURES / "torch_xla" / "parallel"
+    result = diff_files(str(parallel / "pp_middle_stage_a.hlo"), str(parallel / "pp_middle_stage_b.hlo"))
+    shapes = [c for c in result.causes if c.kind is CauseKind.PARAMETER_SHAPE]
+    assert shapes and all("weights" in c.summary and "drop_last" not in c.hint for c in shapes)

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
+from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import Evidence
 from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.ir import Frame
@@ -346,3 +347,17 @@ def restated(comp, name: str) -> str:  # type: ignore[no-untyped-def]
             return name
         name = comp.operands[name][0]
     return name
+
+
+def updated_inputs(comp, outputs: Iterable[str]) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """Output -> the input of its own shape it updates (`p - lr * grad`, `buf * m + grad`), for
+    the outputs that do: the inputs a training step updates are its weights and state."""
+    found = {}
+    for o in outputs:
+        shape = shape_of(comp, o)
+        for x in comp.operands.get(restated(comp, o), ()):
+            p = restated(comp, x)
+            if p in comp.param_number and shape_of(comp, p) == shape:
+                found[o] = p
+                break
+    return found

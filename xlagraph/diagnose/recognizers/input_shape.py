@@ -7,7 +7,7 @@ import re
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import renamed
+from xlagraph.diagnose.recognizers._common import renamed, updated_inputs
 
 __all__ = ["RECOGNIZER"]
 
@@ -23,6 +23,11 @@ SEQUENCE_HINT = (
 IMAGE_HINT = (
     "the height or width of an image batch changed: resize or crop every image to one size (or pad "
     "to it), or bucket sizes to a few fixed ones (each compiles once)"
+)
+WEIGHTS_HINT = (
+    "inputs the step updates (weights, optimizer state) changed shape: another model configuration "
+    "(hidden size, vocabulary, heads) or another set of layers (a pipeline stage holding other "
+    "blocks); compare the two configurations, and keep one per run"
 )
 OTHER_HINT = "keep input shapes fixed across steps: pad, or bucket them to a few fixed sizes"
 
@@ -45,12 +50,17 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     picked = [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_SHAPE]
     if not picked:
         return NOTHING
+    left, right = evidence.left.entry, evidence.right.entry
+    weights_a = set(updated_inputs(left, left.outputs).values())
+    weights_b = set(updated_inputs(right, right.outputs).values())
     out = []
     for i in picked:
         c = pending[i]
         shapes = [ch for ch in c.changes if ch.what == "shape"]  # not constants folded in
         axes = set().union(*(_changed_axes(ch.old, ch.new) for ch in shapes))
-        if axes == {0}:
+        if shapes and all(ch.left in weights_a or ch.right in weights_b for ch in shapes):
+            what, hint = "the inputs are weights the step updates, not data", WEIGHTS_HINT
+        elif axes == {0}:
             what, hint = "the batch dimension changed: a ragged last batch is typical", BATCH_HINT
         elif axes and axes <= {2, 3} and all(_image(ch.old) for ch in shapes):
             what, hint = "an image's height or width changed", IMAGE_HINT

@@ -10,9 +10,8 @@ import re
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
-from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import lines_matching, restated, source_text, user_files
+from xlagraph.diagnose.recognizers._common import lines_matching, source_text, updated_inputs, user_files
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]
@@ -27,19 +26,6 @@ HINT = (
 )
 
 
-def _updated(comp, outputs) -> dict[str, str]:  # type: ignore[no-untyped-def]
-    """Output -> the input of its own shape it updates (`p - lr * grad`), for those that do."""
-    found = {}
-    for o in outputs:
-        shape = shape_of(comp, o)
-        for x in comp.operands.get(restated(comp, o), ()):
-            p = restated(comp, x)
-            if p in comp.param_number and shape_of(comp, p) == shape:
-                found[o] = p
-                break
-    return found
-
-
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     out: list[Cause] = []
     consumed: set[int] = set()
@@ -49,8 +35,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     a_of = {b: a for b, a in evidence.entry_match.items() if a not in new and b not in new}
     b_of = {a: b for b, a in a_of.items()}
     left, right = evidence.left.entry, evidence.right.entry
-    trained_a = set(_updated(left, left.outputs).values())
-    trained_b = set(_updated(right, right.outputs).values())
+    trained_a = set(updated_inputs(left, left.outputs).values())
+    trained_b = set(updated_inputs(right, right.outputs).values())
     for kind, new_inputs, side, word in (
         (CauseKind.OUTPUT_ADDED, CauseKind.PARAMETER_ADDED, "right", "True"),
         (CauseKind.OUTPUT_REMOVED, CauseKind.PARAMETER_REMOVED, "left", "False"),
@@ -60,7 +46,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             if c.kind is not kind:
                 continue
             heads = [ch.right if side == "right" else ch.left for ch in c.changes if ch.what == "output"]
-            updates = [o for o, p in _updated(comp, heads).items() if p in twin and twin[p] not in trained]
+            updates = [
+                o for o, p in updated_inputs(comp, heads).items() if p in twin and twin[p] not in trained
+            ]
             if not heads or 2 * len(updates) < len(heads):
                 continue
             lines = lines_matching(user_files(evidence), _REQUIRES_GRAD, limit=8)
