@@ -173,9 +173,11 @@ def test_diff_json_changes_and_mapping(permuted: DiffResult) -> None:
     cause = doc["causes"][-1]
     assert cause["changes"][0] == {"left": cause["left"][0], "right": cause["left"][0], "what": "shape",
                                    "old": "f32[4]", "new": "f32[3]"}  # fmt: skip
-    assert set(cause["mapping"][0]) == {"left", "right", "shape", "left_name", "right_name"}
-    perm = next(c for c in doc["causes"] if c["kind"] == "parameter_permutation")
+    assert set(cause["mapping"][0]) == {"left", "right", "shape", "left_name", "right_name", "what"}
+    # inputs and outputs reordered by one reason: one cause, each move saying which it is
+    perm = next(c for c in doc["causes"] if c["kind"] == "output_permutation")
     assert all(isinstance(m["left"], int) and isinstance(m["right"], int) for m in perm["mapping"])
+    assert {m["what"] for m in perm["mapping"]} == {"input", "output"}
 
 
 def test_identical_json(identical: DiffResult) -> None:

@@ -127,13 +127,15 @@ class Change(NamedTuple):
 
 
 class Moved(NamedTuple):
-    """A permutation entry: A's parameter/output `left` is B's `right`."""
+    """A permutation entry: A's parameter/output `left` is B's `right` (`what`: "input" or
+    "output"; one cause may carry both when one reason reordered both)."""
 
     left: int
     right: int
     shape: str
     left_name: str
     right_name: str
+    what: str = ""
 
 
 @dataclass(frozen=True)

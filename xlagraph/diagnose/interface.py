@@ -117,7 +117,7 @@ def compare_parameters(cmp: Comparison) -> set[tuple[str, str]]:
             ),
         )
     if permuted:
-        moved = sorted(Moved(lnum[a], rnum[b], shape_of(right, b), a, b) for a, b in pairs)
+        moved = sorted(Moved(lnum[a], rnum[b], shape_of(right, b), a, b, "input") for a, b in pairs)
         _permutation(
             cmp,
             CauseKind.PARAMETER_PERMUTATION,
@@ -232,7 +232,7 @@ def compare_outputs(cmp: Comparison) -> None:
         )
     if order_changed(matched):
         moved = sorted(
-            Moved(i, j, shape_of(right, right.outputs[j]), left.outputs[i], right.outputs[j])
+            Moved(i, j, shape_of(right, right.outputs[j]), left.outputs[i], right.outputs[j], "output")
             for i, j in matched
         )
         _permutation(

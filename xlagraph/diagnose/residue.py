@@ -217,20 +217,44 @@ def _upstream(comp: CanonicalComputation, name: str) -> set[str]:
     return seen
 
 
+def _elided_in_both(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching | None) -> int:
+    """Constants printed as `{...}` on both sides (a computation the same on both sides pairs
+    each with itself)."""
+    lins, rins = lc.computation.by_name, rc.computation.by_name
+    constants = compress(lc.order, map("constant".__eq__, map(_OPCODE, map(lins.__getitem__, lc.order))))
+    count = 0
+    for a in constants:
+        if not _is_elided(lins[a].payload):
+            continue
+        b = a if m is None else m.left.get(a)
+        if b is not None and b in rins and rins[b].opcode == "constant" and _is_elided(rins[b].payload):
+            count += 1
+    return count
+
+
 def elided_constants(
     left: CanonicalModule, right: CanonicalModule, pairs: Iterable[tuple[str, str, Matching | None]]
 ) -> list[str]:
     """A note per computation where constants were compared by shape only because one dump
     printed `{...}` for them."""
     notes = []
+    hidden = 0  # constants neither dump prints: equal as far as the text shows
     for ln, rn, m in pairs:
+        lc, rc = left.computations[ln], right.computations[rn]
+        hidden += _elided_in_both(lc, rc, m)
         if m is None:
             continue
-        found = _elided_pairs(left.computations[ln], right.computations[rn], m)
+        found = _elided_pairs(lc, rc, m)
         if found:
             names = ", ".join(a for a, _ in found[:_LISTED])
             notes.append(
                 f"{len(found)} constant(s) ({names}) are printed as {ELIDED} in one dump: compared by shape "
                 "only; dump with large constants printed (XLA's print_large_constants) to compare values"
             )
+    if hidden > 0:
+        notes.append(
+            f"{hidden} constant(s) are printed as {ELIDED} in both dumps: their values are not in the "
+            "text, so they were compared by shape only; dump with large constants printed (XLA's "
+            "print_large_constants) to compare values"
+        )
     return notes

@@ -614,7 +614,7 @@ class _DiffBuilder:
             moves=tuple(moved[:MAX_TABLE_ROWS]),
             moves_more=max(len(moved) - MAX_TABLE_ROWS, 0),
             moves_same=len(moves) - len(moved),
-            moved_what="output" if cause.kind is CauseKind.OUTPUT_PERMUTATION else "parameter",
+            moved_what=_moved_what(cause),
         )
 
     def moves(self, cause: Cause, right_comp: str) -> list[Move]:
@@ -1183,3 +1183,13 @@ def _ranks_view(ranks: Any) -> Any:
     from xlagraph.render.ranks_html import ranks_html
 
     return ranks_html(ranks, PALETTE)
+
+
+def _moved_what(cause: Cause) -> str:
+    """What the moves table lists: parameters, outputs, or both (one reason reordered both)."""
+    kinds = {
+        "parameter" if m.what == "input" else "output" for m in cause.mapping if m.what and m.left != m.right
+    }
+    if kinds:
+        return " and ".join(sorted(kinds))
+    return "output" if cause.kind is CauseKind.OUTPUT_PERMUTATION else "parameter"

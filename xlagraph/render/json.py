@@ -53,6 +53,7 @@ def _cause(cause: Cause) -> dict[str, Any]:
                 "shape": m.shape,
                 "left_name": m.left_name,
                 "right_name": m.right_name,
+                "what": m.what,
             }
             for m in cause.mapping
         ],

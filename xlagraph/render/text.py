@@ -84,7 +84,9 @@ def _moved_table(mapping: tuple[Moved, ...], limit: int) -> list[str]:
     if not moved:
         return []
     shown, hidden = _bounded(moved, limit)
-    cells = [(f"A#{m.left}", f"B#{m.right}", m.shape) for m in shown]
+    # Inputs and outputs in one cause (one reason reordered both): say which each row is.
+    mixed = len({m.what for m in moved}) > 1
+    cells = [(f"{m.what} A#{m.left}" if mixed else f"A#{m.left}", f"B#{m.right}", m.shape) for m in shown]
     wa = max(len(a) for a, _, _ in cells)
     wb = max(len(b) for _, b, _ in cells)
     lines = []
