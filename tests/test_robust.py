@@ -24,6 +24,7 @@ from xlagraph.cli.main import xlagraph
 from tests.conftest import FIXTURES, ROOT
 from xlagraph.canonical import canonicalize
 from xlagraph.canonical.hashes import IotaError, expand_iota_groups
+from xlagraph.diff import diff_files
 from xlagraph.errors import InputError, ParseError
 from xlagraph.parse.hlo import parse_hlo
 from xlagraph.parse.sources import MAX_INPUT_ENV, read_bytes, split_spec
@@ -460,3 +461,14 @@ def test_source_files_named_by_a_dump_are_read_only_when_regular(tmp_path: Path,
     assert proc.returncode == 1, proc.stderr
     assert "parameter_shape" in proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+def test_constants_neither_dump_prints_are_said_to_be_compared_by_shape(tmp_path: Path) -> None:
+    # Hand-written (XLA prints literals of more than 10 elements as {...} unless asked not to).
+    text = "HloModule m\n\nENTRY main {\n  p0 = f32[16] parameter(0)\n  c = f32[16] constant({...})\n"
+    text += "  ROOT a = f32[16] add(p0, c)\n}\n"
+    (tmp_path / "a.hlo").write_text(text)
+    (tmp_path / "b.hlo").write_text(text)
+    result = diff_files(str(tmp_path / "a.hlo"), str(tmp_path / "b.hlo"))
+    assert result.verdict == "identical" and not result.causes
+    assert any("in both dumps" in n and "print_large_constants" in n for n in result.notes)
