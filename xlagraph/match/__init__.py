@@ -23,11 +23,13 @@ Each phase claims only pairs that are still free, and records its name on the pa
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
+from itertools import compress
+from operator import attrgetter
 
 from xlagraph.canonical import CanonicalComputation
-from xlagraph.ir import strip_layout
+from xlagraph.ir import Instruction, strip_layout
 from xlagraph.match.bottom_up import match_bottom_up
 from xlagraph.match.exact import match_exact, zip_subgraphs
 from xlagraph.match.mappings import Mappings, Matching
@@ -94,9 +96,17 @@ def _match_outputs_exact(left: CanonicalComputation, right: CanonicalComputation
 def _sent(comp: CanonicalComputation) -> set[str]:
     """Values handed to `send` (another pipeline stage's input). Read from the computation as
     written: forwarding through the send's tuple leaves the send itself out of `order`."""
-    return {i.operands[0] for i in comp.computation.instructions if i.opcode == "send" and i.operands}
+    return {i.operands[0] for i in _with_opcodes(comp, _SEND) if i.operands}
 
 
+def _with_opcodes(comp: CanonicalComputation, opcodes: frozenset[str]) -> Iterator[Instruction]:
+    """The computation's instructions of those opcodes, picked at C speed (most have none)."""
+    instructions = comp.computation.instructions
+    return compress(instructions, map(opcodes.__contains__, map(_OPCODE, instructions)))
+
+
+_OPCODE = attrgetter("opcode")
+_SEND = frozenset({"send"})
 _COLLECTIVES = frozenset(
     {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute"}
     | {"all-reduce-start", "all-gather-start", "collective-permute-start"}
@@ -106,11 +116,7 @@ _COLLECTIVES = frozenset(
 def _layout(comp: CanonicalComputation) -> list[tuple[str, str]]:
     """The collectives a computation runs and over which groups: another layout means another
     parallel split, where a weight's shard shape changes."""
-    return sorted(
-        (i.opcode, i.attribute("replica_groups") or "")
-        for i in map(comp.instruction, comp.order)
-        if i.opcode in _COLLECTIVES
-    )
+    return sorted((i.opcode, i.attribute("replica_groups") or "") for i in _with_opcodes(comp, _COLLECTIVES))
 
 
 def _sharded_alike(a: str, b: str) -> bool:
