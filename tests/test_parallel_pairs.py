@@ -323,3 +323,11 @@ def test_xla_printed_form_gives_the_same_diagnosis(name: str, tmp_path: Path) ->
     printed = diff_files(str(paths[0]), str(paths[1]))
     assert printed.verdict == _diff(name).verdict
     assert sorted(c.kind.value for c in printed.differences) == sorted(_kinds(name))
+
+
+@pytest.mark.parametrize("name", ["fsdp_auto_wrap", "fsdp_flatten"])
+def test_fsdp_wrapping_is_named_as_such(name: str) -> None:
+    """Another auto_wrap_policy or flatten_parameters is one FSDP cause: other flat shards and
+    another number of reduce-scatters, not a Python int in `pad` or bucketing."""
+    (cause,) = _diff(name).differences
+    assert cause.kind.value == "collective" and "FSDP" in cause.summary and "auto_wrap_policy" in cause.hint

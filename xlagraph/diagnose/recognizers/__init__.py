@@ -18,6 +18,7 @@ from xlagraph.diagnose.recognizers import (
     conditional_work,
     dtype,
     dynamic_shape,
+    fsdp_layout,
     graph_break,
     grouping,
     input_shape,
@@ -41,6 +42,7 @@ __all__ = ["FINAL", "ORDER", "recognize"]
 ORDER: tuple[Recognizer, ...] = (
     layout.RECOGNIZER,
     sharding.RECOGNIZER,
+    fsdp_layout.RECOGNIZER,
     parallelism.RECOGNIZER,
     graph_break.RECOGNIZER,
     dtype.RECOGNIZER,
