@@ -42,10 +42,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("pairing", "pp_middle_stage"): "inputs not paired from evidence: the kept block's inputs paired by "
     "position (A's p2..p5 with B's p2..p5; the step updates them as B's p8..p11)",
     # pairs added in stop 13, second batch
-    ("shapes", "fsdp_auto_wrap"): "invented pairing: broadcasts of the whole-model flat parameter paired "
-    "with a block's (f32[117504] -> f32[17536], f32[117504] -> f32[49984]): no shard of it",
-    ("shapes", "fsdp_flatten"): "invented pairing: broadcasts of the flat parameter paired with one weight's "
-    "shard (f32[117504] -> f32[8192]) when flatten_parameters is off",
     ("one_cause", "spmd_gpt2_extra_layer"): "noise: a structure cause ('IrToHlo.1289 differs in 1 changed "
     "instruction (multiply), no user line') beside parameter_added for the one extra block",
     ("pairing", "spmd_gpt2_extra_layer"): "inputs not paired from evidence: the blocks both have are paired "

@@ -9,6 +9,8 @@ bucketing change, new inputs and a Python int in `pad`.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.common import dim_sizes, fmt_list, shape_of
@@ -24,6 +26,7 @@ HINT = (
 )
 _FSDP_COLLECTIVES = frozenset({"reduce-scatter", "all-gather"})
 _INPUTS = (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED, CauseKind.PARAMETER_SHAPE)
+_INSIDE = (CauseKind.ATTRIBUTE, CauseKind.CONSTANT_VALUE, CauseKind.STRUCTURE, CauseKind.LAYOUT)
 _FOLDED = (
     *_INPUTS,
     CauseKind.OUTPUT_ADDED,
@@ -77,7 +80,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         f"{n_a} vs {n_b} reduce-scatters / all-gathers; the inputs, outputs and padding that follow "
         "are folded in"
     )
-    cause = merge(CauseKind.COLLECTIVE, summary, [pending[i] for i in coll + folded], hint=HINT)
+    # Instructions inside are paired across different shards (a pad of one module's shard with
+    # another's): their op-by-op changes would be invented, so only the instructions are kept.
+    inside = [replace(pending[i], changes=()) if pending[i].kind in _INSIDE else pending[i] for i in folded]
+    cause = merge(CauseKind.COLLECTIVE, summary, [pending[i] for i in coll] + inside, hint=HINT)
     return Recognized((cause,), frozenset(coll + folded))
 
 
