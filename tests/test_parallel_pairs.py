@@ -46,9 +46,6 @@ XFAIL: dict[tuple[str, str], str] = {
     "instruction (multiply), no user line') beside parameter_added for the one extra block",
     ("pairing", "spmd_gpt2_extra_layer"): "inputs not paired from evidence: the blocks both have are paired "
     "with the new block's inputs (A's p4.58 with B's p19.316; the step updates it as B's p4.58)",
-    ("outputs", "spmd_gpt2_mesh_dump_after"): "outputs not compared as slots: the partitioned programs "
-    "(the same 86 outputs) get outputs added/removed inside the collective cause "
-    "(output 37 f32[64,64] removed, 25 f32[64,96] added)",
 }
 
 

@@ -164,6 +164,8 @@ def compare_outputs(cmp: Comparison) -> None:
         pairs.append((i, js[0]))
     added = [j for j in range(len(right.outputs)) if j not in used]
     matched = list(pairs)  # order is judged on matched outputs only: slots pair in order anyway
+    same = _same_slots(left, right, added, removed)
+    pairs += same
     slot_pairs, added, removed = _pair_slots(left, right, added, removed, same_type=True)
     pairs += slot_pairs
     typed, added, removed = _pair_slots(left, right, added, removed, same_type=False)
@@ -171,10 +173,10 @@ def compare_outputs(cmp: Comparison) -> None:
     # A slot whose tensor was resharded (a gradient of a weight split over twice the devices):
     # the same output in another shard shape, its producers' difference said inside.
     pairs += _pair_resharded(left, right, added, removed)
-    # Slots the matcher paired across element types (`output-slots`) change type as well.
+    # Slots paired across element types by the matcher or by position change type as well.
     retyped = [
         (i, j)
-        for i, j in matched
+        for i, j in matched + same
         if element_type(sa := shape_of(left, left.outputs[i]))
         != element_type(sb := shape_of(right, right.outputs[j]))
         and dims_of(sa) == dims_of(sb)
@@ -248,6 +250,29 @@ def compare_outputs(cmp: Comparison) -> None:
 def _resharded(a: str, b: str) -> bool:
     """Another shard shape of one tensor: same element type, other dimensions by whole factors."""
     return element_type(a) == element_type(b) and dims_of(a) != dims_of(b) and whole_factors(a, b)
+
+
+def _same_slots(
+    left: CanonicalComputation, right: CanonicalComputation, added: list[int], removed: list[int]
+) -> list[tuple[int, int]]:
+    """With as many outputs on both sides, a left-over slot `i` on both sides is one output when
+    its shape is the same, resharded by whole factors or retyped (a partitioned program returns
+    each gradient all-reduced where the other returns the dot itself); pairs are taken out of
+    `added` and `removed` in place."""
+    if len(left.outputs) != len(right.outputs):
+        return []
+    pairs = []
+    for i in [i for i in removed if i in added]:
+        sa, sb = shape_of(left, left.outputs[i]), shape_of(right, right.outputs[i])
+        if (
+            sa == sb
+            or _resharded(sa, sb)
+            or (dims_of(sa) == dims_of(sb) and {element_type(sa), element_type(sb)} <= _FLOATS)
+        ):
+            pairs.append((i, i))
+            removed.remove(i)
+            added.remove(i)
+    return pairs
 
 
 def _pair_resharded(
