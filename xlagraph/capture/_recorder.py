@@ -29,10 +29,12 @@ from typing import Any
 
 from xlagraph.capture import _format as fmt
 from xlagraph.capture._env import EnvPlan
+from xlagraph.capture._settings import STEADY_MARKERS, Settings
 from xlagraph.ir import Frame
 from xlagraph.parse.pt_xla_debug import Analysis, Execution, fold_executions, parse_pt_xla_debug
 
-__all__ = ["Recorder", "Settings"]
+# Settings and STEADY_MARKERS live in _settings; the hook and tests import them from here.
+__all__ = ["STEADY_MARKERS", "Recorder", "Settings"]
 
 # The live-tensor report costs milliseconds even for a tiny model (6 – 25 ms for an MLP whose step
 # takes 0.4 ms; 300 – 650 ms for a 2-layer transformer), far more than a steady step. It is taken:
@@ -42,46 +44,11 @@ RECENT_COMPILE_MARKERS = 2  # or while graphs still change (a compile at one of 
 REPORT_PER_COMPILE = 0.25  # ... if it costs at most this share of an average compile.
 DEBUG_ROTATE_BYTES = 4 << 20  # the PT_XLA_DEBUG file is started anew past this size
 PARAMETER_WRAPPING = 3200  # torch_xla tuples the parameters above this count (hlo-text-format.md 2.1)
-# Source lines (XLAGRAPH_SOURCE_LINES=auto, the default): torch_xla records them while it traces, so
-# they are on while graphs still change and off once the run replays cached graphs.
-STEADY_MARKERS = 8  # markers without a compile before source lines go off (XLAGRAPH_STEADY_STEPS)
+# Source lines (XLAGRAPH_SOURCE_LINES=auto): how long auto mode waits for a graph compiled without them.
 AWAIT_MARKERS = 1000  # a graph compiled while they were off: markers they stay on waiting for its rerun
 MAX_LINE_PROBES = 8  # lowerings of the live tensors per wait (each ~0.1 - 0.3 s: a scan of the heap)
 MAX_SHARD_RECORDS = 4096  # distinct mark_sharding calls kept (FSDPv2 marks every parameter once)
 SHARD_FRAMES = 8  # frames kept per mark_sharding call: FSDPv2's own frames come first
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The knobs read from the environment (`XLAGRAPH_*`)."""
-
-    max_bytes: int = 200 * 2**20
-    report_mode: str = "auto"  # auto | always | never
-    fail_after: int = 0  # test hook: raise inside the hook at this marker (0: never)
-    steady_markers: int = STEADY_MARKERS
-
-    @staticmethod
-    def from_env(environ: dict[str, str] | os._Environ[str]) -> Settings:
-        mode = environ.get("XLAGRAPH_TENSORS_REPORT", "auto").strip().lower()
-        mode = {"1": "always", "0": "never", "off": "never", "on": "always"}.get(mode, mode)
-        try:
-            max_mb = float(environ.get("XLAGRAPH_MAX_MB", "200"))
-        except ValueError:
-            max_mb = 200.0
-        try:
-            fail_after = int(environ.get("XLAGRAPH_CAPTURE_FAIL_AFTER", "0"))
-        except ValueError:
-            fail_after = 0
-        try:
-            steady = max(1, int(environ.get("XLAGRAPH_STEADY_STEPS", "") or STEADY_MARKERS))
-        except ValueError:
-            steady = STEADY_MARKERS
-        return Settings(
-            max_bytes=int(max_mb * 2**20),
-            report_mode=mode if mode in ("auto", "always", "never") else "auto",
-            fail_after=fail_after,
-            steady_markers=steady,
-        )
 
 
 @dataclass
