@@ -42,8 +42,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("pairing", "pp_middle_stage"): "inputs not paired from evidence: the kept block's inputs paired by "
     "position (A's p2..p5 with B's p2..p5; the step updates them as B's p8..p11)",
     # pairs added in stop 13, second batch
-    ("one_cause", "spmd_gpt2_extra_layer"): "noise: a structure cause ('IrToHlo.1289 differs in 1 changed "
-    "instruction (multiply), no user line') beside parameter_added for the one extra block",
     ("pairing", "spmd_gpt2_extra_layer"): "inputs not paired from evidence: the blocks both have are paired "
     "with the new block's inputs (A's p4.58 with B's p19.316; the step updates it as B's p4.58)",
 }

@@ -50,6 +50,16 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             )
         ]
         regions += [i for i in more if pending[i].kind is CauseKind.STRUCTURE]
+        # Ops that only read other inputs now: inputs were inserted, so the same op reads the
+        # next layer's weight (renumbered), not a change of its own.
+        regions += [
+            i
+            for i, c in enumerate(pending)
+            if i not in consumed
+            and i not in regions
+            and c.kind is CauseKind.STRUCTURE
+            and _rewired(evidence, c)
+        ]
         outputs = [i for i in more if pending[i].kind is out_kind]
         first = pending[params[0]]
         n = sum(len(getattr(pending[i], side)) for i in regions)
@@ -79,3 +89,26 @@ def _downstream(users: dict[str, list[str]], roots: list[str]) -> set[str]:
                 seen.add(u)
                 stack.append(u)
     return seen
+
+
+def _rewired(evidence: Evidence, cause: Cause) -> bool:
+    """Every instruction of the region is matched to one of the same opcode and shape whose
+    operands differ only by parameters (each side's operand is an input)."""
+    left, right = evidence.left.entry, evidence.right.entry
+    match = evidence.entry_match
+    if not cause.right or len(cause.left) != len(cause.right):
+        return False
+    for b in cause.right:
+        a = match.get(b)
+        if a is None or a not in cause.left or b not in right.operands or a not in left.operands:
+            return False
+        ia, ib = left.instruction(a), right.instruction(b)
+        if ia.opcode != ib.opcode or ia.shape != ib.shape:
+            return False
+        oa, ob = left.operands[a], right.operands[b]
+        if len(oa) != len(ob):
+            return False
+        for x, y in zip(oa, ob, strict=True):
+            if match.get(y) != x and not (x in left.param_number and y in right.param_number):
+                return False
+    return True
