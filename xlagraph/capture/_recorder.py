@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xlagraph.capture import _format as fmt
+from xlagraph.capture._debug_stream import DebugStream, decode
 from xlagraph.capture._env import EnvPlan
 from xlagraph.capture._settings import STEADY_MARKERS, Settings
 from xlagraph.ir import Frame
@@ -42,7 +43,6 @@ ALWAYS_REPORT_MARKERS = 2  # before the first markers (warm-up compiles),
 REPORT_BUDGET = 0.02  # while all reports so far cost at most this share of the run's wall time,
 RECENT_COMPILE_MARKERS = 2  # or while graphs still change (a compile at one of the last markers)
 REPORT_PER_COMPILE = 0.25  # ... if it costs at most this share of an average compile.
-DEBUG_ROTATE_BYTES = 4 << 20  # the PT_XLA_DEBUG file is started anew past this size
 PARAMETER_WRAPPING = 3200  # torch_xla tuples the parameters above this count (hlo-text-format.md 2.1)
 # Source lines (XLAGRAPH_SOURCE_LINES=auto): how long auto mode waits for a graph compiled without them.
 AWAIT_MARKERS = 1000  # a graph compiled while they were off: markers they stay on waiting for its rerun
@@ -139,11 +139,10 @@ class Recorder:
         self.lock = threading.RLock()
         self.t0 = time.perf_counter()
         self.dir = plan.proc_dir
-        self.debug_file = plan.debug_file
-        self.reading_file = os.path.join(self.dir, fmt.DEBUG_READING)
+        self.debug = DebugStream(
+            plan.debug_file, os.path.join(self.dir, fmt.DEBUG_READING), plan.forward_debug
+        )
         self.hlo_dir = plan.hlo_dir
-        self.debug_fd: int | None = None
-        self.debug_offset = 0
         self.tensors_dir = os.path.join(self.dir, fmt.TENSORS_DIR)
         os.makedirs(self.dir, exist_ok=True)
         os.makedirs(self.tensors_dir, exist_ok=True)
@@ -190,7 +189,7 @@ class Recorder:
         s.markers += 1
         if s.markers == 1:
             self._record_rank()
-        s.pre_size = self._debug_unread()
+        s.pre_size = self.debug.unread()
         s.report, s.report_reason = None, ""
         if self.settings.report_mode == "never":
             s.report_reason = "live-tensor report off (XLAGRAPH_TENSORS_REPORT=never)"
@@ -222,15 +221,15 @@ class Recorder:
         t = time.perf_counter()
         if self.settings.fail_after and s.markers >= self.settings.fail_after:
             raise RuntimeError(f"XLAGRAPH_CAPTURE_FAIL_AFTER={self.settings.fail_after} test hook")
-        data = self._read_debug()
+        data = self.debug.read()
         pre = min(s.pre_size, len(data))
         key = (s.carry, s.pending, pre, data)
         if key == s.last_read[0]:  # a stable loop writes the same text every step: parse it once
             before, own, s.carry, s.pending = s.last_read[1]
         else:
-            events, rest = parse_pt_xla_debug(s.carry + _decode(data[:pre]))
+            events, rest = parse_pt_xla_debug(s.carry + decode(data[:pre]))
             before, s.pending = fold_executions(events, s.pending, self.executions_reported)
-            events, s.carry = parse_pt_xla_debug(rest + _decode(data[pre:]))
+            events, s.carry = parse_pt_xla_debug(rest + decode(data[pre:]))
             own, s.pending = fold_executions(events, s.pending, self.executions_reported)
             s.last_read = (key, (before, own, s.carry, s.pending))
         compiles, executes = self._counters()
@@ -373,8 +372,8 @@ class Recorder:
             self.after_marker()
         s = self.s
         t = time.perf_counter()
-        data = self._read_debug()
-        events, s.carry = parse_pt_xla_debug(s.carry + _decode(data))
+        data = self.debug.read()
+        events, s.carry = parse_pt_xla_debug(s.carry + decode(data))
         tail, s.pending = fold_executions(events, s.pending, self.executions_reported)
         if s.pending is not None:  # a compile whose execution never came
             tail.append(_compiled_only(s.pending))
@@ -409,10 +408,7 @@ class Recorder:
         self._write_meta()
         self.active = False
         os.close(self.fd)
-        if self.debug_fd is not None:  # all of it is in the journal now
-            os.close(self.debug_fd)
-            self.debug_fd = None
-            _unlink(self.debug_file)
+        self.debug.close()  # all of it is in the journal now
 
     def fail(self, exc: BaseException) -> None:
         """Log once, switch off; the original step marker keeps working."""
@@ -468,8 +464,8 @@ class Recorder:
             s.last_compile_marker = s.markers
             s.compile_seconds += sum(step["cs"])
             s.compile_count += len(step["cs"])
-        if self.debug_fd is not None:
-            step["o"] = self._debug_consumed()
+        if (consumed := self.debug.consumed(s.carry)) is not None:
+            step["o"] = consumed
         if not closed_by_marker:
             step["open"] = True
         if s.overhead:
@@ -788,53 +784,6 @@ class Recorder:
 
     # -- files -----------------------------------------------------------------------------------
 
-    def _debug_unread(self) -> int:
-        """Bytes torch_xla has written to the PT_XLA_DEBUG file that are not read yet."""
-        try:
-            if self.debug_fd is not None:
-                return os.fstat(self.debug_fd).st_size - self.debug_offset
-            return os.stat(self.debug_file).st_size
-        except FileNotFoundError:
-            return 0
-
-    def _read_debug(self) -> bytes:
-        """What torch_xla appended to the PT_XLA_DEBUG file since the last read.
-
-        The file stays open and is read from where the last read stopped (creating, renaming or
-        deleting a file costs 0.1 – 0.4 ms here, more than the rest of the hook). Past
-        DEBUG_ROTATE_BYTES it is renamed away, read to its end and deleted: torch_xla opens it by
-        name for every message, so its next one starts a new file.
-        """
-        if self.debug_fd is None:
-            try:
-                self.debug_fd, self.debug_offset = os.open(self.debug_file, os.O_RDONLY), 0
-            except FileNotFoundError:
-                return b""
-        data = _read_all(self.debug_fd)
-        self.debug_offset += len(data)
-        if self.debug_offset >= DEBUG_ROTATE_BYTES:
-            os.replace(self.debug_file, self.reading_file)
-            data += _read_all(self.debug_fd)
-            os.close(self.debug_fd)
-            os.unlink(self.reading_file)
-            self.debug_fd, self.debug_offset = None, 0
-        if self.plan.forward_debug is not None and data:
-            self._forward(data)
-        return data
-
-    def _debug_consumed(self) -> int:
-        """Offset in the current PT_XLA_DEBUG file up to which the journal has everything: what a
-        reader of a killed run's folder skips. A block still being written is not consumed."""
-        return max(0, self.debug_offset - len(self.s.carry.encode()))
-
-    def _forward(self, data: bytes) -> None:
-        if self.plan.forward_debug:
-            with open(self.plan.forward_debug, "ab") as f:
-                f.write(data)
-        else:
-            sys.stderr.write(_decode(data))
-            sys.stderr.flush()
-
     def _note(self, text: str) -> None:
         self.s.notes.append(text)
         self.meta["notes"].append(text)
@@ -924,17 +873,6 @@ def _int(value: str | None) -> int | None:
         return int(value) if value not in (None, "") else None
     except ValueError:
         return None
-
-
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _decode(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
 
 
 def _arity(path: str) -> int:
