@@ -30,6 +30,7 @@ from typing import Any
 from xlagraph.capture import _format as fmt
 from xlagraph.capture._debug_stream import DebugStream, decode
 from xlagraph.capture._env import EnvPlan
+from xlagraph.capture._placement import MAX_SHARD_RECORDS, MarkSharding, rank_record, unwrap
 from xlagraph.capture._settings import STEADY_MARKERS, Settings
 from xlagraph.ir import Frame
 from xlagraph.parse.pt_xla_debug import Analysis, Execution, fold_executions, parse_pt_xla_debug
@@ -47,8 +48,6 @@ PARAMETER_WRAPPING = 3200  # torch_xla tuples the parameters above this count (h
 # Source lines (XLAGRAPH_SOURCE_LINES=auto): how long auto mode waits for a graph compiled without them.
 AWAIT_MARKERS = 1000  # a graph compiled while they were off: markers they stay on waiting for its rerun
 MAX_LINE_PROBES = 8  # lowerings of the live tensors per wait (each ~0.1 - 0.3 s: a scan of the heap)
-MAX_SHARD_RECORDS = 4096  # distinct mark_sharding calls kept (FSDPv2 marks every parameter once)
-SHARD_FRAMES = 8  # frames kept per mark_sharding call: FSDPv2's own frames come first
 
 
 @dataclass
@@ -702,41 +701,8 @@ class Recorder:
         return [round(ns / 1e9, 6) for _, ns in samples]
 
     def _record_rank(self) -> None:
-        """Who this process is: torch_xla's global ordinal, the launcher's RANK / LOCAL_RANK /
-        WORLD_SIZE, the host. `rank` is the one the user's code sees: the ordinal in a world of
-        several devices, else the SPMD process index, else torchrun's RANK (torch_xla on CPU gives
-        each torchrun process a world of one, while the script shards its data by RANK)."""
-        env = {k: os.environ[k] for k in fmt.RANK_ENV if k in os.environ}
-        record: dict[str, Any] = {"k": fmt.RANK, "rank": None, "world": None}
-        try:
-            import torch_xla.runtime as xr
-
-            ordinal, world = int(xr.global_ordinal()), int(xr.world_size())
-            index, count = int(xr.process_index()), int(xr.process_count())
-        except Exception as e:  # rank is nice to have; never a reason to stop capturing
-            self._note(f"rank unknown: {type(e).__name__}: {e}")
-            ordinal = world = index = count = None
-        env_world = _int(env.get("WORLD_SIZE"))
-        env_rank = _int(env.get("RANK"))
-        if world is not None and world > 1:
-            rank, size, source = ordinal, world, "global ordinal"
-        elif count is not None and count > 1:
-            rank, size, source = index, count, "process index"
-        elif env_world is not None and env_world > 1 and env_rank is not None:
-            rank, size, source = env_rank, env_world, "RANK"
-        else:
-            rank, size, source = ordinal, world, "global ordinal"
-        record.update(
-            rank=rank,
-            world=size,
-            source=source,
-            ordinal=ordinal,
-            ordinals=world,
-            process_index=index,
-            process_count=count,
-            host=self.meta.get("host"),
-            env=env,
-        )
+        record = rank_record(self.meta.get("host"), os.environ, self._note)
+        rank, size = record["rank"], record["world"]
         self.meta.update(rank=rank, world_size=size, rank_info={k: v for k, v in record.items() if k != "k"})
         local_rank = os.environ.get("PJRT_LOCAL_PROCESS_RANK", "0")
         if local_rank not in ("", "0"):
@@ -749,17 +715,10 @@ class Recorder:
 
     def record_mark_sharding(self, t: Any, mesh: Any, spec: Any, caller: Any) -> None:
         """One `mark_sharding` call, written once per distinct (line, tensor shape, mesh axes,
-        spec, resulting sharding): what the report needs to say `{devices=[4,1]0,1,2,3}` is
-        `('data', None)` over mesh ('data',)=(4,), set at train.py:31. Bounded (MAX_SHARD_RECORDS)."""
+        spec, resulting sharding). Bounded (MAX_SHARD_RECORDS)."""
         s = self.s
-        frames = _caller_frames(caller)
-        sharding = str(self.xlac._get_xla_sharding_spec(_unwrap(t)))
-        dtype = str(t.dtype).removeprefix("torch.")
-        shape = f"{_HLO_TYPES.get(dtype, dtype)}[{','.join(str(d) for d in t.shape)}]"
-        axes = [str(a) for a in getattr(mesh, "axis_names", None) or ()]
-        mesh_shape = [int(d) for d in getattr(mesh, "mesh_shape", ())]
-        spec_json = [_spec_item(x) for x in spec]
-        key = (frames, shape, tuple(axes), tuple(mesh_shape), repr(spec_json), sharding)
+        call = MarkSharding.of(self.xlac, t, mesh, spec, caller)
+        key = call.key()
         if key in s.shardings:
             return
         if len(s.shardings) >= MAX_SHARD_RECORDS:
@@ -768,19 +727,8 @@ class Recorder:
                 self._note(f"more than {MAX_SHARD_RECORDS} distinct mark_sharding calls: later ones not kept")
             return
         s.shardings[key] = len(s.shardings)
-        record = {
-            "k": fmt.SHARD,
-            "id": s.shardings[key],
-            "step": s.step,
-            "tensor": int(self.xlac._xla_get_tensor_id(_unwrap(t))),
-            "shape": shape,
-            "mesh": mesh_shape,
-            "axes": axes,
-            "spec": spec_json,
-            "sharding": sharding,
-            "frames": [list(f) for f in frames],
-        }
-        self._write([record])
+        tensor = int(self.xlac._xla_get_tensor_id(unwrap(t)))
+        self._write([call.record(s.shardings[key], s.step, tensor)])
 
     # -- files -----------------------------------------------------------------------------------
 
@@ -829,50 +777,6 @@ def _pending_xla_tensors(xlac: Any) -> list[Any]:
 
 def _compiled_only(pending: Analysis) -> Execution:
     return Execution(pending.graph_hash, True, pending.cause, pending.frames, pending.inputs, pending.outputs)
-
-
-_HLO_TYPES = {
-    "float32": "f32",
-    "float64": "f64",
-    "bfloat16": "bf16",
-    "float16": "f16",
-    "int64": "s64",
-    "int32": "s32",
-    "int16": "s16",
-    "int8": "s8",
-    "uint8": "u8",
-    "bool": "pred",
-}
-
-
-def _caller_frames(frame: Any) -> tuple[Frame, ...]:
-    out = []
-    while frame is not None and len(out) < SHARD_FRAMES:
-        code = frame.f_code
-        out.append(Frame(code.co_name, code.co_filename, frame.f_lineno))
-        frame = frame.f_back
-    return tuple(out)
-
-
-def _unwrap(t: Any) -> Any:
-    """An XLAShardedTensor holds the torch_xla tensor in `global_tensor`."""
-    return getattr(t, "global_tensor", t)
-
-
-def _spec_item(x: Any) -> Any:
-    """A partition spec entry as JSON: axis name, axis index, None, or a list of those."""
-    if x is None or isinstance(x, (int, str)):
-        return x
-    if isinstance(x, (tuple, list)):
-        return [_spec_item(y) for y in x]
-    return str(x)
-
-
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value not in (None, "") else None
-    except ValueError:
-        return None
 
 
 def _arity(path: str) -> int:
