@@ -24,15 +24,15 @@ import warnings
 import weakref
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass, field
 from typing import Any
 
 from xlagraph.capture import _format as fmt
 from xlagraph.capture._debug_stream import DebugStream, decode
+from xlagraph.capture._dumps import scan_dumps, unlink
 from xlagraph.capture._env import EnvPlan
 from xlagraph.capture._placement import MAX_SHARD_RECORDS, MarkSharding, rank_record, unwrap
 from xlagraph.capture._settings import STEADY_MARKERS, Settings
-from xlagraph.ir import Frame
+from xlagraph.capture._state import GraphEntry, RunState
 from xlagraph.parse.pt_xla_debug import Analysis, Execution, fold_executions, parse_pt_xla_debug
 
 # Settings and STEADY_MARKERS live in _settings; the hook and tests import them from here.
@@ -44,71 +44,9 @@ ALWAYS_REPORT_MARKERS = 2  # before the first markers (warm-up compiles),
 REPORT_BUDGET = 0.02  # while all reports so far cost at most this share of the run's wall time,
 RECENT_COMPILE_MARKERS = 2  # or while graphs still change (a compile at one of the last markers)
 REPORT_PER_COMPILE = 0.25  # ... if it costs at most this share of an average compile.
-PARAMETER_WRAPPING = 3200  # torch_xla tuples the parameters above this count (hlo-text-format.md 2.1)
 # Source lines (XLAGRAPH_SOURCE_LINES=auto): how long auto mode waits for a graph compiled without them.
 AWAIT_MARKERS = 1000  # a graph compiled while they were off: markers they stay on waiting for its rerun
 MAX_LINE_PROBES = 8  # lowerings of the live tensors per wait (each ~0.1 - 0.3 s: a scan of the heap)
-
-
-@dataclass
-class _Graph:
-    id: int
-    record: dict[str, Any]
-    has_module: bool = False
-    has_tensors: bool = False
-    written: bool = False  # its full record is in the journal; later changes are update records
-    changes: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class _State:
-    """Everything that changes while the run goes on."""
-
-    step: int = 0
-    last_end: float = 0.0
-    markers: int = 0
-    empty_markers: int = 0
-    compiles: int = 0
-    executes: int = 0
-    compile_sample_ts: float = 0.0
-    carry: str = ""
-    pending: Analysis | None = None
-    frames: dict[tuple[tuple[Frame, ...], bool], int] = field(default_factory=dict)
-    shardings: dict[tuple[Any, ...], int] = field(default_factory=dict)
-    lines_on: bool = True  # torch_xla's IR debug (source lines) as capture left it
-    lines_off_count: int = 0  # how often auto mode turned source lines off
-    # graphs compiled while source lines were off, waiting for a rerun: hash -> marker the wait began
-    awaiting: dict[str, int] = field(default_factory=dict)
-    tracked: list[weakref.ref[Any]] = field(default_factory=list)  # tensors whose pending graph predicts
-    probe_seen: dict[bytes, str] = field(default_factory=dict)  # their graph hash -> sync graph it became
-    probe: tuple[bytes, str | None] | None = None  # (that hash, HLO with lines or None: not lowered)
-    line_probes: int = 0
-    lowered: list[_Graph] = field(default_factory=list)  # graphs whose rerun was lowered with lines
-    late_notes: int = 0
-    causes: dict[str, int] = field(default_factory=dict)
-    graphs: dict[str, _Graph] = field(default_factory=dict)
-    changed: list[_Graph] = field(default_factory=list)  # graphs with records to write
-    dumps_seen: set[str] = field(default_factory=set)
-    dump_queue: list[str] = field(default_factory=list)
-    prefixes_done: set[str] = field(default_factory=set)  # dump prefixes whose before file is paired
-    spmd_prefixes: dict[str, _Graph] = field(default_factory=dict)  # ... of partitioned graphs
-    after_waiting: list[str] = field(default_factory=list)  # after files seen before their twin
-    compile_queue: list[tuple[str, int]] = field(default_factory=list)  # (graph hash, inputs)
-    unpaired_dumps: int = 0  # compiles with no execution record of their own (op lowerings)
-    stored_bytes: int = 0
-    cap_noted: bool = False
-    report_spent: float = 0.0
-    report_cost: float = 0.0
-    last_compile_marker: int = -(1 << 30)
-    compile_seconds: float = 0.0  # sum of the compile times seen, for their average
-    compile_count: int = 0
-    notes: list[str] = field(default_factory=list)
-    # set by before_marker, used by after_marker
-    pre_size: int = 0
-    report: str | None = None
-    report_reason: str = ""
-    overhead: float = 0.0
-    last_read: tuple[Any, Any] = (None, None)  # (what was read, what it parsed to)
 
 
 class Recorder:
@@ -145,7 +83,7 @@ class Recorder:
         self.tensors_dir = os.path.join(self.dir, fmt.TENSORS_DIR)
         os.makedirs(self.dir, exist_ok=True)
         os.makedirs(self.tensors_dir, exist_ok=True)
-        self.s = _State()
+        self.s = RunState()
         self.s.compiles, self.s.executes = self._counters()
         self.base = (self.s.compiles, self.s.executes, self._compile_metric()[0])
         self.meta = dict(meta)
@@ -333,17 +271,17 @@ class Recorder:
         del s.awaiting[ex.graph_hash]
         graph = s.graphs[ex.graph_hash]
         if not graph.has_module:
-            self._update(graph, lines_note="its compiled HLO was not kept")
-        elif self._fits(len(text)):
+            self.update(graph, lines_note="its compiled HLO was not kept")
+        elif self.fits(len(text)):
             path = os.path.join(self.dir, fmt.LINES_DIR, f"{ex.graph_hash}{fmt.LOWERED_SUFFIX}")
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
             s.stored_bytes += len(text)
             s.lowered.append(graph)
-            self._update(graph, lines_step=s.step - 1)
+            self.update(graph, lines_step=s.step - 1)
         else:
-            self._update(graph, lines_note=self._cap_reason("HLO with source lines"))
+            self.update(graph, lines_note=self.cap_reason("HLO with source lines"))
 
     def _merge_lines(self) -> None:
         """At exit (not while training: it parses both modules): the compiled dump of each graph
@@ -357,13 +295,13 @@ class Recorder:
                 with open(compiled, encoding="utf-8") as f, open(lowered, encoding="utf-8") as g:
                     text, count = merge_lines(f.read(), g.read(), compiled, lowered)
             except Exception as e:  # (OSError, InputError, anything the engine raises): lines are a bonus
-                self._update(graph, lines_note=f"lines not merged: {type(e).__name__}: {e}")
+                self.update(graph, lines_note=f"lines not merged: {type(e).__name__}: {e}")
                 continue
             name = f"{graph.record['hash']}.txt"
             with open(os.path.join(self.dir, fmt.LINES_DIR, name), "w", encoding="utf-8") as f:
                 f.write(text)
-            _unlink(lowered)
-            self._update(graph, lines_module=f"{fmt.LINES_DIR}/{name}", lines_count=count)
+            unlink(lowered)
+            self.update(graph, lines_module=f"{fmt.LINES_DIR}/{name}", lines_count=count)
 
     def finish(self) -> None:
         """At exit: read what torch_xla wrote after the last marker and close the journal."""
@@ -380,7 +318,7 @@ class Recorder:
         compiles, executes = self._counters()
         if tail or compiles != s.compiles:  # (the execution counter lags: not a reason alone)
             self._record_step(tail, len(tail), t, compiles, executes, closed_by_marker=False)
-        self._scan_dumps()
+        scan_dumps(self)
         if s.lowered:
             self._merge_lines()
         self._write(self._graph_records())
@@ -435,7 +373,7 @@ class Recorder:
         now = t_end_perf - self.t0
         records: list[dict[str, Any]] = []
         entries: list[list[int]] = []
-        compiled: list[tuple[_Graph, Execution, bool]] = []
+        compiled: list[tuple[GraphEntry, Execution, bool]] = []
         for i, ex in enumerate(executions):
             graph = self._graph(ex)
             entries.append(
@@ -444,7 +382,7 @@ class Recorder:
             if ex.compiled:
                 compiled.append((graph, ex, i >= own_start))
                 if self.lines_auto and not s.lines_on:
-                    self._update(graph, lines_off=True)
+                    self.update(graph, lines_off=True)
                     if i >= own_start:  # run by a marker: its rerun can be lowered before the marker
                         self._await_lines(ex.graph_hash)
                 if self.plan.hlo_dump:
@@ -471,7 +409,7 @@ class Recorder:
             step["ov"] = round(s.overhead + time.perf_counter() - t_end_perf, 6)
         if compiled:
             self._attach_tensors(compiled)
-            self._scan_dumps()
+            scan_dumps(self)
         records.extend(self._graph_records())
         records.append(step)
         self._write(records)
@@ -489,7 +427,7 @@ class Recorder:
                 f"on until it runs again at a step marker (at most {AWAIT_MARKERS} steps)"
             )
 
-    def _graph(self, ex: Execution) -> _Graph:
+    def _graph(self, ex: Execution) -> GraphEntry:
         graph = self.s.graphs.get(ex.graph_hash)
         if graph is None:
             record: dict[str, Any] = {
@@ -505,15 +443,15 @@ class Recorder:
                 record["name"] = ex.graph_name
             if ex.computation_hash:
                 record["chash"] = ex.computation_hash
-            graph = self.s.graphs[ex.graph_hash] = _Graph(record["id"], record)
+            graph = self.s.graphs[ex.graph_hash] = GraphEntry(record["id"], record)
             if not ex.compiled:
-                self._update(graph, tensors_note="compiled before capture started")
+                self.update(graph, tensors_note="compiled before capture started")
             self.s.changed.append(graph)
         elif ex.compiled and not graph.record.get("compiled"):
-            self._update(graph, compiled=True)
+            self.update(graph, compiled=True)
         return graph
 
-    def _update(self, graph: _Graph, **fields: Any) -> None:
+    def update(self, graph: GraphEntry, **fields: Any) -> None:
         graph.record.update(fields)
         if graph.written:
             graph.changes.update(fields)
@@ -553,14 +491,14 @@ class Recorder:
 
     # -- what is stored once per graph: live-tensor report, HLO ----------------------------------
 
-    def _attach_tensors(self, compiled: list[tuple[_Graph, Execution, bool]]) -> None:
+    def _attach_tensors(self, compiled: list[tuple[GraphEntry, Execution, bool]]) -> None:
         s = self.s
         report = s.report
         for graph, ex, own in compiled:
             if graph.has_tensors:
                 continue
             if own and report is not None:
-                if self._fits(len(report)):
+                if self.fits(len(report)):
                     name = f"{ex.graph_hash}.txt"
                     with open(os.path.join(self.tensors_dir, name), "w", encoding="utf-8") as f:
                         f.write(report)
@@ -568,7 +506,7 @@ class Recorder:
                     graph.has_tensors = True
                     update = {"tensors": f"{fmt.TENSORS_DIR}/{name}", "tensors_note": ""}
                 else:
-                    update = {"tensors_note": self._cap_reason("live-tensor report")}
+                    update = {"tensors_note": self.cap_reason("live-tensor report")}
                 report = None  # one report, for the marker's first compile
             elif own:
                 update = {"tensors_note": s.report_reason or "no live-tensor report for this sync"}
@@ -577,86 +515,9 @@ class Recorder:
                     "tensors_note": f"compiled by an implicit sync ({ex.cause}): the live-tensor report "
                     "is taken only before step markers"
                 }
-            self._update(graph, **update)
+            self.update(graph, **update)
 
-    def _scan_dumps(self) -> None:
-        """Pair new before_optimizations dumps with compiles, in order; delete the other files."""
-        if not self.plan.hlo_dump:
-            return
-        s = self.s
-        try:
-            entries = list(os.scandir(self.hlo_dir))
-        except FileNotFoundError:
-            return
-        new = []
-        for entry in entries:
-            name = entry.name
-            if name in s.dumps_seen:
-                continue
-            if name.endswith(fmt.BEFORE_SUFFIX):
-                s.dumps_seen.add(name)
-                new.append(name)
-            elif name.endswith(fmt.AFTER_SUFFIX):  # kept for a partitioned (SPMD) graph
-                self._partitioned(entry.path, name)
-            else:  # buffer assignment, LLVM IR, object files: not needed
-                _unlink(entry.path)
-        s.dump_queue.extend(sorted(new, key=fmt.dump_order))
-        while s.dump_queue and s.compile_queue:
-            name, (graph_hash, inputs) = s.dump_queue.pop(0), s.compile_queue.pop(0)
-            graph = s.graphs[graph_hash]
-            path = os.path.join(self.hlo_dir, name)
-            if graph.has_module:  # compiled again (cache eviction): the first copy is kept
-                _unlink(path)
-                s.prefixes_done.add(name.removesuffix(fmt.BEFORE_SUFFIX))
-                continue
-            arity = _arity(path)
-            if arity >= 0 and 0 <= inputs <= PARAMETER_WRAPPING and arity != inputs:
-                # A compile with no execution record of its own (torch_xla compiles some op
-                # lowerings, e.g. EmbeddingBag's backward, as graphs of their own): that dump is
-                # not this graph's. Skip it and let the graph wait for the next one, or every
-                # later graph would be paired with its predecessor's module.
-                s.compile_queue.insert(0, (graph_hash, inputs))
-                s.prefixes_done.add(name.removesuffix(fmt.BEFORE_SUFFIX))
-                s.unpaired_dumps += 1
-                _unlink(path)
-                continue
-            if self._fits(size := os.path.getsize(path)):
-                s.stored_bytes += size
-                graph.has_module = True
-                update = {"module": f"{fmt.HLO_DIR}/{name}", "module_note": ""}
-                if fmt.partitions(_first_line(path)) > 1:
-                    s.spmd_prefixes[name.removesuffix(fmt.BEFORE_SUFFIX)] = graph
-            else:
-                _unlink(path)
-                update = {"module_note": self._cap_reason("HLO")}
-            s.prefixes_done.add(name.removesuffix(fmt.BEFORE_SUFFIX))
-            self._update(graph, **update)
-        for name in [n for n in s.after_waiting if fmt.dump_prefix(n) in s.prefixes_done]:
-            s.after_waiting.remove(name)
-            self._partitioned(os.path.join(self.hlo_dir, name), name)
-
-    def _partitioned(self, path: str, name: str) -> None:
-        """An after-optimizations dump: kept (as the graph's `partitioned` module) when its graph
-        was partitioned by SPMD, where it shows the per-device shapes and the collectives the
-        partitioner added; deleted otherwise. Waits while its before-optimizations twin is unpaired."""
-        s = self.s
-        prefix = fmt.dump_prefix(name)
-        graph = s.spmd_prefixes.pop(prefix, None)
-        if graph is None:
-            if prefix in s.prefixes_done:
-                _unlink(path)
-            elif name not in s.after_waiting:
-                s.after_waiting.append(name)
-            return
-        s.dumps_seen.add(name)
-        if self._fits(size := os.path.getsize(path)):
-            s.stored_bytes += size
-            self._update(graph, partitioned=f"{fmt.HLO_DIR}/{name}")
-        else:
-            _unlink(path)
-            self._update(graph, partitioned_note=self._cap_reason("partitioned HLO"))
-
-    def _fits(self, size: int) -> bool:
+    def fits(self, size: int) -> bool:
         s = self.s
         if s.stored_bytes + size <= self.settings.max_bytes:
             return True
@@ -668,7 +529,7 @@ class Recorder:
             )
         return False
 
-    def _cap_reason(self, what: str) -> str:
+    def cap_reason(self, what: str) -> str:
         return f"{what} not kept: capture reached XLAGRAPH_MAX_MB={self.settings.max_bytes / 2**20:g}"
 
     def _report_affordable(self, now: float) -> bool:
@@ -777,21 +638,3 @@ def _pending_xla_tensors(xlac: Any) -> list[Any]:
 
 def _compiled_only(pending: Analysis) -> Execution:
     return Execution(pending.graph_hash, True, pending.cause, pending.frames, pending.inputs, pending.outputs)
-
-
-def _arity(path: str) -> int:
-    line = _first_line(path)
-    return fmt.layout_arity(line) if line else -1
-
-
-def _first_line(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.readline(1 << 20)
-    except OSError:
-        return ""
-
-
-def _unlink(path: str) -> None:
-    with suppress(OSError):
-        os.unlink(path)
