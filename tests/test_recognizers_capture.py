@@ -127,3 +127,20 @@ def test_values_the_text_elides_are_named_with_their_line(tmp_path: Path) -> Non
     (cause,) = [c for c in first.causes if not c.info]
     assert str(cause.kind) == "constant_value" and "{...}" in cause.summary
     assert "device tensor" in cause.hint and _guilty(name) & _line(name, first)
+
+
+def test_a_compiled_step_function_is_one_step_and_only_warm_up(tmp_path: Path) -> None:
+    """`@torch_xla.compile` syncs twice per call (the ops pending before it, as
+    `train_step_clear_pending`, then the function): one step each, and nothing but expected
+    causes in a correct loop."""
+    name = "tu_compiled_step_clean"
+    dest = tmp_path / name
+    shutil.copytree(CORPUS / "captures" / name, dest)
+    for f in dest.rglob("*.xz"):
+        f.with_suffix("").write_bytes(lzma.decompress(f.read_bytes()))
+        f.unlink()
+    (log,) = load_runs(str(dest))
+    assert len(log.steps) == 6 and len(log.syncs) == 12
+    report = build_report(log)
+    assert report.recompiles and all(c.info for r in report.recompiles for c in r.causes)
+    assert {k for r in report.recompiles for k in r.kinds} <= {"state_init", "conditional_work"}

@@ -316,12 +316,32 @@ def _why_unfinished(acc: _Acc) -> str:
     return "the run did not exit cleanly"
 
 
+def _joined_steps(acc: _Acc) -> list[tuple[int, list[dict[str, Any]]]]:
+    """The step records as steps: (index, records). One `torch_xla.compile` call syncs twice, the
+    ops pending before it (a graph named `<name>_clear_pending`) and then the function: both are
+    one step, so a record holding only such a graph joins the next one, and steps are numbered
+    anew."""
+    out: list[tuple[int, list[dict[str, Any]]]] = []
+    held: list[dict[str, Any]] = []
+    for r in acc.steps:
+        entries = r.get("e", [])
+        names = [str(acc.graphs.get(int(e[0]), {}).get("name", "")) for e in entries]
+        if entries and all(n.endswith("_clear_pending") for n in names) and not r.get("leftover"):
+            held.append(r)
+            continue
+        out.append((len(out), [*held, r]))
+        held = []
+    if held:
+        out.append((len(out), held))
+    return out
+
+
 def _syncs_and_steps(acc: _Acc) -> tuple[list[Sync], list[Step]]:
     syncs: list[Sync] = []
     steps: list[Step] = []
     t0 = 0.0
-    for r in acc.steps:
-        index = int(r["i"])
+    for index, records in _joined_steps(acc):
+        r = _merged(records)
         t1 = float(r.get("t1", 0.0))
         seconds = list(r.get("cs", []))
         entries = r.get("e", [])
@@ -350,6 +370,24 @@ def _syncs_and_steps(acc: _Acc) -> tuple[list[Sync], list[Step]]:
         )
         t0 = t1
     return syncs, steps
+
+
+def _merged(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """One step record of several (a clear-pending sync and the call it belongs to)."""
+    if len(records) == 1:
+        return records[0]
+    first, last = records[0], records[-1]
+    merged = dict(last)
+    merged["e"] = [e for r in records for e in r.get("e", [])]
+    merged["cs"] = [c for r in records for c in r.get("cs", [])]
+    if "t0" in first:
+        merged["t0"] = first["t0"]
+    for key in ("c", "x"):
+        if all(key in r for r in records):
+            merged[key] = sum(int(r[key]) for r in records)
+        else:
+            merged.pop(key, None)
+    return merged
 
 
 def _graph_record(p: Path, g: dict[str, Any], notes: list[str]) -> GraphRecord:

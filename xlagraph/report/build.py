@@ -28,6 +28,7 @@ from xlagraph.errors import XlagraphError
 from xlagraph.graphs import variant_letter
 from xlagraph.ir import Frame, Module, strip_layout
 from xlagraph.parse.sources import Source, open_source, read, replace_label, select, split_spec
+from xlagraph.render.paths import short_location
 from xlagraph.report.frames import call_site, is_library, location, split_frames, user_frames
 from xlagraph.report.model import (
     Attribution,
@@ -208,6 +209,34 @@ class _Context:
     read_line: LineReader = _read_line
     marks: tuple[MarkSharding, ...] = ()  # the capture's mark_sharding calls
     step: int = -1
+
+
+OWN_GRAPH_HINT = (
+    "expected: work synced at its own point (an evaluation pass, metrics, a checkpoint) is a "
+    "graph of its own, compiled once and reused; keep it the same each time it runs (the same "
+    "batch shapes, model.eval() / train() around it), and separate from the training step"
+)
+
+
+def _own_graph(site: str, users: tuple[Frame, ...], name: str = "", other: str = "") -> Cause:
+    """The first graph of another call site (or of another `torch_xla.compile` function): work
+    this run syncs somewhere else than the earlier graphs (an evaluation pass after each epoch),
+    named with the user's lines that reach it (expected)."""
+    lines = tuple(dict.fromkeys([site, *(location(f) for f in users)]))[:4]
+    if name not in _GENERIC_NAMES and name != other:
+        what = f"the graph torch_xla.compile names {name}, another program than {other or 'the earlier ones'}"
+        if other == f"{name}_clear_pending":
+            what += " (the ops pending before the call, run first as a graph of their own)"
+    else:
+        what = f"a graph of its own for the work synced at {short_location(site)}"
+    return Cause(
+        CauseKind.CONDITIONAL_WORK,
+        f"{what}: code that runs at another point than the earlier graphs (an evaluation pass, "
+        "metrics, a compiled function); compiled once, reused when it runs again",
+        OWN_GRAPH_HINT,
+        info=True,
+        sources=lines,
+    )
 
 
 def _attribute(index: int, cause: Cause, ctx: _Context) -> Attribution:
@@ -391,6 +420,32 @@ def _context(target: Sync, candidate: Sync, triggers: dict[int, str], first_sync
     )
 
 
+# Names torch_xla gives every graph of a plain sync; torch_xla.compile names its own.
+_GENERIC_NAMES = frozenset({"SyncTensorsGraph", "IrToHlo", ""})
+
+
+def _graph_name(module: object) -> str:
+    """`step_clear_pending` of `HloModule step_clear_pending.60`: the name `torch_xla.compile` gave."""
+    name = getattr(module, "name", "") if isinstance(module, Module) else ""
+    base, _, suffix = name.rpartition(".")
+    return base if suffix.isdigit() else name
+
+
+def _same_name(
+    this: object, ordered: list[tuple[str, Sync]], reason: str, modules: _Modules
+) -> tuple[list[tuple[str, Sync]], str]:
+    """Candidates whose graph `torch_xla.compile` named the same: one call compiles the ops pending
+    before it (`<name>_clear_pending`) and the function (`<name>`) from one Python line, and those
+    are two programs, not one changed. No candidate of that name: new code."""
+    name = _graph_name(this)
+    if name in _GENERIC_NAMES:
+        return ordered, reason
+    same = [(h, s) for h, s in ordered if _graph_name(modules.get(h)) == name]
+    if same:
+        return same, reason
+    return ordered, NEW_CALL_SITE
+
+
 def _choose_baseline(
     target: Sync,
     earlier: list[tuple[str, Sync]],
@@ -403,6 +458,7 @@ def _choose_baseline(
     if not ordered:
         return None, "no earlier graph to compare with"
     this = modules.get(target.graph_hash)
+    ordered, reason = _same_name(this, ordered, reason, modules)
     if isinstance(this, str):
         h, s = ordered[0]
         return _Choice(h, s, None, reason), f"cannot explain this graph: {this}"
@@ -584,10 +640,13 @@ def _explain(
             kinds = ", ".join(dict.fromkeys(str(c.kind) for c in causes))
             note = (
                 f"the first graph compiled at this call site: the earlier graphs come from other "
-                f"lines, so this is new code rather than a changed graph (against graph "
+                f"lines or another compiled function, so this is new code rather than a changed "
+                f"graph (against graph "
                 f"{letters[choice.graph_hash]}: {kinds})"
             )
-            causes, attribution = (), ()
+            names = (_graph_name(modules.get(target.graph_hash)), _graph_name(modules.get(choice.graph_hash)))
+            causes = (_own_graph(site, users, *names),)
+            attribution = (Attribution(0, str(causes[0].kind), causes[0].summary, lines=causes[0].sources),)
         elif not causes:
             note = (
                 "the two graphs print the same: the difference is in what the dump does not show "

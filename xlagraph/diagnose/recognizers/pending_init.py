@@ -1,0 +1,44 @@
+"""The first graph of a run also ran the ops left pending since the model was built.
+
+An in-place initialisation under `torch.no_grad()` (`bias.fill_(0.5)`, `weight.copy_(w)`) or any
+device op before the first sync is pending until then, so the run's first graph returns those
+tensors too and the next graph, the same step without them, returns fewer. That happens once:
+expected, like optimizer state created on the first step.
+"""
+
+from __future__ import annotations
+
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.recognizers._common import merge
+
+__all__ = ["RECOGNIZER"]
+
+_GONE = (CauseKind.OUTPUT_REMOVED, CauseKind.PARAMETER_REMOVED)
+_INSIDE = (CauseKind.STRUCTURE,)
+
+
+def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    if not evidence.context.first_graph:
+        return NOTHING
+    outputs = [i for i, c in enumerate(pending) if c.kind is CauseKind.OUTPUT_REMOVED]
+    if not outputs:
+        return NOTHING
+    # Only what the first graph did in addition: outputs and inputs it alone has, and the work
+    # computing them (regions with nothing only in B).
+    rest = [i for i, c in enumerate(pending) if i not in outputs and not c.info]
+    if any(pending[i].kind not in _GONE + _INSIDE for i in rest):
+        return NOTHING
+    if any(pending[i].kind in _INSIDE and pending[i].right for i in rest):
+        return NOTHING
+    n = sum(1 for i in outputs for ch in pending[i].changes if ch.what == "output")
+    summary = (
+        f"the run's first graph also returned {n} tensor(s) the next one does not: ops left pending "
+        "since the model was built (an in-place initialisation such as fill_ or copy_ under "
+        "no_grad) run with the first sync; expected once"
+    )
+    cause = merge(CauseKind.STATE_INIT, summary, [pending[i] for i in outputs + rest], info=True)
+    return Recognized((cause,), frozenset(outputs + rest))
+
+
+RECOGNIZER = Recognizer("pending_init", _recognize)
