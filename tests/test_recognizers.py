@@ -143,3 +143,24 @@ def test_inputs_and_outputs_in_another_order_are_one_cause() -> None:
     assert "inputs come in another order too" in cause.summary
     moved_inputs = [m for m in cause.mapping if m.left != m.right and m.left_name.startswith("p")]
     assert moved_inputs, cause.mapping
+
+
+def test_a_mask_by_another_name_and_padding_to_the_longest_are_found(tmp_path: Path) -> None:
+    """Lines users write: `x[real]` with `real = labels != -100` above, and a collate function
+    that pads each batch to its longest item."""
+    from xlagraph.diagnose.recognizers.dynamic_shape import _mask_variable
+    from xlagraph.diagnose.recognizers.input_shape import _PAD_TO_LONGEST
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        "def acc(logits, labels):\n"
+        "    real = labels != -100\n"
+        "    preds = logits.argmax(-1)[real]\n"
+        "    kept = labels.clone()\n"
+        "    return preds, logits[kept]\n"
+    )
+    assert _mask_variable(f"{script}:3")
+    assert not _mask_variable(f"{script}:5")  # indexed by a tensor that is not a mask
+    assert _PAD_TO_LONGEST.search("    longest = max(len(ids) for ids, _ in batch)")
+    assert _PAD_TO_LONGEST.search('    enc = tok(texts, padding="longest", return_tensors="pt")')
+    assert not _PAD_TO_LONGEST.search('    enc = tok(texts, padding="max_length", max_length=64)')

@@ -35,10 +35,49 @@ def _lines(evidence: Evidence, cause: Cause) -> list[str]:
     return [*cause.sources, evidence.context.call_site]
 
 
+_INDEX = re.compile(r"\[\s*~?\s*([A-Za-z_]\w*)\s*\]")
+_BOOLEAN = re.compile(
+    r"(==|!=|<=|>=|<|>|\.bool\(\)|\bisnan\(|\bisfinite\(|\blogical_|\.eq\(|\.ne\(|\.gt\(|\.lt\()"
+)
+
+
+def _mask_variable(loc: str) -> bool:
+    """`x[real]` where `real = labels != IGNORE` a few lines above: a boolean mask by another name."""
+    file, _, line = loc.rpartition(":")
+    if not file or not line.isdigit():
+        return False
+    names = set(_INDEX.findall(source_text(loc).split("#", 1)[0]))
+    for k in range(int(line) - 1, max(0, int(line) - 30), -1):
+        text = source_text(f"{file}:{k}").split("#", 1)[0]
+        m = re.match(r"^\s*([A-Za-z_]\w*)\s*=(?!=)(.*)", text)
+        if m and m.group(1) in names:
+            return bool(_BOOLEAN.search(m.group(2)))
+    return False
+
+
+def _coordinates(evidence: Evidence, cause: Cause) -> bool:
+    """Integer inputs `s64[n, k]` whose `n` changed: the coordinates `nonzero` returns (k = the
+    mask's rank), which the step computed and the next graph takes as data."""
+    changes = [ch for ch in cause.changes if ch.what == "shape"]
+    ok = [
+        ch
+        for ch in changes
+        if ch.old.startswith(("s64[", "s32["))
+        and ch.new.startswith(("s64[", "s32["))
+        and (a := ch.old.split("[", 1)[1].rstrip("]").split(","))
+        and len(a) == 2
+        and a[1] in ("1", "2", "3", "4")
+        and ch.new.split("[", 1)[1].rstrip("]").split(",")[1:] == a[1:]
+    ]
+    return bool(changes) and len(ok) == len(changes)
+
+
 def _data_sized(evidence: Evidence, cause: Cause) -> str:
     for loc in _lines(evidence, cause):
-        if loc and _DATA_SIZED.search(source_text(loc)):
+        if loc and (_DATA_SIZED.search(source_text(loc)) or _mask_variable(loc)):
             return loc
+    if _coordinates(evidence, cause):
+        return next((loc for loc in cause.sources if loc), "the inputs' shapes (nonzero coordinates)")
     for _, ins in evidence.instructions(cause):
         md = ins.metadata
         if md is not None and any(op in md.op_type for op in _OP_TYPES):

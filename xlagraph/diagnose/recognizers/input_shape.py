@@ -4,10 +4,13 @@ or a later one (a sequence length that varies), so the hint fits the pattern."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import renamed, updated_inputs
+from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.recognizers._common import lines_matching, renamed, updated_inputs, user_files
+from xlagraph.ir import Frame
 
 __all__ = ["RECOGNIZER"]
 
@@ -39,6 +42,23 @@ def _changed_axes(old: str, new: str) -> set[int]:
     return {k for k, (x, y) in enumerate(zip(a, b, strict=True)) if x != y}
 
 
+# Padding to each batch's longest item, in a collate function or a tokenizer call.
+_PAD_TO_LONGEST = re.compile(
+    r"max\(\s*len\(|\bpad_sequence\(|padding\s*=\s*(True|['\"]longest['\"])|\blengths?\.max\(\)"
+)
+
+
+def _with_padding_line(evidence: Evidence, cause: Cause) -> Cause:
+    """Data that arrives through a loader carries no line of the user's in the graph; where the
+    user's code pads each batch to its own longest item, that line is where the length is decided."""
+    if any(not is_library(Frame("", loc.rpartition(":")[0], 0)) for loc in cause.sources):
+        return cause
+    lines = lines_matching(user_files(evidence), _PAD_TO_LONGEST, limit=2)
+    if not lines:
+        return cause
+    return replace(cause, sources=tuple(dict.fromkeys([*lines, *cause.sources]))[:6])
+
+
 def _image(shape: str) -> bool:
     """A float NCHW batch with few channels (1 to 4): the shape images arrive in."""
     head, _, rest = shape.partition("[")
@@ -66,6 +86,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             what, hint = "an image's height or width changed", IMAGE_HINT
         elif axes and -1 not in axes and 0 not in axes:
             what, hint = "a non-batch dimension changed: a varying sequence length is typical", SEQUENCE_HINT
+            c = _with_padding_line(evidence, c)
         else:
             what, hint = "input shapes changed", OTHER_HINT
         out.append(renamed(c, CauseKind.PARAMETER_SHAPE, f"{c.summary}; {what}", hint))
