@@ -10,28 +10,39 @@ graph size), so it is taken only while it stays cheap, and kept only for a sync 
 
 This is the one stateful piece of capture; everything it parses goes through the pure parsers.
 torch_xla is passed in (`xlac` = `torch_xla._XLAC`), never imported here at module level.
+
+`Recorder` coordinates; each concern lives beside it as plain functions or a small class:
+`_settings` (the XLAGRAPH_* knobs), `_state` (what changes during the run), `_debug_stream` (reading
+PT_XLA_DEBUG), `_dumps` (the --xla_dump_to folder), `_source_lines` (XLAGRAPH_SOURCE_LINES=auto),
+`_placement` (rank and mark_sharding records). Those take the recorder and use its `note`,
+`update`, `fits` and `cap_reason`.
 """
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
 import threading
 import time
-import warnings
-import weakref
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
 from xlagraph.capture import _format as fmt
 from xlagraph.capture._debug_stream import DebugStream, decode
-from xlagraph.capture._dumps import scan_dumps, unlink
+from xlagraph.capture._dumps import scan_dumps
 from xlagraph.capture._env import EnvPlan
 from xlagraph.capture._placement import MAX_SHARD_RECORDS, MarkSharding, rank_record, unwrap
 from xlagraph.capture._settings import STEADY_MARKERS, Settings
+from xlagraph.capture._source_lines import (
+    adapt_source_lines,
+    await_lines,
+    lines_auto_supported,
+    merge_source_lines,
+    probe_lines,
+    resolve_probe,
+)
 from xlagraph.capture._state import GraphEntry, RunState
 from xlagraph.parse.pt_xla_debug import Analysis, Execution, fold_executions, parse_pt_xla_debug
 
@@ -44,9 +55,6 @@ ALWAYS_REPORT_MARKERS = 2  # before the first markers (warm-up compiles),
 REPORT_BUDGET = 0.02  # while all reports so far cost at most this share of the run's wall time,
 RECENT_COMPILE_MARKERS = 2  # or while graphs still change (a compile at one of the last markers)
 REPORT_PER_COMPILE = 0.25  # ... if it costs at most this share of an average compile.
-# Source lines (XLAGRAPH_SOURCE_LINES=auto): how long auto mode waits for a graph compiled without them.
-AWAIT_MARKERS = 1000  # a graph compiled while they were off: markers they stay on waiting for its rerun
-MAX_LINE_PROBES = 8  # lowerings of the live tensors per wait (each ~0.1 - 0.3 s: a scan of the heap)
 
 
 class Recorder:
@@ -62,12 +70,7 @@ class Recorder:
         self.xlac = xlac
         self.add_step_closure = add_step_closure
         self.executions_reported = plan.debug_level >= 2  # Execution Analysis blocks, one per run
-        # Source lines cost torch_xla a Python stack walk per IR node, every step (+50% on a short
-        # CPU step). They are needed only for the graphs that compile: in auto mode they go off once
-        # the run is steady and come back after each compile (torch_xla's graph hash ignores them).
-        self.lines_auto = plan.source_lines_mode == "auto" and all(
-            hasattr(xlac, f) for f in ("_set_ir_debug", "_get_graph_hash", "_get_xla_tensors_hlo")
-        )
+        self.lines_auto = lines_auto_supported(plan.source_lines_mode, xlac)  # see _source_lines
         self.awaiting: object | None = None  # token of the marker whose "after" has not run
         self.settings = settings
         self.pid = os.getpid()
@@ -144,7 +147,7 @@ class Recorder:
             )
         s.probe = None
         if self.lines_auto and s.awaiting and s.lines_on:
-            self._probe_lines()
+            probe_lines(self)
         s.overhead += time.perf_counter() - t
 
     def _closure(self, token: object) -> None:
@@ -182,126 +185,8 @@ class Recorder:
         s.overhead = 0.0
         s.report = None
         if self.lines_auto:
-            self._resolve_probe(own)
-            self._adapt_source_lines()
-
-    def _adapt_source_lines(self) -> None:
-        """Auto mode, after a step: lines on right after a compile and while a graph compiled
-        without them waits for its rerun; off once the run is steady."""
-        s, steady = self.s, self.settings.steady_markers
-        for graph_hash, began in list(s.awaiting.items()):
-            if s.markers - began >= AWAIT_MARKERS or s.line_probes >= MAX_LINE_PROBES:
-                del s.awaiting[graph_hash]
-                why = (
-                    f"not run again within {AWAIT_MARKERS} steps"
-                    if s.markers - began >= AWAIT_MARKERS
-                    else f"not told apart from other graphs in {MAX_LINE_PROBES} lowerings"
-                )
-                self._note(f"graph {graph_hash}: no source lines recovered ({why})")
-        if not s.awaiting:
-            s.tracked, s.probe_seen, s.line_probes = [], {}, 0
-        if (s.last_compile_marker == s.markers or s.awaiting) and not s.lines_on:
-            self.xlac._set_ir_debug(True)
-            s.lines_on = True
-        elif s.lines_on and not s.awaiting and s.markers - s.last_compile_marker >= steady:
-            self.xlac._set_ir_debug(False)
-            s.lines_on = False
-            s.lines_off_count += 1
-            if s.lines_off_count == 1:
-                self._note(
-                    f"source lines off from step {s.step} (no compile in {steady} steps), back on "
-                    "after each compile; a graph first compiled while they are off gets them from its "
-                    "next run at a step marker (XLAGRAPH_SOURCE_LINES=always keeps them on, at the cost "
-                    "of a slower step)"
-                )
-
-    def _probe_lines(self) -> None:
-        """Before a marker, while graphs compiled without source lines wait for a rerun: when the
-        pending graph may be one of them, lower it (with the lines it was traced with) so that
-        `_resolve_probe` can keep it. The pending graph is predicted by the graph hash of tensors
-        that outlive steps (parameters, optimizer state), found once by a scan of the heap; the
-        sync graph each such hash became is learnt as the run goes, so a stable step costs one
-        hash (about 1 ms) and only an unseen one pays the scan and the lowering."""
-        s = self.s
-        if s.line_probes >= MAX_LINE_PROBES:
-            return
-        try:
-            tracked = [t for t in (r() for r in s.tracked) if t is not None]
-            key = self._pending_hash(tracked) if tracked else None
-            if key is not None and key in s.probe_seen:
-                s.probe = (key, None)
-                return
-            tensors = _pending_xla_tensors(self.xlac)
-            if not tracked:
-                s.tracked = [weakref.ref(t) for t in tensors]
-                key = self._pending_hash(tensors)
-            s.line_probes += 1
-            text = self.xlac._get_xla_tensors_hlo(tensors) if tensors else ""
-        except Exception as e:  # lines are a bonus: never a reason to stop capturing
-            self._note(f"source lines of late graphs not recovered: {type(e).__name__}: {e}")
-            s.awaiting.clear()
-            return
-        s.probe = (key or b"", text)
-
-    def _pending_hash(self, tensors: list[Any]) -> bytes:
-        return bytes(self.xlac._get_graph_hash(tensors))
-
-    def _resolve_probe(self, own: list[Execution]) -> None:
-        """After the marker: the graph a probe's lowering was. An awaited graph rerun from the
-        cache keeps that lowering; `finish` copies its lines onto the compiled dump."""
-        s = self.s
-        probe, s.probe = s.probe, None
-        if probe is None or len(own) != 1:
-            return
-        key, text = probe
-        ex = own[0]
-        if text is None:
-            if ex.graph_hash in s.awaiting and not ex.compiled:  # it reran, predicted as another graph
-                del s.awaiting[ex.graph_hash]
-                self._note(
-                    f"graph {ex.graph_hash}: no source lines recovered (its rerun at step {s.step - 1} "
-                    "was not told apart from other graphs by the parameters' pending graph)"
-                )
-            return
-        if len(s.probe_seen) >= 256:
-            s.probe_seen.clear()
-        s.probe_seen[key] = ex.graph_hash
-        if ex.compiled or ex.graph_hash not in s.awaiting or "source_file=" not in text:
-            return
-        del s.awaiting[ex.graph_hash]
-        graph = s.graphs[ex.graph_hash]
-        if not graph.has_module:
-            self.update(graph, lines_note="its compiled HLO was not kept")
-        elif self.fits(len(text)):
-            path = os.path.join(self.dir, fmt.LINES_DIR, f"{ex.graph_hash}{fmt.LOWERED_SUFFIX}")
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
-            s.stored_bytes += len(text)
-            s.lowered.append(graph)
-            self.update(graph, lines_step=s.step - 1)
-        else:
-            self.update(graph, lines_note=self.cap_reason("HLO with source lines"))
-
-    def _merge_lines(self) -> None:
-        """At exit (not while training: it parses both modules): the compiled dump of each graph
-        whose rerun was lowered, with that lowering's source lines, as `lines/<hash>.txt`."""
-        from xlagraph.capture.lines import merge_lines
-
-        for graph in self.s.lowered:
-            lowered = os.path.join(self.dir, fmt.LINES_DIR, f"{graph.record['hash']}{fmt.LOWERED_SUFFIX}")
-            compiled = os.path.join(self.dir, graph.record["module"])
-            try:
-                with open(compiled, encoding="utf-8") as f, open(lowered, encoding="utf-8") as g:
-                    text, count = merge_lines(f.read(), g.read(), compiled, lowered)
-            except Exception as e:  # (OSError, InputError, anything the engine raises): lines are a bonus
-                self.update(graph, lines_note=f"lines not merged: {type(e).__name__}: {e}")
-                continue
-            name = f"{graph.record['hash']}.txt"
-            with open(os.path.join(self.dir, fmt.LINES_DIR, name), "w", encoding="utf-8") as f:
-                f.write(text)
-            unlink(lowered)
-            self.update(graph, lines_module=f"{fmt.LINES_DIR}/{name}", lines_count=count)
+            resolve_probe(self, own)
+            adapt_source_lines(self)
 
     def finish(self) -> None:
         """At exit: read what torch_xla wrote after the last marker and close the journal."""
@@ -320,7 +205,7 @@ class Recorder:
             self._record_step(tail, len(tail), t, compiles, executes, closed_by_marker=False)
         scan_dumps(self)
         if s.lowered:
-            self._merge_lines()
+            merge_source_lines(self)
         self._write(self._graph_records())
         count, total_ns = self._compile_metric()
         end = {
@@ -336,7 +221,7 @@ class Recorder:
         if self.lines_auto:
             end["lines_off"] = s.lines_off_count
         if s.unpaired_dumps:
-            self._note(
+            self.note(
                 f"{s.unpaired_dumps} compiled module(s) matched no graph execution (torch_xla compiles some "
                 "op lowerings as graphs of their own): not kept"
             )
@@ -356,7 +241,7 @@ class Recorder:
         msg = f"disabled after error: {type(exc).__name__}: {exc}"
         print(f"xlagraph capture: {msg}", file=sys.stderr, flush=True)
         with suppress(Exception):
-            self._note(f"capture {msg}")
+            self.note(f"capture {msg}")
 
     # -- steps ----------------------------------------------------------------------------------
 
@@ -384,7 +269,7 @@ class Recorder:
                 if self.lines_auto and not s.lines_on:
                     self.update(graph, lines_off=True)
                     if i >= own_start:  # run by a marker: its rerun can be lowered before the marker
-                        self._await_lines(ex.graph_hash)
+                        await_lines(self, ex.graph_hash)
                 if self.plan.hlo_dump:
                     s.compile_queue.append((ex.graph_hash, ex.inputs))
         step: dict[str, Any] = {
@@ -417,16 +302,6 @@ class Recorder:
         s.last_end = now
         s.compiles, s.executes = compiles, executes
 
-    def _await_lines(self, graph_hash: str) -> None:
-        s = self.s
-        s.awaiting.setdefault(graph_hash, s.markers)
-        s.late_notes += 1
-        if s.late_notes <= 20:
-            self._note(
-                f"graph {graph_hash} compiled at step {s.step} while source lines were off: source lines "
-                f"on until it runs again at a step marker (at most {AWAIT_MARKERS} steps)"
-            )
-
     def _graph(self, ex: Execution) -> GraphEntry:
         graph = self.s.graphs.get(ex.graph_hash)
         if graph is None:
@@ -452,6 +327,7 @@ class Recorder:
         return graph
 
     def update(self, graph: GraphEntry, **fields: Any) -> None:
+        """Change a graph's record; once it is in the journal, the change goes out as an update record."""
         graph.record.update(fields)
         if graph.written:
             graph.changes.update(fields)
@@ -489,7 +365,7 @@ class Recorder:
             records.append(record)
         return i
 
-    # -- what is stored once per graph: live-tensor report, HLO ----------------------------------
+    # -- what is stored once per graph: the live-tensor report; the budget all stored files share --
 
     def _attach_tensors(self, compiled: list[tuple[GraphEntry, Execution, bool]]) -> None:
         s = self.s
@@ -518,18 +394,20 @@ class Recorder:
             self.update(graph, **update)
 
     def fits(self, size: int) -> bool:
+        """Whether a file of `size` bytes may still be stored (XLAGRAPH_MAX_MB); notes the cap once."""
         s = self.s
         if s.stored_bytes + size <= self.settings.max_bytes:
             return True
         if not s.cap_noted:
             s.cap_noted = True
-            self._note(
+            self.note(
                 f"XLAGRAPH_MAX_MB={self.settings.max_bytes / 2**20:g} reached at step {s.step}: "
                 "no more HLO or live-tensor reports are kept; steps are still recorded"
             )
         return False
 
     def cap_reason(self, what: str) -> str:
+        """The note a graph gets for a file the cap kept out."""
         return f"{what} not kept: capture reached XLAGRAPH_MAX_MB={self.settings.max_bytes / 2**20:g}"
 
     def _report_affordable(self, now: float) -> bool:
@@ -562,7 +440,7 @@ class Recorder:
         return [round(ns / 1e9, 6) for _, ns in samples]
 
     def _record_rank(self) -> None:
-        record = rank_record(self.meta.get("host"), os.environ, self._note)
+        record = rank_record(self.meta.get("host"), os.environ, self.note)
         rank, size = record["rank"], record["world"]
         self.meta.update(rank=rank, world_size=size, rank_info={k: v for k, v in record.items() if k != "k"})
         local_rank = os.environ.get("PJRT_LOCAL_PROCESS_RANK", "0")
@@ -585,7 +463,7 @@ class Recorder:
         if len(s.shardings) >= MAX_SHARD_RECORDS:
             if len(s.shardings) == MAX_SHARD_RECORDS:
                 s.shardings[key] = -1
-                self._note(f"more than {MAX_SHARD_RECORDS} distinct mark_sharding calls: later ones not kept")
+                self.note(f"more than {MAX_SHARD_RECORDS} distinct mark_sharding calls: later ones not kept")
             return
         s.shardings[key] = len(s.shardings)
         tensor = int(self.xlac._xla_get_tensor_id(unwrap(t)))
@@ -593,7 +471,8 @@ class Recorder:
 
     # -- files -----------------------------------------------------------------------------------
 
-    def _note(self, text: str) -> None:
+    def note(self, text: str) -> None:
+        """A line for the report's notes: in the journal now, and in meta.json for a killed run."""
         self.s.notes.append(text)
         self.meta["notes"].append(text)
         self._write([{"k": fmt.NOTE, "v": text}])
@@ -612,28 +491,6 @@ class Recorder:
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(self.meta, f, indent=1)
         os.replace(tmp, path)
-
-
-def _pending_xla_tensors(xlac: Any) -> list[Any]:
-    """The torch_xla tensors with pending work that the interpreter holds, once each: a scan of
-    the heap (0.1 - 0.3 s), plus the gradients and view bases only C++ refers to."""
-    import torch  # imported by torch_xla already
-
-    kinds = (torch.Tensor, torch.nn.Parameter)
-    found = [obj for obj in gc.get_objects() if type(obj) in kinds and obj.device.type == "xla"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        found += [obj.grad for obj in found if obj.is_leaf and obj.grad is not None]
-    found += [obj._base for obj in found if obj._base is not None]  # (a view's base is never a view)
-    seen: set[int] = set()
-    unique = []
-    for t in found:
-        tid = int(xlac._xla_get_tensor_id(t))
-        if tid not in seen:
-            seen.add(tid)
-            unique.append(t)
-    need = xlac._check_tensor_need_materialization(unique) if unique else []
-    return [t for t, pending in zip(unique, need, strict=True) if pending]
 
 
 def _compiled_only(pending: Analysis) -> Execution:
