@@ -98,10 +98,10 @@ class MarkSharding:
         """What makes two calls the same record (the spec by its text: it holds lists)."""
         return (self.frames, self.shape, self.axes, self.mesh, repr(self.spec), self.sharding)
 
-    def record(self, id: int, step: int, tensor: int) -> dict[str, Any]:
+    def record(self, shard_id: int, step: int, tensor: int) -> dict[str, Any]:
         return {
             "k": fmt.SHARD,
-            "id": id,
+            "id": shard_id,
             "step": step,
             "tensor": tensor,
             "shape": self.shape,

@@ -13,9 +13,9 @@ torch_xla is passed in (`xlac` = `torch_xla._XLAC`), never imported here at modu
 
 `Recorder` coordinates; each concern lives beside it as plain functions or a small class:
 `_settings` (the XLAGRAPH_* knobs), `_state` (what changes during the run), `_debug_stream` (reading
-PT_XLA_DEBUG), `_dumps` (the --xla_dump_to folder), `_source_lines` (XLAGRAPH_SOURCE_LINES=auto),
-`_placement` (rank and mark_sharding records). Those take the recorder and use its `note`,
-`update`, `fits` and `cap_reason`.
+PT_XLA_DEBUG), `_dumps` (the --xla_dump_to folder), `_tensors_report` (the live-tensor report),
+`_source_lines` (XLAGRAPH_SOURCE_LINES=auto), `_placement` (rank and mark_sharding records). The
+functions take the recorder and use its `note`, `update`, `fits` and `cap_reason`.
 """
 
 from __future__ import annotations
@@ -44,20 +44,17 @@ from xlagraph.capture._source_lines import (
     resolve_probe,
 )
 from xlagraph.capture._state import GraphEntry, RunState
+from xlagraph.capture._tensors_report import attach_tensors, take_report
 from xlagraph.parse.pt_xla_debug import Analysis, Execution, fold_executions, parse_pt_xla_debug
 
 # Settings and STEADY_MARKERS live in _settings; the hook and tests import them from here.
 __all__ = ["STEADY_MARKERS", "Recorder", "Settings"]
 
-# The live-tensor report costs milliseconds even for a tiny model (6 – 25 ms for an MLP whose step
-# takes 0.4 ms; 300 – 650 ms for a 2-layer transformer), far more than a steady step. It is taken:
-ALWAYS_REPORT_MARKERS = 2  # before the first markers (warm-up compiles),
-REPORT_BUDGET = 0.02  # while all reports so far cost at most this share of the run's wall time,
-RECENT_COMPILE_MARKERS = 2  # or while graphs still change (a compile at one of the last markers)
-REPORT_PER_COMPILE = 0.25  # ... if it costs at most this share of an average compile.
-
 
 class Recorder:
+    """One process's capture: the journal, meta.json and the run's state. The hook calls
+    `before_marker`, `after_marker`, `record_mark_sharding` and `finish`, each through `guard`."""
+
     def __init__(
         self,
         plan: EnvPlan,
@@ -130,21 +127,7 @@ class Recorder:
         if s.markers == 1:
             self._record_rank()
         s.pre_size = self.debug.unread()
-        s.report, s.report_reason = None, ""
-        if self.settings.report_mode == "never":
-            s.report_reason = "live-tensor report off (XLAGRAPH_TENSORS_REPORT=never)"
-        elif self._report_affordable(t):
-            r0 = time.perf_counter()
-            s.report = self.xlac._xla_tensors_report(0, "")
-            s.report_cost = time.perf_counter() - r0
-            s.report_spent += s.report_cost
-        else:
-            s.report_reason = (
-                f"live-tensor report skipped: it cost {s.report_cost * 1e3:.0f} ms per step "
-                f"(taken while within {REPORT_BUDGET:.0%} of the run time, or while graphs change and "
-                f"it costs under {REPORT_PER_COMPILE:.0%} of a compile); "
-                "XLAGRAPH_TENSORS_REPORT=always forces it"
-            )
+        take_report(self, t)
         s.probe = None
         if self.lines_auto and s.awaiting and s.lines_on:
             probe_lines(self)
@@ -293,7 +276,7 @@ class Recorder:
         if s.overhead:
             step["ov"] = round(s.overhead + time.perf_counter() - t_end_perf, 6)
         if compiled:
-            self._attach_tensors(compiled)
+            attach_tensors(self, compiled)
             scan_dumps(self)
         records.extend(self._graph_records())
         records.append(step)
@@ -365,33 +348,7 @@ class Recorder:
             records.append(record)
         return i
 
-    # -- what is stored once per graph: the live-tensor report; the budget all stored files share --
-
-    def _attach_tensors(self, compiled: list[tuple[GraphEntry, Execution, bool]]) -> None:
-        s = self.s
-        report = s.report
-        for graph, ex, own in compiled:
-            if graph.has_tensors:
-                continue
-            if own and report is not None:
-                if self.fits(len(report)):
-                    name = f"{ex.graph_hash}.txt"
-                    with open(os.path.join(self.tensors_dir, name), "w", encoding="utf-8") as f:
-                        f.write(report)
-                    s.stored_bytes += len(report)
-                    graph.has_tensors = True
-                    update = {"tensors": f"{fmt.TENSORS_DIR}/{name}", "tensors_note": ""}
-                else:
-                    update = {"tensors_note": self.cap_reason("live-tensor report")}
-                report = None  # one report, for the marker's first compile
-            elif own:
-                update = {"tensors_note": s.report_reason or "no live-tensor report for this sync"}
-            else:
-                update = {
-                    "tensors_note": f"compiled by an implicit sync ({ex.cause}): the live-tensor report "
-                    "is taken only before step markers"
-                }
-            self.update(graph, **update)
+    # -- the budget all stored files share (XLAGRAPH_MAX_MB) -----------------------------------
 
     def fits(self, size: int) -> bool:
         """Whether a file of `size` bytes may still be stored (XLAGRAPH_MAX_MB); notes the cap once."""
@@ -409,16 +366,6 @@ class Recorder:
     def cap_reason(self, what: str) -> str:
         """The note a graph gets for a file the cap kept out."""
         return f"{what} not kept: capture reached XLAGRAPH_MAX_MB={self.settings.max_bytes / 2**20:g}"
-
-    def _report_affordable(self, now: float) -> bool:
-        s = self.s
-        if self.settings.report_mode == "always" or s.markers <= ALWAYS_REPORT_MARKERS:
-            return True
-        if s.report_spent + s.report_cost <= REPORT_BUDGET * (now - self.t0):
-            return True
-        changing = s.markers - s.last_compile_marker <= RECENT_COMPILE_MARKERS
-        mean_compile = s.compile_seconds / s.compile_count if s.compile_count else 0.0
-        return changing and s.report_cost <= REPORT_PER_COMPILE * mean_compile
 
     # -- torch_xla -------------------------------------------------------------------------------
 
