@@ -14,13 +14,13 @@ torch_xla is passed in (`xlac` = `torch_xla._XLAC`), never imported here at modu
 `Recorder` coordinates; each concern lives beside it as plain functions or a small class:
 `_settings` (the XLAGRAPH_* knobs), `_state` (what changes during the run), `_debug_stream` (reading
 PT_XLA_DEBUG), `_dumps` (the --xla_dump_to folder), `_tensors_report` (the live-tensor report),
-`_source_lines` (XLAGRAPH_SOURCE_LINES=auto), `_placement` (rank and mark_sharding records). The
-functions take the recorder and use its `note`, `update`, `fits` and `cap_reason`.
+`_source_lines` (XLAGRAPH_SOURCE_LINES=auto), `_placement` (rank and mark_sharding records),
+`_journal` (writing the journal and meta.json). The functions take the recorder and use its
+`note`, `update`, `fits` and `cap_reason`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
@@ -33,6 +33,7 @@ from xlagraph.capture import _format as fmt
 from xlagraph.capture._debug_stream import DebugStream, decode
 from xlagraph.capture._dumps import scan_dumps
 from xlagraph.capture._env import EnvPlan
+from xlagraph.capture._journal import append_records, graph_records, intern_cause, intern_frames, write_meta
 from xlagraph.capture._placement import MAX_SHARD_RECORDS, MarkSharding, rank_record, unwrap
 from xlagraph.capture._settings import STEADY_MARKERS, Settings
 from xlagraph.capture._source_lines import (
@@ -189,7 +190,7 @@ class Recorder:
         scan_dumps(self)
         if s.lowered:
             merge_source_lines(self)
-        self._write(self._graph_records())
+        self._write(graph_records(self.s))
         count, total_ns = self._compile_metric()
         end = {
             "k": fmt.END,
@@ -245,7 +246,12 @@ class Recorder:
         for i, ex in enumerate(executions):
             graph = self._graph(ex)
             entries.append(
-                [graph.id, int(ex.compiled), self._cause(ex.cause, records), self._frames(ex, records)]
+                [
+                    graph.id,
+                    int(ex.compiled),
+                    intern_cause(s.causes, ex.cause, records),
+                    intern_frames(s.frames, ex, records),
+                ]
             )
             if ex.compiled:
                 compiled.append((graph, ex, i >= own_start))
@@ -278,7 +284,7 @@ class Recorder:
         if compiled:
             attach_tensors(self, compiled)
             scan_dumps(self)
-        records.extend(self._graph_records())
+        records.extend(graph_records(self.s))
         records.append(step)
         self._write(records)
         s.step += 1
@@ -316,37 +322,6 @@ class Recorder:
             graph.changes.update(fields)
             if graph not in self.s.changed:
                 self.s.changed.append(graph)
-
-    def _graph_records(self) -> list[dict[str, Any]]:
-        """Full records of new graphs, update records ({"k", "id", changed fields}) of others."""
-        out = []
-        for graph in self.s.changed:
-            if not graph.written:
-                out.append(dict(graph.record))
-                graph.written = True
-            elif graph.changes:
-                out.append({"k": fmt.GRAPH, "id": graph.id, **graph.changes})
-            graph.changes = {}
-        self.s.changed = []
-        return out
-
-    def _cause(self, cause: str, records: list[dict[str, Any]]) -> int:
-        i = self.s.causes.get(cause)
-        if i is None:
-            i = self.s.causes[cause] = len(self.s.causes)
-            records.append({"k": fmt.CAUSE, "id": i, "v": cause})
-        return i
-
-    def _frames(self, ex: Execution, records: list[dict[str, Any]]) -> int:
-        key = (ex.frames, ex.frames_truncated)
-        i = self.s.frames.get(key)
-        if i is None:
-            i = self.s.frames[key] = len(self.s.frames)
-            record: dict[str, Any] = {"k": fmt.FRAMES, "id": i, "v": [list(f) for f in ex.frames]}
-            if ex.frames_truncated:
-                record["cut"] = True
-            records.append(record)
-        return i
 
     # -- the budget all stored files share (XLAGRAPH_MAX_MB) -----------------------------------
 
@@ -419,25 +394,17 @@ class Recorder:
     # -- files -----------------------------------------------------------------------------------
 
     def note(self, text: str) -> None:
-        """A line for the report's notes: in the journal now, and in meta.json for a killed run."""
+        """A line for the report's notes: a journal record, and one more line in meta.json."""
         self.s.notes.append(text)
         self.meta["notes"].append(text)
         self._write([{"k": fmt.NOTE, "v": text}])
         self._write_meta()
 
     def _write(self, records: list[dict[str, Any]]) -> None:
-        """One os.write per call: a kill leaves at most the last line partial."""
-        data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view) :]
+        append_records(self.fd, records)
 
     def _write_meta(self) -> None:
-        path = os.path.join(self.dir, fmt.META)
-        tmp = f"{path}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(self.meta, f, indent=1)
-        os.replace(tmp, path)
+        write_meta(self.dir, self.meta)
 
 
 def _compiled_only(pending: Analysis) -> Execution:
