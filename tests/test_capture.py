@@ -23,6 +23,7 @@ import pytest
 from tests.conftest import FIXTURES
 from xlagraph.capture import _format as fmt
 from xlagraph.capture import read_capture
+from xlagraph.report import build_report
 from xlagraph.runlog import RunLog
 
 SCENARIOS = FIXTURES / "torch_xla" / "scenarios"
@@ -89,6 +90,7 @@ def _jobs() -> dict[str, tuple[list[str], dict[str, str]]]:
             "xmp-spawn": ([str(SCRIPTS / "xmp_spawn.py")], {}),
             "mp-child": ([str(SCRIPTS / "mp_child.py")], {}),
             "compile-loader": ([str(SCRIPTS / "compile_and_loader.py")], {}),
+            "cpu-fallback": ([str(COUNT), str(SCRIPTS / "cpu_fallback.py")], {}),
             "stable-10": ([str(SCRIPTS / "stable_loop.py"), "10"], {}),
             "stable-1000": ([str(SCRIPTS / "stable_loop.py"), "1000"], {}),
             "max-mb-0": (
@@ -263,6 +265,18 @@ def test_torch_xla_compile_and_parallel_loader_are_steps(runs: dict[str, Run]) -
     assert all("parallel loader" in c for c in causes[3:]) and len(causes) >= 6
     assert [s.compiled for s in log.syncs[:3]] == [True, False, False]
     assert all(st.executions == 1 for st in log.steps)  # the empty clear-pending markers are no steps
+
+
+def test_ops_run_on_the_cpu_are_recorded_and_explain_the_compile_count(runs: dict[str, Run]) -> None:
+    """An aten fallback (nearest upsampling's backward) cuts the step: torch_xla compiles graphs
+    no sync shows, so its count is above the syncs'; the note names the op."""
+    run = runs["cpu-fallback"]
+    log = _single(run)
+    assert run.torch_xla_compiles > len({s.graph_hash for s in log.syncs if s.compiled})
+    (note,) = [n for n in log.notes if n.startswith("aten ops ran on the CPU")]
+    assert "upsample_nearest2d_backward (3 time(s) from step 0)" in note
+    report = build_report(log)
+    assert any("ran on the CPU" in w for w in report.warnings)
 
 
 def test_python_api_before_and_after_torch_xla(runs: dict[str, Run]) -> None:

@@ -275,6 +275,8 @@ class Recorder:
             s.last_compile_marker = s.markers
             s.compile_seconds += sum(step["cs"])
             s.compile_count += len(step["cs"])
+        if fallbacks := self._fallbacks():
+            step["fb"] = fallbacks
         if (consumed := self.debug.consumed(s.carry)) is not None:
             step["o"] = consumed
         if not closed_by_marker:
@@ -348,6 +350,20 @@ class Recorder:
         value = self.xlac._xla_counter_value
         executes = (value("ExecuteComputation") or 0) + (value("ExecuteReplicated") or 0)
         return value("UncachedCompile") or 0, executes
+
+    def _fallbacks(self) -> dict[str, int]:
+        """aten ops torch_xla ran on the CPU since the last step, and how often: each one cuts the
+        step's graph and runs (and compiles) graphs no sync of the user's shows."""
+        ops = getattr(self.xlac, "_get_executed_fallback_ops", None)
+        if ops is None:
+            return {}
+        grown = {}
+        for name in ops():
+            count = self.xlac._xla_counter_value(name) or 0
+            if count > self.s.fallbacks.get(name, 0):
+                grown[name] = count - self.s.fallbacks.get(name, 0)
+                self.s.fallbacks[name] = count
+        return grown
 
     def _compile_metric(self) -> tuple[int, float]:
         data = self.xlac._xla_metric_data("CompileTime")

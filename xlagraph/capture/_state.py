@@ -68,6 +68,7 @@ class RunState:
     last_compile_marker: int = -(1 << 30)
     compile_seconds: float = 0.0  # sum of the compile times seen, for their average
     compile_count: int = 0
+    fallbacks: dict[str, int] = field(default_factory=dict)  # aten op -> times run on the CPU so far
     notes: list[str] = field(default_factory=list)
     # set by before_marker, used by after_marker
     pre_size: int = 0

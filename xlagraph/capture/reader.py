@@ -141,6 +141,8 @@ def _read_process(p: Path) -> _Process:
         if note not in notes:
             notes.append(note)
     syncs, steps = _syncs_and_steps(acc)
+    if fallback := _fallback_note(acc):
+        notes.append(fallback)
     graphs = {g["hash"]: _graph_record(p, g, notes) for g in acc.graphs.values() if g.get("hash")}
     compiles = _compiles_reported(acc, notes)
     log = RunLog(
@@ -314,6 +316,32 @@ def _why_unfinished(acc: _Acc) -> str:
     if any("capture disabled after error" in n for n in acc.notes):
         return "capture was disabled after an error"
     return "the run did not exit cleanly"
+
+
+def _fallback_note(acc: _Acc) -> str:
+    """aten ops torch_xla ran on the CPU (the steps' `fb` counts): each cuts the step's graph."""
+    counts: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for r in acc.steps:
+        fb = r.get("fb")
+        if not isinstance(fb, dict):
+            continue
+        for name, n in fb.items():
+            if isinstance(name, str) and isinstance(n, int) and n > 0:
+                counts[name] = counts.get(name, 0) + n
+                first.setdefault(name, int(r.get("i", 0)))
+    if not counts:
+        return ""
+    ops = ", ".join(
+        f"{name.removeprefix('aten::')} ({n} time(s) from step {first[name]})" for name, n in counts.items()
+    )
+    return (
+        f"aten ops ran on the CPU (torch_xla's fallback for ops it does not lower): {ops}; each one cuts "
+        "the step's graph where it runs (its inputs are computed and copied to the host), so torch_xla "
+        "compiles and runs graphs no sync of yours shows, and its compile count includes them; use an op "
+        "torch_xla lowers instead (another mode of interpolate / upsample, a different reduction), or move "
+        "it out of the step (PT_XLA_DEBUG_LEVEL=1 names each fallback as it runs)"
+    )
 
 
 def _joined_steps(acc: _Acc) -> list[tuple[int, list[dict[str, Any]]]]:

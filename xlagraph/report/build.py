@@ -580,6 +580,11 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
         warnings.append(
             f"torch_xla counted {log.compiles_reported} compile(s) (CompileTime) but the recorded syncs "
             f"show {compiles} distinct compiled graph(s)"
+            + (
+                ": ops that ran on the CPU compile graphs of their own (see the notes)"
+                if any(n.startswith("aten ops ran on the CPU") for n in log.notes)
+                else ""
+            )
         )
     steady_variants = tuple(dict.fromkeys(e.variant for e in timeline if e.phase == "steady"))
     steps = len(log.steps) if log.steps else len({s.step for s in syncs})
