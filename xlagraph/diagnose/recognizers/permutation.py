@@ -95,6 +95,16 @@ def _plain(evidence: Evidence, causes: list[tuple[int, Cause]]) -> tuple[Cause, 
     return tuple(replace(c, hint=_PLAIN[c.kind]) for _, c in causes)
 
 
+def _absorbed(host: Cause, others: list[Cause], **fields) -> Cause:  # type: ignore[no-untyped-def]
+    """`host` taking over the instructions of `others` (each name once), and `fields`."""
+    return replace(
+        host,
+        left=host.left + tuple(n for c in others for n in c.left if n not in host.left),
+        right=host.right + tuple(n for c in others for n in c.right if n not in host.right),
+        **fields,
+    )
+
+
 def _one_order(found: dict[int, Cause]) -> list[tuple[int, Cause]]:
     """Inputs and outputs in another order are one root reason: torch_xla numbers both by the
     order in which tensors are created and updated. The outputs' cause (the live tensors)
@@ -106,10 +116,9 @@ def _one_order(found: dict[int, Cause]) -> list[tuple[int, Cause]]:
     host = found[outs[0]]
     moved = [found[i] for i in ins]
     count = sum(sum(1 for m in c.mapping if m.left != m.right) for c in moved)
-    merged = replace(
+    merged = _absorbed(
         host,
-        left=host.left + tuple(n for c in moved for n in c.left if n not in host.left),
-        right=host.right + tuple(n for c in moved for n in c.right if n not in host.right),
+        moved,
         mapping=host.mapping + tuple(m for c in moved for m in c.mapping),
         summary=f"{host.summary}; the inputs come in another order too ({count} moved)",
         sources=tuple(dict.fromkeys(host.sources + tuple(x for c in moved for x in c.sources)))[:6],
@@ -154,10 +163,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 f"; output {', '.join(old)} in A is {', '.join(new)} in B, values both graphs compute: "
                 "a variable still holds the last item of a loop whose order changed"
             )
-        merged = replace(
+        merged = _absorbed(
             host,
-            left=host.left + tuple(n for c in inner for n in c.left if n not in host.left),
-            right=host.right + tuple(n for c in inner for n in c.right if n not in host.right),
+            inner,
             changes=host.changes + tuple(ch for c in inner for ch in c.changes),
             summary=f"{host.summary}; the computation follows in that order ({len(inner)} region(s)){held}",
         )
@@ -179,12 +187,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     target = (real or expected)[0]
     host = pending[target]
     moved = [pending[i] for i in orders]
-    merged = replace(
-        host,
-        left=host.left + tuple(n for c in moved for n in c.left if n not in host.left),
-        right=host.right + tuple(n for c in moved for n in c.right if n not in host.right),
-        mapping=host.mapping + tuple(m for c in moved for m in c.mapping),
-    )
+    merged = _absorbed(host, moved, mapping=host.mapping + tuple(m for c in moved for m in c.mapping))
     return Recognized((merged,), frozenset([target, *orders]))
 
 
