@@ -12,23 +12,27 @@ source lines before library lines.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-from xlagraph.canonical import canonicalize
 from xlagraph.capture.shardings import MarkSharding, find_marks, read_mark_shardings
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
-from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, Context
+from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
 from xlagraph.diagnose.frames import source_line
-from xlagraph.diff import DiffResult, diff_modules
-from xlagraph.errors import XlagraphError
+from xlagraph.diff import DiffResult
 from xlagraph.graphs import variant_letter
-from xlagraph.ir import Frame, Module, strip_layout
-from xlagraph.parse.sources import Source, open_source, read, replace_label, select, split_spec
+from xlagraph.ir import Frame, strip_layout
 from xlagraph.render.paths import short_location
+from xlagraph.report.baseline import (
+    GENERIC_NAMES,
+    MAX_CANDIDATES,
+    NEW_CALL_SITE,
+    Modules,
+    choose_baseline,
+    graph_name,
+)
 from xlagraph.report.frames import call_site, is_library, location, split_frames, user_frames
 from xlagraph.report.model import (
     Attribution,
@@ -45,8 +49,6 @@ from xlagraph.runlog import GraphRecord, LiveTensor, RunLog, Sync
 
 __all__ = ["MAX_CANDIDATES", "build_report", "trigger_of"]
 
-MAX_CANDIDATES = 5
-NEW_CALL_SITE = "nearest earlier graph: none from this call site"
 _MAX_TENSORS = 4
 _EXTRA_CANDIDATES = 2
 _MAX_ITEMS = 8
@@ -97,46 +99,6 @@ def trigger_of(sync: Sync, read_line: LineReader = _read_line) -> str:
     if "print(" in text:
         return "print"
     return "implicit"
-
-
-# -- modules -------------------------------------------------------------------------------
-class _Modules:
-    """Parses each graph once; a save file is split once however many graphs it holds."""
-
-    def __init__(self, graphs: dict[str, GraphRecord]) -> None:
-        self._graphs = graphs
-        self._sources: dict[str, Source] = {}
-        self._modules: dict[str, Module | str] = {}
-
-    def get(self, graph_hash: str) -> Module | str:
-        """The parsed module, or why there is none."""
-        if graph_hash not in self._modules:
-            self._modules[graph_hash] = self._load(graph_hash)
-        return self._modules[graph_hash]
-
-    def _load(self, graph_hash: str) -> Module | str:
-        record = self._graphs.get(graph_hash)
-        if record is None or not record.module:
-            return "its HLO was not kept"
-        spec = record.module
-        try:
-            path, index = split_spec(spec)
-            source = self._sources.get(path)
-            if source is None:
-                source = self._sources[path] = open_source(path)
-            graph = select(source, index, spec)
-            module = read(graph)
-        except XlagraphError as e:
-            return f"its HLO could not be read: {e}"
-        except RecursionError:
-            return f"its HLO is nested too deeply to analyze: {spec}"
-        if source.kind not in ("hlo-file", "lazy-ir-file"):
-            module = replace_label(module, graph.label)
-        elif not module.info.label:
-            module = replace_label(module, spec)
-        if not module.info.graph_hash and not graph_hash.startswith("text:"):
-            module = replace(module, info=replace(module.info, graph_hash=graph_hash))
-        return module
 
 
 # -- lines ---------------------------------------------------------------------------------
@@ -223,7 +185,7 @@ def _own_graph(site: str, users: tuple[Frame, ...], name: str = "", other: str =
     this run syncs somewhere else than the earlier graphs (an evaluation pass after each epoch),
     named with the user's lines that reach it (expected)."""
     lines = tuple(dict.fromkeys([site, *(location(f) for f in users)]))[:4]
-    if name not in _GENERIC_NAMES and name != other:
+    if name not in GENERIC_NAMES and name != other:
         what = f"the graph torch_xla.compile names {name}, another program than {other or 'the earlier ones'}"
         if other == f"{name}_clear_pending":
             what += " (the ops pending before the call, run first as a graph of their own)"
@@ -352,143 +314,6 @@ def _calling_lines(library_lines: tuple[str, ...], site: str, read_line: LineRea
 
 
 # -- baseline ------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Choice:
-    graph_hash: str
-    sync: Sync
-    result: DiffResult | None
-    reason: str
-
-
-# Candidates diffed in full after screening: a 20-variant run of 100K-instruction graphs would
-# otherwise run up to five whole diffs per recompile.
-_SCREENED = 2
-
-
-def _screen(readable: list[tuple[str, Sync]], this: Module, modules: _Modules) -> list[tuple[str, Sync]]:
-    """The candidates closest to `this` by a cheap measure of what `_score` counts: how many of
-    the entries' instructions have no structural twin (`h0`) on the other side; the full diff then
-    decides between the two closest (on a tie, the most recent)."""
-    if len(readable) <= _SCREENED:
-        return readable
-    mine = Counter(canonicalize(this).entry.h0.values())
-    distance: list[int] = []
-    for h, _ in readable:
-        base = modules.get(h)
-        assert isinstance(base, Module)
-        theirs = Counter(canonicalize(base).entry.h0.values())
-        distance.append(sum((mine - theirs).values()) + sum((theirs - mine).values()))
-    order = sorted(range(len(readable)), key=lambda k: (distance[k], k))  # ties: the most recent
-    return [readable[k] for k in sorted(order[:_SCREENED])]
-
-
-def _score(result: DiffResult, candidate_sync: Sync) -> tuple[int, int, int]:
-    # Similarity is about what the graphs compute: unused instructions do not make them less alike.
-    # The size of the difference ranks first: a graph that shares the new state is the closer
-    # baseline, and one reordering (two permutation causes) is closer than new state plus work.
-    involved = sum(
-        len(c.left) + len(c.right) for c in result.differences if c.kind is not CauseKind.DEAD_CODE
-    )
-    return (involved, len(result.differences), -candidate_sync.index)
-
-
-def _candidates(target: Sync, earlier: list[tuple[str, Sync]]) -> tuple[list[tuple[str, Sync]], str]:
-    """Earlier graphs from the same call site, most recent first, and how they were chosen."""
-    frames = user_frames(target.frames)
-    site = call_site(target.frames)
-    tiers = (
-        ([e for e in earlier if frames and user_frames(e[1].frames) == frames], "same call site"),
-        ([e for e in earlier if site and call_site(e[1].frames) == site], "same line, other callers"),
-        (earlier, NEW_CALL_SITE),
-    )
-    for group, reason in tiers:
-        if group:
-            return list(reversed(group)), reason
-    return [], ""
-
-
-def _context(target: Sync, candidate: Sync, triggers: dict[int, str], first_sync: int) -> Context:
-    """What the capture knows about the two graphs, for the recognizers."""
-    return Context(
-        trigger=triggers.get(target.index, ""),
-        baseline_trigger=triggers.get(candidate.index, ""),
-        call_site=call_site(target.frames),
-        baseline_call_site=call_site(candidate.frames),
-        step=target.step,
-        baseline_step=candidate.step,
-        first_graph=candidate.index == first_sync,
-    )
-
-
-# Names torch_xla gives every graph of a plain sync; torch_xla.compile names its own.
-_GENERIC_NAMES = frozenset({"SyncTensorsGraph", "IrToHlo", ""})
-
-
-def _graph_name(module: object) -> str:
-    """`step_clear_pending` of `HloModule step_clear_pending.60`: the name `torch_xla.compile` gave."""
-    name = getattr(module, "name", "") if isinstance(module, Module) else ""
-    base, _, suffix = name.rpartition(".")
-    return base if suffix.isdigit() else name
-
-
-def _same_name(
-    this: object, ordered: list[tuple[str, Sync]], reason: str, modules: _Modules
-) -> tuple[list[tuple[str, Sync]], str]:
-    """Candidates whose graph `torch_xla.compile` named the same: one call compiles the ops pending
-    before it (`<name>_clear_pending`) and the function (`<name>`) from one Python line, and those
-    are two programs, not one changed. No candidate of that name: new code."""
-    name = _graph_name(this)
-    if name in _GENERIC_NAMES:
-        return ordered, reason
-    same = [(h, s) for h, s in ordered if _graph_name(modules.get(h)) == name]
-    if same:
-        return same, reason
-    return ordered, NEW_CALL_SITE
-
-
-def _choose_baseline(
-    target: Sync,
-    earlier: list[tuple[str, Sync]],
-    modules: _Modules,
-    triggers: dict[int, str] | None = None,
-    first_sync: int = 0,
-) -> tuple[_Choice | None, str]:
-    """The baseline and its diff, or a note saying why there is no diff."""
-    ordered, reason = _candidates(target, earlier)
-    if not ordered:
-        return None, "no earlier graph to compare with"
-    this = modules.get(target.graph_hash)
-    ordered, reason = _same_name(this, ordered, reason, modules)
-    if isinstance(this, str):
-        h, s = ordered[0]
-        return _Choice(h, s, None, reason), f"cannot explain this graph: {this}"
-    readable = [(h, s) for h, s in ordered if isinstance(modules.get(h), Module)][:MAX_CANDIDATES]
-    if not readable:
-        h, s = ordered[0]
-        why = f"cannot explain this graph: the baseline's HLO is missing ({modules.get(h)})"
-        return _Choice(h, s, None, reason), why
-    readable = _screen(readable, this, modules)
-    best: _Choice | None = None
-    best_score: tuple[int, int, int] | None = None
-    failures: list[str] = []
-    for h, s in readable:
-        base = modules.get(h)
-        assert isinstance(base, Module)
-        try:
-            result = diff_modules(base, this, _context(target, s, triggers or {}, first_sync))
-        except RecursionError:
-            failures.append(f"graph {h}: nested too deeply to compare")
-            continue
-        score = _score(result, s)
-        if best_score is None or score < best_score:
-            best, best_score = _Choice(h, s, result, reason), score
-    if best is None:
-        h, s = readable[0]
-        return _Choice(h, s, None, reason), "cannot explain this graph: " + "; ".join(failures)
-    return best, ""
-
-
-# -- the report ----------------------------------------------------------------------------
 def _steady_from(syncs: tuple[Sync, ...]) -> int | None:
     compiled = [s.step for s in syncs if s.compiled]
     if not syncs:
@@ -568,7 +393,7 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
     user_names = frozenset(PurePath(f.file).name for s in syncs for f in user_frames(s.frames)) | frozenset(
         PurePath(f.file).name for g in log.graphs.values() for t in g.tensors for f in user_frames(t.frames)
     )
-    modules = _Modules(log.graphs)
+    modules = Modules(log.graphs)
     marks = read_mark_shardings(log.source) if explain and Path(log.source).is_dir() else ()
     recompiles = tuple(
         _explain(s, letters, first, modules if explain else None, log, triggers, user_names, read_line, marks)
@@ -613,7 +438,7 @@ def _explain(
     target: Sync,
     letters: dict[str, str],
     first: dict[str, Sync],
-    modules: _Modules | None,
+    modules: Modules | None,
     log: RunLog,
     triggers: dict[int, str],
     user_names: frozenset[str],
@@ -625,7 +450,7 @@ def _explain(
     if modules is None:
         choice, note = None, "not explained"
     else:
-        choice, note = _choose_baseline(target, earlier, modules, triggers, first_sync)
+        choice, note = choose_baseline(target, earlier, modules, triggers, first_sync)
     users, library = split_frames(target.frames)
     site = call_site(target.frames)
     causes: tuple[Cause, ...] = ()
@@ -649,7 +474,7 @@ def _explain(
                 f"graph (against graph "
                 f"{letters[choice.graph_hash]}: {kinds})"
             )
-            names = (_graph_name(modules.get(target.graph_hash)), _graph_name(modules.get(choice.graph_hash)))
+            names = (graph_name(modules.get(target.graph_hash)), graph_name(modules.get(choice.graph_hash)))
             causes = (_own_graph(site, users, *names),)
             attribution = (Attribution(0, str(causes[0].kind), causes[0].summary, lines=causes[0].sources),)
         elif not causes:

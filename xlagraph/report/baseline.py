@@ -1,0 +1,205 @@
+"""Which earlier graph a recompile is compared with, and that diff.
+
+Candidates are the earlier graphs of the same call site (the same user frames, then the same
+line), most recent first, else every earlier graph ("new code"); `torch_xla.compile` names narrow
+them further. The two closest by structure are diffed, and the diff that explains the change with
+the fewest, most recent causes is the baseline.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, replace
+
+from xlagraph.canonical import canonicalize
+from xlagraph.diagnose.causes import CauseKind
+from xlagraph.diagnose.evidence import Context
+from xlagraph.diff import DiffResult, diff_modules
+from xlagraph.errors import XlagraphError
+from xlagraph.ir import Module
+from xlagraph.parse.sources import Source, open_source, read, replace_label, select, split_spec
+from xlagraph.report.frames import call_site, user_frames
+from xlagraph.runlog import GraphRecord, Sync
+
+__all__ = ["GENERIC_NAMES", "MAX_CANDIDATES", "NEW_CALL_SITE", "Modules", "choose_baseline", "graph_name"]
+
+MAX_CANDIDATES = 5
+NEW_CALL_SITE = "nearest earlier graph: none from this call site"
+
+
+class Modules:
+    """Parses each graph once; a save file is split once however many graphs it holds."""
+
+    def __init__(self, graphs: dict[str, GraphRecord]) -> None:
+        self._graphs = graphs
+        self._sources: dict[str, Source] = {}
+        self._modules: dict[str, Module | str] = {}
+
+    def get(self, graph_hash: str) -> Module | str:
+        """The parsed module, or why there is none."""
+        if graph_hash not in self._modules:
+            self._modules[graph_hash] = self._load(graph_hash)
+        return self._modules[graph_hash]
+
+    def _load(self, graph_hash: str) -> Module | str:
+        record = self._graphs.get(graph_hash)
+        if record is None or not record.module:
+            return "its HLO was not kept"
+        spec = record.module
+        try:
+            path, index = split_spec(spec)
+            source = self._sources.get(path)
+            if source is None:
+                source = self._sources[path] = open_source(path)
+            graph = select(source, index, spec)
+            module = read(graph)
+        except XlagraphError as e:
+            return f"its HLO could not be read: {e}"
+        except RecursionError:
+            return f"its HLO is nested too deeply to analyze: {spec}"
+        if source.kind not in ("hlo-file", "lazy-ir-file"):
+            module = replace_label(module, graph.label)
+        elif not module.info.label:
+            module = replace_label(module, spec)
+        if not module.info.graph_hash and not graph_hash.startswith("text:"):
+            module = replace(module, info=replace(module.info, graph_hash=graph_hash))
+        return module
+
+
+@dataclass(frozen=True)
+class _Choice:
+    graph_hash: str
+    sync: Sync
+    result: DiffResult | None
+    reason: str
+
+
+# Candidates diffed in full after screening: a 20-variant run of 100K-instruction graphs would
+# otherwise run up to five whole diffs per recompile.
+_SCREENED = 2
+
+
+def _screen(readable: list[tuple[str, Sync]], this: Module, modules: Modules) -> list[tuple[str, Sync]]:
+    """The candidates closest to `this` by a cheap measure of what `_score` counts: how many of
+    the entries' instructions have no structural twin (`h0`) on the other side; the full diff then
+    decides between the two closest (on a tie, the most recent)."""
+    if len(readable) <= _SCREENED:
+        return readable
+    mine = Counter(canonicalize(this).entry.h0.values())
+    distance: list[int] = []
+    for h, _ in readable:
+        base = modules.get(h)
+        assert isinstance(base, Module)
+        theirs = Counter(canonicalize(base).entry.h0.values())
+        distance.append(sum((mine - theirs).values()) + sum((theirs - mine).values()))
+    order = sorted(range(len(readable)), key=lambda k: (distance[k], k))  # ties: the most recent
+    return [readable[k] for k in sorted(order[:_SCREENED])]
+
+
+def _score(result: DiffResult, candidate_sync: Sync) -> tuple[int, int, int]:
+    # Similarity is about what the graphs compute: unused instructions do not make them less alike.
+    # The size of the difference ranks first: a graph that shares the new state is the closer
+    # baseline, and one reordering (two permutation causes) is closer than new state plus work.
+    involved = sum(
+        len(c.left) + len(c.right) for c in result.differences if c.kind is not CauseKind.DEAD_CODE
+    )
+    return (involved, len(result.differences), -candidate_sync.index)
+
+
+def _candidates(target: Sync, earlier: list[tuple[str, Sync]]) -> tuple[list[tuple[str, Sync]], str]:
+    """Earlier graphs from the same call site, most recent first, and how they were chosen."""
+    frames = user_frames(target.frames)
+    site = call_site(target.frames)
+    tiers = (
+        ([e for e in earlier if frames and user_frames(e[1].frames) == frames], "same call site"),
+        ([e for e in earlier if site and call_site(e[1].frames) == site], "same line, other callers"),
+        (earlier, NEW_CALL_SITE),
+    )
+    for group, reason in tiers:
+        if group:
+            return list(reversed(group)), reason
+    return [], ""
+
+
+def _context(target: Sync, candidate: Sync, triggers: dict[int, str], first_sync: int) -> Context:
+    """What the capture knows about the two graphs, for the recognizers."""
+    return Context(
+        trigger=triggers.get(target.index, ""),
+        baseline_trigger=triggers.get(candidate.index, ""),
+        call_site=call_site(target.frames),
+        baseline_call_site=call_site(candidate.frames),
+        step=target.step,
+        baseline_step=candidate.step,
+        first_graph=candidate.index == first_sync,
+    )
+
+
+# Names torch_xla gives every graph of a plain sync; torch_xla.compile names its own.
+GENERIC_NAMES = frozenset({"SyncTensorsGraph", "IrToHlo", ""})
+
+
+def graph_name(module: object) -> str:
+    """`step_clear_pending` of `HloModule step_clear_pending.60`: the name `torch_xla.compile` gave."""
+    name = getattr(module, "name", "") if isinstance(module, Module) else ""
+    base, _, suffix = name.rpartition(".")
+    return base if suffix.isdigit() else name
+
+
+def _same_name(
+    this: object, ordered: list[tuple[str, Sync]], reason: str, modules: Modules
+) -> tuple[list[tuple[str, Sync]], str]:
+    """Candidates whose graph `torch_xla.compile` named the same: one call compiles the ops pending
+    before it (`<name>_clear_pending`) and the function (`<name>`) from one Python line, and those
+    are two programs, not one changed. No candidate of that name: new code."""
+    name = graph_name(this)
+    if name in GENERIC_NAMES:
+        return ordered, reason
+    same = [(h, s) for h, s in ordered if graph_name(modules.get(h)) == name]
+    if same:
+        return same, reason
+    return ordered, NEW_CALL_SITE
+
+
+def choose_baseline(
+    target: Sync,
+    earlier: list[tuple[str, Sync]],
+    modules: Modules,
+    triggers: dict[int, str] | None = None,
+    first_sync: int = 0,
+) -> tuple[_Choice | None, str]:
+    """The baseline and its diff, or a note saying why there is no diff."""
+    ordered, reason = _candidates(target, earlier)
+    if not ordered:
+        return None, "no earlier graph to compare with"
+    this = modules.get(target.graph_hash)
+    ordered, reason = _same_name(this, ordered, reason, modules)
+    if isinstance(this, str):
+        h, s = ordered[0]
+        return _Choice(h, s, None, reason), f"cannot explain this graph: {this}"
+    readable = [(h, s) for h, s in ordered if isinstance(modules.get(h), Module)][:MAX_CANDIDATES]
+    if not readable:
+        h, s = ordered[0]
+        why = f"cannot explain this graph: the baseline's HLO is missing ({modules.get(h)})"
+        return _Choice(h, s, None, reason), why
+    readable = _screen(readable, this, modules)
+    best: _Choice | None = None
+    best_score: tuple[int, int, int] | None = None
+    failures: list[str] = []
+    for h, s in readable:
+        base = modules.get(h)
+        assert isinstance(base, Module)
+        try:
+            result = diff_modules(base, this, _context(target, s, triggers or {}, first_sync))
+        except RecursionError:
+            failures.append(f"graph {h}: nested too deeply to compare")
+            continue
+        score = _score(result, s)
+        if best_score is None or score < best_score:
+            best, best_score = _Choice(h, s, result, reason), score
+    if best is None:
+        h, s = readable[0]
+        return _Choice(h, s, None, reason), "cannot explain this graph: " + "; ".join(failures)
+    return best, ""
+
+
+# -- the report ----------------------------------------------------------------------------
