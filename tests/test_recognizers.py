@@ -164,3 +164,15 @@ def test_a_mask_by_another_name_and_padding_to_the_longest_are_found(tmp_path: P
     assert _PAD_TO_LONGEST.search("    longest = max(len(ids) for ids, _ in batch)")
     assert _PAD_TO_LONGEST.search('    enc = tok(texts, padding="longest", return_tensors="pt")')
     assert not _PAD_TO_LONGEST.search('    enc = tok(texts, padding="max_length", max_length=64)')
+
+
+def test_a_tensor_kept_on_the_first_step_is_no_pending_initialisation() -> None:
+    """fixtures/torch_xla/kept_alive keeps a gradient norm on even steps: step 1 returns it no
+    more, and that is the bug, not ops pending since the model was built (the norm is computed
+    from the weights both graphs read)."""
+    save = FIXTURES / "torch_xla" / "kept_alive" / "save_hlo.txt"
+    result = diff_modules(
+        load_module(f"{save}#0"), load_module(f"{save}#1"), Context(step=1, first_graph=True)
+    )
+    kinds = {(c.kind, c.info) for c in result.causes}
+    assert (CauseKind.OUTPUT_REMOVED, False) in kinds, kinds

@@ -31,7 +31,13 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         return NOTHING
     if any(pending[i].kind in _INSIDE and pending[i].right for i in rest):
         return NOTHING
-    n = sum(1 for i in outputs for ch in pending[i].changes if ch.what == "output")
+    # Initial values come from constants and values passed in for them only: a tensor computed
+    # from the weights or the batch both graphs read (a norm kept for logging) is no initialisation.
+    entry = evidence.left.entry
+    heads = [ch.left for i in outputs for ch in pending[i].changes if ch.what == "output" and ch.left]
+    if not heads or any(set(_inputs_of(entry, h)) & set(evidence.entry_match.values()) for h in heads):
+        return NOTHING
+    n = len(heads)
     summary = (
         f"the run's first graph also returned {n} tensor(s) the next one does not: ops left pending "
         "since the model was built (an in-place initialisation such as fill_ or copy_ under "
@@ -42,3 +48,17 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
 
 
 RECOGNIZER = Recognizer("pending_init", _recognize)
+
+
+def _inputs_of(comp, name: str) -> list[str]:  # type: ignore[no-untyped-def]
+    """The parameters `name` is computed from."""
+    seen, stack, found = {name}, [name], []
+    while stack:
+        n = stack.pop()
+        if n in comp.param_number:
+            found.append(n)
+        for o in comp.operands.get(n, ()):
+            if o not in seen:
+                seen.add(o)
+                stack.append(o)
+    return found
