@@ -176,3 +176,25 @@ def test_a_tensor_kept_on_the_first_step_is_no_pending_initialisation() -> None:
     )
     kinds = {(c.kind, c.info) for c in result.causes}
     assert (CauseKind.OUTPUT_REMOVED, False) in kinds, kinds
+
+
+def test_a_batch_placed_another_way_every_k_steps_is_found_for_a_sharding_cause(tmp_path: Path) -> None:
+    """A sharding that changes on some steps with no line of the user's in the graph: the loop's
+    `if step % k` block that puts a batch on the device another way is the line to show."""
+    from xlagraph.diagnose.recognizers._common import periodic_in_loop, source_text
+    from xlagraph.diagnose.recognizers.periodic_site import _PLACES
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        "def main(model, hard, fresh, device):\n"
+        "    for step in range(8):\n"
+        "        if step % 3 == 2:\n"
+        "            x = hard.to(device)\n"
+        "            print('replay')\n"
+        "        else:\n"
+        "            x = fresh()\n"
+        "        model(x).sum().backward()\n"
+        "        torch_xla.sync()\n"
+    )
+    blocks = periodic_in_loop(f"{script}:9")
+    assert [b for b in blocks if _PLACES.search(source_text(b))] == [f"{script}:4"]

@@ -27,7 +27,15 @@ __all__ = ["RECOGNIZER"]
 
 _KEPT = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
 _STORES = re.compile(r"\.(append|extend|add|update|put)\(|[^=!<>]=[^=]|\+=|\]\s*=")
-_KINDS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED, CauseKind.CONDITIONAL_WORK, CauseKind.STRUCTURE)
+_KINDS = (
+    CauseKind.OUTPUT_ADDED,
+    CauseKind.OUTPUT_REMOVED,
+    CauseKind.CONDITIONAL_WORK,
+    CauseKind.STRUCTURE,
+    CauseKind.SHARDING,
+)
+# A tensor placed on the device (or sharded) in the block: where its sharding comes from.
+_PLACES = re.compile(r"\.to\(|mark_sharding\(|\bdevice\b")
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -42,6 +50,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             blocks = periodic_in_loop(evidence.context.call_site)
             if c.kind in _KEPT:  # a tensor kept alive is stored: appended, assigned, accumulated
                 blocks = [b for b in blocks if _STORES.search(source_text(b))]
+            elif c.kind is CauseKind.SHARDING:  # a batch that comes another way on those steps
+                blocks = [b for b in blocks if _PLACES.search(source_text(b))]
             blocks = blocks[:2]
             if blocks:
                 out.append(replace(c, sources=tuple(dict.fromkeys([*blocks, *c.sources]))[:6]))
