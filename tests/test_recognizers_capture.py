@@ -15,12 +15,13 @@ import pytest
 from tests.conftest import FIXTURES
 from xlagraph.report import build_report, load_runs
 from xlagraph.report.model import Recompile
+from xlagraph.runlog import RunLog
 
 CORPUS = FIXTURES / "torch_xla" / "corpus"
 
 
-def _recompiles(name: str, tmp: Path) -> tuple[Recompile, ...]:
-    """The report of a stored capture (its `.xz` files decompressed into a copy)."""
+def _log(name: str, tmp: Path) -> RunLog:
+    """A stored capture, read from a copy with its `.xz` files decompressed."""
     assert name.startswith("tu_"), "only tuning scenarios are used here"
     dest = tmp / name
     shutil.copytree(CORPUS / "captures" / name, dest)
@@ -28,7 +29,12 @@ def _recompiles(name: str, tmp: Path) -> tuple[Recompile, ...]:
         f.with_suffix("").write_bytes(lzma.decompress(f.read_bytes()))
         f.unlink()
     (log,) = load_runs(str(dest))
-    return build_report(log).recompiles
+    return log
+
+
+def _recompiles(name: str, tmp: Path) -> tuple[Recompile, ...]:
+    """The report of a stored capture."""
+    return build_report(_log(name, tmp)).recompiles
 
 
 def _guilty(name: str) -> set[int]:
@@ -133,13 +139,7 @@ def test_a_compiled_step_function_is_one_step_and_only_warm_up(tmp_path: Path) -
     """`@torch_xla.compile` syncs twice per call (the ops pending before it, as
     `train_step_clear_pending`, then the function): one step each, and nothing but expected
     causes in a correct loop."""
-    name = "tu_compiled_step_clean"
-    dest = tmp_path / name
-    shutil.copytree(CORPUS / "captures" / name, dest)
-    for f in dest.rglob("*.xz"):
-        f.with_suffix("").write_bytes(lzma.decompress(f.read_bytes()))
-        f.unlink()
-    (log,) = load_runs(str(dest))
+    log = _log("tu_compiled_step_clean", tmp_path)
     assert len(log.steps) == 6 and len(log.syncs) == 12
     report = build_report(log)
     assert report.recompiles and all(c.info for r in report.recompiles for c in r.causes)
