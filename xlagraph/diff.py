@@ -28,7 +28,7 @@ from xlagraph.diagnose import (
 from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.evidence import NO_CONTEXT
 from xlagraph.diagnose.recognizers.special_scalar import TENSOR_HINT
-from xlagraph.diagnose.residue import ELIDED, elided_constants, residual_differences
+from xlagraph.diagnose.residue import ELIDED, constants_of, elided_constants, is_elided, residual_differences
 from xlagraph.diagnose.sources import sources_of
 from xlagraph.ir import Module, strip_layout
 from xlagraph.match import Matching, match
@@ -207,12 +207,7 @@ def _invisible_change(left: CanonicalModule, right: CanonicalModule, causes: lis
 def _unprinted_constants(canon: CanonicalModule) -> list[str]:
     """Live constants of the entry printed as `{...}`, those with a user's line first."""
     entry = canon.entry
-    found = [
-        n
-        for n in entry.order
-        if entry.instruction(n).opcode == "constant"
-        and entry.instruction(n).payload.replace(" ", "") == ELIDED
-    ]
+    found = [n for n in constants_of(entry) if is_elided(entry.instruction(n).payload)]
     return sorted(
         found, key=lambda n: not (entry.instruction(n).metadata and entry.instruction(n).metadata.source_file)
     )

@@ -21,7 +21,7 @@ from xlagraph.diagnose.sources import sources_of
 from xlagraph.ir import strip_layout
 from xlagraph.match import Matching
 
-__all__ = ["ELIDED", "elided_constants", "residual_differences"]
+__all__ = ["ELIDED", "constants_of", "elided_constants", "is_elided", "residual_differences"]
 
 # How XLA prints a literal of more than 10 elements unless asked to print large constants.
 ELIDED = "{...}"
@@ -171,24 +171,43 @@ def _clip(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _is_elided(ins_payload: str) -> bool:
+def constants_of(comp: CanonicalComputation) -> list[str]:
+    """The live constants of `comp`, picked at C speed: every diff asks, of every instruction."""
+    by_name = comp.computation.by_name
+    return list(
+        compress(comp.order, map("constant".__eq__, map(_OPCODE, map(by_name.__getitem__, comp.order))))
+    )
+
+
+def is_elided(ins_payload: str) -> bool:
     return ins_payload.replace(" ", "") == ELIDED
 
 
 def _elided_pairs(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching) -> list[tuple[str, str]]:
-    """Matched constants of one shape, one of them printed as `{...}`."""
-    out = []
+    """Matched constants of one shape and different values as printed, one of them `{...}`."""
+    return _elided(lc, rc, m)[0]
+
+
+def _elided(
+    lc: CanonicalComputation, rc: CanonicalComputation, m: Matching | None
+) -> tuple[list[tuple[str, str]], int]:
+    """In one pass over the left side's constants: the pairs one dump prints as `{...}`
+    (`_elided_pairs`), and how many both print so (a computation the same on both sides pairs each
+    constant with itself)."""
+    one: list[tuple[str, str]] = []
+    both = 0
     lins, rins = lc.computation.by_name, rc.computation.by_name
-    # The constants of the left side, picked at C speed: every diff asks, of every instruction.
-    constants = compress(lc.order, map("constant".__eq__, map(_OPCODE, map(lins.__getitem__, lc.order))))
-    for a in constants:
-        b = m.left.get(a)
-        if b is None or lc.keys[a] == rc.keys[b]:
+    for a in constants_of(lc):
+        b = a if m is None else m.left.get(a)
+        ib = rins.get(b) if b is not None else None
+        if ib is None or ib.opcode != "constant":
             continue
-        ia, ib = lins[a], rins[b]
-        if ib.opcode == "constant" and (_is_elided(ia.payload) or _is_elided(ib.payload)):
-            out.append((a, b))
-    return out
+        left_elided, right_elided = is_elided(lins[a].payload), is_elided(ib.payload)
+        if left_elided and right_elided:
+            both += 1
+        elif (left_elided or right_elided) and m is not None and lc.keys[a] != rc.keys[b]:
+            one.append((a, b))
+    return one, both
 
 
 _OPCODE = attrgetter("opcode")
@@ -217,21 +236,6 @@ def _upstream(comp: CanonicalComputation, name: str) -> set[str]:
     return seen
 
 
-def _elided_in_both(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching | None) -> int:
-    """Constants printed as `{...}` on both sides (a computation the same on both sides pairs
-    each with itself)."""
-    lins, rins = lc.computation.by_name, rc.computation.by_name
-    constants = compress(lc.order, map("constant".__eq__, map(_OPCODE, map(lins.__getitem__, lc.order))))
-    count = 0
-    for a in constants:
-        if not _is_elided(lins[a].payload):
-            continue
-        b = a if m is None else m.left.get(a)
-        if b is not None and b in rins and rins[b].opcode == "constant" and _is_elided(rins[b].payload):
-            count += 1
-    return count
-
-
 def elided_constants(
     left: CanonicalModule, right: CanonicalModule, pairs: Iterable[tuple[str, str, Matching | None]]
 ) -> list[str]:
@@ -240,11 +244,8 @@ def elided_constants(
     notes = []
     hidden = 0  # constants neither dump prints: equal as far as the text shows
     for ln, rn, m in pairs:
-        lc, rc = left.computations[ln], right.computations[rn]
-        hidden += _elided_in_both(lc, rc, m)
-        if m is None:
-            continue
-        found = _elided_pairs(lc, rc, m)
+        found, both = _elided(left.computations[ln], right.computations[rn], m)
+        hidden += both
         if found:
             names = ", ".join(a for a, _ in found[:_LISTED])
             notes.append(
