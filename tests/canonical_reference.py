@@ -8,7 +8,7 @@ import hashlib
 import re
 
 from xlagraph._gc import paused_gc
-from xlagraph.canonical.hashes import IotaError, content_key, layout_of, stable_hash
+from xlagraph.canonical.hashes import IotaError, content_key, layout_of, plumbing_attributes, stable_hash
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 from xlagraph.errors import ParseError
 from xlagraph.ir import Computation, Instruction, Module, strip_layout
@@ -168,7 +168,7 @@ def _canonicalize_computation(
         plumbing = tuple(i.name for i in comp.instructions if i.name in reachable and i.name not in live)
     # Strings enter a computation's hash as their stable hashes: `hash(str)` is seeded per process,
     # and a fingerprint (and the canonical order built on these hashes) must not depend on it.
-    skeleton = stable_hash(_tuple_skeleton(comp.root.shape))
+    skeleton = stable_hash(_tuple_skeleton(comp.root.shape) + _forwarded_root(comp, keys))
     layouts = {n: lay for n in order if (lay := layout_of(by_name[n].shape))}
     # Layouts stay out of h0/h1 (matching pairs instructions whatever their layout) but not out
     # of the computation's identity: a layout or memory-space change is a recompile.
@@ -196,6 +196,14 @@ def _canonicalize_computation(
         hash=comp_hash,
         layouts=layouts,
     )
+
+
+def _forwarded_root(comp: Computation, keys: dict[str, int]) -> str:
+    """The attributes of a root that forwarding removed (a tuple), `|`-prefixed; "" if none."""
+    if comp.root.name in keys:
+        return ""
+    text = plumbing_attributes(comp.root)
+    return "|" + text if text else ""
 
 
 def _tuple_skeleton(shape: str) -> str:

@@ -145,9 +145,8 @@ fn merkle(key: u64, ops: &[u32], h: &[i128]) -> i128 {
 
 // ---- text rules of hashes.py / ir.py ----
 
-const IGNORED_ATTRIBUTES: [&str; 9] = [
+const IGNORED_ATTRIBUTES: [&str; 8] = [
     "metadata",
-    "frontend_attributes",
     "backend_config",
     "statistics",
     "control-predecessors",
@@ -430,6 +429,103 @@ fn normalize_attribute(key: &str, value: &str) -> R<String> {
     Ok(value)
 }
 
+/// `hashes.compared_value` for a key that is not ignored: `None` when nothing is left to compare.
+fn compared_value(ins: &Inst, key: &str, value: &str) -> R<Option<String>> {
+    if key == "frontend_attributes" {
+        let out = frontend_attributes(ins, value);
+        return Ok(if out.is_empty() { None } else { Some(out) });
+    }
+    normalize_attribute(key, value).map(Some)
+}
+
+/// `hashes.plumbing_attributes`: a forwarded root's own attributes (`compared_value`, not strict).
+fn plumbing_attributes(ins: &Inst) -> String {
+    let mut parts = Vec::new();
+    for (key, value) in &ins.attrs {
+        if *key == "index" || IGNORED_ATTRIBUTES.contains(key) || COMPUTATION_ATTRIBUTES.contains(key) {
+            continue;
+        }
+        let compared = match compared_value(ins, key, value) {
+            Ok(v) => v,
+            // `strict=False`: an invalid iota group stays as printed (spaces dropped).
+            Err(_) => Some(if value.contains('"') { value.to_string() } else { drop_spaces(value) }),
+        };
+        if let Some(v) = compared {
+            parts.push(format!("{key}={v}"));
+        }
+    }
+    parts.join(";")
+}
+
+/// `hashes._frontend_attributes`: entries in key order, numbering-only entries dropped.
+fn frontend_attributes(ins: &Inst, value: &str) -> String {
+    let mut kept: Vec<String> = Vec::new();
+    for entry in frontend_entries(value) {
+        let (k, v) = entry.split_once('=').unwrap_or((entry, ""));
+        if numbering(ins, k, v) {
+            continue;
+        }
+        kept.push(if entry.contains('"') {
+            entry.to_string()
+        } else {
+            drop_spaces(entry)
+        });
+    }
+    if kept.is_empty() {
+        return String::new();
+    }
+    kept.sort();
+    format!("{{{}}}", kept.join(","))
+}
+
+/// `hashes._entries`: the top-level entries of a `{...}` dict.
+fn frontend_entries(value: &str) -> Vec<&str> {
+    let b = value.as_bytes();
+    if b.len() < 2 || b[0] != b'{' || b[b.len() - 1] != b'}' {
+        return if value.is_empty() { vec![] } else { vec![value] };
+    }
+    let (mut out, mut depth, mut start, mut quoted, mut i) = (Vec::new(), 0i64, 1, false, 1);
+    let end = b.len() - 1;
+    while i < end {
+        let c = b[i];
+        if quoted {
+            if c == b'\\' {
+                i += 1;
+            } else if c == b'"' {
+                quoted = false;
+            }
+        } else if c == b'"' {
+            quoted = true;
+        } else if c == b'{' {
+            depth += 1;
+        } else if c == b'}' {
+            depth -= 1;
+        } else if c == b',' && depth == 0 {
+            out.push(&value[start..i]);
+            start = i + 1;
+        }
+        i += 1;
+    }
+    out.push(&value[start.min(end)..end]);
+    out.retain(|e: &&str| !e.is_empty());
+    out
+}
+
+/// `hashes._numbering`: Neuron's `inputN` / `output0,...` names restate numbers.
+fn numbering(ins: &Inst, key: &str, value: &str) -> bool {
+    if key == "neff_input_names" {
+        return ins.opcode == "parameter"
+            && value == format!("\"input{}\"", ins.payload.trim_matches(py_space));
+    }
+    if key == "neff_output_names" && value.len() > 1 && value.starts_with('"') && value.ends_with('"') {
+        return value[1..value.len() - 1]
+            .split(',')
+            .enumerate()
+            .all(|(i, n)| n == format!("output{i}"));
+    }
+    false
+}
+
 /// `re.findall(r"[A-Za-z_][\w.\-]*", value)` on ASCII text.
 fn computation_names(value: &str) -> Vec<&str> {
     let b = value.as_bytes();
@@ -484,7 +580,13 @@ fn content_key(ins: &Inst, parameter: bool, callee_hash: &FxMap<&str, i64>) -> R
                 .collect();
             s.push_str(&hashes.join(","));
         } else {
-            s.push_str(&normalize_attribute(key, value)?);
+            match compared_value(ins, key, value)? {
+                Some(v) => s.push_str(&v),
+                None => {
+                    // nothing to compare: the `|key=` pushed above is taken back
+                    s.truncate(s.len() - key.len() - 2);
+                }
+            }
         }
     }
     if !ins.payload.is_empty() && !parameter {
@@ -833,7 +935,15 @@ fn canon_computation<'b, 'a>(
         }
     }
     // The computation's hash.
-    let skeleton = hint(stable_hash(&tuple_skeleton(&insts[root as usize].shape)) as i128);
+    let mut skeleton_text = tuple_skeleton(&insts[root as usize].shape);
+    if state[root as usize] != 2 {
+        let text = plumbing_attributes(&insts[root as usize]);
+        if !text.is_empty() {
+            skeleton_text.push('|');
+            skeleton_text.push_str(&text);
+        }
+    }
+    let skeleton = hint(stable_hash(&skeleton_text) as i128);
     let mut layout_key: Vec<(i128, u64)> = layouts
         .iter()
         .map(|(i, lay)| (h1[*i as usize], stable_hash(lay)))

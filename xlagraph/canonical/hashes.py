@@ -1,8 +1,11 @@
 """What of an instruction enters its structural hash, and how it is normalised.
 
 Policy is in the constants: attributes that are identifiers or annotations (`IGNORED_ATTRIBUTES`)
-never make two instructions different. `COMMUTATIVE` ops are those whose operands the matcher
-may pair in either order; the hashes keep operand order (torch_xla's graph hash does).
+never make two instructions different. `frontend_attributes` do (XLA compiles from them: Shardy
+shardings, host offloading, composites), in key order, except entries that only restate a
+parameter's or an output's number (AWS Neuron's `neff_input_names="input5"`). `COMMUTATIVE` ops
+are those whose operands the matcher may pair in either order; the hashes keep operand order
+(torch_xla's graph hash does).
 """
 
 from __future__ import annotations
@@ -21,15 +24,16 @@ __all__ = [
     "IotaError",
     "content_key",
     "expand_iota_groups",
+    "frontend_entries",
     "layout_of",
     "normalize_attribute",
+    "plumbing_attributes",
     "stable_hash",
 ]
 
 IGNORED_ATTRIBUTES = frozenset(
     {
         "metadata",
-        "frontend_attributes",
         "backend_config",
         "statistics",
         "control-predecessors",
@@ -126,6 +130,75 @@ def normalize_attribute(key: str, value: str, *, strict: bool = False) -> str:
     return value
 
 
+def compared_value(ins: Instruction, key: str, value: str, *, strict: bool = False) -> str | None:
+    """`value` as two instructions compare it, or None when it never makes them differ."""
+    if key in IGNORED_ATTRIBUTES:
+        return None
+    if key == "frontend_attributes":
+        return _frontend_attributes(ins, value) or None
+    return normalize_attribute(key, value, strict=strict)
+
+
+def _frontend_attributes(ins: Instruction, value: str) -> str:
+    """`{b="2",a="1"}` -> `{a="1",b="2"}`: entries in key order, numbering-only entries dropped."""
+    kept = []
+    for entry in frontend_entries(value):
+        k, _, v = entry.partition("=")
+        if _numbering(ins, k, v):
+            continue
+        kept.append(entry if '"' in entry else _WS.sub("", entry))
+    return "{" + ",".join(sorted(kept)) + "}" if kept else ""
+
+
+def frontend_entries(value: str) -> list[str]:
+    """The top-level `key=value` entries of a `{...}` dict (commas in strings and braces kept)."""
+    if not (value.startswith("{") and value.endswith("}")):
+        return [value] if value else []
+    out, depth, start, quoted, i = [], 0, 1, False, 1
+    body_end = len(value) - 1
+    while i < body_end:
+        c = value[i]
+        if quoted:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                quoted = False
+        elif c == '"':
+            quoted = True
+        elif c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            out.append(value[start:i])
+            start = i + 1
+        i += 1
+    out.append(value[start:body_end])
+    return [e for e in out if e]
+
+
+def _numbering(ins: Instruction, key: str, value: str) -> bool:
+    """Neuron names each parameter `inputN` after its number and the root's outputs `output0,...`:
+    identifiers, like the number itself (a permutation is reported, not hashed)."""
+    if key == "neff_input_names":
+        return ins.opcode == "parameter" and value == f'"input{ins.payload.strip()}"'
+    if key == "neff_output_names" and len(value) > 1 and value[0] == value[-1] == '"':
+        names = value[1:-1].split(",")
+        return all(n == f"output{i}" for i, n in enumerate(names))
+    return False
+
+
+def plumbing_attributes(ins: Instruction) -> str:
+    """What a root tuple (or a forwarding get-tuple-element) says beyond its operands, such as
+    the outputs' shardings (`sharding={{replicated}, {devices=[2,1]0,1}}`): forwarding drops the
+    instruction itself, so this enters its computation's identity instead. `index` is forwarding."""
+    return ";".join(
+        f"{k}={cv}"
+        for k, v in ins.attributes
+        if k != "index" and k not in COMPUTATION_ATTRIBUTES and (cv := compared_value(ins, k, v)) is not None
+    )
+
+
 def content_key(instruction: Instruction, callee_hash: dict[str, int], *, parameter: bool = False) -> str:
     """Everything about one instruction that its operands do not already say."""
     shape = strip_layout(instruction.shape).replace(" ", "")
@@ -138,7 +211,10 @@ def content_key(instruction: Instruction, callee_hash: dict[str, int], *, parame
             names = re.findall(r"[A-Za-z_][\w.\-]*", value)
             value = ",".join(str(callee_hash.get(n, 0)) for n in names)
         else:
-            value = normalize_attribute(key, value, strict=True)
+            compared = compared_value(instruction, key, value, strict=True)
+            if compared is None:
+                continue
+            value = compared
         parts.append(f"{key}={value}")
     if instruction.payload and not parameter:
         parts.append(_literal_key(instruction.payload))

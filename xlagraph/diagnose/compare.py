@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
+from xlagraph.canonical.hashes import plumbing_attributes
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind, Change
 from xlagraph.diagnose.collectives import Collective, collectives, summarize
 from xlagraph.diagnose.common import dim_changes, explained_by_dims, fmt_list
@@ -186,7 +187,33 @@ class Comparison:
         self.regrouped = regrouped
         structural = matched_changes(self, dims)
         structure(self, structural, regrouped)
+        self._forwarded_root()
         return self.causes
+
+    def _forwarded_root(self) -> None:
+        """A root tuple's own attributes (the outputs' shardings JAX's `out_shardings` print
+        there): forwarding leaves it out of every instruction compared above."""
+        la, ra = self.left.computation.root, self.right.computation.root
+        if la.name in self.left.keys or ra.name in self.right.keys:
+            return
+        old, new = plumbing_attributes(la), plumbing_attributes(ra)
+        if old == new:
+            return
+        a, b = (dict(p.split("=", 1) for p in t.split(";") if p) for t in (old, new))
+        changes = tuple(
+            Change(la.name, ra.name, k, a.get(k, ""), b.get(k, ""))
+            for k in sorted(a.keys() | b.keys())
+            if a.get(k) != b.get(k)
+        )
+        what = ", ".join(ch.what for ch in changes)
+        shown = fmt_list([f"{c.old or '(none)'} -> {c.new or '(none)'}" for c in changes], 2)
+        self.cause(
+            CauseKind.ATTRIBUTE,
+            f"the root tuple's {what} changed ({shown})",
+            [la.name],
+            [ra.name],
+            changes=changes,
+        )
 
 
 def _follow_inputs(lc: list[Collective], rc: list[Collective], dims: set[tuple[str, str]]) -> bool:

@@ -13,7 +13,7 @@ difference there is a cause like any other.
 from __future__ import annotations
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
-from xlagraph.canonical.hashes import IGNORED_ATTRIBUTES
+from xlagraph.canonical.hashes import compared_value
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
 from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.sources import sources_of
@@ -108,7 +108,7 @@ def _describe(c: CanonicalComputation, name: str, depth: int) -> str:
     ins = c.computation.by_name.get(name)
     if ins is None or depth > 16:
         return "?"
-    attrs = ",".join(f"{k}={v}" for k, v in ins.attributes if k not in IGNORED_ATTRIBUTES)
+    attrs = ",".join(f"{k}={cv}" for k, v in ins.attributes if (cv := compared_value(ins, k, v)) is not None)
     ops = ",".join(_describe(c, o, depth + 1) for o in ins.operands)
     return f"{ins.opcode}:{strip_layout(ins.shape)}[{attrs}]({ops})"
 

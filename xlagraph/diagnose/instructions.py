@@ -11,7 +11,7 @@ from itertools import compress
 from operator import ne
 from typing import TYPE_CHECKING
 
-from xlagraph.canonical.hashes import COMMUTATIVE, IGNORED_ATTRIBUTES, normalize_attribute
+from xlagraph.canonical.hashes import COMMUTATIVE, compared_value
 from xlagraph.diagnose.causes import CauseKind, Change
 from xlagraph.diagnose.collectives import is_collective
 from xlagraph.diagnose.common import (
@@ -32,9 +32,9 @@ __all__ = ["attributes", "matched_changes", "operands_agree"]
 
 def attributes(ins: Instruction) -> dict[str, str]:
     return {
-        k: normalize_attribute(k, v)
+        k: cv
         for k, v in ins.attributes
-        if k not in IGNORED_ATTRIBUTES and k not in COMPUTATION_ATTRIBUTES
+        if k not in COMPUTATION_ATTRIBUTES and (cv := compared_value(ins, k, v)) is not None
     }
 
 

@@ -47,7 +47,7 @@ from jinja2 import Environment, FunctionLoader, StrictUndefined
 from markupsafe import Markup
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
-from xlagraph.canonical.hashes import COMMUTATIVE, IGNORED_ATTRIBUTES, normalize_attribute
+from xlagraph.canonical.hashes import COMMUTATIVE, compared_value
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diff import ComputationPair, DiffResult
 from xlagraph.ir import Computation, Instruction, Module, strip_layout
@@ -519,9 +519,7 @@ class _DiffBuilder:
                 k,
                 _clip(v),
                 v,
-                partner is not None
-                and k not in IGNORED_ATTRIBUTES
-                and normalize_attribute(k, v) != theirs.get(k),
+                partner is not None and (cv := compared_value(ins, k, v)) is not None and cv != theirs.get(k),
             )
             for k, v in ins.attributes
         )
@@ -806,7 +804,7 @@ def _unpaired(result: DiffResult) -> tuple[list[str], list[str]]:
 
 
 def _attribute_values(ins: Instruction) -> dict[str, str]:
-    return {k: normalize_attribute(k, v) for k, v in ins.attributes if k not in IGNORED_ATTRIBUTES}
+    return {k: cv for k, v in ins.attributes if (cv := compared_value(ins, k, v)) is not None}
 
 
 def _clip(text: str) -> str:

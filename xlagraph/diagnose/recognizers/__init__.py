@@ -15,6 +15,7 @@ from __future__ import annotations
 from xlagraph.diagnose.causes import Cause
 from xlagraph.diagnose.evidence import Evidence, Recognizer
 from xlagraph.diagnose.recognizers import (
+    annotation,
     conditional_work,
     dtype,
     dynamic_shape,
@@ -50,6 +51,7 @@ ORDER: tuple[Recognizer, ...] = (
     state_init.RECOGNIZER,
     conditional_work.RECOGNIZER,
     shape_constants.RECOGNIZER,
+    annotation.RECOGNIZER,
     python_int.RECOGNIZER,
     special_scalar.RECOGNIZER,
     trainable.RECOGNIZER,

@@ -6,7 +6,7 @@ reason and are folded into this one cause.
 
 from __future__ import annotations
 
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.common import fmt_list, whole_factors
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._common import merge
@@ -22,8 +22,14 @@ _FOLLOWERS = (
 )
 
 
+def _is_sharding_change(ch: Change) -> bool:
+    """A `sharding=` change, or a Shardy one (`xla.sdy.sharding` in `frontend_attributes`, which
+    also says what `sharding=` cannot: dimensions left open to propagation, `{?}`)."""
+    return ch.what == "sharding" or (ch.what == "frontend_attributes" and "xla.sdy." in ch.old + ch.new)
+
+
 def _is_sharding(cause: Cause) -> bool:
-    return cause.kind is CauseKind.ATTRIBUTE and any(ch.what == "sharding" for ch in cause.changes)
+    return cause.kind is CauseKind.ATTRIBUTE and any(_is_sharding_change(ch) for ch in cause.changes)
 
 
 def _annotations(evidence: Evidence, cause: Cause) -> tuple[list[str], list[str]] | None:
@@ -69,7 +75,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if not core:
         return _annotated(evidence, pending)
     followers = [i for i, c in enumerate(pending) if i not in core and c.kind in _FOLLOWERS]
-    changes = [ch for i in core for ch in pending[i].changes if ch.what == "sharding"]
+    changes = [ch for i in core for ch in pending[i].changes if ch.what == "sharding"] or [
+        ch for i in core for ch in pending[i].changes if _is_sharding_change(ch)
+    ]
     examples = "; ".join(f"{ch.old or '(none)'} -> {ch.new or '(none)'}" for ch in changes[:2])
     summary = f"the sharding of {len(changes)} tensor(s) changed ({examples})"
     # What a partitioned module shows of it: inputs in shard shapes, collectives added.
