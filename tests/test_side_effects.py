@@ -80,3 +80,39 @@ def test_an_unread_pure_custom_call_stays_dead_code(tmp_path: Path) -> None:
     pb = _write(tmp_path, "b.hlo", _EFFECT.replace("{effect}", b))
     result = diff_files(pa, pb)
     assert "side effect" not in " ".join(c.summary for c in result.causes)
+
+
+def _fingerprints(path: str) -> tuple[str, str]:
+    """(compiled core, Python) fingerprints of a module's canonical form."""
+    import dataclasses
+
+    from xlagraph.canonical import canonicalize
+    from xlagraph.parse.hlo import parse_hlo
+
+    module = parse_hlo(Path(path).read_text())
+    assert module.core is not None
+    fast = canonicalize(module).fingerprint
+    return fast, canonicalize(dataclasses.replace(module, core=None)).fingerprint
+
+
+def test_graphs_fingerprint_counts_unread_side_effects(tmp_path: Path) -> None:
+    """`xlagraph graphs` groups modules by fingerprint: a send of another value is another graph
+    there too, in both implementations; a renumbered channel is not."""
+    from click.testing import CliRunner
+    from xlagraph.cli.main import xlagraph
+
+    text = STAGE.read_text()
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    base = _write(dump, "module_0001.stage.before_optimizations.txt", text)
+    other = _write(
+        dump, "module_0002.stage.before_optimizations.txt", text.replace("%add.570,", "%multiply.569,", 1)
+    )
+    channel = _write(
+        dump, "module_0003.stage.before_optimizations.txt", text.replace("channel_id=2", "channel_id=9")
+    )
+    fa, fb, fc = (_fingerprints(p) for p in (base, other, channel))
+    assert fa[0] == fa[1] and fb[0] == fb[1] and fc[0] == fc[1]
+    assert fa[0] != fb[0] and fa[0] == fc[0]
+    out = CliRunner().invoke(xlagraph, ["graphs", str(dump)]).output
+    assert fa[0][:16] in out and fb[0][:16] in out, out

@@ -438,6 +438,102 @@ fn compared_value(ins: &Inst, key: &str, value: &str) -> R<Option<String>> {
     normalize_attribute(key, value).map(Some)
 }
 
+/// `hashes.SIDE_EFFECTS` / `has_side_effect`.
+const SIDE_EFFECTS: [&str; 14] = [
+    "send",
+    "send-done",
+    "recv",
+    "recv-done",
+    "infeed",
+    "outfeed",
+    "rng",
+    "rng-get-and-update-state",
+    "all-reduce-start",
+    "all-reduce-done",
+    "all-gather-start",
+    "all-gather-done",
+    "collective-permute-start",
+    "collective-permute-done",
+];
+
+fn has_side_effect(ins: &Inst) -> bool {
+    if ins.opcode == "custom-call" {
+        return ins
+            .attrs
+            .iter()
+            .find(|(k, _)| *k == "custom_call_has_side_effect")
+            .is_some_and(|(_, v)| v.as_ref() == "true");
+    }
+    SIDE_EFFECTS.contains(&ins.opcode.as_ref())
+}
+
+/// `hashes.effect_hashes`, sorted. Anything unusual (an operand cycle, a key that fails) is left
+/// to Python.
+fn effect_hashes<'x>(
+    insts: &[Inst],
+    candidates: impl Iterator<Item = &'x u32>,
+    state: &[u8],
+    h1: &[i128],
+    callee_hash: &FxMap<&str, i64>,
+) -> R<Vec<i128>> {
+    let found: Vec<u32> = candidates.copied().filter(|&i| has_side_effect(&insts[i as usize])).collect();
+    if found.is_empty() {
+        return Ok(Vec::new());
+    }
+    let live = |i: u32| state[i as usize] == 2;
+    let mut memo: Vec<Option<i128>> = vec![None; insts.len()];
+    let mut entered = vec![false; insts.len()];
+    for &start in &found {
+        let mut stack = vec![(start, false)];
+        while let Some((i, ready)) = stack.pop() {
+            let ins = &insts[i as usize];
+            if !ready {
+                if live(i) || entered[i as usize] {
+                    continue;
+                }
+                entered[i as usize] = true;
+                stack.push((i, true));
+                for &o in ins.operands.iter().rev() {
+                    if !live(o) && !entered[o as usize] {
+                        stack.push((o, false));
+                    }
+                }
+                continue;
+            }
+            let parameter = ins.opcode == "parameter";
+            let key = content_key(ins, parameter, callee_hash).map_err(|_| Failure::Fallback)?;
+            let value = if parameter {
+                let number = parse_int(ins.payload.trim_matches(py_space)).map_err(|_| Failure::Fallback)?;
+                htuple(&[hint(key as i128), hint(number as i128)]) as i128
+            } else if ins.operands.is_empty() {
+                key as i128
+            } else {
+                let mut operand_hashes = Vec::with_capacity(ins.operands.len());
+                for &o in &ins.operands {
+                    operand_hashes.push(if live(o) {
+                        h1[o as usize]
+                    } else {
+                        memo[o as usize].ok_or(Failure::Fallback)?
+                    });
+                }
+                let mut t = TupleHash::new();
+                t.add(hint(key as i128));
+                for h in operand_hashes {
+                    t.add(hint(h));
+                }
+                t.finish() as i128
+            };
+            memo[i as usize] = Some(value);
+        }
+    }
+    let mut out: Vec<i128> = found
+        .iter()
+        .map(|&i| if live(i) { h1[i as usize] } else { memo[i as usize].unwrap_or(0) })
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
 /// `hashes.plumbing_attributes`: a forwarded root's own attributes (`compared_value`, not strict).
 fn plumbing_attributes(ins: &Inst) -> String {
     let mut parts = Vec::new();
@@ -984,6 +1080,13 @@ fn canon_computation<'b, 'a>(
             htuple(&signature),
             htuple(&layout_lanes),
         ])
+    };
+    let effects = effect_hashes(insts, dead.iter().chain(&plumbing), &state, &h1, callee_hash)?;
+    let hash = if effects.is_empty() {
+        hash
+    } else {
+        let lanes: Vec<i64> = effects.into_iter().map(hint).collect();
+        htuple(&[hint(hash as i128), htuple(&lanes)])
     };
     Ok(CompCanon {
         comp: index,

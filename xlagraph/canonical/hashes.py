@@ -12,19 +12,24 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 from math import prod
 
-from xlagraph.ir import COMPUTATION_ATTRIBUTES, Instruction, strip_layout
+from xlagraph.ir import COMPUTATION_ATTRIBUTES, Computation, Instruction, strip_layout
 
 __all__ = [
     "COMMUTATIVE",
     "IGNORED_ATTRIBUTES",
     "MAX_IOTA_DEVICES",
+    "SIDE_EFFECTS",
+    "EffectKeyError",
     "IotaError",
     "content_key",
+    "effect_hashes",
     "expand_iota_groups",
     "frontend_entries",
+    "has_side_effect",
     "layout_of",
     "normalize_attribute",
     "plumbing_attributes",
@@ -186,6 +191,79 @@ def _numbering(ins: Instruction, key: str, value: str) -> bool:
         names = value[1:-1].split(",")
         return all(n == f"output{i}" for i, n in enumerate(names))
     return False
+
+
+# XLA's HloInstruction::HasSideEffectNoRecurse: never removed as dead code.
+SIDE_EFFECTS = frozenset(
+    {
+        "send",
+        "send-done",
+        "recv",
+        "recv-done",
+        "infeed",
+        "outfeed",
+        "rng",
+        "rng-get-and-update-state",
+        "all-reduce-start",
+        "all-reduce-done",
+        "all-gather-start",
+        "all-gather-done",
+        "collective-permute-start",
+        "collective-permute-done",
+    }
+)
+
+
+def has_side_effect(ins: Instruction) -> bool:
+    if ins.opcode == "custom-call":
+        return ins.attribute("custom_call_has_side_effect") == "true"
+    return ins.opcode in SIDE_EFFECTS
+
+
+class EffectKeyError(ValueError):
+    """An instruction on a side effect's path whose key cannot be made (invalid iota groups)."""
+
+    def __init__(self, ins: Instruction, message: str) -> None:
+        super().__init__(message)
+        self.ins, self.message = ins, message
+
+
+def effect_hashes(
+    comp: Computation, candidates: Iterable[str], h1: dict[str, int], callee_hash: dict[str, int]
+) -> tuple[int, ...]:
+    """Sorted hashes of the instructions in `candidates` (a computation's dead code and plumbing)
+    that have a side effect: XLA keeps them though no result reads them, so what they do is part
+    of the program. Each hashes like `h1` (`(key, *operand hashes)`), through the unread
+    instructions that feed it down to live ones (their `h1`); an operand cycle counts as 0."""
+    by_name = comp.by_name
+    found = [n for n in candidates if has_side_effect(by_name[n])]
+    if not found:
+        return ()
+    memo: dict[str, int] = {}
+    entered: set[str] = set()
+    for start in found:
+        stack = [(start, False)]
+        while stack:
+            name, ready = stack.pop()
+            ins = by_name[name]
+            if not ready:
+                if name in h1 or name in entered:
+                    continue
+                entered.add(name)
+                stack.append((name, True))
+                stack += [(o, False) for o in reversed(ins.operands) if o not in h1 and o not in entered]
+                continue
+            try:
+                key = stable_hash(content_key(ins, callee_hash, parameter=ins.opcode == "parameter"))
+            except IotaError as e:
+                raise EffectKeyError(ins, str(e)) from None
+            if ins.opcode == "parameter":
+                memo[name] = hash((key, ins.parameter_number))
+            elif ins.operands:
+                memo[name] = hash((key, *(h1[o] if o in h1 else memo.get(o, 0) for o in ins.operands)))
+            else:
+                memo[name] = key
+    return tuple(sorted(h1[n] if n in h1 else memo[n] for n in found))
 
 
 def plumbing_attributes(ins: Instruction) -> str:

@@ -6,7 +6,15 @@ import hashlib
 import re
 
 from xlagraph._gc import paused_gc
-from xlagraph.canonical.hashes import IotaError, content_key, layout_of, plumbing_attributes, stable_hash
+from xlagraph.canonical.hashes import (
+    EffectKeyError,
+    IotaError,
+    content_key,
+    effect_hashes,
+    layout_of,
+    plumbing_attributes,
+    stable_hash,
+)
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 from xlagraph.errors import ParseError
 from xlagraph.ir import COMPUTATION_ATTRIBUTES, Computation, Instruction, Module, strip_layout
@@ -204,6 +212,12 @@ def _canonicalize_computation(
     else:
         signature = tuple(sorted((param_number[p], keys[p]) for p in param_number))
         comp_hash = hash((skeleton, tuple(h1[o] for o in outputs), signature, layout_key))
+    try:
+        effects = effect_hashes(comp, (*dead, *plumbing), h1, callee_hash)
+    except EffectKeyError as e:
+        raise _Bad(comp, e.ins, e.message) from None
+    if effects:
+        comp_hash = hash((comp_hash, effects))
     return CanonicalComputation(
         computation=comp,
         order=tuple(order),

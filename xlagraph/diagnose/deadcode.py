@@ -13,11 +13,11 @@ difference there is a cause like any other.
 from __future__ import annotations
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
-from xlagraph.canonical.hashes import compared_value
+from xlagraph.canonical.hashes import compared_value, has_side_effect
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
 from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.sources import sources_of
-from xlagraph.ir import Instruction, strip_layout
+from xlagraph.ir import strip_layout
 
 __all__ = ["dead_code"]
 
@@ -63,33 +63,6 @@ def _signature(dead: list[tuple[CanonicalComputation, str]]) -> list[str]:
     return sorted(c.instruction(d).opcode for c, d in dead)
 
 
-# XLA's HloInstruction::HasSideEffectNoRecurse: never removed as dead code.
-_SIDE_EFFECTS = frozenset(
-    {
-        "send",
-        "send-done",
-        "recv",
-        "recv-done",
-        "infeed",
-        "outfeed",
-        "rng",
-        "rng-get-and-update-state",
-        "all-reduce-start",
-        "all-reduce-done",
-        "all-gather-start",
-        "all-gather-done",
-        "collective-permute-start",
-        "collective-permute-done",
-    }
-)
-
-
-def _has_effect(ins: Instruction) -> bool:
-    if ins.opcode == "custom-call":
-        return ins.attribute("custom_call_has_side_effect") == "true"
-    return ins.opcode in _SIDE_EFFECTS
-
-
 def _effects(canon: CanonicalModule) -> dict[tuple[str, str], str]:
     """Instructions with a side effect that no result reads (dead, or reached only through a tuple
     forwarding skips, as a `send-done` beside the value it sent) -> what they do: opcode, shape,
@@ -98,7 +71,7 @@ def _effects(canon: CanonicalModule) -> dict[tuple[str, str], str]:
         (c.computation.name, d): _describe(c, d, 0)
         for c in canon.computations.values()
         for d in (*c.dead, *c.plumbing)
-        if _has_effect(c.instruction(d))
+        if has_side_effect(c.instruction(d))
     }
 
 
