@@ -116,3 +116,27 @@ def test_graphs_fingerprint_counts_unread_side_effects(tmp_path: Path) -> None:
     assert fa[0] != fb[0] and fa[0] == fc[0]
     out = CliRunner().invoke(xlagraph, ["graphs", str(dump)]).output
     assert fa[0][:16] in out and fb[0][:16] in out, out
+
+
+def test_a_renamed_reduction_under_an_unread_all_reduce_start_is_identical(tmp_path: Path) -> None:
+    # Hand-written: computation names are identifiers; the reduction they name is compared.
+    text = """HloModule m
+
+{name} {{
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] {op}(x, y)
+}}
+
+ENTRY main {{
+  p0 = f32[4] parameter(0)
+  ars = f32[4] all-reduce-start(p0), replica_groups={{}}, to_apply={name}
+  ROOT n = f32[4] negate(p0)
+}}
+"""
+    a = _write(tmp_path, "a.hlo", text.format(name="add.1", op="add"))
+    b = _write(tmp_path, "b.hlo", text.format(name="sum.7", op="add"))
+    c = _write(tmp_path, "c.hlo", text.format(name="add.1", op="maximum"))
+    assert diff_files(a, b).verdict == "identical"
+    assert diff_files(a, c).verdict == "different"
+    assert _fingerprints(a)[0] == _fingerprints(b)[0] != _fingerprints(c)[0]

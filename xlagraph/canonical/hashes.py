@@ -26,6 +26,7 @@ __all__ = [
     "EffectKeyError",
     "IotaError",
     "content_key",
+    "effect_hash_map",
     "effect_hashes",
     "expand_iota_groups",
     "frontend_entries",
@@ -231,14 +232,21 @@ class EffectKeyError(ValueError):
 def effect_hashes(
     comp: Computation, candidates: Iterable[str], h1: dict[str, int], callee_hash: dict[str, int]
 ) -> tuple[int, ...]:
-    """Sorted hashes of the instructions in `candidates` (a computation's dead code and plumbing)
+    """Sorted `effect_hash_map` values: what a computation's unread side effects do."""
+    return tuple(sorted(effect_hash_map(comp, candidates, h1, callee_hash).values()))
+
+
+def effect_hash_map(
+    comp: Computation, candidates: Iterable[str], h1: dict[str, int], callee_hash: dict[str, int]
+) -> dict[str, int]:
+    """The hashes of the instructions in `candidates` (a computation's dead code and plumbing)
     that have a side effect: XLA keeps them though no result reads them, so what they do is part
     of the program. Each hashes like `h1` (`(key, *operand hashes)`), through the unread
     instructions that feed it down to live ones (their `h1`); an operand cycle counts as 0."""
     by_name = comp.by_name
     found = [n for n in candidates if has_side_effect(by_name[n])]
     if not found:
-        return ()
+        return {}
     memo: dict[str, int] = {}
     entered: set[str] = set()
     for start in found:
@@ -263,7 +271,7 @@ def effect_hashes(
                 memo[name] = hash((key, *(h1[o] if o in h1 else memo.get(o, 0) for o in ins.operands)))
             else:
                 memo[name] = key
-    return tuple(sorted(h1[n] if n in h1 else memo[n] for n in found))
+    return {n: h1[n] if n in h1 else memo[n] for n in found}
 
 
 def plumbing_attributes(ins: Instruction) -> str:

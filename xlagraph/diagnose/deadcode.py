@@ -13,11 +13,10 @@ difference there is a cause like any other.
 from __future__ import annotations
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
-from xlagraph.canonical.hashes import compared_value, has_side_effect
+from xlagraph.canonical.hashes import effect_hash_map
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
 from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.sources import sources_of
-from xlagraph.ir import strip_layout
 
 __all__ = ["dead_code"]
 
@@ -63,30 +62,20 @@ def _signature(dead: list[tuple[CanonicalComputation, str]]) -> list[str]:
     return sorted(c.instruction(d).opcode for c, d in dead)
 
 
-def _effects(canon: CanonicalModule) -> dict[tuple[str, str], str]:
+def _effects(canon: CanonicalModule) -> dict[tuple[str, str], int]:
     """Instructions with a side effect that no result reads (dead, or reached only through a tuple
-    forwarding skips, as a `send-done` beside the value it sent) -> what they do: opcode, shape,
-    attributes (identifiers aside) and operands, live ones by structural hash."""
+    forwarding skips, as a `send-done` beside the value it sent) -> what they do, hashed as the
+    canonical form hashes them (identifiers aside, live operands by structure)."""
+    callee_hash = {name: c.hash for name, c in canon.computations.items()}
     return {
-        (c.computation.name, d): _describe(c, d, 0)
+        (c.computation.name, d): h
         for c in canon.computations.values()
-        for d in (*c.dead, *c.plumbing)
-        if has_side_effect(c.instruction(d))
+        if c.dead or c.plumbing
+        for d, h in effect_hash_map(c.computation, (*c.dead, *c.plumbing), c.h1, callee_hash).items()
     }
 
 
-def _describe(c: CanonicalComputation, name: str, depth: int) -> str:
-    if name in c.h1:
-        return f"#{c.h1[name]}"
-    ins = c.computation.by_name.get(name)
-    if ins is None or depth > 16:
-        return "?"
-    attrs = ",".join(f"{k}={cv}" for k, v in ins.attributes if (cv := compared_value(ins, k, v)) is not None)
-    ops = ",".join(_describe(c, o, depth + 1) for o in ins.operands)
-    return f"{ins.opcode}:{strip_layout(ins.shape)}[{attrs}]({ops})"
-
-
-def _effect_cause(leff: dict[tuple[str, str], str], reff: dict[tuple[str, str], str]) -> Cause:
+def _effect_cause(leff: dict[tuple[str, str], int], reff: dict[tuple[str, str], int]) -> Cause:
     lsig, rsig = sorted(leff.values()), sorted(reff.values())
     lonly = [n for (_, n), v in leff.items() if v not in rsig]
     ronly = [n for (_, n), v in reff.items() if v not in lsig]
