@@ -1,5 +1,6 @@
-"""`frontend_attributes` are compiled from, so they make two graphs differ; entries that only
-restate a number (AWS Neuron's `neff_input_names="input5"`) do not.
+"""`frontend_attributes` and `backend_config` are compiled from, so they make two graphs differ;
+frontend entries that only restate a number (AWS Neuron's `neff_input_names="input5"`) do not, nor
+does the order of a JSON backend config's keys (tests/test_jax_pairs.py: backend_config_order).
 
 The JAX pairs are real (fixtures/jax/annotations/generate.py). The Neuron-style modules below are
 hand-written, in the form the Neuron backend of torch_xla prints (every parameter named
@@ -41,7 +42,17 @@ def test_host_offloading_is_an_attribute_change_with_its_own_fix() -> None:
     assert "compute_on" in cause.hint and "Python int" not in cause.hint
 
 
-@pytest.mark.parametrize("name", ["sdy_open_dims", "compute_on_host"])
+def test_lapack_triangle_is_a_kernel_configuration_change() -> None:
+    """`eigh(UPLO="L")` vs `"U"`: only the custom-call's `backend_config` differs."""
+    result = _pair("lapack_uplo")
+    assert result.verdict == "different"
+    (cause,) = result.differences
+    assert cause.kind.value == "attribute" and "backend_config" in cause.summary
+    assert "uplo=76" in cause.summary and "uplo=85" in cause.summary
+    assert "Python int" not in cause.hint
+
+
+@pytest.mark.parametrize("name", ["sdy_open_dims", "compute_on_host", "lapack_uplo"])
 def test_fingerprints_differ_in_both_implementations(name: str) -> None:
     for side in ("a", "b"):
         module = parse_hlo((PAIRS / name / f"{side}.hlo").read_text())
@@ -138,5 +149,38 @@ def test_root_tuple_attributes(attribute: str, kind: str | None) -> None:
     assert [c.kind.value for c in result.differences] == ([kind] if kind else [])
     assert result.verdict == ("different" if kind else "identical")
     for module in (base, other):
+        fast = canonicalize(module).fingerprint
+        assert fast == canonicalize(dataclasses.replace(module, core=None)).fingerprint
+
+
+# Hand-written: the forms a backend config is printed in.
+_CONFIG = """HloModule m
+
+ENTRY e {
+  p0 = f32[4] parameter(0)
+  ROOT c = f32[4] custom-call(p0), custom_call_target="kernel"%s
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ('{"x":1,"y":{"k":[1,2]}}', '{ "y" : {"k": [1, 2]}, "x": 1 }', True),
+        ('"{\\"x\\":1}"', '{"x":1}', True),
+        ("{}", "", True),
+        ('""', "", True),
+        ("{mode = 86 : ui8, uplo = 76 : ui8}", "{mode=86:ui8,uplo=76:ui8}", True),
+        ('{"x":1}', '{"x":2}', False),
+        ('{"x":[1,2]}', '{"x":[2,1]}', False),
+        ('{"x":"a b"}', '{"x":"ab"}', False),
+        ('"block=128"', '"block=256"', False),
+        ("{x = 1 : i32}", "{x = 2 : i32}", False),
+    ],
+)
+def test_backend_config_forms(a: str, b: str, same: bool) -> None:
+    ma, mb = (parse_hlo(_CONFIG % (f", backend_config={v}" if v else "")) for v in (a, b))
+    assert (diff_modules(ma, mb).verdict == "identical") is same
+    for module in (ma, mb):
         fast = canonicalize(module).fingerprint
         assert fast == canonicalize(dataclasses.replace(module, core=None)).fingerprint

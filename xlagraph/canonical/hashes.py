@@ -25,6 +25,7 @@ __all__ = [
     "SIDE_EFFECTS",
     "EffectKeyError",
     "IotaError",
+    "backend_config",
     "content_key",
     "effect_hash_map",
     "effect_hashes",
@@ -40,7 +41,6 @@ __all__ = [
 IGNORED_ATTRIBUTES = frozenset(
     {
         "metadata",
-        "backend_config",
         "statistics",
         "control-predecessors",
         "channel_id",
@@ -142,7 +142,138 @@ def compared_value(ins: Instruction, key: str, value: str, *, strict: bool = Fal
         return None
     if key == "frontend_attributes":
         return _frontend_attributes(ins, value) or None
+    if key == "backend_config":
+        return backend_config(value) or None
     return normalize_attribute(key, value, strict=strict)
+
+
+def backend_config(value: str) -> str:
+    """A backend config as compared: JSON objects with their keys sorted (XLA's dumps print proto
+    field order, `as_text` sorted keys) and no spaces; the quoted form (`"{\\"a\\":1}"`, older XLA)
+    unquoted first; anything else with spaces dropped. Empty (`""`, `{}`) is "": none."""
+    text = value
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        text = _unquote(text[1:-1])
+    parsed = _Json(text).document()
+    if parsed is None:
+        parsed = text if '"' in text else _WS.sub("", text)
+    return "" if parsed in ("", "{}") else parsed
+
+
+def _unquote(text: str) -> str:
+    out, i = [], 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text) and text[i + 1] in '"\\':
+            out.append(text[i + 1])
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+class _Json:
+    """Canonical text of a JSON document: objects' members sorted, spaces outside strings dropped,
+    strings and numbers kept exactly as printed. `document()` is None when it is not JSON. (The
+    compiled core, rust/src/canon.rs, writes the same text.)"""
+
+    _SPACE = " \t\n\r"
+    _SCALAR_END = ",]} \t\n\r"
+
+    def __init__(self, text: str) -> None:
+        self.t, self.i = text, 0
+
+    def document(self) -> str | None:
+        out = self._value(0)
+        self._skip()
+        return out if out is not None and self.i == len(self.t) else None
+
+    def _skip(self) -> None:
+        while self.i < len(self.t) and self.t[self.i] in self._SPACE:
+            self.i += 1
+
+    def _value(self, depth: int) -> str | None:
+        self._skip()
+        if self.i >= len(self.t) or depth > 64:
+            return None
+        c = self.t[self.i]
+        if c == "{":
+            return self._members(depth)
+        if c == "[":
+            return self._elements(depth)
+        if c == '"':
+            return self._string()
+        start = self.i
+        while self.i < len(self.t) and self.t[self.i] not in self._SCALAR_END:
+            self.i += 1
+        token = self.t[start : self.i]
+        return token if token in ("true", "false", "null") or _NUMBER.fullmatch(token) else None
+
+    def _string(self) -> str | None:
+        start, self.i = self.i, self.i + 1
+        while self.i < len(self.t):
+            c = self.t[self.i]
+            if c == "\\":
+                self.i += 2
+                continue
+            self.i += 1
+            if c == '"':
+                return self.t[start : self.i]
+        return None
+
+    def _members(self, depth: int) -> str | None:
+        self.i += 1
+        members: list[tuple[str, str]] = []
+        self._skip()
+        if self.i < len(self.t) and self.t[self.i] == "}":
+            self.i += 1
+            return "{}"
+        while True:
+            self._skip()
+            if self.i >= len(self.t) or self.t[self.i] != '"':
+                return None
+            key = self._string()
+            self._skip()
+            if key is None or self.i >= len(self.t) or self.t[self.i] != ":":
+                return None
+            self.i += 1
+            value = self._value(depth + 1)
+            if value is None:
+                return None
+            members.append((key, value))
+            self._skip()
+            if self.i < len(self.t) and self.t[self.i] == ",":
+                self.i += 1
+                continue
+            if self.i < len(self.t) and self.t[self.i] == "}":
+                self.i += 1
+                return "{" + ",".join(f"{k}:{v}" for k, v in sorted(members)) + "}"
+            return None
+
+    def _elements(self, depth: int) -> str | None:
+        self.i += 1
+        items: list[str] = []
+        self._skip()
+        if self.i < len(self.t) and self.t[self.i] == "]":
+            self.i += 1
+            return "[]"
+        while True:
+            value = self._value(depth + 1)
+            if value is None:
+                return None
+            items.append(value)
+            self._skip()
+            if self.i < len(self.t) and self.t[self.i] == ",":
+                self.i += 1
+                continue
+            if self.i < len(self.t) and self.t[self.i] == "]":
+                self.i += 1
+                return "[" + ",".join(items) + "]"
+            return None
+
+
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 
 
 def _frontend_attributes(ins: Instruction, value: str) -> str:

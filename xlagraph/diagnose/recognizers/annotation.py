@@ -1,12 +1,14 @@
-"""`attribute`: XLA frontend attributes changed and nothing else, as when `compute_on('device_host')`
-(`_xla_compute_type`), a scheduling group or a composite op's attributes are set on some calls
-only. XLA compiles from these directives, so each set is another program. Shardy's `xla.sdy.*`
-entries are shardings (the `sharding` recognizer runs first and takes them)."""
+"""`attribute`: compiler directives changed and nothing else. Frontend attributes, as when
+`compute_on('device_host')` (`_xla_compute_type`), a scheduling group or a composite op's
+attributes are set on some calls only; a custom-call's `backend_config`, the configuration its
+kernel is built from (a LAPACK `uplo`, a Pallas kernel's parameters). XLA compiles from these, so
+each set is another program. Shardy's `xla.sdy.*` entries are shardings (the `sharding`
+recognizer runs first and takes them)."""
 
 from __future__ import annotations
 
 from xlagraph.canonical.hashes import frontend_entries
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._common import merge
@@ -17,13 +19,18 @@ HINT = (
     "frontend attributes are directives XLA compiles from (host offloading with compute_on, "
     "scheduling groups, composite ops): apply the same annotation to the same code on every step"
 )
+CONFIG_HINT = (
+    "a custom kernel's configuration (backend_config) changed: the Python arguments its call is "
+    "built from (a flag, a block size, a LAPACK triangle) differ; keep them fixed across steps"
+)
+_DIRECTIVES = ("frontend_attributes", "backend_config")
 
 
-def _only_frontend(cause: Cause) -> bool:
+def _only_directives(cause: Cause) -> bool:
     return (
         cause.kind is CauseKind.ATTRIBUTE
         and bool(cause.changes)
-        and all(ch.what == "frontend_attributes" for ch in cause.changes)
+        and all(ch.what in _DIRECTIVES for ch in cause.changes)
     )
 
 
@@ -32,18 +39,29 @@ def _changed_keys(old: str, new: str) -> set[str]:
     return {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
 
 
+def _summary(changes: list[Change]) -> str:
+    examples = fmt_list([f"{ch.left}: {ch.old or '(none)'} -> {ch.new or '(none)'}" for ch in changes], 2)
+    front = [ch for ch in changes if ch.what == "frontend_attributes"]
+    parts = []
+    if front:
+        keys = sorted(set().union(*(_changed_keys(ch.old, ch.new) for ch in front)))
+        parts.append(f"XLA frontend attributes ({', '.join(keys[:4])})")
+    if len(front) < len(changes):
+        parts.append("a custom kernel's backend_config")
+    return (
+        f"{' and '.join(parts)} changed on {len({ch.left for ch in changes})} instruction(s) "
+        f"({examples}); XLA compiles from them, so this is another program"
+    )
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
-    found = [i for i, c in enumerate(pending) if _only_frontend(c)]
+    found = [i for i, c in enumerate(pending) if _only_directives(c)]
     if not found:
         return NOTHING
     changes = [ch for i in found for ch in pending[i].changes]
-    keys = sorted(set().union(*(_changed_keys(ch.old, ch.new) for ch in changes)))
-    examples = [f"{ch.left}: {ch.old or '(none)'} -> {ch.new or '(none)'}" for ch in changes]
-    summary = (
-        f"XLA frontend attributes ({', '.join(keys[:4])}) changed on {len(changes)} instruction(s) "
-        f"({fmt_list(examples, 2)}); XLA compiles from them, so this is another program"
-    )
-    cause = merge(CauseKind.ATTRIBUTE, summary, [pending[i] for i in found], hint=HINT)
+    config = any(ch.what == "backend_config" for ch in changes)
+    hint = CONFIG_HINT if config else HINT
+    cause = merge(CauseKind.ATTRIBUTE, _summary(changes), [pending[i] for i in found], hint=hint)
     return Recognized((cause,), frozenset(found))
 
 
