@@ -23,6 +23,7 @@ from xlagraph.diagnose.common import (
     shape_of,
     whole_factors,
 )
+from xlagraph.diagnose.donation import compare_donation
 from xlagraph.diagnose.pairing import pair_parameters
 
 if TYPE_CHECKING:
@@ -185,6 +186,7 @@ def compare_outputs(cmp: Comparison) -> None:
     for i, j in retyped + typed:
         a, b = left.outputs[i], right.outputs[j]
         cmp.pending_dtype.append(Change(a, b, "dtype", shape_of(left, a), shape_of(right, b)))
+    compare_donation(cmp, pairs)
     layout = [
         Change(left.outputs[i], right.outputs[j], "layout", la, lb)
         for i, j in pairs

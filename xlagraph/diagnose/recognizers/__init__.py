@@ -17,6 +17,7 @@ from xlagraph.diagnose.evidence import Evidence, Recognizer
 from xlagraph.diagnose.recognizers import (
     annotation,
     conditional_work,
+    donation,
     dtype,
     dynamic_shape,
     fsdp_layout,
@@ -52,6 +53,7 @@ ORDER: tuple[Recognizer, ...] = (
     conditional_work.RECOGNIZER,
     shape_constants.RECOGNIZER,
     annotation.RECOGNIZER,
+    donation.RECOGNIZER,
     python_int.RECOGNIZER,
     special_scalar.RECOGNIZER,
     trainable.RECOGNIZER,

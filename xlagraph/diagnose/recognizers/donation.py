@@ -1,0 +1,36 @@
+"""`attribute`: the buffers donated to outputs differ (`input_output_alias` / `buffer_donor` in the
+module header). The program is the same computation, but which input an output may overwrite is
+compiled in: JAX compiles once per `donate_argnums`, torch_xla donates the inputs a step updates
+in place."""
+
+from __future__ import annotations
+
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.recognizers._common import renamed
+
+__all__ = ["RECOGNIZER"]
+
+HINT = (
+    "buffer donation differs: donate the same inputs on every call (the same donate_argnums in JAX; "
+    "in torch_xla, the same tensors updated in place, with no other reference holding their old value)"
+)
+
+
+def _donation(cause: Cause) -> bool:
+    return (
+        cause.kind is CauseKind.ATTRIBUTE
+        and bool(cause.changes)
+        and all(ch.what == "input_output_alias" for ch in cause.changes)
+    )
+
+
+def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    found = [i for i, c in enumerate(pending) if _donation(c)]
+    if not found:
+        return NOTHING
+    causes = tuple(renamed(pending[i], CauseKind.ATTRIBUTE, pending[i].summary, hint=HINT) for i in found)
+    return Recognized(causes, frozenset(found))
+
+
+RECOGNIZER = Recognizer("donation", _recognize)
