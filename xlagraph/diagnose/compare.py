@@ -188,6 +188,10 @@ class Comparison:
         structural = matched_changes(self, dims)
         structure(self, structural, regrouped)
         self._forwarded_root()
+        if len(self.causes) > 1:
+            # Donation follows any other change (other tensors updated in place, other outputs):
+            # a cause only when it is the one difference.
+            self.causes = [c for c in self.causes if not _donation(c)]
         return self.causes
 
     def _forwarded_root(self) -> None:
@@ -214,6 +218,10 @@ class Comparison:
             [ra.name],
             changes=changes,
         )
+
+
+def _donation(cause: Cause) -> bool:
+    return bool(cause.changes) and all(ch.what == "input_output_alias" for ch in cause.changes)
 
 
 def _follow_inputs(lc: list[Collective], rc: list[Collective], dims: set[tuple[str, str]]) -> bool:

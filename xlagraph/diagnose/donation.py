@@ -61,10 +61,15 @@ def compare_donation(cmp: Comparison, output_pairs: list[tuple[int, int]]) -> No
             return None
         return (slot, e[1], number, e[3], e[4])
 
-    mapped = {e: translated(e) for e in left}
-    only_a = [e for e, t in mapped.items() if t is None or t not in right]
-    seen = {t for t in mapped.values() if t is not None}
-    only_b = [e for e in right if e not in seen]
+    # Inputs or outputs one graph alone has are the added/removed cause's; their donation follows.
+    mapped = {e: t for e in left if (t := translated(e)) is not None}
+    paired_inputs = {cmp.right.param_number[b] for b in cmp.pair_left.values() if b in cmp.right.param_number}
+    paired_slots = set(slots.values())
+    only_a = [e for e, t in mapped.items() if t not in right]
+    seen = set(mapped.values())
+    only_b = [
+        e for e in right if e not in seen and e[2] in paired_inputs and (e[0] < 0 or e[0] in paired_slots)
+    ]
     if not only_a and not only_b:
         return
     changes = tuple(Change("", "", "input_output_alias", _describe(e), "") for e in sorted(only_a)) + tuple(
