@@ -79,7 +79,8 @@ HINTS: dict[CauseKind, str] = {
     ),
     CauseKind.DYNAMIC_SHAPE: (
         "a shape comes from data values (boolean mask, nonzero, unique, masked_select): keep shapes "
-        "static, e.g. torch.where(mask, x, 0) and a masked sum/mean instead of x[mask]"
+        "static, e.g. torch.where(mask, x, 0) and a masked sum/mean instead of x[mask], and counts per "
+        "class with one_hot(x, n).sum(0) or bincount(x, minlength=n) instead of unique"
     ),
     CauseKind.CONDITIONAL_WORK: (
         "work runs only on some steps (if step % k == 0: clipping, logging, metrics): run it on every "

@@ -463,7 +463,13 @@ def _explain(
         ctx = _Context(result, *records, user_names, site, read_line, marks, target.step)
         attribution = tuple(_attribute(i, c, ctx) for i, c in enumerate(causes))
         notes = result.notes
-        new_code = choice.reason == NEW_CALL_SITE and triggers[target.index] not in IMPLICIT_TRIGGERS
+        # A value read after the last step marker (final metrics after the loop) is a graph of
+        # its own too, though its sync is implicit: no step follows for it to have cut.
+        explicit = [s.index for s in log.syncs if triggers[s.index] not in IMPLICIT_TRIGGERS]
+        after_loop = bool(explicit) and max(explicit) < target.index
+        new_code = choice.reason == NEW_CALL_SITE and (
+            triggers[target.index] not in IMPLICIT_TRIGGERS or after_loop
+        )
         if new_code and site and causes:
             # New code, not a changed graph: the nearest earlier graph is another computation
             # (an evaluation before the first training step), so its differences are no causes.

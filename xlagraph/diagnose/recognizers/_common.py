@@ -16,6 +16,7 @@ __all__ = [
     "RESTATES",
     "dict_fills",
     "enclosing_function",
+    "enclosing_if",
     "inside_periodic_if",
     "lines_matching",
     "merge",
@@ -87,6 +88,31 @@ def inside_periodic_if(location: str) -> bool:
             if level == 0:
                 return False
     return False
+
+
+def enclosing_if(location: str) -> str:
+    """`file:line` of the `if`/`elif` whose block holds `location` (the nearest, within 40 lines),
+    or ""; `if __name__ == ...` is the script's body, not a condition of the step."""
+    file, _, line = location.rpartition(":")
+    if not file or not line.isdigit():
+        return ""
+    n = int(line)
+    text = source_line(file, n)
+    indent = len(text) - len(text.lstrip())
+    for k in range(n - 1, max(0, n - 40), -1):
+        above = source_line(file, k)
+        stripped = above.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        level = len(above) - len(above.lstrip())
+        if level < indent:
+            if stripped.startswith(("if ", "elif ")) and "__name__" not in stripped:
+                return f"{file}:{k}"
+            if stripped.startswith(("def ", "class ", "for ", "while ", "async ")) or level == 0:
+                return ""
+            # `with`, `try`: keep looking outwards; `else:`: its `if` is above, at the same level.
+            indent = level + 1 if stripped.startswith("else") else level
+    return ""
 
 
 def _periodic_flag(file: str, n: int, condition: str) -> bool:

@@ -8,11 +8,14 @@ from random-number ops; or a user line inside an `if ... % ...:` block.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._common import (
     RESTATES,
     enclosing_function,
+    enclosing_if,
     inside_periodic_if,
     merge,
     source_text,
@@ -159,7 +162,44 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         )
         cause = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in periodic])
         return Recognized((cause,), frozenset(periodic))
-    return NOTHING
+    return _host_branch(evidence, pending, regions)
+
+
+_BRANCH_HINT = (
+    "work runs only when a Python condition holds on the host (random.random(), a flag, a counter): "
+    "each outcome is a graph of its own; compute it on every step and choose on the device with "
+    "torch.where, or decide once, outside the loop"
+)
+
+
+def _one_sided(cause: Cause) -> bool:
+    """Work one graph does and the other does not: many instructions on one side, few on the other."""
+    big, small = sorted((len(cause.left), len(cause.right)), reverse=True)
+    return big >= 5 and big >= 3 * max(1, small)
+
+
+def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[int]) -> Recognized:
+    """Extra work whose user lines sit in an `if` block: a condition decided on the host (data-
+    dependent conditions on a tensor sync first, which `graph_break` names before this runs)."""
+    found = {
+        i: site
+        for i in regions
+        if pending[i].kind is CauseKind.STRUCTURE
+        and _one_sided(pending[i])
+        and (site := next((w for s in pending[i].sources if (w := enclosing_if(s))), ""))
+    }
+    if not found:
+        return NOTHING
+    site = next(iter(found.values()))
+    text = source_text(site).split("#", 1)[0].strip()
+    summary = (
+        f"work only one graph does, inside `{text[:80]}` at {site}: a condition decided in Python "
+        "on the host picks which code the step traces"
+    )
+    picked = [i for i in found] + [i for i in regions if i not in found and pending[i].kind in _TAPS]
+    merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=_BRANCH_HINT)
+    cause = replace(merged, sources=(site, *[s for s in merged.sources if s != site])[:6])
+    return Recognized((cause,), frozenset(picked))
 
 
 RECOGNIZER = Recognizer("conditional_work", _recognize)

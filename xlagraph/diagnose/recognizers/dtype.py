@@ -28,6 +28,13 @@ _FLOAT = frozenset({"f64", "f32", "f16", "bf16"})
 _LOW = frozenset({"bf16", "f16", "f8e4m3fn", "f8e5m2", "f8e4m3", "f8e5m2fnuz", "f8e4m3fnuz"})
 
 
+_INT_HINT = (
+    "an integer input arrives as another type (int32 on some batches, int64 on others: numpy arrays, "
+    "Python ints and torch.tensor give different ones): cast it once in the data pipeline "
+    "(.long() / .to(torch.int64)) so every batch has the same dtype"
+)
+
+
 def _same_ops(evidence: Evidence, *causes: Cause) -> bool:
     """Both sides of the regions run the same ops, `convert`s aside."""
     left: Counter[str] = Counter()
@@ -110,7 +117,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         # floating-point input changed type: XLA compiles another program around it (converts,
         # f32 accumulation, other fusions), all of it following from the one change.
         folded += rest
-    if not folded:
+    integers = bool(types) and all(t[:1] in ("s", "u") for t in types)
+    if not folded and not (core and integers):
         return NOTHING
     if core:
         summary = pending[core[0]].summary
@@ -122,7 +130,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             f"ops run in {', '.join(low) or 'another precision'} in one graph only (converts in "
             f"{len(autocast)} region(s)): autocast or a .to(dtype) inside the step, on some steps only"
         )
-    cause = merge(CauseKind.DTYPE, summary, [pending[i] for i in core + folded])
+    if integers:
+        summary += "; integer data (ids, labels) from sources that make another integer type"
+    cause = merge(
+        CauseKind.DTYPE, summary, [pending[i] for i in core + folded], hint=_INT_HINT if integers else ""
+    )
     if autocast and not core:
         switches = lines_matching(user_files(evidence), _AUTOCAST)
         if switches:

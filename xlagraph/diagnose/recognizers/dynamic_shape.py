@@ -9,6 +9,7 @@ with a mask or calls one of those ops; or data-dependent-size ops in the graph's
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
@@ -72,10 +73,32 @@ def _coordinates(evidence: Evidence, cause: Cause) -> bool:
     return bool(changes) and len(ok) == len(changes)
 
 
+_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+_TARGETS = re.compile(r"^\s*([A-Za-z_][\w\s,]*?)\s*=(?!=)(.*)")
+
+
+def _data_sized_origin(loc: str) -> str:
+    """`file:line` of `used, counts = torch.unique(...)` a few lines above `loc` when `loc` reads
+    one of the names it assigns: the line that made the data-sized tensor; else ""."""
+    file, _, line = loc.rpartition(":")
+    if not file or not line.isdigit():
+        return ""
+    names = set(_NAME.findall(source_text(loc).split("#", 1)[0]))
+    for k in range(int(line) - 1, max(0, int(line) - 30), -1):
+        m = _TARGETS.match(source_text(f"{file}:{k}").split("#", 1)[0])
+        if m and names & {t.strip() for t in m.group(1).split(",")} and _DATA_SIZED.search(m.group(2)):
+            return f"{file}:{k}"
+    return ""
+
+
 def _data_sized(evidence: Evidence, cause: Cause) -> str:
     for loc in _lines(evidence, cause):
         if loc and (_DATA_SIZED.search(source_text(loc)) or _mask_variable(loc)):
             return loc
+    for loc in cause.sources:
+        origin = _data_sized_origin(loc)
+        if origin:
+            return origin
     if _coordinates(evidence, cause):
         return next((loc for loc in cause.sources if loc), "the inputs' shapes (nonzero coordinates)")
     for _, ins in evidence.instructions(cause):
@@ -95,7 +118,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             f"a shape that comes from data values (boolean mask, nonzero, unique, masked_select) at {where}: "
             + pending[i].summary
         )
-        return Recognized((merge(CauseKind.DYNAMIC_SHAPE, summary, [pending[i]]),), frozenset({i}))
+        cause = merge(CauseKind.DYNAMIC_SHAPE, summary, [pending[i]])
+        if ":" in where and where not in cause.sources:
+            cause = replace(cause, sources=(where, *cause.sources)[:6])
+        return Recognized((cause,), frozenset({i}))
     return NOTHING
 
 

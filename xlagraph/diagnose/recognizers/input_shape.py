@@ -19,6 +19,11 @@ BATCH_HINT = (
     "the batch dimension changed: a ragged last batch; use drop_last=True, or pad the last batch "
     "to the full size (and mask its padding out of the loss)"
 )
+GROWN_BATCH_HINT = (
+    "the batch size grew (another DataLoader, a curriculum or a batch-size schedule): each batch "
+    "size compiles once; keep one batch size and grow the effective batch by gradient accumulation, "
+    "or accept one graph per size, compiled once each"
+)
 SEQUENCE_HINT = (
     "a non-batch dimension changed, typically a sequence length: pad to a fixed length, or bucket "
     "lengths to a few fixed sizes (each compiles once)"
@@ -59,6 +64,11 @@ def _with_padding_line(evidence: Evidence, cause: Cause) -> Cause:
     return replace(cause, sources=tuple(dict.fromkeys([*lines, *cause.sources]))[:6])
 
 
+def _dim0(shape: str) -> int:
+    dims = _INT.findall(shape.partition("[")[2].split("]", 1)[0])
+    return int(dims[0]) if dims else 0
+
+
 def _image(shape: str) -> bool:
     """A float NCHW batch with few channels (1 to 4): the shape images arrive in."""
     head, _, rest = shape.partition("[")
@@ -80,6 +90,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         axes = set().union(*(_changed_axes(ch.old, ch.new) for ch in shapes))
         if shapes and all(ch.left in weights_a or ch.right in weights_b for ch in shapes):
             what, hint = "the inputs are weights the step updates, not data", WEIGHTS_HINT
+        elif axes == {0} and all(_dim0(ch.new) > _dim0(ch.old) for ch in shapes):
+            what, hint = "the batch size grew: a new batch size, not a ragged last batch", GROWN_BATCH_HINT
         elif axes == {0}:
             what, hint = "the batch dimension changed: a ragged last batch is typical", BATCH_HINT
         elif axes and axes <= {2, 3} and all(_image(ch.old) for ch in shapes):

@@ -1,0 +1,142 @@
+"""`parameter_added`: a Python list of device tensors grew and the step stacks it
+(`torch.stack(history)`, `torch.cat(chunks)`). Each element is an input of its own, so every new
+length is another graph, and what follows from the length (the concatenation's size, a mean's
+divisor) changes with it: one cause, not a new input, a structure and a constant."""
+
+from __future__ import annotations
+
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.recognizers._common import merge
+from xlagraph.match.bottom_up import users_of
+
+__all__ = ["RECOGNIZER"]
+
+HINT = (
+    "a Python list of tensors grows and the step stacks it: each element is an input of its own, so "
+    "every new length compiles again; keep a fixed-size buffer tensor on the device (a window of the "
+    "last k values, preallocated, updated in place with roll/index_copy_) instead of a growing list"
+)
+# Operands a region's new ops may read besides the concatenation's cone: the matcher may pair
+# the new element's reshape with an old one, so the reshape left over reads another input.
+_SOURCES = frozenset({"constant", "parameter"})
+_PASS_THROUGH = frozenset({"reshape", "broadcast", "convert", "bitcast", "copy"})
+# What a longer concatenation changes around it: its own size, and the reductions over it.
+_FOLLOWERS = frozenset(
+    {"concatenate", "reshape", "broadcast", "convert", "divide", "multiply", "reduce", "add", "constant"}
+)
+
+
+def _concatenations(evidence: Evidence, params: list[str]) -> set[str] | None:
+    """B's concatenates every new input reaches through reshapes, or None if one does not."""
+    comp = evidence.right.entry
+    users = users_of(comp)
+    found: set[str] = set()
+    for p in params:
+        frontier, reached = [p], False
+        for _ in range(4):
+            nxt = []
+            for n in frontier:
+                for u in users.get(n, ()):
+                    op = comp.instruction(u).opcode
+                    if op == "concatenate":
+                        found.add(u)
+                        reached = True
+                    elif op in _PASS_THROUGH:
+                        nxt.append(u)
+            frontier = nxt
+        if not reached:
+            return None
+    return found
+
+
+def _downstream(users: dict[str, list[str]], roots: set[str]) -> set[str]:
+    seen: set[str] = set(roots)
+    stack = list(roots)
+    while stack:
+        for u in users.get(stack.pop(), ()):
+            if u not in seen:
+                seen.add(u)
+                stack.append(u)
+    return seen
+
+
+def _follows(evidence: Evidence, cause: Cause, concats: set[str], below: set[str]) -> bool:
+    """A region that is the longer concatenation and what reads it, with the numbers computed from
+    constants alone (a mean's count and its guard against 0), or one made only of the ops a length
+    change touches."""
+    ops = evidence.instructions(cause)
+    if not concats & set(cause.right):
+        return any(ins.opcode == "concatenate" for _, ins in ops) and all(
+            ins.opcode in _FOLLOWERS for _, ins in ops
+        )
+    right = evidence.right.entry
+    todo = [ins.name for canon, ins in ops if canon is evidence.right and ins.name not in below]
+    settled = set(below)
+    changed = True
+    while todo and changed:
+        changed = False
+        for n in list(todo):
+            if all(
+                o in settled or right.instruction(o).opcode in _SOURCES for o in right.operands.get(n, ())
+            ):
+                settled.add(n)
+                todo.remove(n)
+                changed = True
+    return not todo
+
+
+def _count(text: str) -> int | None:
+    """`s64[] 3` / `f32[] 3` -> 3 when the value is a whole number."""
+    value = text.rsplit(" ", 1)[-1]
+    try:
+        f = float(value)
+    except ValueError:
+        return None
+    return int(f) if f.is_integer() and 0 < f < 1 << 20 else None
+
+
+def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    added = [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_ADDED]
+    params_of = evidence.right.entry.param_number
+    params = [p for i in added for p in pending[i].right if p in params_of]
+    if not params:
+        return NOTHING
+    concats = _concatenations(evidence, params)
+    if not concats:
+        return NOTHING
+    k = len(params)
+    right = evidence.right.entry
+    sizes = {len(right.operands.get(c, ())) for c in concats}
+    counts = [
+        i
+        for i, c in enumerate(pending)
+        if c.kind is CauseKind.CONSTANT_VALUE
+        and c.changes
+        and all(
+            (a := _count(ch.old)) is not None
+            and (b := _count(ch.new)) is not None
+            and (b - a == k or b in sizes)
+            for ch in c.changes
+        )
+    ]
+    below = _downstream(users_of(right), concats | set(params))
+    regions = [
+        i
+        for i, c in enumerate(pending)
+        if c.kind is CauseKind.STRUCTURE and _follows(evidence, c, concats, below)
+    ]
+    new_shapes = ", ".join(sorted({right.instruction(p).shape.split("{")[0] for p in params}))
+    n = max(sizes)
+    summary = (
+        f"a list of tensors stacked in the step grew by {k} (the concatenation now takes {n} inputs; "
+        f"{k} new input(s) of {new_shapes})"
+        + ("; the counts derived from its length changed with it" if counts else "")
+    )
+    cause = merge(
+        CauseKind.PARAMETER_ADDED, summary, [pending[i] for i in added + regions + counts], hint=HINT
+    )
+    return Recognized((cause,), frozenset(added + regions + counts))
+
+
+RECOGNIZER = Recognizer("growing_list", _recognize)

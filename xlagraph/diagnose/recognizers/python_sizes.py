@@ -1,0 +1,70 @@
+"""`parameter_shape`: ops changed size while no input did. The sizes came from Python ints taken
+from the data's shape (`torch.ones(batch, seq_len)`, `arange(seq_len)` for a mask or positions,
+as transformers' mask helpers build them), so the graph changes with the batch or the sequence
+length exactly as an input's shape would. Only a size: an op parameter that changed too (slice
+bounds) is a Python int used to index, which `python_int` names."""
+
+from __future__ import annotations
+
+import re
+
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.common import fmt_list
+from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.recognizers._common import renamed
+from xlagraph.diagnose.recognizers.input_shape import BATCH_HINT, GROWN_BATCH_HINT, SEQUENCE_HINT
+
+__all__ = ["RECOGNIZER"]
+
+_DIMS = re.compile(r"^[a-z0-9]+\[([0-9,]*)\]")
+
+
+def _dims(shape: str) -> list[int] | None:
+    m = _DIMS.match(shape.replace(" ", ""))
+    return [int(d) for d in m.group(1).split(",") if d] if m else None
+
+
+def _axes(old: str, new: str) -> set[int] | None:
+    a, b = _dims(old), _dims(new)
+    if a is None or b is None or len(a) != len(b) or a == b:
+        return None
+    return {k for k, (x, y) in enumerate(zip(a, b, strict=True)) if x != y}
+
+
+def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    if any(c.kind is CauseKind.PARAMETER_SHAPE for c in pending):
+        return NOTHING
+    found: dict[int, set[int]] = {}
+    for i, c in enumerate(pending):
+        if c.kind is not CauseKind.ATTRIBUTE or not c.changes or any(ch.what != "shape" for ch in c.changes):
+            continue
+        axes = [_axes(ch.old, ch.new) for ch in c.changes]
+        if all(a is not None for a in axes):
+            found[i] = set().union(*axes)  # type: ignore[arg-type]
+    # Only when nothing else differs: ops paired across a reordering or new code change size too.
+    if not found or len(found) != len(pending):
+        return NOTHING
+    out = []
+    for i, axes in found.items():
+        c = pending[i]
+        shown = fmt_list([f"{ch.left} {ch.old} -> {ch.new}" for ch in c.changes], 2)
+        if axes == {0}:
+            grew = all((_dims(ch.new) or [0])[0] > (_dims(ch.old) or [0])[0] for ch in c.changes)
+            what, hint = (
+                ("the batch size grew", GROWN_BATCH_HINT)
+                if grew
+                else ("the batch dimension changed", BATCH_HINT)
+            )
+        elif 0 not in axes:
+            what, hint = "a non-batch dimension changed: a varying sequence length is typical", SEQUENCE_HINT
+        else:
+            what, hint = "the batch and other dimensions changed", BATCH_HINT
+        summary = (
+            f"{len(c.changes)} op(s) changed size ({shown}) with no input to carry it: sizes passed as "
+            f"Python ints from the data's shape (a mask or positions built with torch.ones/arange); {what}"
+        )
+        out.append(renamed(c, CauseKind.PARAMETER_SHAPE, summary, hint))
+    return Recognized(tuple(out), frozenset(found))
+
+
+RECOGNIZER = Recognizer("python_sizes", _recognize)
