@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._common import (
     RESTATES,
     enclosing_function,
@@ -20,7 +21,7 @@ from xlagraph.diagnose.recognizers._common import (
     merge,
     source_text,
 )
-from xlagraph.ir import strip_layout
+from xlagraph.ir import Frame, strip_layout
 
 __all__ = ["RECOGNIZER"]
 
@@ -178,6 +179,10 @@ def _one_sided(cause: Cause) -> bool:
     return big >= 5 and big >= 3 * max(1, small)
 
 
+def _user(location: str) -> bool:
+    return not is_library(Frame("", location.rpartition(":")[0], 0))
+
+
 def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[int]) -> Recognized:
     """Extra work whose user lines sit in an `if` block: a condition decided on the host (data-
     dependent conditions on a tensor sync first, which `graph_break` names before this runs)."""
@@ -186,7 +191,7 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
         for i in regions
         if pending[i].kind is CauseKind.STRUCTURE
         and _one_sided(pending[i])
-        and (site := next((w for s in pending[i].sources if (w := enclosing_if(s))), ""))
+        and (site := next((w for s in pending[i].sources if _user(s) and (w := enclosing_if(s))), ""))
     }
     if not found:
         return NOTHING
