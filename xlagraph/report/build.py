@@ -253,11 +253,20 @@ def _attribute(index: int, cause: Cause, ctx: _Context) -> Attribution:
         items = [f"{c.what}: {c.old or '(none)'} -> {c.new or '(none)'}" for c in cause.changes]
     if kind is CauseKind.SHARDING and ctx.marks:
         # The HLO's metadata points into xla_sharding.py or the model; the capture saw the call.
+        # A changed sharding, or an annotation only one graph has (`mark_sharding` on an
+        # activation from some step on): its custom-call carries the spec the call made.
+        specs = [ch.new for ch in cause.changes if ch.what == "sharding"] + [
+            ins.attribute("sharding", "") or ""
+            for ins in (result.right.entry.computation.by_name.get(n) for n in cause.right)
+            if ins is not None
+            and ins.opcode == "custom-call"
+            and ins.attribute("custom_call_target") == '"Sharding"'
+        ]
         marked = [
             m.line
-            for ch in cause.changes
-            if ch.what == "sharding"
-            for m in find_marks(ctx.marks, ch.new)
+            for spec in specs
+            if spec
+            for m in find_marks(ctx.marks, spec)
             if m.line and (ctx.step < 0 or m.step <= ctx.step)
         ]
         lines = tuple(dict.fromkeys((*marked[:2], *lines)))

@@ -12,7 +12,7 @@ from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._common import lines_matching, renamed, updated_inputs, user_files
 from xlagraph.ir import Frame
 
-__all__ = ["RECOGNIZER"]
+__all__ = ["BATCH_HINT", "GROWN_BATCH_HINT", "RECOGNIZER", "SEQUENCE_HINT", "with_loader_line"]
 
 _INT = re.compile(r"\d+")
 BATCH_HINT = (
@@ -69,6 +69,19 @@ def _dim0(shape: str) -> int:
     return int(dims[0]) if dims else 0
 
 
+# A loader that keeps its last, smaller batch: where drop_last=True goes.
+_LOADER = re.compile(r"\bDataLoader\((?![^)]*drop_last\s*=\s*True)")
+
+
+def with_loader_line(evidence: Evidence, cause: Cause) -> Cause:
+    """A ragged batch: the user's `DataLoader(...)` without `drop_last=True` is where the fix
+    goes, cited after the lines the graph carries."""
+    lines = lines_matching(user_files(evidence), _LOADER, limit=2)
+    if not lines:
+        return cause
+    return replace(cause, sources=tuple(dict.fromkeys([*cause.sources, *lines]))[:6])
+
+
 def _image(shape: str) -> bool:
     """A float NCHW batch with few channels (1 to 4): the shape images arrive in."""
     head, _, rest = shape.partition("[")
@@ -94,6 +107,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             what, hint = "the batch size grew: a new batch size, not a ragged last batch", GROWN_BATCH_HINT
         elif axes == {0}:
             what, hint = "the batch dimension changed: a ragged last batch is typical", BATCH_HINT
+            c = with_loader_line(evidence, c)
         elif axes and axes <= {2, 3} and all(_image(ch.old) for ch in shapes):
             what, hint = "an image's height or width changed", IMAGE_HINT
         elif axes and -1 not in axes and 0 not in axes:

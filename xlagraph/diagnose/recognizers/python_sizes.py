@@ -12,7 +12,12 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._common import renamed
-from xlagraph.diagnose.recognizers.input_shape import BATCH_HINT, GROWN_BATCH_HINT, SEQUENCE_HINT
+from xlagraph.diagnose.recognizers.input_shape import (
+    BATCH_HINT,
+    GROWN_BATCH_HINT,
+    SEQUENCE_HINT,
+    with_loader_line,
+)
 
 __all__ = ["RECOGNIZER"]
 
@@ -63,7 +68,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             f"{len(c.changes)} op(s) changed size ({shown}) with no input to carry it: sizes passed as "
             f"Python ints from the data's shape (a mask or positions built with torch.ones/arange); {what}"
         )
-        out.append(renamed(c, CauseKind.PARAMETER_SHAPE, summary, hint))
+        named = renamed(c, CauseKind.PARAMETER_SHAPE, summary, hint)
+        out.append(with_loader_line(evidence, named) if hint is BATCH_HINT else named)
     return Recognized(tuple(out), frozenset(found))
 
 
