@@ -12,6 +12,7 @@ from xlagraph.canonical.hashes import (
     EffectKeyError,
     IotaError,
     content_key,
+    declared_shapes,
     effect_hashes,
     layout_of,
     plumbing_attributes,
@@ -213,11 +214,12 @@ def _canonicalize_computation(
 
 
 def _forwarded_root(comp: Computation, keys: dict[str, int]) -> str:
-    """The attributes of a root that forwarding removed (a tuple), `|`-prefixed; "" if none."""
+    """What a root that forwarding removed (a tuple) declares itself: its element shapes and its
+    attributes, `|`-prefixed; "" for a root that is an instruction of its own."""
     if comp.root.name in keys:
         return ""
     text = plumbing_attributes(comp.root)
-    return "|" + text if text else ""
+    return "|" + declared_shapes(comp.root.shape) + ("|" + text if text else "")
 
 
 def _tuple_skeleton(shape: str) -> str:

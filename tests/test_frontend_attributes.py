@@ -184,3 +184,14 @@ def test_backend_config_forms(a: str, b: str, same: bool) -> None:
     for module in (ma, mb):
         fast = canonicalize(module).fingerprint
         assert fast == canonicalize(dataclasses.replace(module, core=None)).fingerprint
+
+
+def test_root_tuple_declaring_another_shape_is_different() -> None:
+    """Found by fuzzing: jaxlib reads a root tuple whose declared element shape is not its
+    operand's; its declaration is part of the program, so that is never `identical`."""
+    base = parse_hlo(_ROOT % "")
+    other = parse_hlo((_ROOT % "").replace("(f32[4], f32[4]) tuple", "(f32[4], f32[5]) tuple"))
+    assert diff_modules(base, other).verdict == "different"
+    for module in (base, other):
+        fast = canonicalize(module).fingerprint
+        assert fast == canonicalize(dataclasses.replace(module, core=None)).fingerprint

@@ -537,6 +537,34 @@ fn effect_hashes<'x>(
     Ok(out)
 }
 
+/// `hashes.declared_shapes`: `re.findall(r"[a-z][a-z0-9]*\[[^\]]*\]")` over the shape without
+/// layout and spaces, sorted and joined by `,`.
+fn declared_shapes(shape: &str) -> String {
+    let text = strip_layout(shape).replace(' ', "");
+    let b = text.as_bytes();
+    let mut found: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_lowercase() {
+            let mut j = i + 1;
+            while j < b.len() && (b[j].is_ascii_lowercase() || b[j].is_ascii_digit()) {
+                j += 1;
+            }
+            if j < b.len() && b[j] == b'[' {
+                if let Some(k) = b[j + 1..].iter().position(|&c| c == b']') {
+                    let end = j + 1 + k;
+                    found.push(&text[i..=end]);
+                    i = end + 1;
+                    continue;
+                }
+            }
+        }
+        i += 1;
+    }
+    found.sort();
+    found.join(",")
+}
+
 /// `hashes.plumbing_attributes`: a forwarded root's own attributes (`compared_value`, not strict).
 fn plumbing_attributes(ins: &Inst) -> String {
     let mut parts = Vec::new();
@@ -1243,6 +1271,8 @@ fn canon_computation<'b, 'a>(
     let mut skeleton_text = tuple_skeleton(&insts[root as usize].shape);
     if state[root as usize] != 2 {
         let text = plumbing_attributes(&insts[root as usize]);
+        skeleton_text.push('|');
+        skeleton_text.push_str(&declared_shapes(&insts[root as usize].shape));
         if !text.is_empty() {
             skeleton_text.push('|');
             skeleton_text.push_str(&text);

@@ -27,6 +27,7 @@ __all__ = [
     "IotaError",
     "backend_config",
     "content_key",
+    "declared_shapes",
     "effect_hash_map",
     "effect_hashes",
     "expand_iota_groups",
@@ -403,6 +404,16 @@ def effect_hash_map(
             else:
                 memo[name] = key
     return {n: h1[n] if n in h1 else memo[n] for n in found}
+
+
+_ARRAY_SHAPE = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\]")
+
+
+def declared_shapes(shape: str) -> str:
+    """The array shapes a tuple's printed shape declares, sorted (`(f32[8]{0}, s32[])` ->
+    `f32[8],s32[]`): a root tuple's declaration is its own, besides its operands', and sorting
+    keeps a permutation of the outputs out of it."""
+    return ",".join(sorted(_ARRAY_SHAPE.findall(strip_layout(shape).replace(" ", ""))))
 
 
 def plumbing_attributes(ins: Instruction) -> str:
