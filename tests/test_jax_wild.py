@@ -27,18 +27,10 @@ KINDS = {
 WRONG = {
     "switch_extra_branch": "says constant_value + structure: the index clamp bound (1 -> 2) that follows "
     "from the third branch is named as a constant change of its own",
-    "train_extra_parameter": "says state_init (expected warm-up): two biases that the forward reads and "
-    "SGD updates are taken for optimizer state, so a model change is called harmless",
     "compiled_elided_constant": "says identical (a note: the f32[16] constant printed {...} in both was "
     "compared by shape only): two programs that differ in one baked-in element",
-    "psum_vs_pmax": "says structure ('region_0.1 differs: add, maximum', a pattern it does not know): the "
-    "all-reduce's reduction changed is not named a collective change",
     "conv_padding": "says attribute + constant_value: the mean's divisor 4096 -> 3136 that follows from "
     "the output size of a VALID convolution is named as a Python scalar of its own",
-    "ppermute_direction": "says attribute with the 'a Python int reached an op parameter' fix: a "
-    "collective-permute's source_target_pairs (the ring direction) are not named a collective change",
-    "train_dropout": "says state_init (expected warm-up): the u32[2] rng key and the bernoulli mask work "
-    "are taken for optimizer state instead of dropout toggled on",
 }
 # diff B A: the verdict only (the kinds of the reverse direction are the mirror ones).
 WRONG_REVERSE = {"compiled_elided_constant": WRONG["compiled_elided_constant"]}

@@ -25,6 +25,7 @@ from xlagraph.diagnose import (
     input_dim_changes,
     recognize,
 )
+from xlagraph.diagnose.collectives import is_collective
 from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.evidence import NO_CONTEXT
 from xlagraph.diagnose.recognizers.special_scalar import TENSOR_HINT
@@ -129,6 +130,8 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
             cx = lins[x].called
             if not cx:
                 continue  # most instructions call nothing
+            if regrouped and is_collective(lins[x].opcode):
+                continue  # a reducer (add vs maximum) is part of the collective's own change
             cy = rins[y].called
             if len(cx) == len(cy):
                 work += [(p, q) for p, q in zip(cx, cy, strict=True) if (p, q) not in seen]

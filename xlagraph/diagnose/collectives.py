@@ -9,7 +9,7 @@ from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalModule
 from xlagraph.canonical.hashes import normalize_attribute
-from xlagraph.ir import strip_layout
+from xlagraph.ir import Instruction, strip_layout
 
 __all__ = ["COLLECTIVES", "Collective", "collectives", "describe", "is_collective", "summarize"]
 
@@ -83,9 +83,24 @@ def _find(canon: CanonicalModule) -> list[Collective]:
                 groups += " device_ids=" + normalize_attribute(
                     "device_ids", ins.attribute("device_ids") or ""
                 )
+            pairs = ins.attribute("source_target_pairs")
+            if pairs:  # collective-permute: which device sends to which (a ring's direction)
+                groups += " pairs=" + normalize_attribute("source_target_pairs", pairs)
+            reducer = _reduction(canon, ins)
+            if reducer:  # all-reduce / reduce-scatter: psum vs pmax is another collective
+                groups += f" reduce={reducer}"
             dims = ins.attribute("dimensions", "") or ins.attribute("scatter_dimension", "") or ""
             out.append(Collective(ins.name, _kind(ins.opcode), shapes, strip_layout(ins.shape), groups, dims))
     return out
+
+
+def _reduction(canon: CanonicalModule, ins: Instruction) -> str:
+    """The opcode a collective's reducer computation ends in (`add`, `maximum`), or ""."""
+    for name in ins.called:
+        comp = canon.module.by_name.get(name)
+        if comp is not None:
+            return comp.root.opcode
+    return ""
 
 
 def describe(ops: list[Collective]) -> str:

@@ -72,6 +72,28 @@ def _is_state(x: _Input, existing: set[str]) -> bool:
     return any(m in x.file for m in _OPTIMIZER) and not _LR.search(x.text)
 
 
+_STATE_OUTPUTS = 3  # a buffer's own update, its weight's, and one more (Adam's second moment)
+
+
+def _feeds_many(comp, name: str) -> bool:  # type: ignore[no-untyped-def]
+    """An input that reaches more outputs than optimizer state does: state feeds its own update
+    and its weight's; a weight of the model feeds the loss and every gradient (a layer added)."""
+    users = users_of(comp)
+    outputs = set(comp.outputs)
+    seen, stack, reached = {name}, [name], 0
+    while stack:
+        for u in users.get(stack.pop(), ()):
+            if u in seen:
+                continue
+            seen.add(u)
+            if u in outputs:
+                reached += 1
+                if reached > _STATE_OUTPUTS:
+                    return True
+            stack.append(u)
+    return False
+
+
 def _compute_readers(comp, name: str) -> list[str]:  # type: ignore[no-untyped-def]
     """The first instructions that compute with `name`, past transposes, reshapes, broadcasts."""
     users = users_of(comp)
@@ -151,7 +173,14 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         return NOTHING
     inputs = [x for i in added for x in _inputs(evidence, pending[i])]
     existing = {shape_of(evidence.right.entry, p) for p in evidence.right.entry.param_number}
-    state = [x for x in inputs if _is_state(x, existing) and not _other_library([x.file])]
+    entry = evidence.right.entry
+    state = [
+        x
+        for x in inputs
+        if _is_state(x, existing)
+        and not _other_library([x.file])
+        and not (not x.file and not x.shape.endswith("[]") and _feeds_many(entry, x.name))
+    ]
     created = [x for x in state if any(m in x.file for m in _OPTIMIZER) and not x.shape.endswith("[]")]
     carried = [x for x in state if not x.file]  # gradients kept from the step before
     optimizer_work = any(
