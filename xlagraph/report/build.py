@@ -12,6 +12,7 @@ source lines before library lines.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -304,6 +305,8 @@ def _calling_lines(library_lines: tuple[str, ...], site: str, read_line: LineRea
     # The library line's own text names the op where its file does not (`F.dropout` in functional.py).
     said = [lib + " " + read_line(*_file_line(lib)) for lib in library_lines]
     tokens = [t for marker, names in _CALLS if any(marker in text for text in said) for t in names]
+    # A function of torch's functional API the user calls by name (`F.interpolate(...)`).
+    tokens += [f"{name}(" for lib in library_lines if (name := _functional_name(lib, read_line))]
     if not file or not tokens:
         return ()
     found: list[str] = []
@@ -320,6 +323,22 @@ def _calling_lines(library_lines: tuple[str, ...], site: str, read_line: LineRea
         if any(t in code for t in tokens):
             found.append(f"{file}:{n}")
     return tuple(found[:3])
+
+
+_FUNCTIONAL = ("torch/nn/functional.py", "torch/functional.py")
+_DEF_LINE = re.compile(r"^def ([a-z]\w*)\(")
+
+
+def _functional_name(library_line: str, read_line: LineReader) -> str:
+    """The public function of torch's functional API a library line is in (`interpolate`), or ""."""
+    file, line = _file_line(library_line)
+    if not file.replace("\\", "/").endswith(_FUNCTIONAL):
+        return ""
+    for n in range(line, max(0, line - 400), -1):
+        m = _DEF_LINE.match(read_line(file, n))
+        if m:
+            return m.group(1)
+    return ""
 
 
 # -- baseline ------------------------------------------------------------------------------

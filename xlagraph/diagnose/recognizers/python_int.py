@@ -19,6 +19,56 @@ def _value(text: str) -> str:
     return text.rsplit(" ", 1)[-1]
 
 
+SIZE_HINT = (
+    "a size given as a Python int changed (F.interpolate(size=...), a view or reshape, a slice to a "
+    "batch's own length): keep one size (resize or pad every batch to the same size / one "
+    "resolution), or bucket sizes so each compiles once"
+)
+_DIMS = re.compile(r"\[([0-9,]*)\]")
+
+
+def _ratios(old: str, new: str) -> set[float]:
+    """new/old for each dimension that changed between two shapes of one rank."""
+    a, b = _DIMS.search(old), _DIMS.search(new)
+    if not a or not b:
+        return set()
+    x = [int(d) for d in a.group(1).split(",") if d]
+    y = [int(d) for d in b.group(1).split(",") if d]
+    if len(x) != len(y):
+        return set()
+    return {q / p for p, q in zip(x, y, strict=True) if p and q and p != q}
+
+
+_SLICE = re.compile(r"\[(-?\d+):(-?\d+)(?::(-?\d+))?\]")
+
+
+def _truncation(old: str, new: str) -> bool:
+    """Slice bounds that moved only their limits (`x[:, :n]` with another n): a length, not a
+    window that moved (`x[:, k:k+16]`, whose start changes)."""
+    a, b = _SLICE.findall(old), _SLICE.findall(new)
+    return (
+        bool(a) and len(a) == len(b) and all(x[0] == y[0] and x[2] == y[2] for x, y in zip(a, b, strict=True))
+    )
+
+
+def _resized(old: str, new: str, ratios: set[float]) -> bool:
+    """A constant tensor of a size those ops changed to (`s64[20] {...}` -> `s64[28] {...}`: an
+    arange over the new length)."""
+    changed = _ratios(old.split(" ", 1)[0], new.split(" ", 1)[0])
+    return bool(changed) and all(any(abs(r - q) < 1e-4 * q for q in ratios) for r in changed)
+
+
+def _scaled(old: str, new: str, ratios: set[float]) -> bool:
+    """A constant changed by a dimension's ratio, or its inverse (a scale factor: in / out)."""
+    try:
+        a, b = float(_value(old)), float(_value(new))
+    except ValueError:
+        return False
+    if not a or not b:
+        return False
+    return any(abs(b / a - r) < 1e-4 * r or abs(a / b - r) < 1e-4 * r for r in ratios)
+
+
 _INDEXING = frozenset({"slice", "dynamic-slice", "dynamic-update-slice", "pad", "iota", "gather", "scatter"})
 
 
@@ -36,6 +86,20 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         and c.changes
         and all(_value(ch.old) in olds and _value(ch.new) in news for ch in c.changes)
     ]
+    # Sizes: a resize or a view to Python-int sizes; its scale factors (in / out) follow.
+    sizes = [ch for i in attrs for ch in pending[i].changes if ch.what == "shape"]
+    ratios = {r for ch in sizes for r in _ratios(ch.old, ch.new)}
+    if len(ratios) <= 16:  # an area (pooling's h * w divisor) scales by two dimensions' ratios
+        ratios |= {a * b for a in ratios for b in ratios}
+    same_int += [
+        i
+        for i, c in enumerate(pending)
+        if i not in same_int
+        and ratios
+        and c.kind is CauseKind.CONSTANT_VALUE
+        and c.changes
+        and all(_scaled(ch.old, ch.new, ratios) or _resized(ch.old, ch.new, ratios) for ch in c.changes)
+    ]
     ops = [ins.opcode for i in attrs for _, ins in evidence.instructions(pending[i])]
     examples = [
         f"{ch.left}: {ch.what} {ch.old or '(none)'} -> {ch.new or '(none)'}"
@@ -50,7 +114,16 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     )
     n = len(examples)
     summary = f"{what}: {n} op parameter(s) changed ({'; '.join(examples[:3])}{' ...' if n > 3 else ''})"
-    cause = merge(CauseKind.ATTRIBUTE, summary, [pending[i] for i in attrs + same_int], count=n)
+    only_sizes = all(
+        ch.what == "shape" or (ch.what == "slice" and _truncation(ch.old, ch.new))
+        for i in attrs
+        for ch in pending[i].changes
+    )
+    if only_sizes:
+        shown = "; ".join(examples[:3]) + (" ..." if n > 3 else "")
+        summary = f"sizes passed as Python ints changed: {n} op(s) changed size ({shown})"
+    hint = SIZE_HINT if only_sizes else ""
+    cause = merge(CauseKind.ATTRIBUTE, summary, [pending[i] for i in attrs + same_int], hint=hint, count=n)
     return Recognized((cause,), frozenset(attrs + same_int))
 
 
