@@ -183,16 +183,22 @@ def _user(location: str) -> bool:
     return not is_library(Frame("", location.rpartition(":")[0], 0))
 
 
+def _if_of(cause: Cause) -> str:
+    return next((w for s in cause.sources if _user(s) and (w := enclosing_if(s))), "")
+
+
 def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[int]) -> Recognized:
     """Extra work whose user lines sit in an `if` block: a condition decided on the host (data-
-    dependent conditions on a tensor sync first, which `graph_break` names before this runs)."""
-    found = {
-        i: site
-        for i in regions
-        if pending[i].kind is CauseKind.STRUCTURE
-        and _one_sided(pending[i])
-        and (site := next((w for s in pending[i].sources if _user(s) and (w := enclosing_if(s))), ""))
-    }
+    dependent conditions on a tensor sync first, which `graph_break` names before this runs). A
+    region whose ops carry no line of their own (a helper's ops) takes the `if` that the new
+    inputs or outputs beside it come from."""
+    sided = [i for i in regions if pending[i].kind is CauseKind.STRUCTURE and _one_sided(pending[i])]
+    if not sided:
+        return NOTHING
+    found = {i: site for i in sided if (site := _if_of(pending[i]))}
+    if not found:
+        beside = next((w for c in pending if c.kind in _BESIDE and (w := _if_of(c))), "")
+        found = dict.fromkeys(sided, beside) if beside else {}
     if not found:
         return NOTHING
     site = next(iter(found.values()))
@@ -201,10 +207,23 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
         f"work only one graph does, inside `{text[:80]}` at {site}: a condition decided in Python "
         "on the host picks which code the step traces"
     )
-    picked = [i for i in found] + [i for i in regions if i not in found and pending[i].kind in _TAPS]
+    picked = list(found) + [
+        i
+        for i, c in enumerate(pending)
+        if i not in found and (c.kind in _TAPS or (c.kind in _BESIDE and _if_of(c) == site))
+    ]
     merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=_BRANCH_HINT)
     cause = replace(merged, sources=(site, *[s for s in merged.sources if s != site])[:6])
     return Recognized((cause,), frozenset(picked))
+
+
+# New inputs or outputs the extra work brings (a loss weight passed in, its term kept alive).
+_BESIDE = (
+    CauseKind.PARAMETER_ADDED,
+    CauseKind.PARAMETER_REMOVED,
+    CauseKind.OUTPUT_ADDED,
+    CauseKind.OUTPUT_REMOVED,
+)
 
 
 RECOGNIZER = Recognizer("conditional_work", _recognize)

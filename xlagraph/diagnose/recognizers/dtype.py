@@ -16,7 +16,9 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.common import dims_of, element_type
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._common import lines_matching, merge, user_files
+from xlagraph.ir import Frame
 
 __all__ = ["RECOGNIZER"]
 
@@ -24,6 +26,10 @@ _FOLDED = (CauseKind.STRUCTURE, CauseKind.CONSTANT_VALUE, CauseKind.ATTRIBUTE, C
 # The user's line that turns low precision on: ops under autocast carry the lines of the model's
 # code, not of the `with` that wraps the call, so it is looked up in the user's files.
 _AUTOCAST = re.compile(r"\bautocast\s*\(")
+# A whole model or tensor cast to a floating type in the user's code (`model.to(torch.bfloat16)`).
+_CAST = re.compile(
+    r"\.to\(\s*(dtype\s*=\s*)?torch\.(bfloat16|float16|half|float32|float64|float)\b|\.(half|bfloat16|float|double)\(\s*\)"
+)
 _FLOAT = frozenset({"f64", "f32", "f16", "bf16"})
 _LOW = frozenset({"bf16", "f16", "f8e4m3fn", "f8e5m2", "f8e4m3", "f8e5m2fnuz", "f8e4m3fnuz"})
 
@@ -135,6 +141,13 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     cause = merge(
         CauseKind.DTYPE, summary, [pending[i] for i in core + folded], hint=_INT_HINT if integers else ""
     )
+    floats = bool(types) and types <= _FLOAT
+    if core and floats and not any(not is_library(Frame("", x.rpartition(":")[0], 0)) for x in cause.sources):
+        casts = lines_matching(user_files(evidence), _CAST, limit=2) or lines_matching(
+            user_files(evidence), _AUTOCAST
+        )
+        if casts:
+            cause = replace(cause, sources=tuple(dict.fromkeys(casts + list(cause.sources)))[:6])
     if autocast and not core:
         switches = lines_matching(user_files(evidence), _AUTOCAST)
         if switches:

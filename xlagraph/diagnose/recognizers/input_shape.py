@@ -37,6 +37,13 @@ WEIGHTS_HINT = (
     "(hidden size, vocabulary, heads) or another set of layers (a pipeline stage holding other "
     "blocks); compare the two configurations, and keep one per run"
 )
+SWITCHED_WEIGHTS_HINT = (
+    "the step used other weights of another shape than before, within one run: a module picked by "
+    "a key on some steps (heads[task](x), a ModuleDict / ModuleList lookup); each pick is a graph: "
+    "run all heads every step and mask the losses, or give the heads the same shape"
+)
+# `self.heads[task](x)`: a module looked up by a key and called.
+_PICKED_MODULE = re.compile(r"\b[\w.]+\[[^\]]+\]\(")
 OTHER_HINT = "keep input shapes fixed across steps: pad, or bucket them to a few fixed sizes"
 
 
@@ -103,6 +110,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         axes = set().union(*(_changed_axes(ch.old, ch.new) for ch in shapes))
         if shapes and all(ch.left in weights_a or ch.right in weights_b for ch in shapes):
             what, hint = "the inputs are weights the step updates, not data", WEIGHTS_HINT
+            picked = lines_matching(user_files(evidence), _PICKED_MODULE, limit=2)
+            if evidence.context.call_site and picked:  # one run: the model did not change, the pick did
+                what, hint = "weights of another module, picked by a key on this step", SWITCHED_WEIGHTS_HINT
+                c = replace(c, sources=tuple(dict.fromkeys([*picked, *c.sources]))[:6])
         elif axes == {0} and all(_dim0(ch.new) > _dim0(ch.old) for ch in shapes):
             what, hint = "the batch size grew: a new batch size, not a ragged last batch", GROWN_BATCH_HINT
         elif axes == {0}:

@@ -16,6 +16,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._common import (
+    enclosing_if,
     periodic_caller,
     periodic_in_loop,
     source_text,
@@ -33,6 +34,7 @@ _KINDS = (
     CauseKind.CONDITIONAL_WORK,
     CauseKind.STRUCTURE,
     CauseKind.SHARDING,
+    CauseKind.GRAPH_BREAK,  # a helper that syncs (.tolist() of a histogram), called every k steps
 )
 # A tensor placed on the device (or sharded) in the block: where its sharding comes from.
 _PLACES = re.compile(r"\.to\(|mark_sharding\(|\bdevice\b")
@@ -62,7 +64,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         sites = [s for loc in user if (s := periodic_caller(loc, files))]
         if not sites or sites[0] == c.sources[0]:
             continue
-        out.append(replace(c, sources=tuple(dict.fromkeys([sites[0], *c.sources]))[:6]))
+        # The call, then the `if ... % k:` that makes it periodic, then the helper's own lines.
+        block = enclosing_if(sites[0])
+        out.append(
+            replace(c, sources=tuple(dict.fromkeys([sites[0], *([block] if block else []), *c.sources]))[:6])
+        )
         consumed.add(i)
     return Recognized(tuple(out), frozenset(consumed)) if out else NOTHING
 
