@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from xlagraph.canonical import canonicalize
 from xlagraph.diagnose.causes import CauseKind
 from xlagraph.diagnose.evidence import Context
+from xlagraph.diagnose.frames import is_library
 from xlagraph.diff import DiffResult, diff_modules
 from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module
@@ -21,10 +22,21 @@ from xlagraph.parse.sources import Source, open_source, read, replace_label, sel
 from xlagraph.report.frames import call_site, user_frames
 from xlagraph.runlog import GraphRecord, Sync
 
-__all__ = ["GENERIC_NAMES", "MAX_CANDIDATES", "NEW_CALL_SITE", "Modules", "choose_baseline", "graph_name"]
+__all__ = [
+    "GENERIC_NAMES",
+    "MAX_CANDIDATES",
+    "NEW_CALL_SITE",
+    "NEW_SYNC_POINT",
+    "Modules",
+    "choose_baseline",
+    "graph_name",
+]
 
 MAX_CANDIDATES = 5
 NEW_CALL_SITE = "nearest earlier graph: none from this call site"
+# An implicit sync inside library code (transformers' mask helpers call .all() / .any()) at a
+# library line no earlier graph of this call site synced at: another helper's graph, not a change.
+NEW_SYNC_POINT = "nearest earlier graph: none synced at this library line"
 
 
 class Modules:
@@ -110,8 +122,15 @@ def _candidates(target: Sync, earlier: list[tuple[str, Sync]]) -> tuple[list[tup
     """Earlier graphs from the same call site, most recent first, and how they were chosen."""
     frames = user_frames(target.frames)
     site = call_site(target.frames)
+    same = [e for e in earlier if frames and user_frames(e[1].frames) == frames]
+    point = _sync_point(target)
+    if point and same:
+        at_point = [e for e in same if _sync_point(e[1]) == point]
+        if not at_point:
+            return list(reversed(same)), NEW_SYNC_POINT
+        same = at_point
     tiers = (
-        ([e for e in earlier if frames and user_frames(e[1].frames) == frames], "same call site"),
+        (same, "same call site"),
         ([e for e in earlier if site and call_site(e[1].frames) == site], "same line, other callers"),
         (earlier, NEW_CALL_SITE),
     )
@@ -119,6 +138,14 @@ def _candidates(target: Sync, earlier: list[tuple[str, Sync]]) -> tuple[list[tup
         if group:
             return list(reversed(group)), reason
     return [], ""
+
+
+def _sync_point(sync: Sync) -> str:
+    """`file:line` of the innermost frame when the sync happened inside library code, else ""."""
+    if not sync.frames:
+        return ""
+    inner = sync.frames[0]
+    return f"{inner.file}:{inner.line}" if is_library(inner) else ""
 
 
 def _context(target: Sync, candidate: Sync, triggers: dict[int, str], first_sync: int) -> Context:

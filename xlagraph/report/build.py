@@ -30,6 +30,7 @@ from xlagraph.report.baseline import (
     GENERIC_NAMES,
     MAX_CANDIDATES,
     NEW_CALL_SITE,
+    NEW_SYNC_POINT,
     Modules,
     choose_baseline,
     graph_name,
@@ -495,8 +496,8 @@ def _explain(
         # its own too, though its sync is implicit: no step follows for it to have cut.
         explicit = [s.index for s in log.syncs if triggers[s.index] not in IMPLICIT_TRIGGERS]
         after_loop = bool(explicit) and max(explicit) < target.index
-        new_code = choice.reason == NEW_CALL_SITE and (
-            triggers[target.index] not in IMPLICIT_TRIGGERS or after_loop
+        new_code = choice.reason == NEW_SYNC_POINT or (
+            choice.reason == NEW_CALL_SITE and (triggers[target.index] not in IMPLICIT_TRIGGERS or after_loop)
         )
         if new_code and site and causes:
             # New code, not a changed graph: the nearest earlier graph is another computation

@@ -37,6 +37,11 @@ WEIGHTS_HINT = (
     "(hidden size, vocabulary, heads) or another set of layers (a pipeline stage holding other "
     "blocks); compare the two configurations, and keep one per run"
 )
+LIST_HINT = (
+    "integer vectors of another length (indices or labels from a Python list: word starts, tags, "
+    "selected positions): pad each list to a fixed length and mask the padding out of the loss, "
+    "or bucket lengths to a few fixed sizes"
+)
 SWITCHED_WEIGHTS_HINT = (
     "the step used other weights of another shape than before, within one run: a module picked by "
     "a key on some steps (heads[task](x), a ModuleDict / ModuleList lookup); each pick is a graph: "
@@ -69,6 +74,12 @@ def _with_padding_line(evidence: Evidence, cause: Cause) -> Cause:
     if not lines:
         return cause
     return replace(cause, sources=tuple(dict.fromkeys([*lines, *cause.sources]))[:6])
+
+
+def _int_vector(shape: str) -> bool:
+    """`s64[13]`: a rank-1 integer tensor."""
+    head, _, rest = shape.partition("[")
+    return head[:1] in ("s", "u") and "," not in rest.split("]", 1)[0] and rest[:1] != "]"
 
 
 def _dim0(shape: str) -> int:
@@ -114,6 +125,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             if evidence.context.call_site and picked:  # one run: the model did not change, the pick did
                 what, hint = "weights of another module, picked by a key on this step", SWITCHED_WEIGHTS_HINT
                 c = replace(c, sources=tuple(dict.fromkeys([*picked, *c.sources]))[:6])
+        elif axes == {0} and all(_int_vector(ch.old) and _int_vector(ch.new) for ch in shapes):
+            what, hint = "only lists of indices or labels changed length", LIST_HINT
         elif axes == {0} and all(_dim0(ch.new) > _dim0(ch.old) for ch in shapes):
             what, hint = "the batch size grew: a new batch size, not a ragged last batch", GROWN_BATCH_HINT
         elif axes == {0}:
