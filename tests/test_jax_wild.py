@@ -29,8 +29,6 @@ WRONG = {
     "from the third branch is named as a constant change of its own",
     "compiled_elided_constant": "says identical (a note: the f32[16] constant printed {...} in both was "
     "compared by shape only): two programs that differ in one baked-in element",
-    "conv_padding": "says attribute + constant_value: the mean's divisor 4096 -> 3136 that follows from "
-    "the output size of a VALID convolution is named as a Python scalar of its own",
 }
 # diff B A: the verdict only (the kinds of the reverse direction are the mirror ones).
 WRONG_REVERSE = {"compiled_elided_constant": WRONG["compiled_elided_constant"]}

@@ -22,8 +22,8 @@ CORPUS = FIXTURES / "torch_xla" / "corpus"
 
 def _log(name: str, tmp: Path) -> RunLog:
     """A stored capture, read from a copy with its `.xz` files decompressed."""
-    # held_out_5 (h5_*) was scored untouched first, then tuned on (its README says so)
-    assert name.startswith(("tu_", "h5_")), "only scenarios tuned on are used here"
+    # held_out_5 and held_out_6 (h5_*, h6_*) were scored untouched first, then tuned on
+    assert name.startswith(("tu_", "h5_", "h6_")), "only scenarios tuned on are used here"
     dest = tmp / name
     shutil.copytree(CORPUS / "captures" / name, dest)
     for f in dest.rglob("*.xz"):
@@ -79,6 +79,20 @@ CASES = [
     ("h5_mobilebert_two_sources", 1, {"dtype"}, False, (".long()",)),
     # transformers' mask helper graphs: sizes from the batch as Python ints, no input to carry them
     ("h5_mpnet_inbatch_negatives", 3, {"parameter_shape"}, False, ("drop_last",)),
+    # F.interpolate to a size from the step: op sizes, scale factors and pooling divisors as one
+    ("h6_regnet_progressive_resize", 4, {"attribute"}, True, ("same size",)),
+    # x[:, :longest] with the batch's own longest length
+    ("h6_esm_truncate_batch_max", 2, {"attribute"}, True, ("pad",)),
+    # heads[task](x): a head picked by a key within one run
+    ("h6_xlmr_multitask_heads", 2, {"parameter_shape"}, True, ("same shape",)),
+    # `if epoch >= k:` adds a loss term computed in a helper
+    ("h6_stablelm_aux_loss_from_epoch", 3, {"conditional_work"}, True, ("every step",)),
+    # model.to(torch.bfloat16) mid-run: the cast line is cited
+    ("h6_gptbigcode_bf16_switch", 3, {"dtype"}, True, ("dtype",)),
+    # a helper that syncs (histc runs on the CPU, .tolist()) called from `if step % k`
+    ("h6_squeezebert_grad_histogram", 2, {"graph_break"}, True, ("after the step",)),
+    # word positions and tags from Python lists of varying length
+    ("h6_roformer_word_start_gather", 1, {"parameter_shape"}, True, ("pad",)),
     # `used, counts = torch.unique(...)` above the lines that read them
     ("h5_moe_unique_balance", 2, {"dynamic_shape"}, True, ("bincount",)),
 ]

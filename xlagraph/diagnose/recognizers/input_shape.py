@@ -121,10 +121,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         axes = set().union(*(_changed_axes(ch.old, ch.new) for ch in shapes))
         if shapes and all(ch.left in weights_a or ch.right in weights_b for ch in shapes):
             what, hint = "the inputs are weights the step updates, not data", WEIGHTS_HINT
-            picked = lines_matching(user_files(evidence), _PICKED_MODULE, limit=2)
-            if evidence.context.call_site and picked:  # one run: the model did not change, the pick did
+            lookups = lines_matching(user_files(evidence), _PICKED_MODULE, limit=2)
+            if evidence.context.call_site and lookups:  # one run: the model did not change, the pick did
                 what, hint = "weights of another module, picked by a key on this step", SWITCHED_WEIGHTS_HINT
-                c = replace(c, sources=tuple(dict.fromkeys([*picked, *c.sources]))[:6])
+                c = replace(c, sources=tuple(dict.fromkeys([*lookups, *c.sources]))[:6])
         elif axes == {0} and all(_int_vector(ch.old) and _int_vector(ch.new) for ch in shapes):
             what, hint = "only lists of indices or labels changed length", LIST_HINT
         elif axes == {0} and all(_dim0(ch.new) > _dim0(ch.old) for ch in shapes):
