@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
@@ -65,11 +65,12 @@ def source_text(location: str) -> str:
     return source_line(file, int(line))
 
 
-def inside_periodic_if(location: str) -> bool:
-    """`file:line` sits in an `if ... % ...:` block (work done every k steps)."""
+def _headers(location: str) -> Iterator[tuple[str, int, str, int]]:
+    """(file, line, text, indent) of the lines that open the blocks holding `location`, innermost
+    first, within 40 lines; an `else:` is followed by its `if` (at the same level)."""
     file, _, line = location.rpartition(":")
     if not file or not line.isdigit():
-        return False
+        return
     n = int(line)
     text = source_line(file, n)
     indent = len(text) - len(text.lstrip())
@@ -80,38 +81,28 @@ def inside_periodic_if(location: str) -> bool:
             continue
         level = len(above) - len(above.lstrip())
         if level < indent:
-            if stripped.startswith(("if ", "elif ")) and (
-                "%" in stripped or _periodic_flag(file, k, stripped)
-            ):
-                return True
-            indent = level
-            if level == 0:
-                return False
+            yield file, k, stripped, level
+            indent = level + 1 if stripped.startswith("else") else level
+
+
+def inside_periodic_if(location: str) -> bool:
+    """`file:line` sits in an `if ... % ...:` block (work done every k steps)."""
+    for file, k, stripped, level in _headers(location):
+        if stripped.startswith(("if ", "elif ")) and ("%" in stripped or _periodic_flag(file, k, stripped)):
+            return True
+        if level == 0:
+            return False
     return False
 
 
 def enclosing_if(location: str) -> str:
     """`file:line` of the `if`/`elif` whose block holds `location` (the nearest, within 40 lines),
     or ""; `if __name__ == ...` is the script's body, not a condition of the step."""
-    file, _, line = location.rpartition(":")
-    if not file or not line.isdigit():
-        return ""
-    n = int(line)
-    text = source_line(file, n)
-    indent = len(text) - len(text.lstrip())
-    for k in range(n - 1, max(0, n - 40), -1):
-        above = source_line(file, k)
-        stripped = above.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        level = len(above) - len(above.lstrip())
-        if level < indent:
-            if stripped.startswith(("if ", "elif ")) and "__name__" not in stripped:
-                return f"{file}:{k}"
-            if stripped.startswith(("def ", "class ", "for ", "while ", "async ")) or level == 0:
-                return ""
-            # `with`, `try`: keep looking outwards; `else:`: its `if` is above, at the same level.
-            indent = level + 1 if stripped.startswith("else") else level
+    for file, k, stripped, level in _headers(location):
+        if stripped.startswith(("if ", "elif ")) and "__name__" not in stripped:
+            return f"{file}:{k}"
+        if stripped.startswith(("def ", "class ", "for ", "while ", "async ")) or level == 0:
+            return ""
     return ""
 
 
