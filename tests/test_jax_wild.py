@@ -25,8 +25,6 @@ KINDS = {
 
 # What the engine answers today where it is wrong (diff A B). These are for the lead to fix.
 WRONG = {
-    "switch_extra_branch": "says constant_value + structure: the index clamp bound (1 -> 2) that follows "
-    "from the third branch is named as a constant change of its own",
     "compiled_elided_constant": "says identical (a note: the f32[16] constant printed {...} in both was "
     "compared by shape only): two programs that differ in one baked-in element",
 }

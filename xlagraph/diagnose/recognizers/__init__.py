@@ -16,6 +16,7 @@ from xlagraph.diagnose.causes import Cause
 from xlagraph.diagnose.evidence import Evidence, Recognizer
 from xlagraph.diagnose.recognizers import (
     annotation,
+    branches,
     conditional_work,
     donation,
     dtype,
@@ -54,6 +55,7 @@ ORDER: tuple[Recognizer, ...] = (
     state_init.RECOGNIZER,
     conditional_work.RECOGNIZER,
     shape_constants.RECOGNIZER,
+    branches.RECOGNIZER,
     growing_list.RECOGNIZER,
     annotation.RECOGNIZER,
     donation.RECOGNIZER,
