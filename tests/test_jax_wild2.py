@@ -27,7 +27,7 @@ KINDS = {
 # What the engine answers today where it is wrong (diff A B). These are for the lead to fix.
 _CALL = (
     "says different, structure (a `call` changed to its inlined body, no user line): the same computation "
-    "with a jitted callee called in A and inlined in B"
+    "with a jitted callee called in A and inlined in B (compiled, both are one program up to names)"
 )
 WRONG = {
     "nested_jit_inline": _CALL + " (an inner jax.jit vs jax.jit(inline=True))",
