@@ -24,6 +24,11 @@ SIZE_HINT = (
     "batch's own length): keep one size (resize or pad every batch to the same size / one "
     "resolution), or bucket sizes so each compiles once"
 )
+FLAG_HINT = (
+    "an op's keyword flag differs (stable=, indices_are_sorted=, unique_indices=, a mode switch): "
+    "the call that makes the op passes another option on some steps; pass the same flags every time"
+)
+_FLAG_VALUES = frozenset({"true", "false", ""})
 _DIMS = re.compile(r"\[([0-9,]*)\]")
 
 
@@ -122,7 +127,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if only_sizes:
         shown = "; ".join(examples[:3]) + (" ..." if n > 3 else "")
         summary = f"sizes passed as Python ints changed: {n} op(s) changed size ({shown})"
-    hint = SIZE_HINT if only_sizes else ""
+    flags = all({ch.old.strip(), ch.new.strip()} <= _FLAG_VALUES for i in attrs for ch in pending[i].changes)
+    if flags and not only_sizes:
+        names = sorted({ch.what for i in attrs for ch in pending[i].changes})
+        summary = f"an op's flag changed ({', '.join(names)}): {'; '.join(examples[:3])}"
+    hint = SIZE_HINT if only_sizes else FLAG_HINT if flags else ""
     cause = merge(CauseKind.ATTRIBUTE, summary, [pending[i] for i in attrs + same_int], hint=hint, count=n)
     return Recognized((cause,), frozenset(attrs + same_int))
 
