@@ -38,7 +38,16 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "fixtures" / "torch_xla" / "corpus"
-SPLITS = ("held_out", "held_out_2", "held_out_3", "held_out_4", "held_out_5", "held_out_6", "tuning")
+SPLITS = (
+    "held_out",
+    "held_out_2",
+    "held_out_3",
+    "held_out_4",
+    "held_out_5",
+    "held_out_6",
+    "held_out_7",
+    "tuning",
+)
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
 _LINE_KEYS = ("sources", "lines", "line", "user_line", "user_lines", "at", "call_site")
 _FIX_KEYS = ("hint", "fix")
