@@ -4,10 +4,11 @@ step counter or a Python length indexes a tensor: each value is another graph.""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import merge
+from xlagraph.diagnose.recognizers._common import merge, source_text
 
 __all__ = ["RECOGNIZER"]
 
@@ -80,7 +81,7 @@ _INDEXING = frozenset({"slice", "dynamic-slice", "dynamic-update-slice", "pad", 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     attrs = [i for i, c in enumerate(pending) if c.kind is CauseKind.ATTRIBUTE and c.changes]
     if not attrs:
-        return NOTHING
+        return _int_constants(pending)
     # The same int baked as a constant elsewhere (the backward of the indexing) is the same reason.
     olds = {n for i in attrs for ch in pending[i].changes for n in _INT.findall(ch.old)}
     news = {n for i in attrs for ch in pending[i].changes for n in _INT.findall(ch.new)}
@@ -91,6 +92,22 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         and c.changes
         and all(_value(ch.old) in olds and _value(ch.new) in news for ch in c.changes)
     ]
+    # Slices at Python-int bounds (torch.split by lengths): another number of pieces brings the
+    # views and reductions over them, and the pieces' sizes passed as scalars (a mean's count).
+    if any(ch.what == "slice" for i in attrs for ch in pending[i].changes):
+        same_int += [
+            i
+            for i, c in enumerate(pending)
+            if i not in same_int
+            and (
+                (c.kind is CauseKind.STRUCTURE and _ops(evidence, c) <= _PIECES)
+                or (
+                    c.kind in (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED)
+                    and all(ch.old.endswith("[]") or ch.new.endswith("[]") for ch in c.changes)
+                    and c.changes
+                )
+            )
+        ]
     # Sizes: a resize or a view to Python-int sizes; its scale factors (in / out) follow.
     sizes = [ch for i in attrs for ch in pending[i].changes if ch.what == "shape"]
     ratios = {r for ch in sizes for r in _ratios(ch.old, ch.new)}
@@ -133,7 +150,79 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         summary = f"an op's flag changed ({', '.join(names)}): {'; '.join(examples[:3])}"
     hint = SIZE_HINT if only_sizes else FLAG_HINT if flags else ""
     cause = merge(CauseKind.ATTRIBUTE, summary, [pending[i] for i in attrs + same_int], hint=hint, count=n)
+    splits = [o for loc in cause.sources if (o := _split_origin(loc))]
+    if splits:
+        cause = replace(cause, sources=tuple(dict.fromkeys([*splits, *cause.sources]))[:6])
     return Recognized((cause,), frozenset(attrs + same_int))
+
+
+# Ops that slicing into another number of pieces adds or reshapes around them.
+_PIECES = frozenset(
+    {
+        "slice",
+        "reshape",
+        "broadcast",
+        "concatenate",
+        "reduce",
+        "divide",
+        "multiply",
+        "add",
+        "convert",
+        "constant",
+    }
+)
+
+
+def _ops(evidence: Evidence, cause: Cause) -> set[str]:
+    return {ins.opcode for _, ins in evidence.instructions(cause)}
+
+
+_SPLITS = re.compile(r"\b(split|tensor_split|chunk|narrow|unbind|split_with_sizes)\(")
+_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+_ASSIGN = re.compile(r"^\s*([A-Za-z_][\w\s,]*?)\s*=(?!=)(.*)")
+
+
+def _split_origin(loc: str) -> str:
+    """`chunks = torch.split(h, lengths)` a few lines above a line that reads `chunks`: the slices
+    are made where the sizes are given (the lazy ops carry the line that first used them)."""
+    file, _, line = loc.rpartition(":")
+    if not file or not line.isdigit():
+        return ""
+    names = set(_NAME.findall(source_text(loc).split("#", 1)[0]))
+    for k in range(int(line) - 1, max(0, int(line) - 10), -1):
+        m = _ASSIGN.match(source_text(f"{file}:{k}").split("#", 1)[0])
+        if m and names & {t.strip() for t in m.group(1).split(",")} and _SPLITS.search(m.group(2)):
+            return f"{file}:{k}"
+    return ""
+
+
+_INT_SCALAR = re.compile(r"^[su](8|16|32|64)\[\] -?\d+$")
+
+
+def _int_constants(pending: tuple[Cause, ...]) -> Recognized:
+    """Integer scalars baked as constants, other than 0 and 1 (torch_xla bakes those anyway): a
+    Python int that reached an op (`torch.roll(x, shifts=k)`, `x.narrow(1, k, n)`), as an op
+    parameter would, only lowered as a constant."""
+    found = [
+        i
+        for i, c in enumerate(pending)
+        if c.kind is CauseKind.CONSTANT_VALUE
+        and c.changes
+        and all(
+            _INT_SCALAR.match(ch.old.strip())
+            and _INT_SCALAR.match(ch.new.strip())
+            and {_value(ch.old), _value(ch.new)}.isdisjoint({"0", "1"})
+            for ch in c.changes
+        )
+    ]
+    if not found:
+        return NOTHING
+    examples = [
+        f"{ch.left}: {_value(ch.old)} -> {_value(ch.new)}" for i in found for ch in pending[i].changes
+    ]
+    summary = f"a Python int reached the graph, baked as an integer constant ({'; '.join(examples[:3])})"
+    cause = merge(CauseKind.ATTRIBUTE, summary, [pending[i] for i in found], count=len(examples))
+    return Recognized((cause,), frozenset(found))
 
 
 RECOGNIZER = Recognizer("python_int", _recognize)
