@@ -10,12 +10,14 @@ tensor computed another way), then by dimensions with another element type (`dty
 
 from __future__ import annotations
 
+from math import prod
 from typing import TYPE_CHECKING
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import CauseKind, Change, Moved
 from xlagraph.diagnose.common import (
     dim_changes,
+    dim_sizes,
     dims_of,
     element_type,
     fmt_list,
@@ -49,6 +51,9 @@ def compare_parameters(cmp: Comparison) -> set[tuple[str, str]]:
     (old, new) dimensions that changed, which later steps fold into the shape cause."""
     left, right = cmp.left, cmp.right
     pairs, permuted = pair_parameters(cmp)
+    # A scalar and a tensor of many elements are never one input that changed shape (a learning
+    # rate passed as data vs a weight matrix paired by position): one was removed, one added.
+    pairs = [(a, b) for a, b in pairs if not _scalar_vs_tensor(shape_of(left, a), shape_of(right, b))]
     cmp.param_pairs = dict(pairs)
     lnum, rnum = left.param_number, right.param_number
     shape_changes: list[Change] = []
@@ -252,6 +257,13 @@ def compare_outputs(cmp: Comparison) -> None:
 def _resharded(a: str, b: str) -> bool:
     """Another shard shape of one tensor: same element type, other dimensions by whole factors."""
     return element_type(a) == element_type(b) and dims_of(a) != dims_of(b) and whole_factors(a, b)
+
+
+def _scalar_vs_tensor(sa: str, sb: str) -> bool:
+    da, db = dim_sizes(sa), dim_sizes(sb)
+    if da is None or db is None:
+        return False
+    return (not da and prod(db) > 1) or (not db and prod(da) > 1)
 
 
 def _same_slots(

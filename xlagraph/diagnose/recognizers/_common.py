@@ -14,6 +14,7 @@ from xlagraph.ir import Frame
 
 __all__ = [
     "RESTATES",
+    "calls_of_function",
     "dict_fills",
     "enclosing_function",
     "enclosing_if",
@@ -178,28 +179,35 @@ def enclosing_function(file: str, n: int) -> str:
     return ""
 
 
+def calls_of_function(location: str, files: Iterable[str] = (), limit: int = 3) -> list[str]:
+    """The lines (its own file first, then `files`) that call the function `location` is in."""
+    file, _, line = location.rpartition(":")
+    if not file or not line.isdigit():
+        return []
+    name = enclosing_function(file, int(line))
+    if not name:
+        return []
+    call = re.compile(rf"\b{re.escape(name)}\s*\(")
+    found: list[str] = []
+    for where in dict.fromkeys([file, *files]):
+        for n in range(1, _MAX_SCANNED_LINES):
+            text = source_line(where, n)
+            if not text:
+                break
+            if call.search(text.split("#", 1)[0]) and not _DEF.match(text):
+                found.append(f"{where}:{n}")
+                if len(found) >= limit:
+                    return found
+    return found
+
+
 def periodic_caller(location: str, files: Iterable[str] = ()) -> str:
     """`location` itself when it sits in an `if ... % k:` block; else the first line of the same
     file that calls the function `location` is in from such a block (a helper that computes
     grad-norm statistics, called every k steps), looked for in `files` too; `` when neither."""
     if inside_periodic_if(location):
         return location
-    file, _, line = location.rpartition(":")
-    if not file or not line.isdigit():
-        return ""
-    name = enclosing_function(file, int(line))
-    if not name:
-        return ""
-    call = re.compile(rf"\b{re.escape(name)}\s*\(")
-    for where in dict.fromkeys([file, *files]):  # its own file first, then the user's others
-        for n in range(1, _MAX_SCANNED_LINES):
-            text = source_line(where, n)
-            if not text:
-                break
-            code = text.split("#", 1)[0]
-            if call.search(code) and not _DEF.match(text) and inside_periodic_if(f"{where}:{n}"):
-                return f"{where}:{n}"
-    return ""
+    return next((c for c in calls_of_function(location, files, limit=50) if inside_periodic_if(c)), "")
 
 
 _LOOP = re.compile(r"^\s*(?:async\s+)?(for|while)\b")

@@ -9,7 +9,13 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
-from xlagraph.diagnose.recognizers._common import lines_matching, renamed, updated_inputs, user_files
+from xlagraph.diagnose.recognizers._common import (
+    calls_of_function,
+    lines_matching,
+    renamed,
+    updated_inputs,
+    user_files,
+)
 from xlagraph.ir import Frame
 
 __all__ = ["BATCH_HINT", "GROWN_BATCH_HINT", "RECOGNIZER", "SEQUENCE_HINT", "with_loader_line"]
@@ -41,6 +47,11 @@ LIST_HINT = (
     "integer vectors of another length (indices or labels from a Python list: word starts, tags, "
     "selected positions): pad each list to a fixed length and mask the padding out of the loss, "
     "or bucket lengths to a few fixed sizes"
+)
+RESIZED_WEIGHTS_HINT = (
+    "weights changed shape during the run (a vocabulary grown for new tokens, a layer resized): "
+    "do it once before training starts, reserving room up front (pad the vocabulary to a multiple "
+    "of 64 or to its final size), so the step compiles once"
 )
 SWITCHED_WEIGHTS_HINT = (
     "the step used other weights of another shape than before, within one run: a module picked by "
@@ -74,6 +85,10 @@ def _with_padding_line(evidence: Evidence, cause: Cause) -> Cause:
     if not lines:
         return cause
     return replace(cause, sources=tuple(dict.fromkeys([*lines, *cause.sources]))[:6])
+
+
+def _user(location: str) -> bool:
+    return not is_library(Frame("", location.rpartition(":")[0], 0))
 
 
 def _int_vector(shape: str) -> bool:
@@ -121,10 +136,17 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         axes = set().union(*(_changed_axes(ch.old, ch.new) for ch in shapes))
         if shapes and all(ch.left in weights_a or ch.right in weights_b for ch in shapes):
             what, hint = "the inputs are weights the step updates, not data", WEIGHTS_HINT
-            lookups = lines_matching(user_files(evidence), _PICKED_MODULE, limit=2)
+            files = user_files(evidence)
+            lookups = lines_matching(files, _PICKED_MODULE, limit=2)
             if evidence.context.call_site and lookups:  # one run: the model did not change, the pick did
                 what, hint = "weights of another module, picked by a key on this step", SWITCHED_WEIGHTS_HINT
                 c = replace(c, sources=tuple(dict.fromkeys([*lookups, *c.sources]))[:6])
+            elif evidence.context.call_site:  # one run: the weights were resized in place
+                what, hint = "the model's weights were resized during the run", RESIZED_WEIGHTS_HINT
+                callers = [
+                    x for loc in c.sources if _user(loc) for x in calls_of_function(loc, files, limit=2)
+                ]
+                c = replace(c, sources=tuple(dict.fromkeys([*callers, *c.sources]))[:6])
         elif axes == {0} and all(_int_vector(ch.old) and _int_vector(ch.new) for ch in shapes):
             what, hint = "only lists of indices or labels changed length", LIST_HINT
         elif axes == {0} and all(_dim0(ch.new) > _dim0(ch.old) for ch in shapes):

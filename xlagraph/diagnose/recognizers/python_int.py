@@ -196,13 +196,15 @@ def _split_origin(loc: str) -> str:
     return ""
 
 
+# Tensor ops that take a Python int as a shift, an index or a length (a loop bound is not one).
+_TENSOR_OP = re.compile(r"\b(roll|narrow|select|flip|diagonal|take|index_select|unfold|movedim|diff)\(")
 _INT_SCALAR = re.compile(r"^[su](8|16|32|64)\[\] -?\d+$")
 
 
 def _int_constants(pending: tuple[Cause, ...]) -> Recognized:
-    """Integer scalars baked as constants, other than 0 and 1 (torch_xla bakes those anyway): a
-    Python int that reached an op (`torch.roll(x, shifts=k)`, `x.narrow(1, k, n)`), as an op
-    parameter would, only lowered as a constant."""
+    """Integer scalars baked as constants, other than 0 and 1 (torch_xla bakes those anyway), at a
+    user line that passes an int to a tensor op (`torch.roll(x, shifts=k)`, `x.narrow(1, k, n)`):
+    an op parameter, only lowered as a constant. A loop bound stays a constant."""
     found = [
         i
         for i, c in enumerate(pending)
@@ -214,6 +216,7 @@ def _int_constants(pending: tuple[Cause, ...]) -> Recognized:
             and {_value(ch.old), _value(ch.new)}.isdisjoint({"0", "1"})
             for ch in c.changes
         )
+        and any(_TENSOR_OP.search(source_text(loc).split("#", 1)[0]) for loc in c.sources)
     ]
     if not found:
         return NOTHING
