@@ -22,8 +22,8 @@ CORPUS = FIXTURES / "torch_xla" / "corpus"
 
 def _log(name: str, tmp: Path) -> RunLog:
     """A stored capture, read from a copy with its `.xz` files decompressed."""
-    # held_out_5 and held_out_6 (h5_*, h6_*) were scored untouched first, then tuned on
-    assert name.startswith(("tu_", "h5_", "h6_")), "only scenarios tuned on are used here"
+    # held_out_5 to held_out_7 (h5_*, h6_*, h7_*) were scored untouched first, then tuned on
+    assert name.startswith(("tu_", "h5_", "h6_", "h7_")), "only scenarios tuned on are used here"
     dest = tmp / name
     shutil.copytree(CORPUS / "captures" / name, dest)
     for f in dest.rglob("*.xz"):
@@ -93,6 +93,10 @@ CASES = [
     ("h6_squeezebert_grad_histogram", 2, {"graph_break"}, True, ("after the step",)),
     # word positions and tags from Python lists of varying length
     ("h6_roformer_word_start_gather", 1, {"parameter_shape"}, True, ("pad",)),
+    # torch.split(h, lengths) with Python lengths: slices, pieces and their sizes as one cause
+    ("h7_megatronbert_packed_doc_pool", 1, {"attribute"}, True, ("index_select",)),
+    # torch.roll by a Python shift, lowered as an integer constant
+    ("h7_beit_roll_jitter", 1, {"attribute"}, True, ("device tensor",)),
     # `used, counts = torch.unique(...)` above the lines that read them
     ("h5_moe_unique_balance", 2, {"dynamic_shape"}, True, ("bincount",)),
 ]
@@ -179,3 +183,13 @@ def test_a_value_read_after_the_loop_is_a_graph_of_its_own(tmp_path: Path) -> No
     last = _recompiles("h5_gptneo_warmup_clean", tmp_path)[-1]
     assert "graph_break" not in last.kinds
     assert last.causes and all(c.info for c in last.causes)
+
+
+def test_a_vocabulary_grown_mid_run_is_weights_resized(tmp_path: Path) -> None:
+    """An embedding grown by hand at step 3: weights of another shape within one run, no scalar
+    paired with a matrix, the helper's call cited, a fix that reserves room up front."""
+    r = next(r for r in _recompiles("h7_xglm_vocab_resize", tmp_path) if r.step >= 3)
+    (shape,) = [c for c in r.causes if str(c.kind) == "parameter_shape"]
+    assert "resized" in shape.summary and "up front" in shape.hint
+    assert "f32[] ->" not in shape.summary
+    assert _guilty("h7_xglm_vocab_resize") & _line("h7_xglm_vocab_resize", r)
