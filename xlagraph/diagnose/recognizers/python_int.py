@@ -22,8 +22,8 @@ def _value(text: str) -> str:
 
 SIZE_HINT = (
     "a size given as a Python int changed (F.interpolate(size=...), a view or reshape, a slice to a "
-    "batch's own length): keep one size (resize or pad every batch to the same size / one "
-    "resolution), or bucket sizes so each compiles once"
+    "batch's own length, topk's k): keep one fixed size (resize or pad every batch to the same size "
+    "/ one resolution; a fixed k, masking the entries beyond it), or bucket sizes so each compiles once"
 )
 FLAG_HINT = (
     "an op's keyword flag differs (stable=, indices_are_sorted=, unique_indices=, a mode switch): "
