@@ -95,6 +95,9 @@ CASES = [
     ("h6_roformer_word_start_gather", 1, {"parameter_shape"}, True, ("pad",)),
     # torch.split(h, lengths) with Python lengths: slices, pieces and their sizes as one cause
     ("h7_megatronbert_packed_doc_pool", 1, {"attribute"}, True, ("index_select",)),
+    # adapters merged into the weights every k steps, through a helper that calls each one's method
+    # (the re-initialisation bounds passed as scalars stay a parameter_added of their own)
+    ("h7_olmo_relora_restarts", 2, {"conditional_work", "parameter_added"}, True, ("every step",)),
     # torch.roll by a Python shift, lowered as an integer constant
     ("h7_beit_roll_jitter", 1, {"attribute"}, True, ("device tensor",)),
     # `used, counts = torch.unique(...)` above the lines that read them

@@ -207,7 +207,15 @@ def periodic_caller(location: str, files: Iterable[str] = ()) -> str:
     grad-norm statistics, called every k steps), looked for in `files` too; `` when neither."""
     if inside_periodic_if(location):
         return location
-    return next((c for c in calls_of_function(location, files, limit=50) if inside_periodic_if(c)), "")
+    calls = calls_of_function(location, files, limit=50)
+    direct = next((c for c in calls if inside_periodic_if(c)), "")
+    if direct:
+        return direct
+    # One level further: a method called by the user's helper (`relora_merge` calls each adapter's
+    # `merge_and_restart`), the helper called from the `if ... % k:` block.
+    return next(
+        (c2 for c in calls[:5] for c2 in calls_of_function(c, files, limit=10) if inside_periodic_if(c2)), ""
+    )
 
 
 _LOOP = re.compile(r"^\s*(?:async\s+)?(for|while)\b")

@@ -17,11 +17,14 @@ from xlagraph.diagnose.recognizers._common import (
     RESTATES,
     enclosing_function,
     enclosing_if,
-    inside_periodic_if,
     merge,
+    periodic_caller,
     source_text,
+    updated_inputs,
+    user_files,
 )
 from xlagraph.ir import Frame, strip_layout
+from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]
 
@@ -152,16 +155,45 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 hint=hint,
             )
             return Recognized((cause,), frozenset(picked))
-    periodic = [i for i in regions if any(inside_periodic_if(s) for s in pending[i].sources)]
-    # Extra outputs alone are tensors kept alive (`output_added`); work inside the step is more.
-    if any(pending[i].kind is CauseKind.STRUCTURE for i in periodic):
-        where = next((s for i in periodic for s in pending[i].sources if inside_periodic_if(s)), "")
+    # In an `if ... % k:` block, or in a helper of the user's called from one (a merge every k steps).
+    files = user_files(evidence)
+    sites = {
+        i: site
+        for i in regions
+        if (
+            site := next((w for s in pending[i].sources if _user(s) and (w := periodic_caller(s, files))), "")
+        )
+    }
+    periodic = list(sites)
+    # Extra outputs alone are tensors kept alive (`output_added`); work inside the step is more:
+    # a region, or outputs that write back inputs (weights merged or reset every k steps).
+    entry = evidence.right.entry
+    if any(
+        pending[i].kind is CauseKind.STRUCTURE
+        or (pending[i].kind is CauseKind.OUTPUT_ADDED and updated_inputs(entry, pending[i].right))
+        for i in periodic
+    ):
+        where = next(iter(sites.values()), "")
         summary = (
             "work that runs only on some steps (an `if ... % k` block"
             + (f" at {where}" if where else "")
             + "): logging, metrics or an update done every k steps"
         )
-        cause = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in periodic])
+        # The inputs only that work reads (a validation batch) come with it.
+        users = users_of(entry)
+        work = {n for i in periodic for n in pending[i].right}
+        periodic += [
+            j
+            for j, c in enumerate(pending)
+            if j not in periodic
+            and c.kind is CauseKind.PARAMETER_ADDED
+            and all(set(users.get(p, ())) <= work for p in c.right)
+            and any(users.get(p) for p in c.right)
+        ]
+        merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in periodic])
+        cause = (
+            replace(merged, sources=tuple(dict.fromkeys([where, *merged.sources]))[:6]) if where else merged
+        )
         return Recognized((cause,), frozenset(periodic))
     return _host_branch(evidence, pending, regions)
 
