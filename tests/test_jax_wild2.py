@@ -30,8 +30,6 @@ WRONG = {
     "only in B): JAX drops the division by a Python 1.0, so the scale's own ops come and go with its value",
     "label_smoothing": "says structure only (2 changed, 6 only in B: add, broadcast, constant, multiply): "
     "with smoothing 0.0 JAX drops `* (1 - 0.0)` and `+ 0.0 / 4`, so a Python float's value adds the ops",
-    "dot_preferred_f32": "says structure (opcode dot -> convert, a dot only in B): a bf16 dot that "
-    "produces f32 vs a bf16 dot plus a convert, an element type change",
     "remat_policy": "says structure + a false attribute ('sizes passed as Python ints changed': the "
     "remat tuples' shapes, which follow from what the policy saves)",
     "attention_heads_4_vs_8": "says attribute + a separate constant_value (the 1/sqrt(head_dim) scale "

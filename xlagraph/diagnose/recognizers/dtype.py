@@ -53,12 +53,25 @@ def _same_ops(evidence: Evidence, *causes: Cause) -> bool:
 
 
 def _converts(evidence: Evidence, cause: Cause, types: frozenset[str]) -> tuple[int, int]:
-    """How many converts to one of `types` each side of the region has."""
+    """How many converts to or from one of `types` each side of the region has (an op run in
+    bf16 and converted back to f32 is as much another precision as an f32 op cast down)."""
     counts = [0, 0]
     for canon, ins in evidence.instructions(cause):
-        if ins.opcode == "convert" and element_type(ins.shape.split("{")[0]) in types:
+        if ins.opcode != "convert":
+            continue
+        if element_type(ins.shape.split("{")[0]) in types or _operand_type(canon, ins) in types:
             counts[canon is evidence.right] += 1
     return counts[0], counts[1]
+
+
+def _operand_type(canon, ins) -> str:  # type: ignore[no-untyped-def]
+    if not ins.operands:
+        return ""
+    for comp in canon.module.computations:
+        operand = comp.by_name.get(ins.operands[0])
+        if operand is not None and ins.name in comp.by_name:
+            return element_type(operand.shape.split("{")[0])
+    return ""
 
 
 def _retyped_collectives(evidence: Evidence) -> bool:
