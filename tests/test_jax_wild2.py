@@ -24,12 +24,8 @@ _CALL = (
 WRONG = {
     "nested_jit_inline": _CALL + " (an inner jax.jit vs jax.jit(inline=True))",
     "where_vs_select": _CALL + " (jnp.where lowers to a call of `_where`, lax.select to a bare select)",
-    "cnn_bn_momentum": "says constant_value (0.9 -> 0.99) + a false structure (2 changed, 2 only in A: "
-    "broadcast, constant, multiply): in B, 1 - 0.99 rounds to the lr's 0.01 and JAX shares its broadcast",
     "loss_scaling": "says constant_value (1 -> 1024, 0.03125 -> 32) + a false structure (divide, multiply "
     "only in B): JAX drops the division by a Python 1.0, so the scale's own ops come and go with its value",
-    "label_smoothing": "says structure only (2 changed, 6 only in B: add, broadcast, constant, multiply): "
-    "with smoothing 0.0 JAX drops `* (1 - 0.0)` and `+ 0.0 / 4`, so a Python float's value adds the ops",
     "remat_policy": "says structure + a false attribute ('sizes passed as Python ints changed': the "
     "remat tuples' shapes, which follow from what the policy saves)",
     "attention_heads_4_vs_8": "says attribute + a separate constant_value (the 1/sqrt(head_dim) scale "
