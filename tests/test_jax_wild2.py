@@ -28,8 +28,6 @@ WRONG = {
     "only in B): JAX drops the division by a Python 1.0, so the scale's own ops come and go with its value",
     "remat_policy": "says structure + a false attribute ('sizes passed as Python ints changed': the "
     "remat tuples' shapes, which follow from what the policy saves)",
-    "attention_heads_4_vs_8": "says attribute + a separate constant_value (the 1/sqrt(head_dim) scale "
-    "2.828 -> 2), which follows from the same head count and is not folded into it",
 }
 WRONG["compiled_posenc_table"] = (
     "says identical (a note: the f32[32,16] table printed {...} in both was compared by shape only): two "

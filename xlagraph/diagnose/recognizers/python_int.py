@@ -113,6 +113,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     ratios = {r for ch in sizes for r in _ratios(ch.old, ch.new)}
     if len(ratios) <= 16:  # an area (pooling's h * w divisor) scales by two dimensions' ratios
         ratios |= {a * b for a in ratios for b in ratios}
+    ratios |= {r**0.5 for r in ratios}  # attention's 1 / sqrt(head_dim) follows the head size
     same_int += [
         i
         for i, c in enumerate(pending)
