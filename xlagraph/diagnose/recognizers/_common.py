@@ -14,13 +14,16 @@ from xlagraph.ir import Frame
 
 __all__ = [
     "RESTATES",
+    "assigned_from",
     "calls_of_function",
     "dict_fills",
+    "downstream",
     "enclosing_function",
     "enclosing_if",
     "inside_periodic_if",
     "lines_matching",
     "merge",
+    "opcodes",
     "periodic_caller",
     "periodic_in_loop",
     "renamed",
@@ -259,6 +262,41 @@ def periodic_in_loop(call_site: str) -> list[str]:
 
 _NAME = re.compile(r"\b([A-Za-z_]\w*)\b")
 _MAKES_TENSOR = re.compile(r"\btensor\s*\(|\bas_tensor\s*\(|\bfull\s*\(|\bscalar_tensor\s*\(")
+
+
+_TARGETS = re.compile(r"^\s*([A-Za-z_][\w\s,]*?)\s*=(?!=)(.*)")
+
+
+def assigned_from(location: str, pattern: re.Pattern[str], span: int) -> str:
+    """`file:line` of an assignment within `span` lines above `location` whose targets include a
+    name `location` reads and whose value matches `pattern` (`used, counts = torch.unique(...)`,
+    `chunks = torch.split(h, lengths)` above the lines that use them); "" when there is none."""
+    file, _, line = location.rpartition(":")
+    if not file or not line.isdigit():
+        return ""
+    names = set(_NAME.findall(source_text(location).split("#", 1)[0]))
+    for k in range(int(line) - 1, max(0, int(line) - span), -1):
+        m = _TARGETS.match(source_line(file, k).split("#", 1)[0])
+        if m and names & {t.strip() for t in m.group(1).split(",")} and pattern.search(m.group(2)):
+            return f"{file}:{k}"
+    return ""
+
+
+def downstream(users: dict[str, list[str]], roots: Iterable[str]) -> set[str]:
+    """Every instruction that reads `roots`, directly or not (the roots themselves excluded)."""
+    seen: set[str] = set()
+    stack = list(roots)
+    while stack:
+        for u in users.get(stack.pop(), ()):
+            if u not in seen:
+                seen.add(u)
+                stack.append(u)
+    return seen
+
+
+def opcodes(evidence: Evidence, cause: Cause) -> set[str]:
+    """The opcodes of the instructions a cause names, both graphs."""
+    return {ins.opcode for _, ins in evidence.instructions(cause)}
 
 
 def _assignment(file: str, n: int, names: set[str]) -> tuple[int, str] | None:

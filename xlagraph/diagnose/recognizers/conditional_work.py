@@ -18,6 +18,7 @@ from xlagraph.diagnose.recognizers._common import (
     enclosing_function,
     enclosing_if,
     merge,
+    opcodes,
     periodic_caller,
     source_text,
     updated_inputs,
@@ -110,16 +111,14 @@ def _scalars(evidence: Evidence, cause: Cause) -> bool:
     return bool(found) and all(strip_layout(ins.shape).endswith("[]") for _, ins in found)
 
 
-def _ops(evidence: Evidence, cause: Cause) -> set[str]:
-    return {ins.opcode for _, ins in evidence.instructions(cause)}
-
-
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     regions = [i for i, c in enumerate(pending) if c.kind in _REGIONS]
     if not regions:
         return NOTHING
     # A clip's norm and its coefficient may land in separate regions: judged over all of them.
-    everywhere = set().union(*(_ops(evidence, pending[i]) for i in regions if pending[i].kind not in _TAPS))
+    everywhere = set().union(
+        *(opcodes(evidence, pending[i]) for i in regions if pending[i].kind not in _TAPS)
+    )
     clip_everywhere = _clip_ops(everywhere)
     for name, test, summary, hint in _PATTERNS:
         hits = [
@@ -127,13 +126,13 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             for i in regions
             if pending[i].kind not in _TAPS
             and (
-                test(_library(evidence, pending[i]), _ops(evidence, pending[i]))
-                or (name == "clipping" and clip_everywhere and _ops(evidence, pending[i]) & _CLIP_OPS)
+                test(_library(evidence, pending[i]), opcodes(evidence, pending[i]))
+                or (name == "clipping" and clip_everywhere and opcodes(evidence, pending[i]) & _CLIP_OPS)
             )
         ]
         if name == "optimizer" and not any(
             pending[i].kind is CauseKind.STRUCTURE
-            and _ops(evidence, pending[i]) - _PLUMBING
+            and opcodes(evidence, pending[i]) - _PLUMBING
             and not (pending[i].left and pending[i].right)
             for i in hits
         ):

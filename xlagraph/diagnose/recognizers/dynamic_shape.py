@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import merge, source_text
+from xlagraph.diagnose.recognizers._common import assigned_from, merge, source_text
 
 __all__ = ["RECOGNIZER", "data_sized"]
 
@@ -73,30 +73,12 @@ def _coordinates(evidence: Evidence, cause: Cause) -> bool:
     return bool(changes) and len(ok) == len(changes)
 
 
-_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
-_TARGETS = re.compile(r"^\s*([A-Za-z_][\w\s,]*?)\s*=(?!=)(.*)")
-
-
-def _data_sized_origin(loc: str) -> str:
-    """`file:line` of `used, counts = torch.unique(...)` a few lines above `loc` when `loc` reads
-    one of the names it assigns: the line that made the data-sized tensor; else ""."""
-    file, _, line = loc.rpartition(":")
-    if not file or not line.isdigit():
-        return ""
-    names = set(_NAME.findall(source_text(loc).split("#", 1)[0]))
-    for k in range(int(line) - 1, max(0, int(line) - 30), -1):
-        m = _TARGETS.match(source_text(f"{file}:{k}").split("#", 1)[0])
-        if m and names & {t.strip() for t in m.group(1).split(",")} and _DATA_SIZED.search(m.group(2)):
-            return f"{file}:{k}"
-    return ""
-
-
 def _data_sized(evidence: Evidence, cause: Cause) -> str:
     for loc in _lines(evidence, cause):
         if loc and (_DATA_SIZED.search(source_text(loc)) or _mask_variable(loc)):
             return loc
     for loc in cause.sources:
-        origin = _data_sized_origin(loc)
+        origin = assigned_from(loc, _DATA_SIZED, 30)
         if origin:
             return origin
     if _coordinates(evidence, cause):

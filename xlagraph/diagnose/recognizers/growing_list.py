@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import merge
+from xlagraph.diagnose.recognizers._common import downstream, merge
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]
@@ -48,17 +48,6 @@ def _concatenations(evidence: Evidence, params: list[str]) -> set[str] | None:
         if not reached:
             return None
     return found
-
-
-def _downstream(users: dict[str, list[str]], roots: set[str]) -> set[str]:
-    seen: set[str] = set(roots)
-    stack = list(roots)
-    while stack:
-        for u in users.get(stack.pop(), ()):
-            if u not in seen:
-                seen.add(u)
-                stack.append(u)
-    return seen
 
 
 def _follows(evidence: Evidence, cause: Cause, concats: set[str], below: set[str]) -> bool:
@@ -120,7 +109,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             for ch in c.changes
         )
     ]
-    below = _downstream(users_of(right), concats | set(params))
+    below = downstream(users_of(right), concats | set(params)) | concats | set(params)
     regions = [
         i
         for i, c in enumerate(pending)

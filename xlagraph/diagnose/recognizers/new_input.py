@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import merge
+from xlagraph.diagnose.recognizers._common import downstream, merge
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]
@@ -36,7 +36,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             continue
         # What only this graph computes from those inputs, further down: more of the same new
         # work (a layer's activation and its updated weights), not causes of their own.
-        cone = _downstream(users, [p for i in params for p in getattr(pending[i], side)])
+        cone = downstream(users, [p for i in params for p in getattr(pending[i], side)])
         own = set().union(*(getattr(pending[i], side) for i in regions))
         out_kind = CauseKind.OUTPUT_ADDED if side == "right" else CauseKind.OUTPUT_REMOVED
         more = [
@@ -77,18 +77,6 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
 
 
 RECOGNIZER = Recognizer("new_input", _recognize)
-
-
-def _downstream(users: dict[str, list[str]], roots: list[str]) -> set[str]:
-    """Every instruction that reads `roots`, directly or not."""
-    seen: set[str] = set()
-    stack = list(roots)
-    while stack:
-        for u in users.get(stack.pop(), ()):
-            if u not in seen:
-                seen.add(u)
-                stack.append(u)
-    return seen
 
 
 def _rewired(evidence: Evidence, cause: Cause) -> bool:

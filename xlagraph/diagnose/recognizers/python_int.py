@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import merge, source_text
+from xlagraph.diagnose.recognizers._common import assigned_from, merge, opcodes, source_text
 
 __all__ = ["RECOGNIZER"]
 
@@ -100,7 +100,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             for i, c in enumerate(pending)
             if i not in same_int
             and (
-                (c.kind is CauseKind.STRUCTURE and _ops(evidence, c) <= _PIECES)
+                (c.kind is CauseKind.STRUCTURE and opcodes(evidence, c) <= _PIECES)
                 or (
                     c.kind in (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED)
                     and all(ch.old.endswith("[]") or ch.new.endswith("[]") for ch in c.changes)
@@ -151,7 +151,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         summary = f"an op's flag changed ({', '.join(names)}): {'; '.join(examples[:3])}"
     hint = SIZE_HINT if only_sizes else FLAG_HINT if flags else ""
     cause = merge(CauseKind.ATTRIBUTE, summary, [pending[i] for i in attrs + same_int], hint=hint, count=n)
-    splits = [o for loc in cause.sources if (o := _split_origin(loc))]
+    splits = [o for loc in cause.sources if (o := assigned_from(loc, _SPLITS, 10))]
     if splits:
         cause = replace(cause, sources=tuple(dict.fromkeys([*splits, *cause.sources]))[:6])
     return Recognized((cause,), frozenset(attrs + same_int))
@@ -174,29 +174,7 @@ _PIECES = frozenset(
 )
 
 
-def _ops(evidence: Evidence, cause: Cause) -> set[str]:
-    return {ins.opcode for _, ins in evidence.instructions(cause)}
-
-
 _SPLITS = re.compile(r"\b(split|tensor_split|chunk|narrow|unbind|split_with_sizes)\(")
-_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
-_ASSIGN = re.compile(r"^\s*([A-Za-z_][\w\s,]*?)\s*=(?!=)(.*)")
-
-
-def _split_origin(loc: str) -> str:
-    """`chunks = torch.split(h, lengths)` a few lines above a line that reads `chunks`: the slices
-    are made where the sizes are given (the lazy ops carry the line that first used them)."""
-    file, _, line = loc.rpartition(":")
-    if not file or not line.isdigit():
-        return ""
-    names = set(_NAME.findall(source_text(loc).split("#", 1)[0]))
-    for k in range(int(line) - 1, max(0, int(line) - 10), -1):
-        m = _ASSIGN.match(source_text(f"{file}:{k}").split("#", 1)[0])
-        if m and names & {t.strip() for t in m.group(1).split(",")} and _SPLITS.search(m.group(2)):
-            return f"{file}:{k}"
-    return ""
-
-
 # Tensor ops that take a Python int as a shift, an index or a length (a loop bound is not one).
 _TENSOR_OP = re.compile(r"\b(roll|narrow|select|flip|diagonal|take|index_select|unfold|movedim|diff)\(")
 _INT_SCALAR = re.compile(r"^[su](8|16|32|64)\[\] -?\d+$")
