@@ -424,8 +424,21 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
     )
     modules = Modules(log.graphs)
     marks = read_mark_shardings(log.source) if explain and Path(log.source).is_dir() else ()
+    # The last explicit sync (a step marker): an implicit one after it reads a value after the loop.
+    last_marker = max((s.index for s in syncs if triggers[s.index] not in IMPLICIT_TRIGGERS), default=-1)
     recompiles = tuple(
-        _explain(s, letters, first, modules if explain else None, log, triggers, user_names, read_line, marks)
+        _explain(
+            s,
+            letters,
+            first,
+            modules if explain else None,
+            log,
+            triggers,
+            user_names,
+            read_line,
+            marks,
+            last_marker,
+        )
         for s in list(compiled_hashes.values())[1:]
     )
     compiles = len(compiled_hashes)
@@ -473,6 +486,7 @@ def _explain(
     user_names: frozenset[str],
     read_line: LineReader = _read_line,
     marks: tuple[MarkSharding, ...] = (),
+    last_marker: int = -1,
 ) -> Recompile:
     earlier = [(h, s) for h, s in first.items() if s.index < target.index]
     first_sync = min((s.index for s in first.values()), default=0)
@@ -494,8 +508,7 @@ def _explain(
         notes = result.notes
         # A value read after the last step marker (final metrics after the loop) is a graph of
         # its own too, though its sync is implicit: no step follows for it to have cut.
-        explicit = [s.index for s in log.syncs if triggers[s.index] not in IMPLICIT_TRIGGERS]
-        after_loop = bool(explicit) and max(explicit) < target.index
+        after_loop = 0 <= last_marker < target.index
         new_code = choice.reason == NEW_SYNC_POINT or (
             choice.reason == NEW_CALL_SITE and (triggers[target.index] not in IMPLICIT_TRIGGERS or after_loop)
         )
