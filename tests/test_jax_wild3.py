@@ -31,6 +31,22 @@ WRONG = {
     "over the same devices and specs; both compile to the same program up to metadata",
 }
 # diff B A: the verdict only (the kinds of the reverse direction are the mirror ones).
+WRONG["compiled_bf16_mixed_precision"] = (
+    "says dtype + a false structure (main.3: 2 changed and 3 only-in-B fusions, the bf16 converts of the "
+    "weights fused on their own): the program XLA compiles around a dtype change is not folded into it"
+)
+WRONG["compiled_sharding_constraint_reshard"] = (
+    "says collective (A none, B 1 all-gather) + a false attribute ('sizes passed as Python ints changed': "
+    "broadcast_multiply_fusion, mul.7 f32[8,32] -> f32[32,8], the per-device shard shape) + a false "
+    "structure (partition-id and a dynamic-slice fusion only in B): the resharding's shard shapes and "
+    "slicing are not folded into the collective"
+)
+WRONG["compiled_vmap_vs_hand_batched"] = (
+    "says a false parameter_shape ('input 0 f32[4,16] -> f32[8,16], input 1 f32[8,16] -> f32[4,16]', "
+    "'moved A#0 -> B#1') + structure: both programs take (f32[4,16], f32[8,16]) in the same order; the "
+    "matcher pairs w with x because the dot's operands are swapped (its result is transposed)"
+)
+# diff B A: the verdict only (the kinds of the reverse direction are the mirror ones).
 WRONG_REVERSE = {"shard_map_axis_renamed": WRONG["shard_map_axis_renamed"]}
 
 
