@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES
-from xlagraph.report import build_report, load_runs
+from xlagraph.render.report_text import render_report_text
+from xlagraph.report import build_report, check_run, load_runs
 from xlagraph.report.model import Recompile
 from xlagraph.runlog import RunLog
 
@@ -176,15 +177,29 @@ def test_a_compiled_step_function_is_one_step_and_only_warm_up(tmp_path: Path) -
     log = _log("tu_compiled_step_clean", tmp_path)
     assert len(log.steps) == 6 and len(log.syncs) == 12
     report = build_report(log)
-    assert report.recompiles and all(c.info for r in report.recompiles for c in r.causes)
-    assert {k for r in report.recompiles for k in r.kinds} <= {"state_init", "conditional_work"}
+    # A clean loop: its recompiles are the optimizer's warm-up only; the step function's first
+    # graph after its pending graph is a first compile of another program, not a recompile.
+    assert report.recompiles and {k for r in report.recompiles for k in r.kinds} == {"state_init"}
+    assert all(c.info for r in report.recompiles for c in r.causes)
+    (first,) = report.first_compiles
+    assert first.step == 0 and first.kinds == ("conditional_work",) and first.causes[0].info
+    assert "train_step" in first.causes[0].summary
+    assert report.compiles == 1 + len(report.recompiles) + len(report.first_compiles)
+    text = render_report_text((report,))
+    assert "first compiles of other programs" in text and "1 first compile of another program" in text
+    counted = check_run(log, 0, report=report).counted
+    assert counted[1].kinds == ("conditional_work",)  # `check` still names what each graph is
+    assert all(g.kinds == ("state_init",) for g in counted[2:])
 
 
 def test_a_value_read_after_the_loop_is_a_graph_of_its_own(tmp_path: Path) -> None:
     """`.item()` after the last step marker cuts no step: the final metric's graph is named as a
-    graph of its own (info), not a graph break."""
-    last = _recompiles("h5_gptneo_warmup_clean", tmp_path)[-1]
-    assert "graph_break" not in last.kinds
+    graph of its own (info), not a graph break, and not a recompile: the clean loop's one
+    recompile is the optimizer's warm-up."""
+    report = build_report(_log("h5_gptneo_warmup_clean", tmp_path))
+    assert [r.kinds for r in report.recompiles] == [("state_init",)]
+    (last,) = report.first_compiles
+    assert "graph_break" not in last.kinds and last.step == 8
     assert last.causes and all(c.info for c in last.causes)
 
 

@@ -998,6 +998,7 @@ class ReportPage:
 def _timeline(report: Any, anchors: dict[int, str]) -> Timeline:
     entries = report.timeline
     colors = {v.letter: PALETTE[k % len(PALETTE)] for k, v in enumerate(report.variants)}
+    programs = {r.sync for r in getattr(report, "first_compiles", ())}
     n = max(len(entries), 1)
     cell = min(MAX_SYNC_WIDTH, TIMELINE_WIDTH / n)
     strips: list[Strip] = []
@@ -1036,7 +1037,8 @@ def _timeline(report: Any, anchors: dict[int, str]) -> Timeline:
             seconds = f", {e.compile_seconds:.2f} s" if e.compile_seconds else ""
             title = f"sync {e.sync}, step {e.step}: graph {e.variant} compiled{seconds}"
             href = "#" + anchors[e.sync] if e.sync in anchors else ""
-            marks.append(Mark(k * cell + cell / 2, title, href, not marks))
+            # Grey: a program's first compile (the run's first, or another program's), not a recompile.
+            marks.append(Mark(k * cell + cell / 2, title, href, not marks or e.sync in programs))
         k = end
     previous = None
     for k, e in enumerate(entries):

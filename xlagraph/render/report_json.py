@@ -47,6 +47,10 @@ the first included, each with the same fields except `schema` and `processes`:
         note           str: why there are no causes, when there are none ("" otherwise)
         notes          [str]: remarks of the diff that change nothing (dead code on both sides)
         compile_seconds float
+    first_compiles     [recompile object]: the first graph of another program at the start of the
+                       run or after its loop (the step function after torch_xla.compile's pending
+                       graph, metrics read after the last step): compiled once, not a recompile;
+                       its one info cause says what it is
     ranking            {call_sites: [{call_site, compiles, seconds, variants}],
                         causes: [{kind, compiles, seconds, variants}]}: recompiles per call
                        site and per cause kind, most compiles first
@@ -162,6 +166,7 @@ def _process(report: RunReport) -> dict[str, Any]:
             for e in report.timeline
         ],
         "recompiles": [_recompile(r) for r in report.recompiles],
+        "first_compiles": [_recompile(r) for r in report.first_compiles],
         "ranking": {
             "call_sites": [
                 {

@@ -114,6 +114,11 @@ def _header(report: RunReport) -> list[str]:
         f"{_plural(report.compiles, 'graph')} compiled ({counted}){seconds} in "
         f"{_plural(report.syncs, 'sync')}, {_plural(report.steps, 'step')}; "
         + (f"{_plural(recompiles, 'recompile')} explained below" if recompiles else "no recompile")
+        + (
+            f", and {_plural(len(report.first_compiles), 'first compile')} of another program"
+            if report.first_compiles
+            else ""
+        )
     )
     lines = [
         f"xlagraph report  {report.source}  ({kind}){who}",
@@ -157,6 +162,13 @@ def _recompile(r: Recompile, k: int, total: int) -> list[str]:
     return lines
 
 
+def _first_compile(r: Recompile) -> list[str]:
+    """A program's first graph (not a recompile): one sentence of what it is and where."""
+    where = f" ({r.trigger} at {_short(r.call_site)})" if r.call_site else f" ({r.trigger})"
+    what = r.causes[0].summary if r.causes else r.note
+    return _wrap(f"graph {r.variant} at step {r.step}, sync {r.sync}{where}: {what}", "  - ", "    ")
+
+
 def _ranking(report: RunReport) -> list[str]:
     if not report.recompiles:
         return []
@@ -178,6 +190,9 @@ def _one(report: RunReport) -> list[str]:
     lines = [*_header(report), "", *_timeline(report)]
     for k, r in enumerate(report.recompiles, 1):
         lines += ["", *_recompile(r, k, len(report.recompiles))]
+    if report.first_compiles:
+        lines += ["", "first compiles of other programs (not recompiles; expected once each):"]
+        lines += [w for r in report.first_compiles for w in _first_compile(r)]
     ranking = _ranking(report)
     if ranking:
         lines += ["", *ranking]

@@ -426,7 +426,7 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
     marks = read_mark_shardings(log.source) if explain and Path(log.source).is_dir() else ()
     # The last explicit sync (a step marker): an implicit one after it reads a value after the loop.
     last_marker = max((s.index for s in syncs if triggers[s.index] not in IMPLICIT_TRIGGERS), default=-1)
-    recompiles = tuple(
+    explained = tuple(
         _explain(
             s,
             letters,
@@ -441,6 +441,7 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
         )
         for s in list(compiled_hashes.values())[1:]
     )
+    recompiles = tuple(r for r in explained if not r.first_of_program)
     compiles = len(compiled_hashes)
     warnings = list(recompiled_again)
     if log.compiles_reported is not None and log.compiles_reported != compiles:
@@ -473,6 +474,7 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
         compile_seconds=sum(s.compile_seconds for s in syncs if s.compiled),
         notes=log.notes,
         warnings=tuple(warnings),
+        first_compiles=tuple(r for r in explained if r.first_of_program),
     )
 
 
@@ -499,6 +501,7 @@ def _explain(
     causes: tuple[Cause, ...] = ()
     attribution: tuple[Attribution, ...] = ()
     notes: tuple[str, ...] = ()
+    first_of_program = False
     if choice is not None and choice.result is not None:
         result = choice.result
         causes = result.differences
@@ -524,6 +527,12 @@ def _explain(
             )
             names = (graph_name(modules.get(target.graph_hash)), graph_name(modules.get(choice.graph_hash)))
             causes = (_own_graph(site, users, *names),)
+            # Before any earlier step ended (the pending graph of torch_xla.compile, then the step
+            # function) or after the loop, it is a program starting or ending: not work that some
+            # steps add (an evaluation between epochs), and not a recompile.
+            first_of_program = after_loop or all(
+                s.step == target.step for s in first.values() if s.index < target.index
+            )
             attribution = (Attribution(0, str(causes[0].kind), causes[0].summary, lines=causes[0].sources),)
         elif not causes:
             note = (
@@ -553,4 +562,5 @@ def _explain(
         note=note,
         compile_seconds=target.compile_seconds,
         notes=notes,
+        first_of_program=first_of_program,
     )

@@ -15,7 +15,7 @@ __all__ = ["check_run"]
 
 
 def _counted(report: RunReport, after_step: int | None) -> tuple[CountedGraph, ...]:
-    recompiles = {r.variant: r for r in report.recompiles}
+    recompiles = {r.variant: r for r in (*report.recompiles, *report.first_compiles)}
     out = []
     for v in report.variants:
         if not v.compiled:

@@ -132,6 +132,10 @@ class Recompile:
     note: str = ""
     compile_seconds: float = 0.0
     notes: tuple[str, ...] = ()  # remarks of the diff that change nothing (dead code)
+    # The first graph of another program at the start of the run or after the loop (the step
+    # function after torch_xla.compile's pending graph, metrics read after the last step): a
+    # compile, but not a recompile; `causes` says what it is (info).
+    first_of_program: bool = False
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -170,6 +174,7 @@ class RunReport:
     compile_seconds: float
     notes: tuple[str, ...]
     warnings: tuple[str, ...]
+    first_compiles: tuple[Recompile, ...] = ()  # compiles of other programs, not recompiles
 
 
 @dataclass(frozen=True)
