@@ -30,6 +30,16 @@ WRONG = {
     "frontend attributes of the shard_map custom-calls): mesh axes renamed ('data','model' -> 'x','y') "
     "over the same devices and specs; both compile to the same program up to metadata",
 }
+WRONG["compiled_input_layout_column_major"] = (
+    "says structure only (main.1: 1 changed, 1 only-in-B fusion, the copy XLA inserts to re-lay the input "
+    "out): no layout cause, though the entry parameter's layout changed (f32[8,16]{1,0} -> {0,1} in "
+    "entry_computation_layout and on the parameter)"
+)
+WRONG["compiled_moe_router_aux_loss"] = (
+    "says output_added + a false structure ('3 regions differ', main.5: custom-call, fusion, "
+    "get-tuple-element, sort): with the extra output XLA implements the shared top_k as a sort instead of "
+    "the TopK custom-call; the work that feeds the added output is not folded into it once compiled"
+)
 # diff B A: the verdict only (the kinds of the reverse direction are the mirror ones).
 WRONG["compiled_bf16_mixed_precision"] = (
     "says dtype + a false structure (main.3: 2 changed and 3 only-in-B fusions, the bf16 converts of the "
@@ -45,6 +55,16 @@ WRONG["compiled_vmap_vs_hand_batched"] = (
     "says a false parameter_shape ('input 0 f32[4,16] -> f32[8,16], input 1 f32[8,16] -> f32[4,16]', "
     "'moved A#0 -> B#1') + structure: both programs take (f32[4,16], f32[8,16]) in the same order; the "
     "matcher pairs w with x because the dot's operands are swapped (its result is transposed)"
+)
+WRONG["compiled_input_layout_column_major"] = (
+    "says structure only (main.1: 1 changed, 1 only-in-B fusion, the copy XLA inserts to re-lay the input "
+    "out): no layout cause, though the entry parameter's layout changed (f32[8,16]{1,0} -> {0,1} in "
+    "entry_computation_layout and on the parameter)"
+)
+WRONG["compiled_moe_router_aux_loss"] = (
+    "says output_added + a false structure ('3 regions differ', main.5: custom-call, fusion, "
+    "get-tuple-element, sort): with the extra output XLA implements the shared top_k as a sort instead of "
+    "the TopK custom-call; the work that feeds the added output is not folded into it once compiled"
 )
 # diff B A: the verdict only (the kinds of the reverse direction are the mirror ones).
 WRONG_REVERSE = {"shard_map_axis_renamed": WRONG["shard_map_axis_renamed"]}
