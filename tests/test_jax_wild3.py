@@ -40,6 +40,11 @@ WRONG["compiled_moe_router_aux_loss"] = (
     "get-tuple-element, sort): with the extra output XLA implements the shared top_k as a sort instead of "
     "the TopK custom-call; the work that feeds the added output is not folded into it once compiled"
 )
+WRONG["single_device_shardings_explicit"] = (
+    "says different, sharding ('(none) -> {replicated}' on both parameters, the FuncResultSharding "
+    "custom-call folded in): the module's Shardy mesh is empty_mesh = #sdy.mesh<[]>, one device, where "
+    "replicated is no sharding at all; both compile to the same program"
+)
 # diff B A: the verdict only (the kinds of the reverse direction are the mirror ones).
 WRONG["compiled_bf16_mixed_precision"] = (
     "says dtype + a false structure (main.3: 2 changed and 3 only-in-B fusions, the bf16 converts of the "
@@ -66,8 +71,13 @@ WRONG["compiled_moe_router_aux_loss"] = (
     "get-tuple-element, sort): with the extra output XLA implements the shared top_k as a sort instead of "
     "the TopK custom-call; the work that feeds the added output is not folded into it once compiled"
 )
+WRONG["single_device_shardings_explicit"] = (
+    "says different, sharding ('(none) -> {replicated}' on both parameters, the FuncResultSharding "
+    "custom-call folded in): the module's Shardy mesh is empty_mesh = #sdy.mesh<[]>, one device, where "
+    "replicated is no sharding at all; both compile to the same program"
+)
 # diff B A: the verdict only (the kinds of the reverse direction are the mirror ones).
-WRONG_REVERSE = {"shard_map_axis_renamed": WRONG["shard_map_axis_renamed"]}
+WRONG_REVERSE = {name: WRONG[name] for name in ("shard_map_axis_renamed", "single_device_shardings_explicit")}
 
 
 @pytest.mark.parametrize("name", wild_pairs.params(PAIRS, WRONG))
