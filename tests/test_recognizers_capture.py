@@ -211,3 +211,25 @@ def test_a_vocabulary_grown_mid_run_is_weights_resized(tmp_path: Path) -> None:
     assert "resized" in shape.summary and "up front" in shape.hint
     assert "f32[] ->" not in shape.summary
     assert _guilty("h7_xglm_vocab_resize") & _line("h7_xglm_vocab_resize", r)
+
+
+def test_the_same_code_twice_in_the_first_step_is_two_uses_not_a_recompile(tmp_path: Path) -> None:
+    """A dual encoder runs one helper on queries and on passages; transformers' mask helper syncs
+    inside it, so step 0 compiles a graph per use. The passage graph is a first compile with what
+    differs from the query graph, not a warm-up change; the ragged last batch still is a cause."""
+    report = build_report(_log("h5_mpnet_inbatch_negatives", tmp_path))
+    uses = [r for r in report.first_compiles if r.step == 0 and "another use" in r.note]
+    assert uses and all(r.kinds == ("parameter_shape",) for r in uses)
+    assert all(r.step > 0 for r in report.recompiles)
+    assert any("parameter_shape" in r.kinds for r in report.recompiles if r.step == 3)
+
+
+def test_a_mask_cut_in_the_first_step_keeps_its_cause_among_first_compiles(tmp_path: Path) -> None:
+    """`masked_select` cuts every step; in step 0 the cut is a first compile, still named
+    `dynamic_shape` with its fix, and the later counts are the recompiles."""
+    report = build_report(_log("tu_depth_masked_select", tmp_path))
+    cut = [r for r in report.first_compiles if "dynamic_shape" in r.kinds]
+    assert cut and cut[0].step == 0 and not cut[0].causes[0].info
+    assert [r.kinds for r in report.recompiles] == [("dynamic_shape",), ("dynamic_shape",)]
+    text = render_report_text((report,))
+    assert "another use of the code of graph A" in text and "torch.where(mask" in text

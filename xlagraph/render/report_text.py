@@ -163,10 +163,18 @@ def _recompile(r: Recompile, k: int, total: int) -> list[str]:
 
 
 def _first_compile(r: Recompile) -> list[str]:
-    """A program's first graph (not a recompile): one sentence of what it is and where."""
+    """A program's first graph (not a recompile): what it is and where, and what any cause found
+    against the earlier graph of its step would have you change."""
     where = f" ({r.trigger} at {_short(r.call_site)})" if r.call_site else f" ({r.trigger})"
-    what = r.causes[0].summary if r.causes else r.note
-    return _wrap(f"graph {r.variant} at step {r.step}, sync {r.sync}{where}: {what}", "  - ", "    ")
+    lines = _wrap(f"graph {r.variant} at step {r.step}, sync {r.sync}{where}", "  - ", "    ")
+    if r.note:
+        lines += _wrap(r.note, "    ", "    ")
+    for cause in r.causes:
+        tag = f"{cause.kind} (expected)" if cause.info else str(cause.kind)
+        lines += _wrap(f"{tag}: {cause.summary}", "    ", "      ")
+        if not cause.info:
+            lines += _field("fix", cause.hint, "    ")
+    return lines
 
 
 def _ranking(report: RunReport) -> list[str]:
@@ -191,7 +199,7 @@ def _one(report: RunReport) -> list[str]:
     for k, r in enumerate(report.recompiles, 1):
         lines += ["", *_recompile(r, k, len(report.recompiles))]
     if report.first_compiles:
-        lines += ["", "first compiles of other programs (not recompiles; expected once each):"]
+        lines += ["", "first compiles of other programs and uses (not recompiles: each compiles once):"]
         lines += [w for r in report.first_compiles for w in _first_compile(r)]
     ranking = _ranking(report)
     if ranking:

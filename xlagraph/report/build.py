@@ -182,7 +182,7 @@ OWN_GRAPH_HINT = (
 )
 
 
-def _own_graph(site: str, users: tuple[Frame, ...], name: str = "", other: str = "") -> Cause:
+def _own_graph(site: str, users: tuple[Frame, ...], name: str = "", other: str = "", when: str = "") -> Cause:
     """The first graph of another call site (or of another `torch_xla.compile` function): work
     this run syncs somewhere else than the earlier graphs (an evaluation pass after each epoch),
     named with the user's lines that reach it (expected)."""
@@ -193,10 +193,18 @@ def _own_graph(site: str, users: tuple[Frame, ...], name: str = "", other: str =
             what += " (the ops pending before the call, run first as a graph of their own)"
     else:
         what = f"a graph of its own for the work synced at {short_location(site)}"
+    why = {
+        "first step": "the code since the previous sync of the run's first step (or other code that "
+        "starts the run), compiled once and replayed by later steps",
+        "after the loop": "work read after the loop's last step (a final metric), compiled once",
+    }.get(
+        when,
+        "code that runs at another point than the earlier graphs (an evaluation pass, metrics, a "
+        "compiled function); compiled once, reused when it runs again",
+    )
     return Cause(
         CauseKind.CONDITIONAL_WORK,
-        f"{what}: code that runs at another point than the earlier graphs (an evaluation pass, "
-        "metrics, a compiled function); compiled once, reused when it runs again",
+        f"{what}: {why}",
         OWN_GRAPH_HINT,
         info=True,
         sources=lines,
@@ -438,6 +446,7 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
             read_line,
             marks,
             last_marker,
+            max((s.step for s in syncs), default=-1),
         )
         for s in list(compiled_hashes.values())[1:]
     )
@@ -478,6 +487,13 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
     )
 
 
+def _in_first_step(target: Sync, first: dict[str, Sync], last_step: int | None = None) -> bool:
+    """No step has ended before `target`'s (every earlier graph first ran in its step), and, when
+    `last_step` is given, later steps follow to show what replays."""
+    earlier = all(s.step == target.step for s in first.values() if s.index < target.index)
+    return earlier and (last_step is None or last_step > target.step)
+
+
 def _explain(
     target: Sync,
     letters: dict[str, str],
@@ -489,6 +505,7 @@ def _explain(
     read_line: LineReader = _read_line,
     marks: tuple[MarkSharding, ...] = (),
     last_marker: int = -1,
+    last_step: int = -1,
 ) -> Recompile:
     earlier = [(h, s) for h, s in first.items() if s.index < target.index]
     first_sync = min((s.index for s in first.values()), default=0)
@@ -526,14 +543,22 @@ def _explain(
                 f"{letters[choice.graph_hash]}: {kinds})"
             )
             names = (graph_name(modules.get(target.graph_hash)), graph_name(modules.get(choice.graph_hash)))
-            causes = (_own_graph(site, users, *names),)
             # Before any earlier step ended (the pending graph of torch_xla.compile, then the step
             # function) or after the loop, it is a program starting or ending: not work that some
             # steps add (an evaluation between epochs), and not a recompile.
-            first_of_program = after_loop or all(
-                s.step == target.step for s in first.values() if s.index < target.index
-            )
+            when = "after the loop" if after_loop else "first step" if _in_first_step(target, first) else ""
+            first_of_program = bool(when)
+            causes = (_own_graph(site, users, *names, when=when),)
             attribution = (Attribution(0, str(causes[0].kind), causes[0].summary, lines=causes[0].sources),)
+        elif causes and choice.sync.step == target.step and _in_first_step(target, first, last_step):
+            # The same code run again within the run's first step with other sizes (a query and a
+            # passage encoder, each cut at a library sync): each use compiles once, every step
+            # replays both, so what differs is no change over steps.
+            first_of_program = True
+            note = (
+                f"another use of the code of graph {letters[choice.graph_hash]} within the run's first "
+                "step, with what differs below: each use compiles once and later steps replay both"
+            )
         elif not causes:
             note = (
                 "the two graphs print the same: the difference is in what the dump does not show "
