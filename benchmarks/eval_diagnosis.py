@@ -46,6 +46,7 @@ SPLITS = (
     "held_out_5",
     "held_out_6",
     "held_out_7",
+    "held_out_8",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")

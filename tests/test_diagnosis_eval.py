@@ -76,6 +76,7 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
     held_out_5 = [e for e in entries if e["split"] == "held_out_5"]
     held_out_6 = [e for e in entries if e["split"] == "held_out_6"]
     held_out_7 = [e for e in entries if e["split"] == "held_out_7"]
+    held_out_8 = [e for e in entries if e["split"] == "held_out_8"]
     tuning = [e for e in entries if e["split"] == "tuning"]
     assert {e["split"] for e in entries} == {
         "held_out",
@@ -85,14 +86,17 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
         "held_out_5",
         "held_out_6",
         "held_out_7",
+        "held_out_8",
         "tuning",
     }
     # the first held-out set stays a sizeable share of the corpus it was split from
     assert 0.3 <= len(held_out) / (len(held_out) + len(tuning)) <= 0.5
     # both held-out sets together are at least a third of everything scored before held_out_5 was added
-    # (held_out_5, held_out_6 and held_out_7 only add untouched scenarios; all held-out splits together are
-    # at least half of all)
-    before_h5 = [e for e in entries if e["split"] not in ("held_out_5", "held_out_6", "held_out_7")]
+    # (held_out_5 to held_out_8 only add untouched scenarios; all held-out splits together are at least
+    # half of all)
+    before_h5 = [
+        e for e in entries if e["split"] not in ("held_out_5", "held_out_6", "held_out_7", "held_out_8")
+    ]
     assert len(held_out) + len(held_out_2) >= len(before_h5) / 3
     assert len(entries) - len(tuning) >= len(entries) / 2
     assert len(held_out_2) >= 10
@@ -101,6 +105,7 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
     assert len(held_out_5) >= 7
     assert len(held_out_6) >= 7
     assert len(held_out_7) >= 7
+    assert len(held_out_8) >= 7
     assert all(e["name"].startswith("ho_") for e in held_out)
     assert all(e["name"].startswith("hn_") for e in held_out_2)
     assert all(e["name"].startswith("hx_") for e in held_out_3)
@@ -108,6 +113,7 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
     assert all(e["name"].startswith("h5_") for e in held_out_5)
     assert all(e["name"].startswith("h6_") for e in held_out_6)
     assert all(e["name"].startswith("h7_") for e in held_out_7)
+    assert all(e["name"].startswith("h8_") for e in held_out_8)
     assert all(e["name"].startswith("tu_") for e in tuning)
     assert PATTERNS.issubset(e["pattern"] for e in entries)
     for e in entries:
@@ -216,3 +222,5 @@ def test_every_split_is_a_split_choice(ev: ModuleType, manifest: dict) -> None:
     assert ev.main(["--split", "held_out_5", "tu_*", "ho_*", "hn_*", "hx_*", "hz_*"]) == 2
     assert ev.main(["--split", "held_out_6", "tu_*", "ho_*", "hn_*", "hx_*", "hz_*", "h5_*"]) == 2
     assert ev.main(["--split", "held_out_7", "tu_*", "ho_*", "hn_*", "hx_*", "hz_*", "h5_*", "h6_*"]) == 2
+    others = ["tu_*", "ho_*", "hn_*", "hx_*", "hz_*", "h5_*", "h6_*", "h7_*"]
+    assert ev.main(["--split", "held_out_8", *others]) == 2
