@@ -233,3 +233,11 @@ def test_a_mask_cut_in_the_first_step_keeps_its_cause_among_first_compiles(tmp_p
     assert [r.kinds for r in report.recompiles] == [("dynamic_shape",), ("dynamic_shape",)]
     text = render_report_text((report,))
     assert "another use of the code of graph A" in text and "torch.where(mask" in text
+
+
+def test_library_only_work_beside_an_if_block_joins_it(tmp_path: Path) -> None:
+    """A loss term under `if self.aux_head is not None:`: its backward's ops carry a line of torch's
+    decompositions only; they are that work's own ops, not an unknown `structure` beside it."""
+    (r,) = [r for r in _recompiles("h7_convbert_aux_head_late", tmp_path) if r.step == 3]
+    assert r.kinds == ("conditional_work",)
+    assert any("decompositions.py" in s for s in r.causes[0].sources)

@@ -222,7 +222,8 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
     """Extra work whose user lines sit in an `if` block: a condition decided on the host (data-
     dependent conditions on a tensor sync first, which `graph_break` names before this runs). A
     region whose ops carry no line of their own (a helper's ops) takes the `if` that the new
-    inputs or outputs beside it come from."""
+    inputs or outputs beside it come from, and so does a region with library lines only once
+    another region has its `if`."""
     sided = [i for i in regions if pending[i].kind is CauseKind.STRUCTURE and _one_sided(pending[i])]
     if not sided:
         return NOTHING
@@ -233,6 +234,9 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
     if not found:
         return NOTHING
     site = next(iter(found.values()))
+    # Work with library lines only (a decomposition's backward) beside the `if` block's work is
+    # that work's own ops: the backward of the extra term.
+    found |= {i: site for i in sided if i not in found and not any(_user(s) for s in pending[i].sources)}
     text = source_text(site).split("#", 1)[0].strip()
     summary = (
         f"work only one graph does, inside `{text[:80]}` at {site}: a condition decided in Python "
