@@ -45,6 +45,12 @@ WRONG["single_device_shardings_explicit"] = (
     "custom-call folded in): the module's Shardy mesh is empty_mesh = #sdy.mesh<[]>, one device, where "
     "replicated is no sharding at all; both compile to the same program"
 )
+WRONG["shard_map_halo_width"] = (
+    "says parameter_shape (input 1 f32[3,8,8] -> f32[4,8,8] read as 'the batch size grew', though it is a "
+    "conv kernel's width) + collective (ppermute.1 operands f32[2,8] -> f32[3,8]) + a false attribute "
+    "(slice.1 {[6:8],[0:8]} -> {[5:8],[0:8]}, concatenate.1 f32[10,8] -> f32[11,8]): the halo that follows "
+    "from the kernel width inside the shard_map body is not folded into parameter_shape"
+)
 # diff B A: the verdict only (the kinds of the reverse direction are the mirror ones).
 WRONG["compiled_bf16_mixed_precision"] = (
     "says dtype + a false structure (main.3: 2 changed and 3 only-in-B fusions, the bf16 converts of the "
@@ -75,6 +81,12 @@ WRONG["single_device_shardings_explicit"] = (
     "says different, sharding ('(none) -> {replicated}' on both parameters, the FuncResultSharding "
     "custom-call folded in): the module's Shardy mesh is empty_mesh = #sdy.mesh<[]>, one device, where "
     "replicated is no sharding at all; both compile to the same program"
+)
+WRONG["shard_map_halo_width"] = (
+    "says parameter_shape (input 1 f32[3,8,8] -> f32[4,8,8] read as 'the batch size grew', though it is a "
+    "conv kernel's width) + collective (ppermute.1 operands f32[2,8] -> f32[3,8]) + a false attribute "
+    "(slice.1 {[6:8],[0:8]} -> {[5:8],[0:8]}, concatenate.1 f32[10,8] -> f32[11,8]): the halo that follows "
+    "from the kernel width inside the shard_map body is not folded into parameter_shape"
 )
 # diff B A: the verdict only (the kinds of the reverse direction are the mirror ones).
 WRONG_REVERSE = {name: WRONG[name] for name in ("shard_map_axis_renamed", "single_device_shardings_explicit")}
