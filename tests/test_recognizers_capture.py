@@ -23,8 +23,10 @@ CORPUS = FIXTURES / "torch_xla" / "corpus"
 
 def _log(name: str, tmp: Path) -> RunLog:
     """A stored capture, read from a copy with its `.xz` files decompressed."""
-    # held_out_5 to held_out_7 (h5_*, h6_*, h7_*) were scored untouched first, then tuned on
-    assert name.startswith(("tu_", "h5_", "h6_", "h7_")), "only scenarios tuned on are used here"
+    # held_out_3 and held_out_5 to held_out_8 were scored untouched first, then tuned on
+    assert name.startswith(("tu_", "hx_", "h5_", "h6_", "h7_", "h8_")), (
+        "only scenarios tuned on are used here"
+    )
     dest = tmp / name
     shutil.copytree(CORPUS / "captures" / name, dest)
     for f in dest.rglob("*.xz"):
@@ -241,3 +243,11 @@ def test_library_only_work_beside_an_if_block_joins_it(tmp_path: Path) -> None:
     (r,) = [r for r in _recompiles("h7_convbert_aux_head_late", tmp_path) if r.step == 3]
     assert r.kinds == ("conditional_work",)
     assert any("decompositions.py" in s for s in r.causes[0].sources)
+
+
+def test_a_model_copied_before_the_first_sync_is_pending_work_of_the_first_graph(tmp_path: Path) -> None:
+    """`copy.deepcopy(model)` for an EMA: the first graph returns the copied weights unchanged (the
+    inputs themselves), the next one does not; expected once, not outputs a user lost."""
+    (r,) = [r for r in _recompiles("hx_convnext_ema_every_k", tmp_path) if r.step == 1]
+    assert r.kinds == ("state_init",) and all(c.info for c in r.causes)
+    assert any("deepcopy" in c.summary for c in r.causes)

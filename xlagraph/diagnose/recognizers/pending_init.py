@@ -11,11 +11,13 @@ from __future__ import annotations
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._common import merge
+from xlagraph.ir import strip_layout
 
 __all__ = ["RECOGNIZER"]
 
 _GONE = (CauseKind.OUTPUT_REMOVED, CauseKind.PARAMETER_REMOVED)
 _INSIDE = (CauseKind.STRUCTURE,)
+_ORDER = (CauseKind.PARAMETER_PERMUTATION,)
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -26,7 +28,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         return NOTHING
     # Only what the first graph did in addition: outputs and inputs it alone has, and the work
     # computing them (regions with nothing only in B).
-    rest = [i for i, c in enumerate(pending) if i not in outputs and not c.info]
+    # (Inputs in another order are left to the permutation rule: optimizer state inserted at
+    # the next step shifts them.)
+    rest = [i for i, c in enumerate(pending) if i not in outputs and not c.info and c.kind not in _ORDER]
     if any(pending[i].kind not in _GONE + _INSIDE for i in rest):
         return NOTHING
     if any(pending[i].kind in _INSIDE and pending[i].right for i in rest):
@@ -35,11 +39,18 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     # from the weights or the batch both graphs read (a norm kept for logging) is no initialisation.
     entry = evidence.left.entry
     heads = [ch.left for i in outputs for ch in pending[i].changes if ch.what == "output" and ch.left]
-    if not heads or any(set(_inputs_of(entry, h)) & set(evidence.entry_match.values()) for h in heads):
+    if not heads:
+        return NOTHING
+    copies = any(set(_inputs_of(entry, h)) & set(evidence.entry_match.values()) for h in heads)
+    if copies and not _copies_returned(evidence, heads):
         return NOTHING
     n = len(heads)
     summary = (
-        f"the run's first graph also returned {n} tensor(s) the next one does not: ops left pending "
+        f"the run's first graph also returned {n} input(s) unchanged, which the next one does not: "
+        "copies made before the first sync (copy.deepcopy of the model for an EMA or a teacher, "
+        ".clone()) are materialized by it; expected once"
+        if copies
+        else f"the run's first graph also returned {n} tensor(s) the next one does not: ops left pending "
         "since the model was built (an in-place initialisation such as fill_ or copy_ under "
         "no_grad) run with the first sync; expected once"
     )
@@ -48,6 +59,25 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
 
 
 RECOGNIZER = Recognizer("pending_init", _recognize)
+
+
+def _copies_returned(evidence: Evidence, heads: list[str]) -> bool:
+    """The first graph returns as many more inputs unchanged as outputs are gone, of the same
+    shapes: copies made before the first sync (`copy.deepcopy(model)` for an EMA, `.clone()`),
+    which torch_xla materializes as the input itself. Outputs of one shape are interchangeable,
+    so which of them the pairing called removed does not matter."""
+    left, right = evidence.left.entry, evidence.right.entry
+
+    def returned(comp) -> list[str]:  # type: ignore[no-untyped-def]
+        return sorted(
+            strip_layout(str(comp.instruction(o).shape)) for o in comp.outputs if o in comp.param_number
+        )
+
+    extra = returned(left)
+    for shape in returned(right):
+        if shape in extra:
+            extra.remove(shape)
+    return sorted(strip_layout(str(left.instruction(h).shape)) for h in heads) == extra
 
 
 def _inputs_of(comp, name: str) -> list[str]:  # type: ignore[no-untyped-def]
