@@ -251,3 +251,11 @@ def test_a_model_copied_before_the_first_sync_is_pending_work_of_the_first_graph
     (r,) = [r for r in _recompiles("hx_convnext_ema_every_k", tmp_path) if r.step == 1]
     assert r.kinds == ("state_init",) and all(c.info for c in r.causes)
     assert any("deepcopy" in c.summary for c in r.causes)
+
+
+def test_a_clip_threshold_reaching_one_is_a_special_scalar_not_clipping_on_some_steps(tmp_path: Path) -> None:
+    """`clip_grad_norm_(params, max_norm)` on every step with max_norm ramped to exactly 1.0: the
+    clip's divide reads a baked constant instead of an input, a value, not work on some steps."""
+    (r,) = [r for r in _recompiles("h8_phi3_clip_threshold_ramp", tmp_path) if r.step == 3]
+    assert r.kinds == ("constant_value",)
+    assert _guilty("h8_phi3_clip_threshold_ramp") & _line("h8_phi3_clip_threshold_ramp", r)

@@ -140,6 +140,13 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             # updates that read other operands (wired to other weights): the update must be there
             # in one graph only.
             continue
+        if not any(
+            pending[i].kind is CauseKind.STRUCTURE and len(pending[i].left) != len(pending[i].right)
+            for i in hits
+        ):
+            # Changed instructions only (a divide by a constant where the other graph divides by
+            # an input: a max norm of 1.0 baked): the clip runs in both, a value changed.
+            continue
         if hits:
             # What the work changes downstream (outputs added, removed or reordered, the update
             # that reads clipped gradients) is the same root reason.
