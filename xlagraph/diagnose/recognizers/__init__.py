@@ -22,6 +22,7 @@ from xlagraph.diagnose.recognizers import (
     dtype,
     dynamic_shape,
     fsdp_layout,
+    fused_cascade,
     graph_break,
     grouping,
     growing_list,
@@ -72,7 +73,12 @@ ORDER: tuple[Recognizer, ...] = (
     input_shape.RECOGNIZER,
     unknown.RECOGNIZER,
 )
-FINAL: tuple[Recognizer, ...] = (permutation.RECOGNIZER, periodic_site.RECOGNIZER, grouping.RECOGNIZER)
+FINAL: tuple[Recognizer, ...] = (
+    fused_cascade.RECOGNIZER,
+    permutation.RECOGNIZER,
+    periodic_site.RECOGNIZER,
+    grouping.RECOGNIZER,
+)
 
 
 def recognize(evidence: Evidence, raw: tuple[Cause, ...]) -> tuple[Cause, ...]:

@@ -1,0 +1,136 @@
+"""Changes inside a fusion that follow from a cause already named: compiled HLO's echo.
+
+After XLA's passes the work sits in fused computations. An input baked into a constant, an input
+of another shape or values converted to bf16 change the fusions that read them too: a select on a
+cache position gone, an add of the new sequence length, a fusion of converts only in the bf16
+program. Those regions are the named cause's consequences, not patterns of their own, so they are
+folded into it when the fusion's caller reads (directly or not) what that cause names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+
+__all__ = ["RECOGNIZER"]
+
+# What may be an echo, and what may explain it.
+_LOOSE = (CauseKind.STRUCTURE, CauseKind.ATTRIBUTE)
+_ROOTS = (
+    CauseKind.PARAMETER_REMOVED,
+    CauseKind.PARAMETER_ADDED,
+    CauseKind.PARAMETER_SHAPE,
+    CauseKind.DTYPE,
+    CauseKind.CONSTANT_VALUE,
+)
+# Ops a fusion of value conversions is made of (XLA's convert_convert_fusion and the like).
+_CONVERTS = frozenset({"convert", "parameter", "bitcast", "copy", "reshape", "broadcast", "tuple"})
+
+
+def _union(groups: object) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(x for group in groups for x in group))  # type: ignore[attr-defined]
+
+
+def _home(canon: CanonicalModule, names: tuple[str, ...], hint: str) -> CanonicalComputation | None:
+    """The computation the named instructions live in (the cause's own, else the first holding one)."""
+    if hint in canon.computations and any(n in canon.computations[hint].computation.by_name for n in names):
+        return canon.computations[hint]
+    return next(
+        (c for c in canon.computations.values() if any(n in c.computation.by_name for n in names)), None
+    )
+
+
+def _entry_callers(canon: CanonicalModule, comp: str) -> set[str]:
+    """The entry instructions that call `comp`, through any depth of nesting."""
+    entry = canon.entry.name
+    found: set[str] = set()
+    seen, todo = {comp}, [comp]
+    while todo:
+        target = todo.pop()
+        for c in canon.computations.values():
+            for ins in c.computation.instructions:
+                if target in ins.called:
+                    if c.name == entry:
+                        found.add(ins.name)
+                    elif c.name not in seen:
+                        seen.add(c.name)
+                        todo.append(c.name)
+    return found
+
+
+def _upstream(comp: CanonicalComputation, names: set[str]) -> set[str]:
+    seen, stack = set(names), list(names)
+    while stack:
+        for o in comp.operands.get(stack.pop(), ()):
+            if o not in seen:
+                seen.add(o)
+                stack.append(o)
+    return seen
+
+
+def _cone(canon: CanonicalModule, names: tuple[str, ...], hint: str) -> set[str]:
+    """What a region inside a called computation reads in the entry: its callers and their inputs."""
+    home = _home(canon, names, hint)
+    if home is None or home.name == canon.entry.name:
+        return set()
+    return _upstream(canon.entry, _entry_callers(canon, home.name))
+
+
+def _only_converts(canon: CanonicalModule, names: tuple[str, ...]) -> bool:
+    """Every instruction is a convert, or a fusion whose body only converts and moves values."""
+    for name in names:
+        ins = canon.entry.computation.by_name.get(name)
+        if ins is None:
+            return False
+        if ins.opcode == "fusion":
+            body = [canon.computations.get(c) for c in ins.called]
+            if not body or any(
+                b is None or {i.opcode for i in b.computation.instructions} - _CONVERTS for b in body
+            ):
+                return False
+        elif ins.opcode not in _CONVERTS:
+            return False
+    return True
+
+
+def _recognize(evidence: Evidence, everything: tuple[Cause, ...]) -> Recognized:
+    roots = [i for i, c in enumerate(everything) if c.kind in _ROOTS and not c.info]
+    if not roots:
+        return NOTHING
+    folded: dict[int, list[int]] = {}
+    for i, c in enumerate(everything):
+        if c.kind not in _LOOSE or c.info:
+            continue
+        left = _cone(evidence.left, c.left, c.computation)
+        right = _cone(evidence.right, c.right, c.computation)
+        root = next(
+            (r for r in roots if left & set(everything[r].left) or right & set(everything[r].right)), None
+        )
+        if root is None and c.computation == evidence.left.entry.name:
+            # Conversions the bf16 program adds in its entry (fusions of converts only).
+            dtype = [r for r in roots if everything[r].kind is CauseKind.DTYPE]
+            if dtype and _only_converts(evidence.right, tuple(n for n in c.right if n not in c.left)):
+                root = dtype[0]
+        if root is not None:
+            folded.setdefault(root, []).append(i)
+    if not folded:
+        return NOTHING
+    causes = []
+    for root, echoes in folded.items():
+        parts = [everything[root], *(everything[i] for i in echoes)]
+        causes.append(
+            replace(
+                everything[root],
+                left=_union(p.left for p in parts),
+                right=_union(p.right for p in parts),
+                sources=_union(p.sources for p in parts)[:6],
+                count=sum(p.count for p in parts),
+            )
+        )
+    return Recognized(tuple(causes), frozenset(folded) | frozenset(i for e in folded.values() for i in e))
+
+
+RECOGNIZER = Recognizer("fused_cascade", _recognize)
