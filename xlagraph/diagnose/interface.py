@@ -54,6 +54,7 @@ def compare_parameters(cmp: Comparison) -> set[tuple[str, str]]:
     # A scalar and a tensor of many elements are never one input that changed shape (a learning
     # rate passed as data vs a weight matrix paired by position): one was removed, one added.
     pairs = [(a, b) for a, b in pairs if not _scalar_vs_tensor(shape_of(left, a), shape_of(right, b))]
+    pairs += _retyped(left, right, pairs)
     cmp.param_pairs = dict(pairs)
     lnum, rnum = left.param_number, right.param_number
     shape_changes: list[Change] = []
@@ -133,6 +134,34 @@ def compare_parameters(cmp: Comparison) -> set[tuple[str, str]]:
             "tensors were created or updated in another order",
         )
     return dims
+
+
+def _retyped(
+    left: CanonicalComputation, right: CanonicalComputation, pairs: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """Inputs left unpaired because they changed element type (weights cast to bf16 read by ops
+    the matcher no longer pairs): one float type turned into another throughout, the same
+    dimensions, paired in input order. Mixed conversions are not guessed at."""
+    paired_l, paired_r = {a for a, _ in pairs}, {b for _, b in pairs}
+    removed = sorted((p for p in left.param_number if p not in paired_l), key=left.param_number.__getitem__)
+    added = sorted((p for p in right.param_number if p not in paired_r), key=right.param_number.__getitem__)
+    types = (
+        {element_type(shape_of(left, p)) for p in removed},
+        {element_type(shape_of(right, p)) for p in added},
+    )
+    if len(types[0]) != 1 or len(types[1] - types[0]) != 1 or not (types[0] | types[1]) <= _FLOATS:
+        return []
+    old, new = next(iter(types[0])), next(iter(types[1] - types[0]))
+    out = []
+    for dims in dict.fromkeys(dims_of(shape_of(left, p)) for p in removed):
+        a_side = [p for p in removed if dims_of(shape_of(left, p)) == dims]
+        b_side = [
+            p
+            for p in added
+            if dims_of(shape_of(right, p)) == dims and element_type(shape_of(right, p)) == new
+        ]
+        out += list(zip(a_side, b_side, strict=False)) if old != new else []
+    return out
 
 
 def _permutation(

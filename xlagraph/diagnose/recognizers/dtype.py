@@ -18,7 +18,7 @@ from xlagraph.diagnose.common import dims_of, element_type
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._common import lines_matching, merge, user_files
-from xlagraph.ir import Frame
+from xlagraph.ir import Frame, strip_layout
 
 __all__ = ["RECOGNIZER"]
 
@@ -92,6 +92,14 @@ def _retyped_collectives(evidence: Evidence) -> bool:
     )
 
 
+def _scalars_of(evidence: Evidence, cause: Cause, types: frozenset[str]) -> bool:
+    """Inputs added or dropped that are all scalars of the types the change is between."""
+    if cause.kind not in (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED):
+        return False
+    shapes = [strip_layout(ins.shape) for _, ins in evidence.instructions(cause)]
+    return bool(shapes) and all(s.endswith("[]") and element_type(s) in types for s in shapes)
+
+
 def _whole_model(evidence: Evidence, pending: tuple[Cause, ...], core: list[int]) -> bool:
     """Every floating-point input of A changed element type (`model.to(torch.bfloat16)`)."""
     left = evidence.left.entry
@@ -126,6 +134,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             or ((core or autocast) and (c.kind is not CauseKind.STRUCTURE or _same_ops(evidence, c)))
         )
     ]
+    # Scalars passed as data in the new type (an eps, a scale), beside the type change itself.
+    folded += [i for i, c in enumerate(pending) if core and _scalars_of(evidence, c, types)]
     rest = [i for i, c in enumerate(pending) if c.kind is CauseKind.STRUCTURE and i not in folded]
     if (
         core
