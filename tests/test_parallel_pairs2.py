@@ -40,10 +40,6 @@ _KV = (
     "2 -> 4 kv heads: parameter_shape right, plus `structure` (4 regions, repeat_interleave gone) and a "
     "false `attribute` (broadcast dimensions {0,1,3,4} -> {0,1,2,3,4}) with the Python int hint"
 )
-_CLIP = (
-    "clipping on a bare dump named a parallel layout change: one `collective` 'inputs split by a whole "
-    "factor', invented shape changes (p24 f32[32,32] -> f32[16,32]), 35 inputs 'moved'; no conditional_work"
-)
 _CKPT = (
     "torch_xla.utils.checkpoint's recomputed forward (2 all-reduces more, an opt-barrier) named `collective` "
     "'collectives regrouped' with the bucketing hint, inputs 'moved'"
@@ -53,7 +49,7 @@ _LORA = (
     "for the alpha/r scalar (2.0 shares another scalar's device data at r=8)"
 )
 
-# (test, pair) -> what the engine says today (first run, before any change; fixed since: mistral_bf16)
+# (test, pair) -> what the engine says today (first run, before any change; fixed since: mistral_bf16, t5_clip)
 XFAIL: dict[tuple[str, str], str] = {
     ("acceptable", "bart_dp_averaging"): _BART,
     ("named", "bart_dp_averaging"): _BART,
@@ -64,9 +60,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("forbidden", "mistral_gqa_kv"): _KV,
     ("one_cause", "mistral_gqa_kv"): _KV,
     ("hints", "mistral_gqa_kv"): _KV,
-    ("acceptable", "t5_clip"): _CLIP,
-    ("named", "t5_clip"): _CLIP,
-    ("forbidden", "t5_clip"): _CLIP,
     ("acceptable", "vit_activation_checkpointing"): _CKPT,
     ("named", "vit_activation_checkpointing"): _CKPT,
     ("forbidden", "vit_activation_checkpointing"): _CKPT,

@@ -54,7 +54,7 @@ def compare_parameters(cmp: Comparison) -> set[tuple[str, str]]:
     # A scalar and a tensor of many elements are never one input that changed shape (a learning
     # rate passed as data vs a weight matrix paired by position): one was removed, one added.
     pairs = [(a, b) for a, b in pairs if not _scalar_vs_tensor(shape_of(left, a), shape_of(right, b))]
-    pairs += _retyped(left, right, pairs)
+    pairs = _unswapped(left, right, pairs) + _retyped(left, right, pairs)
     cmp.param_pairs = dict(pairs)
     lnum, rnum = left.param_number, right.param_number
     shape_changes: list[Change] = []
@@ -134,6 +134,32 @@ def compare_parameters(cmp: Comparison) -> set[tuple[str, str]]:
             "tensors were created or updated in another order",
         )
     return dims
+
+
+def _unswapped(
+    left: CanonicalComputation, right: CanonicalComputation, pairs: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """Pairs that changed shape, re-paired where a partner of the very same shape is among them: two
+    weights of a tensor-parallel layer (f32[32,32] and f32[16,32]) crossed by the matcher would
+    invent two shape changes that cancel out."""
+    changed = [(a, b) for a, b in pairs if shape_of(left, a) != shape_of(right, b)]
+    # Only a local crossing, where the shapes merely trade places: a resharding changes the set of
+    # shapes, and where many inputs change (a pipeline stage holding other blocks) the positions
+    # are the better guess.
+    if (
+        len(changed) < 2
+        or 8 * len(changed) > len(pairs)
+        or sorted(shape_of(left, a) for a, _ in changed) != sorted(shape_of(right, b) for _, b in changed)
+    ):
+        return pairs
+    free = [b for _, b in changed]
+    fixed: dict[str, str] = {}
+    for a, _ in changed:
+        b = next((b for b in free if shape_of(right, b) == shape_of(left, a)), None)
+        if b is not None:
+            fixed[a] = b
+            free.remove(b)
+    return [(a, fixed.get(a, b)) for a, b in pairs]
 
 
 def _retyped(

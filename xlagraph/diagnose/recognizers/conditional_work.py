@@ -84,8 +84,9 @@ _CLIP_OPS = frozenset({"sqrt", "clamp", "minimum"})
 
 def _clip_ops(ops: set[str]) -> bool:
     """A global-norm clip, whoever wrote it (torch, torch_xla, neuronx-distributed or the user's
-    own tensor-parallel version): a square root of summed squares and a clamped coefficient."""
-    return "sqrt" in ops and bool(ops & {"clamp", "minimum"})
+    own tensor-parallel version): a square root of summed squares (`sqrt`, or `power` by 0.5 as
+    torch.norm lowers it) and a clamped coefficient."""
+    return bool(ops & {"sqrt", "power"}) and bool(ops & {"clamp", "minimum"})
 
 
 def _library(evidence: Evidence, cause: Cause) -> list[str]:
@@ -113,17 +114,17 @@ def _scalars(evidence: Evidence, cause: Cause) -> bool:
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     regions = [i for i, c in enumerate(pending) if c.kind in _REGIONS]
-    if not regions:
+    # A clip whose norm is all-reduced (tensor parallelism) lands in the collectives' region.
+    work = regions + [i for i, c in enumerate(pending) if c.kind is CauseKind.COLLECTIVE]
+    if not work:
         return NOTHING
     # A clip's norm and its coefficient may land in separate regions: judged over all of them.
-    everywhere = set().union(
-        *(opcodes(evidence, pending[i]) for i in regions if pending[i].kind not in _TAPS)
-    )
+    everywhere = set().union(*(opcodes(evidence, pending[i]) for i in work if pending[i].kind not in _TAPS))
     clip_everywhere = _clip_ops(everywhere)
     for name, test, summary, hint in _PATTERNS:
         hits = [
             i
-            for i in regions
+            for i in work
             if pending[i].kind not in _TAPS
             and (
                 test(_library(evidence, pending[i]), opcodes(evidence, pending[i]))
@@ -141,7 +142,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             # in one graph only.
             continue
         if not any(
-            pending[i].kind is CauseKind.STRUCTURE and len(pending[i].left) != len(pending[i].right)
+            pending[i].kind in (CauseKind.STRUCTURE, CauseKind.COLLECTIVE)
+            and len(pending[i].left) != len(pending[i].right)
             for i in hits
         ):
             # Changed instructions only (a divide by a constant where the other graph divides by

@@ -9,11 +9,13 @@ folded into it when the fusion's caller reads (directly or not) what that cause 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.ir import strip_layout
 
 __all__ = ["RECOGNIZER"]
 
@@ -96,13 +98,34 @@ def _only_converts(canon: CanonicalModule, names: tuple[str, ...]) -> bool:
     return True
 
 
+def _crossed(everything: tuple[Cause, ...]) -> list[int]:
+    """Op sizes that only trade places (one reshape f32[2,8,16] -> f32[2,8,32], another the other
+    way): the matcher crossed two ops of one layer (a tensor-parallel pair of weights) once other
+    work moved them; nothing changed size."""
+    sized = [
+        i
+        for i, c in enumerate(everything)
+        if c.kind is CauseKind.ATTRIBUTE
+        and not c.info
+        and c.changes
+        and all(ch.what == "shape" for ch in c.changes)
+    ]
+    old = Counter(strip_layout(ch.old) for i in sized for ch in everything[i].changes)
+    new = Counter(strip_layout(ch.new) for i in sized for ch in everything[i].changes)
+    return sized if sized and old == new else []
+
+
 def _recognize(evidence: Evidence, everything: tuple[Cause, ...]) -> Recognized:
-    roots = [i for i, c in enumerate(everything) if c.kind in _ROOTS and not c.info]
-    if not roots:
-        return NOTHING
     folded: dict[int, list[int]] = {}
+    crossed = _crossed(everything)
+    named = [i for i, c in enumerate(everything) if c.kind not in _LOOSE and not c.info]
+    if crossed and named:
+        folded[max(named, key=lambda i: everything[i].count)] = crossed
+    roots = [i for i, c in enumerate(everything) if c.kind in _ROOTS and not c.info]
+    if not roots and not folded:
+        return NOTHING
     for i, c in enumerate(everything):
-        if c.kind not in _LOOSE or c.info:
+        if c.kind not in _LOOSE or c.info or i in crossed or not roots:
             continue
         left = _cone(evidence.left, c.left, c.computation)
         right = _cone(evidence.right, c.right, c.computation)
