@@ -49,7 +49,8 @@ _LORA = (
     "for the alpha/r scalar (2.0 shares another scalar's device data at r=8)"
 )
 
-# (test, pair) -> what the engine says today (first run, before any change; fixed since: mistral_bf16, t5_clip)
+# (test, pair) -> what the engine says today (first run, before any change).
+# Fixed since: mistral_bf16, t5_clip.
 XFAIL: dict[tuple[str, str], str] = {
     ("acceptable", "bart_dp_averaging"): _BART,
     ("named", "bart_dp_averaging"): _BART,
