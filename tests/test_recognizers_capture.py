@@ -259,3 +259,12 @@ def test_a_clip_threshold_reaching_one_is_a_special_scalar_not_clipping_on_some_
     (r,) = [r for r in _recompiles("h8_phi3_clip_threshold_ramp", tmp_path) if r.step == 3]
     assert r.kinds == ("constant_value",)
     assert _guilty("h8_phi3_clip_threshold_ramp") & _line("h8_phi3_clip_threshold_ramp", r)
+
+
+def test_work_under_a_host_random_if_that_feeds_the_step_is_conditional_work(tmp_path: Path) -> None:
+    """A batch flipped on the device under `if random.random() < 0.5:`: the flip's result is the
+    one output added (still alive at the sync) but the model reads it, so it is work the step does
+    on some steps, cited at the `if`; the unflipped input and the rewired conv come with it."""
+    (r,) = [r for r in _recompiles("h8_convnextv2_host_flip_augment", tmp_path) if r.step == 2]
+    assert r.kinds == ("conditional_work",)
+    assert _guilty("h8_convnextv2_host_flip_augment") & _line("h8_convnextv2_host_flip_augment", r)

@@ -15,6 +15,7 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._common import (
     RESTATES,
+    downstream,
     enclosing_function,
     enclosing_if,
     merge,
@@ -227,6 +228,13 @@ def _if_of(cause: Cause) -> str:
     return next((w for s in cause.sources if _user(s) and (w := enclosing_if(s))), "")
 
 
+def _read_by_work(evidence: Evidence, users: dict[str, list[str]], names: tuple[str, ...]) -> bool:
+    """Some op other than the result tuple, and outside `names`, reads what `names` compute."""
+    entry = evidence.right.entry
+    outside = downstream(users, names) - set(names)
+    return any(entry.instruction(u).opcode not in ("tuple", "get-tuple-element") for u in outside)
+
+
 def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[int]) -> Recognized:
     """Extra work whose user lines sit in an `if` block: a condition decided on the host (data-
     dependent conditions on a tensor sync first, which `graph_break` names before this runs). A
@@ -235,7 +243,22 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
     another region has its `if`."""
     sided = [i for i in regions if pending[i].kind is CauseKind.STRUCTURE and _one_sided(pending[i])]
     if not sided:
-        return NOTHING
+        # Work whose result is the one output it adds (a batch flipped under `if random.random()
+        # < p:`, still alive at the sync): its producer exists in one graph only, at a line in the if.
+        # (A result returned and read by nothing else, a norm computed under `if with_norm:`, is
+        # an output added, not work the step does.)
+        users = users_of(evidence.right.entry)
+        sided = [
+            i
+            for i in regions
+            if pending[i].kind is CauseKind.OUTPUT_ADDED
+            and pending[i].right
+            and not set(pending[i].right) & set(evidence.entry_match)
+            and _if_of(pending[i])
+            and _read_by_work(evidence, users, pending[i].right)
+        ]
+        if not sided:
+            return NOTHING
     found = {i: site for i in sided if (site := _if_of(pending[i]))}
     if not found:
         beside = next((w for c in pending if c.kind in _BESIDE and (w := _if_of(c))), "")
@@ -251,16 +274,30 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
         f"work only one graph does, inside `{text[:80]}` at {site}: a condition decided in Python "
         "on the host picks which code the step traces"
     )
+    # The input that work replaced (the unflipped batch the model read directly) goes with it.
+    shapes = {strip_layout(ins.shape) for i in found for _, ins in evidence.instructions(pending[i])}
+    # And the ops rewired to read its result (the model's first conv reading the flipped batch).
+    readers = downstream(users_of(evidence.right.entry), {n for i in found for n in pending[i].right})
     picked = list(found) + [
         i
         for i, c in enumerate(pending)
-        if i not in found and (c.kind in _TAPS or (c.kind in _BESIDE and _if_of(c) == site))
+        if i not in found
+        and (
+            c.kind in _TAPS
+            or (c.kind in _BESIDE and _if_of(c) == site)
+            or (
+                c.kind in _INPUTS
+                and {strip_layout(ins.shape) for _, ins in evidence.instructions(c)} <= shapes
+            )
+            or (c.kind is CauseKind.STRUCTURE and bool(set(c.right) & readers))
+        )
     ]
     merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=_BRANCH_HINT)
     cause = replace(merged, sources=(site, *[s for s in merged.sources if s != site])[:6])
     return Recognized((cause,), frozenset(picked))
 
 
+_INPUTS = (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED)
 # New inputs or outputs the extra work brings (a loss weight passed in, its term kept alive).
 _BESIDE = (
     CauseKind.PARAMETER_ADDED,
