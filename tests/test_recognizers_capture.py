@@ -268,3 +268,11 @@ def test_work_under_a_host_random_if_that_feeds_the_step_is_conditional_work(tmp
     (r,) = [r for r in _recompiles("h8_convnextv2_host_flip_augment", tmp_path) if r.step == 2]
     assert r.kinds == ("conditional_work",)
     assert _guilty("h8_convnextv2_host_flip_augment") & _line("h8_convnextv2_host_flip_augment", r)
+
+
+def test_library_code_switched_by_a_flag_set_every_k_steps_is_conditional_work(tmp_path: Path) -> None:
+    """`need_weights` set from `step % k` on every MultiheadAttention block: MHA computes attention
+    another way inside torch only; the flag lines of the loop are cited, not an unknown pattern."""
+    (r,) = [r for r in _recompiles("h8_mha_attention_maps_every_k", tmp_path) if r.step == 2]
+    assert "conditional_work" in r.kinds and "structure" not in r.kinds
+    assert _guilty("h8_mha_attention_maps_every_k") & _line("h8_mha_attention_maps_every_k", r)

@@ -257,7 +257,18 @@ def periodic_in_loop(call_site: str) -> list[str]:
             break  # the loop ended
         if stripped and not stripped.startswith(("#", "if ", "elif ")) and inside_periodic_if(f"{file}:{k}"):
             out.append(f"{file}:{k}")
-    return out
+    # Then flags set from the step count (`log_now = step % k == 0`, `blk.want_weights = log_now`):
+    # they switch what library code does on those steps.
+    flags: set[str] = set()
+    for k in range(start + 1, start + 400):
+        body = source_line(file, k)
+        if not body or (body.strip() and len(body) - len(body.lstrip()) <= indent):
+            break
+        m = _SETS.match(body.split("#", 1)[0])
+        if m and ("%" in m.group(2) or set(_NAME.findall(m.group(2))) & flags):
+            flags |= set(_NAME.findall(m.group(1)))
+            out.append(f"{file}:{k}")
+    return list(dict.fromkeys(out))
 
 
 _NAME = re.compile(r"\b([A-Za-z_]\w*)\b")
@@ -265,6 +276,8 @@ _MAKES_TENSOR = re.compile(r"\btensor\s*\(|\bas_tensor\s*\(|\bfull\s*\(|\bscalar
 
 
 _TARGETS = re.compile(r"^\s*([A-Za-z_][\w\s,]*?)\s*=(?!=)(.*)")
+# An assignment to names or attributes (`blk.want_weights = log_now`).
+_SETS = re.compile(r"^\s*([A-Za-z_][\w\s,.]*?)\s*=(?!=)(.*)")
 
 
 def assigned_from(location: str, pattern: re.Pattern[str], span: int) -> str:

@@ -19,6 +19,7 @@ from xlagraph.diagnose.recognizers._common import (
     enclosing_if,
     periodic_caller,
     periodic_in_loop,
+    renamed,
     source_text,
     user_files,
 )
@@ -37,6 +38,8 @@ _KINDS = (
     CauseKind.GRAPH_BREAK,  # a helper that syncs (.tolist() of a histogram), called every k steps
 )
 # A tensor placed on the device (or sharded) in the block: where its sharding comes from.
+# A flag set from the step count, or a setting assigned from it (`blk.want_weights = log_now`).
+_SETS_FLAG = re.compile(r"[^=!<>]=[^=]")
 _PLACES = re.compile(r"\.to\(|mark_sharding\(|\bdevice\b")
 
 
@@ -54,9 +57,31 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 blocks = [b for b in blocks if _STORES.search(source_text(b))]
             elif c.kind is CauseKind.SHARDING:  # a batch that comes another way on those steps
                 blocks = [b for b in blocks if _PLACES.search(source_text(b))]
-            blocks = blocks[:2]
+            elif c.kind is CauseKind.STRUCTURE:  # library code switched by a flag set every k steps
+                blocks = sorted(blocks, key=lambda b: not _SETS_FLAG.search(source_text(b)))[:3]
+            blocks = blocks[:3] if c.kind is CauseKind.STRUCTURE else blocks[:2]
             if blocks:
-                out.append(replace(c, sources=tuple(dict.fromkeys([*blocks, *c.sources]))[:6]))
+                found = replace(c, sources=tuple(dict.fromkeys([*blocks, *c.sources]))[:6])
+                if c.kind is CauseKind.STRUCTURE:
+                    switched = next(
+                        (k for k, o in enumerate(out) if o.kind is CauseKind.CONDITIONAL_WORK), None
+                    )
+                    if switched is not None:  # another region of the same switch
+                        out[switched] = replace(
+                            out[switched],
+                            left=out[switched].left + c.left,
+                            right=out[switched].right + c.right,
+                            count=out[switched].count + c.count,
+                        )
+                        consumed.add(i)
+                        continue
+                    found = renamed(
+                        found,
+                        CauseKind.CONDITIONAL_WORK,
+                        "library code computes another way on some steps: the loop switches it every k "
+                        f"steps at {', '.join(blocks)} ({c.summary.split(';', 1)[0]})",
+                    )
+                out.append(found)
                 consumed.add(i)
             continue
         if files is None:
