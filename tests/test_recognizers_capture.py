@@ -276,3 +276,11 @@ def test_library_code_switched_by_a_flag_set_every_k_steps_is_conditional_work(t
     (r,) = [r for r in _recompiles("h8_mha_attention_maps_every_k", tmp_path) if r.step == 2]
     assert "conditional_work" in r.kinds and "structure" not in r.kinds
     assert _guilty("h8_mha_attention_maps_every_k") & _line("h8_mha_attention_maps_every_k", r)
+
+
+def test_an_option_library_code_skips_at_zero_switched_on_is_conditional_work(tmp_path: Path) -> None:
+    """`F.cross_entropy(label_smoothing=s)` with s 0.0 then 0.1: torch skips the smoothing term at
+    0.0, so the new scalars bring work of their own; not a tensor to create before the loop."""
+    (r,) = [r for r in _recompiles("h8_cliptext_label_smoothing_late", tmp_path) if r.step == 3]
+    assert r.kinds == ("conditional_work",)
+    assert "from the start" in r.causes[0].hint

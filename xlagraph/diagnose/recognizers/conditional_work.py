@@ -204,7 +204,50 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             replace(merged, sources=tuple(dict.fromkeys([where, *merged.sources]))[:6]) if where else merged
         )
         return Recognized((cause,), frozenset(periodic))
-    return _host_branch(evidence, pending, regions)
+    branch = _host_branch(evidence, pending, regions)
+    return branch if branch.causes else _switched_on(evidence, pending)
+
+
+_SWITCH_HINT = (
+    "a Python value turns library work on from some step (label_smoothing 0.0 -> 0.1, a weight "
+    "decay or loss weight that torch skips at 0): each setting is a graph of its own; use the "
+    "setting from the start, or keep the work and scale it by a tensor that is 0 until needed"
+)
+
+
+def _switched_on(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    """New scalar inputs that bring work of their own (many ops only in B read them): a Python
+    option that library code skips at 0.0 and runs otherwise (`F.cross_entropy(label_smoothing=s)`)."""
+    if any(c.kind in _TAPS for c in pending):
+        return NOTHING  # new results too: weights trained from now on, a term kept, not an option
+    users = users_of(evidence.right.entry)
+    matched = set(evidence.entry_match)
+    picked, work = [], set()
+    for i, c in enumerate(pending):
+        if c.kind is CauseKind.PARAMETER_ADDED and _scalars(evidence, c):
+            own = {n for n in downstream(users, c.right) if n not in matched}
+            if len(own) >= _SWITCH_OPS:
+                picked.append(i)
+                work |= own
+    if not picked:
+        return NOTHING
+    picked += [
+        j
+        for j, c in enumerate(pending)
+        if j not in picked and c.kind is CauseKind.STRUCTURE and set(c.right) & work
+    ]
+    n = sum(len(pending[i].right) for i in picked if pending[i].kind is CauseKind.PARAMETER_ADDED)
+    summary = (
+        f"work that runs from this step on, switched on by {n} Python value(s) passed as data: an "
+        "option library code skips at 0 (label smoothing, a loss term's weight) now set"
+    )
+    cause = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=_SWITCH_HINT)
+    return Recognized((cause,), frozenset(picked))
+
+
+# Ops only the new graph runs on the new values before it is work of its own, not a value read
+# where the other graph read a constant.
+_SWITCH_OPS = 8
 
 
 _BRANCH_HINT = (
