@@ -284,3 +284,14 @@ def test_an_option_library_code_skips_at_zero_switched_on_is_conditional_work(tm
     (r,) = [r for r in _recompiles("h8_cliptext_label_smoothing_late", tmp_path) if r.step == 3]
     assert r.kinds == ("conditional_work",)
     assert "from the start" in r.causes[0].hint
+
+
+def test_embeddings_frozen_by_a_callback_are_parameters_no_longer_trained(tmp_path: Path) -> None:
+    """A callback calls `requires_grad_(False)` on the embeddings after epoch 0: AdamW's decayed
+    update and both moments are gone (the moments no longer read at all); the callback's line is
+    cited, not 'a tensor no longer kept alive'."""
+    (r,) = [r for r in _recompiles("h8_starcoder2_freeze_embeddings_callback", tmp_path) if r.step == 3]
+    assert r.kinds == ("output_removed",) and "no longer trains" in r.causes[0].summary
+    assert _guilty("h8_starcoder2_freeze_embeddings_callback") & _line(
+        "h8_starcoder2_freeze_embeddings_callback", r
+    )

@@ -439,9 +439,22 @@ def updated_inputs(comp, outputs: Iterable[str]) -> dict[str, str]:  # type: ign
     found = {}
     for o in outputs:
         shape = shape_of(comp, o)
-        for x in comp.operands.get(restated(comp, o), ()):
+        near = list(comp.operands.get(restated(comp, o), ()))
+        # One arithmetic op deeper: AdamW's decay `p * (1 - lr * wd)` before the step, Adam's
+        # `v * beta2 + (1 - beta2) * g * g`.
+        near += [
+            y
+            for x in near
+            if comp.computation.by_name.get(restated(comp, x)) is not None
+            and comp.computation.by_name[restated(comp, x)].opcode in _ARITHMETIC
+            for y in comp.operands.get(restated(comp, x), ())
+        ]
+        for x in near:
             p = restated(comp, x)
             if p in comp.param_number and shape_of(comp, p) == shape:
                 found[o] = p
                 break
     return found
+
+
+_ARITHMETIC = frozenset({"multiply", "add", "subtract", "divide"})

@@ -46,9 +46,12 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             if c.kind is not kind:
                 continue
             heads = [ch.right if side == "right" else ch.left for ch in c.changes if ch.what == "output"]
-            updates = [
-                o for o, p in updated_inputs(comp, heads).items() if p in twin and twin[p] not in trained
-            ]
+            # An update of an input the other graph does not take at all counts too, beside one of
+            # a parameter both read: the optimizer state (Adam's moments) of a parameter frozen since
+            # is no longer read. (A layer added or removed takes its weights with it: no twin.)
+            updated = updated_inputs(comp, heads)
+            frozen = [o for o, p in updated.items() if p in twin and twin[p] not in trained]
+            updates = frozen + [o for o, p in updated.items() if p in new] if frozen else []
             if not heads or 2 * len(updates) < len(heads):
                 continue
             lines = lines_matching(user_files(evidence), _REQUIRES_GRAD, limit=8)
