@@ -295,3 +295,17 @@ def test_embeddings_frozen_by_a_callback_are_parameters_no_longer_trained(tmp_pa
     assert _guilty("h8_starcoder2_freeze_embeddings_callback") & _line(
         "h8_starcoder2_freeze_embeddings_callback", r
     )
+
+
+def test_a_one_time_switch_in_the_loop_is_cited_for_library_only_inputs(tmp_path: Path) -> None:
+    """`if step == UNTIE_AT: untie_lm_head(model, optimizer)`: the new param group's lr arrives as
+    data read only by SGD's code; the loop's one-time `if` on the step counter is cited."""
+    (r,) = [r for r in _recompiles("h8_openai_gpt_untie_head", tmp_path) if r.step == 3]
+    assert _guilty("h8_openai_gpt_untie_head") & _line("h8_openai_gpt_untie_head", r)
+
+
+def test_scalars_a_periodic_reinit_brings_join_its_conditional_work(tmp_path: Path) -> None:
+    """ReLoRA re-initialises adapters every 3 steps: kaiming's bound arrives as new scalars, part
+    of that work, not an input to create before the loop."""
+    (r,) = [r for r in _recompiles("h7_olmo_relora_restarts", tmp_path) if r.step == 2]
+    assert "parameter_added" not in r.kinds and "conditional_work" in r.kinds

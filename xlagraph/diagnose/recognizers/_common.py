@@ -247,7 +247,9 @@ def periodic_in_loop(call_site: str) -> list[str]:
             indent = level
     if not start:
         return []
+    counter = re.match(r"^\s*for\s+(?:\w+\s*,\s*)?(\w+)", source_line(file, start))
     out: list[str] = []
+    once: list[str] = []
     for k in range(start + 1, start + 400):
         body = source_line(file, k)
         if not body:
@@ -255,8 +257,11 @@ def periodic_in_loop(call_site: str) -> list[str]:
         stripped = body.strip()
         if stripped and not stripped.startswith("#") and len(body) - len(body.lstrip()) <= indent:
             break  # the loop ended
-        if stripped and not stripped.startswith(("#", "if ", "elif ")) and inside_periodic_if(f"{file}:{k}"):
-            out.append(f"{file}:{k}")
+        if stripped and not stripped.startswith(("#", "if ", "elif ")):
+            if inside_periodic_if(f"{file}:{k}"):
+                out.append(f"{file}:{k}")
+            elif counter and _tests_counter(f"{file}:{k}", counter.group(1)):
+                once.append(f"{file}:{k}")  # `if step == k:` a one-time switch, cited after
     # Then flags set from the step count (`log_now = step % k == 0`, `blk.want_weights = log_now`):
     # they switch what library code does on those steps.
     flags: set[str] = set()
@@ -265,10 +270,18 @@ def periodic_in_loop(call_site: str) -> list[str]:
         if not body or (body.strip() and len(body) - len(body.lstrip()) <= indent):
             break
         m = _SETS.match(body.split("#", 1)[0])
-        if m and ("%" in m.group(2) or set(_NAME.findall(m.group(2))) & flags):
+        # A test of the step count (`step % k == 0`), not arithmetic with it (`(step * 4) % 64`).
+        periodic = "%" in m.group(2) and re.search(r"==|!=", m.group(2)) if m else False
+        if m and (periodic or set(_NAME.findall(m.group(2))) & flags):
             flags |= set(_NAME.findall(m.group(1)))
             out.append(f"{file}:{k}")
-    return list(dict.fromkeys(out))
+    return list(dict.fromkeys(out + once))
+
+
+def _tests_counter(location: str, counter: str) -> bool:
+    """`location` sits in an `if` whose condition reads the loop's counter (`if step == 3:`)."""
+    where = enclosing_if(location)
+    return bool(where) and counter in _NAME.findall(source_text(where).split(":", 1)[0])
 
 
 _NAME = re.compile(r"\b([A-Za-z_]\w*)\b")

@@ -36,6 +36,7 @@ _KINDS = (
     CauseKind.STRUCTURE,
     CauseKind.SHARDING,
     CauseKind.GRAPH_BREAK,  # a helper that syncs (.tolist() of a histogram), called every k steps
+    CauseKind.PARAMETER_ADDED,  # a parameter group added under `if step == k:` (its lr is new data)
 )
 # A tensor placed on the device (or sharded) in the block: where its sharding comes from.
 # A flag set from the step count, or a setting assigned from it (`blk.want_weights = log_now`).
@@ -95,6 +96,24 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             replace(c, sources=tuple(dict.fromkeys([sites[0], *([block] if block else []), *c.sources]))[:6])
         )
         consumed.add(i)
+    # New inputs of work done every k steps (a re-initialisation's scalars) belong to that work.
+    work = next((k for k, o in enumerate(out) if o.kind is CauseKind.CONDITIONAL_WORK), None)
+    if work is None:
+        work_i = next(
+            (i for i, c in enumerate(pending) if c.kind is CauseKind.CONDITIONAL_WORK and not c.info), None
+        )
+        if work_i is not None and any(o.kind is CauseKind.PARAMETER_ADDED for o in out):
+            out.append(pending[work_i])
+            consumed.add(work_i)
+            work = len(out) - 1
+    if work is not None:
+        added = [o for o in out if o.kind is CauseKind.PARAMETER_ADDED]
+        for o in added:
+            w = out[work]
+            out[work] = replace(
+                w, right=w.right + o.right, changes=w.changes + o.changes, count=w.count + o.count
+            )
+        out = [o for o in out if o.kind is not CauseKind.PARAMETER_ADDED]
     return Recognized(tuple(out), frozenset(consumed)) if out else NOTHING
 
 
