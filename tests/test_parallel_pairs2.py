@@ -34,7 +34,8 @@ _BART = (
 )
 _PP = (
     "a block more in the stage is parameter_added plus a false `collective` ('collectives regrouped: A "
-    "has 5 all-reduce, B has 10', with the bucketing hint): the new block's all-reduces are not folded in"
+    "has 5 all-reduce, B has 10'; its hint names other work, not bucketing): the new block's all-reduces "
+    "are not folded in"
 )
 _KV = (
     "2 -> 4 kv heads: parameter_shape right, plus `structure` (4 regions, repeat_interleave gone) and a "
@@ -42,7 +43,7 @@ _KV = (
 )
 _CKPT = (
     "torch_xla.utils.checkpoint's recomputed forward (2 all-reduces more, an opt-barrier) named `collective` "
-    "'collectives regrouped' with the bucketing hint, inputs 'moved'"
+    "'collectives regrouped' (its hint names other work, not bucketing), inputs 'moved'"
 )
 _LORA = (
     "LoRA rank 4 -> 8: parameter_shape right (hint 'pad, or bucket' for weights), plus a `parameter_removed` "
@@ -144,3 +145,10 @@ def test_hints_apply(name: str) -> None:
 def test_fixtures_stay_small() -> None:
     sizes = [p.stat().st_size for p in HERE.glob("*.hlo")]
     assert len(sizes) == 2 * len(EXPECTED) and max(sizes) < 300_000 and sum(sizes) < 4_200_000
+
+
+def test_collectives_of_other_tensors_get_no_bucketing_hint() -> None:
+    """Activation checkpointing recomputes the forward, so B all-reduces tensors A does not: the
+    fix names the work that issues them, not bucketing (which regroups the same tensors)."""
+    coll = [c for c in _diff("vit_activation_checkpointing").causes if c.kind.value == "collective"]
+    assert coll and all("bucket" not in c.hint for c in coll)

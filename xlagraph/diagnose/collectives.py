@@ -11,7 +11,16 @@ from xlagraph.canonical import CanonicalModule
 from xlagraph.canonical.hashes import normalize_attribute
 from xlagraph.ir import Instruction, strip_layout
 
-__all__ = ["COLLECTIVES", "Collective", "collectives", "describe", "is_collective", "summarize"]
+__all__ = [
+    "COLLECTIVES",
+    "OTHER_TENSORS_HINT",
+    "Collective",
+    "collectives",
+    "describe",
+    "is_collective",
+    "regrouped_only",
+    "summarize",
+]
 
 COLLECTIVES = frozenset(
     {
@@ -101,6 +110,23 @@ def _reduction(canon: CanonicalModule, ins: Instruction) -> str:
         if comp is not None:
             return comp.root.opcode
     return ""
+
+
+OTHER_TENSORS_HINT = (
+    "the collectives move other tensors: work that issues them runs in one graph only (a layer "
+    "added, activation checkpointing's recomputed forward, a norm all-reduced for clipping, a "
+    "parallel layout changed): make that work the same on every step"
+)
+
+
+def regrouped_only(left: list[Collective], right: list[Collective]) -> bool:
+    """The same tensors collected, only grouped into other collectives (bucketing): per kind, the
+    same operand shapes overall."""
+
+    def operands(ops: list[Collective]) -> Counter[tuple[str, str]]:
+        return Counter((c.kind, shape) for c in ops for shape in c.operands)
+
+    return operands(left) == operands(right)
 
 
 def describe(ops: list[Collective]) -> str:

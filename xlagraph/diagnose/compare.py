@@ -18,7 +18,13 @@ from dataclasses import replace
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.canonical.hashes import plumbing_attributes
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind, Change
-from xlagraph.diagnose.collectives import Collective, collectives, summarize
+from xlagraph.diagnose.collectives import (
+    OTHER_TENSORS_HINT,
+    Collective,
+    collectives,
+    regrouped_only,
+    summarize,
+)
 from xlagraph.diagnose.common import dim_changes, explained_by_dims, fmt_list
 from xlagraph.diagnose.instructions import matched_changes
 from xlagraph.diagnose.interface import compare_outputs, compare_parameters
@@ -139,6 +145,9 @@ class Comparison:
         left_changed = [c.name for c in lc if c.signature not in lsig]
         right_changed = [c.name for c in rc if c.signature not in rsig]
         self.cause(CauseKind.COLLECTIVE, summarize(lc, rc), left_changed, right_changed)
+        if not regrouped_only(lc, rc):
+            # Other tensors reduced, not the same ones bucketed another way: bucketing is no fix.
+            self.causes[-1] = replace(self.causes[-1], hint=OTHER_TENSORS_HINT)
         self.regrouped = True
         return True
 
