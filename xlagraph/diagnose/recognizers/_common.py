@@ -30,6 +30,7 @@ __all__ = [
     "restated",
     "scalar_origin",
     "source_text",
+    "upstream",
     "user_files",
 ]
 
@@ -317,6 +318,18 @@ def downstream(users: dict[str, list[str]], roots: Iterable[str]) -> set[str]:
             if u not in seen:
                 seen.add(u)
                 stack.append(u)
+    return seen
+
+
+def upstream(operands: dict[str, tuple[str, ...]], roots: Iterable[str]) -> set[str]:
+    """`roots` and everything they read, directly or not."""
+    seen = set(roots)
+    stack = list(seen)
+    while stack:
+        for o in operands.get(stack.pop(), ()):
+            if o not in seen:
+                seen.add(o)
+                stack.append(o)
     return seen
 
 

@@ -15,6 +15,7 @@ from dataclasses import replace
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.recognizers._common import upstream
 from xlagraph.ir import strip_layout
 
 __all__ = ["RECOGNIZER"]
@@ -63,22 +64,12 @@ def _entry_callers(canon: CanonicalModule, comp: str) -> set[str]:
     return found
 
 
-def _upstream(comp: CanonicalComputation, names: set[str]) -> set[str]:
-    seen, stack = set(names), list(names)
-    while stack:
-        for o in comp.operands.get(stack.pop(), ()):
-            if o not in seen:
-                seen.add(o)
-                stack.append(o)
-    return seen
-
-
 def _cone(canon: CanonicalModule, names: tuple[str, ...], hint: str) -> set[str]:
     """What a region inside a called computation reads in the entry: its callers and their inputs."""
     home = _home(canon, names, hint)
     if home is None or home.name == canon.entry.name:
         return set()
-    return _upstream(canon.entry, _entry_callers(canon, home.name))
+    return upstream(canon.entry.operands, _entry_callers(canon, home.name))
 
 
 def _only_converts(canon: CanonicalModule, names: tuple[str, ...]) -> bool:
