@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from math import prod
 
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.common import dim_sizes
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._common import upstream
 from xlagraph.ir import strip_layout
@@ -29,6 +31,7 @@ _ROOTS = (
     CauseKind.DTYPE,
     CauseKind.CONSTANT_VALUE,
 )
+_DEVICE_IDS = frozenset({"partition-id", "replica-id"})
 # Ops a fusion of value conversions is made of (XLA's convert_convert_fusion and the like).
 _CONVERTS = frozenset({"convert", "parameter", "bitcast", "copy", "reshape", "broadcast", "tuple"})
 
@@ -106,12 +109,40 @@ def _crossed(everything: tuple[Cause, ...]) -> list[int]:
     return sized if sized and old == new else []
 
 
+def _resharded(evidence: Evidence, everything: tuple[Cause, ...], taken: list[int]) -> list[int]:
+    """Beside a collective: the SPMD partitioner's own slicing by device (partition-id and the
+    dynamic-slice it feeds) and shard shapes of the same size laid out another way (f32[8,32] ->
+    f32[32,8] when the feature axis is sharded instead of the batch)."""
+    out = []
+    for i, c in enumerate(everything):
+        if i in taken or c.info or c.kind not in _LOOSE:
+            continue
+        if c.kind is CauseKind.STRUCTURE:
+            ops = {ins.opcode for _, ins in evidence.instructions(c)}
+            if ops & _DEVICE_IDS:
+                out.append(i)
+        elif c.changes and all(ch.what == "shape" and _same_size(ch.old, ch.new) for ch in c.changes):
+            out.append(i)
+    return out
+
+
+def _same_size(a: str, b: str) -> bool:
+    da, db = dim_sizes(a), dim_sizes(b)
+    return da is not None and db is not None and da != db and prod(da) == prod(db)
+
+
 def _recognize(evidence: Evidence, everything: tuple[Cause, ...]) -> Recognized:
     folded: dict[int, list[int]] = {}
     crossed = _crossed(everything)
     named = [i for i, c in enumerate(everything) if c.kind not in _LOOSE and not c.info]
     if crossed and named:
         folded[max(named, key=lambda i: everything[i].count)] = crossed
+    collective = [i for i, c in enumerate(everything) if c.kind is CauseKind.COLLECTIVE and not c.info]
+    if collective:
+        resharded = _resharded(evidence, everything, crossed)
+        if resharded:
+            folded.setdefault(collective[0], []).extend(resharded)
+            crossed = crossed + resharded
     roots = [i for i, c in enumerate(everything) if c.kind in _ROOTS and not c.info]
     if not roots and not folded:
         return NOTHING
