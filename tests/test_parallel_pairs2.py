@@ -18,6 +18,7 @@ from functools import cache
 
 import pytest
 
+from tests import wild_pairs
 from tests.conftest import FIXTURES
 from xlagraph.diff import DiffResult, diff_files
 
@@ -46,8 +47,8 @@ _CKPT = (
     "'collectives regrouped' (its hint names other work, not bucketing), inputs 'moved'"
 )
 _LORA = (
-    "LoRA rank 4 -> 8: parameter_shape right (hint 'pad, or bucket' for weights), plus a `parameter_removed` "
-    "for the alpha/r scalar (2.0 shares another scalar's device data at r=8)"
+    "LoRA rank 4 -> 8: parameter_shape right (its hint names weights of another configuration), plus a "
+    "`parameter_removed` for the alpha/r scalar (2.0 shares another scalar's device data at r=8)"
 )
 
 # (test, pair) -> what the engine says today (first run, before any change).
@@ -70,12 +71,7 @@ XFAIL: dict[tuple[str, str], str] = {
 
 
 def _cases(test: str, names: list[str]) -> list[object]:
-    return [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=XFAIL[test, n]))
-        if (test, n) in XFAIL
-        else n
-        for n in sorted(names)
-    ]
+    return wild_pairs.params(dict.fromkeys(names), {n: r for (t, n), r in XFAIL.items() if t == test})
 
 
 @cache
