@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import wild_pairs
 from tests.conftest import FIXTURES
 from xlagraph.diff import DiffResult, diff_files
 
@@ -48,12 +49,7 @@ XFAIL: dict[tuple[str, str], str] = {
 
 
 def _cases(test: str, names: list[str]) -> list[object]:
-    return [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=XFAIL[test, n]))
-        if (test, n) in XFAIL
-        else n
-        for n in sorted(names)
-    ]
+    return wild_pairs.params(dict.fromkeys(names), {n: r for (t, n), r in XFAIL.items() if t == test})
 
 
 def _with(key: str) -> list[str]:

@@ -7,6 +7,7 @@ and last the notes on what the source could not say.
 
 from __future__ import annotations
 
+from xlagraph.diagnose.causes import Cause
 from xlagraph.render.paths import short_location
 from xlagraph.render.text import _wrap
 from xlagraph.report.model import CheckResult, Recompile, RunReport, TimelineEntry
@@ -129,17 +130,23 @@ def _header(report: RunReport) -> list[str]:
     return lines
 
 
+def _where(r: Recompile) -> str:
+    return f" ({r.trigger} at {_short(r.call_site)})" if r.call_site else f" ({r.trigger})"
+
+
+def _tag(cause: Cause) -> str:
+    return f"{cause.kind} (expected)" if cause.info else str(cause.kind)
+
+
 def _recompile(r: Recompile, k: int, total: int) -> list[str]:
-    where = f" ({r.trigger} at {_short(r.call_site)})" if r.call_site else f" ({r.trigger})"
-    lines = [f"recompile {k}/{total}: graph {r.variant} at step {r.step}, sync {r.sync}{where}"]
+    lines = [f"recompile {k}/{total}: graph {r.variant} at step {r.step}, sync {r.sync}{_where(r)}"]
     if r.baseline is not None:
         lines += _field("vs", f"{r.baseline.variant} (sync {r.baseline.sync}, {r.baseline.reason})", "  ")
     if r.note:
         lines += _field("note", r.note, "  ")
     attributions = {a.cause: a for a in r.attribution}
     for i, cause in enumerate(r.causes):
-        tag = f"{cause.kind} (expected)" if cause.info else str(cause.kind)
-        lines += _wrap(f"{tag}: {cause.summary}", "  ", "    ")
+        lines += _wrap(f"{_tag(cause)}: {cause.summary}", "  ", "    ")
         a = attributions.get(i)
         if a is not None:
             if a.lines:
@@ -165,13 +172,11 @@ def _recompile(r: Recompile, k: int, total: int) -> list[str]:
 def _first_compile(r: Recompile) -> list[str]:
     """A program's first graph (not a recompile): what it is and where, and what any cause found
     against the earlier graph of its step would have you change."""
-    where = f" ({r.trigger} at {_short(r.call_site)})" if r.call_site else f" ({r.trigger})"
-    lines = _wrap(f"graph {r.variant} at step {r.step}, sync {r.sync}{where}", "  - ", "    ")
+    lines = _wrap(f"graph {r.variant} at step {r.step}, sync {r.sync}{_where(r)}", "  - ", "    ")
     if r.note:
         lines += _wrap(r.note, "    ", "    ")
     for cause in r.causes:
-        tag = f"{cause.kind} (expected)" if cause.info else str(cause.kind)
-        lines += _wrap(f"{tag}: {cause.summary}", "    ", "      ")
+        lines += _wrap(f"{_tag(cause)}: {cause.summary}", "    ", "      ")
         if not cause.info:
             lines += _field("fix", cause.hint, "    ")
     return lines

@@ -342,12 +342,7 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
 
 _INPUTS = (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED)
 # New inputs or outputs the extra work brings (a loss weight passed in, its term kept alive).
-_BESIDE = (
-    CauseKind.PARAMETER_ADDED,
-    CauseKind.PARAMETER_REMOVED,
-    CauseKind.OUTPUT_ADDED,
-    CauseKind.OUTPUT_REMOVED,
-)
+_BESIDE = (*_INPUTS, *_TAPS)
 
 
 RECOGNIZER = Recognizer("conditional_work", _recognize)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 from math import prod
+from weakref import WeakKeyDictionary
 
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
@@ -49,21 +50,34 @@ def _home(canon: CanonicalModule, names: tuple[str, ...], hint: str) -> Canonica
     )
 
 
+# Which instructions call each computation, per module: built once, asked for per loose cause.
+_CALLERS: WeakKeyDictionary[CanonicalModule, dict[str, list[tuple[str, str]]]] = WeakKeyDictionary()
+
+
+def _callers(canon: CanonicalModule) -> dict[str, list[tuple[str, str]]]:
+    """Computation -> (calling computation, calling instruction) for every call in the module."""
+    found = _CALLERS.get(canon)
+    if found is None:
+        found = _CALLERS[canon] = {}
+        for c in canon.computations.values():
+            for ins in c.computation.instructions:
+                for callee in ins.called:
+                    found.setdefault(callee, []).append((c.name, ins.name))
+    return found
+
+
 def _entry_callers(canon: CanonicalModule, comp: str) -> set[str]:
     """The entry instructions that call `comp`, through any depth of nesting."""
-    entry = canon.entry.name
+    entry, callers = canon.entry.name, _callers(canon)
     found: set[str] = set()
     seen, todo = {comp}, [comp]
     while todo:
-        target = todo.pop()
-        for c in canon.computations.values():
-            for ins in c.computation.instructions:
-                if target in ins.called:
-                    if c.name == entry:
-                        found.add(ins.name)
-                    elif c.name not in seen:
-                        seen.add(c.name)
-                        todo.append(c.name)
+        for parent, ins in callers.get(todo.pop(), ()):
+            if parent == entry:
+                found.add(ins)
+            elif parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
     return found
 
 
