@@ -269,6 +269,38 @@ ENTRY e {
     assert _fp(text) != _fp(text.replace("ROOT n = f32[4,8]{1,0}", "ROOT n = f32[4,8]{0,1}"))
 
 
+HEADED = """HloModule m, entry_computation_layout={(f32[4,8]{1,0}, f32[])->f32[4,8]{1,0}}
+ENTRY e {
+  x = f32[4,8]{1,0} parameter(0)
+  s = f32[] parameter(1)
+  b = f32[4,8]{1,0} broadcast(s), dimensions={}
+  ROOT r = f32[4,8]{1,0} multiply(x, b)
+}
+"""
+
+
+def test_header_input_layout_alone_is_another_program() -> None:
+    """XLA compiles for the header's declared entry layout even when the parameters print another
+    (jaxlib reads both): a change there alone must never be `identical`."""
+    from xlagraph.diff import diff_modules
+
+    other = HEADED.replace("{(f32[4,8]{1,0},", "{(f32[4,8]{0,1},", 1)
+    result = diff_modules(parse_hlo(HEADED), parse_hlo(other))
+    assert result.verdict == "different"
+    assert [str(c.kind) for c in result.causes] == ["layout"]
+    assert "input layouts" in result.causes[0].summary
+
+
+def test_header_layouts_printed_or_defaulted_are_the_same() -> None:
+    from xlagraph.diff import diff_modules
+
+    bare = HEADED.replace("{(f32[4,8]{1,0},", "{(f32[4,8],", 1)
+    assert diff_modules(parse_hlo(HEADED), parse_hlo(bare)).verdict == "identical"
+    # Output layouts alone: torch_xla's IrToHlo print and its compiled module may disagree there.
+    outputs = HEADED.replace("->f32[4,8]{1,0}}", "->f32[4,8]{0,1}}", 1)
+    assert diff_modules(parse_hlo(HEADED), parse_hlo(outputs)).verdict == "identical"
+
+
 # -- cycles and depth --------------------------------------------------------------------------
 
 

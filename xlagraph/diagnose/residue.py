@@ -11,6 +11,7 @@ found, this says where they differ instead of letting the verdict be `identical`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from itertools import compress
 from operator import attrgetter
@@ -145,15 +146,21 @@ def _entry_layout(left: CanonicalModule, right: CanonicalModule) -> tuple[Cause,
     la = left.module.header_attribute("entry_computation_layout") or ""
     lb = right.module.header_attribute("entry_computation_layout") or ""
     la, lb = "".join(la.split()), "".join(lb.split())
-    if not (la and lb) or _signature(la) == _signature(lb):
-        # Minor-to-major orders alone are not compared here: the instructions' own layouts are
-        # (in the fingerprint), and torch_xla's IrToHlo print of a graph gives its outputs other
-        # header layouts than the module it compiles for the same graph hash.
+    if not (la and lb):
+        return ()
+    if _signature(la) != _signature(lb):
+        what = "other entry shapes"
+    elif _input_layouts(la) != _input_layouts(lb):
+        # The executable expects its arguments in the declared layouts. Output orders alone are
+        # not compared: torch_xla's IrToHlo print of a graph gives its outputs other header
+        # layouts than the module it compiles for the same graph hash.
+        what = "other input layouts"
+    else:
         return ()
     return (
         Cause(
             CauseKind.LAYOUT,
-            f"the same computation declared with other entry shapes in its entry_computation_layout "
+            f"the same computation declared with {what} in its entry_computation_layout "
             f"({_clip(la)} -> {_clip(lb)}): XLA compiles the program for the declared signature",
             "keep the layouts of the step's inputs and outputs the same on every step",
             changes=(Change("", "", "entry_computation_layout", la, lb),),
@@ -165,6 +172,41 @@ def _entry_layout(left: CanonicalModule, right: CanonicalModule) -> tuple[Cause,
 def _signature(layout: str) -> str:
     """`{(f32[4,16]{1,0},/*index=5*/f32[])->...}` -> `(f32[4,16],f32[])->...`: shapes only."""
     return strip_layout(layout[1:-1] if layout.startswith("{") else layout)
+
+
+def _input_layouts(layout: str) -> tuple[str, ...]:
+    """The parameters of `{(f32[4,16]{1,0},/*index=5*/f32[2])->...}`, each with its layout spelled
+    out (an array printed without one has the default, major-to-minor, layout)."""
+    body = _COMMENT.sub("", layout)
+    start = body.find("(")
+    if start < 0:
+        return ()
+    parts: list[str] = []
+    depth, begin = 0, start + 1
+    for i in range(start, len(body)):
+        ch = body[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                parts.append(body[begin:i])
+                break
+        elif ch == "," and depth == 1:
+            parts.append(body[begin:i])
+            begin = i + 1
+    return tuple(_DEFAULT_LAYOUT.sub(_spell_default, p) for p in parts if p)
+
+
+_COMMENT = re.compile(r"/\*.*?\*/")
+# An array shape not followed by a layout: `f32[4,16]` (but not `f32[4,16]{`).
+_DEFAULT_LAYOUT = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\](?!\{)")
+
+
+def _spell_default(m: re.Match[str]) -> str:
+    rank = len([d for d in m.group(2).split(",") if d]) if m.group(2) else 0
+    order = ",".join(str(d) for d in range(rank - 1, -1, -1))
+    return f"{m.group(1)}[{m.group(2)}]{{{order}}}" if rank else m.group(0)
 
 
 def _clip(text: str, limit: int = 120) -> str:
