@@ -309,3 +309,15 @@ def test_scalars_a_periodic_reinit_brings_join_its_conditional_work(tmp_path: Pa
     of that work, not an input to create before the loop."""
     (r,) = [r for r in _recompiles("h7_olmo_relora_restarts", tmp_path) if r.step == 2]
     assert "parameter_added" not in r.kinds and "conditional_work" in r.kinds
+
+
+def test_a_layer_skipped_by_a_host_draw_is_layerdrop(tmp_path: Path) -> None:
+    """transformers' LayerDrop (`encoder_layerdrop=0.3`): `torch.rand([])` on the host decides in
+    modeling_mbart.py whether a layer runs, so a step without layer 0 loses its forward, backward,
+    weights and Adam state. One cause: the library's `if`, the user's config line and the setting."""
+    name = "h8_mbart_encoder_layerdrop"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 2]
+    assert r.kinds == ("conditional_work",)
+    (cause,) = r.causes
+    assert "modeling_mbart.py" in cause.summary and "layerdrop" in cause.hint
+    assert _guilty(name) & _line(name, r)

@@ -1,0 +1,152 @@
+"""`conditional_work` for a layer skipped at random on the host: transformers' LayerDrop
+(`dropout_probability = torch.rand([])`, then `if dropout_probability < self.layerdrop: continue`
+or `if not to_drop: layer(...)`; wav2vec2, BART, Whisper, M2M100 and some 70 other models), and
+stochastic depth written the same way with `random.random()` in the user's own model.
+
+The draw happens in Python, so the graph only shows its outcome: one graph runs a layer's forward
+and backward (and updates its weights) and the other does not. Evidence: a region of work one
+graph does (counting instructions the matching left unpaired: the layers after the skipped one
+only read other operands), whose Python frames, walked outwards, reach an `if` that follows a
+host-side random draw. Every set of skipped layers is a graph of its own, so this never settles.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.frames import source_line
+from xlagraph.diagnose.recognizers._common import lines_matching, merge, source_text, user_files
+from xlagraph.ir import strip_layout
+
+__all__ = ["RECOGNIZER"]
+
+# A random number drawn in Python (not on the device).
+_DRAW = re.compile(r"\btorch\.rand\(|\brandom\.(?:random|uniform|randint|choice)\(|\b(?:np|numpy)\.random\.")
+_SETTING = re.compile(r"layerdrop|layer_drop|drop_layer|stochastic_depth")
+_NEAR = 4  # lines from a draw to the `if` it feeds
+_MAX_LINES = 20_000
+_INPUTS = (CauseKind.PARAMETER_REMOVED, CauseKind.PARAMETER_ADDED)
+_SAMPLE = 64  # unpaired instructions whose stacks are walked: one layer's ops share their frames
+_MIN_WORK = 20  # fewer unpaired ops than this is a value or a tap, not a layer's forward and backward
+
+HINT = (
+    "a layer is skipped at random by a number drawn in Python (LayerDrop: transformers' layerdrop, "
+    "encoder_layerdrop or decoder_layerdrop > 0; stochastic depth with random.random()): every set of "
+    "skipped layers is a graph of its own, so it compiles for many steps; set that probability to 0.0 "
+    "when training on XLA, or drop on the device (scale the layer's residual branch by a Bernoulli "
+    "tensor drawn with torch.rand(..., device=...))"
+)
+# What the missing layer changes elsewhere: its weights and optimizer state are not read or
+# written, the optimizer's grouped updates change size, the other inputs and outputs shift.
+_CASCADE = (
+    CauseKind.PARAMETER_REMOVED,
+    CauseKind.PARAMETER_ADDED,
+    CauseKind.OUTPUT_REMOVED,
+    CauseKind.OUTPUT_ADDED,
+    CauseKind.PARAMETER_PERMUTATION,
+    CauseKind.OUTPUT_PERMUTATION,
+)
+
+
+def _unpaired(evidence: Evidence, cause: Cause) -> tuple[list[str], list[str]]:
+    paired_right = set(evidence.entry_match)
+    paired_left = set(evidence.entry_match.values())
+    return (
+        [n for n in cause.left if n not in paired_left],
+        [n for n in cause.right if n not in paired_right],
+    )
+
+
+def _skip_sites(file: str, draw: re.Pattern[str] = _DRAW) -> list[int]:
+    """Lines of `file` where a number drawn in Python decides whether code runs: the `if` at or
+    just after a host draw (`p = torch.rand([])` / `if p < self.layerdrop:`)."""
+    sites: list[int] = []
+    for n in range(1, _MAX_LINES):
+        text = source_line(file, n)
+        if not text:
+            break
+        if not draw.search(text.split("#", 1)[0]) or "def " in text:
+            continue
+        for k in range(n, n + _NEAR):
+            if source_line(file, k).split("#", 1)[0].strip().startswith(("if ", "elif ")):
+                if k not in sites:
+                    sites.append(k)
+                break
+    return sites
+
+
+def _decided_at(evidence: Evidence, cause: Cause, names: list[str]) -> str:
+    """The `if` that skips the work: in a file the work's own lines come from (the model's module
+    file, where the layer class and the loop that skips it live), the first such `if` after the
+    layer's lines (an encoder's loop follows its layer class), or ""."""
+    canon = evidence.left if names[0] in cause.left else evidence.right
+    by_name = {n: ins for c in canon.computations.values() for n, ins in c.computation.by_name.items()}
+    last: dict[str, int] = {}
+    for name in names[:_SAMPLE]:
+        ins = by_name.get(name)
+        for frame in canon.module.frames_of(ins)[:1] if ins is not None else ():
+            last[frame.file] = max(last.get(frame.file, 0), frame.line)
+    for file, line in last.items():
+        sites = _skip_sites(file) or _skip_sites(file, _SETTING)
+        if sites:
+            return f"{file}:{next((k for k in sites if k > line), sites[-1])}"
+    return ""
+
+
+def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    for i, cause in enumerate(pending):
+        if cause.kind is not CauseKind.STRUCTURE:
+            continue
+        only_left, only_right = _unpaired(evidence, cause)
+        big, small = sorted((only_left, only_right), key=len, reverse=True)
+        if len(big) < _MIN_WORK or len(big) < 3 * max(1, len(small)):
+            continue
+        if not any(c.kind in _INPUTS for c in pending):
+            continue  # a skipped layer's weights are not read: its inputs are gone too
+        site = _decided_at(evidence, cause, big)
+        if site:
+            return _explain(evidence, pending, i, site, _setting(evidence))
+    return NOTHING
+
+
+def _explain(evidence: Evidence, pending: tuple[Cause, ...], i: int, site: str, user: str) -> Recognized:
+    shapes = {strip_layout(ins.shape) for _, ins in evidence.instructions(pending[i])}
+    picked = [i] + [
+        j
+        for j, c in enumerate(pending)
+        if j != i
+        and (
+            c.kind in _CASCADE
+            # The optimizer's grouped (foreach) updates of the weights that remain change size.
+            or (c.kind in (CauseKind.STRUCTURE, CauseKind.ATTRIBUTE) and _optimizer_only(c))
+            or (
+                c.kind is CauseKind.STRUCTURE
+                and {strip_layout(ins.shape) for _, ins in evidence.instructions(c)} <= shapes
+            )
+        )
+    ]
+    text = source_text(site).split("#", 1)[0].strip()
+    where = "one graph runs a part of the model that the other skips"
+    summary = (
+        f"{where}: `{text[:80]}` at {site} skips it when a random number drawn in Python says so "
+        "(LayerDrop / stochastic depth), so the graph depends on the draw"
+    )
+    cause = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[j] for j in picked], hint=HINT)
+    lead = [s for s in (user, site) if s]
+    cause = replace(cause, sources=tuple(dict.fromkeys([*lead, *cause.sources]))[:6])
+    return Recognized((cause,), frozenset(picked))
+
+
+def _setting(evidence: Evidence) -> str:
+    """The user's own line that sets the probability (`encoder_layerdrop=0.3` in a config)."""
+    return next(iter(lines_matching(user_files(evidence), _SETTING, limit=1)), "")
+
+
+def _optimizer_only(cause: Cause) -> bool:
+    return bool(cause.sources) and all("/optim/" in s for s in cause.sources)
+
+
+RECOGNIZER = Recognizer("random_skip", _recognize)
