@@ -33,11 +33,6 @@ _BART = (
     "averaging off named `structure` ('not a pattern xlagraph knows'): the 1/world multiply after the "
     "gradient all-reduce, present in A only, is not named as the averaging scale (constant_value/collective)"
 )
-_PP = (
-    "a block more in the stage is parameter_added plus a false `collective` ('collectives regrouped: A "
-    "has 5 all-reduce, B has 10'; its hint names other work, not bucketing): the new block's all-reduces "
-    "are not folded in"
-)
 _KV = (
     "2 -> 4 kv heads: parameter_shape right, plus `structure` (4 regions, repeat_interleave gone) and a "
     "false `attribute` (broadcast dimensions {0,1,3,4} -> {0,1,2,3,4}) with the Python int hint"
@@ -52,13 +47,10 @@ _LORA = (
 )
 
 # (test, pair) -> what the engine says today (first run, before any change).
-# Fixed since: mistral_bf16, t5_clip.
+# Fixed since: mistral_bf16, t5_clip, llama_pp_extra_layer (the new block's all-reduces folded in).
 XFAIL: dict[tuple[str, str], str] = {
     ("acceptable", "bart_dp_averaging"): _BART,
     ("named", "bart_dp_averaging"): _BART,
-    ("acceptable", "llama_pp_extra_layer"): _PP,
-    ("forbidden", "llama_pp_extra_layer"): _PP,
-    ("one_cause", "llama_pp_extra_layer"): _PP,
     ("acceptable", "mistral_gqa_kv"): _KV,
     ("forbidden", "mistral_gqa_kv"): _KV,
     ("one_cause", "mistral_gqa_kv"): _KV,

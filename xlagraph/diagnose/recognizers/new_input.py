@@ -50,6 +50,19 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             )
         ]
         regions += [i for i in more if pending[i].kind is CauseKind.STRUCTURE]
+        # The collectives that work issues (a tensor-parallel layer's all-reduces), when every
+        # collective only this graph has is in it: more of the same layer, not a regrouping.
+        paired = set(evidence.entry_match) if side == "right" else set(evidence.entry_match.values())
+        if any(pending[i].kind is out_kind for i in more):
+            work = cone | own.union(*(getattr(pending[i], side) for i in regions))
+            more += [
+                i
+                for i, c in enumerate(pending)
+                if c.kind is CauseKind.COLLECTIVE
+                and i not in consumed
+                and (extra := {n for n in getattr(c, side) if n not in paired})
+                and extra <= work
+            ]
         # Ops that only read other inputs now: inputs were inserted, so the same op reads the
         # next layer's weight (renumbered), not a change of its own.
         regions += [
@@ -61,8 +74,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             and _rewired(evidence, c)
         ]
         outputs = [i for i in more if pending[i].kind is out_kind]
+        regions += [i for i in more if pending[i].kind is CauseKind.COLLECTIVE]
         first = pending[params[0]]
-        n = sum(len(getattr(pending[i], side)) for i in regions)
+        n = sum(len(getattr(pending[i], side)) for i in regions if pending[i].kind is CauseKind.STRUCTURE)
         only = "B" if side == "right" else "A"
         summary = f"{first.summary}, read by {n} instruction(s) that exist only in {only}"
         if outputs:
