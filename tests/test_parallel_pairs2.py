@@ -37,17 +37,14 @@ _KV = (
     "2 -> 4 kv heads: parameter_shape right, plus `structure` (4 regions, repeat_interleave gone) and a "
     "false `attribute` (broadcast dimensions {0,1,3,4} -> {0,1,2,3,4}) with the Python int hint"
 )
-_CKPT = (
-    "torch_xla.utils.checkpoint's recomputed forward (2 all-reduces more, an opt-barrier) named `collective` "
-    "'collectives regrouped' (its hint names other work, not bucketing), inputs 'moved'"
-)
 _LORA = (
     "LoRA rank 4 -> 8: parameter_shape right (its hint names weights of another configuration), plus a "
     "`parameter_removed` for the alpha/r scalar (2.0 shares another scalar's device data at r=8)"
 )
 
 # (test, pair) -> what the engine says today (first run, before any change).
-# Fixed since: mistral_bf16, t5_clip, llama_pp_extra_layer (the new block's all-reduces folded in).
+# Fixed since: mistral_bf16, t5_clip, llama_pp_extra_layer (the new block's all-reduces folded in),
+# vit_activation_checkpointing (named from its optimization barrier).
 XFAIL: dict[tuple[str, str], str] = {
     ("acceptable", "bart_dp_averaging"): _BART,
     ("named", "bart_dp_averaging"): _BART,
@@ -55,9 +52,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("forbidden", "mistral_gqa_kv"): _KV,
     ("one_cause", "mistral_gqa_kv"): _KV,
     ("hints", "mistral_gqa_kv"): _KV,
-    ("acceptable", "vit_activation_checkpointing"): _CKPT,
-    ("named", "vit_activation_checkpointing"): _CKPT,
-    ("forbidden", "vit_activation_checkpointing"): _CKPT,
     ("one_cause", "llama_lora_rank"): _LORA,
 }
 
@@ -137,6 +131,25 @@ def test_fixtures_stay_small() -> None:
 
 def test_collectives_of_other_tensors_get_no_bucketing_hint() -> None:
     """Activation checkpointing recomputes the forward, so B all-reduces tensors A does not: the
-    fix names the work that issues them, not bucketing (which regroups the same tensors)."""
-    coll = [c for c in _diff("vit_activation_checkpointing").causes if c.kind.value == "collective"]
-    assert coll and all("bucket" not in c.hint for c in coll)
+    diagnosis names the checkpointing, and no hint speaks of bucketing (which regroups the same
+    tensors)."""
+    causes = _diff("vit_activation_checkpointing").causes
+    assert [c.kind.value for c in causes] == ["structure"]
+    assert "activation checkpointing in B only" in causes[0].summary
+    assert all("bucket" not in c.hint for c in causes)
+
+
+def test_other_tensors_collected_is_no_regrouping() -> None:
+    """The test behind the collectives' hint: bucketing moves the same tensors into other
+    collectives; a recomputed forward all-reduces other tensors."""
+    from xlagraph.canonical import canonicalize
+    from xlagraph.diagnose.collectives import collectives, regrouped_only
+    from xlagraph.parse.sources import load_module
+
+    def ops(path):  # type: ignore[no-untyped-def]
+        return collectives(canonicalize(load_module(str(path))))
+
+    vit = [ops(HERE / f"vit_activation_checkpointing_{s}.hlo") for s in "ab"]
+    assert not regrouped_only(*vit)
+    bucket = [ops(FIXTURES / "torch_xla" / "fsdp_bucket" / f"{s}.hlo") for s in "ab"]
+    assert regrouped_only(*bucket)

@@ -17,6 +17,7 @@ from xlagraph.diagnose.evidence import Evidence, Recognizer
 from xlagraph.diagnose.recognizers import (
     annotation,
     branches,
+    checkpointing,
     conditional_work,
     donation,
     dtype,
@@ -50,6 +51,7 @@ __all__ = ["FINAL", "ORDER", "recognize"]
 
 ORDER: tuple[Recognizer, ...] = (
     layout.RECOGNIZER,
+    checkpointing.RECOGNIZER,
     sharding.RECOGNIZER,
     fsdp_layout.RECOGNIZER,
     parallelism.RECOGNIZER,
