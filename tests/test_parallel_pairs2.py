@@ -29,10 +29,6 @@ EXPECTED = {
 DIFFERENT = [n for n, e in EXPECTED.items() if e["expect"]["verdict"] == "different"]
 
 # (test, pair) -> what the engine says today
-_BART = (
-    "averaging off named `structure` ('not a pattern xlagraph knows'): the 1/world multiply after the "
-    "gradient all-reduce, present in A only, is not named as the averaging scale (constant_value/collective)"
-)
 _KV = (
     "2 -> 4 kv heads: parameter_shape right, plus `structure` (4 regions, repeat_interleave gone) and a "
     "false `attribute` (broadcast dimensions {0,1,3,4} -> {0,1,2,3,4}) with the Python int hint"
@@ -44,10 +40,8 @@ _LORA = (
 
 # (test, pair) -> what the engine says today (first run, before any change).
 # Fixed since: mistral_bf16, t5_clip, llama_pp_extra_layer (the new block's all-reduces folded in),
-# vit_activation_checkpointing (named from its optimization barrier).
+# vit_activation_checkpointing (named from its optimization barrier), bart_dp_averaging (the 1/world scale).
 XFAIL: dict[tuple[str, str], str] = {
-    ("acceptable", "bart_dp_averaging"): _BART,
-    ("named", "bart_dp_averaging"): _BART,
     ("acceptable", "mistral_gqa_kv"): _KV,
     ("forbidden", "mistral_gqa_kv"): _KV,
     ("one_cause", "mistral_gqa_kv"): _KV,

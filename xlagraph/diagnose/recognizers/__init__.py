@@ -18,6 +18,7 @@ from xlagraph.diagnose.recognizers import (
     annotation,
     branches,
     checkpointing,
+    collective_scale,
     conditional_work,
     donation,
     dtype,
@@ -52,6 +53,7 @@ __all__ = ["FINAL", "ORDER", "recognize"]
 ORDER: tuple[Recognizer, ...] = (
     layout.RECOGNIZER,
     checkpointing.RECOGNIZER,
+    collective_scale.RECOGNIZER,
     sharding.RECOGNIZER,
     fsdp_layout.RECOGNIZER,
     parallelism.RECOGNIZER,
