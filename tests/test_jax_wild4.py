@@ -1,0 +1,124 @@
+"""The files XLA itself writes under `--xla_dump_to`, fourth batch of JAX pairs (fixtures/jax/wild4, made by
+its generate.py): `before_optimizations`, `cpu_after_optimizations` and intermediate pass dumps (after
+spmd-partitioning, after shardy-xla) of realistic programs (a transformer step with hand-written AdamW,
+a ResNet block with batch norm, a diffusion U-Net step, a KV-cache decode step with RoPE, scan RNNs, MoE,
+a sharded MLP, shard_map collectives), large constants elided as `{...}` or printed in full. The verdict
+and the cause kinds were written down from what the two programs differ in, before the engine ran on them.
+
+Never a wrong `identical` above all. Pairs the engine still gets wrong are strict xfails whose reason
+says exactly what it answers, so they turn into failures the day they are fixed.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests import wild_pairs
+from tests.conftest import FIXTURES, load_manifest
+
+WILD = FIXTURES / "jax" / "wild4"
+PAIRS = load_manifest("jax/wild4")["pairs"]
+
+_ELIDED = (
+    "says identical with a note ('constants are printed as {...} in both dumps ... compared by shape "
+    "only'): the two dumps are byte-identical, so no text diff can say different; the honest answer is "
+    "'cannot tell' (a verdict the engine does not have), never a bare identical"
+)
+# What the engine answers today where it is wrong (diff A B). These are for the lead to fix.
+WRONG = {
+    "decode_rope_base_elided": _ELIDED + " (RoPE base 10000 vs 500000, f32[32,8] cos/sin tables)",
+    "unet_schedule_elided": _ELIDED + " (noise schedule beta_end 0.02 vs 0.012, f32[1000] alphas_cumprod)",
+    "decode_same_one_side_full": (
+        "says different, structure ('called computation(s) main.6 differ in their parameter numbering or "
+        "output order'), beside its own note that constant.20/constant.21 are printed as {...} in one dump "
+        "and compared by shape only: the same program, dumped once with --xla_dump_large_constants; the "
+        "printed table enters the fingerprint while the elided one cannot"
+    ),
+    "decode_rope_base_one_side_full": (
+        "says structure ('called computation(s) main.6 differ in their parameter numbering or output "
+        "order'): the only difference is the RoPE tables, printed in full in A and as {...} in B; the "
+        "cause to name is constant_value (values not comparable), not a computation renumbering"
+    ),
+    "tfm_adamw_weight_decay_before": (
+        "says structure only ('5 regions differ ... 1 changed, 2 only in A instruction(s) (broadcast, "
+        "constant, multiply)' at the update line): weight decay 0.01 vs 0.1; with 0.1 JAX shares the "
+        "broadcast of AdamW's 1 - b1 = 0.1, so B's `wd * w` reads an existing broadcast; a constant_value"
+    ),
+    "tfm_remat_block": (
+        "says structure plus a false constant_value ('17 constants changed, e.g. constant.21 {...} -> "
+        "{...} (f32[8,4] -> f32[1,8,1,4])'): the RoPE tables are the same values, folded into another "
+        "shape by XLA once the block is rematerialized"
+    ),
+    "unet_image_size_before": (
+        "says parameter_shape plus constant_value ('constant.22 changed 0.000651041686 -> 0.00260416674'):"
+        " that is the MSE mean's 1/(2*16*16*3) vs 1/(2*8*8*3), a constant that follows the new image size"
+    ),
+    "decode_cache_len": (
+        "says parameter_shape plus structure ('main.6 differs in 2 changed, 5 only in B instruction(s) "
+        "(constant, fusion)'): with 64 positions XLA compiles the softmax/argmax reductions with a "
+        "reduce-window fusion; work that follows the new cache length"
+    ),
+    "moe_experts_4_vs_8": (
+        "says parameter_shape plus attribute ('sizes passed as Python ints changed: 6 op(s) changed size "
+        "(bitcast.2: f32[4,4,16] -> f32[8,2,16] ...)'): the expert capacity 16 // experts follows the "
+        "number of experts, the one change"
+    ),
+    "shmap_psum_bf16": (
+        "says dtype plus structure ('2 regions differ ... main.0_spmd (all-reduce, fusion) ... region_1.0 "
+        "3 only in A (add, parameter)'): the psum's all-reduce and its reducer in bf16 are the dtype "
+        "change's own collective, not a separate unknown pattern"
+    ),
+}
+# diff B A: the verdict only.
+WRONG_REVERSE = {
+    name: WRONG[name]
+    for name in ("decode_rope_base_elided", "unet_schedule_elided", "decode_same_one_side_full")
+}
+
+_XLA_NAME = re.compile(
+    r"module_\d{4}\.jit_\w+\.(before_optimizations|cpu_after_optimizations|\d{4}\..+)\.txt"
+)
+
+
+@pytest.mark.parametrize("name", wild_pairs.params(PAIRS, WRONG))
+def test_verdict_and_cause_kinds(name: str) -> None:
+    wild_pairs.check_verdict_and_kinds(WILD, PAIRS[name])
+
+
+@pytest.mark.parametrize("name", wild_pairs.params(PAIRS, WRONG_REVERSE))
+def test_reverse_verdict(name: str) -> None:
+    wild_pairs.check_reverse_verdict(WILD, PAIRS[name])
+
+
+def test_manifest_is_well_formed() -> None:
+    assert 25 <= len(PAIRS) <= 40
+    verdicts = [p["expected_verdict"] for p in PAIRS.values()]
+    assert verdicts.count("identical") >= 5 and verdicts.count("different") >= 20
+    stages = [p["stage"] for p in PAIRS.values()]
+    assert stages.count("after_optimizations") >= len(stages) // 2
+    assert stages.count("before_optimizations") >= 5
+    assert sum(s.startswith("pass:") for s in stages) >= 2
+    for name, pair in PAIRS.items():
+        assert pair["expected_verdict"] in ("identical", "different"), name
+        assert set(pair["expected_causes"]) <= wild_pairs.KINDS, name
+        assert bool(pair["expected_causes"]) == (pair["expected_verdict"] == "different"), name
+        assert pair["description"], name
+        for side in ("a", "b"):  # XLA's own file name is kept, and is what the stage says
+            xla_file = pair["sides"][side]["xla_file"]
+            assert _XLA_NAME.fullmatch(xla_file), (name, xla_file)
+            assert pair["stage"].removeprefix("pass:").replace("after_optimizations", "cpu_after") in xla_file
+
+
+def test_elided_pairs_say_what_a_careful_tool_answers() -> None:
+    """Where the dumps cannot show the difference, the manifest says so (and keeps the truth)."""
+    for name, pair in PAIRS.items():
+        a, b = ((WILD / pair[s]).read_text() for s in ("a", "b"))
+        if a == b and pair["expected_verdict"] == "different":
+            assert "cannot tell" in pair.get("note", ""), name
+            assert "{...}" in a, name
+
+
+def test_fixture_stays_small() -> None:
+    wild_pairs.check_size(WILD, PAIRS)
