@@ -46,6 +46,7 @@ from xlagraph.diagnose.recognizers import (
     state_init,
     trainable,
     unknown,
+    weight_shapes,
 )
 
 __all__ = ["FINAL", "ORDER", "recognize"]
@@ -81,6 +82,7 @@ ORDER: tuple[Recognizer, ...] = (
 )
 FINAL: tuple[Recognizer, ...] = (
     fused_cascade.RECOGNIZER,
+    weight_shapes.RECOGNIZER,
     permutation.RECOGNIZER,
     periodic_site.RECOGNIZER,
     grouping.RECOGNIZER,
