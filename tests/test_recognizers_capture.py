@@ -321,3 +321,14 @@ def test_a_layer_skipped_by_a_host_draw_is_layerdrop(tmp_path: Path) -> None:
     (cause,) = r.causes
     assert "modeling_mbart.py" in cause.summary and "layerdrop" in cause.hint
     assert _guilty(name) & _line(name, r)
+
+
+def test_op_sizes_that_follow_a_sequence_length_are_that_length(tmp_path: Path) -> None:
+    """A collate pads each batch to its longest sentence rounded up to 8 (16 -> 24): Funnel's
+    relative-position tables (2L - 1) and pooled lengths (L / 2) change size with it. One
+    `parameter_shape` cause, no 'sizes passed as Python ints' beside it, citing the pad call."""
+    name = "h8_funnel_pad_multiple_of_8"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 2]
+    assert r.kinds == ("parameter_shape",)
+    assert "follow from that length" in r.causes[0].summary
+    assert 38 in _line(name, r)

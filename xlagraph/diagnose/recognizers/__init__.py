@@ -42,6 +42,7 @@ from xlagraph.diagnose.recognizers import (
     scalar_ops,
     shape_constants,
     sharding,
+    size_echo,
     special_scalar,
     state_init,
     trainable,
@@ -83,6 +84,7 @@ ORDER: tuple[Recognizer, ...] = (
 FINAL: tuple[Recognizer, ...] = (
     fused_cascade.RECOGNIZER,
     weight_shapes.RECOGNIZER,
+    size_echo.RECOGNIZER,
     permutation.RECOGNIZER,
     periodic_site.RECOGNIZER,
     grouping.RECOGNIZER,

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.diagnose.recognizers._common import (
     calls_of_function,
     lines_matching,
@@ -84,7 +84,20 @@ def _with_padding_line(evidence: Evidence, cause: Cause) -> Cause:
     lines = lines_matching(user_files(evidence), _PAD_TO_LONGEST, limit=2)
     if not lines:
         return cause
+    # The call that pads to that length, just below (`F.pad(x, (0, width - len(x)))`).
+    lines += [p for loc in lines[:1] if (p := _pad_call_below(loc))]
     return replace(cause, sources=tuple(dict.fromkeys([*lines, *cause.sources]))[:6])
+
+
+_PAD_CALL = re.compile(r"\bpad\(|\bpad_sequence\(")
+
+
+def _pad_call_below(location: str) -> str:
+    file, _, line = location.rpartition(":")
+    for k in range(int(line), int(line) + 4):
+        if _PAD_CALL.search(source_line(file, k).split("#", 1)[0]):
+            return f"{file}:{k}"
+    return ""
 
 
 def _user(location: str) -> bool:
