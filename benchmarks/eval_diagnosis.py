@@ -47,6 +47,7 @@ SPLITS = (
     "held_out_6",
     "held_out_7",
     "held_out_8",
+    "held_out_9",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
