@@ -36,7 +36,7 @@ _IR_OFFSET = (
     "is a prim::Constant without its value): plain `identical`, no cause and no note that this format "
     "prints no constant values (the same case in a --xla_dump_to file is `undetermined` with a note)"
 )
-_CLIP = "clip_grad_norm_ on vs off named `structure` ('{n} regions differ ... not a pattern xlagraph knows') {out}"
+_CLIP = "clip_grad_norm_ on vs off named `structure` ('{n} regions differ ... not a pattern it knows') {out}"
 _SAVE_CLIP = _CLIP.format(
     n=16,
     out="with a false output_added + output_removed of 3 same-shaped outputs each (f32[32,32], f32[1,1,32]; "
