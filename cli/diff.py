@@ -71,6 +71,7 @@ def diff_command(a: str, b: str, as_json: bool, max_changes: int, html_out: str 
         echo(render_diff_text(result, max_changes=max_changes), nl=False)
     if html_out:
         write_page(html_out, render_diff_html(result), err=as_json)
+    # `undetermined` (only values a dump elided could differ) is not shown identical: exit 1.
     code = EXIT_IDENTICAL if result.verdict == "identical" else EXIT_DIFFERENT
     click.get_current_context().exit(code)
 

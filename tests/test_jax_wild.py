@@ -15,13 +15,10 @@ from tests.conftest import FIXTURES, load_manifest
 WILD = FIXTURES / "jax" / "wild"
 PAIRS = load_manifest("jax/wild")["pairs"]
 
-# What the engine answers today where it is wrong (diff A B). These are for the lead to fix.
-WRONG = {
-    "compiled_elided_constant": "says identical (a note: the f32[16] constant printed {...} in both was "
-    "compared by shape only): two programs that differ in one baked-in element",
-}
-# diff B A: the verdict only (the kinds of the reverse direction are the mirror ones).
-WRONG_REVERSE = {"compiled_elided_constant": WRONG["compiled_elided_constant"]}
+# Every pair right. compiled_elided_constant (one baked-in element differs, printed {...} in both)
+# says `undetermined`, never identical.
+WRONG: dict[str, str] = {}
+WRONG_REVERSE: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", wild_pairs.params(PAIRS, WRONG))

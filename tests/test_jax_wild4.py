@@ -21,26 +21,8 @@ from tests.conftest import FIXTURES, load_manifest
 WILD = FIXTURES / "jax" / "wild4"
 PAIRS = load_manifest("jax/wild4")["pairs"]
 
-_ELIDED = (
-    "says identical with a note ('constants are printed as {...} in both dumps ... compared by shape "
-    "only'): the two dumps are byte-identical, so no text diff can say different; the honest answer is "
-    "'cannot tell' (a verdict the engine does not have), never a bare identical"
-)
 # What the engine answers today where it is wrong (diff A B). These are for the lead to fix.
 WRONG = {
-    "decode_rope_base_elided": _ELIDED + " (RoPE base 10000 vs 500000, f32[32,8] cos/sin tables)",
-    "unet_schedule_elided": _ELIDED + " (noise schedule beta_end 0.02 vs 0.012, f32[1000] alphas_cumprod)",
-    "decode_same_one_side_full": (
-        "says different, structure ('called computation(s) main.6 differ in their parameter numbering or "
-        "output order'), beside its own note that constant.20/constant.21 are printed as {...} in one dump "
-        "and compared by shape only: the same program, dumped once with --xla_dump_large_constants; the "
-        "printed table enters the fingerprint while the elided one cannot"
-    ),
-    "decode_rope_base_one_side_full": (
-        "says structure ('called computation(s) main.6 differ in their parameter numbering or output "
-        "order'): the only difference is the RoPE tables, printed in full in A and as {...} in B; the "
-        "cause to name is constant_value (values not comparable), not a computation renumbering"
-    ),
     "tfm_adamw_weight_decay_before": (
         "says structure only ('5 regions differ ... 1 changed, 2 only in A instruction(s) (broadcast, "
         "constant, multiply)' at the update line): weight decay 0.01 vs 0.1; with 0.1 JAX shares the "
@@ -72,10 +54,9 @@ WRONG = {
     ),
 }
 # diff B A: the verdict only.
-WRONG_REVERSE = {
-    name: WRONG[name]
-    for name in ("decode_rope_base_elided", "unet_schedule_elided", "decode_same_one_side_full")
-}
+WRONG_REVERSE: dict[str, str] = {}
+# Fixed since the first run: the two byte-identical elided pairs and the two with one side printed in
+# full now say `undetermined` (only elided values could differ), never identical nor a false cause.
 
 _XLA_NAME = re.compile(
     r"module_\d{4}\.jit_\w+\.(before_optimizations|cpu_after_optimizations|\d{4}\..+)\.txt"

@@ -145,7 +145,9 @@ def test_text_is_deterministic(kept_alive: DiffResult) -> None:
 def test_diff_json_schema(kept_alive: DiffResult) -> None:
     doc = diff_to_json(kept_alive)
     assert json.loads(json.dumps(doc)) == doc
-    assert list(doc) == ["verdict", "differences", "left", "right", "causes", "notes", "changed"]
+    assert list(doc) == [
+        "verdict", "differences", "left", "right", "causes", "notes", "unseen_constants", "changed",
+    ]  # fmt: skip
     assert doc["verdict"] == "different"
     assert doc["differences"] == len(kept_alive.differences)
     for side, canon in (("left", kept_alive.left), ("right", kept_alive.right)):

@@ -28,6 +28,7 @@ from xlagraph.diff import diff_files
 from xlagraph.errors import InputError, ParseError
 from xlagraph.parse.hlo import parse_hlo
 from xlagraph.parse.sources import MAX_INPUT_ENV, read_bytes, split_spec
+from xlagraph.render.text import render_diff_text
 
 HLO = FIXTURES / "jax" / "pairs" / "constant_change" / "a.hlo"
 SAVE = FIXTURES / "torch_xla" / "kept_alive" / "save_hlo.txt"
@@ -470,5 +471,10 @@ def test_constants_neither_dump_prints_are_said_to_be_compared_by_shape(tmp_path
     (tmp_path / "a.hlo").write_text(text)
     (tmp_path / "b.hlo").write_text(text)
     result = diff_files(str(tmp_path / "a.hlo"), str(tmp_path / "b.hlo"))
-    assert result.verdict == "identical" and not result.causes
+    # The values are in neither text: the same file twice, or two programs baking other values.
+    assert result.verdict == "undetermined" and not result.causes and result.unseen == ("c",)
     assert any("in both dumps" in n and "print_large_constants" in n for n in result.notes)
+    text_out = render_diff_text(result)
+    assert text_out.startswith("undetermined: the graphs print the same, but 1 constant printed as {...}")
+    cli = CliRunner().invoke(xlagraph, ["diff", str(tmp_path / "a.hlo"), str(tmp_path / "b.hlo"), "--json"])
+    assert cli.exit_code == 1 and json.loads(cli.output)["unseen_constants"] == ["c"]

@@ -29,7 +29,14 @@ from xlagraph.diagnose.collectives import is_collective
 from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.evidence import NO_CONTEXT
 from xlagraph.diagnose.recognizers.special_scalar import TENSOR_HINT
-from xlagraph.diagnose.residue import ELIDED, constants_of, elided_constants, is_elided, residual_differences
+from xlagraph.diagnose.residue import (
+    ELIDED,
+    constants_of,
+    elided_constants,
+    is_elided,
+    residual_differences,
+    unseen_constants,
+)
 from xlagraph.diagnose.sources import sources_of
 from xlagraph.ir import Module, strip_layout
 from xlagraph.match import Matching, match
@@ -50,8 +57,9 @@ class ComputationPair:
 
 @dataclass(frozen=True, eq=False)
 class DiffResult:
-    """`causes` are why the graphs differ (empty exactly when they are identical); `notes` are
-    remarks that change nothing (dead code on both sides)."""
+    """`causes` are why the graphs differ (empty when they are identical, or `undetermined`: the
+    same as printed but for constant values a dump elided); `notes` are remarks that change
+    nothing (dead code on both sides)."""
 
     left: CanonicalModule
     right: CanonicalModule
@@ -59,9 +67,15 @@ class DiffResult:
     pairs: tuple[ComputationPair, ...]
     notes: tuple[str, ...] = ()
 
+    # Constants whose values one dump or both print as `{...}`: the text cannot tell whether two
+    # graphs that print the same differ there, so they are not called identical.
+    unseen: tuple[str, ...] = ()
+
     @property
     def verdict(self) -> str:
-        return "different" if self.causes else "identical"
+        if self.causes:
+            return "different"
+        return "undetermined" if self.unseen else "identical"
 
     @property
     def differences(self) -> tuple[Cause, ...]:
@@ -146,7 +160,8 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
     notes += elided_constants(left, right, compared)
     if causes and not (_has_frames(a) or _has_frames(b)):
         notes.append(NO_FRAMES_NOTE)
-    return DiffResult(left, right, causes, tuple(pairs), tuple(notes))
+    unseen = () if causes else unseen_constants(left, right, compared)
+    return DiffResult(left, right, causes, tuple(pairs), tuple(notes), unseen)
 
 
 NO_FRAMES_NOTE = (

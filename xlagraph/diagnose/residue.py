@@ -22,7 +22,14 @@ from xlagraph.diagnose.sources import sources_of
 from xlagraph.ir import strip_layout
 from xlagraph.match import Matching
 
-__all__ = ["ELIDED", "constants_of", "elided_constants", "is_elided", "residual_differences"]
+__all__ = [
+    "ELIDED",
+    "constants_of",
+    "elided_constants",
+    "is_elided",
+    "residual_differences",
+    "unseen_constants",
+]
 
 # How XLA prints a literal of more than 10 elements unless asked to print large constants.
 ELIDED = "{...}"
@@ -260,11 +267,32 @@ def _only_elided(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching
     elided = {a for a, _ in _elided_pairs(lc, rc, m)}
     if not elided:
         return False
-    return all(
+    if all(
         a in elided or lc.h1[a] == rc.h1[b] or any(o in elided for o in _upstream(lc, a))
         for a, b in m.left.items()
         if a in lc.h1 and b in rc.h1
-    )
+    ):
+        return True
+    return _same_but(lc, rc, m, elided)
+
+
+def _same_but(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching, skip: set[str]) -> bool:
+    """Instruction for instruction the same computation, but for the constants in `skip`: every
+    live instruction matched, with the same content and its operands matched in order, and the
+    same parameter numbers and outputs (canonical ranks and hashes cover the skipped values too,
+    so they are not compared)."""
+    if len(m.left) != len(lc.order) or len(m.right) != len(rc.order):
+        return False
+    if [m.left.get(o) for o in lc.outputs] != list(rc.outputs):
+        return False
+    for a, b in m.left.items():
+        if a not in skip and lc.keys.get(a) != rc.keys.get(b):
+            return False
+        if lc.param_number.get(a) != rc.param_number.get(b):
+            return False
+        if [m.left.get(o) for o in lc.operands.get(a, ())] != list(rc.operands.get(b, ())):
+            return False
+    return True
 
 
 def _upstream(comp: CanonicalComputation, name: str) -> set[str]:
@@ -276,6 +304,27 @@ def _upstream(comp: CanonicalComputation, name: str) -> set[str]:
                 seen.add(o)
                 stack.append(o)
     return seen
+
+
+def unseen_constants(
+    left: CanonicalModule, right: CanonicalModule, pairs: Iterable[tuple[str, str, Matching | None]]
+) -> tuple[str, ...]:
+    """A's constants whose values one dump or both print as `{...}`: where two graphs that print
+    the same may still differ (the verdict is then `undetermined`, never `identical`)."""
+    out: list[str] = []
+    for ln, rn, m in pairs:
+        lc, rc = left.computations[ln], right.computations[rn]
+        lins, rins = lc.computation.by_name, rc.computation.by_name
+        for a in constants_of(lc):
+            b = a if m is None else m.left.get(a)
+            ib = rins.get(b) if b is not None else None
+            if (
+                ib is not None
+                and ib.opcode == "constant"
+                and (is_elided(lins[a].payload) or is_elided(ib.payload))
+            ):
+                out.append(a if ln == left.entry.name else f"{ln}/{a}")
+    return tuple(out)
 
 
 def elided_constants(

@@ -52,6 +52,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diff import ComputationPair, DiffResult
 from xlagraph.ir import Computation, Instruction, Module, strip_layout
 from xlagraph.match import Matching
+from xlagraph.render.text import headline
 
 __all__ = [
     "CauseView",
@@ -702,12 +703,11 @@ class _DiffBuilder:
             for p in result.pairs
             if p.matching is None
         ]
-        n = len(result.differences)
         only_left, only_right = _unpaired(result)
         return DiffView(
             prefix=self.prefix,
             verdict=result.verdict,
-            headline=f"different: {n} cause{'s' if n > 1 else ''}" if n else "identical",
+            headline=headline(result),
             left=_side_info("A", result.left),
             right=_side_info("B", result.right),
             causes=tuple(v for v in causes if not v.info),

@@ -73,6 +73,7 @@ def diff_to_json(result: DiffResult) -> dict[str, Any]:
         "right": _module(result.right),
         "causes": [_cause(c) for c in result.causes],
         "notes": list(result.notes),
+        "unseen_constants": list(result.unseen),
         "changed": {"left": list(left), "right": list(right)},
     }
 

@@ -194,13 +194,25 @@ def _changed_block(result: DiffResult, limit: int) -> list[str]:
     return lines
 
 
+def headline(result: DiffResult) -> str:
+    """`identical`, `different: 2 causes`, or `undetermined: ...` when only elided values could differ."""
+    if result.causes:
+        return f"different: {_plural(len(result.causes), 'cause')}"
+    if result.unseen:
+        return (
+            f"undetermined: the graphs print the same, but {_plural(len(result.unseen), 'constant')} "
+            "printed as {...} may hold other values"
+        )
+    return "identical"
+
+
 def render_diff_text(result: DiffResult, max_changes: int = 20) -> str:
     """The diff report: verdict, the two graphs, causes with fixes, changed instructions, notes.
 
     `max_changes` bounds every list (changes, permutation rows, instruction names); 0 shows all.
     """
     differences = list(result.differences)
-    verdict = "identical" if not differences else f"different: {_plural(len(differences), 'cause')}"
+    verdict = headline(result)
     lines = [verdict, _side("A", result.left), _side("B", result.right)]
     groups: dict[str, list[Cause]] = {}
     for cause in differences:
