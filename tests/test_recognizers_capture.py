@@ -23,8 +23,8 @@ CORPUS = FIXTURES / "torch_xla" / "corpus"
 
 def _log(name: str, tmp: Path) -> RunLog:
     """A stored capture, read from a copy with its `.xz` files decompressed."""
-    # held_out_3 and held_out_5 to held_out_8 were scored untouched first, then tuned on
-    assert name.startswith(("tu_", "hx_", "h5_", "h6_", "h7_", "h8_")), (
+    # held_out_3 and held_out_5 to held_out_9 were scored untouched first, then tuned on
+    assert name.startswith(("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_")), (
         "only scenarios tuned on are used here"
     )
     dest = tmp / name
@@ -332,3 +332,13 @@ def test_op_sizes_that_follow_a_sequence_length_are_that_length(tmp_path: Path) 
     assert r.kinds == ("parameter_shape",)
     assert "follow from that length" in r.causes[0].summary
     assert 38 in _line(name, r)
+
+
+def test_a_block_of_the_users_skipped_by_random_random_is_stochastic_depth(tmp_path: Path) -> None:
+    """`if self.training and random.random() < self.drop_path: return x` in the user's own block:
+    the skipped block's forward and backward land in the updates it no longer returns. The user's
+    `if` is cited, and the fix drops on the device."""
+    name = "h9_vit_stochastic_depth_blocks"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 2]
+    assert r.kinds == ("conditional_work",)
+    assert _guilty(name) & _line(name, r) and "per-sample" in r.causes[0].hint

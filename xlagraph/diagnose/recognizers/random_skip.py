@@ -17,9 +17,9 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.frames import source_line
+from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.diagnose.recognizers._common import lines_matching, merge, source_text, user_files
-from xlagraph.ir import strip_layout
+from xlagraph.ir import Frame, strip_layout
 
 __all__ = ["RECOGNIZER"]
 
@@ -29,15 +29,21 @@ _SETTING = re.compile(r"layerdrop|layer_drop|drop_layer|stochastic_depth")
 _NEAR = 4  # lines from a draw to the `if` it feeds
 _MAX_LINES = 20_000
 _INPUTS = (CauseKind.PARAMETER_REMOVED, CauseKind.PARAMETER_ADDED)
-_SAMPLE = 64  # unpaired instructions whose stacks are walked: one layer's ops share their frames
+# Where the skipped work lands: a region, or the producers of the updated weights it no longer
+# returns (a block skipped inside the user's own model: its forward and backward feed only those).
+_WORK = (CauseKind.STRUCTURE, CauseKind.OUTPUT_REMOVED, CauseKind.OUTPUT_ADDED)
+_SAMPLE = 4096  # unpaired instructions whose lines are read (a layer's ops: a few hundred)
+# torch and torch_xla draw random numbers for their own reasons (fractional pooling, samplers):
+# never where a model decides to skip a layer.
+_FRAMEWORK = re.compile(r"/site-packages/(?:torch|torch_xla|torchvision|numpy)/")
 _MIN_WORK = 20  # fewer unpaired ops than this is a value or a tap, not a layer's forward and backward
 
 HINT = (
     "a layer is skipped at random by a number drawn in Python (LayerDrop: transformers' layerdrop, "
-    "encoder_layerdrop or decoder_layerdrop > 0; stochastic depth with random.random()): every set of "
-    "skipped layers is a graph of its own, so it compiles for many steps; set that probability to 0.0 "
-    "when training on XLA, or drop on the device (scale the layer's residual branch by a Bernoulli "
-    "tensor drawn with torch.rand(..., device=...))"
+    "encoder_layerdrop or decoder_layerdrop > 0; stochastic depth written with random.random()): every "
+    "set of skipped layers is a graph of its own, so it compiles for many steps. Set that probability "
+    "to 0.0 when training on XLA, or run the block on every step and drop on the device: multiply its "
+    "residual branch by a per-sample Bernoulli mask (timm's DropPath, torchvision's stochastic_depth)"
 )
 # What the missing layer changes elsewhere: its weights and optimizer state are not read or
 # written, the optimizer's grouped updates change size, the other inputs and outputs shift.
@@ -88,8 +94,10 @@ def _decided_at(evidence: Evidence, cause: Cause, names: list[str]) -> str:
     for name in names[:_SAMPLE]:
         ins = by_name.get(name)
         for frame in canon.module.frames_of(ins)[:1] if ins is not None else ():
-            last[frame.file] = max(last.get(frame.file, 0), frame.line)
-    for file, line in last.items():
+            if not _FRAMEWORK.search(frame.file.replace("\\", "/")):
+                last[frame.file] = max(last.get(frame.file, 0), frame.line)
+    # The user's own files first (a block of theirs), then a model library's (transformers).
+    for file, line in sorted(last.items(), key=lambda item: is_library(Frame("", item[0], 0))):
         sites = _skip_sites(file) or _skip_sites(file, _SETTING)
         if sites:
             return f"{file}:{next((k for k in sites if k > line), sites[-1])}"
@@ -98,7 +106,7 @@ def _decided_at(evidence: Evidence, cause: Cause, names: list[str]) -> str:
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     for i, cause in enumerate(pending):
-        if cause.kind is not CauseKind.STRUCTURE:
+        if cause.kind not in _WORK:
             continue
         only_left, only_right = _unpaired(evidence, cause)
         big, small = sorted((only_left, only_right), key=len, reverse=True)
