@@ -11,7 +11,7 @@ import re
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import renamed
+from xlagraph.diagnose.recognizers._common import merge
 from xlagraph.diagnose.recognizers.input_shape import (
     BATCH_HINT,
     GROWN_BATCH_HINT,
@@ -49,28 +49,31 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     # Only when nothing else differs: ops paired across a reordering or new code change size too.
     if not found or len(found) != len(pending):
         return NOTHING
-    out = []
-    for i, axes in found.items():
-        c = pending[i]
-        shown = fmt_list([f"{ch.left} {ch.old} -> {ch.new}" for ch in c.changes], 2)
-        if axes == {0}:
-            grew = all((_dims(ch.new) or [0])[0] > (_dims(ch.old) or [0])[0] for ch in c.changes)
-            what, hint = (
-                ("the batch size grew", GROWN_BATCH_HINT)
-                if grew
-                else ("the batch dimension changed", BATCH_HINT)
-            )
-        elif 0 not in axes:
-            what, hint = "a non-batch dimension changed: a varying sequence length is typical", SEQUENCE_HINT
-        else:
-            what, hint = "the batch and other dimensions changed", BATCH_HINT
-        summary = (
-            f"{len(c.changes)} op(s) changed size ({shown}) with no input to carry it: sizes passed as "
-            f"Python ints from the data's shape (a mask or positions built with torch.ones/arange); {what}"
+    # One root reason (a length or a batch size taken from the data), however many ops show it.
+    changes = [ch for i in found for ch in pending[i].changes]
+    axes = set().union(*found.values())
+    per_op = [set().union(*(_axes(ch.old, ch.new) or set() for ch in pending[i].changes)) for i in found]
+    shown = fmt_list([f"{ch.left} {ch.old} -> {ch.new}" for ch in changes], 2)
+    if axes == {0}:
+        grew = all((_dims(ch.new) or [0])[0] > (_dims(ch.old) or [0])[0] for ch in changes)
+        what, hint = (
+            ("the batch size grew", GROWN_BATCH_HINT) if grew else ("the batch dimension changed", BATCH_HINT)
         )
-        named = renamed(c, CauseKind.PARAMETER_SHAPE, summary, hint)
-        out.append(with_loader_line(evidence, named) if hint is BATCH_HINT else named)
-    return Recognized(tuple(out), frozenset(found))
+    elif not any(0 in a and a - {0} for a in per_op) and 2 * sum(1 for a in per_op if 0 not in a) >= len(
+        per_op
+    ):
+        # Most ops change another axis (a sequence-first layout, as nn.MultiheadAttention's, has the
+        # length in axis 0 of a few): a length.
+        what, hint = "a non-batch dimension changed: a varying sequence length is typical", SEQUENCE_HINT
+    else:
+        what, hint = "the batch and other dimensions changed", BATCH_HINT
+    summary = (
+        f"{len(changes)} op(s) changed size ({shown}) with no input to carry it: sizes passed as "
+        f"Python ints from the data's shape (a mask or positions built with torch.ones/arange); {what}"
+    )
+    named = merge(CauseKind.PARAMETER_SHAPE, summary, [pending[i] for i in found], hint=hint)
+    named = with_loader_line(evidence, named) if hint is BATCH_HINT else named
+    return Recognized((named,), frozenset(found))
 
 
 RECOGNIZER = Recognizer("python_sizes", _recognize)
