@@ -342,3 +342,12 @@ def test_a_block_of_the_users_skipped_by_random_random_is_stochastic_depth(tmp_p
     (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 2]
     assert r.kinds == ("conditional_work",)
     assert _guilty(name) & _line(name, r) and "per-sample" in r.causes[0].hint
+
+
+def test_a_config_option_set_in_the_loop_is_cited_for_library_sizes(tmp_path: Path) -> None:
+    """`model.config.mask_ratio = ...` each epoch: ViTMAE reads it in modeling_vit_mae.py to keep
+    `int(L * (1 - mask_ratio))` patches, so every changed size has a library line; the user's
+    assignment to that option is cited first."""
+    name = "h9_vitmae_mask_ratio_curriculum"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 3]
+    assert r.causes[0].sources[0].endswith(f"{name}.py:54")

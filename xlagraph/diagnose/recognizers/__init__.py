@@ -20,6 +20,7 @@ from xlagraph.diagnose.recognizers import (
     checkpointing,
     collective_scale,
     conditional_work,
+    config_site,
     donation,
     dtype,
     dynamic_shape,
@@ -88,6 +89,7 @@ FINAL: tuple[Recognizer, ...] = (
     permutation.RECOGNIZER,
     periodic_site.RECOGNIZER,
     grouping.RECOGNIZER,
+    config_site.RECOGNIZER,
 )
 
 

@@ -1,0 +1,82 @@
+"""The user's line that changes a model config during the run, for causes with library lines only.
+
+transformers reads its options from `self.config` when the step runs: ViTMAE keeps
+`int(seq_length * (1 - self.config.mask_ratio))` patches, so `model.config.mask_ratio = 0.75` in
+the user's loop changes op sizes whose lines are all in modeling_vit_mae.py. Where a cause cites
+library lines only and those lines (or the assignments of the names they read, a few lines above)
+read `config.<option>`, the user's assignment to that option (`model.config.<option> = ...`,
+`setattr(model.config, "<option>", ...)`) is the line to cite, first. The kind is not changed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from xlagraph.diagnose.causes import Cause
+from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.frames import is_library, source_line
+from xlagraph.diagnose.recognizers._common import lines_matching, source_text, user_files
+from xlagraph.ir import Frame
+
+__all__ = ["RECOGNIZER"]
+
+_CONFIG = re.compile(r"\bconfig\.([A-Za-z_]\w*)")
+_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+_ASSIGN = re.compile(r"^\s*([A-Za-z_][\w, ]*?)\s*=[^=](.*)$")
+_SPAN = 30  # lines above a library line searched for the assignment of a name it reads
+
+
+def _user(location: str) -> bool:
+    return not is_library(Frame("", location.rpartition(":")[0], 0))
+
+
+def _options(location: str) -> set[str]:
+    """The `config.<option>` names a library line reads, directly or through a local assigned
+    from one within a few lines above (`len_keep = int(L * (1 - self.config.mask_ratio))`)."""
+    text = source_text(location).split("#", 1)[0]
+    found = set(_CONFIG.findall(text))
+    file, _, line = location.rpartition(":")
+    if not line.isdigit():
+        return found
+    names = set(_NAME.findall(text))
+    for k in range(int(line) - 1, max(0, int(line) - _SPAN), -1):
+        above = source_line(file, k).split("#", 1)[0]
+        if above.lstrip().startswith(("def ", "class ")):
+            break
+        m = _ASSIGN.match(above)
+        if m and names & {t.strip() for t in m.group(1).split(",")}:
+            found |= set(_CONFIG.findall(m.group(2)))
+    return found
+
+
+def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    if not any(c.sources and not c.info and not any(_user(s) for s in c.sources) for c in pending):
+        return NOTHING  # most diffs: every cause has a user line, or none has a line at all
+    files = user_files(evidence)
+    if not files:
+        return NOTHING
+    out: list[Cause] = []
+    changed = False
+    for cause in pending:
+        if cause.info or not cause.sources or any(_user(s) for s in cause.sources):
+            out.append(cause)
+            continue
+        options = set().union(*(_options(s) for s in cause.sources[:6]))
+        sites: list[str] = []
+        for option in sorted(options):
+            pattern = re.compile(
+                rf"\bconfig\.{option}\s*=[^=]|setattr\(\s*[\w.]*config\s*,\s*['\"]{option}['\"]"
+            )
+            sites += lines_matching(files, pattern, limit=2)
+        if not sites:
+            out.append(cause)
+            continue
+        changed = True
+        out.append(replace(cause, sources=tuple(dict.fromkeys([*sites, *cause.sources]))[:6]))
+    if not changed:
+        return NOTHING
+    return Recognized(tuple(out), frozenset(range(len(pending))))
+
+
+RECOGNIZER = Recognizer("config_site", _recognize)
