@@ -88,8 +88,8 @@ FINAL: tuple[Recognizer, ...] = (
     size_echo.RECOGNIZER,
     permutation.RECOGNIZER,
     periodic_site.RECOGNIZER,
-    grouping.RECOGNIZER,
     config_site.RECOGNIZER,
+    grouping.RECOGNIZER,
 )
 
 
