@@ -473,8 +473,8 @@ def test_constants_neither_dump_prints_are_said_to_be_compared_by_shape(tmp_path
     result = diff_files(str(tmp_path / "a.hlo"), str(tmp_path / "b.hlo"))
     # The values are in neither text: the same file twice, or two programs baking other values.
     assert result.verdict == "undetermined" and not result.causes and result.unseen == ("c",)
-    assert any("in both dumps" in n and "print_large_constants" in n for n in result.notes)
+    assert any("in both dumps" in n and "--xla_dump_large_constants" in n for n in result.notes)
     text_out = render_diff_text(result)
-    assert text_out.startswith("undetermined: the graphs print the same, but 1 constant printed as {...}")
+    assert text_out.startswith("undetermined: the graphs print the same, but 1 constant whose values")
     cli = CliRunner().invoke(xlagraph, ["diff", str(tmp_path / "a.hlo"), str(tmp_path / "b.hlo"), "--json"])
     assert cli.exit_code == 1 and json.loads(cli.output)["unseen_constants"] == ["c"]

@@ -161,6 +161,8 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
     if causes and not (_has_frames(a) or _has_frames(b)):
         notes.append(NO_FRAMES_NOTE)
     unseen = () if causes else unseen_constants(left, right, compared)
+    if unseen and "lazy-ir" in (a.format, b.format) and LOSSY_NOTE not in notes:
+        notes.append(LOSSY_NOTE)
     return DiffResult(left, right, causes, tuple(pairs), tuple(notes), unseen)
 
 

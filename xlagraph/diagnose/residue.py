@@ -14,10 +14,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from itertools import compress
+from math import prod
 from operator import attrgetter
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
+from xlagraph.diagnose.common import dim_sizes
 from xlagraph.diagnose.sources import sources_of
 from xlagraph.ir import strip_layout
 from xlagraph.match import Matching
@@ -324,6 +326,16 @@ def unseen_constants(
                 and (is_elided(lins[a].payload) or is_elided(ib.payload))
             ):
                 out.append(a if ln == left.entry.name else f"{ln}/{a}")
+        if lc.computation.instructions and "lazy-ir" in (left.module.format, right.module.format):
+            # torch_xla's lazy IR text prints no constant value at all (`prim::Constant()`): an
+            # arange or a table of many elements may differ unseen (scalars as HLO prints them).
+            out += [
+                a
+                for a in lc.order
+                if lins[a].opcode == "prim::Constant"
+                and (dims := dim_sizes(lins[a].shape))
+                and prod(dims) > 1
+            ]
     return tuple(out)
 
 
@@ -341,12 +353,18 @@ def elided_constants(
             names = ", ".join(a for a, _ in found[:_LISTED])
             notes.append(
                 f"{len(found)} constant(s) ({names}) are printed as {ELIDED} in one dump: compared by shape "
-                "only; dump with large constants printed (XLA's print_large_constants) to compare values"
+                f"only; {_DUMP_VALUES}"
             )
     if hidden > 0:
         notes.append(
             f"{hidden} constant(s) are printed as {ELIDED} in both dumps: their values are not in the "
-            "text, so they were compared by shape only; dump with large constants printed (XLA's "
-            "print_large_constants) to compare values"
+            f"text, so they were compared by shape only; {_DUMP_VALUES}"
         )
     return notes
+
+
+# How a user gets the values printed (XLA's print_large_constants behind the flag).
+_DUMP_VALUES = (
+    "to compare values, dump with large constants printed (XLA_FLAGS=--xla_dump_large_constants=true "
+    "with --xla_dump_to), or compare runs captured by xlagraph, which keep torch_xla's graph hashes"
+)

@@ -201,7 +201,7 @@ def headline(result: DiffResult) -> str:
     if result.unseen:
         return (
             f"undetermined: the graphs print the same, but {_plural(len(result.unseen), 'constant')} "
-            "printed as {...} may hold other values"
+            "whose values the dumps do not print ({...}) may hold other values"
         )
     return "identical"
 
