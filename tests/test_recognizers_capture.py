@@ -330,7 +330,7 @@ def test_op_sizes_that_follow_a_sequence_length_are_that_length(tmp_path: Path) 
     name = "h8_funnel_pad_multiple_of_8"
     (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 2]
     assert r.kinds == ("parameter_shape",)
-    assert "follow from that length" in r.causes[0].summary
+    assert "follow from that shape" in r.causes[0].summary
     assert 38 in _line(name, r)
 
 

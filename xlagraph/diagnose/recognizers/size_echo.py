@@ -11,6 +11,7 @@ is that input's length again. Folded into the `parameter_shape` cause.
 from __future__ import annotations
 
 from fractions import Fraction
+from math import isclose, prod
 
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.common import dim_sizes
@@ -38,6 +39,8 @@ def _moves(changes: tuple[Change, ...]) -> set[tuple[int, int]]:
 def _follows(move: tuple[int, int], inputs: set[tuple[int, int]]) -> bool:
     d0, d1 = move
     for n0, n1 in inputs:
+        if d0 * n0 == d1 * n1:
+            return True  # a size divided by that dimension (16 tokens over 4 -> 8 experts: 4 -> 2)
         slope = Fraction(d1 - d0, n1 - n0)
         whole = slope.denominator == 1 or slope.numerator == 1
         if slope <= 0 or not whole or max(slope, 1 / slope) > _MAX_FACTOR:
@@ -46,6 +49,39 @@ def _follows(move: tuple[int, int], inputs: set[tuple[int, int]]) -> bool:
         if offset.denominator == 1 and abs(offset) <= max(8, n0):
             return True
     return False
+
+
+def _ratios(changes: tuple[Change, ...]) -> set[Fraction]:
+    """new / old of each changed input's element count and of each changed dimension."""
+    out: set[Fraction] = set()
+    for ch in changes:
+        a, b = dim_sizes(ch.old), dim_sizes(ch.new)
+        if a is None or b is None or len(a) != len(b) or not all(a) or not all(b):
+            continue
+        out.add(Fraction(prod(b), prod(a)))
+        out |= {Fraction(y, x) for x, y in zip(a, b, strict=True) if x != y}
+    out.discard(Fraction(1))
+    return out
+
+
+def _scaled(cause: Cause, ratios: set[Fraction]) -> bool:
+    """Every changed constant is a scalar scaled by one of `ratios` or its inverse: a mean's 1/N
+    over the changed elements, a count of them."""
+    if cause.kind is not CauseKind.CONSTANT_VALUE or not cause.changes or not ratios:
+        return False
+    for ch in cause.changes:
+        try:
+            old, new = float(ch.old.split()[-1]), float(ch.new.split()[-1])  # `f32[] 0.25`
+        except (ValueError, IndexError):
+            return False
+        if old == 0 or new == 0:
+            return False
+        r = new / old
+        if not any(
+            isclose(r, float(q), rel_tol=1e-4) or isclose(r, 1 / float(q), rel_tol=1e-4) for q in ratios
+        ):
+            return False
+    return True
 
 
 def _sizes_only(cause: Cause) -> bool:
@@ -63,7 +99,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         inputs = _moves(root.changes)
         if not inputs:
             continue
-        echoes = [
+        ratios = _ratios(root.changes)
+        echoes = [j for j, c in enumerate(pending) if j != i and _scaled(c, ratios)] + [
             j
             for j, c in enumerate(pending)
             if j != i
@@ -74,7 +111,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         if not echoes:
             continue
         n = sum(len(pending[j].changes) for j in echoes)
-        summary = f"{root.summary}; {n} op size(s) inside follow from that length"
+        summary = f"{root.summary}; {n} op size(s) or scale(s) inside follow from that shape"
         cause = merge(
             CauseKind.PARAMETER_SHAPE, summary, [root, *(pending[j] for j in echoes)], hint=root.hint
         )
