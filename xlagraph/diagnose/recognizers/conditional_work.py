@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, scalar_clip
 from xlagraph.diagnose.recognizers._common import (
     RESTATES,
     downstream,
@@ -56,9 +56,7 @@ _PLUMBING = RESTATES | {"constant", "parameter", "tuple", "get-tuple-element"}
 _PATTERNS = (
     (
         "clipping",
-        lambda files, ops: (
-            any("clip_grad" in f or "_patched_functions" in f for f in files) or _clip_ops(ops)
-        ),
+        lambda files, ops: any("clip_grad" in f or "_patched_functions" in f for f in files) or clip_ops(ops),
         "gradient clipping runs only on some steps",
         "clip on every step (clip_grad_norm_ is cheap next to the step), or accept one extra graph "
         "and keep k fixed; do not toggle it by a data-dependent condition",
@@ -79,60 +77,6 @@ _PATTERNS = (
         "each compile once; keep k fixed and call torch_xla.sync() at the same place every step",
     ),
 )
-
-
-_CLIP_OPS = frozenset({"sqrt", "clamp", "minimum"})
-_CLIP_WORK = 20  # instructions of outputs that carry a clip of their own
-
-
-def _clip_ops(ops: set[str]) -> bool:
-    """A global-norm clip, whoever wrote it (torch, torch_xla, neuronx-distributed or the user's
-    own tensor-parallel version): a square root of summed squares (`sqrt`, or `power` by 0.5 as
-    torch.norm lowers it) and a clamped coefficient."""
-    ops = {_LAZY.get(op, op) for op in ops}  # lazy IR names its ops aten::sqrt, aten::where, ...
-    return bool(ops & {"sqrt", "power"}) and bool(ops & {"clamp", "minimum"})
-
-
-def _scalar_clip(evidence: Evidence, cause: Cause) -> bool:
-    """A global norm and its capped coefficient are scalars: `sqrt` of a summed square and a clamp
-    (or a select) of one value, which the elementwise square roots of Adam are not."""
-    found = [
-        (canon, ins) for canon, ins in evidence.instructions(cause) if strip_layout(ins.shape).endswith("[]")
-    ]
-    scalar = {_LAZY.get(ins.opcode, ins.opcode) for _, ins in found}
-    if not scalar & {"clamp", "minimum", "select"}:
-        return False
-    return any(
-        _LAZY.get(ins.opcode, ins.opcode) in ("sqrt", "power") and _of_a_sum(canon, ins.name)
-        for canon, ins in found
-    )
-
-
-def _of_a_sum(canon: CanonicalModule, name: str) -> bool:
-    """`name` reads, within a few ops, a reduction: the norm of summed squares, not sqrt(head_dim)."""
-    comp = next((c for c in canon.computations.values() if name in c.computation.by_name), None)
-    if comp is None:
-        return False
-    todo, seen = [name], set()
-    for _ in range(6):
-        todo = [o for n in todo for o in comp.operands.get(n, ()) if o not in seen]
-        seen.update(todo)
-        if any(comp.instruction(o).opcode in ("reduce", "aten::sum", "aten::norm") for o in todo):
-            return True
-    return False
-
-
-# torch_xla's lazy IR op names for the ops of a clip, as HLO names them.
-_LAZY = {
-    "aten::sqrt": "sqrt",
-    "aten::pow": "power",
-    "aten::clamp": "clamp",
-    "aten::clamp_max": "clamp",
-    "aten::minimum": "minimum",
-    "aten::where": "select",
-    "aten::div": "divide",
-    **{f"aten::{c}": "compare" for c in ("lt", "le", "gt", "ge", "eq", "ne")},
-}
 
 
 def _library(evidence: Evidence, cause: Cause) -> list[str]:
@@ -166,7 +110,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         return NOTHING
     # A clip's norm and its coefficient may land in separate regions: judged over all of them.
     everywhere = set().union(*(opcodes(evidence, pending[i]) for i in work if pending[i].kind not in _TAPS))
-    clip_everywhere = _clip_ops(everywhere)
+    clip_everywhere = clip_ops(everywhere)
     # Outputs that bring a whole clip of their own (the norm, the capped coefficient and the
     # gradients it scales, returned as the updated weights that the pairing of same-shaped
     # outputs could not match): work, not a tensor kept alive.
@@ -174,8 +118,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         i
         for i in work
         if pending[i].kind in _TAPS
-        and len(pending[i].left) + len(pending[i].right) >= _CLIP_WORK
-        and _scalar_clip(evidence, pending[i])
+        and len(pending[i].left) + len(pending[i].right) >= CLIP_WORK
+        and scalar_clip(evidence, pending[i])
     ]
     for name, test, summary, hint in _PATTERNS:
         hits = [
@@ -184,7 +128,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             if pending[i].kind not in _TAPS
             and (
                 test(_library(evidence, pending[i]), opcodes(evidence, pending[i]))
-                or (name == "clipping" and clip_everywhere and opcodes(evidence, pending[i]) & _CLIP_OPS)
+                or (name == "clipping" and clip_everywhere and opcodes(evidence, pending[i]) & CLIP_OPS)
             )
         ] + (clipped_taps if name == "clipping" else [])
         if name == "optimizer" and not any(

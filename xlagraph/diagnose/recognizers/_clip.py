@@ -1,0 +1,64 @@
+"""What a global-norm gradient clip looks like in a graph, in HLO and in torch_xla's lazy IR:
+`conditional_work` asks when clipping runs on some steps only."""
+
+from __future__ import annotations
+
+from xlagraph.canonical import CanonicalModule
+from xlagraph.diagnose.causes import Cause
+from xlagraph.diagnose.evidence import Evidence
+from xlagraph.ir import strip_layout
+
+__all__ = ["CLIP_OPS", "CLIP_WORK", "clip_ops", "scalar_clip"]
+
+CLIP_OPS = frozenset({"sqrt", "clamp", "minimum"})
+CLIP_WORK = 20  # instructions of outputs that carry a clip of their own
+
+
+def clip_ops(ops: set[str]) -> bool:
+    """A global-norm clip, whoever wrote it (torch, torch_xla, neuronx-distributed or the user's
+    own tensor-parallel version): a square root of summed squares (`sqrt`, or `power` by 0.5 as
+    torch.norm lowers it) and a clamped coefficient."""
+    ops = {_LAZY.get(op, op) for op in ops}  # lazy IR names its ops aten::sqrt, aten::where, ...
+    return bool(ops & {"sqrt", "power"}) and bool(ops & {"clamp", "minimum"})
+
+
+def scalar_clip(evidence: Evidence, cause: Cause) -> bool:
+    """A global norm and its capped coefficient are scalars: `sqrt` of a summed square and a clamp
+    (or a select) of one value, which the elementwise square roots of Adam are not."""
+    found = [
+        (canon, ins) for canon, ins in evidence.instructions(cause) if strip_layout(ins.shape).endswith("[]")
+    ]
+    scalar = {_LAZY.get(ins.opcode, ins.opcode) for _, ins in found}
+    if not scalar & {"clamp", "minimum", "select"}:
+        return False
+    return any(
+        _LAZY.get(ins.opcode, ins.opcode) in ("sqrt", "power") and _of_a_sum(canon, ins.name)
+        for canon, ins in found
+    )
+
+
+def _of_a_sum(canon: CanonicalModule, name: str) -> bool:
+    """`name` reads, within a few ops, a reduction: the norm of summed squares, not sqrt(head_dim)."""
+    comp = next((c for c in canon.computations.values() if name in c.computation.by_name), None)
+    if comp is None:
+        return False
+    todo, seen = [name], set()
+    for _ in range(6):
+        todo = [o for n in todo for o in comp.operands.get(n, ()) if o not in seen]
+        seen.update(todo)
+        if any(comp.instruction(o).opcode in ("reduce", "aten::sum", "aten::norm") for o in todo):
+            return True
+    return False
+
+
+# torch_xla's lazy IR op names for the ops of a clip, as HLO names them.
+_LAZY = {
+    "aten::sqrt": "sqrt",
+    "aten::pow": "power",
+    "aten::clamp": "clamp",
+    "aten::clamp_max": "clamp",
+    "aten::minimum": "minimum",
+    "aten::where": "select",
+    "aten::div": "divide",
+    **{f"aten::{c}": "compare" for c in ("lt", "le", "gt", "ge", "eq", "ne")},
+}
