@@ -49,7 +49,9 @@ def runlog_from_save_file(path: str) -> RunLog:
     source = open_source(path)
     if source.kind != "save-file":
         raise InputError(
-            path, "not an XLA_SAVE_TENSORS_FILE dump (no `## BEGIN_GRAPH` blocks) nor a capture folder"
+            path,
+            "not an XLA_SAVE_TENSORS_FILE dump (no `## BEGIN_GRAPH` blocks) nor a capture folder: "
+            "for one graph use `xlagraph graphs`, for two `xlagraph diff A B`",
         )
     framed = any(g.info.frames for g in source.graphs)
     notes = [*source.notes, NO_COUNTS]
