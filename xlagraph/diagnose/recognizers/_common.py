@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
 from xlagraph.diagnose.common import shape_of
-from xlagraph.diagnose.evidence import Evidence
+from xlagraph.diagnose.evidence import Evidence, Recognized
 from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.ir import Frame
 
@@ -20,6 +20,7 @@ __all__ = [
     "downstream",
     "enclosing_function",
     "enclosing_if",
+    "fold_into",
     "inside_periodic_if",
     "lines_matching",
     "merge",
@@ -56,6 +57,16 @@ def merge(kind: CauseKind, summary: str, causes: list[Cause], hint: str = "", **
     }
     fields.update(kw)
     return Cause(kind, summary, hint or HINTS[kind], **fields)
+
+
+def fold_into(pending: tuple[Cause, ...], root: int, echoes: list[int], what: str) -> Recognized:
+    """`pending[root]`, kind and hint kept, with `echoes` (changes that follow from it) folded in
+    and said: `<its summary>; <what>`."""
+    cause = pending[root]
+    merged = merge(
+        cause.kind, f"{cause.summary}; {what}", [cause, *(pending[j] for j in echoes)], hint=cause.hint
+    )
+    return Recognized((merged,), frozenset([root, *echoes]))
 
 
 def renamed(cause: Cause, kind: CauseKind, summary: str, hint: str = "", **kw) -> Cause:  # type: ignore[no-untyped-def]

@@ -16,7 +16,7 @@ from math import isclose, prod
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.common import dim_sizes
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import merge
+from xlagraph.diagnose.recognizers._common import fold_into
 
 __all__ = ["RECOGNIZER"]
 
@@ -111,11 +111,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         if not echoes:
             continue
         n = sum(len(pending[j].changes) for j in echoes)
-        summary = f"{root.summary}; {n} op size(s) or scale(s) inside follow from that shape"
-        cause = merge(
-            CauseKind.PARAMETER_SHAPE, summary, [root, *(pending[j] for j in echoes)], hint=root.hint
-        )
-        return Recognized((cause,), frozenset([i, *echoes]))
+        return fold_into(pending, i, echoes, f"{n} op size(s) or scale(s) inside follow from that shape")
     return NOTHING
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from xlagraph.canonical.model import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import RESTATES, downstream, merge, updated_inputs
+from xlagraph.diagnose.recognizers._common import RESTATES, downstream, fold_into, updated_inputs
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]
@@ -66,11 +66,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         if not echoes:
             continue
         n = sum(pending[j].count for j in echoes)
-        summary = f"{root.summary}; {n} reshape/broadcast change(s) downstream follow from them"
-        cause = merge(
-            CauseKind.PARAMETER_SHAPE, summary, [root, *(pending[j] for j in echoes)], hint=root.hint
-        )
-        return Recognized((cause,), frozenset([i, *echoes]))
+        return fold_into(pending, i, echoes, f"{n} reshape/broadcast change(s) downstream follow from them")
     return NOTHING
 
 
