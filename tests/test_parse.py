@@ -28,6 +28,23 @@ def test_every_real_hlo_file_parses(path: Path) -> None:
     assert module.instruction_count > 0
 
 
+@pytest.mark.parametrize(
+    ("name", "stage"),
+    [
+        # torch_xla's module names end in a number that may have four digits, like a pass dump's
+        ("module_0000.SyncTensorsGraph.1380.before_optimizations.txt", "before_optimizations"),
+        ("module_0000.SyncTensorsGraph.1380.cpu_after_optimizations.txt", "cpu_after_optimizations"),
+        ("module_0003.jit_f.0012.spmd-partitioning.after_shardy.txt", "0012.spmd-partitioning.after_shardy"),
+        ("module_0000.SyncTensorsGraph.1380.0003.foo.after_bar.txt", "0003.foo.after_bar"),
+    ],
+)
+def test_dump_file_names_tell_their_stage(name: str, stage: str) -> None:
+    from xlagraph.parse.sources import _DUMP_FILE
+
+    m = _DUMP_FILE.match(name)
+    assert m is not None and m.group(3) == stage
+
+
 def test_xla_dump_dir_lists_only_hlo_and_tells_stages() -> None:
     source = open_source(str(FIXTURES / "jax" / "xla_dump"))
     assert source.kind == "dump-dir"

@@ -40,7 +40,7 @@ DOT_HINT = "Graphviz dot is not read by xlagraph: dump with XLA_SAVE_TENSORS_FMT
 
 # --xla_dump_to file names (xla/service/dump.cc FilenameFor); module names contain dots.
 _DUMP_FILE = re.compile(
-    r"^(?:\d+\.)?module_(\d{4,})\.(.+?)\."
+    r"^(?:\d+\.)?module_(\d{4,})\.(.+)\."
     r"(before_optimizations|(?:[a-z][a-z0-9_.]*_)?after_optimizations|\d{4}\..+)\.txt$"
 )
 _NOT_HLO_SUFFIXES = ("-buffer-assignment", "-memory-usage-report", "-live-range", "-buffer-assignment-values")
