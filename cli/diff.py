@@ -78,7 +78,7 @@ def diff_command(a: str, b: str, as_json: bool, max_changes: int, html_out: str 
 
 def _ranks(a: str, b: str, as_json: bool) -> bool | None:
     """Compare two whole per-rank runs; None when A and B are not that (single graphs)."""
-    from xlagraph.report.ranks import rank_sources, rank_view
+    from xlagraph.report.ranks import given_rank, rank_sources, rank_view
 
     with reading(f"{a} vs {b}"):
         logs = rank_sources([a, b])
@@ -91,16 +91,7 @@ def _ranks(a: str, b: str, as_json: bool) -> bool | None:
         click.echo(json.dumps({"kind": "ranks", "ranks": rank_view_to_json(view)}, indent=2))
     else:
         # Which argument is which rank: two runs' dump folders are numbered by their place.
-        named = [(_rank_note(log), spec) for log, spec in zip(logs, (a, b), strict=False)]
+        named = [(given_rank(log), spec) for log, spec in zip(logs, (a, b), strict=False)]
         echo("".join(f"rank {r}: {spec}\n" for r, spec in named if r is not None), nl=False)
         echo(render_ranks_text(view), nl=False)
     return view.agree
-
-
-def _rank_note(log) -> int | None:  # type: ignore[no-untyped-def]
-    """The rank `rank_sources` gave a run (its `rank N of ?` note)."""
-    for note in reversed(log.notes):
-        words = note.split()
-        if len(words) == 4 and words[0] == "rank" and words[1].isdigit() and words[2:] == ["of", "?"]:
-            return int(words[1])
-    return None

@@ -23,6 +23,7 @@ from xlagraph.diagnose.common import dim_sizes
 from xlagraph.diagnose.sources import sources_of
 from xlagraph.ir import strip_layout
 from xlagraph.match import Matching
+from xlagraph.parse.hlo import split_top_level
 
 __all__ = [
     "ELIDED",
@@ -186,25 +187,11 @@ def _signature(layout: str) -> str:
 def _input_layouts(layout: str) -> tuple[str, ...]:
     """The parameters of `{(f32[4,16]{1,0},/*index=5*/f32[2])->...}`, each with its layout spelled
     out (an array printed without one has the default, major-to-minor, layout)."""
-    body = _COMMENT.sub("", layout)
-    start = body.find("(")
-    if start < 0:
+    body = _COMMENT.sub("", layout).strip("{}")
+    params, arrow, _ = body.partition(")->")
+    if not arrow or not params.startswith("("):
         return ()
-    parts: list[str] = []
-    depth, begin = 0, start + 1
-    for i in range(start, len(body)):
-        ch = body[i]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                parts.append(body[begin:i])
-                break
-        elif ch == "," and depth == 1:
-            parts.append(body[begin:i])
-            begin = i + 1
-    return tuple(_DEFAULT_LAYOUT.sub(_spell_default, p) for p in parts if p)
+    return tuple(_DEFAULT_LAYOUT.sub(_spell_default, p) for p in split_top_level(params[1:]) if p)
 
 
 _COMMENT = re.compile(r"/\*.*?\*/")
@@ -241,12 +228,12 @@ def _elided_pairs(lc: CanonicalComputation, rc: CanonicalComputation, m: Matchin
 
 def _elided(
     lc: CanonicalComputation, rc: CanonicalComputation, m: Matching | None
-) -> tuple[list[tuple[str, str]], int]:
+) -> tuple[list[tuple[str, str]], list[str]]:
     """In one pass over the left side's constants: the pairs one dump prints as `{...}`
-    (`_elided_pairs`), and how many both print so (a computation the same on both sides pairs each
-    constant with itself)."""
+    (`_elided_pairs`), and the constants both print so (a computation the same on both sides pairs
+    each constant with itself)."""
     one: list[tuple[str, str]] = []
-    both = 0
+    both: list[str] = []
     lins, rins = lc.computation.by_name, rc.computation.by_name
     for a in constants_of(lc):
         b = a if m is None else m.left.get(a)
@@ -255,7 +242,7 @@ def _elided(
             continue
         left_elided, right_elided = is_elided(lins[a].payload), is_elided(ib.payload)
         if left_elided and right_elided:
-            both += 1
+            both.append(a)
         elif (left_elided or right_elided) and m is not None and lc.keys[a] != rc.keys[b]:
             one.append((a, b))
     return one, both
@@ -316,16 +303,10 @@ def unseen_constants(
     out: list[str] = []
     for ln, rn, m in pairs:
         lc, rc = left.computations[ln], right.computations[rn]
-        lins, rins = lc.computation.by_name, rc.computation.by_name
-        for a in constants_of(lc):
-            b = a if m is None else m.left.get(a)
-            ib = rins.get(b) if b is not None else None
-            if (
-                ib is not None
-                and ib.opcode == "constant"
-                and (is_elided(lins[a].payload) or is_elided(ib.payload))
-            ):
-                out.append(a if ln == left.entry.name else f"{ln}/{a}")
+        one, both = _elided(lc, rc, m)
+        prefix = "" if ln == left.entry.name else f"{ln}/"
+        out += [prefix + a for a in [*both, *(a for a, _ in one)]]
+        lins = lc.computation.by_name
         if lc.computation.instructions and "lazy-ir" in (left.module.format, right.module.format):
             # torch_xla's lazy IR text prints no constant value at all (`prim::Constant()`): an
             # arange or a table of many elements may differ unseen (scalars as HLO prints them).
@@ -348,7 +329,7 @@ def elided_constants(
     hidden = 0  # constants neither dump prints: equal as far as the text shows
     for ln, rn, m in pairs:
         found, both = _elided(left.computations[ln], right.computations[rn], m)
-        hidden += both
+        hidden += len(both)
         if found:
             names = ", ".join(a for a, _ in found[:_LISTED])
             notes.append(

@@ -570,6 +570,18 @@ def rank_sources(specs: Sequence[str]) -> tuple[RunLog, ...] | None:
     if any(r is None for r in ranks) or len(set(ranks)) < len(ranks):
         ranks = list(range(len(logs)))  # names without distinct ordinals: the order given
     return tuple(
-        replace(log, notes=(*log.notes, f"rank {r} of ?"))  # the world size is not known
+        replace(log, notes=(*log.notes, _GIVEN_RANK.format(r)))  # the world size is not known
         for r, log in zip(ranks, logs, strict=True)
     )
+
+
+_GIVEN_RANK = "rank {} of ?"
+
+
+def given_rank(log: RunLog) -> int | None:
+    """The rank `rank_sources` gave a run named on the command line (by its name or its place)."""
+    for note in reversed(log.notes):
+        head, _, tail = note.partition(" of ?")
+        if not tail and head.startswith("rank ") and head[5:].isdigit():
+            return int(head[5:])
+    return None

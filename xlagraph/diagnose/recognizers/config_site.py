@@ -15,15 +15,13 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.frames import is_library, source_line
-from xlagraph.diagnose.recognizers._common import lines_matching, source_text, user_files
+from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.recognizers._common import assigned_from, lines_matching, source_text, user_files
 from xlagraph.ir import Frame
 
 __all__ = ["RECOGNIZER"]
 
 _CONFIG = re.compile(r"\bconfig\.([A-Za-z_]\w*)")
-_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
-_ASSIGN = re.compile(r"^\s*([A-Za-z_][\w, ]*?)\s*=[^=](.*)$")
 _SPAN = 30  # lines above a library line searched for the assignment of a name it reads
 
 
@@ -34,19 +32,10 @@ def _user(location: str) -> bool:
 def _options(location: str) -> set[str]:
     """The `config.<option>` names a library line reads, directly or through a local assigned
     from one within a few lines above (`len_keep = int(L * (1 - self.config.mask_ratio))`)."""
-    text = source_text(location).split("#", 1)[0]
-    found = set(_CONFIG.findall(text))
-    file, _, line = location.rpartition(":")
-    if not line.isdigit():
-        return found
-    names = set(_NAME.findall(text))
-    for k in range(int(line) - 1, max(0, int(line) - _SPAN), -1):
-        above = source_line(file, k).split("#", 1)[0]
-        if above.lstrip().startswith(("def ", "class ")):
-            break
-        m = _ASSIGN.match(above)
-        if m and names & {t.strip() for t in m.group(1).split(",")}:
-            found |= set(_CONFIG.findall(m.group(2)))
+    found = set(_CONFIG.findall(source_text(location).split("#", 1)[0]))
+    site = assigned_from(location, _CONFIG, _SPAN)
+    if site:
+        found |= set(_CONFIG.findall(source_text(site).split("#", 1)[0].partition("=")[2]))
     return found
 
 

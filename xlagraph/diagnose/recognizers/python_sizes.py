@@ -52,7 +52,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     # One root reason (a length or a batch size taken from the data), however many ops show it.
     changes = [ch for i in found for ch in pending[i].changes]
     axes = set().union(*found.values())
-    per_op = [set().union(*(_axes(ch.old, ch.new) or set() for ch in pending[i].changes)) for i in found]
+    per_op = list(found.values())  # one op per attribute cause
     shown = fmt_list([f"{ch.left} {ch.old} -> {ch.new}" for ch in changes], 2)
     if axes == {0}:
         grew = all((_dims(ch.new) or [0])[0] > (_dims(ch.old) or [0])[0] for ch in changes)

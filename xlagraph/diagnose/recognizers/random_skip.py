@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import lru_cache
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
@@ -66,7 +67,8 @@ def _unpaired(evidence: Evidence, cause: Cause) -> tuple[list[str], list[str]]:
     )
 
 
-def _skip_sites(file: str, draw: re.Pattern[str] = _DRAW) -> list[int]:
+@lru_cache(maxsize=256)
+def _skip_sites(file: str, draw: re.Pattern[str] = _DRAW) -> tuple[int, ...]:
     """Lines of `file` where a number drawn in Python decides whether code runs: the `if` at or
     just after a host draw (`p = torch.rand([])` / `if p < self.layerdrop:`)."""
     sites: list[int] = []
@@ -81,7 +83,7 @@ def _skip_sites(file: str, draw: re.Pattern[str] = _DRAW) -> list[int]:
                 if k not in sites:
                     sites.append(k)
                 break
-    return sites
+    return tuple(sites)
 
 
 def _decided_at(evidence: Evidence, cause: Cause, names: list[str]) -> str:
