@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 from xlagraph.cli.main import xlagraph
 
-import xlagraph.render.html as html_mod
+import xlagraph.render.html_diff as html_mod
 from xlagraph.diff import DiffResult, diff_files
 from xlagraph.ir import Frame
 from xlagraph.render.html import (

@@ -1,0 +1,600 @@
+"""The diff page: two graphs side by side, only the differing neighbourhoods rendered.
+
+What a diff page shows by default is the differing instructions of each compared pair of
+computations, each with `context_lines` of printed neighbours:
+
+- instructions a cause names (`cause`),
+- live instructions the matcher left unpaired (`only`: only in A, only in B),
+- paired instructions whose content or operands changed although no cause names them (`changed`:
+  a change the classifier folded into a cause, e.g. every shape downstream of a resized input).
+  These, and dead code a cause names, are shown while there are at most `MAX_CHANGED_SHOWN` on
+  the page; past that (a batch dimension that changed reshapes half a 120K-instruction graph)
+  they are folded into the runs, still marked, and counted in each run's label.
+
+Everything else is a run of "… N unchanged instructions". Short runs are in the page, hidden until
+clicked; longer ones ship as data the script turns into rows on demand, whole up to `LAZY_RUN`
+instructions, else their first and last `RUN_EDGE`; once `DATA_BUDGET` instructions ship, runs
+only show their count and the dump lines they span. So a page's size follows the size of the
+difference, not of the graphs.
+
+Anchors are `L-<computation>-<instruction>` (A) and `R-…` (B), sanitized. A link's `href` always
+names an element in the page; a link to an instruction inside a run that is built on demand points
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Any
+
+from xlagraph.canonical import CanonicalComputation, CanonicalModule
+from xlagraph.canonical.hashes import COMMUTATIVE, compared_value
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diff import ComputationPair, DiffResult
+from xlagraph.ir import Computation, Instruction, Module, strip_layout
+from xlagraph.match import Matching
+from xlagraph.render.html_common import CONTEXT_LINES, asset, element_id, environment, page_data
+from xlagraph.render.html_diff_view import (
+    Attribute,
+    CauseView,
+    Change,
+    Column,
+    DiffPage,
+    DiffView,
+    Link,
+    Move,
+    Row,
+    Run,
+    Section,
+    SideInfo,
+)
+from xlagraph.render.text import headline
+
+__all__ = ["DATA_BUDGET", "build_diff_view", "render_diff_html"]
+
+INLINE_RUN = 40  # runs of at most this many instructions are in the HTML, hidden until clicked
+LAZY_RUN = 2000  # longer runs ship as data, whole when at most this long ...
+RUN_EDGE = 150  # ... else their first and last RUN_EDGE instructions
+DATA_BUDGET = 12000  # instructions shipped as data per page; past it runs only show their count
+MAX_CHANGED_SHOWN = 400  # `changed` instructions shown by default when the page has at most this many
+MAX_ROWS_SHOWN = 3000  # differing instructions shown per side; the rest stay in runs
+MAX_REFS = 24  # instruction links per side of a cause
+MAX_TABLE_ROWS = 60  # rows of a changes or permutation table
+MAX_LISTED = 150  # computations named in the "identical" and "only in" lists
+MAX_UNPAIRED_SECTIONS = 30  # computations of one side shown as sections of their own
+MAX_ATTRIBUTE = 160  # characters of an attribute value shown; the whole value is in its title
+MAX_STACK = 8  # frames in a source tooltip
+
+
+class _Ids:
+    """Unique, sanitized element ids for one page."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.used: set[str] = set()
+
+    def make(self, *parts: str) -> str:
+        base = element_id(*parts, prefix=self.prefix)
+        candidate, k = base, 1
+        while candidate in self.used:
+            k += 1
+            candidate = f"{base}-{k}"
+        self.used.add(candidate)
+        return candidate
+
+
+_ALWAYS_SHOWN = frozenset({"cause", "only-A", "only-B"})
+
+
+@dataclass
+class _Statuses:
+    """Statuses of one compared pair; `bulk_*` are shown only when the page has few of them."""
+
+    left: dict[str, str]
+    right: dict[str, str]
+    bulk_left: set[str] = field(default_factory=set)
+    bulk_right: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Side:
+    """One column while it is being built: where each instruction ends up."""
+
+    tag: str  # A or B
+    canon: CanonicalModule
+    comp: Computation
+    status: dict[str, str]  # instruction name -> status, for names that are not `same`
+    shown: set[int]  # printed positions shown as rows
+    ids: dict[str, str] = field(default_factory=dict)  # name -> element id (rows in the page or data)
+    run_of: dict[str, str] = field(default_factory=dict)  # name -> run id, for names inside runs
+    lazy: set[str] = field(default_factory=set)  # names whose row only exists once the script builds it
+    blocks: list[tuple[str, int, int, str]] = field(default_factory=list)  # (kind, start, end, run id)
+
+
+class _DiffBuilder:
+    def __init__(self, result: DiffResult, context_lines: int, prefix: str, budget: list[int]) -> None:
+        self.result = result
+        self.context = max(context_lines, 0)
+        self.prefix = prefix
+        self.ids = _Ids(prefix)
+        self.budget = budget  # [instructions that may still ship as data], shared by a page's diffs
+        self.data: dict[str, Any] = {}
+        self.named = _named(result)
+        self.by_name: dict[str, list[_Side]] = {"A": [], "B": []}  # columns built, per side
+        self.run_count = 0
+
+    # -- what differs ---------------------------------------------------------------------------
+    def statuses(self, pair: ComputationPair) -> _Statuses:
+        """Status of the instructions of both sides that are not `same`."""
+        lc = self.result.left.computations[pair.left]
+        rc = self.result.right.computations[pair.right]
+        m = pair.matching
+        st = _Statuses(dict.fromkeys(lc.dead, "dead"), dict.fromkeys(rc.dead, "dead"))
+        if m is not None:
+            for a in lc.order:
+                b = m.left.get(a)
+                if b is None:
+                    st.left[a] = "only-A"
+                elif _changed(lc, rc, m, a, b):
+                    st.left[a], st.right[b] = "changed", "changed"
+                    st.bulk_left.add(a)
+                    st.bulk_right.add(b)
+            for b in rc.order:
+                if b not in m.right:
+                    st.right[b] = "only-B"
+        for names, comp, status, bulk in (
+            (self.named["A"], lc, st.left, st.bulk_left),
+            (self.named["B"], rc, st.right, st.bulk_right),
+        ):
+            for name in names:
+                if name not in comp.computation.by_name:
+                    continue
+                if status.get(name) == "dead":
+                    bulk.add(name)  # dead code a cause names: shown like `changed` ones
+                elif status.get(name) in (None, "changed"):
+                    status[name] = "cause"
+                    bulk.discard(name)
+        return st
+
+    # -- placement ------------------------------------------------------------------------------
+    def place(self, side: _Side) -> None:
+        """Split the printed instructions into shown rows and runs, and record every run."""
+        instructions = side.comp.instructions
+        keep = set()
+        for k in side.shown:
+            keep.update(range(max(k - self.context, 0), min(k + self.context + 1, len(instructions))))
+        k = 0
+        while k < len(instructions):
+            if k in keep:
+                side.blocks.append(("row", k, k + 1, ""))
+                side.ids[instructions[k].name] = self._id(side, instructions[k])
+                k += 1
+                continue
+            end = k
+            while end < len(instructions) and end not in keep:
+                end += 1
+            self.run_count += 1
+            run_id = self.ids.make(f"run{self.run_count}")
+            mode = self._run_mode(end - k)
+            side.blocks.append((mode, k, end, run_id))
+            for j in range(k, end):
+                name = instructions[j].name
+                side.run_of[name] = run_id
+                if mode == "inline" or _ships(mode, j - k, end - k):
+                    side.ids[name] = self._id(side, instructions[j])
+                    if mode != "inline":
+                        side.lazy.add(name)
+            k = end
+
+    def _run_mode(self, n: int) -> str:
+        if n <= INLINE_RUN:
+            return "inline"
+        ships = n if n <= LAZY_RUN else 2 * RUN_EDGE
+        if ships <= self.budget[0]:
+            self.budget[0] -= ships
+            return "data" if n <= LAZY_RUN else "edges"
+        return "omitted"
+
+    def _id(self, side: _Side, ins: Instruction) -> str:
+        return self.ids.make("L" if side.tag == "A" else "R", side.comp.name, ins.name)
+
+    def link(self, side: _Side | None, name: str, text: str = "", title: str = "") -> Link:
+        """A link to instruction `name` of `side`, wherever it ended up."""
+        text = text or _printed(side.canon.module if side else None, name)
+        if side is None:
+            return Link(text, title=title)
+        if name in side.ids and name not in side.lazy:
+            return Link(text, "#" + side.ids[name], title=title)
+        run = side.run_of.get(name)
+        if run is None:
+            return Link(text, title=title)
+        return Link(text, "#" + run, side.ids.get(name, ""), title)
+
+    def find(self, tag: str, name: str, computation: str = "") -> _Side | None:
+        """The column showing instruction `name` of side `tag`, preferring `computation`."""
+        found = None
+        for side in self.by_name[tag]:
+            if name in side.comp.by_name:
+                if not computation or side.comp.name == computation:
+                    return side
+                found = found or side
+        return found
+
+    # -- rows -----------------------------------------------------------------------------------
+    def row(self, side: _Side, other: _Side | None, m: Matching | None, ins: Instruction) -> Row:
+        module = side.canon.module
+        status = side.status.get(ins.name, "same")
+        partner = None
+        counterpart = None
+        if m is not None and other is not None:
+            partner_name = (m.left if side.tag == "A" else m.right).get(ins.name)
+            if partner_name is not None:
+                partner = other.comp.by_name.get(partner_name)
+                matcher = m.matcher.get(ins.name if side.tag == "A" else partner_name, "")
+                title = f"{other.tag}: {_printed(other.canon.module, partner_name)}" + (
+                    f" (matched by {matcher})" if matcher else ""
+                )
+                counterpart = self.link(other, partner_name, _printed(module, ins.name), title)
+        frames = module.frames_of(ins)
+        source = stack = ""
+        if frames:
+            first = frames[0]
+            source = f"{PurePath(first.file).name}:{first.line}" if first.line else PurePath(first.file).name
+            stack = "\n".join(dict.fromkeys(str(f) for f in frames[:MAX_STACK]))
+        theirs = _attribute_values(partner) if partner is not None else {}
+        attributes = tuple(
+            Attribute(
+                k,
+                _clip(v),
+                v,
+                partner is not None and (cv := compared_value(ins, k, v)) is not None and cv != theirs.get(k),
+            )
+            for k, v in ins.attributes
+        )
+        return Row(
+            id=side.ids[ins.name],
+            line=ins.line,
+            name=_printed(module, ins.name),
+            root=ins.is_root,
+            shape=ins.shape,
+            shape_delta=partner is not None and strip_layout(ins.shape) != strip_layout(partner.shape),
+            opcode=ins.opcode,
+            opcode_delta=partner is not None and ins.opcode != partner.opcode,
+            operands=tuple(self.link(side, o) for o in ins.operands),
+            payload=ins.payload,
+            attributes=attributes,
+            source=source,
+            stack=stack,
+            op_name=ins.metadata.op_name if ins.metadata else "",
+            status=status,
+            counterpart=counterpart,
+        )
+
+    def column(self, side: _Side, other: _Side | None, m: Matching | None) -> Column:
+        instructions = side.comp.instructions
+        blocks: list[Row | Run] = []
+        for mode, start, end, run_id in side.blocks:
+            if mode == "row":
+                blocks.append(self.row(side, other, m, instructions[start]))
+                continue
+            span = instructions[start:end]
+            statuses = [side.status.get(i.name, "same") for i in span]
+            rows: tuple[Row, ...] = ()
+            if mode == "inline":
+                rows = tuple(self.row(side, other, m, i) for i in span)
+            elif mode in ("data", "edges"):
+                shipped = [i for j, i in enumerate(span) if _ships(mode, j, len(span))]
+                self.data[run_id] = {
+                    "rows": [self.row(side, other, m, i).data() for i in shipped],
+                    "head": len(shipped) if mode == "data" else RUN_EDGE,
+                    "omitted": len(span) - len(shipped),
+                    "lines": [span[RUN_EDGE].line, span[-RUN_EDGE - 1].line] if mode == "edges" else [],
+                }
+            blocks.append(
+                Run(
+                    id=run_id,
+                    count=len(span),
+                    mode="inline" if mode == "inline" else ("omitted" if mode == "omitted" else "data"),
+                    rows=rows,
+                    first_line=span[0].line,
+                    last_line=span[-1].line,
+                    changed=statuses.count("changed"),
+                    dead=statuses.count("dead"),
+                )
+            )
+        return Column(side.tag, side.comp.name, len(instructions), tuple(blocks))
+
+    # -- causes ---------------------------------------------------------------------------------
+    def cause(self, n: int, cause: Cause) -> CauseView:
+        left_names = [x for x in dict.fromkeys(cause.left) if x]
+        right_names = [x for x in dict.fromkeys(cause.right) if x]
+        right_comp = self._right_of(cause.computation)
+        left = [self.link(self.find("A", x, cause.computation), x) for x in left_names[:MAX_REFS]]
+        right = [self.link(self.find("B", x, right_comp), x) for x in right_names[:MAX_REFS]]
+        changes = [
+            Change(
+                self.link(self.find("A", c.left, cause.computation), c.left) if c.left else Link("—"),
+                self.link(self.find("B", c.right, right_comp), c.right) if c.right else Link("—"),
+                c.what,
+                c.old,
+                c.new,
+            )
+            for c in cause.changes[:MAX_TABLE_ROWS]
+        ]
+        moves = self.moves(cause, right_comp)
+        moved = [mv for mv in moves if mv.moved]
+        return CauseView(
+            id=self.ids.make(f"cause{n}"),
+            kind=str(cause.kind),
+            summary=cause.summary,
+            hint=cause.hint,
+            info=cause.info,
+            computation=cause.computation,
+            sources=cause.sources,
+            left=tuple(left),
+            left_more=len(left_names) - len(left),
+            right=tuple(right),
+            right_more=len(right_names) - len(right),
+            changes=tuple(changes),
+            changes_more=len(cause.changes) - len(changes),
+            moves=tuple(moved[:MAX_TABLE_ROWS]),
+            moves_more=max(len(moved) - MAX_TABLE_ROWS, 0),
+            moves_same=len(moves) - len(moved),
+            moved_what=_moved_what(cause),
+        )
+
+    def moves(self, cause: Cause, right_comp: str) -> list[Move]:
+        out = []
+        for mv in cause.mapping:
+            lside = self.find("A", mv.left_name, cause.computation)
+            rside = self.find("B", mv.right_name, right_comp)
+            out.append(
+                Move(
+                    mv.left,
+                    self.link(lside, mv.left_name),
+                    _shape_of(lside, mv.left_name),
+                    mv.right,
+                    self.link(rside, mv.right_name),
+                    _shape_of(rside, mv.right_name) or mv.shape,
+                )
+            )
+        return out
+
+    def _right_of(self, left_computation: str) -> str:
+        for pair in self.result.pairs:
+            if pair.left == left_computation:
+                return pair.right
+        return ""
+
+    # -- the whole view -------------------------------------------------------------------------
+    def plan(self) -> tuple[list[_Planned], list[tuple[str, str]], int, bool]:
+        """The sections to show, the compared pairs with nothing to show, and how many `bulk`
+        instructions there are (and whether they are shown)."""
+        result = self.result
+        compared = [p for p in result.pairs if p.matching is not None]
+        per_pair = [self.statuses(p) for p in compared]
+        bulk = max(sum(len(st.bulk_left) for st in per_pair), sum(len(st.bulk_right) for st in per_pair))
+        show_bulk = bulk <= MAX_CHANGED_SHOWN
+        room = {"A": MAX_ROWS_SHOWN, "B": MAX_ROWS_SHOWN}
+        planned: list[_Planned] = []
+        quiet: list[tuple[str, str]] = []
+        for pair, st in zip(compared, per_pair, strict=True):
+            lc, rc = result.left.computations[pair.left], result.right.computations[pair.right]
+            lshown = _shown(lc.computation, st.left, st.bulk_left if show_bulk else set(), room, "A")
+            rshown = _shown(rc.computation, st.right, st.bulk_right if show_bulk else set(), room, "B")
+            if not lshown and not rshown and pair.left != result.left.module.entry.name:
+                quiet.append((pair.left, pair.right))
+                continue
+            title = pair.left if pair.left == pair.right else f"{pair.left} ⇄ {pair.right}"
+            planned.append(
+                _Planned(
+                    title,
+                    "",
+                    self.ids.make("sec", pair.left),
+                    _Side("A", result.left, lc.computation, st.left, lshown),
+                    _Side("B", result.right, rc.computation, st.right, rshown),
+                    pair.matching,
+                )
+            )
+        only_left, only_right = _unpaired(result)
+        for tag, canon, names in (("A", result.left, only_left), ("B", result.right, only_right)):
+            for name in names[:MAX_UNPAIRED_SECTIONS]:
+                comp = canon.module.by_name[name]
+                side = _Side(tag, canon, comp, {i.name: f"only-{tag}" for i in comp.instructions}, set())
+                left, right = (side, None) if tag == "A" else (None, side)
+                sec_id = self.ids.make("sec", tag, name)
+                planned.append(_Planned(name, f"only in {tag}", sec_id, left, right, None))
+        return planned, quiet, bulk, show_bulk
+
+    def build(self) -> DiffView:
+        result = self.result
+        planned, quiet, bulk, show_bulk = self.plan()
+        for p in planned:
+            for side in (p.left, p.right):
+                if side is not None:
+                    self.place(side)
+                    self.by_name[side.tag].append(side)
+        sections = tuple(
+            Section(
+                p.id,
+                p.title,
+                p.note,
+                self.column(p.left, p.right, p.matching) if p.left else None,
+                self.column(p.right, p.left, p.matching) if p.right else None,
+            )
+            for p in planned
+        )
+        causes = [self.cause(n, c) for n, c in enumerate(result.causes)]
+        identical = [
+            (p.left, p.right, len(result.left.computations[p.left].computation.instructions))
+            for p in result.pairs
+            if p.matching is None
+        ]
+        only_left, only_right = _unpaired(result)
+        return DiffView(
+            prefix=self.prefix,
+            verdict=result.verdict,
+            headline=headline(result),
+            left=_side_info("A", result.left),
+            right=_side_info("B", result.right),
+            causes=tuple(v for v in causes if not v.info),
+            notes=tuple(v for v in causes if v.info),
+            sections=sections,
+            identical=tuple(identical[:MAX_LISTED]),
+            identical_more=max(len(identical) - MAX_LISTED, 0),
+            quiet=tuple(quiet),
+            only_left=_listed(result.left, only_left[MAX_UNPAIRED_SECTIONS:]),
+            only_right=_listed(result.right, only_right[MAX_UNPAIRED_SECTIONS:]),
+            folded="" if show_bulk else FOLDED.format(n=bulk),
+            data=self.data,
+        )
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """A section before its columns are built."""
+
+    title: str
+    note: str
+    id: str
+    left: _Side | None
+    right: _Side | None
+    matching: Matching | None
+
+
+FOLDED = (
+    "{n:,} instructions changed without being a cause of their own (they follow from a cause above, "
+    "e.g. shapes downstream of a resized input) or are dead code: folded into the collapsed runs, "
+    "counted there and marked ~ or † when expanded"
+)
+
+
+def _listed(canon: CanonicalModule, names: list[str]) -> tuple[tuple[str, int], ...]:
+    return tuple((n, len(canon.module.by_name[n].instructions)) for n in names[:MAX_LISTED])
+
+
+def _named(result: DiffResult) -> dict[str, set[str]]:
+    """Instruction names the (non-info) causes name, per side."""
+    named: dict[str, set[str]] = {"A": set(), "B": set()}
+    for cause in result.differences:
+        named["A"].update(cause.left)
+        named["B"].update(cause.right)
+        for change in cause.changes:
+            named["A"].add(change.left)
+            named["B"].add(change.right)
+        for mv in cause.mapping:
+            if mv.left != mv.right:
+                named["A"].add(mv.left_name)
+                named["B"].add(mv.right_name)
+    for names in named.values():
+        names.discard("")
+    return named
+
+
+def _changed(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching, a: str, b: str) -> bool:
+    """A paired instruction changed: its content key differs or its operands were rewired."""
+    if lc.keys[a] != rc.keys[b]:
+        return True
+    mapped = [m.left.get(o) for o in lc.operands[a]]
+    ops = list(rc.operands[b])
+    if lc.instruction(a).opcode in COMMUTATIVE:
+        return sorted(map(str, mapped)) != sorted(ops)
+    return mapped != ops
+
+
+def _shown(
+    comp: Computation, status: dict[str, str], bulk: set[str], room: dict[str, int], tag: str
+) -> set[int]:
+    """Printed positions shown by default: causes, unpaired, and `bulk` ones, while `room` lasts."""
+    shown = set()
+    for k, ins in enumerate(comp.instructions):
+        if room[tag] <= 0:
+            break
+        if status.get(ins.name) in _ALWAYS_SHOWN or ins.name in bulk:
+            shown.add(k)
+            room[tag] -= 1
+    return shown
+
+
+def _ships(mode: str, j: int, n: int) -> bool:
+    """Whether the j-th of n instructions of a run is in the page's data."""
+    return mode == "data" or (mode == "edges" and (j < RUN_EDGE or j >= n - RUN_EDGE))
+
+
+def _unpaired(result: DiffResult) -> tuple[list[str], list[str]]:
+    """Computations of each side that no pair compared, callees of new instructions typically."""
+    lpaired = {p.left for p in result.pairs}
+    rpaired = {p.right for p in result.pairs}
+    left = [c.name for c in result.left.module.computations if c.name not in lpaired]
+    right = [c.name for c in result.right.module.computations if c.name not in rpaired]
+    return left, right
+
+
+def _attribute_values(ins: Instruction) -> dict[str, str]:
+    return {k: cv for k, v in ins.attributes if (cv := compared_value(ins, k, v)) is not None}
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_ATTRIBUTE else text[: MAX_ATTRIBUTE - 1] + "…"
+
+
+def _printed(module: Module | None, name: str) -> str:
+    """Lazy-IR nodes are numbers; print them as the dump does (`%12`)."""
+    return f"%{name}" if module is not None and module.format == "lazy-ir" and name.isdigit() else name
+
+
+def _shape_of(side: _Side | None, name: str) -> str:
+    if side is None or name not in side.comp.by_name:
+        return ""
+    return strip_layout(side.comp.by_name[name].shape)
+
+
+def _side_info(tag: str, canon: CanonicalModule) -> SideInfo:
+    module = canon.module
+    return SideInfo(
+        tag=tag,
+        label=module.info.label or module.path or "(text)",
+        name=module.name,
+        format=module.format,
+        instructions=module.instruction_count,
+        computations=len(module.computations),
+        fingerprint=canon.fingerprint,
+        graph_hash=module.info.graph_hash,
+    )
+
+
+def build_diff_view(
+    result: DiffResult, context_lines: int = CONTEXT_LINES, prefix: str = "", budget: list[int] | None = None
+) -> DiffView:
+    """The diff as the template sees it. `prefix` keeps ids unique when a page shows several
+    diffs; `budget` (a one-element list) is the data budget those diffs share."""
+    return _DiffBuilder(result, context_lines, prefix, budget or [DATA_BUDGET]).build()
+
+
+def render_diff_html(result: DiffResult, context_lines: int = CONTEXT_LINES) -> str:
+    """One self-contained HTML page showing why the two graphs of `result` differ.
+
+    >>> from xlagraph.parse.hlo import parse_hlo
+    >>> from xlagraph.diff import diff_modules
+    >>> a = parse_hlo("HloModule m\\nENTRY e {\\n  p = f32[4] parameter(0)\\n"
+    ...               "  ROOT r = f32[4] sine(p)\\n}\\n")
+    >>> b = parse_hlo("HloModule m\\nENTRY e {\\n  p = f32[4] parameter(0)\\n"
+    ...               "  ROOT r = f32[4] cosine(p)\\n}\\n")
+    >>> page = render_diff_html(diff_modules(a, b))
+    >>> page.startswith("<!DOCTYPE html>"), 'id="L-e-r"' in page, 'id="R-e-r"' in page
+    (True, True, True)
+    """
+    view = build_diff_view(result, context_lines)
+    title = f"xlagraph diff: {view.left.label} vs {view.right.label}"
+    page = DiffPage(title, view, asset("xlagraph.css"), asset("xlagraph.js"), page_data(view.data))
+    return environment().get_template("diff.html").render(page=page)
+
+
+def _moved_what(cause: Cause) -> str:
+    """What the moves table lists: parameters, outputs, or both (one reason reordered both)."""
+    kinds = {
+        "parameter" if m.what == "input" else "output" for m in cause.mapping if m.what and m.left != m.right
+    }
+    if kinds:
+        return " and ".join(sorted(kinds))
+    return "output" if cause.kind is CauseKind.OUTPUT_PERMUTATION else "parameter"
