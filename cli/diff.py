@@ -38,7 +38,8 @@ def diff_command(a: str, b: str, as_json: bool, max_changes: int, html_out: str 
     folders, without #K) are compared step by step instead: the rank view says where they
     diverge and which collective would not line up.
 
-    Exit status: 0 identical, 1 different, 2 bad input.
+    Exit status: 0 identical, 1 different or undetermined (only values a dump elided
+    could differ), 2 bad input.
 
     \b
     Example:

@@ -22,11 +22,14 @@ __all__ = ["main", "xlagraph"]
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="xlagraph", prog_name="xlagraph")
 def xlagraph() -> None:
-    """Why did my PyTorch/XLA step recompile? Compare and list HLO graphs.
+    """Why did my PyTorch/XLA step recompile? Explain, compare and list HLO graphs.
 
     \b
-    xlagraph graphs SAVE_FILE      list the graphs of a dump and count the unique ones
-    xlagraph diff A#I A#J          name what differs between two graphs
+    xlagraph report SRC                 explain every recompile of a run
+    xlagraph graphs SRC                 list the graphs of a dump, count the unique ones
+    xlagraph diff A B                   name what differs between two graphs
+    xlagraph check SRC --max-graphs N   fail CI when a run compiles too many graphs
+    xlagraph run --out DIR -- CMD ...   run a script under capture
     """
 
 

@@ -313,7 +313,7 @@ def test_graphs_json(train: GraphListing) -> None:
     assert doc["unique_graph_hashes"] == 3 and doc["kind"] == "save-file" and doc["path"] == TRAIN
     assert list(doc["modules"][0]) == [
         "index", "name", "label", "instructions", "computations", "graph_hash", "fingerprint", "variant",
-        "stage", "format",
+        "stage", "compile", "format",
     ]  # fmt: skip
     assert [m["variant"] for m in doc["modules"]] == [r.variant for r in train.rows]
 

@@ -7,20 +7,32 @@ first graph's variant and the first graph of each later letter is where the loop
 same computation with its parameters or outputs in another order is a recompile too, of the same
 computation: it gets the letter with a prime (A', A'') so both facts show at a glance.
 
+A `--xla_dump_to` folder holds each compile at several stages (before optimizations, after
+them): those files are one compile, not several graphs. Their rows share the compile's number and
+its variant letter, which its first stage decides (the graph the program traced), so a folder of 3
+compiles counts 3 graphs, not 6; `DIR#K` still names each file.
+
 An `XLA_SAVE_TENSORS_FILE` dump repeats the steady-state graph once per step, so graphs with the
 same text are parsed once and only their summary is kept, never the parsed module.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from xlagraph.canonical import canonicalize
+from xlagraph.errors import InputError
+from xlagraph.ir import GraphInfo
 from xlagraph.parse.hlo import summarize_hlo
 from xlagraph.parse.sources import Graph, open_source, read
 
-__all__ = ["GraphListing", "GraphRow", "list_graphs", "variant_letter"]
+__all__ = ["GraphListing", "GraphRow", "list_graphs", "one_compile_stages", "variant_letter"]
+
+_DUMP_MODULE = re.compile(r"^module_(\d+)\.")
 
 Progress = Callable[[int, int], None]
 
@@ -39,6 +51,7 @@ class GraphRow:
     variant: str
     stage: str
     format: str
+    compile: int = -1  # the compile this graph is a stage of (--xla_dump_to's module_NNNN); else index
 
 
 @dataclass(frozen=True)
@@ -54,6 +67,17 @@ class GraphListing:
     def variants(self) -> tuple[str, ...]:
         """Variant letters in order of first appearance."""
         return tuple(dict.fromkeys(r.variant for r in self.rows))
+
+    @property
+    def compiles(self) -> tuple[tuple[GraphRow, ...], ...]:
+        """The rows grouped by compile, in order: one row each, but for a --xla_dump_to folder's
+        stages of one compile (before and after optimizations), which are one group."""
+        if self.kind != "dump-dir":
+            return tuple((r,) for r in self.rows)
+        groups: dict[int, list[GraphRow]] = {}
+        for r in self.rows:
+            groups.setdefault(r.compile, []).append(r)
+        return tuple(tuple(g) for g in groups.values())
 
     @property
     def unique(self) -> int:
@@ -113,8 +137,20 @@ def list_graphs(path: str, progress: Progress | None = None) -> GraphListing:
     `progress(done, total)` is called after each graph. A graph that does not parse raises the
     reader's `InputError`, naming the file and line.
     """
-    source = open_source(path)
+    try:
+        source = open_source(path)
+    except InputError:
+        from xlagraph.report.load import is_capture_dir  # only now: listing needs no report code
+
+        if is_capture_dir(path):  # as `report` on a dump folder points here, point there
+            raise InputError(
+                path,
+                "a capture folder, not a --xla_dump_to directory: `xlagraph report "
+                f"{shlex.quote(path)}` explains its recompiles and lists its graphs",
+            ) from None
+        raise
     total = len(source.graphs)
+    compile_variant: dict[int, str] = {}  # a dump folder's compile -> the variant of its first stage
     seen: dict[tuple[str, str], _Summary] = {}
     variants: dict[str, str] = {}
     orders: dict[str, dict[str, str]] = {}
@@ -124,10 +160,17 @@ def list_graphs(path: str, progress: Progress | None = None) -> GraphListing:
         summary = seen.get(key)
         if summary is None:
             summary = seen[key] = _summarize(graph)
-        letter = variants.setdefault(summary.fingerprint, variant_letter(len(variants)))
-        # The same computation with its inputs or outputs in another order compiles again: A'.
-        seen_orders = orders.setdefault(summary.fingerprint, {})
-        variant = seen_orders.setdefault(summary.order, letter + "'" * len(seen_orders))
+        compile_id = (
+            _compile_of(graph.label, graph.info.index) if source.kind == "dump-dir" else graph.info.index
+        )
+        if compile_id in compile_variant:
+            variant = compile_variant[compile_id]  # a later stage of a compile already listed
+        else:
+            letter = variants.setdefault(summary.fingerprint, variant_letter(len(variants)))
+            # The same computation with its inputs or outputs in another order compiles again: A'.
+            seen_orders = orders.setdefault(summary.fingerprint, {})
+            variant = seen_orders.setdefault(summary.order, letter + "'" * len(seen_orders))
+            compile_variant[compile_id] = variant
         rows.append(
             GraphRow(
                 index=graph.info.index,
@@ -140,8 +183,32 @@ def list_graphs(path: str, progress: Progress | None = None) -> GraphListing:
                 variant=variant,
                 stage=graph.info.stage,
                 format=graph.format,
+                compile=compile_id,
             )
         )
         if progress is not None:
             progress(done, total)
     return GraphListing(source.path, source.kind, tuple(rows), source.notes)
+
+
+def _compile_of(label: str, index: int) -> int:
+    """The compile a --xla_dump_to file belongs to: the NNNN of `module_NNNN.<name>.<stage>.txt`."""
+    m = _DUMP_MODULE.match(os.path.basename(label))
+    return int(m.group(1)) if m else -1 - index  # never equal to a dump's module number
+
+
+def one_compile_stages(a: GraphInfo, b: GraphInfo) -> str:
+    """A sentence when `a` and `b` are two stages of one --xla_dump_to compile (the graph before
+    XLA's optimization passes and after them), else "": their differences are the compiler's
+    rewrites (fusions, copies, layouts), not a recompile, and no cause names them."""
+    if not (a.stage and b.stage and a.stage != b.stage):
+        return ""
+    ma, mb = _DUMP_MODULE.match(os.path.basename(a.label)), _DUMP_MODULE.match(os.path.basename(b.label))
+    if ma is None or mb is None or ma.group(1) != mb.group(1):
+        return ""
+    return (
+        f"A and B are one compile (module_{ma.group(1)}) at two stages, {a.stage} and {b.stage}: "
+        "what differs is XLA's optimization passes (fusion, copies, layouts), not a recompile, so no "
+        "cause is named. To see why the program recompiled, compare the same stage of two compiles "
+        "(`xlagraph graphs DIR` lists them)."
+    )

@@ -65,9 +65,13 @@ def _cause(cause: Cause) -> dict[str, Any]:
 
 def diff_to_json(result: DiffResult) -> dict[str, Any]:
     """The diff as a dict: verdict, the two modules, every cause, notes, changed names."""
+    from xlagraph.graphs import one_compile_stages
+
     left, right = changed_instructions(result)
     return {
         "verdict": result.verdict,
+        # Two stages of one --xla_dump_to compile: the causes below are XLA's own rewrites.
+        "one_compile": one_compile_stages(result.left.module.info, result.right.module.info),
         "differences": len(result.differences),
         "left": _module(result.left),
         "right": _module(result.right),
@@ -94,11 +98,13 @@ def graphs_to_json(listing: GraphListing) -> dict[str, Any]:
                 "fingerprint": r.fingerprint,
                 "variant": r.variant,
                 "stage": r.stage,
+                "compile": r.compile,
                 "format": r.format,
             }
             for r in listing.rows
         ],
         "unique": listing.unique,
+        "compiles": len(listing.compiles),
         "variants": list(listing.variants),
         "unique_graph_hashes": listing.unique_graph_hashes,
         "notes": list(listing.notes),

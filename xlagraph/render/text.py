@@ -211,8 +211,15 @@ def render_diff_text(result: DiffResult, max_changes: int = 20) -> str:
 
     `max_changes` bounds every list (changes, permutation rows, instruction names); 0 shows all.
     """
+    from xlagraph.graphs import one_compile_stages
+
     differences = list(result.differences)
     verdict = headline(result)
+    if stages := one_compile_stages(result.left.module.info, result.right.module.info):
+        # The compiler's rewrites, not a recompile: no recognizer applies, so name none.
+        verdict = "different: one compile at two stages (no recompile)" if result.causes else verdict
+        head = [verdict, _side("A", result.left), _side("B", result.right), ""]
+        return "\n".join(head + _wrap(f"note: {stages}", "", _INDENT)) + "\n"
     lines = [verdict, _side("A", result.left), _side("B", result.right)]
     groups: dict[str, list[Cause]] = {}
     for cause in differences:
@@ -242,18 +249,27 @@ def render_graphs_text(listing: GraphListing) -> str:
         "variant",
         "stage",
     )
+    # A --xla_dump_to compile is one row, its stages (before and after optimizations) named in it.
+    groups = listing.compiles
+    staged = any(len(g) > 1 for g in groups)
+    if staged:
+        header = (*header[:-1], "stages")
     rows = [
         (
-            str(r.index),
-            r.name,
-            str(r.instructions),
-            str(r.computations),
-            r.graph_hash or "-",
-            r.fingerprint,
-            r.variant,
-            r.stage or "-",
+            str(g[0].index),
+            g[0].name,
+            str(g[0].instructions),
+            str(g[0].computations),
+            g[0].graph_hash or "-",
+            g[0].fingerprint,
+            g[0].variant,
+            ", ".join(
+                f"#{r.index} {r.stage or '-'}" + (f" ({r.instructions})" if r is not g[0] else "") for r in g
+            )
+            if staged
+            else g[0].stage or "-",
         )
-        for r in listing.rows
+        for g in groups
     ]
     numeric = {0, 2, 3}
     widths = [max(len(cells[i]) for cells in [header, *rows]) for i in range(len(header))]
@@ -271,9 +287,11 @@ def render_graphs_text(listing: GraphListing) -> str:
     named = ", ".join(
         variants if len(variants) <= _MAX_VARIANTS_NAMED else (*variants[:10], "...", variants[-1])
     )
+    counted = _plural(len(listing.rows), "graph")
+    if staged:
+        counted = f"{_plural(len(groups), 'compile')} ({counted}: each compile at every stage it was dumped)"
     closing = (
-        f"{_plural(len(listing.rows), 'graph')}, {listing.unique} unique "
-        f"({'variant' if len(variants) == 1 else 'variants'} {named})"
+        f"{counted}, {listing.unique} unique ({'variant' if len(variants) == 1 else 'variants'} {named})"
     )
     hashes = listing.unique_graph_hashes
     if hashes:

@@ -1,0 +1,75 @@
+"""Output that agrees with itself (issue 23): counts, paths, rankings and pointers that say the same
+thing wherever a command prints them. Inputs are the real fixtures the README's examples use."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+
+from xlagraph.cli.main import xlagraph
+
+ROOT = Path(__file__).resolve().parents[1]
+TORCH_XLA = ROOT / "fixtures" / "torch_xla"
+DUMP = str(TORCH_XLA / "kept_alive" / "xla_dump")  # 3 compiles, each before and after optimizations
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(xlagraph, list(args))
+
+
+# --- help -----------------------------------------------------------------------------------------
+
+
+def test_top_level_help_names_report_first() -> None:
+    out = run("--help").stdout
+    assert out.index("xlagraph report SRC") < out.index("xlagraph graphs") < out.index("xlagraph diff")
+
+
+def test_diff_help_says_exit_1_is_different_or_undetermined() -> None:
+    out = " ".join(run("diff", "--help").stdout.split())
+    assert "1 different or undetermined" in out
+
+
+# --- graphs on a --xla_dump_to folder: a compile is one row ----------------------------------------
+
+
+def test_dump_folder_counts_compiles_not_stage_files() -> None:
+    result = run("graphs", DUMP)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert (
+        "3 compiles (6 graphs: each compile at every stage it was dumped), 3 unique (variants A, B, C)"
+        in lines
+    )
+    rows = lines[1:4]  # the header, one row per compile, the closing lines
+    assert all("before_optimizations" in r and "after_optimizations" in r for r in rows)
+    assert not any("_optimizations" in line for line in lines[4:])
+    doc = json.loads(run("graphs", DUMP, "--json").stdout)
+    assert doc["compiles"] == doc["unique"] == 3 and len(doc["modules"]) == 6
+    assert [m["compile"] for m in doc["modules"]] == [0, 0, 1, 1, 2, 2]
+    assert [m["variant"] for m in doc["modules"]] == ["A", "A", "B", "B", "C", "C"]
+
+
+def test_diff_across_stages_of_one_compile_says_so() -> None:
+    result = run("diff", DUMP + "#0", DUMP + "#1")
+    assert result.exit_code == 1  # they do differ: never `identical`
+    out = " ".join(result.stdout.split())
+    assert result.stdout.startswith("different: one compile at two stages (no recompile)")
+    assert "A and B are one compile (module_0000) at two stages" in out
+    assert "structure" not in out and "conditional_work" not in out
+    doc = json.loads(run("diff", DUMP + "#0", DUMP + "#1", "--json").stdout)
+    assert doc["one_compile"].startswith("A and B are one compile")
+    other = json.loads(run("diff", DUMP + "#0", DUMP + "#2", "--json").stdout)
+    assert other["one_compile"] == "" and other["causes"]  # two compiles: the causes stand
+
+
+def test_graphs_on_a_capture_folder_points_to_report() -> None:
+    src = str(TORCH_XLA / "two_runs" / "capture")
+    result = run("graphs", src)
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"xlagraph: error: {src}: a capture folder, not a --xla_dump_to directory: "
+        f"`xlagraph report {src}` explains its recompiles and lists its graphs"
+    )
