@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner, Result
-
 from xlagraph.cli.main import xlagraph
 
 ROOT = Path(__file__).resolve().parents[1]
