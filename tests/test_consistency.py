@@ -72,3 +72,34 @@ def test_graphs_on_a_capture_folder_points_to_report() -> None:
         f"xlagraph: error: {src}: a capture folder, not a --xla_dump_to directory: "
         f"`xlagraph report {src}` explains its recompiles and lists its graphs"
     )
+
+
+# --- stored captures keep their HLO compressed: read it as text ---------------------------------------
+
+
+CORPUS = TORCH_XLA / "corpus" / "captures"
+
+
+def test_report_reads_a_corpus_capture_whose_hlo_is_xz() -> None:
+    src = CORPUS / "ho_gpt2_clip_every_k"
+    assert not list((src / "hlo").glob("*.txt")) and list((src / "hlo").glob("*.txt.xz"))
+    result = run("report", str(src))
+    assert result.exit_code == 0, result.output
+    assert "not kept" not in result.stdout and "listed in the journal but missing" not in result.stdout
+    assert "conditional_work: gradient clipping runs only on some steps" in result.stdout
+
+
+def test_compressed_hlo_diffs_as_its_text(tmp_path: Path) -> None:
+    import gzip
+    import lzma
+
+    pair = TORCH_XLA / "kept_alive"
+    a, b = (pair / "a.hlo").read_bytes(), (pair / "b.hlo").read_bytes()
+    (tmp_path / "a.hlo.xz").write_bytes(lzma.compress(a))
+    (tmp_path / "b.hlo.gz").write_bytes(gzip.compress(b))
+    plain = json.loads(run("diff", str(pair / "a.hlo"), str(pair / "b.hlo"), "--json").stdout)
+    packed = json.loads(run("diff", str(tmp_path / "a.hlo.xz"), str(tmp_path / "b.hlo.gz"), "--json").stdout)
+    assert [c["kind"] for c in packed["causes"]] == [c["kind"] for c in plain["causes"]]
+    (tmp_path / "cut.hlo.xz").write_bytes(lzma.compress(a)[:200])
+    result = run("graphs", str(tmp_path / "cut.hlo.xz"))
+    assert result.exit_code == 2 and result.stderr.strip().endswith("cut.hlo.xz: truncated .xz file")

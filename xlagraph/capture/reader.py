@@ -22,6 +22,7 @@ from xlagraph.capture import _format as fmt
 from xlagraph.capture.records import check_meta, check_record
 from xlagraph.errors import InputError, XlagraphError
 from xlagraph.ir import Frame
+from xlagraph.parse.compressed import compressed_twin
 from xlagraph.parse.pt_xla_debug import Execution, fold_executions, parse_pt_xla_debug
 from xlagraph.parse.sources import read_bytes
 from xlagraph.parse.tensors_report import parse_tensors_report
@@ -419,7 +420,7 @@ def _merged(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _graph_record(p: Path, g: dict[str, Any], notes: list[str]) -> GraphRecord:
-    module = str(p / g["module"]) if g.get("module") else ""
+    module = compressed_twin(str(p / g["module"])) if g.get("module") else ""  # stored as .xz too
     if module and not os.path.isfile(module):  # a FIFO or device there is never opened
         notes.append(f"{g['module']}: listed in the journal but missing")
         module = ""
@@ -440,7 +441,8 @@ def _graph_record(p: Path, g: dict[str, Any], notes: list[str]) -> GraphRecord:
     tensors_note = str(g.get("tensors_note", ""))
     if g.get("tensors"):
         try:
-            tensors = parse_tensors_report(read_bytes(p / g["tensors"]).decode("utf-8", errors="replace"))
+            report = read_bytes(compressed_twin(str(p / g["tensors"])))
+            tensors = parse_tensors_report(report.decode("utf-8", errors="replace"))
         except InputError as e:
             tensors_note = f"{g['tensors']}: unreadable: {e.message}"
     elif not tensors_note and not g.get("compiled"):
@@ -455,7 +457,7 @@ def _with_lines(p: Path, g: dict[str, Any], module: str, notes: list[str]) -> st
     from xlagraph.canonical import canonicalize
     from xlagraph.parse.sources import load_module
 
-    lines = str(p / g["lines_module"])
+    lines = compressed_twin(str(p / g["lines_module"]))
     label = f"graph {g['hash']} (step {g.get('step', '?')})"
     try:
         if os.path.isfile(lines) and (

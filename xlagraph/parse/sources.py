@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from xlagraph.errors import InputError
 from xlagraph.ir import Frame, GraphInfo, Module
+from xlagraph.parse.compressed import decompress
 from xlagraph.parse.hlo import looks_like_hlo, parse_hlo
 from xlagraph.parse.lazy_ir import parse_lazy_ir
 
@@ -167,7 +168,8 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
             raise InputError(name, f"cannot read: {e.strerror or e}") from None
     if total > limit:
         raise _size_error(name, total, limit)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return decompress(name, data, limit)  # .xz, .gz: the text they hold
 
 
 def _file_kind(mode: int) -> str:
