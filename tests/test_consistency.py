@@ -103,3 +103,26 @@ def test_compressed_hlo_diffs_as_its_text(tmp_path: Path) -> None:
     (tmp_path / "cut.hlo.xz").write_bytes(lzma.compress(a)[:200])
     result = run("graphs", str(tmp_path / "cut.hlo.xz"))
     assert result.exit_code == 2 and result.stderr.strip().endswith("cut.hlo.xz: truncated .xz file")
+
+
+# --- the HTML diff page: the header and the panels count the same instructions ------------------------
+
+
+def test_html_header_and_panels_say_what_they_count() -> None:
+    import re
+
+    from xlagraph.diff import diff_files
+    from xlagraph.render.html import render_diff_html
+
+    pair = TORCH_XLA / "fsdp_bucket"
+    result = diff_files(str(pair / "a.hlo"), str(pair / "b.hlo"))
+    page = render_diff_html(result)
+    for side in (result.left.module, result.right.module):
+        total, entry = side.instruction_count, len(side.entry.instructions)
+        assert total > entry  # the pair that showed 310 against 289
+        header = f"{total} instructions in {len(side.computations)} computations ({entry} in the entry)"
+        assert header in page
+        assert f"{entry} instructions of the module's {total}<" in page
+    # every panel count names the module total it is part of
+    panels = re.findall(r'<span class="count">([\d,]+ instructions[^<]*)</span>', page)
+    assert panels and all("of the module's" in p for p in panels)

@@ -302,7 +302,8 @@ class _DiffBuilder:
                     dead=statuses.count("dead"),
                 )
             )
-        return Column(side.tag, side.comp.name, len(instructions), tuple(blocks))
+        total = side.canon.module.instruction_count
+        return Column(side.tag, side.comp.name, len(instructions), tuple(blocks), total)
 
     # -- causes ---------------------------------------------------------------------------------
     def cause(self, n: int, cause: Cause) -> CauseView:
@@ -560,6 +561,7 @@ def _side_info(tag: str, canon: CanonicalModule) -> SideInfo:
         computations=len(module.computations),
         fingerprint=canon.fingerprint,
         graph_hash=module.info.graph_hash,
+        entry_instructions=len(module.entry.instructions),
     )
 
 

@@ -137,8 +137,9 @@ class Column:
 
     side: str
     computation: str
-    instructions: int
+    instructions: int  # of this computation; the header counts the whole module's
     blocks: tuple[Row | Run, ...]
+    module_instructions: int = 0  # the module's, all computations together (the header's count)
 
 
 @dataclass(frozen=True)
@@ -204,10 +205,11 @@ class SideInfo:
     label: str
     name: str
     format: str
-    instructions: int
+    instructions: int  # the whole module's: every computation's (a panel counts its own)
     computations: int
     fingerprint: str
     graph_hash: str
+    entry_instructions: int = 0
 
 
 @dataclass(frozen=True)
