@@ -147,6 +147,7 @@ def test_diff_json_schema(kept_alive: DiffResult) -> None:
     assert json.loads(json.dumps(doc)) == doc
     assert list(doc) == [
         "verdict", "differences", "left", "right", "causes", "notes", "unseen_constants", "changed",
+        "one_compile",
     ]  # fmt: skip
     assert doc["verdict"] == "different"
     assert doc["differences"] == len(kept_alive.differences)

@@ -48,6 +48,7 @@ from xlagraph.render.html_diff_view import (
     Section,
     SideInfo,
 )
+from xlagraph.render.paths import short_locations_in
 from xlagraph.render.text import headline
 
 __all__ = ["DATA_BUDGET", "build_diff_view", "render_diff_html"]
@@ -327,7 +328,7 @@ class _DiffBuilder:
         return CauseView(
             id=self.ids.make(f"cause{n}"),
             kind=str(cause.kind),
-            summary=cause.summary,
+            summary=short_locations_in(cause.summary),
             hint=cause.hint,
             info=cause.info,
             computation=cause.computation,

@@ -34,6 +34,9 @@ def _module(canon: CanonicalModule) -> dict[str, Any]:
 
 
 def _cause(cause: Cause) -> dict[str, Any]:
+    from xlagraph.render.paths import split_user_lines
+
+    user, library = split_user_lines(cause.sources, cause.library)  # sources: the user's lines only
     return {
         "kind": str(cause.kind),
         "summary": cause.summary,
@@ -57,8 +60,8 @@ def _cause(cause: Cause) -> dict[str, Any]:
             }
             for m in cause.mapping
         ],
-        "sources": list(cause.sources),
-        "library_sources": list(cause.library),
+        "sources": user,
+        "library_sources": library,
         "count": cause.count,
     }
 
@@ -70,8 +73,6 @@ def diff_to_json(result: DiffResult) -> dict[str, Any]:
     left, right = changed_instructions(result)
     return {
         "verdict": result.verdict,
-        # Two stages of one --xla_dump_to compile: the causes below are XLA's own rewrites.
-        "one_compile": one_compile_stages(result.left.module.info, result.right.module.info),
         "differences": len(result.differences),
         "left": _module(result.left),
         "right": _module(result.right),
@@ -79,6 +80,8 @@ def diff_to_json(result: DiffResult) -> dict[str, Any]:
         "notes": list(result.notes),
         "unseen_constants": list(result.unseen),
         "changed": {"left": list(left), "right": list(right)},
+        # Two stages of one --xla_dump_to compile: the causes above are XLA's own rewrites.
+        "one_compile": one_compile_stages(result.left.module.info, result.right.module.info),
     }
 
 

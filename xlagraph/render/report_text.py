@@ -8,9 +8,9 @@ and last the notes on what the source could not say.
 from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause
-from xlagraph.render.paths import short_location
+from xlagraph.render.paths import short_location, short_locations_in
 from xlagraph.render.text import _wrap
-from xlagraph.report.model import CheckResult, Recompile, RunReport, TimelineEntry
+from xlagraph.report.model import CheckResult, RankEntry, Recompile, RunReport, TimelineEntry, to_fix_first
 
 __all__ = ["render_check_text", "render_report_text"]
 
@@ -111,10 +111,13 @@ def _header(report: RunReport) -> list[str]:
     )
     seconds = f", {report.compile_seconds:.1f} s compiling" if report.compile_seconds else ""
     recompiles = len(report.recompiles)
+    expected = sum(r.expected for r in report.recompiles)
+    split = f" ({recompiles - expected} to fix, {expected} expected)" if 0 < expected < recompiles else ""
+    split = " (expected: nothing to fix)" if expected and expected == recompiles else split
     summary = (
         f"{_plural(report.compiles, 'graph')} compiled ({counted}){seconds} in "
         f"{_plural(report.syncs, 'sync')}, {_plural(report.steps, 'step')}; "
-        + (f"{_plural(recompiles, 'recompile')} explained below" if recompiles else "no recompile")
+        + (f"{_plural(recompiles, 'recompile')}{split} explained below" if recompiles else "no recompile")
         + (
             f", and {_plural(len(report.first_compiles), 'first compile')} of another program"
             if report.first_compiles
@@ -146,7 +149,7 @@ def _recompile(r: Recompile, k: int, total: int) -> list[str]:
         lines += _field("note", r.note, "  ")
     attributions = {a.cause: a for a in r.attribution}
     for i, cause in enumerate(r.causes):
-        lines += _wrap(f"{_tag(cause)}: {cause.summary}", "  ", "    ")
+        lines += _wrap(f"{_tag(cause)}: {short_locations_in(cause.summary)}", "  ", "    ")
         a = attributions.get(i)
         if a is not None:
             if a.lines:
@@ -159,7 +162,7 @@ def _recompile(r: Recompile, k: int, total: int) -> list[str]:
                 made = f" created at {_short(t.line)}" if t.line else ""
                 guess = "" if t.match == "shape and line" else " (same shape; a candidate)"
                 lines += _field("tensor", f"id={t.id} {t.shape}{made}{guess}")
-        lines += _field("fix", cause.hint)
+        lines += _field("fix", short_locations_in(cause.hint))
     for note in r.notes:
         lines += _field("note", note, "  ")
     if r.frames:
@@ -176,9 +179,9 @@ def _first_compile(r: Recompile) -> list[str]:
     if r.note:
         lines += _wrap(r.note, "    ", "    ")
     for cause in r.causes:
-        lines += _wrap(f"{_tag(cause)}: {cause.summary}", "    ", "      ")
+        lines += _wrap(f"{_tag(cause)}: {short_locations_in(cause.summary)}", "    ", "      ")
         if not cause.info:
-            lines += _field("fix", cause.hint, "    ")
+            lines += _field("fix", short_locations_in(cause.hint), "    ")
     return lines
 
 
@@ -186,14 +189,15 @@ def _ranking(report: RunReport) -> list[str]:
     if not report.recompiles:
         return []
 
-    def row(key: str, n: int, seconds: float, variants: tuple[str, ...]) -> str:
-        sec = f", {seconds:.1f} s" if seconds else ""
-        return f"{key}: {n}{sec} ({', '.join(variants[:_MAX_LISTED])})"
+    def row(key: str, e: RankEntry) -> str:
+        sec = f", {e.seconds:.1f} s" if e.seconds else ""
+        expected = " (expected)" if e.expected else ""
+        return f"{key}{expected}: {e.compiles}{sec} ({', '.join(e.variants[:_MAX_LISTED])})"
 
-    sites = "; ".join(row(_short(e.key), e.compiles, e.seconds, e.variants) for e in report.by_call_site[:5])
-    causes = "; ".join(row(e.key, e.compiles, e.seconds, e.variants) for e in report.by_cause[:5])
+    sites = "; ".join(row(_short(e.key), e) for e in report.by_call_site[:5])
+    causes = "; ".join(row(e.key, e) for e in report.by_cause[:5])
     return [
-        "recompiles by call site and by cause, costliest first:",
+        "recompiles by call site and by cause, costliest first (expected ones last):",
         *_field("site", sites, "  "),
         *_field("cause", causes, "  "),
     ]
@@ -201,8 +205,11 @@ def _ranking(report: RunReport) -> list[str]:
 
 def _one(report: RunReport) -> list[str]:
     lines = [*_header(report), "", *_timeline(report)]
-    for k, r in enumerate(report.recompiles, 1):
-        lines += ["", *_recompile(r, k, len(report.recompiles))]
+    ordered = to_fix_first(report.recompiles)  # what to fix first; expected warm-up apart, after
+    for k, r in enumerate(ordered, 1):
+        if r.expected and (k == 1 or not ordered[k - 2].expected):
+            lines += ["", "expected recompiles (warm-up: nothing to fix):"]
+        lines += ["", *_recompile(r, k, len(ordered))]
     if report.first_compiles:
         lines += ["", "first compiles of other programs and uses (not recompiles: each compiles once):"]
         lines += [w for r in report.first_compiles for w in _first_compile(r)]

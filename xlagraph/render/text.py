@@ -11,7 +11,7 @@ import shlex
 import textwrap
 from typing import TYPE_CHECKING, TypeVar
 
-from xlagraph.render.paths import short_location
+from xlagraph.render.paths import short_location, short_locations_in, split_user_lines
 
 if TYPE_CHECKING:  # annotations only: listing graphs needs no diagnosis engine
     from xlagraph.canonical import CanonicalModule
@@ -118,15 +118,20 @@ def _change_lines(cause: Cause, limit: int) -> list[str]:
 
 
 def _sources(causes: list[Cause], limit: int) -> list[str]:
-    """`at` the user's lines, `via` the library lines beside them (or `at` library lines alone)."""
-    found = list(dict.fromkeys(short_location(s) for c in causes for s in c.sources))
-    if not found:
-        return []
-    shown, hidden = _bounded(found, limit)
-    lines = _field("at", ", ".join(shown) + (f", {_more(hidden)}" if hidden else ""))
-    library = [
-        s for s in dict.fromkeys(short_location(s) for c in causes for s in c.library) if s not in found
-    ]
+    """`at` the user's lines, `via` the library lines (alone when no instruction names a line of
+    the user's: then `at` would cite torch's code as if it were the user's)."""
+    user: list[str] = []
+    library: list[str] = []
+    for c in causes:
+        u, lib = split_user_lines(c.sources, c.library)
+        user += u
+        library += lib
+    found = list(dict.fromkeys(short_location(s) for s in user))
+    library = [s for s in dict.fromkeys(short_location(s) for s in library) if s not in found]
+    lines: list[str] = []
+    if found:
+        shown, hidden = _bounded(found, limit)
+        lines = _field("at", ", ".join(shown) + (f", {_more(hidden)}" if hidden else ""))
     if library:
         lines += _field(
             "via", ", ".join(library[:3]) + (f", {_more(len(library) - 3)}" if len(library) > 3 else "")
@@ -140,7 +145,7 @@ def _group(causes: list[Cause], entry: str, limit: int) -> list[str]:
     lines: list[str] = []
     if len(causes) == 1:
         tag = f"{first.kind} (expected)" if first.info else str(first.kind)
-        lines += _wrap(f"{tag}: {first.summary}", "", _INDENT)
+        lines += _wrap(f"{tag}: {short_locations_in(first.summary)}", "", _INDENT)
         if first.computation and first.computation != entry:
             lines += _field("in", first.computation)
         lines += _sources(causes, limit)
@@ -151,11 +156,11 @@ def _group(causes: list[Cause], entry: str, limit: int) -> list[str]:
         shown, hidden = _bounded(causes, limit)
         for cause in shown:
             where = f" (in {cause.computation})" if cause.computation and cause.computation != entry else ""
-            lines += _wrap(cause.summary + where, f"{_INDENT}- ", _INDENT + "  ")
+            lines += _wrap(short_locations_in(cause.summary) + where, f"{_INDENT}- ", _INDENT + "  ")
         if hidden:
             lines.append(_INDENT + _more(hidden))
         lines += _sources(causes, limit)
-    lines += _field("fix", first.hint)
+    lines += _field("fix", short_locations_in(first.hint))
     return lines
 
 

@@ -359,16 +359,29 @@ def _steady_from(syncs: tuple[Sync, ...]) -> int | None:
     return start if any(s.step >= start for s in syncs) else None
 
 
+def _expected_kind(r: Recompile, kind: str) -> bool:
+    """Every cause of `kind` in `r` is an expected change (a warm-up beside a real cause too)."""
+    return any(str(c.kind) == kind for c in r.causes) and all(c.info for c in r.causes if str(c.kind) == kind)
+
+
 def _rank(
-    recompiles: tuple[Recompile, ...], keys: Callable[[Recompile], Iterable[str]]
+    recompiles: tuple[Recompile, ...],
+    keys: Callable[[Recompile], Iterable[str]],
+    expected_as: Callable[[Recompile, str], bool] = lambda r, _: r.expected,
 ) -> tuple[RankEntry, ...]:
-    table: dict[str, tuple[int, float, list[str]]] = {}
+    table: dict[str, tuple[int, float, list[str], bool]] = {}
     for r in recompiles:
         for key in dict.fromkeys(keys(r)):
-            n, sec, letters = table.get(key, (0, 0.0, []))
-            table[key] = (n + 1, sec + r.compile_seconds, [*letters, r.variant])
-    entries = [RankEntry(k, n, sec, tuple(v)) for k, (n, sec, v) in table.items()]
-    entries.sort(key=lambda e: (-e.compiles, -e.seconds, e.key))
+            n, sec, letters, expected = table.get(key, (0, 0.0, [], True))
+            table[key] = (
+                n + 1,
+                sec + r.compile_seconds,
+                [*letters, r.variant],
+                expected and expected_as(r, key),
+            )
+    entries = [RankEntry(k, n, sec, tuple(v), e) for k, (n, sec, v, e) in table.items()]
+    # What the user must fix first: a key whose every recompile is expected (warm-up) goes last.
+    entries.sort(key=lambda e: (e.expected, -e.compiles, -e.seconds, e.key))
     return tuple(entries)
 
 
@@ -479,7 +492,7 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
         steady_variants=steady_variants,
         recompiles=recompiles,
         by_call_site=_rank(recompiles, lambda r: [r.call_site or "(no frames)"]),
-        by_cause=_rank(recompiles, lambda r: r.kinds or ["unexplained"]),
+        by_cause=_rank(recompiles, lambda r: r.kinds or ["unexplained"], _expected_kind),
         compile_seconds=sum(s.compile_seconds for s in syncs if s.compiled),
         notes=log.notes,
         warnings=tuple(warnings),

@@ -16,6 +16,7 @@ Terms (also what the README says):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xlagraph.diagnose.causes import Cause
@@ -32,6 +33,7 @@ __all__ = [
     "TensorRef",
     "TimelineEntry",
     "Variant",
+    "to_fix_first",
 ]
 
 
@@ -141,6 +143,23 @@ class Recompile:
     def kinds(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(str(c.kind) for c in self.causes))
 
+    @property
+    def expected(self) -> bool:
+        """Every cause is an expected change (warm-up: optimizer state created on the first
+        steps): nothing for the user to fix. Unexplained recompiles are never expected."""
+        return bool(self.causes) and all(c.info for c in self.causes)
+
+
+def to_fix_first(recompiles: Iterable[Recompile], by_cost: bool = False) -> tuple[Recompile, ...]:
+    """What the user must fix before what is expected: the recompiles with a cause to fix first
+    (costliest first when `by_cost`, else in run order), then the expected ones in run order."""
+    return tuple(
+        sorted(
+            recompiles,
+            key=lambda r: (r.expected, 0.0 if r.expected or not by_cost else -r.compile_seconds, r.sync),
+        )
+    )
+
 
 @dataclass(frozen=True)
 class RankEntry:
@@ -150,6 +169,7 @@ class RankEntry:
     compiles: int
     seconds: float
     variants: tuple[str, ...]
+    expected: bool = False  # every recompile counted here is expected (warm-up): ranked last
 
 
 @dataclass(frozen=True)
