@@ -126,3 +126,44 @@ def test_html_header_and_panels_say_what_they_count() -> None:
     # every panel count names the module total it is part of
     panels = re.findall(r'<span class="count">([\d,]+ instructions[^<]*)</span>', page)
     assert panels and all("of the module's" in p for p in panels)
+
+
+# --- the report: what to fix first, expected warm-up apart --------------------------------------------
+
+# Adam's state created at step 1 (state_init, expected, 18 s of compile) and clipping every k steps
+# (conditional_work, the bug, 23 s): a real capture of the corpus.
+CLIP = str(CORPUS / "ho_gpt2_clip_every_k")
+
+
+def test_text_report_lists_the_bug_before_the_expected_warm_up() -> None:
+    out = run("report", CLIP).stdout
+    assert "2 recompiles (1 to fix, 1 expected) explained below" in " ".join(out.split())
+    bug = out.index("recompile 1/2: graph C")
+    heading = out.index("expected recompiles (warm-up: nothing to fix):")
+    warm = out.index("recompile 2/2: graph B")
+    assert bug < heading < warm
+    assert "cause   conditional_work: 1" in out and "state_init (expected): 1" in out
+    assert out.index("conditional_work: 1") < out.index("state_init (expected): 1")
+
+
+def test_json_report_orders_recompiles_to_fix_first() -> None:
+    doc = json.loads(run("report", CLIP, "--json").stdout)
+    assert [(r["variant"], r["expected"]) for r in doc["recompiles"]] == [("C", False), ("B", True)]
+    assert [(c["kind"], c["expected"]) for c in doc["ranking"]["causes"]] == [
+        ("conditional_work", False),
+        ("state_init", True),
+    ]
+
+
+def test_html_report_ranks_the_bug_first_and_greys_the_warm_up(tmp_path: Path) -> None:
+    import re
+
+    page = tmp_path / "report.html"
+    assert run("report", CLIP, "--html", str(page)).exit_code == 0
+    html = page.read_text()
+    table = html[html.index('<table class="recompiles">') : html.index("</table>", html.index("recompiles"))]
+    assert table.index("conditional_work") < table.index("expected (warm-up): nothing to fix")
+    assert table.index("expected (warm-up)") < table.index("state_init")
+    marks = {sync: colour for colour, sync in re.findall(r'fill="(#[0-9a-f]+)"><title>sync (\d+)', html)}
+    assert marks == {"0": "#667085", "1": "#667085", "3": "#c9372c"}  # red only for the bug
+    assert html.index("#1: graph C") < html.index("#2: graph B")

@@ -14,6 +14,7 @@ from xlagraph.ir import Module
 from xlagraph.render import html_diff
 from xlagraph.render.html_common import CONTEXT_LINES, asset, element_id, environment, page_data
 from xlagraph.render.html_diff_view import DiffView
+from xlagraph.report.model import to_fix_first
 
 __all__ = ["ReportPage", "RunView", "build_run_view", "recompile_diffs", "render_report_html"]
 
@@ -85,6 +86,7 @@ class RecompileView:
     tensors: tuple[TensorView, ...]
     diff: DiffView | None
     note: str
+    expected: bool = False  # nothing to fix (warm-up): listed after what is
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ def _timeline(report: Any, anchors: dict[int, str]) -> Timeline:
     entries = report.timeline
     colors = {v.letter: PALETTE[k % len(PALETTE)] for k, v in enumerate(report.variants)}
     programs = {r.sync for r in getattr(report, "first_compiles", ())}
+    expected = {r.sync for r in report.recompiles if r.expected}
     n = max(len(entries), 1)
     cell = min(MAX_SYNC_WIDTH, TIMELINE_WIDTH / n)
     strips: list[Strip] = []
@@ -150,8 +153,11 @@ def _timeline(report: Any, anchors: dict[int, str]) -> Timeline:
             seconds = f", {e.compile_seconds:.2f} s" if e.compile_seconds else ""
             title = f"sync {e.sync}, step {e.step}: graph {e.variant} compiled{seconds}"
             href = "#" + anchors[e.sync] if e.sync in anchors else ""
-            # Grey: a program's first compile (the run's first, or another program's), not a recompile.
-            marks.append(Mark(k * cell + cell / 2, title, href, not marks or e.sync in programs))
+            # Grey: a program's first compile (the run's first, or another program's), not a
+            # recompile, or an expected one (warm-up): red only where there is something to fix.
+            if e.sync in expected:
+                title += ": expected, nothing to fix"
+            marks.append(Mark(k * cell + cell / 2, title, href, not marks or e.sync in programs | expected))
         k = end
     previous = None
     for k, e in enumerate(entries):
@@ -214,7 +220,8 @@ def build_run_view(
     """The run page's part for one process, and the data its diffs ship."""
     budget = budget if budget is not None else [html_diff.DATA_BUDGET]
     prefix = f"p{n}-"
-    ranked = sorted(report.recompiles, key=lambda r: (-r.compile_seconds, r.sync))
+    # What the user must fix, costliest first; expected recompiles (warm-up) after, apart.
+    ranked = to_fix_first(report.recompiles, by_cost=True)
     anchors = {r.sync: element_id("recompile", str(r.sync), prefix=prefix) for r in ranked}
     data: dict[str, Any] = {}
     views = []
@@ -245,6 +252,7 @@ def build_run_view(
                 note=r.note
                 if diff is not None or r.note
                 else "the graphs could not be read again to show them",
+                expected=r.expected,
             )
         )
     timed = any(r.compile_seconds for r in report.recompiles)

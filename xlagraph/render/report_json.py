@@ -24,8 +24,10 @@ the first included, each with the same fields except `schema` and `processes`:
                          compile_seconds}]: one per sync; trigger is sync | mark_step |
                        torch_xla.compile | dynamo | .item() | .cpu() | .tolist() | .numpy() |
                        print | implicit | unknown; phase is warm-up | steady
-    recompiles         one object per compile after the first, in run order:
+    recompiles         one object per compile after the first: those with a cause to fix first,
+                       then the expected ones (warm-up), each group in run order:
         sync, step, variant, graph_hash
+        expected       bool: every cause is an expected change (info): nothing to fix
         call_site      "file:line" of the innermost user frame of the sync that compiled
         trigger        as in the timeline
         frames         [{function, file, line}]: the user's frames, innermost first
@@ -53,7 +55,8 @@ the first included, each with the same fields except `schema` and `processes`:
                        its one info cause says what it is
     ranking            {call_sites: [{call_site, compiles, seconds, variants}],
                         causes: [{kind, compiles, seconds, variants}]}: recompiles per call
-                       site and per cause kind, most compiles first
+                       site and per cause kind, most compiles first, keys whose recompiles
+                       are all expected (`expected`: true) last
     notes              [str]: what the source lacks or how something was inferred
     warnings           [str]: e.g. `compiles` disagreeing with `compiles_reported`
     processes          [process object]: every process, the first included
@@ -69,7 +72,7 @@ from typing import Any
 
 from xlagraph.ir import Frame
 from xlagraph.render.json import _cause as cause_to_json
-from xlagraph.report.model import Attribution, CheckResult, Recompile, RunReport
+from xlagraph.report.model import Attribution, CheckResult, Recompile, RunReport, to_fix_first
 
 __all__ = ["REPORT_SCHEMA", "check_to_json", "report_to_json"]
 
@@ -109,6 +112,7 @@ def _recompile(r: Recompile) -> dict[str, Any]:
         "step": r.step,
         "variant": r.variant,
         "graph_hash": r.graph_hash,
+        "expected": r.expected,
         "call_site": r.call_site,
         "trigger": r.trigger,
         "frames": [_frame(f) for f in r.frames],
@@ -165,7 +169,7 @@ def _process(report: RunReport) -> dict[str, Any]:
             }
             for e in report.timeline
         ],
-        "recompiles": [_recompile(r) for r in report.recompiles],
+        "recompiles": [_recompile(r) for r in to_fix_first(report.recompiles)],
         "first_compiles": [_recompile(r) for r in report.first_compiles],
         "ranking": {
             "call_sites": [
@@ -174,11 +178,18 @@ def _process(report: RunReport) -> dict[str, Any]:
                     "compiles": e.compiles,
                     "seconds": e.seconds,
                     "variants": list(e.variants),
+                    "expected": e.expected,
                 }
                 for e in report.by_call_site
             ],
             "causes": [
-                {"kind": e.key, "compiles": e.compiles, "seconds": e.seconds, "variants": list(e.variants)}
+                {
+                    "kind": e.key,
+                    "compiles": e.compiles,
+                    "seconds": e.seconds,
+                    "variants": list(e.variants),
+                    "expected": e.expected,
+                }
                 for e in report.by_cause
             ],
         },
