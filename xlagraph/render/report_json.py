@@ -12,7 +12,9 @@ the first included, each with the same fields except `schema` and `processes`:
     compiles           int: distinct graphs this process compiled
     compiles_reported  int | null: torch_xla's own CompileTime count, where the source has it
     syncs, steps       int: graph executions, steps (steps 0-based; save files: every explicit
-                       torch_xla.sync()/mark_step() ends one)
+                       torch_xla.sync()/mark_step() ends one); a step whose explicit syncs are
+                       all at another line than the loop's marker (an evaluation pass synced in
+                       the loop) is not counted in `steps` but in `side_steps` (int)
     compile_seconds    float: total compile time where known, else 0
     steady_from_step   int | null: first step of the steady state (every step after the last one
                        that compiled); null when the run compiled in its last step
@@ -140,6 +142,7 @@ def _process(report: RunReport) -> dict[str, Any]:
         "compiles_reported": report.compiles_reported,
         "syncs": report.syncs,
         "steps": report.steps,
+        "side_steps": report.side_steps,
         "compile_seconds": report.compile_seconds,
         "steady_from_step": report.steady_from_step,
         "steady_variants": list(report.steady_variants),

@@ -116,7 +116,15 @@ def _header(report: RunReport) -> list[str]:
     split = " (expected: nothing to fix)" if expected and expected == recompiles else split
     summary = (
         f"{_plural(report.compiles, 'graph')} compiled ({counted}){seconds} in "
-        f"{_plural(report.syncs, 'sync')}, {_plural(report.steps, 'step')}; "
+        f"{_plural(report.syncs, 'sync')}, {_plural(report.steps, 'step')}"
+        + (
+            f" (and {report.side_steps} synced at a line of its own: an evaluation pass, not a step)"
+            if report.side_steps == 1
+            else f" (and {report.side_steps} synced at lines of their own: evaluation passes, not steps)"
+            if report.side_steps
+            else ""
+        )
+        + "; "
         + (f"{_plural(recompiles, 'recompile')}{split} explained below" if recompiles else "no recompile")
         + (
             f", and {_plural(len(report.first_compiles), 'first compile')} of another program"

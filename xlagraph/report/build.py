@@ -13,6 +13,7 @@ source lines before library lines.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -359,6 +360,26 @@ def _steady_from(syncs: tuple[Sync, ...]) -> int | None:
     return start if any(s.step >= start for s in syncs) else None
 
 
+_EXPLICIT = frozenset({"sync", "mark_step", "torch_xla.compile"})
+
+
+def _side_steps(syncs: tuple[Sync, ...]) -> int:
+    """Steps of the source that are no training step: every explicit sync in them is at another
+    line than the loop's own step marker (an evaluation pass or a checkpoint synced in the loop,
+    `xm.mark_step()` in `validate()`). The loop's marker is the line most explicit syncs come from;
+    a first step is never one (nothing ran before it to be a step of)."""
+    explicit = [(s, call_site(s.frames)) for s in syncs if trigger_of(s) in _EXPLICIT]
+    sites = Counter(site for _, site in explicit)
+    if len(sites) < 2:
+        return 0
+    main = sites.most_common(1)[0][0]
+    marked: dict[int, bool] = {}  # step -> has an explicit sync at the loop's marker
+    for s, site in explicit:
+        marked[s.step] = marked.get(s.step, False) or site == main
+    first = min(marked, default=0)
+    return sum(1 for step, at_main in marked.items() if not at_main and step != first)
+
+
 def _expected_kind(r: Recompile, kind: str) -> bool:
     """Every cause of `kind` in `r` is an expected change (a warm-up beside a real cause too)."""
     return any(str(c.kind) == kind for c in r.causes) and all(c.info for c in r.causes if str(c.kind) == kind)
@@ -478,6 +499,7 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
         )
     steady_variants = tuple(dict.fromkeys(e.variant for e in timeline if e.phase == "steady"))
     steps = len(log.steps) if log.steps else len({s.step for s in syncs})
+    side_steps = _side_steps(syncs)
     return RunReport(
         source=log.source,
         kind=log.kind,
@@ -485,7 +507,8 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
         compiles=compiles,
         compiles_reported=log.compiles_reported,
         syncs=len(syncs),
-        steps=steps,
+        steps=steps - side_steps,
+        side_steps=side_steps,
         variants=variants,
         timeline=timeline,
         steady_from_step=steady_from,

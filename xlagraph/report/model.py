@@ -195,6 +195,9 @@ class RunReport:
     notes: tuple[str, ...]
     warnings: tuple[str, ...]
     first_compiles: tuple[Recompile, ...] = ()  # compiles of other programs, not recompiles
+    # Source steps that were no training step: only syncs at another line than the loop's marker
+    # (an evaluation pass synced in the loop). Not counted in `steps`; the timeline keeps them.
+    side_steps: int = 0
 
 
 @dataclass(frozen=True)
