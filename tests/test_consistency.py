@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 from xlagraph.cli.main import xlagraph
 
@@ -181,3 +182,44 @@ def test_an_evaluation_pass_synced_in_the_loop_is_not_counted_as_a_step() -> Non
     assert "in 8 syncs, 6 steps (and 2 synced at lines of their own: evaluation passes, not steps)" in out
     clip = json.loads(run("report", CLIP, "--json").stdout)  # one marker: every step is one
     assert (clip["syncs"], clip["steps"], clip["side_steps"]) == (8, 8, 0)
+
+
+# --- the README's 60-second example prints what the README shows ---------------------------------------
+
+README = ROOT / "README.md"
+SAVE = "fixtures/torch_xla/kept_alive/save_hlo.txt"
+# Fixtures made before paths were stored relative to their root embed the making machine's checkout.
+_EMBEDS_ABSOLUTE = "/fixtures/torch_xla/scenarios/kept_alive.py" in (ROOT / SAVE).read_text()
+
+
+def _readme_block(command: str) -> list[str]:
+    text = README.read_text()
+    start = text.index(f"$ {command}\n") + len(f"$ {command}\n")
+    return text[start : text.index("```", start)].splitlines()
+
+
+@pytest.mark.xfail(_EMBEDS_ABSOLUTE, reason="the fixture embeds absolute source paths", strict=True)
+def test_readme_sixty_second_example_is_verbatim(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    shown = _readme_block(f"xlagraph report {SAVE}")
+    result = run("report", SAVE)
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == shown
+
+
+def test_readme_diff_example_is_verbatim(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    a, b = "fixtures/torch_xla/fsdp_bucket/a.hlo", "fixtures/torch_xla/fsdp_bucket/b.hlo"
+    shown = _readme_block(f"xlagraph diff {a} {b}")
+    assert shown[-1] == "..."  # the changed-instruction list is left out
+    result = run("diff", a, b)
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[: len(shown) - 1] == shown[:-1]
+
+
+def test_readme_stays_short_and_links_its_pages() -> None:
+    text = README.read_text()
+    assert len(text.splitlines()) <= 250
+    pages = ("accuracy", "json", "capture-settings", "ranks", "conformance", "performance", "development")
+    for page in pages:
+        assert f"(docs/{page}.md)" in text and (ROOT / "docs" / f"{page}.md").is_file()
