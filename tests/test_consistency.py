@@ -223,3 +223,40 @@ def test_readme_stays_short_and_links_its_pages() -> None:
     pages = ("accuracy", "json", "capture-settings", "ranks", "conformance", "performance", "development")
     for page in pages:
         assert f"(docs/{page}.md)" in text and (ROOT / "docs" / f"{page}.md").is_file()
+
+
+# --- one way to name a file: the summary, `at`, the stack and the HTML agree ----------------------------
+
+
+def _prefixes(text: str, script: str) -> set[str]:
+    import re
+
+    return set(re.findall(rf"([^\s(`'\"<>]*){re.escape(script)}:\d+", text))
+
+
+def test_a_script_is_named_one_way_in_text_and_html(tmp_path: Path) -> None:
+    import re
+
+    script = "ho_gpt2_clip_every_k.py"
+    text = run("report", CLIP).stdout
+    page = tmp_path / "run.html"
+    assert run("report", CLIP, "--html", str(page)).exit_code == 0
+    assert len(_prefixes(text, script)) == 1, _prefixes(text, script)
+    # instruction rows label their source with the file name alone (`"src"`), the stack in full
+    html = re.sub(r'"src":"[^"]*"', "", page.read_text())
+    assert _prefixes(html, script) == _prefixes(text, script)
+    # a cause's summary names the user's `if` line as its `at` line does
+    diff = run("diff", DUMP + "#0", DUMP + "#2").stdout
+    assert len(_prefixes(diff, "kept_alive.py")) == 1, _prefixes(diff, "kept_alive.py")
+
+
+def test_sources_are_the_users_lines_only() -> None:
+    """Optimizer state created inside torch.optim: no line of the user's, so no `at` and no `sources`."""
+    doc = json.loads(run("diff", DUMP + "#0", DUMP + "#2", "--json").stdout)
+    state = next(c for c in doc["causes"] if c["kind"] == "state_init")
+    assert state["sources"] == [] and any("torch/optim/" in s for s in state["library_sources"])
+    removed = next(c for c in doc["causes"] if c["kind"] == "output_removed")
+    assert [s.rsplit("/", 1)[-1] for s in removed["sources"]] == ["kept_alive.py:31"]
+    text = run("diff", DUMP + "#0", DUMP + "#2").stdout
+    block = text[text.index("state_init") : text.index("output_removed")]
+    assert "\n  at " not in block and "\n  via   torch/optim/sgd.py" in block

@@ -20,6 +20,8 @@ from typing import Any
 from jinja2 import Environment, FunctionLoader, StrictUndefined
 from markupsafe import Markup
 
+from xlagraph.render.paths import short_location, short_locations_in
+
 __all__ = [
     "CONTEXT_LINES",
     "STATUS_MARKS",
@@ -76,6 +78,9 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["grouped"] = lambda n: f"{n:,}"
+    # Paths as the text shows them: installed packages from the package, the rest relative.
+    env.filters["short"] = short_location
+    env.filters["short_in"] = short_locations_in
     return env
 
 

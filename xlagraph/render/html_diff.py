@@ -48,7 +48,7 @@ from xlagraph.render.html_diff_view import (
     Section,
     SideInfo,
 )
-from xlagraph.render.paths import short_locations_in
+from xlagraph.render.paths import short_location, short_locations_in, split_user_lines
 from xlagraph.render.text import headline
 
 __all__ = ["DATA_BUDGET", "build_diff_view", "render_diff_html"]
@@ -65,6 +65,7 @@ MAX_LISTED = 150  # computations named in the "identical" and "only in" lists
 MAX_UNPAIRED_SECTIONS = 30  # computations of one side shown as sections of their own
 MAX_ATTRIBUTE = 160  # characters of an attribute value shown; the whole value is in its title
 MAX_STACK = 8  # frames in a source tooltip
+MAX_LIBRARY = 3  # library lines named beside a cause (`via`), as in the text
 
 
 class _Ids:
@@ -241,7 +242,7 @@ class _DiffBuilder:
         if frames:
             first = frames[0]
             source = f"{PurePath(first.file).name}:{first.line}" if first.line else PurePath(first.file).name
-            stack = "\n".join(dict.fromkeys(str(f) for f in frames[:MAX_STACK]))
+            stack = "\n".join(dict.fromkeys(short_locations_in(str(f)) for f in frames[:MAX_STACK]))
         theirs = _attribute_values(partner) if partner is not None else {}
         attributes = tuple(
             Attribute(
@@ -325,6 +326,7 @@ class _DiffBuilder:
         ]
         moves = self.moves(cause, right_comp)
         moved = [mv for mv in moves if mv.moved]
+        user, library = split_user_lines(cause.sources, cause.library)  # `at` yours, `via` the rest
         return CauseView(
             id=self.ids.make(f"cause{n}"),
             kind=str(cause.kind),
@@ -332,7 +334,7 @@ class _DiffBuilder:
             hint=cause.hint,
             info=cause.info,
             computation=cause.computation,
-            sources=cause.sources,
+            sources=tuple(dict.fromkeys(short_location(s) for s in user)),
             left=tuple(left),
             left_more=len(left_names) - len(left),
             right=tuple(right),
@@ -343,6 +345,7 @@ class _DiffBuilder:
             moves_more=max(len(moved) - MAX_TABLE_ROWS, 0),
             moves_same=len(moves) - len(moved),
             moved_what=_moved_what(cause),
+            library=tuple(dict.fromkeys(short_location(s) for s in library))[:MAX_LIBRARY],
         )
 
     def moves(self, cause: Cause, right_comp: str) -> list[Move]:

@@ -186,7 +186,7 @@ class CauseView:
     hint: str
     info: bool
     computation: str
-    sources: tuple[str, ...]
+    sources: tuple[str, ...]  # the user's lines only (`at`)
     left: tuple[Link, ...]
     left_more: int
     right: tuple[Link, ...]
@@ -197,6 +197,7 @@ class CauseView:
     moves_more: int
     moves_same: int
     moved_what: str
+    library: tuple[str, ...] = ()  # library lines the instructions came through (`via`)
 
 
 @dataclass(frozen=True)

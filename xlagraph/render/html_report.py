@@ -14,6 +14,7 @@ from xlagraph.ir import Module
 from xlagraph.render import html_diff
 from xlagraph.render.html_common import CONTEXT_LINES, asset, element_id, environment, page_data
 from xlagraph.render.html_diff_view import DiffView
+from xlagraph.render.paths import short_location
 from xlagraph.report.model import to_fix_first
 
 __all__ = ["ReportPage", "RunView", "build_run_view", "recompile_diffs", "render_report_html"]
@@ -139,7 +140,7 @@ def _timeline(report: Any, anchors: dict[int, str]) -> Timeline:
         steps_of = f"step {e.step}" if e.step == last.step else f"steps {e.step}–{last.step}"
         what = f"graph {e.variant}" + (" compiled" if e.compiled else f" ×{end - k}" if end - k > 1 else "")
         trigger = f", {e.trigger}" if implicit or e.compiled else ""
-        site = f" at {e.call_site}" if e.call_site else ""
+        site = f" at {short_location(e.call_site)}" if e.call_site else ""
         strips.append(
             Strip(
                 k * cell,
@@ -174,7 +175,7 @@ def _timeline(report: Any, anchors: dict[int, str]) -> Timeline:
             colors[v.letter],
             f"ran {v.executions}×"
             + (", compiled" if v.compiled else "")
-            + (f", {v.call_site}" if v.call_site else ""),
+            + (f", {short_location(v.call_site)}" if v.call_site else ""),
         )
         for v in report.variants
     )
