@@ -23,17 +23,26 @@ names an element in the page; a link to an instruction inside a run that is buil
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
-from xlagraph.canonical import CanonicalComputation, CanonicalModule
-from xlagraph.canonical.hashes import COMMUTATIVE, compared_value
+from xlagraph.canonical import CanonicalModule
+from xlagraph.canonical.hashes import compared_value
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diff import ComputationPair, DiffResult
-from xlagraph.ir import Computation, Instruction, Module, strip_layout
+from xlagraph.ir import Instruction, Module, strip_layout
 from xlagraph.match import Matching
-from xlagraph.render.html_common import CONTEXT_LINES, asset, element_id, environment, page_data
+from xlagraph.render.html_common import CONTEXT_LINES, asset, environment, page_data
+from xlagraph.render.html_diff_state import (
+    Ids,
+    Planned,
+    Side,
+    Statuses,
+    changed,
+    named_by_causes,
+    shown_positions,
+    unpaired,
+)
 from xlagraph.render.html_diff_view import (
     Attribute,
     CauseView,
@@ -68,76 +77,31 @@ MAX_STACK = 8  # frames in a source tooltip
 MAX_LIBRARY = 3  # library lines named beside a cause (`via`), as in the text
 
 
-class _Ids:
-    """Unique, sanitized element ids for one page."""
-
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
-        self.used: set[str] = set()
-
-    def make(self, *parts: str) -> str:
-        base = element_id(*parts, prefix=self.prefix)
-        candidate, k = base, 1
-        while candidate in self.used:
-            k += 1
-            candidate = f"{base}-{k}"
-        self.used.add(candidate)
-        return candidate
-
-
-_ALWAYS_SHOWN = frozenset({"cause", "only-A", "only-B"})
-
-
-@dataclass
-class _Statuses:
-    """Statuses of one compared pair; `bulk_*` are shown only when the page has few of them."""
-
-    left: dict[str, str]
-    right: dict[str, str]
-    bulk_left: set[str] = field(default_factory=set)
-    bulk_right: set[str] = field(default_factory=set)
-
-
-@dataclass
-class _Side:
-    """One column while it is being built: where each instruction ends up."""
-
-    tag: str  # A or B
-    canon: CanonicalModule
-    comp: Computation
-    status: dict[str, str]  # instruction name -> status, for names that are not `same`
-    shown: set[int]  # printed positions shown as rows
-    ids: dict[str, str] = field(default_factory=dict)  # name -> element id (rows in the page or data)
-    run_of: dict[str, str] = field(default_factory=dict)  # name -> run id, for names inside runs
-    lazy: set[str] = field(default_factory=set)  # names whose row only exists once the script builds it
-    blocks: list[tuple[str, int, int, str]] = field(default_factory=list)  # (kind, start, end, run id)
-
-
 class _DiffBuilder:
     def __init__(self, result: DiffResult, context_lines: int, prefix: str, budget: list[int]) -> None:
         self.result = result
         self.context = max(context_lines, 0)
         self.prefix = prefix
-        self.ids = _Ids(prefix)
+        self.ids = Ids(prefix)
         self.budget = budget  # [instructions that may still ship as data], shared by a page's diffs
         self.data: dict[str, Any] = {}
-        self.named = _named(result)
-        self.by_name: dict[str, list[_Side]] = {"A": [], "B": []}  # columns built, per side
+        self.named = named_by_causes(result)
+        self.by_name: dict[str, list[Side]] = {"A": [], "B": []}  # columns built, per side
         self.run_count = 0
 
     # -- what differs ---------------------------------------------------------------------------
-    def statuses(self, pair: ComputationPair) -> _Statuses:
+    def statuses(self, pair: ComputationPair) -> Statuses:
         """Status of the instructions of both sides that are not `same`."""
         lc = self.result.left.computations[pair.left]
         rc = self.result.right.computations[pair.right]
         m = pair.matching
-        st = _Statuses(dict.fromkeys(lc.dead, "dead"), dict.fromkeys(rc.dead, "dead"))
+        st = Statuses(dict.fromkeys(lc.dead, "dead"), dict.fromkeys(rc.dead, "dead"))
         if m is not None:
             for a in lc.order:
                 b = m.left.get(a)
                 if b is None:
                     st.left[a] = "only-A"
-                elif _changed(lc, rc, m, a, b):
+                elif changed(lc, rc, m, a, b):
                     st.left[a], st.right[b] = "changed", "changed"
                     st.bulk_left.add(a)
                     st.bulk_right.add(b)
@@ -159,7 +123,7 @@ class _DiffBuilder:
         return st
 
     # -- placement ------------------------------------------------------------------------------
-    def place(self, side: _Side) -> None:
+    def place(self, side: Side) -> None:
         """Split the printed instructions into shown rows and runs, and record every run."""
         instructions = side.comp.instructions
         keep = set()
@@ -197,10 +161,10 @@ class _DiffBuilder:
             return "data" if n <= LAZY_RUN else "edges"
         return "omitted"
 
-    def _id(self, side: _Side, ins: Instruction) -> str:
+    def _id(self, side: Side, ins: Instruction) -> str:
         return self.ids.make("L" if side.tag == "A" else "R", side.comp.name, ins.name)
 
-    def link(self, side: _Side | None, name: str, text: str = "", title: str = "") -> Link:
+    def link(self, side: Side | None, name: str, text: str = "", title: str = "") -> Link:
         """A link to instruction `name` of `side`, wherever it ended up."""
         text = text or _printed(side.canon.module if side else None, name)
         if side is None:
@@ -212,7 +176,7 @@ class _DiffBuilder:
             return Link(text, title=title)
         return Link(text, "#" + run, side.ids.get(name, ""), title)
 
-    def find(self, tag: str, name: str, computation: str = "") -> _Side | None:
+    def find(self, tag: str, name: str, computation: str = "") -> Side | None:
         """The column showing instruction `name` of side `tag`, preferring `computation`."""
         found = None
         for side in self.by_name[tag]:
@@ -223,7 +187,7 @@ class _DiffBuilder:
         return found
 
     # -- rows -----------------------------------------------------------------------------------
-    def row(self, side: _Side, other: _Side | None, m: Matching | None, ins: Instruction) -> Row:
+    def row(self, side: Side, other: Side | None, m: Matching | None, ins: Instruction) -> Row:
         module = side.canon.module
         status = side.status.get(ins.name, "same")
         partner = None
@@ -272,7 +236,7 @@ class _DiffBuilder:
             counterpart=counterpart,
         )
 
-    def column(self, side: _Side, other: _Side | None, m: Matching | None) -> Column:
+    def column(self, side: Side, other: Side | None, m: Matching | None) -> Column:
         instructions = side.comp.instructions
         blocks: list[Row | Run] = []
         for mode, start, end, run_id in side.blocks:
@@ -372,7 +336,7 @@ class _DiffBuilder:
         return ""
 
     # -- the whole view -------------------------------------------------------------------------
-    def plan(self) -> tuple[list[_Planned], list[tuple[str, str]], int, bool]:
+    def plan(self) -> tuple[list[Planned], list[tuple[str, str]], int, bool]:
         """The sections to show, the compared pairs with nothing to show, and how many `bulk`
         instructions there are (and whether they are shown)."""
         result = self.result
@@ -381,34 +345,36 @@ class _DiffBuilder:
         bulk = max(sum(len(st.bulk_left) for st in per_pair), sum(len(st.bulk_right) for st in per_pair))
         show_bulk = bulk <= MAX_CHANGED_SHOWN
         room = {"A": MAX_ROWS_SHOWN, "B": MAX_ROWS_SHOWN}
-        planned: list[_Planned] = []
+        planned: list[Planned] = []
         quiet: list[tuple[str, str]] = []
         for pair, st in zip(compared, per_pair, strict=True):
             lc, rc = result.left.computations[pair.left], result.right.computations[pair.right]
-            lshown = _shown(lc.computation, st.left, st.bulk_left if show_bulk else set(), room, "A")
-            rshown = _shown(rc.computation, st.right, st.bulk_right if show_bulk else set(), room, "B")
+            lshown = shown_positions(lc.computation, st.left, st.bulk_left if show_bulk else set(), room, "A")
+            rshown = shown_positions(
+                rc.computation, st.right, st.bulk_right if show_bulk else set(), room, "B"
+            )
             if not lshown and not rshown and pair.left != result.left.module.entry.name:
                 quiet.append((pair.left, pair.right))
                 continue
             title = pair.left if pair.left == pair.right else f"{pair.left} ⇄ {pair.right}"
             planned.append(
-                _Planned(
+                Planned(
                     title,
                     "",
                     self.ids.make("sec", pair.left),
-                    _Side("A", result.left, lc.computation, st.left, lshown),
-                    _Side("B", result.right, rc.computation, st.right, rshown),
+                    Side("A", result.left, lc.computation, st.left, lshown),
+                    Side("B", result.right, rc.computation, st.right, rshown),
                     pair.matching,
                 )
             )
-        only_left, only_right = _unpaired(result)
+        only_left, only_right = unpaired(result)
         for tag, canon, names in (("A", result.left, only_left), ("B", result.right, only_right)):
             for name in names[:MAX_UNPAIRED_SECTIONS]:
                 comp = canon.module.by_name[name]
-                side = _Side(tag, canon, comp, {i.name: f"only-{tag}" for i in comp.instructions}, set())
+                side = Side(tag, canon, comp, {i.name: f"only-{tag}" for i in comp.instructions}, set())
                 left, right = (side, None) if tag == "A" else (None, side)
                 sec_id = self.ids.make("sec", tag, name)
-                planned.append(_Planned(name, f"only in {tag}", sec_id, left, right, None))
+                planned.append(Planned(name, f"only in {tag}", sec_id, left, right, None))
         return planned, quiet, bulk, show_bulk
 
     def build(self) -> DiffView:
@@ -435,7 +401,7 @@ class _DiffBuilder:
             for p in result.pairs
             if p.matching is None
         ]
-        only_left, only_right = _unpaired(result)
+        only_left, only_right = unpaired(result)
         return DiffView(
             prefix=self.prefix,
             verdict=result.verdict,
@@ -455,18 +421,6 @@ class _DiffBuilder:
         )
 
 
-@dataclass(frozen=True)
-class _Planned:
-    """A section before its columns are built."""
-
-    title: str
-    note: str
-    id: str
-    left: _Side | None
-    right: _Side | None
-    matching: Matching | None
-
-
 FOLDED = (
     "{n:,} instructions changed without being a cause of their own (they follow from a cause above, "
     "e.g. shapes downstream of a resized input) or are dead code: folded into the collapsed runs, "
@@ -478,61 +432,9 @@ def _listed(canon: CanonicalModule, names: list[str]) -> tuple[tuple[str, int], 
     return tuple((n, len(canon.module.by_name[n].instructions)) for n in names[:MAX_LISTED])
 
 
-def _named(result: DiffResult) -> dict[str, set[str]]:
-    """Instruction names the (non-info) causes name, per side."""
-    named: dict[str, set[str]] = {"A": set(), "B": set()}
-    for cause in result.differences:
-        named["A"].update(cause.left)
-        named["B"].update(cause.right)
-        for change in cause.changes:
-            named["A"].add(change.left)
-            named["B"].add(change.right)
-        for mv in cause.mapping:
-            if mv.left != mv.right:
-                named["A"].add(mv.left_name)
-                named["B"].add(mv.right_name)
-    for names in named.values():
-        names.discard("")
-    return named
-
-
-def _changed(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching, a: str, b: str) -> bool:
-    """A paired instruction changed: its content key differs or its operands were rewired."""
-    if lc.keys[a] != rc.keys[b]:
-        return True
-    mapped = [m.left.get(o) for o in lc.operands[a]]
-    ops = list(rc.operands[b])
-    if lc.instruction(a).opcode in COMMUTATIVE:
-        return sorted(map(str, mapped)) != sorted(ops)
-    return mapped != ops
-
-
-def _shown(
-    comp: Computation, status: dict[str, str], bulk: set[str], room: dict[str, int], tag: str
-) -> set[int]:
-    """Printed positions shown by default: causes, unpaired, and `bulk` ones, while `room` lasts."""
-    shown = set()
-    for k, ins in enumerate(comp.instructions):
-        if room[tag] <= 0:
-            break
-        if status.get(ins.name) in _ALWAYS_SHOWN or ins.name in bulk:
-            shown.add(k)
-            room[tag] -= 1
-    return shown
-
-
 def _ships(mode: str, j: int, n: int) -> bool:
     """Whether the j-th of n instructions of a run is in the page's data."""
     return mode == "data" or (mode == "edges" and (j < RUN_EDGE or j >= n - RUN_EDGE))
-
-
-def _unpaired(result: DiffResult) -> tuple[list[str], list[str]]:
-    """Computations of each side that no pair compared, callees of new instructions typically."""
-    lpaired = {p.left for p in result.pairs}
-    rpaired = {p.right for p in result.pairs}
-    left = [c.name for c in result.left.module.computations if c.name not in lpaired]
-    right = [c.name for c in result.right.module.computations if c.name not in rpaired]
-    return left, right
 
 
 def _attribute_values(ins: Instruction) -> dict[str, str]:
@@ -548,7 +450,7 @@ def _printed(module: Module | None, name: str) -> str:
     return f"%{name}" if module is not None and module.format == "lazy-ir" and name.isdigit() else name
 
 
-def _shape_of(side: _Side | None, name: str) -> str:
+def _shape_of(side: Side | None, name: str) -> str:
     if side is None or name not in side.comp.by_name:
         return ""
     return strip_layout(side.comp.by_name[name].shape)

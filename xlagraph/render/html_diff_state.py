@@ -1,0 +1,123 @@
+"""The diff page's working state while it is built: element ids, the status of each instruction
+(named by a cause, only on one side, changed as a consequence, dead), which printed positions are
+shown, and the columns and sections being placed. Used by `html_diff._DiffBuilder` only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xlagraph.canonical import CanonicalComputation, CanonicalModule
+from xlagraph.canonical.hashes import COMMUTATIVE
+from xlagraph.diff import DiffResult
+from xlagraph.ir import Computation
+from xlagraph.match import Matching
+from xlagraph.render.html_common import element_id
+
+
+class Ids:
+    """Unique, sanitized element ids for one page."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.used: set[str] = set()
+
+    def make(self, *parts: str) -> str:
+        base = element_id(*parts, prefix=self.prefix)
+        candidate, k = base, 1
+        while candidate in self.used:
+            k += 1
+            candidate = f"{base}-{k}"
+        self.used.add(candidate)
+        return candidate
+
+
+ALWAYS_SHOWN = frozenset({"cause", "only-A", "only-B"})
+
+
+@dataclass
+class Statuses:
+    """Statuses of one compared pair; `bulk_*` are shown only when the page has few of them."""
+
+    left: dict[str, str]
+    right: dict[str, str]
+    bulk_left: set[str] = field(default_factory=set)
+    bulk_right: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Side:
+    """One column while it is being built: where each instruction ends up."""
+
+    tag: str  # A or B
+    canon: CanonicalModule
+    comp: Computation
+    status: dict[str, str]  # instruction name -> status, for names that are not `same`
+    shown: set[int]  # printed positions shown as rows
+    ids: dict[str, str] = field(default_factory=dict)  # name -> element id (rows in the page or data)
+    run_of: dict[str, str] = field(default_factory=dict)  # name -> run id, for names inside runs
+    lazy: set[str] = field(default_factory=set)  # names whose row only exists once the script builds it
+    blocks: list[tuple[str, int, int, str]] = field(default_factory=list)  # (kind, start, end, run id)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A section before its columns are built."""
+
+    title: str
+    note: str
+    id: str
+    left: Side | None
+    right: Side | None
+    matching: Matching | None
+
+
+def named_by_causes(result: DiffResult) -> dict[str, set[str]]:
+    """Instruction names the (non-info) causes name, per side."""
+    named: dict[str, set[str]] = {"A": set(), "B": set()}
+    for cause in result.differences:
+        named["A"].update(cause.left)
+        named["B"].update(cause.right)
+        for change in cause.changes:
+            named["A"].add(change.left)
+            named["B"].add(change.right)
+        for mv in cause.mapping:
+            if mv.left != mv.right:
+                named["A"].add(mv.left_name)
+                named["B"].add(mv.right_name)
+    for names in named.values():
+        names.discard("")
+    return named
+
+
+def changed(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching, a: str, b: str) -> bool:
+    """A paired instruction changed: its content key differs or its operands were rewired."""
+    if lc.keys[a] != rc.keys[b]:
+        return True
+    mapped = [m.left.get(o) for o in lc.operands[a]]
+    ops = list(rc.operands[b])
+    if lc.instruction(a).opcode in COMMUTATIVE:
+        return sorted(map(str, mapped)) != sorted(ops)
+    return mapped != ops
+
+
+def shown_positions(
+    comp: Computation, status: dict[str, str], bulk: set[str], room: dict[str, int], tag: str
+) -> set[int]:
+    """Printed positions shown by default: causes, unpaired, and `bulk` ones, while `room` lasts."""
+    shown = set()
+    for k, ins in enumerate(comp.instructions):
+        if room[tag] <= 0:
+            break
+        if status.get(ins.name) in ALWAYS_SHOWN or ins.name in bulk:
+            shown.add(k)
+            room[tag] -= 1
+    return shown
+
+
+def unpaired(result: DiffResult) -> tuple[list[str], list[str]]:
+    """Computations of each side that no pair compared, callees of new instructions typically."""
+    lpaired = {p.left for p in result.pairs}
+    rpaired = {p.right for p in result.pairs}
+    left = [c.name for c in result.left.module.computations if c.name not in lpaired]
+    right = [c.name for c in result.right.module.computations if c.name not in rpaired]
+    return left, right
