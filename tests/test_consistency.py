@@ -173,13 +173,16 @@ def test_html_report_ranks_the_bug_first_and_greys_the_warm_up(tmp_path: Path) -
 # --- steps: an evaluation pass synced in the loop is not a step of its own ----------------------------
 
 
-def test_an_evaluation_pass_synced_in_the_loop_is_not_counted_as_a_step() -> None:
+def test_an_evaluation_pass_synced_in_the_loop_is_not_counted_as_a_step(tmp_path: Path) -> None:
     """2 epochs of 3 steps, each epoch closed by `validate()` with its own `xm.mark_step()`."""
     src = str(CORPUS / "hz_mha_keypad_epoch_eval")
     doc = json.loads(run("report", src, "--json").stdout)
     assert (doc["syncs"], doc["steps"], doc["side_steps"]) == (8, 6, 2)
     out = " ".join(run("report", src).stdout.split())
     assert "in 8 syncs, 6 steps (and 2 synced at lines of their own: evaluation passes, not steps)" in out
+    page = tmp_path / "run.html"
+    assert run("report", src, "--html", str(page)).exit_code == 0
+    assert "8 syncs, 6 steps (and 2 synced at a line of their own: not steps)" in page.read_text()
     clip = json.loads(run("report", CLIP, "--json").stdout)  # one marker: every step is one
     assert (clip["syncs"], clip["steps"], clip["side_steps"]) == (8, 8, 0)
 
