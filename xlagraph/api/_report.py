@@ -118,7 +118,7 @@ class Report:
         return render_report_html(self.processes, ranks=self.ranks)
 
     def __repr__(self) -> str:
-        return "\n".join(self.to_text(note=False).splitlines()[:3])
+        return self.to_text(note=False).split("\n\n", 1)[0]  # the first paragraph: what ran, how often
 
     def _repr_html_(self) -> str:
         from xlagraph.api._html import report_html
