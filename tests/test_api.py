@@ -258,3 +258,12 @@ def test_docstring_examples(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)  # the examples read fixtures/ by relative path
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0, result
+
+
+def test_reference_examples(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    result = doctest.testfile(
+        str(ROOT / "docs" / "api.md"), module_relative=False, globs={"xlagraph": xlagraph},
+        optionflags=doctest.ELLIPSIS,
+    )  # fmt: skip
+    assert result.failed == 0 and result.attempted >= 10, result
