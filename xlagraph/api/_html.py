@@ -222,7 +222,7 @@ _MODULE = """
 </tr></thead><tbody>
 {% for c in computations %}<tr id="{{ root }}-c{{ loop.index0 }}">
 <td><code>{{ c.name }}</code>{% if c.is_entry %} <b>ENTRY</b>{% endif %}</td>
-<td class="num">{{ c|length|grouped }}</td>
+<td class="num">{{ c.instructions|length|grouped }}</td>
 <td><code>{{ c.root.opcode }}</code> <code>{{ c.root.shape }}</code></td>
 <td class="num">{{ c.parameters|length }}</td></tr>
 {% endfor %}</tbody></table>
@@ -234,7 +234,8 @@ def module_html(module: Module) -> str:
     """A module's identity (label, sizes, fingerprint, graph hash) and its computations, the
     entry first, as a fragment."""
     root = f"xg{next(_COUNTER)}"
-    ordered = sorted(module.computations, key=lambda c: not c.is_entry)
+    # The reader's IR, not the API's views: a table of 60 computations builds no Instruction.
+    ordered = sorted(module.ir.computations, key=lambda c: not c.is_entry)
     shown = ordered[:MAX_COMPUTATIONS]
     body = (
         _environment()
