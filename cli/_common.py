@@ -177,25 +177,17 @@ def run_option(fn: F) -> F:
 
 
 def runs_to_json(loaded: Any) -> list[dict[str, Any]]:
-    return [
-        {
-            "run": r.number,
-            "started": r.started,
-            "start": r.start,
-            "processes": list(r.processes),
-            "selected": r.selected,
-        }
-        for r in loaded.runs
-    ]
+    """The runs a capture folder holds, as JSON (what `xlagraph.api`'s reports say)."""
+    from xlagraph.api._report import runs_to_json
+
+    return runs_to_json(loaded.runs)
 
 
 def latest_run_logs(loaded: Any) -> tuple[Any, ...]:
     """The loaded processes of the latest selected run: ranks are compared within one run."""
-    chosen = [r for r in loaded.runs if r.selected]
-    if len(chosen) <= 1:
-        return tuple(loaded.logs)
-    names = set(chosen[-1].processes)
-    return tuple(log for log in loaded.logs if log.process in names)
+    from xlagraph.api._report import latest_run_logs
+
+    return latest_run_logs(loaded)
 
 
 def graphml_option(fn: F) -> F:

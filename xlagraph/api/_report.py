@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from xlagraph.report.model import CheckResult, Recompile, RunReport, TimelineEntry
     from xlagraph.report.ranks import RankView
 
-__all__ = ["Check", "Report", "check", "graphs", "report"]
+__all__ = ["Check", "Report", "check", "graphs", "latest_run_logs", "report", "runs_to_json"]
 
 Phase = Callable[[str], None]
 
@@ -89,7 +89,7 @@ class Report:
 
         data = report_to_json(self.processes)
         data["ranks"] = rank_view_to_json(self.ranks) if self.ranks is not None else None
-        data["runs"], data["runs_note"] = _runs_to_json(self.runs), self.runs_note
+        data["runs"], data["runs_note"] = runs_to_json(self.runs), self.runs_note
         data["mark_sharding"] = shardings_to_json(list(self.mark_sharding))
         return data
 
@@ -126,7 +126,7 @@ class Report:
         return report_html(self)
 
 
-def _runs_to_json(runs: tuple[RunInfo, ...]) -> list[dict[str, Any]]:
+def runs_to_json(runs: tuple[RunInfo, ...]) -> list[dict[str, Any]]:
     return [
         {
             "run": r.number,
@@ -139,7 +139,7 @@ def _runs_to_json(runs: tuple[RunInfo, ...]) -> list[dict[str, Any]]:
     ]
 
 
-def _latest_run_logs(loaded: Loaded) -> tuple[Any, ...]:
+def latest_run_logs(loaded: Loaded) -> tuple[Any, ...]:
     """The processes of the latest selected run: ranks are compared within one run."""
     chosen = [r for r in loaded.runs if r.selected]
     if len(chosen) <= 1:
@@ -179,7 +179,7 @@ def report(capture_dir: str, run: str | int = "latest", *, phase: Phase = _quiet
         phase("explaining recompiles")
         reports = tuple(build_report(log) for log in loaded.logs)
         phase("comparing ranks")
-        ranks = rank_view(_latest_run_logs(loaded))
+        ranks = rank_view(latest_run_logs(loaded))
         marked = tuple(
             (r.process, recompile_shardings(r, read_mark_shardings(log.source)))
             for r, log in zip(reports, loaded.logs, strict=True)
@@ -213,7 +213,7 @@ class Check:
 
         data = check_to_json(self.results)
         data["ranks"] = rank_view_to_json(self.ranks) if self.ranks is not None else None
-        data["runs"], data["runs_note"] = _runs_to_json(self.runs), self.runs_note
+        data["runs"], data["runs_note"] = runs_to_json(self.runs), self.runs_note
         if self.ranks is not None and not self.ranks.agree:
             data["passed"] = False
         if _HAS_DIVERGE:
@@ -277,7 +277,7 @@ def check(
         loaded = load_source(src, choice)
         phase("counting graphs")
         results = tuple(check_run(log, max_graphs, after_step) for log in loaded.logs)
-        ranks = rank_view(_latest_run_logs(loaded))
+        ranks = rank_view(latest_run_logs(loaded))
         drift = _replica_drift(src)
     drifted = drift is not None and drift.verdict == "diverged"
     passed = all(r.passed for r in results) and (ranks is None or ranks.agree) and not drifted
