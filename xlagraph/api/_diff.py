@@ -80,7 +80,8 @@ class Diff:
         """The self-contained page `xlagraph diff --html` writes."""
         from xlagraph.render.html import render_diff_html
 
-        return render_diff_html(self.result)
+        with reading(f"{self.left.label} vs {self.right.label}"):
+            return render_diff_html(self.result)
 
     def __repr__(self) -> str:
         return "\n".join(self.to_text(max_changes=5).splitlines()[:3])

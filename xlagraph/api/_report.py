@@ -115,7 +115,8 @@ class Report:
         """The self-contained page `xlagraph report --html` writes."""
         from xlagraph.render.html import render_report_html
 
-        return render_report_html(self.processes, ranks=self.ranks)
+        with reading(self.source):  # the page reads each recompile's two graphs again
+            return render_report_html(self.processes, ranks=self.ranks)
 
     def __repr__(self) -> str:
         return self.to_text(note=False).split("\n\n", 1)[0]  # the first paragraph: what ran, how often
