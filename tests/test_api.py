@@ -197,13 +197,14 @@ def test_engine_modules_named_like_api_functions_stay_modules_and_are_callable()
     assert xlagraph.report(SAVE).compiles == 3
 
 
-def test_engine_modules_imported_before_the_api_become_callable() -> None:
+def test_engine_modules_imported_before_the_api_are_callable() -> None:
     code = (
-        "import xlagraph.diff, xlagraph.graphs\n"
-        "import xlagraph\n"
-        f"assert xlagraph.load({A!r}).name\n"  # the API is imported now
+        "import xlagraph.diff, xlagraph.graphs, xlagraph.report\n"  # the engine first, the API never
         f"assert xlagraph.diff({A!r}, {B!r}).verdict == 'different'\n"
         f"assert xlagraph.graphs({SAVE!r}).unique == 3\n"
+        f"assert xlagraph.report({SAVE!r}).compiles == 3\n"
+        "import xlagraph.api\n"
+        "assert xlagraph.api.diff is not xlagraph.diff and callable(xlagraph.diff)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True)
 

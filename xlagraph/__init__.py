@@ -11,7 +11,8 @@ __all__ = ["Check", "Computation", "Diff", "InputError", "Instruction", "Module"
 
 def __getattr__(name: str) -> Any:
     # Lazy, so `import xlagraph` (and the start-up hook) never pulls in torch or the engine.
-    # __init__.pyi types these names; importing the API makes `xlagraph.diff` & co. callable.
+    # __init__.pyi types these names. `xlagraph.diff`, `.graphs` and `.report` are also modules
+    # of the engine, callable (xlagraph/_callable.py).
     if name == "capture":
         from xlagraph.capture._hook import capture
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from xlagraph._callable import make_callable
 from xlagraph.canonical import canonicalize
 from xlagraph.parse.hlo import summarize_hlo
 from xlagraph.parse.sources import Graph, open_source, read
@@ -145,3 +146,6 @@ def list_graphs(path: str, progress: Progress | None = None) -> GraphListing:
         if progress is not None:
             progress(done, total)
     return GraphListing(source.path, source.kind, tuple(rows), source.notes)
+
+
+make_callable(__name__)  # `xlagraph.graphs(src)` calls xlagraph.api.graphs (xlagraph/_callable.py)

@@ -14,7 +14,6 @@ CI gate (`Check`), `graphs` lists a source's graphs. Every result is immutable; 
 `InputError` naming the file and line. docs/api.md is the reference.
 """
 
-from xlagraph.api._callable import install as _install
 from xlagraph.api._diff import Diff, diff
 from xlagraph.api._module import Computation, Instruction, Module, load, load_all, node_id
 from xlagraph.api._report import Check, Report, check, graphs, report
@@ -38,5 +37,3 @@ __all__ = [
     "node_id",
     "report",
 ]
-
-_install()
