@@ -31,31 +31,13 @@ if TYPE_CHECKING:
     from xlagraph.api._module import Module
     from xlagraph.api._report import Report
 
-__all__ = ["diff_html", "module_html", "module_text", "report_html", "scope_css"]
+__all__ = ["diff_html", "module_html", "report_html", "scope_css"]
 
 MAX_HEIGHT = 720  # px of a cell the fragment takes at most; it scrolls inside
 _COUNTER = itertools.count(1)  # fragment numbers, unique within the process (the kernel)
 
 _COMMENT = re.compile(r"/\*.*?\*/", re.S)
 _WHOLE_PAGE = frozenset({":root", "html", "body"})
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
-
-
-def module_text(module: Module) -> str:
-    """One line, as `xlagraph diff` prints each side: label, name, sizes, fingerprint, hash."""
-    parts = [
-        module.label or "(text)",
-        module.name,
-        f"{_plural(module.instruction_count, 'instruction')}, "
-        f"{_plural(len(module.computations), 'computation')}",
-        f"fingerprint {module.fingerprint}",
-    ]
-    if module.graph_hash:
-        parts.append(f"graph hash {module.graph_hash}")
-    return "  ".join(parts)
 
 
 # --- the stylesheet, scoped ------------------------------------------------------------------------

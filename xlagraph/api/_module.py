@@ -193,14 +193,26 @@ class Module:
         return g
 
     def __repr__(self) -> str:
-        from xlagraph.api._html import module_text
-
-        return module_text(self)
+        # As `xlagraph diff` prints each side: label, name, sizes, fingerprint, graph hash.
+        parts = [
+            self.label or "(text)",
+            self.name,
+            f"{_plural(self.instruction_count, 'instruction')}, "
+            f"{_plural(len(self.computations), 'computation')}",
+            f"fingerprint {self.fingerprint}",
+        ]
+        if self.graph_hash:
+            parts.append(f"graph hash {self.graph_hash}")
+        return "  ".join(parts)
 
     def _repr_html_(self) -> str:
         from xlagraph.api._html import module_html
 
         return module_html(self)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def _instruction(module: xir.Module, computation: str, i: xir.Instruction) -> Instruction:
