@@ -33,6 +33,7 @@ __all__ = [
     "UserError",
     "echo",
     "finish_output",
+    "graphml_option",
     "handle_errors",
     "json_option",
     "latest_run_logs",
@@ -41,6 +42,7 @@ __all__ = [
     "reading",
     "run_option",
     "runs_to_json",
+    "write_graphml",
 ]
 
 EXIT_ERROR = 2
@@ -175,25 +177,39 @@ def run_option(fn: F) -> F:
 
 
 def runs_to_json(loaded: Any) -> list[dict[str, Any]]:
-    return [
-        {
-            "run": r.number,
-            "started": r.started,
-            "start": r.start,
-            "processes": list(r.processes),
-            "selected": r.selected,
-        }
-        for r in loaded.runs
-    ]
+    """The runs a capture folder holds, as JSON (what `xlagraph.api`'s reports say)."""
+    from xlagraph.api._report import runs_to_json
+
+    return runs_to_json(loaded.runs)
 
 
 def latest_run_logs(loaded: Any) -> tuple[Any, ...]:
     """The loaded processes of the latest selected run: ranks are compared within one run."""
-    chosen = [r for r in loaded.runs if r.selected]
-    if len(chosen) <= 1:
-        return tuple(loaded.logs)
-    names = set(chosen[-1].processes)
-    return tuple(log for log in loaded.logs if log.process in names)
+    from xlagraph.api._report import latest_run_logs
+
+    return latest_run_logs(loaded)
+
+
+def graphml_option(fn: F) -> F:
+    """`--graphml OUT`: write the graph(s) as GraphML, for Gephi, yEd and other graph viewers."""
+    return click.option(
+        "--graphml",
+        "graphml_out",
+        type=click.Path(dir_okay=False, writable=True),
+        metavar="OUT",
+        help="Write the graph as GraphML to OUT (one node per instruction, one edge per operand use "
+        "or call) for Gephi, yEd and other graph viewers, and print its path.",
+    )(fn)
+
+
+def write_graphml(out: str, text: str, err: bool = False) -> None:
+    """Write GraphML `text` to `out`, then say where it went."""
+    try:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise UserError(f"{out}: cannot write: {e.strerror or e}") from None
+    echo(f"wrote {out}", err=err)
 
 
 def json_option(fn: F) -> F:

@@ -2,20 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from ._common import (
-    Status,
-    echo,
-    handle_errors,
-    json_option,
-    latest_run_logs,
-    reading,
-    run_option,
-    runs_to_json,
-)
+from ._common import Status, echo, handle_errors, json_option, run_option
 
 EXIT_PASS = 0
 EXIT_FAIL = 1
@@ -57,33 +46,13 @@ def check_command(src: str, max_graphs: int, after_step: int | None, run: str | 
         xlagraph check /tmp/capture --max-graphs 2
         xlagraph check save.hlo.0 --max-graphs 0 --after-step 1
     """
-    from xlagraph.render.ranks_text import rank_view_to_json, render_ranks_text  # here: fast `--help`
-    from xlagraph.render.report_json import check_to_json
-    from xlagraph.render.report_text import render_check_text
-    from xlagraph.report import check_run
-    from xlagraph.report.load import load_source
-    from xlagraph.report.ranks import rank_view
+    from xlagraph import api  # here, not at the top: keeps `--help` fast
 
     with Status() as status:
         status.set(f"reading {src}")
-        with reading(src):
-            loaded = load_source(src, run)
-            logs = loaded.logs
-            status.set("counting graphs")
-            results = tuple(check_run(log, max_graphs, after_step) for log in logs)
-            ranks = rank_view(latest_run_logs(loaded))
+        result = api.check(src, max_graphs, after_step, run, phase=status.set)
     if as_json:
-        data = check_to_json(results)
-        data["ranks"] = rank_view_to_json(ranks) if ranks is not None else None
-        data["runs"], data["runs_note"] = runs_to_json(loaded), loaded.runs_note
-        if ranks is not None and not ranks.agree:
-            data["passed"] = False
-        click.echo(json.dumps(data, indent=2))
+        click.echo(result.to_json())
     else:
-        if loaded.runs_note:
-            echo(f"note: {loaded.runs_note}")
-        echo(render_check_text(results), nl=False)
-        if ranks is not None and not ranks.agree:
-            echo("FAIL: ranks diverge\n" + render_ranks_text(ranks), nl=False)
-    passed = all(r.passed for r in results) and (ranks is None or ranks.agree)
-    click.get_current_context().exit(EXIT_PASS if passed else EXIT_FAIL)
+        echo(result.to_text(), nl=False)
+    click.get_current_context().exit(EXIT_PASS if result.passed else EXIT_FAIL)

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ._common import Status, echo, handle_errors, json_option, reading
+from ._common import Status, echo, graphml_option, handle_errors, json_option, reading, write_graphml
 from ._html import html_option, write_page
 
 EXIT_IDENTICAL = 0
@@ -26,8 +26,11 @@ EXIT_DIFFERENT = 1
     help="List at most N entries per list (changes, moved inputs, instruction names); 0 lists all.",
 )
 @html_option
+@graphml_option
 @handle_errors
-def diff_command(a: str, b: str, as_json: bool, max_changes: int, html_out: str | None) -> None:
+def diff_command(
+    a: str, b: str, as_json: bool, max_changes: int, html_out: str | None, graphml_out: str | None
+) -> None:
     """Compare graph A with graph B and name what makes them differ.
 
     A and B are HLO text files, lazy-IR files, or one graph of a multi-graph source written
@@ -38,6 +41,10 @@ def diff_command(a: str, b: str, as_json: bool, max_changes: int, html_out: str 
     folders, without #K) are compared step by step instead: the rank view says where they
     diverge and which collective would not line up.
 
+    With --graphml OUT, both graphs go into one GraphML file (nodes `A:...` and `B:...`), each
+    instruction marked with its `status` (cause, only-A, only-B, changed, same) and its
+    `counterpart` on the other side.
+
     Exit status: 0 identical, 1 different or undetermined (only values a dump elided
     could differ), 2 bad input.
 
@@ -46,32 +53,24 @@ def diff_command(a: str, b: str, as_json: bool, max_changes: int, html_out: str 
         xlagraph diff save.hlo.txt#0 save.hlo.txt#3
         xlagraph diff before.hlo after.hlo --json
         xlagraph diff before.hlo after.hlo --html diff.html
+        xlagraph diff before.hlo after.hlo --graphml diff.graphml
     """
-    # Imported here, not at the top: `xlagraph --help` must not pay for the engine.
-    from xlagraph.diff import diff_modules
-    from xlagraph.parse.sources import load_module
-    from xlagraph.render.html import render_diff_html
-    from xlagraph.render.json import diff_to_json
-    from xlagraph.render.text import render_diff_text
+    from xlagraph import api  # here, not at the top: `xlagraph --help` must not pay for the engine
 
-    if (agree := _ranks(a, b, as_json)) is not None:
+    if not graphml_out and (agree := _ranks(a, b, as_json)) is not None:
         click.get_current_context().exit(EXIT_IDENTICAL if agree else EXIT_DIFFERENT)
     with Status() as status:
-        status.set(f"reading A: {a}")
-        with reading(a):
-            left = load_module(a)
-        status.set(f"reading B: {b}")
-        with reading(b):
-            right = load_module(b)
-        status.set("matching")
-        with reading(f"{a} vs {b}"):
-            result = diff_modules(left, right)
+        result = api.diff(a, b, phase=status.set)
     if as_json:
-        click.echo(json.dumps(diff_to_json(result), indent=2))
-    elif not html_out:
-        echo(render_diff_text(result, max_changes=max_changes), nl=False)
+        click.echo(result.to_json())
+    elif not html_out and not graphml_out:
+        echo(result.to_text(max_changes=max_changes), nl=False)
     if html_out:
-        write_page(html_out, render_diff_html(result), err=as_json)
+        write_page(html_out, result.to_html(), err=as_json)
+    if graphml_out:
+        from xlagraph.render.graphml import diff_graphml
+
+        write_graphml(graphml_out, diff_graphml(result), err=as_json)
     # `undetermined` (only values a dump elided could differ) is not shown identical: exit 1.
     code = EXIT_IDENTICAL if result.verdict == "identical" else EXIT_DIFFERENT
     click.get_current_context().exit(code)

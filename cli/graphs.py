@@ -6,14 +6,15 @@ import json
 
 import click
 
-from ._common import Status, echo, handle_errors, json_option, reading
+from ._common import Status, echo, graphml_option, handle_errors, json_option, reading, write_graphml
 
 
 @click.command("graphs")
 @click.argument("src", metavar="SRC")
 @json_option
+@graphml_option
 @handle_errors
-def graphs_command(src: str, as_json: bool) -> None:
+def graphs_command(src: str, as_json: bool, graphml_out: str | None) -> None:
     """List the graphs in SRC with their canonical fingerprints, grouped into variants.
 
     SRC is an HLO or lazy-IR file, an XLA_SAVE_TENSORS_FILE dump or a --xla_dump_to
@@ -24,21 +25,35 @@ def graphs_command(src: str, as_json: bool) -> None:
     `rank1/`, ... --xla_dump_to folders) gives the rank view: which rank ran which graph at each
     step, and where ranks diverge.
 
+    With --graphml OUT, SRC names one graph (PATH, or PATH#K of a multi-graph source) and it is
+    written to OUT as GraphML instead of being listed; `xlagraph diff A B --graphml OUT` writes
+    two graphs with their differing instructions marked.
+
     \b
     Example:
         xlagraph graphs save.hlo.txt
         xlagraph graphs /tmp/xla_dump --json
+        xlagraph graphs save.hlo.txt#2 --graphml step2.graphml
     """
-    from xlagraph.graphs import list_graphs  # here, not at the top: keeps `--help` fast
+    from xlagraph import api  # here, not at the top: keeps `--help` fast
     from xlagraph.render.json import graphs_to_json
     from xlagraph.render.text import render_graphs_text
 
+    if graphml_out:
+        if as_json:
+            raise click.UsageError("--graphml writes one graph: leave out --json")
+        from xlagraph.render.graphml import module_graphml
+
+        with Status() as status:
+            status.set(f"reading {src}")
+            text = module_graphml(api.load(src))
+        write_graphml(graphml_out, text)
+        return
     if _rank_view(src, as_json):
         return
     with Status() as status:
         status.set(f"reading {src}")
-        with reading(src):
-            listing = list_graphs(src, progress=status.progress)
+        listing = api.graphs(src, progress=status.progress)
     if as_json:
         click.echo(json.dumps(graphs_to_json(listing), indent=2))
     else:

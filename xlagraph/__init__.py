@@ -1,16 +1,24 @@
-"""xlagraph: why did my PyTorch/XLA step recompile? `xlagraph.capture(DIR)` records a run."""
+"""xlagraph: why did my PyTorch/XLA step recompile? `xlagraph.capture(DIR)` records a run;
+`load`, `diff`, `report`, `check`, ... are the library (xlagraph.api, docs/api.md)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["capture"]
+__all__ = ["Check", "Computation", "Diff", "InputError", "Instruction", "Module", "ParseError", "Report",
+           "XlagraphError", "capture", "check", "diff", "graphs", "load", "load_all", "report"]  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
     # Lazy, so `import xlagraph` (and the start-up hook) never pulls in torch or the engine.
+    # __init__.pyi types these names. `xlagraph.diff`, `.graphs` and `.report` are also modules
+    # of the engine, callable (xlagraph/_callable.py).
     if name == "capture":
         from xlagraph.capture._hook import capture
 
         return capture
+    if name in __all__:
+        from xlagraph import api
+
+        return getattr(api, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

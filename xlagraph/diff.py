@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from weakref import WeakKeyDictionary
 
+from xlagraph._callable import make_callable
 from xlagraph._gc import paused_gc
 from xlagraph.canonical import CanonicalModule, canonicalize
 from xlagraph.diagnose import (
@@ -236,3 +237,6 @@ def _unprinted_constants(canon: CanonicalModule) -> list[str]:
 def diff_files(spec_a: str, spec_b: str) -> DiffResult:
     """`diff_modules` on two `PATH` / `PATH#K` specs."""
     return diff_modules(load_module(spec_a), load_module(spec_b))
+
+
+make_callable(__name__)  # `xlagraph.diff(a, b)` calls xlagraph.api.diff (xlagraph/_callable.py)

@@ -24,6 +24,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from xlagraph._callable import make_callable
 from xlagraph.canonical import canonicalize
 from xlagraph.errors import InputError
 from xlagraph.ir import GraphInfo
@@ -212,3 +213,6 @@ def one_compile_stages(a: GraphInfo, b: GraphInfo) -> str:
         "cause is named. To see why the program recompiled, compare the same stage of two compiles "
         "(`xlagraph graphs DIR` lists them)."
     )
+
+
+make_callable(__name__)  # `xlagraph.graphs(src)` calls xlagraph.api.graphs (xlagraph/_callable.py)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from xlagraph._callable import make_callable
+
 _WHERE = {
     "build_report": "build",
     "check_run": "check",
@@ -43,3 +45,6 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'xlagraph.report' has no attribute {name!r}")
     return getattr(importlib.import_module(f"xlagraph.report.{module}"), name)
+
+
+make_callable(__name__)  # `xlagraph.report(src)` calls xlagraph.api.report (xlagraph/_callable.py)

@@ -1,0 +1,22 @@
+# Types of the names xlagraph/__init__.py imports when first used (none at start-up).
+from xlagraph.api import (
+    Check,
+    Computation,
+    Diff,
+    InputError,
+    Instruction,
+    Module,
+    ParseError,
+    Report,
+    XlagraphError,
+    check,
+    diff,
+    graphs,
+    load,
+    load_all,
+    report,
+)
+from xlagraph.capture._hook import capture
+
+__all__ = ["Check", "Computation", "Diff", "InputError", "Instruction", "Module", "ParseError", "Report",
+           "XlagraphError", "capture", "check", "diff", "graphs", "load", "load_all", "report"]  # fmt: skip

@@ -1,0 +1,39 @@
+"""xlagraph as a library: the calls the CLI makes, with typed results.
+
+    >>> import xlagraph
+    >>> d = xlagraph.diff("fixtures/torch_xla/ragged_batch/a.hlo", "fixtures/torch_xla/ragged_batch/b.hlo")
+    >>> d.verdict, str(d.causes[0].kind)
+    ('different', 'parameter_shape')
+    >>> g = d.left.to_networkx()
+    >>> g.number_of_nodes() == d.left.instruction_count
+    True
+
+`load` / `load_all` read graphs (`Module`, `Computation`, `Instruction`; `to_networkx()`),
+`diff` compares two (`Diff`), `report` explains a run's recompiles (`Report`), `check` is the
+CI gate (`Check`), `graphs` lists a source's graphs. Every result is immutable; bad input raises
+`InputError` naming the file and line. docs/api.md is the reference.
+"""
+
+from xlagraph.api._diff import Diff, diff
+from xlagraph.api._module import Computation, Instruction, Module, load, load_all, node_id
+from xlagraph.api._report import Check, Report, check, graphs, report
+from xlagraph.errors import InputError, ParseError, XlagraphError
+
+__all__ = [
+    "Check",
+    "Computation",
+    "Diff",
+    "InputError",
+    "Instruction",
+    "Module",
+    "ParseError",
+    "Report",
+    "XlagraphError",
+    "check",
+    "diff",
+    "graphs",
+    "load",
+    "load_all",
+    "node_id",
+    "report",
+]

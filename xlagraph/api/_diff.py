@@ -1,0 +1,135 @@
+"""`diff`: why two graphs differ, as a `Diff` that prints, renders and serializes like the CLI.
+
+`Diff.to_json()` is exactly what `xlagraph diff --json` prints, `to_text()` what it prints
+without options, `to_html()` the page `--html` writes; in a notebook the diff shows itself as
+that page's content (`_repr_html_`). A cause is the engine's `xlagraph.diagnose.causes.Cause`:
+`kind`, `summary`, `hint` (the fix), `info` (expected, nothing to fix), `left` / `right` (the
+instructions involved on each side), `changes` (old and new values), `mapping` (how inputs or
+outputs moved), `sources` (the user's lines) and `library` (the library lines beside them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from xlagraph.api._errors import reading
+from xlagraph.api._module import Module, load, node_id
+
+if TYPE_CHECKING:
+    from xlagraph.diagnose.causes import Cause
+    from xlagraph.diff import DiffResult
+
+__all__ = ["Diff", "diff"]
+
+
+@dataclass(frozen=True, eq=False)
+class Diff:
+    """Two graphs compared. `verdict` is `identical`, `different` (`causes` say why) or
+    `undetermined` (the same as printed, but `unseen_constants` are constants whose values the
+    dumps elide); `notes` are remarks that change nothing (dead code); `changed` the instructions
+    the causes name on each side (A, B), by name."""
+
+    verdict: str
+    left: Module
+    right: Module
+    causes: tuple[Cause, ...]
+    notes: tuple[str, ...]
+    unseen_constants: tuple[str, ...]
+    changed: tuple[tuple[str, ...], tuple[str, ...]]
+    result: DiffResult = field(repr=False)
+
+    def changed_ids(self, side: str) -> tuple[str, ...]:
+        """The changed instructions of side `A` or `B` as node keys of that module's
+        `to_networkx()` graph (`computation/name`), in the computation each cause names."""
+        if side not in ("A", "B"):
+            raise ValueError(f"side must be 'A' or 'B', got {side!r}")
+        module = self.left if side == "A" else self.right
+        where = _computations(self.result, side)
+        ids: dict[str, None] = {}
+        for cause in self.causes:
+            names = [*(cause.left if side == "A" else cause.right)]
+            names += [c.left if side == "A" else c.right for c in cause.changes]
+            computation = where.get(cause.computation or self.left.entry.name, module.entry.name)
+            here = module.computation(computation).by_name
+            for name in filter(None, names):
+                found = computation if name in here else _owner(module, name)
+                if found:
+                    ids.setdefault(node_id(found, name))
+        return tuple(ids)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of `xlagraph diff --json` as a dict."""
+        from xlagraph.render.json import diff_to_json
+
+        return diff_to_json(self.result)
+
+    def to_json(self) -> str:
+        """Exactly what `xlagraph diff --json` prints (without the final newline)."""
+        return json.dumps(self.to_dict(), indent=2)
+
+    def to_text(self, max_changes: int = 20) -> str:
+        """Exactly what `xlagraph diff` prints; `max_changes` bounds every list (0: no bound)."""
+        from xlagraph.render.text import render_diff_text
+
+        return render_diff_text(self.result, max_changes=max_changes)
+
+    def to_html(self) -> str:
+        """The self-contained page `xlagraph diff --html` writes."""
+        from xlagraph.render.html import render_diff_html
+
+        with reading(f"{self.left.label} vs {self.right.label}"):
+            return render_diff_html(self.result)
+
+    def __repr__(self) -> str:
+        return "\n".join(self.to_text(max_changes=5).splitlines()[:3])
+
+    def _repr_html_(self) -> str:
+        from xlagraph.api._html import diff_html
+
+        return diff_html(self)
+
+
+def _computations(result: DiffResult, side: str) -> dict[str, str]:
+    """Left computation -> the computation of `side` it was compared with."""
+    return {p.left: (p.left if side == "A" else p.right) for p in result.pairs}
+
+
+def _owner(module: Module, name: str) -> str:
+    for c in module.computations:
+        if name in c.by_name:
+            return c.name
+    return ""
+
+
+def _quiet(phase: str) -> None:
+    pass
+
+
+def diff(a: str | Module, b: str | Module, *, phase: Callable[[str], None] = _quiet) -> Diff:
+    """Compare graph `a` with graph `b` (paths as `load` reads them, or `Module`s) and name what
+    makes them differ. `phase(text)` is told what is being done, for a progress display.
+
+    >>> d = diff("fixtures/torch_xla/ragged_batch/a.hlo", "fixtures/torch_xla/ragged_batch/b.hlo")
+    >>> d.verdict, [str(c.kind) for c in d.causes]
+    ('different', ['parameter_shape'])
+    >>> d.causes[0].changes[0].old, d.causes[0].changes[0].new
+    ('f32[4,4]', 'f32[2,4]')
+    >>> d.changed_ids("A")[:2]
+    ('SyncTensorsGraph.70/p0.1', 'SyncTensorsGraph.70/p3.6')
+    """
+    from xlagraph.diff import diff_modules
+    from xlagraph.render.text import changed_instructions
+
+    phase(f"reading A: {a if isinstance(a, str) else a.label}")
+    left = a if isinstance(a, Module) else load(a)
+    phase(f"reading B: {b if isinstance(b, str) else b.label}")
+    right = b if isinstance(b, Module) else load(b)
+    phase("matching")
+    names = (x if isinstance(x, str) else x.label for x in (a, b))
+    with reading(" vs ".join(names)):
+        result = diff_modules(left.ir, right.ir)
+    changed = changed_instructions(result)
+    return Diff(result.verdict, left, right, result.causes, result.notes, result.unseen, changed, result)

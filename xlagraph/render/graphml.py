@@ -1,0 +1,151 @@
+"""GraphML of one graph, or of two graphs compared, for Gephi, yEd and other graph viewers.
+
+Built from `Module.to_networkx()` (xlagraph.api) and written by networkx, imported here only.
+GraphML attributes are scalars, so each instruction's `attributes` become one `key=value, ...`
+string and `calls` a comma-separated list; every edge gets an `id` of its own (`e0`, `e1`, ...;
+viewers merge edges that share one).
+
+For a diff, both graphs are in one file: node keys are prefixed `A:` and `B:`, and each node says
+its `side`, its `status` (`cause`: named by a cause; `only-A` / `only-B`: the matcher found no
+counterpart; `changed`: paired, but its content or operands differ; `same`) and its
+`counterpart` (the other side's node key, or ""). Filter or colour by `status` in the viewer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from xlagraph.api import Diff, Module
+
+__all__ = ["diff_graph", "diff_graphml", "module_graphml"]
+
+
+def _scalars(g: nx.MultiDiGraph) -> nx.MultiDiGraph:
+    """A copy of `g` whose attributes GraphML can hold (str, int, float, bool), edges numbered."""
+    import networkx as nx
+
+    out = nx.MultiDiGraph(**{k: _scalar(v) for k, v in g.graph.items()})
+    for n, attrs in g.nodes(data=True):
+        out.add_node(n, **{k: _scalar(v) for k, v in attrs.items()})
+    for k, (u, v, key, attrs) in enumerate(g.edges(keys=True, data=True)):
+        out.add_edge(u, v, key=key, id=f"e{k}", **{a: _scalar(x) for a, x in attrs.items()})
+    return out
+
+
+def _scalar(value: Any) -> str | int | float | bool:
+    if isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, (tuple, list)):
+        return ", ".join(map(str, value))
+    return "" if value is None else str(value)
+
+
+def _text(g: nx.MultiDiGraph) -> str:
+    import networkx as nx
+
+    return "\n".join(nx.generate_graphml(_scalars(g), edge_id_from_attribute="id")) + "\n"
+
+
+def module_graphml(module: Module) -> str:
+    """The GraphML text of `module.to_networkx()`."""
+    return _text(module.to_networkx())
+
+
+def diff_graph(diff: Diff) -> nx.MultiDiGraph:
+    """Both graphs of `diff` in one `MultiDiGraph`, nodes keyed `A:<key>` / `B:<key>`, with
+    `side`, `status` and `counterpart` on every node (see the module docstring)."""
+    import networkx as nx
+
+    out = nx.MultiDiGraph(name=f"{diff.left.label} vs {diff.right.label}", verdict=diff.verdict)
+    status = _statuses(diff)
+    counterparts = _counterparts(diff)
+    for tag, module in (("A", diff.left), ("B", diff.right)):
+        g = module.to_networkx()
+        for n, attrs in g.nodes(data=True):
+            other = counterparts.get((tag, n), "")
+            out.add_node(
+                f"{tag}:{n}",
+                **attrs,
+                side=tag,
+                status=status.get((tag, n), "same"),
+                counterpart=f"{'B' if tag == 'A' else 'A'}:{other}" if other else "",
+            )
+        for u, v, key, attrs in g.edges(keys=True, data=True):
+            out.add_edge(f"{tag}:{u}", f"{tag}:{v}", key=key, side=tag, **attrs)
+    return out
+
+
+def diff_graphml(diff: Diff) -> str:
+    """The GraphML text of `diff_graph(diff)`."""
+    return _text(diff_graph(diff))
+
+
+def _counterparts(diff: Diff) -> dict[tuple[str, str], str]:
+    """(side, node key) -> the other side's node key, for every pair the matcher made."""
+    from xlagraph.api import node_id
+
+    out: dict[tuple[str, str], str] = {}
+    for pair in diff.result.pairs:
+        if pair.matching is None:  # canonically identical: paired by name position is unknown
+            continue
+        for x, y in pair.matching.left.items():
+            a, b = node_id(pair.left, x), node_id(pair.right, y)
+            out["A", a], out["B", b] = b, a
+    return out
+
+
+def _statuses(diff: Diff) -> dict[tuple[str, str], str]:
+    """(side, node key) -> cause / only-A / only-B / changed for the nodes that are not `same`,
+    as the diff page marks them: `changed` when the content differs or the operands were rewired."""
+    from xlagraph.api import node_id
+    from xlagraph.canonical.hashes import COMMUTATIVE
+
+    out: dict[tuple[str, str], str] = {}
+    result = diff.result
+    for pair in result.pairs:
+        if pair.matching is None:
+            continue
+        lc, rc = result.left.computations[pair.left], result.right.computations[pair.right]
+        m = pair.matching
+        for name in lc.order:
+            other = m.left.get(name)
+            if other is None:
+                out["A", node_id(pair.left, name)] = "only-A"
+                continue
+            mapped = [m.left.get(o) for o in lc.operands[name]]
+            ops = list(rc.operands[other])
+            if lc.instruction(name).opcode in COMMUTATIVE:
+                mapped, ops = sorted(map(str, mapped)), sorted(ops)
+            if lc.keys[name] != rc.keys[other] or mapped != ops:
+                out["A", node_id(pair.left, name)] = out["B", node_id(pair.right, other)] = "changed"
+        for name in rc.order:
+            if name not in m.right:
+                out["B", node_id(pair.right, name)] = "only-B"
+    for tag, module, paired in (("A", diff.left, [p.left for p in result.pairs]),
+                                ("B", diff.right, [p.right for p in result.pairs])):  # fmt: skip
+        reached = _called_from(module, paired)
+        for c in module.computations:
+            if c.name not in reached:  # called only from instructions of one side
+                out.update(((tag, i.id), f"only-{tag}") for i in c.instructions)
+        for n in diff.changed_ids(tag):
+            out[tag, n] = "cause"
+    return out
+
+
+def _called_from(module: Module, names: list[str]) -> set[str]:
+    """`names` and every computation they call, directly or not (callees of a computation pair
+    found identical were not compared one by one, but are identical too)."""
+    seen: set[str] = set()
+    work = list(names)
+    while work:
+        name = work.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        work += [callee for i in module.computation(name).instructions for callee in i.calls]
+    return seen
