@@ -248,7 +248,7 @@ def test_html_reprs_have_ids_of_their_own_and_fetch_nothing() -> None:
         assert not re.search(r'(?:src|href)="(?:https?:)?//', page)
         assert ":root" not in page.split("<style>")[1].split("</style>")[0]  # scoped to the fragment
     assert 'class="cause' in pages[0] and "parameter_shape" in pages[0]
-    assert "Recompiles, costliest first" in pages[2]
+    assert "Recompiles to fix, costliest first" in pages[2]
 
 
 # --- the docs' examples -------------------------------------------------------------------------------

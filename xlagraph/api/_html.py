@@ -23,7 +23,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment, FunctionLoader, StrictUndefined
+from jinja2 import Environment
 from markupsafe import Markup
 
 if TYPE_CHECKING:
@@ -118,22 +118,16 @@ def _assets() -> tuple[str, str]:
     )
 
 
-def _load(name: str) -> str:
-    return resources.files("xlagraph.templates").joinpath(name).read_text(encoding="utf-8")
-
-
-@lru_cache(maxsize=1)
 def _environment() -> Environment:
-    # The settings of the pages' environment (xlagraph/render/html.py), over the same templates.
-    env = Environment(loader=FunctionLoader(_load), autoescape=True, undefined=StrictUndefined)
-    env.trim_blocks = env.lstrip_blocks = True
-    env.filters["grouped"] = lambda n: f"{n:,}"
-    return env
+    # The pages' own environment: the same templates, filters and settings.
+    from xlagraph.render.html_common import environment
+
+    return environment()
 
 
 def _fragment(root: str, body: str, runs: dict[str, Any]) -> str:
     """`body` in a scoped, scrolling box with the pages' stylesheet, data and script."""
-    from xlagraph.render.html import STATUS_MARKS, STATUS_TITLES, script_json
+    from xlagraph.render.html_common import STATUS_MARKS, STATUS_TITLES, script_json
 
     css, js = _assets()
     status = {k: [STATUS_MARKS[k], STATUS_TITLES[k]] for k in STATUS_MARKS}
@@ -154,7 +148,7 @@ def _fragment(root: str, body: str, runs: dict[str, Any]) -> str:
 
 def diff_html(diff: Diff) -> str:
     """The diff page's content (verdict, causes, computations side by side) as a fragment."""
-    from xlagraph.render.html import build_diff_view
+    from xlagraph.render.html_diff import build_diff_view
 
     root = f"xg{next(_COUNTER)}"
     view = build_diff_view(diff.result, prefix=f"{root}-")
@@ -165,13 +159,8 @@ def diff_html(diff: Diff) -> str:
 def report_html(report: Report) -> str:
     """The run page's content (per process: timeline, ranked recompiles, each one's diff; the
     rank view) as a fragment."""
-    from xlagraph.render.html import (
-        DATA_BUDGET,
-        PALETTE,
-        ReportPage,
-        build_run_view,
-        recompile_diffs,
-    )
+    from xlagraph.render.html_diff import DATA_BUDGET
+    from xlagraph.render.html_report import PALETTE, ReportPage, build_run_view, recompile_diffs
     from xlagraph.render.ranks_html import ranks_html
 
     root = f"xg{next(_COUNTER)}"
