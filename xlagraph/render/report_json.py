@@ -33,7 +33,7 @@ the first included, each with the same fields except `schema` and `processes`:
         baseline       {variant, sync, reason} | null: the earlier graph it is explained against
                        (the most similar one from the same call site)
         causes         [cause]: exactly the cause objects of `xlagraph diff --json` (kind, summary,
-                       hint, info, computation, left, right, changes, mapping, sources), A being
+                       hint, fix_id, info, computation, left, right, changes, mapping, sources), A being
                        the baseline and B this graph
         attribution    [{cause, kind, summary, items, tensors, lines, library_lines}]: per cause
                        (`cause` indexes `causes`): the outputs, inputs, moved tensors or

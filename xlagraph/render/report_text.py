@@ -29,6 +29,11 @@ def _plural(n: int, word: str) -> str:
 _short = short_location
 
 
+def _fix(cause: Cause) -> str:
+    """The fix text with its registry ID, which names the scripts that show it works."""
+    return f"{cause.hint} [{cause.fix_id}]" if cause.fix_id else cause.hint
+
+
 def _field(name: str, text: str, indent: str = "    ") -> list[str]:
     return _wrap(text, f"{indent}{name:<7} ")
 
@@ -159,7 +164,7 @@ def _recompile(r: Recompile, k: int, total: int) -> list[str]:
                 made = f" created at {_short(t.line)}" if t.line else ""
                 guess = "" if t.match == "shape and line" else " (same shape; a candidate)"
                 lines += _field("tensor", f"id={t.id} {t.shape}{made}{guess}")
-        lines += _field("fix", cause.hint)
+        lines += _field("fix", _fix(cause))
     for note in r.notes:
         lines += _field("note", note, "  ")
     if r.frames:
@@ -178,7 +183,7 @@ def _first_compile(r: Recompile) -> list[str]:
     for cause in r.causes:
         lines += _wrap(f"{_tag(cause)}: {cause.summary}", "    ", "      ")
         if not cause.info:
-            lines += _field("fix", cause.hint, "    ")
+            lines += _field("fix", _fix(cause), "    ")
     return lines
 
 

@@ -21,6 +21,7 @@ from xlagraph.capture.shardings import MarkSharding, find_marks, read_mark_shard
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import source_line
 from xlagraph.diff import DiffResult
 from xlagraph.graphs import variant_letter
@@ -175,11 +176,7 @@ class _Context:
     step: int = -1
 
 
-OWN_GRAPH_HINT = (
-    "expected: work synced at its own point (an evaluation pass, metrics, a checkpoint) is a "
-    "graph of its own, compiled once and reused; keep it the same each time it runs (the same "
-    "batch shapes, model.eval() / train() around it), and separate from the training step"
-)
+OWN_GRAPH_HINT = fix("own_graph")
 
 
 def _own_graph(site: str, users: tuple[Frame, ...], name: str = "", other: str = "", when: str = "") -> Cause:

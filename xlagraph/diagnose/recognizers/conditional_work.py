@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, scalar_clip
 from xlagraph.diagnose.recognizers._common import (
@@ -58,23 +59,19 @@ _PATTERNS = (
         "clipping",
         lambda files, ops: any("clip_grad" in f or "_patched_functions" in f for f in files) or clip_ops(ops),
         "gradient clipping runs only on some steps",
-        "clip on every step (clip_grad_norm_ is cheap next to the step), or accept one extra graph "
-        "and keep k fixed; do not toggle it by a data-dependent condition",
+        fix("conditional_work.clipping"),
     ),
     (
         "rng",
         lambda files, ops: bool(ops & _RNG) or any("dropout" in f for f in files),
         "random-number ops (dropout) only in one graph: model.train() / model.eval() toggled",
-        "dropout is on in model.train() and off in model.eval(), so each mode is its own graph: call "
-        "model.train() before every training step (an evaluate() that calls model.eval() leaves it "
-        "off), and switch modes on a fixed schedule so that each compiles once",
+        fix("conditional_work.dropout"),
     ),
     (
         "optimizer",
         lambda files, ops: any("/optim/" in f for f in files),
         "the optimizer's update runs only on some steps (gradient accumulation, a step every k)",
-        "expected with gradient accumulation: two graphs (accumulate, and accumulate + step) that "
-        "each compile once; keep k fixed and call torch_xla.sync() at the same place every step",
+        fix("conditional_work.accumulation"),
     ),
 )
 
@@ -207,11 +204,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     return branch if branch.causes else _switched_on(evidence, pending)
 
 
-_SWITCH_HINT = (
-    "a Python value turns library work on from some step (label_smoothing 0.0 -> 0.1, a weight "
-    "decay or loss weight that torch skips at 0): each setting is a graph of its own; use the "
-    "setting from the start, or keep the work and scale it by a tensor that is 0 until needed"
-)
+_SWITCH_HINT = fix("conditional_work.switched_on")
 
 
 def _switched_on(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -249,11 +242,7 @@ def _switched_on(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
 _SWITCH_OPS = 8
 
 
-_BRANCH_HINT = (
-    "work runs only when a Python condition holds on the host (random.random(), a flag, a counter): "
-    "each outcome is a graph of its own; compute it on every step and choose on the device with "
-    "torch.where, or decide once, outside the loop"
-)
+_BRANCH_HINT = fix("conditional_work.host_branch")
 
 
 def _one_sided(cause: Cause) -> bool:

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._common import downstream, merge
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]
 
-_LAYER_HINT = (
-    "one graph runs work the other does not, with weights and results of its own (a layer, or "
-    "a pipeline stage's share of the model): expected when comparing two model or stage "
-    "partitions; within one run keep which layers run the same on every step"
-)
+_LAYER_HINT = fix("parameter_added.layer")
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
