@@ -45,9 +45,9 @@ FIXES: Mapping[str, str] = MappingProxyType(
         ),
         # causes.HINTS
         "constant_value": (
-            "a Python scalar is baked into the graph as a constant (PyTorch/XLA bakes 0 and 1, and values"
-            " it cannot pass as parameters): keep it fixed, or make it a device tensor (torch.tensor(x, "
-            "device=...)) that you update in place"
+            "a Python scalar is baked into the graph as a constant (PyTorch/XLA bakes 0 and 1, and values it "
+            "cannot pass as parameters): keep it fixed, or pass it as a 1-element device tensor made on the "
+            "host each step (torch.tensor([x]).to(device)); a 0-dim tensor holding 0 or 1 is baked too"
         ),
         # causes.HINTS
         "attribute": (
@@ -187,15 +187,17 @@ FIXES: Mapping[str, str] = MappingProxyType(
         ),
         # special_scalar.HINT
         "constant_value.zero_one": (
-            "PyTorch/XLA bakes the Python scalars 0 and 1 as constants and passes other values as inputs:"
-            " a value that is 0 or 1 on some steps (a learning rate warming up from 0.0, mul_(0.0 if ... "
-            "else 1.0)) changes the graph; start warm-up at a small non-zero value, or pass it as a "
-            "device tensor (torch.tensor(x, device=...)) updated in place"
+            "PyTorch/XLA bakes the Python scalars 0 and 1 as constants and passes other values as inputs: "
+            "a value that is 0 or 1 on some steps (a learning rate warming up from 0.0, an EMA decay of 0.0, "
+            "mul_(0.0 if ... else 1.0)) changes the graph; start at a small non-zero value (1e-8), or pass "
+            "it as a 1-element device tensor made on the host each step (torch.tensor([x]).to(device), or "
+            "buf.copy_(torch.tensor([x]))): a 0-dim tensor holding 0 or 1, and fill_(x), are baked too"
         ),
         # special_scalar.OTHER_HINT
         "constant_value.python_scalar": (
-            "a Python scalar is baked into the graph as a constant: keep it fixed, or make it a device "
-            "tensor (torch.tensor(x, device=...)) that you update in place"
+            "a Python scalar is baked into the graph as a constant: keep it fixed, or pass it as a 1-element "
+            "device tensor made on the host each step (torch.tensor([x]).to(device)); a 0-dim tensor holding "
+            "0 or 1, and fill_(x), are baked too"
         ),
         # special_scalar.TENSOR_HINT
         "constant_value.tensor_from_numbers": (
@@ -289,10 +291,12 @@ FIXES: Mapping[str, str] = MappingProxyType(
         ),
         # trainable.HINT
         "trainable.requires_grad": (
-            "parameters were frozen or unfrozen between steps (requires_grad changed): the graph gains or"
-            " loses their backward and updates, one compile per set of trained parameters; expected once "
-            "per switch: switch once, not back and forth, or keep requires_grad and set that param "
-            "group's lr to 0 instead"
+            "parameters were frozen or unfrozen between steps (requires_grad changed): the graph gains or "
+            "loses their backward and updates, one compile per set of trained parameters (expected once per "
+            "switch); to freeze without a compile, keep requires_grad and multiply their gradients on every "
+            "step by a 1-element device tensor (torch.tensor([0.0 if frozen else 1.0]).to(device)) before "
+            "opt.step(), with plain SGD (momentum, weight decay or Adam would still move them); a param "
+            "group's lr set to 0 is a baked 0 and compiles again"
         ),
         # cw._PATTERNS
         "conditional_work.clipping": (
@@ -306,6 +310,11 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "off), and switch modes on a fixed schedule so that each compiles once"
         ),
         # cw._PATTERNS
+        "conditional_work.dropout_zero": (
+            "a dropout probability reached exactly 0.0 (a schedule that decays it): at p=0 dropout "
+            "leaves the graph, other values of p are passed as data; floor the schedule at a small "
+            "non-zero value (max(p, 1e-3)) so that every step runs the same graph"
+        ),
         "conditional_work.accumulation": (
             "expected with gradient accumulation: two graphs (accumulate, and accumulate + step) that "
             "each compile once; keep k fixed and call torch_xla.sync() at the same place every step"

@@ -8,6 +8,7 @@ from random-number ops; or a user line inside an `if ... % ...:` block.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
@@ -20,6 +21,7 @@ from xlagraph.diagnose.recognizers._common import (
     downstream,
     enclosing_function,
     enclosing_if,
+    lines_matching,
     merge,
     opcodes,
     periodic_caller,
@@ -73,6 +75,16 @@ _PATTERNS = (
         "the optimizer's update runs only on some steps (gradient accumulation, a step every k)",
         fix("conditional_work.accumulation"),
     ),
+)
+
+
+# Dropout leaves the graph in eval() mode, and at p=0: where the user's code never switches
+# modes, a probability that reached 0 is what removed it (telling them to call train() would
+# change nothing).
+_MODE_SWITCH = re.compile(r"\.(eval|train)\s*\(")
+_DROPOUT_ZERO = (
+    "random-number ops (dropout) only in one graph, and the script never calls eval(): a dropout "
+    "probability reached 0.0"
 )
 
 
@@ -153,6 +165,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 i for i, c in enumerate(pending) if i in hits or c.kind in _CASCADE or _scalars(evidence, c)
             ]
             n = sum(pending[i].count for i in picked)
+            if name == "rng" and not lines_matching(user_files(evidence), _MODE_SWITCH, limit=1):
+                summary, hint = _DROPOUT_ZERO, fix("conditional_work.dropout_zero")
             cause = merge(
                 CauseKind.CONDITIONAL_WORK,
                 f"{summary} ({n} difference(s))",
