@@ -353,8 +353,61 @@ FIXES: Mapping[str, str] = MappingProxyType(
     }
 )
 
-# IDs no single-device CPU run of torch_xla can show, and why (filled as fixtures are added).
-NOT_SHOWN: Mapping[str, str] = MappingProxyType({})
+_EXPECTED = "says the change is expected (nothing to fix); no pair of scripts can show fewer compiles"
+_DEVICES = "needs several devices or ranks (collectives, shardings): no single-device CPU run shows it"
+_JAX = "printed for JAX / XLA programs (donation, frontend attributes, custom calls), not torch_xla steps"
+_GENERIC = (
+    "the fallback text of a kind whose recognizers word a specific fix; the specific fixes of this "
+    "kind have scripts"
+)
+_UNKNOWN = "printed where xlagraph does not know the pattern: it names no change to make"
+_TODO = "not shown yet: no script pair written for it (see docs/fixes.md)"
+
+# IDs that no pair of scripts under fixtures/torch_xla/fixes/ shows, and why. Every other ID has
+# a folder there; tests/test_fixes_work.py checks that the two lists cover the registry.
+NOT_SHOWN: Mapping[str, str] = MappingProxyType(
+    {
+        "state_init": _EXPECTED,
+        "own_graph": _EXPECTED,
+        "collective.parallel_layout": _EXPECTED,
+        "collective.fsdp_wrapping": _EXPECTED,
+        "structure.checkpointing": _EXPECTED,
+        "parameter_shape.weights": _EXPECTED,
+        "parameter_added.layer": _EXPECTED,
+        "conditional_work.accumulation": _EXPECTED,
+        "collective": _DEVICES,
+        "collective.scale": _DEVICES,
+        "collective.other_tensors": _DEVICES,
+        "sharding": _DEVICES,
+        "attribute.donation": _JAX,
+        "attribute.annotation": _JAX,
+        "attribute.backend_config": _JAX,
+        "constant_value.scalar_op": _JAX,
+        "structure": _UNKNOWN,
+        "structure.residue": _UNKNOWN,
+        "parameter_permutation": _GENERIC,
+        "output_permutation": _GENERIC,
+        "parameter_shape": _GENERIC,
+        "constant_value": _GENERIC,
+        "conditional_work": _GENERIC,
+        "parameter_added": _GENERIC,
+        "parameter_shape.other": _GENERIC,
+        "parameter_permutation.plain": _TODO,
+        "parameter_removed": _TODO,
+        "dtype": _TODO,
+        "layout": _TODO,
+        "parameter_shape.grown_batch": _TODO,
+        "parameter_shape.image": _TODO,
+        "parameter_shape.list": _TODO,
+        "parameter_shape.resized_weights": _TODO,
+        "parameter_shape.switched_weights": _TODO,
+        "constant_value.python_scalar": _TODO,
+        "attribute.size": _TODO,
+        "attribute.flag": _TODO,
+        "conditional_work.switched_on": _TODO,
+        "structure.operand_order": _TODO,
+    }
+)
 
 _BY_TEXT: Mapping[str, str] = MappingProxyType({text: fid for fid, text in FIXES.items()})
 

@@ -81,7 +81,8 @@ _PATTERNS = (
 # Dropout leaves the graph in eval() mode, and at p=0: where the user's code never switches
 # modes, a probability that reached 0 is what removed it (telling them to call train() would
 # change nothing).
-_MODE_SWITCH = re.compile(r"\.(eval|train)\s*\(")
+# A statement that calls it (`model.eval()`, `self.net.train(False)`), not prose in a docstring.
+_MODE_SWITCH = re.compile(r"^\s*[\w.\[\]]*\w\.(eval|train)\s*\(")
 _DROPOUT_ZERO = (
     "random-number ops (dropout) only in one graph, and the script never calls eval(): a dropout "
     "probability reached 0.0"
