@@ -54,6 +54,9 @@ the first included, each with the same fields except `schema` and `processes`:
     ranking            {call_sites: [{call_site, compiles, seconds, variants}],
                         causes: [{kind, compiles, seconds, variants}]}: recompiles per call
                        site and per cause kind, most compiles first
+    findings           [cause]: what costs every step without a recompile (a `graph_break`: a
+                       step cut in two at a mid-step `.item()` / `print`), cause objects as in
+                       `causes`; `check` does not count them
     notes              [str]: what the source lacks or how something was inferred
     warnings           [str]: e.g. `compiles` disagreeing with `compiles_reported`
     processes          [process object]: every process, the first included
@@ -182,6 +185,7 @@ def _process(report: RunReport) -> dict[str, Any]:
                 for e in report.by_cause
             ],
         },
+        "findings": [cause_to_json(c) for c in report.findings],
         "notes": list(report.notes),
         "warnings": list(report.warnings),
     }

@@ -211,6 +211,12 @@ def _one(report: RunReport) -> list[str]:
     if report.first_compiles:
         lines += ["", "first compiles of other programs and uses (not recompiles: each compiles once):"]
         lines += [w for r in report.first_compiles for w in _first_compile(r)]
+    if report.findings:
+        lines += ["", "findings (cost every step, no recompile):"]
+        for cause in report.findings:
+            lines += _wrap(f"{_tag(cause)}: {cause.summary}", "  ", "    ")
+            lines += _field("at", ", ".join(_short(x) for x in cause.sources))
+            lines += _field("fix", _fix(cause))
     ranking = _ranking(report)
     if ranking:
         lines += ["", *ranking]

@@ -36,6 +36,7 @@ from xlagraph.report.baseline import (
     choose_baseline,
     graph_name,
 )
+from xlagraph.report.findings import step_breaks
 from xlagraph.report.frames import call_site, is_library, location, split_frames, user_frames
 from xlagraph.report.model import (
     Attribution,
@@ -481,6 +482,7 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
         notes=log.notes,
         warnings=tuple(warnings),
         first_compiles=tuple(r for r in explained if r.first_of_program),
+        findings=step_breaks(tuple(timeline)),
     )
 
 

@@ -175,6 +175,9 @@ class RunReport:
     notes: tuple[str, ...]
     warnings: tuple[str, ...]
     first_compiles: tuple[Recompile, ...] = ()  # compiles of other programs, not recompiles
+    # What costs every step without recompiling (a step cut in two by a read mid-step): no
+    # recompile, so `check` does not count it.
+    findings: tuple[Cause, ...] = ()
 
 
 @dataclass(frozen=True)
