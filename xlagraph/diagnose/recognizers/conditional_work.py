@@ -89,6 +89,21 @@ _DROPOUT_ZERO = (
 )
 
 
+# A random tensor of the user's own (torch.randn before the loop, computed in the first graph
+# and an input later), not dropout: no mode or probability to fix.
+_RANDOM_CALL = re.compile(
+    r"\btorch\.(randn|rand|randint|randperm|normal|bernoulli)\b|\.(normal_|uniform_|random_)\("
+)
+
+
+def _user_random(evidence: Evidence, hits: list[Cause]) -> bool:
+    """The random ops come from the user's own random tensors, with no dropout anywhere."""
+    if any("dropout" in f for c in hits for f in _library(evidence, c)):
+        return False
+    lines = [loc for c in hits for loc in c.sources if _user(loc)]
+    return bool(lines) and all(_RANDOM_CALL.search(source_text(loc)) for loc in lines)
+
+
 def _library(evidence: Evidence, cause: Cause) -> list[str]:
     """The files the instructions come from, the text of the library lines they cite (the line
     of `F.dropout` says `dropout` where its file is only `functional.py`), and the names of the
@@ -158,6 +173,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         ):
             # Changed instructions only (a divide by a constant where the other graph divides by
             # an input: a max norm of 1.0 baked): the clip runs in both, a value changed.
+            continue
+        if name == "rng" and _user_random(evidence, [pending[i] for i in hits]):
             continue
         if hits:
             # What the work changes downstream (outputs added, removed or reordered, the update
