@@ -5,6 +5,8 @@
 - `print(loss)` in the middle of every step cuts every step in two without a recompile: the report
   lists it as a `graph_break` finding with its line (text and JSON); `check` does not fail on it.
 - A random tensor the script creates before the loop is no dropout (no train()/eval() or p=0 fix).
+- An EMA copy made with copy.deepcopy shares the weights until its first update: expected
+  `state_init`, not `parameter_added` with "create it before the loop" (it was).
 - A cut whose line a capture did not record is not told to run under XLAGRAPH_CAPTURE.
 """
 
@@ -28,7 +30,7 @@ from xlagraph.report.model import RunReport
 from xlagraph.runlog import RunLog
 
 NOTES = FIXTURES / "torch_xla" / "notes"
-SCRIPTS = ("item_after_sync", "print_mid_step")
+SCRIPTS = ("item_after_sync", "print_mid_step", "ema_copy")
 TIMEOUT = 300
 
 
@@ -117,3 +119,12 @@ def test_a_capture_is_not_told_to_capture() -> None:
 def test_no_report_tells_a_capture_to_capture(runs: dict[str, tuple[RunLog, RunReport]]) -> None:
     for _, report in runs.values():
         assert "XLAGRAPH_CAPTURE records it" not in render_report_text((report,))
+
+
+def test_an_ema_copy_sharing_the_weights_is_expected_warm_up(
+    runs: dict[str, tuple[RunLog, RunReport]],
+) -> None:
+    _, report = runs["ema_copy"]
+    kinds = [(r.step, str(c.kind), c.info) for r in report.recompiles for c in r.causes]
+    assert any(kind == "state_init" for _, kind, _ in kinds), kinds
+    assert all(info for _, _, info in kinds), kinds  # nothing to fix
