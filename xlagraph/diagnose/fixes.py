@@ -397,14 +397,11 @@ NOT_SHOWN: Mapping[str, str] = MappingProxyType(
         "dtype": _TODO,
         "layout": _TODO,
         "parameter_shape.grown_batch": _TODO,
-        "parameter_shape.image": _TODO,
         "parameter_shape.list": _TODO,
         "parameter_shape.resized_weights": _TODO,
         "parameter_shape.switched_weights": _TODO,
         "constant_value.python_scalar": _TODO,
-        "attribute.size": _TODO,
         "attribute.flag": _TODO,
-        "conditional_work.switched_on": _TODO,
         "structure.operand_order": _TODO,
     }
 )
