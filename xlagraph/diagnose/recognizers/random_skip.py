@@ -23,7 +23,7 @@ from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.diagnose.recognizers._common import lines_matching, merge, source_text, user_files
 from xlagraph.ir import Frame, strip_layout
 
-__all__ = ["RECOGNIZER"]
+__all__ = ["RECOGNIZER", "skip_sites"]
 
 # A random number drawn in Python (not on the device).
 _DRAW = re.compile(r"\btorch\.rand\(|\brandom\.(?:random|uniform|randint|choice)\(|\b(?:np|numpy)\.random\.")
@@ -79,6 +79,11 @@ def _skip_sites(file: str, draw: re.Pattern[str] = _DRAW) -> tuple[int, ...]:
                     sites.append(k)
                 break
     return tuple(sites)
+
+
+def skip_sites(file: str) -> tuple[int, ...]:
+    """The `if` lines of `file` that a number drawn in Python decides (see `_skip_sites`)."""
+    return _skip_sites(file)
 
 
 def _decided_at(evidence: Evidence, cause: Cause, names: list[str]) -> str:
