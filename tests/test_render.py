@@ -165,7 +165,8 @@ def test_diff_json_schema(kept_alive: DiffResult) -> None:
     assert [c["kind"] for c in doc["causes"]] == [str(c.kind) for c in kept_alive.causes]
     cause = doc["causes"][0]
     assert set(cause) == {
-        "kind", "summary", "hint", "info", "computation", "left", "right", "changes", "mapping", "sources",
+        "kind", "summary", "hint", "fix_id", "info", "computation", "left", "right", "changes", "mapping",
+        "sources",
         "library_sources", "count",
     }  # fmt: skip
     assert doc["changed"] == {"left": [], "right": list(changed_instructions(kept_alive)[1])}

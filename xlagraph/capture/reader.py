@@ -319,8 +319,14 @@ def _why_unfinished(acc: _Acc) -> str:
     return "the run did not exit cleanly"
 
 
+# torch_xla counts `.item()` among its fallbacks: a sync, not an op it cannot lower (a sync inside
+# the step is a graph break; after the step's sync it costs nothing).
+_NOT_FALLBACKS = frozenset({"aten::_local_scalar_dense"})
+
+
 def _fallback_note(acc: _Acc) -> str:
-    """aten ops torch_xla ran on the CPU (the steps' `fb` counts): each cuts the step's graph."""
+    """aten ops torch_xla ran on the CPU (the steps' `fb` counts): each cuts the step's graph.
+    `.item()` is not one of them, although torch_xla counts it."""
     counts: dict[str, int] = {}
     first: dict[str, int] = {}
     for r in acc.steps:
@@ -328,6 +334,8 @@ def _fallback_note(acc: _Acc) -> str:
         if not isinstance(fb, dict):
             continue
         for name, n in fb.items():
+            if name in _NOT_FALLBACKS:
+                continue
             if isinstance(name, str) and isinstance(n, int) and n > 0:
                 counts[name] = counts.get(name, 0) + n
                 first.setdefault(name, int(r.get("i", 0)))

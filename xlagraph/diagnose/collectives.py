@@ -9,6 +9,7 @@ from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalModule
 from xlagraph.canonical.hashes import normalize_attribute
+from xlagraph.diagnose.fixes import fix
 from xlagraph.ir import Instruction, strip_layout
 
 __all__ = [
@@ -112,11 +113,7 @@ def _reduction(canon: CanonicalModule, ins: Instruction) -> str:
     return ""
 
 
-OTHER_TENSORS_HINT = (
-    "the collectives move other tensors: work that issues them runs in one graph only (a layer "
-    "added, activation checkpointing's recomputed forward, a norm all-reduced for clipping, a "
-    "parallel layout changed): make that work the same on every step"
-)
+OTHER_TENSORS_HINT = fix("collective.other_tensors")
 
 
 def regrouped_only(left: list[Collective], right: list[Collective]) -> bool:

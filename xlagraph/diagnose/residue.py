@@ -20,6 +20,7 @@ from operator import attrgetter
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.common import dim_sizes
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.sources import sources_of
 from xlagraph.ir import strip_layout
 from xlagraph.match import Matching
@@ -38,11 +39,7 @@ __all__ = [
 ELIDED = "{...}"
 
 _LISTED = 4
-_OPERAND_ORDER_HINT = (
-    "the same expression is written with its operands in another order on some steps (a * b vs "
-    "b * a, or a reducer / comparator with its arguments swapped): torch_xla hashes operand order, "
-    "so write it one way"
-)
+_OPERAND_ORDER_HINT = fix("structure.operand_order")
 
 
 def residual_differences(
@@ -104,7 +101,7 @@ def residual_differences(
     cause = Cause(
         CauseKind.STRUCTURE,
         f"{summary}; this is not a pattern xlagraph knows, but the graphs are not the same",
-        hint or "make the code behind these instructions run the same way on every step",
+        hint or fix("structure.residue"),
         names_l,
         names_r,
         changes=tuple(changes[: _LISTED * 4]),

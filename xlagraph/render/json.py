@@ -41,6 +41,7 @@ def _cause(cause: Cause) -> dict[str, Any]:
         "kind": str(cause.kind),
         "summary": cause.summary,
         "hint": cause.hint,
+        "fix_id": cause.fix_id,
         "info": cause.info,
         "computation": cause.computation,
         "left": list(cause.left),

@@ -37,7 +37,7 @@ the first included, each with the same fields except `schema` and `processes`:
         baseline       {variant, sync, reason} | null: the earlier graph it is explained against
                        (the most similar one from the same call site)
         causes         [cause]: exactly the cause objects of `xlagraph diff --json` (kind, summary,
-                       hint, info, computation, left, right, changes, mapping, sources), A being
+                       hint, fix_id, info, computation, left, right, changes, mapping, sources), A being
                        the baseline and B this graph
         attribution    [{cause, kind, summary, items, tensors, lines, library_lines}]: per cause
                        (`cause` indexes `causes`): the outputs, inputs, moved tensors or
@@ -59,6 +59,9 @@ the first included, each with the same fields except `schema` and `processes`:
                         causes: [{kind, compiles, seconds, variants}]}: recompiles per call
                        site and per cause kind, most compiles first, keys whose recompiles
                        are all expected (`expected`: true) last
+    findings           [cause]: what costs every step without a recompile (a `graph_break`: a
+                       step cut in two at a mid-step `.item()` / `print`), cause objects as in
+                       `causes`; `check` does not count them
     notes              [str]: what the source lacks or how something was inferred
     warnings           [str]: e.g. `compiles` disagreeing with `compiles_reported`
     processes          [process object]: every process, the first included
@@ -196,6 +199,7 @@ def _process(report: RunReport) -> dict[str, Any]:
                 for e in report.by_cause
             ],
         },
+        "findings": [cause_to_json(c) for c in report.findings],
         "notes": list(report.notes),
         "warnings": list(report.warnings),
     }

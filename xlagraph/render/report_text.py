@@ -29,6 +29,11 @@ def _plural(n: int, word: str) -> str:
 _short = short_location
 
 
+def _fix(cause: Cause) -> str:
+    """The fix text with its registry ID, which names the scripts that show it works."""
+    return f"{cause.hint} [{cause.fix_id}]" if cause.fix_id else cause.hint
+
+
 def _field(name: str, text: str, indent: str = "    ") -> list[str]:
     return _wrap(text, f"{indent}{name:<7} ")
 
@@ -170,7 +175,7 @@ def _recompile(r: Recompile, k: int, total: int) -> list[str]:
                 made = f" created at {_short(t.line)}" if t.line else ""
                 guess = "" if t.match == "shape and line" else " (same shape; a candidate)"
                 lines += _field("tensor", f"id={t.id} {t.shape}{made}{guess}")
-        lines += _field("fix", short_locations_in(cause.hint))
+        lines += _field("fix", short_locations_in(_fix(cause)))
     for note in r.notes:
         lines += _field("note", note, "  ")
     if r.frames:
@@ -189,7 +194,7 @@ def _first_compile(r: Recompile) -> list[str]:
     for cause in r.causes:
         lines += _wrap(f"{_tag(cause)}: {short_locations_in(cause.summary)}", "    ", "      ")
         if not cause.info:
-            lines += _field("fix", short_locations_in(cause.hint), "    ")
+            lines += _field("fix", short_locations_in(_fix(cause)), "    ")
     return lines
 
 
@@ -221,6 +226,12 @@ def _one(report: RunReport) -> list[str]:
     if report.first_compiles:
         lines += ["", "first compiles of other programs and uses (not recompiles: each compiles once):"]
         lines += [w for r in report.first_compiles for w in _first_compile(r)]
+    if report.findings:
+        lines += ["", "findings (cost every step, no recompile):"]
+        for cause in report.findings:
+            lines += _wrap(f"{_tag(cause)}: {cause.summary}", "  ", "    ")
+            lines += _field("at", ", ".join(_short(x) for x in cause.sources))
+            lines += _field("fix", _fix(cause))
     ranking = _ranking(report)
     if ranking:
         lines += ["", *ranking]

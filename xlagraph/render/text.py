@@ -160,7 +160,8 @@ def _group(causes: list[Cause], entry: str, limit: int) -> list[str]:
         if hidden:
             lines.append(_INDENT + _more(hidden))
         lines += _sources(causes, limit)
-    lines += _field("fix", short_locations_in(first.hint))
+    fix = f"{first.hint} [{first.fix_id}]" if first.fix_id else first.hint
+    lines += _field("fix", short_locations_in(fix))
     return lines
 
 

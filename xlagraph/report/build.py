@@ -22,6 +22,7 @@ from xlagraph.capture.shardings import MarkSharding, find_marks, read_mark_shard
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import source_line
 from xlagraph.diff import DiffResult
 from xlagraph.graphs import variant_letter
@@ -36,6 +37,7 @@ from xlagraph.report.baseline import (
     choose_baseline,
     graph_name,
 )
+from xlagraph.report.findings import step_breaks
 from xlagraph.report.frames import call_site, is_library, location, split_frames, user_frames
 from xlagraph.report.model import (
     Attribution,
@@ -176,11 +178,7 @@ class _Context:
     step: int = -1
 
 
-OWN_GRAPH_HINT = (
-    "expected: work synced at its own point (an evaluation pass, metrics, a checkpoint) is a "
-    "graph of its own, compiled once and reused; keep it the same each time it runs (the same "
-    "batch shapes, model.eval() / train() around it), and separate from the training step"
-)
+OWN_GRAPH_HINT = fix("own_graph")
 
 
 def _own_graph(site: str, users: tuple[Frame, ...], name: str = "", other: str = "", when: str = "") -> Cause:
@@ -520,6 +518,7 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
         notes=log.notes,
         warnings=tuple(warnings),
         first_compiles=tuple(r for r in explained if r.first_of_program),
+        findings=step_breaks(tuple(timeline)),
     )
 
 

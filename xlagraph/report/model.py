@@ -198,6 +198,9 @@ class RunReport:
     # Source steps that were no training step: only syncs at another line than the loop's marker
     # (an evaluation pass synced in the loop). Not counted in `steps`; the timeline keeps them.
     side_steps: int = 0
+    # What costs every step without recompiling (a step cut in two by a read mid-step): no
+    # recompile, so `check` does not count it.
+    findings: tuple[Cause, ...] = ()
 
 
 @dataclass(frozen=True)

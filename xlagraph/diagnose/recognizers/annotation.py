@@ -11,18 +11,13 @@ from xlagraph.canonical.hashes import frontend_entries
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._common import merge
 
 __all__ = ["RECOGNIZER"]
 
-HINT = (
-    "frontend attributes are directives XLA compiles from (host offloading with compute_on, "
-    "scheduling groups, composite ops): apply the same annotation to the same code on every step"
-)
-CONFIG_HINT = (
-    "a custom kernel's configuration (backend_config) changed: the Python arguments its call is "
-    "built from (a flag, a block size, a LAPACK triangle) differ; keep them fixed across steps"
-)
+HINT = fix("attribute.annotation")
+CONFIG_HINT = fix("attribute.backend_config")
 _DIRECTIVES = ("frontend_attributes", "backend_config")
 
 

@@ -15,6 +15,7 @@ from collections import Counter
 from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._common import merge
 
 __all__ = ["RECOGNIZER"]
@@ -26,12 +27,7 @@ _FOLDED = (
     CauseKind.OUTPUT_PERMUTATION,
     CauseKind.LAYOUT,
 )
-HINT = (
-    "activation checkpointing (torch.utils.checkpoint / torch_xla.utils.checkpoint, jax.checkpoint) "
-    "is on in one graph only: its forward is recomputed in the backward pass behind an optimization "
-    "barrier. Expected when comparing the two settings; within one run, checkpoint the same modules "
-    "on every step"
-)
+HINT = fix("structure.checkpointing")
 
 
 def _barriers(canon: CanonicalModule) -> int:

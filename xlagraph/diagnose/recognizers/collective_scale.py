@@ -15,18 +15,14 @@ from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import is_collective
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._common import merge
 
 __all__ = ["RECOGNIZER"]
 
 _SCALE = frozenset({"multiply", "divide"})
 _FACTOR = frozenset({"broadcast", "constant", "convert", "reshape"})
-HINT = (
-    "the collective's results are scaled in one graph only: torch_xla multiplies a reduced tensor "
-    "by its scale only when the scale is not 1.0 (xm.all_reduce(scale=...), gradient averaging over "
-    "replicas in xm.reduce_gradients / xm.optimizer_step): keep the averaging, and the world size "
-    "it divides by, the same on every step"
-)
+HINT = fix("collective.scale")
 
 
 def _from_collective(comp: CanonicalComputation, name: str) -> bool:

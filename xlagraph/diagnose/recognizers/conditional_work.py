@@ -8,10 +8,12 @@ from random-number ops; or a user line inside an `if ... % ...:` block.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, scalar_clip
 from xlagraph.diagnose.recognizers._common import (
@@ -19,6 +21,7 @@ from xlagraph.diagnose.recognizers._common import (
     downstream,
     enclosing_function,
     enclosing_if,
+    lines_matching,
     merge,
     opcodes,
     periodic_caller,
@@ -58,25 +61,47 @@ _PATTERNS = (
         "clipping",
         lambda files, ops: any("clip_grad" in f or "_patched_functions" in f for f in files) or clip_ops(ops),
         "gradient clipping runs only on some steps",
-        "clip on every step (clip_grad_norm_ is cheap next to the step), or accept one extra graph "
-        "and keep k fixed; do not toggle it by a data-dependent condition",
+        fix("conditional_work.clipping"),
     ),
     (
         "rng",
         lambda files, ops: bool(ops & _RNG) or any("dropout" in f for f in files),
         "random-number ops (dropout) only in one graph: model.train() / model.eval() toggled",
-        "dropout is on in model.train() and off in model.eval(), so each mode is its own graph: call "
-        "model.train() before every training step (an evaluate() that calls model.eval() leaves it "
-        "off), and switch modes on a fixed schedule so that each compiles once",
+        fix("conditional_work.dropout"),
     ),
     (
         "optimizer",
         lambda files, ops: any("/optim/" in f for f in files),
         "the optimizer's update runs only on some steps (gradient accumulation, a step every k)",
-        "expected with gradient accumulation: two graphs (accumulate, and accumulate + step) that "
-        "each compile once; keep k fixed and call torch_xla.sync() at the same place every step",
+        fix("conditional_work.accumulation"),
     ),
 )
+
+
+# Dropout leaves the graph in eval() mode, and at p=0: where the user's code never switches
+# modes, a probability that reached 0 is what removed it (telling them to call train() would
+# change nothing).
+# A statement that calls it (`model.eval()`, `self.net.train(False)`), not prose in a docstring.
+_MODE_SWITCH = re.compile(r"^\s*[\w.\[\]]*\w\.(eval|train)\s*\(")
+_DROPOUT_ZERO = (
+    "random-number ops (dropout) only in one graph, and the script never calls eval(): a dropout "
+    "probability reached 0.0"
+)
+
+
+# A random tensor of the user's own (torch.randn before the loop, computed in the first graph
+# and an input later), not dropout: no mode or probability to fix.
+_RANDOM_CALL = re.compile(
+    r"\btorch\.(randn|rand|randint|randperm|normal|bernoulli)\b|\.(normal_|uniform_|random_)\("
+)
+
+
+def _user_random(evidence: Evidence, hits: list[Cause]) -> bool:
+    """The random ops come from the user's own random tensors, with no dropout anywhere."""
+    if any("dropout" in f for c in hits for f in _library(evidence, c)):
+        return False
+    lines = [loc for c in hits for loc in c.sources if _user(loc)]
+    return bool(lines) and all(_RANDOM_CALL.search(source_text(loc)) for loc in lines)
 
 
 def _library(evidence: Evidence, cause: Cause) -> list[str]:
@@ -149,6 +174,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             # Changed instructions only (a divide by a constant where the other graph divides by
             # an input: a max norm of 1.0 baked): the clip runs in both, a value changed.
             continue
+        if name == "rng" and _user_random(evidence, [pending[i] for i in hits]):
+            continue
         if hits:
             # What the work changes downstream (outputs added, removed or reordered, the update
             # that reads clipped gradients) is the same root reason.
@@ -156,6 +183,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 i for i, c in enumerate(pending) if i in hits or c.kind in _CASCADE or _scalars(evidence, c)
             ]
             n = sum(pending[i].count for i in picked)
+            if name == "rng" and not lines_matching(user_files(evidence), _MODE_SWITCH, limit=1):
+                summary, hint = _DROPOUT_ZERO, fix("conditional_work.dropout_zero")
             cause = merge(
                 CauseKind.CONDITIONAL_WORK,
                 f"{summary} ({n} difference(s))",
@@ -207,11 +236,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     return branch if branch.causes else _switched_on(evidence, pending)
 
 
-_SWITCH_HINT = (
-    "a Python value turns library work on from some step (label_smoothing 0.0 -> 0.1, a weight "
-    "decay or loss weight that torch skips at 0): each setting is a graph of its own; use the "
-    "setting from the start, or keep the work and scale it by a tensor that is 0 until needed"
-)
+_SWITCH_HINT = fix("conditional_work.switched_on")
 
 
 def _switched_on(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -249,11 +274,7 @@ def _switched_on(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
 _SWITCH_OPS = 8
 
 
-_BRANCH_HINT = (
-    "work runs only when a Python condition holds on the host (random.random(), a flag, a counter): "
-    "each outcome is a graph of its own; compute it on every step and choose on the device with "
-    "torch.where, or decide once, outside the loop"
-)
+_BRANCH_HINT = fix("conditional_work.host_branch")
 
 
 def _one_sided(cause: Cause) -> bool:

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._common import renamed
 
 __all__ = ["RECOGNIZER"]
 
-HINT = (
-    "buffer donation differs: donate the same inputs on every call (the same donate_argnums in JAX; "
-    "in torch_xla, the same tensors updated in place, with no other reference holding their old value)"
-)
+HINT = fix("attribute.donation")
 
 
 def _donation(cause: Cause) -> bool:

@@ -16,6 +16,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.common import dims_of, element_type
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._common import lines_matching, merge, user_files
 from xlagraph.ir import Frame, strip_layout
@@ -34,11 +35,7 @@ _FLOAT = frozenset({"f64", "f32", "f16", "bf16"})
 _LOW = frozenset({"bf16", "f16", "f8e4m3fn", "f8e5m2", "f8e4m3", "f8e5m2fnuz", "f8e4m3fnuz"})
 
 
-_INT_HINT = (
-    "an integer input arrives as another type (int32 on some batches, int64 on others: numpy arrays, "
-    "Python ints and torch.tensor give different ones): cast it once in the data pipeline "
-    "(.long() / .to(torch.int64)) so every batch has the same dtype"
-)
+_INT_HINT = fix("dtype.integer")
 
 
 def _same_ops(evidence: Evidence, *causes: Cause) -> bool:

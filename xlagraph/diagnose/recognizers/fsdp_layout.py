@@ -15,15 +15,12 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.common import dim_sizes, fmt_list, shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._common import merge
 
 __all__ = ["RECOGNIZER"]
 
-HINT = (
-    "the FSDP wrapping changed (auto_wrap_policy, flatten_parameters, shard padding): each wrapping "
-    "shards the weights into other flat shards and compiles its own graph; expected when comparing "
-    "two configurations; within one run wrap the model once, the same way on every rank"
-)
+HINT = fix("collective.fsdp_wrapping")
 _FSDP_COLLECTIVES = frozenset({"reduce-scatter", "all-gather"})
 _INPUTS = (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED, CauseKind.PARAMETER_SHAPE)
 _INSIDE = (CauseKind.ATTRIBUTE, CauseKind.CONSTANT_VALUE, CauseKind.STRUCTURE, CauseKind.LAYOUT)

@@ -10,7 +10,7 @@ not one or two extra outputs (those stay `output_added`: tensors kept alive).
 from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind
-from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, NOTHING, Context, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._common import merge, source_text
 from xlagraph.diagnose.recognizers.dynamic_shape import data_sized
 
@@ -53,6 +53,14 @@ def _what_differs(causes: list[Cause]) -> str:
     return f"{inputs} input(s) and {outputs} output(s) of the other graph differ"
 
 
+def _unrecorded(ctx: Context) -> str:
+    """Where the cut is when no line says it: a capture that recorded no Python frame of the
+    user's at that sync is not told to capture."""
+    if ctx.known:
+        return "a line the capture recorded no Python frame of yours for"
+    return "a line the dump does not record (XLAGRAPH_CAPTURE records it)"
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     ctx = evidence.context
     this, base = ctx.trigger in IMPLICIT_TRIGGERS, ctx.baseline_trigger in IMPLICIT_TRIGGERS
@@ -73,7 +81,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     label = "an implicit sync" if trigger == "implicit" else f"a {trigger} sync"
     summary = (
         f"{label} inside the step cut the graph: {which} ends at "
-        + (line or "a line the dump does not record (XLAGRAPH_CAPTURE records it)")
+        + (line or _unrecorded(ctx))
         + f" instead of at the step's sync ({_what_differs([pending[i] for i in cut])})"
     )
     kind = CauseKind.GRAPH_BREAK

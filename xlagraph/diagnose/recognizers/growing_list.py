@@ -7,16 +7,13 @@ from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._common import downstream, merge
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]
 
-HINT = (
-    "a Python list of tensors grows and the step stacks it: each element is an input of its own, so "
-    "every new length compiles again; keep a fixed-size buffer tensor on the device (a window of the "
-    "last k values, preallocated, updated in place with roll/index_copy_) instead of a growing list"
-)
+HINT = fix("parameter_added.growing_list")
 # Operands a region's new ops may read besides the concatenation's cone: the matcher may pair
 # the new element's reshape with an old one, so the reshape left over reads another input.
 _SOURCES = frozenset({"constant", "parameter"})

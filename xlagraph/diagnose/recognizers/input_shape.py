@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.diagnose.recognizers._common import (
     calls_of_function,
@@ -21,46 +22,17 @@ from xlagraph.ir import Frame
 __all__ = ["BATCH_HINT", "GROWN_BATCH_HINT", "RECOGNIZER", "SEQUENCE_HINT", "with_loader_line"]
 
 _INT = re.compile(r"\d+")
-BATCH_HINT = (
-    "the batch dimension changed: a ragged last batch; use drop_last=True, or pad the last batch "
-    "to the full size (and mask its padding out of the loss)"
-)
-GROWN_BATCH_HINT = (
-    "the batch size grew (another DataLoader, a curriculum or a batch-size schedule): each batch "
-    "size compiles once; keep one batch size and grow the effective batch by gradient accumulation, "
-    "or accept one graph per size, compiled once each"
-)
-SEQUENCE_HINT = (
-    "a non-batch dimension changed, typically a sequence length: pad to a fixed length, or bucket "
-    "lengths to a few fixed sizes (each compiles once)"
-)
-IMAGE_HINT = (
-    "the height or width of an image batch changed: resize or crop every image to one size (or pad "
-    "to it), or bucket sizes to a few fixed ones (each compiles once)"
-)
-WEIGHTS_HINT = (
-    "inputs the step updates (weights, optimizer state) changed shape: another model configuration "
-    "(hidden size, vocabulary, heads) or another set of layers (a pipeline stage holding other "
-    "blocks); compare the two configurations, and keep one per run"
-)
-LIST_HINT = (
-    "integer vectors of another length (indices or labels from a Python list: word starts, tags, "
-    "selected positions): pad each list to a fixed length and mask the padding out of the loss, "
-    "or bucket lengths to a few fixed sizes"
-)
-RESIZED_WEIGHTS_HINT = (
-    "weights changed shape during the run (a vocabulary grown for new tokens, a layer resized): "
-    "do it once before training starts, reserving room up front (pad the vocabulary to a multiple "
-    "of 64 or to its final size), so the step compiles once"
-)
-SWITCHED_WEIGHTS_HINT = (
-    "the step used other weights of another shape than before, within one run: a module picked by "
-    "a key on some steps (heads[task](x), a ModuleDict / ModuleList lookup); each pick is a graph: "
-    "run all heads every step and mask the losses, or give the heads the same shape"
-)
+BATCH_HINT = fix("parameter_shape.batch")
+GROWN_BATCH_HINT = fix("parameter_shape.grown_batch")
+SEQUENCE_HINT = fix("parameter_shape.sequence")
+IMAGE_HINT = fix("parameter_shape.image")
+WEIGHTS_HINT = fix("parameter_shape.weights")
+LIST_HINT = fix("parameter_shape.list")
+RESIZED_WEIGHTS_HINT = fix("parameter_shape.resized_weights")
+SWITCHED_WEIGHTS_HINT = fix("parameter_shape.switched_weights")
 # `self.heads[task](x)`: a module looked up by a key and called.
 _PICKED_MODULE = re.compile(r"\b[\w.]+\[[^\]]+\]\(")
-OTHER_HINT = "keep input shapes fixed across steps: pad, or bucket them to a few fixed sizes"
+OTHER_HINT = fix("parameter_shape.other")
 
 
 def _changed_axes(old: str, new: str) -> set[int]:

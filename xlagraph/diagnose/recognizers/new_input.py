@@ -5,16 +5,14 @@ from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import downstream, merge
+from xlagraph.diagnose.fixes import fix
+from xlagraph.diagnose.recognizers._common import downstream, merge, user_files
+from xlagraph.diagnose.recognizers.random_skip import skip_sites
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]
 
-_LAYER_HINT = (
-    "one graph runs work the other does not, with weights and results of its own (a layer, or "
-    "a pipeline stage's share of the model): expected when comparing two model or stage "
-    "partitions; within one run keep which layers run the same on every step"
-)
+_LAYER_HINT = fix("parameter_added.layer")
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -85,6 +83,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 f" and giving {k} output(s) of their own: work only {only} does (a layer, a stage's share)"
             )
         hint = _LAYER_HINT if outputs else ""
+        # Within one run, a layer that runs in one graph only, in a script whose `if` follows a
+        # number drawn in Python, is a layer skipped at random: comparing partitions is no fix.
+        if outputs and any(skip_sites(f) for f in user_files(evidence)):
+            hint = fix("conditional_work.random_skip")
         out.append(merge(kind, summary, [pending[i] for i in params + regions + outputs], hint=hint))
         consumed.update(params + regions + outputs)
     return Recognized(tuple(out), frozenset(consumed)) if out else NOTHING

@@ -13,15 +13,12 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.common import dims_of, whole_factors
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._common import merge
 
 __all__ = ["RECOGNIZER"]
 
-HINT = (
-    "the parallel layout changed (world size, tensor- or data-parallel degree, replica groups): "
-    "expected when comparing two configurations; within one run keep the device mesh and the "
-    "process groups fixed"
-)
+HINT = fix("collective.parallel_layout")
 _FOLDED = (
     CauseKind.PARAMETER_SHAPE,
     CauseKind.CONSTANT_VALUE,

@@ -11,6 +11,7 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._common import dict_fills, reorderings
 from xlagraph.ir import Frame
@@ -19,15 +20,8 @@ __all__ = ["RECOGNIZER", "reordered_only"]
 
 _ORDER = (CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION)
 _PLAIN = {
-    CauseKind.PARAMETER_PERMUTATION: (
-        "keep the order in which tensors are created or updated the same on every step: update "
-        "parameters in a fixed order (not sorted by a value that changes, such as a per-layer "
-        "learning rate), iterate over sorted keys, not sets"
-    ),
-    CauseKind.OUTPUT_PERMUTATION: (
-        "keep the order in which live tensors are produced the same on every step: fill dicts of "
-        "statistics in a fixed key order, update parameters in a fixed order"
-    ),
+    CauseKind.PARAMETER_PERMUTATION: fix("parameter_permutation.plain"),
+    CauseKind.OUTPUT_PERMUTATION: fix("output_permutation.plain"),
 }
 
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._common import assigned_from, merge, opcodes, source_text
 
 __all__ = ["RECOGNIZER"]
@@ -20,15 +21,8 @@ def _value(text: str) -> str:
     return text.rsplit(" ", 1)[-1]
 
 
-SIZE_HINT = (
-    "a size given as a Python int changed (F.interpolate(size=...), a view or reshape, a slice to a "
-    "batch's own length, topk's k): keep one fixed size (resize or pad every batch to the same size "
-    "/ one resolution; a fixed k, masking the entries beyond it), or bucket sizes so each compiles once"
-)
-FLAG_HINT = (
-    "an op's keyword flag differs (stable=, indices_are_sorted=, unique_indices=, a mode switch): "
-    "the call that makes the op passes another option on some steps; pass the same flags every time"
-)
+SIZE_HINT = fix("attribute.size")
+FLAG_HINT = fix("attribute.flag")
 _FLAG_VALUES = frozenset({"true", "false", ""})
 _DIMS = re.compile(r"\[([0-9,]*)\]")
 

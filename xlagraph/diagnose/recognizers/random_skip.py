@@ -18,11 +18,12 @@ from functools import lru_cache
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.diagnose.recognizers._common import lines_matching, merge, source_text, user_files
 from xlagraph.ir import Frame, strip_layout
 
-__all__ = ["RECOGNIZER"]
+__all__ = ["RECOGNIZER", "skip_sites"]
 
 # A random number drawn in Python (not on the device).
 _DRAW = re.compile(r"\btorch\.rand\(|\brandom\.(?:random|uniform|randint|choice)\(|\b(?:np|numpy)\.random\.")
@@ -39,13 +40,7 @@ _SAMPLE = 4096  # unpaired instructions whose lines are read (a layer's ops: a f
 _FRAMEWORK = re.compile(r"/site-packages/(?:torch|torch_xla|torchvision|numpy)/")
 _MIN_WORK = 20  # fewer unpaired ops than this is a value or a tap, not a layer's forward and backward
 
-HINT = (
-    "a layer is skipped at random by a number drawn in Python (LayerDrop: transformers' layerdrop, "
-    "encoder_layerdrop or decoder_layerdrop > 0; stochastic depth written with random.random()): every "
-    "set of skipped layers is a graph of its own, so it compiles for many steps. Set that probability "
-    "to 0.0 when training on XLA, or run the block on every step and drop on the device: multiply its "
-    "residual branch by a per-sample Bernoulli mask (timm's DropPath, torchvision's stochastic_depth)"
-)
+HINT = fix("conditional_work.random_skip")
 # What the missing layer changes elsewhere: its weights and optimizer state are not read or
 # written, the optimizer's grouped updates change size, the other inputs and outputs shift.
 _CASCADE = (
@@ -84,6 +79,11 @@ def _skip_sites(file: str, draw: re.Pattern[str] = _DRAW) -> tuple[int, ...]:
                     sites.append(k)
                 break
     return tuple(sites)
+
+
+def skip_sites(file: str) -> tuple[int, ...]:
+    """The `if` lines of `file` that a number drawn in Python decides (see `_skip_sites`)."""
+    return _skip_sites(file)
 
 
 def _decided_at(evidence: Evidence, cause: Cause, names: list[str]) -> str:

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._common import merge
 
 __all__ = ["RECOGNIZER"]
 
-HINT = (
-    "a Python scalar's value changes the program: one that is 0 or 1 on some calls (label smoothing "
-    "0.0, a loss scale of 1.0) lets x * 1.0 or x + 0.0 drop out, and other values are baked in: keep "
-    "it away from 0 and 1, or pass it as an array argument / device tensor updated in place"
-)
+HINT = fix("constant_value.scalar_op")
 _ARITHMETIC = frozenset(
     {"multiply", "add", "subtract", "divide", "broadcast", "constant", "convert", "reshape", "negate"}
 )

@@ -11,28 +11,16 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import is_number
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._common import merge, renamed, restated, scalar_origin
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER", "matched_twin"]
 
-HINT = (
-    "PyTorch/XLA bakes the Python scalars 0 and 1 as constants and passes other values as inputs: "
-    "a value that is 0 or 1 on some steps (a learning rate warming up from 0.0, mul_(0.0 if ... "
-    "else 1.0)) changes the graph; start warm-up at a small non-zero value, or pass it as a "
-    "device tensor (torch.tensor(x, device=...)) updated in place"
-)
-OTHER_HINT = (
-    "a Python scalar is baked into the graph as a constant: keep it fixed, or make it a device "
-    "tensor (torch.tensor(x, device=...)) that you update in place"
-)
+HINT = fix("constant_value.zero_one")
+OTHER_HINT = fix("constant_value.python_scalar")
 
-TENSOR_HINT = (
-    "Python numbers became the values of a tensor built in the graph (torch.arange(offset, ...), "
-    "torch.full, torch.tensor of a list): build it from fixed values plus a device tensor instead, "
-    "e.g. torch.arange(T, device=dev) + offset_t with offset_t a device tensor updated in place, or "
-    "index a fixed table with a tensor index"
-)
+TENSOR_HINT = fix("constant_value.tensor_from_numbers")
 
 
 def _tensor_valued(evidence: Evidence, cause: Cause) -> bool:

@@ -19,7 +19,14 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
-from xlagraph.diagnose.recognizers._common import RESTATES, merge, restated, source_text
+from xlagraph.diagnose.recognizers._common import (
+    RESTATES,
+    lines_matching,
+    merge,
+    restated,
+    source_text,
+    user_files,
+)
 from xlagraph.diagnose.recognizers.permutation import reordered_only
 from xlagraph.diagnose.recognizers.special_scalar import matched_twin
 from xlagraph.ir import Frame
@@ -137,6 +144,23 @@ def _combines(comp, user: str, name: str) -> bool:  # type: ignore[no-untyped-de
     return False
 
 
+# A copy of the model the user made (an EMA kept with copy.deepcopy, torch's AveragedModel).
+_COPY = re.compile(r"\bdeepcopy\s*\(|\bAveragedModel\s*\(|\bModelEma\w*\s*\(")
+
+
+def _copied(evidence: Evidence, inputs: list[_Input], others: set[str]) -> list[_Input]:
+    """Every new tensor input has the shape of a weight B already reads, and the user's code
+    copies the model: the copy (an EMA updated in place) shared the weights' device data until
+    its first update, so the first graphs read one buffer where B reads two. Not a layer added:
+    nothing new but twins of existing weights."""
+    tensors = [x for x in inputs if not x.shape.endswith("[]")]
+    if not tensors or any(x.shape not in others for x in tensors):
+        return []
+    if not lines_matching(user_files(evidence), _COPY, limit=1):
+        return []
+    return tensors
+
+
 def _split(cause: Cause, keep: set[str]) -> Cause | None:
     """The part of an added-inputs cause about the inputs not in `keep`, or None."""
     names = tuple(n for n in cause.right if n not in keep)
@@ -219,7 +243,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if len(twins) >= 2 and all(is_library(Frame("", x.file, 0)) for x in twins):
         state += twins
     else:
-        twins = []
+        twins = _copied(evidence, [x for x in inputs if x not in state], others)
+        state += twins
     # A library's integer step counters (BatchNorm's num_batches_tracked): 0 baked on the first
     # step, an input from then on, whatever the optimizer.
     counters = [

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._common import lines_matching, source_text, updated_inputs, user_files
 from xlagraph.match.bottom_up import users_of
 
@@ -18,12 +19,7 @@ __all__ = ["RECOGNIZER"]
 
 _REQUIRES_GRAD = re.compile(r"\brequires_grad(_\s*\(|\s*=[^=])")
 _NEW = (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED)
-HINT = (
-    "parameters were frozen or unfrozen between steps (requires_grad changed): the graph gains or "
-    "loses their backward and updates, one compile per set of trained parameters; expected once "
-    "per switch: switch once, not back and forth, or keep requires_grad and set that param group's "
-    "lr to 0 instead"
-)
+HINT = fix("trainable.requires_grad")
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:

@@ -1,0 +1,419 @@
+"""Every fix text the engine can print, by ID.
+
+A fix is a claim: changing the user's script as the text says makes it compile fewer graphs.
+Each ID names a pair of real scripts under `fixtures/torch_xla/fixes/<ID>/` (`bug.py`, and
+`fixed.py`, changed exactly as the text says) that `tests/test_fixes_work.py` runs under torch_xla,
+or an entry of `NOT_SHOWN` saying why no single-device CPU run can show it. Recognizers refer
+to texts by ID (`fix(ID)`), so the test can enumerate them all, and reports print the ID beside
+the text (`fix_id`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+__all__ = ["FIXES", "NOT_SHOWN", "fix", "fix_id"]
+
+FIXES: Mapping[str, str] = MappingProxyType(
+    {
+        # causes.HINTS
+        "parameter_permutation": (
+            "keep the order in which tensors are created or updated fixed across steps: flush deferred "
+            "collectives (FSDP reduce-scatter buckets) in a fixed order, iterate over sorted keys, not "
+            "sets"
+        ),
+        # causes.HINTS
+        "output_permutation": (
+            "keep the order in which live tensors are produced fixed across steps: fill dicts of "
+            "statistics in a fixed key order, update parameters in a fixed order"
+        ),
+        # causes.HINTS
+        "parameter_shape": (
+            "keep input shapes fixed: pad the last batch or use drop_last=True, bucket or pad variable "
+            "sequence lengths to a few fixed sizes"
+        ),
+        # causes.HINTS
+        "output_added": (
+            "a tensor is kept alive (or materialized) only on some steps: compute it on every step, or "
+            "read it after the sync inside xm.add_step_closure, and drop references to it afterwards"
+        ),
+        # causes.HINTS
+        "output_removed": (
+            "a tensor that was kept alive before is not any more: compute it on every step, or read it "
+            "after the sync inside xm.add_step_closure"
+        ),
+        # causes.HINTS
+        "constant_value": (
+            "a Python scalar is baked into the graph as a constant (PyTorch/XLA bakes 0 and 1, and values it "
+            "cannot pass as parameters): keep it fixed, or pass it as a 1-element device tensor made on the "
+            "host each step (torch.tensor([x]).to(device)); a 0-dim tensor holding 0 or 1 is baked too"
+        ),
+        # causes.HINTS
+        "attribute": (
+            "a Python int reached an op parameter (slice bounds, dimensions, sizes): keep it fixed, or "
+            "index with a device tensor (index_select / gather) so the graph does not depend on it"
+        ),
+        # causes.HINTS
+        "collective": (
+            "collectives were grouped differently: keep the bucketing fixed across steps "
+            "(reduce_scatter_bucket_size_mb, coalescing) and make every bucket flush in the same step"
+        ),
+        # causes.HINTS
+        "structure": (
+            "xlagraph does not know this pattern: compare the two graphs' op types at the cited line, and"
+            " make that code run the same way on every step"
+        ),
+        # causes.HINTS
+        "graph_break": (
+            "a sync inside the step (.item(), .cpu(), print(tensor), Python control flow on a tensor) cut"
+            " the graph: move it after the step's sync, read values in xm.add_step_closure, or keep the "
+            "decision on the device (torch.where)"
+        ),
+        # causes.HINTS
+        "dynamic_shape": (
+            "a shape comes from data values (boolean mask, nonzero, unique, masked_select): keep shapes "
+            "static, e.g. torch.where(mask, x, 0) and a masked sum/mean instead of x[mask], and counts "
+            "per class with one_hot(x, n).sum(0) or bincount(x, minlength=n) instead of unique"
+        ),
+        # causes.HINTS
+        "conditional_work": (
+            "work runs only on some steps (if step % k == 0: clipping, logging, metrics): run it on every"
+            " step (cheap, no recompile), or accept exactly one extra graph and keep k fixed"
+        ),
+        # causes.HINTS
+        "state_init": (
+            "expected warm-up: state created on the first steps (optimizer buffers) changes the graph "
+            "once; nothing to do unless it keeps changing"
+        ),
+        # causes.HINTS
+        "dtype": (
+            "an element type changed: keep autocast / .to(dtype) / model.half() the same on every step, "
+            "and create tensors with an explicit dtype"
+        ),
+        # causes.HINTS
+        "layout": (
+            "the same shapes in another layout or memory space compile as another program: keep the "
+            "tensors' layout fixed (no .contiguous()/.t() toggling, same placement) across steps"
+        ),
+        # causes.HINTS
+        "sharding": (
+            "a sharding changed: call xs.mark_sharding with the same mesh and partition spec on every "
+            "step, and shard the inputs once before the loop"
+        ),
+        # causes.HINTS
+        "parameter_added": (
+            "the graph takes a new input on this step: a tensor (state, a Python value passed as data) "
+            "exists only from this step on; create it before the loop"
+        ),
+        # causes.HINTS
+        "parameter_removed": (
+            "the graph no longer takes an input it took before: a tensor was dropped or became a baked "
+            "constant; keep what the step reads the same on every step"
+        ),
+        # causes.HINTS
+        "dead_code": (
+            "compute only what you use (e.g. torch.mean instead of torch.std_mean(...)[1]), or compute "
+            "the unused part the same way on every step"
+        ),
+        # parallelism.HINT
+        "collective.parallel_layout": (
+            "the parallel layout changed (world size, tensor- or data-parallel degree, replica groups): "
+            "expected when comparing two configurations; within one run keep the device mesh and the "
+            "process groups fixed"
+        ),
+        # collective_scale.HINT
+        "collective.scale": (
+            "the collective's results are scaled in one graph only: torch_xla multiplies a reduced tensor"
+            " by its scale only when the scale is not 1.0 (xm.all_reduce(scale=...), gradient averaging "
+            "over replicas in xm.reduce_gradients / xm.optimizer_step): keep the averaging, and the world"
+            " size it divides by, the same on every step"
+        ),
+        # fsdp_layout.HINT
+        "collective.fsdp_wrapping": (
+            "the FSDP wrapping changed (auto_wrap_policy, flatten_parameters, shard padding): each "
+            "wrapping shards the weights into other flat shards and compiles its own graph; expected when"
+            " comparing two configurations; within one run wrap the model once, the same way on every "
+            "rank"
+        ),
+        # input_shape.BATCH_HINT
+        "parameter_shape.batch": (
+            "the batch dimension changed: a ragged last batch; use drop_last=True, or pad the last batch "
+            "to the full size (and mask its padding out of the loss)"
+        ),
+        # input_shape.GROWN_BATCH_HINT
+        "parameter_shape.grown_batch": (
+            "the batch size grew (another DataLoader, a curriculum or a batch-size schedule): each batch "
+            "size compiles once; keep one batch size and grow the effective batch by gradient "
+            "accumulation, or accept one graph per size, compiled once each"
+        ),
+        # input_shape.SEQUENCE_HINT
+        "parameter_shape.sequence": (
+            "a non-batch dimension changed, typically a sequence length: pad to a fixed length, or bucket"
+            " lengths to a few fixed sizes (each compiles once)"
+        ),
+        # input_shape.IMAGE_HINT
+        "parameter_shape.image": (
+            "the height or width of an image batch changed: resize or crop every image to one size (or "
+            "pad to it), or bucket sizes to a few fixed ones (each compiles once)"
+        ),
+        # input_shape.WEIGHTS_HINT
+        "parameter_shape.weights": (
+            "inputs the step updates (weights, optimizer state) changed shape: another model "
+            "configuration (hidden size, vocabulary, heads) or another set of layers (a pipeline stage "
+            "holding other blocks); compare the two configurations, and keep one per run"
+        ),
+        # input_shape.LIST_HINT
+        "parameter_shape.list": (
+            "integer vectors of another length (indices or labels from a Python list: word starts, tags, "
+            "selected positions): pad each list to a fixed length and mask the padding out of the loss, "
+            "or bucket lengths to a few fixed sizes"
+        ),
+        # input_shape.RESIZED_WEIGHTS_HINT
+        "parameter_shape.resized_weights": (
+            "weights changed shape during the run (a vocabulary grown for new tokens, a layer resized): "
+            "do it once before training starts, reserving room up front (pad the vocabulary to a multiple"
+            " of 64 or to its final size), so the step compiles once"
+        ),
+        # input_shape.SWITCHED_WEIGHTS_HINT
+        "parameter_shape.switched_weights": (
+            "the step used other weights of another shape than before, within one run: a module picked by"
+            " a key on some steps (heads[task](x), a ModuleDict / ModuleList lookup); each pick is a "
+            "graph: run all heads every step and mask the losses, or give the heads the same shape"
+        ),
+        # input_shape.OTHER_HINT
+        "parameter_shape.other": (
+            "keep input shapes fixed across steps: pad, or bucket them to a few fixed sizes"
+        ),
+        # special_scalar.HINT
+        "constant_value.zero_one": (
+            "PyTorch/XLA bakes the Python scalars 0 and 1 as constants and passes other values as inputs: "
+            "a value that is 0 or 1 on some steps (a learning rate warming up from 0.0, an EMA decay of 0.0, "
+            "mul_(0.0 if ... else 1.0)) changes the graph; start at a small non-zero value (1e-8), or pass "
+            "it as a 1-element device tensor made on the host each step (torch.tensor([x]).to(device), or "
+            "buf.copy_(torch.tensor([x]))): a 0-dim tensor holding 0 or 1, and fill_(x), are baked too"
+        ),
+        # special_scalar.OTHER_HINT
+        "constant_value.python_scalar": (
+            "a Python scalar is baked into the graph as a constant: keep it fixed, or pass it as a 1-element "
+            "device tensor made on the host each step (torch.tensor([x]).to(device)); a 0-dim tensor holding "
+            "0 or 1, and fill_(x), are baked too"
+        ),
+        # special_scalar.TENSOR_HINT
+        "constant_value.tensor_from_numbers": (
+            "Python numbers became the values of a tensor built in the graph (torch.arange(offset, ...), "
+            "torch.full, torch.tensor of a list): build it from fixed values plus a device tensor "
+            "instead, e.g. torch.arange(T, device=dev) + offset_t with offset_t a device tensor updated "
+            "in place, or index a fixed table with a tensor index"
+        ),
+        # scalar_ops.HINT
+        "constant_value.scalar_op": (
+            "a Python scalar's value changes the program: one that is 0 or 1 on some calls (label "
+            "smoothing 0.0, a loss scale of 1.0) lets x * 1.0 or x + 0.0 drop out, and other values are "
+            "baked in: keep it away from 0 and 1, or pass it as an array argument / device tensor updated"
+            " in place"
+        ),
+        # growing_list.HINT
+        "parameter_added.growing_list": (
+            "a Python list of tensors grows and the step stacks it: each element is an input of its own, "
+            "so every new length compiles again; keep a fixed-size buffer tensor on the device (a window "
+            "of the last k values, preallocated, updated in place with roll/index_copy_) instead of a "
+            "growing list"
+        ),
+        # new_input._LAYER_HINT
+        "parameter_added.layer": (
+            "one graph runs work the other does not, with weights and results of its own (a layer, or a "
+            "pipeline stage's share of the model): expected when comparing two model or stage partitions;"
+            " within one run keep which layers run the same on every step"
+        ),
+        # python_int.SIZE_HINT
+        "attribute.size": (
+            "a size given as a Python int changed (F.interpolate(size=...), a view or reshape, a slice to"
+            " a batch's own length, topk's k): keep one fixed size (resize or pad every batch to the same"
+            " size / one resolution; a fixed k, masking the entries beyond it), or bucket sizes so each "
+            "compiles once"
+        ),
+        # python_int.FLAG_HINT
+        "attribute.flag": (
+            "an op's keyword flag differs (stable=, indices_are_sorted=, unique_indices=, a mode switch):"
+            " the call that makes the op passes another option on some steps; pass the same flags every "
+            "time"
+        ),
+        # annotation.HINT
+        "attribute.annotation": (
+            "frontend attributes are directives XLA compiles from (host offloading with compute_on, "
+            "scheduling groups, composite ops): apply the same annotation to the same code on every step"
+        ),
+        # annotation.CONFIG_HINT
+        "attribute.backend_config": (
+            "a custom kernel's configuration (backend_config) changed: the Python arguments its call is "
+            "built from (a flag, a block size, a LAPACK triangle) differ; keep them fixed across steps"
+        ),
+        # donation.HINT
+        "attribute.donation": (
+            "buffer donation differs: donate the same inputs on every call (the same donate_argnums in "
+            "JAX; in torch_xla, the same tensors updated in place, with no other reference holding their "
+            "old value)"
+        ),
+        # checkpointing.HINT
+        "structure.checkpointing": (
+            "activation checkpointing (torch.utils.checkpoint / torch_xla.utils.checkpoint, "
+            "jax.checkpoint) is on in one graph only: its forward is recomputed in the backward pass "
+            "behind an optimization barrier. Expected when comparing the two settings; within one run, "
+            "checkpoint the same modules on every step"
+        ),
+        # dtype._INT_HINT
+        "dtype.integer": (
+            "an integer input arrives as another type (int32 on some batches, int64 on others: numpy "
+            "arrays, Python ints and torch.tensor give different ones): cast it once in the data pipeline"
+            " (.long() / .to(torch.int64)) so every batch has the same dtype"
+        ),
+        # random_skip.HINT
+        "conditional_work.random_skip": (
+            "a layer is skipped at random by a number drawn in Python (LayerDrop: transformers' "
+            "layerdrop, encoder_layerdrop or decoder_layerdrop > 0; stochastic depth written with "
+            "random.random()): every set of skipped layers is a graph of its own, so it compiles for many"
+            " steps. Set that probability to 0.0 when training on XLA, or run the block on every step and"
+            " drop on the device: multiply its residual branch by a per-sample Bernoulli mask (timm's "
+            "DropPath, torchvision's stochastic_depth)"
+        ),
+        # conditional_work._SWITCH_HINT
+        "conditional_work.switched_on": (
+            "a Python value turns library work on from some step (label_smoothing 0.0 -> 0.1, a weight "
+            "decay or loss weight that torch skips at 0): each setting is a graph of its own; use the "
+            "setting from the start, or keep the work and scale it by a tensor that is 0 until needed"
+        ),
+        # conditional_work._BRANCH_HINT
+        "conditional_work.host_branch": (
+            "work runs only when a Python condition holds on the host (random.random(), a flag, a "
+            "counter): each outcome is a graph of its own; compute it on every step and choose on the "
+            "device with torch.where, or decide once, outside the loop"
+        ),
+        # trainable.HINT
+        "trainable.requires_grad": (
+            "parameters were frozen or unfrozen between steps (requires_grad changed): the graph gains or "
+            "loses their backward and updates, one compile per set of trained parameters (expected once per "
+            "switch); to freeze without a compile, keep requires_grad and multiply their gradients on every "
+            "step by a 1-element device tensor (torch.tensor([0.0 if frozen else 1.0]).to(device)) before "
+            "opt.step(), with plain SGD (momentum, weight decay or Adam would still move them); a param "
+            "group's lr set to 0 is a baked 0 and compiles again"
+        ),
+        # cw._PATTERNS
+        "conditional_work.clipping": (
+            "clip on every step (clip_grad_norm_ is cheap next to the step), or accept one extra graph "
+            "and keep k fixed; do not toggle it by a data-dependent condition"
+        ),
+        # cw._PATTERNS
+        "conditional_work.dropout": (
+            "dropout is on in model.train() and off in model.eval(), so each mode is its own graph: call "
+            "model.train() before every training step (an evaluate() that calls model.eval() leaves it "
+            "off), and switch modes on a fixed schedule so that each compiles once"
+        ),
+        # cw._PATTERNS
+        "conditional_work.dropout_zero": (
+            "a dropout probability reached exactly 0.0 (a schedule that decays it): at p=0 dropout "
+            "leaves the graph, other values of p are passed as data; floor the schedule at a small "
+            "non-zero value (max(p, 1e-3)) so that every step runs the same graph"
+        ),
+        "conditional_work.accumulation": (
+            "expected with gradient accumulation: two graphs (accumulate, and accumulate + step) that "
+            "each compile once; keep k fixed and call torch_xla.sync() at the same place every step"
+        ),
+        # permutation._PLAIN
+        "parameter_permutation.plain": (
+            "keep the order in which tensors are created or updated the same on every step: update "
+            "parameters in a fixed order (not sorted by a value that changes, such as a per-layer "
+            "learning rate), iterate over sorted keys, not sets"
+        ),
+        # permutation._PLAIN
+        "output_permutation.plain": (
+            "keep the order in which live tensors are produced the same on every step: fill dicts of "
+            "statistics in a fixed key order, update parameters in a fixed order"
+        ),
+        # residue
+        "structure.operand_order": (
+            "the same expression is written with its operands in another order on some steps (a * b vs b "
+            "* a, or a reducer / comparator with its arguments swapped): torch_xla hashes operand order, "
+            "so write it one way"
+        ),
+        # collectives
+        "collective.other_tensors": (
+            "the collectives move other tensors: work that issues them runs in one graph only (a layer "
+            "added, activation checkpointing's recomputed forward, a norm all-reduced for clipping, a "
+            "parallel layout changed): make that work the same on every step"
+        ),
+        # report.build
+        "own_graph": (
+            "expected: work synced at its own point (an evaluation pass, metrics, a checkpoint) is a "
+            "graph of its own, compiled once and reused; keep it the same each time it runs (the same "
+            "batch shapes, model.eval() / train() around it), and separate from the training step"
+        ),
+        # residue
+        "structure.residue": "make the code behind these instructions run the same way on every step",
+    }
+)
+
+_EXPECTED = "says the change is expected (nothing to fix); no pair of scripts can show fewer compiles"
+_DEVICES = "needs several devices or ranks (collectives, shardings): no single-device CPU run shows it"
+_JAX = "printed for JAX / XLA programs (donation, frontend attributes, custom calls), not torch_xla steps"
+_GENERIC = (
+    "the fallback text of a kind whose recognizers word a specific fix; the specific fixes of this "
+    "kind have scripts"
+)
+_UNKNOWN = "printed where xlagraph does not know the pattern: it names no change to make"
+_TODO = "not shown yet: no script pair written for it (see docs/fixes.md)"
+
+# IDs that no pair of scripts under fixtures/torch_xla/fixes/ shows, and why. Every other ID has
+# a folder there; tests/test_fixes_work.py checks that the two lists cover the registry.
+NOT_SHOWN: Mapping[str, str] = MappingProxyType(
+    {
+        "state_init": _EXPECTED,
+        "own_graph": _EXPECTED,
+        "collective.parallel_layout": _EXPECTED,
+        "collective.fsdp_wrapping": _EXPECTED,
+        "structure.checkpointing": _EXPECTED,
+        "parameter_shape.weights": _EXPECTED,
+        "parameter_added.layer": _EXPECTED,
+        "conditional_work.accumulation": _EXPECTED,
+        "collective": _DEVICES,
+        "collective.scale": _DEVICES,
+        "collective.other_tensors": _DEVICES,
+        "sharding": _DEVICES,
+        "attribute.donation": _JAX,
+        "attribute.annotation": _JAX,
+        "attribute.backend_config": _JAX,
+        "constant_value.scalar_op": _JAX,
+        "structure": _UNKNOWN,
+        "structure.residue": _UNKNOWN,
+        "parameter_permutation": _GENERIC,
+        "output_permutation": _GENERIC,
+        "parameter_shape": _GENERIC,
+        "constant_value": _GENERIC,
+        "conditional_work": _GENERIC,
+        "parameter_added": _GENERIC,
+        "parameter_shape.other": _GENERIC,
+        "parameter_permutation.plain": _TODO,
+        "parameter_removed": _TODO,
+        "dtype": _TODO,
+        "layout": _TODO,
+        "parameter_shape.grown_batch": _TODO,
+        "parameter_shape.list": _TODO,
+        "parameter_shape.resized_weights": _TODO,
+        "parameter_shape.switched_weights": _TODO,
+        "constant_value.python_scalar": _TODO,
+        "attribute.flag": _TODO,
+        "structure.operand_order": _TODO,
+    }
+)
+
+_BY_TEXT: Mapping[str, str] = MappingProxyType({text: fid for fid, text in FIXES.items()})
+
+
+def fix(fid: str) -> str:
+    """The text of fix `fid` (a KeyError names an ID the registry lacks)."""
+    return FIXES[fid]
+
+
+def fix_id(text: str) -> str:
+    """The ID of a fix text; `` for a text the registry does not hold."""
+    return _BY_TEXT.get(text, "")
