@@ -131,6 +131,9 @@ pub struct ModuleText<'a> {
     pub header: Vec<(&'a str, Cow<'a, str>)>,
     pub comps: Vec<Comp<'a>>,
     pub tables: Vec<(&'a str, i64, &'a str)>,
+    /// Spellings an older XLA printer wrote that today's XLA refuses, read all the same:
+    /// `(what, line of the first, how many)` (notes.rs).
+    pub notes: Vec<(&'static str, u32, usize)>,
 }
 
 /// What the checks need to know of an instruction besides its IR record.
@@ -175,6 +178,8 @@ pub struct Parser<'a> {
     pub(crate) async_computations: std::collections::HashSet<String>,
     /// Suffix of the last `_.N` name given to a computation written in place.
     pub(crate) inline_count: usize,
+    /// Old spellings read: `(what, position of the first, how many)`.
+    pub(crate) notes: Vec<(&'static str, usize, usize)>,
 }
 
 pub fn unescape(s: &str) -> Cow<'_, str> {
@@ -253,7 +258,24 @@ impl<'a> Parser<'a> {
             depth: 0,
             async_computations: Default::default(),
             inline_count: 0,
+            notes: Vec::new(),
         }
+    }
+
+    /// Record that an old spelling was read at `pos` (one note per kind, counted).
+    pub(crate) fn note(&mut self, what: &'static str, pos: usize) {
+        match self.notes.iter_mut().find(|(w, _, _)| *w == what) {
+            Some(entry) => entry.2 += 1,
+            None => self.notes.push((what, pos, 1)),
+        }
+    }
+
+    /// The notes with line numbers, for the module read.
+    pub(crate) fn take_notes(&mut self) -> Vec<(&'static str, u32, usize)> {
+        std::mem::take(&mut self.notes)
+            .into_iter()
+            .map(|(what, pos, n)| (what, self.line(pos), n))
+            .collect()
     }
 
     pub(crate) fn line(&self, pos: usize) -> u32 {
@@ -338,6 +360,7 @@ impl<'a> Parser<'a> {
             header,
             comps: std::mem::take(&mut self.comps),
             tables,
+            notes: self.take_notes(),
         };
         crate::checks::check_header(&module, &self.comp_names)?;
         Ok(module)
@@ -410,6 +433,7 @@ impl<'a> Parser<'a> {
             header: Vec::new(),
             comps: std::mem::take(&mut self.comps),
             tables: Vec::new(),
+            notes: self.take_notes(),
         })
     }
 
@@ -954,6 +978,11 @@ impl<'a> Parser<'a> {
             message: m,
             pos: i.map(|i| attr_pos[i]).unwrap_or(op_pos),
         })?;
+        for (i, (key, value)) in attrs.iter().enumerate() {
+            if let Some(what) = crate::notes::old_attribute(opcode, key, value) {
+                self.note(what, attr_pos[i]);
+            }
+        }
         Ok(Attributes {
             list: attrs,
             called,

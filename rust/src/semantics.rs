@@ -150,6 +150,17 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
+    /// The opcode of the root of computation `name`, when it was read already.
+    fn root_opcode(&self, name: &str) -> Option<Cow<'a, str>> {
+        let comp = self.comps.iter().rev().find(|c| c.name == name)?;
+        let root = comp
+            .insts
+            .iter()
+            .find(|i| i.is_root)
+            .or(comp.insts.last())?;
+        Some(root.opcode.clone())
+    }
+
     /// Async chains: start -> update* -> done, one wrapped computation and thread throughout.
     /// Creates the wrapped computation of shorthand starts (added to `called`).
     #[allow(clippy::too_many_arguments)]
@@ -173,6 +184,10 @@ impl<'a> Parser<'a> {
             return Ok(None);
         };
         {
+            // The opcode the chain wraps: the shorthand's base, else the root of the computation
+            // an explicit async-start calls (XLA compares the done's shorthand against it:
+            // `async-start(...), calls=%c` then `custom-call-done(...)` is host offloading's form).
+            let mut chain_wrapped: Option<Cow<'a, str>> = wrapped_opcode.map(Cow::Borrowed);
             let chain_name = match kind {
                 Async::Start => {
                     let shape = self.shape_at(shape_pos)?;
@@ -199,6 +214,7 @@ impl<'a> Parser<'a> {
                                 format!("computation {c} is called by more than one async op"),
                             );
                         }
+                        chain_wrapped = self.root_opcode(c);
                         (c.clone(), thread.clone().unwrap_or(Cow::Borrowed("main")))
                     }
                 }
@@ -245,15 +261,11 @@ impl<'a> Parser<'a> {
                             return err(op_pos, "AsyncUpdate expects the op shape to be the same as the operand shape");
                         }
                     }
+                    chain_wrapped = prev_wrapped.clone();
                     (prev_comp.clone(), prev_thread.clone())
                 }
             };
-            Ok(Some((
-                kind,
-                wrapped_opcode.map(Cow::Borrowed),
-                chain_name.0,
-                chain_name.1,
-            )))
+            Ok(Some((kind, chain_wrapped, chain_name.0, chain_name.1)))
         }
     }
 }

@@ -37,7 +37,14 @@ from xlagraph._gc import paused_gc
 from xlagraph.errors import ParseError
 from xlagraph.ir import Computation, Frame, GraphInfo, Instruction, Metadata, Module
 
-__all__ = ["HloSummary", "looks_like_hlo", "parse_hlo", "split_top_level", "summarize_hlo"]
+__all__ = [
+    "HloSummary",
+    "looks_like_hlo",
+    "old_spelling_notes",
+    "parse_hlo",
+    "split_top_level",
+    "summarize_hlo",
+]
 
 _SPECIAL = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|[,{}\[\]()]')
 _KV = re.compile(r"(\w+)=(-?\d+)")
@@ -119,7 +126,7 @@ def parse_hlo(text: str, path: str = "", *, first_line: int = 1, info: GraphInfo
     """
     with paused_gc():
         try:
-            name, header, computations, rows, canonical = _core.parse_hlo(
+            name, header, computations, rows, canonical, old = _core.parse_hlo(
                 text, first_line - 1, Instruction, Metadata
             )
         except _core.HloSyntaxError as e:
@@ -135,7 +142,16 @@ def parse_hlo(text: str, path: str = "", *, first_line: int = 1, info: GraphInfo
             info or GraphInfo(label=path),
             _frame_tables(rows) if rows else {},
             (comps, canonical),
+            old_spelling_notes(old, path or name),
         )
+
+
+def old_spelling_notes(rows: tuple[tuple[str, int, int], ...], where: str) -> tuple[str, ...]:
+    """One line per kind of spelling the compiled reader read although today's XLA refuses it
+    (rust/src/notes.rs): `file:line: note: ...`, the line being the first such place."""
+    return tuple(
+        f"{where}:{line}: note: {what}" + (f" ({n} places)" if n > 1 else "") for what, line, n in rows
+    )
 
 
 class HloSummary(NamedTuple):
@@ -146,6 +162,7 @@ class HloSummary(NamedTuple):
     computation_count: int
     fingerprint: str
     order: str
+    notes: tuple[str, ...] = ()
 
 
 def summarize_hlo(text: str, path: str = "", *, first_line: int = 1) -> HloSummary | None:
@@ -155,7 +172,7 @@ def summarize_hlo(text: str, path: str = "", *, first_line: int = 1) -> HloSumma
     Raises the `ParseError`s `parse_hlo` and `canonicalize` raise; None when the module is one
     the compiled core leaves to Python's canonicalization (then parse and canonicalize it)."""
     try:
-        name, count, computations, canonical = _core.summarize_hlo(text, first_line - 1)
+        name, count, computations, canonical, old = _core.summarize_hlo(text, first_line - 1)
     except _core.HloSyntaxError as e:
         message, line = e.args
         raise ParseError(path, message, line) from None
@@ -164,4 +181,4 @@ def summarize_hlo(text: str, path: str = "", *, first_line: int = 1) -> HloSumma
     first, second = canonical
     if isinstance(second, int):  # (message, line): canonicalization refuses the module
         raise ParseError(path or name, first, second)
-    return HloSummary(name, count, computations, first, second)
+    return HloSummary(name, count, computations, first, second, old_spelling_notes(old, path or name))

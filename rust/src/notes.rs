@@ -1,0 +1,25 @@
+//! Spellings that an older (or a vendor's) XLA printer wrote and that today's XLA parser refuses.
+//! The reader takes them as the printer meant them and says so in a note (never an error): a dump
+//! is read as the XLA that wrote it read it. Each note's text names the spelling, what it is read
+//! as, and who wrote it; `docs/reading.md` lists them with the dumps they were found in.
+
+/// `custom-call ..., api_version=API_VERSION_UNSPECIFIED`: the proto enum's zero value, printed
+/// by XLA builds before the parser refused it (torch-neuronx / Trainium dumps carry it on every
+/// custom-call). XLA treated it as the default, API_VERSION_ORIGINAL.
+pub const API_VERSION_UNSPECIFIED: &str = "custom-call api_version=API_VERSION_UNSPECIFIED is \
+     an older XLA's spelling (torch-neuronx prints it; today's XLA refuses it): read as \
+     API_VERSION_ORIGINAL";
+
+/// `convolution ..., conv_kind=fprop`: printed by XLA newer than the jaxlib the conformance
+/// oracle pins (hlo_parser_test.cc ConvolutionWithKind), refused by that jaxlib.
+pub const CONV_KIND: &str = "convolution conv_kind= is a newer XLA's attribute (jaxlib 0.10.2 \
+     refuses it): read and kept as written";
+
+/// The note for an attribute, when its spelling is an old one.
+pub fn old_attribute(opcode: &str, key: &str, value: &str) -> Option<&'static str> {
+    match (opcode, key, value) {
+        ("custom-call", "api_version", "API_VERSION_UNSPECIFIED") => Some(API_VERSION_UNSPECIFIED),
+        ("convolution", "conv_kind", _) => Some(CONV_KIND),
+        _ => None,
+    }
+}
