@@ -15,6 +15,11 @@ pub const API_VERSION_UNSPECIFIED: &str = "custom-call api_version=API_VERSION_U
 pub const CONV_KIND: &str = "convolution conv_kind= is a newer XLA's attribute (jaxlib 0.10.2 \
      refuses it): read and kept as written";
 
+/// An async-update whose shape binds the output its async-start left as `()`: newer XLA parses
+/// it (hlo_diff's tests), jaxlib 0.10.2 refuses it.
+pub const LATE_BOUND_ASYNC_UPDATE: &str = "async-update binds the output its async-start left \
+     empty (newer XLA reads it; jaxlib 0.10.2 refuses it): read with the async-update's shape";
+
 /// The note for an attribute, when its spelling is an old one.
 pub fn old_attribute(opcode: &str, key: &str, value: &str) -> Option<&'static str> {
     match (opcode, key, value) {

@@ -257,8 +257,12 @@ impl<'a> Parser<'a> {
                     }
                     if kind == Async::Update {
                         let prev_shape = self.shape_at(scope.facts[operands[0] as usize].shape)?;
-                        if prev_shape.is_some() && prev_shape != self.shape_at(shape_pos)? {
-                            return err(op_pos, "AsyncUpdate expects the op shape to be the same as the operand shape");
+                        let shape = self.shape_at(shape_pos)?;
+                        if prev_shape.is_some() && prev_shape != shape {
+                            if !late_bound(prev_shape.as_ref(), shape.as_ref()) {
+                                return err(op_pos, "AsyncUpdate expects the op shape to be the same as the operand shape");
+                            }
+                            self.note(crate::notes::LATE_BOUND_ASYNC_UPDATE, op_pos);
                         }
                     }
                     chain_wrapped = prev_wrapped.clone();
@@ -268,4 +272,23 @@ impl<'a> Parser<'a> {
             Ok(Some((kind, chain_wrapped, chain_name.0, chain_name.1)))
         }
     }
+}
+
+/// An async-update that binds the output its async-start left empty (`((operands), (), context)`
+/// then `((operands), output, context)`): newer XLA parses it (hlo_diff's
+/// CreateWithLateBoundAsyncUpdateWorks), jaxlib 0.10.2 refuses it. Operands and context must agree.
+fn late_bound(start: Option<&Shape>, update: Option<&Shape>) -> bool {
+    let (Some(a), Some(b)) = (
+        start.and_then(Shape::tuple_elements),
+        update.and_then(Shape::tuple_elements),
+    ) else {
+        return false;
+    };
+    a.len() == b.len()
+        && a.len() >= 3
+        && a[0] == b[0]
+        && a[a.len() - 1] == b[b.len() - 1]
+        && a[1..a.len() - 1]
+            .iter()
+            .all(|s| s.tuple_elements().is_some_and(<[Shape]>::is_empty))
 }
