@@ -53,7 +53,8 @@ const KNOWN: &[&str] = &[
     "condition",
     "constrain_layout",
     "control-predecessors",
-    "conv_kind", // newer XLA than the oracle's: read with a note (notes.rs)
+    "all_reduce_id", // XLA 2018's cross-replica-sum: read with a note (notes.rs)
+    "conv_kind",     // newer XLA than the oracle's: read with a note (notes.rs)
     "convolution_kind",
     "cross_program_prefetch_index",
     "custom_call_has_side_effect",
@@ -85,6 +86,7 @@ const KNOWN: &[&str] = &[
     "iota_dimension",
     "is_associative",
     "is_composite",
+    "is_cross_program_prefetch", // XLA 2020-22: read with a note (notes.rs)
     "is_host_transfer",
     "is_reverse",
     "is_stable",
@@ -113,6 +115,7 @@ const KNOWN: &[&str] = &[
     "padding",
     "padding_type",
     "parameter_replication",
+    "replica_group_ids", // XLA 2018: read with a note (notes.rs)
     "replica_groups",
     "result_accuracy",
     "rhs_batch_dims",

@@ -20,11 +20,29 @@ pub const CONV_KIND: &str = "convolution conv_kind= is a newer XLA's attribute (
 pub const LATE_BOUND_ASYNC_UPDATE: &str = "async-update binds the output its async-start left \
      empty (newer XLA reads it; jaxlib 0.10.2 refuses it): read with the async-update's shape";
 
+/// `cross-replica-sum(...)`: all-reduce's opcode before XLA renamed it (2018-19 text).
+pub const CROSS_REPLICA_SUM: &str = "cross-replica-sum is all-reduce's name in XLA before 2019 \
+     (today's XLA refuses it): read as all-reduce";
+
+/// `constant(f32[2] {1, 2})`: a literal that repeats its shape, printed by XLA before 2019.
+pub const SHAPED_CONSTANT: &str = "a constant whose literal repeats its shape (XLA before 2019; \
+     today's XLA refuses it): read without the repeated shape";
+
+/// `copy-start(...), is_cross_program_prefetch=true`: XLA 2020-22, now cross_program_prefetch_index.
+pub const CROSS_PROGRAM_PREFETCH: &str = "copy-start is_cross_program_prefetch=true (XLA 2020-22; \
+     today's XLA refuses it): read; today it is written cross_program_prefetch_index=0";
+
+/// `all_reduce_id=N` / `replica_group_ids={...}` on a cross-replica-sum (XLA 2018).
+pub const OLD_ALL_REDUCE_ATTRIBUTE: &str = "all_reduce_id= / replica_group_ids= are attributes of \
+     XLA 2018's cross-replica-sum (today's XLA refuses them): read and kept as written";
+
 /// The note for an attribute, when its spelling is an old one.
 pub fn old_attribute(opcode: &str, key: &str, value: &str) -> Option<&'static str> {
     match (opcode, key, value) {
         ("custom-call", "api_version", "API_VERSION_UNSPECIFIED") => Some(API_VERSION_UNSPECIFIED),
         ("convolution", "conv_kind", _) => Some(CONV_KIND),
+        ("copy-start", "is_cross_program_prefetch", _) => Some(CROSS_PROGRAM_PREFETCH),
+        ("all-reduce", "all_reduce_id" | "replica_group_ids", _) => Some(OLD_ALL_REDUCE_ATTRIBUTE),
         _ => None,
     }
 }

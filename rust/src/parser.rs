@@ -747,7 +747,12 @@ impl<'a> Parser<'a> {
         }
         self.c.ws()?;
         let op_pos = self.c.pos;
-        let opcode = self.c.ident();
+        let mut opcode = self.c.ident();
+        if opcode == "cross-replica-sum" {
+            // all-reduce's name before 2019 (notes.rs): read as what it is today.
+            self.note(crate::notes::CROSS_REPLICA_SUM, op_pos);
+            opcode = "all-reduce";
+        }
         if opcode.is_empty() {
             return err(
                 op_pos,
@@ -808,6 +813,23 @@ impl<'a> Parser<'a> {
             "constant" => {
                 let p0 = self.c.pos;
                 let shape = self.shape_at(shape_pos)?.expect("constant has a shape");
+                self.c.ws()?;
+                let s0 = self.c.pos;
+                if shape.tuple_elements().is_none() && can_be_shape(&mut self.c)? {
+                    // `constant(f32[2] {1, 2})`: older printers wrote the shape again.
+                    let own = crate::shape::parse_shape(&mut self.c)?;
+                    if own.human() != shape.human() {
+                        return err(
+                            s0,
+                            format!(
+                                "the constant's own shape {} is not its instruction's, {}",
+                                own.human(),
+                                shape.human()
+                            ),
+                        );
+                    }
+                    self.note(crate::notes::SHAPED_CONSTANT, s0);
+                }
                 check_literal(&mut self.c, &shape)?;
                 payload = tidy(self.c.text[p0..self.c.pos].trim());
                 self.close_operands(open, opcode)?;
