@@ -262,6 +262,31 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// The line where `name` is defined further on in the current computation, if it is (a
+    /// definition after its use: a cycle, or text out of order). Only read to word an error.
+    fn defined_later(&self, name: &str) -> Option<u32> {
+        if name.is_empty() {
+            return None;
+        }
+        let rest = &self.c.text[self.c.pos..];
+        let end = rest.find("\n}").unwrap_or(rest.len());
+        let body = &rest[..end];
+        let mut from = 0;
+        while let Some(k) = body[from..].find(name) {
+            let at = from + k;
+            let before = body[..at].trim_end_matches('%');
+            let line_start = before.trim_end_matches([' ', '\t']);
+            let starts_line =
+                line_start.is_empty() || line_start.ends_with('\n') || line_start.ends_with("ROOT");
+            let after = body[at + name.len()..].trim_start();
+            if starts_line && after.starts_with('=') {
+                return Some(self.line(self.c.pos + at));
+            }
+            from = at + name.len();
+        }
+        None
+    }
+
     /// Record that an old spelling was read at `pos` (one note per kind, counted).
     pub(crate) fn note(&mut self, what: &'static str, pos: usize) {
         match self.notes.iter_mut().find(|(w, _, _)| *w == what) {
@@ -815,7 +840,10 @@ impl<'a> Parser<'a> {
                 let shape = self.shape_at(shape_pos)?.expect("constant has a shape");
                 self.c.ws()?;
                 let s0 = self.c.pos;
-                if shape.tuple_elements().is_none() && can_be_shape(&mut self.c)? {
+                if shape.tuple_elements().is_none()
+                    && self.c.peek().is_ascii_alphabetic()
+                    && can_be_shape(&mut self.c)?
+                {
                     // `constant(f32[2] {1, 2})`: older printers wrote the shape again.
                     let own = crate::shape::parse_shape(&mut self.c)?;
                     if own.human() != shape.human() {
@@ -1097,6 +1125,15 @@ impl<'a> Parser<'a> {
                 return self.missing_parameter(scope, name, s0, s1);
             }
             let shown = if name.is_empty() { "(unnamed)" } else { name };
+            if let Some(later) = self.defined_later(name) {
+                return err(
+                    name_pos,
+                    format!(
+                        "{parent} uses {shown}, which is defined only later, on line {later} \
+                         (a cycle, or instructions out of order: operands are defined before use)"
+                    ),
+                );
+            }
             return err(
                 name_pos,
                 format!(
