@@ -9,15 +9,16 @@ wrapped computation of async shorthand (`add-start` calls `<start>.async_wrapped
 written in place (`to_apply={...}` becomes `_`, `_.1`, ...), a module without header, and one
 instruction alone (its undefined operands become parameters). It also reads what XLA printers of
 other versions wrote that today's XLA refuses (`api_version=API_VERSION_UNSPECIFIED` of older
-builds and torch-neuronx, `conv_kind=` and late-bound async-updates of newer XLA), each with a note
-in `Module.notes` (rust/src/notes.rs; docs/reading.md). It refuses what no XLA version writes,
-naming the line: unknown opcodes, element types and attribute names, malformed or out-of-range
-constants, a second ENTRY or ROOT, duplicate names, operands, control predecessors or computations
-used before they are defined (so operand cycles cannot be written), a signature that contradicts
-its root, a layout for another rank, malformed `input_output_alias` / `buffer_donor`, broken async
-chains, missing required attributes and malformed attribute values (windows, dim_labels, iota
-device lists, ...), truncated text. Nesting is bounded and the reader runs on a thread of its own,
-so deep input cannot overflow a stack.
+builds and torch-neuronx, `cross-replica-sum`, constants that repeat their shape and
+`is_cross_program_prefetch=true` of older XLA, `conv_kind=` and late-bound async-updates of newer
+XLA), each with a note in `Module.notes` (rust/src/notes.rs; docs/reading.md). It refuses what no
+XLA version writes, naming the line: unknown opcodes, element types and attribute names, malformed
+or out-of-range constants, a second ENTRY or ROOT, duplicate names, operands, control predecessors
+or computations used before they are defined (so operand cycles cannot be written), a signature
+that contradicts its root, a layout for another rank, malformed `input_output_alias` /
+`buffer_donor`, broken async chains, missing required attributes and malformed attribute values
+(windows, dim_labels, iota device lists, ...), truncated text. Nesting is bounded and the reader
+runs on a thread of its own, so deep input cannot overflow a stack.
 
 It builds the IR of xlagraph.ir directly: names without `%`, raw attribute text in printed order
 (metadata apart), parsed metadata, and the FileNames/StackFrames tables as rows turned into frames
