@@ -124,7 +124,7 @@ def _summarize(graph: Graph) -> _Summary:
     if graph.format == "hlo":  # the compiled core alone, without building the module's IR
         quick = summarize_hlo(graph.text, graph.path, first_line=graph.first_line)
         if quick is not None:
-            return _Summary(*quick)
+            return _Summary(*quick[:5])  # quick.notes: not listed yet
     module = read(graph)
     canon = canonicalize(module)
     return _Summary(

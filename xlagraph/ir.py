@@ -171,6 +171,8 @@ class Module:
     # `(computations, canonical form)` from the compiled reader, for `canonicalize`, which uses it
     # only while `computations` is still that tuple (see `_core.parse_hlo`).
     core: tuple | None = field(default=None, repr=False)
+    # What the reader says about the text besides its content: old spellings it read (one line each).
+    notes: tuple[str, ...] = ()
 
     @cached_property
     def entry(self) -> Computation:

@@ -53,6 +53,8 @@ const KNOWN: &[&str] = &[
     "condition",
     "constrain_layout",
     "control-predecessors",
+    "all_reduce_id", // XLA 2018's cross-replica-sum: read with a note (notes.rs)
+    "conv_kind",     // newer XLA than the oracle's: read with a note (notes.rs)
     "convolution_kind",
     "cross_program_prefetch_index",
     "custom_call_has_side_effect",
@@ -84,6 +86,7 @@ const KNOWN: &[&str] = &[
     "iota_dimension",
     "is_associative",
     "is_composite",
+    "is_cross_program_prefetch", // XLA 2020-22: read with a note (notes.rs)
     "is_host_transfer",
     "is_reverse",
     "is_stable",
@@ -112,6 +115,7 @@ const KNOWN: &[&str] = &[
     "padding",
     "padding_type",
     "parameter_replication",
+    "replica_group_ids", // XLA 2018: read with a note (notes.rs)
     "replica_groups",
     "result_accuracy",
     "rhs_batch_dims",
@@ -167,6 +171,7 @@ const ACCURACY_OPS: &[&str] = &[
 ];
 
 const API_VERSIONS: &[&str] = &[
+    "API_VERSION_UNSPECIFIED", // older printers' spelling, read with a note (notes.rs)
     "API_VERSION_ORIGINAL",
     "API_VERSION_STATUS_RETURNING",
     "API_VERSION_STATUS_RETURNING_UNIFIED",
@@ -212,6 +217,20 @@ pub fn check(
                     result_accuracy(value)
                 } else {
                     Err(format!("unexpected attribute result_accuracy for {opcode}"))
+                }
+            }
+            "conv_kind" if opcode != "convolution" => {
+                Err(format!("unexpected attribute conv_kind for {opcode}"))
+            }
+            "conv_kind" => {
+                if !value.is_empty()
+                    && value
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                {
+                    Ok(())
+                } else {
+                    Err(format!("expects a convolution kind, but sees {value}"))
                 }
             }
             "api_version" => {

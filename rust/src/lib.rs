@@ -9,6 +9,7 @@ mod canon;
 mod checks;
 mod created;
 mod literal;
+mod notes;
 mod opcodes;
 mod parser;
 mod scan;
@@ -349,7 +350,22 @@ fn parse_hlo<'py>(
             comps.into_any(),
             rows.into_any(),
             canonical,
+            notes(py, &module.notes, line_offset)?.into_any(),
         ],
+    )
+}
+
+/// The old spellings read (notes.rs), as `(what, line of the first, how many)` tuples.
+fn notes<'py>(
+    py: Python<'py>,
+    notes: &[(&str, u32, usize)],
+    line_offset: i64,
+) -> PyResult<Bound<'py, PyTuple>> {
+    PyTuple::new(
+        py,
+        notes
+            .iter()
+            .map(|(what, line, n)| (*what, *line as i64 + line_offset, *n)),
     )
 }
 
@@ -460,10 +476,11 @@ fn summarize_hlo<'py>(
                 Err(canon::Failure::Bad(message, line)) => Err(Some((message, line))),
                 Err(canon::Failure::Fallback) => Err(None),
             };
-            (m.name.into_owned(), count, m.comps.len(), canonical)
+            let notes = m.notes.clone();
+            (m.name.into_owned(), count, m.comps.len(), canonical, notes)
         })
     });
-    let (name, count, comps, canonical) = summary
+    let (name, count, comps, canonical, old) = summary
         .map_err(|(message, line)| HloSyntaxError::new_err((message, line as i64 + line_offset)))?;
     let canonical = match canonical {
         Ok(pair) => pair.into_pyobject(py)?.into_any(),
@@ -472,7 +489,7 @@ fn summarize_hlo<'py>(
             .into_any(),
         Err(None) => py.None().into_bound(py),
     };
-    (name, count, comps, canonical).into_pyobject(py)
+    (name, count, comps, canonical, notes(py, &old, line_offset)?).into_pyobject(py)
 }
 
 /// Parse without building the IR; returns the instruction count (benchmarks split the cost).

@@ -131,6 +131,9 @@ pub struct ModuleText<'a> {
     pub header: Vec<(&'a str, Cow<'a, str>)>,
     pub comps: Vec<Comp<'a>>,
     pub tables: Vec<(&'a str, i64, &'a str)>,
+    /// Spellings an older XLA printer wrote that today's XLA refuses, read all the same:
+    /// `(what, line of the first, how many)` (notes.rs).
+    pub notes: Vec<(&'static str, u32, usize)>,
 }
 
 /// What the checks need to know of an instruction besides its IR record.
@@ -175,6 +178,8 @@ pub struct Parser<'a> {
     pub(crate) async_computations: std::collections::HashSet<String>,
     /// Suffix of the last `_.N` name given to a computation written in place.
     pub(crate) inline_count: usize,
+    /// Old spellings read: `(what, position of the first, how many)`.
+    pub(crate) notes: Vec<(&'static str, usize, usize)>,
 }
 
 pub fn unescape(s: &str) -> Cow<'_, str> {
@@ -253,7 +258,49 @@ impl<'a> Parser<'a> {
             depth: 0,
             async_computations: Default::default(),
             inline_count: 0,
+            notes: Vec::new(),
         }
+    }
+
+    /// The line where `name` is defined further on in the current computation, if it is (a
+    /// definition after its use: a cycle, or text out of order). Only read to word an error.
+    fn defined_later(&self, name: &str) -> Option<u32> {
+        if name.is_empty() {
+            return None;
+        }
+        let rest = &self.c.text[self.c.pos..];
+        let end = rest.find("\n}").unwrap_or(rest.len());
+        let body = &rest[..end];
+        let mut from = 0;
+        while let Some(k) = body[from..].find(name) {
+            let at = from + k;
+            let before = body[..at].trim_end_matches('%');
+            let line_start = before.trim_end_matches([' ', '\t']);
+            let starts_line =
+                line_start.is_empty() || line_start.ends_with('\n') || line_start.ends_with("ROOT");
+            let after = body[at + name.len()..].trim_start();
+            if starts_line && after.starts_with('=') {
+                return Some(self.line(self.c.pos + at));
+            }
+            from = at + name.len();
+        }
+        None
+    }
+
+    /// Record that an old spelling was read at `pos` (one note per kind, counted).
+    pub(crate) fn note(&mut self, what: &'static str, pos: usize) {
+        match self.notes.iter_mut().find(|(w, _, _)| *w == what) {
+            Some(entry) => entry.2 += 1,
+            None => self.notes.push((what, pos, 1)),
+        }
+    }
+
+    /// The notes with line numbers, for the module read.
+    pub(crate) fn take_notes(&mut self) -> Vec<(&'static str, u32, usize)> {
+        std::mem::take(&mut self.notes)
+            .into_iter()
+            .map(|(what, pos, n)| (what, self.line(pos), n))
+            .collect()
     }
 
     pub(crate) fn line(&self, pos: usize) -> u32 {
@@ -338,6 +385,7 @@ impl<'a> Parser<'a> {
             header,
             comps: std::mem::take(&mut self.comps),
             tables,
+            notes: self.take_notes(),
         };
         crate::checks::check_header(&module, &self.comp_names)?;
         Ok(module)
@@ -410,6 +458,7 @@ impl<'a> Parser<'a> {
             header: Vec::new(),
             comps: std::mem::take(&mut self.comps),
             tables: Vec::new(),
+            notes: self.take_notes(),
         })
     }
 
@@ -723,7 +772,12 @@ impl<'a> Parser<'a> {
         }
         self.c.ws()?;
         let op_pos = self.c.pos;
-        let opcode = self.c.ident();
+        let mut opcode = self.c.ident();
+        if opcode == "cross-replica-sum" {
+            // all-reduce's name before 2019 (notes.rs): read as what it is today.
+            self.note(crate::notes::CROSS_REPLICA_SUM, op_pos);
+            opcode = "all-reduce";
+        }
         if opcode.is_empty() {
             return err(
                 op_pos,
@@ -784,6 +838,26 @@ impl<'a> Parser<'a> {
             "constant" => {
                 let p0 = self.c.pos;
                 let shape = self.shape_at(shape_pos)?.expect("constant has a shape");
+                self.c.ws()?;
+                let s0 = self.c.pos;
+                if shape.tuple_elements().is_none()
+                    && self.c.peek().is_ascii_alphabetic()
+                    && can_be_shape(&mut self.c)?
+                {
+                    // `constant(f32[2] {1, 2})`: older printers wrote the shape again.
+                    let own = crate::shape::parse_shape(&mut self.c)?;
+                    if own.human() != shape.human() {
+                        return err(
+                            s0,
+                            format!(
+                                "the constant's own shape {} is not its instruction's, {}",
+                                own.human(),
+                                shape.human()
+                            ),
+                        );
+                    }
+                    self.note(crate::notes::SHAPED_CONSTANT, s0);
+                }
                 check_literal(&mut self.c, &shape)?;
                 payload = tidy(self.c.text[p0..self.c.pos].trim());
                 self.close_operands(open, opcode)?;
@@ -954,6 +1028,11 @@ impl<'a> Parser<'a> {
             message: m,
             pos: i.map(|i| attr_pos[i]).unwrap_or(op_pos),
         })?;
+        for (i, (key, value)) in attrs.iter().enumerate() {
+            if let Some(what) = crate::notes::old_attribute(opcode, key, value) {
+                self.note(what, attr_pos[i]);
+            }
+        }
         Ok(Attributes {
             list: attrs,
             called,
@@ -1046,6 +1125,15 @@ impl<'a> Parser<'a> {
                 return self.missing_parameter(scope, name, s0, s1);
             }
             let shown = if name.is_empty() { "(unnamed)" } else { name };
+            if let Some(later) = self.defined_later(name) {
+                return err(
+                    name_pos,
+                    format!(
+                        "{parent} uses {shown}, which is defined only later, on line {later} \
+                         (a cycle, or instructions out of order: operands are defined before use)"
+                    ),
+                );
+            }
             return err(
                 name_pos,
                 format!(

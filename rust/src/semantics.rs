@@ -150,6 +150,17 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
+    /// The opcode of the root of computation `name`, when it was read already.
+    fn root_opcode(&self, name: &str) -> Option<Cow<'a, str>> {
+        let comp = self.comps.iter().rev().find(|c| c.name == name)?;
+        let root = comp
+            .insts
+            .iter()
+            .find(|i| i.is_root)
+            .or(comp.insts.last())?;
+        Some(root.opcode.clone())
+    }
+
     /// Async chains: start -> update* -> done, one wrapped computation and thread throughout.
     /// Creates the wrapped computation of shorthand starts (added to `called`).
     #[allow(clippy::too_many_arguments)]
@@ -173,6 +184,10 @@ impl<'a> Parser<'a> {
             return Ok(None);
         };
         {
+            // The opcode the chain wraps: the shorthand's base, else the root of the computation
+            // an explicit async-start calls (XLA compares the done's shorthand against it:
+            // `async-start(...), calls=%c` then `custom-call-done(...)` is host offloading's form).
+            let mut chain_wrapped: Option<Cow<'a, str>> = wrapped_opcode.map(Cow::Borrowed);
             let chain_name = match kind {
                 Async::Start => {
                     let shape = self.shape_at(shape_pos)?;
@@ -199,6 +214,7 @@ impl<'a> Parser<'a> {
                                 format!("computation {c} is called by more than one async op"),
                             );
                         }
+                        chain_wrapped = self.root_opcode(c);
                         (c.clone(), thread.clone().unwrap_or(Cow::Borrowed("main")))
                     }
                 }
@@ -241,19 +257,38 @@ impl<'a> Parser<'a> {
                     }
                     if kind == Async::Update {
                         let prev_shape = self.shape_at(scope.facts[operands[0] as usize].shape)?;
-                        if prev_shape.is_some() && prev_shape != self.shape_at(shape_pos)? {
-                            return err(op_pos, "AsyncUpdate expects the op shape to be the same as the operand shape");
+                        let shape = self.shape_at(shape_pos)?;
+                        if prev_shape.is_some() && prev_shape != shape {
+                            if !late_bound(prev_shape.as_ref(), shape.as_ref()) {
+                                return err(op_pos, "AsyncUpdate expects the op shape to be the same as the operand shape");
+                            }
+                            self.note(crate::notes::LATE_BOUND_ASYNC_UPDATE, op_pos);
                         }
                     }
+                    chain_wrapped = prev_wrapped.clone();
                     (prev_comp.clone(), prev_thread.clone())
                 }
             };
-            Ok(Some((
-                kind,
-                wrapped_opcode.map(Cow::Borrowed),
-                chain_name.0,
-                chain_name.1,
-            )))
+            Ok(Some((kind, chain_wrapped, chain_name.0, chain_name.1)))
         }
     }
+}
+
+/// An async-update that binds the output its async-start left empty (`((operands), (), context)`
+/// then `((operands), output, context)`): newer XLA parses it (hlo_diff's
+/// CreateWithLateBoundAsyncUpdateWorks), jaxlib 0.10.2 refuses it. Operands and context must agree.
+fn late_bound(start: Option<&Shape>, update: Option<&Shape>) -> bool {
+    let (Some(a), Some(b)) = (
+        start.and_then(Shape::tuple_elements),
+        update.and_then(Shape::tuple_elements),
+    ) else {
+        return false;
+    };
+    a.len() == b.len()
+        && a.len() >= 3
+        && a[0] == b[0]
+        && a[a.len() - 1] == b[b.len() - 1]
+        && a[1..a.len() - 1]
+            .iter()
+            .all(|s| s.tuple_elements().is_some_and(<[Shape]>::is_empty))
 }

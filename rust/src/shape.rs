@@ -229,6 +229,7 @@ fn parse_array(c: &mut Cursor, build: bool) -> Result<Shape> {
     };
     let mut dims = Vec::new();
     let mut dynamic = Vec::new();
+    let mut rank = 0usize;
     if c.eat(b'[')? {
         if !c.eat(b']')? {
             loop {
@@ -257,6 +258,7 @@ fn parse_array(c: &mut Cursor, build: bool) -> Result<Shape> {
                         }
                     }
                 };
+                rank += 1;
                 if build {
                     dims.push(value);
                     dynamic.push(is_dynamic);
@@ -292,6 +294,19 @@ fn parse_array(c: &mut Cursor, build: bool) -> Result<Shape> {
                 _ => c.skip_balanced()?,
             }
             let layout = &c.text[save..c.pos];
+            // A layout that orders more or fewer dimensions than the shape has contradicts it
+            // (XLA: "Dimensions size is 2, but minor to major size is 3"); `{}` orders none.
+            let order = layout[1..].split([':', '}']).next().unwrap_or("");
+            let ordered = crate::scan::strip_comments(order)
+                .split(',')
+                .filter(|d| !d.trim().is_empty())
+                .count();
+            if ordered != 0 && ordered != rank {
+                return err(
+                    save,
+                    format!("the shape has {rank} dimensions, but its layout orders {ordered}"),
+                );
+            }
             if let Some((_, attrs)) = layout.split_once(':') {
                 check_layout_attributes(attrs).map_err(|m| crate::scan::Error {
                     message: m,

@@ -7,13 +7,18 @@ records an empty shape: xlagraph does not infer), and what XLA creates while rea
 XLA counts it: nested instructions (`add(f32[] parameter(0), y)` adds `parameter.anon`), the
 wrapped computation of async shorthand (`add-start` calls `<start>.async_wrapped`), computations
 written in place (`to_apply={...}` becomes `_`, `_.1`, ...), a module without header, and one
-instruction alone (its undefined operands become parameters). It refuses what XLA refuses,
-naming the line: unknown opcodes, element types and attribute names, malformed or out-of-range
-constants, a second ENTRY or ROOT, duplicate names, operands, control predecessors or computations
-used before they are defined (so operand cycles cannot be written), a signature that contradicts
-its root, malformed `input_output_alias` / `buffer_donor`, broken async chains, missing required
-attributes and malformed attribute values (windows, dim_labels, iota device lists, ...). Nesting is
-bounded and the reader runs on a thread of its own, so deep input cannot overflow a stack.
+instruction alone (its undefined operands become parameters). It also reads what XLA printers of
+other versions wrote that today's XLA refuses (`api_version=API_VERSION_UNSPECIFIED` of older
+builds and torch-neuronx, `cross-replica-sum`, constants that repeat their shape and
+`is_cross_program_prefetch=true` of older XLA, `conv_kind=` and late-bound async-updates of newer
+XLA), each with a note in `Module.notes` (rust/src/notes.rs; docs/reading.md). It refuses what no
+XLA version writes, naming the line: unknown opcodes, element types and attribute names, malformed
+or out-of-range constants, a second ENTRY or ROOT, duplicate names, operands, control predecessors
+or computations used before they are defined (so operand cycles cannot be written), a signature
+that contradicts its root, a layout for another rank, malformed `input_output_alias` /
+`buffer_donor`, broken async chains, missing required attributes and malformed attribute values
+(windows, dim_labels, iota device lists, ...), truncated text. Nesting is bounded and the reader
+runs on a thread of its own, so deep input cannot overflow a stack.
 
 It builds the IR of xlagraph.ir directly: names without `%`, raw attribute text in printed order
 (metadata apart), parsed metadata, and the FileNames/StackFrames tables as rows turned into frames
@@ -37,7 +42,14 @@ from xlagraph._gc import paused_gc
 from xlagraph.errors import ParseError
 from xlagraph.ir import Computation, Frame, GraphInfo, Instruction, Metadata, Module
 
-__all__ = ["HloSummary", "looks_like_hlo", "parse_hlo", "split_top_level", "summarize_hlo"]
+__all__ = [
+    "HloSummary",
+    "looks_like_hlo",
+    "old_spelling_notes",
+    "parse_hlo",
+    "split_top_level",
+    "summarize_hlo",
+]
 
 _SPECIAL = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|[,{}\[\]()]')
 _KV = re.compile(r"(\w+)=(-?\d+)")
@@ -119,7 +131,7 @@ def parse_hlo(text: str, path: str = "", *, first_line: int = 1, info: GraphInfo
     """
     with paused_gc():
         try:
-            name, header, computations, rows, canonical = _core.parse_hlo(
+            name, header, computations, rows, canonical, old = _core.parse_hlo(
                 text, first_line - 1, Instruction, Metadata
             )
         except _core.HloSyntaxError as e:
@@ -135,7 +147,16 @@ def parse_hlo(text: str, path: str = "", *, first_line: int = 1, info: GraphInfo
             info or GraphInfo(label=path),
             _frame_tables(rows) if rows else {},
             (comps, canonical),
+            old_spelling_notes(old, path or name),
         )
+
+
+def old_spelling_notes(rows: tuple[tuple[str, int, int], ...], where: str) -> tuple[str, ...]:
+    """One line per kind of spelling the compiled reader read although today's XLA refuses it
+    (rust/src/notes.rs): `file:line: note: ...`, the line being the first such place."""
+    return tuple(
+        f"{where}:{line}: note: {what}" + (f" ({n} places)" if n > 1 else "") for what, line, n in rows
+    )
 
 
 class HloSummary(NamedTuple):
@@ -146,6 +167,7 @@ class HloSummary(NamedTuple):
     computation_count: int
     fingerprint: str
     order: str
+    notes: tuple[str, ...] = ()
 
 
 def summarize_hlo(text: str, path: str = "", *, first_line: int = 1) -> HloSummary | None:
@@ -155,7 +177,7 @@ def summarize_hlo(text: str, path: str = "", *, first_line: int = 1) -> HloSumma
     Raises the `ParseError`s `parse_hlo` and `canonicalize` raise; None when the module is one
     the compiled core leaves to Python's canonicalization (then parse and canonicalize it)."""
     try:
-        name, count, computations, canonical = _core.summarize_hlo(text, first_line - 1)
+        name, count, computations, canonical, old = _core.summarize_hlo(text, first_line - 1)
     except _core.HloSyntaxError as e:
         message, line = e.args
         raise ParseError(path, message, line) from None
@@ -164,4 +186,4 @@ def summarize_hlo(text: str, path: str = "", *, first_line: int = 1) -> HloSumma
     first, second = canonical
     if isinstance(second, int):  # (message, line): canonicalization refuses the module
         raise ParseError(path or name, first, second)
-    return HloSummary(name, count, computations, first, second)
+    return HloSummary(name, count, computations, first, second, old_spelling_notes(old, path or name))
