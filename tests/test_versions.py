@@ -124,6 +124,21 @@ def test_cli_lists_a_module_with_old_spellings(tmp_path: Path) -> None:
     proc = _graphs(path)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
+    # The spelling read is said, once, as a note naming the file and line: never an error.
+    notes = [line for line in proc.stdout.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1 and "API_VERSION_UNSPECIFIED" in notes[0], proc.stdout
+    assert notes[0].startswith(f"note: {path}:"), notes[0]
+
+
+def test_diff_says_each_sides_old_spellings() -> None:
+    import xlagraph.diff
+    from xlagraph.parse.hlo import parse_hlo as read
+
+    names = sorted(f for f in READ if "api_version=API_VERSION_UNSPECIFIED" in _text(f))[:2]
+    a, b = (read(_text(n), n) for n in names)
+    notes = [n for n in xlagraph.diff.diff_modules(a, b).notes if "API_VERSION_UNSPECIFIED" in n]
+    assert [n.split(":")[0] for n in notes] == names, notes
+    assert not any(": note: " in n for n in notes), notes
 
 
 # Real text made into text no XLA version writes, each refused with one line naming the file and

@@ -159,6 +159,8 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
     if not causes:
         causes = residual_differences(left, right, compared)
     notes += elided_constants(left, right, compared)
+    # The reader's notes (`file:line: note: ...`): old or other-version spellings it read.
+    notes += dict.fromkeys(n.replace(": note: ", ": ", 1) for n in (*a.notes, *b.notes))
     if causes and not (_has_frames(a) or _has_frames(b)):
         notes.append(NO_FRAMES_NOTE)
     unseen = () if causes else unseen_constants(left, right, compared)

@@ -102,6 +102,7 @@ class _Summary:
     computations: int
     fingerprint: str
     order: str
+    notes: tuple[str, ...] = ()  # the reader's: old or other-version spellings it read
 
 
 def variant_letter(n: int) -> str:
@@ -124,11 +125,16 @@ def _summarize(graph: Graph) -> _Summary:
     if graph.format == "hlo":  # the compiled core alone, without building the module's IR
         quick = summarize_hlo(graph.text, graph.path, first_line=graph.first_line)
         if quick is not None:
-            return _Summary(*quick[:5])  # quick.notes: not listed yet
+            return _Summary(*quick[:5], notes=tuple(quick.notes))
     module = read(graph)
     canon = canonicalize(module)
     return _Summary(
-        module.name, module.instruction_count, len(module.computations), canon.fingerprint, canon.order
+        module.name,
+        module.instruction_count,
+        len(module.computations),
+        canon.fingerprint,
+        canon.order,
+        tuple(module.notes),
     )
 
 
@@ -156,11 +162,13 @@ def list_graphs(path: str, progress: Progress | None = None) -> GraphListing:
     variants: dict[str, str] = {}
     orders: dict[str, dict[str, str]] = {}
     rows: list[GraphRow] = []
+    notes = dict.fromkeys(source.notes)  # ordered, each once
     for done, graph in enumerate(source.graphs, 1):
         key = (graph.format, graph.text)
         summary = seen.get(key)
         if summary is None:
             summary = seen[key] = _summarize(graph)
+            notes.update(dict.fromkeys(n.replace(": note: ", ": ", 1) for n in summary.notes))
         compile_id = (
             _compile_of(graph.label, graph.info.index) if source.kind == "dump-dir" else graph.info.index
         )
@@ -189,7 +197,7 @@ def list_graphs(path: str, progress: Progress | None = None) -> GraphListing:
         )
         if progress is not None:
             progress(done, total)
-    return GraphListing(source.path, source.kind, tuple(rows), source.notes)
+    return GraphListing(source.path, source.kind, tuple(rows), tuple(notes))
 
 
 def _compile_of(label: str, index: int) -> int:
