@@ -27,6 +27,7 @@ class NotApplicable(Exception):
 
 _LINE = re.compile(r"^(\s*)(ROOT\s+)?(%?)([\w.\-]+)\s*=\s*(.*)$")
 _HEADER_DROP = re.compile(r",\s*(entry_computation_layout|input_output_alias|buffer_donor)=")
+_SHAPE = re.compile(r"^(\(|[a-z][a-z0-9]*\[)")
 _INDEX_COMMENT = re.compile(r"/\*index=\d+\*/")
 _COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
 
@@ -136,6 +137,8 @@ class Entry:
         if k == len(lines):
             raise NotApplicable("ENTRY not closed")
         entry = cls(lines[:start], lines[start], body, lines[k:])
+        if any(not _SHAPE.match(i.shape) for i in body):
+            raise NotApplicable("a shape this reader does not know")
         if sum(i.root for i in body) != 1:
             raise NotApplicable("no single ROOT")
         return entry
@@ -280,6 +283,13 @@ def _dims(shape: str) -> str:
     return re.sub(r"\{[^}]*\}", "", _INDEX_COMMENT.sub("", shape)).replace(" ", "")
 
 
+def _kind(shape: str) -> str:
+    """Element type and rank: an output of another size in the slot of a dropped one of this kind
+    may as well be that one resized (a batch), which a diff may rightly say."""
+    dims = _dim_list(shape)
+    return f"{shape.split('[')[0]}/{len(dims[0]) if dims else -1}"
+
+
 def _distinct(names: list[str], col: dict[str, int]) -> list[int]:
     """Positions in `names` whose colour no other name there has."""
     count: dict[int, int] = {}
@@ -399,7 +409,7 @@ def drop_output(entry: Entry, exp: Expected, rng: random.Random) -> None:
         raise NotApplicable("no distinguishable output to drop")
     k = rng.choice(choices)
     shapes = _output_shapes(entry)
-    exp.dropped_shapes.add(_dims(shapes[k]))
+    exp.dropped_shapes.add(_kind(shapes[k]))
     _set_outputs(entry, outs[:k] + outs[k + 1 :], shapes[:k] + shapes[k + 1 :])
 
     def shift(j: int | None) -> int | None:
@@ -417,7 +427,7 @@ def add_output(entry: Entry, exp: Expected, rng: random.Random) -> None:
     col = _colours(entry)
     taken = {col[o] for o in outs}
     live = entry.live()
-    # A value the graph computes that no output equals, of a shape unlike a dropped output's.
+    # A value the graph computes that no output equals, of a kind unlike a dropped output's.
     pool = [
         i
         for i in entry.body
@@ -426,7 +436,7 @@ def add_output(entry: Entry, exp: Expected, rng: random.Random) -> None:
         and not i.shape.startswith("(")
         and i.opcode not in ("parameter", "constant", "get-tuple-element", "tuple")
         and col[i.name] not in taken
-        and _dims(i.shape) not in exp.dropped_shapes
+        and _kind(i.shape) not in exp.dropped_shapes
         and "[]" not in i.shape  # a tensor, not a scalar of the step's bookkeeping
     ]
     if not pool:
@@ -495,7 +505,9 @@ def _dim_list(shape: str) -> list[list[int]]:
 
 def change_batch(entry: Entry, exp: Expected, rng: random.Random) -> None:
     ps = entry.params()
-    sizes = sorted({d[0] for p in ps.values() for d in _dim_list(p.shape)[:1] if d and d[0] >= 2})
+    # A batch size: the leading dimension of some input, and no other dimension of any input.
+    inner = {x for p in ps.values() for d in _dim_list(p.shape) for x in d[1:]}
+    sizes = sorted({d[0] for p in ps.values() for d in _dim_list(p.shape)[:1] if d and d[0] >= 2} - inner)
     rng.shuffle(sizes)
     every = {x for i in entry.body for g in _dim_list(i.shape) for x in g}
     for n in sizes:
