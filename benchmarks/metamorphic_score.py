@@ -1,7 +1,7 @@
 """Metamorphic score over every real module in fixtures/ (issue 19): each transformation of
 tests/metamorphic/transforms.py alone and every pair of them, judged by tests/metamorphic/check.py.
 
-    PYTHONPATH=. python benchmarks/metamorphic_score.py [--max-instructions N] [--sample K]
+    PYTHONPATH=. python benchmarks/metamorphic_score.py [--max-instructions N] [--max-bytes B] [--sample K]
         [--json OUT] [--failures N]
 
 Prints, per transformation and per pair: modules passed / judged (n/a: the transformation has
@@ -26,12 +26,13 @@ from tests.metamorphic.check import CASES, corpus, run_case
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-instructions", type=int, default=None)
+    ap.add_argument("--max-bytes", type=int, default=None, help="skip larger files")
     ap.add_argument("--sample", type=int, default=0, help="every K-th module only")
     ap.add_argument("--json", default="")
     ap.add_argument("--failures", type=int, default=3, help="failure reasons shown per case")
     ap.add_argument("--only", default="", help="comma-separated case names (a+b for a pair)")
     args = ap.parse_args()
-    modules = corpus(args.max_instructions)
+    modules = corpus(args.max_instructions, args.max_bytes)
     if args.sample > 1:
         modules = modules[:: args.sample]
     cases = CASES
@@ -52,21 +53,21 @@ def main() -> int:
             key = "+".join(names)
             out = run_case(label, text, names)
             counts[key][out.status] += 1
-            if out.status == "fail":
+            if out.status in ("fail", "bad"):
                 for p in out.problems:
                     reasons[key][p.split(" [")[0].split(" (")[0][:60]] += 1
                 failed[key].append(f"{label}: {'; '.join(out.problems)} [{', '.join(out.kinds)}]")
     elapsed = time.perf_counter() - t0
     print(f"{len(modules)} modules ({bad} do not diff identical with themselves), {elapsed:.0f} s")
     total = Counter()
-    print(f"{'case':40s} {'pass':>6s} {'judged':>6s} {'score':>6s} {'n/a':>5s}")
+    print(f"{'case':40s} {'pass':>6s} {'judged':>6s} {'score':>6s} {'n/a':>5s} {'bad':>4s}")
     for names in cases:
         key = "+".join(names)
         c = counts[key]
         judged = c["pass"] + c["fail"]
         total.update(c)
         score = f"{100 * c['pass'] / judged:5.1f}%" if judged else "  -  "
-        print(f"{key:40s} {c['pass']:6d} {judged:6d} {score:>6s} {c['n/a']:5d}")
+        print(f"{key:40s} {c['pass']:6d} {judged:6d} {score:>6s} {c['n/a']:5d} {c['bad']:4d}")
         for reason, k in reasons[key].most_common(args.failures):
             print(f"    {k:4d}  {reason}")
     judged = total["pass"] + total["fail"]

@@ -28,8 +28,9 @@ CASES: tuple[tuple[str, ...], ...] = tuple((n,) for n in COMBINABLE) + tuple(com
 _PERMUTATION = {CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION}
 
 
-def _module_texts() -> Iterator[tuple[str, str]]:
-    """(label, text) of every HLO module file under fixtures/ (save files: each graph)."""
+def _module_texts(max_bytes: int | None = None) -> Iterator[tuple[str, str]]:
+    """(label, text) of every HLO module file under fixtures/ (save files: each graph); with
+    `max_bytes`, only files (compressed: a quarter) no larger."""
     manifest = json.loads((FIXTURES / "xla_conformance" / "MANIFEST.json").read_text())
     for m in manifest["modules"]:
         if m.get("xla", {}).get("accepted"):
@@ -41,6 +42,8 @@ def _module_texts() -> Iterator[tuple[str, str]]:
             if not path.is_file():
                 continue
             rel = str(path.relative_to(FIXTURES))
+            if max_bytes is not None and path.stat().st_size * (4 if name.endswith(".xz") else 1) > max_bytes:
+                continue
             if name.endswith(".xz") and ".txt" in name:
                 text = lzma.decompress(path.read_bytes()).decode("utf-8", "replace")
             elif name.endswith((".hlo", ".hlo.txt")) or (
@@ -67,12 +70,12 @@ def _save_file_graphs(rel: str, text: str) -> Iterator[tuple[str, str]]:
         yield f"{rel}#{k}", body[: min(cut)] if cut else body
 
 
-def corpus(max_instructions: int | None = None) -> list[tuple[str, str]]:
+def corpus(max_instructions: int | None = None, max_bytes: int | None = None) -> list[tuple[str, str]]:
     """(label, normalized text) of distinct modules that the transformations can read and that
     diff as identical with themselves; sorted by label."""
     seen: set[str] = set()
     out = []
-    for label, text in _module_texts():
+    for label, text in _module_texts(max_bytes):
         try:
             norm = normalize(text)
             entry = Entry.parse(norm)

@@ -545,6 +545,8 @@ def change_batch(entry: Entry, exp: Expected, rng: random.Random) -> None:
         for i in entry.body:
             old = i.shape
             i.shape = sub(i.shape)
+            if i.opcode not in ("parameter", "constant"):
+                i.args = sub(i.args)  # operand shapes printed in the long form
             if i.opcode == "parameter" and old != i.shape:
                 a_num = next(a for a, b in exp.params.items() if b == int(i.args))
                 was = exp.reshaped.get(a_num, (_dims(old), ""))[0]
