@@ -100,6 +100,8 @@ def _match_outputs_exact(left: CanonicalComputation, right: CanonicalComputation
 def _match_outputs_context(left: CanonicalComputation, right: CanonicalComputation, m: Mappings) -> None:
     """Outputs whose whole data-flow context agrees (`correspondence`): a constant or a size
     that changed breaks `h1`, not this; pairs only the same opcode and rank."""
+    if not (left.computation.is_entry and right.computation.is_entry):
+        return  # the graph's interface is the entry's; called computations pair as before
     corr = correspond(left, right)
     for i, j in corr.outputs.items():
         a, b = left.outputs[i], right.outputs[j]

@@ -33,13 +33,16 @@ from xlagraph.ir import strip_layout
 
 __all__ = ["ROUNDS", "Correspondence", "correspond"]
 
-ROUNDS = 8
+ROUNDS = 6
+# Past this many instructions (a side), fewer rounds: each costs ~2 us an instruction in Python.
+_LARGE, _LARGE_ROUNDS = 100_000, 3
 _COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor", "ne", "eq"})
 _CALLS = frozenset({"to_apply", "calls", "body", "condition", "branch_computations", "called_computations"})
 # Attributes that name or number things outside the data flow (shardings are compared on their own).
 _SKIP = frozenset({"sharding", "frontend_attributes", "backend_config", "channel_id", "metadata"})
 _DIGITS = re.compile(r"\d+")
 _OUTPUT = hash("output")
+_MASK = (1 << 61) - 1
 # The shallowest round whose agreement pairs: only agreement at every depth counts (None). A
 # shallower one pairs look-alikes that are not the same tensor: blocks of other widths look alike
 # around their weights, and a pipeline stage that holds other blocks must not have them paired
@@ -70,7 +73,7 @@ class _Graph:
         self.index = index
         self.operands: list[tuple[int, ...]] = []
         self.commutative: list[bool] = []
-        self.users: list[list[int]] = [[] for _ in names]  # user * 64 + operand index, hashed below
+        users: list[list[tuple[int, int]]] = [[] for _ in names]
         self.loose: list[int] = []
         self.strict: list[int] = []
         for k, n in enumerate(names):
@@ -79,7 +82,7 @@ class _Graph:
             self.operands.append(ops)
             self.commutative.append(ins.opcode in _COMMUTATIVE)
             for j, o in enumerate(ops):
-                self.users[o].append((k, -1 if ins.opcode in _COMMUTATIVE else j))  # type: ignore[arg-type]
+                users[o].append((k, -1 if ins.opcode in _COMMUTATIVE else j))
             shape = strip_layout(ins.shape).replace(" ", "")
             etype = shape.split("[", 1)[0] if not shape.startswith("(") else "tuple"
             rank = shape.count(",") + 1 if "[]" not in shape else 0
@@ -87,21 +90,29 @@ class _Graph:
             loose_attrs = tuple((key, _DIGITS.sub("#", v)) for key, v in attrs)
             self.loose.append(hash((ins.opcode, etype, rank, loose_attrs, len(ins.called))))
             self.strict.append(hash((ins.opcode, shape, attrs, len(ins.called))))
+        marks = [0] * len(names)
         for o in comp.outputs:
             if o in index:
-                self.users[index[o]].append((-1, -1))  # type: ignore[arg-type]
+                marks[index[o]] += _OUTPUT
+        # Users as two parallel tuples (who, at which operand index), read at C speed per round.
+        self.user_of = [tuple(u for u, _ in us) for us in users]
+        self.user_at = [tuple(j for _, j in us) for us in users]
+        self.marks = marks
+        self.sorted_ops = [c and len(o) > 1 for c, o in zip(self.commutative, self.operands, strict=True)]
         self.outputs = [index.get(o, -1) for o in comp.outputs]
         self.params = [index[p] for p in comp.param_number if p in index]
 
 
 def _round(g: _Graph, col: list[int]) -> list[int]:
+    """One refinement step. Users enter as a sum of hashes (a multiset, in any order), operands
+    as a tuple (in order; sorted for commutative ops)."""
+    get = col.__getitem__
     out = []
-    for k, c in enumerate(col):
-        ops = [col[o] for o in g.operands[k]]
-        if g.commutative[k]:
-            ops.sort()
-        us = sorted(hash((col[u], j)) if u >= 0 else _OUTPUT for u, j in g.users[k])  # type: ignore[misc]
-        out.append(hash((c, tuple(ops), tuple(us))))
+    rows = zip(col, g.operands, g.sorted_ops, g.user_of, g.user_at, g.marks, strict=True)
+    for c, ops, srt, uo, ua, mark in rows:
+        oc = tuple(sorted(map(get, ops))) if srt else tuple(map(get, ops))
+        uh = sum(map(hash, zip(map(get, uo), ua, strict=True))) + mark if uo else mark
+        out.append(hash((c, oc, uh & _MASK)))
     return out
 
 
@@ -109,7 +120,7 @@ def _history(a: _Graph, b: _Graph, first: str) -> tuple[list[list[int]], list[li
     """Colours of both graphs per round, until neither partition splits any more."""
     ha, hb = [getattr(a, first)], [getattr(b, first)]
     counts = (len(set(ha[0])), len(set(hb[0])))
-    for _ in range(ROUNDS):
+    for _ in range(ROUNDS if max(len(a.names), len(b.names)) <= _LARGE else _LARGE_ROUNDS):
         na, nb = _round(a, ha[-1]), _round(b, hb[-1])
         now = (len(set(na)), len(set(nb)))
         if now == counts:
@@ -176,7 +187,7 @@ def correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corre
 
 def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Correspondence:
     a, b = _Graph(left), _Graph(right)
-    passes = (_history(a, b, "strict"), _history(a, b, "loose"))
+    histories: dict[str, tuple[list[list[int]], list[list[int]]]] = {}
     params: dict[str, str] = {}
     outputs: dict[int, int] = {}
     depth: dict[object, int] = {}
@@ -191,7 +202,12 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
         # blind to sizes and numbers.
         open_l = [i for i, k in enumerate(lnodes) if k >= 0]
         open_r = [j for j, k in enumerate(rnodes) if k >= 0]
-        for (ha, hb), lowest in zip(passes, _LOWEST, strict=True):
+        for first, lowest in zip(("strict", "loose"), _LOWEST, strict=True):
+            if not (open_l and open_r):
+                break  # nothing left to pair: the size-blind pass is not even computed
+            if first not in histories:
+                histories[first] = _history(a, b, first)
+            ha, hb = histories[first]
             pairs, d, t = _assign([lnodes[i] for i in open_l], [rnodes[j] for j in open_r], ha, hb, lowest)
             for i, j in pairs.items():
                 key = lkeys[open_l[i]]
