@@ -44,7 +44,11 @@ def main() -> int:
     failed: dict[str, list[str]] = defaultdict(list)
     t0 = time.perf_counter()
     bad = 0
-    for label, text in modules:
+    for n, (label, text) in enumerate(modules):
+        if n and n % 50 == 0:
+            done = sum((c["pass"] for c in counts.values()), 0)
+            judged = sum((c["pass"] + c["fail"] + c["bad"] for c in counts.values()), 0)
+            print(f"... {n}/{len(modules)} modules, {done}/{judged} passed", file=sys.stderr, flush=True)
         self_check = run_case(label, text, ())
         if self_check.status != "pass":
             bad += 1
@@ -64,13 +68,13 @@ def main() -> int:
     for names in cases:
         key = "+".join(names)
         c = counts[key]
-        judged = c["pass"] + c["fail"]
+        judged = c["pass"] + c["fail"] + c["bad"]
         total.update(c)
         score = f"{100 * c['pass'] / judged:5.1f}%" if judged else "  -  "
         print(f"{key:40s} {c['pass']:6d} {judged:6d} {score:>6s} {c['n/a']:5d} {c['bad']:4d}")
         for reason, k in reasons[key].most_common(args.failures):
             print(f"    {k:4d}  {reason}")
-    judged = total["pass"] + total["fail"]
+    judged = total["pass"] + total["fail"] + total["bad"]
     print(f"{'all':40s} {total['pass']:6d} {judged:6d} {100 * total['pass'] / max(judged, 1):5.1f}%")
     if args.json:
         Path(args.json).write_text(
