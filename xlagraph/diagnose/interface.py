@@ -249,7 +249,7 @@ def compare_outputs(cmp: Comparison) -> None:
     # the same output in another shard shape, its producers' difference said inside.
     # Only a graph split over devices has shards (without collectives or shardings, two
     # tensors whose sizes divide are two tensors: a dropped f32[16,8] and a new f32[4,4]).
-    if _parallel(cmp):
+    if added and removed and _parallel(cmp):
         pairs += _pair_resharded(left, right, added, removed)
     # Slots paired across element types by the matcher or by position change type as well.
     retyped = [
