@@ -39,12 +39,6 @@ WRONG = {
         "custom-call folded in): the module's Shardy mesh is empty_mesh = #sdy.mesh<[]>, one device, "
         "where replicated is no sharding at all; both compile to the same program"
     ),
-    "compiled_vmap_vs_hand_batched": (
-        "says only a false parameter_shape ('input 0 f32[4,16] -> f32[8,16], input 1 f32[8,16] -> "
-        "f32[4,16]', 'moved A#0 -> B#1', with the ragged-batch hint): both programs take w and x in the same "
-        "order; the matcher pairs w with x because the dot's operands are swapped (its result is "
-        "transposed), and with every input crossed the positions are kept"
-    ),
 }
 # diff B A: the verdict only (the kinds of the reverse direction are the mirror ones).
 WRONG_REVERSE = {name: WRONG[name] for name in ("shard_map_axis_renamed", "single_device_shardings_explicit")}

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import FIXTURES
 from xlagraph.diagnose import CauseKind
-from xlagraph.diff import diff_files
+from xlagraph.diff import diff_files, diff_modules
 
 PAIRING = FIXTURES / "jax" / "pairing"
 
@@ -107,4 +107,35 @@ def test_weights_of_other_shapes_are_not_called_a_ragged_batch() -> None:
     parallel = FIXTURES / "torch_xla" / "parallel"
     result = diff_files(str(parallel / "pp_middle_stage_a.hlo"), str(parallel / "pp_middle_stage_b.hlo"))
     shapes = [c for c in result.causes if c.kind is CauseKind.PARAMETER_SHAPE]
-    assert shapes and all("weights" in c.summary and "drop_last" not in c.hint for c in shapes)
+    # Paired by context, the kept block's inputs are the ones the step updates: no invented
+    # shape change is left, and any that is said is said of weights.
+    assert all("weights" in c.summary and "drop_last" not in c.hint for c in shapes)
+
+
+# Real dumps whose output 0 is the only reader of some collectives (issue 19): the transformed
+# text drops that output; XLA's dead-code pass keeps cross-partition collectives, so they still
+# run in B and the diff is the dropped output alone, not a `collective ... B has none`.
+DEAD_COLLECTIVES = [
+    "jax/wild3/compiled_gpt_decode_tensor_parallel/b.hlo",
+    "jax/wild4/mlp_input_spec_spmd_pass/a.hlo",
+    "torch_xla/corpus/captures/h6_spmd_mesh_axis_swap/hlo/"
+    "module_0000.SyncTensorsGraph.176.cpu_after_optimizations.txt.xz",
+]
+
+
+@pytest.mark.parametrize("name", DEAD_COLLECTIVES)
+def test_collectives_no_result_reads_are_no_cause(name: str) -> None:
+    import lzma
+
+    from tests.metamorphic.transforms import Entry, _output_shapes, _set_outputs, normalize
+    from xlagraph.parse.hlo import parse_hlo
+
+    path = FIXTURES / name
+    raw = lzma.decompress(path.read_bytes()).decode() if name.endswith(".xz") else path.read_text()
+    text = normalize(raw)
+    entry = Entry.parse(text)
+    outs, shapes = entry.outputs(), _output_shapes(entry)
+    _set_outputs(entry, outs[1:], shapes[1:])
+    result = diff_modules(parse_hlo(text), parse_hlo(entry.text()))
+    assert [c.kind for c in result.causes] == [CauseKind.OUTPUT_REMOVED], [c.summary for c in result.causes]
+    assert [ch.old.split(":")[0] for ch in result.causes[0].changes if ch.what == "output"] == ["0"]

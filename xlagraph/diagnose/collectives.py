@@ -72,7 +72,8 @@ _FOUND: WeakKeyDictionary[CanonicalModule, tuple[Collective, ...]] = WeakKeyDict
 
 
 def collectives(canon: CanonicalModule) -> list[Collective]:
-    """Every live collective of the module, in printed (program) order."""
+    """Every collective of the module that runs, read by a result or not, in printed (program)
+    order."""
     found = _FOUND.get(canon)
     if found is None:
         found = _FOUND[canon] = tuple(_find(canon))
@@ -82,10 +83,15 @@ def collectives(canon: CanonicalModule) -> list[Collective]:
 def _find(canon: CanonicalModule) -> list[Collective]:
     out = []
     for comp in canon.module.computations:
-        live = canon.computations[comp.name].operands
+        canonical = canon.computations.get(comp.name)
+        if canonical is None:
+            continue
+        # XLA's dead-code pass keeps cross-partition collectives: one that no result reads still
+        # runs, and must still line up across ranks.
+        run = canonical.operands.keys() | set(canonical.dead)
         by_name = comp.by_name
         for ins in comp.instructions:
-            if not is_collective(ins.opcode) or ins.name not in live:
+            if not is_collective(ins.opcode) or ins.name not in run:
                 continue
             shapes = tuple(strip_layout(by_name[o].shape) for o in ins.operands if o in by_name)
             groups = normalize_attribute("replica_groups", ins.attribute("replica_groups", "") or "")

@@ -4,7 +4,8 @@ Inputs are paired from evidence (`pairing`); the extra ones are `parameter_added
 `parameter_removed` with their positions, and a pair whose shape differs only in element type is
 a `dtype` change.
 
-Outputs are slots: paired by the matching, then left-over slots in order by shape (the same
+Outputs are paired by their data-flow context (`xlagraph.match.correspondence`), then by the
+matching, then left-over slots in order by shape (the same
 tensor computed another way), then by dimensions with another element type (`dtype`).
 """
 
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import CauseKind, Change, Moved
+from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.common import (
     dim_changes,
     dim_sizes,
@@ -26,7 +28,8 @@ from xlagraph.diagnose.common import (
     whole_factors,
 )
 from xlagraph.diagnose.donation import compare_donation
-from xlagraph.diagnose.pairing import pair_parameters
+from xlagraph.diagnose.pairing import pair_parameters, plausible
+from xlagraph.match.correspondence import correspond
 
 if TYPE_CHECKING:
     from xlagraph.diagnose.compare import Comparison
@@ -212,10 +215,21 @@ def compare_outputs(cmp: Comparison) -> None:
     right_positions: dict[str, list[int]] = {}
     for j, b in enumerate(right.outputs):
         right_positions.setdefault(b, []).append(j)
-    pairs: list[tuple[int, int]] = []
-    used: set[int] = set()
+    # Outputs first by their data-flow context, which neither a slot nor a changed constant or
+    # size decides; the rest by the matching.
+    corr = correspond(left, right)
+    pairs = [
+        (i, j)
+        for i, j in sorted(corr.outputs.items())
+        if i not in corr.tied
+        and _one_tensor(shape_of(left, left.outputs[i]), shape_of(right, right.outputs[j]))
+    ]
+    used = {j for _, j in pairs}
+    known = {i for i, _ in pairs}
     removed: list[int] = []
     for i, a in enumerate(left.outputs):
+        if i in known:
+            continue
         b = m.left.get(a)
         js = [j for j in right_positions.get(b, []) if j not in used] if b else []
         if not js:
@@ -233,7 +247,10 @@ def compare_outputs(cmp: Comparison) -> None:
     pairs += typed
     # A slot whose tensor was resharded (a gradient of a weight split over twice the devices):
     # the same output in another shard shape, its producers' difference said inside.
-    pairs += _pair_resharded(left, right, added, removed)
+    # Only a graph split over devices has shards (without collectives or shardings, two
+    # tensors whose sizes divide are two tensors: a dropped f32[16,8] and a new f32[4,4]).
+    if added and removed and _parallel(cmp):
+        pairs += _pair_resharded(left, right, added, removed)
     # Slots paired across element types by the matcher or by position change type as well.
     retyped = [
         (i, j)
@@ -307,6 +324,26 @@ def compare_outputs(cmp: Comparison) -> None:
             "output ",
             "the live tensors were created in another order",
         )
+
+
+def _parallel(cmp: Comparison) -> bool:
+    """Either graph runs collectives or carries sharding annotations."""
+    if collectives(cmp.lm) or collectives(cmp.rm):
+        return True
+    return any(
+        i.attribute("sharding") is not None
+        for comp in (cmp.left, cmp.right)
+        for i in comp.computation.instructions
+        if i.attributes
+    )
+
+
+def _one_tensor(a: str, b: str) -> bool:
+    """Shapes one output can take on two steps: the same, another size along a dimension or
+    by whole factors (a batch, a shard), or the same dimensions in another float type."""
+    if dims_of(a) == dims_of(b):
+        return a == b or {element_type(a), element_type(b)} <= _FLOATS
+    return plausible(a, b) or _resharded(a, b)
 
 
 def _resharded(a: str, b: str) -> bool:

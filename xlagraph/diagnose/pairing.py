@@ -1,8 +1,10 @@
 """Inputs paired from evidence, not from shapes alone.
 
-A pair of parameters counts as evidence only when a matched user reads both at the same operand
-position (or the matcher paired them inside an identical subgraph, and nothing else on either side
-looks like them). Evidence pairs that cross each other are a permutation; everything else keeps
+The first evidence is each input's whole data-flow context (`xlagraph.match.correspondence`:
+colour refinement that leaves out positions, constant values and sizes). Beside it, a pair of
+parameters counts as evidence only when a matched user reads both at the same operand position
+(or the matcher paired them inside an identical subgraph, and nothing else on either side looks
+like them). Evidence pairs that cross each other are a permutation; everything else keeps
 its position: between two evidence pairs, the inputs left over are aligned in order (equal shapes
 first, then by position), so inputs that are only shifted by an inserted one are not "moved".
 """
@@ -17,11 +19,12 @@ from typing import TYPE_CHECKING
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.common import dim_sizes, dims_of, element_type, shape_of, whole_factors
+from xlagraph.match.correspondence import correspond
 
 if TYPE_CHECKING:
     from xlagraph.diagnose.compare import Comparison
 
-__all__ = ["pair_parameters"]
+__all__ = ["pair_parameters", "plausible"]
 
 # Matchers that pair whole identical subgraphs: interchangeable inputs may be paired either way.
 _IDENTITY = frozenset({"exact", "exact-shape"})
@@ -142,7 +145,7 @@ def _regrouped(cmp: Comparison) -> bool:
     return a != b
 
 
-def _plausible(a: str, b: str) -> bool:
+def plausible(a: str, b: str) -> bool:
     """One tensor resized: the same shape, a shard of it, or one dimension changed (a batch, a
     sequence length); two dimensions resized by other than whole factors are two tensors."""
     if a == b:
@@ -229,11 +232,22 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     # Where the collectives differ the graphs run split another way: a tensor is then the same
     # tensor only as a shard of it (768 -> 384), never resized by another amount (256 -> 96).
     sharded = _regrouped(cmp)
-    resized = whole_factors if sharded else _plausible
+    resized = whole_factors if sharded else plausible
+    # First the inputs' whole data-flow context (`correspondence`): it survives an output added
+    # or dropped, a constant or a batch size changed; then a matched user reading both.
+    corr = correspond(left, right)
     evidence = [
+        (lnum[a], rnum[b])
+        for a, b in corr.params.items()
+        if a not in corr.tied and resized(shape_of(left, a), shape_of(right, b))
+    ]
+    taken_l, taken_r = {a for a, _ in evidence}, {b for _, b in evidence}
+    evidence += [
         (lnum[a], rnum[b])
         for a, b in ((a, m.left.get(a)) for a in lnum)
         if b in rnum
+        and lnum[a] not in taken_l
+        and rnum[b] not in taken_r
         and (m.matcher.get(a) not in _IDENTITY or (a in lone_l and b in lone_r))
         and not _other_tensor(a, b, lloc, rloc, by_loc, shape_of(left, a))
         and resized(shape_of(left, a), shape_of(right, b))

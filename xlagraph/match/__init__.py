@@ -3,6 +3,8 @@
 Each phase claims only pairs that are still free, and records its name on the pair:
 
 1. `outputs-exact`: outputs with equal structural hash (`h1`), with their whole subgraphs;
+   `outputs-context`: outputs whose data-flow context agrees (`correspondence`), where a changed
+   constant or size broke `h1`;
 2. `outputs`: the remaining outputs in order, among equal opcode and shape; when both sides
    keep as many tensors, output `i` with output `i` first where only the element type differs,
    or the shape is a shard of the other's and the collectives differ (tensor parallelism halves
@@ -31,6 +33,7 @@ from operator import attrgetter
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import Instruction, strip_layout
 from xlagraph.match.bottom_up import match_bottom_up
+from xlagraph.match.correspondence import correspond
 from xlagraph.match.exact import match_exact, zip_subgraphs
 from xlagraph.match.mappings import Mappings, Matching
 from xlagraph.match.top_down import match_top_down
@@ -46,6 +49,7 @@ def match(left: CanonicalComputation, right: CanonicalComputation) -> Matching:
     resharded = _layout(left) != _layout(right)
     phases: tuple[tuple[Phase, tuple[object, ...]], ...] = (
         (_match_outputs_exact, ()),
+        (_match_outputs_context, ()),
         (_match_outputs, (sent, resharded)),
         (match_top_down, (True,)),
         (match_exact, ("h1",)),
@@ -91,6 +95,25 @@ def _match_outputs_exact(left: CanonicalComputation, right: CanonicalComputation
             b = candidates.pop(0)
             m.add(a, b, "outputs-exact")
             zip_subgraphs(left, right, a, b, "h1", m, "outputs-exact")
+
+
+def _match_outputs_context(left: CanonicalComputation, right: CanonicalComputation, m: Mappings) -> None:
+    """Outputs whose whole data-flow context agrees (`correspondence`): a constant or a size
+    that changed breaks `h1`, not this; pairs only the same opcode and rank."""
+    if not (left.computation.is_entry and right.computation.is_entry):
+        return  # the graph's interface is the entry's; called computations pair as before
+    corr = correspond(left, right)
+    for i, j in corr.outputs.items():
+        a, b = left.outputs[i], right.outputs[j]
+        if i in corr.tied or a in m.left or b in m.right:
+            continue
+        ia, ib = left.instruction(a), right.instruction(b)
+        if ia.opcode == ib.opcode and _rank(_shape(left, a)) == _rank(_shape(right, b)):
+            m.add(a, b, "outputs-context")
+
+
+def _rank(shape: str) -> int:
+    return -1 if shape.startswith("(") else shape.count(",") + (0 if "[]" in shape else 1)
 
 
 def _sent(comp: CanonicalComputation) -> set[str]:

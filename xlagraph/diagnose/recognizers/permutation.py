@@ -1,8 +1,12 @@
-"""`parameter_permutation` / `output_permutation` as a root cause only when nothing else differs.
+"""`parameter_permutation` / `output_permutation`: a root reason of its own beside changes that do
+not renumber.
 
-When the step computes something else too (extra outputs, new work), the lowering visits the
-graph in another order and inputs and outputs are numbered anew: that reordering follows from the
-other change and is folded into it (its mapping kept), not reported as a cause of its own."""
+Inputs and outputs are paired by their data flow (`xlagraph.match.correspondence`), not by their
+slots. An output added or dropped, a constant or an input size changed leave the other tensors'
+order as it was: a reordering beside them is a second root reason, named next to them. When the
+step computes something else (new work, another dtype or layout, new optimizer state), the
+lowering visits the graph in another order and inputs and outputs are numbered anew: that
+reordering follows from the other change and is folded into it (its mapping kept)."""
 
 from __future__ import annotations
 
@@ -26,6 +30,10 @@ _PLAIN = {
 
 
 _INSIDE = (CauseKind.STRUCTURE, CauseKind.ATTRIBUTE)
+# Changes that leave the order of the other inputs and outputs alone.
+_BESIDE = frozenset(
+    {CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED, CauseKind.CONSTANT_VALUE, CauseKind.PARAMETER_SHAPE}
+)
 _SLOTS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
 
 
@@ -165,7 +173,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         )
         found = {i: merged if i == hi else pending[i] for i in orders}
         return Recognized(_plain(evidence, _one_order(found)), frozenset([*orders, *real]))
-    if not real and not expected:  # the root cause
+    if not expected and all(pending[i].kind in _BESIDE for i in real):
+        # The root cause, alone or beside changes that renumber nothing.
         return Recognized(_plain(evidence, _one_order({i: pending[i] for i in orders})), frozenset(orders))
     if not real:
         # Warm-up state only adds tensors: outputs of the user's own code in another order (a dict

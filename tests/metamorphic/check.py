@@ -1,0 +1,185 @@
+"""The metamorphic corpus (every real entry module in fixtures/) and the judge of one diff.
+
+`verdict` runs the real `xlagraph.diff.diff_modules` path on a normalized module and its
+transformed text and compares the causes with what the transformations guarantee: exactly the
+kinds they imply, with the exact mappings, and nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import lzma
+from collections.abc import Iterator
+from itertools import combinations
+from pathlib import Path
+
+from tests.metamorphic.transforms import COMBINABLE, Entry, Expected, NotApplicable, apply, normalize
+from xlagraph.diagnose import CauseKind
+from xlagraph.diff import DiffResult, diff_modules
+from xlagraph.parse.hlo import parse_hlo
+
+__all__ = ["CASES", "Outcome", "corpus", "run_case"]
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+# Every single transformation and every pair of two different ones.
+CASES: tuple[tuple[str, ...], ...] = tuple((n,) for n in COMBINABLE) + tuple(combinations(COMBINABLE, 2))
+_PERMUTATION = {CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION}
+
+
+def _module_texts(max_bytes: int | None = None) -> Iterator[tuple[str, str]]:
+    """(label, text) of every HLO module file under fixtures/ (save files: each graph); with
+    `max_bytes`, only files (compressed: a quarter) no larger."""
+    manifest = json.loads((FIXTURES / "xla_conformance" / "MANIFEST.json").read_text())
+    for m in manifest["modules"]:
+        if m.get("xla", {}).get("accepted"):
+            path = FIXTURES / "xla_conformance" / "modules" / m["file"]
+            yield f"xla_conformance/modules/{m['file']}", path.read_text()
+    for top in ("jax", "torch_xla"):
+        for path in sorted((FIXTURES / top).rglob("*")):
+            name = path.name
+            if not path.is_file():
+                continue
+            rel = str(path.relative_to(FIXTURES))
+            if max_bytes is not None and path.stat().st_size * (4 if name.endswith(".xz") else 1) > max_bytes:
+                continue
+            if name.endswith(".xz") and ".txt" in name:
+                text = lzma.decompress(path.read_bytes()).decode("utf-8", "replace")
+            elif name.endswith((".hlo", ".hlo.txt")) or (
+                name.endswith(".txt") and "before_optimizations" in name
+            ):
+                text = path.read_text(errors="replace")
+            elif name.startswith("save_hlo") and name.endswith(".txt"):
+                yield from _save_file_graphs(rel, path.read_text(errors="replace"))
+                continue
+            else:
+                continue
+            if text.lstrip().startswith("HloModule"):
+                yield rel, text
+
+
+def _save_file_graphs(rel: str, text: str) -> Iterator[tuple[str, str]]:
+    """The HLO graphs of an XLA_SAVE_TENSORS_FILE (format hlo): each from `HloModule` to the
+    line before the next block's header."""
+    blocks = text.split("\nHloModule ")
+    for k, block in enumerate(blocks[1:]):
+        body = "HloModule " + block
+        end = body.find("\n## ")
+        cut = [p for p in (end, body.find("\n[")) if p > 0]
+        yield f"{rel}#{k}", body[: min(cut)] if cut else body
+
+
+def corpus(max_instructions: int | None = None, max_bytes: int | None = None) -> list[tuple[str, str]]:
+    """(label, normalized text) of distinct modules that the transformations can read and that
+    diff as identical with themselves; sorted by label."""
+    seen: set[str] = set()
+    out = []
+    for label, text in _module_texts(max_bytes):
+        try:
+            norm = normalize(text)
+            entry = Entry.parse(norm)
+        except NotApplicable:
+            continue
+        if max_instructions is not None and len(entry.body) > max_instructions:
+            continue
+        digest = hashlib.sha256("\n".join(i.text().strip() for i in entry.body).encode()).hexdigest()
+        if digest in seen:
+            continue
+        seen.add(digest)
+        out.append((label, norm))
+    return sorted(out)
+
+
+class Outcome:
+    """`status`: pass, fail (with `problems`), n/a (the transformations do not apply), or bad
+    (the module does not diff identical with itself, or does not parse)."""
+
+    def __init__(self, status: str, problems: tuple[str, ...] = (), kinds: tuple[str, ...] = ()) -> None:
+        self.status, self.problems, self.kinds = status, problems, kinds
+
+    def __repr__(self) -> str:
+        return f"Outcome({self.status}, {self.problems}, {self.kinds})"
+
+
+def _seed(label: str, names: tuple[str, ...]) -> int:
+    return int(hashlib.sha256(f"{label}|{'+'.join(names)}".encode()).hexdigest()[:8], 16)
+
+
+def run_case(label: str, text: str, names: tuple[str, ...]) -> Outcome:
+    try:
+        new, exp = apply(text, names, _seed(label, names))
+    except NotApplicable as e:
+        return Outcome("n/a", (str(e),))
+    try:
+        a, b = parse_hlo(text, "a.hlo"), parse_hlo(new, "b.hlo")
+    except Exception as e:
+        return Outcome("bad", (f"parse: {e}",))
+    result = diff_modules(a, b)
+    problems = judge(result, exp)
+    kinds = tuple(sorted(str(c.kind) for c in result.causes))
+    return Outcome("fail" if problems else "pass", tuple(problems), kinds)
+
+
+def judge(result: DiffResult, exp: Expected) -> list[str]:
+    """What the diff gets wrong against `exp` (empty: exactly right)."""
+    problems: list[str] = []
+    causes = result.causes
+    kinds = {c.kind for c in causes}
+    want: set[CauseKind] = set()
+    if any(b is None for b in exp.outputs.values()):
+        want.add(CauseKind.OUTPUT_REMOVED)
+    if exp.added:
+        want.add(CauseKind.OUTPUT_ADDED)
+    if exp.constant:
+        want.add(CauseKind.CONSTANT_VALUE)
+    if exp.reshaped:
+        want.add(CauseKind.PARAMETER_SHAPE)
+    extra = kinds - want - _PERMUTATION
+    missing = want - kinds
+    if extra:
+        problems.append("extra " + ",".join(sorted(map(str, extra))))
+    if missing:
+        problems.append("missing " + ",".join(sorted(map(str, missing))))
+    moved_in = {(m.left, m.right) for c in causes for m in c.mapping if m.what == "input"}
+    moved_out = {(m.left, m.right) for c in causes for m in c.mapping if m.what == "output"}
+    if exp.param_permuted():
+        if not kinds & _PERMUTATION:
+            problems.append("parameter permutation not named")
+        want_in = set(exp.params.items())
+        if not moved_in or {p for p in moved_in if p[0] != p[1]} != {p for p in want_in if p[0] != p[1]}:
+            problems.append(f"input mapping {sorted(p for p in moved_in if p[0] != p[1])[:6]}")
+    elif {p for p in moved_in if p[0] != p[1]}:
+        problems.append(f"invented input moves {sorted(p for p in moved_in if p[0] != p[1])[:6]}")
+    if exp.output_permuted():
+        if CauseKind.OUTPUT_PERMUTATION not in kinds:
+            problems.append("output permutation not named")
+        if moved_out != set(exp.output_moves().items()):
+            problems.append(f"output mapping {sorted(moved_out - set(exp.output_moves().items()))[:6]}")
+    elif CauseKind.OUTPUT_PERMUTATION in kinds:
+        problems.append("invented output permutation")
+    if not exp.param_permuted() and CauseKind.PARAMETER_PERMUTATION in kinds:
+        problems.append("invented parameter permutation")
+    for c in causes:
+        if c.kind is CauseKind.OUTPUT_REMOVED:
+            got = sorted(int(ch.old.split(":")[0]) for ch in c.changes if ch.what == "output" and ch.old)
+            if got != sorted(a for a, b in exp.outputs.items() if b is None):
+                problems.append(f"removed outputs {got}")
+        if c.kind is CauseKind.OUTPUT_ADDED:
+            got = sorted(int(ch.new.split(":")[0]) for ch in c.changes if ch.what == "output" and ch.new)
+            if got != sorted(exp.added):
+                problems.append(f"added outputs {got} not {sorted(exp.added)}")
+        named = exp.constant in c.left and exp.names.get(exp.constant) in c.right
+        if c.kind is CauseKind.CONSTANT_VALUE and exp.constant and not named:
+            problems.append("constant not named")
+        if c.kind is CauseKind.PARAMETER_SHAPE and exp.reshaped:
+            lnum = result.left.entry.param_number
+            got_shapes = {
+                (lnum.get(ch.left, -1), ch.old, ch.new)
+                for ch in c.changes
+                if ch.what == "shape" and ch.left in lnum
+            }
+            wanted = {(k, o, n) for k, (o, n) in exp.reshaped.items()}
+            if got_shapes != wanted:
+                problems.append(f"shapes {sorted(got_shapes ^ wanted)[:4]}")
+    return problems

@@ -1,0 +1,96 @@
+"""Metamorphic tests (issue 19): real modules from fixtures/, transformed in their text in ways
+whose effect is known by construction (tests/metamorphic/transforms.py), alone and in every pair;
+the real `xlagraph.diff` path must name exactly those transformations, with the exact mappings,
+and nothing else (tests/metamorphic/check.py).
+
+A deterministic sample keeps this within a few minutes: every `STRIDE`-th module of at most
+`MAX_INSTRUCTIONS` instructions in files of at most `MAX_BYTES`. The whole corpus is scored by
+benchmarks/metamorphic_score.py. A case whose transformation has nothing to act on in a module
+(no tuple root, a single distinguishable input, ...) is skipped and counted in
+`test_enough_cases_apply`.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+
+from tests.metamorphic.check import CASES, Outcome, corpus, run_case
+
+MAX_INSTRUCTIONS = 400
+MAX_BYTES = 40_000
+STRIDE = 12
+
+# (case, module): what the engine answers where the right answer is out of reach today.
+KNOWN: dict[tuple[str, str], str] = {
+    ("reorder+batch", "jax/wild4/mlp_input_spec_spmd_pass/a.hlo"): (
+        "says only `collective`: in this scheduled (compiled) module, reordering the text reorders "
+        "the all-reduces' program order, and with their operands resized too the sequence no longer "
+        "lines up; the parameter_shape is folded into it"
+    ),
+    ("permute_outputs+drop_output", "jax/wild4/decode_donate_cache/b.hlo"): (
+        "says output_removed + structure and no output_permutation: the KV-cache updates are "
+        "dynamic-update-slices of donated buffers whose contexts differ only by the dropped output; "
+        "the matcher pairs them in slot order"
+    ),
+    (
+        "add_output+batch",
+        "torch_xla/corpus/captures/tu_ragged_manual_slices/hlo/"
+        "module_0000.SyncTensorsGraph.268.before_optimizations.txt.xz",
+    ): (
+        "says output_added + parameter_shape + a `structure`: the added intermediate is a slice whose "
+        "size follows the batch, and the matcher pairs its users across the resized inputs by position"
+    ),
+}
+
+
+@cache
+def _modules() -> tuple[tuple[str, str], ...]:
+    return tuple(corpus(MAX_INSTRUCTIONS, MAX_BYTES)[::STRIDE])
+
+
+def _params() -> list[object]:
+    out = []
+    for label, _ in _modules():
+        for names in CASES:
+            key = "+".join(names)
+            marks = ()
+            if (key, label) in KNOWN:
+                marks = (pytest.mark.xfail(strict=True, reason=KNOWN[(key, label)]),)
+            out.append(pytest.param(label, names, id=f"{key}:{label}", marks=marks))
+    return out
+
+
+_OUTCOMES: dict[tuple[str, tuple[str, ...]], Outcome] = {}
+
+
+def _outcome(label: str, names: tuple[str, ...]) -> Outcome:
+    key = (label, names)
+    if key not in _OUTCOMES:
+        text = dict(_modules())[label]
+        _OUTCOMES[key] = run_case(label, text, names)
+    return _OUTCOMES[key]
+
+
+def test_sample_diffs_identical_with_itself() -> None:
+    bad = [label for label, _ in _modules() if _outcome(label, ()).status != "pass"]
+    assert not bad, bad
+
+
+@pytest.mark.parametrize(("label", "names"), _params())
+def test_transformation_named_exactly(label: str, names: tuple[str, ...]) -> None:
+    out = _outcome(label, names)
+    if out.status == "n/a":
+        pytest.skip(f"not applicable: {out.problems[0]}")
+    assert out.status == "pass", (
+        f"{'; '.join(out.problems)} (engine says: {', '.join(out.kinds) or 'identical'})"
+    )
+
+
+def test_enough_cases_apply() -> None:
+    """Every transformation and every pair acts on some modules of the sample: a transformation
+    that silently applies nowhere would test nothing."""
+    for names in CASES:
+        applied = sum(_outcome(label, names).status != "n/a" for label, _ in _modules())
+        assert applied >= 3, ("+".join(names), applied)

@@ -1,0 +1,224 @@
+"""Inputs and outputs of two computations paired by their whole data-flow context.
+
+Colour refinement (1-dimensional Weisfeiler-Lehman) over each computation's dataflow graph,
+with the same hash on both sides so that colours compare across graphs:
+
+* the first colour of an instruction is its opcode, element type, rank and attributes with
+  every number taken out: what a changed constant, a changed batch size or a Python int baked in
+  an attribute would break is left out (`strict` colours add full shapes and attributes back, as
+  a second opinion that only ever splits ties);
+* each round hashes an instruction's colour with its operands' colours (in operand order, sorted
+  for commutative ops) and its users' colours with the operand index each reads it at; being
+  an output adds one mark, not its slot: positions never enter a colour;
+* rounds stop when neither partition splits further, or after `ROUNDS`; each is O(E).
+
+Two instructions agree up to the last round whose colours are equal (refinement only splits).
+Pairs are made from the deepest round down: a colour held by one input (output) on each side
+pairs them; several alike on both sides in equal numbers at the deepest round are
+interchangeable (their contexts are identical as far as data flow can tell: the Q, K and V
+weights of one layer, or automorphic inputs) and are returned as `tied`, for the caller to keep
+in position. Only agreement at every round pairs (`_LOWEST`): partial agreement is no evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from weakref import WeakKeyDictionary
+
+from xlagraph.canonical import CanonicalComputation
+from xlagraph.ir import strip_layout
+
+__all__ = ["ROUNDS", "Correspondence", "correspond"]
+
+ROUNDS = 6
+# Past this many instructions (a side), fewer rounds: each costs ~2 us an instruction in Python.
+_LARGE, _LARGE_ROUNDS = 100_000, 3
+_COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor", "ne", "eq"})
+_CALLS = frozenset({"to_apply", "calls", "body", "condition", "branch_computations", "called_computations"})
+# Attributes that name or number things outside the data flow (shardings are compared on their own).
+_SKIP = frozenset({"sharding", "frontend_attributes", "backend_config", "channel_id", "metadata"})
+_DIGITS = re.compile(r"\d+")
+_OUTPUT = hash("output")
+_MASK = (1 << 61) - 1
+# The shallowest round whose agreement pairs: only agreement at every depth counts (None). A
+# shallower one pairs look-alikes that are not the same tensor: blocks of other widths look alike
+# around their weights, and a pipeline stage that holds other blocks must not have them paired
+# with its own. What it leaves unpaired the matcher and the positions decide, as before.
+_LOWEST: tuple[int | None, ...] = (None, None)
+
+
+@dataclass(frozen=True)
+class Correspondence:
+    """`params`: left parameter name -> right one; `outputs`: left output slot -> right slot;
+    `depth`: for each paired left name (inputs) or slot (outputs), the deepest round at which the
+    two agree; `tied`: left names/slots with look-alikes, for the caller to keep in place."""
+
+    params: Mapping[str, str]
+    outputs: Mapping[int, int]
+    depth: Mapping[object, int]
+    tied: frozenset[object]
+
+
+class _Graph:
+    """One computation as integer arrays: nodes are live instructions and parameters."""
+
+    def __init__(self, comp: CanonicalComputation) -> None:
+        names = list(comp.order) + [p for p in comp.param_number if p not in comp.operands]
+        index = {n: k for k, n in enumerate(names)}
+        by_name = comp.computation.by_name
+        self.names = names
+        self.index = index
+        self.operands: list[tuple[int, ...]] = []
+        self.commutative: list[bool] = []
+        users: list[list[tuple[int, int]]] = [[] for _ in names]
+        self.loose: list[int] = []
+        self.strict: list[int] = []
+        for k, n in enumerate(names):
+            ins = by_name[n]
+            ops = tuple(index[o] for o in comp.operands.get(n, ()) if o in index)
+            self.operands.append(ops)
+            self.commutative.append(ins.opcode in _COMMUTATIVE)
+            for j, o in enumerate(ops):
+                users[o].append((k, -1 if ins.opcode in _COMMUTATIVE else j))
+            shape = strip_layout(ins.shape).replace(" ", "")
+            etype = shape.split("[", 1)[0] if not shape.startswith("(") else "tuple"
+            rank = shape.count(",") + 1 if "[]" not in shape else 0
+            attrs = tuple((key, v) for key, v in ins.attributes if key not in _SKIP and key not in _CALLS)
+            loose_attrs = tuple((key, _DIGITS.sub("#", v)) for key, v in attrs)
+            self.loose.append(hash((ins.opcode, etype, rank, loose_attrs, len(ins.called))))
+            self.strict.append(hash((ins.opcode, shape, attrs, len(ins.called))))
+        marks = [0] * len(names)
+        for o in comp.outputs:
+            if o in index:
+                marks[index[o]] += _OUTPUT
+        # Users as two parallel tuples (who, at which operand index), read at C speed per round.
+        self.user_of = [tuple(u for u, _ in us) for us in users]
+        self.user_at = [tuple(j for _, j in us) for us in users]
+        self.marks = marks
+        self.sorted_ops = [c and len(o) > 1 for c, o in zip(self.commutative, self.operands, strict=True)]
+        self.outputs = [index.get(o, -1) for o in comp.outputs]
+        self.params = [index[p] for p in comp.param_number if p in index]
+
+
+def _round(g: _Graph, col: list[int]) -> list[int]:
+    """One refinement step. Users enter as a sum of hashes (a multiset, in any order), operands
+    as a tuple (in order; sorted for commutative ops)."""
+    get = col.__getitem__
+    out = []
+    rows = zip(col, g.operands, g.sorted_ops, g.user_of, g.user_at, g.marks, strict=True)
+    for c, ops, srt, uo, ua, mark in rows:
+        oc = tuple(sorted(map(get, ops))) if srt else tuple(map(get, ops))
+        uh = sum(map(hash, zip(map(get, uo), ua, strict=True))) + mark if uo else mark
+        out.append(hash((c, oc, uh & _MASK)))
+    return out
+
+
+def _history(a: _Graph, b: _Graph, first: str) -> tuple[list[list[int]], list[list[int]]]:
+    """Colours of both graphs per round, until neither partition splits any more."""
+    ha, hb = [getattr(a, first)], [getattr(b, first)]
+    counts = (len(set(ha[0])), len(set(hb[0])))
+    for _ in range(ROUNDS if max(len(a.names), len(b.names)) <= _LARGE else _LARGE_ROUNDS):
+        na, nb = _round(a, ha[-1]), _round(b, hb[-1])
+        now = (len(set(na)), len(set(nb)))
+        if now == counts:
+            break  # stable: further rounds rename colours, they split nothing
+        ha.append(na)
+        hb.append(nb)
+        counts = now
+    return ha, hb
+
+
+def _assign(
+    lefts: list[int], rights: list[int], ha: list[list[int]], hb: list[list[int]], lowest: int | None
+) -> tuple[dict[int, int], dict[int, int], set[int]]:
+    """Pairs (left item -> right item), their depth, and the tied left items. `lefts`/`rights`
+    are node indices in slot order; items are positions in those lists."""
+    free_l, free_r = set(range(len(lefts))), set(range(len(rights)))
+    pairs: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    tied: set[int] = set()
+    # Past the last round the partition is stable: agreeing there is agreeing at every depth.
+    if lowest is None:
+        lowest = len(ha) - 1
+    deepest = max(len(ha) - 1, lowest)
+    for r in range(deepest, lowest - 1, -1):
+        ca, cb = ha[min(r, len(ha) - 1)], hb[min(r, len(hb) - 1)]
+        groups: dict[int, tuple[list[int], list[int]]] = {}
+        for i in sorted(free_l):
+            groups.setdefault(ca[lefts[i]], ([], []))[0].append(i)
+        for j in sorted(free_r):
+            g = groups.get(cb[rights[j]])
+            if g is not None:
+                g[1].append(j)
+        for ls, rs in groups.values():
+            if not rs:
+                continue
+            if len(ls) == len(rs) == 1:
+                pairs[ls[0]], depth[ls[0]] = rs[0], r
+            elif len(ls) == len(rs) and r == deepest:
+                for i, j in zip(ls, rs, strict=True):  # interchangeable: in slot order
+                    pairs[i], depth[i] = j, r
+                    tied.add(i)
+            else:
+                continue
+            free_l.difference_update(ls)
+            free_r.difference_update(rs)
+    return pairs, depth, tied
+
+
+# Both sides' colours are kept for as long as the computations live: `diff` asks twice (the
+# matcher, then the interface), a report compares each graph with several others.
+_CACHE: WeakKeyDictionary[CanonicalComputation, WeakKeyDictionary[CanonicalComputation, Correspondence]] = (
+    WeakKeyDictionary()
+)
+
+
+def correspond(left: CanonicalComputation, right: CanonicalComputation) -> Correspondence:
+    """Inputs and outputs of `left` and `right` paired by context (see the module docstring)."""
+    inner = _CACHE.setdefault(left, WeakKeyDictionary())
+    found = inner.get(right)
+    if found is None:
+        found = inner[right] = _correspond(left, right)
+    return found
+
+
+def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Correspondence:
+    a, b = _Graph(left), _Graph(right)
+    histories: dict[str, tuple[list[list[int]], list[list[int]]]] = {}
+    params: dict[str, str] = {}
+    outputs: dict[int, int] = {}
+    depth: dict[object, int] = {}
+    tied: set[object] = set()
+    sides = (
+        ([a.names[k] for k in a.params], [b.names[k] for k in b.params], a.params, b.params, params),
+        (list(range(len(a.outputs))), list(range(len(b.outputs))), a.outputs, b.outputs, outputs),
+    )
+    for lkeys, rkeys, lnodes, rnodes, out in sides:
+        # Full shapes and attributes first: what they pair is the same tensor in the same
+        # context. What they cannot pair (a size changed, or a neighbour did) gets the colours
+        # blind to sizes and numbers.
+        open_l = [i for i, k in enumerate(lnodes) if k >= 0]
+        open_r = [j for j, k in enumerate(rnodes) if k >= 0]
+        for first, lowest in zip(("strict", "loose"), _LOWEST, strict=True):
+            if not (open_l and open_r):
+                break  # nothing left to pair: the size-blind pass is not even computed
+            if first not in histories:
+                histories[first] = _history(a, b, first)
+            ha, hb = histories[first]
+            pairs, d, t = _assign([lnodes[i] for i in open_l], [rnodes[j] for j in open_r], ha, hb, lowest)
+            for i, j in pairs.items():
+                key = lkeys[open_l[i]]
+                out[key] = rkeys[open_r[j]]  # type: ignore[index]
+                depth[key] = d[i]
+                if i in t:
+                    tied.add(key)
+            done_l = {open_l[i] for i in pairs}
+            done_r = {open_r[j] for j in pairs.values()}
+            open_l = [i for i in open_l if i not in done_l]
+            open_r = [j for j in open_r if j not in done_r]
+    return Correspondence(
+        MappingProxyType(params), MappingProxyType(outputs), MappingProxyType(depth), frozenset(tied)
+    )
