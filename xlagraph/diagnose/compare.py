@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.canonical.hashes import plumbing_attributes
-from xlagraph.diagnose.causes import HINTS, Cause, CauseKind, Change
+from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.collectives import (
     OTHER_TENSORS_HINT,
     Collective,
@@ -26,207 +26,98 @@ from xlagraph.diagnose.collectives import (
     summarize,
 )
 from xlagraph.diagnose.common import dim_changes, explained_by_dims, fmt_list
+from xlagraph.diagnose.comparison import Comparison
 from xlagraph.diagnose.instructions import matched_changes
 from xlagraph.diagnose.interface import compare_outputs, compare_parameters
 from xlagraph.diagnose.regions import structure
-from xlagraph.diagnose.sources import sources_of
 from xlagraph.match import Matching
-from xlagraph.match.bottom_up import users_of
 
-__all__ = ["Comparison", "compare_computation", "input_dim_changes"]
+__all__ = ["compare_computation", "input_dim_changes"]
 
 
-class Comparison:
-    """Works through one pair of matched computations; state is local to one call.
+def _run(cmp: Comparison, dims: set[tuple[str, str]], regrouped: bool) -> list[Cause]:
+    cmp.regrouped = regrouped
+    if cmp.is_entry:
+        dims = dims | compare_parameters(cmp)
+        cmp.repair_parameters()
+    cmp.dims = dims
+    if cmp.is_entry:
+        compare_outputs(cmp)
+        _dtype(cmp)
+    regrouped = _collective(cmp) or cmp.regrouped
+    cmp.regrouped = regrouped
+    structural = matched_changes(cmp, dims)
+    structure(cmp, structural, regrouped)
+    _forwarded_root(cmp)
+    if len(cmp.causes) > 1:
+        # Donation follows any other change (other tensors updated in place, other outputs):
+        # a cause only when it is the one difference.
+        cmp.causes = [c for c in cmp.causes if not _donation(c)]
+    return cmp.causes
 
-    `pair_left` / `pair_right` are the matching with the parameters re-paired from evidence
-    (`interface.pair_parameters`): every later step reads them instead of the raw matching.
-    """
 
-    def __init__(
-        self,
-        lcanon: CanonicalModule,
-        rcanon: CanonicalModule,
-        left: CanonicalComputation,
-        right: CanonicalComputation,
-        m: Matching,
-        is_entry: bool,
-    ) -> None:
-        self.lm, self.rm = lcanon, rcanon
-        self.left, self.right, self.m = left, right, m
-        self.is_entry = is_entry
-        self.explained_left: set[str] = set()
-        self.explained_right: set[str] = set()
-        self.causes: list[Cause] = []
-        self.regrouped = False
-        self.dims: set[tuple[str, str]] = set()
-        self.param_pairs: dict[str, str] = {}
-        self.pending_dtype: list[Change] = []
-        self.pair_left: dict[str, str] = dict(m.left)
-        self.pair_right: dict[str, str] = dict(m.right)
-        self._users_cache: dict[str, dict[str, list[str]]] = {}
-
-    def cause(
-        self,
-        kind: CauseKind,
-        summary: str,
-        left: Iterable[str] = (),
-        right: Iterable[str] = (),
-        **kw,  # type: ignore[no-untyped-def]
-    ) -> None:
-        left, right = tuple(left), tuple(right)
-        self.explained_left.update(left)
-        self.explained_right.update(right)
-        near = [
-            (self.rm, self.right, [u for n in right for u in self.users(self.right).get(n, ())]),
-            (self.lm, self.left, [u for n in left for u in self.users(self.left).get(n, ())]),
-        ]
-        user, library = sources_of([(self.rm, self.right, right), (self.lm, self.left, left)], near)
-        self.causes.append(
-            Cause(
-                kind,
-                summary,
-                HINTS[kind],
-                left,
-                right,
-                sources=user or library,
-                library=library,
-                computation=self.left.name,
-                **kw,
-            )
-        )
-
-    def users(self, comp: CanonicalComputation) -> dict[str, list[str]]:
-        cache = self._users_cache
-        if comp.name not in cache:
-            cache[comp.name] = users_of(comp)
-        return cache[comp.name]
-
-    @staticmethod
-    def cone(comp: CanonicalComputation, starts: list[str], matched: dict[str, str]) -> list[str]:
-        """Unmatched instructions that only exist to compute `starts`."""
-        seen: list[str] = []
-        stack = [s for s in starts if s not in matched]
-        visited = set(stack)
-        while stack:
-            name = stack.pop()
-            seen.append(name)
-            for o in comp.operands.get(name, ()):
-                if o not in matched and o not in visited:
-                    visited.add(o)
-                    stack.append(o)
-        return seen
-
-    def _repair_parameters(self) -> None:
-        """Parameters as the evidence pairs them, in the matching every later step reads."""
-        lp, rp = self.left.param_number, self.right.param_number
-        for a in lp:
-            b = self.pair_left.pop(a, None)
-            if b is not None:
-                self.pair_right.pop(b, None)
-        for b in rp:
-            a = self.pair_right.pop(b, None)
-            if a is not None:
-                self.pair_left.pop(a, None)
-        for a, b in self.param_pairs.items():
-            self.pair_left[a] = b
-            self.pair_right[b] = a
-
-    def collective(self) -> bool:
-        if not self.is_entry:
-            return False
-        lc, rc = collectives(self.lm), collectives(self.rm)
-        if sorted(c.signature for c in lc) == sorted(c.signature for c in rc):
-            return False
-        if _follow_inputs(lc, rc, self.dims):
-            return False  # a sequence length reaching the collectives' operands: the shape's cause
-        lsig = {c.signature for c in rc}
-        rsig = {c.signature for c in lc}
-        left_changed = [c.name for c in lc if c.signature not in lsig]
-        right_changed = [c.name for c in rc if c.signature not in rsig]
-        self.cause(CauseKind.COLLECTIVE, summarize(lc, rc), left_changed, right_changed)
-        if not regrouped_only(lc, rc):
-            # Other tensors reduced, not the same ones bucketed another way: bucketing is no fix.
-            self.causes[-1] = replace(self.causes[-1], hint=OTHER_TENSORS_HINT)
-        self.regrouped = True
-        return True
-
-    def absorb_into(self, kind: CauseKind, lefts: list[str], rights: list[str]) -> bool:
-        """Instructions that belong to an existing cause of `kind` (plumbing around regrouped
-        collectives, converts around a dtype change); False when there is no such cause."""
-        for k, c in enumerate(self.causes):
-            if c.kind is kind:
-                self.causes[k] = replace(
-                    c,
-                    left=c.left + tuple(n for n in lefts if n not in c.left),
-                    right=c.right + tuple(n for n in rights if n not in c.right),
-                )
-                self.explained_left.update(lefts)
-                self.explained_right.update(rights)
-                return True
+def _collective(cmp: Comparison) -> bool:
+    if not cmp.is_entry:
         return False
+    lc, rc = collectives(cmp.lm), collectives(cmp.rm)
+    if sorted(c.signature for c in lc) == sorted(c.signature for c in rc):
+        return False
+    if _follow_inputs(lc, rc, cmp.dims):
+        return False  # a sequence length reaching the collectives' operands: the shape's cause
+    lsig = {c.signature for c in rc}
+    rsig = {c.signature for c in lc}
+    left_changed = [c.name for c in lc if c.signature not in lsig]
+    right_changed = [c.name for c in rc if c.signature not in rsig]
+    cmp.cause(CauseKind.COLLECTIVE, summarize(lc, rc), left_changed, right_changed)
+    if not regrouped_only(lc, rc):
+        # Other tensors reduced, not the same ones bucketed another way: bucketing is no fix.
+        cmp.causes[-1] = replace(cmp.causes[-1], hint=OTHER_TENSORS_HINT)
+    cmp.regrouped = True
+    return True
 
-    def _dtype(self) -> None:
-        changes = self.pending_dtype
-        if not changes:
-            return
-        kinds = sorted({f"{c.old.split('[')[0]} -> {c.new.split('[')[0]}" for c in changes})
-        inputs = sum(1 for c in changes if c.left in self.left.param_number)
-        examples = fmt_list([f"{c.old} -> {c.new}" for c in changes], 3)
-        self.cause(
-            CauseKind.DTYPE,
-            f"element type changed ({', '.join(kinds)}) on {inputs} input(s) and "
-            f"{len(changes) - inputs} output(s), e.g. {examples}",
-            [c.left for c in changes],
-            [c.right for c in changes],
-            changes=tuple(changes),
-            count=len(changes),
-        )
 
-    def run(self, dims: set[tuple[str, str]], regrouped: bool) -> list[Cause]:
-        self.regrouped = regrouped
-        if self.is_entry:
-            dims = dims | compare_parameters(self)
-            self._repair_parameters()
-        self.dims = dims
-        if self.is_entry:
-            compare_outputs(self)
-            self._dtype()
-        regrouped = self.collective() or self.regrouped
-        self.regrouped = regrouped
-        structural = matched_changes(self, dims)
-        structure(self, structural, regrouped)
-        self._forwarded_root()
-        if len(self.causes) > 1:
-            # Donation follows any other change (other tensors updated in place, other outputs):
-            # a cause only when it is the one difference.
-            self.causes = [c for c in self.causes if not _donation(c)]
-        return self.causes
+def _dtype(cmp: Comparison) -> None:
+    changes = cmp.pending_dtype
+    if not changes:
+        return
+    kinds = sorted({f"{c.old.split('[')[0]} -> {c.new.split('[')[0]}" for c in changes})
+    inputs = sum(1 for c in changes if c.left in cmp.left.param_number)
+    examples = fmt_list([f"{c.old} -> {c.new}" for c in changes], 3)
+    cmp.cause(
+        CauseKind.DTYPE,
+        f"element type changed ({', '.join(kinds)}) on {inputs} input(s) and "
+        f"{len(changes) - inputs} output(s), e.g. {examples}",
+        [c.left for c in changes],
+        [c.right for c in changes],
+        changes=tuple(changes),
+        count=len(changes),
+    )
 
-    def _forwarded_root(self) -> None:
-        """A root tuple's own attributes (the outputs' shardings JAX's `out_shardings` print
-        there): forwarding leaves it out of every instruction compared above."""
-        la, ra = self.left.computation.root, self.right.computation.root
-        if la.name in self.left.keys or ra.name in self.right.keys:
-            return
-        old, new = plumbing_attributes(la), plumbing_attributes(ra)
-        if old == new:
-            return
-        a, b = (dict(p.split("=", 1) for p in t.split(";") if p) for t in (old, new))
-        changes = tuple(
-            Change(la.name, ra.name, k, a.get(k, ""), b.get(k, ""))
-            for k in sorted(a.keys() | b.keys())
-            if a.get(k) != b.get(k)
-        )
-        what = ", ".join(ch.what for ch in changes)
-        shown = fmt_list([f"{c.old or '(none)'} -> {c.new or '(none)'}" for c in changes], 2)
-        self.cause(
-            CauseKind.ATTRIBUTE,
-            f"the root tuple's {what} changed ({shown})",
-            [la.name],
-            [ra.name],
-            changes=changes,
-        )
+
+def _forwarded_root(cmp: Comparison) -> None:
+    """A root tuple's own attributes (the outputs' shardings JAX's `out_shardings` print
+    there): forwarding leaves it out of every instruction compared above."""
+    la, ra = cmp.left.computation.root, cmp.right.computation.root
+    if la.name in cmp.left.keys or ra.name in cmp.right.keys:
+        return
+    old, new = plumbing_attributes(la), plumbing_attributes(ra)
+    if old == new:
+        return
+    a, b = (dict(p.split("=", 1) for p in t.split(";") if p) for t in (old, new))
+    changes = tuple(
+        Change(la.name, ra.name, k, a.get(k, ""), b.get(k, ""))
+        for k in sorted(a.keys() | b.keys())
+        if a.get(k) != b.get(k)
+    )
+    what = ", ".join(ch.what for ch in changes)
+    shown = fmt_list([f"{c.old or '(none)'} -> {c.new or '(none)'}" for c in changes], 2)
+    cmp.cause(
+        CauseKind.ATTRIBUTE,
+        f"the root tuple's {what} changed ({shown})",
+        [la.name],
+        [ra.name],
+        changes=changes,
+    )
 
 
 def _donation(cause: Cause) -> bool:
@@ -271,7 +162,7 @@ def compare_computation(
     module's collectives were found regrouped (by the entry's run), so collective instructions
     in called computations belong to that cause.
     """
-    return Comparison(lcanon, rcanon, left, right, matching, is_entry).run(dims or set(), regrouped)
+    return _run(Comparison(lcanon, rcanon, left, right, matching, is_entry), dims or set(), regrouped)
 
 
 def input_dim_changes(causes: Iterable[Cause]) -> set[tuple[str, str]]:

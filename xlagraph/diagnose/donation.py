@@ -14,7 +14,7 @@ from xlagraph.diagnose.causes import CauseKind, Change
 from xlagraph.diagnose.common import fmt_list
 
 if TYPE_CHECKING:
-    from xlagraph.diagnose.compare import Comparison
+    from xlagraph.diagnose.comparison import Comparison
 
 __all__ = ["compare_donation"]
 

@@ -25,7 +25,7 @@ from xlagraph.diagnose.residue import ELIDED
 from xlagraph.ir import COMPUTATION_ATTRIBUTES, Instruction, strip_layout
 
 if TYPE_CHECKING:
-    from xlagraph.diagnose.compare import Comparison
+    from xlagraph.diagnose.comparison import Comparison
 
 __all__ = ["attributes", "matched_changes", "operands_agree"]
 

@@ -32,7 +32,7 @@ from xlagraph.diagnose.pairing import pair_parameters, plausible
 from xlagraph.match.correspondence import correspond
 
 if TYPE_CHECKING:
-    from xlagraph.diagnose.compare import Comparison
+    from xlagraph.diagnose.comparison import Comparison
 
 __all__ = ["compare_outputs", "compare_parameters"]
 

@@ -22,7 +22,7 @@ from xlagraph.diagnose.common import dim_sizes, dims_of, element_type, shape_of,
 from xlagraph.match.correspondence import correspond
 
 if TYPE_CHECKING:
-    from xlagraph.diagnose.compare import Comparison
+    from xlagraph.diagnose.comparison import Comparison
 
 __all__ = ["pair_parameters", "plausible"]
 

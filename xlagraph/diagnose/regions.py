@@ -18,7 +18,7 @@ from xlagraph.diagnose.common import fmt_list
 from xlagraph.match.bottom_up import users_of
 
 if TYPE_CHECKING:
-    from xlagraph.diagnose.compare import Comparison
+    from xlagraph.diagnose.comparison import Comparison
 
 __all__ = ["structure"]
 

@@ -1,0 +1,131 @@
+"""The state of one comparison of two matched computations, and the helpers every step uses.
+
+The steps themselves (inputs and outputs, collectives, matched instructions, regions) live in
+their own modules and receive a `Comparison`; `compare.py` runs them in order. Keeping the type
+here, below all of them, is what lets every import point one way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from xlagraph.canonical import CanonicalComputation, CanonicalModule
+from xlagraph.diagnose.causes import HINTS, Cause, CauseKind, Change
+from xlagraph.diagnose.sources import sources_of
+from xlagraph.match import Matching
+from xlagraph.match.bottom_up import users_of
+
+__all__ = ["Comparison"]
+
+
+class Comparison:
+    """Works through one pair of matched computations; state is local to one call.
+
+    `pair_left` / `pair_right` are the matching with the parameters re-paired from evidence
+    (`interface.pair_parameters`): every later step reads them instead of the raw matching.
+    """
+
+    def __init__(
+        self,
+        lcanon: CanonicalModule,
+        rcanon: CanonicalModule,
+        left: CanonicalComputation,
+        right: CanonicalComputation,
+        m: Matching,
+        is_entry: bool,
+    ) -> None:
+        self.lm, self.rm = lcanon, rcanon
+        self.left, self.right, self.m = left, right, m
+        self.is_entry = is_entry
+        self.explained_left: set[str] = set()
+        self.explained_right: set[str] = set()
+        self.causes: list[Cause] = []
+        self.regrouped = False
+        self.dims: set[tuple[str, str]] = set()
+        self.param_pairs: dict[str, str] = {}
+        self.pending_dtype: list[Change] = []
+        self.pair_left: dict[str, str] = dict(m.left)
+        self.pair_right: dict[str, str] = dict(m.right)
+        self._users_cache: dict[str, dict[str, list[str]]] = {}
+
+    def cause(
+        self,
+        kind: CauseKind,
+        summary: str,
+        left: Iterable[str] = (),
+        right: Iterable[str] = (),
+        **kw,  # type: ignore[no-untyped-def]
+    ) -> None:
+        left, right = tuple(left), tuple(right)
+        self.explained_left.update(left)
+        self.explained_right.update(right)
+        near = [
+            (self.rm, self.right, [u for n in right for u in self.users(self.right).get(n, ())]),
+            (self.lm, self.left, [u for n in left for u in self.users(self.left).get(n, ())]),
+        ]
+        user, library = sources_of([(self.rm, self.right, right), (self.lm, self.left, left)], near)
+        self.causes.append(
+            Cause(
+                kind,
+                summary,
+                HINTS[kind],
+                left,
+                right,
+                sources=user or library,
+                library=library,
+                computation=self.left.name,
+                **kw,
+            )
+        )
+
+    def users(self, comp: CanonicalComputation) -> dict[str, list[str]]:
+        cache = self._users_cache
+        if comp.name not in cache:
+            cache[comp.name] = users_of(comp)
+        return cache[comp.name]
+
+    @staticmethod
+    def cone(comp: CanonicalComputation, starts: list[str], matched: dict[str, str]) -> list[str]:
+        """Unmatched instructions that only exist to compute `starts`."""
+        seen: list[str] = []
+        stack = [s for s in starts if s not in matched]
+        visited = set(stack)
+        while stack:
+            name = stack.pop()
+            seen.append(name)
+            for o in comp.operands.get(name, ()):
+                if o not in matched and o not in visited:
+                    visited.add(o)
+                    stack.append(o)
+        return seen
+
+    def repair_parameters(self) -> None:
+        """Parameters as the evidence pairs them, in the matching every later step reads."""
+        lp, rp = self.left.param_number, self.right.param_number
+        for a in lp:
+            b = self.pair_left.pop(a, None)
+            if b is not None:
+                self.pair_right.pop(b, None)
+        for b in rp:
+            a = self.pair_right.pop(b, None)
+            if a is not None:
+                self.pair_left.pop(a, None)
+        for a, b in self.param_pairs.items():
+            self.pair_left[a] = b
+            self.pair_right[b] = a
+
+    def absorb_into(self, kind: CauseKind, lefts: list[str], rights: list[str]) -> bool:
+        """Instructions that belong to an existing cause of `kind` (plumbing around regrouped
+        collectives, converts around a dtype change); False when there is no such cause."""
+        for k, c in enumerate(self.causes):
+            if c.kind is kind:
+                self.causes[k] = replace(
+                    c,
+                    left=c.left + tuple(n for n in lefts if n not in c.left),
+                    right=c.right + tuple(n for n in rights if n not in c.right),
+                )
+                self.explained_left.update(lefts)
+                self.explained_right.update(rights)
+                return True
+        return False
