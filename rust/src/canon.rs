@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use crate::blake2b::{hexdigest, stable_hash};
-use crate::parser::{Comp, FxMap, Inst, ModuleText};
+use crate::text::{Comp, FxMap, Inst, ModuleText};
 
 const NONE: u32 = u32::MAX;
 
@@ -479,7 +479,10 @@ fn effect_hashes<'x>(
     h1: &[i128],
     callee_hash: &FxMap<&str, i64>,
 ) -> R<Vec<i128>> {
-    let found: Vec<u32> = candidates.copied().filter(|&i| has_side_effect(&insts[i as usize])).collect();
+    let found: Vec<u32> = candidates
+        .copied()
+        .filter(|&i| has_side_effect(&insts[i as usize]))
+        .collect();
     if found.is_empty() {
         return Ok(Vec::new());
     }
@@ -506,7 +509,8 @@ fn effect_hashes<'x>(
             let parameter = ins.opcode == "parameter";
             let key = content_key(ins, parameter, callee_hash).map_err(|_| Failure::Fallback)?;
             let value = if parameter {
-                let number = parse_int(ins.payload.trim_matches(py_space)).map_err(|_| Failure::Fallback)?;
+                let number =
+                    parse_int(ins.payload.trim_matches(py_space)).map_err(|_| Failure::Fallback)?;
                 htuple(&[hint(key as i128), hint(number as i128)]) as i128
             } else if ins.operands.is_empty() {
                 key as i128
@@ -531,7 +535,13 @@ fn effect_hashes<'x>(
     }
     let mut out: Vec<i128> = found
         .iter()
-        .map(|&i| if live(i) { h1[i as usize] } else { memo[i as usize].unwrap_or(0) })
+        .map(|&i| {
+            if live(i) {
+                h1[i as usize]
+            } else {
+                memo[i as usize].unwrap_or(0)
+            }
+        })
         .collect();
     out.sort();
     Ok(out)
@@ -569,13 +579,20 @@ fn declared_shapes(shape: &str) -> String {
 fn plumbing_attributes(ins: &Inst) -> String {
     let mut parts = Vec::new();
     for (key, value) in &ins.attrs {
-        if *key == "index" || IGNORED_ATTRIBUTES.contains(key) || COMPUTATION_ATTRIBUTES.contains(key) {
+        if *key == "index"
+            || IGNORED_ATTRIBUTES.contains(key)
+            || COMPUTATION_ATTRIBUTES.contains(key)
+        {
             continue;
         }
         let compared = match compared_value(ins, key, value) {
             Ok(v) => v,
             // `strict=False`: an invalid iota group stays as printed (spaces dropped).
-            Err(_) => Some(if value.contains('"') { value.to_string() } else { drop_spaces(value) }),
+            Err(_) => Some(if value.contains('"') {
+                value.to_string()
+            } else {
+                drop_spaces(value)
+            }),
         };
         if let Some(v) = compared {
             parts.push(format!("{key}={v}"));
@@ -592,7 +609,13 @@ fn backend_config(value: &str) -> String {
     } else {
         Cow::Borrowed(value)
     };
-    let parsed = Json { t: text.as_bytes(), s: &text, i: 0 }.document().unwrap_or_else(|| {
+    let parsed = Json {
+        t: text.as_bytes(),
+        s: &text,
+        i: 0,
+    }
+    .document()
+    .unwrap_or_else(|| {
         if text.contains('"') {
             text.to_string()
         } else {
@@ -815,7 +838,11 @@ fn frontend_attributes(ins: &Inst, value: &str) -> String {
 fn frontend_entries(value: &str) -> Vec<&str> {
     let b = value.as_bytes();
     if b.len() < 2 || b[0] != b'{' || b[b.len() - 1] != b'}' {
-        return if value.is_empty() { vec![] } else { vec![value] };
+        return if value.is_empty() {
+            vec![]
+        } else {
+            vec![value]
+        };
     }
     let (mut out, mut depth, mut start, mut quoted, mut i) = (Vec::new(), 0i64, 1, false, 1);
     let end = b.len() - 1;
@@ -850,7 +877,11 @@ fn numbering(ins: &Inst, key: &str, value: &str) -> bool {
         return ins.opcode == "parameter"
             && value == format!("\"input{}\"", ins.payload.trim_matches(py_space));
     }
-    if key == "neff_output_names" && value.len() > 1 && value.starts_with('"') && value.ends_with('"') {
+    if key == "neff_output_names"
+        && value.len() > 1
+        && value.starts_with('"')
+        && value.ends_with('"')
+    {
         return value[1..value.len() - 1]
             .split(',')
             .enumerate()
@@ -1320,7 +1351,13 @@ fn canon_computation<'b, 'a>(
             htuple(&layout_lanes),
         ])
     };
-    let effects = effect_hashes(insts, dead.iter().chain(&plumbing), &state, &h1, callee_hash)?;
+    let effects = effect_hashes(
+        insts,
+        dead.iter().chain(&plumbing),
+        &state,
+        &h1,
+        callee_hash,
+    )?;
     let hash = if effects.is_empty() {
         hash
     } else {

@@ -4,9 +4,10 @@
 
 use std::borrow::Cow;
 
-use crate::parser::{owned, Comp, Facts, Inst, Parser, Scope, COMPUTATION_ATTRIBUTES};
+use crate::parser::{owned, Facts, Parser, Scope};
 use crate::scan::{err, strip_comments, Result};
 use crate::shape::Shape;
+use crate::text::{Comp, Inst, COMPUTATION_ATTRIBUTES};
 
 impl<'a> Parser<'a> {
     /// `to_apply={ instructions }` or `branch_computations={{...}, {...}}`: computations written

@@ -15,6 +15,7 @@ mod parser;
 mod scan;
 mod semantics;
 mod shape;
+mod text;
 
 use std::borrow::Cow;
 
@@ -23,7 +24,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
-use parser::{FxMap, Meta, ModuleText, Parser};
+use parser::Parser;
+use text::{FxMap, Meta, ModuleText};
 
 create_exception!(
     _core,
@@ -122,7 +124,7 @@ impl<'py, 'a> Builder<'py, 'a> {
 
     /// The computation's `(name, instructions, is_entry, line)`, and its instructions' names
     /// and operand tuples (for the canonical form, which shares them).
-    fn computation(&mut self, comp: &parser::Comp<'a>, line_offset: i64) -> PyResult<Built<'py>> {
+    fn computation(&mut self, comp: &text::Comp<'a>, line_offset: i64) -> PyResult<Built<'py>> {
         let py = self.py;
         let mut names: Vec<Bound<'py, PyString>> = Vec::with_capacity(comp.insts.len());
         let mut operand_tuples: Vec<Bound<'py, PyTuple>> = Vec::with_capacity(comp.insts.len());
@@ -384,7 +386,7 @@ fn canonical_form<'py>(
     py: Python<'py>,
     ints: &mut FxMap<u64, Bound<'py, PyAny>>,
     c: &canon::CompCanon,
-    comp: &parser::Comp,
+    comp: &text::Comp,
     names: &[Bound<'py, PyString>],
     operands: &[Bound<'py, PyTuple>],
 ) -> PyResult<Bound<'py, PyTuple>> {

@@ -5,8 +5,8 @@
 
 use std::sync::OnceLock;
 
-use crate::parser::FxMap;
 use crate::scan::{err, Cursor, Result};
+use crate::text::FxMap;
 
 pub const MAX_DEPTH: usize = 512;
 
