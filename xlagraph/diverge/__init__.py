@@ -1,0 +1,44 @@
+"""Run-to-run divergence: where two runs (or the ranks of one) stop being bit-exact.
+
+    load (fingerprint files -> FpRun) -> compare / replicas (-> Divergence) -> render (text, JSON, HTML)
+
+Pure functions over the fingerprints `XLAGRAPH_FINGERPRINTS=1` records; no torch import.
+"""
+
+from __future__ import annotations
+
+import os
+
+from xlagraph.diverge.compare import compare_runs
+from xlagraph.diverge.graphs import check_graphs
+from xlagraph.diverge.load import Fingerprint, FpRun, FpStep, TensorInfo, load_fingerprints
+from xlagraph.diverge.model import BIT_EXACT, DIVERGED, WITHIN_TOLERANCE, Divergence
+from xlagraph.diverge.replicas import compare_replicas
+
+__all__ = [
+    "BIT_EXACT",
+    "DIVERGED",
+    "WITHIN_TOLERANCE",
+    "Divergence",
+    "Fingerprint",
+    "FpRun",
+    "FpStep",
+    "TensorInfo",
+    "compare_replicas",
+    "compare_runs",
+    "diverge",
+    "load_fingerprints",
+]
+
+
+def diverge(
+    a: str | os.PathLike[str],
+    b: str | os.PathLike[str] | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> Divergence:
+    """`xlagraph diverge A B` (two runs) or `xlagraph diverge DIR` (the ranks of one run)."""
+    runs_a = load_fingerprints(a)
+    if b is None:
+        return compare_replicas(runs_a, check_graphs)
+    return compare_runs(runs_a, load_fingerprints(b), rtol, atol, check_graphs)
