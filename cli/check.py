@@ -57,6 +57,8 @@ def check_command(src: str, max_graphs: int, after_step: int | None, run: str | 
         xlagraph check /tmp/capture --max-graphs 2
         xlagraph check save.hlo.0 --max-graphs 0 --after-step 1
     """
+    from xlagraph.diverge import replica_drift
+    from xlagraph.render.diverge_json import divergence_to_json
     from xlagraph.render.ranks_text import rank_view_to_json, render_ranks_text  # here: fast `--help`
     from xlagraph.render.report_json import check_to_json
     from xlagraph.render.report_text import render_check_text
@@ -72,11 +74,15 @@ def check_command(src: str, max_graphs: int, after_step: int | None, run: str | 
             status.set("counting graphs")
             results = tuple(check_run(log, max_graphs, after_step) for log in logs)
             ranks = rank_view(latest_run_logs(loaded))
+            drift = replica_drift(src)  # fingerprints of several ranks: replicas must not drift
     if as_json:
         data = check_to_json(results)
         data["ranks"] = rank_view_to_json(ranks) if ranks is not None else None
         data["runs"], data["runs_note"] = runs_to_json(loaded), loaded.runs_note
         if ranks is not None and not ranks.agree:
+            data["passed"] = False
+        data["replicas"] = divergence_to_json(drift) if drift is not None else None
+        if drift is not None and drift.verdict == "diverged":
             data["passed"] = False
         click.echo(json.dumps(data, indent=2))
     else:
@@ -85,5 +91,10 @@ def check_command(src: str, max_graphs: int, after_step: int | None, run: str | 
         echo(render_check_text(results), nl=False)
         if ranks is not None and not ranks.agree:
             echo("FAIL: ranks diverge\n" + render_ranks_text(ranks), nl=False)
-    passed = all(r.passed for r in results) and (ranks is None or ranks.agree)
+        if drift is not None and drift.verdict == "diverged":
+            t = drift.first[0]
+            echo(f"FAIL: replicas drift at step {t.step}, rank {t.rank}: {t.name} ({t.role})")
+            echo(f"  (xlagraph diverge {src} says more)")
+    drifted = drift is not None and drift.verdict == "diverged"
+    passed = all(r.passed for r in results) and (ranks is None or ranks.agree) and not drifted
     click.get_current_context().exit(EXIT_PASS if passed else EXIT_FAIL)

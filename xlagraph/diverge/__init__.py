@@ -28,6 +28,7 @@ __all__ = [
     "compare_runs",
     "diverge",
     "load_fingerprints",
+    "replica_drift",
 ]
 
 
@@ -42,3 +43,15 @@ def diverge(
     if b is None:
         return compare_replicas(runs_a, check_graphs)
     return compare_runs(runs_a, load_fingerprints(b), rtol, atol, check_graphs)
+
+
+def replica_drift(path: str | os.PathLike[str]) -> Divergence | None:
+    """For `xlagraph check`: the replica comparison of a capture with fingerprints of two or more
+    processes; None when there is nothing to compare (no fingerprints, one process)."""
+    from xlagraph.errors import InputError
+
+    try:
+        runs = load_fingerprints(path)
+    except InputError:
+        return None
+    return compare_replicas(runs, check_graphs) if len(runs) >= 2 else None
