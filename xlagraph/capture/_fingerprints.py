@@ -14,11 +14,11 @@ device splits differently from run to run still gives the same fingerprint, whil
 any bit changes `sum` (float sums would not do: their own order changes them). Integer tensors
 (token ids) are summed as they are, booleans as 0/1.
 
-Cost: per dtype, one concatenation of the flattened tensors, one bit cast, one widening; on CUDA and
-CPU one int64 cumulative sum whose differences at the tensors' ends are the per-tensor sums (exact
-modulo 2**64), on XLA one sum per tensor (XLA's cumsum is a slow reduce-window). Weights use global
-positions g: within a tensor starting at s, sum(b*(g-s)) = sum(b*g) - s*sum(b), so no per-element
-index vector is stored per layout. Norms come from one `_foreach_norm`.
+Cost: per dtype, one concatenation of the flattened tensors and one bit cast; on CUDA and CPU two
+int64 cumulative sums (of the bits, and of their running sum: the weighted sum follows from both,
+see `_sums_eager`) and two of the NaN/Inf masks, read at the tensors' ends (exact modulo 2**64);
+on XLA one sum per tensor (XLA's cumsum is a slow reduce-window) with a cached position vector.
+Norms come from one `_foreach_norm`.
 
 On an XLA device `Tensor.view(dtype)` falls back to the CPU in torch_xla 2.9 (aten::view_copy.dtype):
 the bit cast is lowered instead as an XLA BitcastConvert through `torch_xla.core.xla_op_registry`,
@@ -116,32 +116,63 @@ def _chunks(members: list[int], sizes: list[int]) -> list[list[int]]:
 def _sums(flat: list[torch.Tensor], dtype: torch.dtype, xla: bool) -> torch.Tensor:
     """(len(flat), 4) int64: sum, wsum, nan, inf of tensors of one dtype."""
     values = flat[0] if len(flat) == 1 else torch.cat(flat)
-    device = values.device
     numels = tuple(t.numel() for t in flat)
-    ends, starts = _layout(device, numels)
-    if dtype in _INT_OF_FLOAT:
-        bits = _bitcast(values, _INT_OF_FLOAT[dtype], xla).to(torch.int64)
-        special = torch.stack([torch.isnan(values), torch.isinf(values)], dim=1).to(torch.int64)
-    else:
-        bits = values.to(torch.int64)
-        special = None
-    # Global 1-based positions g: within a tensor starting at s, the local weight is g - s, so
-    # wsum = sum(b*g) - s*sum(b), all modulo 2**64.
-    positions = _positions(values.numel(), device, xla)
-    cols = [bits, bits * positions]
-    if special is not None:
-        cols += [special[:, 0], special[:, 1]]
+    floating = dtype in _INT_OF_FLOAT
+    bits = _bitcast(values, _INT_OF_FLOAT[dtype], xla) if floating else values
+    if xla:
+        return _sums_xla(values, bits, numels, floating)
+    return _sums_eager(values, bits, numels, floating)
+
+
+def _sums_xla(
+    values: torch.Tensor, bits: torch.Tensor, numels: tuple[int, ...], floating: bool
+) -> torch.Tensor:
+    """One sum per tensor (XLA lowers cumsum as a reduce-window, ~10x slower here). Weights use
+    global 1-based positions g: within a tensor starting at s, sum(b*(g-s)) = sum(b*g) - s*sum(b)."""
+    device = values.device
+    _, starts = _layout(device, numels)
+    bits = bits.to(torch.int64)
+    cols = [bits, bits * _positions(values.numel(), device)]
+    if floating:
+        cols += [torch.isnan(values).to(torch.int64), torch.isinf(values).to(torch.int64)]
     table = torch.stack(cols, dim=1)
-    if xla:  # XLA lowers cumsum as a reduce-window (~10x slower here): one sum per tensor
-        seg = torch.stack([part.sum(0) for part in torch.split(table, list(numels))])
-    else:  # one int64 cumsum (exact modulo 2**64); row k of `ahead` is the sum of the first k
-        ahead = torch.cat([torch.zeros_like(table[:1]), table.cumsum(0)])
-        seg = ahead.index_select(0, ends) - ahead.index_select(0, starts)
+    seg = torch.stack([part.sum(0) for part in torch.split(table, list(numels))])
     s, w = seg[:, 0], seg[:, 1] - starts * seg[:, 0]
-    if special is None:
+    if not floating:
         zero = torch.zeros_like(s)
         return torch.stack([s, w, zero, zero], dim=1)
     return torch.stack([s, w, seg[:, 2], seg[:, 3]], dim=1)
+
+
+def _sums_eager(
+    values: torch.Tensor, bits: torch.Tensor, numels: tuple[int, ...], floating: bool
+) -> torch.Tensor:
+    """Cumulative sums, read at the tensors' ends: G = cumsum(b), H = cumsum(G) (int64, exact
+    modulo 2**64). For a tensor of n elements: sum = G[e] - G[s]; with C_k its own running sums,
+    sum(b_i * (i+1)) = (n+1)*sum - sum_k C_k, and sum_k C_k = H[e] - H[s] - n*G[s] (G[k], H[k]:
+    sums of the first k). No weight vector, no product: two passes over the data."""
+    device = values.device
+    ends, starts = _layout(device, numels)
+    n = ends - starts
+    g = torch.cumsum(bits, 0, dtype=torch.int64)
+    h = torch.cumsum(g, 0)
+    g_s, g_e = _before(g, starts), _before(g, ends)
+    s = g_e - g_s
+    w = (n + 1) * s - (_before(h, ends) - _before(h, starts) - n * g_s)
+    zero = torch.zeros_like(s)
+    if not floating or (device.type == "cpu" and bool(torch.isfinite(values).all())):
+        return torch.stack([s, w, zero, zero], dim=1)  # (on the CPU the check costs no device sync)
+    counts = []
+    for mask in (torch.isnan(values), torch.isinf(values)):
+        c = torch.cumsum(mask, 0, dtype=torch.int64)
+        counts.append(_before(c, ends) - _before(c, starts))
+    return torch.stack([s, w, *counts], dim=1)
+
+
+def _before(cumulative: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """The sum of the first `index` elements, from an inclusive cumulative sum (0 for none)."""
+    picked = cumulative.index_select(0, (index - 1).clamp(min=0))
+    return torch.where(index > 0, picked, torch.zeros_like(picked))
 
 
 def _layout(device: torch.device, numels: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -165,11 +196,9 @@ def _layout(device: torch.device, numels: tuple[int, ...]) -> tuple[torch.Tensor
     return hit
 
 
-def _positions(n: int, device: torch.device, xla: bool) -> torch.Tensor:
-    """1, 2, ..., n as int64. On XLA a cached vector, sliced: `arange` there costs ~0.1 s per
-    100k elements per call (it is rebuilt on the host)."""
-    if not xla:
-        return torch.arange(1, n + 1, dtype=torch.int64, device=device)
+def _positions(n: int, device: torch.device) -> torch.Tensor:
+    """1, 2, ..., n as int64 on XLA: a cached vector, sliced (`arange` there costs ~0.1 s per
+    100k elements per call: it is rebuilt on the host)."""
     key = str(device)
     cached = _POSITIONS.get(key)
     if cached is None or cached.numel() < n:

@@ -48,7 +48,14 @@ def after_sync(cap: _Capture, rec: Any) -> None:
     ids = [cap._name_id(n, role, t) for n, role, t in items]
     scan_dumps(rec)  # the training graphs' dumps are paired before this graph adds its own
     before = _side_counts(rec)
-    table = fingerprint([t for _, _, t in items])
+    ir_debug = rec.xlac._get_ir_debug()
+    if ir_debug:  # source lines of this graph are never shown: not worth a Python stack per op
+        rec.xlac._set_ir_debug(False)
+    try:
+        table = fingerprint([t for _, _, t in items])
+    finally:
+        if ir_debug:
+            rec.xlac._set_ir_debug(True)
     rec.xlac._xla_sync_multi([table], [], False)
     _absorb(rec, before)
     cap.inflight.append((table, None, ids, step, rec.s.step - 1))
