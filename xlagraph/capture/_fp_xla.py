@@ -95,11 +95,12 @@ def _absorb(rec: Any, before: tuple[int, set[str]]) -> None:
     data = rec.debug.read()
     if data:
         _, s.carry = parse_pt_xla_debug(s.carry + decode(data))  # its analysis blocks: dropped
-    compiles, executes = rec._counters()
+    compiles, _ = rec._counters()
     count = rec._compile_metric()[0]
     new_compiles = count - before[0]
-    rec.base = (rec.base[0], rec.base[1] + executes - s.executes, rec.base[2] + new_compiles)
-    s.compiles, s.executes = compiles, executes
+    # One execution is this graph's, whenever the (lagging) execution counter shows it.
+    rec.base = (rec.base[0], rec.base[1] + 1, rec.base[2] + new_compiles)
+    s.compiles, s.executes = compiles, s.executes + 1
     if new_compiles:
         side = getattr(rec, "side", None)
         if side is not None:
