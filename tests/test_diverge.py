@@ -135,6 +135,12 @@ def test_fingerprints_leave_the_training_graphs_alone():
     ]
     assert set(with_fp.graphs) == set(without.graphs)
     assert with_fp.compiles_reported == without.compiles_reported
+    ends = []
+    for name in ("ref", "nofp"):
+        (journal,) = cap("xla", name).glob("*/journal.jsonl")
+        end = [json.loads(x) for x in journal.read_text().splitlines() if '"k":"end"' in x][-1]
+        ends.append((end["compiles"], end["executions"], end["markers"]))
+    assert ends[0] == ends[1]
     (proc,) = [p for p in cap("xla", "ref").iterdir() if p.is_dir()]
     assert len(list((proc / "hlo").iterdir())) == len(with_fp.graphs)  # its dumps were removed
     notes = [json.loads(x) for x in (proc / ff.JSONL).read_text().splitlines()]
