@@ -19,6 +19,9 @@ Modes:
 * capture, source lines always  XLAGRAPH_CAPTURE=DIR XLAGRAPH_SOURCE_LINES=always (every step traced
                               with XLA_IR_DEBUG, the default before auto)
 * capture, no source lines    XLAGRAPH_CAPTURE=DIR XLAGRAPH_SOURCE_LINES=0
+* capture + fingerprints      XLAGRAPH_CAPTURE=DIR XLAGRAPH_FINGERPRINTS=1 (bit fingerprints of the
+                              batch, gradients and parameters every step, in a graph of their own);
+                              its cost is read against "capture", its disk use per tensor and step
 * XLA_SAVE_TENSORS_FILE       XLA_SAVE_TENSORS_FILE=F XLA_SAVE_TENSORS_FMT=hlo (what users do today)
 
 Disk: a tiny stable loop (an 8x8 matmul chain) captured for 10 and for 1,000 steps.
@@ -55,6 +58,7 @@ MODES = {
     "capture": {"XLAGRAPH_CAPTURE": "{tmp}/capture"},
     "capture, source lines always": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_SOURCE_LINES": "always"},
     "capture, no source lines": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_SOURCE_LINES": "0"},
+    "capture + fingerprints": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_FINGERPRINTS": "1"},
     "XLA_SAVE_TENSORS_FILE (hlo)": {"XLA_SAVE_TENSORS_FILE": "{tmp}/save.hlo", "XLA_SAVE_TENSORS_FMT": "hlo"},
 }
 
@@ -175,6 +179,24 @@ def _hook_overhead(directory: Path) -> dict[str, Any]:
     }
 
 
+def _fingerprint_size(directory: Path) -> dict[str, Any]:
+    """Bytes of the fingerprint files, and per tensor and step (32-byte records plus a 32-byte
+    header a step)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from xlagraph.diverge import load_fingerprints
+
+    runs = load_fingerprints(directory)
+    size = sum((Path(r.path) / "fingerprints.bin").stat().st_size for r in runs)
+    records = sum(len(s.values) for r in runs for s in r.steps)
+    steps = sum(len(r.steps) for r in runs)
+    return {
+        "bin_bytes": size,
+        "steps": steps,
+        "tensors_per_step": round(records / max(1, steps), 1),
+        "bytes_per_tensor_step": round(size / max(1, records), 2),
+    }
+
+
 def _p10(values: list[float]) -> float:
     return statistics.quantiles(values, n=10)[0]
 
@@ -198,10 +220,25 @@ def measure(repeat: int, timeout: float, modes: tuple[str, ...] = ()) -> dict[st
                 if r == 0 and "XLAGRAPH_CAPTURE" in extra:
                     extras[mode] = {"size_bytes": _capture_parts(Path(tmp) / "capture")}
                     extras[mode].update(_hook_overhead(Path(tmp) / "capture"))
+                    if "XLAGRAPH_FINGERPRINTS" in extra:
+                        extras[mode]["fingerprints"] = _fingerprint_size(Path(tmp) / "capture")
                 if r == 0 and "XLA_SAVE_TENSORS_FILE" in extra:
                     extras[mode] = {"size_bytes": {"total": sum(_du(p) for p in Path(tmp).glob("save.hlo*"))}}
             print(f"  run {r + 1}/{repeat} {mode}: {runs[mode][-1] * 1e3:.2f} ms/step", file=sys.stderr)
     plain = statistics.median(runs["plain"])
+    if "capture" in runs and "capture + fingerprints" in runs:  # what fingerprints add to capture
+        with_fp, without = (
+            statistics.median(runs["capture + fingerprints"]),
+            statistics.median(runs["capture"]),
+        )
+        p10_with, p10_without = (
+            statistics.median(fast["capture + fingerprints"]),
+            statistics.median(fast["capture"]),
+        )
+        extras.setdefault("capture + fingerprints", {}).update(
+            ratio_to_capture=round(with_fp / without, 3),
+            p10_ratio_to_capture=round(p10_with / p10_without, 3),
+        )
     plain_cpu = statistics.median(cpu["plain"])
     plain_fast, plain_fast_cpu = statistics.median(fast["plain"]), statistics.median(fast_cpu["plain"])
     out = {}
@@ -295,6 +332,14 @@ def render(modes: dict[str, Any], size: dict[str, Any] | None) -> str:
         ],
         rows,
     )
+    fp = modes.get("capture + fingerprints", {})
+    if "ratio_to_capture" in fp:
+        size_fp = fp.get("fingerprints", {})
+        table += (
+            f"\n\nFingerprints: step time x{fp['ratio_to_capture']:.3f} of capture alone (median), "
+            f"x{fp['p10_ratio_to_capture']:.3f} (p10); {size_fp.get('tensors_per_step')} tensors a step, "
+            f"{size_fp.get('bytes_per_tensor_step')} bytes per tensor and step on disk"
+        )
     if size is None:
         return f"{table}\n"
     size_rows = [

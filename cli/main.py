@@ -12,6 +12,7 @@ import click
 from ._common import finish_output, output_failed
 from .check import check_command
 from .diff import diff_command
+from .diverge import diverge_command
 from .graphs import graphs_command
 from .report import report_command
 from .run import run_command
@@ -38,6 +39,7 @@ xlagraph.add_command(graphs_command)
 xlagraph.add_command(report_command)
 xlagraph.add_command(check_command)
 xlagraph.add_command(run_command)
+xlagraph.add_command(diverge_command)
 
 
 def main() -> None:

@@ -268,3 +268,30 @@ def test_reference_examples(monkeypatch: pytest.MonkeyPatch) -> None:
         optionflags=doctest.ELLIPSIS,
     )  # fmt: skip
     assert result.failed == 0 and result.attempted >= 10, result
+
+
+def test_diverge_is_the_cli_as_a_call() -> None:
+    """`xlagraph.diverge(a, b)`: the same JSON and text as `xlagraph diverge`, typed."""
+    import json
+    import subprocess
+    import sys
+
+    import xlagraph
+
+    root = Path(__file__).resolve().parent.parent / "fixtures" / "divergence" / "eager"
+    d = xlagraph.diverge(root / "ref", root / "nan2")
+    assert isinstance(d, xlagraph.Divergence)
+    assert (d.verdict, d.first_step) == ("diverged", 2)
+    cli = subprocess.run(
+        [sys.executable, "-m", "xlagraph.cli.main", "diverge", str(root / "ref"), str(root / "nan2"), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert cli.returncode == 1, cli.stderr
+    assert json.loads(cli.stdout) == d.to_dict()
+    assert repr(d) == d.to_text().split("\n", 1)[0]
+    assert "<iframe" in d._repr_html_() and "http" not in d._repr_html_().split("srcdoc")[0]
+    assert xlagraph.diverge(root / "ref", root / "ref2").verdict == "bit_exact"
+    with pytest.raises(xlagraph.InputError):
+        xlagraph.diverge(root / "nothing-here", root / "ref")

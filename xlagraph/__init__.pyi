@@ -3,6 +3,7 @@ from xlagraph.api import (
     Check,
     Computation,
     Diff,
+    Divergence,
     InputError,
     Instruction,
     Module,
@@ -11,6 +12,7 @@ from xlagraph.api import (
     XlagraphError,
     check,
     diff,
+    diverge,
     graphs,
     load,
     load_all,
@@ -18,5 +20,6 @@ from xlagraph.api import (
 )
 from xlagraph.capture._hook import capture
 
-__all__ = ["Check", "Computation", "Diff", "InputError", "Instruction", "Module", "ParseError", "Report",
-           "XlagraphError", "capture", "check", "diff", "graphs", "load", "load_all", "report"]  # fmt: skip
+__all__ = ["Check", "Computation", "Diff", "Divergence", "InputError", "Instruction", "Module", "ParseError",
+           "Report", "XlagraphError", "capture", "check", "diff", "diverge", "graphs", "load", "load_all",
+           "report"]  # fmt: skip

@@ -1,5 +1,5 @@
-"""`xlagraph.diff(a, b)`, `xlagraph.graphs(src)`, `xlagraph.report(dir)` beside the engine's
-modules of the same names (xlagraph/diff.py, graphs.py, report/).
+"""`xlagraph.diff(a, b)`, `xlagraph.graphs(src)`, `xlagraph.report(dir)`, `xlagraph.diverge(a, b)`
+beside the engine's modules of the same names (xlagraph/diff.py, graphs.py, report/, diverge/).
 
 Those modules stay what `import xlagraph.diff` gives, as the engine and its tests use them; each
 gives itself this class as it is imported, so calling it calls the API function of its name

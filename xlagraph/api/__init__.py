@@ -10,11 +10,13 @@
 
 `load` / `load_all` read graphs (`Module`, `Computation`, `Instruction`; `to_networkx()`),
 `diff` compares two (`Diff`), `report` explains a run's recompiles (`Report`), `check` is the
-CI gate (`Check`), `graphs` lists a source's graphs. Every result is immutable; bad input raises
+CI gate (`Check`), `diverge` says where two fingerprinted runs part (`Divergence`), `graphs`
+lists a source's graphs. Every result is immutable; bad input raises
 `InputError` naming the file and line. docs/api.md is the reference.
 """
 
 from xlagraph.api._diff import Diff, diff
+from xlagraph.api._diverge import Divergence, diverge
 from xlagraph.api._module import Computation, Instruction, Module, load, load_all, node_id
 from xlagraph.api._report import Check, Report, check, graphs, report
 from xlagraph.errors import InputError, ParseError, XlagraphError
@@ -23,6 +25,7 @@ __all__ = [
     "Check",
     "Computation",
     "Diff",
+    "Divergence",
     "InputError",
     "Instruction",
     "Module",
@@ -31,6 +34,7 @@ __all__ = [
     "XlagraphError",
     "check",
     "diff",
+    "diverge",
     "graphs",
     "load",
     "load_all",

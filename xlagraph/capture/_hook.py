@@ -33,6 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 from xlagraph.capture import _format as fmt
+from xlagraph.capture import _fp_capture as fp_capture
 from xlagraph.capture._env import EnvPlan, plan_env, process_dir_name
 
 __all__ = ["capture", "start_from_env"]
@@ -98,6 +99,10 @@ def _start(directory: str, started_by: str, environ: dict[str, str]) -> EnvPlan:
     plan = plan_env(environ, proc_dir)
     os.environ.update(plan.set_vars)
     _plan, _started_by = plan, started_by
+    if fp_capture.enabled(environ):  # XLAGRAPH_FINGERPRINTS=1: also plain PyTorch, no torch_xla
+        from xlagraph.capture._settings import Settings
+
+        _guarded(lambda: fp_capture.arm(proc_dir, Settings.from_env(environ).max_bytes))
     module = sys.modules.get("torch_xla")
     if module is not None and hasattr(module, "_XLAC"):
         _guarded(lambda: _on_torch_xla(module, late=True))
@@ -120,6 +125,7 @@ def _stop() -> None:
         _guarded(_reset_ir_debug)
     _unhook()
     _unwrap_mark_sharding()
+    fp_capture.disarm()
     if plan is not None:
         _restore_env(plan)
     _plan, _recorder = None, None
@@ -246,6 +252,7 @@ def _on_torch_xla(module: Any, late: bool) -> None:
     meta = _meta(module, plan, notes)
     rec = Recorder(plan, xlac, Settings.from_env(os.environ), meta, xm.add_step_closure)
     _recorder = rec
+    fp_capture.attach(rec)
     if _debug_file_in_use is None:
         _debug_file_in_use = (plan.debug_file, plan.debug_level)
     _install_proxy(module, xlac)

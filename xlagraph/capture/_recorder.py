@@ -70,6 +70,7 @@ class Recorder:
         self.executions_reported = plan.debug_level >= 2  # Execution Analysis blocks, one per run
         self.lines_auto = lines_auto_supported(plan.source_lines_mode, xlac)  # see _source_lines
         self.awaiting: object | None = None  # token of the marker whose "after" has not run
+        self.side: Any = None  # XLAGRAPH_FINGERPRINTS: runs its own graph after the step's sync
         self.settings = settings
         self.pid = os.getpid()
         self.active = True
@@ -137,6 +138,8 @@ class Recorder:
     def _closure(self, token: object) -> None:
         if self.awaiting is token:
             self.guard(self.after_marker)
+            if self.side is not None and self.active:
+                self.side.after_sync(self)  # guarded there: a failure stops fingerprints only
 
     def after_marker(self) -> None:
         """The step marker returned: its graphs are compiled and their executions scheduled."""
@@ -176,6 +179,8 @@ class Recorder:
         """At exit: read what torch_xla wrote after the last marker and close the journal."""
         if self.awaiting is not None:
             self.after_marker()
+        if self.side is not None:
+            self.side.finish(self)
         s = self.s
         t = time.perf_counter()
         data = self.debug.read()

@@ -1,0 +1,197 @@
+"""Bit fingerprints (xlagraph.capture._fingerprints) and their capture (XLAGRAPH_FINGERPRINTS=1).
+
+Eager CPU checks run in-process; the XLA device check is one torch_xla subprocess (PJRT_DEVICE=CPU).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from xlagraph.capture import _fingerprints as F  # noqa: E402
+from xlagraph.capture import fp_format as ff  # noqa: E402
+from xlagraph.diverge import diverge, load_fingerprints  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tensors() -> list:
+    g = torch.Generator().manual_seed(0)
+    return [
+        torch.randn(3, 4, generator=g),
+        torch.tensor([1.0, float("nan"), float("inf"), -float("inf"), -0.0, 0.0]),
+        torch.randn(5, generator=g).bfloat16(),
+        torch.randn(4, generator=g).half(),
+        torch.randn(6, generator=g).double(),
+        torch.randint(0, 100, (7,), generator=g),
+        torch.tensor([True, False, True]),
+        torch.zeros(0),
+        torch.randn(2, 3, generator=g).t(),  # not contiguous
+    ]
+
+
+def test_rows_equal_the_slow_reference():
+    ts = _tensors()
+    rows = F.fingerprint_rows(ts)
+    for t, row in zip(ts, rows, strict=True):
+        assert row[:4] == F.reference_row(t), t
+
+
+def test_nan_inf_counts_and_norm():
+    row = F.fingerprint_rows([torch.tensor([1.0, float("nan"), float("inf"), -float("inf")])])[0]
+    assert row[2:4] == (1, 2)
+    norm = F.fingerprint_rows([torch.tensor([3.0, 4.0])])[0][4]
+    assert norm == 5.0
+
+
+def test_a_swap_changes_wsum_not_sum():
+    a = torch.randn(100)
+    b = a.clone()
+    b[[3, 70]] = b[[70, 3]]
+    ra, rb = F.fingerprint_rows([a, b])
+    assert ra[0] == rb[0] and ra[1] != rb[1]
+
+
+def test_one_bit_changes_the_fingerprint_and_signed_zero_counts():
+    a = torch.tensor([0.0, 1.0])
+    b = torch.tensor([-0.0, 1.0])
+    c = torch.tensor([0.0, float.fromhex("0x1.0000020000000p+0")])  # 1 + 2**-23: last mantissa bit
+    ra, rb, rc = F.fingerprint_rows([a, b, c])
+    assert ra[:2] != rb[:2] and ra[:2] != rc[:2]
+
+
+def test_order_of_tensors_and_chunking_do_not_matter(monkeypatch):
+    ts = _tensors()
+    rows = [r[:4] for r in F.fingerprint_rows(ts)]  # (the norm of a NaN tensor is NaN: != itself)
+    assert [r[:4] for r in F.fingerprint_rows(ts[::-1])] == rows[::-1]
+    monkeypatch.setattr(F, "MAX_CHUNK", 8)  # every tensor in a chunk of its own
+    assert [r[:4] for r in F.fingerprint_rows(ts)] == rows
+
+
+def test_sums_wrap_like_int64():
+    big = torch.full((4,), float("nan")).view(torch.int32).fill_(0x7FFFFFFF).view(torch.float32)
+    t = big.repeat(1 << 12)
+    assert F.fingerprint_rows([t])[0][:4] == F.reference_row(t)
+
+
+XLA_CHECK = textwrap.dedent(
+    """
+    import json, torch, torch_xla
+    import torch_xla.debug.metrics as met
+    from xlagraph.capture import _fingerprints as F
+    dev = torch_xla.device()
+    g = torch.Generator().manual_seed(0)
+    cpu = [torch.randn(32, 16, generator=g), torch.randn(7, generator=g).bfloat16(),
+           torch.tensor([1.0, float("nan"), float("inf")]), torch.randint(0, 9, (5,), generator=g),
+           torch.randn(3, generator=g).double()]
+    xs = [t.to(dev) for t in cpu]
+    torch_xla.sync()
+    met.clear_all()
+    rows = [F.fingerprint_rows(xs) for _ in range(3)]
+    print(json.dumps({
+        "eager": F.fingerprint_rows(cpu), "xla": rows[0],
+        "stable": [r[:4] for r in rows[0]] == [r[:4] for r in rows[2]],
+        "fallbacks": [k for k in met.counter_names() if k.startswith("aten::")],
+        "compiles": met.counter_value("UncachedCompile"),
+    }))
+    """
+)
+
+
+def test_xla_fingerprints_stay_on_the_device_and_match_eager():
+    pytest.importorskip("torch_xla")
+    out = subprocess.run(
+        [sys.executable, "-c", XLA_CHECK],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env={**__import__("os").environ, "PJRT_DEVICE": "CPU", "PYTHONPATH": str(ROOT)},
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert r["fallbacks"] == []  # no aten:: op ran on the CPU (a plain view(int32) would)
+    assert r["compiles"] == 1  # one graph for this set of shapes, cached after
+    assert r["stable"]
+    assert [row[:4] for row in r["xla"]] == [row[:4] for row in r["eager"]]
+    for a, b in zip(r["xla"], r["eager"], strict=True):
+        assert a[4] == pytest.approx(b[4], rel=1e-5, nan_ok=True)
+
+
+# -- capture in plain PyTorch (CPU eager), in-process ---------------------------------------------
+
+
+def _loop(steps: int = 4, lr_from: int = -1, swap: int = -1) -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    g = torch.Generator().manual_seed(1)
+    batches = [torch.randn(4, 8, generator=g) for _ in range(steps)]
+    if swap >= 0:
+        batches[swap], batches[swap + 1] = batches[swap + 1], batches[swap]
+    for k, x in enumerate(batches):
+        if k == lr_from:
+            opt.param_groups[0]["lr"] = 0.1
+        opt.zero_grad()
+        model(x).square().mean().backward()  # the loss is held by nobody but the capture
+        opt.step()
+
+
+def _captured(tmp: Path, name: str, **kw) -> Path:
+    from xlagraph.capture import capture
+
+    d = tmp / name
+    import os
+
+    os.environ["XLAGRAPH_FINGERPRINTS"] = "1"
+    try:
+        with capture(d):
+            _loop(**kw)
+    finally:
+        os.environ.pop("XLAGRAPH_FINGERPRINTS", None)
+    return d
+
+
+def test_eager_capture_names_roles_and_size(tmp_path):
+    d = _captured(tmp_path, "a")
+    (run,) = load_fingerprints(d)
+    assert len(run.steps) == 4
+    names = list(run.tensors)
+    assert names[:2] == ["input.0", "loss"]
+    assert "0.weight.grad" in names and "0.weight.exp_avg" in names and "2.bias" in names
+    assert [run.tensors[n].role for n in names] == sorted(
+        (run.tensors[n].role for n in names), key=ff.ROLE_ORDER.__getitem__
+    )
+    size = (Path(run.path) / ff.BIN).stat().st_size
+    per_step = size / len(run.steps)
+    assert per_step == 32 * (1 + len(run.steps[0].values))  # 32 bytes a tensor, one header a step
+
+
+def test_eager_runs_compare(tmp_path):
+    a, b = _captured(tmp_path, "a"), _captured(tmp_path, "b")
+    assert diverge(a, b).verdict == "bit_exact"
+    c = _captured(tmp_path, "c", lr_from=2)
+    d = diverge(a, c)
+    assert (d.first_step, d.first[0].role, d.inputs_identical) == (2, "param", True)
+    e = diverge(a, _captured(tmp_path, "e", swap=1))
+    assert (e.first_step, e.first[0].name, e.inputs_identical) == (1, "input.0", False)
+
+
+def test_a_failing_fingerprint_never_breaks_training(tmp_path, monkeypatch, capfd):
+    def broken(tensors):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(F, "fingerprint", broken)
+    d = _captured(tmp_path, "f")  # trains all its steps
+    err = capfd.readouterr().err
+    assert err.count("fingerprints off after error: RuntimeError: boom") == 1
+    (proc,) = [p for p in d.iterdir() if p.is_dir()]
+    notes = [json.loads(x) for x in (proc / ff.JSONL).read_text().splitlines()]
+    assert [n["v"] for n in notes if n["k"] == "note"] == ["fingerprints off after error: RuntimeError: boom"]

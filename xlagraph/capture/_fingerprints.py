@@ -1,0 +1,231 @@
+"""Exact, order-independent fingerprints of tensors' bit patterns. Pure tensor code.
+
+Per tensor, five numbers (one int64 row):
+
+    sum     the elements' bit patterns as signed integers, summed in int64 (wrapping)
+    wsum    the same, each weighted by its position in the flattened tensor (1-based): a swap of
+            two different elements changes it, while `sum` stays
+    nan     NaN count
+    inf     Inf count (either sign)
+    norm    the float32 bits of the L2 norm: for tolerance mode only, never compared bit-exactly
+
+Integer sums modulo 2**64 do not depend on the order of the additions, so a reduction that the
+device splits differently from run to run still gives the same fingerprint, while any change of
+any bit changes `sum` (float sums would not do: their own order changes them). Integer tensors
+(token ids) are summed as they are, booleans as 0/1.
+
+Cost: per dtype, one concatenation of the flattened tensors and one bit cast; on CUDA and CPU two
+int64 cumulative sums (of the bits, and of their running sum: the weighted sum follows from both,
+see `_sums_eager`) and two of the NaN/Inf masks, read at the tensors' ends (exact modulo 2**64);
+on XLA one sum per tensor (XLA's cumsum is a slow reduce-window) with a cached position vector.
+Norms come from one `_foreach_norm`.
+
+On an XLA device `Tensor.view(dtype)` falls back to the CPU in torch_xla 2.9 (aten::view_copy.dtype):
+the bit cast is lowered instead as an XLA BitcastConvert through `torch_xla.core.xla_op_registry`,
+so the whole fingerprint stays one small graph on the device. On CUDA and CPU it is `view(dtype)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+__all__ = ["FIELDS", "MAX_CHUNK", "fingerprint", "fingerprint_rows", "reference_row"]
+
+FIELDS = ("sum", "wsum", "nan", "inf", "norm")
+MAX_CHUNK = 1 << 26  # elements concatenated at once: bounds the temporary copies (int64: 512 MiB)
+
+_INT_OF_FLOAT = {
+    torch.float64: torch.int64,
+    torch.float32: torch.int32,
+    torch.bfloat16: torch.int16,
+    torch.float16: torch.int16,
+}
+_XLA_BITCAST: dict[torch.dtype, Any] = {}  # int dtype -> registered xla_op_registry Op
+_ENDS: dict[tuple[str, tuple[int, ...]], tuple[torch.Tensor, torch.Tensor]] = {}  # cached per layout
+_POSITIONS: dict[str, torch.Tensor] = {}  # XLA: device -> 1..2**k, sliced
+_MAX_CACHED_LAYOUTS = 64
+
+
+def fingerprint(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    """An int64 tensor (len(tensors), 5) on the tensors' device, rows in the order given.
+
+    All tensors must be on one device. Nothing is synchronized: the caller fetches the result
+    (`.cpu()`) when it wants it, so on XLA the fingerprint is a graph of its own, run when fetched.
+    """
+    if not tensors:
+        return torch.zeros((0, len(FIELDS)), dtype=torch.int64)
+    device = tensors[0].device
+    xla = device.type == "xla"
+    flat = [t.detach().reshape(-1) for t in tensors]
+    groups: dict[torch.dtype, list[int]] = {}
+    for i, t in enumerate(flat):
+        groups.setdefault(t.dtype, []).append(i)
+    parts: list[torch.Tensor] = []
+    order: list[int] = []
+    for dtype, members in groups.items():
+        for chunk in _chunks(members, [flat[i].numel() for i in members]):
+            parts.append(_sums([flat[i] for i in chunk], dtype, xla))
+            order.extend(chunk)
+    sums = parts[0] if len(parts) == 1 else torch.cat(parts)
+    if order != list(range(len(order))):
+        inverse = [0] * len(order)
+        for row, i in enumerate(order):
+            inverse[i] = row
+        sums = sums[torch.tensor(inverse, device="cpu").to(device)]
+    norms = _norm_bits(flat, xla)
+    return torch.cat([sums, norms.unsqueeze(1)], dim=1)
+
+
+def fingerprint_rows(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int, int, int, float]]:
+    """`fingerprint` fetched to the host: (sum, wsum, nan, inf, norm) per tensor."""
+    table = fingerprint(tensors).cpu()
+    norms = table[:, 4].to(torch.int32).view(torch.float32).tolist()
+    rows = table.tolist()
+    return [(int(r[0]), int(r[1]), int(r[2]), int(r[3]), float(n)) for r, n in zip(rows, norms, strict=True)]
+
+
+def reference_row(t: torch.Tensor) -> tuple[int, int, int, int]:
+    """The integer fields of one tensor computed the slow, obvious way on the host, in Python
+    integers (for tests): what `fingerprint` must equal."""
+    t = t.detach().cpu().reshape(-1)
+    bits = t.view(_INT_OF_FLOAT[t.dtype]) if t.dtype in _INT_OF_FLOAT else t.to(torch.int64)
+    values = [int(v) for v in bits.tolist()]
+    wrap = lambda v: (v + (1 << 63)) % (1 << 64) - (1 << 63)  # noqa: E731
+    s = wrap(sum(values))
+    w = wrap(sum(v * (i + 1) for i, v in enumerate(values)))
+    if t.is_floating_point():
+        return s, w, int(torch.isnan(t).sum()), int(torch.isinf(t).sum())
+    return s, w, 0, 0
+
+
+def _chunks(members: list[int], sizes: list[int]) -> list[list[int]]:
+    out: list[list[int]] = [[]]
+    total = 0
+    for i, n in zip(members, sizes, strict=True):
+        if out[-1] and total + n > MAX_CHUNK:
+            out.append([])
+            total = 0
+        out[-1].append(i)
+        total += n
+    return out
+
+
+def _sums(flat: list[torch.Tensor], dtype: torch.dtype, xla: bool) -> torch.Tensor:
+    """(len(flat), 4) int64: sum, wsum, nan, inf of tensors of one dtype."""
+    values = flat[0] if len(flat) == 1 else torch.cat(flat)
+    numels = tuple(t.numel() for t in flat)
+    floating = dtype in _INT_OF_FLOAT
+    bits = _bitcast(values, _INT_OF_FLOAT[dtype], xla) if floating else values
+    if xla:
+        return _sums_xla(values, bits, numels, floating)
+    return _sums_eager(values, bits, numels, floating)
+
+
+def _sums_xla(
+    values: torch.Tensor, bits: torch.Tensor, numels: tuple[int, ...], floating: bool
+) -> torch.Tensor:
+    """One sum per tensor (XLA lowers cumsum as a reduce-window, ~10x slower here). Weights use
+    global 1-based positions g: within a tensor starting at s, sum(b*(g-s)) = sum(b*g) - s*sum(b)."""
+    device = values.device
+    _, starts = _layout(device, numels)
+    bits = bits.to(torch.int64)
+    cols = [bits, bits * _positions(values.numel(), device)]
+    if floating:
+        cols += [torch.isnan(values).to(torch.int64), torch.isinf(values).to(torch.int64)]
+    table = torch.stack(cols, dim=1)
+    seg = torch.stack([part.sum(0) for part in torch.split(table, list(numels))])
+    s, w = seg[:, 0], seg[:, 1] - starts * seg[:, 0]
+    if not floating:
+        zero = torch.zeros_like(s)
+        return torch.stack([s, w, zero, zero], dim=1)
+    return torch.stack([s, w, seg[:, 2], seg[:, 3]], dim=1)
+
+
+def _sums_eager(
+    values: torch.Tensor, bits: torch.Tensor, numels: tuple[int, ...], floating: bool
+) -> torch.Tensor:
+    """Cumulative sums, read at the tensors' ends: G = cumsum(b), H = cumsum(G) (int64, exact
+    modulo 2**64). For a tensor of n elements: sum = G[e] - G[s]; with C_k its own running sums,
+    sum(b_i * (i+1)) = (n+1)*sum - sum_k C_k, and sum_k C_k = H[e] - H[s] - n*G[s] (G[k], H[k]:
+    sums of the first k). No weight vector, no product: two passes over the data."""
+    device = values.device
+    ends, starts = _layout(device, numels)
+    n = ends - starts
+    g = torch.cumsum(bits, 0, dtype=torch.int64)
+    h = torch.cumsum(g, 0)
+    g_s, g_e = _before(g, starts), _before(g, ends)
+    s = g_e - g_s
+    w = (n + 1) * s - (_before(h, ends) - _before(h, starts) - n * g_s)
+    zero = torch.zeros_like(s)
+    if not floating or (device.type == "cpu" and bool(torch.isfinite(values).all())):
+        return torch.stack([s, w, zero, zero], dim=1)  # (on the CPU the check costs no device sync)
+    counts = []
+    for mask in (torch.isnan(values), torch.isinf(values)):
+        c = torch.cumsum(mask, 0, dtype=torch.int64)
+        counts.append(_before(c, ends) - _before(c, starts))
+    return torch.stack([s, w, *counts], dim=1)
+
+
+def _before(cumulative: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """The sum of the first `index` elements, from an inclusive cumulative sum (0 for none)."""
+    picked = cumulative.index_select(0, (index - 1).clamp(min=0))
+    return torch.where(index > 0, picked, torch.zeros_like(picked))
+
+
+def _layout(device: torch.device, numels: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each tensor's end and start offsets, cached per device and layout (on XLA, device data
+    that the fingerprint graph takes as parameters)."""
+    key = (str(device), numels)
+    hit = _ENDS.get(key)
+    if hit is not None:
+        return hit
+    ends, starts, total = [], [], 0
+    for n in numels:
+        starts.append(total)
+        total += n
+        ends.append(total)
+    if len(_ENDS) >= _MAX_CACHED_LAYOUTS:
+        _ENDS.clear()
+    hit = _ENDS[key] = (
+        torch.tensor(ends, dtype=torch.int64).to(device),
+        torch.tensor(starts, dtype=torch.int64).to(device),
+    )
+    return hit
+
+
+def _positions(n: int, device: torch.device) -> torch.Tensor:
+    """1, 2, ..., n as int64 on XLA: a cached vector, sliced (`arange` there costs ~0.1 s per
+    100k elements per call: it is rebuilt on the host)."""
+    key = str(device)
+    cached = _POSITIONS.get(key)
+    if cached is None or cached.numel() < n:
+        size = 1 << max(10, (n - 1).bit_length())
+        cached = _POSITIONS[key] = torch.arange(1, size + 1, dtype=torch.int64).to(device)
+    return cached[:n]
+
+
+def _bitcast(values: torch.Tensor, to: torch.dtype, xla: bool) -> torch.Tensor:
+    if not xla:
+        return values.view(to)
+    op = _XLA_BITCAST.get(to)
+    if op is None:
+        import torch_xla.core.xla_builder as xb
+        import torch_xla.core.xla_op_registry as xor
+
+        xla_type = {torch.int64: xb.Type.S64, torch.int32: xb.Type.S32, torch.int16: xb.Type.S16}[to]
+        op = _XLA_BITCAST[to] = xor.register(f"xlagraph_bitcast_{to}".replace("torch.", ""), _lower(xla_type))
+    return op(values)
+
+
+def _lower(xla_type: Any) -> Any:
+    return lambda x: x.bitcast(xla_type)
+
+
+def _norm_bits(flat: list[torch.Tensor], xla: bool) -> torch.Tensor:
+    """int64 column: the float32 bits of each tensor's L2 norm."""
+    floats = [t if t.dtype in (torch.float32, torch.float64) else t.float() for t in flat]
+    norms = torch.stack([n.float() for n in torch._foreach_norm(floats)])
+    return _bitcast(norms, torch.int32, xla).to(torch.int64)

@@ -1,0 +1,460 @@
+"""`XLAGRAPH_FINGERPRINTS=1` beside `XLAGRAPH_CAPTURE=DIR`: bit fingerprints of every step's
+tensors, named as the user names them, with no code change.
+
+A step is an optimizer step: global `torch.optim` step hooks see every optimizer, and through it
+the parameters, their `.grad` and the optimizer state (`<param>.exp_avg`). Parameter names come
+from the top-level modules (a module called while no other module's forward runs): their
+`named_parameters()`. The step's input batch and outputs are the tensors passed to and returned by
+those top-level calls since the last step; the loss is the tensor `.backward()` was called on.
+
+On CUDA and CPU the fingerprints are computed at the step hook and fetched one step later (a
+non-blocking copy and an event: no device sync in the step). On XLA nothing is computed at the
+hook: the tensors are held by weak reference (a strong one would make a dead tensor an output of
+the training graph and change its hash) and fingerprinted after the step's sync, in a graph of
+their own (`_fp_xla`).
+
+Never breaks training: every hook body is guarded; the first error is printed once and written
+to fingerprints.jsonl, and fingerprints stop (the rest of the capture goes on).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import sys
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from xlagraph.capture import fp_format as ff
+
+__all__ = ["arm", "attach", "disarm", "enabled"]
+
+MAX_IO_TENSORS = 16  # input and output tensors kept per step
+PREFIX = "xlagraph fingerprints:"
+
+_cap: _Capture | None = None
+
+
+def enabled(environ: Any) -> bool:
+    return str(environ.get("XLAGRAPH_FINGERPRINTS", "")).strip().lower() not in (
+        "",
+        "0",
+        "off",
+        "no",
+        "false",
+    )
+
+
+def arm(proc_dir: str, max_bytes: int) -> None:
+    """Capture started with fingerprints on: hook torch now, or when it is imported."""
+    global _cap
+    if _cap is not None:
+        return
+    _cap = _Capture(proc_dir, max_bytes)
+    atexit.register(_at_exit)
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "optim"):
+        _cap.guard(_cap.install)
+    else:
+        sys.meta_path.insert(0, _TorchFinder())
+
+
+def attach(rec: Any) -> None:
+    """The torch_xla recorder exists: XLA tensors are fingerprinted after each sync."""
+    if _cap is not None:
+        _cap.rec = rec
+        rec.side = _cap
+
+
+def disarm() -> None:
+    """End of `capture()`: flush, unhook."""
+    global _cap
+    cap, _cap = _cap, None
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _TorchFinder)]
+    if cap is not None:
+        cap.guard(cap.flush)
+        cap.uninstall()
+
+
+def _at_exit() -> None:
+    cap = _cap
+    if cap is not None and cap.rec is None and cap.pid == os.getpid():
+        cap.guard(cap.flush)  # eager runs; with torch_xla the recorder's finish does it
+
+
+class _TorchFinder:
+    """Runs `install` once `import torch` has finished (then nn and optim are complete)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "torch":
+            return None
+        sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
+        spec = None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if find is not None and (spec := find(name, path, target)) is not None:
+                break
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        exec_module = loader.exec_module
+
+        def exec_then_hook(module: Any) -> None:
+            exec_module(module)
+            with contextlib.suppress(AttributeError):
+                del loader.exec_module
+            if _cap is not None:
+                _cap.guard(_cap.install)
+
+        loader.exec_module = exec_then_hook
+        return spec
+
+
+class _Capture:
+    """One process's fingerprint capture: hooks, what the current step saw, the writer."""
+
+    def __init__(self, proc_dir: str, max_bytes: int) -> None:
+        self.dir = proc_dir
+        self.max_bytes = max_bytes
+        self.active = True
+        self.failed = False
+        self.pid = os.getpid()
+        self.rec: Any = None  # the torch_xla Recorder, when there is one
+        self.handles: list[Any] = []
+        self.real_backward: Any = None
+        self.roots: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.depth = 0
+        self.inputs: list[Any] = []  # refs (weak on XLA, detached tensors elsewhere)
+        self.outputs: list[Any] = []
+        self.loss: Any = None
+        self.names: dict[tuple[str, str], int] = {}
+        self.param_names: weakref.WeakKeyDictionary[Any, tuple[int, list[tuple[Any, str]]]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.step = 0
+        self.pending: list[tuple[str, str, Any]] = []  # XLA: (name, role, weakref) until the sync
+        self.inflight: list[tuple[Any, Any, list[int], int, int]] = []  # (table, event, ids, step, jstep)
+        self.bytes = 0
+        self.fd_bin: int | None = None
+        self.fd_jsonl: int | None = None
+        self.rank_written = False
+        self.side_compiles = 0  # XLA: compiles of the fingerprint graph
+
+    # -- hooks ----------------------------------------------------------------------------------
+
+    def install(self) -> None:
+        import torch
+        from torch.nn.modules import module as nn_module
+        from torch.optim import optimizer as optim
+
+        self.handles = [
+            nn_module.register_module_forward_pre_hook(self._pre_forward),
+            nn_module.register_module_forward_hook(self._post_forward, always_call=True),
+            optim.register_optimizer_step_post_hook(self._post_step),
+        ]
+        self.real_backward = real = torch.Tensor.backward
+        cap = self
+
+        def backward(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            if cap.active:
+                cap.guard(lambda: cap._on_backward(tensor))
+            return real(tensor, *args, **kwargs)
+
+        backward.__doc__ = real.__doc__
+        backward._xlagraph_wrapped = True  # type: ignore[attr-defined]
+        torch.Tensor.backward = backward  # type: ignore[method-assign]
+
+    def uninstall(self) -> None:
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+        torch = sys.modules.get("torch")
+        if torch is not None and self.real_backward is not None:
+            torch.Tensor.backward = self.real_backward
+        self.active = False
+
+    def guard(self, fn: Callable[[], Any]) -> None:
+        if not self.active or self.pid != os.getpid():  # a forked child writes nothing
+            return
+        try:
+            fn()
+        except Exception as e:
+            self.fail(e)
+
+    def fail(self, exc: BaseException) -> None:
+        self.active = False
+        if self.failed:
+            return
+        self.failed = True
+        msg = f"fingerprints off after error: {type(exc).__name__}: {exc}"
+        print(f"{PREFIX} {msg}", file=sys.stderr, flush=True)
+        with contextlib.suppress(Exception):
+            self._jsonl([{"k": "note", "v": msg}])
+
+    def _pre_forward(self, module: Any, args: Any) -> None:
+        self.depth += 1
+        if self.depth == 1 and self.active:
+            self.guard(lambda: self._top_call(module, args))
+
+    def _post_forward(self, module: Any, args: Any, output: Any) -> None:
+        self.depth = max(0, self.depth - 1)
+        if self.depth == 0 and self.active:
+            self.guard(lambda: self._keep(self.outputs, output))
+
+    def _top_call(self, module: Any, args: Any) -> None:
+        self.roots.add(module)
+        self._keep(self.inputs, args, data_only=True)
+
+    def _keep(self, into: list[Any], value: Any, data_only: bool = False) -> None:
+        for t in _tensors(value):
+            if len(into) >= MAX_IO_TENSORS:
+                return
+            if data_only and t.requires_grad:  # a model output passed to a loss module: not data
+                continue
+            into.append(_ref(t))
+
+    def _on_backward(self, tensor: Any) -> None:
+        self.loss = _ref(tensor)
+
+    def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if self.active:
+            self.guard(lambda: self._collect(optimizer))
+
+    # -- a step ---------------------------------------------------------------------------------
+
+    def _collect(self, optimizer: Any) -> None:
+        found: list[tuple[str, str, Any]] = []
+        found += [(f"input.{i}", "input", r) for i, r in enumerate(self.inputs)]
+        if self.loss is not None:
+            found.append(("loss", "loss", self.loss))
+        params = self._params(optimizer)
+        found += [(f"{n}.grad", "grad", _ref(p.grad)) for p, n in params if p.grad is not None]
+        for p, n in params:
+            for key, value in optimizer.state.get(p, {}).items():
+                if _is_tensor(value):
+                    found.append((f"{n}.{key}", "state", _ref(value)))
+        found += [(n, "param", _ref(p)) for p, n in params]
+        found += [(f"output.{i}", "output", r) for i, r in enumerate(self.outputs)]
+        self.inputs, self.outputs, self.loss = [], [], None
+        if self.rec is not None and any(_on_xla(_deref(r)) for _, _, r in found):
+            self.pending.extend(found)  # after the sync (_fp_xla.after_sync)
+            return
+        self._fetch_inflight()
+        self._start_eager(found)
+
+    def _params(self, optimizer: Any) -> list[tuple[Any, str]]:
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        cached = self.param_names.get(optimizer)
+        if cached is not None and cached[0] == len(params):
+            return cached[1]
+        names: dict[int, str] = {}
+        for root in list(self.roots):
+            prefix = ""
+            for name, p in root.named_parameters():
+                if id(p) in names:
+                    continue
+                if name in names.values():  # a second top-level module with the same names
+                    prefix = f"{type(root).__name__}."
+                names[id(p)] = prefix + name
+        out = []
+        for g, group in enumerate(optimizer.param_groups):
+            for i, p in enumerate(group["params"]):
+                out.append((p, names.get(id(p), f"group{g}.param{i}")))
+        if names:  # before any top-level call, the names are not known yet: ask again
+            self.param_names[optimizer] = (len(params), out)
+        return out
+
+    def _start_eager(self, found: list[tuple[str, str, Any]]) -> None:
+        from xlagraph.capture._fingerprints import fingerprint
+
+        by_device: dict[str, list[tuple[str, str, Any]]] = {}
+        for name, role, r in found:
+            t = _deref(r)
+            if t is not None and t.numel() >= 0:
+                by_device.setdefault(str(t.device), []).append((name, role, t))
+        step = self.step
+        self.step += 1
+        for items in by_device.values():
+            ids = [self._name_id(n, role, t) for n, role, t in items]
+            table = fingerprint([t for _, _, t in items])
+            event = None
+            if table.device.type == "cuda":
+                import torch
+
+                table = table.to("cpu", non_blocking=True)
+                event = torch.cuda.Event()
+                event.record()
+            self.inflight.append((table, event, ids, step, -1))
+        if not by_device:
+            self.inflight.append((None, None, [], step, -1))
+
+    def _fetch_inflight(self) -> None:
+        """Write the fingerprints started earlier (fetched one step late: no device sync)."""
+        groups: dict[tuple[int, int], list[tuple[int, tuple[int, int, int, int, int]]]] = {}
+        for table, event, ids, step, jstep in self.inflight:
+            rows = groups.setdefault((step, jstep), [])
+            if table is None:
+                continue
+            if event is not None:
+                event.synchronize()
+            rows.extend(zip(ids, (tuple(r) for r in table.cpu().tolist()), strict=True))
+        self.inflight = []
+        for (step, jstep), rows in groups.items():
+            self._write_step(step, jstep, rows)
+
+    def flush(self) -> None:
+        self._fetch_inflight()
+
+    # -- the recorder's calls (XLA), each guarded here: a failure stops fingerprints only ---------
+
+    def after_sync(self, rec: Any) -> None:
+        from xlagraph.capture import _fp_xla
+
+        self.guard(lambda: _fp_xla.after_sync(self, rec))
+
+    def finish(self, rec: Any) -> None:
+        from xlagraph.capture import _fp_xla
+
+        self.guard(lambda: _fp_xla.finish(self, rec))
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def _name_id(self, name: str, role: str, t: Any) -> int:
+        key = (name, role)
+        i = self.names.get(key)
+        if i is None:
+            if len(self.names) >= ff.MAX_NAMES:
+                raise RuntimeError(f"more than {ff.MAX_NAMES} distinct tensor names")
+            i = self.names[key] = len(self.names)
+            dtype = str(t.dtype).removeprefix("torch.")
+            self._jsonl(
+                [{"k": "name", "id": i, "name": name, "role": role, "shape": list(t.shape), "dtype": dtype}]
+            )
+        return i
+
+    def _write_step(
+        self, step: int, jstep: int, rows: list[tuple[int, tuple[int, int, int, int, int]]]
+    ) -> None:
+        if self.fd_bin is None:
+            self._open()
+        size = ff.RECORD.size * (1 + len(rows))
+        if self.bytes + size > self.max_bytes:
+            self._jsonl([{"k": "note", "v": f"XLAGRAPH_MAX_MB reached at step {step}: no more fingerprints"}])
+            self.active = False
+            return
+        self._write_rank()
+        rows.sort(key=lambda r: r[0])
+        parts = [ff.RECORD.pack(ff.HEADER_ID, 0, step, jstep, len(rows), 0, 0.0)]
+        for i, (s, w, nan, inf, norm_bits) in rows:
+            role = ff.ROLE_ORDER[self._role_of(i)]
+            norm = _f32(norm_bits)
+            parts.append(ff.RECORD.pack(i, role, _wrap(s), _wrap(w), _i32(nan), _i32(inf), norm))
+        data = b"".join(parts)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd_bin, view) :]  # type: ignore[arg-type]
+        self.bytes += len(data)
+
+    def _role_of(self, i: int) -> str:
+        if not hasattr(self, "_roles") or len(self._roles) != len(self.names):
+            self._roles = {v: k[1] for k, v in self.names.items()}
+        return self._roles[i]
+
+    def _open(self) -> None:
+        os.makedirs(self.dir, exist_ok=True)
+        self.fd_bin = os.open(os.path.join(self.dir, ff.BIN), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def _jsonl(self, records: list[dict[str, Any]]) -> None:
+        if self.fd_jsonl is None:
+            os.makedirs(self.dir, exist_ok=True)
+            path = os.path.join(self.dir, ff.JSONL)
+            self.fd_jsonl = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            torch = sys.modules.get("torch")
+            meta = {"k": "meta", "pid": os.getpid(), "torch": str(getattr(torch, "__version__", ""))}
+            records = [meta, *records]
+        data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
+        os.write(self.fd_jsonl, data)
+
+    def _write_rank(self) -> None:
+        if self.rank_written:
+            return
+        self.rank_written = True
+        self._jsonl([_rank_record(self.rec)])
+
+
+def _rank_record(rec: Any) -> dict[str, Any]:
+    """The rank the user's code sees: torch.distributed's when it is set up, else the capture
+    recorder's (torch_xla), else torchrun's RANK."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return {
+            "k": "rank",
+            "rank": dist.get_rank(),
+            "world": dist.get_world_size(),
+            "source": "torch.distributed",
+        }
+    if rec is not None and rec.meta.get("rank") is not None:
+        return {
+            "k": "rank",
+            "rank": rec.meta["rank"],
+            "world": rec.meta.get("world_size"),
+            "source": "capture",
+        }
+    rank, world = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+    if rank is not None and rank.isdigit():
+        w = int(world) if world is not None and world.isdigit() else None
+        return {"k": "rank", "rank": int(rank), "world": w, "source": "RANK"}
+    return {"k": "rank", "rank": None, "world": None, "source": ""}
+
+
+def _is_tensor(value: Any) -> bool:
+    torch = sys.modules["torch"]
+    return isinstance(value, torch.Tensor) and value.numel() > 0
+
+
+def _tensors(value: Any, depth: int = 0) -> Iterator[Any]:
+    """Tensors in a forward's arguments or result: directly, or in lists, tuples and dicts."""
+    if _is_tensor(value):
+        yield value
+    elif depth < 3 and isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _tensors(v, depth + 1)
+    elif depth < 3 and isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors(v, depth + 1)
+    elif depth < 3 and hasattr(value, "__dataclass_fields__"):
+        for k in value.__dataclass_fields__:
+            yield from _tensors(getattr(value, k, None), depth + 1)
+
+
+def _on_xla(t: Any) -> bool:
+    return t is not None and t.device.type == "xla"
+
+
+def _ref(t: Any) -> Any:
+    """XLA: a weak reference (holding a lazy tensor would make it a graph output). Elsewhere the
+    detached tensor itself (the user may drop it before the step hook)."""
+    if t.device.type == "xla":
+        return weakref.ref(t)
+    return t.detach()
+
+
+def _deref(r: Any) -> Any:
+    return r() if isinstance(r, weakref.ref) else r
+
+
+def _wrap(v: int) -> int:
+    return (v + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+def _i32(v: int) -> int:
+    return max(-(1 << 31), min((1 << 31) - 1, v))
+
+
+def _f32(bits: int) -> float:
+    import struct
+
+    return struct.unpack("<f", struct.pack("<i", _i32(bits)))[0]

@@ -1,0 +1,119 @@
+"""Fingerprints on an XLA device: a graph of their own, after the step's sync, out of the journal.
+
+Run from the recorder's step closure, right after it recorded the step: the tensors the optimizer
+step hook saw (still alive; the sync made them device data) are fingerprinted in one small graph,
+dispatched without waiting (`_xla_sync_multi(wait=False)`), and fetched at the next sync, when it
+has long finished. torch_xla compiles that graph once per set of shapes and caches it.
+
+The graph must never look like the user's: what torch_xla reports for it (its PT_XLA_DEBUG
+block, the compile and execution counters, the CompileTime sample, its --xla_dump_to files) is
+consumed here at once, so the journal holds the training graphs only. With and without
+fingerprints the training graphs have the same hashes and the same compile count.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from xlagraph.capture import _format as fmt
+from xlagraph.capture._debug_stream import decode
+from xlagraph.capture._dumps import scan_dumps, unlink
+from xlagraph.parse.pt_xla_debug import parse_pt_xla_debug
+
+if TYPE_CHECKING:
+    from xlagraph.capture._fp_capture import _Capture
+
+__all__ = ["after_sync", "finish"]
+
+
+def after_sync(cap: _Capture, rec: Any) -> None:
+    """The step's sync is recorded: write the last fingerprints, start this step's."""
+    cap._fetch_inflight()
+    if not cap.pending:
+        return
+    from xlagraph.capture._fingerprints import fingerprint
+    from xlagraph.capture._fp_capture import _deref
+
+    items = []
+    for name, role, r in cap.pending:
+        t = _deref(r)
+        if t is not None and t.device.type == "xla":
+            items.append((name, role, t))
+    cap.pending = []
+    if not items:
+        return
+    step = cap.step
+    cap.step += 1
+    ids = [cap._name_id(n, role, t) for n, role, t in items]
+    scan_dumps(rec)  # the training graphs' dumps are paired before this graph adds its own
+    before = _side_counts(rec)
+    ir_debug = rec.xlac._get_ir_debug()
+    if ir_debug:  # source lines of this graph are never shown: not worth a Python stack per op
+        rec.xlac._set_ir_debug(False)
+    try:
+        table = fingerprint([t for _, _, t in items])
+    finally:
+        if ir_debug:
+            rec.xlac._set_ir_debug(True)
+    rec.xlac._xla_sync_multi([table], [], False)
+    _absorb(rec, before)
+    cap.inflight.append((table, None, ids, step, rec.s.step - 1))
+
+
+def finish(cap: _Capture, rec: Any) -> None:
+    """At exit: write what is fetched; tensors of a step never synced are not fingerprinted
+    (that would run the training graph inside this one)."""
+    cap._fetch_inflight()
+    if cap.pending:
+        cap._jsonl([{"k": "note", "v": "the last optimizer step had no sync after it: not fingerprinted"}])
+        cap.pending = []
+    if cap.side_compiles:
+        cap._jsonl(
+            [
+                {
+                    "k": "note",
+                    "v": f"fingerprint graph compiled {cap.side_compiles} time(s), run after each sync; "
+                    "left out of the journal",
+                }
+            ]
+        )
+
+
+def _side_counts(rec: Any) -> tuple[int, set[str]]:
+    count = rec._compile_metric()[0]
+    try:
+        names = set(os.listdir(rec.hlo_dir)) if rec.plan.hlo_dump else set()
+    except FileNotFoundError:
+        names = set()
+    return count, names
+
+
+def _absorb(rec: Any, before: tuple[int, set[str]]) -> None:
+    """Take what torch_xla reported for the fingerprint graph out of the recorder's view."""
+    s = rec.s
+    data = rec.debug.read()
+    if data:
+        _, s.carry = parse_pt_xla_debug(s.carry + decode(data))  # its analysis blocks: dropped
+    compiles, _ = rec._counters()
+    count = rec._compile_metric()[0]
+    new_compiles = count - before[0]
+    # One execution is this graph's, whenever the (lagging) execution counter shows it.
+    rec.base = (rec.base[0], rec.base[1] + 1, rec.base[2] + new_compiles)
+    s.compiles, s.executes = compiles, s.executes + 1
+    if new_compiles:
+        side = getattr(rec, "side", None)
+        if side is not None:
+            side.side_compiles += new_compiles
+        metric = rec.xlac._xla_metric_data("CompileTime")
+        if metric and metric[2]:
+            s.compile_sample_ts = max(s.compile_sample_ts, metric[2][-1][0])
+    if rec.plan.hlo_dump:
+        try:
+            names = set(os.listdir(rec.hlo_dir)) - before[1]
+        except FileNotFoundError:
+            names = set()
+        for name in names:
+            s.dumps_seen.add(name)
+            s.prefixes_done.add(fmt.dump_prefix(name))
+            unlink(os.path.join(rec.hlo_dir, name))
