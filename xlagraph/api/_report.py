@@ -9,7 +9,6 @@ rank view of a multi-process run, and which runs a capture folder holds. Its `to
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -217,12 +216,11 @@ class Check:
         data["runs"], data["runs_note"] = runs_to_json(self.runs), self.runs_note
         if self.ranks is not None and not self.ranks.agree:
             data["passed"] = False
-        if _HAS_DIVERGE:
-            from xlagraph.render.diverge_json import divergence_to_json  # type: ignore[import-not-found]
+        from xlagraph.render.diverge_json import divergence_to_json
 
-            data["replicas"] = divergence_to_json(self.replicas) if self.replicas is not None else None
-            if self.drifted:
-                data["passed"] = False
+        data["replicas"] = divergence_to_json(self.replicas) if self.replicas is not None else None
+        if self.drifted:
+            data["passed"] = False
         return data
 
     def to_json(self) -> str:
@@ -285,15 +283,9 @@ def check(
     return Check(src, passed, results, ranks, loaded.runs, loaded.runs_note, drift)
 
 
-# `xlagraph diverge` (fingerprints of several ranks) lands beside this API: where it is there,
-# the gate also fails when replicas drift apart, as `xlagraph check` does with it.
-_HAS_DIVERGE = importlib.util.find_spec("xlagraph.diverge") is not None
-
-
 def _replica_drift(src: str) -> Any:
-    if not _HAS_DIVERGE:
-        return None
-    from xlagraph.diverge import replica_drift  # type: ignore[import-not-found]
+    """Fingerprints of several ranks: the gate also fails when replicas drift apart."""
+    from xlagraph.diverge import replica_drift
 
     return replica_drift(src)
 
