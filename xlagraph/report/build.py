@@ -385,18 +385,23 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
         return _build_report(log, explain, read_line)
 
 
+_BASES_ABOVE = 4
+
+
 def source_text_of(log: RunLog) -> SourceText:
     """Where a run's source lines are read: a capture's stored sources; without them (a raw dump,
     a capture made before sources were stored) the user's files under the working directory or
-    the dump's folder."""
+    the dump's folder and the few folders above it (a project that keeps its dumps in a subfolder)."""
     if log.kind == "capture":
         from xlagraph.capture.stored_sources import StoredSources
 
         stored = StoredSources.load(log.source)
         if stored is not None:
             return SourceText(stored=stored)
-    folder = os.path.dirname(os.path.abspath(log.source)) if log.source else ""
-    return SourceText(bases=(folder,) if folder else ())
+    if not log.source:
+        return SourceText()
+    folder = Path(os.path.abspath(log.source)).parent
+    return SourceText(bases=tuple(str(p) for p in (folder, *folder.parents[:_BASES_ABOVE])))
 
 
 def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunReport:
