@@ -44,6 +44,8 @@ _FRAMEWORK = (
 )
 _FRAMEWORK_ABS = re.compile(rf"^.*?/(?=(?:{_FRAMEWORK}))")
 _FRAMEWORK_REL = re.compile(rf"(?:^|/)(?:{_FRAMEWORK})")
+# A portable path starts with its import name: these packages' files, whatever the subpackage.
+_PACKAGES = frozenset({"torch", "torch_xla", "transformers", "jax", "jaxlib", "numpy", "torchvision", "flax"})
 # Standard-library modules that show up in Python stacks, read as library at the top level of a
 # relative path (`contextlib.py`); packages (`concurrent/futures/thread.py`) by any stdlib name.
 _STDLIB_FILES = frozenset(
@@ -138,7 +140,7 @@ def is_library_path(path: str) -> bool:
     if _FRAMEWORK_REL.search(p):
         return True
     head, sep, _ = p.partition("/")
-    return (head in _STDLIB) if sep else p.removesuffix(".py") in _STDLIB_FILES
+    return (head in _STDLIB or head in _PACKAGES) if sep else p.removesuffix(".py") in _STDLIB_FILES
 
 
 def is_installed_path(path: str) -> bool:

@@ -166,7 +166,8 @@ def store_sources(proc_dir: str, rel: Relativizer, budget: int) -> dict[str, obj
     for path in sorted(rel.original, key=lambda p: (p in rel.library, p)):
         lib = path in rel.library
         data = _read(rel.original[path])
-        if data is None:
+        if data is None:  # (unreadable: still said to be a library file or not, with no lines)
+            lines[path] = {"lib": lib, "lines": {}}
             continue
         if stored + len(data) <= budget and len(data) <= _MAX_FILE and _is_text(data):
             name = hashlib.sha256(data).hexdigest() + ".z"
