@@ -71,8 +71,10 @@ def is_library(frame: Frame) -> bool:
 
 
 def location(frame: Frame) -> str:
-    """`file:line`."""
-    return f"{frame.file}:{frame.line}" if frame.line else frame.file
+    """`file:line`, the file in its portable form (a frame built from a machine's absolute path
+    reads as one a capture recorded)."""
+    file = portable_path(frame.file)
+    return f"{file}:{frame.line}" if frame.line else file
 
 
 def first_user_frame(frames: tuple[Frame, ...]) -> tuple[Frame | None, Frame | None]:
