@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ROOT
 from xlagraph.capture import _format as fmt
 from xlagraph.capture import read_capture
 from xlagraph.report import build_report
@@ -149,7 +149,9 @@ def test_scenario_capture_agrees_with_torch_xla(runs: dict[str, Run], name: str)
         mine = [s for s in log.syncs if s.step == step.index]
         assert step.executions == len(mine) >= 1
         assert mine[-1].cause == SYNC  # the step ends with its marker's own execution
-    script = str(SCENARIOS / f"{name}.py")
+    # Frames name the script by its portable path: it runs from outside the working directory,
+    # so relative to the sys.path entry it lies under (the repository root).
+    script = (SCENARIOS / f"{name}.py").relative_to(ROOT).as_posix()
     assert all(any(f.file == script for f in s.frames) for s in log.syncs)
     assert all(s.compile_seconds > 0 for s in compiled)
     for s in compiled:
@@ -180,7 +182,8 @@ def test_item_mid_step_records_the_implicit_sync(runs: dict[str, Run]) -> None:
     implicit = [s for s in log.syncs if s.cause == ITEM]
     assert [s.step for s in implicit] == [2, 3, 4, 5]
     assert implicit[0].compiled and not any(s.compiled for s in implicit[1:])
-    assert all(s.frames[0].file == str(script) and s.frames[0].line == line for s in implicit)
+    portable = script.relative_to(ROOT).as_posix()
+    assert all(s.frames[0].file == portable and s.frames[0].line == line for s in implicit)
     assert [st.executions for st in log.steps] == [1, 1, 2, 2, 2, 2]
     graph = log.graphs[implicit[0].graph_hash]
     assert not graph.tensors and "implicit sync" in graph.tensors_note

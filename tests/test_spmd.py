@@ -34,11 +34,11 @@ TIMEOUT = 300
 
 
 def _line(script: str, text: str) -> str:
-    """`fixtures/torch_xla/spmd/<script>:<n>`: the stored captures hold the absolute paths of the
-    machine that made them, so a line is matched by its path inside the repository."""
+    """`<script>:<n>`: the stored captures name the scripts by their portable path, relative to
+    the working directory they ran in (this folder)."""
     path = SPMD / script
     n = next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
-    return f"fixtures/torch_xla/spmd/{script}:{n}"
+    return f"{script}:{n}"
 
 
 def _capture(name: str) -> Path:

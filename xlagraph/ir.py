@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import NamedTuple
 
+from xlagraph.source_paths import portable_frames, portable_path
+
 __all__ = [
     "COMPUTATION_ATTRIBUTES",
     "Computation",
@@ -80,7 +82,8 @@ class Metadata(NamedTuple):
     def location(self) -> str:
         if not self.source_file:
             return ""
-        return f"{self.source_file}:{self.source_line}" if self.source_line else self.source_file
+        file = portable_path(self.source_file)
+        return f"{file}:{self.source_line}" if self.source_line else file
 
 
 class Instruction(NamedTuple):
@@ -201,7 +204,7 @@ class Module:
         if md is None:
             return ()
         if md.stack_frame_id and md.stack_frame_id in self.stack_frames:
-            return self.stack_frames[md.stack_frame_id]
-        if md.source_file:
-            return (Frame("", md.source_file, md.source_line),)
+            return portable_frames(self.stack_frames[md.stack_frame_id])
+        if md.source_file:  # (a dump's path as recorded, maybe another machine's: its portable form)
+            return (Frame("", portable_path(md.source_file), md.source_line),)
         return ()

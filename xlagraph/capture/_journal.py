@@ -13,6 +13,7 @@ from xlagraph.capture import _format as fmt
 
 if TYPE_CHECKING:
     from xlagraph.capture._state import RunState
+    from xlagraph.capture.stored_sources import Relativizer
     from xlagraph.ir import Frame
     from xlagraph.parse.pt_xla_debug import Execution
 
@@ -44,14 +45,19 @@ def intern_cause(causes: dict[str, int], cause: str, records: list[dict[str, Any
 
 
 def intern_frames(
-    frames: dict[tuple[tuple[Frame, ...], bool], int], ex: Execution, records: list[dict[str, Any]]
+    frames: dict[tuple[tuple[Frame, ...], bool], int],
+    ex: Execution,
+    records: list[dict[str, Any]],
+    paths: Relativizer | None = None,
 ) -> int:
-    """The index of an execution's frame list; its record goes into `records` the first time."""
+    """The index of an execution's frame list; its record goes into `records` the first time,
+    with portable paths (`paths`)."""
     key = (ex.frames, ex.frames_truncated)
     i = frames.get(key)
     if i is None:
         i = frames[key] = len(frames)
-        record: dict[str, Any] = {"k": fmt.FRAMES, "id": i, "v": [list(f) for f in ex.frames]}
+        v = paths.frames(ex.frames) if paths is not None else [list(f) for f in ex.frames]
+        record: dict[str, Any] = {"k": fmt.FRAMES, "id": i, "v": v}
         if ex.frames_truncated:
             record["cut"] = True
         records.append(record)

@@ -46,6 +46,13 @@ from xlagraph.capture._source_lines import (
 )
 from xlagraph.capture._state import GraphEntry, RunState
 from xlagraph.capture._tensors_report import attach_tensors, take_report
+from xlagraph.capture.stored_sources import (
+    Relativizer,
+    budget_bytes,
+    portable_dumps,
+    portable_meta,
+    store_sources,
+)
 from xlagraph.parse.pt_xla_debug import Analysis, Execution, fold_executions, parse_pt_xla_debug
 
 # Settings and STEADY_MARKERS live in _settings; the hook and tests import them from here.
@@ -89,6 +96,7 @@ class Recorder:
         self.s.compiles, self.s.executes = self._counters()
         self.base = (self.s.compiles, self.s.executes, self._compile_metric()[0])
         self.meta = dict(meta)
+        self.paths = Relativizer.here()  # portable paths, and the sources to store at exit
         self.meta.setdefault("notes", [])
         self.meta["notes"] = [*self.meta["notes"], *plan.notes]
         self._write_meta()
@@ -195,6 +203,7 @@ class Recorder:
         scan_dumps(self)
         if s.lowered:
             merge_source_lines(self)
+        self._store_sources()
         self._write(graph_records(self.s))
         count, total_ns = self._compile_metric()
         end = {
@@ -255,7 +264,7 @@ class Recorder:
                     graph.id,
                     int(ex.compiled),
                     intern_cause(s.causes, ex.cause, records),
-                    intern_frames(s.frames, ex, records),
+                    intern_frames(s.frames, ex, records, self.paths),
                 ]
             )
             if ex.compiled:
@@ -410,9 +419,27 @@ class Recorder:
             return
         s.shardings[key] = len(s.shardings)
         tensor = int(self.xlac._xla_get_tensor_id(unwrap(t)))
-        self._write([call.record(s.shardings[key], s.step, tensor)])
+        record = call.record(s.shardings[key], s.step, tensor)
+        record["frames"] = self.paths.frames(call.frames)
+        self._write([record])
 
     # -- files -----------------------------------------------------------------------------------
+
+    def _store_sources(self) -> None:
+        """At exit: dumps and meta.json with portable paths, and the source text frames cite
+        (`stored_sources`); never a reason to lose the journal."""
+        try:
+            portable_dumps(self.dir, self.paths)
+            index = store_sources(self.dir, self.paths, budget_bytes())
+            self.meta = portable_meta(self.meta, self.dir, self.paths)
+        except Exception as e:  # (a full disk, a file removed under us): the report reads fewer lines
+            self.note(f"sources not stored: {type(e).__name__}: {e}")
+            return
+        if index["lines"]:
+            self.note(
+                f"sources: {len(index['lines'])} file(s) past the {budget_bytes() >> 20} MB budget "
+                "(XLAGRAPH_SOURCES_MB) keep only their cited lines"
+            )
 
     def note(self, text: str) -> None:
         """A line for the report's notes: a journal record, and one more line in meta.json."""

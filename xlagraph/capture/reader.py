@@ -27,6 +27,7 @@ from xlagraph.parse.pt_xla_debug import Execution, fold_executions, parse_pt_xla
 from xlagraph.parse.sources import read_bytes
 from xlagraph.parse.tensors_report import parse_tensors_report
 from xlagraph.runlog import GraphRecord, RunLog, Step, Sync
+from xlagraph.source_paths import portable_path
 
 __all__ = ["CaptureRun", "is_capture", "read_capture", "read_capture_runs"]
 
@@ -126,11 +127,13 @@ class _Acc:
     end: dict[str, Any] | None = None
     rank: int | None = None
     world: int | None = None
+    cwd: str = ""  # an older capture's recorded working directory: its user paths are under it
 
 
 def _read_process(p: Path) -> _Process:
     acc = _Acc()
     meta = _read_meta(p, acc)
+    acc.cwd = str(meta.get("cwd") or "")
     _read_journal(p / fmt.JOURNAL, acc)
     _read_leftover_debug(p, acc, int(meta.get("debug_level", 2) or 0))
     rank = acc.rank if acc.rank is not None else meta.get("rank")
@@ -224,7 +227,7 @@ def _apply(r: dict[str, Any], acc: _Acc) -> None:
     elif kind == fmt.GRAPH:
         acc.graphs.setdefault(r["id"], {}).update({k: v for k, v in r.items() if k != "k"})
     elif kind == fmt.FRAMES:
-        acc.frames[r["id"]] = tuple(Frame(f[0], f[1], f[2]) for f in r["v"])
+        acc.frames[r["id"]] = tuple(Frame(f[0], portable_path(f[1], acc.cwd), f[2]) for f in r["v"])
     elif kind == fmt.CAUSE:
         acc.causes[r["id"]] = r["v"]
     elif kind == fmt.NOTE:

@@ -16,6 +16,7 @@ from typing import Any
 
 from xlagraph.capture import _format as fmt
 from xlagraph.ir import Frame, strip_layout
+from xlagraph.source_paths import portable_path
 
 __all__ = [
     "MarkSharding",
@@ -99,7 +100,9 @@ def read_mark_shardings(process_dir: str | Path) -> tuple[MarkSharding, ...]:
                     axes=tuple(str(a) for a in r.get("axes", ())),
                     spec=tuple(_spec(x) for x in r.get("spec", ())),
                     sharding=str(r["sharding"]),
-                    frames=tuple(Frame(str(f[0]), str(f[1]), int(f[2])) for f in r.get("frames", ())),
+                    frames=tuple(
+                        Frame(str(f[0]), portable_path(str(f[1])), int(f[2])) for f in r.get("frames", ())
+                    ),
                 )
             )
         except (ValueError, KeyError, TypeError, IndexError):

@@ -3,43 +3,78 @@
 A frame is a library frame when its file lies in an installed package or the standard library
 (`site-packages`, `dist-packages`, `.../lib/pythonX.Y/`), inside torch / torch_xla / transformers /
 jax source trees (recognised by their own subpackages, so a user folder that happens to be called
-`torch_xla` is not taken for the library), or is not a real file (`<frozen ...>`, `<string>`).
+`torch_xla` is not taken for the library), or is not a real file (`<frozen ...>`, `<string>`):
+`xlagraph.source_paths.is_library_path`, which reads both a machine's absolute paths and the
+portable relative ones (`torch/optim/sgd.py`).
+
+Source text comes from the capture being analysed (`reading_sources`: its stored sources), never
+from the analysing machine's installed packages: a library file is never opened. Without stored
+sources (a raw dump, an older capture) only the user's own files are read, at their path relative
+to the working directory or to the folders the analysis names (the dump's).
 """
 
 from __future__ import annotations
 
 import linecache
 import os
-import re
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Protocol
 
 from xlagraph.ir import Frame
+from xlagraph.source_paths import is_installed_path, is_library_path, portable_path
 
-__all__ = ["first_user_frame", "is_library", "location", "source_line"]
+__all__ = ["SourceText", "first_user_frame", "is_library", "location", "reading_sources", "source_line"]
 
 # A source file larger than this is no Python source a user wrote: it is not read.
 _MAX_SOURCE_BYTES = 16 << 20
 
-_LIBRARY = re.compile(
-    r"site-packages/|dist-packages/|/lib/python\d+(\.\d+)?/"
-    r"|/torch_xla/(core|distributed|debug|utils|runtime|_internal|experimental|amp|_dynamo|_prims"
-    r"|stablehlo|torch_xla\.py|runtime\.py|__init__\.py)"
-    r"|/torch/(nn|optim|autograd|utils|distributed|_dynamo|_inductor|_functorch|_refs|_prims|_decomp"
-    r"|fx|amp|_tensor\.py|functional\.py|_ops\.py|__init__\.py)"
-    r"|/transformers/(models|modeling_|generation|pytorch_utils|activations)"
-    r"|/jax/_src/|/jaxlib/"
-)
+
+class StoredText(Protocol):
+    """A capture's stored sources (`xlagraph.capture.stored_sources.StoredSources`)."""
+
+    def knows(self, path: str) -> bool: ...
+
+    def line(self, path: str, n: int) -> str: ...
+
+
+@dataclass(frozen=True)
+class SourceText:
+    """Where the analysis reads source text: `stored` (a capture's sources; when present, the only
+    place: the files as they were when the capture ran) or else the user's files under `bases`
+    (besides the working directory)."""
+
+    stored: StoredText | None = None
+    bases: tuple[str, ...] = ()
+
+
+_NONE = SourceText()
+_ACTIVE: ContextVar[SourceText | None] = ContextVar("xlagraph_source_text", default=None)
+
+
+@contextmanager
+def reading_sources(text: SourceText) -> Iterator[None]:
+    """Source lines within the block come from `text`."""
+    token = _ACTIVE.set(text)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
 
 
 def is_library(frame: Frame) -> bool:
-    file = frame.file.replace("\\", "/")
-    return file.startswith("<") or bool(_LIBRARY.search(file))
+    return is_library_path(frame.file)
 
 
 def location(frame: Frame) -> str:
-    """`file:line`."""
-    return f"{frame.file}:{frame.line}" if frame.line else frame.file
+    """`file:line`, the file in its portable form (a frame built from a machine's absolute path
+    reads as one a capture recorded)."""
+    file = portable_path(frame.file)
+    return f"{file}:{frame.line}" if frame.line else file
 
 
 def first_user_frame(frames: tuple[Frame, ...]) -> tuple[Frame | None, Frame | None]:
@@ -69,7 +104,26 @@ def _readable(file: str) -> bool:
 
 
 def source_line(file: str, line: int) -> str:
-    """Line `line` of the source file `file` named by a frame, `` when it cannot be read safely."""
-    if line <= 0 or not file or not _readable(file):
+    """Line `line` of the source file `file` named by a frame, `` when it cannot be read safely:
+    from the capture's stored sources, or a user's file (never a library's) on disk."""
+    if line <= 0 or not file or file.startswith("<"):
         return ""
-    return linecache.getline(file, line)
+    text = _ACTIVE.get() or _NONE
+    path = portable_path(file)
+    if text.stored is not None:
+        return text.stored.line(path, line)
+    if is_library_path(path):
+        return ""
+    for candidate in _candidates(path, text.bases):
+        if _readable(candidate) and not is_installed_path(candidate):
+            return linecache.getline(candidate, line)
+    return ""
+
+
+def _candidates(path: str, bases: tuple[str, ...]) -> Iterator[str]:
+    if os.path.isabs(path):  # a raw dump's path of the user's machine (this one, or nowhere)
+        yield path
+        return
+    yield path
+    for base in bases:
+        yield os.path.join(base, path)

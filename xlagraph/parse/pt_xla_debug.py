@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xlagraph.ir import Frame
+from xlagraph.source_paths import portable_path
 
 __all__ = [
     "Analysis",
@@ -92,7 +93,7 @@ class Execution:
 def parse_frame(text: str) -> Frame | None:
     """`fn (file:line)` (surrounding blanks allowed) -> Frame, None for anything else."""
     m = _FRAME.match(text.strip())
-    return Frame(m.group(1), m.group(2), int(m.group(3))) if m else None
+    return Frame(m.group(1), portable_path(m.group(2)), int(m.group(3))) if m else None
 
 
 def parse_pt_xla_debug(text: str) -> tuple[list[Analysis | ComputationHash], str]:

@@ -18,6 +18,7 @@ from xlagraph.ir import Frame, GraphInfo, Module
 from xlagraph.parse.compressed import decompress
 from xlagraph.parse.hlo import looks_like_hlo, parse_hlo
 from xlagraph.parse.lazy_ir import parse_lazy_ir
+from xlagraph.source_paths import portable_path
 
 __all__ = [
     "DEFAULT_MAX_INPUT_MB",
@@ -262,7 +263,7 @@ def _open_save_file(path: str, text: str) -> Source:
             frames = []
             i += 1
             while i < n and (m := _FRAME_LINE.match(lines[i])):
-                frames.append(Frame(m.group(1), m.group(2), int(m.group(3))))
+                frames.append(Frame(m.group(1), portable_path(m.group(2)), int(m.group(3))))
                 i += 1
             header["frames"] = tuple(frames)
             continue

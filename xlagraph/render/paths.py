@@ -1,19 +1,19 @@
-"""How a `file:line` is shown in text: short, and the same on every machine.
+"""How a `file:line` is shown: short, and the same on every machine.
 
-Only the display changes; causes and JSON keep the path as recorded, since the diagnosis tells
-user code from library code by it.
+Paths are shown in their portable form (`xlagraph.source_paths.portable_path`): an installed
+package's file from its package (`torch_xla/core/xla_model.py`), the standard library's from its
+module, a path under the current directory relative to it. A capture records them in that form
+already; a raw dump's absolute paths are shortened here.
 """
 
 from __future__ import annotations
 
-import os
 import re
+
+from xlagraph.source_paths import portable_path
 
 __all__ = ["short_location", "short_locations_in", "split_user_lines"]
 
-# An installed package's file is shown from its package (`torch_xla/core/xla_model.py`): the
-# machine's own prefix says nothing to a reader of the report on another machine.
-_INSTALLED = re.compile(r"^.*?[/\\](?:site|dist)-packages[/\\]")
 # An absolute `file.py:N` inside prose (a cause's summary names the user's `if` line, say).
 _IN_TEXT = re.compile(r"(?<![\w.])/[^\s:()`'\",;]+\.py(?::\d+)?")
 
@@ -24,15 +24,7 @@ def short_location(loc: str) -> str:
     path, sep, line = loc.rpartition(":")
     if not sep or not line.isdigit():
         path, line = loc, ""
-    if "-packages" in path:
-        path = _INSTALLED.sub("", path)
-    elif os.path.isabs(path):
-        try:
-            rel = os.path.relpath(path)
-        except ValueError:
-            rel = path
-        if not rel.startswith(".."):
-            path = rel
+    path = portable_path(path)
     return f"{path}:{line}" if line else path
 
 

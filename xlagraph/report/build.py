@@ -12,6 +12,7 @@ source lines before library lines.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -23,7 +24,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import source_line
+from xlagraph.diagnose.frames import SourceText, reading_sources, source_line
 from xlagraph.diff import DiffResult
 from xlagraph.graphs import variant_letter
 from xlagraph.ir import Frame, strip_layout
@@ -409,9 +410,33 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
 
     With `explain=False` no graph is parsed or compared: recompiles carry no baseline and no
     causes (what `check` needs before it knows the run failed). `read_line(file, line)` reads a
-    source line, to tell `.item()` from `print`; `source_line` (regular files only) unless a test
-    passes another.
+    source line, to tell `.item()` from `print`; `source_line` unless a test passes another. Source
+    text comes from the capture's stored sources (`source_text_of`), never from installed packages.
     """
+    with reading_sources(source_text_of(log)):
+        return _build_report(log, explain, read_line)
+
+
+_BASES_ABOVE = 4
+
+
+def source_text_of(log: RunLog) -> SourceText:
+    """Where a run's source lines are read: a capture's stored sources; without them (a raw dump,
+    a capture made before sources were stored) the user's files under the working directory or
+    the dump's folder and the few folders above it (a project that keeps its dumps in a subfolder)."""
+    if log.kind == "capture":
+        from xlagraph.capture.stored_sources import StoredSources
+
+        stored = StoredSources.load(log.source)
+        if stored is not None:
+            return SourceText(stored=stored)
+    if not log.source:
+        return SourceText()
+    folder = Path(os.path.abspath(log.source)).parent
+    return SourceText(bases=tuple(str(p) for p in (folder, *folder.parents[:_BASES_ABOVE])))
+
+
+def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunReport:
     syncs = log.syncs
     letters: dict[str, str] = {}
     first: dict[str, Sync] = {}

@@ -11,6 +11,7 @@ from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import Evidence, Recognized
 from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.ir import Frame
+from xlagraph.source_paths import portable_frames, portable_path
 
 __all__ = [
     "RESTATES",
@@ -145,12 +146,12 @@ def user_files(evidence: Evidence) -> list[str]:
     for canon in (evidence.left, evidence.right):
         module = canon.module
         for frames in module.stack_frames.values():
-            for f in frames:
+            for f in portable_frames(frames):
                 if not is_library(f):
                     files.setdefault(f.file)
         for ins in module.entry.instructions:
             md = ins.metadata
-            file = md.source_file if md is not None else ""
+            file = portable_path(md.source_file) if md is not None else ""
             if file and file not in files and not is_library(Frame("", file, 0)):
                 files.setdefault(file)
     return list(files)

@@ -37,7 +37,8 @@ _WORK = (CauseKind.STRUCTURE, CauseKind.OUTPUT_REMOVED, CauseKind.OUTPUT_ADDED)
 _SAMPLE = 4096  # unpaired instructions whose lines are read (a layer's ops: a few hundred)
 # torch and torch_xla draw random numbers for their own reasons (fractional pooling, samplers):
 # never where a model decides to skip a layer.
-_FRAMEWORK = re.compile(r"/site-packages/(?:torch|torch_xla|torchvision|numpy)/")
+# (Portable paths: an installed package's file starts with the package's name, `torch/...`.)
+_FRAMEWORK = re.compile(r"(?:^|/site-packages/)(?:torch|torch_xla|torchvision|numpy)/")
 _MIN_WORK = 20  # fewer unpaired ops than this is a value or a tap, not a layer's forward and backward
 
 HINT = fix("conditional_work.random_skip")

@@ -1,0 +1,185 @@
+"""The same answer on any machine (issue 18, part 2).
+
+A capture is reported from another path and another working directory, in a process where an
+audit hook refuses to open any file of the installed torch, torch_xla or transformers packages or
+of the capture's original location: the causes, lines and fixes are the ones reported in place,
+and no path of the capturing machine is printed. Committed fixtures hold no absolute path.
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, ROOT
+
+CORPUS = FIXTURES / "torch_xla" / "corpus"
+
+# Runs the CLI with an audit hook that fails on any open under the folders given in argv[1].
+_AUDITED = """
+import os, sys
+forbidden = [p for p in sys.argv[1].split(os.pathsep) if p]
+def hook(event, args):
+    if event == "open" and args and isinstance(args[0], (str, bytes)):
+        path = os.path.realpath(os.fsdecode(args[0]))
+        if any(path == p or path.startswith(p.rstrip("/") + "/") for p in forbidden):
+            raise RuntimeError("forbidden open: " + path)
+sys.addaudithook(hook)
+sys.argv = ["xlagraph", *sys.argv[2:]]
+from xlagraph.cli.main import main
+main()
+"""
+
+
+def _package_dirs() -> list[str]:
+    """The installed torch, torch_xla and transformers package folders (found without importing)."""
+    import importlib.util
+
+    out = []
+    for name in ("torch", "torch_xla", "transformers"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            out += [os.path.realpath(p) for p in spec.submodule_search_locations]
+    return out
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XLAGRAPH_", "PT_XLA_DEBUG"))}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def _report(src: Path, cwd: Path, forbidden: list[str], *extra: str) -> str:
+    args = [sys.executable, "-c", _AUDITED, os.pathsep.join(forbidden), "report", str(src), *extra]
+    proc = subprocess.run(args, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "forbidden open" not in proc.stderr, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def _explained(report_json: str) -> list:
+    """Per recompile: each cause's kind, summary, lines, library lines and fix."""
+    data = json.loads(report_json)
+    procs = data.get("processes") or [data]
+    out = []
+    for p in procs:
+        for r in p.get("recompiles", []):
+            causes = r.get("causes", [])
+            out.append(
+                [
+                    r.get("call_site"),
+                    [
+                        (c.get("kind"), c.get("summary"), c.get("sources"), c.get("library"), c.get("hint"))
+                        for c in causes
+                    ],
+                ]
+            )
+    return out
+
+
+def _assert_same_anywhere(cap: Path, parent: Path, forbidden_extra: list[str], machine: list[str]) -> None:
+    in_place = _report(cap, ROOT, [])
+    in_place_json = _report(cap, ROOT, [], "--json")
+    moved = parent / "elsewhere" / "cap"
+    shutil.copytree(cap, moved)
+    other = parent / "other_cwd"
+    other.mkdir()
+    forbidden = [*_package_dirs(), os.path.realpath(cap), *forbidden_extra]
+    text = _report(Path(os.path.relpath(moved, other)), other, forbidden)
+    as_json = _report(moved, other, forbidden, "--json")
+    html = other / "r.html"
+    _report(moved, other, forbidden, "--html", str(html))
+    explained = _explained(as_json)
+    assert explained and any(causes for _, causes in explained), as_json[:2000]
+    assert explained == _explained(in_place_json)
+    # The text differs only in the folder named on its first line.
+    assert text.split("\n")[1:] == in_place.split("\n")[1:]
+    for out in (text, as_json, html.read_text(encoding="utf-8")):
+        for path in machine:
+            assert path not in out
+        assert "site-packages" not in out and "/root/" not in out
+
+
+def test_real_capture_moved_reports_the_same(tmp_path: Path) -> None:
+    """(a) torch_xla under XLAGRAPH_CAPTURE, reported moved, from elsewhere, torch unreadable."""
+    made = tmp_path / "made"
+    made.mkdir()
+    shutil.copy(FIXTURES / "torch_xla" / "scenarios" / "kept_alive.py", made / "train.py")
+    env = {**_env(), "PJRT_DEVICE": "CPU", "XLAGRAPH_CAPTURE": str(made / "cap")}
+    proc = subprocess.run(
+        [sys.executable, "train.py"], cwd=made, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (proc_dir,) = [p for p in (made / "cap").iterdir() if p.is_dir()]
+    index = json.loads((proc_dir / "sources" / "index.json").read_text())
+    assert "train.py" in index["files"] and "torch/optim/sgd.py" in index["files"]
+    assert index["files"]["torch/optim/sgd.py"]["lib"] and not index["files"]["train.py"]["lib"]
+    for f in proc_dir.rglob("*"):
+        if f.is_file() and f.suffix != ".z":
+            body = f.read_text(encoding="utf-8", errors="replace")
+            assert str(tmp_path) not in body and "site-packages" not in body, f
+    _assert_same_anywhere(made / "cap", tmp_path, [str(made)], [str(made), str(ROOT)])
+
+
+@pytest.mark.parametrize("name", ["tu_bert_clip_every_k", "h8_phi3_clip_threshold_ramp"])
+def test_corpus_capture_moved_reports_the_same(tmp_path: Path, name: str) -> None:
+    """(b) a stored corpus capture, copied, decompressed, reported from elsewhere."""
+    cap = tmp_path / "in_place" / name
+    shutil.copytree(CORPUS / "captures" / name, cap)
+    for f in cap.rglob("*.xz"):
+        f.with_suffix("").write_bytes(lzma.decompress(f.read_bytes()))
+        f.unlink()
+    _assert_same_anywhere(cap, tmp_path, [str(CORPUS)], [str(ROOT), str(cap)])
+
+
+def test_no_fixture_holds_an_absolute_path() -> None:
+    """(c) fixtures/ and tests/data: no /work/, /root/, /home/, /tmp/ or site-packages path."""
+    sys.path.insert(0, str(FIXTURES))
+    try:
+        from relocate import still_absolute
+    finally:
+        sys.path.remove(str(FIXTURES))
+    bad = still_absolute(FIXTURES) + still_absolute(ROOT / "tests" / "data")
+    assert not bad, bad[:20]
+
+
+def test_library_paths_of_any_machine_are_portable() -> None:
+    from xlagraph.source_paths import is_library_path, portable_path
+
+    for path, want in [
+        ("/opt/venv/lib/python3.10/site-packages/torch/optim/sgd.py", "torch/optim/sgd.py"),
+        ("/usr/lib/python3/dist-packages/torch_xla/core/xla_model.py", "torch_xla/core/xla_model.py"),
+        (
+            "C:\\Py\\Lib\\site-packages\\transformers\\models\\bart\\modeling_bart.py",
+            "transformers/models/bart/modeling_bart.py",
+        ),
+        ("/usr/lib/python3.12/contextlib.py", "contextlib.py"),
+        ("/src/pytorch/xla/torch_xla/core/xla_model.py", "torch_xla/core/xla_model.py"),
+        ("torch/optim/sgd.py", "torch/optim/sgd.py"),
+        ("fixtures/torch_xla/scenarios/kept_alive.py", "fixtures/torch_xla/scenarios/kept_alive.py"),
+    ]:
+        assert portable_path(path) == want
+    assert is_library_path("torch/optim/sgd.py") and is_library_path("contextlib.py")
+    assert not is_library_path("fixtures/torch_xla/scenarios/kept_alive.py")
+    assert not is_library_path("train.py") and not is_library_path("test/train.py")
+
+
+def test_source_lines_never_read_from_installed_packages(tmp_path: Path) -> None:
+    """Without stored sources a library line is unknown, whatever this machine has installed."""
+    import torch
+
+    from xlagraph.diagnose.frames import SourceText, reading_sources, source_line
+
+    sgd = str(Path(torch.__file__).parent / "optim" / "sgd.py")
+    (tmp_path / "mine.py").write_text("a = 1\nb = 2\n")
+    with reading_sources(SourceText(bases=(str(tmp_path),))):
+        assert source_line(sgd, 10) == ""
+        assert source_line("torch/optim/sgd.py", 10) == ""
+        assert source_line("mine.py", 2) == "b = 2\n"

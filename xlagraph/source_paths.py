@@ -1,0 +1,149 @@
+"""Source file paths in the form that is the same on every machine. Pure; imports nothing of xlagraph.
+
+A capture writes every path relative to its import root: a library file relative to the
+`sys.path` entry it was imported from (`torch/optim/sgd.py`), the user's files relative to the
+working directory (`fixtures/torch_xla/scenarios/kept_alive.py`). Dumps written without capture
+(XLA_SAVE_TENSORS_FILE, --xla_dump_to) and older captures hold the capturing machine's absolute
+paths: `portable_path` strips a recognized import root from them (`.../site-packages/`,
+`.../dist-packages/`, `.../lib/pythonX.Y/`, a torch / torch_xla / transformers / jax source tree),
+so the analysis and the report never depend on where the capturing machine kept its files.
+
+Which relative paths are library files: torch, torch_xla, transformers and jax by their own
+subpackages, the standard library by its package names, and every path that was made relative
+by stripping a library root or that a capture's stored sources mark as library (`mark_library`:
+the relative form alone no longer says `site-packages`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from functools import lru_cache
+from typing import Any, TypeVar
+
+__all__ = [
+    "is_installed_path",
+    "is_library_path",
+    "mark_library",
+    "portable_frames",
+    "portable_path",
+    "split_library_root",
+]
+
+# An installed package or the standard library, on any machine: what follows is the import path.
+_ROOT = re.compile(r"^(?:.*[/\\])?(?:site-packages|dist-packages|lib[/\\]python\d+(?:\.\d+)?(?:\.zip)?)[/\\]")
+# A framework's source tree (a checkout on sys.path): the path from the package's own folder.
+_FRAMEWORK = (
+    r"torch_xla/(?:core|distributed|debug|utils|runtime|_internal|experimental|amp|_dynamo|_prims"
+    r"|stablehlo|torch_xla\.py|runtime\.py|__init__\.py)"
+    r"|torch/(?:nn|optim|autograd|utils|distributed|_dynamo|_inductor|_functorch|_refs|_prims|_decomp"
+    r"|fx|amp|_tensor\.py|functional\.py|_ops\.py|__init__\.py)"
+    r"|transformers/(?:models|modeling_|generation|pytorch_utils|activations|utils|integrations|trainer)"
+    r"|jax/_src/|jaxlib/"
+)
+_FRAMEWORK_ABS = re.compile(rf"^.*?/(?=(?:{_FRAMEWORK}))")
+_FRAMEWORK_REL = re.compile(rf"(?:^|/)(?:{_FRAMEWORK})")
+# A portable path starts with its import name: these packages' files, whatever the subpackage.
+_PACKAGES = frozenset({"torch", "torch_xla", "transformers", "jax", "jaxlib", "numpy", "torchvision", "flax"})
+# Standard-library modules that show up in Python stacks, read as library at the top level of a
+# relative path (`contextlib.py`); packages (`concurrent/futures/thread.py`) by any stdlib name.
+_STDLIB_FILES = frozenset(
+    {
+        *("runpy", "contextlib", "threading", "functools", "abc", "typing", "weakref", "copy", "inspect"),
+        *("traceback", "dataclasses", "enum", "warnings", "queue", "selectors", "subprocess", "socket"),
+        *("codecs", "pdb", "bdb", "cProfile", "timeit", "code", "codeop", "contextvars", "operator"),
+        *("copyreg", "pickle", "tempfile", "shutil"),
+    }
+)
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) - {"test", "this", "antigravity"}
+
+_known_library: set[str] = set()
+F = TypeVar("F", bound=Any)
+
+
+def _slashes(path: str) -> str:
+    return path.replace("\\", "/")
+
+
+@lru_cache(maxsize=65536)
+def split_library_root(path: str) -> tuple[str, str] | None:
+    """(import root, path under it) of an absolute path inside an installed package, the standard
+    library or a framework source tree; None for anything else."""
+    p = _slashes(path)
+    if not p.startswith("/") and not re.match(r"^[A-Za-z]:/", p):
+        return None
+    m = _ROOT.match(p)
+    if m is None:
+        m = _FRAMEWORK_ABS.match(p)
+    if m is None or m.end() >= len(p):
+        return None
+    return p[: m.end()], p[m.end() :]
+
+
+def portable_path(path: str, cwd: str = "") -> str:
+    """The machine-independent form of a recorded source path.
+
+    Relative paths are kept (`./` dropped); `<frozen runpy>`-like names are kept; an absolute path
+    in a library root loses the root (and is remembered as a library file); one under `cwd` (the
+    capturing process's working directory, when known) or under this process's working directory
+    becomes relative to it; anything else is left as it is (a dump's absolute path whose working
+    directory is unknown)."""
+    if not path or path.startswith("<"):
+        return path
+    p = _fixed(path, cwd)
+    if p.startswith("/") or re.match(r"^[A-Za-z]:/", p):
+        b = _slashes(os.getcwd()).rstrip("/") + "/"
+        if p.startswith(b) and len(p) > len(b):
+            return p[len(b) :]
+    return p
+
+
+def portable_frames(frames: tuple[F, ...]) -> tuple[F, ...]:
+    """`frames` (Frame-like named tuples: function, file, line) with portable paths."""
+    out = tuple(f._replace(file=portable_path(f.file)) for f in frames)
+    return frames if out == frames else out
+
+
+@lru_cache(maxsize=65536)
+def _fixed(path: str, cwd: str) -> str:
+    p = _slashes(path)
+    if not p.startswith("/") and not re.match(r"^[A-Za-z]:/", p):
+        return os.path.normpath(p).replace("\\", "/") if "./" in p or "//" in p else p
+    lib = split_library_root(p)
+    if lib is not None:
+        _known_library.add(lib[1])
+        return lib[1]
+    if cwd:
+        b = _slashes(cwd).rstrip("/") + "/"
+        if p.startswith(b) and len(p) > len(b):
+            return p[len(b) :]
+    return p
+
+
+def mark_library(relative: str) -> None:
+    """A capture's stored sources say that this relative path is a library file."""
+    _known_library.add(relative)
+
+
+def is_library_path(path: str) -> bool:
+    """Library code (an installed package, the standard library, a framework source tree) or not
+    a real file (`<frozen ...>`, `<string>`), for an absolute path from any machine or a relative
+    path as `portable_path` writes it."""
+    if not path or path.startswith("<"):
+        return bool(path)
+    p = _slashes(path)
+    if split_library_root(p) is not None or p in _known_library:
+        return True
+    if p.startswith("/"):
+        return False
+    if _FRAMEWORK_REL.search(p):
+        return True
+    head, sep, _ = p.partition("/")
+    return (head in _STDLIB or head in _PACKAGES) if sep else p.removesuffix(".py") in _STDLIB_FILES
+
+
+def is_installed_path(path: str) -> bool:
+    """An absolute path inside site-packages, dist-packages or a Python standard library folder:
+    never read by the analysis (it is the analysing machine's copy, not the captured one)."""
+    return _ROOT.match(_slashes(os.path.abspath(path))) is not None
