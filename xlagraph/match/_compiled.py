@@ -1,0 +1,71 @@
+"""The compiled matcher (rust/src/matcher.rs): each computation is read into the core once, for
+as long as it is alive (a report matches a graph against several earlier ones), and the phases of
+`xlagraph.match` run there. It answers exactly what `match_python` does; where it cannot (input
+it does not expect), it returns None and the reference answers."""
+
+from __future__ import annotations
+
+from collections.abc import Set as AbstractSet
+from weakref import WeakKeyDictionary
+
+from xlagraph import _core
+from xlagraph.canonical import CanonicalComputation
+from xlagraph.canonical.hashes import COMMUTATIVE
+from xlagraph.ir import strip_layout
+from xlagraph.match.mappings import Matching
+
+__all__ = ["match", "side"]
+
+_match_side = _core.match_side  # AttributeError (so ImportError upstream) on an older core
+_match_sides = _core.match_sides
+
+_SIDES: WeakKeyDictionary[CanonicalComputation, object] = WeakKeyDictionary()
+
+
+def side(comp: CanonicalComputation) -> object | None:
+    """The core's copy of `comp` (None if it refuses it: the reference handles that input)."""
+    found = _SIDES.get(comp, _MISSING)
+    if found is _MISSING:
+        instructions = comp.computation.instructions
+        shapes = {s: _shape_key(s) for s in {i.shape for i in instructions}}
+        try:
+            found = _match_side(
+                instructions,
+                shapes,
+                COMMUTATIVE,
+                comp.order,
+                comp.operands,
+                comp.outputs,
+                comp.h0,
+                comp.h1,
+                comp.param_number,
+            )
+        except (ValueError, TypeError, OverflowError, KeyError):
+            found = None
+        _SIDES[comp] = found
+    return found
+
+
+_MISSING = object()
+
+
+def _shape_key(shape: str) -> tuple[str, list[int] | None]:
+    """`strip_layout(shape)` and its dims as `match._dims` reads them."""
+    from xlagraph.match import _dims  # the reference's own rule, not a copy of it
+
+    stripped = strip_layout(shape)
+    return stripped, _dims(stripped)
+
+
+def match(
+    left: CanonicalComputation, right: CanonicalComputation, sent: AbstractSet[str], resharded: bool
+) -> Matching | None:
+    a, b = side(left), side(right)
+    if a is None or b is None:
+        return None
+    found = _match_sides(
+        a, b, [o in sent for o in left.outputs], [o in sent for o in right.outputs], resharded
+    )
+    if found is None:
+        return None
+    return Matching(*found)
