@@ -109,6 +109,7 @@ def eval_output() -> bytes:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--record", action="store_true", help="write the golden files instead of comparing")
+    parser.add_argument("--missing", action="store_true", help="with --record: only new items")
     parser.add_argument("--golden", type=Path, default=GOLDEN)
     parser.add_argument("--no-large", action="store_true", help="skip the large benchmark pairs")
     parser.add_argument("--no-eval", action="store_true", help="skip eval_diagnosis.py")
@@ -129,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     jobs: list[tuple[str, str, object]] = [(name, " ".join(a), a) for name, a in todo]
     if not args.no_eval and (not args.k or args.k in "eval"):
         jobs.append(("eval-all", "eval_diagnosis.py --split all", None))
+    if args.record and args.missing:
+        jobs = [j for j in jobs if not (args.golden / f"{j[0]}.out").exists()]
     for k, (name, label, cli_args) in enumerate(jobs, 1):
         blob = eval_output() if cli_args is None else run_cli(cli_args)  # type: ignore[arg-type]
         blob = label.encode() + b"\n" + blob

@@ -35,12 +35,25 @@ fn intern(s: &str) -> u32 {
 }
 
 /// A Python int hash as an i128 (CPython hashes are signed 64-bit, content keys unsigned).
+/// Read without raising on the way: half the content keys overflow an i64, and an exception
+/// per key would cost more than the rest of the conversion.
 fn hash_of(v: &Bound<'_, PyAny>) -> PyResult<i128> {
-    if let Ok(x) = v.extract::<i64>() {
+    let mut overflow: std::os::raw::c_int = 0;
+    // SAFETY: `v` is a valid object; the call sets `overflow` instead of raising for ints out of
+    // range, and raises (returns -1, checked below) only for non-ints.
+    let x = unsafe { pyo3::ffi::PyLong_AsLongLongAndOverflow(v.as_ptr(), &mut overflow) };
+    if overflow == 0 {
+        if x == -1 {
+            if let Some(e) = PyErr::take(v.py()) {
+                return Err(e);
+            }
+        }
         return Ok(x as i128);
     }
-    if let Ok(x) = v.extract::<u64>() {
-        return Ok(x as i128);
+    if overflow > 0 {
+        if let Ok(x) = v.extract::<u64>() {
+            return Ok(x as i128);
+        }
     }
     v.extract::<i128>()
 }
@@ -106,20 +119,30 @@ impl MatchSide {
 }
 
 /// Looks names up: by object identity first (the canonical form shares the IR's strings), then
-/// by text.
+/// by text (a table made on the first name that is not one of those objects).
 struct Index<'py> {
-    by_text: FxMap<String, u32>,
+    by_text: std::cell::OnceCell<FxMap<String, u32>>,
     by_ptr: FxMap<usize, u32>,
     _keep: Vec<Bound<'py, PyAny>>,
 }
 
 impl<'py> Index<'py> {
-    fn get(&self, name: &Bound<'py, PyAny>) -> PyResult<u32> {
+    fn get(&self, name: &Bound<'py, PyAny>, names: &[Py<PyString>]) -> PyResult<u32> {
         if let Some(&i) = self.by_ptr.get(&(name.as_ptr() as usize)) {
             return Ok(i);
         }
         let s = name.downcast::<PyString>()?.to_str()?;
-        self.by_text
+        let table = self.by_text.get_or_init(|| {
+            let py = name.py();
+            let mut t = FxMap::default();
+            for (k, n) in names.iter().enumerate() {
+                if let Ok(text) = n.bind(py).to_str() {
+                    t.insert(text.to_owned(), k as u32);
+                }
+            }
+            t
+        });
+        table
             .get(s)
             .copied()
             .ok_or_else(|| PyValueError::new_err(format!("unknown instruction {s}")))
@@ -155,11 +178,10 @@ pub fn match_side<'py>(
     let mut dims = Vec::with_capacity(n);
     let mut dims_table: Vec<Option<Vec<i64>>> = Vec::new();
     let mut index = Index {
-        by_text: FxMap::default(),
+        by_text: std::cell::OnceCell::new(),
         by_ptr: FxMap::default(),
         _keep: Vec::new(),
     };
-    index.by_text.reserve(n);
     index.by_ptr.reserve(n);
     // Per distinct printed shape / opcode object: (shape, stripped, rank, dims) and flags.
     let mut shape_cache: FxMap<usize, (u32, u32, (u32, u32), u32)> = FxMap::default();
@@ -171,8 +193,8 @@ pub fn match_side<'py>(
         let op = ins.get_item(1)?;
         let sh = ins.get_item(2)?;
         let name_s = name.downcast::<PyString>()?;
+        // Last wins, as `Computation.by_name` keeps the last of a repeated name.
         index.by_ptr.insert(name.as_ptr() as usize, k as u32);
-        index.by_text.insert(name_s.to_str()?.to_owned(), k as u32);
         names.push(name_s.clone().unbind());
         let o = match opcode_cache.get(&(op.as_ptr() as usize)) {
             Some(&o) => o,
@@ -225,14 +247,14 @@ pub fn match_side<'py>(
     }
     let order_ix: Vec<u32> = order
         .iter()
-        .map(|x| index.get(&x))
+        .map(|x| index.get(&x, &names))
         .collect::<PyResult<_>>()?;
     // Canonical operands, CSR by instruction.
     let mut per: Vec<Option<Vec<u32>>> = vec![None; n];
     for (k, v) in operands.iter() {
-        let i = index.get(&k)? as usize;
+        let i = index.get(&k, &names)? as usize;
         let t = v.downcast::<PyTuple>()?;
-        per[i] = Some(t.iter().map(|x| index.get(&x)).collect::<PyResult<_>>()?);
+        per[i] = Some(t.iter().map(|x| index.get(&x, &names)).collect::<PyResult<_>>()?);
     }
     let mut ops_start = Vec::with_capacity(n + 1);
     let mut ops = Vec::new();
@@ -248,19 +270,19 @@ pub fn match_side<'py>(
     drop(per);
     let outputs_ix: Vec<u32> = outputs
         .iter()
-        .map(|x| index.get(&x))
+        .map(|x| index.get(&x, &names))
         .collect::<PyResult<_>>()?;
     let mut hv0 = vec![0i128; n];
     let mut hv1 = vec![0i128; n];
     let mut has_h0 = vec![false; n];
     let mut has_h = vec![false; n];
     for (k, v) in h0.iter() {
-        let i = index.get(&k)? as usize;
+        let i = index.get(&k, &names)? as usize;
         hv0[i] = hash_of(&v)?;
         has_h0[i] = true;
     }
     for (k, v) in h1.iter() {
-        let i = index.get(&k)? as usize;
+        let i = index.get(&k, &names)? as usize;
         hv1[i] = hash_of(&v)?;
         has_h[i] = true;
     }
@@ -272,7 +294,7 @@ pub fn match_side<'py>(
     }
     let params = param_number
         .iter()
-        .map(|(k, v)| Ok((index.get(&k)?, v.extract::<i64>()?)))
+        .map(|(k, v)| Ok((index.get(&k, &names)?, v.extract::<i64>()?)))
         .collect::<PyResult<Vec<_>>>()?;
     // bottom_up.users_of: users in `order`, once per operand occurrence.
     let mut count = vec![0u32; n + 1];

@@ -14,10 +14,11 @@ from xlagraph.canonical.hashes import COMMUTATIVE
 from xlagraph.ir import strip_layout
 from xlagraph.match.mappings import Matching
 
-__all__ = ["match", "side"]
+__all__ = ["cached_side", "match", "side", "users"]
 
 _match_side = _core.match_side  # AttributeError (so ImportError upstream) on an older core
 _match_sides = _core.match_sides
+_side_users = _core.side_users
 
 _SIDES: WeakKeyDictionary[CanonicalComputation, object] = WeakKeyDictionary()
 
@@ -27,6 +28,9 @@ def side(comp: CanonicalComputation) -> object | None:
     found = _SIDES.get(comp, _MISSING)
     if found is _MISSING:
         instructions = comp.computation.instructions
+        if len(comp.computation.by_name) != len(instructions):
+            _SIDES[comp] = None  # a repeated name: the reference's by-name lookups decide
+            return None
         shapes = {s: _shape_key(s) for s in {i.shape for i in instructions}}
         try:
             found = _match_side(
@@ -47,6 +51,18 @@ def side(comp: CanonicalComputation) -> object | None:
 
 
 _MISSING = object()
+
+
+def cached_side(comp: CanonicalComputation) -> object | None:
+    """The core's copy of `comp` if the matcher already made one."""
+    found = _SIDES.get(comp)
+    return None if found is _MISSING else found
+
+
+def users(comp: CanonicalComputation) -> dict[str, list[str]] | None:
+    """`bottom_up.users_of(comp)` built by the core from its copy, if it has one."""
+    found = cached_side(comp)
+    return None if found is None else _side_users(found)
 
 
 def _shape_key(shape: str) -> tuple[str, list[int] | None]:
