@@ -26,8 +26,9 @@ EXIT_DIFFERENT = 1
     help="List at most N entries per list (changes, moved inputs, instruction names); 0 lists all.",
 )
 @html_option
+@click.option("--quiet", "-q", is_flag=True, help="Say nothing on stderr while working.")
 @handle_errors
-def diff_command(a: str, b: str, as_json: bool, max_changes: int, html_out: str | None) -> None:
+def diff_command(a: str, b: str, as_json: bool, max_changes: int, html_out: str | None, quiet: bool) -> None:
     """Compare graph A with graph B and name what makes them differ.
 
     A and B are HLO text files, lazy-IR files, or one graph of a multi-graph source written
@@ -55,7 +56,9 @@ def diff_command(a: str, b: str, as_json: bool, max_changes: int, html_out: str 
 
     if (agree := _ranks(a, b, as_json)) is not None:
         click.get_current_context().exit(EXIT_IDENTICAL if agree else EXIT_DIFFERENT)
-    with Status() as status:
+    from xlagraph.progress import status_line
+
+    with status_line(Status, quiet) as status:
         status.set(f"reading A: {a}")
         with reading(a):
             left = load_module(a)

@@ -24,8 +24,9 @@ from ._html import html_option, write_page
 @run_option
 @json_option
 @html_option
+@click.option("--quiet", "-q", is_flag=True, help="Say nothing on stderr while working.")
 @handle_errors
-def report_command(src: str, run: str | int, as_json: bool, html_out: str | None) -> None:
+def report_command(src: str, run: str | int, as_json: bool, html_out: str | None, quiet: bool) -> None:
     """Explain every recompile of a run: which graphs compiled at which steps, against which
     earlier graph each one differs, what changed and which line of your code caused it.
 
@@ -42,6 +43,7 @@ def report_command(src: str, run: str | int, as_json: bool, html_out: str | None
         xlagraph report /tmp/capture --html run.html
     """
     from xlagraph.capture.shardings import read_mark_shardings, recompile_shardings
+    from xlagraph.progress import status_line
     from xlagraph.render.html import render_report_html  # here, not at the top: keeps `--help` fast
     from xlagraph.render.ranks_text import (
         rank_view_to_json,
@@ -55,7 +57,7 @@ def report_command(src: str, run: str | int, as_json: bool, html_out: str | None
     from xlagraph.report.load import load_source
     from xlagraph.report.ranks import rank_view
 
-    with Status() as status:
+    with status_line(Status, quiet) as status:
         status.set(f"reading {src}")
         with reading(src):
             loaded = load_source(src, run)
