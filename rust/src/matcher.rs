@@ -249,12 +249,26 @@ pub fn match_side<'py>(
         .iter()
         .map(|x| index.get(&x, &names))
         .collect::<PyResult<_>>()?;
+    // The canonical form's dictionaries list `order`'s names in its order: a key that is the
+    // object expected at its position needs no lookup (a cache miss each, on 600K names).
+    let at = |pos: usize, key: &Bound<'py, PyAny>| -> PyResult<u32> {
+        if let Some(&i) = order_ix.get(pos) {
+            if names[i as usize].as_ptr() == key.as_ptr() {
+                return Ok(i);
+            }
+        }
+        index.get(key, &names)
+    };
     // Canonical operands, CSR by instruction.
     let mut per: Vec<Option<Vec<u32>>> = vec![None; n];
-    for (k, v) in operands.iter() {
-        let i = index.get(&k, &names)? as usize;
+    for (pos, (k, v)) in operands.iter().enumerate() {
+        let i = at(pos, &k)? as usize;
         let t = v.downcast::<PyTuple>()?;
-        per[i] = Some(t.iter().map(|x| index.get(&x, &names)).collect::<PyResult<_>>()?);
+        per[i] = Some(
+            t.iter()
+                .map(|x| index.get(&x, &names))
+                .collect::<PyResult<_>>()?,
+        );
     }
     let mut ops_start = Vec::with_capacity(n + 1);
     let mut ops = Vec::new();
@@ -276,13 +290,13 @@ pub fn match_side<'py>(
     let mut hv1 = vec![0i128; n];
     let mut has_h0 = vec![false; n];
     let mut has_h = vec![false; n];
-    for (k, v) in h0.iter() {
-        let i = index.get(&k, &names)? as usize;
+    for (pos, (k, v)) in h0.iter().enumerate() {
+        let i = at(pos, &k)? as usize;
         hv0[i] = hash_of(&v)?;
         has_h0[i] = true;
     }
-    for (k, v) in h1.iter() {
-        let i = index.get(&k, &names)? as usize;
+    for (pos, (k, v)) in h1.iter().enumerate() {
+        let i = at(pos, &k)? as usize;
         hv1[i] = hash_of(&v)?;
         has_h[i] = true;
     }
