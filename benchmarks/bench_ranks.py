@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                     fmt_rss(rss, None),
                     ",".join(str(r["exit_code"]) for r in runs),
                     "< 30 s, < 2 GB (1,024 ranks)",
-                    "✅" if met else "❌",
+                    ("✅" if met else "❌") if args.ranks == 1024 else "— (goal is for 1,024)",
                 ]
             ],
         )
