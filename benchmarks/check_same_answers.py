@@ -49,10 +49,9 @@ def report_sources() -> list[str]:
     found: set[str] = set()
     for journal in (REPO_ROOT / "fixtures").rglob("journal.jsonl"):
         folder = journal.parent
-        # A process folder inside a multi-process capture: report the capture, once.
-        if not (folder.parent / "meta.json").exists() and any(
-            (p / "journal.jsonl").exists() for p in folder.parent.iterdir() if p.is_dir() and p != folder
-        ):
+        # The fixtures' multi-process captures are folders named `capture` (report them whole);
+        # the corpus's single-process captures are siblings, each reported on its own.
+        if folder.parent.name == "capture":
             folder = folder.parent
         found.add(str(folder.relative_to(REPO_ROOT)))
     for save in (REPO_ROOT / "fixtures").rglob("save*.0"):

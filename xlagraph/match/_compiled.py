@@ -5,6 +5,8 @@ it does not expect), it returns None and the reference answers."""
 
 from __future__ import annotations
 
+import weakref
+from collections import deque
 from collections.abc import Set as AbstractSet
 from weakref import WeakKeyDictionary
 
@@ -21,6 +23,11 @@ _match_sides = _core.match_sides
 _side_users = _core.side_users
 
 _SIDES: WeakKeyDictionary[CanonicalComputation, object] = WeakKeyDictionary()
+# A copy costs about 90 bytes per instruction: a report that keeps 20 large graphs alive keeps
+# only the latest copies, up to this many instructions (each recompile is matched against the
+# closest earlier graphs, so the latest are the ones asked for again).
+KEEP_INSTRUCTIONS = 1_000_000
+_RECENT: deque[tuple[weakref.ref[CanonicalComputation], int]] = deque()
 
 
 def side(comp: CanonicalComputation) -> object | None:
@@ -47,6 +54,13 @@ def side(comp: CanonicalComputation) -> object | None:
         except (ValueError, TypeError, OverflowError, KeyError):
             found = None
         _SIDES[comp] = found
+        _RECENT.append((weakref.ref(comp), len(instructions)))
+        kept = sum(n for ref, n in _RECENT if ref() is not None)
+        while kept > KEEP_INSTRUCTIONS and len(_RECENT) > 1:
+            ref, n = _RECENT.popleft()
+            if (old := ref()) is not None:
+                kept -= n
+                _SIDES.pop(old, None)
     return found
 
 
