@@ -592,8 +592,7 @@ impl<'s> M<'s> {
                 if skip.contains_key(&shape) {
                     continue;
                 }
-                for k in start..free_right.len() {
-                    let b = free_right[k];
+                for (k, &b) in free_right.iter().enumerate().skip(start) {
                     if self.rp(b) || shape != r.stripped[b as usize] || is_sent_r.contains_key(&b) {
                         continue;
                     }
@@ -967,13 +966,16 @@ const PHASES: [Phase; 12] = [
     Phase::TopDown { strict: false },
 ];
 
+/// The pairs in the order they were made, and the phase that made each.
+type Paired = (Vec<(u32, u32)>, Vec<u8>);
+
 fn run(
     l: &MatchSide,
     r: &MatchSide,
     sent_l: &[bool],
     sent_r: &[bool],
     resharded: bool,
-) -> R<(Vec<(u32, u32)>, Vec<u8>)> {
+) -> R<Paired> {
     let mut m = M {
         l,
         r,
