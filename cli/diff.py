@@ -27,9 +27,16 @@ EXIT_DIFFERENT = 1
 )
 @html_option
 @graphml_option
+@click.option("--quiet", "-q", is_flag=True, help="Say nothing on stderr while working.")
 @handle_errors
 def diff_command(
-    a: str, b: str, as_json: bool, max_changes: int, html_out: str | None, graphml_out: str | None
+    a: str,
+    b: str,
+    as_json: bool,
+    max_changes: int,
+    html_out: str | None,
+    graphml_out: str | None,
+    quiet: bool,
 ) -> None:
     """Compare graph A with graph B and name what makes them differ.
 
@@ -59,7 +66,9 @@ def diff_command(
 
     if not graphml_out and (agree := _ranks(a, b, as_json)) is not None:
         click.get_current_context().exit(EXIT_IDENTICAL if agree else EXIT_DIFFERENT)
-    with Status() as status:
+    from xlagraph.progress import status_line
+
+    with status_line(Status, quiet) as status:
         result = api.diff(a, b, phase=status.set)
     if as_json:
         click.echo(result.to_json())

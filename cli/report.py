@@ -13,8 +13,9 @@ from ._html import html_option, write_page
 @run_option
 @json_option
 @html_option
+@click.option("--quiet", "-q", is_flag=True, help="Say nothing on stderr while working.")
 @handle_errors
-def report_command(src: str, run: str | int, as_json: bool, html_out: str | None) -> None:
+def report_command(src: str, run: str | int, as_json: bool, html_out: str | None, quiet: bool) -> None:
     """Explain every recompile of a run: which graphs compiled at which steps, against which
     earlier graph each one differs, what changed and which line of your code caused it.
 
@@ -31,8 +32,9 @@ def report_command(src: str, run: str | int, as_json: bool, html_out: str | None
         xlagraph report /tmp/capture --html run.html
     """
     from xlagraph import api  # here, not at the top: keeps `--help` fast
+    from xlagraph.progress import status_line
 
-    with Status() as status:
+    with status_line(Status, quiet) as status:
         status.set(f"reading {src}")
         result = api.report(src, run, phase=status.set)
         if html_out:

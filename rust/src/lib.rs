@@ -9,6 +9,7 @@ mod canon;
 mod checks;
 mod created;
 mod literal;
+mod matcher;
 mod notes;
 mod opcodes;
 mod parser;
@@ -506,6 +507,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_hlo, m)?)?;
     m.add_function(wrap_pyfunction!(parse_only, m)?)?;
     m.add_function(wrap_pyfunction!(summarize_hlo, m)?)?;
+    m.add_class::<matcher::MatchSide>()?;
+    m.add_function(wrap_pyfunction!(matcher::match_side, m)?)?;
+    m.add_function(wrap_pyfunction!(matcher::match_sides, m)?)?;
+    m.add_function(wrap_pyfunction!(matcher::side_users, m)?)?;
     m.add("HloSyntaxError", m.py().get_type::<HloSyntaxError>())?;
     Ok(())
 }

@@ -24,6 +24,7 @@ Each phase claims only pairs that are still free, and records its name on the pa
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
@@ -38,11 +39,30 @@ from xlagraph.match.exact import match_exact, zip_subgraphs
 from xlagraph.match.mappings import Mappings, Matching
 from xlagraph.match.top_down import match_top_down
 
-__all__ = ["Matching", "match"]
+try:
+    from xlagraph.match import _compiled
+except ImportError:  # a compiled core without the matcher: the reference answers
+    _compiled = None  # type: ignore[assignment]
+
+__all__ = ["Matching", "match", "match_python"]
 
 
 def match(left: CanonicalComputation, right: CanonicalComputation) -> Matching:
-    """Pair the instructions of `left` and `right` (both canonical)."""
+    """Pair the instructions of `left` and `right` (both canonical).
+
+    The compiled matcher (`_compiled.py`) answers, pair for pair and in the same order, what
+    `match_python` does; `XLAGRAPH_MATCHER=python` selects the reference (the equivalence test
+    runs both)."""
+    if _compiled is not None and os.environ.get("XLAGRAPH_MATCHER") != "python":
+        sent = _sent(left) | _sent(right)
+        found = _compiled.match(left, right, sent, _layout(left) != _layout(right))
+        if found is not None:
+            return found
+    return match_python(left, right)
+
+
+def match_python(left: CanonicalComputation, right: CanonicalComputation) -> Matching:
+    """The reference matcher: the phases of the module's docstring, in Python."""
     m = Mappings()
     sent = _sent(left) | _sent(right)
     # Other dimensions make a shard only where the graphs run split another way.

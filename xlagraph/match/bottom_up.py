@@ -11,6 +11,11 @@ from xlagraph.match.mappings import Mappings
 
 __all__ = ["match_bottom_up", "users_of"]
 
+try:
+    from xlagraph.match import _compiled
+except ImportError:  # a compiled core without the matcher
+    _compiled = None  # type: ignore[assignment]
+
 
 # Built once per computation and shared by the matchers and the diagnosis (read-only).
 _USERS: WeakKeyDictionary[CanonicalComputation, dict[str, list[str]]] = WeakKeyDictionary()
@@ -19,6 +24,10 @@ _USERS: WeakKeyDictionary[CanonicalComputation, dict[str, list[str]]] = WeakKeyD
 def users_of(comp: CanonicalComputation) -> dict[str, list[str]]:
     """Users of each instruction, in `comp.order`; shared between callers, so never modify it."""
     users = _USERS.get(comp)
+    if users is None and _compiled is not None:
+        users = _compiled.users(comp)  # the same dict, from the matcher's copy of `comp`
+        if users is not None:
+            _USERS[comp] = users
     if users is None:
         users = {}
         for name in comp.order:

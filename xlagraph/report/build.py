@@ -28,6 +28,7 @@ from xlagraph.diagnose.frames import SourceText, reading_sources, source_line
 from xlagraph.diff import DiffResult
 from xlagraph.graphs import variant_letter
 from xlagraph.ir import Frame, strip_layout
+from xlagraph.progress import counted
 from xlagraph.render.paths import short_location
 from xlagraph.report.baseline import (
     GENERIC_NAMES,
@@ -505,7 +506,7 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
             last_marker,
             max((s.step for s in syncs), default=-1),
         )
-        for s in list(compiled_hashes.values())[1:]
+        for s in counted("recompile", list(compiled_hashes.values())[1:])
     )
     recompiles = tuple(r for r in explained if not r.first_of_program)
     compiles = len(compiled_hashes)

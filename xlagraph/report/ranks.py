@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module, strip_layout
+from xlagraph.progress import counted
 from xlagraph.runlog import GraphRecord, RunLog, Step, Sync
 
 __all__ = [
@@ -181,9 +182,10 @@ def rank_dir_runs(path: str) -> tuple[RunLog, ...] | None:
     if len(files) == 1 and len(next(iter(files.values()))) >= 2 and not dirs:
         from xlagraph.report.savefile import runlog_from_save_file
 
-        return tuple(runlog_from_save_file(str(f)) for _, f in sorted(next(iter(files.values()))))
+        saved = sorted(next(iter(files.values())))
+        return tuple(runlog_from_save_file(str(f)) for _, f in counted("rank", saved))
     if len(dirs) >= 2 and not files:
-        return tuple(runlog_from_dump_dir(str(d)) for _, d in sorted(dirs))
+        return tuple(runlog_from_dump_dir(str(d)) for _, d in counted("rank", sorted(dirs)))
     return None
 
 

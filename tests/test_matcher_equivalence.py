@@ -1,0 +1,50 @@
+"""The compiled matcher pairs exactly what the Python reference pairs, in the same order and with
+the same phase names, on every computation the diff of every fixture pair matches
+(tests/data/fixture_pairs.txt: the pairs the tests diff)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xlagraph.diff import diff_files
+from xlagraph.match import _layout, _sent, match_python
+
+_compiled = pytest.importorskip("xlagraph.match._compiled")
+
+ROOT = Path(__file__).resolve().parent.parent
+PAIRS = [
+    tuple(line.split("\t"))
+    for line in (ROOT / "tests" / "data" / "fixture_pairs.txt").read_text(encoding="utf-8").splitlines()
+    if line and not line.startswith("#")
+]
+
+
+def _spec(spec: str) -> str:
+    path, hash_, index = spec.partition("#")
+    return str(ROOT / path) + hash_ + index
+
+
+def test_every_fixture_pair_is_listed() -> None:
+    assert len(PAIRS) > 400
+
+
+@pytest.mark.parametrize("batch", range(8))
+def test_compiled_matcher_pairs_what_the_reference_pairs(batch: int) -> None:
+    compared = 0
+    for a, b in PAIRS[batch::8]:
+        result = diff_files(_spec(a), _spec(b))
+        for pair in result.pairs:
+            if pair.matching is None:
+                continue
+            left, right = result.left.computations[pair.left], result.right.computations[pair.right]
+            want = match_python(left, right)
+            got = _compiled.match(left, right, _sent(left) | _sent(right), _layout(left) != _layout(right))
+            assert got is not None, (a, b, pair.left)
+            # Same pairs, same phases, in the same order (later stages iterate these dicts).
+            assert list(got.left.items()) == list(want.left.items()), (a, b, pair.left)
+            assert list(got.right.items()) == list(want.right.items()), (a, b, pair.left)
+            assert list(got.matcher.items()) == list(want.matcher.items()), (a, b, pair.left)
+            compared += 1
+    assert compared

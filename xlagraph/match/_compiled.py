@@ -1,0 +1,101 @@
+"""The compiled matcher (rust/src/matcher.rs): each computation is read into the core once, for
+as long as it is alive (a report matches a graph against several earlier ones), and the phases of
+`xlagraph.match` run there. It answers exactly what `match_python` does; where it cannot (input
+it does not expect), it returns None and the reference answers."""
+
+from __future__ import annotations
+
+import weakref
+from collections import deque
+from collections.abc import Set as AbstractSet
+from weakref import WeakKeyDictionary
+
+from xlagraph import _core
+from xlagraph.canonical import CanonicalComputation
+from xlagraph.canonical.hashes import COMMUTATIVE
+from xlagraph.ir import strip_layout
+from xlagraph.match.mappings import Matching
+
+__all__ = ["cached_side", "match", "side", "users"]
+
+_match_side = _core.match_side  # AttributeError (so ImportError upstream) on an older core
+_match_sides = _core.match_sides
+_side_users = _core.side_users
+
+_SIDES: WeakKeyDictionary[CanonicalComputation, object] = WeakKeyDictionary()
+# A copy costs about 90 bytes per instruction: a report that keeps 20 large graphs alive keeps
+# only the latest copies, up to this many instructions (each recompile is matched against the
+# closest earlier graphs, so the latest are the ones asked for again).
+KEEP_INSTRUCTIONS = 1_000_000
+_RECENT: deque[tuple[weakref.ref[CanonicalComputation], int]] = deque()
+
+
+def side(comp: CanonicalComputation) -> object | None:
+    """The core's copy of `comp` (None if it refuses it: the reference handles that input)."""
+    found = _SIDES.get(comp, _MISSING)
+    if found is _MISSING:
+        instructions = comp.computation.instructions
+        if len(comp.computation.by_name) != len(instructions):
+            _SIDES[comp] = None  # a repeated name: the reference's by-name lookups decide
+            return None
+        shapes = {s: _shape_key(s) for s in {i.shape for i in instructions}}
+        try:
+            found = _match_side(
+                instructions,
+                shapes,
+                COMMUTATIVE,
+                comp.order,
+                comp.operands,
+                comp.outputs,
+                comp.h0,
+                comp.h1,
+                comp.param_number,
+            )
+        except (ValueError, TypeError, OverflowError, KeyError):
+            found = None
+        _SIDES[comp] = found
+        _RECENT.append((weakref.ref(comp), len(instructions)))
+        kept = sum(n for ref, n in _RECENT if ref() is not None)
+        while kept > KEEP_INSTRUCTIONS and len(_RECENT) > 1:
+            ref, n = _RECENT.popleft()
+            if (old := ref()) is not None:
+                kept -= n
+                _SIDES.pop(old, None)
+    return found
+
+
+_MISSING = object()
+
+
+def cached_side(comp: CanonicalComputation) -> object | None:
+    """The core's copy of `comp` if the matcher already made one."""
+    found = _SIDES.get(comp)
+    return None if found is _MISSING else found
+
+
+def users(comp: CanonicalComputation) -> dict[str, list[str]] | None:
+    """`bottom_up.users_of(comp)` built by the core from its copy, if it has one."""
+    found = cached_side(comp)
+    return None if found is None else _side_users(found)
+
+
+def _shape_key(shape: str) -> tuple[str, list[int] | None]:
+    """`strip_layout(shape)` and its dims as `match._dims` reads them."""
+    from xlagraph.match import _dims  # the reference's own rule, not a copy of it
+
+    stripped = strip_layout(shape)
+    return stripped, _dims(stripped)
+
+
+def match(
+    left: CanonicalComputation, right: CanonicalComputation, sent: AbstractSet[str], resharded: bool
+) -> Matching | None:
+    a, b = side(left), side(right)
+    if a is None or b is None:
+        return None
+    found = _match_sides(
+        a, b, [o in sent for o in left.outputs], [o in sent for o in right.outputs], resharded
+    )
+    if found is None:
+        return None
+    return Matching(*found)
