@@ -61,12 +61,12 @@ def _module_texts(max_bytes: int | None = None) -> Iterator[tuple[str, str]]:
 
 def _save_file_graphs(rel: str, text: str) -> Iterator[tuple[str, str]]:
     """The HLO graphs of an XLA_SAVE_TENSORS_FILE (format hlo): each from `HloModule` to the
-    line before the next block's header."""
+    line before the next block's header or its `Graph Hash:` line."""
     blocks = text.split("\nHloModule ")
     for k, block in enumerate(blocks[1:]):
         body = "HloModule " + block
         end = body.find("\n## ")
-        cut = [p for p in (end, body.find("\n[")) if p > 0]
+        cut = [p for p in (end, body.find("\n["), body.find("\nGraph Hash:")) if p > 0]
         yield f"{rel}#{k}", body[: min(cut)] if cut else body
 
 
