@@ -192,16 +192,12 @@ def test_an_evaluation_pass_synced_in_the_loop_is_not_counted_as_a_step(tmp_path
 README = ROOT / "README.md"
 SAVE = "fixtures/torch_xla/kept_alive/save_hlo.txt"
 # Fixtures made before paths were stored relative to their root embed the making machine's checkout.
-_EMBEDS_ABSOLUTE = "/fixtures/torch_xla/scenarios/kept_alive.py" in (ROOT / SAVE).read_text()
-
-
 def _readme_block(command: str) -> list[str]:
     text = README.read_text()
     start = text.index(f"$ {command}\n") + len(f"$ {command}\n")
     return text[start : text.index("```", start)].splitlines()
 
 
-@pytest.mark.xfail(_EMBEDS_ABSOLUTE, reason="the fixture embeds absolute source paths", strict=True)
 def test_readme_sixty_second_example_is_verbatim(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     shown = _readme_block(f"xlagraph report {SAVE}")
