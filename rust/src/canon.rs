@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use crate::blake2b::{hexdigest, stable_hash};
-use crate::text::{Comp, FxMap, Inst, ModuleText};
+use crate::text::{Comp, FxMap, Inst, ModuleText, COMPUTATION_ATTRIBUTES};
 
 const NONE: u32 = u32::MAX;
 
@@ -153,20 +153,6 @@ const IGNORED_ATTRIBUTES: [&str; 7] = [
     "origin",
     "schedule",
     "ir_op",
-];
-
-const COMPUTATION_ATTRIBUTES: [&str; 11] = [
-    "to_apply",
-    "condition",
-    "body",
-    "calls",
-    "branch_computations",
-    "true_computation",
-    "false_computation",
-    "called_computations",
-    "select",
-    "scatter",
-    "async_execution_thread_computations",
 ];
 
 const MAX_IOTA_DEVICES: u128 = 1 << 20;

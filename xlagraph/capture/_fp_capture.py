@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from xlagraph.capture import fp_format as ff
+from xlagraph.capture._import_hook import spec_then
 
 __all__ = ["arm", "attach", "disarm", "enabled"]
 
@@ -92,25 +93,12 @@ class _TorchFinder:
         if name != "torch":
             return None
         sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
-        spec = None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            if find is not None and (spec := find(name, path, target)) is not None:
-                break
-        loader = getattr(spec, "loader", None)
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        exec_module = loader.exec_module
+        return spec_then(name, path, target, _torch_imported)
 
-        def exec_then_hook(module: Any) -> None:
-            exec_module(module)
-            with contextlib.suppress(AttributeError):
-                del loader.exec_module
-            if _cap is not None:
-                _cap.guard(_cap.install)
 
-        loader.exec_module = exec_then_hook
-        return spec
+def _torch_imported(module: Any) -> None:
+    if _cap is not None:
+        _cap.guard(_cap.install)
 
 
 class _Capture:

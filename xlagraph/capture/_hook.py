@@ -35,6 +35,7 @@ from typing import Any
 from xlagraph.capture import _format as fmt
 from xlagraph.capture import _fp_capture as fp_capture
 from xlagraph.capture._env import EnvPlan, plan_env, process_dir_name
+from xlagraph.capture._import_hook import spec_then
 
 __all__ = ["capture", "start_from_env"]
 
@@ -146,7 +147,7 @@ class _TorchXlaFinder:
         else:
             return None
         with _finder_removed(self, keep=name != SHARDING_MODULE):
-            return _hooked_spec(name, path, target, after)
+            return spec_then(name, path, target, lambda module: _guarded(lambda: after(module)))
 
 
 @contextmanager
@@ -160,27 +161,6 @@ def _finder_removed(finder: Any, keep: bool) -> Iterator[None]:
     finally:
         if keep and _plan is not None:
             sys.meta_path.insert(index, finder)
-
-
-def _hooked_spec(name: str, path: Any, target: Any, after: Callable[[Any], None]) -> Any:
-    spec = None
-    for finder in sys.meta_path:
-        find = getattr(finder, "find_spec", None)
-        if find is not None and (spec := find(name, path, target)) is not None:
-            break
-    loader = getattr(spec, "loader", None)
-    if loader is None or not hasattr(loader, "exec_module"):
-        return spec
-    exec_module = loader.exec_module
-
-    def exec_then_hook(module: Any) -> None:
-        exec_module(module)
-        with suppress(AttributeError):
-            del loader.exec_module  # back to the class's method
-        _guarded(lambda: after(module))
-
-    loader.exec_module = exec_then_hook
-    return spec
 
 
 def _wrap_mark_sharding(module: Any) -> None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from importlib import resources
 
-from jinja2 import Environment, FunctionLoader, StrictUndefined
-
 from xlagraph.diverge.model import DIFFERS, NAN, WITHIN, Divergence
 from xlagraph.render.diverge_text import POINTS_AT, render_divergence_text
+from xlagraph.render.html_common import environment
 
 __all__ = ["MAX_ROWS", "render_divergence_html"]
 
@@ -16,13 +15,7 @@ MAX_ROWS = 240  # tensor rows of the strip: those that differ in the window firs
 
 
 def render_divergence_html(d: Divergence) -> str:
-    env = Environment(
-        loader=FunctionLoader(_load),
-        autoescape=True,
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    env = environment()  # the pages' templates and settings
     keep = _rows(d)
     strip = [(step, [cells[i] for i in keep]) for step, cells in d.strip]
     return env.get_template("diverge.html").render(
