@@ -3,10 +3,12 @@ not renumber.
 
 Inputs and outputs are paired by their data flow (`xlagraph.match.correspondence`), not by their
 slots. An output added or dropped, a constant or an input size changed leave the other tensors'
-order as it was: a reordering beside them is a second root reason, named next to them. When the
-step computes something else (new work, another dtype or layout, new optimizer state), the
-lowering visits the graph in another order and inputs and outputs are numbered anew: that
-reordering follows from the other change and is folded into it (its mapping kept)."""
+order as it was: a reordering beside them is a second root reason, named next to them, except
+inputs that torch_xla numbered as its lowering met them, which an output added or dropped
+renumbers (`_renumbered_by_outputs`). When the step computes something else (new work, another
+dtype or layout, new optimizer state), the lowering visits the graph in another order and inputs
+and outputs are numbered anew: that reordering follows from the other change and is folded into
+it (its mapping kept)."""
 
 from __future__ import annotations
 
