@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
@@ -220,6 +220,24 @@ def _lone_twins(
     return [(ls[0], right[k][0]) for k, ls in left.items() if len(ls) == 1 and len(right.get(k, ())) == 1]
 
 
+def _contested(cmp: Comparison, context: Mapping[str, str]) -> set[str]:
+    """Left inputs whose context pair the matcher contradicts where the input it would displace
+    has no context partner of its own. An output added or dropped changes the context of the
+    inputs near it: look-alikes (the norms of two blocks, one of them now trained) then trade
+    colours, and a context pair joins two different tensors while the one at its old place is
+    left alone. A real move displaces inputs that are context-paired elsewhere (a cycle)."""
+    m, left, right = cmp.m, cmp.left.param_number, cmp.right.param_number
+    paired_r = set(context.values())
+    out = set()
+    for a, b in context.items():
+        b0, a0 = m.left.get(a), m.right.get(b)
+        moves_b0 = b0 in right and b0 != b and m.matcher.get(a) not in _BLIND and b0 not in paired_r
+        moves_a0 = a0 in left and a0 != a and m.matcher.get(a0) not in _BLIND and a0 not in context
+        if moves_b0 or moves_a0:
+            out.add(a)
+    return out
+
+
 def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     """(pairs of parameter names, whether the evidence shows a permutation)."""
     left, right, m = cmp.left, cmp.right, cmp.m
@@ -236,10 +254,11 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     # First the inputs' whole data-flow context (`correspondence`): it survives an output added
     # or dropped, a constant or a batch size changed; then a matched user reading both.
     corr = correspond(left, right)
+    contested = _contested(cmp, corr.params)
     evidence = [
         (lnum[a], rnum[b])
         for a, b in corr.params.items()
-        if a not in corr.tied and resized(shape_of(left, a), shape_of(right, b))
+        if a not in corr.tied and a not in contested and resized(shape_of(left, a), shape_of(right, b))
     ]
     taken_l, taken_r = {a for a, _ in evidence}, {b for _, b in evidence}
     evidence += [

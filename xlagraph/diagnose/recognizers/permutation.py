@@ -3,15 +3,20 @@ not renumber.
 
 Inputs and outputs are paired by their data flow (`xlagraph.match.correspondence`), not by their
 slots. An output added or dropped, a constant or an input size changed leave the other tensors'
-order as it was: a reordering beside them is a second root reason, named next to them. When the
-step computes something else (new work, another dtype or layout, new optimizer state), the
-lowering visits the graph in another order and inputs and outputs are numbered anew: that
-reordering follows from the other change and is folded into it (its mapping kept)."""
+order as it was: a reordering beside them is a second root reason, named next to them, except
+inputs that torch_xla numbered as its lowering met them, which an output added or dropped
+renumbers (`_renumbered_by_outputs`). When the step computes something else (new work, another
+dtype or layout, new optimizer state), the lowering visits the graph in another order and inputs
+and outputs are numbered anew: that reordering follows from the other change and is folded into
+it (its mapping kept)."""
 
 from __future__ import annotations
 
+import itertools
+import re
 from dataclasses import replace
 
+from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
@@ -35,6 +40,35 @@ _BESIDE = frozenset(
     {CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED, CauseKind.CONSTANT_VALUE, CauseKind.PARAMETER_SHAPE}
 )
 _SLOTS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
+_ID = re.compile(r"\.(\d+)$")
+
+
+def _numbered_as_met(canon: CanonicalModule) -> bool:
+    """The entry's inputs are numbered in the order its lowering created them, among the ops that
+    read them: torch_xla numbers an input when it first lowers it, and every instruction's name
+    ends in the id the lowering gave it (`p23.159`). Not a calling convention whose inputs all
+    come first (JAX's `Arg_0.1`, `Arg_1.2`), nor numbers shuffled under names kept as they were."""
+    numbers = canon.entry.param_number
+    ids = {i.name: m.group(1) for i in canon.entry.computation.instructions if (m := _ID.search(i.name))}
+    if len(numbers) < 2 or any(p not in ids for p in numbers):
+        return False
+    made = [int(ids[p]) for p in sorted(numbers, key=numbers.__getitem__)]
+    if any(b <= a for a, b in itertools.pairwise(made)):
+        return False
+    between = sum(1 for n, k in ids.items() if n not in numbers and made[0] < int(k) < made[-1])
+    return between > 0  # other ops were lowered between the inputs
+
+
+def _renumbered_by_outputs(evidence: Evidence, pending: tuple[Cause, ...], real: list[int]) -> bool:
+    """Inputs in another order beside an output added or removed, in graphs whose inputs are
+    numbered as the lowering meets them: it meets them in the order of the outputs it lowers, so
+    the new or dropped output renumbered them (the moments of the next weight where a frozen
+    embedding's were); nothing the user ordered moved."""
+    return (
+        any(pending[i].kind in _SLOTS for i in real)
+        and _numbered_as_met(evidence.left)
+        and _numbered_as_met(evidence.right)
+    )
 
 
 def _computed_by_both(evidence: Evidence, cause: Cause) -> bool:
@@ -173,7 +207,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         )
         found = {i: merged if i == hi else pending[i] for i in orders}
         return Recognized(_plain(evidence, _one_order(found)), frozenset([*orders, *real]))
-    if not expected and all(pending[i].kind in _BESIDE for i in real):
+    inputs_only = all(pending[i].kind is CauseKind.PARAMETER_PERMUTATION for i in orders)
+    beside = not (real and inputs_only and _renumbered_by_outputs(evidence, pending, real))
+    if not expected and beside and all(pending[i].kind in _BESIDE for i in real):
         # The root cause, alone or beside changes that renumber nothing.
         return Recognized(_plain(evidence, _one_order({i: pending[i] for i in orders})), frozenset(orders))
     if not real:

@@ -21,6 +21,14 @@ def _value(text: str) -> str:
     return text.rsplit(" ", 1)[-1]
 
 
+_BOUNDS = re.compile(r"\[(-?\d+):(-?\d+)(?::(\d+))?\]")
+
+
+def _lengths(text: str) -> set[str]:
+    """`{[3:13],[0:32]}` -> {"10", "32"}: the sizes a slice cuts."""
+    return {str(-(-(int(hi) - int(lo)) // int(step or 1))) for lo, hi, step in _BOUNDS.findall(text)}
+
+
 SIZE_HINT = fix("attribute.size")
 FLAG_HINT = fix("attribute.flag")
 _FLAG_VALUES = frozenset({"true", "false", ""})
@@ -79,6 +87,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     # The same int baked as a constant elsewhere (the backward of the indexing) is the same reason.
     olds = {n for i in attrs for ch in pending[i].changes for n in _INT.findall(ch.old)}
     news = {n for i in attrs for ch in pending[i].changes for n in _INT.findall(ch.new)}
+    # A slice's length too: a mean over the piece bakes it as its count (a piece of 1 -> 10).
+    olds |= {n for i in attrs for ch in pending[i].changes if ch.what == "slice" for n in _lengths(ch.old)}
+    news |= {n for i in attrs for ch in pending[i].changes if ch.what == "slice" for n in _lengths(ch.new)}
     same_int = [
         i
         for i, c in enumerate(pending)
