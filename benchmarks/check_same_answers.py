@@ -84,7 +84,6 @@ def _key(*args: str) -> str:
 def run_cli(args: list[str]) -> bytes:
     """The command's stdout and exit status, as one blob."""
     from click.testing import CliRunner
-
     from xlagraph.cli.main import xlagraph
 
     result = CliRunner().invoke(xlagraph, args, catch_exceptions=True)

@@ -282,8 +282,9 @@ def test_diverge_is_the_cli_as_a_call() -> None:
     d = xlagraph.diverge(root / "ref", root / "nan2")
     assert isinstance(d, xlagraph.Divergence)
     assert (d.verdict, d.first_step) == ("diverged", 2)
+    argv = ["-m", "xlagraph.cli.main", "diverge", str(root / "ref"), str(root / "nan2"), "--json"]
     cli = subprocess.run(
-        [sys.executable, "-m", "xlagraph.cli.main", "diverge", str(root / "ref"), str(root / "nan2"), "--json"],
+        [sys.executable, *argv],
         capture_output=True,
         text=True,
         timeout=120,

@@ -6,9 +6,9 @@ import io
 from pathlib import Path
 
 from click.testing import CliRunner
+from xlagraph.cli.main import xlagraph
 
 from xlagraph import progress
-from xlagraph.cli.main import xlagraph
 
 DATA = Path(__file__).resolve().parent / "data"
 
