@@ -191,6 +191,8 @@ def test_an_evaluation_pass_synced_in_the_loop_is_not_counted_as_a_step(tmp_path
 
 README = ROOT / "README.md"
 SAVE = "fixtures/torch_xla/kept_alive/save_hlo.txt"
+
+
 # Fixtures made before paths were stored relative to their root embed the making machine's checkout.
 def _readme_block(command: str) -> list[str]:
     text = README.read_text()
