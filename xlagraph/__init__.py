@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = ["Check", "Computation", "Diff", "Divergence", "InputError", "Instruction", "Module", "ParseError",
            "Report", "XlagraphError", "capture", "check", "diff", "diverge", "graphs", "load", "load_all",
            "report"]  # fmt: skip
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:  # typed by __init__.pyi; no `typing` import at start-up
     # Lazy, so `import xlagraph` (and the start-up hook) never pulls in torch or the engine.
     # __init__.pyi types these names. `xlagraph.diff`, `.graphs`, `.report` and `.diverge` are also modules
     # of the engine, callable (xlagraph/_callable.py).
