@@ -19,13 +19,12 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import IO, Any, TypeVar
 
 import click
 
-from xlagraph.errors import XlagraphError
+from xlagraph.errors import XlagraphError, reading  # Python's failures named as the library does
 
 __all__ = [
     "EXIT_ERROR",
@@ -134,23 +133,6 @@ def finish_output(code: int | str | None) -> int | str | None:
     except OSError as e:
         return output_failed(e)
     return code
-
-
-@contextmanager
-def reading(what: str) -> Iterator[None]:
-    """Name `what` (a path) in the message when Python itself fails while it is processed."""
-    try:
-        yield
-    except XlagraphError:
-        raise
-    except UnicodeDecodeError as e:
-        raise UserError(f"{what}: not UTF-8 text (byte {e.start})") from None
-    except OSError as e:
-        raise UserError(f"{e.filename or what}: cannot read: {e.strerror or e}") from None
-    except RecursionError:
-        raise UserError(f"{what}: graph nested too deeply to analyze (Python recursion limit)") from None
-    except MemoryError:
-        raise UserError(f"{what}: out of memory while reading it; try one graph at a time (PATH#K)") from None
 
 
 def run_option(fn: F) -> F:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from ._common import Status, UserError, echo, handle_errors, json_option, reading
+from ._common import Status, UserError, echo, handle_errors, json_option
 from ._html import html_option, write_page
 
 EXIT_SAME = 0
@@ -45,22 +43,18 @@ def diverge_command(
         xlagraph diverge run_a run_b --rtol 1e-5 --json
         xlagraph diverge ddp_capture --html drift.html
     """
-    from xlagraph.diverge import DIVERGED, diverge  # here: fast `--help`
-    from xlagraph.render.diverge_html import render_divergence_html
-    from xlagraph.render.diverge_json import divergence_to_json
-    from xlagraph.render.diverge_text import render_divergence_text
+    from xlagraph import api  # here, not at the top: `xlagraph --help` must not pay for the engine
 
     for name, value in (("--rtol", rtol), ("--atol", atol)):
         if value is not None and not value >= 0:
             raise UserError(f"{name} must be 0 or more, got {value}")
     with Status() as status:
         status.set(f"reading {a}" + (f" and {b}" if b else ""))
-        with reading(b or a):
-            result = diverge(a, b, rtol, atol)
+        result = api.diverge(a, b, rtol=rtol, atol=atol)
     if html_out:
-        write_page(html_out, render_divergence_html(result), err=as_json)
+        write_page(html_out, result.to_html(), err=as_json)
     if as_json:
-        click.echo(json.dumps(divergence_to_json(result), indent=2))
+        click.echo(result.to_json())
     elif not html_out:
-        echo(render_divergence_text(result), nl=False)
-    click.get_current_context().exit(EXIT_DIVERGED if result.verdict == DIVERGED else EXIT_SAME)
+        echo(result.to_text(), nl=False)
+    click.get_current_context().exit(EXIT_DIVERGED if result.verdict == "diverged" else EXIT_SAME)

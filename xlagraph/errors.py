@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-__all__ = ["InputError", "ParseError", "XlagraphError"]
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["InputError", "ParseError", "XlagraphError", "reading"]
 
 
 class XlagraphError(Exception):
@@ -22,3 +25,22 @@ class InputError(XlagraphError):
 
 class ParseError(InputError):
     """The input is in a format xlagraph reads but is malformed at `line`."""
+
+
+@contextmanager
+def reading(what: str) -> Iterator[None]:
+    """Re-raise Python's failures while `what` (a path, or `A vs B`) is processed as `InputError`."""
+    try:
+        yield
+    except XlagraphError:
+        raise
+    except UnicodeDecodeError as e:
+        raise InputError(what, f"not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        if e.filename:
+            raise InputError(str(e.filename), f"cannot read: {e.strerror or e}") from None
+        raise InputError(what, f"cannot read: {e.strerror or e}") from None
+    except RecursionError:
+        raise InputError(what, "graph nested too deeply to analyze (Python recursion limit)") from None
+    except MemoryError:
+        raise InputError(what, "out of memory while reading it; try one graph at a time (PATH#K)") from None
