@@ -394,14 +394,9 @@ NOT_SHOWN: Mapping[str, str] = MappingProxyType(
         "parameter_shape.other": _GENERIC,
         "parameter_permutation.plain": _TODO,
         "parameter_removed": _TODO,
-        "dtype": _TODO,
         "layout": _TODO,
         "parameter_shape.grown_batch": _TODO,
-        "parameter_shape.list": _TODO,
-        "parameter_shape.resized_weights": _TODO,
-        "parameter_shape.switched_weights": _TODO,
         "constant_value.python_scalar": _TODO,
-        "attribute.flag": _TODO,
         "structure.operand_order": _TODO,
     }
 )
