@@ -397,7 +397,6 @@ NOT_SHOWN: Mapping[str, str] = MappingProxyType(
         "layout": _TODO,
         "parameter_shape.grown_batch": _TODO,
         "constant_value.python_scalar": _TODO,
-        "structure.operand_order": _TODO,
     }
 )
 
