@@ -396,7 +396,6 @@ NOT_SHOWN: Mapping[str, str] = MappingProxyType(
         "parameter_removed": _TODO,
         "layout": _TODO,
         "parameter_shape.grown_batch": _TODO,
-        "constant_value.python_scalar": _TODO,
     }
 )
 
