@@ -394,7 +394,6 @@ NOT_SHOWN: Mapping[str, str] = MappingProxyType(
         "parameter_shape.other": _GENERIC,
         "parameter_permutation.plain": _TODO,
         "parameter_removed": _TODO,
-        "layout": _TODO,
         "parameter_shape.grown_batch": _TODO,
     }
 )
