@@ -108,8 +108,10 @@ FIXES: Mapping[str, str] = MappingProxyType(
         ),
         # causes.HINTS
         "parameter_removed": (
-            "the graph no longer takes an input it took before: a tensor was dropped or became a baked "
-            "constant; keep what the step reads the same on every step"
+            "the graph no longer takes an input it took before: a tensor was dropped or became a constant "
+            "the graph makes (a state reset with torch.zeros); keep what the step reads the same on every "
+            "step, e.g. reset it by multiplying it with a 1-element device tensor made on the host "
+            "(torch.tensor([0.0 if reset else 1.0]).to(device))"
         ),
         # causes.HINTS
         "dead_code": (
@@ -393,7 +395,6 @@ NOT_SHOWN: Mapping[str, str] = MappingProxyType(
         "parameter_added": _GENERIC,
         "parameter_shape.other": _GENERIC,
         "parameter_permutation.plain": _TODO,
-        "parameter_removed": _TODO,
         "parameter_shape.grown_batch": _TODO,
     }
 )
