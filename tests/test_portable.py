@@ -193,3 +193,35 @@ def test_source_lines_never_read_from_installed_packages(tmp_path: Path) -> None
 
 def _text(rel: str) -> str:
     return (ROOT / rel).read_text(errors="replace")
+
+
+_KILL = """    torch_xla.sync()
+    if step == 4:  # killed before its end: no exit handler runs
+        import os, signal
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_killed_run_capture_is_portable(tmp_path: Path) -> None:
+    """(c) a run killed before its end: its capture is portable as it stands (sources stored and
+    dumps made portable as the run goes), and reads the same moved, torch unreadable."""
+    made = tmp_path / "made"
+    made.mkdir()
+    script = (FIXTURES / "torch_xla" / "scenarios" / "kept_alive.py").read_text()
+    assert script.count("    torch_xla.sync()\n") == 1
+    (made / "train.py").write_text(script.replace("    torch_xla.sync()\n", _KILL))
+    env = {**_env(), "PJRT_DEVICE": "CPU", "XLAGRAPH_CAPTURE": str(made / "cap")}
+    proc = subprocess.run(
+        [sys.executable, "train.py"], cwd=made, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == -9, proc.stderr[-3000:]
+    (proc_dir,) = [p for p in (made / "cap").iterdir() if p.is_dir()]
+    index = json.loads((proc_dir / "sources" / "index.json").read_text())
+    assert "train.py" in index["files"] and "torch/optim/sgd.py" in index["files"]
+    # What capture wrote holds no path of this machine; torch_xla's own PT_XLA_DEBUG text (left
+    # unread by the killed run) does, and meta.json keeps the run's cwd to read it by.
+    for f in proc_dir.rglob("*"):
+        if f.is_file() and f.suffix != ".z" and "debug" not in f.name and f.name != "meta.json":
+            body = f.read_text(encoding="utf-8", errors="replace")
+            assert str(tmp_path) not in body and "site-packages" not in body, f
+    _assert_same_anywhere(made / "cap", tmp_path, [str(made)], [str(made), str(ROOT)])

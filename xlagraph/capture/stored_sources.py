@@ -46,6 +46,7 @@ __all__ = [
     "StoredSources",
     "budget_bytes",
     "portable_dumps",
+    "portable_file",
     "portable_meta",
     "relativize_text",
     "store_sources",
@@ -294,20 +295,25 @@ def portable_dumps(proc_dir: str, rel: Relativizer) -> None:
             continue
         for name in names:
             path = os.path.join(folder, name)
-            if name.endswith(".tmp") or not os.path.isfile(path) or os.path.islink(path):
-                continue
-            with open(path, "rb") as f:
-                data = f.read()
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            new = relativize_text(text, rel)
-            if new != text:
-                tmp = f"{path}.tmp"
-                with open(tmp, "w", encoding="utf-8") as f:
-                    f.write(new)
-                os.replace(tmp, path)
+            if not name.endswith(".tmp") and os.path.isfile(path) and not os.path.islink(path):
+                portable_file(path, rel)
+
+
+def portable_file(path: str, rel: Relativizer) -> None:
+    """One finished dump (a module XLA wrote, a report) rewritten in portable form, in place: done
+    as each is kept, so that a run killed before its end leaves a portable folder too."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    new = relativize_text(text, rel)
+    if new != text:
+        tmp = f"{path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(new)
+        os.replace(tmp, path)
 
 
 def portable_meta(meta: dict[str, object], proc_dir: str, rel: Relativizer) -> dict[str, object]:
