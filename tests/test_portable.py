@@ -225,3 +225,33 @@ def test_killed_run_capture_is_portable(tmp_path: Path) -> None:
             body = f.read_text(encoding="utf-8", errors="replace")
             assert str(tmp_path) not in body and "site-packages" not in body, f
     _assert_same_anywhere(made / "cap", tmp_path, [str(made)], [str(made), str(ROOT)])
+
+
+def test_dumps_inside_a_capture_read_its_stored_sources(tmp_path: Path, monkeypatch) -> None:
+    """`xlagraph diff` on the HLO files of a capture folder (copied anywhere) reads source lines
+    from that capture's stored sources, not from the analysing machine."""
+    import xlagraph.report.build as build
+    from xlagraph import api
+    from xlagraph.diagnose.frames import SourceText, reading_sources, source_line
+
+    cap = tmp_path / "moved" / "tu_bert_clip_every_k"
+    shutil.copytree(CORPUS / "captures" / "tu_bert_clip_every_k", cap)
+    for f in cap.rglob("*.xz"):
+        f.with_suffix("").write_bytes(lzma.decompress(f.read_bytes()))
+        f.unlink()
+    a, b = sorted(str(p) for p in (cap / "hlo").glob("*.txt"))
+    user = "scripts/tu_bert_clip_every_k.py"
+    stored = build.source_text_near([a])
+    assert stored.stored is not None and stored.stored.knows(user)
+    with reading_sources(stored):
+        assert "import" in "".join(source_line(user, n) for n in range(1, 30))
+    assert build.source_text_near([str(tmp_path / "x.hlo")]).stored is None
+    seen: list[list[str]] = []
+
+    def spy(paths):
+        seen.append(list(paths))
+        return SourceText()
+
+    monkeypatch.setattr(build, "source_text_near", spy)
+    api.diff(f"{a}#0", b)
+    assert seen == [[a, b]]
