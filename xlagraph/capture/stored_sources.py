@@ -1,8 +1,9 @@
 """The source text a capture keeps, so that a report reads nothing of the analysing machine.
 
-At a clean exit capture stores, in `<process folder>/sources/`, the source of every file that a
-recorded frame names (the journal's sync frames, mark_sharding frames, the HLO dumps' metadata,
-the live-tensor reports), library files included, each under its portable path (`torch/optim/
+After each step that cites a file or line not cited before, and again at exit, capture stores in
+`<process folder>/sources/` the source of every file that a recorded frame names (the journal's
+sync frames, mark_sharding frames, the HLO dumps' metadata, the live-tensor reports), library files
+included, each under its portable path (`torch/optim/
 sgd.py`: relative to the `sys.path` entry it was imported from; the user's files relative to the
 working directory; `xlagraph.source_paths`):
 
@@ -222,7 +223,8 @@ class StoredSources:
     @staticmethod
     def load(proc_dir: str) -> StoredSources | None:
         """The sources stored in a capture process folder, None when it has none (a capture made
-        before sources were stored, a run killed before it exited). Malformed entries are skipped."""
+        before sources were stored, a run killed before its first step). Malformed entries are
+        skipped."""
         folder = os.path.join(os.fspath(proc_dir), SOURCES_DIR)
         return _load(folder) if os.path.isfile(os.path.join(folder, INDEX)) else None
 
@@ -279,7 +281,7 @@ def _blob_lines(path: str) -> tuple[str, ...]:
     return tuple(data.decode("utf-8", errors="replace").splitlines(keepends=True))
 
 
-# -- at a clean exit: the folder's own files in portable form --------------------------------------
+# -- as each is kept, and at exit: the folder's own files in portable form ----------------------
 
 TEXT_DIRS = ("hlo", "lines", "tensors")  # the capture's dumps: HLO metadata and reports name files
 _ABS_TOKEN = re.compile(r"(?<![\w.~/\\-])(?:/|[A-Za-z]:[\\/])[^\s\"',;=]+")
