@@ -5,9 +5,13 @@ Nothing here (or in any command) imports torch: xlagraph reads dumps, it does no
 
 from __future__ import annotations
 
+import os
 import sys
+import warnings
 
 import click
+
+from xlagraph.errors import XlagraphWarning
 
 from ._common import finish_output, output_failed
 from .check import check_command
@@ -44,13 +48,31 @@ xlagraph.add_command(diverge_command)
 
 def main() -> None:
     code: int | str | None = 0
+    warnings.showwarning = _one_line_warning
     try:
         xlagraph(prog_name="xlagraph")
     except SystemExit as e:
         code = e.code
     except OSError as e:  # writing --help or a usage message, outside any command
         code = output_failed(e)
+    except Exception as e:  # a bug of ours: one line, not a traceback (XLAGRAPH_TRACEBACK=1 shows it)
+        if os.environ.get("XLAGRAPH_TRACEBACK", "") not in ("", "0"):
+            raise
+        args = " ".join(sys.argv[1:])
+        click.echo(
+            f"xlagraph: internal error ({type(e).__name__}: {e}) on `xlagraph {args}`: a bug in xlagraph, "
+            "please report it with this input (XLAGRAPH_TRACEBACK=1 shows where)",
+            err=True,
+        )
+        code = 2
     sys.exit(finish_output(code))
+
+
+def _one_line_warning(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+    if issubclass(category, XlagraphWarning):
+        click.echo(f"xlagraph: warning: {message}", err=True)
+    else:
+        click.echo(f"xlagraph: warning: {category.__name__}: {message}", err=True)
 
 
 if __name__ == "__main__":

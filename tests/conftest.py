@@ -8,6 +8,8 @@ import pytest
 
 # torch_xla runs on the CPU here (and in CI); subprocesses inherit this.
 os.environ.setdefault("PJRT_DEVICE", "CPU")
+# A recognizer that fails raises in tests (users get a warning and the unrecognized cause instead).
+os.environ.setdefault("XLAGRAPH_STRICT", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -478,3 +479,40 @@ def test_constants_neither_dump_prints_are_said_to_be_compared_by_shape(tmp_path
     assert text_out.startswith("undetermined: the graphs print the same, but 1 constant whose values")
     cli = CliRunner().invoke(xlagraph, ["diff", str(tmp_path / "a.hlo"), str(tmp_path / "b.hlo"), "--json"])
     assert cli.exit_code == 1 and json.loads(cli.output)["unseen_constants"] == ["c"]
+
+
+def test_a_failing_recognizer_costs_its_pattern_not_the_report(monkeypatch):
+    """A bug in one recognizer: users get the unrecognized causes and a one-line warning."""
+    from xlagraph.diagnose import recognizers
+    from xlagraph.diagnose.evidence import Recognizer
+    from xlagraph.errors import XlagraphWarning
+
+    def broken(evidence, pending):
+        raise OverflowError("cannot convert float infinity to integer")
+
+    monkeypatch.setenv("XLAGRAPH_STRICT", "0")
+    monkeypatch.setattr(recognizers, "ORDER", (Recognizer("broken", broken),))
+    monkeypatch.setattr(recognizers, "FINAL", ())
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        causes = recognizers.recognize(None, ())  # type: ignore[arg-type]
+    assert causes == ()
+    assert [w.category for w in seen] == [XlagraphWarning]
+    assert "recognizer broken failed (OverflowError" in str(seen[0].message)
+
+
+def test_an_internal_error_is_one_line_and_exit_2():
+    """`main()` (the installed command) turns a bug of ours into one line, never a traceback."""
+    hlo = FIXTURES / "torch_xla" / "kept_alive" / "save_hlo.txt"
+    script = (
+        "import xlagraph.api as api\n"
+        "def boom(*a, **k): raise RuntimeError('boom')\n"
+        "api.diff = boom\n"
+        f"import sys; sys.argv = ['xlagraph', 'diff', '{hlo}#0', '{hlo}#1']\n"
+        "from xlagraph.cli.main import main; main()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "XLAGRAPH_TRACEBACK"}
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 2, r
+    assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert "internal error (RuntimeError: boom)" in r.stderr

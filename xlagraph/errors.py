@@ -5,11 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["InputError", "ParseError", "XlagraphError", "reading"]
+__all__ = ["InputError", "ParseError", "XlagraphError", "XlagraphWarning", "reading"]
 
 
 class XlagraphError(Exception):
     """Base class: anything a user can fix by pointing xlagraph at other input."""
+
+
+class XlagraphWarning(UserWarning):
+    """Something xlagraph could not do on this input that does not stop the answer (a pattern
+    recognizer that failed): the CLI prints it as one line on stderr."""
 
 
 class InputError(XlagraphError):

@@ -72,7 +72,7 @@ def budget_bytes(environ: Mapping[str, str] | None = None) -> int:
     value = (environ if environ is not None else os.environ).get("XLAGRAPH_SOURCES_MB", "")
     try:
         return max(0, int(float(value) * (1 << 20))) if value.strip() else _DEFAULT_MB << 20
-    except ValueError:
+    except (ValueError, OverflowError):  # not a number, or inf/nan
         return _DEFAULT_MB << 20
 
 

@@ -31,8 +31,8 @@ def _follows(old: str, new: str, dims: set[tuple[int, int]]) -> bool:
     or in proportion to the changed dimensions (an image's 4x4 = 16 pooled cells are 5x4 = 20 when
     its height goes 32 -> 40, 6x5 = 30 when both grow, 7x7 = 49 for a square one 32 -> 28)."""
     o, n = old.rsplit(" ", 1)[-1], new.rsplit(" ", 1)[-1]
-    if not (is_number(o) and is_number(n)) or float(o) != int(float(o)) or float(n) != int(float(n)):
-        return False
+    if not (is_number(o) and is_number(n)) or not float(o).is_integer() or not float(n).is_integer():
+        return False  # (inf and nan are numbers, not integers)
     a, b = int(float(o)), int(float(n))
     if a == b:
         return False
