@@ -388,6 +388,17 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
             or (c.kind is CauseKind.STRUCTURE and bool(set(c.right) & readers))
         )
     ]
+    # What computes with the new inputs taken with it is that work too (a momentum buffer made
+    # under `if buf is None:`, read from the next step on), wherever the matching split it.
+    fed = downstream(
+        users_of(evidence.right.entry),
+        {p for i in picked if pending[i].kind is CauseKind.PARAMETER_ADDED for p in pending[i].right},
+    )
+    picked += [
+        i
+        for i, c in enumerate(pending)
+        if i not in picked and c.kind is CauseKind.STRUCTURE and bool(set(c.right) & fed)
+    ]
     merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=_BRANCH_HINT)
     cause = replace(merged, sources=(site, *[s for s in merged.sources if s != site])[:6])
     return Recognized((cause,), frozenset(picked))
