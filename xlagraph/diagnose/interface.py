@@ -11,6 +11,7 @@ tensor computed another way), then by dimensions with another element type (`dty
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from math import prod
 from typing import TYPE_CHECKING
 
@@ -227,11 +228,20 @@ def compare_outputs(cmp: Comparison) -> None:
     used = {j for _, j in pairs}
     known = {i for i, _ in pairs}
     removed: list[int] = []
+    unclaimed = _unclaimed_by_line(right, m.right)
+    # The matching as the cones of outputs added or removed read it (re-paired by line below).
+    claimed_l, claimed_r, repaired = m.left, m.right, False
     for i, a in enumerate(left.outputs):
         if i in known:
             continue
         b = m.left.get(a)
         js = [j for j in right_positions.get(b, []) if j not in used] if b else []
+        if js and (other := _same_line(left, right, a, b, unclaimed, used)) is not None:
+            js = [other]
+            if not repaired:
+                claimed_l, claimed_r, repaired = dict(m.left), dict(m.right), True
+            for lp, rp in ((cmp.pair_left, cmp.pair_right), (claimed_l, claimed_r)):
+                _repair(cmp, lp, rp, a, b, right.outputs[other])
         if not js:
             removed.append(i)
             continue
@@ -283,7 +293,7 @@ def compare_outputs(cmp: Comparison) -> None:
         )
     if added:
         heads = [right.outputs[j] for j in added]
-        cone = [h for h in heads if h in m.right] + cmp.cone(right, heads, m.right)
+        cone = [h for h in heads if h in claimed_r] + cmp.cone(right, heads, claimed_r)
         shapes = [shape_of(right, right.outputs[j]) for j in added]
         cmp.cause(
             CauseKind.OUTPUT_ADDED,
@@ -298,7 +308,7 @@ def compare_outputs(cmp: Comparison) -> None:
         )
     if removed:
         heads = [left.outputs[i] for i in removed]
-        cone = [h for h in heads if h in m.left] + cmp.cone(left, heads, m.left)
+        cone = [h for h in heads if h in claimed_l] + cmp.cone(left, heads, claimed_l)
         shapes = [shape_of(left, left.outputs[i]) for i in removed]
         cmp.cause(
             CauseKind.OUTPUT_REMOVED,
@@ -324,6 +334,66 @@ def compare_outputs(cmp: Comparison) -> None:
             "output ",
             "the live tensors were created in another order",
         )
+
+
+def _location(comp: CanonicalComputation, name: str) -> str:
+    md = comp.instruction(name).metadata
+    return md.location if md else ""
+
+
+def _unclaimed_by_line(
+    right: CanonicalComputation, claimed: Mapping[str, str]
+) -> dict[tuple[str, str], list[int]]:
+    """B's output slots the matching pairs with nothing, by (shape, source line)."""
+    out: dict[tuple[str, str], list[int]] = {}
+    for j, b in enumerate(right.outputs):
+        if b not in claimed and (loc := _location(right, b)):
+            out.setdefault((shape_of(right, b), loc), []).append(j)
+    return out
+
+
+def _same_line(
+    left: CanonicalComputation,
+    right: CanonicalComputation,
+    a: str,
+    b: str,
+    unclaimed: dict[tuple[str, str], list[int]],
+    used: set[int],
+) -> int | None:
+    """The slot of B's one output that the matching leaves unpaired and that has `a`'s shape and
+    source line, where the matching pairs `a` with an output made at another line: the update
+    of a weight and of its momentum buffer look alike once the buffer is read as an input (on
+    the first step it is the gradient itself), and the line tells which one `a` is."""
+    la, lb = _location(left, a), _location(right, b)
+    if not (la and lb and la != lb):
+        return None
+    free = [j for j in unclaimed.get((shape_of(left, a), la), ()) if j not in used]
+    return free[0] if len(free) == 1 else None
+
+
+def _repair(cmp: Comparison, lp: dict[str, str], rp: dict[str, str], a: str, old: str, new: str) -> None:
+    """`a` is `new`, not `old`, in the matching `lp`/`rp`, and so are their operands
+    that are the same ops, down to what is paired already or to the inputs: the region the other
+    tensor differs in is then said where it is."""
+    if lp.get(a) != old:
+        return
+    left, right = cmp.left, cmp.right
+    stack = [(a, new)]
+    while stack:
+        x, y = stack.pop()
+        if x in left.param_number or y in right.param_number or lp.get(x) == y:
+            continue
+        if (y0 := lp.pop(x, None)) is not None:
+            rp.pop(y0, None)
+        if (x0 := rp.pop(y, None)) is not None:
+            lp.pop(x0, None)
+        lp[x], rp[y] = y, x
+        ox, oy = left.operands.get(x, ()), right.operands.get(y, ())
+        if len(ox) != len(oy):
+            continue
+        for u, v in zip(ox, oy, strict=True):
+            if left.keys.get(u) == right.keys.get(v):  # the same op on the same kind of operands
+                stack.append((u, v))
 
 
 def _parallel(cmp: Comparison) -> bool:

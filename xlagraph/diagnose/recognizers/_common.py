@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
@@ -496,3 +496,40 @@ def updated_inputs(comp, outputs: Iterable[str]) -> dict[str, str]:  # type: ign
 
 
 _ARITHMETIC = frozenset({"multiply", "add", "subtract", "divide"})
+
+
+def rewired(evidence: Evidence, cause: Cause) -> bool:
+    """Every instruction of the region is matched to one of the same opcode and shape whose
+    operands differ only by parameters (each side's operand is an input)."""
+    left, right = evidence.left.entry, evidence.right.entry
+    match = evidence.entry_match
+    if not cause.right or len(cause.left) != len(cause.right):
+        return False
+    for b in cause.right:
+        a = match.get(b)
+        if a is None or a not in cause.left or b not in right.operands or a not in left.operands:
+            return False
+        ia, ib = left.instruction(a), right.instruction(b)
+        if ia.opcode != ib.opcode or ia.shape != ib.shape:
+            return False
+        oa, ob = left.operands[a], right.operands[b]
+        if len(oa) != len(ob):
+            return False
+        for x, y in zip(oa, ob, strict=True):
+            if match.get(y) != x and not (x in left.param_number and y in right.param_number):
+                return False
+    return True
+
+
+def added_part(cause: Cause, keep: Callable[[str], bool]) -> Cause | None:
+    """The part of an added-inputs cause about the inputs `keep` accepts, or None."""
+    names = tuple(n for n in cause.right if keep(n))
+    if not names:
+        return None
+    if len(names) == len(cause.right):
+        return cause
+    changes = tuple(ch for ch in cause.changes if keep(ch.right))
+    listed = ", ".join(f"input {ch.new}" for ch in changes if ch.new)
+    return replace(
+        cause, right=names, changes=changes, summary=f"B takes {len(names)} input(s) more ({listed})"
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
@@ -119,6 +120,34 @@ def _split(location: str) -> tuple[str, int]:
     return (file, int(line)) if line.isdigit() else (location, 0)
 
 
+def _update_work(evidence: Evidence, cause: Cause) -> bool:
+    """Outputs added or dropped whose own instructions (those computing only them) are an
+    optimizer's arithmetic, at least `_UPDATE_WORK` of them, while the other graph runs no
+    optimizer code at all: the update is there on some steps only. (Weights frozen or unfrozen
+    change which weights the optimizer updates; it runs in both graphs.)"""
+    found = evidence.instructions(cause)
+    computing = [ins for _, ins in found if ins.opcode not in _PLUMBING]
+    if len(computing) < _UPDATE_WORK or not any("/optim/" in f for f in evidence.library_files(cause)):
+        return False
+    other = evidence.left if cause.kind is CauseKind.OUTPUT_ADDED else evidence.right
+    return not _runs_optimizer(other)
+
+
+def _runs_optimizer(canon: CanonicalModule) -> bool:
+    """Some instruction of the entry comes from optimizer code (its innermost frame)."""
+    module = canon.module
+    return any(
+        "/optim/" in frame.file.replace("\\", "/")
+        for ins in canon.entry.computation.instructions
+        for frame in module.frames_of(ins)[:1]
+    )
+
+
+# An optimizer's update of one weight is a handful of ops (SGD: a multiply and an add; Adam: ~30);
+# outputs kept alive bring none, since what they read is computed anyway.
+_UPDATE_WORK = 8
+
+
 def _scalars(evidence: Evidence, cause: Cause) -> bool:
     """Inputs added or dropped that are all scalars: the factors of that work (a max norm)."""
     if cause.kind not in (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED):
@@ -146,6 +175,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         and len(pending[i].left) + len(pending[i].right) >= CLIP_WORK
         and scalar_clip(evidence, pending[i])
     ]
+    # Outputs that bring an optimizer's whole update of their own (Adam returns the new weights
+    # and both moments, so all its work lies under outputs only that graph has): work, not a
+    # tensor kept alive, once the outputs that carry it are paired with nothing.
+    updating_taps = [i for i in work if pending[i].kind in _TAPS and _update_work(evidence, pending[i])]
     for name, test, summary, hint in _PATTERNS:
         hits = [
             i
@@ -155,9 +188,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 test(_library(evidence, pending[i]), opcodes(evidence, pending[i]))
                 or (name == "clipping" and clip_everywhere and opcodes(evidence, pending[i]) & CLIP_OPS)
             )
-        ] + (clipped_taps if name == "clipping" else [])
+        ] + (clipped_taps if name == "clipping" else updating_taps if name == "optimizer" else [])
         if name == "optimizer" and not any(
-            pending[i].kind is CauseKind.STRUCTURE
+            (pending[i].kind is CauseKind.STRUCTURE or i in updating_taps)
             and opcodes(evidence, pending[i]) - _PLUMBING
             and not (pending[i].left and pending[i].right)
             for i in hits
@@ -354,6 +387,17 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
             )
             or (c.kind is CauseKind.STRUCTURE and bool(set(c.right) & readers))
         )
+    ]
+    # What computes with the new inputs taken with it is that work too (a momentum buffer made
+    # under `if buf is None:`, read from the next step on), wherever the matching split it.
+    fed = downstream(
+        users_of(evidence.right.entry),
+        {p for i in picked if pending[i].kind is CauseKind.PARAMETER_ADDED for p in pending[i].right},
+    )
+    picked += [
+        i
+        for i, c in enumerate(pending)
+        if i not in picked and c.kind is CauseKind.STRUCTURE and bool(set(c.right) & fed)
     ]
     merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=_BRANCH_HINT)
     cause = replace(merged, sources=(site, *[s for s in merged.sources if s != site])[:6])

@@ -53,7 +53,10 @@ def _follows(evidence: Evidence, cause: Cause, concats: set[str], below: set[str
     change touches."""
     ops = evidence.instructions(cause)
     if not concats & set(cause.right):
-        return any(ins.opcode == "concatenate" for _, ins in ops) and all(
+        # Elsewhere, ops a length change touches: another concatenation, or what reads the
+        # stacked list's result (the loss divided by the mean of the history).
+        read = bool(cause.right) and set(cause.right) <= below
+        return (read or any(ins.opcode == "concatenate" for _, ins in ops)) and all(
             ins.opcode in _FOLLOWERS for _, ins in ops
         )
     right = evidence.right.entry

@@ -6,7 +6,7 @@ from __future__ import annotations
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.recognizers._common import downstream, merge, user_files
+from xlagraph.diagnose.recognizers._common import downstream, merge, rewired, user_files
 from xlagraph.diagnose.recognizers.random_skip import skip_sites
 from xlagraph.match.bottom_up import users_of
 
@@ -69,7 +69,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             if i not in consumed
             and i not in regions
             and c.kind is CauseKind.STRUCTURE
-            and _rewired(evidence, c)
+            and rewired(evidence, c)
         ]
         outputs = [i for i in more if pending[i].kind is out_kind]
         regions += [i for i in more if pending[i].kind is CauseKind.COLLECTIVE]
@@ -93,26 +93,3 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
 
 
 RECOGNIZER = Recognizer("new_input", _recognize)
-
-
-def _rewired(evidence: Evidence, cause: Cause) -> bool:
-    """Every instruction of the region is matched to one of the same opcode and shape whose
-    operands differ only by parameters (each side's operand is an input)."""
-    left, right = evidence.left.entry, evidence.right.entry
-    match = evidence.entry_match
-    if not cause.right or len(cause.left) != len(cause.right):
-        return False
-    for b in cause.right:
-        a = match.get(b)
-        if a is None or a not in cause.left or b not in right.operands or a not in left.operands:
-            return False
-        ia, ib = left.instruction(a), right.instruction(b)
-        if ia.opcode != ib.opcode or ia.shape != ib.shape:
-            return False
-        oa, ob = left.operands[a], right.operands[b]
-        if len(oa) != len(ob):
-            return False
-        for x, y in zip(oa, ob, strict=True):
-            if match.get(y) != x and not (x in left.param_number and y in right.param_number):
-                return False
-    return True

@@ -1,0 +1,133 @@
+"""`state_init` for tensors created before the loop (`torch.zeros(n, device=...)` for a running
+mean, a step counter, a dict of statistics): a device op before the first sync is pending until
+then, so the first graph computes the tensor from constants, at the line that created it, and
+every later graph reads it as an input. Expected once, like optimizer buffers made on the first
+step.
+
+Evidence: where B reads the new input, the instruction matched to that reader in A reads (at the
+same operand) a value of the same shape made of constants only, at a user's line that creates a
+tensor and is not the reader's own line (a Python scalar baked into the graph is made where it
+is used: that is `special_scalar`'s, not this).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from xlagraph.canonical import CanonicalComputation
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.common import shape_of
+from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.recognizers._common import (
+    RESTATES,
+    added_part,
+    downstream,
+    merge,
+    rewired,
+    source_text,
+)
+from xlagraph.ir import Frame
+from xlagraph.match.bottom_up import users_of
+
+__all__ = ["RECOGNIZER"]
+
+_WARM_UP_STEPS = 3
+_MADE = RESTATES | {"constant", "iota"}
+_COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
+# A line that creates a tensor with values of its own (not one computed from other tensors).
+_CREATES = re.compile(
+    r"\b(?:torch\.)?(?:zeros|ones|full|empty|tensor|zeros_like|ones_like|full_like|empty_like|arange|eye)\s*\("
+    r"|\.new_(?:zeros|ones|full|empty|tensor)\s*\("
+)
+
+
+def _location(comp: CanonicalComputation, name: str) -> str:
+    md = comp.instruction(name).metadata
+    return md.location if md else ""
+
+
+def _constants_only(comp: CanonicalComputation, name: str) -> bool:
+    """`name` is computed from constants alone (no input reaches it)."""
+    stack, seen = [name], {name}
+    while stack:
+        n = stack.pop()
+        if comp.instruction(n).opcode not in _MADE:
+            return False
+        for o in comp.operands.get(n, ()):
+            if o not in seen:
+                seen.add(o)
+                stack.append(o)
+    return True
+
+
+def _created_at(evidence: Evidence, p: str, users: dict[str, list[str]]) -> str:
+    """The line that created the tensor B reads as input `p`, where A computed it from
+    constants; "" when A read something else there."""
+    left, right, match = evidence.left.entry, evidence.right.entry, evidence.entry_match
+    shape = shape_of(right, p)
+    for u in users.get(p, ()):
+        v = match.get(u)
+        if v is None or v not in left.operands:
+            continue
+        ops_u, ops_v = right.operands[u], left.operands[v]
+        at = [k for k, o in enumerate(ops_u) if o == p]
+        if right.instruction(u).opcode in _COMMUTATIVE:
+            at = list(range(len(ops_v)))
+        for k in at:
+            x = ops_v[k] if k < len(ops_v) else ""
+            if not x or shape_of(left, x) != shape or not _constants_only(left, x):
+                continue
+            loc = _location(left, x)
+            if (
+                loc
+                and loc != _location(left, v)
+                and not is_library(Frame("", loc.rpartition(":")[0], 0))
+                and _CREATES.search(source_text(loc).split("#", 1)[0])
+            ):
+                return loc
+    return ""
+
+
+def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    ctx = evidence.context
+    if ctx.step >= _WARM_UP_STEPS and not ctx.first_graph:
+        return NOTHING
+    added = [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_ADDED]
+    if not added:
+        return NOTHING
+    right = evidence.right.entry
+    users = users_of(right)
+    made = {p: loc for i in added for p in pending[i].right if (loc := _created_at(evidence, p, users))}
+    if not made:
+        return NOTHING
+    # What reads them in B, and what A computed in their place (the constants, their readers).
+    readers = downstream(users, made)
+    left = evidence.left.entry
+    in_a = {evidence.entry_match[u] for u in readers if u in evidence.entry_match}
+    in_a |= {o for v in in_a for o in left.operands.get(v, ()) if _constants_only(left, o)}
+    regions = [
+        i
+        for i, c in enumerate(pending)
+        if c.kind is CauseKind.STRUCTURE
+        and (set(c.right) & readers or set(c.left) & in_a or rewired(evidence, c))
+        and set(c.right) <= readers | set(evidence.entry_match)
+    ]
+    kept = [added_part(pending[i], lambda p: p in made) for i in added]
+    rest = tuple(c for i in added if (c := added_part(pending[i], lambda p: p not in made)) is not None)
+    shapes = sorted({shape_of(right, p) for p in made})
+    lines = sorted(set(made.values()))
+    summary = (
+        f"tensors created before the loop: B takes {len(made)} input(s) ({', '.join(shapes[:4])}) that "
+        f"the first graph computed from constants (made at {', '.join(lines[:3])}): a device tensor "
+        "created before the first sync is computed by it and read as data from then on; expected once"
+    )
+    cause = merge(
+        CauseKind.STATE_INIT, summary, [c for c in kept if c] + [pending[i] for i in regions], info=True
+    )
+    cause = replace(cause, sources=tuple(dict.fromkeys([*lines, *cause.sources]))[:6])
+    return Recognized((cause,), frozenset(added + regions), rest)
+
+
+RECOGNIZER = Recognizer("materialized", _recognize)
