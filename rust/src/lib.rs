@@ -13,6 +13,7 @@ mod matcher;
 mod notes;
 mod opcodes;
 mod parser;
+mod refine;
 mod scan;
 mod semantics;
 mod shape;
@@ -511,6 +512,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(matcher::match_side, m)?)?;
     m.add_function(wrap_pyfunction!(matcher::match_sides, m)?)?;
     m.add_function(wrap_pyfunction!(matcher::side_users, m)?)?;
+    m.add_function(wrap_pyfunction!(refine::refine_history, m)?)?;
     m.add("HloSyntaxError", m.py().get_type::<HloSyntaxError>())?;
     Ok(())
 }

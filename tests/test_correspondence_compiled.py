@@ -1,0 +1,84 @@
+"""The compiled colour refinement pairs exactly what the Python reference pairs: on every
+computation pair the diffs of every fixture pair compare (tests/data/fixture_pairs.txt), and on
+the metamorphic transformations of real modules, `correspond` through the core equals
+`correspond` through `_history_python`. The core's colours are other numbers; the classes
+they make, round by round, must be the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xlagraph.diff import diff_files
+from xlagraph.match import correspondence as cr
+
+pytest.importorskip("xlagraph._core")
+if cr._core() is None:
+    pytest.skip("the compiled core has no refine_history", allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parent.parent
+PAIRS = [
+    tuple(line.split("\t"))
+    for line in (ROOT / "tests" / "data" / "fixture_pairs.txt").read_text(encoding="utf-8").splitlines()
+    if line and not line.startswith("#")
+]
+
+
+def _spec(spec: str) -> str:
+    path, hash_, index = spec.partition("#")
+    return str(ROOT / path) + hash_ + index
+
+
+def _both(left, right, monkeypatch) -> tuple[cr.Correspondence, cr.Correspondence]:
+    compiled = cr._correspond(left, right)
+    with monkeypatch.context() as m:
+        m.setattr(cr, "_core", lambda: None)
+        reference = cr._correspond(left, right)
+    return compiled, reference
+
+
+def _same_classes(h1: list[list[int]], h2: list[list[int]]) -> bool:
+    """Two colourings of one node list make the same classes at every round."""
+    if len(h1) != len(h2):
+        return False
+    for c1, c2 in zip(h1, h2, strict=True):
+        forward: dict[int, int] = {}
+        backward: dict[int, int] = {}
+        for x, y in zip(c1, c2, strict=True):
+            if forward.setdefault(x, y) != y or backward.setdefault(y, x) != x:
+                return False
+    return True
+
+
+@pytest.mark.parametrize("batch", range(8))
+def test_compiled_refinement_pairs_what_the_reference_pairs(batch: int, monkeypatch) -> None:
+    compared = 0
+    for a, b in PAIRS[batch::8]:
+        result = diff_files(_spec(a), _spec(b))
+        for pair in result.pairs:
+            left, right = result.left.computations[pair.left], result.right.computations[pair.right]
+            got, want = _both(left, right, monkeypatch)
+            assert got == want, (a, b, pair.left)
+            compared += 1
+    assert compared
+
+
+@pytest.mark.parametrize("batch", range(4))
+def test_compiled_rounds_split_exactly_like_the_reference(batch: int) -> None:
+    """Stronger than equal answers: the same classes at every round, across both graphs at once."""
+    compared = 0
+    for a, b in PAIRS[batch::16]:
+        result = diff_files(_spec(a), _spec(b))
+        for pair in result.pairs:
+            ga = cr._Graph(result.left.computations[pair.left])
+            gb = cr._Graph(result.right.computations[pair.right])
+            for first in ("loose", "strict"):
+                ca, cb = cr._history(ga, gb, first)
+                pa, pb = cr._history_python(ga, gb, first)
+                # Joined, so a colour shared across the graphs must be shared in both colourings.
+                assert _same_classes(
+                    [x + y for x, y in zip(ca, cb, strict=True)], [x + y for x, y in zip(pa, pb, strict=True)]
+                ), (a, b, first)
+                compared += 1
+    assert compared
