@@ -19,6 +19,7 @@ from xlagraph.canonical.hashes import (
     stable_hash,
 )
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
+from xlagraph.canonical.tuple_params import Forwarding, unwrap
 from xlagraph.errors import ParseError
 from xlagraph.ir import Computation, Instruction, Module, strip_layout
 
@@ -27,15 +28,11 @@ __all__ = ["canonicalize"]
 _DIMS = re.compile(r"\[[^\]]*\]")
 
 
-def forward_tuples(comp: Computation, unwrap_parameters: bool) -> tuple[dict[str, str], dict[str, int]]:
-    """Rule 1: where each get-tuple-element really reads from.
-
-    Returns `alias` (gte name -> the instruction it forwards to) and `wrapped` (gte of a tuple
-    parameter -> the tuple index, for treating it as a parameter).
-    """
+def forward_tuples(comp: Computation, unwrap_parameters: bool) -> Forwarding:
+    """Rule 1: where each get-tuple-element really reads from (`alias`), and the inputs with
+    their numbers; the entry's tuple parameters are unwrapped by the engine's `tuple_params`."""
     by_name = comp.by_name
     alias: dict[str, str] = {}
-    wrapped: dict[str, int] = {}
     for ins in comp.instructions:
         if ins.opcode != "get-tuple-element" or len(ins.operands) != 1:
             continue
@@ -44,14 +41,14 @@ def forward_tuples(comp: Computation, unwrap_parameters: bool) -> tuple[dict[str
             continue
         source = alias.get(ins.operands[0], ins.operands[0])
         target = by_name.get(source)
-        if target is None:
-            continue
-        if target.opcode == "tuple" and int(index) < len(target.operands):
+        if target is not None and target.opcode == "tuple" and int(index) < len(target.operands):
             element = target.operands[int(index)]
             alias[ins.name] = alias.get(element, element)
-        elif unwrap_parameters and target.opcode == "parameter" and target.shape.startswith("("):
-            wrapped[ins.name] = int(index)
-    return alias, wrapped
+    if unwrap_parameters:
+        return unwrap(comp, alias)
+    return Forwarding(
+        alias, {i.name: i.parameter_number for i in comp.instructions if i.opcode == "parameter"}, ()
+    )
 
 
 def output_names(comp: Computation, alias: dict[str, str]) -> tuple[str, ...]:
@@ -71,7 +68,7 @@ def output_names(comp: Computation, alias: dict[str, str]) -> tuple[str, ...]:
 
 
 def live_order(
-    comp: Computation, outputs: tuple[str, ...], alias: dict[str, str], wrapped: dict[str, int]
+    comp: Computation, outputs: tuple[str, ...], alias: dict[str, str], inputs: dict[str, int]
 ) -> tuple[list[str], dict[str, tuple[str, ...]]]:
     """Rule 2: the instructions the outputs depend on, operands first, with forwarded operands."""
     by_name = comp.by_name
@@ -97,7 +94,7 @@ def live_order(
                 raise _cycle(comp, by_name[name])
             entered.add(name)
             stack.append((name, True))
-            if name in wrapped:
+            if name in inputs:  # a parameter, or an element of a tuple parameter
                 operands[name] = ()
                 continue
             ops = by_name[name].operands
@@ -107,9 +104,9 @@ def live_order(
             for o in reversed(ops):
                 if o not in done:
                     stack.append((o, False))
-    # Parameters that nothing reads are inputs all the same, not dead code.
+    # Inputs that nothing reads are inputs all the same, not dead code.
     for ins in comp.instructions:
-        if ins.opcode == "parameter" and ins.name not in done:
+        if ins.name in inputs and ins.name not in done:
             done.add(ins.name)
             order.append(ins.name)
             operands[ins.name] = ()
@@ -132,18 +129,18 @@ def _reachable(comp: Computation) -> set[str]:
 def _canonicalize_computation(
     comp: Computation, callee_hash: dict[str, int], is_entry: bool
 ) -> CanonicalComputation:
-    alias, wrapped = forward_tuples(comp, unwrap_parameters=is_entry)
+    alias, inputs, unwrapped, reads = forward_tuples(comp, unwrap_parameters=is_entry)
     outputs = output_names(comp, alias)
-    order, operands = live_order(comp, outputs, alias, wrapped)
+    order, operands = live_order(comp, outputs, alias, inputs)
     by_name = comp.by_name
 
     keys: dict[str, int] = {}
     param_number: dict[str, int] = {}
     for name in order:
         ins = by_name[name]
-        is_param = ins.opcode == "parameter" or name in wrapped
+        is_param = name in inputs
         if is_param:
-            param_number[name] = wrapped.get(name, ins.parameter_number)
+            param_number[name] = inputs[name]
         try:
             keys[name] = stable_hash(content_key(ins, callee_hash, parameter=is_param))
         except IotaError as e:
@@ -173,7 +170,11 @@ def _canonicalize_computation(
     else:
         reachable = _reachable(comp)
         live = set(order)
-        dead = tuple(i.name for i in comp.instructions if i.name not in reachable and i.opcode != "parameter")
+        dead = tuple(
+            i.name
+            for i in comp.instructions
+            if i.name not in reachable and i.opcode != "parameter" and i.name not in reads
+        )
         plumbing = tuple(i.name for i in comp.instructions if i.name in reachable and i.name not in live)
     # Strings enter a computation's hash as their stable hashes: `hash(str)` is seeded per process,
     # and a fingerprint (and the canonical order built on these hashes) must not depend on it.
@@ -185,6 +186,11 @@ def _canonicalize_computation(
     if is_entry:
         walked = set(walk)
         unused = sorted(keys[p] for p in param_number if p not in walked)
+        unused += sorted(
+            stable_hash(_tuple_skeleton(s) + "|" + declared_shapes(s))
+            for p in unwrapped
+            if (s := by_name[p].shape)
+        )
         comp_hash = hash((skeleton, tuple(sorted(h1[o] for o in outputs)), tuple(unused), layout_key))
     else:
         signature = tuple(sorted((param_number[p], keys[p]) for p in param_number))

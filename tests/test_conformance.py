@@ -133,3 +133,29 @@ def test_manifest_matches_jaxlib_today(name: str) -> None:
         assert hashlib.sha256(verdict["printed"].encode()).hexdigest() == xla["printed_sha256"]
     else:
         assert extract.first_error(verdict["message"]) == xla["message"]
+
+
+def test_every_module_read_diffs_identical_with_itself() -> None:
+    """`xlagraph diff X X` on every module of fixtures/xla_conformance and fixtures/xla_versions:
+    exit 0 (identical), or exit 1 saying `undetermined` where the dump elides a constant's values;
+    never `different`, and a module the reader refuses exits 2 with one line."""
+    from click.testing import CliRunner
+
+    from xlagraph.cli.main import xlagraph
+
+    runner = CliRunner()
+    paths = sorted((ROOT / "fixtures" / "xla_conformance" / "modules").iterdir())
+    paths += sorted((ROOT / "fixtures" / "xla_versions" / "modules").iterdir())
+    wrong = []
+    for path in paths:
+        out = runner.invoke(xlagraph, ["diff", str(path), str(path)])
+        first = out.output.strip().splitlines()[0] if out.output.strip() else ""
+        ok = {
+            0: first == "identical",
+            1: first.startswith("undetermined"),
+            2: first.startswith("xlagraph: error"),
+        }
+        if not ok.get(out.exit_code, False):
+            wrong.append((path.name, out.exit_code, first[:120]))
+    assert len(paths) > 500
+    assert not wrong

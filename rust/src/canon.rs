@@ -10,6 +10,7 @@ use std::borrow::Cow;
 
 use crate::blake2b::{hexdigest, stable_hash};
 use crate::text::{Comp, FxMap, Inst, ModuleText, COMPUTATION_ATTRIBUTES};
+use crate::tuple_params;
 
 const NONE: u32 = u32::MAX;
 
@@ -1027,7 +1028,7 @@ fn canon_computation<'b, 'a>(
     let n = insts.len();
     // Rule 1: forwarding.
     let mut alias = vec![NONE; n];
-    let mut wrapped = vec![-1i64; n];
+    let mut index_of: Vec<Option<i64>> = vec![None; n];
     for (i, ins) in insts.iter().enumerate() {
         if ins.opcode != "get-tuple-element" || ins.operands.len() != 1 {
             continue;
@@ -1042,6 +1043,7 @@ fn canon_computation<'b, 'a>(
             continue;
         }
         let k = parse_int(index)?;
+        index_of[i] = Some(k);
         let op = ins.operands[0];
         let source = if alias[op as usize] != NONE {
             alias[op as usize]
@@ -1053,14 +1055,29 @@ fn canon_computation<'b, 'a>(
             let element = target.operands[k as usize];
             let a = alias[element as usize];
             alias[i] = if a != NONE { a } else { element };
-        } else if is_entry && target.opcode == "parameter" && target.shape.starts_with('(') {
-            wrapped[i] = k;
         }
     }
+    // Inputs: the parameters, or in the entry the elements of tuple parameters (tuple_params.rs).
+    let mut numbered: Vec<(i64, u32)> = Vec::new();
+    for (i, ins) in insts.iter().enumerate() {
+        if ins.opcode == "parameter" {
+            numbered.push((parse_int(&ins.payload)?, i as u32));
+        }
+    }
+    let root = root_of(comp) as u32;
+    let (input, unwrapped, reads) = if is_entry {
+        tuple_params::unwrap(insts, root, &numbered, &index_of, &mut alias)
+    } else {
+        let mut input = vec![-1i64; n];
+        for &(num, i) in &numbered {
+            input[i as usize] = num;
+        }
+        (input, Vec::new(), vec![false; n])
+    };
     let mut fidx = vec![NONE; n];
     let mut fops: Vec<Vec<u32>> = Vec::new();
     for (i, ins) in insts.iter().enumerate() {
-        if wrapped[i] >= 0 {
+        if input[i] >= 0 && !ins.operands.is_empty() {
             fidx[i] = fops.len() as u32;
             fops.push(Vec::new());
         } else if ins.operands.iter().any(|&o| alias[o as usize] != NONE) {
@@ -1089,9 +1106,7 @@ fn canon_computation<'b, 'a>(
         })
         .collect();
     let ops_of = |i: u32| -> &[u32] { eff[i as usize] };
-    let parameter: Vec<bool> = insts.iter().map(|i| i.opcode == "parameter").collect();
     // Outputs: a tuple root flattened.
-    let root = root_of(comp) as u32;
     let mut outputs = Vec::new();
     let mut stack = vec![root];
     while let Some(mut name) = stack.pop() {
@@ -1147,7 +1162,7 @@ fn canon_computation<'b, 'a>(
         }
     }
     for i in 0..n {
-        if parameter[i] && state[i] != 2 {
+        if input[i] >= 0 && state[i] != 2 {
             state[i] = 2;
             order.push(i as u32);
             entered.push(i as u32);
@@ -1161,13 +1176,9 @@ fn canon_computation<'b, 'a>(
     let mut layouts: Vec<(u32, String)> = Vec::new();
     for &i in &order {
         let ins = &insts[i as usize];
-        let param = ins.opcode == "parameter" || wrapped[i as usize] >= 0;
+        let param = input[i as usize] >= 0;
         if param {
-            let number = if wrapped[i as usize] >= 0 {
-                wrapped[i as usize]
-            } else {
-                parse_int(&ins.payload)?
-            };
+            let number = input[i as usize];
             is_param[i as usize] = true;
             params.push((i, number));
         }
@@ -1279,7 +1290,7 @@ fn canon_computation<'b, 'a>(
             }
             if reached[i] {
                 plumbing.push(i as u32);
-            } else if ins.opcode != "parameter" {
+            } else if ins.opcode != "parameter" && !reads[i] {
                 dead.push(i as u32);
             }
         }
@@ -1311,6 +1322,20 @@ fn canon_computation<'b, 'a>(
         outs.sort();
         let mut unused: Vec<u64> = unread.iter().map(|&(p, _)| keys[p as usize]).collect();
         unused.sort();
+        // `rules._unwrapped_shape`: how a tuple whose elements are the inputs nests, and its shapes.
+        let mut wrapped: Vec<u64> = unwrapped
+            .iter()
+            .map(|&p| {
+                let shape = &insts[p as usize].shape;
+                stable_hash(&format!(
+                    "{}|{}",
+                    tuple_skeleton(shape),
+                    declared_shapes(shape)
+                ))
+            })
+            .collect();
+        wrapped.sort();
+        unused.extend(wrapped);
         let outs: Vec<i64> = outs.into_iter().map(hint).collect();
         let unused: Vec<i64> = unused.into_iter().map(|k| hint(k as i128)).collect();
         htuple(&[

@@ -18,6 +18,7 @@ mod scan;
 mod semantics;
 mod shape;
 mod text;
+mod tuple_params;
 
 use std::borrow::Cow;
 

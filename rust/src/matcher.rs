@@ -310,6 +310,10 @@ pub fn match_side<'py>(
         .iter()
         .map(|(k, v)| Ok((index.get(&k, &names)?, v.extract::<i64>()?)))
         .collect::<PyResult<Vec<_>>>()?;
+    // An input read from a tuple parameter (a get-tuple-element) is a leaf like a parameter.
+    for &(i, _) in &params {
+        leaf[i as usize] = true;
+    }
     // bottom_up.users_of: users in `order`, once per operand occurrence.
     let mut count = vec![0u32; n + 1];
     for &u in &order_ix {

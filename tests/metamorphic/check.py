@@ -19,13 +19,16 @@ from xlagraph.diagnose import CauseKind
 from xlagraph.diff import DiffResult, diff_modules
 from xlagraph.parse.hlo import parse_hlo
 
-__all__ = ["CASES", "Outcome", "corpus", "run_case"]
+__all__ = ["AMBIGUOUS_CASES", "CASES", "Outcome", "corpus", "run_case"]
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 # Every single transformation and every pair of two different ones.
 CASES: tuple[tuple[str, ...], ...] = tuple((n,) for n in COMBINABLE) + tuple(combinations(COMBINABLE, 2))
 _PERMUTATION = {CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION}
+# Where every output is an input passed straight through with the same shape, permuting inputs is
+# permuting outputs: the cases with these have no single right answer on such a module.
+AMBIGUOUS_CASES = frozenset({"permute_params", "permute_outputs"})
 
 
 def _module_texts(max_bytes: int | None = None) -> Iterator[tuple[str, str]]:

@@ -504,6 +504,8 @@ def _dim_list(shape: str) -> list[list[int]]:
 
 
 def change_batch(entry: Entry, exp: Expected, rng: random.Random) -> None:
+    if any("operand_layout_constraints" in i.rest for i in entry.body):
+        raise NotApplicable("operand layout constraints repeat the shapes")
     ps = entry.params()
     # A batch size: the leading dimension of some input, and no other dimension of any input.
     inner = {x for p in ps.values() for d in _dim_list(p.shape) for x in d[1:]}

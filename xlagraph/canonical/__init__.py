@@ -3,8 +3,9 @@
 Rules, applied per computation (each a small pure step in `rules.py`):
 
 1. tuple / get-tuple-element forwarding: `get-tuple-element(tuple(a, b), index=1)` is `b`, and
-   elements of a tuple-shaped entry parameter read through `get-tuple-element` act as parameters
-   (PyTorch/XLA wraps parameters in a tuple past 3,200 of them);
+   elements of a tuple-shaped entry parameter read through `get-tuple-element` (chains of them for
+   nested tuples) are the inputs, the tuple plumbing (PyTorch/XLA wraps parameters in a tuple past
+   3,200 of them); a tuple read whole stays one input (`tuple_params.py`);
 2. dead code: instructions that cannot reach the outputs are set aside and reported, not compared;
 3. structural hashes (`hashes.py`): a Merkle hash per instruction over opcode, shape without layout,
    attributes that change semantics (names, numbering, metadata, channel ids, frontend attributes and

@@ -15,9 +15,11 @@ class CanonicalComputation:
     """One computation after forwarding, dead-code removal and hashing.
 
     `order` holds the live instructions, operands before users; `operands` their operands after
-    tuple forwarding; `outputs` the flattened result. `param_number` is the dump's parameter number
-    (for parameters read from a wrapped tuple, the tuple index) and `param_rank` the canonical one
-    (in the entry; a called computation keeps the dump's numbers, which its callers rely on).
+    tuple forwarding; `outputs` the flattened result. `param_number` is the input's number: the
+    dump's parameter number, or where a tuple parameter's elements are the inputs, one number per
+    element (`tuple_params.py`: the tuple index for PyTorch/XLA's one wrapped tuple); `param_rank`
+    the canonical one (in the entry; a called computation keeps the dump's numbers, which its
+    callers rely on).
     `keys` are the content hashes (opcode, shape, attributes, literal: everything but the
     operands) that `h0`/`h1` build on; `layouts` the live instructions whose layout is not XLA's
     default (see `hashes.layout_of`), kept out of `h0`/`h1` but in `hash`. `plumbing` are tuples

@@ -17,6 +17,7 @@ from xlagraph.canonical.hashes import (
     stable_hash,
 )
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
+from xlagraph.canonical.tuple_params import Forwarding, unwrap
 from xlagraph.errors import ParseError
 from xlagraph.ir import COMPUTATION_ATTRIBUTES, Computation, Instruction, Module, strip_layout
 
@@ -25,15 +26,15 @@ __all__ = ["canonicalize", "forward_tuples", "live_order", "output_names"]
 _DIMS = re.compile(r"\[[^\]]*\]")
 
 
-def forward_tuples(comp: Computation, unwrap_parameters: bool) -> tuple[dict[str, str], dict[str, int]]:
-    """Rule 1: where each get-tuple-element really reads from.
+def forward_tuples(comp: Computation, unwrap_parameters: bool) -> Forwarding:
+    """Rule 1: where each get-tuple-element really reads from, and the inputs.
 
-    Returns `alias` (gte name -> the instruction it forwards to) and `wrapped` (gte of a tuple
-    parameter -> the tuple index, for treating it as a parameter).
+    `alias` maps a gte of a tuple to the element it forwards to; `inputs` maps each input to its
+    number: the parameters, or in the entry (`unwrap_parameters`) also the elements of tuple
+    parameters read through get-tuple-element (`tuple_params`).
     """
     by_name = comp.by_name
     alias: dict[str, str] = {}
-    wrapped: dict[str, int] = {}
     for ins in comp.instructions:
         if ins.opcode != "get-tuple-element" or len(ins.operands) != 1:
             continue
@@ -42,14 +43,13 @@ def forward_tuples(comp: Computation, unwrap_parameters: bool) -> tuple[dict[str
             continue
         source = alias.get(ins.operands[0], ins.operands[0])
         target = by_name.get(source)
-        if target is None:
-            continue
-        if target.opcode == "tuple" and int(index) < len(target.operands):
+        if target is not None and target.opcode == "tuple" and int(index) < len(target.operands):
             element = target.operands[int(index)]
             alias[ins.name] = alias.get(element, element)
-        elif unwrap_parameters and target.opcode == "parameter" and target.shape.startswith("("):
-            wrapped[ins.name] = int(index)
-    return alias, wrapped
+    if unwrap_parameters:
+        return unwrap(comp, alias)
+    inputs = {ins.name: ins.parameter_number for ins in comp.instructions if ins.opcode == "parameter"}
+    return Forwarding(alias, inputs, ())
 
 
 def output_names(comp: Computation, alias: dict[str, str]) -> tuple[str, ...]:
@@ -69,15 +69,15 @@ def output_names(comp: Computation, alias: dict[str, str]) -> tuple[str, ...]:
 
 
 def live_order(
-    comp: Computation, outputs: tuple[str, ...], alias: dict[str, str], wrapped: dict[str, int]
+    comp: Computation, outputs: tuple[str, ...], alias: dict[str, str], inputs: dict[str, int]
 ) -> tuple[list[str], dict[str, tuple[str, ...]]]:
     """Rule 2: the instructions the outputs depend on, operands first, with forwarded operands."""
-    order, _, operands = _live(comp, outputs, alias, wrapped)
+    order, _, operands = _live(comp, outputs, alias, inputs)
     return order, operands
 
 
 def _live(
-    comp: Computation, outputs: tuple[str, ...], alias: dict[str, str], wrapped: dict[str, int]
+    comp: Computation, outputs: tuple[str, ...], alias: dict[str, str], inputs: dict[str, int]
 ) -> tuple[list[str], list[Instruction], dict[str, tuple[str, ...]]]:
     """`live_order`, plus the instructions in that order: later passes read them from this list
     instead of looking each name up again in a dictionary too large for the CPU caches.
@@ -93,7 +93,7 @@ def _live(
 
     def enter(name: str) -> list:  # [name, forwarded operands, next operand index, instruction]
         ins = by_name[name]
-        if name in wrapped:
+        if name in inputs and ins.operands:  # an element of a tuple parameter reads nothing
             ops: tuple[str, ...] = ()
         else:
             ops = ins.operands
@@ -123,9 +123,10 @@ def _live(
                 done.add(frame[0])
                 order.append(frame[0])
                 live.append(frame[3])
-    # Parameters that nothing reads are inputs all the same, not dead code.
+    # Inputs that nothing reads are inputs all the same, not dead code (a tuple parameter whose
+    # elements are the inputs is not one).
     for ins in comp.instructions:
-        if ins.opcode == "parameter" and ins.name not in done:
+        if ins.name in inputs and ins.name not in done:
             done.add(ins.name)
             order.append(ins.name)
             live.append(ins)
@@ -134,7 +135,11 @@ def _live(
 
 
 def _dead_and_plumbing(
-    comp: Computation, order: list[str], live: list[Instruction], operands: dict[str, tuple[str, ...]]
+    comp: Computation,
+    order: list[str],
+    live: list[Instruction],
+    operands: dict[str, tuple[str, ...]],
+    reads: frozenset[str],
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Instructions that never reach the root, and those that do but that forwarding made
     redundant. `operands` holds every live instruction. Past the live ones, only operands that
@@ -162,7 +167,7 @@ def _dead_and_plumbing(
             continue
         if name in reached:
             plumbing.append(name)
-        elif ins.opcode != "parameter":
+        elif ins.opcode != "parameter" and name not in reads:
             dead.append(name)
     return tuple(dead), tuple(plumbing)
 
@@ -172,12 +177,12 @@ def _canonicalize_computation(
 ) -> CanonicalComputation:
     """`key_cache` maps what `content_key` reads of an instruction that calls nothing to its key
     and layout: one module repeats the same few thousand instructions (a layer's ops, constants)."""
-    alias, wrapped = forward_tuples(comp, unwrap_parameters=is_entry)
+    alias, inputs, unwrapped, reads = forward_tuples(comp, unwrap_parameters=is_entry)
     outputs = output_names(comp, alias)
-    order, live, operands = _live(comp, outputs, alias, wrapped)
+    order, live, operands = _live(comp, outputs, alias, inputs)
 
     try:
-        keys, param_number, layouts, h0 = _keys_and_h0(order, live, operands, wrapped, callee_hash, key_cache)
+        keys, param_number, layouts, h0 = _keys_and_h0(order, live, operands, inputs, callee_hash, key_cache)
     except _BadKey as e:
         raise _Bad(comp, e.ins, e.message) from None
     if is_entry:
@@ -200,7 +205,7 @@ def _canonicalize_computation(
     if len(order) == len(comp.instructions):
         dead = plumbing = ()
     else:
-        dead, plumbing = _dead_and_plumbing(comp, order, live, operands)
+        dead, plumbing = _dead_and_plumbing(comp, order, live, operands, reads)
     skeleton = stable_hash(_tuple_skeleton(comp.root.shape) + _forwarded_root(comp, keys))
     # Layouts stay out of h0/h1 (matching pairs instructions whatever their layout) but not out
     # of the computation's identity: a layout or memory-space change is a recompile.
@@ -209,6 +214,8 @@ def _canonicalize_computation(
     layout_key = tuple(sorted({(h1[n], stable_hash(lay)) for n, lay in layouts.items()}))  # CSE-blind
     if is_entry:
         unused = sorted(keys[p] for p in unread)
+        if unwrapped:
+            unused += sorted(stable_hash(_unwrapped_shape(comp.by_name[p].shape)) for p in unwrapped)
         comp_hash = hash((skeleton, tuple(sorted(h1[o] for o in outputs)), tuple(unused), layout_key))
     else:
         signature = tuple(sorted((param_number[p], keys[p]) for p in param_number))
@@ -246,6 +253,13 @@ def _forwarded_root(comp: Computation, keys: dict[str, int]) -> str:
     return "|" + declared_shapes(comp.root.shape) + ("|" + text if text else "")
 
 
+def _unwrapped_shape(shape: str) -> str:
+    """What a tuple parameter whose elements are the inputs adds to the entry's identity: how it
+    nests and the shapes it declares, sorted (so that permuting its elements is a permutation of
+    inputs), elements that nothing reads included."""
+    return _tuple_skeleton(shape) + "|" + declared_shapes(shape)
+
+
 def _tuple_skeleton(shape: str) -> str:
     """`(f32[2,3], (s32[], f32[3]))` -> `(,(,))`: how outputs nest, which flattening forgets."""
     if not shape.startswith("("):
@@ -277,7 +291,7 @@ def _keys_and_h0(
     order: list[str],
     live: list[Instruction],
     operands: dict[str, tuple[str, ...]],
-    wrapped: dict[str, int],
+    inputs: dict[str, int],
     callee_hash: dict[str, int],
     key_cache: dict[tuple, tuple[int, str]],
 ) -> tuple[dict[str, int], dict[str, int], dict[str, str], dict[str, int]]:
@@ -288,9 +302,9 @@ def _keys_and_h0(
     layouts: dict[str, str] = {}
     h0: dict[str, int] = {}
     for name, ins in zip(order, live, strict=True):
-        is_param = ins.opcode == "parameter" or name in wrapped
+        is_param = name in inputs
         if is_param:
-            param_number[name] = wrapped.get(name, ins.parameter_number)
+            param_number[name] = inputs[name]
         cache_key = None if ins.called else (ins.opcode, ins.shape, ins.attributes, ins.payload, is_param)
         cached = key_cache.get(cache_key) if cache_key is not None else None
         if cached is None:  # a key that depends on callees' hashes is never cached

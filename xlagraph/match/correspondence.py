@@ -41,6 +41,7 @@ _COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", 
 _CALLS = frozenset({"to_apply", "calls", "body", "condition", "branch_computations", "called_computations"})
 # Attributes that name or number things outside the data flow (shardings are compared on their own).
 _SKIP = frozenset({"sharding", "frontend_attributes", "backend_config", "channel_id", "metadata"})
+_SKIP_INPUT = _SKIP | {"index"}
 _DIGITS = re.compile(r"\d+")
 _OUTPUT = hash("output")
 _MASK = (1 << 61) - 1
@@ -78,6 +79,7 @@ class _Graph:
         users: list[list[tuple[int, int]]] = [[] for _ in names]
         self.loose: list[int] = []
         self.strict: list[int] = []
+        inputs = comp.param_number
         for k, n in enumerate(names):
             ins = by_name[n]
             ops = tuple(index[o] for o in comp.operands.get(n, ()) if o in index)
@@ -88,10 +90,12 @@ class _Graph:
             shape = strip_layout(ins.shape).replace(" ", "")
             etype = shape.split("[", 1)[0] if not shape.startswith("(") else "tuple"
             rank = shape.count(",") + 1 if "[]" not in shape else 0
-            attrs = tuple((key, v) for key, v in ins.attributes if key not in _SKIP and key not in _CALLS)
+            # An element of a tuple parameter is an input like any other: its index is a position.
+            opcode, skip = ("parameter", _SKIP_INPUT) if n in inputs else (ins.opcode, _SKIP)
+            attrs = tuple((key, v) for key, v in ins.attributes if key not in skip and key not in _CALLS)
             loose_attrs = tuple((key, _DIGITS.sub("#", v)) for key, v in attrs)
-            self.loose.append(hash((ins.opcode, etype, rank, loose_attrs, len(ins.called))))
-            self.strict.append(hash((ins.opcode, shape, attrs, len(ins.called))))
+            self.loose.append(hash((opcode, etype, rank, loose_attrs, len(ins.called))))
+            self.strict.append(hash((opcode, shape, attrs, len(ins.called))))
         marks = [0] * len(names)
         for o in comp.outputs:
             if o in index:

@@ -31,6 +31,7 @@ def match_top_down(
     lops, rops = left.operands, right.operands
     lins, rins = left.computation.by_name, right.computation.by_name
     lh1, rh1 = left.h1, right.h1
+    lparams, rparams = left.param_number, right.param_number
     mleft, mright, matcher = m.left, m.right, m.matcher
     expanded = m.expanded
     stack = _open_pairs(left, right, m)
@@ -55,7 +56,8 @@ def match_top_down(
                 continue
             ox, oy = lins[x].opcode, rins[y].opcode
             if ox != oy:
-                if strict or ox in _LEAVES or oy in _LEAVES:
+                # An input read from a tuple parameter (a get-tuple-element) is a leaf too.
+                if strict or ox in _LEAVES or oy in _LEAVES or x in lparams or y in rparams:
                     continue
                 if strip_layout(lins[x].shape) != strip_layout(rins[y].shape):
                     continue
