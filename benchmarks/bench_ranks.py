@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             [
                 [
                     str(args.ranks),
-                    f"{summary['graph_executions_per_rank']} ({summary['distinct_graphs_per_rank']} distinct)",
+                    f"{summary['graph_executions_per_rank']} ({summary['distinct_graphs_per_rank']} graphs)",
                     str(len(runs)),
                     fmt_s(median),
                     ", ".join(f"{r['cpu_s']:.1f}" for r in runs),

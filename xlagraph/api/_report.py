@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from xlagraph.graphs import GraphListing
     from xlagraph.report.load import Loaded, RunInfo
     from xlagraph.report.model import CheckResult, Recompile, RunReport, TimelineEntry
-    from xlagraph.runlog import RunLog
     from xlagraph.report.ranks import RankView
+    from xlagraph.runlog import RunLog
 
 __all__ = ["Check", "Report", "check", "graphs", "latest_run_logs", "report", "runs_to_json"]
 
