@@ -133,6 +133,11 @@ _library_answers: dict[str, bool] = {}
 _answers_for = [0]
 
 
+def library_generation() -> int:
+    """Changes whenever `is_library_path` may answer differently (a path became library code)."""
+    return len(_known_library)
+
+
 def is_library_path(path: str) -> bool:
     """Library code (an installed package, the standard library, a framework source tree) or not
     a real file (`<frozen ...>`, `<string>`), for an absolute path from any machine or a relative
