@@ -288,11 +288,12 @@ def check(
     from xlagraph.report import check_run
     from xlagraph.report.load import load_source
     from xlagraph.report.ranks import rank_view
+    from xlagraph.report.shared import sharing
 
     if max_graphs < 0 or (after_step is not None and after_step < 0):
         raise ValueError("max_graphs and after_step must be 0 or more")
     choice = _run_choice(run)
-    with reading(src):
+    with reading(src), sharing():  # a pod's ranks hold the same tensor reports: each read once
         loaded = load_source(src, choice)
         phase("counting graphs")
         results = tuple(check_run(log, max_graphs, after_step) for log in loaded.logs)

@@ -26,6 +26,7 @@ from xlagraph.parse.compressed import compressed_twin
 from xlagraph.parse.pt_xla_debug import Execution, fold_executions, parse_pt_xla_debug
 from xlagraph.parse.sources import read_bytes
 from xlagraph.parse.tensors_report import parse_tensors_report
+from xlagraph.progress import counted
 from xlagraph.report.shared import current as current_shared
 from xlagraph.runlog import GraphRecord, LiveTensor, RunLog, Step, Sync
 from xlagraph.source_paths import portable_path
@@ -79,7 +80,9 @@ def read_capture_runs(path: str | os.PathLike[str]) -> tuple[CaptureRun, ...]:
     if _is_process_dir(p):
         proc = _read_process(p)
         return (CaptureRun(1, proc.start, (proc.log,)),)
-    procs = [_read_process(c) for c in _children(p) if _is_process_dir(c)]
+    procs = [
+        _read_process(c) for c in counted("reading process", [c for c in _children(p) if _is_process_dir(c)])
+    ]
     if not procs:
         raise InputError(str(p), "not a capture folder: no <host>-<pid> folder with a journal.jsonl")
     groups: list[list[_Process]] = []

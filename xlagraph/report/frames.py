@@ -27,7 +27,12 @@ def _user_frames(frames: tuple[Frame, ...], _generation: int) -> tuple[Frame, ..
 
 def split_frames(frames: tuple[Frame, ...]) -> tuple[tuple[Frame, ...], tuple[Frame, ...]]:
     """(user frames, library frames), each innermost first."""
-    return user_frames(frames), tuple(f for f in frames if is_library(f))
+    return _split_frames(tuple(frames), library_generation())
+
+
+@lru_cache(maxsize=16384)
+def _split_frames(frames: tuple[Frame, ...], generation: int) -> tuple[tuple[Frame, ...], tuple[Frame, ...]]:
+    return _user_frames(frames, generation), tuple(f for f in frames if is_library(f))
 
 
 def call_site(frames: tuple[Frame, ...]) -> str:

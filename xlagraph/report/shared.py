@@ -55,6 +55,7 @@ class Shared:
     choices by content key."""
 
     digests: dict[str, str | None] = field(default_factory=dict)
+    keys: dict[tuple[str, str], Hashable | None] = field(default_factory=dict)
     modules: dict[Hashable, Any] = field(default_factory=dict)
     choices: dict[Hashable, Any] = field(default_factory=dict)
     hits: int = 0
@@ -66,6 +67,11 @@ class Shared:
 
     def graph_key(self, graph_hash: str, spec: str) -> Hashable | None:
         """What a graph is, whoever recorded it: None when its file cannot be told by content."""
+        if (graph_hash, spec) not in self.keys:
+            self.keys[graph_hash, spec] = self._graph_key(graph_hash, spec)
+        return self.keys[graph_hash, spec]
+
+    def _graph_key(self, graph_hash: str, spec: str) -> Hashable | None:
         if not spec:
             return None
         from xlagraph.parse.sources import split_spec
