@@ -67,8 +67,9 @@ def _swapped(graphs: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     return {a["id"]: trade(a, b), b["id"]: trade(b, a)}
 
 
-def build(source: Path, folder: Path, ranks: int) -> dict[str, Any]:
-    """One process folder per rank under `folder`, from `source` (a single-process capture)."""
+def build(source: Path, folder: Path, ranks: int, diverging: tuple[int, ...] = DIVERGING) -> dict[str, Any]:
+    """One process folder per rank under `folder`, from `source` (a single-process capture);
+    the ranks in `diverging` run the graphs of two steps in the other order."""
     lines = (source / "journal.jsonl").read_text().splitlines()
     records = [json.loads(line) for line in lines if line]
     meta = json.loads((source / "meta.json").read_text())
@@ -97,7 +98,7 @@ def build(source: Path, folder: Path, ranks: int) -> dict[str, Any]:
                 r = {**r, "rank": rank, "world": ranks, "ordinal": rank, "ordinals": ranks}
             elif r.get("k") == "start":
                 r = {**r, "pid": pid}
-            elif r.get("k") == "graph" and rank in DIVERGING and r.get("id") in swapped:
+            elif r.get("k") == "graph" and rank in diverging and r.get("id") in swapped:
                 r = swapped[r["id"]]
             out.append(r)
         (proc / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in out))
@@ -108,7 +109,7 @@ def build(source: Path, folder: Path, ranks: int) -> dict[str, Any]:
         "ranks": ranks,
         "graph_executions_per_rank": sum(len(r.get("e", ())) for r in records if r.get("k") == "step"),
         "distinct_graphs_per_rank": len(graphs),
-        "diverging": [r for r in DIVERGING if r < ranks],
+        "diverging": [r for r in diverging if r < ranks],
         "build_s": round(time.perf_counter() - start, 2),
     }
 
