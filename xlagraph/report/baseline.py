@@ -48,6 +48,7 @@ class Modules:
         self._graphs = graphs
         self._sources: dict[str, Source] = {}
         self._modules: dict[str, Module | str] = {}
+        self.noted = False  # a module read says `file:line: note: ...`: its diffs name this file
 
     def get(self, graph_hash: str) -> Module | str:
         """The parsed module, or why there is none."""
@@ -57,8 +58,10 @@ class Modules:
                 self._modules[graph_hash] = self._load(graph_hash)
             else:  # another process of the report may have read the same bytes
                 self._modules[graph_hash] = shared.module(
-                    self.key(graph_hash), lambda: self._load(graph_hash), lambda m: isinstance(m, Module)
+                    self.key(graph_hash), lambda: self._load(graph_hash), _shareable
                 )
+            module = self._modules[graph_hash]
+            self.noted = self.noted or (isinstance(module, Module) and bool(module.notes))
         return self._modules[graph_hash]
 
     def key(self, graph_hash: str) -> Hashable | None:
@@ -92,6 +95,12 @@ class Modules:
         if not module.info.graph_hash and not graph_hash.startswith("text:"):
             module = replace(module, info=replace(module.info, graph_hash=graph_hash))
         return module
+
+
+def _shareable(module: Module | str) -> bool:
+    """A module other processes may use as theirs: read, and saying nothing that names its file
+    (the reader's notes on old spellings do, and a diff repeats them)."""
+    return isinstance(module, Module) and not module.notes
 
 
 @dataclass(frozen=True)
@@ -226,7 +235,7 @@ def choose_baseline(
     choice, note = _choose_baseline(target, earlier, modules, triggers, first_sync)
     if choice is None and note == _NO_EARLIER:
         shared.choices[key] = (None, None, "", note)
-    elif choice is not None and not note:  # a note may name this process's file: never shared
+    elif choice is not None and not note and not modules.noted:  # what names a file is never shared
         at = next(i for i, (h, s) in enumerate(earlier) if h == choice.graph_hash and s is choice.sync)
         shared.choices[key] = (at, choice.result, choice.reason, note)
     return choice, note

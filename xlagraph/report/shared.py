@@ -7,9 +7,10 @@ parsed, to tell) and which graph of the file the spec names. Processes whose rec
 same content keys and the same sync facts (index, step, frames, trigger) get the same baseline
 choice, so it is computed for the first and reused, unchanged, for the others.
 
-Only answers that hold no path are shared: a graph that cannot be read, or a choice whose note
-says why it could not be made, is computed again for each process, as before, so that its message
-names that process's own file. Outside `sharing()` nothing is shared (the API's single-graph
+Only answers that hold no path are shared: a graph that cannot be read or whose reader notes name
+its file (old spellings), or a choice whose note says why it could not be made or whose process
+read such a graph, is computed again for each process, as before, so that its message names that
+process's own file. Outside `sharing()` nothing is shared (the API's single-graph
 calls keep no state between calls).
 """
 
