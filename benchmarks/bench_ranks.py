@@ -1,15 +1,17 @@
 """`xlagraph report` over a pod's worth of rank folders (issue 22: 1,024 ranks under 30 s, 2 GB).
 
-The capture is simulated from a real one: `bench_report.py`'s capture (20 TinyGPT graphs of about
-99K instructions, traced with torch_xla; `--source DIR` for another single-process capture) is
-copied once per rank, as `xmp.spawn` would write it (`<host>-<pid>/` folders, each with its own
-`meta.json` and journal saying `rank R of W`). Graph files are hard links, so 1,024 ranks cost
-the disk one copy. A few ranks diverge: at the middle step they run another variant of the graph
-(the next compile's file and hash), as a rank with a ragged batch would.
+The pod is simulated from a real capture in `fixtures/` (default: the torch_xla corpus capture
+`h7_megatronbert_packed_doc_pool`, one process, 7 steps, 21 graph executions of 9 distinct graphs,
+`--source DIR` for another single-process capture folder). Each rank is a copy of that process
+folder, as `xmp.spawn` writes it (`<host>-<pid>/`, its own `meta.json` and journal saying `rank R
+of W`): graph files, stored sources and tensor reports are hard links (copies where links fail),
+so every rank's files hold the same bytes. A few ranks diverge (`DIVERGING`): at the middle step
+they run the real graph the capture ran at the next step, and that step's graph a step later (a
+rank whose packed batches come in another order), each compiled once.
 
-The folder is `_data/ranks_capture_<N>/` (git-ignored, reused unless `--force`); then `xlagraph
-report DIR` runs in a fresh process (output to /dev/null), timed with its peak RSS. `--ranks N`
-measures a smaller pod (the cost per rank is what the goal is about).
+The folders are written into a temporary directory (removed afterwards unless `--keep`), then
+`xlagraph report DIR` runs as a whole process under `/usr/bin/time -v` (stdout to /dev/null), which
+gives its wall time and peak RSS. `--ranks N` measures a smaller pod.
 
 Output: a markdown table on stdout and `_results/ranks.json`.
 """
@@ -19,21 +21,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
-import threading
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import DATA_DIR, REPO_ROOT, RESULTS_DIR, environment, fmt_rss, fmt_s, markdown_table, write_json
+from _harness import REPO_ROOT, RESULTS_DIR, environment, fmt_rss, fmt_s, markdown_table, write_json
 
-SOURCE = DATA_DIR / "report_capture" / "vm-1"
+SOURCE = REPO_ROOT / "fixtures" / "torch_xla" / "corpus" / "captures" / "h7_megatronbert_packed_doc_pool"
 GOAL_S = 30.0
 GOAL_MB = 2048.0
-DIVERGING = (5, 300, 777)  # ranks that run another graph at the middle step (those below N)
+DIVERGING = (5, 300, 777)  # ranks that run the graphs of two steps in the other order (those below N)
+_KEEP = frozenset({"k", "id", "step", "compiled"})  # a graph record's place in the run, not its graph
 
 
 def _link(src: Path, dst: Path) -> None:
@@ -43,56 +47,102 @@ def _link(src: Path, dst: Path) -> None:
         shutil.copyfile(src, dst)
 
 
-def build(source: Path, folder: Path, ranks: int) -> dict[str, Any]:
-    """One process folder per rank, from `source` (a single-process capture folder)."""
-    records = [json.loads(line) for line in (source / "journal.jsonl").read_text().splitlines() if line]
+def _swapped(graphs: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Graph id -> the graph record a diverging rank writes in its place: the first graph of the
+    middle step and of the step after it trade what they are (hash, module, tensors, ...)."""
+    by_step: dict[int, dict[str, Any]] = {}
+    for g in graphs:
+        by_step.setdefault(int(g.get("step", -1)), g)
+    steps = sorted(by_step)
+    if len(steps) < 2:
+        return {}
+    a, b = by_step[steps[len(steps) // 2]], by_step[steps[len(steps) // 2 + 1 if len(steps) > 2 else 1]]
+
+    def trade(mine: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+        return {
+            **{k: v for k, v in other.items() if k not in _KEEP},
+            **{k: mine[k] for k in _KEEP if k in mine},
+        }
+
+    return {a["id"]: trade(a, b), b["id"]: trade(b, a)}
+
+
+def build(source: Path, folder: Path, ranks: int, diverging: tuple[int, ...] = DIVERGING) -> dict[str, Any]:
+    """One process folder per rank under `folder`, from `source` (a single-process capture);
+    the ranks in `diverging` run the graphs of two steps in the other order."""
+    lines = (source / "journal.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines if line]
     meta = json.loads((source / "meta.json").read_text())
     graphs = [r for r in records if r.get("k") == "graph"]
-    middle = len(graphs) // 2
+    swapped = _swapped(graphs)
+    subs = [d for d in sorted(source.iterdir()) if d.is_dir()]
     start = time.perf_counter()
     for rank in range(ranks):
-        proc = folder / f"vm-{10000 + rank}"
-        for sub in ("hlo", "tensors"):
-            if (source / sub).is_dir():
-                (proc / sub).mkdir(parents=True, exist_ok=True)
-                for f in (source / sub).iterdir():
-                    if not (proc / sub / f.name).exists():
-                        _link(f, proc / sub / f.name)
+        pid = 10000 + rank
+        proc = folder / f"vm-{pid}"
+        for sub in subs:
+            (proc / sub.name).mkdir(parents=True, exist_ok=True)
+            for f in sub.iterdir():
+                if f.is_file():
+                    _link(f, proc / sub.name / f.name)
+        rank_info = {
+            **meta.get("rank_info", {}),
+            "rank": rank,
+            "world": ranks,
+            "ordinal": rank,
+            "ordinals": ranks,
+        }
         out = []
         for r in records:
-            r = dict(r)
             if r.get("k") == "rank":
-                r.update(rank=rank, world=ranks, ordinal=rank, ordinals=ranks)
+                r = {**r, "rank": rank, "world": ranks, "ordinal": rank, "ordinals": ranks}
             elif r.get("k") == "start":
-                r["pid"] = 10000 + rank
-            elif r.get("k") == "graph" and rank in DIVERGING and graphs and r["id"] == graphs[middle]["id"]:
-                other = graphs[(middle + 1) % len(graphs)]  # another variant's graph at this step
-                r.update(hash=other["hash"], module=other["module"])
+                r = {**r, "pid": pid}
+            elif r.get("k") == "graph" and rank in diverging and r.get("id") in swapped:
+                r = swapped[r["id"]]
             out.append(r)
         (proc / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in out))
-        (proc / "meta.json").write_text(
-            json.dumps({**meta, "pid": 10000 + rank, "rank": rank, "world_size": ranks}, indent=1) + "\n"
-        )
-    return {"ranks": ranks, "graphs_per_rank": len(graphs), "build_s": time.perf_counter() - start}
-
-
-def run_report(folder: Path, timeout: float) -> dict[str, Any]:
-    """`xlagraph report DIR` in a fresh interpreter: wall time, peak RSS, exit status."""
-    code = "import sys; from xlagraph.cli.main import main; sys.argv = ['xlagraph', *sys.argv[1:]]; main()"
-    env = dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH") or str(REPO_ROOT))
-    start = time.perf_counter()
-    with open(os.devnull, "w") as sink:
-        argv = [sys.executable, "-c", code, "report", str(folder)]
-        proc = subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdout=sink)
-        timer = threading.Timer(timeout, proc.kill)  # os.wait4 (for the peak RSS) has no timeout
-        timer.start()
-        _, status, usage = os.wait4(proc.pid, 0)
-        timer.cancel()
+        new_meta = {**meta, "pid": pid, "rank": rank, "world_size": ranks, "rank_info": rank_info}
+        (proc / "meta.json").write_text(json.dumps(new_meta, indent=1) + "\n")
     return {
-        "wall_s": time.perf_counter() - start,
-        "peak_rss_mb": usage.ru_maxrss / 1024,
-        "exit_code": os.waitstatus_to_exitcode(status),
-        "timed_out": os.WIFSIGNALED(status),
+        "source": os.path.relpath(source, REPO_ROOT),
+        "ranks": ranks,
+        "graph_executions_per_rank": sum(len(r.get("e", ())) for r in records if r.get("k") == "step"),
+        "distinct_graphs_per_rank": len(graphs),
+        "diverging": [r for r in diverging if r < ranks],
+        "build_s": round(time.perf_counter() - start, 2),
+    }
+
+
+_TIME_FIELDS = {
+    "wall": re.compile(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)"),
+    "rss_kb": re.compile(r"Maximum resident set size \(kbytes\): (\d+)"),
+    "user": re.compile(r"User time \(seconds\): (\S+)"),
+    "system": re.compile(r"System time \(seconds\): (\S+)"),
+}
+
+
+def _seconds(clock: str) -> float:
+    total = 0.0
+    for part in clock.split(":"):
+        total = total * 60 + float(part)
+    return total
+
+
+def run_report(folder: Path, timeout: float, extra: list[str]) -> dict[str, Any]:
+    """`/usr/bin/time -v xlagraph report DIR` in a fresh interpreter: wall, CPU, peak RSS, exit."""
+    env = dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH") or str(REPO_ROOT))
+    argv = ["/usr/bin/time", "-v", sys.executable, "-m", "xlagraph.cli.main", "report", str(folder), *extra]
+    with open(os.devnull, "w") as sink:
+        proc = subprocess.run(
+            argv, cwd=REPO_ROOT, env=env, stdout=sink, stderr=subprocess.PIPE, text=True, timeout=timeout
+        )
+    found = {k: m.group(1) for k, rx in _TIME_FIELDS.items() if (m := rx.search(proc.stderr))}
+    return {
+        "wall_s": _seconds(found.get("wall", "0")),
+        "cpu_s": float(found.get("user", 0)) + float(found.get("system", 0)),
+        "peak_rss_mb": int(found.get("rss_kb", 0)) / 1024,
+        "exit_code": proc.returncode,
     }
 
 
@@ -100,36 +150,52 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, default=1024)
     parser.add_argument("--source", type=Path, default=SOURCE, help="a single-process capture folder")
-    parser.add_argument("--force", action="store_true", help="rebuild the rank folders")
+    parser.add_argument("--dir", type=Path, help="build the rank folders here (kept) instead of a temp dir")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--json", action="store_true", help="time `report --json`")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "ranks.json")
     args = parser.parse_args(argv)
     if not (args.source / "journal.jsonl").exists():
-        print(f"no capture at {args.source}: run `python benchmarks/bench_report.py --build-only` first")
+        print(f"no capture at {args.source}")
         return 2
-    folder = DATA_DIR / f"ranks_capture_{args.ranks}"
-    if args.force and folder.exists():
-        shutil.rmtree(folder)
-    summary = build(args.source, folder, args.ranks)
-    print(f"{args.ranks} rank folders in {folder} ({summary['build_s']:.1f} s)")
-    if args.build_only:
-        return 0
-    runs = [run_report(folder, args.timeout) for _ in range(args.repeat)]
+    folder = args.dir or Path(tempfile.mkdtemp(prefix="xlagraph_ranks_"))
+    try:
+        summary = build(args.source, folder, args.ranks)
+        print(f"{args.ranks} rank folders in {folder} ({summary['build_s']:.1f} s)")
+        if args.build_only:
+            return 0
+        extra = ["--json"] if args.json else []
+        runs = [run_report(folder, args.timeout, extra) for _ in range(args.repeat)]
+    finally:
+        if args.dir is None and not args.keep and not args.build_only:
+            shutil.rmtree(folder, ignore_errors=True)
     walls = sorted(r["wall_s"] for r in runs)
     median = walls[len(walls) // 2]
     rss = max(r["peak_rss_mb"] for r in runs)
     met = median < GOAL_S and rss < GOAL_MB and all(r["exit_code"] in (0, 1) for r in runs)
     print(
         markdown_table(
-            ["ranks", "graphs per rank", "runs", "median wall (s)", "peak RSS", "exit", "goal", "met"],
+            [
+                "ranks",
+                "graph runs per rank",
+                "runs",
+                "median wall (s)",
+                "CPU (s)",
+                "peak RSS",
+                "exit",
+                "goal",
+                "met",
+            ],
             [
                 [
                     str(args.ranks),
-                    str(summary["graphs_per_rank"]),
+                    f"{summary['graph_executions_per_rank']} ({summary['distinct_graphs_per_rank']} graphs)",
                     str(len(runs)),
                     fmt_s(median),
+                    ", ".join(f"{r['cpu_s']:.1f}" for r in runs),
                     fmt_rss(rss, None),
                     ",".join(str(r["exit_code"]) for r in runs),
                     "< 30 s, < 2 GB (1,024 ranks)",

@@ -233,3 +233,35 @@ def test_live_torchrun_logging_on_rank_0(live: dict[str, Path]) -> None:
     view = rank_view(read_capture(live["log_rank0"]))
     assert view is not None and view.collectives is not None
     assert view.collectives.step == 1 and "rank 0 runs all-reduce #1 (f32[], f32[])" in view.collectives.text
+
+
+# -- a pod: many ranks holding the same files ---------------------------------------------------
+def _pod(tmp_path: Path, ranks: int, diverging: tuple[int, ...]) -> Path:
+    """`benchmarks/bench_ranks.py`'s simulation of a pod: a real corpus capture copied per rank."""
+    sys.path.insert(0, str(FIXTURES.parent / "benchmarks"))
+    try:
+        from bench_ranks import build
+    finally:
+        sys.path.pop(0)
+    source = FIXTURES / "torch_xla" / "corpus" / "captures" / "tu_gpt2_varlen"
+    build(source, tmp_path / "pod", ranks, diverging)
+    return tmp_path / "pod"
+
+
+def test_a_pod_reports_each_rank_as_it_would_be_reported_alone(tmp_path: Path) -> None:
+    """Graphs are read and diffed once per distinct content across ranks: every process's report
+    is still the one it gets on its own, the diverging rank's included."""
+    from xlagraph import api, progress
+
+    pod = _pod(tmp_path, 3, diverging=(1,))
+    said: list[str] = []
+    with progress.shown(said.append):
+        together = api.report(str(pod))
+    assert [s for s in said if s.startswith("rank ")] == ["rank 1/3", "rank 2/3", "rank 3/3"]
+    assert not any(s.startswith("recompile") for s in said)  # a pod counts ranks, not recompiles
+    processes = together.to_dict()["processes"]
+    for proc, data in zip(sorted(pod.iterdir()), processes, strict=True):
+        assert data == api.report(str(proc)).to_dict()["processes"][0]
+    view = together.ranks
+    assert view is not None and view.divergence is not None
+    assert [g.ranks for g in view.divergence.groups] == [(0, 2), (1,)]

@@ -126,10 +126,32 @@ def mark_library(relative: str) -> None:
     _known_library.add(relative)
 
 
+# is_library_path's answers while `_known_library` keeps its size (it only grows: a path it
+# adds can turn a "no" into a "yes"). A report of 1,024 ranks asks about the same frames millions
+# of times.
+_library_answers: dict[str, bool] = {}
+_answers_for = [0]
+
+
+def library_generation() -> int:
+    """Changes whenever `is_library_path` may answer differently (a path became library code)."""
+    return len(_known_library)
+
+
 def is_library_path(path: str) -> bool:
     """Library code (an installed package, the standard library, a framework source tree) or not
     a real file (`<frozen ...>`, `<string>`), for an absolute path from any machine or a relative
     path as `portable_path` writes it."""
+    if _answers_for[0] != len(_known_library):
+        _library_answers.clear()
+        _answers_for[0] = len(_known_library)
+    answer = _library_answers.get(path)
+    if answer is None:
+        answer = _library_answers[path] = _is_library_path(path)
+    return answer
+
+
+def _is_library_path(path: str) -> bool:
     if not path or path.startswith("<"):
         return bool(path)
     p = _slashes(path)

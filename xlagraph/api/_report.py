@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from xlagraph.report.load import Loaded, RunInfo
     from xlagraph.report.model import CheckResult, Recompile, RunReport, TimelineEntry
     from xlagraph.report.ranks import RankView
+    from xlagraph.runlog import RunLog
 
 __all__ = ["Check", "Report", "check", "graphs", "latest_run_logs", "report", "runs_to_json"]
 
@@ -172,12 +173,14 @@ def report(capture_dir: str, run: str | int = "latest", *, phase: Phase = _quiet
     from xlagraph.report import build_report
     from xlagraph.report.load import load_source
     from xlagraph.report.ranks import rank_view
+    from xlagraph.report.shared import sharing
 
     choice = _run_choice(run)
-    with reading(capture_dir):
+    # The ranks of a pod hold the same files: each distinct content is parsed and diffed once.
+    with reading(capture_dir), sharing():
         loaded = load_source(capture_dir, choice)
         phase("explaining recompiles")
-        reports = tuple(build_report(log) for log in loaded.logs)
+        reports = _reports(loaded.logs, build_report)
         phase("comparing ranks")
         ranks = rank_view(latest_run_logs(loaded))
         marked = tuple(
@@ -186,6 +189,23 @@ def report(capture_dir: str, run: str | int = "latest", *, phase: Phase = _quiet
             if log.kind == "capture"
         )
     return Report(capture_dir, reports, ranks, loaded.runs, loaded.runs_note, marked)
+
+
+def _reports(logs: tuple[RunLog, ...], build: Callable[[RunLog], RunReport]) -> tuple[RunReport, ...]:
+    """One report per process; with several, progress counts processes (`rank 412/1024`), not
+    each one's recompiles."""
+    if len(logs) < 2:
+        return tuple(build(log) for log in logs)
+    from xlagraph.progress import shown, step
+    from xlagraph.report.ranks import rank_of
+
+    what = "rank" if all(rank_of(log) is not None for log in logs) else "process"
+    out = []
+    for k, log in enumerate(logs, 1):
+        step(what, k, len(logs))
+        with shown(None):
+            out.append(build(log))
+    return tuple(out)
 
 
 @dataclass(frozen=True, eq=False)
@@ -268,11 +288,12 @@ def check(
     from xlagraph.report import check_run
     from xlagraph.report.load import load_source
     from xlagraph.report.ranks import rank_view
+    from xlagraph.report.shared import sharing
 
     if max_graphs < 0 or (after_step is not None and after_step < 0):
         raise ValueError("max_graphs and after_step must be 0 or more")
     choice = _run_choice(run)
-    with reading(src):
+    with reading(src), sharing():  # a pod's ranks hold the same tensor reports: each read once
         loaded = load_source(src, choice)
         phase("counting graphs")
         results = tuple(check_run(log, max_graphs, after_step) for log in loaded.logs)

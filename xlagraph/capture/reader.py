@@ -26,7 +26,9 @@ from xlagraph.parse.compressed import compressed_twin
 from xlagraph.parse.pt_xla_debug import Execution, fold_executions, parse_pt_xla_debug
 from xlagraph.parse.sources import read_bytes
 from xlagraph.parse.tensors_report import parse_tensors_report
-from xlagraph.runlog import GraphRecord, RunLog, Step, Sync
+from xlagraph.progress import counted
+from xlagraph.report.shared import current as current_shared
+from xlagraph.runlog import GraphRecord, LiveTensor, RunLog, Step, Sync
 from xlagraph.source_paths import portable_path
 
 __all__ = ["CaptureRun", "is_capture", "read_capture", "read_capture_runs"]
@@ -78,7 +80,9 @@ def read_capture_runs(path: str | os.PathLike[str]) -> tuple[CaptureRun, ...]:
     if _is_process_dir(p):
         proc = _read_process(p)
         return (CaptureRun(1, proc.start, (proc.log,)),)
-    procs = [_read_process(c) for c in _children(p) if _is_process_dir(c)]
+    procs = [
+        _read_process(c) for c in counted("reading process", [c for c in _children(p) if _is_process_dir(c)])
+    ]
     if not procs:
         raise InputError(str(p), "not a capture folder: no <host>-<pid> folder with a journal.jsonl")
     groups: list[list[_Process]] = []
@@ -455,13 +459,18 @@ def _graph_record(p: Path, g: dict[str, Any], notes: list[str]) -> GraphRecord:
     tensors_note = str(g.get("tensors_note", ""))
     if g.get("tensors"):
         try:
-            report = read_bytes(compressed_twin(str(p / g["tensors"])))
-            tensors = parse_tensors_report(report.decode("utf-8", errors="replace"))
+            path = compressed_twin(str(p / g["tensors"]))
+            shared = current_shared()  # the ranks of a pod hold the same reports
+            tensors = shared.parsed("tensors", path, _read_tensors) if shared else _read_tensors(path)
         except InputError as e:
             tensors_note = f"{g['tensors']}: unreadable: {e.message}"
     elif not tensors_note and not g.get("compiled"):
         tensors_note = "compiled before capture started"
     return GraphRecord(graph_hash=str(g["hash"]), module=module, tensors=tensors, tensors_note=tensors_note)
+
+
+def _read_tensors(path: str) -> tuple[LiveTensor, ...]:
+    return parse_tensors_report(read_bytes(path).decode("utf-8", errors="replace"))
 
 
 def _with_lines(p: Path, g: dict[str, Any], module: str, notes: list[str]) -> str:

@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from xlagraph.report.shared import current as current_shared
 from xlagraph.source_paths import is_library_path, mark_library, portable_path
 
 __all__ = [
@@ -235,7 +236,9 @@ class StoredSources:
         """Line `n` (1-based, with its newline) of the stored file `path`, "" when not stored."""
         blob = self.files.get(path)
         if blob is not None:
-            text = _blob_lines(os.path.join(self.folder, blob))
+            path = os.path.join(self.folder, blob)
+            shared = current_shared()  # the ranks of a pod store the same files
+            text = shared.parsed("blob", path, _blob_lines) if shared else _blob_lines(path)
             return text[n - 1] if 0 < n <= len(text) else ""
         return self.lines.get(path, {}).get(n, "")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 import textwrap
+from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
 
 from xlagraph.render.paths import short_location, short_locations_in, split_user_lines
@@ -47,15 +48,22 @@ def _more(hidden: int) -> str:
 
 def _wrap(text: str, first: str, rest: str | None = None) -> list[str]:
     """`text` wrapped to WIDTH; continuation lines indented by `rest` (default: as wide as `first`)."""
-    rest = " " * len(first) if rest is None else rest
-    return textwrap.wrap(
-        text,
-        WIDTH,
-        initial_indent=first,
-        subsequent_indent=rest,
-        break_long_words=False,
-        break_on_hyphens=False,
-    ) or [first.rstrip()]
+    return list(_wrapped(text, first, " " * len(first) if rest is None else rest))
+
+
+@lru_cache(maxsize=8192)  # the ranks of a pod print the same causes: wrapped once
+def _wrapped(text: str, first: str, rest: str) -> tuple[str, ...]:
+    return tuple(
+        textwrap.wrap(
+            text,
+            WIDTH,
+            initial_indent=first,
+            subsequent_indent=rest,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        or [first.rstrip()]
+    )
 
 
 def _field(name: str, text: str) -> list[str]:

@@ -9,6 +9,7 @@ the fewest, most recent causes is the baseline.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Hashable
 from dataclasses import dataclass, replace
 
 from xlagraph.canonical import canonicalize
@@ -20,6 +21,7 @@ from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module
 from xlagraph.parse.sources import Source, open_source, read, replace_label, select, split_spec
 from xlagraph.report.frames import call_site, user_frames
+from xlagraph.report.shared import current as current_shared
 from xlagraph.runlog import GraphRecord, Sync
 
 __all__ = [
@@ -46,12 +48,29 @@ class Modules:
         self._graphs = graphs
         self._sources: dict[str, Source] = {}
         self._modules: dict[str, Module | str] = {}
+        self.noted = False  # a module read says `file:line: note: ...`: its diffs name this file
 
     def get(self, graph_hash: str) -> Module | str:
         """The parsed module, or why there is none."""
         if graph_hash not in self._modules:
-            self._modules[graph_hash] = self._load(graph_hash)
+            shared = current_shared()
+            if shared is None:
+                self._modules[graph_hash] = self._load(graph_hash)
+            else:  # another process of the report may have read the same bytes
+                self._modules[graph_hash] = shared.module(
+                    self.key(graph_hash), lambda: self._load(graph_hash), _shareable
+                )
+            module = self._modules[graph_hash]
+            self.noted = self.noted or (isinstance(module, Module) and bool(module.notes))
         return self._modules[graph_hash]
+
+    def key(self, graph_hash: str) -> Hashable | None:
+        """The graph's content key while a report shares work among processes, else None."""
+        shared = current_shared()
+        record = self._graphs.get(graph_hash)
+        if shared is None or record is None:
+            return None
+        return shared.graph_key(graph_hash, record.module)
 
     def _load(self, graph_hash: str) -> Module | str:
         record = self._graphs.get(graph_hash)
@@ -76,6 +95,12 @@ class Modules:
         if not module.info.graph_hash and not graph_hash.startswith("text:"):
             module = replace(module, info=replace(module.info, graph_hash=graph_hash))
         return module
+
+
+def _shareable(module: Module | str) -> bool:
+    """A module other processes may use as theirs: read, and saying nothing that names its file
+    (the reader's notes on old spellings do, and a diff repeats them)."""
+    return isinstance(module, Module) and not module.notes
 
 
 @dataclass(frozen=True)
@@ -194,10 +219,54 @@ def choose_baseline(
     triggers: dict[int, str] | None = None,
     first_sync: int = 0,
 ) -> tuple[_Choice | None, str]:
-    """The baseline and its diff, or a note saying why there is no diff."""
+    """The baseline and its diff, or a note saying why there is no diff. Within `sharing()`,
+    made once per distinct content (the same graphs and sync facts in another process)."""
+    shared = current_shared()
+    key = _choice_key(target, earlier, modules, triggers or {}, first_sync) if shared else None
+    if shared is None or key is None:
+        return _choose_baseline(target, earlier, modules, triggers, first_sync)
+    if key in shared.choices:
+        shared.hits += 1
+        at, result, reason, note = shared.choices[key]
+        if at is None:
+            return None, note
+        h, s = earlier[at]
+        return _Choice(h, s, result, reason), note
+    choice, note = _choose_baseline(target, earlier, modules, triggers, first_sync)
+    if choice is None and note == _NO_EARLIER:
+        shared.choices[key] = (None, None, "", note)
+    elif choice is not None and not note and not modules.noted:  # what names a file is never shared
+        at = next(i for i, (h, s) in enumerate(earlier) if h == choice.graph_hash and s is choice.sync)
+        shared.choices[key] = (at, choice.result, choice.reason, note)
+    return choice, note
+
+
+def _choice_key(
+    target: Sync, earlier: list[tuple[str, Sync]], modules: Modules, triggers: dict[int, str], first_sync: int
+) -> Hashable | None:
+    """Everything `_choose_baseline` reads: the graphs by content, and of each sync its index,
+    step, frames and trigger (not its times). None when a graph cannot be told by content."""
+    keys = [modules.key(h) for h in (target.graph_hash, *(h for h, _ in earlier))]
+    if any(k is None for k in keys):
+        return None
+    syncs = (target, *(s for _, s in earlier))
+    facts = tuple((s.index, s.step, s.frames, triggers.get(s.index, "")) for s in syncs)
+    return (tuple(keys), facts, first_sync)
+
+
+_NO_EARLIER = "no earlier graph to compare with"
+
+
+def _choose_baseline(
+    target: Sync,
+    earlier: list[tuple[str, Sync]],
+    modules: Modules,
+    triggers: dict[int, str] | None = None,
+    first_sync: int = 0,
+) -> tuple[_Choice | None, str]:
     ordered, reason = _candidates(target, earlier)
     if not ordered:
-        return None, "no earlier graph to compare with"
+        return None, _NO_EARLIER
     this = modules.get(target.graph_hash)
     ordered, reason = _same_name(this, ordered, reason, modules)
     if isinstance(this, str):

@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path, PurePath
 
 from xlagraph.capture.shardings import MarkSharding, find_marks, read_mark_shardings
@@ -517,8 +518,8 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
         )
         for h in letters
     )
-    user_names = frozenset(PurePath(f.file).name for s in syncs for f in user_frames(s.frames)) | frozenset(
-        PurePath(f.file).name for g in log.graphs.values() for t in g.tensors for f in user_frames(t.frames)
+    user_names = frozenset(_file_name(f.file) for s in syncs for f in user_frames(s.frames)) | frozenset(
+        _file_name(f.file) for g in log.graphs.values() for t in g.tensors for f in user_frames(t.frames)
     )
     modules = Modules(log.graphs)
     marks = read_mark_shardings(log.source) if explain and Path(log.source).is_dir() else ()
@@ -578,6 +579,11 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
         first_compiles=tuple(r for r in explained if r.first_of_program),
         findings=step_breaks(tuple(timeline)),
     )
+
+
+@lru_cache(maxsize=16384)
+def _file_name(file: str) -> str:
+    return PurePath(file).name
 
 
 def _in_first_step(target: Sync, first: dict[str, Sync], last_step: int | None = None) -> bool:
