@@ -16,10 +16,10 @@ from pathlib import Path
 import networkx as nx
 import pytest
 from click.testing import CliRunner
-from xlagraph.cli.main import xlagraph as cli
 
 import xlagraph
 from tests.conftest import FIXTURES, ROOT
+from xlagraph.cli.main import xlagraph as cli
 
 PAIR = FIXTURES / "torch_xla" / "ragged_batch"
 A, B = str(PAIR / "a.hlo"), str(PAIR / "b.hlo")
@@ -27,7 +27,7 @@ SAVE = str(FIXTURES / "torch_xla" / "kept_alive" / "save_hlo.txt")
 CAPTURE = str(FIXTURES / "torch_xla" / "two_runs" / "capture")
 CALLS = str(FIXTURES / "torch_xla" / "fsdp_bucket" / "a.hlo")  # 8 computations: reducers, calls
 API_MODULES = ("xlagraph.api", "xlagraph.api._module", "xlagraph.api._diff", "xlagraph.api._report",
-               "xlagraph.api._html")  # fmt: skip
+               "xlagraph.render.notebook")  # fmt: skip
 
 
 def cli_out(*args: str) -> str:

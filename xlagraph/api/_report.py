@@ -121,9 +121,9 @@ class Report:
         return self.to_text(note=False).split("\n\n", 1)[0]  # the first paragraph: what ran, how often
 
     def _repr_html_(self) -> str:
-        from xlagraph.api._html import report_html
+        from xlagraph.render.notebook import report_html
 
-        return report_html(self)
+        return report_html(self.processes, self.ranks)
 
 
 def runs_to_json(runs: tuple[RunInfo, ...]) -> list[dict[str, Any]]:

@@ -15,8 +15,9 @@ torch_xla is passed in (`xlac` = `torch_xla._XLAC`), never imported here at modu
 `_settings` (the XLAGRAPH_* knobs), `_state` (what changes during the run), `_debug_stream` (reading
 PT_XLA_DEBUG), `_dumps` (the --xla_dump_to folder), `_tensors_report` (the live-tensor report),
 `_source_lines` (XLAGRAPH_SOURCE_LINES=auto), `_placement` (rank and mark_sharding records),
-`_journal` (writing the journal and meta.json). The functions take the recorder and use its
-`note`, `update`, `fits` and `cap_reason`.
+`_journal` (writing the journal and meta.json). The functions take the recorder as a `_host.Host`
+(what they use of it: its state, settings, `note`, `update`, `fits` and `cap_reason`), so none of
+them imports this module.
 """
 
 from __future__ import annotations
