@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import renamed
+from xlagraph.diagnose.recognizers._causes import renamed
 from xlagraph.source_paths import short_location
 
 __all__ = ["RECOGNIZER"]
