@@ -233,3 +233,17 @@ def test_live_torchrun_logging_on_rank_0(live: dict[str, Path]) -> None:
     view = rank_view(read_capture(live["log_rank0"]))
     assert view is not None and view.collectives is not None
     assert view.collectives.step == 1 and "rank 0 runs all-reduce #1 (f32[], f32[])" in view.collectives.text
+
+
+def test_a_compressed_capture_keeps_its_partitioned_twin() -> None:
+    """Under SPMD the collectives are read from the module after partitioning; a capture stores
+    both as .xz (and the corpus keeps them so): the twin of a compressed module is found too."""
+    from xlagraph.report.ranks import _partitioned_twin
+
+    hlo = FIXTURES / "torch_xla" / "corpus" / "captures" / "hx_spmd_tp_after_warmup" / "hlo"
+    before = hlo / "module_0000.SyncTensorsGraph.443.before_optimizations.txt.xz"
+    assert _partitioned_twin(str(before)) == str(
+        hlo / "module_0000.SyncTensorsGraph.443.cpu_after_optimizations.txt.xz"
+    )
+    plain = "module_0000.SyncTensorsGraph.443.before_optimizations.txt"  # as the journal names it
+    assert _partitioned_twin(str(hlo / plain)).endswith("cpu_after_optimizations.txt.xz")

@@ -271,12 +271,10 @@ def _read_leftover_debug(p: Path, acc: _Acc, debug_level: int) -> None:
     claimed = {g.get("module") for g in acc.graphs.values()}
     hlo = p / fmt.HLO_DIR
     try:
+        # A dump compressed since (`xz hlo/*.txt`) is named as the journal would: read through its twin.
+        plain = {n.removesuffix(".xz").removesuffix(".gz") for n in os.listdir(hlo)}
         free = sorted(
-            (
-                n
-                for n in os.listdir(hlo)
-                if n.endswith(fmt.BEFORE_SUFFIX) and f"{fmt.HLO_DIR}/{n}" not in claimed
-            ),
+            (n for n in plain if n.endswith(fmt.BEFORE_SUFFIX) and f"{fmt.HLO_DIR}/{n}" not in claimed),
             key=fmt.dump_order,
         )
     except OSError:
