@@ -11,6 +11,9 @@ DIR/<host>-<pid>/lines/<hash>.txt    the compiled HLO of a graph compiled while 
                                      (`<hash>.lowered.txt` until the process exits)
 DIR/<host>-<pid>/pt_xla_debug.txt    PT_XLA_DEBUG output, read as the run goes (the last step
                                      record's "o" says how far) and deleted at a clean exit
+
+At a clean exit the files of hlo/, tensors/ and lines/ are stored as `<name>.xz` (`_compress`);
+the journal keeps naming `<name>`, and readers find the `.xz` beside it.
 """
 
 from __future__ import annotations
