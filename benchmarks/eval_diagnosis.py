@@ -48,6 +48,7 @@ SPLITS = (
     "held_out_7",
     "held_out_8",
     "held_out_9",
+    "held_out_10",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")

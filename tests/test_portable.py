@@ -193,3 +193,65 @@ def test_source_lines_never_read_from_installed_packages(tmp_path: Path) -> None
 
 def _text(rel: str) -> str:
     return (ROOT / rel).read_text(errors="replace")
+
+
+_KILL = """    torch_xla.sync()
+    if step == 4:  # killed before its end: no exit handler runs
+        import os, signal
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_killed_run_capture_is_portable(tmp_path: Path) -> None:
+    """(c) a run killed before its end: its capture is portable as it stands (sources stored and
+    dumps made portable as the run goes), and reads the same moved, torch unreadable."""
+    made = tmp_path / "made"
+    made.mkdir()
+    script = (FIXTURES / "torch_xla" / "scenarios" / "kept_alive.py").read_text()
+    assert script.count("    torch_xla.sync()\n") == 1
+    (made / "train.py").write_text(script.replace("    torch_xla.sync()\n", _KILL))
+    env = {**_env(), "PJRT_DEVICE": "CPU", "XLAGRAPH_CAPTURE": str(made / "cap")}
+    proc = subprocess.run(
+        [sys.executable, "train.py"], cwd=made, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == -9, proc.stderr[-3000:]
+    (proc_dir,) = [p for p in (made / "cap").iterdir() if p.is_dir()]
+    index = json.loads((proc_dir / "sources" / "index.json").read_text())
+    assert "train.py" in index["files"] and "torch/optim/sgd.py" in index["files"]
+    # What capture wrote holds no path of this machine; torch_xla's own PT_XLA_DEBUG text (left
+    # unread by the killed run) does, and meta.json keeps the run's cwd to read it by.
+    for f in proc_dir.rglob("*"):
+        if f.is_file() and f.suffix != ".z" and "debug" not in f.name and f.name != "meta.json":
+            body = f.read_text(encoding="utf-8", errors="replace")
+            assert str(tmp_path) not in body and "site-packages" not in body, f
+    _assert_same_anywhere(made / "cap", tmp_path, [str(made)], [str(made), str(ROOT)])
+
+
+def test_dumps_inside_a_capture_read_its_stored_sources(tmp_path: Path, monkeypatch) -> None:
+    """`xlagraph diff` on the HLO files of a capture folder (copied anywhere) reads source lines
+    from that capture's stored sources, not from the analysing machine."""
+    import xlagraph.report.build as build
+    from xlagraph import api
+    from xlagraph.diagnose.frames import SourceText, reading_sources, source_line
+
+    cap = tmp_path / "moved" / "tu_bert_clip_every_k"
+    shutil.copytree(CORPUS / "captures" / "tu_bert_clip_every_k", cap)
+    for f in cap.rglob("*.xz"):
+        f.with_suffix("").write_bytes(lzma.decompress(f.read_bytes()))
+        f.unlink()
+    a, b = sorted(str(p) for p in (cap / "hlo").glob("*.txt"))
+    user = "scripts/tu_bert_clip_every_k.py"
+    stored = build.source_text_near([a])
+    assert stored.stored is not None and stored.stored.knows(user)
+    with reading_sources(stored):
+        assert "import" in "".join(source_line(user, n) for n in range(1, 30))
+    assert build.source_text_near([str(tmp_path / "x.hlo")]).stored is None
+    seen: list[list[str]] = []
+
+    def spy(paths):
+        seen.append(list(paths))
+        return SourceText()
+
+    monkeypatch.setattr(build, "source_text_near", spy)
+    api.diff(f"{a}#0", b)
+    assert seen == [[a, b]]

@@ -152,12 +152,16 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
                 work += [(p, q) for p, q in zip(cx, cy, strict=True) if (p, q) not in seen]
     dead, notes = dead_code(left, right, explained=bool(raw))
     raw += dead
-    raw += _invisible_change(left, right, raw)  # differing dead code is visible: not this
+    compared = [(p.left, p.right, p.matching) for p in pairs]
+    # What the text shows but no comparison named (operands in another order) comes before a
+    # hash difference the text does not show at all.
+    residue = () if raw else residual_differences(left, right, compared)
+    if not residue:
+        raw += _invisible_change(left, right, raw)  # differing dead code is visible: not this
     entry_match = pairs[0].matching.right if pairs and pairs[0].matching is not None else {}
     causes = recognize(Evidence(left, right, context, entry_match), tuple(raw)) if raw else ()
-    compared = [(p.left, p.right, p.matching) for p in pairs]
     if not causes:
-        causes = residual_differences(left, right, compared)
+        causes = residue or residual_differences(left, right, compared)
     notes += elided_constants(left, right, compared)
     # The reader's notes (`file:line: note: ...`): old or other-version spellings it read.
     notes += dict.fromkeys(n.replace(": note: ", ": ", 1) for n in (*a.notes, *b.notes))

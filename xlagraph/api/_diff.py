@@ -11,6 +11,7 @@ outputs moved), `sources` (the user's lines) and `library` (the library lines be
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -120,8 +121,10 @@ def diff(a: str | Module, b: str | Module, *, phase: Callable[[str], None] = _qu
     >>> d.changed_ids("A")[:2]
     ('SyncTensorsGraph.70/p0.1', 'SyncTensorsGraph.70/p3.6')
     """
+    from xlagraph.diagnose.frames import reading_sources
     from xlagraph.diff import diff_modules
     from xlagraph.render.text import changed_instructions
+    from xlagraph.report.build import source_text_near
 
     phase(f"reading A: {a if isinstance(a, str) else a.label}")
     left = a if isinstance(a, Module) else load(a)
@@ -129,7 +132,10 @@ def diff(a: str | Module, b: str | Module, *, phase: Callable[[str], None] = _qu
     right = b if isinstance(b, Module) else load(b)
     phase("matching")
     names = (x if isinstance(x, str) else x.label for x in (a, b))
-    with reading(" vs ".join(names)):
+    # A dump inside a capture folder is read with the capture's stored sources (the files as they
+    # were when it ran, on the machine that ran it), never the analysing machine's.
+    files = [re.sub(r"#\d+$", "", x) for x in (a, b) if isinstance(x, str)]
+    with reading(" vs ".join(names)), reading_sources(source_text_near(files)):
         result = diff_modules(left.ir, right.ir)
     changed = changed_instructions(result)
     return Diff(result.verdict, left, right, result.causes, result.notes, result.unseen, changed, result)

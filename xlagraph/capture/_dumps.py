@@ -63,6 +63,7 @@ def scan_dumps(rec: Host) -> None:
         if rec.fits(size := os.path.getsize(path)):
             s.stored_bytes += size
             graph.has_module = True
+            rec.kept(path)
             update = {"module": f"{fmt.HLO_DIR}/{name}", "module_note": ""}
             if fmt.partitions(_first_line(path)) > 1:
                 s.spmd_prefixes[name.removesuffix(fmt.BEFORE_SUFFIX)] = graph
@@ -92,6 +93,7 @@ def _partitioned(rec: Host, path: str, name: str) -> None:
     s.dumps_seen.add(name)
     if rec.fits(size := os.path.getsize(path)):
         s.stored_bytes += size
+        rec.kept(path)
         rec.update(graph, partitioned=f"{fmt.HLO_DIR}/{name}")
     else:
         unlink(path)

@@ -34,6 +34,7 @@ from typing import Any
 
 from xlagraph.capture import _format as fmt
 from xlagraph.capture import _fp_capture as fp_capture
+from xlagraph.capture import _zoom as zoom
 from xlagraph.capture._env import EnvPlan, plan_env, process_dir_name
 from xlagraph.capture._import_hook import spec_then
 
@@ -104,6 +105,7 @@ def _start(directory: str, started_by: str, environ: dict[str, str]) -> EnvPlan:
         from xlagraph.capture._settings import Settings
 
         _guarded(lambda: fp_capture.arm(proc_dir, Settings.from_env(environ).max_bytes))
+        _guarded(lambda: zoom.arm(proc_dir, environ))  # XLAGRAPH_ZOOM=K: diverge's second pass
     module = sys.modules.get("torch_xla")
     if module is not None and hasattr(module, "_XLAC"):
         _guarded(lambda: _on_torch_xla(module, late=True))
@@ -126,6 +128,7 @@ def _stop() -> None:
         _guarded(_reset_ir_debug)
     _unhook()
     _unwrap_mark_sharding()
+    zoom.disarm()
     fp_capture.disarm()
     if plan is not None:
         _restore_env(plan)

@@ -52,6 +52,7 @@ from xlagraph.capture.stored_sources import (
     Relativizer,
     budget_bytes,
     portable_dumps,
+    portable_file,
     portable_meta,
     store_sources,
 )
@@ -98,7 +99,8 @@ class Recorder:
         self.s.compiles, self.s.executes = self._counters()
         self.base = (self.s.compiles, self.s.executes, self._compile_metric()[0])
         self.meta = dict(meta)
-        self.paths = Relativizer.here()  # portable paths, and the sources to store at exit
+        self.paths = Relativizer.here()  # portable paths, and the sources to store
+        self._stored: tuple[int, int] = (0, 0)  # what `paths` knew when sources were last stored
         self.meta.setdefault("notes", [])
         self.meta["notes"] = [*self.meta["notes"], *plan.notes]
         self._write_meta()
@@ -306,6 +308,7 @@ class Recorder:
         records.extend(graph_records(self.s))
         records.append(step)
         self._write(records)
+        self._sources_so_far()
         s.step += 1
         s.last_end = now
         s.compiles, s.executes = compiles, executes
@@ -428,6 +431,25 @@ class Recorder:
 
     # -- files -----------------------------------------------------------------------------------
 
+    def kept(self, path: str) -> None:
+        """A dump the capture keeps is complete: its paths become portable now, not at exit."""
+        try:
+            portable_file(path, self.paths)
+        except OSError as e:  # (removed under us): exit tries again
+            self.note(f"{os.path.basename(path)}: paths not made portable yet: {e}")
+
+    def _sources_so_far(self) -> None:
+        """After a step that cited a file or line not cited before: `sources/` stored again (new
+        blobs only), so that a run killed before its end keeps the source its records cite."""
+        known = (len(self.paths.original), sum(len(v) for v in self.paths.cited.values()))
+        if known == self._stored:
+            return
+        self._stored = known
+        try:
+            store_sources(self.dir, self.paths, budget_bytes())
+        except Exception as e:  # (a full disk): exit tries again
+            self.note(f"sources not stored yet: {type(e).__name__}: {e}")
+
     def _store_sources(self) -> None:
         """At exit: dumps and meta.json with portable paths, and the source text frames cite
         (`stored_sources`); never a reason to lose the journal."""
@@ -464,7 +486,13 @@ class Recorder:
         append_records(self.fd, records)
 
     def _write_meta(self) -> None:
-        write_meta(self.dir, self.meta)
+        """meta.json in portable form from the start (a killed run never reaches exit), but for
+        `cwd` while the run lasts: the reader of a killed run makes the user's paths in the
+        PT_XLA_DEBUG text left unread relative to it. It becomes "." at a clean exit."""
+        meta = portable_meta(self.meta, self.dir, self.paths)
+        if self.meta.get("cwd") not in (None, "."):
+            meta["cwd"] = self.meta["cwd"]
+        write_meta(self.dir, meta)
 
 
 def _compiled_only(pending: Analysis) -> Execution:

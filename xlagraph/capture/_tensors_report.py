@@ -70,6 +70,7 @@ def attach_tensors(rec: Host, compiled: list[tuple[GraphEntry, Execution, bool]]
                 name = f"{ex.graph_hash}.txt"
                 with open(os.path.join(rec.tensors_dir, name), "w", encoding="utf-8") as f:
                     f.write(report)
+                rec.kept(os.path.join(rec.tensors_dir, name))
                 s.stored_bytes += len(report)
                 graph.has_tensors = True
                 update = {"tensors": f"{fmt.TENSORS_DIR}/{name}", "tensors_note": ""}

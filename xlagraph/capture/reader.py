@@ -291,8 +291,11 @@ def _read_leftover_debug(p: Path, acc: _Acc, debug_level: int) -> None:
             if free and not graph.get("module"):
                 graph["module"] = f"{fmt.HLO_DIR}/{free.pop(0)}"
             graph.setdefault("tensors_note", "compiled after the last step the capture recorded")
-        fid = frame_ids.setdefault(ex.frames, len(acc.frames))
-        acc.frames[fid] = ex.frames
+        # torch_xla's text names the user's files by absolute path: relative to the run's cwd, as
+        # the journal's frames (so they find the stored sources wherever the capture is read).
+        frames = tuple(f._replace(file=portable_path(f.file, acc.cwd)) for f in ex.frames)
+        fid = frame_ids.setdefault(frames, len(acc.frames))
+        acc.frames[fid] = frames
         cid = cause_ids.setdefault(ex.cause, len(acc.causes))
         acc.causes[cid] = ex.cause
         entries.append([gid, int(ex.compiled), cid, fid])

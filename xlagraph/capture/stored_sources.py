@@ -1,8 +1,9 @@
 """The source text a capture keeps, so that a report reads nothing of the analysing machine.
 
-At a clean exit capture stores, in `<process folder>/sources/`, the source of every file that a
-recorded frame names (the journal's sync frames, mark_sharding frames, the HLO dumps' metadata,
-the live-tensor reports), library files included, each under its portable path (`torch/optim/
+After each step that cites a file or line not cited before, and again at exit, capture stores in
+`<process folder>/sources/` the source of every file that a recorded frame names (the journal's
+sync frames, mark_sharding frames, the HLO dumps' metadata, the live-tensor reports), library files
+included, each under its portable path (`torch/optim/
 sgd.py`: relative to the `sys.path` entry it was imported from; the user's files relative to the
 working directory; `xlagraph.source_paths`):
 
@@ -46,6 +47,7 @@ __all__ = [
     "StoredSources",
     "budget_bytes",
     "portable_dumps",
+    "portable_file",
     "portable_meta",
     "relativize_text",
     "store_sources",
@@ -221,7 +223,8 @@ class StoredSources:
     @staticmethod
     def load(proc_dir: str) -> StoredSources | None:
         """The sources stored in a capture process folder, None when it has none (a capture made
-        before sources were stored, a run killed before it exited). Malformed entries are skipped."""
+        before sources were stored, a run killed before its first step). Malformed entries are
+        skipped."""
         folder = os.path.join(os.fspath(proc_dir), SOURCES_DIR)
         return _load(folder) if os.path.isfile(os.path.join(folder, INDEX)) else None
 
@@ -278,7 +281,7 @@ def _blob_lines(path: str) -> tuple[str, ...]:
     return tuple(data.decode("utf-8", errors="replace").splitlines(keepends=True))
 
 
-# -- at a clean exit: the folder's own files in portable form --------------------------------------
+# -- as each is kept, and at exit: the folder's own files in portable form ----------------------
 
 TEXT_DIRS = ("hlo", "lines", "tensors")  # the capture's dumps: HLO metadata and reports name files
 _ABS_TOKEN = re.compile(r"(?<![\w.~/\\-])(?:/|[A-Za-z]:[\\/])[^\s\"',;=]+")
@@ -294,20 +297,25 @@ def portable_dumps(proc_dir: str, rel: Relativizer) -> None:
             continue
         for name in names:
             path = os.path.join(folder, name)
-            if name.endswith(".tmp") or not os.path.isfile(path) or os.path.islink(path):
-                continue
-            with open(path, "rb") as f:
-                data = f.read()
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            new = relativize_text(text, rel)
-            if new != text:
-                tmp = f"{path}.tmp"
-                with open(tmp, "w", encoding="utf-8") as f:
-                    f.write(new)
-                os.replace(tmp, path)
+            if not name.endswith(".tmp") and os.path.isfile(path) and not os.path.islink(path):
+                portable_file(path, rel)
+
+
+def portable_file(path: str, rel: Relativizer) -> None:
+    """One finished dump (a module XLA wrote, a report) rewritten in portable form, in place: done
+    as each is kept, so that a run killed before its end leaves a portable folder too."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    new = relativize_text(text, rel)
+    if new != text:
+        tmp = f"{path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(new)
+        os.replace(tmp, path)
 
 
 def portable_meta(meta: dict[str, object], proc_dir: str, rel: Relativizer) -> dict[str, object]:

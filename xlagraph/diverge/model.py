@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xlagraph.diverge.load import Fingerprint
+from xlagraph.diverge.zoom import ZoomFinding
 
 __all__ = [
     "BIT_EXACT",
@@ -107,3 +108,4 @@ class Divergence:
     strip: tuple[tuple[int, tuple[str, ...]], ...]  # (step, cell per tensor), a window of steps
     notes: tuple[str, ...] = ()
     replicated: int | None = None  # replicas: tensors judged replicated across ranks
+    zoom: ZoomFinding | None = None  # the second pass (XLAGRAPH_ZOOM=K) at the first divergent step

@@ -11,6 +11,7 @@ from typing import Any
 
 from xlagraph.diverge.load import Fingerprint
 from xlagraph.diverge.model import Divergence, TensorDiff
+from xlagraph.diverge.zoom import ZoomFinding, ZoomValue
 
 __all__ = ["divergence_to_json"]
 
@@ -62,6 +63,7 @@ def divergence_to_json(d: Divergence) -> dict[str, Any]:
             "rel": _num(d.largest.rel),
         },
         "replicated_tensors": d.replicated,
+        "zoom": _zoom(d.zoom),
         "notes": list(d.notes),
     }
 
@@ -76,3 +78,32 @@ def _fp(f: Fingerprint) -> dict[str, Any]:
 
 def _num(x: float) -> float | str:
     return x if math.isfinite(x) else str(x)  # JSON has no NaN/Inf
+
+
+def _zoom(z: ZoomFinding | None) -> dict[str, Any] | None:
+    if z is None:
+        return None
+    return {
+        "step": z.step,
+        "kind": z.kind,
+        "values_agreeing_before": z.compared,
+        "a": _zoom_value(z.a),
+        "b": _zoom_value(z.b),
+        "note": z.note or None,
+    }
+
+
+def _zoom_value(v: ZoomValue | None) -> dict[str, Any] | None:
+    if v is None:
+        return None
+    return {
+        "index": v.index,
+        "op": v.op,
+        "io": v.io,
+        "name": v.name or None,
+        "shape": list(v.shape),
+        "dtype": v.dtype,
+        "user_line": v.at or None,
+        "library_line": v.lib or None,
+        "autograd_node": v.node or None,
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from xlagraph.diverge.model import BIT_EXACT, WITHIN_TOLERANCE, Divergence, TensorDiff
+from xlagraph.diverge.zoom import ZoomFinding
 
 __all__ = ["render_divergence_text"]
 
@@ -48,6 +49,8 @@ def render_divergence_text(d: Divergence) -> str:
             f"{d.largest.abs:.6g} ({d.largest.rel:.3g} relative)"
         )
     lines.append("  graphs: " + _graphs(d))
+    if d.zoom is not None:
+        lines += _zoom(d.zoom)
     if d.nan_onsets:
         o = d.nan_onsets[0]
         more = f" (+{len(d.nan_onsets) - 1} more tensors)" if len(d.nan_onsets) > 1 else ""
@@ -91,3 +94,16 @@ def _graphs(d: Divergence) -> str:
     if g.note:
         out += f" ({g.note})"
     return out
+
+
+def _zoom(z: ZoomFinding) -> list[str]:
+    head = f"  zoom (step {z.step}, {z.compared} values agree before): "
+    if z.kind == "value" and z.a is not None:
+        return [head + f"values part at op #{z.a.index}: {z.a.describe()}"]
+    if z.kind == "ops" and z.a is not None and z.b is not None:
+        return [
+            head + f"the runs ran other ops from #{z.a.index}:",
+            f"    A: {z.a.describe()}",
+            f"    B: {z.b.describe()}",
+        ]
+    return [f"  zoom (step {z.step}): {z.note}"]
