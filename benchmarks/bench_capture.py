@@ -19,6 +19,8 @@ Modes:
 * capture, source lines always  XLAGRAPH_CAPTURE=DIR XLAGRAPH_SOURCE_LINES=always (every step traced
                               with XLA_IR_DEBUG, the default before auto)
 * capture, no source lines    XLAGRAPH_CAPTURE=DIR XLAGRAPH_SOURCE_LINES=0
+* capture, uncompressed      XLAGRAPH_CAPTURE=DIR XLAGRAPH_COMPRESS=0 (dumps kept as plain text; the
+                              default stores them as .xz at exit: its cost is the exit CPU column)
 * capture + fingerprints      XLAGRAPH_CAPTURE=DIR XLAGRAPH_FINGERPRINTS=1 (bit fingerprints of the
                               batch, gradients and parameters every step, in a graph of their own);
                               its cost is read against "capture", its disk use per tensor and step
@@ -39,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -58,6 +61,7 @@ MODES = {
     "capture": {"XLAGRAPH_CAPTURE": "{tmp}/capture"},
     "capture, source lines always": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_SOURCE_LINES": "always"},
     "capture, no source lines": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_SOURCE_LINES": "0"},
+    "capture, uncompressed": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_COMPRESS": "0"},
     "capture + fingerprints": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_FINGERPRINTS": "1"},
     "XLA_SAVE_TENSORS_FILE (hlo)": {"XLA_SAVE_TENSORS_FILE": "{tmp}/save.hlo", "XLA_SAVE_TENSORS_FMT": "hlo"},
 }
@@ -94,7 +98,9 @@ def worker_train(steps: int, late: tuple[int, ...] = ()) -> dict[str, Any]:
         times.append(time.perf_counter() - t)
         cpu.append(time.thread_time() - c)
     xm.wait_device_ops()
-    return {"step_seconds": times, "thread_cpu_seconds": cpu}
+    # The process's CPU so far: what the driver's count of the whole process adds is the exit
+    # (capture's finish: the last records, stored sources, compression).
+    return {"step_seconds": times, "thread_cpu_seconds": cpu, "process_cpu_seconds": time.process_time()}
 
 
 def worker_tiny(steps: int) -> dict[str, Any]:
@@ -127,6 +133,7 @@ def _env(extra: dict[str, str], tmp: str) -> dict[str, str]:
 def _worker(
     kind: str, steps: int, extra: dict[str, str], tmp: str, timeout: float, late: tuple[int, ...] = ()
 ) -> dict[str, Any]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(
         [
             sys.executable,
@@ -143,9 +150,14 @@ def _worker(
         text=True,
         timeout=timeout,
     )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"worker {kind} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    total = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if "process_cpu_seconds" in result:  # the workers run one at a time: the delta is this one's
+        result["exit_cpu_seconds"] = max(0.0, total - result["process_cpu_seconds"])
+    return result
 
 
 def _du(path: Path) -> int:
@@ -207,6 +219,7 @@ def measure(repeat: int, timeout: float, modes: tuple[str, ...] = ()) -> dict[st
     cpu: dict[str, list[float]] = {m: [] for m in chosen}
     fast: dict[str, list[float]] = {m: [] for m in chosen}
     fast_cpu: dict[str, list[float]] = {m: [] for m in chosen}
+    exit_cpu: dict[str, list[float]] = {m: [] for m in chosen}
     extras: dict[str, Any] = {}
     for r in range(repeat):
         for mode, extra in chosen.items():
@@ -217,6 +230,7 @@ def measure(repeat: int, timeout: float, modes: tuple[str, ...] = ()) -> dict[st
                 cpu[mode].append(statistics.median(result["thread_cpu_seconds"][WARMUP:]))
                 fast[mode].append(_p10(steady))
                 fast_cpu[mode].append(_p10(result["thread_cpu_seconds"][WARMUP:]))
+                exit_cpu[mode].append(result["exit_cpu_seconds"])
                 if r == 0 and "XLAGRAPH_CAPTURE" in extra:
                     extras[mode] = {"size_bytes": _capture_parts(Path(tmp) / "capture")}
                     extras[mode].update(_hook_overhead(Path(tmp) / "capture"))
@@ -256,6 +270,8 @@ def measure(repeat: int, timeout: float, modes: tuple[str, ...] = ()) -> dict[st
             "p10_ratio_to_plain": round(p10 / plain_fast, 3),
             "p10_main_thread_cpu_ms": round(p10_cpu * 1e3, 3),
             "p10_cpu_ratio_to_plain": round(p10_cpu / plain_fast_cpu, 3),
+            "exit_cpu_ms": round(statistics.median(exit_cpu[mode]) * 1e3, 1),
+            "exit_cpu_runs_ms": [round(v * 1e3, 1) for v in exit_cpu[mode]],
             **extras.get(mode, {}),
         }
     return out
@@ -302,6 +318,7 @@ def render(modes: dict[str, Any], size: dict[str, Any] | None) -> str:
     rows = []
     for mode, m in modes.items():
         disk = m.get("size_bytes", {}).get("total")
+        hlo = m.get("size_bytes", {}).get("hlo")
         hook = m.get("hook_ms_per_steady_step")
         rows.append(
             [
@@ -314,7 +331,9 @@ def render(modes: dict[str, Any], size: dict[str, Any] | None) -> str:
                 f"{m['p10_ratio_to_plain']:.3f}",
                 f"{m['p10_cpu_ratio_to_plain']:.3f}",
                 "" if hook is None else f"{hook:.3f}",
+                f"{m['exit_cpu_ms']:.0f}",
                 "" if disk is None else f"{disk / 1e6:.2f} MB",
+                "" if hlo is None else f"{hlo / 1e3:.0f} kB",
             ]
         )
     table = markdown_table(
@@ -328,7 +347,9 @@ def render(modes: dict[str, Any], size: dict[str, Any] | None) -> str:
             "x plain",
             "p10 CPU x plain",
             "capture hook (ms/step)",
+            "exit CPU (ms)",
             f"disk ({STEPS} steps)",
+            "of which HLO",
         ],
         rows,
     )

@@ -27,7 +27,7 @@ SAVE = str(FIXTURES / "torch_xla" / "kept_alive" / "save_hlo.txt")
 CAPTURE = str(FIXTURES / "torch_xla" / "two_runs" / "capture")
 CALLS = str(FIXTURES / "torch_xla" / "fsdp_bucket" / "a.hlo")  # 8 computations: reducers, calls
 API_MODULES = ("xlagraph.api", "xlagraph.api._module", "xlagraph.api._diff", "xlagraph.api._report",
-               "xlagraph.api._html")  # fmt: skip
+               "xlagraph.render.notebook")  # fmt: skip
 
 
 def cli_out(*args: str) -> str:

@@ -23,6 +23,8 @@ import pytest
 from tests.conftest import FIXTURES, ROOT
 from xlagraph.capture import _format as fmt
 from xlagraph.capture import read_capture
+from xlagraph.parse.compressed import compressed_twin
+from xlagraph.parse.sources import read_bytes
 from xlagraph.report import build_report
 from xlagraph.runlog import RunLog
 
@@ -164,7 +166,8 @@ def test_scenario_capture_agrees_with_torch_xla(runs: dict[str, Run], name: str)
     assert all(s.compile_seconds > 0 for s in compiled)
     for s in compiled:
         graph = log.graphs[s.graph_hash]
-        text = Path(graph.module).read_text()
+        assert graph.module.endswith(".txt.xz")  # compressed at exit; the journal names the .txt
+        text = read_bytes(graph.module).decode()
         assert text.startswith("HloModule ") and "source_line=" in text  # XLA_HLO_DEBUG metadata
     assert not [n for n in log.notes if "check failed" in n or "incomplete" in n]
     assert STARTED in run.stderr and run.stderr.count(STARTED) == 1
@@ -446,7 +449,7 @@ def test_source_lines_off_when_steady_and_a_late_graph_gets_them_from_its_rerun(
     assert late["lines_module"] == f"{fmt.LINES_DIR}/{late['hash']}.txt"
     assert not list((folder / fmt.LINES_DIR).glob(f"*{fmt.LOWERED_SUFFIX}"))  # merged, then deleted
     (log,) = read_capture(out)
-    assert log.graphs[late["hash"]].module.endswith(late["lines_module"])
+    assert log.graphs[late["hash"]].module.endswith(late["lines_module"] + ".xz")  # compressed at exit
     assert any("its lines come from its run at step 23" in n for n in log.notes)
     # every line merged in is the one the run with lines always on dumped (the lowering numbers
     # instructions alike); all but called computations' get one
@@ -467,7 +470,7 @@ def test_source_lines_off_when_steady_and_a_late_graph_gets_them_from_its_rerun(
 def _lines_by_instruction(path: Path) -> dict[str, str]:
     """instruction name -> `file:line` of its metadata ("" without one), for every instruction."""
     out = {}
-    for line in path.read_text().splitlines():
+    for line in read_bytes(compressed_twin(str(path))).decode().splitlines():
         m = re.match(r"^\s*(?:ROOT\s+)?%?([^\s=]+)\s*=\s", line)
         if m:
             src = re.search(r'source_file="([^"]*)" source_line=(\d+)', line)
@@ -587,3 +590,59 @@ def test_a_compile_without_an_execution_record_does_not_shift_the_modules(tmp_pa
     assert any("matched no graph execution" in n for n in log.notes), log.notes
     report = build_report(log)
     assert any("constant_value" in r.kinds for r in report.recompiles), [r.kinds for r in report.recompiles]
+
+
+# --- compressed at exit: every reader reads the .xz ----------------------------------------------------
+
+
+def test_compressed_capture_reads_as_the_plain_one(tmp_path: Path) -> None:
+    """A capture folder after `_compress.compress_dumps` (what a clean exit does): the report, the
+    graph listing of its hlo/ folder, `load` and `diff` on a dump named as the journal names it
+    (`.txt`, now only `.txt.xz` on disk) all read what the plain folder gives."""
+    import shutil
+
+    import xlagraph
+    from xlagraph.capture._compress import compress_dumps
+
+    plain = FIXTURES / "torch_xla" / "two_runs" / "capture"
+    packed = tmp_path / "capture"
+    shutil.copytree(plain, packed)
+    before = after = 0
+    for proc in packed.iterdir():
+        b, a = compress_dumps(str(proc))
+        before, after = before + b, after + a
+    assert after * 4 < before, (before, after)  # small dumps; large HLO compresses 10-20x
+    texts = {p.relative_to(packed) for p in packed.rglob("*") if p.is_file() and p.suffix == ".txt"}
+    assert texts == set()  # every dump is .xz now, nothing else changed
+    assert {p.name for p in (packed / "vm-3382").iterdir()} == {p.name for p in (plain / "vm-3382").iterdir()}
+
+    def report(src: Path) -> str:  # JSON, with the folder and the file names as the plain one's
+        text = xlagraph.report(str(src), run="all").to_json()
+        return text.replace(str(src), "DIR").replace(".txt.xz", ".txt")
+
+    assert report(packed) == report(plain)
+    logs = read_capture(str(packed))
+    assert [g.module.endswith(".txt.xz") for log in logs for g in log.graphs.values()] == [True] * 3
+    assert not [n for log in logs for n in log.notes if "missing" in n or "not kept" in n]
+
+    listing = xlagraph.graphs(str(packed / "vm-3382" / "hlo"))
+    assert [r.fingerprint for r in listing.rows] == [
+        r.fingerprint for r in xlagraph.graphs(str(plain / "vm-3382" / "hlo")).rows
+    ]
+    names = sorted(p.name for p in (plain / "vm-3382" / "hlo").iterdir())
+    a, b = (str(packed / "vm-3382" / "hlo" / n) for n in names)  # as the journal names them
+    pa, pb = (str(plain / "vm-3382" / "hlo" / n) for n in names)
+    assert not os.path.exists(a) and os.path.exists(a + ".xz")
+    assert xlagraph.load(a).fingerprint == xlagraph.load(pa).fingerprint
+    assert xlagraph.load(a + ".xz").instruction_count == xlagraph.load(pa).instruction_count
+    d, reference = xlagraph.diff(a, b), xlagraph.diff(pa, pb)
+    # the same answer; each side is labelled by the file read
+    assert d.to_text() == reference.to_text().replace(pa, a + ".xz").replace(pb, b + ".xz")
+
+
+def test_compression_is_a_setting() -> None:
+    from xlagraph.capture._settings import Settings
+
+    assert Settings.from_env({}).compress
+    assert not Settings.from_env({"XLAGRAPH_COMPRESS": "0"}).compress
+    assert not Settings.from_env({"XLAGRAPH_COMPRESS": " off "}).compress

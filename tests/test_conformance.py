@@ -140,7 +140,6 @@ def test_every_module_read_diffs_identical_with_itself() -> None:
     exit 0 (identical), or exit 1 saying `undetermined` where the dump elides a constant's values;
     never `different`, and a module the reader refuses exits 2 with one line."""
     from click.testing import CliRunner
-
     from xlagraph.cli.main import xlagraph
 
     runner = CliRunner()

@@ -265,3 +265,17 @@ def test_a_pod_reports_each_rank_as_it_would_be_reported_alone(tmp_path: Path) -
     view = together.ranks
     assert view is not None and view.divergence is not None
     assert [g.ranks for g in view.divergence.groups] == [(0, 2), (1,)]
+
+
+def test_a_compressed_capture_keeps_its_partitioned_twin() -> None:
+    """Under SPMD the collectives are read from the module after partitioning; a capture stores
+    both as .xz (and the corpus keeps them so): the twin of a compressed module is found too."""
+    from xlagraph.report.ranks import _partitioned_twin
+
+    hlo = FIXTURES / "torch_xla" / "corpus" / "captures" / "hx_spmd_tp_after_warmup" / "hlo"
+    before = hlo / "module_0000.SyncTensorsGraph.443.before_optimizations.txt.xz"
+    assert _partitioned_twin(str(before)) == str(
+        hlo / "module_0000.SyncTensorsGraph.443.cpu_after_optimizations.txt.xz"
+    )
+    plain = "module_0000.SyncTensorsGraph.443.before_optimizations.txt"  # as the journal names it
+    assert _partitioned_twin(str(hlo / plain)).endswith("cpu_after_optimizations.txt.xz")

@@ -181,7 +181,8 @@ def test_a_tensor_kept_on_the_first_step_is_no_pending_initialisation() -> None:
 def test_a_batch_placed_another_way_every_k_steps_is_found_for_a_sharding_cause(tmp_path: Path) -> None:
     """A sharding that changes on some steps with no line of the user's in the graph: the loop's
     `if step % k` block that puts a batch on the device another way is the line to show."""
-    from xlagraph.diagnose.recognizers._common import periodic_in_loop, source_text
+    from xlagraph.diagnose.recognizers._periodic import periodic_in_loop
+    from xlagraph.diagnose.recognizers._source import source_text
     from xlagraph.diagnose.recognizers.periodic_site import _PLACES
 
     script = tmp_path / "train.py"

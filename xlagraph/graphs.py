@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from xlagraph._callable import make_callable
 from xlagraph.canonical import canonicalize
+from xlagraph.capture._format import is_capture_dir
 from xlagraph.errors import InputError
 from xlagraph.ir import GraphInfo
 from xlagraph.parse.hlo import summarize_hlo
@@ -147,8 +148,6 @@ def list_graphs(path: str, progress: Progress | None = None) -> GraphListing:
     try:
         source = open_source(path)
     except InputError:
-        from xlagraph.report.load import is_capture_dir  # only now: listing needs no report code
-
         if is_capture_dir(path):  # as `report` on a dump folder points here, point there
             raise InputError(
                 path,

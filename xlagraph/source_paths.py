@@ -28,6 +28,8 @@ __all__ = [
     "mark_library",
     "portable_frames",
     "portable_path",
+    "short_location",
+    "short_locations_in",
     "split_library_root",
 ]
 
@@ -169,3 +171,23 @@ def is_installed_path(path: str) -> bool:
     """An absolute path inside site-packages, dist-packages or a Python standard library folder:
     never read by the analysis (it is the analysing machine's copy, not the captured one)."""
     return _ROOT.match(_slashes(os.path.abspath(path))) is not None
+
+
+# An absolute `file.py:N` inside prose (a cause's summary names the user's `if` line, say).
+_IN_TEXT = re.compile(r"(?<![\w.])/[^\s:()`'\",;]+\.py(?::\d+)?")
+
+
+def short_location(loc: str) -> str:
+    """`/usr/lib/python3/site-packages/torch/x.py:3` -> `torch/x.py:3`; a path under the current
+    directory relative to it; anything else as it is."""
+    path, sep, line = loc.rpartition(":")
+    if not sep or not line.isdigit():
+        path, line = loc, ""
+    path = portable_path(path)
+    return f"{path}:{line}" if line else path
+
+
+def short_locations_in(text: str) -> str:
+    """Every absolute `path.py[:N]` in `text` shown as `short_location` shows it, so that a
+    summary and the `at` line below it name a file the same way."""
+    return _IN_TEXT.sub(lambda m: short_location(m.group(0)), text) if "/" in text else text

@@ -88,9 +88,9 @@ class Diff:
         return "\n".join(self.to_text(max_changes=5).splitlines()[:3])
 
     def _repr_html_(self) -> str:
-        from xlagraph.api._html import diff_html
+        from xlagraph.render.notebook import diff_html
 
-        return diff_html(self)
+        return diff_html(self.result)
 
 
 def _computations(result: DiffResult, side: str) -> dict[str, str]:

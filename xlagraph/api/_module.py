@@ -206,7 +206,7 @@ class Module:
         return "  ".join(parts)
 
     def _repr_html_(self) -> str:
-        from xlagraph.api._html import module_html
+        from xlagraph.render.notebook import module_html
 
         return module_html(self)
 

@@ -122,9 +122,9 @@ class Report:
         return self.to_text(note=False).split("\n\n", 1)[0]  # the first paragraph: what ran, how often
 
     def _repr_html_(self) -> str:
-        from xlagraph.api._html import report_html
+        from xlagraph.render.notebook import report_html
 
-        return report_html(self)
+        return report_html(self.processes, self.ranks)
 
 
 def runs_to_json(runs: tuple[RunInfo, ...]) -> list[dict[str, Any]]:
@@ -173,7 +173,7 @@ def report(capture_dir: str, run: str | int = "latest", *, phase: Phase = _quiet
     from xlagraph.report import build_report
     from xlagraph.report.load import load_source
     from xlagraph.report.ranks import rank_view
-    from xlagraph.report.shared import sharing
+    from xlagraph.sharing import sharing
 
     choice = _run_choice(run)
     # The ranks of a pod hold the same files: each distinct content is parsed and diffed once.
@@ -288,7 +288,7 @@ def check(
     from xlagraph.report import check_run
     from xlagraph.report.load import load_source
     from xlagraph.report.ranks import rank_view
-    from xlagraph.report.shared import sharing
+    from xlagraph.sharing import sharing
 
     if max_graphs < 0 or (after_step is not None and after_step < 0):
         raise ValueError("max_graphs and after_step must be 0 or more")

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 from xlagraph.capture import _format as fmt
 
 if TYPE_CHECKING:
-    from xlagraph.capture._recorder import Recorder
+    from xlagraph.capture._host import Host
 
 __all__ = ["PARAMETER_WRAPPING", "scan_dumps", "unlink"]
 
 PARAMETER_WRAPPING = 3200  # torch_xla tuples the parameters above this count (hlo-text-format.md 2.1)
 
 
-def scan_dumps(rec: Recorder) -> None:
+def scan_dumps(rec: Host) -> None:
     """Pair new before_optimizations dumps with compiles, in order; delete the other files."""
     if not rec.plan.hlo_dump:
         return
@@ -77,7 +77,7 @@ def scan_dumps(rec: Recorder) -> None:
         _partitioned(rec, os.path.join(rec.hlo_dir, name), name)
 
 
-def _partitioned(rec: Recorder, path: str, name: str) -> None:
+def _partitioned(rec: Host, path: str, name: str) -> None:
     """An after-optimizations dump: kept (as the graph's `partitioned` module) when its graph
     was partitioned by SPMD, where it shows the per-device shapes and the collectives the
     partitioner added; deleted otherwise. Waits while its before-optimizations twin is unpaired."""

@@ -11,10 +11,14 @@ DIR/<host>-<pid>/lines/<hash>.txt    the compiled HLO of a graph compiled while 
                                      (`<hash>.lowered.txt` until the process exits)
 DIR/<host>-<pid>/pt_xla_debug.txt    PT_XLA_DEBUG output, read as the run goes (the last step
                                      record's "o" says how far) and deleted at a clean exit
+
+At a clean exit the files of hlo/, tensors/ and lines/ are stored as `<name>.xz` (`_compress`);
+the journal keeps naming `<name>`, and readers find the `.xz` beside it.
 """
 
 from __future__ import annotations
 
+import os
 import re
 
 FORMAT = "xlagraph-capture"
@@ -45,6 +49,26 @@ START, FRAMES, CAUSE, GRAPH, STEP, NOTE, RANK, END, SHARD = (
     "shard",  # one distinct mark_sharding call: tensor, mesh, partition spec, sharding, frames
 )
 RANK_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK")  # torchrun's
+
+
+CAPTURE_MARKERS = (META, JOURNAL)  # either one makes a folder a process's capture folder
+
+
+def _has_marker(folder: str) -> bool:
+    # lexists: a FIFO or a dangling link named journal.jsonl is a capture the reader refuses by name.
+    return any(os.path.lexists(os.path.join(folder, name)) for name in CAPTURE_MARKERS)
+
+
+def is_capture_dir(path: str) -> bool:
+    """True for a capture folder or a folder of per-process capture folders."""
+    if not os.path.isdir(path):
+        return False
+    if _has_marker(path):
+        return True
+    try:
+        return any(e.is_dir() and _has_marker(e.path) for e in os.scandir(path))
+    except OSError:
+        return False
 
 
 def dump_order(name: str) -> int:

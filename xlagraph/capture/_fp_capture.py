@@ -228,7 +228,7 @@ class _Capture:
         found += [(f"output.{i}", "output", r) for i, r in enumerate(self.outputs)]
         self.inputs, self.outputs, self.loss = [], [], None
         if self.rec is not None and any(_on_xla(_deref(r)) for _, _, r in found):
-            self.pending.extend(found)  # after the sync (_fp_xla.after_sync)
+            self.pending.extend(found)  # after the sync (_after_sync)
             return
         self._fetch_inflight()
         self._start_eager(found)
@@ -299,14 +299,49 @@ class _Capture:
     # -- the recorder's calls (XLA), each guarded here: a failure stops fingerprints only ---------
 
     def after_sync(self, rec: Any) -> None:
-        from xlagraph.capture import _fp_xla
-
-        self.guard(lambda: _fp_xla.after_sync(self, rec))
+        self.guard(lambda: self._after_sync(rec))
 
     def finish(self, rec: Any) -> None:
-        from xlagraph.capture import _fp_xla
+        self.guard(lambda: self._finish_xla())
 
-        self.guard(lambda: _fp_xla.finish(self, rec))
+    def _after_sync(self, rec: Any) -> None:
+        """The step's sync is recorded: write the last fingerprints, start this step's in a graph
+        of their own (`_fp_xla.side_graph`), fetched at the next sync."""
+        self._fetch_inflight()
+        if not self.pending:
+            return
+        items = [(n, role, t) for n, role, r in self.pending if _on_xla(t := _deref(r))]
+        self.pending = []
+        if not items:
+            return
+        from xlagraph.capture._fp_xla import side_graph  # (XLA only: reads the debug stream)
+
+        step = self.step
+        self.step += 1
+        ids = [self._name_id(n, role, t) for n, role, t in items]
+        table, compiles = side_graph(rec, [t for _, _, t in items])
+        self.side_compiles += compiles
+        self.inflight.append((table, None, ids, step, rec.s.step - 1))
+
+    def _finish_xla(self) -> None:
+        """At exit: write what is fetched; tensors of a step never synced are not fingerprinted
+        (that would run the training graph inside this one)."""
+        self._fetch_inflight()
+        if self.pending:
+            self._jsonl(
+                [{"k": "note", "v": "the last optimizer step had no sync after it: not fingerprinted"}]
+            )
+            self.pending = []
+        if self.side_compiles:
+            self._jsonl(
+                [
+                    {
+                        "k": "note",
+                        "v": f"fingerprint graph compiled {self.side_compiles} time(s), run after each sync; "
+                        "left out of the journal",
+                    }
+                ]
+            )
 
     # -- writing --------------------------------------------------------------------------------
 

@@ -14,70 +14,34 @@ fingerprints the training graphs have the same hashes and the same compile count
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from xlagraph.capture import _format as fmt
 from xlagraph.capture._debug_stream import decode
 from xlagraph.capture._dumps import scan_dumps, unlink
 from xlagraph.parse.pt_xla_debug import parse_pt_xla_debug
 
-if TYPE_CHECKING:
-    from xlagraph.capture._fp_capture import _Capture
-
-__all__ = ["after_sync", "finish"]
+__all__ = ["side_graph"]
 
 
-def after_sync(cap: _Capture, rec: Any) -> None:
-    """The step's sync is recorded: write the last fingerprints, start this step's."""
-    cap._fetch_inflight()
-    if not cap.pending:
-        return
+def side_graph(rec: Any, tensors: list[Any]) -> tuple[Any, int]:
+    """Fingerprint `tensors` (device data after the sync) in one graph dispatched without waiting,
+    and take what torch_xla reports for it out of the recorder `rec`'s view. Returns the table
+    (fetched at a later sync) and how many times this graph compiled."""
     from xlagraph.capture._fingerprints import fingerprint
-    from xlagraph.capture._fp_capture import _deref
 
-    items = []
-    for name, role, r in cap.pending:
-        t = _deref(r)
-        if t is not None and t.device.type == "xla":
-            items.append((name, role, t))
-    cap.pending = []
-    if not items:
-        return
-    step = cap.step
-    cap.step += 1
-    ids = [cap._name_id(n, role, t) for n, role, t in items]
     scan_dumps(rec)  # the training graphs' dumps are paired before this graph adds its own
     before = _side_counts(rec)
     ir_debug = rec.xlac._get_ir_debug()
     if ir_debug:  # source lines of this graph are never shown: not worth a Python stack per op
         rec.xlac._set_ir_debug(False)
     try:
-        table = fingerprint([t for _, _, t in items])
+        table = fingerprint(tensors)
     finally:
         if ir_debug:
             rec.xlac._set_ir_debug(True)
     rec.xlac._xla_sync_multi([table], [], False)
-    _absorb(rec, before)
-    cap.inflight.append((table, None, ids, step, rec.s.step - 1))
-
-
-def finish(cap: _Capture, rec: Any) -> None:
-    """At exit: write what is fetched; tensors of a step never synced are not fingerprinted
-    (that would run the training graph inside this one)."""
-    cap._fetch_inflight()
-    if cap.pending:
-        cap._jsonl([{"k": "note", "v": "the last optimizer step had no sync after it: not fingerprinted"}])
-        cap.pending = []
-    if cap.side_compiles:
-        cap._jsonl(
-            [
-                {
-                    "k": "note",
-                    "v": f"fingerprint graph compiled {cap.side_compiles} time(s), run after each sync; "
-                    "left out of the journal",
-                }
-            ]
-        )
+    return table, _absorb(rec, before)
 
 
 def _side_counts(rec: Any) -> tuple[int, set[str]]:
@@ -89,8 +53,9 @@ def _side_counts(rec: Any) -> tuple[int, set[str]]:
     return count, names
 
 
-def _absorb(rec: Any, before: tuple[int, set[str]]) -> None:
-    """Take what torch_xla reported for the fingerprint graph out of the recorder's view."""
+def _absorb(rec: Any, before: tuple[int, set[str]]) -> int:
+    """Take what torch_xla reported for the fingerprint graph out of the recorder's view; the
+    number of compiles it took."""
     s = rec.s
     data = rec.debug.read()
     if data:
@@ -102,9 +67,6 @@ def _absorb(rec: Any, before: tuple[int, set[str]]) -> None:
     rec.base = (rec.base[0], rec.base[1] + 1, rec.base[2] + new_compiles)
     s.compiles, s.executes = compiles, s.executes + 1
     if new_compiles:
-        side = getattr(rec, "side", None)
-        if side is not None:
-            side.side_compiles += new_compiles
         metric = rec.xlac._xla_metric_data("CompileTime")
         if metric and metric[2]:
             s.compile_sample_ts = max(s.compile_sample_ts, metric[2][-1][0])
@@ -117,3 +79,4 @@ def _absorb(rec: Any, before: tuple[int, set[str]]) -> None:
             s.dumps_seen.add(name)
             s.prefixes_done.add(fmt.dump_prefix(name))
             unlink(os.path.join(rec.hlo_dir, name))
+    return new_compiles

@@ -15,8 +15,9 @@ torch_xla is passed in (`xlac` = `torch_xla._XLAC`), never imported here at modu
 `_settings` (the XLAGRAPH_* knobs), `_state` (what changes during the run), `_debug_stream` (reading
 PT_XLA_DEBUG), `_dumps` (the --xla_dump_to folder), `_tensors_report` (the live-tensor report),
 `_source_lines` (XLAGRAPH_SOURCE_LINES=auto), `_placement` (rank and mark_sharding records),
-`_journal` (writing the journal and meta.json). The functions take the recorder and use its
-`note`, `update`, `fits` and `cap_reason`.
+`_journal` (writing the journal and meta.json). The functions take the recorder as a `_host.Host`
+(what they use of it: its state, settings, `note`, `update`, `fits` and `cap_reason`), so none of
+them imports this module.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from contextlib import suppress
 from typing import Any
 
 from xlagraph.capture import _format as fmt
+from xlagraph.capture._compress import compress_dumps
 from xlagraph.capture._debug_stream import DebugStream, decode
 from xlagraph.capture._dumps import scan_dumps
 from xlagraph.capture._env import EnvPlan
@@ -206,6 +208,7 @@ class Recorder:
         if s.lowered:
             merge_source_lines(self)
         self._store_sources()
+        self._compress()
         self._write(graph_records(self.s))
         count, total_ns = self._compile_metric()
         end = {
@@ -462,6 +465,15 @@ class Recorder:
                 f"sources: {len(index['lines'])} file(s) past the {budget_bytes() >> 20} MB budget "
                 "(XLAGRAPH_SOURCES_MB) keep only their cited lines"
             )
+
+    def _compress(self) -> None:
+        """At exit, once the dumps' text is final: store them as .xz (`_compress`)."""
+        if not self.settings.compress:
+            return
+        try:
+            compress_dumps(self.dir)
+        except Exception as e:  # (a full disk): what is not compressed stays plain text, as readable
+            self.note(f"dumps not compressed: {type(e).__name__}: {e}")
 
     def note(self, text: str) -> None:
         """A line for the report's notes: a journal record, and one more line in meta.json."""

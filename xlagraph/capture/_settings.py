@@ -24,6 +24,7 @@ class Settings:
     report_mode: str = "auto"  # auto | always | never
     fail_after: int = 0  # test hook: raise inside the hook at this marker (0: never)
     steady_markers: int = STEADY_MARKERS
+    compress: bool = True  # the dumps stored as .xz at a clean exit (XLAGRAPH_COMPRESS=0: plain text)
 
     @staticmethod
     def from_env(environ: dict[str, str] | os._Environ[str]) -> Settings:
@@ -41,9 +42,11 @@ class Settings:
             steady = max(1, int(environ.get("XLAGRAPH_STEADY_STEPS", "") or STEADY_MARKERS))
         except ValueError:
             steady = STEADY_MARKERS
+        compress = environ.get("XLAGRAPH_COMPRESS", "1").strip().lower() not in ("0", "off", "no", "false")
         return Settings(
             max_bytes=int(max_mb * 2**20),
             report_mode=mode if mode in ("auto", "always", "never") else "auto",
             fail_after=fail_after,
             steady_markers=steady,
+            compress=compress,
         )

@@ -21,7 +21,7 @@ from xlagraph.capture._dumps import unlink
 from xlagraph.parse.pt_xla_debug import Execution
 
 if TYPE_CHECKING:
-    from xlagraph.capture._recorder import Recorder
+    from xlagraph.capture._host import Host
 
 __all__ = [
     "AWAIT_MARKERS",
@@ -45,7 +45,7 @@ def lines_auto_supported(source_lines_mode: str, xlac: Any) -> bool:
     )
 
 
-def adapt_source_lines(rec: Recorder) -> None:
+def adapt_source_lines(rec: Host) -> None:
     """Auto mode, after a step: lines on right after a compile and while a graph compiled
     without them waits for its rerun; off once the run is steady."""
     s, steady = rec.s, rec.settings.steady_markers
@@ -76,7 +76,7 @@ def adapt_source_lines(rec: Recorder) -> None:
             )
 
 
-def probe_lines(rec: Recorder) -> None:
+def probe_lines(rec: Host) -> None:
     """Before a marker, while graphs compiled without source lines wait for a rerun: when the
     pending graph may be one of them, lower it (with the lines it was traced with) so that
     `resolve_probe` can keep it. The pending graph is predicted by the graph hash of tensors
@@ -109,7 +109,7 @@ def _pending_hash(xlac: Any, tensors: list[Any]) -> bytes:
     return bytes(xlac._get_graph_hash(tensors))
 
 
-def resolve_probe(rec: Recorder, own: list[Execution]) -> None:
+def resolve_probe(rec: Host, own: list[Execution]) -> None:
     """After the marker: the graph a probe's lowering was. An awaited graph rerun from the
     cache keeps that lowering; `finish` copies its lines onto the compiled dump."""
     s = rec.s
@@ -147,7 +147,7 @@ def resolve_probe(rec: Recorder, own: list[Execution]) -> None:
         rec.update(graph, lines_note=rec.cap_reason("HLO with source lines"))
 
 
-def merge_source_lines(rec: Recorder) -> None:
+def merge_source_lines(rec: Host) -> None:
     """At exit (not while training: it parses both modules): the compiled dump of each graph
     whose rerun was lowered, with that lowering's source lines, as `lines/<hash>.txt`."""
     from xlagraph.capture.lines import merge_lines  # (loads the HLO parser: needed at exit only)
@@ -168,7 +168,7 @@ def merge_source_lines(rec: Recorder) -> None:
         rec.update(graph, lines_module=f"{fmt.LINES_DIR}/{name}", lines_count=count)
 
 
-def await_lines(rec: Recorder, graph_hash: str) -> None:
+def await_lines(rec: Host, graph_hash: str) -> None:
     """A graph compiled while lines were off, at a marker: keep lines on until its rerun is lowered."""
     s = rec.s
     s.awaiting.setdefault(graph_hash, s.markers)

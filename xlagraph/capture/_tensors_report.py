@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from xlagraph.capture import _format as fmt
 
 if TYPE_CHECKING:
-    from xlagraph.capture._recorder import Recorder
+    from xlagraph.capture._host import Host
     from xlagraph.capture._settings import Settings
     from xlagraph.capture._state import GraphEntry, RunState
     from xlagraph.parse.pt_xla_debug import Execution
@@ -26,7 +26,7 @@ RECENT_COMPILE_MARKERS = 2  # or while graphs still change (a compile at one of 
 REPORT_PER_COMPILE = 0.25  # ... if it costs at most this share of an average compile.
 
 
-def take_report(rec: Recorder, t: float) -> None:
+def take_report(rec: Host, t: float) -> None:
     """Before a marker (at perf-counter time `t`): the report, or the reason there is none."""
     s = rec.s
     s.report, s.report_reason = None, ""
@@ -57,7 +57,7 @@ def _affordable(s: RunState, settings: Settings, elapsed: float) -> bool:
     return changing and s.report_cost <= REPORT_PER_COMPILE * mean_compile
 
 
-def attach_tensors(rec: Recorder, compiled: list[tuple[GraphEntry, Execution, bool]]) -> None:
+def attach_tensors(rec: Host, compiled: list[tuple[GraphEntry, Execution, bool]]) -> None:
     """The compiled graphs of a step: the marker's report goes to its first compile; the others get a
     note saying why they have none."""
     s = rec.s

@@ -27,8 +27,8 @@ from xlagraph.parse.pt_xla_debug import Execution, fold_executions, parse_pt_xla
 from xlagraph.parse.sources import read_bytes
 from xlagraph.parse.tensors_report import parse_tensors_report
 from xlagraph.progress import counted
-from xlagraph.report.shared import current as current_shared
 from xlagraph.runlog import GraphRecord, LiveTensor, RunLog, Step, Sync
+from xlagraph.sharing import current as current_shared
 from xlagraph.source_paths import portable_path
 
 __all__ = ["CaptureRun", "is_capture", "read_capture", "read_capture_runs"]
@@ -275,12 +275,10 @@ def _read_leftover_debug(p: Path, acc: _Acc, debug_level: int) -> None:
     claimed = {g.get("module") for g in acc.graphs.values()}
     hlo = p / fmt.HLO_DIR
     try:
+        # A dump compressed since (`xz hlo/*.txt`) is named as the journal would: read through its twin.
+        plain = {n.removesuffix(".xz").removesuffix(".gz") for n in os.listdir(hlo)}
         free = sorted(
-            (
-                n
-                for n in os.listdir(hlo)
-                if n.endswith(fmt.BEFORE_SUFFIX) and f"{fmt.HLO_DIR}/{n}" not in claimed
-            ),
+            (n for n in plain if n.endswith(fmt.BEFORE_SUFFIX) and f"{fmt.HLO_DIR}/{n}" not in claimed),
             key=fmt.dump_order,
         )
     except OSError:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from xlagraph.capture import _format as fmt
+from xlagraph.diagnose.frames import call_site
 from xlagraph.ir import Frame, strip_layout
 from xlagraph.source_paths import portable_path
 
@@ -54,8 +55,6 @@ class MarkSharding:
     @property
     def line(self) -> str:
         """`file:line` of the innermost user frame (FSDPv2's own calls are library frames)."""
-        from xlagraph.report.frames import call_site
-
         return call_site(self.frames)
 
 

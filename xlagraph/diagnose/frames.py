@@ -26,9 +26,19 @@ from functools import lru_cache
 from typing import Protocol
 
 from xlagraph.ir import Frame
-from xlagraph.source_paths import is_installed_path, is_library_path, portable_path
+from xlagraph.source_paths import is_installed_path, is_library_path, library_generation, portable_path
 
-__all__ = ["SourceText", "first_user_frame", "is_library", "location", "reading_sources", "source_line"]
+__all__ = [
+    "SourceText",
+    "call_site",
+    "first_user_frame",
+    "is_library",
+    "location",
+    "reading_sources",
+    "source_line",
+    "split_frames",
+    "user_frames",
+]
 
 # A source file larger than this is no Python source a user wrote: it is not read.
 _MAX_SOURCE_BYTES = 16 << 20
@@ -75,6 +85,35 @@ def location(frame: Frame) -> str:
     reads as one a capture recorded)."""
     file = portable_path(frame.file)
     return f"{file}:{frame.line}" if frame.line else file
+
+
+def user_frames(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
+    """The user's frames, innermost first."""
+    return _user_frames(tuple(frames), library_generation())
+
+
+@lru_cache(maxsize=16384)  # the ranks of a pod record the same stacks
+def _user_frames(frames: tuple[Frame, ...], _generation: int) -> tuple[Frame, ...]:
+    return tuple(f for f in frames if not is_library(f))
+
+
+def split_frames(frames: tuple[Frame, ...]) -> tuple[tuple[Frame, ...], tuple[Frame, ...]]:
+    """(user frames, library frames), each innermost first: the report shows the user's first and
+    folds the library's."""
+    return _split_frames(tuple(frames), library_generation())
+
+
+@lru_cache(maxsize=16384)
+def _split_frames(frames: tuple[Frame, ...], generation: int) -> tuple[tuple[Frame, ...], tuple[Frame, ...]]:
+    return _user_frames(frames, generation), tuple(f for f in frames if is_library(f))
+
+
+def call_site(frames: tuple[Frame, ...]) -> str:
+    """`file:line` of the innermost user frame (the innermost frame when all are library), or ``."""
+    users = user_frames(frames)
+    if users:
+        return location(users[0])
+    return location(frames[0]) if frames else ""
 
 
 def first_user_frame(frames: tuple[Frame, ...]) -> tuple[Frame | None, Frame | None]:

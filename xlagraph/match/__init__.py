@@ -37,6 +37,7 @@ from xlagraph.match.bottom_up import match_bottom_up
 from xlagraph.match.correspondence import correspond
 from xlagraph.match.exact import match_exact, zip_subgraphs
 from xlagraph.match.mappings import Mappings, Matching
+from xlagraph.match.shapes import dims, sharded_alike
 from xlagraph.match.top_down import match_top_down
 
 try:
@@ -183,28 +184,6 @@ def _layout(comp: CanonicalComputation) -> list[tuple[str, str]]:
     return sorted((i.opcode, i.attribute("replica_groups") or "") for i in _with_opcodes(comp, _COLLECTIVES))
 
 
-def _sharded_alike(a: str, b: str) -> bool:
-    """Same rank, each dimension equal or split by a whole factor (any element type). A size 1
-    is no evidence of a split: `f32[4,1]` and `f32[4,3]` are two task heads, not one sharded."""
-    x, y = _dims(a), _dims(b)
-    return (
-        x is not None
-        and y is not None
-        and len(x) == len(y)
-        and all(p == q or (min(p, q) > 1 and max(p, q) % min(p, q) == 0) for p, q in zip(x, y, strict=True))
-    )
-
-
-def _dims(shape: str) -> list[int] | None:
-    head, bracket, rest = shape.partition("[")
-    if not bracket or head.startswith("("):
-        return None
-    try:
-        return [int(d) for d in rest.partition("]")[0].split(",") if d]
-    except ValueError:
-        return None
-
-
 def _match_outputs(
     left: CanonicalComputation,
     right: CanonicalComputation,
@@ -249,8 +228,8 @@ def _match_outputs(
                     if (
                         opcode == opcode_b
                         and shape != shape_b
-                        and _sharded_alike(shape, shape_b)
-                        and (resharded or _dims(shape) == _dims(shape_b))
+                        and sharded_alike(shape, shape_b)
+                        and (resharded or dims(shape) == dims(shape_b))
                     ):
                         m.add(a, b, "outputs")
                         start = max(start, k + 1)

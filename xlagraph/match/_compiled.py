@@ -15,6 +15,7 @@ from xlagraph.canonical import CanonicalComputation
 from xlagraph.canonical.hashes import COMMUTATIVE
 from xlagraph.ir import strip_layout
 from xlagraph.match.mappings import Matching
+from xlagraph.match.shapes import dims
 
 __all__ = ["cached_side", "match", "side", "users"]
 
@@ -80,11 +81,9 @@ def users(comp: CanonicalComputation) -> dict[str, list[str]] | None:
 
 
 def _shape_key(shape: str) -> tuple[str, list[int] | None]:
-    """`strip_layout(shape)` and its dims as `match._dims` reads them."""
-    from xlagraph.match import _dims  # the reference's own rule, not a copy of it
-
+    """`strip_layout(shape)` and its dims as the reference matcher reads them (`shapes.dims`)."""
     stripped = strip_layout(shape)
-    return stripped, _dims(stripped)
+    return stripped, dims(stripped)
 
 
 def match(

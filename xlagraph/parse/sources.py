@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from xlagraph.errors import InputError
 from xlagraph.ir import Frame, GraphInfo, Module
-from xlagraph.parse.compressed import decompress
+from xlagraph.parse.compressed import compressed_twin, decompress
 from xlagraph.parse.hlo import looks_like_hlo, parse_hlo
 from xlagraph.parse.lazy_ir import parse_lazy_ir
 from xlagraph.source_paths import portable_path
@@ -43,7 +43,7 @@ DOT_HINT = "Graphviz dot is not read by xlagraph: dump with XLA_SAVE_TENSORS_FMT
 # --xla_dump_to file names (xla/service/dump.cc FilenameFor); module names contain dots.
 _DUMP_FILE = re.compile(
     r"^(?:\d+\.)?module_(\d{4,})\.(.+)\."
-    r"(before_optimizations|(?:[a-z][a-z0-9_.]*_)?after_optimizations|\d{4}\..+)\.txt$"
+    r"(before_optimizations|(?:[a-z][a-z0-9_.]*_)?after_optimizations|\d{4}\..+)\.txt(?:\.xz|\.gz)?$"
 )
 _NOT_HLO_SUFFIXES = ("-buffer-assignment", "-memory-usage-report", "-live-range", "-buffer-assignment-values")
 _FRAME_LINE = re.compile(r"\s+(.*) \((.*):([0-9]{1,9})\)\s*$")
@@ -221,7 +221,9 @@ def _first_meaningful(text: str) -> str:
 
 
 def open_source(path: str) -> Source:
-    """Locate every graph in `path` (file or `--xla_dump_to` directory) without parsing them."""
+    """Locate every graph in `path` (file or `--xla_dump_to` directory) without parsing them.
+    A file that exists only compressed (`path.xz`, `path.gz`: a capture's dump) is read so."""
+    path = compressed_twin(path)
     if os.path.isdir(path):
         return _open_dump_dir(path)
     text = _read_text(path)

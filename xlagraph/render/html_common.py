@@ -20,7 +20,7 @@ from typing import Any
 from jinja2 import Environment, FunctionLoader, StrictUndefined
 from markupsafe import Markup
 
-from xlagraph.render.paths import short_location, short_locations_in
+from xlagraph.source_paths import short_location, short_locations_in
 
 __all__ = [
     "CONTEXT_LINES",

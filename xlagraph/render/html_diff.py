@@ -57,8 +57,9 @@ from xlagraph.render.html_diff_view import (
     Section,
     SideInfo,
 )
-from xlagraph.render.paths import short_location, short_locations_in, split_user_lines
+from xlagraph.render.paths import split_user_lines
 from xlagraph.render.text import headline
+from xlagraph.source_paths import short_location, short_locations_in
 
 __all__ = ["DATA_BUDGET", "build_diff_view", "render_diff_html"]
 

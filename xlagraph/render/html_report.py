@@ -14,8 +14,8 @@ from xlagraph.ir import Module
 from xlagraph.render import html_diff
 from xlagraph.render.html_common import CONTEXT_LINES, asset, element_id, environment, page_data
 from xlagraph.render.html_diff_view import DiffView
-from xlagraph.render.paths import short_location
 from xlagraph.report.model import to_fix_first
+from xlagraph.source_paths import short_location
 
 __all__ = ["ReportPage", "RunView", "build_run_view", "recompile_diffs", "render_report_html"]
 

@@ -8,9 +8,9 @@ and last the notes on what the source could not say.
 from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause
-from xlagraph.render.paths import short_location, short_locations_in
 from xlagraph.render.text import _wrap
 from xlagraph.report.model import CheckResult, RankEntry, Recompile, RunReport, TimelineEntry, to_fix_first
+from xlagraph.source_paths import short_location, short_locations_in
 
 __all__ = ["render_check_text", "render_report_text"]
 

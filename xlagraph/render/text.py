@@ -12,7 +12,8 @@ import textwrap
 from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
 
-from xlagraph.render.paths import short_location, short_locations_in, split_user_lines
+from xlagraph.render.paths import split_user_lines
+from xlagraph.source_paths import short_location, short_locations_in
 
 if TYPE_CHECKING:  # annotations only: listing graphs needs no diagnosis engine
     from xlagraph.canonical import CanonicalModule

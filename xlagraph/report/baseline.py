@@ -15,14 +15,13 @@ from dataclasses import dataclass, replace
 from xlagraph.canonical import canonicalize
 from xlagraph.diagnose.causes import CauseKind
 from xlagraph.diagnose.evidence import Context
-from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.frames import call_site, is_library, user_frames
 from xlagraph.diff import DiffResult, diff_modules
 from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module
 from xlagraph.parse.sources import Source, open_source, read, replace_label, select, split_spec
-from xlagraph.report.frames import call_site, user_frames
-from xlagraph.report.shared import current as current_shared
 from xlagraph.runlog import GraphRecord, Sync
+from xlagraph.sharing import current as current_shared
 
 __all__ = [
     "GENERIC_NAMES",

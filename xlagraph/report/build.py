@@ -25,12 +25,21 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import SourceText, StoredText, reading_sources, source_line
+from xlagraph.diagnose.frames import (
+    SourceText,
+    StoredText,
+    call_site,
+    is_library,
+    location,
+    reading_sources,
+    source_line,
+    split_frames,
+    user_frames,
+)
 from xlagraph.diff import DiffResult
 from xlagraph.graphs import variant_letter
 from xlagraph.ir import Frame, strip_layout
 from xlagraph.progress import counted
-from xlagraph.render.paths import short_location
 from xlagraph.report.baseline import (
     GENERIC_NAMES,
     MAX_CANDIDATES,
@@ -41,7 +50,6 @@ from xlagraph.report.baseline import (
     graph_name,
 )
 from xlagraph.report.findings import step_breaks
-from xlagraph.report.frames import call_site, is_library, location, split_frames, user_frames
 from xlagraph.report.model import (
     Attribution,
     Baseline,
@@ -54,6 +62,7 @@ from xlagraph.report.model import (
 )
 from xlagraph.report.savefile import is_step_marker
 from xlagraph.runlog import GraphRecord, LiveTensor, RunLog, Sync
+from xlagraph.source_paths import short_location
 
 __all__ = ["MAX_CANDIDATES", "build_report", "trigger_of"]
 

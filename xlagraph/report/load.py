@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from xlagraph.capture._format import CAPTURE_MARKERS, is_capture_dir
 from xlagraph.errors import InputError
 from xlagraph.report.savefile import runlog_from_save_file
 from xlagraph.runlog import RunLog
@@ -62,27 +63,6 @@ def parse_run(value: str) -> str | int:
     if text.isascii() and text.isdigit() and 0 < len(text) < 10 and int(text) > 0:
         return int(text)
     raise ValueError(f"--run must be {RUN_CHOICES}, got {value!r}")
-
-
-CAPTURE_MARKERS = ("meta.json", "journal.jsonl")
-
-
-def _has_marker(folder: Path) -> bool:
-    # lexists: a FIFO or a dangling link named journal.jsonl is a capture the reader refuses by name.
-    return any(os.path.lexists(folder / name) for name in CAPTURE_MARKERS)
-
-
-def is_capture_dir(path: str) -> bool:
-    """True for a capture folder or a folder of per-process capture folders."""
-    p = Path(path)
-    if not p.is_dir():
-        return False
-    if _has_marker(p):
-        return True
-    try:
-        return any(child.is_dir() and _has_marker(child) for child in p.iterdir())
-    except OSError:
-        return False
 
 
 def load_runs(src: str, run: str | int = "latest") -> tuple[RunLog, ...]:

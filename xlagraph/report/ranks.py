@@ -177,7 +177,7 @@ def rank_dir_runs(path: str) -> tuple[RunLog, ...] | None:
     for e in entries:
         if e.is_file() and (m := _SAVE_FILE.match(e.name)):
             files.setdefault(m.group(1), []).append((int(m.group(2)), e))
-        elif e.is_dir() and (m := _RANK_DIR.match(e.name)) and any(e.glob(f"*{_BEFORE}")):
+        elif e.is_dir() and (m := _RANK_DIR.match(e.name)) and _before_files(e):
             dirs.append((int(m.group(1)), e))
     if len(files) == 1 and len(next(iter(files.values()))) >= 2 and not dirs:
         from xlagraph.report.savefile import runlog_from_save_file
@@ -195,7 +195,7 @@ def runlog_from_dump_dir(path: str) -> RunLog:
     from xlagraph.capture._format import dump_order
     from xlagraph.parse.sources import read_bytes
 
-    files = sorted(Path(path).glob(f"*{_BEFORE}"), key=lambda f: (dump_order(f.name), f.name))
+    files = sorted(_before_files(Path(path)), key=lambda f: (dump_order(f.name), f.name))
     syncs, steps, graphs = [], [], {}
     for i, f in enumerate(files):
         h = "dump:" + hashlib.sha1(read_bytes(f)).hexdigest()[:24]  # regular files, bounded
@@ -497,14 +497,31 @@ def _collectives(
 
 def _partitioned_twin(spec: str) -> str:
     """Under SPMD the partitioner adds the collectives: a capture keeps the module after
-    partitioning beside the one before it (`<prefix>.<platform>_after_optimizations.txt`); the
-    collectives are read from it when it is there."""
-    if not spec.endswith(_BEFORE):
+    partitioning beside the one before it (`<prefix>.<platform>_after_optimizations.txt`, or
+    `.txt.xz` as capture stores it); the collectives are read from it when it is there."""
+    plain = _uncompressed_name(spec)
+    if not plain.endswith(_BEFORE):
         return spec
-    path = Path(spec)
+    path = Path(plain)
     prefix = path.name.removesuffix(_BEFORE)
-    twins = sorted(path.parent.glob(f"{prefix}.*after_optimizations.txt"))
+    twins = sorted(
+        t
+        for t in path.parent.glob(f"{prefix}.*after_optimizations.txt*")
+        if _uncompressed_name(t.name).endswith("after_optimizations.txt")
+    )
     return str(twins[0]) if twins else spec
+
+
+def _uncompressed_name(name: str) -> str:
+    """`name` without `.xz` or `.gz`: a compressed dump is read as the text it holds."""
+    from xlagraph.parse.compressed import SUFFIXES
+
+    return next((name.removesuffix(s) for s in SUFFIXES if name.endswith(s)), name)
+
+
+def _before_files(folder: Path) -> list[Path]:
+    """The before-optimizations modules of a --xla_dump_to folder, plain or compressed."""
+    return [f for f in folder.glob(f"*{_BEFORE}*") if _uncompressed_name(f.name).endswith(_BEFORE)]
 
 
 def _mismatch_text(step: int, position: int, groups: tuple[RankGroup, ...], unit: str) -> str:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import hashlib
 
+from xlagraph.diagnose.frames import is_library
 from xlagraph.errors import InputError
 from xlagraph.ir import Frame
 from xlagraph.parse.sources import Graph, open_source
-from xlagraph.report.frames import is_library
 from xlagraph.runlog import GraphRecord, RunLog, Sync
 
 __all__ = ["is_step_marker", "runlog_from_save_file"]

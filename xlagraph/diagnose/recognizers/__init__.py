@@ -8,6 +8,18 @@ then the patterns of one input or one value; `unknown` then words what nothing e
 over everything found, named and raw alike: `permutation` folds a reordering into the change it
 follows from, `periodic_site` cites the `if ... % k:` line
 that calls a helper, and `grouping` makes one cause of what repeats.
+
+The contract. A recognizer is one module exporting `RECOGNIZER = Recognizer(name, recognize)`;
+`recognize(evidence, pending)` is pure: it reads the two graphs and the run (`Evidence`) and the
+causes still pending (the raw differences, or in `FINAL` everything found), and returns
+`Recognized(causes, consumed, rest)`: the causes it names, the indices of the pending causes they
+explain (dropped from the list), and pieces it split off and leaves to later recognizers; `NOTHING`
+when the pattern is absent. It names a `CauseKind`, takes its hint from `diagnose/fixes.py` and its
+lines from the causes it consumes. `donation.py` is the smallest: it renames the `attribute`
+differences that are all `input_output_alias` and gives them the donation fix. Shared helpers, one
+file per concern: `_causes` (merge, rename), `_source` (the user's code around a line),
+`_periodic` (work done every k steps), `_assignments` (where a value was made), `_dataflow`
+(walks over a graph).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.recognizers._common import merge
+from xlagraph.diagnose.recognizers._causes import merge
 
 __all__ = ["RECOGNIZER"]
 

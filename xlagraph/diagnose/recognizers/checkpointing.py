@@ -16,7 +16,7 @@ from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.recognizers._common import merge
+from xlagraph.diagnose.recognizers._causes import merge
 
 __all__ = ["RECOGNIZER"]
 

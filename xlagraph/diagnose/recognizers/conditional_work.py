@@ -16,20 +16,11 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, scalar_clip
-from xlagraph.diagnose.recognizers._common import (
-    RESTATES,
-    downstream,
-    enclosing_function,
-    enclosing_if,
-    lines_matching,
-    merge,
-    opcodes,
-    periodic_caller,
-    source_text,
-    updated_inputs,
-    user_files,
-)
+from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, opcodes, updated_inputs
+from xlagraph.diagnose.recognizers._periodic import enclosing_if, periodic_caller
+from xlagraph.diagnose.recognizers._source import enclosing_function, lines_matching, source_text, user_files
 from xlagraph.ir import Frame, strip_layout
 from xlagraph.match.bottom_up import users_of
 

@@ -16,7 +16,8 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
-from xlagraph.diagnose.recognizers._common import assigned_from, lines_matching, source_text, user_files
+from xlagraph.diagnose.recognizers._assignments import assigned_from
+from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
 from xlagraph.ir import Frame
 
 __all__ = ["RECOGNIZER"]

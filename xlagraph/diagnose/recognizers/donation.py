@@ -8,7 +8,7 @@ from __future__ import annotations
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.recognizers._common import renamed
+from xlagraph.diagnose.recognizers._causes import renamed
 
 __all__ = ["RECOGNIZER"]
 

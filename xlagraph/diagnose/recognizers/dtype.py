@@ -18,7 +18,8 @@ from xlagraph.diagnose.common import dims_of, element_type
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library
-from xlagraph.diagnose.recognizers._common import lines_matching, merge, user_files
+from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.recognizers._source import lines_matching, user_files
 from xlagraph.ir import Frame, strip_layout
 
 __all__ = ["RECOGNIZER"]

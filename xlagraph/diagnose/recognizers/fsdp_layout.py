@@ -16,7 +16,7 @@ from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.common import dim_sizes, fmt_list, shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.recognizers._common import merge
+from xlagraph.diagnose.recognizers._causes import merge
 
 __all__ = ["RECOGNIZER"]
 

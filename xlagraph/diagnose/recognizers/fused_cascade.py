@@ -18,7 +18,7 @@ from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import dim_sizes
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import upstream
+from xlagraph.diagnose.recognizers._dataflow import upstream
 from xlagraph.ir import strip_layout
 
 __all__ = ["RECOGNIZER"]

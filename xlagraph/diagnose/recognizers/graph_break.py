@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, NOTHING, Context, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import merge, source_text
+from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.recognizers._source import source_text
 from xlagraph.diagnose.recognizers.dynamic_shape import data_sized
 
 __all__ = ["RECOGNIZER"]

@@ -8,7 +8,8 @@ from __future__ import annotations
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.recognizers._common import downstream, merge
+from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.recognizers._dataflow import downstream
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]

@@ -10,13 +10,9 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library, source_line
-from xlagraph.diagnose.recognizers._common import (
-    calls_of_function,
-    lines_matching,
-    renamed,
-    updated_inputs,
-    user_files,
-)
+from xlagraph.diagnose.recognizers._causes import renamed
+from xlagraph.diagnose.recognizers._dataflow import updated_inputs
+from xlagraph.diagnose.recognizers._source import calls_of_function, lines_matching, user_files
 from xlagraph.ir import Frame
 
 __all__ = ["BATCH_HINT", "GROWN_BATCH_HINT", "RECOGNIZER", "SEQUENCE_HINT", "with_loader_line"]

@@ -20,14 +20,9 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
-from xlagraph.diagnose.recognizers._common import (
-    RESTATES,
-    added_part,
-    downstream,
-    merge,
-    rewired,
-    source_text,
-)
+from xlagraph.diagnose.recognizers._causes import added_part, merge
+from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, rewired
+from xlagraph.diagnose.recognizers._source import source_text
 from xlagraph.ir import Frame
 from xlagraph.match.bottom_up import users_of
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.recognizers._common import downstream, merge, rewired, user_files
+from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.recognizers._dataflow import downstream, rewired
+from xlagraph.diagnose.recognizers._source import user_files
 from xlagraph.diagnose.recognizers.random_skip import skip_sites
 from xlagraph.match.bottom_up import users_of
 

@@ -14,7 +14,7 @@ from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.common import dims_of, whole_factors
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.recognizers._common import merge
+from xlagraph.diagnose.recognizers._causes import merge
 
 __all__ = ["RECOGNIZER"]
 

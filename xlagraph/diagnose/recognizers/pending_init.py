@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import merge
+from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.ir import strip_layout
 
 __all__ = ["RECOGNIZER"]

@@ -15,14 +15,9 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
-from xlagraph.diagnose.recognizers._common import (
-    enclosing_if,
-    periodic_caller,
-    periodic_in_loop,
-    renamed,
-    source_text,
-    user_files,
-)
+from xlagraph.diagnose.recognizers._causes import renamed
+from xlagraph.diagnose.recognizers._periodic import enclosing_if, periodic_caller, periodic_in_loop
+from xlagraph.diagnose.recognizers._source import source_text, user_files
 from xlagraph.ir import Frame
 
 __all__ = ["RECOGNIZER"]

@@ -22,7 +22,7 @@ from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library
-from xlagraph.diagnose.recognizers._common import dict_fills, reorderings
+from xlagraph.diagnose.recognizers._assignments import dict_fills, reorderings
 from xlagraph.ir import Frame
 
 __all__ = ["RECOGNIZER", "reordered_only"]

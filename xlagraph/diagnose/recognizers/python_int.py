@@ -9,7 +9,10 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.recognizers._common import assigned_from, merge, opcodes, source_text
+from xlagraph.diagnose.recognizers._assignments import assigned_from
+from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.recognizers._dataflow import opcodes
+from xlagraph.diagnose.recognizers._source import source_text
 
 __all__ = ["RECOGNIZER"]
 

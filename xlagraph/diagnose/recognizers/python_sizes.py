@@ -11,7 +11,7 @@ import re
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import merge
+from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers.input_shape import (
     BATCH_HINT,
     GROWN_BATCH_HINT,

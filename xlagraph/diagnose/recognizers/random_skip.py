@@ -20,7 +20,8 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library, source_line
-from xlagraph.diagnose.recognizers._common import lines_matching, merge, source_text, user_files
+from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
 from xlagraph.ir import Frame, strip_layout
 
 __all__ = ["RECOGNIZER", "skip_sites"]

@@ -16,7 +16,8 @@ from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import added_part, downstream, merge, updated_inputs
+from xlagraph.diagnose.recognizers._causes import added_part, merge
+from xlagraph.diagnose.recognizers._dataflow import downstream, updated_inputs
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]

@@ -18,7 +18,7 @@ from math import prod
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import dim_changes, is_number
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import merge
+from xlagraph.diagnose.recognizers._causes import merge
 
 __all__ = ["RECOGNIZER"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.common import fmt_list, whole_factors
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import merge
+from xlagraph.diagnose.recognizers._causes import merge
 
 __all__ = ["RECOGNIZER"]
 

@@ -16,7 +16,7 @@ from math import isclose, prod
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.common import dim_sizes
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import fold_into
+from xlagraph.diagnose.recognizers._causes import fold_into
 
 __all__ = ["RECOGNIZER"]
 

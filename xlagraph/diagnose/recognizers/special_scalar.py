@@ -12,7 +12,9 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import is_number
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.recognizers._common import merge, renamed, restated, scalar_origin
+from xlagraph.diagnose.recognizers._assignments import scalar_origin
+from xlagraph.diagnose.recognizers._causes import merge, renamed
+from xlagraph.diagnose.recognizers._dataflow import restated
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER", "matched_twin"]

@@ -19,14 +19,9 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
-from xlagraph.diagnose.recognizers._common import (
-    RESTATES,
-    lines_matching,
-    merge,
-    restated,
-    source_text,
-    user_files,
-)
+from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.recognizers._dataflow import RESTATES, restated
+from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
 from xlagraph.diagnose.recognizers.permutation import reordered_only
 from xlagraph.diagnose.recognizers.special_scalar import matched_twin
 from xlagraph.ir import Frame

@@ -12,7 +12,8 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.recognizers._common import lines_matching, source_text, updated_inputs, user_files
+from xlagraph.diagnose.recognizers._dataflow import updated_inputs
+from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]

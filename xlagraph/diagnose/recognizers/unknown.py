@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import renamed
-from xlagraph.render.paths import short_location
+from xlagraph.diagnose.recognizers._causes import renamed
+from xlagraph.source_paths import short_location
 
 __all__ = ["RECOGNIZER"]
 

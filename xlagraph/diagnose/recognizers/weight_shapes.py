@@ -14,7 +14,8 @@ from __future__ import annotations
 from xlagraph.canonical.model import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._common import RESTATES, downstream, fold_into, updated_inputs
+from xlagraph.diagnose.recognizers._causes import fold_into
+from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, updated_inputs
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]

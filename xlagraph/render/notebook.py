@@ -1,4 +1,8 @@
-"""How `Module`, `Diff` and `Report` show themselves in a notebook: text, and HTML for Jupyter.
+"""How the API's `Module`, `Diff` and `Report` show themselves in Jupyter: HTML fragments.
+
+Built from the engine's results (a `DiffResult`, a report's processes and rank view) and, for a
+module, from anything with a module's identity (`ModuleIdentity`: the API's `Module` is one), so
+that rendering never imports the API that calls it.
 
 The HTML is the content of the CLI's pages, built by the same builders (`build_diff_view`,
 `build_run_view`) and templates, as a fragment a notebook cell can hold several of:
@@ -21,17 +25,18 @@ import itertools
 import re
 from functools import lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jinja2 import Environment
 from markupsafe import Markup
 
 if TYPE_CHECKING:
-    from xlagraph.api._diff import Diff
-    from xlagraph.api._module import Module
-    from xlagraph.api._report import Report
+    from xlagraph.diff import DiffResult
+    from xlagraph.ir import Module
+    from xlagraph.report.model import RunReport
+    from xlagraph.report.ranks import RankView
 
-__all__ = ["diff_html", "module_html", "report_html", "scope_css"]
+__all__ = ["ModuleIdentity", "diff_html", "module_html", "report_html", "scope_css"]
 
 MAX_HEIGHT = 720  # px of a cell the fragment takes at most; it scrolls inside
 _COUNTER = itertools.count(1)  # fragment numbers, unique within the process (the kernel)
@@ -146,17 +151,17 @@ def _fragment(root: str, body: str, runs: dict[str, Any]) -> str:
     )
 
 
-def diff_html(diff: Diff) -> str:
+def diff_html(result: DiffResult) -> str:
     """The diff page's content (verdict, causes, computations side by side) as a fragment."""
     from xlagraph.render.html_diff import build_diff_view
 
     root = f"xg{next(_COUNTER)}"
-    view = build_diff_view(diff.result, prefix=f"{root}-")
+    view = build_diff_view(result, prefix=f"{root}-")
     macro = _environment().get_template("_diff.html").module.diff_section  # type: ignore[attr-defined]
     return _fragment(root, str(macro(view)), view.data)
 
 
-def report_html(report: Report) -> str:
+def report_html(processes: tuple[RunReport, ...], ranks: RankView | None) -> str:
     """The run page's content (per process: timeline, ranked recompiles, each one's diff; the
     rank view) as a fragment."""
     from xlagraph.render.html_diff import DATA_BUDGET
@@ -166,12 +171,12 @@ def report_html(report: Report) -> str:
     root = f"xg{next(_COUNTER)}"
     budget = [DATA_BUDGET]
     runs, data = [], {}
-    for process in report.processes:  # each process's ids start with its own `p<n>-`
+    for process in processes:  # each process's ids start with its own `p<n>-`
         view, shipped = build_run_view(process, recompile_diffs(process), next(_COUNTER), budget=budget)
         runs.append(view)
         data.update(shipped)
-    ranks = ranks_html(report.ranks, PALETTE) if report.ranks is not None else None
-    page = ReportPage("", tuple(runs), Markup(""), Markup(""), Markup(""), ranks)
+    shown = ranks_html(ranks, PALETTE) if ranks is not None else None
+    page = ReportPage("", tuple(runs), Markup(""), Markup(""), Markup(""), shown)
     template = _environment().get_template("report.html")
     body = "".join(template.blocks["main"](template.new_context({"page": page})))
     ranks_id = '<section class="ranks-view" id="ranks">'  # the one fixed id of the pages' templates
@@ -201,7 +206,26 @@ _MODULE = """
 MAX_COMPUTATIONS = 60  # rows of a module's table of computations
 
 
-def module_html(module: Module) -> str:
+class ModuleIdentity(Protocol):
+    """What a module's fragment shows: the API's `Module` (xlagraph.api) is one."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def format(self) -> str: ...
+    @property
+    def instruction_count(self) -> int: ...
+    @property
+    def fingerprint(self) -> str: ...
+    @property
+    def graph_hash(self) -> str: ...
+    @property
+    def ir(self) -> Module: ...
+
+
+def module_html(module: ModuleIdentity) -> str:
     """A module's identity (label, sizes, fingerprint, graph hash) and its computations, the
     entry first, as a fragment."""
     root = f"xg{next(_COUNTER)}"

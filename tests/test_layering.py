@@ -1,0 +1,221 @@
+"""The house is walked one way: no import cycle, and imports follow the pipeline.
+
+Every module under xlagraph/ and cli/ (as `xlagraph.cli`) is parsed with `ast`; every import
+counts, at module level, inside a function (a lazy import) or under `if TYPE_CHECKING:` (a type
+needs the module that defines it just as much). An import names the most specific module it
+reaches: `from xlagraph.match import _compiled` is `xlagraph.match._compiled`, `from
+xlagraph.match import Matching` is `xlagraph.match`. A package `__init__` that Python runs on the
+way to a submodule is not an edge (else every package importing its own submodules would be a
+cycle), and `importlib.import_module` with a computed name is not seen.
+
+The pipeline, lowest tier first (a module imports only modules of its own tier or lower ones; its
+own tier must still be acyclic):
+
+    base      ir, errors, source_paths, progress, runlog, the compiled core, small helpers
+    parse     dumps, save files and PT_XLA_DEBUG text -> ir
+    canonical ir -> canonical computations and fingerprints
+    match     pairs instructions of two canonical computations
+    diagnose  names the causes (`diff.py` runs parse -> canonical -> match -> diagnose)
+    readers   capture (writer and reader of a run), graphs (listing), diverge (fingerprints)
+    outputs   report, render, api
+    cli       the click commands
+    package   `xlagraph/__init__.py`, the lazy facade over api and capture
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TIERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("base", ("xlagraph._core", "xlagraph._gc", "xlagraph._callable", "xlagraph.errors",
+              "xlagraph.source_paths", "xlagraph.progress", "xlagraph.ir", "xlagraph.runlog",
+              "xlagraph.sharing", "xlagraph.pytest_plugin")),
+    ("parse", ("xlagraph.parse",)),
+    ("canonical", ("xlagraph.canonical",)),
+    ("match", ("xlagraph.match",)),
+    ("diagnose", ("xlagraph.diagnose", "xlagraph.diff")),
+    ("readers", ("xlagraph.capture", "xlagraph.graphs", "xlagraph.diverge")),
+    ("outputs", ("xlagraph.report", "xlagraph.render", "xlagraph.api")),
+    ("cli", ("xlagraph.cli",)),
+)  # fmt: skip
+PACKAGE_TIER = len(TIERS)  # `xlagraph` itself, above everything
+
+# The capture's writer side runs inside the training process: it may import torch / torch_xla
+# (lazily). Everything else is the analyzer, which runs where torch is not installed.
+TORCH_ALLOWED = ("xlagraph.capture._", "xlagraph.pytest_plugin")
+TORCH = ("torch", "torch_xla", "torchvision", "torchaudio")
+
+
+# --- the graph ---------------------------------------------------------------------------------------
+
+
+def find_modules(root: Path) -> dict[str, Path | None]:
+    """Module name -> file (None for a compiled extension) of xlagraph/ and cli/ under `root`."""
+    found: dict[str, Path | None] = {}
+    for base in ("xlagraph", "cli"):
+        if not (root / base).is_dir():
+            continue
+        for path in sorted((root / base).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if base == "xlagraph" and parts[1] in ("cli", "templates"):  # symlinks to ../cli, ../templates
+                continue
+            if base == "cli":
+                parts.insert(0, "xlagraph")
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    for path in (root / "xlagraph").glob("*.so"):
+        found["xlagraph." + path.name.split(".")[0]] = None
+    return found
+
+
+def _resolve(name: str, modules: dict[str, Path | None]) -> str | None:
+    """The most specific module of ours that `name` (a module or a name in one) lies in."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imported_names(tree: ast.AST, package: str) -> list[tuple[str, int]]:
+    """(dotted name, line) of every import anywhere in `tree`; `from m import n` gives `m.n`.
+    `package` resolves relative imports."""
+    names: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - (node.level - 1)]
+                base = ".".join([*parts, base] if base else parts)
+            names += [(f"{base}.{a.name}", node.lineno) for a in node.names]
+    return names
+
+
+def import_graph(root: Path) -> tuple[nx.DiGraph, dict[str, list[tuple[str, str]]]]:
+    """The graph of imports between our modules (edge attribute `at`: `file:line`), and each
+    module's imports of other packages (top-level name, `file:line`)."""
+    modules = find_modules(root)
+    graph = nx.DiGraph()
+    outside: dict[str, list[tuple[str, str]]] = {}
+    for name, path in modules.items():
+        graph.add_node(name)
+        if path is None:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for target, line in imported_names(tree, package):
+            at = f"{path.relative_to(root)}:{line}"
+            if target.split(".")[0] != "xlagraph":
+                outside.setdefault(name, []).append((target.split(".")[0], at))
+                continue
+            to = _resolve(target, modules)
+            if to is not None and to != name and not graph.has_edge(name, to):
+                graph.add_edge(name, to, at=at)
+    return graph, outside
+
+
+def tier_of(module: str) -> int | None:
+    """The pipeline tier of `module` (the longest prefix in TIERS), None when none names it."""
+    if module == "xlagraph":
+        return PACKAGE_TIER
+    best: tuple[int, int] | None = None
+    for i, (_, prefixes) in enumerate(TIERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and (best is None or len(p) > best[1]):
+                best = (i, len(p))
+    return None if best is None else best[0]
+
+
+@pytest.fixture(scope="module")
+def house() -> tuple[nx.DiGraph, dict[str, list[tuple[str, str]]]]:
+    return import_graph(ROOT)
+
+
+@pytest.fixture(scope="module")
+def graph(house: tuple[nx.DiGraph, dict[str, list[tuple[str, str]]]]) -> nx.DiGraph:
+    return house[0]
+
+
+def _edge(g: nx.DiGraph, a: str, b: str) -> str:
+    return f"{a} -> {b} ({g.edges[a, b]['at']})"
+
+
+# --- the rules ---------------------------------------------------------------------------------------
+
+
+def test_the_graph_holds_the_whole_house(graph: nx.DiGraph) -> None:
+    for name in ("xlagraph.parse.hlo", "xlagraph.match._compiled", "xlagraph.cli.main", "xlagraph._core"):
+        assert name in graph
+    assert graph.has_edge("xlagraph.cli.report", "xlagraph.api")  # a lazy import inside a command
+    assert graph.number_of_nodes() > 150
+
+
+def test_no_import_cycles(graph: nx.DiGraph) -> None:
+    # One cycle shown per knot of modules that reach each other (listing every cycle can explode).
+    knots = sorted((sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1), key=len)
+    shown = [
+        "\n  ".join(_edge(graph, a, b) for a, b, *_ in nx.find_cycle(graph.subgraph(knot))) for knot in knots
+    ]
+    assert not knots, "import cycles; move the shared code down:\n" + "\n".join(shown)
+
+
+def test_every_module_has_a_tier(graph: nx.DiGraph) -> None:
+    assert [m for m in graph if tier_of(m) is None] == [], "add the new module's package to TIERS"
+
+
+def test_imports_follow_the_pipeline(graph: nx.DiGraph) -> None:
+    upward = [
+        f"{_edge(graph, a, b)}: {TIERS[tier_of(a) or 0][0]} imports {TIERS[tier_of(b) or 0][0]}"
+        for a, b in graph.edges
+        if (tier_of(a) or 0) < (tier_of(b) or 0)
+    ]
+    assert upward == [], "imports that point up the pipeline:\n" + "\n".join(upward)
+
+
+def test_nothing_of_the_library_imports_the_cli(graph: nx.DiGraph) -> None:
+    bad = [
+        _edge(graph, a, b)
+        for a, b in graph.edges
+        if b.startswith("xlagraph.cli") and not a.startswith("xlagraph.cli")
+    ]
+    assert bad == []
+
+
+def test_the_analyzer_imports_no_torch(house: tuple[nx.DiGraph, dict[str, list[tuple[str, str]]]]) -> None:
+    outside = house[1]
+    bad = [
+        f"{module} imports {name} ({at})"
+        for module, names in outside.items()
+        if not module.startswith(TORCH_ALLOWED)
+        for name, at in names
+        if name in TORCH
+    ]
+    assert bad == [], "the analyzer runs where torch is not installed:\n" + "\n".join(bad)
+
+
+# --- the checker itself ------------------------------------------------------------------------------
+
+
+def test_the_checker_sees_lazy_and_type_checking_imports(tmp_path: Path) -> None:
+    pkg = tmp_path / "xlagraph"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from xlagraph.sub.b import f\n")
+    (pkg / "sub" / "a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from xlagraph.sub.b import B\n"
+    )
+    (pkg / "sub" / "b.py").write_text("def f():\n    from . import a\n    import torch\n")
+    g, outside = import_graph(tmp_path)
+    assert g.edges["xlagraph.sub.a", "xlagraph.sub.b"]["at"] == "xlagraph/sub/a.py:3"
+    assert g.edges["xlagraph.sub.b", "xlagraph.sub.a"]["at"] == "xlagraph/sub/b.py:2"
+    assert g.has_edge("xlagraph.sub", "xlagraph.sub.b")
+    assert sorted(map(sorted, nx.simple_cycles(g))) == [["xlagraph.sub.a", "xlagraph.sub.b"]]
+    assert outside["xlagraph.sub.b"] == [("torch", "xlagraph/sub/b.py:3")]

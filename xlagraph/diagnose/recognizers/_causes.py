@@ -1,0 +1,60 @@
+"""Recognizers name one cause for several raw differences: merging causes, renaming one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+
+from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
+from xlagraph.diagnose.evidence import Recognized
+
+__all__ = ["added_part", "fold_into", "merge", "renamed"]
+
+
+def _union(items: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(x for group in items for x in group))
+
+
+def merge(kind: CauseKind, summary: str, causes: list[Cause], hint: str = "", **kw) -> Cause:  # type: ignore[no-untyped-def]
+    """One cause of `kind` that takes over the instructions, changes and lines of `causes`."""
+    first = causes[0] if causes else None
+    fields = {
+        "left": _union(c.left for c in causes),
+        "right": _union(c.right for c in causes),
+        "changes": tuple(ch for c in causes for ch in c.changes),
+        "mapping": tuple(m for c in causes for m in c.mapping),
+        "sources": _union(c.sources for c in causes)[:6],
+        "library": _union(c.library for c in causes)[:6],
+        "computation": first.computation if first else "",
+        "count": sum(c.count for c in causes) or 1,
+    }
+    fields.update(kw)
+    return Cause(kind, summary, hint or HINTS[kind], **fields)
+
+
+def fold_into(pending: tuple[Cause, ...], root: int, echoes: list[int], what: str) -> Recognized:
+    """`pending[root]`, kind and hint kept, with `echoes` (changes that follow from it) folded in
+    and said: `<its summary>; <what>`."""
+    cause = pending[root]
+    merged = merge(
+        cause.kind, f"{cause.summary}; {what}", [cause, *(pending[j] for j in echoes)], hint=cause.hint
+    )
+    return Recognized((merged,), frozenset([root, *echoes]))
+
+
+def renamed(cause: Cause, kind: CauseKind, summary: str, hint: str = "", **kw) -> Cause:  # type: ignore[no-untyped-def]
+    return replace(cause, kind=kind, summary=summary, hint=hint or HINTS[kind], **kw)
+
+
+def added_part(cause: Cause, keep: Callable[[str], bool]) -> Cause | None:
+    """The part of an added-inputs cause about the inputs `keep` accepts, or None."""
+    names = tuple(n for n in cause.right if keep(n))
+    if not names:
+        return None
+    if len(names) == len(cause.right):
+        return cause
+    changes = tuple(ch for ch in cause.changes if keep(ch.right))
+    listed = ", ".join(f"input {ch.new}" for ch in changes if ch.new)
+    return replace(
+        cause, right=names, changes=changes, summary=f"B takes {len(names)} input(s) more ({listed})"
+    )

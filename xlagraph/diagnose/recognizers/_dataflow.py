@@ -1,0 +1,106 @@
+"""Walks over a graph's data flow: what reads a value, what a value is computed from, the value an
+instruction restates, and the inputs a training step updates (its weights and state)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from xlagraph.diagnose.causes import Cause
+from xlagraph.diagnose.common import shape_of
+from xlagraph.diagnose.evidence import Evidence
+
+__all__ = ["RESTATES", "downstream", "opcodes", "restated", "rewired", "updated_inputs", "upstream"]
+
+
+def downstream(users: dict[str, list[str]], roots: Iterable[str]) -> set[str]:
+    """Every instruction that reads `roots`, directly or not (the roots themselves excluded)."""
+    seen: set[str] = set()
+    stack = list(roots)
+    while stack:
+        for u in users.get(stack.pop(), ()):
+            if u not in seen:
+                seen.add(u)
+                stack.append(u)
+    return seen
+
+
+def upstream(operands: dict[str, tuple[str, ...]], roots: Iterable[str]) -> set[str]:
+    """`roots` and everything they read, directly or not."""
+    seen = set(roots)
+    stack = list(seen)
+    while stack:
+        for o in operands.get(stack.pop(), ()):
+            if o not in seen:
+                seen.add(o)
+                stack.append(o)
+    return seen
+
+
+def opcodes(evidence: Evidence, cause: Cause) -> set[str]:
+    """The opcodes of the instructions a cause names, both graphs."""
+    return {ins.opcode for _, ins in evidence.instructions(cause)}
+
+
+# Ops that restate one value (another shape, type or order of the same numbers): followed through
+# when asking what an instruction really reads.
+RESTATES = frozenset({"transpose", "reshape", "broadcast", "convert", "bitcast", "copy"})
+
+
+def restated(comp, name: str) -> str:  # type: ignore[no-untyped-def]
+    """The instruction `name` restates, past transposes, reshapes, broadcasts and converts."""
+    for _ in range(16):
+        ins = comp.computation.by_name.get(name)
+        if ins is None or ins.opcode not in RESTATES or len(comp.operands.get(name, ())) != 1:
+            return name
+        name = comp.operands[name][0]
+    return name
+
+
+def updated_inputs(comp, outputs: Iterable[str]) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """Output -> the input of its own shape it updates (`p - lr * grad`, `buf * m + grad`), for
+    the outputs that do: the inputs a training step updates are its weights and state."""
+    found = {}
+    for o in outputs:
+        shape = shape_of(comp, o)
+        near = list(comp.operands.get(restated(comp, o), ()))
+        # One arithmetic op deeper: AdamW's decay `p * (1 - lr * wd)` before the step, Adam's
+        # `v * beta2 + (1 - beta2) * g * g`.
+        near += [
+            y
+            for x in near
+            if comp.computation.by_name.get(restated(comp, x)) is not None
+            and comp.computation.by_name[restated(comp, x)].opcode in _ARITHMETIC
+            for y in comp.operands.get(restated(comp, x), ())
+        ]
+        for x in near:
+            p = restated(comp, x)
+            if p in comp.param_number and shape_of(comp, p) == shape:
+                found[o] = p
+                break
+    return found
+
+
+_ARITHMETIC = frozenset({"multiply", "add", "subtract", "divide"})
+
+
+def rewired(evidence: Evidence, cause: Cause) -> bool:
+    """Every instruction of the region is matched to one of the same opcode and shape whose
+    operands differ only by parameters (each side's operand is an input)."""
+    left, right = evidence.left.entry, evidence.right.entry
+    match = evidence.entry_match
+    if not cause.right or len(cause.left) != len(cause.right):
+        return False
+    for b in cause.right:
+        a = match.get(b)
+        if a is None or a not in cause.left or b not in right.operands or a not in left.operands:
+            return False
+        ia, ib = left.instruction(a), right.instruction(b)
+        if ia.opcode != ib.opcode or ia.shape != ib.shape:
+            return False
+        oa, ob = left.operands[a], right.operands[b]
+        if len(oa) != len(ob):
+            return False
+        for x, y in zip(oa, ob, strict=True):
+            if match.get(y) != x and not (x in left.param_number and y in right.param_number):
+                return False
+    return True

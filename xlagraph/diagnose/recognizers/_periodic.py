@@ -1,0 +1,148 @@
+"""Work done on some steps only: the `if ... % k:` blocks (and flags set from the step count)
+around a line or inside the training loop, and the lines that call a helper from such a block."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+from xlagraph.diagnose.frames import source_line
+from xlagraph.diagnose.recognizers._source import NAME, calls_of_function, source_text
+
+__all__ = ["enclosing_if", "inside_periodic_if", "periodic_caller", "periodic_in_loop"]
+
+
+def _headers(location: str) -> Iterator[tuple[str, int, str, int]]:
+    """(file, line, text, indent) of the lines that open the blocks holding `location`, innermost
+    first, within 40 lines; an `else:` is followed by its `if` (at the same level)."""
+    file, _, line = location.rpartition(":")
+    if not file or not line.isdigit():
+        return
+    n = int(line)
+    text = source_line(file, n)
+    indent = len(text) - len(text.lstrip())
+    for k in range(n - 1, max(0, n - 40), -1):
+        above = source_line(file, k)
+        stripped = above.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        level = len(above) - len(above.lstrip())
+        if level < indent:
+            yield file, k, stripped, level
+            indent = level + 1 if stripped.startswith("else") else level
+
+
+def inside_periodic_if(location: str) -> bool:
+    """`file:line` sits in an `if ... % ...:` block (work done every k steps)."""
+    for file, k, stripped, level in _headers(location):
+        if stripped.startswith(("if ", "elif ")) and ("%" in stripped or _periodic_flag(file, k, stripped)):
+            return True
+        if level == 0:
+            return False
+    return False
+
+
+def enclosing_if(location: str) -> str:
+    """`file:line` of the `if`/`elif` whose block holds `location` (the nearest, within 40 lines),
+    or ""; `if __name__ == ...` is the script's body, not a condition of the step."""
+    for file, k, stripped, level in _headers(location):
+        if stripped.startswith(("if ", "elif ")) and "__name__" not in stripped:
+            return f"{file}:{k}"
+        if stripped.startswith(("def ", "class ", "for ", "while ", "async ")) or level == 0:
+            return ""
+    return ""
+
+
+def _periodic_flag(file: str, n: int, condition: str) -> bool:
+    """`if want_maps:` where `want_maps = step % k == k - 1` a few lines above: a flag that holds
+    the every-k-steps test."""
+    names = set(re.findall(r"\b[A-Za-z_]\w*\b", condition.split(" ", 1)[-1])) - {"not", "and", "or"}
+    for k in range(n - 1, max(0, n - 40), -1):
+        m = re.match(r"^\s*([A-Za-z_]\w*)\s*=[^=](.*)", source_line(file, k).split("#", 1)[0])
+        if m and m.group(1) in names:
+            return "%" in m.group(2)
+    return False
+
+
+def periodic_caller(location: str, files: Iterable[str] = ()) -> str:
+    """`location` itself when it sits in an `if ... % k:` block; else the first line of the same
+    file that calls the function `location` is in from such a block (a helper that computes
+    grad-norm statistics, called every k steps), looked for in `files` too; `` when neither."""
+    if inside_periodic_if(location):
+        return location
+    calls = calls_of_function(location, files, limit=50)
+    direct = next((c for c in calls if inside_periodic_if(c)), "")
+    if direct:
+        return direct
+    # One level further: a method called by the user's helper (`relora_merge` calls each adapter's
+    # `merge_and_restart`), the helper called from the `if ... % k:` block.
+    return next(
+        (c2 for c in calls[:5] for c2 in calls_of_function(c, files, limit=10) if inside_periodic_if(c2)), ""
+    )
+
+
+_LOOP = re.compile(r"^\s*(?:async\s+)?(for|while)\b")
+
+
+def periodic_in_loop(call_site: str) -> list[str]:
+    """The statements inside `if ... % k:` blocks of the loop around `call_site` (the step's
+    sync): where work done only on some steps comes from when no instruction names a user line
+    (a validation pass or a metric computed wholly inside library code)."""
+    file, _, line = call_site.rpartition(":")
+    if not file or not line.isdigit():
+        return []
+    n = int(line)
+    text = source_line(file, n)
+    indent = len(text) - len(text.lstrip())
+    start = 0
+    for k in range(n - 1, max(0, n - 400), -1):
+        above = source_line(file, k)
+        if not above.strip() or above.strip().startswith("#"):
+            continue
+        level = len(above) - len(above.lstrip())
+        if level < indent:
+            if _LOOP.match(above):
+                start, indent = k, level
+                break
+            indent = level
+    if not start:
+        return []
+    counter = re.match(r"^\s*for\s+(?:\w+\s*,\s*)?(\w+)", source_line(file, start))
+    out: list[str] = []
+    once: list[str] = []
+    for k in range(start + 1, start + 400):
+        body = source_line(file, k)
+        if not body:
+            break
+        stripped = body.strip()
+        if stripped and not stripped.startswith("#") and len(body) - len(body.lstrip()) <= indent:
+            break  # the loop ended
+        if stripped and not stripped.startswith(("#", "if ", "elif ")):
+            if inside_periodic_if(f"{file}:{k}"):
+                out.append(f"{file}:{k}")
+            elif counter and _tests_counter(f"{file}:{k}", counter.group(1)):
+                once.append(f"{file}:{k}")  # `if step == k:` a one-time switch, cited after
+    # Then flags set from the step count (`log_now = step % k == 0`, `blk.want_weights = log_now`):
+    # they switch what library code does on those steps.
+    flags: set[str] = set()
+    for k in range(start + 1, start + 400):
+        body = source_line(file, k)
+        if not body or (body.strip() and len(body) - len(body.lstrip()) <= indent):
+            break
+        m = _SETS.match(body.split("#", 1)[0])
+        # A test of the step count (`step % k == 0`), not arithmetic with it (`(step * 4) % 64`).
+        periodic = "%" in m.group(2) and re.search(r"==|!=", m.group(2)) if m else False
+        if m and (periodic or set(NAME.findall(m.group(2))) & flags):
+            flags |= set(NAME.findall(m.group(1)))
+            out.append(f"{file}:{k}")
+    return list(dict.fromkeys(out + once))
+
+
+def _tests_counter(location: str, counter: str) -> bool:
+    """`location` sits in an `if` whose condition reads the loop's counter (`if step == 3:`)."""
+    where = enclosing_if(location)
+    return bool(where) and counter in NAME.findall(source_text(where).split(":", 1)[0])
+
+
+# An assignment to names or attributes (`blk.want_weights = log_now`).
+_SETS = re.compile(r"^\s*([A-Za-z_][\w\s,.]*?)\s*=(?!=)(.*)")

@@ -1,0 +1,121 @@
+"""Reading the user's code around a cited line: its text, the files the graphs cite, lines
+that match, the function a line is in and the lines that call it. Text comes from the capture's
+stored sources (`diagnose.frames.source_line`), never from the analysing machine."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from xlagraph.diagnose.evidence import Evidence
+from xlagraph.diagnose.frames import is_library, source_line
+from xlagraph.ir import Frame
+from xlagraph.source_paths import portable_frames, portable_path
+
+__all__ = [
+    "DEF",
+    "MAX_SCANNED_LINES",
+    "NAME",
+    "calls_of_function",
+    "enclosing_function",
+    "lines_matching",
+    "source_text",
+    "user_files",
+]
+
+
+MAX_SCANNED_LINES = 20_000
+
+
+DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)\s*\(")
+
+
+NAME = re.compile(r"\b([A-Za-z_]\w*)\b")
+
+
+def source_text(location: str) -> str:
+    """The text of `file:line`, or `` when it cannot be read."""
+    file, _, line = location.rpartition(":")
+    if not file or not line.isdigit():
+        return ""
+    return source_line(file, int(line))
+
+
+def user_files(evidence: Evidence) -> list[str]:
+    """The user's source files the two graphs cite (frames and metadata of the entries, the sync
+    lines), in first-seen order: where to look for a line no instruction carries, such as the
+    `with torch.autocast(...)` around the code that produced the ops."""
+    files: dict[str, None] = {}
+    for site in (evidence.context.call_site, evidence.context.baseline_call_site):
+        file = site.rpartition(":")[0]
+        if file and not is_library(Frame("", file, 0)):
+            files.setdefault(file)
+    for canon in (evidence.left, evidence.right):
+        module = canon.module
+        for frames in module.stack_frames.values():
+            for f in portable_frames(frames):
+                if not is_library(f):
+                    files.setdefault(f.file)
+        for ins in module.entry.instructions:
+            md = ins.metadata
+            file = portable_path(md.source_file) if md is not None else ""
+            if file and file not in files and not is_library(Frame("", file, 0)):
+                files.setdefault(file)
+    return list(files)
+
+
+def lines_matching(files: Iterable[str], pattern: re.Pattern[str], limit: int = 3) -> list[str]:
+    """`file:line` of the first code lines (not comments) of `files` that match `pattern`."""
+    out: list[str] = []
+    for file in files:
+        for n in range(1, MAX_SCANNED_LINES):
+            text = source_line(file, n)
+            if not text:
+                break
+            code = text.split("#", 1)[0]
+            if pattern.search(code):
+                out.append(f"{file}:{n}")
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+def enclosing_function(file: str, n: int) -> str:
+    """The name of the `def` the line `n` of `file` sits in, `` at module level."""
+    text = source_line(file, n)
+    indent = len(text) - len(text.lstrip())
+    for k in range(n - 1, max(0, n - 400), -1):
+        above = source_line(file, k)
+        stripped = above.strip()
+        if not stripped or stripped.startswith(("#", ")", "]", "}")):
+            continue
+        level = len(above) - len(above.lstrip())
+        if level < indent:
+            if m := DEF.match(above):
+                return m.group(1)
+            indent = level
+            if level == 0:
+                return ""
+    return ""
+
+
+def calls_of_function(location: str, files: Iterable[str] = (), limit: int = 3) -> list[str]:
+    """The lines (its own file first, then `files`) that call the function `location` is in."""
+    file, _, line = location.rpartition(":")
+    if not file or not line.isdigit():
+        return []
+    name = enclosing_function(file, int(line))
+    if not name:
+        return []
+    call = re.compile(rf"\b{re.escape(name)}\s*\(")
+    found: list[str] = []
+    for where in dict.fromkeys([file, *files]):
+        for n in range(1, MAX_SCANNED_LINES):
+            text = source_line(where, n)
+            if not text:
+                break
+            if call.search(text.split("#", 1)[0]) and not DEF.match(text):
+                found.append(f"{where}:{n}")
+                if len(found) >= limit:
+                    return found
+    return found
