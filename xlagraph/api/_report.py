@@ -170,10 +170,10 @@ def report(capture_dir: str, run: str | int = "latest", *, phase: Phase = _quiet
     (3, [('B', 'A', ('state_init', 'output_removed')), ('C', 'B', ('output_added',))])
     """
     from xlagraph.capture.shardings import read_mark_shardings, recompile_shardings
+    from xlagraph.parse.shared import sharing
     from xlagraph.report import build_report
     from xlagraph.report.load import load_source
     from xlagraph.report.ranks import rank_view
-    from xlagraph.sharing import sharing
 
     choice = _run_choice(run)
     # The ranks of a pod hold the same files: each distinct content is parsed and diffed once.
@@ -285,10 +285,10 @@ def check(
     >>> result.passed, result.results[0].explanation
     (True, 'ok: 1 graph compiled after step 1, at most 1 allowed')
     """
+    from xlagraph.parse.shared import sharing
     from xlagraph.report import check_run
     from xlagraph.report.load import load_source
     from xlagraph.report.ranks import rank_view
-    from xlagraph.sharing import sharing
 
     if max_graphs < 0 or (after_step is not None and after_step < 0):
         raise ValueError("max_graphs and after_step must be 0 or more")

@@ -24,11 +24,11 @@ from xlagraph.errors import InputError, XlagraphError
 from xlagraph.ir import Frame
 from xlagraph.parse.compressed import compressed_twin
 from xlagraph.parse.pt_xla_debug import Execution, fold_executions, parse_pt_xla_debug
+from xlagraph.parse.shared import current as current_shared
 from xlagraph.parse.sources import read_bytes
 from xlagraph.parse.tensors_report import parse_tensors_report
 from xlagraph.progress import counted
 from xlagraph.runlog import GraphRecord, LiveTensor, RunLog, Step, Sync
-from xlagraph.sharing import current as current_shared
 from xlagraph.source_paths import portable_path
 
 __all__ = ["CaptureRun", "is_capture", "read_capture", "read_capture_runs"]

@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from xlagraph.sharing import current as current_shared
+from xlagraph.parse.shared import current as current_shared
 from xlagraph.source_paths import is_library_path, mark_library, portable_path
 
 __all__ = [

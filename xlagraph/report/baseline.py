@@ -19,9 +19,9 @@ from xlagraph.diagnose.frames import call_site, is_library, user_frames
 from xlagraph.diff import DiffResult, diff_modules
 from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module
+from xlagraph.parse.shared import current as current_shared
 from xlagraph.parse.sources import Source, open_source, read, replace_label, select, split_spec
 from xlagraph.runlog import GraphRecord, Sync
-from xlagraph.sharing import current as current_shared
 
 __all__ = [
     "GENERIC_NAMES",

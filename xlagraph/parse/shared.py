@@ -25,6 +25,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from xlagraph.parse.sources import split_spec
+
 __all__ = ["Shared", "current", "sharing"]
 
 _CHUNK = 1 << 20
@@ -75,8 +77,6 @@ class Shared:
     def _graph_key(self, graph_hash: str, spec: str) -> Hashable | None:
         if not spec:
             return None
-        from xlagraph.parse.sources import split_spec
-
         path, index = split_spec(spec)
         digest = self.digest(path)
         if digest is None:
