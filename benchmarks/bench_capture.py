@@ -81,9 +81,12 @@ def worker_train(steps: int, late: tuple[int, ...] = ()) -> dict[str, Any]:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(8, 16, 64).to(device)
     short = x[:7].clone()
-    times, cpu = [], []
+    times, cpu, proc = [], [], []
+    steady_from = 0.0
     for step in range(steps):
-        t, c = time.perf_counter(), time.thread_time()
+        t, c, pc = time.perf_counter(), time.thread_time(), time.process_time()
+        if step == WARMUP:
+            steady_from = pc
         optimizer.zero_grad()
         if step in late:
             model(short).pow(2).mean().backward()
@@ -93,8 +96,17 @@ def worker_train(steps: int, late: tuple[int, ...] = ()) -> dict[str, Any]:
         torch_xla.sync()
         times.append(time.perf_counter() - t)
         cpu.append(time.thread_time() - c)
+        proc.append(time.process_time() - pc)
     xm.wait_device_ops()
-    return {"step_seconds": times, "thread_cpu_seconds": cpu}
+    # All threads' CPU (tracing, XLA's execution, capture's own) from the first steady step to the
+    # last execution's end, per step: what the process spent, whatever the neighbours' load.
+    steady_cpu = (time.process_time() - steady_from) / max(1, steps - WARMUP)
+    return {
+        "step_seconds": times,
+        "thread_cpu_seconds": cpu,
+        "process_cpu_seconds": proc,
+        "process_cpu_per_steady_step": steady_cpu,
+    }
 
 
 def worker_tiny(steps: int) -> dict[str, Any]:
