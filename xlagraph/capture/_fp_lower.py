@@ -26,6 +26,7 @@ __all__ = ["fingerprint_xla"]
 OP_NAME = "xla::_op_xlagraph_fingerprint"
 _MAX_CACHED = 64
 _CACHE: dict[tuple[Any, ...], Any] = {}  # (dtype, shape) per tensor -> XLA computation
+built = 0  # computations built so far: a new one is a new graph for torch_xla to compile
 _BITS = {"f64": "s64", "f32": "s32", "bf16": "s16", "f16": "s16"}
 
 
@@ -33,12 +34,14 @@ def fingerprint_xla(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
     """(len(tensors), 5) int64 on the tensors' XLA device, rows in the order given; lazy."""
     import torch_xla
 
-    key = tuple((t.dtype, tuple(t.shape)) for t in tensors)
+    global built
+    key = tuple([(t.dtype, t.shape) for t in tensors])
     computation = _CACHE.get(key)
     if computation is None:
         if len(_CACHE) >= _MAX_CACHED:
             _CACHE.clear()
         computation = _CACHE[key] = _build(tensors)
+        built += 1
     (table,) = torch_xla._XLAC._xla_user_computation(OP_NAME, list(tensors), computation)
     return table
 
