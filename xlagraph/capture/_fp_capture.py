@@ -132,7 +132,6 @@ class _Capture:
         self.rank_written = False
         self.side_compiles = 0  # XLA: compiles of the fingerprint graph
         self.compiles_seen = -1  # XLA: torch_xla's compile count after the last fingerprint graph
-        self.roles: dict[int, int] = {}  # name id -> ROLE_ORDER
         self.debug_seen: tuple[Any, str] = (None, "")  # XLA: the fingerprint graph's debug text, parsed
 
     # -- hooks ----------------------------------------------------------------------------------
@@ -337,10 +336,8 @@ class _Capture:
             self.active = False
             return
         self._write_rank()
-        if len(self.roles) != len(self.names):
-            self.roles = {v: ff.ROLE_ORDER[k[1]] for k, v in self.names.items()}
-        header = ff.RECORD.pack(ff.HEADER_ID, 0, step, jstep, len(ids), 0, 0.0)
-        data = header + (_records(ids, [self.roles[i] for i in ids], [t for _, t in parts]) if ids else b"")
+        header = ff.RECORD.pack(ff.HEADER_ID, step, jstep, len(ids), 0, 0.0)
+        data = header + (_records(ids, [t for _, t in parts]) if ids else b"")
         view = memoryview(data)
         while view:
             view = view[os.write(self.fd_bin, view) :]  # type: ignore[arg-type]
@@ -356,7 +353,8 @@ class _Capture:
             path = os.path.join(self.dir, ff.JSONL)
             self.fd_jsonl = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             torch = sys.modules.get("torch")
-            meta = {"k": "meta", "pid": os.getpid(), "torch": str(getattr(torch, "__version__", ""))}
+            version = str(getattr(torch, "__version__", ""))
+            meta = {"k": "meta", "format": ff.FORMAT, "pid": os.getpid(), "torch": version}
             records = [meta, *records]
         data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
         os.write(self.fd_jsonl, data)
@@ -429,19 +427,18 @@ def _deref(r: Any) -> Any:
     return r() if isinstance(r, weakref.ref) else r
 
 
-def _records(ids: list[int], roles: list[int], tables: list[Any]) -> bytes:
-    """The 32-byte tensor records (fp_format.RECORD) of int64 (n, 5) CPU tables, sorted by name id:
+def _records(ids: list[int], tables: list[Any]) -> bytes:
+    """The tensor records (fp_format.RECORD) of int64 (n, 5) CPU tables, sorted by name id:
     one numpy record array per step (a struct.pack per tensor costs ~5 us each, torch ops more)."""
     try:
         import numpy as np
     except ImportError:  # torch without numpy
-        return _records_struct(ids, roles, tables)
+        return _records_struct(ids, tables)
     table = np.concatenate([t.numpy() for t in tables]) if len(tables) > 1 else tables[0].numpy()
     order = np.argsort(np.asarray(ids, dtype=np.int64), kind="stable")
     table = table[order]
     out = np.empty(len(ids), dtype=_RECORD_DTYPE)
     out["id"] = np.asarray(ids, dtype=np.uint16)[order]
-    out["role"] = np.asarray(roles, dtype=np.uint16)[order]
     out["sum"], out["wsum"] = table[:, 0], table[:, 1]
     out["nan"] = np.minimum(table[:, 2], (1 << 31) - 1)  # counts: never negative
     out["inf"] = np.minimum(table[:, 3], (1 << 31) - 1)
@@ -449,18 +446,15 @@ def _records(ids: list[int], roles: list[int], tables: list[Any]) -> bytes:
     return out.tobytes()
 
 
-def _records_struct(ids: list[int], roles: list[int], tables: list[Any]) -> bytes:
-    rows = sorted(zip(ids, roles, (r for t in tables for r in t.tolist()), strict=True), key=lambda r: r[0])
+def _records_struct(ids: list[int], tables: list[Any]) -> bytes:
+    rows = sorted(zip(ids, (r for t in tables for r in t.tolist()), strict=True), key=lambda r: r[0])
     clip = lambda v: max(-(1 << 31), min((1 << 31) - 1, v))  # noqa: E731
     norm = lambda bits: struct.unpack("<f", struct.pack("<i", clip(bits)))[0]  # noqa: E731
-    return b"".join(
-        ff.RECORD.pack(i, role, r[0], r[1], clip(r[2]), clip(r[3]), norm(r[4])) for i, role, r in rows
-    )
+    return b"".join(ff.RECORD.pack(i, r[0], r[1], clip(r[2]), clip(r[3]), norm(r[4])) for i, r in rows)
 
 
-_RECORD_DTYPE = [  # fp_format.RECORD as a packed numpy record ("<HHqqiif")
+_RECORD_DTYPE = [  # fp_format.RECORD as a packed numpy record ("<Hqqiif")
     ("id", "<u2"),
-    ("role", "<u2"),
     ("sum", "<i8"),
     ("wsum", "<i8"),
     ("nan", "<i4"),
