@@ -193,7 +193,7 @@ def _hook_overhead(directory: Path) -> dict[str, Any]:
 
 
 def _fingerprint_size(directory: Path) -> dict[str, Any]:
-    """Bytes of the fingerprint files, and per tensor and step (32-byte records plus a 32-byte
+    """Bytes of the fingerprint files, and per tensor and step (30-byte records plus a 30-byte
     header a step)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from xlagraph.diverge import load_fingerprints
