@@ -65,6 +65,7 @@ MODES = {
     "capture + fingerprints": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_FINGERPRINTS": "1"},
     "XLA_SAVE_TENSORS_FILE (hlo)": {"XLA_SAVE_TENSORS_FILE": "{tmp}/save.hlo", "XLA_SAVE_TENSORS_FMT": "hlo"},
 }
+BASELINE = "capture + fingerprints (baseline)"
 
 
 # -- worker side (a fresh interpreter per measurement) --------------------------------------------
@@ -85,9 +86,12 @@ def worker_train(steps: int, late: tuple[int, ...] = ()) -> dict[str, Any]:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(8, 16, 64).to(device)
     short = x[:7].clone()
-    times, cpu = [], []
+    times, cpu, proc = [], [], []
+    steady_from = 0.0
     for step in range(steps):
-        t, c = time.perf_counter(), time.thread_time()
+        t, c, pc = time.perf_counter(), time.thread_time(), time.process_time()
+        if step == WARMUP:
+            steady_from = pc
         optimizer.zero_grad()
         if step in late:
             model(short).pow(2).mean().backward()
@@ -97,10 +101,20 @@ def worker_train(steps: int, late: tuple[int, ...] = ()) -> dict[str, Any]:
         torch_xla.sync()
         times.append(time.perf_counter() - t)
         cpu.append(time.thread_time() - c)
+        proc.append(time.process_time() - pc)
     xm.wait_device_ops()
-    # The process's CPU so far: what the driver's count of the whole process adds is the exit
+    # All threads' CPU (tracing, XLA's execution, capture's own) from the first steady step to the
+    # last execution's end, per step: what the process spent, whatever the neighbours' load. The
+    # process's CPU so far: what the driver's count of the whole process adds is the exit
     # (capture's finish: the last records, stored sources, compression).
-    return {"step_seconds": times, "thread_cpu_seconds": cpu, "process_cpu_seconds": time.process_time()}
+    steady_cpu = (time.process_time() - steady_from) / max(1, steps - WARMUP)
+    return {
+        "step_seconds": times,
+        "thread_cpu_seconds": cpu,
+        "process_cpu_seconds": proc,
+        "process_cpu_per_steady_step": steady_cpu,
+        "process_cpu_total_seconds": time.process_time(),
+    }
 
 
 def worker_tiny(steps: int) -> dict[str, Any]:
@@ -155,8 +169,8 @@ def _worker(
         raise SystemExit(f"worker {kind} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     total = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if "process_cpu_seconds" in result:  # the workers run one at a time: the delta is this one's
-        result["exit_cpu_seconds"] = max(0.0, total - result["process_cpu_seconds"])
+    if "process_cpu_total_seconds" in result:  # the workers run one at a time: the delta is this one's
+        result["exit_cpu_seconds"] = max(0.0, total - result["process_cpu_total_seconds"])
     return result
 
 
@@ -192,7 +206,7 @@ def _hook_overhead(directory: Path) -> dict[str, Any]:
 
 
 def _fingerprint_size(directory: Path) -> dict[str, Any]:
-    """Bytes of the fingerprint files, and per tensor and step (32-byte records plus a 32-byte
+    """Bytes of the fingerprint files, and per tensor and step (30-byte records plus a 30-byte
     header a step)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from xlagraph.diverge import load_fingerprints
@@ -213,9 +227,14 @@ def _p10(values: list[float]) -> float:
     return statistics.quantiles(values, n=10)[0]
 
 
-def measure(repeat: int, timeout: float, modes: tuple[str, ...] = ()) -> dict[str, Any]:
+def measure(
+    repeat: int, timeout: float, modes: tuple[str, ...] = (), steps: int = STEPS, baseline: str = ""
+) -> dict[str, Any]:
     chosen = {m: e for m, e in MODES.items() if not modes or m in modes}
+    if baseline:  # the same fingerprint run with another checkout's xlagraph (`--baseline DIR`)
+        chosen[BASELINE] = {**MODES["capture + fingerprints"], "PYTHONPATH": baseline}
     runs: dict[str, list[float]] = {m: [] for m in chosen}
+    proc: dict[str, list[float]] = {m: [] for m in chosen}
     cpu: dict[str, list[float]] = {m: [] for m in chosen}
     fast: dict[str, list[float]] = {m: [] for m in chosen}
     fast_cpu: dict[str, list[float]] = {m: [] for m in chosen}
@@ -224,9 +243,10 @@ def measure(repeat: int, timeout: float, modes: tuple[str, ...] = ()) -> dict[st
     for r in range(repeat):
         for mode, extra in chosen.items():
             with tempfile.TemporaryDirectory(prefix="xlagraph-bench-") as tmp:
-                result = _worker("train", STEPS, extra, tmp, timeout)
+                result = _worker("train", steps, extra, tmp, timeout)
                 steady = result["step_seconds"][WARMUP:]
                 runs[mode].append(statistics.median(steady))
+                proc[mode].append(result["process_cpu_per_steady_step"])
                 cpu[mode].append(statistics.median(result["thread_cpu_seconds"][WARMUP:]))
                 fast[mode].append(_p10(steady))
                 fast_cpu[mode].append(_p10(result["thread_cpu_seconds"][WARMUP:]))
@@ -238,8 +258,21 @@ def measure(repeat: int, timeout: float, modes: tuple[str, ...] = ()) -> dict[st
                         extras[mode]["fingerprints"] = _fingerprint_size(Path(tmp) / "capture")
                 if r == 0 and "XLA_SAVE_TENSORS_FILE" in extra:
                     extras[mode] = {"size_bytes": {"total": sum(_du(p) for p in Path(tmp).glob("save.hlo*"))}}
-            print(f"  run {r + 1}/{repeat} {mode}: {runs[mode][-1] * 1e3:.2f} ms/step", file=sys.stderr)
-    plain = statistics.median(runs["plain"])
+            print(
+                f"  run {r + 1}/{repeat} {mode}: {runs[mode][-1] * 1e3:.2f} ms/step, "
+                f"process CPU {proc[mode][-1] * 1e3:.2f} ms/step (load {os.getloadavg()[0]:.1f})",
+                file=sys.stderr,
+            )
+    for mode in (m for m in ("capture + fingerprints", BASELINE) if m in runs and "capture" in runs):
+        # Process CPU (all threads) against capture alone, run by run (A B A B: neighbours in time)
+        pairs = [a / b for a, b in zip(proc[mode], proc["capture"], strict=True)]
+        extras.setdefault(mode, {}).update(
+            process_cpu_ratio_to_capture=round(
+                statistics.median(proc[mode]) / statistics.median(proc["capture"]), 3
+            ),
+            process_cpu_ratio_pairs=[round(v, 3) for v in pairs],
+        )
+    plain = statistics.median(runs["plain"]) if "plain" in runs else None
     if "capture" in runs and "capture + fingerprints" in runs:  # what fingerprints add to capture
         with_fp, without = (
             statistics.median(runs["capture + fingerprints"]),
@@ -253,8 +286,8 @@ def measure(repeat: int, timeout: float, modes: tuple[str, ...] = ()) -> dict[st
             ratio_to_capture=round(with_fp / without, 3),
             p10_ratio_to_capture=round(p10_with / p10_without, 3),
         )
-    plain_cpu = statistics.median(cpu["plain"])
-    plain_fast, plain_fast_cpu = statistics.median(fast["plain"]), statistics.median(fast_cpu["plain"])
+    base = runs["plain"] if plain is not None else None
+    ratio = lambda v, ref: round(v / statistics.median(ref), 3) if ref else None  # noqa: E731
     out = {}
     for mode, values in runs.items():
         median = statistics.median(values)
@@ -262,14 +295,16 @@ def measure(repeat: int, timeout: float, modes: tuple[str, ...] = ()) -> dict[st
         p10, p10_cpu = statistics.median(fast[mode]), statistics.median(fast_cpu[mode])
         out[mode] = {
             "median_step_ms": round(median * 1e3, 3),
-            "ratio_to_plain": round(median / plain, 3),
+            "ratio_to_plain": ratio(median, base),
             "runs_ms": [round(v * 1e3, 3) for v in values],
+            "process_cpu_ms_per_step": round(statistics.median(proc[mode]) * 1e3, 3),
+            "process_cpu_runs_ms": [round(v * 1e3, 3) for v in proc[mode]],
             "median_main_thread_cpu_ms": round(median_cpu * 1e3, 3),
-            "cpu_ratio_to_plain": round(median_cpu / plain_cpu, 3),
+            "cpu_ratio_to_plain": ratio(median_cpu, base and cpu["plain"]),
             "p10_step_ms": round(p10 * 1e3, 3),
-            "p10_ratio_to_plain": round(p10 / plain_fast, 3),
+            "p10_ratio_to_plain": ratio(p10, base and fast["plain"]),
             "p10_main_thread_cpu_ms": round(p10_cpu * 1e3, 3),
-            "p10_cpu_ratio_to_plain": round(p10_cpu / plain_fast_cpu, 3),
+            "p10_cpu_ratio_to_plain": ratio(p10_cpu, base and fast_cpu["plain"]),
             "exit_cpu_ms": round(statistics.median(exit_cpu[mode]) * 1e3, 1),
             "exit_cpu_runs_ms": [round(v * 1e3, 1) for v in exit_cpu[mode]],
             **extras.get(mode, {}),
@@ -314,6 +349,10 @@ def measure_late(timeout: float) -> dict[str, Any]:
     }
 
 
+def _x(ratio: float | None) -> str:
+    return "" if ratio is None else f"{ratio:.3f}"
+
+
 def render(modes: dict[str, Any], size: dict[str, Any] | None) -> str:
     rows = []
     for mode, m in modes.items():
@@ -324,12 +363,13 @@ def render(modes: dict[str, Any], size: dict[str, Any] | None) -> str:
             [
                 mode,
                 f"{m['median_step_ms']:.2f}",
-                f"{m['ratio_to_plain']:.3f}",
+                _x(m["ratio_to_plain"]),
+                f"{m['process_cpu_ms_per_step']:.2f}",
                 f"{m['median_main_thread_cpu_ms']:.2f}",
-                f"{m['cpu_ratio_to_plain']:.3f}",
+                _x(m["cpu_ratio_to_plain"]),
                 f"{m['p10_step_ms']:.2f}",
-                f"{m['p10_ratio_to_plain']:.3f}",
-                f"{m['p10_cpu_ratio_to_plain']:.3f}",
+                _x(m["p10_ratio_to_plain"]),
+                _x(m["p10_cpu_ratio_to_plain"]),
                 "" if hook is None else f"{hook:.3f}",
                 f"{m['exit_cpu_ms']:.0f}",
                 "" if disk is None else f"{disk / 1e6:.2f} MB",
@@ -341,6 +381,7 @@ def render(modes: dict[str, Any], size: dict[str, Any] | None) -> str:
             "mode",
             f"median step (ms, steps {WARMUP}-{STEPS - 1})",
             "x plain",
+            "process CPU (ms/step)",
             "main-thread CPU (ms/step)",
             "x plain",
             "p10 step (ms)",
@@ -353,14 +394,26 @@ def render(modes: dict[str, Any], size: dict[str, Any] | None) -> str:
         ],
         rows,
     )
-    fp = modes.get("capture + fingerprints", {})
-    if "ratio_to_capture" in fp:
-        size_fp = fp.get("fingerprints", {})
-        table += (
-            f"\n\nFingerprints: step time x{fp['ratio_to_capture']:.3f} of capture alone (median), "
-            f"x{fp['p10_ratio_to_capture']:.3f} (p10); {size_fp.get('tensors_per_step')} tensors a step, "
-            f"{size_fp.get('bytes_per_tensor_step')} bytes per tensor and step on disk"
-        )
+    for name in ("capture + fingerprints", BASELINE):
+        fp = modes.get(name, {})
+        if "process_cpu_ratio_to_capture" in fp:
+            size_fp = fp.get("fingerprints", {})
+            pairs = fp["process_cpu_ratio_pairs"]
+            table += (
+                f"\n\n{name}: process CPU x{fp['process_cpu_ratio_to_capture']:.3f} of capture alone "
+                f"(medians; run by run x{min(pairs):.3f} to x{max(pairs):.3f}, median "
+                f"x{statistics.median(pairs):.3f})"
+            )
+            if "ratio_to_capture" in fp:
+                table += (
+                    f"; wall step time x{fp['ratio_to_capture']:.3f} (median), "
+                    f"x{fp['p10_ratio_to_capture']:.3f} (p10)"
+                )
+            if size_fp:
+                table += (
+                    f"; {size_fp.get('tensors_per_step')} tensors a step, "
+                    f"{size_fp.get('bytes_per_tensor_step')} bytes per tensor and step on disk"
+                )
     if size is None:
         return f"{table}\n"
     size_rows = [
@@ -393,6 +446,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--modes", default="", help="modes to time, separated by ';' (default: all)")
     parser.add_argument("--steady-only", action="store_true", help="skip the disk and late-graph runs")
+    parser.add_argument(
+        "--baseline", default="", help="another checkout: its fingerprints timed too (PYTHONPATH=DIR)"
+    )
     parser.add_argument("--late", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -401,7 +457,8 @@ def main() -> None:
         print(json.dumps(result))
         return
     started = time.time()
-    modes = measure(args.repeat, args.timeout, tuple(m.strip() for m in args.modes.split(";") if m.strip()))
+    chosen = tuple(m.strip() for m in args.modes.split(";") if m.strip())
+    modes = measure(args.repeat, args.timeout, chosen, args.steps, args.baseline)
     if args.steady_only:
         size, late = {}, {}
         text = render(modes, None)
@@ -418,7 +475,7 @@ def main() -> None:
     payload = {
         "benchmark": "capture",
         "model": "TransformerEncoder 2 layers, d_model 64, 4 heads, ff 128, batch 8x16, SGD; CPU",
-        "steps": STEPS,
+        "steps": args.steps,
         "warmup_excluded": WARMUP,
         "repeat": args.repeat,
         "modes": modes,

@@ -171,7 +171,8 @@ def test_eager_capture_names_roles_and_size(tmp_path):
     )
     size = (Path(run.path) / ff.BIN).stat().st_size
     per_step = size / len(run.steps)
-    assert per_step == 32 * (1 + len(run.steps[0].values))  # 32 bytes a tensor, one header a step
+    assert per_step == ff.RECORD.size * (1 + len(run.steps[0].values))  # a record a tensor, a header a step
+    assert ff.RECORD.size == 30  # under 32 bytes per tensor and step, header included, from 15 tensors
 
 
 def test_eager_runs_compare(tmp_path):

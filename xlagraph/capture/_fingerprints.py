@@ -14,21 +14,19 @@ device splits differently from run to run still gives the same fingerprint, whil
 any bit changes `sum` (float sums would not do: their own order changes them). Integer tensors
 (token ids) are summed as they are, booleans as 0/1.
 
-Cost: per dtype, one concatenation of the flattened tensors and one bit cast; on CUDA and CPU two
-int64 cumulative sums (of the bits, and of their running sum: the weighted sum follows from both,
-see `_sums_eager`) and two of the NaN/Inf masks, read at the tensors' ends (exact modulo 2**64);
-on XLA one sum per tensor (XLA's cumsum is a slow reduce-window) with a cached position vector.
-Norms come from one `_foreach_norm`.
+Cost on CUDA and CPU: per dtype, one concatenation of the flattened tensors and one bit cast
+(`view(dtype)`), two int64 cumulative sums (of the bits, and of their running sum: the weighted sum
+follows from both, see `_sums_eager`) and two of the NaN/Inf masks, read at the tensors' ends
+(exact modulo 2**64). Norms come from one `_foreach_norm`.
 
-On an XLA device `Tensor.view(dtype)` falls back to the CPU in torch_xla 2.9 (aten::view_copy.dtype):
-the bit cast is lowered instead as an XLA BitcastConvert through `torch_xla.core.xla_op_registry`,
-so the whole fingerprint stays one small graph on the device. On CUDA and CPU it is `view(dtype)`.
+On an XLA device the whole table is one user computation (`_fp_lower`): one traced node a step
+whatever the number of tensors, the bit casts an XLA BitcastConvert on the device
+(`Tensor.view(dtype)` falls back to the CPU in torch_xla 2.9: aten::view_copy.dtype).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 
@@ -43,9 +41,7 @@ _INT_OF_FLOAT = {
     torch.bfloat16: torch.int16,
     torch.float16: torch.int16,
 }
-_XLA_BITCAST: dict[torch.dtype, Any] = {}  # int dtype -> registered xla_op_registry Op
 _ENDS: dict[tuple[str, tuple[int, ...]], tuple[torch.Tensor, torch.Tensor]] = {}  # cached per layout
-_POSITIONS: dict[str, torch.Tensor] = {}  # XLA: device -> 1..2**k, sliced
 _MAX_CACHED_LAYOUTS = 64
 
 
@@ -58,7 +54,10 @@ def fingerprint(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
     if not tensors:
         return torch.zeros((0, len(FIELDS)), dtype=torch.int64)
     device = tensors[0].device
-    xla = device.type == "xla"
+    if device.type == "xla":
+        from xlagraph.capture._fp_lower import fingerprint_xla
+
+        return fingerprint_xla(tensors)
     flat = [t.detach().reshape(-1) for t in tensors]
     groups: dict[torch.dtype, list[int]] = {}
     for i, t in enumerate(flat):
@@ -67,7 +66,7 @@ def fingerprint(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
     order: list[int] = []
     for dtype, members in groups.items():
         for chunk in _chunks(members, [flat[i].numel() for i in members]):
-            parts.append(_sums([flat[i] for i in chunk], dtype, xla))
+            parts.append(_sums([flat[i] for i in chunk], dtype))
             order.extend(chunk)
     sums = parts[0] if len(parts) == 1 else torch.cat(parts)
     if order != list(range(len(order))):
@@ -75,7 +74,7 @@ def fingerprint(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
         for row, i in enumerate(order):
             inverse[i] = row
         sums = sums[torch.tensor(inverse, device="cpu").to(device)]
-    norms = _norm_bits(flat, xla)
+    norms = _norm_bits(flat)
     return torch.cat([sums, norms.unsqueeze(1)], dim=1)
 
 
@@ -113,35 +112,13 @@ def _chunks(members: list[int], sizes: list[int]) -> list[list[int]]:
     return out
 
 
-def _sums(flat: list[torch.Tensor], dtype: torch.dtype, xla: bool) -> torch.Tensor:
+def _sums(flat: list[torch.Tensor], dtype: torch.dtype) -> torch.Tensor:
     """(len(flat), 4) int64: sum, wsum, nan, inf of tensors of one dtype."""
     values = flat[0] if len(flat) == 1 else torch.cat(flat)
     numels = tuple(t.numel() for t in flat)
     floating = dtype in _INT_OF_FLOAT
-    bits = _bitcast(values, _INT_OF_FLOAT[dtype], xla) if floating else values
-    if xla:
-        return _sums_xla(values, bits, numels, floating)
+    bits = values.view(_INT_OF_FLOAT[dtype]) if floating else values
     return _sums_eager(values, bits, numels, floating)
-
-
-def _sums_xla(
-    values: torch.Tensor, bits: torch.Tensor, numels: tuple[int, ...], floating: bool
-) -> torch.Tensor:
-    """One sum per tensor (XLA lowers cumsum as a reduce-window, ~10x slower here). Weights use
-    global 1-based positions g: within a tensor starting at s, sum(b*(g-s)) = sum(b*g) - s*sum(b)."""
-    device = values.device
-    _, starts = _layout(device, numels)
-    bits = bits.to(torch.int64)
-    cols = [bits, bits * _positions(values.numel(), device)]
-    if floating:
-        cols += [torch.isnan(values).to(torch.int64), torch.isinf(values).to(torch.int64)]
-    table = torch.stack(cols, dim=1)
-    seg = torch.stack([part.sum(0) for part in torch.split(table, list(numels))])
-    s, w = seg[:, 0], seg[:, 1] - starts * seg[:, 0]
-    if not floating:
-        zero = torch.zeros_like(s)
-        return torch.stack([s, w, zero, zero], dim=1)
-    return torch.stack([s, w, seg[:, 2], seg[:, 3]], dim=1)
 
 
 def _sums_eager(
@@ -176,8 +153,7 @@ def _before(cumulative: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 
 def _layout(device: torch.device, numels: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each tensor's end and start offsets, cached per device and layout (on XLA, device data
-    that the fingerprint graph takes as parameters)."""
+    """Each tensor's end and start offsets, cached per device and layout."""
     key = (str(device), numels)
     hit = _ENDS.get(key)
     if hit is not None:
@@ -196,36 +172,8 @@ def _layout(device: torch.device, numels: tuple[int, ...]) -> tuple[torch.Tensor
     return hit
 
 
-def _positions(n: int, device: torch.device) -> torch.Tensor:
-    """1, 2, ..., n as int64 on XLA: a cached vector, sliced (`arange` there costs ~0.1 s per
-    100k elements per call: it is rebuilt on the host)."""
-    key = str(device)
-    cached = _POSITIONS.get(key)
-    if cached is None or cached.numel() < n:
-        size = 1 << max(10, (n - 1).bit_length())
-        cached = _POSITIONS[key] = torch.arange(1, size + 1, dtype=torch.int64).to(device)
-    return cached[:n]
-
-
-def _bitcast(values: torch.Tensor, to: torch.dtype, xla: bool) -> torch.Tensor:
-    if not xla:
-        return values.view(to)
-    op = _XLA_BITCAST.get(to)
-    if op is None:
-        import torch_xla.core.xla_builder as xb
-        import torch_xla.core.xla_op_registry as xor
-
-        xla_type = {torch.int64: xb.Type.S64, torch.int32: xb.Type.S32, torch.int16: xb.Type.S16}[to]
-        op = _XLA_BITCAST[to] = xor.register(f"xlagraph_bitcast_{to}".replace("torch.", ""), _lower(xla_type))
-    return op(values)
-
-
-def _lower(xla_type: Any) -> Any:
-    return lambda x: x.bitcast(xla_type)
-
-
-def _norm_bits(flat: list[torch.Tensor], xla: bool) -> torch.Tensor:
+def _norm_bits(flat: list[torch.Tensor]) -> torch.Tensor:
     """int64 column: the float32 bits of each tensor's L2 norm."""
     floats = [t if t.dtype in (torch.float32, torch.float64) else t.float() for t in flat]
     norms = torch.stack([n.float() for n in torch._foreach_norm(floats)])
-    return _bitcast(norms, torch.int32, xla).to(torch.int64)
+    return norms.view(torch.int32).to(torch.int64)

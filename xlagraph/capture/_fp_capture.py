@@ -23,6 +23,7 @@ import atexit
 import contextlib
 import json
 import os
+import struct
 import sys
 import weakref
 from collections.abc import Callable, Iterator
@@ -129,7 +130,7 @@ class _Capture:
         self.fd_bin: int | None = None
         self.fd_jsonl: int | None = None
         self.rank_written = False
-        self.side_compiles = 0  # XLA: compiles of the fingerprint graph
+        self.side_state: Any = None  # XLA: the fingerprint graph's state (_fp_xla.SideState)
 
     # -- hooks ----------------------------------------------------------------------------------
 
@@ -281,17 +282,17 @@ class _Capture:
 
     def _fetch_inflight(self) -> None:
         """Write the fingerprints started earlier (fetched one step late: no device sync)."""
-        groups: dict[tuple[int, int], list[tuple[int, tuple[int, int, int, int, int]]]] = {}
+        groups: dict[tuple[int, int], list[tuple[list[int], Any]]] = {}
         for table, event, ids, step, jstep in self.inflight:
-            rows = groups.setdefault((step, jstep), [])
+            parts = groups.setdefault((step, jstep), [])
             if table is None:
                 continue
             if event is not None:
                 event.synchronize()
-            rows.extend(zip(ids, (tuple(r) for r in table.cpu().tolist()), strict=True))
+            parts.append((ids, table.cpu()))
         self.inflight = []
-        for (step, jstep), rows in groups.items():
-            self._write_step(step, jstep, rows)
+        for (step, jstep), parts in groups.items():
+            self._write_step(step, jstep, parts)
 
     def flush(self) -> None:
         self._fetch_inflight()
@@ -310,17 +311,24 @@ class _Capture:
         self._fetch_inflight()
         if not self.pending:
             return
-        items = [(n, role, t) for n, role, r in self.pending if _on_xla(t := _deref(r))]
-        self.pending = []
-        if not items:
-            return
-        from xlagraph.capture._fp_xla import side_graph  # (XLA only: reads the debug stream)
+        from xlagraph.capture._fp_xla import SideState, side_graph  # (XLA only: reads the debug stream)
 
+        tensors, ids = [], []
+        names = self.names
+        for name, role, r in self.pending:  # ~50 tensors a step: kept to one pass, ids looked up inline
+            t = _deref(r)
+            if t is not None and t.device.type == "xla":
+                i = names.get((name, role))
+                tensors.append(t)
+                ids.append(self._name_id(name, role, t) if i is None else i)
+        self.pending = []
+        if not tensors:
+            return
         step = self.step
         self.step += 1
-        ids = [self._name_id(n, role, t) for n, role, t in items]
-        table, compiles = side_graph(rec, [t for _, _, t in items])
-        self.side_compiles += compiles
+        if self.side_state is None:
+            self.side_state = SideState()
+        table = side_graph(rec, tensors, self.side_state)
         self.inflight.append((table, None, ids, step, rec.s.step - 1))
 
     def _finish_xla(self) -> None:
@@ -332,16 +340,10 @@ class _Capture:
                 [{"k": "note", "v": "the last optimizer step had no sync after it: not fingerprinted"}]
             )
             self.pending = []
-        if self.side_compiles:
-            self._jsonl(
-                [
-                    {
-                        "k": "note",
-                        "v": f"fingerprint graph compiled {self.side_compiles} time(s), run after each sync; "
-                        "left out of the journal",
-                    }
-                ]
-            )
+        if self.side_state is not None and self.side_state.compiles:
+            n = self.side_state.compiles
+            note = f"fingerprint graph compiled {n} time(s), run after each sync; left out of the journal"
+            self._jsonl([{"k": "note", "v": note}])
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -358,33 +360,22 @@ class _Capture:
             )
         return i
 
-    def _write_step(
-        self, step: int, jstep: int, rows: list[tuple[int, tuple[int, int, int, int, int]]]
-    ) -> None:
+    def _write_step(self, step: int, jstep: int, parts: list[tuple[list[int], Any]]) -> None:
         if self.fd_bin is None:
             self._open()
-        size = ff.RECORD.size * (1 + len(rows))
+        ids = [i for part_ids, _ in parts for i in part_ids]
+        size = ff.RECORD.size * (1 + len(ids))
         if self.bytes + size > self.max_bytes:
             self._jsonl([{"k": "note", "v": f"XLAGRAPH_MAX_MB reached at step {step}: no more fingerprints"}])
             self.active = False
             return
         self._write_rank()
-        rows.sort(key=lambda r: r[0])
-        parts = [ff.RECORD.pack(ff.HEADER_ID, 0, step, jstep, len(rows), 0, 0.0)]
-        for i, (s, w, nan, inf, norm_bits) in rows:
-            role = ff.ROLE_ORDER[self._role_of(i)]
-            norm = _f32(norm_bits)
-            parts.append(ff.RECORD.pack(i, role, _wrap(s), _wrap(w), _i32(nan), _i32(inf), norm))
-        data = b"".join(parts)
+        header = ff.RECORD.pack(ff.HEADER_ID, step, jstep, len(ids), 0, 0.0)
+        data = header + (_records(ids, [t for _, t in parts]) if ids else b"")
         view = memoryview(data)
         while view:
             view = view[os.write(self.fd_bin, view) :]  # type: ignore[arg-type]
         self.bytes += len(data)
-
-    def _role_of(self, i: int) -> str:
-        if not hasattr(self, "_roles") or len(self._roles) != len(self.names):
-            self._roles = {v: k[1] for k, v in self.names.items()}
-        return self._roles[i]
 
     def _open(self) -> None:
         os.makedirs(self.dir, exist_ok=True)
@@ -396,7 +387,8 @@ class _Capture:
             path = os.path.join(self.dir, ff.JSONL)
             self.fd_jsonl = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             torch = sys.modules.get("torch")
-            meta = {"k": "meta", "pid": os.getpid(), "torch": str(getattr(torch, "__version__", ""))}
+            version = str(getattr(torch, "__version__", ""))
+            meta = {"k": "meta", "format": ff.FORMAT, "pid": os.getpid(), "torch": version}
             records = [meta, *records]
         data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
         os.write(self.fd_jsonl, data)
@@ -469,15 +461,37 @@ def _deref(r: Any) -> Any:
     return r() if isinstance(r, weakref.ref) else r
 
 
-def _wrap(v: int) -> int:
-    return (v + (1 << 63)) % (1 << 64) - (1 << 63)
+def _records(ids: list[int], tables: list[Any]) -> bytes:
+    """The tensor records (fp_format.RECORD) of int64 (n, 5) CPU tables, sorted by name id:
+    one numpy record array per step (a struct.pack per tensor costs ~5 us each, torch ops more)."""
+    try:
+        import numpy as np
+    except ImportError:  # torch without numpy
+        return _records_struct(ids, tables)
+    table = np.concatenate([t.numpy() for t in tables]) if len(tables) > 1 else tables[0].numpy()
+    order = np.argsort(np.asarray(ids, dtype=np.int64), kind="stable")
+    table = table[order]
+    out = np.empty(len(ids), dtype=_RECORD_DTYPE)
+    out["id"] = np.asarray(ids, dtype=np.uint16)[order]
+    out["sum"], out["wsum"] = table[:, 0], table[:, 1]
+    out["nan"] = np.minimum(table[:, 2], (1 << 31) - 1)  # counts: never negative
+    out["inf"] = np.minimum(table[:, 3], (1 << 31) - 1)
+    out["norm"] = table[:, 4].astype(np.int32).view(np.float32)  # the f32 bits, as they are
+    return out.tobytes()
 
 
-def _i32(v: int) -> int:
-    return max(-(1 << 31), min((1 << 31) - 1, v))
+def _records_struct(ids: list[int], tables: list[Any]) -> bytes:
+    rows = sorted(zip(ids, (r for t in tables for r in t.tolist()), strict=True), key=lambda r: r[0])
+    clip = lambda v: max(-(1 << 31), min((1 << 31) - 1, v))  # noqa: E731
+    norm = lambda bits: struct.unpack("<f", struct.pack("<i", clip(bits)))[0]  # noqa: E731
+    return b"".join(ff.RECORD.pack(i, r[0], r[1], clip(r[2]), clip(r[3]), norm(r[4])) for i, r in rows)
 
 
-def _f32(bits: int) -> float:
-    import struct
-
-    return struct.unpack("<f", struct.pack("<i", _i32(bits)))[0]
+_RECORD_DTYPE = [  # fp_format.RECORD as a packed numpy record ("<Hqqiif")
+    ("id", "<u2"),
+    ("sum", "<i8"),
+    ("wsum", "<i8"),
+    ("nan", "<i4"),
+    ("inf", "<i4"),
+    ("norm", "<f4"),
+]

@@ -14,6 +14,7 @@ fingerprints the training graphs have the same hashes and the same compile count
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from xlagraph.capture import _format as fmt
@@ -21,45 +22,67 @@ from xlagraph.capture._debug_stream import decode
 from xlagraph.capture._dumps import scan_dumps, unlink
 from xlagraph.parse.pt_xla_debug import parse_pt_xla_debug
 
-__all__ = ["side_graph"]
+__all__ = ["SideState", "side_graph"]
 
 
-def side_graph(rec: Any, tensors: list[Any]) -> tuple[Any, int]:
+@dataclass
+class SideState:
+    """What the fingerprint graph remembers between steps (one per process)."""
+
+    compiles: int = 0  # compiles of the fingerprint graph
+    compiles_seen: int = -1  # torch_xla's compile count after the last fingerprint graph
+    debug_seen: tuple[Any, str] = (None, "")  # the fingerprint graph's debug text, parsed
+
+
+def side_graph(rec: Any, tensors: list[Any], state: SideState) -> Any:
     """Fingerprint `tensors` (device data after the sync) in one graph dispatched without waiting,
     and take what torch_xla reports for it out of the recorder `rec`'s view. Returns the table
-    (fetched at a later sync) and how many times this graph compiled."""
+    (fetched at a later sync); `state` counts the graph's compiles."""
+    from xlagraph.capture import _fp_lower
     from xlagraph.capture._fingerprints import fingerprint
 
-    scan_dumps(rec)  # the training graphs' dumps are paired before this graph adds its own
-    before = _side_counts(rec)
     ir_debug = rec.xlac._get_ir_debug()
     if ir_debug:  # source lines of this graph are never shown: not worth a Python stack per op
         rec.xlac._set_ir_debug(False)
     try:
+        built = _fp_lower.built
         table = fingerprint(tensors)
     finally:
         if ir_debug:
             rec.xlac._set_ir_debug(True)
-    rec.xlac._xla_sync_multi([table], [], False)
-    return table, _absorb(rec, before)
-
-
-def _side_counts(rec: Any) -> tuple[int, set[str]]:
+    # torch_xla compiles this graph only for a new computation, or after other compiles (its cache
+    # evicts on insertion): only then are the dump folder's files listed to tell its dumps apart.
     count = rec._compile_metric()[0]
+    dumps: set[str] | None = None
+    if _fp_lower.built != built or count != state.compiles_seen:
+        scan_dumps(rec)  # the training graphs' dumps are paired before this graph adds its own
+        dumps = _dump_names(rec)
+    rec.xlac._xla_sync_multi([table], [], False)
+    state.compiles_seen = _absorb(rec, (count, dumps), state)
+    return table
+
+
+def _dump_names(rec: Any) -> set[str]:
+    if not rec.plan.hlo_dump:
+        return set()
     try:
-        names = set(os.listdir(rec.hlo_dir)) if rec.plan.hlo_dump else set()
+        return set(os.listdir(rec.hlo_dir))
     except FileNotFoundError:
-        names = set()
-    return count, names
+        return set()
 
 
-def _absorb(rec: Any, before: tuple[int, set[str]]) -> int:
+def _absorb(rec: Any, before: tuple[int, set[str] | None], state: SideState) -> int:
     """Take what torch_xla reported for the fingerprint graph out of the recorder's view; the
-    number of compiles it took."""
+    compile count after it."""
     s = rec.s
     data = rec.debug.read()
-    if data:
-        _, s.carry = parse_pt_xla_debug(s.carry + decode(data))  # its analysis blocks: dropped
+    if data:  # its analysis blocks: dropped. The same text every step: parsed once
+        if state.debug_seen[0] == (s.carry, data):
+            s.carry = state.debug_seen[1]
+        else:
+            key = (s.carry, data)
+            _, s.carry = parse_pt_xla_debug(s.carry + decode(data))
+            state.debug_seen = (key, s.carry)
     compiles, _ = rec._counters()
     count = rec._compile_metric()[0]
     new_compiles = count - before[0]
@@ -67,10 +90,11 @@ def _absorb(rec: Any, before: tuple[int, set[str]]) -> int:
     rec.base = (rec.base[0], rec.base[1] + 1, rec.base[2] + new_compiles)
     s.compiles, s.executes = compiles, s.executes + 1
     if new_compiles:
+        state.compiles += new_compiles
         metric = rec.xlac._xla_metric_data("CompileTime")
         if metric and metric[2]:
             s.compile_sample_ts = max(s.compile_sample_ts, metric[2][-1][0])
-    if rec.plan.hlo_dump:
+    if rec.plan.hlo_dump and before[1] is not None:
         try:
             names = set(os.listdir(rec.hlo_dir)) - before[1]
         except FileNotFoundError:
@@ -79,4 +103,4 @@ def _absorb(rec: Any, before: tuple[int, set[str]]) -> int:
             s.dumps_seen.add(name)
             s.prefixes_done.add(fmt.dump_prefix(name))
             unlink(os.path.join(rec.hlo_dir, name))
-    return new_compiles
+    return count

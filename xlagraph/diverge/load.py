@@ -1,7 +1,7 @@
 """Reading the fingerprints a capture recorded (`XLAGRAPH_FINGERPRINTS=1`): parse -> immutable runs.
 
 A capture folder holds one folder per process (`<host>-<pid>`); each with fingerprints holds
-`fingerprints.bin` (32-byte records) and `fingerprints.jsonl` (names, rank, notes); see
+`fingerprints.bin` (30-byte records; 32 in format 1) and `fingerprints.jsonl` (names, rank, notes); see
 `xlagraph.capture.fp_format`. A killed run leaves at most a partial last step: it is dropped with
 a note. Anything else malformed is an `InputError` naming the file.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,23 +126,25 @@ def _load_process(d: Path) -> FpRun:
             raise InputError(str(jsonl), f"not a fingerprint record ({type(e).__name__})", line=n) from None
     if rank is None:
         rank, world = _journal_rank(d, rank, world)
-    steps = _read_bin(d / ff.BIN, names, notes)
+    steps = _read_bin(d / ff.BIN, names, notes, ff.record_format(meta))
     ordered = dict(
         sorted(((i.name, i) for i in names.values()), key=lambda kv: ff.ROLE_ORDER.get(kv[1].role, 9))
     )
     return FpRun(str(d), rank, world, ordered, steps, tuple(notes), (d / "journal.jsonl").is_file(), meta)
 
 
-def _read_bin(path: Path, names: dict[int, TensorInfo], notes: list[str]) -> tuple[FpStep, ...]:
+def _read_bin(
+    path: Path, names: dict[int, TensorInfo], notes: list[str], record: struct.Struct
+) -> tuple[FpStep, ...]:
     data = path.read_bytes()
-    size = ff.RECORD.size
+    size = record.size
     usable = len(data) - len(data) % size
     if usable != len(data):
         notes.append(f"{path.name}: last record cut (the run was killed while writing)")
     steps: list[FpStep] = []
     pos = 0
     while pos < usable:
-        rid, _, step, jstep, count, _, _ = ff.RECORD.unpack_from(data, pos)
+        rid, step, jstep, count, _, _ = ff.fields(record, data, pos)
         if rid != ff.HEADER_ID or count < 0:
             raise InputError(
                 str(path), f"record {pos // size}: expected a step header, not a fingerprint file?"
@@ -152,7 +155,7 @@ def _read_bin(path: Path, names: dict[int, TensorInfo], notes: list[str]) -> tup
             break
         values: dict[str, Fingerprint] = {}
         for _ in range(count):
-            i, _role, s, w, nan, inf, norm = ff.RECORD.unpack_from(data, pos)
+            i, s, w, nan, inf, norm = ff.fields(record, data, pos)
             pos += size
             info = names.get(i)
             if info is None:
