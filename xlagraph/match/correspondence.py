@@ -8,7 +8,8 @@ with the same hash on both sides so that colours compare across graphs:
   an attribute would break is left out (`strict` colours add full shapes and attributes back, as
   a second opinion that only ever splits ties);
 * each round hashes an instruction's colour with its operands' colours (in operand order, sorted
-  for commutative ops) and its users' colours with the operand index each reads it at; being
+  for commutative ops) and its users' colours with the operand index each reads it at (sorted,
+  as a multiset); being
   an output adds one mark, not its slot: positions never enter a colour;
 * rounds stop when neither partition splits further, or after `ROUNDS`; each is O(E).
 
@@ -44,7 +45,6 @@ _SKIP = frozenset({"sharding", "frontend_attributes", "backend_config", "channel
 _SKIP_INPUT = _SKIP | {"index"}
 _DIGITS = re.compile(r"\d+")
 _OUTPUT = hash("output")
-_MASK = (1 << 61) - 1
 _U64 = (1 << 64) - 1
 # The shallowest round whose agreement pairs: only agreement at every depth counts (None). A
 # shallower one pairs look-alikes that are not the same tensor: blocks of other widths look alike
@@ -149,15 +149,18 @@ def _first_colours(
 
 
 def _round(g: _Graph, col: list[int]) -> list[int]:
-    """One refinement step. Users enter as a sum of hashes (a multiset, in any order), operands
-    as a tuple (in order; sorted for commutative ops)."""
+    """One refinement step. Users enter as a sorted tuple of (colour, operand index) (a multiset,
+    in any order), operands as a tuple (in order; sorted for commutative ops). Not a sum of the
+    users' hashes: Python's tuple hash is nearly additive in its last item, so {(A, 1), (B, 0)}
+    and {(A, 0), (B, 1)} summed alike for some hash seeds, and a model's input `x` passed as
+    operand 0 of its users was not told from weights passed as operand 1."""
     get = col.__getitem__
     out = []
     rows = zip(col, g.operands, g.sorted_ops, g.user_of, g.user_at, g.marks, strict=True)
     for c, ops, srt, uo, ua, mark in rows:
         oc = tuple(sorted(map(get, ops))) if srt else tuple(map(get, ops))
-        uh = sum(map(hash, zip(map(get, uo), ua, strict=True))) + mark if uo else mark
-        out.append(hash((c, oc, uh & _MASK)))
+        uc = tuple(sorted(zip(map(get, uo), ua, strict=True))) if uo else ()
+        out.append(hash((c, oc, uc, mark)))
     return out
 
 
