@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from xlagraph.capture import fp_format as ff
-from xlagraph.capture._import_hook import spec_then
+from xlagraph.capture._import_hook import AfterImport
 
 __all__ = ["arm", "attach", "disarm", "enabled"]
 
@@ -61,7 +61,7 @@ def arm(proc_dir: str, max_bytes: int) -> None:
     if torch is not None and hasattr(torch, "optim"):
         _cap.guard(_cap.install)
     else:
-        sys.meta_path.insert(0, _TorchFinder())
+        sys.meta_path.insert(0, _FINDER)
 
 
 def attach(rec: Any) -> None:
@@ -75,7 +75,7 @@ def disarm() -> None:
     """End of `capture()`: flush, unhook."""
     global _cap
     cap, _cap = _cap, None
-    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _TorchFinder)]
+    sys.meta_path[:] = [f for f in sys.meta_path if f is not _FINDER]
     if cap is not None:
         cap.guard(cap.flush)
         cap.uninstall()
@@ -87,19 +87,12 @@ def _at_exit() -> None:
         cap.guard(cap.flush)  # eager runs; with torch_xla the recorder's finish does it
 
 
-class _TorchFinder:
-    """Runs `install` once `import torch` has finished (then nn and optim are complete)."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "torch":
-            return None
-        sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
-        return spec_then(name, path, target, _torch_imported)
-
-
 def _torch_imported(module: Any) -> None:
     if _cap is not None:
         _cap.guard(_cap.install)
+
+
+_FINDER = AfterImport("torch", _torch_imported)  # runs `install` once `import torch` has finished
 
 
 class _Capture:

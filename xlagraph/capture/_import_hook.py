@@ -9,7 +9,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
-__all__ = ["spec_then"]
+__all__ = ["AfterImport", "spec_then"]
 
 
 def spec_then(name: str, path: Any, target: Any, after: Callable[[Any], None]) -> Any:
@@ -34,3 +34,18 @@ def spec_then(name: str, path: Any, target: Any, after: Callable[[Any], None]) -
 
     loader.exec_module = exec_then_hook
     return spec
+
+
+class AfterImport:
+    """A finder for `sys.meta_path` that runs `after(module)` once `name` has been imported, then
+    takes itself off the path (its owner takes it off when it stops first)."""
+
+    def __init__(self, name: str, after: Callable[[Any], None]) -> None:
+        self.name = name
+        self.after = after
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != self.name:
+            return None
+        sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
+        return spec_then(name, path, target, self.after)

@@ -25,7 +25,7 @@ import threading
 import weakref
 from typing import Any
 
-from xlagraph.capture._import_hook import spec_then
+from xlagraph.capture._import_hook import AfterImport
 
 __all__ = ["FILE", "arm", "disarm", "zoom_step"]
 
@@ -57,28 +57,23 @@ def arm(proc_dir: str, environ: Any) -> None:
     if torch is not None and hasattr(torch, "optim"):
         _zoom.guard(_zoom.install)
     else:
-        sys.meta_path.insert(0, _TorchFinder())
+        sys.meta_path.insert(0, _FINDER)
 
 
 def disarm() -> None:
     global _zoom
     zoom, _zoom = _zoom, None
-    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _TorchFinder)]
+    sys.meta_path[:] = [f for f in sys.meta_path if f is not _FINDER]
     if zoom is not None:
         zoom.guard(zoom.finish)
-
-
-class _TorchFinder:
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "torch":
-            return None
-        sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
-        return spec_then(name, path, target, _torch_imported)
 
 
 def _torch_imported(module: Any) -> None:
     if _zoom is not None:
         _zoom.guard(_zoom.install)
+
+
+_FINDER = AfterImport("torch", _torch_imported)  # runs `install` once `import torch` has finished
 
 
 class _Zoom:

@@ -8,7 +8,8 @@ with the same hash on both sides so that colours compare across graphs:
   an attribute would break is left out (`strict` colours add full shapes and attributes back, as
   a second opinion that only ever splits ties);
 * each round hashes an instruction's colour with its operands' colours (in operand order, sorted
-  for commutative ops) and its users' colours with the operand index each reads it at; being
+  for commutative ops) and its users' colours with the operand index each reads it at (sorted,
+  as a multiset); being
   an output adds one mark, not its slot: positions never enter a colour;
 * rounds stop when neither partition splits further, or after `ROUNDS`; each is O(E).
 
@@ -44,7 +45,6 @@ _SKIP = frozenset({"sharding", "frontend_attributes", "backend_config", "channel
 _SKIP_INPUT = _SKIP | {"index"}
 _DIGITS = re.compile(r"\d+")
 _OUTPUT = hash("output")
-_MASK = (1 << 61) - 1
 _U64 = (1 << 64) - 1
 # The shallowest round whose agreement pairs: only agreement at every depth counts (None). A
 # shallower one pairs look-alikes that are not the same tensor: blocks of other widths look alike
@@ -65,6 +65,10 @@ class Correspondence:
     tied: frozenset[object]
 
 
+# operand starts, operands, sorted?, user starts, users, user operand index, output marks
+_Arrays = tuple[list[int], list[int], list[bool], list[int], list[int], list[int], list[int]]
+
+
 class _Graph:
     """One computation as integer arrays: nodes are live instructions and parameters."""
 
@@ -80,22 +84,22 @@ class _Graph:
         self.loose: list[int] = []
         self.strict: list[int] = []
         inputs = comp.param_number
+        operands = comp.operands
+        first: dict[tuple[object, ...], tuple[int, int]] = {}  # most instructions repeat a few kinds
         for k, n in enumerate(names):
             ins = by_name[n]
-            ops = tuple(index[o] for o in comp.operands.get(n, ()) if o in index)
+            ops = tuple(index[o] for o in operands.get(n, ()) if o in index)
             self.operands.append(ops)
-            self.commutative.append(ins.opcode in _COMMUTATIVE)
+            commutative = ins.opcode in _COMMUTATIVE
+            self.commutative.append(commutative)
             for j, o in enumerate(ops):
-                users[o].append((k, -1 if ins.opcode in _COMMUTATIVE else j))
-            shape = strip_layout(ins.shape).replace(" ", "")
-            etype = shape.split("[", 1)[0] if not shape.startswith("(") else "tuple"
-            rank = shape.count(",") + 1 if "[]" not in shape else 0
-            # An element of a tuple parameter is an input like any other: its index is a position.
-            opcode, skip = ("parameter", _SKIP_INPUT) if n in inputs else (ins.opcode, _SKIP)
-            attrs = tuple((key, v) for key, v in ins.attributes if key not in skip and key not in _CALLS)
-            loose_attrs = tuple((key, _DIGITS.sub("#", v)) for key, v in attrs)
-            self.loose.append(hash((opcode, etype, rank, loose_attrs, len(ins.called))))
-            self.strict.append(hash((opcode, shape, attrs, len(ins.called))))
+                users[o].append((k, -1 if commutative else j))
+            key = (n in inputs, ins.opcode, ins.shape, ins.attributes, len(ins.called))
+            colours = first.get(key)
+            if colours is None:
+                colours = first[key] = _first_colours(*key)
+            self.loose.append(colours[0])
+            self.strict.append(colours[1])
         marks = [0] * len(names)
         for o in comp.outputs:
             if o in index:
@@ -107,9 +111,18 @@ class _Graph:
         self.sorted_ops = [c and len(o) > 1 for c, o in zip(self.commutative, self.operands, strict=True)]
         self.outputs = [index.get(o, -1) for o in comp.outputs]
         self.params = [index[p] for p in comp.param_number if p in index]
+        self._arrays: (
+            tuple[list[int], list[int], list[bool], list[int], list[int], list[int], list[int]] | None
+        ) = None
 
-    def arrays(self) -> tuple[list[int], list[int], list[bool], list[int], list[int], list[int], list[int]]:
-        """The graph as the compiled core's `refine_history` reads it: operands and users as CSR."""
+    def arrays(self) -> _Arrays:
+        """The graph as the compiled core's `refine_history` reads it: operands and users as CSR
+        (built once: both first colourings refine the same graph)."""
+        if self._arrays is None:
+            self._arrays = self._build_arrays()
+        return self._arrays
+
+    def _build_arrays(self) -> _Arrays:
         op_start, user_start = [0], [0]
         for ops in self.operands:
             op_start.append(op_start[-1] + len(ops))
@@ -121,16 +134,33 @@ class _Graph:
         return op_start, ops, self.sorted_ops, user_start, users, at, _unsigned(self.marks)
 
 
+def _first_colours(
+    is_input: bool, opcode: str, shape: str, attributes: tuple[tuple[str, str], ...], called: int
+) -> tuple[int, int]:
+    """(loose, strict) first colours of an instruction (see the module docstring)."""
+    shape = strip_layout(shape).replace(" ", "")
+    etype = shape.split("[", 1)[0] if not shape.startswith("(") else "tuple"
+    rank = shape.count(",") + 1 if "[]" not in shape else 0
+    # An element of a tuple parameter is an input like any other: its index is a position.
+    opcode, skip = ("parameter", _SKIP_INPUT) if is_input else (opcode, _SKIP)
+    attrs = tuple((key, v) for key, v in attributes if key not in skip and key not in _CALLS)
+    loose_attrs = tuple((key, _DIGITS.sub("#", v)) for key, v in attrs)
+    return hash((opcode, etype, rank, loose_attrs, called)), hash((opcode, shape, attrs, called))
+
+
 def _round(g: _Graph, col: list[int]) -> list[int]:
-    """One refinement step. Users enter as a sum of hashes (a multiset, in any order), operands
-    as a tuple (in order; sorted for commutative ops)."""
+    """One refinement step. Users enter as a sorted tuple of (colour, operand index) (a multiset,
+    in any order), operands as a tuple (in order; sorted for commutative ops). Not a sum of the
+    users' hashes: Python's tuple hash is nearly additive in its last item, so {(A, 1), (B, 0)}
+    and {(A, 0), (B, 1)} summed alike for some hash seeds, and a model's input `x` passed as
+    operand 0 of its users was not told from weights passed as operand 1."""
     get = col.__getitem__
     out = []
     rows = zip(col, g.operands, g.sorted_ops, g.user_of, g.user_at, g.marks, strict=True)
     for c, ops, srt, uo, ua, mark in rows:
         oc = tuple(sorted(map(get, ops))) if srt else tuple(map(get, ops))
-        uh = sum(map(hash, zip(map(get, uo), ua, strict=True))) + mark if uo else mark
-        out.append(hash((c, oc, uh & _MASK)))
+        uc = tuple(sorted(zip(map(get, uo), ua, strict=True))) if uo else ()
+        out.append(hash((c, oc, uc, mark)))
     return out
 
 

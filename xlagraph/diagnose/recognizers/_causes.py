@@ -6,9 +6,22 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
-from xlagraph.diagnose.evidence import Recognized
+from xlagraph.diagnose.evidence import Evidence, Recognized
 
-__all__ = ["added_part", "fold_into", "merge", "renamed"]
+__all__ = ["WARM_UP_STEPS", "added_at_warm_up", "added_part", "fold_into", "merge", "renamed"]
+
+
+# Steps in which new inputs are expected: optimizer state, tensors made before the loop, buffers.
+WARM_UP_STEPS = 3
+
+
+def added_at_warm_up(evidence: Evidence, pending: tuple[Cause, ...]) -> list[int]:
+    """The pending `parameter_added` causes of a warm-up compile (an early step, or the first
+    graph of its call site): what the warm-up recognizers may claim."""
+    ctx = evidence.context
+    if ctx.step >= WARM_UP_STEPS and not ctx.first_graph:
+        return []
+    return [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_ADDED]
 
 
 def _union(items: Iterable[tuple[str, ...]]) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
-from xlagraph.diagnose.recognizers._causes import added_part, merge
+from xlagraph.diagnose.recognizers._causes import added_at_warm_up, added_part, merge
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, rewired
 from xlagraph.diagnose.recognizers._source import source_text
 from xlagraph.ir import Frame
@@ -28,7 +28,6 @@ from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]
 
-_WARM_UP_STEPS = 3
 _MADE = RESTATES | {"constant", "iota"}
 _COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
 # A line that creates a tensor with values of its own (not one computed from other tensors).
@@ -86,10 +85,7 @@ def _created_at(evidence: Evidence, p: str, users: dict[str, list[str]]) -> str:
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
-    ctx = evidence.context
-    if ctx.step >= _WARM_UP_STEPS and not ctx.first_graph:
-        return NOTHING
-    added = [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_ADDED]
+    added = added_at_warm_up(evidence, pending)
     if not added:
         return NOTHING
     right = evidence.right.entry

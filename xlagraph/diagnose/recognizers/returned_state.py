@@ -16,13 +16,11 @@ from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._causes import added_part, merge
+from xlagraph.diagnose.recognizers._causes import added_at_warm_up, added_part, merge
 from xlagraph.diagnose.recognizers._dataflow import downstream, updated_inputs
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]
-
-_WARM_UP_STEPS = 3
 
 
 def _fresh(comp: CanonicalComputation) -> Counter[str]:
@@ -32,10 +30,7 @@ def _fresh(comp: CanonicalComputation) -> Counter[str]:
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
-    ctx = evidence.context
-    if ctx.step >= _WARM_UP_STEPS and not ctx.first_graph:
-        return NOTHING
-    added = [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_ADDED]
+    added = added_at_warm_up(evidence, pending)
     if not added:
         return NOTHING
     left, right = evidence.left.entry, evidence.right.entry

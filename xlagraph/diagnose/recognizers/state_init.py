@@ -19,7 +19,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
-from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.recognizers._causes import added_at_warm_up, merge
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, restated
 from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
 from xlagraph.diagnose.recognizers.permutation import reordered_only
@@ -29,7 +29,6 @@ from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]
 
-_WARM_UP_STEPS = 3
 _OPTIMIZER = ("/torch/optim/", "/optim/", "optimizer")
 _FOLDED = (
     CauseKind.STRUCTURE,
@@ -184,10 +183,7 @@ def _other_library(files: list[str]) -> bool:
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
-    ctx = evidence.context
-    if ctx.step >= _WARM_UP_STEPS and not ctx.first_graph:
-        return NOTHING
-    added = [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_ADDED]
+    added = added_at_warm_up(evidence, pending)
     if not added:
         return NOTHING
     inputs = [x for i in added for x in _inputs(evidence, pending[i])]
