@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from ._common import Status, echo, graphml_option, handle_errors, json_option, reading, write_graphml
+from ._common import Status, echo, graphml_option, handle_errors, json_option, write_graphml
 from ._html import html_option, write_page
 
 EXIT_IDENTICAL = 0
@@ -87,20 +85,13 @@ def diff_command(
 
 def _ranks(a: str, b: str, as_json: bool) -> bool | None:
     """Compare two whole per-rank runs; None when A and B are not that (single graphs)."""
-    from xlagraph.report.ranks import given_rank, rank_sources, rank_view
+    from xlagraph import api
 
-    with reading(f"{a} vs {b}"):
-        logs = rank_sources([a, b])
-        view = rank_view(logs) if logs else None
+    view = api.ranks(a, b)
     if view is None:
         return None
-    from xlagraph.render.ranks_text import rank_view_to_json, render_ranks_text
-
     if as_json:
-        click.echo(json.dumps({"kind": "ranks", "ranks": rank_view_to_json(view)}, indent=2))
+        click.echo(view.to_json())
     else:
-        # Which argument is which rank: two runs' dump folders are numbered by their place.
-        named = [(given_rank(log), spec) for log, spec in zip(logs, (a, b), strict=False)]
-        echo("".join(f"rank {r}: {spec}\n" for r, spec in named if r is not None), nl=False)
-        echo(render_ranks_text(view), nl=False)
+        echo(view.to_text(), nl=False)
     return view.agree

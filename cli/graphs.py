@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ._common import Status, echo, graphml_option, handle_errors, json_option, reading, write_graphml
+from ._common import Status, echo, graphml_option, handle_errors, json_option, write_graphml
 
 
 @click.command("graphs")
@@ -62,17 +62,13 @@ def graphs_command(src: str, as_json: bool, graphml_out: str | None) -> None:
 
 def _rank_view(src: str, as_json: bool) -> bool:
     """Print the rank view when SRC is a folder of per-rank dumps; False when it is not one."""
-    from xlagraph.report.ranks import rank_sources, rank_view
+    from xlagraph import api
 
-    with reading(src):
-        logs = rank_sources([src])
-        view = rank_view(logs) if logs else None
+    view = api.ranks(src)
     if view is None:
         return False
-    from xlagraph.render.ranks_text import rank_view_to_json, render_ranks_text  # the engine: only now
-
     if as_json:
-        click.echo(json.dumps({"path": src, "kind": "ranks", "ranks": rank_view_to_json(view)}, indent=2))
+        click.echo(view.to_json())
     else:
-        echo(render_ranks_text(view), nl=False)
+        echo(view.to_text(), nl=False)
     return True

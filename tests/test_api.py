@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import doctest
 import importlib
+import json
 import re
 import subprocess
 import sys
@@ -27,7 +28,7 @@ SAVE = str(FIXTURES / "torch_xla" / "kept_alive" / "save_hlo.txt")
 CAPTURE = str(FIXTURES / "torch_xla" / "two_runs" / "capture")
 CALLS = str(FIXTURES / "torch_xla" / "fsdp_bucket" / "a.hlo")  # 8 computations: reducers, calls
 API_MODULES = ("xlagraph.api", "xlagraph.api._module", "xlagraph.api._diff", "xlagraph.api._report",
-               "xlagraph.render.notebook")  # fmt: skip
+               "xlagraph.api._ranks", "xlagraph.render.notebook")  # fmt: skip
 
 
 def cli_out(*args: str) -> str:
@@ -296,3 +297,20 @@ def test_diverge_is_the_cli_as_a_call() -> None:
     assert xlagraph.diverge(root / "ref", root / "ref2").verdict == "bit_exact"
     with pytest.raises(xlagraph.InputError):
         xlagraph.diverge(root / "nothing-here", root / "ref")
+
+
+def test_ranks_is_what_graphs_and_diff_print_for_the_ranks_of_a_run() -> None:
+    """`xlagraph.ranks` is the rank view the commands print: text and JSON alike."""
+    root = ROOT / "fixtures" / "torch_xla" / "ranks" / "short_batch"
+    folder = str(root / "dump")
+    view = xlagraph.ranks(folder)
+    assert view is not None and not view.agree
+    assert CliRunner().invoke(cli, ["graphs", folder]).output == view.to_text()
+    assert json.loads(CliRunner().invoke(cli, ["graphs", folder, "--json"]).output) == view.to_dict()
+    a, b = str(root / "dump" / "rank0"), str(root / "dump" / "rank2")
+    pair = xlagraph.ranks(a, b)
+    assert pair is not None and [r for r, _ in pair.named] == [0, 2]
+    out = CliRunner().invoke(cli, ["diff", a, b])
+    assert out.output == pair.to_text() and out.exit_code == 1
+    assert json.loads(CliRunner().invoke(cli, ["diff", a, b, "--json"]).output) == pair.to_dict()
+    assert xlagraph.ranks(str(ROOT / "fixtures" / "torch_xla" / "ragged_batch" / "a.hlo")) is None

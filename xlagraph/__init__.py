@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 __all__ = ["Check", "Computation", "Diff", "Divergence", "InputError", "Instruction", "Module", "ParseError",
-           "Report", "XlagraphError", "capture", "check", "diff", "diverge", "graphs", "load", "load_all",
-           "report"]  # fmt: skip
+           "Ranks", "Report", "XlagraphError", "capture", "check", "diff", "diverge", "graphs", "load",
+           "load_all", "ranks", "report"]  # fmt: skip
 
 
 def __getattr__(name: str) -> object:  # typed by __init__.pyi; no `typing` import at start-up

@@ -8,6 +8,7 @@ from xlagraph.api import (
     Instruction,
     Module,
     ParseError,
+    Ranks,
     Report,
     XlagraphError,
     check,
@@ -16,10 +17,11 @@ from xlagraph.api import (
     graphs,
     load,
     load_all,
+    ranks,
     report,
 )
 from xlagraph.capture._hook import capture
 
 __all__ = ["Check", "Computation", "Diff", "Divergence", "InputError", "Instruction", "Module", "ParseError",
-           "Report", "XlagraphError", "capture", "check", "diff", "diverge", "graphs", "load", "load_all",
-           "report"]  # fmt: skip
+           "Ranks", "Report", "XlagraphError", "capture", "check", "diff", "diverge", "graphs", "load",
+           "load_all", "ranks", "report"]  # fmt: skip

@@ -11,13 +11,14 @@
 `load` / `load_all` read graphs (`Module`, `Computation`, `Instruction`; `to_networkx()`),
 `diff` compares two (`Diff`), `report` explains a run's recompiles (`Report`), `check` is the
 CI gate (`Check`), `diverge` says where two fingerprinted runs part (`Divergence`), `graphs`
-lists a source's graphs. Every result is immutable; bad input raises
-`InputError` naming the file and line. docs/api.md is the reference.
+lists a source's graphs, `ranks` compares the ranks of a run (`Ranks`). Every result is
+immutable; bad input raises `InputError` naming the file and line. docs/api.md is the reference.
 """
 
 from xlagraph.api._diff import Diff, diff
 from xlagraph.api._diverge import Divergence, diverge
 from xlagraph.api._module import Computation, Instruction, Module, load, load_all, node_id
+from xlagraph.api._ranks import Ranks, ranks
 from xlagraph.api._report import Check, Report, check, graphs, report
 from xlagraph.errors import InputError, ParseError, XlagraphError
 
@@ -30,6 +31,7 @@ __all__ = [
     "Instruction",
     "Module",
     "ParseError",
+    "Ranks",
     "Report",
     "XlagraphError",
     "check",
@@ -39,5 +41,6 @@ __all__ = [
     "load",
     "load_all",
     "node_id",
+    "ranks",
     "report",
 ]
