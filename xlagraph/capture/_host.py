@@ -42,3 +42,7 @@ class Host(Protocol):
     def cap_reason(self, what: str) -> str:
         """The note a graph gets for a file the cap kept out."""
         ...
+
+    def kept(self, path: str) -> None:
+        """A dump the capture keeps is complete: make its paths portable now, not at exit."""
+        ...
