@@ -114,3 +114,14 @@ def test_a_stopped_zoom_pass_is_reported_as_such(tmp_path):
         )
     z = zoom_in(str(tmp_path / "a"), str(tmp_path / "b"), 2)
     assert z is not None and z.kind == "none" and "boom" in z.note
+
+
+def test_an_endless_zoom_file_is_refused_not_read_into_memory(tmp_path, monkeypatch):
+    from xlagraph.diverge import zoom
+
+    monkeypatch.setattr(zoom, "MAX_RECORDS", 3)
+    record = '{"k":"v","i":0,"op":"add","shape":[1],"dtype":"float32","fp":[0,0,0,0,0]}\n'
+    (tmp_path / "zoom.jsonl").write_text('{"k":"zoom","step":0,"ops":9}\n' + record * 9, encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        load_zoom(str(tmp_path))
+    assert e.value.line == 5 and "not a zoom pass" in e.value.message

@@ -19,6 +19,8 @@ from xlagraph.errors import InputError
 __all__ = ["FILE", "ZoomFinding", "ZoomValue", "load_zoom", "zoom_in"]
 
 FILE = "zoom.jsonl"
+# Capture writes at most XLAGRAPH_ZOOM_MAX_OPS records (20000 by default); far more is not its file.
+MAX_RECORDS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,9 @@ def load_zoom(process_dir: str) -> tuple[int, tuple[ZoomValue, ...], str] | None
                     note = f"the zoom pass stopped: {r.get('v', '')}"
                 elif r["k"] == "v":
                     values.append(_value(r))
+                    if len(values) > MAX_RECORDS:
+                        too_many = f"more than {MAX_RECORDS} records: not a zoom pass"
+                        raise InputError(str(path), too_many, line=n)
             except (ValueError, KeyError, TypeError, IndexError):
                 raise InputError(str(path), "not a zoom record", line=n) from None
     if step < 0 and not note:
