@@ -18,7 +18,7 @@ import lzma
 import os
 from contextlib import suppress
 
-from xlagraph.capture.stored_sources import TEXT_DIRS
+from xlagraph.capture.stored_sources import dump_files
 
 __all__ = ["PRESET", "SUFFIX", "compress_dumps"]
 
@@ -30,29 +30,20 @@ _KEPT = (".xz", ".gz", ".tmp")  # already compressed, or a rewrite left by a fai
 def compress_dumps(proc_dir: str) -> tuple[int, int]:
     """Compress every text file of the process folder's dumps in place; (bytes before, after)."""
     before = after = 0
-    for sub in TEXT_DIRS:
-        folder = os.path.join(proc_dir, sub)
+    for path in list(dump_files(proc_dir, skip=_KEPT)):  # (listed first: the loop adds files)
+        with open(path, "rb") as f:
+            data = f.read()
+        packed = lzma.compress(data, preset=PRESET)
+        tmp = f"{path}{SUFFIX}.tmp"
         try:
-            names = sorted(os.listdir(folder))
+            with open(tmp, "wb") as f:
+                f.write(packed)
+            os.replace(tmp, path + SUFFIX)
         except OSError:
-            continue
-        for name in names:
-            path = os.path.join(folder, name)
-            if name.endswith(_KEPT) or os.path.islink(path) or not os.path.isfile(path):
-                continue
-            with open(path, "rb") as f:
-                data = f.read()
-            packed = lzma.compress(data, preset=PRESET)
-            tmp = f"{path}{SUFFIX}.tmp"
-            try:
-                with open(tmp, "wb") as f:
-                    f.write(packed)
-                os.replace(tmp, path + SUFFIX)
-            except OSError:
-                with suppress(OSError):
-                    os.unlink(tmp)
-                raise
-            os.unlink(path)  # only once its compressed twin is complete
-            before += len(data)
-            after += len(packed)
+            with suppress(OSError):
+                os.unlink(tmp)
+            raise
+        os.unlink(path)  # only once its compressed twin is complete
+        before += len(data)
+        after += len(packed)
     return before, after

@@ -34,7 +34,7 @@ import re
 import sys
 import sysconfig
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -290,8 +290,9 @@ TEXT_DIRS = ("hlo", "lines", "tensors")  # the capture's dumps: HLO metadata and
 _ABS_TOKEN = re.compile(r"(?<![\w.~/\\-])(?:/|[A-Za-z]:[\\/])[^\s\"',;=]+")
 
 
-def portable_dumps(proc_dir: str, rel: Relativizer) -> None:
-    """Rewrite the dumps of a process folder (torch_xla writes absolute paths) in portable form."""
+def dump_files(proc_dir: str, skip: tuple[str, ...] = (".tmp",)) -> Iterator[str]:
+    """The regular files of a process folder's dumps (TEXT_DIRS), in name order, but those whose
+    names end in `skip` (a rewrite left by a failed exit)."""
     for sub in TEXT_DIRS:
         folder = os.path.join(proc_dir, sub)
         try:
@@ -300,8 +301,14 @@ def portable_dumps(proc_dir: str, rel: Relativizer) -> None:
             continue
         for name in names:
             path = os.path.join(folder, name)
-            if not name.endswith(".tmp") and os.path.isfile(path) and not os.path.islink(path):
-                portable_file(path, rel)
+            if not name.endswith(skip) and os.path.isfile(path) and not os.path.islink(path):
+                yield path
+
+
+def portable_dumps(proc_dir: str, rel: Relativizer) -> None:
+    """Rewrite the dumps of a process folder (torch_xla writes absolute paths) in portable form."""
+    for path in dump_files(proc_dir):
+        portable_file(path, rel)
 
 
 def portable_file(path: str, rel: Relativizer) -> None:
