@@ -43,6 +43,7 @@ _INT_OF_FLOAT = {
 }
 _ENDS: dict[tuple[str, tuple[int, ...]], tuple[torch.Tensor, torch.Tensor]] = {}  # cached per layout
 _MAX_CACHED_LAYOUTS = 64
+_FILLED = 16  # offsets of at most this many tensors are filled in on the device, not copied there
 
 
 def fingerprint(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -73,7 +74,7 @@ def fingerprint(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
         inverse = [0] * len(order)
         for row, i in enumerate(order):
             inverse[i] = row
-        sums = sums[torch.tensor(inverse, device="cpu").to(device)]
+        sums = sums[_on_device(inverse, device)]
     norms = _norm_bits(flat)
     return torch.cat([sums, norms.unsqueeze(1)], dim=1)
 
@@ -153,8 +154,9 @@ def _before(cumulative: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 
 def _layout(device: torch.device, numels: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each tensor's end and start offsets, cached per device and layout."""
-    key = (str(device), numels)
+    """Each tensor's end and start offsets, cached per device (CUDA: per stream) and layout."""
+    stream = torch.cuda.current_stream(device).stream_id if device.type == "cuda" else 0
+    key = (f"{device}/{stream}", numels)
     hit = _ENDS.get(key)
     if hit is not None:
         return hit
@@ -165,11 +167,23 @@ def _layout(device: torch.device, numels: tuple[int, ...]) -> tuple[torch.Tensor
         ends.append(total)
     if len(_ENDS) >= _MAX_CACHED_LAYOUTS:
         _ENDS.clear()
-    hit = _ENDS[key] = (
-        torch.tensor(ends, dtype=torch.int64).to(device),
-        torch.tensor(starts, dtype=torch.int64).to(device),
-    )
+    hit = _ENDS[key] = (_on_device(ends, device), _on_device(starts, device))
     return hit
+
+
+def _on_device(values: list[int], device: torch.device) -> torch.Tensor:
+    """An int64 tensor on `device`, made without waiting for the device. On CUDA a copy from
+    pageable memory synchronizes the stream with the host, and allocating pinned memory the whole
+    device: a fingerprint that waits would hide the very stream races it is there to find (the
+    zoom pass fingerprints one tensor at a time). A few values are filled in by kernels instead."""
+    if device.type != "cuda":
+        return torch.tensor(values, dtype=torch.int64).to(device)
+    if len(values) <= _FILLED:
+        out = torch.empty(len(values), dtype=torch.int64, device=device)
+        for i, v in enumerate(values):
+            out[i : i + 1].fill_(v)  # the value is the kernel's argument (`out[i] = v` copies: waits)
+        return out
+    return torch.tensor(values, dtype=torch.int64).pin_memory().to(device, non_blocking=True)
 
 
 def _norm_bits(flat: list[torch.Tensor]) -> torch.Tensor:
