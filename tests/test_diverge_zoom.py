@@ -44,6 +44,8 @@ def test_a_changed_learning_rate_parts_at_the_optimizer_update_on_the_user_s_ste
     assert z.a.at.endswith(f"train.py:{_line('opt.step()')}"), z.a
     assert z.a.lib.startswith("torch/optim/adam.py:"), z.a
     assert z.compared > 0 and z.a.index == z.compared  # everything before it agreed, bit for bit
+    # The op was handed another step size (lr x 10): a Python value, not the tensors it reads.
+    assert z.a.args != z.b.args and "passed other values" in z.why, z.why
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -7,7 +7,11 @@ update: autograd's worker threads inherit the mode). Each tensor an op returns i
 tensor an op reads that no earlier op of the step made (a parameter, the batch, a buffer), named
 as the step's fingerprints name it. The records go to `zoom.jsonl` in the process folder, with
 each op's ATen name, shape, dtype, the user's line and the library line that called it, and the
-autograd node that ran it in backward.
+autograd node that ran it in backward; on CUDA the stream it ran on, and for every op the records
+that last wrote the memory it reads and its other (non-tensor) arguments: with these, `diverge`
+tells a race between streams or a changed Python value from a computation that differs. Arguments
+an op writes without returning them (the in-place `_foreach_*_` of the optimizers on CUDA) are
+recorded as its outputs.
 
 On XLA the fingerprints are lazy ops appended to the step's graph (observation changes the graph
 there, which is why this is a pass of its own) and fetched once, at the end of step K. Eager
@@ -91,6 +95,7 @@ class _Zoom:
         self.made: dict[int, Any] = {}  # id -> weakref of tensors an op of the step returned
         self.read: set[int] = set()  # ids of outside tensors already recorded
         self.names: dict[int, str] = {}
+        self.writer: dict[int, int] = {}  # storage address -> the record that last wrote it (eager)
         self.dropped = 0
         self.thread = 0
 
@@ -163,27 +168,39 @@ class _Zoom:
             return
         at, lib = where
         node = torch._C._current_autograd_node()
-        base = {"op": str(func.overloadpacket.__name__), "at": at, "lib": lib}
+        base: dict[str, Any] = {"op": str(func.overloadpacket.__name__), "at": at, "lib": lib}
         if node is not None:
             base["node"] = node.name()
-        for value in (*args, *kwargs.values()):
-            for t in _tensor_list(value):
-                if id(t) in self.read or self._made(t):
-                    continue
-                self.read.add(id(t))
-                self._record(t, {**base, "io": "in", "name": self.names.get(id(t), "")})
-        for j, t in enumerate(_tensor_list(out)):
+        inputs = [t for value in (*args, *kwargs.values()) for t in _tensor_list(value)]
+        stream = _stream(inputs)
+        if stream is not None:
+            base["s"] = stream
+        reads = sorted({w for t in inputs if (w := self.writer.get(_address(t), -1)) >= 0})
+        if reads:
+            base["r"] = reads
+        scalars = _scalars(args, kwargs)
+        if scalars:
+            base["a"] = scalars
+        for t in inputs:
+            if id(t) in self.read or self._made(t):
+                continue
+            self.read.add(id(t))
+            self._record(t, {**base, "io": "in", "name": self.names.get(id(t), "")})
+        outs = _tensor_list(out)
+        outs += [t for t in _written(func, args, kwargs) if all(t is not o for o in outs)]
+        for j, t in enumerate(outs):
             self.made[id(t)] = weakref.ref(t)
-            self._record(t, {**base, "io": "out", "out": j})
+            if self._record(t, {**base, "io": "out", "out": j}):
+                self.writer[_address(t)] = len(self.records) - 1
 
     def _made(self, t: Any) -> bool:
         ref = self.made.get(id(t))
         return ref is not None and ref() is t
 
-    def _record(self, t: Any, record: dict[str, Any]) -> None:
+    def _record(self, t: Any, record: dict[str, Any]) -> bool:
         if len(self.records) >= self.limit:
             self.dropped += 1
-            return
+            return False
         from xlagraph.capture._fingerprints import fingerprint
 
         record.update(shape=list(t.shape), dtype=str(t.dtype).replace("torch.", ""))
@@ -191,6 +208,7 @@ class _Zoom:
         # is kept as it is and fingerprinted at the end. Eager values change in place later: now.
         self.tensors.append(t if t.device.type == "xla" else fingerprint([t]))
         self.records.append(record)
+        return True
 
     def finish(self) -> None:
         if self.done or os.getpid() != self.pid:
@@ -209,7 +227,7 @@ class _Zoom:
         ]
         for i, (record, row) in enumerate(zip(self.records, rows, strict=True)):
             out.append({"k": "v", "i": i, **record, "fp": row})
-        self.records, self.tensors, self.made = [], [], {}
+        self.records, self.tensors, self.made, self.writer = [], [], {}, {}
         self._write(out)
 
     def _write(self, records: list[dict[str, Any]]) -> None:
@@ -247,6 +265,52 @@ def _tensor_list(value: Any) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return [v for v in value if isinstance(v, torch.Tensor) and _observable(v)]
     return []
+
+
+def _written(func: Any, args: Any, kwargs: Any) -> list[Any]:
+    """Tensors the op writes (`Tensor(a!)` in its schema), returned or not."""
+    found: list[Any] = []
+    for k, arg in enumerate(func._schema.arguments):
+        if arg.alias_info is None or not arg.alias_info.is_write:
+            continue
+        value = kwargs.get(arg.name) if arg.kwarg_only or k >= len(args) else args[k]
+        found += _tensor_list(value)
+    return found
+
+
+def _address(t: Any) -> int:
+    """The memory an eager tensor lives in (views share it); -1 where there is none to read (XLA)."""
+    if t.device.type == "xla":
+        return -1
+    try:
+        return int(t.untyped_storage().data_ptr())
+    except (RuntimeError, NotImplementedError):
+        return -1
+
+
+def _stream(tensors: list[Any]) -> int | None:
+    """The id of the CUDA stream the op was queued on (0: the default stream); None off CUDA."""
+    for t in tensors:
+        if t.device.type == "cuda":
+            import torch
+
+            return int(torch.cuda.current_stream(t.device).stream_id)
+    return None
+
+
+def _scalars(args: Any, kwargs: Any) -> list[str]:
+    """The op's other arguments as short text (a learning rate, an alpha, sizes), tensors left out."""
+    import torch
+
+    out: list[str] = []
+    for v in (*args, *kwargs.values()):
+        if isinstance(v, torch.Tensor) or v is None:
+            continue
+        if isinstance(v, (list, tuple)) and any(isinstance(x, torch.Tensor) for x in v):
+            continue
+        text = repr(v)
+        out.append(text if len(text) <= 60 else text[:57] + "...")
+    return out[:8]
 
 
 def _observable(t: Any) -> bool:

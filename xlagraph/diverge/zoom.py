@@ -4,8 +4,10 @@ Both runs were rerun with `XLAGRAPH_ZOOM=K` (see `xlagraph.capture._zoom`): each
 holds `zoom.jsonl`, the fingerprint of every tensor each ATen op of step K read from outside the
 step or returned, in the order the ops ran. The same program runs the same ops in the same order,
 so the two lists are compared position by position: the first position whose op differs means the
-runs took another path there; otherwise the first whose bits differ is where values part. Pure
-functions; no torch.
+runs took another path there; otherwise the first whose bits differ is where values part, and
+`why` says what the records tell of it: another Python value passed to the op, memory read on one
+CUDA stream while another was writing it (every value it reads agreed, yet its result differs), a
+kernel that is not deterministic. Pure functions; no torch.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ class ZoomValue:
     lib: str  # the innermost library line (torch/nn/functional.py:...)
     node: str  # the autograd node running it in backward, else ""
     bits: tuple[int, int, int, int]  # sum, wsum, nan, inf
+    stream: int | None = None  # the CUDA stream the op ran on (0: the default one); None off CUDA
+    reads: tuple[int, ...] = ()  # the records that last wrote the memory the op reads (eager)
+    args: tuple[str, ...] = ()  # the op's non-tensor arguments, as text
 
     @property
     def signature(self) -> tuple[str, str, tuple[int, ...], str]:
@@ -64,6 +69,7 @@ class ZoomFinding:
     a: ZoomValue | None = None
     b: ZoomValue | None = None
     note: str = ""
+    why: str = ""  # for "value": what the records say made the values part
 
 
 def load_zoom(process_dir: str) -> tuple[int, tuple[ZoomValue, ...], str] | None:
@@ -111,6 +117,9 @@ def _value(r: dict[str, object]) -> ZoomValue:
         lib=str(r.get("lib", "")),
         node=str(r.get("node", "")),
         bits=(int(fp[0]), int(fp[1]), int(fp[2]), int(fp[3])),
+        stream=int(r["s"]) if r.get("s") is not None else None,  # type: ignore[call-overload]
+        reads=tuple(int(j) for j in r.get("r", ())),  # type: ignore[attr-defined]
+        args=tuple(str(x) for x in r.get("a", ())),  # type: ignore[attr-defined]
     )
 
 
@@ -125,6 +134,8 @@ def zoom_in(dir_a: str, dir_b: str, step: int) -> ZoomFinding | None:
     (step_a, va, note_a), (step_b, vb, note_b) = za, zb
     if note_a or note_b:
         return ZoomFinding(step, "none", 0, note=note_a or note_b)
+    if step_a == step_b < step:
+        return ZoomFinding(step, "none", len(va), note=_moved(step_a, len(va), step))
     if step_a != step or step_b != step:
         rerun = f"the zoom pass recorded step {step_a}/{step_b}: rerun both with XLAGRAPH_ZOOM={step}"
         return ZoomFinding(step, "none", 0, note=rerun)
@@ -132,7 +143,7 @@ def zoom_in(dir_a: str, dir_b: str, step: int) -> ZoomFinding | None:
         if a.signature != b.signature:
             return ZoomFinding(step, "ops", i, a, b)
         if a.bits != b.bits:
-            return ZoomFinding(step, "value", i, a, b)
+            return ZoomFinding(step, "value", i, a, b, why=_why(va, a, b))
     if len(va) != len(vb):
         return ZoomFinding(step, "ops", min(len(va), len(vb)), note="one run ran more ops at this step")
     return ZoomFinding(
@@ -141,4 +152,76 @@ def zoom_in(dir_a: str, dir_b: str, step: int) -> ZoomFinding | None:
         len(va),
         note=f"in the zoom pass all {len(va)} values of step {step} agree bit for bit: the divergence did "
         "not reproduce there (a race, or a source of nondeterminism outside the step's ops)",
+    )
+
+
+# CUDA kernels that accumulate with atomics: their results' bits depend on scheduling
+# (torch.use_deterministic_algorithms lists them).
+NONDETERMINISTIC = frozenset(
+    {
+        "index_add",
+        "index_add_",
+        "index_put",
+        "index_put_",
+        "scatter_add",
+        "scatter_add_",
+        "scatter_reduce",
+        "scatter_reduce_",
+        "put_",
+        "bincount",
+        "histc",
+        "cumsum",
+        "embedding_dense_backward",
+        "_embedding_bag_dense_backward",
+        "upsample_bilinear2d_backward",
+        "grid_sampler_2d_backward",
+    }
+)
+
+
+def _why(values: tuple[ZoomValue, ...], a: ZoomValue, b: ZoomValue) -> str:
+    """What the records say of the first op whose values part; every value before it agreed."""
+    if a.args != b.args:
+        return (
+            f"it was passed other values: ({', '.join(a.args)}) vs ({', '.join(b.args)}): a Python "
+            "number the step computes or schedules differently (a learning rate, a scale, a size)"
+        )
+    writers = [values[j] for j in a.reads if 0 <= j < len(values) and values[j].index < a.index]
+    other = [w for w in writers if None not in (w.stream, a.stream) and w.stream != a.stream]
+    if other:
+        w = other[-1]
+        return (
+            f"every value it reads agreed, yet its result differs: it ran on CUDA stream {a.stream} and "
+            f"reads memory that op #{w.index} (aten::{w.op}{_at(w)}) wrote on stream {w.stream}, so it "
+            "read that memory before the write finished: a race between streams. Make the reading "
+            "stream wait for the writing one before the read (`reader.wait_stream(writer)`, or an event "
+            "recorded after the write), and `t.record_stream(reader)` where the tensor is freed"
+        )
+    if a.op in NONDETERMINISTIC and a.stream is not None:
+        return (
+            f"every value it reads agreed, yet its result differs: aten::{a.op} on CUDA accumulates "
+            "with atomics, in an order that changes from run to run; "
+            "torch.use_deterministic_algorithms(True) picks a deterministic kernel or names the op"
+        )
+    if writers and a.io == "out":
+        return (
+            "every value it reads agreed, yet its result differs: the op read memory at another "
+            "time (another thread or stream writing it) or is not deterministic"
+        )
+    return ""
+
+
+def _at(v: ZoomValue) -> str:
+    return f" at {v.at}" if v.at else ""
+
+
+def _moved(observed: int, values: int, step: int) -> str:
+    """The zoomed step agrees in both runs, which part later: the divergence moved."""
+    return (
+        f"the step it observed, {observed}, agrees bit for bit in both runs ({values} values), which "
+        f"part at step {step} instead. A divergence that moves when the runs are repeated, or hides "
+        "while a step is observed, depends on timing: a race between CUDA streams or threads, or a "
+        "kernel that is not deterministic, not a different computation. Rerunning with "
+        f"XLAGRAPH_ZOOM={step} may hide it again; TORCH_CUDA_SANITIZER=1 names unsynchronized "
+        "accesses between streams"
     )

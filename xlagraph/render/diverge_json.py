@@ -90,6 +90,7 @@ def _zoom(z: ZoomFinding | None) -> dict[str, Any] | None:
         "a": _zoom_value(z.a),
         "b": _zoom_value(z.b),
         "note": z.note or None,
+        "why": z.why or None,
     }
 
 
@@ -106,4 +107,6 @@ def _zoom_value(v: ZoomValue | None) -> dict[str, Any] | None:
         "user_line": v.at or None,
         "library_line": v.lib or None,
         "autograd_node": v.node or None,
+        "stream": v.stream,
+        "args": list(v.args),
     }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from xlagraph.diverge.model import BIT_EXACT, WITHIN_TOLERANCE, Divergence, TensorDiff
 from xlagraph.diverge.zoom import ZoomFinding
 
@@ -99,7 +101,11 @@ def _graphs(d: Divergence) -> str:
 def _zoom(z: ZoomFinding) -> list[str]:
     head = f"  zoom (step {z.step}, {z.compared} values agree before): "
     if z.kind == "value" and z.a is not None:
-        return [head + f"values part at op #{z.a.index}: {z.a.describe()}"]
+        return [head + f"values part at op #{z.a.index}: {z.a.describe()}"] + (
+            textwrap.wrap(z.why, 100, initial_indent="    why: ", subsequent_indent="         ")
+            if z.why
+            else []
+        )
     if z.kind == "ops" and z.a is not None and z.b is not None:
         return [
             head + f"the runs ran other ops from #{z.a.index}:",
