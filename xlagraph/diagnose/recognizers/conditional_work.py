@@ -273,10 +273,22 @@ def _switched_on(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     picked, work = [], set()
     for i, c in enumerate(pending):
         if c.kind is CauseKind.PARAMETER_ADDED and _scalars(evidence, c):
-            own = {n for n in downstream(users, c.right) if n not in matched}
-            if len(own) >= _SWITCH_OPS:
+            reach = downstream(users, c.right)
+            own = {n for n in reach if n not in matched}
+            # Work spread over many small regions (AdamW's decay of each weight: a multiply
+            # before an update the matcher pairs) counts by how much each region grew. Random
+            # numbers are dropout's, switched by train()/eval() or p: a pattern of its own.
+            grown = [
+                k
+                for k in pending
+                if k.kind is CauseKind.STRUCTURE
+                and len(k.right) > len(k.left)
+                and set(k.right) & reach
+                and not opcodes(evidence, k) & _RNG
+            ]
+            if len(own) + sum(len(k.right) - len(k.left) for k in grown) >= _SWITCH_OPS:
                 picked.append(i)
-                work |= own
+                work |= own | {n for k in grown for n in k.right}
     if not picked:
         return NOTHING
     picked += [
@@ -287,7 +299,7 @@ def _switched_on(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     n = sum(len(pending[i].right) for i in picked if pending[i].kind is CauseKind.PARAMETER_ADDED)
     summary = (
         f"work that runs from this step on, switched on by {n} Python value(s) passed as data: an "
-        "option library code skips at 0 (label smoothing, a loss term's weight) now set"
+        "option library code skips at 0 (a weight decay, label smoothing, a loss term's weight) now set"
     )
     cause = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=_SWITCH_HINT)
     return Recognized((cause,), frozenset(picked))
