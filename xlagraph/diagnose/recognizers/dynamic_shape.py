@@ -1,6 +1,6 @@
 """`dynamic_shape`: a shape that comes from data values. A boolean mask (`x[mask]`), `nonzero`,
-`unique` or `masked_select` gives a tensor whose size depends on the values, so every new count
-is a new input shape (and the op itself syncs to learn the size).
+`unique`, `masked_select` or `bincount` without `minlength` gives a tensor whose size depends on
+the values, so every new count is a new input shape (and the op itself syncs to learn the size).
 
 Evidence: an input shape change (or a cut graph) whose user line, or the sync's line, indexes
 with a mask or calls one of those ops; or data-dependent-size ops in the graph's metadata.
@@ -21,6 +21,7 @@ __all__ = ["RECOGNIZER", "data_sized"]
 
 _DATA_SIZED = re.compile(
     r"\.nonzero\(|torch\.nonzero\(|\bunique(_consecutive)?\(|masked_select\(|argwhere\("
+    r"|\bbincount\((?![^#]*minlength)"  # max(x) + 1 counts unless minlength fixes the length
     r"|torch\.where\([^,()]*(\([^()]*\))?[^,()]*\)"  # torch.where(cond): the indices
     r"|\[[^\]]*mask[^\]]*\]|\[[^\]]*\.bool\(\)[^\]]*\]"  # x[attention_mask.bool()], x[loss_mask]
     r"|\[[^\]]*\b(keep|valid|sel)\w*\s*\]"
