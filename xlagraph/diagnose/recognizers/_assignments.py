@@ -8,7 +8,7 @@ import re
 from xlagraph.diagnose.frames import source_line
 from xlagraph.diagnose.recognizers._source import DEF, MAX_SCANNED_LINES, NAME, source_text
 
-__all__ = ["assigned_from", "dict_fills", "reorderings", "scalar_origin"]
+__all__ = ["assigned_from", "assigned_in_function", "dict_fills", "reorderings", "scalar_origin"]
 
 
 _TARGETS = re.compile(r"^\s*([A-Za-z_][\w\s,]*?)\s*=(?!=)(.*)")
@@ -25,6 +25,31 @@ def assigned_from(location: str, pattern: re.Pattern[str], span: int) -> str:
     for k in range(int(line) - 1, max(0, int(line) - span), -1):
         m = _TARGETS.match(source_line(file, k).split("#", 1)[0])
         if m and names & {t.strip() for t in m.group(1).split(",")} and pattern.search(m.group(2)):
+            return f"{file}:{k}"
+    return ""
+
+
+def assigned_in_function(location: str, pattern: re.Pattern[str]) -> str:
+    """`file:line` of an assignment anywhere in the function around `location` (above it, or
+    below it in a loop that carries the value into the next step: `weights = ...` at the end of
+    an epoch) whose targets include a name `location` reads and whose value matches `pattern`;
+    "" when there is none."""
+    file, _, line = location.rpartition(":")
+    if not file or not line.isdigit():
+        return ""
+    n = int(line)
+    names = set(NAME.findall(source_text(location).split("#", 1)[0]))
+    start = n
+    while start > max(1, n - 300) and not DEF.match(source_line(file, start)):
+        start -= 1
+    text = source_line(file, start)
+    depth = len(text) - len(text.lstrip()) if DEF.match(text) else -1
+    for k in range(start + 1, start + 400):
+        text = source_line(file, k)
+        if text.strip() and depth >= 0 and len(text) - len(text.lstrip()) <= depth:
+            break  # the function ended
+        m = _TARGETS.match(text.split("#", 1)[0])
+        if m and k != n and names & {t.strip() for t in m.group(1).split(",")} and pattern.search(m.group(2)):
             return f"{file}:{k}"
     return ""
 

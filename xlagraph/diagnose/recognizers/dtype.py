@@ -18,6 +18,7 @@ from xlagraph.diagnose.common import dims_of, element_type
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.recognizers._assignments import assigned_in_function
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._source import lines_matching, user_files
 from xlagraph.ir import Frame, strip_layout
@@ -37,6 +38,9 @@ _LOW = frozenset({"bf16", "f16", "f8e4m3fn", "f8e5m2", "f8e4m3", "f8e5m2fnuz", "
 
 
 _INT_HINT = fix("dtype.integer")
+# Where float64 comes from in a PyTorch script: numpy (`torch.from_numpy`, arrays made by `np.`),
+# or an explicit double.
+_DOUBLE = re.compile(r"\bfrom_numpy\(|\bnp\.|\bnumpy\b|\.double\(\)|float64")
 
 
 def _same_ops(evidence: Evidence, *causes: Cause) -> bool:
@@ -169,6 +173,16 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         )
         if casts:
             cause = replace(cause, sources=tuple(dict.fromkeys(casts + list(cause.sources)))[:6])
+    if "f64" in types:
+        # A tensor the step reads went float64: cite where it is made (from numpy, often at the
+        # end of an epoch), not only the line that reads it.
+        made = [
+            w
+            for x in cause.sources
+            if not is_library(Frame("", x.rpartition(":")[0], 0)) and (w := assigned_in_function(x, _DOUBLE))
+        ]
+        if made:
+            cause = replace(cause, sources=tuple(dict.fromkeys(made + list(cause.sources)))[:6])
     if autocast and not core:
         switches = lines_matching(user_files(evidence), _AUTOCAST)
         if switches:
