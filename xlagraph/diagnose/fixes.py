@@ -237,6 +237,14 @@ FIXES: Mapping[str, str] = MappingProxyType(
             " size / one resolution; a fixed k, masking the entries beyond it), or bucket sizes so each "
             "compiles once"
         ),
+        # python_int.RANKED_HINT
+        "attribute.size.ranked": (
+            "the number of entries kept from a ranking follows a Python value (argsort(x)[:k], topk's k, "
+            "a keep ratio on a schedule): every k is a graph of its own. Rank all entries on every step "
+            "and keep the k best with a mask on the device: ranks = argsort(argsort(x)), weights = "
+            "(ranks < k).float() with k a 1-element tensor made on the host (torch.tensor([k]).to(device))"
+            ", and weight the loss by it"
+        ),
         # python_int.FLAG_HINT
         "attribute.flag": (
             "an op's keyword flag differs (stable=, indices_are_sorted=, unique_indices=, a mode switch):"

@@ -34,6 +34,9 @@ def _lengths(text: str) -> set[str]:
 
 SIZE_HINT = fix("attribute.size")
 FLAG_HINT = fix("attribute.flag")
+RANKED_HINT = fix("attribute.size.ranked")
+# The best k of a ranking, sliced to a Python count: `argsort(loss)[:k]`, `x.sort()[1][:k]`, `topk(x, k)`.
+_RANKED = re.compile(r"\b(argsort|sort)\([^#]*\)(\[\d\])?\s*\[[^\]#]*:|\btopk\(")
 _FLAG_VALUES = frozenset({"true", "false", ""})
 _DIMS = re.compile(r"\[([0-9,]*)\]")
 
@@ -157,7 +160,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if flags and not only_sizes:
         names = sorted({ch.what for i in attrs for ch in pending[i].changes})
         summary = f"an op's flag changed ({', '.join(names)}): {'; '.join(examples[:3])}"
-    hint = SIZE_HINT if only_sizes else FLAG_HINT if flags else ""
+    ranked = only_sizes and any(_RANKED.search(source_text(loc)) for i in attrs for loc in pending[i].sources)
+    hint = (RANKED_HINT if ranked else SIZE_HINT) if only_sizes else FLAG_HINT if flags else ""
     cause = merge(CauseKind.ATTRIBUTE, summary, [pending[i] for i in attrs + same_int], hint=hint, count=n)
     splits = [o for loc in cause.sources if (o := assigned_from(loc, _SPLITS, 10))]
     if splits:
