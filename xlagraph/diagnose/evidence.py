@@ -29,7 +29,9 @@ class Context:
     `trigger` / `baseline_trigger`: what made each graph's sync happen (`report.trigger_of`
     labels); `call_site` the user's line of the new graph's sync; `step` / `baseline_step` the
     training steps they first ran at (-1: unknown); `first_graph`: the baseline is the first
-    graph of the run (so the new one is often the optimizer's warm-up).
+    graph of the run (so the new one is often the optimizer's warm-up); `first_at_site`: the
+    baseline is the first graph compiled at its call site, which may come late in a run (a new
+    optimizer or model trained after another in one process: its warm-up starts there).
     """
 
     trigger: str = ""
@@ -39,6 +41,7 @@ class Context:
     step: int = -1
     baseline_step: int = -1
     first_graph: bool = False
+    first_at_site: bool = False
 
     @property
     def known(self) -> bool:

@@ -9,7 +9,7 @@ the fewest, most recent causes is the baseline.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
 
 from xlagraph.canonical import canonicalize
@@ -172,8 +172,15 @@ def _sync_point(sync: Sync) -> str:
     return f"{inner.file}:{inner.line}" if is_library(inner) else ""
 
 
-def _context(target: Sync, candidate: Sync, triggers: dict[int, str], first_sync: int) -> Context:
+def _context(
+    target: Sync,
+    candidate: Sync,
+    triggers: dict[int, str],
+    first_sync: int,
+    earlier: Sequence[tuple[str, Sync]] = (),
+) -> Context:
     """What the capture knows about the two graphs, for the recognizers."""
+    site = call_site(candidate.frames)
     return Context(
         trigger=triggers.get(target.index, ""),
         baseline_trigger=triggers.get(candidate.index, ""),
@@ -182,6 +189,7 @@ def _context(target: Sync, candidate: Sync, triggers: dict[int, str], first_sync
         step=target.step,
         baseline_step=candidate.step,
         first_graph=candidate.index == first_sync,
+        first_at_site=not any(e.index < candidate.index and call_site(e.frames) == site for _, e in earlier),
     )
 
 
@@ -284,7 +292,7 @@ def _choose_baseline(
         base = modules.get(h)
         assert isinstance(base, Module)
         try:
-            result = diff_modules(base, this, _context(target, s, triggers or {}, first_sync))
+            result = diff_modules(base, this, _context(target, s, triggers or {}, first_sync, earlier))
         except RecursionError:
             failures.append(f"graph {h}: nested too deeply to compare")
             continue

@@ -17,9 +17,11 @@ WARM_UP_STEPS = 3
 
 def added_at_warm_up(evidence: Evidence, pending: tuple[Cause, ...]) -> list[int]:
     """The pending `parameter_added` causes of a warm-up compile (an early step, or the first
-    graph of its call site): what the warm-up recognizers may claim."""
+    graph of the run, or a step soon after the first graph of its call site: a phase that starts
+    late, such as fine-tuning after pretraining): what the warm-up recognizers may claim."""
     ctx = evidence.context
-    if ctx.step >= WARM_UP_STEPS and not ctx.first_graph:
+    phase_start = ctx.first_at_site and 0 <= ctx.step - ctx.baseline_step < WARM_UP_STEPS
+    if ctx.step >= WARM_UP_STEPS and not ctx.first_graph and not phase_start:
         return []
     return [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_ADDED]
 

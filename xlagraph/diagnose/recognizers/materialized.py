@@ -21,18 +21,19 @@ from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._causes import added_at_warm_up, added_part, merge
-from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, rewired
+from xlagraph.diagnose.recognizers._dataflow import downstream, rewired, upstream
 from xlagraph.diagnose.recognizers._source import source_text
 from xlagraph.ir import Frame
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]
 
-_MADE = RESTATES | {"constant", "iota"}
+_LEAVES = frozenset({"constant", "iota", "rng", "rng-bit-generator", "rng-get-and-update-state"})
 _COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
 # A line that creates a tensor with values of its own (not one computed from other tensors).
 _CREATES = re.compile(
-    r"\b(?:torch\.)?(?:zeros|ones|full|empty|tensor|zeros_like|ones_like|full_like|empty_like|arange|eye)\s*\("
+    r"\b(?:torch\.)?(?:zeros|ones|full|empty|tensor|zeros_like|ones_like|full_like|empty_like|arange|eye"
+    r"|rand|randn|randint|randperm|rand_like|randn_like|normal|linspace|logspace)\s*\("
     r"|\.new_(?:zeros|ones|full|empty|tensor)\s*\("
 )
 
@@ -43,17 +44,27 @@ def _location(comp: CanonicalComputation, name: str) -> str:
 
 
 def _constants_only(comp: CanonicalComputation, name: str) -> bool:
-    """`name` is computed from constants alone (no input reaches it)."""
+    """`name` is computed from constants, iotas and random numbers alone: no tensor the step
+    reads reaches it (scalars may: the RNG seed torch_xla passes, a Python number as data)."""
     stack, seen = [name], {name}
     while stack:
         n = stack.pop()
-        if comp.instruction(n).opcode not in _MADE:
-            return False
+        ins = comp.instruction(n)
+        if ins.opcode == "parameter":
+            if not _scalar(comp, n):
+                return False
+            continue
+        if ins.opcode in _LEAVES:
+            continue
         for o in comp.operands.get(n, ()):
             if o not in seen:
                 seen.add(o)
                 stack.append(o)
     return True
+
+
+def _scalar(comp: CanonicalComputation, name: str) -> bool:
+    return shape_of(comp, name).split("{")[0].endswith("[]")
 
 
 def _created_at(evidence: Evidence, p: str, users: dict[str, list[str]]) -> str:
@@ -104,6 +115,28 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         if c.kind is CauseKind.STRUCTURE
         and (set(c.right) & readers or set(c.left) & in_a or rewired(evidence, c))
         and set(c.right) <= readers | set(evidence.entry_match)
+    ]
+    # The first graph also returned them (a live tensor pending at the sync is one of its
+    # results); B reads them instead: those outputs went with the warm-up, nothing was dropped.
+    lines_made = set(made.values())
+    regions += [
+        i
+        for i, c in enumerate(pending)
+        if c.kind is CauseKind.OUTPUT_REMOVED
+        and c.left
+        and all(_constants_only(left, n) and _location(left, n) in lines_made for n in c.left)
+    ]
+    # The scalars only that computation read (the RNG seed of a `torch.randn(..., device=...)`)
+    # are gone from B with it.
+    made_a = [n for n in left.operands if _location(left, n) in lines_made and _constants_only(left, n)]
+    behind = upstream(left.operands, made_a) | set(made_a)
+    users_a = users_of(left)
+    regions += [
+        i
+        for i, c in enumerate(pending)
+        if c.kind is CauseKind.PARAMETER_REMOVED
+        and c.left
+        and all(_scalar(left, n) and set(users_a.get(n, ())) <= behind for n in c.left)
     ]
     kept = [added_part(pending[i], lambda p: p in made) for i in added]
     rest = tuple(c for i in added if (c := added_part(pending[i], lambda p: p not in made)) is not None)
