@@ -56,7 +56,8 @@ def test_corpus_is_whole() -> None:
         assert source["repo"] and source["path"] and re.fullmatch(r"[0-9a-f]{40}", source["commit"]), name
         assert entry["producer"] and entry["era"], name
     producers = Counter(e["producer"] for e in ENTRIES.values())
-    least = {"neuron": 80, "jax-gpu": 90, "xla-test": 70, "jax-tpu": 4, "torch_xla-tpu": 2, "tf": 1, "jax": 1}
+    least = {"neuron": 80, "jax-gpu": 90, "xla-test": 85, "jax-tpu": 4, "torch_xla-tpu": 2, "tf": 1}
+    least |= {"jax": 10, "torch_xla-2.0": 29}  # (JAX < 0.4; torch_xla 2.0/2.1 dev, pre-openxla)
     assert all(producers[p] >= n for p, n in least.items()), producers
     assert len(READ) >= 200 and len(REFUSED) >= 5
 
@@ -89,6 +90,24 @@ def test_transcript_names_each_tests_modules() -> None:
         ("Two.right", "\nHloModule b\n"),
         ("One", "HloModule c"),
     ]
+
+
+def test_python_files_give_their_literals_and_doctests() -> None:
+    """in_python: a module spelled as adjacent literals (TensorFlow Federated's tests) is their
+    joined value; a doctest's expected module is read as doctest reads it (JAX's docstring)."""
+    py = (
+        "x = ('HloModule a\\n\\n'\n     'ENTRY a {\\n  ROOT p = f32[] parameter(0)\\n}\\n\\n')\n"
+        'def f():\n  """Doc.\n\n  >>> print(c.as_hlo_text())  # doctest: +SKIP\n  HloModule b\n'
+        "  <BLANKLINE>\n  ENTRY b {\n    ROOT p = f32[] parameter(0)\n  }\n  <BLANKLINE>\n"
+        '\n  After.\n  """\n'
+    )
+    collect = _collect()
+    assert collect.in_python(py) == [
+        "HloModule a\n\nENTRY a {\n  ROOT p = f32[] parameter(0)\n}\n\n",
+        "HloModule b\n\nENTRY b {\n  ROOT p = f32[] parameter(0)\n}\n",
+    ]
+    old_test = 'XLA_TEST_F(T, Old) {\n  P(R"(HloModule c)");\n}\n'
+    assert collect.test_modules(old_test) == [("Old", "HloModule c")]
 
 
 @pytest.mark.parametrize("name", READ)
