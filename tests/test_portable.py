@@ -195,21 +195,44 @@ def _text(rel: str) -> str:
     return (ROOT / rel).read_text(errors="replace")
 
 
-_KILL = """    torch_xla.sync()
+# Where the run is killed, and the line of the script the kill replaces. After the sync: every
+# dump is paired and portable. Mid-step, after `.item()` compiled a graph of its own: that graph's
+# dump was written by XLA but never paired (nor made portable) by the capture, whose step hook
+# never ran; the reader pairs it from the leftover PT_XLA_DEBUG text.
+_KILLS = {
+    "after_sync": (
+        "    torch_xla.sync()\n",
+        """    torch_xla.sync()
     if step == 4:  # killed before its end: no exit handler runs
         import os, signal
         os.kill(os.getpid(), signal.SIGKILL)
-"""
+""",
+    ),
+    "unpaired_dump": (
+        "    optimizer.step()\n",
+        """    optimizer.step()
+    if step >= 3:  # .item() compiles a graph of its own; the scalar 1 is baked in, 2 is not
+        print((loss * (1 if step == 3 else 2)).item(), flush=True)
+    if step == 4:  # killed before the step's end pairs the dump of that .item()'s graph
+        import os, signal
+        os.kill(os.getpid(), signal.SIGKILL)
+""",
+    ),
+}
 
 
-def test_killed_run_capture_is_portable(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", sorted(_KILLS))
+def test_killed_run_capture_is_portable(tmp_path: Path, where: str) -> None:
     """(c) a run killed before its end: its capture is portable as it stands (sources stored and
-    dumps made portable as the run goes), and reads the same moved, torch unreadable."""
+    dumps made portable as the run goes), and reads the same moved, torch unreadable. A dump XLA
+    wrote that the capture never paired keeps the capturing machine's absolute paths: the report
+    names its lines relative to the run's working directory (meta.json) and prints no such path."""
     made = tmp_path / "made"
     made.mkdir()
     script = (FIXTURES / "torch_xla" / "scenarios" / "kept_alive.py").read_text()
-    assert script.count("    torch_xla.sync()\n") == 1
-    (made / "train.py").write_text(script.replace("    torch_xla.sync()\n", _KILL))
+    line, kill = _KILLS[where]
+    assert script.count(line) == 1
+    (made / "train.py").write_text(script.replace(line, kill))
     env = {**_env(), "PJRT_DEVICE": "CPU", "XLAGRAPH_CAPTURE": str(made / "cap")}
     proc = subprocess.run(
         [sys.executable, "train.py"], cwd=made, env=env, capture_output=True, text=True, timeout=600
@@ -218,12 +241,24 @@ def test_killed_run_capture_is_portable(tmp_path: Path) -> None:
     (proc_dir,) = [p for p in (made / "cap").iterdir() if p.is_dir()]
     index = json.loads((proc_dir / "sources" / "index.json").read_text())
     assert "train.py" in index["files"] and "torch/optim/sgd.py" in index["files"]
+    journal = (proc_dir / "journal.jsonl").read_text()
     # What capture wrote holds no path of this machine; torch_xla's own PT_XLA_DEBUG text (left
-    # unread by the killed run) does, and meta.json keeps the run's cwd to read it by.
+    # unread by the killed run) does, and so do the dumps XLA wrote that the capture never
+    # paired; meta.json keeps the run's cwd and import roots to read them by.
+    unpaired = []
     for f in proc_dir.rglob("*"):
         if f.is_file() and f.suffix != ".z" and "debug" not in f.name and f.name != "meta.json":
             body = f.read_text(encoding="utf-8", errors="replace")
+            if f.parent.name == "hlo" and f"hlo/{f.name}" not in journal:
+                unpaired.append(f.name)
+                continue
             assert str(tmp_path) not in body and "site-packages" not in body, f
+    if where == "unpaired_dump":
+        # the case this parameter is for: a dump left unpaired, with this machine's paths in it
+        assert any(str(made) in (proc_dir / "hlo" / n).read_text() for n in unpaired), unpaired
+        # and its graph's recompile is named from that dump's lines: the baked-in 1 at the .item()
+        report = json.dumps(_explained(_report(made / "cap", made, [], "--json")))
+        assert "constant_value" in report and '"train.py:35"' in report, report[:3000]
     _assert_same_anywhere(made / "cap", tmp_path, [str(made)], [str(made), str(ROOT)])
 
 

@@ -56,7 +56,8 @@ def test_corpus_is_whole() -> None:
         assert source["repo"] and source["path"] and re.fullmatch(r"[0-9a-f]{40}", source["commit"]), name
         assert entry["producer"] and entry["era"], name
     producers = Counter(e["producer"] for e in ENTRIES.values())
-    least = {"neuron": 80, "jax-gpu": 90, "xla-test": 70, "jax-tpu": 4, "torch_xla-tpu": 2, "tf": 1, "jax": 1}
+    least = {"neuron": 80, "jax-gpu": 90, "xla-test": 85, "jax-tpu": 4, "torch_xla-tpu": 2, "tf": 1}
+    least |= {"jax": 10, "torch_xla-2.0": 29}  # (JAX < 0.4; torch_xla 2.0/2.1 dev, pre-openxla)
     assert all(producers[p] >= n for p, n in least.items()), producers
     assert len(READ) >= 200 and len(REFUSED) >= 5
 
@@ -89,6 +90,24 @@ def test_transcript_names_each_tests_modules() -> None:
         ("Two.right", "\nHloModule b\n"),
         ("One", "HloModule c"),
     ]
+
+
+def test_python_files_give_their_literals_and_doctests() -> None:
+    """in_python: a module spelled as adjacent literals (TensorFlow Federated's tests) is their
+    joined value; a doctest's expected module is read as doctest reads it (JAX's docstring)."""
+    py = (
+        "x = ('HloModule a\\n\\n'\n     'ENTRY a {\\n  ROOT p = f32[] parameter(0)\\n}\\n\\n')\n"
+        'def f():\n  """Doc.\n\n  >>> print(c.as_hlo_text())  # doctest: +SKIP\n  HloModule b\n'
+        "  <BLANKLINE>\n  ENTRY b {\n    ROOT p = f32[] parameter(0)\n  }\n  <BLANKLINE>\n"
+        '\n  After.\n  """\n'
+    )
+    collect = _collect()
+    assert collect.in_python(py) == [
+        "HloModule a\n\nENTRY a {\n  ROOT p = f32[] parameter(0)\n}\n\n",
+        "HloModule b\n\nENTRY b {\n  ROOT p = f32[] parameter(0)\n}\n",
+    ]
+    old_test = 'XLA_TEST_F(T, Old) {\n  P(R"(HloModule c)");\n}\n'
+    assert collect.test_modules(old_test) == [("Old", "HloModule c")]
 
 
 @pytest.mark.parametrize("name", READ)
@@ -260,6 +279,27 @@ HISTORY = {
         "  ROOT c = f32[8] cross-replica-sum(p), replica_group_ids={}, all_reduce_id=1, to_apply=add\n}\n",
         [("cross-replica-sum", "all-reduce"), (", replica_group_ids={}", ""), (", all_reduce_id=1", "")],
     ),
+    # hlo_opcode.h before 2019: one comparison opcode per direction (kEq "equal-to" ... kNe
+    # "not-equal-to"), replaced by `compare` + direction=. Real text: `less-than` in
+    # tensorflow/compiler/xla/tests/test_utils_test.cc of 2019 (corpus: xla-test.test_utils_test.
+    # NoDuplicates*.hlo); the other five as that hlo_opcode.h spells them.
+    "comparison_opcodes": (
+        "HloModule m\nENTRY e {\n  a = f32[4] parameter(0)\n  b = f32[4] parameter(1)\n"
+        "  lt = pred[4] less-than(a, b)\n  le = pred[4] less-than-or-equal-to(a, b)\n"
+        "  gt = pred[4] greater-than(f32[4] a, f32[4] b)\n  ge = pred[4] greater-than-or-equal-to(a, b)\n"
+        '  eq = pred[4] equal-to(a, b)\n  ne = pred[4] not-equal-to(a, b), metadata={op_name="ne"}\n'
+        "  ROOT t = (pred[4], pred[4], pred[4], pred[4], pred[4], pred[4])"
+        " tuple(lt, le, gt, ge, eq, ne)\n}\n",
+        [
+            # (the longer names first: `equal-to(` ends three of them)
+            ("less-than-or-equal-to(a, b)", "compare(a, b), direction=LE"),
+            ("greater-than-or-equal-to(a, b)", "compare(a, b), direction=GE"),
+            ("not-equal-to(a, b)", "compare(a, b), direction=NE"),
+            ("less-than(a, b)", "compare(a, b), direction=LT"),
+            ("greater-than(f32[4] a, f32[4] b)", "compare(f32[4] a, f32[4] b), direction=GT"),
+            ("equal-to(a, b)", "compare(a, b), direction=EQ"),
+        ],
+    ),
     "constant_repeats_its_shape": (
         "HloModule m\nENTRY e {\n  c = bf16[2,2] constant(bf16[2,2] {{1, 2}, {3, 4}})\n"
         "  ROOT d = f32[2,2] constant(f32[2,2] { { 1, 2 }, { 3, 4 } })\n}\n",
@@ -292,3 +332,18 @@ def test_constant_repeating_another_shape_is_refused() -> None:
     text = "HloModule m\nENTRY e {\n  ROOT d = f32[2,2] constant(f32[2,3] { { 1, 2 }, { 3, 4 } })\n}\n"
     with pytest.raises(InputError, match=r"^c\.hlo:3: the constant's own shape f32\[2,3\]"):
         parse_hlo(text, "c.hlo")
+
+
+def test_old_comparison_opcode_reads_as_compare_with_its_direction() -> None:
+    """`less-than` is `compare` with direction=LT: the same hash as today's spelling; one that also
+    writes a direction is text no XLA version wrote, refused naming its line."""
+    old = "HloModule m\nENTRY e {\n  a = f32[] parameter(0)\n  ROOT lt = pred[] less-than(a, a)\n}\n"
+    new = old.replace("less-than(a, a)", "compare(a, a), direction=LT")
+    from xlagraph.canonical import canonicalize
+
+    def fingerprint(text: str) -> str:
+        return canonicalize(parse_hlo(text, "m.hlo")).fingerprint
+
+    assert fingerprint(old) == fingerprint(new) != fingerprint(new.replace("LT", "GT"))
+    with pytest.raises(InputError, match=r"^both\.hlo:4: attribute direction already exists"):
+        parse_hlo(old.replace("less-than(a, a)", "less-than(a, a), direction=GT"), "both.hlo")

@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 __all__ = [
+    "add_capture_roots",
     "is_installed_path",
     "is_library_path",
     "mark_library",
@@ -61,6 +62,9 @@ _STDLIB_FILES = frozenset(
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) - {"test", "this", "antigravity"}
 
 _known_library: set[str] = set()
+# Folders of a capturing machine that its paths are relative to (`add_capture_roots`), in the
+# capture's order: its working directory, then its other `sys.path` entries, longest first.
+_capture_roots: list[str] = []
 F = TypeVar("F", bound=Any)
 
 
@@ -116,11 +120,23 @@ def _fixed(path: str, cwd: str) -> str:
     if lib is not None:
         _known_library.add(lib[1])
         return lib[1]
-    if cwd:
-        b = _slashes(cwd).rstrip("/") + "/"
+    for root in (cwd, *_capture_roots) if cwd else _capture_roots:
+        b = _slashes(root).rstrip("/") + "/"
         if p.startswith(b) and len(p) > len(b):
             return p[len(b) :]
     return p
+
+
+def add_capture_roots(roots: list[str]) -> None:
+    """A capture's working directory and import roots, as its meta.json recorded them while the
+    run lasted: the paths under them in a dump the capture never made portable (a run killed
+    between XLA writing a module and the capture pairing it) are read relative to them, as the
+    capture would have written them, wherever the capture is read."""
+    absolute = [r for r in roots if r.startswith("/") or re.match(r"^[A-Za-z]:[/\\]", r)]
+    new = [r for r in absolute if r not in _capture_roots]
+    if new:
+        _capture_roots.extend(new)
+        _fixed.cache_clear()
 
 
 def mark_library(relative: str) -> None:

@@ -24,6 +24,25 @@ pub const LATE_BOUND_ASYNC_UPDATE: &str = "async-update binds the output its asy
 pub const CROSS_REPLICA_SUM: &str = "cross-replica-sum is all-reduce's name in XLA before 2019 \
      (today's XLA refuses it): read as all-reduce";
 
+/// `less-than(a, b)` and the other comparison opcodes of XLA before 2019 (one opcode per
+/// direction: hlo_opcode.h's kEq..kNe, until `compare` took a direction=).
+pub const OLD_COMPARISON: &str = "less-than / greater-than / equal-to / not-equal-to (and their \
+     -or-equal-to forms) are XLA's comparison opcodes before 2019 (today's XLA refuses them): read as \
+     compare with that direction";
+
+/// The direction `compare` takes for a comparison opcode of XLA before 2019.
+pub fn old_comparison(opcode: &str) -> Option<&'static str> {
+    match opcode {
+        "equal-to" => Some("EQ"),
+        "not-equal-to" => Some("NE"),
+        "greater-than-or-equal-to" => Some("GE"),
+        "greater-than" => Some("GT"),
+        "less-than-or-equal-to" => Some("LE"),
+        "less-than" => Some("LT"),
+        _ => None,
+    }
+}
+
 /// `constant(f32[2] {1, 2})`: a literal that repeats its shape, printed by XLA before 2019.
 pub const SHAPED_CONSTANT: &str = "a constant whose literal repeats its shape (XLA before 2019; \
      today's XLA refuses it): read without the repeated shape";

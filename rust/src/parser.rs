@@ -642,6 +642,12 @@ impl<'a> Parser<'a> {
             self.note(crate::notes::CROSS_REPLICA_SUM, op_pos);
             opcode = "all-reduce";
         }
+        let implied_direction = crate::notes::old_comparison(opcode);
+        if implied_direction.is_some() {
+            // XLA before 2019: one opcode per comparison (notes.rs), today compare + direction=.
+            self.note(crate::notes::OLD_COMPARISON, op_pos);
+            opcode = "compare";
+        }
         if opcode.is_empty() {
             return err(
                 op_pos,
@@ -777,7 +783,14 @@ impl<'a> Parser<'a> {
             mut called,
             metadata,
             calls_pos,
-        } = self.instruction_attributes(scope, &name, opcode, op_pos, allow_attributes)?;
+        } = self.instruction_attributes(
+            scope,
+            &name,
+            opcode,
+            op_pos,
+            allow_attributes,
+            implied_direction,
+        )?;
         self.check_operand_shapes(scope, opcode, &operands, shape_pos, &attrs, op_pos)?;
         let chain = self.async_chain(
             scope,
@@ -835,6 +848,7 @@ impl<'a> Parser<'a> {
         opcode: &str,
         op_pos: usize,
         allow: bool,
+        implied_direction: Option<&'static str>,
     ) -> Result<Attributes<'a>> {
         let mut attrs: Vec<(&'a str, Cow<'a, str>)> = Vec::new();
         let mut called: Vec<Cow<'a, str>> = Vec::new();
@@ -887,6 +901,15 @@ impl<'a> Parser<'a> {
             }
             attrs.push((key, value));
             attr_pos.push(key_pos);
+        }
+        if let Some(direction) = implied_direction {
+            // The direction an old comparison opcode names; one written as well is refused as a
+            // repeated attribute, as XLA refuses it.
+            if let Some(i) = attrs.iter().position(|(k, _)| *k == "direction") {
+                return err(attr_pos[i], "attribute direction already exists");
+            }
+            attrs.push(("direction", Cow::Borrowed(direction)));
+            attr_pos.push(op_pos);
         }
         crate::attrs::check(opcode, &attrs).map_err(|(i, m)| Error {
             message: m,

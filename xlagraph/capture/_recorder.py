@@ -488,10 +488,14 @@ class Recorder:
     def _write_meta(self) -> None:
         """meta.json in portable form from the start (a killed run never reaches exit), but for
         `cwd` while the run lasts: the reader of a killed run makes the user's paths in the
-        PT_XLA_DEBUG text left unread relative to it. It becomes "." at a clean exit."""
+        PT_XLA_DEBUG text and the dumps left unpaired relative to it. It becomes "." at a clean
+        exit, when every dump is portable."""
         meta = portable_meta(self.meta, self.dir, self.paths)
         if self.meta.get("cwd") not in (None, "."):
             meta["cwd"] = self.meta["cwd"]
+            # and the other import roots: a dump XLA wrote that the run never paired (killed
+            # between the compile and its step's end) keeps absolute paths, read relative to them
+            meta["import_roots"] = list(self.paths.other_roots)
         write_meta(self.dir, meta)
 
 

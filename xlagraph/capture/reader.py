@@ -29,7 +29,7 @@ from xlagraph.parse.sources import read_bytes
 from xlagraph.parse.tensors_report import parse_tensors_report
 from xlagraph.progress import counted
 from xlagraph.runlog import GraphRecord, LiveTensor, RunLog, Step, Sync
-from xlagraph.source_paths import portable_path
+from xlagraph.source_paths import add_capture_roots, portable_path
 
 __all__ = ["CaptureRun", "is_capture", "read_capture", "read_capture_runs"]
 
@@ -138,6 +138,7 @@ def _read_process(p: Path) -> _Process:
     acc = _Acc()
     meta = _read_meta(p, acc)
     acc.cwd = str(meta.get("cwd") or "")
+    add_capture_roots(capture_roots(meta))
     _read_journal(p / fmt.JOURNAL, acc)
     _read_leftover_debug(p, acc, int(meta.get("debug_level", 2) or 0))
     rank = acc.rank if acc.rank is not None else meta.get("rank")
@@ -167,6 +168,24 @@ def _read_process(p: Path) -> _Process:
     last = max((float(r.get("t1", 0.0)) for r in acc.steps), default=0.0)
     end = float(meta.get("end_time") or (acc.end or {}).get("t") or start + last)
     return _Process(log, start, max(end, start))
+
+
+def capture_roots(meta: dict[str, Any]) -> list[str]:
+    """The capturing machine's working directory and import roots that a killed run's meta.json
+    keeps (a clean exit leaves "." and none): what its unpaired dumps' paths are relative to."""
+    cwd = meta.get("cwd")
+    roots = [cwd] if isinstance(cwd, str) and cwd != "." else []
+    extra = meta.get("import_roots")
+    return roots + [r for r in extra if isinstance(r, str)] if roots and isinstance(extra, list) else roots
+
+
+def process_roots(proc_dir: str) -> list[str]:
+    """`capture_roots` of a process folder's meta.json; none when it is missing or unreadable."""
+    try:
+        meta, _ = check_meta(json.loads(read_bytes(Path(proc_dir) / fmt.META).decode("utf-8")))
+    except Exception:  # (no meta.json, or not JSON: the reader of the capture says so)
+        return []
+    return capture_roots(meta)
 
 
 def _read_meta(p: Path, acc: _Acc) -> dict[str, Any]:

@@ -129,6 +129,8 @@ _META: dict[str, Check] = {
     "pid": _int(),
     "host": _str,
     "start_iso": _str,
+    "cwd": _str,
+    "import_roots": lambda v: isinstance(v, list) and all(_str(n) for n in v),
 }
 
 

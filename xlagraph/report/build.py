@@ -448,7 +448,9 @@ def source_text_near(paths: Iterable[str]) -> SourceText:
     sources of the capture process folder a file lies in (a dump under `<process>/hlo/`, copied
     out with its folder or not); else the user's files under the first file's folder and the few
     folders above it (a project that keeps its dumps in a subfolder)."""
+    from xlagraph.capture.reader import process_roots
     from xlagraph.capture.stored_sources import StoredSources
+    from xlagraph.source_paths import add_capture_roots
 
     folders = [Path(os.path.abspath(p)).parent for p in paths if p]
     found = []
@@ -457,6 +459,7 @@ def source_text_near(paths: Iterable[str]) -> SourceText:
             stored = StoredSources.load(str(candidate))
             if stored is not None:
                 found.append(stored)
+                add_capture_roots(process_roots(str(candidate)))  # (a dump it never made portable)
                 break
     if found:
         return SourceText(stored=found[0] if len(found) == 1 else _Either(tuple(found)))
