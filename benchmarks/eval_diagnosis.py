@@ -49,6 +49,7 @@ SPLITS = (
     "held_out_8",
     "held_out_9",
     "held_out_10",
+    "held_out_11",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")

@@ -79,6 +79,7 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
     held_out_8 = [e for e in entries if e["split"] == "held_out_8"]
     held_out_9 = [e for e in entries if e["split"] == "held_out_9"]
     held_out_10 = [e for e in entries if e["split"] == "held_out_10"]
+    held_out_11 = [e for e in entries if e["split"] == "held_out_11"]
     tuning = [e for e in entries if e["split"] == "tuning"]
     assert {e["split"] for e in entries} == {
         "held_out",
@@ -91,18 +92,27 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
         "held_out_8",
         "held_out_9",
         "held_out_10",
+        "held_out_11",
         "tuning",
     }
     # the first held-out set stays a sizeable share of the corpus it was split from
     assert 0.3 <= len(held_out) / (len(held_out) + len(tuning)) <= 0.5
     # both held-out sets together are at least a third of everything scored before held_out_5 was added
-    # (held_out_5 to held_out_10 only add untouched scenarios; all held-out splits together are at least
+    # (held_out_5 to held_out_11 only add untouched scenarios; all held-out splits together are at least
     # half of all)
     before_h5 = [
         e
         for e in entries
         if e["split"]
-        not in ("held_out_5", "held_out_6", "held_out_7", "held_out_8", "held_out_9", "held_out_10")
+        not in (
+            "held_out_5",
+            "held_out_6",
+            "held_out_7",
+            "held_out_8",
+            "held_out_9",
+            "held_out_10",
+            "held_out_11",
+        )
     ]
     assert len(held_out) + len(held_out_2) >= len(before_h5) / 3
     assert len(entries) - len(tuning) >= len(entries) / 2
@@ -115,6 +125,7 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
     assert len(held_out_8) >= 7
     assert len(held_out_9) >= 7
     assert len(held_out_10) >= 7
+    assert len(held_out_11) >= 7
     assert all(e["name"].startswith("ho_") for e in held_out)
     assert all(e["name"].startswith("hn_") for e in held_out_2)
     assert all(e["name"].startswith("hx_") for e in held_out_3)
@@ -125,6 +136,7 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
     assert all(e["name"].startswith("h8_") for e in held_out_8)
     assert all(e["name"].startswith("h9_") for e in held_out_9)
     assert all(e["name"].startswith("h10_") for e in held_out_10)
+    assert all(e["name"].startswith("h11_") for e in held_out_11)
     assert all(e["name"].startswith("tu_") for e in tuning)
     assert PATTERNS.issubset(e["pattern"] for e in entries)
     for e in entries:
@@ -237,3 +249,4 @@ def test_every_split_is_a_split_choice(ev: ModuleType, manifest: dict) -> None:
     assert ev.main(["--split", "held_out_8", *others]) == 2
     assert ev.main(["--split", "held_out_9", *others, "h8_*"]) == 2
     assert ev.main(["--split", "held_out_10", *others, "h8_*", "h9_*"]) == 2
+    assert ev.main(["--split", "held_out_11", *others, "h8_*", "h9_*", "h10_*"]) == 2

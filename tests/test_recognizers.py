@@ -58,6 +58,15 @@ def test_special_scalar_is_one_constant_value_cause_with_the_zero_one_fix() -> N
     assert any(s.endswith("special_scalar.py:30") for s in cause.sources)
 
 
+def test_minus_one_is_a_special_scalar_too() -> None:
+    # torch_xla bakes |x| == 1 as well: SGD's add_(grad, alpha=-lr) at an lr of exactly 1.0 reads
+    # constant(-1) where other steps read a scalar input
+    from xlagraph.diagnose.recognizers.special_scalar import _special
+
+    assert _special("-1") and _special("1") and _special("0") and _special("-0")
+    assert not _special("-0.5") and not _special("2") and not _special("x")
+
+
 def test_ragged_batch_hint_is_about_the_batch_not_sequences() -> None:
     (cause,) = _pair(TORCH / "ragged_batch").causes
     assert cause.kind is CauseKind.PARAMETER_SHAPE

@@ -60,6 +60,10 @@ _STDLIB_FILES = frozenset(
     }
 )
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) - {"test", "this", "antigravity"}
+# Single-file packages of site-packages that sit in user stacks: typing_extensions' `@deprecated`
+# wraps torch_xla 2.9's `xm.mark_step` / `xm.xla_device`, so its wrapper frame is the innermost
+# frame above torch_xla's (a capture relocates it to a bare `typing_extensions.py`).
+_SITE_FILES = frozenset({"typing_extensions", "six"})
 
 _known_library: set[str] = set()
 # Folders of a capturing machine that its paths are relative to (`add_capture_roots`), in the
@@ -180,7 +184,11 @@ def _is_library_path(path: str) -> bool:
     if _FRAMEWORK_REL.search(p):
         return True
     head, sep, _ = p.partition("/")
-    return (head in _STDLIB or head in _PACKAGES) if sep else p.removesuffix(".py") in _STDLIB_FILES
+    return (
+        (head in _STDLIB or head in _PACKAGES)
+        if sep
+        else p.removesuffix(".py") in _STDLIB_FILES | _SITE_FILES
+    )
 
 
 def is_installed_path(path: str) -> bool:

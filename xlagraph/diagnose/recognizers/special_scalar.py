@@ -1,5 +1,6 @@
-"""Special scalars: PyTorch/XLA bakes the Python scalars 0 and 1 into the graph as constants and
-passes every other value as a device-data input. A learning rate that starts at 0.0 (warm-up), a
+"""Special scalars: PyTorch/XLA bakes the Python scalars 0 and 1 (and -1: its test is |x| == 1)
+into the graph as constants and passes every other value as a device-data input. A learning rate
+that starts at 0.0 (warm-up) or peaks at exactly 1.0 (SGD's `alpha=-lr`), a
 `mul_(0.0 if cond else 1.0)`, a loss scale of 1: on that step the value is a constant, on the
 next an input (or another constant), so the graph changes.
 """
@@ -32,7 +33,8 @@ def _tensor_valued(evidence: Evidence, cause: Cause) -> bool:
 
 
 def _special(value: str) -> bool:
-    return is_number(value) and float(value) in (0.0, 1.0)
+    # -1 too: SGD's add_(grad, alpha=-lr) at an lr of exactly 1.0 bakes constant(-1)
+    return is_number(value) and abs(float(value)) in (0.0, 1.0)
 
 
 def _value(change_text: str) -> str:
@@ -169,9 +171,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         ]
         this, other = ("B", "A") if side == "right" else ("A", "B")
         summary = (
-            f"{len(names)} scalar input(s) of {this} are constants (0 or 1) baked into {other} at the "
-            "same place: a Python scalar that was 0 or 1 on one step (e.g. a learning rate warming up "
-            "from 0.0)"
+            f"{len(names)} scalar input(s) of {this} are constants (0 or ±1) baked into {other} at the "
+            "same place: a Python scalar that was 0 or ±1 on one step (e.g. a learning rate warming up "
+            "from 0.0, or peaking at exactly 1.0)"
         )
         out.append(
             merge(CauseKind.CONSTANT_VALUE, summary, [pending[i] for i in params + regions], hint=HINT)

@@ -10,6 +10,7 @@ import re
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._dataflow import updated_inputs
@@ -49,7 +50,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             updated = updated_inputs(comp, heads)
             frozen = [o for o, p in updated.items() if p in twin and twin[p] not in trained]
             updates = frozen + [o for o, p in updated.items() if p in new] if frozen else []
-            if not heads or 2 * len(updates) < len(heads):
+            # An optimizer's fresh state for the newly trained parameters (Adam's moments, of their
+            # shapes, and its scalar step counts) comes with their updates.
+            shapes = {shape_of(comp, p) for o, p in updated.items() if o in updates}
+            state = [h for h in heads if h not in updates and updates and _state_like(comp, h, shapes)]
+            if not heads or 2 * (len(updates) + len(state)) < len(heads) or 4 * len(updates) < len(state):
                 continue
             lines = lines_matching(user_files(evidence), _REQUIRES_GRAD, limit=8)
             if not lines:
@@ -78,6 +83,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             )
             consumed.update([i, *inside])
     return Recognized(tuple(out), frozenset(consumed)) if out else NOTHING
+
+
+def _state_like(comp, name: str, shapes: set[str]) -> bool:  # type: ignore[no-untyped-def]
+    shape = shape_of(comp, name)
+    return shape in shapes or shape.split("{")[0].endswith("[]")
 
 
 RECOGNIZER = Recognizer("trainable", _recognize)
