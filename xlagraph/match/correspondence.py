@@ -17,8 +17,10 @@ Two instructions agree up to the last round whose colours are equal (refinement 
 Pairs are made from the deepest round down: a colour held by one input (output) on each side
 pairs them; several alike on both sides in equal numbers at the deepest round are
 interchangeable (their contexts are identical as far as data flow can tell: the Q, K and V
-weights of one layer, or automorphic inputs) and are returned as `tied`, for the caller to keep
-in position. Only agreement at every round pairs (`_LOWEST`): partial agreement is no evidence.
+weights of one layer, or automorphic inputs). Such ties are individualized first
+(`_individualized`: one pair fixed, refinement again, as nauty does), so that what each
+look-alike reads or feeds is paired; the pairs left to a choice are returned as `tied`, for the
+caller to keep in position. Only agreement at every round pairs (`_LOWEST`): partial agreement is no evidence.
 """
 
 from __future__ import annotations
