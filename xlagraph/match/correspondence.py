@@ -308,7 +308,9 @@ def _individualized(
     outputs first: the smallest explanation wins (fewest items left unpaired, then fewest moved
     slots; inputs first on a draw, so that an output returning an input follows that input)."""
     plain = _history(a, b, first)
-    if not _tied_pick(plain, sides, _PARAMS, None):
+    if len(plain[0]) > ROUNDS or not _tied_pick(plain, sides, _PARAMS, None):
+        # Refinement stopped at its last round, not at a stable partition: the look-alikes may
+        # be far apart (two layers of a model) and a slot guess would pair them, and what they feed.
         return plain, []
     sig = (_signatures(a), _signatures(b))
     best: tuple[tuple[int, int], tuple[list[list[int]], list[list[int]]], list[_Chosen]] | None = None
@@ -317,6 +319,27 @@ def _individualized(
         hist = plain
         spent = 0
         chosen: list[_Chosen] = []
+        # Every tied class of a side at once first: where that leaves nothing unmatched (the
+        # look-alikes stayed where they were, or the graphs are the same) one refinement does
+        # what one pair at a time would, on a model with hundreds of tied weights.
+        for side in (order, 1 - order):
+            batch = _tied_classes(hist, sides[side])
+            if not batch:
+                continue
+            ta, tb = list(fa), list(fb)
+            for k, (ls, rs) in enumerate(batch):
+                ls, rs = list(ls), list(rs)
+                while ls:
+                    i, j = _best_pair(ls, rs, sides[side], sig)
+                    ls.remove(i)
+                    rs.remove(j)
+                    x, y = sides[side][0][i], sides[side][1][j]
+                    salt = hash(("batch", side, k, i))
+                    ta[x], tb[y] = hash((ta[x], salt)), hash((tb[y], salt))
+            trial = _history_from(a, b, ta, tb)
+            if _orphans(trial, sides) <= _orphans(hist, sides):
+                fa, fb, hist = ta, tb, trial
+                chosen += [(side, frozenset(ls), frozenset(rs)) for ls, rs in batch]
         for step in range(_INDIVIDUALS):
             pick = _tied_pick(hist, sides, order, sig)
             if not pick or spent > _BUDGET:
@@ -330,6 +353,8 @@ def _individualized(
         cost = _cost(hist, sides)
         if best is None or cost < best[0]:
             best = (cost, hist, chosen)
+        if cost == (0, 0):
+            break  # every look-alike paired in place: nothing smaller to find
     assert best is not None
     return best[1], best[2]
 
@@ -355,6 +380,26 @@ def _tied_pick(
             i, j = _best_pair(ls, rs, sides[side], sig)
             return [(lnodes[i], rnodes[j]), (side, frozenset(ls), frozenset(rs))]  # type: ignore[list-item]
     return []
+
+
+def _tied_classes(
+    hist: tuple[list[list[int]], list[list[int]]], side: _Side
+) -> list[tuple[list[int], list[int]]]:
+    """The tied classes of one side: the same look-alikes, two or more, on both sides."""
+    lnodes, rnodes, _, _, open_l, open_r = side
+    groups = _classes(hist[0][-1], hist[1][-1], lnodes, rnodes, open_l, open_r).values()
+    return [(ls, rs) for ls, rs in groups if len(ls) == len(rs) > 1]
+
+
+def _orphans(hist: tuple[list[list[int]], list[list[int]]], sides: tuple[_Side, ...]) -> int:
+    """Items whose class holds another number of items on the other side."""
+    ca, cb = hist[0][-1], hist[1][-1]
+    return sum(
+        len(ls) + len(rs)
+        for lnodes, rnodes, _, _, open_l, open_r in sides
+        for ls, rs in _classes(ca, cb, lnodes, rnodes, open_l, open_r).values()
+        if len(ls) != len(rs)
+    )
 
 
 def _best_pair(
