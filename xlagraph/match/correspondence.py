@@ -17,8 +17,10 @@ Two instructions agree up to the last round whose colours are equal (refinement 
 Pairs are made from the deepest round down: a colour held by one input (output) on each side
 pairs them; several alike on both sides in equal numbers at the deepest round are
 interchangeable (their contexts are identical as far as data flow can tell: the Q, K and V
-weights of one layer, or automorphic inputs) and are returned as `tied`, for the caller to keep
-in position. Only agreement at every round pairs (`_LOWEST`): partial agreement is no evidence.
+weights of one layer, or automorphic inputs). Such ties are individualized first
+(`_individualized`: one pair fixed, refinement again, as nauty does), so that what each
+look-alike reads or feeds is paired; the pairs left to a choice are returned as `tied`, for the
+caller to keep in position. Only agreement at every round pairs (`_LOWEST`): partial agreement is no evidence.
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ class _Graph:
         users: list[list[tuple[int, int]]] = [[] for _ in names]
         self.loose: list[int] = []
         self.strict: list[int] = []
+        self.meta: list[int] = []
         inputs = comp.param_number
         operands = comp.operands
         first: dict[tuple[object, ...], tuple[int, int]] = {}  # most instructions repeat a few kinds
@@ -100,6 +103,8 @@ class _Graph:
                 colours = first[key] = _first_colours(*key)
             self.loose.append(colours[0])
             self.strict.append(colours[1])
+            md = ins.metadata
+            self.meta.append(hash((md.op_name, md.source_file, md.source_line)) if md else 0)
         marks = [0] * len(names)
         for o in comp.outputs:
             if o in index:
@@ -168,13 +173,18 @@ def _history(a: _Graph, b: _Graph, first: str) -> tuple[list[list[int]], list[li
     """Colours of both graphs per round, until neither partition splits any more. The compiled
     core's rounds give other colour values but the same classes at every round (all the caller
     reads), ~100x faster; `_history_python` is the reference."""
+    return _history_from(a, b, getattr(a, first), getattr(b, first))
+
+
+def _history_from(
+    a: _Graph, b: _Graph, fa: list[int], fb: list[int]
+) -> tuple[list[list[int]], list[list[int]]]:
+    """`_history` from the first colours `fa` and `fb` (individualized ones among them)."""
     rounds = ROUNDS if max(len(a.names), len(b.names)) <= _LARGE else _LARGE_ROUNDS
     core = _core()
     if core is None:
-        return _history_python(a, b, first, rounds)
-    ha, hb = core.refine_history(
-        a.arrays(), b.arrays(), _unsigned(getattr(a, first)), _unsigned(getattr(b, first)), rounds
-    )
+        return _history_python_from(a, b, fa, fb, rounds)
+    ha, hb = core.refine_history(a.arrays(), b.arrays(), _unsigned(fa), _unsigned(fb), rounds)
     return ha, hb
 
 
@@ -193,7 +203,13 @@ def _core() -> Any:
 def _history_python(
     a: _Graph, b: _Graph, first: str, rounds: int = ROUNDS
 ) -> tuple[list[list[int]], list[list[int]]]:
-    ha, hb = [getattr(a, first)], [getattr(b, first)]
+    return _history_python_from(a, b, getattr(a, first), getattr(b, first), rounds)
+
+
+def _history_python_from(
+    a: _Graph, b: _Graph, fa: list[int], fb: list[int], rounds: int = ROUNDS
+) -> tuple[list[list[int]], list[list[int]]]:
+    ha, hb = [fa], [fb]
     counts = (len(set(ha[0])), len(set(hb[0])))
     for _ in range(rounds):
         na, nb = _round(a, ha[-1]), _round(b, hb[-1])
@@ -244,6 +260,183 @@ def _assign(
     return pairs, depth, tied
 
 
+# Individualization (as in nauty's canonical labelling): where refinement leaves look-alikes
+# tied, one pair of them is fixed with a fresh colour and refinement runs again, which pairs
+# what each reads or feeds. At most this many pairs, and this many nodes refined in all.
+_INDIVIDUALS = 64
+_BUDGET = 5_000_000
+_PARAMS, _OUTPUTS = 0, 1
+# One side (inputs or outputs): nodes of A and B by position, their slots, the open positions.
+_Side = tuple[list[int], list[int], list[int], list[int], set[int], set[int]]
+# A class a pair was individualized from: its side and its open positions in A and in B.
+_Chosen = tuple[int, frozenset[int], frozenset[int]]
+
+
+def _signatures(g: _Graph) -> list[int]:
+    """Each node's source lines and op names, its own and its neighbours': what the user's
+    code says a tensor is, kept by every reordering (not a colour: an edit moves lines)."""
+    meta = g.meta
+    return [
+        hash((meta[k], tuple(sorted(meta[u] for u in us)), tuple(sorted(meta[o] for o in ops))))
+        for k, (us, ops) in enumerate(zip(g.user_of, g.operands, strict=True))
+    ]
+
+
+def _classes(
+    ca: list[int], cb: list[int], lnodes: list[int], rnodes: list[int], open_l: set[int], open_r: set[int]
+) -> dict[int, tuple[list[int], list[int]]]:
+    """Open positions of one side (inputs or outputs) grouped by their last colour."""
+    groups: dict[int, tuple[list[int], list[int]]] = {}
+    for i in sorted(open_l):
+        groups.setdefault(ca[lnodes[i]], ([], []))[0].append(i)
+    for j in sorted(open_r):
+        groups.setdefault(cb[rnodes[j]], ([], []))[1].append(j)
+    return groups
+
+
+def _individualized(
+    a: _Graph,
+    b: _Graph,
+    first: str,
+    sides: tuple[_Side, ...],
+) -> tuple[tuple[list[list[int]], list[list[int]]], list[_Chosen]]:
+    """The history of `first` colours with tied look-alikes individualized one pair at a time,
+    and the classes a pair was chosen from: pairs inside one are a choice, not evidence (the
+    caller keeps them in place), while what the choice split elsewhere is paired by context.
+    The pair fixed is the one whose source lines agree, else the one that keeps its slot (weak
+    evidence, but where nothing else differs the only one). Tried twice, fixing inputs first and
+    outputs first: the smallest explanation wins (fewest items left unpaired, then fewest moved
+    slots; inputs first on a draw, so that an output returning an input follows that input)."""
+    plain = _history(a, b, first)
+    if len(plain[0]) > ROUNDS or not _tied_pick(plain, sides, _PARAMS, None):
+        # Refinement stopped at its last round, not at a stable partition: the look-alikes may
+        # be far apart (two layers of a model) and a slot guess would pair them, and what they feed.
+        return plain, []
+    sig = (_signatures(a), _signatures(b))
+    best: tuple[tuple[int, int], tuple[list[list[int]], list[list[int]]], list[_Chosen]] | None = None
+    for order in (_PARAMS, _OUTPUTS):
+        fa, fb = list(getattr(a, first)), list(getattr(b, first))
+        hist = plain
+        spent = 0
+        chosen: list[_Chosen] = []
+        # Every tied class of a side at once first: where that leaves nothing unmatched (the
+        # look-alikes stayed where they were, or the graphs are the same) one refinement does
+        # what one pair at a time would, on a model with hundreds of tied weights.
+        for side in (order, 1 - order):
+            batch = _tied_classes(hist, sides[side])
+            if not batch:
+                continue
+            ta, tb = list(fa), list(fb)
+            for k, (ls, rs) in enumerate(batch):
+                ls, rs = list(ls), list(rs)
+                while ls:
+                    i, j = _best_pair(ls, rs, sides[side], sig)
+                    ls.remove(i)
+                    rs.remove(j)
+                    x, y = sides[side][0][i], sides[side][1][j]
+                    salt = hash(("batch", side, k, i))
+                    ta[x], tb[y] = hash((ta[x], salt)), hash((tb[y], salt))
+            trial = _history_from(a, b, ta, tb)
+            if _orphans(trial, sides) <= _orphans(hist, sides):
+                fa, fb, hist = ta, tb, trial
+                chosen += [(side, frozenset(ls), frozenset(rs)) for ls, rs in batch]
+        for step in range(_INDIVIDUALS):
+            pick = _tied_pick(hist, sides, order, sig)
+            if not pick or spent > _BUDGET:
+                break
+            chosen.append(pick[1])  # type: ignore[arg-type]
+            x, y = pick[0]  # type: ignore[misc]
+            salt = hash(("individual", step))
+            fa[x], fb[y] = hash((fa[x], salt)), hash((fb[y], salt))
+            hist = _history_from(a, b, fa, fb)
+            spent += (len(fa) + len(fb)) * len(hist[0])
+        cost = _cost(hist, sides)
+        if best is None or cost < best[0]:
+            best = (cost, hist, chosen)
+        if cost == (0, 0):
+            break  # every look-alike paired in place: nothing smaller to find
+    assert best is not None
+    return best[1], best[2]
+
+
+def _tied_pick(
+    hist: tuple[list[list[int]], list[list[int]]],
+    sides: tuple[_Side, ...],
+    order: int,
+    sig: tuple[list[int], list[int]] | None,
+) -> list[tuple[int, int]]:
+    """The pair of nodes to individualize next (empty: no tie left), from the first tied class
+    of side `order` (else of the other side)."""
+    ca, cb = hist[0][-1], hist[1][-1]
+    for side in (order, 1 - order):
+        lnodes, rnodes, _, _, open_l, open_r = sides[side]
+        for ls, rs in _classes(ca, cb, lnodes, rnodes, open_l, open_r).values():
+            if len(ls) != len(rs) or len(ls) < 2:
+                # Paired already, or not the same look-alikes on both sides: inputs added or
+                # removed among them, whose pairing by slot would be a guess the rest follows.
+                continue
+            if sig is None:
+                return [(-1, -1)]
+            i, j = _best_pair(ls, rs, sides[side], sig)
+            return [(lnodes[i], rnodes[j]), (side, frozenset(ls), frozenset(rs))]  # type: ignore[list-item]
+    return []
+
+
+def _tied_classes(
+    hist: tuple[list[list[int]], list[list[int]]], side: _Side
+) -> list[tuple[list[int], list[int]]]:
+    """The tied classes of one side: the same look-alikes, two or more, on both sides."""
+    lnodes, rnodes, _, _, open_l, open_r = side
+    groups = _classes(hist[0][-1], hist[1][-1], lnodes, rnodes, open_l, open_r).values()
+    return [(ls, rs) for ls, rs in groups if len(ls) == len(rs) > 1]
+
+
+def _orphans(hist: tuple[list[list[int]], list[list[int]]], sides: tuple[_Side, ...]) -> int:
+    """Items whose class holds another number of items on the other side."""
+    ca, cb = hist[0][-1], hist[1][-1]
+    return sum(
+        len(ls) + len(rs)
+        for lnodes, rnodes, _, _, open_l, open_r in sides
+        for ls, rs in _classes(ca, cb, lnodes, rnodes, open_l, open_r).values()
+        if len(ls) != len(rs)
+    )
+
+
+def _best_pair(
+    ls: list[int], rs: list[int], side: _Side, sig: tuple[list[int], list[int]]
+) -> tuple[int, int]:
+    """The pair of one tied class to fix: source lines agreeing first; then slots in order (the
+    k-th look-alike of A with the k-th of B: an input inserted before them shifts their numbers,
+    not their order), then the nearest slot."""
+    lnodes, rnodes, lsl, rsl = side[:4]
+    sa, sb = sig
+    rank_l = {i: k for k, i in enumerate(sorted(ls, key=lsl.__getitem__))}
+    rank_r = {j: k for k, j in enumerate(sorted(rs, key=rsl.__getitem__))}
+
+    def key(p: tuple[int, int]) -> tuple[bool, int, int, int, int]:
+        i, j = p
+        same = sa[lnodes[i]] == sb[rnodes[j]]
+        return (not same, abs(rank_l[i] - rank_r[j]), abs(lsl[i] - rsl[j]), lsl[i], rsl[j])
+
+    return min(((i, j) for i in ls for j in rs), key=key)
+
+
+def _cost(
+    hist: tuple[list[list[int]], list[list[int]]],
+    sides: tuple[_Side, ...],
+) -> tuple[int, int]:
+    """(items not paired one to one, paired items that moved) at the last round."""
+    ca, cb = hist[0][-1], hist[1][-1]
+    unpaired = moved = 0
+    for lnodes, rnodes, lslot, rslot, open_l, open_r in sides:
+        for ls, rs in _classes(ca, cb, lnodes, rnodes, open_l, open_r).values():
+            if len(ls) == len(rs) == 1:
+                moved += lslot[ls[0]] != rslot[rs[0]]
+            else:
+                unpaired += len(ls) + len(rs)
+    return unpaired, moved
+
+
 # Both sides' colours are kept for as long as the computations live: `diff` asks twice (the
 # matcher, then the interface), a report compares each graph with several others.
 _CACHE: WeakKeyDictionary[CanonicalComputation, WeakKeyDictionary[CanonicalComputation, Correspondence]] = (
@@ -262,7 +455,6 @@ def correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corre
 
 def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Correspondence:
     a, b = _Graph(left), _Graph(right)
-    histories: dict[str, tuple[list[list[int]], list[list[int]]]] = {}
     params: dict[str, str] = {}
     outputs: dict[int, int] = {}
     depth: dict[object, int] = {}
@@ -271,29 +463,48 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
         ([a.names[k] for k in a.params], [b.names[k] for k in b.params], a.params, b.params, params),
         (list(range(len(a.outputs))), list(range(len(b.outputs))), a.outputs, b.outputs, outputs),
     )
-    for lkeys, rkeys, lnodes, rnodes, out in sides:
-        # Full shapes and attributes first: what they pair is the same tensor in the same
-        # context. What they cannot pair (a size changed, or a neighbour did) gets the colours
-        # blind to sizes and numbers.
-        open_l = [i for i, k in enumerate(lnodes) if k >= 0]
-        open_r = [j for j, k in enumerate(rnodes) if k >= 0]
-        for first, lowest in zip(("strict", "loose"), _LOWEST, strict=True):
+    slot_of = (
+        (
+            [left.param_number[a.names[k]] for k in a.params],
+            [right.param_number[b.names[k]] for k in b.params],
+        ),
+        (list(range(len(a.outputs))), list(range(len(b.outputs)))),
+    )
+    opened = [
+        ([i for i, k in enumerate(lnodes) if k >= 0], [j for j, k in enumerate(rnodes) if k >= 0])
+        for _, _, lnodes, rnodes, _ in sides
+    ]
+    # Full shapes and attributes first: what they pair is the same tensor in the same context.
+    # What they cannot pair (a size changed, or a neighbour did) gets the colours blind to sizes
+    # and numbers.
+    for first, lowest in zip(("strict", "loose"), _LOWEST, strict=True):
+        if not any(open_l and open_r for open_l, open_r in opened):
+            break  # nothing left to pair: the size-blind pass is not even computed
+        (ha, hb), chosen = _individualized(
+            a,
+            b,
+            first,
+            tuple(
+                (side[2], side[3], slots[0], slots[1], set(open_l), set(open_r))
+                for side, slots, (open_l, open_r) in zip(sides, slot_of, opened, strict=True)
+            ),
+        )
+        for n, (lkeys, rkeys, lnodes, rnodes, out) in enumerate(sides):
+            open_l, open_r = opened[n]
             if not (open_l and open_r):
-                break  # nothing left to pair: the size-blind pass is not even computed
-            if first not in histories:
-                histories[first] = _history(a, b, first)
-            ha, hb = histories[first]
+                continue
             pairs, d, t = _assign([lnodes[i] for i in open_l], [rnodes[j] for j in open_r], ha, hb, lowest)
             for i, j in pairs.items():
                 key = lkeys[open_l[i]]
                 out[key] = rkeys[open_r[j]]  # type: ignore[index]
                 depth[key] = d[i]
-                if i in t:
+                if i in t or any(
+                    side == n and open_l[i] in ls and open_r[j] in rs for side, ls, rs in chosen
+                ):
                     tied.add(key)
             done_l = {open_l[i] for i in pairs}
             done_r = {open_r[j] for j in pairs.values()}
-            open_l = [i for i in open_l if i not in done_l]
-            open_r = [j for j in open_r if j not in done_r]
+            opened[n] = ([i for i in open_l if i not in done_l], [j for j in open_r if j not in done_r])
     return Correspondence(
         MappingProxyType(params), MappingProxyType(outputs), MappingProxyType(depth), frozenset(tied)
     )
