@@ -115,6 +115,30 @@ KNOWN: dict[tuple[str, str], str] = {
         "torch_xla/fsdp_bucket/bucket0/xla_dump/module_0000.SyncTensorsGraph.18.before_optimizations.txt",
     ): (_FSDP_BUCKETS),
     ("permute_outputs+drop_output", "torch_xla/parallel/dtype_mlp_b.hlo"): (_SAME_CONTEXT_DROP),
+    # Newly sampled when held out 11's captures joined the corpus (2026-11-23, second session);
+    # each fails the same way on the engine of 3876c78, before this session's changes.
+    (
+        "permute_params+drop_output",
+        "torch_xla/corpus/captures/ho_dropout_val_in_step/hlo/module_0002.SyncTensorsGraph.425.before_optimizations.txt.xz",
+    ): (
+        "says output_removed + structure and no parameter_permutation: six look-alike inputs whose "
+        "contexts differ only by the dropped output tie, and the tie falls to slot order"
+    ),
+    (
+        "drop_output+batch",
+        "torch_xla/corpus/captures/tu_rotating_task_order/hlo/module_0001.SyncTensorsGraph.265.before_optimizations.txt.xz",
+    ): (
+        "says attribute + structure beside output_removed + parameter_shape: the resized instructions "
+        "between the dropped output and the batch change are not paired"
+    ),
+    ("add_output+constant", "torch_xla/dict_stats/b.hlo"): (
+        "says output_permutation beside constant_value + output_added: same-shaped statistics whose "
+        "contexts differ only by the changed constant tie, and the added output shifts the slots"
+    ),
+    ("permute_params+drop_output", "torch_xla/reordered_statements/a.hlo"): (
+        "says parameter_added + output_removed and no parameter_permutation: the dropped output was "
+        "the only user that told two same-shaped inputs apart"
+    ),
 }
 
 
