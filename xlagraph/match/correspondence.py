@@ -24,7 +24,7 @@ in position. Only agreement at every round pairs (`_LOWEST`): partial agreement 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -260,16 +260,40 @@ def correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corre
     return found
 
 
+_History = tuple[list[list[int]], list[list[int]]]
+
+
 def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Correspondence:
+    core = _core()
+    if core is not None and hasattr(core, "refine_graph"):
+        return _correspond_compiled(core, left, right)
     a, b = _Graph(left), _Graph(right)
-    histories: dict[str, tuple[list[list[int]], list[list[int]]]] = {}
+    histories: dict[str, _History] = {}
+
+    def history(first: str) -> _History:
+        if first not in histories:
+            histories[first] = _history(a, b, first)
+        return histories[first]
+
+    names = ([a.names[k] for k in a.params], [b.names[k] for k in b.params])
+    return _pair(names, (a.params, b.params), (a.outputs, b.outputs), history)
+
+
+def _pair(
+    names: tuple[list[str], list[str]],
+    inputs: tuple[list[int], list[int]],
+    outputs: tuple[list[int], list[int]],
+    history: Callable[[str], _History],
+) -> Correspondence:
+    """Pairs of inputs (their `names`, nodes `inputs`) and of output slots (nodes `outputs`, -1
+    for none) from the colours `history(first)` gives for those nodes."""
     params: dict[str, str] = {}
-    outputs: dict[int, int] = {}
+    slots: dict[int, int] = {}
     depth: dict[object, int] = {}
     tied: set[object] = set()
     sides = (
-        ([a.names[k] for k in a.params], [b.names[k] for k in b.params], a.params, b.params, params),
-        (list(range(len(a.outputs))), list(range(len(b.outputs))), a.outputs, b.outputs, outputs),
+        (names[0], names[1], inputs[0], inputs[1], params),
+        (list(range(len(outputs[0]))), list(range(len(outputs[1]))), outputs[0], outputs[1], slots),
     )
     for lkeys, rkeys, lnodes, rnodes, out in sides:
         # Full shapes and attributes first: what they pair is the same tensor in the same
@@ -280,9 +304,7 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
         for first, lowest in zip(("strict", "loose"), _LOWEST, strict=True):
             if not (open_l and open_r):
                 break  # nothing left to pair: the size-blind pass is not even computed
-            if first not in histories:
-                histories[first] = _history(a, b, first)
-            ha, hb = histories[first]
+            ha, hb = history(first)
             pairs, d, t = _assign([lnodes[i] for i in open_l], [rnodes[j] for j in open_r], ha, hb, lowest)
             for i, j in pairs.items():
                 key = lkeys[open_l[i]]
@@ -295,5 +317,54 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
             open_l = [i for i in open_l if i not in done_l]
             open_r = [j for j in open_r if j not in done_r]
     return Correspondence(
-        MappingProxyType(params), MappingProxyType(outputs), MappingProxyType(depth), frozenset(tied)
+        MappingProxyType(params), MappingProxyType(slots), MappingProxyType(depth), frozenset(tied)
+    )
+
+
+# The core's graph of a computation (`refine_graph`), kept while the computation lives: a report
+# pairs each graph with several others.
+_GRAPHS: WeakKeyDictionary[CanonicalComputation, Any] = WeakKeyDictionary()
+
+
+def _compiled_graph(core: Any, comp: CanonicalComputation) -> Any:
+    found = _GRAPHS.get(comp)
+    if found is None:
+        found = _GRAPHS[comp] = core.refine_graph(
+            comp.computation.by_name,
+            comp.order,
+            comp.operands,
+            comp.param_number,
+            comp.outputs,
+            _COMMUTATIVE,
+            _first_colours,
+            _OUTPUT,
+        )
+    return found
+
+
+def _correspond_compiled(
+    core: Any, left: CanonicalComputation, right: CanonicalComputation
+) -> Correspondence:
+    """`_correspond` with the graphs built and refined in the core: the same first colours (asked
+    of `_first_colours` once per kind of instruction), the same classes at every round, and no
+    Python list per node. Only the colours of inputs and outputs come back: `_assign` reads no
+    others, so nodes are renumbered as positions in those picks."""
+    a, b = _compiled_graph(core, left), _compiled_graph(core, right)
+    a_inputs, b_inputs, a_outputs, b_outputs = a.params, b.params, a.outputs, b.outputs
+    pick_a = sorted(set(a_inputs) | {k for k in a_outputs if k >= 0})
+    pick_b = sorted(set(b_inputs) | {k for k in b_outputs if k >= 0})
+    at_a, at_b = {k: i for i, k in enumerate(pick_a)}, {k: i for i, k in enumerate(pick_b)}
+    rounds = ROUNDS if max(len(a), len(b)) <= _LARGE else _LARGE_ROUNDS
+    histories: dict[str, _History] = {}
+
+    def history(first: str) -> _History:
+        if first not in histories:
+            histories[first] = core.refine_picked(a, b, first == "strict", rounds, pick_a, pick_b)
+        return histories[first]
+
+    return _pair(
+        (a.param_names, b.param_names),
+        ([at_a[k] for k in a_inputs], [at_b[k] for k in b_inputs]),
+        ([at_a.get(k, -1) for k in a_outputs], [at_b.get(k, -1) for k in b_outputs]),
+        history,
     )
