@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from xlagraph.diff import diff_files
-from xlagraph.match import _layout, _needs_context, _sent, match, match_python
+from xlagraph.match import _context_pairs, _layout, _sent, match_python
 
 _compiled = pytest.importorskip("xlagraph.match._compiled")
 
@@ -40,14 +40,15 @@ def test_compiled_matcher_pairs_what_the_reference_pairs(batch: int) -> None:
                 continue
             left, right = result.left.computations[pair.left], result.right.computations[pair.right]
             want = match_python(left, right)
-            if _needs_context(left, right):
-                # Outputs paired by data-flow context: a phase only the reference has, so `match`
-                # gives the pair to it, never to the core.
-                got = match(left, right)
-            else:
-                got = _compiled.match(
-                    left, right, _sent(left) | _sent(right), _layout(left) != _layout(right)
-                )
+            # Outputs paired by data-flow context (`outputs-context`) enter the core as the slots
+            # the reference would pair where free.
+            got = _compiled.match(
+                left,
+                right,
+                _sent(left) | _sent(right),
+                _layout(left) != _layout(right),
+                _context_pairs(left, right),
+            )
             assert got is not None, (a, b, pair.left)
             # Same pairs, same phases, in the same order (later stages iterate these dicts).
             assert list(got.left.items()) == list(want.left.items()), (a, b, pair.left)

@@ -514,6 +514,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(matcher::match_sides, m)?)?;
     m.add_function(wrap_pyfunction!(matcher::side_users, m)?)?;
     m.add_function(wrap_pyfunction!(refine::refine_history, m)?)?;
+    m.add_function(wrap_pyfunction!(refine::refine_graph, m)?)?;
+    m.add_function(wrap_pyfunction!(refine::refine_picked, m)?)?;
+    m.add_class::<refine::RefineGraph>()?;
     m.add("HloSyntaxError", m.py().get_type::<HloSyntaxError>())?;
     Ok(())
 }

@@ -373,7 +373,8 @@ const EXACT: u8 = 4;
 const EXACT_SHAPE: u8 = 5;
 const BOTTOM_UP: u8 = 6;
 const PARAMETERS: u8 = 7;
-const TAGS: [&str; 8] = [
+const OUTPUTS_CONTEXT: u8 = 8;
+const TAGS: [&str; 9] = [
     "outputs-exact",
     "outputs",
     "top-down",
@@ -382,6 +383,7 @@ const TAGS: [&str; 8] = [
     "exact-shape",
     "bottom-up",
     "parameters",
+    "outputs-context",
 ];
 
 /// A hash the Python would have looked up in a dictionary that lacks it (a KeyError there): the
@@ -948,6 +950,7 @@ fn sharded_alike(x: &Option<Vec<i64>>, y: &Option<Vec<i64>>) -> bool {
 #[derive(Clone, Copy)]
 enum Phase {
     OutputsExact,
+    OutputsContext,
     Outputs { balanced: bool },
     TopDown { strict: bool },
     Exact { h1: bool },
@@ -955,8 +958,9 @@ enum Phase {
     Parameters,
 }
 
-const PHASES: [Phase; 12] = [
+const PHASES: [Phase; 13] = [
     Phase::OutputsExact,
+    Phase::OutputsContext,
     Phase::Outputs { balanced: true },
     Phase::TopDown { strict: true },
     Phase::Exact { h1: true },
@@ -979,6 +983,7 @@ fn run(
     sent_l: &[bool],
     sent_r: &[bool],
     resharded: bool,
+    context: &[(u32, u32)],
 ) -> R<Paired> {
     let mut m = M {
         l,
@@ -997,6 +1002,16 @@ fn run(
         }
         match phase {
             Phase::OutputsExact => m.outputs_exact()?,
+            // `match._match_outputs_context`: the caller's candidate slots, paired where free.
+            Phase::OutputsContext => {
+                for &(i, j) in context {
+                    m.add(
+                        l.outputs[i as usize],
+                        r.outputs[j as usize],
+                        OUTPUTS_CONTEXT,
+                    );
+                }
+            }
             Phase::Outputs { balanced: true } => m.outputs(sent_l, sent_r, resharded, true),
             Phase::Outputs { balanced: false } => {
                 m.outputs(&none_sent_l, &none_sent_r, resharded, false)
@@ -1012,7 +1027,8 @@ fn run(
 }
 
 /// Match two computations read by `match_side`. `sent_left` / `sent_right` flag the outputs
-/// (by position) that are in `match._sent`; `resharded` is `match`'s. Returns the `Matching`
+/// (by position) that are in `match._sent`; `resharded` is `match`'s; `context` the output
+/// slots `match._context_pairs` gives, in its order. Returns the `Matching`
 /// dictionaries `(left, right, matcher)` in pairing order, or None where the Python reference
 /// must answer (it would look up a hash the canonical form does not hold).
 #[pyfunction]
@@ -1023,12 +1039,17 @@ pub fn match_sides<'py>(
     sent_left: Vec<bool>,
     sent_right: Vec<bool>,
     resharded: bool,
+    context: Vec<(u32, u32)>,
 ) -> PyResult<Option<Bound<'py, PyTuple>>> {
     let (l, r) = (left.get(), right.get());
     if sent_left.len() != l.outputs.len() || sent_right.len() != r.outputs.len() {
         return Err(PyValueError::new_err("sent flags do not match the outputs"));
     }
-    let result = py.allow_threads(|| run(l, r, &sent_left, &sent_right, resharded));
+    let (nl, nr) = (l.outputs.len() as u32, r.outputs.len() as u32);
+    if context.iter().any(|&(i, j)| i >= nl || j >= nr) {
+        return Err(PyValueError::new_err("a context pair names no output"));
+    }
+    let result = py.allow_threads(|| run(l, r, &sent_left, &sent_right, resharded, &context));
     let Ok((pairs, tags)) = result else {
         return Ok(None);
     };

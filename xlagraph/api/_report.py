@@ -195,6 +195,10 @@ def _reports(logs: tuple[RunLog, ...], build: Callable[[RunLog], RunReport]) -> 
     """One report per process; with several, progress counts processes (`rank 412/1024`), not
     each one's recompiles."""
     if len(logs) < 2:
+        from xlagraph.parse.shared import current
+
+        if (shared := current()) is not None:
+            shared.processes = len(logs)
         return tuple(build(log) for log in logs)
     from xlagraph.progress import shown, step
     from xlagraph.report.ranks import rank_of

@@ -31,6 +31,7 @@ from xlagraph.source_paths import is_installed_path, is_library_path, library_ge
 __all__ = [
     "SourceText",
     "call_site",
+    "current_sources",
     "first_user_frame",
     "is_library",
     "location",
@@ -74,6 +75,12 @@ def reading_sources(text: SourceText) -> Iterator[None]:
         yield
     finally:
         _ACTIVE.reset(token)
+
+
+def current_sources() -> SourceText | None:
+    """The `SourceText` of the innermost `reading_sources` block (None outside any): a worker
+    process re-enters it."""
+    return _ACTIVE.get()
 
 
 def is_library(frame: Frame) -> bool:

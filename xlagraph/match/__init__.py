@@ -54,13 +54,10 @@ def match(left: CanonicalComputation, right: CanonicalComputation) -> Matching:
     The compiled matcher (`_compiled.py`) answers, pair for pair and in the same order, what
     `match_python` does; `XLAGRAPH_MATCHER=python` selects the reference (the equivalence test
     runs both)."""
-    if (
-        _compiled is not None
-        and os.environ.get("XLAGRAPH_MATCHER") != "python"
-        and not _needs_context(left, right)
-    ):
+    if _compiled is not None and os.environ.get("XLAGRAPH_MATCHER") != "python":
         sent = _sent(left) | _sent(right)
-        found = _compiled.match(left, right, sent, _layout(left) != _layout(right))
+        context = _context_pairs(left, right)
+        found = _compiled.match(left, right, sent, _layout(left) != _layout(right), context)
         if found is not None:
             return found
     return match_python(left, right)
@@ -125,33 +122,25 @@ def _match_outputs_exact(left: CanonicalComputation, right: CanonicalComputation
 def _match_outputs_context(left: CanonicalComputation, right: CanonicalComputation, m: Mappings) -> None:
     """Outputs whose whole data-flow context agrees (`correspondence`): a constant or a size
     that changed breaks `h1`, not this; pairs only the same opcode and rank."""
-    if not (left.computation.is_entry and right.computation.is_entry):
-        return  # the graph's interface is the entry's; called computations pair as before
-    corr = correspond(left, right)
-    for i, j in corr.outputs.items():
-        a, b = left.outputs[i], right.outputs[j]
-        if i in corr.tied or a in m.left or b in m.right:
-            continue
-        ia, ib = left.instruction(a), right.instruction(b)
-        if ia.opcode == ib.opcode and _rank(_shape(left, a)) == _rank(_shape(right, b)):
-            m.add(a, b, "outputs-context")
+    for i, j in _context_pairs(left, right):
+        m.add(left.outputs[i], right.outputs[j], "outputs-context")  # where both are still free
 
 
-def _needs_context(left: CanonicalComputation, right: CanonicalComputation) -> bool:
-    """The `outputs-context` phase would pair something here (the compiled core has no such
-    phase, so the reference answers). It pairs only outputs that `outputs-exact` leaves free: an
-    output whose context partner has its `h1` is paired by that phase already."""
+def _context_pairs(left: CanonicalComputation, right: CanonicalComputation) -> list[tuple[int, int]]:
+    """The output slots `outputs-context` pairs where both are free, in its order: untied
+    context pairs of the same opcode and rank (the compiled matcher gets them as they are)."""
     if not (left.computation.is_entry and right.computation.is_entry):
-        return False
+        return []  # the graph's interface is the entry's; called computations pair as before
     corr = correspond(left, right)
+    found = []
     for i, j in corr.outputs.items():
-        a, b = left.outputs[i], right.outputs[j]
-        if i in corr.tied or left.h1[a] == right.h1[b]:
+        if i in corr.tied:
             continue
+        a, b = left.outputs[i], right.outputs[j]
         ia, ib = left.instruction(a), right.instruction(b)
         if ia.opcode == ib.opcode and _rank(_shape(left, a)) == _rank(_shape(right, b)):
-            return True
-    return False
+            found.append((i, j))
+    return found
 
 
 def _rank(shape: str) -> int:

@@ -87,13 +87,17 @@ def _shape_key(shape: str) -> tuple[str, list[int] | None]:
 
 
 def match(
-    left: CanonicalComputation, right: CanonicalComputation, sent: AbstractSet[str], resharded: bool
+    left: CanonicalComputation,
+    right: CanonicalComputation,
+    sent: AbstractSet[str],
+    resharded: bool,
+    context: list[tuple[int, int]],
 ) -> Matching | None:
     a, b = side(left), side(right)
     if a is None or b is None:
         return None
     found = _match_sides(
-        a, b, [o in sent for o in left.outputs], [o in sent for o in right.outputs], resharded
+        a, b, [o in sent for o in left.outputs], [o in sent for o in right.outputs], resharded, context
     )
     if found is None:
         return None

@@ -26,7 +26,7 @@ caller to keep in position. Only agreement at every round pairs (`_LOWEST`): par
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -453,7 +453,15 @@ def correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corre
     return found
 
 
+_History = tuple[list[list[int]], list[list[int]]]
+
+
 def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Correspondence:
+    core = _core()
+    if core is not None and hasattr(core, "refine_graph"):
+        found = _correspond_compiled(core, left, right)
+        if found is not None:
+            return found
     a, b = _Graph(left), _Graph(right)
     params: dict[str, str] = {}
     outputs: dict[int, int] = {}
@@ -507,4 +515,105 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
             opened[n] = ([i for i in open_l if i not in done_l], [j for j in open_r if j not in done_r])
     return Correspondence(
         MappingProxyType(params), MappingProxyType(outputs), MappingProxyType(depth), frozenset(tied)
+    )
+
+
+def _pair_untied(
+    names: tuple[list[str], list[str]],
+    inputs: tuple[list[int], list[int]],
+    outputs: tuple[list[int], list[int]],
+    history: Callable[[str], _History],
+) -> Correspondence | None:
+    """Pairs of inputs (their `names`, nodes `inputs`) and of output slots (nodes `outputs`, -1
+    for none) from the colours `history(first)` gives for those nodes; None where a pass leaves
+    look-alikes tied at a stable partition, which only `_individualized` pairs (the Python path
+    does what this does wherever no tie is left, so the two agree)."""
+    params: dict[str, str] = {}
+    slots: dict[int, int] = {}
+    depth: dict[object, int] = {}
+    tied: set[object] = set()
+    sides = (
+        (names[0], names[1], inputs[0], inputs[1], params),
+        (list(range(len(outputs[0]))), list(range(len(outputs[1]))), outputs[0], outputs[1], slots),
+    )
+    opened = [
+        ([i for i, k in enumerate(lnodes) if k >= 0], [j for j, k in enumerate(rnodes) if k >= 0])
+        for _, _, lnodes, rnodes, _ in sides
+    ]
+    for first, lowest in zip(("strict", "loose"), _LOWEST, strict=True):
+        if not any(open_l and open_r for open_l, open_r in opened):
+            break  # nothing left to pair: the size-blind pass is not even computed
+        ha, hb = history(first)
+        probe = tuple(
+            (side[2], side[3], side[2], side[3], set(o[0]), set(o[1]))
+            for side, o in zip(sides, opened, strict=True)
+        )
+        if len(ha) <= ROUNDS and _tied_pick((ha, hb), probe, _PARAMS, None):
+            return None
+        for n, (lkeys, rkeys, lnodes, rnodes, out) in enumerate(sides):
+            open_l, open_r = opened[n]
+            if not (open_l and open_r):
+                continue
+            pairs, d, t = _assign([lnodes[i] for i in open_l], [rnodes[j] for j in open_r], ha, hb, lowest)
+            for i, j in pairs.items():
+                key = lkeys[open_l[i]]
+                out[key] = rkeys[open_r[j]]  # type: ignore[index]
+                depth[key] = d[i]
+                if i in t:
+                    tied.add(key)
+            done_l = {open_l[i] for i in pairs}
+            done_r = {open_r[j] for j in pairs.values()}
+            opened[n] = ([i for i in open_l if i not in done_l], [j for j in open_r if j not in done_r])
+    return Correspondence(
+        MappingProxyType(params), MappingProxyType(slots), MappingProxyType(depth), frozenset(tied)
+    )
+
+
+# The core's graph of a computation (`refine_graph`), kept while the computation lives: a report
+# pairs each graph with several others.
+_GRAPHS: WeakKeyDictionary[CanonicalComputation, Any] = WeakKeyDictionary()
+
+
+def _compiled_graph(core: Any, comp: CanonicalComputation) -> Any:
+    found = _GRAPHS.get(comp)
+    if found is None:
+        found = _GRAPHS[comp] = core.refine_graph(
+            comp.computation.by_name,
+            comp.order,
+            comp.operands,
+            comp.param_number,
+            comp.outputs,
+            _COMMUTATIVE,
+            _first_colours,
+            _OUTPUT,
+        )
+    return found
+
+
+def _correspond_compiled(
+    core: Any, left: CanonicalComputation, right: CanonicalComputation
+) -> Correspondence | None:
+    """`_correspond` with the graphs built and refined in the core: the same first colours (asked
+    of `_first_colours` once per kind of instruction), the same classes at every round, and no
+    Python list per node. Only the colours of inputs and outputs come back: `_assign` reads no
+    others, so nodes are renumbered as positions in those picks. None where look-alikes are left
+    tied: the Python graphs individualize them."""
+    a, b = _compiled_graph(core, left), _compiled_graph(core, right)
+    a_inputs, b_inputs, a_outputs, b_outputs = a.params, b.params, a.outputs, b.outputs
+    pick_a = sorted(set(a_inputs) | {k for k in a_outputs if k >= 0})
+    pick_b = sorted(set(b_inputs) | {k for k in b_outputs if k >= 0})
+    at_a, at_b = {k: i for i, k in enumerate(pick_a)}, {k: i for i, k in enumerate(pick_b)}
+    rounds = ROUNDS if max(len(a), len(b)) <= _LARGE else _LARGE_ROUNDS
+    histories: dict[str, _History] = {}
+
+    def history(first: str) -> _History:
+        if first not in histories:
+            histories[first] = core.refine_picked(a, b, first == "strict", rounds, pick_a, pick_b)
+        return histories[first]
+
+    return _pair_untied(
+        (a.param_names, b.param_names),
+        ([at_a[k] for k in a_inputs], [at_b[k] for k in b_inputs]),
+        ([at_a.get(k, -1) for k in a_outputs], [at_b.get(k, -1) for k in b_outputs]),
+        history,
     )

@@ -62,6 +62,9 @@ class Shared:
     modules: dict[Hashable, Any] = field(default_factory=dict)
     choices: dict[Hashable, Any] = field(default_factory=dict)
     hits: int = 0
+    # How many processes the report holds (0: not said). With one, no later process reuses its
+    # choices, and its recompiles may be explained by worker processes.
+    processes: int = 0
 
     def digest(self, path: str) -> str | None:
         if path not in self.digests:

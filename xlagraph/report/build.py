@@ -12,10 +12,13 @@ source lines before library lines.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePath
@@ -29,6 +32,7 @@ from xlagraph.diagnose.frames import (
     SourceText,
     StoredText,
     call_site,
+    current_sources,
     is_library,
     location,
     reading_sources,
@@ -39,7 +43,8 @@ from xlagraph.diagnose.frames import (
 from xlagraph.diff import DiffResult
 from xlagraph.graphs import variant_letter
 from xlagraph.ir import Frame, strip_layout
-from xlagraph.progress import counted
+from xlagraph.parse.shared import current as current_shared
+from xlagraph.progress import counted, shown, step
 from xlagraph.report.baseline import (
     GENERIC_NAMES,
     MAX_CANDIDATES,
@@ -537,22 +542,27 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
     marks = read_mark_shardings(log.source) if explain and Path(log.source).is_dir() else ()
     # The last explicit sync (a step marker): an implicit one after it reads a value after the loop.
     last_marker = max((s.index for s in syncs if triggers[s.index] not in IMPLICIT_TRIGGERS), default=-1)
-    explained = tuple(
-        _explain(
-            s,
-            letters,
-            first,
-            modules if explain else None,
-            log,
-            triggers,
-            user_names,
-            read_line,
-            marks,
-            last_marker,
-            max((s.step for s in syncs), default=-1),
-        )
-        for s in counted("recompile", list(compiled_hashes.values())[1:])
+    args = (
+        letters,
+        first,
+        modules if explain else None,
+        log,
+        triggers,
+        user_names,
+        read_line,
+        marks,
+        last_marker,
+        max((s.step for s in syncs), default=-1),
     )
+    targets = list(compiled_hashes.values())[1:]
+    # Several processes of one report share their baseline choices: each is explained alone.
+    shared = current_shared()
+    alone = shared is None or shared.processes == 1
+    workers = min(report_workers(), len(targets)) if explain and alone else 1
+    if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+        explained = _explain_in_processes(targets, args, workers)
+    else:
+        explained = tuple(_explain(s, *args) for s in counted("recompile", targets))
     recompiles = tuple(r for r in explained if not r.first_of_program)
     compiles = len(compiled_hashes)
     warnings = list(recompiled_again)
@@ -591,6 +601,51 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
         first_compiles=tuple(r for r in explained if r.first_of_program),
         findings=step_breaks(tuple(timeline)),
     )
+
+
+def report_workers() -> int:
+    """Processes that explain a report's recompiles: `XLAGRAPH_WORKERS`, else one per core this
+    process may run on."""
+    raw = os.environ.get("XLAGRAPH_WORKERS", "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+# What the forked workers explain: set in the parent just before the fork, read by the children.
+_JOB: tuple[list[Sync], tuple[object, ...], SourceText | None] | None = None
+
+
+def _explain_one(k: int) -> Recompile:
+    assert _JOB is not None
+    targets, args, text = _JOB
+    with shown(None), reading_sources(text) if text is not None else nullcontext():
+        return _explain(targets[k], *args)  # type: ignore[arg-type]
+
+
+def _explain_in_processes(
+    targets: list[Sync], args: tuple[object, ...], workers: int
+) -> tuple[Recompile, ...]:
+    """`_explain` of each target in forked processes: each recompile's diffs depend only on the
+    run's graphs and facts, which the children inherit, so every answer is the one a single
+    process gives (in target order). Neighbouring recompiles go to one worker (contiguous
+    chunks): they compare the same earlier graphs, which it then parses once."""
+    global _JOB
+    _JOB = (targets, args, current_sources())
+    chunk = -(-len(targets) // workers)
+    try:
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            explained = []
+            for k, r in enumerate(pool.map(_explain_one, range(len(targets)), chunksize=chunk), 1):
+                step("recompile", k, len(targets))
+                explained.append(r)
+    finally:
+        _JOB = None
+    return tuple(explained)
 
 
 @lru_cache(maxsize=16384)

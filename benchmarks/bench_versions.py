@@ -1,0 +1,69 @@
+"""Whole processes of two checkouts interleaved, with XLA's parser on the same files in the same
+loop: wall, CPU (user + system, `os.wait4`) and peak RSS of each process.
+
+```bash
+python benchmarks/bench_versions.py --old /work/main --new . --rounds 3 diff A B --json
+python benchmarks/bench_versions.py --old /work/main --new . --rounds 1 --no-xla report DIR --json
+```
+
+Each process starts with `python -P` and `PYTHONPATH=<checkout>`, so that each imports its own
+`xlagraph` (see benchmarks/README.md). XLA's process parses the `.hlo` arguments with
+`jaxlib._hlo.hlo_module_from_text`, reading them itself. Output is discarded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+XLA = (
+    "import sys\nfrom jaxlib._hlo import hlo_module_from_text\n"
+    "for p in sys.argv[1:]:\n    hlo_module_from_text(open(p).read())\n"
+)
+
+
+def run(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak RSS MB) of one process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd)}: exit {os.waitstatus_to_exitcode(status)}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--old", required=True, help="checkout of the code before")
+    parser.add_argument("--new", required=True, help="checkout of the code after")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-xla", action="store_true")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="xlagraph arguments")
+    args = parser.parse_args()
+    kinds: dict[str, tuple[list[str], dict[str, str]]] = {}
+    for name, root in (("old", args.old), ("new", args.new)):
+        env = dict(os.environ, PYTHONPATH=os.path.abspath(root))
+        kinds[name] = ([sys.executable, "-P", "-m", "xlagraph.cli.main", *args.args], env)
+    if not args.no_xla:
+        files = [a for a in args.args if a.endswith(".hlo")]
+        kinds["xla"] = ([sys.executable, "-c", XLA, *files], dict(os.environ))
+    got: dict[str, list[tuple[float, float, float]]] = {k: [] for k in kinds}
+    for r in range(args.rounds):
+        for name, (cmd, env) in kinds.items():
+            got[name].append(run(cmd, env))
+            w, c, m = got[name][-1]
+            print(f"round {r + 1} {name}: wall {w:.2f} s, CPU {c:.2f} s, peak {m:.0f} MB", flush=True)
+    print(f"load average {os.getloadavg()}")
+    for name, rows in got.items():
+        med = [statistics.median(x) for x in zip(*rows, strict=True)]
+        print(f"median {name}: wall {med[0]:.2f} s, CPU {med[1]:.2f} s, peak {med[2]:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

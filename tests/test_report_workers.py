@@ -1,0 +1,57 @@
+"""A report explained by several worker processes is the report one process gives, byte for
+byte (`XLAGRAPH_WORKERS`): on real captures with several recompiles, text and JSON."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from xlagraph.cli.main import xlagraph
+
+ROOT = Path(__file__).resolve().parent.parent
+CAPTURES = ROOT / "fixtures" / "torch_xla" / "corpus" / "captures"
+# Real captures with several recompiles each (the largest first).
+# The module (the package exports a function of the same name).
+build = importlib.import_module("xlagraph.report.build")
+SOURCES = [
+    CAPTURES / "h7_megatronbert_packed_doc_pool",
+    *sorted(p.parent for p in CAPTURES.glob("h10_*/journal.jsonl"))[:3],
+]
+
+
+def _report(path: Path, workers: int, monkeypatch: pytest.MonkeyPatch, *flags: str) -> str:
+    monkeypatch.setenv("XLAGRAPH_WORKERS", str(workers))
+    result = CliRunner().invoke(xlagraph, ["report", str(path), *flags])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return f"{result.exit_code}\n{result.stdout}"
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
+def test_workers_give_the_single_process_report(source: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for flags in (("--json",), ()):
+        one = _report(source, 1, monkeypatch, *flags)
+        assert _report(source, 3, monkeypatch, *flags) == one
+
+
+def test_workers_run_in_other_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parallel path is the one taken (not the single loop) when workers are asked for."""
+    called: list[int] = []
+    original = build._explain_in_processes
+
+    def spy(targets, args, workers):  # type: ignore[no-untyped-def]
+        called.append(workers)
+        return original(targets, args, workers)
+
+    monkeypatch.setattr(build, "_explain_in_processes", spy)
+    _report(SOURCES[0], 3, monkeypatch, "--json")
+    assert called == [3]
+
+
+def test_workers_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XLAGRAPH_WORKERS", "5")
+    assert build.report_workers() == 5
+    monkeypatch.delenv("XLAGRAPH_WORKERS")
+    assert build.report_workers() >= 1
