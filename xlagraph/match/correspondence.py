@@ -463,14 +463,6 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
         if found is not None:
             return found
     a, b = _Graph(left), _Graph(right)
-    params: dict[str, str] = {}
-    outputs: dict[int, int] = {}
-    depth: dict[object, int] = {}
-    tied: set[object] = set()
-    sides = (
-        ([a.names[k] for k in a.params], [b.names[k] for k in b.params], a.params, b.params, params),
-        (list(range(len(a.outputs))), list(range(len(b.outputs))), a.outputs, b.outputs, outputs),
-    )
     slot_of = (
         (
             [left.param_number[a.names[k]] for k in a.params],
@@ -478,25 +470,64 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
         ),
         (list(range(len(a.outputs))), list(range(len(b.outputs)))),
     )
-    opened = [
-        ([i for i, k in enumerate(lnodes) if k >= 0], [j for j, k in enumerate(rnodes) if k >= 0])
-        for _, _, lnodes, rnodes, _ in sides
-    ]
-    # Full shapes and attributes first: what they pair is the same tensor in the same context.
-    # What they cannot pair (a size changed, or a neighbour did) gets the colours blind to sizes
-    # and numbers.
-    for first, lowest in zip(("strict", "loose"), _LOWEST, strict=True):
-        if not any(open_l and open_r for open_l, open_r in opened):
-            break  # nothing left to pair: the size-blind pass is not even computed
-        (ha, hb), chosen = _individualized(
+
+    def colours(first: str, nodes: _Nodes, opened: _Opened) -> tuple[_History, list[_Chosen]]:
+        return _individualized(
             a,
             b,
             first,
             tuple(
-                (side[2], side[3], slots[0], slots[1], set(open_l), set(open_r))
-                for side, slots, (open_l, open_r) in zip(sides, slot_of, opened, strict=True)
+                (lnodes, rnodes, slots[0], slots[1], set(open_l), set(open_r))
+                for (lnodes, rnodes), slots, (open_l, open_r) in zip(nodes, slot_of, opened, strict=True)
             ),
         )
+
+    found = _pair(
+        ([a.names[k] for k in a.params], [b.names[k] for k in b.params]),
+        (a.params, b.params),
+        (a.outputs, b.outputs),
+        colours,
+    )
+    assert found is not None  # the Python path always pairs
+    return found
+
+
+# Each side's nodes (inputs, outputs) of A and B, and the positions still open on each side.
+_Nodes = tuple[tuple[list[int], list[int]], ...]
+_Opened = list[tuple[list[int], list[int]]]
+
+
+def _pair(
+    names: tuple[list[str], list[str]],
+    inputs: tuple[list[int], list[int]],
+    outputs: tuple[list[int], list[int]],
+    colours: Callable[[str, _Nodes, _Opened], tuple[_History, list[_Chosen]] | None],
+) -> Correspondence | None:
+    """Pairs of inputs (their `names`, nodes `inputs`) and of output slots (nodes `outputs`, -1
+    for none) from the colours each pass gets (`colours(first, nodes, opened)`: the history and
+    the classes a pair was chosen from, or None to give up). Full shapes and attributes first:
+    what they pair is the same tensor in the same context. What they cannot pair (a size
+    changed, or a neighbour did) gets the colours blind to sizes and numbers."""
+    params: dict[str, str] = {}
+    slots: dict[int, int] = {}
+    depth: dict[object, int] = {}
+    tied: set[object] = set()
+    sides = (
+        (names[0], names[1], inputs[0], inputs[1], params),
+        (list(range(len(outputs[0]))), list(range(len(outputs[1]))), outputs[0], outputs[1], slots),
+    )
+    nodes = tuple((lnodes, rnodes) for _, _, lnodes, rnodes, _ in sides)
+    opened = [
+        ([i for i, k in enumerate(lnodes) if k >= 0], [j for j, k in enumerate(rnodes) if k >= 0])
+        for lnodes, rnodes in nodes
+    ]
+    for first, lowest in zip(("strict", "loose"), _LOWEST, strict=True):
+        if not any(open_l and open_r for open_l, open_r in opened):
+            break  # nothing left to pair: the size-blind pass is not even computed
+        got = colours(first, nodes, opened)
+        if got is None:
+            return None
+        (ha, hb), chosen = got
         for n, (lkeys, rkeys, lnodes, rnodes, out) in enumerate(sides):
             open_l, open_r = opened[n]
             if not (open_l and open_r):
@@ -509,57 +540,6 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
                 if i in t or any(
                     side == n and open_l[i] in ls and open_r[j] in rs for side, ls, rs in chosen
                 ):
-                    tied.add(key)
-            done_l = {open_l[i] for i in pairs}
-            done_r = {open_r[j] for j in pairs.values()}
-            opened[n] = ([i for i in open_l if i not in done_l], [j for j in open_r if j not in done_r])
-    return Correspondence(
-        MappingProxyType(params), MappingProxyType(outputs), MappingProxyType(depth), frozenset(tied)
-    )
-
-
-def _pair_untied(
-    names: tuple[list[str], list[str]],
-    inputs: tuple[list[int], list[int]],
-    outputs: tuple[list[int], list[int]],
-    history: Callable[[str], _History],
-) -> Correspondence | None:
-    """Pairs of inputs (their `names`, nodes `inputs`) and of output slots (nodes `outputs`, -1
-    for none) from the colours `history(first)` gives for those nodes; None where a pass leaves
-    look-alikes tied at a stable partition, which only `_individualized` pairs (the Python path
-    does what this does wherever no tie is left, so the two agree)."""
-    params: dict[str, str] = {}
-    slots: dict[int, int] = {}
-    depth: dict[object, int] = {}
-    tied: set[object] = set()
-    sides = (
-        (names[0], names[1], inputs[0], inputs[1], params),
-        (list(range(len(outputs[0]))), list(range(len(outputs[1]))), outputs[0], outputs[1], slots),
-    )
-    opened = [
-        ([i for i, k in enumerate(lnodes) if k >= 0], [j for j, k in enumerate(rnodes) if k >= 0])
-        for _, _, lnodes, rnodes, _ in sides
-    ]
-    for first, lowest in zip(("strict", "loose"), _LOWEST, strict=True):
-        if not any(open_l and open_r for open_l, open_r in opened):
-            break  # nothing left to pair: the size-blind pass is not even computed
-        ha, hb = history(first)
-        probe = tuple(
-            (side[2], side[3], side[2], side[3], set(o[0]), set(o[1]))
-            for side, o in zip(sides, opened, strict=True)
-        )
-        if len(ha) <= ROUNDS and _tied_pick((ha, hb), probe, _PARAMS, None):
-            return None
-        for n, (lkeys, rkeys, lnodes, rnodes, out) in enumerate(sides):
-            open_l, open_r = opened[n]
-            if not (open_l and open_r):
-                continue
-            pairs, d, t = _assign([lnodes[i] for i in open_l], [rnodes[j] for j in open_r], ha, hb, lowest)
-            for i, j in pairs.items():
-                key = lkeys[open_l[i]]
-                out[key] = rkeys[open_r[j]]  # type: ignore[index]
-                depth[key] = d[i]
-                if i in t:
                     tied.add(key)
             done_l = {open_l[i] for i in pairs}
             done_r = {open_r[j] for j in pairs.values()}
@@ -611,9 +591,21 @@ def _correspond_compiled(
             histories[first] = core.refine_picked(a, b, first == "strict", rounds, pick_a, pick_b)
         return histories[first]
 
-    return _pair_untied(
+    def untied(first: str, nodes: _Nodes, opened: _Opened) -> tuple[_History, list[_Chosen]] | None:
+        # Look-alikes tied at a stable partition are individualized by the Python graphs only;
+        # where none is left, the two paths pair alike.
+        hist = history(first)
+        probe = tuple(
+            (lnodes, rnodes, lnodes, rnodes, set(o[0]), set(o[1]))
+            for (lnodes, rnodes), o in zip(nodes, opened, strict=True)
+        )
+        if len(hist[0]) <= ROUNDS and _tied_pick(hist, probe, _PARAMS, None):
+            return None
+        return hist, []
+
+    return _pair(
         (a.param_names, b.param_names),
         ([at_a[k] for k in a_inputs], [at_b[k] for k in b_inputs]),
         ([at_a.get(k, -1) for k in a_outputs], [at_b.get(k, -1) for k in b_outputs]),
-        history,
+        untied,
     )
