@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from xlagraph.cli.main import xlagraph
 
 ROOT = Path(__file__).resolve().parent.parent
