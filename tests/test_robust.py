@@ -298,6 +298,7 @@ def test_mutated_journal_through_report_and_check(tmp_path: Path, k: int) -> Non
         "[" * 100_000 + "]" * 100_000,
         '{"k": "graph", "id": 0, "hash": "h", "module": "/etc/passwd"}',
         '{"k": "graph", "id": 0, "hash": "h", "tensors": "tensors/../../secret"}',
+        '{"k": "graph", "id": 0, "hash": "h", "tensors": "tensors/x.txt", "holders": "tensors/../../secret"}',
         '{"k": "step", "i": 9, "t0": 5.0, "t1": 1.0}',
         '{"k": "step", "i": 9, "e": [[0, 1, 0]]}',
         '{"k": "frames", "id": 0, "v": [["f", "file.py", "12"]]}',

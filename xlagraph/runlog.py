@@ -11,7 +11,27 @@ from dataclasses import dataclass, field
 
 from xlagraph.ir import Frame
 
-__all__ = ["GraphRecord", "LiveTensor", "RunLog", "Step", "Sync"]
+__all__ = ["GraphRecord", "Holder", "LiveTensor", "RunLog", "Step", "Sync"]
+
+
+@dataclass(frozen=True)
+class Holder:
+    """What kept a live tensor alive at the sync, in the user's names (`capture/_holders.py`):
+    `path` from a variable of `function` (`self.metrics['logits']`), `name` the variable or
+    attribute that stores it (`metrics`), `kind` where that name lives (`local`, `global`,
+    `attribute`; `owner_file` is then the file of its class), `file:line` the frame it was
+    reached from."""
+
+    path: str
+    name: str
+    kind: str
+    function: str
+    file: str
+    line: int
+    owner_file: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.path} (in {self.function})"
 
 
 @dataclass(frozen=True)
@@ -23,6 +43,7 @@ class LiveTensor:
     device: str
     ir_nodes: int
     frames: tuple[Frame, ...] = ()  # innermost first; only with XLA_IR_DEBUG=1
+    holders: tuple[Holder, ...] = ()  # where the program kept it, shortest path first (captures)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ META = "meta.json"
 JOURNAL = "journal.jsonl"
 HLO_DIR = "hlo"
 TENSORS_DIR = "tensors"
+HOLDERS_SUFFIX = ".holders.json"  # beside a live-tensor report: what keeps each tensor alive
 LINES_DIR = "lines"
 LOWERED_SUFFIX = ".lowered.txt"
 DEBUG_FILE = "pt_xla_debug.txt"

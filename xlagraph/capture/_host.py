@@ -26,6 +26,7 @@ class Host(Protocol):
     hlo_dir: str
     tensors_dir: str
     t0: float  # perf-counter time the recorder started
+    paths: Any  # stored_sources.Relativizer: portable paths, and the source lines cited
 
     def note(self, text: str) -> None:
         """A line for the report's notes."""

@@ -74,5 +74,7 @@ class RunState:
     pre_size: int = 0
     report: str | None = None
     report_reason: str = ""
+    holders: list[dict[str, Any]] | None = None  # what keeps each live tensor alive (_holders)
+    holders_failed: bool = False
     overhead: float = 0.0
     last_read: tuple[Any, Any] = (None, None)  # (what was read, what it parsed to)

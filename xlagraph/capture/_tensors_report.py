@@ -4,11 +4,15 @@ and kept only for a graph that marker compiled.
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xlagraph.capture import _format as fmt
+from xlagraph.capture._holders import find_holders
+from xlagraph.source_paths import is_library_path
 
 if TYPE_CHECKING:
     from xlagraph.capture._host import Host
@@ -29,12 +33,13 @@ REPORT_PER_COMPILE = 0.25  # ... if it costs at most this share of an average co
 def take_report(rec: Host, t: float) -> None:
     """Before a marker (at perf-counter time `t`): the report, or the reason there is none."""
     s = rec.s
-    s.report, s.report_reason = None, ""
+    s.report, s.report_reason, s.holders = None, "", None
     if rec.settings.report_mode == "never":
         s.report_reason = "live-tensor report off (XLAGRAPH_TENSORS_REPORT=never)"
     elif _affordable(s, rec.settings, t - rec.t0):
         r0 = time.perf_counter()
         s.report = rec.xlac._xla_tensors_report(0, "")
+        s.holders = _holders(rec)
         s.report_cost = time.perf_counter() - r0
         s.report_spent += s.report_cost
     else:
@@ -57,6 +62,30 @@ def _affordable(s: RunState, settings: Settings, elapsed: float) -> bool:
     return changing and s.report_cost <= REPORT_PER_COMPILE * mean_compile
 
 
+_OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # xlagraph's own frames
+
+
+def _is_user_file(path: str) -> bool:
+    return bool(path) and not path.startswith(_OWN) and not is_library_path(path)
+
+
+def _holders(rec: Host) -> list[dict[str, Any]] | None:
+    """What keeps each live tensor alive (`_holders`); None where the walk failed: it only adds
+    to the report, so its failure must not cost the report itself."""
+    get_id = rec.xlac._xla_get_tensor_id
+
+    def tensor_id(t: Any) -> int | None:
+        return int(get_id(t)) if t.device.type == "xla" else None
+
+    try:
+        return find_holders(sys._getframe(1), _is_user_file, tensor_id, rec.paths)
+    except Exception as e:  # an object that resists reading: say so once, keep the report
+        if not rec.s.holders_failed:
+            rec.s.holders_failed = True
+            rec.note(f"what keeps tensors alive not recorded: {type(e).__name__}: {e}")
+        return None
+
+
 def attach_tensors(rec: Host, compiled: list[tuple[GraphEntry, Execution, bool]]) -> None:
     """The compiled graphs of a step: the marker's report goes to its first compile; the others get a
     note saying why they have none."""
@@ -74,6 +103,7 @@ def attach_tensors(rec: Host, compiled: list[tuple[GraphEntry, Execution, bool]]
                 s.stored_bytes += len(report)
                 graph.has_tensors = True
                 update = {"tensors": f"{fmt.TENSORS_DIR}/{name}", "tensors_note": ""}
+                update.update(_store_holders(rec, ex.graph_hash, s.holders))
             else:
                 update = {"tensors_note": rec.cap_reason("live-tensor report")}
             report = None  # one report, for the marker's first compile
@@ -85,3 +115,17 @@ def attach_tensors(rec: Host, compiled: list[tuple[GraphEntry, Execution, bool]]
                 "is taken only before step markers"
             }
         rec.update(graph, **update)
+
+
+def _store_holders(rec: Host, graph_hash: str, holders: list[dict[str, Any]] | None) -> dict[str, str]:
+    """The holders beside the report they name tensors of: `tensors/<hash>.holders.json`."""
+    if not holders:
+        return {}
+    text = json.dumps(holders, separators=(",", ":"), ensure_ascii=False)
+    if not rec.fits(len(text)):
+        return {}
+    name = f"{graph_hash}{fmt.HOLDERS_SUFFIX}"
+    with open(os.path.join(rec.tensors_dir, name), "w", encoding="utf-8") as f:
+        f.write(text)
+    rec.s.stored_bytes += len(text)
+    return {"holders": f"{fmt.TENSORS_DIR}/{name}"}

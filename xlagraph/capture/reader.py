@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -28,7 +28,7 @@ from xlagraph.parse.shared import current as current_shared
 from xlagraph.parse.sources import read_bytes
 from xlagraph.parse.tensors_report import parse_tensors_report
 from xlagraph.progress import counted
-from xlagraph.runlog import GraphRecord, LiveTensor, RunLog, Step, Sync
+from xlagraph.runlog import GraphRecord, Holder, LiveTensor, RunLog, Step, Sync
 from xlagraph.source_paths import add_capture_roots, portable_path
 
 __all__ = ["CaptureRun", "is_capture", "read_capture", "read_capture_runs"]
@@ -481,6 +481,8 @@ def _graph_record(p: Path, g: dict[str, Any], notes: list[str]) -> GraphRecord:
             tensors = shared.parsed("tensors", path, _read_tensors) if shared else _read_tensors(path)
         except InputError as e:
             tensors_note = f"{g['tensors']}: unreadable: {e.message}"
+        if tensors and g.get("holders"):
+            tensors = _with_holders(p, str(g["holders"]), tensors, notes)
     elif not tensors_note and not g.get("compiled"):
         tensors_note = "compiled before capture started"
     return GraphRecord(graph_hash=str(g["hash"]), module=module, tensors=tensors, tensors_note=tensors_note)
@@ -488,6 +490,46 @@ def _graph_record(p: Path, g: dict[str, Any], notes: list[str]) -> GraphRecord:
 
 def _read_tensors(path: str) -> tuple[LiveTensor, ...]:
     return parse_tensors_report(read_bytes(path).decode("utf-8", errors="replace"))
+
+
+_HOLDER_TEXT = ("path", "name", "kind", "function", "file")
+
+
+def _with_holders(
+    p: Path, name: str, tensors: tuple[LiveTensor, ...], notes: list[str]
+) -> tuple[LiveTensor, ...]:
+    """The live tensors with what kept each alive (`capture/_holders.py`), where recorded. An
+    unreadable file costs the holders only, with a note; an entry of the wrong form is skipped."""
+    try:
+        records = json.loads(read_bytes(compressed_twin(str(p / name))).decode("utf-8", errors="replace"))
+    except (InputError, ValueError, RecursionError) as e:
+        notes.append(f"{name}: unreadable: {getattr(e, 'message', type(e).__name__)}")
+        return tensors
+    if not isinstance(records, list):
+        notes.append(f"{name}: unreadable: not a list")
+        return tensors
+    by_id: dict[int, list[Holder]] = {}
+    for r in records:
+        if (
+            isinstance(r, dict)
+            and isinstance(r.get("id"), int)
+            and all(isinstance(r.get(k), str) for k in _HOLDER_TEXT)
+            and isinstance(r.get("line"), int)
+        ):
+            by_id.setdefault(r["id"], []).append(
+                Holder(
+                    r["path"],
+                    r["name"],
+                    r["kind"],
+                    r["function"],
+                    portable_path(r["file"]),
+                    r["line"],
+                    portable_path(r["owner_file"]) if isinstance(r.get("owner_file"), str) else "",
+                ),
+            )
+    if not by_id:
+        return tensors
+    return tuple(replace(t, holders=tuple(by_id[t.id])) if t.id in by_id else t for t in tensors)
 
 
 def _with_lines(p: Path, g: dict[str, Any], module: str, notes: list[str]) -> str:

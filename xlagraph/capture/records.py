@@ -97,6 +97,7 @@ _SCHEMA: dict[str, dict[str, tuple[Check, bool]]] = {
         "module": (lambda v: folder_path(v, fmt.HLO_DIR), False),
         "tensors": (lambda v: folder_path(v, fmt.TENSORS_DIR), False),
         "tensors_note": (_str, False),
+        "holders": (lambda v: folder_path(v, fmt.TENSORS_DIR), False),
         "module_note": (_str, False),
         "lines_module": (lambda v: folder_path(v, fmt.LINES_DIR), False),
         "lines_step": (_int(), False),

@@ -73,6 +73,8 @@ class TensorView:
     line: str
     stack: str
     match: str
+    held_by: str = ""
+    stored_at: str = ""
 
 
 @dataclass(frozen=True)
@@ -234,7 +236,14 @@ def build_run_view(
         b = r.baseline
         tensors = tuple(
             TensorView(
-                a.kind, t.id, t.shape, t.line, "\n".join(str(f) for f in t.frames), getattr(t, "match", "")
+                a.kind,
+                t.id,
+                t.shape,
+                t.line,
+                "\n".join(str(f) for f in t.frames),
+                getattr(t, "match", ""),
+                t.held_by,
+                ", ".join(t.stored_at),
             )
             for a in r.attribution
             for t in a.tensors

@@ -42,9 +42,10 @@ the first included, each with the same fields except `schema` and `processes`:
         attribution    [{cause, kind, summary, items, tensors, lines, library_lines}]: per cause
                        (`cause` indexes `causes`): the outputs, inputs, moved tensors or
                        collective buckets involved (`items`), the live tensors they are
-                       (`tensors`: [{id, shape, line, match, frames, library_frames}],
-                       captures only; match is "shape and line", or "shape" for a
-                       mere candidate),
+                       (`tensors`: [{id, shape, line, match, frames, library_frames, held_by,
+                       stored_at}], captures only; match is "shape and line", or "shape" for a
+                       mere candidate; held_by is what kept it alive at the sync, "" where not
+                       recorded, and stored_at the user's lines that store it there),
                        the user's source lines and the folded library lines
         lines          [str]: the user lines cited for this recompile, most specific first (the
                        causes' user lines, the tensors' creating lines, then the call site)
@@ -103,6 +104,8 @@ def _attribution(a: Attribution) -> dict[str, Any]:
                 "match": t.match,
                 "frames": [_frame(f) for f in t.frames],
                 "library_frames": t.library_frames,
+                "held_by": t.held_by,
+                "stored_at": list(t.stored_at),
             }
             for t in a.tensors
         ],

@@ -174,7 +174,11 @@ def _recompile(r: Recompile, k: int, total: int) -> list[str]:
             for t in a.tensors:
                 made = f" created at {_short(t.line)}" if t.line else ""
                 guess = "" if t.match == "shape and line" else " (same shape; a candidate)"
-                lines += _field("tensor", f"id={t.id} {t.shape}{made}{guess}")
+                kept = ""
+                if t.held_by:
+                    at = f", stored at {', '.join(_short(x) for x in t.stored_at)}" if t.stored_at else ""
+                    kept = f", kept in {t.held_by}{at}"
+                lines += _field("tensor", f"id={t.id} {t.shape}{made}{kept}{guess}")
         lines += _field("fix", short_locations_in(_fix(cause)))
     for note in r.notes:
         lines += _field("note", note, "  ")

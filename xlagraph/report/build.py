@@ -55,6 +55,7 @@ from xlagraph.report.baseline import (
     graph_name,
 )
 from xlagraph.report.findings import step_breaks
+from xlagraph.report.holders import storing_lines
 from xlagraph.report.model import (
     Attribution,
     Baseline,
@@ -152,7 +153,18 @@ def _tensor_ref(t: LiveTensor, cited: tuple[str, ...]) -> TensorRef:
     users, library = split_frames(t.frames)
     line = location(users[0]) if users else ""
     match = "shape and line" if line and line in cited else "shape"
-    return TensorRef(t.id, _norm_shape(t.shape), line, match, users, len(library))
+    held_by, stored = _holder(t, users, line)
+    return TensorRef(t.id, _norm_shape(t.shape), line, match, users, len(library), held_by, stored)
+
+
+def _holder(t: LiveTensor, users: tuple[Frame, ...], line: str) -> tuple[str, tuple[str, ...]]:
+    """What kept `t` alive and the lines that store it there: the first of its holders whose
+    storing lines are not just the line that made it (`loss = ...` holds `loss` too)."""
+    for h in t.holders:
+        stored = tuple(s for s in storing_lines(h, users) if s != line)
+        if stored:
+            return str(h), stored
+    return (str(t.holders[0]), ()) if t.holders else ("", ())
 
 
 def _pick_tensors(
@@ -231,6 +243,7 @@ def _attribute(index: int, cause: Cause, ctx: _Context) -> Attribution:
     """What one cause points at in the user's program."""
     result = ctx.result
     lines, library_lines = _split_lines(cause.sources, ctx.user_names)
+    direct = bool(lines)  # the graph's own metadata cites the user's lines
     kind = cause.kind
     items: list[str] = []
     tensors: tuple[TensorRef, ...] = ()
@@ -298,10 +311,16 @@ def _attribute(index: int, cause: Cause, ctx: _Context) -> Attribution:
         lines = tuple(dict.fromkeys((*marked[:2], *lines)))
     if not lines and library_lines and ctx.site:
         lines = _calling_lines(library_lines, ctx.site, ctx.read_line)
-    # A tensor made inside the user's own helper: its callers are the user's lines too (the call
-    # inside `if step % k == 0:` is what makes it appear on some steps only).
     if not lines:  # the ops come from library code: the user's line that made the tensor
         lines = tuple(dict.fromkeys(t.line for t in tensors if t.line))[:2]
+    if kind in (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED) and (
+        len(tensors) == len(items) or all(t.match == "shape and line" for t in tensors)
+    ):  # the only candidates: where the program keeps them decides whether they are outputs,
+        # first unless the graph cites the user's lines itself (a tensor made under the `if`)
+        stored = tuple(s for t in tensors for s in t.stored_at)
+        lines = tuple(dict.fromkeys((*lines, *stored) if direct else (*stored, *lines)))
+    # A tensor made inside the user's own helper: its callers are the user's lines too (the call
+    # inside `if step % k == 0:` is what makes it appear on some steps only).
     callers = [location(f) for t in tensors if t.match == "shape and line" for f in t.frames[1:_MAX_CALLERS]]
     lines = tuple(dict.fromkeys((*lines, *callers)))
     return Attribution(index, str(kind), summary, _bounded(items), tensors, lines, library_lines)

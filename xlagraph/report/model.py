@@ -81,6 +81,8 @@ class TensorRef:
     match: str
     frames: tuple[Frame, ...] = ()  # user frames, innermost first
     library_frames: int = 0  # how many library frames were folded
+    held_by: str = ""  # what kept it alive at the sync (`self.metrics['logits'] (in fit)`)
+    stored_at: tuple[str, ...] = ()  # the user's lines that store it there
 
 
 @dataclass(frozen=True)
