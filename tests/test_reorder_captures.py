@@ -6,7 +6,8 @@ made by its generate.py under XLAGRAPH_CAPTURE on the CPU device.
   buffers made on the first step;
 * dict_order_stats: running statistics in a dict rebuilt each step in a key order that flips
   (inputs f32[4] and f32[16] trade places), beside zeros made before the loop and SGD momentum
-  state made on the first step.
+  state made on the first step;
+* randperm_blocks: a model's forward applies its blocks in an order it draws each step.
 
 The report must name the reordering with its exact mapping, and nothing invented (no shape
 change, no output listed as removed)."""
@@ -41,7 +42,7 @@ def _moved(r: Recompile, what: str) -> set[tuple[int, int]]:
 
 
 def test_both_captures_alternate_between_two_graphs() -> None:
-    for name in ("update_order_state", "dict_order_stats"):
+    for name in ("update_order_state", "dict_order_stats"):  # (randperm_blocks: below)
         assert [r.step for r in _recompiles(name)] == [1, 2], name
 
 
@@ -86,3 +87,16 @@ def test_flipped_dict_order_at_the_first_recompile_is_named_beside_the_warm_up()
         c.kind is CauseKind.STATE_INIT and any(s.endswith("dict_order_stats.py:16") for s in c.sources)
         for c in r.causes
     ), [(c.kind, c.sources) for c in r.causes]
+
+
+def test_an_order_drawn_in_the_models_forward_is_cited() -> None:
+    """randperm_blocks: a model applies its blocks in an order its own forward draws each step.
+    The tensors the step creates follow that order; the line that draws it is in code the graph
+    ran, not near the optimizer step the permuted outputs come from, and it is cited first."""
+    recompiles = _recompiles("randperm_blocks")
+    assert [r.step for r in recompiles] == [1, 2, 3, 4]
+    text = (REORDER / "randperm_blocks.py").read_text(encoding="utf-8").splitlines()
+    cause_line = next(n for n, line in enumerate(text, 1) if "# CAUSE" in line)
+    for r in recompiles:
+        assert {c.kind for c in r.causes} == {CauseKind.OUTPUT_PERMUTATION}, [c.summary for c in r.causes]
+        assert r.lines[0].endswith(f"randperm_blocks.py:{cause_line}"), r.lines

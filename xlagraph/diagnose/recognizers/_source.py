@@ -17,10 +17,12 @@ __all__ = [
     "MAX_SCANNED_LINES",
     "NAME",
     "calls_of_function",
+    "def_above",
     "enclosing_function",
     "lines_matching",
     "source_text",
     "user_files",
+    "user_lines",
 ]
 
 
@@ -64,6 +66,26 @@ def user_files(evidence: Evidence) -> list[str]:
     return list(files)
 
 
+def user_lines(evidence: Evidence, limit: int = 2000) -> list[str]:
+    """Distinct `file:line` of the user's frames the two graphs' instructions cite (every frame
+    of their stacks, so the lines of the step's own code that reached library ops too), in
+    first-seen order."""
+    seen: dict[str, None] = {}
+    for canon in (evidence.left, evidence.right):
+        module = canon.module
+        frames = [f for fs in module.stack_frames.values() for f in portable_frames(fs)]
+        for ins in module.entry.instructions:  # (torch_xla writes the innermost frame only)
+            md = ins.metadata
+            if md is not None and md.source_file and md.source_line > 0:
+                frames.append(Frame("", portable_path(md.source_file), md.source_line))
+        for f in frames:
+            if f.line > 0 and f"{f.file}:{f.line}" not in seen and not is_library(f):
+                seen[f"{f.file}:{f.line}"] = None
+                if len(seen) >= limit:
+                    return list(seen)
+    return list(seen)
+
+
 def lines_matching(files: Iterable[str], pattern: re.Pattern[str], limit: int = 3) -> list[str]:
     """`file:line` of the first code lines (not comments) of `files` that match `pattern`."""
     out: list[str] = []
@@ -78,6 +100,14 @@ def lines_matching(files: Iterable[str], pattern: re.Pattern[str], limit: int = 
                 if len(out) >= limit:
                     return out
     return out
+
+
+def def_above(file: str, n: int) -> int:
+    """The line of the nearest `def` at or above line `n` (within 200 lines), 0 when none."""
+    for k in range(n, max(0, n - 200), -1):
+        if DEF.match(source_line(file, k)):
+            return k
+    return 0
 
 
 def enclosing_function(file: str, n: int) -> str:

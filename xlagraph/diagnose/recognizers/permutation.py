@@ -23,6 +23,7 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._assignments import dict_fills, reorderings
+from xlagraph.diagnose.recognizers._source import def_above, user_lines
 from xlagraph.ir import Frame
 
 __all__ = ["RECOGNIZER", "reordered_only"]
@@ -125,7 +126,7 @@ def reordered_only(evidence: Evidence, others: list[Cause]) -> bool:
 def _plain(evidence: Evidence, causes: list[tuple[int, Cause]]) -> tuple[Cause, ...]:
     """The root cause's hint: buckets only where the graphs have collectives. An output order
     that follows a dict of statistics cites the lines that fill it."""
-    causes = [(i, _filled_at(c)) for i, c in causes]
+    causes = [(i, _filled_at(evidence, c)) for i, c in causes]
     if collectives(evidence.left) or collectives(evidence.right):
         return tuple(c for _, c in causes)
     return tuple(replace(c, hint=_PLAIN[c.kind]) for _, c in causes)
@@ -166,13 +167,32 @@ def _user_code(evidence: Evidence, cause: Cause) -> bool:
     return any(not is_library(Frame("", f, 0)) for f in evidence.library_files(cause))
 
 
-def _filled_at(cause: Cause) -> Cause:
+def _reordered_in_step(evidence: Evidence) -> list[str]:
+    """Statements that reorder a sequence in any function of the user's code the graphs ran
+    (`random.shuffle(order)` in a model's forward that applies its blocks in that order): the
+    tensors the step creates follow the order the code ran in, wherever it was decided."""
+    found: dict[str, None] = {}
+    done: set[tuple[str, int]] = set()
+    for loc in user_lines(evidence):
+        file, _, line = loc.rpartition(":")
+        function = (file, def_above(file, int(line)))
+        if not function[1] or function in done:
+            continue
+        done.add(function)
+        for r in reorderings(loc):
+            found.setdefault(r)
+    return list(found)[:3]
+
+
+def _filled_at(evidence: Evidence, cause: Cause) -> Cause:
     if cause.kind is not CauseKind.OUTPUT_PERMUTATION:
         return cause
     fills = [f for loc in cause.sources[:2] for f in dict_fills(loc)]
     # A statement that reorders a sequence in that function (a task list rotated each step)
-    # decides the order: it comes first.
+    # decides the order: it comes first; where it has none, one in the code the step ran.
     reorders = [r for loc in cause.sources[:2] for r in reorderings(loc)]
+    if not reorders and not fills:
+        reorders = _reordered_in_step(evidence)
     if not fills and not reorders:
         return cause
     return replace(cause, sources=tuple(dict.fromkeys([*reorders, *fills, *cause.sources]))[:6])
