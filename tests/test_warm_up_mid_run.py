@@ -29,3 +29,30 @@ def test_an_optimizer_created_late_in_the_run_warms_up_without_a_cause_to_fix(tm
     early, late = (next(r for r in report.recompiles if r.step == k) for k in (1, 9))
     for r in (early, late):  # the optimizer's buffers and the tensors made before the loop
         assert sum(c.kind.value == "state_init" for c in r.causes) == 2, seen
+
+
+def test_a_param_group_added_mid_run_is_a_switch_then_its_own_warm_up(tmp_path: Path) -> None:
+    """tests/data/scripts/unfreeze_late.py: at step 4 a trainer's method unfreezes the encoder and
+    adds it to AdamW as a new param group. Step 4 is the switch, cited at the method's
+    `requires_grad_` line, its `add_param_group` line and the `if` that calls it; step 5 reads
+    the moments AdamW made for the new group on step 4: the new group's warm-up, not a cause."""
+    script = SCRIPTS / "unfreeze_late.py"
+    run = _run("unfreeze_late", tmp_path, [str(script)])
+    assert run.returncode == 0, run.stderr[-2000:]
+    (log,) = run.logs()
+    report = build_report(log)
+    by_step = {r.step: r for r in report.recompiles}
+    seen = {k: r.kinds for k, r in by_step.items()}
+    text = script.read_text(encoding="utf-8").splitlines()
+    marked = {
+        m: next(n for n, line in enumerate(text, 1) if f"# {m}" in line) for m in ("SWITCH", "GROUP", "WHEN")
+    }
+    switch = by_step[4]
+    (cause,) = [c for c in switch.causes if not c.info]
+    assert cause.fix_id == "trainable.requires_grad", seen
+    cited = [
+        loc.rpartition(":")[2] for loc in cause.sources if loc.rpartition(":")[0].endswith("unfreeze_late.py")
+    ]
+    assert cited[:3] == [str(marked[m]) for m in ("SWITCH", "GROUP", "WHEN")], cause.sources
+    warm = by_step[5]
+    assert warm.kinds and all(c.info for c in warm.causes) and "state_init" in warm.kinds, seen

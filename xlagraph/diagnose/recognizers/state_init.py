@@ -182,8 +182,22 @@ def _other_library(files: list[str]) -> bool:
     return any(m in f for f in files for m in _NOT_STATE)
 
 
+def _trained_since_last_step(evidence: Evidence, pending: tuple[Cause, ...]) -> list[int]:
+    """The added inputs of a compile one step after its baseline first ran, late in a run: the
+    baseline began training parameters (a param group added, layers unfrozen), and optimizer
+    state made for them on that step is read from this one on. Only optimizer buffers qualify
+    (`created` below): a new phase's warm-up, whatever the step."""
+    ctx = evidence.context
+    if ctx.step < 0 or ctx.baseline_step < 0 or ctx.step - ctx.baseline_step != 1:
+        return []
+    return [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_ADDED]
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     added = added_at_warm_up(evidence, pending)
+    late = not added
+    if late:
+        added = _trained_since_last_step(evidence, pending)
     if not added:
         return NOTHING
     inputs = [x for i in added for x in _inputs(evidence, pending[i])]
@@ -245,6 +259,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     ]
     if not created and not twins and not counters and not (carried and not optimizer_work):
         return NOTHING  # scalars alone are values passed as data, not created state
+    if late and not created:
+        return NOTHING
     if created:
         # A scalar the optimizer's code reads that the first graph had nowhere, not even as a
         # baked 0 or 1 (that is a special scalar): a factor of the update the new state enables
@@ -301,8 +317,13 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     )
     if created and twins:
         what += " and copies of the model's tensors that shared their data until first updated"
+    when = (
+        "for the parameters trained since the step before (a param group added, layers unfrozen)"
+        if late
+        else "on the first steps"
+    )
     summary = (
-        f"state created on the first steps: B takes {len(shapes)} new input(s) "
+        f"state created {when}: B takes {len(shapes)} new input(s) "
         f"({', '.join(sorted(set(shapes))[:4])}): {what}, which exist from this step on; expected once"
     )
     kept = [

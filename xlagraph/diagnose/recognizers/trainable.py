@@ -14,12 +14,21 @@ from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._dataflow import updated_inputs
-from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
+from xlagraph.diagnose.recognizers._periodic import enclosing_if
+from xlagraph.diagnose.recognizers._source import (
+    calls_of_function,
+    enclosing_function,
+    lines_in_function,
+    lines_matching,
+    source_text,
+    user_files,
+)
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]
 
 _REQUIRES_GRAD = re.compile(r"\brequires_grad(_\s*\(|\s*=[^=])")
+_GROUPS = re.compile(r"\.add_param_group\s*\(")
 _NEW = (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED)
 HINT = fix("trainable.requires_grad")
 
@@ -56,10 +65,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             state = [h for h in heads if h not in updates and updates and _state_like(comp, h, shapes)]
             if not heads or 2 * (len(updates) + len(state)) < len(heads) or 4 * len(updates) < len(state):
                 continue
-            lines = lines_matching(user_files(evidence), _REQUIRES_GRAD, limit=8)
+            lines = _switch_lines(evidence, word)
             if not lines:
                 continue  # no switch in the user's code: another pattern (an optimizer's new group)
-            lines.sort(key=lambda loc: word not in source_text(loc))
             # Inputs read only inside the new work (a step count, a scale) come with it.
             users, cone = users_of(comp), set(getattr(c, side))
             inside = [
@@ -76,13 +84,36 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                         else f"B no longer trains {len(updates)} parameter(s) A trains: {c.summary}"
                     ),
                     hint=HINT,
-                    sources=tuple(dict.fromkeys([*lines[:2], *c.sources]))[:6],
+                    sources=tuple(dict.fromkeys([*lines, *c.sources]))[:6],
                     changes=c.changes + tuple(ch for k in inside for ch in pending[k].changes),
                     **{side: getattr(c, side) + tuple(n for k in inside for n in getattr(pending[k], side))},
                 )
             )
             consumed.update([i, *inside])
     return Recognized(tuple(out), frozenset(consumed)) if out else NOTHING
+
+
+def _switch_lines(evidence: Evidence, word: str) -> list[str]:
+    """The user's `requires_grad` lines, the switch made while training runs first: set-up in an
+    `__init__` freezes or unfreezes before any step. Where the switch sits in a function of its
+    own (`unfreeze_top_layer()`), that function's `add_param_group(...)` and the `if` around its
+    call come with it: together they decide the step on which the graph changes."""
+    lines = lines_matching(user_files(evidence), _REQUIRES_GRAD, limit=8)
+
+    def setup(loc: str) -> bool:
+        file, _, line = loc.rpartition(":")
+        return enclosing_function(file, int(line)) == "__init__"
+
+    lines.sort(key=lambda loc: (setup(loc), word not in source_text(loc)))
+    if not lines or setup(lines[0]):
+        return lines[:2]
+    file, _, line = lines[0].rpartition(":")
+    if not enclosing_function(file, int(line)):
+        return lines[:2]
+    around = [g for g in lines_in_function(lines[0], _GROUPS) if g != lines[0]][:1]
+    for call in calls_of_function(lines[0], limit=1):
+        around += [x for x in (enclosing_if(call), call) if x]
+    return list(dict.fromkeys([lines[0], *around, *lines[1:2]]))[:4]
 
 
 def _state_like(comp, name: str, shapes: set[str]) -> bool:  # type: ignore[no-untyped-def]
