@@ -23,8 +23,8 @@ CORPUS = FIXTURES / "torch_xla" / "corpus"
 
 def _log(name: str, tmp: Path) -> RunLog:
     """A stored capture, read from a copy with its `.xz` files decompressed."""
-    # held_out_3 and held_out_5 to held_out_9 were scored untouched first, then tuned on
-    assert name.startswith(("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_")), (
+    # held_out_3, held_out_5 to held_out_9 and held_out_11 were scored untouched first, then tuned on
+    assert name.startswith(("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_", "h11_")), (
         "only scenarios tuned on are used here"
     )
     dest = tmp / name
@@ -105,7 +105,15 @@ CASES = [
     ("h7_beit_roll_jitter", 1, {"attribute"}, True, ("device tensor",)),
     # `used, counts = torch.unique(...)` above the lines that read them
     ("h5_moe_unique_balance", 2, {"dynamic_shape"}, True, ("bincount",)),
+    # a collate pads each batch to its longest review; the batch only reaches the graph at `.to()`
+    ("h11_camembert_pad_to_longest", 2, {"parameter_shape"}, True, ("pad",)),
+    # a Trainer keeps the logits in self.metrics on even steps: the storing line, from the holders
+    ("h11_cnn_trainer_keep_metrics_even", 1, {"output_removed"}, True, ("add_step_closure",)),
+    # the blocks applied in an order random.shuffle draws inside the model's forward
+    ("h11_mixer_shuffled_block_order", 1, {"output_permutation"}, True, ("fixed order",)),
 ]
+# (held out 11's ERNIE unfreeze, a switch and then its group's warm-up, is
+# tests/test_warm_up_mid_run.py's unfreeze_late.py)
 
 
 @pytest.mark.parametrize(("name", "from_step", "kinds", "line", "words"), CASES, ids=[c[0] for c in CASES])

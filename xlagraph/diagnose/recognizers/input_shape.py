@@ -12,7 +12,7 @@ from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.diagnose.recognizers._causes import renamed
 from xlagraph.diagnose.recognizers._dataflow import updated_inputs
-from xlagraph.diagnose.recognizers._source import calls_of_function, lines_matching, user_files
+from xlagraph.diagnose.recognizers._source import calls_of_function, lines_matching, source_text, user_files
 from xlagraph.ir import Frame
 
 __all__ = ["BATCH_HINT", "GROWN_BATCH_HINT", "RECOGNIZER", "SEQUENCE_HINT", "with_loader_line"]
@@ -45,9 +45,13 @@ _PAD_TO_LONGEST = re.compile(
 
 
 def _with_padding_line(evidence: Evidence, cause: Cause) -> Cause:
-    """Data that arrives through a loader carries no line of the user's in the graph; where the
-    user's code pads each batch to its own longest item, that line is where the length is decided."""
-    if any(not is_library(Frame("", loc.rpartition(":")[0], 0)) for loc in cause.sources):
+    """Data that arrives through a loader carries no line of the user's in the graph, or only the
+    line that moves it to the device; where the user's code pads each batch to its own longest
+    item, that line is where the length is decided."""
+    if any(
+        not is_library(Frame("", loc.rpartition(":")[0], 0)) and not _TRANSFER.search(source_text(loc))
+        for loc in cause.sources
+    ):
         return cause
     lines = lines_matching(user_files(evidence), _PAD_TO_LONGEST, limit=2)
     if not lines:
@@ -58,6 +62,10 @@ def _with_padding_line(evidence: Evidence, cause: Cause) -> Cause:
 
 
 _PAD_CALL = re.compile(r"\bpad\(|\bpad_sequence\(")
+# A line that only moves a batch to the device: where the data arrives, not where its size is made.
+_TRANSFER = re.compile(
+    r"\.to\(\s*(?:device|dev|xla|self\.device)|\.to\(\s*xm\.xla_device|\bsend_cpu_data_to_device\("
+)
 
 
 def _pad_call_below(location: str) -> str:
