@@ -111,6 +111,9 @@ CASES = [
     ("h11_cnn_trainer_keep_metrics_even", 1, {"output_removed"}, True, ("add_step_closure",)),
     # the blocks applied in an order random.shuffle draws inside the model's forward
     ("h11_mixer_shuffled_block_order", 1, {"output_permutation"}, True, ("fixed order",)),
+    # an adversarial batch made by a helper called under `if epoch >= k:` (its input marked
+    # requires_grad_ is data, not a parameter switched to training)
+    ("h11_fgsm_adversarial_from_epoch", 3, {"conditional_work"}, True, ("torch.where",)),
 ]
 # (held out 11's ERNIE unfreeze, a switch and then its group's warm-up, is
 # tests/test_warm_up_mid_run.py's unfreeze_late.py)

@@ -20,7 +20,13 @@ from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, scalar_clip
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, opcodes, updated_inputs
 from xlagraph.diagnose.recognizers._periodic import enclosing_if, periodic_caller
-from xlagraph.diagnose.recognizers._source import enclosing_function, lines_matching, source_text, user_files
+from xlagraph.diagnose.recognizers._source import (
+    calls_of_function,
+    enclosing_function,
+    lines_matching,
+    source_text,
+    user_files,
+)
 from xlagraph.ir import Frame, strip_layout
 from xlagraph.match.bottom_up import users_of
 
@@ -323,8 +329,20 @@ def _user(location: str) -> bool:
     return not is_library(Frame("", location.rpartition(":")[0], 0))
 
 
-def _if_of(cause: Cause) -> str:
-    return next((w for s in cause.sources if _user(s) and (w := enclosing_if(s))), "")
+def _if_of(cause: Cause, calls: bool = False) -> str:
+    """The `if` around the cause's user lines; with `calls`, else the one around every call of
+    the helper function they sit in (`images = fgsm(...)` under `if epoch >= k:`)."""
+    found = next((w for s in cause.sources if _user(s) and (w := enclosing_if(s))), "")
+    if found or not calls:
+        return found
+    for s in cause.sources:
+        if not _user(s):
+            continue
+        calls = calls_of_function(s, limit=3)
+        guards = [enclosing_if(c) for c in calls]
+        if calls and all(guards) and len(set(guards)) == 1:
+            return guards[0]
+    return ""
 
 
 def _read_by_work(evidence: Evidence, users: dict[str, list[str]], names: tuple[str, ...]) -> bool:
@@ -353,12 +371,17 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
             if pending[i].kind is CauseKind.OUTPUT_ADDED
             and pending[i].right
             and not set(pending[i].right) & set(evidence.entry_match)
-            and _if_of(pending[i])
+            and _if_of(pending[i], calls=True)
             and _read_by_work(evidence, users, pending[i].right)
         ]
         if not sided:
             return NOTHING
-    found = {i: site for i in sided if (site := _if_of(pending[i]))}
+    # (A helper's call under the `if` counts for a result the step reads, the batch it made.)
+    found = {
+        i: site
+        for i in sided
+        if (site := _if_of(pending[i], calls=pending[i].kind is CauseKind.OUTPUT_ADDED))
+    }
     if not found:
         beside = next((w for c in pending if c.kind in _BESIDE and (w := _if_of(c))), "")
         found = dict.fromkeys(sided, beside) if beside else {}

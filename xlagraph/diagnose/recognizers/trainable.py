@@ -56,7 +56,13 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             # An update of an input the other graph does not take at all counts too, beside one of
             # a parameter both read: the optimizer state (Adam's moments) of a parameter frozen since
             # is no longer read. (A layer added or removed takes its weights with it: no twin.)
-            updated = updated_inputs(comp, heads)
+            # A parameter's update is the value for the next step: nothing in this one reads it
+            # (an adversarial batch, `x + eps * grad.sign()`, updates an input too, and feeds the
+            # step's own forward).
+            users = users_of(comp)
+            updated = {
+                o: p for o, p in updated_inputs(comp, heads).items() if not _read_in_step(comp, users, o)
+            }
             frozen = [o for o, p in updated.items() if p in twin and twin[p] not in trained]
             updates = frozen + [o for o, p in updated.items() if p in new] if frozen else []
             # An optimizer's fresh state for the newly trained parameters (Adam's moments, of their
@@ -69,7 +75,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             if not lines:
                 continue  # no switch in the user's code: another pattern (an optimizer's new group)
             # Inputs read only inside the new work (a step count, a scale) come with it.
-            users, cone = users_of(comp), set(getattr(c, side))
+            cone = set(getattr(c, side))
             inside = [
                 k
                 for k, d in enumerate(pending)
@@ -114,6 +120,10 @@ def _switch_lines(evidence: Evidence, word: str) -> list[str]:
     for call in calls_of_function(lines[0], limit=1):
         around += [x for x in (enclosing_if(call), call) if x]
     return list(dict.fromkeys([lines[0], *around, *lines[1:2]]))[:4]
+
+
+def _read_in_step(comp, users: dict[str, list[str]], name: str) -> bool:  # type: ignore[no-untyped-def]
+    return any(comp.instruction(u).opcode not in ("tuple", "get-tuple-element") for u in users.get(name, ()))
 
 
 def _state_like(comp, name: str, shapes: set[str]) -> bool:  # type: ignore[no-untyped-def]
