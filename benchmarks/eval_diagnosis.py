@@ -50,6 +50,7 @@ SPLITS = (
     "held_out_9",
     "held_out_10",
     "held_out_11",
+    "held_out_12",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
