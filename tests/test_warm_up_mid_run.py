@@ -56,3 +56,27 @@ def test_a_param_group_added_mid_run_is_a_switch_then_its_own_warm_up(tmp_path: 
     assert cited[:3] == [str(marked[m]) for m in ("SWITCH", "GROUP", "WHEN")], cause.sources
     warm = by_step[5]
     assert warm.kinds and all(c.info for c in warm.causes) and "state_init" in warm.kinds, seen
+
+
+def test_fine_tuning_after_a_linear_probe_is_a_new_phase_compiled_once(tmp_path: Path) -> None:
+    """tests/data/scripts/probe_then_finetune.py: a head probed under torch.no_grad(), then an
+    optimizer over the whole model made at step 3. No requires_grad line anywhere: the switch is
+    the new optimizer (cited with its `if`), expected once; its momentum follows at step 4."""
+    script = SCRIPTS / "probe_then_finetune.py"
+    run = _run("probe_then_finetune", tmp_path, [str(script)])
+    assert run.returncode == 0, run.stderr[-2000:]
+    (log,) = run.logs()
+    report = build_report(log)
+    seen = {r.step: r.kinds for r in report.recompiles}
+    assert not [r.step for r in report.recompiles if any(not c.info for c in r.causes)], seen
+    text = script.read_text(encoding="utf-8").splitlines()
+    marked = {m: next(n for n, line in enumerate(text, 1) if f"# {m}" in line) for m in ("NEW", "WHEN")}
+    (switch,) = [c for r in report.recompiles if r.step == 3 for c in r.causes]
+    assert switch.fix_id == "trainable.phase", seen
+    cited = [
+        x.rpartition(":")[2]
+        for x in switch.sources
+        if x.rpartition(":")[0].endswith("probe_then_finetune.py")
+    ]
+    assert cited[:2] == [str(marked["NEW"]), str(marked["WHEN"])], switch.sources
+    assert [r.kinds for r in report.recompiles if r.step == 4] == [("state_init",)], seen

@@ -310,6 +310,12 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "opt.step(), with plain SGD (momentum, weight decay or Adam would still move them); a param "
             "group's lr set to 0 is a baked 0 and compiles again"
         ),
+        # trainable.PHASE_HINT
+        "trainable.phase": (
+            "expected: a new phase of training (a new optimizer over more parameters, fine-tuning after "
+            "a linear probe) trains another set of parameters, so the step gains their backward and "
+            "updates and compiles once for that phase; nothing to fix"
+        ),
         # cw._PATTERNS
         "conditional_work.clipping": (
             "clip on every step (clip_grad_norm_ is cheap next to the step), or accept one extra graph "
@@ -393,6 +399,7 @@ NOT_SHOWN: Mapping[str, str] = MappingProxyType(
         "parameter_shape.weights": _EXPECTED,
         "parameter_added.layer": _EXPECTED,
         "conditional_work.accumulation": _EXPECTED,
+        "trainable.phase": _EXPECTED,
         "collective": _DEVICES,
         "collective.scale": _DEVICES,
         "collective.other_tensors": _DEVICES,

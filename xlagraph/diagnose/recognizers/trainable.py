@@ -31,6 +31,7 @@ _REQUIRES_GRAD = re.compile(r"\brequires_grad(_\s*\(|\s*=[^=])")
 _GROUPS = re.compile(r"\.add_param_group\s*\(")
 _NEW = (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED)
 HINT = fix("trainable.requires_grad")
+PHASE_HINT = fix("trainable.phase")
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -71,7 +72,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             state = [h for h in heads if h not in updates and updates and _state_like(comp, h, shapes)]
             if not heads or 2 * (len(updates) + len(state)) < len(heads) or 4 * len(updates) < len(state):
                 continue
-            lines = _switch_lines(evidence, word)
+            lines, hint, phase = _switch_lines(evidence, word), HINT, False
+            if not lines and side == "right":
+                # No requires_grad switch: a new phase of training (a new optimizer over more
+                # parameters, a `torch.no_grad()` branch left after a linear probe).
+                lines, hint, phase = _phase_lines(evidence), PHASE_HINT, True
             if not lines:
                 continue  # no switch in the user's code: another pattern (an optimizer's new group)
             # Inputs read only inside the new work (a step count, a scale) come with it.
@@ -85,11 +90,15 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 replace(
                     c,
                     summary=(
-                        f"B also trains {len(updates)} parameter(s) A only reads: {c.summary}"
+                        f"a new phase of training: B also trains {len(updates)} parameter(s) A only "
+                        f"reads (a new optimizer, or a no_grad branch left): {c.summary}"
+                        if phase
+                        else f"B also trains {len(updates)} parameter(s) A only reads: {c.summary}"
                         if side == "right"
                         else f"B no longer trains {len(updates)} parameter(s) A trains: {c.summary}"
                     ),
-                    hint=HINT,
+                    hint=hint,
+                    info=phase or c.info,
                     sources=tuple(dict.fromkeys([*lines, *c.sources]))[:6],
                     changes=c.changes + tuple(ch for k in inside for ch in pending[k].changes),
                     **{side: getattr(c, side) + tuple(n for k in inside for n in getattr(pending[k], side))},
@@ -120,6 +129,26 @@ def _switch_lines(evidence: Evidence, word: str) -> list[str]:
     for call in calls_of_function(lines[0], limit=1):
         around += [x for x in (enclosing_if(call), call) if x]
     return list(dict.fromkeys([lines[0], *around, *lines[1:2]]))[:4]
+
+
+# An optimizer made with the parameters it trains, and a block whose ops record no gradient.
+_OPTIMIZER = re.compile(
+    r"\b(?:torch\.)?optim\.\w+\s*\(|\b(?:SGD|Adam|AdamW|Adagrad|RMSprop|Adafactor|LAMB|Lion)\s*\("
+)
+_NO_GRAD = re.compile(r"\bno_grad\s*\(\s*\)|\binference_mode\s*\(")
+
+
+def _phase_lines(evidence: Evidence) -> list[str]:
+    """Where a new phase of training starts without a requires_grad switch: an optimizer made
+    under an `if` of the run (`if epoch == probe_epochs: optimizer = AdamW(model.parameters())`)
+    and the `if`, then `torch.no_grad()` blocks under an `if` (a probe that only trains the head).
+    Empty where the code shows none of them."""
+    files = user_files(evidence)
+    made = [(loc, g) for loc in lines_matching(files, _OPTIMIZER, limit=8) if (g := enclosing_if(loc))]
+    frozen = [(loc, g) for loc in lines_matching(files, _NO_GRAD, limit=8) if (g := enclosing_if(loc))]
+    if not made:
+        return []
+    return list(dict.fromkeys([made[0][0], made[0][1], *(loc for loc, _ in frozen[:1])]))[:4]
 
 
 def _read_in_step(comp, users: dict[str, list[str]], name: str) -> bool:  # type: ignore[no-untyped-def]
