@@ -23,8 +23,8 @@ CORPUS = FIXTURES / "torch_xla" / "corpus"
 
 def _log(name: str, tmp: Path) -> RunLog:
     """A stored capture, read from a copy with its `.xz` files decompressed."""
-    # held_out_3, held_out_5 to held_out_9 and held_out_11 were scored untouched first, then tuned on
-    assert name.startswith(("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_", "h11_")), (
+    # held_out_3, held_out_5 to held_out_9, 11 and 12 were scored untouched first, then tuned on
+    assert name.startswith(("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_", "h11_", "h12_")), (
         "only scenarios tuned on are used here"
     )
     dest = tmp / name
@@ -114,6 +114,9 @@ CASES = [
     # an adversarial batch made by a helper called under `if epoch >= k:` (its input marked
     # requires_grad_ is data, not a parameter switched to training)
     ("h11_fgsm_adversarial_from_epoch", 3, {"conditional_work"}, True, ("torch.where",)),
+    # the tutorial's best weights, copy.deepcopy(model.state_dict()): lazy clones that the next
+    # step computes, named by what holds them although the live-tensor report was too costly
+    ("h12_pvtv2_keep_best_weights", 2, {"output_added"}, True, ("add_step_closure",)),
 ]
 # (held out 11's ERNIE unfreeze, a switch and then its group's warm-up, is
 # tests/test_warm_up_mid_run.py's unfreeze_late.py)

@@ -44,6 +44,7 @@ class LiveTensor:
     ir_nodes: int
     frames: tuple[Frame, ...] = ()  # innermost first; only with XLA_IR_DEBUG=1
     holders: tuple[Holder, ...] = ()  # where the program kept it, shortest path first (captures)
+    pending: bool | None = None  # not computed yet at the sync: an output of its graph (None: unknown)
 
 
 @dataclass(frozen=True)

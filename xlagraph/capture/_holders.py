@@ -57,14 +57,16 @@ def find_holders(
     is_user_file: Callable[[str], bool],
     tensor_id: Callable[[Any], int | None],
     relative: Callable[[str, int], str],
+    pending: Callable[[Any], bool] = lambda t: False,
 ) -> list[dict[str, Any]]:
     """Records of the XLA tensors reached from the user's frames at and above `frame` (up to
     `PATHS` per tensor, shortest first):
-    `{"id", "path", "name", "kind", "function", "file", "line", "owner_file"}`. `name` is the
+    `{"id", "path", "shape", "name", "kind", "function", "file", "line", "owner_file"}`. `name` is the
     name that stores it (the last attribute or variable before any subscript), `kind` says
     where that name lives (`local`, `global`, `attribute`), `owner_file` the file of the class
     whose attribute it is. `tensor_id(t)` is torch_xla's id of an XLA tensor (None for others);
-    `relative(path, line)` makes a path portable."""
+    `relative(path, line)` makes a path portable; `pending(t)`: the tensor is not yet computed
+    (an output of the coming graph, recorded as `"pending": true`)."""
     import torch
 
     roots: list[tuple[str, Any, dict[str, Any]]] = []
@@ -89,7 +91,7 @@ def find_holders(
                     if not name.startswith("__") and not isinstance(value, _SKIP_TYPES):
                         roots.append((name, value, {**where, "kind": "global", "name": name}))
         f = f.f_back
-    return _walk(roots, torch, is_user_file, tensor_id, relative)
+    return _walk(roots, torch, is_user_file, tensor_id, relative, pending)
 
 
 def _walk(
@@ -98,6 +100,7 @@ def _walk(
     is_user_file: Callable[[str], bool],
     tensor_id: Callable[[Any], int | None],
     relative: Callable[[str, int], str],
+    pending: Callable[[Any], bool],
 ) -> list[dict[str, Any]]:
     tensor_type, module_type, optim_type = torch.Tensor, torch.nn.Module, torch.optim.Optimizer
     found: dict[int, list[dict[str, Any]]] = {}
@@ -112,10 +115,10 @@ def _walk(
             continue
         nodes += 1
         if isinstance(value, tensor_type):  # every path to it, up to PATHS, shortest first
-            _tensor(path, value, base, found, tensor_id)
+            _tensor(path, value, base, found, tensor_id, pending)
             grad = value.grad if value.is_leaf and value.requires_grad else None
             if grad is not None:
-                _tensor(f"{path}.grad", grad, base, found, tensor_id)
+                _tensor(f"{path}.grad", grad, base, found, tensor_id, pending)
             continue
         if id(value) in visited:
             continue
@@ -137,6 +140,7 @@ def _tensor(
     base: dict[str, Any],
     found: dict[int, list[dict[str, Any]]],
     tensor_id: Callable[[Any], int | None],
+    pending: Callable[[Any], bool],
 ) -> None:
     t = getattr(t, "global_tensor", t) if type(t).__name__ == "XLAShardedTensor" else t
     tid = tensor_id(t)
@@ -144,7 +148,10 @@ def _tensor(
         return
     paths = found.setdefault(tid, [])
     if len(paths) < PATHS:
-        paths.append({"id": tid, "path": path, **base})
+        record = {"id": tid, "path": path, "shape": _shape(t), **base}
+        if not paths and pending(t):
+            record["pending"] = True
+        paths.append(record)
 
 
 def _children(
@@ -183,3 +190,24 @@ def _children(
 def _class_file(cls: type) -> str:
     module = sys.modules.get(getattr(cls, "__module__", "") or "")
     return getattr(module, "__file__", None) or ""
+
+
+# torch dtypes as XLA spells element types (`f32[8,5]`, as the live-tensor report prints shapes).
+_TYPES = {
+    "float32": "f32",
+    "float64": "f64",
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "int64": "s64",
+    "int32": "s32",
+    "int16": "s16",
+    "int8": "s8",
+    "uint8": "u8",
+    "bool": "pred",
+    "complex64": "c64",
+}
+
+
+def _shape(t: Any) -> str:
+    name = str(t.dtype).removeprefix("torch.")
+    return f"{_TYPES.get(name, name)}[{','.join(str(int(d)) for d in t.shape)}]"

@@ -76,5 +76,6 @@ class RunState:
     report_reason: str = ""
     holders: list[dict[str, Any]] | None = None  # what keeps each live tensor alive (_holders)
     holders_failed: bool = False
+    holders_cost: float = 0.0  # the last walk's seconds, when taken without the report
     overhead: float = 0.0
     last_read: tuple[Any, Any] = (None, None)  # (what was read, what it parsed to)

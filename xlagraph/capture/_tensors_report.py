@@ -49,17 +49,26 @@ def take_report(rec: Host, t: float) -> None:
             f"it costs under {REPORT_PER_COMPILE:.0%} of a compile); "
             "XLAGRAPH_TENSORS_REPORT=always forces it"
         )
+        # What keeps tensors alive costs milliseconds where the report costs seconds (a large
+        # model's report is seconds a step): taken on its own under the same budget, it still
+        # names the outputs a graph added or dropped, by shape.
+        if _affordable(s, rec.settings, t - rec.t0, s.holders_cost):
+            h0 = time.perf_counter()
+            s.holders = _holders(rec)
+            s.holders_cost = time.perf_counter() - h0
+            s.report_spent += s.holders_cost
 
 
-def _affordable(s: RunState, settings: Settings, elapsed: float) -> bool:
-    """Whether to take the report now (the rules by the constants above)."""
+def _affordable(s: RunState, settings: Settings, elapsed: float, cost: float | None = None) -> bool:
+    """Whether to take the report (or what costs `cost`) now (the rules by the constants above)."""
+    cost = s.report_cost if cost is None else cost
     if settings.report_mode == "always" or s.markers <= ALWAYS_REPORT_MARKERS:
         return True
-    if s.report_spent + s.report_cost <= REPORT_BUDGET * elapsed:
+    if s.report_spent + cost <= REPORT_BUDGET * elapsed:
         return True
     changing = s.markers - s.last_compile_marker <= RECENT_COMPILE_MARKERS
     mean_compile = s.compile_seconds / s.compile_count if s.compile_count else 0.0
-    return changing and s.report_cost <= REPORT_PER_COMPILE * mean_compile
+    return changing and cost <= REPORT_PER_COMPILE * mean_compile
 
 
 _OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # xlagraph's own frames
@@ -72,13 +81,16 @@ def _is_user_file(path: str) -> bool:
 def _holders(rec: Host) -> list[dict[str, Any]] | None:
     """What keeps each live tensor alive (`_holders`); None where the walk failed: it only adds
     to the report, so its failure must not cost the report itself."""
-    get_id = rec.xlac._xla_get_tensor_id
+    get_id, info = rec.xlac._xla_get_tensor_id, rec.xlac._get_xla_tensor_debug_info
 
     def tensor_id(t: Any) -> int | None:
         return int(get_id(t)) if t.device.type == "xla" else None
 
+    def pending(t: Any) -> bool:  # no device data yet: an output of the coming graph (~2 us)
+        return "XLAData: None" in info(t)
+
     try:
-        return find_holders(sys._getframe(1), _is_user_file, tensor_id, rec.paths)
+        return find_holders(sys._getframe(1), _is_user_file, tensor_id, rec.paths, pending)
     except Exception as e:  # an object that resists reading: say so once, keep the report
         if not rec.s.holders_failed:
             rec.s.holders_failed = True
@@ -109,6 +121,7 @@ def attach_tensors(rec: Host, compiled: list[tuple[GraphEntry, Execution, bool]]
             report = None  # one report, for the marker's first compile
         elif own:
             update = {"tensors_note": s.report_reason or "no live-tensor report for this sync"}
+            update.update(_store_holders(rec, ex.graph_hash, s.holders))
         else:
             update = {
                 "tensors_note": f"compiled by an implicit sync ({ex.cause}): the live-tensor report "

@@ -481,10 +481,10 @@ def _graph_record(p: Path, g: dict[str, Any], notes: list[str]) -> GraphRecord:
             tensors = shared.parsed("tensors", path, _read_tensors) if shared else _read_tensors(path)
         except InputError as e:
             tensors_note = f"{g['tensors']}: unreadable: {e.message}"
-        if tensors and g.get("holders"):
-            tensors = _with_holders(p, str(g["holders"]), tensors, notes)
     elif not tensors_note and not g.get("compiled"):
         tensors_note = "compiled before capture started"
+    if g.get("holders"):
+        tensors = _with_holders(p, str(g["holders"]), tensors, notes)
     return GraphRecord(graph_hash=str(g["hash"]), module=module, tensors=tensors, tensors_note=tensors_note)
 
 
@@ -509,6 +509,8 @@ def _with_holders(
         notes.append(f"{name}: unreadable: not a list")
         return tensors
     by_id: dict[int, list[Holder]] = {}
+    shapes: dict[int, object] = {}
+    pending: set[int] = set()
     for r in records:
         if (
             isinstance(r, dict)
@@ -516,6 +518,9 @@ def _with_holders(
             and all(isinstance(r.get(k), str) for k in _HOLDER_TEXT)
             and isinstance(r.get("line"), int)
         ):
+            shapes.setdefault(r["id"], r.get("shape"))
+            if r.get("pending") is True:
+                pending.add(r["id"])
             by_id.setdefault(r["id"], []).append(
                 Holder(
                     r["path"],
@@ -529,7 +534,16 @@ def _with_holders(
             )
     if not by_id:
         return tensors
-    return tuple(replace(t, holders=tuple(by_id[t.id])) if t.id in by_id else t for t in tensors)
+    if not tensors:  # no report at that step (too costly): the outputs-to-be the holders saw
+        return tuple(
+            LiveTensor(tid, shape, "", 1, (), tuple(hs), True)
+            for tid, hs in by_id.items()
+            if isinstance(shape := shapes.get(tid), str) and tid in pending
+        )
+    return tuple(
+        replace(t, holders=tuple(by_id[t.id]), pending=t.id in pending) if t.id in by_id else t
+        for t in tensors
+    )
 
 
 def _with_lines(p: Path, g: dict[str, Any], module: str, notes: list[str]) -> str:

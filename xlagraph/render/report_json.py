@@ -43,8 +43,9 @@ the first included, each with the same fields except `schema` and `processes`:
                        (`cause` indexes `causes`): the outputs, inputs, moved tensors or
                        collective buckets involved (`items`), the live tensors they are
                        (`tensors`: [{id, shape, line, match, frames, library_frames, held_by,
-                       stored_at}], captures only; match is "shape and line", or "shape" for a
-                       mere candidate; held_by is what kept it alive at the sync, "" where not
+                       stored_at}], captures only; match is "shape and line", "by elimination"
+                       (the only ones the other graph did not compute), or "shape" for a mere
+                       candidate; held_by is what kept it alive at the sync, "" where not
                        recorded, and stored_at the user's lines that store it there),
                        the user's source lines and the folded library lines
         lines          [str]: the user lines cited for this recompile, most specific first (the

@@ -18,6 +18,7 @@ WIDTH = 100
 _EXPLICIT = ("sync", "mark_step", "torch_xla.compile", "dynamo", "unknown")
 _MAX_PERIOD = 4
 _MIN_REPEATS = 3
+_MAX_TENSORS_LISTED = 6
 _MAX_LISTED = 6
 _KIND_NAMES = {"save-file": "XLA_SAVE_TENSORS_FILE dump", "capture": "xlagraph capture"}
 
@@ -171,14 +172,18 @@ def _recompile(r: Recompile, k: int, total: int) -> list[str]:
                 lines += _field("via", ", ".join(_short(x) for x in a.library_lines[:3]))
             if a.items:
                 lines += _field("what", "; ".join(a.items))
-            for t in a.tensors:
+            for t in a.tensors[:_MAX_TENSORS_LISTED]:
                 made = f" created at {_short(t.line)}" if t.line else ""
-                guess = "" if t.match == "shape and line" else " (same shape; a candidate)"
+                guess = (
+                    "" if t.match in ("shape and line", "by elimination") else " (same shape; a candidate)"
+                )
                 kept = ""
                 if t.held_by:
                     at = f", stored at {', '.join(_short(x) for x in t.stored_at)}" if t.stored_at else ""
                     kept = f", kept in {t.held_by}{at}"
                 lines += _field("tensor", f"id={t.id} {t.shape}{made}{kept}{guess}")
+            if len(a.tensors) > _MAX_TENSORS_LISTED:
+                lines += _field("tensor", f"... and {len(a.tensors) - _MAX_TENSORS_LISTED} more")
         lines += _field("fix", short_locations_in(_fix(cause)))
     for note in r.notes:
         lines += _field("note", note, "  ")

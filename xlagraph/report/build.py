@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path, PurePath
 
@@ -168,14 +168,27 @@ def _holder(t: LiveTensor, users: tuple[Frame, ...], line: str) -> tuple[str, tu
 
 
 def _pick_tensors(
-    tensors: tuple[LiveTensor, ...], shapes: list[str], cited: tuple[str, ...]
+    tensors: tuple[LiveTensor, ...],
+    shapes: list[str],
+    cited: tuple[str, ...],
+    other: tuple[LiveTensor, ...] = (),
 ) -> tuple[TensorRef, ...]:
     """Live tensors of the given shapes. Those created on a line the cause cites are the answer
     when there are enough of them; otherwise a few candidates of the right shape, those created
-    by user code and the most recent first."""
+    by user code and the most recent first. A tensor that was an output of the `other` graph
+    too (pending at its sync: a weight both update) comes last: an output one graph adds is a
+    tensor the other did not compute."""
     wanted = set(shapes)
-    refs = [_tensor_ref(t, cited) for t in tensors if _norm_shape(t.shape) in wanted]
-    refs.sort(key=lambda r: (r.match != "shape and line", not r.line, -r.id))
+    # (by id, and by the path that holds it: an updated weight is a new tensor at each step)
+    both = {t.id for t in other if t.pending} | {t.holders[0].path for t in other if t.pending and t.holders}
+    picked = [t for t in tensors if _norm_shape(t.shape) in wanted]
+    seen_before = {t.id for t in picked if t.id in both or (t.holders and t.holders[0].path in both)}
+    refs = [_tensor_ref(t, cited) for t in picked]
+    refs.sort(key=lambda r: (r.id in seen_before, r.match != "shape and line", not r.line, -r.id))
+    fresh = [r for r in refs if r.id not in seen_before]
+    if both and len(fresh) == len(shapes) and sorted(r.shape for r in fresh) == sorted(shapes):
+        # exactly the tensors the other graph did not compute: these are they
+        return tuple(r if r.match == "shape and line" else replace(r, match="by elimination") for r in fresh)
     on_line = [r for r in refs if r.match == "shape and line"]
     if len(on_line) >= len(shapes):
         return tuple(on_line[: max(len(shapes), _MAX_TENSORS)])
@@ -254,13 +267,13 @@ def _attribute(index: int, cause: Cause, ctx: _Context) -> Attribution:
         outputs = _output_positions(result, cause.right, right=True)
         items = [f"output {j}: {s}" for j, s in outputs]
         shapes = [s for _, s in outputs]
-        tensors = _pick_tensors(target_tensors, shapes, lines)
+        tensors = _pick_tensors(target_tensors, shapes, lines, baseline_tensors)
         summary = f"{len(outputs)} extra output(s): the live tensor(s) kept alive only in this graph"
     elif kind is CauseKind.OUTPUT_REMOVED:
         outputs = _output_positions(result, cause.left, right=False)
         items = [f"baseline output {i}: {s}" for i, s in outputs]
         shapes = [s for _, s in outputs]
-        tensors = _pick_tensors(baseline_tensors, shapes, lines)
+        tensors = _pick_tensors(baseline_tensors, shapes, lines, target_tensors)
         summary = f"{len(outputs)} output(s) of the baseline missing: tensor(s) alive then, not now"
     elif kind is CauseKind.PARAMETER_SHAPE:
         numbers = result.left.entry.param_number

@@ -73,7 +73,8 @@ class TimelineEntry:
 class TensorRef:
     """A live tensor a cause is attributed to; `line` is the user line that created it. `match`
     says how sure: `shape and line` (its shape fits and the cause cites the line that created
-    it) or `shape` (a candidate of the right shape)."""
+    it), `by elimination` (the only tensors of those shapes the other graph did not compute, as
+    capture saw them) or `shape` (a candidate of the right shape)."""
 
     id: int
     shape: str
