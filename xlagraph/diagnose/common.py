@@ -82,7 +82,14 @@ def is_number(text: str) -> bool:
 
 
 def numbers_equal(a: str, b: str) -> bool:
-    return is_number(a) and is_number(b) and float(a) == float(b)
+    """The same number printed two ways (`1` and `1.0`). Integers compare as integers: a float
+    holds 53 bits, and u64/s64 constants past 2^53 that differ would compare equal."""
+    if not (is_number(a) and is_number(b)):
+        return False
+    try:
+        return int(a) == int(b)
+    except ValueError:
+        return float(a) == float(b)
 
 
 def dim_changes(old: str, new: str) -> set[tuple[str, str]]:

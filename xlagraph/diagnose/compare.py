@@ -62,7 +62,7 @@ def _collective(cmp: Comparison) -> bool:
     lc, rc = collectives(cmp.lm), collectives(cmp.rm)
     if sorted(c.signature for c in lc) == sorted(c.signature for c in rc):
         return False
-    if _follow_inputs(lc, rc, cmp.dims):
+    if _follow_inputs(lc, rc, cmp.dims, _same_world(cmp.lm, cmp.rm)):
         return False  # a sequence length reaching the collectives' operands: the shape's cause
     lsig = {c.signature for c in rc}
     rsig = {c.signature for c in lc}
@@ -124,17 +124,29 @@ def _donation(cause: Cause) -> bool:
     return bool(cause.changes) and all(ch.what == "input_output_alias" for ch in cause.changes)
 
 
-def _follow_inputs(lc: list[Collective], rc: list[Collective], dims: set[tuple[str, str]]) -> bool:
+def _same_world(lm: CanonicalModule, rm: CanonicalModule) -> bool:
+    """Both headers state the same replica and partition counts: implicit groups (`{}`, every
+    device) are the same devices in both."""
+    counts = [
+        tuple(m.module.header_attribute(k) for k in ("replica_count", "num_partitions")) for m in (lm, rm)
+    ]
+    return counts[0] == counts[1] and any(counts[0])
+
+
+def _follow_inputs(
+    lc: list[Collective], rc: list[Collective], dims: set[tuple[str, str]], same_world: bool = False
+) -> bool:
     """The same collectives over the same explicit replica groups, whose operands differ only as
     the inputs' dimensions did: the same devices reduce tensors of another length. Implicit
-    groups (`{}`, every device) could hide another world size, so they never qualify."""
+    groups (`{}`, every device) could hide another world size, so they qualify only where both
+    headers state the same device counts (`same_world`)."""
     return (
         bool(dims)
         and len(lc) == len(rc)
         and all(
             a.kind == b.kind
             and a.groups == b.groups
-            and a.groups not in ("", "{}")
+            and (same_world or a.groups not in ("", "{}"))
             and a.dimensions == b.dimensions
             and len(a.operands) == len(b.operands)
             and all(

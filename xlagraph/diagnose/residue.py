@@ -51,7 +51,8 @@ def residual_differences(
     if left.fingerprint == right.fingerprint and left.order == right.order:
         return _entry_layout(left, right)
     changes: list[Change] = []
-    interfaces: list[str] = []
+    interfaces: list[str] = []  # not compared instruction by instruction
+    unnamed: list[str] = []  # compared, every matched instruction alike: nothing to name
     where_l: list[tuple[CanonicalModule, CanonicalComputation, tuple[str, ...]]] = []
     where_r: list[tuple[CanonicalModule, CanonicalComputation, tuple[str, ...]]] = []
     elided_only = False
@@ -68,11 +69,11 @@ def residual_differences(
             where_l.append((left, lc, tuple(c.left for c in found)))
             where_r.append((right, rc, tuple(c.right for c in found)))
         else:
-            interfaces.append(ln if ln == rn else f"{ln} / {rn}")
-    if elided_only and not changes and not interfaces:
+            (interfaces if m is None else unnamed).append(ln if ln == rn else f"{ln} / {rn}")
+    if elided_only and not changes and not interfaces and not unnamed:
         return ()  # only values one dump did not print: said in a note (elided_constants)
     operand_order = [c for c in changes if c.what == "operand order"]
-    if operand_order and len(operand_order) == len(changes) and not interfaces:
+    if operand_order and len(operand_order) == len(changes) and not interfaces and not unnamed:
         summary = (
             f"{len(operand_order)} op(s) take the same operands in another order ("
             + ", ".join(f"{c.left}: {c.old} -> {c.new}" for c in operand_order[:_LISTED])
@@ -93,6 +94,12 @@ def residual_differences(
                 + ", ".join(interfaces[:_LISTED])
                 + " differ in their parameter numbering or output order"
             )
+        if unnamed:  # (no guess: their instructions were compared and agree in content)
+            parts.append(
+                "computation(s) "
+                + ", ".join(unnamed[:_LISTED])
+                + " differ although each matched instruction has the same content"
+            )
         summary = "; ".join(parts) or "the canonical forms differ (fingerprint or input/output order)"
         hint = _OPERAND_ORDER_HINT if interfaces else ""
     names_l = tuple(c.left for c in changes)
@@ -108,7 +115,7 @@ def residual_differences(
         sources=user,
         library=library,
         computation=left.module.entry.name,
-        count=max(1, len(changes) + len(interfaces)),
+        count=max(1, len(changes) + len(interfaces) + len(unnamed)),
     )
     return (cause,)
 
