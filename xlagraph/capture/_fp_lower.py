@@ -10,8 +10,8 @@ and cached, so the graph torch_xla compiles (and caches) is the same every step.
 Per tensor, the same fields as `_fingerprints.fingerprint` (see there): the bit pattern
 (BitcastConvert, sign-extended to s64; integers converted, booleans 0/1), its s64 sum and its
 sum weighted by the 1-based position, NaN (x != x) and Inf (|x| == inf) counts, and the f32 bits
-of the L2 norm (its squares summed in f64). Integer sums wrap modulo 2**64 as torch's
-int64 do, in any order XLA reduces them.
+of the L2 norm (f64 tensors in f64, the rest in f32, each sum accumulated in f64). Integer sums
+wrap modulo 2**64 as torch's int64 do, in any order XLA reduces them.
 
 Shaped for XLA's CPU compiler, which runs each kernel of a graph as a task of its own (~1-3 us
 each, more where it splits one over its threads): a flat reduction of more than 32 elements is
@@ -130,11 +130,17 @@ def _row(x: Any) -> Any:
             fields.append(total(nan).min(top) + total(inf).min(top) * xb.Op.scalar(b, _SPLIT, s64))
     else:
         fields.append(zero)
-    # Squares summed in f64: one accumulator over the whole block (no tree of partial sums) would
-    # lose ~1e-4 of a 2M-element f32 tensor's norm; in f64 the f32 result is as good as a tree's.
-    f64 = xb.Type.F64
-    values = block if dtype == f64 else block.cast(f64)
-    norm = (values * values).reduce(xb.Op.zero(b, f64), _add, every).sqrt().cast(xb.Type.F32)
+    # An f32 norm as `_fingerprints` and torch compute it (f64 tensors in f64): squares and their
+    # sum in f32, so both overflow where theirs do, but the sum accumulated in f64 first: one
+    # accumulator over the whole block (no tree of partial sums) would lose ~1e-4 of a
+    # 2M-element tensor's norm in f32; in f64 nothing shows before the sum is rounded to f32.
+    f64, f32 = xb.Type.F64, xb.Type.F32
+    if dtype == f64:
+        norm = (block * block).reduce(xb.Op.zero(b, f64), _add, every).sqrt().cast(f32)
+    else:
+        values = block if dtype == f32 else block.cast(f32)
+        total = (values * values).cast(f64).reduce(xb.Op.zero(b, f64), _add, every)
+        norm = total.cast(f32).sqrt()
     fields.append(norm.bitcast(xb.Type.S32).cast(s64))
     return xb.Op.concat_in_dim([f.reshape([1]) for f in fields], 0).reshape([1, 4])
 
