@@ -26,6 +26,14 @@ Modes:
                               its cost is read against "capture", its disk use per tensor and step
 * XLA_SAVE_TENSORS_FILE       XLA_SAVE_TENSORS_FILE=F XLA_SAVE_TENSORS_FMT=hlo (what users do today)
 
+Fingerprints against capture alone, directly (`--alternate`): one process runs the same loop
+under XLAGRAPH_CAPTURE + XLAGRAPH_FINGERPRINTS=1 and switches the fingerprints off and on in
+alternating blocks of BLOCK steps (their hooks removed and the recorder's side call dropped, as
+if never armed; the fingerprint graph stays compiled). Both halves share the process, its warm
+caches and the neighbours' load of the same seconds, so their ratio (process CPU per step, and
+the median step time) is the cost of fingerprints itself, with a spread from the block pairs.
+Fresh processes per mode (above) add the run-to-run spread of a shared machine (+-30% here).
+
 Disk: a tiny stable loop (an 8x8 matmul chain) captured for 10 and for 1,000 steps.
 
 A late graph (default mode): the same loop with a short batch at steps LATE (the first compiles
@@ -55,6 +63,7 @@ from _harness import RESULTS_DIR, environment, markdown_table, write_json
 
 STEPS, WARMUP = 160, 10
 LATE = (25, 45)
+BLOCK = 10  # --alternate: steps per block, fingerprints on and off in turn
 MODES = {
     "plain": {},
     "source lines only": {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1"},
@@ -115,6 +124,72 @@ def worker_train(steps: int, late: tuple[int, ...] = ()) -> dict[str, Any]:
         "process_cpu_per_steady_step": steady_cpu,
         "process_cpu_total_seconds": time.process_time(),
     }
+
+
+def worker_alternate(blocks: int) -> dict[str, Any]:
+    """Fingerprints off and on in alternating blocks of BLOCK steps, in one process (see the
+    module docstring); per block: process CPU, main-thread CPU and wall time per step."""
+    import torch
+    import torch.nn as nn
+    import torch_xla
+    import torch_xla.core.xla_model as xm
+
+    from xlagraph.capture import _fp_capture
+
+    cap = _fp_capture._cap
+    rec = cap.rec if cap is not None else None
+    if rec is None:
+        raise SystemExit("--alternate needs XLAGRAPH_CAPTURE and XLAGRAPH_FINGERPRINTS=1")
+
+    def switch(on: bool) -> None:
+        if on:
+            cap.install()
+            cap.active = True
+            rec.side = cap
+        else:
+            cap.uninstall()
+            rec.side = None
+
+    torch.manual_seed(0)
+    device = torch_xla.device()
+    layer = nn.TransformerEncoderLayer(
+        d_model=64, nhead=4, dim_feedforward=128, batch_first=True, dropout=0.0
+    )
+    model = nn.TransformerEncoder(layer, num_layers=2).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(8, 16, 64).to(device)
+
+    def step() -> None:
+        optimizer.zero_grad()
+        model(x).pow(2).mean().backward()
+        optimizer.step()
+        torch_xla.sync()
+
+    for _ in range(WARMUP):
+        step()
+    xm.wait_device_ops()
+    out: dict[str, list[float]] = {
+        "on_cpu": [],
+        "off_cpu": [],
+        "on_thread": [],
+        "off_thread": [],
+        "on_wall": [],
+        "off_wall": [],
+    }
+    for b in range(2 * blocks):
+        on = b % 2 == 1  # off, on, off, on...: each on block follows an off one
+        switch(on)
+        name = "on" if on else "off"
+        step()  # the switch's own step is not timed
+        t, c, pc = time.perf_counter(), time.thread_time(), time.process_time()
+        for _ in range(BLOCK):
+            step()
+        xm.wait_device_ops()
+        out[f"{name}_cpu"].append((time.process_time() - pc) / BLOCK)
+        out[f"{name}_thread"].append((time.thread_time() - c) / BLOCK)
+        out[f"{name}_wall"].append((time.perf_counter() - t) / BLOCK)
+    switch(True)
+    return out
 
 
 def worker_tiny(steps: int) -> dict[str, Any]:
@@ -312,6 +387,79 @@ def measure(
     return out
 
 
+def measure_alternate(repeat: int, blocks: int, timeout: float, baseline: str = "") -> dict[str, Any]:
+    """`repeat` processes of `worker_alternate`: fingerprints' cost against capture alone. With
+    `baseline` (another checkout, PYTHONPATH=DIR), each is followed by one of that checkout's."""
+    checkouts = {"this checkout": ""}
+    if baseline:
+        checkouts[f"baseline {baseline}"] = baseline
+    runs: dict[str, dict[str, list[float]]] = {name: {} for name in checkouts}
+    for r in range(repeat):
+        for name, path in checkouts.items():
+            with tempfile.TemporaryDirectory(prefix="xlagraph-bench-") as tmp:
+                extra = dict(MODES["capture + fingerprints"])
+                if path:
+                    extra["PYTHONPATH"] = path
+                result = _worker("alternate", blocks, extra, tmp, timeout)
+            result["pairs"] = [a / b for a, b in zip(result["on_cpu"], result["off_cpu"], strict=True)]
+            for key, values in result.items():
+                runs[name].setdefault(key, []).extend(values)
+            off, on = (statistics.median(result[k]) * 1e3 for k in ("off_cpu", "on_cpu"))
+            print(
+                f"  alternate run {r + 1}/{repeat}, {name}: process CPU "
+                f"x{sum(result['on_cpu']) / sum(result['off_cpu']):.3f} with fingerprints "
+                f"({off:.2f} -> {on:.2f} ms/step, load {os.getloadavg()[0]:.1f})",
+                file=sys.stderr,
+            )
+    return {name: _summary(values, repeat, blocks) for name, values in runs.items()}
+
+
+def _summary(blocks: dict[str, list[float]], repeat: int, nblocks: int) -> dict[str, Any]:
+    def both(key: str) -> dict[str, float]:  # medians in ms: without and with fingerprints
+        return {
+            "capture": round(statistics.median(blocks[f"off_{key}"]) * 1e3, 3),
+            "capture + fingerprints": round(statistics.median(blocks[f"on_{key}"]) * 1e3, 3),
+        }
+
+    pairs = blocks["pairs"]
+    quartiles = statistics.quantiles(pairs, n=4) if len(pairs) > 1 else [pairs[0]] * 3
+    return {
+        "blocks": nblocks,
+        "block_steps": BLOCK,
+        "repeat": repeat,
+        "process_cpu_ms": both("cpu"),
+        "main_thread_cpu_ms": both("thread"),
+        "median_step_ms": both("wall"),
+        "process_cpu_ratio": round(sum(blocks["on_cpu"]) / sum(blocks["off_cpu"]), 4),
+        "process_cpu_ratio_block_pairs": {
+            "median": round(quartiles[1], 4),
+            "quartiles": [round(quartiles[0], 4), round(quartiles[2], 4)],
+            "pairs": len(pairs),
+        },
+        "step_time_ratio": round(
+            statistics.median(blocks["on_wall"]) / statistics.median(blocks["off_wall"]), 4
+        ),
+    }
+
+
+def render_alternate(checkouts: dict[str, Any]) -> str:
+    fp = "capture + fingerprints"
+    lines = []
+    for name, alt in checkouts.items():
+        pairs = alt["process_cpu_ratio_block_pairs"]
+        cpu, wall, thread = alt["process_cpu_ms"], alt["median_step_ms"], alt["main_thread_cpu_ms"]
+        low, high = pairs["quartiles"]
+        lines.append(
+            f"{name}: fingerprints on/off in one process ({alt['repeat']} processes x {alt['blocks']} "
+            f"block pairs of {alt['block_steps']} steps): process CPU {cpu['capture']:.3f} -> "
+            f"{cpu[fp]:.3f} ms/step, "
+            f"x{alt['process_cpu_ratio']:.3f} (block pairs: median x{pairs['median']:.3f}, quartiles "
+            f"x{low:.3f} to x{high:.3f}); main thread {thread['capture']:.3f} -> {thread[fp]:.3f} ms/step; "
+            f"median step {wall['capture']:.2f} -> {wall[fp]:.2f} ms, x{alt['step_time_ratio']:.3f}"
+        )
+    return "\n" + "\n\n".join(lines) + "\n"
+
+
 def measure_size(timeout: float) -> dict[str, Any]:
     out = {}
     for steps in (10, 1000):
@@ -440,7 +588,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--worker", choices=("train", "tiny"))
+    parser.add_argument("--worker", choices=("train", "tiny", "alternate"))
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=600)
@@ -449,12 +597,43 @@ def main() -> None:
     parser.add_argument(
         "--baseline", default="", help="another checkout: its fingerprints timed too (PYTHONPATH=DIR)"
     )
+    parser.add_argument(
+        "--alternate",
+        type=int,
+        default=0,
+        metavar="BLOCKS",
+        help="fingerprints off and on in BLOCKS block pairs in one process, --repeat processes (only this)",
+    )
     parser.add_argument("--late", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         late = tuple(int(s) for s in args.late.split(",") if s)
-        result = worker_train(args.steps, late) if args.worker == "train" else worker_tiny(args.steps)
+        if args.worker == "train":
+            result = worker_train(args.steps, late)
+        elif args.worker == "alternate":
+            result = worker_alternate(args.steps)
+        else:
+            result = worker_tiny(args.steps)
         print(json.dumps(result))
+        return
+    if args.alternate:
+        started = time.time()
+        alt = measure_alternate(args.repeat, args.alternate, args.timeout, args.baseline)
+        load = os.getloadavg()
+        text = render_alternate(alt)
+        text += (
+            f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} CPUs)\n"
+        )
+        print(text)
+        payload = {
+            "benchmark": "capture, fingerprints on/off",
+            "model": "TransformerEncoder 2 layers, d_model 64, 4 heads, ff 128, batch 8x16, SGD; CPU",
+            "alternate": alt,
+            "environment": environment(),
+            "seconds": round(time.time() - started, 1),
+        }
+        write_json(RESULTS_DIR / "capture_alternate.json", payload)
+        (RESULTS_DIR / "capture_alternate.md").write_text(text)
         return
     started = time.time()
     chosen = tuple(m.strip() for m in args.modes.split(";") if m.strip())

@@ -91,12 +91,21 @@ XLA_CHECK = textwrap.dedent(
     cpu = [torch.randn(32, 16, generator=g), torch.randn(7, generator=g).bfloat16(),
            torch.tensor([1.0, float("nan"), float("inf")]), torch.randint(0, 9, (5,), generator=g),
            torch.randn(3, generator=g).double()]
+    # the block shapes the XLA lowering reduces (_fp_lower.block_dims): padded ones, several levels
+    # of 32, every dtype it converts, a scalar, an empty tensor
+    big = torch.randn(40001, generator=g)
+    big[[5, 7, 40000]] = torch.tensor([float("nan"), float("inf"), -float("inf")])
+    cpu += [big, torch.randn(1025, generator=g).half(), torch.randn(33, 35, generator=g),
+            torch.tensor(3.5), torch.zeros(0), torch.tensor([True, False, True]),
+            torch.randint(0, 255, (2000,), generator=g).to(torch.uint8),
+            torch.randint(-2**62, 2**62, (3000,), generator=g)]
     xs = [t.to(dev) for t in cpu]
     torch_xla.sync()
     met.clear_all()
     rows = [F.fingerprint_rows(xs) for _ in range(3)]
+    reference = [list(F.reference_row(t)) for t in cpu]
     print(json.dumps({
-        "eager": F.fingerprint_rows(cpu), "xla": rows[0],
+        "eager": F.fingerprint_rows(cpu), "xla": rows[0], "reference": reference,
         "stable": [r[:4] for r in rows[0]] == [r[:4] for r in rows[2]],
         "fallbacks": [k for k in met.counter_names() if k.startswith("aten::")],
         "compiles": met.counter_value("UncachedCompile"),
@@ -118,11 +127,103 @@ def test_xla_fingerprints_stay_on_the_device_and_match_eager():
     assert out.returncode == 0, out.stderr[-2000:]
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert r["fallbacks"] == []  # no aten:: op ran on the CPU (a plain view(int32) would)
+    assert r["reference"] == [row[:4] for row in r["xla"]]  # the slow, obvious Python sums
     assert r["compiles"] == 1  # one graph for this set of shapes, cached after
     assert r["stable"]
     assert [row[:4] for row in r["xla"]] == [row[:4] for row in r["eager"]]
     for a, b in zip(r["xla"], r["eager"], strict=True):
         assert a[4] == pytest.approx(b[4], rel=1e-5, nan_ok=True)
+
+
+def test_records_of_a_batch_of_steps_are_each_step_written_alone():
+    """fingerprints.bin for several steps at once (XLA tables are fetched in batches): each step a
+    header and its tensors sorted by name id (stable), as fp_format.RECORD packs them one by one."""
+    import struct
+
+    from xlagraph.capture import _fp_records
+
+    g = torch.Generator().manual_seed(0)
+
+    def table(n: int) -> torch.Tensor:
+        t = torch.randint(-(2**62), 2**62, (n, 5), generator=g)
+        t[:, 2:4] = torch.randint(0, 1 << 40, (n, 2), generator=g)  # counts past the 32-bit field
+        t[:, 4] = torch.randint(0, 1 << 31, (n,), generator=g)  # f32 bits of a norm
+        return t
+
+    steps = [
+        (0, 3, [4, 0, 2], [table(3)]),
+        (1, 4, [], []),  # a step that recorded no tensor
+        (2, 6, [7, 1], [table(1), table(1)]),  # two tables (devices) of one step
+        (3, 8, [5, 5, 2], [table(3)]),  # a name seen twice keeps its order
+    ]
+
+    def alone(step: int, jstep: int, ids: list[int], tables: list[torch.Tensor]) -> bytes:
+        rows = [r for t in tables for r in t.tolist()]
+        out = ff.RECORD.pack(ff.HEADER_ID, step, jstep, len(ids), 0, 0.0)
+        for i, r in sorted(zip(ids, rows, strict=True), key=lambda pair: pair[0]):
+            norm = struct.unpack("<f", struct.pack("<i", r[4]))[0]
+            out += ff.RECORD.pack(i, r[0], r[1], min(r[2], 2**31 - 1), min(r[3], 2**31 - 1), norm)
+        return out
+
+    expected = b"".join(alone(*step) for step in steps)
+    assert _fp_records.records(steps) == expected
+    assert b"".join(_fp_records._records_struct(step) for step in steps) == expected  # without numpy
+
+
+LIVE_XLA = [
+    sys.executable,
+    "-c",
+    "import runpy, sys; from xlagraph.capture import _fp_capture as f; "
+    "f.FETCH_EVERY = 4; sys.argv = ['train.py', '--backend', 'xla']; "
+    "runpy.run_path('fixtures/divergence/train.py', run_name='__main__')",
+]
+
+
+def test_xla_capture_is_bit_exact_with_the_committed_run_and_leaves_its_graphs_alone(tmp_path):
+    """A live torch_xla run of the divergence fixture's job, its fingerprint tables fetched 4 steps
+    at a time (so one batch mid-run and the rest at exit): its integer fields equal the committed
+    run's (fixtures/divergence/xla/ref) bit for bit, and against the same job without fingerprints
+    the journal has the same graph hashes, step by step, the same compiles and executions."""
+    pytest.importorskip("torch_xla")
+    from xlagraph.capture.reader import read_capture
+
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith(("XLAGRAPH_", "PT_XLA"))}
+    env.update(PJRT_DEVICE="CPU", PYTHONPATH=str(ROOT), XLAGRAPH_TENSORS_REPORT="0")
+    runs = {}
+    for name, fingerprints in (("fp", "1"), ("nofp", "0")):
+        out = tmp_path / name
+        done = subprocess.run(
+            LIVE_XLA,
+            cwd=ROOT,
+            env={**env, "XLAGRAPH_CAPTURE": str(out), "XLAGRAPH_FINGERPRINTS": fingerprints},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        runs[name] = out
+    (live,) = load_fingerprints(runs["fp"])
+    (committed,) = load_fingerprints(ROOT / "fixtures" / "divergence" / "xla" / "ref")
+    assert live.tensors == committed.tensors
+    assert [(s.index, s.journal_step, {n: v.bits for n, v in s.values.items()}) for s in live.steps] == [
+        (s.index, s.journal_step, {n: v.bits for n, v in s.values.items()}) for s in committed.steps
+    ]
+    for a, b in zip(live.steps, committed.steps, strict=True):  # the norm: another summation order
+        for name, v in a.values.items():
+            assert v.norm == pytest.approx(b.values[name].norm, rel=1e-5)
+    (with_fp,), (without,) = read_capture(runs["fp"]), read_capture(runs["nofp"])
+    assert [(s.step, s.graph_hash, s.compiled) for s in with_fp.syncs] == [
+        (s.step, s.graph_hash, s.compiled) for s in without.syncs
+    ]
+    assert with_fp.compiles_reported == without.compiles_reported
+    ends = []
+    for out in runs.values():
+        (journal,) = out.glob("*/journal.jsonl")
+        end = [json.loads(x) for x in journal.read_text().splitlines() if '"k":"end"' in x][-1]
+        ends.append((end["compiles"], end["executions"], end["markers"]))
+    assert ends[0] == ends[1]
+    (proc,) = [p for p in runs["fp"].iterdir() if p.is_dir()]
+    assert len(list((proc / "hlo").iterdir())) == len(with_fp.graphs)  # the fingerprint graph's removed
 
 
 # -- capture in plain PyTorch (CPU eager), in-process ---------------------------------------------

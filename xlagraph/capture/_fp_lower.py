@@ -9,9 +9,19 @@ and cached, so the graph torch_xla compiles (and caches) is the same every step.
 
 Per tensor, the same fields as `_fingerprints.fingerprint` (see there): the bit pattern
 (BitcastConvert, sign-extended to s64; integers converted, booleans 0/1), its s64 sum and its
-sum weighted by the 1-based position (iota), NaN (x != x) and Inf (|x| == inf) counts, and the
-f32 bits of the L2 norm (f64 tensors in f64, the rest in f32). Integer sums wrap modulo 2**64
-as torch's int64 do, in any order XLA reduces them.
+sum weighted by the 1-based position, NaN (x != x) and Inf (|x| == inf) counts, and the f32 bits
+of the L2 norm (f64 tensors in f64, the rest in f32, each sum accumulated in f64). Integer sums
+wrap modulo 2**64 as torch's int64 do, in any order XLA reduces them.
+
+Shaped for XLA's CPU compiler, which runs each kernel of a graph as a task of its own (~1-3 us
+each, more where it splits one over its threads): a flat reduction of more than 32 elements is
+rewritten into a reduce-window whose input is written out first, one array per field, ~13 kernels
+a tensor. Each tensor is therefore viewed as a block whose every dimension is at most 32 (the
+flat tensor zero-padded at its end: zeros add nothing to any field), reduced over all of them,
+and its four reductions (sum, weighted sum, NaN and Inf counted together as nan + inf * 2**32,
+sum of squares) land in one kernel that reads the tensor and writes its row. The NaN/Inf pair is
+split once for the whole table at the end. The weighted sum uses the element's row-major index
+in the block, which is its flat position: the padding only adds positions after the last one.
 """
 
 from __future__ import annotations
@@ -21,21 +31,35 @@ from typing import Any
 
 import torch
 
-__all__ = ["fingerprint_xla"]
+__all__ = ["fingerprint_xla", "is_built", "shapes_key"]
 
 OP_NAME = "xla::_op_xlagraph_fingerprint"
 _MAX_CACHED = 64
 _CACHE: dict[tuple[Any, ...], Any] = {}  # (dtype, shape) per tensor -> XLA computation
 built = 0  # computations built so far: a new one is a new graph for torch_xla to compile
 _BITS = {"f64": "s64", "f32": "s32", "bf16": "s16", "f16": "s16"}
+_SIDE = 32  # the largest dimension XLA's CPU compiler reduces without a reduce-window
+_SPLIT = 1 << 32  # NaN count + Inf count * 2**32 in one s64 sum: exact below 2**32 elements
+_COUNT_MAX = (1 << 31) - 1  # counts of larger tensors saturate here (the file's field is 32-bit)
 
 
-def fingerprint_xla(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+def shapes_key(tensors: Sequence[torch.Tensor]) -> tuple[Any, ...]:
+    """What the computation depends on: each tensor's dtype and shape, in order."""
+    return tuple([(t.dtype, t.shape) for t in tensors])
+
+
+def is_built(key: tuple[Any, ...]) -> bool:
+    """Whether the computation for `key` exists (else the next call builds it: a compile)."""
+    return key in _CACHE
+
+
+def fingerprint_xla(tensors: Sequence[torch.Tensor], key: tuple[Any, ...] | None = None) -> torch.Tensor:
     """(len(tensors), 5) int64 on the tensors' XLA device, rows in the order given; lazy."""
     import torch_xla
 
     global built
-    key = tuple([(t.dtype, t.shape) for t in tensors])
+    if key is None:
+        key = shapes_key(tensors)
     computation = _CACHE.get(key)
     if computation is None:
         if len(_CACHE) >= _MAX_CACHED:
@@ -54,14 +78,22 @@ def _build(tensors: Sequence[torch.Tensor]) -> Any:
 
 
 def _table(*params: Any) -> Any:
+    """(N, 5): each tensor's (N, 4) row, then the NaN/Inf pair split for all rows at once."""
     import torch_xla.core.xla_builder as xb
 
+    b = params[0].builder()
     rows = [_row(p) for p in params]
-    return xb.Op.concat_in_dim(rows, 0, builder=rows[0].builder()) if len(rows) > 1 else rows[0]
+    table = xb.Op.concat_in_dim(rows, 0, builder=b) if len(rows) > 1 else rows[0]
+    n = len(rows)
+    split = xb.Op.scalar(b, _SPLIT, xb.Type.S64).broadcast([n, 1])
+    special = table.slice_in_dim(2, 3, 1)
+    inf = special / split  # (special >= 0)
+    columns = [table.slice_in_dim(0, 2, 1), special - inf * split, inf, table.slice_in_dim(3, 4, 1)]
+    return xb.Op.concat_in_dim(columns, 1, builder=b)
 
 
 def _row(x: Any) -> Any:
-    """One tensor's (1, 5) s64 row."""
+    """One tensor's (1, 4) s64 row: sum, weighted sum, NaN + Inf * 2**32, norm bits."""
     import torch_xla.core.xla_builder as xb
 
     shape = x.shape()
@@ -69,40 +101,81 @@ def _row(x: Any) -> Any:
     for d in shape.sizes:
         n *= d
     b = x.builder()
+    s64 = xb.Type.S64
+    if n == 0:
+        return xb.Op.zero(b, s64).broadcast([1, 4])
+    dims = block_dims(n)
+    size = 1
+    for d in dims:
+        size *= d
     flat = x.reshape([n])
-    bits = flat.bitcast(_BITS[dtype]).cast(xb.Type.S64) if dtype in _BITS else flat.cast(xb.Type.S64)
-    positions = xb.Op.iota(b, xb.mkshape(xb.Type.S64, [n]), 0) + xb.Op.one(b, xb.Type.S64)
-    fields = [_sum(bits, b), _sum(bits * positions, b)]
+    if size != n:
+        flat = flat.pad(xb.Op.zero(b, dtype), [(0, size - n, 0)])
+    block = flat.reshape(dims)
+    every = list(range(len(dims)))
+    zero = xb.Op.zero(b, s64)
+
+    def total(v: Any) -> Any:
+        return v.reduce(zero, _add, every)
+
+    bits = block.bitcast(_BITS[dtype]).cast(s64) if dtype in _BITS else block.cast(s64)
+    fields = [total(bits), total(bits * _positions(b, dims))]
     if dtype in _BITS:
-        zero, inf = xb.Op.zero(b, dtype), xb.Op.scalar(b, float("inf"), dtype)
-        fields += [_count(flat.__ne__(flat), b), _count(flat.max(zero - flat).__eq__(inf), b)]
+        nan = block.__ne__(block).cast(s64)
+        inf = block.max(xb.Op.zero(b, dtype) - block).__eq__(xb.Op.scalar(b, float("inf"), dtype)).cast(s64)
+        if n < _SPLIT:
+            fields.append(total(nan + inf * xb.Op.scalar(b, _SPLIT, s64)))
+        else:  # counted apart, each saturated, then packed
+            top = xb.Op.scalar(b, _COUNT_MAX, s64)
+            fields.append(total(nan).min(top) + total(inf).min(top) * xb.Op.scalar(b, _SPLIT, s64))
     else:
-        fields += [xb.Op.zero(b, xb.Type.S64)] * 2
-    wide = xb.Type.F64 if dtype == xb.Type.F64 else xb.Type.F32
-    values = flat if dtype == wide else flat.cast(wide)
-    norm = _fsum(values * values, b, wide).sqrt()
-    if wide != xb.Type.F32:
-        norm = norm.cast(xb.Type.F32)
-    fields.append(norm.bitcast(xb.Type.S32).cast(xb.Type.S64))
-    return xb.Op.concat_in_dim([f.reshape([1]) for f in fields], 0).reshape([1, len(fields)])
+        fields.append(zero)
+    # An f32 norm as `_fingerprints` and torch compute it (f64 tensors in f64): squares and their
+    # sum in f32, so both overflow where theirs do, but the sum accumulated in f64 first: one
+    # accumulator over the whole block (no tree of partial sums) would lose ~1e-4 of a
+    # 2M-element tensor's norm in f32; in f64 nothing shows before the sum is rounded to f32.
+    f64, f32 = xb.Type.F64, xb.Type.F32
+    if dtype == f64:
+        norm = (block * block).reduce(xb.Op.zero(b, f64), _add, every).sqrt().cast(f32)
+    else:
+        values = block if dtype == f32 else block.cast(f32)
+        total = (values * values).cast(f64).reduce(xb.Op.zero(b, f64), _add, every)
+        norm = total.cast(f32).sqrt()
+    fields.append(norm.bitcast(xb.Type.S32).cast(s64))
+    return xb.Op.concat_in_dim([f.reshape([1]) for f in fields], 0).reshape([1, 4])
 
 
-def _sum(v: Any, b: Any) -> Any:
+def block_dims(n: int) -> list[int]:
+    """Dimensions, each at most 32, whose product is at least n (n > 0), with little padding:
+    two free leading dimensions, then as many dimensions of 32 as needed (the padding is under
+    1/32 of the tensor once it is larger than 1024 elements)."""
+    if n <= _SIDE:
+        return [n]
+    inner = 0
+    while -(-n // _SIDE**inner) > _SIDE * _SIDE:
+        inner += 1
+    rows = -(-n // _SIDE**inner)
+    a, c = min(((a, -(-rows // a)) for a in range(1, _SIDE + 1) if -(-rows // a) <= _SIDE), key=_area)
+    return [a, c] + [_SIDE] * inner
+
+
+def _area(pair: tuple[int, int]) -> int:
+    return pair[0] * pair[1]
+
+
+def _positions(b: Any, dims: list[int]) -> Any:
+    """s64 block of each element's 1-based row-major position."""
     import torch_xla.core.xla_builder as xb
 
-    return v.reduce(xb.Op.zero(b, xb.Type.S64), _add, [0])
-
-
-def _count(mask: Any, b: Any) -> Any:
-    import torch_xla.core.xla_builder as xb
-
-    return _sum(mask.cast(xb.Type.S64), b)
-
-
-def _fsum(v: Any, b: Any, dtype: str) -> Any:
-    import torch_xla.core.xla_builder as xb
-
-    return v.reduce(xb.Op.zero(b, dtype), _add, [0])
+    s64 = xb.Type.S64
+    shape = xb.mkshape(s64, dims)
+    out = xb.Op.one(b, s64)
+    stride = 1
+    for axis in reversed(range(len(dims))):
+        index = xb.Op.iota(b, shape, axis)
+        out = out + (index if stride == 1 else index * xb.Op.scalar(b, stride, s64))
+        stride *= dims[axis]
+    return out
 
 
 def _add(a: Any, c: Any) -> Any:

@@ -2,13 +2,23 @@
 
 Run from the recorder's step closure, right after it recorded the step: the tensors the optimizer
 step hook saw (still alive; the sync made them device data) are fingerprinted in one small graph,
-dispatched without waiting (`_xla_sync_multi(wait=False)`), and fetched at the next sync, when it
-has long finished. torch_xla compiles that graph once per set of shapes and caches it.
+dispatched without waiting, and fetched a few steps later, when it has long finished. torch_xla
+compiles that graph once per set of shapes and caches it.
 
-The graph must never look like the user's: what torch_xla reports for it (its PT_XLA_DEBUG
-block, the compile and execution counters, the CompileTime sample, its --xla_dump_to files) is
-consumed here at once, so the journal holds the training graphs only. With and without
-fingerprints the training graphs have the same hashes and the same compile count.
+The graph is traced and dispatched with torch_xla's eager mode switched on for the one call: the
+user computation's result is then synced where it is created (`XLATensor::Create` ->
+`ApplyEagerSync`, the same `SyncTensorsGraph` a `_xla_sync_multi(wait=False)` runs), but
+torch_xla skips its PT_XLA_DEBUG analysis for it (`debug_util.cpp`: no analysis in eager mode, so
+no Python stack walk and no debug block to read back and drop) and books its compile and
+execution time under `EagerCompileTime` / `EagerExecuteTime`, not the `CompileTime` the journal
+reads. The same holds in torch_xla 2.5 to 2.9. What it still reports (the `UncachedCompile` and
+`ExecuteComputation` counters, its --xla_dump_to files) is taken out of the recorder's view here,
+so the journal holds the training graphs only: with and without fingerprints the training graphs
+have the same hashes and the same compile count.
+
+Eager mode is process-wide for that call: an XLA op traced by another Python thread while the
+call has the GIL released would run at once, as its own graph. Step closures run on the training
+thread between steps, where no other thread traces in the loops torch_xla documents.
 """
 
 from __future__ import annotations
@@ -30,8 +40,7 @@ class SideState:
     """What the fingerprint graph remembers between steps (one per process)."""
 
     compiles: int = 0  # compiles of the fingerprint graph
-    compiles_seen: int = -1  # torch_xla's compile count after the last fingerprint graph
-    debug_seen: tuple[Any, str] = (None, "")  # the fingerprint graph's debug text, parsed
+    compiles_seen: int = -1  # torch_xla's UncachedCompile count after the last fingerprint graph
 
 
 def side_graph(rec: Any, tensors: list[Any], state: SideState) -> Any:
@@ -39,25 +48,29 @@ def side_graph(rec: Any, tensors: list[Any], state: SideState) -> Any:
     and take what torch_xla reports for it out of the recorder `rec`'s view. Returns the table
     (fetched at a later sync); `state` counts the graph's compiles."""
     from xlagraph.capture import _fp_lower
-    from xlagraph.capture._fingerprints import fingerprint
 
-    ir_debug = rec.xlac._get_ir_debug()
-    if ir_debug:  # source lines of this graph are never shown: not worth a Python stack per op
-        rec.xlac._set_ir_debug(False)
-    try:
-        built = _fp_lower.built
-        table = fingerprint(tensors)
-    finally:
-        if ir_debug:
-            rec.xlac._set_ir_debug(True)
+    xlac = rec.xlac
+    count = xlac._xla_counter_value("UncachedCompile") or 0
+    key = _fp_lower.shapes_key(tensors)
     # torch_xla compiles this graph only for a new computation, or after other compiles (its cache
     # evicts on insertion): only then are the dump folder's files listed to tell its dumps apart.
-    count = rec._compile_metric()[0]
     dumps: set[str] | None = None
-    if _fp_lower.built != built or count != state.compiles_seen:
+    if not _fp_lower.is_built(key) or count != state.compiles_seen:
         scan_dumps(rec)  # the training graphs' dumps are paired before this graph adds its own
         dumps = _dump_names(rec)
-    rec.xlac._xla_sync_multi([table], [], False)
+    ir_debug = xlac._get_ir_debug()
+    eager = xlac._get_use_eager_mode()
+    if ir_debug:  # source lines of this graph are never shown: not worth a Python stack per op
+        xlac._set_ir_debug(False)
+    if not eager:
+        xlac._set_use_eager_mode(True)
+    try:
+        table = _fp_lower.fingerprint_xla(tensors, key)  # traced, compiled once, dispatched here
+    finally:
+        if not eager:
+            xlac._set_use_eager_mode(False)
+        if ir_debug:
+            xlac._set_ir_debug(True)
     state.compiles_seen = _absorb(rec, (count, dumps), state)
     return table
 
@@ -73,27 +86,19 @@ def _dump_names(rec: Any) -> set[str]:
 
 def _absorb(rec: Any, before: tuple[int, set[str] | None], state: SideState) -> int:
     """Take what torch_xla reported for the fingerprint graph out of the recorder's view; the
-    compile count after it."""
+    UncachedCompile count after it."""
     s = rec.s
-    data = rec.debug.read()
-    if data:  # its analysis blocks: dropped. The same text every step: parsed once
-        if state.debug_seen[0] == (s.carry, data):
-            s.carry = state.debug_seen[1]
-        else:
-            key = (s.carry, data)
-            _, s.carry = parse_pt_xla_debug(s.carry + decode(data))
-            state.debug_seen = (key, s.carry)
+    if rec.debug.unread():  # nothing in eager mode; a block written anyway is this graph's: dropped
+        _, s.carry = parse_pt_xla_debug(s.carry + decode(rec.debug.read()))
     compiles, _ = rec._counters()
-    count = rec._compile_metric()[0]
-    new_compiles = count - before[0]
-    # One execution is this graph's, whenever the (lagging) execution counter shows it.
-    rec.base = (rec.base[0], rec.base[1] + 1, rec.base[2] + new_compiles)
+    new_compiles = compiles - before[0]
+    # One execution is this graph's, whenever the (lagging) execution counter shows it. Its
+    # compile is booked under EagerCompileTime: the CompileTime metric the journal reads is as
+    # the training graphs left it.
+    rec.base = (rec.base[0], rec.base[1] + 1, rec.base[2])
     s.compiles, s.executes = compiles, s.executes + 1
     if new_compiles:
         state.compiles += new_compiles
-        metric = rec.xlac._xla_metric_data("CompileTime")
-        if metric and metric[2]:
-            s.compile_sample_ts = max(s.compile_sample_ts, metric[2][-1][0])
     if rec.plan.hlo_dump and before[1] is not None:
         try:
             names = set(os.listdir(rec.hlo_dir)) - before[1]
@@ -103,4 +108,4 @@ def _absorb(rec: Any, before: tuple[int, set[str] | None], state: SideState) -> 
             s.dumps_seen.add(name)
             s.prefixes_done.add(fmt.dump_prefix(name))
             unlink(os.path.join(rec.hlo_dir, name))
-    return count
+    return compiles
