@@ -8,6 +8,8 @@ mod blake2b;
 mod canon;
 mod checks;
 mod created;
+mod from_handle;
+mod handle;
 mod literal;
 mod matcher;
 mod notes;
@@ -316,15 +318,13 @@ fn parse_hlo<'py>(
     // Each computation's Rust records are freed once it is built: the peak holds one copy.
     for (index, comp) in std::mem::take(&mut module.comps).into_iter().enumerate() {
         let (built, names, operands) = b.computation(&comp, line_offset)?;
-        comps.append(built)?;
+        comps.append(&built)?;
         if let Ok(m) = &canonical {
+            let c = &m.comps[place[index]];
+            let instructions = built.get_item(1)?;
+            let kept = handle::handle(c, &comp, &names, instructions.downcast::<PyTuple>()?)?;
             forms[place[index]] = Some(canonical_form(
-                py,
-                &mut ints,
-                &m.comps[place[index]],
-                &comp,
-                &names,
-                &operands,
+                py, &mut ints, c, &comp, &names, &operands, kept,
             )?);
         }
     }
@@ -384,7 +384,8 @@ fn py_int<'py>(py: Python<'py>, v: i128) -> PyResult<Bound<'py, PyAny>> {
 
 /// One computation's canonical form as the fields of `CanonicalComputation`, names shared with
 /// the IR: its index, then `CanonicalComputation`'s fields past `computation` in their order;
-/// dictionaries in the key order `rules.py` gives them.
+/// dictionaries in the key order `rules.py` gives them; last the core's handle on it (`core`,
+/// handle.rs), None where a name repeats.
 fn canonical_form<'py>(
     py: Python<'py>,
     ints: &mut FxMap<u64, Bound<'py, PyAny>>,
@@ -392,6 +393,7 @@ fn canonical_form<'py>(
     comp: &text::Comp,
     names: &[Bound<'py, PyString>],
     operands: &[Bound<'py, PyTuple>],
+    kept: Option<handle::CanonHandle>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let name = |i: &u32| names[*i as usize].clone();
     let tuple = |v: &[u32]| PyTuple::new(py, v.iter().map(name)).map(untrack);
@@ -459,6 +461,10 @@ fn canonical_form<'py>(
             c.hash.into_pyobject(py)?.into_any(),
             layouts.into_any(),
             tuple(&c.walk)?.into_any(),
+            match kept {
+                Some(h) => Bound::new(py, h)?.into_any(),
+                None => py.None().into_bound(py),
+            },
         ],
     )
 }
@@ -517,6 +523,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(refine::refine_graph, m)?)?;
     m.add_function(wrap_pyfunction!(refine::refine_picked, m)?)?;
     m.add_class::<refine::RefineGraph>()?;
+    m.add_class::<handle::CanonHandle>()?;
+    m.add_function(wrap_pyfunction!(from_handle::match_side_of, m)?)?;
+    m.add_function(wrap_pyfunction!(from_handle::refine_graph_of, m)?)?;
     m.add("HloSyntaxError", m.py().get_type::<HloSyntaxError>())?;
     Ok(())
 }
