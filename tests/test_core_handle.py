@@ -100,3 +100,23 @@ def test_handle_builds_what_the_dictionaries_build(batch: int) -> None:
                 assert _history(got_graph, strict) == _history(graph, strict), (spec, comp.name, strict)
             compared += 1
     assert compared
+
+
+@pytest.mark.parametrize("batch", range(2))
+def test_h0_distance_is_the_counters_distance(batch: int) -> None:
+    """A report's screen of candidate baselines (`baseline._h0_distance`) gives the core's merge
+    of sorted hashes the answer of Python's counters, on the entries of every fixture pair."""
+    from collections import Counter
+
+    compared = 0
+    for a, b in PAIRS[batch::2]:
+        ma, mb = load_module(_spec(a)), load_module(_spec(b))
+        ea, eb = canonicalize(ma).entry, canonicalize(mb).entry
+        if ea.core is None or eb.core is None:
+            continue
+        mine, theirs = Counter(ea.h0.values()), Counter(eb.h0.values())
+        want = sum((mine - theirs).values()) + sum((theirs - mine).values())
+        assert ea.core.h0_distance(eb.core) == want, (a, b)
+        assert eb.core.h0_distance(ea.core) == want, (a, b)
+        compared += 1
+    assert compared > 100

@@ -9,6 +9,8 @@
 //! first colours read) are numbered per handle, with one text (or one representative
 //! instruction) per number.
 
+use std::sync::OnceLock;
+
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 
@@ -37,12 +39,32 @@ pub struct CanonHandle {
     pub(crate) h0: Vec<i128>,
     pub(crate) h1: Vec<i128>,
     pub(crate) params: Vec<(u32, i64)>,
+    /// `h0` of `order`, sorted (made when first asked for: `h0_distance`).
+    pub(crate) h0_sorted: OnceLock<Vec<i128>>,
 }
 
 #[pymethods]
 impl CanonHandle {
     fn __len__(&self) -> usize {
         self.names.len()
+    }
+
+    /// How many instructions of either computation have no structural twin (`h0`) in the other,
+    /// counted as multisets: `sum((a - b).values()) + sum((b - a).values())` of the two
+    /// `Counter(comp.h0.values())` (a report's cheap screen of candidate baselines).
+    fn h0_distance(&self, py: Python<'_>, other: &CanonHandle) -> u64 {
+        let (a, b) = (self.sorted_h0(), other.sorted_h0());
+        py.allow_threads(|| {
+            let (mut i, mut j, mut d) = (0, 0, 0u64);
+            while i < a.len() && j < b.len() {
+                match a[i].cmp(&b[j]) {
+                    std::cmp::Ordering::Less => (d, i) = (d + 1, i + 1),
+                    std::cmp::Ordering::Greater => (d, j) = (d + 1, j + 1),
+                    std::cmp::Ordering::Equal => (i, j) = (i + 1, j + 1),
+                }
+            }
+            d + (a.len() - i) as u64 + (b.len() - j) as u64
+        })
     }
 }
 
@@ -53,6 +75,14 @@ impl CanonHandle {
             return None;
         }
         Some(&self.ops[self.ops_start[i] as usize..self.ops_start[i + 1] as usize])
+    }
+
+    fn sorted_h0(&self) -> &[i128] {
+        self.h0_sorted.get_or_init(|| {
+            let mut v: Vec<i128> = self.order.iter().map(|&i| self.h0[i as usize]).collect();
+            v.sort_unstable();
+            v
+        })
     }
 
     pub(crate) fn in_order(&self) -> Vec<bool> {
@@ -155,5 +185,6 @@ pub(crate) fn handle<'py>(
         h0: c.h0.clone(),
         h1: c.h1.clone(),
         params: c.params.clone(),
+        h0_sorted: OnceLock::new(),
     }))
 }
