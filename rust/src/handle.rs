@@ -30,7 +30,7 @@ pub struct CanonHandle {
     pub(crate) kind: Vec<u32>,
     pub(crate) kinds: Vec<Py<PyAny>>,
     /// The canonical form: `order`, `operands` (CSR; `has_ops` false where it has no entry),
-    /// `outputs`, `h0` / `h1` (defined on `order`), `param_number` in its dictionary order.
+    /// `outputs`, `h0` / `h1` / `keys` (defined on `order`), `param_number` in its dictionary order.
     pub(crate) order: Vec<u32>,
     pub(crate) ops_start: Vec<u32>,
     pub(crate) ops: Vec<u32>,
@@ -38,6 +38,8 @@ pub struct CanonHandle {
     pub(crate) outputs: Vec<u32>,
     pub(crate) h0: Vec<i128>,
     pub(crate) h1: Vec<i128>,
+    /// The content keys (`keys`), defined on `order`.
+    pub(crate) keys: Vec<u64>,
     pub(crate) params: Vec<(u32, i64)>,
     /// `h0` of `order`, sorted (made when first asked for: `h0_distance`).
     pub(crate) h0_sorted: OnceLock<Vec<i128>>,
@@ -184,6 +186,7 @@ pub(crate) fn handle<'py>(
         outputs: c.outputs.clone(),
         h0: c.h0.clone(),
         h1: c.h1.clone(),
+        keys: c.keys.clone(),
         params: c.params.clone(),
         h0_sorted: OnceLock::new(),
     }))

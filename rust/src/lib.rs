@@ -6,6 +6,7 @@
 mod attrs;
 mod blake2b;
 mod canon;
+mod changes;
 mod checks;
 mod created;
 mod from_handle;
@@ -526,6 +527,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<handle::CanonHandle>()?;
     m.add_function(wrap_pyfunction!(from_handle::match_side_of, m)?)?;
     m.add_function(wrap_pyfunction!(from_handle::refine_graph_of, m)?)?;
+    m.add_function(wrap_pyfunction!(changes::matched_walk, m)?)?;
     m.add("HloSyntaxError", m.py().get_type::<HloSyntaxError>())?;
     Ok(())
 }
