@@ -190,3 +190,77 @@ pub fn matched_walk<'py>(
         [events.into_any(), prop_l.into_any(), prop_r.into_any()],
     )?))
 }
+
+/// Indices of the names of a Python iterable (a dict's keys, a set) that name instructions of
+/// the handle; None where one does not (the caller's Python path decides that input).
+fn indices(index: &mut Index<'_>, names: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u32>>> {
+    let mut out = Vec::new();
+    for n in names.try_iter()? {
+        match index.get(&n?)? {
+            Some(i) => out.push(i),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(out))
+}
+
+/// The first step of `diagnose.regions.structure`: instructions of each side's `order` that are
+/// not paired (`pair_left` / `pair_right`), not explained by a cause (`explained_left` /
+/// `explained_right`), and whose `h1` neither the other side nor a paired instruction of their
+/// own side has (a subgraph computed twice on one side and once on the other is the same
+/// computation). Returns the two lists of names in `order`; None where the Python must decide
+/// (a name the handles do not hold: it raises there as it always did).
+#[pyfunction]
+pub fn unexplained<'py>(
+    py: Python<'py>,
+    left: &Bound<'py, CanonHandle>,
+    right: &Bound<'py, CanonHandle>,
+    pair_left: &Bound<'py, PyDict>,
+    pair_right: &Bound<'py, PyDict>,
+    explained_left: &Bound<'py, PyAny>,
+    explained_right: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let (l, r) = (left.get(), right.get());
+    let (mut li, mut ri) = (Index::new(l), Index::new(r));
+    let (Some(pl), Some(pr)) = (
+        indices(&mut li, pair_left.as_any())?,
+        indices(&mut ri, pair_right.as_any())?,
+    ) else {
+        return Ok(None);
+    };
+    let (l_order, r_order) = (l.in_order(), r.in_order());
+    // `h1` is defined on `order`: a paired name outside it is a KeyError in the Python.
+    if pl.iter().any(|&a| !l_order[a as usize]) || pr.iter().any(|&b| !r_order[b as usize]) {
+        return Ok(None);
+    }
+    let mut out = Vec::with_capacity(2);
+    for (h, own, other, explained, index) in [
+        (l, &pl, r, explained_left, &mut li),
+        (r, &pr, l, explained_right, &mut ri),
+    ] {
+        let mut known: FxMap<i128, ()> = FxMap::default();
+        for &i in &other.order {
+            known.insert(other.h1[i as usize], ());
+        }
+        for &i in own.iter() {
+            known.insert(h.h1[i as usize], ());
+        }
+        let mut skip = vec![false; h.names.len()];
+        for &i in own.iter() {
+            skip[i as usize] = true;
+        }
+        for n in explained.try_iter()? {
+            if let Some(i) = index.get(&n?)? {
+                skip[i as usize] = true;
+            }
+        }
+        let found = PyList::empty(py);
+        for &i in &h.order {
+            if !skip[i as usize] && !known.contains_key(&h.h1[i as usize]) {
+                found.append(h.names[i as usize].bind(py))?;
+            }
+        }
+        out.push(found);
+    }
+    Ok(Some(PyTuple::new(py, out)?))
+}

@@ -528,6 +528,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_handle::match_side_of, m)?)?;
     m.add_function(wrap_pyfunction!(from_handle::refine_graph_of, m)?)?;
     m.add_function(wrap_pyfunction!(changes::matched_walk, m)?)?;
+    m.add_function(wrap_pyfunction!(changes::unexplained, m)?)?;
     m.add("HloSyntaxError", m.py().get_type::<HloSyntaxError>())?;
     Ok(())
 }
