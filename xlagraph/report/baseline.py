@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
+from itertools import islice
 
 from xlagraph.canonical import CanonicalComputation, canonicalize
 from xlagraph.diagnose.causes import CauseKind
@@ -288,7 +289,9 @@ def _choose_baseline(
     if isinstance(this, str):
         h, s = ordered[0]
         return _Choice(h, s, None, reason), f"cannot explain this graph: {this}"
-    readable = [(h, s) for h, s in ordered if isinstance(modules.get(h), Module)][:MAX_CANDIDATES]
+    # The first readable ones only: a graph past them would be parsed (and kept) for nothing.
+    found = ((h, s) for h, s in ordered if isinstance(modules.get(h), Module))
+    readable = list(islice(found, MAX_CANDIDATES))
     if not readable:
         h, s = ordered[0]
         why = f"cannot explain this graph: the baseline's HLO is missing ({modules.get(h)})"
