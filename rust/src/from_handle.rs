@@ -73,7 +73,6 @@ fn dims(shape: &str) -> Result<Option<Vec<i64>>, ()> {
 /// `hashes.COMMUTATIVE`. Raises ValueError where the Python reference must decide.
 #[pyfunction]
 pub fn match_side_of(
-    py: Python<'_>,
     handle: &Bound<'_, CanonHandle>,
     commutative: &Bound<'_, PyAny>,
 ) -> PyResult<MatchSide> {
@@ -128,7 +127,7 @@ pub fn match_side_of(
     }
     let (users_start, users) = users_of(n, &h.order, &h.ops_start, &h.ops, &h.has_ops)?;
     Ok(MatchSide {
-        names: h.names.iter().map(|s| s.clone_ref(py)).collect(),
+        canon: h.canon.clone(),
         opcode,
         commutative: commut,
         leaf,
@@ -137,15 +136,7 @@ pub fn match_side_of(
         rank,
         dims: dims_of,
         dims_table,
-        order: h.order.clone(),
-        ops_start: h.ops_start.clone(),
-        ops: h.ops.clone(),
-        has_ops: h.has_ops.clone(),
-        outputs: h.outputs.clone(),
-        h0: h.h0.clone(),
-        h1: h.h1.clone(),
         has_h: h.in_order(),
-        params: h.params.clone(),
         users_start,
         users,
     })

@@ -9,7 +9,7 @@
 //! first colours read) are numbered per handle, with one text (or one representative
 //! instruction) per number.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
@@ -17,9 +17,43 @@ use pyo3::types::{PyString, PyTuple};
 use crate::canon::CompCanon;
 use crate::text::{Comp, FxMap};
 
+/// What the matcher and the handle share of a canonical computation: its names and canonical
+/// form (`order`, `operands` as CSR with `has_ops` false where it has no entry, `outputs`,
+/// `h0` / `h1` defined on `order`, `param_number` in its dictionary order). One copy, behind an
+/// `Arc`, however many matcher sides are made from a handle.
+pub struct Canon {
+    pub(crate) names: Vec<Py<PyString>>,
+    pub(crate) order: Vec<u32>,
+    pub(crate) ops_start: Vec<u32>,
+    pub(crate) ops: Vec<u32>,
+    pub(crate) has_ops: Vec<bool>,
+    pub(crate) outputs: Vec<u32>,
+    pub(crate) h0: Vec<i128>,
+    pub(crate) h1: Vec<i128>,
+    pub(crate) params: Vec<(u32, i64)>,
+}
+
+impl Canon {
+    pub(crate) fn operands(&self, i: u32) -> Option<&[u32]> {
+        let i = i as usize;
+        if !self.has_ops[i] {
+            return None;
+        }
+        Some(&self.ops[self.ops_start[i] as usize..self.ops_start[i + 1] as usize])
+    }
+
+    pub(crate) fn in_order(&self) -> Vec<bool> {
+        let mut v = vec![false; self.names.len()];
+        for &i in &self.order {
+            v[i as usize] = true;
+        }
+        v
+    }
+}
+
 #[pyclass(frozen, module = "xlagraph._core")]
 pub struct CanonHandle {
-    pub(crate) names: Vec<Py<PyString>>,
+    pub(crate) canon: Arc<Canon>,
     /// Per instruction: its opcode and printed shape (indices into `opcodes` / `shapes`).
     pub(crate) opcode: Vec<u32>,
     pub(crate) shape: Vec<u32>,
@@ -29,20 +63,17 @@ pub struct CanonHandle {
     /// and one instruction of each kind (the IR's `Instruction`).
     pub(crate) kind: Vec<u32>,
     pub(crate) kinds: Vec<Py<PyAny>>,
-    /// The canonical form: `order`, `operands` (CSR; `has_ops` false where it has no entry),
-    /// `outputs`, `h0` / `h1` / `keys` (defined on `order`), `param_number` in its dictionary order.
-    pub(crate) order: Vec<u32>,
-    pub(crate) ops_start: Vec<u32>,
-    pub(crate) ops: Vec<u32>,
-    pub(crate) has_ops: Vec<bool>,
-    pub(crate) outputs: Vec<u32>,
-    pub(crate) h0: Vec<i128>,
-    pub(crate) h1: Vec<i128>,
     /// The content keys (`keys`), defined on `order`.
     pub(crate) keys: Vec<u64>,
-    pub(crate) params: Vec<(u32, i64)>,
     /// `h0` of `order`, sorted (made when first asked for: `h0_distance`).
     pub(crate) h0_sorted: OnceLock<Vec<i128>>,
+}
+
+impl std::ops::Deref for CanonHandle {
+    type Target = Canon;
+    fn deref(&self) -> &Canon {
+        &self.canon
+    }
 }
 
 #[pymethods]
@@ -71,28 +102,12 @@ impl CanonHandle {
 }
 
 impl CanonHandle {
-    pub(crate) fn operands(&self, i: u32) -> Option<&[u32]> {
-        let i = i as usize;
-        if !self.has_ops[i] {
-            return None;
-        }
-        Some(&self.ops[self.ops_start[i] as usize..self.ops_start[i + 1] as usize])
-    }
-
     fn sorted_h0(&self) -> &[i128] {
         self.h0_sorted.get_or_init(|| {
             let mut v: Vec<i128> = self.order.iter().map(|&i| self.h0[i as usize]).collect();
             v.sort_unstable();
             v
         })
-    }
-
-    pub(crate) fn in_order(&self) -> Vec<bool> {
-        let mut v = vec![false; self.names.len()];
-        for &i in &self.order {
-            v[i as usize] = true;
-        }
-        v
     }
 }
 
@@ -172,22 +187,24 @@ pub(crate) fn handle<'py>(
     }
     ops_start.push(ops.len() as u32);
     Ok(Some(CanonHandle {
-        names: names.iter().map(|s| s.clone().unbind()).collect(),
+        canon: Arc::new(Canon {
+            names: names.iter().map(|s| s.clone().unbind()).collect(),
+            order: c.order.clone(),
+            ops_start,
+            ops,
+            has_ops,
+            outputs: c.outputs.clone(),
+            h0: c.h0.clone(),
+            h1: c.h1.clone(),
+            params: c.params.clone(),
+        }),
         opcode,
         shape,
         opcodes,
         shapes,
         kind,
         kinds,
-        order: c.order.clone(),
-        ops_start,
-        ops,
-        has_ops,
-        outputs: c.outputs.clone(),
-        h0: c.h0.clone(),
-        h1: c.h1.clone(),
         keys: c.keys.clone(),
-        params: c.params.clone(),
         h0_sorted: OnceLock::new(),
     }))
 }

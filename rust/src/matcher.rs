@@ -8,12 +8,13 @@
 //! there say why each rule is what it is.
 
 use std::collections::VecDeque;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
+use crate::handle::Canon;
 use crate::text::FxMap;
 
 const NONE: u32 = u32::MAX;
@@ -74,10 +75,11 @@ pub(crate) fn rank_key(shape: &str) -> (u32, u32) {
     }
 }
 
-/// One canonical computation as the matcher reads it.
+/// One canonical computation as the matcher reads it: its names and canonical form (`Canon`,
+/// shared with the handle it was made from, if any), and what the matcher adds.
 #[pyclass(frozen, module = "xlagraph._core")]
 pub struct MatchSide {
-    pub(crate) names: Vec<Py<PyString>>,
+    pub(crate) canon: Arc<Canon>,
     pub(crate) opcode: Vec<u32>,
     /// Opcode in `COMMUTATIVE` / in `top_down._LEAVES`.
     pub(crate) commutative: Vec<bool>,
@@ -88,30 +90,20 @@ pub struct MatchSide {
     pub(crate) rank: Vec<(u32, u32)>,
     pub(crate) dims: Vec<u32>,
     pub(crate) dims_table: Vec<Option<Vec<i64>>>,
-    pub(crate) order: Vec<u32>,
-    /// Canonical operands (CSR); `has_ops` false where `operands` has no entry.
-    pub(crate) ops_start: Vec<u32>,
-    pub(crate) ops: Vec<u32>,
-    pub(crate) has_ops: Vec<bool>,
-    pub(crate) outputs: Vec<u32>,
-    pub(crate) h0: Vec<i128>,
-    pub(crate) h1: Vec<i128>,
     pub(crate) has_h: Vec<bool>,
-    /// `param_number` in its dictionary order.
-    pub(crate) params: Vec<(u32, i64)>,
     /// Users of each instruction in `order` (`bottom_up.users_of`), CSR.
     pub(crate) users_start: Vec<u32>,
     pub(crate) users: Vec<u32>,
 }
 
-impl MatchSide {
-    fn operands(&self, i: u32) -> Option<&[u32]> {
-        let i = i as usize;
-        if !self.has_ops[i] {
-            return None;
-        }
-        Some(&self.ops[self.ops_start[i] as usize..self.ops_start[i + 1] as usize])
+impl std::ops::Deref for MatchSide {
+    type Target = Canon;
+    fn deref(&self) -> &Canon {
+        &self.canon
     }
+}
+
+impl MatchSide {
     fn users(&self, i: u32) -> &[u32] {
         let i = i as usize;
         &self.users[self.users_start[i] as usize..self.users_start[i + 1] as usize]
@@ -317,7 +309,17 @@ pub fn match_side<'py>(
     let (users_start, users) = users_of(n, &order_ix, &ops_start, &ops, &has_ops)?;
     let _ = py;
     Ok(MatchSide {
-        names,
+        canon: Arc::new(Canon {
+            names,
+            order: order_ix,
+            ops_start,
+            ops,
+            has_ops,
+            outputs: outputs_ix,
+            h0: hv0,
+            h1: hv1,
+            params,
+        }),
         opcode,
         commutative: commut,
         leaf,
@@ -326,15 +328,7 @@ pub fn match_side<'py>(
         rank,
         dims,
         dims_table,
-        order: order_ix,
-        ops_start,
-        ops,
-        has_ops,
-        outputs: outputs_ix,
-        h0: hv0,
-        h1: hv1,
         has_h,
-        params,
         users_start,
         users,
     })
