@@ -15,7 +15,6 @@ import bisect
 import itertools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
-from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.collectives import collectives
@@ -53,22 +52,11 @@ def _supported(cmp: Comparison, a: str, b: str) -> bool:
 _COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
 
 
-def _distinguishable(cmp: Comparison, comp: CanonicalComputation) -> frozenset[str]:
+def _distinguishable(cmp: Comparison, comp: CanonicalComputation) -> set[str]:
     """Parameters that nothing else on their side resembles: same shape and users computing the
     same thing (structurally, `h0`) make inputs interchangeable, e.g. the Q, K and V weights of
     one layer or the seeds of two dropouts. Paired as parts of identical subgraphs, such inputs
-    may be paired either way, so that is no evidence of a permutation; their positions stand.
-    A property of `comp` alone: kept while it lives (a report compares it in several diffs)."""
-    found = _LONE.get(comp)
-    if found is None:
-        found = _LONE[comp] = frozenset(_lone(cmp, comp))
-    return found
-
-
-_LONE: WeakKeyDictionary[CanonicalComputation, frozenset[str]] = WeakKeyDictionary()
-
-
-def _lone(cmp: Comparison, comp: CanonicalComputation) -> set[str]:
+    may be paired either way, so that is no evidence of a permutation; their positions stand."""
     users = cmp.users(comp)
     sig = {
         p: (shape_of(comp, p), tuple(sorted(comp.h0.get(u, comp.keys.get(u, 0)) for u in users.get(p, ()))))
