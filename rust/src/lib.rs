@@ -6,8 +6,11 @@
 mod attrs;
 mod blake2b;
 mod canon;
+mod changes;
 mod checks;
 mod created;
+mod from_handle;
+mod handle;
 mod literal;
 mod matcher;
 mod notes;
@@ -270,6 +273,39 @@ fn parse_hlo<'py>(
     instruction_cls: Bound<'py, PyType>,
     metadata_cls: Bound<'py, PyType>,
 ) -> PyResult<Bound<'py, PyTuple>> {
+    let built = build(py, text, line_offset, instruction_cls, metadata_cls);
+    if text.len() > TRIM_PAST {
+        release_free_memory();
+    }
+    built
+}
+
+/// Past this much text, the reader's records (freed once the Python IR is built) are worth
+/// handing back to the system: a report that keeps 20 graphs of 100K instructions otherwise
+/// keeps each one's freed records too (about a third of its resident size).
+const TRIM_PAST: usize = 1 << 20;
+
+/// Return the allocator's free memory to the system (glibc's `malloc_trim`; elsewhere nothing).
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> std::os::raw::c_int;
+        }
+        // SAFETY: glibc's malloc_trim only releases free memory; it has no preconditions.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
+fn build<'py>(
+    py: Python<'py>,
+    text: &str,
+    line_offset: i64,
+    instruction_cls: Bound<'py, PyType>,
+    metadata_cls: Bound<'py, PyType>,
+) -> PyResult<Bound<'py, PyTuple>> {
     let parsed = py.allow_threads(|| read(text));
     let mut module = match parsed {
         Ok(m) => m,
@@ -316,15 +352,13 @@ fn parse_hlo<'py>(
     // Each computation's Rust records are freed once it is built: the peak holds one copy.
     for (index, comp) in std::mem::take(&mut module.comps).into_iter().enumerate() {
         let (built, names, operands) = b.computation(&comp, line_offset)?;
-        comps.append(built)?;
+        comps.append(&built)?;
         if let Ok(m) = &canonical {
+            let c = &m.comps[place[index]];
+            let instructions = built.get_item(1)?;
+            let kept = handle::handle(c, &comp, &names, instructions.downcast::<PyTuple>()?)?;
             forms[place[index]] = Some(canonical_form(
-                py,
-                &mut ints,
-                &m.comps[place[index]],
-                &comp,
-                &names,
-                &operands,
+                py, &mut ints, c, &comp, &names, &operands, kept,
             )?);
         }
     }
@@ -384,7 +418,8 @@ fn py_int<'py>(py: Python<'py>, v: i128) -> PyResult<Bound<'py, PyAny>> {
 
 /// One computation's canonical form as the fields of `CanonicalComputation`, names shared with
 /// the IR: its index, then `CanonicalComputation`'s fields past `computation` in their order;
-/// dictionaries in the key order `rules.py` gives them.
+/// dictionaries in the key order `rules.py` gives them; last the core's handle on it (`core`,
+/// handle.rs), None where a name repeats.
 fn canonical_form<'py>(
     py: Python<'py>,
     ints: &mut FxMap<u64, Bound<'py, PyAny>>,
@@ -392,6 +427,7 @@ fn canonical_form<'py>(
     comp: &text::Comp,
     names: &[Bound<'py, PyString>],
     operands: &[Bound<'py, PyTuple>],
+    kept: Option<handle::CanonHandle>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let name = |i: &u32| names[*i as usize].clone();
     let tuple = |v: &[u32]| PyTuple::new(py, v.iter().map(name)).map(untrack);
@@ -459,6 +495,10 @@ fn canonical_form<'py>(
             c.hash.into_pyobject(py)?.into_any(),
             layouts.into_any(),
             tuple(&c.walk)?.into_any(),
+            match kept {
+                Some(h) => Bound::new(py, h)?.into_any(),
+                None => py.None().into_bound(py),
+            },
         ],
     )
 }
@@ -517,6 +557,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(refine::refine_graph, m)?)?;
     m.add_function(wrap_pyfunction!(refine::refine_picked, m)?)?;
     m.add_class::<refine::RefineGraph>()?;
+    m.add_class::<handle::CanonHandle>()?;
+    m.add_function(wrap_pyfunction!(from_handle::match_side_of, m)?)?;
+    m.add_function(wrap_pyfunction!(from_handle::refine_graph_of, m)?)?;
+    m.add_function(wrap_pyfunction!(changes::matched_walk, m)?)?;
+    m.add_function(wrap_pyfunction!(changes::unexplained, m)?)?;
     m.add("HloSyntaxError", m.py().get_type::<HloSyntaxError>())?;
     Ok(())
 }

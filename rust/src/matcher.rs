@@ -8,19 +8,20 @@
 //! there say why each rule is what it is.
 
 use std::collections::VecDeque;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
+use crate::handle::Canon;
 use crate::text::FxMap;
 
 const NONE: u32 = u32::MAX;
 
 /// One id per distinct string, shared by every computation of the process, so that opcodes and
 /// shapes of two computations compare as integers.
-fn intern(s: &str) -> u32 {
+pub(crate) fn intern(s: &str) -> u32 {
     static TABLE: OnceLock<Mutex<FxMap<String, u32>>> = OnceLock::new();
     let mut t = TABLE
         .get_or_init(|| Mutex::new(FxMap::default()))
@@ -60,7 +61,7 @@ fn hash_of(v: &Bound<'_, PyAny>) -> PyResult<i128> {
 
 /// `bottom_up._rank`: element type and rank, as the Python computes them from the printed shape
 /// (the head before the first `[`, and the commas after it plus one).
-fn rank_key(shape: &str) -> (u32, u32) {
+pub(crate) fn rank_key(shape: &str) -> (u32, u32) {
     match shape.find('[') {
         None => (intern(shape), 1),
         Some(p) => {
@@ -74,44 +75,35 @@ fn rank_key(shape: &str) -> (u32, u32) {
     }
 }
 
-/// One canonical computation as the matcher reads it.
+/// One canonical computation as the matcher reads it: its names and canonical form (`Canon`,
+/// shared with the handle it was made from, if any), and what the matcher adds.
 #[pyclass(frozen, module = "xlagraph._core")]
 pub struct MatchSide {
-    names: Vec<Py<PyString>>,
-    opcode: Vec<u32>,
+    pub(crate) canon: Arc<Canon>,
+    pub(crate) opcode: Vec<u32>,
     /// Opcode in `COMMUTATIVE` / in `top_down._LEAVES`.
-    commutative: Vec<bool>,
-    leaf: Vec<bool>,
+    pub(crate) commutative: Vec<bool>,
+    pub(crate) leaf: Vec<bool>,
     /// The printed shape, the shape without layout (`strip_layout`), its rank key, its dims.
-    shape: Vec<u32>,
-    stripped: Vec<u32>,
-    rank: Vec<(u32, u32)>,
-    dims: Vec<u32>,
-    dims_table: Vec<Option<Vec<i64>>>,
-    order: Vec<u32>,
-    /// Canonical operands (CSR); `has_ops` false where `operands` has no entry.
-    ops_start: Vec<u32>,
-    ops: Vec<u32>,
-    has_ops: Vec<bool>,
-    outputs: Vec<u32>,
-    h0: Vec<i128>,
-    h1: Vec<i128>,
-    has_h: Vec<bool>,
-    /// `param_number` in its dictionary order.
-    params: Vec<(u32, i64)>,
+    pub(crate) shape: Vec<u32>,
+    pub(crate) stripped: Vec<u32>,
+    pub(crate) rank: Vec<(u32, u32)>,
+    pub(crate) dims: Vec<u32>,
+    pub(crate) dims_table: Vec<Option<Vec<i64>>>,
+    pub(crate) has_h: Vec<bool>,
     /// Users of each instruction in `order` (`bottom_up.users_of`), CSR.
-    users_start: Vec<u32>,
-    users: Vec<u32>,
+    pub(crate) users_start: Vec<u32>,
+    pub(crate) users: Vec<u32>,
+}
+
+impl std::ops::Deref for MatchSide {
+    type Target = Canon;
+    fn deref(&self) -> &Canon {
+        &self.canon
+    }
 }
 
 impl MatchSide {
-    fn operands(&self, i: u32) -> Option<&[u32]> {
-        let i = i as usize;
-        if !self.has_ops[i] {
-            return None;
-        }
-        Some(&self.ops[self.ops_start[i] as usize..self.ops_start[i + 1] as usize])
-    }
     fn users(&self, i: u32) -> &[u32] {
         let i = i as usize;
         &self.users[self.users_start[i] as usize..self.users_start[i + 1] as usize]
@@ -314,9 +306,45 @@ pub fn match_side<'py>(
     for &(i, _) in &params {
         leaf[i as usize] = true;
     }
-    // bottom_up.users_of: users in `order`, once per operand occurrence.
+    let (users_start, users) = users_of(n, &order_ix, &ops_start, &ops, &has_ops)?;
+    let _ = py;
+    Ok(MatchSide {
+        canon: Arc::new(Canon {
+            names,
+            order: order_ix,
+            ops_start,
+            ops,
+            has_ops,
+            outputs: outputs_ix,
+            h0: hv0,
+            h1: hv1,
+            params,
+        }),
+        opcode,
+        commutative: commut,
+        leaf,
+        shape,
+        stripped,
+        rank,
+        dims,
+        dims_table,
+        has_h,
+        users_start,
+        users,
+    })
+}
+
+/// `bottom_up.users_of`: the users of each instruction in `order`, once per operand occurrence
+/// (CSR). Every instruction of `order` must have an operands entry.
+pub(crate) fn users_of(
+    n: usize,
+    order: &[u32],
+    ops_start: &[u32],
+    ops: &[u32],
+    has_ops: &[bool],
+) -> PyResult<(Vec<u32>, Vec<u32>)> {
     let mut count = vec![0u32; n + 1];
-    for &u in &order_ix {
+    for &u in order {
         let u = u as usize;
         if !has_ops[u] {
             return Err(PyValueError::new_err(
@@ -333,36 +361,14 @@ pub fn match_side<'py>(
     let users_start = count.clone();
     let mut fill = count;
     let mut users = vec![0u32; users_start[n] as usize];
-    for &u in &order_ix {
+    for &u in order {
         let u = u as usize;
         for &o in &ops[ops_start[u] as usize..ops_start[u + 1] as usize] {
             users[fill[o as usize] as usize] = u as u32;
             fill[o as usize] += 1;
         }
     }
-    let _ = py;
-    Ok(MatchSide {
-        names,
-        opcode,
-        commutative: commut,
-        leaf,
-        shape,
-        stripped,
-        rank,
-        dims,
-        dims_table,
-        order: order_ix,
-        ops_start,
-        ops,
-        has_ops,
-        outputs: outputs_ix,
-        h0: hv0,
-        h1: hv1,
-        has_h,
-        params,
-        users_start,
-        users,
-    })
+    Ok((users_start, users))
 }
 
 const OUTPUTS_EXACT: u8 = 0;

@@ -12,14 +12,14 @@ use crate::text::FxMap;
 
 /// One graph: per node, its operands (CSR), whether they enter sorted (commutative), its users
 /// with the operand index each reads it at (-1: commutative), its output mark and first colour.
-struct Graph {
-    op_start: Vec<u32>,
-    ops: Vec<u32>,
-    sorted: Vec<bool>,
-    user_start: Vec<u32>,
-    users: Vec<u32>,
-    user_at: Vec<i32>,
-    marks: Vec<u64>,
+pub(crate) struct Graph {
+    pub(crate) op_start: Vec<u32>,
+    pub(crate) ops: Vec<u32>,
+    pub(crate) sorted: Vec<bool>,
+    pub(crate) user_start: Vec<u32>,
+    pub(crate) users: Vec<u32>,
+    pub(crate) user_at: Vec<i32>,
+    pub(crate) marks: Vec<u64>,
 }
 
 #[inline]
@@ -158,14 +158,14 @@ pub fn refine_history(
 /// inputs and outputs go back to Python.
 #[pyclass(frozen, module = "xlagraph._core")]
 pub struct RefineGraph {
-    graph: Graph,
-    loose: Vec<u64>,
-    strict: Vec<u64>,
+    pub(crate) graph: Graph,
+    pub(crate) loose: Vec<u64>,
+    pub(crate) strict: Vec<u64>,
     /// Node of each parameter kept (`param_number` order) and its name.
-    params: Vec<u32>,
-    param_names: Vec<Py<PyAny>>,
+    pub(crate) params: Vec<u32>,
+    pub(crate) param_names: Vec<Py<PyAny>>,
     /// Node of each output slot, -1 where the output is not a node.
-    outputs: Vec<i64>,
+    pub(crate) outputs: Vec<i64>,
 }
 
 #[pymethods]

@@ -109,6 +109,23 @@ def _quiet(phase: str) -> None:
     pass
 
 
+def _load_both(a: str, b: str, phase: Callable[[str], None]) -> tuple[Module, Module]:
+    """`load(a)` and `load(b)`, B on a second thread: the compiled reader parses and
+    canonicalizes without the GIL, so on two cores B's reading runs while A's IR is built. The
+    answers and errors are the sequential ones: A's error first, B's only once A is read."""
+    from concurrent.futures import ThreadPoolExecutor
+    from contextvars import copy_context
+
+    from xlagraph._gc import paused_gc
+
+    with paused_gc(), ThreadPoolExecutor(1) as pool:
+        phase(f"reading A: {a}")
+        later = pool.submit(copy_context().run, load, b)  # the same progress sink and sharing
+        left = load(a)
+        phase(f"reading B: {b}")
+        return left, later.result()
+
+
 def diff(a: str | Module, b: str | Module, *, phase: Callable[[str], None] = _quiet) -> Diff:
     """Compare graph `a` with graph `b` (paths as `load` reads them, or `Module`s) and name what
     makes them differ. `phase(text)` is told what is being done, for a progress display.
@@ -126,10 +143,13 @@ def diff(a: str | Module, b: str | Module, *, phase: Callable[[str], None] = _qu
     from xlagraph.render.text import changed_instructions
     from xlagraph.report.build import source_text_near
 
-    phase(f"reading A: {a if isinstance(a, str) else a.label}")
-    left = a if isinstance(a, Module) else load(a)
-    phase(f"reading B: {b if isinstance(b, str) else b.label}")
-    right = b if isinstance(b, Module) else load(b)
+    if isinstance(a, str) and isinstance(b, str):
+        left, right = _load_both(a, b, phase)
+    else:
+        phase(f"reading A: {a if isinstance(a, str) else a.label}")
+        left = a if isinstance(a, Module) else load(a)
+        phase(f"reading B: {b if isinstance(b, str) else b.label}")
+        right = b if isinstance(b, Module) else load(b)
     phase("matching")
     names = (x if isinstance(x, str) else x.label for x in (a, b))
     # A dump inside a capture folder is read with the capture's stored sources (the files as they

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 from functools import lru_cache
+from itertools import compress
+from operator import attrgetter
 from typing import NamedTuple
 from weakref import WeakKeyDictionary
 
@@ -86,12 +88,17 @@ def _find(canon: CanonicalModule) -> list[Collective]:
         canonical = canon.computations.get(comp.name)
         if canonical is None:
             continue
+        # Most computations run none: their opcodes are told at C speed, once each.
+        instructions = comp.instructions
+        kinds = {o for o in set(map(_OPCODE, instructions)) if is_collective(o)}
+        if not kinds:
+            continue
         # XLA's dead-code pass keeps cross-partition collectives: one that no result reads still
         # runs, and must still line up across ranks.
         run = canonical.operands.keys() | set(canonical.dead)
         by_name = comp.by_name
-        for ins in comp.instructions:
-            if not is_collective(ins.opcode) or ins.name not in run:
+        for ins in compress(instructions, map(kinds.__contains__, map(_OPCODE, instructions))):
+            if ins.name not in run:
                 continue
             shapes = tuple(strip_layout(by_name[o].shape) for o in ins.operands if o in by_name)
             groups = normalize_attribute("replica_groups", ins.attribute("replica_groups", "") or "")
@@ -108,6 +115,9 @@ def _find(canon: CanonicalModule) -> list[Collective]:
             dims = ins.attribute("dimensions", "") or ins.attribute("scatter_dimension", "") or ""
             out.append(Collective(ins.name, _kind(ins.opcode), shapes, strip_layout(ins.shape), groups, dims))
     return out
+
+
+_OPCODE = attrgetter("opcode")
 
 
 def _reduction(canon: CanonicalModule, ins: Instruction) -> str:

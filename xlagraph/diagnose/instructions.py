@@ -70,6 +70,11 @@ def operands_agree(cmp: Comparison, oa: tuple[str, ...], ob: tuple[str, ...], co
 def matched_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple[str, str]]:
     """Constant and attribute causes; returns pairs whose operands were rewired or whose
     opcode changed (structural, handled with the unmatched instructions)."""
+    has_dtype = any(c.kind is CauseKind.DTYPE for c in cmp.causes)
+    if not has_dtype and not cmp.regrouped:
+        found = _compiled_changes(cmp, dims)
+        if found is not None:
+            return found
     left, right = cmp.left, cmp.right
     structural: list[tuple[str, str]] = []
     shape_changed: set[str] = set()
@@ -78,7 +83,6 @@ def matched_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple[s
     lh1, rh1 = left.h1, right.h1
     lins, rins = left.computation.by_name, right.computation.by_name
     lops, rops = left.operands, right.operands
-    has_dtype = any(c.kind is CauseKind.DTYPE for c in cmp.causes)
     pair_left, params, regrouped = cmp.pair_left, left.param_number, cmp.regrouped
     pl_get = pair_left.get
     follows_dims: dict[tuple[str, str], bool] = {}
@@ -134,31 +138,93 @@ def matched_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple[s
             propagated[1].append(b)
             continue
         if opcode == "constant":
-            old, new = ia.payload, ib.payload
-            if old.replace(" ", "") == new.replace(" ", "") and sa == sb:
-                continue
-            if sa == sb and ELIDED in (old.replace(" ", ""), new.replace(" ", "")):
-                continue  # one dump did not print the value: nothing to compare (see residue.py)
-            follows = sa != sb and explained_by_dims(sa, sb, dims)  # an iota over a changed length
-            if follows or (old, new) in dims or numbers_equal(old, new) or reciprocal_dims(old, new, dims):
-                propagated[0].append(a)
-                propagated[1].append(b)
-                continue
-            what = "value" if sa == sb else "shape and value"
-            change = Change(a, b, what, f"{sa} {old}", f"{sb} {new}")
-            cmp.cause(
-                CauseKind.CONSTANT_VALUE,
-                f"constant {a} changed {old} -> {new}" + ("" if what == "value" else f" ({sa} -> {sb})"),
-                [a],
-                [b],
-                changes=(change,),
-            )
+            _constant_change(cmp, a, b, sa, sb, dims, propagated)
             continue
         _attribute_change(cmp, a, b, dims, upstream, propagated)
+    _explain_propagated(cmp, propagated)
+    return structural
+
+
+def _explain_propagated(cmp: Comparison, propagated: tuple[list[str], list[str]]) -> None:
+    """Pairs that follow a changed input's shape belong to that cause, where there is one."""
     if propagated[0] and any(c.kind is CauseKind.PARAMETER_SHAPE for c in cmp.causes):
         cmp.explained_left.update(propagated[0])
         cmp.explained_right.update(propagated[1])
+
+
+def _compiled_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple[str, str]] | None:
+    """`matched_changes` with its walk over the pairs run in the compiled core
+    (rust/src/changes.rs, the same loop) where both sides came from the compiled reader: Python
+    then handles only the pairs the walk reports, in its order, with the loop's own code. None
+    where the Python loop must run (its two rare modes, or input the core leaves to it)."""
+    left, right = cmp.left, cmp.right
+    if _matched_walk is None or left.core is None or right.core is None:
+        return None
+    lops, rops, lins = left.operands, right.operands, left.computation.by_name
+
+    def agree(a: str, b: str) -> bool:
+        return operands_agree(cmp, lops[a], rops[b], lins[a].opcode in COMMUTATIVE)
+
+    def follows(sa: str, sb: str) -> bool:
+        return explained_by_dims(sa, sb, dims)
+
+    found = _matched_walk(left.core, right.core, cmp.pair_left, agree, follows)
+    if found is None:
+        return None
+    events, prop_left, prop_right = found
+    structural: list[tuple[str, str]] = []
+    propagated: tuple[list[str], list[str]] = (prop_left, prop_right)
+    for kind, a, b, upstream in events:
+        if kind == _STRUCTURAL:
+            structural.append((a, b))
+        elif kind == _PARAMETER:
+            _attribute_change(cmp, a, b, set(), False, propagated)
+        elif kind == _CONSTANT:
+            sa, sb = shape_of(left, a), shape_of(right, b)
+            _constant_change(cmp, a, b, sa, sb, dims, propagated)
+        else:
+            _attribute_change(cmp, a, b, dims, upstream, propagated)
+    _explain_propagated(cmp, propagated)
     return structural
+
+
+_STRUCTURAL, _PARAMETER, _CONSTANT = 0, 1, 2
+try:
+    from xlagraph._core import matched_walk as _matched_walk
+except ImportError:  # an older compiled core: the Python loop
+    _matched_walk = None
+
+
+def _constant_change(
+    cmp: Comparison,
+    a: str,
+    b: str,
+    sa: str,
+    sb: str,
+    dims: set[tuple[str, str]],
+    propagated: tuple[list[str], list[str]],
+) -> None:
+    """A matched constant whose content differs: a new value, unless it follows an input's
+    shape or one dump did not print it."""
+    old, new = cmp.left.instruction(a).payload, cmp.right.instruction(b).payload
+    if old.replace(" ", "") == new.replace(" ", "") and sa == sb:
+        return
+    if sa == sb and ELIDED in (old.replace(" ", ""), new.replace(" ", "")):
+        return  # one dump did not print the value: nothing to compare (see residue.py)
+    follows = sa != sb and explained_by_dims(sa, sb, dims)  # an iota over a changed length
+    if follows or (old, new) in dims or numbers_equal(old, new) or reciprocal_dims(old, new, dims):
+        propagated[0].append(a)
+        propagated[1].append(b)
+        return
+    what = "value" if sa == sb else "shape and value"
+    change = Change(a, b, what, f"{sa} {old}", f"{sb} {new}")
+    cmp.cause(
+        CauseKind.CONSTANT_VALUE,
+        f"constant {a} changed {old} -> {new}" + ("" if what == "value" else f" ({sa} -> {sb})"),
+        [a],
+        [b],
+        changes=(change,),
+    )
 
 
 def _attribute_change(

@@ -68,22 +68,12 @@ class _Graph:
 def structure(cmp: Comparison, structural: list[tuple[str, str]], absorb_collectives: bool) -> None:
     left, right = cmp.left, cmp.right
     pl, pr = cmp.pair_left, cmp.pair_right
-    # A subgraph computed twice on one side and once (shared) on the other is the same
-    # computation: lowering does not always reuse a node (same graph hash, other CSE).
-    # Twins are judged on both sides: canonical parameter numbers differ when an input is added,
-    # so a repeated transpose of a weight is told by its matched twin on its own side too.
-    left_h1, right_h1 = set(left.h1.values()), set(right.h1.values())
-    left_twins = set(map(left.h1.__getitem__, pl))  # at C speed: every pair of every diff
-    right_twins = set(map(right.h1.__getitem__, pr))
     g = _Graph()
-    # The unions once, not once per unmatched instruction (a copy of every h1 of the other side).
-    known_left, known_right = right_h1 | left_twins, left_h1 | right_twins
-    for a in filterfalse(pl.__contains__, left.order):
-        if a not in cmp.explained_left and left.h1[a] not in known_left:
-            g.add_node(("A", a))
-    for b in filterfalse(pr.__contains__, right.order):
-        if b not in cmp.explained_right and right.h1[b] not in known_right:
-            g.add_node(("B", b))
+    lefts, rights = _unexplained(cmp)
+    for a in lefts:
+        g.add_node(("A", a))
+    for b in rights:
+        g.add_node(("B", b))
     for a, b in structural:
         g.add_edge(("A", a), ("B", b))
     if not g:
@@ -135,6 +125,43 @@ def structure(cmp: Comparison, structural: list[tuple[str, str]], absorb_collect
                 if left.instruction(a).opcode != right.instruction(b).opcode
             ),
         )
+
+
+def _unexplained(cmp: Comparison) -> tuple[list[str], list[str]]:
+    """Each side's instructions, in order, that are not paired, not explained by a cause, and
+    whose `h1` has no twin: a subgraph computed twice on one side and once (shared) on the other
+    is the same computation (lowering does not always reuse a node: same graph hash, other
+    CSE). Twins are judged on both sides: canonical parameter numbers differ when an input is
+    added, so a repeated transpose of a weight is told by its matched twin on its own side too.
+    The compiled core answers where both sides came from its reader (rust/src/changes.rs)."""
+    left, right = cmp.left, cmp.right
+    pl, pr = cmp.pair_left, cmp.pair_right
+    if _core_unexplained is not None and left.core is not None and right.core is not None:
+        found = _core_unexplained(left.core, right.core, pl, pr, cmp.explained_left, cmp.explained_right)
+        if found is not None:
+            return found[0], found[1]
+    left_h1, right_h1 = set(left.h1.values()), set(right.h1.values())
+    left_twins = set(map(left.h1.__getitem__, pl))  # at C speed: every pair of every diff
+    right_twins = set(map(right.h1.__getitem__, pr))
+    # The unions once, not once per unmatched instruction (a copy of every h1 of the other side).
+    known_left, known_right = right_h1 | left_twins, left_h1 | right_twins
+    lefts = [
+        a
+        for a in filterfalse(pl.__contains__, left.order)
+        if a not in cmp.explained_left and left.h1[a] not in known_left
+    ]
+    rights = [
+        b
+        for b in filterfalse(pr.__contains__, right.order)
+        if b not in cmp.explained_right and right.h1[b] not in known_right
+    ]
+    return lefts, rights
+
+
+try:
+    from xlagraph._core import unexplained as _core_unexplained
+except ImportError:  # an older compiled core: the sets here
+    _core_unexplained = None
 
 
 def _users_by_anchor(

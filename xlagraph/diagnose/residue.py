@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from itertools import compress
 from math import prod
 from operator import attrgetter
+from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
@@ -214,11 +215,18 @@ def _clip(text: str, limit: int = 120) -> str:
 
 
 def constants_of(comp: CanonicalComputation) -> list[str]:
-    """The live constants of `comp`, picked at C speed: every diff asks, of every instruction."""
-    by_name = comp.computation.by_name
-    return list(
-        compress(comp.order, map("constant".__eq__, map(_OPCODE, map(by_name.__getitem__, comp.order))))
-    )
+    """The live constants of `comp`, picked at C speed: every diff asks, of every instruction
+    (and a report of each computation again in every diff it is part of: kept while it lives)."""
+    found = _CONSTANTS.get(comp)
+    if found is None:
+        by_name = comp.computation.by_name
+        found = _CONSTANTS[comp] = tuple(
+            compress(comp.order, map("constant".__eq__, map(_OPCODE, map(by_name.__getitem__, comp.order))))
+        )
+    return list(found)
+
+
+_CONSTANTS: WeakKeyDictionary[CanonicalComputation, tuple[str, ...]] = WeakKeyDictionary()
 
 
 def is_elided(ins_payload: str) -> bool:

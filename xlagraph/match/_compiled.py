@@ -21,6 +21,7 @@ __all__ = ["cached_side", "match", "side", "users"]
 
 _match_side = _core.match_side  # AttributeError (so ImportError upstream) on an older core
 _match_sides = _core.match_sides
+_match_side_of = _core.match_side_of
 _side_users = _core.side_users
 
 _SIDES: WeakKeyDictionary[CanonicalComputation, object] = WeakKeyDictionary()
@@ -36,22 +37,11 @@ def side(comp: CanonicalComputation) -> object | None:
     found = _SIDES.get(comp, _MISSING)
     if found is _MISSING:
         instructions = comp.computation.instructions
-        if len(comp.computation.by_name) != len(instructions):
+        if comp.core is None and len(comp.computation.by_name) != len(instructions):
             _SIDES[comp] = None  # a repeated name: the reference's by-name lookups decide
             return None
-        shapes = {s: _shape_key(s) for s in {i.shape for i in instructions}}
         try:
-            found = _match_side(
-                instructions,
-                shapes,
-                COMMUTATIVE,
-                comp.order,
-                comp.operands,
-                comp.outputs,
-                comp.h0,
-                comp.h1,
-                comp.param_number,
-            )
+            found = _read(comp)
         except (ValueError, TypeError, OverflowError, KeyError):
             found = None
         _SIDES[comp] = found
@@ -66,6 +56,26 @@ def side(comp: CanonicalComputation) -> object | None:
 
 
 _MISSING = object()
+
+
+def _read(comp: CanonicalComputation) -> object:
+    """The core's copy of `comp`: from its handle where the compiled reader made one (no
+    Python object read per instruction), else from the IR and the canonical dictionaries."""
+    if comp.core is not None:
+        return _match_side_of(comp.core, COMMUTATIVE)
+    instructions = comp.computation.instructions
+    shapes = {s: _shape_key(s) for s in {i.shape for i in instructions}}
+    return _match_side(
+        instructions,
+        shapes,
+        COMMUTATIVE,
+        comp.order,
+        comp.operands,
+        comp.outputs,
+        comp.h0,
+        comp.h1,
+        comp.param_number,
+    )
 
 
 def cached_side(comp: CanonicalComputation) -> object | None:

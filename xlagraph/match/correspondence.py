@@ -556,6 +556,9 @@ _GRAPHS: WeakKeyDictionary[CanonicalComputation, Any] = WeakKeyDictionary()
 
 def _compiled_graph(core: Any, comp: CanonicalComputation) -> Any:
     found = _GRAPHS.get(comp)
+    if found is None and comp.core is not None and hasattr(core, "refine_graph_of"):
+        # Built from the core's own handle on `comp` (rust/src/from_handle.rs): the same graph.
+        found = _GRAPHS[comp] = core.refine_graph_of(comp.core, _COMMUTATIVE, _first_colours, _OUTPUT)
     if found is None:
         found = _GRAPHS[comp] = core.refine_graph(
             comp.computation.by_name,

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
+from itertools import islice
 
-from xlagraph.canonical import canonicalize
+from xlagraph.canonical import CanonicalComputation, canonicalize
 from xlagraph.diagnose.causes import CauseKind
 from xlagraph.diagnose.evidence import Context
 from xlagraph.diagnose.frames import call_site, is_library, user_frames
@@ -121,15 +122,24 @@ def _screen(readable: list[tuple[str, Sync]], this: Module, modules: Modules) ->
     decides between the two closest (on a tie, the most recent)."""
     if len(readable) <= _SCREENED:
         return readable
-    mine = Counter(canonicalize(this).entry.h0.values())
+    mine = canonicalize(this).entry
     distance: list[int] = []
     for h, _ in readable:
         base = modules.get(h)
         assert isinstance(base, Module)
-        theirs = Counter(canonicalize(base).entry.h0.values())
-        distance.append(sum((mine - theirs).values()) + sum((theirs - mine).values()))
+        distance.append(_h0_distance(mine, canonicalize(base).entry))
     order = sorted(range(len(readable)), key=lambda k: (distance[k], k))  # ties: the most recent
     return [readable[k] for k in sorted(order[:_SCREENED])]
+
+
+def _h0_distance(a: CanonicalComputation, b: CanonicalComputation) -> int:
+    """Instructions of either side without a structural twin on the other, as multisets: by
+    the compiled core where both came from its reader (a merge of sorted hashes), else by
+    counting here (a Python loop over every distinct hash, for each candidate of each recompile)."""
+    if a.core is not None and b.core is not None:
+        return a.core.h0_distance(b.core)  # type: ignore[attr-defined]
+    mine, theirs = Counter(a.h0.values()), Counter(b.h0.values())
+    return sum((mine - theirs).values()) + sum((theirs - mine).values())
 
 
 def _score(result: DiffResult, candidate_sync: Sync) -> tuple[int, int, int]:
@@ -279,7 +289,9 @@ def _choose_baseline(
     if isinstance(this, str):
         h, s = ordered[0]
         return _Choice(h, s, None, reason), f"cannot explain this graph: {this}"
-    readable = [(h, s) for h, s in ordered if isinstance(modules.get(h), Module)][:MAX_CANDIDATES]
+    # The first readable ones only: a graph past them would be parsed (and kept) for nothing.
+    found = ((h, s) for h, s in ordered if isinstance(modules.get(h), Module))
+    readable = list(islice(found, MAX_CANDIDATES))
     if not readable:
         h, s = ordered[0]
         why = f"cannot explain this graph: the baseline's HLO is missing ({modules.get(h)})"

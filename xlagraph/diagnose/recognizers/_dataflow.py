@@ -4,6 +4,7 @@ instruction restates, and the inputs a training step updates (its weights and st
 from __future__ import annotations
 
 from collections.abc import Iterable
+from weakref import WeakKeyDictionary
 
 from xlagraph.diagnose.causes import Cause
 from xlagraph.diagnose.common import shape_of
@@ -59,6 +60,20 @@ def restated(comp, name: str) -> str:  # type: ignore[no-untyped-def]
 def updated_inputs(comp, outputs: Iterable[str]) -> dict[str, str]:  # type: ignore[no-untyped-def]
     """Output -> the input of its own shape it updates (`p - lr * grad`, `buf * m + grad`), for
     the outputs that do: the inputs a training step updates are its weights and state."""
+    if outputs is not comp.outputs:
+        return _updated_inputs(comp, outputs)
+    # Of all outputs, several recognizers ask, in every diff the computation is part of.
+    found = _UPDATED.get(comp)
+    if found is None:
+        found = _UPDATED[comp] = _updated_inputs(comp, outputs)
+    return dict(found)
+
+
+# Canonical computations are never modified: each one's answer for its outputs, while it lives.
+_UPDATED: WeakKeyDictionary[object, dict[str, str]] = WeakKeyDictionary()
+
+
+def _updated_inputs(comp, outputs: Iterable[str]) -> dict[str, str]:  # type: ignore[no-untyped-def]
     found = {}
     for o in outputs:
         shape = shape_of(comp, o)

@@ -40,9 +40,14 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     # Inputs both graphs take (paired, and not among those a cause calls new) that the other
     # graph reads without updating them.
     new = {n for c in pending if c.kind in _NEW for n in (*c.left, *c.right)}
-    a_of = {b: a for b, a in evidence.entry_match.items() if a not in new and b not in new}
-    b_of = {a: b for b, a in a_of.items()}
     left, right = evidence.left.entry, evidence.right.entry
+    # Each side's inputs to their counterparts: only inputs are looked up (the values of
+    # `updated_inputs`), so only they are kept (not every pair of the matching, twice).
+    match, lparams = evidence.entry_match, left.param_number
+    a_of = {
+        b: a for b in right.param_number if (a := match.get(b)) is not None and a not in new and b not in new
+    }
+    b_of = {a: b for b, a in match.items() if a in lparams and a not in new and b not in new}
     trained_a = set(updated_inputs(left, left.outputs).values())
     trained_b = set(updated_inputs(right, right.outputs).values())
     for kind, new_inputs, side, word in (

@@ -1,0 +1,210 @@
+//! A canonical computation kept in the core (issue 22): what the matcher (`matcher::MatchSide`)
+//! and the correspondence (`refine::RefineGraph`) read of it, taken from the reader's own records
+//! and canonical form while they are at hand, so that neither is read back out of the Python IR
+//! and the canonical form's dictionaries (a PyO3 call per name and per dictionary entry: most of
+//! what building them cost).
+//!
+//! Instructions are indexed as in the computation (`Computation.instructions`), names are the
+//! IR's own string objects. Opcodes, shapes and kinds of instruction (what the correspondence's
+//! first colours read) are numbered per handle, with one text (or one representative
+//! instruction) per number.
+
+use std::sync::{Arc, OnceLock};
+
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple};
+
+use crate::canon::CompCanon;
+use crate::text::{Comp, FxMap};
+
+/// What the matcher and the handle share of a canonical computation: its names and canonical
+/// form (`order`, `operands` as CSR with `has_ops` false where it has no entry, `outputs`,
+/// `h0` / `h1` defined on `order`, `param_number` in its dictionary order). One copy, behind an
+/// `Arc`, however many matcher sides are made from a handle.
+pub struct Canon {
+    pub(crate) names: Vec<Py<PyString>>,
+    pub(crate) order: Vec<u32>,
+    pub(crate) ops_start: Vec<u32>,
+    pub(crate) ops: Vec<u32>,
+    pub(crate) has_ops: Vec<bool>,
+    pub(crate) outputs: Vec<u32>,
+    pub(crate) h0: Vec<i128>,
+    pub(crate) h1: Vec<i128>,
+    pub(crate) params: Vec<(u32, i64)>,
+}
+
+impl Canon {
+    pub(crate) fn operands(&self, i: u32) -> Option<&[u32]> {
+        let i = i as usize;
+        if !self.has_ops[i] {
+            return None;
+        }
+        Some(&self.ops[self.ops_start[i] as usize..self.ops_start[i + 1] as usize])
+    }
+
+    pub(crate) fn in_order(&self) -> Vec<bool> {
+        let mut v = vec![false; self.names.len()];
+        for &i in &self.order {
+            v[i as usize] = true;
+        }
+        v
+    }
+}
+
+#[pyclass(frozen, module = "xlagraph._core")]
+pub struct CanonHandle {
+    pub(crate) canon: Arc<Canon>,
+    /// Per instruction: its opcode and printed shape (indices into `opcodes` / `shapes`).
+    pub(crate) opcode: Vec<u32>,
+    pub(crate) shape: Vec<u32>,
+    pub(crate) opcodes: Vec<String>,
+    pub(crate) shapes: Vec<String>,
+    /// Per instruction: its kind (opcode, shape, attributes, number of called computations),
+    /// and one instruction of each kind (the IR's `Instruction`).
+    pub(crate) kind: Vec<u32>,
+    pub(crate) kinds: Vec<Py<PyAny>>,
+    /// The content keys (`keys`), defined on `order`.
+    pub(crate) keys: Vec<u64>,
+    /// `h0` of `order`, sorted (made when first asked for: `h0_distance`).
+    pub(crate) h0_sorted: OnceLock<Vec<i128>>,
+}
+
+impl std::ops::Deref for CanonHandle {
+    type Target = Canon;
+    fn deref(&self) -> &Canon {
+        &self.canon
+    }
+}
+
+#[pymethods]
+impl CanonHandle {
+    fn __len__(&self) -> usize {
+        self.names.len()
+    }
+
+    /// How many instructions of either computation have no structural twin (`h0`) in the other,
+    /// counted as multisets: `sum((a - b).values()) + sum((b - a).values())` of the two
+    /// `Counter(comp.h0.values())` (a report's cheap screen of candidate baselines).
+    fn h0_distance(&self, py: Python<'_>, other: &CanonHandle) -> u64 {
+        let (a, b) = (self.sorted_h0(), other.sorted_h0());
+        py.allow_threads(|| {
+            let (mut i, mut j, mut d) = (0, 0, 0u64);
+            while i < a.len() && j < b.len() {
+                match a[i].cmp(&b[j]) {
+                    std::cmp::Ordering::Less => (d, i) = (d + 1, i + 1),
+                    std::cmp::Ordering::Greater => (d, j) = (d + 1, j + 1),
+                    std::cmp::Ordering::Equal => (i, j) = (i + 1, j + 1),
+                }
+            }
+            d + (a.len() - i) as u64 + (b.len() - j) as u64
+        })
+    }
+}
+
+impl CanonHandle {
+    fn sorted_h0(&self) -> &[i128] {
+        self.h0_sorted.get_or_init(|| {
+            let mut v: Vec<i128> = self.order.iter().map(|&i| self.h0[i as usize]).collect();
+            v.sort_unstable();
+            v
+        })
+    }
+}
+
+/// Numbers each distinct value once, in order of first appearance.
+struct Numbering<K> {
+    ids: FxMap<K, u32>,
+}
+
+impl<K: std::hash::Hash + Eq> Numbering<K> {
+    fn id(&mut self, key: K, mut first: impl FnMut()) -> u32 {
+        let next = self.ids.len() as u32;
+        *self.ids.entry(key).or_insert_with(|| {
+            first();
+            next
+        })
+    }
+}
+
+/// The handle of one computation: `c` its canonical form, `comp` the reader's records,
+/// `names` and `instructions` what the Python IR was built with. None where a name repeats (the
+/// Python lookups by name keep the last one: the callers' Python paths decide such input).
+pub(crate) fn handle<'py>(
+    c: &CompCanon,
+    comp: &Comp,
+    names: &[Bound<'py, PyString>],
+    instructions: &Bound<'py, PyTuple>,
+) -> PyResult<Option<CanonHandle>> {
+    let n = comp.insts.len();
+    let mut seen: FxMap<&str, ()> = FxMap::default();
+    seen.reserve(n);
+    for ins in &comp.insts {
+        if seen.insert(ins.name.as_ref(), ()).is_some() {
+            return Ok(None);
+        }
+    }
+    drop(seen);
+    let (mut opcodes, mut shapes) = (Vec::new(), Vec::new());
+    let mut opcode_ids = Numbering {
+        ids: FxMap::default(),
+    };
+    let mut shape_ids = Numbering {
+        ids: FxMap::default(),
+    };
+    let mut kind_ids = Numbering {
+        ids: FxMap::default(),
+    };
+    let mut kinds: Vec<Py<PyAny>> = Vec::new();
+    let (mut opcode, mut shape, mut kind) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    for (k, ins) in comp.insts.iter().enumerate() {
+        let o = opcode_ids.id(ins.opcode.as_ref(), || opcodes.push(ins.opcode.to_string()));
+        let s = shape_ids.id(ins.shape.as_ref(), || shapes.push(ins.shape.to_string()));
+        let attrs: Vec<(&str, &str)> = ins.attrs.iter().map(|(a, v)| (*a, v.as_ref())).collect();
+        let mut first = false;
+        let id = kind_ids.id((o, s, attrs, ins.called.len()), || first = true);
+        if first {
+            kinds.push(instructions.get_item(k)?.unbind());
+        }
+        opcode.push(o);
+        shape.push(s);
+        kind.push(id);
+    }
+    let mut has_ops = vec![false; n];
+    let mut per: Vec<&[u32]> = vec![&[]; n];
+    for &i in &c.entered {
+        has_ops[i as usize] = true;
+        per[i as usize] = c.ops(comp, i);
+    }
+    let mut ops_start = Vec::with_capacity(n + 1);
+    let mut ops = Vec::new();
+    for row in &per {
+        ops_start.push(ops.len() as u32);
+        ops.extend_from_slice(row);
+    }
+    ops_start.push(ops.len() as u32);
+    Ok(Some(CanonHandle {
+        canon: Arc::new(Canon {
+            names: names.iter().map(|s| s.clone().unbind()).collect(),
+            order: c.order.clone(),
+            ops_start,
+            ops,
+            has_ops,
+            outputs: c.outputs.clone(),
+            h0: c.h0.clone(),
+            h1: c.h1.clone(),
+            params: c.params.clone(),
+        }),
+        opcode,
+        shape,
+        opcodes,
+        shapes,
+        kind,
+        kinds,
+        keys: c.keys.clone(),
+        h0_sorted: OnceLock::new(),
+    }))
+}

@@ -1,0 +1,48 @@
+"""The compiled comparison steps (rust/src/changes.rs: the walk of `matched_changes`, the
+unexplained instructions of `regions.structure`) give every diff of every fixture pair
+(tests/data/fixture_pairs.txt) exactly the causes, notes and verdict of the Python code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xlagraph.diagnose import instructions, regions
+from xlagraph.diff import diff_modules
+from xlagraph.parse.sources import load_module
+
+if instructions._matched_walk is None or regions._core_unexplained is None:
+    pytest.skip("a compiled core without the walk", allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parent.parent
+PAIRS = [
+    tuple(line.split("\t"))
+    for line in (ROOT / "tests" / "data" / "fixture_pairs.txt").read_text(encoding="utf-8").splitlines()
+    if line and not line.startswith("#")
+]
+
+
+def _spec(spec: str) -> str:
+    path, hash_, index = spec.partition("#")
+    return str(ROOT / path) + hash_ + index
+
+
+def _answer(a, b):  # type: ignore[no-untyped-def]
+    result = diff_modules(a, b)
+    return result.verdict, result.causes, result.notes, result.unseen
+
+
+@pytest.mark.parametrize("batch", range(8))
+def test_compiled_steps_answer_what_the_python_code_answers(batch: int, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    compared = 0
+    for a, b in PAIRS[batch::8]:
+        ma, mb = load_module(_spec(a)), load_module(_spec(b))
+        got = _answer(ma, mb)
+        with monkeypatch.context() as m:
+            m.setattr(instructions, "_matched_walk", None)
+            m.setattr(regions, "_core_unexplained", None)
+            want = _answer(ma, mb)
+        assert got == want, (a, b)
+        compared += ma.format == "hlo" and mb.format == "hlo"
+    assert compared

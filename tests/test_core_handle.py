@@ -1,0 +1,122 @@
+"""The core's handle on a canonical computation (rust/src/handle.rs) gives the matcher and the
+correspondence exactly the structures they built from the Python IR and the canonical form's
+dictionaries (rust/src/from_handle.rs against `match_side` and `refine_graph`), on every
+computation of every module the fixture pairs diff (tests/data/fixture_pairs.txt)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xlagraph.canonical import canonicalize
+from xlagraph.canonical.hashes import COMMUTATIVE
+from xlagraph.match import correspondence
+from xlagraph.match._compiled import _shape_key
+from xlagraph.parse.sources import load_module
+
+_core = pytest.importorskip("xlagraph._core")
+
+ROOT = Path(__file__).resolve().parent.parent
+PAIRS = [
+    tuple(line.split("\t"))
+    for line in (ROOT / "tests" / "data" / "fixture_pairs.txt").read_text(encoding="utf-8").splitlines()
+    if line and not line.startswith("#")
+]
+SPECS = sorted({spec for pair in PAIRS for spec in pair})
+
+
+def _spec(spec: str) -> str:
+    path, hash_, index = spec.partition("#")
+    return str(ROOT / path) + hash_ + index
+
+
+def _from_dicts(comp):  # type: ignore[no-untyped-def]
+    instructions = comp.computation.instructions
+    shapes = {s: _shape_key(s) for s in {i.shape for i in instructions}}
+    side = _core.match_side(
+        instructions,
+        shapes,
+        COMMUTATIVE,
+        comp.order,
+        comp.operands,
+        comp.outputs,
+        comp.h0,
+        comp.h1,
+        comp.param_number,
+    )
+    graph = _core.refine_graph(
+        comp.computation.by_name,
+        comp.order,
+        comp.operands,
+        comp.param_number,
+        comp.outputs,
+        correspondence._COMMUTATIVE,
+        correspondence._first_colours,
+        correspondence._OUTPUT,
+    )
+    return side, graph
+
+
+def _history(graph, strict: bool):  # type: ignore[no-untyped-def]
+    every = list(range(len(graph)))
+    return _core.refine_picked(graph, graph, strict, correspondence.ROUNDS, every, every)
+
+
+def test_every_fixture_module_is_listed() -> None:
+    assert len(SPECS) > 300
+
+
+@pytest.mark.parametrize("batch", range(4))
+def test_handle_builds_what_the_dictionaries_build(batch: int) -> None:
+    compared = 0
+    for spec in SPECS[batch::4]:
+        module = load_module(_spec(spec))
+        if module.format != "hlo":
+            continue
+        for comp in canonicalize(module).computations.values():
+            if comp.core is None:  # a repeated name: the dictionaries' path alone
+                assert len(comp.computation.by_name) < len(comp.computation.instructions), spec
+                continue
+            side, graph = _from_dicts(comp)
+            got_side = _core.match_side_of(comp.core, COMMUTATIVE)
+            got_graph = _core.refine_graph_of(
+                comp.core, correspondence._COMMUTATIVE, correspondence._first_colours, correspondence._OUTPUT
+            )
+            # The matcher's copy: its users, and every pair it makes with itself and with the
+            # copy built the other way (all outputs unsent, one layout).
+            assert _core.side_users(got_side) == _core.side_users(side), (spec, comp.name)
+            sent = [False] * len(comp.outputs)
+            want = _core.match_sides(side, side, sent, sent, False, [])
+            assert _core.match_sides(got_side, got_side, sent, sent, False, []) == want, (spec, comp.name)
+            assert _core.match_sides(got_side, side, sent, sent, False, []) == want, (spec, comp.name)
+            # The correspondence's graph: nodes, inputs, outputs, and every node's colour at
+            # every round from both first colourings (the same graph gives the same numbers).
+            assert len(got_graph) == len(graph), (spec, comp.name)
+            assert got_graph.params == graph.params, (spec, comp.name)
+            assert got_graph.param_names == graph.param_names, (spec, comp.name)
+            assert got_graph.outputs == graph.outputs, (spec, comp.name)
+            for strict in (True, False):
+                assert _history(got_graph, strict) == _history(graph, strict), (spec, comp.name, strict)
+            compared += 1
+    assert compared
+
+
+@pytest.mark.parametrize("batch", range(2))
+def test_h0_distance_is_the_counters_distance(batch: int) -> None:
+    """A report's screen of candidate baselines (`baseline._h0_distance`) gives the core's merge
+    of sorted hashes the answer of Python's counters, on the entries of every fixture pair."""
+    from collections import Counter
+
+    compared = 0
+    for a, b in PAIRS[batch::2]:
+        ma, mb = load_module(_spec(a)), load_module(_spec(b))
+        ea, eb = canonicalize(ma).entry, canonicalize(mb).entry
+        if ea.core is None or eb.core is None:
+            continue
+        mine, theirs = Counter(ea.h0.values()), Counter(eb.h0.values())
+        want = sum((mine - theirs).values()) + sum((theirs - mine).values())
+        assert ea.core.h0_distance(eb.core) == want, (a, b)
+        assert eb.core.h0_distance(ea.core) == want, (a, b)
+        compared += 1
+    assert compared > 100
