@@ -47,7 +47,6 @@ class Comparison:
         self.pending_dtype: list[Change] = []
         self.pair_left: dict[str, str] = dict(m.left)
         self.pair_right: dict[str, str] = dict(m.right)
-        self._users_cache: dict[str, dict[str, list[str]]] = {}
 
     def cause(
         self,
@@ -80,10 +79,10 @@ class Comparison:
         )
 
     def users(self, comp: CanonicalComputation) -> dict[str, list[str]]:
-        cache = self._users_cache
-        if comp.name not in cache:
-            cache[comp.name] = users_of(comp)
-        return cache[comp.name]
+        # (`users_of` keeps one dict per computation object: by name, both sides of a diff whose
+        # computations share a name, JAX's `main` or torch_xla's `SyncTensorsGraph.N`, got one
+        # side's users.)
+        return users_of(comp)
 
     @staticmethod
     def cone(comp: CanonicalComputation, starts: list[str], matched: dict[str, str]) -> list[str]:
