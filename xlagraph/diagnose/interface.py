@@ -234,8 +234,14 @@ def compare_outputs(cmp: Comparison) -> None:
     for i, a in enumerate(left.outputs):
         if i in known:
             continue
+        if i in corr.dropped:  # its removal is what made the graphs alike: no counterpart
+            removed.append(i)
+            continue
         b = m.left.get(a)
-        js = [j for j in right_positions.get(b, []) if j not in used] if b else []
+        js = [j for j in right_positions.get(b, []) if j not in used and j not in corr.born] if b else []
+        if not js and corr.outputs.get(i) is not None and corr.outputs[i] not in used:
+            # A look-alike the context paired as a choice (interchangeable ones): that slot.
+            js = [corr.outputs[i]]
         if js and (other := _same_line(left, right, a, b, unclaimed, used)) is not None:
             js = [other]
             if not repaired:
