@@ -450,9 +450,12 @@ fn push_str(key: &mut Vec<u8>, s: &Bound<'_, PyAny>) -> PyResult<()> {
 /// Build the graph of one canonical computation. `by_name` is `Computation.by_name`; `order`,
 /// `operands`, `param_number` and `outputs` are the canonical form's fields; `commutative` the
 /// correspondence's `_COMMUTATIVE`; `first_colours(is_input, opcode, shape, attributes,
-/// called)` its `_first_colours`; `output_mark` its `_OUTPUT`.
+/// called)` its `_first_colours`; `output_mark` its `_OUTPUT`. `keys`, the canonical form's
+/// content keys: an instruction that calls computations adds its key (their hashes among it)
+/// to its strict colour, so that a call of one function is not a call of another.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (by_name, order, operands, param_number, outputs, commutative, first_colours, output_mark, keys=None))]
 pub fn refine_graph<'py>(
     by_name: &Bound<'py, PyDict>,
     order: &Bound<'py, PyTuple>,
@@ -462,6 +465,7 @@ pub fn refine_graph<'py>(
     commutative: &Bound<'py, PyAny>,
     first_colours: &Bound<'py, PyAny>,
     output_mark: i64,
+    keys: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<RefineGraph> {
     let mut names: Vec<Bound<'py, PyAny>> = order.iter().collect();
     for p in param_number.keys().iter() {
@@ -548,7 +552,14 @@ pub fn refine_graph<'py>(
             }
         };
         loose.push(colours.0);
-        strict.push(colours.1);
+        let callee = match keys {
+            Some(k) if n_called > 0 => k.get_item(&name)?.map(|v| v.hash()).transpose()?,
+            _ => None,
+        };
+        strict.push(match callee {
+            Some(h) => combine(colours.1, h as u64),
+            None => colours.1,
+        });
     }
     drop(keep_alive);
     // Operands and users as CSR; a user reads at its operand index (-1: commutative).

@@ -111,7 +111,9 @@ class _Graph:
             if colours is None:
                 colours = first[key] = _first_colours(*key)
             self.loose.append(colours[0])
-            self.strict.append(colours[1])
+            # A call of one function is not a call of another: the callees' hashes (in the
+            # content key) enter the strict colour.
+            self.strict.append(hash((colours[1], comp.keys.get(n))) if ins.called else colours[1])
             md = ins.metadata
             self.meta.append(hash((md.op_name, md.source_file, md.source_line)) if md else 0)
         marks = [0] * len(names)
@@ -549,7 +551,13 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
         found = _correspond_compiled(core, left, right)
         if found is not None:
             return found
+    else:
+        core = None
     a, b = _Graph(left), _Graph(right)
+    # Where the core is there, refinement until stable runs there (on these very nodes: the
+    # core builds its graph in `_Graph`'s order); the rounds in Python are the reference.
+    compiled = (_compiled_graph(core, left), _compiled_graph(core, right)) if core is not None else None
+    every = (list(range(len(a.names))), list(range(len(b.names))))
     slot_of = (
         (
             [left.param_number[a.names[k]] for k in a.params],
@@ -568,6 +576,20 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
         def refine(
             sa: dict[int, int], sb: dict[int, int], ua: tuple[int, ...], ub: tuple[int, ...]
         ) -> Refined:
+            if compiled is not None:  # the same nodes in the same order: the core refines them
+                ca, cb = compiled
+                got = ca.refine_with(
+                    cb,
+                    first == "strict",
+                    _budget(a.size + b.size),
+                    every[0],
+                    every[1],
+                    [(k, v & _U64) for k, v in sa.items()],
+                    [(k, v & _U64) for k, v in sb.items()],
+                    list(ua),
+                    list(ub),
+                )
+                return Refined(got[1], got[2], got[3], got[4])
             return _refine_python(a, b, fa, fb, sa, sb, ua, ub, _budget(a.size + b.size))
 
         def shallow() -> Refined:
@@ -679,6 +701,7 @@ def _compiled_graph(core: Any, comp: CanonicalComputation) -> Any:
             _COMMUTATIVE,
             _first_colours,
             _OUTPUT,
+            comp.keys,
         )
     return found
 
