@@ -114,7 +114,22 @@ def _seed(label: str, names: tuple[str, ...]) -> int:
     return int(hashlib.sha256(f"{label}|{'+'.join(names)}".encode()).hexdigest()[:8], 16)
 
 
+def passthrough(text: str) -> bool:
+    """Every output of the entry is one of its inputs returned as it is: there permuting the
+    inputs is permuting the outputs (the same text either way), so a permutation has no single
+    right answer."""
+    try:
+        entry = Entry.parse(text)
+        outs = entry.outputs()
+    except NotApplicable:
+        return False
+    by = entry.by_name()
+    return bool(outs) and all(o in by and by[o].opcode == "parameter" for o in outs)
+
+
 def run_case(label: str, text: str, names: tuple[str, ...]) -> Outcome:
+    if AMBIGUOUS_CASES.intersection(names) and passthrough(text):
+        return Outcome("n/a", ("no single right answer: every output is an input returned as it is",))
     try:
         new, exp = apply(text, names, _seed(label, names))
     except NotApplicable as e:
