@@ -45,6 +45,11 @@ _LARGE, _LARGE_ROUNDS = 100_000, 3
 # all (rounds x size): hundreds of rounds for a model of thousands of instructions, a few
 # dozen at 600K, where two far-apart layers stay alike and a tie is left to the positions.
 _VISITS = 100_000_000
+# The search for look-alikes (`isomorphic`) may visit this many in all, over every refinement it
+# asks for (seconds in the core); past it a refinement reads as unstable and the search gives up
+# (the 6-round pairing decides, as before).
+_SEARCH = 2_000_000_000
+_GAVE_UP = Refined(False, False, (), ())
 _COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor", "ne", "eq"})
 _CALLS = frozenset({"to_apply", "calls", "body", "condition", "branch_computations", "called_computations"})
 # Attributes that name or number things outside the data flow (shardings are compared on their own).
@@ -572,11 +577,14 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
             for (lnodes, rnodes), slots, (open_l, open_r) in zip(nodes, slot_of, opened, strict=True)
         )
         fa, fb = getattr(a, first), getattr(b, first)
+        spent = [0]
 
         def refine(
             sa: dict[int, int], sb: dict[int, int], ua: tuple[int, ...], ub: tuple[int, ...]
         ) -> Refined:
             if compiled is not None:  # the same nodes in the same order: the core refines them
+                if spent[0] > _SEARCH:
+                    return _GAVE_UP
                 ca, cb = compiled
                 got = ca.refine_with(
                     cb,
@@ -589,6 +597,7 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
                     list(ua),
                     list(ub),
                 )
+                spent[0] += (got[0] + 1) * (a.size + b.size)
                 return Refined(got[1], got[2], got[3], got[4])
             return _refine_python(a, b, fa, fb, sa, sb, ua, ub, _budget(a.size + b.size))
 
@@ -737,10 +746,13 @@ def _correspond_compiled(
         )
         strict = first == "strict"
         budget = _budget(a.size + b.size)
+        spent = [0]
 
         def refine(
             sa: dict[int, int], sb: dict[int, int], ua: tuple[int, ...], ub: tuple[int, ...]
         ) -> Refined:
+            if spent[0] > _SEARCH:
+                return _GAVE_UP
             got = a.refine_with(
                 b,
                 strict,
@@ -752,6 +764,7 @@ def _correspond_compiled(
                 [pick_a[k] for k in ua],
                 [pick_b[k] for k in ub],
             )
+            spent[0] += (got[0] + 1) * (a.size + b.size)
             return Refined(got[1], got[2], got[3], got[4])
 
         def shallow() -> Refined:

@@ -173,7 +173,7 @@ def _individualized(
         side, (ls, rs) = pick
         lp, rp = open_sides[side][0], open_sides[side][1]
         i = _best_pair(ls, rs, open_sides[side], sig)[0]
-        order = sorted(rs, key=lambda j: _pair_key(i, j, ls, rs, open_sides[side], sig))
+        order = sorted(rs, key=lambda j: _pair_key(i, j, ls, rs, open_sides[side], sig))  # one class
         kept: list[tuple[int, Refined]] = []
         for j in order:
             salt = hash(("individual", step))
@@ -231,7 +231,16 @@ def _pair_key(
 
 
 def _best_pair(ls: list[int], rs: list[int], side: Side, sig: Signatures) -> tuple[int, int]:
-    return min(((i, j) for i in ls for j in rs), key=lambda p: (_pair_key(p[0], p[1], ls, rs, side, sig), p))
+    lp, rp, lsl, rsl = side[:4]
+    rank_l = {i: k for k, i in enumerate(sorted(ls, key=lsl.__getitem__))}
+    rank_r = {j: k for k, j in enumerate(sorted(rs, key=rsl.__getitem__))}
+    sa, sb = {i: sig[0](lp[i]) for i in ls}, {j: sig[1](rp[j]) for j in rs}
+
+    def key(p: tuple[int, int]) -> tuple[bool, int, int, int, int, int]:
+        i, j = p
+        return (sa[i] != sb[j], abs(rank_l[i] - rank_r[j]), abs(lsl[i] - rsl[j]), rsl[j], i, j)
+
+    return min(((i, j) for i in ls for j in rs), key=key)
 
 
 def _cost(found: Explained, sides: tuple[Side, Side]) -> tuple[int, int]:
