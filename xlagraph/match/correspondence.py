@@ -605,7 +605,13 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
             return _refine_python(a, b, fa, fb, {}, {}, (), (), 0)
 
         sig = _signatures(a), _signatures(b)
-        found = explain(refine, shallow, sides, (sig[0].__getitem__, sig[1].__getitem__))  # type: ignore[arg-type]
+        found = explain(
+            refine,
+            shallow,
+            sides,  # type: ignore[arg-type]
+            (sig[0].__getitem__, sig[1].__getitem__),
+            _same_value(left, right),
+        )
         if found is not None:
             return _got(found)
         hist, chosen = _individualized(a, b, first, sides)
@@ -771,7 +777,13 @@ def _correspond_compiled(
             got = a.refine_with(b, strict, 0, pick_a, pick_b)
             return Refined(got[1], got[2], got[3], got[4])
 
-        found = explain(refine, shallow, sides, _compiled_signatures(left, right, pick_a, pick_b))  # type: ignore[arg-type]
+        found = explain(
+            refine,
+            shallow,
+            sides,  # type: ignore[arg-type]
+            _compiled_signatures(left, right, pick_a, pick_b),
+            _same_value(left, right),
+        )
         if found is not None:
             return _got(found)
         hist = history(first)
@@ -796,6 +808,17 @@ def _got(found: Explained) -> _Got:
     """`isomorphic`'s answer as `_pair` reads it: one round of colours, the classes chosen from."""
     ca, cb = found.colours
     return ([list(ca)], [list(cb)]), list(found.chosen), found.dropped, found.born
+
+
+def _same_value(left: CanonicalComputation, right: CanonicalComputation) -> Callable[[int, int, int], bool]:
+    """Whether output slots i and j of A (side 0) or of B (1) compute the same value: the same
+    structural hash, parameter numbers included."""
+
+    def same(side: int, i: int, j: int) -> bool:
+        comp = left if side == 0 else right
+        return comp.h1.get(comp.outputs[i]) == comp.h1.get(comp.outputs[j])
+
+    return same
 
 
 def _budget(size: int) -> int:

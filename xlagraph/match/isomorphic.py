@@ -58,25 +58,39 @@ _INDIVIDUALS = 64
 
 
 def explain(
-    refine: Refine, shallow: Callable[[], Refined], sides: tuple[Side, Side], sig: Signatures
+    refine: Refine,
+    shallow: Callable[[], Refined],
+    sides: tuple[Side, Side],
+    sig: Signatures,
+    same: Callable[[int, int, int], bool] = lambda side, i, j: i == j,
 ) -> Explained | None:
     """The colours with look-alikes individualized (see the module docstring), or None where
     refinement did not stabilize or no removal of one output on a side balances the graphs.
-    `shallow()`: the first colours, before any round (which outputs could be the dropped one)."""
+    `shallow()`: the first colours, before any round (which outputs could be the dropped one);
+    `same(side, i, j)`: output items i and j of A (side 0) or B (1) compute the same value."""
     plain = refine({}, {}, (), ())
     if not plain.stable:
         return None
     if plain.balanced:
         return _individualized(refine, sides, sig, (), ())
-    best: tuple[tuple[int, int], Explained] | None = None
-    for drop_a, drop_b in _removals(refine, shallow(), sides):
-        found = _individualized(refine, sides, sig, drop_a, drop_b)
-        if found is None:
-            continue
-        cost = _cost(found, sides)
-        if best is None or cost < best[0]:
-            best = (cost, found)
-    return best[1] if best else None
+    found = [
+        (_cost(got, sides), got)
+        for drop_a, drop_b in _removals(refine, shallow(), sides)
+        if (got := _individualized(refine, sides, sig, drop_a, drop_b)) is not None
+    ]
+    if not found:
+        return None
+    least = min(cost for cost, _ in found)
+    best = [got for cost, got in found if cost == least]
+    # Two removals that explain the graphs equally well (look-alikes the colours cannot tell
+    # apart: values of other sizes or constants) leave which one went unsettled, unless the two
+    # compute the same value (two zero buffers: either is right).
+    first = best[0]
+    for other in best[1:]:
+        for side, a, b in ((0, first.dropped, other.dropped), (1, first.born, other.born)):
+            if len(a) != len(b) or not all(any(same(side, i, j) for j in b) for i in a):
+                return None
+    return first
 
 
 def _removals(
@@ -243,9 +257,11 @@ def _best_pair(ls: list[int], rs: list[int], side: Side, sig: Signatures) -> tup
     return min(((i, j) for i in ls for j in rs), key=key)
 
 
-def _cost(found: Explained, sides: tuple[Side, Side]) -> tuple[int, int]:
-    """(items not paired one to one, paired items that moved)."""
+def _cost(found: Explained, sides: tuple[Side, Side]) -> tuple[int, int, int]:
+    """(items not paired one to one, pairs of paired items that cross, paired items whose slot
+    changed): an output dropped shifts the later slots, it reorders nothing."""
     unpaired = moved = 0
+    pairs: list[tuple[int, int]] = []
     for n, (lp, rp, lsl, rsl, open_l, open_r) in enumerate(sides):
         gone_l = found.dropped if n == _OUTPUTS else frozenset()
         gone_r = found.born if n == _OUTPUTS else frozenset()
@@ -257,6 +273,9 @@ def _cost(found: Explained, sides: tuple[Side, Side]) -> tuple[int, int]:
         for ls, rs in groups.values():
             if len(ls) == len(rs) == 1:
                 moved += lsl[ls[0]] != rsl[rs[0]]
+                pairs.append((n * (1 << 32) + lsl[ls[0]], n * (1 << 32) + rsl[rs[0]]))
             elif len(ls) != len(rs):
                 unpaired += abs(len(ls) - len(rs))
-    return unpaired, moved
+    pairs.sort()
+    crossing = sum(1 for k, (_, b) in enumerate(pairs) for _, d in pairs[k + 1 :] if d < b)
+    return unpaired, crossing, moved
