@@ -239,10 +239,12 @@ def compare_outputs(cmp: Comparison) -> None:
             continue
         b = m.left.get(a)
         js = [j for j in right_positions.get(b, []) if j not in used and j not in corr.born] if b else []
-        if not js and corr.outputs.get(i) is not None and corr.outputs[i] not in used:
-            # A look-alike the context paired as a choice (interchangeable ones): that slot.
-            js = [corr.outputs[i]]
-        if js and (other := _same_line(left, right, a, b, unclaimed, used)) is not None:
+        chosen = corr.outputs.get(i)
+        if chosen is not None and chosen not in used and (i in corr.tied or not js):
+            # Look-alikes the context found interchangeable keep their order (the matching
+            # would pair two zero buffers across, a move nothing shows).
+            js, b = [chosen], None
+        if js and b and (other := _same_line(left, right, a, b, unclaimed, used)) is not None:
             js = [other]
             if not repaired:
                 claimed_l, claimed_r, repaired = dict(m.left), dict(m.right), True
@@ -255,6 +257,10 @@ def compare_outputs(cmp: Comparison) -> None:
         pairs.append((i, js[0]))
     added = [j for j in range(len(right.outputs)) if j not in used]
     matched = list(pairs)  # order is judged on matched outputs only: slots pair in order anyway
+    # Outputs whose removal made the graphs alike have no counterpart: no slot pairs them.
+    gone = ([j for j in added if j in corr.born], [i for i in removed if i in corr.dropped])
+    added = [j for j in added if j not in corr.born]
+    removed = [i for i in removed if i not in corr.dropped]
     same = _same_slots(left, right, added, removed)
     pairs += same
     slot_pairs, added, removed = _pair_slots(left, right, added, removed, same_type=True)
@@ -267,6 +273,7 @@ def compare_outputs(cmp: Comparison) -> None:
     # tensors whose sizes divide are two tensors: a dropped f32[16,8] and a new f32[4,4]).
     if added and removed and _parallel(cmp):
         pairs += _pair_resharded(left, right, added, removed)
+    added, removed = sorted(added + gone[0]), sorted(removed + gone[1])
     # Slots paired across element types by the matcher or by position change type as well.
     retyped = [
         (i, j)
