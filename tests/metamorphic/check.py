@@ -147,6 +147,38 @@ def run_case(label: str, text: str, names: tuple[str, ...]) -> Outcome:
 _METADATA = re.compile(r",?\s*metadata=\{[^}]*\}")
 
 
+_CALLED = re.compile(r"\b(to_apply|calls|body|condition|comparator)=%?([\w.\-]+)")
+_HEAD = re.compile(r"^%?([\w.\-]+) .*\{\s*$")
+_DEFINED = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=")
+_NAME = re.compile(r"%?[\w.\-]+")
+
+
+def _computation_hashes(lines: list[str]) -> dict[str, int]:
+    """A hash of each called computation's body, its own names and metadata left out and the
+    computations it calls by their hashes: two copies of one reducer are one function."""
+    out: dict[str, int] = {}
+    name, body = "", []
+    for line in lines:
+        head = _HEAD.match(line)
+        if head and not line.startswith("HloModule"):
+            name, body = head.group(1), []
+        elif line.strip() == "}" and name:
+            local = {m.group(1): f"#{k}" for k, ln in enumerate(body) if (m := _DEFINED.match(ln))}
+            text = []
+            for ln in body:
+                ln = _CALLED.sub(
+                    lambda m: f"{m.group(1)}#{out.get(m.group(2), m.group(2))}", _METADATA.sub("", ln)
+                )
+                text.append(
+                    _NAME.sub(lambda m, local=local: local.get(m.group(0).lstrip("%"), m.group(0)), ln)
+                )
+            out[name] = hash(tuple(text))
+            name = ""
+        elif name:
+            body.append(line)
+    return out
+
+
 def output_values(text: str) -> list[int]:
     """For each output of the module's entry, a hash of exactly what it computes: its
     instruction and everything it reads, with constants' values and parameters' numbers (by
@@ -160,6 +192,7 @@ def output_values(text: str) -> list[int]:
         return []
     by = entry.by_name()
     memo: dict[str, int] = {}
+    callees = _computation_hashes(entry.before)
 
     def value(name: str) -> int:
         stack = [name]
@@ -175,7 +208,9 @@ def output_values(text: str) -> list[int]:
                 memo[n] = hash(("external", n))
                 continue
             literal = ins.args if ins.opcode in ("parameter", "constant") else ""
-            rest = _METADATA.sub("", ins.rest)
+            rest = _CALLED.sub(
+                lambda m: f"{m.group(1)}#{callees.get(m.group(2), m.group(2))}", _METADATA.sub("", ins.rest)
+            )
             memo[n] = hash(
                 (ins.opcode, ins.shape, literal, rest, tuple(memo.get(o, 0) for o in ins.operands))
             )
