@@ -201,12 +201,20 @@ def _history_from(
     a: _Graph, b: _Graph, fa: list[int], fb: list[int]
 ) -> tuple[list[list[int]], list[list[int]]]:
     """`_history` from the first colours `fa` and `fb` (individualized ones among them)."""
-    rounds = ROUNDS if max(len(a.names), len(b.names)) <= _LARGE else _LARGE_ROUNDS
+    rounds = _rounds(len(a.names), len(b.names))
     core = _core()
     if core is None:
         return _history_python_from(a, b, fa, fb, rounds)
     ha, hb = core.refine_history(a.arrays(), b.arrays(), _unsigned(fa), _unsigned(fb), rounds)
     return ha, hb
+
+
+def _rounds(na: int, nb: int) -> int:
+    """The rounds of the 6-round pairing for graphs of `na` and `nb` nodes. A history as long
+    as that plus one stopped at the cap, not at a stable partition (3 rounds past 100K: a
+    history of 4 was taken for stable against the cap of 6, and a 120K pair individualized
+    its capped ties in Python for minutes)."""
+    return ROUNDS if max(na, nb) <= _LARGE else _LARGE_ROUNDS
 
 
 def _unsigned(colours: list[int]) -> list[int]:
@@ -402,7 +410,7 @@ def _individualized(
     outputs first: the smallest explanation wins (fewest items left unpaired, then fewest moved
     slots; inputs first on a draw, so that an output returning an input follows that input)."""
     plain = _history(a, b, first)
-    if len(plain[0]) > ROUNDS or not _tied_pick(plain, sides, _PARAMS, None):
+    if len(plain[0]) > _rounds(len(a.names), len(b.names)) or not _tied_pick(plain, sides, _PARAMS, None):
         # Refinement stopped at its last round, not at a stable partition: the look-alikes may
         # be far apart (two layers of a model) and a slot guess would pair them, and what they feed.
         return plain, []
@@ -734,7 +742,7 @@ def _correspond_compiled(
     pick_a = sorted(set(a_inputs) | {k for k in a_outputs if k >= 0})
     pick_b = sorted(set(b_inputs) | {k for k in b_outputs if k >= 0})
     at_a, at_b = {k: i for i, k in enumerate(pick_a)}, {k: i for i, k in enumerate(pick_b)}
-    rounds = ROUNDS if max(len(a), len(b)) <= _LARGE else _LARGE_ROUNDS
+    rounds = _rounds(len(a), len(b))
     histories: dict[str, _History] = {}
 
     def history(first: str) -> _History:
@@ -791,7 +799,7 @@ def _correspond_compiled(
             (lnodes, rnodes, lnodes, rnodes, set(o[0]), set(o[1]))
             for (lnodes, rnodes), o in zip(nodes, opened, strict=True)
         )
-        if len(hist[0]) <= ROUNDS and _tied_pick(hist, probe, _PARAMS, None):
+        if len(hist[0]) <= rounds and _tied_pick(hist, probe, _PARAMS, None):
             return None
         return hist, [], frozenset(), frozenset()
 
