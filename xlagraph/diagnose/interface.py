@@ -240,9 +240,14 @@ def compare_outputs(cmp: Comparison) -> None:
         b = m.left.get(a)
         js = [j for j in right_positions.get(b, []) if j not in used and j not in corr.born] if b else []
         chosen = corr.outputs.get(i)
-        if chosen is not None and chosen not in used and (i in corr.tied or not js):
-            # Look-alikes the context found interchangeable keep their order (the matching
-            # would pair two zero buffers across, a move nothing shows).
+        if (
+            chosen is not None
+            and chosen not in used
+            and (not js or (i in corr.tied and _alike(right, js[0], chosen)))
+        ):
+            # Look-alikes that compute the same value keep their order (the matching would pair
+            # two zero buffers across, a move nothing shows); the context's choice also where
+            # the matching has none.
             js, b = [chosen], None
         if js and b and (other := _same_line(left, right, a, b, unclaimed, used)) is not None:
             js = [other]
@@ -347,6 +352,11 @@ def compare_outputs(cmp: Comparison) -> None:
             "output ",
             "the live tensors were created in another order",
         )
+
+
+def _alike(comp: CanonicalComputation, j: int, k: int) -> bool:
+    """Output slots `j` and `k` compute the same value (structural hash, parameters included)."""
+    return comp.h1.get(comp.outputs[j]) == comp.h1.get(comp.outputs[k])
 
 
 def _location(comp: CanonicalComputation, name: str) -> str:
