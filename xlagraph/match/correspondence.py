@@ -42,9 +42,10 @@ ROUNDS = 6
 # Past this many instructions (a side), fewer rounds: each costs ~2 us an instruction in Python.
 _LARGE, _LARGE_ROUNDS = 100_000, 3
 # Refinement until stable (`isomorphic`) may visit this many nodes and edges of both graphs in
-# all (rounds x size): hundreds of rounds for a model of thousands of instructions, a few
-# dozen at 600K, where two far-apart layers stay alike and a tie is left to the positions.
-_VISITS = 100_000_000
+# all (rounds x size): 2,000 rounds for a 3,500-instruction Llama step (which is stable after
+# 21 to 31), 66 at 120K (the benchmark pair needs 261: about 0.3 s a pass spent for nothing,
+# where two far-apart layers stay alike and the 6-round pairing decides), 6 at 600K.
+_VISITS = 30_000_000
 # The search for look-alikes (`isomorphic`) may visit this many in all, over every refinement it
 # asks for (seconds in the core); past it a refinement reads as unstable and the search gives up
 # (the 6-round pairing decides, as before).
