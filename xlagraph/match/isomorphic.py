@@ -90,6 +90,10 @@ def explain(
         for side, a, b in ((0, first.dropped, other.dropped), (1, first.born, other.born)):
             if len(a) != len(b) or not all(any(same(side, i, j) for j in b) for i in a):
                 return None
+    if first.dropped and first.born:
+        # One output of each side set aside is as well one output computed another way
+        # (resharded, retyped): the rest is paired by these colours, those two are left open.
+        return Explained(first.colours, first.chosen, frozenset(), frozenset())
     return first
 
 
