@@ -1,8 +1,13 @@
 """Metamorphic score over every real module in fixtures/ (issue 19): each transformation of
 tests/metamorphic/transforms.py alone and every pair of them, judged by tests/metamorphic/check.py.
 
-    PYTHONPATH=. python benchmarks/metamorphic_score.py [--max-instructions N] [--max-bytes B] [--sample K]
-        [--json OUT] [--failures N]
+    PYTHONPATH=. python benchmarks/metamorphic_score.py [--max-instructions N] [--min-instructions M]
+        [--max-bytes B] [--sample K] [--json OUT] [--failures N]
+
+Larger modules (where look-alike layers tie for many rounds), a sample of them:
+
+    PYTHONPATH=. python benchmarks/metamorphic_score.py \
+        --min-instructions 401 --max-instructions 6000 --sample 10
 
 Prints, per transformation and per pair: modules passed / judged (n/a: the transformation has
 nothing to act on in that module; bad: the module does not diff identical with itself), and the
@@ -26,13 +31,14 @@ from tests.metamorphic.check import CASES, corpus, run_case
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-instructions", type=int, default=None)
+    ap.add_argument("--min-instructions", type=int, default=0, help="skip smaller modules")
     ap.add_argument("--max-bytes", type=int, default=None, help="skip larger files")
     ap.add_argument("--sample", type=int, default=0, help="every K-th module only")
     ap.add_argument("--json", default="")
     ap.add_argument("--failures", type=int, default=3, help="failure reasons shown per case")
     ap.add_argument("--only", default="", help="comma-separated case names (a+b for a pair)")
     args = ap.parse_args()
-    modules = corpus(args.max_instructions, args.max_bytes)
+    modules = corpus(args.max_instructions, args.max_bytes, args.min_instructions)
     if args.sample > 1:
         modules = modules[:: args.sample]
     cases = CASES

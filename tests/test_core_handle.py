@@ -54,6 +54,7 @@ def _from_dicts(comp):  # type: ignore[no-untyped-def]
         correspondence._COMMUTATIVE,
         correspondence._first_colours,
         correspondence._OUTPUT,
+        comp.keys,
     )
     return side, graph
 

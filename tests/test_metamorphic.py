@@ -22,25 +22,6 @@ MAX_INSTRUCTIONS = 400
 MAX_BYTES = 40_000
 STRIDE = 12
 
-# Look-alike tensors (docs/matching.md): ties of whole data-flow context fall to slot order.
-_FSDP_BUCKETS = (
-    "FSDP gradient buckets: same-shaped flat buffers whose whole data-flow context is the same "
-    "tie in colour refinement, and the tie falls to slot order (docs/matching.md, look-alike "
-    "tensors)"
-)
-_DROPPED_LOOK_ALIKE = (
-    "says output_removed + structure: the dropped output's look-alike is paired by slot, leaving "
-    "its producer as structure (look-alike tensors)"
-)
-_FROZEN_LOOK_ALIKE = (
-    "names the permutation with a wrong input mapping: frozen weights' updates are alike once an "
-    "output is dropped, and the tie falls to slot order (look-alike tensors)"
-)
-_SAME_CONTEXT_DROP = (
-    "says output_removed + structure: two same-shaped outputs of one context tie, so the drop is "
-    "paired by slot and the rest is left as structure (look-alike tensors)"
-)
-
 # (case, module): what the engine answers where the right answer is out of reach today.
 KNOWN: dict[tuple[str, str], str] = {
     ("reorder+batch", "jax/wild4/mlp_input_spec_spmd_pass/a.hlo"): (
@@ -48,96 +29,10 @@ KNOWN: dict[tuple[str, str], str] = {
         "the all-reduces' program order, and with their operands resized too the sequence no longer "
         "lines up; the parameter_shape is folded into it"
     ),
-    ("permute_outputs+drop_output", "jax/wild4/decode_donate_cache/b.hlo"): (
-        "says output_removed + structure and no output_permutation: the KV-cache updates are "
-        "dynamic-update-slices of donated buffers whose contexts differ only by the dropped output; "
-        "the matcher pairs them in slot order"
-    ),
-    (
-        "add_output+batch",
-        "torch_xla/corpus/captures/tu_ragged_manual_slices/hlo/"
-        "module_0000.SyncTensorsGraph.268.before_optimizations.txt.xz",
-    ): (
-        "says output_added + parameter_shape + a `structure`: the added intermediate is a slice whose "
-        "size follows the batch, and the matcher pairs its users across the resized inputs by position"
-    ),
-    ("drop_output", "xla_conformance/modules/HloParserTest.CheckAliasPassthroughParams.hlo"): (
-        "says output 1 removed where B returns input 1 alone (output 0 was dropped): two outputs "
-        "that pass same-shaped inputs through are paired by slot, not by the input each returns"
-    ),
-    ("rename+drop_output", "xla_conformance/modules/HloParserTest.CheckAliasPassthroughParams.hlo"): (
-        "says output 1 removed where B returns input 1 alone (output 0 was dropped): two outputs "
-        "that pass same-shaped inputs through are paired by slot, not by the input each returns"
-    ),
-    # Newly sampled since the corpus grew (session of 2026-11-23); they failed on the engine of 0cc41f0 too.
-    (
-        "rename+drop_output",
-        "torch_xla/corpus/captures/h10_reinforce_episode_length/hlo/module_0009.SyncTensorsGraph.335.before_optimizations.txt.xz",
-    ): (_DROPPED_LOOK_ALIKE),
-    (
-        "permute_params+drop_output",
-        "torch_xla/corpus/captures/tu_freeze_grads_mul_zero/hlo/module_0002.SyncTensorsGraph.182.before_optimizations.txt",
-    ): (_FROZEN_LOOK_ALIKE),
-    (
-        "permute_outputs",
-        "torch_xla/fsdp_bucket/bucket0/xla_dump/module_0000.SyncTensorsGraph.18.before_optimizations.txt",
-    ): (_FSDP_BUCKETS),
-    (
-        "rename+permute_outputs",
-        "torch_xla/fsdp_bucket/bucket0/xla_dump/module_0000.SyncTensorsGraph.18.before_optimizations.txt",
-    ): (_FSDP_BUCKETS),
-    (
-        "rename+drop_output",
-        "torch_xla/fsdp_bucket/bucket0/xla_dump/module_0000.SyncTensorsGraph.18.before_optimizations.txt",
-    ): (_FSDP_BUCKETS),
-    (
-        "reorder+permute_outputs",
-        "torch_xla/fsdp_bucket/bucket0/xla_dump/module_0000.SyncTensorsGraph.18.before_optimizations.txt",
-    ): (_FSDP_BUCKETS),
-    (
-        "permute_params+permute_outputs",
-        "torch_xla/fsdp_bucket/bucket0/xla_dump/module_0000.SyncTensorsGraph.18.before_optimizations.txt",
-    ): (_FSDP_BUCKETS),
-    (
-        "permute_params+drop_output",
-        "torch_xla/fsdp_bucket/bucket0/xla_dump/module_0000.SyncTensorsGraph.18.before_optimizations.txt",
-    ): (_FSDP_BUCKETS),
-    (
-        "permute_outputs+drop_output",
-        "torch_xla/fsdp_bucket/bucket0/xla_dump/module_0000.SyncTensorsGraph.18.before_optimizations.txt",
-    ): (_FSDP_BUCKETS),
-    (
-        "permute_outputs+add_output",
-        "torch_xla/fsdp_bucket/bucket0/xla_dump/module_0000.SyncTensorsGraph.18.before_optimizations.txt",
-    ): (_FSDP_BUCKETS),
-    (
-        "permute_outputs+batch",
-        "torch_xla/fsdp_bucket/bucket0/xla_dump/module_0000.SyncTensorsGraph.18.before_optimizations.txt",
-    ): (_FSDP_BUCKETS),
-    ("permute_outputs+drop_output", "torch_xla/parallel/dtype_mlp_b.hlo"): (_SAME_CONTEXT_DROP),
-    # Newly sampled when held out 11's captures joined the corpus (2026-11-23, second session);
-    # each fails the same way on the engine of 3876c78, before this session's changes.
-    (
-        "permute_params+drop_output",
-        "torch_xla/corpus/captures/ho_dropout_val_in_step/hlo/module_0002.SyncTensorsGraph.425.before_optimizations.txt.xz",
-    ): (
-        "says output_removed + structure and no parameter_permutation: six look-alike inputs whose "
-        "contexts differ only by the dropped output tie, and the tie falls to slot order"
-    ),
-    (
-        "drop_output+batch",
-        "torch_xla/corpus/captures/tu_rotating_task_order/hlo/module_0001.SyncTensorsGraph.265.before_optimizations.txt.xz",
-    ): (
-        "says attribute + structure beside output_removed + parameter_shape: the resized instructions "
-        "between the dropped output and the batch change are not paired"
-    ),
     ("add_output+constant", "torch_xla/dict_stats/b.hlo"): (
-        "says output_permutation beside constant_value + output_added: same-shaped statistics whose "
-        "contexts differ only by the changed constant tie, and the added output shifts the slots"
-    ),
-    ("permute_params+drop_output", "torch_xla/reordered_statements/a.hlo"): (
-        "says parameter_added + output_removed and no parameter_permutation: the dropped output was "
-        "the only user that told two same-shaped inputs apart"
+        "says output_permutation (outputs 1 and 10 crossed) beside constant_value + output_added, "
+        "and names another constant: the context pairs the two statistics right (1->2, 10->11, "
+        "the added output found), a later step of the diff pairs them across"
     ),
 }
 

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use crate::canon::strip_layout;
 use crate::handle::CanonHandle;
 use crate::matcher::{intern, rank_key, users_of, MatchSide};
-use crate::refine::{Graph, RefineGraph};
+use crate::refine::{combine, Graph, RefineGraph};
 use crate::text::FxMap;
 
 const NONE: u32 = u32::MAX;
@@ -176,7 +176,7 @@ pub fn refine_graph_of(
         .iter()
         .map(|t| commutative.contains(t.as_str()))
         .collect::<PyResult<Vec<bool>>>()?;
-    let mut memo: FxMap<(u32, bool), (u64, u64)> = FxMap::default();
+    let mut memo: FxMap<(u32, bool), (u64, u64, bool)> = FxMap::default();
     let mut op_start = Vec::with_capacity(n + 1);
     let mut ops = Vec::new();
     let mut sorted = Vec::with_capacity(n);
@@ -211,13 +211,20 @@ pub fn refine_graph_of(
                     called,
                 ))?;
                 let (l, s): (i64, i64) = got.extract()?;
-                let c = (l as u64, s as u64);
+                let c = (l as u64, s as u64, called > 0);
                 memo.insert(key, c);
                 c
             }
         };
         loose.push(colours.0);
-        strict.push(colours.1);
+        // A call of one function is not a call of another: the callees' hashes, in the
+        // content key, enter the strict colour as `refine_graph` enters `keys` (Python's hash
+        // of a non-negative int is its value modulo 2^61 - 1: the same numbers both ways).
+        strict.push(if colours.2 {
+            combine(colours.1, h.keys[i as usize] % ((1u64 << 61) - 1))
+        } else {
+            colours.1
+        });
     }
     // Users as CSR; a user reads at its operand index (-1: commutative).
     let mut fill = vec![0u32; n + 1];
@@ -254,10 +261,12 @@ pub fn refine_graph_of(
     }
     let mut params = Vec::new();
     let mut param_names = Vec::new();
+    let mut is_param = vec![false; n];
     for &(p, _) in &h.params {
         let k = node_of[p as usize];
         if k != NONE {
             params.push(k);
+            is_param[k as usize] = true;
             param_names.push(h.names[p as usize].clone_ref(py).into_any());
         }
     }
@@ -270,6 +279,8 @@ pub fn refine_graph_of(
             users,
             user_at,
             marks,
+            output_mark: output_mark as u64,
+            is_param,
         },
         loose,
         strict,

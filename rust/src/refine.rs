@@ -20,6 +20,10 @@ pub(crate) struct Graph {
     pub(crate) users: Vec<u32>,
     pub(crate) user_at: Vec<i32>,
     pub(crate) marks: Vec<u64>,
+    /// The mark one output adds (0 where unknown: `refine_history`'s graphs).
+    pub(crate) output_mark: u64,
+    /// Parameters: nodes that stay inputs when outputs are dropped.
+    pub(crate) is_param: Vec<bool>,
 }
 
 #[inline]
@@ -32,7 +36,7 @@ fn mix(mut x: u64) -> u64 {
 }
 
 #[inline]
-fn combine(h: u64, v: u64) -> u64 {
+pub(crate) fn combine(h: u64, v: u64) -> u64 {
     mix(h ^ v.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17))
 }
 
@@ -101,6 +105,7 @@ fn graph(a: GraphArrays) -> PyResult<Graph> {
             "refine: inconsistent graph arrays",
         ));
     }
+    let is_param = vec![false; n];
     Ok(Graph {
         op_start,
         ops,
@@ -109,6 +114,8 @@ fn graph(a: GraphArrays) -> PyResult<Graph> {
         users,
         user_at,
         marks,
+        output_mark: 0,
+        is_param,
     })
 }
 
@@ -185,6 +192,227 @@ impl RefineGraph {
     fn __len__(&self) -> usize {
         self.loose.len()
     }
+    /// Nodes plus operand edges: what one round costs.
+    #[getter]
+    fn size(&self) -> usize {
+        self.loose.len() + self.graph.ops.len()
+    }
+
+    /// Colour refinement of this graph (A) and `other` (B) together, from their strict or loose
+    /// first colours, until the joint partition is stable (no class of A and B together splits)
+    /// or after `max_rounds`. `salts_a`/`salts_b`: (node, salt) mixed into first colours (the
+    /// individualized nodes). `unmark_a`/`unmark_b`: output nodes that lose one output mark
+    /// (an output supposed dropped or added), and with them what only they kept alive: the nodes
+    /// no remaining output reaches are left out, and their users with them. Returns (rounds run,
+    /// stable, balanced: every class holds as many nodes of A as of B, the last colours of
+    /// `pick_a`, of `pick_b`); a node left out gets colour 0 and counts in no class.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (other, strict, max_rounds, pick_a, pick_b, salts_a=vec![], salts_b=vec![], unmark_a=vec![], unmark_b=vec![]))]
+    fn refine_with(
+        &self,
+        py: Python<'_>,
+        other: &RefineGraph,
+        strict: bool,
+        max_rounds: usize,
+        pick_a: Vec<u32>,
+        pick_b: Vec<u32>,
+        salts_a: Vec<(u32, u64)>,
+        salts_b: Vec<(u32, u64)>,
+        unmark_a: Vec<u32>,
+        unmark_b: Vec<u32>,
+    ) -> PyResult<(usize, bool, bool, Vec<u64>, Vec<u64>)> {
+        let (na, nb) = (self.loose.len(), other.loose.len());
+        let bad = |v: &[u32], n: usize| v.iter().any(|&i| i as usize >= n);
+        if bad(&pick_a, na)
+            || bad(&pick_b, nb)
+            || bad(&unmark_a, na)
+            || bad(&unmark_b, nb)
+            || salts_a.iter().any(|&(i, _)| i as usize >= na)
+            || salts_b.iter().any(|&(i, _)| i as usize >= nb)
+        {
+            return Err(PyValueError::new_err("refine: a node is out of range"));
+        }
+        let first = |g: &RefineGraph, salts: &[(u32, u64)]| -> Vec<u64> {
+            let mut c = if strict {
+                g.strict.clone()
+            } else {
+                g.loose.clone()
+            };
+            for &(i, salt) in salts {
+                c[i as usize] = combine(c[i as usize], salt);
+            }
+            c
+        };
+        Ok(py.allow_threads(|| {
+            let (ga, gb) = (
+                self.graph.without_outputs(&unmark_a, &self.outputs),
+                other.graph.without_outputs(&unmark_b, &other.outputs),
+            );
+            let (mut ca, mut cb) = (first(self, &salts_a), first(other, &salts_b));
+            ga.blank(&mut ca);
+            gb.blank(&mut cb);
+            let mut count = distinct_both(&ca, &cb);
+            let (mut xa, mut xb) = (Vec::new(), Vec::new());
+            let mut scratch = Vec::new();
+            let (mut rounds, mut stable) = (0, false);
+            while rounds < max_rounds {
+                ga.round(&ca, &mut xa, &mut scratch);
+                gb.round(&cb, &mut xb, &mut scratch);
+                ga.blank(&mut xa);
+                gb.blank(&mut xb);
+                let now = distinct_both(&xa, &xb);
+                if now == count {
+                    stable = true;
+                    break;
+                }
+                rounds += 1;
+                std::mem::swap(&mut ca, &mut xa);
+                std::mem::swap(&mut cb, &mut xb);
+                count = now;
+            }
+            let pick = |col: &[u64], which: &[u32]| -> Vec<u64> {
+                which.iter().map(|&i| col[i as usize]).collect()
+            };
+            let balanced = balanced(&ca, &cb);
+            (
+                rounds,
+                stable,
+                balanced,
+                pick(&ca, &pick_a),
+                pick(&cb, &pick_b),
+            )
+        }))
+    }
+}
+
+/// A graph as refinement reads it: borrowed from a built one, or rebuilt without some outputs.
+enum View<'g> {
+    Whole(&'g Graph),
+    Pruned { graph: Graph, live: Vec<bool> },
+}
+
+impl Graph {
+    /// This graph with one output mark taken off each of `unmark` and the nodes no other output
+    /// reaches left out (no user, no operand, colour 0): what the graph is with those outputs
+    /// dropped. Parameters stay nodes (a parameter nothing reads is still an input).
+    fn without_outputs<'g>(&'g self, unmark: &[u32], outputs: &[i64]) -> View<'g> {
+        if unmark.is_empty() {
+            return View::Whole(self);
+        }
+        let n = self.marks.len();
+        let mut marks = self.marks.clone();
+        let mut left: Vec<i64> = outputs.to_vec();
+        for &u in unmark {
+            marks[u as usize] = marks[u as usize].wrapping_sub(self.output_mark);
+            if let Some(k) = left.iter().position(|&o| o == i64::from(u)) {
+                left.remove(k);
+            }
+        }
+        // What the remaining outputs reach, through operands.
+        let mut live = vec![false; n];
+        let mut stack: Vec<u32> = left
+            .iter()
+            .filter(|&&o| o >= 0)
+            .map(|&o| o as u32)
+            .collect();
+        while let Some(k) = stack.pop() {
+            if std::mem::replace(&mut live[k as usize], true) {
+                continue;
+            }
+            let (s, e) = (
+                self.op_start[k as usize] as usize,
+                self.op_start[k as usize + 1] as usize,
+            );
+            stack.extend(
+                self.ops[s..e]
+                    .iter()
+                    .copied()
+                    .filter(|&o| !live[o as usize]),
+            );
+        }
+        for k in 0..n {
+            // A parameter stays an input; an instruction nothing live reads is gone.
+            if self.op_start[k] == self.op_start[k + 1] && self.is_param[k] {
+                live[k] = true;
+            }
+        }
+        let mut op_start = vec![0u32];
+        let mut ops = Vec::new();
+        for k in 0..n {
+            if live[k] {
+                let (s, e) = (self.op_start[k] as usize, self.op_start[k + 1] as usize);
+                ops.extend(self.ops[s..e].iter().copied().filter(|&o| live[o as usize]));
+            }
+            op_start.push(ops.len() as u32);
+        }
+        let mut user_start = vec![0u32];
+        let (mut users, mut user_at) = (Vec::new(), Vec::new());
+        for k in 0..n {
+            let (s, e) = (self.user_start[k] as usize, self.user_start[k + 1] as usize);
+            for i in s..e {
+                if live[self.users[i] as usize] && live[k] {
+                    users.push(self.users[i]);
+                    user_at.push(self.user_at[i]);
+                }
+            }
+            user_start.push(users.len() as u32);
+        }
+        View::Pruned {
+            graph: Graph {
+                op_start,
+                ops,
+                sorted: self.sorted.clone(),
+                user_start,
+                users,
+                user_at,
+                marks,
+                output_mark: self.output_mark,
+                is_param: self.is_param.clone(),
+            },
+            live,
+        }
+    }
+}
+
+impl View<'_> {
+    fn round(&self, col: &[u64], out: &mut Vec<u64>, scratch: &mut Vec<u64>) {
+        match self {
+            View::Whole(g) => g.round(col, out, scratch),
+            View::Pruned { graph, .. } => graph.round(col, out, scratch),
+        }
+    }
+    /// Nodes left out get colour 0, so that they neither count as classes nor look alike.
+    fn blank(&self, col: &mut [u64]) {
+        if let View::Pruned { live, .. } = self {
+            for (c, &l) in col.iter_mut().zip(live.iter()) {
+                if !l {
+                    *c = 0;
+                }
+            }
+        }
+    }
+}
+
+/// Every class (but the nodes left out, colour 0) holds as many nodes of A as of B: refinement
+/// cannot tell the two graphs apart.
+fn balanced(a: &[u64], b: &[u64]) -> bool {
+    let mut count: FxMap<u64, i64> = FxMap::default();
+    for &c in a.iter().filter(|&&c| c != 0) {
+        *count.entry(c).or_insert(0) += 1;
+    }
+    for &c in b.iter().filter(|&&c| c != 0) {
+        *count.entry(c).or_insert(0) -= 1;
+    }
+    count.values().all(|&v| v == 0)
+}
+
+/// Classes of A and B together: a colour held on both sides is one class.
+fn distinct_both(a: &[u64], b: &[u64]) -> usize {
+    let mut seen: FxMap<u64, ()> = FxMap::default();
+    for &c in a.iter().chain(b.iter()) {
+        seen.insert(c, ());
+    }
+    seen.len()
 }
 
 /// Names to nodes: by object identity first (the canonical form shares the IR's strings), then
@@ -222,9 +450,12 @@ fn push_str(key: &mut Vec<u8>, s: &Bound<'_, PyAny>) -> PyResult<()> {
 /// Build the graph of one canonical computation. `by_name` is `Computation.by_name`; `order`,
 /// `operands`, `param_number` and `outputs` are the canonical form's fields; `commutative` the
 /// correspondence's `_COMMUTATIVE`; `first_colours(is_input, opcode, shape, attributes,
-/// called)` its `_first_colours`; `output_mark` its `_OUTPUT`.
+/// called)` its `_first_colours`; `output_mark` its `_OUTPUT`. `keys`, the canonical form's
+/// content keys: an instruction that calls computations adds its key (their hashes among it)
+/// to its strict colour, so that a call of one function is not a call of another.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (by_name, order, operands, param_number, outputs, commutative, first_colours, output_mark, keys=None))]
 pub fn refine_graph<'py>(
     by_name: &Bound<'py, PyDict>,
     order: &Bound<'py, PyTuple>,
@@ -234,6 +465,7 @@ pub fn refine_graph<'py>(
     commutative: &Bound<'py, PyAny>,
     first_colours: &Bound<'py, PyAny>,
     output_mark: i64,
+    keys: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<RefineGraph> {
     let mut names: Vec<Bound<'py, PyAny>> = order.iter().collect();
     for p in param_number.keys().iter() {
@@ -320,7 +552,14 @@ pub fn refine_graph<'py>(
             }
         };
         loose.push(colours.0);
-        strict.push(colours.1);
+        let callee = match keys {
+            Some(k) if n_called > 0 => k.get_item(&name)?.map(|v| v.hash()).transpose()?,
+            _ => None,
+        };
+        strict.push(match callee {
+            Some(h) => combine(colours.1, h as u64),
+            None => colours.1,
+        });
     }
     drop(keep_alive);
     // Operands and users as CSR; a user reads at its operand index (-1: commutative).
@@ -364,9 +603,11 @@ pub fn refine_graph<'py>(
     }
     let mut params = Vec::new();
     let mut param_names = Vec::new();
+    let mut is_param = vec![false; n];
     for p in param_number.keys().iter() {
         if let Some(i) = nodes.get(&p)? {
             params.push(i);
+            is_param[i as usize] = true;
             param_names.push(p.unbind());
         }
     }
@@ -379,6 +620,8 @@ pub fn refine_graph<'py>(
             users,
             user_at,
             marks,
+            output_mark: output_mark as u64,
+            is_param,
         },
         loose,
         strict,

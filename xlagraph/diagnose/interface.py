@@ -234,9 +234,22 @@ def compare_outputs(cmp: Comparison) -> None:
     for i, a in enumerate(left.outputs):
         if i in known:
             continue
+        if i in corr.dropped:  # its removal is what made the graphs alike: no counterpart
+            removed.append(i)
+            continue
         b = m.left.get(a)
-        js = [j for j in right_positions.get(b, []) if j not in used] if b else []
-        if js and (other := _same_line(left, right, a, b, unclaimed, used)) is not None:
+        js = [j for j in right_positions.get(b, []) if j not in used and j not in corr.born] if b else []
+        chosen = corr.outputs.get(i)
+        if (
+            chosen is not None
+            and chosen not in used
+            and (not js or (i in corr.tied and _alike(right, js[0], chosen)))
+        ):
+            # Look-alikes that compute the same value keep their order (the matching would pair
+            # two zero buffers across, a move nothing shows); the context's choice also where
+            # the matching has none.
+            js, b = [chosen], None
+        if js and b and (other := _same_line(left, right, a, b, unclaimed, used)) is not None:
             js = [other]
             if not repaired:
                 claimed_l, claimed_r, repaired = dict(m.left), dict(m.right), True
@@ -249,6 +262,10 @@ def compare_outputs(cmp: Comparison) -> None:
         pairs.append((i, js[0]))
     added = [j for j in range(len(right.outputs)) if j not in used]
     matched = list(pairs)  # order is judged on matched outputs only: slots pair in order anyway
+    # Outputs whose removal made the graphs alike have no counterpart: no slot pairs them.
+    gone = ([j for j in added if j in corr.born], [i for i in removed if i in corr.dropped])
+    added = [j for j in added if j not in corr.born]
+    removed = [i for i in removed if i not in corr.dropped]
     same = _same_slots(left, right, added, removed)
     pairs += same
     slot_pairs, added, removed = _pair_slots(left, right, added, removed, same_type=True)
@@ -261,6 +278,7 @@ def compare_outputs(cmp: Comparison) -> None:
     # tensors whose sizes divide are two tensors: a dropped f32[16,8] and a new f32[4,4]).
     if added and removed and _parallel(cmp):
         pairs += _pair_resharded(left, right, added, removed)
+    added, removed = sorted(added + gone[0]), sorted(removed + gone[1])
     # Slots paired across element types by the matcher or by position change type as well.
     retyped = [
         (i, j)
@@ -334,6 +352,11 @@ def compare_outputs(cmp: Comparison) -> None:
             "output ",
             "the live tensors were created in another order",
         )
+
+
+def _alike(comp: CanonicalComputation, j: int, k: int) -> bool:
+    """Output slots `j` and `k` compute the same value (structural hash, parameters included)."""
+    return comp.h1.get(comp.outputs[j]) == comp.h1.get(comp.outputs[k])
 
 
 def _location(comp: CanonicalComputation, name: str) -> str:

@@ -291,6 +291,18 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     else:  # a real permutation: the rest by the matching, else left out
         used_l = {a for a, _ in chosen}
         used_r = {b for _, b in chosen}
+        # Look-alikes the context found interchangeable (two weights nothing reads any more)
+        # keep their positions: the matching would pair them across, a move nothing shows.
+        tied = sorted(
+            (lnum[a], rnum[b])
+            for a, b in corr.params.items()
+            if a in corr.tied and a not in contested and resized(shape_of(left, a), shape_of(right, b))
+        )
+        for a, b in tied:
+            if a not in used_l and b not in used_r:
+                chosen.append((a, b))
+                used_l.add(a)
+                used_r.add(b)
         for a, b in m.left.items():
             if (
                 a in lnum

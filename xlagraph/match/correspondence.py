@@ -34,12 +34,23 @@ from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import strip_layout
+from xlagraph.match.isomorphic import Explained, Refined, explain
 
 __all__ = ["ROUNDS", "Correspondence", "correspond"]
 
 ROUNDS = 6
 # Past this many instructions (a side), fewer rounds: each costs ~2 us an instruction in Python.
 _LARGE, _LARGE_ROUNDS = 100_000, 3
+# Refinement until stable (`isomorphic`) may visit this many nodes and edges of both graphs in
+# all (rounds x size): 2,000 rounds for a 3,500-instruction Llama step (which is stable after
+# 21 to 31), 66 at 120K (the benchmark pair needs 261: about 0.3 s a pass spent for nothing,
+# where two far-apart layers stay alike and the 6-round pairing decides), 6 at 600K.
+_VISITS = 30_000_000
+# The search for look-alikes (`isomorphic`) may visit this many in all, over every refinement it
+# asks for (seconds in the core); past it a refinement reads as unstable and the search gives up
+# (the 6-round pairing decides, as before).
+_SEARCH = 2_000_000_000
+_GAVE_UP = Refined(False, False, (), ())
 _COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor", "ne", "eq"})
 _CALLS = frozenset({"to_apply", "calls", "body", "condition", "branch_computations", "called_computations"})
 # Attributes that name or number things outside the data flow (shardings are compared on their own).
@@ -59,12 +70,16 @@ _LOWEST: tuple[int | None, ...] = (None, None)
 class Correspondence:
     """`params`: left parameter name -> right one; `outputs`: left output slot -> right slot;
     `depth`: for each paired left name (inputs) or slot (outputs), the deepest round at which the
-    two agree; `tied`: left names/slots with look-alikes, for the caller to keep in place."""
+    two agree; `tied`: left names/slots with look-alikes, for the caller to keep in place;
+    `dropped`/`born`: output slots of A / B that have no counterpart (an output dropped, added)."""
 
     params: Mapping[str, str]
     outputs: Mapping[int, int]
     depth: Mapping[object, int]
     tied: frozenset[object]
+    # Output slots of A (`dropped`) and of B (`born`) whose removal made the graphs alike.
+    dropped: frozenset[int] = frozenset()
+    born: frozenset[int] = frozenset()
 
 
 # operand starts, operands, sorted?, user starts, users, user operand index, output marks
@@ -102,7 +117,9 @@ class _Graph:
             if colours is None:
                 colours = first[key] = _first_colours(*key)
             self.loose.append(colours[0])
-            self.strict.append(colours[1])
+            # A call of one function is not a call of another: the callees' hashes (in the
+            # content key) enter the strict colour.
+            self.strict.append(hash((colours[1], comp.keys.get(n))) if ins.called else colours[1])
             md = ins.metadata
             self.meta.append(hash((md.op_name, md.source_file, md.source_line)) if md else 0)
         marks = [0] * len(names)
@@ -119,6 +136,11 @@ class _Graph:
         self._arrays: (
             tuple[list[int], list[int], list[bool], list[int], list[int], list[int], list[int]] | None
         ) = None
+
+    @property
+    def size(self) -> int:
+        """Nodes plus operand edges: what one round costs."""
+        return len(self.names) + sum(map(len, self.operands))
 
     def arrays(self) -> _Arrays:
         """The graph as the compiled core's `refine_history` reads it: operands and users as CSR
@@ -180,12 +202,20 @@ def _history_from(
     a: _Graph, b: _Graph, fa: list[int], fb: list[int]
 ) -> tuple[list[list[int]], list[list[int]]]:
     """`_history` from the first colours `fa` and `fb` (individualized ones among them)."""
-    rounds = ROUNDS if max(len(a.names), len(b.names)) <= _LARGE else _LARGE_ROUNDS
+    rounds = _rounds(len(a.names), len(b.names))
     core = _core()
     if core is None:
         return _history_python_from(a, b, fa, fb, rounds)
     ha, hb = core.refine_history(a.arrays(), b.arrays(), _unsigned(fa), _unsigned(fb), rounds)
     return ha, hb
+
+
+def _rounds(na: int, nb: int) -> int:
+    """The rounds of the 6-round pairing for graphs of `na` and `nb` nodes. A history as long
+    as that plus one stopped at the cap, not at a stable partition (3 rounds past 100K: a
+    history of 4 was taken for stable against the cap of 6, and a 120K pair individualized
+    its capped ties in Python for minutes)."""
+    return ROUNDS if max(na, nb) <= _LARGE else _LARGE_ROUNDS
 
 
 def _unsigned(colours: list[int]) -> list[int]:
@@ -220,6 +250,79 @@ def _history_python_from(
         hb.append(nb)
         counts = now
     return ha, hb
+
+
+class _Pruned:
+    """A `_Graph` without some outputs (`_refine_python`): one output mark less on each, and the
+    nodes no remaining output reaches left out, with their edges."""
+
+    def __init__(self, g: _Graph, unmark: tuple[int, ...]) -> None:
+        self.marks = list(g.marks)
+        left = list(g.outputs)
+        for u in unmark:
+            self.marks[u] -= _OUTPUT
+            if u in left:
+                left.remove(u)
+        live = [False] * len(g.names)
+        stack = [o for o in left if o >= 0]
+        while stack:
+            k = stack.pop()
+            if not live[k]:
+                live[k] = True
+                stack += [o for o in g.operands[k] if not live[o]]
+        for k in g.params:
+            live[k] = True
+        self.live = live
+        self.operands = [
+            tuple(o for o in ops if live[o]) if live[k] else () for k, ops in enumerate(g.operands)
+        ]
+        self.sorted_ops = g.sorted_ops
+        pairs = [
+            [(u, j) for u, j in zip(uo, ua, strict=True) if live[u] and live[k]]
+            for k, (uo, ua) in enumerate(zip(g.user_of, g.user_at, strict=True))
+        ]
+        self.user_of = [tuple(u for u, _ in row) for row in pairs]
+        self.user_at = [tuple(j for _, j in row) for row in pairs]
+
+
+def _refine_python(
+    a: _Graph,
+    b: _Graph,
+    fa: list[int],
+    fb: list[int],
+    salts_a: dict[int, int],
+    salts_b: dict[int, int],
+    unmark_a: tuple[int, ...],
+    unmark_b: tuple[int, ...],
+    rounds: int,
+) -> Refined:
+    """The reference of the core's `RefineGraph.refine_with`: refinement of both graphs together
+    until the joint partition is stable (or `rounds`), with salted first colours and outputs
+    dropped; nodes left out get colour 0."""
+    views = (_Pruned(a, unmark_a), _Pruned(b, unmark_b))
+
+    def start(f: list[int], salts: dict[int, int], view: _Pruned) -> list[int]:
+        col = [hash((c, salts[k])) if k in salts else c for k, c in enumerate(f)]
+        return [c if live else 0 for c, live in zip(col, view.live, strict=True)]
+
+    ca, cb = start(fa, salts_a, views[0]), start(fb, salts_b, views[1])
+    count = len(set(ca) | set(cb))
+    stable = False
+    for _ in range(rounds):
+        na = [c if live else 0 for c, live in zip(_round(views[0], ca), views[0].live, strict=True)]  # type: ignore[arg-type]
+        nb = [c if live else 0 for c, live in zip(_round(views[1], cb), views[1].live, strict=True)]  # type: ignore[arg-type]
+        now = len(set(na) | set(nb))
+        if now == count:
+            stable = True
+            break
+        ca, cb, count = na, nb, now
+    tally: dict[int, int] = {}
+    for c in ca:
+        tally[c] = tally.get(c, 0) + 1
+    for c in cb:
+        tally[c] = tally.get(c, 0) - 1
+    balanced = all(v == 0 for c, v in tally.items() if c != 0)
+    return Refined(stable, balanced, ca, cb)
 
 
 def _assign(
@@ -308,7 +411,7 @@ def _individualized(
     outputs first: the smallest explanation wins (fewest items left unpaired, then fewest moved
     slots; inputs first on a draw, so that an output returning an input follows that input)."""
     plain = _history(a, b, first)
-    if len(plain[0]) > ROUNDS or not _tied_pick(plain, sides, _PARAMS, None):
+    if len(plain[0]) > _rounds(len(a.names), len(b.names)) or not _tied_pick(plain, sides, _PARAMS, None):
         # Refinement stopped at its last round, not at a stable partition: the look-alikes may
         # be far apart (two layers of a model) and a slot guess would pair them, and what they feed.
         return plain, []
@@ -462,7 +565,13 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
         found = _correspond_compiled(core, left, right)
         if found is not None:
             return found
+    else:
+        core = None
     a, b = _Graph(left), _Graph(right)
+    # Where the core is there, refinement until stable runs there (on these very nodes: the
+    # core builds its graph in `_Graph`'s order); the rounds in Python are the reference.
+    compiled = (_compiled_graph(core, left), _compiled_graph(core, right)) if core is not None else None
+    every = (list(range(len(a.names))), list(range(len(b.names))))
     slot_of = (
         (
             [left.param_number[a.names[k]] for k in a.params],
@@ -471,16 +580,51 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
         (list(range(len(a.outputs))), list(range(len(b.outputs)))),
     )
 
-    def colours(first: str, nodes: _Nodes, opened: _Opened) -> tuple[_History, list[_Chosen]]:
-        return _individualized(
-            a,
-            b,
-            first,
-            tuple(
-                (lnodes, rnodes, slots[0], slots[1], set(open_l), set(open_r))
-                for (lnodes, rnodes), slots, (open_l, open_r) in zip(nodes, slot_of, opened, strict=True)
-            ),
+    def colours(first: str, nodes: _Nodes, opened: _Opened) -> _Got:
+        sides = tuple(
+            (lnodes, rnodes, slots[0], slots[1], set(open_l), set(open_r))
+            for (lnodes, rnodes), slots, (open_l, open_r) in zip(nodes, slot_of, opened, strict=True)
         )
+        fa, fb = getattr(a, first), getattr(b, first)
+        spent = [0]
+
+        def refine(
+            sa: dict[int, int], sb: dict[int, int], ua: tuple[int, ...], ub: tuple[int, ...]
+        ) -> Refined:
+            if compiled is not None:  # the same nodes in the same order: the core refines them
+                if spent[0] > _SEARCH:
+                    return _GAVE_UP
+                ca, cb = compiled
+                got = ca.refine_with(
+                    cb,
+                    first == "strict",
+                    _budget(a.size + b.size),
+                    every[0],
+                    every[1],
+                    [(k, v & _U64) for k, v in sa.items()],
+                    [(k, v & _U64) for k, v in sb.items()],
+                    list(ua),
+                    list(ub),
+                )
+                spent[0] += (got[0] + 1) * (a.size + b.size)
+                return Refined(got[1], got[2], got[3], got[4])
+            return _refine_python(a, b, fa, fb, sa, sb, ua, ub, _budget(a.size + b.size))
+
+        def shallow() -> Refined:
+            return _refine_python(a, b, fa, fb, {}, {}, (), (), 0)
+
+        sig = _signatures(a), _signatures(b)
+        found = explain(
+            refine,
+            shallow,
+            sides,  # type: ignore[arg-type]
+            (sig[0].__getitem__, sig[1].__getitem__),
+            _same_value(left, right),
+        )
+        if found is not None:
+            return _got(found)
+        hist, chosen = _individualized(a, b, first, sides)
+        return hist, chosen, frozenset(), frozenset()
 
     found = _pair(
         ([a.names[k] for k in a.params], [b.names[k] for k in b.params]),
@@ -497,11 +641,14 @@ _Nodes = tuple[tuple[list[int], list[int]], ...]
 _Opened = list[tuple[list[int], list[int]]]
 
 
+_Got = tuple[_History, list[_Chosen], frozenset[int], frozenset[int]]
+
+
 def _pair(
     names: tuple[list[str], list[str]],
     inputs: tuple[list[int], list[int]],
     outputs: tuple[list[int], list[int]],
-    colours: Callable[[str, _Nodes, _Opened], tuple[_History, list[_Chosen]] | None],
+    colours: Callable[[str, _Nodes, _Opened], _Got | None],
 ) -> Correspondence | None:
     """Pairs of inputs (their `names`, nodes `inputs`) and of output slots (nodes `outputs`, -1
     for none) from the colours each pass gets (`colours(first, nodes, opened)`: the history and
@@ -521,13 +668,20 @@ def _pair(
         ([i for i, k in enumerate(lnodes) if k >= 0], [j for j, k in enumerate(rnodes) if k >= 0])
         for lnodes, rnodes in nodes
     ]
+    dropped: set[int] = set()
+    born: set[int] = set()
     for first, lowest in zip(("strict", "loose"), _LOWEST, strict=True):
         if not any(open_l and open_r for open_l, open_r in opened):
             break  # nothing left to pair: the size-blind pass is not even computed
         got = colours(first, nodes, opened)
         if got is None:
             return None
-        (ha, hb), chosen = got
+        (ha, hb), chosen, gone_l, gone_r = got
+        if gone_l or gone_r:  # outputs whose removal made the graphs alike: no counterpart
+            dropped |= gone_l
+            born |= gone_r
+            open_l, open_r = opened[1]
+            opened[1] = ([i for i in open_l if i not in gone_l], [j for j in open_r if j not in gone_r])
         for n, (lkeys, rkeys, lnodes, rnodes, out) in enumerate(sides):
             open_l, open_r = opened[n]
             if not (open_l and open_r):
@@ -545,7 +699,12 @@ def _pair(
             done_r = {open_r[j] for j in pairs.values()}
             opened[n] = ([i for i in open_l if i not in done_l], [j for j in open_r if j not in done_r])
     return Correspondence(
-        MappingProxyType(params), MappingProxyType(slots), MappingProxyType(depth), frozenset(tied)
+        MappingProxyType(params),
+        MappingProxyType(slots),
+        MappingProxyType(depth),
+        frozenset(tied),
+        frozenset(dropped),
+        frozenset(born),
     )
 
 
@@ -569,6 +728,7 @@ def _compiled_graph(core: Any, comp: CanonicalComputation) -> Any:
             _COMMUTATIVE,
             _first_colours,
             _OUTPUT,
+            comp.keys,
         )
     return found
 
@@ -586,7 +746,7 @@ def _correspond_compiled(
     pick_a = sorted(set(a_inputs) | {k for k in a_outputs if k >= 0})
     pick_b = sorted(set(b_inputs) | {k for k in b_outputs if k >= 0})
     at_a, at_b = {k: i for i, k in enumerate(pick_a)}, {k: i for i, k in enumerate(pick_b)}
-    rounds = ROUNDS if max(len(a), len(b)) <= _LARGE else _LARGE_ROUNDS
+    rounds = _rounds(len(a), len(b))
     histories: dict[str, _History] = {}
 
     def history(first: str) -> _History:
@@ -594,21 +754,124 @@ def _correspond_compiled(
             histories[first] = core.refine_picked(a, b, first == "strict", rounds, pick_a, pick_b)
         return histories[first]
 
-    def untied(first: str, nodes: _Nodes, opened: _Opened) -> tuple[_History, list[_Chosen]] | None:
-        # Look-alikes tied at a stable partition are individualized by the Python graphs only;
-        # where none is left, the two paths pair alike.
+    def untied(first: str, nodes: _Nodes, opened: _Opened) -> _Got | None:
+        # Graphs refinement cannot tell apart (up to an output dropped or added) are paired by
+        # `isomorphic` here; otherwise look-alikes tied at a stable partition are individualized
+        # by the Python graphs only; where none is left, the two paths pair alike.
+        sides = tuple(
+            (lnodes, rnodes, slots[0], slots[1], set(o[0]), set(o[1]))
+            for (lnodes, rnodes), slots, o in zip(nodes, slot_of, opened, strict=True)
+        )
+        strict = first == "strict"
+        budget = _budget(a.size + b.size)
+        spent = [0]
+
+        def refine(
+            sa: dict[int, int], sb: dict[int, int], ua: tuple[int, ...], ub: tuple[int, ...]
+        ) -> Refined:
+            if spent[0] > _SEARCH:
+                return _GAVE_UP
+            got = a.refine_with(
+                b,
+                strict,
+                budget,
+                pick_a,
+                pick_b,
+                [(pick_a[k], v & _U64) for k, v in sa.items()],
+                [(pick_b[k], v & _U64) for k, v in sb.items()],
+                [pick_a[k] for k in ua],
+                [pick_b[k] for k in ub],
+            )
+            spent[0] += (got[0] + 1) * (a.size + b.size)
+            return Refined(got[1], got[2], got[3], got[4])
+
+        def shallow() -> Refined:
+            got = a.refine_with(b, strict, 0, pick_a, pick_b)
+            return Refined(got[1], got[2], got[3], got[4])
+
+        found = explain(
+            refine,
+            shallow,
+            sides,  # type: ignore[arg-type]
+            _compiled_signatures(left, right, pick_a, pick_b),
+            _same_value(left, right),
+        )
+        if found is not None:
+            return _got(found)
         hist = history(first)
         probe = tuple(
             (lnodes, rnodes, lnodes, rnodes, set(o[0]), set(o[1]))
             for (lnodes, rnodes), o in zip(nodes, opened, strict=True)
         )
-        if len(hist[0]) <= ROUNDS and _tied_pick(hist, probe, _PARAMS, None):
+        if len(hist[0]) <= rounds and _tied_pick(hist, probe, _PARAMS, None):
             return None
-        return hist, []
+        return hist, [], frozenset(), frozenset()
 
-    return _pair(
-        (a.param_names, b.param_names),
-        ([at_a[k] for k in a_inputs], [at_b[k] for k in b_inputs]),
-        ([at_a.get(k, -1) for k in a_outputs], [at_b.get(k, -1) for k in b_outputs]),
-        untied,
+    inputs = ([at_a[k] for k in a_inputs], [at_b[k] for k in b_inputs])
+    outputs = ([at_a.get(k, -1) for k in a_outputs], [at_b.get(k, -1) for k in b_outputs])
+    slot_of = (
+        ([left.param_number[n] for n in a.param_names], [right.param_number[n] for n in b.param_names]),
+        (list(range(len(a_outputs))), list(range(len(b_outputs)))),
     )
+    return _pair((a.param_names, b.param_names), inputs, outputs, untied)
+
+
+def _got(found: Explained) -> _Got:
+    """`isomorphic`'s answer as `_pair` reads it: one round of colours, the classes chosen from."""
+    ca, cb = found.colours
+    return ([list(ca)], [list(cb)]), list(found.chosen), found.dropped, found.born
+
+
+def _same_value(left: CanonicalComputation, right: CanonicalComputation) -> Callable[[int, int, int], bool]:
+    """Whether output slots i and j of A (side 0) or of B (1) compute the same value: the same
+    structural hash, parameter numbers included."""
+
+    def same(side: int, i: int, j: int) -> bool:
+        comp = left if side == 0 else right
+        return comp.h1.get(comp.outputs[i]) == comp.h1.get(comp.outputs[j])
+
+    return same
+
+
+def _budget(size: int) -> int:
+    """Rounds allowed to refinement until stable over graphs of `size` nodes and edges."""
+    return max(ROUNDS, _VISITS // max(size, 1))
+
+
+def _compiled_signatures(
+    left: CanonicalComputation, right: CanonicalComputation, pick_a: list[int], pick_b: list[int]
+) -> tuple[Callable[[int], int], Callable[[int], int]]:
+    """`_signatures` of the picked nodes (by position), computed on demand from the canonical
+    form: only look-alikes left tied ask for them."""
+    return _meta_signature(left, pick_a), _meta_signature(right, pick_b)
+
+
+def _meta_signature(comp: CanonicalComputation, pick: list[int]) -> Callable[[int], int]:
+    memo: dict[int, int] = {}
+    state: dict[str, Any] = {}
+
+    def meta(n: str) -> int:
+        md = comp.computation.by_name[n].metadata
+        return hash((md.op_name, md.source_file, md.source_line)) if md else 0
+
+    def signature(pos: int) -> int:
+        if pos not in memo:
+            if not state:
+                names = list(comp.order) + [p for p in comp.param_number if p not in comp.operands]
+                users: dict[str, list[str]] = {}
+                for u, ops in comp.operands.items():
+                    for o in ops:
+                        users.setdefault(o, []).append(u)
+                state["names"], state["users"] = names, users
+            n = state["names"][pick[pos]]
+            ops = comp.operands.get(n, ())
+            memo[pos] = hash(
+                (
+                    meta(n),
+                    tuple(sorted(meta(u) for u in state["users"].get(n, ()))),
+                    tuple(sorted(meta(o) for o in ops)),
+                )
+            )
+        return memo[pos]
+
+    return signature

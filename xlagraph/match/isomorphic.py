@@ -1,0 +1,285 @@
+"""Pairing where refinement cannot tell the two graphs apart: look-alikes told apart by search.
+
+Where colour refinement, run until the joint partition of both graphs is stable, leaves every
+class with as many nodes of A as of B (*balanced*: the graphs are alike up to what the colours
+leave out, a constant's value or a size), a tie between look-alikes is no guess: one pair of the
+tied class is fixed with a fresh colour (individualization, as nauty does) and refinement runs
+again. A pair that belongs together keeps the graphs balanced; one that does not splits some
+class unevenly, and the next candidate is tried. Where another candidate would have kept the
+balance too, the two are interchangeable as far as data flow can tell (an automorphism, e.g.
+two zero buffers): the pair is a choice, returned as such, and its slots decide.
+
+An output dropped (or added) unbalances the graphs: the dropped output's cone is gone from B and
+what it read lost a user. The explanation sought is the smallest: the output of A (or of B)
+whose removal, with what only it kept alive, balances the graphs again; among several that do
+(look-alikes), the one whose pairing moves the fewest slots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+__all__ = ["Explained", "Refined", "explain"]
+
+
+@dataclass(frozen=True)
+class Refined:
+    """One refinement: stable (the joint partition stopped splitting within the rounds allowed),
+    balanced (every class as large in A as in B), and the last colours by position."""
+
+    stable: bool
+    balanced: bool
+    a: Sequence[int]
+    b: Sequence[int]
+
+
+# (salts of A's positions, of B's, A's outputs dropped, B's outputs dropped (positions)) -> colours
+Refine = Callable[[dict[int, int], dict[int, int], tuple[int, ...], tuple[int, ...]], Refined]
+# One side (inputs or outputs): positions of A and B by item, their slots, the open items.
+Side = tuple[list[int], list[int], list[int], list[int], set[int], set[int]]
+# A class a pair was chosen from: its side and its items in A and in B.
+Chosen = tuple[int, frozenset[int], frozenset[int]]
+Signatures = tuple[Callable[[int], int], Callable[[int], int]]
+
+
+@dataclass(frozen=True)
+class Explained:
+    colours: tuple[Sequence[int], Sequence[int]]
+    chosen: tuple[Chosen, ...]
+    dropped: frozenset[int]  # A's output items with no counterpart
+    born: frozenset[int]  # B's output items with no counterpart
+
+
+_OUTPUTS = 1
+# At most this many candidates for a dropped output, and this many individualized pairs.
+_CANDIDATES = 12
+_INDIVIDUALS = 64
+
+
+def explain(
+    refine: Refine,
+    shallow: Callable[[], Refined],
+    sides: tuple[Side, Side],
+    sig: Signatures,
+    same: Callable[[int, int, int], bool] = lambda side, i, j: i == j,
+) -> Explained | None:
+    """The colours with look-alikes individualized (see the module docstring), or None where
+    refinement did not stabilize or no removal of one output on a side balances the graphs.
+    `shallow()`: the first colours, before any round (which outputs could be the dropped one);
+    `same(side, i, j)`: output items i and j of A (side 0) or B (1) compute the same value."""
+    plain = refine({}, {}, (), ())
+    if not plain.stable:
+        return None
+    if plain.balanced:
+        return _individualized(refine, sides, sig, (), ())
+    found = [
+        (_cost(got, sides), got)
+        for drop_a, drop_b in _removals(refine, shallow(), sides)
+        if (got := _individualized(refine, sides, sig, drop_a, drop_b)) is not None
+    ]
+    if not found:
+        return None
+    least = min(cost for cost, _ in found)
+    best = [got for cost, got in found if cost == least]
+    # Two removals that explain the graphs equally well (look-alikes the colours cannot tell
+    # apart: values of other sizes or constants) leave which one went unsettled, unless the two
+    # compute the same value (two zero buffers: either is right).
+    first = best[0]
+    for other in best[1:]:
+        for side, a, b in ((0, first.dropped, other.dropped), (1, first.born, other.born)):
+            if len(a) != len(b) or not all(any(same(side, i, j) for j in b) for i in a):
+                return None
+    if first.dropped and first.born:
+        # One output of each side set aside is as well one output computed another way
+        # (resharded, retyped): the rest is paired by these colours, those two are left open.
+        return Explained(first.colours, first.chosen, frozenset(), frozenset())
+    return first
+
+
+def _removals(
+    refine: Refine, shallow: Refined, sides: tuple[Side, Side]
+) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """Outputs (items of A, of B) whose removal balances the graphs: one on the side that has
+    more outputs of a first colour than the other, or one on each side."""
+    lpos, rpos, _, _, open_l, open_r = sides[_OUTPUTS]
+    surplus_a, surplus_b = _surplus(shallow, lpos, rpos, open_l, open_r)
+    if len(surplus_a) > _CANDIDATES or len(surplus_b) > _CANDIDATES or not (surplus_a or surplus_b):
+        return []
+    trials: list[tuple[tuple[int, ...], tuple[int, ...]]] = [((i,), ()) for i in surplus_a]
+    trials += [((), (j,)) for j in surplus_b]
+    if surplus_a and surplus_b and len(surplus_a) * len(surplus_b) <= _CANDIDATES:
+        trials += [((i,), (j,)) for i in surplus_a for j in surplus_b]
+    out = []
+    for da, db in trials:
+        got = refine({}, {}, tuple(lpos[i] for i in da), tuple(rpos[j] for j in db))
+        if got.stable and got.balanced:
+            out.append((da, db))
+    return out
+
+
+def _surplus(
+    shallow: Refined, lpos: list[int], rpos: list[int], open_l: set[int], open_r: set[int]
+) -> tuple[list[int], list[int]]:
+    """Output items in classes (by first colour) that hold more items on their side."""
+    count: dict[int, int] = {}
+    for i in open_l:
+        count[shallow.a[lpos[i]]] = count.get(shallow.a[lpos[i]], 0) + 1
+    for j in open_r:
+        count[shallow.b[rpos[j]]] = count.get(shallow.b[rpos[j]], 0) - 1
+    return (
+        sorted(i for i in open_l if count[shallow.a[lpos[i]]] > 0),
+        sorted(j for j in open_r if count[shallow.b[rpos[j]]] < 0),
+    )
+
+
+def _individualized(
+    refine: Refine,
+    sides: tuple[Side, Side],
+    sig: Signatures,
+    drop_a: tuple[int, ...],
+    drop_b: tuple[int, ...],
+) -> Explained | None:
+    lout, rout = sides[_OUTPUTS][0], sides[_OUTPUTS][1]
+    unmark = (tuple(lout[i] for i in drop_a), tuple(rout[j] for j in drop_b))
+    open_sides = [
+        (
+            lp,
+            rp,
+            ls,
+            rs,
+            set(ol) - (set(drop_a) if n == _OUTPUTS else set()),
+            set(orr) - (set(drop_b) if n == _OUTPUTS else set()),
+        )
+        for n, (lp, rp, ls, rs, ol, orr) in enumerate(sides)
+    ]
+    salts_a: dict[int, int] = {}
+    salts_b: dict[int, int] = {}
+    got = refine(salts_a, salts_b, *unmark)
+    if not (got.stable and got.balanced):
+        return None
+    chosen: list[Chosen] = []
+    # Inputs before outputs, so that an output returning an input follows that input. Every
+    # tied class of a side at once first: where the look-alikes stayed in place that keeps the
+    # balance in one refinement, on a model with hundreds of tied weights.
+    for side in (0, _OUTPUTS):
+        batch = _tied(got, open_sides[side])
+        if not batch:
+            continue
+        ta, tb = dict(salts_a), dict(salts_b)
+        choice: list[Chosen] = []
+        for k, (ls, rs) in enumerate(batch):
+            ls, rs = list(ls), list(rs)
+            named = _named(ls, rs, open_sides[side], sig)
+            choice.append(
+                (side, frozenset(i for i in ls if i not in named), frozenset(rs) - set(named.values()))
+            )
+            while ls:
+                i, j = _best_pair(ls, rs, open_sides[side], sig)
+                ls.remove(i)
+                rs.remove(j)
+                salt = hash(("batch", side, k, i))
+                ta[open_sides[side][0][i]] = tb[open_sides[side][1][j]] = salt
+        trial = refine(ta, tb, *unmark)
+        if trial.stable and trial.balanced:
+            salts_a, salts_b, got = ta, tb, trial
+            chosen += choice
+    for step in range(_INDIVIDUALS):
+        pick = next(((side, c) for side in (0, _OUTPUTS) for c in _tied(got, open_sides[side])), None)
+        if pick is None:
+            break
+        side, (ls, rs) = pick
+        lp, rp = open_sides[side][0], open_sides[side][1]
+        i = _best_pair(ls, rs, open_sides[side], sig)[0]
+        order = sorted(rs, key=lambda j: _pair_key(i, j, ls, rs, open_sides[side], sig))  # one class
+        kept: list[tuple[int, Refined]] = []
+        for j in order:
+            salt = hash(("individual", step))
+            trial = refine({**salts_a, lp[i]: salt}, {**salts_b, rp[j]: salt}, *unmark)
+            if trial.stable and trial.balanced:
+                kept.append((j, trial))
+                if len(kept) == 2:
+                    break
+        if not kept:
+            return None  # no pair of the class keeps the graphs alike: not a tie search can settle
+        j, got = kept[0]
+        salts_a[lp[i]] = salts_b[rp[j]] = hash(("individual", step))
+        if len(kept) > 1 and _named(ls, rs, open_sides[side], sig).get(i) != j:
+            # Another choice would do as well and the source lines do not name this one:
+            # interchangeable as far as data flow can tell, a choice.
+            chosen.append((side, frozenset(ls), frozenset(rs)))
+    return Explained((got.a, got.b), tuple(chosen), frozenset(drop_a), frozenset(drop_b))
+
+
+def _named(ls: list[int], rs: list[int], side: Side, sig: Signatures) -> dict[int, int]:
+    """Pairs of a tied class whose source lines (their own and their neighbours') are the same
+    and held by no other item of the class: the user's code says which is which."""
+    lp, rp = side[0], side[1]
+    by_a: dict[int, list[int]] = {}
+    by_b: dict[int, list[int]] = {}
+    for i in ls:
+        by_a.setdefault(sig[0](lp[i]), []).append(i)
+    for j in rs:
+        by_b.setdefault(sig[1](rp[j]), []).append(j)
+    return {v[0]: by_b[k][0] for k, v in by_a.items() if k and len(v) == 1 and len(by_b.get(k, ())) == 1}
+
+
+def _tied(got: Refined, side: Side) -> list[tuple[list[int], list[int]]]:
+    """Classes of open items with two or more on both sides (equal numbers: balanced)."""
+    lp, rp, _, _, open_l, open_r = side
+    groups: dict[int, tuple[list[int], list[int]]] = {}
+    for i in sorted(open_l):
+        groups.setdefault(got.a[lp[i]], ([], []))[0].append(i)
+    for j in sorted(open_r):
+        groups.setdefault(got.b[rp[j]], ([], []))[1].append(j)
+    return [(ls, rs) for ls, rs in groups.values() if len(ls) > 1 and len(rs) > 1]
+
+
+def _pair_key(
+    i: int, j: int, ls: list[int], rs: list[int], side: Side, sig: Signatures
+) -> tuple[bool, int, int, int]:
+    """Source lines agreeing first; then slots in order (the k-th look-alike of A with the k-th
+    of B: an input inserted before them shifts their numbers, not their order); then the
+    nearest slot."""
+    lp, rp, lsl, rsl = side[:4]
+    rank_l = sorted(ls, key=lsl.__getitem__).index(i)
+    rank_r = sorted(rs, key=rsl.__getitem__).index(j)
+    same = sig[0](lp[i]) == sig[1](rp[j])
+    return (not same, abs(rank_l - rank_r), abs(lsl[i] - rsl[j]), rsl[j])
+
+
+def _best_pair(ls: list[int], rs: list[int], side: Side, sig: Signatures) -> tuple[int, int]:
+    lp, rp, lsl, rsl = side[:4]
+    rank_l = {i: k for k, i in enumerate(sorted(ls, key=lsl.__getitem__))}
+    rank_r = {j: k for k, j in enumerate(sorted(rs, key=rsl.__getitem__))}
+    sa, sb = {i: sig[0](lp[i]) for i in ls}, {j: sig[1](rp[j]) for j in rs}
+
+    def key(p: tuple[int, int]) -> tuple[bool, int, int, int, int, int]:
+        i, j = p
+        return (sa[i] != sb[j], abs(rank_l[i] - rank_r[j]), abs(lsl[i] - rsl[j]), rsl[j], i, j)
+
+    return min(((i, j) for i in ls for j in rs), key=key)
+
+
+def _cost(found: Explained, sides: tuple[Side, Side]) -> tuple[int, int, int]:
+    """(items not paired one to one, pairs of paired items that cross, paired items whose slot
+    changed): an output dropped shifts the later slots, it reorders nothing."""
+    unpaired = moved = 0
+    pairs: list[tuple[int, int]] = []
+    for n, (lp, rp, lsl, rsl, open_l, open_r) in enumerate(sides):
+        gone_l = found.dropped if n == _OUTPUTS else frozenset()
+        gone_r = found.born if n == _OUTPUTS else frozenset()
+        groups: dict[int, tuple[list[int], list[int]]] = {}
+        for i in open_l - gone_l:
+            groups.setdefault(found.colours[0][lp[i]], ([], []))[0].append(i)
+        for j in open_r - gone_r:
+            groups.setdefault(found.colours[1][rp[j]], ([], []))[1].append(j)
+        for ls, rs in groups.values():
+            if len(ls) == len(rs) == 1:
+                moved += lsl[ls[0]] != rsl[rs[0]]
+                pairs.append((n * (1 << 32) + lsl[ls[0]], n * (1 << 32) + rsl[rs[0]]))
+            elif len(ls) != len(rs):
+                unpaired += abs(len(ls) - len(rs))
+    pairs.sort()
+    crossing = sum(1 for k, (_, b) in enumerate(pairs) for _, d in pairs[k + 1 :] if d < b)
+    return unpaired, crossing, moved
