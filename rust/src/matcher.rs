@@ -770,6 +770,15 @@ impl<'s> M<'s> {
             if let Some(v) = Self::decide2(h, |_| true, oa, ob) {
                 return Ok(v);
             }
+            let h0 = [
+                Self::hash(l, false, x0)?,
+                Self::hash(l, false, x1)?,
+                Self::hash(r, false, y0)?,
+                Self::hash(r, false, y1)?,
+            ];
+            if let Some(v) = Self::decide2(h0, |_| true, oa, ob) {
+                return Ok(v);
+            }
             let o = [
                 l.opcode[x0 as usize],
                 l.opcode[x1 as usize],
@@ -785,7 +794,7 @@ impl<'s> M<'s> {
         let mut rest_b = ob.to_vec();
         let mut first_a = Vec::new();
         let mut first_b = Vec::new();
-        for rule in 0..3 {
+        for rule in 0..4 {
             let snapshot = rest_a.clone();
             for &x in &snapshot {
                 let mut found = None;
@@ -793,6 +802,7 @@ impl<'s> M<'s> {
                     let ok = match rule {
                         0 => self.left[x as usize] == y,
                         1 => Self::hash(l, true, x)? == Self::hash(r, true, y)?,
+                        2 => Self::hash(l, false, x)? == Self::hash(r, false, y)?,
                         _ => l.opcode[x as usize] == r.opcode[y as usize],
                     };
                     if ok {

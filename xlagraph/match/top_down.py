@@ -31,6 +31,7 @@ def match_top_down(
     lops, rops = left.operands, right.operands
     lins, rins = left.computation.by_name, right.computation.by_name
     lh1, rh1 = left.h1, right.h1
+    lh0, rh0 = left.h0, right.h0
     lparams, rparams = left.param_number, right.param_number
     mleft, mright, matcher = m.left, m.right, m.matcher
     expanded = m.expanded
@@ -50,7 +51,7 @@ def match_top_down(
         if len(oa) > 1 and lins[a].opcode in COMMUTATIVE:
             if all(map(mleft.__contains__, oa)) or all(map(mright.__contains__, ob)):
                 continue  # nothing left to pair, whatever the alignment
-            oa, ob = _align_commutative(lh1, rh1, lins, rins, oa, ob, mleft)
+            oa, ob = _align_commutative((lh1, lh0), (rh1, rh0), lins, rins, oa, ob, mleft)
         for x, y in zip(oa, ob, strict=True):
             if x in mleft or y in mright:
                 continue
@@ -88,30 +89,38 @@ def _open_pairs(
     return list(compress(mleft.items(), map(keep.__contains__, mleft)))
 
 
+_Hashes = tuple[dict[str, int], dict[str, int]]  # (h1, h0) of one side
+
+
 def _align_commutative(
-    lh1: dict[str, int],
-    rh1: dict[str, int],
+    lh: _Hashes,
+    rh: _Hashes,
     lins: dict,  # type: ignore[type-arg]
     rins: dict,  # type: ignore[type-arg]
     oa: tuple[str, ...],
     ob: tuple[str, ...],
     mleft: dict[str, str],
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Operands of `add(x, y)` vs `add(y', x')`: already paired ones, then equal subgraphs, then
-    the same opcode in operand order. Hashes are not a tie-break: a change elsewhere (a batch
-    size) alters them and would cross twin branches."""
+    """Operands of `add(x, y)` vs `add(y', x')`: already paired ones, then equal subgraphs
+    (`h1`), then equal computations over inputs numbered otherwise (`h0`: `a * b` vs `b * a`
+    where the lowering numbered a and b as it met them, so the swap renumbers the inputs too),
+    then the same opcode in operand order. Hashes are not a tie-break: a change elsewhere (a
+    batch size) alters them and would cross twin branches."""
     if len(oa) == 2:
-        return _align_two(lh1, rh1, lins, rins, oa, ob, mleft)
+        return _align_two(lh, rh, lins, rins, oa, ob, mleft)
+    (lh1, lh0), (rh1, rh0) = lh, rh
     rest_a, rest_b = list(oa), list(ob)
     first_a: list[str] = []
     first_b: list[str] = []
-    for rule in range(3):
+    for rule in range(4):
         for x in tuple(rest_a):
             for y in rest_b:
                 if rule == 0:
                     ok = mleft.get(x) == y
                 elif rule == 1:
                     ok = lh1[x] == rh1[y]
+                elif rule == 2:
+                    ok = lh0[x] == rh0[y]
                 else:
                     ok = lins[x].opcode == rins[y].opcode
                 if ok:
@@ -124,8 +133,8 @@ def _align_commutative(
 
 
 def _align_two(
-    lh1: dict[str, int],
-    rh1: dict[str, int],
+    lh: _Hashes,
+    rh: _Hashes,
     lins: dict,  # type: ignore[type-arg]
     rins: dict,  # type: ignore[type-arg]
     oa: tuple[str, ...],
@@ -134,12 +143,14 @@ def _align_two(
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """`_align_commutative` of two operands each (most binary ops): the first pair the rules
     form, in their order, decides; the other two follow it."""
+    (lh1, lh0), (rh1, rh0) = lh, rh
     x0, x1 = oa
     y0, y1 = ob
     swap_a, swap_b = (x1, x0), (y1, y0)
     for k0, k1, v0, v1 in (
         (mleft.get(x0), mleft.get(x1), y0, y1),
         (lh1[x0], lh1[x1], rh1[y0], rh1[y1]),
+        (lh0[x0], lh0[x1], rh0[y0], rh0[y1]),
         (lins[x0].opcode, lins[x1].opcode, rins[y0].opcode, rins[y1].opcode),
     ):
         if k0 == v0:

@@ -17,14 +17,14 @@ import re
 from dataclasses import replace
 
 from xlagraph.canonical import CanonicalModule
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._assignments import dict_fills, reorderings
 from xlagraph.diagnose.recognizers._source import def_above, user_lines
-from xlagraph.ir import Frame
+from xlagraph.ir import Frame, strip_layout
 
 __all__ = ["RECOGNIZER", "reordered_only"]
 
@@ -104,6 +104,27 @@ def swapped_outputs(evidence: Evidence, others: list[Cause]) -> list[Cause]:
     return slots if all(_computed_by_both(evidence, c) for c in slots) else []
 
 
+# Attributes that say which dimensions of the operands an op works on: with operands of other
+# shapes (the same op now reading another input) they change with them.
+_OF_OPERANDS = frozenset({"dimensions"})
+
+
+def _follows_operands(evidence: Evidence, cause: Cause, ch: Change) -> bool:
+    """`ch` changes the dimensions an op works on (a reduce's, a broadcast's) where its operands
+    have other shapes too: the op reads another tensor, the numbers follow from that."""
+    if ch.what not in _OF_OPERANDS:
+        return False
+    shapes = []
+    for canon, name in ((evidence.left, ch.left), (evidence.right, ch.right)):
+        comp = canon.computations.get(cause.computation, canon.entry)
+        ins = comp.computation.by_name.get(name)
+        if ins is None:
+            return False
+        by_name = comp.computation.by_name
+        shapes.append(tuple(strip_layout(by_name[o].shape) for o in ins.operands if o in by_name))
+    return shapes[0] != shapes[1]
+
+
 def reordered_only(evidence: Evidence, others: list[Cause]) -> bool:
     """Every other difference is inside the computation, with the same kinds of ops on both
     sides, and no attribute other than an op's shape changed; outputs may differ only by values
@@ -112,7 +133,11 @@ def reordered_only(evidence: Evidence, others: list[Cause]) -> bool:
     others = [c for c in others if not any(c is s for s in swapped)]
     if not all(c.kind in _INSIDE for c in others):
         return False
-    if any(ch.what not in ("shape", "opcode") for c in others for ch in c.changes):
+    if any(
+        ch.what not in ("shape", "opcode") and not _follows_operands(evidence, c, ch)
+        for c in others
+        for ch in c.changes
+    ):
         return False
     left: set[str] = set()
     right: set[str] = set()
@@ -185,9 +210,12 @@ def _reordered_in_step(evidence: Evidence) -> list[str]:
 
 
 def _filled_at(evidence: Evidence, cause: Cause) -> Cause:
-    if cause.kind is not CauseKind.OUTPUT_PERMUTATION:
-        return cause
-    fills = [f for loc in cause.sources[:2] for f in dict_fills(loc)]
+    """Where the order was decided: a dict of statistics filled (outputs), a statement that
+    reorders a sequence (both: inputs are met in the order the step's code used them)."""
+    if cause.kind is CauseKind.OUTPUT_PERMUTATION:
+        fills = [f for loc in cause.sources[:2] for f in dict_fills(loc)]
+    else:
+        fills = []
     # A statement that reorders a sequence in that function (a task list rotated each step)
     # decides the order: it comes first; where it has none, one in the code the step ran.
     reorders = [r for loc in cause.sources[:2] for r in reorderings(loc)]
