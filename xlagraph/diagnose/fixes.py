@@ -379,13 +379,6 @@ _GENERIC = (
     "kind have scripts"
 )
 _UNKNOWN = "printed where xlagraph does not know the pattern: it names no change to make"
-_UNPAIRED = (
-    "the fix works (fixtures/torch_xla/fixes_pending/parameter_permutation.plain: 3 compiles, 2 "
-    "fixed), but the engine does not name it there yet: torch_xla numbers inputs as its lowering "
-    "meets them, so inputs in another order come with the computation in another order (a sum over"
-    " the parameters in another order moves the `* alpha` torch_xla puts on an add's second "
-    "operand), and those inputs are not paired by their context (issue 19 part 1)"
-)
 
 # IDs that no pair of scripts under fixtures/torch_xla/fixes/ shows, and why. Every other ID has
 # a folder there; tests/test_fixes_work.py checks that the two lists cover the registry.
@@ -417,7 +410,6 @@ NOT_SHOWN: Mapping[str, str] = MappingProxyType(
         "conditional_work": _GENERIC,
         "parameter_added": _GENERIC,
         "parameter_shape.other": _GENERIC,
-        "parameter_permutation.plain": _UNPAIRED,
     }
 )
 
