@@ -13,6 +13,7 @@ from xlagraph.canonical import canonicalize
 from xlagraph.canonical.hashes import COMMUTATIVE
 from xlagraph.match import correspondence
 from xlagraph.match._compiled import _shape_key
+from xlagraph.match.identity import identity_multiplies
 from xlagraph.parse.sources import load_module
 
 _core = pytest.importorskip("xlagraph._core")
@@ -55,6 +56,7 @@ def _from_dicts(comp):  # type: ignore[no-untyped-def]
         correspondence._first_colours,
         correspondence._OUTPUT,
         comp.keys,
+        identity_multiplies(comp).by_name,
     )
     return side, graph
 
@@ -82,7 +84,11 @@ def test_handle_builds_what_the_dictionaries_build(batch: int) -> None:
             side, graph = _from_dicts(comp)
             got_side = _core.match_side_of(comp.core, COMMUTATIVE)
             got_graph = _core.refine_graph_of(
-                comp.core, correspondence._COMMUTATIVE, correspondence._first_colours, correspondence._OUTPUT
+                comp.core,
+                correspondence._COMMUTATIVE,
+                correspondence._first_colours,
+                correspondence._OUTPUT,
+                list(identity_multiplies(comp).by_index),
             )
             # The matcher's copy: its users, and every pair it makes with itself and with the
             # copy built the other way (all outputs unsent, one layout).

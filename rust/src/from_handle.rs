@@ -145,17 +145,30 @@ pub fn match_side_of(
 /// `refine.refine_graph` of the computation `handle` holds: nodes are `order` and then the
 /// parameters without an operands entry; `commutative` is the correspondence's `_COMMUTATIVE`,
 /// `first_colours` its `_first_colours` (asked once per kind of instruction and input or not),
-/// `output_mark` its `_OUTPUT`.
+/// `output_mark` its `_OUTPUT`; `alias` the identity multiplies as (instruction, what it
+/// multiplies) (`identity.identity_multiplies(...).by_index`): no edge of their own, their users
+/// read the value.
 #[pyfunction]
+#[pyo3(signature = (handle, commutative, first_colours, output_mark, alias=Vec::new()))]
 pub fn refine_graph_of(
     py: Python<'_>,
     handle: &Bound<'_, CanonHandle>,
     commutative: &Bound<'_, PyAny>,
     first_colours: &Bound<'_, PyAny>,
     output_mark: i64,
+    alias: Vec<(u32, u32)>,
 ) -> PyResult<RefineGraph> {
     let h = handle.get();
     let count = h.names.len();
+    let mut redirect = vec![NONE; count];
+    for &(from, to) in &alias {
+        if from as usize >= count || to as usize >= count {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "refine: an alias outside the computation",
+            ));
+        }
+        redirect[from as usize] = to;
+    }
     let mut is_input = vec![false; count];
     for &(i, _) in &h.params {
         is_input[i as usize] = true;
@@ -186,10 +199,13 @@ pub fn refine_graph_of(
     op_start.push(0u32);
     for &i in &nodes {
         let row_start = ops.len();
-        if let Some(row) = h.operands(i) {
+        if let (true, Some(row)) = (redirect[i as usize] == NONE, h.operands(i)) {
             ops.extend(
                 row.iter()
-                    .map(|&o| node_of[o as usize])
+                    .map(|&o| match redirect[o as usize] {
+                        NONE => node_of[o as usize],
+                        to => node_of[to as usize],
+                    })
                     .filter(|&o| o != NONE),
             );
         }

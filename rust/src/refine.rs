@@ -295,10 +295,9 @@ impl Graph {
     /// This graph with one output mark taken off each of `unmark` and the nodes no other output
     /// reaches left out (no user, no operand, colour 0): what the graph is with those outputs
     /// dropped. Parameters stay nodes (a parameter nothing reads is still an input).
+    /// With no output dropped it is the whole graph, unless some node reaches no output (a
+    /// multiply by one that `identity.py` sees through): those are left out as well.
     fn without_outputs<'g>(&'g self, unmark: &[u32], outputs: &[i64]) -> View<'g> {
-        if unmark.is_empty() {
-            return View::Whole(self);
-        }
         let n = self.marks.len();
         let mut marks = self.marks.clone();
         let mut left: Vec<i64> = outputs.to_vec();
@@ -335,6 +334,9 @@ impl Graph {
             if self.op_start[k] == self.op_start[k + 1] && self.is_param[k] {
                 live[k] = true;
             }
+        }
+        if unmark.is_empty() && live.iter().all(|&l| l) {
+            return View::Whole(self);
         }
         let mut op_start = vec![0u32];
         let mut ops = Vec::new();
@@ -452,10 +454,11 @@ fn push_str(key: &mut Vec<u8>, s: &Bound<'_, PyAny>) -> PyResult<()> {
 /// correspondence's `_COMMUTATIVE`; `first_colours(is_input, opcode, shape, attributes,
 /// called)` its `_first_colours`; `output_mark` its `_OUTPUT`. `keys`, the canonical form's
 /// content keys: an instruction that calls computations adds its key (their hashes among it)
-/// to its strict colour, so that a call of one function is not a call of another.
+/// to its strict colour, so that a call of one function is not a call of another. `alias`:
+/// `identity.identity_multiplies(...).by_name`, multiplies by one read as what they multiply.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (by_name, order, operands, param_number, outputs, commutative, first_colours, output_mark, keys=None))]
+#[pyo3(signature = (by_name, order, operands, param_number, outputs, commutative, first_colours, output_mark, keys=None, alias=None))]
 pub fn refine_graph<'py>(
     by_name: &Bound<'py, PyDict>,
     order: &Bound<'py, PyTuple>,
@@ -466,6 +469,7 @@ pub fn refine_graph<'py>(
     first_colours: &Bound<'py, PyAny>,
     output_mark: i64,
     keys: Option<&Bound<'py, PyDict>>,
+    alias: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<RefineGraph> {
     let mut names: Vec<Bound<'py, PyAny>> = order.iter().collect();
     for p in param_number.keys().iter() {
@@ -506,8 +510,17 @@ pub fn refine_graph<'py>(
             ins.get_item(5)?,
         );
         let mut ops = Vec::new();
-        if let Some(t) = operands.get_item(&name)? {
+        // An identity multiply (`identity.py`) keeps no edge; its users read what it multiplies.
+        let seen_through = match alias {
+            Some(a) => a.contains(&name)?,
+            None => false,
+        };
+        if let (false, Some(t)) = (seen_through, operands.get_item(&name)?) {
             for o in t.downcast::<PyTuple>()?.iter() {
+                let o = match alias.map(|a| a.get_item(&o)).transpose()?.flatten() {
+                    Some(target) => target,
+                    None => o,
+                };
                 if let Some(i) = nodes.get(&o)? {
                     ops.push(i);
                 }

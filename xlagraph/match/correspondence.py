@@ -34,6 +34,7 @@ from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import strip_layout
+from xlagraph.match.identity import identity_multiplies
 from xlagraph.match.isomorphic import Explained, Refined, explain
 
 __all__ = ["ROUNDS", "Correspondence", "correspond"]
@@ -103,10 +104,16 @@ class _Graph:
         self.meta: list[int] = []
         inputs = comp.param_number
         operands = comp.operands
+        # `x * 1` is `x` (torch_xla's alpha on an add's second operand): such a multiply keeps
+        # no edge and its users read x, so the order of a commutative add's terms changes nothing.
+        alias = identity_multiplies(comp).by_name
         first: dict[tuple[object, ...], tuple[int, int]] = {}  # most instructions repeat a few kinds
         for k, n in enumerate(names):
             ins = by_name[n]
-            ops = tuple(index[o] for o in operands.get(n, ()) if o in index)
+            if n in alias:
+                ops: tuple[int, ...] = ()
+            else:
+                ops = tuple(index[o] for o in (alias.get(o, o) for o in operands.get(n, ())) if o in index)
             self.operands.append(ops)
             commutative = ins.opcode in _COMMUTATIVE
             self.commutative.append(commutative)
@@ -717,7 +724,9 @@ def _compiled_graph(core: Any, comp: CanonicalComputation) -> Any:
     found = _GRAPHS.get(comp)
     if found is None and comp.core is not None and hasattr(core, "refine_graph_of"):
         # Built from the core's own handle on `comp` (rust/src/from_handle.rs): the same graph.
-        found = _GRAPHS[comp] = core.refine_graph_of(comp.core, _COMMUTATIVE, _first_colours, _OUTPUT)
+        found = _GRAPHS[comp] = core.refine_graph_of(
+            comp.core, _COMMUTATIVE, _first_colours, _OUTPUT, list(identity_multiplies(comp).by_index)
+        )
     if found is None:
         found = _GRAPHS[comp] = core.refine_graph(
             comp.computation.by_name,
@@ -729,6 +738,7 @@ def _compiled_graph(core: Any, comp: CanonicalComputation) -> Any:
             _first_colours,
             _OUTPUT,
             comp.keys,
+            identity_multiplies(comp).by_name,
         )
     return found
 
@@ -858,13 +868,16 @@ def _meta_signature(comp: CanonicalComputation, pick: list[int]) -> Callable[[in
         if pos not in memo:
             if not state:
                 names = list(comp.order) + [p for p in comp.param_number if p not in comp.operands]
+                alias = identity_multiplies(comp).by_name  # the edges `_Graph` has
                 users: dict[str, list[str]] = {}
                 for u, ops in comp.operands.items():
-                    for o in ops:
-                        users.setdefault(o, []).append(u)
-                state["names"], state["users"] = names, users
+                    if u not in alias:
+                        for o in ops:
+                            users.setdefault(alias.get(o, o), []).append(u)
+                state["names"], state["users"], state["alias"] = names, users, alias
             n = state["names"][pick[pos]]
-            ops = comp.operands.get(n, ())
+            alias = state["alias"]
+            ops = () if n in alias else tuple(alias.get(o, o) for o in comp.operands.get(n, ()))
             memo[pos] = hash(
                 (
                     meta(n),

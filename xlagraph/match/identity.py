@@ -1,0 +1,80 @@
+"""Multiplies by one, seen through by the correspondence.
+
+torch_xla lowers `a + b` (and `a - b`) as `a + b * alpha`, alpha a constant 1, on the second
+operand only: a sum of two terms written in the other order moves that multiply from one term to
+the other, and each term's data-flow context changes although `x * 1` is `x`. The pairing of
+inputs and outputs reads a multiply by an exact scalar one as the value it multiplies, so the
+terms keep the context of an operand of the commutative `add`. The instructions stay as they are
+everywhere else (hashes, the matching, what is printed)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xlagraph.canonical import CanonicalComputation
+
+__all__ = ["Identities", "identity_multiplies"]
+
+# How printers of every XLA version write a one (`1`, `1.0`, `1e+00`; `true` for pred).
+_ONE = frozenset({"1", "1.", "1.0", "1e0", "1e+0", "1e+00", "1.0e+00", "true"})
+
+
+@dataclass(frozen=True)
+class Identities:
+    """`by_name`: each identity multiply -> the value it multiplies (names); `by_index`: the same
+    as positions in `Computation.instructions` (what the core's handle indexes)."""
+
+    by_name: dict[str, str]
+    by_index: tuple[tuple[int, int], ...]
+
+
+_NONE = Identities({}, ())
+
+
+def _scalar(shape: str) -> bool:
+    return shape.split("{", 1)[0].replace(" ", "").endswith("[]")
+
+
+def identity_multiplies(comp: CanonicalComputation) -> Identities:
+    """Each live `multiply(x, one)` (either operand the one: a scalar constant 1 or a broadcast
+    of one) -> x, followed through chains (`x * 1 * 1`). A multiply that is itself an output
+    stays: its slot keeps a node of its own."""
+    instructions = comp.computation.instructions
+    ones = {
+        ins.name
+        for ins in instructions
+        if ins.opcode == "constant" and _scalar(ins.shape) and ins.payload.strip().lower() in _ONE
+    }
+    if not ones:
+        return _NONE
+    operands = comp.operands
+    multiplies: list[str] = []
+    for ins in instructions:
+        if ins.opcode == "broadcast":
+            ops = operands.get(ins.name, ())
+            if len(ops) == 1 and ops[0] in ones:
+                ones.add(ins.name)
+        elif ins.opcode == "multiply" and ins.name in operands:
+            multiplies.append(ins.name)
+    outputs = set(comp.outputs)
+    found: dict[str, str] = {}
+    for name in multiplies:
+        ops = operands[name]
+        if len(ops) != 2 or name in outputs:
+            continue
+        if ops[1] in ones and ops[0] not in ones:
+            found[name] = ops[0]
+        elif ops[0] in ones and ops[1] not in ones:
+            found[name] = ops[1]
+    for name in found:
+        seen = {name}
+        target = found[name]
+        while target in found and target not in seen:
+            seen.add(target)
+            target = found[target]
+        found[name] = target
+    if not found:
+        return _NONE
+    needed = set(found) | set(found.values())
+    position = {ins.name: k for k, ins in enumerate(instructions) if ins.name in needed}
+    return Identities(found, tuple((position[a], position[b]) for a, b in found.items()))
