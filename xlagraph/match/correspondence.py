@@ -90,7 +90,7 @@ _Arrays = tuple[list[int], list[int], list[bool], list[int], list[int], list[int
 class _Graph:
     """One computation as integer arrays: nodes are live instructions and parameters."""
 
-    def __init__(self, comp: CanonicalComputation) -> None:
+    def __init__(self, comp: CanonicalComputation, see_through: bool = False) -> None:
         names = list(comp.order) + [p for p in comp.param_number if p not in comp.operands]
         index = {n: k for k, n in enumerate(names)}
         by_name = comp.computation.by_name
@@ -104,9 +104,11 @@ class _Graph:
         self.meta: list[int] = []
         inputs = comp.param_number
         operands = comp.operands
-        # `x * 1` is `x` (torch_xla's alpha on an add's second operand): such a multiply keeps
-        # no edge and its users read x, so the order of a commutative add's terms changes nothing.
-        alias = identity_multiplies(comp).by_name
+        # `see_through`: `x * 1` is `x` (torch_xla's alpha on an add's second operand), such a
+        # multiply keeps no edge and its users read x, so the order of a commutative add's terms
+        # changes nothing. Only where refinement is run until stable (`isomorphic`): the 6-round
+        # pairing of graphs that differ (a pipeline stage's moved blocks) reads the graph as it is.
+        alias = identity_multiplies(comp).by_name if see_through else {}
         first: dict[tuple[object, ...], tuple[int, int]] = {}  # most instructions repeat a few kinds
         for k, n in enumerate(names):
             ins = by_name[n]
@@ -575,9 +577,12 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
     else:
         core = None
     a, b = _Graph(left), _Graph(right)
+    seen = (_Graph(left, True), _Graph(right, True))  # the same nodes, multiplies by one seen through
     # Where the core is there, refinement until stable runs there (on these very nodes: the
     # core builds its graph in `_Graph`'s order); the rounds in Python are the reference.
-    compiled = (_compiled_graph(core, left), _compiled_graph(core, right)) if core is not None else None
+    compiled = (
+        (_compiled_graph(core, left, True), _compiled_graph(core, right, True)) if core is not None else None
+    )
     every = (list(range(len(a.names))), list(range(len(b.names))))
     slot_of = (
         (
@@ -592,7 +597,9 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
             (lnodes, rnodes, slots[0], slots[1], set(open_l), set(open_r))
             for (lnodes, rnodes), slots, (open_l, open_r) in zip(nodes, slot_of, opened, strict=True)
         )
-        fa, fb = getattr(a, first), getattr(b, first)
+        sa_, sb_ = seen
+        fa, fb = getattr(sa_, first), getattr(sb_, first)
+        size = sa_.size + sb_.size
         spent = [0]
 
         def refine(
@@ -605,7 +612,7 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
                 got = ca.refine_with(
                     cb,
                     first == "strict",
-                    _budget(a.size + b.size),
+                    _budget(size),
                     every[0],
                     every[1],
                     [(k, v & _U64) for k, v in sa.items()],
@@ -613,14 +620,14 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
                     list(ua),
                     list(ub),
                 )
-                spent[0] += (got[0] + 1) * (a.size + b.size)
+                spent[0] += (got[0] + 1) * size
                 return Refined(got[1], got[2], got[3], got[4])
-            return _refine_python(a, b, fa, fb, sa, sb, ua, ub, _budget(a.size + b.size))
+            return _refine_python(sa_, sb_, fa, fb, sa, sb, ua, ub, _budget(size))
 
         def shallow() -> Refined:
-            return _refine_python(a, b, fa, fb, {}, {}, (), (), 0)
+            return _refine_python(sa_, sb_, fa, fb, {}, {}, (), (), 0)
 
-        sig = _signatures(a), _signatures(b)
+        sig = _signatures(sa_), _signatures(sb_)
         found = explain(
             refine,
             shallow,
@@ -718,17 +725,26 @@ def _pair(
 # The core's graph of a computation (`refine_graph`), kept while the computation lives: a report
 # pairs each graph with several others.
 _GRAPHS: WeakKeyDictionary[CanonicalComputation, Any] = WeakKeyDictionary()
+# The same with multiplies by one seen through (`_Graph(comp, see_through=True)`), where it has any.
+_SEEN: WeakKeyDictionary[CanonicalComputation, Any] = WeakKeyDictionary()
 
 
-def _compiled_graph(core: Any, comp: CanonicalComputation) -> Any:
-    found = _GRAPHS.get(comp)
+def _compiled_graph(core: Any, comp: CanonicalComputation, see_through: bool = False) -> Any:
+    identities = identity_multiplies(comp)
+    if not see_through or not identities.by_name:
+        return _built(core, comp, _GRAPHS, identities.__class__({}, ()))
+    return _built(core, comp, _SEEN, identities)
+
+
+def _built(core: Any, comp: CanonicalComputation, cache: WeakKeyDictionary, identities: Any) -> Any:  # type: ignore[type-arg]
+    found = cache.get(comp)
     if found is None and comp.core is not None and hasattr(core, "refine_graph_of"):
         # Built from the core's own handle on `comp` (rust/src/from_handle.rs): the same graph.
-        found = _GRAPHS[comp] = core.refine_graph_of(
-            comp.core, _COMMUTATIVE, _first_colours, _OUTPUT, list(identity_multiplies(comp).by_index)
+        found = cache[comp] = core.refine_graph_of(
+            comp.core, _COMMUTATIVE, _first_colours, _OUTPUT, list(identities.by_index)
         )
     if found is None:
-        found = _GRAPHS[comp] = core.refine_graph(
+        found = cache[comp] = core.refine_graph(
             comp.computation.by_name,
             comp.order,
             comp.operands,
@@ -738,7 +754,7 @@ def _compiled_graph(core: Any, comp: CanonicalComputation) -> Any:
             _first_colours,
             _OUTPUT,
             comp.keys,
-            identity_multiplies(comp).by_name,
+            identities.by_name,
         )
     return found
 
@@ -752,6 +768,7 @@ def _correspond_compiled(
     others, so nodes are renumbered as positions in those picks. None where look-alikes are left
     tied: the Python graphs individualize them."""
     a, b = _compiled_graph(core, left), _compiled_graph(core, right)
+    seen = _compiled_graph(core, left, True), _compiled_graph(core, right, True)
     a_inputs, b_inputs, a_outputs, b_outputs = a.params, b.params, a.outputs, b.outputs
     pick_a = sorted(set(a_inputs) | {k for k in a_outputs if k >= 0})
     pick_b = sorted(set(b_inputs) | {k for k in b_outputs if k >= 0})
@@ -773,7 +790,9 @@ def _correspond_compiled(
             for (lnodes, rnodes), slots, o in zip(nodes, slot_of, opened, strict=True)
         )
         strict = first == "strict"
-        budget = _budget(a.size + b.size)
+        sa_, sb_ = seen  # refinement until stable sees multiplies by one through
+        size = sa_.size + sb_.size
+        budget = _budget(size)
         spent = [0]
 
         def refine(
@@ -781,8 +800,8 @@ def _correspond_compiled(
         ) -> Refined:
             if spent[0] > _SEARCH:
                 return _GAVE_UP
-            got = a.refine_with(
-                b,
+            got = sa_.refine_with(
+                sb_,
                 strict,
                 budget,
                 pick_a,
@@ -792,11 +811,11 @@ def _correspond_compiled(
                 [pick_a[k] for k in ua],
                 [pick_b[k] for k in ub],
             )
-            spent[0] += (got[0] + 1) * (a.size + b.size)
+            spent[0] += (got[0] + 1) * size
             return Refined(got[1], got[2], got[3], got[4])
 
         def shallow() -> Refined:
-            got = a.refine_with(b, strict, 0, pick_a, pick_b)
+            got = sa_.refine_with(sb_, strict, 0, pick_a, pick_b)
             return Refined(got[1], got[2], got[3], got[4])
 
         found = explain(
