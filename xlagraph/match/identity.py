@@ -10,6 +10,7 @@ everywhere else (hashes, the matching, what is printed)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalComputation
 
@@ -35,7 +36,18 @@ def _scalar(shape: str) -> bool:
     return shape.split("{", 1)[0].replace(" ", "").endswith("[]")
 
 
+# Asked for by both graphs of a computation and its signatures, for every pair it is in.
+_FOUND: WeakKeyDictionary[CanonicalComputation, Identities] = WeakKeyDictionary()
+
+
 def identity_multiplies(comp: CanonicalComputation) -> Identities:
+    found = _FOUND.get(comp)
+    if found is None:
+        found = _FOUND[comp] = _identity_multiplies(comp)
+    return found
+
+
+def _identity_multiplies(comp: CanonicalComputation) -> Identities:
     """Each live `multiply(x, one)` (either operand the one: a scalar constant 1 or a broadcast
     of one) -> x, followed through chains (`x * 1 * 1`). A multiply that is itself an output
     stays: its slot keeps a node of its own."""
