@@ -52,31 +52,43 @@ def _identity_multiplies(comp: CanonicalComputation) -> Identities:
     of one) -> x, followed through chains (`x * 1 * 1`). A multiply that is itself an output
     stays: its slot keeps a node of its own."""
     instructions = comp.computation.instructions
-    ones = {
-        ins.name
-        for ins in instructions
-        if ins.opcode == "constant" and _scalar(ins.shape) and ins.payload.strip().lower() in _ONE
-    }
-    if not ones:
-        return _NONE
-    operands = comp.operands
+    # One pass, the opcode read once per instruction (a 600K-instruction module has 600K);
+    # broadcasts are looked at only where a multiply reads them.
+    ones: set[str] = set()
     multiplies: list[str] = []
     for ins in instructions:
-        if ins.opcode == "broadcast":
-            ops = operands.get(ins.name, ())
-            if len(ops) == 1 and ops[0] in ones:
-                ones.add(ins.name)
-        elif ins.opcode == "multiply" and ins.name in operands:
+        op = ins.opcode
+        if op == "multiply":
             multiplies.append(ins.name)
+        elif op == "constant" and ins.payload.strip().lower() in _ONE and _scalar(ins.shape):
+            ones.add(ins.name)
+    if not ones or not multiplies:
+        return _NONE
+    operands = comp.operands
+    by_name = comp.computation.by_name
+    known: dict[str, bool] = {}
+
+    def is_one(name: str) -> bool:
+        got = known.get(name)
+        if got is None:
+            got = name in ones
+            if not got:
+                ins = by_name.get(name)
+                ops = operands.get(name, ())
+                got = ins is not None and ins.opcode == "broadcast" and len(ops) == 1 and ops[0] in ones
+            known[name] = got
+        return got
+
     outputs = set(comp.outputs)
     found: dict[str, str] = {}
     for name in multiplies:
-        ops = operands[name]
+        ops = operands.get(name, ())
         if len(ops) != 2 or name in outputs:
             continue
-        if ops[1] in ones and ops[0] not in ones:
+        one0, one1 = is_one(ops[0]), is_one(ops[1])
+        if one1 and not one0:
             found[name] = ops[0]
-        elif ops[0] in ones and ops[1] not in ones:
+        elif one0 and not one1:
             found[name] = ops[1]
     for name in found:
         seen = {name}
