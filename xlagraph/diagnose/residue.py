@@ -218,6 +218,8 @@ def constants_of(comp: CanonicalComputation) -> list[str]:
     """The live constants of `comp`, picked at C speed: every diff asks, of every instruction
     (and a report of each computation again in every diff it is part of: kept while it lives)."""
     found = _CONSTANTS.get(comp)
+    if found is None and "constant" not in map(_OPCODE, comp.computation.instructions):
+        found = _CONSTANTS[comp] = ()  # (most called computations: no dictionary by name built)
     if found is None:
         by_name = comp.computation.by_name
         found = _CONSTANTS[comp] = tuple(
@@ -246,8 +248,11 @@ def _elided(
     each constant with itself)."""
     one: list[tuple[str, str]] = []
     both: list[str] = []
+    constants = constants_of(lc)
+    if not constants:
+        return one, both
     lins, rins = lc.computation.by_name, rc.computation.by_name
-    for a in constants_of(lc):
+    for a in constants:
         b = a if m is None else m.left.get(a)
         ib = rins.get(b) if b is not None else None
         if ib is None or ib.opcode != "constant":
@@ -318,8 +323,8 @@ def unseen_constants(
         one, both = _elided(lc, rc, m)
         prefix = "" if ln == left.entry.name else f"{ln}/"
         out += [prefix + a for a in [*both, *(a for a, _ in one)]]
-        lins = lc.computation.by_name
         if lc.computation.instructions and "lazy-ir" in (left.module.format, right.module.format):
+            lins = lc.computation.by_name
             # torch_xla's lazy IR text prints no constant value at all (`prim::Constant()`): an
             # arange or a table of many elements may differ unseen (scalars as HLO prints them).
             out += [

@@ -27,7 +27,8 @@ _side_users = _core.side_users
 _SIDES: WeakKeyDictionary[CanonicalComputation, object] = WeakKeyDictionary()
 # A copy costs about 90 bytes per instruction: a report that keeps 20 large graphs alive keeps
 # only the latest copies, up to this many instructions (each recompile is matched against the
-# closest earlier graphs, so the latest are the ones asked for again).
+# closest earlier graphs, so the latest are the ones asked for again), and always the latest two:
+# the pair just matched, whose users the comparison asks for next (`bottom_up.users_of`).
 KEEP_INSTRUCTIONS = 1_000_000
 _RECENT: deque[tuple[weakref.ref[CanonicalComputation], int]] = deque()
 
@@ -47,7 +48,7 @@ def side(comp: CanonicalComputation) -> object | None:
         _SIDES[comp] = found
         _RECENT.append((weakref.ref(comp), len(instructions)))
         kept = sum(n for ref, n in _RECENT if ref() is not None)
-        while kept > KEEP_INSTRUCTIONS and len(_RECENT) > 1:
+        while kept > KEEP_INSTRUCTIONS and len(_RECENT) > 2:
             ref, n = _RECENT.popleft()
             if (old := ref()) is not None:
                 kept -= n

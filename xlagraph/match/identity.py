@@ -10,6 +10,9 @@ everywhere else (hashes, the matching, what is printed)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import compress
+from operator import attrgetter
+from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalComputation
 
@@ -29,6 +32,9 @@ class Identities:
 
 
 _NONE = Identities({}, ())
+_OPCODE = attrgetter("opcode")
+_NAME = attrgetter("name")
+_READ = frozenset({"broadcast", "multiply"})
 
 
 def _scalar(shape: str) -> bool:
@@ -38,23 +44,36 @@ def _scalar(shape: str) -> bool:
 def identity_multiplies(comp: CanonicalComputation) -> Identities:
     """Each live `multiply(x, one)` (either operand the one: a scalar constant 1 or a broadcast
     of one) -> x, followed through chains (`x * 1 * 1`). A multiply that is itself an output
-    stays: its slot keeps a node of its own."""
+    stays: its slot keeps a node of its own. Kept while `comp` lives (a report's graphs take part
+    in several diffs; canonical forms are never modified): never modify the answer."""
+    found = _FOUND.get(comp)
+    if found is None:
+        found = _FOUND[comp] = _identity_multiplies(comp)
+    return found
+
+
+_FOUND: WeakKeyDictionary[CanonicalComputation, Identities] = WeakKeyDictionary()
+
+
+def _identity_multiplies(comp: CanonicalComputation) -> Identities:
     instructions = comp.computation.instructions
+    # Only constants, broadcasts and multiplies are read: picked out at C speed, in order.
+    opcodes = list(map(_OPCODE, instructions))
     ones = {
         ins.name
-        for ins in instructions
-        if ins.opcode == "constant" and _scalar(ins.shape) and ins.payload.strip().lower() in _ONE
+        for ins in compress(instructions, map("constant".__eq__, opcodes))
+        if _scalar(ins.shape) and ins.payload.strip().lower() in _ONE
     }
     if not ones:
         return _NONE
     operands = comp.operands
     multiplies: list[str] = []
-    for ins in instructions:
+    for ins in compress(instructions, map(_READ.__contains__, opcodes)):
         if ins.opcode == "broadcast":
             ops = operands.get(ins.name, ())
             if len(ops) == 1 and ops[0] in ones:
                 ones.add(ins.name)
-        elif ins.opcode == "multiply" and ins.name in operands:
+        elif ins.name in operands:
             multiplies.append(ins.name)
     outputs = set(comp.outputs)
     found: dict[str, str] = {}
@@ -76,5 +95,6 @@ def identity_multiplies(comp: CanonicalComputation) -> Identities:
     if not found:
         return _NONE
     needed = set(found) | set(found.values())
-    position = {ins.name: k for k, ins in enumerate(instructions) if ins.name in needed}
+    names = list(map(_NAME, instructions))
+    position = {names[k]: k for k in compress(range(len(names)), map(needed.__contains__, names))}
     return Identities(found, tuple((position[a], position[b]) for a, b in found.items()))
