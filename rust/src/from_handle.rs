@@ -303,5 +303,6 @@ pub fn refine_graph_of(
         params,
         param_names,
         outputs,
+        alone: Default::default(),
     })
 }

@@ -17,6 +17,7 @@ mod notes;
 mod opcodes;
 mod parser;
 mod refine;
+mod refine_alone;
 mod scan;
 mod semantics;
 mod shape;

@@ -8,6 +8,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 
+use crate::refine_alone::{unstable_colours, AloneRuns};
 use crate::text::FxMap;
 
 /// One graph: per node, its operands (CSR), whether they enter sorted (commutative), its users
@@ -70,7 +71,7 @@ impl Graph {
     }
 }
 
-fn distinct(col: &[u64]) -> usize {
+pub(crate) fn distinct(col: &[u64]) -> usize {
     let mut seen: FxMap<u64, ()> = FxMap::default();
     for &c in col {
         seen.insert(c, ());
@@ -173,6 +174,19 @@ pub struct RefineGraph {
     pub(crate) param_names: Vec<Py<PyAny>>,
     /// Node of each output slot, -1 where the output is not a node.
     pub(crate) outputs: Vec<i64>,
+    /// Its plain refinements alone, kept for the pairs it is in (`refine_alone.rs`).
+    pub(crate) alone: AloneRuns,
+}
+
+impl RefineGraph {
+    /// The first colours: strict (full shapes and attributes) or loose.
+    pub(crate) fn first(&self, strict: bool) -> Vec<u64> {
+        if strict {
+            self.strict.clone()
+        } else {
+            self.loose.clone()
+        }
+    }
 }
 
 #[pymethods]
@@ -207,7 +221,9 @@ impl RefineGraph {
     /// stable, balanced: every class holds as many nodes of A as of B, the last colours of
     /// `pick_a`, of `pick_b`); a node left out gets colour 0 and counts in no class.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (other, strict, max_rounds, pick_a, pick_b, salts_a=vec![], salts_b=vec![], unmark_a=vec![], unmark_b=vec![]))]
+    /// `alone=False` always runs the joint refinement (`refine_alone.rs` answers plain ones from
+    /// each graph's run alone where it can: the same answer, checked by the tests).
+    #[pyo3(signature = (other, strict, max_rounds, pick_a, pick_b, salts_a=vec![], salts_b=vec![], unmark_a=vec![], unmark_b=vec![], alone=true))]
     fn refine_with(
         &self,
         py: Python<'_>,
@@ -220,6 +236,7 @@ impl RefineGraph {
         salts_b: Vec<(u32, u64)>,
         unmark_a: Vec<u32>,
         unmark_b: Vec<u32>,
+        alone: bool,
     ) -> PyResult<(usize, bool, bool, Vec<u64>, Vec<u64>)> {
         let (na, nb) = (self.loose.len(), other.loose.len());
         let bad = |v: &[u32], n: usize| v.iter().any(|&i| i as usize >= n);
@@ -233,17 +250,34 @@ impl RefineGraph {
             return Err(PyValueError::new_err("refine: a node is out of range"));
         }
         let first = |g: &RefineGraph, salts: &[(u32, u64)]| -> Vec<u64> {
-            let mut c = if strict {
-                g.strict.clone()
-            } else {
-                g.loose.clone()
-            };
+            let mut c = g.first(strict);
             for &(i, salt) in salts {
                 c[i as usize] = combine(c[i as usize], salt);
             }
             c
         };
+        let plain = alone
+            && max_rounds > 0
+            && salts_a.is_empty()
+            && salts_b.is_empty()
+            && unmark_a.is_empty()
+            && unmark_b.is_empty();
+        let pick = |col: &[u64], which: &[u32]| -> Vec<u64> {
+            which.iter().map(|&i| col[i as usize]).collect()
+        };
         Ok(py.allow_threads(|| {
+            if plain {
+                if let Some((ca, cb)) = unstable_colours(self, other, strict, max_rounds) {
+                    let balanced = balanced(&ca, &cb);
+                    return (
+                        max_rounds,
+                        false,
+                        balanced,
+                        pick(&ca, &pick_a),
+                        pick(&cb, &pick_b),
+                    );
+                }
+            }
             let (ga, gb) = (
                 self.graph.without_outputs(&unmark_a, &self.outputs),
                 other.graph.without_outputs(&unmark_b, &other.outputs),
@@ -270,9 +304,6 @@ impl RefineGraph {
                 std::mem::swap(&mut cb, &mut xb);
                 count = now;
             }
-            let pick = |col: &[u64], which: &[u32]| -> Vec<u64> {
-                which.iter().map(|&i| col[i as usize]).collect()
-            };
             let balanced = balanced(&ca, &cb);
             (
                 rounds,
@@ -286,7 +317,7 @@ impl RefineGraph {
 }
 
 /// A graph as refinement reads it: borrowed from a built one, or rebuilt without some outputs.
-enum View<'g> {
+pub(crate) enum View<'g> {
     Whole(&'g Graph),
     Pruned { graph: Graph, live: Vec<bool> },
 }
@@ -297,7 +328,7 @@ impl Graph {
     /// dropped. Parameters stay nodes (a parameter nothing reads is still an input).
     /// With no output dropped it is the whole graph, unless some node reaches no output (a
     /// multiply by one that `identity.py` sees through): those are left out as well.
-    fn without_outputs<'g>(&'g self, unmark: &[u32], outputs: &[i64]) -> View<'g> {
+    pub(crate) fn without_outputs<'g>(&'g self, unmark: &[u32], outputs: &[i64]) -> View<'g> {
         let n = self.marks.len();
         let mut marks = self.marks.clone();
         let mut left: Vec<i64> = outputs.to_vec();
@@ -377,14 +408,14 @@ impl Graph {
 }
 
 impl View<'_> {
-    fn round(&self, col: &[u64], out: &mut Vec<u64>, scratch: &mut Vec<u64>) {
+    pub(crate) fn round(&self, col: &[u64], out: &mut Vec<u64>, scratch: &mut Vec<u64>) {
         match self {
             View::Whole(g) => g.round(col, out, scratch),
             View::Pruned { graph, .. } => graph.round(col, out, scratch),
         }
     }
     /// Nodes left out get colour 0, so that they neither count as classes nor look alike.
-    fn blank(&self, col: &mut [u64]) {
+    pub(crate) fn blank(&self, col: &mut [u64]) {
         if let View::Pruned { live, .. } = self {
             for (c, &l) in col.iter_mut().zip(live.iter()) {
                 if !l {
@@ -641,6 +672,7 @@ pub fn refine_graph<'py>(
         params,
         param_names,
         outputs: out_nodes,
+        alone: AloneRuns::default(),
     })
 }
 
