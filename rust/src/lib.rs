@@ -11,6 +11,7 @@ mod checks;
 mod created;
 mod from_handle;
 mod handle;
+mod identity;
 mod literal;
 mod matcher;
 mod notes;
@@ -563,6 +564,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_handle::refine_graph_of, m)?)?;
     m.add_function(wrap_pyfunction!(changes::matched_walk, m)?)?;
     m.add_function(wrap_pyfunction!(changes::unexplained, m)?)?;
+    m.add_function(wrap_pyfunction!(identity::identity_multiplies_of, m)?)?;
     m.add("HloSyntaxError", m.py().get_type::<HloSyntaxError>())?;
     Ok(())
 }

@@ -14,7 +14,9 @@ from itertools import compress
 from operator import attrgetter
 from weakref import WeakKeyDictionary
 
+from xlagraph import _core
 from xlagraph.canonical import CanonicalComputation
+from xlagraph.ir import Instruction
 
 __all__ = ["Identities", "identity_multiplies"]
 
@@ -35,10 +37,15 @@ _NONE = Identities({}, ())
 _OPCODE = attrgetter("opcode")
 _NAME = attrgetter("name")
 _READ = frozenset({"broadcast", "multiply"})
+_ON_HANDLE = getattr(_core, "identity_multiplies_of", None)
 
 
 def _scalar(shape: str) -> bool:
     return shape.split("{", 1)[0].replace(" ", "").endswith("[]")
+
+
+def _one(constant: Instruction) -> bool:
+    return _scalar(constant.shape) and constant.payload.strip().lower() in _ONE
 
 
 def identity_multiplies(comp: CanonicalComputation) -> Identities:
@@ -59,11 +66,17 @@ def _identity_multiplies(comp: CanonicalComputation) -> Identities:
     instructions = comp.computation.instructions
     # Only constants, broadcasts and multiplies are read: picked out at C speed, in order.
     opcodes = list(map(_OPCODE, instructions))
-    ones = {
-        ins.name
-        for ins in compress(instructions, map("constant".__eq__, opcodes))
-        if _scalar(ins.shape) and ins.payload.strip().lower() in _ONE
-    }
+    if comp.core is not None and _ON_HANDLE is not None:
+        # The ones here (their values are not in the handle), the rest in one pass on the core's
+        # handle (rust/src/identity.rs).
+        at = [
+            k for k in compress(range(len(opcodes)), map("constant".__eq__, opcodes)) if _one(instructions[k])
+        ]
+        pairs = _ON_HANDLE(comp.core, at) if at else []
+        if not pairs:
+            return _NONE
+        return Identities({instructions[a].name: instructions[b].name for a, b in pairs}, tuple(pairs))
+    ones = {ins.name for ins in compress(instructions, map("constant".__eq__, opcodes)) if _one(ins)}
     if not ones:
         return _NONE
     operands = comp.operands
