@@ -51,3 +51,22 @@ def test_plain_refinement_from_each_graph_alone_is_the_joint_one(batch: int) -> 
                 assert got == a.refine_with(b, strict, rounds, pa, pb, alone=False)
                 shortcut += not got[1]
     assert shortcut > 0  # the unstable answers are the ones taken from the runs alone
+
+
+@pytest.mark.parametrize("batch", range(2))
+def test_picked_rounds_from_each_graph_alone_are_the_joint_ones(batch: int) -> None:
+    """`refine_picked` (the 6-round history of the inputs' and outputs' colours) from each
+    graph's rounds alone, kept on it, against the joint run, each graph paired with others."""
+    core = cr._core()
+    results = [diff_files(_spec(a), _spec(b)) for a, b in PAIRS[batch::2][:12]]
+    comps = [c for r in results for c in (r.left.entry, r.right.entry)]
+    graphs = [cr._compiled_graph(core, c) for c in comps if c.core is not None]
+    lengths = set()
+    for a, b in permutations(graphs[:8], 2):
+        pa, pb = _picks(a), _picks(b)
+        for strict in (True, False):
+            for rounds in (1, 3, cr.ROUNDS, cr._LARGE_ROUNDS):
+                got = core.refine_picked(a, b, strict, rounds, pa, pb, alone=True)
+                assert got == core.refine_picked(a, b, strict, rounds, pa, pb, alone=False)
+                lengths.add(len(got[0]))
+    assert len(lengths) > 2  # stopped at the cap and before it

@@ -304,5 +304,6 @@ pub fn refine_graph_of(
         param_names,
         outputs,
         alone: Default::default(),
+        picked: Default::default(),
     })
 }

@@ -8,7 +8,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 
-use crate::refine_alone::{unstable_colours, AloneRuns};
+use crate::refine_alone::{picked_history, unstable_colours, AloneRuns, PickedRuns};
 use crate::text::FxMap;
 
 /// One graph: per node, its operands (CSR), whether they enter sorted (commutative), its users
@@ -42,7 +42,7 @@ pub(crate) fn combine(h: u64, v: u64) -> u64 {
 }
 
 impl Graph {
-    fn round(&self, col: &[u64], out: &mut Vec<u64>, scratch: &mut Vec<u64>) {
+    pub(crate) fn round(&self, col: &[u64], out: &mut Vec<u64>, scratch: &mut Vec<u64>) {
         out.clear();
         for k in 0..col.len() {
             let (s, e) = (self.op_start[k] as usize, self.op_start[k + 1] as usize);
@@ -204,6 +204,8 @@ pub struct RefineGraph {
     pub(crate) outputs: Vec<i64>,
     /// Its plain refinements alone, kept for the pairs it is in (`refine_alone.rs`).
     pub(crate) alone: AloneRuns,
+    /// Its `refine_picked` rounds alone, kept likewise.
+    pub(crate) picked: PickedRuns,
 }
 
 impl RefineGraph {
@@ -697,13 +699,18 @@ pub fn refine_graph<'py>(
         param_names,
         outputs: out_nodes,
         alone: AloneRuns::default(),
+        picked: PickedRuns::default(),
     })
 }
 
 /// `_history` on two built graphs, from their strict or loose first colours, keeping of each
 /// round only the colours of the nodes `pick_a` / `pick_b` (the inputs and outputs the caller
-/// pairs): the stopping rule still counts classes over every node.
+/// pairs): the stopping rule still counts classes over every node. `alone`: answer from each
+/// graph's rounds alone, kept on it (`refine_alone.rs`; the same answer): by default for large
+/// graphs, always (True) or never (False).
 #[pyfunction]
+#[pyo3(signature = (a, b, strict, rounds, pick_a, pick_b, alone=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn refine_picked(
     py: Python<'_>,
     a: &RefineGraph,
@@ -712,6 +719,7 @@ pub fn refine_picked(
     rounds: usize,
     pick_a: Vec<u32>,
     pick_b: Vec<u32>,
+    alone: Option<bool>,
 ) -> PyResult<(Vec<Vec<u64>>, Vec<Vec<u64>>)> {
     let (na, nb) = (a.loose.len(), b.loose.len());
     if pick_a.iter().any(|&i| i as usize >= na) || pick_b.iter().any(|&i| i as usize >= nb) {
@@ -723,6 +731,9 @@ pub fn refine_picked(
         which.iter().map(|&i| col[i as usize]).collect()
     };
     Ok(py.allow_threads(|| {
+        if let Some(found) = picked_history(a, b, strict, rounds, &pick_a, &pick_b, alone) {
+            return found;
+        }
         let (fa, fb) = if strict {
             (&a.strict, &b.strict)
         } else {

@@ -122,3 +122,86 @@ pub(crate) fn unstable_colours(
     }
     Some((xa.last(a), xb.last(b)))
 }
+
+/// One graph's rounds of `refine_picked` alone: the number of classes after each round (0 to
+/// `rounds`) and the colours of the picked nodes.
+pub(crate) struct Picked {
+    strict: bool,
+    rounds: usize,
+    pick: Vec<u32>,
+    counts: Vec<usize>,
+    picks: Vec<Vec<u64>>,
+}
+
+/// The `refine_picked` runs kept on a graph.
+#[derive(Default)]
+pub(crate) struct PickedRuns(Mutex<Vec<Arc<Picked>>>);
+
+impl PickedRuns {
+    fn get(&self, g: &RefineGraph, strict: bool, rounds: usize, pick: &[u32]) -> Arc<Picked> {
+        if let Some(found) = self
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|r| r.strict == strict && r.rounds == rounds && r.pick == pick)
+        {
+            return found.clone();
+        }
+        let made = Arc::new(picked(g, strict, rounds, pick));
+        let mut kept = self.0.lock().unwrap();
+        if kept.len() >= KEEP {
+            kept.remove(0);
+        }
+        kept.push(made.clone());
+        made
+    }
+}
+
+fn picked(g: &RefineGraph, strict: bool, rounds: usize, pick: &[u32]) -> Picked {
+    let take = |col: &[u64]| -> Vec<u64> { pick.iter().map(|&i| col[i as usize]).collect() };
+    let mut colours = g.first(strict);
+    let (mut counts, mut picks) = (vec![distinct(&colours)], vec![take(&colours)]);
+    let (mut next, mut scratch) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        g.graph.round(&colours, &mut next, &mut scratch);
+        counts.push(distinct(&next));
+        picks.push(take(&next));
+        std::mem::swap(&mut colours, &mut next);
+    }
+    Picked {
+        strict,
+        rounds,
+        pick: pick.to_vec(),
+        counts,
+        picks,
+    }
+}
+
+/// Graphs this large have their `refine_picked` rounds kept (a small pair stops after a round
+/// or two: running its graphs alone to the cap would cost more than it saves).
+const PICKED_ALONE: usize = 10_000;
+
+/// `refine_picked` of A and B from each graph's rounds alone: its stopping rule (neither
+/// graph's count of classes changed) reads each graph's own counts, so the answer is exactly
+/// the joint run's. None for small pairs (unless `alone` says): run it jointly.
+pub(crate) fn picked_history(
+    a: &RefineGraph,
+    b: &RefineGraph,
+    strict: bool,
+    rounds: usize,
+    pick_a: &[u32],
+    pick_b: &[u32],
+    alone: Option<bool>,
+) -> Option<(Vec<Vec<u64>>, Vec<Vec<u64>>)> {
+    if !alone.unwrap_or(a.loose.len().max(b.loose.len()) >= PICKED_ALONE) {
+        return None;
+    }
+    let xa = a.picked.get(a, strict, rounds, pick_a);
+    let xb = b.picked.get(b, strict, rounds, pick_b);
+    let unchanged = |x: &Picked, i: usize| x.counts[i + 1] == x.counts[i];
+    let len = (0..rounds)
+        .find(|&i| unchanged(&xa, i) && unchanged(&xb, i))
+        .map_or(rounds + 1, |i| i + 1);
+    Some((xa.picks[..len].to_vec(), xb.picks[..len].to_vec()))
+}
