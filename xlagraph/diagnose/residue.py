@@ -279,11 +279,9 @@ def _elided_names(comp: CanonicalComputation) -> frozenset[str]:
     `comp` lives."""
     found = _ELIDED_NAMES.get(comp)
     if found is None:
-        found = _ELIDED_NAMES[comp] = frozenset(
-            name
-            for name, ins in comp.computation.by_name.items()
-            if ins.opcode == "constant" and is_elided(ins.payload)
-        )
+        by_name = comp.computation.by_name
+        constants = compress(by_name.items(), map("constant".__eq__, map(_OPCODE, by_name.values())))
+        found = _ELIDED_NAMES[comp] = frozenset(name for name, ins in constants if is_elided(ins.payload))
     return found
 
 
