@@ -24,6 +24,7 @@ mod semantics;
 mod shape;
 mod text;
 mod tuple_params;
+mod users;
 
 use std::borrow::Cow;
 
@@ -565,6 +566,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(changes::matched_walk, m)?)?;
     m.add_function(wrap_pyfunction!(changes::unexplained, m)?)?;
     m.add_function(wrap_pyfunction!(identity::identity_multiplies_of, m)?)?;
+    m.add_function(wrap_pyfunction!(users::side_users_mapping, m)?)?;
+    m.add_class::<users::SideUsers>()?;
     m.add("HloSyntaxError", m.py().get_type::<HloSyntaxError>())?;
     Ok(())
 }
