@@ -5,9 +5,12 @@ Nothing here (or in any command) imports torch: xlagraph reads dumps, it does no
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
+import threading
 import warnings
+from typing import NoReturn
 
 import click
 
@@ -21,7 +24,7 @@ from .graphs import graphs_command
 from .report import report_command
 from .run import run_command
 
-__all__ = ["main", "xlagraph"]
+__all__ = ["entry", "main", "xlagraph"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -68,6 +71,32 @@ def main() -> None:
     sys.exit(finish_output(code))
 
 
+def entry() -> NoReturn:
+    """The installed command (and `python -m xlagraph.cli.main`): `main()`, then the process ends
+    without tearing down what the command built. Freeing a large diff's objects one by one at
+    interpreter exit cost about 0.9 CPU-s of a 600K-instruction pair's 10; the system reclaims
+    the memory at once. Exit handlers still run, in the order Python would run them."""
+    try:
+        main()
+        code: int | str | None = 0
+    except SystemExit as e:
+        code = e.code
+    if isinstance(code, str):  # what `sys.exit(message)` does: the message, status 1
+        click.echo(code, err=True)
+        code = 1
+    status = code if isinstance(code, int) else (0 if code is None else 1)
+    for thread in threading.enumerate():  # as at a normal exit: threads first, then handlers
+        if not thread.daemon and thread is not threading.current_thread():
+            thread.join()
+    atexit._run_exitfuncs()  # (what a normal exit runs: none of xlagraph's commands registers one)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            status = status or 1
+    os._exit(status)
+
+
 def _one_line_warning(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
     if issubclass(category, XlagraphWarning):
         click.echo(f"xlagraph: warning: {message}", err=True)
@@ -76,4 +105,4 @@ def _one_line_warning(message: Warning | str, category: type[Warning], *_: objec
 
 
 if __name__ == "__main__":
-    main()
+    entry()

@@ -12,7 +12,7 @@ import pytest
 from xlagraph.canonical import canonicalize
 from xlagraph.canonical.hashes import COMMUTATIVE
 from xlagraph.match import correspondence
-from xlagraph.match._compiled import _shape_key
+from xlagraph.match._compiled import Users, _shape_key
 from xlagraph.match.identity import identity_multiplies
 from xlagraph.parse.sources import load_module
 
@@ -93,6 +93,15 @@ def test_handle_builds_what_the_dictionaries_build(batch: int) -> None:
             # The matcher's copy: its users, and every pair it makes with itself and with the
             # copy built the other way (all outputs unsent, one layout).
             assert _core.side_users(got_side) == _core.side_users(side), (spec, comp.name)
+            # The users as a mapping over the copy (`bottom_up.users_of`): the dictionary's keys,
+            # order and lists, and the same answer for every name, with users or not.
+            users, want_users = Users(_core.side_users_mapping(got_side)), _core.side_users(side)
+            assert list(users) == list(want_users) and len(users) == len(want_users), (spec, comp.name)
+            assert users == want_users, (spec, comp.name)
+            for name in (*comp.computation.by_name, "no such name"):
+                assert users.get(name) == want_users.get(name), (spec, comp.name, name)
+                assert users.get(name, ()) == want_users.get(name, ()), (spec, comp.name, name)
+                assert (name in users) == (name in want_users), (spec, comp.name, name)
             sent = [False] * len(comp.outputs)
             want = _core.match_sides(side, side, sent, sent, False, [])
             assert _core.match_sides(got_side, got_side, sent, sent, False, []) == want, (spec, comp.name)

@@ -93,3 +93,54 @@ def test_terms_summed_in_the_other_order_pair_their_inputs_by_context() -> None:
     kinds = {c.kind.value for c in diff_modules(*raw).causes}
     assert "parameter_permutation" in kinds, kinds
     assert "attribute" not in kinds, kinds
+
+
+def test_the_core_finds_what_the_python_rule_finds(monkeypatch) -> None:
+    """On the handle (rust/src/identity.rs) and in Python: the same multiplies, targets and
+    order, on every computation of the fixture pairs the tests diff and of the hand-written
+    modules here."""
+    from pathlib import Path
+
+    from xlagraph.match import identity
+    from xlagraph.parse.sources import load_module
+
+    if identity._ON_HANDLE is None:
+        return
+    root = Path(__file__).resolve().parent.parent
+    lines = (root / "tests" / "data" / "fixture_pairs.txt").read_text(encoding="utf-8").splitlines()
+    specs = {s for line in lines if line and not line.startswith("#") for s in line.split("\t")}
+    modules = [load_module(str(root / s)) for s in sorted(specs)]  # (`path#K` names a graph of a dump)
+    modules += [parse_hlo(_text(first, one), "hand-written.hlo") for first in "wb" for one in ("1", "2")]
+    modules.append(parse_hlo(_CHAIN, "hand-written.hlo"))
+    compared = found = 0
+    for module in modules:
+        for comp in canonicalize(module).computations.values():
+            if comp.core is None:
+                continue
+            got = identity._identity_multiplies(comp)
+            with monkeypatch.context() as m:
+                m.setattr(identity, "_ON_HANDLE", None)
+                want = identity._identity_multiplies(comp)
+            assert list(got.by_name.items()) == list(want.by_name.items())
+            assert got.by_index == want.by_index
+            compared += 1
+            found += len(want.by_name)
+    assert compared > 100 and found > 10
+
+
+# Hand-written: chains of multiplies by one (a broadcast one, either operand), one of them an
+# output, and a multiply of two ones.
+_CHAIN = """HloModule chain
+
+ENTRY main {
+  x = f32[4]{0} parameter(0)
+  one = f32[] constant(1.0)
+  ones = f32[4]{0} broadcast(one), dimensions={}
+  a = f32[4]{0} multiply(x, ones)
+  b = f32[4]{0} multiply(ones, a)
+  c = f32[4]{0} multiply(b, ones)
+  d = f32[4]{0} multiply(ones, ones)
+  e = f32[4]{0} add(c, d)
+  ROOT t = (f32[4]{0}, f32[4]{0}) tuple(e, b)
+}
+"""

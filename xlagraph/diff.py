@@ -141,7 +141,10 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
             dims = input_dim_changes(raw)
             regrouped = any(c.kind is CauseKind.COLLECTIVE for c in raw)
         lins, rins = lc.computation.by_name, rc.computation.by_name
-        for x, y in m.left.items():
+        # Most instructions call nothing: only the callers among the matched are looked up.
+        callers = frozenset(map(_NAME, filter(_CALLED, lc.computation.instructions)))
+        for x in filter(callers.__contains__, m.left):
+            y = m.left[x]
             cx = lins[x].called
             if not cx:
                 continue  # most instructions call nothing
@@ -187,6 +190,8 @@ def _has_frames(module: Module) -> bool:
 
 
 _METADATA = attrgetter("metadata")
+_NAME = attrgetter("name")
+_CALLED = attrgetter("called")
 
 
 def _invisible_change(left: CanonicalModule, right: CanonicalModule, causes: list[Cause]) -> list[Cause]:

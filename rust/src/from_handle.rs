@@ -303,5 +303,7 @@ pub fn refine_graph_of(
         params,
         param_names,
         outputs,
+        alone: Default::default(),
+        picked: Default::default(),
     })
 }

@@ -11,17 +11,20 @@ mod checks;
 mod created;
 mod from_handle;
 mod handle;
+mod identity;
 mod literal;
 mod matcher;
 mod notes;
 mod opcodes;
 mod parser;
 mod refine;
+mod refine_alone;
 mod scan;
 mod semantics;
 mod shape;
 mod text;
 mod tuple_params;
+mod users;
 
 use std::borrow::Cow;
 
@@ -562,6 +565,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_handle::refine_graph_of, m)?)?;
     m.add_function(wrap_pyfunction!(changes::matched_walk, m)?)?;
     m.add_function(wrap_pyfunction!(changes::unexplained, m)?)?;
+    m.add_function(wrap_pyfunction!(identity::identity_multiplies_of, m)?)?;
+    m.add_function(wrap_pyfunction!(users::side_users_mapping, m)?)?;
+    m.add_class::<users::SideUsers>()?;
     m.add("HloSyntaxError", m.py().get_type::<HloSyntaxError>())?;
     Ok(())
 }

@@ -104,7 +104,7 @@ impl std::ops::Deref for MatchSide {
 }
 
 impl MatchSide {
-    fn users(&self, i: u32) -> &[u32] {
+    pub(crate) fn users(&self, i: u32) -> &[u32] {
         let i = i as usize;
         &self.users[self.users_start[i] as usize..self.users_start[i + 1] as usize]
     }

@@ -8,6 +8,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 
+use crate::refine_alone::{picked_history, unstable_colours, AloneRuns, PickedRuns};
 use crate::text::FxMap;
 
 /// One graph: per node, its operands (CSR), whether they enter sorted (commutative), its users
@@ -41,7 +42,7 @@ pub(crate) fn combine(h: u64, v: u64) -> u64 {
 }
 
 impl Graph {
-    fn round(&self, col: &[u64], out: &mut Vec<u64>, scratch: &mut Vec<u64>) {
+    pub(crate) fn round(&self, col: &[u64], out: &mut Vec<u64>, scratch: &mut Vec<u64>) {
         out.clear();
         for k in 0..col.len() {
             let (s, e) = (self.op_start[k] as usize, self.op_start[k + 1] as usize);
@@ -70,12 +71,40 @@ impl Graph {
     }
 }
 
-fn distinct(col: &[u64]) -> usize {
-    let mut seen: FxMap<u64, ()> = FxMap::default();
-    for &c in col {
-        seen.insert(c, ());
+pub(crate) fn distinct(col: &[u64]) -> usize {
+    count_distinct(col.iter().copied(), col.len())
+}
+
+/// How many distinct values `values` (at most `n` of them) holds: the stopping rule's count of
+/// classes, every round. An open-addressing table sized once (a hash map grown from empty
+/// rehashed some 17 times a round on 100K nodes); 0 is counted apart, as the empty slot.
+fn count_distinct(values: impl Iterator<Item = u64>, n: usize) -> usize {
+    let bits = (2 * n.max(8)).next_power_of_two().trailing_zeros();
+    let mask = (1usize << bits) - 1;
+    let mut table = vec![0u64; mask + 1];
+    let (mut count, mut zero) = (0, false);
+    for c in values {
+        if c == 0 {
+            count += usize::from(!zero);
+            zero = true;
+            continue;
+        }
+        // Fibonacci hashing: first colours may be small numbers, not hashes.
+        let mut i = (c.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize;
+        loop {
+            let t = table[i];
+            if t == c {
+                break;
+            }
+            if t == 0 {
+                table[i] = c;
+                count += 1;
+                break;
+            }
+            i = (i + 1) & mask;
+        }
     }
-    seen.len()
+    count
 }
 
 type GraphArrays = (
@@ -173,6 +202,21 @@ pub struct RefineGraph {
     pub(crate) param_names: Vec<Py<PyAny>>,
     /// Node of each output slot, -1 where the output is not a node.
     pub(crate) outputs: Vec<i64>,
+    /// Its plain refinements alone, kept for the pairs it is in (`refine_alone.rs`).
+    pub(crate) alone: AloneRuns,
+    /// Its `refine_picked` rounds alone, kept likewise.
+    pub(crate) picked: PickedRuns,
+}
+
+impl RefineGraph {
+    /// The first colours: strict (full shapes and attributes) or loose.
+    pub(crate) fn first(&self, strict: bool) -> Vec<u64> {
+        if strict {
+            self.strict.clone()
+        } else {
+            self.loose.clone()
+        }
+    }
 }
 
 #[pymethods]
@@ -207,7 +251,9 @@ impl RefineGraph {
     /// stable, balanced: every class holds as many nodes of A as of B, the last colours of
     /// `pick_a`, of `pick_b`); a node left out gets colour 0 and counts in no class.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (other, strict, max_rounds, pick_a, pick_b, salts_a=vec![], salts_b=vec![], unmark_a=vec![], unmark_b=vec![]))]
+    /// `alone=False` always runs the joint refinement (`refine_alone.rs` answers plain ones from
+    /// each graph's run alone where it can: the same answer, checked by the tests).
+    #[pyo3(signature = (other, strict, max_rounds, pick_a, pick_b, salts_a=vec![], salts_b=vec![], unmark_a=vec![], unmark_b=vec![], alone=true))]
     fn refine_with(
         &self,
         py: Python<'_>,
@@ -220,6 +266,7 @@ impl RefineGraph {
         salts_b: Vec<(u32, u64)>,
         unmark_a: Vec<u32>,
         unmark_b: Vec<u32>,
+        alone: bool,
     ) -> PyResult<(usize, bool, bool, Vec<u64>, Vec<u64>)> {
         let (na, nb) = (self.loose.len(), other.loose.len());
         let bad = |v: &[u32], n: usize| v.iter().any(|&i| i as usize >= n);
@@ -233,17 +280,34 @@ impl RefineGraph {
             return Err(PyValueError::new_err("refine: a node is out of range"));
         }
         let first = |g: &RefineGraph, salts: &[(u32, u64)]| -> Vec<u64> {
-            let mut c = if strict {
-                g.strict.clone()
-            } else {
-                g.loose.clone()
-            };
+            let mut c = g.first(strict);
             for &(i, salt) in salts {
                 c[i as usize] = combine(c[i as usize], salt);
             }
             c
         };
+        let plain = alone
+            && max_rounds > 0
+            && salts_a.is_empty()
+            && salts_b.is_empty()
+            && unmark_a.is_empty()
+            && unmark_b.is_empty();
+        let pick = |col: &[u64], which: &[u32]| -> Vec<u64> {
+            which.iter().map(|&i| col[i as usize]).collect()
+        };
         Ok(py.allow_threads(|| {
+            if plain {
+                if let Some((ca, cb)) = unstable_colours(self, other, strict, max_rounds) {
+                    let balanced = balanced(&ca, &cb);
+                    return (
+                        max_rounds,
+                        false,
+                        balanced,
+                        pick(&ca, &pick_a),
+                        pick(&cb, &pick_b),
+                    );
+                }
+            }
             let (ga, gb) = (
                 self.graph.without_outputs(&unmark_a, &self.outputs),
                 other.graph.without_outputs(&unmark_b, &other.outputs),
@@ -270,9 +334,6 @@ impl RefineGraph {
                 std::mem::swap(&mut cb, &mut xb);
                 count = now;
             }
-            let pick = |col: &[u64], which: &[u32]| -> Vec<u64> {
-                which.iter().map(|&i| col[i as usize]).collect()
-            };
             let balanced = balanced(&ca, &cb);
             (
                 rounds,
@@ -286,7 +347,7 @@ impl RefineGraph {
 }
 
 /// A graph as refinement reads it: borrowed from a built one, or rebuilt without some outputs.
-enum View<'g> {
+pub(crate) enum View<'g> {
     Whole(&'g Graph),
     Pruned { graph: Graph, live: Vec<bool> },
 }
@@ -297,7 +358,7 @@ impl Graph {
     /// dropped. Parameters stay nodes (a parameter nothing reads is still an input).
     /// With no output dropped it is the whole graph, unless some node reaches no output (a
     /// multiply by one that `identity.py` sees through): those are left out as well.
-    fn without_outputs<'g>(&'g self, unmark: &[u32], outputs: &[i64]) -> View<'g> {
+    pub(crate) fn without_outputs<'g>(&'g self, unmark: &[u32], outputs: &[i64]) -> View<'g> {
         let n = self.marks.len();
         let mut marks = self.marks.clone();
         let mut left: Vec<i64> = outputs.to_vec();
@@ -377,14 +438,14 @@ impl Graph {
 }
 
 impl View<'_> {
-    fn round(&self, col: &[u64], out: &mut Vec<u64>, scratch: &mut Vec<u64>) {
+    pub(crate) fn round(&self, col: &[u64], out: &mut Vec<u64>, scratch: &mut Vec<u64>) {
         match self {
             View::Whole(g) => g.round(col, out, scratch),
             View::Pruned { graph, .. } => graph.round(col, out, scratch),
         }
     }
     /// Nodes left out get colour 0, so that they neither count as classes nor look alike.
-    fn blank(&self, col: &mut [u64]) {
+    pub(crate) fn blank(&self, col: &mut [u64]) {
         if let View::Pruned { live, .. } = self {
             for (c, &l) in col.iter_mut().zip(live.iter()) {
                 if !l {
@@ -410,11 +471,7 @@ fn balanced(a: &[u64], b: &[u64]) -> bool {
 
 /// Classes of A and B together: a colour held on both sides is one class.
 fn distinct_both(a: &[u64], b: &[u64]) -> usize {
-    let mut seen: FxMap<u64, ()> = FxMap::default();
-    for &c in a.iter().chain(b.iter()) {
-        seen.insert(c, ());
-    }
-    seen.len()
+    count_distinct(a.iter().chain(b.iter()).copied(), a.len() + b.len())
 }
 
 /// Names to nodes: by object identity first (the canonical form shares the IR's strings), then
@@ -641,13 +698,19 @@ pub fn refine_graph<'py>(
         params,
         param_names,
         outputs: out_nodes,
+        alone: AloneRuns::default(),
+        picked: PickedRuns::default(),
     })
 }
 
 /// `_history` on two built graphs, from their strict or loose first colours, keeping of each
 /// round only the colours of the nodes `pick_a` / `pick_b` (the inputs and outputs the caller
-/// pairs): the stopping rule still counts classes over every node.
+/// pairs): the stopping rule still counts classes over every node. `alone`: answer from each
+/// graph's rounds alone, kept on it (`refine_alone.rs`; the same answer): by default for large
+/// graphs, always (True) or never (False).
 #[pyfunction]
+#[pyo3(signature = (a, b, strict, rounds, pick_a, pick_b, alone=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn refine_picked(
     py: Python<'_>,
     a: &RefineGraph,
@@ -656,6 +719,7 @@ pub fn refine_picked(
     rounds: usize,
     pick_a: Vec<u32>,
     pick_b: Vec<u32>,
+    alone: Option<bool>,
 ) -> PyResult<(Vec<Vec<u64>>, Vec<Vec<u64>>)> {
     let (na, nb) = (a.loose.len(), b.loose.len());
     if pick_a.iter().any(|&i| i as usize >= na) || pick_b.iter().any(|&i| i as usize >= nb) {
@@ -667,6 +731,9 @@ pub fn refine_picked(
         which.iter().map(|&i| col[i as usize]).collect()
     };
     Ok(py.allow_threads(|| {
+        if let Some(found) = picked_history(a, b, strict, rounds, &pick_a, &pick_b, alone) {
+            return found;
+        }
         let (fa, fb) = if strict {
             (&a.strict, &b.strict)
         } else {

@@ -7,7 +7,7 @@ here, below all of them, is what lets every import point one way.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
@@ -78,7 +78,7 @@ class Comparison:
             )
         )
 
-    def users(self, comp: CanonicalComputation) -> dict[str, list[str]]:
+    def users(self, comp: CanonicalComputation) -> Mapping[str, list[str]]:
         # (`users_of` keeps one dict per computation object: by name, both sides of a diff whose
         # computations share a name, JAX's `main` or torch_xla's `SyncTensorsGraph.N`, got one
         # side's users.)

@@ -218,6 +218,8 @@ def constants_of(comp: CanonicalComputation) -> list[str]:
     """The live constants of `comp`, picked at C speed: every diff asks, of every instruction
     (and a report of each computation again in every diff it is part of: kept while it lives)."""
     found = _CONSTANTS.get(comp)
+    if found is None and "constant" not in map(_OPCODE, comp.computation.instructions):
+        found = _CONSTANTS[comp] = ()  # (most called computations: no dictionary by name built)
     if found is None:
         by_name = comp.computation.by_name
         found = _CONSTANTS[comp] = tuple(
@@ -246,8 +248,17 @@ def _elided(
     each constant with itself)."""
     one: list[tuple[str, str]] = []
     both: list[str] = []
+    constants = constants_of(lc)
+    if not constants:
+        return one, both
     lins, rins = lc.computation.by_name, rc.computation.by_name
-    for a in constants_of(lc):
+    # Only a constant printed `{...}` on one side or the other is either kind: those are
+    # picked first (a 600K-instruction graph has 86K constants and a handful elided).
+    el_l, el_r = _elided_names(lc), _elided_names(rc)
+    if not (el_l or el_r):
+        return one, both
+    counterpart = (lambda a: a) if m is None else m.left.get
+    for a in [a for a in constants if a in el_l or counterpart(a) in el_r]:
         b = a if m is None else m.left.get(a)
         ib = rins.get(b) if b is not None else None
         if ib is None or ib.opcode != "constant":
@@ -261,6 +272,20 @@ def _elided(
 
 
 _OPCODE = attrgetter("opcode")
+
+
+def _elided_names(comp: CanonicalComputation) -> frozenset[str]:
+    """Names whose instruction (as `by_name` has it) is a constant printed `{...}`; kept while
+    `comp` lives."""
+    found = _ELIDED_NAMES.get(comp)
+    if found is None:
+        by_name = comp.computation.by_name
+        constants = compress(by_name.items(), map("constant".__eq__, map(_OPCODE, by_name.values())))
+        found = _ELIDED_NAMES[comp] = frozenset(name for name, ins in constants if is_elided(ins.payload))
+    return found
+
+
+_ELIDED_NAMES: WeakKeyDictionary[CanonicalComputation, frozenset[str]] = WeakKeyDictionary()
 
 
 def _only_elided(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching) -> bool:
@@ -318,8 +343,8 @@ def unseen_constants(
         one, both = _elided(lc, rc, m)
         prefix = "" if ln == left.entry.name else f"{ln}/"
         out += [prefix + a for a in [*both, *(a for a, _ in one)]]
-        lins = lc.computation.by_name
         if lc.computation.instructions and "lazy-ir" in (left.module.format, right.module.format):
+            lins = lc.computation.by_name
             # torch_xla's lazy IR text prints no constant value at all (`prim::Constant()`): an
             # arange or a table of many elements may differ unseen (scalars as HLO prints them).
             out += [

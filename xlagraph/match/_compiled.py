@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import weakref
 from collections import deque
+from collections.abc import Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from weakref import WeakKeyDictionary
 
@@ -17,17 +18,19 @@ from xlagraph.ir import strip_layout
 from xlagraph.match.mappings import Matching
 from xlagraph.match.shapes import dims
 
-__all__ = ["cached_side", "match", "side", "users"]
+__all__ = ["Users", "cached_side", "match", "side", "users"]
 
 _match_side = _core.match_side  # AttributeError (so ImportError upstream) on an older core
 _match_sides = _core.match_sides
 _match_side_of = _core.match_side_of
 _side_users = _core.side_users
+_users_mapping = getattr(_core, "side_users_mapping", None)
 
 _SIDES: WeakKeyDictionary[CanonicalComputation, object] = WeakKeyDictionary()
 # A copy costs about 90 bytes per instruction: a report that keeps 20 large graphs alive keeps
 # only the latest copies, up to this many instructions (each recompile is matched against the
-# closest earlier graphs, so the latest are the ones asked for again).
+# closest earlier graphs, so the latest are the ones asked for again), and always the latest two:
+# the pair just matched, whose users the comparison asks for next (`bottom_up.users_of`).
 KEEP_INSTRUCTIONS = 1_000_000
 _RECENT: deque[tuple[weakref.ref[CanonicalComputation], int]] = deque()
 
@@ -47,7 +50,7 @@ def side(comp: CanonicalComputation) -> object | None:
         _SIDES[comp] = found
         _RECENT.append((weakref.ref(comp), len(instructions)))
         kept = sum(n for ref, n in _RECENT if ref() is not None)
-        while kept > KEEP_INSTRUCTIONS and len(_RECENT) > 1:
+        while kept > KEEP_INSTRUCTIONS and len(_RECENT) > 2:
             ref, n = _RECENT.popleft()
             if (old := ref()) is not None:
                 kept -= n
@@ -84,10 +87,38 @@ def cached_side(comp: CanonicalComputation) -> object | None:
     return None if found is _MISSING else found
 
 
-def users(comp: CanonicalComputation) -> dict[str, list[str]] | None:
-    """`bottom_up.users_of(comp)` built by the core from its copy, if it has one."""
+def users(comp: CanonicalComputation) -> Mapping[str, list[str]] | None:
+    """`bottom_up.users_of(comp)` answered by the core from its copy, if it has one."""
     found = cached_side(comp)
-    return None if found is None else _side_users(found)
+    if found is None:
+        return None
+    if _users_mapping is None:
+        return _side_users(found)
+    return Users(_users_mapping(found))
+
+
+class Users(Mapping[str, list[str]]):
+    """The users of each instruction (`bottom_up.users_of`) over the core's copy
+    (rust/src/users.rs): a name's list is made when asked for, not one per instruction up
+    front; the keys in the dictionary's order. Never modify a list it gives."""
+
+    __slots__ = ("_core", "get")
+
+    def __init__(self, core: object) -> None:
+        self._core = core
+        self.get = core.get  # type: ignore[attr-defined]  (every caller's way in: no Python frame)
+
+    def __getitem__(self, name: str) -> list[str]:
+        return self._core[name]  # type: ignore[index]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._core  # type: ignore[operator]
+
+    def __len__(self) -> int:
+        return len(self._core)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._core.keys())  # type: ignore[attr-defined]
 
 
 def _shape_key(shape: str) -> tuple[str, list[int] | None]:

@@ -3,6 +3,7 @@ unpaired user of their counterparts that has the same opcode and agrees on most 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import filterfalse
 from weakref import WeakKeyDictionary
 
@@ -18,25 +19,26 @@ except ImportError:  # a compiled core without the matcher
 
 
 # Built once per computation and shared by the matchers and the diagnosis (read-only).
-_USERS: WeakKeyDictionary[CanonicalComputation, dict[str, list[str]]] = WeakKeyDictionary()
+_USERS: WeakKeyDictionary[CanonicalComputation, Mapping[str, list[str]]] = WeakKeyDictionary()
 
 
-def users_of(comp: CanonicalComputation) -> dict[str, list[str]]:
-    """Users of each instruction, in `comp.order`; shared between callers, so never modify it."""
+def users_of(comp: CanonicalComputation) -> Mapping[str, list[str]]:
+    """Users of each instruction, in `comp.order`; shared between callers, so never modify it
+    (nor a list it gives: from the core's copy, a mapping that makes each list when asked)."""
     users = _USERS.get(comp)
     if users is None and _compiled is not None:
         users = _compiled.users(comp)  # the same dict, from the matcher's copy of `comp`
         if users is not None:
             _USERS[comp] = users
     if users is None:
-        users = {}
+        built: dict[str, list[str]] = {}
         for name in comp.order:
             for o in comp.operands[name]:
-                if o in users:
-                    users[o].append(name)
+                if o in built:
+                    built[o].append(name)
                 else:
-                    users[o] = [name]
-        _USERS[comp] = users
+                    built[o] = [name]
+        users = _USERS[comp] = built
     return users
 
 

@@ -10,9 +10,13 @@ everywhere else (hashes, the matching, what is printed)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import compress
+from operator import attrgetter
 from weakref import WeakKeyDictionary
 
+from xlagraph import _core
 from xlagraph.canonical import CanonicalComputation
+from xlagraph.ir import Instruction
 
 __all__ = ["Identities", "identity_multiplies"]
 
@@ -30,65 +34,69 @@ class Identities:
 
 
 _NONE = Identities({}, ())
+_OPCODE = attrgetter("opcode")
+_NAME = attrgetter("name")
+_READ = frozenset({"broadcast", "multiply"})
+_ON_HANDLE = getattr(_core, "identity_multiplies_of", None)
 
 
 def _scalar(shape: str) -> bool:
     return shape.split("{", 1)[0].replace(" ", "").endswith("[]")
 
 
-# Asked for by both graphs of a computation and its signatures, for every pair it is in.
-_FOUND: WeakKeyDictionary[CanonicalComputation, Identities] = WeakKeyDictionary()
+def _one(constant: Instruction) -> bool:
+    return _scalar(constant.shape) and constant.payload.strip().lower() in _ONE
 
 
 def identity_multiplies(comp: CanonicalComputation) -> Identities:
+    """Each live `multiply(x, one)` (either operand the one: a scalar constant 1 or a broadcast
+    of one) -> x, followed through chains (`x * 1 * 1`). A multiply that is itself an output
+    stays: its slot keeps a node of its own. Kept while `comp` lives (a report's graphs take part
+    in several diffs; canonical forms are never modified): never modify the answer."""
     found = _FOUND.get(comp)
     if found is None:
         found = _FOUND[comp] = _identity_multiplies(comp)
     return found
 
 
+_FOUND: WeakKeyDictionary[CanonicalComputation, Identities] = WeakKeyDictionary()
+
+
 def _identity_multiplies(comp: CanonicalComputation) -> Identities:
-    """Each live `multiply(x, one)` (either operand the one: a scalar constant 1 or a broadcast
-    of one) -> x, followed through chains (`x * 1 * 1`). A multiply that is itself an output
-    stays: its slot keeps a node of its own."""
     instructions = comp.computation.instructions
-    # One pass, the opcode read once per instruction (a 600K-instruction module has 600K);
-    # broadcasts are looked at only where a multiply reads them.
-    ones: set[str] = set()
-    multiplies: list[str] = []
-    for ins in instructions:
-        op = ins.opcode
-        if op == "multiply":
-            multiplies.append(ins.name)
-        elif op == "constant" and ins.payload.strip().lower() in _ONE and _scalar(ins.shape):
-            ones.add(ins.name)
-    if not ones or not multiplies:
+    # Only constants, broadcasts and multiplies are read: picked out at C speed, in order.
+    opcodes = list(map(_OPCODE, instructions))
+    if comp.core is not None and _ON_HANDLE is not None:
+        # The ones here (their values are not in the handle), the rest in one pass on the core's
+        # handle (rust/src/identity.rs).
+        at = [
+            k for k in compress(range(len(opcodes)), map("constant".__eq__, opcodes)) if _one(instructions[k])
+        ]
+        pairs = _ON_HANDLE(comp.core, at) if at else []
+        if not pairs:
+            return _NONE
+        return Identities({instructions[a].name: instructions[b].name for a, b in pairs}, tuple(pairs))
+    ones = {ins.name for ins in compress(instructions, map("constant".__eq__, opcodes)) if _one(ins)}
+    if not ones:
         return _NONE
     operands = comp.operands
-    by_name = comp.computation.by_name
-    known: dict[str, bool] = {}
-
-    def is_one(name: str) -> bool:
-        got = known.get(name)
-        if got is None:
-            got = name in ones
-            if not got:
-                ins = by_name.get(name)
-                ops = operands.get(name, ())
-                got = ins is not None and ins.opcode == "broadcast" and len(ops) == 1 and ops[0] in ones
-            known[name] = got
-        return got
-
+    multiplies: list[str] = []
+    for ins in compress(instructions, map(_READ.__contains__, opcodes)):
+        if ins.opcode == "broadcast":
+            ops = operands.get(ins.name, ())
+            if len(ops) == 1 and ops[0] in ones:
+                ones.add(ins.name)
+        elif ins.name in operands:
+            multiplies.append(ins.name)
     outputs = set(comp.outputs)
     found: dict[str, str] = {}
     for name in multiplies:
-        ops = operands.get(name, ())
+        ops = operands[name]
         if len(ops) != 2 or name in outputs:
             continue
-        one0, one1 = is_one(ops[0]), is_one(ops[1])
-        if one1 and not one0:
+        if ops[1] in ones and ops[0] not in ones:
             found[name] = ops[0]
-        elif one0 and not one1:
+        elif ops[0] in ones and ops[1] not in ones:
             found[name] = ops[1]
     for name in found:
         seen = {name}
@@ -100,5 +108,6 @@ def _identity_multiplies(comp: CanonicalComputation) -> Identities:
     if not found:
         return _NONE
     needed = set(found) | set(found.values())
-    position = {ins.name: k for k, ins in enumerate(instructions) if ins.name in needed}
+    names = list(map(_NAME, instructions))
+    position = {names[k]: k for k in compress(range(len(names)), map(needed.__contains__, names))}
     return Identities(found, tuple((position[a], position[b]) for a, b in found.items()))

@@ -1,0 +1,207 @@
+//! The plain refinement of a pair (`RefineGraph::refine_with` with no salt and no output
+//! dropped) answered from what each graph does alone, kept on the graph: a report pairs each
+//! graph with several others, and on its large graphs refinement runs out of rounds every time
+//! (99K instructions: 84 rounds, 0.25 s a pair, half of the report).
+//!
+//! Each graph's colours depend on that graph alone (a node's next colour hashes its own colour,
+//! its operands' and its users'); only the stopping rule reads both, counting the classes of A
+//! and B together. Refinement only splits classes (a node's own colour enters its next one), so
+//! a round in which either graph's own partition splits splits the joint partition too: where
+//! one graph splits at every one of the rounds allowed, the joint refinement is not stable
+//! within them either, and its answer is (the rounds allowed, not stable, the balance of the
+//! last colours, those colours), all of which each graph's run alone gives. (Exact as long as no
+//! two different colours hash alike, which the stopping rule already relies on.) Otherwise the
+//! joint refinement runs as before.
+
+use std::sync::{Arc, Mutex};
+
+use crate::refine::{distinct, RefineGraph};
+
+/// One graph's plain refinement alone for `rounds` rounds from its strict or loose colours.
+pub(crate) struct Alone {
+    strict: bool,
+    rounds: usize,
+    /// Its own partition split at every round.
+    pub(crate) splits_all: bool,
+    /// The colours after `done` rounds (`rounds` where `splits_all`; where not, the round
+    /// at which it stopped splitting: the rest is run only if asked for).
+    colours: Vec<u64>,
+    done: usize,
+}
+
+/// The runs kept on a graph (strict and loose, for the rounds its pairs allowed).
+#[derive(Default)]
+pub(crate) struct AloneRuns(Mutex<Vec<Arc<Alone>>>);
+
+/// How many runs a graph keeps (a report's pairs are mostly alike in size: one or two budgets).
+const KEEP: usize = 4;
+
+impl AloneRuns {
+    fn get(&self, g: &RefineGraph, strict: bool, rounds: usize) -> Arc<Alone> {
+        if let Some(found) = self
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|r| r.strict == strict && r.rounds == rounds)
+        {
+            return found.clone();
+        }
+        let made = Arc::new(run(g, strict, rounds));
+        let mut kept = self.0.lock().unwrap();
+        if kept.len() >= KEEP {
+            kept.remove(0);
+        }
+        kept.push(made.clone());
+        made
+    }
+}
+
+fn run(g: &RefineGraph, strict: bool, rounds: usize) -> Alone {
+    let mut colours = g.first(strict);
+    let view = g.graph.without_outputs(&[], &g.outputs);
+    view.blank(&mut colours);
+    let mut count = distinct(&colours);
+    let (mut next, mut scratch) = (Vec::new(), Vec::new());
+    for done in 0..rounds {
+        view.round(&colours, &mut next, &mut scratch);
+        view.blank(&mut next);
+        let now = distinct(&next);
+        if now == count {
+            // Stable alone: no shortcut from this graph; its colours are run on only if the
+            // other graph's shortcut needs them.
+            return Alone {
+                strict,
+                rounds,
+                splits_all: false,
+                colours,
+                done,
+            };
+        }
+        std::mem::swap(&mut colours, &mut next);
+        count = now;
+    }
+    Alone {
+        strict,
+        rounds,
+        splits_all: true,
+        colours,
+        done: rounds,
+    }
+}
+
+impl Alone {
+    /// The colours after all `rounds` rounds.
+    fn last(&self, g: &RefineGraph) -> Vec<u64> {
+        let mut colours = self.colours.clone();
+        if self.done < self.rounds {
+            let view = g.graph.without_outputs(&[], &g.outputs);
+            let (mut next, mut scratch) = (Vec::new(), Vec::new());
+            for _ in self.done..self.rounds {
+                view.round(&colours, &mut next, &mut scratch);
+                view.blank(&mut next);
+                std::mem::swap(&mut colours, &mut next);
+            }
+        }
+        colours
+    }
+}
+
+/// The last colours of A and B after `rounds` rounds where the joint plain refinement cannot
+/// be stable within them (one graph splits at every round); None: run the joint refinement.
+pub(crate) fn unstable_colours(
+    a: &RefineGraph,
+    b: &RefineGraph,
+    strict: bool,
+    rounds: usize,
+) -> Option<(Vec<u64>, Vec<u64>)> {
+    let xa = a.alone.get(a, strict, rounds);
+    let xb = b.alone.get(b, strict, rounds);
+    if !(xa.splits_all || xb.splits_all) {
+        return None;
+    }
+    Some((xa.last(a), xb.last(b)))
+}
+
+/// One graph's rounds of `refine_picked` alone: the number of classes after each round (0 to
+/// `rounds`) and the colours of the picked nodes.
+pub(crate) struct Picked {
+    strict: bool,
+    rounds: usize,
+    pick: Vec<u32>,
+    counts: Vec<usize>,
+    picks: Vec<Vec<u64>>,
+}
+
+/// The `refine_picked` runs kept on a graph.
+#[derive(Default)]
+pub(crate) struct PickedRuns(Mutex<Vec<Arc<Picked>>>);
+
+impl PickedRuns {
+    fn get(&self, g: &RefineGraph, strict: bool, rounds: usize, pick: &[u32]) -> Arc<Picked> {
+        if let Some(found) = self
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|r| r.strict == strict && r.rounds == rounds && r.pick == pick)
+        {
+            return found.clone();
+        }
+        let made = Arc::new(picked(g, strict, rounds, pick));
+        let mut kept = self.0.lock().unwrap();
+        if kept.len() >= KEEP {
+            kept.remove(0);
+        }
+        kept.push(made.clone());
+        made
+    }
+}
+
+fn picked(g: &RefineGraph, strict: bool, rounds: usize, pick: &[u32]) -> Picked {
+    let take = |col: &[u64]| -> Vec<u64> { pick.iter().map(|&i| col[i as usize]).collect() };
+    let mut colours = g.first(strict);
+    let (mut counts, mut picks) = (vec![distinct(&colours)], vec![take(&colours)]);
+    let (mut next, mut scratch) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        g.graph.round(&colours, &mut next, &mut scratch);
+        counts.push(distinct(&next));
+        picks.push(take(&next));
+        std::mem::swap(&mut colours, &mut next);
+    }
+    Picked {
+        strict,
+        rounds,
+        pick: pick.to_vec(),
+        counts,
+        picks,
+    }
+}
+
+/// Graphs this large have their `refine_picked` rounds kept (a small pair stops after a round
+/// or two: running its graphs alone to the cap would cost more than it saves).
+const PICKED_ALONE: usize = 10_000;
+
+/// `refine_picked` of A and B from each graph's rounds alone: its stopping rule (neither
+/// graph's count of classes changed) reads each graph's own counts, so the answer is exactly
+/// the joint run's. None for small pairs (unless `alone` says): run it jointly.
+pub(crate) fn picked_history(
+    a: &RefineGraph,
+    b: &RefineGraph,
+    strict: bool,
+    rounds: usize,
+    pick_a: &[u32],
+    pick_b: &[u32],
+    alone: Option<bool>,
+) -> Option<(Vec<Vec<u64>>, Vec<Vec<u64>>)> {
+    if !alone.unwrap_or(a.loose.len().max(b.loose.len()) >= PICKED_ALONE) {
+        return None;
+    }
+    let xa = a.picked.get(a, strict, rounds, pick_a);
+    let xb = b.picked.get(b, strict, rounds, pick_b);
+    let unchanged = |x: &Picked, i: usize| x.counts[i + 1] == x.counts[i];
+    let len = (0..rounds)
+        .find(|&i| unchanged(&xa, i) && unchanged(&xb, i))
+        .map_or(rounds + 1, |i| i + 1);
+    Some((xa.picks[..len].to_vec(), xb.picks[..len].to_vec()))
+}
