@@ -634,7 +634,6 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
             sides,  # type: ignore[arg-type]
             (sig[0].__getitem__, sig[1].__getitem__),
             _same_value(left, right),
-            _elsewhere(left, right),
         )
         if found is not None:
             return _got(found)
@@ -825,7 +824,6 @@ def _correspond_compiled(
             sides,  # type: ignore[arg-type]
             _compiled_signatures(left, right, pick_a, pick_b),
             _same_value(left, right),
-            _elsewhere(left, right),
         )
         if found is not None:
             return _got(found)
@@ -862,23 +860,6 @@ def _same_value(left: CanonicalComputation, right: CanonicalComputation) -> Call
         return comp.h1.get(comp.outputs[i]) == comp.h1.get(comp.outputs[j])
 
     return same
-
-
-def _elsewhere(left: CanonicalComputation, right: CanonicalComputation) -> Callable[[int, int], bool]:
-    """Whether output slot i of A (side 0) or of B (1) is a value the other graph computes too:
-    the same computation (`h0`, whichever inputs of those shapes it reads) among its instructions.
-    The other side's hashes are gathered once, when first asked (rarely: one output set aside on
-    each side)."""
-    other: dict[int, set[int]] = {}
-
-    def found(side: int, i: int) -> bool:
-        comp, far = (left, right) if side == 0 else (right, left)
-        if side not in other:
-            other[side] = set(far.h0.values())
-        h = comp.h0.get(comp.outputs[i])
-        return h is not None and h in other[side]
-
-    return found
 
 
 def _budget(size: int) -> int:

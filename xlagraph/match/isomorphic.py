@@ -63,13 +63,11 @@ def explain(
     sides: tuple[Side, Side],
     sig: Signatures,
     same: Callable[[int, int, int], bool] = lambda side, i, j: i == j,
-    elsewhere: Callable[[int, int], bool] = lambda side, i: False,
 ) -> Explained | None:
     """The colours with look-alikes individualized (see the module docstring), or None where
     refinement did not stabilize or no removal of one output on a side balances the graphs.
     `shallow()`: the first colours, before any round (which outputs could be the dropped one);
-    `same(side, i, j)`: output items i and j of A (side 0) or B (1) compute the same value;
-    `elsewhere(side, i)`: output item i of that side is a value the other graph computes too."""
+    `same(side, i, j)`: output items i and j of A (side 0) or B (1) compute the same value."""
     plain = refine({}, {}, (), ())
     if not plain.stable:
         return None
@@ -92,18 +90,11 @@ def explain(
         for side, a, b in ((0, first.dropped, other.dropped), (1, first.born, other.born)):
             if len(a) != len(b) or not all(any(same(side, i, j) for j in b) for i in a):
                 return None
-    if first.dropped and first.born and not _kept(first, elsewhere):
+    if first.dropped and first.born:
         # One output of each side set aside is as well one output computed another way
         # (resharded, retyped): the rest is paired by these colours, those two are left open.
         return Explained(first.colours, first.chosen, frozenset(), frozenset())
     return first
-
-
-def _kept(found: Explained, elsewhere: Callable[[int, int], bool]) -> bool:
-    """The output set aside on one side is a value the other graph computes as well (an
-    intermediate kept alive, or one no longer kept): an output dropped and another added, not
-    one output computed another way."""
-    return any(elsewhere(0, i) for i in found.dropped) or any(elsewhere(1, j) for j in found.born)
 
 
 def _removals(
