@@ -13,6 +13,18 @@ os.environ.setdefault("XLAGRAPH_STRICT", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
+# The pairs the tests diff (`path[#index]` per side), for the compiled-vs-reference checks.
+FIXTURE_PAIRS: list[tuple[str, ...]] = [
+    tuple(line.split("\t"))
+    for line in (ROOT / "tests" / "data" / "fixture_pairs.txt").read_text(encoding="utf-8").splitlines()
+    if line and not line.startswith("#")
+]
+
+
+def pair_spec(spec: str) -> str:
+    """A fixture pair's side as a path `diff_files` reads (`#index` kept)."""
+    path, hash_, index = spec.partition("#")
+    return str(ROOT / path) + hash_ + index
 
 
 def load_manifest(name: str) -> dict:

@@ -4,10 +4,9 @@ unexplained instructions of `regions.structure`) give every diff of every fixtur
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from tests.conftest import FIXTURE_PAIRS, pair_spec
 from xlagraph.diagnose import instructions, regions
 from xlagraph.diff import diff_modules
 from xlagraph.parse.sources import load_module
@@ -15,17 +14,10 @@ from xlagraph.parse.sources import load_module
 if instructions._matched_walk is None or regions._core_unexplained is None:
     pytest.skip("a compiled core without the walk", allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parent.parent
-PAIRS = [
-    tuple(line.split("\t"))
-    for line in (ROOT / "tests" / "data" / "fixture_pairs.txt").read_text(encoding="utf-8").splitlines()
-    if line and not line.startswith("#")
-]
+PAIRS = FIXTURE_PAIRS
 
 
-def _spec(spec: str) -> str:
-    path, hash_, index = spec.partition("#")
-    return str(ROOT / path) + hash_ + index
+_spec = pair_spec
 
 
 def _answer(a, b):  # type: ignore[no-untyped-def]

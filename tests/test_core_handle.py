@@ -5,10 +5,9 @@ computation of every module the fixture pairs diff (tests/data/fixture_pairs.txt
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from tests.conftest import FIXTURE_PAIRS, pair_spec
 from xlagraph.canonical import canonicalize
 from xlagraph.canonical.hashes import COMMUTATIVE
 from xlagraph.match import correspondence
@@ -18,18 +17,11 @@ from xlagraph.parse.sources import load_module
 
 _core = pytest.importorskip("xlagraph._core")
 
-ROOT = Path(__file__).resolve().parent.parent
-PAIRS = [
-    tuple(line.split("\t"))
-    for line in (ROOT / "tests" / "data" / "fixture_pairs.txt").read_text(encoding="utf-8").splitlines()
-    if line and not line.startswith("#")
-]
+PAIRS = FIXTURE_PAIRS
 SPECS = sorted({spec for pair in PAIRS for spec in pair})
 
 
-def _spec(spec: str) -> str:
-    path, hash_, index = spec.partition("#")
-    return str(ROOT / path) + hash_ + index
+_spec = pair_spec
 
 
 def _from_dicts(comp):  # type: ignore[no-untyped-def]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import FIXTURE_PAIRS, pair_spec
 from xlagraph.diff import diff_files
 from xlagraph.match import correspondence as cr
 
@@ -17,17 +18,11 @@ pytest.importorskip("xlagraph._core")
 if cr._core() is None:
     pytest.skip("the compiled core has no refine_history", allow_module_level=True)
 
+PAIRS = FIXTURE_PAIRS
 ROOT = Path(__file__).resolve().parent.parent
-PAIRS = [
-    tuple(line.split("\t"))
-    for line in (ROOT / "tests" / "data" / "fixture_pairs.txt").read_text(encoding="utf-8").splitlines()
-    if line and not line.startswith("#")
-]
 
 
-def _spec(spec: str) -> str:
-    path, hash_, index = spec.partition("#")
-    return str(ROOT / path) + hash_ + index
+_spec = pair_spec
 
 
 def _both(left, right, monkeypatch) -> tuple[cr.Correspondence, cr.Correspondence]:

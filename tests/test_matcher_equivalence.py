@@ -4,26 +4,18 @@ the same phase names, on every computation the diff of every fixture pair matche
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from tests.conftest import FIXTURE_PAIRS, pair_spec
 from xlagraph.diff import diff_files
 from xlagraph.match import _context_pairs, _layout, _sent, match_python
 
 _compiled = pytest.importorskip("xlagraph.match._compiled")
 
-ROOT = Path(__file__).resolve().parent.parent
-PAIRS = [
-    tuple(line.split("\t"))
-    for line in (ROOT / "tests" / "data" / "fixture_pairs.txt").read_text(encoding="utf-8").splitlines()
-    if line and not line.startswith("#")
-]
+PAIRS = FIXTURE_PAIRS
 
 
-def _spec(spec: str) -> str:
-    path, hash_, index = spec.partition("#")
-    return str(ROOT / path) + hash_ + index
+_spec = pair_spec
 
 
 def test_every_fixture_pair_is_listed() -> None:

@@ -7,10 +7,10 @@ enough that the shortcut answers and large enough that the graphs stabilize."""
 from __future__ import annotations
 
 from itertools import permutations
-from pathlib import Path
 
 import pytest
 
+from tests.conftest import FIXTURE_PAIRS, pair_spec
 from xlagraph.diff import diff_files
 from xlagraph.match import correspondence as cr
 
@@ -18,17 +18,10 @@ pytest.importorskip("xlagraph._core")
 if cr._core() is None:
     pytest.skip("the compiled core has no refinement", allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parent.parent
-PAIRS = [
-    tuple(line.split("\t"))
-    for line in (ROOT / "tests" / "data" / "fixture_pairs.txt").read_text(encoding="utf-8").splitlines()
-    if line and not line.startswith("#")
-]
+PAIRS = FIXTURE_PAIRS
 
 
-def _spec(spec: str) -> str:
-    path, hash_, index = spec.partition("#")
-    return str(ROOT / path) + hash_ + index
+_spec = pair_spec
 
 
 def _picks(g) -> list[int]:
