@@ -517,3 +517,31 @@ def test_an_internal_error_is_one_line_and_exit_2():
     assert r.returncode == 2, r
     assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert "internal error (RuntimeError: boom)" in r.stderr
+
+
+def _staggered(tmp_path: Path, ranks: list[int]) -> Path:
+    """A real 4-rank torchrun capture whose processes are made to run one after another (each
+    starts a second after the previous one ended), keeping only `ranks` (repeats: reruns)."""
+    src = sorted((FIXTURES / "torch_xla" / "ranks" / "even" / "capture").iterdir())
+    by_rank = {json.loads((d / "meta.json").read_text())["rank"]: d for d in src}
+    dest = tmp_path / "capture"
+    t = 1_800_000_000.0
+    for k, rank in enumerate(ranks):
+        folder = dest / f"host-{1000 + k}"
+        shutil.copytree(by_rank[rank], folder)
+        meta = json.loads((folder / "meta.json").read_text())
+        meta["start_time"], meta["end_time"] = t, t + 2.0
+        (folder / "meta.json").write_text(json.dumps(meta))
+        t += 3.0
+    return dest
+
+
+def test_ranks_of_one_world_are_one_run_even_one_after_another(tmp_path: Path) -> None:
+    """A loaded machine can start a rank after another has ended: the ranks of one world are still
+    one run. The same folder used again (rank 0 once more) begins the next run."""
+    from xlagraph.capture.reader import read_capture_runs
+
+    runs = read_capture_runs(_staggered(tmp_path / "one", [1, 0, 3, 2]))
+    assert len(runs) == 1 and len(runs[0].logs) == 4
+    runs = read_capture_runs(_staggered(tmp_path / "two", [0, 1, 2, 3, 0, 1, 2, 3]))
+    assert [len(r.logs) for r in runs] == [4, 4]

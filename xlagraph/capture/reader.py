@@ -71,9 +71,9 @@ def read_capture(path: str | os.PathLike[str]) -> list[RunLog]:
 
 def read_capture_runs(path: str | os.PathLike[str]) -> tuple[CaptureRun, ...]:
     """The runs of a capture folder, oldest first. Processes belong to one run when their
-    lifetimes overlap (every process of an `xmp.spawn` or torchrun run is alive at once); a
-    process that started after all earlier ones had ended (the folder used again, a container
-    restarted in place) begins a new run."""
+    lifetimes overlap (every process of an `xmp.spawn` or torchrun run is alive at once), or when
+    one is a rank the run's world still lacks; a process that started after all earlier ones had
+    ended (the folder used again, a container restarted in place) begins a new run."""
     p = Path(path)
     if not p.is_dir():
         raise InputError(str(p), "not a capture folder (no such directory)")
@@ -88,7 +88,8 @@ def read_capture_runs(path: str | os.PathLike[str]) -> tuple[CaptureRun, ...]:
     groups: list[list[_Process]] = []
     end = float("-inf")
     for proc in sorted(procs, key=lambda q: (q.start, q.log.process)):
-        if not groups or (proc.start and proc.start > end):
+        later = bool(proc.start and proc.start > end)
+        if not groups or (later and not _completes(groups[-1], proc)):
             groups.append([])
         groups[-1].append(proc)
         end = max(end, proc.end)
@@ -98,6 +99,32 @@ def read_capture_runs(path: str | os.PathLike[str]) -> tuple[CaptureRun, ...]:
         ran = [r for r in logs if r.steps or r.syncs]
         runs.append(CaptureRun(number, min(q.start for q in group), tuple(sorted(ran or logs, key=_order))))
     return tuple(runs)
+
+
+_RANK_OF = re.compile(r"^rank ([0-9]{1,9}) of ([0-9]{1,9})$")
+
+
+def _rank_world(run: RunLog) -> tuple[int, int] | None:
+    """(rank, world size) from the reader's own `rank N of M` note, where both are known."""
+    for n in run.notes:
+        if m := _RANK_OF.match(n):
+            return int(m.group(1)), int(m.group(2))
+    return None
+
+
+def _completes(group: list[_Process], proc: _Process) -> bool:
+    """`proc` is a rank its launcher's world still lacks: a world of the same size whose ranks
+    so far are all others. A loaded machine can start one rank after another has finished (a
+    short job under torchrun); a rerun in the same folder brings a rank the world already has."""
+    mine = _rank_world(proc.log)
+    if mine is None or mine[1] < 2:
+        return False
+    theirs = [_rank_world(q.log) for q in group]
+    return (
+        all(r is not None and r[1] == mine[1] for r in theirs)
+        and mine[0] not in {r[0] for r in theirs if r is not None}
+        and len(theirs) < mine[1]
+    )
 
 
 def _order(run: RunLog) -> tuple[int, str]:
