@@ -34,7 +34,7 @@ from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import strip_layout
-from xlagraph.match.identity import identity_multiplies
+from xlagraph.match.identity import Identities, identity_multiplies
 from xlagraph.match.isomorphic import Explained, Refined, explain
 
 __all__ = ["ROUNDS", "Correspondence", "correspond"]
@@ -730,13 +730,22 @@ _SEEN: WeakKeyDictionary[CanonicalComputation, Any] = WeakKeyDictionary()
 
 
 def _compiled_graph(core: Any, comp: CanonicalComputation, see_through: bool = False) -> Any:
-    identities = identity_multiplies(comp)
-    if not see_through or not identities.by_name:
-        return _built(core, comp, _GRAPHS, identities.__class__({}, ()))
-    return _built(core, comp, _SEEN, identities)
+    if see_through:  # the multiplies by one are looked for only where they are seen through
+        identities = identity_multiplies(comp)
+        if identities.by_name:
+            return _built(core, comp, _SEEN, identities)
+    return _built(core, comp, _GRAPHS, _AS_THEY_ARE)
 
 
-def _built(core: Any, comp: CanonicalComputation, cache: WeakKeyDictionary, identities: Any) -> Any:  # type: ignore[type-arg]
+_AS_THEY_ARE = Identities({}, ())
+
+
+def _built(
+    core: Any,
+    comp: CanonicalComputation,
+    cache: WeakKeyDictionary[CanonicalComputation, Any],
+    identities: Identities,
+) -> Any:
     found = cache.get(comp)
     if found is None and comp.core is not None and hasattr(core, "refine_graph_of"):
         # Built from the core's own handle on `comp` (rust/src/from_handle.rs): the same graph.
