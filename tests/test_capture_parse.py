@@ -108,7 +108,7 @@ def test_tensors_report_without_frames() -> None:
 
 def test_layout_arity_on_real_dumps() -> None:
     dumps = sorted(
-        (Path(__file__).parent.parent / "fixtures" / "torch_xla").glob("*/xla_dump/*before_optimizations*")
+        (Path(__file__).parent.parent / "fixtures" / "torch_xla").glob("*/xla_dump/*before_optimizations*.txt")
     )
     assert dumps
     for path in dumps:

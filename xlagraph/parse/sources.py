@@ -13,10 +13,11 @@ import re
 import stat
 from dataclasses import dataclass, replace
 
-from xlagraph.errors import InputError
+from xlagraph.errors import InputError, ParseError
 from xlagraph.ir import Frame, GraphInfo, Module
 from xlagraph.parse.compressed import compressed_twin, decompress
 from xlagraph.parse.hlo import looks_like_hlo, parse_hlo
+from xlagraph.parse.hlo_proto import ProtoError, looks_like_hlo_proto, proto_to_text
 from xlagraph.parse.lazy_ir import parse_lazy_ir
 from xlagraph.source_paths import portable_path
 
@@ -43,8 +44,12 @@ DOT_HINT = "Graphviz dot is not read by xlagraph: dump with XLA_SAVE_TENSORS_FMT
 # --xla_dump_to file names (xla/service/dump.cc FilenameFor); module names contain dots.
 _DUMP_FILE = re.compile(
     r"^(?:\d+\.)?module_(\d{4,})\.(.+)\."
-    r"(before_optimizations|(?:[a-z][a-z0-9_.]*_)?after_optimizations|\d{4}\..+)\.txt(?:\.xz|\.gz)?$"
+    r"(before_optimizations|(?:[a-z][a-z0-9_.]*_)?after_optimizations|\d{4}\..+)\.(txt|hlo\.pb)(?:\.xz|\.gz)?$"
 )
+# Files of one graph each that XLA or a compile cache writes as a binary HloModuleProto, looked
+# for one or two folders down where a folder holds no `module_*` dumps (Neuron's compile cache:
+# `MODULE_<hash>/model.hlo_module.pb`).
+_PROTO_FILE = re.compile(r"\.(hlo_module|hlo)\.pb(?:\.xz|\.gz)?$")
 _NOT_HLO_SUFFIXES = ("-buffer-assignment", "-memory-usage-report", "-live-range", "-buffer-assignment-values")
 _FRAME_LINE = re.compile(r"\s+(.*) \((.*):([0-9]{1,9})\)\s*$")
 _HASHES = re.compile(r"(?:Root )?Hashes: \(([^)]*)\)")
@@ -186,13 +191,18 @@ def _file_kind(mode: int) -> str:
 
 
 def _read_text(path: str) -> str:
+    """The file's text; a binary HLO proto (`--xla_dump_hlo_as_proto`, a compile cache's
+    `.hlo_module.pb`) as the HLO text XLA prints for the same module."""
     data = read_bytes(path)
     if not data.strip():
         raise InputError(path, "empty file")
-    if b"\0" in data[:_SNIFF_BYTES]:
-        raise InputError(
-            path, "binary file, not HLO text (for an .hlo.pb proto, dump with --xla_dump_hlo_as_text)"
-        )
+    if b"\0" in data[:_SNIFF_BYTES] or (not data[:1].isascii() and looks_like_hlo_proto(data)):
+        if looks_like_hlo_proto(data):
+            try:
+                return proto_to_text(data)
+            except ProtoError as e:
+                raise InputError(path, f"HLO proto: {e}") from None
+        raise InputError(path, "binary file, neither HLO text nor an HLO module proto")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -327,15 +337,24 @@ def _open_dump_dir(path: str) -> Source:
         names = sorted(os.listdir(path))
     except OSError as e:
         raise InputError(path, f"cannot list the directory: {e.strerror or e}") from None
+    texts = set()
     for name in names:
         m = _DUMP_FILE.match(name)
         if m is None or any(s in name for s in _NOT_HLO_SUFFIXES):
             continue
+        if m.group(4) == "txt":
+            texts.add((m.group(1), m.group(2), m.group(3)))
+    for name in names:
+        m = _DUMP_FILE.match(name)
+        if m is None or any(s in name for s in _NOT_HLO_SUFFIXES):
+            continue
+        if m.group(4) != "txt" and (m.group(1), m.group(2), m.group(3)) in texts:
+            continue  # XLA dumped the module both ways: its text is read, the proto is the same
         stage = m.group(3)
         order = 0 if stage == "before_optimizations" else (2 if stage[0].isdigit() else 1)
         found.append((int(m.group(1)), order, stage, name))
     if not found:
-        raise InputError(path, "directory has no HLO text dumps (module_*.txt from --xla_dump_to)")
+        return _open_proto_dir(path)
     graphs = []
     limit, total = max_input_bytes(), 0
     for index, (_, _, stage, name) in enumerate(sorted(found)):
@@ -349,10 +368,51 @@ def _open_dump_dir(path: str) -> Source:
     return Source(path, "dump-dir", tuple(graphs))
 
 
+def _open_proto_dir(path: str) -> Source:
+    """A folder of one-graph proto files (a compile cache), in the order they were written."""
+    found = []
+    for root, dirs, files in os.walk(path):
+        depth = os.path.relpath(root, path).count(os.sep) + (root != path)
+        if depth >= 2:
+            dirs[:] = []
+        dirs.sort()
+        for name in files:
+            if _PROTO_FILE.search(name):
+                file = os.path.join(root, name)
+                try:
+                    found.append((os.stat(file).st_mtime_ns, file))
+                except OSError:
+                    continue
+    if not found:
+        raise InputError(
+            path,
+            "directory has no HLO dumps (module_*.txt or module_*.hlo.pb from --xla_dump_to, "
+            "or a compile cache's *.hlo_module.pb)",
+        )
+    graphs = []
+    limit, total = max_input_bytes(), 0
+    for index, (_, file) in enumerate(sorted(found)):
+        total += check_regular_file(file)
+        if total > limit:
+            raise _size_error(path, total, limit)
+        text = _read_text(file)
+        label = os.path.relpath(file, path)
+        graphs.append(Graph(file, text, 1, _body_format(text), GraphInfo(index=index, label=label)))
+    return Source(path, "dump-dir", tuple(graphs))
+
+
 def read(graph: Graph) -> Module:
     """Parse one located graph."""
     if graph.format == "hlo":
-        return parse_hlo(graph.text, graph.path, first_line=graph.first_line, info=graph.info)
+        try:
+            return parse_hlo(graph.text, graph.path, first_line=graph.first_line, info=graph.info)
+        except ParseError as e:
+            if not _PROTO_FILE.search(graph.path) and not graph.path.endswith((".pb", ".pb.gz", ".pb.xz")):
+                raise
+            # The line is one of the text printed from the proto, which the user has not seen.
+            raise InputError(
+                graph.path, f"HLO proto does not hold a valid module: {e.message} (module text line {e.line})"
+            ) from None
     if graph.format == "lazy-ir":
         return parse_lazy_ir(graph.text, graph.path, first_line=graph.first_line, info=graph.info)
     if graph.format == "stablehlo":
