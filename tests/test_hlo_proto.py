@@ -211,3 +211,23 @@ def test_a_field_the_printer_does_not_know_still_differs(tmp_path: Path) -> None
     d = xlagraph.diff(str(ROOT / "tests/data/step.hlo.pb"), str(changed))
     assert d.verdict == "different"
     assert "xlagraph.proto_fields" in d.to_text()
+
+
+@pytest.mark.parametrize("wrapper", ["HloModuleProto", "HloSnapshot", "HloUnoptimizedSnapshot"])
+def test_every_message_xla_keeps_a_module_in(tmp_path: Path, wrapper: str) -> None:
+    """--xla_dump_hlo_as_proto writes an HloProto (the module in field 1); a compile cache an
+    HloModuleProto; --xla_dump_hlo_snapshots an HloSnapshot (an HloProto in field 1, arguments
+    after it); replay tools an HloUnoptimizedSnapshot (the module in field 1)."""
+    g = _generator()
+    from xlagraph.parse.proto_wire import Message
+
+    hlo_proto = PROTOS[0].read_bytes()
+    module = Message(hlo_proto).raw(1)
+    data = {
+        "HloModuleProto": module,
+        "HloSnapshot": g._encode({1: [hlo_proto], 4: [b"Host"]}),
+        "HloUnoptimizedSnapshot": g._encode({1: [module]}),
+    }[wrapper]
+    path = tmp_path / "graph.pb"
+    path.write_bytes(data)
+    assert xlagraph.diff(str(path), str(_text_twin(PROTOS[0]))).verdict == "identical"

@@ -196,7 +196,8 @@ def _read_text(path: str) -> str:
     data = read_bytes(path)
     if not data.strip():
         raise InputError(path, "empty file")
-    if b"\0" in data[:_SNIFF_BYTES] or (not data[:1].isascii() and looks_like_hlo_proto(data)):
+    # XLA's module messages all begin with field 1 (a name, or the wrapped module): byte 0x0a.
+    if b"\0" in data[:_SNIFF_BYTES] or (data[:1] == b"\n" and looks_like_hlo_proto(data)):
         if looks_like_hlo_proto(data):
             try:
                 return proto_to_text(data)
