@@ -21,6 +21,7 @@ __all__ = ["ProtoError", "looks_like_hlo_proto", "proto_to_text"]
 _TUPLE, _OPAQUE, _TOKEN = 13, 14, 17
 _MIN64 = -(1 << 63)  # a tile dimension printed `*` (combined dimensions)
 _ASYNC = frozenset({"async-start", "async-update", "async-done"})
+_RANK_ATTRIBUTES = frozenset({"convolution", "custom-call", "collective-permute", "collective-permute-start"})
 
 # Instruction fields that are not attributes: ids (the printer uses names), the name, opcode,
 # shape and metadata (printed), and annotations XLA's text leaves out of a module's meaning.
@@ -343,6 +344,7 @@ class _Printer:
         self.comps = module.messages(3)
         self.comp_names = {c.int(5): c.string(1) for c in self.comps}
         self.frames = module.has(17)
+        self._shapes: dict[bytes, str] = {}
         # Async ops whose wrapped computation is one instruction print as that instruction's
         # `-start`/`-update`/`-done` (XLA's syntax sugar), and the wrapped computation not at all.
         by_id = {c.int(5): c for c in self.comps}
@@ -355,6 +357,26 @@ class _Printer:
                     single = _single_instruction(callee) if callee is not None else None
                     if single is not None:
                         self.wrapped[callee.int(5)] = single
+
+    def operand_shape(self, ins: Message) -> Message | None:
+        """The first operand's shape (decoded only where an attribute depends on it)."""
+        operands = ins.fields.get(36)
+        if not operands or ins.string(2) not in ("compare", "conditional", *_ASYNC):
+            return None
+        first = self.by_id.get(ins.ints(36)[0])
+        return first.message(3) if first is not None else None
+
+    def shape_of(self, ins: Message) -> str:
+        """The instruction's printed shape; most instructions share a few shapes, so the text is
+        kept by the shape's bytes instead of decoding each one."""
+        values = ins.fields.get(3)
+        if not values or isinstance(values[-1], int):
+            return shape_text(None)
+        key = ins.buf[values[-1][0] : values[-1][1]]
+        text = self._shapes.get(key)
+        if text is None:
+            text = self._shapes[key] = shape_text(ins.message(3))
+        return text
 
     def module(self) -> str:
         m = self.m
@@ -395,7 +417,7 @@ class _Printer:
     def computation(self, comp: Message, is_entry: bool) -> str:
         instructions = comp.messages(2)
         names = {i.int(35): i.string(1) for i in instructions}
-        self.shapes = {i.int(35): i.message(3) for i in instructions}
+        self.by_id = {i.int(35): i for i in instructions}
         root = comp.int(6)
         lines = [("ENTRY " if is_entry else "") + comp.string(1) + " {"]
         for ins in instructions:
@@ -407,7 +429,9 @@ class _Printer:
     def instruction(self, ins: Message, names: dict[int, str]) -> str:
         opcode = ins.string(2)
         operands = [names.get(i, f"missing.{i}") for i in ins.ints(36)]
-        shape = ins.message(3)
+        # Decoded only for the attributes that read the result's rank (the printed shape is
+        # cached by its bytes, `shape_of`).
+        shape = ins.message(3) if opcode in _RANK_ATTRIBUTES else None
         used: set[int] = set()
         attrs: list[str] = []
 
@@ -423,7 +447,7 @@ class _Printer:
             take(8)
         else:
             body = ", ".join(operands)
-        operand_shape = self.shapes.get(ins.ints(36)[0]) if ins.ints(36) else None
+        operand_shape = self.operand_shape(ins)
         wrapped = None
         if opcode in _ASYNC:
             # An update or done names the wrapped computation itself or through its operand.
@@ -496,7 +520,7 @@ class _Printer:
                 + ",".join(f"{k}={v if v.startswith('{') and v.endswith('}') else _q(v)}" for k, v in entries)
                 + "}",
             )
-        text = f"{ins.string(1)} = {shape_text(shape)} {opcode}({body})"
+        text = f"{ins.string(1)} = {self.shape_of(ins)} {opcode}({body})"
         return text + "".join(", " + a for a in attrs)
 
     def extra(
@@ -807,7 +831,7 @@ class _Printer:
         elif opcode == "select-and-scatter":
             attrs.append(f"select={called[0]}, scatter={called[1] if len(called) > 1 else ''}")
         elif opcode == "conditional":
-            first = self.shapes.get(ins.ints(36)[0]) if ins.ints(36) else None
+            first = self.operand_shape(ins)
             if first is not None and first.int(2) == 1 and not first.ints(3) and len(called) == 2:
                 attrs.append(f"true_computation={called[0]}, false_computation={called[1]}")
             else:

@@ -48,7 +48,7 @@ class Message:
 
     def __init__(self, buf: bytes, start: int = 0, end: int | None = None) -> None:
         self.buf = buf
-        self._subs: dict[int, Message | None] = {}
+        self._subs: dict[int, Message | list[Message] | None] = {}
         end = len(buf) if end is None else end
         fields: dict[int, list[Value]] = {}
         i = start
@@ -108,14 +108,19 @@ class Message:
     def message(self, number: int) -> Message | None:
         """The last value of a message field (decoded once)."""
         if number in self._subs:
-            return self._subs[number]
+            return self._subs[number]  # type: ignore[return-value]
         values = self.fields.get(number)
         sub = None if not values else self._sub(values[-1])
         self._subs[number] = sub
         return sub
 
     def messages(self, number: int) -> list[Message]:
-        return [self._sub(v) for v in self.fields.get(number, ())]
+        """Every value of a repeated message field (decoded once)."""
+        key = -1 - number  # kept beside the single messages, under keys no field has
+        found = self._subs.get(key)
+        if found is None:
+            found = self._subs[key] = [self._sub(v) for v in self.fields.get(number, ())]  # type: ignore[assignment]
+        return found  # type: ignore[return-value]
 
     def _sub(self, value: Value) -> Message:
         if isinstance(value, int):
