@@ -8,9 +8,11 @@ K-th graph (0-based) of a multi-graph source.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from xlagraph.errors import InputError, ParseError
@@ -63,13 +65,23 @@ DEFAULT_MAX_INPUT_MB = 2048  # a 600K-instruction HLO module is about 150 MB of 
 
 @dataclass(frozen=True)
 class Graph:
-    """One graph of a source, located but not parsed."""
+    """One graph of a source, located but not parsed. `content` is the text, or for a binary
+    proto the call that prints it (made on first use: `diff DIR#3 DIR#7` of a compile cache
+    converts two modules, not all of them)."""
 
     path: str
-    text: str
+    content: str | Callable[[], str]
     first_line: int
     format: str  # hlo | lazy-ir | stablehlo | dot
     info: GraphInfo
+
+    @property
+    def text(self) -> str:
+        content = self.content
+        if not isinstance(content, str):
+            content = content()
+            object.__setattr__(self, "content", content)  # a cache: the graph stays the same
+        return content
 
     @property
     def label(self) -> str:
@@ -363,8 +375,11 @@ def _open_dump_dir(path: str) -> Source:
         total += check_regular_file(file)
         if total > limit:
             raise _size_error(path, total, limit)
-        text = _read_text(file)
         info = GraphInfo(index=index, stage=stage, label=file)
+        if _PROTO_FILE.search(name):
+            graphs.append(Graph(file, functools.partial(_read_text, file), 1, "hlo", info))
+            continue
+        text = _read_text(file)
         graphs.append(Graph(file, text, 1, _body_format(text), info))
     return Source(path, "dump-dir", tuple(graphs))
 
@@ -396,9 +411,9 @@ def _open_proto_dir(path: str) -> Source:
         total += check_regular_file(file)
         if total > limit:
             raise _size_error(path, total, limit)
-        text = _read_text(file)
         label = os.path.relpath(file, path)
-        graphs.append(Graph(file, text, 1, _body_format(text), GraphInfo(index=index, label=label)))
+        info = GraphInfo(index=index, label=label)
+        graphs.append(Graph(file, functools.partial(_read_text, file), 1, "hlo", info))
     return Source(path, "dump-dir", tuple(graphs))
 
 
