@@ -28,7 +28,9 @@ from xlagraph.parse.sources import open_source, read
 
 ROOT = Path(__file__).resolve().parent.parent
 DUMP = ROOT / "fixtures" / "torch_xla" / "proto" / "xla_dump"
+JAX_DUMP = ROOT / "fixtures" / "jax" / "proto" / "xla_dump"  # SPMD: shardings and collectives
 PROTOS = sorted(DUMP.glob("*.hlo.pb"))
+ALL_PROTOS = PROTOS + sorted(JAX_DUMP.glob("*.hlo.pb"))
 
 
 def _text_twin(pb: Path) -> Path:
@@ -43,29 +45,31 @@ def _lines(module: xlagraph.Module) -> dict[tuple[str, str], tuple[str, str, str
     }
 
 
-@pytest.mark.parametrize("pb", PROTOS, ids=lambda p: p.name)
-def test_torch_xla_proto_reads_as_its_text(pb: Path) -> None:
+@pytest.mark.parametrize("pb", ALL_PROTOS, ids=lambda p: f"{p.parent.parent.parent.name}-{p.name}")
+def test_dumped_proto_reads_as_its_text(pb: Path) -> None:
     text = _text_twin(pb)
     d = xlagraph.diff(str(pb), str(text))
     assert d.verdict == "identical", d.to_text()
     a, b = xlagraph.load(str(pb)), xlagraph.load(str(text))
     assert a.instruction_count == b.instruction_count
     assert _lines(a) == _lines(b)
-    assert any("train.py:" in source for source, _, _ in _lines(a).values())  # the script's lines
+    if pb.parent == DUMP:
+        assert any("train.py:" in source for source, _, _ in _lines(a).values())  # the script's lines
 
 
 def _without_paths(d: dict) -> dict:
     return {k: v for k, v in d.items() if k not in ("left", "right")}
 
 
+@pytest.mark.parametrize("dump", [DUMP, JAX_DUMP], ids=["torch_xla", "jax"])
 @pytest.mark.parametrize("stage", ["before_optimizations", "cpu_after_optimizations"])
-def test_diff_of_protos_is_the_diff_of_their_texts(stage: str) -> None:
-    a, b = sorted(DUMP.glob(f"module_*.{stage}.hlo.pb"))
+def test_diff_of_protos_is_the_diff_of_their_texts(dump: Path, stage: str) -> None:
+    a, b = sorted(dump.glob(f"module_*.{stage}.hlo.pb"))
     from_protos = xlagraph.diff(str(a), str(b))
     from_texts = xlagraph.diff(str(_text_twin(a)), str(_text_twin(b)))
     assert from_protos.verdict == "different"
     assert _without_paths(from_protos.to_dict()) == _without_paths(from_texts.to_dict())
-    if stage == "before_optimizations":  # the batch grew: the script's lines are cited
+    if dump == DUMP and stage == "before_optimizations":  # the batch grew: the script's lines
         assert "fixtures/torch_xla/proto/train.py:11" in from_protos.to_text()
 
 
