@@ -140,35 +140,13 @@ def own_attributes(
     elif opcode == "convolution":
         _conv(ins, shape, attrs, take)
     elif opcode == "gather":
-        g = ins.message(33) or Message(b"")
-        for key, field in (
-            ("offset_dims", 1),
-            ("collapsed_slice_dims", 2),
-            ("start_index_map", 3),
-            ("operand_batching_dims", 5),
-            ("start_indices_batching_dims", 6),
-        ):
-            values = g.ints(field)
-            if values or field <= 3:
-                attrs.append(f"{key}={ints_text(values)}")
-        attrs.append(f"index_vector_dim={g.int(4)}")
+        _dimension_numbers(ins.message(33), _GATHER, attrs)
         attrs.append("slice_sizes=" + ints_text(ins.ints(34)))
         if ins.bool(67):
             attrs.append("indices_are_sorted=true")
         take(33, 34, 67)
     elif opcode == "scatter":
-        s = ins.message(48) or Message(b"")
-        for key, field in (
-            ("update_window_dims", 1),
-            ("inserted_window_dims", 2),
-            ("scatter_dims_to_operand_dims", 3),
-            ("input_batching_dims", 5),
-            ("scatter_indices_batching_dims", 6),
-        ):
-            values = s.ints(field)
-            if values or field <= 3:
-                attrs.append(f"{key}={ints_text(values)}")
-        attrs.append(f"index_vector_dim={s.int(4)}")
+        _dimension_numbers(ins.message(48), _SCATTER, attrs)
         if ins.bool(67):
             attrs.append("indices_are_sorted=true")
         if ins.bool(69):
@@ -313,6 +291,33 @@ def own_attributes(
     if ins.string(79) and ins.string(79) != "main" and 79 not in used:
         attrs.append(f"async_execution_thread={quoted(ins.string(79))}")
     take(79)
+
+
+# Gather's and scatter's dimension numbers (fields 1-3 always printed, the batching ones when
+# set), then index_vector_dim (field 4).
+_GATHER = (
+    ("offset_dims", 1),
+    ("collapsed_slice_dims", 2),
+    ("start_index_map", 3),
+    ("operand_batching_dims", 5),
+    ("start_indices_batching_dims", 6),
+)
+_SCATTER = (
+    ("update_window_dims", 1),
+    ("inserted_window_dims", 2),
+    ("scatter_dims_to_operand_dims", 3),
+    ("input_batching_dims", 5),
+    ("scatter_indices_batching_dims", 6),
+)
+
+
+def _dimension_numbers(numbers: Message | None, keys: tuple[tuple[str, int], ...], attrs: list[str]) -> None:
+    numbers = numbers or Message(b"")
+    for key, field in keys:
+        values = numbers.ints(field)
+        if values or field <= 3:
+            attrs.append(f"{key}={ints_text(values)}")
+    attrs.append(f"index_vector_dim={numbers.int(4)}")
 
 
 def _dot(ins: Message, attrs: list[str], take: Take) -> None:

@@ -10,40 +10,33 @@ _TUPLE, _OPAQUE, _TOKEN = 13, 14, 17
 _MIN64 = -(1 << 63)  # a tile dimension printed `*` (combined dimensions)
 
 
-def quoted(text: str) -> str:
+def _escaped(text: str, keep_non_ascii: bool) -> str:
     out = []
     for ch in text:
-        if ch in '"\\':
+        code = ord(ch)
+        if ch in "\"'\\":
             out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 32:
-            out.append(f"\\{ord(ch):03o}")
-        else:
+        elif ch in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[ch])
+        elif 32 <= code < 127 or (keep_non_ascii and code >= 128):
             out.append(ch)
+        else:
+            out.append(f"\\{code:03o}")
     return '"' + "".join(out) + '"'
+
+
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def quoted(text: str) -> str:
+    """A string attribute or metadata field, quoted and escaped as XLA's printer does (other
+    than bytes past ASCII, kept as the characters they spell)."""
+    return _escaped(text, keep_non_ascii=True)
 
 
 def c_escaped(data: bytes) -> str:
     """absl::CEscape, quoted: how XLA prints a backend config that is not JSON."""
-    out = []
-    for b in data:
-        ch = chr(b)
-        if ch in "\"'\\":
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif 32 <= b < 127:
-            out.append(ch)
-        else:
-            out.append(f"\\{b:03o}")
-    return '"' + "".join(out) + '"'
+    return _escaped(data.decode("latin-1"), keep_non_ascii=False)
 
 
 def ints_text(values: list[int]) -> str:
@@ -130,26 +123,27 @@ def _sharding_body(s: Message) -> str:
     return text + shard_group
 
 
+# OpMetadata's fields in the order XLA prints them: (key, field number, quoted string or int).
+_METADATA = (
+    ("op_type", 1, True),
+    ("op_name", 2, True),
+    ("source_file", 3, True),
+    ("source_line", 4, False),
+    ("source_end_line", 17, False),
+    ("source_column", 18, False),
+    ("source_end_column", 19, False),
+    ("deduplicated_name", 12, True),
+    ("scheduling_name", 16, True),
+)
+
+
 def metadata_text(m: Message, frames: bool) -> str:
     parts = []
-    if m.string(1):
-        parts.append(f"op_type={quoted(m.string(1))}")
-    if m.string(2):
-        parts.append(f"op_name={quoted(m.string(2))}")
-    if m.string(3):
-        parts.append(f"source_file={quoted(m.string(3))}")
-    if m.int(4):
-        parts.append(f"source_line={m.int(4)}")
-    if m.int(17):
-        parts.append(f"source_end_line={m.int(17)}")
-    if m.int(18):
-        parts.append(f"source_column={m.int(18)}")
-    if m.int(19):
-        parts.append(f"source_end_column={m.int(19)}")
-    if m.string(12):
-        parts.append(f"deduplicated_name={quoted(m.string(12))}")
-    if m.string(16):
-        parts.append(f"scheduling_name={quoted(m.string(16))}")
+    for key, field, is_string in _METADATA:
+        if is_string and m.string(field):
+            parts.append(f"{key}={quoted(m.string(field))}")
+        elif not is_string and m.int(field):
+            parts.append(f"{key}={m.int(field)}")
     if frames and m.int(15):
         parts.append(f"stack_frame_id={m.int(15)}")
     return "{" + " ".join(parts) + "}"
