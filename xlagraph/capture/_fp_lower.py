@@ -20,9 +20,10 @@ a tensor. Each tensor is therefore viewed as a block whose every dimension is at
 flat tensor zero-padded at its end: zeros add nothing to any field), reduced over all of them,
 and its four reductions (sum, weighted sum, NaN and Inf counted together as nan + inf * 2**32,
 sum of squares) land in one kernel that reads the tensor and writes its row. Tensors of the same
-dtype and size (a parameter and its gradient, the biases and norms of every layer) are stacked
-on a leading axis and reduced in one kernel for the group: 6 kernels instead of 49 for the
-benchmark's step, ~50 us of CPU less a step (the rows are put back in order at the end). The
+dtype and size up to 4096 elements (the biases and norms of every layer and their gradients)
+are stacked on a leading axis and reduced in one kernel for the group (the rows are put back in
+order at the end): XLA's CPU compiler writes the stacked copy out first, cheap for small tensors,
+a pass over memory too many for large ones. The
 NaN/Inf pair is split once for the whole table at the end. The weighted sum uses the element's
 row-major index in the block, which is its flat position: the padding only adds positions after
 the last one.
@@ -45,6 +46,10 @@ _BITS = {"f64": "s64", "f32": "s32", "bf16": "s16", "f16": "s16"}
 _SIDE = 32  # the largest dimension XLA's CPU compiler reduces without a reduce-window
 _SPLIT = 1 << 32  # NaN count + Inf count * 2**32 in one s64 sum: exact below 2**32 elements
 _COUNT_MAX = (1 << 31) - 1  # counts of larger tensors saturate here (the file's field is 32-bit)
+# Tensors up to this size are stacked with the others of their dtype and size (one kernel for the
+# group); a larger one is reduced alone: XLA writes the stacked copy out first, a pass over memory
+# that cost more than the kernels it saves (3 ms a step on 6M elements).
+_STACK_MAX = 4096
 
 
 def shapes_key(tensors: Sequence[torch.Tensor]) -> tuple[Any, ...]:
@@ -90,7 +95,8 @@ def _table(*params: Any) -> Any:
     groups: dict[tuple[Any, int], list[int]] = {}
     for i, p in enumerate(params):
         shape = p.shape()
-        groups.setdefault((shape.dtype, _numel(shape.sizes)), []).append(i)
+        n = _numel(shape.sizes)
+        groups.setdefault((shape.dtype, n) if n <= _STACK_MAX else (i, n), []).append(i)
     parts, order = [], []
     for members in groups.values():
         parts.append(_group_rows([params[i] for i in members]))
