@@ -12,10 +12,15 @@ calls each (as capture does: eager mode for the call, the tables fetched 32 at a
 * stacked all    every tensor stacked with the others of its dtype and size
 * zeros          a computation of the same inputs that writes the (N, 5) table of zeros: the
                  cost of launching a graph at all
+* one pass       (`--jax`, benchmark only) the per-tensor layout with the four fields in ONE
+                 variadic reduce, which `torch_xla.core.xla_builder` cannot build: written with
+                 JAX (float32 tensors only), lowered to HLO and loaded as torch_xla's `call_jax`
+                 does. What a single pass over each tensor would save; never used by capture
+                 (it would import JAX and switch on its x64 mode in the user's process)
 
 Every lowering's integer fields are checked equal to the per-tensor one's first.
 
-    python benchmarks/bench_fp_graph.py [--model small|large] [--rounds 4] [--calls 300]
+    python benchmarks/bench_fp_graph.py [--model small|large] [--rounds 4] [--calls 300] [--jax]
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ def main() -> None:
     parser.add_argument("--model", choices=sorted(MODELS), default="small")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--jax", action="store_true", help="also the one-pass lowering built with JAX")
     args = parser.parse_args()
     os.environ.setdefault("PJRT_DEVICE", "CPU")
     import torch
@@ -72,6 +78,8 @@ def main() -> None:
     computations = {
         name: _build(_fp_lower, tensors, default_max if m is None else m) for name, m in LOWERINGS.items()
     }
+    if args.jax:
+        computations["one pass (JAX)"] = _one_pass(_fp_lower, tensors)
 
     def run(name: str) -> Any:
         xlac._set_use_eager_mode(True)
@@ -82,12 +90,12 @@ def main() -> None:
         return table
 
     reference = run("per tensor").cpu()
-    for name in LOWERINGS:
+    for name in computations:
         if name != "zeros" and not torch.equal(run(name).cpu()[:, :4], reference[:, :4]):
             raise SystemExit(f"{name}: integer fields differ from the per-tensor lowering")
-    times: dict[str, list[tuple[float, float]]] = {name: [] for name in LOWERINGS}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in computations}
     for _ in range(args.rounds):
-        for name in LOWERINGS:
+        for name in computations:
             tables: list[Any] = []
             xm.wait_device_ops()
             thread, process = time.thread_time(), time.process_time()
@@ -129,6 +137,55 @@ def _build(lower: Any, tensors: list[Any], stack_max: int) -> Any:
         return xb.create_computation("xlagraph_fingerprint", lower._table, shapes)
     finally:
         lower._STACK_MAX = saved
+
+
+def _one_pass(lower: Any, tensors: list[Any]) -> Any:
+    """The per-tensor fields of `_fp_lower` with the four sums in one variadic reduce (JAX)."""
+    import jax
+    import jax.numpy as jnp
+    import torch_xla.core.xla_builder as xb
+    from jax import lax
+
+    jax.config.update("jax_enable_x64", True)
+    split = 1 << 32
+
+    def row(x: Any) -> Any:
+        n = x.size
+        dims = lower.block_dims(n)
+        size = lower._numel(dims)
+        flat = x.reshape(n)
+        block = (jnp.pad(flat, (0, size - n)) if size != n else flat).reshape(dims)
+        bits = lax.bitcast_convert_type(block, jnp.int32).astype(jnp.int64)
+        positions = jnp.ones(dims, jnp.int64)
+        stride = 1
+        for axis in reversed(range(len(dims))):
+            positions = positions + lax.broadcasted_iota(jnp.int64, dims, axis) * stride
+            stride *= dims[axis]
+        special = (block != block).astype(jnp.int64) + (jnp.maximum(block, -block) == jnp.inf).astype(
+            jnp.int64
+        ) * split
+        squares = (block * block).astype(jnp.float64)
+        zero = jnp.int64(0)
+        s, w, sp, sq = lax.reduce(
+            (bits, bits * positions, special, squares),
+            (zero, zero, zero, jnp.float64(0)),
+            lambda a, b: tuple(u + v for u, v in zip(a, b, strict=True)),
+            tuple(range(len(dims))),
+        )
+        norm = lax.bitcast_convert_type(jnp.sqrt(sq.astype(jnp.float32)), jnp.int32).astype(jnp.int64)
+        return jnp.stack([s, w, sp, norm])
+
+    def table(*xs: Any) -> Any:
+        t = jnp.stack([row(x) for x in xs])
+        special = t[:, 2:3]
+        inf = special // split
+        return jnp.concatenate([t[:, 0:2], special - inf * split, inf, t[:, 3:4]], axis=1)
+
+    if any(str(t.dtype) != "torch.float32" for t in tensors):
+        raise SystemExit("--jax: float32 tensors only")
+    specs = [jax.ShapeDtypeStruct(tuple(t.shape), jnp.float32) for t in tensors]
+    hlo = jax.jit(table, keep_unused=True).lower(*specs).compiler_ir("hlo")
+    return xb.computation_from_module_proto("one_pass", hlo.as_serialized_hlo_module_proto())
 
 
 def _zeros(*params: Any) -> Any:
