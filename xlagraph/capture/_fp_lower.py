@@ -36,6 +36,8 @@ from typing import Any
 
 import torch
 
+from xlagraph.capture import _fp_reduce
+
 __all__ = ["fingerprint_xla", "is_built", "shapes_key"]
 
 OP_NAME = "xla::_op_xlagraph_fingerprint"
@@ -145,28 +147,29 @@ def _group_rows(xs: list[Any]) -> Any:
         return v.reduce(zero, _add, every)
 
     bits = block.bitcast(_BITS[dtype]).cast(s64) if dtype in _BITS else block.cast(s64)
-    fields = [total(bits), total(bits * _positions(b, dims).broadcast([g]))]
-    if dtype in _BITS:
-        nan = block.__ne__(block).cast(s64)
-        inf = block.max(xb.Op.zero(b, dtype) - block).__eq__(xb.Op.scalar(b, float("inf"), dtype)).cast(s64)
-        if n < _SPLIT:
-            fields.append(total(nan + inf * xb.Op.scalar(b, _SPLIT, s64)))
-        else:  # counted apart, each saturated, then packed
-            top = xb.Op.scalar(b, _COUNT_MAX, s64).broadcast([g])
-            fields.append(total(nan).min(top) + total(inf).min(top) * xb.Op.scalar(b, _SPLIT, s64))
-    else:
-        fields.append(zero.broadcast([g]))
+    weighted = bits * _positions(b, dims).broadcast([g])
     # An f32 norm as `_fingerprints` and torch compute it (f64 tensors in f64): squares and their
     # sum in f32, so both overflow where theirs do, but the sum accumulated in f64 first: one
     # accumulator over the whole block (no tree of partial sums) would lose ~1e-4 of a
     # 2M-element tensor's norm in f32; in f64 nothing shows before the sum is rounded to f32.
     f64, f32 = xb.Type.F64, xb.Type.F32
-    if dtype == f64:
-        norm = (block * block).reduce(xb.Op.zero(b, f64), _add, every).sqrt().cast(f32)
+    values = block if dtype in (f32, f64) else block.cast(f32)
+    squares = values * values if dtype == f64 else (values * values).cast(f64)
+    if dtype in _BITS:
+        nan = block.__ne__(block).cast(s64)
+        inf = block.max(xb.Op.zero(b, dtype) - block).__eq__(xb.Op.scalar(b, float("inf"), dtype)).cast(s64)
+    if dtype in _BITS and n < _SPLIT:  # the common case: the four sums in one pass
+        fields = _fp_reduce.sum4([bits, weighted, nan + inf * xb.Op.scalar(b, _SPLIT, s64), squares])
+        square_sum = fields.pop()
     else:
-        values = block if dtype == f32 else block.cast(f32)
-        squares = (values * values).cast(f64).reduce(xb.Op.zero(b, f64), _add, every)
-        norm = squares.cast(f32).sqrt()
+        fields = [total(bits), total(weighted)]
+        if dtype in _BITS:  # counted apart, each saturated, then packed
+            top = xb.Op.scalar(b, _COUNT_MAX, s64).broadcast([g])
+            fields.append(total(nan).min(top) + total(inf).min(top) * xb.Op.scalar(b, _SPLIT, s64))
+        else:
+            fields.append(zero.broadcast([g]))
+        square_sum = squares.reduce(xb.Op.zero(b, f64), _add, every)
+    norm = square_sum.sqrt().cast(f32) if dtype == f64 else square_sum.cast(f32).sqrt()
     fields.append(norm.bitcast(xb.Type.S32).cast(s64))
     return xb.Op.concat_in_dim([f.reshape([g, 1]) for f in fields], 1)
 
