@@ -7,18 +7,19 @@ few steps, takes the tensors a step fingerprints (the batch, the gradients, the 
 dispatches the fingerprint computation on them in each lowering in turn, ROUNDS rounds of CALLS
 calls each (as capture does: eager mode for the call, the tables fetched 32 at a time):
 
-* per tensor     every tensor reduced alone (`_fp_lower._STACK_MAX = 0`; the first round's layout)
+* four reduces  every tensor alone, its four sums as four reductions (the first round's lowering)
+* per tensor     every tensor alone (`_fp_lower._STACK_MAX = 0`), its four sums in one reduce
 * stacked small  the default: tensors of up to 4096 elements stacked by dtype and size
 * stacked all    every tensor stacked with the others of its dtype and size
 * zeros          a computation of the same inputs that writes the (N, 5) table of zeros: the
                  cost of launching a graph at all
-* one pass       (`--jax`, benchmark only) the per-tensor layout with the four fields in ONE
-                 variadic reduce, which `torch_xla.core.xla_builder` cannot build: written with
-                 JAX (float32 tensors only), lowered to HLO and loaded as torch_xla's `call_jax`
-                 does. What a single pass over each tensor would save; never used by capture
-                 (it would import JAX and switch on its x64 mode in the user's process)
+* one pass       (`--jax`, benchmark only) the per-tensor layout with the four sums in JAX's
+                 own variadic reduce (float32 tensors only), lowered to HLO and loaded as
+                 torch_xla's `call_jax` does: a cross-check of the reduce `_fp_reduce` writes by
+                 hand (capture never imports JAX: it would switch on JAX's x64 mode in the
+                 user's process)
 
-Every lowering's integer fields are checked equal to the per-tensor one's first.
+Every lowering's integer fields are checked equal to the four-reduce one's first.
 
     python benchmarks/bench_fp_graph.py [--model small|large] [--rounds 4] [--calls 300] [--jax]
 """
@@ -37,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_capture import MODELS
 
-LOWERINGS = {"per tensor": 0, "stacked small": None, "stacked all": 1 << 62, "zeros": -1}
+LOWERINGS = {"four reduces": -2, "per tensor": 0, "stacked small": None, "stacked all": 1 << 62, "zeros": -1}
 
 
 def main() -> None:
@@ -89,10 +90,10 @@ def main() -> None:
             xlac._set_use_eager_mode(False)
         return table
 
-    reference = run("per tensor").cpu()
+    reference = run("four reduces").cpu()
     for name in computations:
         if name != "zeros" and not torch.equal(run(name).cpu()[:, :4], reference[:, :4]):
-            raise SystemExit(f"{name}: integer fields differ from the per-tensor lowering")
+            raise SystemExit(f"{name}: integer fields differ from the four-reduce lowering")
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in computations}
     for _ in range(args.rounds):
         for name in computations:
@@ -126,17 +127,19 @@ def main() -> None:
 
 
 def _build(lower: Any, tensors: list[Any], stack_max: int) -> Any:
-    """The computation with tensors up to `stack_max` elements stacked (-1: one writing zeros)."""
+    """The computation with tensors up to `stack_max` elements stacked (-1: one writing zeros;
+    -2: each tensor alone, four reduces)."""
     import torch_xla.core.xla_builder as xb
 
     shapes = xb.tensor_shape(list(tensors))
-    if stack_max < 0:
+    if stack_max == -1:
         return xb.create_computation("zeros", _zeros, shapes)
-    saved, lower._STACK_MAX = lower._STACK_MAX, stack_max
+    saved = lower._STACK_MAX, lower.ONE_PASS
+    lower._STACK_MAX, lower.ONE_PASS = max(stack_max, 0), stack_max != -2
     try:
         return xb.create_computation("xlagraph_fingerprint", lower._table, shapes)
     finally:
-        lower._STACK_MAX = saved
+        lower._STACK_MAX, lower.ONE_PASS = saved
 
 
 def _one_pass(lower: Any, tensors: list[Any]) -> Any:

@@ -18,15 +18,15 @@ each, more where it splits one over its threads): a flat reduction of more than 
 rewritten into a reduce-window whose input is written out first, one array per field, ~13 kernels
 a tensor. Each tensor is therefore viewed as a block whose every dimension is at most 32 (the
 flat tensor zero-padded at its end: zeros add nothing to any field), reduced over all of them,
-and its four reductions (sum, weighted sum, NaN and Inf counted together as nan + inf * 2**32,
-sum of squares) land in one kernel that reads the tensor and writes its row. Tensors of the same
-dtype and size up to 4096 elements (the biases and norms of every layer and their gradients)
-are stacked on a leading axis and reduced in one kernel for the group (the rows are put back in
-order at the end): XLA's CPU compiler writes the stacked copy out first, cheap for small tensors,
-a pass over memory too many for large ones. The
-NaN/Inf pair is split once for the whole table at the end. The weighted sum uses the element's
-row-major index in the block, which is its flat position: the padding only adds positions after
-the last one.
+and its four sums (sum, weighted sum, NaN and Inf counted together as nan + inf * 2**32, sum of
+squares) are ONE variadic reduce (`_fp_reduce`), one pass over the tensor: as four reductions,
+XLA read it four times (2.4 against 5.7 ms a graph for 6.4M elements). Tensors of the same dtype
+and size up to 4096 elements (the biases and norms of every layer and their gradients) are
+stacked on a leading axis and reduced in one kernel for the group (the rows are put back in
+order at the end): XLA's CPU compiler writes the stacked copy out first, cheap for small
+tensors, a pass over memory too many for large ones. The NaN/Inf pair is split once for the
+whole table at the end. The weighted sum uses the element's row-major index in the block, which
+is its flat position: the padding only adds positions after the last one.
 """
 
 from __future__ import annotations
@@ -50,9 +50,10 @@ _SPLIT = 1 << 32  # NaN count + Inf count * 2**32 in one s64 sum: exact below 2*
 _COUNT_MAX = (1 << 31) - 1  # counts of larger tensors saturate here (the file's field is 32-bit)
 # Tensors up to this size are stacked with the others of their dtype and size (one kernel for the
 # group); a larger one is reduced alone: XLA writes the stacked copy out first, a pass over memory
-# that cost more than the kernels it saves (7.6 against 5.7 ms a graph on 6.4M elements; up to
-# 4096, 273 against 309 us on the benchmark's 49 tensors: benchmarks/bench_fp_graph.py).
+# that cost more than the kernels it saves (4.3 against 2.4 ms a graph on 6.4M elements; up to
+# 4096, 198 against 239 us on the benchmark's 49 tensors: benchmarks/bench_fp_graph.py).
 _STACK_MAX = 4096
+ONE_PASS = True  # the four sums in one variadic reduce (False: four reduces, to compare)
 
 
 def shapes_key(tensors: Sequence[torch.Tensor]) -> tuple[Any, ...]:
@@ -158,12 +159,15 @@ def _group_rows(xs: list[Any]) -> Any:
     if dtype in _BITS:
         nan = block.__ne__(block).cast(s64)
         inf = block.max(xb.Op.zero(b, dtype) - block).__eq__(xb.Op.scalar(b, float("inf"), dtype)).cast(s64)
-    if dtype in _BITS and n < _SPLIT:  # the common case: the four sums in one pass
-        fields = _fp_reduce.sum4([bits, weighted, nan + inf * xb.Op.scalar(b, _SPLIT, s64), squares])
+    special = nan + inf * xb.Op.scalar(b, _SPLIT, s64) if dtype in _BITS and n < _SPLIT else None
+    if special is not None and ONE_PASS:  # the common case: the four sums in one pass
+        fields = _fp_reduce.sum4([bits, weighted, special, squares])
         square_sum = fields.pop()
     else:
         fields = [total(bits), total(weighted)]
-        if dtype in _BITS:  # counted apart, each saturated, then packed
+        if special is not None:
+            fields.append(total(special))
+        elif dtype in _BITS:  # counted apart, each saturated, then packed
             top = xb.Op.scalar(b, _COUNT_MAX, s64).broadcast([g])
             fields.append(total(nan).min(top) + total(inf).min(top) * xb.Op.scalar(b, _SPLIT, s64))
         else:

@@ -9,8 +9,10 @@ writes that proto for one shape, with no protobuf library: a reducer of four add
 that reduces four operands over every axis but the first. XLA inlines the call and fuses the
 operands' elementwise producers into the reduce.
 
-The field numbers are those of xla/service/hlo.proto and xla/xla_data.proto, stable across the
-XLA versions torch_xla 2.5-2.9 build on.
+The field numbers are those of xla/service/hlo.proto and xla/xla_data.proto (protobuf field
+numbers are not reused); instruction ids carry their computation's id in the high 32 bits and
+names end in `.N`, as XLA writes them (its builder aborts the process on a name without one):
+checked with torch_xla 2.9 (tests/test_fingerprints.py runs it against the committed fixtures).
 """
 
 from __future__ import annotations
