@@ -33,6 +33,11 @@ if never armed; the fingerprint graph stays compiled). Both halves share the pro
 caches and the neighbours' load of the same seconds, so their ratio (process CPU per step, and
 the median step time) is the cost of fingerprints itself, with a spread from the block pairs.
 Fresh processes per mode (above) add the run-to-run spread of a shared machine (+-30% here).
+`--model large` runs the same on a 4-layer encoder (d_model 256, 8 heads, feed-forward 1024,
+batch 8 x 32 tokens, 3.2M parameters, ~90 ms steps here): closer to a real training step, where
+the fingerprints' fixed cost (one more graph launch a step) is a smaller share. `--launch-only`
+swaps the fingerprint computation for one that writes zeros (same inputs and table, no work; the
+fingerprints written are then wrong): the cost of launching a second graph a step at all.
 
 Disk: a tiny stable loop (an 8x8 matmul chain) captured for 10 and for 1,000 steps.
 
@@ -64,6 +69,8 @@ from _harness import RESULTS_DIR, environment, markdown_table, write_json
 STEPS, WARMUP = 160, 10
 LATE = (25, 45)
 BLOCK = 10  # --alternate: steps per block, fingerprints on and off in turn
+# --model: (d_model, heads, feed-forward, layers, batch, tokens) of the TransformerEncoder trained
+MODELS = {"small": (64, 4, 128, 2, 8, 16), "large": (256, 8, 1024, 4, 8, 32)}
 MODES = {
     "plain": {},
     "source lines only": {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1"},
@@ -126,7 +133,7 @@ def worker_train(steps: int, late: tuple[int, ...] = ()) -> dict[str, Any]:
     }
 
 
-def worker_alternate(blocks: int) -> dict[str, Any]:
+def worker_alternate(blocks: int, model_name: str = "small", launch_only: bool = False) -> dict[str, Any]:
     """Fingerprints off and on in alternating blocks of BLOCK steps, in one process (see the
     module docstring); per block: process CPU, main-thread CPU and wall time per step."""
     import torch
@@ -140,6 +147,16 @@ def worker_alternate(blocks: int) -> dict[str, Any]:
     rec = cap.rec if cap is not None else None
     if rec is None:
         raise SystemExit("--alternate needs XLAGRAPH_CAPTURE and XLAGRAPH_FINGERPRINTS=1")
+    if launch_only:
+        from xlagraph.capture import _fp_lower
+
+        def zeros(*params: Any) -> Any:  # the same inputs and (N, 5) table, no work
+            import torch_xla.core.xla_builder as xb
+
+            return xb.Op.zero(params[0].builder(), xb.Type.S64).broadcast([len(params), 5])
+
+        _fp_lower._table = zeros
+    d_model, heads, ff, layers, batch, tokens = MODELS[model_name]
 
     def switch(on: bool) -> None:
         if on:
@@ -153,11 +170,11 @@ def worker_alternate(blocks: int) -> dict[str, Any]:
     torch.manual_seed(0)
     device = torch_xla.device()
     layer = nn.TransformerEncoderLayer(
-        d_model=64, nhead=4, dim_feedforward=128, batch_first=True, dropout=0.0
+        d_model=d_model, nhead=heads, dim_feedforward=ff, batch_first=True, dropout=0.0
     )
-    model = nn.TransformerEncoder(layer, num_layers=2).to(device)
+    model = nn.TransformerEncoder(layer, num_layers=layers).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(8, 16, 64).to(device)
+    x = torch.randn(batch, tokens, d_model).to(device)
 
     def step() -> None:
         optimizer.zero_grad()
@@ -220,7 +237,13 @@ def _env(extra: dict[str, str], tmp: str) -> dict[str, str]:
 
 
 def _worker(
-    kind: str, steps: int, extra: dict[str, str], tmp: str, timeout: float, late: tuple[int, ...] = ()
+    kind: str,
+    steps: int,
+    extra: dict[str, str],
+    tmp: str,
+    timeout: float,
+    late: tuple[int, ...] = (),
+    options: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(
@@ -233,6 +256,7 @@ def _worker(
             str(steps),
             "--late",
             ",".join(map(str, late)),
+            *options,
         ],
         env=_env(extra, tmp),
         capture_output=True,
@@ -387,7 +411,9 @@ def measure(
     return out
 
 
-def measure_alternate(repeat: int, blocks: int, timeout: float, baseline: str = "") -> dict[str, Any]:
+def measure_alternate(
+    repeat: int, blocks: int, timeout: float, baseline: str = "", options: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """`repeat` processes of `worker_alternate`: fingerprints' cost against capture alone. With
     `baseline` (another checkout, PYTHONPATH=DIR), each is followed by one of that checkout's."""
     checkouts = {"this checkout": ""}
@@ -400,7 +426,7 @@ def measure_alternate(repeat: int, blocks: int, timeout: float, baseline: str = 
                 extra = dict(MODES["capture + fingerprints"])
                 if path:
                     extra["PYTHONPATH"] = path
-                result = _worker("alternate", blocks, extra, tmp, timeout)
+                result = _worker("alternate", blocks, extra, tmp, timeout, options=options)
             result["pairs"] = [a / b for a, b in zip(result["on_cpu"], result["off_cpu"], strict=True)]
             for key, values in result.items():
                 runs[name].setdefault(key, []).extend(values)
@@ -604,6 +630,14 @@ def main() -> None:
         metavar="BLOCKS",
         help="fingerprints off and on in BLOCKS block pairs in one process, --repeat processes (only this)",
     )
+    parser.add_argument(
+        "--model", choices=sorted(MODELS), default="small", help="--alternate: the model trained (see above)"
+    )
+    parser.add_argument(
+        "--launch-only",
+        action="store_true",
+        help="--alternate: a fingerprint graph that writes zeros (the cost of a second launch alone)",
+    )
     parser.add_argument("--late", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -611,14 +645,17 @@ def main() -> None:
         if args.worker == "train":
             result = worker_train(args.steps, late)
         elif args.worker == "alternate":
-            result = worker_alternate(args.steps)
+            result = worker_alternate(args.steps, args.model, args.launch_only)
         else:
             result = worker_tiny(args.steps)
         print(json.dumps(result))
         return
     if args.alternate:
         started = time.time()
-        alt = measure_alternate(args.repeat, args.alternate, args.timeout, args.baseline)
+        # (none for the default: a baseline checkout older than these options still runs)
+        options = (*(("--model", args.model) if args.model != "small" else ()),)
+        options += ("--launch-only",) if args.launch_only else ()
+        alt = measure_alternate(args.repeat, args.alternate, args.timeout, args.baseline, options)
         load = os.getloadavg()
         text = render_alternate(alt)
         text += (
@@ -626,14 +663,17 @@ def main() -> None:
         )
         print(text)
         payload = {
-            "benchmark": "capture, fingerprints on/off",
-            "model": "TransformerEncoder 2 layers, d_model 64, 4 heads, ff 128, batch 8x16, SGD; CPU",
+            "benchmark": "capture, fingerprints on/off" + (", launch only" if args.launch_only else ""),
+            "model": "TransformerEncoder (d_model, heads, ff, layers, batch, tokens) = "
+            f"{MODELS[args.model]}, SGD; CPU ({args.model})",
             "alternate": alt,
             "environment": environment(),
             "seconds": round(time.time() - started, 1),
         }
-        write_json(RESULTS_DIR / "capture_alternate.json", payload)
-        (RESULTS_DIR / "capture_alternate.md").write_text(text)
+        name = "capture_alternate" + ("" if args.model == "small" else f"_{args.model}")
+        name += "_launch_only" if args.launch_only else ""
+        write_json(RESULTS_DIR / f"{name}.json", payload)
+        (RESULTS_DIR / f"{name}.md").write_text(text)
         return
     started = time.time()
     chosen = tuple(m.strip() for m in args.modes.split(";") if m.strip())

@@ -99,6 +99,10 @@ XLA_CHECK = textwrap.dedent(
             torch.tensor(3.5), torch.zeros(0), torch.tensor([True, False, True]),
             torch.randint(0, 255, (2000,), generator=g).to(torch.uint8),
             torch.randint(-2**62, 2**62, (3000,), generator=g)]
+    # tensors of one dtype and size are reduced together (_fp_lower._group_rows), rows put back in
+    # order: groups of another shape, padded, with NaN/Inf, not next to each other
+    cpu += [torch.randn(35, 33, generator=g), -big.flip(0), torch.randn(7, generator=g).bfloat16(),
+            torch.tensor([False, True, True])]
     xs = [t.to(dev) for t in cpu]
     torch_xla.sync()
     met.clear_all()

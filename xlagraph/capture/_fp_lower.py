@@ -18,10 +18,15 @@ each, more where it splits one over its threads): a flat reduction of more than 
 rewritten into a reduce-window whose input is written out first, one array per field, ~13 kernels
 a tensor. Each tensor is therefore viewed as a block whose every dimension is at most 32 (the
 flat tensor zero-padded at its end: zeros add nothing to any field), reduced over all of them,
-and its four reductions (sum, weighted sum, NaN and Inf counted together as nan + inf * 2**32,
-sum of squares) land in one kernel that reads the tensor and writes its row. The NaN/Inf pair is
-split once for the whole table at the end. The weighted sum uses the element's row-major index
-in the block, which is its flat position: the padding only adds positions after the last one.
+and its four sums (sum, weighted sum, NaN and Inf counted together as nan + inf * 2**32, sum of
+squares) are ONE variadic reduce (`_fp_reduce`), one pass over the tensor: as four reductions,
+XLA read it four times (2.4 against 5.7 ms a graph for 6.4M elements). Tensors of the same dtype
+and size up to 4096 elements (the biases and norms of every layer and their gradients) are
+stacked on a leading axis and reduced in one kernel for the group (the rows are put back in
+order at the end): XLA's CPU compiler writes the stacked copy out first, cheap for small
+tensors, a pass over memory too many for large ones. The NaN/Inf pair is split once for the
+whole table at the end. The weighted sum uses the element's row-major index in the block, which
+is its flat position: the padding only adds positions after the last one.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+
+from xlagraph.capture import _fp_reduce
 
 __all__ = ["fingerprint_xla", "is_built", "shapes_key"]
 
@@ -41,6 +48,12 @@ _BITS = {"f64": "s64", "f32": "s32", "bf16": "s16", "f16": "s16"}
 _SIDE = 32  # the largest dimension XLA's CPU compiler reduces without a reduce-window
 _SPLIT = 1 << 32  # NaN count + Inf count * 2**32 in one s64 sum: exact below 2**32 elements
 _COUNT_MAX = (1 << 31) - 1  # counts of larger tensors saturate here (the file's field is 32-bit)
+# Tensors up to this size are stacked with the others of their dtype and size (one kernel for the
+# group); a larger one is reduced alone: XLA writes the stacked copy out first, a pass over memory
+# that cost more than the kernels it saves (4.3 against 2.4 ms a graph on 6.4M elements; up to
+# 4096, 198 against 239 us on the benchmark's 49 tensors: benchmarks/bench_fp_graph.py).
+_STACK_MAX = 4096
+ONE_PASS = True  # the four sums in one variadic reduce (False: four reduces, to compare)
 
 
 def shapes_key(tensors: Sequence[torch.Tensor]) -> tuple[Any, ...]:
@@ -78,13 +91,28 @@ def _build(tensors: Sequence[torch.Tensor]) -> Any:
 
 
 def _table(*params: Any) -> Any:
-    """(N, 5): each tensor's (N, 4) row, then the NaN/Inf pair split for all rows at once."""
+    """(N, 5): the rows of each group of tensors of one dtype and size (see `_group_rows`), put
+    back in the order of `params`, then the NaN/Inf pair split for all rows at once."""
     import torch_xla.core.xla_builder as xb
 
     b = params[0].builder()
-    rows = [_row(p) for p in params]
-    table = xb.Op.concat_in_dim(rows, 0, builder=b) if len(rows) > 1 else rows[0]
-    n = len(rows)
+    groups: dict[tuple[Any, int], list[int]] = {}
+    for i, p in enumerate(params):
+        shape = p.shape()
+        n = _numel(shape.sizes)
+        groups.setdefault((shape.dtype, n) if n <= _STACK_MAX else (i, n), []).append(i)
+    parts, order = [], []
+    for members in groups.values():
+        parts.append(_group_rows([params[i] for i in members]))
+        order += members
+    grouped = xb.Op.concat_in_dim(parts, 0, builder=b) if len(parts) > 1 else parts[0]
+    n = len(params)
+    if order == list(range(n)):
+        table = grouped
+    else:  # row k of `grouped` is params[order[k]]
+        where = {i: k for k, i in enumerate(order)}
+        rows = [grouped.slice_in_dim(where[i], where[i] + 1, 0) for i in range(n)]
+        table = xb.Op.concat_in_dim(rows, 0, builder=b)
     split = xb.Op.scalar(b, _SPLIT, xb.Type.S64).broadcast([n, 1])
     special = table.slice_in_dim(2, 3, 1)
     inf = special / split  # (special >= 0)
@@ -92,57 +120,69 @@ def _table(*params: Any) -> Any:
     return xb.Op.concat_in_dim(columns, 1, builder=b)
 
 
-def _row(x: Any) -> Any:
-    """One tensor's (1, 4) s64 row: sum, weighted sum, NaN + Inf * 2**32, norm bits."""
+def _group_rows(xs: list[Any]) -> Any:
+    """The (g, 4) s64 rows of g tensors of one dtype and size: sum, weighted sum, NaN + Inf *
+    2**32, norm bits. They are stacked on a leading axis (each its own block) and reduced over
+    the others, so the whole group is one kernel."""
     import torch_xla.core.xla_builder as xb
 
-    shape = x.shape()
-    dtype, n = shape.dtype, 1
-    for d in shape.sizes:
-        n *= d
-    b = x.builder()
+    shape = xs[0].shape()
+    dtype, n, g = shape.dtype, _numel(shape.sizes), len(xs)
+    b = xs[0].builder()
     s64 = xb.Type.S64
     if n == 0:
-        return xb.Op.zero(b, s64).broadcast([1, 4])
+        return xb.Op.zero(b, s64).broadcast([g, 4])
     dims = block_dims(n)
-    size = 1
-    for d in dims:
-        size *= d
-    flat = x.reshape([n])
-    if size != n:
-        flat = flat.pad(xb.Op.zero(b, dtype), [(0, size - n, 0)])
-    block = flat.reshape(dims)
-    every = list(range(len(dims)))
+    size = _numel(dims)
+    blocks = []
+    for x in xs:
+        flat = x.reshape([n])
+        if size != n:
+            flat = flat.pad(xb.Op.zero(b, dtype), [(0, size - n, 0)])
+        blocks.append(flat.reshape([1, *dims]))
+    block = xb.Op.concat_in_dim(blocks, 0, builder=b) if g > 1 else blocks[0]
+    every = list(range(1, len(dims) + 1))  # all but the stacking axis
     zero = xb.Op.zero(b, s64)
 
     def total(v: Any) -> Any:
         return v.reduce(zero, _add, every)
 
     bits = block.bitcast(_BITS[dtype]).cast(s64) if dtype in _BITS else block.cast(s64)
-    fields = [total(bits), total(bits * _positions(b, dims))]
-    if dtype in _BITS:
-        nan = block.__ne__(block).cast(s64)
-        inf = block.max(xb.Op.zero(b, dtype) - block).__eq__(xb.Op.scalar(b, float("inf"), dtype)).cast(s64)
-        if n < _SPLIT:
-            fields.append(total(nan + inf * xb.Op.scalar(b, _SPLIT, s64)))
-        else:  # counted apart, each saturated, then packed
-            top = xb.Op.scalar(b, _COUNT_MAX, s64)
-            fields.append(total(nan).min(top) + total(inf).min(top) * xb.Op.scalar(b, _SPLIT, s64))
-    else:
-        fields.append(zero)
+    weighted = bits * _positions(b, dims).broadcast([g])
     # An f32 norm as `_fingerprints` and torch compute it (f64 tensors in f64): squares and their
     # sum in f32, so both overflow where theirs do, but the sum accumulated in f64 first: one
     # accumulator over the whole block (no tree of partial sums) would lose ~1e-4 of a
     # 2M-element tensor's norm in f32; in f64 nothing shows before the sum is rounded to f32.
     f64, f32 = xb.Type.F64, xb.Type.F32
-    if dtype == f64:
-        norm = (block * block).reduce(xb.Op.zero(b, f64), _add, every).sqrt().cast(f32)
+    values = block if dtype in (f32, f64) else block.cast(f32)
+    squares = values * values if dtype == f64 else (values * values).cast(f64)
+    if dtype in _BITS:
+        nan = block.__ne__(block).cast(s64)
+        inf = block.max(xb.Op.zero(b, dtype) - block).__eq__(xb.Op.scalar(b, float("inf"), dtype)).cast(s64)
+    special = nan + inf * xb.Op.scalar(b, _SPLIT, s64) if dtype in _BITS and n < _SPLIT else None
+    if special is not None and ONE_PASS:  # the common case: the four sums in one pass
+        fields = _fp_reduce.sum4([bits, weighted, special, squares])
+        square_sum = fields.pop()
     else:
-        values = block if dtype == f32 else block.cast(f32)
-        total = (values * values).cast(f64).reduce(xb.Op.zero(b, f64), _add, every)
-        norm = total.cast(f32).sqrt()
+        fields = [total(bits), total(weighted)]
+        if special is not None:
+            fields.append(total(special))
+        elif dtype in _BITS:  # counted apart, each saturated, then packed
+            top = xb.Op.scalar(b, _COUNT_MAX, s64).broadcast([g])
+            fields.append(total(nan).min(top) + total(inf).min(top) * xb.Op.scalar(b, _SPLIT, s64))
+        else:
+            fields.append(zero.broadcast([g]))
+        square_sum = squares.reduce(xb.Op.zero(b, f64), _add, every)
+    norm = square_sum.sqrt().cast(f32) if dtype == f64 else square_sum.cast(f32).sqrt()
     fields.append(norm.bitcast(xb.Type.S32).cast(s64))
-    return xb.Op.concat_in_dim([f.reshape([1]) for f in fields], 0).reshape([1, 4])
+    return xb.Op.concat_in_dim([f.reshape([g, 1]) for f in fields], 1)
+
+
+def _numel(sizes: Sequence[int]) -> int:
+    n = 1
+    for d in sizes:
+        n *= d
+    return n
 
 
 def block_dims(n: int) -> list[int]:
