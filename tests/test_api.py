@@ -91,7 +91,7 @@ def test_load_refuses_bad_input_with_input_error_naming_file_and_line(tmp_path: 
     with pytest.raises(xlagraph.InputError) as e:
         xlagraph.load(str(bad))
     assert e.value.path == str(bad) and e.value.line == 4 and str(e.value).startswith(f"{bad}:4: ")
-    for spec, text in ((str(tmp_path), "directory has no HLO dumps"), (str(tmp_path / "none.hlo"), "no such file"),
+    for spec, text in ((str(tmp_path), "has no HLO dumps"), (str(tmp_path / "none.hlo"), "no such file"),
                        (f"{SAVE}#9", "out of range")):  # fmt: skip
         with pytest.raises(xlagraph.InputError, match=text):
             xlagraph.load(spec)

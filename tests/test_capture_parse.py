@@ -107,9 +107,8 @@ def test_tensors_report_without_frames() -> None:
 
 
 def test_layout_arity_on_real_dumps() -> None:
-    dumps = sorted(
-        (Path(__file__).parent.parent / "fixtures" / "torch_xla").glob("*/xla_dump/*before_optimizations*.txt")
-    )
+    fixtures = Path(__file__).parent.parent / "fixtures" / "torch_xla"
+    dumps = sorted(fixtures.glob("*/xla_dump/*before_optimizations*.txt"))
     assert dumps
     for path in dumps:
         line = path.read_text().split("\n", 1)[0]

@@ -235,3 +235,20 @@ def test_every_message_xla_keeps_a_module_in(tmp_path: Path, wrapper: str) -> No
     path = tmp_path / "graph.pb"
     path.write_bytes(data)
     assert xlagraph.diff(str(path), str(_text_twin(PROTOS[0]))).verdict == "identical"
+
+
+def test_the_proto_capture_writes_reads_back() -> None:
+    """Capture's fingerprints hand XLA a module written as a proto (`_fp_reduce`, one variadic
+    reduce); the proto reader, written apart from it, reads it as that reduce: both agree on
+    XLA's field numbers."""
+    from xlagraph.capture._fp_reduce import _module
+    from xlagraph.ir import strip_layout
+    from xlagraph.parse.hlo import parse_hlo
+    from xlagraph.parse.hlo_proto import proto_to_text
+
+    text = proto_to_text(_module([3, 4, 5]))
+    module = parse_hlo(text, "sum4")
+    root = module.entry.root
+    assert root.opcode == "reduce" and len(root.operands) == 8
+    assert strip_layout(root.shape).replace(" ", "") == "(s64[3],s64[3],s64[3],f64[3])"
+    assert dict(root.attributes)["dimensions"] == "{1,2}"
