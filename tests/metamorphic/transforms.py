@@ -479,7 +479,10 @@ def change_constant(entry: Entry, exp: Expected, rng: random.Random) -> None:
         raise NotApplicable("no live scalar constant")
     ins = rng.choice(pool)
     v = float(ins.args)
-    ins.args = repr(v * 2 + 0.5) if ins in floats else str(int(v) + 3)
+    changed = v * 2 + 0.5
+    if changed == v:  # -0.5 is the map's fixed point: the "changed" constant would not change
+        changed = v + 1.5
+    ins.args = repr(changed) if ins in floats else str(int(v) + 3)
     exp.constant = next(a for a, b in exp.names.items() if b == ins.name)
 
 
