@@ -29,6 +29,11 @@ KNOWN: dict[tuple[str, str], str] = {
         "the all-reduces' program order, and with their operands resized too the sequence no longer "
         "lines up; the parameter_shape is folded into it"
     ),
+    ("permute_params+drop_output", "jax/wild3/compiled_gpt_decode_two_processes/b.hlo"): (
+        "input mapping (0,4),(2,5),(3,2),(4,3),(5,0) beside output_removed: the known class of input "
+        "mappings beside a dropped output on JAX decode modules (docs/matching.md); in the sample "
+        "since the proto fixtures moved its stride"
+    ),
     ("add_output+constant", "torch_xla/dict_stats/b.hlo"): (
         "says output_permutation (outputs 1 and 10 crossed) beside constant_value + output_added, "
         "and names another constant: the context pairs the two statistics right (1->2, 10->11, "
