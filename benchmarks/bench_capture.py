@@ -71,6 +71,25 @@ LATE = (25, 45)
 BLOCK = 10  # --alternate: steps per block, fingerprints on and off in turn
 # --model: (d_model, heads, feed-forward, layers, batch, tokens) of the TransformerEncoder trained
 MODELS = {"small": (64, 4, 128, 2, 8, 16), "large": (256, 8, 1024, 4, 8, 32)}
+
+
+def build_model(name: str) -> tuple[Any, Any, Any]:
+    """(model, SGD optimizer, input batch) of `MODELS[name]` on the XLA device, seeded."""
+    import torch
+    import torch.nn as nn
+    import torch_xla
+
+    d_model, heads, ff, layers, batch, tokens = MODELS[name]
+    torch.manual_seed(0)
+    device = torch_xla.device()
+    layer = nn.TransformerEncoderLayer(
+        d_model=d_model, nhead=heads, dim_feedforward=ff, batch_first=True, dropout=0.0
+    )
+    model = nn.TransformerEncoder(layer, num_layers=layers).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    return model, optimizer, torch.randn(batch, tokens, d_model).to(device)
+
+
 MODES = {
     "plain": {},
     "source lines only": {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1"},
@@ -136,8 +155,6 @@ def worker_train(steps: int, late: tuple[int, ...] = ()) -> dict[str, Any]:
 def worker_alternate(blocks: int, model_name: str = "small", launch_only: bool = False) -> dict[str, Any]:
     """Fingerprints off and on in alternating blocks of BLOCK steps, in one process (see the
     module docstring); per block: process CPU, main-thread CPU and wall time per step."""
-    import torch
-    import torch.nn as nn
     import torch_xla
     import torch_xla.core.xla_model as xm
 
@@ -156,7 +173,6 @@ def worker_alternate(blocks: int, model_name: str = "small", launch_only: bool =
             return xb.Op.zero(params[0].builder(), xb.Type.S64).broadcast([len(params), 5])
 
         _fp_lower._table = zeros
-    d_model, heads, ff, layers, batch, tokens = MODELS[model_name]
 
     def switch(on: bool) -> None:
         if on:
@@ -167,14 +183,7 @@ def worker_alternate(blocks: int, model_name: str = "small", launch_only: bool =
             cap.uninstall()
             rec.side = None
 
-    torch.manual_seed(0)
-    device = torch_xla.device()
-    layer = nn.TransformerEncoderLayer(
-        d_model=d_model, nhead=heads, dim_feedforward=ff, batch_first=True, dropout=0.0
-    )
-    model = nn.TransformerEncoder(layer, num_layers=layers).to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(batch, tokens, d_model).to(device)
+    model, optimizer, x = build_model(model_name)
 
     def step() -> None:
         optimizer.zero_grad()

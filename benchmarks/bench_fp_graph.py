@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench_capture import MODELS
+from bench_capture import MODELS, build_model
 
 LOWERINGS = {"four reduces": -2, "per tensor": 0, "stacked small": None, "stacked all": 1 << 62, "zeros": -1}
 
@@ -52,21 +52,12 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("PJRT_DEVICE", "CPU")
     import torch
-    import torch.nn as nn
     import torch_xla
     import torch_xla.core.xla_model as xm
 
     from xlagraph.capture import _fp_lower
 
-    d_model, heads, ff, layers, batch, tokens = MODELS[args.model]
-    torch.manual_seed(0)
-    device = torch_xla.device()
-    layer = nn.TransformerEncoderLayer(
-        d_model=d_model, nhead=heads, dim_feedforward=ff, batch_first=True, dropout=0.0
-    )
-    model = nn.TransformerEncoder(layer, num_layers=layers).to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(batch, tokens, d_model).to(device)
+    model, optimizer, x = build_model(args.model)
     for _ in range(3):
         optimizer.zero_grad()
         model(x).pow(2).mean().backward()
