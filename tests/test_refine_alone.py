@@ -63,3 +63,59 @@ def test_picked_rounds_from_each_graph_alone_are_the_joint_ones(batch: int) -> N
                 assert got == core.refine_picked(a, b, strict, rounds, pa, pb, alone=False)
                 lengths.add(len(got[0]))
     assert len(lengths) > 2  # stopped at the cap and before it
+
+
+def _every_graph(batch: int, batches: int) -> list:
+    """The core's graphs of every computation (entries and the computations they call) of the
+    fixture pairs in `batch`, as they are and with multiplies by one seen through."""
+    core = cr._core()
+    graphs = []
+    for a, b in PAIRS[batch::batches]:
+        result = diff_files(_spec(a), _spec(b))
+        for canon in (result.left, result.right):
+            for comp in canon.computations.values():
+                if comp.core is not None:
+                    graphs.append(cr._compiled_graph(core, comp))
+                    graphs.append(cr._compiled_graph(core, comp, True))
+    return graphs
+
+
+@pytest.mark.parametrize("batch", range(4))
+def test_split_rounds_on_classes_are_those_on_colours(batch: int) -> None:
+    """`refine_split.rs` re-signs only the nodes next to a class that split: whether a graph's
+    partition splits at every round, and when it stops, are those of refining every node's
+    colour every round, on every computation of the fixture pairs, at budgets below and past
+    the round where each stabilizes."""
+    stopped = splitting = 0
+    for g in _every_graph(batch, 4):
+        for strict in (True, False):
+            naive = g.split_rounds(strict, 400, naive=True)
+            budgets = {0, 1, 2, 3, naive[1], naive[1] + 1, max(naive[1] - 1, 0), 400}
+            for rounds in sorted(budgets):
+                assert g.split_rounds(strict, rounds) == g.split_rounds(strict, rounds, naive=True)
+            stopped += not naive[0]
+            splitting += naive[1] > 3
+    assert stopped > 100 and splitting > 10  # graphs that stabilize, some after many rounds
+
+
+@pytest.mark.parametrize("batch", range(2))
+def test_stable_only_answers_as_the_full_refinement(batch: int) -> None:
+    """`stable_only=True` skips the colours of a plain refinement that cannot be stable: where
+    the full answer is stable it is returned whole, and where not, the same rounds and `False`."""
+    core = cr._core()
+    results = [diff_files(_spec(a), _spec(b)) for a, b in PAIRS[batch::2][:12]]
+    comps = [c for r in results for c in (r.left.entry, r.right.entry)]
+    graphs = [cr._compiled_graph(core, c) for c in comps if c.core is not None]
+    skipped = 0
+    for a, b in permutations(graphs[:8], 2):
+        pa, pb = _picks(a), _picks(b)
+        for strict in (True, False):
+            for rounds in (1, 2, 3, cr.ROUNDS, cr._budget(a.size + b.size)):
+                full = a.refine_with(b, strict, rounds, pa, pb, alone=False)
+                got = a.refine_with(b, strict, rounds, pa, pb, stable_only=True)
+                if full[1]:
+                    assert got == full
+                else:
+                    assert got[:2] == full[:2]
+                    skipped += got[3:] == ([], [])
+    assert skipped > 0

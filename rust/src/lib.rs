@@ -19,6 +19,7 @@ mod opcodes;
 mod parser;
 mod refine;
 mod refine_alone;
+mod refine_split;
 mod scan;
 mod semantics;
 mod shape;

@@ -8,7 +8,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 
-use crate::refine_alone::{picked_history, unstable_colours, AloneRuns, PickedRuns};
+use crate::refine_alone::{
+    cannot_stabilize, picked_history, unstable_colours, AloneRuns, PickedRuns,
+};
 use crate::text::FxMap;
 
 /// One graph: per node, its operands (CSR), whether they enter sorted (commutative), its users
@@ -28,7 +30,7 @@ pub(crate) struct Graph {
 }
 
 #[inline]
-fn mix(mut x: u64) -> u64 {
+pub(crate) fn mix(mut x: u64) -> u64 {
     // splitmix64's finalizer: every input bit reaches every output bit.
     x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -236,6 +238,32 @@ impl RefineGraph {
     fn __len__(&self) -> usize {
         self.loose.len()
     }
+    /// This graph's own plain refinement for `rounds` rounds (`refine_split.rs`): whether its
+    /// partition split at every round, and the rounds that split before one did not. `naive`:
+    /// by every round over every node's colour instead (the reference the tests compare).
+    #[pyo3(signature = (strict, rounds, naive=false))]
+    fn split_rounds(&self, strict: bool, rounds: usize, naive: bool) -> (bool, usize) {
+        let mut colours = self.first(strict);
+        let view = self.graph.without_outputs(&[], &self.outputs);
+        view.blank(&mut colours);
+        if !naive {
+            let (graph, live) = view.parts();
+            return crate::refine_split::split_rounds(graph, live, &colours, rounds);
+        }
+        let mut count = distinct(&colours);
+        let (mut next, mut scratch) = (Vec::new(), Vec::new());
+        for done in 0..rounds {
+            view.round(&colours, &mut next, &mut scratch);
+            view.blank(&mut next);
+            let now = distinct(&next);
+            if now == count {
+                return (false, done);
+            }
+            std::mem::swap(&mut colours, &mut next);
+            count = now;
+        }
+        (true, rounds)
+    }
     /// Nodes plus operand edges: what one round costs.
     #[getter]
     fn size(&self) -> usize {
@@ -253,7 +281,10 @@ impl RefineGraph {
     #[allow(clippy::too_many_arguments)]
     /// `alone=False` always runs the joint refinement (`refine_alone.rs` answers plain ones from
     /// each graph's run alone where it can: the same answer, checked by the tests).
-    #[pyo3(signature = (other, strict, max_rounds, pick_a, pick_b, salts_a=vec![], salts_b=vec![], unmark_a=vec![], unmark_b=vec![], alone=true))]
+    /// `stable_only=True`: a plain refinement that cannot be stable within `max_rounds` answers
+    /// (max_rounds, False, False, [], []) without computing the colours (callers that read an
+    /// unstable answer only as such: `isomorphic.explain`).
+    #[pyo3(signature = (other, strict, max_rounds, pick_a, pick_b, salts_a=vec![], salts_b=vec![], unmark_a=vec![], unmark_b=vec![], alone=true, stable_only=false))]
     fn refine_with(
         &self,
         py: Python<'_>,
@@ -267,6 +298,7 @@ impl RefineGraph {
         unmark_a: Vec<u32>,
         unmark_b: Vec<u32>,
         alone: bool,
+        stable_only: bool,
     ) -> PyResult<(usize, bool, bool, Vec<u64>, Vec<u64>)> {
         let (na, nb) = (self.loose.len(), other.loose.len());
         let bad = |v: &[u32], n: usize| v.iter().any(|&i| i as usize >= n);
@@ -296,6 +328,9 @@ impl RefineGraph {
             which.iter().map(|&i| col[i as usize]).collect()
         };
         Ok(py.allow_threads(|| {
+            if plain && stable_only && cannot_stabilize(self, other, strict, max_rounds) {
+                return (max_rounds, false, false, Vec::new(), Vec::new());
+            }
             if plain {
                 if let Some((ca, cb)) = unstable_colours(self, other, strict, max_rounds) {
                     let balanced = balanced(&ca, &cb);
@@ -438,6 +473,13 @@ impl Graph {
 }
 
 impl View<'_> {
+    /// The graph refinement walks, and which nodes it keeps (None: all).
+    pub(crate) fn parts(&self) -> (&Graph, Option<&[bool]>) {
+        match self {
+            View::Whole(g) => (g, None),
+            View::Pruned { graph, live } => (graph, Some(live)),
+        }
+    }
     pub(crate) fn round(&self, col: &[u64], out: &mut Vec<u64>, scratch: &mut Vec<u64>) {
         match self {
             View::Whole(g) => g.round(col, out, scratch),

@@ -11,11 +11,14 @@
 //! within them either, and its answer is (the rounds allowed, not stable, the balance of the
 //! last colours, those colours), all of which each graph's run alone gives. (Exact as long as no
 //! two different colours hash alike, which the stopping rule already relies on.) Otherwise the
-//! joint refinement runs as before.
+//! joint refinement runs as before. Whether a graph splits at every round is found on its
+//! classes, re-signing only what changed (`refine_split.rs`); the colours are computed only
+//! for a caller that reads them (`refine_with` without `stable_only`).
 
 use std::sync::{Arc, Mutex};
 
 use crate::refine::{distinct, RefineGraph};
+use crate::refine_split::split_rounds;
 
 /// One graph's plain refinement alone for `rounds` rounds from its strict or loose colours.
 pub(crate) struct Alone {
@@ -23,10 +26,6 @@ pub(crate) struct Alone {
     rounds: usize,
     /// Its own partition split at every round.
     pub(crate) splits_all: bool,
-    /// The colours after `done` rounds (`rounds` where `splits_all`; where not, the round
-    /// at which it stopped splitting: the rest is run only if asked for).
-    colours: Vec<u64>,
-    done: usize,
 }
 
 /// The runs kept on a graph (strict and loose, for the rounds its pairs allowed).
@@ -61,50 +60,39 @@ fn run(g: &RefineGraph, strict: bool, rounds: usize) -> Alone {
     let mut colours = g.first(strict);
     let view = g.graph.without_outputs(&[], &g.outputs);
     view.blank(&mut colours);
-    let mut count = distinct(&colours);
-    let (mut next, mut scratch) = (Vec::new(), Vec::new());
-    for done in 0..rounds {
-        view.round(&colours, &mut next, &mut scratch);
-        view.blank(&mut next);
-        let now = distinct(&next);
-        if now == count {
-            // Stable alone: no shortcut from this graph; its colours are run on only if the
-            // other graph's shortcut needs them.
-            return Alone {
-                strict,
-                rounds,
-                splits_all: false,
-                colours,
-                done,
-            };
-        }
-        std::mem::swap(&mut colours, &mut next);
-        count = now;
-    }
+    let (graph, live) = view.parts();
     Alone {
         strict,
         rounds,
-        splits_all: true,
-        colours,
-        done: rounds,
+        splits_all: split_rounds(graph, live, &colours, rounds).0,
     }
 }
 
 impl Alone {
-    /// The colours after all `rounds` rounds.
+    /// The colours after all `rounds` rounds (run only where an answer returns them).
     fn last(&self, g: &RefineGraph) -> Vec<u64> {
-        let mut colours = self.colours.clone();
-        if self.done < self.rounds {
-            let view = g.graph.without_outputs(&[], &g.outputs);
-            let (mut next, mut scratch) = (Vec::new(), Vec::new());
-            for _ in self.done..self.rounds {
-                view.round(&colours, &mut next, &mut scratch);
-                view.blank(&mut next);
-                std::mem::swap(&mut colours, &mut next);
-            }
+        let mut colours = g.first(self.strict);
+        let view = g.graph.without_outputs(&[], &g.outputs);
+        view.blank(&mut colours);
+        let (mut next, mut scratch) = (Vec::new(), Vec::new());
+        for _ in 0..self.rounds {
+            view.round(&colours, &mut next, &mut scratch);
+            view.blank(&mut next);
+            std::mem::swap(&mut colours, &mut next);
         }
         colours
     }
+}
+
+/// Whether the joint plain refinement of A and B cannot be stable within `rounds` (one graph
+/// splits at every round): what a caller that reads an unstable answer only as such needs.
+pub(crate) fn cannot_stabilize(
+    a: &RefineGraph,
+    b: &RefineGraph,
+    strict: bool,
+    rounds: usize,
+) -> bool {
+    a.alone.get(a, strict, rounds).splits_all || b.alone.get(b, strict, rounds).splits_all
 }
 
 /// The last colours of A and B after `rounds` rounds where the joint plain refinement cannot

@@ -619,6 +619,7 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
                     [(k, v & _U64) for k, v in sb.items()],
                     list(ua),
                     list(ub),
+                    stable_only=True,  # `explain` reads an unstable answer only as such
                 )
                 spent[0] += (got[0] + 1) * size
                 return Refined(got[1], got[2], got[3], got[4])
@@ -819,6 +820,7 @@ def _correspond_compiled(
                 [(pick_b[k], v & _U64) for k, v in sb.items()],
                 [pick_a[k] for k in ua],
                 [pick_b[k] for k in ub],
+                stable_only=True,  # `explain` reads an unstable answer only as such
             )
             spent[0] += (got[0] + 1) * size
             return Refined(got[1], got[2], got[3], got[4])
