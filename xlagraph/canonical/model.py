@@ -60,6 +60,13 @@ class CanonicalComputation:
     def instruction(self, name: str) -> Instruction:
         return self.computation.by_name[name]
 
+    @cached_property
+    def compared_shapes(self) -> dict[str, str]:
+        """Shapes as the diagnosis compares them (no layout, no spaces), by name, filled as
+        `diagnose.common.shape_of` asks: a report asks for the same inputs' and outputs' shapes
+        in every diff a graph is in."""
+        return {}
+
     @property
     def name(self) -> str:
         return self.computation.name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from itertools import pairwise
 
 from xlagraph.canonical import CanonicalComputation
@@ -29,7 +30,11 @@ _INT = re.compile(r"\d+")
 
 
 def shape_of(comp: CanonicalComputation, name: str) -> str:
-    return strip_layout(comp.instruction(name).shape).replace(" ", "")
+    known = comp.compared_shapes
+    shape = known.get(name)
+    if shape is None:
+        shape = known[name] = strip_layout(comp.computation.by_name[name].shape).replace(" ", "")
+    return shape
 
 
 def element_type(shape: str) -> str:
@@ -42,10 +47,12 @@ def dims_of(shape: str) -> str:
     return shape[len(element_type(shape)) :] if "[" in shape else shape
 
 
-def dim_sizes(shape: str) -> list[int] | None:
-    """`f32[4,8]{1,0}` -> [4, 8]; None for a tuple or a dynamic (`<=`, `?`) dimension."""
+@lru_cache(maxsize=65536)
+def dim_sizes(shape: str) -> tuple[int, ...] | None:
+    """`f32[4,8]{1,0}` -> (4, 8); None for a tuple or a dynamic (`<=`, `?`) dimension. Cached: a
+    report asks for the same few shapes in every diff."""
     try:
-        return [int(d) for d in dims_of(strip_layout(shape)).strip("[]").split(",") if d]
+        return tuple(int(d) for d in dims_of(strip_layout(shape)).strip("[]").split(",") if d)
     except ValueError:
         return None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 from xlagraph.canonical import CanonicalModule
@@ -60,6 +61,13 @@ class Evidence:
     right: CanonicalModule
     context: Context
     entry_match: Mapping[str, str] = field(default_factory=dict)
+
+    @cached_property
+    def entry_match_left(self) -> Mapping[str, str]:
+        """`entry_match` inverted (A's instruction -> B's): the matching pairs each instruction
+        with at most one (`Mappings.add`, the core's `M::add`), so this is exact. Made once for
+        the recognizers that ask which of A's instructions are paired."""
+        return {a: b for b, a in self.entry_match.items()}
 
     def instructions(self, cause: Cause) -> list[tuple[CanonicalModule, Instruction]]:
         """Every instruction a cause names, with its module (A's first)."""

@@ -15,6 +15,7 @@ import bisect
 import itertools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.collectives import collectives
@@ -52,11 +53,22 @@ def _supported(cmp: Comparison, a: str, b: str) -> bool:
 _COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
 
 
-def _distinguishable(cmp: Comparison, comp: CanonicalComputation) -> set[str]:
+def _distinguishable(cmp: Comparison, comp: CanonicalComputation) -> frozenset[str]:
     """Parameters that nothing else on their side resembles: same shape and users computing the
     same thing (structurally, `h0`) make inputs interchangeable, e.g. the Q, K and V weights of
     one layer or the seeds of two dropouts. Paired as parts of identical subgraphs, such inputs
-    may be paired either way, so that is no evidence of a permutation; their positions stand."""
+    may be paired either way, so that is no evidence of a permutation; their positions stand.
+    A property of `comp` alone (`cmp.users` is `users_of(comp)`): kept for a report's other diffs."""
+    found = _LONE.get(comp)
+    if found is None:
+        found = _LONE[comp] = _lone_parameters(cmp, comp)
+    return found
+
+
+_LONE: WeakKeyDictionary[CanonicalComputation, frozenset[str]] = WeakKeyDictionary()
+
+
+def _lone_parameters(cmp: Comparison, comp: CanonicalComputation) -> frozenset[str]:
     users = cmp.users(comp)
     sig = {
         p: (shape_of(comp, p), tuple(sorted(comp.h0.get(u, comp.keys.get(u, 0)) for u in users.get(p, ()))))
@@ -65,7 +77,7 @@ def _distinguishable(cmp: Comparison, comp: CanonicalComputation) -> set[str]:
     seen: dict[tuple[str, tuple[int, ...]], int] = {}
     for v in sig.values():
         seen[v] = seen.get(v, 0) + 1
-    return {p for p, v in sig.items() if seen[v] == 1}
+    return frozenset(p for p, v in sig.items() if seen[v] == 1)
 
 
 def _longest_increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -10,6 +10,7 @@ everywhere else (hashes, the matching, what is printed)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import compress
 from operator import attrgetter
 from weakref import WeakKeyDictionary
@@ -40,6 +41,7 @@ _READ = frozenset({"broadcast", "multiply"})
 _ON_HANDLE = getattr(_core, "identity_multiplies_of", None)
 
 
+@lru_cache(maxsize=4096)
 def _scalar(shape: str) -> bool:
     return shape.split("{", 1)[0].replace(" ", "").endswith("[]")
 

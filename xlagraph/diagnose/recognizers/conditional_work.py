@@ -275,7 +275,7 @@ def _switched_on(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if any(c.kind in _TAPS for c in pending):
         return NOTHING  # new results too: weights trained from now on, a term kept, not an option
     users = users_of(evidence.right.entry)
-    matched = set(evidence.entry_match)
+    matched = evidence.entry_match
     picked, work = [], set()
     for i, c in enumerate(pending):
         if c.kind is CauseKind.PARAMETER_ADDED and _scalars(evidence, c):
@@ -370,7 +370,7 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
             for i in regions
             if pending[i].kind is CauseKind.OUTPUT_ADDED
             and pending[i].right
-            and not set(pending[i].right) & set(evidence.entry_match)
+            and not any(n in evidence.entry_match for n in pending[i].right)
             and _if_of(pending[i], calls=True)
             and _read_by_work(evidence, users, pending[i].right)
         ]

@@ -114,7 +114,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         for i, c in enumerate(pending)
         if c.kind is CauseKind.STRUCTURE
         and (set(c.right) & readers or set(c.left) & in_a or rewired(evidence, c))
-        and set(c.right) <= readers | set(evidence.entry_match)
+        and all(n in readers or n in evidence.entry_match for n in c.right)
     ]
     # The first graph also returned them (a live tensor pending at the sync is one of its
     # results); B reads them instead: those outputs went with the warm-up, nothing was dropped.

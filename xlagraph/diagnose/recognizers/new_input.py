@@ -52,7 +52,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         regions += [i for i in more if pending[i].kind is CauseKind.STRUCTURE]
         # The collectives that work issues (a tensor-parallel layer's all-reduces), when every
         # collective only this graph has is in it: more of the same layer, not a regrouping.
-        paired = set(evidence.entry_match) if side == "right" else set(evidence.entry_match.values())
+        paired = evidence.entry_match if side == "right" else evidence.entry_match_left
         if any(pending[i].kind is out_kind for i in more):
             work = cone | own.union(*(getattr(pending[i], side) for i in regions))
             more += [

@@ -41,7 +41,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     heads = [ch.left for i in outputs for ch in pending[i].changes if ch.what == "output" and ch.left]
     if not heads:
         return NOTHING
-    copies = any(set(_inputs_of(entry, h)) & set(evidence.entry_match.values()) for h in heads)
+    paired = evidence.entry_match_left
+    copies = any(n in paired for h in heads for n in _inputs_of(entry, h))
     if copies and not _copies_returned(evidence, heads):
         return NOTHING
     n = len(heads)

@@ -56,8 +56,7 @@ _CASCADE = (
 
 
 def _unpaired(evidence: Evidence, cause: Cause) -> tuple[list[str], list[str]]:
-    paired_right = set(evidence.entry_match)
-    paired_left = set(evidence.entry_match.values())
+    paired_right, paired_left = evidence.entry_match, evidence.entry_match_left
     return (
         [n for n in cause.left if n not in paired_left],
         [n for n in cause.right if n not in paired_right],

@@ -47,7 +47,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     a_of = {
         b: a for b in right.param_number if (a := match.get(b)) is not None and a not in new and b not in new
     }
-    b_of = {a: b for b, a in match.items() if a in lparams and a not in new and b not in new}
+    inverse = evidence.entry_match_left
+    b_of = {a: b for a in lparams if (b := inverse.get(a)) is not None and a not in new and b not in new}
     trained_a = set(updated_inputs(left, left.outputs).values())
     trained_b = set(updated_inputs(right, right.outputs).values())
     for kind, new_inputs, side, word in (
