@@ -161,8 +161,10 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
     residue = () if raw else residual_differences(left, right, compared)
     if not residue:
         raw += _invisible_change(left, right, raw)  # differing dead code is visible: not this
-    entry_match = pairs[0].matching.right if pairs and pairs[0].matching is not None else {}
-    causes = recognize(Evidence(left, right, context, entry_match), tuple(raw)) if raw else ()
+    first = pairs[0].matching if pairs else None
+    entry_match, entry_left = (first.right, first.left) if first is not None else ({}, None)
+    evidence = Evidence(left, right, context, entry_match, entry_left)
+    causes = recognize(evidence, tuple(raw)) if raw else ()
     if not causes:
         causes = residue or residual_differences(left, right, compared)
     notes += elided_constants(left, right, compared)
@@ -183,10 +185,17 @@ NO_FRAMES_NOTE = (
 
 
 def _has_frames(module: Module) -> bool:
-    """Any instruction of the entry carries a source line (metadata or a stack frame)."""
-    # Instructions without metadata are dropped at C speed: in a dump with none, that is all.
-    found = filter(None, map(_METADATA, module.entry.instructions))
-    return any(md.source_file or md.stack_frame_id for md in found)
+    """Any instruction of the entry carries a source line (metadata or a stack frame). Kept per
+    module: a report's graphs are each in several diffs."""
+    found = _FRAMES.get(module)
+    if found is None:
+        # Instructions without metadata are dropped at C speed: in a dump with none, that is all.
+        with_metadata = filter(None, map(_METADATA, module.entry.instructions))
+        found = _FRAMES[module] = any(md.source_file or md.stack_frame_id for md in with_metadata)
+    return found
+
+
+_FRAMES: WeakKeyDictionary[Module, bool] = WeakKeyDictionary()
 
 
 _METADATA = attrgetter("metadata")

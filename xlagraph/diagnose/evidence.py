@@ -61,12 +61,16 @@ class Evidence:
     right: CanonicalModule
     context: Context
     entry_match: Mapping[str, str] = field(default_factory=dict)
+    # The same pairs from A's side, where the caller has them (`Matching.left`); else inverted.
+    entry_left: Mapping[str, str] | None = None
 
     @cached_property
     def entry_match_left(self) -> Mapping[str, str]:
         """`entry_match` inverted (A's instruction -> B's): the matching pairs each instruction
-        with at most one (`Mappings.add`, the core's `M::add`), so this is exact. Made once for
-        the recognizers that ask which of A's instructions are paired."""
+        with at most one (`Mappings.add`, the core's `M::add`), so its left map is exactly this.
+        For the recognizers that ask which of A's instructions are paired."""
+        if self.entry_left is not None:
+            return self.entry_left
         return {a: b for b, a in self.entry_match.items()}
 
     def instructions(self, cause: Cause) -> list[tuple[CanonicalModule, Instruction]]:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from itertools import compress
 from operator import attrgetter
+from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import Instruction, strip_layout
@@ -147,10 +148,18 @@ def _rank(shape: str) -> int:
     return -1 if shape.startswith("(") else shape.count(",") + (0 if "[]" in shape else 1)
 
 
-def _sent(comp: CanonicalComputation) -> set[str]:
+def _sent(comp: CanonicalComputation) -> frozenset[str]:
     """Values handed to `send` (another pipeline stage's input). Read from the computation as
-    written: forwarding through the send's tuple leaves the send itself out of `order`."""
-    return {i.operands[0] for i in _with_opcodes(comp, _SEND) if i.operands}
+    written: forwarding through the send's tuple leaves the send itself out of `order`. Kept per
+    computation, like `_layout`: a report matches each graph with several."""
+    found = _SENT.get(comp)
+    if found is None:
+        found = _SENT[comp] = frozenset(i.operands[0] for i in _with_opcodes(comp, _SEND) if i.operands)
+    return found
+
+
+_SENT: WeakKeyDictionary[CanonicalComputation, frozenset[str]] = WeakKeyDictionary()
+_LAYOUT: WeakKeyDictionary[CanonicalComputation, list[tuple[str, str]]] = WeakKeyDictionary()
 
 
 def _with_opcodes(comp: CanonicalComputation, opcodes: frozenset[str]) -> Iterator[Instruction]:
@@ -169,8 +178,13 @@ _COLLECTIVES = frozenset(
 
 def _layout(comp: CanonicalComputation) -> list[tuple[str, str]]:
     """The collectives a computation runs and over which groups: another layout means another
-    parallel split, where a weight's shard shape changes."""
-    return sorted((i.opcode, i.attribute("replica_groups") or "") for i in _with_opcodes(comp, _COLLECTIVES))
+    parallel split, where a weight's shard shape changes. Never modify the list."""
+    found = _LAYOUT.get(comp)
+    if found is None:
+        found = _LAYOUT[comp] = sorted(
+            (i.opcode, i.attribute("replica_groups") or "") for i in _with_opcodes(comp, _COLLECTIVES)
+        )
+    return found
 
 
 def _match_outputs(

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -170,10 +171,12 @@ class _Graph:
         return op_start, ops, self.sorted_ops, user_start, users, at, _unsigned(self.marks)
 
 
+@lru_cache(maxsize=1 << 16)
 def _first_colours(
     is_input: bool, opcode: str, shape: str, attributes: tuple[tuple[str, str], ...], called: int
 ) -> tuple[int, int]:
-    """(loose, strict) first colours of an instruction (see the module docstring)."""
+    """(loose, strict) first colours of an instruction (see the module docstring). Cached: the
+    graphs of one run share most kinds of instruction (the core asks once per kind and graph)."""
     shape = strip_layout(shape).replace(" ", "")
     etype = shape.split("[", 1)[0] if not shape.startswith("(") else "tuple"
     rank = shape.count(",") + 1 if "[]" not in shape else 0
