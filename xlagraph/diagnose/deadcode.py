@@ -12,6 +12,8 @@ difference there is a cause like any other.
 
 from __future__ import annotations
 
+from weakref import WeakKeyDictionary
+
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.canonical.hashes import effect_hash_map
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
@@ -25,15 +27,13 @@ def dead_code(
     lcanon: CanonicalModule, rcanon: CanonicalModule, explained: bool
 ) -> tuple[list[Cause], list[str]]:
     """(causes, notes) about instructions that never reach a result."""
-    leff, reff = _effects(lcanon), _effects(rcanon)
+    (ldead, lsig, leff), (rdead, rsig, reff) = _of(lcanon), _of(rcanon)
     if not explained and sorted(leff.values()) != sorted(reff.values()):
         return [_effect_cause(leff, reff)], []
-    ldead = [(c, d) for c in lcanon.computations.values() for d in c.dead]
-    rdead = [(c, d) for c in rcanon.computations.values() for d in c.dead]
     if not ldead and not rdead:
         return [], []
-    opcodes = sorted({c.instruction(d).opcode for c, d in ldead + rdead})
-    if _signature(ldead) == _signature(rdead) or explained:
+    opcodes = sorted({*lsig, *rsig})
+    if lsig == rsig or explained:
         return [], [
             f"{len(ldead)} instruction(s) in A and {len(rdead)} in B never reach a result "
             f"({fmt_list(opcodes, 4)}): ignored, they do not change what the graph computes"
@@ -55,6 +55,20 @@ def dead_code(
         library=library,
     )
     return [cause], []
+
+
+# What dead code a module has depends on it alone: kept for a report's other diffs.
+_Dead = tuple[list[tuple[CanonicalComputation, str]], list[str], dict[tuple[str, str], int]]
+_KNOWN: WeakKeyDictionary[CanonicalModule, _Dead] = WeakKeyDictionary()
+
+
+def _of(canon: CanonicalModule) -> _Dead:
+    """(its dead instructions, their signature, its unread side effects); never modify them."""
+    found = _KNOWN.get(canon)
+    if found is None:
+        dead = [(c, d) for c in canon.computations.values() for d in c.dead]
+        found = _KNOWN[canon] = (dead, _signature(dead), _effects(canon))
+    return found
 
 
 def _signature(dead: list[tuple[CanonicalComputation, str]]) -> list[str]:
