@@ -54,3 +54,30 @@ def test_workers_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
     assert build.report_workers() == 5
     monkeypatch.delenv("XLAGRAPH_WORKERS")
     assert build.report_workers() >= 1
+
+
+def test_graphs_read_before_the_fork_change_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before forking, the report reads the graphs each later chunk's first recompile compares
+    (`Modules.preload`, on two threads): the workers' report is still the single process's,
+    also where some of those graphs cannot be read (a damaged dump is named as it was)."""
+    import shutil
+
+    source = tmp_path / "capture"
+    shutil.copytree(SOURCES[0], source)
+    dumps = sorted((source / "hlo").iterdir())
+    assert len(dumps) >= 5
+    for dump in dumps[2::2]:
+        dump.write_bytes(dump.read_bytes()[:200])  # truncated: unreadable
+    preloaded: list[list[str]] = []
+    original = build.Modules.preload
+
+    def spy(self, hashes, threads=2):  # type: ignore[no-untyped-def]
+        preloaded.append(list(hashes))
+        return original(self, hashes, threads)
+
+    monkeypatch.setattr(build.Modules, "preload", spy)
+    for flags in (("--json",), ()):
+        one = _report(source, 1, monkeypatch, *flags)
+        assert "could not be read" in one
+        assert _report(source, 3, monkeypatch, *flags) == one
+    assert preloaded and all(preloaded)  # the parallel reports read ahead

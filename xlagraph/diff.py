@@ -44,7 +44,7 @@ from xlagraph.match import Matching, match
 from xlagraph.parse.lazy_ir import LOSSY_NOTE
 from xlagraph.parse.sources import load_module
 
-__all__ = ["ComputationPair", "DiffResult", "diff_files", "diff_modules"]
+__all__ = ["ComputationPair", "DiffResult", "canonical_of", "diff_files", "diff_modules"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,7 +109,8 @@ def diff_modules(a: Module, b: Module, context: Context = NO_CONTEXT) -> DiffRes
 _CANONICAL: WeakKeyDictionary[Module, CanonicalModule] = WeakKeyDictionary()
 
 
-def _canonical(module: Module) -> CanonicalModule:
+def canonical_of(module: Module) -> CanonicalModule:
+    """`canonicalize(module)`, made once while the module lives."""
     canon = _CANONICAL.get(module)
     if canon is None:
         canon = _CANONICAL[module] = canonicalize(module)
@@ -117,7 +118,7 @@ def _canonical(module: Module) -> CanonicalModule:
 
 
 def _diff(a: Module, b: Module, context: Context) -> DiffResult:
-    left, right = _canonical(a), _canonical(b)
+    left, right = canonical_of(a), canonical_of(b)
     raw: list[Cause] = []
     pairs: list[ComputationPair] = []
     seen: set[tuple[str, str]] = set()

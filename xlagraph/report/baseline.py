@@ -9,15 +9,16 @@ the fewest, most recent causes is the baseline.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from itertools import islice
 
-from xlagraph.canonical import CanonicalComputation, canonicalize
+from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import CauseKind
 from xlagraph.diagnose.evidence import Context
 from xlagraph.diagnose.frames import call_site, is_library, user_frames
-from xlagraph.diff import DiffResult, diff_modules
+from xlagraph.diff import DiffResult, canonical_of, diff_modules
 from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module
 from xlagraph.parse.shared import current as current_shared
@@ -53,16 +54,45 @@ class Modules:
     def get(self, graph_hash: str) -> Module | str:
         """The parsed module, or why there is none."""
         if graph_hash not in self._modules:
-            shared = current_shared()
-            if shared is None:
-                self._modules[graph_hash] = self._load(graph_hash)
-            else:  # another process of the report may have read the same bytes
-                self._modules[graph_hash] = shared.module(
-                    self.key(graph_hash), lambda: self._load(graph_hash), _shareable
-                )
-            module = self._modules[graph_hash]
-            self.noted = self.noted or (isinstance(module, Module) and bool(module.notes))
+            self._store(graph_hash, lambda: self._load(graph_hash))
         return self._modules[graph_hash]
+
+    def _store(self, graph_hash: str, load: Callable[[], Module | str]) -> None:
+        shared = current_shared()
+        if shared is None:
+            module = self._modules[graph_hash] = load()
+        else:  # another process of the report may have read the same bytes
+            module = self._modules[graph_hash] = shared.module(self.key(graph_hash), load, _shareable)
+        self.noted = self.noted or (isinstance(module, Module) and bool(module.notes))
+
+    def preload(self, hashes: Sequence[str], threads: int = 2) -> None:
+        """Read these graphs now, on `threads` threads (the compiled reader parses without the
+        GIL), each source file on one thread: a report reads them here before its worker
+        processes fork, which inherit them. `get` then answers what it would have read (through
+        the report's shared graphs as well); a graph that fails to read is left for `get` to fail
+        on where it would have."""
+        shared = current_shared()
+        groups: dict[str, list[str]] = {}
+        for h in dict.fromkeys(hashes):
+            record = self._graphs.get(h)
+            if h in self._modules or record is None or not record.module:
+                continue
+            if shared is not None and (key := self.key(h)) is not None and key in shared.modules:
+                continue  # `get` takes it from there
+            groups.setdefault(split_spec(record.module)[0], []).append(h)
+
+        def load(group: list[str]) -> list[tuple[str, Module | str]]:
+            out = []
+            for h in group:
+                try:
+                    out.append((h, self._load(h)))
+                except Exception:
+                    break
+            return out
+
+        with ThreadPoolExecutor(threads) as pool:
+            for h, module in (x for got in pool.map(load, groups.values()) for x in got):
+                self._store(h, lambda m=module: m)  # type: ignore[misc]
 
     def key(self, graph_hash: str) -> Hashable | None:
         """The graph's content key while a report shares work among processes, else None."""
@@ -122,12 +152,12 @@ def _screen(readable: list[tuple[str, Sync]], this: Module, modules: Modules) ->
     decides between the two closest (on a tie, the most recent)."""
     if len(readable) <= _SCREENED:
         return readable
-    mine = canonicalize(this).entry
+    mine = canonical_of(this).entry
     distance: list[int] = []
     for h, _ in readable:
         base = modules.get(h)
         assert isinstance(base, Module)
-        distance.append(_h0_distance(mine, canonicalize(base).entry))
+        distance.append(_h0_distance(mine, canonical_of(base).entry))
     order = sorted(range(len(readable)), key=lambda k: (distance[k], k))  # ties: the most recent
     return [readable[k] for k in sorted(order[:_SCREENED])]
 
@@ -284,14 +314,10 @@ def _choose_baseline(
     ordered, reason = _candidates(target, earlier)
     if not ordered:
         return None, _NO_EARLIER
-    this = modules.get(target.graph_hash)
-    ordered, reason = _same_name(this, ordered, reason, modules)
+    this, ordered, reason, readable = _read(target, ordered, reason, modules)
     if isinstance(this, str):
         h, s = ordered[0]
         return _Choice(h, s, None, reason), f"cannot explain this graph: {this}"
-    # The first readable ones only: a graph past them would be parsed (and kept) for nothing.
-    found = ((h, s) for h, s in ordered if isinstance(modules.get(h), Module))
-    readable = list(islice(found, MAX_CANDIDATES))
     if not readable:
         h, s = ordered[0]
         why = f"cannot explain this graph: the baseline's HLO is missing ({modules.get(h)})"
@@ -315,6 +341,28 @@ def _choose_baseline(
         h, s = readable[0]
         return _Choice(h, s, None, reason), "cannot explain this graph: " + "; ".join(failures)
     return best, ""
+
+
+def _read(
+    target: Sync, ordered: list[tuple[str, Sync]], reason: str, modules: Modules
+) -> tuple[Module | str, list[tuple[str, Sync]], str, list[tuple[str, Sync]]]:
+    """What `_choose_baseline` reads before it screens: the target's graph, the candidates as
+    `_same_name` leaves them, and the first readable ones (a graph past them would be parsed,
+    and kept, for nothing). None are read where the target's own graph cannot be."""
+    this = modules.get(target.graph_hash)
+    ordered, reason = _same_name(this, ordered, reason, modules)
+    if isinstance(this, str):
+        return this, ordered, reason, []
+    found = ((h, s) for h, s in ordered if isinstance(modules.get(h), Module))
+    return this, ordered, reason, list(islice(found, MAX_CANDIDATES))
+
+
+def graphs_read(target: Sync, earlier: list[tuple[str, Sync]]) -> list[str]:
+    """The graphs `choose_baseline` reads first for `target`: its own and its nearest candidates
+    (before `_same_name`, which reads graphs to filter them: one read here that the choice then
+    passes over is only read early). Reads nothing."""
+    ordered, _ = _candidates(target, earlier)
+    return [target.graph_hash, *(h for h, _ in ordered[:MAX_CANDIDATES])] if ordered else []
 
 
 # -- the report ----------------------------------------------------------------------------

@@ -53,6 +53,7 @@ from xlagraph.report.baseline import (
     Modules,
     choose_baseline,
     graph_name,
+    graphs_read,
 )
 from xlagraph.report.findings import step_breaks
 from xlagraph.report.holders import storing_lines
@@ -647,6 +648,11 @@ def report_workers() -> int:
         return os.cpu_count() or 1
 
 
+def _earlier(target: Sync, first: dict[str, Sync]) -> list[tuple[str, Sync]]:
+    """The graphs compiled before `target`, each with its first sync."""
+    return [(h, s) for h, s in first.items() if s.index < target.index]
+
+
 # What the forked workers explain: set in the parent just before the fork, read by the children.
 _JOB: tuple[list[Sync], tuple[object, ...], SourceText | None] | None = None
 
@@ -668,6 +674,13 @@ def _explain_in_processes(
     global _JOB
     _JOB = (targets, args, current_sources())
     chunk = -(-len(targets) // workers)
+    # A chunk's first recompile would read its own graph and the earlier ones it compares with
+    # before any work of its worker's could share them: read here, on two threads, they are the
+    # workers' from the fork (and the first worker's when it gets there).
+    first, modules = args[1], args[2]
+    if isinstance(modules, Modules):
+        heads = range(chunk, len(targets), chunk)
+        modules.preload([h for k in heads for h in graphs_read(targets[k], _earlier(targets[k], first))])  # type: ignore[arg-type]
     try:
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(workers, mp_context=context) as pool:
@@ -705,7 +718,7 @@ def _explain(
     last_marker: int = -1,
     last_step: int = -1,
 ) -> Recompile:
-    earlier = [(h, s) for h, s in first.items() if s.index < target.index]
+    earlier = _earlier(target, first)
     first_sync = min((s.index for s in first.values()), default=0)
     if modules is None:
         choice, note = None, "not explained"
