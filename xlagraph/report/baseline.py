@@ -86,7 +86,7 @@ class Modules:
             for h in group:
                 try:
                     out.append((h, self._load(h)))
-                except Exception:
+                except Exception:  # `get` raises it again, where it would have
                     break
             return out
 
@@ -314,10 +314,14 @@ def _choose_baseline(
     ordered, reason = _candidates(target, earlier)
     if not ordered:
         return None, _NO_EARLIER
-    this, ordered, reason, readable = _read(target, ordered, reason, modules)
+    this = modules.get(target.graph_hash)
+    ordered, reason = _same_name(this, ordered, reason, modules)
     if isinstance(this, str):
         h, s = ordered[0]
         return _Choice(h, s, None, reason), f"cannot explain this graph: {this}"
+    # The first readable ones only: a graph past them would be parsed (and kept) for nothing.
+    found = ((h, s) for h, s in ordered if isinstance(modules.get(h), Module))
+    readable = list(islice(found, MAX_CANDIDATES))
     if not readable:
         h, s = ordered[0]
         why = f"cannot explain this graph: the baseline's HLO is missing ({modules.get(h)})"
@@ -341,20 +345,6 @@ def _choose_baseline(
         h, s = readable[0]
         return _Choice(h, s, None, reason), "cannot explain this graph: " + "; ".join(failures)
     return best, ""
-
-
-def _read(
-    target: Sync, ordered: list[tuple[str, Sync]], reason: str, modules: Modules
-) -> tuple[Module | str, list[tuple[str, Sync]], str, list[tuple[str, Sync]]]:
-    """What `_choose_baseline` reads before it screens: the target's graph, the candidates as
-    `_same_name` leaves them, and the first readable ones (a graph past them would be parsed,
-    and kept, for nothing). None are read where the target's own graph cannot be."""
-    this = modules.get(target.graph_hash)
-    ordered, reason = _same_name(this, ordered, reason, modules)
-    if isinstance(this, str):
-        return this, ordered, reason, []
-    found = ((h, s) for h, s in ordered if isinstance(modules.get(h), Module))
-    return this, ordered, reason, list(islice(found, MAX_CANDIDATES))
 
 
 def graphs_read(target: Sync, earlier: list[tuple[str, Sync]]) -> list[str]:
