@@ -9,10 +9,13 @@ from __future__ import annotations
 from itertools import permutations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import FIXTURE_PAIRS, pair_spec
-from xlagraph.diff import diff_files
+from xlagraph.diff import canonical_of, diff_files
 from xlagraph.match import correspondence as cr
+from xlagraph.parse.hlo import parse_hlo
 
 pytest.importorskip("xlagraph._core")
 if cr._core() is None:
@@ -119,3 +122,58 @@ def test_stable_only_answers_as_the_full_refinement(batch: int) -> None:
                     assert got[:2] == full[:2]
                     skipped += got[3:] == ([], [])
     assert skipped > 0
+
+
+_UNARY = ("negate", "exponential", "tanh")
+_BINARY = ("add", "multiply", "maximum", "subtract", "divide")  # commutative and not
+
+
+@st.composite
+def _dataflow_modules(draw: st.DrawFn) -> str:
+    """HLO text of a random dataflow graph (written here, not produced by XLA: the property is
+    about graphs, whatever made them): a few inputs, maybe parallel chains of one op from them,
+    then ops over earlier values. Chains, few opcodes a module and operands mostly among the
+    latest values make look-alikes whose classes split over many rounds (a node is told apart by
+    its distance from the graph's ends, as in a deep model's alike blocks): up to ~20 here."""
+    unary = draw(st.lists(st.sampled_from(_UNARY), min_size=1, max_size=2, unique=True))
+    binary = draw(st.lists(st.sampled_from(_BINARY), min_size=1, max_size=2, unique=True))
+    names = [f"p{k}" for k in range(draw(st.integers(1, 4)))]
+    lines = [f"  {n} = f32[4] parameter({k})" for k, n in enumerate(names)]
+
+    def operand() -> str:
+        recent = names[-draw(st.integers(1, min(3, len(names)))) :]
+        return draw(st.sampled_from(recent) if draw(st.integers(0, 4)) else st.sampled_from(names))
+
+    if draw(st.booleans()):  # parallel chains of one op (equal lengths are look-alikes)
+        op = unary[0]
+        for c, start in enumerate(list(names)):
+            prev = start
+            for k in range(draw(st.integers(1, 25))):
+                lines.append(f"  c{c}_{k} = f32[4] {op}({prev})")
+                prev = f"c{c}_{k}"
+            names.append(prev)
+    for k in range(draw(st.integers(1, 60))):
+        if draw(st.booleans()):
+            op, args = draw(st.sampled_from(unary)), [operand()]
+        else:
+            op, args = draw(st.sampled_from(binary)), [operand(), operand()]
+        lines.append(f"  v{k} = f32[4] {op}({', '.join(args)})")
+        names.append(f"v{k}")
+    outputs = [names[-1], *draw(st.lists(st.sampled_from(names), max_size=3))]
+    shape = ", ".join(["f32[4]"] * len(outputs))
+    lines.append(f"  ROOT out = ({shape}) tuple({', '.join(outputs)})")
+    return "HloModule m\n\nENTRY e {\n" + "\n".join(lines) + "\n}\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(_dataflow_modules())
+def test_split_rounds_on_generated_graphs(text: str) -> None:
+    """The class algorithm's answer is the colour algorithm's on any dataflow graph, at every
+    budget from none to past stability, strict and loose, with multiplies by one seen through."""
+    core = cr._core()
+    entry = canonical_of(parse_hlo(text)).entry
+    for g in (cr._compiled_graph(core, entry), cr._compiled_graph(core, entry, True)):
+        for strict in (True, False):
+            stable_at = g.split_rounds(strict, 100, naive=True)[1]
+            for rounds in range(stable_at + 3):
+                assert g.split_rounds(strict, rounds) == g.split_rounds(strict, rounds, naive=True)
