@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -67,7 +68,7 @@ def _same(fast: CanonicalModule, ref: CanonicalModule) -> None:
         for field in _FIELDS:
             fv, rv = getattr(f, field), getattr(r, field)
             assert fv == rv, f"{name}.{field}"
-            if isinstance(fv, dict):
+            if isinstance(fv, Mapping):  # dictionaries, or mappings over the core's handle
                 assert list(fv) == list(rv), f"{name}.{field}: key order"
 
 

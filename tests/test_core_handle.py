@@ -25,6 +25,10 @@ _spec = pair_spec
 
 
 def _from_dicts(comp):  # type: ignore[no-untyped-def]
+    # Where the core keeps a handle the tables are mappings over it (canon_map.rs): their
+    # dictionaries, item for item, are what the Python entry points read.
+    tables = (comp.operands, comp.keys, comp.h0, comp.h1, comp.computation.by_name)
+    operands, keys, h0, h1, by_name = map(dict, tables)
     instructions = comp.computation.instructions
     shapes = {s: _shape_key(s) for s in {i.shape for i in instructions}}
     side = _core.match_side(
@@ -32,22 +36,22 @@ def _from_dicts(comp):  # type: ignore[no-untyped-def]
         shapes,
         COMMUTATIVE,
         comp.order,
-        comp.operands,
+        operands,
         comp.outputs,
-        comp.h0,
-        comp.h1,
+        h0,
+        h1,
         comp.param_number,
     )
     graph = _core.refine_graph(
-        comp.computation.by_name,
+        by_name,
         comp.order,
-        comp.operands,
+        operands,
         comp.param_number,
         comp.outputs,
         correspondence._COMMUTATIVE,
         correspondence._first_colours,
         correspondence._OUTPUT,
-        comp.keys,
+        keys,
         identity_multiplies(comp).by_name,
     )
     return side, graph

@@ -12,7 +12,7 @@ use crate::blake2b::{hexdigest, stable_hash};
 use crate::text::{Comp, FxMap, Inst, ModuleText, COMPUTATION_ATTRIBUTES};
 use crate::tuple_params;
 
-const NONE: u32 = u32::MAX;
+pub(crate) const NONE: u32 = u32::MAX;
 
 pub enum Failure {
     /// What `canonicalize` must raise: message and the instruction's line (0-based in the text).

@@ -12,9 +12,11 @@
 use std::sync::{Arc, OnceLock};
 
 use pyo3::prelude::*;
+use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyString, PyTuple};
 
 use crate::canon::CompCanon;
+use crate::canon_map::NameIndex;
 use crate::text::{Comp, FxMap};
 
 /// What the matcher and the handle share of a canonical computation: its names and canonical
@@ -67,6 +69,15 @@ pub struct CanonHandle {
     pub(crate) keys: Vec<u64>,
     /// `h0` of `order`, sorted (made when first asked for: `h0_distance`).
     pub(crate) h0_sorted: OnceLock<Vec<i128>>,
+    /// What the canonical form's mappings read (canon_map.rs): the IR's instructions, the
+    /// instructions `operands` has in its key order, which of them forwarding rewired (the
+    /// others' operands are the IR's own tuple), which are live (`order`).
+    pub(crate) instructions: Py<PyTuple>,
+    pub(crate) entered: Vec<u32>,
+    pub(crate) forwarded: Vec<bool>,
+    pub(crate) live: Vec<bool>,
+    /// Names to indices, made when a mapping is first asked for a name.
+    pub(crate) index: GILOnceCell<NameIndex>,
 }
 
 impl std::ops::Deref for CanonHandle {
@@ -80,6 +91,11 @@ impl std::ops::Deref for CanonHandle {
 impl CanonHandle {
     fn __len__(&self) -> usize {
         self.names.len()
+    }
+
+    /// `Computation.by_name` of this computation as a mapping over the handle (canon_map.rs).
+    fn by_name(slf: &Bound<'_, Self>) -> PyResult<Py<crate::canon_map::CanonMap>> {
+        crate::canon_map::canon_map(slf.py(), slf, crate::canon_map::Field::ByName)
     }
 
     /// How many instructions of either computation have no structural twin (`h0`) in the other,
@@ -179,6 +195,11 @@ pub(crate) fn handle<'py>(
         has_ops[i as usize] = true;
         per[i as usize] = c.ops(comp, i);
     }
+    let forwarded = c.fidx.iter().map(|&f| f != crate::canon::NONE).collect();
+    let mut live = vec![false; n];
+    for &i in &c.order {
+        live[i as usize] = true;
+    }
     let mut ops_start = Vec::with_capacity(n + 1);
     let mut ops = Vec::new();
     for row in &per {
@@ -206,5 +227,10 @@ pub(crate) fn handle<'py>(
         kinds,
         keys: c.keys.clone(),
         h0_sorted: OnceLock::new(),
+        instructions: instructions.clone().unbind(),
+        entered: c.entered.clone(),
+        forwarded,
+        live,
+        index: GILOnceCell::new(),
     }))
 }

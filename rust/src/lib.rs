@@ -6,6 +6,7 @@
 mod attrs;
 mod blake2b;
 mod canon;
+mod canon_map;
 mod changes;
 mod checks;
 mod created;
@@ -413,7 +414,7 @@ fn notes<'py>(
 }
 
 /// A Python int of a canonical hash (CPython's tuple hashes are signed, content keys unsigned).
-fn py_int<'py>(py: Python<'py>, v: i128) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn py_int<'py>(py: Python<'py>, v: i128) -> PyResult<Bound<'py, PyAny>> {
     Ok(match i64::try_from(v) {
         Ok(x) => x.into_pyobject(py)?.into_any(),
         Err(_) => (v as u64).into_pyobject(py)?.into_any(),
@@ -433,6 +434,86 @@ fn canonical_form<'py>(
     operands: &[Bound<'py, PyTuple>],
     kept: Option<handle::CanonHandle>,
 ) -> PyResult<Bound<'py, PyTuple>> {
+    let name = |i: &u32| names[*i as usize].clone();
+    let tuple = |v: &[u32]| PyTuple::new(py, v.iter().map(name)).map(untrack);
+    // Where the core keeps a handle, the tables by name are mappings over it (canon_map.rs):
+    // a diff asks them about a few names, and building them was most of the IR's cost.
+    let kept = match kept {
+        Some(h) => Some(Bound::new(py, h)?),
+        None => None,
+    };
+    let (ops, keys, h0, h1) = match &kept {
+        Some(h) => {
+            let map = |f| canon_map::canon_map(py, h, f).map(|m| m.into_bound(py).into_any());
+            use canon_map::Field;
+            (
+                map(Field::Operands)?,
+                map(Field::Keys)?,
+                map(Field::H0)?,
+                map(Field::H1)?,
+            )
+        }
+        None => {
+            let (ops, keys, h0, h1) = tables(py, ints, c, comp, names, operands)?;
+            (
+                ops.into_any(),
+                keys.into_any(),
+                h0.into_any(),
+                h1.into_any(),
+            )
+        }
+    };
+    let pairs = |v: &[(u32, i64)]| -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (i, number) in v {
+            d.set_item(name(i), number)?;
+        }
+        Ok(d)
+    };
+    let layouts = PyDict::new(py);
+    for (i, lay) in &c.layouts {
+        layouts.set_item(name(i), lay)?;
+    }
+    PyTuple::new(
+        py,
+        [
+            c.comp.into_pyobject(py)?.into_any(),
+            tuple(&c.order)?.into_any(),
+            ops,
+            tuple(&c.outputs)?.into_any(),
+            keys,
+            h0,
+            h1,
+            pairs(&c.params)?.into_any(),
+            pairs(&c.ranks)?.into_any(),
+            tuple(&c.plumbing)?.into_any(),
+            tuple(&c.dead)?.into_any(),
+            c.hash.into_pyobject(py)?.into_any(),
+            layouts.into_any(),
+            tuple(&c.walk)?.into_any(),
+            match kept {
+                Some(h) => h.into_any(),
+                None => py.None().into_bound(py),
+            },
+        ],
+    )
+}
+
+/// The canonical form's tables by name as dictionaries (where no handle is kept: a name repeats).
+#[allow(clippy::type_complexity)]
+fn tables<'py>(
+    py: Python<'py>,
+    ints: &mut FxMap<u64, Bound<'py, PyAny>>,
+    c: &canon::CompCanon,
+    comp: &text::Comp,
+    names: &[Bound<'py, PyString>],
+    operands: &[Bound<'py, PyTuple>],
+) -> PyResult<(
+    Bound<'py, PyDict>,
+    Bound<'py, PyDict>,
+    Bound<'py, PyDict>,
+    Bound<'py, PyDict>,
+)> {
     let name = |i: &u32| names[*i as usize].clone();
     let tuple = |v: &[u32]| PyTuple::new(py, v.iter().map(name)).map(untrack);
     let ops = PyDict::new(py);
@@ -471,40 +552,7 @@ fn canonical_form<'py>(
         Ok(d)
     };
     let (h0, h1) = (fill(&c.h0)?, fill(&c.h1)?);
-    let pairs = |v: &[(u32, i64)]| -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        for (i, number) in v {
-            d.set_item(name(i), number)?;
-        }
-        Ok(d)
-    };
-    let layouts = PyDict::new(py);
-    for (i, lay) in &c.layouts {
-        layouts.set_item(name(i), lay)?;
-    }
-    PyTuple::new(
-        py,
-        [
-            c.comp.into_pyobject(py)?.into_any(),
-            tuple(&c.order)?.into_any(),
-            ops.into_any(),
-            tuple(&c.outputs)?.into_any(),
-            keys.into_any(),
-            h0.into_any(),
-            h1.into_any(),
-            pairs(&c.params)?.into_any(),
-            pairs(&c.ranks)?.into_any(),
-            tuple(&c.plumbing)?.into_any(),
-            tuple(&c.dead)?.into_any(),
-            c.hash.into_pyobject(py)?.into_any(),
-            layouts.into_any(),
-            tuple(&c.walk)?.into_any(),
-            match kept {
-                Some(h) => Bound::new(py, h)?.into_any(),
-                None => py.None().into_bound(py),
-            },
-        ],
-    )
+    Ok((ops, keys, h0, h1))
 }
 
 /// Parse and canonicalize without building the IR: `(name, instruction_count,
@@ -562,6 +610,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(refine::refine_picked, m)?)?;
     m.add_class::<refine::RefineGraph>()?;
     m.add_class::<handle::CanonHandle>()?;
+    m.add_class::<canon_map::CanonMap>()?;
     m.add_function(wrap_pyfunction!(from_handle::match_side_of, m)?)?;
     m.add_function(wrap_pyfunction!(from_handle::refine_graph_of, m)?)?;
     m.add_function(wrap_pyfunction!(changes::matched_walk, m)?)?;

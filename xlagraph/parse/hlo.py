@@ -29,6 +29,7 @@ here; and the module's canonical form (`Module.core`, which `canonical.canonical
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import NamedTuple
 
 try:
@@ -41,6 +42,10 @@ except ImportError as e:  # a checkout used without `pip install -e .`
 from xlagraph._gc import paused_gc
 from xlagraph.errors import ParseError
 from xlagraph.ir import Computation, Frame, GraphInfo, Instruction, Metadata, Module
+
+# The canonical form's tables by name and `by_name` of the computations the core keeps a handle
+# on are mappings over that handle (rust/src/canon_map.rs), not dictionaries.
+Mapping.register(_core.CanonMap)
 
 __all__ = [
     "HloSummary",
@@ -138,6 +143,10 @@ def parse_hlo(text: str, path: str = "", *, first_line: int = 1, info: GraphInfo
             message, line = e.args
             raise ParseError(path, message, line) from None
         comps = tuple(Computation(n, ins, entry, line) for n, ins, entry, line in computations)
+        if canonical is not None and len(canonical) == 3:
+            for index, *_, handle in canonical[2]:
+                if handle is not None:  # `by_name` answered by the handle (names are unique)
+                    comps[index].__dict__["by_name"] = handle.by_name()
         return Module(
             name,
             comps,

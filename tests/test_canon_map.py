@@ -1,0 +1,79 @@
+"""The canonical form's tables by name and `Computation.by_name`, where the core keeps a handle,
+are mappings over it (rust/src/canon_map.rs) that answer as the dictionaries they replace: the
+dictionaries Python's canonicalization builds from the same module, on every computation of
+every module the fixture pairs diff (tests/data/fixture_pairs.txt)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+import pytest
+
+from tests.conftest import FIXTURE_PAIRS, pair_spec
+from xlagraph.canonical import canonicalize
+from xlagraph.parse.sources import load_module
+
+_core = pytest.importorskip("xlagraph._core")
+
+SPECS = sorted({spec for pair in FIXTURE_PAIRS for spec in pair})
+FIELDS = ("operands", "keys", "h0", "h1")
+
+
+def _copy(name: str) -> str:
+    """An equal string that is another object (lookups by content, not identity)."""
+    return "".join(list(name))
+
+
+def _same(mine: Mapping, ref: dict, where: str) -> None:
+    assert isinstance(mine, Mapping), where
+    assert len(mine) == len(ref), where
+    assert list(mine) == list(ref), f"{where}: key order"
+    assert list(mine.keys()) == list(ref.keys()), where
+    assert list(mine.values()) == list(ref.values()), where
+    assert list(mine.items()) == list(ref.items()), where
+    assert mine == ref and ref == mine and mine == mine, where
+    assert repr(mine) == repr(ref), where
+    assert mine.keys() | {"not-a-name"} == ref.keys() | {"not-a-name"}, where
+    for name, value in list(ref.items())[:: max(1, len(ref) // 200)]:
+        for key in (name, _copy(name)):
+            assert key in mine and mine[key] == value and mine.get(key) == value, f"{where}: {name}"
+    for missing in ("not-a-name", "", 7, None, ("a",)):
+        assert missing not in mine and mine.get(missing, "default") == "default", where
+        with pytest.raises(KeyError):
+            mine[missing]
+    with pytest.raises(TypeError):
+        mine.get(["unhashable"])
+
+
+@pytest.mark.parametrize("batch", range(4))
+def test_mappings_answer_as_the_dictionaries(batch: int) -> None:
+    mapped = 0
+    for spec in SPECS[batch::4]:
+        module = load_module(pair_spec(spec))
+        if module.format != "hlo":
+            continue
+        fast, ref = canonicalize(module), canonicalize(replace(module, core=None))
+        for name, comp in fast.computations.items():
+            if comp.core is None:
+                assert all(type(getattr(comp, f)) is dict for f in FIELDS), f"{spec} {name}"
+                continue
+            mapped += 1
+            for field in FIELDS:
+                _same(getattr(comp, field), getattr(ref.computations[name], field), f"{spec} {name}.{field}")
+            by_name = {i.name: i for i in comp.computation.instructions}
+            _same(comp.computation.by_name, by_name, f"{spec} {name}.by_name")
+            # Values are the IR's own objects where the dictionary held them.
+            for i in comp.computation.instructions[:50]:
+                assert comp.computation.by_name[i.name] is i
+    assert mapped > 50
+
+
+def test_mappings_other_than_mappings_are_unequal() -> None:
+    module = load_module(pair_spec(SPECS[0]))
+    comp = canonicalize(module).entry
+    if comp.core is None:
+        pytest.skip("no handle on this computation")
+    assert comp.h0 != list(comp.h0) and comp.h0 != 3 and comp.h0 != comp.h1
+    assert comp.keys != {**comp.keys, "not-a-name": 1}
+    assert comp.h0.copy() == dict(comp.h0) and type(comp.h0.copy()) is dict
