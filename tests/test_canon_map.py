@@ -77,3 +77,26 @@ def test_mappings_other_than_mappings_are_unequal() -> None:
     assert comp.h0 != list(comp.h0) and comp.h0 != 3 and comp.h0 != comp.h1
     assert comp.keys != {**comp.keys, "not-a-name": 1}
     assert comp.h0.copy() == dict(comp.h0) and type(comp.h0.copy()) is dict
+
+
+@pytest.mark.parametrize("batch", range(2))
+def test_constants_picked_by_the_core_are_pythons(batch: int) -> None:
+    """`residue.constants_of` and `_elided_names` read the handle where there is one."""
+    from xlagraph.diagnose.residue import is_elided
+
+    seen = 0
+    for spec in SPECS[batch::2]:
+        module = load_module(pair_spec(spec))
+        if module.format != "hlo":
+            continue
+        for comp in canonicalize(module).computations.values():
+            if comp.core is None:
+                continue
+            by_name = comp.computation.by_name
+            live = tuple(n for n in comp.order if by_name[n].opcode == "constant")
+            assert comp.core.live_constants() == live, spec
+            constants = [i for i in comp.computation.instructions if i.opcode == "constant"]
+            elided = {i.name for i in constants if is_elided(i.payload)}
+            seen += len(elided)
+            assert comp.core.elided_names() == elided, spec
+    assert seen > 0  # fixtures print some constants as {...}

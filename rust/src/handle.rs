@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
-use pyo3::types::{PyString, PyTuple};
+use pyo3::types::{PyFrozenSet, PyString, PyTuple};
 
 use crate::canon::CompCanon;
 use crate::canon_map::NameIndex;
@@ -78,6 +78,8 @@ pub struct CanonHandle {
     pub(crate) live: Vec<bool>,
     /// Names to indices, made when a mapping is first asked for a name.
     pub(crate) index: GILOnceCell<NameIndex>,
+    /// The constants whose value the dump printed as `{...}` (spaces aside).
+    pub(crate) elided: Vec<u32>,
 }
 
 impl std::ops::Deref for CanonHandle {
@@ -91,6 +93,26 @@ impl std::ops::Deref for CanonHandle {
 impl CanonHandle {
     fn __len__(&self) -> usize {
         self.names.len()
+    }
+
+    /// The live constants' names in `order` (`residue.constants_of`).
+    fn live_constants<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let constant = self.opcodes.iter().position(|o| o == "constant");
+        let names = self
+            .order
+            .iter()
+            .filter(|&&i| constant == Some(self.opcode[i as usize] as usize))
+            .map(|&i| self.names[i as usize].bind(py))
+            .collect::<Vec<_>>();
+        PyTuple::new(py, names)
+    }
+
+    /// The names of the constants printed `{...}`, live or not (`residue._elided_names`).
+    fn elided_names<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyFrozenSet>> {
+        PyFrozenSet::new(
+            py,
+            self.elided.iter().map(|&i| self.names[i as usize].bind(py)),
+        )
     }
 
     /// `Computation.by_name` of this computation as a mapping over the handle (canon_map.rs).
@@ -196,6 +218,17 @@ pub(crate) fn handle<'py>(
         per[i as usize] = c.ops(comp, i);
     }
     let forwarded = c.fidx.iter().map(|&f| f != crate::canon::NONE).collect();
+    let elided = (0..n as u32)
+        .filter(|&i| {
+            let ins = &comp.insts[i as usize];
+            ins.opcode == "constant"
+                && ins
+                    .payload
+                    .chars()
+                    .filter(|&c| c != ' ')
+                    .eq("{...}".chars())
+        })
+        .collect();
     let mut live = vec![false; n];
     for &i in &c.order {
         live[i as usize] = true;
@@ -232,5 +265,6 @@ pub(crate) fn handle<'py>(
         forwarded,
         live,
         index: GILOnceCell::new(),
+        elided,
     }))
 }

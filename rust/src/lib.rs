@@ -17,6 +17,7 @@ mod literal;
 mod matcher;
 mod notes;
 mod opcodes;
+mod par;
 mod parser;
 mod refine;
 mod refine_alone;

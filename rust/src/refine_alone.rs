@@ -17,6 +17,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::par;
 use crate::refine::{distinct, RefineGraph};
 use crate::refine_split::split_rounds;
 
@@ -103,12 +104,16 @@ pub(crate) fn unstable_colours(
     strict: bool,
     rounds: usize,
 ) -> Option<(Vec<u64>, Vec<u64>)> {
-    let xa = a.alone.get(a, strict, rounds);
-    let xb = b.alone.get(b, strict, rounds);
+    let parallel = a.loose.len().min(b.loose.len()) >= par::PAST;
+    let (xa, xb) = par::both(
+        parallel,
+        || a.alone.get(a, strict, rounds),
+        || b.alone.get(b, strict, rounds),
+    );
     if !(xa.splits_all || xb.splits_all) {
         return None;
     }
-    Some((xa.last(a), xb.last(b)))
+    Some(par::both(parallel, || xa.last(a), || xb.last(b)))
 }
 
 /// One graph's rounds of `refine_picked` alone: the number of classes after each round (0 to
@@ -185,8 +190,11 @@ pub(crate) fn picked_history(
     if !alone.unwrap_or(a.loose.len().max(b.loose.len()) >= PICKED_ALONE) {
         return None;
     }
-    let xa = a.picked.get(a, strict, rounds, pick_a);
-    let xb = b.picked.get(b, strict, rounds, pick_b);
+    let (xa, xb) = par::both(
+        a.loose.len().min(b.loose.len()) >= par::PAST,
+        || a.picked.get(a, strict, rounds, pick_a),
+        || b.picked.get(b, strict, rounds, pick_b),
+    );
     let unchanged = |x: &Picked, i: usize| x.counts[i + 1] == x.counts[i];
     let len = (0..rounds)
         .find(|&i| unchanged(&xa, i) && unchanged(&xb, i))

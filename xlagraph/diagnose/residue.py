@@ -218,6 +218,8 @@ def constants_of(comp: CanonicalComputation) -> list[str]:
     """The live constants of `comp`, picked at C speed: every diff asks, of every instruction
     (and a report of each computation again in every diff it is part of: kept while it lives)."""
     found = _CONSTANTS.get(comp)
+    if found is None and comp.core is not None:  # the core's handle knows each one's opcode
+        found = _CONSTANTS[comp] = comp.core.live_constants()
     if found is None and "constant" not in map(_OPCODE, comp.computation.instructions):
         found = _CONSTANTS[comp] = ()  # (most called computations: no dictionary by name built)
     if found is None:
@@ -278,6 +280,8 @@ def _elided_names(comp: CanonicalComputation) -> frozenset[str]:
     """Names whose instruction (as `by_name` has it) is a constant printed `{...}`; kept while
     `comp` lives."""
     found = _ELIDED_NAMES.get(comp)
+    if found is None and comp.core is not None:  # picked by the core as it read them
+        found = _ELIDED_NAMES[comp] = comp.core.elided_names()
     if found is None:
         by_name = comp.computation.by_name
         constants = compress(by_name.items(), map("constant".__eq__, map(_OPCODE, by_name.values())))
