@@ -164,21 +164,44 @@ impl<K: std::hash::Hash + Eq> Numbering<K> {
     }
 }
 
-/// The handle of one computation: `c` its canonical form, `comp` the reader's records,
-/// `names` and `instructions` what the Python IR was built with. None where a name repeats (the
-/// Python lookups by name keep the last one: the callers' Python paths decide such input).
-pub(crate) fn handle<'py>(
-    c: &CompCanon,
-    comp: &Comp,
-    names: &[Bound<'py, PyString>],
-    instructions: &Bound<'py, PyTuple>,
-) -> PyResult<Option<CanonHandle>> {
+/// What a handle holds besides Python objects, made while the reader runs without the GIL:
+/// None where a name repeats (the Python lookups by name keep the last one: the callers'
+/// Python paths decide such input).
+pub(crate) struct Parts {
+    canon: Canon0,
+    opcode: Vec<u32>,
+    shape: Vec<u32>,
+    opcodes: Vec<String>,
+    shapes: Vec<String>,
+    kind: Vec<u32>,
+    /// The first instruction of each kind.
+    kind_first: Vec<u32>,
+    keys: Vec<u64>,
+    entered: Vec<u32>,
+    forwarded: Vec<bool>,
+    live: Vec<bool>,
+    elided: Vec<u32>,
+}
+
+/// `Canon` but its names.
+struct Canon0 {
+    order: Vec<u32>,
+    ops_start: Vec<u32>,
+    ops: Vec<u32>,
+    has_ops: Vec<bool>,
+    outputs: Vec<u32>,
+    h0: Vec<i128>,
+    h1: Vec<i128>,
+    params: Vec<(u32, i64)>,
+}
+
+pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Option<Parts> {
     let n = comp.insts.len();
     let mut seen: FxMap<&str, ()> = FxMap::default();
     seen.reserve(n);
     for ins in &comp.insts {
         if seen.insert(ins.name.as_ref(), ()).is_some() {
-            return Ok(None);
+            return None;
         }
     }
     drop(seen);
@@ -192,7 +215,7 @@ pub(crate) fn handle<'py>(
     let mut kind_ids = Numbering {
         ids: FxMap::default(),
     };
-    let mut kinds: Vec<Py<PyAny>> = Vec::new();
+    let mut kind_first: Vec<u32> = Vec::new();
     let (mut opcode, mut shape, mut kind) = (
         Vec::with_capacity(n),
         Vec::with_capacity(n),
@@ -202,11 +225,9 @@ pub(crate) fn handle<'py>(
         let o = opcode_ids.id(ins.opcode.as_ref(), || opcodes.push(ins.opcode.to_string()));
         let s = shape_ids.id(ins.shape.as_ref(), || shapes.push(ins.shape.to_string()));
         let attrs: Vec<(&str, &str)> = ins.attrs.iter().map(|(a, v)| (*a, v.as_ref())).collect();
-        let mut first = false;
-        let id = kind_ids.id((o, s, attrs, ins.called.len()), || first = true);
-        if first {
-            kinds.push(instructions.get_item(k)?.unbind());
-        }
+        let id = kind_ids.id((o, s, attrs, ins.called.len()), || {
+            kind_first.push(k as u32)
+        });
         opcode.push(o);
         shape.push(s);
         kind.push(id);
@@ -240,9 +261,8 @@ pub(crate) fn handle<'py>(
         ops.extend_from_slice(row);
     }
     ops_start.push(ops.len() as u32);
-    Ok(Some(CanonHandle {
-        canon: Arc::new(Canon {
-            names: names.iter().map(|s| s.clone().unbind()).collect(),
+    Some(Parts {
+        canon: Canon0 {
             order: c.order.clone(),
             ops_start,
             ops,
@@ -251,20 +271,59 @@ pub(crate) fn handle<'py>(
             h0: c.h0.clone(),
             h1: c.h1.clone(),
             params: c.params.clone(),
-        }),
+        },
         opcode,
         shape,
         opcodes,
         shapes,
         kind,
-        kinds,
+        kind_first,
         keys: c.keys.clone(),
-        h0_sorted: OnceLock::new(),
-        instructions: instructions.clone().unbind(),
         entered: c.entered.clone(),
         forwarded,
         live,
-        index: GILOnceCell::new(),
         elided,
-    }))
+    })
+}
+
+/// The handle of one computation from its parts, `names` and `instructions` being what the
+/// Python IR was built with.
+pub(crate) fn handle<'py>(
+    p: Parts,
+    names: &[Bound<'py, PyString>],
+    instructions: &Bound<'py, PyTuple>,
+) -> PyResult<CanonHandle> {
+    let kinds = p
+        .kind_first
+        .iter()
+        .map(|&k| instructions.get_item(k as usize).map(Bound::unbind))
+        .collect::<PyResult<Vec<_>>>()?;
+    let c = p.canon;
+    Ok(CanonHandle {
+        canon: Arc::new(Canon {
+            names: names.iter().map(|s| s.clone().unbind()).collect(),
+            order: c.order,
+            ops_start: c.ops_start,
+            ops: c.ops,
+            has_ops: c.has_ops,
+            outputs: c.outputs,
+            h0: c.h0,
+            h1: c.h1,
+            params: c.params,
+        }),
+        opcode: p.opcode,
+        shape: p.shape,
+        opcodes: p.opcodes,
+        shapes: p.shapes,
+        kind: p.kind,
+        kinds,
+        keys: p.keys,
+        h0_sorted: OnceLock::new(),
+        instructions: instructions.clone().unbind(),
+        entered: p.entered,
+        forwarded: p.forwarded,
+        live: p.live,
+        index: GILOnceCell::new(),
+        elided: p.elided,
+    })
 }

@@ -344,7 +344,19 @@ fn build<'py>(
             .map(|(k, v)| PyTuple::new(py, [PyString::new(py, k), PyString::new(py, v.trim())]))
             .collect::<PyResult<Vec<_>>>()?,
     )?;
-    let canonical = py.allow_threads(|| canon::canonicalize(&module));
+    // The handles' parts (all but their Python objects) are made here too, without the GIL:
+    // the other side of a diff builds its IR meanwhile.
+    let (canonical, mut parts) = py.allow_threads(|| {
+        let canonical = canon::canonicalize(&module);
+        let mut parts: Vec<Option<handle::Parts>> = Vec::new();
+        if let Ok(m) = &canonical {
+            parts.resize_with(module.comps.len(), || None);
+            for c in &m.comps {
+                parts[c.comp] = handle::parts(c, &module.comps[c.comp]);
+            }
+        }
+        (canonical, parts)
+    });
     // Where each computation's canonical form is in `canonical` (callees first).
     let mut place = vec![usize::MAX; module.comps.len()];
     if let Ok(m) = &canonical {
@@ -362,7 +374,14 @@ fn build<'py>(
         if let Ok(m) = &canonical {
             let c = &m.comps[place[index]];
             let instructions = built.get_item(1)?;
-            let kept = handle::handle(c, &comp, &names, instructions.downcast::<PyTuple>()?)?;
+            let kept = match parts.get_mut(index).and_then(Option::take) {
+                Some(p) => Some(handle::handle(
+                    p,
+                    &names,
+                    instructions.downcast::<PyTuple>()?,
+                )?),
+                None => None,
+            };
             forms[place[index]] = Some(canonical_form(
                 py, &mut ints, c, &comp, &names, &operands, kept,
             )?);
