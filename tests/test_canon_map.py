@@ -100,3 +100,34 @@ def test_constants_picked_by_the_core_are_pythons(batch: int) -> None:
             seen += len(elided)
             assert comp.core.elided_names() == elided, spec
     assert seen > 0  # fixtures print some constants as {...}
+
+
+@pytest.mark.parametrize("batch", range(4))
+def test_pair_mappings_answer_as_the_reference_matchers_dictionaries(batch: int) -> None:
+    """The compiled matcher's `Matching.left`, `.right` and `.matcher` over two computations with
+    handles are mappings over its pairs (canon_map.rs `PairMap`)."""
+    from xlagraph.diff import diff_files
+    from xlagraph.match import _compiled, _context_pairs, _layout, _sent, match_python
+
+    mapped = 0
+    for a, b in FIXTURE_PAIRS[batch::4]:
+        result = diff_files(pair_spec(a), pair_spec(b))
+        for pair in result.pairs:
+            if pair.matching is None:
+                continue
+            left, right = result.left.computations[pair.left], result.right.computations[pair.right]
+            got = _compiled.match(
+                left,
+                right,
+                _sent(left) | _sent(right),
+                _layout(left) != _layout(right),
+                _context_pairs(left, right),
+            )
+            if got is None or type(got.left) is dict:
+                assert left.core is None or right.core is None or got is None, (a, b)
+                continue
+            want = match_python(left, right)
+            for field in ("left", "right", "matcher"):
+                _same(getattr(got, field), getattr(want, field), f"{a} {b} {pair.left}.{field}")
+            mapped += 1
+    assert mapped > 20

@@ -8,13 +8,19 @@
 //! computation's for `by_name`), the same values (`operands` of an instruction forwarding left
 //! alone is the IR's own tuple), `KeyError` for other names. Python registers it as a
 //! `collections.abc.Mapping`. Handles exist only where names are unique, so one name is one index.
+//!
+//! A `PairMap` is the matcher's answer (`Matching.left`, `.right`, `.matcher`) the same way:
+//! three dictionaries of every matched pair cost 0.3 s of the 600K diff, the matching 0.05.
 
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyDict, PyIterator, PyList, PyString, PyTuple};
 
-use crate::handle::CanonHandle;
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use crate::handle::{Canon, CanonHandle};
 
 /// Names to instruction indices: open addressing on Python's own string hash (cached in each
 /// string object, so later dictionary lookups with these names hash nothing either).
@@ -68,6 +74,146 @@ impl NameIndex {
     }
 }
 
+/// What a read-only mapping keyed by one computation's names answers.
+pub(crate) trait Table {
+    /// The computation whose names are the keys.
+    fn keyed(&self) -> &Canon;
+    /// The keys' indices, in the dictionary's order.
+    fn members(&self) -> Cow<'_, [u32]>;
+    fn size(&self) -> usize;
+    fn has(&self, i: usize) -> bool;
+    fn value<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyAny>>;
+}
+
+fn find<T: Table>(t: &T, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+    let c = t.keyed();
+    let index = c
+        .index
+        .get_or_try_init(py, || NameIndex::build(py, &c.names))?;
+    Ok(index.find(&c.names, key)?.filter(|&i| t.has(i)))
+}
+
+fn to_dict<'py, T: Table>(t: &T, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    let names = &t.keyed().names;
+    let d = PyDict::new(py);
+    for &i in t.members().iter() {
+        d.set_item(names[i as usize].bind(py), t.value(py, i as usize)?)?;
+    }
+    Ok(d)
+}
+
+fn equal<T: Table>(t: &T, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if !(other.is_instance_of::<PyDict>() || other.hasattr("keys")?) {
+        return Ok(false);
+    }
+    if other.len()? != t.size() {
+        return Ok(false);
+    }
+    let names = &t.keyed().names;
+    for &i in t.members().iter() {
+        match other.get_item(names[i as usize].bind(py)) {
+            Ok(v) => {
+                if !v.eq(t.value(py, i as usize)?)? {
+                    return Ok(false);
+                }
+            }
+            Err(e) if e.is_instance_of::<PyKeyError>(py) => return Ok(false),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// A dictionary's read-only methods on a `Table`.
+macro_rules! mapping_methods {
+    ($t:ty) => {
+        #[pymethods]
+        impl $t {
+            fn __len__(&self) -> usize {
+                self.size()
+            }
+
+            fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+                Ok(find(self, py, key)?.is_some())
+            }
+
+            fn __getitem__<'py>(
+                &self,
+                py: Python<'py>,
+                key: &Bound<'py, PyAny>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                match find(self, py, key)? {
+                    Some(i) => self.value(py, i),
+                    None => Err(PyKeyError::new_err(key.clone().unbind())),
+                }
+            }
+
+            #[pyo3(signature = (key, default=None))]
+            fn get<'py>(
+                &self,
+                py: Python<'py>,
+                key: &Bound<'py, PyAny>,
+                default: Option<Bound<'py, PyAny>>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                match find(self, py, key)? {
+                    Some(i) => self.value(py, i),
+                    None => Ok(default.unwrap_or_else(|| py.None().into_bound(py))),
+                }
+            }
+
+            fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyIterator>> {
+                let names = &self.keyed().names;
+                PyList::new(
+                    py,
+                    self.members().iter().map(|&i| names[i as usize].bind(py)),
+                )?
+                .into_any()
+                .try_iter()
+            }
+
+            /// A set-like view, as a dictionary's (`operands.keys() | dead` is read).
+            fn keys<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+                static VIEW: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
+                VIEW.import(slf.py(), "collections.abc", "KeysView")?
+                    .call1((slf,))
+            }
+
+            fn values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+                let values = self
+                    .members()
+                    .iter()
+                    .map(|&i| self.value(py, i as usize))
+                    .collect::<PyResult<Vec<_>>>()?;
+                PyList::new(py, values)
+            }
+
+            fn items<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+                let names = &self.keyed().names;
+                let items = self
+                    .members()
+                    .iter()
+                    .map(|&i| Ok((names[i as usize].bind(py), self.value(py, i as usize)?)))
+                    .collect::<PyResult<Vec<_>>>()?;
+                PyList::new(py, items)
+            }
+
+            /// A dictionary with the same items, in the same order.
+            fn copy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+                to_dict(self, py)
+            }
+
+            /// Equal to any mapping with the same items, as dictionaries are.
+            fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+                equal(self, py, other)
+            }
+
+            fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+                Ok(to_dict(self, py)?.repr()?.to_string())
+            }
+        }
+    };
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Field {
     Operands,
@@ -97,9 +243,13 @@ pub fn canon_map(
     )
 }
 
-impl CanonMap {
-    /// The keys' indices in the dictionary's order.
-    fn members<'h>(&self, h: &'h CanonHandle) -> std::borrow::Cow<'h, [u32]> {
+impl Table for CanonMap {
+    fn keyed(&self) -> &Canon {
+        &self.handle.get().canon
+    }
+
+    fn members(&self) -> Cow<'_, [u32]> {
+        let h = self.handle.get();
         match self.field {
             Field::Keys | Field::H0 | Field::H1 => (&h.order[..]).into(),
             Field::Operands => (&h.entered[..]).into(),
@@ -107,7 +257,17 @@ impl CanonMap {
         }
     }
 
-    fn has(&self, h: &CanonHandle, i: usize) -> bool {
+    fn size(&self) -> usize {
+        let h = self.handle.get();
+        match self.field {
+            Field::Keys | Field::H0 | Field::H1 => h.order.len(),
+            Field::Operands => h.entered.len(),
+            Field::ByName => h.names.len(),
+        }
+    }
+
+    fn has(&self, i: usize) -> bool {
+        let h = self.handle.get();
         match self.field {
             Field::Keys | Field::H0 | Field::H1 => h.live[i],
             Field::Operands => h.has_ops[i],
@@ -115,12 +275,8 @@ impl CanonMap {
         }
     }
 
-    fn value<'py>(
-        &self,
-        py: Python<'py>,
-        h: &CanonHandle,
-        i: usize,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    fn value<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyAny>> {
+        let h = self.handle.get();
         Ok(match self.field {
             Field::Keys => h.keys[i].into_pyobject(py)?.into_any(),
             Field::H0 => crate::py_int(py, h.h0[i])?,
@@ -133,142 +289,127 @@ impl CanonMap {
             Field::ByName => h.instructions.bind(py).get_item(i)?,
         })
     }
-
-    fn find(
-        &self,
-        py: Python<'_>,
-        h: &CanonHandle,
-        key: &Bound<'_, PyAny>,
-    ) -> PyResult<Option<usize>> {
-        let index = h
-            .index
-            .get_or_try_init(py, || NameIndex::build(py, &h.names))?;
-        Ok(index.find(&h.names, key)?.filter(|&i| self.has(h, i)))
-    }
-
-    fn dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let h = self.handle.get();
-        let d = PyDict::new(py);
-        for &i in self.members(h).iter() {
-            d.set_item(h.names[i as usize].bind(py), self.value(py, h, i as usize)?)?;
-        }
-        Ok(d)
-    }
 }
 
-#[pymethods]
-impl CanonMap {
-    fn __len__(&self) -> usize {
-        let h = self.handle.get();
-        match self.field {
-            Field::Keys | Field::H0 | Field::H1 => h.order.len(),
-            Field::Operands => h.entered.len(),
-            Field::ByName => h.names.len(),
-        }
-    }
+mapping_methods!(CanonMap);
 
-    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(self.find(py, self.handle.get(), key)?.is_some())
-    }
+/// The pairs a matching found, in the order found, and the phase (tag) of each.
+pub struct Pairs {
+    left: Arc<Canon>,
+    right: Arc<Canon>,
+    /// Left and right indices of the pairs, in order.
+    lefts: Vec<u32>,
+    rights: Vec<u32>,
+    /// Per left instruction its right one, per right its left one (`u32::MAX`: none).
+    to_right: Vec<u32>,
+    to_left: Vec<u32>,
+    /// Per left instruction its pair's tag.
+    tag: Vec<u8>,
+    tags: Vec<Py<PyString>>,
+}
 
-    fn __getitem__<'py>(
-        &self,
-        py: Python<'py>,
-        key: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let h = self.handle.get();
-        match self.find(py, h, key)? {
-            Some(i) => self.value(py, h, i),
-            None => Err(PyKeyError::new_err(key.clone().unbind())),
-        }
-    }
+/// `Matching.left` (left name -> right name), `.right` (right -> left) or `.matcher` (left name
+/// -> the phase that paired it).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Left,
+    Right,
+    Matcher,
+}
 
-    #[pyo3(signature = (key, default=None))]
-    fn get<'py>(
-        &self,
-        py: Python<'py>,
-        key: &Bound<'py, PyAny>,
-        default: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let h = self.handle.get();
-        match self.find(py, h, key)? {
-            Some(i) => self.value(py, h, i),
-            None => Ok(default.unwrap_or_else(|| py.None().into_bound(py))),
-        }
-    }
+#[pyclass(frozen, mapping, module = "xlagraph._core")]
+pub struct PairMap {
+    pairs: Arc<Pairs>,
+    side: Side,
+}
 
-    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyIterator>> {
-        let h = self.handle.get();
-        PyList::new(
+/// `(left, right, matcher)` over `pairs` (indices into the sides' names) tagged `tags[tag]`;
+/// None where a side's names may repeat (the caller builds dictionaries).
+pub fn pair_maps(
+    py: Python<'_>,
+    left: &Arc<Canon>,
+    right: &Arc<Canon>,
+    pairs: &[(u32, u32)],
+    tag: &[u8],
+    tags: Vec<Py<PyString>>,
+) -> PyResult<Option<[Py<PairMap>; 3]>> {
+    if !(left.unique && right.unique) {
+        return Ok(None);
+    }
+    let mut to_right = vec![u32::MAX; left.names.len()];
+    let mut to_left = vec![u32::MAX; right.names.len()];
+    let mut per_left = vec![0u8; left.names.len()];
+    for (&(a, b), &t) in pairs.iter().zip(tag) {
+        to_right[a as usize] = b;
+        to_left[b as usize] = a;
+        per_left[a as usize] = t;
+    }
+    let shared = Arc::new(Pairs {
+        left: left.clone(),
+        right: right.clone(),
+        lefts: pairs.iter().map(|p| p.0).collect(),
+        rights: pairs.iter().map(|p| p.1).collect(),
+        to_right,
+        to_left,
+        tag: per_left,
+        tags,
+    });
+    let map = |side| {
+        Py::new(
             py,
-            self.members(h)
-                .iter()
-                .map(|&i| h.names[i as usize].bind(py)),
-        )?
-        .into_any()
-        .try_iter()
-    }
+            PairMap {
+                pairs: shared.clone(),
+                side,
+            },
+        )
+    };
+    Ok(Some([
+        map(Side::Left)?,
+        map(Side::Right)?,
+        map(Side::Matcher)?,
+    ]))
+}
 
-    /// A set-like view, as a dictionary's (`operands.keys() | dead` is read).
-    fn keys<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        static VIEW: GILOnceCell<Py<PyAny>> = GILOnceCell::new();
-        let py = slf.py();
-        VIEW.import(py, "collections.abc", "KeysView")?
-            .call1((slf,))
-    }
-
-    fn values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let h = self.handle.get();
-        let values = self
-            .members(h)
-            .iter()
-            .map(|&i| self.value(py, h, i as usize))
-            .collect::<PyResult<Vec<_>>>()?;
-        PyList::new(py, values)
-    }
-
-    fn items<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let h = self.handle.get();
-        let items = self
-            .members(h)
-            .iter()
-            .map(|&i| Ok((h.names[i as usize].bind(py), self.value(py, h, i as usize)?)))
-            .collect::<PyResult<Vec<_>>>()?;
-        PyList::new(py, items)
-    }
-
-    /// A dictionary with the same items, in the same order.
-    fn copy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.dict(py)
-    }
-
-    /// Equal to any mapping with the same items, as dictionaries are.
-    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
-        if !(other.is_instance_of::<PyDict>()
-            || other.is_instance_of::<CanonMap>()
-            || other.hasattr("keys")?)
-        {
-            return Ok(false);
+impl Table for PairMap {
+    fn keyed(&self) -> &Canon {
+        match self.side {
+            Side::Left | Side::Matcher => &self.pairs.left,
+            Side::Right => &self.pairs.right,
         }
-        let h = self.handle.get();
-        if other.len()? != self.__len__() {
-            return Ok(false);
-        }
-        for &i in self.members(h).iter() {
-            match other.get_item(h.names[i as usize].bind(py)) {
-                Ok(v) => {
-                    if !v.eq(self.value(py, h, i as usize)?)? {
-                        return Ok(false);
-                    }
-                }
-                Err(e) if e.is_instance_of::<PyKeyError>(py) => return Ok(false),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(true)
     }
 
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.dict(py)?.repr()?.to_string())
+    fn members(&self) -> Cow<'_, [u32]> {
+        match self.side {
+            Side::Left | Side::Matcher => (&self.pairs.lefts[..]).into(),
+            Side::Right => (&self.pairs.rights[..]).into(),
+        }
+    }
+
+    fn size(&self) -> usize {
+        self.pairs.lefts.len()
+    }
+
+    fn has(&self, i: usize) -> bool {
+        match self.side {
+            Side::Left | Side::Matcher => self.pairs.to_right[i] != u32::MAX,
+            Side::Right => self.pairs.to_left[i] != u32::MAX,
+        }
+    }
+
+    fn value<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyAny>> {
+        let p = &self.pairs;
+        Ok(match self.side {
+            Side::Left => p.right.names[p.to_right[i] as usize]
+                .bind(py)
+                .clone()
+                .into_any(),
+            Side::Right => p.left.names[p.to_left[i] as usize]
+                .bind(py)
+                .clone()
+                .into_any(),
+            Side::Matcher => p.tags[p.tag[i] as usize].bind(py).clone().into_any(),
+        })
     }
 }
+
+mapping_methods!(PairMap);

@@ -33,6 +33,10 @@ pub struct Canon {
     pub(crate) h0: Vec<i128>,
     pub(crate) h1: Vec<i128>,
     pub(crate) params: Vec<(u32, i64)>,
+    /// Names to indices (canon_map.rs), made when first asked; only where names are `unique`
+    /// (a handle's computation; a matcher side built from dictionaries may not say).
+    pub(crate) index: GILOnceCell<NameIndex>,
+    pub(crate) unique: bool,
 }
 
 impl Canon {
@@ -76,8 +80,6 @@ pub struct CanonHandle {
     pub(crate) entered: Vec<u32>,
     pub(crate) forwarded: Vec<bool>,
     pub(crate) live: Vec<bool>,
-    /// Names to indices, made when a mapping is first asked for a name.
-    pub(crate) index: GILOnceCell<NameIndex>,
     /// The constants whose value the dump printed as `{...}` (spaces aside).
     pub(crate) elided: Vec<u32>,
 }
@@ -310,6 +312,8 @@ pub(crate) fn handle<'py>(
             h0: c.h0,
             h1: c.h1,
             params: c.params,
+            index: GILOnceCell::new(),
+            unique: true,
         }),
         opcode: p.opcode,
         shape: p.shape,
@@ -323,7 +327,6 @@ pub(crate) fn handle<'py>(
         entered: p.entered,
         forwarded: p.forwarded,
         live: p.live,
-        index: GILOnceCell::new(),
         elided: p.elided,
     })
 }

@@ -631,6 +631,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<refine::RefineGraph>()?;
     m.add_class::<handle::CanonHandle>()?;
     m.add_class::<canon_map::CanonMap>()?;
+    m.add_class::<canon_map::PairMap>()?;
     m.add_function(wrap_pyfunction!(from_handle::match_side_of, m)?)?;
     m.add_function(wrap_pyfunction!(from_handle::refine_graph_of, m)?)?;
     m.add_function(wrap_pyfunction!(changes::matched_walk, m)?)?;

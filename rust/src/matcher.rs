@@ -319,6 +319,8 @@ pub fn match_side<'py>(
             h0: hv0,
             h1: hv1,
             params,
+            index: pyo3::sync::GILOnceCell::new(),
+            unique: false,
         }),
         opcode,
         commutative: commut,
@@ -1069,10 +1071,16 @@ pub fn match_sides<'py>(
     let Ok((pairs, tags)) = result else {
         return Ok(None);
     };
+    let tag_str: Vec<Bound<'py, PyString>> = TAGS.iter().map(|t| PyString::intern(py, t)).collect();
+    // Mappings over the pairs where both sides' names are unique (canon_map.rs): building three
+    // dictionaries of every pair cost six times the matching itself on a 600K pair.
+    let kept = tag_str.iter().map(|t| t.clone().unbind()).collect();
+    if let Some(maps) = crate::canon_map::pair_maps(py, &l.canon, &r.canon, &pairs, &tags, kept)? {
+        return Ok(Some(PyTuple::new(py, maps)?));
+    }
     let dl = PyDict::new(py);
     let dr = PyDict::new(py);
     let dm = PyDict::new(py);
-    let tag_str: Vec<Bound<'py, PyString>> = TAGS.iter().map(|t| PyString::intern(py, t)).collect();
     for (&(a, b), &t) in pairs.iter().zip(&tags) {
         let (na, nb) = (l.names[a as usize].bind(py), r.names[b as usize].bind(py));
         dl.set_item(na, nb)?;

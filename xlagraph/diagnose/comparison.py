@@ -45,8 +45,10 @@ class Comparison:
         self.dims: set[tuple[str, str]] = set()
         self.param_pairs: dict[str, str] = {}
         self.pending_dtype: list[Change] = []
-        self.pair_left: dict[str, str] = dict(m.left)
-        self.pair_right: dict[str, str] = dict(m.right)
+        # `copy()`: a dictionary of a dictionary or of the compiled matcher's mapping (made in
+        # the core from its pairs, not by a lookup per name).
+        self.pair_left: dict[str, str] = m.left.copy()
+        self.pair_right: dict[str, str] = m.right.copy()
 
     def cause(
         self,

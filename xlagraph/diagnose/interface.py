@@ -252,7 +252,7 @@ def compare_outputs(cmp: Comparison) -> None:
         if js and b and (other := _same_line(left, right, a, b, unclaimed, used)) is not None:
             js = [other]
             if not repaired:
-                claimed_l, claimed_r, repaired = dict(m.left), dict(m.right), True
+                claimed_l, claimed_r, repaired = m.left.copy(), m.right.copy(), True
             for lp, rp in ((cmp.pair_left, cmp.pair_right), (claimed_l, claimed_r)):
                 _repair(cmp, lp, rp, a, b, right.outputs[other])
         if not js:

@@ -44,8 +44,10 @@ from xlagraph.errors import ParseError
 from xlagraph.ir import Computation, Frame, GraphInfo, Instruction, Metadata, Module
 
 # The canonical form's tables by name and `by_name` of the computations the core keeps a handle
-# on are mappings over that handle (rust/src/canon_map.rs), not dictionaries.
+# on are mappings over that handle (rust/src/canon_map.rs), not dictionaries; so are the compiled
+# matcher's pairs of two such computations (`Matching.left`, `.right`, `.matcher`).
 Mapping.register(_core.CanonMap)
+Mapping.register(_core.PairMap)
 
 __all__ = [
     "HloSummary",
