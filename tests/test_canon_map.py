@@ -131,3 +131,26 @@ def test_pair_mappings_answer_as_the_reference_matchers_dictionaries(batch: int)
                 _same(getattr(got, field), getattr(want, field), f"{a} {b} {pair.left}.{field}")
             mapped += 1
     assert mapped > 20
+
+
+@pytest.mark.parametrize("batch", range(2))
+def test_what_the_handle_picks_is_what_python_picks(batch: int) -> None:
+    """`scalar_constants` (identity multiplies' candidates) and `source_files` (the user's files
+    a graph cites) read the handle where there is one."""
+    from xlagraph.match.identity import _scalar
+
+    files = 0
+    for spec in SPECS[batch::2]:
+        module = load_module(pair_spec(spec))
+        if module.format != "hlo":
+            continue
+        for comp in canonicalize(module).computations.values():
+            if comp.core is None:
+                continue
+            instructions = comp.computation.instructions
+            scalar = [k for k, i in enumerate(instructions) if i.opcode == "constant" and _scalar(i.shape)]
+            assert comp.core.scalar_constants() == scalar, spec
+            cited = [i.metadata.source_file for i in instructions if i.metadata and i.metadata.source_file]
+            assert comp.core.source_files() == list(dict.fromkeys(cited)), spec
+            files += len(cited)
+    assert files > 0

@@ -82,6 +82,8 @@ pub struct CanonHandle {
     pub(crate) live: Vec<bool>,
     /// The constants whose value the dump printed as `{...}` (spaces aside).
     pub(crate) elided: Vec<u32>,
+    /// The distinct non-empty `source_file`s of the instructions' metadata, first seen first.
+    pub(crate) source_files: Vec<String>,
 }
 
 impl std::ops::Deref for CanonHandle {
@@ -107,6 +109,36 @@ impl CanonHandle {
             .map(|&i| self.names[i as usize].bind(py))
             .collect::<Vec<_>>();
         PyTuple::new(py, names)
+    }
+
+    /// The indices of the constants of scalar shape, in order (`identity._scalar`: the shape
+    /// before any `{`, spaces aside, ends in `[]`): the only ones that can be a one.
+    fn scalar_constants(&self) -> Vec<u32> {
+        let Some(constant) = self.opcodes.iter().position(|o| o == "constant") else {
+            return Vec::new();
+        };
+        let scalar: Vec<bool> = self
+            .shapes
+            .iter()
+            .map(|s| {
+                let head = s.split('{').next().unwrap_or("");
+                head.chars()
+                    .filter(|&c| c != ' ')
+                    .collect::<String>()
+                    .ends_with("[]")
+            })
+            .collect();
+        (0..self.opcode.len() as u32)
+            .filter(|&i| {
+                self.opcode[i as usize] as usize == constant
+                    && scalar[self.shape[i as usize] as usize]
+            })
+            .collect()
+    }
+
+    /// The distinct non-empty source files the instructions' metadata cite, first seen first.
+    fn source_files(&self) -> Vec<String> {
+        self.source_files.clone()
     }
 
     /// The names of the constants printed `{...}`, live or not (`residue._elided_names`).
@@ -183,6 +215,7 @@ pub(crate) struct Parts {
     forwarded: Vec<bool>,
     live: Vec<bool>,
     elided: Vec<u32>,
+    source_files: Vec<String>,
 }
 
 /// `Canon` but its names.
@@ -252,6 +285,14 @@ pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Option<Parts> {
                     .eq("{...}".chars())
         })
         .collect();
+    let mut files: FxMap<&str, ()> = FxMap::default();
+    let mut source_files = Vec::new();
+    for m in comp.insts.iter().filter_map(|i| i.metadata.as_ref()) {
+        let f = m.source_file.as_ref();
+        if !f.is_empty() && files.insert(f, ()).is_none() {
+            source_files.push(f.to_string());
+        }
+    }
     let mut live = vec![false; n];
     for &i in &c.order {
         live[i as usize] = true;
@@ -285,6 +326,7 @@ pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Option<Parts> {
         forwarded,
         live,
         elided,
+        source_files,
     })
 }
 
@@ -328,5 +370,6 @@ pub(crate) fn handle<'py>(
         forwarded: p.forwarded,
         live: p.live,
         elided: p.elided,
+        source_files: p.source_files,
     })
 }

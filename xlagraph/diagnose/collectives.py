@@ -95,10 +95,11 @@ def _find(canon: CanonicalModule) -> list[Collective]:
             continue
         # XLA's dead-code pass keeps cross-partition collectives: one that no result reads still
         # runs, and must still line up across ranks.
-        run = canonical.operands.keys() | set(canonical.dead)
+        # (Tested by membership: no set of every live name is built.)
+        live, dead = canonical.operands, set(canonical.dead)
         by_name = comp.by_name
         for ins in compress(instructions, map(kinds.__contains__, map(_OPCODE, instructions))):
-            if ins.name not in run:
+            if ins.name not in live and ins.name not in dead:
                 continue
             shapes = tuple(strip_layout(by_name[o].shape) for o in ins.operands if o in by_name)
             groups = normalize_attribute("replica_groups", ins.attribute("replica_groups", "") or "")

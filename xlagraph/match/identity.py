@@ -66,18 +66,16 @@ _FOUND: WeakKeyDictionary[CanonicalComputation, Identities] = WeakKeyDictionary(
 
 def _identity_multiplies(comp: CanonicalComputation) -> Identities:
     instructions = comp.computation.instructions
-    # Only constants, broadcasts and multiplies are read: picked out at C speed, in order.
-    opcodes = list(map(_OPCODE, instructions))
     if comp.core is not None and _ON_HANDLE is not None:
-        # The ones here (their values are not in the handle), the rest in one pass on the core's
-        # handle (rust/src/identity.rs).
-        at = [
-            k for k in compress(range(len(opcodes)), map("constant".__eq__, opcodes)) if _one(instructions[k])
-        ]
+        # The ones here among the scalar constants the handle picks (their values are not in
+        # it), the rest in one pass on the core's handle (rust/src/identity.rs).
+        at = [k for k in comp.core.scalar_constants() if _one(instructions[k])]
         pairs = _ON_HANDLE(comp.core, at) if at else []
         if not pairs:
             return _NONE
         return Identities({instructions[a].name: instructions[b].name for a, b in pairs}, tuple(pairs))
+    # Only constants, broadcasts and multiplies are read: picked out at C speed, in order.
+    opcodes = list(map(_OPCODE, instructions))
     ones = {ins.name for ins in compress(instructions, map("constant".__eq__, opcodes)) if _one(ins)}
     if not ones:
         return _NONE

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.evidence import Evidence
 from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.ir import Frame
@@ -59,12 +60,20 @@ def user_files(evidence: Evidence) -> list[str]:
             for f in portable_frames(frames):
                 if not is_library(f):
                     files.setdefault(f.file)
-        for ins in module.entry.instructions:
-            md = ins.metadata
-            file = portable_path(md.source_file) if md is not None else ""
+        for file in map(portable_path, _source_files(canon)):
             if file and file not in files and not is_library(Frame("", file, 0)):
                 files.setdefault(file)
     return list(files)
+
+
+def _source_files(canon: CanonicalModule) -> Iterable[str]:
+    """The entry's instructions' metadata source files, each once, first seen first (the core's
+    handle has them; a 600K-instruction entry is otherwise walked for a few files)."""
+    entry = canon.module.entry
+    core = canon.computations[entry.name].core if entry.name in canon.computations else None
+    if core is not None:
+        return core.source_files()
+    return dict.fromkeys(i.metadata.source_file for i in entry.instructions if i.metadata is not None)
 
 
 def user_lines(evidence: Evidence, limit: int = 2000) -> list[str]:
