@@ -135,9 +135,9 @@ def test_pair_mappings_answer_as_the_reference_matchers_dictionaries(batch: int)
 
 @pytest.mark.parametrize("batch", range(2))
 def test_what_the_handle_picks_is_what_python_picks(batch: int) -> None:
-    """`scalar_constants` (identity multiplies' candidates) and `source_files` (the user's files
+    """`scalar_ones` (identity multiplies' ones) and `source_files` (the user's files
     a graph cites) read the handle where there is one."""
-    from xlagraph.match.identity import _scalar
+    from xlagraph.match.identity import _one
 
     files = 0
     for spec in SPECS[batch::2]:
@@ -148,9 +148,28 @@ def test_what_the_handle_picks_is_what_python_picks(batch: int) -> None:
             if comp.core is None:
                 continue
             instructions = comp.computation.instructions
-            scalar = [k for k, i in enumerate(instructions) if i.opcode == "constant" and _scalar(i.shape)]
-            assert comp.core.scalar_constants() == scalar, spec
+            ones = [k for k, i in enumerate(instructions) if i.opcode == "constant" and _one(i)]
+            assert comp.core.scalar_ones() == ones, spec
             cited = [i.metadata.source_file for i in instructions if i.metadata and i.metadata.source_file]
             assert comp.core.source_files() == list(dict.fromkeys(cited)), spec
             files += len(cited)
     assert files > 0
+
+
+def test_the_cores_ones_are_identitys() -> None:
+    """rust/src/handle.rs spells `identity._ONE` and `_one` again: every spelling, padded and in
+    capitals, and near misses (hand-written constants)."""
+    from xlagraph.match.identity import _ONE, _one
+    from xlagraph.parse.hlo import parse_hlo
+
+    values = [*sorted(_ONE), " 1 ", "1.00", "01", "1e1", "-1", "2"]
+    kind = {"true": "pred"}
+    lines = [f"  c{k} = {kind.get(v, 'f32')}[] constant({v})" for k, v in enumerate(values)]
+    lines += ["  v = f32[2]{0} constant({1, 1})", "  s = pred[] constant(true)"]
+    text = "HloModule m\n\nENTRY e {\n" + "\n".join(lines) + "\n  ROOT t = f32[] add(c0, c1)\n}\n"
+    module = parse_hlo(text, "hand-written.hlo")
+    comp = canonicalize(module).entry
+    assert comp.core is not None
+    instructions = module.entry.instructions
+    want = [k for k, i in enumerate(instructions) if i.opcode == "constant" and _one(i)]
+    assert comp.core.scalar_ones() == want and len(want) >= len(_ONE) + 1

@@ -31,7 +31,7 @@ pub struct NameIndex {
 }
 
 impl NameIndex {
-    fn build(py: Python<'_>, names: &[Py<PyString>]) -> PyResult<Self> {
+    pub(crate) fn build(py: Python<'_>, names: &[Py<PyString>]) -> PyResult<Self> {
         let cap = (names.len() * 2).next_power_of_two().max(8);
         let mask = cap - 1;
         let mut slots = vec![0u32; cap];
@@ -54,7 +54,11 @@ impl NameIndex {
 
     /// The index of the instruction named `key`; None for any other key (unhashable ones raise
     /// `TypeError`, as a dictionary does).
-    fn find(&self, names: &[Py<PyString>], key: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+    pub(crate) fn find(
+        &self,
+        names: &[Py<PyString>],
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<usize>> {
         let h = key.hash()?;
         let mut k = h as usize & self.mask;
         loop {

@@ -84,6 +84,7 @@ pub struct CanonHandle {
     pub(crate) elided: Vec<u32>,
     /// The distinct non-empty `source_file`s of the instructions' metadata, first seen first.
     pub(crate) source_files: Vec<String>,
+    pub(crate) ones: Vec<u32>,
 }
 
 impl std::ops::Deref for CanonHandle {
@@ -111,29 +112,11 @@ impl CanonHandle {
         PyTuple::new(py, names)
     }
 
-    /// The indices of the constants of scalar shape, in order (`identity._scalar`: the shape
-    /// before any `{`, spaces aside, ends in `[]`): the only ones that can be a one.
-    fn scalar_constants(&self) -> Vec<u32> {
-        let Some(constant) = self.opcodes.iter().position(|o| o == "constant") else {
-            return Vec::new();
-        };
-        let scalar: Vec<bool> = self
-            .shapes
-            .iter()
-            .map(|s| {
-                let head = s.split('{').next().unwrap_or("");
-                head.chars()
-                    .filter(|&c| c != ' ')
-                    .collect::<String>()
-                    .ends_with("[]")
-            })
-            .collect();
-        (0..self.opcode.len() as u32)
-            .filter(|&i| {
-                self.opcode[i as usize] as usize == constant
-                    && scalar[self.shape[i as usize] as usize]
-            })
-            .collect()
+    /// The indices of the constants that are a scalar one, in order (`identity._one`: the
+    /// shape before any `{`, spaces aside, ends in `[]`; the value, stripped and lowered, is
+    /// one of `identity._ONE`).
+    fn scalar_ones(&self) -> Vec<u32> {
+        self.ones.clone()
     }
 
     /// The distinct non-empty source files the instructions' metadata cite, first seen first.
@@ -216,6 +199,7 @@ pub(crate) struct Parts {
     live: Vec<bool>,
     elided: Vec<u32>,
     source_files: Vec<String>,
+    ones: Vec<u32>,
 }
 
 /// `Canon` but its names.
@@ -285,6 +269,12 @@ pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Option<Parts> {
                     .eq("{...}".chars())
         })
         .collect();
+    let ones = (0..n as u32)
+        .filter(|&i| {
+            let ins = &comp.insts[i as usize];
+            ins.opcode == "constant" && scalar(&ins.shape) && is_one(&ins.payload)
+        })
+        .collect();
     let mut files: FxMap<&str, ()> = FxMap::default();
     let mut source_files = Vec::new();
     for m in comp.insts.iter().filter_map(|i| i.metadata.as_ref()) {
@@ -327,7 +317,26 @@ pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Option<Parts> {
         live,
         elided,
         source_files,
+        ones,
     })
+}
+
+/// `identity._scalar`: the shape before any `{`, spaces aside, ends in `[]`.
+fn scalar(shape: &str) -> bool {
+    let head = shape.split('{').next().unwrap_or("");
+    head.chars()
+        .filter(|&c| c != ' ')
+        .collect::<String>()
+        .ends_with("[]")
+}
+
+/// `identity._ONE`: the printed values of a one.
+const ONE: [&str; 8] = ["1", "1.", "1.0", "1e0", "1e+0", "1e+00", "1.0e+00", "true"];
+
+/// `payload.strip().lower() in identity._ONE` (Python's whitespace: Rust's and \x1c-\x1f).
+fn is_one(payload: &str) -> bool {
+    let space = |c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c);
+    ONE.contains(&payload.trim_matches(space).to_lowercase().as_str())
 }
 
 /// The handle of one computation from its parts, `names` and `instructions` being what the
@@ -371,5 +380,6 @@ pub(crate) fn handle<'py>(
         live: p.live,
         elided: p.elided,
         source_files: p.source_files,
+        ones: p.ones,
     })
 }

@@ -8,22 +8,44 @@ use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
+use crate::canon_map::NameIndex;
 use crate::matcher::MatchSide;
 use crate::text::FxMap;
 
 #[pyclass(frozen, module = "xlagraph._core")]
 pub struct SideUsers {
     side: Py<MatchSide>,
-    /// Names to indices (the last of a repeated name, as a dictionary keeps it).
-    index: FxMap<String, u32>,
+    /// Names to indices (the last of a repeated name, as a dictionary keeps it); None where
+    /// names are unique: the computation's shared index (canon_map.rs) answers.
+    index: Option<FxMap<String, u32>>,
     /// How many instructions have users (the dictionary's length).
     len: usize,
 }
 
 impl SideUsers {
-    fn users_of<'py>(&self, py: Python<'py>, name: &str) -> Option<Bound<'py, PyList>> {
+    fn index_of(&self, name: &Bound<'_, PyAny>) -> Option<u32> {
+        let name = name.downcast::<PyString>().ok()?;
+        match &self.index {
+            Some(index) => index.get(name.to_str().ok()?).copied(),
+            None => {
+                let c = &self.side.get().canon;
+                let py = name.py();
+                let index = c
+                    .index
+                    .get_or_try_init(py, || NameIndex::build(py, &c.names))
+                    .ok()?;
+                index.find(&c.names, name.as_any()).ok()?.map(|i| i as u32)
+            }
+        }
+    }
+
+    fn users_of<'py>(
+        &self,
+        py: Python<'py>,
+        name: &Bound<'py, PyAny>,
+    ) -> Option<Bound<'py, PyList>> {
         let s = self.side.get();
-        let &i = self.index.get(name)?;
+        let i = self.index_of(name)?;
         let users = s.users(i);
         if users.is_empty() {
             return None;
@@ -41,11 +63,7 @@ impl SideUsers {
         name: &Bound<'py, PyAny>,
         default: Option<Bound<'py, PyAny>>,
     ) -> Bound<'py, PyAny> {
-        let found = name
-            .downcast::<PyString>()
-            .ok()
-            .and_then(|n| n.to_str().ok().and_then(|n| self.users_of(py, n)));
-        match found {
+        match self.users_of(py, name) {
             Some(list) => list.into_any(),
             None => default.unwrap_or_else(|| py.None().into_bound(py)),
         }
@@ -56,18 +74,13 @@ impl SideUsers {
         py: Python<'py>,
         name: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        name.downcast::<PyString>()
-            .ok()
-            .and_then(|n| n.to_str().ok().and_then(|n| self.users_of(py, n)))
+        self.users_of(py, name)
             .ok_or_else(|| PyKeyError::new_err(name.clone().unbind()))
     }
 
     fn __contains__(&self, name: &Bound<'_, PyAny>) -> bool {
         let s = self.side.get();
-        name.downcast::<PyString>()
-            .ok()
-            .and_then(|n| n.to_str().ok().and_then(|n| self.index.get(n).copied()))
-            .is_some_and(|i| !s.users(i).is_empty())
+        self.index_of(name).is_some_and(|i| !s.users(i).is_empty())
     }
 
     fn __len__(&self) -> usize {
@@ -94,11 +107,16 @@ impl SideUsers {
 #[pyfunction]
 pub fn side_users_mapping(py: Python<'_>, side: Py<MatchSide>) -> PyResult<SideUsers> {
     let s = side.get();
-    let mut index: FxMap<String, u32> = FxMap::default();
-    index.reserve(s.names.len());
-    for (i, n) in s.names.iter().enumerate() {
-        index.insert(n.bind(py).to_str()?.to_owned(), i as u32);
-    }
+    let index = if s.canon.unique {
+        None
+    } else {
+        let mut index: FxMap<String, u32> = FxMap::default();
+        index.reserve(s.names.len());
+        for (i, n) in s.names.iter().enumerate() {
+            index.insert(n.bind(py).to_str()?.to_owned(), i as u32);
+        }
+        Some(index)
+    };
     let len = (0..s.names.len() as u32)
         .filter(|&i| !s.users(i).is_empty())
         .count();

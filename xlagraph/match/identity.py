@@ -22,6 +22,7 @@ from xlagraph.ir import Instruction
 __all__ = ["Identities", "identity_multiplies"]
 
 # How printers of every XLA version write a one (`1`, `1.0`, `1e+00`; `true` for pred).
+# (rust/src/handle.rs `ONE` holds the same values.)
 _ONE = frozenset({"1", "1.", "1.0", "1e0", "1e+0", "1e+00", "1.0e+00", "true"})
 
 
@@ -67,9 +68,9 @@ _FOUND: WeakKeyDictionary[CanonicalComputation, Identities] = WeakKeyDictionary(
 def _identity_multiplies(comp: CanonicalComputation) -> Identities:
     instructions = comp.computation.instructions
     if comp.core is not None and _ON_HANDLE is not None:
-        # The ones here among the scalar constants the handle picks (their values are not in
-        # it), the rest in one pass on the core's handle (rust/src/identity.rs).
-        at = [k for k in comp.core.scalar_constants() if _one(instructions[k])]
+        # The ones as the reader picked them (`_one`, rust/src/handle.rs), the rest in one pass
+        # on the core's handle (rust/src/identity.rs).
+        at = comp.core.scalar_ones()
         pairs = _ON_HANDLE(comp.core, at) if at else []
         if not pairs:
             return _NONE
