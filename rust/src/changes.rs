@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::canon::strip_layout;
+use crate::canon_map::NameIndex;
 use crate::handle::CanonHandle;
 use crate::text::FxMap;
 
@@ -25,46 +26,27 @@ const PARAMETER: u8 = 1;
 const CONSTANT: u8 = 2;
 const ATTRIBUTE: u8 = 3;
 
-/// Names of a handle to indices: by object identity, else by text (made on the first miss).
+/// Names of a handle to indices: the computation's shared index (canon_map.rs; a handle's
+/// names are unique), made once for every caller instead of a map of every name per call.
 struct Index<'h> {
     h: &'h CanonHandle,
-    by_ptr: FxMap<usize, u32>,
-    by_text: Option<FxMap<String, u32>>,
 }
 
 impl<'h> Index<'h> {
     fn new(h: &'h CanonHandle) -> Self {
-        let mut by_ptr = FxMap::default();
-        by_ptr.reserve(h.names.len());
-        for (k, n) in h.names.iter().enumerate() {
-            by_ptr.insert(n.as_ptr() as usize, k as u32);
-        }
-        Index {
-            h,
-            by_ptr,
-            by_text: None,
-        }
+        Index { h }
     }
 
     fn get(&mut self, name: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
-        if let Some(&i) = self.by_ptr.get(&(name.as_ptr() as usize)) {
-            return Ok(Some(i));
-        }
-        let Ok(s) = name.downcast::<PyString>() else {
+        if !name.is_instance_of::<PyString>() {
             return Ok(None);
-        };
-        if self.by_text.is_none() {
-            let py = name.py();
-            let mut t = FxMap::default();
-            for (k, n) in self.h.names.iter().enumerate() {
-                t.insert(n.bind(py).to_str()?.to_owned(), k as u32);
-            }
-            self.by_text = Some(t);
         }
-        Ok(self
-            .by_text
-            .as_ref()
-            .and_then(|t| t.get(s.to_str().ok()?).copied()))
+        let py = name.py();
+        let c = &self.h.canon;
+        let index = c
+            .index
+            .get_or_try_init(py, || NameIndex::build(py, &c.names))?;
+        Ok(index.find(&c.names, name)?.map(|i| i as u32))
     }
 }
 

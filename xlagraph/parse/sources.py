@@ -206,7 +206,7 @@ def _read_text(path: str) -> str:
     """The file's text; a binary HLO proto (`--xla_dump_hlo_as_proto`, a compile cache's
     `.hlo_module.pb`) as the HLO text XLA prints for the same module."""
     data = read_bytes(path)
-    if not data.strip():
+    if not data or data.isspace():  # (`not data.strip()` without copying the whole file)
         raise InputError(path, "empty file")
     # XLA's module messages all begin with field 1 (a name, or the wrapped module): byte 0x0a.
     if b"\0" in data[:_SNIFF_BYTES] or (data[:1] == b"\n" and looks_like_hlo_proto(data)):
@@ -236,10 +236,17 @@ def _body_format(text: str) -> str:
 
 
 def _first_meaningful(text: str) -> str:
-    for line in text.split("\n", 200)[:200]:
-        s = line.strip()
+    """The first of the first 200 lines that is neither blank nor a `//` comment, stripped
+    (line by line: splitting would copy the rest of a 50 MB text as its last piece)."""
+    start = 0
+    for _ in range(200):
+        end = text.find("\n", start)
+        s = (text[start:] if end < 0 else text[start:end]).strip()
         if s and not s.startswith("//"):
             return s
+        if end < 0:
+            break
+        start = end + 1
     return ""
 
 
