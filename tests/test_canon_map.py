@@ -135,8 +135,8 @@ def test_pair_mappings_answer_as_the_reference_matchers_dictionaries(batch: int)
 
 @pytest.mark.parametrize("batch", range(2))
 def test_what_the_handle_picks_is_what_python_picks(batch: int) -> None:
-    """`scalar_ones` (identity multiplies' ones) and `source_files` (the user's files
-    a graph cites) read the handle where there is one."""
+    """`scalar_ones` (identity multiplies' ones), `source_files` (the user's files a graph
+    cites), `opcode_names` and `with_opcodes` (collectives, sends) read the handle."""
     from xlagraph.match.identity import _one
 
     files = 0
@@ -153,6 +153,11 @@ def test_what_the_handle_picks_is_what_python_picks(batch: int) -> None:
             cited = [i.metadata.source_file for i in instructions if i.metadata and i.metadata.source_file]
             assert comp.core.source_files() == list(dict.fromkeys(cited)), spec
             files += len(cited)
+            opcodes = [i.opcode for i in instructions]
+            assert comp.core.opcode_names() == list(dict.fromkeys(opcodes)), spec
+            for wanted in ({"constant"}, {"send", "all-reduce"}, set(opcodes[:3]), set()):
+                picked = [k for k, o in enumerate(opcodes) if o in wanted]
+                assert comp.core.with_opcodes(frozenset(wanted)) == picked, spec
     assert files > 0
 
 

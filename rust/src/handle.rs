@@ -119,6 +119,24 @@ impl CanonHandle {
         self.ones.clone()
     }
 
+    /// The indices of the instructions whose opcode is one of `opcodes` (a set of strings), in
+    /// order.
+    fn with_opcodes(&self, opcodes: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
+        let wanted = self
+            .opcodes
+            .iter()
+            .map(|o| opcodes.contains(o.as_str()))
+            .collect::<PyResult<Vec<bool>>>()?;
+        Ok((0..self.opcode.len() as u32)
+            .filter(|&i| wanted[self.opcode[i as usize] as usize])
+            .collect())
+    }
+
+    /// The distinct opcodes of the computation, first seen first.
+    fn opcode_names(&self) -> Vec<String> {
+        self.opcodes.clone()
+    }
+
     /// The distinct non-empty source files the instructions' metadata cite, first seen first.
     fn source_files(&self) -> Vec<String> {
         self.source_files.clone()

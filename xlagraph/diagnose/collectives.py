@@ -90,7 +90,9 @@ def _find(canon: CanonicalModule) -> list[Collective]:
             continue
         # Most computations run none: their opcodes are told at C speed, once each.
         instructions = comp.instructions
-        kinds = {o for o in set(map(_OPCODE, instructions)) if is_collective(o)}
+        core = canonical.core if canonical.computation is comp else None  # (indices are comp's)
+        present = core.opcode_names() if core is not None else set(map(_OPCODE, instructions))
+        kinds = {o for o in present if is_collective(o)}
         if not kinds:
             continue
         # XLA's dead-code pass keeps cross-partition collectives: one that no result reads still
@@ -98,7 +100,12 @@ def _find(canon: CanonicalModule) -> list[Collective]:
         # (Tested by membership: no set of every live name is built.)
         live, dead = canonical.operands, set(canonical.dead)
         by_name = comp.by_name
-        for ins in compress(instructions, map(kinds.__contains__, map(_OPCODE, instructions))):
+        picked = (
+            map(instructions.__getitem__, core.with_opcodes(kinds))
+            if core is not None
+            else compress(instructions, map(kinds.__contains__, map(_OPCODE, instructions)))
+        )
+        for ins in picked:
             if ins.name not in live and ins.name not in dead:
                 continue
             shapes = tuple(strip_layout(by_name[o].shape) for o in ins.operands if o in by_name)

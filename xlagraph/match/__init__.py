@@ -163,8 +163,11 @@ _LAYOUT: WeakKeyDictionary[CanonicalComputation, list[tuple[str, str]]] = WeakKe
 
 
 def _with_opcodes(comp: CanonicalComputation, opcodes: frozenset[str]) -> Iterator[Instruction]:
-    """The computation's instructions of those opcodes, picked at C speed (most have none)."""
+    """The computation's instructions of those opcodes, picked by the core's handle or at C
+    speed (most have none)."""
     instructions = comp.computation.instructions
+    if comp.core is not None:
+        return map(instructions.__getitem__, comp.core.with_opcodes(opcodes))
     return compress(instructions, map(opcodes.__contains__, map(_OPCODE, instructions)))
 
 
