@@ -178,3 +178,38 @@ def test_the_cores_ones_are_identitys() -> None:
     instructions = module.entry.instructions
     want = [k for k, i in enumerate(instructions) if i.opcode == "constant" and _one(i)]
     assert comp.core.scalar_ones() == want and len(want) >= len(_ONE) + 1
+
+
+@pytest.mark.parametrize("batch", range(2))
+def test_lone_parameters_from_the_handle_are_pythons(batch: int) -> None:
+    """`pairing._lone_parameters` on the handle: the Python rule, on every fixture computation."""
+    from collections import Counter
+
+    from xlagraph.diagnose.common import shape_of
+
+    compared = lone = alike = 0
+    for spec in SPECS[batch::2]:
+        module = load_module(pair_spec(spec))
+        if module.format != "hlo":
+            continue
+        for comp in canonicalize(module).computations.values():
+            if comp.core is None:
+                continue
+            users: dict[str, list[str]] = {}
+            for name in comp.order:
+                for o in comp.operands[name]:
+                    users.setdefault(o, []).append(name)
+            sig = {
+                p: (
+                    shape_of(comp, p),
+                    tuple(sorted(comp.h0.get(u, comp.keys.get(u, 0)) for u in users.get(p, ()))),
+                )
+                for p in comp.param_number
+            }
+            seen = Counter(sig.values())
+            want = frozenset(p for p, v in sig.items() if seen[v] == 1)
+            assert comp.core.lone_parameters() == want, spec
+            compared += 1
+            lone += len(want)
+            alike += len(sig) - len(want)
+    assert compared > 50 and lone > 50 and alike > 50  # both answers occur

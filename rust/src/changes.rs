@@ -51,7 +51,7 @@ impl<'h> Index<'h> {
 }
 
 /// `strip_layout(shape).replace(" ", "")` of each shape of a handle.
-fn compared_shapes(h: &CanonHandle) -> Vec<String> {
+pub(crate) fn compared_shapes(h: &CanonHandle) -> Vec<String> {
     h.shapes
         .iter()
         .map(|s| strip_layout(s).replace(' ', ""))

@@ -132,6 +132,46 @@ impl CanonHandle {
             .collect())
     }
 
+    /// `pairing._lone_parameters`: the parameters (in `param_number`'s order) no other one
+    /// resembles, a parameter's likeness being its compared shape and the sorted `h0` of its
+    /// users (each once per operand slot that reads it). None where an instruction of `order`
+    /// has no operands (the Python path decides).
+    fn lone_parameters<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyFrozenSet>>> {
+        let n = self.names.len();
+        let Ok((start, users)) =
+            crate::matcher::users_of(n, &self.order, &self.ops_start, &self.ops, &self.has_ops)
+        else {
+            return Ok(None);
+        };
+        let shapes = crate::changes::compared_shapes(self);
+        // The value Python holds: `py_int` of the hash (signed where it fits, else unsigned).
+        let value = |h: i128| i64::try_from(h).map_or((h as u64) as i128, i128::from);
+        let sigs: Vec<(&str, Vec<i128>)> = self
+            .params
+            .iter()
+            .map(|&(p, _)| {
+                let p = p as usize;
+                let mut hs: Vec<i128> = users[start[p] as usize..start[p + 1] as usize]
+                    .iter()
+                    .map(|&u| value(self.h0[u as usize]))
+                    .collect();
+                hs.sort_unstable();
+                (shapes[self.shape[p] as usize].as_str(), hs)
+            })
+            .collect();
+        let mut seen: FxMap<&(&str, Vec<i128>), usize> = FxMap::default();
+        for sig in &sigs {
+            *seen.entry(sig).or_insert(0) += 1;
+        }
+        let lone = self
+            .params
+            .iter()
+            .zip(&sigs)
+            .filter(|(_, sig)| seen[sig] == 1)
+            .map(|(&(p, _), _)| self.names[p as usize].bind(py));
+        PyFrozenSet::new(py, lone).map(Some)
+    }
+
     /// The distinct opcodes of the computation, first seen first.
     fn opcode_names(&self) -> Vec<String> {
         self.opcodes.clone()
