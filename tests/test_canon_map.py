@@ -213,3 +213,23 @@ def test_lone_parameters_from_the_handle_are_pythons(batch: int) -> None:
             lone += len(want)
             alike += len(sig) - len(want)
     assert compared > 50 and lone > 50 and alike > 50  # both answers occur
+
+
+@pytest.mark.parametrize("batch", range(2))
+def test_updated_inputs_from_the_handle_are_pythons(batch: int) -> None:
+    """`_dataflow.updated_inputs` of all outputs on the handle: the Python rule, item for item."""
+    from xlagraph.diagnose.recognizers._dataflow import _updated_inputs
+
+    compared = found = 0
+    for spec in SPECS[batch::2]:
+        module = load_module(pair_spec(spec))
+        if module.format != "hlo":
+            continue
+        for comp in canonicalize(module).computations.values():
+            if comp.core is None:
+                continue
+            want = _updated_inputs(comp, comp.outputs)
+            assert list(comp.core.updated_inputs().items()) == list(want.items()), spec
+            compared += 1
+            found += len(want)
+    assert compared > 50 and found > 50

@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
-use pyo3::types::{PyFrozenSet, PyString, PyTuple};
+use pyo3::types::{PyDict, PyFrozenSet, PyString, PyTuple};
 
 use crate::canon::CompCanon;
 use crate::canon_map::NameIndex;
@@ -170,6 +170,64 @@ impl CanonHandle {
             .filter(|(_, sig)| seen[sig] == 1)
             .map(|(&(p, _), _)| self.names[p as usize].bind(py));
         PyFrozenSet::new(py, lone).map(Some)
+    }
+
+    /// `_dataflow.updated_inputs(comp, comp.outputs)`: output -> the input of its own compared
+    /// shape it updates, read past restating ops (and one arithmetic op deeper), as a dict.
+    fn updated_inputs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let id = |names: &[&str]| -> Vec<bool> {
+            self.opcodes
+                .iter()
+                .map(|o| names.contains(&o.as_str()))
+                .collect()
+        };
+        let restates = id(&[
+            "transpose",
+            "reshape",
+            "broadcast",
+            "convert",
+            "bitcast",
+            "copy",
+        ]);
+        let arithmetic = id(&["multiply", "add", "subtract", "divide"]);
+        let ops = |i: u32| self.operands(i).unwrap_or(&[]);
+        let restated = |mut i: u32| {
+            for _ in 0..16 {
+                if !restates[self.opcode[i as usize] as usize] || ops(i).len() != 1 {
+                    return i;
+                }
+                i = ops(i)[0];
+            }
+            i
+        };
+        let shapes = crate::changes::compared_shapes(self);
+        let shape = |i: u32| shapes[self.shape[i as usize] as usize].as_str();
+        let mut is_param = vec![false; self.names.len()];
+        for &(p, _) in &self.params {
+            is_param[p as usize] = true;
+        }
+        let found = PyDict::new(py);
+        for &o in &self.outputs {
+            let mut near: Vec<u32> = ops(restated(o)).to_vec();
+            let deeper: Vec<u32> = near
+                .iter()
+                .map(|&x| restated(x))
+                .filter(|&r| arithmetic[self.opcode[r as usize] as usize])
+                .flat_map(|r| ops(r).iter().copied())
+                .collect();
+            near.extend(deeper);
+            let input = near
+                .iter()
+                .map(|&x| restated(x))
+                .find(|&p| is_param[p as usize] && shape(p) == shape(o));
+            if let Some(p) = input {
+                found.set_item(
+                    self.names[o as usize].bind(py),
+                    self.names[p as usize].bind(py),
+                )?;
+            }
+        }
+        Ok(found)
     }
 
     /// The distinct opcodes of the computation, first seen first.

@@ -64,6 +64,8 @@ def updated_inputs(comp, outputs: Iterable[str]) -> dict[str, str]:  # type: ign
         return _updated_inputs(comp, outputs)
     # Of all outputs, several recognizers ask, in every diff the computation is part of.
     found = _UPDATED.get(comp)
+    if found is None and getattr(comp, "core", None) is not None:  # the same rule on the handle
+        found = _UPDATED[comp] = comp.core.updated_inputs()
     if found is None:
         found = _UPDATED[comp] = _updated_inputs(comp, outputs)
     return dict(found)
