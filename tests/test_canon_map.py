@@ -5,19 +5,29 @@ every module the fixture pairs diff (tests/data/fixture_pairs.txt)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 
 import pytest
 
 from tests.conftest import FIXTURE_PAIRS, pair_spec
-from xlagraph.canonical import canonicalize
+from xlagraph.canonical import CanonicalComputation, canonicalize
 from xlagraph.parse.sources import load_module
 
 _core = pytest.importorskip("xlagraph._core")
 
 SPECS = sorted({spec for pair in FIXTURE_PAIRS for spec in pair})
 FIELDS = ("operands", "keys", "h0", "h1")
+
+
+def _handled(specs: list[str]) -> Iterator[tuple[str, CanonicalComputation]]:
+    """Each computation the core keeps a handle on, of each HLO module of `specs`."""
+    for spec in specs:
+        module = load_module(pair_spec(spec))
+        if module.format == "hlo":
+            for comp in canonicalize(module).computations.values():
+                if comp.core is not None:
+                    yield spec, comp
 
 
 def _copy(name: str) -> str:
@@ -85,20 +95,14 @@ def test_constants_picked_by_the_core_are_pythons(batch: int) -> None:
     from xlagraph.diagnose.residue import is_elided
 
     seen = 0
-    for spec in SPECS[batch::2]:
-        module = load_module(pair_spec(spec))
-        if module.format != "hlo":
-            continue
-        for comp in canonicalize(module).computations.values():
-            if comp.core is None:
-                continue
-            by_name = comp.computation.by_name
-            live = tuple(n for n in comp.order if by_name[n].opcode == "constant")
-            assert comp.core.live_constants() == live, spec
-            constants = [i for i in comp.computation.instructions if i.opcode == "constant"]
-            elided = {i.name for i in constants if is_elided(i.payload)}
-            seen += len(elided)
-            assert comp.core.elided_names() == elided, spec
+    for spec, comp in _handled(SPECS[batch::2]):
+        by_name = comp.computation.by_name
+        live = tuple(n for n in comp.order if by_name[n].opcode == "constant")
+        assert comp.core.live_constants() == live, spec
+        constants = [i for i in comp.computation.instructions if i.opcode == "constant"]
+        elided = {i.name for i in constants if is_elided(i.payload)}
+        seen += len(elided)
+        assert comp.core.elided_names() == elided, spec
     assert seen > 0  # fixtures print some constants as {...}
 
 
@@ -140,24 +144,18 @@ def test_what_the_handle_picks_is_what_python_picks(batch: int) -> None:
     from xlagraph.match.identity import _one
 
     files = 0
-    for spec in SPECS[batch::2]:
-        module = load_module(pair_spec(spec))
-        if module.format != "hlo":
-            continue
-        for comp in canonicalize(module).computations.values():
-            if comp.core is None:
-                continue
-            instructions = comp.computation.instructions
-            ones = [k for k, i in enumerate(instructions) if i.opcode == "constant" and _one(i)]
-            assert comp.core.scalar_ones() == ones, spec
-            cited = [i.metadata.source_file for i in instructions if i.metadata and i.metadata.source_file]
-            assert comp.core.source_files() == list(dict.fromkeys(cited)), spec
-            files += len(cited)
-            opcodes = [i.opcode for i in instructions]
-            assert comp.core.opcode_names() == list(dict.fromkeys(opcodes)), spec
-            for wanted in ({"constant"}, {"send", "all-reduce"}, set(opcodes[:3]), set()):
-                picked = [k for k, o in enumerate(opcodes) if o in wanted]
-                assert comp.core.with_opcodes(frozenset(wanted)) == picked, spec
+    for spec, comp in _handled(SPECS[batch::2]):
+        instructions = comp.computation.instructions
+        ones = [k for k, i in enumerate(instructions) if i.opcode == "constant" and _one(i)]
+        assert comp.core.scalar_ones() == ones, spec
+        cited = [i.metadata.source_file for i in instructions if i.metadata and i.metadata.source_file]
+        assert comp.core.source_files() == list(dict.fromkeys(cited)), spec
+        files += len(cited)
+        opcodes = [i.opcode for i in instructions]
+        assert comp.core.opcode_names() == list(dict.fromkeys(opcodes)), spec
+        for wanted in ({"constant"}, {"send", "all-reduce"}, set(opcodes[:3]), set()):
+            picked = [k for k, o in enumerate(opcodes) if o in wanted]
+            assert comp.core.with_opcodes(frozenset(wanted)) == picked, spec
     assert files > 0
 
 
@@ -188,30 +186,24 @@ def test_lone_parameters_from_the_handle_are_pythons(batch: int) -> None:
     from xlagraph.diagnose.common import shape_of
 
     compared = lone = alike = 0
-    for spec in SPECS[batch::2]:
-        module = load_module(pair_spec(spec))
-        if module.format != "hlo":
-            continue
-        for comp in canonicalize(module).computations.values():
-            if comp.core is None:
-                continue
-            users: dict[str, list[str]] = {}
-            for name in comp.order:
-                for o in comp.operands[name]:
-                    users.setdefault(o, []).append(name)
-            sig = {
-                p: (
-                    shape_of(comp, p),
-                    tuple(sorted(comp.h0.get(u, comp.keys.get(u, 0)) for u in users.get(p, ()))),
-                )
-                for p in comp.param_number
-            }
-            seen = Counter(sig.values())
-            want = frozenset(p for p, v in sig.items() if seen[v] == 1)
-            assert comp.core.lone_parameters() == want, spec
-            compared += 1
-            lone += len(want)
-            alike += len(sig) - len(want)
+    for spec, comp in _handled(SPECS[batch::2]):
+        users: dict[str, list[str]] = {}
+        for name in comp.order:
+            for o in comp.operands[name]:
+                users.setdefault(o, []).append(name)
+        sig = {
+            p: (
+                shape_of(comp, p),
+                tuple(sorted(comp.h0.get(u, comp.keys.get(u, 0)) for u in users.get(p, ()))),
+            )
+            for p in comp.param_number
+        }
+        seen = Counter(sig.values())
+        want = frozenset(p for p, v in sig.items() if seen[v] == 1)
+        assert comp.core.lone_parameters() == want, spec
+        compared += 1
+        lone += len(want)
+        alike += len(sig) - len(want)
     assert compared > 50 and lone > 50 and alike > 50  # both answers occur
 
 
@@ -221,15 +213,9 @@ def test_updated_inputs_from_the_handle_are_pythons(batch: int) -> None:
     from xlagraph.diagnose.recognizers._dataflow import _updated_inputs
 
     compared = found = 0
-    for spec in SPECS[batch::2]:
-        module = load_module(pair_spec(spec))
-        if module.format != "hlo":
-            continue
-        for comp in canonicalize(module).computations.values():
-            if comp.core is None:
-                continue
-            want = _updated_inputs(comp, comp.outputs)
-            assert list(comp.core.updated_inputs().items()) == list(want.items()), spec
-            compared += 1
-            found += len(want)
+    for spec, comp in _handled(SPECS[batch::2]):
+        want = _updated_inputs(comp, comp.outputs)
+        assert list(comp.core.updated_inputs().items()) == list(want.items()), spec
+        compared += 1
+        found += len(want)
     assert compared > 50 and found > 50
