@@ -31,7 +31,7 @@ pub struct NameIndex {
 }
 
 impl NameIndex {
-    pub(crate) fn build(py: Python<'_>, names: &[Py<PyString>]) -> PyResult<Self> {
+    fn build(py: Python<'_>, names: &[Py<PyString>]) -> PyResult<Self> {
         let cap = (names.len() * 2).next_power_of_two().max(8);
         let mask = cap - 1;
         let mut slots = vec![0u32; cap];
@@ -89,12 +89,19 @@ pub(crate) trait Table {
     fn value<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyAny>>;
 }
 
-fn find<T: Table>(t: &T, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
-    let c = t.keyed();
-    let index = c
-        .index
-        .get_or_try_init(py, || NameIndex::build(py, &c.names))?;
-    Ok(index.find(&c.names, key)?.filter(|&i| t.has(i)))
+impl Canon {
+    /// The index of the instruction named `key`, in the shared index (made on the first call).
+    pub(crate) fn find(&self, key: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+        let py = key.py();
+        let index = self
+            .index
+            .get_or_try_init(py, || NameIndex::build(py, &self.names))?;
+        index.find(&self.names, key)
+    }
+}
+
+fn find<T: Table>(t: &T, _py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+    Ok(t.keyed().find(key)?.filter(|&i| t.has(i)))
 }
 
 fn to_dict<'py, T: Table>(t: &T, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

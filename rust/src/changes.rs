@@ -16,7 +16,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::canon::strip_layout;
-use crate::canon_map::NameIndex;
 use crate::handle::CanonHandle;
 use crate::text::FxMap;
 
@@ -41,12 +40,7 @@ impl<'h> Index<'h> {
         if !name.is_instance_of::<PyString>() {
             return Ok(None);
         }
-        let py = name.py();
-        let c = &self.h.canon;
-        let index = c
-            .index
-            .get_or_try_init(py, || NameIndex::build(py, &c.names))?;
-        Ok(index.find(&c.names, name)?.map(|i| i as u32))
+        Ok(self.h.canon.find(name)?.map(|i| i as u32))
     }
 }
 

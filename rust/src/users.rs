@@ -8,7 +8,6 @@ use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
-use crate::canon_map::NameIndex;
 use crate::matcher::MatchSide;
 use crate::text::FxMap;
 
@@ -27,15 +26,13 @@ impl SideUsers {
         let name = name.downcast::<PyString>().ok()?;
         match &self.index {
             Some(index) => index.get(name.to_str().ok()?).copied(),
-            None => {
-                let c = &self.side.get().canon;
-                let py = name.py();
-                let index = c
-                    .index
-                    .get_or_try_init(py, || NameIndex::build(py, &c.names))
-                    .ok()?;
-                index.find(&c.names, name.as_any()).ok()?.map(|i| i as u32)
-            }
+            None => self
+                .side
+                .get()
+                .canon
+                .find(name.as_any())
+                .ok()?
+                .map(|i| i as u32),
         }
     }
 
