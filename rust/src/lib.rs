@@ -272,14 +272,23 @@ const PARSER_STACK: usize = 64 << 20;
 /// `(message, line)` when canonicalization refuses the module, or None to leave it to Python.
 /// Raises `HloSyntaxError(message, line)`; lines are 1-based plus `line_offset`.
 #[pyfunction]
+#[pyo3(signature = (text, line_offset, instruction_cls, metadata_cls, ir_first = false))]
 fn parse_hlo<'py>(
     py: Python<'py>,
     text: &str,
     line_offset: i64,
     instruction_cls: Bound<'py, PyType>,
     metadata_cls: Bound<'py, PyType>,
+    ir_first: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let built = build(py, text, line_offset, instruction_cls, metadata_cls);
+    let built = build(
+        py,
+        text,
+        line_offset,
+        instruction_cls,
+        metadata_cls,
+        ir_first,
+    );
     if text.len() > TRIM_PAST {
         release_free_memory();
     }
@@ -311,6 +320,7 @@ fn build<'py>(
     line_offset: i64,
     instruction_cls: Bound<'py, PyType>,
     metadata_cls: Bound<'py, PyType>,
+    ir_first: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let parsed = py.allow_threads(|| read(text));
     let mut module = match parsed {
@@ -344,8 +354,20 @@ fn build<'py>(
             .map(|(k, v)| PyTuple::new(py, [PyString::new(py, k), PyString::new(py, v.trim())]))
             .collect::<PyResult<Vec<_>>>()?,
     )?;
-    // The handles' parts (all but their Python objects) are made here too, without the GIL:
-    // the other side of a diff builds its IR meanwhile.
+    // `ir_first`: the Python IR before the canonical form, which is then made without the GIL.
+    // A diff reads one side so, the other canonical form first: each side's GIL-bound IR is
+    // built while the other side canonicalizes, instead of both waiting on the GIL at the end.
+    // It holds the reader's records and the IR at once, so only one side of a diff asks for it.
+    let early: Vec<Built<'py>> = if ir_first {
+        let mut built = Vec::with_capacity(module.comps.len());
+        for comp in &module.comps {
+            built.push(b.computation(comp, line_offset)?);
+        }
+        built
+    } else {
+        Vec::new()
+    };
+    // The handles' parts (all but their Python objects) are made here too, without the GIL.
     let (canonical, mut parts) = py.allow_threads(|| {
         let canonical = canon::canonicalize(&module);
         let mut parts: Vec<Option<handle::Parts>> = Vec::new();
@@ -368,8 +390,12 @@ fn build<'py>(
     let mut ints = FxMap::default();
     let comps = PyList::empty(py);
     // Each computation's Rust records are freed once it is built: the peak holds one copy.
+    let mut early = early.into_iter();
     for (index, comp) in std::mem::take(&mut module.comps).into_iter().enumerate() {
-        let (built, names, operands) = b.computation(&comp, line_offset)?;
+        let (built, names, operands) = match early.next() {
+            Some(made) => made,
+            None => b.computation(&comp, line_offset)?,
+        };
         comps.append(&built)?;
         if let Ok(m) = &canonical {
             let c = &m.comps[place[index]];

@@ -120,10 +120,19 @@ def _load_both(a: str, b: str, phase: Callable[[str], None]) -> tuple[Module, Mo
 
     with paused_gc(), ThreadPoolExecutor(1) as pool:
         phase(f"reading A: {a}")
-        later = pool.submit(copy_context().run, load, b)  # the same progress sink and sharing
+        later = pool.submit(copy_context().run, _load_ir_first, b)  # the same progress sink and sharing
         left = load(a)
         phase(f"reading B: {b}")
         return left, later.result()
+
+
+def _load_ir_first(spec: str) -> Module:
+    """`load(spec)` with its IR built before its canonical form (`IR_FIRST`): beside another
+    reader, on a copy of the caller's context."""
+    from xlagraph.parse.hlo import IR_FIRST
+
+    IR_FIRST.set(True)
+    return load(spec)
 
 
 def diff(a: str | Module, b: str | Module, *, phase: Callable[[str], None] = _quiet) -> Diff:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import NamedTuple
 
 try:
@@ -130,6 +131,12 @@ def _frame_tables(rows: list[tuple[str, int, str]]) -> dict[int, tuple[Frame, ..
     return stacks
 
 
+# Set where another reader runs beside this one (a diff's second side): the compiled reader then
+# builds the Python IR before canonicalizing, so that one side's IR, which holds the GIL, is built
+# while the other side canonicalizes without it. Only the order of the work changes.
+IR_FIRST: ContextVar[bool] = ContextVar("IR_FIRST", default=False)
+
+
 def parse_hlo(text: str, path: str = "", *, first_line: int = 1, info: GraphInfo | None = None) -> Module:
     """Parse one HLO module from text.
 
@@ -139,7 +146,7 @@ def parse_hlo(text: str, path: str = "", *, first_line: int = 1, info: GraphInfo
     with paused_gc():
         try:
             name, header, computations, rows, canonical, old = _core.parse_hlo(
-                text, first_line - 1, Instruction, Metadata
+                text, first_line - 1, Instruction, Metadata, IR_FIRST.get()
             )
         except _core.HloSyntaxError as e:
             message, line = e.args
