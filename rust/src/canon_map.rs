@@ -100,11 +100,15 @@ impl Canon {
     }
 }
 
-fn find<T: Table>(t: &T, _py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+pub(crate) fn find<T: Table>(
+    t: &T,
+    _py: Python<'_>,
+    key: &Bound<'_, PyAny>,
+) -> PyResult<Option<usize>> {
     Ok(t.keyed().find(key)?.filter(|&i| t.has(i)))
 }
 
-fn to_dict<'py, T: Table>(t: &T, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn to_dict<'py, T: Table>(t: &T, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
     let names = &t.keyed().names;
     let d = PyDict::new(py);
     for &i in t.members().iter() {
@@ -113,7 +117,7 @@ fn to_dict<'py, T: Table>(t: &T, py: Python<'py>) -> PyResult<Bound<'py, PyDict>
     Ok(d)
 }
 
-fn equal<T: Table>(t: &T, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+pub(crate) fn equal<T: Table>(t: &T, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
     if !(other.is_instance_of::<PyDict>() || other.hasattr("keys")?) {
         return Ok(false);
     }
@@ -135,9 +139,12 @@ fn equal<T: Table>(t: &T, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<
     Ok(true)
 }
 
-/// A dictionary's read-only methods on a `Table`.
+/// A dictionary's read-only methods on a `Table`, and any `{ more }` in the same block.
 macro_rules! mapping_methods {
     ($t:ty) => {
+        mapping_methods!($t, {});
+    };
+    ($t:ty, { $($more:tt)* }) => {
         #[pymethods]
         impl $t {
             fn __len__(&self) -> usize {
@@ -221,9 +228,12 @@ macro_rules! mapping_methods {
             fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
                 Ok(to_dict(self, py)?.repr()?.to_string())
             }
+
+            $($more)*
         }
     };
 }
+pub(crate) use mapping_methods;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Field {
@@ -379,6 +389,19 @@ pub fn pair_maps(
         map(Side::Right)?,
         map(Side::Matcher)?,
     ]))
+}
+
+impl PairMap {
+    /// `(keys' computation, values' computation, keys in order, per key's index its value's
+    /// index)`; None for `Matching.matcher`, whose values are not names.
+    pub(crate) fn parts(&self) -> Option<(&Arc<Canon>, &Arc<Canon>, &[u32], &[u32])> {
+        let p = &*self.pairs;
+        match self.side {
+            Side::Left => Some((&p.left, &p.right, &p.lefts, &p.to_right)),
+            Side::Right => Some((&p.right, &p.left, &p.rights, &p.to_left)),
+            Side::Matcher => None,
+        }
+    }
 }
 
 impl Table for PairMap {

@@ -13,10 +13,14 @@
 //! position, `follows(sa, sb)` (`explained_by_dims`, once per pair of shapes).
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyList, PyString, PyTuple};
+
+use std::sync::Arc;
 
 use crate::canon::strip_layout;
+use crate::canon_map::Table;
 use crate::handle::CanonHandle;
+use crate::pair_edits::EditedPairs;
 use crate::text::FxMap;
 
 const NONE: u32 = u32::MAX;
@@ -62,20 +66,14 @@ pub fn matched_walk<'py>(
     py: Python<'py>,
     left: &Bound<'py, CanonHandle>,
     right: &Bound<'py, CanonHandle>,
-    pair_left: &Bound<'py, PyDict>,
+    pair_left: &Bound<'py, PyAny>,
     operands_agree: &Bound<'py, PyAny>,
     follows: &Bound<'py, PyAny>,
 ) -> PyResult<Option<Bound<'py, PyTuple>>> {
     let (l, r) = (left.get(), right.get());
-    let mut li = Index::new(l);
-    let mut ri = Index::new(r);
-    let mut pair = vec![NONE; l.names.len()];
-    for (k, v) in pair_left.iter() {
-        let (Some(a), Some(b)) = (li.get(&k)?, ri.get(&v)?) else {
-            return Ok(None);
-        };
-        pair[a as usize] = b;
-    }
+    let Some(pair) = pair_indices(l, r, pair_left)? else {
+        return Ok(None);
+    };
     let r_order = r.in_order();
     let mut is_param = vec![false; l.names.len()];
     for &(p, _) in &l.params {
@@ -169,6 +167,49 @@ pub fn matched_walk<'py>(
 
 /// Indices of the names of a Python iterable (a dict's keys, a set) that name instructions of
 /// the handle; None where one does not (the caller's Python path decides that input).
+/// Per left instruction its right one (`NONE`: unpaired) in `pairs` (a dictionary of names, or
+/// the core's own `EditedPairs` between these two computations); None for a name the handles
+/// do not hold.
+fn pair_indices(
+    l: &CanonHandle,
+    r: &CanonHandle,
+    pairs: &Bound<'_, PyAny>,
+) -> PyResult<Option<Vec<u32>>> {
+    if let Ok(edited) = pairs.downcast::<EditedPairs>() {
+        let e = edited.borrow();
+        let (keyed, valued, to) = e.indices();
+        if Arc::ptr_eq(keyed, &l.canon) && Arc::ptr_eq(valued, &r.canon) {
+            return Ok(Some(to.to_vec()));
+        }
+    }
+    let (mut li, mut ri) = (Index::new(l), Index::new(r));
+    let mut pair = vec![NONE; l.names.len()];
+    for item in pairs.call_method0("items")?.try_iter()? {
+        let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
+        let (Some(a), Some(b)) = (li.get(&k)?, ri.get(&v)?) else {
+            return Ok(None);
+        };
+        pair[a as usize] = b;
+    }
+    Ok(Some(pair))
+}
+
+/// The keys of `names` (a dictionary or the core's `EditedPairs` keyed by `h`'s names), as
+/// indices in their order; None for a name the handle does not hold.
+fn key_indices(
+    h: &CanonHandle,
+    index: &mut Index<'_>,
+    names: &Bound<'_, PyAny>,
+) -> PyResult<Option<Vec<u32>>> {
+    if let Ok(edited) = names.downcast::<EditedPairs>() {
+        let e = edited.borrow();
+        if Arc::ptr_eq(e.indices().0, &h.canon) {
+            return Ok(Some(e.members().into_owned()));
+        }
+    }
+    indices(index, names)
+}
+
 fn indices(index: &mut Index<'_>, names: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u32>>> {
     let mut out = Vec::new();
     for n in names.try_iter()? {
@@ -191,16 +232,16 @@ pub fn unexplained<'py>(
     py: Python<'py>,
     left: &Bound<'py, CanonHandle>,
     right: &Bound<'py, CanonHandle>,
-    pair_left: &Bound<'py, PyDict>,
-    pair_right: &Bound<'py, PyDict>,
+    pair_left: &Bound<'py, PyAny>,
+    pair_right: &Bound<'py, PyAny>,
     explained_left: &Bound<'py, PyAny>,
     explained_right: &Bound<'py, PyAny>,
 ) -> PyResult<Option<Bound<'py, PyTuple>>> {
     let (l, r) = (left.get(), right.get());
     let (mut li, mut ri) = (Index::new(l), Index::new(r));
     let (Some(pl), Some(pr)) = (
-        indices(&mut li, pair_left.as_any())?,
-        indices(&mut ri, pair_right.as_any())?,
+        key_indices(l, &mut li, pair_left)?,
+        key_indices(r, &mut ri, pair_right)?,
     ) else {
         return Ok(None);
     };

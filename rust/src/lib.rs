@@ -17,6 +17,7 @@ mod literal;
 mod matcher;
 mod notes;
 mod opcodes;
+mod pair_edits;
 mod par;
 mod parser;
 mod refine;
@@ -658,6 +659,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<handle::CanonHandle>()?;
     m.add_class::<canon_map::CanonMap>()?;
     m.add_class::<canon_map::PairMap>()?;
+    m.add_class::<pair_edits::EditedPairs>()?;
+    m.add_function(wrap_pyfunction!(pair_edits::edited_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(from_handle::match_side_of, m)?)?;
     m.add_function(wrap_pyfunction!(from_handle::refine_graph_of, m)?)?;
     m.add_function(wrap_pyfunction!(changes::matched_walk, m)?)?;

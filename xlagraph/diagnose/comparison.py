@@ -7,7 +7,7 @@ here, below all of them, is what lets every import point one way.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import replace
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
@@ -17,6 +17,21 @@ from xlagraph.match import Matching
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["Comparison"]
+
+try:
+    from xlagraph._core import PairMap as _PairMap
+    from xlagraph._core import edited_pairs as _edited_pairs
+except ImportError:  # an older compiled core: dictionaries
+    _PairMap = _edited_pairs = None
+
+
+def _editable(pairs: Mapping[str, str]) -> MutableMapping[str, str]:
+    """A copy of a matching's pairs to re-pair: the core's own where the matching is the
+    core's (rust/src/pair_edits.rs; a dictionary of 600K pairs cost 0.1 s to copy and to read
+    back into the core's walks), else a dictionary."""
+    if _PairMap is not None and isinstance(pairs, _PairMap):
+        return _edited_pairs(pairs)
+    return dict(pairs)
 
 
 class Comparison:
@@ -45,10 +60,8 @@ class Comparison:
         self.dims: set[tuple[str, str]] = set()
         self.param_pairs: dict[str, str] = {}
         self.pending_dtype: list[Change] = []
-        # `copy()`: a dictionary of a dictionary or of the compiled matcher's mapping (made in
-        # the core from its pairs, not by a lookup per name).
-        self.pair_left: dict[str, str] = m.left.copy()
-        self.pair_right: dict[str, str] = m.right.copy()
+        self.pair_left: MutableMapping[str, str] = _editable(m.left)
+        self.pair_right: MutableMapping[str, str] = _editable(m.right)
 
     def cause(
         self,

@@ -29,7 +29,7 @@ here; and the module's canonical form (`Module.core`, which `canonical.canonical
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from contextvars import ContextVar
 from typing import NamedTuple
 
@@ -49,6 +49,7 @@ from xlagraph.ir import Computation, Frame, GraphInfo, Instruction, Metadata, Mo
 # matcher's pairs of two such computations (`Matching.left`, `.right`, `.matcher`).
 Mapping.register(_core.CanonMap)
 Mapping.register(_core.PairMap)
+MutableMapping.register(_core.EditedPairs)
 
 __all__ = [
     "HloSummary",
