@@ -177,3 +177,34 @@ def test_split_rounds_on_generated_graphs(text: str) -> None:
             stable_at = g.split_rounds(strict, 100, naive=True)[1]
             for rounds in range(stable_at + 3):
                 assert g.split_rounds(strict, rounds) == g.split_rounds(strict, rounds, naive=True)
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_graphs_built_together_are_the_graphs_built_alone(parallel: bool) -> None:
+    """`refine_graphs_of` (a pair's graphs in one call, on two threads where large; forced here)
+    builds each graph as `refine_graph_of` does: the same nodes, and the same refinements."""
+    core = cr._core()
+    results = [diff_files(_spec(a), _spec(b)) for a, b in PAIRS[:10]]
+    comps = [c for r in results for c in (r.left.entry, r.right.entry) if c.core is not None]
+    wanted = []
+    for comp in comps:
+        wanted.append((comp.core, []))
+        seen = cr.identity_multiplies(comp).by_index
+        if seen:
+            wanted.append((comp.core, list(seen)))
+    together = core.refine_graphs_of(wanted, cr._COMMUTATIVE, cr._first_colours, cr._OUTPUT, parallel)
+    alone = [
+        core.refine_graph_of(h, cr._COMMUTATIVE, cr._first_colours, cr._OUTPUT, ids) for h, ids in wanted
+    ]
+    assert len(together) == len(alone) >= 16
+    for a, b in zip(together, alone, strict=True):
+        assert (a.params, a.param_names, a.outputs, len(a), a.size) == (
+            b.params,
+            b.param_names,
+            b.outputs,
+            len(b),
+            b.size,
+        )
+        pa = _picks(a)
+        for strict in (True, False):
+            assert a.refine_with(a, strict, cr.ROUNDS, pa, pa) == b.refine_with(b, strict, cr.ROUNDS, pa, pa)

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use crate::canon::strip_layout;
 use crate::handle::CanonHandle;
 use crate::matcher::{intern, rank_key, users_of, MatchSide};
+use crate::par;
 use crate::refine::{combine, Graph, RefineGraph};
 use crate::text::FxMap;
 
@@ -158,38 +159,174 @@ pub fn refine_graph_of(
     output_mark: i64,
     alias: Vec<(u32, u32)>,
 ) -> PyResult<RefineGraph> {
-    let h = handle.get();
-    let count = h.names.len();
+    let mut built = refine_graphs_of(
+        py,
+        vec![(handle.clone(), alias)],
+        commutative,
+        first_colours,
+        output_mark,
+        Some(false),
+    )?;
+    Ok(built.remove(0))
+}
+
+/// `refine_graph_of` of each `(handle, alias)`, built on two threads where two have more than
+/// `par::PAST` nodes, or as `parallel` says (tests): a pair's graphs are independent, and what
+/// they ask of Python is asked first, under the GIL.
+#[pyfunction]
+#[pyo3(signature = (wanted, commutative, first_colours, output_mark, parallel=None))]
+pub fn refine_graphs_of(
+    py: Python<'_>,
+    wanted: Vec<(Bound<'_, CanonHandle>, Vec<(u32, u32)>)>,
+    commutative: &Bound<'_, PyAny>,
+    first_colours: &Bound<'_, PyAny>,
+    output_mark: i64,
+    parallel: Option<bool>,
+) -> PyResult<Vec<RefineGraph>> {
+    let mut asked = Vec::with_capacity(wanted.len());
+    for (handle, alias) in &wanted {
+        let h = handle.get();
+        let redirect = redirects(h.names.len(), alias)?;
+        asked.push((h, ask(py, h, commutative, first_colours)?, redirect));
+    }
+    let large = parallel.unwrap_or_else(|| {
+        asked
+            .iter()
+            .filter(|(h, ..)| h.names.len() > par::PAST)
+            .count()
+            > 1
+    });
+    let assemble_all = |part: &[(&CanonHandle, Asked, Vec<u32>)]| -> Vec<Assembled> {
+        part.iter()
+            .map(|(h, a, redirect)| assemble(h, a, redirect, output_mark))
+            .collect()
+    };
+    let half = asked.len().div_ceil(2);
+    let (first, second) = asked.split_at(half);
+    let (mut done, rest) =
+        py.allow_threads(|| par::both(large, || assemble_all(first), || assemble_all(second)));
+    done.extend(rest);
+    Ok(done
+        .into_iter()
+        .zip(&asked)
+        .map(|(a, (h, ..))| a.into_graph(py, h))
+        .collect())
+}
+
+fn redirects(count: usize, alias: &[(u32, u32)]) -> PyResult<Vec<u32>> {
     let mut redirect = vec![NONE; count];
-    for &(from, to) in &alias {
+    for &(from, to) in alias {
         if from as usize >= count || to as usize >= count {
-            return Err(pyo3::exceptions::PyValueError::new_err(
+            return Err(PyValueError::new_err(
                 "refine: an alias outside the computation",
             ));
         }
         redirect[from as usize] = to;
     }
-    let mut is_input = vec![false; count];
-    for &(i, _) in &h.params {
-        is_input[i as usize] = true;
-    }
+    Ok(redirect)
+}
+
+/// What building a graph asks of Python: per opcode whether it commutes, per kind of node
+/// (instruction kind, input or not) its first colours (loose, strict, calls anything).
+struct Asked {
+    op_commutative: Vec<bool>,
+    colours: FxMap<(u32, bool), (u64, u64, bool)>,
+}
+
+/// The graph's nodes: `order`, then the parameters without an operands entry.
+fn nodes_of(h: &CanonHandle) -> Vec<u32> {
     let mut nodes: Vec<u32> = h.order.clone();
     for &(p, _) in &h.params {
         if !h.has_ops[p as usize] {
             nodes.push(p);
         }
     }
-    let n = nodes.len();
-    let mut node_of = vec![NONE; count];
-    for (k, &i) in nodes.iter().enumerate() {
-        node_of[i as usize] = k as u32;
+    nodes
+}
+
+fn inputs_of(h: &CanonHandle) -> Vec<bool> {
+    let mut is_input = vec![false; h.names.len()];
+    for &(i, _) in &h.params {
+        is_input[i as usize] = true;
     }
+    is_input
+}
+
+fn ask(
+    py: Python<'_>,
+    h: &CanonHandle,
+    commutative: &Bound<'_, PyAny>,
+    first_colours: &Bound<'_, PyAny>,
+) -> PyResult<Asked> {
     let op_commutative = h
         .opcodes
         .iter()
         .map(|t| commutative.contains(t.as_str()))
         .collect::<PyResult<Vec<bool>>>()?;
-    let mut memo: FxMap<(u32, bool), (u64, u64, bool)> = FxMap::default();
+    let is_input = inputs_of(h);
+    let mut colours: FxMap<(u32, bool), (u64, u64, bool)> = FxMap::default();
+    for i in nodes_of(h) {
+        let key = (h.kind[i as usize], is_input[i as usize]);
+        if colours.contains_key(&key) {
+            continue;
+        }
+        let ins = h.kinds[key.0 as usize].bind(py);
+        let called = ins.getattr("called")?.len()?;
+        let got = first_colours.call1((
+            key.1,
+            ins.getattr("opcode")?,
+            ins.getattr("shape")?,
+            ins.getattr("attributes")?,
+            called,
+        ))?;
+        let (l, s): (i64, i64) = got.extract()?;
+        colours.insert(key, (l as u64, s as u64, called > 0));
+    }
+    Ok(Asked {
+        op_commutative,
+        colours,
+    })
+}
+
+/// A `RefineGraph` but for its parameters' names (Python objects: added under the GIL).
+struct Assembled {
+    graph: Graph,
+    loose: Vec<u64>,
+    strict: Vec<u64>,
+    params: Vec<u32>,
+    param_index: Vec<u32>,
+    outputs: Vec<i64>,
+}
+
+impl Assembled {
+    fn into_graph(self, py: Python<'_>, h: &CanonHandle) -> RefineGraph {
+        let param_names = self
+            .param_index
+            .iter()
+            .map(|&p| h.names[p as usize].clone_ref(py).into_any())
+            .collect();
+        RefineGraph {
+            graph: self.graph,
+            loose: self.loose,
+            strict: self.strict,
+            params: self.params,
+            param_names,
+            outputs: self.outputs,
+            alone: Default::default(),
+            picked: Default::default(),
+        }
+    }
+}
+
+fn assemble(h: &CanonHandle, asked: &Asked, redirect: &[u32], output_mark: i64) -> Assembled {
+    let count = h.names.len();
+    let is_input = inputs_of(h);
+    let nodes = nodes_of(h);
+    let n = nodes.len();
+    let mut node_of = vec![NONE; count];
+    for (k, &i) in nodes.iter().enumerate() {
+        node_of[i as usize] = k as u32;
+    }
     let mut op_start = Vec::with_capacity(n + 1);
     let mut ops = Vec::new();
     let mut sorted = Vec::with_capacity(n);
@@ -210,28 +347,10 @@ pub fn refine_graph_of(
             );
         }
         op_start.push(ops.len() as u32);
-        let c = op_commutative[h.opcode[i as usize] as usize];
+        let c = asked.op_commutative[h.opcode[i as usize] as usize];
         commut.push(c);
         sorted.push(c && ops.len() - row_start > 1);
-        let key = (h.kind[i as usize], is_input[i as usize]);
-        let colours = match memo.get(&key) {
-            Some(&c) => c,
-            None => {
-                let ins = h.kinds[key.0 as usize].bind(py);
-                let called = ins.getattr("called")?.len()?;
-                let got = first_colours.call1((
-                    key.1,
-                    ins.getattr("opcode")?,
-                    ins.getattr("shape")?,
-                    ins.getattr("attributes")?,
-                    called,
-                ))?;
-                let (l, s): (i64, i64) = got.extract()?;
-                let c = (l as u64, s as u64, called > 0);
-                memo.insert(key, c);
-                c
-            }
-        };
+        let colours = asked.colours[&(h.kind[i as usize], is_input[i as usize])];
         loose.push(colours.0);
         // A call of one function is not a call of another: the callees' hashes, in the
         // content key, enter the strict colour as `refine_graph` enters `keys` (Python's hash
@@ -276,17 +395,17 @@ pub fn refine_graph_of(
         }
     }
     let mut params = Vec::new();
-    let mut param_names = Vec::new();
+    let mut param_index = Vec::new();
     let mut is_param = vec![false; n];
     for &(p, _) in &h.params {
         let k = node_of[p as usize];
         if k != NONE {
             params.push(k);
             is_param[k as usize] = true;
-            param_names.push(h.names[p as usize].clone_ref(py).into_any());
+            param_index.push(p);
         }
     }
-    Ok(RefineGraph {
+    Assembled {
         graph: Graph {
             op_start,
             ops,
@@ -301,9 +420,7 @@ pub fn refine_graph_of(
         loose,
         strict,
         params,
-        param_names,
+        param_index,
         outputs,
-        alone: Default::default(),
-        picked: Default::default(),
-    })
+    }
 }

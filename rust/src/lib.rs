@@ -663,6 +663,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pair_edits::edited_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(from_handle::match_side_of, m)?)?;
     m.add_function(wrap_pyfunction!(from_handle::refine_graph_of, m)?)?;
+    m.add_function(wrap_pyfunction!(from_handle::refine_graphs_of, m)?)?;
     m.add_function(wrap_pyfunction!(changes::matched_walk, m)?)?;
     m.add_function(wrap_pyfunction!(changes::unexplained, m)?)?;
     m.add_function(wrap_pyfunction!(identity::identity_multiplies_of, m)?)?;

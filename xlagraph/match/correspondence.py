@@ -584,7 +584,7 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
     # Where the core is there, refinement until stable runs there (on these very nodes: the
     # core builds its graph in `_Graph`'s order); the rounds in Python are the reference.
     compiled = (
-        (_compiled_graph(core, left, True), _compiled_graph(core, right, True)) if core is not None else None
+        tuple(_compiled_graphs(core, [(left, True), (right, True)])) if core is not None else None
     )
     every = (list(range(len(a.names))), list(range(len(b.names))))
     slot_of = (
@@ -734,11 +734,35 @@ _SEEN: WeakKeyDictionary[CanonicalComputation, Any] = WeakKeyDictionary()
 
 
 def _compiled_graph(core: Any, comp: CanonicalComputation, see_through: bool = False) -> Any:
-    if see_through:  # the multiplies by one are looked for only where they are seen through
-        identities = identity_multiplies(comp)
+    return _compiled_graphs(core, [(comp, see_through)])[0]
+
+
+def _compiled_graphs(core: Any, wanted: list[tuple[CanonicalComputation, bool]]) -> list[Any]:
+    """The core's graph of each `(computation, multiplies by one seen through)`: those not kept
+    yet are built in one call, on two threads where large (`refine_graphs_of`)."""
+    slots = []
+    for comp, see_through in wanted:
+        # The multiplies by one are looked for only where they are seen through.
+        identities = identity_multiplies(comp) if see_through else _AS_THEY_ARE
         if identities.by_name:
-            return _built(core, comp, _SEEN, identities)
-    return _built(core, comp, _GRAPHS, _AS_THEY_ARE)
+            slots.append((comp, _SEEN, identities))
+        else:
+            slots.append((comp, _GRAPHS, _AS_THEY_ARE))
+    if hasattr(core, "refine_graphs_of"):
+        missing: dict[tuple[int, int], tuple[CanonicalComputation, Any, Identities]] = {}
+        for comp, cache, identities in slots:
+            if comp.core is not None and comp not in cache:
+                missing.setdefault((id(comp), id(cache)), (comp, cache, identities))
+        if missing:
+            built = core.refine_graphs_of(
+                [(comp.core, list(ids.by_index)) for comp, _, ids in missing.values()],
+                _COMMUTATIVE,
+                _first_colours,
+                _OUTPUT,
+            )
+            for (comp, cache, _), graph in zip(missing.values(), built, strict=True):
+                cache[comp] = graph
+    return [_built(core, comp, cache, identities) for comp, cache, identities in slots]
 
 
 _AS_THEY_ARE = Identities({}, ())
@@ -780,8 +804,7 @@ def _correspond_compiled(
     Python list per node. Only the colours of inputs and outputs come back: `_assign` reads no
     others, so nodes are renumbered as positions in those picks. None where look-alikes are left
     tied: the Python graphs individualize them."""
-    a, b = _compiled_graph(core, left), _compiled_graph(core, right)
-    seen = _compiled_graph(core, left, True), _compiled_graph(core, right, True)
+    a, b, *seen = _compiled_graphs(core, [(left, False), (right, False), (left, True), (right, True)])
     a_inputs, b_inputs, a_outputs, b_outputs = a.params, b.params, a.outputs, b.outputs
     pick_a = sorted(set(a_inputs) | {k for k in a_outputs if k >= 0})
     pick_b = sorted(set(b_inputs) | {k for k in b_outputs if k >= 0})
