@@ -222,6 +222,19 @@ def test_import_xlagraph_stays_cheap() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True)
 
 
+def test_a_diff_of_two_graphs_does_not_import_the_reports_code() -> None:
+    """`xlagraph diff a.hlo b.hlo` is told single graphs from the files' heads and reads their
+    source lines without `report.build` or `report.ranks` (issue 22: start-up is most of a small
+    diff's time)."""
+    code = (
+        "import sys\nfrom xlagraph.cli.main import xlagraph as cli\n"
+        f"cli.main(['diff', {A!r}, {B!r}, '--json'], standalone_mode=False)\n"
+        "loaded = [m for m in ('xlagraph.report.build', 'xlagraph.report.ranks') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True)
+
+
 def test_results_are_immutable() -> None:
     d = xlagraph.diff(A, B)
     for obj, name in ((d, "verdict"), (d.left, "name"), (d.left.entry.instructions[0], "opcode"),

@@ -289,6 +289,8 @@ def test_dumps_inside_a_capture_read_its_stored_sources(tmp_path: Path, monkeypa
         seen.append(list(paths))
         return SourceText()
 
-    monkeypatch.setattr(build, "source_text_near", spy)
+    import xlagraph.report.source_text as near  # where a diff reads it (without the report's code)
+
+    monkeypatch.setattr(near, "source_text_near", spy)
     api.diff(f"{a}#0", b)
     assert seen == [[a, b]]

@@ -150,7 +150,7 @@ def diff(a: str | Module, b: str | Module, *, phase: Callable[[str], None] = _qu
     from xlagraph.diagnose.frames import reading_sources
     from xlagraph.diff import diff_modules
     from xlagraph.render.text import changed_instructions
-    from xlagraph.report.build import source_text_near
+    from xlagraph.report.source_text import source_text_near
 
     if isinstance(a, str) and isinstance(b, str):
         left, right = _load_both(a, b, phase)

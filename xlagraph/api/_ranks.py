@@ -61,6 +61,10 @@ def ranks(*sources: str) -> Ranks | None:
     >>> view is not None, view.agree
     (True, False)
     """
+    from xlagraph.parse.sources import single_graph_file
+
+    if len(sources) > 1 and any("#" in s or single_graph_file(s) for s in sources):
+        return None  # single graphs, told as `rank_sources` tells them, without importing it
     from xlagraph.report.ranks import given_rank, rank_sources, rank_view
 
     label = " vs ".join(sources)

@@ -474,3 +474,22 @@ def load_module(spec: str) -> Module:
 
 def replace_label(module: Module, label: str) -> Module:
     return replace(module, info=replace(module.info, label=label))
+
+
+_SINGLE_HEAD_BYTES = 1 << 16
+
+
+def single_graph_file(path: str) -> bool:
+    """A regular file whose text starts as one graph (`HloModule`, lazy IR `IR {`): never a whole
+    run, which starts with a save file's block header. False when unsure (the full read decides,
+    and says what is wrong with the file)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        # O_NONBLOCK: a file swapped for a FIFO since the check must not make this wait.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            head = f.read(_SINGLE_HEAD_BYTES)
+    except (OSError, ValueError):
+        return False
+    return head.lstrip().startswith((b"HloModule", b"IR {")) and b"## BEGIN_GRAPH" not in head

@@ -30,7 +30,6 @@ from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import (
     SourceText,
-    StoredText,
     call_site,
     current_sources,
     is_library,
@@ -68,6 +67,7 @@ from xlagraph.report.model import (
     Variant,
 )
 from xlagraph.report.savefile import is_step_marker
+from xlagraph.report.source_text import source_text_near
 from xlagraph.runlog import GraphRecord, LiveTensor, RunLog, Sync
 from xlagraph.source_paths import short_location
 
@@ -466,9 +466,6 @@ def build_report(log: RunLog, explain: bool = True, read_line: LineReader = _rea
         return _build_report(log, explain, read_line)
 
 
-_BASES_ABOVE = 4
-
-
 def source_text_of(log: RunLog) -> SourceText:
     """Where a run's source lines are read: a capture's stored sources; without them (a raw dump,
     a capture made before sources were stored) `source_text_near` the source."""
@@ -479,45 +476,6 @@ def source_text_of(log: RunLog) -> SourceText:
         if stored is not None:
             return SourceText(stored=stored)
     return source_text_near([log.source] if log.source else [])
-
-
-def source_text_near(paths: Iterable[str]) -> SourceText:
-    """Where the lines of graphs read from files are read (`diff A B`, `report FILE`): the stored
-    sources of the capture process folder a file lies in (a dump under `<process>/hlo/`, copied
-    out with its folder or not); else the user's files under the first file's folder and the few
-    folders above it (a project that keeps its dumps in a subfolder)."""
-    from xlagraph.capture.reader import process_roots
-    from xlagraph.capture.stored_sources import StoredSources
-    from xlagraph.source_paths import add_capture_roots
-
-    folders = [Path(os.path.abspath(p)).parent for p in paths if p]
-    found = []
-    for folder in folders:
-        for candidate in (folder, *folder.parents[:_BASES_ABOVE]):
-            stored = StoredSources.load(str(candidate))
-            if stored is not None:
-                found.append(stored)
-                add_capture_roots(process_roots(str(candidate)))  # (a dump it never made portable)
-                break
-    if found:
-        return SourceText(stored=found[0] if len(found) == 1 else _Either(tuple(found)))
-    if not folders:
-        return SourceText()
-    return SourceText(bases=tuple(str(p) for p in (folders[0], *folders[0].parents[:_BASES_ABOVE])))
-
-
-@dataclass(frozen=True)
-class _Either:
-    """The stored sources of two captures (`diff` of a graph of each): a line from the first that
-    stored its file."""
-
-    stores: tuple[StoredText, ...]
-
-    def knows(self, path: str) -> bool:
-        return any(s.knows(path) for s in self.stores)
-
-    def line(self, path: str, n: int) -> str:
-        return next((s.line(path, n) for s in self.stores if s.knows(path)), "")
 
 
 def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunReport:

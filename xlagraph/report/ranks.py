@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -537,25 +536,6 @@ def _mismatch_text(step: int, position: int, groups: tuple[RankGroup, ...], unit
     return f"{unit} {step}: {'; '.join(odd)} where {runs(groups[0])}"
 
 
-_HEAD_BYTES = 1 << 16
-
-
-def _single_graph_file(path: str) -> bool:
-    """A regular file whose text starts as one graph (`HloModule`, lazy IR `IR {`): never a whole
-    run, which starts with a save file's block header. False when unsure (the full read decides,
-    and says what is wrong with the file)."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return False
-        # O_NONBLOCK: a file swapped for a FIFO since the check must not make this wait.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-        with os.fdopen(fd, "rb", buffering=0) as f:
-            head = f.read(_HEAD_BYTES)
-    except (OSError, ValueError):
-        return False
-    return head.lstrip().startswith((b"HloModule", b"IR {")) and b"## BEGIN_GRAPH" not in head
-
-
 def rank_sources(specs: Sequence[str]) -> tuple[RunLog, ...] | None:
     """The runs of several ranks given without capture, or None when `specs` are not that.
 
@@ -564,13 +544,13 @@ def rank_sources(specs: Sequence[str]) -> tuple[RunLog, ...] | None:
     is one rank, numbered by the ordinal in its name, else by its place in `specs`. A spec with
     `#K` names one graph and is never a rank.
     """
-    from xlagraph.parse.sources import open_source
+    from xlagraph.parse.sources import open_source, single_graph_file
 
     if any("#" in s for s in specs):
         return None
     if len(specs) == 1:
         return rank_dir_runs(specs[0]) if os.path.isdir(specs[0]) else None
-    if any(_single_graph_file(s) for s in specs):
+    if any(single_graph_file(s) for s in specs):
         return None  # told from the head: `xlagraph diff a.hlo b.hlo` does not read them twice
     sources = [open_source(s) for s in specs]
     # Whole runs: every one a save file or a dump folder, and not all of a single graph (two
