@@ -10,8 +10,6 @@ from xlagraph.canonical import canonicalize
 from xlagraph.parse.hlo import IR_FIRST
 from xlagraph.parse.sources import load_module
 
-pytest.importorskip("xlagraph._core")
-
 SPECS = sorted({spec for pair in FIXTURE_PAIRS for spec in pair})
 
 

@@ -229,6 +229,8 @@ fn redirects(count: usize, alias: &[(u32, u32)]) -> PyResult<Vec<u32>> {
 /// What building a graph asks of Python: per opcode whether it commutes, per kind of node
 /// (instruction kind, input or not) its first colours (loose, strict, calls anything).
 struct Asked {
+    nodes: Vec<u32>,
+    is_input: Vec<bool>,
     op_commutative: Vec<bool>,
     colours: FxMap<(u32, bool), (u64, u64, bool)>,
 }
@@ -264,8 +266,9 @@ fn ask(
         .map(|t| commutative.contains(t.as_str()))
         .collect::<PyResult<Vec<bool>>>()?;
     let is_input = inputs_of(h);
+    let nodes = nodes_of(h);
     let mut colours: FxMap<(u32, bool), (u64, u64, bool)> = FxMap::default();
-    for i in nodes_of(h) {
+    for &i in &nodes {
         let key = (h.kind[i as usize], is_input[i as usize]);
         if colours.contains_key(&key) {
             continue;
@@ -283,6 +286,8 @@ fn ask(
         colours.insert(key, (l as u64, s as u64, called > 0));
     }
     Ok(Asked {
+        nodes,
+        is_input,
         op_commutative,
         colours,
     })
@@ -320,8 +325,7 @@ impl Assembled {
 
 fn assemble(h: &CanonHandle, asked: &Asked, redirect: &[u32], output_mark: i64) -> Assembled {
     let count = h.names.len();
-    let is_input = inputs_of(h);
-    let nodes = nodes_of(h);
+    let (nodes, is_input) = (&asked.nodes, &asked.is_input);
     let n = nodes.len();
     let mut node_of = vec![NONE; count];
     for (k, &i) in nodes.iter().enumerate() {
@@ -334,7 +338,7 @@ fn assemble(h: &CanonHandle, asked: &Asked, redirect: &[u32], output_mark: i64) 
     let mut loose = Vec::with_capacity(n);
     let mut strict = Vec::with_capacity(n);
     op_start.push(0u32);
-    for &i in &nodes {
+    for &i in nodes {
         let row_start = ops.len();
         if let (true, Some(row)) = (redirect[i as usize] == NONE, h.operands(i)) {
             ops.extend(
