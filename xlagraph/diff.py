@@ -9,7 +9,6 @@ the patterns behind them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import attrgetter
 from weakref import WeakKeyDictionary
 
 from xlagraph._callable import make_callable
@@ -39,7 +38,8 @@ from xlagraph.diagnose.residue import (
     unseen_constants,
 )
 from xlagraph.diagnose.sources import sources_of
-from xlagraph.ir import Module, strip_layout
+from xlagraph.ir import Module, has_source_lines, strip_layout
+from xlagraph.ir import callers as calling
 from xlagraph.match import Matching, match
 from xlagraph.parse.lazy_ir import LOSSY_NOTE
 from xlagraph.parse.sources import load_module
@@ -143,7 +143,7 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
             regrouped = any(c.kind is CauseKind.COLLECTIVE for c in raw)
         lins, rins = lc.computation.by_name, rc.computation.by_name
         # Most instructions call nothing: only the callers among the matched are looked up.
-        callers = frozenset(map(_NAME, filter(_CALLED, lc.computation.instructions)))
+        callers = frozenset(calling(lc.computation))
         for x in filter(callers.__contains__, m.left):
             y = m.left[x]
             cx = lins[x].called
@@ -190,18 +190,11 @@ def _has_frames(module: Module) -> bool:
     module: a report's graphs are each in several diffs."""
     found = _FRAMES.get(module)
     if found is None:
-        # Instructions without metadata are dropped at C speed: in a dump with none, that is all.
-        with_metadata = filter(None, map(_METADATA, module.entry.instructions))
-        found = _FRAMES[module] = any(md.source_file or md.stack_frame_id for md in with_metadata)
+        found = _FRAMES[module] = has_source_lines(module.entry)
     return found
 
 
 _FRAMES: WeakKeyDictionary[Module, bool] = WeakKeyDictionary()
-
-
-_METADATA = attrgetter("metadata")
-_NAME = attrgetter("name")
-_CALLED = attrgetter("called")
 
 
 def _invisible_change(left: CanonicalModule, right: CanonicalModule, causes: list[Cause]) -> list[Cause]:

@@ -10,8 +10,10 @@ Names are kept exactly as printed, minus the `%` sigil, so messages can quote th
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from operator import attrgetter
 from typing import NamedTuple
 
 from xlagraph.source_paths import portable_frames, portable_path
@@ -24,6 +26,9 @@ __all__ = [
     "Instruction",
     "Metadata",
     "Module",
+    "callers",
+    "has_source_lines",
+    "name_at",
     "strip_layout",
 ]
 
@@ -118,10 +123,14 @@ class Instruction(NamedTuple):
 
 @dataclass(frozen=True, eq=False)
 class Computation:
-    """A named list of instructions in printed order; `root` is the ROOT (or the last one)."""
+    """A named list of instructions in printed order; `root` is the ROOT (or the last one).
+
+    `instructions` is a tuple, or where the compiled reader was asked for it (`LAZY_IR`), a
+    sequence that builds each `Instruction` when first asked for and otherwise answers as that
+    tuple would (`_core.Instructions`)."""
 
     name: str
-    instructions: tuple[Instruction, ...]
+    instructions: Sequence[Instruction]
     is_entry: bool = False
     line: int = 0
 
@@ -141,6 +150,32 @@ class Computation:
         """Parameters ordered by parameter number, not by printed position."""
         params = [i for i in self.instructions if i.opcode == "parameter"]
         return tuple(sorted(params, key=lambda i: i.parameter_number))
+
+
+def callers(comp: Computation) -> Iterable[str]:
+    """The names of the instructions that call computations, in order (a lazy sequence answers
+    from the reader's records, building no instruction)."""
+    fast = getattr(comp.instructions, "callers", None)
+    return fast() if fast is not None else (i.name for i in comp.instructions if i.called)
+
+
+def has_source_lines(comp: Computation) -> bool:
+    """Any instruction's metadata names a source file or a stack frame."""
+    fast = getattr(comp.instructions, "any_source_line", None)
+    if fast is not None:
+        return fast()
+    # Instructions without metadata are dropped at C speed: in a dump with none, that is all.
+    with_metadata = filter(None, map(_METADATA, comp.instructions))
+    return any(md.source_file or md.stack_frame_id for md in with_metadata)
+
+
+def name_at(instructions: Sequence[Instruction]) -> Callable[[int], str]:
+    """`k -> instructions[k].name`, without building the instruction where the sequence is lazy."""
+    fast = getattr(instructions, "name_at", None)
+    return fast if fast is not None else (lambda k: instructions[k].name)
+
+
+_METADATA = attrgetter("metadata")
 
 
 @dataclass(frozen=True)

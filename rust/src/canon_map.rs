@@ -306,8 +306,8 @@ impl Table for CanonMap {
                 let ops = h.operands(i as u32).unwrap_or(&[]);
                 PyTuple::new(py, ops.iter().map(|&o| h.names[o as usize].bind(py)))?.into_any()
             }
-            Field::Operands => h.instructions.bind(py).get_item(i)?.get_item(3)?,
-            Field::ByName => h.instructions.bind(py).get_item(i)?,
+            Field::Operands => crate::lazy_ir::item(h.instructions.bind(py), i)?.get_item(3)?,
+            Field::ByName => crate::lazy_ir::item(h.instructions.bind(py), i)?,
         })
     }
 }

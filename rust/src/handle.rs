@@ -76,7 +76,7 @@ pub struct CanonHandle {
     /// What the canonical form's mappings read (canon_map.rs): the IR's instructions, the
     /// instructions `operands` has in its key order, which of them forwarding rewired (the
     /// others' operands are the IR's own tuple), which are live (`order`).
-    pub(crate) instructions: Py<PyTuple>,
+    pub(crate) instructions: Py<PyAny>,
     pub(crate) entered: Vec<u32>,
     pub(crate) forwarded: Vec<bool>,
     pub(crate) live: Vec<bool>,
@@ -359,8 +359,7 @@ pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Option<Parts> {
     for (k, ins) in comp.insts.iter().enumerate() {
         let o = opcode_ids.id(ins.opcode.as_ref(), || opcodes.push(ins.opcode.to_string()));
         let s = shape_ids.id(ins.shape.as_ref(), || shapes.push(ins.shape.to_string()));
-        let attrs: Vec<(&str, &str)> = ins.attrs.iter().map(|(a, v)| (*a, v.as_ref())).collect();
-        let id = kind_ids.id((o, s, attrs, ins.called.len()), || {
+        let id = kind_ids.id((o, s, ins.attrs.as_slice(), ins.called.len()), || {
             kind_first.push(k as u32)
         });
         opcode.push(o);
@@ -393,11 +392,14 @@ pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Option<Parts> {
         .collect();
     let mut files: FxMap<&str, ()> = FxMap::default();
     let mut source_files = Vec::new();
+    let mut last = "";
     for m in comp.insts.iter().filter_map(|i| i.metadata.as_ref()) {
         let f = m.source_file.as_ref();
-        if !f.is_empty() && files.insert(f, ()).is_none() {
+        // Neighbours mostly cite one file: only a change of file is looked up.
+        if f != last && !f.is_empty() && files.insert(f, ()).is_none() {
             source_files.push(f.to_string());
         }
+        last = f;
     }
     let mut live = vec![false; n];
     for &i in &c.order {
@@ -460,12 +462,12 @@ fn is_one(payload: &str) -> bool {
 pub(crate) fn handle<'py>(
     p: Parts,
     names: &[Bound<'py, PyString>],
-    instructions: &Bound<'py, PyTuple>,
+    instructions: &Bound<'py, PyAny>,
 ) -> PyResult<CanonHandle> {
     let kinds = p
         .kind_first
         .iter()
-        .map(|&k| instructions.get_item(k as usize).map(Bound::unbind))
+        .map(|&k| crate::lazy_ir::item(instructions, k as usize).map(Bound::unbind))
         .collect::<PyResult<Vec<_>>>()?;
     let c = p.canon;
     Ok(CanonHandle {

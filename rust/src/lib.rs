@@ -13,6 +13,8 @@ mod created;
 mod from_handle;
 mod handle;
 mod identity;
+mod ir_build;
+mod lazy_ir;
 mod literal;
 mod matcher;
 mod notes;
@@ -30,15 +32,16 @@ mod text;
 mod tuple_params;
 mod users;
 
-use std::borrow::Cow;
+use std::sync::Arc;
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
+use ir_build::{untrack, Builder, Built};
 use parser::Parser;
-use text::{FxMap, Meta, ModuleText};
+use text::{FxMap, ModuleText};
 
 create_exception!(
     _core,
@@ -46,179 +49,6 @@ create_exception!(
     PyValueError,
     "Malformed HLO text: args are (message, line)."
 );
-
-/// Shares one Python string per distinct text.
-struct Interner<'py, 'a> {
-    py: Python<'py>,
-    map: FxMap<Cow<'a, str>, Bound<'py, PyString>>,
-}
-
-impl<'py, 'a> Interner<'py, 'a> {
-    #[allow(clippy::ptr_arg)] // the Cow itself is kept as the key: borrowed text stays borrowed
-    fn get(&mut self, s: &Cow<'a, str>) -> Bound<'py, PyString> {
-        if let Some(v) = self.map.get(s.as_ref()) {
-            return v.clone();
-        }
-        let v = PyString::new(self.py, s);
-        self.map.insert(s.clone(), v.clone());
-        v
-    }
-}
-
-struct Builder<'py, 'a> {
-    py: Python<'py>,
-    strings: Interner<'py, 'a>,
-    /// `(key, value)` attribute pairs, shared: most instructions repeat a few of them.
-    pairs: FxMap<(&'a str, Cow<'a, str>), Bound<'py, PyTuple>>,
-    /// Allocate NamedTuple instances directly (CPython < 3.14, whose tuples cache no hash).
-    direct: bool,
-    tuple_new: Bound<'py, PyAny>,
-    instruction: Bound<'py, PyType>,
-    metadata: Bound<'py, PyType>,
-    empty: Bound<'py, PyTuple>,
-}
-
-/// A computation as built, with its instructions' names and operand tuples.
-type Built<'py> = (
-    Bound<'py, PyTuple>,
-    Vec<Bound<'py, PyString>>,
-    Vec<Bound<'py, PyTuple>>,
-);
-
-/// Take an object the reader built out of the cyclic garbage collector's view. Only for tuples
-/// (and NamedTuple instances) holding strings, numbers, None and other such tuples: they can
-/// never be part of a cycle, and 100K-instruction modules otherwise cost every full collection a
-/// walk over half a million objects. (CPython untracks such tuples itself, but lazily.)
-fn untrack<T>(obj: Bound<'_, T>) -> Bound<'_, T> {
-    // SAFETY: a valid object; untracking an object the collector does not track is a no-op.
-    unsafe { pyo3::ffi::PyObject_GC_UnTrack(obj.as_ptr().cast()) };
-    obj
-}
-
-impl<'py, 'a> Builder<'py, 'a> {
-    /// An instance of the tuple subclass `cls` (a NamedTuple) holding `items`.
-    fn make<const N: usize>(
-        &self,
-        cls: &Bound<'py, PyType>,
-        items: [Bound<'py, PyAny>; N],
-    ) -> PyResult<Bound<'py, PyAny>> {
-        if self.direct {
-            // What tuple.__new__(cls, items) does, without the intermediate tuple: allocate the
-            // subclass instance and move the items in.
-            // SAFETY: `cls` is a tuple subclass without extra fields (NamedTuple, __slots__ = ());
-            // the fresh object has refcount 1 and N empty slots, each filled once (SetItem steals).
-            unsafe {
-                let obj =
-                    pyo3::ffi::PyType_GenericAlloc(cls.as_type_ptr(), N as pyo3::ffi::Py_ssize_t);
-                if obj.is_null() {
-                    return Err(PyErr::fetch(self.py));
-                }
-                for (i, item) in items.into_iter().enumerate() {
-                    pyo3::ffi::PyTuple_SetItem(obj, i as pyo3::ffi::Py_ssize_t, item.into_ptr());
-                }
-                return Ok(untrack(Bound::from_owned_ptr(self.py, obj)));
-            }
-        }
-        Ok(untrack(
-            self.tuple_new.call1((cls, PyTuple::new(self.py, items)?))?,
-        ))
-    }
-
-    fn meta(&mut self, m: &Meta<'a>) -> PyResult<Bound<'py, PyAny>> {
-        let items = [
-            self.strings.get(&m.op_type).into_any(),
-            self.strings.get(&m.op_name).into_any(),
-            self.strings.get(&m.source_file).into_any(),
-            m.source_line.into_pyobject(self.py)?.into_any(),
-            m.stack_frame_id.into_pyobject(self.py)?.into_any(),
-        ];
-        self.make(&self.metadata.clone(), items)
-    }
-
-    /// The computation's `(name, instructions, is_entry, line)`, and its instructions' names
-    /// and operand tuples (for the canonical form, which shares them).
-    fn computation(&mut self, comp: &text::Comp<'a>, line_offset: i64) -> PyResult<Built<'py>> {
-        let py = self.py;
-        let mut names: Vec<Bound<'py, PyString>> = Vec::with_capacity(comp.insts.len());
-        let mut operand_tuples: Vec<Bound<'py, PyTuple>> = Vec::with_capacity(comp.insts.len());
-        let mut out: Vec<Bound<'py, PyAny>> = Vec::with_capacity(comp.insts.len());
-        for inst in &comp.insts {
-            let name = PyString::new(py, &inst.name);
-            names.push(name.clone());
-            let operands = if inst.operands.is_empty() {
-                self.empty.clone()
-            } else {
-                untrack(PyTuple::new(
-                    py,
-                    inst.operands.iter().map(|i| names[*i as usize].clone()),
-                )?)
-            };
-            operand_tuples.push(operands.clone());
-            let attrs = if inst.attrs.is_empty() {
-                self.empty.clone()
-            } else {
-                let mut pairs = Vec::with_capacity(inst.attrs.len());
-                for (k, v) in &inst.attrs {
-                    if v.len() > 96 {
-                        let key = self.strings.get(&Cow::Borrowed(*k));
-                        pairs.push(untrack(PyTuple::new(py, [key, PyString::new(py, v)])?));
-                        continue;
-                    }
-                    if let Some(pair) = self.pairs.get(&(*k, v.clone())) {
-                        pairs.push(pair.clone());
-                        continue;
-                    }
-                    let key = self.strings.get(&Cow::Borrowed(*k));
-                    let pair = untrack(PyTuple::new(py, [key, self.strings.get(v)])?);
-                    self.pairs.insert((*k, v.clone()), pair.clone());
-                    pairs.push(pair);
-                }
-                untrack(PyTuple::new(py, pairs)?)
-            };
-            let called = if inst.called.is_empty() {
-                self.empty.clone()
-            } else {
-                let items: Vec<_> = inst.called.iter().map(|c| self.strings.get(c)).collect();
-                untrack(PyTuple::new(py, items)?)
-            };
-            let metadata = match &inst.metadata {
-                Some(m) => self.meta(m)?,
-                None => py.None().into_bound(py),
-            };
-            let items = [
-                name.into_any(),
-                self.strings.get(&inst.opcode).into_any(),
-                self.strings.get(&inst.shape).into_any(),
-                operands.into_any(),
-                attrs.into_any(),
-                called.into_any(),
-                self.strings.get(&inst.payload).into_any(),
-                metadata,
-                pyo3::types::PyBool::new(py, inst.is_root)
-                    .to_owned()
-                    .into_any(),
-                (inst.line as i64 + line_offset)
-                    .into_pyobject(py)?
-                    .into_any(),
-            ];
-            out.push(self.make(&self.instruction.clone(), items)?);
-        }
-        let built = PyTuple::new(
-            py,
-            [
-                PyString::new(py, &comp.name).into_any(),
-                untrack(PyTuple::new(py, out)?).into_any(),
-                pyo3::types::PyBool::new(py, comp.is_entry)
-                    .to_owned()
-                    .into_any(),
-                (comp.line as i64 + line_offset)
-                    .into_pyobject(py)?
-                    .into_any(),
-            ],
-        )?;
-        Ok((built, names, operand_tuples))
-    }
-}
 
 /// Parse, turning an error's offset into its line. The parser runs on a thread of its own with a
 /// known, ample stack (nesting is bounded, but a caller's thread may have as little as 512 KiB).
@@ -273,24 +103,25 @@ const PARSER_STACK: usize = 64 << 20;
 /// `(message, line)` when canonicalization refuses the module, or None to leave it to Python.
 /// Raises `HloSyntaxError(message, line)`; lines are 1-based plus `line_offset`.
 #[pyfunction]
-#[pyo3(signature = (text, line_offset, instruction_cls, metadata_cls, ir_first = false))]
+#[pyo3(signature = (text, line_offset, instruction_cls, metadata_cls, ir_first = false, lazy = false))]
 fn parse_hlo<'py>(
     py: Python<'py>,
-    text: &str,
+    text: &Bound<'py, PyString>,
     line_offset: i64,
     instruction_cls: Bound<'py, PyType>,
     metadata_cls: Bound<'py, PyType>,
     ir_first: bool,
+    lazy: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let built = build(
         py,
         text,
         line_offset,
-        instruction_cls,
-        metadata_cls,
+        (instruction_cls, metadata_cls),
         ir_first,
+        lazy,
     );
-    if text.len() > TRIM_PAST {
+    if text.to_str()?.len() > TRIM_PAST {
         release_free_memory();
     }
     built
@@ -315,15 +146,20 @@ fn release_free_memory() {
     }
 }
 
+/// `lazy`: each computation's instructions are a `lazy_ir::Instructions`, built as Python asks
+/// for them (where every computation has a core handle; else the tuples are built whole).
 fn build<'py>(
     py: Python<'py>,
-    text: &str,
+    text: &Bound<'py, PyString>,
     line_offset: i64,
-    instruction_cls: Bound<'py, PyType>,
-    metadata_cls: Bound<'py, PyType>,
+    (instruction_cls, metadata_cls): (Bound<'py, PyType>, Bound<'py, PyType>),
     ir_first: bool,
+    lazy: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let parsed = py.allow_threads(|| read(text));
+    // SAFETY: the records borrowing the text outlive this call only inside a `lazy_ir::Held`,
+    // which keeps `text` (see `Held::new`); everything else is dropped before it returns.
+    let source = unsafe { std::mem::transmute::<&str, &'static str>(text.to_str()?) };
+    let parsed = py.allow_threads(|| read(source));
     let mut module = match parsed {
         Ok(m) => m,
         Err((message, line)) => {
@@ -333,20 +169,7 @@ fn build<'py>(
             )));
         }
     };
-    let tuple_type = py.get_type::<PyTuple>();
-    let mut b = Builder {
-        py,
-        strings: Interner {
-            py,
-            map: FxMap::default(),
-        },
-        pairs: FxMap::default(),
-        direct: py.version_info() < (3, 14),
-        tuple_new: tuple_type.getattr("__new__")?,
-        instruction: instruction_cls,
-        metadata: metadata_cls,
-        empty: PyTuple::empty(py),
-    };
+    let mut b = Builder::new(py, instruction_cls.unbind(), metadata_cls.unbind())?;
     let header = PyTuple::new(
         py,
         module
@@ -359,10 +182,10 @@ fn build<'py>(
     // A diff reads one side so, the other canonical form first: each side's GIL-bound IR is
     // built while the other side canonicalizes, instead of both waiting on the GIL at the end.
     // It holds the reader's records and the IR at once, so only one side of a diff asks for it.
-    let early: Vec<Built<'py>> = if ir_first {
+    let early: Vec<Built<'py>> = if ir_first && !lazy {
         let mut built = Vec::with_capacity(module.comps.len());
         for comp in &module.comps {
-            built.push(b.computation(comp, line_offset)?);
+            built.push(b.computation(py, comp, line_offset)?);
         }
         built
     } else {
@@ -390,28 +213,57 @@ fn build<'py>(
     let mut forms: Vec<Option<Bound<'py, PyTuple>>> = vec![None; place.len()];
     let mut ints = FxMap::default();
     let comps = PyList::empty(py);
-    // Each computation's Rust records are freed once it is built: the peak holds one copy.
-    let mut early = early.into_iter();
-    for (index, comp) in std::mem::take(&mut module.comps).into_iter().enumerate() {
-        let (built, names, operands) = match early.next() {
-            Some(made) => made,
-            None => b.computation(&comp, line_offset)?,
-        };
-        comps.append(&built)?;
-        if let Ok(m) = &canonical {
+    let all_kept = canonical.is_ok() && parts.iter().all(Option::is_some);
+    if lazy && all_kept {
+        let m = canonical.as_ref().ok().expect("all_kept");
+        let comps_read = std::mem::take(&mut module.comps);
+        // SAFETY: the records borrow `text` alone (`source` above), and `Held` keeps it.
+        let held = Arc::new(unsafe {
+            lazy_ir::Held::new(comps_read, b, line_offset, text.clone().unbind(), py)
+        });
+        for (index, comp) in held.comps.iter().enumerate() {
+            let names = ir_build::names_of(py, comp);
+            let seq = Bound::new(py, lazy_ir::Instructions::new(held.clone(), index, &names))?;
+            let seq = seq.into_any();
+            comps.append(Builder::computation_tuple(
+                py,
+                comp,
+                seq.clone(),
+                line_offset,
+            )?)?;
+            let p = parts[index].take().expect("all_kept");
+            let kept = handle::handle(p, &names, &seq)?;
             let c = &m.comps[place[index]];
-            let instructions = built.get_item(1)?;
-            let kept = match parts.get_mut(index).and_then(Option::take) {
-                Some(p) => Some(handle::handle(
-                    p,
-                    &names,
-                    instructions.downcast::<PyTuple>()?,
-                )?),
-                None => None,
-            };
             forms[place[index]] = Some(canonical_form(
-                py, &mut ints, c, &comp, &names, &operands, kept,
+                py,
+                &mut ints,
+                c,
+                comp,
+                &names,
+                &[],
+                Some(kept),
             )?);
+        }
+    } else {
+        // Each computation's Rust records are freed once it is built: the peak holds one copy.
+        let mut early = early.into_iter();
+        for (index, comp) in std::mem::take(&mut module.comps).into_iter().enumerate() {
+            let (built, names, operands) = match early.next() {
+                Some(made) => made,
+                None => b.computation(py, &comp, line_offset)?,
+            };
+            comps.append(&built)?;
+            if let Ok(m) = &canonical {
+                let c = &m.comps[place[index]];
+                let instructions = built.get_item(1)?;
+                let kept = match parts.get_mut(index).and_then(Option::take) {
+                    Some(p) => Some(handle::handle(p, &names, &instructions)?),
+                    None => None,
+                };
+                forms[place[index]] = Some(canonical_form(
+                    py, &mut ints, c, &comp, &names, &operands, kept,
+                )?);
+            }
         }
     }
     let canonical = match canonical {
@@ -657,6 +509,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(refine::refine_picked, m)?)?;
     m.add_class::<refine::RefineGraph>()?;
     m.add_class::<handle::CanonHandle>()?;
+    m.add_class::<lazy_ir::Instructions>()?;
+    m.add_class::<lazy_ir::InstructionsIter>()?;
     m.add_class::<canon_map::CanonMap>()?;
     m.add_class::<canon_map::PairMap>()?;
     m.add_class::<pair_edits::EditedPairs>()?;

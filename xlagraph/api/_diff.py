@@ -109,19 +109,31 @@ def _quiet(phase: str) -> None:
     pass
 
 
-def _load_both(a: str, b: str, phase: Callable[[str], None]) -> tuple[Module, Module]:
-    """`load(a)` and `load(b)`, B on a second thread: the compiled reader parses and
-    canonicalizes without the GIL, so on two cores B's reading runs while A's IR is built. The
-    answers and errors are the sequential ones: A's error first, B's only once A is read."""
+def _load_both(
+    a: str, b: str, phase: Callable[[str], None], meanwhile: Callable[[], None] = lambda: None
+) -> tuple[Module, Module]:
+    """`load(a)` and `load(b)`, each on a thread of its own (the compiled reader parses and
+    canonicalizes without the GIL), while this thread runs `meanwhile` (imports the engine).
+    The answers and errors are the sequential ones: A's error first, B's only once A is read.
+    The readers import nothing once `parse.sources` is imported: no import runs on two threads."""
     from concurrent.futures import ThreadPoolExecutor
     from contextvars import copy_context
 
     from xlagraph._gc import paused_gc
+    from xlagraph.parse.hlo import LAZY_IR
+    from xlagraph.parse.sources import load_module  # noqa: F401 (see above)
 
-    with paused_gc(), ThreadPoolExecutor(1) as pool:
+    with paused_gc(), ThreadPoolExecutor(2) as pool:
         phase(f"reading A: {a}")
-        later = pool.submit(copy_context().run, _load_ir_first, b)  # the same progress sink and sharing
-        left = load(a)
+        lazy = LAZY_IR.set(True)  # a diff asks about a few instructions of each side
+        try:
+            # Each on a copy of this context: the same progress sink and sharing.
+            first = pool.submit(copy_context().run, load, a)
+            later = pool.submit(copy_context().run, _load_ir_first, b)
+        finally:
+            LAZY_IR.reset(lazy)
+        meanwhile()
+        left = first.result()
         phase(f"reading B: {b}")
         return left, later.result()
 
@@ -133,6 +145,14 @@ def _load_ir_first(spec: str) -> Module:
 
     IR_FIRST.set(True)
     return load(spec)
+
+
+def _import_engine() -> None:
+    """What a diff runs after reading, imported while the graphs are read."""
+    import xlagraph.diagnose.frames
+    import xlagraph.diff
+    import xlagraph.render.text
+    import xlagraph.report.source_text  # noqa: F401
 
 
 def diff(a: str | Module, b: str | Module, *, phase: Callable[[str], None] = _quiet) -> Diff:
@@ -147,18 +167,18 @@ def diff(a: str | Module, b: str | Module, *, phase: Callable[[str], None] = _qu
     >>> d.changed_ids("A")[:2]
     ('SyncTensorsGraph.70/p0.1', 'SyncTensorsGraph.70/p3.6')
     """
-    from xlagraph.diagnose.frames import reading_sources
-    from xlagraph.diff import diff_modules
-    from xlagraph.render.text import changed_instructions
-    from xlagraph.report.source_text import source_text_near
-
     if isinstance(a, str) and isinstance(b, str):
-        left, right = _load_both(a, b, phase)
+        left, right = _load_both(a, b, phase, meanwhile=_import_engine)
     else:
         phase(f"reading A: {a if isinstance(a, str) else a.label}")
         left = a if isinstance(a, Module) else load(a)
         phase(f"reading B: {b if isinstance(b, str) else b.label}")
         right = b if isinstance(b, Module) else load(b)
+    from xlagraph.diagnose.frames import reading_sources
+    from xlagraph.diff import diff_modules
+    from xlagraph.render.text import changed_instructions
+    from xlagraph.report.source_text import source_text_near
+
     phase("matching")
     names = (x if isinstance(x, str) else x.label for x in (a, b))
     # A dump inside a capture folder is read with the capture's stored sources (the files as they

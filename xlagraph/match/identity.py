@@ -17,7 +17,7 @@ from weakref import WeakKeyDictionary
 
 from xlagraph import _core
 from xlagraph.canonical import CanonicalComputation
-from xlagraph.ir import Instruction
+from xlagraph.ir import Instruction, name_at
 
 __all__ = ["Identities", "identity_multiplies"]
 
@@ -74,7 +74,8 @@ def _identity_multiplies(comp: CanonicalComputation) -> Identities:
         pairs = _ON_HANDLE(comp.core, at) if at else []
         if not pairs:
             return _NONE
-        return Identities({instructions[a].name: instructions[b].name for a, b in pairs}, tuple(pairs))
+        name = name_at(instructions)
+        return Identities({name(a): name(b) for a, b in pairs}, tuple(pairs))
     # Only constants, broadcasts and multiplies are read: picked out at C speed, in order.
     opcodes = list(map(_OPCODE, instructions))
     ones = {ins.name for ins in compress(instructions, map("constant".__eq__, opcodes)) if _one(ins)}

@@ -137,6 +137,12 @@ def _frame_tables(rows: list[tuple[str, int, str]]) -> dict[int, tuple[Frame, ..
 # while the other side canonicalizes without it. Only the order of the work changes.
 IR_FIRST: ContextVar[bool] = ContextVar("IR_FIRST", default=False)
 
+# Set where the module read will be asked about a few instructions only (a diff of two graphs):
+# the compiled reader then hands each computation's instructions over as a sequence that builds
+# each `Instruction` when first asked for (`_core.Instructions`, rust/src/lazy_ir.rs), keeping
+# the reader's records and the text until the module goes. Only when the objects are built changes.
+LAZY_IR: ContextVar[bool] = ContextVar("LAZY_IR", default=False)
+
 
 def parse_hlo(text: str, path: str = "", *, first_line: int = 1, info: GraphInfo | None = None) -> Module:
     """Parse one HLO module from text.
@@ -147,7 +153,7 @@ def parse_hlo(text: str, path: str = "", *, first_line: int = 1, info: GraphInfo
     with paused_gc():
         try:
             name, header, computations, rows, canonical, old = _core.parse_hlo(
-                text, first_line - 1, Instruction, Metadata, IR_FIRST.get()
+                text, first_line - 1, Instruction, Metadata, IR_FIRST.get(), LAZY_IR.get()
             )
         except _core.HloSyntaxError as e:
             message, line = e.args
