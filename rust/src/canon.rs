@@ -1094,18 +1094,22 @@ fn canon_computation<'b, 'a>(
     }
     // Forwarded operands and parameter flags in arrays of their own: the walks below jump around
     // the computation, and `Inst` records are large (a 600K module's do not fit in any cache).
-    let eff: Vec<&[u32]> = insts
-        .iter()
-        .zip(&fidx)
-        .map(|(ins, &f)| {
-            if f == NONE {
-                ins.operands.as_slice()
-            } else {
-                fops[f as usize].as_slice()
-            }
-        })
-        .collect();
-    let ops_of = |i: u32| -> &[u32] { eff[i as usize] };
+    // One array for all of them, read in the records' order: the walks' random jumps then land
+    // in a megabyte, not in operand lists strewn over the reader's whole heap.
+    let mut eff_start: Vec<u32> = Vec::with_capacity(n + 1);
+    let mut eff: Vec<u32> = Vec::with_capacity(2 * n);
+    for (ins, &f) in insts.iter().zip(&fidx) {
+        eff_start.push(eff.len() as u32);
+        eff.extend_from_slice(if f == NONE {
+            &ins.operands
+        } else {
+            &fops[f as usize]
+        });
+    }
+    eff_start.push(eff.len() as u32);
+    let ops_of = |i: u32| -> &[u32] {
+        &eff[eff_start[i as usize] as usize..eff_start[i as usize + 1] as usize]
+    };
     // Outputs: a tuple root flattened.
     let mut outputs = Vec::new();
     let mut stack = vec![root];
