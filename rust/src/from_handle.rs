@@ -273,7 +273,8 @@ fn ask(
         if colours.contains_key(&key) {
             continue;
         }
-        let ins = h.kinds[key.0 as usize].bind(py);
+        let first = h.kind_first[key.0 as usize] as usize;
+        let ins = crate::lazy_ir::item(h.instructions.bind(py), first)?;
         let called = ins.getattr("called")?.len()?;
         let got = first_colours.call1((
             key.1,

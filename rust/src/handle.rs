@@ -66,9 +66,9 @@ pub struct CanonHandle {
     pub(crate) opcodes: Vec<String>,
     pub(crate) shapes: Vec<String>,
     /// Per instruction: its kind (opcode, shape, attributes, number of called computations),
-    /// and one instruction of each kind (the IR's `Instruction`).
+    /// and the index of the first instruction of each kind (built, where lazy, when asked for).
     pub(crate) kind: Vec<u32>,
-    pub(crate) kinds: Vec<Py<PyAny>>,
+    pub(crate) kind_first: Vec<u32>,
     /// The content keys (`keys`), defined on `order`.
     pub(crate) keys: Vec<u64>,
     /// `h0` of `order`, sorted (made when first asked for: `h0_distance`).
@@ -235,6 +235,28 @@ impl CanonHandle {
         self.opcodes.clone()
     }
 
+    /// The opcode of each instruction `names` names (`Computation.by_name[n].opcode`, no
+    /// instruction built); KeyError for a name the computation lacks.
+    fn opcodes_of<'py>(
+        &self,
+        py: Python<'py>,
+        names: Vec<Bound<'py, PyAny>>,
+    ) -> PyResult<Vec<Bound<'py, PyString>>> {
+        let mut made: Vec<Option<Bound<'py, PyString>>> = vec![None; self.opcodes.len()];
+        names
+            .iter()
+            .map(|n| {
+                let i = self
+                    .find(n)?
+                    .ok_or_else(|| pyo3::exceptions::PyKeyError::new_err(n.clone().unbind()))?;
+                let o = self.opcode[i] as usize;
+                Ok(made[o]
+                    .get_or_insert_with(|| PyString::new(py, &self.opcodes[o]))
+                    .clone())
+            })
+            .collect()
+    }
+
     /// The distinct non-empty source files the instructions' metadata cite, first seen first.
     fn source_files(&self) -> Vec<String> {
         self.source_files.clone()
@@ -334,12 +356,6 @@ pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Option<Parts> {
     let n = comp.insts.len();
     let mut seen: FxMap<&str, ()> = FxMap::default();
     seen.reserve(n);
-    for ins in &comp.insts {
-        if seen.insert(ins.name.as_ref(), ()).is_some() {
-            return None;
-        }
-    }
-    drop(seen);
     let (mut opcodes, mut shapes) = (Vec::new(), Vec::new());
     let mut opcode_ids = Numbering {
         ids: FxMap::default(),
@@ -356,7 +372,15 @@ pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Option<Parts> {
         Vec::with_capacity(n),
         Vec::with_capacity(n),
     );
+    let (mut elided, mut ones) = (Vec::new(), Vec::new());
+    let mut files: FxMap<&str, ()> = FxMap::default();
+    let mut source_files = Vec::new();
+    let mut last_file = "";
+    // One pass over the records (a 120K computation's do not fit in any cache).
     for (k, ins) in comp.insts.iter().enumerate() {
+        if seen.insert(ins.name.as_ref(), ()).is_some() {
+            return None;
+        }
         let o = opcode_ids.id(ins.opcode.as_ref(), || opcodes.push(ins.opcode.to_string()));
         let s = shape_ids.id(ins.shape.as_ref(), || shapes.push(ins.shape.to_string()));
         let id = kind_ids.id((o, s, ins.attrs.as_slice(), ins.called.len()), || {
@@ -365,7 +389,25 @@ pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Option<Parts> {
         opcode.push(o);
         shape.push(s);
         kind.push(id);
+        if ins.opcode == "constant" {
+            let payload = ins.payload.chars().filter(|&c| c != ' ');
+            if payload.eq("{...}".chars()) {
+                elided.push(k as u32);
+            }
+            if scalar(&ins.shape) && is_one(&ins.payload) {
+                ones.push(k as u32);
+            }
+        }
+        if let Some(m) = &ins.metadata {
+            let f = m.source_file.as_ref();
+            // Neighbours mostly cite one file: only a change of file is looked up.
+            if f != last_file && !f.is_empty() && files.insert(f, ()).is_none() {
+                source_files.push(f.to_string());
+            }
+            last_file = f;
+        }
     }
+    drop(seen);
     let mut has_ops = vec![false; n];
     let mut per: Vec<&[u32]> = vec![&[]; n];
     for &i in &c.entered {
@@ -373,34 +415,6 @@ pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Option<Parts> {
         per[i as usize] = c.ops(comp, i);
     }
     let forwarded = c.fidx.iter().map(|&f| f != crate::canon::NONE).collect();
-    let elided = (0..n as u32)
-        .filter(|&i| {
-            let ins = &comp.insts[i as usize];
-            ins.opcode == "constant"
-                && ins
-                    .payload
-                    .chars()
-                    .filter(|&c| c != ' ')
-                    .eq("{...}".chars())
-        })
-        .collect();
-    let ones = (0..n as u32)
-        .filter(|&i| {
-            let ins = &comp.insts[i as usize];
-            ins.opcode == "constant" && scalar(&ins.shape) && is_one(&ins.payload)
-        })
-        .collect();
-    let mut files: FxMap<&str, ()> = FxMap::default();
-    let mut source_files = Vec::new();
-    let mut last = "";
-    for m in comp.insts.iter().filter_map(|i| i.metadata.as_ref()) {
-        let f = m.source_file.as_ref();
-        // Neighbours mostly cite one file: only a change of file is looked up.
-        if f != last && !f.is_empty() && files.insert(f, ()).is_none() {
-            source_files.push(f.to_string());
-        }
-        last = f;
-    }
     let mut live = vec![false; n];
     for &i in &c.order {
         live[i as usize] = true;
@@ -464,11 +478,6 @@ pub(crate) fn handle<'py>(
     names: &[Bound<'py, PyString>],
     instructions: &Bound<'py, PyAny>,
 ) -> PyResult<CanonHandle> {
-    let kinds = p
-        .kind_first
-        .iter()
-        .map(|&k| crate::lazy_ir::item(instructions, k as usize).map(Bound::unbind))
-        .collect::<PyResult<Vec<_>>>()?;
     let c = p.canon;
     Ok(CanonHandle {
         canon: Arc::new(Canon {
@@ -489,7 +498,7 @@ pub(crate) fn handle<'py>(
         opcodes: p.opcodes,
         shapes: p.shapes,
         kind: p.kind,
-        kinds,
+        kind_first: p.kind_first,
         keys: p.keys,
         h0_sorted: OnceLock::new(),
         instructions: instructions.clone().unbind(),
