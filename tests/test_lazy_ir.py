@@ -149,3 +149,14 @@ def test_threads_see_one_object_per_instruction(modules) -> None:  # type: ignor
     for t in threads:
         t.join()
     assert seen[0] == seen[1] == [id(i) for i in s], spec
+
+
+def test_opcodes_asked_of_the_handle_are_the_instructions(modules) -> None:  # type: ignore[no-untyped-def]
+    for spec, eager, lazy in modules:
+        for comp in canonicalize(lazy).computations.values():
+            if comp.core is None:
+                continue
+            names = [i.name for i in eager.by_name[comp.name].instructions][::-1]
+            assert comp.core.opcodes_of(names) == [comp.instruction(n).opcode for n in names], spec
+            with pytest.raises(KeyError):
+                comp.core.opcodes_of(["no such instruction"])

@@ -16,7 +16,7 @@ from xlagraph.canonical.hashes import (
     plumbing_attributes,
     stable_hash,
 )
-from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
+from xlagraph.canonical.model import CanonicalComputation, CanonicalModule, assembled
 from xlagraph.canonical.tuple_params import Forwarding, unwrap
 from xlagraph.errors import ParseError
 from xlagraph.ir import COMPUTATION_ATTRIBUTES, Computation, Instruction, Module, strip_layout
@@ -433,7 +433,7 @@ def _from_core(module: Module, core: tuple) -> CanonicalModule:
     result: dict[str, CanonicalComputation] = {}
     for index, *fields in forms:
         comp = comps[index]
-        result[comp.name] = CanonicalComputation(comp, *fields)
+        result[comp.name] = assembled((comp, *fields))
     return CanonicalModule(module, result, fingerprint, order)
 
 

@@ -12,6 +12,8 @@ difference there is a cause like any other.
 
 from __future__ import annotations
 
+from itertools import groupby
+from operator import itemgetter
 from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
@@ -72,8 +74,16 @@ def _of(canon: CanonicalModule) -> _Dead:
 
 
 def _signature(dead: list[tuple[CanonicalComputation, str]]) -> list[str]:
-    """Opcodes, not shapes: dead code whose shapes only follow a changed input is the same code."""
-    return sorted(c.instruction(d).opcode for c, d in dead)
+    """Opcodes, not shapes: dead code whose shapes only follow a changed input is the same code.
+    Asked of the core's handle where there is one (no instruction built: thousands are dead)."""
+    opcodes: list[str] = []
+    for comp, group in groupby(dead, key=itemgetter(0)):
+        names = [d for _, d in group]
+        if comp.core is not None:
+            opcodes += comp.core.opcodes_of(names)
+        else:
+            opcodes += (comp.instruction(d).opcode for d in names)
+    return sorted(opcodes)
 
 
 def _effects(canon: CanonicalModule) -> dict[tuple[str, str], int]:
