@@ -56,6 +56,20 @@ REDRAW_INTERVAL = 0.1  # seconds between two redraws of a progress bar
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# True in the installed command's process (`main.entry`), which ends with the command without
+# tearing down what it built; False where commands run inside another program (tests, notebooks).
+ONE_COMMAND_PROCESS = False
+
+
+def collect_no_garbage() -> None:
+    """In a process that ends with this command, stop the cyclic garbage collector for good: what
+    a diff builds lives until the process ends, and each collection only rescans it (about 40 ms
+    of a diff of two 120K-instruction graphs). Elsewhere nothing changes."""
+    if ONE_COMMAND_PROCESS:
+        import gc
+
+        gc.disable()
+
 
 class UserError(click.ClickException):
     """Bad input: `xlagraph: error: <message>` on one line, exit status 2."""

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from ._common import Status, echo, graphml_option, handle_errors, json_option, write_graphml
+from ._common import (
+    Status,
+    collect_no_garbage,
+    echo,
+    graphml_option,
+    handle_errors,
+    json_option,
+    write_graphml,
+)
 from ._html import html_option, write_page
 
 EXIT_IDENTICAL = 0
@@ -61,6 +69,8 @@ def diff_command(
         xlagraph diff before.hlo after.hlo --graphml diff.graphml
     """
     from xlagraph import api  # here, not at the top: `xlagraph --help` must not pay for the engine
+
+    collect_no_garbage()
 
     if not graphml_out and (agree := _ranks(a, b, as_json)) is not None:
         click.get_current_context().exit(EXIT_IDENTICAL if agree else EXIT_DIFFERENT)

@@ -16,6 +16,7 @@ import click
 
 from xlagraph.errors import XlagraphWarning
 
+from . import _common
 from ._common import finish_output, output_failed
 from .check import check_command
 from .diff import diff_command
@@ -76,6 +77,7 @@ def entry() -> NoReturn:
     without tearing down what the command built. Freeing a large diff's objects one by one at
     interpreter exit cost about 0.9 CPU-s of a 600K-instruction pair's 10; the system reclaims
     the memory at once. Exit handlers still run, in the order Python would run them."""
+    _common.ONE_COMMAND_PROCESS = True
     try:
         main()
         code: int | str | None = 0

@@ -587,3 +587,29 @@ def test_torch_xla_pairs_exit_code_matches_the_manifest(name: str, scenario: dic
         verdict = "different" if scenario["expected_causes"] else "identical"
     result = run("diff", a, b)
     assert result.exit_code == (0 if verdict == "identical" else 1), result.stdout
+
+
+def test_a_diff_stops_the_collector_only_in_a_process_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`xlagraph diff` (the installed command, which exits with it) runs without the cyclic
+    collector; the same command run inside another program leaves that program's collector on."""
+    import gc
+
+    from xlagraph.cli import _common
+
+    a, b = "fixtures/torch_xla/kept_alive/a.hlo", "fixtures/torch_xla/kept_alive/b.hlo"
+    assert gc.isenabled()
+    assert run("diff", a, b).exit_code == 1
+    assert gc.isenabled()
+    monkeypatch.setattr(_common, "ONE_COMMAND_PROCESS", True)
+    try:
+        assert run("diff", a, b).exit_code == 1
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    code = (
+        f"import atexit, gc, sys; sys.argv = ['xlagraph', 'diff', {a!r}, {b!r}]; "
+        "atexit.register(lambda: print('collector', gc.isenabled(), file=sys.stderr)); "
+        "from xlagraph.cli.main import entry; entry()"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "collector False" in done.stderr, done.stderr

@@ -59,7 +59,7 @@ def test_every_sequence_operation_answers_as_the_tuple(modules) -> None:  # type
             assert s[0] is s[0], spec  # built once, then kept
             assert tuple(s) == t and list(reversed(s)) == list(reversed(t)), spec
             assert s[1:-1:2] == t[1:-1:2] and s[::-1] == t[::-1] and s[5:2] == (), spec
-            assert s == t and t == s and not (s != t) and s == z.instructions, spec
+            assert s == t and t == s and (s != t) is False and s == z.instructions, spec
             assert hash(s) == hash(t) and repr(s) == repr(t), spec
             assert pickle.loads(pickle.dumps(s)) == t, spec
             assert type(pickle.loads(pickle.dumps(s))) is tuple, spec
@@ -122,7 +122,9 @@ _MODULES = _lazy_modules()[:40]
 
 def test_the_text_outlives_its_string() -> None:
     """The records borrow the module's text: the sequence keeps the string that holds it."""
-    text = "".join(["HloModule m\n", "ENTRY e {\n  p = f32[4] parameter(0)\n", "  ROOT r = f32[4] negate(p)\n}\n"])
+    text = "".join(
+        ["HloModule m\n", "ENTRY e {\n  p = f32[4] parameter(0)\n", "  ROOT r = f32[4] negate(p)\n}\n"]
+    )
     token = LAZY_IR.set(True)
     try:
         module = parse_hlo(text, "m.hlo")

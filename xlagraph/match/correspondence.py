@@ -583,9 +583,7 @@ def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corr
     seen = (_Graph(left, True), _Graph(right, True))  # the same nodes, multiplies by one seen through
     # Where the core is there, refinement until stable runs there (on these very nodes: the
     # core builds its graph in `_Graph`'s order); the rounds in Python are the reference.
-    compiled = (
-        tuple(_compiled_graphs(core, [(left, True), (right, True)])) if core is not None else None
-    )
+    compiled = tuple(_compiled_graphs(core, [(left, True), (right, True)])) if core is not None else None
     every = (list(range(len(a.names))), list(range(len(b.names))))
     slot_of = (
         (
