@@ -21,7 +21,6 @@ def source_text_near(paths: Iterable[str]) -> SourceText:
     sources of the capture process folder a file lies in (a dump under `<process>/hlo/`, copied
     out with its folder or not); else the user's files under the first file's folder and the few
     folders above it (a project that keeps its dumps in a subfolder)."""
-    from xlagraph.capture.reader import process_roots
     from xlagraph.capture.stored_sources import StoredSources
     from xlagraph.source_paths import add_capture_roots
 
@@ -31,6 +30,8 @@ def source_text_near(paths: Iterable[str]) -> SourceText:
         for candidate in (folder, *folder.parents[:_BASES_ABOVE]):
             stored = StoredSources.load(str(candidate))
             if stored is not None:
+                from xlagraph.capture.reader import process_roots  # (here: the capture's reader is large)
+
                 found.append(stored)
                 add_capture_roots(process_roots(str(candidate)))  # (a dump it never made portable)
                 break
