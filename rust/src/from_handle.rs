@@ -183,11 +183,17 @@ pub fn refine_graphs_of(
     output_mark: i64,
     parallel: Option<bool>,
 ) -> PyResult<Vec<RefineGraph>> {
-    let mut asked = Vec::with_capacity(wanted.len());
+    let mut asked: Vec<(&CanonHandle, Asked, Vec<u32>)> = Vec::with_capacity(wanted.len());
     for (handle, alias) in &wanted {
         let h = handle.get();
         let redirect = redirects(h.names.len(), alias)?;
-        asked.push((h, ask(py, h, commutative, first_colours)?, redirect));
+        // A computation's graphs with and without its multiplies by one ask the same.
+        let same = asked.iter().find(|(g, ..)| std::ptr::eq(*g, h));
+        let answers = match same {
+            Some((_, a, _)) => a.clone(),
+            None => ask(py, h, commutative, first_colours)?,
+        };
+        asked.push((h, answers, redirect));
     }
     let large = parallel.unwrap_or_else(|| {
         asked
@@ -228,6 +234,7 @@ fn redirects(count: usize, alias: &[(u32, u32)]) -> PyResult<Vec<u32>> {
 
 /// What building a graph asks of Python: per opcode whether it commutes, per kind of node
 /// (instruction kind, input or not) its first colours (loose, strict, calls anything).
+#[derive(Clone)]
 struct Asked {
     nodes: Vec<u32>,
     is_input: Vec<bool>,
