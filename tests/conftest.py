@@ -2,9 +2,14 @@ from __future__ import annotations
 
 import json
 import os
+from contextvars import ContextVar
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from xlagraph.ir import Module
 
 # torch_xla runs on the CPU here (and in CI); subprocesses inherit this.
 os.environ.setdefault("PJRT_DEVICE", "CPU")
@@ -25,6 +30,18 @@ def pair_spec(spec: str) -> str:
     """A fixture pair's side as a path `diff_files` reads (`#index` kept)."""
     path, hash_, index = spec.partition("#")
     return str(ROOT / path) + hash_ + index
+
+
+def load_pair_side(spec: str, var: ContextVar[bool], value: bool) -> Module:
+    """`load_module(pair_spec(spec))` read with the reader's switch `var` (`IR_FIRST`, `LAZY_IR`)
+    set to `value`."""
+    from xlagraph.parse.sources import load_module
+
+    token = var.set(value)
+    try:
+        return load_module(pair_spec(spec))
+    finally:
+        var.reset(token)
 
 
 def load_manifest(name: str) -> dict:

@@ -5,20 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import FIXTURE_PAIRS, pair_spec
+from tests.conftest import FIXTURE_PAIRS, load_pair_side
 from xlagraph.canonical import canonicalize
 from xlagraph.parse.hlo import IR_FIRST
-from xlagraph.parse.sources import load_module
 
 SPECS = sorted({spec for pair in FIXTURE_PAIRS for spec in pair})
 
 
 def _load(spec: str, ir_first: bool):  # type: ignore[no-untyped-def]
-    token = IR_FIRST.set(ir_first)
-    try:
-        return load_module(pair_spec(spec))
-    finally:
-        IR_FIRST.reset(token)
+    return load_pair_side(spec, IR_FIRST, ir_first)
 
 
 @pytest.mark.parametrize("batch", range(2))

@@ -11,13 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import FIXTURE_PAIRS, pair_spec
+from tests.conftest import FIXTURE_PAIRS, load_pair_side, pair_spec
 from xlagraph import api
 from xlagraph.canonical import canonicalize
 from xlagraph.diff import diff_modules
 from xlagraph.ir import callers, has_source_lines, name_at
 from xlagraph.parse.hlo import LAZY_IR, parse_hlo
-from xlagraph.parse.sources import load_module
 from xlagraph.render.json import diff_to_json as diff_json
 
 _core = pytest.importorskip("xlagraph._core")
@@ -26,11 +25,7 @@ SPECS = sorted({spec for pair in FIXTURE_PAIRS for spec in pair})
 
 
 def _load(spec: str, lazy: bool):  # type: ignore[no-untyped-def]
-    token = LAZY_IR.set(lazy)
-    try:
-        return load_module(pair_spec(spec))
-    finally:
-        LAZY_IR.reset(token)
+    return load_pair_side(spec, LAZY_IR, lazy)
 
 
 def _lazy_modules() -> list[tuple[str, object, object]]:

@@ -148,23 +148,11 @@ impl Instructions {
     }
 
     fn __iter__(slf: Bound<'_, Self>) -> InstructionsIter {
-        let end = slf.get().names.len();
-        InstructionsIter {
-            seq: slf.unbind(),
-            next: 0,
-            end,
-            back: false,
-        }
+        InstructionsIter::over(slf, false)
     }
 
     fn __reversed__(slf: Bound<'_, Self>) -> InstructionsIter {
-        let end = slf.get().names.len();
-        InstructionsIter {
-            seq: slf.unbind(),
-            next: 0,
-            end,
-            back: true,
-        }
+        InstructionsIter::over(slf, true)
     }
 
     fn __richcmp__<'py>(
@@ -236,6 +224,18 @@ pub struct InstructionsIter {
     next: usize,
     end: usize,
     back: bool,
+}
+
+impl InstructionsIter {
+    fn over(seq: Bound<'_, Instructions>, back: bool) -> Self {
+        let end = seq.get().names.len();
+        InstructionsIter {
+            seq: seq.unbind(),
+            next: 0,
+            end,
+            back,
+        }
+    }
 }
 
 #[pymethods]
