@@ -12,14 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import FIXTURE_PAIRS, load_pair_side, pair_spec
-from xlagraph import api
+from xlagraph import _core, api
 from xlagraph.canonical import canonicalize
 from xlagraph.diff import diff_modules
 from xlagraph.ir import callers, has_source_lines, name_at
 from xlagraph.parse.hlo import LAZY_IR, parse_hlo
 from xlagraph.render.json import diff_to_json as diff_json
-
-_core = pytest.importorskip("xlagraph._core")
 
 SPECS = sorted({spec for pair in FIXTURE_PAIRS for spec in pair})
 

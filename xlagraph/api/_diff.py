@@ -109,19 +109,17 @@ def _quiet(phase: str) -> None:
     pass
 
 
-def _load_both(
-    a: str, b: str, phase: Callable[[str], None], meanwhile: Callable[[], None] = lambda: None
-) -> tuple[Module, Module]:
+def _load_both(a: str, b: str, phase: Callable[[str], None]) -> tuple[Module, Module]:
     """`load(a)` and `load(b)`, each on a thread of its own (the compiled reader parses and
-    canonicalizes without the GIL), while this thread runs `meanwhile` (imports the engine).
+    canonicalizes without the GIL), while this thread imports the engine (`_import_engine`).
     The answers and errors are the sequential ones: A's error first, B's only once A is read.
     The readers import nothing once `parse.sources` is imported: no import runs on two threads."""
     from concurrent.futures import ThreadPoolExecutor
     from contextvars import copy_context
 
+    import xlagraph.parse.sources  # noqa: F401 (what the readers import, imported here first)
     from xlagraph._gc import paused_gc
     from xlagraph.parse.hlo import LAZY_IR
-    from xlagraph.parse.sources import load_module  # noqa: F401 (see above)
 
     with paused_gc(), ThreadPoolExecutor(2) as pool:
         phase(f"reading A: {a}")
@@ -132,7 +130,7 @@ def _load_both(
             later = pool.submit(copy_context().run, _load_ir_first, b)
         finally:
             LAZY_IR.reset(lazy)
-        meanwhile()
+        _import_engine()
         left = first.result()
         phase(f"reading B: {b}")
         return left, later.result()
@@ -168,7 +166,7 @@ def diff(a: str | Module, b: str | Module, *, phase: Callable[[str], None] = _qu
     ('SyncTensorsGraph.70/p0.1', 'SyncTensorsGraph.70/p3.6')
     """
     if isinstance(a, str) and isinstance(b, str):
-        left, right = _load_both(a, b, phase, meanwhile=_import_engine)
+        left, right = _load_both(a, b, phase)
     else:
         phase(f"reading A: {a if isinstance(a, str) else a.label}")
         left = a if isinstance(a, Module) else load(a)

@@ -12,6 +12,7 @@ difference there is a cause like any other.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import groupby
 from operator import itemgetter
 from weakref import WeakKeyDictionary
@@ -78,12 +79,15 @@ def _signature(dead: list[tuple[CanonicalComputation, str]]) -> list[str]:
     Asked of the core's handle where there is one (no instruction built: thousands are dead)."""
     opcodes: list[str] = []
     for comp, group in groupby(dead, key=itemgetter(0)):
-        names = [d for _, d in group]
-        if comp.core is not None:
-            opcodes += comp.core.opcodes_of(names)
-        else:
-            opcodes += (comp.instruction(d).opcode for d in names)
+        opcodes += _opcodes(comp, [d for _, d in group])
     return sorted(opcodes)
+
+
+def _opcodes(comp: CanonicalComputation, names: Sequence[str]) -> list[str]:
+    """The opcodes of the instructions `names` names, from the core's handle where there is one."""
+    if comp.core is not None:
+        return comp.core.opcodes_of(names)
+    return [comp.instruction(n).opcode for n in names]
 
 
 def _effects(canon: CanonicalModule) -> dict[tuple[str, str], int]:
@@ -104,9 +108,9 @@ def _may_act(comp: CanonicalComputation) -> tuple[str, ...]:
     decides), told apart by the core's handle where there is one: no instruction built for the
     rest (a 120K graph has 15K dead instructions)."""
     names = (*comp.dead, *comp.plumbing)
-    if comp.core is None or not names:
-        return names
-    return tuple(n for n, o in zip(names, comp.core.opcodes_of(names), strict=True) if o in _MAY_ACT)
+    if comp.core is None:
+        return names  # (`has_side_effect` reads the instructions anyway)
+    return tuple(n for n, o in zip(names, _opcodes(comp, names), strict=True) if o in _MAY_ACT)
 
 
 _MAY_ACT = SIDE_EFFECTS | {"custom-call"}
