@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from xlagraph.dynamolog import DynamoLog
 from xlagraph.ir import Frame
 
 __all__ = ["GraphRecord", "Holder", "LiveTensor", "RunLog", "Step", "Sync"]
@@ -104,3 +105,6 @@ class RunLog:
     steps: tuple[Step, ...] = ()
     compiles_reported: int | None = None
     notes: tuple[str, ...] = ()
+    # torch.compile's record (a capture's torch_trace.log, a TORCH_TRACE file): each compile's
+    # `step` is a step of this log and `sync` the first sync of that step after it began
+    dynamo: DynamoLog | None = None

@@ -9,6 +9,8 @@ DIR/<host>-<pid>/tensors/<hash>.txt  live-tensor report taken before the sync th
 DIR/<host>-<pid>/lines/<hash>.txt    the compiled HLO of a graph compiled while source lines were
                                      off, with the lines of a lowering taken before a later run of it
                                      (`<hash>.lowered.txt` until the process exits)
+DIR/<host>-<pid>/torch_trace.log     dynamo's structured trace, filtered (`_dynamo`): torch's TORCH_TRACE
+                                     format, read by `xlagraph.parse.torch_trace`
 DIR/<host>-<pid>/pt_xla_debug.txt    PT_XLA_DEBUG output, read as the run goes (the last step
                                      record's "o" says how far) and deleted at a clean exit
 
@@ -31,6 +33,7 @@ HOLDERS_SUFFIX = ".holders.json"  # beside a live-tensor report: what keeps each
 LINES_DIR = "lines"
 LOWERED_SUFFIX = ".lowered.txt"
 DEBUG_FILE = "pt_xla_debug.txt"
+TORCH_TRACE = "torch_trace.log"
 DEBUG_READING = "pt_xla_debug.reading.txt"  # renamed away while the hook reads it
 BEFORE_SUFFIX = ".before_optimizations.txt"
 AFTER_SUFFIX = "after_optimizations.txt"  # `<prefix>.cpu_after_optimizations.txt` (platform first)
@@ -52,7 +55,7 @@ START, FRAMES, CAUSE, GRAPH, STEP, NOTE, RANK, END, SHARD = (
 RANK_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK")  # torchrun's
 
 
-CAPTURE_MARKERS = (META, JOURNAL)  # either one makes a folder a process's capture folder
+CAPTURE_MARKERS = (META, JOURNAL, TORCH_TRACE)  # any one makes a folder a process's capture folder
 
 
 def _has_marker(folder: str) -> bool:

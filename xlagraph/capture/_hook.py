@@ -32,6 +32,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import replace
 from typing import Any
 
+from xlagraph.capture import _dynamo as dynamo
 from xlagraph.capture import _format as fmt
 from xlagraph.capture import _fp_capture as fp_capture
 from xlagraph.capture import _zoom as zoom
@@ -106,6 +107,8 @@ def _start(directory: str, started_by: str, environ: dict[str, str]) -> EnvPlan:
 
         _guarded(lambda: fp_capture.arm(proc_dir, Settings.from_env(environ).max_bytes))
         _guarded(lambda: zoom.arm(proc_dir, environ))  # XLAGRAPH_ZOOM=K: diverge's second pass
+    if "torch" in sys.modules:
+        _guarded(_on_torch)
     module = sys.modules.get("torch_xla")
     if module is not None and hasattr(module, "_XLAC"):
         _guarded(lambda: _on_torch_xla(module, late=True))
@@ -130,6 +133,7 @@ def _stop() -> None:
     _unwrap_mark_sharding()
     zoom.disarm()
     fp_capture.disarm()
+    dynamo.disarm()
     if plan is not None:
         _restore_env(plan)
     _plan, _recorder = None, None
@@ -145,6 +149,8 @@ class _TorchXlaFinder:
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if name == "torch_xla":
             after: Callable[[Any], None] = lambda module: _on_torch_xla(module, late=False)  # noqa: E731
+        elif name == "torch" and not dynamo.armed():
+            after = lambda module: _on_torch()  # noqa: E731
         elif name == SHARDING_MODULE:
             after = _wrap_mark_sharding
         else:
@@ -206,6 +212,31 @@ def _unwrap_mark_sharding() -> None:
 
 def _remove_finder() -> None:
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _TorchXlaFinder)]
+
+
+_perf0 = time.perf_counter()
+
+
+def _step_of() -> tuple[int | None, float]:
+    """For dynamo's events: the journal step being built, and the seconds since capture began."""
+    rec = _recorder
+    if rec is not None:
+        return rec.s.step, time.perf_counter() - rec.t0
+    return None, time.perf_counter() - _perf0
+
+
+def _on_torch() -> None:
+    """torch is imported: keep dynamo's record (any backend, torch_xla or not)."""
+    global _process_hooks
+    plan = _plan
+    if plan is None:
+        return
+    dynamo.arm(plan.proc_dir, dict(os.environ), _step_of)
+    if not _process_hooks:
+        _process_hooks = True
+        atexit.register(_at_exit)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_after_fork)
 
 
 def _on_torch_xla(module: Any, late: bool) -> None:
@@ -337,6 +368,23 @@ def _at_exit() -> None:
     rec = _recorder
     if rec is not None and rec.active and rec.pid == os.getpid():
         rec.guard(rec.finish)
+    if rec is None and _plan is not None and dynamo.armed():
+        _guarded(_dynamo_only_meta)
+
+
+def _dynamo_only_meta() -> None:
+    """No torch_xla in this process (a CPU or GPU backend): the folder still says what ran."""
+    plan = _plan
+    assert plan is not None
+    dynamo.disarm()
+    if not os.path.isdir(plan.proc_dir) or os.path.exists(os.path.join(plan.proc_dir, fmt.META)):
+        return
+    from xlagraph.capture._journal import write_meta
+    from xlagraph.capture.stored_sources import Relativizer, portable_meta
+
+    meta = _meta(None, plan, ["torch_xla was not imported: dynamo's record only"])
+    meta.update(end_time=time.time(), clean_exit=True)
+    write_meta(plan.proc_dir, portable_meta(meta, plan.proc_dir, Relativizer.here()))
 
 
 def _after_fork() -> None:
@@ -389,7 +437,7 @@ def _meta(module: Any, plan: EnvPlan, notes: list[str]) -> dict[str, Any]:
         "format": fmt.FORMAT,
         "format_version": fmt.VERSION,
         "xlagraph": version,
-        "torch_xla": str(getattr(module, "__version__", "")),
+        "torch_xla": str(getattr(module, "__version__", "")) if module is not None else "",
         "torch": str(getattr(torch, "__version__", "")),
         "python": sys.version.split()[0],
         "host": socket.gethostname(),

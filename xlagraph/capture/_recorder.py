@@ -138,6 +138,7 @@ class Recorder:
         token = self.awaiting = object()
         self.add_step_closure(lambda: self._closure(token))
         s.markers += 1
+        s.bridge_marker = _called_by_bridge()
         if s.markers == 1:
             self._record_rank()
         s.pre_size = self.debug.unread()
@@ -300,6 +301,8 @@ class Recorder:
             step["o"] = consumed
         if not closed_by_marker:
             step["open"] = True
+        elif s.bridge_marker:  # torch_xla's dynamo bridge synced, not the user: part of their step
+            step["bridge"] = 1
         if s.overhead:
             step["ov"] = round(s.overhead + time.perf_counter() - t_end_perf, 6)
         if compiled:
@@ -497,6 +500,22 @@ class Recorder:
             # between the compile and its step's end) keeps absolute paths, read relative to them
             meta["import_roots"] = list(self.paths.other_roots)
         write_meta(self.dir, meta)
+
+
+_BRIDGE = ("torch_xla/_dynamo/", "torch_xla\\_dynamo\\")
+
+
+def _called_by_bridge(depth: int = 16) -> bool:
+    """The step marker was called from torch_xla's dynamo bridge (its syncs while it extracts and
+    compiles a graph), not by the user's code."""
+    frame = sys._getframe(1)
+    for _ in range(depth):
+        if frame is None:
+            return False
+        if any(b in frame.f_code.co_filename for b in _BRIDGE):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _compiled_only(pending: Analysis) -> Execution:

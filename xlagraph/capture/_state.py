@@ -72,6 +72,7 @@ class RunState:
     notes: list[str] = field(default_factory=list)
     # set by before_marker, used by after_marker
     pre_size: int = 0
+    bridge_marker: bool = False  # the marker was the dynamo bridge's own sync
     report: str | None = None
     report_reason: str = ""
     holders: list[dict[str, Any]] | None = None  # what keeps each live tensor alive (_holders)

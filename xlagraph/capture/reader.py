@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from xlagraph.capture import _format as fmt
 from xlagraph.capture.records import check_meta, check_record
+from xlagraph.dynamolog import DynamoLog
 from xlagraph.errors import InputError, XlagraphError
 from xlagraph.ir import Frame
 from xlagraph.parse.compressed import compressed_twin
@@ -27,6 +28,7 @@ from xlagraph.parse.pt_xla_debug import Execution, fold_executions, parse_pt_xla
 from xlagraph.parse.shared import current as current_shared
 from xlagraph.parse.sources import read_bytes
 from xlagraph.parse.tensors_report import parse_tensors_report
+from xlagraph.parse.torch_trace import read_torch_trace
 from xlagraph.progress import counted
 from xlagraph.runlog import GraphRecord, Holder, LiveTensor, RunLog, Step, Sync
 from xlagraph.source_paths import add_capture_roots, portable_path
@@ -96,7 +98,7 @@ def read_capture_runs(path: str | os.PathLike[str]) -> tuple[CaptureRun, ...]:
     runs = []
     for number, group in enumerate(groups, 1):
         logs = [q.log for q in group]
-        ran = [r for r in logs if r.steps or r.syncs]
+        ran = [r for r in logs if r.steps or r.syncs or (r.dynamo and r.dynamo.compiles)]
         runs.append(CaptureRun(number, min(q.start for q in group), tuple(sorted(ran or logs, key=_order))))
     return tuple(runs)
 
@@ -177,6 +179,7 @@ def _read_process(p: Path) -> _Process:
         if note not in notes:
             notes.append(note)
     syncs, steps = _syncs_and_steps(acc)
+    dynamo = _read_dynamo(p, acc, notes)
     if fallback := _fallback_note(acc):
         notes.append(fallback)
     graphs = {g["hash"]: _graph_record(p, g, notes) for g in acc.graphs.values() if g.get("hash")}
@@ -190,6 +193,7 @@ def _read_process(p: Path) -> _Process:
         steps=tuple(steps),
         compiles_reported=compiles,
         notes=tuple(notes),
+        dynamo=dynamo,
     )
     start = float(meta.get("start_time") or acc.start.get("t") or 0.0)
     last = max((float(r.get("t1", 0.0)) for r in acc.steps), default=0.0)
@@ -408,16 +412,18 @@ def _fallback_note(acc: _Acc) -> str:
 
 
 def _joined_steps(acc: _Acc) -> list[tuple[int, list[dict[str, Any]]]]:
-    """The step records as steps: (index, records). One `torch_xla.compile` call syncs twice, the
-    ops pending before it (a graph named `<name>_clear_pending`) and then the function: both are
-    one step, so a record holding only such a graph joins the next one, and steps are numbered
-    anew."""
+    """The step records as the user's steps: (index, records). One `torch_xla.compile` call syncs
+    twice, the ops pending before it (a graph named `<name>_clear_pending`) and then the function;
+    torch.compile's openxla bridge syncs while it extracts and compiles a graph (records marked
+    `bridge`). Neither is a step of the user's: such a record joins the next one, and steps are
+    numbered anew."""
     out: list[tuple[int, list[dict[str, Any]]]] = []
     held: list[dict[str, Any]] = []
     for r in acc.steps:
         entries = r.get("e", [])
         names = [str(acc.graphs.get(int(e[0]), {}).get("name", "")) for e in entries]
-        if entries and all(n.endswith("_clear_pending") for n in names) and not r.get("leftover"):
+        pending_only = entries and all(n.endswith("_clear_pending") for n in names)
+        if (pending_only or r.get("bridge")) and not r.get("leftover"):
             held.append(r)
             continue
         out.append((len(out), [*held, r]))
@@ -461,6 +467,37 @@ def _syncs_and_steps(acc: _Acc) -> tuple[list[Sync], list[Step]]:
         )
         t0 = t1
     return syncs, steps
+
+
+def _read_dynamo(p: Path, acc: _Acc, notes: list[str]) -> DynamoLog | None:
+    """The process's `torch_trace.log` (torch.compile's record), its compiles placed in the user's
+    steps: a journal record's index becomes the step it joined and the first sync of that record."""
+    path = p / fmt.TORCH_TRACE
+    if not path.is_file():
+        return None
+    try:
+        log = read_torch_trace(str(path))
+    except InputError as e:
+        notes.append(f"{fmt.TORCH_TRACE}: {e.message}; torch.compile's record is missing from this report")
+        return None
+    step_of: dict[int, tuple[int, int]] = {}  # journal record index -> (user step, its first sync)
+    sync = 0
+    for index, records in _joined_steps(acc):
+        for r in records:
+            step_of[int(r["i"])] = (index, sync)
+            sync += len(r.get("e", []))
+    last = (len(step_of), sync)
+
+    def place(i: int | None) -> tuple[int | None, int | None]:
+        if i is None:
+            return None, None
+        return step_of.get(i, last) if step_of else (None, None)
+
+    compiles = []
+    for c in log.compiles:
+        (step, first), (end, _) = place(c.step), place(c.end_step)
+        compiles.append(replace(c, step=step, end_step=end, sync=first))
+    return replace(log, compiles=tuple(compiles), notes=tuple(log.notes))
 
 
 def _merged(records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ and last the notes on what the source could not say.
 from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause
+from xlagraph.render.dynamo_text import dynamo_lines, dynamo_origin
 from xlagraph.render.text import _wrap
 from xlagraph.report.model import CheckResult, RankEntry, Recompile, RunReport, TimelineEntry, to_fix_first
 from xlagraph.source_paths import short_location, short_locations_in
@@ -155,8 +156,10 @@ def _tag(cause: Cause) -> str:
     return f"{cause.kind} (expected)" if cause.info else str(cause.kind)
 
 
-def _recompile(r: Recompile, k: int, total: int) -> list[str]:
+def _recompile(r: Recompile, k: int, total: int, origin: str = "") -> list[str]:
     lines = [f"recompile {k}/{total}: graph {r.variant} at step {r.step}, sync {r.sync}{_where(r)}"]
+    if origin:
+        lines += _field("from", origin, "  ")
     if r.baseline is not None:
         lines += _field("vs", f"{r.baseline.variant} (sync {r.baseline.sync}, {r.baseline.reason})", "  ")
     if r.note:
@@ -227,11 +230,13 @@ def _ranking(report: RunReport) -> list[str]:
 
 def _one(report: RunReport) -> list[str]:
     lines = [*_header(report), "", *_timeline(report)]
+    if report.dynamo is not None:
+        lines += ["", *dynamo_lines(report.dynamo)]
     ordered = to_fix_first(report.recompiles)  # what to fix first; expected warm-up apart, after
     for k, r in enumerate(ordered, 1):
         if r.expected and (k == 1 or not ordered[k - 2].expected):
             lines += ["", "expected recompiles (warm-up: nothing to fix):"]
-        lines += ["", *_recompile(r, k, len(ordered))]
+        lines += ["", *_recompile(r, k, len(ordered), dynamo_origin(r.dynamo, report.dynamo))]
     if report.first_compiles:
         lines += ["", "first compiles of other programs and uses (not recompiles: each compiles once):"]
         lines += [w for r in report.first_compiles for w in _first_compile(r)]

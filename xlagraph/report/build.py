@@ -570,7 +570,17 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
     steady_variants = tuple(dict.fromkeys(e.variant for e in timeline if e.phase == "steady"))
     steps = len(log.steps) if log.steps else len({s.step for s in syncs})
     side_steps = _side_steps(syncs)
+    dynamo = None
+    if log.dynamo is not None:
+        from xlagraph.report.dynamo import dynamo_section
+
+        last = [t for t in timeline if t.step == timeline[-1].step] if timeline else []
+        dynamo = dynamo_section(log.dynamo, variants, syncs, len(last) or None)
+        made = {v: e.compile_id for e in dynamo.events for v in e.variants}
+        recompiles = tuple(replace(r, dynamo=made.get(r.variant, "")) for r in recompiles)
+        explained = [replace(r, dynamo=made.get(r.variant, "")) for r in explained]
     return RunReport(
+        dynamo=dynamo,
         source=log.source,
         kind=log.kind,
         process=log.process,

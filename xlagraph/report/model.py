@@ -27,6 +27,10 @@ __all__ = [
     "Baseline",
     "CheckResult",
     "CountedGraph",
+    "DynamoEvent",
+    "DynamoSection",
+    "GraphBreakEntry",
+    "GuardFailure",
     "RankEntry",
     "Recompile",
     "RunReport",
@@ -137,6 +141,7 @@ class Recompile:
     note: str = ""
     compile_seconds: float = 0.0
     notes: tuple[str, ...] = ()  # remarks of the diff that change nothing (dead code)
+    dynamo: str = ""  # the torch.compile compile (its id, "1/1") that made this graph, where one did
     # The first graph of another program at the start of the run or after the loop (the step
     # function after torch_xla.compile's pending graph, metrics read after the last step): a
     # compile, but not a recompile; `causes` says what it is (info).
@@ -176,6 +181,79 @@ class RankEntry:
 
 
 @dataclass(frozen=True)
+class GuardFailure:
+    """One of dynamo's guard failures in the user's words (`diagnose/guards.py`): `phrase` says it,
+    `text` is dynamo's own, `at` the user's line that read the value (where dynamo names it)."""
+
+    kind: str
+    phrase: str
+    text: str
+    at: str = ""
+    source: str = ""
+    entry: str = ""
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class DynamoEvent:
+    """One torch.compile compile of a frame: `kind` first | recompile | cache_limit. `guards` are the
+    failures that made it (newest cache entry first: the first is what changed since the last
+    compile); `variants` the XLA graphs compiled for it; `seconds` dynamo's trace and the backend's
+    compile, `xla_seconds` XLA's compile of those graphs."""
+
+    compile_id: str
+    kind: str
+    function: str
+    code: str
+    call_site: str
+    step: int | None
+    sync: int | None
+    summary: str
+    guards: tuple[GuardFailure, ...] = ()
+    breaks: tuple[str, ...] = ()
+    seconds: float = 0.0
+    backend_seconds: float = 0.0
+    xla_seconds: float = 0.0
+    variants: tuple[str, ...] = ()
+    fix: str = ""
+    expected: bool = False
+    graph_ops: int | None = None
+    failure: str = ""
+
+
+@dataclass(frozen=True)
+class GraphBreakEntry:
+    """A graph break (one reason at one user line), how many compiles hit it, and how many XLA
+    graphs a steady step runs (where the run has them)."""
+
+    reason: str
+    at: str
+    compiles: int
+    explanation: str = ""
+    graphs_per_step: int | None = None
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class DynamoSection:
+    """torch.compile's half of a report (`report/dynamo.py`)."""
+
+    source: str
+    frames: int
+    compiles: int
+    events: tuple[DynamoEvent, ...]
+    recompiles: tuple[DynamoEvent, ...]
+    graph_breaks: tuple[GraphBreakEntry, ...]
+    by_call_site: tuple[RankEntry, ...]
+    seconds: float
+    notes: tuple[str, ...] = ()
+
+    @property
+    def unexpected(self) -> tuple[DynamoEvent, ...]:
+        return tuple(e for e in self.recompiles if not e.expected)
+
+
+@dataclass(frozen=True)
 class RunReport:
     """The report of one process. `compiles_reported` is torch_xla's own count when the source
     has it; `warnings` say when it disagrees with `compiles`, `notes` what the source lacks."""
@@ -204,6 +282,7 @@ class RunReport:
     # What costs every step without recompiling (a step cut in two by a read mid-step): no
     # recompile, so `check` does not count it.
     findings: tuple[Cause, ...] = ()
+    dynamo: DynamoSection | None = None  # torch.compile's record, where the source has it
 
 
 @dataclass(frozen=True)

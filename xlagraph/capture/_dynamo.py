@@ -1,0 +1,218 @@
+"""Dynamo's own record, with no TORCH_LOGS: torch's structured trace, filtered, kept in the capture.
+
+torch logs every frame it compiles, every recompile with the guard failures that caused it and every
+graph break to one logger (`torch.__trace`), the one `TORCH_TRACE=DIR` and tlparse use. A handler of
+ours on that logger writes the events a report needs to `DIR/<host>-<pid>/torch_trace.log` in
+torch's own format, so that one reader (`xlagraph.parse.torch_trace`) reads a capture and a user's
+own TORCH_TRACE folder alike. The dynamo half needs no torch_xla: it works for any backend
+(`openxla`, `inductor`, `aot_eager`, a plugin's).
+
+What is kept (the rest: graphs, generated code, guards' source, chrome events, is dropped):
+`dynamo_start` (the frame and its call stack), `compilation_metrics` (co_name, file, line, seconds,
+failure; the big config blobs dropped), `bwd_compilation_metrics`, the `str` table (interned file
+names), and the `recompile_reasons` and `dynamo_graph_break_reason` artifacts with their payloads.
+Each line gets `"xlagraph": {"step": S, "t": T}`: the journal's step record being built when the
+event came (S) and the seconds since capture started, which places dynamo's compiles among the
+XLA graphs. Paths are made portable as the journal's are (`stored_sources.Relativizer`).
+
+Bounded: `XLAGRAPH_TRACE_MB` (8 by default) per process; past it a last line says so. Never breaks
+the run: the first error turns this handler off and says so once.
+
+Holds for torch 2.5 – 2.9 (the structured trace's event names and the `compilation_metrics`
+fields read here are unchanged across them).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from xlagraph.capture import _format as fmt
+
+__all__ = ["arm", "armed", "disarm"]
+
+PREFIX = "xlagraph capture:"
+DEFAULT_MB = 8.0
+
+_KEEP_ARTIFACTS = frozenset({"recompile_reasons", "dynamo_graph_break_reason"})
+_METRICS_FIELDS = (
+    "compile_id",
+    "frame_key",
+    "co_name",
+    "co_filename",
+    "co_firstlineno",
+    "cache_size",
+    "accumulated_cache_size",
+    "guard_count",
+    "graph_op_count",
+    "graph_node_count",
+    "graph_input_count",
+    "start_time",
+    "entire_frame_compile_time_s",
+    "backend_compile_time_s",
+    "inductor_compile_time_s",
+    "code_gen_time_s",
+    "fail_type",
+    "fail_reason",
+    "fail_user_frame_filename",
+    "fail_user_frame_lineno",
+    "restart_reasons",
+    "dynamo_time_before_restart_s",
+    "stack_trace",
+    "has_guarded_code",
+    "recompile_reason",
+    "is_forward",
+)
+_CONTEXT = ("frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "rank", "has_payload")
+
+_handler: _TraceHandler | None = None
+
+
+def armed() -> bool:
+    return _handler is not None and _handler.active
+
+
+def arm(proc_dir: str, environ: dict[str, str], step_of: Callable[[], tuple[int | None, float]]) -> None:
+    """Attach the handler to torch's trace logger (torch is imported). `step_of` gives the
+    journal step being built and the seconds since capture started."""
+    global _handler
+    if _handler is not None:
+        return
+    torch_logging = sys.modules.get("torch._logging._internal")
+    if torch_logging is None:
+        return
+    try:
+        mb = float(environ.get("XLAGRAPH_TRACE_MB", "") or DEFAULT_MB)
+    except ValueError:
+        mb = DEFAULT_MB
+    if mb <= 0:
+        return
+    from xlagraph.capture.stored_sources import Relativizer
+
+    trace_log = torch_logging.trace_log
+    handler = _TraceHandler(
+        os.path.join(proc_dir, fmt.TORCH_TRACE), int(mb * 1e6), Relativizer.here(), step_of
+    )
+    trace_log.addHandler(handler)
+    trace_log.setLevel(logging.DEBUG)  # torch sets it only for TORCH_TRACE; NOTSET drops debug
+    _handler = handler
+
+
+def disarm() -> None:
+    global _handler
+    handler, _handler = _handler, None
+    if handler is None:
+        return
+    torch_logging = sys.modules.get("torch._logging._internal")
+    if torch_logging is not None:
+        torch_logging.trace_log.removeHandler(handler)
+    handler.close()
+
+
+class _TraceHandler(logging.Handler):
+    """Writes the kept events, one `os.write` each (a kill leaves at most the last one partial)."""
+
+    def __init__(
+        self,
+        path: str,
+        limit: int,
+        paths: Any,
+        step_of: Callable[[], tuple[int | None, float]],
+    ) -> None:
+        super().__init__(logging.DEBUG)
+        self.path = path
+        self.limit = limit
+        self.paths = paths
+        self.step_of = step_of
+        self.pid = os.getpid()
+        self.fd = -1
+        self.written = 0
+        self.active = True
+        self.lock_ = threading.Lock()
+        roots = [*paths.library_roots, *paths.other_roots, paths.cwd]
+        self._roots = sorted({os.path.join(r, "") for r in roots if r}, key=len, reverse=True)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.active or os.getpid() != self.pid:
+            return
+        try:
+            line = self._line(record)
+            if line:
+                self._write(line)
+        except Exception as e:  # never the user's problem
+            self.active = False
+            print(f"{PREFIX} dynamo record off after error: {type(e).__name__}: {e}", file=sys.stderr)
+
+    def _line(self, record: logging.LogRecord) -> str:
+        meta = getattr(record, "metadata", None)
+        if not isinstance(meta, dict):
+            return ""
+        name = next((k for k in meta if k not in _CONTEXT and k != "stack"), "")
+        payload: Any = None
+        if name == "artifact":
+            if meta[name].get("name") not in _KEEP_ARTIFACTS:
+                return ""
+            payload = getattr(record, "payload", None)
+        elif name in ("compilation_metrics", "bwd_compilation_metrics"):
+            metrics = meta[name]
+            meta = {**meta, name: {k: metrics[k] for k in _METRICS_FIELDS if k in metrics}}
+        elif name not in ("dynamo_start", "str"):
+            return ""
+        step, seconds = self.step_of()
+        out = {**self._portable(meta), "xlagraph": {"step": step, "t": round(seconds, 6)}}
+        text = json.dumps(out, separators=(", ", ": "))
+        stamp = time.strftime("%m%d %H:%M:%S", time.localtime(record.created))
+        where = f"{self._text(record.pathname)}:{record.lineno}"
+        head = f"V{stamp}.{int(record.msecs * 1000):06d} {record.process} {where}] "
+        if isinstance(payload, str):
+            text += "".join(f"\n\t{p}" for p in self._text(payload).split("\n"))
+        return head + text + "\n"
+
+    def _portable(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self._text(value)
+        if isinstance(value, dict):
+            return {k: self._portable(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self._portable(v) for v in value]
+        return value
+
+    def _text(self, text: str) -> str:
+        """Absolute paths of this machine made as the journal makes them."""
+        if os.path.isabs(text) and "\n" not in text:
+            return self.paths(text)
+        if "/" not in text:
+            return text
+        for root in self._roots:
+            if root in text:
+                text = text.replace(root, "")
+        return text
+
+    def _write(self, line: str) -> None:
+        data = line.encode("utf-8", "replace")
+        with self.lock_:
+            if self.fd < 0:
+                os.makedirs(os.path.dirname(self.path), exist_ok=True)
+                self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            if self.written + len(data) > self.limit:
+                note = json.dumps({"xlagraph_truncated": {"limit_bytes": self.limit}})
+                os.write(self.fd, f"V0000 00:00:00.000000 {self.pid} xlagraph:0] {note}\n".encode())
+                self.active = False
+                return
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.fd, view) :]
+            self.written += len(data)
+
+    def close(self) -> None:
+        with self.lock_:
+            if self.fd >= 0:
+                os.close(self.fd)
+                self.fd = -1
+        super().close()

@@ -1,0 +1,259 @@
+"""Dynamo's guard failures in the user's words: one table of rules, each a pattern of the text dynamo
+prints (`TORCH_LOGS=recompiles`, the trace's `recompile_reasons`), the kind of change it means,
+how to say it, and the fix. The texts are torch 2.5 - 2.9's (`torch/_dynamo/guards.py`):
+
+    tensor 'x' size mismatch at index 0. expected 8, actual 11
+    tensor 'x' dtype mismatch. expected Float, actual Double
+    n == 3                      # y = s.l(x) * n * f  # ...train.py:7 in forward
+    s.training == True          # if s.training: ...  # ...train.py:9 in forward
+    G['FLAG'] == False          # if FLAG: ...        # ...train.py:10 in forward
+
+Each failure is prefixed with the cache entry it is for (`0/1: `): a recompile lists one failure per
+entry compiled before, newest first, so the first names what changed since the last compile.
+Backend-agnostic; only the fixes of tensor sizes differ on XLA (no dynamic shapes there).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["KINDS", "GuardChange", "explain_guard", "fix_for"]
+
+_ENTRY = re.compile(r"^\s*-?\s*(\d+/\d+):\s*")
+_SOURCE = re.compile(r"\s+#\s*(?P<src>.*?)\s+#\s*(?P<file>\S+):(?P<line>\d+) in (?P<fn>\S+)\s*$")
+
+
+@dataclass(frozen=True)
+class GuardChange:
+    """One guard failure: `kind` (a key of KINDS), what changed in the user's names (`subject`,
+    `before`, `after` where dynamo says them), the phrase, and where the guard was installed
+    (`line`: the user's line that read the value, where dynamo says it)."""
+
+    kind: str
+    subject: str
+    phrase: str
+    before: str = ""
+    after: str = ""
+    entry: str = ""  # the cache entry whose guard failed ("0/1")
+    source: str = ""  # the user's code at `line`
+    file: str = ""
+    line: int = 0
+    text: str = ""  # dynamo's own text, as printed
+
+
+def _name(raw: str) -> str:
+    """`L['x']` -> x, `G['FLAG']` -> FLAG, `L['self'].training` -> self.training."""
+    return re.sub(r"^[LG]\['([^']+)'\]", r"\1", raw.strip())
+
+
+# (kind, pattern, phrase builder) in the order they are tried; the first match wins.
+Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str]], tuple[str, str, str, str]]]
+_RULES: tuple[Rule, ...] = (
+    (
+        "tensor_size",
+        re.compile(
+            r"^tensor '(?P<t>.+?)' size mismatch at index (?P<i>\d+)\. expected (?P<a>\d+), actual (?P<b>\d+)"
+        ),
+        lambda m: (
+            _name(m["t"]),
+            f"input `{_name(m['t'])}`'s dimension {m['i']} changed {m['a']} -> {m['b']}",
+            m["a"],
+            m["b"],
+        ),
+    ),
+    (
+        "tensor_rank",
+        re.compile(r"^tensor '(?P<t>.+?)' rank mismatch\. expected (?P<a>\d+), actual (?P<b>\d+)"),
+        lambda m: (
+            _name(m["t"]),
+            f"input `{_name(m['t'])}` has {m['b']} dimensions, was {m['a']}",
+            m["a"],
+            m["b"],
+        ),
+    ),
+    (
+        "tensor_dtype",
+        re.compile(r"^tensor '(?P<t>.+?)' dtype mismatch\. expected (?P<a>\w+), actual (?P<b>\w+)"),
+        lambda m: (
+            _name(m["t"]),
+            f"input `{_name(m['t'])}`'s dtype changed {m['a']} -> {m['b']}",
+            m["a"],
+            m["b"],
+        ),
+    ),
+    (
+        "tensor_stride",
+        re.compile(
+            r"^tensor '(?P<t>.+?)' stride mismatch at index (?P<i>\d+)\. "
+            r"expected (?P<a>\d+), actual (?P<b>\d+)"
+        ),
+        lambda m: (
+            _name(m["t"]),
+            f"input `{_name(m['t'])}`'s stride {m['i']} changed {m['a']} -> {m['b']} (a view or transpose)",
+            m["a"],
+            m["b"],
+        ),
+    ),
+    (
+        "tensor_requires_grad",
+        re.compile(r"^tensor '(?P<t>.+?)' requires_grad mismatch\. expected requires_grad=(?P<a>\d)"),
+        lambda m: (_name(m["t"]), f"input `{_name(m['t'])}`'s requires_grad changed", m["a"], ""),
+    ),
+    (
+        "tensor_device",
+        re.compile(r"^tensor '(?P<t>.+?)' (?:device|dispatch key set) mismatch"),
+        lambda m: (
+            _name(m["t"]),
+            f"input `{_name(m['t'])}` is on another device (or dispatch key set)",
+            "",
+            "",
+        ),
+    ),
+    (
+        "train_eval",
+        re.compile(r"^(?P<o>[\w.\[\]']+)\.training == (?P<a>True|False)$"),
+        lambda m: (
+            f"{_name(m['o'])}.training",
+            f"`{_name(m['o'])}.training` changed {m['a']} -> {'False' if m['a'] == 'True' else 'True'} "
+            f"({'eval' if m['a'] == 'True' else 'train'} mode)",
+            m["a"],
+            "False" if m["a"] == "True" else "True",
+        ),
+    ),
+    (
+        "global_value",
+        re.compile(r"^G\['(?P<g>[^']+)'\](?P<attr>[\w.]*) == (?P<a>.+)$"),
+        lambda m: (
+            m["g"] + m["attr"],
+            f"global `{m['g']}{m['attr']}` changed "
+            f"(the compiled code assumed {m['g']}{m['attr']} == {m['a']})",
+            m["a"],
+            "",
+        ),
+    ),
+    (
+        "module_attribute",
+        re.compile(r"^(?P<o>(?:L\['[^']+'\]|[A-Za-z_]\w*)(?:\.\w+|\['[^']*'\])+) == (?P<a>.+)$"),
+        lambda m: (
+            _name(m["o"]),
+            f"attribute `{_name(m['o'])}` changed (the compiled code assumed {_name(m['o'])} == {m['a']})",
+            m["a"],
+            "",
+        ),
+    ),
+    (
+        "python_scalar",
+        re.compile(r"^(?P<v>L\['[^']+'\]|[A-Za-z_]\w*) == (?P<a>.+)$"),
+        lambda m: (
+            _name(m["v"]),
+            f"Python argument `{_name(m['v'])}` changed "
+            f"(the compiled code assumed {_name(m['v'])} == {m['a']})",
+            m["a"],
+            "",
+        ),
+    ),
+    (
+        "sequence_length",
+        re.compile(r"^len\((?P<v>.+?)\) == (?P<a>\d+)$"),
+        lambda m: (_name(m["v"]), f"the length of `{_name(m['v'])}` changed (was {m['a']})", m["a"], ""),
+    ),
+    (
+        "object_identity",
+        re.compile(r"^___check_obj_id\((?P<v>[^,]+),"),
+        lambda m: (_name(m["v"]), f"`{_name(m['v'])}` is another object than the one compiled for", "", ""),
+    ),
+    (
+        "python_type",
+        re.compile(r"^___check_type_id\((?P<v>[^,]+),"),
+        lambda m: (_name(m["v"]), f"`{_name(m['v'])}` has another type than the one compiled for", "", ""),
+    ),
+)
+
+# kind -> (a title for the report, the fix). Each fix is proved on torch_xla 2.9 by a scenario in
+# fixtures/torch_xla/compiled (the bug, the fix applied as written, fewer compiles).
+KINDS: dict[str, tuple[str, str]] = {
+    "tensor_size": (
+        "a tensor's size changed",
+        "dynamo specializes each compile on every input size, and XLA compiles a graph per size: pad the "
+        "input to one fixed size (or a few bucket sizes) before the call, masking the padding; on "
+        "backend='openxla' torch._dynamo.mark_dynamic / dynamic=True do not avoid it (XLA graphs are "
+        "static); on other backends torch._dynamo.mark_dynamic(x, dim) before the first call does",
+    ),
+    "tensor_rank": (
+        "a tensor's number of dimensions changed",
+        "keep the input's rank fixed (reshape or unsqueeze before the call)",
+    ),
+    "tensor_dtype": (
+        "a tensor's dtype changed",
+        "cast the input to one dtype before the call (x.to(torch.float32))",
+    ),
+    "tensor_stride": (
+        "a tensor's layout changed",
+        "make the input contiguous before the call (x.contiguous())",
+    ),
+    "tensor_requires_grad": (
+        "a tensor's requires_grad changed",
+        "call the compiled function with inputs of one requires_grad "
+        "(detach() the ones that need no gradient)",
+    ),
+    "tensor_device": ("a tensor moved device", "move every input to the one device before the call"),
+    "train_eval": (
+        "train/eval mode changed",
+        "two graphs, one per mode, each compiled once: expected; if they recompile again, compile a "
+        "separate function for evaluation (eval_fn = torch.compile(model.forward)) or keep one mode "
+        "inside the compiled function",
+    ),
+    "global_value": (
+        "a global changed",
+        "a global read inside the compiled function is baked into its graph: pass the value as an "
+        "argument (a tensor if it changes every call), or keep it fixed while the function runs",
+    ),
+    "module_attribute": (
+        "a module attribute changed",
+        "an attribute read inside the compiled function is baked into its graph: set it once before the "
+        "first call, or pass the value as an argument (a tensor if it changes every call)",
+    ),
+    "python_scalar": (
+        "a Python number argument changed",
+        "a Python int or float argument is a constant of the compiled graph: pass it as a tensor on the "
+        "device (torch.tensor(value, device=...)) so that it is data, not a constant",
+    ),
+    "sequence_length": (
+        "a list's length changed",
+        "pass a fixed number of items (pad the list) or a stacked tensor",
+    ),
+    "object_identity": (
+        "another object was passed",
+        "pass the same object on every call (a module or a config built once), or pass its values as tensors",
+    ),
+    "python_type": ("an argument's type changed", "pass arguments of one type on every call"),
+    "guard": ("a guard failed", "make the value the guard reads the same on every call"),
+}
+
+
+def explain_guard(text: str, code_file: str = "") -> GuardChange:
+    """One failure as dynamo printed it, in the user's words. `code_file` is the compiled frame's
+    file: dynamo cuts the path in its `# file:line` note to fit, and this finds it again."""
+    raw = text.strip()
+    entry = ""
+    if m := _ENTRY.match(raw):
+        entry, raw = m.group(1), raw[m.end() :]
+    source, file, line = "", "", 0
+    if m := _SOURCE.search(raw):
+        source, file, line = m["src"].strip(), m["file"], int(m["line"])
+        raw = raw[: m.start()].rstrip()
+        if code_file and (
+            code_file.endswith(file.lstrip(".")) or file.endswith(code_file.rsplit("/", 1)[-1])
+        ):
+            file = code_file
+    for kind, pattern, build in _RULES:
+        if m := pattern.match(raw):
+            subject, phrase, before, after = build(m)
+            return GuardChange(kind, subject, phrase, before, after, entry, source, file, line, text.strip())
+    return GuardChange("guard", raw, f"guard `{raw}` failed", "", "", entry, source, file, line, text.strip())
+
+
+def fix_for(kind: str) -> str:
+    return KINDS.get(kind, KINDS["guard"])[1]
