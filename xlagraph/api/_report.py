@@ -275,11 +275,13 @@ class Check:
 
 def check(
     src: str,
-    max_graphs: int,
+    max_graphs: int | None,
     after_step: int | None = None,
     run: str | int = "latest",
     *,
     phase: Phase = _quiet,
+    max_recompiles: int | None = None,
+    no_graph_breaks: bool = False,
 ) -> Check:
     """The CI gate: did the run (what `report` reads) compile at most `max_graphs` distinct graphs
     after step `after_step` (steps 0..after_step are warm-up; None: every graph counts), with
@@ -294,13 +296,20 @@ def check(
     from xlagraph.report.load import load_source
     from xlagraph.report.ranks import rank_view
 
-    if max_graphs < 0 or (after_step is not None and after_step < 0):
+    if (max_graphs is not None and max_graphs < 0) or (after_step is not None and after_step < 0):
         raise ValueError("max_graphs and after_step must be 0 or more")
+    if max_graphs is None and max_recompiles is None and not no_graph_breaks:
+        raise ValueError("check needs max_graphs, max_recompiles or no_graph_breaks")
     choice = _run_choice(run)
     with reading(src), sharing():  # a pod's ranks hold the same tensor reports: each read once
         loaded = load_source(src, choice)
         phase("counting graphs")
-        results = tuple(check_run(log, max_graphs, after_step) for log in loaded.logs)
+        results = tuple(
+            check_run(
+                log, max_graphs, after_step, max_recompiles=max_recompiles, no_graph_breaks=no_graph_breaks
+            )
+            for log in loaded.logs
+        )
         ranks = rank_view(latest_run_logs(loaded))
         drift = _replica_drift(src)
     drifted = drift is not None and drift.verdict == "diverged"

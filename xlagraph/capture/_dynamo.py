@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -70,6 +71,8 @@ _METRICS_FIELDS = (
     "is_forward",
 )
 _CONTEXT = ("frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "rank", "has_payload")
+
+_TAIL = re.compile(r"^(.*?)((?::\d+)?[`)\]:.]*)$")
 
 _handler: _TraceHandler | None = None
 
@@ -135,8 +138,9 @@ class _TraceHandler(logging.Handler):
         self.written = 0
         self.active = True
         self.lock_ = threading.Lock()
-        roots = [*paths.library_roots, *paths.other_roots, paths.cwd]
-        self._roots = sorted({os.path.join(r, "") for r in roots if r}, key=len, reverse=True)
+        from xlagraph.capture.stored_sources import _ABS_TOKEN  # (not at start-up: arm() runs late)
+
+        self.tokens = _ABS_TOKEN
 
     def emit(self, record: logging.LogRecord) -> None:
         if not self.active or os.getpid() != self.pid:
@@ -184,15 +188,18 @@ class _TraceHandler(logging.Handler):
         return value
 
     def _text(self, text: str) -> str:
-        """Absolute paths of this machine made as the journal makes them."""
+        """Absolute paths of this machine made as the journal makes them (the user's files relative
+        to the working directory, a library's to its import root)."""
         if os.path.isabs(text) and "\n" not in text:
             return self.paths(text)
         if "/" not in text:
             return text
-        for root in self._roots:
-            if root in text:
-                text = text.replace(root, "")
-        return text
+        return self.tokens.sub(self._token, text)
+
+    def _token(self, m: re.Match[str]) -> str:
+        """`/abs/file.py:22` or `/abs/file.py`` ` -> the portable path, its line and punctuation kept."""
+        path, tail = _TAIL.match(m.group(0)).groups()  # type: ignore[union-attr]
+        return self.paths(path) + tail
 
     def _write(self, line: str) -> None:
         data = line.encode("utf-8", "replace")

@@ -123,6 +123,21 @@ _RULES: tuple[Rule, ...] = (
         ),
     ),
     (
+        "grad_mode",
+        re.compile(r"^GLOBAL_STATE changed: (?P<what>.*\bgrad_mode\b.*)$"),
+        lambda m: (
+            "grad_mode",
+            "gradient mode changed (a call under torch.no_grad() or inference_mode)",
+            "",
+            "",
+        ),
+    ),
+    (
+        "global_state",
+        re.compile(r"^GLOBAL_STATE changed: (?P<what>.+)$"),
+        lambda m: (m["what"], f"torch's global state changed: {m['what']}", "", ""),
+    ),
+    (
         "global_value",
         re.compile(r"^G\['(?P<g>[^']+)'\](?P<attr>[\w.]*) == (?P<a>.+)$"),
         lambda m: (
@@ -204,6 +219,17 @@ KINDS: dict[str, tuple[str, str]] = {
         "two graphs, one per mode, each compiled once: expected; if they recompile again, compile a "
         "separate function for evaluation (eval_fn = torch.compile(model.forward)) or keep one mode "
         "inside the compiled function",
+    ),
+    "grad_mode": (
+        "gradient mode changed",
+        "a function called both with gradients and under torch.no_grad() is two graphs, each compiled "
+        "once: expected; if it compiles again, compile a separate function for evaluation "
+        "(eval_fn = torch.compile(model)) and call it only under no_grad",
+    ),
+    "global_state": (
+        "torch's global state changed",
+        "set torch's global state (autocast, default dtype, deterministic algorithms) once before the "
+        "first call, or keep the calls under one state",
     ),
     "global_value": (
         "a global changed",

@@ -7,7 +7,7 @@ the first included, each with the same fields except `schema` and `processes`:
 
     schema             "xlagraph.report/1"
     source             the capture folder or save file read
-    kind               "capture" | "save-file"
+    kind               "capture" | "save-file" | "torch-trace"
     process            process / rank name ("" for a save file)
     compiles           int: distinct graphs this process compiled
     compiles_reported  int | null: torch_xla's own CompileTime count, where the source has it
@@ -53,6 +53,8 @@ the first included, each with the same fields except `schema` and `processes`:
         note           str: why there are no causes, when there are none ("" otherwise)
         notes          [str]: remarks of the diff that change nothing (dead code on both sides)
         compile_seconds float
+        dynamo         str: the torch.compile compile ("1/1", an id of `dynamo.events`) that made
+                       this graph, "" where none did
     first_compiles     [recompile object]: the first graph of another program at the start of the
                        run or after its loop (the step function after torch_xla.compile's pending
                        graph, metrics read after the last step): compiled once, not a recompile;
@@ -64,6 +66,32 @@ the first included, each with the same fields except `schema` and `processes`:
     findings           [cause]: what costs every step without a recompile (a `graph_break`: a
                        step cut in two at a mid-step `.item()` / `print`), cause objects as in
                        `causes`; `check` does not count them
+    dynamo             null, or torch.compile's record where the source has it (a capture of a
+                       torch.compile / openxla run, any backend; a TORCH_TRACE file or folder):
+        source, frames (int: frames compiled), compiles (int), seconds (float: dynamo and backend)
+        events         [event]: every compile of a frame, in the order dynamo began them:
+            compile_id   "F/N": frame F's N-th compile (N > 0: a recompile)
+            kind         first | recompile | cache_limit (dynamo gave up: the frame runs eagerly)
+            function, code  the compiled function in the user's name, its "file:line"
+            call_site    "file:line": the user's line that called it
+            step, sync   int | null: where in the run it began (captures)
+            summary      str: the recompile in the user's words ("torch.compile traced `f` (t.py:3)
+                         again: input `x`'s dimension 0 changed 8 -> 11")
+            guards       [{kind, phrase, text, at, source, entry, fix}]: dynamo's guard failures,
+                         newest cache entry first (the first is what changed); kind is one of
+                         tensor_size | tensor_rank | tensor_dtype | tensor_stride |
+                         tensor_requires_grad | tensor_device | train_eval | global_value |
+                         module_attribute | python_scalar | sequence_length | object_identity |
+                         python_type | guard; text is dynamo's own; at the user's line that read it
+            breaks       [str]: graph breaks this compile hit ("reason at file:line")
+            seconds, backend_seconds, xla_seconds  float: dynamo's trace and the backend's compile,
+                         the backend's part, XLA's compile of the graphs it added
+            variants     [str]: the XLA graphs compiled for it (letters of `variants`)
+            fix, expected, graph_ops, failure
+        recompiles     [compile_id]: the events that are recompiles or a given-up compile
+        graph_breaks   [{reason, at, compiles, explanation, graphs_per_step, fix}]
+        ranking        [{call_site, compiles, seconds, variants}]: compile cost per call site
+        notes          [str]
     notes              [str]: what the source lacks or how something was inferred
     warnings           [str]: e.g. `compiles` disagreeing with `compiles_reported`
     processes          [process object]: every process, the first included
@@ -75,11 +103,20 @@ explanation}]}.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from xlagraph.ir import Frame
 from xlagraph.render.json import _cause as cause_to_json
-from xlagraph.report.model import Attribution, CheckResult, Recompile, RunReport, to_fix_first
+from xlagraph.report.model import (
+    Attribution,
+    CheckResult,
+    DynamoEvent,
+    DynamoSection,
+    Recompile,
+    RunReport,
+    to_fix_first,
+)
 
 __all__ = ["REPORT_SCHEMA", "check_to_json", "report_to_json"]
 
@@ -137,7 +174,35 @@ def _recompile(r: Recompile) -> dict[str, Any]:
         "note": r.note,
         "notes": list(r.notes),
         "compile_seconds": r.compile_seconds,
+        "dynamo": r.dynamo,
     }
+
+
+def _dynamo(d: DynamoSection | None) -> dict[str, Any] | None:
+    if d is None:
+        return None
+    return {
+        "source": d.source,
+        "frames": d.frames,
+        "compiles": d.compiles,
+        "seconds": d.seconds,
+        "events": [_event(e) for e in d.events],
+        "recompiles": [e.compile_id for e in d.recompiles],
+        "graph_breaks": [asdict(b) for b in d.graph_breaks],
+        "ranking": [
+            {"call_site": e.key, "compiles": e.compiles, "seconds": e.seconds, "variants": list(e.variants)}
+            for e in d.by_call_site
+        ],
+        "notes": list(d.notes),
+    }
+
+
+def _event(e: DynamoEvent) -> dict[str, Any]:
+    out = asdict(e)
+    out["guards"] = [asdict(g) for g in e.guards]
+    out["breaks"] = list(e.breaks)
+    out["variants"] = list(e.variants)
+    return out
 
 
 def _process(report: RunReport) -> dict[str, Any]:
@@ -206,6 +271,7 @@ def _process(report: RunReport) -> dict[str, Any]:
         "findings": [cause_to_json(c) for c in report.findings],
         "notes": list(report.notes),
         "warnings": list(report.warnings),
+        "dynamo": _dynamo(report.dynamo),
     }
 
 

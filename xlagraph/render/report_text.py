@@ -21,7 +21,11 @@ _MAX_PERIOD = 4
 _MIN_REPEATS = 3
 _MAX_TENSORS_LISTED = 6
 _MAX_LISTED = 6
-_KIND_NAMES = {"save-file": "XLA_SAVE_TENSORS_FILE dump", "capture": "xlagraph capture"}
+_KIND_NAMES = {
+    "save-file": "XLA_SAVE_TENSORS_FILE dump",
+    "capture": "xlagraph capture",
+    "torch-trace": "torch structured trace, TORCH_TRACE",
+}
 
 
 def _plural(n: int, word: str) -> str:
@@ -228,7 +232,20 @@ def _ranking(report: RunReport) -> list[str]:
     ]
 
 
+def _trace_only(report: RunReport) -> list[str]:
+    """A TORCH_TRACE read alone: dynamo's half, no XLA graphs to count or diff."""
+    kind = _KIND_NAMES.get(report.kind, report.kind)
+    lines = [f"xlagraph report  {report.source}  ({kind})"]
+    if report.dynamo is not None:
+        lines += dynamo_lines(report.dynamo)
+    if report.notes:
+        lines += ["", "notes:"] + [w for n in report.notes for w in _wrap(n, "  - ", "    ")]
+    return lines
+
+
 def _one(report: RunReport) -> list[str]:
+    if report.kind == "torch-trace":
+        return _trace_only(report)
     lines = [*_header(report), "", *_timeline(report)]
     if report.dynamo is not None:
         lines += ["", *dynamo_lines(report.dynamo)]

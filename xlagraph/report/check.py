@@ -47,20 +47,64 @@ def _describe(g: CountedGraph) -> str:
     return f"{g.variant} (step {g.step}, sync {g.sync}: {what}{where})"
 
 
+def _dynamo_gate(
+    report: RunReport, after_step: int | None, max_recompiles: int | None, no_graph_breaks: bool
+) -> tuple[bool, str]:
+    """torch.compile's part of the gate: dynamo recompiles that are not expected (a mode compiled
+    once each is), after the warm-up, and graph breaks."""
+    d = report.dynamo
+    if max_recompiles is None and not no_graph_breaks:
+        return True, ""
+    if d is None:
+        return True, "no torch.compile record in this source (nothing to count for torch.compile)"
+    parts, passed = [], True
+    if max_recompiles is not None:
+        counted = [e for e in d.unexpected if after_step is None or e.step is None or e.step > after_step]
+        if len(counted) > max_recompiles:
+            passed = False
+            extra = "; ".join(
+                f"{e.compile_id} at step {e.step}: {e.summary}" for e in counted[max_recompiles:]
+            )
+            parts.append(
+                f"FAIL: {len(counted)} torch.compile recompile(s), at most {max_recompiles} allowed; "
+                f"extra: {extra}"
+            )
+        else:
+            parts.append(f"ok: {len(counted)} torch.compile recompile(s), at most {max_recompiles} allowed")
+    if no_graph_breaks:
+        if d.graph_breaks:
+            passed = False
+            listed = "; ".join(f"{b.reason} at {b.at}" for b in d.graph_breaks)
+            parts.append(f"FAIL: {len(d.graph_breaks)} graph break(s): {listed}")
+        else:
+            parts.append("ok: no graph break")
+    return passed, "; ".join(parts)
+
+
 def check_run(
-    log: RunLog, max_graphs: int, after_step: int | None = None, report: RunReport | None = None
+    log: RunLog,
+    max_graphs: int | None,
+    after_step: int | None = None,
+    report: RunReport | None = None,
+    *,
+    max_recompiles: int | None = None,
+    no_graph_breaks: bool = False,
 ) -> CheckResult:
     """Count the distinct graphs compiled after step `after_step` (all when None) against the
-    budget; `report` is reused when the caller already built it."""
-    if max_graphs < 0:
+    budget (None: no graph budget), and torch.compile's recompiles and graph breaks where asked;
+    `report` is reused when the caller already built it."""
+    if max_graphs is not None and max_graphs < 0:
         raise ValueError(f"max_graphs must be 0 or more, got {max_graphs}")
     if report is None:
         report = build_report(log, explain=False)
-        if len(_counted(report, after_step)) > max_graphs:
+        if max_graphs is not None and len(_counted(report, after_step)) > max_graphs:
             report = build_report(log)
+    dynamo_passed, dynamo_text = _dynamo_gate(report, after_step, max_recompiles, no_graph_breaks)
+    who = f"{report.process}: " if report.process else ""
+    if max_graphs is None:
+        return CheckResult(report.process, dynamo_passed, max_graphs, after_step, (), f"{who}{dynamo_text}")
     counted = _counted(report, after_step)
     when = f"after step {after_step}" if after_step is not None else "in the run"
-    who = f"{report.process}: " if report.process else ""
     passed = len(counted) <= max_graphs
     if passed:
         explanation = f"{who}ok: {_graphs(len(counted))} compiled {when}, at most {max_graphs} allowed"
@@ -70,4 +114,6 @@ def check_run(
             f"{who}FAIL: {_graphs(len(counted))} compiled {when}, at most {max_graphs} allowed; "
             f"extra: {'; '.join(_describe(g) for g in extra)}"
         )
-    return CheckResult(report.process, passed, max_graphs, after_step, counted, explanation)
+    if dynamo_text:
+        explanation = f"{explanation}; {dynamo_text}"
+    return CheckResult(report.process, passed and dynamo_passed, max_graphs, after_step, counted, explanation)

@@ -32,6 +32,7 @@ from xlagraph.runlog import Sync
 
 __all__ = ["dynamo_section", "user_function"]
 
+_MODES = frozenset({"train_eval", "grad_mode"})  # one graph per mode: expected once each
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
 # Graph-break reasons dynamo gives (its first line), and the fix that removes each.
 _BREAK_FIXES: tuple[tuple[str, str], ...] = (
@@ -72,9 +73,15 @@ _BREAK_FIX_DEFAULT = (
 
 def user_function(c: DynamoCompile) -> str:
     """The user's name of the compiled frame: a resume function (the code after a graph break) is
-    named as the function it resumes."""
+    named as the function it resumes; torch's own wrapper of a compiled module (`inner` in
+    torch/_dynamo) as the call it wraps."""
     m = _RESUME.match(c.function)
-    return f"{m['fn']} (after the graph break at line {m['line']})" if m else c.function
+    if m:
+        return f"{m['fn']} (after the graph break at line {m['line']})"
+    if c.file and is_library(Frame(c.function, c.file, c.line)) and c.file.startswith("torch/"):
+        site = _call_site(c)
+        return f"the compiled call at {site}" if site != c.code else c.function
+    return c.function
 
 
 def break_fix(reason: str, explanation: str = "") -> str:
@@ -127,15 +134,13 @@ def _owners(compiles: Sequence[DynamoCompile], variants: Sequence[Variant]) -> d
 
 
 def _summary(c: DynamoCompile, guards: tuple[GuardFailure, ...], fn: str) -> str:
+    name = fn if fn.startswith("the compiled call") else f"`{fn}` ({c.code})"
     if c.hit_limit:
-        return (
-            f"torch.compile gave up on `{fn}` ({c.code}): recompile limit reached, "
-            "it runs eagerly from here on"
-        )
+        return f"torch.compile gave up on {name}: recompile limit reached, it runs eagerly from here on"
     if not c.recompile:
-        return f"torch.compile traced `{fn}` ({c.code})"
+        return f"torch.compile traced {name}"
     what = guards[0].phrase if guards else "dynamo gave no reason"
-    return f"torch.compile traced `{fn}` ({c.code}) again: {what}"
+    return f"torch.compile traced {name} again: {what}"
 
 
 def dynamo_section(
@@ -152,7 +157,7 @@ def dynamo_section(
         xla = sum(xla_seconds.get(v.graph_hash, 0.0) for v in added)
         kind = "cache_limit" if c.hit_limit else "recompile" if c.recompile else "first"
         first_kind = guards[0].kind if guards else ""
-        expected = kind == "first" or (first_kind == "train_eval" and _first_of_mode(c, compiles))
+        expected = kind == "first" or (first_kind in _MODES and _first_of_mode(c, compiles))
         fix = (
             "fix the change named in the recompiles before it; "
             "torch._dynamo.config.recompile_limit raises the "
@@ -204,7 +209,7 @@ def _first_of_mode(c: DynamoCompile, compiles: Sequence[DynamoCompile]) -> bool:
     seen = 0
     for d in compiles:
         first = d.guard_failures[0] if d.frame_id == c.frame_id and d.recompile and d.guard_failures else ""
-        if first and explain_guard(first, d.file).kind == "train_eval":
+        if first and explain_guard(first, d.file).kind in _MODES:
             seen += 1
         if d is c:
             break

@@ -84,6 +84,9 @@ def load_source(src: str, run: str | int = "latest") -> Loaded:
                 src, f"is a capture folder, but this installation cannot read captures ({e})"
             ) from None
         return _select(src, read_capture_runs(src), run)
+    trace = _torch_trace(src)
+    if trace is not None:
+        return trace
     if p.is_dir():
         from xlagraph.report.ranks import rank_dir_runs  # per-rank dumps written without capture
 
@@ -98,6 +101,29 @@ def load_source(src: str, run: str | int = "latest") -> Loaded:
     if run not in ("latest", "all", 1):
         raise InputError(src, f"an XLA_SAVE_TENSORS_FILE dump holds one run; --run {run} does not apply")
     return Loaded((runlog_from_save_file(src),))
+
+
+def _torch_trace(src: str) -> Loaded | None:
+    """A `TORCH_TRACE` folder or file (torch's structured trace): torch.compile's half alone, one
+    log per process, for users who have a trace and no capture."""
+    from xlagraph.parse.torch_trace import TRACE_FILE, is_torch_trace, read_torch_trace, trace_files
+
+    if os.path.isdir(src):
+        files = trace_files(src)
+    elif TRACE_FILE.match(os.path.basename(src)) or is_torch_trace(src):
+        files = [src]
+    else:
+        return None
+    if not files:
+        return None
+    logs = []
+    for f in files:
+        dynamo = read_torch_trace(f)
+        note = "a torch structured trace (TORCH_TRACE): torch.compile's record only, no XLA graphs"
+        logs.append(
+            RunLog(source=f, kind="torch-trace", process=os.path.basename(f), notes=(note,), dynamo=dynamo)
+        )
+    return Loaded(tuple(logs))
 
 
 def _select(src: str, runs: tuple[CaptureRun, ...], run: str | int) -> Loaded:

@@ -303,7 +303,7 @@ class CheckResult:
 
     process: str
     passed: bool
-    max_graphs: int
+    max_graphs: int | None  # None: no graph budget (only torch.compile's gate)
     after_step: int | None
     counted: tuple[CountedGraph, ...]
     explanation: str
