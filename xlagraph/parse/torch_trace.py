@@ -40,12 +40,15 @@ def is_torch_trace(path: str) -> bool:
     """A TORCH_TRACE file, or a folder holding one (and no capture: that is read as a capture)."""
     if os.path.isdir(path):
         return bool(trace_files(path))
+    if not os.path.isfile(path):  # a FIFO or device is never opened here (it could block)
+        return False
     if not TRACE_FILE.match(os.path.basename(path)):
         try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                return bool(_HEAD.match(f.readline().rstrip("\n")))
+            with open(path, "rb") as f:
+                head = f.read(4096)  # bounded: a huge file without newlines is not read whole
         except OSError:
             return False
+        return bool(_HEAD.match(head.split(b"\n", 1)[0].decode("utf-8", "replace")))
     return True
 
 

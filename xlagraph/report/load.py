@@ -110,7 +110,7 @@ def _torch_trace(src: str) -> Loaded | None:
 
     if os.path.isdir(src):
         files = trace_files(src)
-    elif TRACE_FILE.match(os.path.basename(src)) or is_torch_trace(src):
+    elif os.path.isfile(src) and (TRACE_FILE.match(os.path.basename(src)) or is_torch_trace(src)):
         files = [src]
     else:
         return None
