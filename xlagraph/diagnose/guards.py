@@ -50,66 +50,49 @@ def _name(raw: str) -> str:
 
 # (kind, pattern, phrase builder) in the order they are tried; the first match wins.
 Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str]], tuple[str, str, str, str]]]
+
+
+def _tensor(kind: str, tail: str, say: Callable[[str, re.Match[str]], str]) -> Rule:
+    """A rule for dynamo's `tensor 'NAME' ... mismatch` texts: `a` expected, `b` actual."""
+
+    def build(m: re.Match[str]) -> tuple[str, str, str, str]:
+        name, groups = _name(m["t"]), m.groupdict()
+        return name, say(name, m), groups.get("a") or "", groups.get("b") or ""
+
+    return kind, re.compile(r"^tensor '(?P<t>.+?)' " + tail), build
+
+
+_A_B = r"expected (?P<a>\d+), actual (?P<b>\d+)"
 _RULES: tuple[Rule, ...] = (
-    (
+    _tensor(
         "tensor_size",
-        re.compile(
-            r"^tensor '(?P<t>.+?)' size mismatch at index (?P<i>\d+)\. expected (?P<a>\d+), actual (?P<b>\d+)"
-        ),
-        lambda m: (
-            _name(m["t"]),
-            f"input `{_name(m['t'])}`'s dimension {m['i']} changed {m['a']} -> {m['b']}",
-            m["a"],
-            m["b"],
-        ),
+        r"size mismatch at index (?P<i>\d+)\. " + _A_B,
+        lambda n, m: f"input `{n}`'s dimension {m['i']} changed {m['a']} -> {m['b']}",
     ),
-    (
+    _tensor(
         "tensor_rank",
-        re.compile(r"^tensor '(?P<t>.+?)' rank mismatch\. expected (?P<a>\d+), actual (?P<b>\d+)"),
-        lambda m: (
-            _name(m["t"]),
-            f"input `{_name(m['t'])}` has {m['b']} dimensions, was {m['a']}",
-            m["a"],
-            m["b"],
-        ),
+        r"rank mismatch\. " + _A_B,
+        lambda n, m: f"input `{n}` has {m['b']} dimensions, was {m['a']}",
     ),
-    (
+    _tensor(
         "tensor_dtype",
-        re.compile(r"^tensor '(?P<t>.+?)' dtype mismatch\. expected (?P<a>\w+), actual (?P<b>\w+)"),
-        lambda m: (
-            _name(m["t"]),
-            f"input `{_name(m['t'])}`'s dtype changed {m['a']} -> {m['b']}",
-            m["a"],
-            m["b"],
-        ),
+        r"dtype mismatch\. expected (?P<a>\w+), actual (?P<b>\w+)",
+        lambda n, m: f"input `{n}`'s dtype changed {m['a']} -> {m['b']}",
     ),
-    (
+    _tensor(
         "tensor_stride",
-        re.compile(
-            r"^tensor '(?P<t>.+?)' stride mismatch at index (?P<i>\d+)\. "
-            r"expected (?P<a>\d+), actual (?P<b>\d+)"
-        ),
-        lambda m: (
-            _name(m["t"]),
-            f"input `{_name(m['t'])}`'s stride {m['i']} changed {m['a']} -> {m['b']} (a view or transpose)",
-            m["a"],
-            m["b"],
-        ),
+        r"stride mismatch at index (?P<i>\d+)\. " + _A_B,
+        lambda n, m: f"input `{n}`'s stride {m['i']} changed {m['a']} -> {m['b']} (a view or transpose)",
     ),
-    (
+    _tensor(
         "tensor_requires_grad",
-        re.compile(r"^tensor '(?P<t>.+?)' requires_grad mismatch\. expected requires_grad=(?P<a>\d)"),
-        lambda m: (_name(m["t"]), f"input `{_name(m['t'])}`'s requires_grad changed", m["a"], ""),
+        r"requires_grad mismatch\. expected requires_grad=(?P<a>\d)",
+        lambda n, m: f"input `{n}`'s requires_grad changed",
     ),
-    (
+    _tensor(
         "tensor_device",
-        re.compile(r"^tensor '(?P<t>.+?)' (?:device|dispatch key set) mismatch"),
-        lambda m: (
-            _name(m["t"]),
-            f"input `{_name(m['t'])}` is on another device (or dispatch key set)",
-            "",
-            "",
-        ),
+        r"(?:device|dispatch key set) mismatch",
+        lambda n, m: f"input `{n}` is on another device (or dispatch key set)",
     ),
     (
         "train_eval",
