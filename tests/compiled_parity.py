@@ -8,9 +8,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-_HEAD = re.compile(r"^\S+ \S+ \d+ \S+\] \[(?P<id>[^\]]*)\] \[__(?P<what>recompiles|graph_breaks)\] ?(?P<text>.*)$")
+_HEAD = re.compile(
+    r"^\S+ \S+ \d+ \S+\] \[(?P<id>[^\]]*)\] \[__(?P<what>recompiles|graph_breaks)\] ?(?P<text>.*)$"
+)
 _FAILURE = re.compile(r"^\s+- (?P<g>\d+/\d+: .*?)\s*(?:#.*)?$")
-_BREAK_AT = re.compile(r"Graph break (?:\(user stack suppressed due to duplicate graph break\) )?in user code at (\S+):(\d+)")
+_BREAK_AT = re.compile(
+    r"Graph break (?:\(user stack suppressed due to duplicate graph break\) )?in user code at (\S+):(\d+)"
+)
 
 
 @dataclass(frozen=True)
