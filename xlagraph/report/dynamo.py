@@ -53,8 +53,9 @@ _BREAK_FIXES: tuple[tuple[str, str], ...] = (
     ),
     (
         "Tensor.item",
-        "`.item()` reads a value back to Python: keep it a tensor inside the compiled function (return it, "
-        "read it after the step), or set torch._dynamo.config.capture_scalar_outputs = True",
+        "`.item()` reads a value back to Python: keep it a tensor inside the compiled function "
+        "(x.sum().clamp(min=1.0), not x.sum().item()), and read it after the step (on backend='openxla', "
+        "torch._dynamo.config.capture_scalar_outputs = True fails to compile)",
     ),
     (
         "builtin: print",

@@ -1,0 +1,48 @@
+"""Fixes are claims: each fix text the torch.compile half prints, applied as written to a real
+torch_xla 2.9 scenario, compiles fewer graphs (fixtures/torch_xla/compiled: scenarios/NAME.py the
+bug, fixes/NAME_fixed.py the fix, the edit marked `# FIX`). Counted by measure.py's child hook:
+torch_xla's CompileTime, or dynamo's unique graphs where the backend is not XLA."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from xlagraph.diagnose.guards import fix_for
+from xlagraph.report.dynamo import break_fix
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE = ROOT / "fixtures" / "torch_xla" / "compiled"
+sys.path.insert(0, str(BASE))
+measure = pytest.importorskip("measure")  # fixtures/torch_xla/compiled/measure.py
+pytest.importorskip("torch_xla")
+
+# (scenario, the fix text it proves, a phrase of that text the fixed script applies)
+PAIRS = [
+    ("batch_size", fix_for("tensor_size"), "pad the input to one fixed size"),
+    ("cache_limit", fix_for("tensor_size"), "pad the input to one fixed size"),
+    ("aot_eager_shape", fix_for("tensor_size"), "torch._dynamo.mark_dynamic(x, dim)"),
+    ("dtype_change", fix_for("tensor_dtype"), "cast the input to one dtype"),
+    ("int_arg", fix_for("python_scalar"), "pass it as a tensor on the device"),
+    ("flag_global", fix_for("global_value"), "pass the value as an argument"),
+    ("flag_attr", fix_for("module_attribute"), "a tensor if it changes"),
+    ("train_eval", fix_for("grad_mode"), "evaluate with the uncompiled module"),
+    ("graph_break", break_fix("Failed to trace builtin operator", "builtin print"), "print after the call"),
+    ("item_in_compiled", break_fix("Unsupported Tensor.item() call"), "keep it a tensor"),
+]
+
+
+def _count(script: Path) -> int:
+    proc, record = measure.run_counted(script)
+    assert proc.returncode == 0 and record is not None, proc.stderr[-2000:]
+    return record["xla_compiles"] if record["torch_xla"] else record["dynamo"]["unique_graphs"]
+
+
+@pytest.mark.parametrize(("name", "text", "phrase"), PAIRS, ids=[p[0] for p in PAIRS])
+def test_fix_applied_as_written_compiles_fewer(name: str, text: str, phrase: str) -> None:
+    assert phrase in text  # the fix the tool prints is the one the script applies
+    fixed = BASE / "fixes" / f"{name}_fixed.py"
+    assert "# FIX" in fixed.read_text()
+    assert _count(fixed) < _count(BASE / "scenarios" / f"{name}.py")
