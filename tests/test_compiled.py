@@ -75,10 +75,15 @@ def test_every_graph_break_torch_printed_is_named(name: str) -> None:
     assert {(f"{f}:{line}", reason) for f, line, reason in said.breaks} <= ours
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if n not in NO_XLA])
+_EAGER_GAP = pytest.mark.xfail(
+    strict=True, reason="eager mode: torch_xla compiles per op (EagerOpCompileTime), not counted yet"
+)
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=_EAGER_GAP) if n in EAGER else n for n in NAMES if n not in NO_XLA]
+)
 def test_compiles_equal_torch_xla_and_steps_equal_the_loop(name: str) -> None:
-    if name in EAGER:
-        pytest.xfail("eager mode: torch_xla compiles per op (EagerOpCompileTime), not counted yet")
     report = _report(name)
     assert report.compiles == report.compiles_reported
     assert report.steps == _loop_steps(name)

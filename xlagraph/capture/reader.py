@@ -178,8 +178,9 @@ def _read_process(p: Path) -> _Process:
     for note in [*meta.get("notes", []), *acc.notes]:
         if note not in notes:
             notes.append(note)
-    syncs, steps = _syncs_and_steps(acc)
-    dynamo = _read_dynamo(p, acc, notes)
+    joined = _joined_steps(acc)
+    syncs, steps = _syncs_and_steps(acc, joined)
+    dynamo = _read_dynamo(p, joined, notes)
     if fallback := _fallback_note(acc):
         notes.append(fallback)
     graphs = {g["hash"]: _graph_record(p, g, notes) for g in acc.graphs.values() if g.get("hash")}
@@ -433,11 +434,13 @@ def _joined_steps(acc: _Acc) -> list[tuple[int, list[dict[str, Any]]]]:
     return out
 
 
-def _syncs_and_steps(acc: _Acc) -> tuple[list[Sync], list[Step]]:
+def _syncs_and_steps(
+    acc: _Acc, joined: list[tuple[int, list[dict[str, Any]]]]
+) -> tuple[list[Sync], list[Step]]:
     syncs: list[Sync] = []
     steps: list[Step] = []
     t0 = 0.0
-    for index, records in _joined_steps(acc):
+    for index, records in joined:
         r = _merged(records)
         t1 = float(r.get("t1", 0.0))
         seconds = list(r.get("cs", []))
@@ -469,7 +472,9 @@ def _syncs_and_steps(acc: _Acc) -> tuple[list[Sync], list[Step]]:
     return syncs, steps
 
 
-def _read_dynamo(p: Path, acc: _Acc, notes: list[str]) -> DynamoLog | None:
+def _read_dynamo(
+    p: Path, joined: list[tuple[int, list[dict[str, Any]]]], notes: list[str]
+) -> DynamoLog | None:
     """The process's `torch_trace.log` (torch.compile's record), its compiles placed in the user's
     steps: a journal record's index becomes the step it joined and the first sync of that record."""
     path = p / fmt.TORCH_TRACE
@@ -482,7 +487,7 @@ def _read_dynamo(p: Path, acc: _Acc, notes: list[str]) -> DynamoLog | None:
         return None
     step_of: dict[int, tuple[int, int]] = {}  # journal record index -> (user step, its first sync)
     sync = 0
-    for index, records in _joined_steps(acc):
+    for index, records in joined:
         for r in records:
             step_of[int(r["i"])] = (index, sync)
             sync += len(r.get("e", []))

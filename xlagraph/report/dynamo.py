@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from xlagraph.diagnose.frames import is_library
-from xlagraph.diagnose.guards import KINDS, explain_guard, fix_for
+from xlagraph.diagnose.guards import explain_guard, fix_for
 from xlagraph.dynamolog import DynamoCompile, DynamoLog, GraphBreak
 from xlagraph.ir import Frame
 from xlagraph.report.model import (
@@ -258,7 +258,3 @@ def _rank(events: Sequence[DynamoEvent]) -> tuple[RankEntry, ...]:
         RankEntry(key=k, compiles=count[k], seconds=round(seconds[k], 6), variants=tuple(letters[k]))
         for k in sorted(seconds, key=lambda k: (-seconds[k], k))
     )
-
-
-def kind_title(kind: str) -> str:
-    return KINDS.get(kind, KINDS["guard"])[0]

@@ -106,24 +106,24 @@ def load_source(src: str, run: str | int = "latest") -> Loaded:
 def _torch_trace(src: str) -> Loaded | None:
     """A `TORCH_TRACE` folder or file (torch's structured trace): torch.compile's half alone, one
     log per process, for users who have a trace and no capture."""
-    from xlagraph.parse.torch_trace import TRACE_FILE, is_torch_trace, read_torch_trace, trace_files
+    from xlagraph.parse.torch_trace import is_torch_trace, read_torch_trace, read_torch_trace_dir
 
-    if os.path.isdir(src):
-        files = trace_files(src)
-    elif os.path.isfile(src) and (TRACE_FILE.match(os.path.basename(src)) or is_torch_trace(src)):
-        files = [src]
-    else:
+    if not is_torch_trace(src):
         return None
-    if not files:
-        return None
-    logs = []
-    for f in files:
-        dynamo = read_torch_trace(f)
-        note = "a torch structured trace (TORCH_TRACE): torch.compile's record only, no XLA graphs"
-        logs.append(
-            RunLog(source=f, kind="torch-trace", process=os.path.basename(f), notes=(note,), dynamo=dynamo)
+    traces = read_torch_trace_dir(src) if os.path.isdir(src) else [read_torch_trace(src)]
+    note = "a torch structured trace (TORCH_TRACE): torch.compile's record only, no XLA graphs"
+    return Loaded(
+        tuple(
+            RunLog(
+                source=t.source,
+                kind="torch-trace",
+                process=os.path.basename(t.source),
+                notes=(note,),
+                dynamo=t,
+            )
+            for t in traces
         )
-    return Loaded(tuple(logs))
+    )
 
 
 def _select(src: str, runs: tuple[CaptureRun, ...], run: str | int) -> Loaded:
