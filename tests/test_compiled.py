@@ -113,6 +113,16 @@ def test_recompile_named_first_in_dynamos_terms_with_the_xla_graphs_it_added() -
     assert "from    torch.compile recompile" in text[first_xla:]
 
 
+def test_compiled_programs_runs_are_not_user_reads() -> None:
+    """torch_xla calls a compiled program's run "user code trying to access tensor value"; its
+    frames are the bridge's: no mid-step read finding, and a step of several graphs is not variants
+    taking turns."""
+    report = _report("batch_size")
+    assert not report.findings
+    assert report.steady_each_step and len(report.steady_variants) > 1
+    assert {t.trigger for t in report.timeline if t.phase == "steady"} <= {"dynamo", "sync"}
+
+
 def test_cache_limit_is_told_as_dynamo_giving_up() -> None:
     report = _report("cache_limit")
     kinds = [e.kind for e in report.dynamo.recompiles]

@@ -19,6 +19,8 @@ the first included, each with the same fields except `schema` and `processes`:
     steady_from_step   int | null: first step of the steady state (every step after the last one
                        that compiled); null when the run compiled in its last step
     steady_variants    [str]: the variants that run in the steady state (a stable loop has one)
+    steady_each_step   bool: every steady step runs all of them, in one order (a step cut by
+                       torch.compile's graph breaks or a sync), rather than variants taking turns
     variants           [{variant, graph_hash, first_sync, first_step, executions, compiled,
                          call_site, module}]: one per distinct graph, letters A, B, ... in order of
                        first appearance; module is where its HLO is (PATH or PATH#K, "" if not kept)
@@ -218,6 +220,7 @@ def _process(report: RunReport) -> dict[str, Any]:
         "compile_seconds": report.compile_seconds,
         "steady_from_step": report.steady_from_step,
         "steady_variants": list(report.steady_variants),
+        "steady_each_step": report.steady_each_step,
         "variants": [
             {
                 "variant": v.letter,

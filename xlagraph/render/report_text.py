@@ -104,6 +104,11 @@ def _settled(report: RunReport) -> str:
     graphs = report.steady_variants
     if len(graphs) == 1:
         steady = f"steady state from step {report.steady_from_step}: one graph ({graphs[0]}) replayed"
+    elif report.steady_each_step:
+        steady = (
+            f"steady state from step {report.steady_from_step}: every step runs the same {len(graphs)} "
+            f"graphs ({', '.join(graphs)}), each replayed"
+        )
     else:
         steady = (
             f"steady state from step {report.steady_from_step}: {len(graphs)} graphs take turns "

@@ -103,7 +103,9 @@ def trigger_of(sync: Sync, read_line: LineReader = _read_line) -> str:
     """
     cause = sync.cause.lower()
     frames = sync.frames
-    if "dynamo" in cause:
+    # torch_xla names a compiled program's own run "user code trying to access tensor value": its
+    # frames (the bridge's optimized_mod) say it is torch.compile's graph, not a read of the user's
+    if "dynamo" in cause or any("torch_xla/_dynamo/" in f.file for f in frames):
         return "dynamo"
     if "torch_xla.compile" in cause or any(
         f.function in ("compile", "_compile") and "torch_xla" in f.file for f in frames
@@ -568,6 +570,13 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
             )
         )
     steady_variants = tuple(dict.fromkeys(e.variant for e in timeline if e.phase == "steady"))
+    per_step: dict[int, list[str]] = {}
+    for e in timeline:
+        if e.phase == "steady":
+            per_step.setdefault(e.step, []).append(e.variant)
+    # several graphs, the same ones in the same order every step (a step cut by graph breaks or
+    # syncs): not variants taking turns
+    steady_each_step = len(steady_variants) > 1 and len({tuple(v) for v in per_step.values()}) == 1
     steps = len(log.steps) if log.steps else len({s.step for s in syncs})
     side_steps = _side_steps(syncs)
     dynamo = None
@@ -593,6 +602,7 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
         timeline=timeline,
         steady_from_step=steady_from,
         steady_variants=steady_variants,
+        steady_each_step=steady_each_step,
         recompiles=recompiles,
         by_call_site=_rank(recompiles, lambda r: [r.call_site or "(no frames)"]),
         by_cause=_rank(recompiles, lambda r: r.kinds or ["unexplained"], _expected_kind),

@@ -283,6 +283,7 @@ class RunReport:
     # recompile, so `check` does not count it.
     findings: tuple[Cause, ...] = ()
     dynamo: DynamoSection | None = None  # torch.compile's record, where the source has it
+    steady_each_step: bool = False  # every steady step runs all of steady_variants, in one order
 
 
 @dataclass(frozen=True)
