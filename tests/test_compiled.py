@@ -271,3 +271,12 @@ def test_live_capture_of_a_cpu_backend(tmp_path: Path) -> None:
     ]
     text = (folder / "torch_trace.log").read_text() + (folder / "meta.json").read_text()
     assert str(tmp_path) not in text  # portable: no path of the capturing machine
+
+
+def test_an_inference_loop_without_syncs_keeps_the_bridges_boundaries() -> None:
+    """With no sync of the user's, the bridge's records are the only step boundaries: joining them
+    made one step and read the shape change as a step cut (found by check_same_answers)."""
+    src = BASE / "heldout_captures" / "ragged_sentence_classifier" / "capture"
+    report = build_report(read_capture(str(src))[0])
+    assert report.steps > 1
+    assert [str(c.kind) for c in report.recompiles[0].causes] == ["parameter_shape"]

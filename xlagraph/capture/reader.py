@@ -420,11 +420,14 @@ def _joined_steps(acc: _Acc) -> list[tuple[int, list[dict[str, Any]]]]:
     numbered anew."""
     out: list[tuple[int, list[dict[str, Any]]]] = []
     held: list[dict[str, Any]] = []
+    # A bridge sync joins the user's step only where the user has steps (a sync of their own); in a
+    # loop with none (inference calling a compiled function), its records are the only boundaries.
+    user_steps = any(not r.get("bridge") and not r.get("open") for r in acc.steps)
     for r in acc.steps:
         entries = r.get("e", [])
         names = [str(acc.graphs.get(int(e[0]), {}).get("name", "")) for e in entries]
         pending_only = entries and all(n.endswith("_clear_pending") for n in names)
-        if (pending_only or r.get("bridge")) and not r.get("leftover"):
+        if (pending_only or (r.get("bridge") and user_steps)) and not r.get("leftover"):
             held.append(r)
             continue
         out.append((len(out), [*held, r]))
