@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BASE = ROOT / "fixtures" / "torch_xla" / "compiled"
 CAPTURES = sorted(p for p in (BASE / "captures").iterdir() if p.is_dir())
 NAMES = [p.name for p in CAPTURES]
-# Not yet counted: eager mode compiles per op (EagerOpCompileTime), with no step marker per step.
+# eager mode: torch_xla compiles per op (EagerOpCompileTime), no XLA graph of the loop's
 EAGER = {"eager_shape"}
 NO_XLA = {"aot_eager_shape"}  # dynamo's half alone: a CPU backend, no torch_xla imported
 
@@ -75,18 +75,41 @@ def test_every_graph_break_torch_printed_is_named(name: str) -> None:
     assert {(f"{f}:{line}", reason) for f, line, reason in said.breaks} <= ours
 
 
-_EAGER_GAP = pytest.mark.xfail(
-    strict=True, reason="eager mode: torch_xla compiles per op (EagerOpCompileTime), not counted yet"
-)
+def _measured(name: str) -> dict:
+    """measure.py's counts of the same script, run apart (no capture): torch_xla's own metrics."""
+    return json.loads((BASE / "out" / name / "counts.json").read_text())
 
 
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=_EAGER_GAP) if n in EAGER else n for n in NAMES if n not in NO_XLA]
-)
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in NO_XLA])
 def test_compiles_equal_torch_xla_and_steps_equal_the_loop(name: str) -> None:
     report = _report(name)
     assert report.compiles == report.compiles_reported
     assert report.steps == _loop_steps(name)
+    eager = report.eager.compiles if report.eager is not None else 0
+    if name in EAGER:
+        assert eager == report.eager.reported == _measured(name)["eager_op_compiles"] > 0
+    else:
+        assert eager == 0
+
+
+def test_eager_mode_names_the_ops_compiled_again_and_the_change() -> None:
+    report = _report("eager_shape")
+    e = report.eager
+    assert e.by_step[0] == (0, 31) and [s.step for s in e.steps] == [3]
+    (step,) = e.steps
+    assert len(step.recompiled) == 15 and not step.new  # every op of the step, none new
+    assert step.changes[0].startswith("8 -> 11")
+    assert {o.op for o in step.recompiled} >= {"aten::addmm", "aten::relu", "aten::mse_loss", "aten::mm"}
+    assert all(o.was for o in step.recompiled)
+    made = [a for a in step.at if a.endswith(("eager_shape.py:22", "eager_shape.py:23"))]
+    assert made, step.at  # the lines that made x and y
+    assert e.fix and e.steps[0].seconds > 0
+    text = CliRunner().invoke(cli, ["report", str(BASE / "captures" / "eager_shape" / "capture")]).output
+    assert "eager recompile at step 3" in text and "6 steps" in text
+    result = CliRunner().invoke(
+        cli, ["check", "--max-recompiles", "0", str(BASE / "captures" / "eager_shape" / "capture")]
+    )
+    assert result.exit_code == 1 and "15 eager op recompile(s)" in result.output
 
 
 def test_no_torch_xla_capture_holds_dynamos_record() -> None:

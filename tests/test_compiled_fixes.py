@@ -1,7 +1,8 @@
 """Fixes are claims: each fix text the torch.compile half prints, applied as written to a real
 torch_xla 2.9 scenario, compiles fewer graphs (fixtures/torch_xla/compiled: scenarios/NAME.py the
 bug, fixes/NAME_fixed.py the fix, the edit marked `# FIX`). Counted by measure.py's child hook:
-torch_xla's CompileTime, or dynamo's unique graphs where the backend is not XLA."""
+torch_xla's CompileTime (and EagerOpCompileTime in eager mode), or dynamo's unique graphs where
+the backend is not XLA."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from xlagraph.diagnose.guards import fix_for
 from xlagraph.report.dynamo import break_fix
+from xlagraph.report.eager import EAGER_SHAPE_FIX
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ROOT / "fixtures" / "torch_xla" / "compiled"
@@ -31,13 +33,16 @@ PAIRS = [
     ("train_eval", fix_for("grad_mode"), "evaluate with the uncompiled module"),
     ("graph_break", break_fix("Failed to trace builtin operator", "builtin print"), "print after the call"),
     ("item_in_compiled", break_fix("Unsupported Tensor.item() call"), "keep it a tensor"),
+    ("eager_shape", EAGER_SHAPE_FIX, "pad the input to one fixed size"),
 ]
 
 
 def _count(script: Path) -> int:
     proc, record = measure.run_counted(script)
     assert proc.returncode == 0 and record is not None, proc.stderr[-2000:]
-    return record["xla_compiles"] if record["torch_xla"] else record["dynamo"]["unique_graphs"]
+    if not record["torch_xla"]:
+        return record["dynamo"]["unique_graphs"]
+    return record["xla_compiles"] + record.get("eager_op_compiles", 0)  # eager mode: per op
 
 
 @pytest.mark.parametrize(("name", "text", "phrase"), PAIRS, ids=[p[0] for p in PAIRS])

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from xlagraph.dynamolog import DynamoLog
 from xlagraph.ir import Frame
 
-__all__ = ["GraphRecord", "Holder", "LiveTensor", "RunLog", "Step", "Sync"]
+__all__ = ["EagerCompile", "GraphRecord", "Holder", "LiveTensor", "RunLog", "Step", "Sync"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,16 @@ class Step:
 
 
 @dataclass(frozen=True)
+class EagerCompile:
+    """One op torch_xla compiled in eager mode (`EagerOpCompileTime`): the step it ran in, its
+    module (a spec `load_module` reads; empty when not kept) and its compile seconds."""
+
+    step: int
+    module: str = ""
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
 class GraphRecord:
     """A distinct graph: where its HLO is (`module`: a spec `load_module` reads, `PATH` or
     `PATH#K`, empty when not kept) and the live tensors seen before the sync that compiled it."""
@@ -108,3 +118,6 @@ class RunLog:
     # torch.compile's record (a capture's torch_trace.log, a TORCH_TRACE file): each compile's
     # `step` is a step of this log and `sync` the first sync of that step after it began
     dynamo: DynamoLog | None = None
+    # eager mode's op compiles, and torch_xla's own count of them where the source has it
+    eager: tuple[EagerCompile, ...] = ()
+    eager_compiles_reported: int | None = None

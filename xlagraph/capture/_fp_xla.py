@@ -30,6 +30,7 @@ from typing import Any
 from xlagraph.capture import _format as fmt
 from xlagraph.capture._debug_stream import decode
 from xlagraph.capture._dumps import scan_dumps, unlink
+from xlagraph.capture._eager import skip_eager
 from xlagraph.parse.pt_xla_debug import parse_pt_xla_debug
 
 __all__ = ["SideState", "side_graph"]
@@ -72,6 +73,7 @@ def side_graph(rec: Any, tensors: list[Any], state: SideState) -> Any:
         if ir_debug:
             xlac._set_ir_debug(True)
     state.compiles_seen = _absorb(rec, (count, dumps), state)
+    skip_eager(rec)  # its ops were compiled in eager mode: not the user's op compiles
     return table
 
 

@@ -34,6 +34,7 @@ from xlagraph.capture import _format as fmt
 from xlagraph.capture._compress import compress_dumps
 from xlagraph.capture._debug_stream import DebugStream, decode
 from xlagraph.capture._dumps import scan_dumps
+from xlagraph.capture._eager import eager_compiles, eager_count, eager_on
 from xlagraph.capture._env import EnvPlan
 from xlagraph.capture._journal import append_records, graph_records, intern_cause, intern_frames, write_meta
 from xlagraph.capture._placement import MAX_SHARD_RECORDS, MarkSharding, rank_record, unwrap
@@ -98,6 +99,7 @@ class Recorder:
         self.s = RunState()
         self.s.compiles, self.s.executes = self._counters()
         self.base = (self.s.compiles, self.s.executes, self._compile_metric()[0])
+        self.s.eager_count = self.eager_base = eager_count(xlac)
         self.meta = dict(meta)
         self.paths = Relativizer.here()  # portable paths, and the sources to store
         self._stored: tuple[int, int] = (0, 0)  # what `paths` knew when sources were last stored
@@ -172,16 +174,18 @@ class Recorder:
             events, s.carry = parse_pt_xla_debug(rest + decode(data[pre:]))
             own, s.pending = fold_executions(events, s.pending, self.executions_reported)
             s.last_read = (key, (before, own, s.carry, s.pending))
+        eager = eager_compiles(self)  # before the step's graphs are paired with their dumps
         compiles, executes = self._counters()
         dc = compiles - s.compiles
-        if self.executions_reported and not before and not own and dc == 0:
+        user_eager = eager_on(self.xlac) and not s.bridge_marker  # in eager mode a sync is a step
+        if self.executions_reported and not before and not own and dc == 0 and not user_eager:
             # e.g. torch_xla.compile's marker that clears pending ops: not a step of its own. (Without
             # PT_XLA_DEBUG blocks the lagging counter cannot tell, so every marker is a step.)
             s.empty_markers += 1
             s.report = None
             s.overhead += time.perf_counter() - t
             return
-        self._record_step([*before, *own], len(before), t, compiles, executes)
+        self._record_step([*before, *own], len(before), t, compiles, executes, eager=eager)
         s.overhead = 0.0
         s.report = None
         if self.lines_auto:
@@ -202,9 +206,10 @@ class Recorder:
         if s.pending is not None:  # a compile whose execution never came
             tail.append(_compiled_only(s.pending))
             s.pending = None
+        eager = eager_compiles(self)
         compiles, executes = self._counters()
         if tail or compiles != s.compiles:  # (the execution counter lags: not a reason alone)
-            self._record_step(tail, len(tail), t, compiles, executes, closed_by_marker=False)
+            self._record_step(tail, len(tail), t, compiles, executes, closed_by_marker=False, eager=eager)
         scan_dumps(self)
         if s.lowered:
             merge_source_lines(self)
@@ -222,6 +227,8 @@ class Recorder:
             "empty_markers": s.empty_markers,
             "report_seconds": round(s.report_spent, 6),
         }
+        if (eager_total := eager_count(self.xlac) - self.eager_base - s.eager_skipped) > 0:
+            end["eager_compiles"] = eager_total  # torch_xla's EagerOpCompileTime, the user's ops
         if self.lines_auto:
             end["lines_off"] = s.lines_off_count
         if s.unpaired_dumps:
@@ -257,6 +264,7 @@ class Recorder:
         compiles: int,
         executes: int,
         closed_by_marker: bool = True,
+        eager: list[list[Any]] | None = None,
     ) -> None:
         s = self.s
         now = t_end_perf - self.t0
@@ -295,6 +303,8 @@ class Recorder:
             s.last_compile_marker = s.markers
             s.compile_seconds += sum(step["cs"])
             s.compile_count += len(step["cs"])
+        if eager:
+            step["eo"] = eager
         if fallbacks := self._fallbacks():
             step["fb"] = fallbacks
         if (consumed := self.debug.consumed(s.carry)) is not None:

@@ -37,6 +37,12 @@ class RunState:
     compiles: int = 0
     executes: int = 0
     compile_sample_ts: float = 0.0
+    # eager mode's op compiles (_eager): the metric's count and last sample read, the fingerprint
+    # graph's op compiles (not the user's), and whether an unpaired dump was noted
+    eager_count: int = 0
+    eager_sample_ts: float = 0.0
+    eager_skipped: int = 0
+    eager_unnamed: bool = False
     carry: str = ""
     pending: Analysis | None = None
     frames: dict[tuple[tuple[Frame, ...], bool], int] = field(default_factory=dict)

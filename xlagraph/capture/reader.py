@@ -30,7 +30,7 @@ from xlagraph.parse.sources import read_bytes
 from xlagraph.parse.tensors_report import parse_tensors_report
 from xlagraph.parse.torch_trace import read_torch_trace
 from xlagraph.progress import counted
-from xlagraph.runlog import GraphRecord, Holder, LiveTensor, RunLog, Step, Sync
+from xlagraph.runlog import EagerCompile, GraphRecord, Holder, LiveTensor, RunLog, Step, Sync
 from xlagraph.source_paths import add_capture_roots, portable_path
 
 __all__ = ["CaptureRun", "is_capture", "read_capture", "read_capture_runs"]
@@ -185,6 +185,7 @@ def _read_process(p: Path) -> _Process:
         notes.append(fallback)
     graphs = {g["hash"]: _graph_record(p, g, notes) for g in acc.graphs.values() if g.get("hash")}
     compiles = _compiles_reported(acc, notes)
+    eager_reported = (acc.end or {}).get("eager_compiles")
     log = RunLog(
         source=str(p),
         kind="capture",
@@ -195,6 +196,8 @@ def _read_process(p: Path) -> _Process:
         compiles_reported=compiles,
         notes=tuple(notes),
         dynamo=dynamo,
+        eager=_eager(p, joined),
+        eager_compiles_reported=int(eager_reported) if eager_reported is not None else None,
     )
     start = float(meta.get("start_time") or acc.start.get("t") or 0.0)
     last = max((float(r.get("t1", 0.0)) for r in acc.steps), default=0.0)
@@ -473,6 +476,16 @@ def _syncs_and_steps(
         )
         t0 = t1
     return syncs, steps
+
+
+def _eager(p: Path, joined: list[tuple[int, list[dict[str, Any]]]]) -> tuple[EagerCompile, ...]:
+    """Eager mode's op compiles (`eo` of the step records), in the user's steps."""
+    return tuple(
+        EagerCompile(index, compressed_twin(str(p / module)) if module else "", float(seconds))
+        for index, records in joined
+        for r in records
+        for module, seconds in r.get("eo", ())
+    )
 
 
 def _read_dynamo(

@@ -77,6 +77,17 @@ def _seconds_list(v: Any) -> bool:
     return isinstance(v, list) and all(_seconds(x) for x in v)
 
 
+def _eager_ops(v: Any) -> bool:
+    """`[[module or "", seconds], ...]`: eager mode's op compiles of a step."""
+    return isinstance(v, list) and all(
+        isinstance(e, list)
+        and len(e) == 2
+        and (e[0] == "" or folder_path(e[0], fmt.HLO_DIR))
+        and _seconds(e[1])
+        for e in v
+    )
+
+
 # kind -> {field: (check, required)}
 _SCHEMA: dict[str, dict[str, tuple[Check, bool]]] = {
     fmt.START: {
@@ -114,9 +125,15 @@ _SCHEMA: dict[str, dict[str, tuple[Check, bool]]] = {
         "e": (_entries, False),
         "cs": (_seconds_list, False),
         "o": (_int(), False),
+        "eo": (_eager_ops, False),
     },
     fmt.NOTE: {"v": (_str, True)},
-    fmt.END: {"t": (_seconds, False), "compiles": (_int(), False), "executions": (_int(), False)},
+    fmt.END: {
+        "t": (_seconds, False),
+        "compiles": (_int(), False),
+        "executions": (_int(), False),
+        "eager_compiles": (_int(), False),
+    },
     fmt.RANK: {"rank": (_opt(_int()), False), "world": (_opt(_int(1)), False)},
 }
 

@@ -94,6 +94,16 @@ the first included, each with the same fields except `schema` and `processes`:
         graph_breaks   [{reason, at, compiles, explanation, graphs_per_step, fix}]
         ranking        [{call_site, compiles, seconds, variants}]: compile cost per call site
         notes          [str]
+    eager              null, or eager mode's op compiles (torch_xla.experimental.eager_mode(True):
+                       each op compiled on its own, torch_xla's EagerOpCompileTime):
+        compiles (int), reported (int | null: torch_xla's count), seconds (float), first_step
+        by_step        [[step, op compiles]]: the steps that compiled ops
+        steps          [{step, summary, changes: [str], at: [str], seconds, recompiled: [op],
+                        new: [op]}]: each later step that compiled ops; op = {step, op (torch's
+                       name, "aten::addmm"), shapes ("f32[8,16], f32[16,32] -> f32[8,32]"), at
+                       (the user's line that made a changed input, else the op's), was (the
+                       shapes it compiled for before; "" in `new`), seconds}
+        fix (str), unread (int: op compiles whose module was not kept)
     notes              [str]: what the source lacks or how something was inferred
     warnings           [str]: e.g. `compiles` disagreeing with `compiles_reported`
     processes          [process object]: every process, the first included
@@ -275,6 +285,7 @@ def _process(report: RunReport) -> dict[str, Any]:
         "notes": list(report.notes),
         "warnings": list(report.warnings),
         "dynamo": _dynamo(report.dynamo),
+        "eager": asdict(report.eager) if report.eager is not None else None,
     }
 
 

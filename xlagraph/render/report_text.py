@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause
 from xlagraph.render.dynamo_text import dynamo_lines, dynamo_origin
+from xlagraph.render.eager_text import eager_lines
 from xlagraph.render.text import _wrap
 from xlagraph.report.model import CheckResult, RankEntry, Recompile, RunReport, TimelineEntry, to_fix_first
 from xlagraph.source_paths import short_location, short_locations_in
@@ -92,7 +93,7 @@ def _timeline(report: RunReport) -> list[str]:
 
 def _settled(report: RunReport) -> str:
     if not report.timeline:
-        return "no sync recorded"
+        return "no sync recorded" if report.eager is None else "no XLA graph: eager mode's op compiles below"
     if report.steady_from_step is None:
         return "no steady state: the run compiled until its last step"
     first_step = report.timeline[0].step
@@ -142,6 +143,11 @@ def _header(report: RunReport) -> list[str]:
         )
         + "; "
         + (f"{_plural(recompiles, 'recompile')}{split} explained below" if recompiles else "no recompile")
+        + (
+            f"; eager mode compiled {len(report.eager.recompiled)} op(s) again, explained below"
+            if report.eager is not None and report.eager.recompiled
+            else ""
+        )
         + (
             f", and {_plural(len(report.first_compiles), 'first compile')} of another program"
             if report.first_compiles
@@ -251,7 +257,11 @@ def _trace_only(report: RunReport) -> list[str]:
 def _one(report: RunReport) -> list[str]:
     if report.kind == "torch-trace":
         return _trace_only(report)
-    lines = [*_header(report), "", *_timeline(report)]
+    lines = _header(report)
+    if report.eager is not None:
+        lines += ["", *eager_lines(report.eager)]
+    if report.timeline or report.eager is None:
+        lines += ["", *_timeline(report)]
     if report.dynamo is not None:
         lines += ["", *dynamo_lines(report.dynamo)]
     ordered = to_fix_first(report.recompiles)  # what to fix first; expected warm-up apart, after

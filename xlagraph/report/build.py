@@ -588,7 +588,10 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
         made = {v: e.compile_id for e in dynamo.events for v in e.variants}
         recompiles = tuple(replace(r, dynamo=made.get(r.variant, "")) for r in recompiles)
         explained = [replace(r, dynamo=made.get(r.variant, "")) for r in explained]
+    from xlagraph.report.eager import eager_section
+
     return RunReport(
+        eager=eager_section(log),
         dynamo=dynamo,
         source=log.source,
         kind=log.kind,

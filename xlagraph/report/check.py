@@ -50,28 +50,33 @@ def _describe(g: CountedGraph) -> str:
 def _dynamo_gate(
     report: RunReport, after_step: int | None, max_recompiles: int | None, no_graph_breaks: bool
 ) -> tuple[bool, str]:
-    """torch.compile's part of the gate: dynamo recompiles that are not expected (a mode compiled
-    once each is), after the warm-up, and graph breaks."""
-    d = report.dynamo
+    """The compiled modes' part of the gate: dynamo recompiles that are not expected (a mode compiled
+    once each is) and eager mode's ops compiled again for new shapes, after the warm-up; graph breaks."""
+    d, eager = report.dynamo, report.eager
     if max_recompiles is None and not no_graph_breaks:
         return True, ""
-    if d is None:
+    if d is None and eager is None:
         return True, "no torch.compile record in this source (nothing to count for torch.compile)"
     parts, passed = [], True
-    if max_recompiles is not None:
+    if max_recompiles is not None and d is not None:
         counted = [e for e in d.unexpected if after_step is None or e.step is None or e.step > after_step]
-        if len(counted) > max_recompiles:
-            passed = False
-            extra = "; ".join(
-                f"{e.compile_id} at step {e.step}: {e.summary}" for e in counted[max_recompiles:]
-            )
-            parts.append(
-                f"FAIL: {len(counted)} torch.compile recompile(s), at most {max_recompiles} allowed; "
-                f"extra: {extra}"
-            )
-        else:
-            parts.append(f"ok: {len(counted)} torch.compile recompile(s), at most {max_recompiles} allowed")
-    if no_graph_breaks:
+        ok, text = _budget(
+            "torch.compile recompile(s)",
+            [f"{e.compile_id} at step {e.step}: {e.summary}" for e in counted],
+            max_recompiles,
+        )
+        passed &= ok
+        parts.append(text)
+    if max_recompiles is not None and eager is not None:
+        ops = [o for o in eager.recompiled if after_step is None or o.step > after_step]
+        ok, text = _budget(
+            "eager op recompile(s)",
+            [f"step {o.step}: {o.op} {o.shapes} (was {o.was})" for o in ops],
+            max_recompiles,
+        )
+        passed &= ok
+        parts.append(text)
+    if no_graph_breaks and d is not None:
         if d.graph_breaks:
             passed = False
             listed = "; ".join(f"{b.reason} at {b.at}" for b in d.graph_breaks)
@@ -79,6 +84,12 @@ def _dynamo_gate(
         else:
             parts.append("ok: no graph break")
     return passed, "; ".join(parts)
+
+
+def _budget(what: str, items: list[str], most: int) -> tuple[bool, str]:
+    if len(items) <= most:
+        return True, f"ok: {len(items)} {what}, at most {most} allowed"
+    return False, f"FAIL: {len(items)} {what}, at most {most} allowed; extra: {'; '.join(items[most:])}"
 
 
 def check_run(

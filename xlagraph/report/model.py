@@ -29,6 +29,9 @@ __all__ = [
     "CountedGraph",
     "DynamoEvent",
     "DynamoSection",
+    "EagerOp",
+    "EagerSection",
+    "EagerStep",
     "GraphBreakEntry",
     "GuardFailure",
     "RankEntry",
@@ -254,6 +257,54 @@ class DynamoSection:
 
 
 @dataclass(frozen=True)
+class EagerOp:
+    """An op eager mode compiled after the first step (`report/eager.py`): torch's name, its
+    shapes (`in, in -> out`), the line (the user's line that made a changed input, else the op's),
+    and `was`: the input shapes it compiled for before ("" where the op is new)."""
+
+    step: int
+    op: str
+    shapes: str
+    at: str = ""
+    was: str = ""
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class EagerStep:
+    """A step after the first in which eager mode compiled ops: those compiled again for new
+    shapes and those new; `changes` the commonest dimension changes (`8 -> 11`), `at` the user's
+    lines that made the changed inputs, `summary` all of it in a line."""
+
+    step: int
+    recompiled: tuple[EagerOp, ...]
+    new: tuple[EagerOp, ...]
+    changes: tuple[str, ...]
+    at: tuple[str, ...]
+    seconds: float
+    summary: str
+
+
+@dataclass(frozen=True)
+class EagerSection:
+    """Eager mode's op compiles (torch_xla's EagerOpCompileTime): how many, per step, and each later
+    step's ops compiled again for new shapes or new (`report/eager.py`)."""
+
+    compiles: int
+    reported: int | None
+    seconds: float
+    first_step: int
+    by_step: tuple[tuple[int, int], ...]
+    steps: tuple[EagerStep, ...]
+    fix: str
+    unread: int = 0  # op compiles whose module was not kept
+
+    @property
+    def recompiled(self) -> tuple[EagerOp, ...]:
+        return tuple(o for s in self.steps for o in s.recompiled)
+
+
+@dataclass(frozen=True)
 class RunReport:
     """The report of one process. `compiles_reported` is torch_xla's own count when the source
     has it; `warnings` say when it disagrees with `compiles`, `notes` what the source lacks."""
@@ -284,6 +335,7 @@ class RunReport:
     findings: tuple[Cause, ...] = ()
     dynamo: DynamoSection | None = None  # torch.compile's record, where the source has it
     steady_each_step: bool = False  # every steady step runs all of steady_variants, in one order
+    eager: EagerSection | None = None  # eager mode's op compiles, where the run had any
 
 
 @dataclass(frozen=True)
