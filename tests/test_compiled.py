@@ -303,3 +303,27 @@ def test_an_inference_loop_without_syncs_keeps_the_bridges_boundaries() -> None:
     report = build_report(read_capture(str(src))[0])
     assert report.steps > 1
     assert [str(c.kind) for c in report.recompiles[0].causes] == ["parameter_shape"]
+
+
+def test_html_report_shows_both_halves_linked(tmp_path: Path) -> None:
+    """The HTML page says what the text says: each torch.compile compile with dynamo's guard and
+    links to the recompile sections of the XLA graphs it added; eager mode's ops per step."""
+    out = tmp_path / "run.html"
+    result = CliRunner().invoke(
+        cli, ["report", "--html", str(out), str(BASE / "captures" / "batch_size" / "capture")]
+    )
+    assert result.exit_code == 0, result.output
+    page = out.read_text()
+    report = _report("batch_size")
+    (event,) = report.dynamo.recompiles
+    assert "tensor &#39;x&#39; size mismatch at index 0. expected 8, actual 11" in page
+    for letter in event.variants:
+        anchor = re.search(rf'<a href="#(p0-recompile-[^"]+)">{letter}</a>', page)
+        assert anchor and f'id="{anchor.group(1)}"' in page
+    assert "Unsupported Tensor.backward() call" in page  # the graph break, with its fix
+    out = tmp_path / "eager.html"
+    eager = BASE / "captures" / "eager_shape" / "capture"
+    CliRunner().invoke(cli, ["report", "--html", str(out), str(eager)])
+    page = out.read_text()
+    assert "Eager mode: 46 op compiles" in page and "Recompile at step 3" in page
+    assert "<code>aten::addmm</code>" in page and "f32[8,16]" in page

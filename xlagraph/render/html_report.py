@@ -99,6 +99,7 @@ class RunView:
     timeline: Timeline
     recompiles: tuple[RecompileView, ...]  # ranked by cost
     timed: bool
+    variant_ids: dict[str, str]  # a recompiled graph's letter -> its section (torch.compile's links)
 
 
 @dataclass(frozen=True)
@@ -266,7 +267,8 @@ def build_run_view(
             )
         )
     timed = any(r.compile_seconds for r in report.recompiles)
-    view = RunView(prefix + "run", report, _timeline(report, anchors), tuple(views), timed)
+    variant_ids = {r.variant: anchors[r.sync] for r in ranked}
+    view = RunView(prefix + "run", report, _timeline(report, anchors), tuple(views), timed, variant_ids)
     return view, data
 
 

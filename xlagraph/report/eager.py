@@ -78,9 +78,9 @@ def eager_section(log: RunLog) -> EagerSection | None:
             changed = [k for k in range(len(sig)) if was is not None and sig[k] != was[k]]
             made = [lines[k] for k in changed if k < len(lines) and lines[k] and not _library(lines[k])]
             user_at = made[0] if made else at if at and not _library(at) else ""
-            shown = f"{', '.join(was[:-1])} -> {was[-1]}" if was is not None else ""
+            shown = f"{', '.join(was[:-1]) or '()'} -> {was[-1]}" if was is not None else ""
             dims = [d for k in changed for d in _dims(was[k], sig[k])] if was is not None else []
-            later.append((EagerOp(c.step, op, shapes, user_at, shown.lstrip(), c.seconds), dims))
+            later.append((EagerOp(c.step, op, shapes, user_at, shown, c.seconds), dims))
         before.append((c.step, sig))
     steps = tuple(_step(step, list(group)) for step, group in groupby(later, key=lambda x: x[0].step))
     return EagerSection(
