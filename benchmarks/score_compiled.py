@@ -4,6 +4,7 @@ written without reading the engine; TRUTH.json is their authors' answer).
 
     python fixtures/torch_xla/compiled/generate.py --heldout   # capture them
     python benchmarks/score_compiled.py                        # score
+    python benchmarks/score_compiled.py --set heldout2         # the second blind round (heldout2/)
 
 Per script: the kind named (the first guard of the first unexpected recompile, or a graph break),
 the line (any cited line of the recompile or break equals the truth's line or one of its alt_lines),
@@ -26,14 +27,17 @@ KIND = {  # the truth's words -> xlagraph's kinds that say the same
     "global": {"global_value"},
     "graph_break": {"graph_break"},
     "none": {"none"},
+    "train_eval": {"train_eval"},
+    "dtype": {"tensor_dtype"},
+    "eager_shape": {"eager_shape"},
 }
 
 
-def score(name: str, truth: dict) -> dict:
+def score(name: str, truth: dict, captures: str = "heldout_captures") -> dict:
     from xlagraph.capture.reader import read_capture
     from xlagraph.report.build import build_report
 
-    report = build_report(read_capture(str(BASE / "heldout_captures" / name / "capture"))[0])
+    report = build_report(read_capture(str(BASE / captures / name / "capture"))[0])
     d = report.dynamo
     unexpected = list(d.unexpected) if d else []
     breaks = list(d.graph_breaks) if d else []
@@ -43,15 +47,23 @@ def score(name: str, truth: dict) -> dict:
     cited: set[int] = set()
     for e in unexpected:
         for g in e.guards[:1]:
-            if g.at:
-                cited.add(int(g.at.rsplit(":", 1)[1]))
+            for loc in (g.at, g.origin):
+                if loc:
+                    cited.add(int(loc.rsplit(":", 1)[1]))
         if e.call_site:
             cited.add(int(e.call_site.rsplit(":", 1)[1]))
     for b in breaks:
         if b.at:
             cited.add(int(b.at.rsplit(":", 1)[1]))
+    eager = report.eager.steps if report.eager is not None else ()
+    if named == "none" and any(s.recompiled for s in eager):  # eager mode: ops compiled again
+        named = "eager_shape"
+    for s in eager:
+        cited.update(int(loc.rsplit(":", 1)[1]) for loc in s.at)
     lines = {truth["line"], *truth.get("alt_lines", [])} - {None}
-    false = (truth["bug_kind"] == "none" and (unexpected or breaks)) or (
+    xla = [r for r in report.recompiles if not r.expected]  # the XLA half: a graph to fix
+    anything = unexpected or breaks or xla or any(s.recompiled for s in eager)
+    false = (truth["bug_kind"] == "none" and anything) or (
         truth["bug_kind"] != "graph_break" and breaks
     )
     return {
@@ -68,8 +80,9 @@ def score(name: str, truth: dict) -> dict:
 
 
 def main() -> int:
-    truth = json.loads((BASE / "heldout" / "TRUTH.json").read_text())
-    rows = [score(Path(k).stem, v) for k, v in sorted(truth.items())]
+    held = sys.argv[sys.argv.index("--set") + 1] if "--set" in sys.argv else "heldout"
+    truth = json.loads((BASE / held / "TRUTH.json").read_text())
+    rows = [score(Path(k).stem, v, f"{held}_captures") for k, v in sorted(truth.items())]
     for r in rows:
         print("  ".join(f"{k}={v}" for k, v in r.items()))
     n = len(rows)

@@ -20,6 +20,11 @@ the run: the first error turns this handler off and says so once.
 
 Holds for torch 2.5 – 2.9 (the structured trace's event names and the `compilation_metrics`
 fields read here are unchanged across them).
+
+Calls: an inference loop may never sync, and a CPU or GPU backend has no sync at all, so a step
+there is one call of a compiled function. Each torch.compile context gets one more of the
+enter hooks it runs at every call of the function it wraps (`_TorchDynamoContext.enter_exit_hooks`,
+torch 2.1 - 2.9); the outermost call counts, and tells the recorder (`on_call`).
 """
 
 from __future__ import annotations
@@ -32,11 +37,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 from xlagraph.capture import _format as fmt
 
-__all__ = ["arm", "armed", "disarm"]
+__all__ = ["arm", "armed", "calls", "disarm"]
 
 PREFIX = "xlagraph capture:"
 DEFAULT_MB = 8.0
@@ -75,18 +81,38 @@ _CONTEXT = ("frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "
 _TAIL = re.compile(r"^(.*?)((?::\d+)?[`)\]:.]*)$")
 
 _handler: _TraceHandler | None = None
+_calls = 0  # outermost calls of compiled functions so far
+_depth = 0
+_on_call: Callable[[], None] | None = None
+_patched: tuple[Any, Any] | None = None  # (the context class, its own __init__)
+# the user's frame of the outermost call now running: (file, line, function). dynamo's own stack
+# of a frame it starts often holds that frame alone, without the line that called it.
+_site: tuple[str, int, str] | None = None
+_library: tuple[str, ...] | None = None  # folders of installed code (torch's, the stdlib's)
+
+
+def calls() -> int:
+    return _calls
 
 
 def armed() -> bool:
     return _handler is not None and _handler.active
 
 
-def arm(proc_dir: str, environ: dict[str, str], step_of: Callable[[], tuple[int | None, float]]) -> None:
+def arm(
+    proc_dir: str,
+    environ: dict[str, str],
+    step_of: Callable[[], tuple[int | None, float]],
+    on_call: Callable[[], None] | None = None,
+) -> None:
     """Attach the handler to torch's trace logger (torch is imported). `step_of` gives the
-    journal step being built and the seconds since capture started."""
-    global _handler
+    journal step being built and the seconds since capture started; `on_call` runs at each
+    outermost call of a compiled function, before it runs."""
+    global _handler, _on_call
     if _handler is not None:
         return
+    _on_call = on_call
+    _hook_calls()
     torch_logging = sys.modules.get("torch._logging._internal")
     if torch_logging is None:
         return
@@ -107,8 +133,86 @@ def arm(proc_dir: str, environ: dict[str, str], step_of: Callable[[], tuple[int 
     _handler = handler
 
 
+def _hook_calls() -> None:
+    """Every torch.compile context made from now on counts the outermost calls it wraps."""
+    global _patched
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    if _patched is not None:
+        return
+    if eval_frame is None:  # (torch imports it with torch._dynamo, lazily on some versions)
+        try:
+            import torch._dynamo.eval_frame as eval_frame
+        except Exception:
+            return
+    cls = getattr(eval_frame, "_TorchDynamoContext", None)
+    init = getattr(cls, "__init__", None)
+    if cls is None or init is None:
+        return
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        hooks = getattr(self, "enter_exit_hooks", None)
+        if isinstance(hooks, list):
+            hooks.append(_enter)
+
+    __init__.__wrapped__ = init  # type: ignore[attr-defined]
+    cls.__init__ = __init__
+    _patched = (cls, init)
+
+
+def _enter() -> Callable[[], None]:
+    global _calls, _depth, _site
+    if _depth == 0:
+        _calls += 1
+        _site = _caller()
+        if _on_call is not None:
+            with suppress(Exception):  # (the recorder guards itself; never the user's problem)
+                _on_call()
+    _depth += 1
+    return _leave
+
+
+def _caller() -> tuple[str, int, str] | None:
+    """The innermost frame of the user's code below this call (torch's wrappers skipped)."""
+    global _library
+    if _library is None:
+        _library = _library_roots()
+    f = sys._getframe(2)  # (_enter <- torch's compile_wrapper <- ...)
+    for _ in range(16):
+        if f is None:
+            return None
+        name = f.f_code.co_filename
+        if not name.startswith(("<", *_library)):
+            return name, f.f_lineno, f.f_code.co_name
+        f = f.f_back
+    return None
+
+
+def _library_roots() -> tuple[str, ...]:
+    """Where installed code lives: the stdlib's and site-packages' folders, and torch's own (a
+    source checkout of torch is a library too; a user's folder named `torch_xla` is not)."""
+    import sysconfig
+
+    roots = {sysconfig.get_paths().get(k, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    for name in ("torch", "torch_xla"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            roots.add(os.path.dirname(os.path.dirname(module.__file__)) + os.sep + name + os.sep)
+    return tuple(sorted(r.rstrip(os.sep) + os.sep for r in roots if r))
+
+
+def _leave() -> None:
+    global _depth
+    _depth = max(0, _depth - 1)
+
+
 def disarm() -> None:
-    global _handler
+    global _handler, _on_call, _patched
+    _on_call = None
+    if _patched is not None:
+        cls, init = _patched
+        cls.__init__ = init
+        _patched = None
     handler, _handler = _handler, None
     if handler is None:
         return
@@ -169,7 +273,10 @@ class _TraceHandler(logging.Handler):
         elif name not in ("dynamo_start", "str"):
             return ""
         step, seconds = self.step_of()
-        out = {**self._portable(meta), "xlagraph": {"step": step, "t": round(seconds, 6)}}
+        place: dict[str, Any] = {"step": step, "t": round(seconds, 6)}
+        if _site is not None and _depth > 0:  # the user's line that called what dynamo compiles
+            place["caller"] = [self._text(_site[0]), _site[1], _site[2]]
+        out = {**self._portable(meta), "xlagraph": place}
         text = json.dumps(out, separators=(", ", ": "))
         stamp = time.strftime("%m%d %H:%M:%S", time.localtime(record.created))
         where = f"{self._text(record.pathname)}:{record.lineno}"

@@ -222,7 +222,16 @@ def _step_of() -> tuple[int | None, float]:
     rec = _recorder
     if rec is not None:
         return rec.s.step, time.perf_counter() - rec.t0
-    return None, time.perf_counter() - _perf0
+    # no torch_xla: a step is a call of a compiled function (the one this event is compiling)
+    n = dynamo.calls()
+    return (n - 1 if n else None), time.perf_counter() - _perf0
+
+
+def _on_call() -> None:
+    """An outermost call of a compiled function: a step boundary where the user never syncs."""
+    rec = _recorder
+    if rec is not None:
+        rec.guard(rec.call_boundary)
 
 
 def _on_torch() -> None:
@@ -231,7 +240,7 @@ def _on_torch() -> None:
     plan = _plan
     if plan is None:
         return
-    dynamo.arm(plan.proc_dir, dict(os.environ), _step_of)
+    dynamo.arm(plan.proc_dir, dict(os.environ), _step_of, _on_call)
     if not _process_hooks:
         _process_hooks = True
         atexit.register(_at_exit)
@@ -383,7 +392,7 @@ def _dynamo_only_meta() -> None:
     from xlagraph.capture.stored_sources import Relativizer, portable_meta
 
     meta = _meta(None, plan, ["torch_xla was not imported: dynamo's record only"])
-    meta.update(end_time=time.time(), clean_exit=True)
+    meta.update(end_time=time.time(), clean_exit=True, compiled_calls=dynamo.calls())
     write_meta(plan.proc_dir, portable_meta(meta, plan.proc_dir, Relativizer.here()))
 
 

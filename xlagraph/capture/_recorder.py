@@ -177,6 +177,8 @@ class Recorder:
         eager = eager_compiles(self)  # before the step's graphs are paired with their dumps
         compiles, executes = self._counters()
         dc = compiles - s.compiles
+        if not s.bridge_marker:
+            s.user_markers += 1
         user_eager = eager_on(self.xlac) and not s.bridge_marker  # in eager mode a sync is a step
         if self.executions_reported and not before and not own and dc == 0 and not user_eager:
             # e.g. torch_xla.compile's marker that clears pending ops: not a step of its own. (Without
@@ -191,6 +193,26 @@ class Recorder:
         if self.lines_auto:
             resolve_probe(self, own)
             adapt_source_lines(self)
+
+    def call_boundary(self) -> None:
+        """A compiled function is called (its outermost call). Where the user has not synced yet,
+        each call is a step (an inference loop that never syncs): the previous call's graphs are
+        recorded as a step marked `call`; the reader joins such records into the user's own
+        steps where there are any. Once the user syncs, calls are no boundaries."""
+        s = self.s
+        if s.user_markers or self.awaiting is not None:
+            return
+        t = time.perf_counter()
+        data = self.debug.read()
+        events, s.carry = parse_pt_xla_debug(s.carry + decode(data))
+        own, s.pending = fold_executions(events, s.pending, self.executions_reported)
+        eager = eager_compiles(self)
+        compiles, executes = self._counters()
+        if not own and compiles == s.compiles and not eager:
+            s.overhead += time.perf_counter() - t
+            return
+        self._record_step(own, 0, t, compiles, executes, eager=eager, call=True)
+        s.overhead = 0.0
 
     def finish(self) -> None:
         """At exit: read what torch_xla wrote after the last marker and close the journal."""
@@ -265,6 +287,7 @@ class Recorder:
         executes: int,
         closed_by_marker: bool = True,
         eager: list[list[Any]] | None = None,
+        call: bool = False,
     ) -> None:
         s = self.s
         now = t_end_perf - self.t0
@@ -311,6 +334,8 @@ class Recorder:
             step["o"] = consumed
         if not closed_by_marker:
             step["open"] = True
+        elif call:  # a compiled function's call began: the previous call ended here
+            step["call"] = 1
         elif s.bridge_marker:  # torch_xla's dynamo bridge synced, not the user: part of their step
             step["bridge"] = 1
         if s.overhead:

@@ -33,6 +33,7 @@ class RunState:
     step: int = 0
     last_end: float = 0.0
     markers: int = 0
+    user_markers: int = 0  # markers not run by torch_xla's dynamo bridge: the user syncs
     empty_markers: int = 0
     compiles: int = 0
     executes: int = 0

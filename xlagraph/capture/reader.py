@@ -180,6 +180,9 @@ def _read_process(p: Path) -> _Process:
             notes.append(note)
     joined = _joined_steps(acc)
     syncs, steps = _syncs_and_steps(acc, joined)
+    if not acc.steps and not acc.start and isinstance(meta.get("compiled_calls"), int):
+        # no torch_xla (a CPU or GPU backend): a step is a call of a compiled function
+        steps = [Step(index=i, start=0.0, end=0.0) for i in range(meta["compiled_calls"])]
     dynamo = _read_dynamo(p, joined, notes)
     if fallback := _fallback_note(acc):
         notes.append(fallback)
@@ -419,18 +422,20 @@ def _joined_steps(acc: _Acc) -> list[tuple[int, list[dict[str, Any]]]]:
     """The step records as the user's steps: (index, records). One `torch_xla.compile` call syncs
     twice, the ops pending before it (a graph named `<name>_clear_pending`) and then the function;
     torch.compile's openxla bridge syncs while it extracts and compiles a graph (records marked
-    `bridge`). Neither is a step of the user's: such a record joins the next one, and steps are
-    numbered anew."""
+    `bridge`); capture cuts a record where a compiled function is called before the user ever
+    synced (`call`). Where the user has steps of their own (a sync), all of these join the next
+    record. In a loop with none (inference calling a compiled function), each call is a step: a
+    bridge record joins the call it is part of. Steps are numbered anew."""
     out: list[tuple[int, list[dict[str, Any]]]] = []
     held: list[dict[str, Any]] = []
-    # A bridge sync joins the user's step only where the user has steps (a sync of their own); in a
-    # loop with none (inference calling a compiled function), its records are the only boundaries.
-    user_steps = any(not r.get("bridge") and not r.get("open") for r in acc.steps)
+    user_steps = any(not r.get("bridge") and not r.get("call") and not r.get("open") for r in acc.steps)
+    calls = any(r.get("call") for r in acc.steps)
     for r in acc.steps:
         entries = r.get("e", [])
         names = [str(acc.graphs.get(int(e[0]), {}).get("name", "")) for e in entries]
         pending_only = entries and all(n.endswith("_clear_pending") for n in names)
-        if (pending_only or (r.get("bridge") and user_steps)) and not r.get("leftover"):
+        hold = pending_only or (r.get("bridge") and (user_steps or calls)) or (r.get("call") and user_steps)
+        if hold and not r.get("leftover"):
             held.append(r)
             continue
         out.append((len(out), [*held, r]))
@@ -512,7 +517,7 @@ def _read_dynamo(
     def place(i: int | None) -> tuple[int | None, int | None]:
         if i is None:
             return None, None
-        return step_of.get(i, last) if step_of else (None, None)
+        return step_of.get(i, last) if step_of else (i, None)  # no journal: `i` is a call, a step
 
     compiles = []
     for c in log.compiles:

@@ -126,6 +126,7 @@ _SCHEMA: dict[str, dict[str, tuple[Check, bool]]] = {
         "cs": (_seconds_list, False),
         "o": (_int(), False),
         "eo": (_eager_ops, False),
+        "call": (_bool_or_01, False),
     },
     fmt.NOTE: {"v": (_str, True)},
     fmt.END: {
@@ -149,6 +150,7 @@ _META: dict[str, Check] = {
     "start_iso": _str,
     "cwd": _str,
     "import_roots": lambda v: isinstance(v, list) and all(_str(n) for n in v),
+    "compiled_calls": _int(),
 }
 
 

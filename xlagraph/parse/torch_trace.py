@@ -268,6 +268,13 @@ def _compiles(acc: _Acc) -> tuple[DynamoCompile, ...]:
             reasons = [_str(m["recompile_reason"])]
         cid = f"{key[0]}/{key[1]}"
         s_place, e_place = start.get("_place", {}), m.get("_place", {})
+        caller = s_place.get("caller")
+        stack_frames = tuple(reversed(frames[:-1]))
+        if isinstance(caller, list) and len(caller) == 3 and isinstance(caller[1], int):
+            # xlagraph's capture: the user's line that called it, which dynamo's stack may lack
+            site = Frame(_str(caller[2]), portable_path(_str(caller[0])), caller[1])
+            if site not in stack_frames:
+                stack_frames = (*stack_frames, site)
         out.append(
             DynamoCompile(
                 compile_id=cid,
@@ -276,7 +283,7 @@ def _compiles(acc: _Acc) -> tuple[DynamoCompile, ...]:
                 function=function,
                 file=file,
                 line=line,
-                call_stack=tuple(reversed(frames[:-1])),
+                call_stack=stack_frames,
                 guard_failures=tuple(reasons),
                 graph_breaks=tuple(acc.breaks.get(key, ())),
                 seconds=_num(m.get("entire_frame_compile_time_s")),

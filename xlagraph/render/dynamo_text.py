@@ -34,6 +34,8 @@ def _event(e: DynamoEvent, k: int, total: int) -> list[str]:
     if e.guards:
         g = e.guards[0]
         lines += _field("dynamo", g.text)
+        if g.origin:
+            lines += _field("made", f"{short_location(g.origin)}  {g.origin_source}".rstrip())
         if g.at:
             lines += _field("at", f"{short_location(g.at)}  {g.source}".rstrip())
         older = [f"{x.entry}: {x.phrase}" for x in e.guards[1 : 1 + _MAX_OLDER]]

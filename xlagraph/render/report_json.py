@@ -79,12 +79,14 @@ the first included, each with the same fields except `schema` and `processes`:
             step, sync   int | null: where in the run it began (captures)
             summary      str: the recompile in the user's words ("torch.compile traced `f` (t.py:3)
                          again: input `x`'s dimension 0 changed 8 -> 11")
-            guards       [{kind, phrase, text, at, source, entry, fix}]: dynamo's guard failures,
+            guards       [{kind, phrase, text, at, source, entry, fix, origin, origin_source}]:
+                         dynamo's guard failures,
                          newest cache entry first (the first is what changed); kind is one of
                          tensor_size | tensor_rank | tensor_dtype | tensor_stride |
                          tensor_requires_grad | tensor_device | train_eval | global_value |
                          module_attribute | python_scalar | sequence_length | object_identity |
                          python_type | guard; text is dynamo's own; at the user's line that read it
+                         (origin: the line that computed it before the call, where found)
             breaks       [str]: graph breaks this compile hit ("reason at file:line")
             seconds, backend_seconds, xla_seconds  float: dynamo's trace and the backend's compile,
                          the backend's part, XLA's compile of the graphs it added

@@ -93,7 +93,11 @@ def _timeline(report: RunReport) -> list[str]:
 
 def _settled(report: RunReport) -> str:
     if not report.timeline:
-        return "no sync recorded" if report.eager is None else "no XLA graph: eager mode's op compiles below"
+        if report.eager is not None:
+            return "no XLA graph: eager mode's op compiles below"
+        if report.dynamo is not None:
+            return "no XLA graph: torch.compile's record below"
+        return "no sync recorded"
     if report.steady_from_step is None:
         return "no steady state: the run compiled until its last step"
     first_step = report.timeline[0].step
@@ -142,10 +146,15 @@ def _header(report: RunReport) -> list[str]:
             else ""
         )
         + "; "
-        + (f"{_plural(recompiles, 'recompile')}{split} explained below" if recompiles else "no recompile")
+        + (f"{_plural(recompiles, 'recompile')}{split} explained below" if recompiles else _none(report))
         + (
             f"; eager mode compiled {len(report.eager.recompiled)} op(s) again, explained below"
             if report.eager is not None and report.eager.recompiled
+            else ""
+        )
+        + (
+            f"; torch.compile recompiled {len(report.dynamo.recompiles)} time(s), explained below"
+            if report.dynamo is not None and report.dynamo.recompiles and not report.recompiles
             else ""
         )
         + (
@@ -161,6 +170,13 @@ def _header(report: RunReport) -> list[str]:
     ]
     lines += [w for warning in report.warnings for w in _wrap(warning, "warning: ")]
     return lines
+
+
+def _none(report: RunReport) -> str:
+    compiled = (report.dynamo is not None and report.dynamo.recompiles) or (
+        report.eager is not None and report.eager.recompiled
+    )
+    return "no XLA recompile" if compiled else "no recompile"
 
 
 def _where(r: Recompile) -> str:
@@ -260,7 +276,7 @@ def _one(report: RunReport) -> list[str]:
     lines = _header(report)
     if report.eager is not None:
         lines += ["", *eager_lines(report.eager)]
-    if report.timeline or report.eager is None:
+    if report.timeline or (report.eager is None and report.dynamo is None):
         lines += ["", *_timeline(report)]
     if report.dynamo is not None:
         lines += ["", *dynamo_lines(report.dynamo)]

@@ -16,8 +16,9 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 
-from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.diagnose.guards import explain_guard, fix_for
+from xlagraph.diagnose.value_origin import origin_of
 from xlagraph.dynamolog import DynamoCompile, DynamoLog, GraphBreak
 from xlagraph.ir import Frame
 from xlagraph.report.model import (
@@ -102,8 +103,10 @@ def _call_site(c: DynamoCompile) -> str:
 
 def _guards(c: DynamoCompile) -> tuple[GuardFailure, ...]:
     out = []
-    for text in c.guard_failures:
+    for k, text in enumerate(c.guard_failures):
         g = explain_guard(text, c.file)
+        # the first failure is what changed since the last compile: where was it computed?
+        origin = origin_of(g.kind, g.subject, c.code, _call_site(c)) if k == 0 and c.recompile else ""
         out.append(
             GuardFailure(
                 kind=g.kind,
@@ -113,9 +116,16 @@ def _guards(c: DynamoCompile) -> tuple[GuardFailure, ...]:
                 source=g.source,
                 entry=g.entry,
                 fix=fix_for(g.kind),
+                origin=origin,
+                origin_source=source_line(*_loc(origin)).strip() if origin else "",
             )
         )
     return tuple(out)
+
+
+def _loc(loc: str) -> tuple[str, int]:
+    file, _, line = loc.rpartition(":")
+    return file, int(line)
 
 
 def _owners(compiles: Sequence[DynamoCompile], variants: Sequence[Variant]) -> dict[str, list[Variant]]:

@@ -186,7 +186,8 @@ class RankEntry:
 @dataclass(frozen=True)
 class GuardFailure:
     """One of dynamo's guard failures in the user's words (`diagnose/guards.py`): `phrase` says it,
-    `text` is dynamo's own, `at` the user's line that read the value (where dynamo names it)."""
+    `text` is dynamo's own, `at` the user's line that read the value (where dynamo names it),
+    `origin` the line that computed it (`diagnose/value_origin.py`)."""
 
     kind: str
     phrase: str
@@ -195,6 +196,8 @@ class GuardFailure:
     source: str = ""
     entry: str = ""
     fix: str = ""
+    origin: str = ""  # the user's line that computed the value (before the call), where found
+    origin_source: str = ""  # its code
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,74 @@
+"""Where a value whose guard failed was computed (`diagnose/value_origin.py`), read from source
+text: an argument's last assignment before the call, a global's assignment in a loop, an
+attribute's assignment. Nothing where the text does not say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xlagraph.diagnose.frames import SourceText, reading_sources
+from xlagraph.diagnose.value_origin import origin_of
+
+SCRIPT = '''import torch
+SCALE = 4.0
+WARM = 3
+
+
+@torch.compile(
+    backend="openxla")
+def step_fn(params, grads,
+            lr, *, clip=1.0):
+    return [p - lr * g * SCALE for p, g in zip(params, grads)]
+
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return x * self.gain
+
+
+net = Net()
+for step in range(8):
+    batch = make_batch(step)
+    x, y = batch
+    lr = 0.1 * min(1.0, (step + 1) / WARM)
+    clip_at = 2.0
+    out = step_fn(params, grads, lr, clip=clip_at)
+    out = step_fn(params, grads, 0.5)
+    net.gain = 1.0 + step
+    if step == 4:
+        SCALE = SCALE / 2
+        net.eval()
+    y = net(x)
+'''
+
+
+@pytest.fixture
+def sources(tmp_path: Path):
+    (tmp_path / "train.py").write_text(SCRIPT)
+    with reading_sources(SourceText(bases=(str(tmp_path),))):
+        yield "train.py"
+
+
+def test_an_argument_is_traced_to_its_assignment_before_the_call(sources: str) -> None:
+    at = lambda n: f"{sources}:{n}"  # noqa: E731
+    assert origin_of("python_scalar", "lr", at(6), at(24)) == at(22)  # a decorated def, two lines
+    assert origin_of("python_scalar", "clip", at(6), at(24)) == at(23)  # a keyword
+    assert origin_of("tensor_size", "x", at(14), at(30)) == at(21)  # a method: self skipped; unpacked
+
+
+def test_a_literal_or_unknown_argument_has_no_origin(sources: str) -> None:
+    at = lambda n: f"{sources}:{n}"  # noqa: E731
+    assert origin_of("python_scalar", "lr", at(6), at(25)) == ""  # 0.5: a literal
+    assert origin_of("python_scalar", "nope", at(6), at(24)) == ""
+    assert origin_of("python_scalar", "lr", at(6), "elsewhere.py:3") == ""
+
+
+def test_a_global_is_traced_to_its_assignment_in_the_loop_not_its_definition(sources: str) -> None:
+    assert origin_of("global_value", "SCALE", f"{sources}:6", f"{sources}:24") == f"{sources}:28"
+
+
+def test_attributes_and_train_eval(sources: str) -> None:
+    assert origin_of("module_attribute", "self.gain", f"{sources}:14", f"{sources}:30") == f"{sources}:26"
+    assert origin_of("train_eval", "self.training", f"{sources}:14", f"{sources}:30") == f"{sources}:29"

@@ -1,0 +1,157 @@
+"""Where a value whose guard failed was computed: dynamo names the line inside the compiled function
+that *reads* it; the fix belongs where the caller *computes* it (`lr = cosine_lr(step)` before
+`step_fn(..., lr)`, `TEMPERATURE = TEMPERATURE / 2` in the loop, `model.drop.p = 0.0`).
+
+Read from the source text the analysis has (`frames.source_line`: the capture's stored sources):
+- an argument (`L['lr']`, `L['x']`): its position in the compiled function's `def`, the expression
+  the call site passes there, and where that name was last assigned before the call, in the
+  caller's block (scanning up to the line that opens the enclosing function);
+- a global (`G['TEMPERATURE']`): an assignment to it in an indented block of its module (a loop or a
+  function: not the module-level definition, which made the value the first compile assumed);
+- a module attribute (`L['self'].scale`, `...training`): an assignment to `.scale` (for `training`,
+  a `.train(` / `.eval(` call) in an indented block of the caller's file.
+Nothing is guessed where the text does not say: no line.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from xlagraph.diagnose.frames import source_line
+
+__all__ = ["origin_of"]
+
+_SCAN = 400  # lines scanned in a file: a training script's loop is near its call
+# `target = ...`, `a, target = ...`, `target: T = ...`, `target += ...` (not `==`)
+_ASSIGN = (
+    r"^\s*(?:[\w.\[\]'\"]+\s*,\s*)*{target}\s*(?:,\s*[\w.\[\]'\"]+\s*)*(?::[^=]+)?"
+    r"(?:[+\-*/%@&|^]|//|\*\*)?=(?!=)"
+)
+
+
+def origin_of(kind: str, subject: str, code: str, call_site: str) -> str:
+    """`file:line` where the value behind a guard failure was computed, or ``. `kind` and `subject`
+    are `guards.explain_guard`'s (`lr`, `TEMPERATURE`, `self.training`, `self._modules['drop'].p`),
+    `code` the compiled function's `file:line`, `call_site` the user's line that called it."""
+    subject = subject.strip()
+    if kind.startswith("global"):
+        name = subject.split(".")[0].split("[")[0]
+        return _indented_assignment(code, rf"\b{re.escape(name)}") if name.isidentifier() else ""
+    if subject.isidentifier():
+        return _argument(subject, code, call_site)
+    attr = re.sub(r"\[.*?\]", "", subject).rsplit(".", 1)[-1]
+    if subject.startswith("self.") and attr.isidentifier():
+        if attr == "training":
+            return _indented_line(call_site, re.compile(r"\.(?:train|eval)\("))
+        return _indented_assignment(call_site, rf"\.{re.escape(attr)}")
+    return ""
+
+
+def _split(loc: str) -> tuple[str, int]:
+    file, _, line = loc.rpartition(":")
+    return (file, int(line)) if line.isdigit() and file else ("", 0)
+
+
+def _argument(name: str, code: str, call_site: str) -> str:
+    file, line = _split(call_site)
+    params = _params(*_split(code))
+    call = _call_at(file, line)
+    if call is None or params is None:
+        return ""
+    expr = next((k.value for k in call.keywords if k.arg == name), None)
+    if expr is None and name in params and params.index(name) < len(call.args):
+        expr = call.args[params.index(name)]
+    if not isinstance(expr, ast.Name):
+        return ""
+    found = _assigned_before(file, line, expr.id)
+    return f"{file}:{found}" if found else ""
+
+
+def _params(file: str, line: int) -> list[str] | None:
+    """The parameter names of the `def` at `file:line` (without `self`), None when unreadable.
+    A decorated function's code starts at its first decorator: the `def` is below."""
+    for _ in range(8):
+        head = source_line(file, line).lstrip()
+        if not head or head.startswith(("def ", "async def ")):
+            break
+        line += 1
+    text = _joined(file, line, lambda t: t.rstrip().endswith(":"))
+    if not text:
+        return None
+    try:
+        tree = ast.parse(text.strip() + "\n    pass\n")
+    except SyntaxError:
+        return None
+    fn = tree.body[0] if tree.body else None
+    if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    names = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    return names[1:] if names and names[0] in ("self", "cls") else names
+
+
+def _call_at(file: str, line: int) -> ast.Call | None:
+    """The outermost call on the statement starting at `file:line`."""
+    text = _joined(file, line, _balanced)
+    try:
+        tree = ast.parse(text.strip())
+    except SyntaxError:
+        return None
+    return next((n for n in ast.walk(tree) if isinstance(n, ast.Call)), None)
+
+
+def _balanced(text: str) -> bool:
+    return text.count("(") <= text.count(")") and text.count("[") <= text.count("]")
+
+
+def _joined(file: str, line: int, done: object) -> str:
+    """The statement starting at `file:line`, joined over up to 8 lines until `done(text)`."""
+    parts = []
+    for n in range(line, line + 8):
+        text = source_line(file, n)
+        if not text:
+            break
+        parts.append(text.rstrip("\n"))
+        if done(" ".join(parts)):  # type: ignore[operator]
+            break
+    return " ".join(p.strip() for p in parts)
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _assigned_before(file: str, line: int, name: str) -> int:
+    """The last line before `line` that assigns `name`, in the block that holds the call."""
+    call_indent = _indent(source_line(file, line))
+    loop_var = r"|^\s*for\s+.*\b" + re.escape(name) + r"\b.*\bin\b"
+    pattern = re.compile(_ASSIGN.format(target=re.escape(name)) + loop_var)
+    for n in range(line - 1, max(0, line - _SCAN), -1):
+        text = source_line(file, n)
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        if pattern.match(text):
+            return n
+        if re.match(r"\s*(?:async\s+)?def\s", text) and _indent(text) < call_indent:
+            return 0  # the enclosing function's start: a parameter, not an assignment of ours
+    return 0
+
+
+def _indented_assignment(loc: str, target: str) -> str:
+    return _indented_line(loc, re.compile(_ASSIGN.format(target=r"[\w.\[\]'\"]*" + target)))
+
+
+def _indented_line(loc: str, pattern: re.Pattern[str]) -> str:
+    """The first indented line of `loc`'s file matching `pattern` (a loop's or a function's, not
+    the module-level definition)."""
+    file, _ = _split(loc)
+    if not file:
+        return ""
+    for n in range(1, _SCAN * 4):
+        text = source_line(file, n)
+        if not text:  # the end (a blank line reads as "\n")
+            break
+        code = text.lstrip()
+        if _indent(text) > 0 and not code.startswith(("#", "def ", "class ")) and pattern.search(text):
+            return f"{file}:{n}"
+    return ""
