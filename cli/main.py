@@ -24,6 +24,7 @@ from .diverge import diverge_command
 from .graphs import graphs_command
 from .report import report_command
 from .run import run_command
+from .watch import watch_command
 
 __all__ = ["entry", "main", "xlagraph"]
 
@@ -38,6 +39,7 @@ def xlagraph() -> None:
     xlagraph graphs SRC                 list the graphs of a dump, count the unique ones
     xlagraph diff A B                   name what differs between two graphs
     xlagraph check SRC --max-graphs N   fail CI when a run compiles too many graphs
+    xlagraph watch DIR                  tell each recompile while the run writes its capture
     xlagraph run --out DIR -- CMD ...   run a script under capture
     """
 
@@ -48,6 +50,7 @@ xlagraph.add_command(report_command)
 xlagraph.add_command(check_command)
 xlagraph.add_command(run_command)
 xlagraph.add_command(diverge_command)
+xlagraph.add_command(watch_command)
 
 
 def main() -> None:

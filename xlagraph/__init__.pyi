@@ -4,6 +4,7 @@ from xlagraph.api import (
     Computation,
     Diff,
     Divergence,
+    Event,
     InputError,
     Instruction,
     Module,
@@ -19,9 +20,10 @@ from xlagraph.api import (
     load_all,
     ranks,
     report,
+    watch,
 )
 from xlagraph.capture._hook import capture
 
-__all__ = ["Check", "Computation", "Diff", "Divergence", "InputError", "Instruction", "Module", "ParseError",
-           "Ranks", "Report", "XlagraphError", "capture", "check", "diff", "diverge", "graphs", "load",
-           "load_all", "ranks", "report"]  # fmt: skip
+__all__ = ["Check", "Computation", "Diff", "Divergence", "Event", "InputError", "Instruction", "Module",
+           "ParseError", "Ranks", "Report", "XlagraphError", "capture", "check", "diff", "diverge", "graphs",
+           "load", "load_all", "ranks", "report", "watch"]  # fmt: skip

@@ -20,6 +20,7 @@ from xlagraph.api._diverge import Divergence, diverge
 from xlagraph.api._module import Computation, Instruction, Module, load, load_all, node_id
 from xlagraph.api._ranks import Ranks, ranks
 from xlagraph.api._report import Check, Report, check, graphs, report
+from xlagraph.api._watch import Event, watch
 from xlagraph.errors import InputError, ParseError, XlagraphError
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "Computation",
     "Diff",
     "Divergence",
+    "Event",
     "InputError",
     "Instruction",
     "Module",
@@ -43,4 +45,5 @@ __all__ = [
     "node_id",
     "ranks",
     "report",
+    "watch",
 ]

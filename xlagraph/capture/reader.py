@@ -33,7 +33,7 @@ from xlagraph.progress import counted
 from xlagraph.runlog import EagerCompile, GraphRecord, Holder, LiveTensor, RunLog, Step, Sync
 from xlagraph.source_paths import add_capture_roots, portable_path
 
-__all__ = ["CaptureRun", "is_capture", "read_capture", "read_capture_runs"]
+__all__ = ["CaptureRun", "is_capture", "read_capture", "read_capture_runs", "read_process"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,14 @@ def read_capture(path: str | os.PathLike[str]) -> list[RunLog]:
     loader worker that imported torch_xla) are left out of a capture folder's list. A folder
     holding several runs gives the processes of all of them: see `read_capture_runs`."""
     return [log for run in read_capture_runs(path) for log in run.logs]
+
+
+def read_process(path: str | os.PathLike[str]) -> RunLog:
+    """The RunLog of one process folder as it stands (a run still writing it: what is complete)."""
+    p = Path(path)
+    if not _is_process_dir(p):
+        raise InputError(str(p), "not a capture process folder: no journal.jsonl or meta.json")
+    return _read_process(p).log
 
 
 def read_capture_runs(path: str | os.PathLike[str]) -> tuple[CaptureRun, ...]:

@@ -132,7 +132,7 @@ from xlagraph.report.model import (
     to_fix_first,
 )
 
-__all__ = ["REPORT_SCHEMA", "check_to_json", "report_to_json"]
+__all__ = ["REPORT_SCHEMA", "check_to_json", "recompile_to_json", "report_to_json"]
 
 REPORT_SCHEMA = "xlagraph.report/1"
 CHECK_SCHEMA = "xlagraph.check/1"
@@ -166,7 +166,7 @@ def _attribution(a: Attribution) -> dict[str, Any]:
     }
 
 
-def _recompile(r: Recompile) -> dict[str, Any]:
+def recompile_to_json(r: Recompile) -> dict[str, Any]:
     return {
         "sync": r.sync,
         "step": r.step,
@@ -259,8 +259,8 @@ def _process(report: RunReport) -> dict[str, Any]:
             }
             for e in report.timeline
         ],
-        "recompiles": [_recompile(r) for r in to_fix_first(report.recompiles)],
-        "first_compiles": [_recompile(r) for r in report.first_compiles],
+        "recompiles": [recompile_to_json(r) for r in to_fix_first(report.recompiles)],
+        "first_compiles": [recompile_to_json(r) for r in report.first_compiles],
         "ranking": {
             "call_sites": [
                 {

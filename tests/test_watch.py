@@ -1,0 +1,165 @@
+"""`xlagraph watch`: a capture told while it is written (report/watch.py, render/watch.py).
+
+Replay: on a finished capture, watch tells every recompile the report explains, each once, in
+the run's order, and ends. Live: real torch_xla 2.9 runs read while they run: the recompile is
+told before the run ends (the run waits for the watcher's line), a stable loop gets only
+"steady" and its end, a run killed with SIGKILL mid-run ends the watch with no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from xlagraph.cli.main import xlagraph as cli
+
+from xlagraph.api import watch
+from xlagraph.capture.reader import read_capture
+from xlagraph.errors import InputError
+from xlagraph.report.build import build_report
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = sorted((ROOT / "fixtures" / "torch_xla" / "corpus" / "captures").glob("*"))[::10]
+COMPILED = sorted((ROOT / "fixtures" / "torch_xla" / "compiled" / "captures").glob("*/capture"))
+RANKS = sorted((ROOT / "fixtures" / "torch_xla" / "ranks").glob("*/capture"))
+
+
+@pytest.mark.parametrize("path", [*COMPILED, *CORPUS, *RANKS], ids=lambda p: "/".join(p.parts[-3:]))
+def test_replay_tells_every_recompile_the_report_explains_once(path: Path) -> None:
+    events = list(watch(str(path), follow=False))
+    logs = read_capture(str(path))
+    told = [e for e in events if e.kind == "recompile"]
+    reports = [build_report(log) for log in logs]
+    want = [(rep.process, r.variant, r.sync) for rep in reports for r in rep.recompiles]
+    assert sorted((e.process, e.raw.subject.variant, e.raw.subject.sync) for e in told) == sorted(want)
+    for log in logs:  # per process, in the run's order
+        syncs = [e.raw.subject.sync for e in told if e.process == log.process]
+        assert syncs == sorted(syncs)
+    dynamo = sum(len(r.dynamo.recompiles) for r in reports if r.dynamo)
+    assert len([e for e in events if e.kind == "torch.compile"]) == dynamo
+    ends = [e for e in events if e.kind == "end"]
+    assert {e.process for e in ends} <= {log.process for log in logs}
+    for e in events:
+        assert e.text and json.loads(e.json)["event"] == e.kind
+
+
+def test_cli_replays_a_finished_capture_and_exits() -> None:
+    path = ROOT / "fixtures" / "torch_xla" / "compiled" / "captures" / "batch_size" / "capture"
+    result = CliRunner().invoke(cli, ["watch", str(path)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "torch.compile traced `train_step`" in lines[0]  # dynamo's words before its XLA graphs
+    assert any("steady" in line for line in lines) and "ended after 6 step(s)" in lines[-1]
+    out = CliRunner().invoke(cli, ["watch", "--json", str(path)]).output.splitlines()
+    assert [json.loads(x)["schema"] for x in out] == ["xlagraph.watch/1"] * len(out)
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    result = CliRunner().invoke(cli, ["watch", str(tmp_path)])
+    assert result.exit_code == 2 and "not a capture folder" in result.output
+    assert "Traceback" not in result.output
+    with pytest.raises(InputError):
+        list(watch(str(tmp_path / "missing"), follow=False))
+
+
+def test_a_journal_cut_mid_record_is_read_up_to_its_last_complete_line(tmp_path: Path) -> None:
+    src = ROOT / "fixtures" / "torch_xla" / "compiled" / "captures" / "int_arg" / "capture" / "proc"
+    dst = tmp_path / "cap" / "host-1"
+    import shutil
+
+    shutil.copytree(src, dst)
+    meta = json.loads((dst / "meta.json").read_text())
+    meta.pop("clean_exit", None)
+    meta["host"] = "elsewhere"  # a process on another machine: not known to have ended
+    (dst / "meta.json").write_text(json.dumps(meta))
+    journal = (dst / "journal.jsonl").read_bytes()
+    cut = journal.rindex(b'{"k":"step"')
+    (dst / "journal.jsonl").write_bytes(journal[: cut + 20])  # the last step record half written
+    events = list(watch(str(tmp_path / "cap"), follow=False))
+    assert not any(e.kind == "end" for e in events)
+    (dst / "journal.jsonl").write_bytes(journal)  # ... and finished later
+    assert list(watch(str(tmp_path / "cap"), follow=False))
+
+
+# -- live runs (real torch_xla) -----------------------------------------------------------------
+
+LOOP = textwrap.dedent(
+    """
+    import os, sys, time
+    import torch, torch_xla
+    dev = torch_xla.device()
+    w = torch.randn(16, 4, device=dev)
+    torch_xla.sync()
+    go = sys.argv[1]
+    for step in range(8):
+        rows = 8 if step != int(os.environ.get("SHORT", "-1")) else 5
+        x = torch.randn(rows, 16, device=dev)
+        loss = (x @ w).pow(2).mean()
+        torch_xla.sync()
+        time.sleep(0.1)
+    deadline = time.time() + 60
+    while os.environ.get("WAIT") and not os.path.exists(go) and time.time() < deadline:
+        time.sleep(0.05)  # the run does not end before the watcher has told the recompile
+    print("done", os.path.exists(go))
+    """
+)
+
+
+def _start(tmp_path: Path, **env: str) -> tuple[subprocess.Popen[str], Path, Path]:
+    pytest.importorskip("torch_xla")
+    script, cap, go = tmp_path / "loop.py", tmp_path / "cap", tmp_path / "go"
+    script.write_text(LOOP)
+    full = {**os.environ, "PJRT_DEVICE": "CPU", "XLAGRAPH_CAPTURE": str(cap), **env}
+    pipe = subprocess.PIPE
+    argv = [sys.executable, str(script), str(go)]
+    proc = subprocess.Popen(argv, env=full, stdout=pipe, stderr=pipe, text=True)
+    deadline = time.time() + 120
+    while not cap.is_dir() and time.time() < deadline:
+        time.sleep(0.05)
+    return proc, cap, go
+
+
+def test_live_a_recompile_is_told_before_the_run_ends(tmp_path: Path) -> None:
+    proc, cap, go = _start(tmp_path, SHORT="5", WAIT="1")
+    told = []
+    for event in watch(str(cap), interval=0.1):
+        told.append(event)
+        if event.kind == "recompile" and not event.expected:
+            assert proc.poll() is None  # told while the run is still going
+            go.write_text("seen")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "done True" in out, err[-2000:]
+    recompile = next(e for e in told if e.kind == "recompile" and not e.expected)
+    assert recompile.step == 6 and "loop.py:" in recompile.text  # (the sync before the loop: step 0)
+    report = build_report(read_capture(str(cap))[0])
+    assert recompile.raw.subject.kinds == next(r for r in report.recompiles if r.step == 6).kinds
+    assert told[-1].kind == "end"
+
+
+def test_live_a_stable_loop_says_steady_and_ends(tmp_path: Path) -> None:
+    proc, cap, _ = _start(tmp_path)
+    kinds = [e.kind for e in watch(str(cap), interval=0.1)]
+    proc.communicate(timeout=120)
+    assert [k for k in kinds if k not in ("recompile",)] == ["steady", "end"]
+
+
+def test_live_a_run_killed_mid_run_ends_the_watch(tmp_path: Path) -> None:
+    proc, cap, _ = _start(tmp_path, WAIT="1")
+    deadline = time.time() + 120
+    while time.time() < deadline and not any(cap.glob("*/journal.jsonl")):
+        time.sleep(0.05)
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    result = CliRunner().invoke(cli, ["watch", "--interval", "0.1", str(cap)])
+    assert result.exit_code == 0 and "Traceback" not in result.output
+    assert "ended after" in result.output.splitlines()[-1]
