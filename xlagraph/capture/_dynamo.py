@@ -112,7 +112,6 @@ def arm(
     if _handler is not None:
         return
     _on_call = on_call
-    _hook_calls()
     torch_logging = sys.modules.get("torch._logging._internal")
     if torch_logging is None:
         return
@@ -131,19 +130,35 @@ def arm(
     trace_log.addHandler(handler)
     trace_log.setLevel(logging.DEBUG)  # torch sets it only for TORCH_TRACE; NOTSET drops debug
     _handler = handler
+    _hook_calls()
+
+
+_EVAL_FRAME = "torch._dynamo.eval_frame"
 
 
 def _hook_calls() -> None:
-    """Every torch.compile context made from now on counts the outermost calls it wraps."""
-    global _patched
-    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
-    if _patched is not None:
+    """Every torch.compile context made from now on counts the outermost calls it wraps. torch
+    imports dynamo at the first torch.compile, not with torch (1.5 s): until then this waits for
+    that import instead of making it."""
+    eval_frame = sys.modules.get(_EVAL_FRAME)
+    if eval_frame is not None:
+        _patch(eval_frame)
         return
-    if eval_frame is None:  # (torch imports it with torch._dynamo, lazily on some versions)
-        try:
-            import torch._dynamo.eval_frame as eval_frame
-        except Exception:
-            return
+    from xlagraph.capture._import_hook import AfterImport
+
+    if not any(isinstance(f, AfterImport) and f.name == _EVAL_FRAME for f in sys.meta_path):
+        sys.meta_path.insert(0, AfterImport(_EVAL_FRAME, _patch_quietly))
+
+
+def _patch_quietly(eval_frame: Any) -> None:
+    with suppress(Exception):  # (never the user's problem: calls are then not counted)
+        _patch(eval_frame)
+
+
+def _patch(eval_frame: Any) -> None:
+    global _patched
+    if _patched is not None or _handler is None:
+        return
     cls = getattr(eval_frame, "_TorchDynamoContext", None)
     init = getattr(cls, "__init__", None)
     if cls is None or init is None:
@@ -209,6 +224,7 @@ def _leave() -> None:
 def disarm() -> None:
     global _handler, _on_call, _patched
     _on_call = None
+    sys.meta_path[:] = [f for f in sys.meta_path if getattr(f, "name", None) != _EVAL_FRAME]
     if _patched is not None:
         cls, init = _patched
         cls.__init__ = init

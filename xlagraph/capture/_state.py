@@ -87,3 +87,4 @@ class RunState:
     holders_cost: float = 0.0  # the last walk's seconds, when taken without the report
     overhead: float = 0.0
     last_read: tuple[Any, Any] = (None, None)  # (what was read, what it parsed to)
+    last_call_read: tuple[Any, Any] = (None, None)  # the same, at a compiled function's call
