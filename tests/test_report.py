@@ -519,6 +519,25 @@ def test_pytest_plugin_graph_budget(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "1 failed, 1 passed" in proc.stdout, proc.stdout
     assert "3 XLA graph(s) compiled inside xla_graph_budget, at most 1 allowed" in proc.stdout
+    assert "--xla-explain" in proc.stdout  # how to see why
+
+
+def test_pytest_plugin_graph_budget_names_each_extra_graphs_cause_and_line(tmp_path: Path) -> None:
+    (tmp_path / "test_budget.py").write_text(_BUDGET_TESTS)
+    env = {**os.environ, "PJRT_DEVICE": "CPU", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    env.pop("XLAGRAPH_CAPTURE", None)
+    argv = [sys.executable, "-m", "pytest", "-p", "xlagraph.pytest_plugin", "-q", "-p", "no:cacheprovider"]
+    proc = subprocess.run(
+        [*argv, "--xla-explain"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT
+    )
+    assert proc.returncode == 1 and "1 failed, 1 passed" in proc.stdout, proc.stdout + proc.stderr
+    failure = proc.stdout[proc.stdout.index("3 XLA graph(s) compiled inside xla_graph_budget") :]
+    listed = [line for line in failure.splitlines() if line.strip().startswith("- step ")]
+    assert len(listed) == 3, failure  # each graph of the block, with its cause and line
+    shapes = [line for line in listed if "parameter_shape" in line]
+    assert len(shapes) == 2 and all("test_budget.py:19" in line for line in shapes), failure
+    capture = failure.split("capture: ", 1)[1].split()[0]
+    assert Path(capture).is_dir()  # kept for `xlagraph report`
 
 
 def test_capture_folder_without_journal_is_reported_with_a_note(tmp_path: Path) -> None:

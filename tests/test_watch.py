@@ -163,3 +163,61 @@ def test_live_a_run_killed_mid_run_ends_the_watch(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["watch", "--interval", "0.1", str(cap)])
     assert result.exit_code == 0 and "Traceback" not in result.output
     assert "ended after" in result.output.splitlines()[-1]
+
+
+# -- XLAGRAPH_ON_RECOMPILE (real torch_xla) -------------------------------------------------------
+
+SLOW = textwrap.dedent(
+    """
+    import os, time
+    import torch, torch_xla
+    from xlagraph.errors import RecompileError
+    dev = torch_xla.device()
+    w = torch.randn(16, 4, device=dev)
+    torch_xla.sync()
+    try:
+        for step in range(14):
+            rows = 8 if step != int(os.environ.get("SHORT", "-1")) else 5
+            x = torch.randn(rows, 16, device=dev)
+            loss = (x @ w).pow(2).mean()
+            torch_xla.sync()
+            time.sleep(0.4)
+            print("step", step, flush=True)
+    except RecompileError as e:
+        print("raised at", step, "|", e.step, "|", e.explanation, "|", e.capture)
+    """
+)
+
+
+def _run(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    pytest.importorskip("torch_xla")
+    script = tmp_path / "slow.py"
+    script.write_text(SLOW)
+    full = {**os.environ, "PJRT_DEVICE": "CPU", "XLAGRAPH_CAPTURE": str(tmp_path / "cap"), **env}
+    argv = [sys.executable, str(script)]
+    return subprocess.run(argv, env=full, capture_output=True, text=True, timeout=300)
+
+
+def test_on_recompile_raise_stops_the_run_with_the_explanation(tmp_path: Path) -> None:
+    out = _run(tmp_path, SHORT="5", XLAGRAPH_ON_RECOMPILE="raise")
+    raised = [line for line in out.stdout.splitlines() if line.startswith("raised at")]
+    assert raised, out.stdout + out.stderr[-3000:]
+    at, step, explanation, capture = (part.strip() for part in raised[0].removeprefix("raised at").split("|"))
+    assert int(at) > 5 and int(at) < 13  # stopped at a step boundary after the recompile, not at the end
+    assert step == "6"  # the report's step (the sync before the loop is step 0)
+    assert "slow.py:" in explanation and "fix:" in explanation
+    assert Path(capture).is_dir() and Path(capture).parent == tmp_path / "cap"
+    assert "xlagraph: recompile after the warm-up" in out.stderr
+
+
+def test_on_recompile_a_stable_loop_runs_to_the_end(tmp_path: Path) -> None:
+    out = _run(tmp_path, XLAGRAPH_ON_RECOMPILE="raise")
+    assert "step 13" in out.stdout and "raised" not in out.stdout
+    assert "recompile after the warm-up" not in out.stderr
+
+
+def test_on_recompile_warn_prints_one_line_and_the_run_goes_on(tmp_path: Path) -> None:
+    out = _run(tmp_path, SHORT="5", XLAGRAPH_ON_RECOMPILE="warn")
+    assert "step 13" in out.stdout and "raised" not in out.stdout
+    warned = [line for line in out.stderr.splitlines() if "recompile after the warm-up" in line]
+    assert len(warned) == 1 and "step 6" in warned[0] and "slow.py:" in warned[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["InputError", "ParseError", "XlagraphError", "XlagraphWarning", "reading"]
+__all__ = ["InputError", "ParseError", "RecompileError", "XlagraphError", "XlagraphWarning", "reading"]
 
 
 class XlagraphError(Exception):
@@ -30,6 +30,18 @@ class InputError(XlagraphError):
 
 class ParseError(InputError):
     """The input is in a format xlagraph reads but is malformed at `line`."""
+
+
+class RecompileError(RuntimeError):
+    """XLAGRAPH_ON_RECOMPILE=raise: the run recompiled after its warm-up. Raised at the step
+    boundary after the helper explained it: `explanation` (cause, line, fix), `step`, and the
+    process's capture folder (`capture`) for `xlagraph report`."""
+
+    def __init__(self, explanation: str, step: int | None, capture: str) -> None:
+        self.explanation = explanation
+        self.step = step
+        self.capture = capture
+        super().__init__(f"{explanation} (capture: {capture}; xlagraph report {capture})")
 
 
 @contextmanager

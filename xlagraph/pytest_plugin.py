@@ -1,4 +1,5 @@
-"""pytest plugin: fail a test when the code under test compiles more XLA graphs than allowed.
+"""pytest plugin: fail a test when the code under test compiles more XLA graphs than allowed, and
+say why.
 
     def test_train_step_is_stable(xla_graph_budget):
         train_step()  # warm-up: compiles
@@ -8,20 +9,53 @@
 
 The budget counts torch_xla's own `CompileTime` metric (one sample per compile), so it needs
 no PT_XLA_DEBUG and no dump. When the block ends, pending work is synced first (`sync=False`
-turns that off), so a graph the block built but did not run is counted too. To see *why* a
-graph compiled, run the test under `XLAGRAPH_CAPTURE=DIR` and read `xlagraph report DIR`.
+turns that off), so a graph the block built but did not run is counted too.
+
+The failure names the cause and line of each extra graph when the tests run under capture:
+`pytest --xla-explain` captures the session into a new temporary folder, kept for `xlagraph
+report` (started before the tests import torch_xla), and so does a session run under
+`XLAGRAPH_CAPTURE=DIR`. Without either, the message says how to get the explanation.
 
 Loaded through the `pytest11` entry point; torch_xla is imported only when the fixture is used.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from typing import Any
 
 import pytest
 
 __all__ = ["compile_count", "graph_budget", "xla_graph_budget"]
+
+_session = ExitStack()
+
+
+def pytest_addoption(parser: Any) -> None:
+    parser.addoption(
+        "--xla-explain",
+        action="store_true",
+        default=False,
+        help="xlagraph: capture the session so that xla_graph_budget failures name each extra graph's "
+        "cause and line",
+    )
+
+
+def pytest_configure(config: Any) -> None:
+    if not config.getoption("--xla-explain", default=False):
+        return
+    from xlagraph.capture._hook import active_capture, capture
+
+    if active_capture() is not None:
+        return
+    folder = tempfile.mkdtemp(prefix="xlagraph-pytest-")  # kept: the failures name it for `report`
+    _session.enter_context(capture(folder))
+
+
+def pytest_unconfigure(config: Any) -> None:
+    _session.close()
 
 
 def compile_count() -> int:
@@ -37,7 +71,10 @@ def graph_budget(max_graphs: int, sync: bool = True) -> Iterator[None]:
     """Fail the current test when the block compiles more than `max_graphs` graphs."""
     if max_graphs < 0:
         raise ValueError(f"max_graphs must be 0 or more, got {max_graphs}")
+    from xlagraph.capture._hook import active_capture
+
     before = compile_count()
+    started = active_capture()
     yield
     if sync:
         import torch_xla
@@ -45,14 +82,41 @@ def graph_budget(max_graphs: int, sync: bool = True) -> Iterator[None]:
         torch_xla.sync()
     compiled = compile_count() - before
     if compiled > max_graphs:
-        pytest.fail(
-            f"{compiled} XLA graph(s) compiled inside xla_graph_budget, at most {max_graphs} allowed: "
-            "run under XLAGRAPH_CAPTURE=DIR and `xlagraph report DIR` to see why",
-            pytrace=False,
-        )
+        head = f"{compiled} XLA graph(s) compiled inside xla_graph_budget, at most {max_graphs} allowed"
+        pytest.fail(f"{head}{_why(started)}", pytrace=False)
+
+
+def _why(started: tuple[str, int] | None) -> str:
+    """Each graph the block compiled, with its cause and line (`report`'s words), from the capture."""
+    from xlagraph.capture._hook import active_capture
+
+    now = active_capture()
+    if started is None or now is None or now[0] != started[0]:
+        return ": run `pytest --xla-explain` (or under XLAGRAPH_CAPTURE=DIR) to see why"
+    try:
+        from xlagraph.capture.reader import read_process
+        from xlagraph.render.watch import event_line
+        from xlagraph.report.build import build_report
+        from xlagraph.report.watch import WatchEvent
+
+        report = build_report(read_process(started[0]))
+        # the block's graphs: compiled in the journal steps it ran (a step's record is written at its sync)
+        first = _user_step(report, started[1])
+        inside = [r for r in (*report.recompiles, *report.first_compiles) if r.step >= first]
+    except Exception as e:  # (never hide the failure behind our own)
+        return f" (xlagraph could not explain it: {type(e).__name__}: {e})"
+    if not inside:
+        return f" (capture {started[0]} holds no graph of this block)"
+    lines = [event_line(WatchEvent("recompile", report.process, r.step, r, {}, r.expected)) for r in inside]
+    return ":\n" + "\n".join(f"  - {line.split(': ', 1)[1]}" for line in lines) + f"\n  capture: {started[0]}"
+
+
+def _user_step(report: Any, journal_step: int) -> int:
+    """The report's step that the journal's step `journal_step` became (steps are joined)."""
+    return min(journal_step, max(report.steps - 1, 0))
 
 
 @pytest.fixture
 def xla_graph_budget() -> Callable[..., AbstractContextManager[None]]:
-    """`with xla_graph_budget(max_graphs=N): ...` fails the test past N compiles."""
+    """`with xla_graph_budget(max_graphs=N): ...` fails the test past N compiles, naming why."""
     return graph_budget

@@ -41,6 +41,7 @@ from contextlib import suppress
 from typing import Any
 
 from xlagraph.capture import _format as fmt
+from xlagraph.errors import RecompileError
 
 __all__ = ["arm", "armed", "calls", "disarm"]
 
@@ -181,8 +182,12 @@ def _enter() -> Callable[[], None]:
         _calls += 1
         _site = _caller()
         if _on_call is not None:
-            with suppress(Exception):  # (the recorder guards itself; never the user's problem)
+            try:
                 _on_call()
+            except RecompileError:  # XLAGRAPH_ON_RECOMPILE=raise: the run stops at this call
+                raise
+            except Exception:  # (the recorder guards itself; never the user's problem)
+                pass
     _depth += 1
     return _leave
 

@@ -24,6 +24,7 @@ import os
 import re
 
 FORMAT = "xlagraph-capture"
+VERDICT = "on_recompile.json"  # XLAGRAPH_ON_RECOMPILE=raise: the helper's explanation (report/watchdog.py)
 VERSION = 1
 META = "meta.json"
 JOURNAL = "journal.jsonl"

@@ -38,6 +38,7 @@ from xlagraph.capture import _fp_capture as fp_capture
 from xlagraph.capture import _zoom as zoom
 from xlagraph.capture._env import EnvPlan, plan_env, process_dir_name
 from xlagraph.capture._import_hook import spec_then
+from xlagraph.capture._on_recompile import OnRecompile
 
 __all__ = ["capture", "start_from_env"]
 
@@ -232,6 +233,8 @@ def _on_call() -> None:
     rec = _recorder
     if rec is not None:
         rec.guard(rec.call_boundary)
+        if rec.on_recompile is not None and rec.pid == os.getpid():
+            rec.on_recompile.check()
 
 
 def _on_torch() -> None:
@@ -275,6 +278,10 @@ def _on_torch_xla(module: Any, late: bool) -> None:
     meta = _meta(module, plan, notes)
     rec = Recorder(plan, xlac, Settings.from_env(os.environ), meta, xm.add_step_closure)
     _recorder = rec
+    on_recompile = OnRecompile.from_env(plan.proc_dir, os.environ)
+    if on_recompile is not None:
+        _guarded(on_recompile.start)
+        rec.on_recompile = on_recompile
     fp_capture.attach(rec)
     if _debug_file_in_use is None:
         _debug_file_in_use = (plan.debug_file, plan.debug_level)
@@ -328,6 +335,15 @@ def _late_start(plan: EnvPlan, xlac: Any) -> tuple[EnvPlan, list[str]]:
     return plan, notes
 
 
+def active_capture() -> tuple[str, int] | None:
+    """(the process folder, the journal step being built) of this process's capture, if any:
+    what the pytest plugin reads to explain a budget that failed."""
+    rec = _recorder
+    if rec is None or not rec.active or rec.pid != os.getpid():
+        return None
+    return rec.dir, rec.s.step
+
+
 def _reset_ir_debug() -> None:
     global _ir_debug_set
     _ir_debug_set = False
@@ -358,6 +374,8 @@ def _xlac_getattr(name: str) -> Any:
         rec = _recorder
         if rec is not None and rec.active and rec.pid == os.getpid():
             rec.guard(rec.before_marker)
+            if rec.on_recompile is not None:
+                rec.on_recompile.check()  # XLAGRAPH_ON_RECOMPILE=raise: the run stops here
     return getattr(real, name)
 
 

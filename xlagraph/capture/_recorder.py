@@ -82,6 +82,7 @@ class Recorder:
         self.lines_auto = lines_auto_supported(plan.source_lines_mode, xlac)  # see _source_lines
         self.awaiting: object | None = None  # token of the marker whose "after" has not run
         self.side: Any = None  # XLAGRAPH_FINGERPRINTS: runs its own graph after the step's sync
+        self.on_recompile: Any = None  # XLAGRAPH_ON_RECOMPILE: _on_recompile.OnRecompile
         self.settings = settings
         self.pid = os.getpid()
         self.active = True

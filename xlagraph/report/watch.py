@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ from xlagraph.report.build import build_report
 from xlagraph.report.model import Recompile, RunReport
 
 __all__ = ["WatchEvent", "Watcher"]
+
+_REREAD_S = 2.0  # a run not yet steady is read again at most this often when nothing compiled
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class WatchEvent:
 class _Proc:
     path: Path
     sizes: tuple[int, ...] = ()
+    read_at: float = 0.0  # when it was last read as a whole
     seen: set[tuple[str, ...]] = field(default_factory=set)
     steady: bool = False
     ended: bool = False
@@ -90,7 +94,17 @@ class Watcher:
         ended = _ended(proc.path)
         if sizes == proc.sizes and not ended:
             return []
-        proc.sizes = sizes
+        # A long run's journal grows every step: it is read again as a whole only when something was
+        # compiled since (a graph record, dynamo's record grew, eager ops), at its end, or every
+        # few seconds until it is steady.
+        grown = _appended(proc.path / fmt.JOURNAL, proc.sizes[0] if proc.sizes else 0, sizes[0])
+        compiled = any(m in grown for m in (b'"k":"graph"', b'"eo":', b'"k":"end"'))
+        changed = not proc.sizes or sizes[1:] != proc.sizes[1:] or compiled or ended
+        now = time.monotonic()
+        if not changed and (proc.steady or now - proc.read_at < _REREAD_S):
+            proc.sizes = sizes
+            return []
+        proc.sizes, proc.read_at = sizes, now
         try:
             log = read_process(proc.path)
             report = build_report(log, explain=False)
@@ -109,6 +123,10 @@ class Watcher:
             detail = {"steps": report.steps, "compiles": report.compiles}
             events.append(WatchEvent("end", report.process, report.steps, None, detail))
         return events
+
+    def reports(self) -> dict[str, RunReport]:
+        """Each process's report as last read."""
+        return {p.report.process: p.report for p in self.procs.values() if p.report is not None}
 
     def _ranks(self) -> list[WatchEvent]:
         """A graph one process compiled that another, already past that step, never did."""
@@ -175,6 +193,18 @@ def _process_dirs(root: Path) -> list[Path]:
     except OSError:
         return []
     return sorted(c for c in kids if (c / fmt.JOURNAL).exists() or (c / fmt.META).exists())
+
+
+def _appended(path: Path, start: int, end: int) -> bytes:
+    """The journal's bytes from `start` to `end` (what a run appended since the last look)."""
+    if end <= start:
+        return b"" if end == start else b'"k":"graph"'  # (shorter: a new file; read it all)
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            return f.read(min(end - start, 64 << 20))
+    except OSError:
+        return b""
 
 
 def _sizes(p: Path) -> tuple[int, ...]:
