@@ -12,7 +12,8 @@ the model of bench_capture.py):
 * `aot_eager`       torch.compile(model, backend="aot_eager") on the CPU, no torch_xla imported
                     (capture keeps dynamo's record only)
 
-Modes: `plain` (no capture) and `capture` (XLAGRAPH_CAPTURE=DIR, default settings). Every run is a
+Modes: `plain` (no capture), `capture` (XLAGRAPH_CAPTURE=DIR, default settings) and, with
+`--warn`, `capture+warn` (XLAGRAPH_ON_RECOMPILE=warn: the helper process follows the capture). Every run is a
 fresh interpreter (`--worker LOOP STEPS`), modes interleaved, REPEAT runs each; a run's figure is the
 median over steps WARMUP.. of the step time and of the process CPU time per step; the table gives
 the median over runs and capture / plain. The budget is capture's: at most 1.10x plain.
@@ -130,12 +131,14 @@ def _timed(step: Any, steps: int, torch_xla: Any = None) -> dict[str, Any]:
     }
 
 
-def _run(loop: str, steps: int, capture: bool) -> dict[str, Any]:
+def _run(loop: str, steps: int, capture: bool, warn: bool = False) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("XLAGRAPH_", "PT_XLA_DEBUG", "XLA_"))}
         env.setdefault("PJRT_DEVICE", "CPU")
         if capture:
             env["XLAGRAPH_CAPTURE"] = os.path.join(tmp, "capture")
+        if warn:
+            env["XLAGRAPH_ON_RECOMPILE"] = "warn"
         proc = subprocess.run(
             [sys.executable, __file__, "--worker", loop, str(steps)],
             capture_output=True,
@@ -158,44 +161,45 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--worker", nargs=2, metavar=("LOOP", "STEPS"))
+    ap.add_argument("--warn", action="store_true", help="also measure XLAGRAPH_ON_RECOMPILE=warn")
     ap.add_argument("loops", nargs="*", default=list(LOOPS))
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(worker(args.worker[0], int(args.worker[1]))))
         return
-    runs: dict[str, dict[str, list[dict[str, Any]]]] = {
-        loop: {"plain": [], "capture": []} for loop in args.loops
-    }
+    modes = ["plain", "capture", *(["capture+warn"] if args.warn else [])]
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {loop: {m: [] for m in modes} for loop in args.loops}
     for _ in range(args.repeat):
         for loop in args.loops:
-            for mode in ("plain", "capture"):
-                runs[loop][mode].append(_run(loop, args.steps, mode == "capture"))
+            for mode in modes:
+                runs[loop][mode].append(_run(loop, args.steps, mode != "plain", mode == "capture+warn"))
     rows, out = [], {}
-    for loop, modes in runs.items():
+    for loop, by_mode in runs.items():
         med = {
             m: {k: statistics.median(r[k] for r in rs) for k in ("wall_ms", "cpu_ms")}
-            for m, rs in modes.items()
+            for m, rs in by_mode.items()
         }
-        wall = med["capture"]["wall_ms"] / med["plain"]["wall_ms"]
-        cpu = med["capture"]["cpu_ms"] / med["plain"]["cpu_ms"]
-        disk = statistics.median(r["disk_kb"] for r in modes["capture"])
-        out[loop] = {"median": med, "wall_ratio": wall, "cpu_ratio": cpu, "disk_kb": disk, "runs": modes}
-        rows.append(
-            [
-                loop,
-                f"{med['plain']['wall_ms']:.2f}",
-                f"{med['capture']['wall_ms']:.2f}",
-                f"x{wall:.3f}",
-                f"x{cpu:.3f}",
-                f"{disk:.0f} kB",
-                "yes" if wall <= BUDGET else "no",
-            ]
-        )
-    table = markdown_table(
-        ["loop", "plain ms/step", "capture ms/step", "wall x plain", "CPU x plain", "disk", f"<= x{BUDGET}"],
-        rows,
-    )
-    print(table)
+        out[loop] = {"median": med, "runs": by_mode}
+        for m in modes[1:]:
+            wall = med[m]["wall_ms"] / med["plain"]["wall_ms"]
+            cpu = med[m]["cpu_ms"] / med["plain"]["cpu_ms"]
+            disk = statistics.median(r["disk_kb"] for r in by_mode[m])
+            out[loop][m] = {"wall_ratio": wall, "cpu_ratio": cpu, "disk_kb": disk}
+            rows.append(
+                [
+                    loop,
+                    m,
+                    f"{med['plain']['wall_ms']:.2f}",
+                    f"{med[m]['wall_ms']:.2f}",
+                    f"x{wall:.3f}",
+                    f"x{cpu:.3f}",
+                    f"{disk:.0f} kB",
+                    "yes" if wall <= BUDGET else "no",
+                ]
+            )
+    header = ["loop", "mode", "plain ms/step", "ms/step", "wall x plain", "CPU x plain", "disk"]
+    header.append(f"<= x{BUDGET}")
+    print(markdown_table(header, rows))
     write_json(
         RESULTS_DIR / "capture_compiled.json",
         {"environment": environment(), "steps": args.steps, "repeat": args.repeat, "loops": out},

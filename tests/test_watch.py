@@ -221,3 +221,68 @@ def test_on_recompile_warn_prints_one_line_and_the_run_goes_on(tmp_path: Path) -
     assert "step 13" in out.stdout and "raised" not in out.stdout
     warned = [line for line in out.stderr.splitlines() if "recompile after the warm-up" in line]
     assert len(warned) == 1 and "step 6" in warned[0] and "slow.py:" in warned[0]
+
+
+RANKED = textwrap.dedent(
+    """
+    import os, time
+    import torch, torch_xla
+    rank = int(os.environ["RANK"])
+    dev = torch_xla.device()
+    w = torch.randn(16, 4, device=dev)
+    torch_xla.sync()
+    for step in range(8):
+        rows = 5 if (rank == 1 and step == 4) else 8
+        x = torch.randn(rows, 16, device=dev)
+        loss = (x @ w).pow(2).mean()
+        torch_xla.sync()
+        time.sleep(0.2)
+    """
+)
+
+
+def test_live_two_ranks_one_recompiles(tmp_path: Path) -> None:
+    """A 2-process torchrun where rank 1 alone meets a short batch: watch, following the run, tells
+    rank 1's recompile and that rank 1 compiled a graph rank 0 did not."""
+    pytest.importorskip("torch_xla")
+    script = tmp_path / "ranked.py"
+    script.write_text(RANKED)
+    cap = tmp_path / "cap"
+    env = {**os.environ, "PJRT_DEVICE": "CPU", "XLAGRAPH_CAPTURE": str(cap)}
+    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", str(script)]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(cap.glob("*/journal.jsonl"))) < 2:
+        time.sleep(0.1)
+    events = list(watch(str(cap), interval=0.2))
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    recompiles = [e for e in events if e.kind == "recompile" and not e.expected]
+    assert len({e.process for e in recompiles}) == 1 and all("ranked.py:" in e.text for e in recompiles)
+    ranks = [e for e in events if e.kind == "ranks"]
+    assert ranks and ranks[0].process == recompiles[0].process
+    assert sum(e.kind == "end" for e in events) == 2
+
+
+def test_watchdog_on_a_torch_compile_capture_warns_in_dynamos_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The helper's rule on a finished real capture (batch_size: the batch grows at step 3, after
+    steps that compiled nothing): dynamo's recompile and the XLA graphs it added are told, each
+    once; with raise, the first is the verdict the recorder raises."""
+    import shutil
+
+    from xlagraph.report.watchdog import run
+
+    src = ROOT / "fixtures" / "torch_xla" / "compiled" / "captures" / "batch_size" / "capture" / "proc"
+    proc = tmp_path / "proc"
+    shutil.copytree(src, proc)
+    assert run(str(proc), "warn", None, os.getpid(), interval=0.01) == 0
+    told = [line for line in capsys.readouterr().err.splitlines() if "recompile after the warm-up" in line]
+    assert told and "input `x`'s dimension 0 changed 8 -> 11" in told[0]
+    assert run(str(proc), "raise", None, os.getpid(), interval=0.01) == 0
+    verdict = json.loads((proc / "on_recompile.json").read_text())
+    assert verdict["step"] == 3 and verdict["kind"] == "torch.compile"
+    capsys.readouterr()
+    assert run(str(proc), "warn", 3, os.getpid(), interval=0.01) == 0  # XLAGRAPH_WARMUP=3: all warm-up
+    assert "recompile after the warm-up" not in capsys.readouterr().err

@@ -89,11 +89,25 @@ _patched: tuple[Any, Any] | None = None  # (the context class, its own __init__)
 # the user's frame of the outermost call now running: (file, line, function). dynamo's own stack
 # of a frame it starts often holds that frame alone, without the line that called it.
 _site: tuple[str, int, str] | None = None
+_sites: dict[tuple[str, int], int] = {}  # outermost calls per calling line, in first-call order
 _library: tuple[str, ...] | None = None  # folders of installed code (torch's, the stdlib's)
 
 
 def calls() -> int:
     return _calls
+
+
+def loop_step() -> int | None:
+    """Without torch_xla: the step now running, the calls so far from the line that called a
+    compiled function first (the loop's), 0-based; a call from another line (an evaluation pass)
+    belongs to the step it runs in."""
+    first = next(iter(_sites.values()), 0)
+    return first - 1 if first else None
+
+
+def calls_by_site() -> list[tuple[str, int, int]]:
+    """(file, line, calls) of each line that called a compiled function, first caller first."""
+    return [(file, line, n) for (file, line), n in _sites.items()]
 
 
 def armed() -> bool:
@@ -181,6 +195,9 @@ def _enter() -> Callable[[], None]:
     if _depth == 0:
         _calls += 1
         _site = _caller()
+        if _site is not None:
+            where = _site[:2]
+            _sites[where] = _sites.get(where, 0) + 1
         if _on_call is not None:
             try:
                 _on_call()

@@ -223,9 +223,8 @@ def _step_of() -> tuple[int | None, float]:
     rec = _recorder
     if rec is not None:
         return rec.s.step, time.perf_counter() - rec.t0
-    # no torch_xla: a step is a call of a compiled function (the one this event is compiling)
-    n = dynamo.calls()
-    return (n - 1 if n else None), time.perf_counter() - _perf0
+    # no torch_xla: a step is a call of a compiled function from the loop's line
+    return dynamo.loop_step(), time.perf_counter() - _perf0
 
 
 def _on_call() -> None:
@@ -410,8 +409,11 @@ def _dynamo_only_meta() -> None:
     from xlagraph.capture.stored_sources import Relativizer, portable_meta
 
     meta = _meta(None, plan, ["torch_xla was not imported: dynamo's record only"])
+    paths = Relativizer.here()
+    sites = [[paths(file), line, n] for file, line, n in dynamo.calls_by_site()]
     meta.update(end_time=time.time(), clean_exit=True, compiled_calls=dynamo.calls())
-    write_meta(plan.proc_dir, portable_meta(meta, plan.proc_dir, Relativizer.here()))
+    meta["compiled_call_sites"] = sites
+    write_meta(plan.proc_dir, portable_meta(meta, plan.proc_dir, paths))
 
 
 def _after_fork() -> None:

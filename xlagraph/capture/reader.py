@@ -189,8 +189,17 @@ def _read_process(p: Path) -> _Process:
     joined = _joined_steps(acc)
     syncs, steps = _syncs_and_steps(acc, joined)
     if not acc.steps and not acc.start and isinstance(meta.get("compiled_calls"), int):
-        # no torch_xla (a CPU or GPU backend): a step is a call of a compiled function
-        steps = [Step(index=i, start=0.0, end=0.0) for i in range(meta["compiled_calls"])]
+        # no torch_xla (a CPU or GPU backend): a step is a call of a compiled function from the
+        # line that called one first (the loop's); calls from other lines are evaluation passes
+        n = meta["compiled_calls"]
+        sites = [s for s in meta.get("compiled_call_sites") or () if isinstance(s, list) and len(s) == 3]
+        if sites and isinstance(sites[0][2], int) and 0 < sites[0][2] < n:
+            file, line, n = sites[0]
+            notes.append(
+                f"a step is a call of the compiled function at {file}:{line}; "
+                f"{meta['compiled_calls'] - n} call(s) from other lines (evaluation passes?) are not steps"
+            )
+        steps = [Step(index=i, start=0.0, end=0.0) for i in range(n)]
     dynamo = _read_dynamo(p, joined, notes)
     if fallback := _fallback_note(acc):
         notes.append(fallback)

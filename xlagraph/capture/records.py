@@ -151,6 +151,7 @@ _META: dict[str, Check] = {
     "cwd": _str,
     "import_roots": lambda v: isinstance(v, list) and all(_str(n) for n in v),
     "compiled_calls": _int(),
+    "compiled_call_sites": lambda v: isinstance(v, list),
 }
 
 

@@ -237,7 +237,8 @@ KINDS: dict[str, tuple[str, str]] = {
     ),
     "object_identity": (
         "another object was passed",
-        "pass the same object on every call (a module or a config built once), or pass its values as tensors",
+        "pass the same object on every call (a function or a config built once, outside the loop), or "
+        "pass its values as tensors",
     ),
     "python_type": ("an argument's type changed", "pass arguments of one type on every call"),
     "guard": ("a guard failed", "make the value the guard reads the same on every call"),
