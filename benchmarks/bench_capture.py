@@ -19,6 +19,7 @@ Modes:
 * capture, source lines always  XLAGRAPH_CAPTURE=DIR XLAGRAPH_SOURCE_LINES=always (every step traced
                               with XLA_IR_DEBUG, the default before auto)
 * capture, no source lines    XLAGRAPH_CAPTURE=DIR XLAGRAPH_SOURCE_LINES=0
+* capture + on-recompile warn  XLAGRAPH_CAPTURE=DIR XLAGRAPH_ON_RECOMPILE=warn (the helper process follows)
 * capture, uncompressed      XLAGRAPH_CAPTURE=DIR XLAGRAPH_COMPRESS=0 (dumps kept as plain text; the
                               default stores them as .xz at exit: its cost is the exit CPU column)
 * capture + fingerprints      XLAGRAPH_CAPTURE=DIR XLAGRAPH_FINGERPRINTS=1 (bit fingerprints of the
@@ -96,6 +97,7 @@ MODES = {
     "capture": {"XLAGRAPH_CAPTURE": "{tmp}/capture"},
     "capture, source lines always": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_SOURCE_LINES": "always"},
     "capture, no source lines": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_SOURCE_LINES": "0"},
+    "capture + on-recompile warn": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_ON_RECOMPILE": "warn"},
     "capture, uncompressed": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_COMPRESS": "0"},
     "capture + fingerprints": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_FINGERPRINTS": "1"},
     "XLA_SAVE_TENSORS_FILE (hlo)": {"XLA_SAVE_TENSORS_FILE": "{tmp}/save.hlo", "XLA_SAVE_TENSORS_FMT": "hlo"},

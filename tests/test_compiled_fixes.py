@@ -35,6 +35,7 @@ PAIRS = [
     ("item_in_compiled", break_fix("Unsupported Tensor.item() call"), "keep it a tensor"),
     ("eager_shape", EAGER_SHAPE_FIX, "pad the input to one fixed size"),
     ("list_length", fix_for("sequence_length"), "pass a fixed number of items"),
+    ("loss_switch", fix_for("object_identity"), "pass its values as tensors"),
 ]
 
 

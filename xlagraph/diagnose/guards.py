@@ -160,7 +160,7 @@ _RULES: tuple[Rule, ...] = (
     (
         "object_identity",
         re.compile(r"^___check_obj_id\((?P<v>[^,]+),"),
-        lambda m: (_name(m["v"]), f"`{_name(m['v'])}` is another object than the one compiled for", "", ""),
+        lambda m: _identity(_name(m["v"])),
     ),
     (
         "python_type",
@@ -265,6 +265,14 @@ def explain_guard(text: str, code_file: str = "") -> GuardChange:
             subject, phrase, before, after = build(m)
             return GuardChange(kind, subject, phrase, before, after, entry, source, file, line, text.strip())
     return GuardChange("guard", raw, f"guard `{raw}` failed", "", "", entry, source, file, line, text.strip())
+
+
+def _identity(name: str) -> tuple[str, str, str, str]:
+    """`crit.__code__`: another function was passed (its code object is what dynamo guards)."""
+    if name.endswith(".__code__"):
+        fn = name.removesuffix(".__code__")
+        return fn, f"`{fn}` is another function (a new code object) than the one compiled for", "", ""
+    return name, f"`{name}` is another object than the one compiled for", "", ""
 
 
 def fix_for(kind: str) -> str:
