@@ -58,22 +58,19 @@ def _dynamo_gate(
     if d is None and eager is None:
         return True, "no torch.compile record in this source (nothing to count for torch.compile)"
     parts, passed = [], True
+    gates: list[tuple[str, list[str]]] = []
     if max_recompiles is not None and d is not None:
         counted = [e for e in d.unexpected if after_step is None or e.step is None or e.step > after_step]
-        ok, text = _budget(
-            "torch.compile recompile(s)",
-            [f"{e.compile_id} at step {e.step}: {e.summary}" for e in counted],
-            max_recompiles,
+        gates.append(
+            ("torch.compile recompile(s)", [f"{e.compile_id} at step {e.step}: {e.summary}" for e in counted])
         )
-        passed &= ok
-        parts.append(text)
     if max_recompiles is not None and eager is not None:
         ops = [o for o in eager.recompiled if after_step is None or o.step > after_step]
-        ok, text = _budget(
-            "eager op recompile(s)",
-            [f"step {o.step}: {o.op} {o.shapes} (was {o.was})" for o in ops],
-            max_recompiles,
+        gates.append(
+            ("eager op recompile(s)", [f"step {o.step}: {o.op} {o.shapes} (was {o.was})" for o in ops])
         )
+    for what, items in gates:
+        ok, text = _budget(what, items, max_recompiles or 0)
         passed &= ok
         parts.append(text)
     if no_graph_breaks and d is not None:
