@@ -286,3 +286,23 @@ def test_watchdog_on_a_torch_compile_capture_warns_in_dynamos_words(
     capsys.readouterr()
     assert run(str(proc), "warn", 3, os.getpid(), interval=0.01) == 0  # XLAGRAPH_WARMUP=3: all warm-up
     assert "recompile after the warm-up" not in capsys.readouterr().err
+
+
+def test_a_capture_of_another_tool_or_a_newer_xlagraph(tmp_path: Path) -> None:
+    """Another tool's meta.json is one line and exit 2 (report and watch); a newer capture format
+    is read as far as this version knows, with a note saying so."""
+    import shutil
+
+    src = ROOT / "fixtures" / "torch_xla" / "compiled" / "captures" / "int_arg" / "capture" / "proc"
+    for name, change in (("other", {"format": "someone-elses-capture"}), ("newer", {"format_version": 99})):
+        dst = tmp_path / name / "host-1"
+        shutil.copytree(src, dst)
+        meta = json.loads((dst / "meta.json").read_text())
+        meta.update(change)
+        (dst / "meta.json").write_text(json.dumps(meta))
+    for command in ("report", "watch"):
+        result = CliRunner().invoke(cli, [command, str(tmp_path / "other")])
+        assert result.exit_code == 2 and "not an xlagraph capture" in result.output, result.output
+        assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    result = CliRunner().invoke(cli, ["report", str(tmp_path / "newer")])
+    assert result.exit_code == 0 and "written by a newer xlagraph (capture format 99" in result.output

@@ -254,9 +254,28 @@ def _read_meta(p: Path, acc: _Acc) -> dict[str, Any]:
     except (ValueError, RecursionError) as e:
         acc.notes.append(f"{fmt.META} unreadable ({_reason(e)}); ignored")
         return {}
+    _check_format(path, raw, acc)
     meta, dropped = check_meta(raw)
     acc.notes.extend(dropped)
     return meta
+
+
+def _check_format(path: Path, raw: Any, acc: _Acc) -> None:
+    """Another tool's folder is refused by name; a newer xlagraph's capture is read as far as this
+    reader knows its format (records it does not know are skipped), and says so."""
+    if not isinstance(raw, dict):
+        return
+    kind = raw.get("format")
+    if kind is not None and kind != fmt.FORMAT:
+        why = f"not an xlagraph capture (format {str(kind)[:40]!r}, not {fmt.FORMAT!r})"
+        raise InputError(str(path), why)
+    version = raw.get("format_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > fmt.VERSION:
+        acc.notes.append(
+            f"written by a newer xlagraph (capture format {version}; this one reads {fmt.VERSION}, "
+            f"xlagraph {str(raw.get('xlagraph', '?'))[:20]} wrote it): read as far as this version "
+            "knows; upgrade xlagraph to read all of it"
+        )
 
 
 def _reason(e: BaseException) -> str:

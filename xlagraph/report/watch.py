@@ -111,6 +111,8 @@ class Watcher:
             if any(_key(r) not in proc.seen for r in report.recompiles):
                 report = build_report(log)  # explained only when something new is to be told
         except (XlagraphError, OSError, ValueError):
+            if ended:  # nothing more will be written: what cannot be read is bad input
+                raise
             return []  # (a file changing under the reader: read again at the next poll)
         proc.report = report
         events = _new_events(report, proc)
