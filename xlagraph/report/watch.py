@@ -201,6 +201,8 @@ def _appended(path: Path, start: int, end: int) -> bytes:
     """The journal's bytes from `start` to `end` (what a run appended since the last look)."""
     if end <= start:
         return b"" if end == start else b'"k":"graph"'  # (shorter: a new file; read it all)
+    if not path.is_file():  # (only a regular file is read here; the reader names anything else)
+        return b""
     try:
         with open(path, "rb") as f:
             f.seek(start)
@@ -221,8 +223,11 @@ def _sizes(p: Path) -> tuple[int, ...]:
 
 def _ended(p: Path) -> bool:
     """The process wrote its end (meta.json's clean_exit), or it is gone from this host."""
+    path = p / fmt.META
+    if not path.is_file() or path.is_symlink():  # (a FIFO would block the read; the reader refuses it)
+        return False
     try:
-        meta = json.loads((p / fmt.META).read_text(encoding="utf-8"))
+        meta = json.loads(path.read_bytes()[: 1 << 20].decode("utf-8"))
     except (OSError, ValueError):
         return False
     if not isinstance(meta, dict):
