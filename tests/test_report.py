@@ -531,7 +531,10 @@ def test_pytest_plugin_graph_budget_names_each_extra_graphs_cause_and_line(tmp_p
         [*argv, "--xla-explain"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT
     )
     assert proc.returncode == 1 and "1 failed, 1 passed" in proc.stdout, proc.stdout + proc.stderr
-    failure = proc.stdout[proc.stdout.index("3 XLA graph(s) compiled inside xla_graph_budget") :]
+    # The failure's own block, up to its capture line: on CI (CI=true in the environment) pytest's
+    # short summary repeats the whole message, so the rest of stdout holds each line twice.
+    start = proc.stdout.index("3 XLA graph(s) compiled inside xla_graph_budget")
+    failure = proc.stdout[start : proc.stdout.index("\n", proc.stdout.index("capture: ", start))]
     listed = [line for line in failure.splitlines() if line.strip().startswith("- step ")]
     assert len(listed) == 3, failure  # each graph of the block, with its cause and line
     shapes = [line for line in listed if "parameter_shape" in line]
