@@ -71,6 +71,24 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
         list(watch(str(tmp_path / "missing"), follow=False))
 
 
+@pytest.mark.parametrize("name", ["meta.json", "journal.jsonl", "torch_trace.log"])
+@pytest.mark.parametrize("once", [True, False])
+def test_a_fifo_in_place_of_a_capture_file_is_one_line_and_exit_2(
+    tmp_path: Path, name: str, once: bool
+) -> None:
+    """A FIFO never becomes a file: watch says so at once (with --once too), never waits on it."""
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform")
+    proc = tmp_path / "host-1"
+    proc.mkdir()
+    if name != "meta.json":
+        (proc / "meta.json").write_text('{"format": "xlagraph-capture", "format_version": 1}')
+    os.mkfifo(proc / name)
+    result = CliRunner().invoke(cli, ["watch", *(["--once"] if once else []), str(tmp_path)])
+    assert result.exit_code == 2 and "FIFO" in result.output and name in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
 def test_a_journal_cut_mid_record_is_read_up_to_its_last_complete_line(tmp_path: Path) -> None:
     src = ROOT / "fixtures" / "torch_xla" / "compiled" / "captures" / "int_arg" / "capture" / "proc"
     dst = tmp_path / "cap" / "host-1"
@@ -181,7 +199,7 @@ SLOW = textwrap.dedent(
             x = torch.randn(rows, 16, device=dev)
             loss = (x @ w).pow(2).mean()
             torch_xla.sync()
-            time.sleep(0.4)
+            time.sleep(float(os.environ.get("SLEEP", "0.4")))
             print("step", step, flush=True)
     except RecompileError as e:
         print("raised at", step, "|", e.step, "|", e.explanation, "|", e.capture)
@@ -208,6 +226,24 @@ def test_on_recompile_raise_stops_the_run_with_the_explanation(tmp_path: Path) -
     assert "slow.py:" in explanation and "fix:" in explanation
     assert Path(capture).is_dir() and Path(capture).parent == tmp_path / "cap"
     assert "xlagraph: recompile after the warm-up" in out.stderr
+
+
+def test_on_recompile_raise_stops_a_fast_loop_at_the_next_boundary(tmp_path: Path) -> None:
+    """No time between steps for the helper to look: the boundary after the compiled step waits
+    for its reading, so the run stops at the very next sync, every time."""
+    out = _run(tmp_path, SHORT="5", SLEEP="0", XLAGRAPH_ON_RECOMPILE="raise")
+    raised = [line for line in out.stdout.splitlines() if line.startswith("raised at")]
+    assert raised, out.stdout + out.stderr[-3000:]
+    at, step, explanation, _ = (part.strip() for part in raised[0].removeprefix("raised at").split("|"))
+    assert (at, step) == ("6", "6")  # loop step 5 is the report's step 6; stopped at loop step 6's sync
+    assert "slow.py:" in explanation
+
+
+def test_on_recompile_raise_on_the_last_step_is_told_at_exit(tmp_path: Path) -> None:
+    out = _run(tmp_path, SHORT="13", SLEEP="0", XLAGRAPH_ON_RECOMPILE="raise")
+    assert out.returncode == 0 and "step 13" in out.stdout and "raised" not in out.stdout
+    assert "xlagraph: recompile after the warm-up" in out.stderr, out.stderr[-3000:]
+    assert "on the run's last step: the run had ended" in out.stderr
 
 
 def test_on_recompile_a_stable_loop_runs_to_the_end(tmp_path: Path) -> None:

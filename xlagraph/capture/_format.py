@@ -25,6 +25,7 @@ import re
 
 FORMAT = "xlagraph-capture"
 VERDICT = "on_recompile.json"  # XLAGRAPH_ON_RECOMPILE=raise: the helper's explanation (report/watchdog.py)
+WATCHDOG_SEEN = "on_recompile.seen"  # how far into the journal the helper has told (bytes)
 VERSION = 1
 META = "meta.json"
 JOURNAL = "journal.jsonl"

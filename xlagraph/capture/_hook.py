@@ -128,6 +128,9 @@ def _stop() -> None:
     _remove_finder()
     if rec is not None and rec.active and rec.pid == os.getpid():
         rec.guard(rec.finish)
+        if rec.on_recompile is not None:  # (after finish: the recorder is inactive, its journal whole)
+            with suppress(Exception):
+                rec.on_recompile.at_exit()
     if _ir_debug_set:
         _guarded(_reset_ir_debug)
     _unhook()
@@ -394,6 +397,9 @@ def _at_exit() -> None:
     rec = _recorder
     if rec is not None and rec.active and rec.pid == os.getpid():
         rec.guard(rec.finish)
+        if rec.on_recompile is not None:  # (after finish: the recorder is inactive, its journal whole)
+            with suppress(Exception):
+                rec.on_recompile.at_exit()
     if rec is None and _plan is not None and dynamo.armed():
         _guarded(_dynamo_only_meta)
 

@@ -2,7 +2,13 @@
 (`report/watchdog.py`, started here at low priority with no capture of its own); this process
 only looks, at each step boundary, for the helper's verdict file (`raise`) and raises
 `RecompileError` with it. `XLAGRAPH_WARMUP=N` makes steps 0..N the warm-up (default: the
-report's own warm-up)."""
+report's own warm-up).
+
+`raise` stops the run at the step boundary right after the recompile: when a step that compiled
+was written after a quiet one (before that, every step compiled: the warm-up), the next boundary
+waits until the helper has read the journal that far (`fmt.WATCHDOG_SEEN`), at most `WAIT_S`.
+A stable loop never waits; a recompile costs a compile already, and the wait is a fraction of it.
+A recompile on the run's last step, with no boundary left, is told at exit."""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from typing import Any
 
 from xlagraph.capture import _format as fmt
@@ -19,6 +26,8 @@ __all__ = ["OnRecompile"]
 
 # the capture's own settings: the helper must not capture itself, nor pay for torch_xla's debug
 _NOT_INHERITED = ("XLAGRAPH_", "PT_XLA_DEBUG", "XLA_IR_DEBUG", "XLA_HLO_DEBUG", "XLA_FLAGS")
+WAIT_S = 20.0  # the longest a boundary waits for the helper's reading of a compiled step
+_LOOK_S = 0.01
 
 
 class OnRecompile:
@@ -27,7 +36,10 @@ class OnRecompile:
         self.mode = mode
         self.warmup = warmup
         self.verdict = os.path.join(proc_dir, fmt.VERDICT)
+        self.seen = os.path.join(proc_dir, fmt.WATCHDOG_SEEN)
         self.raised = False
+        self.quiet = False  # a journal step compiled nothing: the warm-up may be over
+        self.awaited: int | None = None  # journal bytes the helper must have read before a boundary
         self.helper: subprocess.Popen[bytes] | None = None
 
     @staticmethod
@@ -53,9 +65,31 @@ class OnRecompile:
             close_fds=True,
         )
 
+    def step_written(self, step: int, compiled: bool, journal_fd: int) -> None:
+        """A journal step was written. A compiled one past what is surely warm-up makes the next
+        boundary wait for the helper's reading (a journal step compiles no less than the user's
+        step it belongs to, so these tests never skip one the helper would count)."""
+        if not compiled:
+            self.quiet = True
+            return
+        if self.mode != "raise" or self.raised:
+            return
+        warmup = int(self.warmup) if self.warmup.isdigit() else None
+        if (warmup is not None and step <= warmup) or (warmup is None and not self.quiet):
+            return
+        try:
+            self.awaited = os.fstat(journal_fd).st_size
+        except OSError:
+            self.awaited = None
+
     def check(self) -> None:
         """At a step boundary: raise the helper's verdict, once."""
-        if self.mode != "raise" or self.raised or not os.path.exists(self.verdict):
+        if self.mode != "raise" or self.raised:
+            return
+        if self.awaited is not None:
+            self._wait(self.awaited)
+            self.awaited = None
+        if not os.path.exists(self.verdict):
             return
         try:
             with open(self.verdict, encoding="utf-8") as f:
@@ -65,3 +99,32 @@ class OnRecompile:
         self.raised = True
         step = verdict.get("step") if isinstance(verdict.get("step"), int) else None
         raise RecompileError(str(verdict.get("text", "recompiled after the warm-up")), step, self.proc_dir)
+
+    def at_exit(self) -> None:
+        """The run ended (its journal closed): a recompile on the last step had no boundary to stop
+        at. Wait for the helper's reading; its line is on stderr, and this says the run had ended."""
+        if self.mode != "raise" or self.raised or self.awaited is None:
+            return
+        try:  # the whole journal: the helper reads the run's end and tells all
+            self._wait(os.path.getsize(os.path.join(self.proc_dir, fmt.JOURNAL)))
+        except OSError:
+            return
+        if os.path.exists(self.verdict):
+            why = "the recompile above was on the run's last step: the run had ended, nothing left to stop"
+            print(f"xlagraph: XLAGRAPH_ON_RECOMPILE=raise: {why}", file=sys.stderr, flush=True)
+
+    def _wait(self, size: int) -> None:
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            if os.path.exists(self.verdict) or self._seen() >= size:
+                return
+            if self.helper is not None and self.helper.poll() is not None:
+                return  # (the helper stopped: nothing more will come)
+            time.sleep(_LOOK_S)
+
+    def _seen(self) -> int:
+        try:
+            with open(self.seen, encoding="ascii") as f:
+                return int(f.read().strip() or -1)
+        except (OSError, ValueError):
+            return -1

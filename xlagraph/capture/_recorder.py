@@ -352,6 +352,8 @@ class Recorder:
         records.extend(graph_records(self.s))
         records.append(step)
         self._write(records)
+        if self.on_recompile is not None:  # XLAGRAPH_ON_RECOMPILE=raise: the next boundary may wait
+            self.on_recompile.step_written(s.step, compiles > s.compiles or bool(eager), self.fd)
         self._sources_so_far()
         s.step += 1
         s.last_end = now

@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from typing import Any
 from xlagraph.capture import _format as fmt
 from xlagraph.capture.reader import is_capture, read_process
 from xlagraph.errors import InputError, XlagraphError
+from xlagraph.parse.sources import check_regular_file
 from xlagraph.report.build import build_report
 from xlagraph.report.model import Recompile, RunReport
 
@@ -90,6 +93,7 @@ class Watcher:
     def _poll_one(self, proc: _Proc) -> list[WatchEvent]:
         if proc.ended:
             return []
+        _refuse_special_files(proc.path)
         sizes = _sizes(proc.path)
         ended = _ended(proc.path)
         if sizes == proc.sizes and not ended:
@@ -104,7 +108,7 @@ class Watcher:
         if not changed and (proc.steady or now - proc.read_at < _REREAD_S):
             proc.sizes = sizes
             return []
-        proc.sizes, proc.read_at = sizes, now
+        before, proc.sizes, proc.read_at = proc.sizes, sizes, now
         try:
             log = read_process(proc.path)
             report = build_report(log, explain=False)
@@ -113,7 +117,8 @@ class Watcher:
         except (XlagraphError, OSError, ValueError):
             if ended:  # nothing more will be written: what cannot be read is bad input
                 raise
-            return []  # (a file changing under the reader: read again at the next poll)
+            proc.sizes = before  # (a file changing under the reader: read it all again next poll)
+            return []
         proc.report = report
         events = _new_events(report, proc)
         if report.steady_from_step is not None and not proc.steady and not _pending(report, proc):
@@ -125,6 +130,11 @@ class Watcher:
             detail = {"steps": report.steps, "compiles": report.compiles}
             events.append(WatchEvent("end", report.process, report.steps, None, detail))
         return events
+
+    def journal_read(self) -> int:
+        """Bytes of journal told so far, summed over the processes (each poll has told every event
+        in what it read)."""
+        return sum(max(p.sizes[0], 0) for p in self.procs.values() if p.sizes)
 
     def reports(self) -> dict[str, RunReport]:
         """Each process's report as last read."""
@@ -209,6 +219,17 @@ def _appended(path: Path, start: int, end: int) -> bytes:
             return f.read(min(end - start, 64 << 20))
     except OSError:
         return b""
+
+
+def _refuse_special_files(p: Path) -> None:
+    """A FIFO, device or socket in place of a capture file never becomes one: one line now (the
+    run writing there cannot be waited for)."""
+    for name in (fmt.JOURNAL, fmt.TORCH_TRACE, fmt.META):
+        path = p / name
+        if os.path.lexists(path):
+            with suppress(FileNotFoundError):  # (removed since: the next poll looks again)
+                if not stat.S_ISREG(os.stat(path).st_mode):
+                    check_regular_file(str(path))
 
 
 def _sizes(p: Path) -> tuple[int, ...]:

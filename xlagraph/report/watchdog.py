@@ -4,9 +4,11 @@ The capturing process starts this module (`python -m xlagraph.report.watchdog`) 
 with no capture of its own and no torch: it follows the process's capture folder as `watch` does
 (`report/watch.py`) and, for each recompile after the warm-up that is not expected, prints one line
 on the run's stderr (its cause and line, in the report's words). With `raise` it also writes
-`on_recompile.json` (`fmt.VERDICT`) into the process folder; the recorder looks for that file at each step
-boundary (one stat) and raises `RecompileError` there, holding the explanation and the capture's
-path. The training thread never analyses anything.
+`on_recompile.json` (`fmt.VERDICT`) into the process folder, and how far into the journal it has
+read (`fmt.WATCHDOG_SEEN`); the recorder looks for the verdict at each step boundary (one stat),
+waits for the reading only after a step that compiled past the warm-up, and raises
+`RecompileError` there, holding the explanation and the capture's path. The training thread never
+analyses anything.
 
 Warm-up: steps 0..N with XLAGRAPH_WARMUP=N; by default the report's own: a recompile counts once
 the run has had a step that compiled nothing before it. Expected recompiles (optimizer state
@@ -51,11 +53,12 @@ def _quiet_steps(report: object) -> set[int]:
     return {s for s in range(steps) if s not in compiled}
 
 
-def run(proc_dir: str, mode: str, warmup: int | None, parent: int, interval: float = 0.5) -> int:
+def run(proc_dir: str, mode: str, warmup: int | None, parent: int, interval: float = 0.2) -> int:
     from xlagraph.render.watch import event_line
     from xlagraph.report.watch import Watcher
 
     watcher = Watcher(proc_dir)
+    told = -1
     while True:
         try:
             events = watcher.poll()
@@ -71,18 +74,22 @@ def run(proc_dir: str, mode: str, warmup: int | None, parent: int, interval: flo
             text = f"recompile after the warm-up: {event_line(e)}"
             print(f"{PREFIX} {text}", file=sys.stderr, flush=True)
             if mode == "raise":
-                _write_verdict(proc_dir, {"text": text, "step": e.step, "capture": proc_dir, "kind": e.kind})
+                verdict = {"text": text, "step": e.step, "capture": proc_dir, "kind": e.kind}
+                _write_atomic(os.path.join(proc_dir, fmt.VERDICT), json.dumps(verdict))
                 return 0
+        if mode == "raise" and (read := watcher.journal_read()) != told:
+            # the recorder waits on this after a compiled step: the step is told (or not to be)
+            _write_atomic(os.path.join(proc_dir, fmt.WATCHDOG_SEEN), str(read))
+            told = read
         if watcher.done or not _alive(parent):
             return 0
         time.sleep(interval)
 
 
-def _write_verdict(proc_dir: str, verdict: dict[str, object]) -> None:
-    path = os.path.join(proc_dir, fmt.VERDICT)
+def _write_atomic(path: str, text: str) -> None:
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(verdict, f)
+        f.write(text)
     os.replace(tmp, path)  # the recorder sees it whole or not at all
 
 
