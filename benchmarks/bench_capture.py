@@ -20,6 +20,7 @@ Modes:
                               with XLA_IR_DEBUG, the default before auto)
 * capture, no source lines    XLAGRAPH_CAPTURE=DIR XLAGRAPH_SOURCE_LINES=0
 * capture + on-recompile warn  XLAGRAPH_CAPTURE=DIR XLAGRAPH_ON_RECOMPILE=warn (the helper process follows)
+* capture + on-recompile raise  the same with raise (the helper also writes how far it has read)
 * capture, uncompressed      XLAGRAPH_CAPTURE=DIR XLAGRAPH_COMPRESS=0 (dumps kept as plain text; the
                               default stores them as .xz at exit: its cost is the exit CPU column)
 * capture + fingerprints      XLAGRAPH_CAPTURE=DIR XLAGRAPH_FINGERPRINTS=1 (bit fingerprints of the
@@ -98,6 +99,7 @@ MODES = {
     "capture, source lines always": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_SOURCE_LINES": "always"},
     "capture, no source lines": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_SOURCE_LINES": "0"},
     "capture + on-recompile warn": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_ON_RECOMPILE": "warn"},
+    "capture + on-recompile raise": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_ON_RECOMPILE": "raise"},
     "capture, uncompressed": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_COMPRESS": "0"},
     "capture + fingerprints": {"XLAGRAPH_CAPTURE": "{tmp}/capture", "XLAGRAPH_FINGERPRINTS": "1"},
     "XLA_SAVE_TENSORS_FILE (hlo)": {"XLA_SAVE_TENSORS_FILE": "{tmp}/save.hlo", "XLA_SAVE_TENSORS_FMT": "hlo"},

@@ -259,6 +259,70 @@ def test_on_recompile_warn_prints_one_line_and_the_run_goes_on(tmp_path: Path) -
     assert len(warned) == 1 and "step 6" in warned[0] and "slow.py:" in warned[0]
 
 
+NO_XLA = textwrap.dedent(
+    """
+    import os, sys, time
+    import torch
+    from xlagraph.errors import RecompileError
+
+    @torch.compile(backend="aot_eager")
+    def f(x):
+        return (x * 2).sum()
+
+    short, go = int(os.environ.get("SHORT", "-1")), sys.argv[1]
+    try:
+        for step in range(16):
+            f(torch.randn(8 if step != short else 5, 4))
+            time.sleep(0.2)
+            print("step", step, flush=True)
+    except RecompileError as e:
+        print("raised at", step, "|", e.step, "|", e.explanation)
+    deadline = time.time() + 60
+    while os.environ.get("WAIT") and not os.path.exists(go) and time.time() < deadline:
+        time.sleep(0.05)
+    """
+)
+
+
+def _start_no_xla(tmp_path: Path, **env: str) -> tuple[subprocess.Popen[str], Path, Path]:
+    script, cap, go = tmp_path / "no_xla.py", tmp_path / "cap", tmp_path / "go"
+    script.write_text(NO_XLA)
+    full = {**os.environ, "XLAGRAPH_CAPTURE": str(cap), **env}
+    argv = [sys.executable, str(script), str(go)]
+    pipe = subprocess.PIPE
+    return subprocess.Popen(argv, env=full, stdout=pipe, stderr=pipe, text=True), cap, go
+
+
+def test_live_without_torch_xla_dynamos_recompile_is_told_while_it_runs(tmp_path: Path) -> None:
+    """torch.compile on a CPU backend, no torch_xla: the folder is a capture from the first compiled
+    call, and watch tells dynamo's recompile while the run goes on."""
+    proc, cap, go = _start_no_xla(tmp_path, SHORT="5", WAIT="1")
+    deadline = time.time() + 120
+    while time.time() < deadline and not any(cap.glob("*/meta.json")):
+        time.sleep(0.05)
+    told = []
+    for event in watch(str(cap), interval=0.1):
+        told.append(event)
+        if event.kind == "torch.compile" and not event.expected:
+            assert proc.poll() is None  # told while the run is still going
+            go.write_text("seen")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "step 15" in out, err[-2000:]
+    recompile = next(e for e in told if e.kind == "torch.compile" and not e.expected)
+    assert recompile.step == 5 and "no_xla.py:" in recompile.text, recompile.text
+    assert told[-1].kind == "end"
+
+
+def test_on_recompile_raise_without_torch_xla(tmp_path: Path) -> None:
+    proc, _, _ = _start_no_xla(tmp_path, SHORT="5", XLAGRAPH_ON_RECOMPILE="raise")
+    out, err = proc.communicate(timeout=300)
+    raised = [line for line in out.splitlines() if line.startswith("raised at")]
+    assert raised, out + err[-3000:]
+    at, step, explanation = (part.strip() for part in raised[0].removeprefix("raised at").split("|"))
+    assert 5 < int(at) < 15 and step == "5" and "no_xla.py:" in explanation
+    assert "xlagraph: recompile after the warm-up" in err
+
+
 RANKED = textwrap.dedent(
     """
     import os, time

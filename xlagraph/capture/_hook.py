@@ -48,6 +48,9 @@ PREFIX = "xlagraph capture:"
 _plan: EnvPlan | None = None  # planned, waiting for torch_xla
 _started_by = ""
 _recorder: Any = None  # the Recorder, once torch_xla is imported
+_DYNAMO_ONLY = "torch_xla was not imported: dynamo's record only"
+_dynamo_live = False  # no torch_xla: meta.json written at the first compiled call
+_dynamo_watchdog: tuple[int, OnRecompile] | None = None  # (its process, the helper) without torch_xla
 _real_xlac: Any = None  # the real torch_xla._XLAC while the proxy stands in for it
 _debug_file_in_use: tuple[str, int] | None = None  # torch_xla reads PT_XLA_DEBUG_FILE once per process
 _process_hooks = False  # atexit and fork handlers, registered once
@@ -237,6 +240,13 @@ def _on_call() -> None:
         rec.guard(rec.call_boundary)
         if rec.on_recompile is not None and rec.pid == os.getpid():
             rec.on_recompile.check()
+        return
+    if _plan is None:
+        return
+    if not _dynamo_live:  # no torch_xla (yet): the folder says so from the first call, for `watch`
+        _guarded(_start_dynamo_only)
+    if _dynamo_watchdog is not None and _dynamo_watchdog[0] == os.getpid():
+        _dynamo_watchdog[1].check()  # XLAGRAPH_ON_RECOMPILE=raise: the run stops here
 
 
 def _on_torch() -> None:
@@ -280,8 +290,9 @@ def _on_torch_xla(module: Any, late: bool) -> None:
     meta = _meta(module, plan, notes)
     rec = Recorder(plan, xlac, Settings.from_env(os.environ), meta, xm.add_step_closure)
     _recorder = rec
-    on_recompile = OnRecompile.from_env(plan.proc_dir, os.environ)
-    if on_recompile is not None:
+    if _dynamo_watchdog is not None and _dynamo_watchdog[0] == os.getpid():
+        rec.on_recompile = _dynamo_watchdog[1]  # (started at the first compiled call: the same helper)
+    elif (on_recompile := OnRecompile.from_env(plan.proc_dir, os.environ)) is not None:
         _guarded(on_recompile.start)
         rec.on_recompile = on_recompile
     fp_capture.attach(rec)
@@ -404,17 +415,42 @@ def _at_exit() -> None:
         _guarded(_dynamo_only_meta)
 
 
+def _start_dynamo_only() -> None:
+    """The first call of a compiled function, torch_xla not imported: meta.json now (the run is
+    live, `watch` follows dynamo's record; torch_xla imported later replaces it), and the
+    XLAGRAPH_ON_RECOMPILE helper."""
+    global _dynamo_live, _dynamo_watchdog
+    _dynamo_live = True
+    plan = _plan
+    assert plan is not None
+    os.makedirs(plan.proc_dir, exist_ok=True)
+    if os.path.exists(os.path.join(plan.proc_dir, fmt.META)):
+        return
+    from xlagraph.capture._journal import write_meta
+    from xlagraph.capture.stored_sources import Relativizer, portable_meta
+
+    meta = _meta(None, plan, [_DYNAMO_ONLY])
+    paths = Relativizer.here()
+    meta["cwd"] = os.getcwd()  # (while it runs, as a torch_xla capture's: "." at its clean exit)
+    write_meta(plan.proc_dir, {**portable_meta(meta, plan.proc_dir, paths), "cwd": meta["cwd"]})
+    on_recompile = OnRecompile.from_env(plan.proc_dir, os.environ)
+    if on_recompile is not None:
+        on_recompile.start()
+        _dynamo_watchdog = (os.getpid(), on_recompile)
+
+
 def _dynamo_only_meta() -> None:
     """No torch_xla in this process (a CPU or GPU backend): the folder still says what ran."""
     plan = _plan
     assert plan is not None
     dynamo.disarm()
-    if not os.path.isdir(plan.proc_dir) or os.path.exists(os.path.join(plan.proc_dir, fmt.META)):
+    meta_path = os.path.join(plan.proc_dir, fmt.META)
+    if not os.path.isdir(plan.proc_dir) or (os.path.exists(meta_path) and not _dynamo_live):
         return
     from xlagraph.capture._journal import write_meta
     from xlagraph.capture.stored_sources import Relativizer, portable_meta
 
-    meta = _meta(None, plan, ["torch_xla was not imported: dynamo's record only"])
+    meta = _meta(None, plan, [_DYNAMO_ONLY])
     paths = Relativizer.here()
     sites = [[paths(file), line, n] for file, line, n in dynamo.calls_by_site()]
     meta.update(end_time=time.time(), clean_exit=True, compiled_calls=dynamo.calls())

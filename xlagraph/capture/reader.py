@@ -201,6 +201,14 @@ def _read_process(p: Path) -> _Process:
             )
         steps = [Step(index=i, start=0.0, end=0.0) for i in range(n)]
     dynamo = _read_dynamo(p, joined, notes)
+    live = meta.get("start_time") and not meta.get("clean_exit")
+    if live and not steps and not acc.steps and not acc.start and dynamo is not None:
+        # no torch_xla, and the run has not ended (or was killed): its calls were never counted;
+        # the steps are those dynamo's record reached
+        reached = [c.step for c in dynamo.compiles if c.step is not None]
+        if reached:
+            steps = [Step(index=i, start=0.0, end=0.0) for i in range(max(reached) + 1)]
+            notes.append(f"the run had not ended: {len(steps)} step(s), as far as dynamo's record goes")
     if fallback := _fallback_note(acc):
         notes.append(fallback)
     graphs = {g["hash"]: _graph_record(p, g, notes) for g in acc.graphs.values() if g.get("hash")}
