@@ -89,6 +89,27 @@ def test_a_fifo_in_place_of_a_capture_file_is_one_line_and_exit_2(
     assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
 
 
+def test_ctrl_c_ends_watch_quietly(tmp_path: Path) -> None:
+    """Ctrl-C while following a run (a process on another host: never known to have ended), once
+    watch has told what is there: exit 0, every line whole, no traceback."""
+    import shutil
+
+    src = ROOT / "fixtures" / "torch_xla" / "compiled" / "captures" / "int_arg" / "capture" / "proc"
+    dst = tmp_path / "cap" / "host-1"
+    shutil.copytree(src, dst)
+    meta = json.loads((dst / "meta.json").read_text())
+    meta.update(host="elsewhere", clean_exit=False)
+    (dst / "meta.json").write_text(json.dumps(meta))
+    argv = [sys.executable, "-m", "xlagraph.cli.main", "watch", "--json", "--interval=0.1", str(dst.parent)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()  # (in its loop now, past its imports)
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert [json.loads(line)["schema"] for line in [first, *rest.splitlines()]]  # whole lines only
+
+
 def test_a_journal_cut_mid_record_is_read_up_to_its_last_complete_line(tmp_path: Path) -> None:
     src = ROOT / "fixtures" / "torch_xla" / "compiled" / "captures" / "int_arg" / "capture" / "proc"
     dst = tmp_path / "cap" / "host-1"
