@@ -35,12 +35,10 @@ __all__ = [
     "graphml_option",
     "handle_errors",
     "json_option",
-    "latest_run_logs",
     "output_failed",
     "printable",
     "reading",
     "run_option",
-    "runs_to_json",
     "write_graphml",
 ]
 
@@ -153,10 +151,10 @@ def run_option(fn: F) -> F:
     """`--run latest|all|N` for commands that read capture folders."""
 
     def convert(ctx: click.Context, param: click.Parameter, value: str) -> str | int:
-        from xlagraph.report.load import parse_run
+        from xlagraph.api import run_choice
 
         try:
-            return parse_run(value)
+            return run_choice(value)
         except ValueError as e:
             raise click.BadParameter(str(e).removeprefix("--run ")) from None
 
@@ -170,20 +168,6 @@ def run_option(fn: F) -> F:
         help="A capture folder used by several runs holds them all: which to read (N counts "
         "from 1, the oldest). The output names every run found.",
     )(fn)
-
-
-def runs_to_json(loaded: Any) -> list[dict[str, Any]]:
-    """The runs a capture folder holds, as JSON (what `xlagraph.api`'s reports say)."""
-    from xlagraph.api._report import runs_to_json
-
-    return runs_to_json(loaded.runs)
-
-
-def latest_run_logs(loaded: Any) -> tuple[Any, ...]:
-    """The loaded processes of the latest selected run: ranks are compared within one run."""
-    from xlagraph.api._report import latest_run_logs
-
-    return latest_run_logs(loaded)
 
 
 def graphml_option(fn: F) -> F:

@@ -85,9 +85,7 @@ def diff_command(
     if html_out:
         write_page(html_out, result.to_html(), err=as_json)
     if graphml_out:
-        from xlagraph.render.graphml import diff_graphml
-
-        write_graphml(graphml_out, diff_graphml(result), err=as_json)
+        write_graphml(graphml_out, result.to_graphml(), err=as_json)
     # `undetermined` (only values a dump elided could differ) is not shown identical: exit 1.
     code = EXIT_IDENTICAL if result.verdict == "identical" else EXIT_DIFFERENT
     click.get_current_context().exit(code)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from ._common import Status, echo, graphml_option, handle_errors, json_option, write_graphml
@@ -36,17 +34,13 @@ def graphs_command(src: str, as_json: bool, graphml_out: str | None) -> None:
         xlagraph graphs save.hlo.txt#2 --graphml step2.graphml
     """
     from xlagraph import api  # here, not at the top: keeps `--help` fast
-    from xlagraph.render.json import graphs_to_json
-    from xlagraph.render.text import render_graphs_text
 
     if graphml_out:
         if as_json:
             raise click.UsageError("--graphml writes one graph: leave out --json")
-        from xlagraph.render.graphml import module_graphml
-
         with Status() as status:
             status.set(f"reading {src}")
-            text = module_graphml(api.load(src))
+            text = api.load(src).to_graphml()
         write_graphml(graphml_out, text)
         return
     if _rank_view(src, as_json):
@@ -55,9 +49,9 @@ def graphs_command(src: str, as_json: bool, graphml_out: str | None) -> None:
         status.set(f"reading {src}")
         listing = api.graphs(src, progress=status.progress)
     if as_json:
-        click.echo(json.dumps(graphs_to_json(listing), indent=2))
+        click.echo(listing.to_json())
     else:
-        echo(render_graphs_text(listing), nl=False)
+        echo(listing.to_text(), nl=False)
 
 
 def _rank_view(src: str, as_json: bool) -> bool:

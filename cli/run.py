@@ -52,7 +52,9 @@ def run_command(out: str, overwrite: bool, command: tuple[str, ...]) -> None:
 def _prepare(directory: Path, overwrite: bool) -> None:
     if directory.exists() and not directory.is_dir():
         raise UserError(f"{directory}: exists and is not a folder")
-    earlier = [p for p in directory.iterdir() if (p / "meta.json").exists()] if directory.is_dir() else []
+    from xlagraph.api import process_folders
+
+    earlier = process_folders(directory)
     if earlier and not overwrite:
         raise UserError(f"{directory}: holds an earlier capture; pass --overwrite or choose another --out")
     for p in earlier:
@@ -61,21 +63,19 @@ def _prepare(directory: Path, overwrite: bool) -> None:
 
 
 def _summary(directory: Path) -> str:
-    from xlagraph.capture import read_capture
+    from xlagraph.api import captured
     from xlagraph.errors import XlagraphError
 
     try:
-        runs = read_capture(directory)
+        got = captured(directory)
     except XlagraphError:
         return (
             f"xlagraph: nothing captured in {directory}: the command never imported torch_xla, or its "
             "Python does not have xlagraph installed"
         )
-    steps = sum(len(r.steps) for r in runs)
-    compiles = sum(sum(s.compiled for s in r.syncs) for r in runs)
-    graphs = sum(len(r.graphs) for r in runs)
-    procs = f"{len(runs)} process{'es' if len(runs) != 1 else ''}"
+    procs = f"{got.processes} process{'es' if got.processes != 1 else ''}"
     return (
-        f"xlagraph: captured {procs}, {steps} steps, {compiles} compiles of {graphs} graphs in {directory}; "
+        f"xlagraph: captured {procs}, {got.steps} steps, {got.compiles} compiles of {got.graphs} graphs "
+        f"in {directory}; "
         f"explain them with: xlagraph report {directory}"
     )

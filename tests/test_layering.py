@@ -190,6 +190,20 @@ def test_nothing_of_the_library_imports_the_cli(graph: nx.DiGraph) -> None:
     assert bad == []
 
 
+CLI_MAY_IMPORT = ("xlagraph.api", "xlagraph.errors", "xlagraph.progress")
+
+
+def test_the_cli_only_parses_arguments_and_calls_the_api(graph: nx.DiGraph) -> None:
+    """`cli/` reaches the library through `xlagraph.api` (its public names, not its private
+    modules), `xlagraph.errors` and `xlagraph.progress`: what it needs beyond them is API."""
+    wrong = [
+        _edge(graph, a, b)
+        for a, b in graph.edges
+        if a.startswith("xlagraph.cli") and not b.startswith("xlagraph.cli") and b not in CLI_MAY_IMPORT
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
 def test_the_analyzer_imports_no_torch(house: tuple[nx.DiGraph, dict[str, list[tuple[str, str]]]]) -> None:
     outside = house[1]
     bad = [

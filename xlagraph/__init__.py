@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-__all__ = ["Check", "Computation", "Diff", "Divergence", "Event", "InputError", "Instruction", "Module",
-           "ParseError", "Ranks", "Report", "XlagraphError", "capture", "check", "diff", "diverge", "graphs",
-           "load", "load_all", "ranks", "report", "watch"]  # fmt: skip
+__all__ = ["Check", "Computation", "Diff", "Divergence", "Event", "Graphs", "InputError", "Instruction",
+           "Module", "ParseError", "Ranks", "Report", "XlagraphError", "capture", "check", "diff", "diverge",
+           "graphs", "load", "load_all", "ranks", "report", "watch"]  # fmt: skip
 
 
 def __getattr__(name: str) -> object:  # typed by __init__.pyi; no `typing` import at start-up

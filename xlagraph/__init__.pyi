@@ -5,6 +5,7 @@ from xlagraph.api import (
     Diff,
     Divergence,
     Event,
+    Graphs,
     InputError,
     Instruction,
     Module,
@@ -24,6 +25,6 @@ from xlagraph.api import (
 )
 from xlagraph.capture._hook import capture
 
-__all__ = ["Check", "Computation", "Diff", "Divergence", "Event", "InputError", "Instruction", "Module",
-           "ParseError", "Ranks", "Report", "XlagraphError", "capture", "check", "diff", "diverge", "graphs",
-           "load", "load_all", "ranks", "report", "watch"]  # fmt: skip
+__all__ = ["Check", "Computation", "Diff", "Divergence", "Event", "Graphs", "InputError", "Instruction",
+           "Module", "ParseError", "Ranks", "Report", "XlagraphError", "capture", "check", "diff", "diverge",
+           "graphs", "load", "load_all", "ranks", "report", "watch"]  # fmt: skip

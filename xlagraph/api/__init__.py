@@ -15,20 +15,28 @@ lists a source's graphs, `ranks` compares the ranks of a run (`Ranks`). Every re
 immutable; bad input raises `InputError` naming the file and line. docs/api.md is the reference.
 """
 
+from typing import TYPE_CHECKING, Any
+
+from xlagraph.api._capture import Captured, captured, process_folders
 from xlagraph.api._diff import Diff, diff
 from xlagraph.api._diverge import Divergence, diverge
 from xlagraph.api._module import Computation, Instruction, Module, load, load_all, node_id
 from xlagraph.api._ranks import Ranks, ranks
-from xlagraph.api._report import Check, Report, check, graphs, report
+from xlagraph.api._report import Check, Report, check, report, run_choice
 from xlagraph.api._watch import Event, watch
 from xlagraph.errors import InputError, ParseError, XlagraphError
 
+if TYPE_CHECKING:  # (imported when first used: __getattr__ below)
+    from xlagraph.api._graphs import Graphs, graphs
+
 __all__ = [
+    "Captured",
     "Check",
     "Computation",
     "Diff",
     "Divergence",
     "Event",
+    "Graphs",
     "InputError",
     "Instruction",
     "Module",
@@ -36,6 +44,7 @@ __all__ = [
     "Ranks",
     "Report",
     "XlagraphError",
+    "captured",
     "check",
     "diff",
     "diverge",
@@ -43,7 +52,19 @@ __all__ = [
     "load",
     "load_all",
     "node_id",
+    "process_folders",
     "ranks",
     "report",
+    "run_choice",
     "watch",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """`graphs` and `Graphs` when first asked for: the listing's reader (xlagraph.graphs) costs
+    50 ms of imports that `report` and `diff` never need."""
+    if name in ("graphs", "Graphs"):
+        from xlagraph.api import _graphs
+
+        return getattr(_graphs, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -77,6 +77,13 @@ class Diff:
 
         return render_diff_text(self.result, max_changes=max_changes)
 
+    def to_graphml(self) -> str:
+        """Both graphs as one GraphML file, each node with its `side`, `status` and `counterpart`
+        (`xlagraph diff --graphml`)."""
+        from xlagraph.api._graphml import diff_graphml
+
+        return diff_graphml(self)
+
     def to_html(self) -> str:
         """The self-contained page `xlagraph diff --html` writes."""
         from xlagraph.render.html import render_diff_html

@@ -25,7 +25,7 @@ from xlagraph.api._errors import reading
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["Computation", "Instruction", "Module", "load", "load_all", "node_id"]
+__all__ = ["Computation", "Instruction", "Module", "graphml_text", "load", "load_all", "node_id"]
 
 
 def node_id(computation: str, name: str) -> str:
@@ -172,6 +172,11 @@ class Module:
         """Every instruction of every computation, computation by computation."""
         return tuple(i for c in self.computations for i in c.instructions)
 
+    def to_graphml(self) -> str:
+        """The module as GraphML, for Gephi, yEd and other graph viewers (`xlagraph graphs
+        SRC --graphml OUT`)."""
+        return graphml_text(self.to_networkx())
+
     def to_networkx(self) -> nx.MultiDiGraph:
         """The module as a `networkx.MultiDiGraph`: one node per instruction (key `computation/name`,
         its fields as attributes), one edge per operand use (`kind="operand"`, `operand=i`, key
@@ -288,3 +293,36 @@ def load_all(path: str) -> tuple[Module, ...]:
                 read_once[key] = read(graph)
             modules.append(Module.from_ir(replace(read_once[key], info=graph.info)))
         return tuple(modules)
+
+
+# -- GraphML (Module.to_graphml; api/_graphml.py for a diff) ------------------------------------
+
+
+def _scalars(g: nx.MultiDiGraph) -> nx.MultiDiGraph:
+    """A copy of `g` whose attributes GraphML can hold (str, int, float, bool), edges numbered."""
+    import networkx as nx
+
+    out = nx.MultiDiGraph(**{k: _scalar(v) for k, v in g.graph.items()})
+    for n, attrs in g.nodes(data=True):
+        out.add_node(n, **{k: _scalar(v) for k, v in attrs.items()})
+    for k, (u, v, key, attrs) in enumerate(g.edges(keys=True, data=True)):
+        out.add_edge(u, v, key=key, id=f"e{k}", **{a: _scalar(x) for a, x in attrs.items()})
+    return out
+
+
+def _scalar(value: Any) -> str | int | float | bool:
+    if isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, (tuple, list)):
+        return ", ".join(map(str, value))
+    return "" if value is None else str(value)
+
+
+def graphml_text(g: nx.MultiDiGraph) -> str:
+    """`g` as GraphML text: attributes made scalars, every edge an id of its own (viewers merge
+    edges that share one)."""
+    import networkx as nx
+
+    return "\n".join(nx.generate_graphml(_scalars(g), edge_id_from_attribute="id")) + "\n"

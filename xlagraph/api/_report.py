@@ -19,13 +19,12 @@ from xlagraph.errors import InputError
 
 if TYPE_CHECKING:
     from xlagraph.api._diff import Diff
-    from xlagraph.graphs import GraphListing
     from xlagraph.report.load import Loaded, RunInfo
     from xlagraph.report.model import CheckResult, Recompile, RunReport, TimelineEntry
     from xlagraph.report.ranks import RankView
     from xlagraph.runlog import RunLog
 
-__all__ = ["Check", "Report", "check", "graphs", "latest_run_logs", "report", "runs_to_json"]
+__all__ = ["Check", "Report", "check", "latest_run_logs", "report", "run_choice", "runs_to_json"]
 
 Phase = Callable[[str], None]
 
@@ -149,7 +148,9 @@ def latest_run_logs(loaded: Loaded) -> tuple[Any, ...]:
     return tuple(log for log in loaded.logs if log.process in names)
 
 
-def _run_choice(run: str | int) -> str | int:
+def run_choice(run: str | int) -> str | int:
+    """`run` as `report` and `check` take it: "latest", "all" or a run number (1 is the oldest);
+    ValueError names what is wrong."""
     from xlagraph.report.load import parse_run
 
     if isinstance(run, int) and not isinstance(run, bool):
@@ -175,7 +176,7 @@ def report(capture_dir: str, run: str | int = "latest", *, phase: Phase = _quiet
     from xlagraph.report.load import load_source
     from xlagraph.report.ranks import rank_view
 
-    choice = _run_choice(run)
+    choice = run_choice(run)
     # The ranks of a pod hold the same files: each distinct content is parsed and diffed once.
     with reading(capture_dir), sharing():
         loaded = load_source(capture_dir, choice)
@@ -300,7 +301,7 @@ def check(
         raise ValueError("max_graphs and after_step must be 0 or more")
     if max_graphs is None and max_recompiles is None and not no_graph_breaks:
         raise ValueError("check needs max_graphs, max_recompiles or no_graph_breaks")
-    choice = _run_choice(run)
+    choice = run_choice(run)
     with reading(src), sharing():  # a pod's ranks hold the same tensor reports: each read once
         loaded = load_source(src, choice)
         phase("counting graphs")
@@ -322,17 +323,3 @@ def _replica_drift(src: str) -> Any:
     from xlagraph.diverge import replica_drift
 
     return replica_drift(src)
-
-
-def graphs(src: str, progress: Callable[[int, int], None] | None = None) -> GraphListing:
-    """List the graphs of `src` (what `load_all` reads) with their canonical fingerprints, grouped
-    into variants (`xlagraph graphs`), without keeping any graph in memory.
-
-    >>> listing = graphs("fixtures/torch_xla/kept_alive/save_hlo.txt")
-    >>> [row.variant for row in listing.rows], listing.unique
-    (['A', 'B', 'C'], 3)
-    """
-    from xlagraph.graphs import list_graphs
-
-    with reading(src):
-        return list_graphs(src, progress=progress)

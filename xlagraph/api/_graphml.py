@@ -1,6 +1,7 @@
 """GraphML of one graph, or of two graphs compared, for Gephi, yEd and other graph viewers.
 
-Built from `Module.to_networkx()` (xlagraph.api) and written by networkx, imported here only.
+Built from `Module.to_networkx()` and written by networkx, imported here only: `Module.to_graphml()`,
+`Diff.to_graphml()` and `xlagraph graphs/diff --graphml` come here.
 GraphML attributes are scalars, so each instruction's `attributes` become one `key=value, ...`
 string and `calls` a comma-separated list; every edge gets an `id` of its own (`e0`, `e1`, ...;
 viewers merge edges that share one).
@@ -13,50 +14,29 @@ counterpart; `changed`: paired, but its content or operands differ; `same`) and 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
+
+from xlagraph.api._module import Module, graphml_text, node_id
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from xlagraph.api import Diff, Module
+    from xlagraph.diff import DiffResult
 
-__all__ = ["diff_graph", "diff_graphml", "module_graphml"]
-
-
-def _scalars(g: nx.MultiDiGraph) -> nx.MultiDiGraph:
-    """A copy of `g` whose attributes GraphML can hold (str, int, float, bool), edges numbered."""
-    import networkx as nx
-
-    out = nx.MultiDiGraph(**{k: _scalar(v) for k, v in g.graph.items()})
-    for n, attrs in g.nodes(data=True):
-        out.add_node(n, **{k: _scalar(v) for k, v in attrs.items()})
-    for k, (u, v, key, attrs) in enumerate(g.edges(keys=True, data=True)):
-        out.add_edge(u, v, key=key, id=f"e{k}", **{a: _scalar(x) for a, x in attrs.items()})
-    return out
+__all__ = ["diff_graph", "diff_graphml"]
 
 
-def _scalar(value: Any) -> str | int | float | bool:
-    if isinstance(value, (str, int, float, bool)):
-        return value
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={v}" for k, v in value.items())
-    if isinstance(value, (tuple, list)):
-        return ", ".join(map(str, value))
-    return "" if value is None else str(value)
+class Compared(Protocol):
+    """A `Diff` (xlagraph.api._diff, which comes here for its GraphML: not imported back)."""
+
+    left: Module
+    right: Module
+    result: DiffResult
+    verdict: str
 
 
-def _text(g: nx.MultiDiGraph) -> str:
-    import networkx as nx
 
-    return "\n".join(nx.generate_graphml(_scalars(g), edge_id_from_attribute="id")) + "\n"
-
-
-def module_graphml(module: Module) -> str:
-    """The GraphML text of `module.to_networkx()`."""
-    return _text(module.to_networkx())
-
-
-def diff_graph(diff: Diff) -> nx.MultiDiGraph:
+def diff_graph(diff: Compared) -> nx.MultiDiGraph:
     """Both graphs of `diff` in one `MultiDiGraph`, nodes keyed `A:<key>` / `B:<key>`, with
     `side`, `status` and `counterpart` on every node (see the module docstring)."""
     import networkx as nx
@@ -80,14 +60,13 @@ def diff_graph(diff: Diff) -> nx.MultiDiGraph:
     return out
 
 
-def diff_graphml(diff: Diff) -> str:
+def diff_graphml(diff: Compared) -> str:
     """The GraphML text of `diff_graph(diff)`."""
-    return _text(diff_graph(diff))
+    return graphml_text(diff_graph(diff))
 
 
-def _counterparts(diff: Diff) -> dict[tuple[str, str], str]:
+def _counterparts(diff: Compared) -> dict[tuple[str, str], str]:
     """(side, node key) -> the other side's node key, for every pair the matcher made."""
-    from xlagraph.api import node_id
 
     out: dict[tuple[str, str], str] = {}
     for pair in diff.result.pairs:
@@ -99,10 +78,9 @@ def _counterparts(diff: Diff) -> dict[tuple[str, str], str]:
     return out
 
 
-def _statuses(diff: Diff) -> dict[tuple[str, str], str]:
+def _statuses(diff: Compared) -> dict[tuple[str, str], str]:
     """(side, node key) -> cause / only-A / only-B / changed for the nodes that are not `same`,
     as the diff page marks them: `changed` when the content differs or the operands were rewired."""
-    from xlagraph.api import node_id
     from xlagraph.canonical.hashes import COMMUTATIVE
 
     out: dict[tuple[str, str], str] = {}
