@@ -167,16 +167,24 @@ def _start(tmp_path: Path, **env: str) -> tuple[subprocess.Popen[str], Path, Pat
     return proc, cap, go
 
 
-def test_live_a_recompile_is_told_before_the_run_ends(tmp_path: Path) -> None:
-    proc, cap, go = _start(tmp_path, SHORT="5", WAIT="1")
+def _told_while_it_runs(proc: subprocess.Popen[str], cap: Path, go: Path, kind: str) -> tuple[list, str]:
+    """Follow the run; at the first unexpected event of `kind` the run is still going (it waits
+    for `go`). The events, and the run's stdout once it ended cleanly."""
     told = []
     for event in watch(str(cap), interval=0.1):
         told.append(event)
-        if event.kind == "recompile" and not event.expected:
+        if event.kind == kind and not event.expected:
             assert proc.poll() is None  # told while the run is still going
             go.write_text("seen")
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0 and "done True" in out, err[-2000:]
+    assert proc.returncode == 0, err[-2000:]
+    return told, out
+
+
+def test_live_a_recompile_is_told_before_the_run_ends(tmp_path: Path) -> None:
+    proc, cap, go = _start(tmp_path, SHORT="5", WAIT="1")
+    told, out = _told_while_it_runs(proc, cap, go, "recompile")
+    assert "done True" in out
     recompile = next(e for e in told if e.kind == "recompile" and not e.expected)
     assert recompile.step == 6 and "loop.py:" in recompile.text  # (the sync before the loop: step 0)
     report = build_report(read_capture(str(cap))[0])
@@ -321,14 +329,8 @@ def test_live_without_torch_xla_dynamos_recompile_is_told_while_it_runs(tmp_path
     deadline = time.time() + 120
     while time.time() < deadline and not any(cap.glob("*/meta.json")):
         time.sleep(0.05)
-    told = []
-    for event in watch(str(cap), interval=0.1):
-        told.append(event)
-        if event.kind == "torch.compile" and not event.expected:
-            assert proc.poll() is None  # told while the run is still going
-            go.write_text("seen")
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0 and "step 15" in out, err[-2000:]
+    told, out = _told_while_it_runs(proc, cap, go, "torch.compile")
+    assert "step 15" in out
     recompile = next(e for e in told if e.kind == "torch.compile" and not e.expected)
     assert recompile.step == 5 and "no_xla.py:" in recompile.text, recompile.text
     assert told[-1].kind == "end"
