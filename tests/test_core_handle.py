@@ -9,10 +9,10 @@ import pytest
 
 from tests.conftest import FIXTURE_PAIRS, pair_spec
 from xlagraph.canonical import canonicalize
-from xlagraph.canonical.hashes import COMMUTATIVE
 from xlagraph.match import correspondence
 from xlagraph.match._compiled import Users, _shape_key
 from xlagraph.match.identity import identity_multiplies
+from xlagraph.opcodes import COMMUTATIVE
 from xlagraph.parse.sources import load_module
 
 _core = pytest.importorskip("xlagraph._core")

@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 
 use crate::blake2b::{hexdigest, stable_hash};
+use crate::families;
 use crate::text::{Comp, FxMap, Inst, ModuleText, COMPUTATION_ATTRIBUTES};
 use crate::tuple_params;
 
@@ -428,24 +429,7 @@ fn compared_value(ins: &Inst, key: &str, value: &str) -> R<Option<String>> {
     normalize_attribute(key, value).map(Some)
 }
 
-/// `hashes.SIDE_EFFECTS` / `has_side_effect`.
-const SIDE_EFFECTS: [&str; 14] = [
-    "send",
-    "send-done",
-    "recv",
-    "recv-done",
-    "infeed",
-    "outfeed",
-    "rng",
-    "rng-get-and-update-state",
-    "all-reduce-start",
-    "all-reduce-done",
-    "all-gather-start",
-    "all-gather-done",
-    "collective-permute-start",
-    "collective-permute-done",
-];
-
+/// `opcodes.SIDE_EFFECTS` / `has_side_effect` (families.rs).
 fn has_side_effect(ins: &Inst) -> bool {
     if ins.opcode == "custom-call" {
         return ins
@@ -454,7 +438,7 @@ fn has_side_effect(ins: &Inst) -> bool {
             .find(|(k, _)| *k == "custom_call_has_side_effect")
             .is_some_and(|(_, v)| v.as_ref() == "true");
     }
-    SIDE_EFFECTS.contains(&ins.opcode.as_ref())
+    families::SIDE_EFFECTS.contains(&ins.opcode.as_ref())
 }
 
 /// `hashes.effect_hashes`, sorted. Anything unusual (an operand cycle, a key that fails) is left

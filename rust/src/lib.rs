@@ -10,6 +10,7 @@ mod canon_map;
 mod changes;
 mod checks;
 mod created;
+mod families;
 mod from_handle;
 mod handle;
 mod identity;
@@ -498,6 +499,7 @@ fn parse_only(py: Python<'_>, text: &str) -> PyResult<usize> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_hlo, m)?)?;
+    m.add_function(wrap_pyfunction!(families::opcode_families, m)?)?;
     m.add_function(wrap_pyfunction!(parse_only, m)?)?;
     m.add_function(wrap_pyfunction!(summarize_hlo, m)?)?;
     m.add_class::<matcher::MatchSide>()?;

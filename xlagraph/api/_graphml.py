@@ -81,7 +81,7 @@ def _counterparts(diff: Compared) -> dict[tuple[str, str], str]:
 def _statuses(diff: Compared) -> dict[tuple[str, str], str]:
     """(side, node key) -> cause / only-A / only-B / changed for the nodes that are not `same`,
     as the diff page marks them: `changed` when the content differs or the operands were rewired."""
-    from xlagraph.canonical.hashes import COMMUTATIVE
+    from xlagraph.diagnose.changed import paired_changed
 
     out: dict[tuple[str, str], str] = {}
     result = diff.result
@@ -95,11 +95,7 @@ def _statuses(diff: Compared) -> dict[tuple[str, str], str]:
             if other is None:
                 out["A", node_id(pair.left, name)] = "only-A"
                 continue
-            mapped = [m.left.get(o) for o in lc.operands[name]]
-            ops = list(rc.operands[other])
-            if lc.instruction(name).opcode in COMMUTATIVE:
-                mapped, ops = sorted(map(str, mapped)), sorted(ops)
-            if lc.keys[name] != rc.keys[other] or mapped != ops:
+            if paired_changed(lc, rc, m, name, other):
                 out["A", node_id(pair.left, name)] = out["B", node_id(pair.right, other)] = "changed"
         for name in rc.order:
             if name not in m.right:

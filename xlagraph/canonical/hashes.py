@@ -3,9 +3,9 @@
 Policy is in the constants: attributes that are identifiers or annotations (`IGNORED_ATTRIBUTES`)
 never make two instructions different. `frontend_attributes` do (XLA compiles from them: Shardy
 shardings, host offloading, composites), in key order, except entries that only restate a
-parameter's or an output's number (AWS Neuron's `neff_input_names="input5"`). `COMMUTATIVE` ops
-are those whose operands the matcher may pair in either order; the hashes keep operand order
-(torch_xla's graph hash does).
+parameter's or an output's number (AWS Neuron's `neff_input_names="input5"`). The hashes keep
+operand order, commutative ops too (torch_xla's graph hash does); the matcher may pair a
+commutative op's operands in either order (`xlagraph.opcodes.COMMUTATIVE`).
 """
 
 from __future__ import annotations
@@ -17,12 +17,11 @@ from functools import lru_cache
 from math import prod
 
 from xlagraph.ir import COMPUTATION_ATTRIBUTES, Computation, Instruction, strip_layout
+from xlagraph.opcodes import SIDE_EFFECTS
 
 __all__ = [
-    "COMMUTATIVE",
     "IGNORED_ATTRIBUTES",
     "MAX_IOTA_DEVICES",
-    "SIDE_EFFECTS",
     "EffectKeyError",
     "IotaError",
     "backend_config",
@@ -49,9 +48,6 @@ IGNORED_ATTRIBUTES = frozenset(
         "schedule",
         "ir_op",
     }
-)
-COMMUTATIVE = frozenset(
-    {"add", "multiply", "maximum", "minimum", "and", "or", "xor", "aten::add", "aten::mul"}
 )
 
 _WS = re.compile(r"\s+")
@@ -324,27 +320,6 @@ def _numbering(ins: Instruction, key: str, value: str) -> bool:
         names = value[1:-1].split(",")
         return all(n == f"output{i}" for i, n in enumerate(names))
     return False
-
-
-# XLA's HloInstruction::HasSideEffectNoRecurse: never removed as dead code.
-SIDE_EFFECTS = frozenset(
-    {
-        "send",
-        "send-done",
-        "recv",
-        "recv-done",
-        "infeed",
-        "outfeed",
-        "rng",
-        "rng-get-and-update-state",
-        "all-reduce-start",
-        "all-reduce-done",
-        "all-gather-start",
-        "all-gather-done",
-        "collective-permute-start",
-        "collective-permute-done",
-    }
-)
 
 
 def has_side_effect(ins: Instruction) -> bool:

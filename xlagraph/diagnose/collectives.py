@@ -13,6 +13,7 @@ from xlagraph.canonical import CanonicalModule
 from xlagraph.canonical.hashes import normalize_attribute
 from xlagraph.diagnose.fixes import fix
 from xlagraph.ir import Instruction, strip_layout
+from xlagraph.opcodes import COLLECTIVES
 
 __all__ = [
     "COLLECTIVES",
@@ -25,20 +26,6 @@ __all__ = [
     "summarize",
 ]
 
-COLLECTIVES = frozenset(
-    {
-        "all-reduce",
-        "all-reduce-start",
-        "reduce-scatter",
-        "all-gather",
-        "all-gather-start",
-        "all-to-all",
-        "ragged-all-to-all",
-        "collective-permute",
-        "collective-permute-start",
-        "collective-broadcast",
-    }
-)
 
 
 def _kind(opcode: str) -> str:

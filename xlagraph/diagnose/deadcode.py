@@ -18,10 +18,11 @@ from operator import itemgetter
 from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
-from xlagraph.canonical.hashes import SIDE_EFFECTS, effect_hash_map
+from xlagraph.canonical.hashes import effect_hash_map
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
 from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.sources import sources_of
+from xlagraph.opcodes import SIDE_EFFECTS
 
 __all__ = ["dead_code"]
 

@@ -11,7 +11,7 @@ from itertools import compress
 from operator import ne
 from typing import TYPE_CHECKING
 
-from xlagraph.canonical.hashes import COMMUTATIVE, compared_value
+from xlagraph.canonical.hashes import compared_value
 from xlagraph.diagnose.causes import CauseKind, Change
 from xlagraph.diagnose.collectives import is_collective
 from xlagraph.diagnose.common import (
@@ -23,6 +23,7 @@ from xlagraph.diagnose.common import (
 )
 from xlagraph.diagnose.residue import ELIDED
 from xlagraph.ir import COMPUTATION_ATTRIBUTES, Instruction, strip_layout
+from xlagraph.opcodes import COMMUTATIVE
 
 if TYPE_CHECKING:
     from xlagraph.diagnose.comparison import Comparison

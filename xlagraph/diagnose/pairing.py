@@ -21,6 +21,7 @@ from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.common import dim_sizes, dims_of, element_type, shape_of, whole_factors
 from xlagraph.match.correspondence import correspond
+from xlagraph.opcodes import COMMUTATIVE
 
 if TYPE_CHECKING:
     from xlagraph.diagnose.comparison import Comparison
@@ -45,12 +46,11 @@ def _supported(cmp: Comparison, a: str, b: str) -> bool:
         ou, ov = left.operands[u], right.operands[v]
         if any(x == a and k < len(ov) and ov[k] == b for k, x in enumerate(ou)):
             return True
-        if b in ov and left.instruction(u).opcode in _COMMUTATIVE:
+        if b in ov and left.instruction(u).opcode in COMMUTATIVE:
             return True
     return False
 
 
-_COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
 
 
 def _distinguishable(cmp: Comparison, comp: CanonicalComputation) -> frozenset[str]:

@@ -40,6 +40,7 @@ from xlagraph.match.exact import match_exact, zip_subgraphs
 from xlagraph.match.mappings import Mappings, Matching
 from xlagraph.match.shapes import dims, sharded_alike
 from xlagraph.match.top_down import match_top_down
+from xlagraph.opcodes import COLLECTIVES
 
 try:
     from xlagraph.match import _compiled
@@ -173,10 +174,6 @@ def _with_opcodes(comp: CanonicalComputation, opcodes: frozenset[str]) -> Iterat
 
 _OPCODE = attrgetter("opcode")
 _SEND = frozenset({"send"})
-_COLLECTIVES = frozenset(
-    {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute"}
-    | {"all-reduce-start", "all-gather-start", "collective-permute-start"}
-)
 
 
 def _layout(comp: CanonicalComputation) -> list[tuple[str, str]]:
@@ -185,7 +182,7 @@ def _layout(comp: CanonicalComputation) -> list[tuple[str, str]]:
     found = _LAYOUT.get(comp)
     if found is None:
         found = _LAYOUT[comp] = sorted(
-            (i.opcode, i.attribute("replica_groups") or "") for i in _with_opcodes(comp, _COLLECTIVES)
+            (i.opcode, i.attribute("replica_groups") or "") for i in _with_opcodes(comp, COLLECTIVES)
         )
     return found
 

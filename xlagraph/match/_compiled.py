@@ -13,10 +13,10 @@ from weakref import WeakKeyDictionary
 
 from xlagraph import _core
 from xlagraph.canonical import CanonicalComputation
-from xlagraph.canonical.hashes import COMMUTATIVE
 from xlagraph.ir import strip_layout
 from xlagraph.match.mappings import Matching
 from xlagraph.match.shapes import dims
+from xlagraph.opcodes import COMMUTATIVE
 
 __all__ = ["Users", "cached_side", "match", "side", "users"]
 

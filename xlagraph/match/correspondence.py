@@ -37,6 +37,7 @@ from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import strip_layout
 from xlagraph.match.identity import Identities, identity_multiplies
 from xlagraph.match.isomorphic import Explained, Refined, explain
+from xlagraph.opcodes import COMMUTATIVE
 
 __all__ = ["ROUNDS", "Correspondence", "correspond"]
 
@@ -53,7 +54,6 @@ _VISITS = 30_000_000
 # (the 6-round pairing decides, as before).
 _SEARCH = 2_000_000_000
 _GAVE_UP = Refined(False, False, (), ())
-_COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor", "ne", "eq"})
 _CALLS = frozenset({"to_apply", "calls", "body", "condition", "branch_computations", "called_computations"})
 # Attributes that name or number things outside the data flow (shardings are compared on their own).
 _SKIP = frozenset({"sharding", "frontend_attributes", "backend_config", "channel_id", "metadata"})
@@ -118,7 +118,7 @@ class _Graph:
             else:
                 ops = tuple(index[o] for o in (alias.get(o, o) for o in operands.get(n, ())) if o in index)
             self.operands.append(ops)
-            commutative = ins.opcode in _COMMUTATIVE
+            commutative = ins.opcode in COMMUTATIVE
             self.commutative.append(commutative)
             for j, o in enumerate(ops):
                 users[o].append((k, -1 if commutative else j))
@@ -754,7 +754,7 @@ def _compiled_graphs(core: Any, wanted: list[tuple[CanonicalComputation, bool]])
         if missing:
             built = core.refine_graphs_of(
                 [(comp.core, list(ids.by_index)) for comp, _, ids in missing.values()],
-                _COMMUTATIVE,
+                COMMUTATIVE,
                 _first_colours,
                 _OUTPUT,
             )
@@ -776,7 +776,7 @@ def _built(
     if found is None and comp.core is not None and hasattr(core, "refine_graph_of"):
         # Built from the core's own handle on `comp` (rust/src/from_handle.rs): the same graph.
         found = cache[comp] = core.refine_graph_of(
-            comp.core, _COMMUTATIVE, _first_colours, _OUTPUT, list(identities.by_index)
+            comp.core, COMMUTATIVE, _first_colours, _OUTPUT, list(identities.by_index)
         )
     if found is None:
         found = cache[comp] = core.refine_graph(
@@ -785,7 +785,7 @@ def _built(
             comp.operands,
             comp.param_number,
             comp.outputs,
-            _COMMUTATIVE,
+            COMMUTATIVE,
             _first_colours,
             _OUTPUT,
             comp.keys,

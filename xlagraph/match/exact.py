@@ -7,8 +7,8 @@ from collections import Counter, defaultdict, deque
 from itertools import filterfalse
 
 from xlagraph.canonical import CanonicalComputation
-from xlagraph.canonical.hashes import COMMUTATIVE
 from xlagraph.match.mappings import Mappings
+from xlagraph.opcodes import COMMUTATIVE
 
 __all__ = ["match_exact", "zip_subgraphs"]
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 from itertools import compress, filterfalse
 
 from xlagraph.canonical import CanonicalComputation
-from xlagraph.canonical.hashes import COMMUTATIVE
 from xlagraph.ir import strip_layout
 from xlagraph.match.bottom_up import users_of
 from xlagraph.match.exact import zip_subgraphs
 from xlagraph.match.mappings import Mappings
+from xlagraph.opcodes import COMMUTATIVE
 
 __all__ = ["match_top_down"]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from xlagraph.opcodes import REPLICA_GROUP_COLLECTIVES
 from xlagraph.parse import proto_literals as lit
 from xlagraph.parse.proto_text import (
     aliasing_text,
@@ -78,18 +79,6 @@ _ALWAYS_DIMENSIONS = frozenset(
         "all-gather-start",
         "get-dimension-size",
         "set-dimension-size",
-    }
-)
-_COLLECTIVES = frozenset(
-    {
-        "all-reduce",
-        "all-reduce-start",
-        "all-gather",
-        "all-gather-start",
-        "reduce-scatter",
-        "all-to-all",
-        "ragged-all-to-all",
-        "collective-broadcast",
     }
 )
 
@@ -220,7 +209,7 @@ def own_attributes(
             groups = [sizes[i : i + rank] for i in range(0, len(sizes), rank)]
             attrs.append("slice_sizes={" + ",".join(ints_text(g) for g in groups) + "}")
         take(20, 26, 52)
-    elif opcode in _COLLECTIVES:
+    elif opcode in REPLICA_GROUP_COLLECTIVES:
         if ins.int(26) > 0:
             attrs.append(f"channel_id={ins.int(26)}")
         attrs.append("replica_groups=" + replica_groups_text(ins))

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module, strip_layout
+from xlagraph.opcodes import COLLECTIVE_KINDS
 from xlagraph.progress import counted
 from xlagraph.runlog import GraphRecord, RunLog, Step, Sync
 
@@ -50,17 +51,6 @@ __all__ = [
 
 MAX_STEPS_COMPARED = 200  # collective sequences compared from the divergent step on
 MAX_GROUPS_DIFFED = 3  # rank groups whose graphs are diffed against the baseline group
-COLLECTIVE_OPS = frozenset(
-    {
-        "all-reduce",
-        "reduce-scatter",
-        "all-gather",
-        "all-to-all",
-        "ragged-all-to-all",
-        "collective-permute",
-        "collective-broadcast",
-    }
-)
 _RANK_NOTE = re.compile(r"^rank (\d+) of (\S+)$")
 _ORDINAL = re.compile(r"(?:^|[._-])(?:rank)?(\d+)$")
 _SAVE_FILE = re.compile(r"^(.+)\.(\d+)$")  # torch_xla's XLA_SAVE_TENSORS_FILE + ".<ordinal>"
@@ -420,7 +410,7 @@ def collectives_of(module: Module, variant: str) -> tuple[CollectiveOp, ...]:
         shapes = {ins.name: ins.shape for ins in comp.instructions}
         for ins in comp.instructions:
             kind = ins.opcode.removesuffix("-start")
-            if kind in COLLECTIVE_OPS:
+            if kind in COLLECTIVE_KINDS:
                 operands = tuple(strip_layout(shapes.get(o, "?")) for o in ins.operands)
                 groups = ins.attribute("replica_groups", "") or ""
                 out.append(CollectiveOp(kind, operands, groups, variant, ins.name))

@@ -25,11 +25,11 @@ from xlagraph.diagnose.recognizers._dataflow import downstream, rewired, upstrea
 from xlagraph.diagnose.recognizers._source import source_text
 from xlagraph.ir import Frame
 from xlagraph.match.bottom_up import users_of
+from xlagraph.opcodes import COMMUTATIVE
 
 __all__ = ["RECOGNIZER"]
 
 _LEAVES = frozenset({"constant", "iota", "rng", "rng-bit-generator", "rng-get-and-update-state"})
-_COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
 # A line that creates a tensor with values of its own (not one computed from other tensors).
 _CREATES = re.compile(
     r"\b(?:torch\.)?(?:zeros|ones|full|empty|tensor|zeros_like|ones_like|full_like|empty_like|arange|eye"
@@ -78,7 +78,7 @@ def _created_at(evidence: Evidence, p: str, users: dict[str, list[str]]) -> str:
             continue
         ops_u, ops_v = right.operands[u], left.operands[v]
         at = [k for k, o in enumerate(ops_u) if o == p]
-        if right.instruction(u).opcode in _COMMUTATIVE:
+        if right.instruction(u).opcode in COMMUTATIVE:
             at = list(range(len(ops_v)))
         for k in at:
             x = ops_v[k] if k < len(ops_v) else ""

@@ -17,6 +17,7 @@ from xlagraph.diagnose.recognizers._assignments import scalar_origin
 from xlagraph.diagnose.recognizers._causes import merge, renamed
 from xlagraph.diagnose.recognizers._dataflow import restated
 from xlagraph.match.bottom_up import users_of
+from xlagraph.opcodes import COMMUTATIVE
 
 __all__ = ["RECOGNIZER", "matched_twin"]
 
@@ -41,7 +42,6 @@ def _value(change_text: str) -> str:
     return change_text.rsplit(" ", 1)[-1]
 
 
-_COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum"})
 
 
 def _constant_behind(comp, name: str) -> str:  # type: ignore[no-untyped-def]
@@ -64,7 +64,7 @@ def matched_twin(evidence: Evidence, param: str, side: str) -> str | None:
         if v is None or v not in other.operands:
             continue
         theirs = other.operands[v]
-        if here.instruction(u).opcode in _COMMUTATIVE:  # lowering may put the scalar either side
+        if here.instruction(u).opcode in COMMUTATIVE:  # lowering may put the scalar either side
             places = range(len(theirs))
         else:
             places = [k for k, o in enumerate(here.operands[u]) if o == param and k < len(theirs)]
