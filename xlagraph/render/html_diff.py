@@ -29,6 +29,7 @@ from typing import Any
 from xlagraph.canonical import CanonicalModule
 from xlagraph.canonical.hashes import compared_value
 from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.changed import paired_changed
 from xlagraph.diff import ComputationPair, DiffResult
 from xlagraph.ir import Instruction, Module, strip_layout
 from xlagraph.match import Matching
@@ -38,7 +39,6 @@ from xlagraph.render.html_diff_state import (
     Planned,
     Side,
     Statuses,
-    changed,
     named_by_causes,
     shown_positions,
     unpaired,
@@ -102,7 +102,7 @@ class _DiffBuilder:
                 b = m.left.get(a)
                 if b is None:
                     st.left[a] = "only-A"
-                elif changed(lc, rc, m, a, b):
+                elif paired_changed(lc, rc, m, a, b):
                     st.left[a], st.right[b] = "changed", "changed"
                     st.bulk_left.add(a)
                     st.bulk_right.add(b)

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xlagraph.canonical import CanonicalComputation, CanonicalModule
-from xlagraph.canonical.hashes import COMMUTATIVE
+from xlagraph.canonical import CanonicalModule
 from xlagraph.diff import DiffResult
 from xlagraph.ir import Computation
 from xlagraph.match import Matching
@@ -87,17 +86,6 @@ def named_by_causes(result: DiffResult) -> dict[str, set[str]]:
     for names in named.values():
         names.discard("")
     return named
-
-
-def changed(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching, a: str, b: str) -> bool:
-    """A paired instruction changed: its content key differs or its operands were rewired."""
-    if lc.keys[a] != rc.keys[b]:
-        return True
-    mapped = [m.left.get(o) for o in lc.operands[a]]
-    ops = list(rc.operands[b])
-    if lc.instruction(a).opcode in COMMUTATIVE:
-        return sorted(map(str, mapped)) != sorted(ops)
-    return mapped != ops
 
 
 def shown_positions(
