@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, ROOT
-from xlagraph.capture import _format as fmt
+from xlagraph.capture import files as fmt
 from xlagraph.capture import read_capture
 from xlagraph.parse.compressed import compressed_twin
 from xlagraph.parse.sources import read_bytes

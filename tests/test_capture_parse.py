@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from xlagraph.capture import _format as fmt
+from xlagraph.capture import files as fmt
 from xlagraph.capture._env import ENV_MARK, plan_env
 from xlagraph.capture._hook import _supported
 from xlagraph.capture.reader import read_capture

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from xlagraph._callable import make_callable
 from xlagraph.canonical import canonicalize
-from xlagraph.capture._format import is_capture_dir
+from xlagraph.capture.files import is_capture_dir
 from xlagraph.errors import InputError
 from xlagraph.ir import GraphInfo
 from xlagraph.parse.hlo import summarize_hlo

@@ -38,7 +38,7 @@ def captured(capture_dir: str | os.PathLike[str]) -> Captured:
 
 def process_folders(capture_dir: str | os.PathLike[str]) -> tuple[Path, ...]:
     """The process folders (`<host>-<pid>`) of a capture folder, none when it is not one."""
-    from xlagraph.capture._format import META
+    from xlagraph.capture.files import META
 
     root = Path(capture_dir)
     if not root.is_dir():

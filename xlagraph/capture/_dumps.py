@@ -9,7 +9,7 @@ import os
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
-from xlagraph.capture import _format as fmt
+from xlagraph.capture import files as fmt
 
 if TYPE_CHECKING:
     from xlagraph.capture._host import Host

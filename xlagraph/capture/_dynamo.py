@@ -40,7 +40,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
-from xlagraph.capture import _format as fmt
+from xlagraph.capture import files as fmt
 from xlagraph.errors import RecompileError
 
 __all__ = ["arm", "armed", "calls", "disarm"]

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from xlagraph.capture._format import DEBUG_FILE, HLO_DIR
+from xlagraph.capture.files import DEBUG_FILE, HLO_DIR
 
 __all__ = ["ENV_MARK", "EnvPlan", "plan_env", "process_dir_name", "source_lines_mode"]
 

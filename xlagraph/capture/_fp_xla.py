@@ -27,7 +27,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from xlagraph.capture import _format as fmt
+from xlagraph.capture import files as fmt
 from xlagraph.capture._debug_stream import decode
 from xlagraph.capture._dumps import scan_dumps, unlink
 from xlagraph.capture._eager import skip_eager

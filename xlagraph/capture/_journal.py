@@ -9,7 +9,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from xlagraph.capture import _format as fmt
+from xlagraph.capture import files as fmt
 
 if TYPE_CHECKING:
     from xlagraph.capture._state import RunState

@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any
 
-from xlagraph.capture import _format as fmt
+from xlagraph.capture import files as fmt
 from xlagraph.errors import RecompileError
 
 __all__ = ["OnRecompile"]

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from xlagraph.capture import _format as fmt
+from xlagraph.capture import files as fmt
 from xlagraph.ir import Frame
 
 __all__ = ["MAX_SHARD_RECORDS", "MarkSharding", "rank_record", "unwrap"]

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
-from xlagraph.capture import _format as fmt
+from xlagraph.capture import files as fmt
 from xlagraph.capture._compress import compress_dumps
 from xlagraph.capture._debug_stream import DebugStream, decode
 from xlagraph.capture._dumps import scan_dumps

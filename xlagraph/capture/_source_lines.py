@@ -16,7 +16,7 @@ import warnings
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from xlagraph.capture import _format as fmt
+from xlagraph.capture import files as fmt
 from xlagraph.capture._dumps import unlink
 from xlagraph.parse.pt_xla_debug import Execution
 

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from xlagraph.capture import _format as fmt
+from xlagraph.capture import files as fmt
 from xlagraph.capture._holders import find_holders
 from xlagraph.source_paths import is_library_path
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from xlagraph.capture import _format as fmt
+from xlagraph.capture import files as fmt
 from xlagraph.capture.records import check_meta, check_record
 from xlagraph.dynamolog import DynamoLog
 from xlagraph.errors import InputError, XlagraphError

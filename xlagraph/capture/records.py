@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from xlagraph.capture import _format as fmt
+from xlagraph.capture import files as fmt
 
 __all__ = ["MAX_INT", "check_meta", "check_record", "folder_path"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xlagraph.capture import _format as fmt
+from xlagraph.capture import files as fmt
 from xlagraph.diagnose.frames import call_site
 from xlagraph.ir import Frame, strip_layout
 from xlagraph.source_paths import portable_path

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlagraph.capture._format import CAPTURE_MARKERS, is_capture_dir
+from xlagraph.capture.files import CAPTURE_MARKERS, is_capture_dir
 from xlagraph.errors import InputError
 from xlagraph.report.savefile import runlog_from_save_file
 from xlagraph.runlog import RunLog

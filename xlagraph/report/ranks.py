@@ -181,7 +181,7 @@ def rank_dir_runs(path: str) -> tuple[RunLog, ...] | None:
 def runlog_from_dump_dir(path: str) -> RunLog:
     """A --xla_dump_to folder as a run: one compile per before-optimizations module, in dump
     order (XLA numbers modules as it creates them); a graph is known by its text's hash."""
-    from xlagraph.capture._format import dump_order
+    from xlagraph.capture.files import dump_order
     from xlagraph.parse.sources import read_bytes
 
     files = sorted(_before_files(Path(path)), key=lambda f: (dump_order(f.name), f.name))

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xlagraph.capture import _format as fmt
+from xlagraph.capture import files as fmt
 from xlagraph.capture.reader import is_capture, read_process
 from xlagraph.errors import InputError, XlagraphError
 from xlagraph.parse.sources import check_regular_file

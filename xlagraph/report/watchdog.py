@@ -23,7 +23,7 @@ import sys
 import time
 from contextlib import suppress
 
-from xlagraph.capture import _format as fmt
+from xlagraph.capture import files as fmt
 
 __all__ = ["main"]
 
