@@ -162,21 +162,21 @@ def worker_alternate(blocks: int, model_name: str = "small", launch_only: bool =
     import torch_xla
     import torch_xla.core.xla_model as xm
 
-    from xlagraph.capture import _fp_capture
+    from xlagraph.capture import _fingerprint_capture
 
-    cap = _fp_capture._cap
+    cap = _fingerprint_capture._cap
     rec = cap.rec if cap is not None else None
     if rec is None:
         raise SystemExit("--alternate needs XLAGRAPH_CAPTURE and XLAGRAPH_FINGERPRINTS=1")
     if launch_only:
-        from xlagraph.capture import _fp_lower
+        from xlagraph.capture import _fingerprint_lower
 
         def zeros(*params: Any) -> Any:  # the same inputs and (N, 5) table, no work
             import torch_xla.core.xla_builder as xb
 
             return xb.Op.zero(params[0].builder(), xb.Type.S64).broadcast([len(params), 5])
 
-        _fp_lower._table = zeros
+        _fingerprint_lower._table = zeros
 
     def switch(on: bool) -> None:
         if on:

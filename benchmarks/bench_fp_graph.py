@@ -8,14 +8,14 @@ dispatches the fingerprint computation on them in each lowering in turn, ROUNDS 
 calls each (as capture does: eager mode for the call, the tables fetched 32 at a time):
 
 * four reduces  every tensor alone, its four sums as four reductions (the first round's lowering)
-* per tensor     every tensor alone (`_fp_lower._STACK_MAX = 0`), its four sums in one reduce
+* per tensor     every tensor alone (`_fingerprint_lower._STACK_MAX = 0`), its four sums in one reduce
 * stacked small  the default: tensors of up to 4096 elements stacked by dtype and size
 * stacked all    every tensor stacked with the others of its dtype and size
 * zeros          a computation of the same inputs that writes the (N, 5) table of zeros: the
                  cost of launching a graph at all
 * one pass       (`--jax`, benchmark only) the per-tensor layout with the four sums in JAX's
                  own variadic reduce (float32 tensors only), lowered to HLO and loaded as
-                 torch_xla's `call_jax` does: a cross-check of the reduce `_fp_reduce` writes by
+                 torch_xla's `call_jax` does: a cross-check of the reduce `_fingerprint_reduce` writes by
                  hand (capture never imports JAX: it would switch on JAX's x64 mode in the
                  user's process)
 
@@ -55,7 +55,7 @@ def main() -> None:
     import torch_xla
     import torch_xla.core.xla_model as xm
 
-    from xlagraph.capture import _fp_lower
+    from xlagraph.capture import _fingerprint_lower
 
     model, optimizer, x = build_model(args.model)
     for _ in range(3):
@@ -66,17 +66,16 @@ def main() -> None:
     xm.wait_device_ops()
     tensors = [x] + [p.grad for p in model.parameters()] + list(model.parameters())
     xlac = torch_xla._XLAC
-    default_max = _fp_lower._STACK_MAX
-    computations = {
-        name: _build(_fp_lower, tensors, default_max if m is None else m) for name, m in LOWERINGS.items()
-    }
+    default_max = _fingerprint_lower._STACK_MAX
+    lower = _fingerprint_lower
+    computations = {name: _build(lower, tensors, default_max if m is None else m) for name, m in LOWERINGS.items()}
     if args.jax:
-        computations["one pass (JAX)"] = _one_pass(_fp_lower, tensors)
+        computations["one pass (JAX)"] = _one_pass(_fingerprint_lower, tensors)
 
     def run(name: str) -> Any:
         xlac._set_use_eager_mode(True)
         try:
-            (table,) = xlac._xla_user_computation(_fp_lower.OP_NAME, tensors, computations[name])
+            (table,) = xlac._xla_user_computation(_fingerprint_lower.OP_NAME, tensors, computations[name])
         finally:
             xlac._set_use_eager_mode(False)
         return table
@@ -141,7 +140,7 @@ def _build(lower: Any, tensors: list[Any], stack_max: int) -> Any:
 
 
 def _one_pass(lower: Any, tensors: list[Any]) -> Any:
-    """The per-tensor fields of `_fp_lower` with the four sums in one variadic reduce (JAX)."""
+    """The per-tensor fields of `_fingerprint_lower` with the four sums in one variadic reduce (JAX)."""
     import jax
     import jax.numpy as jnp
     import torch_xla.core.xla_builder as xb

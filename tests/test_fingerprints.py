@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from xlagraph.capture import _fingerprints as F  # noqa: E402
-from xlagraph.capture import fp_format as ff  # noqa: E402
+from xlagraph.capture import fingerprint_format as ff  # noqa: E402
 from xlagraph.diverge import diverge, load_fingerprints  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,7 +91,7 @@ XLA_CHECK = textwrap.dedent(
     cpu = [torch.randn(32, 16, generator=g), torch.randn(7, generator=g).bfloat16(),
            torch.tensor([1.0, float("nan"), float("inf")]), torch.randint(0, 9, (5,), generator=g),
            torch.randn(3, generator=g).double()]
-    # the block shapes the XLA lowering reduces (_fp_lower.block_dims): padded ones, several levels
+    # the block shapes the XLA lowering reduces (_fingerprint_lower.block_dims): padded ones, several levels
     # of 32, every dtype it converts, a scalar, an empty tensor
     big = torch.randn(40001, generator=g)
     big[[5, 7, 40000]] = torch.tensor([float("nan"), float("inf"), -float("inf")])
@@ -99,7 +99,7 @@ XLA_CHECK = textwrap.dedent(
             torch.tensor(3.5), torch.zeros(0), torch.tensor([True, False, True]),
             torch.randint(0, 255, (2000,), generator=g).to(torch.uint8),
             torch.randint(-2**62, 2**62, (3000,), generator=g)]
-    # tensors of one dtype and size are reduced together (_fp_lower._group_rows), rows put back in
+    # tensors of one dtype and size are reduced together (_fingerprint_lower._group_rows), rows put back in
     # order: groups of another shape, padded, with NaN/Inf, not next to each other
     cpu += [torch.randn(35, 33, generator=g), -big.flip(0), torch.randn(7, generator=g).bfloat16(),
             torch.tensor([False, True, True])]
@@ -141,10 +141,10 @@ def test_xla_fingerprints_stay_on_the_device_and_match_eager():
 
 def test_records_of_a_batch_of_steps_are_each_step_written_alone():
     """fingerprints.bin for several steps at once (XLA tables are fetched in batches): each step a
-    header and its tensors sorted by name id (stable), as fp_format.RECORD packs them one by one."""
+    header and its tensors sorted by name id (stable), as fingerprint_format.RECORD packs them one by one."""
     import struct
 
-    from xlagraph.capture import _fp_records
+    from xlagraph.capture import _fingerprint_records
 
     g = torch.Generator().manual_seed(0)
 
@@ -170,15 +170,15 @@ def test_records_of_a_batch_of_steps_are_each_step_written_alone():
         return out
 
     expected = b"".join(alone(*step) for step in steps)
-    assert _fp_records.records(steps) == expected
-    assert b"".join(_fp_records._records_struct(step) for step in steps) == expected  # without numpy
+    assert _fingerprint_records.records(steps) == expected
+    assert b"".join(_fingerprint_records._records_struct(step) for step in steps) == expected  # without numpy
 
 
 def _live_xla(fetch_every: int) -> list[str]:
     return [
         sys.executable,
         "-c",
-        "import runpy, sys; from xlagraph.capture import _fp_capture as f; "
+        "import runpy, sys; from xlagraph.capture import _fingerprint_capture as f; "
         f"f.FETCH_EVERY = {fetch_every}; sys.argv = ['train.py', '--backend', 'xla']; "
         "runpy.run_path('fixtures/divergence/train.py', run_name='__main__')",
     ]

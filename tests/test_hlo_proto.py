@@ -238,10 +238,10 @@ def test_every_message_xla_keeps_a_module_in(tmp_path: Path, wrapper: str) -> No
 
 
 def test_the_proto_capture_writes_reads_back() -> None:
-    """Capture's fingerprints hand XLA a module written as a proto (`_fp_reduce`, one variadic
+    """Capture's fingerprints hand XLA a module written as a proto (`_fingerprint_reduce`, one variadic
     reduce); the proto reader, written apart from it, reads it as that reduce: both agree on
     XLA's field numbers."""
-    from xlagraph.capture._fp_reduce import _module
+    from xlagraph.capture._fingerprint_reduce import _module
     from xlagraph.ir import strip_layout
     from xlagraph.parse.hlo import parse_hlo
     from xlagraph.parse.hlo_proto import proto_to_text

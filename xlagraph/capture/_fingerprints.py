@@ -19,7 +19,7 @@ Cost on CUDA and CPU: per dtype, one concatenation of the flattened tensors and 
 follows from both, see `_sums_eager`) and two of the NaN/Inf masks, read at the tensors' ends
 (exact modulo 2**64). Norms come from one `_foreach_norm`.
 
-On an XLA device the whole table is one user computation (`_fp_lower`): one traced node a step
+On an XLA device the whole table is one user computation (`_fingerprint_lower`): one traced node a step
 whatever the number of tensors, the bit casts an XLA BitcastConvert on the device
 (`Tensor.view(dtype)` falls back to the CPU in torch_xla 2.9: aten::view_copy.dtype).
 """
@@ -56,7 +56,7 @@ def fingerprint(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
         return torch.zeros((0, len(FIELDS)), dtype=torch.int64)
     device = tensors[0].device
     if device.type == "xla":
-        from xlagraph.capture._fp_lower import fingerprint_xla
+        from xlagraph.capture._fingerprint_lower import fingerprint_xla
 
         return fingerprint_xla(tensors)
     flat = [t.detach().reshape(-1) for t in tensors]

@@ -33,7 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 from xlagraph.capture import _dynamo as dynamo
-from xlagraph.capture import _fp_capture as fp_capture
+from xlagraph.capture import _fingerprint_capture as fp_capture
 from xlagraph.capture import _zoom as zoom
 from xlagraph.capture import files as fmt
 from xlagraph.capture._env import EnvPlan, plan_env, process_dir_name

@@ -351,9 +351,9 @@ def _walk(frame: Any) -> tuple[str, str] | None:
 
 def _param_names() -> dict[int, str]:
     """Parameter and optimizer-state names as the step's fingerprints give them (when on)."""
-    from xlagraph.capture import _fp_capture
+    from xlagraph.capture import _fingerprint_capture
 
-    cap = _fp_capture._cap
+    cap = _fingerprint_capture._cap
     names: dict[int, str] = {}
     if cap is None:
         return names

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from xlagraph.capture.fp_format import ROLE_ORDER
+from xlagraph.capture.fingerprint_format import ROLE_ORDER
 from xlagraph.diverge.load import Fingerprint, FpRun, FpStep
 from xlagraph.diverge.model import (
     BIT_EXACT,

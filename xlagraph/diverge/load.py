@@ -2,7 +2,7 @@
 
 A capture folder holds one folder per process (`<host>-<pid>`); each with fingerprints holds
 `fingerprints.bin` (30-byte records; 32 in format 1) and `fingerprints.jsonl` (names, rank, notes); see
-`xlagraph.capture.fp_format`. A killed run leaves at most a partial last step: it is dropped with
+`xlagraph.capture.fingerprint_format`. A killed run leaves at most a partial last step: it is dropped with
 a note. Anything else malformed is an `InputError` naming the file.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xlagraph.capture import fp_format as ff
+from xlagraph.capture import fingerprint_format as ff
 from xlagraph.errors import InputError
 
 __all__ = ["Fingerprint", "FpRun", "FpStep", "TensorInfo", "load_fingerprints"]
@@ -59,7 +59,7 @@ class FpRun:
     path: str  # the process folder
     rank: int | None
     world: int | None
-    tensors: Mapping[str, TensorInfo]  # in recording order: roles in the order of fp_format.ROLES
+    tensors: Mapping[str, TensorInfo]  # in recording order: roles in the order of fingerprint_format.ROLES
     steps: tuple[FpStep, ...]
     notes: tuple[str, ...] = ()
     has_journal: bool = False

@@ -19,7 +19,7 @@ rewritten into a reduce-window whose input is written out first, one array per f
 a tensor. Each tensor is therefore viewed as a block whose every dimension is at most 32 (the
 flat tensor zero-padded at its end: zeros add nothing to any field), reduced over all of them,
 and its four sums (sum, weighted sum, NaN and Inf counted together as nan + inf * 2**32, sum of
-squares) are ONE variadic reduce (`_fp_reduce`), one pass over the tensor: as four reductions,
+squares) are ONE variadic reduce (`_fingerprint_reduce`), one pass over the tensor: as four reductions,
 XLA read it four times (2.4 against 5.7 ms a graph for 6.4M elements). Tensors of the same dtype
 and size up to 4096 elements (the biases and norms of every layer and their gradients) are
 stacked on a leading axis and reduced in one kernel for the group (the rows are put back in
@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from xlagraph.capture import _fp_reduce
+from xlagraph.capture import _fingerprint_reduce
 
 __all__ = ["fingerprint_xla", "is_built", "shapes_key"]
 
@@ -161,7 +161,7 @@ def _group_rows(xs: list[Any]) -> Any:
         inf = block.max(xb.Op.zero(b, dtype) - block).__eq__(xb.Op.scalar(b, float("inf"), dtype)).cast(s64)
     special = nan + inf * xb.Op.scalar(b, _SPLIT, s64) if dtype in _BITS and n < _SPLIT else None
     if special is not None and ONE_PASS:  # the common case: the four sums in one pass
-        fields = _fp_reduce.sum4([bits, weighted, special, squares])
+        fields = _fingerprint_reduce.sum4([bits, weighted, special, squares])
         square_sum = fields.pop()
     else:
         fields = [total(bits), total(weighted)]

@@ -1,7 +1,7 @@
 """One variadic reduce (four sums in one pass) as an XLA computation, written as an HloModuleProto.
 
 Why: `torch_xla.core.xla_builder` builds single-operand reduces only, so the four fields of a
-fingerprint (`_fp_lower`) were four reductions, and XLA's CPU compiler reads the tensor once for
+fingerprint (`_fingerprint_lower`) were four reductions, and XLA's CPU compiler reads the tensor once for
 each (6.3 ms a graph for 3.2M parameters and their gradients). A variadic reduce, which sums the
 four operands together, reads it once (2.6 ms). xla_builder can call a computation loaded from a
 serialized HloModuleProto (`computation_from_module_proto`, as its `call_jax` does); this module

@@ -1,4 +1,4 @@
-"""The bytes of fingerprints.bin for a batch of steps (fp_format.RECORD), from fetched tables.
+"""The bytes of fingerprints.bin for a batch of steps (fingerprint_format.RECORD), from fetched tables.
 
 Each step is a header record followed by its tensors' records sorted by name id (stable: a name
 seen twice in a step keeps its order). A batch is laid out with numpy in one pass whatever the
@@ -11,14 +11,14 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-from xlagraph.capture import fp_format as ff
+from xlagraph.capture import fingerprint_format as ff
 
 __all__ = ["Step", "records"]
 
 Step = tuple[int, int, list[int], list[Any]]  # (step, journal step or -1, name ids, int64 (n, 5) CPU tables)
 
 _COUNT_MAX = (1 << 31) - 1  # counts are never negative; the field is 32-bit
-_RECORD_DTYPE = [  # fp_format.RECORD as a packed numpy record ("<Hqqiif")
+_RECORD_DTYPE = [  # fingerprint_format.RECORD as a packed numpy record ("<Hqqiif")
     ("id", "<u2"),
     ("sum", "<i8"),
     ("wsum", "<i8"),

@@ -11,7 +11,7 @@ On CUDA and CPU the fingerprints are computed at the step hook and fetched one s
 non-blocking copy and an event: no device sync in the step). On XLA nothing is computed at the
 hook: the tensors are held by weak reference (a strong one would make a dead tensor an output of
 the training graph and change its hash) and fingerprinted after the step's sync, in a graph of
-their own (`_fp_xla`); the tables of up to FETCH_EVERY steps (or FETCH_SECONDS) are fetched in one
+their own (`_fingerprint_xla`); the tables of up to FETCH_EVERY steps (or FETCH_SECONDS) are fetched in one
 call and written in one, and what is still on the device at exit is written then.
 
 Per step the hooks do little Python work per tensor: each optimizer's names (as `_Slot`s, which
@@ -34,8 +34,8 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from xlagraph.capture import fp_format as ff
-from xlagraph.capture._fp_records import Step, records
+from xlagraph.capture import fingerprint_format as ff
+from xlagraph.capture._fingerprint_records import Step, records
 from xlagraph.capture._import_hook import AfterImport
 
 __all__ = ["arm", "attach", "disarm", "enabled"]
@@ -152,7 +152,7 @@ class _Capture:
         self.fd_bin: int | None = None
         self.fd_jsonl: int | None = None
         self.rank_written = False
-        self.side_state: Any = None  # XLA: the fingerprint graph's state (_fp_xla.SideState)
+        self.side_state: Any = None  # XLA: the fingerprint graph's state (_fingerprint_xla.SideState)
 
     # -- hooks ----------------------------------------------------------------------------------
 
@@ -359,12 +359,15 @@ class _Capture:
 
     def _after_sync(self, rec: Any) -> None:
         """The step's sync is recorded: start this step's fingerprints in a graph of their own
-        (`_fp_xla.side_graph`), fetched a few steps later with the tables in flight."""
+        (`_fingerprint_xla.side_graph`), fetched a few steps later with the tables in flight."""
         if self._fetch_due():
             self._fetch_inflight()
         if not self.pending:
             return
-        from xlagraph.capture._fp_xla import SideState, side_graph  # (XLA only: reads the debug stream)
+        from xlagraph.capture._fingerprint_xla import (  # (XLA only: reads the debug stream)
+            SideState,
+            side_graph,
+        )
 
         tensors, ids = [], []
         for slot, r in self.pending:  # ~50 tensors a step: kept to one pass, ids looked up inline

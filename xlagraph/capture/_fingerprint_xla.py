@@ -48,15 +48,15 @@ def side_graph(rec: Any, tensors: list[Any], state: SideState) -> Any:
     """Fingerprint `tensors` (device data after the sync) in one graph dispatched without waiting,
     and take what torch_xla reports for it out of the recorder `rec`'s view. Returns the table
     (fetched at a later sync); `state` counts the graph's compiles."""
-    from xlagraph.capture import _fp_lower
+    from xlagraph.capture import _fingerprint_lower
 
     xlac = rec.xlac
     count = xlac._xla_counter_value("UncachedCompile") or 0
-    key = _fp_lower.shapes_key(tensors)
+    key = _fingerprint_lower.shapes_key(tensors)
     # torch_xla compiles this graph only for a new computation, or after other compiles (its cache
     # evicts on insertion): only then are the dump folder's files listed to tell its dumps apart.
     dumps: set[str] | None = None
-    if not _fp_lower.is_built(key) or count != state.compiles_seen:
+    if not _fingerprint_lower.is_built(key) or count != state.compiles_seen:
         scan_dumps(rec)  # the training graphs' dumps are paired before this graph adds its own
         dumps = _dump_names(rec)
     ir_debug = xlac._get_ir_debug()
@@ -66,7 +66,7 @@ def side_graph(rec: Any, tensors: list[Any], state: SideState) -> Any:
     if not eager:
         xlac._set_use_eager_mode(True)
     try:
-        table = _fp_lower.fingerprint_xla(tensors, key)  # traced, compiled once, dispatched here
+        table = _fingerprint_lower.fingerprint_xla(tensors, key)  # traced, compiled once, dispatched here
     finally:
         if not eager:
             xlac._set_use_eager_mode(False)
