@@ -67,8 +67,10 @@ def main() -> None:
     tensors = [x] + [p.grad for p in model.parameters()] + list(model.parameters())
     xlac = torch_xla._XLAC
     default_max = _fingerprint_lower._STACK_MAX
-    lower = _fingerprint_lower
-    computations = {name: _build(lower, tensors, default_max if m is None else m) for name, m in LOWERINGS.items()}
+    computations = {
+        name: _build(_fingerprint_lower, tensors, default_max if m is None else m)
+        for name, m in LOWERINGS.items()
+    }
     if args.jax:
         computations["one pass (JAX)"] = _one_pass(_fingerprint_lower, tensors)
 
