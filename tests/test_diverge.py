@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from xlagraph.cli.main import xlagraph
 
 from xlagraph.capture import fingerprint_format as ff
 from xlagraph.capture.reader import read_capture
-from xlagraph.cli.main import xlagraph
 from xlagraph.diverge import diverge, load_fingerprints
 from xlagraph.render.diverge_html import render_divergence_html
 
