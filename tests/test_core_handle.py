@@ -48,7 +48,7 @@ def _from_dicts(comp):  # type: ignore[no-untyped-def]
         operands,
         comp.param_number,
         comp.outputs,
-        correspondence._COMMUTATIVE,
+        COMMUTATIVE,
         correspondence._first_colours,
         correspondence._OUTPUT,
         keys,
@@ -81,7 +81,7 @@ def test_handle_builds_what_the_dictionaries_build(batch: int) -> None:
             got_side = _core.match_side_of(comp.core, COMMUTATIVE)
             got_graph = _core.refine_graph_of(
                 comp.core,
-                correspondence._COMMUTATIVE,
+                COMMUTATIVE,
                 correspondence._first_colours,
                 correspondence._OUTPUT,
                 list(identity_multiplies(comp).by_index),

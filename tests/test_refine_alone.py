@@ -192,9 +192,9 @@ def test_graphs_built_together_are_the_graphs_built_alone(parallel: bool) -> Non
         seen = cr.identity_multiplies(comp).by_index
         if seen:
             wanted.append((comp.core, list(seen)))
-    together = core.refine_graphs_of(wanted, cr._COMMUTATIVE, cr._first_colours, cr._OUTPUT, parallel)
+    together = core.refine_graphs_of(wanted, cr.COMMUTATIVE, cr._first_colours, cr._OUTPUT, parallel)
     alone = [
-        core.refine_graph_of(h, cr._COMMUTATIVE, cr._first_colours, cr._OUTPUT, ids) for h, ids in wanted
+        core.refine_graph_of(h, cr.COMMUTATIVE, cr._first_colours, cr._OUTPUT, ids) for h, ids in wanted
     ]
     assert len(together) == len(alone) >= 16
     for a, b in zip(together, alone, strict=True):
