@@ -431,7 +431,7 @@ def _start_dynamo_only() -> None:
 
     meta = _meta(None, plan, [_DYNAMO_ONLY])
     paths = Relativizer.here()
-    meta["cwd"] = os.getcwd()  # (while it runs, as a torch_xla capture's: "." at its clean exit)
+    # the real cwd while it runs, as a torch_xla capture's meta.json has it: "." at its clean exit
     write_meta(plan.proc_dir, {**portable_meta(meta, plan.proc_dir, paths), "cwd": meta["cwd"]})
     on_recompile = OnRecompile.from_env(plan.proc_dir, os.environ)
     if on_recompile is not None:
