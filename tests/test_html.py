@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from xlagraph.cli.main import xlagraph
 
 import xlagraph.render.html_diff as html_mod
+from xlagraph.diagnose.changed import changed_instructions
 from xlagraph.diff import DiffResult, diff_files
 from xlagraph.ir import Frame
 from xlagraph.render.html import (
@@ -27,13 +28,12 @@ from xlagraph.render.html import (
     build_diff_view,
     build_run_view,
     instruction_anchor,
-    recompile_diffs,
     render_diff_html,
     render_report_html,
     script_json,
 )
-from xlagraph.render.text import changed_instructions
 from xlagraph.report import RunReport, TensorRef, build_report, load_runs
+from xlagraph.report.diffs import recompile_diffs
 
 ROOT = Path(__file__).resolve().parent.parent
 PAIRS = sorted(
@@ -160,7 +160,7 @@ def test_every_in_page_link_lands_on_an_element(pair: tuple[DiffResult, str]) ->
 def test_every_instruction_a_cause_names_has_an_anchor_on_both_sides(pair: tuple[DiffResult, str]) -> None:
     result, page = pair
     ids = set(parse(page).ids)
-    left, right = changed_instructions(result)
+    left, right = changed_instructions(result.differences)
     for tag, names, canon in (("A", left, result.left), ("B", right, result.right)):
         for name in names:
             anchors = {
@@ -382,14 +382,14 @@ def train_report() -> RunReport:
 
 
 def test_run_page_is_self_contained_and_its_links_land(train_report: RunReport) -> None:
-    page = render_report_html(train_report)
+    page = render_report_html(train_report, [recompile_diffs(train_report)])
     assert_self_contained(page)
     assert_links_land(page)
     assert_shown_as_text(page)
 
 
 def test_run_page_has_a_timeline_with_compiles_linked_to_their_recompiles(train_report: RunReport) -> None:
-    page = render_report_html(train_report)
+    page = render_report_html(train_report, [recompile_diffs(train_report)])
     svg = page[page.index("<svg") : page.index("</svg>")]
     assert svg.count("<rect ") >= len({e.variant for e in train_report.timeline})
     assert svg.count("<path ") == train_report.compiles  # one marker per compile
@@ -401,11 +401,11 @@ def test_run_page_has_a_timeline_with_compiles_linked_to_their_recompiles(train_
 def test_run_page_has_a_diff_section_per_recompile(train_report: RunReport) -> None:
     diffs = recompile_diffs(train_report)
     assert set(diffs) == {r.sync for r in train_report.recompiles}
-    ids = set(parse(render_report_html(train_report, diffs)).ids)
+    ids = set(parse(render_report_html(train_report, [diffs])).ids)
     for r in train_report.recompiles:
         result = diffs[r.sync]
         assert [c.summary for c in result.differences] == [c.summary for c in r.causes]
-        left, right = changed_instructions(result)
+        left, right = changed_instructions(result.differences)
         for tag, names, canon in (("A", left, result.left), ("B", right, result.right)):
             for name in names:
                 anchors = {
@@ -432,7 +432,7 @@ def test_recompiles_are_ranked_by_cost_with_their_tensors(train_report: RunRepor
     assert [v.rank for v in view.recompiles] == [1, 2] and view.timed
     (shown,) = view.recompiles[1].tensors
     assert (shown.id, shown.shape) == (7, "f32[]")
-    page = render_report_html(report)
+    page = render_report_html(report, [recompile_diffs(report)])
     table = page[page.index('class="recompiles"') :]
     assert table.index(f'<td class="num">{second.sync}</td>') < table.index(
         f'<td class="num">{first.sync}</td>'
@@ -443,9 +443,8 @@ def test_recompiles_are_ranked_by_cost_with_their_tensors(train_report: RunRepor
 
 
 def test_run_page_of_several_processes_keeps_ids_unique(train_report: RunReport) -> None:
-    page = render_report_html(
-        (replace(train_report, process="rank0"), replace(train_report, process="rank1"))
-    )
+    processes = (replace(train_report, process="rank0"), replace(train_report, process="rank1"))
+    page = render_report_html(processes, [recompile_diffs(p) for p in processes])
     assert_links_land(page)  # also asserts every id is unique
     assert 'id="p1-recompile-3"' in page and "rank1" in page
 

@@ -23,6 +23,7 @@ from xlagraph.diff import diff_files, diff_modules
 from xlagraph.parse.sources import load_module, replace_label
 from xlagraph.render.html import render_diff_html, render_report_html
 from xlagraph.report import build_report, load_runs
+from xlagraph.report.diffs import recompile_diffs
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -189,7 +190,7 @@ def test_run_page_compile_marker_jumps_to_its_recompile(browser: Browser, tmp_pa
     (log,) = load_runs(str(ROOT / "tests" / "data" / "train.hlo.txt"))
     report = build_report(log)
     path = tmp_path / "run.html"
-    path.write_text(render_report_html(report))
+    path.write_text(render_report_html(report, [recompile_diffs(report)]))
     page, errors = open_page(browser, path)
     last = report.recompiles[-1]
     page.locator(f".timeline svg a[href='#p0-recompile-{last.sync}'] path").click()
@@ -258,7 +259,8 @@ def test_run_page_rank_strip_shows_where_ranks_diverge(browser: Browser, tmp_pat
 
     logs = load_runs(str(ROOT / "fixtures" / "torch_xla" / "ranks" / "log_rank0" / "capture"))
     path = tmp_path / "ranks.html"
-    path.write_text(render_report_html([build_report(log) for log in logs], ranks=rank_view(logs)))
+    reports = [build_report(log) for log in logs]
+    path.write_text(render_report_html(reports, [recompile_diffs(r) for r in reports], ranks=rank_view(logs)))
     page, errors = open_page(browser, path)
     strip = page.locator("table.rank-strip")
     assert strip.is_visible()

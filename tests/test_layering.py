@@ -234,3 +234,31 @@ def test_the_checker_sees_lazy_and_type_checking_imports(tmp_path: Path) -> None
     assert g.has_edge("xlagraph.sub", "xlagraph.sub.b")
     assert sorted(map(sorted, nx.simple_cycles(g))) == [["xlagraph.sub.a", "xlagraph.sub.b"]]
     assert outside["xlagraph.sub.b"] == [("torch", "xlagraph/sub/b.py:3")]
+
+
+# A renderer shows what diagnosis decided: it never reads, canonicalizes, matches or diffs graphs
+# itself (the report's diffs come from `Report.diffs`, what changed from `diagnose.changed`).
+ENGINE = {
+    "xlagraph.parse": None,  # every name: reading is not a renderer's job
+    "xlagraph.canonical.rules": None,
+    "xlagraph.report.diffs": None,
+    "xlagraph.report.build": None,
+    "xlagraph.report.load": None,
+    "xlagraph.diff": {"diff_modules", "diff_files", "canonical_of"},
+    "xlagraph.match": {"match"},
+    "xlagraph.canonical": {"canonicalize"},
+}
+
+
+def test_renderers_neither_read_nor_compare_graphs() -> None:
+    found = []
+    for path in sorted((ROOT / "xlagraph" / "render").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or not node.module:
+                continue
+            for module, names in ENGINE.items():
+                if node.module != module and not node.module.startswith(module + "."):
+                    continue
+                bad = [a.name for a in node.names if names is None or a.name in names]
+                found += [f"{path.name}:{node.lineno} imports {node.module}.{n}" for n in bad]
+    assert not found, "\n".join(found)

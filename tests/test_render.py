@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from xlagraph.diagnose.causes import Cause, CauseKind, Change, Moved
+from xlagraph.diagnose.changed import changed_instructions
 from xlagraph.diff import DiffResult, diff_files
 from xlagraph.errors import InputError
 from xlagraph.graphs import GraphListing, list_graphs, variant_letter
 from xlagraph.parse.sources import open_source
 from xlagraph.render.json import diff_to_json, graphs_to_json
-from xlagraph.render.text import changed_instructions, render_diff_text, render_graphs_text
+from xlagraph.render.text import render_diff_text, render_graphs_text
 
 DATA = Path(__file__).parent / "data"
 TRAIN = str(DATA / "train.hlo.txt")  # 6 steps: 0-2 and 4 steady (A), 3 keeps a tensor alive (B), 5 ragged (C)
@@ -94,7 +95,7 @@ def test_permutation_is_a_table(permuted: DiffResult) -> None:
 
 
 def test_changed_instructions_union_of_non_info_causes(kept_alive: DiffResult) -> None:
-    left, right = changed_instructions(kept_alive)
+    left, right = changed_instructions(kept_alive.differences)
     expected_right = {n for c in kept_alive.differences for n in c.right}
     assert expected_right <= set(right)
     dead = {n for c in kept_alive.left.computations.values() for n in c.dead}
@@ -169,7 +170,7 @@ def test_diff_json_schema(kept_alive: DiffResult) -> None:
         "sources",
         "library_sources", "count",
     }  # fmt: skip
-    assert doc["changed"] == {"left": [], "right": list(changed_instructions(kept_alive)[1])}
+    assert doc["changed"] == {"left": [], "right": list(changed_instructions(kept_alive.differences)[1])}
 
 
 def test_diff_json_changes_and_mapping(permuted: DiffResult) -> None:

@@ -179,9 +179,9 @@ def diff(a: str | Module, b: str | Module, *, phase: Callable[[str], None] = _qu
         left = a if isinstance(a, Module) else load(a)
         phase(f"reading B: {b if isinstance(b, str) else b.label}")
         right = b if isinstance(b, Module) else load(b)
+    from xlagraph.diagnose.changed import changed_instructions
     from xlagraph.diagnose.frames import reading_sources
     from xlagraph.diff import diff_modules
-    from xlagraph.render.text import changed_instructions
     from xlagraph.report.source_text import source_text_near
 
     phase("matching")
@@ -191,5 +191,5 @@ def diff(a: str | Module, b: str | Module, *, phase: Callable[[str], None] = _qu
     files = [re.sub(r"#\d+$", "", x) for x in (a, b) if isinstance(x, str)]
     with reading(" vs ".join(names)), reading_sources(source_text_near(files)):
         result = diff_modules(left.ir, right.ir)
-    changed = changed_instructions(result)
+    changed = changed_instructions(result.differences)
     return Diff(result.verdict, left, right, result.causes, result.notes, result.unseen, changed, result)

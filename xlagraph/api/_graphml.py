@@ -35,7 +35,6 @@ class Compared(Protocol):
     verdict: str
 
 
-
 def diff_graph(diff: Compared) -> nx.MultiDiGraph:
     """Both graphs of `diff` in one `MultiDiGraph`, nodes keyed `A:<key>` / `B:<key>`, with
     `side`, `status` and `counterpart` on every node (see the module docstring)."""
@@ -81,7 +80,7 @@ def _counterparts(diff: Compared) -> dict[tuple[str, str], str]:
 def _statuses(diff: Compared) -> dict[tuple[str, str], str]:
     """(side, node key) -> cause / only-A / only-B / changed for the nodes that are not `same`,
     as the diff page marks them: `changed` when the content differs or the operands were rewired."""
-    from xlagraph.diagnose.changed import paired_changed
+    from xlagraph.diagnose.changed import pair_statuses
 
     out: dict[tuple[str, str], str] = {}
     result = diff.result
@@ -89,17 +88,9 @@ def _statuses(diff: Compared) -> dict[tuple[str, str], str]:
         if pair.matching is None:
             continue
         lc, rc = result.left.computations[pair.left], result.right.computations[pair.right]
-        m = pair.matching
-        for name in lc.order:
-            other = m.left.get(name)
-            if other is None:
-                out["A", node_id(pair.left, name)] = "only-A"
-                continue
-            if paired_changed(lc, rc, m, name, other):
-                out["A", node_id(pair.left, name)] = out["B", node_id(pair.right, other)] = "changed"
-        for name in rc.order:
-            if name not in m.right:
-                out["B", node_id(pair.right, name)] = "only-B"
+        left, right = pair_statuses(lc, rc, pair.matching)
+        out.update((("A", node_id(pair.left, name)), status) for name, status in left.items())
+        out.update((("B", node_id(pair.right, name)), status) for name, status in right.items())
     for tag, module, paired in (("A", diff.left, [p.left for p in result.pairs]),
                                 ("B", diff.right, [p.right for p in result.pairs])):  # fmt: skip
         reached = _called_from(module, paired)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from xlagraph.api._errors import reading
@@ -19,6 +20,7 @@ from xlagraph.errors import InputError
 
 if TYPE_CHECKING:
     from xlagraph.api._diff import Diff
+    from xlagraph.diff import DiffResult
     from xlagraph.report.load import Loaded, RunInfo
     from xlagraph.report.model import CheckResult, Recompile, RunReport, TimelineEntry
     from xlagraph.report.ranks import RankView
@@ -110,12 +112,20 @@ class Report:
             text += "\n" + render_ranks_text(self.ranks)
         return text
 
+    @cached_property
+    def diffs(self) -> tuple[dict[int, DiffResult], ...]:
+        """Per process, each recompile's `DiffResult` against its baseline by the recompile's
+        sync: what the HTML page and the notebook view show (made once, on first use)."""
+        from xlagraph.report.diffs import recompile_diffs
+
+        with reading(self.source):  # each recompile's two graphs are read again
+            return tuple(recompile_diffs(p) for p in self.processes)
+
     def to_html(self) -> str:
         """The self-contained page `xlagraph report --html` writes."""
         from xlagraph.render.html import render_report_html
 
-        with reading(self.source):  # the page reads each recompile's two graphs again
-            return render_report_html(self.processes, ranks=self.ranks)
+        return render_report_html(self.processes, self.diffs, ranks=self.ranks)
 
     def __repr__(self) -> str:
         return self.to_text(note=False).split("\n\n", 1)[0]  # the first paragraph: what ran, how often
@@ -123,7 +133,7 @@ class Report:
     def _repr_html_(self) -> str:
         from xlagraph.render.notebook import report_html
 
-        return report_html(self.processes, self.ranks)
+        return report_html(self.processes, self.diffs, self.ranks)
 
 
 def runs_to_json(runs: tuple[RunInfo, ...]) -> list[dict[str, Any]]:

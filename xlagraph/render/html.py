@@ -14,7 +14,6 @@ from xlagraph.render.html_report import (
     ReportPage,
     RunView,
     build_run_view,
-    recompile_diffs,
     render_report_html,
 )
 
@@ -33,7 +32,6 @@ __all__ = [
     "build_run_view",
     "element_id",
     "instruction_anchor",
-    "recompile_diffs",
     "render_diff_html",
     "render_report_html",
     "script_json",

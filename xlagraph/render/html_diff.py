@@ -29,7 +29,7 @@ from typing import Any
 from xlagraph.canonical import CanonicalModule
 from xlagraph.canonical.hashes import compared_value
 from xlagraph.diagnose.causes import Cause, CauseKind
-from xlagraph.diagnose.changed import paired_changed
+from xlagraph.diagnose.changed import named_instructions, pair_statuses
 from xlagraph.diff import ComputationPair, DiffResult
 from xlagraph.ir import Instruction, Module, strip_layout
 from xlagraph.match import Matching
@@ -39,7 +39,6 @@ from xlagraph.render.html_diff_state import (
     Planned,
     Side,
     Statuses,
-    named_by_causes,
     shown_positions,
     unpaired,
 )
@@ -86,7 +85,7 @@ class _DiffBuilder:
         self.ids = Ids(prefix)
         self.budget = budget  # [instructions that may still ship as data], shared by a page's diffs
         self.data: dict[str, Any] = {}
-        self.named = named_by_causes(result)
+        self.named = named_instructions(result.differences)
         self.by_name: dict[str, list[Side]] = {"A": [], "B": []}  # columns built, per side
         self.run_count = 0
 
@@ -98,17 +97,11 @@ class _DiffBuilder:
         m = pair.matching
         st = Statuses(dict.fromkeys(lc.dead, "dead"), dict.fromkeys(rc.dead, "dead"))
         if m is not None:
-            for a in lc.order:
-                b = m.left.get(a)
-                if b is None:
-                    st.left[a] = "only-A"
-                elif paired_changed(lc, rc, m, a, b):
-                    st.left[a], st.right[b] = "changed", "changed"
-                    st.bulk_left.add(a)
-                    st.bulk_right.add(b)
-            for b in rc.order:
-                if b not in m.right:
-                    st.right[b] = "only-B"
+            left, right = pair_statuses(lc, rc, m)
+            st.left.update(left)
+            st.right.update(right)
+            st.bulk_left.update(a for a, status in left.items() if status == "changed")
+            st.bulk_right.update(b for b, status in right.items() if status == "changed")
         for names, comp, status, bulk in (
             (self.named["A"], lc, st.left, st.bulk_left),
             (self.named["B"], rc, st.right, st.bulk_right),

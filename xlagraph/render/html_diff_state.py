@@ -70,24 +70,6 @@ class Planned:
     matching: Matching | None
 
 
-def named_by_causes(result: DiffResult) -> dict[str, set[str]]:
-    """Instruction names the (non-info) causes name, per side."""
-    named: dict[str, set[str]] = {"A": set(), "B": set()}
-    for cause in result.differences:
-        named["A"].update(cause.left)
-        named["B"].update(cause.right)
-        for change in cause.changes:
-            named["A"].add(change.left)
-            named["B"].add(change.right)
-        for mv in cause.mapping:
-            if mv.left != mv.right:
-                named["A"].add(mv.left_name)
-                named["B"].add(mv.right_name)
-    for names in named.values():
-        names.discard("")
-    return named
-
-
 def shown_positions(
     comp: Computation, status: dict[str, str], bulk: set[str], room: dict[str, int], tag: str
 ) -> set[int]:

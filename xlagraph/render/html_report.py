@@ -4,20 +4,20 @@ prefixed per recompile) with the live tensors implicated."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import Markup
 
 from xlagraph.diff import DiffResult
-from xlagraph.ir import Module
 from xlagraph.render import html_diff
 from xlagraph.render.html_common import CONTEXT_LINES, asset, element_id, environment, page_data
 from xlagraph.render.html_diff_view import DiffView
 from xlagraph.report.model import to_fix_first
 from xlagraph.source_paths import short_location
 
-__all__ = ["ReportPage", "RunView", "build_run_view", "recompile_diffs", "render_report_html"]
+__all__ = ["ReportPage", "RunView", "build_run_view", "render_report_html"]
 
 # --- the run page ---------------------------------------------------------------------------------
 
@@ -185,38 +185,9 @@ def _timeline(report: Any, anchors: dict[int, str]) -> Timeline:
     return Timeline(n * cell, 64, tuple(strips), tuple(marks), labelled, steady_x, swatches)
 
 
-def recompile_diffs(report: Any) -> dict[int, DiffResult]:
-    """The diff of each recompile against its baseline, keyed by the recompile's sync, recomputed
-    from the variants' HLO (`Variant.module`); recompiles without both graphs are left out."""
-    from xlagraph.diff import diff_modules
-    from xlagraph.errors import XlagraphError
-    from xlagraph.parse.sources import load_module
-
-    specs = {v.letter: v.module for v in report.variants}
-    modules: dict[str, Module | None] = {}
-
-    def module(letter: str) -> Module | None:
-        spec = specs.get(letter, "")
-        if spec and spec not in modules:
-            try:
-                modules[spec] = load_module(spec)
-            except (XlagraphError, OSError, RecursionError):
-                modules[spec] = None
-        return modules.get(spec) if spec else None
-
-    out = {}
-    for r in report.recompiles:
-        if r.baseline is None or not r.causes:
-            continue
-        a, b = module(r.baseline.variant), module(r.variant)
-        if a is not None and b is not None:
-            out[r.sync] = diff_modules(a, b)
-    return out
-
-
 def build_run_view(
     report: Any,
-    diffs: dict[int, DiffResult],
+    diffs: Mapping[int, DiffResult],
     n: int = 0,
     context_lines: int = CONTEXT_LINES,
     budget: list[int] | None = None,
@@ -274,7 +245,7 @@ def build_run_view(
 
 def render_report_html(
     reports: Any,
-    diffs: dict[int, DiffResult] | None = None,
+    diffs: Sequence[Mapping[int, DiffResult]] = (),
     context_lines: int = CONTEXT_LINES,
     ranks: Any = None,
 ) -> str:
@@ -282,19 +253,16 @@ def render_report_html(
     coloured by graph variant, compiles marked), the recompiles ranked by cost, and for each its
     diff against its baseline with the live tensors implicated.
 
-    `reports` is a `RunReport` or a sequence of them (one per process). `diffs` maps a recompile's
-    sync to its `DiffResult` (only with a single report); by default they are recomputed from the
-    variants' HLO (`recompile_diffs`).
+    `reports` is a `RunReport` or a sequence of them (one per process); `diffs` holds, per
+    process in the same order, each recompile's `DiffResult` by its sync
+    (`xlagraph.report.diffs.recompile_diffs`); a recompile without one shows no diff.
     """
     many = reports if isinstance(reports, (list, tuple)) else (reports,)
     budget = [html_diff.DATA_BUDGET]
     runs = []
     data: dict[str, Any] = {}
     for n, report in enumerate(many):
-        given = diffs if diffs is not None and len(many) == 1 else None
-        view, shipped = build_run_view(
-            report, given if given is not None else recompile_diffs(report), n, context_lines, budget
-        )
+        view, shipped = build_run_view(report, diffs[n] if n < len(diffs) else {}, n, context_lines, budget)
         runs.append(view)
         data.update(shipped)
     source = many[0].source if many else ""

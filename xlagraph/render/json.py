@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from xlagraph.render.text import changed_instructions
-
 if TYPE_CHECKING:  # annotations only: listing graphs needs no diagnosis engine
     from xlagraph.canonical import CanonicalModule
     from xlagraph.diagnose.causes import Cause
@@ -69,9 +67,10 @@ def _cause(cause: Cause) -> dict[str, Any]:
 
 def diff_to_json(result: DiffResult) -> dict[str, Any]:
     """The diff as a dict: verdict, the two modules, every cause, notes, changed names."""
+    from xlagraph.diagnose.changed import changed_instructions
     from xlagraph.graphs import one_compile_stages
 
-    left, right = changed_instructions(result)
+    left, right = changed_instructions(result.differences)
     return {
         "verdict": result.verdict,
         "differences": len(result.differences),

@@ -31,6 +31,8 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from xlagraph.diff import DiffResult
     from xlagraph.ir import Module
     from xlagraph.report.model import RunReport
@@ -161,18 +163,20 @@ def diff_html(result: DiffResult) -> str:
     return _fragment(root, str(macro(view)), view.data)
 
 
-def report_html(processes: tuple[RunReport, ...], ranks: RankView | None) -> str:
-    """The run page's content (per process: timeline, ranked recompiles, each one's diff; the
-    rank view) as a fragment."""
+def report_html(
+    processes: tuple[RunReport, ...], diffs: Sequence[Mapping[int, DiffResult]], ranks: RankView | None
+) -> str:
+    """The run page's content (per process: timeline, ranked recompiles, each one's diff from
+    `diffs`, per process by sync; the rank view) as a fragment."""
     from xlagraph.render.html_diff import DATA_BUDGET
-    from xlagraph.render.html_report import PALETTE, ReportPage, build_run_view, recompile_diffs
+    from xlagraph.render.html_report import PALETTE, ReportPage, build_run_view
     from xlagraph.render.ranks_html import ranks_html
 
     root = f"xg{next(_COUNTER)}"
     budget = [DATA_BUDGET]
     runs, data = [], {}
-    for process in processes:  # each process's ids start with its own `p<n>-`
-        view, shipped = build_run_view(process, recompile_diffs(process), next(_COUNTER), budget=budget)
+    for process, shown_diffs in zip(processes, diffs, strict=True):  # ids start with their `p<n>-`
+        view, shipped = build_run_view(process, shown_diffs, next(_COUNTER), budget=budget)
         runs.append(view)
         data.update(shipped)
     shown = ranks_html(ranks, PALETTE) if ranks is not None else None

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # annotations only: listing graphs needs no diagnosis engine
     from xlagraph.graphs import GraphListing, GraphRow
 
 
-__all__ = ["changed_instructions", "render_diff_text", "render_graphs_text"]
+__all__ = ["render_diff_text", "render_graphs_text"]
 
 WIDTH = 100
 _INDENT = "  "
@@ -174,28 +174,15 @@ def _group(causes: list[Cause], entry: str, limit: int) -> list[str]:
     return lines
 
 
-def changed_instructions(result: DiffResult) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Instructions named by the causes that make the graphs differ, per side, first seen first."""
-    left: dict[str, None] = {}
-    right: dict[str, None] = {}
-    for cause in result.differences:
-        left.update(dict.fromkeys(cause.left))
-        right.update(dict.fromkeys(cause.right))
-        for change in cause.changes:
-            left.setdefault(change.left)
-            right.setdefault(change.right)
-    left.pop("", None)
-    right.pop("", None)
-    return tuple(left), tuple(right)
-
-
 def _printed(canon: CanonicalModule, name: str) -> str:
     """Lazy-IR nodes are numbers; print them as the dump does (`%12`)."""
     return f"%{name}" if canon.module.format == "lazy-ir" and name.isdigit() else name
 
 
 def _changed_block(result: DiffResult, limit: int) -> list[str]:
-    left, right = changed_instructions(result)
+    from xlagraph.diagnose.changed import changed_instructions
+
+    left, right = changed_instructions(result.differences)
     if not (left or right):
         return []
     lines = ["changed instructions"]
