@@ -25,7 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xlagraph._callable import make_callable
-from xlagraph.canonical import canonicalize
 from xlagraph.capture.files import is_capture_dir
 from xlagraph.errors import InputError
 from xlagraph.ir import GraphInfo
@@ -127,6 +126,8 @@ def _summarize(graph: Graph) -> _Summary:
         quick = summarize_hlo(graph.text, graph.path, first_line=graph.first_line)
         if quick is not None:
             return _Summary(*quick[:5], notes=tuple(quick.notes))
+    from xlagraph.canonical import canonicalize  # only where the core's summary does not answer
+
     module = read(graph)
     canon = canonicalize(module)
     return _Summary(

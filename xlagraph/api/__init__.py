@@ -17,17 +17,17 @@ immutable; bad input raises `InputError` naming the file and line. docs/api.md i
 
 from typing import TYPE_CHECKING, Any
 
-from xlagraph.api._capture import Captured, captured, process_folders
-from xlagraph.api._diff import Diff, diff
-from xlagraph.api._diverge import Divergence, diverge
-from xlagraph.api._module import Computation, Instruction, Module, load, load_all, node_id
-from xlagraph.api._ranks import Ranks, ranks
-from xlagraph.api._report import Check, Report, check, report, run_choice
-from xlagraph.api._watch import Event, watch
 from xlagraph.errors import InputError, ParseError, XlagraphError
 
-if TYPE_CHECKING:  # (imported when first used: __getattr__ below)
+if TYPE_CHECKING:  # imported when first used: __getattr__ below
+    from xlagraph.api._capture import Captured, captured, process_folders
+    from xlagraph.api._diff import Diff, diff
+    from xlagraph.api._diverge import Divergence, diverge
     from xlagraph.api._graphs import Graphs, graphs
+    from xlagraph.api._module import Computation, Instruction, Module, load, load_all, node_id
+    from xlagraph.api._ranks import Ranks, ranks
+    from xlagraph.api._report import Check, Report, check, report, run_choice
+    from xlagraph.api._watch import Event, watch
 
 __all__ = [
     "Captured",
@@ -60,11 +60,28 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """`graphs` and `Graphs` when first asked for: the listing's reader (xlagraph.graphs) costs
-    50 ms of imports that `report` and `diff` never need."""
-    if name in ("graphs", "Graphs"):
-        from xlagraph.api import _graphs
+# Each name's module, imported when the name is first asked for: a command pays only for its own
+# (`graphs` never imports the diff's or the report's modules; the listing's reader costs 50 ms of
+# imports that `report` and `diff` never need).
+_HOMES = {
+    "_capture": ("Captured", "captured", "process_folders"),
+    "_diff": ("Diff", "diff"),
+    "_diverge": ("Divergence", "diverge"),
+    "_graphs": ("Graphs", "graphs"),
+    "_module": ("Computation", "Instruction", "Module", "load", "load_all", "node_id"),
+    "_ranks": ("Ranks", "ranks"),
+    "_report": ("Check", "Report", "check", "report", "run_choice"),
+    "_watch": ("Event", "watch"),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
 
-        return getattr(_graphs, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"xlagraph.api.{module}"), name)
+    globals()[name] = value  # asked once
+    return value

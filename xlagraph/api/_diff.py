@@ -124,7 +124,11 @@ def _load_both(a: str, b: str, phase: Callable[[str], None]) -> tuple[Module, Mo
     from concurrent.futures import ThreadPoolExecutor
     from contextvars import copy_context
 
-    import xlagraph.parse.sources  # noqa: F401 (what the readers import, imported here first)
+    # What the readers import (the proto and lazy-IR readers only when a file is one), imported
+    # here first.
+    import xlagraph.parse.hlo_proto
+    import xlagraph.parse.lazy_ir
+    import xlagraph.parse.sources  # noqa: F401
     from xlagraph._gc import paused_gc
     from xlagraph.parse.hlo import LAZY_IR
 

@@ -5,6 +5,7 @@ folders, or two runs' dump folders)."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -63,8 +64,12 @@ def ranks(*sources: str) -> Ranks | None:
     """
     from xlagraph.parse.sources import single_graph_file
 
-    if len(sources) > 1 and any("#" in s or single_graph_file(s) for s in sources):
-        return None  # single graphs, told as `rank_sources` tells them, without importing it
+    # Single graphs, told as `rank_sources` tells them, without importing it: a graph `#K`, one
+    # source that is not a folder of ranks, several of which one is a single graph.
+    if any("#" in s for s in sources) or (len(sources) == 1 and not os.path.isdir(sources[0])):
+        return None
+    if len(sources) > 1 and any(single_graph_file(s) for s in sources):
+        return None
     from xlagraph.report.ranks import given_rank, rank_sources, rank_view
 
     label = " vs ".join(sources)

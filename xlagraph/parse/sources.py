@@ -19,8 +19,6 @@ from xlagraph.errors import InputError, ParseError
 from xlagraph.ir import Frame, GraphInfo, Module
 from xlagraph.parse.compressed import compressed_twin, decompress
 from xlagraph.parse.hlo import looks_like_hlo, parse_hlo
-from xlagraph.parse.hlo_proto import ProtoError, looks_like_hlo_proto, proto_to_text
-from xlagraph.parse.lazy_ir import parse_lazy_ir
 from xlagraph.source_paths import portable_path
 
 __all__ = [
@@ -209,6 +207,10 @@ def _read_text(path: str) -> str:
     if not data or data.isspace():  # (`not data.strip()` without copying the whole file)
         raise InputError(path, "empty file")
     # XLA's module messages all begin with field 1 (a name, or the wrapped module): byte 0x0a.
+    if b"\0" in data[:_SNIFF_BYTES] or data[:1] == b"\n":
+        # The proto reader is imported only for what may be one: HLO text starts with a letter.
+        from xlagraph.parse.hlo_proto import ProtoError, looks_like_hlo_proto, proto_to_text
+
     if b"\0" in data[:_SNIFF_BYTES] or (data[:1] == b"\n" and looks_like_hlo_proto(data)):
         if looks_like_hlo_proto(data):
             try:
@@ -437,6 +439,8 @@ def read(graph: Graph) -> Module:
                 graph.path, f"HLO proto does not hold a valid module: {e.message} (module text line {e.line})"
             ) from None
     if graph.format == "lazy-ir":
+        from xlagraph.parse.lazy_ir import parse_lazy_ir  # only lazy-IR dumps need it
+
         return parse_lazy_ir(graph.text, graph.path, first_line=graph.first_line, info=graph.info)
     if graph.format == "stablehlo":
         raise InputError(graph.label, STABLEHLO_HINT)
