@@ -65,7 +65,8 @@ def ranks(*sources: str) -> Ranks | None:
 
     if len(sources) > 1 and any("#" in s or single_graph_file(s) for s in sources):
         return None  # single graphs, told as `rank_sources` tells them, without importing it
-    from xlagraph.report.ranks import given_rank, rank_sources, rank_view
+    from xlagraph.report.ranks import rank_view
+    from xlagraph.report.ranks.sources import given_rank, rank_sources
 
     label = " vs ".join(sources)
     with reading(label):
