@@ -15,12 +15,11 @@ from xlagraph.diagnose.causes import CauseKind, Change, Moved
 from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.numbers import dim_changes
 from xlagraph.diagnose.pairing import pair_parameters
-from xlagraph.diagnose.shapes import dim_sizes, dims_of, element_type, shape_of
+from xlagraph.diagnose.permutation import permutation_cause
+from xlagraph.diagnose.shapes import FLOAT_TYPES, dim_sizes, dims_of, element_type, layout_differs, shape_of
 
 if TYPE_CHECKING:
     from xlagraph.diagnose.comparison import Comparison
-from xlagraph.diagnose.permutation import permutation_cause
-from xlagraph.diagnose.shapes import FLOAT_TYPES, layout_differs
 
 
 def compare_parameters(cmp: Comparison) -> set[tuple[str, str]]:

@@ -4,15 +4,9 @@ shape, another shard shape (whole factors), or the same dimensions in another fl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.pairing import plausible
-from xlagraph.diagnose.shapes import dims_of, element_type, shape_of, whole_factors
-
-if TYPE_CHECKING:
-    pass
-from xlagraph.diagnose.shapes import FLOAT_TYPES
+from xlagraph.diagnose.shapes import FLOAT_TYPES, dims_of, element_type, shape_of, whole_factors
 
 
 def one_tensor(a: str, b: str) -> bool:

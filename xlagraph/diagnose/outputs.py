@@ -15,14 +15,13 @@ from xlagraph.diagnose.causes import CauseKind, Change, Moved
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.donation import compare_donation
 from xlagraph.diagnose.listing import fmt_list
-from xlagraph.diagnose.shapes import dims_of, element_type, shape_of
+from xlagraph.diagnose.output_slots import one_tensor, pair_resharded, pair_slots, same_slots
+from xlagraph.diagnose.permutation import order_changed, permutation_cause
+from xlagraph.diagnose.shapes import FLOAT_TYPES, dims_of, element_type, layout_differs, shape_of
 from xlagraph.match.correspondence import correspond
 
 if TYPE_CHECKING:
     from xlagraph.diagnose.comparison import Comparison
-from xlagraph.diagnose.output_slots import one_tensor, pair_resharded, pair_slots, same_slots
-from xlagraph.diagnose.permutation import order_changed, permutation_cause
-from xlagraph.diagnose.shapes import FLOAT_TYPES, layout_differs
 
 
 def compare_outputs(cmp: Comparison) -> None:
