@@ -180,7 +180,7 @@ def test_lone_parameters_from_the_handle_are_pythons(batch: int) -> None:
     """`pairing._lone_parameters` on the handle: the Python rule, on every fixture computation."""
     from collections import Counter
 
-    from xlagraph.diagnose.common import shape_of
+    from xlagraph.diagnose.shapes import shape_of
 
     compared = lone = alike = 0
     for spec, comp in _handled(SPECS[batch::2]):

@@ -270,7 +270,7 @@ def test_a_pod_reports_each_rank_as_it_would_be_reported_alone(tmp_path: Path) -
 def test_a_compressed_capture_keeps_its_partitioned_twin() -> None:
     """Under SPMD the collectives are read from the module after partitioning; a capture stores
     both as .xz (and the corpus keeps them so): the twin of a compressed module is found too."""
-    from xlagraph.report.ranks import _partitioned_twin
+    from xlagraph.report.ranks.collectives import _partitioned_twin
 
     hlo = FIXTURES / "torch_xla" / "corpus" / "captures" / "hx_spmd_tp_after_warmup" / "hlo"
     before = hlo / "module_0000.SyncTensorsGraph.443.before_optimizations.txt.xz"

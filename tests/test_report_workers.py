@@ -38,13 +38,13 @@ def test_workers_give_the_single_process_report(source: Path, monkeypatch: pytes
 def test_workers_run_in_other_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     """The parallel path is the one taken (not the single loop) when workers are asked for."""
     called: list[int] = []
-    original = build._explain_in_processes
+    original = build.explain_in_processes
 
     def spy(targets, args, workers):  # type: ignore[no-untyped-def]
         called.append(workers)
         return original(targets, args, workers)
 
-    monkeypatch.setattr(build, "_explain_in_processes", spy)
+    monkeypatch.setattr(build, "explain_in_processes", spy)
     _report(SOURCES[0], 3, monkeypatch, "--json")
     assert called == [3]
 

@@ -161,7 +161,8 @@ def test_collectives_of_an_spmd_graph_come_from_the_partitioned_module() -> None
     # A multi-host SPMD run's rank view compares the collectives the partitioner added: they are
     # only in the module after partitioning, which the capture keeps beside the one before it.
     from xlagraph.parse.sources import load_module
-    from xlagraph.report.ranks import _partitioned_twin, collectives_of
+    from xlagraph.report.ranks import collectives_of
+    from xlagraph.report.ranks.collectives import _partitioned_twin
 
     (folder,) = [p for p in _capture("fsdpv2").iterdir() if p.is_dir()]
     before = sorted((folder / "hlo").glob("*before_optimizations.txt"))[0]

@@ -8,7 +8,7 @@ import re
 from tests.conftest import FIXTURES
 from tests.metamorphic.transforms import apply, normalize
 from xlagraph.diagnose import CauseKind
-from xlagraph.diagnose.common import numbers_equal
+from xlagraph.diagnose.numbers import numbers_equal
 from xlagraph.diff import diff_modules
 from xlagraph.parse.hlo import parse_hlo
 

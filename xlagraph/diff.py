@@ -26,8 +26,8 @@ from xlagraph.diagnose import (
     recognize,
 )
 from xlagraph.diagnose.collectives import is_collective
-from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.evidence import NO_CONTEXT
+from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.recognizers.special_scalar import TENSOR_HINT
 from xlagraph.diagnose.residue import (
     ELIDED,

@@ -70,7 +70,8 @@ def ranks(*sources: str) -> Ranks | None:
         return None
     if len(sources) > 1 and any(single_graph_file(s) for s in sources):
         return None
-    from xlagraph.report.ranks import given_rank, rank_sources, rank_view
+    from xlagraph.report.ranks import rank_view
+    from xlagraph.report.ranks.sources import given_rank, rank_sources
 
     label = " vs ".join(sources)
     with reading(label):

@@ -12,9 +12,9 @@ Two layers:
 """
 
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind, Change, Moved
-from xlagraph.diagnose.compare import compare_computation, input_dim_changes
 from xlagraph.diagnose.deadcode import dead_code
 from xlagraph.diagnose.evidence import Context, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.raw_causes import compare_computation, input_dim_changes
 from xlagraph.diagnose.recognizers import ORDER, recognize
 
 __all__ = [

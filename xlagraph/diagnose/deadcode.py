@@ -20,7 +20,7 @@ from weakref import WeakKeyDictionary
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.canonical.hashes import effect_hash_map
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
-from xlagraph.diagnose.common import fmt_list
+from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.sources import sources_of
 from xlagraph.opcodes import SIDE_EFFECTS
 

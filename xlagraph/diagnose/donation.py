@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 from xlagraph.diagnose.causes import CauseKind, Change
-from xlagraph.diagnose.common import fmt_list
+from xlagraph.diagnose.listing import fmt_list
 
 if TYPE_CHECKING:
     from xlagraph.diagnose.comparison import Comparison

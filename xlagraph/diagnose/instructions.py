@@ -14,14 +14,9 @@ from typing import TYPE_CHECKING
 from xlagraph.canonical.hashes import compared_value
 from xlagraph.diagnose.causes import CauseKind, Change
 from xlagraph.diagnose.collectives import is_collective
-from xlagraph.diagnose.common import (
-    dims_of,
-    explained_by_dims,
-    numbers_equal,
-    reciprocal_dims,
-    shape_of,
-)
+from xlagraph.diagnose.numbers import explained_by_dims, numbers_equal, reciprocal_dims
 from xlagraph.diagnose.residue import ELIDED
+from xlagraph.diagnose.shapes import dims_of, shape_of
 from xlagraph.ir import COMPUTATION_ATTRIBUTES, Instruction, strip_layout
 from xlagraph.opcodes import COMMUTATIVE
 

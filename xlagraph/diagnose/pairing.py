@@ -19,7 +19,7 @@ from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.collectives import collectives
-from xlagraph.diagnose.common import dim_sizes, dims_of, element_type, shape_of, whole_factors
+from xlagraph.diagnose.shapes import dim_sizes, dims_of, element_type, shape_of, whole_factors
 from xlagraph.match.correspondence import correspond
 from xlagraph.opcodes import COMMUTATIVE
 
@@ -49,8 +49,6 @@ def _supported(cmp: Comparison, a: str, b: str) -> bool:
         if b in ov and left.instruction(u).opcode in COMMUTATIVE:
             return True
     return False
-
-
 
 
 def _distinguishable(cmp: Comparison, comp: CanonicalComputation) -> frozenset[str]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import CauseKind, Change
 from xlagraph.diagnose.collectives import is_collective
-from xlagraph.diagnose.common import fmt_list
+from xlagraph.diagnose.listing import fmt_list
 from xlagraph.match.bottom_up import users_of
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
-from xlagraph.diagnose.common import dim_sizes
 from xlagraph.diagnose.fixes import fix
+from xlagraph.diagnose.shapes import dim_sizes
 from xlagraph.diagnose.sources import sources_of
 from xlagraph.ir import strip_layout
 from xlagraph.match import Matching

@@ -11,7 +11,7 @@ from xlagraph.diagnose.causes import Cause
 from xlagraph.render.dynamo_text import dynamo_lines, dynamo_origin
 from xlagraph.render.eager_text import eager_lines
 from xlagraph.render.text import _wrap
-from xlagraph.report.model import CheckResult, RankEntry, Recompile, RunReport, TimelineEntry, to_fix_first
+from xlagraph.report.model import CheckResult, RankingEntry, Recompile, RunReport, TimelineEntry, to_fix_first
 from xlagraph.source_paths import short_location, short_locations_in
 
 __all__ = ["render_check_text", "render_report_text"]
@@ -245,7 +245,7 @@ def _ranking(report: RunReport) -> list[str]:
     if not report.recompiles:
         return []
 
-    def row(key: str, e: RankEntry) -> str:
+    def row(key: str, e: RankingEntry) -> str:
         sec = f", {e.seconds:.1f} s" if e.seconds else ""
         expected = " (expected)" if e.expected else ""
         return f"{key}{expected}: {e.compiles}{sec} ({', '.join(e.variants[:_MAX_LISTED])})"

@@ -26,7 +26,7 @@ _WHERE = {
             "Baseline",
             "CheckResult",
             "CountedGraph",
-            "RankEntry",
+            "RankingEntry",
             "Recompile",
             "RunReport",
             "TensorRef",

@@ -26,7 +26,7 @@ from xlagraph.report.model import (
     DynamoSection,
     GraphBreakEntry,
     GuardFailure,
-    RankEntry,
+    RankingEntry,
     Variant,
 )
 from xlagraph.runlog import Sync
@@ -209,7 +209,7 @@ def dynamo_section(
         events=tuple(events),
         recompiles=recompiles,
         graph_breaks=breaks,
-        by_call_site=_rank(events),
+        by_call_site=_ranking(events),
         seconds=round(sum(e.seconds for e in events), 6),
         notes=log.notes,
     )
@@ -255,7 +255,7 @@ def _user_line(stack: tuple[Frame, ...]) -> str:
     return ""
 
 
-def _rank(events: Sequence[DynamoEvent]) -> tuple[RankEntry, ...]:
+def _ranking(events: Sequence[DynamoEvent]) -> tuple[RankingEntry, ...]:
     seconds: dict[str, float] = defaultdict(float)
     count: dict[str, int] = defaultdict(int)
     letters: dict[str, list[str]] = defaultdict(list)
@@ -265,6 +265,6 @@ def _rank(events: Sequence[DynamoEvent]) -> tuple[RankEntry, ...]:
         count[key] += 1
         letters[key].extend(e.variants)
     return tuple(
-        RankEntry(key=k, compiles=count[k], seconds=round(seconds[k], 6), variants=tuple(letters[k]))
+        RankingEntry(key=k, compiles=count[k], seconds=round(seconds[k], 6), variants=tuple(letters[k]))
         for k in sorted(seconds, key=lambda k: (-seconds[k], k))
     )

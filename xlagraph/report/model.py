@@ -34,7 +34,7 @@ __all__ = [
     "EagerStep",
     "GraphBreakEntry",
     "GuardFailure",
-    "RankEntry",
+    "RankingEntry",
     "Recompile",
     "RunReport",
     "TensorRef",
@@ -173,7 +173,7 @@ def to_fix_first(recompiles: Iterable[Recompile], by_cost: bool = False) -> tupl
 
 
 @dataclass(frozen=True)
-class RankEntry:
+class RankingEntry:
     """How many compiles (and compile seconds, where known) one call site or cause kind cost."""
 
     key: str
@@ -250,7 +250,7 @@ class DynamoSection:
     events: tuple[DynamoEvent, ...]
     recompiles: tuple[DynamoEvent, ...]
     graph_breaks: tuple[GraphBreakEntry, ...]
-    by_call_site: tuple[RankEntry, ...]
+    by_call_site: tuple[RankingEntry, ...]
     seconds: float
     notes: tuple[str, ...] = ()
 
@@ -324,8 +324,8 @@ class RunReport:
     steady_from_step: int | None  # None: no steady state observed
     steady_variants: tuple[str, ...]
     recompiles: tuple[Recompile, ...]
-    by_call_site: tuple[RankEntry, ...]
-    by_cause: tuple[RankEntry, ...]
+    by_call_site: tuple[RankingEntry, ...]
+    by_cause: tuple[RankingEntry, ...]
     compile_seconds: float
     notes: tuple[str, ...]
     warnings: tuple[str, ...]

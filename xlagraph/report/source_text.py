@@ -30,7 +30,9 @@ def source_text_near(paths: Iterable[str]) -> SourceText:
         for candidate in (folder, *folder.parents[:_BASES_ABOVE]):
             stored = StoredSources.load(str(candidate))
             if stored is not None:
-                from xlagraph.capture.reader import process_roots  # (here: the capture's reader is large)
+                from xlagraph.capture.reader.meta import (
+                    process_roots,
+                )  # (here: the capture's reader is large)
 
                 found.append(stored)
                 add_capture_roots(process_roots(str(candidate)))  # (a dump it never made portable)

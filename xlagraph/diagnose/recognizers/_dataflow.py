@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from weakref import WeakKeyDictionary
 
 from xlagraph.diagnose.causes import Cause
-from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import Evidence
+from xlagraph.diagnose.shapes import shape_of
 
 __all__ = ["RESTATES", "downstream", "opcodes", "restated", "rewired", "updated_inputs", "upstream"]
 

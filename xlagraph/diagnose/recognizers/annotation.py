@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from xlagraph.canonical.hashes import frontend_entries
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
-from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
+from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.recognizers._causes import merge
 
 __all__ = ["RECOGNIZER"]

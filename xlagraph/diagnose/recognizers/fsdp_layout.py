@@ -13,10 +13,11 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
-from xlagraph.diagnose.common import dim_sizes, fmt_list, shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
+from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.shapes import dim_sizes, shape_of
 
 __all__ = ["RECOGNIZER"]
 

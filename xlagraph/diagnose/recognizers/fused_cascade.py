@@ -16,9 +16,9 @@ from weakref import WeakKeyDictionary
 
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
-from xlagraph.diagnose.common import dim_sizes
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._dataflow import upstream
+from xlagraph.diagnose.shapes import dim_sizes
 from xlagraph.ir import strip_layout
 
 __all__ = ["RECOGNIZER"]

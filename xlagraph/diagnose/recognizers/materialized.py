@@ -17,12 +17,12 @@ from dataclasses import replace
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
-from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._causes import added_at_warm_up, added_part, merge
 from xlagraph.diagnose.recognizers._dataflow import downstream, rewired, upstream
 from xlagraph.diagnose.recognizers._source import source_text
+from xlagraph.diagnose.shapes import shape_of
 from xlagraph.ir import Frame
 from xlagraph.match.bottom_up import users_of
 from xlagraph.opcodes import COMMUTATIVE

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
-from xlagraph.diagnose.common import dims_of, whole_factors
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.shapes import dims_of, whole_factors
 
 __all__ = ["RECOGNIZER"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 
 from xlagraph.diagnose.causes import Cause, CauseKind
-from xlagraph.diagnose.common import fmt_list
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers.input_shape import (
     BATCH_HINT,

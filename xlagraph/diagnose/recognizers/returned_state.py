@@ -14,10 +14,10 @@ from collections import Counter
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
-from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import added_at_warm_up, added_part, merge
 from xlagraph.diagnose.recognizers._dataflow import downstream, updated_inputs
+from xlagraph.diagnose.shapes import shape_of
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]

@@ -16,8 +16,8 @@ from itertools import combinations_with_replacement
 from math import prod
 
 from xlagraph.diagnose.causes import Cause, CauseKind
-from xlagraph.diagnose.common import dim_changes, is_number
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.numbers import dim_changes, is_number
 from xlagraph.diagnose.recognizers._causes import merge
 
 __all__ = ["RECOGNIZER"]

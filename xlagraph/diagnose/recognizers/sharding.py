@@ -7,9 +7,10 @@ reason and are folded into this one cause.
 from __future__ import annotations
 
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
-from xlagraph.diagnose.common import fmt_list, whole_factors
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.shapes import whole_factors
 
 __all__ = ["RECOGNIZER"]
 

@@ -14,9 +14,9 @@ from fractions import Fraction
 from math import isclose, prod
 
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
-from xlagraph.diagnose.common import dim_sizes
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import fold_into
+from xlagraph.diagnose.shapes import dim_sizes
 
 __all__ = ["RECOGNIZER"]
 

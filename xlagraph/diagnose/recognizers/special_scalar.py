@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
-from xlagraph.diagnose.common import is_number
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
+from xlagraph.diagnose.numbers import is_number
 from xlagraph.diagnose.recognizers._assignments import scalar_origin
 from xlagraph.diagnose.recognizers._causes import merge, renamed
 from xlagraph.diagnose.recognizers._dataflow import restated

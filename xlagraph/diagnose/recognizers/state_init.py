@@ -16,7 +16,6 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from xlagraph.diagnose.causes import Cause, CauseKind
-from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._causes import added_at_warm_up, merge
@@ -24,6 +23,7 @@ from xlagraph.diagnose.recognizers._dataflow import RESTATES, restated
 from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
 from xlagraph.diagnose.recognizers.permutation import reordered_only
 from xlagraph.diagnose.recognizers.special_scalar import matched_twin
+from xlagraph.diagnose.shapes import shape_of
 from xlagraph.ir import Frame
 from xlagraph.match.bottom_up import users_of
 

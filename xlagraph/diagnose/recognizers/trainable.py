@@ -10,7 +10,6 @@ import re
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
-from xlagraph.diagnose.common import shape_of
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._dataflow import updated_inputs
@@ -23,6 +22,7 @@ from xlagraph.diagnose.recognizers._source import (
     source_text,
     user_files,
 )
+from xlagraph.diagnose.shapes import shape_of
 from xlagraph.match.bottom_up import users_of
 
 __all__ = ["RECOGNIZER"]

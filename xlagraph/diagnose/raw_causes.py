@@ -25,10 +25,12 @@ from xlagraph.diagnose.collectives import (
     regrouped_only,
     summarize,
 )
-from xlagraph.diagnose.common import dim_changes, explained_by_dims, fmt_list
 from xlagraph.diagnose.comparison import Comparison
+from xlagraph.diagnose.inputs import compare_parameters
 from xlagraph.diagnose.instructions import matched_changes
-from xlagraph.diagnose.interface import compare_outputs, compare_parameters
+from xlagraph.diagnose.listing import fmt_list
+from xlagraph.diagnose.numbers import dim_changes, explained_by_dims
+from xlagraph.diagnose.outputs import compare_outputs
 from xlagraph.diagnose.regions import structure
 from xlagraph.match import Matching
 

@@ -1,0 +1,244 @@
+"""The graph's outputs compared once paired.
+
+Outputs are paired by their data-flow context (`xlagraph.match.correspondence`), then by the
+matching, then left-over slots in order by shape (the same tensor computed another way), then
+by dimensions with another element type (`dtype`): `output_slots.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from xlagraph.canonical import CanonicalComputation
+from xlagraph.diagnose.causes import CauseKind, Change, Moved
+from xlagraph.diagnose.collectives import collectives
+from xlagraph.diagnose.donation import compare_donation
+from xlagraph.diagnose.listing import fmt_list
+from xlagraph.diagnose.output_slots import one_tensor, pair_resharded, pair_slots, same_slots
+from xlagraph.diagnose.permutation import order_changed, permutation_cause
+from xlagraph.diagnose.shapes import FLOAT_TYPES, dims_of, element_type, layout_differs, shape_of
+from xlagraph.match.correspondence import correspond
+
+if TYPE_CHECKING:
+    from xlagraph.diagnose.comparison import Comparison
+
+
+def compare_outputs(cmp: Comparison) -> None:
+    left, right, m = cmp.left, cmp.right, cmp.m
+    right_positions: dict[str, list[int]] = {}
+    for j, b in enumerate(right.outputs):
+        right_positions.setdefault(b, []).append(j)
+    # Outputs first by their data-flow context, which neither a slot nor a changed constant or
+    # size decides; the rest by the matching.
+    corr = correspond(left, right)
+    pairs = [
+        (i, j)
+        for i, j in sorted(corr.outputs.items())
+        if i not in corr.tied
+        and one_tensor(shape_of(left, left.outputs[i]), shape_of(right, right.outputs[j]))
+    ]
+    used = {j for _, j in pairs}
+    known = {i for i, _ in pairs}
+    removed: list[int] = []
+    unclaimed = _unclaimed_by_line(right, m.right)
+    # The matching as the cones of outputs added or removed read it (re-paired by line below).
+    claimed_l, claimed_r, repaired = m.left, m.right, False
+    for i, a in enumerate(left.outputs):
+        if i in known:
+            continue
+        if i in corr.dropped:  # its removal is what made the graphs alike: no counterpart
+            removed.append(i)
+            continue
+        b = m.left.get(a)
+        js = [j for j in right_positions.get(b, []) if j not in used and j not in corr.born] if b else []
+        chosen = corr.outputs.get(i)
+        if (
+            chosen is not None
+            and chosen not in used
+            and (not js or (i in corr.tied and _alike(right, js[0], chosen)))
+        ):
+            # Look-alikes that compute the same value keep their order (the matching would pair
+            # two zero buffers across, a move nothing shows); the context's choice also where
+            # the matching has none.
+            js, b = [chosen], None
+        if js and b and (other := _same_line(left, right, a, b, unclaimed, used)) is not None:
+            js = [other]
+            if not repaired:
+                claimed_l, claimed_r, repaired = m.left.copy(), m.right.copy(), True
+            for lp, rp in ((cmp.pair_left, cmp.pair_right), (claimed_l, claimed_r)):
+                _repair(cmp, lp, rp, a, b, right.outputs[other])
+        if not js:
+            removed.append(i)
+            continue
+        used.add(js[0])
+        pairs.append((i, js[0]))
+    added = [j for j in range(len(right.outputs)) if j not in used]
+    matched = list(pairs)  # order is judged on matched outputs only: slots pair in order anyway
+    # Outputs whose removal made the graphs alike have no counterpart: no slot pairs them.
+    gone = ([j for j in added if j in corr.born], [i for i in removed if i in corr.dropped])
+    added = [j for j in added if j not in corr.born]
+    removed = [i for i in removed if i not in corr.dropped]
+    same = same_slots(left, right, added, removed)
+    pairs += same
+    slot_pairs, added, removed = pair_slots(left, right, added, removed, same_type=True)
+    pairs += slot_pairs
+    typed, added, removed = pair_slots(left, right, added, removed, same_type=False)
+    pairs += typed
+    # A slot whose tensor was resharded (a gradient of a weight split over twice the devices):
+    # the same output in another shard shape, its producers' difference said inside.
+    # Only a graph split over devices has shards (without collectives or shardings, two
+    # tensors whose sizes divide are two tensors: a dropped f32[16,8] and a new f32[4,4]).
+    if added and removed and _parallel(cmp):
+        pairs += pair_resharded(left, right, added, removed)
+    added, removed = sorted(added + gone[0]), sorted(removed + gone[1])
+    # Slots paired across element types by the matcher or by position change type as well.
+    retyped = [
+        (i, j)
+        for i, j in matched + same
+        if element_type(sa := shape_of(left, left.outputs[i]))
+        != element_type(sb := shape_of(right, right.outputs[j]))
+        and dims_of(sa) == dims_of(sb)
+        and {element_type(sa), element_type(sb)} <= FLOAT_TYPES
+    ]
+    for i, j in retyped + typed:
+        a, b = left.outputs[i], right.outputs[j]
+        cmp.pending_dtype.append(Change(a, b, "dtype", shape_of(left, a), shape_of(right, b)))
+    compare_donation(cmp, pairs)
+    layout = [
+        Change(left.outputs[i], right.outputs[j], "layout", la, lb)
+        for i, j in pairs
+        if layout_differs(
+            la := left.instruction(left.outputs[i]).shape, lb := right.instruction(right.outputs[j]).shape
+        )
+        and shape_of(left, left.outputs[i]) == shape_of(right, right.outputs[j])
+    ]
+    if layout:
+        cmp.cause(
+            CauseKind.LAYOUT,
+            f"{len(layout)} output(s) have the same shape in another layout or memory space: "
+            + fmt_list([f"{c.old} -> {c.new}" for c in layout], 3),
+            [c.left for c in layout],
+            [c.right for c in layout],
+            changes=tuple(layout),
+        )
+    if added:
+        heads = [right.outputs[j] for j in added]
+        cone = [h for h in heads if h in claimed_r] + cmp.cone(right, heads, claimed_r)
+        shapes = [shape_of(right, right.outputs[j]) for j in added]
+        cmp.cause(
+            CauseKind.OUTPUT_ADDED,
+            f"B returns {len(added)} more tensor{'s' if len(added) > 1 else ''} than A "
+            f"({fmt_list([f'output {j}: {s}' for j, s in zip(added, shapes, strict=True)])})",
+            (),
+            cone,
+            changes=tuple(
+                Change("", right.outputs[j], "output", "", f"{j}: {s}")
+                for j, s in zip(added, shapes, strict=True)
+            ),
+        )
+    if removed:
+        heads = [left.outputs[i] for i in removed]
+        cone = [h for h in heads if h in claimed_l] + cmp.cone(left, heads, claimed_l)
+        shapes = [shape_of(left, left.outputs[i]) for i in removed]
+        cmp.cause(
+            CauseKind.OUTPUT_REMOVED,
+            f"B returns {len(removed)} tensor{'s' if len(removed) > 1 else ''} fewer than A "
+            f"({fmt_list([f'output {i}: {s}' for i, s in zip(removed, shapes, strict=True)])})",
+            cone,
+            (),
+            changes=tuple(
+                Change(left.outputs[i], "", "output", f"{i}: {s}", "")
+                for i, s in zip(removed, shapes, strict=True)
+            ),
+        )
+    if order_changed(matched):
+        moved = sorted(
+            Moved(i, j, shape_of(right, right.outputs[j]), left.outputs[i], right.outputs[j], "output")
+            for i, j in matched
+        )
+        permutation_cause(
+            cmp,
+            CauseKind.OUTPUT_PERMUTATION,
+            moved,
+            "the same outputs come out in another order",
+            "output ",
+            "the live tensors were created in another order",
+        )
+
+
+def _alike(comp: CanonicalComputation, j: int, k: int) -> bool:
+    """Output slots `j` and `k` compute the same value (structural hash, parameters included)."""
+    return comp.h1.get(comp.outputs[j]) == comp.h1.get(comp.outputs[k])
+
+
+def _location(comp: CanonicalComputation, name: str) -> str:
+    md = comp.instruction(name).metadata
+    return md.location if md else ""
+
+
+def _unclaimed_by_line(
+    right: CanonicalComputation, claimed: Mapping[str, str]
+) -> dict[tuple[str, str], list[int]]:
+    """B's output slots the matching pairs with nothing, by (shape, source line)."""
+    out: dict[tuple[str, str], list[int]] = {}
+    for j, b in enumerate(right.outputs):
+        if b not in claimed and (loc := _location(right, b)):
+            out.setdefault((shape_of(right, b), loc), []).append(j)
+    return out
+
+
+def _same_line(
+    left: CanonicalComputation,
+    right: CanonicalComputation,
+    a: str,
+    b: str,
+    unclaimed: dict[tuple[str, str], list[int]],
+    used: set[int],
+) -> int | None:
+    """The slot of B's one output that the matching leaves unpaired and that has `a`'s shape and
+    source line, where the matching pairs `a` with an output made at another line: the update
+    of a weight and of its momentum buffer look alike once the buffer is read as an input (on
+    the first step it is the gradient itself), and the line tells which one `a` is."""
+    la, lb = _location(left, a), _location(right, b)
+    if not (la and lb and la != lb):
+        return None
+    free = [j for j in unclaimed.get((shape_of(left, a), la), ()) if j not in used]
+    return free[0] if len(free) == 1 else None
+
+
+def _repair(cmp: Comparison, lp: dict[str, str], rp: dict[str, str], a: str, old: str, new: str) -> None:
+    """`a` is `new`, not `old`, in the matching `lp`/`rp`, and so are their operands
+    that are the same ops, down to what is paired already or to the inputs: the region the other
+    tensor differs in is then said where it is."""
+    if lp.get(a) != old:
+        return
+    left, right = cmp.left, cmp.right
+    stack = [(a, new)]
+    while stack:
+        x, y = stack.pop()
+        if x in left.param_number or y in right.param_number or lp.get(x) == y:
+            continue
+        if (y0 := lp.pop(x, None)) is not None:
+            rp.pop(y0, None)
+        if (x0 := rp.pop(y, None)) is not None:
+            lp.pop(x0, None)
+        lp[x], rp[y] = y, x
+        ox, oy = left.operands.get(x, ()), right.operands.get(y, ())
+        if len(ox) != len(oy):
+            continue
+        for u, v in zip(ox, oy, strict=True):
+            if left.keys.get(u) == right.keys.get(v):  # the same op on the same kind of operands
+                stack.append((u, v))
+
+
+def _parallel(cmp: Comparison) -> bool:
+    """Either graph runs collectives or carries sharding annotations."""
+    if collectives(cmp.lm) or collectives(cmp.rm):
+        return True
+    return any(
+        i.attribute("sharding") is not None
+        for comp in (cmp.left, cmp.right)
+        for i in comp.computation.instructions
+        if i.attributes
+    )

@@ -1,0 +1,279 @@
+"""A recompile's causes attributed to the user's program: extra or missing outputs to live tensors
+of the same shape, shape changes to the inputs, permutations to what moved, collective changes to
+the buckets, each with the user's own source lines before library lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import PurePath
+
+from xlagraph.capture.shardings import MarkSharding, find_marks
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.collectives import collectives
+from xlagraph.diagnose.frames import is_library, location, split_frames
+from xlagraph.diff import DiffResult
+from xlagraph.ir import Frame, strip_layout
+from xlagraph.report.holders import storing_lines
+from xlagraph.report.model import Attribution, TensorRef
+from xlagraph.report.triggers import LineReader, read_source_line
+from xlagraph.runlog import GraphRecord, LiveTensor
+
+_MAX_TENSORS = 4
+
+
+_EXTRA_CANDIDATES = 2
+
+
+_MAX_ITEMS = 8
+
+
+_MAX_CALLERS = 3
+
+
+# -- lines ---------------------------------------------------------------------------------
+def _is_user_file(file: str, user_names: frozenset[str]) -> bool:
+    """Full paths are judged by where they are; bare names (lazy IR `location=f@file.py:3`) by
+    whether a user frame of the run has that file name."""
+    if "/" in file or "\\" in file:
+        return not is_library(Frame("", file, 0))
+    return PurePath(file).name in user_names and not file.startswith("<")
+
+
+def _split_lines(lines: Iterable[str], user_names: frozenset[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    user: list[str] = []
+    library: list[str] = []
+    for loc in lines:
+        file = loc.rsplit(":", 1)[0] if loc.rsplit(":", 1)[-1].isdigit() else loc
+        bucket = user if _is_user_file(file, user_names) else library
+        if loc not in bucket:
+            bucket.append(loc)
+    return tuple(user), tuple(library)
+
+
+# -- attribution ---------------------------------------------------------------------------
+def _norm_shape(shape: str) -> str:
+    return strip_layout(shape).replace(" ", "")
+
+
+def _tensor_ref(t: LiveTensor, cited: tuple[str, ...]) -> TensorRef:
+    users, library = split_frames(t.frames)
+    line = location(users[0]) if users else ""
+    match = "shape and line" if line and line in cited else "shape"
+    held_by, stored = _holder(t, users, line)
+    return TensorRef(t.id, _norm_shape(t.shape), line, match, users, len(library), held_by, stored)
+
+
+def _holder(t: LiveTensor, users: tuple[Frame, ...], line: str) -> tuple[str, tuple[str, ...]]:
+    """What kept `t` alive and the lines that store it there: the first of its holders whose
+    storing lines are not just the line that made it (`loss = ...` holds `loss` too)."""
+    for h in t.holders:
+        stored = tuple(s for s in storing_lines(h, users) if s != line)
+        if stored:
+            return str(h), stored
+    return (str(t.holders[0]), ()) if t.holders else ("", ())
+
+
+def _pick_tensors(
+    tensors: tuple[LiveTensor, ...],
+    shapes: list[str],
+    cited: tuple[str, ...],
+    other: tuple[LiveTensor, ...] = (),
+) -> tuple[TensorRef, ...]:
+    """Live tensors of the given shapes. Those created on a line the cause cites are the answer
+    when there are enough of them; otherwise a few candidates of the right shape, those created
+    by user code and the most recent first. A tensor that was an output of the `other` graph
+    too (pending at its sync: a weight both update) comes last: an output one graph adds is a
+    tensor the other did not compute."""
+    wanted = set(shapes)
+    # (by id, and by the path that holds it: an updated weight is a new tensor at each step)
+    both = {t.id for t in other if t.pending} | {t.holders[0].path for t in other if t.pending and t.holders}
+    picked = [t for t in tensors if _norm_shape(t.shape) in wanted]
+    seen_before = {t.id for t in picked if t.id in both or (t.holders and t.holders[0].path in both)}
+    refs = [_tensor_ref(t, cited) for t in picked]
+    refs.sort(key=lambda r: (r.id in seen_before, r.match != "shape and line", not r.line, -r.id))
+    fresh = [r for r in refs if r.id not in seen_before]
+    if both and len(fresh) == len(shapes) and sorted(r.shape for r in fresh) == sorted(shapes):
+        # exactly the tensors the other graph did not compute: these are they
+        return tuple(r if r.match == "shape and line" else replace(r, match="by elimination") for r in fresh)
+    on_line = [r for r in refs if r.match == "shape and line"]
+    if len(on_line) >= len(shapes):
+        return tuple(on_line[: max(len(shapes), _MAX_TENSORS)])
+    return tuple(refs[: len(shapes) + _EXTRA_CANDIDATES])
+
+
+def _output_positions(result: DiffResult, names: tuple[str, ...], right: bool) -> list[tuple[int, str]]:
+    canon = result.right if right else result.left
+    entry = canon.entry
+    chosen = set(names)
+    return [(j, _norm_shape(entry.instruction(n).shape)) for j, n in enumerate(entry.outputs) if n in chosen]
+
+
+def _bounded(items: list[str]) -> tuple[str, ...]:
+    if len(items) <= _MAX_ITEMS:
+        return tuple(items)
+    return (*items[:_MAX_ITEMS], f"... and {len(items) - _MAX_ITEMS} more")
+
+
+@dataclass(frozen=True)
+class AttributionContext:
+    result: DiffResult
+    baseline: GraphRecord | None
+    target: GraphRecord | None
+    user_names: frozenset[str]
+    site: str = ""
+    read_line: LineReader = read_source_line
+    marks: tuple[MarkSharding, ...] = ()  # the capture's mark_sharding calls
+    step: int = -1
+
+
+def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
+    """What one cause points at in the user's program."""
+    result = ctx.result
+    lines, library_lines = _split_lines(cause.sources, ctx.user_names)
+    direct = bool(lines)  # the graph's own metadata cites the user's lines
+    kind = cause.kind
+    items: list[str] = []
+    tensors: tuple[TensorRef, ...] = ()
+    summary = cause.summary
+    target_tensors = ctx.target.tensors if ctx.target else ()
+    baseline_tensors = ctx.baseline.tensors if ctx.baseline else ()
+    if kind is CauseKind.OUTPUT_ADDED:
+        outputs = _output_positions(result, cause.right, right=True)
+        items = [f"output {j}: {s}" for j, s in outputs]
+        shapes = [s for _, s in outputs]
+        tensors = _pick_tensors(target_tensors, shapes, lines, baseline_tensors)
+        summary = f"{len(outputs)} extra output(s): the live tensor(s) kept alive only in this graph"
+    elif kind is CauseKind.OUTPUT_REMOVED:
+        outputs = _output_positions(result, cause.left, right=False)
+        items = [f"baseline output {i}: {s}" for i, s in outputs]
+        shapes = [s for _, s in outputs]
+        tensors = _pick_tensors(baseline_tensors, shapes, lines, target_tensors)
+        summary = f"{len(outputs)} output(s) of the baseline missing: tensor(s) alive then, not now"
+    elif kind is CauseKind.PARAMETER_SHAPE:
+        numbers = result.left.entry.param_number
+        items = [f"input {numbers.get(c.left, '?')}: {c.old} -> {c.new}" for c in cause.changes]
+        summary = f"{len(cause.changes)} input(s) changed shape"
+    elif kind in (CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION):
+        what = "input" if kind is CauseKind.PARAMETER_PERMUTATION else "output"
+        moved = [m for m in cause.mapping if m.left != m.right]
+        items = [f"baseline {what} {m.left} is now {what} {m.right} ({m.shape})" for m in moved]
+        if kind is CauseKind.OUTPUT_PERMUTATION:
+            shapes = [m.shape for m in moved]
+            tensors = _pick_tensors(target_tensors, shapes, lines)
+        summary = f"{len(moved)} {what}(s) moved: the tensors were created or updated in another order"
+    elif kind is CauseKind.COLLECTIVE:
+        left_names, right_names = set(cause.left), set(cause.right)
+        before = [c for c in collectives(result.left) if c.name in left_names]
+        after = [c for c in collectives(result.right) if c.name in right_names]
+        items = [f"baseline {c.kind} {c.name} over {', '.join(c.operands) or '()'}" for c in before]
+        items += [f"now {c.kind} {c.name} over {', '.join(c.operands) or '()'}" for c in after]
+        summary = f"buckets: {len(before)} collective(s) of the baseline regrouped into {len(after)}"
+    elif kind in (CauseKind.CONSTANT_VALUE, CauseKind.ATTRIBUTE):
+        items = [
+            f"{c.left}: {c.what} {c.old} -> {c.new}"
+            if c.left
+            else f"{c.what}: {c.old or '(none)'} -> {c.new}"
+            for c in cause.changes
+        ]
+    else:  # the named patterns: what differs, as the changes say it
+        items = [f"{c.what}: {c.old or '(none)'} -> {c.new or '(none)'}" for c in cause.changes]
+    if kind is CauseKind.SHARDING and ctx.marks:
+        # The HLO's metadata points into xla_sharding.py or the model; the capture saw the call.
+        # A changed sharding, or an annotation only one graph has (`mark_sharding` on an
+        # activation from some step on): its custom-call carries the spec the call made.
+        specs = [ch.new for ch in cause.changes if ch.what == "sharding"] + [
+            ins.attribute("sharding", "") or ""
+            for ins in (result.right.entry.computation.by_name.get(n) for n in cause.right)
+            if ins is not None
+            and ins.opcode == "custom-call"
+            and ins.attribute("custom_call_target") == '"Sharding"'
+        ]
+        marked = [
+            m.line
+            for spec in specs
+            if spec
+            for m in find_marks(ctx.marks, spec)
+            if m.line and (ctx.step < 0 or m.step <= ctx.step)
+        ]
+        lines = tuple(dict.fromkeys((*marked[:2], *lines)))
+    if not lines and library_lines and ctx.site:
+        lines = _calling_lines(library_lines, ctx.site, ctx.read_line)
+    if not lines:  # the ops come from library code: the user's line that made the tensor
+        lines = tuple(dict.fromkeys(t.line for t in tensors if t.line))[:2]
+    if kind in (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED) and (
+        len(tensors) == len(items) or all(t.match == "shape and line" for t in tensors)
+    ):  # the only candidates: where the program keeps them decides whether they are outputs,
+        # first unless the graph cites the user's lines itself (a tensor made under the `if`)
+        stored = tuple(s for t in tensors for s in t.stored_at)
+        lines = tuple(dict.fromkeys((*lines, *stored) if direct else (*stored, *lines)))
+    # A tensor made inside the user's own helper: its callers are the user's lines too (the call
+    # inside `if step % k == 0:` is what makes it appear on some steps only).
+    callers = [location(f) for t in tensors if t.match == "shape and line" for f in t.frames[1:_MAX_CALLERS]]
+    lines = tuple(dict.fromkeys((*lines, *callers)))
+    return Attribution(index, str(kind), summary, _bounded(items), tensors, lines, library_lines)
+
+
+# Library code the user calls by a name of their own: which call in their script reached it.
+_CALLS = (
+    ("clip_grad", ("clip_grad_norm_(", "clip_grad_value_(", "clip_grad")),
+    ("_patched_functions", ("clip_grad_norm_(",)),  # torch_xla's own clip_grad_norm_
+    ("/optim/", (".step(",)),
+    ("dropout", (".train(", ".eval(")),
+)
+
+
+_MAX_SCRIPT_LINES = 5000
+
+
+def _file_line(location: str) -> tuple[str, int]:
+    file, _, line = location.rpartition(":")
+    return (file, int(line)) if line.isdigit() else (location, 0)
+
+
+def _calling_lines(library_lines: tuple[str, ...], site: str, read_line: LineReader) -> tuple[str, ...]:
+    """The lines of the user's script (the sync's file) that call the library code a cause's
+    instructions come from: `clip_grad_norm_(...)` for clip_grad.py, `opt.step()` for an
+    optimizer. Empty when the script has no such call."""
+    file = site.rpartition(":")[0]
+    # The library line's own text names the op where its file does not (`F.dropout` in functional.py).
+    said = [lib + " " + read_line(*_file_line(lib)) for lib in library_lines]
+    tokens = [t for marker, names in _CALLS if any(marker in text for text in said) for t in names]
+    # A function of torch's functional API the user calls by name (`F.interpolate(...)`).
+    tokens += [f"{name}(" for lib in library_lines if (name := _functional_name(lib, read_line))]
+    if not file or not tokens:
+        return ()
+    found: list[str] = []
+    in_string = False
+    for n in range(1, _MAX_SCRIPT_LINES):
+        text = read_line(file, n)
+        if not text:
+            break
+        quotes = text.count('"""') + text.count("'''")
+        if in_string or quotes:  # docstrings talk about calls; only code makes them
+            in_string = in_string != (quotes % 2 == 1)
+            continue
+        code = text.split("#", 1)[0]
+        if any(t in code for t in tokens):
+            found.append(f"{file}:{n}")
+    return tuple(found[:3])
+
+
+_FUNCTIONAL = ("torch/nn/functional.py", "torch/functional.py")
+
+
+_DEF_LINE = re.compile(r"^def ([a-z]\w*)\(")
+
+
+def _functional_name(library_line: str, read_line: LineReader) -> str:
+    """The public function of torch's functional API a library line is in (`interpolate`), or ""."""
+    file, line = _file_line(library_line)
+    if not file.replace("\\", "/").endswith(_FUNCTIONAL):
+        return ""
+    for n in range(line, max(0, line - 400), -1):
+        m = _DEF_LINE.match(read_line(file, n))
+        if m:
+            return m.group(1)
+    return ""

@@ -1,0 +1,169 @@
+"""One recompile explained against a baseline: the most similar earlier graph from the same call
+site. Candidates are the earlier graphs whose first sync had the same user frames (else the same
+innermost user line, else any earlier graph), at most `MAX_CANDIDATES` of the most recent; each is
+compared with `diff_modules` and the closest wins: the fewest live instructions involved in its
+causes, then the fewest causes, then the most recent (`baseline.py`). Its causes are then
+attributed (`attribution.py`).
+"""
+
+from __future__ import annotations
+
+from xlagraph.capture.shardings import MarkSharding
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
+from xlagraph.diagnose.fixes import fix
+from xlagraph.diagnose.frames import call_site, location, split_frames
+from xlagraph.ir import Frame
+from xlagraph.report.attribution import AttributionContext, attribute
+from xlagraph.report.baseline import (
+    GENERIC_NAMES,
+    NEW_CALL_SITE,
+    NEW_SYNC_POINT,
+    Modules,
+    choose_baseline,
+    graph_name,
+)
+from xlagraph.report.model import Attribution, Baseline, Recompile
+from xlagraph.report.triggers import LineReader, read_source_line
+from xlagraph.runlog import RunLog, Sync
+from xlagraph.source_paths import short_location
+
+OWN_GRAPH_HINT = fix("own_graph")
+
+
+def _own_graph(site: str, users: tuple[Frame, ...], name: str = "", other: str = "", when: str = "") -> Cause:
+    """The first graph of another call site (or of another `torch_xla.compile` function): work
+    this run syncs somewhere else than the earlier graphs (an evaluation pass after each epoch),
+    named with the user's lines that reach it (expected)."""
+    lines = tuple(dict.fromkeys([site, *(location(f) for f in users)]))[:4]
+    if name not in GENERIC_NAMES and name != other:
+        what = f"the graph torch_xla.compile names {name}, another program than {other or 'the earlier ones'}"
+        if other == f"{name}_clear_pending":
+            what += " (the ops pending before the call, run first as a graph of their own)"
+    else:
+        what = f"a graph of its own for the work synced at {short_location(site)}"
+    why = {
+        "first step": "the code since the previous sync of the run's first step (or other code that "
+        "starts the run), compiled once and replayed by later steps",
+        "after the loop": "work read after the loop's last step (a final metric), compiled once",
+    }.get(
+        when,
+        "code that runs at another point than the earlier graphs (an evaluation pass, metrics, a "
+        "compiled function); compiled once, reused when it runs again",
+    )
+    return Cause(
+        CauseKind.CONDITIONAL_WORK,
+        f"{what}: {why}",
+        OWN_GRAPH_HINT,
+        info=True,
+        sources=lines,
+    )
+
+
+def earlier_graphs(target: Sync, first: dict[str, Sync]) -> list[tuple[str, Sync]]:
+    """The graphs compiled before `target`, each with its first sync."""
+    return [(h, s) for h, s in first.items() if s.index < target.index]
+
+
+def _in_first_step(target: Sync, first: dict[str, Sync], last_step: int | None = None) -> bool:
+    """No step has ended before `target`'s (every earlier graph first ran in its step), and, when
+    `last_step` is given, later steps follow to show what replays."""
+    earlier = all(s.step == target.step for s in first.values() if s.index < target.index)
+    return earlier and (last_step is None or last_step > target.step)
+
+
+def explain_recompile(
+    target: Sync,
+    letters: dict[str, str],
+    first: dict[str, Sync],
+    modules: Modules | None,
+    log: RunLog,
+    triggers: dict[int, str],
+    user_names: frozenset[str],
+    read_line: LineReader = read_source_line,
+    marks: tuple[MarkSharding, ...] = (),
+    last_marker: int = -1,
+    last_step: int = -1,
+) -> Recompile:
+    earlier = earlier_graphs(target, first)
+    first_sync = min((s.index for s in first.values()), default=0)
+    if modules is None:
+        choice, note = None, "not explained"
+    else:
+        choice, note = choose_baseline(target, earlier, modules, triggers, first_sync)
+    users, library = split_frames(target.frames)
+    site = call_site(target.frames)
+    causes: tuple[Cause, ...] = ()
+    attribution: tuple[Attribution, ...] = ()
+    notes: tuple[str, ...] = ()
+    first_of_program = False
+    if choice is not None and choice.result is not None:
+        result = choice.result
+        causes = result.differences
+        records = log.graphs.get(choice.graph_hash), log.graphs.get(target.graph_hash)
+        ctx = AttributionContext(result, *records, user_names, site, read_line, marks, target.step)
+        attribution = tuple(attribute(i, c, ctx) for i, c in enumerate(causes))
+        notes = result.notes
+        # A value read after the last step marker (final metrics after the loop) is a graph of
+        # its own too, though its sync is implicit: no step follows for it to have cut.
+        after_loop = 0 <= last_marker < target.index
+        new_code = choice.reason == NEW_SYNC_POINT or (
+            choice.reason == NEW_CALL_SITE and (triggers[target.index] not in IMPLICIT_TRIGGERS or after_loop)
+        )
+        if new_code and site and causes:
+            # New code, not a changed graph: the nearest earlier graph is another computation
+            # (an evaluation before the first training step), so its differences are no causes.
+            kinds = ", ".join(dict.fromkeys(str(c.kind) for c in causes))
+            note = (
+                f"the first graph compiled at this call site: the earlier graphs come from other "
+                f"lines or another compiled function, so this is new code rather than a changed "
+                f"graph (against graph "
+                f"{letters[choice.graph_hash]}: {kinds})"
+            )
+            names = (graph_name(modules.get(target.graph_hash)), graph_name(modules.get(choice.graph_hash)))
+            # Before any earlier step ended (the pending graph of torch_xla.compile, then the step
+            # function) or after the loop, it is a program starting or ending: not work that some
+            # steps add (an evaluation between epochs), and not a recompile.
+            when = "after the loop" if after_loop else "first step" if _in_first_step(target, first) else ""
+            first_of_program = bool(when)
+            causes = (_own_graph(site, users, *names, when=when),)
+            attribution = (Attribution(0, str(causes[0].kind), causes[0].summary, lines=causes[0].sources),)
+        elif causes and choice.sync.step == target.step and _in_first_step(target, first, last_step):
+            # The same code run again within the run's first step with other sizes (a query and a
+            # passage encoder, each cut at a library sync): each use compiles once, every step
+            # replays both, so what differs is no change over steps.
+            first_of_program = True
+            note = (
+                f"another use of the code of graph {letters[choice.graph_hash]} within the run's first "
+                "step, with what differs below: each use compiles once and later steps replay both"
+            )
+        elif not causes:
+            note = (
+                "the two graphs print the same: the difference is in what the dump does not show "
+                "(compile environment, sharding, buffer donors or elided constants)"
+            )
+    cited = [line for a in attribution for line in a.lines]
+    cited += [t.line for a in attribution for t in a.tensors if t.line]
+    if site:
+        cited.append(site)
+    baseline = (
+        Baseline(letters[choice.graph_hash], choice.sync.index, choice.reason) if choice is not None else None
+    )
+    return Recompile(
+        sync=target.index,
+        step=target.step,
+        variant=letters[target.graph_hash],
+        graph_hash=target.graph_hash,
+        call_site=site,
+        trigger=triggers[target.index],
+        frames=users,
+        library_frames=library,
+        baseline=baseline,
+        causes=causes,
+        attribution=attribution,
+        lines=tuple(dict.fromkeys(cited)),
+        note=note,
+        compile_seconds=target.compile_seconds,
+        notes=notes,
+        first_of_program=first_of_program,
+    )

@@ -1,0 +1,71 @@
+"""A report's recompiles explained in forked worker processes (`XLAGRAPH_WORKERS`): every answer is
+the one a single process gives, in the same order.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
+
+from xlagraph.diagnose.frames import SourceText, current_sources, reading_sources
+from xlagraph.progress import shown, step
+from xlagraph.report.baseline import Modules, graphs_read
+from xlagraph.report.explain import earlier_graphs, explain_recompile
+from xlagraph.report.model import Recompile
+from xlagraph.runlog import Sync
+
+
+def report_workers() -> int:
+    """Processes that explain a report's recompiles: `XLAGRAPH_WORKERS`, else one per core this
+    process may run on."""
+    raw = os.environ.get("XLAGRAPH_WORKERS", "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+# What the forked workers explain: set in the parent just before the fork, read by the children.
+_JOB: tuple[list[Sync], tuple[object, ...], SourceText | None] | None = None
+
+
+def _explain_one(k: int) -> Recompile:
+    assert _JOB is not None
+    targets, args, text = _JOB
+    with shown(None), reading_sources(text) if text is not None else nullcontext():
+        return explain_recompile(targets[k], *args)  # type: ignore[arg-type]
+
+
+def explain_in_processes(
+    targets: list[Sync], args: tuple[object, ...], workers: int
+) -> tuple[Recompile, ...]:
+    """`explain_recompile` of each target in forked processes: each recompile's diffs depend only on the
+    run's graphs and facts, which the children inherit, so every answer is the one a single
+    process gives (in target order). Neighbouring recompiles go to one worker (contiguous
+    chunks): they compare the same earlier graphs, which it then parses once."""
+    global _JOB
+    _JOB = (targets, args, current_sources())
+    chunk = -(-len(targets) // workers)
+    # A chunk's first recompile would read its own graph and the earlier ones it compares with
+    # before any work of its worker's could share them: read here, on two threads, they are the
+    # workers' from the fork (and the first worker's when it gets there).
+    first, modules = args[1], args[2]
+    if isinstance(modules, Modules):
+        heads = range(chunk, len(targets), chunk)
+        modules.preload(
+            [h for k in heads for h in graphs_read(targets[k], earlier_graphs(targets[k], first))]
+        )  # type: ignore[arg-type]
+    try:
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            explained = []
+            for k, r in enumerate(pool.map(_explain_one, range(len(targets)), chunksize=chunk), 1):
+                step("recompile", k, len(targets))
+                explained.append(r)
+    finally:
+        _JOB = None
+    return tuple(explained)
