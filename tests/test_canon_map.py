@@ -133,7 +133,7 @@ def test_pair_mappings_answer_as_the_reference_matchers_dictionaries(batch: int)
 def test_what_the_handle_picks_is_what_python_picks(batch: int) -> None:
     """`scalar_ones` (identity multiplies' ones), `source_files` (the user's files a graph
     cites), `opcode_names` and `with_opcodes` (collectives, sends) read the handle."""
-    from xlagraph.match.identity import _one
+    from xlagraph.match.multiply_by_one import _one
 
     files = 0
     for spec, comp in _handled(SPECS[batch::2]):
@@ -152,9 +152,9 @@ def test_what_the_handle_picks_is_what_python_picks(batch: int) -> None:
 
 
 def test_the_cores_ones_are_identitys() -> None:
-    """rust/src/handle.rs spells `identity._ONE` and `_one` again: every spelling, padded and in
+    """rust/src/handle.rs spells `multiply_by_one._ONE` and `_one` again: every spelling, padded and in
     capitals, and near misses (hand-written constants)."""
-    from xlagraph.match.identity import _ONE, _one
+    from xlagraph.match.multiply_by_one import _ONE, _one
     from xlagraph.parse.hlo import parse_hlo
 
     values = [*sorted(_ONE), " 1 ", "1.00", "01", "1e1", "-1", "2"]

@@ -11,7 +11,7 @@ from tests.conftest import FIXTURE_PAIRS, pair_spec
 from xlagraph.canonical import canonicalize
 from xlagraph.match import refinement
 from xlagraph.match._compiled import Users, _shape_key
-from xlagraph.match.identity import identity_multiplies
+from xlagraph.match.multiply_by_one import identity_multiplies
 from xlagraph.opcodes import COMMUTATIVE
 from xlagraph.parse.sources import load_module
 

@@ -16,7 +16,7 @@ from tests.conftest import FIXTURE_PAIRS, pair_spec
 from xlagraph import _core as core
 from xlagraph.diff import canonical_of, diff_files
 from xlagraph.match import refinement
-from xlagraph.match.identity import identity_multiplies
+from xlagraph.match.multiply_by_one import identity_multiplies
 from xlagraph.opcodes import COMMUTATIVE
 from xlagraph.parse.hlo import parse_hlo
 

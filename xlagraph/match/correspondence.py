@@ -35,9 +35,9 @@ from weakref import WeakKeyDictionary
 
 from xlagraph import _core
 from xlagraph.canonical import CanonicalComputation
-from xlagraph.match.identity import identity_multiplies
 from xlagraph.match.individualize import PARAMS, HistoryFrom, individualized, signatures, tied_pick
 from xlagraph.match.isomorphic import Refine, Refined, explain
+from xlagraph.match.multiply_by_one import identity_multiplies
 from xlagraph.match.output_pairs import Correspondence, Got, Nodes, Opened, got_from, pair_sides, same_value
 from xlagraph.match.refinement import (
     GAVE_UP,

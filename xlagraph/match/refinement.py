@@ -17,8 +17,8 @@ from weakref import WeakKeyDictionary
 from xlagraph import _core
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import strip_layout
-from xlagraph.match.identity import Identities, identity_multiplies
 from xlagraph.match.isomorphic import Refined
+from xlagraph.match.multiply_by_one import Identities, identity_multiplies
 from xlagraph.opcodes import COMMUTATIVE
 
 __all__ = [
