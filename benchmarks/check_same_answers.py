@@ -12,7 +12,6 @@ Records, then compares, every output a speed change could alter:
 ```bash
 PYTHONPATH=<old checkout> python benchmarks/check_same_answers.py --record   # before a change
 python benchmarks/check_same_answers.py                                      # after: exit 1 if any differs
-XLAGRAPH_MATCHER=python python benchmarks/check_same_answers.py              # the reference matcher
 ```
 
 The golden files go to `_data/golden/` (git-ignored; `--golden DIR` elsewhere). Everything runs
@@ -118,8 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir(REPO_ROOT)
     import xlagraph
 
-    matcher = os.environ.get("XLAGRAPH_MATCHER", "default")
-    print(f"xlagraph from {Path(xlagraph.__file__).parent}; matcher {matcher}")
+    print(f"xlagraph from {Path(xlagraph.__file__).parent}")
     todo = [(name, a) for name, a in items(not args.no_large) if args.k in name + " ".join(a)]
     args.golden.mkdir(parents=True, exist_ok=True)
     differ: list[str] = []

@@ -107,8 +107,9 @@ def test_constants_picked_by_the_core_are_pythons(batch: int) -> None:
 def test_pair_mappings_answer_as_the_reference_matchers_dictionaries(batch: int) -> None:
     """The compiled matcher's `Matching.left`, `.right` and `.matcher` over two computations with
     handles are mappings over its pairs (canon_map.rs `PairMap`)."""
+    from tests.oracles.match_reference import match_reference
     from xlagraph.diff import diff_files
-    from xlagraph.match import _compiled, _context_pairs, _layout, _sent, match_python
+    from xlagraph.match import match
 
     mapped = 0
     for a, b in FIXTURE_PAIRS[batch::4]:
@@ -117,17 +118,11 @@ def test_pair_mappings_answer_as_the_reference_matchers_dictionaries(batch: int)
             if pair.matching is None:
                 continue
             left, right = result.left.computations[pair.left], result.right.computations[pair.right]
-            got = _compiled.match(
-                left,
-                right,
-                _sent(left) | _sent(right),
-                _layout(left) != _layout(right),
-                _context_pairs(left, right),
-            )
-            if got is None or type(got.left) is dict:
-                assert left.core is None or right.core is None or got is None, (a, b)
+            got = match(left, right)
+            if type(got.left) is dict:
+                assert left.core is None or right.core is None, (a, b)
                 continue
-            want = match_python(left, right)
+            want = match_reference(left, right)
             for field in ("left", "right", "matcher"):
                 _same(getattr(got, field), getattr(want, field), f"{a} {b} {pair.left}.{field}")
             mapped += 1
@@ -138,7 +133,7 @@ def test_pair_mappings_answer_as_the_reference_matchers_dictionaries(batch: int)
 def test_what_the_handle_picks_is_what_python_picks(batch: int) -> None:
     """`scalar_ones` (identity multiplies' ones), `source_files` (the user's files a graph
     cites), `opcode_names` and `with_opcodes` (collectives, sends) read the handle."""
-    from xlagraph.match.identity import _one
+    from xlagraph.match.multiply_by_one import _one
 
     files = 0
     for spec, comp in _handled(SPECS[batch::2]):
@@ -157,9 +152,9 @@ def test_what_the_handle_picks_is_what_python_picks(batch: int) -> None:
 
 
 def test_the_cores_ones_are_identitys() -> None:
-    """rust/src/handle.rs spells `identity._ONE` and `_one` again: every spelling, padded and in
+    """rust/src/handle.rs spells `multiply_by_one._ONE` and `_one` again: every spelling, padded and in
     capitals, and near misses (hand-written constants)."""
-    from xlagraph.match.identity import _ONE, _one
+    from xlagraph.match.multiply_by_one import _ONE, _one
     from xlagraph.parse.hlo import parse_hlo
 
     values = [*sorted(_ONE), " 1 ", "1.00", "01", "1e1", "-1", "2"]

@@ -9,9 +9,9 @@ import pytest
 
 from tests.conftest import FIXTURE_PAIRS, pair_spec
 from xlagraph.canonical import canonicalize
-from xlagraph.match import correspondence
+from xlagraph.match import refinement
 from xlagraph.match._compiled import Users, _shape_key
-from xlagraph.match.identity import identity_multiplies
+from xlagraph.match.multiply_by_one import identity_multiplies
 from xlagraph.opcodes import COMMUTATIVE
 from xlagraph.parse.sources import load_module
 
@@ -49,8 +49,8 @@ def _from_dicts(comp):  # type: ignore[no-untyped-def]
         comp.param_number,
         comp.outputs,
         COMMUTATIVE,
-        correspondence._first_colours,
-        correspondence._OUTPUT,
+        refinement.first_colours,
+        refinement.OUTPUT,
         keys,
         identity_multiplies(comp).by_name,
     )
@@ -59,7 +59,7 @@ def _from_dicts(comp):  # type: ignore[no-untyped-def]
 
 def _history(graph, strict: bool):  # type: ignore[no-untyped-def]
     every = list(range(len(graph)))
-    return _core.refine_picked(graph, graph, strict, correspondence.ROUNDS, every, every)
+    return _core.refine_picked(graph, graph, strict, refinement.ROUNDS, every, every)
 
 
 def test_every_fixture_module_is_listed() -> None:
@@ -82,8 +82,8 @@ def test_handle_builds_what_the_dictionaries_build(batch: int) -> None:
             got_graph = _core.refine_graph_of(
                 comp.core,
                 COMMUTATIVE,
-                correspondence._first_colours,
-                correspondence._OUTPUT,
+                refinement.first_colours,
+                refinement.OUTPUT,
                 list(identity_multiplies(comp).by_index),
             )
             # The matcher's copy: its users, and every pair it makes with itself and with the

@@ -1,8 +1,8 @@
 """The compiled colour refinement pairs exactly what the Python reference pairs: on every
 computation pair the diffs of every fixture pair compare (tests/data/fixture_pairs.txt), and on
 the metamorphic transformations of real modules, `correspond` through the core equals
-`correspond` through `_history_python`. The core's colours are other numbers; the classes
-they make, round by round, must be the same."""
+`correspond_reference` (tests/oracles/refinement_reference.py: every round in Python). The core's
+colours are other numbers; the classes they make, round by round, must be the same."""
 
 from __future__ import annotations
 
@@ -11,12 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURE_PAIRS, pair_spec
+from tests.oracles.refinement_reference import correspond_reference, history_python
 from xlagraph.diff import diff_files
-from xlagraph.match import correspondence as cr
-
-pytest.importorskip("xlagraph._core")
-if cr._core() is None:
-    pytest.skip("the compiled core has no refine_history", allow_module_level=True)
+from xlagraph.match import refinement
+from xlagraph.match.correspondence import Correspondence, _correspond
 
 PAIRS = FIXTURE_PAIRS
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,12 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 _spec = pair_spec
 
 
-def _both(left, right, monkeypatch) -> tuple[cr.Correspondence, cr.Correspondence]:
-    compiled = cr._correspond(left, right)
-    with monkeypatch.context() as m:
-        m.setattr(cr, "_core", lambda: None)
-        reference = cr._correspond(left, right)
-    return compiled, reference
+def _both(left, right) -> tuple[Correspondence, Correspondence]:
+    return _correspond(left, right), correspond_reference(left, right)
 
 
 def _same_classes(h1: list[list[int]], h2: list[list[int]]) -> bool:
@@ -47,13 +41,13 @@ def _same_classes(h1: list[list[int]], h2: list[list[int]]) -> bool:
 
 
 @pytest.mark.parametrize("batch", range(8))
-def test_compiled_refinement_pairs_what_the_reference_pairs(batch: int, monkeypatch) -> None:
+def test_compiled_refinement_pairs_what_the_reference_pairs(batch: int) -> None:
     compared = 0
     for a, b in PAIRS[batch::8]:
         result = diff_files(_spec(a), _spec(b))
         for pair in result.pairs:
             left, right = result.left.computations[pair.left], result.right.computations[pair.right]
-            got, want = _both(left, right, monkeypatch)
+            got, want = _both(left, right)
             assert got == want, (a, b, pair.left)
             compared += 1
     assert compared
@@ -66,11 +60,11 @@ def test_compiled_rounds_split_exactly_like_the_reference(batch: int) -> None:
     for a, b in PAIRS[batch::16]:
         result = diff_files(_spec(a), _spec(b))
         for pair in result.pairs:
-            ga = cr._Graph(result.left.computations[pair.left])
-            gb = cr._Graph(result.right.computations[pair.right])
+            ga = refinement.Graph(result.left.computations[pair.left])
+            gb = refinement.Graph(result.right.computations[pair.right])
             for first in ("loose", "strict"):
-                ca, cb = cr._history(ga, gb, first)
-                pa, pb = cr._history_python(ga, gb, first)
+                ca, cb = refinement.history(ga, gb, first)
+                pa, pb = history_python(ga, gb, first)
                 # Joined, so a colour shared across the graphs must be shared in both colourings.
                 assert _same_classes(
                     [x + y for x, y in zip(ca, cb, strict=True)], [x + y for x, y in zip(pa, pb, strict=True)]
@@ -89,13 +83,14 @@ def test_users_at_other_operand_indices_are_told_apart_under_any_hash_seed() -> 
 
     script = (
         "from xlagraph.diff import diff_files\n"
-        "from xlagraph.match import correspondence as cr\n"
+        "from tests.oracles.refinement_reference import history_python\n"
+        "from xlagraph.match import refinement\n"
         f"r = diff_files({str(ROOT / 'fixtures/jax/wild2/remat_policy/b.hlo')!r},"
         f" {str(ROOT / 'fixtures/jax/wild2/remat_policy/a.hlo')!r})\n"
         "comp = r.left.computations[r.pairs[0].left]\n"
-        "g = cr._Graph(comp)\n"
+        "g = refinement.Graph(comp)\n"
         "x, w = g.index['x.1'], g.index['ws_0_.1']\n"
-        "for hist in (cr._history(g, g, 'loose')[0], cr._history_python(g, g, 'loose')[0]):\n"
+        "for hist in (refinement.history(g, g, 'loose')[0], history_python(g, g, 'loose')[0]):\n"
         "    assert hist[-1][x] != hist[-1][w], 'x looks like a weight'\n"
     )
     for seed in ("3", "0", "12345"):

@@ -1,4 +1,4 @@
-"""`match.identity`: multiplies by an exact one are read as what they multiply when inputs and
+"""`match.multiply_by_one`: multiplies by an exact one are read as what they multiply when inputs and
 outputs are paired, so the terms of a sum written in the other order (torch_xla's `a + b * 1`)
 keep their context. The modules here are hand-written (parser-level edge cases, labelled as
 such); the real case is `fixtures/torch_xla/fixes/parameter_permutation.plain@sum_terms`, run by
@@ -9,7 +9,7 @@ from __future__ import annotations
 from xlagraph.canonical import canonicalize
 from xlagraph.diff import diff_modules
 from xlagraph.match.correspondence import correspond
-from xlagraph.match.identity import identity_multiplies
+from xlagraph.match.multiply_by_one import identity_multiplies
 from xlagraph.parse.hlo import parse_hlo
 
 # Hand-written: an L2 penalty over w f32[4,3] and b f32[4], summed as torch_xla lowers `x + y`
@@ -95,17 +95,15 @@ def test_terms_summed_in_the_other_order_pair_their_inputs_by_context() -> None:
     assert "attribute" not in kinds, kinds
 
 
-def test_the_core_finds_what_the_python_rule_finds(monkeypatch) -> None:
+def test_the_core_finds_what_the_python_rule_finds() -> None:
     """On the handle (rust/src/identity.rs) and in Python: the same multiplies, targets and
     order, on every computation of the fixture pairs the tests diff and of the hand-written
     modules here."""
     from pathlib import Path
 
-    from xlagraph.match import identity
+    from xlagraph.match import multiply_by_one
     from xlagraph.parse.sources import load_module
 
-    if identity._ON_HANDLE is None:
-        return
     root = Path(__file__).resolve().parent.parent
     lines = (root / "tests" / "data" / "fixture_pairs.txt").read_text(encoding="utf-8").splitlines()
     specs = {s for line in lines if line and not line.startswith("#") for s in line.split("\t")}
@@ -117,10 +115,8 @@ def test_the_core_finds_what_the_python_rule_finds(monkeypatch) -> None:
         for comp in canonicalize(module).computations.values():
             if comp.core is None:
                 continue
-            got = identity._identity_multiplies(comp)
-            with monkeypatch.context() as m:
-                m.setattr(identity, "_ON_HANDLE", None)
-                want = identity._identity_multiplies(comp)
+            got = multiply_by_one._on_handle(comp)
+            want = multiply_by_one._from_instructions(comp)
             assert list(got.by_name.items()) == list(want.by_name.items())
             assert got.by_index == want.by_index
             compared += 1

@@ -13,13 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import FIXTURE_PAIRS, pair_spec
+from xlagraph import _core as core
 from xlagraph.diff import canonical_of, diff_files
-from xlagraph.match import correspondence as cr
+from xlagraph.match import refinement
+from xlagraph.match.multiply_by_one import identity_multiplies
+from xlagraph.opcodes import COMMUTATIVE
 from xlagraph.parse.hlo import parse_hlo
-
-pytest.importorskip("xlagraph._core")
-if cr._core() is None:
-    pytest.skip("the compiled core has no refinement", allow_module_level=True)
 
 PAIRS = FIXTURE_PAIRS
 
@@ -33,16 +32,15 @@ def _picks(g) -> list[int]:
 
 @pytest.mark.parametrize("batch", range(4))
 def test_plain_refinement_from_each_graph_alone_is_the_joint_one(batch: int) -> None:
-    core = cr._core()
     results = [diff_files(_spec(a), _spec(b)) for a, b in PAIRS[batch::4][:12]]
     comps = [c for r in results for c in (r.left.entry, r.right.entry)]
-    graphs = [cr._compiled_graph(core, c) for c in comps if c.core is not None]
+    graphs = [refinement.compiled_graph(c) for c in comps if c.core is not None]
     assert len(graphs) >= 8
     shortcut = 0
     for a, b in permutations(graphs[:8], 2):
         pa, pb = _picks(a), _picks(b)
         for strict in (True, False):
-            for rounds in (1, 2, 3, cr.ROUNDS, cr._budget(a.size + b.size)):
+            for rounds in (1, 2, 3, refinement.ROUNDS, refinement.budget(a.size + b.size)):
                 got = a.refine_with(b, strict, rounds, pa, pb)
                 assert got == a.refine_with(b, strict, rounds, pa, pb, alone=False)
                 shortcut += not got[1]
@@ -53,15 +51,14 @@ def test_plain_refinement_from_each_graph_alone_is_the_joint_one(batch: int) -> 
 def test_picked_rounds_from_each_graph_alone_are_the_joint_ones(batch: int) -> None:
     """`refine_picked` (the 6-round history of the inputs' and outputs' colours) from each
     graph's rounds alone, kept on it, against the joint run, each graph paired with others."""
-    core = cr._core()
     results = [diff_files(_spec(a), _spec(b)) for a, b in PAIRS[batch::2][:12]]
     comps = [c for r in results for c in (r.left.entry, r.right.entry)]
-    graphs = [cr._compiled_graph(core, c) for c in comps if c.core is not None]
+    graphs = [refinement.compiled_graph(c) for c in comps if c.core is not None]
     lengths = set()
     for a, b in permutations(graphs[:8], 2):
         pa, pb = _picks(a), _picks(b)
         for strict in (True, False):
-            for rounds in (1, 3, cr.ROUNDS, cr._LARGE_ROUNDS):
+            for rounds in (1, 3, refinement.ROUNDS, refinement.LARGE_ROUNDS):
                 got = core.refine_picked(a, b, strict, rounds, pa, pb, alone=True)
                 assert got == core.refine_picked(a, b, strict, rounds, pa, pb, alone=False)
                 lengths.add(len(got[0]))
@@ -71,15 +68,14 @@ def test_picked_rounds_from_each_graph_alone_are_the_joint_ones(batch: int) -> N
 def _every_graph(batch: int, batches: int) -> list:
     """The core's graphs of every computation (entries and the computations they call) of the
     fixture pairs in `batch`, as they are and with multiplies by one seen through."""
-    core = cr._core()
     graphs = []
     for a, b in PAIRS[batch::batches]:
         result = diff_files(_spec(a), _spec(b))
         for canon in (result.left, result.right):
             for comp in canon.computations.values():
                 if comp.core is not None:
-                    graphs.append(cr._compiled_graph(core, comp))
-                    graphs.append(cr._compiled_graph(core, comp, True))
+                    graphs.append(refinement.compiled_graph(comp))
+                    graphs.append(refinement.compiled_graph(comp, True))
     return graphs
 
 
@@ -105,15 +101,14 @@ def test_split_rounds_on_classes_are_those_on_colours(batch: int) -> None:
 def test_stable_only_answers_as_the_full_refinement(batch: int) -> None:
     """`stable_only=True` skips the colours of a plain refinement that cannot be stable: where
     the full answer is stable it is returned whole, and where not, the same rounds and `False`."""
-    core = cr._core()
     results = [diff_files(_spec(a), _spec(b)) for a, b in PAIRS[batch::2][:12]]
     comps = [c for r in results for c in (r.left.entry, r.right.entry)]
-    graphs = [cr._compiled_graph(core, c) for c in comps if c.core is not None]
+    graphs = [refinement.compiled_graph(c) for c in comps if c.core is not None]
     skipped = 0
     for a, b in permutations(graphs[:8], 2):
         pa, pb = _picks(a), _picks(b)
         for strict in (True, False):
-            for rounds in (1, 2, 3, cr.ROUNDS, cr._budget(a.size + b.size)):
+            for rounds in (1, 2, 3, refinement.ROUNDS, refinement.budget(a.size + b.size)):
                 full = a.refine_with(b, strict, rounds, pa, pb, alone=False)
                 got = a.refine_with(b, strict, rounds, pa, pb, stable_only=True)
                 if full[1]:
@@ -170,9 +165,8 @@ def _dataflow_modules(draw: st.DrawFn) -> str:
 def test_split_rounds_on_generated_graphs(text: str) -> None:
     """The class algorithm's answer is the colour algorithm's on any dataflow graph, at every
     budget from none to past stability, strict and loose, with multiplies by one seen through."""
-    core = cr._core()
     entry = canonical_of(parse_hlo(text)).entry
-    for g in (cr._compiled_graph(core, entry), cr._compiled_graph(core, entry, True)):
+    for g in (refinement.compiled_graph(entry), refinement.compiled_graph(entry, True)):
         for strict in (True, False):
             stable_at = g.split_rounds(strict, 100, naive=True)[1]
             for rounds in range(stable_at + 3):
@@ -183,19 +177,17 @@ def test_split_rounds_on_generated_graphs(text: str) -> None:
 def test_graphs_built_together_are_the_graphs_built_alone(parallel: bool) -> None:
     """`refine_graphs_of` (a pair's graphs in one call, on two threads where large; forced here)
     builds each graph as `refine_graph_of` does: the same nodes, and the same refinements."""
-    core = cr._core()
     results = [diff_files(_spec(a), _spec(b)) for a, b in PAIRS[:10]]
     comps = [c for r in results for c in (r.left.entry, r.right.entry) if c.core is not None]
     wanted = []
     for comp in comps:
         wanted.append((comp.core, []))
-        seen = cr.identity_multiplies(comp).by_index
+        seen = identity_multiplies(comp).by_index
         if seen:
             wanted.append((comp.core, list(seen)))
-    together = core.refine_graphs_of(wanted, cr.COMMUTATIVE, cr._first_colours, cr._OUTPUT, parallel)
-    alone = [
-        core.refine_graph_of(h, cr.COMMUTATIVE, cr._first_colours, cr._OUTPUT, ids) for h, ids in wanted
-    ]
+    first, output = refinement.first_colours, refinement.OUTPUT
+    together = core.refine_graphs_of(wanted, COMMUTATIVE, first, output, parallel)
+    alone = [core.refine_graph_of(h, COMMUTATIVE, first, output, ids) for h, ids in wanted]
     assert len(together) == len(alone) >= 16
     for a, b in zip(together, alone, strict=True):
         assert (a.params, a.param_names, a.outputs, len(a), a.size) == (
@@ -207,4 +199,5 @@ def test_graphs_built_together_are_the_graphs_built_alone(parallel: bool) -> Non
         )
         pa = _picks(a)
         for strict in (True, False):
-            assert a.refine_with(a, strict, cr.ROUNDS, pa, pa) == b.refine_with(b, strict, cr.ROUNDS, pa, pa)
+            rounds = refinement.ROUNDS
+            assert a.refine_with(a, strict, rounds, pa, pa) == b.refine_with(b, strict, rounds, pa, pa)

@@ -10,26 +10,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import replace
 
+from xlagraph._core import PairMap as _PairMap
+from xlagraph._core import edited_pairs as _edited_pairs
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind, Change
 from xlagraph.diagnose.sources import sources_of
 from xlagraph.match import Matching
-from xlagraph.match.bottom_up import users_of
+from xlagraph.match.users import users_of
 
 __all__ = ["Comparison"]
-
-try:
-    from xlagraph._core import PairMap as _PairMap
-    from xlagraph._core import edited_pairs as _edited_pairs
-except ImportError:  # an older compiled core: dictionaries
-    _PairMap = _edited_pairs = None
 
 
 def _editable(pairs: Mapping[str, str]) -> MutableMapping[str, str]:
     """A copy of a matching's pairs to re-pair: the core's own where the matching is the
     core's (rust/src/pair_edits.rs; a dictionary of 600K pairs cost 0.1 s to copy and to read
     back into the core's walks), else a dictionary."""
-    if _PairMap is not None and isinstance(pairs, _PairMap):
+    if isinstance(pairs, _PairMap):
         return _edited_pairs(pairs)
     return dict(pairs)
 

@@ -11,6 +11,7 @@ from itertools import compress
 from operator import ne
 from typing import TYPE_CHECKING
 
+from xlagraph._core import matched_walk as _matched_walk
 from xlagraph.canonical.hashes import compared_value
 from xlagraph.diagnose.causes import CauseKind, Change
 from xlagraph.diagnose.collectives import is_collective
@@ -154,7 +155,7 @@ def _compiled_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple
     then handles only the pairs the walk reports, in its order, with the loop's own code. None
     where the Python loop must run (its two rare modes, or input the core leaves to it)."""
     left, right = cmp.left, cmp.right
-    if _matched_walk is None or left.core is None or right.core is None:
+    if left.core is None or right.core is None:
         return None
     lops, rops, lins = left.operands, right.operands, left.computation.by_name
 
@@ -185,10 +186,6 @@ def _compiled_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple
 
 
 _STRUCTURAL, _PARAMETER, _CONSTANT = 0, 1, 2
-try:
-    from xlagraph._core import matched_walk as _matched_walk
-except ImportError:  # an older compiled core: the Python loop
-    _matched_walk = None
 
 
 def _constant_change(

@@ -11,11 +11,12 @@ from collections.abc import Iterator
 from itertools import filterfalse
 from typing import TYPE_CHECKING
 
+from xlagraph._core import unexplained as _core_unexplained
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import CauseKind, Change
 from xlagraph.diagnose.collectives import is_collective
 from xlagraph.diagnose.listing import fmt_list
-from xlagraph.match.bottom_up import users_of
+from xlagraph.match.users import users_of
 
 if TYPE_CHECKING:
     from xlagraph.diagnose.comparison import Comparison
@@ -136,7 +137,7 @@ def _unexplained(cmp: Comparison) -> tuple[list[str], list[str]]:
     The compiled core answers where both sides came from its reader (rust/src/changes.rs)."""
     left, right = cmp.left, cmp.right
     pl, pr = cmp.pair_left, cmp.pair_right
-    if _core_unexplained is not None and left.core is not None and right.core is not None:
+    if left.core is not None and right.core is not None:
         found = _core_unexplained(left.core, right.core, pl, pr, cmp.explained_left, cmp.explained_right)
         if found is not None:
             return found[0], found[1]
@@ -156,12 +157,6 @@ def _unexplained(cmp: Comparison) -> tuple[list[str], list[str]]:
         if b not in cmp.explained_right and right.h1[b] not in known_right
     ]
     return lefts, rights
-
-
-try:
-    from xlagraph._core import unexplained as _core_unexplained
-except ImportError:  # an older compiled core: the sets here
-    _core_unexplained = None
 
 
 def _users_by_anchor(

@@ -1,7 +1,7 @@
 """The compiled matcher (rust/src/matcher.rs): each computation is read into the core once, for
 as long as it is alive (a report matches a graph against several earlier ones), and the phases of
-`xlagraph.match` run there. It answers exactly what `match_python` does; where it cannot (input
-it does not expect), it returns None and the reference answers."""
+`xlagraph.match` run there (`tests/oracles/match_reference.py` is their reference). Input it cannot
+take is an error that says why, not a second matcher."""
 
 from __future__ import annotations
 
@@ -20,34 +20,32 @@ from xlagraph.opcodes import COMMUTATIVE
 
 __all__ = ["Users", "cached_side", "match", "side", "users"]
 
-_match_side = _core.match_side  # AttributeError (so ImportError upstream) on an older core
+_match_side = _core.match_side
 _match_sides = _core.match_sides
 _match_side_of = _core.match_side_of
-_side_users = _core.side_users
-_users_mapping = getattr(_core, "side_users_mapping", None)
+_users_mapping = _core.side_users_mapping
 
 _SIDES: WeakKeyDictionary[CanonicalComputation, object] = WeakKeyDictionary()
 # A copy costs about 90 bytes per instruction: a report that keeps 20 large graphs alive keeps
 # only the latest copies, up to this many instructions (each recompile is matched against the
 # closest earlier graphs, so the latest are the ones asked for again), and always the latest two:
-# the pair just matched, whose users the comparison asks for next (`bottom_up.users_of`).
+# the pair just matched, whose users the comparison asks for next (`users.users_of`).
 KEEP_INSTRUCTIONS = 1_000_000
 _RECENT: deque[tuple[weakref.ref[CanonicalComputation], int]] = deque()
 
 
-def side(comp: CanonicalComputation) -> object | None:
-    """The core's copy of `comp` (None if it refuses it: the reference handles that input)."""
-    found = _SIDES.get(comp, _MISSING)
-    if found is _MISSING:
+def side(comp: CanonicalComputation) -> object:
+    """The core's copy of `comp`, made once while `comp` lives (and while it is among the latest)."""
+    found = _SIDES.get(comp)
+    if found is None:
         instructions = comp.computation.instructions
         if comp.core is None and len(comp.computation.by_name) != len(instructions):
-            _SIDES[comp] = None  # a repeated name: the reference's by-name lookups decide
-            return None
-        try:
-            found = _read(comp)
-        except (ValueError, TypeError, OverflowError, KeyError):
-            found = None
-        _SIDES[comp] = found
+            # The readers refuse these (parse_hlo names the duplicate); only a module built by
+            # hand can get here, and pairs by name would be ambiguous.
+            raise ValueError(
+                f"computation {comp.name} repeats an instruction name: the matcher needs unique names"
+            )
+        found = _SIDES[comp] = _read(comp)
         _RECENT.append((weakref.ref(comp), len(instructions)))
         kept = sum(n for ref, n in _RECENT if ref() is not None)
         while kept > KEEP_INSTRUCTIONS and len(_RECENT) > 2:
@@ -56,9 +54,6 @@ def side(comp: CanonicalComputation) -> object | None:
                 kept -= n
                 _SIDES.pop(old, None)
     return found
-
-
-_MISSING = object()
 
 
 def _read(comp: CanonicalComputation) -> object:
@@ -83,22 +78,17 @@ def _read(comp: CanonicalComputation) -> object:
 
 def cached_side(comp: CanonicalComputation) -> object | None:
     """The core's copy of `comp` if the matcher already made one."""
-    found = _SIDES.get(comp)
-    return None if found is _MISSING else found
+    return _SIDES.get(comp)
 
 
 def users(comp: CanonicalComputation) -> Mapping[str, list[str]] | None:
-    """`bottom_up.users_of(comp)` answered by the core from its copy, if it has one."""
+    """`users.users_of(comp)` answered by the core from its copy, if it has one."""
     found = cached_side(comp)
-    if found is None:
-        return None
-    if _users_mapping is None:
-        return _side_users(found)
-    return Users(_users_mapping(found))
+    return None if found is None else Users(_users_mapping(found))
 
 
 class Users(Mapping[str, list[str]]):
-    """The users of each instruction (`bottom_up.users_of`) over the core's copy
+    """The users of each instruction (`users.users_of`) over the core's copy
     (rust/src/users.rs): a name's list is made when asked for, not one per instruction up
     front; the keys in the dictionary's order. Never modify a list it gives."""
 
@@ -122,7 +112,7 @@ class Users(Mapping[str, list[str]]):
 
 
 def _shape_key(shape: str) -> tuple[str, list[int] | None]:
-    """`strip_layout(shape)` and its dims as the reference matcher reads them (`shapes.dims`)."""
+    """`strip_layout(shape)` and its dims (`shapes.dims`), as the matcher reads them."""
     stripped = strip_layout(shape)
     return stripped, dims(stripped)
 
@@ -133,13 +123,17 @@ def match(
     sent: AbstractSet[str],
     resharded: bool,
     context: list[tuple[int, int]],
-) -> Matching | None:
+) -> Matching:
+    """`xlagraph.match.match` with the inputs it computes: the values `sent` to another pipeline
+    stage, whether the graphs are `resharded`, the output slots paired by `context`."""
     a, b = side(left), side(right)
-    if a is None or b is None:
-        return None
     found = _match_sides(
         a, b, [o in sent for o in left.outputs], [o in sent for o in right.outputs], resharded, context
     )
     if found is None:
-        return None
+        # The core stops where a phase would read a hash or operands the canonical form lacks.
+        raise ValueError(
+            f"computations {left.name} and {right.name}: the canonical form lacks a hash or the "
+            "operands of an instruction the matcher reaches"
+        )
     return Matching(*found)

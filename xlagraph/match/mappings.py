@@ -1,33 +1,10 @@
-"""The pairing of instructions between two computations, built by the matchers in turn."""
+"""The pairing of instructions between two computations, as the matcher returns it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Mappings", "Matching"]
-
-
-class Mappings:
-    """Mutable left<->right pairing used while matching; the first matcher to claim a pair keeps it."""
-
-    def __init__(self) -> None:
-        self.left: dict[str, str] = {}
-        self.right: dict[str, str] = {}
-        self.matcher: dict[str, str] = {}
-        # Pairs whose operands the strict top-down phase already paired: expanding them again
-        # cannot pair anything new, since paired instructions never become free.
-        self.expanded: set[str] = set()
-
-    def add(self, left: str, right: str, matcher: str) -> bool:
-        if left in self.left or right in self.right:
-            return False
-        self.left[left] = right
-        self.right[right] = left
-        self.matcher[left] = matcher
-        return True
-
-    def freeze(self) -> Matching:
-        return Matching(dict(self.left), dict(self.right), dict(self.matcher))
+__all__ = ["Matching"]
 
 
 @dataclass(frozen=True, eq=False)

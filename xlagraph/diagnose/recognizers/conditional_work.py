@@ -28,7 +28,7 @@ from xlagraph.diagnose.recognizers._source import (
     user_files,
 )
 from xlagraph.ir import Frame, strip_layout
-from xlagraph.match.bottom_up import users_of
+from xlagraph.match.users import users_of
 
 __all__ = ["RECOGNIZER"]
 

@@ -10,7 +10,7 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._dataflow import downstream
-from xlagraph.match.bottom_up import users_of
+from xlagraph.match.users import users_of
 
 __all__ = ["RECOGNIZER"]
 

@@ -24,7 +24,7 @@ from xlagraph.diagnose.recognizers._dataflow import downstream, rewired, upstrea
 from xlagraph.diagnose.recognizers._source import source_text
 from xlagraph.diagnose.shapes import shape_of
 from xlagraph.ir import Frame
-from xlagraph.match.bottom_up import users_of
+from xlagraph.match.users import users_of
 from xlagraph.opcodes import COMMUTATIVE
 
 __all__ = ["RECOGNIZER"]

@@ -10,7 +10,7 @@ from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._dataflow import downstream, rewired
 from xlagraph.diagnose.recognizers._source import user_files
 from xlagraph.diagnose.recognizers.random_skip import skip_sites
-from xlagraph.match.bottom_up import users_of
+from xlagraph.match.users import users_of
 
 __all__ = ["RECOGNIZER"]
 

@@ -18,7 +18,7 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import added_at_warm_up, added_part, merge
 from xlagraph.diagnose.recognizers._dataflow import downstream, updated_inputs
 from xlagraph.diagnose.shapes import shape_of
-from xlagraph.match.bottom_up import users_of
+from xlagraph.match.users import users_of
 
 __all__ = ["RECOGNIZER"]
 

@@ -16,7 +16,7 @@ from xlagraph.diagnose.numbers import is_number
 from xlagraph.diagnose.recognizers._assignments import scalar_origin
 from xlagraph.diagnose.recognizers._causes import merge, renamed
 from xlagraph.diagnose.recognizers._dataflow import restated
-from xlagraph.match.bottom_up import users_of
+from xlagraph.match.users import users_of
 from xlagraph.opcodes import COMMUTATIVE
 
 __all__ = ["RECOGNIZER", "matched_twin"]

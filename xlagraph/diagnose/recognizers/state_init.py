@@ -25,7 +25,7 @@ from xlagraph.diagnose.recognizers.permutation import reordered_only
 from xlagraph.diagnose.recognizers.special_scalar import matched_twin
 from xlagraph.diagnose.shapes import shape_of
 from xlagraph.ir import Frame
-from xlagraph.match.bottom_up import users_of
+from xlagraph.match.users import users_of
 
 __all__ = ["RECOGNIZER"]
 

@@ -23,7 +23,7 @@ from xlagraph.diagnose.recognizers._source import (
     user_files,
 )
 from xlagraph.diagnose.shapes import shape_of
-from xlagraph.match.bottom_up import users_of
+from xlagraph.match.users import users_of
 
 __all__ = ["RECOGNIZER"]
 

@@ -1,4 +1,5 @@
-"""Top-down matching: from paired instructions, pair operands at the same position.
+"""Top-down matching, the reference of the core's phase: from paired instructions, pair operands
+at the same position.
 
 Strict mode needs equal opcodes; lenient mode also pairs different opcodes of equal shape, so an
 op swapped for another (`tanh` for `sigmoid`) reads as one changed instruction, not two edits.
@@ -12,11 +13,11 @@ from __future__ import annotations
 
 from itertools import compress, filterfalse
 
+from tests.oracles.mappings import Mappings
+from tests.oracles.match_exact import zip_subgraphs
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import strip_layout
-from xlagraph.match.bottom_up import users_of
-from xlagraph.match.exact import zip_subgraphs
-from xlagraph.match.mappings import Mappings
+from xlagraph.match.users import users_of
 from xlagraph.opcodes import COMMUTATIVE
 
 __all__ = ["match_top_down"]

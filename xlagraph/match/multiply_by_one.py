@@ -39,7 +39,6 @@ _NONE = Identities({}, ())
 _OPCODE = attrgetter("opcode")
 _NAME = attrgetter("name")
 _READ = frozenset({"broadcast", "multiply"})
-_ON_HANDLE = getattr(_core, "identity_multiplies_of", None)
 
 
 @lru_cache(maxsize=4096)
@@ -66,16 +65,23 @@ _FOUND: WeakKeyDictionary[CanonicalComputation, Identities] = WeakKeyDictionary(
 
 
 def _identity_multiplies(comp: CanonicalComputation) -> Identities:
+    return _on_handle(comp) if comp.core is not None else _from_instructions(comp)
+
+
+def _on_handle(comp: CanonicalComputation) -> Identities:
+    """The ones as the reader picked them (`_one`, rust/src/handle.rs), the rest in one pass on
+    the core's handle (rust/src/identity.rs): what `_from_instructions` finds."""
+    at = comp.core.scalar_ones()  # type: ignore[union-attr]
+    pairs = _core.identity_multiplies_of(comp.core, at) if at else []
+    if not pairs:
+        return _NONE
+    name = name_at(comp.computation.instructions)
+    return Identities({name(a): name(b) for a, b in pairs}, tuple(pairs))
+
+
+def _from_instructions(comp: CanonicalComputation) -> Identities:
+    """The rule over the Python IR, for a computation without a handle (a lazy-IR dump)."""
     instructions = comp.computation.instructions
-    if comp.core is not None and _ON_HANDLE is not None:
-        # The ones as the reader picked them (`_one`, rust/src/handle.rs), the rest in one pass
-        # on the core's handle (rust/src/identity.rs).
-        at = comp.core.scalar_ones()
-        pairs = _ON_HANDLE(comp.core, at) if at else []
-        if not pairs:
-            return _NONE
-        name = name_at(instructions)
-        return Identities({name(a): name(b) for a, b in pairs}, tuple(pairs))
     # Only constants, broadcasts and multiplies are read: picked out at C speed, in order.
     opcodes = list(map(_OPCODE, instructions))
     ones = {ins.name for ins in compress(instructions, map("constant".__eq__, opcodes)) if _one(ins)}

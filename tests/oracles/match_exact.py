@@ -1,13 +1,14 @@
-"""Exact-subgraph matching: equal structural hashes mean equal subgraphs, so pair them and
-their operands position by position (commutative operands were sorted the same way)."""
+"""Exact-subgraph matching, the reference of the core's phase: equal structural hashes mean
+equal subgraphs, so pair them and their operands position by position (commutative operands were
+sorted the same way)."""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict, deque
 from itertools import filterfalse
 
+from tests.oracles.mappings import Mappings
 from xlagraph.canonical import CanonicalComputation
-from xlagraph.match.mappings import Mappings
 from xlagraph.opcodes import COMMUTATIVE
 
 __all__ = ["match_exact", "zip_subgraphs"]

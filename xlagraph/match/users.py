@@ -1,0 +1,34 @@
+"""The users of each instruction of a canonical computation, shared by the diagnosis steps."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from weakref import WeakKeyDictionary
+
+from xlagraph.canonical import CanonicalComputation
+from xlagraph.match import _compiled
+
+__all__ = ["users_of"]
+
+# Built once per computation and shared by every caller (read-only).
+_USERS: WeakKeyDictionary[CanonicalComputation, Mapping[str, list[str]]] = WeakKeyDictionary()
+
+
+def users_of(comp: CanonicalComputation) -> Mapping[str, list[str]]:
+    """Users of each instruction, in `comp.order`; shared between callers, so never modify it
+    (nor a list it gives: from the core's copy, a mapping that makes each list when asked)."""
+    users = _USERS.get(comp)
+    if users is None:
+        # The matcher's copy of `comp` answers where it made one; else the dictionary here.
+        users = _compiled.users(comp)
+    if users is None:
+        built: dict[str, list[str]] = {}
+        for name in comp.order:
+            for o in comp.operands[name]:
+                if o in built:
+                    built[o].append(name)
+                else:
+                    built[o] = [name]
+        users = built
+    _USERS[comp] = users
+    return users
