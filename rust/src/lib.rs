@@ -3,35 +3,11 @@
 //! Python IR directly (`Instruction` and `Metadata` NamedTuples), with repeated strings (opcodes,
 //! shapes, attribute text) shared as one object each.
 
-mod attrs;
-mod blake2b;
 mod canon;
-mod canon_map;
-mod changes;
-mod checks;
-mod created;
+mod diagnose;
 mod families;
-mod from_handle;
-mod handle;
-mod identity;
-mod ir_build;
-mod lazy_ir;
-mod literal;
-mod matcher;
-mod notes;
-mod opcodes;
-mod pair_edits;
-mod par;
-mod parser;
-mod refine;
-mod refine_alone;
-mod refine_split;
-mod scan;
-mod semantics;
-mod shape;
-mod text;
-mod tuple_params;
-mod users;
+mod matching;
+mod parse;
 
 use std::sync::Arc;
 
@@ -40,9 +16,13 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
-use ir_build::{untrack, Builder, Built};
-use parser::Parser;
-use text::{FxMap, ModuleText};
+use canon::{canon_map, handle};
+use diagnose::{changes, pair_edits};
+use matching::{from_handle, matcher, multiply_by_one, refine, users};
+use parse::ir_build::{self, untrack, Builder, Built};
+use parse::lazy_instructions;
+use parse::parser::Parser;
+use parse::text::{self, FxMap, ModuleText};
 
 create_exception!(
     _core,
@@ -147,7 +127,7 @@ fn release_free_memory() {
     }
 }
 
-/// `lazy`: each computation's instructions are a `lazy_ir::Instructions`, built as Python asks
+/// `lazy`: each computation's instructions are a `lazy_instructions::Instructions`, built as Python asks
 /// for them (where every computation has a core handle; else the tuples are built whole).
 fn build<'py>(
     py: Python<'py>,
@@ -157,7 +137,7 @@ fn build<'py>(
     ir_first: bool,
     lazy: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    // SAFETY: the records borrowing the text outlive this call only inside a `lazy_ir::Held`,
+    // SAFETY: the records borrowing the text outlive this call only inside a `lazy_instructions::Held`,
     // which keeps `text` (see `Held::new`); everything else is dropped before it returns.
     let source = unsafe { std::mem::transmute::<&str, &'static str>(text.to_str()?) };
     let parsed = py.allow_threads(|| read(source));
@@ -220,11 +200,14 @@ fn build<'py>(
         let comps_read = std::mem::take(&mut module.comps);
         // SAFETY: the records borrow `text` alone (`source` above), and `Held` keeps it.
         let held = Arc::new(unsafe {
-            lazy_ir::Held::new(comps_read, b, line_offset, text.clone().unbind(), py)
+            lazy_instructions::Held::new(comps_read, b, line_offset, text.clone().unbind(), py)
         });
         for (index, comp) in held.comps.iter().enumerate() {
             let names = ir_build::names_of(py, comp);
-            let seq = Bound::new(py, lazy_ir::Instructions::new(held.clone(), index, &names))?;
+            let seq = Bound::new(
+                py,
+                lazy_instructions::Instructions::new(held.clone(), index, &names),
+            )?;
             let seq = seq.into_any();
             comps.append(Builder::computation_tuple(
                 py,
@@ -511,8 +494,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(refine::refine_picked, m)?)?;
     m.add_class::<refine::RefineGraph>()?;
     m.add_class::<handle::CanonHandle>()?;
-    m.add_class::<lazy_ir::Instructions>()?;
-    m.add_class::<lazy_ir::InstructionsIter>()?;
+    m.add_class::<lazy_instructions::Instructions>()?;
+    m.add_class::<lazy_instructions::InstructionsIter>()?;
     m.add_class::<canon_map::CanonMap>()?;
     m.add_class::<canon_map::PairMap>()?;
     m.add_class::<pair_edits::EditedPairs>()?;
@@ -522,7 +505,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_handle::refine_graphs_of, m)?)?;
     m.add_function(wrap_pyfunction!(changes::matched_walk, m)?)?;
     m.add_function(wrap_pyfunction!(changes::unexplained, m)?)?;
-    m.add_function(wrap_pyfunction!(identity::identity_multiplies_of, m)?)?;
+    m.add_function(wrap_pyfunction!(
+        multiply_by_one::identity_multiplies_of,
+        m
+    )?)?;
     m.add_function(wrap_pyfunction!(users::side_users_mapping, m)?)?;
     m.add_class::<users::SideUsers>()?;
     m.add("HloSyntaxError", m.py().get_type::<HloSyntaxError>())?;

@@ -6,12 +6,12 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+use crate::canon::handle::CanonHandle;
 use crate::canon::strip_layout;
-use crate::handle::CanonHandle;
-use crate::matcher::{intern, rank_key, users_of, MatchSide};
-use crate::par;
-use crate::refine::{combine, Graph, RefineGraph};
-use crate::text::FxMap;
+use crate::matching::matcher::{intern, rank_key, users_of, MatchSide};
+use crate::matching::refine::{combine, Graph, RefineGraph};
+use crate::matching::two_threads;
+use crate::parse::text::FxMap;
 
 const NONE: u32 = u32::MAX;
 
@@ -171,7 +171,7 @@ pub fn refine_graph_of(
 }
 
 /// `refine_graph_of` of each `(handle, alias)`, built on two threads where two have more than
-/// `par::PAST` nodes, or as `parallel` says (tests): a pair's graphs are independent, and what
+/// `two_threads::PAST` nodes, or as `parallel` says (tests): a pair's graphs are independent, and what
 /// they ask of Python is asked first, under the GIL.
 #[pyfunction]
 #[pyo3(signature = (wanted, commutative, first_colours, output_mark, parallel=None))]
@@ -198,7 +198,7 @@ pub fn refine_graphs_of(
     let large = parallel.unwrap_or_else(|| {
         asked
             .iter()
-            .filter(|(h, ..)| h.names.len() > par::PAST)
+            .filter(|(h, ..)| h.names.len() > two_threads::PAST)
             .count()
             > 1
     });
@@ -209,8 +209,9 @@ pub fn refine_graphs_of(
     };
     let half = asked.len().div_ceil(2);
     let (first, second) = asked.split_at(half);
-    let (mut done, rest) =
-        py.allow_threads(|| par::both(large, || assemble_all(first), || assemble_all(second)));
+    let (mut done, rest) = py.allow_threads(|| {
+        two_threads::both(large, || assemble_all(first), || assemble_all(second))
+    });
     done.extend(rest);
     Ok(done
         .into_iter()
@@ -281,7 +282,7 @@ fn ask(
             continue;
         }
         let first = h.kind_first[key.0 as usize] as usize;
-        let ins = crate::lazy_ir::item(h.instructions.bind(py), first)?;
+        let ins = crate::parse::lazy_instructions::item(h.instructions.bind(py), first)?;
         let called = ins.getattr("called")?.len()?;
         let got = first_colours.call1((
             key.1,

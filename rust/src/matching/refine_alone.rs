@@ -17,9 +17,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::par;
-use crate::refine::{distinct, RefineGraph};
-use crate::refine_split::split_rounds;
+use crate::matching::refine::{distinct, RefineGraph};
+use crate::matching::refine_split::split_rounds;
+use crate::matching::two_threads;
 
 /// One graph's plain refinement alone for `rounds` rounds from its strict or loose colours.
 pub(crate) struct Alone {
@@ -104,8 +104,8 @@ pub(crate) fn unstable_colours(
     strict: bool,
     rounds: usize,
 ) -> Option<(Vec<u64>, Vec<u64>)> {
-    let parallel = a.loose.len().min(b.loose.len()) >= par::PAST;
-    let (xa, xb) = par::both(
+    let parallel = a.loose.len().min(b.loose.len()) >= two_threads::PAST;
+    let (xa, xb) = two_threads::both(
         parallel,
         || a.alone.get(a, strict, rounds),
         || b.alone.get(b, strict, rounds),
@@ -113,7 +113,7 @@ pub(crate) fn unstable_colours(
     if !(xa.splits_all || xb.splits_all) {
         return None;
     }
-    Some(par::both(parallel, || xa.last(a), || xb.last(b)))
+    Some(two_threads::both(parallel, || xa.last(a), || xb.last(b)))
 }
 
 /// One graph's rounds of `refine_picked` alone: the number of classes after each round (0 to
@@ -190,8 +190,8 @@ pub(crate) fn picked_history(
     if !alone.unwrap_or(a.loose.len().max(b.loose.len()) >= PICKED_ALONE) {
         return None;
     }
-    let (xa, xb) = par::both(
-        a.loose.len().min(b.loose.len()) >= par::PAST,
+    let (xa, xb) = two_threads::both(
+        a.loose.len().min(b.loose.len()) >= two_threads::PAST,
         || a.picked.get(a, strict, rounds, pick_a),
         || b.picked.get(b, strict, rounds, pick_b),
     );

@@ -8,8 +8,8 @@ use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
-use crate::matcher::MatchSide;
-use crate::text::FxMap;
+use crate::matching::matcher::MatchSide;
+use crate::parse::text::FxMap;
 
 #[pyclass(frozen, module = "xlagraph._core")]
 pub struct SideUsers {

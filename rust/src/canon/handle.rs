@@ -15,9 +15,9 @@ use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyDict, PyFrozenSet, PyString, PyTuple};
 
+use crate::canon::canon_map::NameIndex;
 use crate::canon::CompCanon;
-use crate::canon_map::NameIndex;
-use crate::text::{Comp, FxMap};
+use crate::parse::text::{Comp, FxMap};
 
 /// What the matcher and the handle share of a canonical computation: its names and canonical
 /// form (`order`, `operands` as CSR with `has_ops` false where it has no entry, `outputs`,
@@ -138,12 +138,16 @@ impl CanonHandle {
     /// has no operands (the Python path decides).
     fn lone_parameters<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyFrozenSet>>> {
         let n = self.names.len();
-        let Ok((start, users)) =
-            crate::matcher::users_of(n, &self.order, &self.ops_start, &self.ops, &self.has_ops)
-        else {
+        let Ok((start, users)) = crate::matching::matcher::users_of(
+            n,
+            &self.order,
+            &self.ops_start,
+            &self.ops,
+            &self.has_ops,
+        ) else {
             return Ok(None);
         };
-        let shapes = crate::changes::compared_shapes(self);
+        let shapes = crate::diagnose::changes::compared_shapes(self);
         // The value Python holds: `py_int` of the hash (signed where it fits, else unsigned).
         let value = |h: i128| i64::try_from(h).map_or((h as u64) as i128, i128::from);
         let sigs: Vec<(&str, Vec<i128>)> = self
@@ -200,7 +204,7 @@ impl CanonHandle {
             }
             i
         };
-        let shapes = crate::changes::compared_shapes(self);
+        let shapes = crate::diagnose::changes::compared_shapes(self);
         let shape = |i: u32| shapes[self.shape[i as usize] as usize].as_str();
         let mut is_param = vec![false; self.names.len()];
         for &(p, _) in &self.params {
@@ -271,8 +275,8 @@ impl CanonHandle {
     }
 
     /// `Computation.by_name` of this computation as a mapping over the handle (canon_map.rs).
-    fn by_name(slf: &Bound<'_, Self>) -> PyResult<Py<crate::canon_map::CanonMap>> {
-        crate::canon_map::canon_map(slf.py(), slf, crate::canon_map::Field::ByName)
+    fn by_name(slf: &Bound<'_, Self>) -> PyResult<Py<crate::canon::canon_map::CanonMap>> {
+        crate::canon::canon_map::canon_map(slf.py(), slf, crate::canon::canon_map::Field::ByName)
     }
 
     /// How many instructions of either computation have no structural twin (`h0`) in the other,

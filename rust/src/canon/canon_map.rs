@@ -20,7 +20,7 @@ use pyo3::types::{PyDict, PyIterator, PyList, PyString, PyTuple};
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::handle::{Canon, CanonHandle};
+use crate::canon::handle::{Canon, CanonHandle};
 
 /// Names to instruction indices: open addressing on Python's own string hash (cached in each
 /// string object, so later dictionary lookups with these names hash nothing either).
@@ -306,8 +306,10 @@ impl Table for CanonMap {
                 let ops = h.operands(i as u32).unwrap_or(&[]);
                 PyTuple::new(py, ops.iter().map(|&o| h.names[o as usize].bind(py)))?.into_any()
             }
-            Field::Operands => crate::lazy_ir::item(h.instructions.bind(py), i)?.get_item(3)?,
-            Field::ByName => crate::lazy_ir::item(h.instructions.bind(py), i)?,
+            Field::Operands => {
+                crate::parse::lazy_instructions::item(h.instructions.bind(py), i)?.get_item(3)?
+            }
+            Field::ByName => crate::parse::lazy_instructions::item(h.instructions.bind(py), i)?,
         })
     }
 }

@@ -15,8 +15,8 @@ use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PySlice, PyString, PyTuple, PyType};
 
-use crate::ir_build::Builder;
-use crate::text::Comp;
+use crate::parse::ir_build::Builder;
+use crate::parse::text::Comp;
 
 /// What the computations of one module share: the records, the builder, the text they borrow.
 pub(crate) struct Held {

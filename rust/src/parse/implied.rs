@@ -4,10 +4,10 @@
 
 use std::borrow::Cow;
 
-use crate::parser::{owned, Facts, Parser, Scope};
-use crate::scan::{err, strip_comments, Result};
-use crate::shape::Shape;
-use crate::text::{Comp, Inst, COMPUTATION_ATTRIBUTES};
+use crate::parse::parser::{owned, Facts, Parser, Scope};
+use crate::parse::scan::{err, strip_comments, Result};
+use crate::parse::shape::Shape;
+use crate::parse::text::{Comp, Inst, COMPUTATION_ATTRIBUTES};
 
 impl<'a> Parser<'a> {
     /// `to_apply={ instructions }` or `branch_computations={{...}, {...}}`: computations written
@@ -170,7 +170,7 @@ impl<'a> Parser<'a> {
             .iter()
             .filter(|(k, _)| COMPUTATION_ATTRIBUTES.contains(k))
             .flat_map(|(_, v)| {
-                crate::checks::names_in(v)
+                crate::parse::checks::names_in(v)
                     .into_iter()
                     .map(owned)
                     .collect::<Vec<_>>()

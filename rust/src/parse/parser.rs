@@ -15,11 +15,11 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
-use crate::literal::check_literal;
-use crate::opcodes::{async_shorthand, can_infer_shape, Async, OPCODES};
-use crate::scan::{err, strip_comments, Cursor, Error, Result};
-use crate::shape::{can_be_shape, parse_shape, skip_shape, Shape, MAX_DEPTH};
-use crate::text::{Comp, FxMap, Inst, Meta, ModuleText, COMPUTATION_ATTRIBUTES};
+use crate::parse::literal::check_literal;
+use crate::parse::opcodes::{async_shorthand, can_infer_shape, Async, OPCODES};
+use crate::parse::scan::{err, strip_comments, Cursor, Error, Result};
+use crate::parse::shape::{can_be_shape, parse_shape, skip_shape, Shape, MAX_DEPTH};
+use crate::parse::text::{Comp, FxMap, Inst, Meta, ModuleText, COMPUTATION_ATTRIBUTES};
 
 const HEADER_ATTRIBUTES: &[&str] = &[
     "is_scheduled",
@@ -251,7 +251,7 @@ impl<'a> Parser<'a> {
             tables,
             notes: self.take_notes(),
         };
-        crate::checks::check_header(&module, &self.comp_names)?;
+        crate::parse::checks::check_header(&module, &self.comp_names)?;
         Ok(module)
     }
 
@@ -388,7 +388,7 @@ impl<'a> Parser<'a> {
         let start = self.c.pos;
         if key == "literal" {
             // `literal=f32[] 0.1`, `literal=(s32[2] {1, 2}, pred[] 0)`: shapes before literals.
-            crate::literal::check_shaped_literal(&mut self.c, 0)?;
+            crate::parse::literal::check_shaped_literal(&mut self.c, 0)?;
             return Ok((key, tidy(&self.c.text[start..self.c.pos])));
         }
         let b = self.c.b;
@@ -575,7 +575,7 @@ impl<'a> Parser<'a> {
             self.instruction(&mut scope)?;
         }
         let numbers: Vec<i64> = scope.facts.iter().map(|f| f.parameter).collect();
-        crate::checks::check_parameters(name, &numbers).map_err(|(i, message)| Error {
+        crate::parse::checks::check_parameters(name, &numbers).map_err(|(i, message)| Error {
             message,
             pos: scope.facts[i].pos,
         })?;
@@ -639,13 +639,13 @@ impl<'a> Parser<'a> {
         let mut opcode = self.c.ident();
         if opcode == "cross-replica-sum" {
             // all-reduce's name before 2019 (notes.rs): read as what it is today.
-            self.note(crate::notes::CROSS_REPLICA_SUM, op_pos);
+            self.note(crate::parse::notes::CROSS_REPLICA_SUM, op_pos);
             opcode = "all-reduce";
         }
-        let implied_direction = crate::notes::old_comparison(opcode);
+        let implied_direction = crate::parse::notes::old_comparison(opcode);
         if implied_direction.is_some() {
             // XLA before 2019: one opcode per comparison (notes.rs), today compare + direction=.
-            self.note(crate::notes::OLD_COMPARISON, op_pos);
+            self.note(crate::parse::notes::OLD_COMPARISON, op_pos);
             opcode = "compare";
         }
         if opcode.is_empty() {
@@ -715,7 +715,7 @@ impl<'a> Parser<'a> {
                     && can_be_shape(&mut self.c)?
                 {
                     // `constant(f32[2] {1, 2})`: older printers wrote the shape again.
-                    let own = crate::shape::parse_shape(&mut self.c)?;
+                    let own = crate::parse::shape::parse_shape(&mut self.c)?;
                     if own.human() != shape.human() {
                         return err(
                             s0,
@@ -726,7 +726,7 @@ impl<'a> Parser<'a> {
                             ),
                         );
                     }
-                    self.note(crate::notes::SHAPED_CONSTANT, s0);
+                    self.note(crate::parse::notes::SHAPED_CONSTANT, s0);
                 }
                 check_literal(&mut self.c, &shape)?;
                 payload = tidy(self.c.text[p0..self.c.pos].trim());
@@ -875,12 +875,12 @@ impl<'a> Parser<'a> {
                 if metadata.is_some() || key != "metadata" {
                     return err(key_pos, format!("attribute {key} already exists"));
                 }
-                metadata = Some(crate::checks::metadata(&value, key_pos)?);
+                metadata = Some(crate::parse::checks::metadata(&value, key_pos)?);
                 continue;
             }
             if COMPUTATION_ATTRIBUTES.contains(&key) {
                 calls_pos = key_pos;
-                for callee in crate::checks::names_in(&value) {
+                for callee in crate::parse::checks::names_in(&value) {
                     if !self.comp_names.contains_key(callee.as_ref()) {
                         return err(
                             key_pos,
@@ -890,7 +890,7 @@ impl<'a> Parser<'a> {
                     called.push(owned(callee));
                 }
             } else if key == "control-predecessors" {
-                for pred in crate::checks::names_in(&value) {
+                for pred in crate::parse::checks::names_in(&value) {
                     if !scope.names.contains_key(pred.as_ref()) {
                         return err(
                             key_pos,
@@ -911,12 +911,12 @@ impl<'a> Parser<'a> {
             attrs.push(("direction", Cow::Borrowed(direction)));
             attr_pos.push(op_pos);
         }
-        crate::attrs::check(opcode, &attrs).map_err(|(i, m)| Error {
+        crate::parse::attrs::check(opcode, &attrs).map_err(|(i, m)| Error {
             message: m,
             pos: i.map(|i| attr_pos[i]).unwrap_or(op_pos),
         })?;
         for (i, (key, value)) in attrs.iter().enumerate() {
-            if let Some(what) = crate::notes::old_attribute(opcode, key, value) {
+            if let Some(what) = crate::parse::notes::old_attribute(opcode, key, value) {
                 self.note(what, attr_pos[i]);
             }
         }

@@ -17,11 +17,11 @@ use pyo3::types::{PyList, PyString, PyTuple};
 
 use std::sync::Arc;
 
+use crate::canon::canon_map::Table;
+use crate::canon::handle::CanonHandle;
 use crate::canon::strip_layout;
-use crate::canon_map::Table;
-use crate::handle::CanonHandle;
-use crate::pair_edits::EditedPairs;
-use crate::text::FxMap;
+use crate::diagnose::pair_edits::EditedPairs;
+use crate::parse::text::FxMap;
 
 const NONE: u32 = u32::MAX;
 const STRUCTURAL: u8 = 0;

@@ -3,9 +3,9 @@
 
 use std::borrow::Cow;
 
-use crate::scan::{err, is_ident_char, is_ident_start, Cursor, Error, Result};
-use crate::shape::Shape;
-use crate::text::{FxMap, Meta, ModuleText};
+use crate::parse::scan::{err, is_ident_char, is_ident_start, Cursor, Error, Result};
+use crate::parse::shape::Shape;
+use crate::parse::text::{FxMap, Meta, ModuleText};
 
 /// Parameter numbers of a computation are distinct and run 0..N-1. Returns the offending index.
 pub fn check_parameters(comp: &str, numbers: &[i64]) -> std::result::Result<(), (usize, String)> {
@@ -124,7 +124,7 @@ fn meta_fields(s: &str) -> Result<Meta<'_>> {
 }
 
 fn unescape_cow(s: &str) -> Cow<'_, str> {
-    crate::text::unescape(s)
+    crate::parse::text::unescape(s)
 }
 
 /// Parse `metadata={...}`; borrows from the source text when the value is a plain slice of it.

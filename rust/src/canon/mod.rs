@@ -6,12 +6,16 @@
 //! Anything this port does not reproduce exactly (a number past 64 bits, non-ASCII text where
 //! Python's `\w` or `isdigit` would decide) is `Failure::Fallback`: Python canonicalizes instead.
 
+pub(crate) mod blake2b;
+pub(crate) mod canon_map;
+pub(crate) mod handle;
+pub(crate) mod tuple_params;
+
 use std::borrow::Cow;
 
-use crate::blake2b::{hexdigest, stable_hash};
+use crate::canon::blake2b::{hexdigest, stable_hash};
 use crate::families;
-use crate::text::{Comp, FxMap, Inst, ModuleText, COMPUTATION_ATTRIBUTES};
-use crate::tuple_params;
+use crate::parse::text::{Comp, FxMap, Inst, ModuleText, COMPUTATION_ATTRIBUTES};
 
 pub(crate) const NONE: u32 = u32::MAX;
 

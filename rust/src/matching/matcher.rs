@@ -14,8 +14,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
-use crate::handle::Canon;
-use crate::text::FxMap;
+use crate::canon::handle::Canon;
+use crate::parse::text::FxMap;
 
 const NONE: u32 = u32::MAX;
 
@@ -1075,7 +1075,9 @@ pub fn match_sides<'py>(
     // Mappings over the pairs where both sides' names are unique (canon_map.rs): building three
     // dictionaries of every pair cost six times the matching itself on a 600K pair.
     let kept = tag_str.iter().map(|t| t.clone().unbind()).collect();
-    if let Some(maps) = crate::canon_map::pair_maps(py, &l.canon, &r.canon, &pairs, &tags, kept)? {
+    if let Some(maps) =
+        crate::canon::canon_map::pair_maps(py, &l.canon, &r.canon, &pairs, &tags, kept)?
+    {
         return Ok(Some(PyTuple::new(py, maps)?));
     }
     let dl = PyDict::new(py);

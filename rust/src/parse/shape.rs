@@ -5,8 +5,8 @@
 
 use std::sync::OnceLock;
 
-use crate::scan::{err, Cursor, Result};
-use crate::text::FxMap;
+use crate::parse::scan::{err, Cursor, Result};
+use crate::parse::text::FxMap;
 
 pub const MAX_DEPTH: usize = 512;
 
@@ -297,7 +297,7 @@ fn parse_array(c: &mut Cursor, build: bool) -> Result<Shape> {
             // A layout that orders more or fewer dimensions than the shape has contradicts it
             // (XLA: "Dimensions size is 2, but minor to major size is 3"); `{}` orders none.
             let order = layout[1..].split([':', '}']).next().unwrap_or("");
-            let ordered = crate::scan::strip_comments(order)
+            let ordered = crate::parse::scan::strip_comments(order)
                 .split(',')
                 .filter(|d| !d.trim().is_empty())
                 .count();
@@ -308,7 +308,7 @@ fn parse_array(c: &mut Cursor, build: bool) -> Result<Shape> {
                 );
             }
             if let Some((_, attrs)) = layout.split_once(':') {
-                check_layout_attributes(attrs).map_err(|m| crate::scan::Error {
+                check_layout_attributes(attrs).map_err(|m| crate::parse::scan::Error {
                     message: m,
                     pos: save,
                 })?;

@@ -3,10 +3,10 @@
 
 use std::borrow::Cow;
 
-use crate::opcodes::Async;
-use crate::parser::{Chain, Parser, Scope};
-use crate::scan::{err, Cursor, Result};
-use crate::shape::{parse_shape, Shape};
+use crate::parse::opcodes::Async;
+use crate::parse::parser::{Chain, Parser, Scope};
+use crate::parse::scan::{err, Cursor, Result};
+use crate::parse::shape::{parse_shape, Shape};
 
 impl<'a> Parser<'a> {
     /// `add(f32[2,5] x, ...)`: the shape written with an operand must be its definition's
@@ -68,7 +68,7 @@ impl<'a> Parser<'a> {
                 if let Some(Shape::Array(t, dims, _)) =
                     self.shape_at(scope.facts[first as usize].shape)?
                 {
-                    let t = crate::shape::element_type_name(t);
+                    let t = crate::parse::shape::element_type_name(t);
                     if !dims.is_empty() || (t != "pred" && t != "s32") {
                         return err(
                             op_pos,
@@ -262,7 +262,7 @@ impl<'a> Parser<'a> {
                             if !late_bound(prev_shape.as_ref(), shape.as_ref()) {
                                 return err(op_pos, "AsyncUpdate expects the op shape to be the same as the operand shape");
                             }
-                            self.note(crate::notes::LATE_BOUND_ASYNC_UPDATE, op_pos);
+                            self.note(crate::parse::notes::LATE_BOUND_ASYNC_UPDATE, op_pos);
                         }
                     }
                     chain_wrapped = prev_wrapped.clone();

@@ -6,7 +6,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::handle::CanonHandle;
+use crate::canon::handle::CanonHandle;
 
 /// Each live `multiply(x, one)` that is not an output, as (its index, the index of the value it
 /// multiplies, chains followed), in the order of the instructions; `ones`: the indices of the

@@ -3,7 +3,7 @@
 //! the arguments. A tuple read whole by anything else stays one input.
 
 use crate::canon::strip_layout;
-use crate::text::{FxMap, Inst};
+use crate::parse::text::{FxMap, Inst};
 
 const NONE: u32 = u32::MAX;
 

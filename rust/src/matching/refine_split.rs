@@ -22,7 +22,7 @@
 //! listed); where all were re-signed, the largest part keeps it. Only nodes given a new id
 //! make their neighbours re-signed the next round.
 
-use crate::refine::{combine, mix, Graph};
+use crate::matching::refine::{combine, mix, Graph};
 
 /// Signature seed, as `Graph::round`'s.
 const SEED: u64 = 0x5851_F42D_4C95_7F2D;
@@ -39,7 +39,7 @@ pub(crate) fn split_rounds(
     let n = first.len();
     let is_live = |k: usize| live.map_or(true, |l| l[k]);
     // Class ids from the first colours.
-    let mut ids: crate::text::FxMap<u64, u32> = Default::default();
+    let mut ids: crate::parse::text::FxMap<u64, u32> = Default::default();
     let mut cls: Vec<u32> = Vec::with_capacity(n);
     let mut size: Vec<u32> = Vec::new();
     for &c in first {

@@ -16,8 +16,8 @@ use pyo3::types::{PyDict, PyIterator, PyList};
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::canon_map::{equal, find, mapping_methods, to_dict, PairMap, Table};
-use crate::handle::Canon;
+use crate::canon::canon_map::{equal, find, mapping_methods, to_dict, PairMap, Table};
+use crate::canon::handle::Canon;
 
 const NONE: u32 = u32::MAX;
 

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyString, PyTuple, PyType};
 
-use crate::text::{self, FxMap, Meta};
+use crate::parse::text::{self, FxMap, Meta};
 
 pub(crate) struct Builder<'a> {
     /// One Python string per distinct text.

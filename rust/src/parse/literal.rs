@@ -2,8 +2,8 @@
 //! rank, exactly the shape's element count per dimension (`{...}` elides a whole constant), and
 //! every value in range for the element type. Values themselves are not kept.
 
-use crate::scan::{err, is_ident_char, Cursor, Result};
-use crate::shape::{element_type_name, Shape};
+use crate::parse::scan::{err, is_ident_char, Cursor, Result};
+use crate::parse::shape::{element_type_name, Shape};
 
 enum Value {
     Int(i128),
@@ -268,7 +268,7 @@ fn scalar(c: &mut Cursor) -> Result<Value> {
 /// A literal that states its own shape: `f32[2] {1, 2}` or a tuple `(s32[] 1, pred[] 0)`.
 pub fn check_shaped_literal(c: &mut Cursor, depth: usize) -> Result<()> {
     c.ws()?;
-    if depth > crate::shape::MAX_DEPTH {
+    if depth > crate::parse::shape::MAX_DEPTH {
         return err(c.pos, "maximum nesting depth exceeded in a literal");
     }
     if c.eat(b'(')? {
@@ -283,7 +283,7 @@ pub fn check_shaped_literal(c: &mut Cursor, depth: usize) -> Result<()> {
             return c.expect(b')', "')' closing a tuple literal");
         }
     }
-    let shape = crate::shape::parse_shape(c)?;
+    let shape = crate::parse::shape::parse_shape(c)?;
     check_literal(c, &shape)
 }
 

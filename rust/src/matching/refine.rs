@@ -8,10 +8,10 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 
-use crate::refine_alone::{
+use crate::matching::refine_alone::{
     cannot_stabilize, picked_history, unstable_colours, AloneRuns, PickedRuns,
 };
-use crate::text::FxMap;
+use crate::parse::text::FxMap;
 
 /// One graph: per node, its operands (CSR), whether they enter sorted (commutative), its users
 /// with the operand index each reads it at (-1: commutative), its output mark and first colour.
@@ -248,7 +248,7 @@ impl RefineGraph {
         view.blank(&mut colours);
         if !naive {
             let (graph, live) = view.parts();
-            return crate::refine_split::split_rounds(graph, live, &colours, rounds);
+            return crate::matching::refine_split::split_rounds(graph, live, &colours, rounds);
         }
         let mut count = distinct(&colours);
         let (mut next, mut scratch) = (Vec::new(), Vec::new());

@@ -1,0 +1,12 @@
+//! Pairing the instructions of two canonical computations (`xlagraph.match`'s compiled half): the
+//! matcher's phases, the correspondence's colour refinement, and the inputs both read, made from
+//! a computation's handle (`canon/handle.rs`).
+
+pub(crate) mod from_handle;
+pub(crate) mod matcher;
+pub(crate) mod multiply_by_one;
+pub(crate) mod refine;
+pub(crate) mod refine_alone;
+pub(crate) mod refine_split;
+pub(crate) mod two_threads;
+pub(crate) mod users;
