@@ -2,7 +2,7 @@
 //! get-tuple-element (chains of them for nested tuples) are the inputs, numbered as XLA flattens
 //! the arguments. A tuple read whole by anything else stays one input.
 
-use crate::canon::strip_layout;
+use crate::canon::shape_text::strip_layout;
 use crate::parse::text::{FxMap, Inst};
 
 const NONE: u32 = u32::MAX;

@@ -17,9 +17,8 @@ use pyo3::types::{PyList, PyString, PyTuple};
 
 use std::sync::Arc;
 
-use crate::canon::canon_map::Table;
-use crate::canon::handle::CanonHandle;
-use crate::canon::strip_layout;
+use crate::canon::handle::{compared_shapes, CanonHandle};
+use crate::canon::mapping::Table;
 use crate::diagnose::pair_edits::EditedPairs;
 use crate::parse::text::FxMap;
 
@@ -29,7 +28,7 @@ const PARAMETER: u8 = 1;
 const CONSTANT: u8 = 2;
 const ATTRIBUTE: u8 = 3;
 
-/// Names of a handle to indices: the computation's shared index (canon_map.rs; a handle's
+/// Names of a handle to indices: the computation's shared index (`canon/indexed.rs`; a handle's
 /// names are unique), made once for every caller instead of a map of every name per call.
 struct Index<'h> {
     h: &'h CanonHandle,
@@ -46,14 +45,6 @@ impl<'h> Index<'h> {
         }
         Ok(self.h.canon.find(name)?.map(|i| i as u32))
     }
-}
-
-/// `strip_layout(shape).replace(" ", "")` of each shape of a handle.
-pub(crate) fn compared_shapes(h: &CanonHandle) -> Vec<String> {
-    h.shapes
-        .iter()
-        .map(|s| strip_layout(s).replace(' ', ""))
-        .collect()
 }
 
 /// The walk of `matched_changes` on `left` and `right` with the comparison's pairs `pair_left`

@@ -16,8 +16,9 @@ use pyo3::types::{PyDict, PyIterator, PyList};
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::canon::canon_map::{equal, find, mapping_methods, to_dict, PairMap, Table};
-use crate::canon::handle::Canon;
+use crate::canon::indexed::Canon;
+use crate::canon::mapping::{equal, find, mapping_methods, to_dict, Table};
+use crate::matching::pair_map::PairMap;
 
 const NONE: u32 = u32::MAX;
 

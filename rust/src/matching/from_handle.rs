@@ -1,15 +1,17 @@
 //! The matcher's `MatchSide` and the correspondence's `RefineGraph` built from a `CanonHandle`
-//! (handle.rs): the same structures `matcher::match_side` and `refine::refine_graph` build from
-//! the Python IR and the canonical form's dictionaries, without reading a Python object per
-//! instruction. Every rule below restates the one of the function it replaces.
+//! (`canon/handle.rs`): the same structures `side::match_side` and
+//! `refine_from_dicts::refine_graph` build from the Python IR and the canonical form's
+//! dictionaries, without reading a Python object per instruction. Every rule below restates the one of the function it replaces.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::canon::handle::CanonHandle;
-use crate::canon::strip_layout;
-use crate::matching::matcher::{intern, rank_key, users_of, MatchSide};
-use crate::matching::refine::{combine, Graph, RefineGraph};
+use crate::canon::indexed::users_of;
+use crate::canon::shape_text::strip_layout;
+use crate::matching::colour_graph::{combine, Graph};
+use crate::matching::refine::RefineGraph;
+use crate::matching::side::{intern, rank_key, MatchSide};
 use crate::matching::two_threads;
 use crate::parse::text::FxMap;
 

@@ -1,7 +1,7 @@
-//! `xlagraph.match.identity`'s multiplies by one, found on the handle (handle.rs): the same rule
-//! as `_identity_multiplies` after its ones are known (the scalar constants one, which Python
-//! picks: their printed values are not in the handle), without a Python lookup per broadcast
-//! and multiply (a 600K-instruction module has 200K of them).
+//! `xlagraph.match.identity`'s multiplies by one, found on the handle (`canon/handle.rs`): the
+//! same rule as `_identity_multiplies` after its ones are known (the scalar constants one, which
+//! Python picks: their printed values are not in the handle), without a Python lookup per
+//! broadcast and multiply (a 600K-instruction module has 200K of them).
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;

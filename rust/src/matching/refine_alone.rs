@@ -17,9 +17,30 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::matching::refine::{distinct, RefineGraph};
+use crate::matching::colour_graph::{distinct, Graph};
 use crate::matching::refine_split::split_rounds;
 use crate::matching::two_threads;
+
+/// What a graph's refinement alone reads of a `RefineGraph` (refine.rs), and the runs kept on it.
+pub(crate) struct OneGraph<'g> {
+    pub(crate) graph: &'g Graph,
+    pub(crate) loose: &'g [u64],
+    pub(crate) strict: &'g [u64],
+    pub(crate) outputs: &'g [i64],
+    pub(crate) alone: &'g AloneRuns,
+    pub(crate) picked: &'g PickedRuns,
+}
+
+impl OneGraph<'_> {
+    /// The first colours: strict (full shapes and attributes) or loose.
+    pub(crate) fn first(&self, strict: bool) -> Vec<u64> {
+        if strict {
+            self.strict.to_vec()
+        } else {
+            self.loose.to_vec()
+        }
+    }
+}
 
 /// One graph's plain refinement alone for `rounds` rounds from its strict or loose colours.
 pub(crate) struct Alone {
@@ -37,7 +58,7 @@ pub(crate) struct AloneRuns(Mutex<Vec<Arc<Alone>>>);
 const KEEP: usize = 4;
 
 impl AloneRuns {
-    fn get(&self, g: &RefineGraph, strict: bool, rounds: usize) -> Arc<Alone> {
+    fn get(&self, g: &OneGraph<'_>, strict: bool, rounds: usize) -> Arc<Alone> {
         if let Some(found) = self
             .0
             .lock()
@@ -57,9 +78,9 @@ impl AloneRuns {
     }
 }
 
-fn run(g: &RefineGraph, strict: bool, rounds: usize) -> Alone {
+fn run(g: &OneGraph<'_>, strict: bool, rounds: usize) -> Alone {
     let mut colours = g.first(strict);
-    let view = g.graph.without_outputs(&[], &g.outputs);
+    let view = g.graph.without_outputs(&[], g.outputs);
     view.blank(&mut colours);
     let (graph, live) = view.parts();
     Alone {
@@ -71,9 +92,9 @@ fn run(g: &RefineGraph, strict: bool, rounds: usize) -> Alone {
 
 impl Alone {
     /// The colours after all `rounds` rounds (run only where an answer returns them).
-    fn last(&self, g: &RefineGraph) -> Vec<u64> {
+    fn last(&self, g: &OneGraph<'_>) -> Vec<u64> {
         let mut colours = g.first(self.strict);
-        let view = g.graph.without_outputs(&[], &g.outputs);
+        let view = g.graph.without_outputs(&[], g.outputs);
         view.blank(&mut colours);
         let (mut next, mut scratch) = (Vec::new(), Vec::new());
         for _ in 0..self.rounds {
@@ -88,8 +109,8 @@ impl Alone {
 /// Whether the joint plain refinement of A and B cannot be stable within `rounds` (one graph
 /// splits at every round): what a caller that reads an unstable answer only as such needs.
 pub(crate) fn cannot_stabilize(
-    a: &RefineGraph,
-    b: &RefineGraph,
+    a: &OneGraph<'_>,
+    b: &OneGraph<'_>,
     strict: bool,
     rounds: usize,
 ) -> bool {
@@ -99,8 +120,8 @@ pub(crate) fn cannot_stabilize(
 /// The last colours of A and B after `rounds` rounds where the joint plain refinement cannot
 /// be stable within them (one graph splits at every round); None: run the joint refinement.
 pub(crate) fn unstable_colours(
-    a: &RefineGraph,
-    b: &RefineGraph,
+    a: &OneGraph<'_>,
+    b: &OneGraph<'_>,
     strict: bool,
     rounds: usize,
 ) -> Option<(Vec<u64>, Vec<u64>)> {
@@ -131,7 +152,7 @@ pub(crate) struct Picked {
 pub(crate) struct PickedRuns(Mutex<Vec<Arc<Picked>>>);
 
 impl PickedRuns {
-    fn get(&self, g: &RefineGraph, strict: bool, rounds: usize, pick: &[u32]) -> Arc<Picked> {
+    fn get(&self, g: &OneGraph<'_>, strict: bool, rounds: usize, pick: &[u32]) -> Arc<Picked> {
         if let Some(found) = self
             .0
             .lock()
@@ -151,7 +172,7 @@ impl PickedRuns {
     }
 }
 
-fn picked(g: &RefineGraph, strict: bool, rounds: usize, pick: &[u32]) -> Picked {
+fn picked(g: &OneGraph<'_>, strict: bool, rounds: usize, pick: &[u32]) -> Picked {
     let take = |col: &[u64]| -> Vec<u64> { pick.iter().map(|&i| col[i as usize]).collect() };
     let mut colours = g.first(strict);
     let (mut counts, mut picks) = (vec![distinct(&colours)], vec![take(&colours)]);
@@ -179,8 +200,8 @@ const PICKED_ALONE: usize = 10_000;
 /// graph's count of classes changed) reads each graph's own counts, so the answer is exactly
 /// the joint run's. None for small pairs (unless `alone` says): run it jointly.
 pub(crate) fn picked_history(
-    a: &RefineGraph,
-    b: &RefineGraph,
+    a: &OneGraph<'_>,
+    b: &OneGraph<'_>,
     strict: bool,
     rounds: usize,
     pick_a: &[u32],

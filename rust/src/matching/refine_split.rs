@@ -22,7 +22,7 @@
 //! listed); where all were re-signed, the largest part keeps it. Only nodes given a new id
 //! make their neighbours re-signed the next round.
 
-use crate::matching::refine::{combine, mix, Graph};
+use crate::matching::colour_graph::{combine, mix, Graph};
 
 /// Signature seed, as `Graph::round`'s.
 const SEED: u64 = 0x5851_F42D_4C95_7F2D;

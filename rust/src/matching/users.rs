@@ -6,16 +6,16 @@
 
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString};
+use pyo3::types::{PyDict, PyList, PyString};
 
-use crate::matching::matcher::MatchSide;
+use crate::matching::side::MatchSide;
 use crate::parse::text::FxMap;
 
 #[pyclass(frozen, module = "xlagraph._core")]
 pub struct SideUsers {
     side: Py<MatchSide>,
     /// Names to indices (the last of a repeated name, as a dictionary keeps it); None where
-    /// names are unique: the computation's shared index (canon_map.rs) answers.
+    /// names are unique: the computation's shared index (`canon/indexed.rs`) answers.
     index: Option<FxMap<String, u32>>,
     /// How many instructions have users (the dictionary's length).
     len: usize,
@@ -118,4 +118,30 @@ pub fn side_users_mapping(py: Python<'_>, side: Py<MatchSide>) -> PyResult<SideU
         .filter(|&i| !s.users(i).is_empty())
         .count();
     Ok(SideUsers { side, index, len })
+}
+
+/// Users of each instruction of a side, by name (`bottom_up.users_of`), for callers that want
+/// the dictionary without building it in Python.
+#[pyfunction]
+pub fn side_users<'py>(
+    py: Python<'py>,
+    side: &Bound<'py, MatchSide>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let s = side.get();
+    let d = PyDict::new(py);
+    // Key order as the Python builds it: by first use in `order`.
+    let mut seen = vec![false; s.names.len()];
+    for &u in &s.order {
+        if let Some(ops) = s.operands(u) {
+            for &o in ops {
+                if !seen[o as usize] {
+                    seen[o as usize] = true;
+                    let users: Vec<&Py<PyString>> =
+                        s.users(o).iter().map(|&x| &s.names[x as usize]).collect();
+                    d.set_item(s.names[o as usize].bind(py), PyList::new(py, users)?)?;
+                }
+            }
+        }
+    }
+    Ok(d)
 }

@@ -1,7 +1,7 @@
 //! The reader's records -> the Python IR (`Instruction` and `Metadata` NamedTuples), with
 //! repeated strings (opcodes, shapes, attribute text) and attribute pairs shared as one object
 //! each. The builder keeps its tables as owned references, so that a lazy computation
-//! (lazy_ir.rs) can keep it and build its instructions when Python first asks for them.
+//! (lazy_instructions.rs) can keep it and build its instructions when Python first asks for them.
 
 use std::borrow::Cow;
 

@@ -11,6 +11,7 @@ pub(crate) mod literal;
 pub(crate) mod notes;
 pub(crate) mod opcodes;
 pub(crate) mod parser;
+pub(crate) mod read;
 pub(crate) mod scan;
 pub(crate) mod semantics;
 pub(crate) mod shape;

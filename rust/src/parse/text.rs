@@ -1,6 +1,6 @@
 //! The text model of a module as read: instructions, computations and the module's header,
 //! plus the small helpers every reader stage shares. It sits below the parser and its checks
-//! (checks.rs, shape.rs, literal.rs, canon.rs), so that every `use` points one way.
+//! (checks.rs, shape.rs, literal.rs, and canon/), so that every `use` points one way.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
