@@ -1,5 +1,5 @@
 """The canonical form's tables by name and `Computation.by_name`, where the core keeps a handle,
-are mappings over it (rust/src/canon_map.rs) that answer as the dictionaries they replace: the
+are mappings over it (rust/src/canon/handle.rs) that answer as the dictionaries they replace: the
 dictionaries Python's canonicalization builds from the same module, on every computation of
 every module the fixture pairs diff (tests/data/fixture_pairs.txt)."""
 
@@ -106,7 +106,7 @@ def test_constants_picked_by_the_core_are_pythons(batch: int) -> None:
 @pytest.mark.parametrize("batch", range(4))
 def test_pair_mappings_answer_as_the_reference_matchers_dictionaries(batch: int) -> None:
     """The compiled matcher's `Matching.left`, `.right` and `.matcher` over two computations with
-    handles are mappings over its pairs (canon_map.rs `PairMap`)."""
+    handles are mappings over its pairs (rust/src/matching/pair_map.rs)."""
     from xlagraph.diff import diff_files
     from xlagraph.match import _compiled, _context_pairs, _layout, _sent, match_python
 
@@ -157,7 +157,7 @@ def test_what_the_handle_picks_is_what_python_picks(batch: int) -> None:
 
 
 def test_the_cores_ones_are_identitys() -> None:
-    """rust/src/handle.rs spells `identity._ONE` and `_one` again: every spelling, padded and in
+    """rust/src/canon/handle_parts.rs spells `identity._ONE` and `_one` again: every spelling, padded and in
     capitals, and near misses (hand-written constants)."""
     from xlagraph.match.identity import _ONE, _one
     from xlagraph.parse.hlo import parse_hlo

@@ -774,7 +774,7 @@ def _built(
 ) -> Any:
     found = cache.get(comp)
     if found is None and comp.core is not None and hasattr(core, "refine_graph_of"):
-        # Built from the core's own handle on `comp` (rust/src/from_handle.rs): the same graph.
+        # Built from the core's own handle on `comp` (rust/src/matching/from_handle.rs): the same graph.
         found = cache[comp] = core.refine_graph_of(
             comp.core, COMMUTATIVE, _first_colours, _OUTPUT, list(identities.by_index)
         )

@@ -22,7 +22,7 @@ from xlagraph.ir import Instruction, name_at
 __all__ = ["Identities", "identity_multiplies"]
 
 # How printers of every XLA version write a one (`1`, `1.0`, `1e+00`; `true` for pred).
-# (rust/src/handle.rs `ONE` holds the same values.)
+# (rust/src/canon/handle_parts.rs `ONE` holds the same values.)
 _ONE = frozenset({"1", "1.", "1.0", "1e0", "1e+0", "1e+00", "1.0e+00", "true"})
 
 
@@ -68,8 +68,8 @@ _FOUND: WeakKeyDictionary[CanonicalComputation, Identities] = WeakKeyDictionary(
 def _identity_multiplies(comp: CanonicalComputation) -> Identities:
     instructions = comp.computation.instructions
     if comp.core is not None and _ON_HANDLE is not None:
-        # The ones as the reader picked them (`_one`, rust/src/handle.rs), the rest in one pass
-        # on the core's handle (rust/src/identity.rs).
+        # The ones as the reader picked them (`_one`, rust/src/canon/handle_parts.rs), the rest in one pass
+        # on the core's handle (rust/src/matching/multiply_by_one.rs).
         at = comp.core.scalar_ones()
         pairs = _ON_HANDLE(comp.core, at) if at else []
         if not pairs:
