@@ -1,5 +1,5 @@
 """The canonical form's tables by name and `Computation.by_name`, where the core keeps a handle,
-are mappings over it (rust/src/canon_map.rs) that answer as the dictionaries they replace: the
+are mappings over it (rust/src/canon/mapping.rs) that answer as the dictionaries they replace: the
 dictionaries Python's canonicalization builds from the same module, on every computation of
 every module the fixture pairs diff (tests/data/fixture_pairs.txt)."""
 
@@ -152,7 +152,7 @@ def test_what_the_handle_picks_is_what_python_picks(batch: int) -> None:
 
 
 def test_the_cores_ones_are_identitys() -> None:
-    """rust/src/handle.rs spells `multiply_by_one._ONE` and `_one` again: every spelling, padded and in
+    """rust/src/canon/handle.rs spells `multiply_by_one._ONE` and `_one` again: every spelling, padded and in
     capitals, and near misses (hand-written constants)."""
     from xlagraph.match.multiply_by_one import _ONE, _one
     from xlagraph.parse.hlo import parse_hlo

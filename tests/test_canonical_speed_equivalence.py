@@ -2,7 +2,7 @@
 (`tests/canonical_reference.py`, one plain walk per rule) on every real module in fixtures/: every
 field of every computation (order, operands, hashes, numbering, names, dead code, layouts) and
 the module fingerprint and order. Both the compiled core (`_core.parse_hlo` canonicalizes what it
-reads, rust/src/canon.rs) and the Python implementation (`rules.py`, for modules the compiled
+reads, rust/src/canon/) and the Python implementation (`rules.py`, for modules the compiled
 reader did not make) are checked, to the same numbers. Modules a reader refuses are skipped; an
 instruction that canonicalization refuses must be refused by all with the same message."""
 

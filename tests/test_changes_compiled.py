@@ -1,4 +1,4 @@
-"""The compiled comparison steps (rust/src/changes.rs: the walk of `matched_changes`, the
+"""The compiled comparison steps (rust/src/diagnose/changes.rs: the walk of `matched_changes`, the
 unexplained instructions of `regions.structure`) give every diff of every fixture pair
 (tests/data/fixture_pairs.txt) exactly the causes, notes and verdict of the Python code."""
 

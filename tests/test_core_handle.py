@@ -1,6 +1,6 @@
-"""The core's handle on a canonical computation (rust/src/handle.rs) gives the matcher and the
+"""The core's handle on a canonical computation (rust/src/canon/handle.rs) gives the matcher and the
 correspondence exactly the structures they built from the Python IR and the canonical form's
-dictionaries (rust/src/from_handle.rs against `match_side` and `refine_graph`), on every
+dictionaries (rust/src/matching/from_handle.rs against `match_side` and `refine_graph`), on every
 computation of every module the fixture pairs diff (tests/data/fixture_pairs.txt)."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ _spec = pair_spec
 
 
 def _from_dicts(comp):  # type: ignore[no-untyped-def]
-    # Where the core keeps a handle the tables are mappings over it (canon_map.rs): their
+    # Where the core keeps a handle the tables are mappings over it (canon/handle.rs): their
     # dictionaries, item for item, are what the Python entry points read.
     tables = (comp.operands, comp.keys, comp.h0, comp.h1, comp.computation.by_name)
     operands, keys, h0, h1, by_name = map(dict, tables)

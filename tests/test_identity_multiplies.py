@@ -96,7 +96,7 @@ def test_terms_summed_in_the_other_order_pair_their_inputs_by_context() -> None:
 
 
 def test_the_core_finds_what_the_python_rule_finds() -> None:
-    """On the handle (rust/src/identity.rs) and in Python: the same multiplies, targets and
+    """On the handle (rust/src/matching/multiply_by_one.rs) and in Python: the same multiplies, targets and
     order, on every computation of the fixture pairs the tests diff and of the hand-written
     modules here."""
     from pathlib import Path

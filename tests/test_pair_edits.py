@@ -1,4 +1,4 @@
-"""`Comparison.pair_left` / `.pair_right` as the core's `EditedPairs` (rust/src/pair_edits.rs):
+"""`Comparison.pair_left` / `.pair_right` as the core's `EditedPairs` (rust/src/diagnose/pair_edits.rs):
 a dictionary copy of the matcher's pairs, edited, answers as the dictionary does after the same
 edits (items, order, lookups, `pop` with and without a default), and the compiled walks read
 it as they read the dictionary."""

@@ -1,5 +1,5 @@
 """A plain refinement of a pair answered from each graph's refinement alone
-(`rust/src/refine_alone.rs`) is the joint refinement's answer: the same rounds, stability,
+(`rust/src/matching/refine_alone.rs`) is the joint refinement's answer: the same rounds, stability,
 balance and colours, on the entry computations of the fixture pairs the tests diff, each graph
 paired with several others (so that the runs kept on a graph are reused), at budgets small
 enough that the shortcut answers and large enough that the graphs stabilize."""

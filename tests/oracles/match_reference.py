@@ -1,4 +1,4 @@
-"""The reference matcher: the phases of `xlagraph.match` (run by the core, rust/src/matcher.rs)
+"""The reference matcher: the phases of `xlagraph.match` (run by the core, rust/src/matching/matcher.rs)
 in Python, in the order the core runs them (`tests.oracles.phases()`).
 
 Each phase claims only pairs that are still free, and records its name on the pair:

@@ -29,7 +29,7 @@ tuple plumbing, metadata, printing options, or permutation of the entry's parame
 An operand cycle raises `ParseError` (every walk is iterative).
 
 A module read by the compiled HLO reader arrives canonicalized: `_core.parse_hlo` applies these
-rules on its own IR (rust/src/canon.rs), to the same numbers (CPython's hashes of ints and tuples,
+rules on its own IR (rust/src/canon/), to the same numbers (CPython's hashes of ints and tuples,
 BLAKE2b content keys), and `canonicalize` only wraps the result. `rules.py` applies them to any
 other module (lazy IR, IR built by hand). Every hash is the same in every process.
 """

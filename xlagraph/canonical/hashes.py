@@ -173,7 +173,7 @@ def _unquote(text: str) -> str:
 class _Json:
     """Canonical text of a JSON document: objects' members sorted, spaces outside strings dropped,
     strings and numbers kept exactly as printed. `document()` is None when it is not JSON. (The
-    compiled core, rust/src/canon.rs, writes the same text.)"""
+    compiled core, rust/src/canon/, writes the same text.)"""
 
     _SPACE = " \t\n\r"
     _SCALAR_END = ",]} \t\n\r"

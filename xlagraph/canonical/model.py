@@ -43,7 +43,7 @@ class CanonicalComputation:
     hash: int
     layouts: dict[str, str] = field(default_factory=dict)
     walk: tuple[str, ...] = ()
-    # The compiled core's handle on this computation (`_core.CanonHandle`, rust/src/handle.rs)
+    # The compiled core's handle on this computation (`_core.CanonHandle`, rust/src/canon/handle.rs)
     # when the compiled reader made it: the matcher and the correspondence build their inputs
     # from it instead of reading the dictionaries above back into the core.
     core: object | None = field(default=None, repr=False)

@@ -210,7 +210,7 @@ def _canonicalize_computation(
     # Layouts stay out of h0/h1 (matching pairs instructions whatever their layout) but not out
     # of the computation's identity: a layout or memory-space change is a recompile.
     # Strings enter as their stable hashes: `hash(str)` is seeded per process (and the compiled
-    # core, rust/src/canon.rs, computes these same numbers).
+    # core, rust/src/canon/, computes these same numbers).
     layout_key = tuple(sorted({(h1[n], stable_hash(lay)) for n, lay in layouts.items()}))  # CSE-blind
     if is_entry:
         unused = sorted(keys[p] for p in unread)
@@ -413,7 +413,7 @@ def canonicalize(module: Module) -> CanonicalModule:
     """Canonical form of every computation, callees first, and the module fingerprint.
 
     A module from the compiled reader comes with its canonical form computed there (the same
-    numbers, rust/src/canon.rs); any other module (lazy IR, built by hand, or one the compiled
+    numbers, rust/src/canon/); any other module (lazy IR, built by hand, or one the compiled
     core leaves to Python) is canonicalized here."""
     with paused_gc():
         core = module.core

@@ -23,7 +23,7 @@ __all__ = ["Comparison"]
 
 def _editable(pairs: Mapping[str, str]) -> MutableMapping[str, str]:
     """A copy of a matching's pairs to re-pair: the core's own where the matching is the
-    core's (rust/src/pair_edits.rs; a dictionary of 600K pairs cost 0.1 s to copy and to read
+    core's (rust/src/diagnose/pair_edits.rs; a dictionary of 600K pairs cost 0.1 s to copy and to read
     back into the core's walks), else a dictionary."""
     if isinstance(pairs, _PairMap):
         return _edited_pairs(pairs)

@@ -151,7 +151,7 @@ def _explain_propagated(cmp: Comparison, propagated: tuple[list[str], list[str]]
 
 def _compiled_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple[str, str]] | None:
     """`matched_changes` with its walk over the pairs run in the compiled core
-    (rust/src/changes.rs, the same loop) where both sides came from the compiled reader: Python
+    (rust/src/diagnose/changes.rs, the same loop) where both sides came from the compiled reader: Python
     then handles only the pairs the walk reports, in its order, with the loop's own code. None
     where the Python loop must run (its two rare modes, or input the core leaves to it)."""
     left, right = cmp.left, cmp.right

@@ -68,7 +68,7 @@ _LONE: WeakKeyDictionary[CanonicalComputation, frozenset[str]] = WeakKeyDictiona
 
 def _lone_parameters(cmp: Comparison, comp: CanonicalComputation) -> frozenset[str]:
     if comp.core is not None and (found := comp.core.lone_parameters()) is not None:
-        return found  # the same rule on the core's handle (rust/src/handle.rs)
+        return found  # the same rule on the core's handle (rust/src/canon/handle.rs)
     users = cmp.users(comp)
     sig = {
         p: (shape_of(comp, p), tuple(sorted(comp.h0.get(u, comp.keys.get(u, 0)) for u in users.get(p, ()))))

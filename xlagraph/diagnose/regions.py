@@ -134,7 +134,7 @@ def _unexplained(cmp: Comparison) -> tuple[list[str], list[str]]:
     is the same computation (lowering does not always reuse a node: same graph hash, other
     CSE). Twins are judged on both sides: canonical parameter numbers differ when an input is
     added, so a repeated transpose of a weight is told by its matched twin on its own side too.
-    The compiled core answers where both sides came from its reader (rust/src/changes.rs)."""
+    The compiled core answers where both sides came from its reader (rust/src/diagnose/changes.rs)."""
     left, right = cmp.left, cmp.right
     pl, pr = cmp.pair_left, cmp.pair_right
     if left.core is not None and right.core is not None:

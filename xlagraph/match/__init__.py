@@ -1,6 +1,6 @@
 """Structural matching of two canonical computations, in the phases of OpenXLA's hlo_diff.
 
-The compiled core is the matcher (rust/src/matcher.rs): it runs the phases in the order
+The compiled core is the matcher (rust/src/matching/matcher.rs): it runs the phases in the order
 `_core.match_phases()` gives, each claiming only pairs that are still free and recording its
 name on the pair: outputs with equal structural hash, outputs whose data-flow context agrees,
 outputs in order, top-down from paired instructions, identical subgraphs anywhere, bottom-up

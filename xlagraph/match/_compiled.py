@@ -1,4 +1,4 @@
-"""The compiled matcher (rust/src/matcher.rs): each computation is read into the core once, for
+"""The compiled matcher (rust/src/matching/matcher.rs): each computation is read into the core once, for
 as long as it is alive (a report matches a graph against several earlier ones), and the phases of
 `xlagraph.match` run there (`tests/oracles/match_reference.py` is their reference). Input it cannot
 take is an error that says why, not a second matcher."""
@@ -89,7 +89,7 @@ def users(comp: CanonicalComputation) -> Mapping[str, list[str]] | None:
 
 class Users(Mapping[str, list[str]]):
     """The users of each instruction (`users.users_of`) over the core's copy
-    (rust/src/users.rs): a name's list is made when asked for, not one per instruction up
+    (rust/src/matching/users.rs): a name's list is made when asked for, not one per instruction up
     front; the keys in the dictionary's order. Never modify a list it gives."""
 
     __slots__ = ("_core", "get")

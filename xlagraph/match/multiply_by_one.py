@@ -22,7 +22,7 @@ from xlagraph.ir import Instruction, name_at
 __all__ = ["Identities", "identity_multiplies"]
 
 # How printers of every XLA version write a one (`1`, `1.0`, `1e+00`; `true` for pred).
-# (rust/src/handle.rs `ONE` holds the same values.)
+# (rust/src/canon/handle.rs `ONE` holds the same values.)
 _ONE = frozenset({"1", "1.", "1.0", "1e0", "1e+0", "1e+00", "1.0e+00", "true"})
 
 
@@ -69,8 +69,8 @@ def _identity_multiplies(comp: CanonicalComputation) -> Identities:
 
 
 def _on_handle(comp: CanonicalComputation) -> Identities:
-    """The ones as the reader picked them (`_one`, rust/src/handle.rs), the rest in one pass on
-    the core's handle (rust/src/identity.rs): what `_from_instructions` finds."""
+    """The ones as the reader picked them (`_one`, rust/src/canon/handle.rs), the rest in one pass on
+    the core's handle (rust/src/matching/multiply_by_one.rs): what `_from_instructions` finds."""
     at = comp.core.scalar_ones()  # type: ignore[union-attr]
     pairs = _core.identity_multiplies_of(comp.core, at) if at else []
     if not pairs:

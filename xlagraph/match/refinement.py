@@ -278,7 +278,7 @@ def _built(
     from the canonical dictionaries."""
     found = cache.get(comp)
     if found is None and comp.core is not None:
-        # Built from the core's own handle on `comp` (rust/src/from_handle.rs): the same graph.
+        # Built from the core's own handle on `comp` (rust/src/matching/from_handle.rs): the same graph.
         found = cache[comp] = _core.refine_graph_of(
             comp.core, COMMUTATIVE, first_colours, OUTPUT, list(identities.by_index)
         )

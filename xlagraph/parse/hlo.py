@@ -11,7 +11,7 @@ instruction alone (its undefined operands become parameters). It also reads what
 other versions wrote that today's XLA refuses (`api_version=API_VERSION_UNSPECIFIED` of older
 builds and torch-neuronx, `cross-replica-sum`, constants that repeat their shape and
 `is_cross_program_prefetch=true` of older XLA, `conv_kind=` and late-bound async-updates of newer
-XLA), each with a note in `Module.notes` (rust/src/notes.rs; docs/reading.md). It refuses what no
+XLA), each with a note in `Module.notes` (rust/src/parse/notes.rs; docs/reading.md). It refuses what no
 XLA version writes, naming the line: unknown opcodes, element types and attribute names, malformed
 or out-of-range constants, a second ENTRY or ROOT, duplicate names, operands, control predecessors
 or computations used before they are defined (so operand cycles cannot be written), a signature
@@ -45,7 +45,7 @@ from xlagraph.errors import ParseError
 from xlagraph.ir import Computation, Frame, GraphInfo, Instruction, Metadata, Module
 
 # The canonical form's tables by name and `by_name` of the computations the core keeps a handle
-# on are mappings over that handle (rust/src/canon_map.rs), not dictionaries; so are the compiled
+# on are mappings over that handle (rust/src/canon/handle.rs), not dictionaries; so are the compiled
 # matcher's pairs of two such computations (`Matching.left`, `.right`, `.matcher`).
 Mapping.register(_core.CanonMap)
 Mapping.register(_core.PairMap)
@@ -139,7 +139,7 @@ IR_FIRST: ContextVar[bool] = ContextVar("IR_FIRST", default=False)
 
 # Set where the module read will be asked about a few instructions only (a diff of two graphs):
 # the compiled reader then hands each computation's instructions over as a sequence that builds
-# each `Instruction` when first asked for (`_core.Instructions`, rust/src/lazy_ir.rs), keeping
+# each `Instruction` when first asked for (`_core.Instructions`, rust/src/parse/lazy_instructions.rs), keeping
 # the reader's records and the text until the module goes. Only when the objects are built changes.
 LAZY_IR: ContextVar[bool] = ContextVar("LAZY_IR", default=False)
 
@@ -178,7 +178,7 @@ def parse_hlo(text: str, path: str = "", *, first_line: int = 1, info: GraphInfo
 
 def old_spelling_notes(rows: tuple[tuple[str, int, int], ...], where: str) -> tuple[str, ...]:
     """One line per kind of spelling the compiled reader read although today's XLA refuses it
-    (rust/src/notes.rs): `file:line: note: ...`, the line being the first such place."""
+    (rust/src/parse/notes.rs): `file:line: note: ...`, the line being the first such place."""
     return tuple(
         f"{where}:{line}: note: {what}" + (f" ({n} places)" if n > 1 else "") for what, line, n in rows
     )

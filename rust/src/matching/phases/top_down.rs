@@ -1,0 +1,203 @@
+//! `top_down.py`: from paired instructions, their operands at the same position with the same
+//! opcode (strict) or any opcode but leaves (lenient), commutative operands aligned first;
+//! subgraphs with equal hashes are paired whole.
+
+use crate::matching::mappings::{Mappings, NONE, R, TOP_DOWN, TOP_DOWN_LENIENT};
+
+impl Mappings<'_> {
+    /// `top_down._open_pairs`.
+    fn open_pairs(&self) -> Vec<(u32, u32)> {
+        let (l, r) = (self.l, self.r);
+        let free_left: Vec<u32> = l.order.iter().copied().filter(|&a| !self.lp(a)).collect();
+        let free_right: Vec<u32> = r.order.iter().copied().filter(|&b| !self.rp(b)).collect();
+        if free_left.len() + free_right.len() >= self.pairs.len() {
+            return self.pairs.clone();
+        }
+        let mut with_free_left = vec![false; l.names.len()];
+        for &n in &free_left {
+            for &u in l.users(n) {
+                if self.lp(u) {
+                    with_free_left[u as usize] = true;
+                }
+            }
+        }
+        let mut with_free_right = vec![false; r.names.len()];
+        for &n in &free_right {
+            for &u in r.users(n) {
+                if self.rp(u) {
+                    with_free_right[u as usize] = true;
+                }
+            }
+        }
+        self.pairs
+            .iter()
+            .copied()
+            .filter(|&(a, _)| {
+                with_free_left[a as usize] && with_free_right[self.left[a as usize] as usize]
+            })
+            .collect()
+    }
+
+    /// `top_down.match_top_down`.
+    pub(crate) fn top_down(&mut self, strict: bool) -> R<()> {
+        let (l, r) = (self.l, self.r);
+        let tag = if strict { TOP_DOWN } else { TOP_DOWN_LENIENT };
+        let mut stack = self.open_pairs();
+        if strict {
+            stack.retain(|&(a, _)| !self.expanded[a as usize]);
+        }
+        while let Some((a, b)) = stack.pop() {
+            if strict {
+                if self.expanded[a as usize] {
+                    continue;
+                }
+                self.expanded[a as usize] = true;
+            }
+            let (Some(oa), Some(ob)) = (l.operands(a), r.operands(b)) else {
+                continue;
+            };
+            if oa.len() != ob.len() {
+                continue;
+            }
+            let (oa, ob): (Vec<u32>, Vec<u32>) = if oa.len() > 1 && l.commutative[a as usize] {
+                if oa.iter().all(|&x| self.lp(x)) || ob.iter().all(|&y| self.rp(y)) {
+                    continue;
+                }
+                self.align_commutative(oa, ob)?
+            } else {
+                (oa.to_vec(), ob.to_vec())
+            };
+            for (&x, &y) in oa.iter().zip(ob.iter()) {
+                if self.lp(x) || self.rp(y) {
+                    continue;
+                }
+                let (ox, oy) = (l.opcode[x as usize], r.opcode[y as usize]);
+                if ox != oy {
+                    if strict || l.leaf[x as usize] || r.leaf[y as usize] {
+                        continue;
+                    }
+                    if l.stripped[x as usize] != r.stripped[y as usize] {
+                        continue;
+                    }
+                }
+                self.add(x, y, tag);
+                if !self.ops_l(x)?.is_empty() {
+                    if Self::hash(l, true, x)? == Self::hash(r, true, y)? {
+                        self.zip_subgraphs(x, y, true, tag)?;
+                    }
+                    stack.push((x, y));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `top_down._align_commutative` (and `_align_two`).
+    fn align_commutative(&self, oa: &[u32], ob: &[u32]) -> R<(Vec<u32>, Vec<u32>)> {
+        let (l, r) = (self.l, self.r);
+        if oa.len() == 2 {
+            let (x0, x1, y0, y1) = (oa[0], oa[1], ob[0], ob[1]);
+            let straight = (vec![x0, x1], vec![y0, y1]);
+            // The Python builds the three rules' keys before trying the first.
+            let h = [
+                Self::hash(l, true, x0)?,
+                Self::hash(l, true, x1)?,
+                Self::hash(r, true, y0)?,
+                Self::hash(r, true, y1)?,
+            ];
+            // Rule 0: already paired (None never equals a name).
+            let (m0, m1) = (self.left[x0 as usize], self.left[x1 as usize]);
+            let keys0 = [m0, m1, y0, y1];
+            if let Some(v) = Self::order_two_by(keys0, |k| k != NONE, oa, ob) {
+                return Ok(v);
+            }
+            if let Some(v) = Self::order_two_by(h, |_| true, oa, ob) {
+                return Ok(v);
+            }
+            let h0 = [
+                Self::hash(l, false, x0)?,
+                Self::hash(l, false, x1)?,
+                Self::hash(r, false, y0)?,
+                Self::hash(r, false, y1)?,
+            ];
+            if let Some(v) = Self::order_two_by(h0, |_| true, oa, ob) {
+                return Ok(v);
+            }
+            let o = [
+                l.opcode[x0 as usize],
+                l.opcode[x1 as usize],
+                r.opcode[y0 as usize],
+                r.opcode[y1 as usize],
+            ];
+            if let Some(v) = Self::order_two_by(o, |_| true, oa, ob) {
+                return Ok(v);
+            }
+            return Ok(straight);
+        }
+        let mut rest_a = oa.to_vec();
+        let mut rest_b = ob.to_vec();
+        let mut first_a = Vec::new();
+        let mut first_b = Vec::new();
+        for rule in 0..4 {
+            let snapshot = rest_a.clone();
+            for &x in &snapshot {
+                let mut found = None;
+                for &y in &rest_b {
+                    let ok = match rule {
+                        0 => self.left[x as usize] == y,
+                        1 => Self::hash(l, true, x)? == Self::hash(r, true, y)?,
+                        2 => Self::hash(l, false, x)? == Self::hash(r, false, y)?,
+                        _ => l.opcode[x as usize] == r.opcode[y as usize],
+                    };
+                    if ok {
+                        found = Some(y);
+                        break;
+                    }
+                }
+                if let Some(y) = found {
+                    if let Some(p) = rest_a.iter().position(|&v| v == x) {
+                        rest_a.remove(p);
+                    }
+                    if let Some(p) = rest_b.iter().position(|&v| v == y) {
+                        rest_b.remove(p);
+                    }
+                    first_a.push(x);
+                    first_b.push(y);
+                }
+            }
+        }
+        first_a.extend(rest_a);
+        first_b.extend(rest_b);
+        Ok((first_a, first_b))
+    }
+
+    /// One rule of `_align_two`, on keys `[k0, k1, v0, v1]` of the left and right operands: both
+    /// sides' two operands ordered by the first of `k0 == v0`, `k0 == v1`, `k1 == v0`, `k1 == v1`
+    /// that holds; None where none does. `valid` says whether a left key can equal anything (None
+    /// cannot).
+    fn order_two_by<T: PartialEq + Copy>(
+        k: [T; 4],
+        valid: impl Fn(T) -> bool,
+        oa: &[u32],
+        ob: &[u32],
+    ) -> Option<(Vec<u32>, Vec<u32>)> {
+        let (k0, k1, v0, v1) = (k[0], k[1], k[2], k[3]);
+        let a = vec![oa[0], oa[1]];
+        let sa = vec![oa[1], oa[0]];
+        let b = vec![ob[0], ob[1]];
+        let sb = vec![ob[1], ob[0]];
+        if valid(k0) && k0 == v0 {
+            return Some((a, b));
+        }
+        if valid(k0) && k0 == v1 {
+            return Some((a, sb));
+        }
+        if valid(k1) && k1 == v0 {
+            return Some((sa, b));
+        }
+        if valid(k1) && k1 == v1 {
+            return Some((sa, sb));
+        }
+        None
+    }
+}

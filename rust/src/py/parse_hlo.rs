@@ -1,0 +1,289 @@
+//! The reader's entry points: `parse_hlo` (a module as the Python IR and its canonical form, with
+//! each computation's handle), `summarize_hlo` and `parse_only`. Parsing and canonicalization run
+//! without the GIL on borrowed text; the result is built as the Python IR directly (`Instruction`
+//! and `Metadata` NamedTuples), with repeated strings (opcodes, shapes, attribute text) shared as
+//! one object each.
+
+use std::sync::Arc;
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString, PyTuple, PyType};
+
+use crate::canon::canonicalize;
+use crate::canon::handle_parts;
+use crate::canon::model::Failure;
+use crate::parse::ir_build::{self, Builder, Built};
+use crate::parse::lazy_instructions;
+use crate::parse::read::read;
+use crate::parse::text::FxMap;
+use crate::py::canonical_form::canonical_form;
+
+create_exception!(
+    _core,
+    HloSyntaxError,
+    PyValueError,
+    "Malformed HLO text: args are (message, line)."
+);
+
+/// Parse one HLO module. Returns `(name, header, computations, frame_rows, canonical)` where
+/// computations are `(name, instructions, is_entry, line)`, frame rows `(table, index, raw_text)`
+/// and `canonical` is `(fingerprint, order, forms)` (see `canonical_form`, callees first),
+/// `(message, line)` when canonicalization refuses the module, or None to leave it to Python.
+/// Raises `HloSyntaxError(message, line)`; lines are 1-based plus `line_offset`.
+#[pyfunction]
+#[pyo3(signature = (text, line_offset, instruction_cls, metadata_cls, ir_first = false, lazy = false))]
+pub fn parse_hlo<'py>(
+    py: Python<'py>,
+    text: &Bound<'py, PyString>,
+    line_offset: i64,
+    instruction_cls: Bound<'py, PyType>,
+    metadata_cls: Bound<'py, PyType>,
+    ir_first: bool,
+    lazy: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let built = build(
+        py,
+        text,
+        line_offset,
+        (instruction_cls, metadata_cls),
+        ir_first,
+        lazy,
+    );
+    if text.to_str()?.len() > TRIM_PAST {
+        release_free_memory();
+    }
+    built
+}
+
+/// Past this much text, the reader's records (freed once the Python IR is built) are worth
+/// handing back to the system: a report that keeps 20 graphs of 100K instructions otherwise
+/// keeps each one's freed records too (about a third of its resident size).
+const TRIM_PAST: usize = 1 << 20;
+
+/// Return the allocator's free memory to the system (glibc's `malloc_trim`; elsewhere nothing).
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> std::os::raw::c_int;
+        }
+        // SAFETY: glibc's malloc_trim only releases free memory; it has no preconditions.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
+/// `lazy`: each computation's instructions are a `lazy_instructions::Instructions`, built as
+/// Python asks for them (where every computation has a core handle; else the tuples are built
+/// whole).
+fn build<'py>(
+    py: Python<'py>,
+    text: &Bound<'py, PyString>,
+    line_offset: i64,
+    (instruction_cls, metadata_cls): (Bound<'py, PyType>, Bound<'py, PyType>),
+    ir_first: bool,
+    lazy: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
+    // SAFETY: the records borrowing the text outlive this call only inside a
+    // `lazy_instructions::Held`, which keeps `text` (see `Held::new`); everything else is dropped
+    // before it returns.
+    let source = unsafe { std::mem::transmute::<&str, &'static str>(text.to_str()?) };
+    let parsed = py.allow_threads(|| read(source));
+    let mut module = match parsed {
+        Ok(m) => m,
+        Err((message, line)) => {
+            return Err(HloSyntaxError::new_err((
+                message,
+                line as i64 + line_offset,
+            )));
+        }
+    };
+    let mut b = Builder::new(py, instruction_cls.unbind(), metadata_cls.unbind())?;
+    let header = PyTuple::new(
+        py,
+        module
+            .header
+            .iter()
+            .map(|(k, v)| PyTuple::new(py, [PyString::new(py, k), PyString::new(py, v.trim())]))
+            .collect::<PyResult<Vec<_>>>()?,
+    )?;
+    // `ir_first`: the Python IR before the canonical form, which is then made without the GIL.
+    // A diff reads one side so, the other canonical form first: each side's GIL-bound IR is
+    // built while the other side canonicalizes, instead of both waiting on the GIL at the end.
+    // It holds the reader's records and the IR at once, so only one side of a diff asks for it.
+    let early: Vec<Built<'py>> = if ir_first && !lazy {
+        let mut built = Vec::with_capacity(module.comps.len());
+        for comp in &module.comps {
+            built.push(b.computation(py, comp, line_offset)?);
+        }
+        built
+    } else {
+        Vec::new()
+    };
+    // The handles' parts (all but their Python objects) are made here too, without the GIL.
+    let (canonical, mut parts) = py.allow_threads(|| {
+        let canonical = canonicalize(&module);
+        let mut parts: Vec<Option<handle_parts::Parts>> = Vec::new();
+        if let Ok(m) = &canonical {
+            parts.resize_with(module.comps.len(), || None);
+            for c in &m.comps {
+                parts[c.comp] = handle_parts::parts(c, &module.comps[c.comp]);
+            }
+        }
+        (canonical, parts)
+    });
+    // Where each computation's canonical form is in `canonical` (callees first).
+    let mut place = vec![usize::MAX; module.comps.len()];
+    if let Ok(m) = &canonical {
+        for (k, c) in m.comps.iter().enumerate() {
+            place[c.comp] = k;
+        }
+    }
+    let mut forms: Vec<Option<Bound<'py, PyTuple>>> = vec![None; place.len()];
+    let mut ints = FxMap::default();
+    let comps = PyList::empty(py);
+    let all_kept = canonical.is_ok() && parts.iter().all(Option::is_some);
+    if lazy && all_kept {
+        let m = canonical.as_ref().ok().expect("all_kept");
+        let comps_read = std::mem::take(&mut module.comps);
+        // SAFETY: the records borrow `text` alone (`source` above), and `Held` keeps it.
+        let held = Arc::new(unsafe {
+            lazy_instructions::Held::new(comps_read, b, line_offset, text.clone().unbind(), py)
+        });
+        for (index, comp) in held.comps.iter().enumerate() {
+            let names = ir_build::names_of(py, comp);
+            let seq = Bound::new(
+                py,
+                lazy_instructions::Instructions::new(held.clone(), index, &names),
+            )?;
+            let seq = seq.into_any();
+            comps.append(Builder::computation_tuple(
+                py,
+                comp,
+                seq.clone(),
+                line_offset,
+            )?)?;
+            let p = parts[index].take().expect("all_kept");
+            let kept = handle_parts::handle(p, &names, &seq)?;
+            let c = &m.comps[place[index]];
+            forms[place[index]] = Some(canonical_form(
+                py,
+                &mut ints,
+                c,
+                comp,
+                &names,
+                &[],
+                Some(kept),
+            )?);
+        }
+    } else {
+        // Each computation's Rust records are freed once it is built: the peak holds one copy.
+        let mut early = early.into_iter();
+        for (index, comp) in std::mem::take(&mut module.comps).into_iter().enumerate() {
+            let (built, names, operands) = match early.next() {
+                Some(made) => made,
+                None => b.computation(py, &comp, line_offset)?,
+            };
+            comps.append(&built)?;
+            if let Ok(m) = &canonical {
+                let c = &m.comps[place[index]];
+                let instructions = built.get_item(1)?;
+                let kept = match parts.get_mut(index).and_then(Option::take) {
+                    Some(p) => Some(handle_parts::handle(p, &names, &instructions)?),
+                    None => None,
+                };
+                forms[place[index]] = Some(canonical_form(
+                    py, &mut ints, c, &comp, &names, &operands, kept,
+                )?);
+            }
+        }
+    }
+    let canonical = match canonical {
+        Ok(m) => PyTuple::new(
+            py,
+            [
+                PyString::new(py, &m.fingerprint).into_any(),
+                PyString::new(py, &m.order).into_any(),
+                PyList::new(py, forms.into_iter().flatten().collect::<Vec<_>>())?.into_any(),
+            ],
+        )?
+        .into_any(),
+        Err(Failure::Bad(message, line)) => (message, line as i64 + line_offset)
+            .into_pyobject(py)?
+            .into_any(),
+        Err(Failure::Fallback) => py.None().into_bound(py),
+    };
+    let rows = PyList::empty(py);
+    for (table, index, value) in &module.tables {
+        rows.append((*table, *index, *value))?;
+    }
+    PyTuple::new(
+        py,
+        [
+            PyString::new(py, &module.name).into_any(),
+            header.into_any(),
+            comps.into_any(),
+            rows.into_any(),
+            canonical,
+            notes(py, &module.notes, line_offset)?.into_any(),
+        ],
+    )
+}
+
+/// The old spellings read (notes.rs), as `(what, line of the first, how many)` tuples.
+fn notes<'py>(
+    py: Python<'py>,
+    notes: &[(&str, u32, usize)],
+    line_offset: i64,
+) -> PyResult<Bound<'py, PyTuple>> {
+    PyTuple::new(
+        py,
+        notes
+            .iter()
+            .map(|(what, line, n)| (*what, *line as i64 + line_offset, *n)),
+    )
+}
+
+/// Parse and canonicalize without building the IR: `(name, instruction_count,
+/// computation_count, canonical)`, `canonical` being `(fingerprint, order)`, `(message, line)`
+/// when canonicalization refuses the module, or None when only Python's can say. All that
+/// listing graphs needs. Raises `HloSyntaxError(message, line)` as `parse_hlo` does.
+#[pyfunction]
+pub fn summarize_hlo<'py>(
+    py: Python<'py>,
+    text: &str,
+    line_offset: i64,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let summary = py.allow_threads(|| {
+        read(text).map(|m| {
+            let count: usize = m.comps.iter().map(|c| c.insts.len()).sum();
+            let canonical = match canonicalize(&m) {
+                Ok(c) => Ok((c.fingerprint, c.order)),
+                Err(Failure::Bad(message, line)) => Err(Some((message, line))),
+                Err(Failure::Fallback) => Err(None),
+            };
+            let notes = m.notes.clone();
+            (m.name.into_owned(), count, m.comps.len(), canonical, notes)
+        })
+    });
+    let (name, count, comps, canonical, old) = summary
+        .map_err(|(message, line)| HloSyntaxError::new_err((message, line as i64 + line_offset)))?;
+    let canonical = match canonical {
+        Ok(pair) => pair.into_pyobject(py)?.into_any(),
+        Err(Some((message, line))) => (message, line as i64 + line_offset)
+            .into_pyobject(py)?
+            .into_any(),
+        Err(None) => py.None().into_bound(py),
+    };
+    (name, count, comps, canonical, notes(py, &old, line_offset)?).into_pyobject(py)
+}
+
+/// Parse without building the IR; returns the instruction count (benchmarks split the cost).
+#[pyfunction]
+pub fn parse_only(py: Python<'_>, text: &str) -> PyResult<usize> {
+    py.allow_threads(|| read(text).map(|m| m.comps.iter().map(|c| c.insts.len()).sum::<usize>()))
+        .map_err(|(message, line)| HloSyntaxError::new_err((message, line as i64)))
+}
