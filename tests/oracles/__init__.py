@@ -7,25 +7,8 @@ from xlagraph import _core
 
 __all__ = ["phases"]
 
-# until the core exports match_phases
-_PHASES = (
-    "outputs-exact",
-    "outputs-context",
-    "outputs-balanced",
-    "top-down",
-    "exact-h1",
-    "exact-h0",
-    "top-down",
-    "bottom-up",
-    "outputs-all",
-    "parameters",
-    "top-down",
-    "bottom-up",
-    "top-down-lenient",
-)
-
 
 def phases() -> tuple[str, ...]:
-    """The matcher's phases in the order the core runs them (`_core.match_phases()`)."""
-    exported = getattr(_core, "match_phases", None)  # until the core exports match_phases
-    return tuple(exported()) if exported is not None else _PHASES
+    """The matcher's phases in the order the core runs them: the one list, the core's
+    (`_core.match_phases()`, rust/src/matching/phases/mod.rs)."""
+    return tuple(_core.match_phases())
