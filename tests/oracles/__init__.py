@@ -10,5 +10,5 @@ __all__ = ["phases"]
 
 def phases() -> tuple[str, ...]:
     """The matcher's phases in the order the core runs them: the one list, the core's
-    (`_core.match_phases()`, rust/src/matching/phases/mod.rs)."""
+    (`_core.match_phases()`, rust/src/matching/matcher.rs `PHASES`)."""
     return tuple(_core.match_phases())
