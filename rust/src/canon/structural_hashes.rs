@@ -71,10 +71,8 @@ pub(crate) fn keys_and_h0<'b, 'a>(
         let (key, layout) = match hit {
             Some(v) => v,
             None => {
-                let key = content_key(ins, param, callee_hash).map_err(|e| match e {
-                    Failure::Bad(m, _) => Failure::Bad(m, ins.line),
-                    f => f,
-                })?;
+                let key = content_key(ins, param, callee_hash)
+                    .map_err(|Failure::Bad(m, _)| Failure::Bad(m, ins.line))?;
                 let v = (key, layout_of(&ins.shape));
                 if cacheable {
                     cache.insert(cache_key, v.clone());
