@@ -1,4 +1,4 @@
-//! `hashes.effect_hashes`: what the instructions with side effects among the dead code and the
+//! The oracle's `effect_hashes`: what the instructions with side effects among the dead code and the
 //! plumbing add to the computation's hash (removing one is a change, though nothing reads it).
 
 use crate::canon::content_key::content_key;
@@ -20,7 +20,7 @@ fn has_side_effect(ins: &Inst) -> bool {
     families::SIDE_EFFECTS.contains(&ins.opcode.as_ref())
 }
 
-/// `hashes.effect_hashes`, sorted: an operand cycle counts as 0, and a key that fails is the
+/// The oracle's `effect_hashes`, sorted: an operand cycle counts as 0, and a key that fails is the
 /// error at its instruction's line, as Python has them.
 pub(crate) fn effect_hashes<'x>(
     insts: &[Inst],

@@ -1,4 +1,4 @@
-//! Rule 1 of `rules.py` (`forward_tuples`, `output_names`): a get-tuple-element of a tuple reads
+//! Rule 1 of the oracle (`forward_tuples`, `output_names`): a get-tuple-element of a tuple reads
 //! the tuple's element directly; the entry's tuple parameters are unwrapped into their elements
 //! (tuple_params.rs); a tuple root is flattened into its outputs. And the operands every later
 //! rule reads, with forwarding applied, in one array.

@@ -1,7 +1,8 @@
 //! Canonicalization on the reader's own IR, with instruction indices instead of names: the one
 //! engine of the rules (`xlagraph/canonical/__init__.py` says why each is what it is), which
-//! `tests/canonical_reference.py` writes plainly as the tests' oracle, to the same numbers. Hashes are CPython's (python_hash.rs), and content keys are BLAKE2b of the same
-//! key text (content_key.rs, `hashes.content_key`).
+//! `tests/canonical_reference.py` writes plainly as the tests' oracle, to the same numbers. Hashes
+//! are CPython's (python_hash.rs), and content keys are BLAKE2b of the same key text
+//! (content_key.rs, `hashes.content_key`).
 //!
 //! One file per rule, in the order `canon_computation` runs them: tuple forwarding
 //! (forwarding.rs, tuple_params.rs), the live order (live.rs), content keys and the structural
@@ -56,7 +57,7 @@ fn root_of(comp: &Comp) -> usize {
         .unwrap_or(comp.insts.len() - 1)
 }
 
-/// One computation in canonical form (`rules._canonicalize_computation`): the rules in order.
+/// One computation in canonical form (the oracle's `_canonicalize_computation`): the rules in order.
 fn canon_computation<'b, 'a>(
     index: usize,
     comp: &'b Comp<'a>,

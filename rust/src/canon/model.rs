@@ -49,7 +49,7 @@ impl CompCanon {
 }
 
 pub struct ModuleCanon {
-    /// Callees first, as `rules._callees_first` orders them.
+    /// Callees first, as the oracle's `_callees_first` orders them.
     pub comps: Vec<CompCanon>,
     pub fingerprint: String,
     pub order: String,
