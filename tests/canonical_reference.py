@@ -1,36 +1,241 @@
-"""The canonicalization rules written plainly, one walk per rule: the reference that the faster
-`xlagraph/canonical/rules.py` must agree with exactly (tests/test_canonical_speed_equivalence.py);
-kept with the tests, since the engine never runs it."""
+"""The canonicalization rules written plainly, one walk per rule: the oracle the compiled core
+(rust/src/canon/, the library's only engine: `xlagraph.canonical.canonicalize`) must agree
+with exactly, on every field (tests/test_canonical_speed_equivalence.py). Kept with the tests:
+the library never runs it. What the library still uses itself (content keys, attribute
+normalization, side effects' hashes) it imports from `xlagraph.canonical.hashes`.
+
+Rule 1 for the entry's tuple-shaped parameters (`unwrap`): their elements, read through
+get-tuple-element (chains of them for nested tuples), are the inputs. PyTorch/XLA wraps its
+parameters in one tuple past 3,200 of them, and XLA itself passes every parameter as its
+flattened leaf buffers, so an element read by index is an input of its own and the tuple around
+it is plumbing. A tuple (parameter or element) that anything else reads whole (an output, a call,
+a while loop; a `tuple` holding it where that is read whole) stays one input, and its
+get-tuple-elements stay ordinary instructions: an input is never counted twice. Inputs are
+numbered in parameter order, a tuple whose elements are the inputs taking one number per element
+(recursively, an element nothing reads one too): a module whose parameters are all read whole
+keeps the dump's numbers, and one wrapped tuple of arrays numbers its elements by tuple index.
+Two get-tuple-elements of the same element are one input.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import NamedTuple
 
 from xlagraph._gc import paused_gc
 from xlagraph.canonical.hashes import (
     EffectKeyError,
     IotaError,
     content_key,
-    declared_shapes,
-    effect_hashes,
-    layout_of,
+    effect_hash_map,
     plumbing_attributes,
     stable_hash,
 )
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
-from xlagraph.canonical.tuple_params import Forwarding, unwrap
 from xlagraph.errors import ParseError
 from xlagraph.ir import Computation, Instruction, Module, strip_layout
 
-__all__ = ["canonicalize"]
+__all__ = ["Forwarding", "canonicalize", "declared_shapes", "layout_of", "shape_tree", "unwrap"]
 
 _DIMS = re.compile(r"\[[^\]]*\]")
+_ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\](\{[^{}]*\})?")
+_ARRAY_SHAPE = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\]")
+
+
+# --- shapes --------------------------------------------------------------------------------------
+
+
+def declared_shapes(shape: str) -> str:
+    """The array shapes a tuple's printed shape declares, sorted (`(f32[8]{0}, s32[])` ->
+    `f32[8],s32[]`): a root tuple's declaration is its own, besides its operands', and sorting
+    keeps a permutation of the outputs out of it."""
+    return ",".join(sorted(_ARRAY_SHAPE.findall(strip_layout(shape).replace(" ", ""))))
+
+
+@lru_cache(maxsize=65536)
+def layout_of(shape: str) -> str:
+    """The layout of a shape when it is not XLA's default, else "".
+
+    `f32[4,8]{1,0}` (the default: minor-to-major descending) and `f32[4,8]` (not printed) are
+    both ""; `f32[4,8]{0,1}` is `{0,1}`; tiling and memory space (`{1,0:T(8,128)S(1)}`) are kept.
+    A tuple gives its elements' layouts joined by `;` when any is not the default.
+    """
+    if "{" not in shape:
+        return ""
+    found = []
+    for m in _ARRAY.finditer(shape):
+        layout = m.group(3)
+        if layout is None:
+            found.append("")
+            continue
+        rank = 0 if not m.group(2).strip() else m.group(2).count(",") + 1
+        default = "{" + ",".join(str(d) for d in range(rank - 1, -1, -1)) + "}"
+        found.append("" if layout.replace(" ", "") == default else layout.replace(" ", ""))
+    return ";".join(found) if any(found) else ""
+
+
+def effect_hashes(
+    comp: Computation, candidates: Iterable[str], h1: dict[str, int], callee_hash: dict[str, int]
+) -> tuple[int, ...]:
+    """Sorted `effect_hash_map` values: what a computation's unread side effects do."""
+    return tuple(sorted(effect_hash_map(comp, candidates, h1, callee_hash).values()))
+
+
+# --- rule 1 for tuple parameters -----------------------------------------------------------------
+
+# A shape's structure: None for an array (or token), a tuple of subtrees for a tuple.
+Tree = tuple | None
+Key = tuple[str, tuple[int, ...]]  # a tuple parameter, and the path of indices to one element
+
+
+class Forwarding(NamedTuple):
+    """`alias`: gte (or duplicate element read) -> the instruction it forwards to; `inputs`: every
+    input -> its number; `unwrapped`: the entry's tuple parameters whose elements are the inputs;
+    `reads`: the other reads of their elements (a second read, a tuple of inputs), which like an
+    unread parameter are never dead code, whatever their order in the text."""
+
+    alias: dict[str, str]
+    inputs: dict[str, int]
+    unwrapped: tuple[str, ...]
+    reads: frozenset[str] = frozenset()
+
+
+def shape_tree(shape: str) -> Tree:
+    """`(f32[2]{0}, (s32[], f32[3]))` -> `(None, (None, None))`; `f32[2]` -> None; `()` -> `()`."""
+    text = _DIMS.sub("", strip_layout(shape))
+    stack: list[list[Tree]] = [[]]
+    pending = False  # characters of an array type since the last separator
+    for ch in text:
+        if ch == "(":
+            stack.append([])
+            pending = False
+        elif ch in "),":
+            if pending:
+                stack[-1].append(None)
+            pending = False
+            if ch == ")" and len(stack) > 1:
+                done = tuple(stack.pop())
+                stack[-1].append(done)
+        elif not ch.isspace():
+            pending = True
+    if pending:
+        stack[-1].append(None)
+    return stack[0][0] if stack[0] else None
+
+
+def _subtree(tree: Tree, path: tuple[int, ...]) -> Tree:
+    for k in path:
+        tree = tree[k]  # type: ignore[index]
+    return tree
+
+
+def _index(ins_attr: str | None) -> int | None:
+    return int(ins_attr) if ins_attr is not None and ins_attr.isdigit() else None
+
+
+def unwrap(comp: Computation, alias: dict[str, str]) -> Forwarding:
+    """The entry's inputs, given tuple forwarding's `alias` (gte of a tuple -> element), which this
+    completes with duplicate element reads; `alias` is returned with every chain resolved."""
+    params = sorted(
+        (i for i in comp.instructions if i.opcode == "parameter"), key=lambda i: i.parameter_number
+    )
+    trees = {p.name: shape_tree(p.shape) if p.shape.startswith("(") else None for p in params}
+    # Every tuple parameter and every get-tuple-element that reads an element of one, by path.
+    held: dict[str, Key] = {p: (p, ()) for p, t in trees.items() if t is not None}
+    parent: dict[str, str] = {}
+    for ins in comp.instructions:
+        if ins.opcode != "get-tuple-element" or len(ins.operands) != 1 or ins.name in alias:
+            continue
+        k = _index(ins.attribute("index"))
+        source = alias.get(ins.operands[0], ins.operands[0])
+        if k is None or source not in held:
+            continue
+        param, path = held[source]
+        tree = _subtree(trees[param], path)
+        if tree is not None and k < len(tree):
+            held[ins.name] = (param, (*path, k))
+            parent[ins.name] = source
+    # What is read whole: an output, or an operand of anything but an element read or a tuple (a
+    # tuple's elements are read whole where the tuple is: an output, a call's operand).
+    whole: set[Key] = set()
+    by_index: set[Key] = set()
+    by_name = comp.by_name
+    seen: set[str] = set()
+
+    def read_whole(name: str) -> None:
+        stack = [name]
+        while stack:
+            o = stack.pop()
+            o = alias.get(o, o)
+            if o in seen:
+                continue
+            seen.add(o)
+            if o in held:
+                whole.add(held[o])
+            elif (ins := by_name.get(o)) is not None and ins.opcode == "tuple":
+                stack.extend(ins.operands)
+
+    read_whole(comp.root.name)
+    for ins in comp.instructions:
+        if ins.name in parent:
+            by_index.add(held[parent[ins.name]])
+        elif ins.name not in alias and ins.opcode != "tuple":
+            for o in ins.operands:
+                read_whole(o)
+    unwrapped: set[Key] = {k for p in params if (k := (p.name, ())) in by_index and k not in whole}
+    leaves: list[tuple[str, Key]] = []
+    reads: set[str] = set()  # elements that are inputs, in instruction order
+    first: dict[Key, str] = {}
+    for name, (param, path) in held.items():
+        if not path or (param, path[:-1]) not in unwrapped:
+            continue  # a parameter, or an ordinary get-tuple-element of an input read whole
+        key = (param, path)
+        if key in first:
+            alias[name] = first[key]
+            reads.add(name)
+            continue
+        first[key] = name
+        if _subtree(trees[param], path) is not None and key in by_index and key not in whole:
+            unwrapped.add(key)
+            reads.add(name)
+        else:
+            leaves.append((name, key))
+
+    def size(key: Key) -> int:  # numbers an input (or an unwrapped tuple's inputs) take
+        if key not in unwrapped:
+            return 1
+        arity = len(_subtree(trees[key[0]], key[1]))  # type: ignore[arg-type]
+        return max(1, sum(size((key[0], (*key[1], i))) for i in range(arity)))
+
+    inputs: dict[str, int] = {}
+    offset: dict[str, int] = {}
+    n = 0
+    for p in params:
+        offset[p.name] = n
+        n += size((p.name, ()))
+        if (p.name, ()) not in unwrapped:
+            inputs[p.name] = offset[p.name]
+    for name, (param, path) in leaves:
+        inputs[name] = offset[param] + sum(
+            size((param, (*path[:j], i))) for j in range(len(path)) for i in range(path[j])
+        )
+    for k, v in alias.items():
+        while v in alias:
+            v = alias[v]
+        alias[k] = v
+    unwrapped_params = tuple(p.name for p in params if (p.name, ()) in unwrapped)
+    return Forwarding(alias, inputs, unwrapped_params, frozenset(reads))
+
+
+# --- the rules -----------------------------------------------------------------------------------
 
 
 def forward_tuples(comp: Computation, unwrap_parameters: bool) -> Forwarding:
     """Rule 1: where each get-tuple-element really reads from (`alias`), and the inputs with
-    their numbers; the entry's tuple parameters are unwrapped by the engine's `tuple_params`."""
+    their numbers; the entry's tuple parameters are unwrapped by `unwrap`."""
     by_name = comp.by_name
     alias: dict[str, str] = {}
     for ins in comp.instructions:

@@ -12,9 +12,9 @@ import json
 
 import pytest
 
+from tests.canonical_reference import layout_of
 from tests.conftest import FIXTURES
 from xlagraph.canonical import canonicalize, layout_changes, layout_signature
-from xlagraph.canonical.hashes import layout_of
 from xlagraph.errors import ParseError
 from xlagraph.ir import Module
 from xlagraph.parse.hlo import parse_hlo

@@ -1,10 +1,11 @@
-"""The fast canonicalization (`canonical/rules.py`) gives exactly the reference's answers
-(`tests/canonical_reference.py`, one plain walk per rule) on every real module in fixtures/: every
-field of every computation (order, operands, hashes, numbering, names, dead code, layouts) and
-the module fingerprint and order. Both the compiled core (`_core.parse_hlo` canonicalizes what it
-reads, rust/src/canon/) and the Python implementation (`rules.py`, for modules the compiled
-reader did not make) are checked, to the same numbers. Modules a reader refuses are skipped; an
-instruction that canonicalization refuses must be refused by all with the same message."""
+"""The canonicalization engine (the compiled core, rust/src/canon/) gives exactly the oracle's
+answers (`tests/canonical_reference.py`, one plain walk per rule) on every real module in
+fixtures/: every field of every computation (order, operands, hashes, numbering, names, dead
+code, layouts) and the module fingerprint and order. Both ways into the core are checked: the
+canonical form `_core.parse_hlo` makes while reading, and `_core.canonicalize_ir` on the Python IR
+(lazy IR, protos, modules built by hand: here every module again, without its reader's form).
+Modules a reader refuses are skipped; an instruction that canonicalization refuses must be
+refused by all with the same message."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from tests import canonical_reference as reference
-from xlagraph.canonical import CanonicalModule, rules
-from xlagraph.errors import XlagraphError
-from xlagraph.ir import Module
+from xlagraph.canonical import CanonicalModule, canonicalize
+from xlagraph.errors import ParseError, XlagraphError
+from xlagraph.ir import Computation, Instruction, Module
 from xlagraph.parse.sources import open_source, read
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -80,10 +81,10 @@ def _canonical(canonicalize, module: Module) -> CanonicalModule | str:  # type: 
 
 
 @pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(FIXTURES)))
-def test_fast_canonicalization_equals_reference(path: Path) -> None:
+def test_core_canonicalization_equals_reference(path: Path) -> None:
     for module in _modules(path):
-        fast = _canonical(rules.canonicalize, module)
-        python = _canonical(rules.canonicalize, replace(module, core=None))
+        fast = _canonical(canonicalize, module)
+        python = _canonical(canonicalize, replace(module, core=None))
         ref = _canonical(reference.canonicalize, module)
         if isinstance(ref, str) or isinstance(fast, str) or isinstance(python, str):
             assert fast == python == ref
@@ -112,15 +113,13 @@ def test_summary_equals_parse_and_canonicalize(path: Path) -> None:
                 summarize_hlo(*args, first_line=graph.first_line)
             assert str(caught.value) == str(e)
             continue
-        full = _canonical(rules.canonicalize, module)
+        full = _canonical(canonicalize, module)
         try:
             quick = summarize_hlo(*args, first_line=graph.first_line)
         except XlagraphError as e:
             assert str(e) == full
             continue
-        if quick is None:  # left to Python's canonicalization
-            assert module.core is not None and module.core[1] is None
-            continue
+        assert quick is not None  # the core takes every module it reads
         assert not isinstance(full, str)
         assert quick[:5] == (
             module.name,
@@ -133,7 +132,7 @@ def test_summary_equals_parse_and_canonicalize(path: Path) -> None:
 
 
 def test_compiled_core_canonicalizes_parsed_modules() -> None:
-    """The Python implementation is only the fallback: the reader's modules come canonicalized."""
+    """The reader's modules come canonicalized (`canonicalize` only wraps that form)."""
     from xlagraph.parse.hlo import parse_hlo
 
     module = parse_hlo((FIXTURES / "torch_xla" / "ragged_batch" / "a.hlo").read_text())
@@ -201,9 +200,9 @@ ENTRY e {
 }
 """
     module = parse_hlo(text, "cache_edge.hlo")
-    fast, ref = rules.canonicalize(module), reference.canonicalize(module)
+    fast, ref = canonicalize(module), reference.canonicalize(module)
     _same(fast, ref)
-    _same(rules.canonicalize(replace(module, core=None)), ref)
+    _same(canonicalize(replace(module, core=None)), ref)
     assert fast.entry.keys["s"] != fast.entry.keys["t"]
 
 
@@ -223,6 +222,171 @@ def test_operand_cycle_refused_alike() -> None:
         ins("r", "negate", ("a",), root=True),
     )
     module = Module("m", (Computation("e", body, is_entry=True),))
-    fast, ref = _canonical(rules.canonicalize, module), _canonical(reference.canonicalize, module)
+    fast, ref = _canonical(canonicalize, module), _canonical(reference.canonicalize, module)
     assert isinstance(fast, str) and "operand cycle" in fast
     assert fast == ref
+
+
+def _protos() -> list[Path]:
+    return sorted(FIXTURES.rglob("*.pb"))
+
+
+@pytest.mark.parametrize("path", _protos(), ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_proto_modules_canonicalize_as_the_reference(path: Path) -> None:
+    """A proto is read as the text XLA prints for it (parse/hlo_proto.py): its canonical form is
+    the reader's, and the core's on its Python IR alike."""
+    modules = _modules(path)
+    assert modules
+    for module in modules:
+        ref = _canonical(reference.canonicalize, module)
+        for fast in (_canonical(canonicalize, module), _canonical(canonicalize, replace(module, core=None))):
+            if isinstance(fast, str) or isinstance(ref, str):
+                assert fast == ref
+                continue
+            _same(fast, ref)
+
+
+def _ins(
+    name: str,
+    opcode: str,
+    operands: tuple[str, ...] = (),
+    *,
+    payload: str = "",
+    shape: str = "f32[4]",
+    attributes: tuple[tuple[str, str], ...] = (),
+    called: tuple[str, ...] = (),
+    root: bool = False,
+    line: int = 0,
+) -> Instruction:
+    return Instruction(name, opcode, shape, operands, attributes, called, payload, None, root, line)
+
+
+def _reducer(name: str, opcode: str) -> Computation:
+    scalar = "f32[]"
+    return Computation(
+        name,
+        (
+            _ins("a", "parameter", payload="0", shape=scalar),
+            _ins("b", "parameter", payload="1", shape=scalar),
+            _ins("r", opcode, ("a", "b"), shape=scalar, root=True),
+        ),
+    )
+
+
+def _entry(*body: Instruction) -> Computation:
+    return Computation("e", body, is_entry=True, line=1)
+
+
+# Modules where the rules ask Python (ints past 64 bits, `\w` and `isdigit` on non-ASCII text,
+# computations sharing a name): the core gives Python's answer, field for field.
+_PYTHON_ANSWERS = {
+    "non-ASCII computation names": Module(
+        "m",
+        (
+            _reducer("add\u00e9", "add"),
+            _reducer("add", "maximum"),
+            _entry(
+                _ins("p", "parameter", payload="0"),
+                _ins("z", "constant", payload="0", shape="f32[]"),
+                _ins(
+                    "s",
+                    "reduce",
+                    ("p", "z"),
+                    shape="f32[]",
+                    attributes=(("dimensions", "{0}"), ("to_apply", "%add\u00e9")),
+                    called=("add\u00e9",),
+                    root=True,
+                ),
+            ),
+        ),
+    ),
+    "a get-tuple-element index in Arabic-Indic digits, and one past 64 bits": Module(
+        "m",
+        (
+            _entry(
+                _ins("p", "parameter", payload="0"),
+                _ins("q", "parameter", payload=" 1 "),
+                _ins("t", "tuple", ("p", "q"), shape="(f32[4], f32[4])"),
+                _ins("g", "get-tuple-element", ("t",), attributes=(("index", "\u0661"),)),
+                _ins("h", "get-tuple-element", ("t",), attributes=(("index", "99999999999999999999"),)),
+                _ins("r", "add", ("g", "h"), root=True),
+            ),
+        ),
+    ),
+    "computations that share a name": Module(
+        "m",
+        (
+            _reducer("_", "add"),
+            _reducer("_", "multiply"),
+            _entry(
+                _ins("p", "parameter", payload="0"),
+                _ins("z", "constant", payload="0", shape="f32[]"),
+                _ins(
+                    "s",
+                    "reduce",
+                    ("p", "z"),
+                    shape="f32[]",
+                    attributes=(("dimensions", "{0}"), ("to_apply", "_")),
+                    called=("_",),
+                    root=True,
+                ),
+            ),
+        ),
+    ),
+    "iota replica groups past 64 bits": Module(
+        "m",
+        (
+            _entry(
+                _ins("p", "parameter", payload="0"),
+                _ins(
+                    "r",
+                    "all-reduce",
+                    ("p",),
+                    attributes=(("replica_groups", "[2,99999999999999999999999]<=[4]"),),
+                    root=True,
+                    line=7,
+                ),
+            ),
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(_PYTHON_ANSWERS))
+def test_core_gives_pythons_answer(case: str) -> None:
+    module = _PYTHON_ANSWERS[case]
+    fast, ref = _canonical(canonicalize, module), _canonical(reference.canonicalize, module)
+    if isinstance(fast, str) or isinstance(ref, str):
+        assert fast == ref
+        assert "99999999999999999999999" in fast
+        return
+    _same(fast, ref)
+
+
+def test_what_python_could_not_take_is_an_error_naming_it() -> None:
+    """Python's rules crashed on these (`int("²")`, an empty computation, an undefined operand)."""
+    superscript = Module(
+        "m",
+        (
+            _entry(
+                _ins("p", "parameter", payload="0"),
+                _ins("t", "tuple", ("p",), shape="(f32[4])"),
+                _ins("g", "get-tuple-element", ("t",), attributes=(("index", "\u00b2"),), root=True, line=4),
+            ),
+        ),
+    )
+    empty = Module(
+        "m", (Computation("c", (), line=3), _entry(_ins("p", "parameter", payload="0", root=True)))
+    )
+    undefined = Module("m", (_entry(_ins("r", "negate", ("nowhere",), root=True, line=2)),))
+    wrong_number = Module("m", (_entry(_ins("p", "parameter", payload="one", root=True, line=2)),))
+    for module, phrase, line in (
+        (superscript, "get-tuple-element g has index", 4),
+        (undefined, "operand nowhere of instruction r is not defined in computation e", 2),
+        (wrong_number, 'parameter p has number "one"', 2),
+    ):
+        with pytest.raises(ParseError) as caught:
+            canonicalize(module)
+        assert phrase in str(caught.value) and caught.value.line == line
+    with pytest.raises(ParseError, match="computation c has no instructions"):
+        canonicalize(empty)

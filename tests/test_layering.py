@@ -240,7 +240,7 @@ def test_the_checker_sees_lazy_and_type_checking_imports(tmp_path: Path) -> None
 # itself (the report's diffs come from `Report.diffs`, what changed from `diagnose.changed`).
 ENGINE = {
     "xlagraph.parse": None,  # every name: reading is not a renderer's job
-    "xlagraph.canonical.rules": None,
+    "xlagraph.canonical.engine": None,
     "xlagraph.report.diffs": None,
     "xlagraph.report.build": None,
     "xlagraph.report.load": None,

@@ -1,4 +1,5 @@
-"""Tuple-shaped entry parameters (canonical/tuple_params.py), on real modules.
+"""Tuple-shaped entry parameters (rust/src/canon/tuple_params.rs, the oracle's `unwrap`), on real
+modules.
 
 Two sets of real modules: those in fixtures/ whose entry takes a tuple parameter (XLA's parser
 tests: elements read by get-tuple-element, tuples read whole by a custom call, a nested tuple

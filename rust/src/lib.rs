@@ -18,6 +18,7 @@ use matching::{
     from_handle, matcher, multiply_by_one, pair_map, refine, refine_from_dicts, side, users,
 };
 use parse::lazy_instructions;
+use py::from_python;
 use py::parse_hlo::{self, HloSyntaxError};
 
 #[pymodule]
@@ -26,6 +27,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(families::opcode_families, m)?)?;
     m.add_function(wrap_pyfunction!(parse_hlo::parse_only, m)?)?;
     m.add_function(wrap_pyfunction!(parse_hlo::summarize_hlo, m)?)?;
+    m.add_function(wrap_pyfunction!(from_python::canonicalize_ir, m)?)?;
     m.add_class::<side::MatchSide>()?;
     m.add_function(wrap_pyfunction!(side::match_side, m)?)?;
     m.add_function(wrap_pyfunction!(matcher::match_sides, m)?)?;

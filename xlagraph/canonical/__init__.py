@@ -1,11 +1,12 @@
 """Canonical form of a module: what stays when everything that does not change the graph goes.
 
-Rules, applied per computation (each a small pure step in `rules.py`):
+Rules, applied per computation by the compiled core (rust/src/canon/; written plainly, one
+walk per rule, in tests/canonical_reference.py, the oracle the tests hold the core to):
 
 1. tuple / get-tuple-element forwarding: `get-tuple-element(tuple(a, b), index=1)` is `b`, and
    elements of a tuple-shaped entry parameter read through `get-tuple-element` (chains of them for
    nested tuples) are the inputs, the tuple plumbing (PyTorch/XLA wraps parameters in a tuple past
-   3,200 of them); a tuple read whole stays one input (`tuple_params.py`);
+   3,200 of them); a tuple read whole stays one input (rust/src/canon/tuple_params.rs);
 2. dead code: instructions that cannot reach the outputs are set aside and reported, not compared;
 3. structural hashes (`hashes.py`): a Merkle hash per instruction over opcode, shape without layout,
    attributes that change semantics (names, numbering, metadata, channel ids, frontend attributes and
@@ -28,15 +29,16 @@ of unused parameters, so it does not change under renumbering, instruction or co
 tuple plumbing, metadata, printing options, or permutation of the entry's parameters and outputs.
 An operand cycle raises `ParseError` (every walk is iterative).
 
-A module read by the compiled HLO reader arrives canonicalized: `_core.parse_hlo` applies these
-rules on its own IR (rust/src/canon/), to the same numbers (CPython's hashes of ints and tuples,
-BLAKE2b content keys), and `canonicalize` only wraps the result. `rules.py` applies them to any
-other module (lazy IR, IR built by hand). Every hash is the same in every process.
+A module read by the compiled HLO reader arrives canonicalized (`_core.parse_hlo` applies these
+rules on its own records, rust/src/canon/); any other module (lazy IR, a proto, IR built by hand)
+is read into the core's records by `_core.canonicalize_ir` (rust/src/py/from_python.rs) and
+canonicalized there (`engine.py`). Hashes are CPython's hashes of ints and tuples and BLAKE2b
+content keys: the same in every process.
 """
 
+from xlagraph.canonical.engine import canonicalize
 from xlagraph.canonical.layout import LayoutChange, layout_changes, layout_signature
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
-from xlagraph.canonical.rules import canonicalize
 
 __all__ = [
     "CanonicalComputation",

@@ -26,13 +26,10 @@ __all__ = [
     "IotaError",
     "backend_config",
     "content_key",
-    "declared_shapes",
     "effect_hash_map",
-    "effect_hashes",
     "expand_iota_groups",
     "frontend_entries",
     "has_side_effect",
-    "layout_of",
     "normalize_attribute",
     "plumbing_attributes",
     "stable_hash",
@@ -52,7 +49,6 @@ IGNORED_ATTRIBUTES = frozenset(
 
 _WS = re.compile(r"\s+")
 _IOTA = re.compile(r"^\[([0-9,]+)\]<=\[([0-9,]+)\](?:T\(([0-9,]+)\))?$")
-_ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\](\{[^{}]*\})?")
 MAX_IOTA_DEVICES = 1 << 20  # replica groups expanded at most to this many devices
 _LONG_LITERAL = 256  # characters of a literal kept as text in a content key; longer ones are digested
 _STABLE: dict[str, int] = {}
@@ -336,13 +332,6 @@ class EffectKeyError(ValueError):
         self.ins, self.message = ins, message
 
 
-def effect_hashes(
-    comp: Computation, candidates: Iterable[str], h1: dict[str, int], callee_hash: dict[str, int]
-) -> tuple[int, ...]:
-    """Sorted `effect_hash_map` values: what a computation's unread side effects do."""
-    return tuple(sorted(effect_hash_map(comp, candidates, h1, callee_hash).values()))
-
-
 def effect_hash_map(
     comp: Computation, candidates: Iterable[str], h1: dict[str, int], callee_hash: dict[str, int]
 ) -> dict[str, int]:
@@ -379,16 +368,6 @@ def effect_hash_map(
             else:
                 memo[name] = key
     return {n: h1[n] if n in h1 else memo[n] for n in found}
-
-
-_ARRAY_SHAPE = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\]")
-
-
-def declared_shapes(shape: str) -> str:
-    """The array shapes a tuple's printed shape declares, sorted (`(f32[8]{0}, s32[])` ->
-    `f32[8],s32[]`): a root tuple's declaration is its own, besides its operands', and sorting
-    keeps a permutation of the outputs out of it."""
-    return ",".join(sorted(_ARRAY_SHAPE.findall(strip_layout(shape).replace(" ", ""))))
 
 
 def plumbing_attributes(ins: Instruction) -> str:
@@ -433,25 +412,3 @@ def _literal_key(payload: str) -> str:
     if len(text) <= _LONG_LITERAL:
         return text
     return "literal:" + hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-
-
-@lru_cache(maxsize=65536)
-def layout_of(shape: str) -> str:
-    """The layout of a shape when it is not XLA's default, else "".
-
-    `f32[4,8]{1,0}` (the default: minor-to-major descending) and `f32[4,8]` (not printed) are
-    both ""; `f32[4,8]{0,1}` is `{0,1}`; tiling and memory space (`{1,0:T(8,128)S(1)}`) are kept.
-    A tuple gives its elements' layouts joined by `;` when any is not the default.
-    """
-    if "{" not in shape:
-        return ""
-    found = []
-    for m in _ARRAY.finditer(shape):
-        layout = m.group(3)
-        if layout is None:
-            found.append("")
-            continue
-        rank = 0 if not m.group(2).strip() else m.group(2).count(",") + 1
-        default = "{" + ",".join(str(d) for d in range(rank - 1, -1, -1)) + "}"
-        found.append("" if layout.replace(" ", "") == default else layout.replace(" ", ""))
-    return ";".join(found) if any(found) else ""

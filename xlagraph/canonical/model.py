@@ -17,16 +17,17 @@ class CanonicalComputation:
     `order` holds the live instructions, operands before users; `operands` their operands after
     tuple forwarding; `outputs` the flattened result. `param_number` is the input's number: the
     dump's parameter number, or where a tuple parameter's elements are the inputs, one number per
-    element (`tuple_params.py`: the tuple index for PyTorch/XLA's one wrapped tuple); `param_rank`
-    the canonical one (in the entry; a called computation keeps the dump's numbers, which its
-    callers rely on).
+    element (rust/src/canon/tuple_params.rs: the tuple index for PyTorch/XLA's one wrapped
+    tuple); `param_rank` the canonical one (in the entry; a called computation keeps the dump's
+    numbers, which its callers rely on).
     `keys` are the content hashes (opcode, shape, attributes, literal: everything but the
     operands) that `h0`/`h1` build on; `layouts` the live instructions whose layout is not XLA's
-    default (see `hashes.layout_of`), kept out of `h0`/`h1` but in `hash`. `plumbing` are tuples
-    and get-tuple-elements that forwarding made redundant; `dead` are instructions that never
-    reach the result. `walk` is the post-order of a depth-first walk from the outputs in canonical
-    order (every live instruction but unread parameters); `names` maps each live instruction to a
-    name derived from structure (`opcode.k`, k its place in that walk), made when first asked for.
+    default (rust/src/canon/shape_text.rs `layout_of`), kept out of `h0`/`h1` but in `hash`.
+    `plumbing` are tuples and get-tuple-elements that forwarding made redundant; `dead` are
+    instructions that never reach the result. `walk` is the post-order of a depth-first walk from
+    the outputs in canonical order (every live instruction but unread parameters); `names` maps
+    each live instruction to a name derived from structure (`opcode.k`, k its place in that walk),
+    made when first asked for.
     """
 
     computation: Computation

@@ -1,7 +1,7 @@
-//! A computation's own hash (`rules._canonicalize_computation`): its root's tuple skeleton (and
-//! what a forwarded root declares), its outputs' `h1`, its interface (the entry's unread and
-//! unwrapped inputs; a called computation's parameter numbers and keys), its non-default
-//! layouts, and the side effects among its dead code and plumbing (effects.rs).
+//! A computation's own hash (the oracle's `_canonicalize_computation`): its root's tuple skeleton
+//! (and what a forwarded root declares), its outputs' `h1`, its interface (the entry's unread and
+//! unwrapped inputs; a called computation's parameter numbers and keys), its non-default layouts,
+//! and the side effects among its dead code and plumbing (effects.rs).
 
 use crate::canon::attributes::plumbing_attributes;
 use crate::canon::blake2b::stable_hash;
@@ -51,8 +51,8 @@ pub(crate) fn computation_hash(
         outs.sort();
         let mut unused: Vec<u64> = unread.iter().map(|&(p, _)| keys[p as usize]).collect();
         unused.sort();
-        // `rules._unwrapped_shape`: how a tuple whose elements are the inputs nests, and its
-        // shapes.
+        // The unwrapped shape (the oracle's `_canonicalize_computation`): how a tuple whose
+        // elements are the inputs nests, and its shapes.
         let mut wrapped: Vec<u64> = unwrapped
             .iter()
             .map(|&p| {

@@ -5,31 +5,31 @@ use std::borrow::Cow;
 
 use crate::canon::attributes::{compared_value, IGNORED_ATTRIBUTES};
 use crate::canon::blake2b::{hexdigest, stable_hash};
-use crate::canon::model::{Failure, R};
+use crate::canon::model::R;
+use crate::canon::py_semantics::is_word;
 use crate::canon::py_text::drop_spaces;
 use crate::canon::shape_text::strip_layout;
 use crate::parse::text::{FxMap, Inst, COMPUTATION_ATTRIBUTES};
 
 const LONG_LITERAL: usize = 256;
 
-/// `re.findall(r"[A-Za-z_][\w.\-]*", value)` on ASCII text.
+/// `re.findall(r"[A-Za-z_][\w.\-]*", value)`, `\w` as Python's (Unicode-aware).
 fn computation_names(value: &str) -> Vec<&str> {
-    let b = value.as_bytes();
     let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i].is_ascii_alphabetic() || b[i] == b'_' {
-            let mut j = i + 1;
-            while j < b.len()
-                && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'.' | b'-'))
-            {
-                j += 1;
-            }
-            out.push(&value[i..j]);
-            i = j;
-        } else {
-            i += 1;
+    let mut chars = value.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if !(c.is_ascii_alphabetic() || c == '_') {
+            continue;
         }
+        let mut j = i + c.len_utf8();
+        while let Some(&(k, d)) = chars.peek() {
+            if !(is_word(d) || d == '.' || d == '-') {
+                break;
+            }
+            j = k + d.len_utf8();
+            chars.next();
+        }
+        out.push(&value[i..j]);
     }
     out
 }
@@ -57,9 +57,6 @@ pub(crate) fn content_key(ins: &Inst, parameter: bool, callee_hash: &FxMap<&str,
         s.push_str(key);
         s.push('=');
         if COMPUTATION_ATTRIBUTES.contains(key) {
-            if !value.is_ascii() {
-                return Err(Failure::Fallback);
-            }
             let hashes: Vec<String> = computation_names(value)
                 .iter()
                 .map(|n| callee_hash.get(n).copied().unwrap_or(0).to_string())
@@ -92,3 +89,17 @@ pub(crate) type CacheKey<'b, 'a> = (
 
 /// Content keys and layouts of instructions that call nothing, by what `content_key` reads.
 pub(crate) type KeyCache<'b, 'a> = FxMap<CacheKey<'b, 'a>, (u64, String)>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn computation_names_as_python() {
+        // re.findall(r"[A-Za-z_][\w.\-]*", "%fus\u{e9}e.1, \u{e9}x {b\u{24b6}}")
+        assert_eq!(
+            computation_names("%fus\u{e9}e.1, \u{e9}x {b\u{24b6}}"),
+            ["fus\u{e9}e.1", "x", "b"]
+        );
+    }
+}

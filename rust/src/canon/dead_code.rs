@@ -1,6 +1,7 @@
-//! `rules._dead_and_plumbing`: of the instructions no output depends on, the plumbing (what the
-//! root or a forwarded instruction reads on the way to a live one: tuples, get-tuple-elements)
-//! and the dead code (the rest, but parameters and what reads a tuple parameter's elements).
+//! Dead code and plumbing (the oracle's `_canonicalize_computation`): of the instructions no
+//! output depends on, the plumbing (what the root or a forwarded instruction reads on the way to
+//! a live one: tuples, get-tuple-elements) and the dead code (the rest, but parameters and what
+//! reads a tuple parameter's elements).
 
 use crate::canon::model::NONE;
 use crate::parse::text::Inst;

@@ -1,9 +1,9 @@
-//! `hashes.effect_hashes`: what the instructions with side effects among the dead code and the
+//! The oracle's `effect_hashes`: what the instructions with side effects among the dead code and the
 //! plumbing add to the computation's hash (removing one is a change, though nothing reads it).
 
 use crate::canon::content_key::content_key;
 use crate::canon::model::{Failure, R};
-use crate::canon::py_text::{parse_int, py_space};
+use crate::canon::py_text::parameter_number;
 use crate::canon::python_hash::{int_hash, tuple_hash, TupleHash};
 use crate::families;
 use crate::parse::text::{FxMap, Inst};
@@ -20,8 +20,8 @@ fn has_side_effect(ins: &Inst) -> bool {
     families::SIDE_EFFECTS.contains(&ins.opcode.as_ref())
 }
 
-/// `hashes.effect_hashes`, sorted. Anything unusual (an operand cycle, a key that fails) is left
-/// to Python.
+/// The oracle's `effect_hashes`, sorted: an operand cycle counts as 0, and a key that fails is the
+/// error at its instruction's line, as Python has them.
 pub(crate) fn effect_hashes<'x>(
     insts: &[Inst],
     candidates: impl Iterator<Item = &'x u32>,
@@ -57,20 +57,22 @@ pub(crate) fn effect_hashes<'x>(
                 continue;
             }
             let parameter = ins.opcode == "parameter";
-            let key = content_key(ins, parameter, callee_hash).map_err(|_| Failure::Fallback)?;
+            // `EffectKeyError`: the message, at this instruction's line.
+            let key = content_key(ins, parameter, callee_hash)
+                .map_err(|Failure::Bad(m, _)| Failure::Bad(m, ins.line))?;
             let value = if parameter {
-                let number =
-                    parse_int(ins.payload.trim_matches(py_space)).map_err(|_| Failure::Fallback)?;
+                let number = parameter_number(ins)?;
                 tuple_hash(&[int_hash(key as i128), int_hash(number as i128)]) as i128
             } else if ins.operands.is_empty() {
                 key as i128
             } else {
                 let mut operand_hashes = Vec::with_capacity(ins.operands.len());
                 for &o in &ins.operands {
+                    // `memo.get(o, 0)`: an operand cycle counts as 0.
                     operand_hashes.push(if live(o) {
                         h1[o as usize]
                     } else {
-                        memo[o as usize].ok_or(Failure::Fallback)?
+                        memo[o as usize].unwrap_or(0)
                     });
                 }
                 let mut t = TupleHash::new();

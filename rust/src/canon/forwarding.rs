@@ -1,10 +1,10 @@
-//! Rule 1 of `rules.py` (`forward_tuples`, `output_names`): a get-tuple-element of a tuple reads
+//! Rule 1 of the oracle (`forward_tuples`, `output_names`): a get-tuple-element of a tuple reads
 //! the tuple's element directly; the entry's tuple parameters are unwrapped into their elements
 //! (tuple_params.rs); a tuple root is flattened into its outputs. And the operands every later
 //! rule reads, with forwarding applied, in one array.
 
-use crate::canon::model::{Failure, NONE, R};
-use crate::canon::py_text::parse_int;
+use crate::canon::model::{NONE, R};
+use crate::canon::py_text::{gte_index, parameter_number};
 use crate::canon::tuple_params;
 use crate::parse::text::Inst;
 
@@ -32,13 +32,9 @@ pub(crate) fn forward_tuples(insts: &[Inst], root: u32, is_entry: bool) -> R<For
         let Some((_, index)) = ins.attrs.iter().find(|(k, _)| *k == "index") else {
             continue;
         };
-        if !index.is_ascii() {
-            return Err(Failure::Fallback);
-        }
-        if index.is_empty() || !index.bytes().all(|c| c.is_ascii_digit()) {
+        let Some(k) = gte_index(ins, index)? else {
             continue;
-        }
-        let k = parse_int(index)?;
+        };
         index_of[i] = Some(k);
         let op = ins.operands[0];
         let source = if alias[op as usize] != NONE {
@@ -47,7 +43,7 @@ pub(crate) fn forward_tuples(insts: &[Inst], root: u32, is_entry: bool) -> R<For
             op
         };
         let target = &insts[source as usize];
-        if target.opcode == "tuple" && (k as usize) < target.operands.len() {
+        if target.opcode == "tuple" && (k as u64) < target.operands.len() as u64 {
             let element = target.operands[k as usize];
             let a = alias[element as usize];
             alias[i] = if a != NONE { a } else { element };
@@ -57,7 +53,7 @@ pub(crate) fn forward_tuples(insts: &[Inst], root: u32, is_entry: bool) -> R<For
     let mut numbered: Vec<(i64, u32)> = Vec::new();
     for (i, ins) in insts.iter().enumerate() {
         if ins.opcode == "parameter" {
-            numbered.push((parse_int(&ins.payload)?, i as u32));
+            numbered.push((parameter_number(ins)?, i as u32));
         }
     }
     let (input, unwrapped, reads) = if is_entry {

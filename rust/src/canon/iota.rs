@@ -2,6 +2,7 @@
 //! groups it stands for, so that the two spellings of one grouping hash alike.
 
 use crate::canon::model::{Failure, R};
+use crate::canon::py_semantics::Big;
 
 const MAX_IOTA_DEVICES: u128 = 1 << 20;
 
@@ -29,52 +30,63 @@ pub(crate) fn expand_iota(value: &str) -> R<Option<String>> {
         return Ok(None);
     }
     let bad = |m: String| Failure::Bad(format!("replica_groups {value}: {m}"), 0);
-    let ints = |s: &str| -> R<Vec<u128>> {
+    // Python's ints: a dimension past 64 bits is read, multiplied and printed as Python does.
+    let ints = |s: &str| -> R<Vec<Big>> {
         s.split(',')
             .map(|d| {
                 if d.is_empty() {
                     Err(bad("empty dimension".into()))
                 } else {
-                    d.parse::<u128>().map_err(|_| Failure::Fallback)
+                    Ok(Big::parse(d))
                 }
             })
             .collect()
     };
     let dims = ints(g1)?;
     let shape = ints(g2)?;
-    let perm: Vec<u128> = match g3 {
+    let perm: Vec<Big> = match g3 {
         Some(t) => ints(t)?,
-        None => (0..shape.len() as u128).collect(),
+        None => (0..shape.len() as u128).map(Big::from_u128).collect(),
     };
     if dims.len() != 2 {
         return Err(bad("the group shape must be [groups,group_size]".into()));
     }
     let mut sorted = perm.clone();
     sorted.sort();
-    if sorted != (0..shape.len() as u128).collect::<Vec<_>>() {
+    if !sorted
+        .iter()
+        .enumerate()
+        .all(|(k, p)| p.to_u128() == Some(k as u128))
+        || sorted.len() != shape.len()
+    {
         return Err(bad(format!(
             "T({}) is not a permutation of 0..{}",
             g3.unwrap_or(""),
             shape.len() as i64 - 1
         )));
     }
-    let prod = |v: &[u128]| v.iter().try_fold(1u128, |a, &d| a.checked_mul(d));
-    let (Some(n), Some(slots)) = (prod(&shape), prod(&dims)) else {
-        return Err(Failure::Fallback);
-    };
+    let (n, slots) = (Big::product(&shape), Big::product(&dims));
     if slots != n {
         return Err(bad(format!("{slots} group slots but {n} devices")));
     }
-    if n == 0 {
+    if n.is_zero() {
         return Err(bad("no devices".into()));
     }
-    if n > MAX_IOTA_DEVICES {
-        return Err(bad(format!(
-            "{n} devices, more than xlagraph expands ({MAX_IOTA_DEVICES})"
-        )));
-    }
-    let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
-    let perm: Vec<usize> = perm.iter().map(|&d| d as usize).collect();
+    let n = match n.to_u128() {
+        Some(n) if n <= MAX_IOTA_DEVICES => n,
+        _ => {
+            return Err(bad(format!(
+                "{n} devices, more than xlagraph expands ({MAX_IOTA_DEVICES})"
+            )))
+        }
+    };
+    // Past the checks every dimension divides `n` (no zero among them), so all fit.
+    let small = |v: &[Big]| -> Vec<usize> {
+        v.iter()
+            .map(|d| d.to_u128().unwrap_or(0) as usize)
+            .collect()
+    };
+    let (dims, shape, perm) = (small(&dims), small(&shape), small(&perm));
     let strides: Vec<usize> = (0..shape.len())
         .map(|k| shape[k + 1..].iter().product())
         .collect();
@@ -117,5 +129,21 @@ mod tests {
             expand_iota("[2,2]<=[2,2]T(1,0)").ok().flatten().unwrap(),
             "{{0,2},{1,3}}"
         );
+    }
+
+    #[test]
+    fn iota_past_64_bits() {
+        let big = "[2,99999999999999999999999]<=[4]";
+        let Err(Failure::Bad(m, _)) = expand_iota(big) else {
+            panic!("accepted {big}")
+        };
+        assert_eq!(
+            m,
+            format!("replica_groups {big}: 199999999999999999999998 group slots but 4 devices")
+        );
+        let Err(Failure::Bad(m, _)) = expand_iota("[1,4]<=[4]T(99999999999999999999999)") else {
+            panic!("accepted a perm past 64 bits")
+        };
+        assert!(m.ends_with("is not a permutation of 0..0"), "{m}");
     }
 }

@@ -1,4 +1,4 @@
-//! Rule 2 of `rules.py` (`_live`): the instructions the outputs depend on, operands first, and
+//! Rule 2 of the oracle (`live_order`): the instructions the outputs depend on, operands first, and
 //! the inputs (a parameter nothing reads is still one); an operand cycle is refused.
 
 use crate::canon::forwarding::Operands;

@@ -1,7 +1,8 @@
-//! Canonicalization on the reader's own IR, with instruction indices instead of names: the rules
-//! of `xlagraph/canonical/rules.py` (read that file for why each rule is what it is), giving the
-//! same numbers. Hashes are CPython's (python_hash.rs), and content keys are BLAKE2b of the same
-//! key text (content_key.rs, `hashes.content_key`).
+//! Canonicalization on the reader's own IR, with instruction indices instead of names: the one
+//! engine of the rules (`xlagraph/canonical/__init__.py` says why each is what it is), which
+//! `tests/canonical_reference.py` writes plainly as the tests' oracle, to the same numbers. Hashes
+//! are CPython's (python_hash.rs), and content keys are BLAKE2b of the same key text
+//! (content_key.rs, `hashes.content_key`).
 //!
 //! One file per rule, in the order `canon_computation` runs them: tuple forwarding
 //! (forwarding.rs, tuple_params.rs), the live order (live.rs), content keys and the structural
@@ -9,8 +10,11 @@
 //! computation's own hash (computation_hash.rs, effects.rs). The canonical form and its handle
 //! as Python reads them are handle.rs, handle_parts.rs and mapping.rs.
 //!
-//! Anything this port does not reproduce exactly (a number past 64 bits, non-ASCII text where
-//! Python's `\w` or `isdigit` would decide) is `Failure::Fallback`: Python canonicalizes instead.
+//! Where the rules lean on Python (ints of any size, `\w` and `isdigit` on non-ASCII text), the
+//! port asks py_semantics.rs for Python's answer (py_text.rs reads numbers with it). What Python
+//! could not take either (a get-tuple-element index `int()` refuses, a parameter number that is
+//! not one, an empty computation) is `Failure::Bad` naming it; there is no second engine to fall
+//! back on.
 
 pub(crate) mod attributes;
 pub(crate) mod backend_config;
@@ -27,6 +31,7 @@ pub(crate) mod iota;
 pub(crate) mod live;
 pub(crate) mod mapping;
 pub(crate) mod model;
+pub(crate) mod py_semantics;
 pub(crate) mod py_text;
 pub(crate) mod python_hash;
 pub(crate) mod shape_text;
@@ -52,7 +57,7 @@ fn root_of(comp: &Comp) -> usize {
         .unwrap_or(comp.insts.len() - 1)
 }
 
-/// One computation in canonical form (`rules._canonicalize_computation`): the rules in order.
+/// One computation in canonical form (the oracle's `_canonicalize_computation`): the rules in order.
 fn canon_computation<'b, 'a>(
     index: usize,
     comp: &'b Comp<'a>,
@@ -121,17 +126,23 @@ fn canon_computation<'b, 'a>(
     })
 }
 
-/// `rules._callees_first`.
-fn callees_first(module: &ModuleText) -> Vec<usize> {
-    let by_name: FxMap<&str, usize> = module
+/// `Module.by_name`: each name's computation, the last of that name (a dictionary by name).
+fn comps_by_name<'m>(module: &'m ModuleText) -> FxMap<&'m str, usize> {
+    module
         .comps
         .iter()
         .enumerate()
         .map(|(i, c)| (c.name.as_ref(), i))
-        .collect();
+        .collect()
+}
+
+/// `_callees_first` (the oracle's): by name, so a computation another of its name follows (both
+/// written in place as `_`) is never canonicalized, as by a dictionary by name.
+fn callees_first(module: &ModuleText, by_name: &FxMap<&str, usize>) -> Vec<usize> {
     let mut state = vec![0u8; module.comps.len()];
     let mut order = Vec::with_capacity(module.comps.len());
     for root in 0..module.comps.len() {
+        let root = by_name[module.comps[root].name.as_ref()];
         let mut stack = vec![(root, false)];
         while let Some((c, expanded)) = stack.pop() {
             if expanded {
@@ -158,26 +169,24 @@ fn callees_first(module: &ModuleText) -> Vec<usize> {
     order
 }
 
-/// Every computation, callees first, and the module's fingerprint and order (`rules.canonicalize`).
-/// A panic (a bug of this port) leaves the module to Python's canonicalization.
+/// Every computation, callees first, and the module's fingerprint and order (the oracle's
+/// `canonicalize`). Computations that share a name are canonicalized as dictionaries by name
+/// (`Module.by_name`) have them: the last of each name, and `CompCanon`s only for those. A panic
+/// (a bug of this port) is an error of its own.
 pub fn canonicalize(module: &ModuleText) -> R<ModuleCanon> {
-    std::panic::catch_unwind(|| canonicalize_module(module)).unwrap_or(Err(Failure::Fallback))
+    std::panic::catch_unwind(|| canonicalize_module(module)).unwrap_or_else(|_| {
+        Err(Failure::Bad(
+            "internal error of canonicalization on this input (please report it)".into(),
+            0,
+        ))
+    })
 }
 
 fn canonicalize_module(module: &ModuleText) -> R<ModuleCanon> {
-    if module.comps.is_empty() || module.comps.iter().any(|c| c.insts.is_empty()) {
-        return Err(Failure::Fallback);
+    if module.comps.is_empty() {
+        return Err(Failure::Bad("the module has no computations".into(), 0));
     }
-    // Computations written in place may share a name (`_`): rules.py's dictionaries by name
-    // decide which one a name means there.
-    let mut names: FxMap<&str, ()> = FxMap::default();
-    if module
-        .comps
-        .iter()
-        .any(|c| names.insert(c.name.as_ref(), ()).is_some())
-    {
-        return Err(Failure::Fallback);
-    }
+    let by_name = comps_by_name(module);
     let entry = module
         .comps
         .iter()
@@ -186,12 +195,20 @@ fn canonicalize_module(module: &ModuleText) -> R<ModuleCanon> {
     let mut callee_hash: FxMap<&str, i64> = FxMap::default();
     let mut cache: KeyCache = FxMap::default();
     let mut comps = Vec::with_capacity(module.comps.len());
-    for c in callees_first(module) {
+    for c in callees_first(module, &by_name) {
         let comp = &module.comps[c];
+        if comp.insts.is_empty() {
+            return Err(Failure::Bad(
+                format!("computation {} has no instructions", comp.name),
+                comp.line,
+            ));
+        }
         let canon = canon_computation(c, comp, c == entry, &callee_hash, &mut cache)?;
         callee_hash.insert(comp.name.as_ref(), canon.hash);
         comps.push(canon);
     }
+    // `result[module.entry.name]`: the entry's name's computation.
+    let entry = by_name[module.comps[entry].name.as_ref()];
     let e = comps
         .iter()
         .find(|c| c.comp == entry)

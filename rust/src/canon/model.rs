@@ -8,8 +8,6 @@ pub(crate) const NONE: u32 = u32::MAX;
 pub enum Failure {
     /// What `canonicalize` must raise: message and the instruction's line (0-based in the text).
     Bad(String, u32),
-    /// Leave this module to the Python implementation.
-    Fallback,
 }
 
 pub(crate) type R<T> = Result<T, Failure>;
@@ -51,7 +49,7 @@ impl CompCanon {
 }
 
 pub struct ModuleCanon {
-    /// Callees first, as `rules._callees_first` orders them.
+    /// Callees first, as the oracle's `_callees_first` orders them.
     pub comps: Vec<CompCanon>,
     pub fingerprint: String,
     pub order: String,

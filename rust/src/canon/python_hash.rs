@@ -1,6 +1,6 @@
 //! CPython's hashes of ints and tuples (Objects/longobject.c, Objects/tupleobject.c): `hash(int)`
 //! and `hash(tuple)` are deterministic and cheap to reproduce, so the canonical hashes are the
-//! numbers `rules.py` computes.
+//! numbers the oracle computes.
 
 const MODULUS: i128 = (1 << 61) - 1;
 

@@ -1,5 +1,6 @@
 //! What the canonical rules read of a printed shape: `ir.strip_layout`, and the layouts, tuple
-//! skeleton and array shapes of `hashes.py` / `rules.py`, on the text as printed.
+//! skeleton and array shapes of `hashes.py` / the oracle (tests/canonical_reference.py), on the
+//! text as printed.
 
 use std::borrow::Cow;
 
@@ -50,7 +51,7 @@ pub fn strip_layout(shape: &str) -> Cow<'_, str> {
     Cow::Owned(String::from_utf8(out).expect("utf-8"))
 }
 
-/// `rules._tuple_skeleton`.
+/// The oracle's `_tuple_skeleton`.
 pub(crate) fn tuple_skeleton(shape: &str) -> String {
     if !shape.starts_with('(') {
         return String::new();
@@ -74,7 +75,7 @@ pub(crate) fn tuple_skeleton(shape: &str) -> String {
     out
 }
 
-/// `hashes.layout_of`: the non-default layouts of a shape's arrays (`_ARRAY` matches), or "".
+/// The oracle's `layout_of`: the non-default layouts of a shape's arrays (`_ARRAY` matches), or "".
 pub fn layout_of(shape: &str) -> String {
     if !shape.contains('{') {
         return String::new();
@@ -139,7 +140,7 @@ pub fn layout_of(shape: &str) -> String {
     }
 }
 
-/// `hashes.declared_shapes`: `re.findall(r"[a-z][a-z0-9]*\[[^\]]*\]")` over the shape without
+/// The oracle's `declared_shapes`: `re.findall(r"[a-z][a-z0-9]*\[[^\]]*\]")` over the shape without
 /// layout and spaces, sorted and joined by `,`.
 pub(crate) fn declared_shapes(shape: &str) -> String {
     let text = strip_layout(shape).replace(' ', "");
@@ -173,7 +174,7 @@ mod tests {
 
     #[test]
     fn shape_text_rules() {
-        // Expected values printed by hashes.layout_of, ir.strip_layout and rules._tuple_skeleton.
+        // Expected values printed by the oracle's layout_of and _tuple_skeleton, and ir.strip_layout.
         let cases = [
             ("f32[4,8]{1,0}", "", "f32[4,8]", ""),
             ("f32[4,8]{0,1}", "{0,1}", "f32[4,8]", ""),

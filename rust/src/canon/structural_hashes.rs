@@ -1,7 +1,7 @@
-//! Rule 3 of `rules.py`: each live instruction's content key (content_key.rs) and the bottom-up
-//! hashes over the live order: `h0` (`_keys_and_h0`), and `h1`, where the entry's parameters
-//! are ranked by where the walk from its outputs, in canonical order, first reaches them
-//! (`_walk_and_h1`; a called computation keeps its own numbering).
+//! Rule 3 of the oracle (tests/canonical_reference.py): each live instruction's content key
+//! (content_key.rs) and the bottom-up hashes over the live order: `h0` (`_keys_and_h0`), and `h1`,
+//! where the entry's parameters are ranked by where the walk from its outputs, in canonical order,
+//! first reaches them (`_walk_and_h1`; a called computation keeps its own numbering).
 
 use crate::canon::content_key::{content_key, CacheKey, KeyCache};
 use crate::canon::forwarding::Operands;
@@ -20,7 +20,7 @@ pub(crate) struct Keyed {
     pub(crate) layouts: Vec<(u32, String)>,
 }
 
-/// `hash((key, *operand_hashes))`, or `key` itself for a leaf (the Merkle step of rules.py).
+/// `hash((key, *operand_hashes))`, or `key` itself for a leaf (the Merkle step of the rules).
 fn merkle(key: u64, ops: &[u32], h: &[i128]) -> i128 {
     if ops.is_empty() {
         return key as i128;
@@ -71,10 +71,8 @@ pub(crate) fn keys_and_h0<'b, 'a>(
         let (key, layout) = match hit {
             Some(v) => v,
             None => {
-                let key = content_key(ins, param, callee_hash).map_err(|e| match e {
-                    Failure::Bad(m, _) => Failure::Bad(m, ins.line),
-                    f => f,
-                })?;
+                let key = content_key(ins, param, callee_hash)
+                    .map_err(|Failure::Bad(m, _)| Failure::Bad(m, ins.line))?;
                 let v = (key, layout_of(&ins.shape));
                 if cacheable {
                     cache.insert(cache_key, v.clone());
@@ -98,7 +96,7 @@ pub(crate) fn keys_and_h0<'b, 'a>(
 }
 
 /// Per instruction its `h1`, the parameters' ranks (`param_rank` in its key order), the walk
-/// from the outputs (`rules._walk`), and the entry's parameters the walk never reached.
+/// from the outputs (the oracle's `_walk`), and the entry's parameters the walk never reached.
 pub(crate) struct Walked {
     pub(crate) h1: Vec<i128>,
     pub(crate) ranks: Vec<(u32, i64)>,
@@ -180,7 +178,7 @@ pub(crate) fn walk_and_h1(
     }
 }
 
-/// Depth-first post-order from `outputs` (`rules._walk`), with `visit` called at each post-visit.
+/// Depth-first post-order from `outputs` (the oracle's `_walk`), with `visit` called at each post-visit.
 fn walk_from<'x>(
     outputs: &[u32],
     n: usize,

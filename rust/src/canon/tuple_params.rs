@@ -1,6 +1,7 @@
-//! `canonical/tuple_params.py`: the entry's tuple-shaped parameters, whose elements read through
-//! get-tuple-element (chains of them for nested tuples) are the inputs, numbered as XLA flattens
-//! the arguments. A tuple read whole by anything else stays one input.
+//! Rule 1 for the entry's tuple-shaped parameters (the oracle's `unwrap`, tests/
+//! canonical_reference.py, says why): their elements read through get-tuple-element (chains of
+//! them for nested tuples) are the inputs, numbered as XLA flattens the arguments. A tuple read
+//! whole by anything else stays one input.
 
 use crate::canon::shape_text::strip_layout;
 use crate::parse::text::{FxMap, Inst};
@@ -70,7 +71,7 @@ fn subtree<'t>(mut tree: &'t Tree, path: &[u32]) -> &'t Tree {
 
 type Key = (u32, Vec<u32>);
 
-/// Numbers an input takes (`size` in tuple_params.py): one, or one per element of a tuple whose
+/// Numbers an input takes (`size` in the oracle's `unwrap`): one, or one per element of a tuple whose
 /// elements are the inputs.
 fn size(key: &Key, trees: &[Option<Tree>], unwrapped: &FxMap<Key, ()>) -> i64 {
     if !unwrapped.contains_key(key) {

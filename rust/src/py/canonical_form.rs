@@ -11,7 +11,7 @@ use crate::parse::text::{Comp, FxMap};
 
 /// One computation's canonical form as the fields of `CanonicalComputation`, names shared with
 /// the IR: its index, then `CanonicalComputation`'s fields past `computation` in their order;
-/// dictionaries in the key order `rules.py` gives them; last the core's handle on it (`core`,
+/// dictionaries in the key order the oracle (tests/canonical_reference.py) gives them; last the core's handle on it (`core`,
 /// handle.rs), None where a name repeats.
 pub(crate) fn canonical_form<'py>(
     py: Python<'py>,

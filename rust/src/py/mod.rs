@@ -1,4 +1,6 @@
-//! What Python calls to read a module: the entry points and the canonical form as Python's types.
+//! What Python calls to read a module: the entry points (text: parse_hlo.rs; a module built in
+//! Python: from_python.rs) and the canonical form as Python's types.
 
 pub(crate) mod canonical_form;
+pub(crate) mod from_python;
 pub(crate) mod parse_hlo;

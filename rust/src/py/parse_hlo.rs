@@ -30,7 +30,7 @@ create_exception!(
 /// Parse one HLO module. Returns `(name, header, computations, frame_rows, canonical)` where
 /// computations are `(name, instructions, is_entry, line)`, frame rows `(table, index, raw_text)`
 /// and `canonical` is `(fingerprint, order, forms)` (see `canonical_form`, callees first),
-/// `(message, line)` when canonicalization refuses the module, or None to leave it to Python.
+/// or `(message, line)` when canonicalization refuses the module.
 /// Raises `HloSyntaxError(message, line)`; lines are 1-based plus `line_offset`.
 #[pyfunction]
 #[pyo3(signature = (text, line_offset, instruction_cls, metadata_cls, ir_first = false, lazy = false))]
@@ -188,7 +188,8 @@ fn build<'py>(
                 None => b.computation(py, &comp, line_offset)?,
             };
             comps.append(&built)?;
-            if let Ok(m) = &canonical {
+            // A computation another of its name follows has no canonical form (canon/mod.rs).
+            if let (Ok(m), true) = (&canonical, place[index] != usize::MAX) {
                 let c = &m.comps[place[index]];
                 let instructions = built.get_item(1)?;
                 let kept = match parts.get_mut(index).and_then(Option::take) {
@@ -214,7 +215,6 @@ fn build<'py>(
         Err(Failure::Bad(message, line)) => (message, line as i64 + line_offset)
             .into_pyobject(py)?
             .into_any(),
-        Err(Failure::Fallback) => py.None().into_bound(py),
     };
     let rows = PyList::empty(py);
     for (table, index, value) in &module.tables {
@@ -249,8 +249,7 @@ fn notes<'py>(
 
 /// Parse and canonicalize without building the IR: `(name, instruction_count,
 /// computation_count, canonical)`, `canonical` being `(fingerprint, order)`, `(message, line)`
-/// when canonicalization refuses the module, or None when only Python's can say. All that
-/// listing graphs needs. Raises `HloSyntaxError(message, line)` as `parse_hlo` does.
+/// when canonicalization refuses the module. All that listing graphs needs. Raises `HloSyntaxError(message, line)` as `parse_hlo` does.
 #[pyfunction]
 pub fn summarize_hlo<'py>(
     py: Python<'py>,
@@ -262,8 +261,7 @@ pub fn summarize_hlo<'py>(
             let count: usize = m.comps.iter().map(|c| c.insts.len()).sum();
             let canonical = match canonicalize(&m) {
                 Ok(c) => Ok((c.fingerprint, c.order)),
-                Err(Failure::Bad(message, line)) => Err(Some((message, line))),
-                Err(Failure::Fallback) => Err(None),
+                Err(Failure::Bad(message, line)) => Err((message, line)),
             };
             let notes = m.notes.clone();
             (m.name.into_owned(), count, m.comps.len(), canonical, notes)
@@ -273,10 +271,9 @@ pub fn summarize_hlo<'py>(
         .map_err(|(message, line)| HloSyntaxError::new_err((message, line as i64 + line_offset)))?;
     let canonical = match canonical {
         Ok(pair) => pair.into_pyobject(py)?.into_any(),
-        Err(Some((message, line))) => (message, line as i64 + line_offset)
+        Err((message, line)) => (message, line as i64 + line_offset)
             .into_pyobject(py)?
             .into_any(),
-        Err(None) => py.None().into_bound(py),
     };
     (name, count, comps, canonical, notes(py, &old, line_offset)?).into_pyobject(py)
 }
