@@ -124,9 +124,8 @@ def variant_letter(n: int) -> str:
 def _summarize(graph: Graph) -> _Summary:
     if graph.format == "hlo":  # the compiled core alone, without building the module's IR
         quick = summarize_hlo(graph.text, graph.path, first_line=graph.first_line)
-        if quick is not None:
-            return _Summary(*quick[:5], notes=tuple(quick.notes))
-    from xlagraph.canonical import canonicalize  # only where the core's summary does not answer
+        return _Summary(*quick[:5], notes=tuple(quick.notes))
+    from xlagraph.canonical import canonicalize  # lazy IR: built in Python, then the core
 
     module = read(graph)
     canon = canonicalize(module)

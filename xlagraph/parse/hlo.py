@@ -195,19 +195,16 @@ class HloSummary(NamedTuple):
     notes: tuple[str, ...] = ()
 
 
-def summarize_hlo(text: str, path: str = "", *, first_line: int = 1) -> HloSummary | None:
+def summarize_hlo(text: str, path: str = "", *, first_line: int = 1) -> HloSummary:
     """The module's name, sizes, canonical fingerprint and order, read and canonicalized by the
     compiled core alone (no Python IR is built: a fraction of `parse_hlo`'s time and memory).
 
-    Raises the `ParseError`s `parse_hlo` and `canonicalize` raise; None when the module is one
-    the compiled core leaves to Python's canonicalization (then parse and canonicalize it)."""
+    Raises the `ParseError`s `parse_hlo` and `canonicalize` raise."""
     try:
         name, count, computations, canonical, old = _core.summarize_hlo(text, first_line - 1)
     except _core.HloSyntaxError as e:
         message, line = e.args
         raise ParseError(path, message, line) from None
-    if canonical is None:
-        return None
     first, second = canonical
     if isinstance(second, int):  # (message, line): canonicalization refuses the module
         raise ParseError(path or name, first, second)
