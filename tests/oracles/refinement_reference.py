@@ -6,7 +6,7 @@ from __future__ import annotations
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.match.correspondence import Correspondence, correspond_graphs
 from xlagraph.match.isomorphic import Refine, Refined
-from xlagraph.match.refinement import OUTPUT, ROUNDS, Graph, History, budget, reached, rounds_for
+from xlagraph.match.refinement import OUTPUT, ROUNDS, Graph, History, balanced, budget, reached, rounds_for
 
 __all__ = ["correspond_reference", "history_python", "history_python_from", "refine_python", "round_python"]
 
@@ -124,10 +124,4 @@ def refine_python(
             stable = True
             break
         ca, cb, count = na, nb, now
-    tally: dict[int, int] = {}
-    for c in ca:
-        tally[c] = tally.get(c, 0) + 1
-    for c in cb:
-        tally[c] = tally.get(c, 0) - 1
-    balanced = all(v == 0 for c, v in tally.items() if c != 0)
-    return Refined(stable, balanced, ca, cb)
+    return Refined(stable, balanced(ca, cb), ca, cb)

@@ -30,6 +30,7 @@ __all__ = [
     "U64",
     "Graph",
     "History",
+    "balanced",
     "budget",
     "compiled_graph",
     "compiled_graphs",
@@ -218,13 +219,17 @@ def shallow(a: Graph, b: Graph, fa: list[int], fb: list[int]) -> Refined:
     reads (0 for the others), never stable, and whether every colour is as frequent in A as in B."""
     ca = [c if live else 0 for c, live in zip(fa, reached(a, a.outputs), strict=True)]
     cb = [c if live else 0 for c, live in zip(fb, reached(b, b.outputs), strict=True)]
+    return Refined(False, balanced(ca, cb), ca, cb)
+
+
+def balanced(ca: list[int], cb: list[int]) -> bool:
+    """Every colour but 0 (unreached) is as frequent in A as in B."""
     tally: dict[int, int] = {}
     for c in ca:
         tally[c] = tally.get(c, 0) + 1
     for c in cb:
         tally[c] = tally.get(c, 0) - 1
-    balanced = all(v == 0 for c, v in tally.items() if c != 0)
-    return Refined(False, balanced, ca, cb)
+    return all(v == 0 for c, v in tally.items() if c != 0)
 
 
 # The core's graph of a computation (`refine_graph`), kept while the computation lives: a report
