@@ -51,6 +51,7 @@ SPLITS = (
     "held_out_10",
     "held_out_11",
     "held_out_12",
+    "held_out_13",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
