@@ -4,9 +4,9 @@ and read by the compiled HLO reader into the same IR, canonical form included; s
 matching, diagnosis and rendering work unchanged, and every check the HLO reader makes applies.
 
 structure.py splits the text (functions, operations, regions, `#loc` aliases), emit.py writes
-computations and instructions, ops*.py translate each operation, mlir_types.py types and
-constants, locations.py `loc(...)` into `metadata={op_name source_file source_line}`. Nothing
-here imports jaxlib or MLIR: the reader works from the text alone.
+computations and instructions, hlo_text.py prints them, ops*.py translate each operation,
+mlir_types.py types and constants, locations.py `loc(...)` into `metadata={op_name source_file
+source_line}`. Nothing here imports jaxlib or MLIR: the reader works from the text alone.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def looks_like_stablehlo(text: str) -> bool:
 def stablehlo_to_hlo(text: str, path: str = "", *, first_line: int = 1) -> tuple[str, list[int]]:
     """The HLO text of a StableHLO module and the user's line for each of its lines.
     Raises `ParseError` naming `path:line` for what is not read."""
-    from xlagraph.parse.stablehlo.emit import to_hlo_text
+    from xlagraph.parse.stablehlo.hlo_text import to_hlo_text
     from xlagraph.parse.stablehlo.structure import StructureError, read_structure
 
     try:

@@ -1,6 +1,5 @@
-"""A StableHLO module written as the HLO text XLA's own export would read the same, with the
-line of the user's file each HLO line stands for (the compiled reader then reads that text into
-the IR and names the user's lines: rust/src/parse/line_map.rs).
+"""The computations and instructions of a StableHLO module as XLA's own export writes them
+(hlo_text.py prints them, with the line of the user's file each one stands for).
 
 Where StableHLO and HLO differ in structure, this follows xla/hlo/translate/mhlo_to_hlo: a
 function is a computation (`main`, or the one public function, is ENTRY), `func.call` a `call`,
@@ -13,6 +12,7 @@ tuple), and `while` carries them through its body. Per-operation translation is 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xlagraph.parse.stablehlo.locations import Locations
@@ -28,7 +28,7 @@ from xlagraph.parse.stablehlo.structure import (
 )
 from xlagraph.parse.stablehlo.structure import strip_loc as _strip_loc
 
-__all__ = ["Comp", "Emitter", "TranslateError", "Value", "to_hlo_text"]
+__all__ = ["Comp", "Emitter", "TranslateError", "Value", "parse_signature", "sanitize"]
 
 REF = re.compile(r"%[\w.$-]+(?:#\d+)?(?![\w.$#-])(?!\s*=[^=])")
 _IDENT = re.compile(r"[^A-Za-z0-9_.-]")
@@ -99,7 +99,10 @@ def free_refs(region: Region) -> list[str]:
 
 
 class Emitter:
-    def __init__(self, module: MlirModule) -> None:
+    """`translate(emitter, comp, op)` writes one operation (ops.py, which builds on this module)."""
+
+    def __init__(self, module: MlirModule, translate: Callable[[Emitter, Comp, Op], None]) -> None:
+        self.translate = translate
         self.module = module
         self.locs = Locations(module.locs)
         self.funcs = {f.name: f for f in module.funcs}
@@ -211,8 +214,6 @@ class Emitter:
         given several (or always, `tuple_param`), a tuple whose elements bind them. Its root:
         the returned value, a tuple of several (or always, `tuple_root`), with `carry`'s values
         appended. Returns its name and the returned values' shapes."""
-        from xlagraph.parse.stablehlo.ops import translate  # ops.py builds on this module
-
         comp = Comp(name, line)
         for number, group in enumerate(params):
             shapes = [shape for _, shape in group]
@@ -232,7 +233,7 @@ class Emitter:
         for op in ops[:-1]:
             if op.name in _TERMINATORS:
                 raise TranslateError(f"{op.name} before the end of its region", op.line)
-            translate(self, comp, op)
+            self.translate(self, comp, op)
         ret = ops[-1]
         returned = [self.lookup(comp, r, ret.line) for r in refs_of(ret)]
         returned += [self.lookup(comp, r, ret.line) for r in carry or []]
@@ -349,66 +350,3 @@ def unquote(s: str) -> str:
 
 def _quote(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def to_hlo_text(module: MlirModule) -> tuple[str, list[int]]:
-    """The HLO text of `module` and, for each of its lines (index 1 on), the user's line."""
-    em = Emitter(module)
-    entry = _entry(module)
-    for f in module.funcs:
-        if f.name != entry.name:
-            em.func(f.name, f.line)
-    em.func(entry.name, entry.line)
-    em.comps[-1].entry = True
-    header = _header(module, entry)
-    lines = [f"HloModule {sanitize(module.name or 'module')}" + "".join(f", {k}={v}" for k, v in header), ""]
-    where = [0, module.line, module.line]
-    for comp in em.comps:
-        lines.append(("ENTRY " if comp.entry else "") + comp.name + " {")
-        where.append(comp.line)
-        for i in comp.insts:
-            operands = ", ".join(i.operands)
-            call = i.opcode if i.opcode.endswith(")") else f"{i.opcode}({operands})"
-            text = f"  {'ROOT ' if i.root else ''}{i.name} = {i.shape} {call}"
-            lines.append(text + "".join(", " + a for a in i.attrs))
-            where.append(i.line)
-        lines += ["}", ""]
-        where += [comp.line, comp.line]
-    return "\n".join(lines), where
-
-
-def _entry(module: MlirModule) -> Func:
-    if not module.funcs:
-        raise TranslateError("the module has no function", module.line)
-    for f in module.funcs:
-        if f.name == "main":
-            return f
-    public = [f for f in module.funcs if f.visibility == "public"]
-    if len(public) == 1:
-        return public[0]
-    raise TranslateError("no @main and not one public function: which is the entry?", module.line)
-
-
-def _header(module: MlirModule, entry: Func) -> list[tuple[str, str]]:
-    attrs = attr_dict(module.attributes) if module.attributes else {}
-    out = []
-    args, results = parse_signature(entry)
-    aliases = []
-    donors = []
-    for number, (_, _, a) in enumerate(args):
-        if "tf.aliasing_output" in a:
-            k = a["tf.aliasing_output"].split(":")[0].strip()
-            index = "{}" if len(results) == 1 else "{" + k + "}"
-            aliases.append(f"{index}: ({number}, {{}}, may-alias)")
-        elif a.get("jax.buffer_donor") == "true":
-            donors.append(f"({number}, {{}})")
-    if aliases:
-        out.append(("input_output_alias", "{ " + ", ".join(aliases) + " }"))
-    if donors:
-        out.append(("buffer_donor", "{ " + ", ".join(donors) + " }"))
-    for key, hlo in (("mhlo.num_replicas", "replica_count"), ("mhlo.num_partitions", "num_partitions")):
-        if key in attrs:
-            n = int(attrs[key].split(":")[0])
-            if n != 1:
-                out.append((hlo, str(n)))
-    return out
