@@ -225,3 +225,25 @@ def test_truncated_file(tmp_path: Path, keep: float) -> None:
     cut.write_text(text[: int(module_end * keep)])
     one_error_line(run("diff", str(cut), str(HERE / "scan.mlir")), str(cut))
     one_error_line(run("graphs", str(cut)), str(cut))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # Hand edits of a real file: an operation attribute and an argument attribute (Shardy's,
+        # kept as an attribute) that the translation does not read.
+        ("stablehlo.add %1, %2 :", "stablehlo.add %1, %2 {my.attr = 1 : i32} :"),
+        ("%arg0: tensor<4xf32>", "%arg0: tensor<4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}]>}"),
+    ],
+)
+def test_unread_attributes_are_never_identical(old: str, new: str) -> None:
+    """An attribute the reader does not translate is carried into the instruction, so that two
+    modules that differ only in it are never `identical`."""
+    from xlagraph.parse.stablehlo import read_stablehlo
+
+    text = (HERE / "pairs/constant_a.mlir").read_text()
+    edited = text.replace(old, new, 1)
+    assert edited != text
+    result = diff_modules(read_stablehlo(text, "a.mlir"), read_stablehlo(edited, "b.mlir"))
+    assert result.verdict != "identical"
+    assert {str(c.kind) for c in result.causes} == {"attribute"}

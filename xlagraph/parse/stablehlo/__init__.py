@@ -41,6 +41,8 @@ def stablehlo_to_hlo(text: str, path: str = "", *, first_line: int = 1) -> tuple
         raise ParseError(path, e.message, e.line + first_line - 1 if e.line else 0) from None
     except RecursionError:
         raise InputError(path, "StableHLO nested too deeply to read") from None
+    except (ValueError, IndexError, KeyError) as e:  # text no MLIR printer writes, met off the paths above
+        raise InputError(path, f"malformed StableHLO text ({e.__class__.__name__}: {str(e)[:80]})") from None
     return hlo, lines
 
 

@@ -11,9 +11,33 @@ from xlagraph.parse.stablehlo.emit import Comp, Emitter, Value, attr_dict, refs_
 from xlagraph.parse.stablehlo.mlir_types import TypeError_, dims_of, hlo_shape, split_types
 from xlagraph.parse.stablehlo.structure import Op, matching, split_top
 
-__all__ = ["Parsed", "braces", "enum", "ints", "nested", "numbers", "one", "parse"]
+__all__ = ["Attrs", "Parsed", "braces", "enum", "ints", "nested", "numbers", "one", "parse"]
 
 _ENUM = re.compile(r"#stablehlo<\w+\s+(\w+)>")
+
+
+class Attrs(dict[str, str]):
+    """An operation's attributes, remembering which the translation read: the rest are carried
+    into the instruction (ops.py), so that no attribute can differ unseen."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used: set[str] = set()
+
+    def get(self, key: str, default: str = "") -> str:  # type: ignore[override]
+        self.used.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> str:
+        self.used.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.used.add(str(key))
+        return super().__contains__(key)
+
+    def unread(self) -> dict[str, str]:
+        return {k: v for k, v in self.items() if k not in self.used}
 
 
 @dataclass
@@ -21,7 +45,7 @@ class Parsed:
     operands: list[str]
     ins: list[str]  # operand types as written (MLIR)
     outs: list[str]  # result shapes (HLO)
-    attrs: dict[str, str]
+    attrs: Attrs
     body: str  # the text before the type signature
 
 
@@ -36,7 +60,7 @@ def parse(op: Op) -> Parsed:
     else:
         ins = split_types(sig) if sig else []
         outs = ins if len(ins) == count and count > 1 else ins[-1:] * count
-    attrs: dict[str, str] = {}
+    attrs = Attrs()
     rest = body
     while True:  # `<{...}>` and `{...}` attribute dictionaries, at the operation's top level
         k = _top_brace(rest)

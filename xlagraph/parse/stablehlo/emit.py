@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xlagraph.parse.stablehlo.locations import Locations
-from xlagraph.parse.stablehlo.mlir_types import hlo_shape, split_types
+from xlagraph.parse.stablehlo.mlir_types import TypeError_, hlo_shape, split_types
 from xlagraph.parse.stablehlo.structure import (
     Func,
     MlirModule,
@@ -28,10 +28,13 @@ from xlagraph.parse.stablehlo.structure import (
 )
 from xlagraph.parse.stablehlo.structure import strip_loc as _strip_loc
 
-__all__ = ["Comp", "Emitter", "TranslateError", "Value", "parse_signature", "sanitize"]
+__all__ = ["Comp", "Emitter", "TranslateError", "Value", "carry", "parse_signature", "quote", "sanitize"]
 
 REF = re.compile(r"%[\w.$-]+(?:#\d+)?(?![\w.$#-])(?!\s*=[^=])")
 _IDENT = re.compile(r"[^A-Za-z0-9_.-]")
+_KEY = re.compile(r"[^A-Za-z0-9_.-]")
+# Argument attributes the translation reads (the header's donation, the parameter's sharding).
+_ARG_READ = frozenset({"mhlo.sharding", "tf.aliasing_output", "jax.buffer_donor"})
 _TERMINATORS = ("stablehlo.return", "return", "func.return", "mhlo.return")
 
 
@@ -145,9 +148,9 @@ class Emitter:
         op_name, file, line = self.locs.resolve(loc)
         parts = []
         if op_name:
-            parts.append(f"op_name={_quote(op_name)}")
+            parts.append(f"op_name={quote(op_name)}")
         if file:
-            parts.append(f"source_file={_quote(file)} source_line={line}")
+            parts.append(f"source_file={quote(file)} source_line={line}")
         return "metadata={" + " ".join(parts) + "}" if parts else ""
 
     def element(self, comp: Comp, value: Value, k: int, line: int) -> Value:
@@ -272,10 +275,13 @@ class Emitter:
         if name in self.busy:
             raise TranslateError(f"@{name} calls itself (recursion has no HLO form)", line)
         self.busy.add(name)
-        args, results = parse_signature(f)
-        if f.body.args:
-            raise TranslateError("function body with block arguments", f.line)
-        self.done[name] = self._write_func(f, args, results)
+        try:
+            args, results = parse_signature(f)
+            if f.body.args:
+                raise TranslateError("function body with block arguments", f.line)
+            self.done[name] = self._write_func(f, args, results)
+        except TypeError_ as e:  # of the signature: the operations' own name their lines
+            raise TranslateError(f"@{f.name}: {e}", f.line) from None
         self.busy.discard(name)
         return self.done[name]
 
@@ -287,9 +293,12 @@ class Emitter:
         )
         comp = self.comps[-1]
         for number, (_, _, attrs) in enumerate(args):
+            param = next(i for i in comp.insts if i.opcode == f"parameter({number})")
             if "mhlo.sharding" in attrs:
-                param = next(i for i in comp.insts if i.opcode == f"parameter({number})")
                 param.attrs.append("sharding=" + unquote(attrs["mhlo.sharding"]))
+            rest = carry({k: v for k, v in attrs.items() if k not in _ARG_READ})  # sdy.sharding, ...
+            if rest:
+                param.attrs.append(rest)
         shardings = [unquote(a["mhlo.sharding"]) if "mhlo.sharding" in a else "" for _, a in results]
         if any(shardings):
             root = next(i for i in comp.insts if i.root)
@@ -341,6 +350,15 @@ def attr_dict(text: str) -> dict[str, str]:
     return out
 
 
+def carry(attrs: dict[str, str]) -> str:
+    """Attributes the translation does not read, as frontend attributes: they enter the
+    instruction's hash, so that two operations differing in one are never read as the same."""
+    if not attrs:
+        return ""
+    items = ", ".join(f"{_KEY.sub('_', 'stablehlo.' + k)}={quote(v)}" for k, v in sorted(attrs.items()))
+    return "frontend_attributes={" + items + "}"
+
+
 def unquote(s: str) -> str:
     s = s.strip()
     if s.startswith('"') and s.endswith('"'):
@@ -348,5 +366,5 @@ def unquote(s: str) -> str:
     return s
 
 
-def _quote(s: str) -> str:
+def quote(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'

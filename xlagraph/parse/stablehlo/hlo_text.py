@@ -69,7 +69,12 @@ def _header(module: MlirModule, entry: Func) -> list[tuple[str, str]]:
         out.append(("buffer_donor", "{ " + ", ".join(donors) + " }"))
     for key, hlo in (("mhlo.num_replicas", "replica_count"), ("mhlo.num_partitions", "num_partitions")):
         if key in attrs:
-            n = int(attrs[key].split(":")[0])
+            count = attrs[key].split(":")[0].strip()
+            if not count.isdigit():
+                raise TranslateError(
+                    f"module attribute {key} = {attrs[key][:40]} is not a count", module.line
+                )
+            n = int(count)
             if n != 1:
                 out.append((hlo, str(n)))
     return out

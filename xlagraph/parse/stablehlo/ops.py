@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 
 from xlagraph.parse.stablehlo.attributes import Parsed, braces, enum, ints, one, parse
-from xlagraph.parse.stablehlo.emit import Comp, Emitter, TranslateError, Value, attr_dict, unquote
+from xlagraph.parse.stablehlo.emit import Comp, Emitter, TranslateError, Value, attr_dict, carry, unquote
 from xlagraph.parse.stablehlo.mlir_types import TypeError_, dims_of, element_of, hlo_literal, hlo_shape
 from xlagraph.parse.stablehlo.ops_parallel import PARALLEL_HANDLERS
 from xlagraph.parse.stablehlo.ops_regions import REGION_HANDLERS
@@ -75,6 +75,10 @@ def translate(em: Emitter, comp: Comp, op: Op) -> None:
         comp.insts[-1].attrs.insert(0, "sharding=" + unquote(parsed.attrs["mhlo.sharding"]))
     if "xla_shape" in parsed.attrs and value.elements is None:  # torch_xla's shape with its layout
         comp.insts[-1].shape = value.shape = unquote(parsed.attrs["xla_shape"])
+        parsed.attrs.get("result_layout")  # what xla_shape's layout says
+    carried = carry(parsed.attrs.unread())
+    if carried:
+        comp.insts[-1].attrs.append(carried)
     em.bind(comp, op, value)
 
 
