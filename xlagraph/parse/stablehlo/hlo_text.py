@@ -5,11 +5,13 @@ The module header: `replica_count`, `num_partitions`, donation (`tf.aliasing_out
 
 from __future__ import annotations
 
-from xlagraph.parse.stablehlo.emit import Emitter, TranslateError, attr_dict, parse_signature, sanitize
+from xlagraph.parse.stablehlo.emit import Emitter, TranslateError, attr_dict, carry, parse_signature, sanitize
 from xlagraph.parse.stablehlo.ops import translate
 from xlagraph.parse.stablehlo.structure import Func, MlirModule
 
 __all__ = ["to_hlo_text"]
+
+_MODULE_READ = frozenset({"mhlo.num_replicas", "mhlo.num_partitions", "mhlo.input_output_alias"})
 
 
 def to_hlo_text(module: MlirModule) -> tuple[str, list[int]]:
@@ -77,4 +79,11 @@ def _header(module: MlirModule, entry: Func) -> list[tuple[str, str]]:
             n = int(count)
             if n != 1:
                 out.append((hlo, str(n)))
+    if attrs.get("mhlo.input_output_alias", "[]") != "[]":
+        raise TranslateError("mhlo.input_output_alias (torch_xla's donation) is not read yet", module.line)
+    # The others (torch_xla's mhlo.is_dynamic, mhlo.cross_program_prefetches, ...) are kept in
+    # the header, which diff does not compare: none changes what the module computes.
+    rest = carry({k: v for k, v in attrs.items() if k not in _MODULE_READ})
+    if rest:
+        out.append(("frontend_attributes", rest.removeprefix("frontend_attributes=")))
     return out
