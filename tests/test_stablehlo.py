@@ -247,3 +247,13 @@ def test_unread_attributes_are_never_identical(old: str, new: str) -> None:
     result = diff_modules(read_stablehlo(text, "a.mlir"), read_stablehlo(edited, "b.mlir"))
     assert result.verdict != "identical"
     assert {str(c.kind) for c in result.causes} == {"attribute"}
+
+
+def test_report_and_api() -> None:
+    """`report` reads an XLA_SAVE_TENSORS_FMT=stablehlo dump; the API diffs .mlir files."""
+    import xlagraph.api as api
+
+    result = run("report", str(ROOT / "tests/data/train.stablehlo.txt"))
+    assert result.exit_code == 0 and "no recompile" in result.stdout, result.output
+    found = api.diff(str(HERE / "pairs/shape_a.mlir"), str(HERE / "pairs/shape_b.mlir"))
+    assert [str(c.kind) for c in found.causes] == ["parameter_shape"]
