@@ -88,74 +88,68 @@ class MlirModule:
     line: int = 0
 
 
+def _tokens(sep: str) -> re.Pattern[str]:
+    """What bracket scanning stops at: strings (skipped whole), `sep`, `->` (an arrow, not a
+    closing `>`) and brackets; everything else is jumped over by the regex engine."""
+    got = _TOKENS.get(sep)
+    if got is None:
+        got = re.compile(r'"(?:[^"\\]|\\.)*"?|' + (re.escape(sep) + "|" if sep else "") + r"->|[\[\](){}<>]")
+        _TOKENS[sep] = got
+    return got
+
+
+_TOKENS: dict[str, re.Pattern[str]] = {}
+
+
 def matching(s: str, start: int) -> int:
     """Index of the bracket closing the one at `start`; -1 when the text ends first. Strings
     are skipped; `->` is an arrow, not a closing `>`."""
     depth = 0
-    i, n = start, len(s)
-    while i < n:
-        c = s[i]
-        if c == '"':
-            i = _string_end(s, i)
-            continue
+    for m in _tokens("").finditer(s, start):
+        c = m.group()
         if c in _OPEN:
             depth += 1
-        elif c in _CLOSE and not (c == ">" and i > 0 and s[i - 1] == "-"):
+        elif c in _CLOSE:
             depth -= 1
             if depth == 0:
-                return i
-        i += 1
+                return m.start()
     return -1
 
 
 def _string_end(s: str, i: int) -> int:
     """The index after the string literal that starts at `i` (its end when unterminated)."""
-    i += 1
-    n = len(s)
-    while i < n:
-        if s[i] == "\\":
-            i += 2
-            continue
-        if s[i] == '"':
-            return i + 1
-        i += 1
-    return n
+    m = _tokens("").match(s, i)
+    return m.end() if m else len(s)
 
 
 def _depth(s: str) -> int:
-    depth, i, n = 0, 0, len(s)
-    while i < n:
-        c = s[i]
-        if c == '"':
-            i = _string_end(s, i)
-            continue
+    depth = 0
+    for m in _tokens("").finditer(s):
+        c = m.group()
         if c in _OPEN:
             depth += 1
-        elif c in _CLOSE and not (c == ">" and i > 0 and s[i - 1] == "-"):
+        elif c in _CLOSE:
             depth -= 1
-        i += 1
     return depth
 
 
 def split_top(s: str, sep: str = ",") -> list[str]:
     """Split at `sep` outside brackets and strings; empty text gives no parts."""
     parts: list[str] = []
-    depth, start, i, n = 0, 0, 0, len(s)
-    while i < n:
-        c = s[i]
-        if c == '"':
-            i = _string_end(s, i)
+    depth, start = 0, 0
+    for m in _tokens(sep).finditer(s):
+        c = m.group()
+        if c == sep and depth == 0:
+            parts.append(s[start : m.start()].strip())
+            start = m.end()
             continue
-        if c in _OPEN:
-            depth += 1
-        elif c in _CLOSE and not (c == ">" and i > 0 and s[i - 1] == "-"):
-            depth -= 1
-        elif depth == 0 and s.startswith(sep, i):
-            parts.append(s[start:i].strip())
-            i += len(sep)
-            start = i
+        if c[0] == '"' or c == "->":
             continue
-        i += 1
+        for ch in c:  # a bracket, or a separator met inside brackets (` {` holds one)
+            if ch in _OPEN:
+                depth += 1
+            elif ch in _CLOSE:
+                depth -= 1
     last = s[start:].strip()
     if last or parts:
         parts.append(last)
