@@ -10,6 +10,7 @@ files, marked where it happens.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -79,6 +80,49 @@ def test_same_instructions_as_xla_export(name: str) -> None:
     differ = {op: (a[op], b[op]) for op in set(a) | set(b) if a[op] != b[op] and op not in EXPORT_REWRITES}
     assert not differ, differ
     assert {op for op in b if b[op]} <= {op for op in a if a[op]} | {"reshape", "broadcast"}
+
+
+# Attributes that name computations or carry metadata: compared elsewhere or not at all.
+_NOT_COMPARED = frozenset(
+    {"metadata", "to_apply", "condition", "body", "branch_computations", "true_computation",
+     "false_computation", "calls", "called_computations", "frontend_attributes"}
+)  # fmt: skip
+_LAYOUT = re.compile(r"\{[0-9,]*\}")
+
+
+def signatures(module: Module) -> Counter[tuple[str, str, tuple[tuple[str, str], ...]]]:
+    """(opcode, shape without layout, attributes) of each instruction `counts` counts, less the
+    export's rewrites: a `while` of loop-invariant values it moves last (its tuple is compared as
+    a set of shapes) and an iota it writes smaller and broadcasts (compared by opcode)."""
+    out: Counter[tuple[str, str, tuple[tuple[str, str], ...]]] = Counter()
+    for comp in module.computations:
+        from_constants: set[str] = set()
+        for inst in comp.instructions:
+            if inst.opcode == "constant" or (
+                inst.operands and not inst.called and all(o in from_constants for o in inst.operands)
+            ):
+                from_constants.add(inst.name)
+                continue
+            if inst.opcode in EXPORT_REWRITES | {"parameter", "tuple"}:
+                continue
+            shape = _LAYOUT.sub("", inst.shape)
+            attrs = tuple(sorted((k, v) for k, v in inst.attributes if k not in _NOT_COMPARED))
+            if inst.opcode == "while":
+                shape = ",".join(sorted(shape.strip("()").split(", ")))
+            if inst.opcode == "iota":
+                shape, attrs = "", ()
+            out[(inst.opcode, shape, attrs)] += 1
+    return out
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_same_attributes_as_xla_export(name: str) -> None:
+    """Instruction by instruction, the shapes and attributes XLA's export writes (dimensions,
+    windows, dimension numbers, replica groups, shardings, ...)."""
+    ours = signatures(load_module(str(HERE / f"{name}.mlir")))
+    xla = signatures(load_module(str(HERE / f"{name}.hlo")))
+    differ = {k: (ours[k], xla[k]) for k in set(ours) | set(xla) if ours[k] != xla[k]}
+    assert not differ, differ
 
 
 def _reference_counts(text: str) -> Counter[str]:

@@ -90,6 +90,8 @@ def _top_brace(s: str) -> int:
             continue
         if c == "{" and depth == 0:
             return i
+        if c == "<" and depth == 0 and s.startswith("<{", i):  # the generic form's properties
+            return i + 1
         if c in "([<":
             depth += 1
         elif c in ")]>" and not (c == ">" and s[i - 1] == "-"):
