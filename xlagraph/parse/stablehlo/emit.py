@@ -350,13 +350,13 @@ def attr_dict(text: str) -> dict[str, str]:
     return out
 
 
-def carry(attrs: dict[str, str]) -> str:
-    """Attributes the translation does not read, as frontend attributes: they enter the
+def carry(attrs: dict[str, str], frontend: dict[str, str] | None = None) -> str:
+    """The instruction's frontend attributes: `frontend` (`mhlo.frontend_attributes`) as they are,
+    and the attributes the translation does not read as `stablehlo.<name>`: they enter the
     instruction's hash, so that two operations differing in one are never read as the same."""
-    if not attrs:
-        return ""
-    items = ", ".join(f"{_KEY.sub('_', 'stablehlo.' + k)}={quote(v)}" for k, v in sorted(attrs.items()))
-    return "frontend_attributes={" + items + "}"
+    items = [f"{_KEY.sub('_', k)}={quote(unquote(v))}" for k, v in sorted((frontend or {}).items())]
+    items += [f"{_KEY.sub('_', 'stablehlo.' + k)}={quote(v)}" for k, v in sorted(attrs.items())]
+    return "frontend_attributes={" + ", ".join(items) + "}" if items else ""
 
 
 def unquote(s: str) -> str:

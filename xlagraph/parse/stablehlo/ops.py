@@ -14,6 +14,7 @@ from collections.abc import Callable
 from xlagraph.parse.stablehlo.attributes import Parsed, braces, enum, ints, one, parse
 from xlagraph.parse.stablehlo.emit import Comp, Emitter, TranslateError, Value, attr_dict, carry, unquote
 from xlagraph.parse.stablehlo.mlir_types import TypeError_, dims_of, element_of, hlo_literal, hlo_shape
+from xlagraph.parse.stablehlo.ops_custom_call import custom_call
 from xlagraph.parse.stablehlo.ops_parallel import PARALLEL_HANDLERS
 from xlagraph.parse.stablehlo.ops_regions import REGION_HANDLERS
 from xlagraph.parse.stablehlo.structure import Op, split_top
@@ -41,8 +42,6 @@ SIMPLE = {
 # The chlo operations HLO has an instruction for (the rest XLA expands into several: refused).
 CHLO_SIMPLE = {"erf": "erf"}
 _DEFAULT_COMPARE = {"s": "SIGNED", "u": "UNSIGNED", "p": "UNSIGNED"}
-_API = {"1": "", "2": "API_VERSION_STATUS_RETURNING", "3": "API_VERSION_STATUS_RETURNING_UNIFIED",
-        "4": "API_VERSION_TYPED_FFI"}  # fmt: skip
 
 
 def translate(em: Emitter, comp: Comp, op: Op) -> None:
@@ -76,7 +75,8 @@ def translate(em: Emitter, comp: Comp, op: Op) -> None:
     if "xla_shape" in parsed.attrs and value.elements is None:  # torch_xla's shape with its layout
         comp.insts[-1].shape = value.shape = unquote(parsed.attrs["xla_shape"])
         parsed.attrs.get("result_layout")  # what xla_shape's layout says
-    carried = carry(parsed.attrs.unread())
+    frontend = parsed.attrs.get("mhlo.frontend_attributes")
+    carried = carry(parsed.attrs.unread(), attr_dict(frontend) if frontend.startswith("{") else None)
     if carried:
         comp.insts[-1].attrs.append(carried)
     em.bind(comp, op, value)
@@ -164,8 +164,9 @@ def _slice(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
             starts.append(nums[0])
             limits.append(nums[1])
             strides.append(nums[2] if len(nums) > 2 else 1)
+    strided = any(x != 1 for x in strides)  # XLA prints every stride, or none
     ranges = ", ".join(
-        f"[{a}:{b}" + (f":{s}]" if s != 1 else "]") for a, b, s in zip(starts, limits, strides, strict=True)
+        f"[{a}:{b}" + (f":{x}]" if strided else "]") for a, b, x in zip(starts, limits, strides, strict=True)
     )
     return one(em, comp, op, p, "slice", ["slice={" + ranges + "}"])
 
@@ -179,7 +180,10 @@ def _pad(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
     low = ints(p.attrs.get("low", p.attrs.get("edge_padding_low", "")))
     high = ints(p.attrs.get("high", p.attrs.get("edge_padding_high", "")))
     interior = ints(p.attrs.get("interior", p.attrs.get("interior_padding", ""))) or [0] * len(low)
-    pads = "x".join(f"{a}_{b}" + (f"_{c}" if c else "") for a, b, c in zip(low, high, interior, strict=True))
+    inner = any(interior)  # XLA prints every interior padding, or none
+    pads = "x".join(
+        f"{a}_{b}" + (f"_{c}" if inner else "") for a, b, c in zip(low, high, interior, strict=True)
+    )
     return one(em, comp, op, p, "pad", [f"padding={pads}"])
 
 
@@ -268,25 +272,6 @@ def _reduce_precision(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
     return one(em, comp, op, p, "reduce-precision", [f"exponent_bits={e}", f"mantissa_bits={m}"])
 
 
-def _custom_call(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
-    m = re.match(r'\s*@([\w.$-]+|"[^"]*")', op.text)
-    target = m.group(1).strip('"') if m else unquote(p.attrs.get("call_target_name", ""))
-    if not target:
-        raise TranslateError("custom_call without a target", op.line)
-    attrs = [f'custom_call_target="{target}"']
-    if p.attrs.get("has_side_effect") == "true":
-        attrs.append("custom_call_has_side_effect=true")
-    config = p.attrs.get("backend_config", "")
-    if (config.startswith('"') and unquote(config)) or config.startswith("{"):
-        attrs.append(f"backend_config={config}")
-    api = _API.get(p.attrs.get("api_version", "1").split(":")[0].strip(), "")
-    if api:
-        attrs.append(f"api_version={api}")
-    if p.attrs.get("called_computations", "[]") not in ("[]", ""):
-        raise TranslateError("custom_call with called computations is not read", op.line)
-    return one(em, comp, op, p, "custom-call", attrs)
-
-
 HANDLERS: dict[str, Callable[[Emitter, Comp, Op, Parsed], Value]] = {
     "constant": _constant,
     "broadcast_in_dim": _broadcast,
@@ -304,7 +289,7 @@ HANDLERS: dict[str, Callable[[Emitter, Comp, Op, Parsed], Value]] = {
     "tuple": _tuple,
     "optimization_barrier": _optimization_barrier,
     "reduce_precision": _reduce_precision,
-    "custom_call": _custom_call,
+    "custom_call": custom_call,
     **REGION_HANDLERS,
     **PARALLEL_HANDLERS,
 }
