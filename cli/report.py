@@ -20,8 +20,8 @@ def report_command(src: str, run: str | int, as_json: bool, html_out: str | None
     earlier graph each one differs, what changed and which line of your code caused it.
 
     SRC is a capture folder (XLAGRAPH_CAPTURE=DIR or `xlagraph run --out DIR`) or a plain
-    XLA_SAVE_TENSORS_FILE dump (XLA_SAVE_TENSORS_FMT=hlo or text; the file torch_xla writes is
-    `<name>.0`). With --json the schema is documented in the README. A capture folder used again
+    XLA_SAVE_TENSORS_FILE dump (XLA_SAVE_TENSORS_FMT=hlo, text or stablehlo; the file torch_xla
+    writes is `<name>.0`). With --json the schema is documented in the README. A capture folder used again
     by later runs holds them all: the latest is reported unless --run says otherwise, and the
     output names every run found.
 

@@ -30,6 +30,7 @@ from xlagraph.errors import InputError
 from xlagraph.ir import GraphInfo
 from xlagraph.parse.hlo import summarize_hlo
 from xlagraph.parse.sources import Graph, open_source, read
+from xlagraph.parse.stablehlo import stablehlo_to_hlo
 
 __all__ = ["GraphListing", "GraphRow", "list_graphs", "one_compile_stages", "variant_letter"]
 
@@ -124,6 +125,10 @@ def variant_letter(n: int) -> str:
 def _summarize(graph: Graph) -> _Summary:
     if graph.format == "hlo":  # the compiled core alone, without building the module's IR
         quick = summarize_hlo(graph.text, graph.path, first_line=graph.first_line)
+        return _Summary(*quick[:5], notes=tuple(quick.notes))
+    if graph.format == "stablehlo":  # written as HLO text, then the same
+        hlo, lines = stablehlo_to_hlo(graph.text, graph.path, first_line=graph.first_line)
+        quick = summarize_hlo(hlo, graph.path, first_line=graph.first_line, line_map=lines)
         return _Summary(*quick[:5], notes=tuple(quick.notes))
     from xlagraph.canonical import canonicalize  # lazy IR: built in Python, then the core
 

@@ -144,16 +144,26 @@ IR_FIRST: ContextVar[bool] = ContextVar("IR_FIRST", default=False)
 LAZY_IR: ContextVar[bool] = ContextVar("LAZY_IR", default=False)
 
 
-def parse_hlo(text: str, path: str = "", *, first_line: int = 1, info: GraphInfo | None = None) -> Module:
+def parse_hlo(
+    text: str,
+    path: str = "",
+    *,
+    first_line: int = 1,
+    info: GraphInfo | None = None,
+    line_map: list[int] | None = None,
+    fmt: str = "hlo",
+) -> Module:
     """Parse one HLO module from text.
 
     `first_line` is the line of `text` within `path` so that errors point into multi-graph files.
-    Raises `ParseError` naming `path:line` for anything XLA would refuse.
+    Raises `ParseError` naming `path:line` for anything XLA would refuse. `line_map` and `fmt`:
+    the text was written by another reader (StableHLO, parse/stablehlo/), line k of it standing
+    for line `line_map[k]` of the user's text.
     """
     with paused_gc():
         try:
             name, header, computations, rows, canonical, old = _core.parse_hlo(
-                text, first_line - 1, Instruction, Metadata, IR_FIRST.get(), LAZY_IR.get()
+                text, first_line - 1, Instruction, Metadata, IR_FIRST.get(), LAZY_IR.get(), line_map
             )
         except _core.HloSyntaxError as e:
             message, line = e.args
@@ -167,7 +177,7 @@ def parse_hlo(text: str, path: str = "", *, first_line: int = 1, info: GraphInfo
             name,
             comps,
             header,
-            "hlo",
+            fmt,
             path,
             info or GraphInfo(label=path),
             _frame_tables(rows) if rows else {},
@@ -195,13 +205,15 @@ class HloSummary(NamedTuple):
     notes: tuple[str, ...] = ()
 
 
-def summarize_hlo(text: str, path: str = "", *, first_line: int = 1) -> HloSummary:
+def summarize_hlo(
+    text: str, path: str = "", *, first_line: int = 1, line_map: list[int] | None = None
+) -> HloSummary:
     """The module's name, sizes, canonical fingerprint and order, read and canonicalized by the
     compiled core alone (no Python IR is built: a fraction of `parse_hlo`'s time and memory).
 
     Raises the `ParseError`s `parse_hlo` and `canonicalize` raise."""
     try:
-        name, count, computations, canonical, old = _core.summarize_hlo(text, first_line - 1)
+        name, count, computations, canonical, old = _core.summarize_hlo(text, first_line - 1, line_map)
     except _core.HloSyntaxError as e:
         message, line = e.args
         raise ParseError(path, message, line) from None

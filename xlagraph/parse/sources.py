@@ -1,5 +1,6 @@
-"""Find the graphs in whatever the user points at: one HLO file, an `XLA_SAVE_TENSORS_FILE`
-dump (HLO or lazy-IR text), a lazy-IR file, or a `--xla_dump_to` directory.
+"""Find the graphs in whatever the user points at: one HLO or StableHLO file, an
+`XLA_SAVE_TENSORS_FILE` dump (HLO, StableHLO or lazy-IR text), a lazy-IR file, or a
+`--xla_dump_to` directory.
 
 Listing is cheap (files are split, not parsed); `read` parses one graph. `PATH#K` selects the
 K-th graph (0-based) of a multi-graph source.
@@ -19,6 +20,7 @@ from xlagraph.errors import InputError, ParseError
 from xlagraph.ir import Frame, GraphInfo, Module
 from xlagraph.parse.compressed import compressed_twin, decompress
 from xlagraph.parse.hlo import looks_like_hlo, parse_hlo
+from xlagraph.parse.stablehlo import BYTECODE_MAGIC, looks_like_stablehlo, read_stablehlo
 from xlagraph.source_paths import portable_path
 
 __all__ = [
@@ -35,9 +37,9 @@ __all__ = [
     "split_spec",
 ]
 
-STABLEHLO_HINT = (
-    "StableHLO is not read by xlagraph: dump HLO instead with XLA_SAVE_TENSORS_FMT=hlo "
-    "(or text), or XLA_FLAGS='--xla_dump_to=DIR --xla_dump_hlo_as_text'"
+BYTECODE_HINT = (
+    "MLIR bytecode (a serialized StableHLO artifact) is not read: write it as text first "
+    "(`stablehlo-translate --deserialize FILE`, or JAX's `lowered.as_text()`)"
 )
 DOT_HINT = "Graphviz dot is not read by xlagraph: dump with XLA_SAVE_TENSORS_FMT=hlo (or text)"
 
@@ -91,7 +93,7 @@ class Source:
     """What `open_source` found: the graphs in order, plus notes (e.g. a truncated last block)."""
 
     path: str
-    kind: str  # hlo-file | lazy-ir-file | save-file | dump-dir
+    kind: str  # hlo-file | stablehlo-file | lazy-ir-file | save-file | dump-dir
     graphs: tuple[Graph, ...]
     notes: tuple[str, ...] = ()
 
@@ -206,6 +208,8 @@ def _read_text(path: str) -> str:
     data = read_bytes(path)
     if not data or data.isspace():  # (`not data.strip()` without copying the whole file)
         raise InputError(path, "empty file")
+    if data.startswith(BYTECODE_MAGIC):
+        raise InputError(path, BYTECODE_HINT)
     # XLA's module messages all begin with field 1 (a name, or the wrapped module): byte 0x0a.
     if b"\0" in data[:_SNIFF_BYTES] or data[:1] == b"\n":
         # The proto reader is imported only for what may be one: HLO text starts with a letter.
@@ -230,7 +234,7 @@ def _body_format(text: str) -> str:
         return "hlo"
     if head.startswith("IR {"):
         return "lazy-ir"
-    if head.startswith(("module @", "module {", "#loc", "func.func")) or "stablehlo." in text[:2000]:
+    if looks_like_stablehlo(text):
         return "stablehlo"
     if head.startswith(("digraph", "graph ")):
         return "dot"
@@ -270,13 +274,13 @@ def open_source(path: str) -> Source:
     if fmt == "lazy-ir":
         return Source(path, "lazy-ir-file", (Graph(path, text, 1, "lazy-ir", GraphInfo(label=path)),))
     if fmt == "stablehlo":
-        raise InputError(path, STABLEHLO_HINT)
+        return Source(path, "stablehlo-file", (Graph(path, text, 1, "stablehlo", GraphInfo(label=path)),))
     if fmt == "dot":
         raise InputError(path, DOT_HINT)
     raise InputError(
         path,
-        "not a format xlagraph reads (expected HLO text starting with `HloModule`, lazy IR `IR {`, "
-        "an XLA_SAVE_TENSORS_FILE dump or a --xla_dump_to directory)",
+        "not a format xlagraph reads (expected HLO text starting with `HloModule`, StableHLO text "
+        "(`module @...`), lazy IR `IR {`, an XLA_SAVE_TENSORS_FILE dump or a --xla_dump_to directory)",
     )
 
 
@@ -443,10 +447,10 @@ def read(graph: Graph) -> Module:
 
         return parse_lazy_ir(graph.text, graph.path, first_line=graph.first_line, info=graph.info)
     if graph.format == "stablehlo":
-        raise InputError(graph.label, STABLEHLO_HINT)
+        return read_stablehlo(graph.text, graph.path, first_line=graph.first_line, info=graph.info)
     if graph.format == "dot":
         raise InputError(graph.label, DOT_HINT)
-    raise InputError(graph.path, "graph block is neither HLO nor lazy IR text", graph.first_line)
+    raise InputError(graph.path, "graph block is neither HLO, StableHLO nor lazy IR text", graph.first_line)
 
 
 def select(source: Source, index: int | None, spec: str) -> Graph:
@@ -471,7 +475,7 @@ def load_module(spec: str) -> Module:
     source = open_source(path)
     graph = select(source, index, spec)
     module = read(graph)
-    if index is not None and source.kind in ("hlo-file", "lazy-ir-file"):
+    if index is not None and source.kind in ("hlo-file", "stablehlo-file", "lazy-ir-file"):
         return module
     return replace_label(module, graph.label)
 
@@ -484,7 +488,8 @@ _SINGLE_HEAD_BYTES = 1 << 16
 
 
 def single_graph_file(path: str) -> bool:
-    """A regular file whose text starts as one graph (`HloModule`, lazy IR `IR {`): never a whole
+    """A regular file whose text starts as one graph (`HloModule`, lazy IR `IR {`, a StableHLO
+    `module @`): never a whole
     run, which starts with a save file's block header. False when unsure (the full read decides,
     and says what is wrong with the file)."""
     try:
@@ -496,4 +501,5 @@ def single_graph_file(path: str) -> bool:
             head = f.read(_SINGLE_HEAD_BYTES)
     except (OSError, ValueError):
         return False
-    return head.lstrip().startswith((b"HloModule", b"IR {")) and b"## BEGIN_GRAPH" not in head
+    starts = (b"HloModule", b"IR {", b"module @", b"module {", b"func.func")
+    return head.lstrip().startswith(starts) and b"## BEGIN_GRAPH" not in head

@@ -118,7 +118,7 @@ class Modules:
             return f"its HLO could not be read: {e}"
         except RecursionError:
             return f"its HLO is nested too deeply to analyze: {spec}"
-        if source.kind not in ("hlo-file", "lazy-ir-file"):
+        if source.kind not in ("hlo-file", "stablehlo-file", "lazy-ir-file"):
             module = replace_label(module, graph.label)
         elif not module.info.label:
             module = replace_label(module, spec)

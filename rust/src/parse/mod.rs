@@ -7,6 +7,7 @@ pub(crate) mod checks;
 pub(crate) mod implied;
 pub(crate) mod ir_build;
 pub(crate) mod lazy_instructions;
+pub(crate) mod line_map;
 pub(crate) mod literal;
 pub(crate) mod notes;
 pub(crate) mod opcodes;

@@ -16,6 +16,7 @@ use crate::canon::handle_parts;
 use crate::canon::model::Failure;
 use crate::parse::ir_build::{self, Builder, Built};
 use crate::parse::lazy_instructions;
+use crate::parse::line_map;
 use crate::parse::read::read;
 use crate::parse::text::FxMap;
 use crate::py::canonical_form::canonical_form;
@@ -31,9 +32,11 @@ create_exception!(
 /// computations are `(name, instructions, is_entry, line)`, frame rows `(table, index, raw_text)`
 /// and `canonical` is `(fingerprint, order, forms)` (see `canonical_form`, callees first),
 /// or `(message, line)` when canonicalization refuses the module.
-/// Raises `HloSyntaxError(message, line)`; lines are 1-based plus `line_offset`.
+/// Raises `HloSyntaxError(message, line)`; lines are 1-based plus `line_offset`. `line_map`:
+/// the text was written by another reader (StableHLO), and line k of it stands for the user's
+/// line `line_map[k]` (line_map.rs); `line_offset` then applies to those.
 #[pyfunction]
-#[pyo3(signature = (text, line_offset, instruction_cls, metadata_cls, ir_first = false, lazy = false))]
+#[pyo3(signature = (text, line_offset, instruction_cls, metadata_cls, ir_first = false, lazy = false, line_map = None))]
 pub fn parse_hlo<'py>(
     py: Python<'py>,
     text: &Bound<'py, PyString>,
@@ -42,14 +45,15 @@ pub fn parse_hlo<'py>(
     metadata_cls: Bound<'py, PyType>,
     ir_first: bool,
     lazy: bool,
+    line_map: Option<Vec<u32>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let built = build(
         py,
         text,
         line_offset,
         (instruction_cls, metadata_cls),
-        ir_first,
-        lazy,
+        (ir_first, lazy),
+        line_map.as_deref(),
     );
     if text.to_str()?.len() > TRIM_PAST {
         release_free_memory();
@@ -84,8 +88,8 @@ fn build<'py>(
     text: &Bound<'py, PyString>,
     line_offset: i64,
     (instruction_cls, metadata_cls): (Bound<'py, PyType>, Bound<'py, PyType>),
-    ir_first: bool,
-    lazy: bool,
+    (ir_first, lazy): (bool, bool),
+    line_map: Option<&[u32]>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     // SAFETY: the records borrowing the text outlive this call only inside a
     // `lazy_instructions::Held`, which keeps `text` (see `Held::new`); everything else is dropped
@@ -93,8 +97,14 @@ fn build<'py>(
     let source = unsafe { std::mem::transmute::<&str, &'static str>(text.to_str()?) };
     let parsed = py.allow_threads(|| read(source));
     let mut module = match parsed {
-        Ok(m) => m,
+        Ok(mut m) => {
+            if let Some(map) = line_map {
+                line_map::remap(&mut m, map);
+            }
+            m
+        }
         Err((message, line)) => {
+            let line = line_map.map_or(line, |map| line_map::source_line(map, line));
             return Err(HloSyntaxError::new_err((
                 message,
                 line as i64 + line_offset,
@@ -251,13 +261,25 @@ fn notes<'py>(
 /// computation_count, canonical)`, `canonical` being `(fingerprint, order)`, `(message, line)`
 /// when canonicalization refuses the module. All that listing graphs needs. Raises `HloSyntaxError(message, line)` as `parse_hlo` does.
 #[pyfunction]
+#[pyo3(signature = (text, line_offset, line_map = None))]
 pub fn summarize_hlo<'py>(
     py: Python<'py>,
     text: &str,
     line_offset: i64,
+    line_map: Option<Vec<u32>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
+    let map = line_map.as_deref();
     let summary = py.allow_threads(|| {
-        read(text).map(|m| {
+        let read = read(text).map_err(|(message, line)| {
+            (
+                message,
+                map.map_or(line, |m| line_map::source_line(m, line)),
+            )
+        });
+        read.map(|mut m| {
+            if let Some(map) = map {
+                line_map::remap(&mut m, map);
+            }
             let count: usize = m.comps.iter().map(|c| c.insts.len()).sum();
             let canonical = match canonicalize(&m) {
                 Ok(c) => Ok((c.fingerprint, c.order)),

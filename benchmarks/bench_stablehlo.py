@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""How long reading StableHLO takes (issue 38), against jaxlib's own MLIR parser and against
+reading the HLO text XLA converts the same lowering to.
+
+    python benchmarks/bench_stablehlo.py [--layers 8 32 128]
+
+A program of N unrolled transformer-style layers is lowered by JAX (at run time: nothing stored)
+and read four ways, best of 3 in this process:
+
+* ``mlir``: jaxlib's C++ MLIR parser (``ir.Module.parse``), the structure only, no IR built;
+* ``to_hlo``: xlagraph's StableHLO reader writing the module as HLO text (Python);
+* ``stablehlo``: that and the compiled reader building the IR and canonical form, all of
+  ``read_stablehlo``: what ``xlagraph diff a.mlir b.mlir`` pays per side;
+* ``hlo``: ``parse_hlo`` of the HLO text XLA writes for the same lowering.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+
+def lowered(layers: int) -> tuple[str, str]:
+    import jax
+    import jax.numpy as jnp
+
+    def layer(x: jax.Array, w: jax.Array) -> jax.Array:
+        h = jax.nn.softmax(jnp.einsum("bd,ed->be", x, w), axis=-1) @ w
+        return jax.nn.gelu(h + x) * jax.lax.rsqrt(jnp.mean(h * h, axis=-1, keepdims=True) + 1e-6)
+
+    def model(x: jax.Array, ws: jax.Array) -> jax.Array:
+        for k in range(layers):
+            x = layer(x, ws[k])
+        return x.sum()
+
+    low = jax.jit(model).lower(jnp.ones((8, 64)), jnp.ones((layers, 64, 64)))
+    return low.as_text(debug_info=True), low.as_text(dialect="hlo")
+
+
+def best(f: Callable[[], object], runs: int = 3) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--layers", type=int, nargs="+", default=[8, 32, 128])
+    args = parser.parse_args()
+    from jax._src.interpreters import mlir as jax_mlir
+    from jaxlib.mlir import ir
+
+    from xlagraph.parse.hlo import parse_hlo
+    from xlagraph.parse.stablehlo import read_stablehlo, stablehlo_to_hlo
+
+    context = jax_mlir.make_ir_context()
+    names = ("layers", "MB", "instr", "mlir", "to_hlo", "stablehlo", "hlo")
+    widths = (6, 6, 7, 8, 8, 10, 8)
+    print(" ".join(f"{n:>{w}}" for n, w in zip(names, widths, strict=True)) + "  (seconds)")
+    for n in args.layers:
+        mlir, hlo = lowered(n)
+        with context:
+            t_mlir = best(lambda text=mlir: ir.Module.parse(text))
+        t_to = best(lambda text=mlir: stablehlo_to_hlo(text))
+        t_shlo = best(lambda text=mlir: read_stablehlo(text))
+        t_hlo = best(lambda text=hlo: parse_hlo(text))
+        count = read_stablehlo(mlir).instruction_count
+        size = len(mlir) / 1e6
+        print(f"{n:>6} {size:>6.2f} {count:>7} {t_mlir:>8.3f} {t_to:>8.3f} {t_shlo:>10.3f} {t_hlo:>8.3f}")
+
+
+if __name__ == "__main__":
+    main()

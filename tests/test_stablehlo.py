@@ -1,0 +1,303 @@
+"""StableHLO text read into the IR the HLO reader builds (issue 38), held to what JAX wrote.
+
+Every input is real: fixtures/jax/stablehlo/ (generate.py lowers each program once and writes
+that lowering as StableHLO and as HLO), tests/data and fixtures/torch_xla (torch_xla's
+XLA_SAVE_TENSORS_FMT=stablehlo). jaxlib's MLIR parser is the reference for the text's structure
+(tests only: the reader never imports it). Broken inputs are made in tmp_path by cutting real
+files, marked where it happens.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from xlagraph.cli.main import xlagraph
+
+from xlagraph.diff import diff_modules
+from xlagraph.ir import Module
+from xlagraph.parse.sources import load_module
+from xlagraph.parse.stablehlo.structure import Op, read_structure
+
+ROOT = Path(__file__).resolve().parents[1]
+HERE = ROOT / "fixtures" / "jax" / "stablehlo"
+MANIFEST = json.loads((HERE / "MANIFEST.json").read_text())
+PROGRAMS = sorted(MANIFEST["programs"])
+PAIRS = sorted(MANIFEST["pairs"])
+SCRIPT = "fixtures/jax/stablehlo/generate.py"
+
+# Where XLA's export (mhlo_to_hlo) and this reader write the same program differently, by design:
+# the export folds what is computed from constants alone into one constant and shares equal
+# constants; it writes a broadcast that only adds size-1 dimensions, and each sharded result, with
+# a reshape; and it extracts every result of a tuple, where the reader extracts those used.
+EXPORT_REWRITES = frozenset({"constant", "broadcast", "reshape", "get-tuple-element"})
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(xlagraph, list(args))
+
+
+def one_error_line(result: Result, *must_contain: str) -> str:
+    """Exit 2, nothing on stdout, one `xlagraph: error:` line, no traceback."""
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("xlagraph: error: "), result.stderr
+    assert "Traceback" not in result.output
+    for text in must_contain:
+        assert text in lines[0], lines[0]
+    return lines[0]
+
+
+def counts(module: Module) -> Counter[str]:
+    """Instructions per opcode, less those computed from constants alone (the export folds them)."""
+    out: Counter[str] = Counter()
+    for comp in module.computations:
+        from_constants: set[str] = set()
+        for inst in comp.instructions:
+            if inst.opcode == "constant" or (
+                inst.operands and not inst.called and all(o in from_constants for o in inst.operands)
+            ):
+                from_constants.add(inst.name)
+                continue
+            out[inst.opcode] += 1
+    return out
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_same_instructions_as_xla_export(name: str) -> None:
+    """The reader's module has the computations and, opcode by opcode, the instructions XLA's own
+    export of the same lowering has, but for the export's documented rewrites."""
+    ours = load_module(str(HERE / f"{name}.mlir"))
+    xla = load_module(str(HERE / f"{name}.hlo"))
+    assert ours.format == "stablehlo"
+    assert len(ours.computations) == len(xla.computations)
+    a, b = counts(ours), counts(xla)
+    differ = {op: (a[op], b[op]) for op in set(a) | set(b) if a[op] != b[op] and op not in EXPORT_REWRITES}
+    assert not differ, differ
+    assert {op for op in b if b[op]} <= {op for op in a if a[op]} | {"reshape", "broadcast"}
+
+
+# Attributes that name computations or carry metadata: compared elsewhere or not at all.
+_NOT_COMPARED = frozenset(
+    {"metadata", "to_apply", "condition", "body", "branch_computations", "true_computation",
+     "false_computation", "calls", "called_computations", "frontend_attributes"}
+)  # fmt: skip
+_LAYOUT = re.compile(r"\{[0-9,]*\}")
+
+
+def signatures(module: Module) -> Counter[tuple[str, str, tuple[tuple[str, str], ...]]]:
+    """(opcode, shape without layout, attributes) of each instruction `counts` counts, less the
+    export's rewrites: a `while` of loop-invariant values it moves last (its tuple is compared as
+    a set of shapes) and an iota it writes smaller and broadcasts (compared by opcode)."""
+    out: Counter[tuple[str, str, tuple[tuple[str, str], ...]]] = Counter()
+    for comp in module.computations:
+        from_constants: set[str] = set()
+        for inst in comp.instructions:
+            if inst.opcode == "constant" or (
+                inst.operands and not inst.called and all(o in from_constants for o in inst.operands)
+            ):
+                from_constants.add(inst.name)
+                continue
+            if inst.opcode in EXPORT_REWRITES | {"parameter", "tuple"}:
+                continue
+            shape = _LAYOUT.sub("", inst.shape)
+            attrs = tuple(sorted((k, v) for k, v in inst.attributes if k not in _NOT_COMPARED))
+            if inst.opcode == "while":
+                shape = ",".join(sorted(shape.strip("()").split(", ")))
+            if inst.opcode == "iota":
+                shape, attrs = "", ()
+            out[(inst.opcode, shape, attrs)] += 1
+    return out
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_same_attributes_as_xla_export(name: str) -> None:
+    """Instruction by instruction, the shapes and attributes XLA's export writes (dimensions,
+    windows, dimension numbers, replica groups, shardings, ...)."""
+    ours = signatures(load_module(str(HERE / f"{name}.mlir")))
+    xla = signatures(load_module(str(HERE / f"{name}.hlo")))
+    differ = {k: (ours[k], xla[k]) for k in set(ours) | set(xla) if ours[k] != xla[k]}
+    assert not differ, differ
+
+
+def _reference_counts(text: str) -> Counter[str]:
+    """Operations per name as jaxlib's MLIR parser reads the text."""
+    pytest.importorskip("jaxlib")
+    from jax._src.interpreters import mlir as jax_mlir
+    from jaxlib.mlir import ir
+
+    with jax_mlir.make_ir_context():
+        module = ir.Module.parse(text)
+    out: Counter[str] = Counter()
+
+    def walk(op: object) -> None:
+        for region in op.regions:  # type: ignore[attr-defined]
+            for block in region.blocks:
+                for inner in block.operations:
+                    out[inner.operation.name] += 1
+                    walk(inner.operation)
+
+    walk(module.operation)
+    return out
+
+
+_SPELLED = {"return": "func.return", "call": "func.call"}
+
+
+def _structure_counts(ops: list[Op]) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for op in ops:
+        out[_SPELLED.get(op.name, op.name)] += 1
+        if " applies " in f" {op.text}":  # `applies stablehlo.add`: a region of that op and a return
+            out[op.text.split(" applies ")[1].split()[0]] += 1
+            out["stablehlo.return"] += 1
+        for region in op.regions:
+            out += _structure_counts(region.ops)
+    return out
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_structure_matches_mlir(name: str) -> None:
+    """Functions, operations and regions as jaxlib's MLIR parser finds them."""
+    text = (HERE / f"{name}.mlir").read_text()
+    module = read_structure(text)
+    ours: Counter[str] = Counter({"func.func": len(module.funcs)})
+    for f in module.funcs:
+        ours += _structure_counts(f.body.ops)
+    assert ours == _reference_counts(text)
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_lines_are_the_users(name: str) -> None:
+    """Each instruction names the line of the .mlir file its operation (or function) is on."""
+    path = HERE / f"{name}.mlir"
+    lines = path.read_text().split("\n")
+    module = load_module(str(path))
+    for comp in module.computations:
+        assert 0 < comp.line <= len(lines)
+        for inst in comp.instructions:
+            text = lines[inst.line - 1].strip()
+            assert text and not text.startswith("#loc"), (inst, text)
+
+
+def test_source_lines_from_locations() -> None:
+    """`loc(...)` through the `#loc` table: the dots of `mlp` cite the lines of `x @ w1`, `h @ w2`."""
+    module = load_module(str(HERE / "mlp.mlir"))
+    script = (ROOT / SCRIPT).read_text().split("\n")
+    dots = [i for c in module.computations for i in c.instructions if i.opcode == "dot"]
+    assert len(dots) == 2
+    for dot, operand in zip(dots, ("@ w1", "@ w2"), strict=True):
+        assert dot.metadata is not None and dot.metadata.source_file == SCRIPT
+        assert operand in script[dot.metadata.source_line - 1]
+        assert dot.metadata.op_name == "jit(mlp)/dot_general"
+
+
+def test_torch_xla_pretty_locations() -> None:
+    """torch_xla's XLA_SAVE_TENSORS_FMT=stablehlo writes MLIR's pretty debug form (no `loc(`,
+    call sites over several lines): op names and source files are read from it all the same."""
+    module = load_module(str(ROOT / "fixtures/torch_xla/formats/stablehlo_save_stablehlo.txt#0"))
+    meta = [i.metadata for c in module.computations for i in c.instructions if i.metadata]
+    assert any(m.op_name == "aten__addmm" and m.source_file.endswith(".py") and m.source_line for m in meta)
+
+
+def test_sharding_and_donation() -> None:
+    """mhlo.sharding on arguments, results and custom calls, and donation, as XLA's export."""
+    ours = load_module(str(HERE / "sharding.mlir"))
+    xla = load_module(str(HERE / "sharding.hlo"))
+
+    def shardings(m: Module) -> list[tuple[str, str]]:
+        entry = m.computations[-1]
+        found = []
+        for inst in entry.instructions:
+            attrs = dict(inst.attributes)
+            if "sharding" in attrs and (inst.opcode in ("parameter", "custom-call") or inst.is_root):
+                found.append((inst.opcode, attrs["sharding"]))
+        return sorted(found)
+
+    assert shardings(ours) == shardings(xla)
+    assert dict(ours.header)["input_output_alias"] == dict(xla.header)["input_output_alias"]
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+def test_pairs_name_the_same_causes_as_hlo(pair: str) -> None:
+    """A diff of two programs' StableHLO names the cause kinds the diff of their HLO names."""
+    spec = MANIFEST["pairs"][pair]
+
+    def kinds(ext: str) -> set[str]:
+        a = load_module(str(HERE / f"{spec['a']}.{ext}"))
+        b = load_module(str(HERE / f"{spec['b']}.{ext}"))
+        result = diff_modules(a, b)
+        assert result.verdict != "identical"
+        return {str(c.kind) for c in result.causes}
+
+    assert kinds("mlir") == kinds("hlo") == {spec["cause"]}
+
+
+def test_cli_diff_and_graphs() -> None:
+    a, b = HERE / "pairs/constant_a.mlir", HERE / "pairs/constant_b.mlir"
+    result = run("diff", str(a), str(b))
+    assert result.exit_code == 1 and "constant" in result.stdout, result.output
+    same = run("diff", str(a), str(a))
+    assert same.exit_code == 0 and same.stdout.startswith("identical"), same.output
+    listing = run("graphs", str(HERE / "scan.mlir"))
+    assert listing.exit_code == 0 and "jit_scan" in listing.stdout, listing.output
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("chlo.mlir", "chlo.erf_inv"), ("shardy.mlir", "sdy."), ("bytecode.mlirbc", "MLIR bytecode")],
+)
+def test_refused_in_one_line(name: str, expected: str) -> None:
+    path = str(HERE / "refused" / name)
+    line = one_error_line(run("diff", path, path), path, expected)
+    if name.endswith(".mlir"):
+        assert f"{path}:" in line  # the line of the operation
+    one_error_line(run("graphs", path), path, expected)
+
+
+@pytest.mark.parametrize("keep", [0.3, 0.6, 0.95])
+def test_truncated_file(tmp_path: Path, keep: float) -> None:
+    """A file cut short (here: a real one, cut by hand at a fraction of its length) is one line."""
+    text = (HERE / "scan.mlir").read_text()
+    module_end = text.index("\n} loc(#loc)")
+    cut = tmp_path / "cut.mlir"
+    cut.write_text(text[: int(module_end * keep)])
+    one_error_line(run("diff", str(cut), str(HERE / "scan.mlir")), str(cut))
+    one_error_line(run("graphs", str(cut)), str(cut))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # Hand edits of a real file: an operation attribute and an argument attribute (Shardy's,
+        # kept as an attribute) that the translation does not read.
+        ("stablehlo.add %1, %2 :", "stablehlo.add %1, %2 {my.attr = 1 : i32} :"),
+        ("%arg0: tensor<4xf32>", "%arg0: tensor<4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}]>}"),
+    ],
+)
+def test_unread_attributes_are_never_identical(old: str, new: str) -> None:
+    """An attribute the reader does not translate is carried into the instruction, so that two
+    modules that differ only in it are never `identical`."""
+    from xlagraph.parse.stablehlo import read_stablehlo
+
+    text = (HERE / "pairs/constant_a.mlir").read_text()
+    edited = text.replace(old, new, 1)
+    assert edited != text
+    result = diff_modules(read_stablehlo(text, "a.mlir"), read_stablehlo(edited, "b.mlir"))
+    assert result.verdict != "identical"
+    assert {str(c.kind) for c in result.causes} == {"attribute"}
+
+
+def test_report_and_api() -> None:
+    """`report` reads an XLA_SAVE_TENSORS_FMT=stablehlo dump; the API diffs .mlir files."""
+    import xlagraph.api as api
+
+    result = run("report", str(ROOT / "tests/data/train.stablehlo.txt"))
+    assert result.exit_code == 0 and "no recompile" in result.stdout, result.output
+    found = api.diff(str(HERE / "pairs/shape_a.mlir"), str(HERE / "pairs/shape_b.mlir"))
+    assert [str(c.kind) for c in found.causes] == ["parameter_shape"]
