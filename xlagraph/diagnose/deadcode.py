@@ -85,10 +85,8 @@ def _signature(dead: list[tuple[CanonicalComputation, str]]) -> list[str]:
 
 
 def _opcodes(comp: CanonicalComputation, names: Sequence[str]) -> list[str]:
-    """The opcodes of the instructions `names` names, from the core's handle where there is one."""
-    if comp.core is not None:
-        return comp.core.opcodes_of(names)
-    return [comp.instruction(n).opcode for n in names]
+    """The opcodes of the instructions `names` names, from the core's handle."""
+    return comp.core.opcodes_of(names)  # type: ignore[attr-defined]
 
 
 def _effects(canon: CanonicalModule) -> dict[tuple[str, str], int]:
@@ -109,8 +107,6 @@ def _may_act(comp: CanonicalComputation) -> tuple[str, ...]:
     decides), told apart by the core's handle where there is one: no instruction built for the
     rest (a 120K graph has 15K dead instructions)."""
     names = (*comp.dead, *comp.plumbing)
-    if comp.core is None:
-        return names  # (`has_side_effect` reads the instructions anyway)
     return tuple(n for n, o in zip(names, _opcodes(comp, names), strict=True) if o in _MAY_ACT)
 
 

@@ -90,9 +90,9 @@ impl CanonHandle {
         PyTuple::new(py, names)
     }
 
-    /// The indices of the constants that are a scalar one, in order (`identity._one`: the
-    /// shape before any `{`, spaces aside, ends in `[]`; the value, stripped and lowered, is
-    /// one of `identity._ONE`).
+    /// The indices of the constants that are a scalar one, in order
+    /// (tests/oracles/multiply_by_one_reference.py `one`: the shape before any `{`, spaces
+    /// aside, ends in `[]`; the value, stripped and lowered, is one of its `ONE`).
     fn scalar_ones(&self) -> Vec<u32> {
         self.ones.clone()
     }
@@ -112,15 +112,11 @@ impl CanonHandle {
 
     /// `pairing._lone_parameters`: the parameters (in `param_number`'s order) no other one
     /// resembles, a parameter's likeness being its compared shape and the sorted `h0` of its
-    /// users (each once per operand slot that reads it). None where an instruction of `order`
-    /// has no operands (the Python path decides).
-    fn lone_parameters<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyFrozenSet>>> {
+    /// users (each once per operand slot that reads it). tests/test_canon_map.py holds it to the
+    /// rule written in Python.
+    fn lone_parameters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyFrozenSet>> {
         let n = self.names.len();
-        let Ok((start, users)) =
-            users_of(n, &self.order, &self.ops_start, &self.ops, &self.has_ops)
-        else {
-            return Ok(None);
-        };
+        let (start, users) = users_of(n, &self.order, &self.ops_start, &self.ops, &self.has_ops)?;
         let shapes = compared_shapes(self);
         // The value Python holds: `py_int` of the hash (signed where it fits, else unsigned).
         let value = |h: i128| i64::try_from(h).map_or((h as u64) as i128, i128::from);
@@ -147,7 +143,7 @@ impl CanonHandle {
             .zip(&sigs)
             .filter(|(_, sig)| seen[sig] == 1)
             .map(|(&(p, _), _)| self.names[p as usize].bind(py));
-        PyFrozenSet::new(py, lone).map(Some)
+        PyFrozenSet::new(py, lone)
     }
 
     /// `_dataflow.updated_inputs(comp, comp.outputs)`: output -> the input of its own compared
