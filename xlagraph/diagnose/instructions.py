@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from xlagraph._core import matched_walk as _matched_walk
-from xlagraph.canonical.hashes import compared_value
+from xlagraph.canonical.attributes import attribute_values
 from xlagraph.diagnose.causes import CauseKind, Change
 from xlagraph.diagnose.numbers import explained_by_dims, numbers_equal, reciprocal_dims
 from xlagraph.diagnose.residue import ELIDED
 from xlagraph.diagnose.shapes import shape_of
-from xlagraph.ir import COMPUTATION_ATTRIBUTES, Instruction
+from xlagraph.ir import Instruction
 from xlagraph.opcodes import COMMUTATIVE
 
 if TYPE_CHECKING:
@@ -32,11 +32,8 @@ __all__ = [
 
 
 def attributes(ins: Instruction) -> dict[str, str]:
-    return {
-        k: cv
-        for k, v in ins.attributes
-        if k not in COMPUTATION_ATTRIBUTES and (cv := compared_value(ins, k, v)) is not None
-    }
+    """What an op's attributes compare (called computations aside: compared by their hashes)."""
+    return attribute_values(ins, called=False)
 
 
 def operands_agree(cmp: Comparison, oa: tuple[str, ...], ob: tuple[str, ...], commutative: bool) -> bool:

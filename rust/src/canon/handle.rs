@@ -63,6 +63,8 @@ pub struct CanonHandle {
     /// The distinct non-empty `source_file`s of the instructions' metadata, first seen first.
     pub(crate) source_files: Vec<String>,
     pub(crate) ones: Vec<u32>,
+    /// The side effects among the dead code and the plumbing, in that order, and their hashes.
+    pub(crate) effects: Vec<(u32, i128)>,
 }
 
 impl std::ops::Deref for CanonHandle {
@@ -95,6 +97,18 @@ impl CanonHandle {
     /// aside, ends in `[]`; the value, stripped and lowered, is one of its `ONE`).
     fn scalar_ones(&self) -> Vec<u32> {
         self.ones.clone()
+    }
+
+    /// `{name: hash}` of the instructions with a side effect that no result reads (its dead code,
+    /// then its plumbing): what they do, hashed as the canonical form hashed them into the
+    /// computation's hash (canon/effects.rs; the reference is `effect_hash_map` of
+    /// tests/oracles/hashes_reference.py).
+    fn effect_hashes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        for &(i, h) in &self.effects {
+            out.set_item(self.names[i as usize].bind(py), py_int(py, h)?)?;
+        }
+        Ok(out)
     }
 
     /// The indices of the instructions whose opcode is one of `opcodes` (a set of strings), in

@@ -46,6 +46,7 @@ pub(crate) struct Parts {
     elided: Vec<u32>,
     source_files: Vec<String>,
     ones: Vec<u32>,
+    effects: Vec<(u32, i128)>,
 }
 
 /// `Canon` but its names.
@@ -158,6 +159,7 @@ pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Option<Parts> {
         elided,
         source_files,
         ones,
+        effects: c.effects.clone(),
     })
 }
 
@@ -216,5 +218,6 @@ pub(crate) fn handle<'py>(
         elided: p.elided,
         source_files: p.source_files,
         ones: p.ones,
+        effects: p.effects,
     })
 }
