@@ -1,8 +1,8 @@
 """The canonicalization rules written plainly, one walk per rule: the oracle the compiled core
 (rust/src/canon/, the library's only engine: `xlagraph.canonical.canonicalize`) must agree
 with exactly, on every field (tests/test_canonical_speed_equivalence.py). Kept with the tests:
-the library never runs it. What the library still uses itself (content keys, attribute
-normalization, side effects' hashes) it imports from `xlagraph.canonical.hashes`.
+the library never runs it. Its per-instruction rules (content keys, attribute normalization, side
+effects' hashes) are tests/oracles/hashes_reference.py.
 
 Rule 1 for the entry's tuple-shaped parameters (`unwrap`): their elements, read through
 get-tuple-element (chains of them for nested tuples), are the inputs. PyTorch/XLA wraps its
@@ -25,8 +25,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import NamedTuple
 
-from xlagraph._gc import paused_gc
-from xlagraph.canonical.hashes import (
+from tests.oracles.hashes_reference import (
     EffectKeyError,
     IotaError,
     content_key,
@@ -34,6 +33,7 @@ from xlagraph.canonical.hashes import (
     plumbing_attributes,
     stable_hash,
 )
+from xlagraph._gc import paused_gc
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 from xlagraph.errors import ParseError
 from xlagraph.ir import Computation, Instruction, Module, strip_layout

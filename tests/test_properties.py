@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import FIXTURES
+from tests.oracles.hashes_reference import IGNORED_ATTRIBUTES
 from xlagraph.canonical import canonicalize
-from xlagraph.canonical.hashes import IGNORED_ATTRIBUTES
 from xlagraph.ir import COMPUTATION_ATTRIBUTES, Computation, Instruction, Module
 from xlagraph.parse.hlo import parse_hlo
 

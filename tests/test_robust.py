@@ -23,8 +23,8 @@ from click.testing import CliRunner, Result
 from xlagraph.cli.main import xlagraph
 
 from tests.conftest import FIXTURES, ROOT
+from tests.oracles.hashes_reference import IotaError, expand_iota_groups
 from xlagraph.canonical import canonicalize
-from xlagraph.canonical.hashes import IotaError, expand_iota_groups
 from xlagraph.diff import diff_files
 from xlagraph.errors import InputError, ParseError
 from xlagraph.parse.hlo import parse_hlo

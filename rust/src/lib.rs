@@ -18,8 +18,8 @@ use matching::{
     from_handle, matcher, multiply_by_one, pair_map, refine, refine_from_dicts, side, users,
 };
 use parse::lazy_instructions;
-use py::from_python;
 use py::parse_hlo::{self, HloSyntaxError};
+use py::{attributes, from_python};
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -55,6 +55,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?)?;
     m.add_function(wrap_pyfunction!(users::side_users_mapping, m)?)?;
     m.add_class::<users::SideUsers>()?;
+    m.add_function(wrap_pyfunction!(attributes::compared_values, m)?)?;
+    m.add_function(wrap_pyfunction!(attributes::attribute_values, m)?)?;
+    m.add_function(wrap_pyfunction!(attributes::normalize_attribute, m)?)?;
+    m.add_function(wrap_pyfunction!(attributes::plumbing_attributes, m)?)?;
+    m.add_function(wrap_pyfunction!(attributes::frontend_entries, m)?)?;
+    m.add_function(wrap_pyfunction!(attributes::stable_hash, m)?)?;
     m.add("HloSyntaxError", m.py().get_type::<HloSyntaxError>())?;
     Ok(())
 }

@@ -8,15 +8,15 @@ walk per rule, in tests/canonical_reference.py, the oracle the tests hold the co
    nested tuples) are the inputs, the tuple plumbing (PyTorch/XLA wraps parameters in a tuple past
    3,200 of them); a tuple read whole stays one input (rust/src/canon/tuple_params.rs);
 2. dead code: instructions that cannot reach the outputs are set aside and reported, not compared;
-3. structural hashes (`hashes.py`): a Merkle hash per instruction over opcode, shape without layout,
-   attributes that change semantics (names, numbering, metadata, channel ids, frontend attributes and
-   backend config are left out; called computations are replaced by their own hash), the printed
-   value of a constant (however large; an elided `{...}` compares by shape) and operand hashes
-   in order (commutative ops too: torch_xla's graph hash keeps operand order). `h0` hashes every
-   parameter by shape alone, so it does not depend on parameter numbering; in the ENTRY, outputs
-   are then ordered by `h0`, parameters numbered by first use in a depth-first walk from those
-   outputs, and `h1` adds that canonical number, so it tells `p0 - p1` from `p0 - p0` while
-   staying blind to how the dump numbered them.
+3. structural hashes (rust/src/canon/structural_hashes.rs): a Merkle hash per instruction over
+   opcode, shape without layout, attributes that change semantics (names, numbering, metadata,
+   channel ids, frontend attributes and backend config are left out; called computations are
+   replaced by their own hash), the printed value of a constant (however large; an elided `{...}`
+   compares by shape) and operand hashes in order (commutative ops too: torch_xla's graph hash
+   keeps operand order). `h0` hashes every parameter by shape alone, so it does not depend on
+   parameter numbering; in the ENTRY, outputs are then ordered by `h0`, parameters numbered by
+   first use in a depth-first walk from those outputs, and `h1` adds that canonical number, so it
+   tells `p0 - p1` from `p0 - p0` while staying blind to how the dump numbered them.
    A called computation (fusion, call, reduce, sort comparator, while body, branch) keeps the
    dump's parameter numbers and output order: its callers pass operands by position and read
    results by tuple index, so a swapped comparator or a reordered `tuple` is a different graph;

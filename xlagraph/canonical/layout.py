@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from xlagraph.canonical.hashes import stable_hash
+from xlagraph.canonical.attributes import stable_hash
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 
 __all__ = ["LayoutChange", "layout_changes", "layout_signature"]

@@ -10,7 +10,7 @@ from typing import NamedTuple
 from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalModule
-from xlagraph.canonical.hashes import normalize_attribute
+from xlagraph.canonical.attributes import normalize_attribute
 from xlagraph.diagnose.fixes import fix
 from xlagraph.ir import Instruction, strip_layout
 from xlagraph.opcodes import COLLECTIVES
@@ -25,7 +25,6 @@ __all__ = [
     "regrouped_only",
     "summarize",
 ]
-
 
 
 def _kind(opcode: str) -> str:

@@ -18,11 +18,9 @@ from operator import itemgetter
 from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
-from xlagraph.canonical.hashes import effect_hash_map
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
 from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.sources import sources_of
-from xlagraph.opcodes import SIDE_EFFECTS
 
 __all__ = ["dead_code"]
 
@@ -85,36 +83,20 @@ def _signature(dead: list[tuple[CanonicalComputation, str]]) -> list[str]:
 
 
 def _opcodes(comp: CanonicalComputation, names: Sequence[str]) -> list[str]:
-    """The opcodes of the instructions `names` names, from the core's handle where there is one."""
-    if comp.core is not None:
-        return comp.core.opcodes_of(names)
-    return [comp.instruction(n).opcode for n in names]
+    """The opcodes of the instructions `names` names, from the core's handle."""
+    return comp.core.opcodes_of(names)  # type: ignore[attr-defined]
 
 
 def _effects(canon: CanonicalModule) -> dict[tuple[str, str], int]:
     """Instructions with a side effect that no result reads (dead, or reached only through a tuple
     forwarding skips, as a `send-done` beside the value it sent) -> what they do, hashed as the
     canonical form hashes them (identifiers aside, live operands by structure)."""
-    callee_hash = {name: c.hash for name, c in canon.computations.items()}
     return {
         (c.computation.name, d): h
         for c in canon.computations.values()
         if c.dead or c.plumbing
-        for d, h in effect_hash_map(c.computation, _may_act(c), c.h1, callee_hash).items()
+        for d, h in c.core.effect_hashes().items()  # type: ignore[attr-defined]
     }
-
-
-def _may_act(comp: CanonicalComputation) -> tuple[str, ...]:
-    """Its dead code and plumbing whose opcode may have a side effect (`has_side_effect`
-    decides), told apart by the core's handle where there is one: no instruction built for the
-    rest (a 120K graph has 15K dead instructions)."""
-    names = (*comp.dead, *comp.plumbing)
-    if comp.core is None:
-        return names  # (`has_side_effect` reads the instructions anyway)
-    return tuple(n for n, o in zip(names, _opcodes(comp, names), strict=True) if o in _MAY_ACT)
-
-
-_MAY_ACT = SIDE_EFFECTS | {"custom-call"}
 
 
 def _effect_cause(leff: dict[tuple[str, str], int], reff: dict[tuple[str, str], int]) -> Cause:

@@ -7,32 +7,33 @@ op whose shape changes only in element type belongs to the `dtype` cause.
 
 from __future__ import annotations
 
-from itertools import compress
-from operator import ne
 from typing import TYPE_CHECKING
 
 from xlagraph._core import matched_walk as _matched_walk
-from xlagraph.canonical.hashes import compared_value
+from xlagraph.canonical.attributes import attribute_values
 from xlagraph.diagnose.causes import CauseKind, Change
-from xlagraph.diagnose.collectives import is_collective
 from xlagraph.diagnose.numbers import explained_by_dims, numbers_equal, reciprocal_dims
 from xlagraph.diagnose.residue import ELIDED
-from xlagraph.diagnose.shapes import dims_of, shape_of
-from xlagraph.ir import COMPUTATION_ATTRIBUTES, Instruction, strip_layout
+from xlagraph.diagnose.shapes import shape_of
+from xlagraph.ir import Instruction
 from xlagraph.opcodes import COMMUTATIVE
 
 if TYPE_CHECKING:
     from xlagraph.diagnose.comparison import Comparison
 
-__all__ = ["attributes", "matched_changes", "operands_agree"]
+__all__ = [
+    "attribute_change",
+    "attributes",
+    "constant_change",
+    "explain_propagated",
+    "matched_changes",
+    "operands_agree",
+]
 
 
 def attributes(ins: Instruction) -> dict[str, str]:
-    return {
-        k: cv
-        for k, v in ins.attributes
-        if k not in COMPUTATION_ATTRIBUTES and (cv := compared_value(ins, k, v)) is not None
-    }
+    """What an op's attributes compare (called computations aside: compared by their hashes)."""
+    return attribute_values(ins, called=False)
 
 
 def operands_agree(cmp: Comparison, oa: tuple[str, ...], ob: tuple[str, ...], commutative: bool) -> bool:
@@ -66,97 +67,12 @@ def operands_agree(cmp: Comparison, oa: tuple[str, ...], ob: tuple[str, ...], co
 
 def matched_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple[str, str]]:
     """Constant and attribute causes; returns pairs whose operands were rewired or whose
-    opcode changed (structural, handled with the unmatched instructions)."""
-    has_dtype = any(c.kind is CauseKind.DTYPE for c in cmp.causes)
-    if not has_dtype and not cmp.regrouped:
-        found = _compiled_changes(cmp, dims)
-        if found is not None:
-            return found
+    opcode changed (structural, handled with the unmatched instructions).
+
+    The walk over the pairs runs in the compiled core (rust/src/diagnose/changes.rs; its
+    readable reference is tests/oracles/changes_reference.py): Python handles only the pairs it
+    reports, in its order (the order of the causes)."""
     left, right = cmp.left, cmp.right
-    structural: list[tuple[str, str]] = []
-    shape_changed: set[str] = set()
-    propagated: tuple[list[str], list[str]] = ([], [])
-    lkeys, rkeys = left.keys, right.keys
-    lh1, rh1 = left.h1, right.h1
-    lins, rins = left.computation.by_name, right.computation.by_name
-    lops, rops = left.operands, right.operands
-    pair_left, params, regrouped = cmp.pair_left, left.param_number, cmp.regrouped
-    pl_get = pair_left.get
-    follows_dims: dict[tuple[str, str], bool] = {}
-    # Pairs with equal subgraph hashes have nothing to report: they are passed over at C speed
-    # (unpaired names come through too, as hash != None, and are skipped below).
-    order = left.order
-    maybe_changed = compress(order, map(ne, map(lh1.__getitem__, order), map(rh1.get, map(pl_get, order))))
-    for a in maybe_changed:
-        b = pair_left.get(a)
-        if b is None or lh1[a] == rh1[b]:
-            continue
-        ia, ib = lins[a], rins[b]
-        opcode = ia.opcode
-        oa, ob = lops[a], rops[b]
-        # Operands paired position by position (`tuple(map(...))`: the usual case at C speed).
-        agree = tuple(map(pl_get, oa)) == ob or operands_agree(cmp, oa, ob, opcode in COMMUTATIVE)
-        if lkeys[a] == rkeys[b]:
-            # Same content, so only operands can differ.
-            if not agree:
-                structural.append((a, b))
-            continue
-        sa = strip_layout(ia.shape).replace(" ", "")  # common.shape_of, inlined: once per pair
-        sb = strip_layout(ib.shape).replace(" ", "")
-        if a in params:
-            if sa != sb:
-                shape_changed.add(a)
-                continue
-            _attribute_change(cmp, a, b, set(), False, propagated)
-            continue
-        if opcode != ib.opcode:
-            structural.append((a, b))
-            continue
-        if regrouped and is_collective(opcode):
-            cmp.absorb_into(CauseKind.COLLECTIVE, [a], [b])
-            continue
-        if not agree:
-            structural.append((a, b))
-            continue
-        upstream = not shape_changed.isdisjoint(oa)
-        if sa != sb:
-            shape_changed.add(a)
-            if not upstream:
-                key = (sa, sb)
-                judged = follows_dims.get(key)
-                if judged is None:  # shapes repeat (every layer): judge each pair of them once
-                    judged = follows_dims[key] = explained_by_dims(sa, sb, dims)
-                upstream = judged
-            if has_dtype and dims_of(sa) == dims_of(sb) and opcode != "constant":
-                cmp.absorb_into(CauseKind.DTYPE, [a], [b])
-                continue
-        if upstream and opcode != "constant":  # follows a changed input (_attribute_change, inlined)
-            propagated[0].append(a)
-            propagated[1].append(b)
-            continue
-        if opcode == "constant":
-            _constant_change(cmp, a, b, sa, sb, dims, propagated)
-            continue
-        _attribute_change(cmp, a, b, dims, upstream, propagated)
-    _explain_propagated(cmp, propagated)
-    return structural
-
-
-def _explain_propagated(cmp: Comparison, propagated: tuple[list[str], list[str]]) -> None:
-    """Pairs that follow a changed input's shape belong to that cause, where there is one."""
-    if propagated[0] and any(c.kind is CauseKind.PARAMETER_SHAPE for c in cmp.causes):
-        cmp.explained_left.update(propagated[0])
-        cmp.explained_right.update(propagated[1])
-
-
-def _compiled_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple[str, str]] | None:
-    """`matched_changes` with its walk over the pairs run in the compiled core
-    (rust/src/diagnose/changes.rs, the same loop) where both sides came from the compiled reader: Python
-    then handles only the pairs the walk reports, in its order, with the loop's own code. None
-    where the Python loop must run (its two rare modes, or input the core leaves to it)."""
-    left, right = cmp.left, cmp.right
-    if left.core is None or right.core is None:
-        return None
     lops, rops, lins = left.operands, right.operands, left.computation.by_name
 
     def agree(a: str, b: str) -> bool:
@@ -165,30 +81,42 @@ def _compiled_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple
     def follows(sa: str, sb: str) -> bool:
         return explained_by_dims(sa, sb, dims)
 
-    found = _matched_walk(left.core, right.core, cmp.pair_left, agree, follows)
-    if found is None:
-        return None
-    events, prop_left, prop_right = found
+    has_dtype = any(c.kind is CauseKind.DTYPE for c in cmp.causes)
+    events, prop_left, prop_right = _matched_walk(
+        left.core, right.core, cmp.pair_left, agree, follows, has_dtype, cmp.regrouped
+    )
     structural: list[tuple[str, str]] = []
     propagated: tuple[list[str], list[str]] = (prop_left, prop_right)
     for kind, a, b, upstream in events:
         if kind == _STRUCTURAL:
             structural.append((a, b))
         elif kind == _PARAMETER:
-            _attribute_change(cmp, a, b, set(), False, propagated)
+            attribute_change(cmp, a, b, set(), False, propagated)
         elif kind == _CONSTANT:
             sa, sb = shape_of(left, a), shape_of(right, b)
-            _constant_change(cmp, a, b, sa, sb, dims, propagated)
+            constant_change(cmp, a, b, sa, sb, dims, propagated)
+        elif kind == _DTYPE:
+            cmp.absorb_into(CauseKind.DTYPE, [a], [b])
+        elif kind == _COLLECTIVE:
+            cmp.absorb_into(CauseKind.COLLECTIVE, [a], [b])
         else:
-            _attribute_change(cmp, a, b, dims, upstream, propagated)
-    _explain_propagated(cmp, propagated)
+            attribute_change(cmp, a, b, dims, upstream, propagated)
+    explain_propagated(cmp, propagated)
     return structural
 
 
-_STRUCTURAL, _PARAMETER, _CONSTANT = 0, 1, 2
+# The walk's events (rust/src/diagnose/changes.rs).
+_STRUCTURAL, _PARAMETER, _CONSTANT, _ATTRIBUTE, _DTYPE, _COLLECTIVE = range(6)
 
 
-def _constant_change(
+def explain_propagated(cmp: Comparison, propagated: tuple[list[str], list[str]]) -> None:
+    """Pairs that follow a changed input's shape belong to that cause, where there is one."""
+    if propagated[0] and any(c.kind is CauseKind.PARAMETER_SHAPE for c in cmp.causes):
+        cmp.explained_left.update(propagated[0])
+        cmp.explained_right.update(propagated[1])
+
+
+def constant_change(
     cmp: Comparison,
     a: str,
     b: str,
@@ -220,7 +148,7 @@ def _constant_change(
     )
 
 
-def _attribute_change(
+def attribute_change(
     cmp: Comparison,
     a: str,
     b: str,

@@ -59,25 +59,12 @@ def _distinguishable(cmp: Comparison, comp: CanonicalComputation) -> frozenset[s
     A property of `comp` alone (`cmp.users` is `users_of(comp)`): kept for a report's other diffs."""
     found = _LONE.get(comp)
     if found is None:
-        found = _LONE[comp] = _lone_parameters(cmp, comp)
+        # The rule runs on the core's handle (rust/src/canon/handle.rs `lone_parameters`).
+        found = _LONE[comp] = comp.core.lone_parameters()  # type: ignore[attr-defined]
     return found
 
 
 _LONE: WeakKeyDictionary[CanonicalComputation, frozenset[str]] = WeakKeyDictionary()
-
-
-def _lone_parameters(cmp: Comparison, comp: CanonicalComputation) -> frozenset[str]:
-    if comp.core is not None and (found := comp.core.lone_parameters()) is not None:
-        return found  # the same rule on the core's handle (rust/src/canon/handle.rs)
-    users = cmp.users(comp)
-    sig = {
-        p: (shape_of(comp, p), tuple(sorted(comp.h0.get(u, comp.keys.get(u, 0)) for u in users.get(p, ()))))
-        for p in comp.param_number
-    }
-    seen: dict[tuple[str, tuple[int, ...]], int] = {}
-    for v in sig.values():
-        seen[v] = seen.get(v, 0) + 1
-    return frozenset(p for p, v in sig.items() if seen[v] == 1)
 
 
 def _longest_increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
-from xlagraph.canonical.hashes import plumbing_attributes
+from xlagraph.canonical.attributes import plumbing_attributes
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.collectives import (
     OTHER_TENSORS_HINT,

@@ -8,7 +8,6 @@ knows stays `structure`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import filterfalse
 from typing import TYPE_CHECKING
 
 from xlagraph._core import unexplained as _core_unexplained
@@ -134,28 +133,12 @@ def _unexplained(cmp: Comparison) -> tuple[list[str], list[str]]:
     is the same computation (lowering does not always reuse a node: same graph hash, other
     CSE). Twins are judged on both sides: canonical parameter numbers differ when an input is
     added, so a repeated transpose of a weight is told by its matched twin on its own side too.
-    The compiled core answers where both sides came from its reader (rust/src/diagnose/changes.rs)."""
+    The compiled core answers (rust/src/diagnose/changes.rs; its readable reference is
+    tests/oracles/changes_reference.py)."""
     left, right = cmp.left, cmp.right
-    pl, pr = cmp.pair_left, cmp.pair_right
-    if left.core is not None and right.core is not None:
-        found = _core_unexplained(left.core, right.core, pl, pr, cmp.explained_left, cmp.explained_right)
-        if found is not None:
-            return found[0], found[1]
-    left_h1, right_h1 = set(left.h1.values()), set(right.h1.values())
-    left_twins = set(map(left.h1.__getitem__, pl))  # at C speed: every pair of every diff
-    right_twins = set(map(right.h1.__getitem__, pr))
-    # The unions once, not once per unmatched instruction (a copy of every h1 of the other side).
-    known_left, known_right = right_h1 | left_twins, left_h1 | right_twins
-    lefts = [
-        a
-        for a in filterfalse(pl.__contains__, left.order)
-        if a not in cmp.explained_left and left.h1[a] not in known_left
-    ]
-    rights = [
-        b
-        for b in filterfalse(pr.__contains__, right.order)
-        if b not in cmp.explained_right and right.h1[b] not in known_right
-    ]
+    lefts, rights = _core_unexplained(
+        left.core, right.core, cmp.pair_left, cmp.pair_right, cmp.explained_left, cmp.explained_right
+    )
     return lefts, rights
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from itertools import compress
 from math import prod
 from operator import attrgetter
 from weakref import WeakKeyDictionary
@@ -218,15 +217,8 @@ def constants_of(comp: CanonicalComputation) -> list[str]:
     """The live constants of `comp`, picked at C speed: every diff asks, of every instruction
     (and a report of each computation again in every diff it is part of: kept while it lives)."""
     found = _CONSTANTS.get(comp)
-    if found is None and comp.core is not None:  # the core's handle knows each one's opcode
-        found = _CONSTANTS[comp] = comp.core.live_constants()
-    if found is None and "constant" not in map(_OPCODE, comp.computation.instructions):
-        found = _CONSTANTS[comp] = ()  # (most called computations: no dictionary by name built)
-    if found is None:
-        by_name = comp.computation.by_name
-        found = _CONSTANTS[comp] = tuple(
-            compress(comp.order, map("constant".__eq__, map(_OPCODE, map(by_name.__getitem__, comp.order))))
-        )
+    if found is None:  # the core's handle knows each one's opcode
+        found = _CONSTANTS[comp] = comp.core.live_constants()  # type: ignore[attr-defined]
     return list(found)
 
 
@@ -280,12 +272,8 @@ def _elided_names(comp: CanonicalComputation) -> frozenset[str]:
     """Names whose instruction (as `by_name` has it) is a constant printed `{...}`; kept while
     `comp` lives."""
     found = _ELIDED_NAMES.get(comp)
-    if found is None and comp.core is not None:  # picked by the core as it read them
-        found = _ELIDED_NAMES[comp] = comp.core.elided_names()
-    if found is None:
-        by_name = comp.computation.by_name
-        constants = compress(by_name.items(), map("constant".__eq__, map(_OPCODE, by_name.values())))
-        found = _ELIDED_NAMES[comp] = frozenset(name for name, ins in constants if is_elided(ins.payload))
+    if found is None:  # picked by the core as it read them
+        found = _ELIDED_NAMES[comp] = comp.core.elided_names()  # type: ignore[attr-defined]
     return found
 
 

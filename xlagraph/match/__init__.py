@@ -16,8 +16,6 @@ outputs paired by data-flow context (`_context_pairs`, from `correspondence`).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import compress
-from operator import attrgetter
 from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalComputation
@@ -78,15 +76,12 @@ _LAYOUT: WeakKeyDictionary[CanonicalComputation, list[tuple[str, str]]] = WeakKe
 
 
 def _with_opcodes(comp: CanonicalComputation, opcodes: frozenset[str]) -> Iterator[Instruction]:
-    """The computation's instructions of those opcodes, picked by the core's handle or at C
-    speed (most have none)."""
+    """The computation's instructions of those opcodes, picked by the core's handle (most have
+    none)."""
     instructions = comp.computation.instructions
-    if comp.core is not None:
-        return map(instructions.__getitem__, comp.core.with_opcodes(opcodes))
-    return compress(instructions, map(opcodes.__contains__, map(_OPCODE, instructions)))
+    return map(instructions.__getitem__, comp.core.with_opcodes(opcodes))  # type: ignore[attr-defined]
 
 
-_OPCODE = attrgetter("opcode")
 _SEND = frozenset({"send"})
 
 

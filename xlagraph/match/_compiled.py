@@ -13,14 +13,11 @@ from weakref import WeakKeyDictionary
 
 from xlagraph import _core
 from xlagraph.canonical import CanonicalComputation
-from xlagraph.ir import strip_layout
 from xlagraph.match.mappings import Matching
-from xlagraph.match.shapes import dims
 from xlagraph.opcodes import COMMUTATIVE
 
 __all__ = ["Users", "cached_side", "match", "side", "users"]
 
-_match_side = _core.match_side
 _match_sides = _core.match_sides
 _match_side_of = _core.match_side_of
 _users_mapping = _core.side_users_mapping
@@ -39,12 +36,6 @@ def side(comp: CanonicalComputation) -> object:
     found = _SIDES.get(comp)
     if found is None:
         instructions = comp.computation.instructions
-        if comp.core is None and len(comp.computation.by_name) != len(instructions):
-            # The readers refuse these (parse_hlo names the duplicate); only a module built by
-            # hand can get here, and pairs by name would be ambiguous.
-            raise ValueError(
-                f"computation {comp.name} repeats an instruction name: the matcher needs unique names"
-            )
         found = _SIDES[comp] = _read(comp)
         _RECENT.append((weakref.ref(comp), len(instructions)))
         kept = sum(n for ref, n in _RECENT if ref() is not None)
@@ -57,23 +48,8 @@ def side(comp: CanonicalComputation) -> object:
 
 
 def _read(comp: CanonicalComputation) -> object:
-    """The core's copy of `comp`: from its handle where the compiled reader made one (no
-    Python object read per instruction), else from the IR and the canonical dictionaries."""
-    if comp.core is not None:
-        return _match_side_of(comp.core, COMMUTATIVE)
-    instructions = comp.computation.instructions
-    shapes = {s: _shape_key(s) for s in {i.shape for i in instructions}}
-    return _match_side(
-        instructions,
-        shapes,
-        COMMUTATIVE,
-        comp.order,
-        comp.operands,
-        comp.outputs,
-        comp.h0,
-        comp.h1,
-        comp.param_number,
-    )
+    """The core's copy of `comp`, from its handle (no Python object read per instruction)."""
+    return _match_side_of(comp.core, COMMUTATIVE)
 
 
 def cached_side(comp: CanonicalComputation) -> object | None:
@@ -81,10 +57,9 @@ def cached_side(comp: CanonicalComputation) -> object | None:
     return _SIDES.get(comp)
 
 
-def users(comp: CanonicalComputation) -> Mapping[str, list[str]] | None:
-    """`users.users_of(comp)` answered by the core from its copy, if it has one."""
-    found = cached_side(comp)
-    return None if found is None else Users(_users_mapping(found))
+def users(comp: CanonicalComputation) -> Mapping[str, list[str]]:
+    """`users.users_of(comp)` answered by the core from its copy of `comp`."""
+    return Users(_users_mapping(side(comp)))
 
 
 class Users(Mapping[str, list[str]]):
@@ -109,12 +84,6 @@ class Users(Mapping[str, list[str]]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._core.keys())  # type: ignore[attr-defined]
-
-
-def _shape_key(shape: str) -> tuple[str, list[int] | None]:
-    """`strip_layout(shape)` and its dims (`shapes.dims`), as the matcher reads them."""
-    stripped = strip_layout(shape)
-    return stripped, dims(stripped)
 
 
 def match(

@@ -257,7 +257,7 @@ def compiled_graphs(wanted: list[tuple[CanonicalComputation, bool]]) -> list[Any
             slots.append((comp, _GRAPHS, _AS_THEY_ARE))
     missing: dict[tuple[int, int], tuple[CanonicalComputation, Any, Identities]] = {}
     for comp, cache, identities in slots:
-        if comp.core is not None and comp not in cache:
+        if comp not in cache:
             missing.setdefault((id(comp), id(cache)), (comp, cache, identities))
     if missing:
         built = _core.refine_graphs_of(
@@ -279,25 +279,10 @@ def _built(
     cache: WeakKeyDictionary[CanonicalComputation, Any],
     identities: Identities,
 ) -> Any:
-    """The core's graph of `comp`: kept, else from its handle, else (a computation without one)
-    from the canonical dictionaries."""
+    """The core's graph of `comp`: kept, else built from its handle (rust/src/matching/from_handle.rs)."""
     found = cache.get(comp)
-    if found is None and comp.core is not None:
-        # Built from the core's own handle on `comp` (rust/src/matching/from_handle.rs): the same graph.
+    if found is None:
         found = cache[comp] = _core.refine_graph_of(
             comp.core, COMMUTATIVE, first_colours, OUTPUT, list(identities.by_index)
-        )
-    if found is None:
-        found = cache[comp] = _core.refine_graph(
-            comp.computation.by_name,
-            comp.order,
-            comp.operands,
-            comp.param_number,
-            comp.outputs,
-            COMMUTATIVE,
-            first_colours,
-            OUTPUT,
-            comp.keys,
-            identities.by_name,
         )
     return found

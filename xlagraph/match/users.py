@@ -19,16 +19,6 @@ def users_of(comp: CanonicalComputation) -> Mapping[str, list[str]]:
     (nor a list it gives: from the core's copy, a mapping that makes each list when asked)."""
     users = _USERS.get(comp)
     if users is None:
-        # The matcher's copy of `comp` answers where it made one; else the dictionary here.
-        users = _compiled.users(comp)
-    if users is None:
-        built: dict[str, list[str]] = {}
-        for name in comp.order:
-            for o in comp.operands[name]:
-                if o in built:
-                    built[o].append(name)
-                else:
-                    built[o] = [name]
-        users = built
-    _USERS[comp] = users
+        # The matcher's copy of `comp` answers (made now where the matcher did not read `comp`).
+        users = _USERS[comp] = _compiled.users(comp)
     return users

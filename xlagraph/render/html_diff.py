@@ -27,7 +27,7 @@ from pathlib import PurePath
 from typing import Any
 
 from xlagraph.canonical import CanonicalModule
-from xlagraph.canonical.hashes import compared_value
+from xlagraph.canonical.attributes import attribute_values, compared_values
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.changed import named_instructions, pair_statuses
 from xlagraph.diff import ComputationPair, DiffResult
@@ -202,14 +202,10 @@ class _DiffBuilder:
             source = f"{PurePath(first.file).name}:{first.line}" if first.line else PurePath(first.file).name
             stack = "\n".join(dict.fromkeys(short_locations_in(str(f)) for f in frames[:MAX_STACK]))
         theirs = _attribute_values(partner) if partner is not None else {}
+        compared = compared_values(ins) if partner is not None else [None] * len(ins.attributes)
         attributes = tuple(
-            Attribute(
-                k,
-                _clip(v),
-                v,
-                partner is not None and (cv := compared_value(ins, k, v)) is not None and cv != theirs.get(k),
-            )
-            for k, v in ins.attributes
+            Attribute(k, _clip(v), v, cv is not None and cv != theirs.get(k))
+            for (k, v), cv in zip(ins.attributes, compared, strict=True)
         )
         return Row(
             id=side.ids[ins.name],
@@ -432,7 +428,7 @@ def _ships(mode: str, j: int, n: int) -> bool:
 
 
 def _attribute_values(ins: Instruction) -> dict[str, str]:
-    return {k: cv for k, v in ins.attributes if (cv := compared_value(ins, k, v)) is not None}
+    return attribute_values(ins)
 
 
 def _clip(text: str) -> str:

@@ -8,7 +8,6 @@ the fewest, most recent causes is the baseline.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -164,12 +163,9 @@ def _screen(readable: list[tuple[str, Sync]], this: Module, modules: Modules) ->
 
 def _h0_distance(a: CanonicalComputation, b: CanonicalComputation) -> int:
     """Instructions of either side without a structural twin on the other, as multisets: by
-    the compiled core where both came from its reader (a merge of sorted hashes), else by
-    counting here (a Python loop over every distinct hash, for each candidate of each recompile)."""
-    if a.core is not None and b.core is not None:
-        return a.core.h0_distance(b.core)  # type: ignore[attr-defined]
-    mine, theirs = Counter(a.h0.values()), Counter(b.h0.values())
-    return sum((mine - theirs).values()) + sum((theirs - mine).values())
+    the compiled core, a merge of sorted hashes (tests/test_core_handle.py holds it to counting
+    them)."""
+    return a.core.h0_distance(b.core)  # type: ignore[attr-defined]
 
 
 def _score(result: DiffResult, candidate_sync: Sync) -> tuple[int, int, int]:

@@ -1,11 +1,11 @@
-//! `hashes.backend_config`: a `backend_config` attribute's JSON with its members sorted (the same
-//! canonical text as `hashes._Json`), else its text with spaces dropped.
+//! `hashes_reference.backend_config`: a `backend_config` attribute's JSON with its members sorted (the same
+//! canonical text as `hashes_reference._Json`), else its text with spaces dropped.
 
 use std::borrow::Cow;
 
 use crate::canon::py_text::drop_spaces;
 
-/// `hashes.backend_config`: JSON with sorted members, else the text with spaces dropped.
+/// `hashes_reference.backend_config`: JSON with sorted members, else the text with spaces dropped.
 pub(crate) fn backend_config(value: &str) -> String {
     let b = value.as_bytes();
     let text: Cow<str> = if b.len() >= 2 && b[0] == b'"' && b[b.len() - 1] == b'"' {
@@ -33,7 +33,7 @@ pub(crate) fn backend_config(value: &str) -> String {
     }
 }
 
-/// `hashes._unquote`: only `\"` and `\\` are undone.
+/// `hashes_reference._unquote`: only `\"` and `\\` are undone.
 fn unquote(text: &str) -> String {
     let b = text.as_bytes();
     let mut out = Vec::with_capacity(b.len());
@@ -50,7 +50,7 @@ fn unquote(text: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// `hashes._Json`: the same canonical text.
+/// `hashes_reference._Json`: the same canonical text.
 struct Json<'t> {
     t: &'t [u8],
     s: &'t str,

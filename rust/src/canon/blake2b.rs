@@ -92,7 +92,7 @@ pub fn blake2b(data: &[u8], size: usize) -> Vec<u8> {
     out
 }
 
-/// `int.from_bytes(blake2b(text, digest_size=8).digest(), "little")`: `hashes.stable_hash`.
+/// `int.from_bytes(blake2b(text, digest_size=8).digest(), "little")`: `hashes_reference.stable_hash`.
 pub fn stable_hash(text: &str) -> u64 {
     u64::from_le_bytes(blake2b(text.as_bytes(), 8).try_into().unwrap())
 }

@@ -1,4 +1,4 @@
-//! `hashes.content_key`: an instruction's own content (opcode, shape without layout, compared
+//! `hashes_reference.content_key`: an instruction's own content (opcode, shape without layout, compared
 //! attributes, the hashes of the computations it calls, its literal), hashed with `stable_hash`.
 
 use std::borrow::Cow;
@@ -34,7 +34,7 @@ fn computation_names(value: &str) -> Vec<&str> {
     out
 }
 
-/// `hashes._literal_key`.
+/// `hashes_reference._literal_key`.
 fn literal_key(payload: &str) -> String {
     let text = drop_spaces(payload);
     if text.chars().count() <= LONG_LITERAL {
@@ -43,7 +43,7 @@ fn literal_key(payload: &str) -> String {
     format!("literal:{}", hexdigest(&text, 16))
 }
 
-/// `hashes.content_key`, hashed with `stable_hash`.
+/// `hashes_reference.content_key`, hashed with `stable_hash`.
 pub(crate) fn content_key(ins: &Inst, parameter: bool, callee_hash: &FxMap<&str, i64>) -> R<u64> {
     let mut s = String::with_capacity(64);
     s.push_str(if parameter { "parameter" } else { &ins.opcode });

@@ -20,15 +20,16 @@ fn has_side_effect(ins: &Inst) -> bool {
     families::SIDE_EFFECTS.contains(&ins.opcode.as_ref())
 }
 
-/// The oracle's `effect_hashes`, sorted: an operand cycle counts as 0, and a key that fails is the
-/// error at its instruction's line, as Python has them.
+/// The oracle's `effect_hash_map`: each instruction with a side effect among `candidates`, in
+/// their order, and its hash; an operand cycle counts as 0, and a key that fails is the error at
+/// its instruction's line, as Python has them.
 pub(crate) fn effect_hashes<'x>(
     insts: &[Inst],
     candidates: impl Iterator<Item = &'x u32>,
     state: &[u8],
     h1: &[i128],
     callee_hash: &FxMap<&str, i64>,
-) -> R<Vec<i128>> {
+) -> R<Vec<(u32, i128)>> {
     let found: Vec<u32> = candidates
         .copied()
         .filter(|&i| has_side_effect(&insts[i as usize]))
@@ -85,16 +86,15 @@ pub(crate) fn effect_hashes<'x>(
             memo[i as usize] = Some(value);
         }
     }
-    let mut out: Vec<i128> = found
+    Ok(found
         .iter()
         .map(|&i| {
-            if live(i) {
+            let h = if live(i) {
                 h1[i as usize]
             } else {
                 memo[i as usize].unwrap_or(0)
-            }
+            };
+            (i, h)
         })
-        .collect();
-    out.sort();
-    Ok(out)
+        .collect())
 }

@@ -63,6 +63,8 @@ pub struct CanonHandle {
     /// The distinct non-empty `source_file`s of the instructions' metadata, first seen first.
     pub(crate) source_files: Vec<String>,
     pub(crate) ones: Vec<u32>,
+    /// The side effects among the dead code and the plumbing, in that order, and their hashes.
+    pub(crate) effects: Vec<(u32, i128)>,
 }
 
 impl std::ops::Deref for CanonHandle {
@@ -90,11 +92,23 @@ impl CanonHandle {
         PyTuple::new(py, names)
     }
 
-    /// The indices of the constants that are a scalar one, in order (`identity._one`: the
-    /// shape before any `{`, spaces aside, ends in `[]`; the value, stripped and lowered, is
-    /// one of `identity._ONE`).
+    /// The indices of the constants that are a scalar one, in order
+    /// (tests/oracles/multiply_by_one_reference.py `one`: the shape before any `{`, spaces
+    /// aside, ends in `[]`; the value, stripped and lowered, is one of its `ONE`).
     fn scalar_ones(&self) -> Vec<u32> {
         self.ones.clone()
+    }
+
+    /// `{name: hash}` of the instructions with a side effect that no result reads (its dead code,
+    /// then its plumbing): what they do, hashed as the canonical form hashed them into the
+    /// computation's hash (canon/effects.rs; the reference is `effect_hash_map` of
+    /// tests/oracles/hashes_reference.py).
+    fn effect_hashes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        for &(i, h) in &self.effects {
+            out.set_item(self.names[i as usize].bind(py), py_int(py, h)?)?;
+        }
+        Ok(out)
     }
 
     /// The indices of the instructions whose opcode is one of `opcodes` (a set of strings), in
@@ -112,15 +126,11 @@ impl CanonHandle {
 
     /// `pairing._lone_parameters`: the parameters (in `param_number`'s order) no other one
     /// resembles, a parameter's likeness being its compared shape and the sorted `h0` of its
-    /// users (each once per operand slot that reads it). None where an instruction of `order`
-    /// has no operands (the Python path decides).
-    fn lone_parameters<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyFrozenSet>>> {
+    /// users (each once per operand slot that reads it). tests/test_canon_map.py holds it to the
+    /// rule written in Python.
+    fn lone_parameters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyFrozenSet>> {
         let n = self.names.len();
-        let Ok((start, users)) =
-            users_of(n, &self.order, &self.ops_start, &self.ops, &self.has_ops)
-        else {
-            return Ok(None);
-        };
+        let (start, users) = users_of(n, &self.order, &self.ops_start, &self.ops, &self.has_ops)?;
         let shapes = compared_shapes(self);
         // The value Python holds: `py_int` of the hash (signed where it fits, else unsigned).
         let value = |h: i128| i64::try_from(h).map_or((h as u64) as i128, i128::from);
@@ -147,7 +157,7 @@ impl CanonHandle {
             .zip(&sigs)
             .filter(|(_, sig)| seen[sig] == 1)
             .map(|(&(p, _), _)| self.names[p as usize].bind(py));
-        PyFrozenSet::new(py, lone).map(Some)
+        PyFrozenSet::new(py, lone)
     }
 
     /// `_dataflow.updated_inputs(comp, comp.outputs)`: output -> the input of its own compared

@@ -46,6 +46,7 @@ pub(crate) struct Parts {
     elided: Vec<u32>,
     source_files: Vec<String>,
     ones: Vec<u32>,
+    effects: Vec<(u32, i128)>,
 }
 
 /// `Canon` but its names.
@@ -158,10 +159,11 @@ pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Option<Parts> {
         elided,
         source_files,
         ones,
+        effects: c.effects.clone(),
     })
 }
 
-/// `identity._scalar`: the shape before any `{`, spaces aside, ends in `[]`.
+/// `multiply_by_one_reference._scalar`: the shape before any `{`, spaces aside, ends in `[]`.
 fn scalar(shape: &str) -> bool {
     let head = shape.split('{').next().unwrap_or("");
     head.chars()
@@ -170,10 +172,10 @@ fn scalar(shape: &str) -> bool {
         .ends_with("[]")
 }
 
-/// `identity._ONE`: the printed values of a one.
+/// `multiply_by_one_reference.ONE` (tests/oracles/): the printed values of a one.
 const ONE: [&str; 8] = ["1", "1.", "1.0", "1e0", "1e+0", "1e+00", "1.0e+00", "true"];
 
-/// `payload.strip().lower() in identity._ONE` (Python's whitespace: Rust's and \x1c-\x1f).
+/// `payload.strip().lower() in ONE` (Python's whitespace: Rust's and \x1c-\x1f).
 fn is_one(payload: &str) -> bool {
     let space = |c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c);
     ONE.contains(&payload.trim_matches(space).to_lowercase().as_str())
@@ -216,5 +218,6 @@ pub(crate) fn handle<'py>(
         elided: p.elided,
         source_files: p.source_files,
         ones: p.ones,
+        effects: p.effects,
     })
 }

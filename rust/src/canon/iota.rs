@@ -1,4 +1,4 @@
-//! `hashes.expand_iota_groups`: `replica_groups=[2,4]<=[8]` (XLA's iota form) written out as the
+//! `hashes_reference.expand_iota_groups`: `replica_groups=[2,4]<=[8]` (XLA's iota form) written out as the
 //! groups it stands for, so that the two spellings of one grouping hash alike.
 
 use crate::canon::model::{Failure, R};
@@ -6,7 +6,7 @@ use crate::canon::py_semantics::Big;
 
 const MAX_IOTA_DEVICES: u128 = 1 << 20;
 
-/// `hashes.expand_iota_groups` (errors are `IotaError` messages).
+/// `hashes_reference.expand_iota_groups` (errors are `IotaError` messages).
 pub(crate) fn expand_iota(value: &str) -> R<Option<String>> {
     // ^\[([0-9,]+)\]<=\[([0-9,]+)\](?:T\(([0-9,]+)\))?$
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit() || c == b',');

@@ -2,7 +2,7 @@
 //! engine of the rules (`xlagraph/canonical/__init__.py` says why each is what it is), which
 //! `tests/canonical_reference.py` writes plainly as the tests' oracle, to the same numbers. Hashes
 //! are CPython's (python_hash.rs), and content keys are BLAKE2b of the same key text
-//! (content_key.rs, `hashes.content_key`).
+//! (content_key.rs, `hashes_reference.content_key`).
 //!
 //! One file per rule, in the order `canon_computation` runs them: tuple forwarding
 //! (forwarding.rs, tuple_params.rs), the live order (live.rs), content keys and the structural
@@ -122,8 +122,16 @@ fn canon_computation<'b, 'a>(
         walk: walked.walk,
         dead,
         plumbing,
-        hash: with_effects(hash, effects),
+        hash: with_effects(hash, sorted_values(&effects)),
+        effects,
     })
+}
+
+/// What the computation's side effects add to its hash: their hashes, sorted.
+fn sorted_values(effects: &[(u32, i128)]) -> Vec<i128> {
+    let mut values: Vec<i128> = effects.iter().map(|&(_, h)| h).collect();
+    values.sort();
+    values
 }
 
 /// `Module.by_name`: each name's computation, the last of that name (a dictionary by name).

@@ -35,6 +35,9 @@ pub struct CompCanon {
     pub dead: Vec<u32>,
     pub plumbing: Vec<u32>,
     pub hash: i64,
+    /// The instructions with a side effect among `dead` and `plumbing`, in that order, and what
+    /// they do, hashed (effects.rs).
+    pub effects: Vec<(u32, i128)>,
 }
 
 impl CompCanon {

@@ -1,5 +1,5 @@
 //! What the canonical rules read of a printed shape: `ir.strip_layout`, and the layouts, tuple
-//! skeleton and array shapes of `hashes.py` / the oracle (tests/canonical_reference.py), on the
+//! skeleton and array shapes of `hashes_reference.py` / the oracle (tests/canonical_reference.py), on the
 //! text as printed.
 
 use std::borrow::Cow;

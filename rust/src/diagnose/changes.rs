@@ -3,15 +3,18 @@
 //! only the pairs it reports (a batch size that changes touches half of a graph: every one of
 //! those pairs went through the Python loop to be found to follow the input's shape).
 //!
-//! The loop is the Python one, step for step (read it there for why each rule is what it is),
-//! without its two rare modes (a `dtype` cause already found, collectives regrouped: the caller
-//! keeps those in Python). Its side effects are returned as events, in loop order, for Python to
-//! replay with the same code: `STRUCTURAL`, `PARAMETER` (an input whose attributes may differ),
-//! `CONSTANT`, `ATTRIBUTE` (with `upstream`); the pairs that follow a changed input
-//! (`propagated`) come back as two lists of names. What the loop needs of Python is asked
-//! through two callbacks: `operands_agree(a, b)` where operands are not paired position by
-//! position, `follows(sa, sb)` (`explained_by_dims`, once per pair of shapes).
+//! The loop is the readable one of tests/oracles/changes_reference.py, step for step (read it
+//! there for why each rule is what it is), its two rare modes included (a `dtype` cause already
+//! found, collectives regrouped). Its side effects are returned as events, in loop order, for
+//! Python to replay: `STRUCTURAL`, `PARAMETER` (an input whose attributes may differ),
+//! `CONSTANT`, `ATTRIBUTE` (with `upstream`), `DTYPE` and `COLLECTIVE` (the pair joins the
+//! existing cause of that kind: the order of these among the others is the order of the causes);
+//! the pairs that follow a changed input (`propagated`) come back as two lists of names. What the
+//! loop needs of Python is asked through two callbacks: `operands_agree(a, b)` where operands are
+//! not paired position by position, `follows(sa, sb)` (`explained_by_dims`, once per pair of
+//! shapes).
 
+use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 
@@ -20,6 +23,7 @@ use std::sync::Arc;
 use crate::canon::handle::{compared_shapes, CanonHandle};
 use crate::canon::mapping::Table;
 use crate::diagnose::pair_edits::EditedPairs;
+use crate::families;
 use crate::parse::text::FxMap;
 
 const NONE: u32 = u32::MAX;
@@ -27,6 +31,30 @@ const STRUCTURAL: u8 = 0;
 const PARAMETER: u8 = 1;
 const CONSTANT: u8 = 2;
 const ATTRIBUTE: u8 = 3;
+const DTYPE: u8 = 4;
+const COLLECTIVE: u8 = 5;
+/// A left instruction paired with a name the right handle does not hold.
+const UNKNOWN: u32 = u32::MAX - 1;
+
+/// `collectives.is_collective`: `xla::reduce_scatter` (lazy IR) is `reduce-scatter`, and an
+/// async `-start` is its collective.
+fn is_collective(opcode: &str) -> bool {
+    let kind = match opcode.strip_prefix("xla::") {
+        Some(rest) => rest.replace('_', "-"),
+        None => opcode.to_string(),
+    };
+    let kind = kind.strip_suffix("-start").unwrap_or(&kind);
+    families::COLLECTIVES.contains(&kind)
+        || families::COLLECTIVES.contains(&format!("{kind}-start").as_str())
+}
+
+/// `shapes.dims_of` of a compared shape: `bf16[4,8]` -> `[4,8]`; a tuple shape stays whole.
+fn dims_of(shape: &str) -> &str {
+    if !shape.contains('[') || shape.starts_with('(') {
+        return shape;
+    }
+    &shape[shape.find('[').unwrap_or(0)..]
+}
 
 /// Names of a handle to indices: the computation's shared index (`canon/indexed.rs`; a handle's
 /// names are unique), made once for every caller instead of a map of every name per call.
@@ -48,10 +76,10 @@ impl<'h> Index<'h> {
 }
 
 /// The walk of `matched_changes` on `left` and `right` with the comparison's pairs `pair_left`
-/// (`Comparison.pair_left`). Returns `(events, propagated_left, propagated_right)`, events being
-/// `(kind, a, b, upstream)` tuples; None where the Python loop must run (a name the handles do
-/// not hold, a pair outside the right side's order: the Python loop raises there as it always
-/// did).
+/// (`Comparison.pair_left`); `has_dtype`: a `dtype` cause was found before the walk, `regrouped`:
+/// the module's collectives were regrouped. Returns `(events, propagated_left, propagated_right)`,
+/// events being `(kind, a, b, upstream)` tuples. A left instruction of `order` paired with one
+/// outside the right side's `order` is a `KeyError` (the right name), as `h1` has it.
 #[pyfunction]
 pub fn matched_walk<'py>(
     py: Python<'py>,
@@ -60,11 +88,11 @@ pub fn matched_walk<'py>(
     pair_left: &Bound<'py, PyAny>,
     operands_agree: &Bound<'py, PyAny>,
     follows: &Bound<'py, PyAny>,
-) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    has_dtype: bool,
+    regrouped: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
     let (l, r) = (left.get(), right.get());
-    let Some(pair) = pair_indices(l, r, pair_left)? else {
-        return Ok(None);
-    };
+    let pair = pair_indices(l, r, pair_left)?;
     let r_order = r.in_order();
     let mut is_param = vec![false; l.names.len()];
     for &(p, _) in &l.params {
@@ -81,15 +109,20 @@ pub fn matched_walk<'py>(
         if b == NONE {
             continue;
         }
+        if b == UNKNOWN {
+            let name = pair_left.get_item(l.names[a as usize].bind(py))?;
+            return Err(PyKeyError::new_err(name.unbind()));
+        }
         if !r_order[b as usize] {
-            return Ok(None);
+            return Err(PyKeyError::new_err(r.names[b as usize].clone_ref(py)));
         }
         let (au, bu) = (a as usize, b as usize);
         if l.h1[au] == r.h1[bu] {
             continue;
         }
+        // Every instruction of `order` has its operands entered.
         let (Some(oa), Some(ob)) = (l.operands(a), r.operands(b)) else {
-            return Ok(None);
+            unreachable!("an instruction of order without operands");
         };
         let (na, nb) = (l.names[au].bind(py), r.names[bu].bind(py));
         // Operands paired position by position, else the Python's `operands_agree`.
@@ -119,6 +152,10 @@ pub fn matched_walk<'py>(
             event(STRUCTURAL, false)?;
             continue;
         }
+        if regrouped && is_collective(&l.opcodes[op]) {
+            event(COLLECTIVE, false)?;
+            continue;
+        }
         if !agree {
             event(STRUCTURAL, false)?;
             continue;
@@ -138,6 +175,11 @@ pub fn matched_walk<'py>(
                     }
                 };
             }
+            let (sa, sb) = (&ls[sl as usize], &rs[sr as usize]);
+            if has_dtype && !constant[op] && dims_of(sa) == dims_of(sb) {
+                event(DTYPE, false)?;
+                continue;
+            }
         }
         if upstream && !constant[op] {
             prop_l.append(na)?;
@@ -150,74 +192,72 @@ pub fn matched_walk<'py>(
         }
         event(ATTRIBUTE, upstream)?;
     }
-    Ok(Some(PyTuple::new(
+    PyTuple::new(
         py,
         [events.into_any(), prop_l.into_any(), prop_r.into_any()],
-    )?))
+    )
 }
 
-/// Indices of the names of a Python iterable (a dict's keys, a set) that name instructions of
-/// the handle; None where one does not (the caller's Python path decides that input).
 /// Per left instruction its right one (`NONE`: unpaired) in `pairs` (a dictionary of names, or
-/// the core's own `EditedPairs` between these two computations); None for a name the handles
-/// do not hold.
-fn pair_indices(
-    l: &CanonHandle,
-    r: &CanonHandle,
-    pairs: &Bound<'_, PyAny>,
-) -> PyResult<Option<Vec<u32>>> {
+/// the core's own `EditedPairs` between these two computations). A key the left handle does not
+/// hold is never walked (the walk reads `order`); a value the right one does not hold is
+/// `UNKNOWN`, an error where the walk reaches it.
+fn pair_indices(l: &CanonHandle, r: &CanonHandle, pairs: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
     if let Ok(edited) = pairs.downcast::<EditedPairs>() {
         let e = edited.borrow();
         let (keyed, valued, to) = e.indices();
         if Arc::ptr_eq(keyed, &l.canon) && Arc::ptr_eq(valued, &r.canon) {
-            return Ok(Some(to.to_vec()));
+            return Ok(to.to_vec());
         }
     }
     let (mut li, mut ri) = (Index::new(l), Index::new(r));
     let mut pair = vec![NONE; l.names.len()];
     for item in pairs.call_method0("items")?.try_iter()? {
         let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
-        let (Some(a), Some(b)) = (li.get(&k)?, ri.get(&v)?) else {
-            return Ok(None);
-        };
-        pair[a as usize] = b;
+        if let Some(a) = li.get(&k)? {
+            pair[a as usize] = ri.get(&v)?.unwrap_or(UNKNOWN);
+        }
     }
-    Ok(Some(pair))
+    Ok(pair)
 }
 
 /// The keys of `names` (a dictionary or the core's `EditedPairs` keyed by `h`'s names), as
-/// indices in their order; None for a name the handle does not hold.
+/// indices in their order; a name outside the handle's `order` is a `KeyError`, as `h1` has it.
 fn key_indices(
+    py: Python<'_>,
     h: &CanonHandle,
     index: &mut Index<'_>,
     names: &Bound<'_, PyAny>,
-) -> PyResult<Option<Vec<u32>>> {
+) -> PyResult<Vec<u32>> {
     if let Ok(edited) = names.downcast::<EditedPairs>() {
         let e = edited.borrow();
         if Arc::ptr_eq(e.indices().0, &h.canon) {
-            return Ok(Some(e.members().into_owned()));
+            let members = e.members().into_owned();
+            let in_order = h.in_order();
+            if let Some(&i) = members.iter().find(|&&i| !in_order[i as usize]) {
+                return Err(PyKeyError::new_err(h.names[i as usize].clone_ref(py)));
+            }
+            return Ok(members);
         }
     }
-    indices(index, names)
-}
-
-fn indices(index: &mut Index<'_>, names: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u32>>> {
+    let in_order = h.in_order();
     let mut out = Vec::new();
     for n in names.try_iter()? {
-        match index.get(&n?)? {
-            Some(i) => out.push(i),
-            None => return Ok(None),
+        let n = n?;
+        match index.get(&n)? {
+            Some(i) if in_order[i as usize] => out.push(i),
+            _ => return Err(PyKeyError::new_err(n.unbind())),
         }
     }
-    Ok(Some(out))
+    Ok(out)
 }
 
 /// The first step of `diagnose.regions.structure`: instructions of each side's `order` that are
 /// not paired (`pair_left` / `pair_right`), not explained by a cause (`explained_left` /
 /// `explained_right`), and whose `h1` neither the other side nor a paired instruction of their
 /// own side has (a subgraph computed twice on one side and once on the other is the same
-/// computation). Returns the two lists of names in `order`; None where the Python must decide
-/// (a name the handles do not hold: it raises there as it always did).
+/// computation). Returns the two lists of names in `order`; a paired name outside its side's
+/// `order` is a `KeyError`.
 #[pyfunction]
 pub fn unexplained<'py>(
     py: Python<'py>,
@@ -227,20 +267,11 @@ pub fn unexplained<'py>(
     pair_right: &Bound<'py, PyAny>,
     explained_left: &Bound<'py, PyAny>,
     explained_right: &Bound<'py, PyAny>,
-) -> PyResult<Option<Bound<'py, PyTuple>>> {
+) -> PyResult<Bound<'py, PyTuple>> {
     let (l, r) = (left.get(), right.get());
     let (mut li, mut ri) = (Index::new(l), Index::new(r));
-    let (Some(pl), Some(pr)) = (
-        key_indices(l, &mut li, pair_left)?,
-        key_indices(r, &mut ri, pair_right)?,
-    ) else {
-        return Ok(None);
-    };
-    let (l_order, r_order) = (l.in_order(), r.in_order());
-    // `h1` is defined on `order`: a paired name outside it is a KeyError in the Python.
-    if pl.iter().any(|&a| !l_order[a as usize]) || pr.iter().any(|&b| !r_order[b as usize]) {
-        return Ok(None);
-    }
+    let pl = key_indices(py, l, &mut li, pair_left)?;
+    let pr = key_indices(py, r, &mut ri, pair_right)?;
     let mut out = Vec::with_capacity(2);
     for (h, own, other, explained, index) in [
         (l, &pl, r, explained_left, &mut li),
@@ -270,5 +301,5 @@ pub fn unexplained<'py>(
         }
         out.push(found);
     }
-    Ok(Some(PyTuple::new(py, out)?))
+    PyTuple::new(py, out)
 }

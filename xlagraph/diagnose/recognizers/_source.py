@@ -69,11 +69,7 @@ def user_files(evidence: Evidence) -> list[str]:
 def _source_files(canon: CanonicalModule) -> Iterable[str]:
     """The entry's instructions' metadata source files, each once, first seen first (the core's
     handle has them; a 600K-instruction entry is otherwise walked for a few files)."""
-    entry = canon.module.entry
-    core = canon.computations[entry.name].core if entry.name in canon.computations else None
-    if core is not None:
-        return core.source_files()
-    return dict.fromkeys(i.metadata.source_file for i in entry.instructions if i.metadata is not None)
+    return canon.entry.core.source_files()  # type: ignore[attr-defined]
 
 
 def user_lines(evidence: Evidence, limit: int = 2000) -> list[str]:

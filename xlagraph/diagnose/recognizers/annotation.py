@@ -7,7 +7,7 @@ recognizer runs first and takes them)."""
 
 from __future__ import annotations
 
-from xlagraph.canonical.hashes import frontend_entries
+from xlagraph.canonical.attributes import frontend_entries
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix

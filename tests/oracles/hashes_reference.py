@@ -1,4 +1,8 @@
-"""What of an instruction enters its structural hash, and how it is normalised.
+"""What of an instruction enters its structural hash, and how it is normalised: the readable
+reference of the compiled core's rules (rust/src/canon/content_key.rs, attributes.rs,
+backend_config.rs, iota.rs, effects.rs), which the library calls (`xlagraph.canonical.attributes`,
+the handle's `effect_hashes`). tests/test_attribute_rules.py holds the core to these on every
+instruction of every fixture module; tests/canonical_reference.py builds the canonical form on them.
 
 Policy is in the constants: attributes that are identifiers or annotations (`IGNORED_ATTRIBUTES`)
 never make two instructions different. `frontend_attributes` do (XLA compiles from them: Shardy
@@ -168,8 +172,7 @@ def _unquote(text: str) -> str:
 
 class _Json:
     """Canonical text of a JSON document: objects' members sorted, spaces outside strings dropped,
-    strings and numbers kept exactly as printed. `document()` is None when it is not JSON. (The
-    compiled core, rust/src/canon/, writes the same text.)"""
+    strings and numbers kept exactly as printed. `document()` is None when it is not JSON."""
 
     _SPACE = " \t\n\r"
     _SCALAR_END = ",]} \t\n\r"
