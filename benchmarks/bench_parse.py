@@ -10,7 +10,8 @@ Both parsers get the module text already in memory (file reading is not timed):
 
 Then, whole processes as a user runs them (interpreter start-up, imports and file reading included), one
 run each: ``xlagraph graphs FILE`` (parse and fingerprint) next to a fresh process in which XLA parses
-the file. Goal (issue 10): ``graphs`` at most 0.5x XLA's process for the 120K module.
+the file. Goal (issue 39; issue 10's was 0.5x): ``graphs`` at most 0.3x XLA's process for the 120K
+module. On a loaded machine one run each is noisy: ``bench_versions.py`` repeats them in turn.
 
 Every (file, parser) pair is measured in a fresh interpreter (``_harness.py``) that parses the text N times
 and reports best and median; its peak RSS (``ru_maxrss`` of that child, read with ``os.wait4``) covers the
@@ -49,7 +50,7 @@ from _harness import (
 )
 
 PARSE_RATIO_GOAL = 1.0
-GRAPHS_RATIO_GOAL = 0.5
+GRAPHS_RATIO_GOAL = 0.3
 
 
 @dataclass
