@@ -36,8 +36,12 @@ the first included, each with the same fields except `schema` and `processes`:
         trigger        as in the timeline
         frames         [{function, file, line}]: the user's frames, innermost first
         library_frames [{function, file, line}]: library frames (torch, torch_xla, stdlib), folded
-        baseline       {variant, sync, reason} | null: the earlier graph it is explained against
-                       (the most similar one from the same call site)
+        baseline       {variant, sync, reason, why, compared} | null: the earlier graph it is
+                       explained against (the most similar one from the same call site): reason
+                       says which graphs were candidates ("same call site"), compared lists the
+                       variants diffed in full (most recent first), why says why this one ("closest
+                       of B, A: A differs only by warm-up state, B only by order (the same
+                       computation)")
         causes         [cause]: exactly the cause objects of `xlagraph diff --json` (kind, summary,
                        hint, fix_id, info, computation, left, right, changes, mapping, sources), A being
                        the baseline and B this graph
@@ -178,7 +182,13 @@ def recompile_to_json(r: Recompile) -> dict[str, Any]:
         "frames": [_frame(f) for f in r.frames],
         "library_frames": [_frame(f) for f in r.library_frames],
         "baseline": (
-            {"variant": r.baseline.variant, "sync": r.baseline.sync, "reason": r.baseline.reason}
+            {
+                "variant": r.baseline.variant,
+                "sync": r.baseline.sync,
+                "reason": r.baseline.reason,
+                "why": r.baseline.why,
+                "compared": list(r.baseline.compared),
+            }
             if r.baseline
             else None
         ),

@@ -192,7 +192,9 @@ def _recompile(r: Recompile, k: int, total: int, origin: str = "") -> list[str]:
     if origin:
         lines += _field("from", origin, "  ")
     if r.baseline is not None:
-        lines += _field("vs", f"{r.baseline.variant} (sync {r.baseline.sync}, {r.baseline.reason})", "  ")
+        b = r.baseline
+        why = f"; {b.why}" if len(b.compared) > 1 else ""  # one compared: no choice to explain
+        lines += _field("vs", f"{b.variant} (sync {b.sync}, {b.reason}{why})", "  ")
     if r.note:
         lines += _field("note", r.note, "  ")
     attributions = {a.cause: a for a in r.attribution}

@@ -118,6 +118,11 @@ class Baseline:
     variant: str
     sync: int
     reason: str  # same call site | same line, other callers | nearest earlier graph: none from this call site
+    # Why this one of those compared: "the only earlier graph compared", "closest of B, A: A
+    # differs only by warm-up state, B only by order (the same computation)", ...; "" where
+    # nothing was compared.
+    why: str = ""
+    compared: tuple[str, ...] = ()  # the variants diffed in full, most recent first
 
 
 @dataclass(frozen=True)
