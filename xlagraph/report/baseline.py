@@ -36,6 +36,7 @@ __all__ = [
     "Modules",
     "choose_baseline",
     "closest",
+    "diff_against",
     "graph_name",
 ]
 
@@ -400,6 +401,27 @@ def _choose_baseline(
     reordered = any(c.reorder for c, _ in results)
     best, result = min(results, key=lambda r: _score(r[0], reordered))
     return _Choice(best.graph_hash, best.sync, result, reason, tuple(c for c, _ in results)), ""
+
+
+def diff_against(
+    target: Sync,
+    against: Sync,
+    modules: Modules,
+    triggers: dict[int, str],
+    first_sync: int,
+    earlier: Sequence[tuple[str, Sync]] = (),
+) -> DiffResult | str:
+    """`target`'s graph diffed against `against`'s, with what the capture knows about both (as a
+    baseline's diff is), or why it cannot be."""
+    base, this = modules.get(against.graph_hash), modules.get(target.graph_hash)
+    for module in (base, this):
+        if isinstance(module, str):
+            return f"cannot compare: {module}"
+    assert isinstance(base, Module) and isinstance(this, Module)
+    try:
+        return diff_modules(base, this, _context(target, against, triggers, first_sync, earlier))
+    except RecursionError:
+        return "cannot compare: nested too deeply"
 
 
 def graphs_read(target: Sync, earlier: list[tuple[str, Sync]]) -> list[str]:
