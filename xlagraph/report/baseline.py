@@ -2,8 +2,8 @@
 
 Candidates are the earlier graphs of the same call site (the same user frames, then the same
 line), most recent first, else every earlier graph ("new code"); `torch_xla.compile` names narrow
-them further. The two closest by structure are diffed (more where the screen's distances tie or
-come close), and the diff that explains the change with the fewest, most recent causes is the
+them further. The two closest by structure are diffed (a third where the screen's distances tie
+or come close), and the diff that explains the change with the fewest, most recent causes is the
 baseline; a candidate that differs only by warm-up state (`state_init`) loses to one that is this
 graph reordered (issue 37: graphs that take turns after the warm-up).
 """
@@ -162,16 +162,17 @@ class _Choice:
 
 
 # Candidates diffed in full after screening: a 20-variant run of 100K-instruction graphs would
-# otherwise run up to five whole diffs per recompile.
+# otherwise run up to five whole diffs per recompile; one more where the screen ties or comes close.
 _SCREENED = 2
+_EXTRA = 1
 
 
 def _screen(readable: list[tuple[str, Sync]], this: Module, modules: Modules) -> list[tuple[str, Sync]]:
     """The candidates closest to `this` by a cheap measure of what `_score` counts: how many of
     the entries' instructions have no structural twin (`h0`) on the other side; the full diff then
-    decides between the two closest and any as close as the second (within a tenth): the measure
-    cannot tell graphs that take turns apart (a reordering keeps every `h0`), so a tie is no
-    reason to drop one."""
+    decides between the two closest and a third as close as the second (within a tenth, where
+    they share most of their structure): the measure cannot tell graphs that take turns apart (a
+    reordering keeps every `h0`), so a tie is no reason to drop one."""
     if len(readable) <= _SCREENED:
         return readable
     mine = canonical_of(this).entry
@@ -180,17 +181,23 @@ def _screen(readable: list[tuple[str, Sync]], this: Module, modules: Modules) ->
         base = modules.get(h)
         assert isinstance(base, Module)
         distance.append(_h0_distance(mine, canonical_of(base).entry))
-    return [readable[k] for k in closest(distance)]
+    return [readable[k] for k in closest(distance, len(mine.h0))]
 
 
-def closest(distance: Sequence[int]) -> list[int]:
-    """Which candidates (by their place, most recent first) `_screen` keeps: the two closest
-    (on a tie, the most recent), and every other as close as the second or within a tenth of it."""
+def closest(distance: Sequence[int], size: int) -> list[int]:
+    """Which candidates (by their place, most recent first) `_screen` keeps for a graph of `size`
+    instructions: the two closest (on a tie, the most recent), and a third as close as the second
+    or within a tenth of it (the closest such, then the most recent) where the second shares most
+    of this graph's structure: there a tie means the screen cannot tell, and one more diff can.
+    Where even the second shares little (a shape that reaches every instruction: bench_report's
+    20 variants of 92K instructions all tie at 112K), the full diffs would name the same change
+    at a second each."""
     order = sorted(range(len(distance)), key=lambda k: (distance[k], k))
     if len(order) <= _SCREENED:
         return sorted(order)
     cut = distance[order[_SCREENED - 1]]
-    return sorted(k for k in order if k in order[:_SCREENED] or distance[k] <= cut + cut // 10)
+    near = [k for k in order[_SCREENED:] if distance[k] <= cut + cut // 10] if 2 * cut < size else []
+    return sorted(order[:_SCREENED] + near[:_EXTRA])
 
 
 def _h0_distance(a: CanonicalComputation, b: CanonicalComputation) -> int:
