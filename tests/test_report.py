@@ -228,7 +228,13 @@ def test_report_json_causes_are_the_diff_causes(dumps: dict) -> None:
     assert data["compiles"] == 2 and data["compiles_reported"] is None
     (r,) = data["recompiles"]
     assert (r["sync"], r["step"], r["variant"]) == (1, 1, "B")
-    assert r["baseline"] == {"variant": "A", "sync": 0, "reason": "same call site"}
+    assert r["baseline"] == {
+        "variant": "A",
+        "sync": 0,
+        "reason": "same call site",
+        "why": "the only earlier graph compared",
+        "compared": ["A"],
+    }
     diff = diff_to_json(diff_files(f"{run.path}#0", f"{run.path}#1"))
     assert r["causes"] == [c for c in diff["causes"] if not c["info"]]
     assert r["attribution"][0]["items"] == ["output 5: f32[]"]

@@ -225,7 +225,7 @@ def build_run_view(
                 id=anchors[r.sync],
                 rank=rank,
                 recompile=r,
-                baseline=f"{b.variant} (sync {b.sync}, {b.reason})" if b else "",
+                baseline=_baseline(b),
                 cost=f"{r.compile_seconds:.2f} s" if r.compile_seconds else "",
                 stack=tuple(str(f) for f in r.frames),
                 attribution=tuple(r.attribution),
@@ -241,6 +241,14 @@ def build_run_view(
     variant_ids = {r.variant: anchors[r.sync] for r in ranked}
     view = RunView(prefix + "run", report, _timeline(report, anchors), tuple(views), timed, variant_ids)
     return view, data
+
+
+def _baseline(b: Any) -> str:
+    """`B (sync 1, same call site; closest of B, A: ...)`: which graph and why, as the report says."""
+    if b is None:
+        return ""
+    why = f"; {b.why}" if len(b.compared) > 1 else ""  # one compared: no choice to explain
+    return f"{b.variant} (sync {b.sync}, {b.reason}{why})"
 
 
 def render_report_html(

@@ -21,6 +21,15 @@ the first included, each with the same fields except `schema` and `processes`:
     steady_variants    [str]: the variants that run in the steady state (a stable loop has one)
     steady_each_step   bool: every steady step runs all of them, in one order (a step cut by
                        torch.compile's graph breaks or a sync), rather than variants taking turns
+    steady_turns       null, or why the steady variants take turns (B, C, B, C ...; a cycle of k),
+                       where the report explained the run:
+        variants       [str]: in the order they take turns
+        phrase         str: what they differ in ("the same updates in another order")
+        kinds          [str]: the cause kinds of all the turns' diffs
+        line           str: the first user line they cite ("" where none)
+        turns          [{variant, against, kinds, lines, note}]: each variant against the one that
+                       ran before it at its call site (a pair of two graphs once, the later
+                       compiled against the earlier); note says why there are no kinds
     variants           [{variant, graph_hash, first_sync, first_step, executions, compiled,
                          call_site, module}]: one per distinct graph, letters A, B, ... in order of
                        first appearance; module is where its HLO is (PATH or PATH#K, "" if not kept)
@@ -36,8 +45,12 @@ the first included, each with the same fields except `schema` and `processes`:
         trigger        as in the timeline
         frames         [{function, file, line}]: the user's frames, innermost first
         library_frames [{function, file, line}]: library frames (torch, torch_xla, stdlib), folded
-        baseline       {variant, sync, reason} | null: the earlier graph it is explained against
-                       (the most similar one from the same call site)
+        baseline       {variant, sync, reason, why, compared} | null: the earlier graph it is
+                       explained against (the most similar one from the same call site): reason
+                       says which graphs were candidates ("same call site"), compared lists the
+                       variants diffed in full (most recent first), why says why this one ("closest
+                       of B, A: A differs only by warm-up state, B only by order (the same
+                       computation)")
         causes         [cause]: exactly the cause objects of `xlagraph diff --json` (kind, summary,
                        hint, fix_id, info, computation, left, right, changes, mapping, sources), A being
                        the baseline and B this graph
@@ -112,7 +125,8 @@ the first included, each with the same fields except `schema` and `processes`:
 
 Schema of `xlagraph check --json`: {schema: "xlagraph.check/1", passed, max_graphs, after_step,
 processes: [{process, passed, counted: [{variant, sync, step, call_site, kinds, lines}],
-explanation}]}.
+explanation, steady_turns}]}; steady_turns as in the report, where `check` explained the run (it
+does when the graph budget fails).
 """
 
 from __future__ import annotations
@@ -129,10 +143,11 @@ from xlagraph.report.model import (
     DynamoSection,
     Recompile,
     RunReport,
+    SteadyTurns,
     to_fix_first,
 )
 
-__all__ = ["REPORT_SCHEMA", "check_to_json", "recompile_to_json", "report_to_json"]
+__all__ = ["REPORT_SCHEMA", "check_to_json", "recompile_to_json", "report_to_json", "turns_to_json"]
 
 REPORT_SCHEMA = "xlagraph.report/1"
 CHECK_SCHEMA = "xlagraph.check/1"
@@ -178,7 +193,13 @@ def recompile_to_json(r: Recompile) -> dict[str, Any]:
         "frames": [_frame(f) for f in r.frames],
         "library_frames": [_frame(f) for f in r.library_frames],
         "baseline": (
-            {"variant": r.baseline.variant, "sync": r.baseline.sync, "reason": r.baseline.reason}
+            {
+                "variant": r.baseline.variant,
+                "sync": r.baseline.sync,
+                "reason": r.baseline.reason,
+                "why": r.baseline.why,
+                "compared": list(r.baseline.compared),
+            }
             if r.baseline
             else None
         ),
@@ -189,6 +210,27 @@ def recompile_to_json(r: Recompile) -> dict[str, Any]:
         "notes": list(r.notes),
         "compile_seconds": r.compile_seconds,
         "dynamo": r.dynamo,
+    }
+
+
+def turns_to_json(t: SteadyTurns | None) -> dict[str, Any] | None:
+    if t is None:
+        return None
+    return {
+        "variants": list(t.variants),
+        "phrase": t.phrase,
+        "kinds": list(t.kinds),
+        "line": t.line,
+        "turns": [
+            {
+                "variant": u.variant,
+                "against": u.against,
+                "kinds": list(u.kinds),
+                "lines": list(u.lines),
+                "note": u.note,
+            }
+            for u in t.turns
+        ],
     }
 
 
@@ -233,6 +275,7 @@ def _process(report: RunReport) -> dict[str, Any]:
         "steady_from_step": report.steady_from_step,
         "steady_variants": list(report.steady_variants),
         "steady_each_step": report.steady_each_step,
+        "steady_turns": turns_to_json(report.steady_turns),
         "variants": [
             {
                 "variant": v.letter,
@@ -322,6 +365,7 @@ def check_to_json(results: tuple[CheckResult, ...]) -> dict[str, Any]:
                     for g in r.counted
                 ],
                 "explanation": r.explanation,
+                "steady_turns": turns_to_json(r.steady_turns),
             }
             for r in results
         ],

@@ -11,7 +11,15 @@ from xlagraph.diagnose.causes import Cause
 from xlagraph.render.dynamo_text import dynamo_lines, dynamo_origin
 from xlagraph.render.eager_text import eager_lines
 from xlagraph.render.text import _wrap
-from xlagraph.report.model import CheckResult, RankingEntry, Recompile, RunReport, TimelineEntry, to_fix_first
+from xlagraph.report.model import (
+    CheckResult,
+    RankingEntry,
+    Recompile,
+    RunReport,
+    SteadyTurns,
+    TimelineEntry,
+    to_fix_first,
+)
 from xlagraph.source_paths import short_location, short_locations_in
 
 __all__ = ["render_check_text", "render_report_text"]
@@ -115,11 +123,18 @@ def _settled(report: RunReport) -> str:
             f"graphs ({', '.join(graphs)}), each replayed"
         )
     else:
+        why = f": {_turns(report.steady_turns)}" if report.steady_turns is not None else ""
         steady = (
             f"steady state from step {report.steady_from_step}: {len(graphs)} graphs take turns "
-            f"({', '.join(graphs)}); a stable loop runs one"
+            f"({', '.join(graphs)}){why}; a stable loop runs one"
         )
     return f"{warm}; {steady}"
+
+
+def _turns(t: SteadyTurns) -> str:
+    """`the same updates in another order at train.py:49 (parameter_permutation)`."""
+    at = f" at {_short(t.line)}" if t.line else ""
+    return f"{t.phrase}{at}" + (f" ({', '.join(t.kinds)})" if t.kinds else "")
 
 
 def _header(report: RunReport) -> list[str]:
@@ -168,6 +183,14 @@ def _header(report: RunReport) -> list[str]:
         *_wrap(summary, ""),
         *_wrap(_settled(report), ""),
     ]
+    turns = report.steady_turns
+    if turns is not None and len(turns.turns) > 1:  # a cycle of more than two: each turn
+        each = "; ".join(
+            f"{t.variant} after {t.against}: {', '.join(t.kinds) or t.note}"
+            + (f" at {_short(t.lines[0])}" if t.lines else "")
+            for t in turns.turns
+        )
+        lines += _wrap(each, "  turns   ", "          ")
     lines += [w for warning in report.warnings for w in _wrap(warning, "warning: ")]
     return lines
 
@@ -192,7 +215,9 @@ def _recompile(r: Recompile, k: int, total: int, origin: str = "") -> list[str]:
     if origin:
         lines += _field("from", origin, "  ")
     if r.baseline is not None:
-        lines += _field("vs", f"{r.baseline.variant} (sync {r.baseline.sync}, {r.baseline.reason})", "  ")
+        b = r.baseline
+        why = f"; {b.why}" if len(b.compared) > 1 else ""  # one compared: no choice to explain
+        lines += _field("vs", f"{b.variant} (sync {b.sync}, {b.reason}{why})", "  ")
     if r.note:
         lines += _field("note", r.note, "  ")
     attributions = {a.cause: a for a in r.attribution}

@@ -2,8 +2,10 @@
 
 Candidates are the earlier graphs of the same call site (the same user frames, then the same
 line), most recent first, else every earlier graph ("new code"); `torch_xla.compile` names narrow
-them further. The two closest by structure are diffed, and the diff that explains the change with
-the fewest, most recent causes is the baseline.
+them further. The two closest by structure are diffed (a third where the screen's distances tie
+or come close), and the diff that explains the change with the fewest, most recent causes is the
+baseline; a candidate that differs only by warm-up state (`state_init`) loses to one that is this
+graph reordered (issue 37: graphs that take turns after the warm-up).
 """
 
 from __future__ import annotations
@@ -29,8 +31,11 @@ __all__ = [
     "MAX_CANDIDATES",
     "NEW_CALL_SITE",
     "NEW_SYNC_POINT",
+    "Compared",
     "Modules",
     "choose_baseline",
+    "closest",
+    "diff_against",
     "graph_name",
 ]
 
@@ -133,22 +138,40 @@ def _shareable(module: Module | str) -> bool:
 
 
 @dataclass(frozen=True)
+class Compared:
+    """One candidate the full diff compared, and what its diff counted (`_score`): instructions
+    involved in its causes, how many causes, and what they are: only warm-up state this graph has
+    and the candidate lacks (`state_init`), or only a reordering (permutations)."""
+
+    graph_hash: str
+    sync: Sync
+    involved: int
+    causes: int
+    warm_up: bool
+    reorder: bool = False
+
+
+@dataclass(frozen=True)
 class _Choice:
     graph_hash: str
     sync: Sync
     result: DiffResult | None
     reason: str
+    compared: tuple[Compared, ...] = ()  # every candidate diffed in full, the chosen one included
 
 
 # Candidates diffed in full after screening: a 20-variant run of 100K-instruction graphs would
-# otherwise run up to five whole diffs per recompile.
+# otherwise run up to five whole diffs per recompile; one more where the screen ties or comes close.
 _SCREENED = 2
+_EXTRA = 1
 
 
 def _screen(readable: list[tuple[str, Sync]], this: Module, modules: Modules) -> list[tuple[str, Sync]]:
     """The candidates closest to `this` by a cheap measure of what `_score` counts: how many of
     the entries' instructions have no structural twin (`h0`) on the other side; the full diff then
-    decides between the two closest (on a tie, the most recent)."""
+    decides between the two closest and a third as close as the second (within a tenth, where
+    they share most of their structure): the measure cannot tell graphs that take turns apart (a
+    reordering keeps every `h0`), so a tie is no reason to drop one."""
     if len(readable) <= _SCREENED:
         return readable
     mine = canonical_of(this).entry
@@ -157,8 +180,23 @@ def _screen(readable: list[tuple[str, Sync]], this: Module, modules: Modules) ->
         base = modules.get(h)
         assert isinstance(base, Module)
         distance.append(_h0_distance(mine, canonical_of(base).entry))
-    order = sorted(range(len(readable)), key=lambda k: (distance[k], k))  # ties: the most recent
-    return [readable[k] for k in sorted(order[:_SCREENED])]
+    return [readable[k] for k in closest(distance, len(mine.h0))]
+
+
+def closest(distance: Sequence[int], size: int) -> list[int]:
+    """Which candidates (by their place, most recent first) `_screen` keeps for a graph of `size`
+    instructions: the two closest (on a tie, the most recent), and a third as close as the second
+    or within a tenth of it (the closest such, then the most recent) where the second shares most
+    of this graph's structure: there a tie means the screen cannot tell, and one more diff can.
+    Where even the second shares little (a shape that reaches every instruction: bench_report's
+    20 variants of 92K instructions all tie at 112K), the full diffs would name the same change
+    at a second each."""
+    order = sorted(range(len(distance)), key=lambda k: (distance[k], k))
+    if len(order) <= _SCREENED:
+        return sorted(order)
+    cut = distance[order[_SCREENED - 1]]
+    near = [k for k in order[_SCREENED:] if distance[k] <= cut + cut // 10] if 2 * cut < size else []
+    return sorted(order[:_SCREENED] + near[:_EXTRA])
 
 
 def _h0_distance(a: CanonicalComputation, b: CanonicalComputation) -> int:
@@ -168,14 +206,29 @@ def _h0_distance(a: CanonicalComputation, b: CanonicalComputation) -> int:
     return a.core.h0_distance(b.core)  # type: ignore[attr-defined]
 
 
-def _score(result: DiffResult, candidate_sync: Sync) -> tuple[int, int, int]:
+def _compared(h: str, sync: Sync, result: DiffResult) -> Compared:
     # Similarity is about what the graphs compute: unused instructions do not make them less alike.
-    # The size of the difference ranks first: a graph that shares the new state is the closer
-    # baseline, and one reordering (two permutation causes) is closer than new state plus work.
     involved = sum(
         len(c.left) + len(c.right) for c in result.differences if c.kind is not CauseKind.DEAD_CODE
     )
-    return (involved, len(result.differences), -candidate_sync.index)
+    kinds = {c.kind for c in result.differences if c.kind is not CauseKind.DEAD_CODE}
+    state = [c for c in result.differences if c.kind is CauseKind.STATE_INIT]
+    warm_up = kinds == {CauseKind.STATE_INIT} and all(c.info for c in state)
+    return Compared(h, sync, involved, len(result.differences), warm_up, bool(kinds) and kinds <= _REORDER)
+
+
+_REORDER = frozenset({CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION})
+
+
+def _score(c: Compared, reordered: bool) -> tuple[bool, int, int, int]:
+    # Where another candidate is this graph reordered (the same computation), one that differs
+    # only by warm-up state loses to it whatever the sizes: it predates state the two share, and
+    # the loop is taking turns between the orders (B, C, B, C after A: C is B reordered, not A
+    # plus state). A warm-up against other changes is left to size: state made mid-run (a layer
+    # unfrozen) is warmed up again next step. Then the size of the difference: one reordering
+    # (two permutation causes) is closer than new state plus work; then the fewest causes, then
+    # the most recent.
+    return (c.warm_up and reordered, c.involved, c.causes, -c.sync.index)
 
 
 def _candidates(target: Sync, earlier: list[tuple[str, Sync]]) -> tuple[list[tuple[str, Sync]], str]:
@@ -270,18 +323,29 @@ def choose_baseline(
         return _choose_baseline(target, earlier, modules, triggers, first_sync)
     if key in shared.choices:
         shared.hits += 1
-        at, result, reason, note = shared.choices[key]
+        at, result, reason, note, counted = shared.choices[key]
         if at is None:
             return None, note
         h, s = earlier[at]
-        return _Choice(h, s, result, reason), note
+        compared = tuple(Compared(*earlier[i], *rest) for i, *rest in counted)
+        return _Choice(h, s, result, reason, compared), note
     choice, note = _choose_baseline(target, earlier, modules, triggers, first_sync)
     if choice is None and note == _NO_EARLIER:
-        shared.choices[key] = (None, None, "", note)
+        shared.choices[key] = (None, None, "", note, ())
     elif choice is not None and not note and not modules.noted:  # what names a file is never shared
-        at = next(i for i, (h, s) in enumerate(earlier) if h == choice.graph_hash and s is choice.sync)
-        shared.choices[key] = (at, choice.result, choice.reason, note)
+        at = _index_in(earlier, choice.graph_hash, choice.sync)
+        counted = tuple((_index_in(earlier, c.graph_hash, c.sync), *_counts(c)) for c in choice.compared)
+        shared.choices[key] = (at, choice.result, choice.reason, note, counted)
     return choice, note
+
+
+def _counts(c: Compared) -> tuple[int, int, bool, bool]:
+    return c.involved, c.causes, c.warm_up, c.reorder
+
+
+def _index_in(earlier: list[tuple[str, Sync]], graph_hash: str, sync: Sync) -> int:
+    """Where a candidate is in `earlier`: another process's list holds the same graphs there."""
+    return next(i for i, (h, s) in enumerate(earlier) if h == graph_hash and s is sync)
 
 
 def _choice_key(
@@ -323,8 +387,7 @@ def _choose_baseline(
         why = f"cannot explain this graph: the baseline's HLO is missing ({modules.get(h)})"
         return _Choice(h, s, None, reason), why
     readable = _screen(readable, this, modules)
-    best: _Choice | None = None
-    best_score: tuple[int, int, int] | None = None
+    results: list[tuple[Compared, DiffResult]] = []
     failures: list[str] = []
     for h, s in readable:
         base = modules.get(h)
@@ -334,13 +397,34 @@ def _choose_baseline(
         except RecursionError:
             failures.append(f"graph {h}: nested too deeply to compare")
             continue
-        score = _score(result, s)
-        if best_score is None or score < best_score:
-            best, best_score = _Choice(h, s, result, reason), score
-    if best is None:
+        results.append((_compared(h, s, result), result))
+    if not results:
         h, s = readable[0]
         return _Choice(h, s, None, reason), "cannot explain this graph: " + "; ".join(failures)
-    return best, ""
+    reordered = any(c.reorder for c, _ in results)
+    best, result = min(results, key=lambda r: _score(r[0], reordered))
+    return _Choice(best.graph_hash, best.sync, result, reason, tuple(c for c, _ in results)), ""
+
+
+def diff_against(
+    target: Sync,
+    against: Sync,
+    modules: Modules,
+    triggers: dict[int, str],
+    first_sync: int,
+    earlier: Sequence[tuple[str, Sync]] = (),
+) -> DiffResult | str:
+    """`target`'s graph diffed against `against`'s, with what the capture knows about both (as a
+    baseline's diff is), or why it cannot be."""
+    base, this = modules.get(against.graph_hash), modules.get(target.graph_hash)
+    for module in (base, this):
+        if isinstance(module, str):
+            return f"cannot compare: {module}"
+    assert isinstance(base, Module) and isinstance(this, Module)
+    try:
+        return diff_modules(base, this, _context(target, against, triggers, first_sync, earlier))
+    except RecursionError:
+        return "cannot compare: nested too deeply"
 
 
 def graphs_read(target: Sync, earlier: list[tuple[str, Sync]]) -> list[str]:

@@ -24,9 +24,18 @@ from xlagraph.report.baseline import Modules
 from xlagraph.report.explain import explain_recompile
 from xlagraph.report.explain_workers import explain_in_processes, report_workers
 from xlagraph.report.findings import step_breaks
-from xlagraph.report.model import RankingEntry, Recompile, RunReport, TimelineEntry, Variant
+from xlagraph.report.model import (
+    RankingEntry,
+    Recompile,
+    RunReport,
+    SteadyTurns,
+    TimelineEntry,
+    Turn,
+    Variant,
+)
 from xlagraph.report.source_text import source_text_near
 from xlagraph.report.triggers import LineReader, read_source_line, trigger_of
+from xlagraph.report.turns import diff_turn, steady_turns, turn_pairs
 from xlagraph.runlog import RunLog, Sync
 
 __all__ = ["build_report", "source_text_of"]
@@ -207,6 +216,9 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
     # several graphs, the same ones in the same order every step (a step cut by graph breaks or
     # syncs): not variants taking turns
     steady_each_step = len(steady_variants) > 1 and len({tuple(v) for v in per_step.values()}) == 1
+    turns = None
+    if explain and len(steady_variants) > 1 and not steady_each_step:
+        turns = _turns(timeline, recompiles, letters, first, modules, log, triggers, user_names, read_line)
     steps = len(log.steps) if log.steps else len({s.step for s in syncs})
     side_steps = _side_steps(syncs)
     dynamo = None
@@ -236,6 +248,7 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
         steady_from_step=steady_from,
         steady_variants=steady_variants,
         steady_each_step=steady_each_step,
+        steady_turns=turns,
         recompiles=recompiles,
         by_call_site=_ranking(recompiles, lambda r: [r.call_site or "(no frames)"]),
         by_cause=_ranking(recompiles, lambda r: r.kinds or ["unexplained"], _expected_kind),
@@ -245,6 +258,31 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
         first_compiles=tuple(r for r in explained if r.first_of_program),
         findings=step_breaks(tuple(timeline)),
     )
+
+
+def _turns(
+    timeline: tuple[TimelineEntry, ...],
+    recompiles: tuple[Recompile, ...],
+    letters: dict[str, str],
+    first: dict[str, Sync],
+    modules: Modules,
+    log: RunLog,
+    triggers: dict[int, str],
+    user_names: frozenset[str],
+    read_line: LineReader,
+) -> SteadyTurns | None:
+    """The steady state's graphs taking turns, each against the one before it (`turns.py`)."""
+    first_of = {letters[h]: s for h, s in first.items()}
+    pairs = turn_pairs(timeline, {v: s.index for v, s in first_of.items()})
+    first_sync = min((s.index for s in first.values()), default=0)
+    graphs = list(first.items())
+
+    def diff(variant: str, against: str) -> Turn:
+        target, other = first_of[variant], first_of[against]
+        facts = (triggers, user_names, read_line, first_sync, graphs)
+        return diff_turn(target, other, letters, modules, log, *facts)
+
+    return steady_turns(pairs, recompiles, diff)
 
 
 @lru_cache(maxsize=16384)

@@ -122,6 +122,23 @@ def check_run(
             f"{who}FAIL: {_graphs(len(counted))} compiled {when}, at most {max_graphs} allowed; "
             f"extra: {'; '.join(_describe(g) for g in extra)}"
         )
+    turns = report.steady_turns
+    if turns is not None:
+        explanation = f"{explanation}; {_turns(report)}"
     if dynamo_text:
         explanation = f"{explanation}; {dynamo_text}"
-    return CheckResult(report.process, passed and dynamo_passed, max_graphs, after_step, counted, explanation)
+    return CheckResult(
+        report.process, passed and dynamo_passed, max_graphs, after_step, counted, explanation, turns
+    )
+
+
+def _turns(report: RunReport) -> str:
+    """The steady state's turns as the report's line says them: what to fix for the loop to settle."""
+    t = report.steady_turns
+    assert t is not None
+    at = f" at {t.line}" if t.line else ""
+    kinds = f" ({', '.join(t.kinds)})" if t.kinds else ""
+    return (
+        f"steady state from step {report.steady_from_step}: {len(report.steady_variants)} graphs take "
+        f"turns ({', '.join(report.steady_variants)}): {t.phrase}{at}{kinds}"
+    )

@@ -1,9 +1,10 @@
 """One recompile explained against a baseline: the most similar earlier graph from the same call
 site. Candidates are the earlier graphs whose first sync had the same user frames (else the same
-innermost user line, else any earlier graph), at most `MAX_CANDIDATES` of the most recent; each is
-compared with `diff_modules` and the closest wins: the fewest live instructions involved in its
-causes, then the fewest causes, then the most recent (`baseline.py`). Its causes are then
-attributed (`attribution.py`).
+innermost user line, else any earlier graph), at most `MAX_CANDIDATES` of the most recent; the
+closest by structure are compared with `diff_modules` and the closest wins: where one is this graph
+reordered, not one that differs only by warm-up state (`state_init`); then the fewest live
+instructions involved in its causes, the fewest causes, the most recent (`baseline.py`);
+`Baseline.why` says which and why. Its causes are then attributed (`attribution.py`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from xlagraph.report.baseline import (
     GENERIC_NAMES,
     NEW_CALL_SITE,
     NEW_SYNC_POINT,
+    Compared,
     Modules,
     choose_baseline,
     graph_name,
@@ -146,9 +148,11 @@ def explain_recompile(
     cited += [t.line for a in attribution for t in a.tensors if t.line]
     if site:
         cited.append(site)
-    baseline = (
-        Baseline(letters[choice.graph_hash], choice.sync.index, choice.reason) if choice is not None else None
-    )
+    baseline = None
+    if choice is not None:
+        compared = tuple(letters[c.graph_hash] for c in choice.compared)
+        why = _why(choice.graph_hash, choice.compared, letters)
+        baseline = Baseline(letters[choice.graph_hash], choice.sync.index, choice.reason, why, compared)
     return Recompile(
         sync=target.index,
         step=target.step,
@@ -167,3 +171,31 @@ def explain_recompile(
         notes=notes,
         first_of_program=first_of_program,
     )
+
+
+def _why(chosen_hash: str, compared: tuple[Compared, ...], letters: dict[str, str]) -> str:
+    """Why the baseline is that one of the candidates diffed (`baseline._score`), in words."""
+    chosen = next((c for c in compared if c.graph_hash == chosen_hash), None)
+    if chosen is None:
+        return ""
+    others = [c for c in compared if c is not chosen]
+    if not others:
+        return "the only earlier graph compared"
+    names, me = ", ".join(letters[c.graph_hash] for c in compared), letters[chosen_hash]
+    size = (chosen.warm_up, chosen.involved, chosen.causes)
+    # The candidate that came closest by size alone, when the warm-up rule passed it over.
+    smaller = [c for c in others if c.warm_up and (c.involved, c.causes) < size[1:]]
+    if smaller and chosen.reorder:
+        older = letters[smaller[0].graph_hash]
+        return (
+            f"closest of {names}: {older} differs only by warm-up state, "
+            f"{me} only by order (the same computation)"
+        )
+    tied = [letters[c.graph_hash] for c in others if (c.warm_up, c.involved, c.causes) == size]
+    if tied:
+        return f"closest of {names}: as close as {', '.join(tied)}, and the most recent"
+    return f"closest of {names}: the fewest differences ({_plural(chosen.involved, 'instruction')})"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"

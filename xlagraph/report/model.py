@@ -37,8 +37,10 @@ __all__ = [
     "RankingEntry",
     "Recompile",
     "RunReport",
+    "SteadyTurns",
     "TensorRef",
     "TimelineEntry",
+    "Turn",
     "Variant",
     "to_fix_first",
 ]
@@ -118,6 +120,11 @@ class Baseline:
     variant: str
     sync: int
     reason: str  # same call site | same line, other callers | nearest earlier graph: none from this call site
+    # Why this one of those compared: "the only earlier graph compared", "closest of B, A: A
+    # differs only by warm-up state, B only by order (the same computation)", ...; "" where
+    # nothing was compared.
+    why: str = ""
+    compared: tuple[str, ...] = ()  # the variants diffed in full, most recent first
 
 
 @dataclass(frozen=True)
@@ -308,6 +315,32 @@ class EagerSection:
 
 
 @dataclass(frozen=True)
+class Turn:
+    """One graph of the steady state against the one that ran before it at the same call site
+    (and trigger): the kinds of the causes of their diff and the user's lines they cite (`note`:
+    why none)."""
+
+    variant: str
+    against: str
+    kinds: tuple[str, ...]
+    lines: tuple[str, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class SteadyTurns:
+    """Why the steady state's graphs take turns (B, C, B, C ...; a cycle of k): each against the
+    one before it (`turns`), and in a phrase (`the same updates in another order`) with the
+    kinds of all their causes and the first user line they cite."""
+
+    variants: tuple[str, ...]  # in the order they take turns
+    phrase: str
+    kinds: tuple[str, ...]
+    line: str
+    turns: tuple[Turn, ...]
+
+
+@dataclass(frozen=True)
 class RunReport:
     """The report of one process. `compiles_reported` is torch_xla's own count when the source
     has it; `warnings` say when it disagrees with `compiles`, `notes` what the source lacks."""
@@ -339,6 +372,7 @@ class RunReport:
     dynamo: DynamoSection | None = None  # torch.compile's record, where the source has it
     steady_each_step: bool = False  # every steady step runs all of steady_variants, in one order
     eager: EagerSection | None = None  # eager mode's op compiles, where the run had any
+    steady_turns: SteadyTurns | None = None  # the steady graphs' differences, where they take turns
 
 
 @dataclass(frozen=True)
@@ -363,3 +397,4 @@ class CheckResult:
     after_step: int | None
     counted: tuple[CountedGraph, ...]
     explanation: str
+    steady_turns: SteadyTurns | None = None  # as the report has it, where `check` explained the run

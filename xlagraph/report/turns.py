@@ -1,0 +1,126 @@
+"""The steady state's turns: graphs that run by turns after the warm-up (B, C, B, C ...; a cycle of
+k), each explained against the one that ran before it at the same call site and trigger (issue 37).
+
+A recompile is explained against its baseline, which for a graph of the cycle need not be the
+graph before it in the cycle (the first one it took turns with compiled before the state existed);
+what makes the loop unstable is what differs between consecutive graphs of the steady state. That
+diff is the recompile's own where its baseline is the graph before it, else one more diff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from xlagraph.diagnose.causes import CauseKind
+from xlagraph.diagnose.frames import call_site
+from xlagraph.report.attribution import AttributionContext, attribute
+from xlagraph.report.baseline import Modules, diff_against
+from xlagraph.report.model import Recompile, SteadyTurns, TimelineEntry, Turn
+from xlagraph.report.triggers import LineReader
+from xlagraph.runlog import RunLog, Sync
+
+__all__ = ["diff_turn", "steady_turns", "turn_pairs"]
+
+_MAX_TURNS = 6  # a steady state of more graphs than that is no cycle to explain pair by pair
+
+_PERMUTATIONS = frozenset({str(CauseKind.PARAMETER_PERMUTATION), str(CauseKind.OUTPUT_PERMUTATION)})
+# What the graphs taking turns differ in, in the user's words, by the first kind that says it.
+_PHRASES = {
+    str(CauseKind.PARAMETER_SHAPE): "inputs of other shapes",
+    str(CauseKind.DYNAMIC_SHAPE): "other sizes",
+    str(CauseKind.CONSTANT_VALUE): "other constant values",
+    str(CauseKind.ATTRIBUTE): "other attributes (slice bounds, sizes)",
+    str(CauseKind.OUTPUT_ADDED): "other tensors kept alive",
+    str(CauseKind.OUTPUT_REMOVED): "other tensors kept alive",
+    str(CauseKind.PARAMETER_ADDED): "other inputs",
+    str(CauseKind.PARAMETER_REMOVED): "other inputs",
+    str(CauseKind.CONDITIONAL_WORK): "work that runs on some steps only",
+    str(CauseKind.COLLECTIVE): "other collectives",
+    str(CauseKind.DTYPE): "other dtypes",
+    str(CauseKind.SHARDING): "other shardings",
+    str(CauseKind.LAYOUT): "other layouts",
+    str(CauseKind.STATE_INIT): "state made on some steps",
+    str(CauseKind.STRUCTURE): "other work",
+}
+
+
+def turn_pairs(
+    timeline: Sequence[TimelineEntry], first_sync: Mapping[str, int]
+) -> tuple[tuple[str, str], ...]:
+    """(against, variant) for each change of graph between consecutive steady syncs of one call
+    site and trigger (a `.item()` mid-step is another program than the step's sync, even where a
+    save file knows no line), first seen first. Two graphs taking turns make the pair both ways:
+    kept once, the later compiled graph against the earlier (the recompile's own diff where that
+    was its baseline)."""
+    last: dict[tuple[str, str], str] = {}
+    seen: list[tuple[str, str]] = []
+    for e in timeline:
+        if e.phase != "steady":
+            continue
+        where = (e.call_site, e.trigger)
+        before, last[where] = last.get(where), e.variant
+        if before is not None and before != e.variant and (before, e.variant) not in seen:
+            seen.append((before, e.variant))
+    pairs = [(a, b) for a, b in seen if (b, a) not in seen or first_sync.get(b, 0) > first_sync.get(a, 0)]
+    return tuple(pairs) if len(pairs) <= _MAX_TURNS else ()
+
+
+def _phrase(kinds: tuple[str, ...]) -> str:
+    if kinds and set(kinds) <= _PERMUTATIONS:
+        return "the same updates in another order"
+    found = (_PHRASES[k] for k in kinds if k in _PHRASES and k not in _PERMUTATIONS)
+    return next(found, "graphs that differ" if kinds else "graphs that print the same")
+
+
+def steady_turns(
+    pairs: tuple[tuple[str, str], ...],
+    recompiles: Sequence[Recompile],
+    diff: Callable[[str, str], Turn],
+) -> SteadyTurns | None:
+    """Each pair's turn (the recompile's explanation where its baseline is the graph before it,
+    else `diff(variant, against)`), and what they say together."""
+    if not pairs:
+        return None
+    by_variant = {r.variant: r for r in recompiles}
+    turns = []
+    for against, variant in pairs:
+        r = by_variant.get(variant)
+        if r is not None and r.baseline is not None and r.baseline.variant == against and r.causes:
+            turns.append(Turn(variant, against, r.kinds, r.lines))
+        else:
+            turns.append(diff(variant, against))
+    kinds = tuple(dict.fromkeys(k for t in turns for k in t.kinds))
+    line = next((t.lines[0] for t in turns if t.lines), "")
+    order = tuple(dict.fromkeys(v for a, b in pairs for v in (a, b)))
+    return SteadyTurns(order, _phrase(kinds), kinds, line, tuple(turns))
+
+
+def diff_turn(
+    target: Sync,
+    against: Sync,
+    letters: Mapping[str, str],
+    modules: Modules,
+    log: RunLog,
+    triggers: dict[int, str],
+    user_names: frozenset[str],
+    read_line: LineReader,
+    first_sync: int,
+    graphs: Sequence[tuple[str, Sync]] = (),
+) -> Turn:
+    """`target`'s graph against `against`'s as a recompile's would be (`graphs`: every graph with
+    its first sync, what the recognizers are told of those before `against`): causes, then the
+    user's lines their attribution cites, then the sync's line."""
+    variant, other = letters[target.graph_hash], letters[against.graph_hash]
+    result = diff_against(target, against, modules, triggers, first_sync, graphs)
+    if isinstance(result, str):
+        return Turn(variant, other, (), (), result)
+    causes = result.differences
+    records = log.graphs.get(against.graph_hash), log.graphs.get(target.graph_hash)
+    site = call_site(target.frames)
+    ctx = AttributionContext(result, *records, user_names, site, read_line)
+    attribution = [attribute(i, c, ctx) for i, c in enumerate(causes)]
+    cited = [line for a in attribution for line in a.lines]
+    cited += [t.line for a in attribution for t in a.tensors if t.line]
+    kinds = tuple(dict.fromkeys(str(c.kind) for c in causes))
+    note = "" if causes else "the two graphs print the same"
+    return Turn(variant, other, kinds, tuple(dict.fromkeys([*cited, *([site] if site else [])])), note)
