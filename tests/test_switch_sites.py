@@ -84,3 +84,25 @@ def test_a_probe_dropped_at_the_switch_is_still_named_and_alone() -> None:
     assert _at(removed)[0] == _line("amp_with_probe", "probe = hidden.detach()"), _at(removed)
     # The probe's line is its own: the dtype cause does not cite it.
     assert _line("amp_with_probe", "probe = hidden.detach()") not in _at(dtype), _at(dtype)
+
+
+def test_the_loop_and_the_line_that_orders_it_are_cited_first() -> None:
+    name = "ema_key_order"
+    for step in (1, 2):
+        (order,) = [c for c in _causes(name, step) if c["kind"] == "output_permutation"]
+        assert _at(order)[:3] == [
+            _line(name, "for name in names:"),
+            _line(name, "names = list(weights) if"),
+            _line(name, "stats[name].mul_(0.9)"),
+        ], (step, _at(order))
+
+
+def test_a_shuffle_before_a_zipped_loop_in_a_helper_is_cited() -> None:
+    name = "shuffled_buffers"
+    (order,) = [c for c in _causes(name, 2) if c["kind"] == "output_permutation"]
+    assert _at(order)[:4] == [
+        _line(name, "for k, act in zip(order,"),
+        _line(name, "order = list(range(len(acts)))"),
+        _line(name, "random.shuffle(order)"),
+        _line(name, "peaks[k] = torch.maximum("),
+    ], _at(order)
