@@ -106,3 +106,18 @@ def test_a_shuffle_before_a_zipped_loop_in_a_helper_is_cited() -> None:
         _line(name, "random.shuffle(order)"),
         _line(name, "peaks[k] = torch.maximum("),
     ], _at(order)
+
+
+def test_an_outer_loop_whose_variable_the_inner_loop_iterates_is_cited_too() -> None:
+    """The corpus's tu_layerwise_lr_order: `for name, lr in sorted(layer_lrs(step).items(), ...)`
+    around `for p in model[name].parameters()`: the inner loop's order is the outer one's."""
+    (log,) = load_runs(str(FIXTURES / "torch_xla" / "corpus" / "captures" / "tu_layerwise_lr_order"))
+    doc = report_to_json((build_report(log),))
+    script = "scripts/tu_layerwise_lr_order.py"
+    text = (FIXTURES / "torch_xla" / "corpus" / script).read_text(encoding="utf-8").splitlines()
+    outer = next(n for n, line in enumerate(text, 1) if "for name, lr in sorted(" in line)
+    attributions = [a for r in doc["recompiles"] for a in r["attribution"]]
+    cited = [a["lines"] for a in attributions if a["kind"] == "output_permutation"]
+    assert cited
+    for lines in cited:
+        assert lines[:3] == [f"{script}:{outer + 1}", f"{script}:{outer}", f"{script}:{outer + 2}"], lines

@@ -133,17 +133,25 @@ def _counts(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
 
 
+def _targets(loop: ast.For | ast.AsyncFor) -> set[str]:
+    return {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+
+
 def loop_order(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
     """Where the order of the loop around `location` is decided: the header of the innermost
     `for` that encloses it, then the lines just before it that set what it iterates (`names =
-    list(d) if ... else list(reversed(d))`, `random.shuffle(order)`). Not the training loop
-    (the one around a sync line of `syncs`) nor a loop over `range(...)`, and never past the
-    function the line is in. `[]` when there is no such loop."""
+    list(d) if ... else list(reversed(d))`, `random.shuffle(order)`); and, when what it iterates
+    comes from an outer loop's variable (`for p in model[name].parameters()` inside `for name in
+    sorted(...)`), that loop's too. Not the training loop (the one around a sync line of
+    `syncs`) nor a loop over `range(...)`, and never past the function the line is in. `[]`
+    when there is no such loop."""
     file, _, line = location.rpartition(":")
     if not file or not line.isdigit():
         return []
     chain = enclosing(file, int(line))
     stops = {int(n) for f, _, n in (s.rpartition(":") for s in syncs) if f == file and n.isdigit()}
+    found: list[int] = []
+    follow: set[str] | None = None  # the names an inner cited loop iterates over
     for depth in range(len(chain) - 1, -1, -1):
         stmt = chain[depth][0]
         if isinstance(stmt, _DEFS):
@@ -152,6 +160,9 @@ def loop_order(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
             continue
         if any(stmt.lineno <= n <= (stmt.end_lineno or stmt.lineno) for n in stops):
             break  # the loop that runs the steps
-        before = set_before(chain[: depth + 1], loads(stmt.iter))
-        return [f"{file}:{n}" for n in (stmt.lineno, *before)]
-    return []
+        if follow is not None and not follow & _targets(stmt):
+            continue  # an outer loop the inner one's order does not read
+        names = loads(stmt.iter)
+        found += [stmt.lineno, *set_before(chain[: depth + 1], names)]
+        follow = names
+    return [f"{file}:{n}" for n in dict.fromkeys(found)]
