@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import FIXTURES
+from xlagraph.diagnose import CauseKind
+from xlagraph.diff import diff_files
 from xlagraph.render.report_json import report_to_json
 from xlagraph.report import build_report, load_runs
 
@@ -121,3 +123,16 @@ def test_an_outer_loop_whose_variable_the_inner_loop_iterates_is_cited_too() -> 
     assert cited
     for lines in cited:
         assert lines[:3] == [f"{script}:{outer + 1}", f"{script}:{outer}", f"{script}:{outer + 2}"], lines
+
+
+def test_a_whole_model_cast_in_the_function_that_runs_the_step_is_cited() -> None:
+    """fixtures/torch_xla/parallel's dtype_gpt2 pair: GPT-2 cast with `.to(dtype)` in the
+    function that builds and runs the step; its ops carry the model's lines, the cast is cited
+    before them."""
+    parallel = FIXTURES / "torch_xla" / "parallel"
+    result = diff_files(str(parallel / "dtype_gpt2_a.hlo"), str(parallel / "dtype_gpt2_b.hlo"))
+    (dtype,) = [c for c in result.causes if c.kind is CauseKind.DTYPE]
+    text = (parallel / "generate.py").read_text(encoding="utf-8").splitlines()
+    start = next(n for n, line in enumerate(text, 1) if line.startswith("def dtype_gpt_step("))
+    cast = next(n for n, line in enumerate(text, 1) if n > start and ".to(dtype)" in line)
+    assert dtype.sources[0].endswith(f"fixtures/torch_xla/parallel/generate.py:{cast}"), dtype.sources
