@@ -130,11 +130,13 @@ def _view_bases(evidence: Evidence, cause: Cause, pending: tuple[Cause, ...]) ->
     outputs = set(entry.outputs)
     found: set[str] = set()
     for base in (ch.left if removed else ch.right for ch in cause.changes if ch.what == "output"):
-        views, stack = [], list(users.get(base, ()))
+        views: list[str] = []
+        stack, seen = list(users.get(base, ())), set[str]()
         while stack:
             name = stack.pop()
-            if entry.computation.by_name[name].opcode not in _VIEWS:
+            if name in seen or entry.computation.by_name[name].opcode not in _VIEWS:
                 continue
+            seen.add(name)
             if name in outputs:
                 views.append(name)
             stack += users.get(name, ())
@@ -164,8 +166,8 @@ def _split_outputs(evidence: Evidence, cause: Cause, bases: set[str]) -> tuple[C
             else f"B returns {n} more tensor{'s' if n > 1 else ''} than A ({listed})"
         )
         side = {"left": own} if removed else {"right": own}
-        # (the lines the cause cites are those of the outputs kept named: a probe's own line)
-        lines = {} if not keep else {"sources": (), "library": ()}
+        # (the folded part cites no line: the cause's lines are its other outputs', a probe's own)
+        lines = {"sources": (), "library": ()} if keep else {}
         parts.append(replace(cause, summary=summary, changes=changes, **side, **lines))
     return parts[0], parts[1]
 
