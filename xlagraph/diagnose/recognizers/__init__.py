@@ -19,7 +19,8 @@ lines from the causes it consumes. `donation.py` is the smallest: it renames the
 differences that are all `input_output_alias` and gives them the donation fix. Shared helpers, one
 file per concern: `_causes` (merge, rename), `_source` (the user's code around a line),
 `_periodic` (work done every k steps), `_assignments` (where a value was made), `_dataflow`
-(walks over a graph).
+(walks over a graph), `_statements` (the `with` and `for` around a line, from the syntax tree of
+the stored file), `_precision` (where precision is switched).
 """
 
 from __future__ import annotations

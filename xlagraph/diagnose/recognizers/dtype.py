@@ -17,11 +17,15 @@ from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.recognizers._assignments import assigned_in_function
 from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.recognizers._dataflow import upstream
+from xlagraph.diagnose.recognizers._precision import switch_lines
 from xlagraph.diagnose.recognizers._source import lines_matching, user_files
 from xlagraph.diagnose.shapes import dims_of, element_type
 from xlagraph.ir import Frame, strip_layout
+from xlagraph.match.users import users_of
 
 __all__ = ["RECOGNIZER"]
 
@@ -102,12 +106,83 @@ def _scalars_of(evidence: Evidence, cause: Cause, types: frozenset[str]) -> bool
     return bool(shapes) and all(s.endswith("[]") and element_type(s) in types for s in shapes)
 
 
+# Ops that make a PyTorch view of a tensor (`w.grad` as the transpose of its dot, a bias gradient
+# reshaped from its sum): torch_xla returns the view's base too while the view is alive.
+_VIEWS = frozenset({"reshape", "transpose", "bitcast", "copy", "broadcast", "slice"})
+
+
+def _view_bases(evidence: Evidence, cause: Cause, pending: tuple[Cause, ...]) -> set[str]:
+    """The outputs `cause` adds or removes that are the base of another output of their graph,
+    a view of it, whose counterpart in the other graph is a `convert`: in f32 a gradient is a
+    view of its dot, whose base torch_xla returns beside it; in bf16 it is the convert of a bf16
+    dot, with no base to return. These follow from the type change; a tensor the step stops (or
+    starts) keeping alive is no view's base and is not among them."""
+    removed = cause.kind is CauseKind.OUTPUT_REMOVED
+    if not removed and cause.kind is not CauseKind.OUTPUT_ADDED:
+        return set()
+    own, other = (evidence.left, evidence.right) if removed else (evidence.right, evidence.left)
+    paired = dict(evidence.entry_match_left) if removed else dict(evidence.entry_match)
+    for c in pending:  # outputs the output pairing paired where the matching did not
+        for m in c.mapping:
+            if m.what == "output":
+                paired.setdefault(*((m.left_name, m.right_name) if removed else (m.right_name, m.left_name)))
+    entry, users = own.entry, users_of(own.entry)
+    outputs = set(entry.outputs)
+    found: set[str] = set()
+    for base in (ch.left if removed else ch.right for ch in cause.changes if ch.what == "output"):
+        views: list[str] = []
+        stack, seen = list(users.get(base, ())), set[str]()
+        while stack:
+            name = stack.pop()
+            if name in seen or entry.computation.by_name[name].opcode not in _VIEWS:
+                continue
+            seen.add(name)
+            if name in outputs:
+                views.append(name)
+            stack += users.get(name, ())
+        twins = [other.entry.computation.by_name.get(paired.get(v, "")) for v in views]
+        if any(t is not None and t.opcode == "convert" for t in twins):
+            found.add(base)
+    return found
+
+
+def _split_outputs(evidence: Evidence, cause: Cause, bases: set[str]) -> tuple[Cause, Cause]:
+    """(the part of an output cause about `bases`, the part about its other outputs), each with
+    the instructions that compute its outputs."""
+    removed = cause.kind is CauseKind.OUTPUT_REMOVED
+    comp = (evidence.left if removed else evidence.right).entry
+    names = cause.left if removed else cause.right
+    parts = []
+    for keep in (True, False):
+        changes = tuple(ch for ch in cause.changes if ((ch.left if removed else ch.right) in bases) is keep)
+        heads = [ch.left if removed else ch.right for ch in changes]
+        cone = upstream(comp.operands, heads)
+        own = tuple(n for n in names if n in cone)
+        listed = fmt_list([f"output {ch.old or ch.new}" for ch in changes])
+        n = len(changes)
+        summary = (
+            f"B returns {n} tensor{'s' if n > 1 else ''} fewer than A ({listed})"
+            if removed
+            else f"B returns {n} more tensor{'s' if n > 1 else ''} than A ({listed})"
+        )
+        side = {"left": own} if removed else {"right": own}
+        # (the folded part cites no line: the cause's lines are its other outputs', a probe's own)
+        lines = {"sources": (), "library": ()} if keep else {}
+        parts.append(replace(cause, summary=summary, changes=changes, **side, **lines))
+    return parts[0], parts[1]
+
+
 def _whole_model(evidence: Evidence, pending: tuple[Cause, ...], core: list[int]) -> bool:
     """Every floating-point input of A changed element type (`model.to(torch.bfloat16)`)."""
     left = evidence.left.entry
     floats = {p for p in left.param_number if element_type(left.instruction(p).shape) in _FLOAT}
     retyped = {ch.left for i in core for ch in pending[i].changes if ch.what == "dtype"}
     return len(floats) > 1 and floats <= retyped
+
+
+def _syncs(evidence: Evidence) -> list[str]:
+    ctx = evidence.context
+    return [s for s in (ctx.call_site, ctx.baseline_call_site) if s]
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -138,6 +213,19 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     ]
     # Scalars passed as data in the new type (an eps, a scale), beside the type change itself.
     folded += [i for i, c in enumerate(pending) if core and _scalars_of(evidence, c, types)]
+    # Outputs that were (or became) the bases of views the other precision computes by a cast;
+    # the other outputs of the same cause stay named, split off for the recognizers after this.
+    split_off: list[Cause] = []
+    views: dict[int, Cause] = {}
+    for i, c in enumerate(pending):
+        bases = _view_bases(evidence, c, pending) if core or autocast else set()
+        if not bases:
+            continue
+        folded.append(i)
+        if len(bases) == sum(1 for ch in c.changes if ch.what == "output"):
+            continue
+        views[i], other = _split_outputs(evidence, c, bases)
+        split_off.append(other)
     rest = [i for i, c in enumerate(pending) if c.kind is CauseKind.STRUCTURE and i not in folded]
     if (
         core
@@ -164,10 +252,24 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if integers:
         summary += "; integer data (ids, labels) from sources that make another integer type"
     cause = merge(
-        CauseKind.DTYPE, summary, [pending[i] for i in core + folded], hint=_INT_HINT if integers else ""
+        CauseKind.DTYPE,
+        summary,
+        [views.get(i, pending[i]) for i in core + folded],
+        hint=_INT_HINT if integers else "",
     )
     floats = bool(types) and types <= _FLOAT
-    if core and floats and not any(not is_library(Frame("", x.rpartition(":")[0], 0)) for x in cause.sources):
+    # The statement that switches precision around the ops' own lines (a layer's forward): the
+    # enclosing `with torch.autocast(...)` and what sets its arguments, or a cast in the loop.
+    switches = (
+        switch_lines(evidence.instructions(cause), _syncs(evidence))
+        if (core and floats and "f64" not in types) or autocast
+        else []
+    )
+    if switches:
+        cause = replace(cause, sources=tuple(dict.fromkeys(switches + list(cause.sources)))[:6])
+    elif (
+        core and floats and not any(not is_library(Frame("", x.rpartition(":")[0], 0)) for x in cause.sources)
+    ):
         casts = lines_matching(user_files(evidence), _CAST, limit=2) or lines_matching(
             user_files(evidence), _AUTOCAST
         )
@@ -183,11 +285,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         ]
         if made:
             cause = replace(cause, sources=tuple(dict.fromkeys(made + list(cause.sources)))[:6])
-    if autocast and not core:
+    if autocast and not core and not switches:
         switches = lines_matching(user_files(evidence), _AUTOCAST)
         if switches:
             cause = replace(cause, sources=tuple(dict.fromkeys(switches + list(cause.sources)))[:6])
-    return Recognized((cause,), frozenset(core + folded))
+    return Recognized((cause,), frozenset(core + folded), tuple(split_off))
 
 
 RECOGNIZER = Recognizer("dtype", _recognize)

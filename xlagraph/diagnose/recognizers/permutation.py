@@ -24,6 +24,7 @@ from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._assignments import dict_fills, reorderings
 from xlagraph.diagnose.recognizers._source import def_above, user_lines
+from xlagraph.diagnose.recognizers._statements import loop_order
 from xlagraph.ir import Frame, strip_layout
 
 __all__ = ["RECOGNIZER", "reordered_only"]
@@ -221,9 +222,16 @@ def _filled_at(evidence: Evidence, cause: Cause) -> Cause:
     reorders = [r for loc in cause.sources[:2] for r in reorderings(loc)]
     if not reorders and not fills:
         reorders = _reordered_in_step(evidence)
-    if not fills and not reorders:
+    # The loop that updates the tensors one by one decides their order: its header and the lines
+    # that build what it iterates, before every other line (none of which is dropped).
+    ctx = evidence.context
+    syncs = tuple(s for s in (ctx.call_site, ctx.baseline_call_site) if s)
+    user = [x for x in cause.sources if not is_library(Frame("", x.rpartition(":")[0], 0))]
+    loops = list(dict.fromkeys(n for loc in user[:3] for n in loop_order(loc, syncs)))
+    if not fills and not reorders and not loops:
         return cause
-    return replace(cause, sources=tuple(dict.fromkeys([*reorders, *fills, *cause.sources]))[:6])
+    lines = dict.fromkeys([*loops, *reorders, *fills, *cause.sources])
+    return replace(cause, sources=tuple(lines)[: 6 + len(loops)])
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:

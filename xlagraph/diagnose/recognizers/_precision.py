@@ -1,0 +1,119 @@
+"""Where the user's code switches precision, read from the statements around the user's frames of
+the ops whose type changed: the `with torch.autocast(...)` that encloses them and the lines just
+before it that set its arguments (`amp = step >= 3`), else a cast of a model or tensor in the loop
+that runs them (`model.half()`, `.to(torch.bfloat16)`, `torch.set_default_dtype(...)`).
+
+The ops under autocast carry the lines of the model's code (a layer's forward); the switch is an
+enclosing statement of an outer frame of the same stack, which the syntax tree of the stored file
+names exactly (a regex over the file would cite any `autocast(` it mentions).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from xlagraph.canonical import CanonicalModule
+from xlagraph.diagnose.frames import user_frames
+from xlagraph.diagnose.recognizers._statements import enclosing, loads, set_before
+from xlagraph.ir import Instruction
+
+__all__ = ["switch_lines"]
+
+_MAX_INSTRUCTIONS = 400  # a region's first ops have the same stacks as the rest
+_LOW_NAMES = frozenset({"bfloat16", "float16", "half"})
+_TYPE_NAMES = _LOW_NAMES | {"float32", "float64", "float", "double"}
+# The statements whose body is "the code that ran": the innermost loop or function around a line.
+_SCOPES = (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _name(func: ast.expr) -> str:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+def _autocast(node: ast.expr) -> ast.Call | None:
+    return node if isinstance(node, ast.Call) and "autocast" in _name(node.func).lower() else None
+
+
+def _is_cast(call: ast.Call) -> bool:
+    """`x.half()`, `x.bfloat16()`, `x.to(torch.bfloat16)`, `x.to(dtype=...)`, `x.to(x, dtype)`,
+    `torch.set_default_dtype(...)`: a cast to a named floating type (not `.float()` on a value,
+    which every loss computation does)."""
+    name = _name(call.func)
+    if name == "set_default_dtype":
+        return True
+    if name in _LOW_NAMES and not call.args and isinstance(call.func, ast.Attribute):
+        return True
+    if name != "to":
+        return False
+    args = [*call.args, *(k.value for k in call.keywords)]
+    return any(k.arg == "dtype" for k in call.keywords) or any(
+        (isinstance(a, ast.Attribute) and a.attr in _TYPE_NAMES)
+        or (isinstance(a, ast.Name) and "dtype" in a.id)
+        for a in args
+    )
+
+
+def _sites(stacks: Iterable[tuple[CanonicalModule, Instruction]]) -> list[tuple[str, int]]:
+    """(file, line) of every user frame of the instructions' stacks, first seen first."""
+    seen: dict[tuple[str, int], None] = {}
+    for n, (canon, ins) in enumerate(stacks):
+        if n >= _MAX_INSTRUCTIONS:
+            break
+        for f in user_frames(canon.module.frames_of(ins)):
+            if f.line > 0:
+                seen.setdefault((f.file, f.line))
+    return list(seen)
+
+
+def _autocasts(file: str, chain: list[tuple[ast.stmt, list[ast.stmt]]], found: dict[str, None]) -> None:
+    """The autocast `with` lines of `chain`, each followed by the lines that set its arguments."""
+    for depth, (stmt, _) in enumerate(chain):
+        if not isinstance(stmt, (ast.With, ast.AsyncWith)):
+            continue
+        calls = [c for item in stmt.items if (c := _autocast(item.context_expr))]
+        if not calls:
+            continue
+        found.setdefault(f"{file}:{stmt.lineno}")
+        names = {n for c in calls for a in (*c.args, *(k.value for k in c.keywords)) for n in loads(a)}
+        for k in set_before(chain[: depth + 1], names):
+            found.setdefault(f"{file}:{k}")
+
+
+def switch_lines(
+    stacks: Iterable[tuple[CanonicalModule, Instruction]], syncs: Iterable[str] = ()
+) -> list[str]:
+    """`file:line` of the statements that switch precision for the instructions: an autocast
+    `with` around their user frames, else one in the loop (or function) around those frames or
+    around the sync lines `syncs` (dumps often keep only a stack's innermost frame, inside the
+    model, while the `with` wraps the call in the training loop), each followed by the lines
+    that set its arguments; where there is none, the casts in those loops. `[]` when the code
+    shows none."""
+    sites = _sites(stacks)
+    for loc in syncs:
+        file, _, line = loc.rpartition(":")
+        if file and line.isdigit() and (file, int(line)) not in sites:
+            sites.append((file, int(line)))
+    found: dict[str, None] = {}
+    scopes: dict[tuple[str, int], ast.stmt] = {}
+    for file, line in sites:
+        chain = enclosing(file, line)
+        _autocasts(file, chain, found)
+        scope = next((s for s, _ in reversed(chain) if isinstance(s, _SCOPES)), None)
+        if scope is not None:
+            scopes.setdefault((file, scope.lineno), scope)
+    for (file, _), scope in scopes.items() if not found else ():
+        for node in ast.walk(scope):
+            if isinstance(node, (ast.With, ast.AsyncWith)) and any(
+                _autocast(i.context_expr) for i in node.items
+            ):
+                _autocasts(file, enclosing(file, node.body[0].lineno), found)
+    if found:
+        return list(found)[:4]
+    for (file, _), scope in scopes.items():
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Call) and _is_cast(node):
+                found.setdefault(f"{file}:{node.lineno}")
+    return list(found)[:3]

@@ -1,0 +1,168 @@
+"""The user's code as statements: the `with` and `for` around a line and where the names a
+statement reads were set just before it, from the `ast` of the capture's stored source text
+(`diagnose.frames.source_line`), never from the analysing machine's installed packages.
+
+A line alone cannot say which loop it is in or which block an assignment belongs to; the syntax
+tree of the whole file can (a loop header split over lines, a comprehension, an `else` branch).
+A file that does not parse (another Python's syntax, a file cut short) gives nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from functools import lru_cache
+
+from xlagraph.diagnose.frames import source_line
+from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES
+
+__all__ = ["enclosing", "loads", "loop_order", "set_before"]
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _text(file: str) -> str:
+    lines = []
+    for n in range(1, MAX_SCANNED_LINES):
+        text = source_line(file, n)
+        if not text:
+            break
+        lines.append(text if text.endswith("\n") else text + "\n")
+    return "".join(lines)
+
+
+@lru_cache(maxsize=32)
+def _parse(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
+    """The statement lists nested directly in `stmt` (bodies, `else`s, handlers, cases)."""
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(stmt, field, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            yield block
+    for handler in getattr(stmt, "handlers", ()):
+        yield handler.body
+    for case in getattr(stmt, "cases", ()):
+        yield case.body
+
+
+def enclosing(file: str, line: int) -> list[tuple[ast.stmt, list[ast.stmt]]]:
+    """The statements of `file` whose lines contain `line`, outermost first, each with the block
+    (statement list) it sits in: `[]` when the file is not stored or does not parse."""
+    tree = _parse(_text(file)) if line > 0 else None
+    if tree is None:
+        return []
+    chain: list[tuple[ast.stmt, list[ast.stmt]]] = []
+    blocks = [tree.body]
+    while blocks:
+        block = blocks.pop()
+        for stmt in block:
+            if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+                chain.append((stmt, block))
+                blocks = list(_blocks(stmt))
+                break
+    return chain
+
+
+def loads(node: ast.AST) -> set[str]:
+    """The names an expression reads (comprehension variables included: they are harmless)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _stores(stmt: ast.stmt) -> set[str]:
+    """The names a simple statement binds (`a = ...`, `a, b = ...`, `a += ...`, `a: T = ...`)."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+        targets = [stmt.target]
+    else:
+        return set()
+    return {
+        n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+
+
+def _mutates(stmt: ast.stmt, names: set[str]) -> bool:
+    """A bare call that can reorder a sequence in place: a method of one of `names`
+    (`order.reverse()`, `keys.sort(key=...)`) or a call that takes one of them
+    (`random.shuffle(order)`)."""
+    if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
+        return False
+    call = stmt.value
+    if (
+        isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id in names
+    ):
+        return True
+    return any(isinstance(a, ast.Name) and a.id in names for a in call.args)
+
+
+def set_before(chain: list[tuple[ast.stmt, list[ast.stmt]]], names: set[str]) -> list[int]:
+    """Lines of the statements before `chain[-1]` that set one of `names` for it: the nearest
+    assignment of each name and the in-place reorderings of it after that assignment. Searched
+    in the blocks around it up to the body of the nearest loop or function that encloses it
+    (an assignment outside the loop that runs each step decides no step's order)."""
+    found: list[int] = []
+    wanted = set(names)
+    for depth in range(len(chain) - 1, -1, -1):
+        stmt, block = chain[depth]
+        for before in reversed(block[: block.index(stmt)]):
+            if not wanted:
+                return sorted(found)
+            bound = _stores(before) & wanted
+            if bound or _mutates(before, wanted):
+                found.append(before.lineno)
+            wanted -= bound
+        if depth and isinstance(chain[depth - 1][0], _LOOPS + _SCOPES):
+            break
+    return sorted(found)
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _counts(node: ast.expr) -> bool:
+    """`range(...)`: a loop over numbers decides no order of its own."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
+
+
+def _targets(loop: ast.For | ast.AsyncFor) -> set[str]:
+    return {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+
+
+def loop_order(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
+    """Where the order of the loop around `location` is decided: the header of the innermost
+    `for` that encloses it, then the lines just before it that set what it iterates (`names =
+    list(d) if ... else list(reversed(d))`, `random.shuffle(order)`); and, when what it iterates
+    comes from an outer loop's variable (`for p in model[name].parameters()` inside `for name in
+    sorted(...)`), that loop's too. Not the training loop (the one around a sync line of
+    `syncs`) nor a loop over `range(...)`, and never past the function the line is in. `[]`
+    when there is no such loop."""
+    file, _, line = location.rpartition(":")
+    if not file or not line.isdigit():
+        return []
+    chain = enclosing(file, int(line))
+    stops = {int(n) for f, _, n in (s.rpartition(":") for s in syncs) if f == file and n.isdigit()}
+    found: list[int] = []
+    follow: set[str] | None = None  # the names an inner cited loop iterates over
+    for depth in range(len(chain) - 1, -1, -1):
+        stmt = chain[depth][0]
+        if isinstance(stmt, _DEFS):
+            break
+        if not isinstance(stmt, (ast.For, ast.AsyncFor)) or _counts(stmt.iter):
+            continue
+        if any(stmt.lineno <= n <= (stmt.end_lineno or stmt.lineno) for n in stops):
+            break  # the loop that runs the steps
+        if follow is not None and not follow & _targets(stmt):
+            continue  # an outer loop the inner one's order does not read
+        names = loads(stmt.iter)
+        found += [stmt.lineno, *set_before(chain[: depth + 1], names)]
+        follow = names
+    return [f"{file}:{n}" for n in dict.fromkeys(found)]
