@@ -36,8 +36,9 @@ def match_outputs_anchored(left: CanonicalComputation, right: CanonicalComputati
     shape_l = {a: strip_layout(left.instruction(a).shape) for a in free_l}
     shape_r = {b: strip_layout(right.instruction(b).shape) for b in free_r}
     count_l, count_r = Counter(shape_l.values()), Counter(shape_r.values())
-    # Only where slots would have to choose: a shape both sides have, more than once on one.
-    shared = {s for s in count_l if count_r[s] and max(count_l[s], count_r[s]) > 1}
+    # Only where `outputs-balanced` would pair by slot: a shape both sides have as many of, more
+    # than one. Where one side has more, the data flow decides already.
+    shared = {s for s in count_l if count_l[s] == count_r[s] > 1}
     free_l = [a for a in free_l if shape_l[a] in shared]
     free_r = [b for b in free_r if shape_r[b] in shared]
     if not free_l or not free_r:

@@ -27,12 +27,9 @@ impl Mappings<'_> {
         for &b in &free_r {
             count.entry(r.stripped[b as usize]).or_default().1 += 1;
         }
-        // Only where slots would have to choose: a shape both sides have, more than once on one.
-        let shared = |s: u32| {
-            count
-                .get(&s)
-                .is_some_and(|&(x, y)| x > 0 && y > 0 && x.max(y) > 1)
-        };
+        // Only where `outputs-balanced` would pair by slot: a shape both sides have as many of,
+        // more than one. Where one side has more, the data flow decides already.
+        let shared = |s: u32| count.get(&s).is_some_and(|&(x, y)| x == y && x > 1);
         let free_l: Vec<u32> = free_l
             .into_iter()
             .filter(|&a| shared(l.stripped[a as usize]))
