@@ -1,6 +1,6 @@
 """The `outputs-anchored` phase, the reference of the core's (rust/src/matching/phases/
-outputs_anchored.rs): outputs of a shape several share, paired by what they read rather than by
-their slots.
+outputs_anchored.rs): outputs of a shape both sides have as many of (more than one), paired by
+what they read rather than by their slots.
 
 Updates that run in another order come out in another order. Where the context cannot pair them
 (one side computes the state from constants on its first step, so no colour agrees at the last

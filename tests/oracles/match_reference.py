@@ -5,7 +5,7 @@ Each phase claims only pairs that are still free, and records its name on the pa
 
 1. `outputs-exact`: outputs with equal structural hash (`h1`), with their whole subgraphs;
    `outputs-context`: outputs whose data-flow context agrees (`correspondence`), where a changed
-   constant or size broke `h1`; `outputs-anchored`: outputs of a shape several share, paired by
+   constant or size broke `h1`; `outputs-anchored`: outputs of a shape both sides have as many of, paired by
    the identical subgraphs they read (`match_anchored.py`), where slots would pair a running
    mean over 4 values with one over 16;
 2. `outputs-balanced`: the remaining outputs in order, among equal opcode and shape; when both

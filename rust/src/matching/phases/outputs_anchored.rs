@@ -1,5 +1,5 @@
-//! `outputs-anchored` (`tests/oracles/match_anchored.py`): outputs of a shape several share, paired
-//! by what they read rather than by their slots. Updates run in another order come out in another
+//! `outputs-anchored` (`tests/oracles/match_anchored.py`): outputs of a shape both sides have as
+//! many of (more than one), paired by what they read rather than by their slots. Updates run in another order come out in another
 //! order; where the context cannot pair them (state computed from constants on a first step),
 //! slots would pair a mean over 4 values with one over 16. Each output is described by its
 //! anchors, the first instructions down each path that are paired already or an identical
