@@ -95,7 +95,17 @@ def match_outputs_anchored(left: CanonicalComputation, right: CanonicalComputati
         winners = [o for o, s in options if s == top]
         return winners[0] if top > 0 and len(winners) == 1 else None
 
+    # The pair `outputs-balanced` would make: the k-th of a shape with the k-th.
+    slot: dict[str, str] = {}
+    for s in shared:
+        slot.update(
+            zip([a for a in free_l if shape_l[a] == s], [b for b in free_r if shape_r[b] == s], strict=True)
+        )
+    back = {b: a for a, b in slot.items()}
     for a in free_l:
         b = best([(b, s) for (x, b), s in score.items() if x == a])
-        if b is not None and best([(x, s) for (x, y), s in score.items() if y == b]) == a:
+        if b is None or best([(x, s) for (x, y), s in score.items() if y == b]) != a:
+            continue
+        # Only against slots that share nothing: a slot pair that reads anything in common stays.
+        if score[(a, slot[a])] == 0 and score[(back[b], b)] == 0:
             m.add(a, b, "outputs-anchored")

@@ -108,11 +108,31 @@ impl Mappings<'_> {
                     .collect()
             })
             .collect();
+        // The pair `outputs-balanced` would make: the k-th of a shape with the k-th.
+        let mut slot = vec![0usize; free_l.len()];
+        let mut back = vec![0usize; free_r.len()];
+        let mut seen: FxMap<u32, Vec<usize>> = FxMap::default();
+        for (j, &b) in free_r.iter().enumerate() {
+            seen.entry(r.stripped[b as usize]).or_default().push(j);
+        }
+        let mut taken: FxMap<u32, usize> = FxMap::default();
+        for (i, &a) in free_l.iter().enumerate() {
+            let s = l.stripped[a as usize];
+            let k = taken.entry(s).or_default();
+            let j = seen[&s][*k];
+            *k += 1;
+            slot[i] = j;
+            back[j] = i;
+        }
         for i in 0..free_l.len() {
             let Some(j) = best(score[i].iter().copied()) else {
                 continue;
             };
-            if best(score.iter().map(|row| row[j])) == Some(i) {
+            // Only against slots that share nothing: a slot pair reading anything in common stays.
+            if best(score.iter().map(|row| row[j])) == Some(i)
+                && score[i][slot[i]] == 0
+                && score[back[j]][j] == 0
+            {
                 self.add(free_l[i], free_r[j], OUTPUTS_ANCHORED);
             }
         }
