@@ -8,7 +8,8 @@ round), `outputs-balanced` would pair them by slot, and a running mean over 4 va
 compared with one over 16: two constants swapped and a `structure` on what feeds them. Here each
 such output is described by its anchors, the first instructions on each path down from it that
 are paired already or are an identical subgraph both sides hold once (`h0`, constants included,
-parameters by shape); two outputs pair where each is the other's strict best by anchors shared.
+parameters by shape); two outputs pair where each is the other's strict best by anchors
+shared and the slot pairs they replace share none.
 What reads nothing telling, or ties, is left to the slots as before.
 """
 

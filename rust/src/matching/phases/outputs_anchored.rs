@@ -4,7 +4,8 @@
 //! slots would pair a mean over 4 values with one over 16. Each output is described by its
 //! anchors, the first instructions down each path that are paired already or an identical
 //! subgraph both sides hold once (`h0`: constants included, parameters by shape); two outputs
-//! pair where each is the other's strict best by anchors shared. Ties are left to the slots.
+//! pair where each is the other's strict best by anchors shared and the slot pairs they replace
+//! share none. Ties are left to the slots.
 
 use crate::parse::text::FxMap;
 
