@@ -25,7 +25,7 @@ def test_every_fixture_pair_is_listed() -> None:
 
 def test_the_reference_has_every_phase_the_core_runs() -> None:
     assert set(phases()) == set(PHASES)
-    assert phases()[:3] == ("outputs-exact", "outputs-context", "outputs-balanced")
+    assert phases()[:4] == ("outputs-exact", "outputs-context", "outputs-anchored", "outputs-balanced")
 
 
 @pytest.mark.parametrize("batch", range(8))

@@ -18,7 +18,17 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-__all__ = ["COMBINABLE", "TRANSFORMS", "Entry", "Expected", "NotApplicable", "apply", "normalize"]
+__all__ = [
+    "COMBINABLE",
+    "TRANSFORMS",
+    "UPDATE_SWAP",
+    "Entry",
+    "Expected",
+    "NotApplicable",
+    "apply",
+    "normalize",
+    "swap_updates",
+]
 
 
 class NotApplicable(Exception):
@@ -226,6 +236,7 @@ class Expected:
     constant: str = ""  # A's name of the constant whose value changed
     reshaped: dict[int, tuple[str, str]] = field(default_factory=dict)  # A's input -> (old, new)
     dropped_shapes: set[str] = field(default_factory=set)
+    updates: tuple[int, ...] = ()  # A's outputs of the updates `swap_updates` swapped
     applied: tuple[str, ...] = ()
 
     @classmethod
@@ -560,6 +571,86 @@ def change_batch(entry: Entry, exp: Expected, rng: random.Random) -> None:
     raise NotApplicable("no input size that changes consistently")
 
 
+def _cones(entry: Entry, outs: list[str]) -> list[set[str]]:
+    """Each output's instructions: itself and everything it reads, in the entry."""
+    by = entry.by_name()
+    cones = []
+    for o in outs:
+        seen: set[str] = set()
+        stack = [o]
+        while stack:
+            n = stack.pop()
+            if n in seen or n not in by:
+                continue
+            seen.add(n)
+            stack += by[n].operands
+        cones.append(seen)
+    return cones
+
+
+def swap_updates(entry: Entry, exp: Expected, rng: random.Random) -> None:
+    """Two independent updates of different shapes run in the other order, as torch_xla lowers
+    them: each output with the inputs and instructions only it reads (its state, its constants: a
+    mean's divisor, a reshape's size) is an update; the two outputs trade slots, the later
+    update's inputs take the first of the two updates' input numbers, and its instructions come
+    first in the text."""
+    outs = entry.outputs()
+    if len(set(outs)) != len(outs):
+        raise NotApplicable("an output returned twice")
+    by = entry.by_name()
+    cones = _cones(entry, outs)
+    count: dict[str, int] = {}
+    for cone in cones:
+        for n in cone:
+            count[n] = count.get(n, 0) + 1
+    own = [{n for n in cone if count[n] == 1} for cone in cones]
+    # Moved in the text only where nothing else reads them (dead code may): whatever an
+    # instruction left in place reads stays in place too.
+    users: dict[str, set[str]] = {}
+    for i in entry.body:
+        if not i.root:
+            for o in i.operands:
+                users.setdefault(o, set()).add(i.name)
+    for mine in own:
+        stay = [n for n in mine if not users.get(n, set()) <= mine]
+        while stay:
+            n = stay.pop()
+            if n in mine:
+                mine.discard(n)
+                stay += [o for o in by[n].operands if o in mine]
+    params = [sorted(int(by[n].args) for n in mine if by[n].opcode == "parameter") for mine in own]
+
+    def shapes(k: int) -> list[str]:
+        return sorted(_dims(by[n].shape) for n in own[k] if by[n].opcode != "parameter")
+
+    # An update reads state of its own and computes something from it (not an input returned).
+    updates = [k for k, o in enumerate(outs) if params[k] and by[o].opcode != "parameter"]
+    pairs = [(i, j) for n, i in enumerate(updates) for j in updates[n + 1 :] if shapes(i) != shapes(j)]
+    if not pairs:
+        raise NotApplicable("no two independent updates of different shapes")
+    first, second = rng.choice(pairs)
+    slots = sorted(params[first] + params[second])
+    renumber = dict(zip(params[second] + params[first], slots, strict=True))
+    for k, ins in entry.params().items():
+        ins.args = str(renumber.get(k, k))
+    exp.params = {a: renumber.get(b, b) for a, b in exp.params.items()}
+    shape_list = _output_shapes(entry)
+    order = list(range(len(outs)))
+    order[first], order[second] = second, first
+    _set_outputs(entry, [outs[k] for k in order], [shape_list[k] for k in order])
+    swap = {first: second, second: first}
+    exp.outputs = {a: (None if b is None else swap.get(b, b)) for a, b in exp.outputs.items()}
+    exp.added = [swap.get(j, j) for j in exp.added]
+    exp.updates = (first, second)
+    # The later update's instructions first, each update's in its own order, before the root:
+    # nothing else reads them.
+    moved = own[first] | own[second]
+    body = [i for i in entry.body if i.name not in moved and not i.root]
+    later = [i for i in entry.body if i.name in own[second]]
+    earlier = [i for i in entry.body if i.name in own[first]]
+    entry.body = [*body, *later, *earlier, entry.root]
+
+
 Transform = Callable[[Entry, Expected, random.Random], None]
 
 TRANSFORMS: dict[str, Transform] = {
@@ -573,6 +664,8 @@ TRANSFORMS: dict[str, Transform] = {
     "batch": change_batch,
 }
 COMBINABLE = tuple(TRANSFORMS)
+# Judged alone and with each of COMBINABLE by tests/test_metamorphic_updates.py (issue 37).
+UPDATE_SWAP: dict[str, Transform] = {"swap_updates": swap_updates}
 
 
 def apply(text: str, names: tuple[str, ...], seed: int) -> tuple[str, Expected]:
@@ -581,8 +674,10 @@ def apply(text: str, names: tuple[str, ...], seed: int) -> tuple[str, Expected]:
     exp = Expected.start(entry)
     rng = random.Random(seed)
     for name in names:
-        TRANSFORMS[name](entry, exp, rng)
+        (TRANSFORMS.get(name) or UPDATE_SWAP[name])(entry, exp, rng)
     if exp.constant and exp.names[exp.constant] not in entry.live():
         raise NotApplicable("the changed constant feeds only a dropped output")
+    if any(exp.outputs.get(k) is None for k in exp.updates):
+        raise NotApplicable("a swapped update's output was dropped: nothing reads its inputs")
     exp.applied = names
     return entry.text(), exp

@@ -5,7 +5,9 @@ Each phase claims only pairs that are still free, and records its name on the pa
 
 1. `outputs-exact`: outputs with equal structural hash (`h1`), with their whole subgraphs;
    `outputs-context`: outputs whose data-flow context agrees (`correspondence`), where a changed
-   constant or size broke `h1`;
+   constant or size broke `h1`; `outputs-anchored`: outputs of a shape both sides have as many of, paired by
+   the identical subgraphs they read (`match_anchored.py`), where slots would pair a running
+   mean over 4 values with one over 16;
 2. `outputs-balanced`: the remaining outputs in order, among equal opcode and shape; when both
    sides keep as many tensors, output `i` with output `i` first where only the element type
    differs, or the shape is a shard of the other's and the collectives differ (tensor
@@ -34,6 +36,7 @@ from collections.abc import Set as AbstractSet
 
 from tests.oracles import phases
 from tests.oracles.mappings import Mappings
+from tests.oracles.match_anchored import match_outputs_anchored
 from tests.oracles.match_bottom_up import match_bottom_up
 from tests.oracles.match_exact import match_exact, zip_subgraphs
 from tests.oracles.match_top_down import match_top_down
@@ -190,6 +193,7 @@ Phase = Callable[[CanonicalComputation, CanonicalComputation, Mappings, Abstract
 PHASES: dict[str, Phase] = {
     "outputs-exact": lambda left, right, m, sent, resharded: _match_outputs_exact(left, right, m),
     "outputs-context": lambda left, right, m, sent, resharded: _match_outputs_context(left, right, m),
+    "outputs-anchored": lambda left, right, m, sent, resharded: match_outputs_anchored(left, right, m),
     "outputs-balanced": lambda left, right, m, sent, resharded: _match_outputs(
         left, right, m, sent, resharded
     ),

@@ -14,7 +14,8 @@ pub(crate) const EXACT_SHAPE: u8 = 5;
 pub(crate) const BOTTOM_UP: u8 = 6;
 pub(crate) const PARAMETERS: u8 = 7;
 pub(crate) const OUTPUTS_CONTEXT: u8 = 8;
-pub(crate) const TAGS: [&str; 9] = [
+pub(crate) const OUTPUTS_ANCHORED: u8 = 9;
+pub(crate) const TAGS: [&str; 10] = [
     "outputs-exact",
     "outputs",
     "top-down",
@@ -24,6 +25,7 @@ pub(crate) const TAGS: [&str; 9] = [
     "bottom-up",
     "parameters",
     "outputs-context",
+    "outputs-anchored",
 ];
 
 /// A hash the Python would have looked up in a dictionary that lacks it (a KeyError there): the

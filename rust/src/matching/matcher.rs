@@ -20,6 +20,7 @@ use crate::matching::side::MatchSide;
 enum Phase {
     OutputsExact,
     OutputsContext,
+    OutputsAnchored,
     Outputs { balanced: bool },
     TopDown { strict: bool },
     Exact { h1: bool },
@@ -28,9 +29,10 @@ enum Phase {
 }
 
 /// The phases in the order they run: the one list (`_core.match_phases()` gives its names).
-const PHASES: [Phase; 13] = [
+const PHASES: [Phase; 14] = [
     Phase::OutputsExact,
     Phase::OutputsContext,
+    Phase::OutputsAnchored,
     Phase::Outputs { balanced: true },
     Phase::TopDown { strict: true },
     Phase::Exact { h1: true },
@@ -51,6 +53,7 @@ impl Phase {
         match self {
             Phase::OutputsExact => "outputs-exact",
             Phase::OutputsContext => "outputs-context",
+            Phase::OutputsAnchored => "outputs-anchored",
             Phase::Outputs { balanced: true } => "outputs-balanced",
             Phase::Outputs { balanced: false } => "outputs-all",
             Phase::TopDown { strict: true } => "top-down",
@@ -98,6 +101,7 @@ fn run(
         match phase {
             Phase::OutputsExact => m.outputs_exact()?,
             Phase::OutputsContext => m.outputs_context(context),
+            Phase::OutputsAnchored => m.outputs_anchored()?,
             Phase::Outputs { balanced: true } => m.outputs(sent_l, sent_r, resharded, true),
             Phase::Outputs { balanced: false } => {
                 m.outputs(&none_sent_l, &none_sent_r, resharded, false)

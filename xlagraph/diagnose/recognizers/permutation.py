@@ -265,12 +265,14 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         return Recognized(_plain(evidence, _one_order(found)), frozenset([*orders, *real]))
     inputs_only = all(pending[i].kind is CauseKind.PARAMETER_PERMUTATION for i in orders)
     beside = not (real and inputs_only and _renumbered_by_outputs(evidence, pending, real))
-    if not expected and beside and all(pending[i].kind in _BESIDE for i in real):
+    renumbers_nothing = beside and all(pending[i].kind in _BESIDE for i in real)
+    if not expected and renumbers_nothing:
         # The root cause, alone or beside changes that renumber nothing.
         return Recognized(_plain(evidence, _one_order({i: pending[i] for i in orders})), frozenset(orders))
-    if not real:
+    if renumbers_nothing:
         # Warm-up state only adds tensors: outputs of the user's own code in another order (a dict
-        # of statistics filled in another order on that step) are a reordering of their own.
+        # of statistics filled in another order on that step) are a reordering of their own, also
+        # beside a change that renumbers nothing (a baked constant, an output kept on some steps).
         own = [
             i
             for i in orders

@@ -5,6 +5,7 @@
 pub(crate) mod bottom_up;
 pub(crate) mod exact;
 pub(crate) mod outputs;
+pub(crate) mod outputs_anchored;
 pub(crate) mod outputs_context;
 pub(crate) mod outputs_exact;
 pub(crate) mod parameters;

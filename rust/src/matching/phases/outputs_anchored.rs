@@ -1,0 +1,221 @@
+//! `outputs-anchored` (`tests/oracles/match_anchored.py`): outputs of a shape both sides have as
+//! many of (more than one), paired by what they read rather than by their slots. Updates run in another order come out in another
+//! order; where the context cannot pair them (state computed from constants on a first step),
+//! slots would pair a mean over 4 values with one over 16. Each output is described by its
+//! anchors, the first instructions down each path that are paired already or an identical
+//! subgraph both sides hold once (`h0`: constants included, parameters by shape); two outputs
+//! pair where each is the other's strict best by anchors shared and the slot pairs they replace
+//! share none. Ties are left to the slots.
+
+use crate::parse::text::FxMap;
+
+use crate::matching::mappings::{Mappings, NONE, OUTPUTS_ANCHORED, R};
+use crate::matching::side::MatchSide;
+
+/// Visits over all the walks, per instruction of both sides: past it the phase pairs nothing.
+const WALK_BUDGET: usize = 4;
+
+impl Mappings<'_> {
+    /// `match_anchored.match_outputs_anchored`.
+    pub(crate) fn outputs_anchored(&mut self) -> R<()> {
+        let (l, r) = (self.l, self.r);
+        let free_l = free_outputs(l, &self.left);
+        let free_r = free_outputs(r, &self.right);
+        let mut count: FxMap<u32, (u32, u32)> = FxMap::default();
+        for &a in &free_l {
+            count.entry(l.stripped[a as usize]).or_default().0 += 1;
+        }
+        for &b in &free_r {
+            count.entry(r.stripped[b as usize]).or_default().1 += 1;
+        }
+        // Only where `outputs-balanced` would pair by slot: a shape both sides have as many of,
+        // more than one. Where one side has more, the data flow decides already.
+        let shared = |s: u32| count.get(&s).is_some_and(|&(x, y)| x == y && x > 1);
+        let free_l: Vec<u32> = free_l
+            .into_iter()
+            .filter(|&a| shared(l.stripped[a as usize]))
+            .collect();
+        let free_r: Vec<u32> = free_r
+            .into_iter()
+            .filter(|&b| shared(r.stripped[b as usize]))
+            .collect();
+        if free_l.is_empty() || free_r.is_empty() {
+            return Ok(());
+        }
+        let mut seen_l: FxMap<i128, u32> = FxMap::default();
+        for &n in &l.order {
+            *seen_l.entry(Self::hash(l, false, n)?).or_default() += 1;
+        }
+        let mut seen_r: FxMap<i128, u32> = FxMap::default();
+        let mut once_r: FxMap<i128, u32> = FxMap::default();
+        for &n in &r.order {
+            let h = Self::hash(r, false, n)?;
+            *seen_r.entry(h).or_default() += 1;
+            once_r.insert(h, n);
+        }
+        let once = |h: i128| seen_l.get(&h) == Some(&1) && seen_r.get(&h) == Some(&1);
+        let mut budget = WALK_BUDGET * (l.order.len() + r.order.len());
+        // Anchors as B's instructions, sorted.
+        let mut fl: Vec<Vec<u32>> = Vec::with_capacity(free_l.len());
+        for &a in &free_l {
+            let anchor = |x: u32| -> R<u32> {
+                if self.left[x as usize] != NONE {
+                    return Ok(self.left[x as usize]);
+                }
+                if !operands(l, x).is_empty() {
+                    let h = Self::hash(l, false, x)?;
+                    if once(h) {
+                        return Ok(once_r[&h]);
+                    }
+                }
+                Ok(NONE)
+            };
+            match anchors(l, a, anchor, &mut budget)? {
+                Some(found) => fl.push(found),
+                None => return Ok(()),
+            }
+        }
+        let mut fr: Vec<Vec<u32>> = Vec::with_capacity(free_r.len());
+        for &b in &free_r {
+            let anchor = |y: u32| -> R<u32> {
+                if self.right[y as usize] != NONE {
+                    return Ok(y);
+                }
+                if !operands(r, y).is_empty() && once(Self::hash(r, false, y)?) {
+                    return Ok(y);
+                }
+                Ok(NONE)
+            };
+            match anchors(r, b, anchor, &mut budget)? {
+                Some(found) => fr.push(found),
+                None => return Ok(()),
+            }
+        }
+        // score[i][j]: anchors A's i-th and B's j-th share (-1: another shape, not a candidate).
+        let score: Vec<Vec<i64>> = free_l
+            .iter()
+            .zip(&fl)
+            .map(|(&a, x)| {
+                free_r
+                    .iter()
+                    .zip(&fr)
+                    .map(|(&b, y)| {
+                        if l.stripped[a as usize] == r.stripped[b as usize] {
+                            shared_count(x, y) as i64
+                        } else {
+                            -1
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        // The pair `outputs-balanced` would make: the k-th of a shape with the k-th.
+        let mut slot = vec![0usize; free_l.len()];
+        let mut back = vec![0usize; free_r.len()];
+        let mut seen: FxMap<u32, Vec<usize>> = FxMap::default();
+        for (j, &b) in free_r.iter().enumerate() {
+            seen.entry(r.stripped[b as usize]).or_default().push(j);
+        }
+        let mut taken: FxMap<u32, usize> = FxMap::default();
+        for (i, &a) in free_l.iter().enumerate() {
+            let s = l.stripped[a as usize];
+            let k = taken.entry(s).or_default();
+            let j = seen[&s][*k];
+            *k += 1;
+            slot[i] = j;
+            back[j] = i;
+        }
+        for i in 0..free_l.len() {
+            let Some(j) = best(score[i].iter().copied()) else {
+                continue;
+            };
+            // Only against slots that share nothing: a slot pair reading anything in common stays.
+            if best(score.iter().map(|row| row[j])) == Some(i)
+                && score[i][slot[i]] == 0
+                && score[back[j]][j] == 0
+            {
+                self.add(free_l[i], free_r[j], OUTPUTS_ANCHORED);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The outputs not paired yet, each once, in slot order.
+fn free_outputs(side: &MatchSide, paired: &[u32]) -> Vec<u32> {
+    let mut seen: FxMap<u32, ()> = FxMap::default();
+    side.outputs
+        .iter()
+        .copied()
+        .filter(|&o| paired[o as usize] == NONE && seen.insert(o, ()).is_none())
+        .collect()
+}
+
+fn operands(side: &MatchSide, i: u32) -> &[u32] {
+    side.operands(i).unwrap_or(&[])
+}
+
+/// The anchors found walking down from `out` (sorted), stopping at each; None once the walks
+/// together visited more than `budget` allowed.
+fn anchors(
+    side: &MatchSide,
+    out: u32,
+    anchor: impl Fn(u32) -> R<u32>,
+    budget: &mut usize,
+) -> R<Option<Vec<u32>>> {
+    let mut found: Vec<u32> = Vec::new();
+    let mut seen: FxMap<u32, ()> = FxMap::default();
+    let mut stack = vec![out];
+    while let Some(x) = stack.pop() {
+        if seen.insert(x, ()).is_some() {
+            continue;
+        }
+        if *budget == 0 {
+            return Ok(None);
+        }
+        *budget -= 1;
+        let a = anchor(x)?;
+        if a != NONE {
+            found.push(a);
+        } else {
+            stack.extend_from_slice(operands(side, x));
+        }
+    }
+    found.sort_unstable();
+    found.dedup();
+    Ok(Some(found))
+}
+
+/// How many values two sorted lists share.
+fn shared_count(x: &[u32], y: &[u32]) -> usize {
+    let (mut i, mut j, mut n) = (0, 0, 0);
+    while i < x.len() && j < y.len() {
+        match x[i].cmp(&y[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                n += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    n
+}
+
+/// The position of the one highest score, above zero (None on a tie; -1 is no candidate).
+fn best(scores: impl Iterator<Item = i64>) -> Option<usize> {
+    let (mut top, mut at, mut ties) = (0i64, None, 0);
+    for (k, s) in scores.enumerate() {
+        if s > top {
+            (top, at, ties) = (s, Some(k), 1);
+        } else if s == top && top > 0 {
+            ties += 1;
+        }
+    }
+    if ties == 1 {
+        at
+    } else {
+        None
+    }
+}

@@ -1,0 +1,110 @@
+"""Metamorphic test of reordered updates (issue 37): every real module from fixtures/ (at most
+`MAX_INSTRUCTIONS` instructions, files of at most `MAX_BYTES`) with two independent updates of
+different shapes (an output with inputs and instructions only it reads: its state, its constants)
+gets those two run in the other order, as torch_xla lowers them (`transforms.swap_updates`: the
+outputs trade slots, the later update's inputs take the first numbers, its instructions come first
+in the text), alone and with each transformation of tests/metamorphic/transforms.py.
+
+The diff must name exactly the reordering (`parameter_permutation` / `output_permutation`, with
+the exact mappings) and what the other transformation implies, nothing else: a mean's divisor or
+a reshape's size moves with its update, it is no changed constant and no `structure`.
+"""
+
+from __future__ import annotations
+
+import random
+from functools import cache
+
+import pytest
+
+from tests.metamorphic.check import Outcome, corpus, run_case
+from tests.metamorphic.transforms import COMBINABLE, Entry, Expected, NotApplicable, swap_updates
+
+MAX_INSTRUCTIONS = 400
+MAX_BYTES = 40_000
+SWAP = "swap_updates"
+CASES: tuple[tuple[str, ...], ...] = ((SWAP,), *((SWAP, n) for n in COMBINABLE))
+
+# (case, module): what the engine answers where the right answer is out of reach today (the
+# same answer at the branch point, c5dd111, before `outputs-anchored`).
+KNOWN: dict[tuple[str, str], str] = {
+    (
+        "swap_updates+drop_output",
+        "torch_xla/compiled/heldout2_captures/norm_clip_break_train/capture/proc/hlo/"
+        "module_0009.SyncTensorsGraph.33.before_optimizations.txt.xz",
+    ): "says output_removed + structure: with an output dropped the look-alike SGD updates are tied",
+    (
+        "swap_updates+drop_output",
+        "torch_xla/compiled/heldout_captures/fixed_shape_cnn_train/capture/proc/hlo/"
+        "module_0005.SyncTensorsGraph.175.before_optimizations.txt.xz",
+    ): "says output_removed + structure: with an output dropped the look-alike SGD updates are tied",
+    (
+        "swap_updates+batch",
+        "torch_xla/compiled/heldout_captures/fixed_shape_cnn_train/capture/proc/hlo/"
+        "module_0005.SyncTensorsGraph.175.before_optimizations.txt.xz",
+    ): "input mapping among the look-alike SGD inputs once a batch size changed (the 6-round pairing)",
+    (
+        "swap_updates+drop_output",
+        "torch_xla/compiled/heldout_captures/nan_guard_forward/capture/proc/hlo/"
+        "module_0007.SyncTensorsGraph.65.before_optimizations.txt.xz",
+    ): "says conditional_work: the dropped output and the swapped scalar update read the same loss",
+    (
+        "swap_updates+constant",
+        "torch_xla/compiled/heldout_captures/nan_guard_forward/capture/proc/hlo/"
+        "module_0007.SyncTensorsGraph.65.before_optimizations.txt.xz",
+    ): "says constant_value + structure: the constant changed in the swapped scalar update, beside "
+    "five look-alike f32[16] SGD updates (p + p * lr) that only slots tell apart",
+}
+
+
+def _swappable(text: str) -> bool:
+    try:
+        entry = Entry.parse(text)
+        swap_updates(entry, Expected.start(entry), random.Random(0))
+    except NotApplicable:
+        return False
+    return True
+
+
+@cache
+def _modules() -> tuple[tuple[str, str], ...]:
+    return tuple((label, text) for label, text in corpus(MAX_INSTRUCTIONS, MAX_BYTES) if _swappable(text))
+
+
+_OUTCOMES: dict[tuple[str, tuple[str, ...]], Outcome] = {}
+
+
+def _outcome(label: str, names: tuple[str, ...]) -> Outcome:
+    key = (label, names)
+    if key not in _OUTCOMES:
+        _OUTCOMES[key] = run_case(label, dict(_modules())[label], names)
+    return _OUTCOMES[key]
+
+
+def _params() -> list[object]:
+    out = []
+    for label, _ in _modules():
+        for names in CASES:
+            key = "+".join(names)
+            marks = (
+                (pytest.mark.xfail(strict=True, reason=KNOWN[(key, label)]),) if (key, label) in KNOWN else ()
+            )
+            out.append(pytest.param(label, names, id=f"{key}:{label}", marks=marks))
+    return out
+
+
+def test_many_modules_have_updates_to_swap() -> None:
+    """The real issue's graphs among them, and enough others that the property means something."""
+    labels = [label for label, _ in _modules()]
+    assert len(labels) >= 50, len(labels)
+    assert any(label.startswith("torch_xla/reorder_shapes/") for label in labels)
+
+
+@pytest.mark.parametrize(("label", "names"), _params())
+def test_swapped_updates_named_exactly(label: str, names: tuple[str, ...]) -> None:
+    out = _outcome(label, names)
+    if out.status == "n/a":
+        pytest.skip(f"not applicable: {out.problems[0]}")
+    assert out.status == "pass", (
+        f"{'; '.join(out.problems)} (engine says: {', '.join(out.kinds) or 'identical'})"
+    )
