@@ -17,6 +17,7 @@ from xlagraph.parse.stablehlo.mlir_types import TypeError_, dims_of, element_of,
 from xlagraph.parse.stablehlo.ops_custom_call import custom_call
 from xlagraph.parse.stablehlo.ops_parallel import PARALLEL_HANDLERS
 from xlagraph.parse.stablehlo.ops_regions import REGION_HANDLERS
+from xlagraph.parse.stablehlo.ops_shardy import SDY_HANDLERS, op_shardings
 from xlagraph.parse.stablehlo.structure import Op, split_top
 from xlagraph.parse.stablehlo.structure import matching as _matching
 
@@ -52,6 +53,8 @@ def translate(em: Emitter, comp: Comp, op: Op) -> None:
         handler = _simple
     elif dialect in ("stablehlo", "mhlo") and short in HANDLERS:
         handler = HANDLERS[short]
+    elif dialect == "sdy" and short in SDY_HANDLERS:
+        handler = SDY_HANDLERS[short]
     else:
         what = (
             "chlo operations are not read (lower them: stablehlo-legalize-chlo)"
@@ -72,11 +75,14 @@ def translate(em: Emitter, comp: Comp, op: Op) -> None:
         ) from None
     if "mhlo.sharding" in parsed.attrs:
         comp.insts[-1].attrs.insert(0, "sharding=" + unquote(parsed.attrs["mhlo.sharding"]))
+    sharding, sdy = op_shardings(em, parsed.attrs, sum(n for _, n in op.results), op.line)
+    if sharding:
+        comp.insts[-1].attrs.insert(0, sharding)
     if "xla_shape" in parsed.attrs and value.elements is None:  # torch_xla's shape with its layout
         comp.insts[-1].shape = value.shape = unquote(parsed.attrs["xla_shape"])
         parsed.attrs.get("result_layout")  # what xla_shape's layout says
     frontend = parsed.attrs.get("mhlo.frontend_attributes")
-    carried = carry(parsed.attrs.unread(), attr_dict(frontend) if frontend.startswith("{") else None)
+    carried = carry(parsed.attrs.unread(), (attr_dict(frontend) if frontend.startswith("{") else {}) | sdy)
     if carried:
         comp.insts[-1].attrs.append(carried)
     em.bind(comp, op, value)

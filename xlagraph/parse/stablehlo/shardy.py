@@ -392,3 +392,52 @@ def tuple_sharding(shardings: list[str]) -> str:
 
 def mesh_error(e: MeshError, line: int) -> StructureError:
     return StructureError(f"Shardy: {e}", line)
+
+
+# -- the module's meshes and the reader's entry points -----------------------------------------
+
+
+def read_meshes(found: list[tuple[str, str, int]]) -> dict[str, Mesh]:
+    """The module's `sdy.mesh`es by name. Two of the same devices (the same count, or none, and
+    the same `device_ids`) are refused: XLA's export merges them into one, renaming the axes of
+    the shardings that name the other (sdy_round_trip/dedup_meshes.cc)."""
+    meshes: dict[str, Mesh] = {}
+    devices: dict[tuple[int, tuple[int, ...]], str] = {}
+    for name, text, line in found:
+        try:
+            mesh = parse_mesh(name, text)
+        except MeshError as e:
+            raise mesh_error(e, line) from None
+        if name in meshes:
+            raise StructureError(f"Shardy: mesh @{name} is defined twice", line)
+        key = (math.prod(s for _, s in mesh.axes) if mesh.axes else -1, mesh.device_ids)
+        if key in devices:
+            raise StructureError(
+                f"Shardy: meshes @{devices[key]} and @{name} are of the same devices; XLA's export"
+                " merges them (renaming axes), which is not read",
+                line,
+            )
+        devices[key] = name
+        meshes[name] = mesh
+    return meshes
+
+
+def meshes_attribute(meshes: dict[str, Mesh]) -> str:
+    """The module's `xla.sdy.meshes` frontend attribute, as XLA's export writes it (by name)."""
+    return "{" + ", ".join(f"{name} = #sdy.mesh{meshes[name].text}" for name in sorted(meshes)) + "}"
+
+
+def sharding_of(text: str, meshes: dict[str, Mesh], line: int) -> str:
+    """`#sdy.sharding<...>` of an argument or result -> its HLO sharding."""
+    try:
+        return hlo_sharding(parse_sharding(text), meshes)
+    except MeshError as e:
+        raise mesh_error(e, line) from None
+
+
+def shardings_per_value(text: str, meshes: dict[str, Mesh], line: int) -> list[str]:
+    """`#sdy.sharding_per_value<[...]>` of an operation -> one HLO sharding per result."""
+    try:
+        return [hlo_sharding(s, meshes) for s in parse_per_value(text)]
+    except MeshError as e:
+        raise mesh_error(e, line) from None
