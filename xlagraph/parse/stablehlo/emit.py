@@ -254,7 +254,8 @@ class Emitter:
         if any(result_shardings or []) and len(returned) == 1:  # the export's tuple, then its element
             whole = self.inst(comp, "tuple", f"({returned[0].shape})", returned, [], ret.line)
             whole.elements = [returned[0].shape]
-            returned = [self.inst(comp, "get-tuple-element", whole.shape[1:-1], [whole], ["index=0"], ret.line)]
+            shape = whole.shape[1:-1]
+            returned = [self.inst(comp, "get-tuple-element", shape, [whole], ["index=0"], ret.line)]
         if len(returned) == 1 and not tuple_root:
             root = returned[0]
             if root.name not in {i.name for i in comp.insts}:  # never: values are this computation's

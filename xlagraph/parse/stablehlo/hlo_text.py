@@ -84,7 +84,8 @@ def _header(module: MlirModule, entry: Func, meshes: dict[str, Mesh]) -> list[tu
         raise TranslateError("mhlo.input_output_alias (torch_xla's donation) is not read yet", module.line)
     # The others (torch_xla's mhlo.is_dynamic, mhlo.cross_program_prefetches, ...) are kept in
     # the header, which diff does not compare: none changes what the module computes.
-    rest = carry({k: v for k, v in attrs.items() if k not in _MODULE_READ}).removeprefix("frontend_attributes=")
+    rest = carry({k: v for k, v in attrs.items() if k not in _MODULE_READ})
+    rest = rest.removeprefix("frontend_attributes=")
     if meshes:  # Shardy's meshes, as XLA's export keeps them (`xla.sdy.meshes`)
         entry_ = "xla.sdy.meshes=" + meshes_attribute(meshes)
         rest = "{" + entry_ + (", " + rest[1:] if rest else "}")

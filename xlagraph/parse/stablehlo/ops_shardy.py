@@ -8,8 +8,14 @@ frontend attribute `xla.sdy.sharding`, and `sdy.sharding_rule` goes to `xla.sdy.
 from __future__ import annotations
 
 from xlagraph.parse.stablehlo.attributes import Attrs, Parsed, one
-from xlagraph.parse.stablehlo.emit import SDY_FRONTEND, Comp, Emitter, TranslateError, Value, quote
-from xlagraph.parse.stablehlo.shardy import sharding_of, shardings_per_value, tuple_sharding
+from xlagraph.parse.stablehlo.emit import SDY_FRONTEND, Comp, Emitter, TranslateError, Value
+from xlagraph.parse.stablehlo.shardy import (
+    MeshError,
+    mesh_error,
+    parse_sharding,
+    shardings_per_value,
+    tuple_sharding,
+)
 from xlagraph.parse.stablehlo.structure import Op, matching
 
 __all__ = ["SDY_HANDLERS", "op_shardings"]
@@ -18,7 +24,9 @@ _RULE_FRONTEND = "xla.sdy.sharding_rule"
 
 
 def _constraint(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
-    """`sdy.sharding_constraint %x <@mesh, [...]>` (or its generic `<{sharding = ...}>`)."""
+    """`sdy.sharding_constraint %x <@mesh, [...]>` (or its generic `<{sharding = ...}>`): the
+    custom call `Sharding`, with a side effect where the sharding has unreduced axes (as XLA's
+    export writes it); its sharding is the operation's own (`op_shardings`)."""
     text = p.attrs.get("sharding", "")
     if not text:
         start = p.body.find("<@")
@@ -26,12 +34,15 @@ def _constraint(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
         if end < 0:
             raise TranslateError("sdy.sharding_constraint without its sharding", op.line)
         text = p.body[start : end + 1]
+        for key in ("replicated", "unreduced"):  # the pretty sharding's, not the operation's
+            p.attrs.get(key)
     inner = text.strip().removeprefix("#sdy.sharding")
-    attrs = [
-        'custom_call_target="Sharding"',
-        "sharding=" + sharding_of(inner, em.meshes, op.line),
-        f"frontend_attributes={{{SDY_FRONTEND}={quote('#sdy.sharding_per_value<[' + inner + ']>')}}}",
-    ]
+    try:
+        unreduced = parse_sharding(inner).unreduced
+    except MeshError as e:
+        raise mesh_error(e, op.line) from None
+    p.attrs["sdy.sharding"] = f"#sdy.sharding_per_value<[{inner}]>"
+    attrs = ['custom_call_target="Sharding"'] + (["custom_call_has_side_effect=true"] if unreduced else [])
     return one(em, comp, op, p, "custom-call", attrs)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from itertools import product
+from itertools import pairwise, product
 
 from xlagraph.parse.stablehlo.structure import StructureError, split_top
 
@@ -254,7 +254,7 @@ def _group_minor_sorted(dims: list[int], perm: list[int], group: int) -> tuple[l
         new_perm[len(perm) - grouped :] = sorted(new_perm[len(perm) - grouped :])
         return list(dims), new_perm
     at, size = split
-    new_dims = dims[:at] + [size, dims[at] // size] + dims[at + 1 :]
+    new_dims = [*dims[:at], size, dims[at] // size, *dims[at + 1 :]]
     new_perm = [0] * (len(perm) + 1)
     perm_split = 0
     for i, p in enumerate(perm):
@@ -307,7 +307,7 @@ def _ordered_axis_refs(sharding: TensorSharding, mesh: Mesh) -> list[AxisRef]:
         if len(points) <= 2:
             out.append(AxisRef(name))
             continue
-        out += [AxisRef(name, a, b // a) for a, b in zip(points, points[1:], strict=False)]
+        out += [AxisRef(name, a, b // a) for a, b in pairwise(points)]
     return out
 
 
@@ -373,7 +373,10 @@ def _subgroup(tiles: _Iota | _Array, types: list[str]) -> str:
     if len(kept) != len(types):
         dims = tiles.dims[:rank] + tuple(tiles.dims[rank + k] for k in kept)
         types = [types[k] for k in kept]
-        tiles = _Iota(dims, tiles.reshape, tiles.perm) if isinstance(tiles, _Iota) else _Array(dims, tiles.values_)
+        if isinstance(tiles, _Iota):
+            tiles = _Iota(dims, tiles.reshape, tiles.perm)
+        else:
+            tiles = _Array(dims, tiles.values_)
         if not types:
             return "{" + tiles.text() + "}"
     if types[-1] != "replicated":
