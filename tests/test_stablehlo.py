@@ -412,6 +412,30 @@ def _random_sharding(rng: random.Random, axes: list[tuple[str, int]], rank: int)
     return text
 
 
+def _xla_hlo(text: str) -> str | None:
+    """XLA's HLO of a StableHLO module (jaxlib's conversion, the path of `Lowered.as_text(
+    dialect="hlo")`); None where Shardy's verifier refuses the module."""
+    from jax._src.lib import _jax
+    from jax._src.lib import hlo as hlo_lib
+
+    try:
+        computation = _jax.mlir.mlir_module_to_xla_computation(text, use_tuple_args=False)
+    except Exception:
+        return None
+    return computation.as_hlo_module().to_string(hlo_lib.HloPrintOptions.short_parsable())
+
+
+_MESHES = [[("x", 2), ("y", 4)], [("a", 8)], [("a", 2), ("b", 2), ("c", 2)], [("x", 1), ("y", 8)],
+           [("p", 2), ("q", 1), ("r", 4)], [("_f", 8)], [("m", 4), ("n", 2)]]  # fmt: skip
+
+
+def _device_ids(rng: random.Random) -> str:
+    ids = list(range(8))
+    if rng.random() < 0.3:
+        rng.shuffle(ids)
+    return ", device_ids=[" + ", ".join(map(str, ids)) + "]" if ids != sorted(ids) else ""
+
+
 def test_shardy_conversion_matches_xla() -> None:
     """The HLO sharding of each Shardy sharding is the one XLA's own conversion writes (jaxlib's
     StableHLO -> HLO, the path of `Lowered.as_text(dialect="hlo")`), on generated shardings of
@@ -419,22 +443,13 @@ def test_shardy_conversion_matches_xla() -> None:
     dimensions and device orders (`device_ids`): the fixtures' JAX programs cannot reach them all.
     The MLIR text is generated here; the reference is XLA."""
     pytest.importorskip("jaxlib")
-    from jax._src.lib import _jax
-    from jax._src.lib import hlo as hlo_lib
-
     from xlagraph.parse.stablehlo.shardy import hlo_sharding, parse_mesh, parse_sharding
 
     rng = random.Random(38)
-    meshes = [[("x", 2), ("y", 4)], [("a", 8)], [("a", 2), ("b", 2), ("c", 2)], [("x", 1), ("y", 8)],
-              [("p", 2), ("q", 1), ("r", 4)]]  # fmt: skip
     compared = 0
     for _ in range(40):
-        axes = rng.choice(meshes)
-        ids = list(range(8))
-        if rng.random() < 0.3:
-            rng.shuffle(ids)
-        extra = ", device_ids=[" + ", ".join(map(str, ids)) + "]" if ids != sorted(ids) else ""
-        mesh_text = "<[" + ", ".join(f'"{n}"={s}' for n, s in axes) + "]" + extra + ">"
+        axes = rng.choice(_MESHES)
+        mesh_text = "<[" + ", ".join(f'"{n}"={s}' for n, s in axes) + "]" + _device_ids(rng) + ">"
         ranks = [rng.choice([1, 2, 3]) for _ in range(6)]
         shardings = [_random_sharding(rng, axes, rank) for rank in ranks]
         args = ", ".join(
@@ -446,11 +461,9 @@ def test_shardy_conversion_matches_xla() -> None:
             f"  sdy.mesh @mesh = {mesh_text}\n"
             f"  func.func public @main({args}) {{\n    return\n  }}\n}}\n"
         )
-        try:
-            computation = _jax.mlir.mlir_module_to_xla_computation(text, use_tuple_args=False)
-        except Exception:  # a sharding Shardy's verifier refuses: no reference
+        hlo = _xla_hlo(text)
+        if hlo is None:  # a sharding Shardy's verifier refuses: no reference
             continue
-        hlo = computation.as_hlo_module().to_string(hlo_lib.HloPrintOptions.short_parsable())
         xla = dict(re.findall(r"parameter\((\d+)\), sharding=(\{.*?\}), frontend", hlo))
         mesh = parse_mesh("mesh", mesh_text)
         for k, s in enumerate(shardings):
@@ -458,6 +471,50 @@ def test_shardy_conversion_matches_xla() -> None:
             assert ours == xla[str(k)], (mesh_text, s)
             compared += 1
     assert compared > 150
+
+
+def test_shardy_merged_meshes_match_xla() -> None:
+    """Meshes of the same devices, merged as XLA's export merges them (the axes of the others'
+    shardings renamed onto the main mesh's, sub-axes merged): on generated modules of two or
+    three meshes (`device_ids`, size-1 axes, a mesh of `_` axes), every sharding, frontend
+    attribute and the header's `xla.sdy.meshes` are XLA's. The MLIR text is generated here; the
+    reference is XLA."""
+    pytest.importorskip("jaxlib")
+    from xlagraph.parse.hlo import parse_hlo
+    from xlagraph.parse.stablehlo import read_stablehlo
+
+    rng = random.Random(3838)
+    compared = 0
+    for _ in range(40):
+        chosen = rng.sample(_MESHES, rng.choice([2, 3]))
+        ids = _device_ids(rng)
+        lines = [
+            f"  sdy.mesh @mesh{i} = <[" + ", ".join(f'"{n}"={s}' for n, s in axes) + "]"
+            + (ids if rng.random() < 0.7 else "") + ">"
+            for i, axes in enumerate(chosen)
+        ]  # fmt: skip
+        specs = []
+        for _ in range(6):
+            i = rng.randrange(len(chosen))
+            specs.append(_random_sharding(rng, chosen[i], 2).replace("@mesh", f"@mesh{i}"))
+        args = ", ".join(
+            f"%arg{k}: tensor<8x8xf32> {{sdy.sharding = #sdy.sharding<{s}>}}" for k, s in enumerate(specs)
+        )
+        text = (
+            "module @m attributes {mhlo.num_partitions = 8 : i32} {\n" + "\n".join(lines) + "\n"
+            f"  func.func public @main({args}) -> "
+            f"(tensor<8x8xf32> {{sdy.sharding = #sdy.sharding<{specs[0]}>}}) {{\n"
+            f"    %0 = sdy.sharding_constraint %arg1 <{specs[1]}> : tensor<8x8xf32>\n"
+            "    %1 = stablehlo.add %0, %arg0 : tensor<8x8xf32>\n    return %1 : tensor<8x8xf32>\n  }\n}\n"
+        )
+        hlo = _xla_hlo(text)
+        if hlo is None:
+            continue
+        ours, xla = read_stablehlo(text, "generated.mlir"), parse_hlo(hlo, "generated.hlo")
+        assert annotated(ours) == annotated(xla), text
+        assert dict(ours.header)["frontend_attributes"] == dict(xla.header)["frontend_attributes"], text
+        compared += 1
+    assert compared > 15
 
 
 # -- chlo -----------------------------------------------------------------------------------------

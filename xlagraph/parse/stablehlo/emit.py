@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from xlagraph.parse.stablehlo.locations import Locations
 from xlagraph.parse.stablehlo.mlir_types import TypeError_, hlo_shape, split_types
-from xlagraph.parse.stablehlo.shardy import read_meshes, sharding_of
+from xlagraph.parse.stablehlo.shardy_meshes import read_meshes
 from xlagraph.parse.stablehlo.structure import (
     Func,
     MlirModule,
@@ -249,7 +249,7 @@ class Emitter:
         returned = [self.lookup(comp, r, ret.line) for r in refs_of(ret)]
         returned += [self.lookup(comp, r, ret.line) for r in carry or []]
         for k, text in enumerate(result_shardings or []):
-            if text:
+            if text:  # Shardy's, as XLA keeps it
                 returned[k] = self._func_result(comp, returned[k], text, ret.line)
         if any(result_shardings or []) and len(returned) == 1:  # the export's tuple, then its element
             whole = self.inst(comp, "tuple", f"({returned[0].shape})", returned, [], ret.line)
@@ -275,6 +275,11 @@ class Emitter:
             comp.insts[-1].root = True
         self.comps.append(comp)
         return name, [v.shape for v in returned]
+
+    def _shardy(self, attrs: dict[str, str], line: int) -> tuple[str, str]:
+        """An argument's or result's `sdy.sharding`: (HLO sharding, the text XLA keeps); ("", "")
+        for none."""
+        return self.meshes.sharding(attrs["sdy.sharding"], line) if "sdy.sharding" in attrs else ("", "")
 
     def _func_result(self, comp: Comp, value: Value, text: str, line: int) -> Value:
         per_value = "#sdy.sharding_per_value<[" + text.strip().removeprefix("#sdy.sharding") + "]>"
@@ -313,14 +318,14 @@ class Emitter:
     def _write_func(
         self, f: Func, args: list[tuple[str, str, dict[str, str]]], results: list[tuple[str, dict[str, str]]]
     ) -> str:
-        for _, _, attrs in args:
-            _one_sharding(attrs, f.line)
+        shardy = [self._shardy(_one_sharding(a, f.line), f.line) for _, _, a in args]
+        shardy_results = [self._shardy(_one_sharding(a, f.line), f.line) for _, a in results]
         name, _ = self.computation(
             sanitize(f.name),
             f.line,
             [[(a, hlo_shape(t))] for a, t, _ in args],
             f.body.ops,
-            result_shardings=[_one_sharding(a, f.line).get("sdy.sharding", "") for _, a in results],
+            result_shardings=[text for _, text in shardy_results],
         )
         comp = self.comps[-1]
         for number, (_, _, attrs) in enumerate(args):
@@ -329,18 +334,14 @@ class Emitter:
             if "mhlo.sharding" in attrs:
                 param.attrs.append("sharding=" + unquote(attrs["mhlo.sharding"]))
             if "sdy.sharding" in attrs:
-                param.attrs.append("sharding=" + sharding_of(attrs["sdy.sharding"], self.meshes, f.line))
-                frontend[SDY_FRONTEND] = attrs["sdy.sharding"]
+                param.attrs.append("sharding=" + shardy[number][0])
+                frontend[SDY_FRONTEND] = shardy[number][1]
             rest = carry({k: v for k, v in attrs.items() if k not in _ARG_READ}, frontend)
             if rest:
                 param.attrs.append(rest)
         shardings = [
-            unquote(a["mhlo.sharding"])
-            if "mhlo.sharding" in a
-            else sharding_of(a["sdy.sharding"], self.meshes, f.line)
-            if "sdy.sharding" in a
-            else ""
-            for _, a in results
+            unquote(a["mhlo.sharding"]) if "mhlo.sharding" in a else hlo
+            for (_, a), (hlo, _) in zip(results, shardy_results, strict=True)
         ]
         if any(shardings):
             root = next(i for i in comp.insts if i.root)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from xlagraph.parse.stablehlo.emit import Emitter, TranslateError, attr_dict, carry, parse_signature, sanitize
 from xlagraph.parse.stablehlo.ops import translate
-from xlagraph.parse.stablehlo.shardy import Mesh, meshes_attribute
+from xlagraph.parse.stablehlo.shardy_meshes import Meshes
 from xlagraph.parse.stablehlo.structure import Func, MlirModule
 
 __all__ = ["to_hlo_text"]
@@ -53,7 +53,7 @@ def _entry(module: MlirModule) -> Func:
     raise TranslateError("no @main and not one public function: which is the entry?", module.line)
 
 
-def _header(module: MlirModule, entry: Func, meshes: dict[str, Mesh]) -> list[tuple[str, str]]:
+def _header(module: MlirModule, entry: Func, meshes: Meshes) -> list[tuple[str, str]]:
     attrs = attr_dict(module.attributes) if module.attributes else {}
     out = []
     args, results = parse_signature(entry)
@@ -86,8 +86,8 @@ def _header(module: MlirModule, entry: Func, meshes: dict[str, Mesh]) -> list[tu
     # the header, which diff does not compare: none changes what the module computes.
     rest = carry({k: v for k, v in attrs.items() if k not in _MODULE_READ})
     rest = rest.removeprefix("frontend_attributes=")
-    if meshes:  # Shardy's meshes, as XLA's export keeps them (`xla.sdy.meshes`)
-        entry_ = "xla.sdy.meshes=" + meshes_attribute(meshes)
+    if meshes.kept:  # Shardy's meshes, as XLA's export keeps them (`xla.sdy.meshes`)
+        entry_ = "xla.sdy.meshes=" + meshes.attribute()
         rest = "{" + entry_ + (", " + rest[1:] if rest else "}")
     if rest:
         out.append(("frontend_attributes", rest))

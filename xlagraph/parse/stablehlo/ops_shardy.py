@@ -9,13 +9,7 @@ from __future__ import annotations
 
 from xlagraph.parse.stablehlo.attributes import Attrs, Parsed, one
 from xlagraph.parse.stablehlo.emit import SDY_FRONTEND, Comp, Emitter, TranslateError, Value
-from xlagraph.parse.stablehlo.shardy import (
-    MeshError,
-    mesh_error,
-    parse_sharding,
-    shardings_per_value,
-    tuple_sharding,
-)
+from xlagraph.parse.stablehlo.shardy import tuple_sharding
 from xlagraph.parse.stablehlo.structure import Op, matching
 
 __all__ = ["SDY_HANDLERS", "op_shardings"]
@@ -36,13 +30,11 @@ def _constraint(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
         text = p.body[start : end + 1]
         for key in ("replicated", "unreduced"):  # the pretty sharding's, not the operation's
             p.attrs.get(key)
-    inner = text.strip().removeprefix("#sdy.sharding")
-    try:
-        unreduced = parse_sharding(inner).unreduced
-    except MeshError as e:
-        raise mesh_error(e, op.line) from None
-    p.attrs["sdy.sharding"] = f"#sdy.sharding_per_value<[{inner}]>"
-    attrs = ['custom_call_target="Sharding"'] + (["custom_call_has_side_effect=true"] if unreduced else [])
+    per_value = "#sdy.sharding_per_value<[" + text.strip().removeprefix("#sdy.sharding") + "]>"
+    _, kept = em.meshes.per_value(per_value, op.line)
+    p.attrs["sdy.sharding"] = per_value
+    side_effect = ["custom_call_has_side_effect=true"] if "unreduced=" in kept else []
+    attrs = ['custom_call_target="Sharding"', *side_effect]
     return one(em, comp, op, p, "custom-call", attrs)
 
 
@@ -56,8 +48,7 @@ def op_shardings(em: Emitter, attrs: Attrs, results: int, line: int) -> tuple[st
         return "", frontend
     if "mhlo.sharding" in attrs:
         raise TranslateError("both mhlo.sharding and sdy.sharding on one operation: which is it?", line)
-    text = attrs["sdy.sharding"]
-    shardings = shardings_per_value(text, em.meshes, line)
+    shardings, text = em.meshes.per_value(attrs["sdy.sharding"], line)
     if len(shardings) != max(results, 1) and not (results == 0 and len(shardings) == 1):
         raise TranslateError(f"sdy.sharding has {len(shardings)} shardings for {results} results", line)
     frontend[SDY_FRONTEND] = text

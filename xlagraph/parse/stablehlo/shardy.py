@@ -11,9 +11,10 @@ and axis names, which the HLO sharding cannot say). This module does the same co
 step as `convertToHloSharding`, `HloSharding::Subgroup`, `PartialTile` and `IotaTileAssignment`
 canonicalize and print it, so that the sharding causes see what they see in XLA's HLO.
 
-What it cannot write as XLA does is refused by name: a mesh written inline in a sharding (the
-export lifts it into a new mesh symbol), two meshes of the same devices (the export merges them,
-renaming axes), and every other `sdy` operation (`sdy.manual_computation` of `shard_map`, ...).
+shardy_meshes.py merges meshes of the same devices as the export does. What this reader cannot
+write as XLA does is refused by name: a mesh written inline in a sharding (the export lifts it
+into a new mesh symbol) and every other `sdy` operation (`sdy.manual_computation` of
+`shard_map`, ...).
 """
 
 from __future__ import annotations
@@ -75,10 +76,31 @@ class AxisRef:
 
 @dataclass(frozen=True)
 class TensorSharding:
+    """A tensor's sharding: per dimension its axes, whether it is open to propagation (`?`) and
+    its priority (`p1`; propagation's, as open is: neither enters the HLO sharding)."""
+
     mesh: str
     dims: tuple[tuple[AxisRef, ...], ...]
     replicated: tuple[AxisRef, ...]
     unreduced: tuple[AxisRef, ...]
+    opened: tuple[bool, ...] = ()
+    priorities: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        """As MLIR prints it, inside `#sdy.sharding`: `<@mesh, [{"x", ?}p1, {}], replicated={"y"}>`."""
+        dims = []
+        for k, axes in enumerate(self.dims):
+            words = [_ref_text(r) for r in axes] + (["?"] if self.opened and self.opened[k] else [])
+            dims.append("{" + ", ".join(words) + "}" + (self.priorities[k] if self.priorities else ""))
+        out = f"<@{self.mesh}, [{', '.join(dims)}]"
+        for key, refs in (("replicated", self.replicated), ("unreduced", self.unreduced)):
+            if refs:
+                out += f", {key}={{{', '.join(_ref_text(r) for r in refs)}}}"
+        return out + ">"
+
+
+def _ref_text(ref: AxisRef) -> str:
+    return f'"{ref.axis}"' + (f":({ref.pre}){ref.size}" if ref.size else "")
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -128,20 +150,24 @@ def parse_sharding(text: str) -> TensorSharding:
     if len(parts) < 2 or not parts[0].startswith("@"):
         raise MeshError(f"sharding {text[:60]}: a mesh written inline is not read (only @name)")
     mesh = parts[0][1:].strip('"')
-    dims = []
+    dims, opened, priorities = [], [], []
     for dim in split_top(parts[1].strip()[1:-1]):
-        dim = re.sub(r"p\d+$", "", dim.strip())  # a priority: propagation's, not the HLO's
-        if not dim.startswith("{"):
+        m = re.match(r"^(\{.*\})(p\d+)?$", dim.strip())
+        if m is None:
             raise MeshError(f"dimension sharding {dim[:40]} is not read")
-        inner = [a for a in split_top(dim[1:-1]) if a != "?"]  # `?`: open (xla.sdy.sharding keeps it)
-        dims.append(_axis_refs("{" + ", ".join(inner) + "}"))
+        words = split_top(m.group(1)[1:-1])
+        dims.append(_axis_refs("{" + ", ".join(w for w in words if w != "?") + "}"))
+        opened.append("?" in words)
+        priorities.append(m.group(2) or "")
     found = {"replicated": (), "unreduced": ()}
     for part in parts[2:]:
         key, _, value = part.partition("=")
         if key.strip() not in found:
             raise MeshError(f"sharding {text[:60]}: {key.strip()} is not read")
         found[key.strip()] = _axis_refs(value)
-    return TensorSharding(mesh, tuple(dims), found["replicated"], found["unreduced"])
+    return TensorSharding(
+        mesh, tuple(dims), found["replicated"], found["unreduced"], tuple(opened), tuple(priorities)
+    )
 
 
 def parse_per_value(text: str) -> list[TensorSharding]:
@@ -395,52 +421,3 @@ def tuple_sharding(shardings: list[str]) -> str:
 
 def mesh_error(e: MeshError, line: int) -> StructureError:
     return StructureError(f"Shardy: {e}", line)
-
-
-# -- the module's meshes and the reader's entry points -----------------------------------------
-
-
-def read_meshes(found: list[tuple[str, str, int]]) -> dict[str, Mesh]:
-    """The module's `sdy.mesh`es by name. Two of the same devices (the same count, or none, and
-    the same `device_ids`) are refused: XLA's export merges them into one, renaming the axes of
-    the shardings that name the other (sdy_round_trip/dedup_meshes.cc)."""
-    meshes: dict[str, Mesh] = {}
-    devices: dict[tuple[int, tuple[int, ...]], str] = {}
-    for name, text, line in found:
-        try:
-            mesh = parse_mesh(name, text)
-        except MeshError as e:
-            raise mesh_error(e, line) from None
-        if name in meshes:
-            raise StructureError(f"Shardy: mesh @{name} is defined twice", line)
-        key = (math.prod(s for _, s in mesh.axes) if mesh.axes else -1, mesh.device_ids)
-        if key in devices:
-            raise StructureError(
-                f"Shardy: meshes @{devices[key]} and @{name} are of the same devices; XLA's export"
-                " merges them (renaming axes), which is not read",
-                line,
-            )
-        devices[key] = name
-        meshes[name] = mesh
-    return meshes
-
-
-def meshes_attribute(meshes: dict[str, Mesh]) -> str:
-    """The module's `xla.sdy.meshes` frontend attribute, as XLA's export writes it (by name)."""
-    return "{" + ", ".join(f"{name} = #sdy.mesh{meshes[name].text}" for name in sorted(meshes)) + "}"
-
-
-def sharding_of(text: str, meshes: dict[str, Mesh], line: int) -> str:
-    """`#sdy.sharding<...>` of an argument or result -> its HLO sharding."""
-    try:
-        return hlo_sharding(parse_sharding(text), meshes)
-    except MeshError as e:
-        raise mesh_error(e, line) from None
-
-
-def shardings_per_value(text: str, meshes: dict[str, Mesh], line: int) -> list[str]:
-    """`#sdy.sharding_per_value<[...]>` of an operation -> one HLO sharding per result."""
-    try:
-        return [hlo_sharding(s, meshes) for s in parse_per_value(text)]
-    except MeshError as e:
-        raise mesh_error(e, line) from None
