@@ -117,9 +117,11 @@ def parse_mesh(name: str, text: str) -> Mesh:
     axes = []
     for part in split_top(parts[0][1:-1]):
         m = _MESH_AXIS.match(part)
-        if m is None:
+        if m is None or int(m.group(2)) < 1:
             raise MeshError(f"mesh @{name}: malformed axis {part[:40]}")
         axes.append((m.group(1), int(m.group(2))))
+    if len({a for a, _ in axes}) != len(axes):
+        raise MeshError(f"mesh @{name}: an axis named twice")
     ids: tuple[int, ...] = ()
     for part in parts[1:]:
         key, _, value = part.partition("=")
@@ -135,7 +137,7 @@ def _axis_refs(text: str) -> tuple[AxisRef, ...]:
     refs = []
     for part in split_top(text.strip()[1:-1]):
         m = _AXIS.match(part)
-        if m is None:
+        if m is None or (m.group(2) is not None and (int(m.group(2)) < 1 or int(m.group(3)) < 2)):
             raise MeshError(f"axis {part[:40]} is not read")
         refs.append(AxisRef(m.group(1), int(m.group(2) or 1), int(m.group(3) or 0)))
     return tuple(refs)
@@ -326,6 +328,9 @@ def _ordered_axis_refs(sharding: TensorSharding, mesh: Mesh) -> list[AxisRef]:
         if ref.axis not in cuts:
             raise MeshError(f"axis {ref.axis!r} is not an axis of mesh @{mesh.name}")
         if ref.size:
+            whole = mesh.size_of(ref.axis)
+            if whole % (ref.pre * ref.size) or ref.size == whole:
+                raise MeshError(f"sub-axis {_ref_text(ref)} is not one of mesh @{mesh.name}")
             cuts[ref.axis] |= {ref.pre, ref.pre * ref.size}
     out = []
     for name, _ in mesh.axes:

@@ -45,35 +45,27 @@ class Meshes:
         return "{" + ", ".join(f"{n} = #sdy.mesh{self.kept[n].text}" for n in sorted(self.kept)) + "}"
 
     def sharding(self, text: str, line: int) -> tuple[str, str]:
-        """`#sdy.sharding<...>` -> (its HLO sharding, the Shardy text XLA keeps)."""
+        """`#sdy.sharding<...>` -> (its HLO sharding, the Shardy text XLA keeps: printed again, as
+        XLA prints it)."""
         try:
-            sharding, out = self._rewrite(parse_sharding(text), text.strip().removeprefix("#sdy.sharding"))
-            return hlo_sharding(sharding, self.kept), "#sdy.sharding" + out
+            sharding = self._rewrite(parse_sharding(text))
+            return hlo_sharding(sharding, self.kept), "#sdy.sharding" + sharding.text()
         except MeshError as e:
             raise mesh_error(e, line) from None
 
     def per_value(self, text: str, line: int) -> tuple[list[str], str]:
         """`#sdy.sharding_per_value<[...]>` -> (one HLO sharding per result, the text XLA keeps)."""
         try:
-            found = parse_per_value(text)
-            rewritten = [self._rewrite(s, s.text()) for s in found]
-        except MeshError as e:
-            raise mesh_error(e, line) from None
-        if any(self._renames(s) for s in found):
-            text = "#sdy.sharding_per_value<[" + ", ".join(t for _, t in rewritten) + "]>"
-        try:
-            return [hlo_sharding(s, self.kept) for s, _ in rewritten], text
+            found = [self._rewrite(s) for s in parse_per_value(text)]
+            text = "#sdy.sharding_per_value<[" + ", ".join(s.text() for s in found) + "]>"
+            return [hlo_sharding(s, self.kept) for s in found], text
         except MeshError as e:
             raise mesh_error(e, line) from None
 
-    def _renames(self, sharding: TensorSharding) -> bool:
-        return sharding.mesh in self.merged
-
-    def _rewrite(self, sharding: TensorSharding, text: str) -> tuple[TensorSharding, str]:
-        """The sharding on its main mesh (replaceAxesInSharding) and its text: as written, when
-        its mesh is kept."""
+    def _rewrite(self, sharding: TensorSharding) -> TensorSharding:
+        """The sharding on its main mesh (replaceAxesInSharding)."""
         if sharding.mesh not in self.merged:
-            return sharding, text
+            return sharding
         main_name, axis_map = self.merged[sharding.mesh]
         main = self.kept[main_name]
 
@@ -83,14 +75,13 @@ class Meshes:
                 _map_ref(ref, out, main, axis_map)
             return tuple(out)
 
-        new = replace(
+        return replace(
             sharding,
             mesh=main_name,
             dims=tuple(refs(d) for d in sharding.dims),
             replicated=refs(sharding.replicated),
             unreduced=refs(sharding.unreduced),
         )
-        return new, new.text()
 
 
 def read_meshes(found: list[tuple[str, str, int]]) -> Meshes:
