@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from xlagraph.parse.stablehlo.locations import Locations
 from xlagraph.parse.stablehlo.mlir_types import TypeError_, hlo_shape, split_types
+from xlagraph.parse.stablehlo.shardy_meshes import read_meshes
 from xlagraph.parse.stablehlo.structure import (
     Func,
     MlirModule,
@@ -34,7 +35,10 @@ REF = re.compile(r"%[\w.$-]+(?:#\d+)?(?![\w.$#-])(?!\s*=[^=])")
 _IDENT = re.compile(r"[^A-Za-z0-9_.-]")
 _KEY = re.compile(r"[^A-Za-z0-9_.-]")
 # Argument attributes the translation reads (the header's donation, the parameter's sharding).
-_ARG_READ = frozenset({"mhlo.sharding", "tf.aliasing_output", "jax.buffer_donor"})
+_ARG_READ = frozenset({"mhlo.sharding", "sdy.sharding", "tf.aliasing_output", "jax.buffer_donor"})
+# What XLA's Shardy export writes for a function result's `sdy.sharding` (export_shardy_attrs.cc).
+FUNC_RESULT_SHARDING = "xla.sdy.FuncResultSharding"
+SDY_FRONTEND = "xla.sdy.sharding"
 _TERMINATORS = ("stablehlo.return", "return", "func.return", "mhlo.return")
 
 
@@ -114,6 +118,7 @@ class Emitter:
         self.comps: list[Comp] = []
         self.count = 0
         self.header: list[tuple[str, str]] = []
+        self.meshes = read_meshes(module.meshes)
 
     def fresh(self, base: str) -> str:
         self.count += 1
@@ -212,11 +217,14 @@ class Emitter:
         tuple_root: bool = False,
         carry: list[str] | None = None,
         tuple_param: bool = False,
+        result_shardings: list[str] | None = None,
     ) -> tuple[str, list[str]]:
         """A computation of `ops`: each parameter binds one value (`[(key, HLO shape)]`) or,
         given several (or always, `tuple_param`), a tuple whose elements bind them. Its root:
         the returned value, a tuple of several (or always, `tuple_root`), with `carry`'s values
-        appended. Returns its name and the returned values' shapes."""
+        appended; `result_shardings` (Shardy's, per result, "" for none) pass each such result
+        through XLA's `xla.sdy.FuncResultSharding` custom call. Returns its name and the
+        returned values' shapes."""
         comp = Comp(name, line)
         for number, group in enumerate(params):
             shapes = [shape for _, shape in group]
@@ -240,6 +248,14 @@ class Emitter:
         ret = ops[-1]
         returned = [self.lookup(comp, r, ret.line) for r in refs_of(ret)]
         returned += [self.lookup(comp, r, ret.line) for r in carry or []]
+        for k, text in enumerate(result_shardings or []):
+            if text:  # Shardy's, as XLA keeps it
+                returned[k] = self._func_result(comp, returned[k], text, ret.line)
+        if any(result_shardings or []) and len(returned) == 1:  # the export's tuple, then its element
+            whole = self.inst(comp, "tuple", f"({returned[0].shape})", returned, [], ret.line)
+            whole.elements = [returned[0].shape]
+            shape = whole.shape[1:-1]
+            returned = [self.inst(comp, "get-tuple-element", shape, [whole], ["index=0"], ret.line)]
         if len(returned) == 1 and not tuple_root:
             root = returned[0]
             if root.name not in {i.name for i in comp.insts}:  # never: values are this computation's
@@ -259,6 +275,20 @@ class Emitter:
             comp.insts[-1].root = True
         self.comps.append(comp)
         return name, [v.shape for v in returned]
+
+    def _shardy(self, attrs: dict[str, str], line: int) -> tuple[str, str]:
+        """An argument's or result's `sdy.sharding`: (HLO sharding, the text XLA keeps); ("", "")
+        for none."""
+        return self.meshes.sharding(attrs["sdy.sharding"], line) if "sdy.sharding" in attrs else ("", "")
+
+    def _func_result(self, comp: Comp, value: Value, text: str, line: int) -> Value:
+        per_value = "#sdy.sharding_per_value<[" + text.strip().removeprefix("#sdy.sharding") + "]>"
+        attrs = [
+            f'custom_call_target="{FUNC_RESULT_SHARDING}"',
+            "custom_call_has_side_effect=true",
+            f"frontend_attributes={{{SDY_FRONTEND}={quote(per_value)}}}",
+        ]
+        return self.inst(comp, "custom-call", value.shape, [value], attrs, line)
 
     def region(
         self, region: Region, params: list[list[tuple[str, str]]], **kw: object
@@ -288,18 +318,31 @@ class Emitter:
     def _write_func(
         self, f: Func, args: list[tuple[str, str, dict[str, str]]], results: list[tuple[str, dict[str, str]]]
     ) -> str:
+        shardy = [self._shardy(_one_sharding(a, f.line), f.line) for _, _, a in args]
+        shardy_results = [self._shardy(_one_sharding(a, f.line), f.line) for _, a in results]
         name, _ = self.computation(
-            sanitize(f.name), f.line, [[(a, hlo_shape(t))] for a, t, _ in args], f.body.ops
+            sanitize(f.name),
+            f.line,
+            [[(a, hlo_shape(t))] for a, t, _ in args],
+            f.body.ops,
+            result_shardings=[text for _, text in shardy_results],
         )
         comp = self.comps[-1]
         for number, (_, _, attrs) in enumerate(args):
             param = next(i for i in comp.insts if i.opcode == f"parameter({number})")
+            frontend = {}
             if "mhlo.sharding" in attrs:
                 param.attrs.append("sharding=" + unquote(attrs["mhlo.sharding"]))
-            rest = carry({k: v for k, v in attrs.items() if k not in _ARG_READ})  # sdy.sharding, ...
+            if "sdy.sharding" in attrs:
+                param.attrs.append("sharding=" + shardy[number][0])
+                frontend[SDY_FRONTEND] = shardy[number][1]
+            rest = carry({k: v for k, v in attrs.items() if k not in _ARG_READ}, frontend)
             if rest:
                 param.attrs.append(rest)
-        shardings = [unquote(a["mhlo.sharding"]) if "mhlo.sharding" in a else "" for _, a in results]
+        shardings = [
+            unquote(a["mhlo.sharding"]) if "mhlo.sharding" in a else hlo
+            for (_, a), (hlo, _) in zip(results, shardy_results, strict=True)
+        ]
         if any(shardings):
             root = next(i for i in comp.insts if i.root)
             if len(results) == 1:
@@ -307,6 +350,12 @@ class Emitter:
             else:
                 root.attrs.append("sharding={" + ", ".join(s or "{replicated}" for s in shardings) + "}")
         return name
+
+
+def _one_sharding(attrs: dict[str, str], line: int) -> dict[str, str]:
+    if "mhlo.sharding" in attrs and "sdy.sharding" in attrs:
+        raise TranslateError("both mhlo.sharding and sdy.sharding on one value: which is it?", line)
+    return attrs
 
 
 def parse_signature(

@@ -1,12 +1,13 @@
 """A StableHLO module printed as HLO text, with the user's line for each line of it (the
 compiled reader reads that text into the IR and names the user's lines: rust/src/parse/line_map.rs).
 The module header: `replica_count`, `num_partitions`, donation (`tf.aliasing_output` ->
-`input_output_alias`, `jax.buffer_donor` -> `buffer_donor`)."""
+`input_output_alias`, `jax.buffer_donor` -> `buffer_donor`), Shardy's meshes (`xla.sdy.meshes`)."""
 
 from __future__ import annotations
 
 from xlagraph.parse.stablehlo.emit import Emitter, TranslateError, attr_dict, carry, parse_signature, sanitize
 from xlagraph.parse.stablehlo.ops import translate
+from xlagraph.parse.stablehlo.shardy_meshes import Meshes
 from xlagraph.parse.stablehlo.structure import Func, MlirModule
 
 __all__ = ["to_hlo_text"]
@@ -23,7 +24,7 @@ def to_hlo_text(module: MlirModule) -> tuple[str, list[int]]:
             em.func(f.name, f.line)
     em.func(entry.name, entry.line)
     em.comps[-1].entry = True
-    header = _header(module, entry)
+    header = _header(module, entry, em.meshes)
     lines = [f"HloModule {sanitize(module.name or 'module')}" + "".join(f", {k}={v}" for k, v in header), ""]
     where = [0, module.line, module.line]
     for comp in em.comps:
@@ -52,7 +53,7 @@ def _entry(module: MlirModule) -> Func:
     raise TranslateError("no @main and not one public function: which is the entry?", module.line)
 
 
-def _header(module: MlirModule, entry: Func) -> list[tuple[str, str]]:
+def _header(module: MlirModule, entry: Func, meshes: Meshes) -> list[tuple[str, str]]:
     attrs = attr_dict(module.attributes) if module.attributes else {}
     out = []
     args, results = parse_signature(entry)
@@ -84,6 +85,10 @@ def _header(module: MlirModule, entry: Func) -> list[tuple[str, str]]:
     # The others (torch_xla's mhlo.is_dynamic, mhlo.cross_program_prefetches, ...) are kept in
     # the header, which diff does not compare: none changes what the module computes.
     rest = carry({k: v for k, v in attrs.items() if k not in _MODULE_READ})
+    rest = rest.removeprefix("frontend_attributes=")
+    if meshes.kept:  # Shardy's meshes, as XLA's export keeps them (`xla.sdy.meshes`)
+        entry_ = "xla.sdy.meshes=" + meshes.attribute()
+        rest = "{" + entry_ + (", " + rest[1:] if rest else "}")
     if rest:
-        out.append(("frontend_attributes", rest.removeprefix("frontend_attributes=")))
+        out.append(("frontend_attributes", rest))
     return out

@@ -2,8 +2,8 @@
 name is) and each operation's attributes as HLO prints them (xla/hlo/translate/mhlo_to_hlo and
 hlo_instruction.cc's printer: `dimensions={1}`, `slice={[1:3]}`, `direction=LT`, ...).
 
-An operation not in the table, and every other dialect's (`chlo`, `sdy`, `shape`, `tensor`,
-`arith`), is refused by name: a guess would compare wrongly.
+`chlo` is ops_chlo.py's, Shardy's `sdy` ops_shardy.py's. An operation not in the tables, and every
+other dialect's (`shape`, `tensor`, `arith`), is refused by name: a guess would compare wrongly.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ from collections.abc import Callable
 from xlagraph.parse.stablehlo.attributes import Parsed, braces, enum, ints, one, parse
 from xlagraph.parse.stablehlo.emit import Comp, Emitter, TranslateError, Value, attr_dict, carry, unquote
 from xlagraph.parse.stablehlo.mlir_types import TypeError_, dims_of, element_of, hlo_literal, hlo_shape
+from xlagraph.parse.stablehlo.ops_chlo import CHLO_HANDLERS
 from xlagraph.parse.stablehlo.ops_custom_call import custom_call
 from xlagraph.parse.stablehlo.ops_parallel import PARALLEL_HANDLERS
 from xlagraph.parse.stablehlo.ops_regions import REGION_HANDLERS
+from xlagraph.parse.stablehlo.ops_shardy import SDY_HANDLERS, op_shardings
 from xlagraph.parse.stablehlo.structure import Op, split_top
 from xlagraph.parse.stablehlo.structure import matching as _matching
 
@@ -39,8 +41,6 @@ SIMPLE = {
     "dynamic_update_slice": "dynamic-update-slice", "after_all": "after-all", "replica_id": "replica-id",
     "partition_id": "partition-id",
 }  # fmt: skip
-# The chlo operations HLO has an instruction for (the rest XLA expands into several: refused).
-CHLO_SIMPLE = {"erf": "erf"}
 _DEFAULT_COMPARE = {"s": "SIGNED", "u": "UNSIGNED", "p": "UNSIGNED"}
 
 
@@ -48,13 +48,17 @@ def translate(em: Emitter, comp: Comp, op: Op) -> None:
     dialect, _, short = op.name.partition(".")
     if op.name in ("func.call", "call"):
         handler: Callable[[Emitter, Comp, Op, Parsed], Value] = _call
-    elif short in (CHLO_SIMPLE if dialect == "chlo" else SIMPLE if dialect in ("stablehlo", "mhlo") else ()):
+    elif dialect in ("stablehlo", "mhlo") and short in SIMPLE:
         handler = _simple
+    elif dialect == "chlo" and short in CHLO_HANDLERS:
+        handler = CHLO_HANDLERS[short]
     elif dialect in ("stablehlo", "mhlo") and short in HANDLERS:
         handler = HANDLERS[short]
+    elif dialect == "sdy" and short in SDY_HANDLERS:
+        handler = SDY_HANDLERS[short]
     else:
         what = (
-            "chlo operations are not read (lower them: stablehlo-legalize-chlo)"
+            "this chlo operation is not read (lower it: stablehlo-legalize-chlo)"
             if dialect == "chlo"
             else ("is not read by xlagraph's StableHLO reader")
         )
@@ -72,19 +76,21 @@ def translate(em: Emitter, comp: Comp, op: Op) -> None:
         ) from None
     if "mhlo.sharding" in parsed.attrs:
         comp.insts[-1].attrs.insert(0, "sharding=" + unquote(parsed.attrs["mhlo.sharding"]))
+    sharding, sdy = op_shardings(em, parsed.attrs, sum(n for _, n in op.results), op.line)
+    if sharding:
+        comp.insts[-1].attrs.insert(0, sharding)
     if "xla_shape" in parsed.attrs and value.elements is None:  # torch_xla's shape with its layout
         comp.insts[-1].shape = value.shape = unquote(parsed.attrs["xla_shape"])
         parsed.attrs.get("result_layout")  # what xla_shape's layout says
     frontend = parsed.attrs.get("mhlo.frontend_attributes")
-    carried = carry(parsed.attrs.unread(), attr_dict(frontend) if frontend.startswith("{") else None)
+    carried = carry(parsed.attrs.unread(), (attr_dict(frontend) if frontend.startswith("{") else {}) | sdy)
     if carried:
         comp.insts[-1].attrs.append(carried)
     em.bind(comp, op, value)
 
 
 def _simple(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
-    dialect, _, short = op.name.partition(".")
-    return one(em, comp, op, p, (CHLO_SIMPLE if dialect == "chlo" else SIMPLE)[short], [])
+    return one(em, comp, op, p, SIMPLE[op.name.partition(".")[2]], [])
 
 
 def _call(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:

@@ -28,6 +28,9 @@ _OTHER_ALIAS = re.compile(r"^[#!][\w.$-]+\s*=")
 _MODULE = re.compile(r"^module(?:\s+@([\w.$-]+|\"[^\"]*\"))?(?:\s+attributes\s*(\{.*\}))?\s*\{\s*$")
 _FUNC = re.compile(r"^func\.func\s+(?:(public|private|nested)\s+)?@([\w.$-]+|\"[^\"]*\")\s*\(")
 _RESULTS = re.compile(r"^((?:%[\w.$-]+(?::\d+)?)(?:\s*,\s*%[\w.$-]+(?::\d+)?)*)\s*=\s*")
+# Shardy's mesh, at module level: `sdy.mesh @mesh = <["x"=2]> {stablehlo.mesh = ...}` (JAX adds the
+# dictionary, a restatement XLA's export drops).
+_MESH = re.compile(r'^sdy\.mesh\s+@([\w.$-]+|"[^"]*")\s*=\s*(<.*?>)(?:\s*\{.*\})?\s*$')
 _BLOCK = re.compile(r"^\^bb\d*(?:\((.*)\))?\s*:\s*$")
 _CONTINUATIONS = ("cond {", "reducer(")  # pretty `while` and `reduce`: regions on the next line
 _OPEN = "([{<"
@@ -86,6 +89,7 @@ class MlirModule:
     funcs: list[Func] = field(default_factory=list)
     locs: dict[str, str] = field(default_factory=dict)
     line: int = 0
+    meshes: list[tuple[str, str, int]] = field(default_factory=list)  # Shardy's `(name, <...>, line)`
 
 
 def _tokens(sep: str) -> re.Pattern[str]:
@@ -249,13 +253,17 @@ def _read_module_body(src: _Lines, module: MlirModule, *, implicit: bool) -> Non
         s, line = got
         if s.startswith("}") and not implicit:
             return
+        mesh = _MESH.match(strip_loc(s)[0])
+        if mesh is not None:
+            module.meshes.append((mesh.group(1).strip('"'), mesh.group(2), line))
+            continue
         m = _FUNC.match(s)
         if m is None:
             if implicit and _LOC_ALIAS.match(s):
                 src.i -= 1
                 return
             word = s.split("(")[0].split()[0] if s.split() else s
-            raise StructureError(f"`{word}` at module level is not read (only func.func)", line)
+            raise StructureError(f"`{word}` at module level is not read (only func.func and sdy.mesh)", line)
         code, _ = strip_loc(s)
         if not code.endswith("{"):
             raise StructureError(f"function @{m.group(2)} has no body on its line", line)
