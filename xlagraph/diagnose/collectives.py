@@ -17,6 +17,7 @@ from xlagraph.opcodes import COLLECTIVES
 
 __all__ = [
     "COLLECTIVES",
+    "ORDER_HINT",
     "OTHER_TENSORS_HINT",
     "Collective",
     "collectives",
@@ -124,6 +125,7 @@ def _reduction(canon: CanonicalModule, ins: Instruction) -> str:
 
 
 OTHER_TENSORS_HINT = fix("collective.other_tensors")
+ORDER_HINT = fix("collective.order")
 
 
 def regrouped_only(left: list[Collective], right: list[Collective]) -> bool:

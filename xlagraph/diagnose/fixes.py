@@ -360,6 +360,14 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "added, activation checkpointing's recomputed forward, a norm all-reduced for clipping, a "
             "parallel layout changed): make that work the same on every step"
         ),
+        "collective.order": (
+            "the same collectives are issued in another order: torch_xla chains them in the order "
+            "their hooks fire, so sub-modules that run in another order from step to step (a routing "
+            "or branch choice deciding which module is called first) make FSDP flush its "
+            "reduce-scatter buckets in another order, a graph of its own; call the modules in one "
+            "fixed order on every step and select or combine their results instead (bucket size is "
+            "no fix: unbucketed reduce-scatters follow the same order)"
+        ),
         # report.build
         "own_graph": (
             "expected: work synced at its own point (an evaluation pass, metrics, a checkpoint) is a "

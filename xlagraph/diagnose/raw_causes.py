@@ -19,9 +19,11 @@ from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.canonical.attributes import plumbing_attributes
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.collectives import (
+    ORDER_HINT,
     OTHER_TENSORS_HINT,
     Collective,
     collectives,
+    describe,
     regrouped_only,
     summarize,
 )
@@ -50,6 +52,7 @@ def _run(cmp: Comparison, dims: set[tuple[str, str]], regrouped: bool) -> list[C
     cmp.regrouped = regrouped
     structural = matched_changes(cmp, dims)
     structure(cmp, structural, regrouped)
+    _fold_into_order(cmp)
     _forwarded_root(cmp)
     if len(cmp.causes) > 1:
         # Donation follows any other change (other tensors updated in place, other outputs):
@@ -63,7 +66,7 @@ def _collective(cmp: Comparison) -> bool:
         return False
     lc, rc = collectives(cmp.lm), collectives(cmp.rm)
     if sorted(c.signature for c in lc) == sorted(c.signature for c in rc):
-        return False
+        return _reordered(cmp, lc, rc)
     if _follow_inputs(lc, rc, cmp.dims, _same_world(cmp.lm, cmp.rm)):
         return False  # a sequence length reaching the collectives' operands: the shape's cause
     lsig = {c.signature for c in rc}
@@ -74,6 +77,86 @@ def _collective(cmp: Comparison) -> bool:
     if not regrouped_only(lc, rc):
         # Other tensors reduced, not the same ones bucketed another way: bucketing is no fix.
         cmp.causes[-1] = replace(cmp.causes[-1], hint=OTHER_TENSORS_HINT)
+    cmp.regrouped = True
+    return True
+
+
+def _moved(cmp: Comparison, lc: list[Collective], rc: list[Collective]) -> list[tuple[int, int]]:
+    """(A's position, B's) of each collective the matching pairs with one of the same signature,
+    where the pairs cross: B issues them in another order. Empty where they keep A's order."""
+    rpos = {c.name: j for j, c in enumerate(rc)}
+    pairs = [
+        (i, rpos[b])
+        for i, c in enumerate(lc)
+        if (b := cmp.pair_left.get(c.name)) in rpos and rc[rpos[b]].signature == c.signature
+    ]
+    order = [j for _, j in pairs]
+    if order == sorted(order):
+        return []
+    return [(i, j) for (i, j), k in zip(pairs, sorted(order), strict=True) if j != k]
+
+
+_TUPLES = frozenset({"get-tuple-element", "tuple", "opt-barrier"})
+
+
+def _carries(comp: CanonicalComputation, name: str, pair: CanonicalComputation | None, other: str) -> bool:
+    """`name` only carries a collective's results to their readers: tuple plumbing (FSDP bundles
+    reduced gradients into `opt-barrier`s), or an op that reads such plumbing and is paired with
+    one of its own opcode and shape (the same update, reading another tuple position)."""
+    ins = comp.instruction(name)
+    if ins.opcode in _TUPLES:
+        return True
+    if pair is None or other not in pair.computation.by_name:
+        return False
+    twin = pair.instruction(other)
+    reads = (comp.instruction(o).opcode for o in comp.operands.get(name, ()))
+    return twin.opcode == ins.opcode and twin.shape == ins.shape and "get-tuple-element" in reads
+
+
+def _fold_into_order(cmp: Comparison) -> None:
+    """Collectives issued in another order hand their results over in other tuple positions: the
+    index changes and rewired readers that follow are that cause's, not causes of their own."""
+    order = next((c for c in cmp.causes if c.kind is CauseKind.COLLECTIVE and c.hint == ORDER_HINT), None)
+    if order is None:
+        return
+    pl, pr = cmp.pair_left, cmp.pair_right
+
+    def follows(c: Cause) -> bool:
+        if c.kind is CauseKind.ATTRIBUTE:
+            return (
+                bool(c.changes)
+                and all(ch.what == "index" for ch in c.changes)
+                and all(cmp.left.instruction(ch.left).opcode == "get-tuple-element" for ch in c.changes)
+            )
+        return (
+            c.kind is CauseKind.STRUCTURE
+            and all(_carries(cmp.left, n, cmp.right, pl.get(n, "")) for n in c.left)
+            and all(_carries(cmp.right, n, cmp.left, pr.get(n, "")) for n in c.right)
+        )
+
+    folded = [c for c in cmp.causes if c is not order and follows(c)]
+    if not folded:
+        return
+    cmp.causes = [c for c in cmp.causes if c is order or not any(c is f for f in folded)]
+    lefts, rights = [n for c in folded for n in c.left], [n for c in folded for n in c.right]
+    cmp.absorb_into(CauseKind.COLLECTIVE, lefts, rights)
+
+
+def _reordered(cmp: Comparison, lc: list[Collective], rc: list[Collective]) -> bool:
+    """The same collectives, issued in another order: torch_xla chains collectives in the order
+    they are issued (a token from each to the next), so hooks that fire in another order (FSDP's
+    reduce-scatter buckets flushed as sub-modules finish their backward) make another program
+    even where every collective is the same. One cause, like a regrouping."""
+    moved = _moved(cmp, lc, rc)
+    if not moved:
+        return False
+    shown = [f"A's {lc[i].kind} {i + 1} is B's {j + 1}" for i, j in moved]
+    summary = (
+        f"collectives issued in another order: the same {describe(lc)}, "
+        f"{len(moved)} of {len(lc)} in another place ({fmt_list(shown, 3)})"
+    )
+    cmp.cause(CauseKind.COLLECTIVE, summary, [lc[i].name for i, _ in moved], [rc[j].name for _, j in moved])
+    cmp.causes[-1] = replace(cmp.causes[-1], hint=ORDER_HINT)
     cmp.regrouped = True
     return True
 

@@ -129,6 +129,18 @@ class AttributionContext:
     step: int = -1
 
 
+def _reordered_items(result: DiffResult, cause: Cause) -> list[str]:
+    """`baseline all-gather.42 (collective 3) is now all-gather.111 (collective 5)`: the moved
+    collectives lead the cause's names, A's and B's in pairs (`raw_causes._reordered`)."""
+    a_at = {c.name: (i, c.kind) for i, c in enumerate(collectives(result.left), 1)}
+    b_at = {c.name: i for i, c in enumerate(collectives(result.right), 1)}
+    pairs = [(a, b) for a, b in zip(cause.left, cause.right, strict=False) if a in a_at and b in b_at]
+    return [
+        f"baseline {a_at[a][1]} {a} (collective {a_at[a][0]}) is now {b} (collective {b_at[b]})"
+        for a, b in pairs
+    ]
+
+
 def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
     """What one cause points at in the user's program."""
     result = ctx.result
@@ -168,9 +180,13 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
         left_names, right_names = set(cause.left), set(cause.right)
         before = [c for c in collectives(result.left) if c.name in left_names]
         after = [c for c in collectives(result.right) if c.name in right_names]
-        items = [f"baseline {c.kind} {c.name} over {', '.join(c.operands) or '()'}" for c in before]
-        items += [f"now {c.kind} {c.name} over {', '.join(c.operands) or '()'}" for c in after]
-        summary = f"buckets: {len(before)} collective(s) of the baseline regrouped into {len(after)}"
+        if cause.fix_id == "collective.order":
+            items = _reordered_items(result, cause)
+            summary = f"{len(items)} collective(s) of the baseline issued in another order"
+        else:
+            items = [f"baseline {c.kind} {c.name} over {', '.join(c.operands) or '()'}" for c in before]
+            items += [f"now {c.kind} {c.name} over {', '.join(c.operands) or '()'}" for c in after]
+            summary = f"buckets: {len(before)} collective(s) of the baseline regrouped into {len(after)}"
     elif kind in (CauseKind.CONSTANT_VALUE, CauseKind.ATTRIBUTE):
         items = [
             f"{c.left}: {c.what} {c.old} -> {c.new}"

@@ -325,6 +325,7 @@ class Turn:
     kinds: tuple[str, ...]
     lines: tuple[str, ...]
     note: str = ""
+    fixes: tuple[str, ...] = ()  # the causes' fix IDs: a kind's specific reading (collective.order)
 
 
 @dataclass(frozen=True)

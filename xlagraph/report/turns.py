@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from xlagraph.diagnose.causes import CauseKind
+from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.frames import call_site
 from xlagraph.report.attribution import AttributionContext, attribute
 from xlagraph.report.baseline import Modules, diff_against
@@ -65,7 +65,18 @@ def turn_pairs(
     return tuple(pairs) if len(pairs) <= _MAX_TURNS else ()
 
 
-def _phrase(kinds: tuple[str, ...]) -> str:
+# A fix ID that says more than its kind's phrase: the same collectives, chained in another order.
+_FIX_PHRASES = {"collective.order": "the same collectives in another order"}
+
+
+def _fix_ids(causes: Sequence[Cause]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(c.fix_id for c in causes if c.fix_id))
+
+
+def _phrase(kinds: tuple[str, ...], fixes: tuple[str, ...] = ()) -> str:
+    said = next((_FIX_PHRASES[f] for f in fixes if f in _FIX_PHRASES), "")
+    if said:
+        return said
     if kinds and set(kinds) <= _PERMUTATIONS:
         return "the same updates in another order"
     found = (_PHRASES[k] for k in kinds if k in _PHRASES and k not in _PERMUTATIONS)
@@ -86,13 +97,14 @@ def steady_turns(
     for against, variant in pairs:
         r = by_variant.get(variant)
         if r is not None and r.baseline is not None and r.baseline.variant == against and r.causes:
-            turns.append(Turn(variant, against, r.kinds, r.lines))
+            turns.append(Turn(variant, against, r.kinds, r.lines, fixes=_fix_ids(r.causes)))
         else:
             turns.append(diff(variant, against))
     kinds = tuple(dict.fromkeys(k for t in turns for k in t.kinds))
+    fixes = tuple(dict.fromkeys(f for t in turns for f in t.fixes))
     line = next((t.lines[0] for t in turns if t.lines), "")
     order = tuple(dict.fromkeys(v for a, b in pairs for v in (a, b)))
-    return SteadyTurns(order, _phrase(kinds), kinds, line, tuple(turns))
+    return SteadyTurns(order, _phrase(kinds, fixes), kinds, line, tuple(turns))
 
 
 def diff_turn(
@@ -123,4 +135,5 @@ def diff_turn(
     cited += [t.line for a in attribution for t in a.tensors if t.line]
     kinds = tuple(dict.fromkeys(str(c.kind) for c in causes))
     note = "" if causes else "the two graphs print the same"
-    return Turn(variant, other, kinds, tuple(dict.fromkeys([*cited, *([site] if site else [])])), note)
+    lines = tuple(dict.fromkeys([*cited, *([site] if site else [])]))
+    return Turn(variant, other, kinds, lines, note, _fix_ids(causes))
