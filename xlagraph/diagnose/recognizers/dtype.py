@@ -21,7 +21,7 @@ from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.recognizers._assignments import assigned_in_function
 from xlagraph.diagnose.recognizers._causes import merge
-from xlagraph.diagnose.recognizers._dataflow import upstream
+from xlagraph.diagnose.recognizers._dataflow import same_ops, upstream
 from xlagraph.diagnose.recognizers._precision import switch_lines
 from xlagraph.diagnose.recognizers._source import lines_matching, user_files
 from xlagraph.diagnose.shapes import dims_of, element_type
@@ -39,6 +39,7 @@ _CAST = re.compile(
     r"\.to\(\s*(dtype\s*=\s*)?torch\.(bfloat16|float16|half|float32|float64|float)\b|\.(half|bfloat16|float|double)\(\s*\)"
 )
 _FLOAT = frozenset({"f64", "f32", "f16", "bf16"})
+_CONVERT = frozenset({"convert"})  # what a type change adds or drops between the same ops
 _LOW = frozenset({"bf16", "f16", "f8e4m3fn", "f8e5m2", "f8e4m3", "f8e5m2fnuz", "f8e4m3fnuz"})
 
 
@@ -46,17 +47,6 @@ _INT_HINT = fix("dtype.integer")
 # Where float64 comes from in a PyTorch script: numpy (`torch.from_numpy`, arrays made by `np.`),
 # or an explicit double.
 _DOUBLE = re.compile(r"\bfrom_numpy\(|\bnp\.|\bnumpy\b|\.double\(\)|float64")
-
-
-def _same_ops(evidence: Evidence, *causes: Cause) -> bool:
-    """Both sides of the regions run the same ops, `convert`s aside."""
-    left: Counter[str] = Counter()
-    right: Counter[str] = Counter()
-    for cause in causes:
-        for canon, ins in evidence.instructions(cause):
-            if ins.opcode != "convert":
-                (left if canon is evidence.left else right)[ins.opcode] += 1
-    return left == right
 
 
 def _converts(evidence: Evidence, cause: Cause, types: frozenset[str]) -> tuple[int, int]:
@@ -238,7 +228,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         and (
             i in autocast
             # Regions that run the same ops rewired are the type change's cascade.
-            or ((core or autocast) and (c.kind is not CauseKind.STRUCTURE or _same_ops(evidence, c)))
+            or (
+                (core or autocast)
+                and (c.kind is not CauseKind.STRUCTURE or same_ops(evidence, c, aside=_CONVERT))
+            )
         )
     ]
     # Scalars passed as data in the new type (an eps, a scale), beside the type change itself.
@@ -260,7 +253,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if (
         core
         and rest
-        and (_same_ops(evidence, *(pending[i] for i in rest)) or _whole_model(evidence, pending, core))
+        and (
+            same_ops(evidence, *(pending[i] for i in rest), aside=_CONVERT)
+            or _whole_model(evidence, pending, core)
+        )
     ):
         # One op in f32 only in A and its bf16 twin only in B: the same op retyped. Or every
         # floating-point input changed type: XLA compiles another program around it (converts,
