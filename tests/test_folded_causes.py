@@ -6,6 +6,12 @@ real torch_xla 2.9 captures (fixtures/torch_xla/corpus/captures, CPU device):
   view of its reduction, whose bases torch_xla returns beside them; in bf16 they are converts,
   with no base. The 12 outputs fewer are those bases, whichever of a base or its look-alike view
   the output pairing happened to leave unpaired: no `output_removed` beside the switch.
+* h12_byol_cnn_momentum_cosine: BYOL's target momentum reaches exactly 1.0, so
+  `ema * m + p * (1.0 - m)` bakes 1 and 0 where other steps pass inputs. The target network's
+  work computed from those values runs the same ops, wired otherwise (its two look-alike halves,
+  one per augmented view, paired across): it is the constant's, not `structure` beside it. The
+  two views' inputs are paired as most of their readers are, not as the first one the matcher
+  met.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import FIXTURES
+from xlagraph.diff import diff_files
 from xlagraph.render.report_json import report_to_json
 from xlagraph.report import build_report, load_runs
 
@@ -38,3 +45,19 @@ def _kinds(name: str, step: int) -> list[str]:
 
 def test_the_view_bases_of_the_other_precision_are_no_removed_outputs() -> None:
     assert _kinds("h13_resmlp_bf16_autocast_later", 3) == ["dtype"]
+
+
+def test_the_work_of_a_term_that_vanishes_is_the_constants() -> None:
+    kinds = _kinds("h12_byol_cnn_momentum_cosine", 6)
+    assert "constant_value" in kinds and "structure" not in kinds, kinds
+
+
+def test_the_two_views_inputs_are_paired_as_most_of_their_readers_are() -> None:
+    """Graphs B (step 1) and C (step 6) of the BYOL run: the two augmented views `x0` and `x1`
+    (`p6.7`, `p7.36` in both dumps) are read by the online and the target network alike; the
+    matcher met one of them first through the other half's reader, their other readers say
+    they stayed in place."""
+    hlo = sorted((CAPTURES / "h12_byol_cnn_momentum_cosine" / "hlo").iterdir())
+    result = diff_files(str(hlo[1]), str(hlo[2]))
+    pairs = {(m.left_name, m.right_name) for c in result.causes for m in c.mapping if m.what == "input"}
+    assert ("p6.7", "p7.36") not in pairs and ("p7.36", "p6.7") not in pairs, sorted(pairs)[:8]
