@@ -5,7 +5,9 @@ real torch_xla 2.9 captures (fixtures/torch_xla/corpus/captures, CPU device):
   autocast at step 3. In f32 each weight gradient is a view of its dot and each bias gradient a
   view of its reduction, whose bases torch_xla returns beside them; in bf16 they are converts,
   with no base. The 12 outputs fewer are those bases, whichever of a base or its look-alike view
-  the output pairing happened to leave unpaired: no `output_removed` beside the switch.
+  the output pairing happened to leave unpaired: no `output_removed` beside the switch. What
+  the switch changed is said as counts: the ops that are converts in the other graph, the view
+  bases only one graph returns.
 * h12_byol_cnn_momentum_cosine: BYOL's target momentum reaches exactly 1.0, so
   `ema * m + p * (1.0 - m)` bakes 1 and 0 where other steps pass inputs. The target network's
   work computed from those values runs the same ops, wired otherwise (its two look-alike halves,
@@ -45,6 +47,14 @@ def _kinds(name: str, step: int) -> list[str]:
 
 def test_the_view_bases_of_the_other_precision_are_no_removed_outputs() -> None:
     assert _kinds("h13_resmlp_bf16_autocast_later", 3) == ["dtype"]
+
+
+def test_what_follows_from_the_switch_is_counted_not_listed() -> None:
+    (r,) = [r for r in _report("h13_resmlp_bf16_autocast_later")["recompiles"] if r["step"] == 3]
+    (items,) = [a["items"] for a in r["attribution"] if a["kind"] == "dtype"]
+    assert not [x for x in items if "-> convert" in x or x.startswith("output:")], items
+    assert any("converts in the other" in x for x in items), items
+    assert any(x.startswith("12 output(s) only A returns") for x in items), items
 
 
 def test_the_work_of_a_term_that_vanishes_is_the_constants() -> None:
