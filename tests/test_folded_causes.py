@@ -62,6 +62,13 @@ def test_the_work_of_a_term_that_vanishes_is_the_constants() -> None:
     assert "constant_value" in kinds and "structure" not in kinds, kinds
 
 
+def test_the_baked_values_are_named() -> None:
+    """`m` is baked as 1 and `1.0 - m` as 0: the cause says which input became which."""
+    (r,) = [r for r in _report("h12_byol_cnn_momentum_cosine")["recompiles"] if r["step"] == 6]
+    (summary,) = [c["summary"] for c in r["causes"] if c["kind"] == "constant_value"]
+    assert " is 1" in summary and " is 0" in summary, summary
+
+
 def test_the_two_views_inputs_are_paired_as_most_of_their_readers_are() -> None:
     """Graphs B (step 1) and C (step 6) of the BYOL run: the two augmented views `x0` and `x1`
     (`p6.7`, `p7.36` in both dumps) are read by the online and the target network alike; the

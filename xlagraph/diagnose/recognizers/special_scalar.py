@@ -183,10 +183,12 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             )
         ]
         this, other = ("B", "A") if side == "right" else ("A", "B")
+        # Each input with the value the other graph bakes in its place: which term vanished.
+        values = ", ".join(f"input {comp.param_number[p]} is {v}" for p, v in zip(names, baked, strict=True))
         summary = (
             f"{len(names)} scalar input(s) of {this} are constants (0 or ±1) baked into {other} at the "
-            "same place: a Python scalar that was 0 or ±1 on one step (e.g. a learning rate warming up "
-            "from 0.0, or peaking at exactly 1.0)"
+            f"same place ({values}): a Python scalar that was 0 or ±1 on one step (e.g. a learning rate "
+            "warming up from 0.0, or peaking at exactly 1.0)"
         )
         out.append(
             merge(CauseKind.CONSTANT_VALUE, summary, [pending[i] for i in params + regions], hint=HINT)
