@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
@@ -49,6 +50,47 @@ def _supported(cmp: Comparison, a: str, b: str) -> bool:
         if b in ov and left.instruction(u).opcode in COMMUTATIVE:
             return True
     return False
+
+
+def _reader_votes(cmp: Comparison, a: str) -> Counter[str]:
+    """For each input of B: how many matched readers of `a` read it where their twin reads `a`
+    (the same operand position)."""
+    left, right, m = cmp.left, cmp.right, cmp.m
+    votes: Counter[str] = Counter()
+    for u in cmp.users(left).get(a, ()):
+        v = m.left.get(u)
+        if v is None or m.matcher.get(u) in _BLIND:
+            continue
+        ou, ov = left.operands[u], right.operands[v]
+        votes.update(
+            ov[k] for k, x in enumerate(ou) if x == a and k < len(ov) and ov[k] in right.param_number
+        )
+    return votes
+
+
+def _matched_inputs(cmp: Comparison) -> dict[str, str]:
+    """The matcher's pairs of inputs, each moved to the input that most of its matched readers
+    read on the other side. A top-down matcher pairs an input through the first reader it meets:
+    in a graph with look-alike halves (two views of a batch through one network, `x0` and `x1`
+    of a symmetric loss) that reader may be the other half's, while the input's other readers
+    are paired with readers of its own twin. Only where the moves trade the matcher's pairs, and
+    not for scalars: a learning rate and a weight decay are read by ops alike all over the graph,
+    where a count of readers is no evidence."""
+    lnum, rnum, m = cmp.left.param_number, cmp.right.param_number, cmp.m
+    pairs = {a: b for a in lnum if (b := m.left.get(a)) in rnum}
+    moved: dict[str, str] = {}
+    for a, b in pairs.items():
+        if shape_of(cmp.left, a).endswith("[]"):
+            continue
+        votes = _reader_votes(cmp, a)
+        best = max(votes, key=lambda x: (votes[x], x == b), default=b)
+        # Readers split, most of them against the matcher: a pair no reader supports is the
+        # matcher's by another path (a sharded input renamed), not a contradicted one.
+        if 0 < votes[b] < votes[best]:
+            moved[a] = best
+    # Only a trade among the matcher's own pairs: an input whose readers point at one the matcher
+    # left unpaired may be two tensors that shared their data (a model and its EMA copy).
+    return {**pairs, **moved} if set(moved.values()) == {pairs[a] for a in moved} else pairs
 
 
 def _distinguishable(cmp: Comparison, comp: CanonicalComputation) -> frozenset[str]:
@@ -260,9 +302,10 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
         if a not in corr.tied and a not in contested and resized(shape_of(left, a), shape_of(right, b))
     ]
     taken_l, taken_r = {a for a, _ in evidence}, {b for _, b in evidence}
+    matched = _matched_inputs(cmp)
     evidence += [
         (lnum[a], rnum[b])
-        for a, b in ((a, m.left.get(a)) for a in lnum)
+        for a, b in ((a, matched.get(a)) for a in lnum)
         if b in rnum
         and lnum[a] not in taken_l
         and rnum[b] not in taken_r
@@ -302,7 +345,7 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
                 chosen.append((a, b))
                 used_l.add(a)
                 used_r.add(b)
-        for a, b in m.left.items():
+        for a, b in matched.items():
             if (
                 a in lnum
                 and b in rnum

@@ -6,6 +6,7 @@ the buckets, each with the user's own source lines before library lines.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import PurePath
@@ -117,6 +118,27 @@ def _bounded(items: list[str]) -> tuple[str, ...]:
     return (*items[:_MAX_ITEMS], f"... and {len(items) - _MAX_ITEMS} more")
 
 
+def _dtype_items(cause: Cause) -> list[str]:
+    """A type change's own changes, then what follows from it counted: the ops that are converts
+    in the other graph, and the outputs one graph returns beside their views (the other casts
+    them). Each is the same tensor in the other precision, nothing to read one by one."""
+    retyped = [c for c in cause.changes if c.what == "opcode" and "convert" in (c.old, c.new)]
+    outputs = [c for c in cause.changes if c.what == "output"]
+    rest = [c for c in cause.changes if c not in retyped and c not in outputs]
+    items = [f"{c.what}: {c.old or '(none)'} -> {c.new or '(none)'}" for c in rest]
+    if retyped:
+        ops = Counter(c.new if c.old == "convert" else c.old for c in retyped)
+        listed = ", ".join(f"{op} x{n}" for op, n in sorted(ops.items(), key=lambda x: (-x[1], x[0])))
+        items.append(f"{len(retyped)} op(s) of one graph are converts in the other ({listed})")
+    for side, gone in (("A", [c for c in outputs if not c.new]), ("B", [c for c in outputs if c.new])):
+        if gone:
+            shapes = Counter(strip_layout((c.old or c.new).partition(": ")[2]) for c in gone)
+            listed = ", ".join(f"{s} x{n}" if n > 1 else s for s, n in shapes.most_common(3))
+            more = ", ..." if len(shapes) > 3 else ""
+            items.append(f"{len(gone)} output(s) only {side} returns, view bases ({listed}{more})")
+    return items
+
+
 @dataclass(frozen=True)
 class AttributionContext:
     result: DiffResult
@@ -194,6 +216,8 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
             else f"{c.what}: {c.old or '(none)'} -> {c.new}"
             for c in cause.changes
         ]
+    elif kind is CauseKind.DTYPE:
+        items = _dtype_items(cause)
     else:  # the named patterns: what differs, as the changes say it
         items = [f"{c.what}: {c.old or '(none)'} -> {c.new or '(none)'}" for c in cause.changes]
     if kind is CauseKind.SHARDING and ctx.marks:

@@ -3,6 +3,7 @@ instruction restates, and the inputs a training step updates (its weights and st
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from weakref import WeakKeyDictionary
 
@@ -10,7 +11,16 @@ from xlagraph.diagnose.causes import Cause
 from xlagraph.diagnose.evidence import Evidence
 from xlagraph.diagnose.shapes import shape_of
 
-__all__ = ["RESTATES", "downstream", "opcodes", "restated", "rewired", "updated_inputs", "upstream"]
+__all__ = [
+    "RESTATES",
+    "downstream",
+    "opcodes",
+    "restated",
+    "rewired",
+    "same_ops",
+    "updated_inputs",
+    "upstream",
+]
 
 
 def downstream(users: dict[str, list[str]], roots: Iterable[str]) -> set[str]:
@@ -35,6 +45,18 @@ def upstream(operands: dict[str, tuple[str, ...]], roots: Iterable[str]) -> set[
                 seen.add(o)
                 stack.append(o)
     return seen
+
+
+def same_ops(evidence: Evidence, *causes: Cause, aside: frozenset[str] = frozenset()) -> bool:
+    """Both sides of the regions run the same ops (those in `aside` left out): the same work,
+    only wired otherwise."""
+    left: Counter[str] = Counter()
+    right: Counter[str] = Counter()
+    for cause in causes:
+        for canon, ins in evidence.instructions(cause):
+            if ins.opcode not in aside:
+                (left if canon is evidence.left else right)[ins.opcode] += 1
+    return left == right
 
 
 def opcodes(evidence: Evidence, cause: Cause) -> set[str]:

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from dataclasses import replace
 
+from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
@@ -20,7 +21,7 @@ from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.recognizers._assignments import assigned_in_function
 from xlagraph.diagnose.recognizers._causes import merge
-from xlagraph.diagnose.recognizers._dataflow import upstream
+from xlagraph.diagnose.recognizers._dataflow import same_ops, upstream
 from xlagraph.diagnose.recognizers._precision import switch_lines
 from xlagraph.diagnose.recognizers._source import lines_matching, user_files
 from xlagraph.diagnose.shapes import dims_of, element_type
@@ -38,6 +39,7 @@ _CAST = re.compile(
     r"\.to\(\s*(dtype\s*=\s*)?torch\.(bfloat16|float16|half|float32|float64|float)\b|\.(half|bfloat16|float|double)\(\s*\)"
 )
 _FLOAT = frozenset({"f64", "f32", "f16", "bf16"})
+_CONVERT = frozenset({"convert"})  # what a type change adds or drops between the same ops
 _LOW = frozenset({"bf16", "f16", "f8e4m3fn", "f8e5m2", "f8e4m3", "f8e5m2fnuz", "f8e4m3fnuz"})
 
 
@@ -45,17 +47,6 @@ _INT_HINT = fix("dtype.integer")
 # Where float64 comes from in a PyTorch script: numpy (`torch.from_numpy`, arrays made by `np.`),
 # or an explicit double.
 _DOUBLE = re.compile(r"\bfrom_numpy\(|\bnp\.|\bnumpy\b|\.double\(\)|float64")
-
-
-def _same_ops(evidence: Evidence, *causes: Cause) -> bool:
-    """Both sides of the regions run the same ops, `convert`s aside."""
-    left: Counter[str] = Counter()
-    right: Counter[str] = Counter()
-    for cause in causes:
-        for canon, ins in evidence.instructions(cause):
-            if ins.opcode != "convert":
-                (left if canon is evidence.left else right)[ins.opcode] += 1
-    return left == right
 
 
 def _converts(evidence: Evidence, cause: Cause, types: frozenset[str]) -> tuple[int, int]:
@@ -111,26 +102,11 @@ def _scalars_of(evidence: Evidence, cause: Cause, types: frozenset[str]) -> bool
 _VIEWS = frozenset({"reshape", "transpose", "bitcast", "copy", "broadcast", "slice"})
 
 
-def _view_bases(evidence: Evidence, cause: Cause, pending: tuple[Cause, ...]) -> set[str]:
-    """The outputs `cause` adds or removes that are the base of another output of their graph,
-    a view of it, whose counterpart in the other graph is a `convert`: in f32 a gradient is a
-    view of its dot, whose base torch_xla returns beside it; in bf16 it is the convert of a bf16
-    dot, with no base to return. These follow from the type change; a tensor the step stops (or
-    starts) keeping alive is no view's base and is not among them."""
-    removed = cause.kind is CauseKind.OUTPUT_REMOVED
-    if not removed and cause.kind is not CauseKind.OUTPUT_ADDED:
-        return set()
-    own, other = (evidence.left, evidence.right) if removed else (evidence.right, evidence.left)
-    paired = dict(evidence.entry_match_left) if removed else dict(evidence.entry_match)
-    for c in pending:  # outputs the output pairing paired where the matching did not
-        for m in c.mapping:
-            if m.what == "output":
-                paired.setdefault(*((m.left_name, m.right_name) if removed else (m.right_name, m.left_name)))
-    entry, users = own.entry, users_of(own.entry)
-    outputs = set(entry.outputs)
-    found: set[str] = set()
-    for base in (ch.left if removed else ch.right for ch in cause.changes if ch.what == "output"):
-        views: list[str] = []
+def _views_of_bases(entry: CanonicalComputation) -> dict[str, list[str]]:
+    """Each output of `entry` that is the base of other outputs through view ops -> those views."""
+    users, outputs = users_of(entry), set(entry.outputs)
+    found: dict[str, list[str]] = {}
+    for base in entry.outputs:
         stack, seen = list(users.get(base, ())), set[str]()
         while stack:
             name = stack.pop()
@@ -138,12 +114,56 @@ def _view_bases(evidence: Evidence, cause: Cause, pending: tuple[Cause, ...]) ->
                 continue
             seen.add(name)
             if name in outputs:
-                views.append(name)
+                found.setdefault(base, []).append(name)
             stack += users.get(name, ())
-        twins = [other.entry.computation.by_name.get(paired.get(v, "")) for v in views]
-        if any(t is not None and t.opcode == "convert" for t in twins):
-            found.add(base)
     return found
+
+
+def _tensor_key(entry: CanonicalComputation, name: str) -> tuple[str, str]:
+    """An output as a tensor the step returns, whatever its floating-point precision."""
+    shape = strip_layout(entry.instruction(name).shape)
+    kind = element_type(shape)
+    return ("float" if kind in _FLOAT | _LOW else kind, dims_of(shape))
+
+
+def _view_bases(evidence: Evidence, cause: Cause) -> set[str]:
+    """The outputs `cause` adds or removes that follow from the type change: in f32 a gradient is
+    a view of its dot, whose base torch_xla returns beside it; in the other precision it is the
+    `convert` of a low-precision dot, with no base to return. With each graph's view bases set
+    aside, both return the same tensors; the graph with more bases returns that many more outputs,
+    and the output pairing (of look-alike layers) may have called any of them removed, a base or
+    its view, so they are told apart by count and shape, not by pair. A tensor the step stops (or
+    starts) keeping alive is no base and has no look-alike on the other side: it stays named."""
+    removed = cause.kind is CauseKind.OUTPUT_REMOVED
+    if not removed and cause.kind is not CauseKind.OUTPUT_ADDED:
+        return set()
+    mine, theirs = (evidence.left.entry, evidence.right.entry)[:: 1 if removed else -1]
+    own_bases, other_bases = _views_of_bases(mine), _views_of_bases(theirs)
+    budget = len(own_bases) - len(other_bases)
+    if budget <= 0:
+        return set()
+    casts = {_tensor_key(theirs, o) for o in theirs.outputs if theirs.instruction(o).opcode == "convert"}
+    cast_bases = {b for b, views in own_bases.items() if any(_tensor_key(mine, v) in casts for v in views)}
+    if len(cast_bases) < budget:
+        return set()
+    # Tensors by shape this side returns more of than the other, bases aside: really added or dropped.
+    surplus = Counter(_tensor_key(mine, o) for o in mine.outputs if o not in own_bases) - Counter(
+        _tensor_key(theirs, o) for o in theirs.outputs if o not in other_bases
+    )
+    heads = [ch.left if removed else ch.right for ch in cause.changes if ch.what == "output"]
+    # A base first; then a look-alike the other graph returns too, which the pairing gave a base's twin.
+    candidates = [h for h in heads if h in cast_bases] + [
+        h for h in heads if h not in own_bases and not _take(surplus, _tensor_key(mine, h))
+    ]
+    return set(candidates[:budget])
+
+
+def _take(counts: Counter[tuple[str, str]], key: tuple[str, str]) -> bool:
+    """Whether `counts` holds one more `key` (taken off it)."""
+    if counts[key] <= 0:
+        return False
+    counts[key] -= 1
+    return True
 
 
 def _split_outputs(evidence: Evidence, cause: Cause, bases: set[str]) -> tuple[Cause, Cause]:
@@ -208,7 +228,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         and (
             i in autocast
             # Regions that run the same ops rewired are the type change's cascade.
-            or ((core or autocast) and (c.kind is not CauseKind.STRUCTURE or _same_ops(evidence, c)))
+            or (
+                (core or autocast)
+                and (c.kind is not CauseKind.STRUCTURE or same_ops(evidence, c, aside=_CONVERT))
+            )
         )
     ]
     # Scalars passed as data in the new type (an eps, a scale), beside the type change itself.
@@ -218,7 +241,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     split_off: list[Cause] = []
     views: dict[int, Cause] = {}
     for i, c in enumerate(pending):
-        bases = _view_bases(evidence, c, pending) if core or autocast else set()
+        bases = _view_bases(evidence, c) if core or autocast else set()
         if not bases:
             continue
         folded.append(i)
@@ -230,7 +253,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if (
         core
         and rest
-        and (_same_ops(evidence, *(pending[i] for i in rest)) or _whole_model(evidence, pending, core))
+        and (
+            same_ops(evidence, *(pending[i] for i in rest), aside=_CONVERT)
+            or _whole_model(evidence, pending, core)
+        )
     ):
         # One op in f32 only in A and its bf16 twin only in B: the same op retyped. Or every
         # floating-point input changed type: XLA compiles another program around it (converts,

@@ -15,7 +15,7 @@ from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.numbers import is_number
 from xlagraph.diagnose.recognizers._assignments import scalar_origin
 from xlagraph.diagnose.recognizers._causes import merge, renamed
-from xlagraph.diagnose.recognizers._dataflow import restated
+from xlagraph.diagnose.recognizers._dataflow import downstream, restated, same_ops
 from xlagraph.match.users import users_of
 from xlagraph.opcodes import COMMUTATIVE
 
@@ -40,8 +40,6 @@ def _special(value: str) -> bool:
 
 def _value(change_text: str) -> str:
     return change_text.rsplit(" ", 1)[-1]
-
-
 
 
 def _constant_behind(comp, name: str) -> str:  # type: ignore[no-untyped-def]
@@ -111,6 +109,19 @@ def _constant_output(evidence: Evidence, cause: Cause) -> bool:
     return bool(found) and all(ins.opcode == "constant" and _special(ins.payload.strip()) for _, ins in found)
 
 
+def _cascade(evidence: Evidence, cause: Cause, names: tuple[str, ...], flows: set[str]) -> bool:
+    """A region that runs the same ops on both sides, only wired otherwise, all of it computed
+    from the baked value (`flows`: what reads its readers): the value's work flowing on. Where a
+    term vanishes (`ema * 1 + p * 0`) the graph's look-alike halves (two views of a batch through
+    one network) no longer differ where they did, and the matching may pair them across."""
+    return (
+        cause.kind is CauseKind.STRUCTURE
+        and bool(names)
+        and all(n in flows for n in names)
+        and same_ops(evidence, cause)
+    )
+
+
 def _scalar_type(comp, param: str) -> str:  # type: ignore[no-untyped-def]
     return comp.instruction(param).shape.split("[", 1)[0] + "[]"
 
@@ -160,6 +171,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         if not all(baked):
             continue
         readers = {u for p in names for u in _users(comp, p)}
+        flows = downstream(users_of(comp), readers)
         regions = [
             i
             for i, c in enumerate(pending)
@@ -167,13 +179,16 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             and (
                 (c.kind is CauseKind.STRUCTURE and readers & set(getattr(c, side)))
                 or _constant_output(evidence, c)
+                or _cascade(evidence, c, getattr(c, side), flows)
             )
         ]
         this, other = ("B", "A") if side == "right" else ("A", "B")
+        # Each input with the value the other graph bakes in its place: which term vanished.
+        values = ", ".join(f"input {comp.param_number[p]} is {v}" for p, v in zip(names, baked, strict=True))
         summary = (
             f"{len(names)} scalar input(s) of {this} are constants (0 or ±1) baked into {other} at the "
-            "same place: a Python scalar that was 0 or ±1 on one step (e.g. a learning rate warming up "
-            "from 0.0, or peaking at exactly 1.0)"
+            f"same place ({values}): a Python scalar that was 0 or ±1 on one step (e.g. a learning rate "
+            "warming up from 0.0, or peaking at exactly 1.0)"
         )
         out.append(
             merge(CauseKind.CONSTANT_VALUE, summary, [pending[i] for i in params + regions], hint=HINT)
