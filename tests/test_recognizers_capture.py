@@ -23,8 +23,8 @@ CORPUS = FIXTURES / "torch_xla" / "corpus"
 
 def _log(name: str, tmp: Path) -> RunLog:
     """A stored capture, read from a copy with its `.xz` files decompressed."""
-    # held_out_3, held_out_5 to held_out_9, 11 and 12 were scored untouched first, then tuned on
-    assert name.startswith(("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_", "h11_", "h12_")), (
+    # held_out_3, held_out_5 to held_out_9, 11, 12 and 14 were scored untouched first, then tuned on
+    assert name.startswith(("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_", "h11_", "h12_", "h14_")), (
         "only scenarios tuned on are used here"
     )
     dest = tmp / name
@@ -356,6 +356,19 @@ def test_a_block_of_the_users_skipped_by_random_random_is_stochastic_depth(tmp_p
     (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 2]
     assert r.kinds == ("conditional_work",)
     assert _guilty(name) & _line(name, r) and "per-sample" in r.causes[0].hint
+
+
+def test_a_loop_left_early_on_an_item_is_conditional_work_at_its_if(tmp_path: Path) -> None:
+    """A multi-exit MLP: `if confidence.item() > t: break` in the loop over blocks, so from the
+    step the first exit is confident enough the step runs block 1 only. The blocks it skipped
+    (their weights, forward, backward and updates, the loss's average over fewer exits) are one
+    `conditional_work` cause cited at the `if`, not a `parameter_removed` at the loss line."""
+    name = "h14_multiexit_mlp_confident_break"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 5]
+    assert r.kinds == ("conditional_work",)
+    (cause,) = r.causes
+    assert cause.sources[0].endswith(f"{name}.py:43") and "value read from the device" in cause.summary
+    assert "torch.where" in cause.hint
 
 
 def test_a_config_option_set_in_the_loop_is_cited_for_library_sizes(tmp_path: Path) -> None:
