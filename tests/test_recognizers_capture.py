@@ -371,6 +371,19 @@ def test_a_loop_left_early_on_an_item_is_conditional_work_at_its_if(tmp_path: Pa
     assert "torch.where" in cause.hint
 
 
+def test_look_alike_outputs_computed_by_other_weights_are_one_dropped_and_one_kept(tmp_path: Path) -> None:
+    """Two heads of the same shape: the sentiment head's logits are kept alive on even steps, the
+    topic head's on odd ones. Both graphs compute both; each returns another one in output slot 0,
+    and torch_xla numbers the inputs from the outputs, so the heads' weights trade places. The
+    returned logits read other weights: an output removed and one added at the keep lines, the
+    inputs' order folded in, never a permutation."""
+    name = "h14_multitask_alternate_kept_head"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 1]
+    assert sorted(r.kinds) == ["output_added", "output_removed"]
+    assert not {"parameter_permutation", "output_permutation"} & {str(c.kind) for c in r.causes}
+    assert {46, 48} <= _line(name, r)
+
+
 def test_a_config_option_set_in_the_loop_is_cited_for_library_sizes(tmp_path: Path) -> None:
     """`model.config.mask_ratio = ...` each epoch: ViTMAE reads it in modeling_vit_mae.py to keep
     `int(L * (1 - mask_ratio))` patches, so every changed size has a library line; the user's
