@@ -140,6 +140,18 @@ def _own(body: list[ast.stmt]) -> list[ast.stmt]:
     return found
 
 
+# Calls that make a training step: a loop or function that runs them is the training loop.
+_STEP_CALLS = frozenset({"backward", "step", "mark_step", "sync", "optimizer_step", "zero_grad"})
+
+
+def _trains(scope: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Call)
+        and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")) in _STEP_CALLS
+        for n in ast.walk(scope)
+    )
+
+
 @lru_cache(maxsize=256)
 def _exit_sites(file: str) -> tuple[tuple[int, int, int], ...]:
     """The early exits of `file`: `(if line, first, last line of the loop or function it leaves)`
@@ -153,6 +165,8 @@ def _exit_sites(file: str) -> tuple[tuple[int, int, int], ...]:
     for scope in ast.walk(tree):
         if not isinstance(scope, (*_LOOPS, *_FUNCTIONS)):
             continue
+        if _trains(scope):
+            continue  # leaving the training loop ends training: no graph loses work by it
         own = _own(scope.body)
         read = {
             t.id
@@ -175,22 +189,17 @@ def _exit_sites(file: str) -> tuple[tuple[int, int, int], ...]:
 
 
 def _exited_at(evidence: Evidence) -> str:
-    """The early exit in the user's code that decides which layers a step runs, or "". A loop
-    that holds the step's own sync is the training loop: leaving it ends training, it removes
-    no work from a graph."""
-    syncs = [
-        _split(site) for site in (evidence.context.call_site, evidence.context.baseline_call_site) if site
-    ]
+    """The early exit in the user's code that decides which layers a step runs, or "". The
+    work's ops carry library lines only (an `nn.Linear` of the user's block), so the user's files
+    are searched; a loop that holds the step's own sync, like one that runs the step's calls
+    (`_trains`), is the training loop: leaving it ends training, it removes no work from a graph."""
+    sites = (evidence.context.call_site, evidence.context.baseline_call_site)
+    syncs = [(f, int(n)) for f, _, n in (s.rpartition(":") for s in sites) if n.isdigit()]
     for file in user_files(evidence):
         for line, first, last in _exit_sites(file):
             if not any(f == file and first <= n <= last for f, n in syncs):
                 return f"{file}:{line}"
     return ""
-
-
-def _split(location: str) -> tuple[str, int]:
-    file, _, line = location.rpartition(":")
-    return (file, int(line)) if line.isdigit() else (location, 0)
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
