@@ -101,7 +101,10 @@ def _kept_other(evidence: Evidence, pending: tuple[Cause, ...], real: list[int])
     logits returned where the other's were), and the swapped outputs read other inputs than
     their counterparts, as the input pairing pairs them: two tensors computed by other weights,
     one dropped and one kept, not the same computation in another slot. The inputs moved only
-    because torch_xla numbers them as it meets them from the outputs."""
+    because torch_xla numbers them as it meets them from the outputs, which kept their order
+    (live tensors made in another order are a reordering of the user's)."""
+    if any(c.kind is CauseKind.OUTPUT_PERMUTATION for c in pending):
+        return False
     inner = [pending[i] for i in real]
     swapped = swapped_outputs(evidence, inner)
     if not swapped or len(swapped) != len(inner) or not _renumbered_by_outputs(evidence, pending, real):
