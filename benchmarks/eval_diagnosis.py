@@ -52,6 +52,7 @@ SPLITS = (
     "held_out_11",
     "held_out_12",
     "held_out_13",
+    "held_out_14",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")

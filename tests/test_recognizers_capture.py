@@ -23,8 +23,8 @@ CORPUS = FIXTURES / "torch_xla" / "corpus"
 
 def _log(name: str, tmp: Path) -> RunLog:
     """A stored capture, read from a copy with its `.xz` files decompressed."""
-    # held_out_3, held_out_5 to held_out_9, 11 and 12 were scored untouched first, then tuned on
-    assert name.startswith(("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_", "h11_", "h12_")), (
+    # held_out_3, held_out_5 to held_out_9, 11, 12 and 14 were scored untouched first, then tuned on
+    assert name.startswith(("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_", "h11_", "h12_", "h14_")), (
         "only scenarios tuned on are used here"
     )
     dest = tmp / name
@@ -356,6 +356,32 @@ def test_a_block_of_the_users_skipped_by_random_random_is_stochastic_depth(tmp_p
     (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 2]
     assert r.kinds == ("conditional_work",)
     assert _guilty(name) & _line(name, r) and "per-sample" in r.causes[0].hint
+
+
+def test_a_loop_left_early_on_an_item_is_conditional_work_at_its_if(tmp_path: Path) -> None:
+    """A multi-exit MLP: `if confidence.item() > t: break` in the loop over blocks, so from the
+    step the first exit is confident enough the step runs block 1 only. The blocks it skipped
+    (their weights, forward, backward and updates, the loss's average over fewer exits) are one
+    `conditional_work` cause cited at the `if`, not a `parameter_removed` at the loss line."""
+    name = "h14_multiexit_mlp_confident_break"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 5]
+    assert r.kinds == ("conditional_work",)
+    (cause,) = r.causes
+    assert cause.sources[0].endswith(f"{name}.py:43") and "value read from the device" in cause.summary
+    assert "torch.where" in cause.hint
+
+
+def test_look_alike_outputs_computed_by_other_weights_are_one_dropped_and_one_kept(tmp_path: Path) -> None:
+    """Two heads of the same shape: the sentiment head's logits are kept alive on even steps, the
+    topic head's on odd ones. Both graphs compute both; each returns another one in output slot 0,
+    and torch_xla numbers the inputs from the outputs, so the heads' weights trade places. The
+    returned logits read other weights: an output removed and one added at the keep lines, the
+    inputs' order folded in, never a permutation."""
+    name = "h14_multitask_alternate_kept_head"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 1]
+    assert sorted(r.kinds) == ["output_added", "output_removed"]
+    assert not {"parameter_permutation", "output_permutation"} & {str(c.kind) for c in r.causes}
+    assert {46, 48} <= _line(name, r)
 
 
 def test_a_config_option_set_in_the_loop_is_cited_for_library_sizes(tmp_path: Path) -> None:

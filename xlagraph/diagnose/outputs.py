@@ -79,6 +79,10 @@ def compare_outputs(cmp: Comparison) -> None:
     gone = ([j for j in added if j in corr.born], [i for i in removed if i in corr.dropped])
     added = [j for j in added if j not in corr.born]
     removed = [i for i in removed if i not in corr.dropped]
+    # Values both graphs compute, each returned by one only (one head's logits kept on even
+    # steps, the other's on odd): two tensors, one dropped and one kept, whatever their slots.
+    kept = _kept_elsewhere(cmp, added, removed)
+    added, removed = [j for j in added if j not in kept[0]], [i for i in removed if i not in kept[1]]
     same = same_slots(left, right, added, removed)
     pairs += same
     slot_pairs, added, removed = pair_slots(left, right, added, removed, same_type=True)
@@ -91,7 +95,7 @@ def compare_outputs(cmp: Comparison) -> None:
     # tensors whose sizes divide are two tensors: a dropped f32[16,8] and a new f32[4,4]).
     if added and removed and _parallel(cmp):
         pairs += pair_resharded(left, right, added, removed)
-    added, removed = sorted(added + gone[0]), sorted(removed + gone[1])
+    added, removed = sorted(added + gone[0] + kept[0]), sorted(removed + gone[1] + kept[1])
     # Slots paired across element types by the matcher or by position change type as well.
     retyped = [
         (i, j)
@@ -165,6 +169,29 @@ def compare_outputs(cmp: Comparison) -> None:
             "output ",
             "the live tensors were created in another order",
         )
+
+
+def _kept_elsewhere(cmp: Comparison, added: list[int], removed: list[int]) -> tuple[list[int], list[int]]:
+    """The slots left over on each side whose value the matching finds, as the same computation
+    (`h0`: whichever inputs of those shapes it reads), among what the other graph computes and
+    does not return; only where both sides have one, else a slot's tensor may have moved into
+    another op. Slot and shape pairing must not join them: the matching says each is a value of
+    its own that the other graph computes too (whether the two read other inputs, or are the
+    same computation in another slot, `recognizers/permutation.py` tells)."""
+    left, right, m = cmp.left, cmp.right, cmp.m
+    returned = {id(left): set(left.outputs), id(right): set(right.outputs)}
+
+    def inside(
+        own: CanonicalComputation, name: str, other: CanonicalComputation, partner: str | None
+    ) -> bool:
+        if partner is None or partner in returned[id(other)]:
+            return False
+        h0 = own.h0.get(name)
+        return h0 is not None and h0 == other.h0.get(partner)
+
+    gone = [i for i in removed if inside(left, a := left.outputs[i], right, m.left.get(a))]
+    new = [j for j in added if inside(right, b := right.outputs[j], left, m.right.get(b))]
+    return (new, gone) if gone and new else ([], [])
 
 
 def _alike(comp: CanonicalComputation, j: int, k: int) -> bool:

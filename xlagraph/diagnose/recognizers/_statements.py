@@ -16,7 +16,7 @@ from functools import lru_cache
 from xlagraph.diagnose.frames import source_line
 from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES
 
-__all__ = ["enclosing", "loads", "loop_order", "set_before"]
+__all__ = ["enclosing", "loads", "loop_order", "set_before", "syntax_tree"]
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -50,6 +50,11 @@ def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
         yield handler.body
     for case in getattr(stmt, "cases", ()):
         yield case.body
+
+
+def syntax_tree(file: str) -> ast.Module | None:
+    """The whole stored file as a syntax tree (None when not stored or it does not parse)."""
+    return _parse(_text(file))
 
 
 def enclosing(file: str, line: int) -> list[tuple[ast.stmt, list[ast.stmt]]]:

@@ -23,6 +23,7 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._assignments import dict_fills, reorderings
+from xlagraph.diagnose.recognizers._dataflow import upstream
 from xlagraph.diagnose.recognizers._source import def_above, user_lines
 from xlagraph.diagnose.recognizers._statements import loop_order
 from xlagraph.ir import Frame, strip_layout
@@ -87,6 +88,38 @@ def _computed_by_both(evidence: Evidence, cause: Cause) -> bool:
     return all(
         canon.entry.h0.get(ins.name) in other[canon] for canon, ins in found if ins.name in canon.entry.h0
     ) and all(ins.name in canon.entry.h0 for canon, ins in found)
+
+
+def _reads(canon: CanonicalModule, heads: list[str]) -> set[str]:
+    """The entry's inputs that the values `heads` are computed from."""
+    entry = canon.entry
+    return upstream(entry.operands, heads) & set(entry.param_number)
+
+
+def _kept_other(evidence: Evidence, pending: tuple[Cause, ...], real: list[int]) -> bool:
+    """The only differences are outputs swapped for values both graphs compute (one head's
+    logits returned where the other's were), and the swapped outputs read other inputs than
+    their counterparts, as the input pairing pairs them: two tensors computed by other weights,
+    one dropped and one kept, not the same computation in another slot. The inputs moved only
+    because torch_xla numbers them as it meets them from the outputs, which kept their order
+    (live tensors made in another order are a reordering of the user's)."""
+    if any(c.kind is CauseKind.OUTPUT_PERMUTATION for c in pending):
+        return False
+    inner = [pending[i] for i in real]
+    swapped = swapped_outputs(evidence, inner)
+    if not swapped or len(swapped) != len(inner) or not _renumbered_by_outputs(evidence, pending, real):
+        return False
+    pairs = {
+        mv.left_name: mv.right_name
+        for c in pending
+        if c.kind is CauseKind.PARAMETER_PERMUTATION
+        for mv in c.mapping
+        if mv.what == "input"
+    }
+    heads_l = [ch.left for c in swapped for ch in c.changes if ch.what == "output" and ch.left]
+    heads_r = [ch.right for c in swapped for ch in c.changes if ch.what == "output" and ch.right]
+    read_l, read_r = _reads(evidence.left, heads_l), _reads(evidence.right, heads_r)
+    return bool(pairs) and {pairs.get(p, "") for p in read_l} != read_r
 
 
 def _slots(causes: list[Cause]) -> int:
@@ -240,7 +273,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         return NOTHING
     real = [i for i, c in enumerate(pending) if c.kind not in _ORDER and not c.info]
     expected = [i for i, c in enumerate(pending) if c.kind not in _ORDER and c.info]
-    if real and reordered_only(evidence, [pending[i] for i in real]):
+    inner = [pending[i] for i in real]
+    if real and reordered_only(evidence, inner) and not _kept_other(evidence, pending, real):
         # The same ops, wired in another order (gradients summed in the new order of the
         # tensors): the reordering is the root, what differs inside follows from it.
         hi = next((i for i in orders if pending[i].kind is CauseKind.OUTPUT_PERMUTATION), orders[0])

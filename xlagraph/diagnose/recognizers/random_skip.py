@@ -1,4 +1,4 @@
-"""`conditional_work` for a layer skipped at random on the host: transformers' LayerDrop
+"""`conditional_work` for a part of the model skipped on the host. At random: transformers' LayerDrop
 (`dropout_probability = torch.rand([])`, then `if dropout_probability < self.layerdrop: continue`
 or `if not to_drop: layer(...)`; wav2vec2, BART, Whisper, M2M100 and some 70 other models), and
 stochastic depth written the same way with `random.random()` in the user's own model.
@@ -8,10 +8,16 @@ and backward (and updates its weights) and the other does not. Evidence: a regio
 graph does (counting instructions the matching left unpaired: the layers after the skipped one
 only read other operands), whose Python frames, walked outwards, reach an `if` that follows a
 host-side random draw. Every set of skipped layers is a graph of its own, so this never settles.
+
+Or decided by the data: an early exit (`if conf.item() > t: break` in the loop over blocks, a
+`return` before the deeper layers) whose condition reads a value from the device on the host
+(an implicit sync that also cuts the step). The layers it skipped, their weights, updates and
+the loss's changed average follow from that `if`, named at it.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import replace
 from functools import lru_cache
@@ -22,6 +28,7 @@ from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
+from xlagraph.diagnose.recognizers._statements import loads, syntax_tree
 from xlagraph.ir import Frame, strip_layout
 
 __all__ = ["RECOGNIZER", "skip_sites"]
@@ -107,6 +114,94 @@ def _decided_at(evidence: Evidence, cause: Cause, names: list[str]) -> str:
     return ""
 
 
+# `.item()` / `.tolist()`: a tensor's value read on the host, which Python can then branch on.
+_HOST_READS = frozenset({"item", "tolist"})
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_NESTED = (*_LOOPS, *_FUNCTIONS, ast.ClassDef, ast.Lambda)  # their exits leave something else
+
+
+def _host_read(node: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _HOST_READS
+        for n in ast.walk(node)
+    )
+
+
+def _own(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of `body` and of the blocks nested in it, less nested loops and functions."""
+    found: list[ast.stmt] = []
+    todo = list(body)
+    while todo:
+        stmt = todo.pop(0)
+        found.append(stmt)
+        if not isinstance(stmt, _NESTED):
+            todo += [n for n in ast.iter_child_nodes(stmt) if isinstance(n, ast.stmt)]
+    return found
+
+
+# Calls that make a training step: a loop or function that runs them is the training loop.
+_STEP_CALLS = frozenset({"backward", "step", "mark_step", "sync", "optimizer_step", "zero_grad"})
+
+
+def _trains(scope: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Call)
+        and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")) in _STEP_CALLS
+        for n in ast.walk(scope)
+    )
+
+
+@lru_cache(maxsize=256)
+def _exit_sites(file: str) -> tuple[tuple[int, int, int], ...]:
+    """The early exits of `file`: `(if line, first, last line of the loop or function it leaves)`
+    for each `if` whose condition reads a value from the device on the host (`conf.item() > t`,
+    or a name set from one in that body) and whose block leaves the loop (`break`, `return`) or,
+    outside a loop, the function (`return`) before code that still follows it."""
+    tree = syntax_tree(file)
+    if tree is None:
+        return ()
+    sites: list[tuple[int, int, int]] = []
+    for scope in ast.walk(tree):
+        if not isinstance(scope, (*_LOOPS, *_FUNCTIONS)):
+            continue
+        if _trains(scope):
+            continue  # leaving the training loop ends training: no graph loses work by it
+        own = _own(scope.body)
+        read = {
+            t.id
+            for s in own
+            if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None and _host_read(s.value)
+            for target in (s.targets if isinstance(s, ast.Assign) else [s.target])
+            for t in ast.walk(target)
+            if isinstance(t, ast.Name)
+        }
+        loop = isinstance(scope, _LOOPS)
+        end = scope.end_lineno or scope.lineno
+        for s in own:
+            if not isinstance(s, ast.If) or not (_host_read(s.test) or loads(s.test) & read):
+                continue
+            leaves = {type(n) for n in (*s.body, *s.orelse)}
+            early = loop or (s.end_lineno or 0) < end  # code after it that it skips
+            if (ast.Break in leaves and loop) or (ast.Return in leaves and early):
+                sites.append((s.lineno, scope.lineno, end))
+    return tuple(sorted(sites))
+
+
+def _exited_at(evidence: Evidence) -> str:
+    """The early exit in the user's code that decides which layers a step runs, or "". The
+    work's ops carry library lines only (an `nn.Linear` of the user's block), so the user's files
+    are searched; a loop that holds the step's own sync, like one that runs the step's calls
+    (`_trains`), is the training loop: leaving it ends training, it removes no work from a graph."""
+    sites = (evidence.context.call_site, evidence.context.baseline_call_site)
+    syncs = [(f, int(n)) for f, _, n in (s.rpartition(":") for s in sites) if n.isdigit()]
+    for file in user_files(evidence):
+        for line, first, last in _exit_sites(file):
+            if not any(f == file and first <= n <= last for f, n in syncs):
+                return f"{file}:{line}"
+    return ""
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     for i, cause in enumerate(pending):
         if cause.kind not in _WORK:
@@ -119,11 +214,33 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             continue  # a skipped layer's weights are not read: its inputs are gone too
         site = _decided_at(evidence, cause, big)
         if site:
-            return _explain(evidence, pending, i, site, _setting(evidence))
+            text = source_text(site).split("#", 1)[0].strip()
+            summary = (
+                f"{_WHERE}: `{text[:80]}` at {site} skips it when a random number drawn in Python says "
+                "so (LayerDrop / stochastic depth), so the graph depends on the draw"
+            )
+            return _explain(evidence, pending, i, (_setting(evidence), site), summary, HINT)
+        site = _exited_at(evidence)
+        if site:
+            text = source_text(site).split("#", 1)[0].strip()
+            summary = (
+                f"{_WHERE}: `{text[:80]}` at {site} leaves early when a value read from the device "
+                "says so (an implicit sync), so each exit point is a graph of its own; the layers it "
+                "skipped, their weights and updates follow from it"
+            )
+            return _explain(evidence, pending, i, (site,), summary, _EXIT_HINT)
     return NOTHING
 
 
-def _explain(evidence: Evidence, pending: tuple[Cause, ...], i: int, site: str, user: str) -> Recognized:
+_WHERE = "one graph runs a part of the model that the other skips"
+# A condition decided on the host, as `conditional_work`'s host branch: compute on every step and
+# choose on the device.
+_EXIT_HINT = fix("conditional_work.host_branch")
+
+
+def _explain(
+    evidence: Evidence, pending: tuple[Cause, ...], i: int, lead: tuple[str, ...], summary: str, hint: str
+) -> Recognized:
     shapes = {strip_layout(ins.shape) for _, ins in evidence.instructions(pending[i])}
     picked = [i] + [
         j
@@ -139,15 +256,8 @@ def _explain(evidence: Evidence, pending: tuple[Cause, ...], i: int, site: str, 
             )
         )
     ]
-    text = source_text(site).split("#", 1)[0].strip()
-    where = "one graph runs a part of the model that the other skips"
-    summary = (
-        f"{where}: `{text[:80]}` at {site} skips it when a random number drawn in Python says so "
-        "(LayerDrop / stochastic depth), so the graph depends on the draw"
-    )
-    cause = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[j] for j in picked], hint=HINT)
-    lead = [s for s in (user, site) if s]
-    cause = replace(cause, sources=tuple(dict.fromkeys([*lead, *cause.sources]))[:6])
+    cause = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[j] for j in picked], hint=hint)
+    cause = replace(cause, sources=tuple(dict.fromkeys([*(s for s in lead if s), *cause.sources]))[:6])
     return Recognized((cause,), frozenset(picked))
 
 
