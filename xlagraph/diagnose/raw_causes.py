@@ -83,17 +83,51 @@ def _collective(cmp: Comparison) -> bool:
 
 def _moved(cmp: Comparison, lc: list[Collective], rc: list[Collective]) -> list[tuple[int, int]]:
     """(A's position, B's) of each collective the matching pairs with one of the same signature,
-    where the pairs cross: B issues them in another order. Empty where they keep A's order."""
+    where B runs two of them in the other order. The order is the data flow's (torch_xla chains
+    each collective to the one issued before it), not the printed one: collectives that do not
+    depend on each other have no order in an unscheduled module, and printing them the other way
+    round is the same program. Empty where B keeps A's order."""
     rpos = {c.name: j for j, c in enumerate(rc)}
     pairs = [
         (i, rpos[b])
         for i, c in enumerate(lc)
         if (b := cmp.pair_left.get(c.name)) in rpos and rc[rpos[b]].signature == c.signature
     ]
-    order = [j for _, j in pairs]
-    if order == sorted(order):
-        return []
-    return [(i, j) for (i, j), k in zip(pairs, sorted(order), strict=True) if j != k]
+    before_l = _collectives_before(cmp.left, [c.name for c in lc])
+    before_r = _collectives_before(cmp.right, [c.name for c in rc])
+    moved: set[tuple[int, int]] = set()
+    for a, (i1, j1) in enumerate(pairs):
+        for i2, j2 in pairs[a + 1 :]:
+            # i1 before i2 in A's data flow, and j2 before j1 in B's (or the other way round).
+            if (before_l[i2] >> i1 & 1 and before_r[j1] >> j2 & 1) or (
+                before_l[i1] >> i2 & 1 and before_r[j2] >> j1 & 1
+            ):
+                moved.update(((i1, j1), (i2, j2)))
+    return sorted(moved)
+
+
+def _collectives_before(comp: CanonicalComputation, names: list[str]) -> list[int]:
+    """For each of `names` (collectives), those of them it depends on in `comp`'s data flow, as a
+    bit set over their positions (0 for a collective of another computation)."""
+    bit = {n: 1 << k for k, n in enumerate(names)}
+    operands = comp.operands
+    upstream: dict[str, int] = {}  # an instruction's collective ancestors, itself left out
+    for root in names:
+        stack = [(root, False)]
+        while stack:
+            name, ready = stack.pop()
+            if name in upstream:
+                continue
+            reads = operands.get(name, ())
+            if ready:
+                found = 0
+                for o in reads:
+                    found |= upstream.get(o, 0) | bit.get(o, 0)
+                upstream[name] = found
+            else:
+                stack.append((name, True))
+                stack.extend((o, False) for o in reads if o not in upstream)
+    return [upstream.get(n, 0) if n in operands else 0 for n in names]
 
 
 _TUPLES = frozenset({"get-tuple-element", "tuple", "opt-barrier"})
