@@ -54,6 +54,13 @@ KNOWN: dict[tuple[str, str], str] = {
         "module_0007.SyncTensorsGraph.65.before_optimizations.txt.xz",
     ): "says constant_value + structure: the constant changed in the swapped scalar update, beside "
     "five look-alike f32[16] SGD updates (p + p * lr) that only slots tell apart",
+    (
+        "swap_updates+add_output",
+        "torch_xla/turns/running_stats_turns_capture/vm-28664/hlo/"
+        "module_0002.SyncTensorsGraph.145.before_optimizations.txt.xz",
+    ): "says conditional_work: the module's source, read from the repository root, runs both updates "
+    "in an `if step % 2 == 0:` block, so the added output is read as periodic work and the swap is "
+    "folded into it (the same answer at c5dd111; without the source the answer is right)",
 }
 
 
