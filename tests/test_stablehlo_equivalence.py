@@ -64,9 +64,9 @@ FORMATS = ("mlir", "hlo")
 # formats agree on these; the engine's reading is the same on HLO alone.
 KNOWN: dict[str, str] = {
     "drop_output+add_output:program175": (
-        "says output_permutation: the dropped output is `reshape(minimum(x, y))` (f32[5,2,4]) and "
-        "the added one is `minimum(x, y)` (f32[5,8]), its operand, in the slot after; the engine "
-        "pairs the two across shapes as one output moved instead of one removed and one added"
+        "says output_permutation (and a constant_value that follows from it): the dropped output "
+        "is `max(tanh(y), axis=1)` and the added one is `tanh(y)`, the value it reduces, in another "
+        "slot; the engine pairs the two as one output moved instead of one removed and one added"
     ),
 }
 

@@ -96,7 +96,7 @@ def _fresh(rng: random.Random, kind: type) -> float | int:
     `where(x > 7.5, ...)`)."""
     while True:
         if kind is int:
-            v: float | int = rng.choice((11, 13, 17, 19, 23, 29))
+            v: float | int = rng.randrange(11, 100)  # no size: sizes are at most 36, batches 11
         else:
             v = round(rng.choice((0.25, 0.75, 1.25, 1.5, 2.5, 3.5, 4.5)) + rng.randrange(0, 4), 2)
         if v not in _try.consts and float(v) not in _FIXED:  # type: ignore[attr-defined]
@@ -113,7 +113,6 @@ def _try(
     # Prefer the values nothing reads yet (the inputs first), so that every input is used.
     ids.sort(key=lambda i: _try.used.get(i, 0))  # type: ignore[attr-defined]
     floats = [i for i in ids if vals[i][1] in ("f32", "bf16")]
-    const = _fresh(rng, float)
     if kind == "unary":
         i = ids[0]
         names = _UNARY_F if vals[i][1] != "i32" else _UNARY_I
@@ -122,7 +121,7 @@ def _try(
         i = ids[0]
         if vals[i][1] == "i32":
             return Stmt(kind, (i,), (), _fresh(rng, int)), vals[i]
-        return Stmt(kind, (i,), (), const), vals[i]
+        return Stmt(kind, (i,), (), _fresh(rng, float)), vals[i]
     if kind == "binary":
         for i in ids:
             for j in ids:
@@ -205,7 +204,7 @@ def _try(
         for i in floats:
             for j in floats:
                 if i != j and vals[i] == vals[j]:
-                    return Stmt(kind, (i, j), (), const), vals[i]
+                    return Stmt(kind, (i, j), (), _fresh(rng, float)), vals[i]
         return None
     if kind == "broadcast":
         for i in ids:
@@ -222,14 +221,14 @@ def _try(
         for i in floats:
             if vals[i][0]:
                 n = rng.randrange(2, 5)
-                return Stmt(kind, (i,), (n, rng.choice(_UNARY_F)), const), vals[i]
+                return Stmt(kind, (i,), (n, rng.choice(_UNARY_F)), _fresh(rng, float)), vals[i]
         return None
     if kind in ("scan_carry", "scan_ys"):
         for i in floats:
             s = vals[i][0]
             if len(s) == 2 and s[0] == "B":
                 out = (s[1],) if kind == "scan_carry" else ("B",)
-                return Stmt(kind, (i,), (), const), (out, vals[i][1])
+                return Stmt(kind, (i,), (), _fresh(rng, float)), (out, vals[i][1])
         return None
     raise ValueError(kind)
 
