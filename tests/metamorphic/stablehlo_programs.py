@@ -89,7 +89,17 @@ def _fits_suffix(small: Shape, big: Shape) -> bool:
 _FIXED = frozenset({0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 8.0, 10.0})
 
 
-def _fresh(rng: random.Random, kind: type) -> float | int:
+@dataclass
+class _State:
+    """What the statements drawn so far hold: how often each value is read, the constants, and
+    the kind of statement that made each value."""
+
+    used: dict[int, int]
+    consts: set[float | int]
+    made: dict[int, str]
+
+
+def _fresh(rng: random.Random, kind: type, st: _State) -> float | int:
     """A constant unlike every other in the program: XLA's export shares equal constants, so a
     value met twice would be one constant in the HLO and two in the StableHLO, and changing one
     of them would change the HLO's structure (found by this test: `x + 3.5` changed to 7.5 beside
@@ -99,19 +109,19 @@ def _fresh(rng: random.Random, kind: type) -> float | int:
             v: float | int = rng.randrange(11, 100)  # no size: sizes are at most 36, batches 11
         else:
             v = round(rng.choice((0.25, 0.75, 1.25, 1.5, 2.5, 3.5, 4.5)) + rng.randrange(0, 4), 2)
-        if v not in _try.consts and float(v) not in _FIXED:  # type: ignore[attr-defined]
-            _try.consts.add(v)  # type: ignore[attr-defined]
+        if v not in st.consts and float(v) not in _FIXED:
+            st.consts.add(v)
             return v
 
 
 def _try(
-    kind: str, vals: list[tuple[Shape, str]], rng: random.Random
+    kind: str, vals: list[tuple[Shape, str]], rng: random.Random, st: _State
 ) -> tuple[Stmt, tuple[Shape, str]] | None:
     """A statement of `kind` over some of `vals`, with its result's shape, or None."""
     ids = list(range(len(vals)))
     rng.shuffle(ids)
     # Prefer the values nothing reads yet (the inputs first), so that every input is used.
-    ids.sort(key=lambda i: _try.used.get(i, 0))  # type: ignore[attr-defined]
+    ids.sort(key=lambda i: st.used.get(i, 0))
     floats = [i for i in ids if vals[i][1] in ("f32", "bf16")]
     if kind == "unary":
         i = ids[0]
@@ -120,8 +130,8 @@ def _try(
     if kind in ("scale", "shift"):
         i = ids[0]
         if vals[i][1] == "i32":
-            return Stmt(kind, (i,), (), _fresh(rng, int)), vals[i]
-        return Stmt(kind, (i,), (), _fresh(rng, float)), vals[i]
+            return Stmt(kind, (i,), (), _fresh(rng, int, st)), vals[i]
+        return Stmt(kind, (i,), (), _fresh(rng, float, st)), vals[i]
     if kind == "binary":
         for i in ids:
             for j in ids:
@@ -153,7 +163,7 @@ def _try(
     if kind == "transpose":
         for i in ids:
             s = vals[i][0]
-            if len(s) >= 2 and _try.made.get(i) != "transpose":  # type: ignore[attr-defined]
+            if len(s) >= 2 and st.made.get(i) != "transpose":
                 perm = list(range(len(s)))
                 while perm == sorted(perm):
                     rng.shuffle(perm)
@@ -162,7 +172,7 @@ def _try(
     if kind == "reshape":
         for i in ids:
             s = vals[i][0]
-            if _try.made.get(i) == "reshape":  # type: ignore[attr-defined]
+            if st.made.get(i) == "reshape":
                 continue
             ax = [k for k, d in enumerate(s) if d in _SPLITS]
             if ax and len(s) <= 2:
@@ -175,7 +185,7 @@ def _try(
     if kind == "slice":
         for i in ids:
             s = vals[i][0]
-            if _try.made.get(i) == "concat":  # type: ignore[attr-defined]
+            if st.made.get(i) == "concat":
                 continue
             ax = [k for k, d in enumerate(s) if d != "B" and d >= 3]  # type: ignore[operator]
             if ax:
@@ -204,7 +214,7 @@ def _try(
         for i in floats:
             for j in floats:
                 if i != j and vals[i] == vals[j]:
-                    return Stmt(kind, (i, j), (), _fresh(rng, float)), vals[i]
+                    return Stmt(kind, (i, j), (), _fresh(rng, float, st)), vals[i]
         return None
     if kind == "broadcast":
         for i in ids:
@@ -221,14 +231,14 @@ def _try(
         for i in floats:
             if vals[i][0]:
                 n = rng.randrange(2, 5)
-                return Stmt(kind, (i,), (n, rng.choice(_UNARY_F)), _fresh(rng, float)), vals[i]
+                return Stmt(kind, (i,), (n, rng.choice(_UNARY_F)), _fresh(rng, float, st)), vals[i]
         return None
     if kind in ("scan_carry", "scan_ys"):
         for i in floats:
             s = vals[i][0]
             if len(s) == 2 and s[0] == "B":
                 out = (s[1],) if kind == "scan_carry" else ("B",)
-                return Stmt(kind, (i,), (), _fresh(rng, float)), (out, vals[i][1])
+                return Stmt(kind, (i,), (), _fresh(rng, float, st)), (out, vals[i][1])
         return None
     raise ValueError(kind)
 
@@ -268,21 +278,19 @@ def generate(seed: int) -> Program:
         inputs = _input_shapes(rng)
         vals = list(inputs)
         stmts: list[Stmt] = []
-        _try.used = {}  # type: ignore[attr-defined]
-        _try.consts = set()  # type: ignore[attr-defined]
-        _try.made = {}  # type: ignore[attr-defined]  # value -> the kind of statement that made it
+        st = _State({}, set(), {})
         kinds, weights = zip(*_KINDS, strict=True)
         for _ in range(rng.randrange(4, 11)):
             for _tries in range(20):
-                got = _try(rng.choices(kinds, weights)[0], vals, rng)
+                got = _try(rng.choices(kinds, weights)[0], vals, rng, st)
                 if got is not None:
                     break
             else:
                 continue
             stmt, val = got
             for a in stmt.args:
-                _try.used[a] = _try.used.get(a, 0) + 1  # type: ignore[attr-defined]
-            _try.made[len(vals)] = stmt.kind  # type: ignore[attr-defined]
+                st.used[a] = st.used.get(a, 0) + 1
+            st.made[len(vals)] = stmt.kind
             stmts.append(stmt)
             vals.append(val)
         n = len(inputs)
