@@ -24,9 +24,11 @@ tests/test_stablehlo_equivalence.py`.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import random
+import shutil
 import tempfile
 from collections import Counter
 from functools import cache
@@ -70,7 +72,9 @@ KNOWN: dict[str, str] = {
     ),
 }
 
+# The lowerings as files, for `load_module` to read as the CLI does; removed at exit.
 _DIR = Path(tempfile.mkdtemp(prefix="xlagraph-shlo-equiv-"))
+atexit.register(shutil.rmtree, _DIR, True)
 
 
 @cache
