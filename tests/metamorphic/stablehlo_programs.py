@@ -573,7 +573,9 @@ def change_constant(p: Program, exp: Expected, rng: random.Random) -> Program:
         raise NotApplicable("no Python constant")
     k = rng.choice(pool)
     s = p.stmts[k]
-    taken = {t.const for t in p.stmts} | _FIXED
+    # Nor any whole number a size or a loop's trip count could be (a batch changed with it
+    # included): the constant is found in each format by its value.
+    taken = {t.const for t in p.stmts} | _FIXED | set(range(64))
     new = s.const + 3 if isinstance(s.const, int) else s.const * 2 + 0.5  # type: ignore[operator]
     while new in taken:  # unlike every other constant (see `_fresh`)
         new += 1
