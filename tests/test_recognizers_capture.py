@@ -391,3 +391,16 @@ def test_a_config_option_set_in_the_loop_is_cited_for_library_sizes(tmp_path: Pa
     name = "h9_vitmae_mask_ratio_curriculum"
     (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 3]
     assert r.causes[0].sources[0].endswith(f"{name}.py:54")
+
+
+def test_an_order_flipped_before_the_loop_that_calls_the_updates_is_cited_there(tmp_path: Path) -> None:
+    """A logger's two statistics are updated by methods called from `for update, value in
+    updates:`, a list reversed under `if step % 2 == 1:`: the outputs come in another order on
+    odd steps. The order is decided by that loop (reached through the tensors' caller frame) and
+    the `if` and reversal before it, cited before the methods' own lines."""
+    name = "h14_vae_logstats_flip2"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 1]
+    assert r.kinds == ("output_permutation",)
+    (a,) = r.attribution
+    assert [int(x.rsplit(":", 1)[1]) for x in a.lines[:4]] == [70, 67, 68, 69]
+    assert _guilty(name) <= _line(name, r)

@@ -109,9 +109,24 @@ def _mutates(stmt: ast.stmt, names: set[str]) -> bool:
     return any(isinstance(a, ast.Name) and a.id in names for a in call.args)
 
 
+def _under_if(stmt: ast.stmt, names: set[str]) -> list[int]:
+    """An `if` whose body (or `else`) rebinds or reorders one of `names` (`if step % 2 == 1:
+    order.reverse()`): its header and those lines, which decide on which steps the sequence
+    differs. The name stays wanted: on the other steps the assignment above holds."""
+    if not isinstance(stmt, ast.If):
+        return []
+    inner = [
+        s.lineno
+        for s in ast.walk(stmt)
+        if isinstance(s, ast.stmt) and s is not stmt and (_stores(s) & names or _mutates(s, names))
+    ]
+    return [stmt.lineno, *inner] if inner else []
+
+
 def set_before(chain: list[tuple[ast.stmt, list[ast.stmt]]], names: set[str]) -> list[int]:
     """Lines of the statements before `chain[-1]` that set one of `names` for it: the nearest
-    assignment of each name and the in-place reorderings of it after that assignment. Searched
+    assignment of each name, the in-place reorderings of it after that assignment and the `if`s
+    that rebind or reorder it on some steps (`_under_if`). Searched
     in the blocks around it up to the body of the nearest loop or function that encloses it
     (an assignment outside the loop that runs each step decides no step's order)."""
     found: list[int] = []
@@ -124,6 +139,8 @@ def set_before(chain: list[tuple[ast.stmt, list[ast.stmt]]], names: set[str]) ->
             bound = _stores(before) & wanted
             if bound or _mutates(before, wanted):
                 found.append(before.lineno)
+            else:
+                found += _under_if(before, wanted)
             wanted -= bound
         if depth and isinstance(chain[depth - 1][0], _LOOPS + _SCOPES):
             break
