@@ -404,3 +404,23 @@ def test_an_order_flipped_before_the_loop_that_calls_the_updates_is_cited_there(
     (a,) = r.attribution
     assert [int(x.rsplit(":", 1)[1]) for x in a.lines[:4]] == [70, 67, 68, 69]
     assert _guilty(name) <= _line(name, r)
+
+
+def test_a_special_scalar_is_cited_where_the_python_number_is_computed(tmp_path: Path) -> None:
+    """`ent_coef = entropy_coef(update, ...)`, a helper returning `start * max(0.0, 1 - u / n)`,
+    reaches exactly 0.0 and the entropy term vanishes: the helper's return and the assignment
+    are cited before the loss line that reads it, and the name is in the summary."""
+    name = "h14_bandit_entropy_bonus_to_zero"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 5]
+    (cause,) = r.causes
+    assert [int(x.rsplit(":", 1)[1]) for x in cause.sources[:3]] == [17, 55, 56]
+    assert "`ent_coef` is computed at" in cause.summary
+
+
+def test_a_special_scalar_passed_as_an_argument_is_followed_to_its_callers(tmp_path: Path) -> None:
+    """BYOL's EMA momentum `m` is a parameter of `update_momentum`: its callers pass
+    `momentum_val = cosine_schedule(...)`, whose `decay = ...` computes it; both are cited."""
+    name = "h12_byol_cnn_momentum_cosine"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 6]
+    (cause,) = [c for c in r.causes if str(c.kind) == "constant_value"]
+    assert [int(x.rsplit(":", 1)[1]) for x in cause.sources[:3]] == [21, 86, 28]
