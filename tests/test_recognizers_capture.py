@@ -424,3 +424,17 @@ def test_a_special_scalar_passed_as_an_argument_is_followed_to_its_callers(tmp_p
     (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 6]
     (cause,) = [c for c in r.causes if str(c.kind) == "constant_value"]
     assert [int(x.rsplit(":", 1)[1]) for x in cause.sources[:3]] == [21, 86, 28]
+
+
+def test_a_longer_context_is_one_input_shape_cited_where_the_length_is_decided(tmp_path: Path) -> None:
+    """The context window grows from 4 patches to 6 at step 4. The mean's count over patches was
+    4.0 like the attention scale, one uploaded scalar; at 6 it is an input of its own, which
+    renumbers the inputs after it: both follow the shape, one `parameter_shape`. The graph cites
+    only the model's `unfold`; the loop's batch lines (the transfer, `make_batch(context, ...)`
+    and the `context = ...` that sizes it) are cited first."""
+    name = "h14_patch_forecaster_longer_context"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 4]
+    assert r.kinds == ("parameter_shape",)
+    (cause,) = r.causes
+    assert [int(x.rsplit(":", 1)[1]) for x in cause.sources[:3]] == [55, 56, 57]
+    assert "scalar input(s) that shared one upload" in cause.summary
