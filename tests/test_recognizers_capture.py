@@ -391,3 +391,50 @@ def test_a_config_option_set_in_the_loop_is_cited_for_library_sizes(tmp_path: Pa
     name = "h9_vitmae_mask_ratio_curriculum"
     (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 3]
     assert r.causes[0].sources[0].endswith(f"{name}.py:54")
+
+
+def test_an_order_flipped_before_the_loop_that_calls_the_updates_is_cited_there(tmp_path: Path) -> None:
+    """A logger's two statistics are updated by methods called from `for update, value in
+    updates:`, a list reversed under `if step % 2 == 1:`: the outputs come in another order on
+    odd steps. The order is decided by that loop (reached through the tensors' caller frame) and
+    the `if` and reversal before it, cited before the methods' own lines."""
+    name = "h14_vae_logstats_flip2"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 1]
+    assert r.kinds == ("output_permutation",)
+    (a,) = r.attribution
+    assert [int(x.rsplit(":", 1)[1]) for x in a.lines[:4]] == [70, 67, 68, 69]
+    assert _guilty(name) <= _line(name, r)
+
+
+def test_a_special_scalar_is_cited_where_the_python_number_is_computed(tmp_path: Path) -> None:
+    """`ent_coef = entropy_coef(update, ...)`, a helper returning `start * max(0.0, 1 - u / n)`,
+    reaches exactly 0.0 and the entropy term vanishes: the helper's return and the assignment
+    are cited before the loss line that reads it, and the name is in the summary."""
+    name = "h14_bandit_entropy_bonus_to_zero"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 5]
+    (cause,) = r.causes
+    assert [int(x.rsplit(":", 1)[1]) for x in cause.sources[:3]] == [17, 55, 56]
+    assert "`ent_coef` is computed at" in cause.summary
+
+
+def test_a_special_scalar_passed_as_an_argument_is_followed_to_its_callers(tmp_path: Path) -> None:
+    """BYOL's EMA momentum `m` is a parameter of `update_momentum`: its callers pass
+    `momentum_val = cosine_schedule(...)`, whose `decay = ...` computes it; both are cited."""
+    name = "h12_byol_cnn_momentum_cosine"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 6]
+    (cause,) = [c for c in r.causes if str(c.kind) == "constant_value"]
+    assert [int(x.rsplit(":", 1)[1]) for x in cause.sources[:3]] == [21, 86, 28]
+
+
+def test_a_longer_context_is_one_input_shape_cited_where_the_length_is_decided(tmp_path: Path) -> None:
+    """The context window grows from 4 patches to 6 at step 4. The mean's count over patches was
+    4.0 like the attention scale, one uploaded scalar; at 6 it is an input of its own, which
+    renumbers the inputs after it: both follow the shape, one `parameter_shape`. The graph cites
+    only the model's `unfold`; the loop's batch lines (the transfer, `make_batch(context, ...)`
+    and the `context = ...` that sizes it) are cited first."""
+    name = "h14_patch_forecaster_longer_context"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 4]
+    assert r.kinds == ("parameter_shape",)
+    (cause,) = r.causes
+    assert [int(x.rsplit(":", 1)[1]) for x in cause.sources[:3]] == [55, 56, 57]
+    assert "scalar input(s) that shared one upload" in cause.summary

@@ -15,6 +15,7 @@ from xlagraph.capture.shardings import MarkSharding, find_marks
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.frames import is_library, location, split_frames
+from xlagraph.diagnose.recognizers._statements import loop_order
 from xlagraph.diff import DiffResult
 from xlagraph.ir import Frame, strip_layout
 from xlagraph.report.holders import storing_lines
@@ -32,6 +33,9 @@ _MAX_ITEMS = 8
 
 
 _MAX_CALLERS = 3
+
+
+_ORDERS = (CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION)
 
 
 # -- lines ---------------------------------------------------------------------------------
@@ -253,6 +257,11 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
     # inside `if step % k == 0:` is what makes it appear on some steps only).
     callers = [location(f) for t in tensors if t.match == "shape and line" for f in t.frames[1:_MAX_CALLERS]]
     lines = tuple(dict.fromkeys((*lines, *callers)))
+    if kind in _ORDERS:  # a helper called from a loop: that loop decides the order (its header
+        # and what builds or flips what it iterates), first
+        syncs = (ctx.site,) if ctx.site else ()
+        order = [n for c in callers for n in loop_order(c, syncs)]
+        lines = tuple(dict.fromkeys((*order, *lines)))
     return Attribution(index, str(kind), summary, _bounded(items), tensors, lines, library_lines)
 
 

@@ -16,7 +16,7 @@ from functools import lru_cache
 from xlagraph.diagnose.frames import source_line
 from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES
 
-__all__ = ["enclosing", "loads", "loop_order", "set_before", "syntax_tree"]
+__all__ = ["enclosing", "loads", "loop_order", "python_number", "set_before", "syntax_tree"]
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -109,9 +109,24 @@ def _mutates(stmt: ast.stmt, names: set[str]) -> bool:
     return any(isinstance(a, ast.Name) and a.id in names for a in call.args)
 
 
+def _under_if(stmt: ast.stmt, names: set[str]) -> list[int]:
+    """An `if` whose body (or `else`) rebinds or reorders one of `names` (`if step % 2 == 1:
+    order.reverse()`): its header and those lines, which decide on which steps the sequence
+    differs. The name stays wanted: on the other steps the assignment above holds."""
+    if not isinstance(stmt, ast.If):
+        return []
+    inner = [
+        s.lineno
+        for s in ast.walk(stmt)
+        if isinstance(s, ast.stmt) and s is not stmt and (_stores(s) & names or _mutates(s, names))
+    ]
+    return [stmt.lineno, *inner] if inner else []
+
+
 def set_before(chain: list[tuple[ast.stmt, list[ast.stmt]]], names: set[str]) -> list[int]:
     """Lines of the statements before `chain[-1]` that set one of `names` for it: the nearest
-    assignment of each name and the in-place reorderings of it after that assignment. Searched
+    assignment of each name, the in-place reorderings of it after that assignment and the `if`s
+    that rebind or reorder it on some steps (`_under_if`). Searched
     in the blocks around it up to the body of the nearest loop or function that encloses it
     (an assignment outside the loop that runs each step decides no step's order)."""
     found: list[int] = []
@@ -124,6 +139,8 @@ def set_before(chain: list[tuple[ast.stmt, list[ast.stmt]]], names: set[str]) ->
             bound = _stores(before) & wanted
             if bound or _mutates(before, wanted):
                 found.append(before.lineno)
+            else:
+                found += _under_if(before, wanted)
             wanted -= bound
         if depth and isinstance(chain[depth - 1][0], _LOOPS + _SCOPES):
             break
@@ -171,3 +188,163 @@ def loop_order(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
         found += [stmt.lineno, *set_before(chain[: depth + 1], names)]
         follow = names
     return [f"{file}:{n}" for n in dict.fromkeys(found)]
+
+
+# Calls that compute a Python number from Python numbers.
+_NUMERIC = frozenset({"max", "min", "float", "int", "round", "abs", "pow"})
+_NUMERIC_MODULES = frozenset({"math"})
+
+
+def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    found: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.setdefault(node.name, node)
+    return found
+
+
+def _assignment_in(body: list[ast.stmt], name: str, before: int) -> ast.stmt | None:
+    """The last statement of `body` (nested blocks included) above line `before` that binds
+    `name`."""
+    last: ast.stmt | None = None
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        binds = isinstance(node, ast.stmt) and node.lineno < before and name in _stores(node)
+        if binds and (last is None or node.lineno > last.lineno):
+            last = node  # type: ignore[assignment]
+    return last
+
+
+def _host_number(
+    value: ast.expr, defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], depth: int = 0
+) -> list[int] | None:
+    """`value` computes a Python number on the host: it calls only numeric builtins, `math` and
+    the user's own functions that do the same (nothing of torch, no method of a tensor). The
+    lines of those functions that compute what they return (`[]` for plain arithmetic); None
+    when it is no such value."""
+    lines: list[int] = []
+    for call in (n for n in ast.walk(value) if isinstance(n, ast.Call)):
+        func = call.func
+        if isinstance(func, ast.Name) and func.id in _NUMERIC:
+            continue
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in _NUMERIC_MODULES
+        ):
+            continue
+        if not isinstance(func, ast.Name) or func.id not in defs or depth > 2:
+            return None
+        made = _returns_number(defs[func.id], defs, depth + 1)
+        if made is None:
+            return None
+        lines += made
+    return lines
+
+
+def _returns_number(
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+    depth: int,
+) -> list[int] | None:
+    """The lines where `function` computes the Python number it returns (the `return`, or the
+    assignment of the name it returns); None when it may return anything else."""
+    returns = [n for n in ast.walk(function) if isinstance(n, ast.Return) and n.value is not None]
+    if not returns:
+        return None
+    lines: list[int] = []
+    for ret in returns:
+        value: ast.expr = ret.value  # type: ignore[assignment]
+        line = ret.lineno
+        if isinstance(value, ast.Name):
+            bound = _assignment_in(function.body, value.id, ret.lineno)
+            if not isinstance(bound, ast.Assign):
+                return None
+            value, line = bound.value, bound.lineno
+        inner = _host_number(value, defs, depth)
+        if inner is None:
+            return None
+        lines += [*inner, line]
+    return lines
+
+
+def _argument(call: ast.Call, function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> ast.expr | None:
+    """What `call` passes to the parameter `name` of `function` (by keyword or position;
+    a method's `self` is not passed)."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    params = [a.arg for a in function.args.posonlyargs + function.args.args]
+    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    if name in params and params.index(name) < len(call.args):
+        return call.args[params.index(name)]
+    return None
+
+
+def _calls_to(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
+    def named(func: ast.expr) -> str:
+        return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+    return sorted(
+        (n for n in ast.walk(tree) if isinstance(n, ast.Call) and named(n.func) == function.name),
+        key=lambda n: n.lineno,
+    )
+
+
+def python_number(location: str) -> tuple[str, list[str]]:
+    """The Python number the statement at `location` reads, where the user computes it: a name
+    it reads whose nearest assignment above (in its function) computes a number on the host
+    (`ent_coef = entropy_coef(update, ...)`, a helper returning `start * max(0.0, 1 - t / n)`),
+    followed through a parameter of its function to the argument its callers pass (`m` of
+    `update_momentum(..., m=momentum_val)`). The name and the lines that compute it (the
+    helper's, then the assignment); `("", [])` when there is none."""
+    file, _, line = location.rpartition(":")
+    tree = syntax_tree(file) if file and line.isdigit() else None
+    chain = enclosing(file, int(line)) if tree is not None else []
+    if tree is None or not chain:
+        return "", []
+    defs = _functions(tree)
+    return _number_of(tree, defs, chain, sorted(loads(chain[-1][0])), file, 0)
+
+
+def _number_of(
+    tree: ast.Module,
+    defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+    chain: list[tuple[ast.stmt, list[ast.stmt]]],
+    names: list[str],
+    file: str,
+    depth: int,
+) -> tuple[str, list[str]]:
+    here = chain[-1][0].lineno
+    scope = next(
+        (s for s, _ in reversed(chain) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))), None
+    )
+    body = scope.body if scope is not None else tree.body
+    for name in names:
+        bound = _assignment_in(body, name, here)
+        if (
+            isinstance(bound, ast.Assign)
+            and len(bound.targets) == 1
+            and isinstance(bound.targets[0], ast.Name)
+        ):
+            made = _host_number(bound.value, defs)
+            if made is not None and (made or any(isinstance(n, ast.Call) for n in ast.walk(bound.value))):
+                return name, [f"{file}:{n}" for n in dict.fromkeys([*made, bound.lineno])]
+            continue
+        params = (
+            {a.arg for a in scope.args.posonlyargs + scope.args.args + scope.args.kwonlyargs}
+            if scope
+            else set()
+        )
+        if bound is not None or name not in params or depth > 1 or scope is None:
+            continue
+        for call in _calls_to(tree, scope)[:3]:  # the callers pass the value
+            passed = _argument(call, scope, name)
+            if not isinstance(passed, ast.Name):
+                continue
+            outer = enclosing(file, call.lineno)
+            if outer:
+                found = _number_of(tree, defs, outer, [passed.id], file, depth + 1)
+                if found[1]:
+                    return found
+    return "", []

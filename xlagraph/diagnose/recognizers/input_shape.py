@@ -3,6 +3,7 @@ or a later one (a sequence length that varies), so the hint fits the pattern."""
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import replace
 
@@ -13,6 +14,7 @@ from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.diagnose.recognizers._causes import renamed
 from xlagraph.diagnose.recognizers._dataflow import updated_inputs
 from xlagraph.diagnose.recognizers._source import calls_of_function, lines_matching, source_text, user_files
+from xlagraph.diagnose.recognizers._statements import enclosing, loads, set_before
 from xlagraph.ir import Frame
 
 __all__ = ["BATCH_HINT", "GROWN_BATCH_HINT", "RECOGNIZER", "SEQUENCE_HINT", "with_loader_line"]
@@ -66,6 +68,43 @@ _PAD_CALL = re.compile(r"\bpad\(|\bpad_sequence\(")
 _TRANSFER = re.compile(
     r"\.to\(\s*(?:device|dev|xla|self\.device)|\.to\(\s*xm\.xla_device|\bsend_cpu_data_to_device\("
 )
+
+
+def _with_arrival_lines(evidence: Evidence, cause: Cause) -> Cause:
+    """The graph cites only the model's line that reads the batch (`series.unfold(...)`): the
+    loop around the sync moves the batch to the device (`past = past.to(device)`), and the lines
+    above it in that loop that set what it moves (`past, future = make_batch(context, gen)`,
+    `context = SHORT if step < k else LONG`) decide its length: cited first. Only where the loop
+    builds the batch it moves (a slice of a tensor made before the loop sizes nothing here)."""
+    if any(_TRANSFER.search(source_text(loc)) for loc in cause.sources):
+        return cause
+    file, _, line = evidence.context.call_site.rpartition(":")
+    if not file or not line.isdigit() or not _user(evidence.context.call_site):
+        return cause
+    chain = enclosing(file, int(line))
+    loops = [d for d, (stmt, _) in enumerate(chain[:-1]) if isinstance(stmt, (ast.For, ast.While))]
+    if not loops:
+        return cause
+    loop = loops[-1]  # the loop that runs the steps
+    body, here = chain[loop][0].body, chain[loop + 1][0]
+    moved = [
+        s
+        for s in body[: body.index(here)]
+        if isinstance(s, ast.Assign) and _TRANSFER.search(source_line(file, s.lineno))
+    ]
+    if not moved:
+        return cause
+    found: list[int] = []
+    wave: list[ast.stmt] = moved[:1]
+    for _ in range(3):  # the transfer, what it moves, what sized that
+        found += [s.lineno for s in wave]
+        names = set().union(*(loads(s.value) for s in wave if isinstance(s, ast.Assign)))
+        lines = {n for s in wave for n in set_before([*chain[: loop + 1], (s, body)], names)}
+        wave = [s for s in body if s.lineno in lines and s.lineno not in found]
+    if len(found) < 2:  # a slice of data made before the loop: nothing here sizes it
+        return cause
+    lines = [f"{file}:{n}" for n in sorted(set(found))]
+    return replace(cause, sources=tuple(dict.fromkeys([*lines, *cause.sources]))[:6])
 
 
 def _pad_call_below(location: str) -> str:
@@ -147,7 +186,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             what, hint = "an image's height or width changed", IMAGE_HINT
         elif axes and -1 not in axes and 0 not in axes:
             what, hint = "a non-batch dimension changed: a varying sequence length is typical", SEQUENCE_HINT
-            c = _with_padding_line(evidence, c)
+            padded = _with_padding_line(evidence, c)
+            c = padded if padded is not c else _with_arrival_lines(evidence, c)
         else:
             what, hint = "input shapes changed", OTHER_HINT
         out.append(renamed(c, CauseKind.PARAMETER_SHAPE, f"{c.summary}; {what}", hint))

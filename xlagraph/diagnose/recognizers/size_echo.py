@@ -17,6 +17,8 @@ from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import fold_into
 from xlagraph.diagnose.shapes import dim_sizes
+from xlagraph.ir import strip_layout
+from xlagraph.match.users import users_of
 
 __all__ = ["RECOGNIZER"]
 
@@ -92,6 +94,47 @@ def _sizes_only(cause: Cause) -> bool:
     )
 
 
+def _sized_moves(a: str, b: str) -> set[tuple[int, int]]:
+    """(old, new) of the dimensions that differ between two shapes of one rank."""
+    x, y = dim_sizes(a), dim_sizes(b)
+    if x is None or y is None or len(x) != len(y):
+        return set()
+    return {(m, n) for m, n in zip(x, y, strict=True) if m != n}
+
+
+def _split_scalar(evidence: Evidence, cause: Cause, inputs: set[tuple[int, int]]) -> bool:
+    """Scalar inputs B adds that were one input with another value in A: torch_xla uploads equal
+    scalars once, so a value derived from the length (a mean's count of 4 patches) and another
+    (an attention scale of 4.0) shared an input while they were equal. Every reader of the new
+    input is paired with a reader of one A input, whose other readers B reads from another
+    input, and some of those work on sizes that follow the changed dimension: the length moved
+    that value away from the other."""
+    if cause.kind is not CauseKind.PARAMETER_ADDED or not cause.right or not evidence.entry_match:
+        return False
+    a, b = evidence.left.entry, evidence.right.entry
+    users_a, users_b = users_of(a), users_of(b)
+    to_a, to_b = evidence.entry_match, evidence.entry_match_left
+    added = [n for n in cause.right if b.instruction(n).opcode == "parameter"]  # (and their readers)
+    for x in added or [""]:
+        if not x or not strip_layout(b.instruction(x).shape).endswith("[]"):
+            return False
+        partners = [to_a.get(u) for u in users_b.get(x, [])]
+        if not partners or None in partners:
+            return False
+        shared = {o for p in partners for o in a.operands[p] if a.instruction(o).opcode == "parameter"}
+        if len(shared) != 1:
+            return False
+        others = [
+            (u, to_b[u])
+            for u in users_a.get(next(iter(shared)), [])
+            if u not in partners and u in to_b and x not in b.operands[to_b[u]]
+        ]
+        moves = [_sized_moves(a.instruction(u).shape, b.instruction(v).shape) for u, v in others]
+        if not any(m and all(_follows(d, inputs) for d in m) for m in moves):
+            return False
+    return True
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     for i, root in enumerate(pending):
         if root.kind is not CauseKind.PARAMETER_SHAPE:
@@ -108,10 +151,23 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             and (moves := _moves(c.changes))
             and all(_follows(m, inputs) for m in moves)
         ]
-        if not echoes:
+        split = [j for j, c in enumerate(pending) if j != i and _split_scalar(evidence, c, inputs)]
+        if not echoes and not split:
             continue
-        n = sum(len(pending[j].changes) for j in echoes)
-        return fold_into(pending, i, echoes, f"{n} op size(s) or scale(s) inside follow from that shape")
+        said = []
+        if echoes:
+            n = sum(len(pending[j].changes) for j in echoes)
+            said.append(f"{n} op size(s) or scale(s) inside follow from that shape")
+        if split:
+            n = sum(1 for j in split for x in pending[j].right if x in evidence.right.entry.param_number)
+            said.append(
+                f"{n} scalar input(s) that shared one upload with an equal value in A are their own "
+                "now: a value derived from that size (a mean's count) no longer equals the other"
+            )
+        # An input added renumbers the inputs after it (as `permutation` folds an input order
+        # into any added input): so does the one the size split off.
+        renumbered = [j for j, c in enumerate(pending) if split and c.kind is CauseKind.PARAMETER_PERMUTATION]
+        return fold_into(pending, i, echoes + split + renumbered, "; ".join(said))
     return NOTHING
 
 
