@@ -78,11 +78,11 @@ TALLY = {
     "two operations on a line": 1,
     "dynamic dimensions": 6,
     "operation not translated": 2,
-    "shard_map body": 1,
+    "shard_map body": 2,
     "custom_call with called computations": 2,
     "no entry function": 1,
 }
-READ = 126
+READ = 140
 
 
 def _modules() -> list[tuple[str, int]]:
@@ -116,13 +116,16 @@ def expected_counts(funcs: dict[str, Any]) -> dict[str, int]:
     `stablehlo.return`: a computation's root is the returned value) and a broadcast_in_dim that
     takes a size-1 dimension to a larger one, which is a reshape and a broadcast; beside those,
     - parameters: one per function argument and block argument, but a while's cond and body take
-      one tuple each;
+      one tuple each, and each case/if branch one (the values it reads from outside);
     - get-tuple-element: MLIR's own, one per used result of an operation of several results (a
       while's always: it carries one tuple), one per element of a while region's tuple parameter
       (its block arguments and the values the loop reads from outside), and one per value a
       case/if branch reads from outside where it reads several (passed in as one tuple);
     - tuple: MLIR's own, one per return of other than one value, one per while (its initial
-      state), one per case/if branch reading other than one value from outside.
+      state) and per while body's return (always a tuple), one per case/if branch reading other
+      than one value from outside.
+    - Shardy's result shardings: one custom call per sharded result of a function, and a tuple
+      and its get-tuple-element where the function has that one result (as XLA's export writes).
     `other` is every instruction but those three opcodes."""
     t: Counter[str] = Counter()
     for f in funcs.values():
@@ -131,11 +134,12 @@ def expected_counts(funcs: dict[str, Any]) -> dict[str, int]:
     whiles = t["stablehlo.while"]
     gte, tup = t["stablehlo.get_tuple_element"], t["stablehlo.tuple"]
     return {
-        "other": t["ops"] - t["func.return"] - t["stablehlo.return"] + t["expanding_broadcasts"] - gte - tup,
-        "parameter": t["block_args"] - t["while_region_args"] + 2 * whiles,
+        "other": t["ops"] - t["func.return"] - t["stablehlo.return"] + t["expanding_broadcasts"] - gte - tup
+        + t["sdy_result_shardings"],
+        "parameter": t["block_args"] - t["while_region_args"] + 2 * whiles + t["branch_regions"],
         "get-tuple-element": gte + t["multi_result_used"] + t["while_region_args"] + 2 * t["while_free"]
-        + t["branch_tupled_free"],
-        "tuple": tup + t["returns_not_one"] + whiles + t["branch_tuples"],
+        + t["branch_tupled_free"] + t["sdy_single_result"],
+        "tuple": tup + t["tuple_returns"] + whiles + t["branch_tuples"] + t["sdy_single_result"],
     }
 
 
@@ -275,3 +279,38 @@ def test_dynamic_dimension_is_named() -> None:
     text = "func.func @main(%a: tensor<?xf32>) -> tensor<?xf32> {\n  return %a : tensor<?xf32>\n}\n"
     with pytest.raises(InputError, match=r"type tensor<\?xf32>: dynamic or bounded dimensions"):
         read_stablehlo(text, "m.mlir")
+
+
+def test_counts_of_captured_values() -> None:
+    """The corpus's programs pass loop state explicitly; a while and an if reading values from
+    outside (hand-written, as the MLIR printer writes them) hold expected_counts' capture terms."""
+    pytest.importorskip("jax")
+    text = (
+        "func.func @main(%a: tensor<i32>, %b: tensor<f32>, %p: tensor<i1>) -> (tensor<i32>, tensor<f32>) {\n"
+        "  %c = stablehlo.constant dense<10> : tensor<i32>\n"
+        "  %0 = stablehlo.while(%i = %a) : tensor<i32>\n"
+        "  cond {\n"
+        "    %1 = stablehlo.compare  LT, %i, %c : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+        "    stablehlo.return %1 : tensor<i1>\n"
+        "  } do {\n"
+        "    %1 = stablehlo.add %i, %a : tensor<i32>\n"
+        "    stablehlo.return %1 : tensor<i32>\n"
+        "  }\n"
+        '  %2 = "stablehlo.if"(%p) ({\n'
+        "    %3 = stablehlo.convert %0 : (tensor<i32>) -> tensor<f32>\n"
+        "    %4 = stablehlo.add %3, %b : tensor<f32>\n"
+        "    stablehlo.return %4 : tensor<f32>\n"
+        "  }, {\n"
+        "    stablehlo.return %b : tensor<f32>\n"
+        "  }) : (tensor<i1>) -> tensor<f32>\n"
+        "  return %0, %2 : tensor<i32>, tensor<f32>\n"
+        "}\n"
+    )
+    spec = importlib.util.spec_from_file_location("stablehlo_corpus_manifest", CORPUS / "make_manifest.py")
+    assert spec is not None and spec.loader is not None
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    mlir = make.mlir_counts(text)
+    assert mlir["accepted"] and mlir["funcs"]["main"]["while_free"] == 2
+    assert mlir["funcs"]["main"]["branch_tuples"] == 1  # the true branch reads two values: a tuple
+    assert actual_counts(read_stablehlo(text, "m.mlir")) == expected_counts(mlir["funcs"])
