@@ -50,7 +50,8 @@ class Parsed:
 
 
 def parse(op: Op) -> Parsed:
-    parts = split_top(op.text, " : ")
+    # An operation of no operands has only its type: `stablehlo.after_all : !stablehlo.token`.
+    parts = split_top(" " + op.text, " : ")
     body, sig = (" : ".join(parts[:-1]), parts[-1]) if len(parts) > 1 else (op.text, "")
     sig = re.sub(r"\s+(cond|do)\s*\{\}|\s*\{\}$", "", sig).strip()
     count = sum(n for _, n in op.results)

@@ -40,6 +40,7 @@ _ARG_READ = frozenset({"mhlo.sharding", "sdy.sharding", "tf.aliasing_output", "j
 FUNC_RESULT_SHARDING = "xla.sdy.FuncResultSharding"
 SDY_FRONTEND = "xla.sdy.sharding"
 _TERMINATORS = ("stablehlo.return", "return", "func.return", "mhlo.return")
+_RETURN_INSIDE = re.compile(r"\s(?:func\.|stablehlo\.)?return\s")  # a return after an operation, one line
 
 
 class TranslateError(StructureError):
@@ -240,6 +241,15 @@ class Emitter:
             for k, (key, _) in enumerate(group):
                 comp.values[key] = self.element(comp, whole, k, line)
         if not ops or ops[-1].name not in _TERMINATORS:
+            # MLIR reads `%0 = stablehlo.add ...  func.return %0 ...` on one line (openxla/xla's
+            # translate tests); this reader takes one operation a line, so it names that line.
+            shared = next((op for op in ops if _RETURN_INSIDE.search(op.text)), None)
+            if shared is not None:
+                raise TranslateError(
+                    f"computation {name}: its return shares a line with {shared.name} "
+                    "(one operation a line is read)",
+                    shared.line,
+                )
             raise TranslateError(f"computation {name} has no return", ops[-1].line if ops else line)
         for op in ops[:-1]:
             if op.name in _TERMINATORS:

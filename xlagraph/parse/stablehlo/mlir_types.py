@@ -76,7 +76,8 @@ def hlo_shape(mlir: str) -> str:
         return "(" + ", ".join(hlo_shape(p) for p in split_top(t[6:-1])) + ")"
     if t in ("!stablehlo.token", "!mhlo.token"):
         return "token[]"
-    m = _TENSOR.match(t)
+    # `tensor<?xf32>` would match _TENSOR with `?xf32` as its element type: named first.
+    m = None if t.startswith("tensor<") and "?" in t else _TENSOR.match(t)
     if m is None:
         if t.startswith("tensor<") and ("?" in t or "," in t):
             raise TypeError_(f"type {t}: dynamic or bounded dimensions and encodings are not read")
@@ -114,8 +115,8 @@ def hlo_literal(value: str, shape: str) -> str:
         flat = _from_bytes(bytes.fromhex(v[3:-1]), element, shape)
         if len(flat) == 1 and count != 1:  # a splat written as bytes
             flat = flat * count
-    elif v.startswith("["):
-        flat = [_scalar(x, element) for x in _flatten(v)]
+    elif v.startswith("[") or (not v and count == 0):  # `dense<>`: a tensor of no elements
+        flat = [_scalar(x, element) for x in _flatten(v)] if v else []
     else:
         if count > MAX_SPLAT:
             raise TypeError_(f"splat constant of {count} elements is over {MAX_SPLAT}")

@@ -267,6 +267,11 @@ def _read_module_body(src: _Lines, module: MlirModule, *, implicit: bool) -> Non
         code, _ = strip_loc(s)
         if not code.endswith("{"):
             raise StructureError(f"function @{m.group(2)} has no body on its line", line)
+        name = m.group(2).strip('"')
+        if first := next((f.line for f in module.funcs if f.name == name), 0):
+            # MLIR refuses a symbol defined twice; FileCheck files joined by `// -----` hold several
+            # `@main`s, read one part at a time (`-split-input-file`).
+            raise StructureError(f"function @{name} is defined twice (first on line {first})", line)
         body = Region("", [], [], line)
         _read_region(src, body)
         closing = src.lines[src.i - 1].strip()
@@ -325,7 +330,9 @@ def _read_op(src: _Lines, s: str, line: int) -> Op:
             k += 1
         name, rest = s[:k], s[k:]
     if not name:
-        raise StructureError(f"expected an operation, found: {s[:60]}", line)
+        # A line that starts with `:`, `(` or `{` goes on with the operation above it.
+        more = " (the rest of an operation written over several lines?)" if s[:1] in ":({" else ""
+        raise StructureError(f"expected an operation, found: {s[:60]}{more}", line)
     pieces = [rest]
     regions: list[Region] = []
     while True:
@@ -348,6 +355,12 @@ def _read_op(src: _Lines, s: str, line: int) -> Op:
         break
     text = "".join(pieces)
     if _depth(text) != 0:
-        raise StructureError(f"unbalanced brackets in `{name}` (truncated?)", line)
+        # Hand-written MLIR (openxla/stablehlo's interpreter tests) spreads an operation's
+        # attributes or type over lines; a cut file ends inside one: both are refused here.
+        raise StructureError(
+            f"`{name}` is not closed on its line: an operation over several lines (no MLIR printer "
+            "writes one so), or text cut short",
+            line,
+        )
     text, loc = strip_loc(text)
     return Op(results, name, text.strip(), loc, regions, line)
