@@ -134,11 +134,20 @@ def expected_counts(funcs: dict[str, Any]) -> dict[str, int]:
     whiles = t["stablehlo.while"]
     gte, tup = t["stablehlo.get_tuple_element"], t["stablehlo.tuple"]
     return {
-        "other": t["ops"] - t["func.return"] - t["stablehlo.return"] + t["expanding_broadcasts"] - gte - tup
+        "other": t["ops"]
+        - t["func.return"]
+        - t["stablehlo.return"]
+        + t["expanding_broadcasts"]
+        - gte
+        - tup
         + t["sdy_result_shardings"],
         "parameter": t["block_args"] - t["while_region_args"] + 2 * whiles + t["branch_regions"],
-        "get-tuple-element": gte + t["multi_result_used"] + t["while_region_args"] + 2 * t["while_free"]
-        + t["branch_tupled_free"] + t["sdy_single_result"],
+        "get-tuple-element": gte
+        + t["multi_result_used"]
+        + t["while_region_args"]
+        + 2 * t["while_free"]
+        + t["branch_tupled_free"]
+        + t["sdy_single_result"],
         "tuple": tup + t["tuple_returns"] + whiles + t["branch_tuples"] + t["sdy_single_result"],
     }
 
@@ -164,14 +173,17 @@ def test_corpus_is_whole() -> None:
 
 
 def test_manifest_is_current() -> None:
-    """MANIFEST.json is what make_manifest.py writes from the stored files with today's jaxlib."""
+    """MANIFEST.json is what make_manifest.py writes from the stored files with today's jaxlib:
+    the counts and verdicts, not the version line (a newer jaxlib that counts the same passes)."""
     pytest.importorskip("jax")
     spec = importlib.util.spec_from_file_location("stablehlo_corpus_manifest", CORPUS / "make_manifest.py")
     assert spec is not None and spec.loader is not None
     make = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = make
     spec.loader.exec_module(make)
-    assert make.manifest() == MANIFEST, "run python fixtures/stablehlo_corpus/make_manifest.py"
+    fresh, stored = dict(make.manifest()), dict(MANIFEST)
+    fresh.pop("reference"), stored.pop("reference")
+    assert fresh == stored, "run python fixtures/stablehlo_corpus/make_manifest.py"
 
 
 @pytest.mark.parametrize(("name", "k"), MODULES, ids=[f"{n}#{k}" for n, k in MODULES])
@@ -260,12 +272,18 @@ def test_function_defined_twice_is_refused() -> None:
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ("  %0 = stablehlo.add %a, %a : tensor<f32>  func.return %0 : tensor<f32>\n",
-         r"^m\.mlir:2: computation main: its return shares a line with stablehlo\.add"),
-        ("  %0 = stablehlo.constant dense<[1.0,\n    2.0]> : tensor<2xf32>\n  return %a : tensor<f32>\n",
-         r"^m\.mlir:2: `stablehlo\.constant` is not closed on its line"),
-        ("  %0 = \"stablehlo.abs\"(%a)\n    : (tensor<f32>) -> tensor<f32>\n  return %0 : tensor<f32>\n",
-         r"^m\.mlir:3: expected an operation, found: : \(tensor<f32>\).*several lines\?\)$"),
+        (
+            "  %0 = stablehlo.add %a, %a : tensor<f32>  func.return %0 : tensor<f32>\n",
+            r"^m\.mlir:2: computation main: its return shares a line with stablehlo\.add",
+        ),
+        (
+            "  %0 = stablehlo.constant dense<[1.0,\n    2.0]> : tensor<2xf32>\n  return %a : tensor<f32>\n",
+            r"^m\.mlir:2: `stablehlo\.constant` is not closed on its line",
+        ),
+        (
+            '  %0 = "stablehlo.abs"(%a)\n    : (tensor<f32>) -> tensor<f32>\n  return %0 : tensor<f32>\n',
+            r"^m\.mlir:3: expected an operation, found: : \(tensor<f32>\).*several lines\?\)$",
+        ),
     ],
     ids=["two-ops-one-line", "constant-over-lines", "type-on-next-line"],
 )
