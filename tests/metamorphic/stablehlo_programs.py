@@ -19,8 +19,11 @@ transforms.py's own colours, never from xlagraph.
 
 from __future__ import annotations
 
+import atexit
+import multiprocessing
 import random
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
@@ -443,9 +446,22 @@ def _function(p: Program) -> Callable[..., Any]:
     return f
 
 
+_LOWERING: ProcessPoolExecutor | None = None
+
+
 @cache
 def lower(p: Program) -> tuple[str, str]:
-    """(StableHLO, HLO) of one `jax.jit(f).lower(...)` of the program."""
+    """(StableHLO, HLO) of one `jax.jit(f).lower(...)` of the program, made in a child process:
+    JAX starts threads, and the tests that run after these fork (the report's workers), which a
+    process with other threads must not (JAX warns that it can deadlock)."""
+    global _LOWERING
+    if _LOWERING is None:
+        _LOWERING = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        atexit.register(_LOWERING.shutdown)
+    return _LOWERING.submit(_lower_here, p).result()
+
+
+def _lower_here(p: Program) -> tuple[str, str]:
     import jax
     import jax.numpy as jnp
 
