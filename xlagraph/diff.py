@@ -124,6 +124,7 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
     seen: set[tuple[str, str]] = set()
     dims: set[tuple[str, str]] = set()
     regrouped = False
+    noops: list[tuple[Cause, str]] = []  # identity converts only: a cause where nothing else differs
     work = [(a.entry.name, b.entry.name)]
     while work:
         ln, rn = work.pop(0)
@@ -137,7 +138,7 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
         m = match(lc, rc)
         pairs.append(ComputationPair(ln, rn, m))
         is_entry = ln == a.entry.name
-        raw += compare_computation(left, right, lc, rc, m, is_entry, dims, regrouped)
+        raw += compare_computation(left, right, lc, rc, m, is_entry, dims, regrouped, noops)
         if is_entry:
             dims = input_dim_changes(raw)
             regrouped = any(c.kind is CauseKind.COLLECTIVE for c in raw)
@@ -154,7 +155,11 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
             cy = rins[y].called
             if len(cx) == len(cy):
                 work += [(p, q) for p, q in zip(cx, cy, strict=True) if (p, q) not in seen]
+    idle = [note for _, note in noops] if raw else []
+    if not raw:
+        raw += [c for c, _ in noops]
     dead, notes = dead_code(left, right, explained=bool(raw))
+    notes = idle + notes
     raw += dead
     compared = [(p.left, p.right, p.matching) for p in pairs]
     # What the text shows but no comparison named (operands in another order) comes before a

@@ -56,6 +56,8 @@ class Comparison:
         self.dims: set[tuple[str, str]] = set()
         self.param_pairs: dict[str, str] = {}
         self.pending_dtype: list[Change] = []
+        # Regions of identity converts only (`noop_converts`): a cause only where nothing else differs.
+        self.noops: list[tuple[Cause, str]] = []  # with the note said in their place
         self.pair_left: MutableMapping[str, str] = _editable(m.left)
         self.pair_right: MutableMapping[str, str] = _editable(m.right)
 

@@ -285,15 +285,24 @@ def compare_computation(
     is_entry: bool,
     dims: set[tuple[str, str]] | None = None,
     regrouped: bool = False,
+    noops: list[tuple[Cause, str]] | None = None,
 ) -> list[Cause]:
     """Raw differences for one pair of matched computations.
 
     `dims` are the (old, new) input dimensions that changed, found in the entry: shapes in
     called computations that follow them are not causes of their own. `regrouped` says the
     module's collectives were found regrouped (by the entry's run), so collective instructions
-    in called computations belong to that cause.
+    in called computations belong to that cause. Regions of identity converts only
+    (`noop_converts`) go to `noops` instead: the caller makes them a cause only where nothing
+    else differs.
     """
-    return _run(Comparison(lcanon, rcanon, left, right, matching, is_entry), dims or set(), regrouped)
+    cmp = Comparison(lcanon, rcanon, left, right, matching, is_entry)
+    causes = _run(cmp, dims or set(), regrouped)
+    if noops is not None:
+        noops += cmp.noops
+    else:
+        causes += [c for c, _ in cmp.noops]
+    return causes
 
 
 def input_dim_changes(causes: Iterable[Cause]) -> set[tuple[str, str]]:

@@ -15,6 +15,7 @@ from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import CauseKind, Change
 from xlagraph.diagnose.collectives import is_collective
 from xlagraph.diagnose.listing import fmt_list
+from xlagraph.diagnose.noop_converts import identity_only, noop_note
 from xlagraph.match.users import users_of
 
 if TYPE_CHECKING:
@@ -114,6 +115,7 @@ def structure(cmp: Comparison, structural: list[tuple[str, str]], absorb_collect
             desc.append(f"{len(only_a)} only in A")
         if only_b:
             desc.append(f"{len(only_b)} only in B")
+        noop = identity_only(cmp, lefts, rights, changed)
         cmp.cause(
             CauseKind.STRUCTURE,
             f"{', '.join(desc)} instruction(s) ({fmt_list(sorted(set(ops)), 5)})",
@@ -125,6 +127,11 @@ def structure(cmp: Comparison, structural: list[tuple[str, str]], absorb_collect
                 if left.instruction(a).opcode != right.instruction(b).opcode
             ),
         )
+        if noop:
+            shapes = sorted(
+                {left.instruction(n).shape for n in only_a} | {right.instruction(n).shape for n in only_b}
+            )
+            cmp.noops.append((cmp.causes.pop(), noop_note(len(only_a), len(only_b), shapes)))
 
 
 def _unexplained(cmp: Comparison) -> tuple[list[str], list[str]]:

@@ -48,6 +48,8 @@ def _own_graph(site: str, users: tuple[Frame, ...], name: str = "", other: str =
         "first step": "the code since the previous sync of the run's first step (or other code that "
         "starts the run), compiled once and replayed by later steps",
         "after the loop": "work read after the loop's last step (a final metric), compiled once",
+        "after constants": "the first graph that reads data, after graphs that only materialized fixed "
+        "values (buffers moved to the device, zeros); compiled once and replayed by later steps",
     }.get(
         when,
         "code that runs at another point than the earlier graphs (an evaluation pass, metrics, a "
@@ -60,6 +62,21 @@ def _own_graph(site: str, users: tuple[Frame, ...], name: str = "", other: str =
         info=True,
         sources=lines,
     )
+
+
+# What a graph that only materializes fixed values is made of.
+_FIXED = frozenset(
+    {"constant", "broadcast", "reshape", "convert", "iota", "tuple", "concatenate", "transpose", "copy"}
+)
+
+
+def constants_only(module: object) -> bool:
+    """The module's entry takes no input and computes only from constants: it materializes fixed
+    values (a zero buffer moved to the device) and is no version of a step that reads data."""
+    entry = getattr(module, "entry", None)
+    if entry is None:
+        return False
+    return all(ins.opcode in _FIXED for ins in entry.instructions)
 
 
 def earlier_graphs(target: Sync, first: dict[str, Sync]) -> list[tuple[str, Sync]]:
@@ -109,8 +126,21 @@ def explain_recompile(
         # A value read after the last step marker (final metrics after the loop) is a graph of
         # its own too, though its sync is implicit: no step follows for it to have cut.
         after_loop = 0 <= last_marker < target.index
-        new_code = choice.reason == NEW_SYNC_POINT or (
-            choice.reason == NEW_CALL_SITE and (triggers[target.index] not in IMPLICIT_TRIGGERS or after_loop)
+        # A baseline that reads no input and only materializes fixed values (a buffer's zero moved
+        # to the device, flushed at the loader's first step marker) is no earlier version of
+        # this graph: whatever it is compared with is new code too.
+        fixed = (
+            choice.reason not in (NEW_SYNC_POINT, NEW_CALL_SITE)
+            and constants_only(modules.get(choice.graph_hash))
+            and not constants_only(modules.get(target.graph_hash))
+        )
+        new_code = (
+            choice.reason == NEW_SYNC_POINT
+            or (
+                choice.reason == NEW_CALL_SITE
+                and (triggers[target.index] not in IMPLICIT_TRIGGERS or after_loop)
+            )
+            or fixed
         )
         if new_code and site and causes:
             # New code, not a changed graph: the nearest earlier graph is another computation
@@ -122,11 +152,25 @@ def explain_recompile(
                 f"graph (against graph "
                 f"{letters[choice.graph_hash]}: {kinds})"
             )
+            if fixed:
+                note = (
+                    f"the first graph that reads data: the earlier graph {letters[choice.graph_hash]} "
+                    f"reads no input and only materializes fixed values, so this is new code rather "
+                    f"than a changed graph (against graph {letters[choice.graph_hash]}: {kinds})"
+                )
             names = (graph_name(modules.get(target.graph_hash)), graph_name(modules.get(choice.graph_hash)))
             # Before any earlier step ended (the pending graph of torch_xla.compile, then the step
             # function) or after the loop, it is a program starting or ending: not work that some
             # steps add (an evaluation between epochs), and not a recompile.
-            when = "after the loop" if after_loop else "first step" if _in_first_step(target, first) else ""
+            when = (
+                "after the loop"
+                if after_loop
+                else "first step"
+                if _in_first_step(target, first)
+                else "after constants"
+                if fixed
+                else ""
+            )
             first_of_program = bool(when)
             causes = (_own_graph(site, users, *names, when=when),)
             attribution = (Attribution(0, str(causes[0].kind), causes[0].summary, lines=causes[0].sources),)

@@ -1,7 +1,8 @@
 """`parameter_added`: a Python list of device tensors grew and the step stacks it
 (`torch.stack(history)`, `torch.cat(chunks)`). Each element is an input of its own, so every new
 length is another graph, and what follows from the length (the concatenation's size, a mean's
-divisor) changes with it: one cause, not a new input, a structure and a constant."""
+divisor, a result computed from the list and kept alive) changes with it: one cause, not a new
+input, a structure, a constant and an output."""
 
 from __future__ import annotations
 
@@ -116,6 +117,16 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         for i, c in enumerate(pending)
         if c.kind is CauseKind.STRUCTURE and _follows(evidence, c, concats, below)
     ]
+    # A result computed from the stacked list and kept alive (a baseline that is the history's mean
+    # once the list is not empty) is a new output only because the list grew: the same cause.
+    kept = [
+        i
+        for i, c in enumerate(pending)
+        if c.kind is CauseKind.OUTPUT_ADDED
+        and (heads := [ch.right for ch in c.changes if ch.what == "output"])
+        and all(h in below and h not in params for h in heads)
+    ]
+    regions += kept
     new_shapes = ", ".join(sorted({right.instruction(p).shape.split("{")[0] for p in params}))
     n = max(sizes)
     summary = (

@@ -1,0 +1,128 @@
+"""`parameter_added` (info) on a warm-up step: scalar inputs that the first graph read from one
+shared input. torch_xla uploads equal Python scalars once (its scalar data cache), so two scalars
+that happen to be equal on the first step (an EMA decay of 0.1 and Adam's `1 - beta1`) are one
+input there; once their values differ each is an input of its own, and the graph changes once.
+Nothing was added to the program: the same ops read the same kind of value. (`size_echo` names
+the same split where a changed length moved the value.)
+
+Evidence: every new input of the cause is a scalar; each instruction that reads it is paired with
+one of the first graph's that reads, at the same operand, one scalar input of the same type, not
+removed, whose other readers still read one input in the new graph and not this one (it split, it
+did not move); and that input was made by another line of code than the new one: the cache shares
+a value across code sites, while a new value made by the same line (a param group's own learning
+rate) is new data of that code's. Warm-up steps only: later, a shared value that splits is a
+recompile of its own, left to the other recognizers.
+"""
+
+from __future__ import annotations
+
+from xlagraph.canonical import CanonicalComputation
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
+from xlagraph.diagnose.recognizers._causes import added_at_warm_up, merge
+from xlagraph.ir import strip_layout
+from xlagraph.match.users import users_of
+
+__all__ = ["RECOGNIZER"]
+
+HINT = fix("parameter_added.shared_scalar")
+
+
+def _scalar(comp: CanonicalComputation, name: str) -> str:
+    """The element type of a scalar input (`f32[]` -> `f32`), `` for anything else."""
+    shape = strip_layout(comp.instruction(name).shape)
+    return shape[:-2] if shape.endswith("[]") and name in comp.param_number else ""
+
+
+def _made_at(module, comp: CanonicalComputation, name: str) -> str:  # type: ignore[no-untyped-def]
+    """The line an input's metadata points to (`` where there is none)."""
+    frames = module.frames_of(comp.instruction(name))
+    return f"{frames[0].file}:{frames[0].line}" if frames else ""
+
+
+def _split_from(evidence: Evidence, param: str, gone: set[str]) -> str:
+    """The first graph's scalar input that `param`'s readers read there, when the new graph still
+    reads that input's counterpart: `` when there is none, or the readers disagree."""
+    right, left = evidence.right.entry, evidence.left.entry
+    to_a = evidence.entry_match
+    dtype = _scalar(right, param)
+    found = set()
+    readers = users_of(right).get(param, ())
+    for u in readers:
+        v = to_a.get(u)
+        if v is None or v not in left.operands:
+            return ""
+        at = [k for k, o in enumerate(right.operands[u]) if o == param]
+        theirs = left.operands[v]
+        olds = {theirs[k] for k in at if k < len(theirs)}
+        if len(olds) != 1:
+            return ""
+        (q,) = olds
+        if _scalar(left, q) != dtype:
+            return ""
+        if q in gone:  # removed, not shared: the interface pairs every other input
+            return ""
+        mine, theirs_at = (
+            _made_at(evidence.right.module, right, param),
+            _made_at(evidence.left.module, left, q),
+        )
+        if not mine or not theirs_at or mine == theirs_at:
+            return ""
+        found.add(q)
+    if len(found) != 1:
+        return ""
+    # The shared input's other readers in A still read one input in B, and not this one.
+    (q,) = found
+    partners = {to_a.get(u) for u in readers}
+    to_b = evidence.entry_match_left
+    others = [to_b.get(u) for u in users_of(left).get(q, ()) if u not in partners]
+    if not others or any(v is None or param in right.operands.get(v, ()) for v in others):
+        return ""
+    return q
+
+
+def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    if not evidence.entry_match:
+        return NOTHING
+    right, left = evidence.right.entry, evidence.left.entry
+    gone = {p for c in pending if c.kind is CauseKind.PARAMETER_REMOVED for p in c.left}
+    causes: list[Cause] = []
+    consumed: list[int] = []
+    for i in added_at_warm_up(evidence, pending):
+        cause = pending[i]
+        params = [p for p in cause.right if p in right.param_number]
+        if not params or not all(_scalar(right, p) for p in params):
+            continue
+        shared = [_split_from(evidence, p, gone) for p in params]
+        if not all(shared):
+            continue
+        # The readers themselves are the regions that changed: they read another input now.
+        readers_b = {u for p in params for u in users_of(right).get(p, ())}
+        readers_a = {u for q in shared for u in users_of(left).get(q, ())}
+        regions = [
+            k
+            for k, c in enumerate(pending)
+            if c.kind is CauseKind.STRUCTURE
+            and c.right
+            and set(c.right) <= readers_b
+            and set(c.left) <= readers_a
+        ]
+        n = len(params)
+        summary = (
+            f"B takes {n} scalar input(s) more that A read from an input shared with another scalar "
+            "of equal value (torch_xla makes one input of equal Python scalars): their values differ "
+            "from this step on; expected once"
+        )
+        causes.append(
+            merge(
+                CauseKind.PARAMETER_ADDED, summary, [cause] + [pending[k] for k in regions], HINT, info=True
+            )
+        )
+        consumed += [i, *regions]
+    if not causes:
+        return NOTHING
+    return Recognized(tuple(causes), frozenset(consumed))
+
+
+RECOGNIZER = Recognizer("shared_scalar", _recognize)
