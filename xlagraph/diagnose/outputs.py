@@ -32,11 +32,13 @@ def compare_outputs(cmp: Comparison) -> None:
     # Outputs first by their data-flow context, which neither a slot nor a changed constant or
     # size decides; the rest by the matching.
     corr = correspond(left, right)
+    by_h0: dict[int, dict[int, list[str]]] = {}
     pairs = [
         (i, j)
         for i, j in sorted(corr.outputs.items())
         if i not in corr.tied
         and one_tensor(shape_of(left, left.outputs[i]), shape_of(right, right.outputs[j]))
+        and not _returned_elsewhere(cmp, i, j, by_h0, both=False)
     ]
     used = {j for _, j in pairs}
     known = {i for i, _ in pairs}
@@ -68,7 +70,7 @@ def compare_outputs(cmp: Comparison) -> None:
                 claimed_l, claimed_r, repaired = m.left.copy(), m.right.copy(), True
             for lp, rp in ((cmp.pair_left, cmp.pair_right), (claimed_l, claimed_r)):
                 _repair(cmp, lp, rp, a, b, right.outputs[other])
-        if not js:
+        if not js or _returned_elsewhere(cmp, i, js[0], by_h0, both=False):
             removed.append(i)
             continue
         used.add(js[0])
@@ -87,7 +89,6 @@ def compare_outputs(cmp: Comparison) -> None:
     # A slot paired across element types is one tensor in another precision only if it is the
     # same computation: an intermediate of A that B returns in place of another output is one
     # output dropped and one added (unless a convert is all that lies between them).
-    by_h0: dict[int, dict[int, list[str]]] = {}
     apart = _other_tensors(cmp, same, by_h0)
     same = [p for p in same if p not in apart]
     pairs += same
@@ -293,16 +294,21 @@ def _other_tensors(
     ]
 
 
-def _returned_elsewhere(cmp: Comparison, i: int, j: int, index: dict[int, dict[int, list[str]]]) -> bool:
-    """Output `j` of B is a value A computes and does not return (or output `i` of A one B
-    computes and does not return), and the other slot's tensor does not grow from it as a Python
-    number or a precision switch would make it: one output dropped and another returned, whatever
-    their data-flow context says. `index`: each side's values by `h0`, made when first asked."""
+def _returned_elsewhere(
+    cmp: Comparison, i: int, j: int, index: dict[int, dict[int, list[str]]], both: bool = True
+) -> bool:
+    """Output `j` of B is a value A computes and does not return, and A's output `i` does not
+    grow from it as a Python number or a precision switch would make it: B returns a value of its
+    own in place of one it dropped, whatever their data-flow context says. With `both`, also the
+    other way round (B computes A's output `i` and does not return it), which slot pairs across
+    element types need; slot and context pairs of one type keep B's added work at the end of an
+    output A returned (an optimizer step after the accumulated gradient) as one output.
+    `index`: each side's values by `h0`, made when first asked."""
     left, right = cmp.left, cmp.right
     a, b = left.outputs[i], right.outputs[j]
     if left.h0.get(a) == right.h0.get(b):
         return False
-    for own, head, other, partner in ((left, a, right, b), (right, b, left, a)):
+    for own, head, other, partner in ((left, a, right, b), (right, b, left, a))[: 2 if both else 1]:
         h = other.h0.get(partner)
         if h is None:
             continue
