@@ -17,7 +17,7 @@ from xlagraph.diagnose.donation import compare_donation
 from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.output_slots import one_tensor, pair_resharded, pair_slots, same_slots
 from xlagraph.diagnose.permutation import order_changed, permutation_cause
-from xlagraph.diagnose.shapes import FLOAT_TYPES, dims_of, element_type, layout_differs, shape_of
+from xlagraph.diagnose.shapes import FLOAT_TYPES, dim_sizes, dims_of, element_type, layout_differs, shape_of
 from xlagraph.match.correspondence import correspond
 
 if TYPE_CHECKING:
@@ -32,11 +32,13 @@ def compare_outputs(cmp: Comparison) -> None:
     # Outputs first by their data-flow context, which neither a slot nor a changed constant or
     # size decides; the rest by the matching.
     corr = correspond(left, right)
+    by_h0: dict[int, dict[int, list[str]]] = {}
     pairs = [
         (i, j)
         for i, j in sorted(corr.outputs.items())
         if i not in corr.tied
         and one_tensor(shape_of(left, left.outputs[i]), shape_of(right, right.outputs[j]))
+        and not _returned_elsewhere(cmp, i, j, by_h0, both=False)
     ]
     used = {j for _, j in pairs}
     known = {i for i, _ in pairs}
@@ -68,7 +70,7 @@ def compare_outputs(cmp: Comparison) -> None:
                 claimed_l, claimed_r, repaired = m.left.copy(), m.right.copy(), True
             for lp, rp in ((cmp.pair_left, cmp.pair_right), (claimed_l, claimed_r)):
                 _repair(cmp, lp, rp, a, b, right.outputs[other])
-        if not js:
+        if not js or _returned_elsewhere(cmp, i, js[0], by_h0, both=False):
             removed.append(i)
             continue
         used.add(js[0])
@@ -84,10 +86,18 @@ def compare_outputs(cmp: Comparison) -> None:
     kept = _kept_elsewhere(cmp, added, removed)
     added, removed = [j for j in added if j not in kept[0]], [i for i in removed if i not in kept[1]]
     same = same_slots(left, right, added, removed)
+    # A slot paired across element types is one tensor in another precision only if it is the
+    # same computation: an intermediate of A that B returns in place of another output is one
+    # output dropped and one added (unless a convert is all that lies between them).
+    apart = _other_tensors(cmp, same, by_h0)
+    same = [p for p in same if p not in apart]
     pairs += same
     slot_pairs, added, removed = pair_slots(left, right, added, removed, same_type=True)
     pairs += slot_pairs
     typed, added, removed = pair_slots(left, right, added, removed, same_type=False)
+    apart += _other_tensors(cmp, typed, by_h0)
+    typed = [p for p in typed if p not in apart]
+    added, removed = sorted(added + [j for _, j in apart]), sorted(removed + [i for i, _ in apart])
     pairs += typed
     # A slot whose tensor was resharded (a gradient of a weight split over twice the devices):
     # the same output in another shard shape, its producers' difference said inside.
@@ -269,3 +279,85 @@ def _parallel(cmp: Comparison) -> bool:
         for i in comp.computation.instructions
         if i.attributes
     )
+
+
+def _other_tensors(
+    cmp: Comparison, pairs: list[tuple[int, int]], index: dict[int, dict[int, list[str]]]
+) -> list[tuple[int, int]]:
+    """The slot pairs of another element type that are two tensors (`_returned_elsewhere`)."""
+    left, right = cmp.left, cmp.right
+    return [
+        (i, j)
+        for i, j in pairs
+        if element_type(shape_of(left, left.outputs[i])) != element_type(shape_of(right, right.outputs[j]))
+        and _returned_elsewhere(cmp, i, j, index)
+    ]
+
+
+def _returned_elsewhere(
+    cmp: Comparison, i: int, j: int, index: dict[int, dict[int, list[str]]], both: bool = True
+) -> bool:
+    """Output `j` of B is a value A computes and does not return, and A's output `i` does not
+    grow from it as a Python number or a precision switch would make it: B returns a value of its
+    own in place of one it dropped, whatever their data-flow context says. With `both`, also the
+    other way round (B computes A's output `i` and does not return it), which slot pairs across
+    element types need; slot and context pairs of one type keep B's added work at the end of an
+    output A returned (an optimizer step after the accumulated gradient) as one output.
+    `index`: each side's values by `h0`, made when first asked."""
+    left, right = cmp.left, cmp.right
+    a, b = left.outputs[i], right.outputs[j]
+    if left.h0.get(a) == right.h0.get(b):
+        return False
+    for own, head, other, partner in ((left, a, right, b), (right, b, left, a))[: 2 if both else 1]:
+        h = other.h0.get(partner)
+        if h is None:
+            continue
+        if id(own) not in index:
+            by_h0: dict[int, list[str]] = {}
+            for name, value in own.h0.items():
+                by_h0.setdefault(value, []).append(name)
+            index[id(own)] = by_h0
+        names = index[id(own)].get(h, [])
+        returned = set(own.outputs)
+        if len(names) == 1 and names[0] not in returned and not _grows_from(own, names[0], head):
+            return True
+    return False
+
+
+# Ops a Python scalar or a precision switch adds or removes around a value: a type change (not a
+# reshape: no number removes one), or arithmetic with a scalar (a constant or an input, broadcast).
+_VIEWS = frozenset({"convert", "bitcast-convert", "copy"})
+_SCALAR_ARITHMETIC = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum", "power"})
+_SCALAR_SOURCES = frozenset({"constant", "parameter", "iota"})
+
+
+def _grows_from(comp: CanonicalComputation, source: str, head: str) -> bool:
+    """`head` is `source` with only views and scalar arithmetic applied after it."""
+    seen = 0
+    while head != source and seen < 64:
+        seen += 1
+        op = comp.instruction(head).opcode
+        operands = comp.operands.get(head, ())
+        if op in _VIEWS and len(operands) == 1:
+            head = operands[0]
+            continue
+        if op not in _SCALAR_ARITHMETIC or len(operands) != 2:
+            return False
+        data = [o for o in operands if not _scalar(comp, o)]
+        if len(data) != 1:
+            return False
+        head = data[0]
+    return head == source
+
+
+def _scalar(comp: CanonicalComputation, name: str) -> bool:
+    """A scalar constant or input, possibly broadcast or converted."""
+    for _ in range(8):
+        inst = comp.instruction(name)
+        if inst.opcode in _SCALAR_SOURCES:
+            return inst.opcode != "parameter" or dim_sizes(inst.shape) in ((), (1,))
+        operands = comp.operands.get(name, ())
+        if inst.opcode not in ("broadcast", "convert", "reshape") or len(operands) != 1:
+            return False
+        name = operands[0]
+    return False
