@@ -53,6 +53,7 @@ SPLITS = (
     "held_out_12",
     "held_out_13",
     "held_out_14",
+    "held_out_15",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
