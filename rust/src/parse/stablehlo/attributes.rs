@@ -2,7 +2,7 @@
 //! the pretty form or the generic `<{...}>`/`{...}` dictionaries alike), and the attribute values
 //! as HLO prints them (`ints`, `braces`, `enum_`).
 
-use std::collections::HashSet;
+use std::rc::Rc;
 
 use crate::parse::stablehlo::emit::Emitter;
 use crate::parse::stablehlo::error::{key_error, type_err, R};
@@ -16,13 +16,24 @@ use crate::parse::stablehlo::values::{attr_dict, refs_of, Comp, Dict, Value};
 #[derive(Default)]
 pub(crate) struct Attrs {
     pub dict: Dict,
-    used: HashSet<String>,
+    /// per entry of `dict`: whether the translation asked for it (a key asked for while absent
+    /// is never added later but by `set`, which adds it unread, as Python's `__setitem__` does)
+    used: Vec<bool>,
 }
 
 impl Attrs {
+    fn find(&mut self, key: &str) -> Option<usize> {
+        let k = self.dict.0.iter().position(|(k, _)| k == key)?;
+        if self.used.len() < self.dict.0.len() {
+            self.used.resize(self.dict.0.len(), false);
+        }
+        self.used[k] = true;
+        Some(k)
+    }
+
     pub(crate) fn get(&mut self, key: &str) -> Option<&str> {
-        self.used.insert(key.to_string());
-        self.dict.get(key)
+        let k = self.find(key)?;
+        Some(self.dict.0[k].1.as_str())
     }
 
     /// `attrs.get(key, default)`.
@@ -32,8 +43,7 @@ impl Attrs {
 
     /// `key in attrs`.
     pub(crate) fn has(&mut self, key: &str) -> bool {
-        self.used.insert(key.to_string());
-        self.dict.has(key)
+        self.find(key).is_some()
     }
 
     /// `attrs[key]`.
@@ -49,7 +59,8 @@ impl Attrs {
     }
 
     pub(crate) fn unread(&self) -> Dict {
-        Dict(self.dict.0.iter().filter(|(k, _)| !self.used.contains(k)).cloned().collect())
+        let used = |k: usize| self.used.get(k).copied().unwrap_or(false);
+        Dict(self.dict.0.iter().enumerate().filter(|(k, _)| !used(*k)).map(|(_, e)| e.clone()).collect())
     }
 }
 
@@ -306,7 +317,7 @@ pub(crate) fn one(
         return Ok(em.inst(comp, opcode, &p.outs[0], &refs, attrs, op.line, &op.loc, ""));
     }
     let mut value = em.inst(comp, opcode, &format!("({})", p.outs.join(", ")), &refs, attrs, op.line, &op.loc, "");
-    value.elements = Some(p.outs.clone());
+    value.elements = Some(Rc::new(p.outs.clone()));
     Ok(value)
 }
 

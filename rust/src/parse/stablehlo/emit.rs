@@ -10,6 +10,7 @@
 //! ops.rs's, passed in (`Translate`).
 
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use crate::parse::stablehlo::error::{at, index_error, Error, R};
 use crate::parse::stablehlo::locations::Locations;
@@ -18,6 +19,7 @@ use crate::parse::stablehlo::shardy_meshes::{read_meshes, Meshes};
 use crate::parse::stablehlo::signature::{parse_signature, Args, Results};
 use crate::parse::stablehlo::structure::{Func, MlirModule, Op, Region};
 use crate::parse::stablehlo::text::{is_space, strip};
+use crate::parse::text::FxMap;
 use crate::parse::stablehlo::values::{carry, quote, refs_of, sanitize, unquote, Comp, Dict, Inst, Value};
 
 pub(crate) const FUNC_RESULT_SHARDING: &str = "xla.sdy.FuncResultSharding";
@@ -41,6 +43,7 @@ pub(crate) struct Emitter {
     pub funcs: Vec<Func>,
     by_name: HashMap<String, usize>,
     locs: Locations,
+    metadata: FxMap<String, String>,
     done: HashMap<String, String>,
     busy: HashSet<String>,
     pub comps: Vec<Comp>,
@@ -74,6 +77,7 @@ impl Emitter {
             funcs,
             by_name,
             locs: Locations::new(std::mem::take(&mut module.locs)),
+            metadata: FxMap::default(),
             done: HashMap::new(),
             busy: HashSet::new(),
             comps: Vec::new(),
@@ -84,7 +88,13 @@ impl Emitter {
 
     pub(crate) fn fresh(&mut self, base: &str) -> String {
         self.count += 1;
-        format!("{}.{}", sanitize(base), self.count)
+        let plain = base.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && base.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-');
+        if plain {
+            format!("{base}.{}", self.count)
+        } else {
+            format!("{}.{}", sanitize(base), self.count)
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -100,23 +110,36 @@ impl Emitter {
         base: &str,
     ) -> Value {
         let meta = self.metadata(loc);
-        let name = self.fresh(if base.is_empty() { opcode } else { base });
+        let name: Rc<str> = self.fresh(if base.is_empty() { opcode } else { base }).into();
+        let shape: Rc<str> = shape.into();
         if !meta.is_empty() {
             attrs.push(meta);
         }
         comp.insts.push(Inst {
             name: name.clone(),
-            shape: shape.to_string(),
+            shape: shape.clone(),
             opcode: opcode.to_string(),
             operands: operands.iter().map(|v| v.name.clone()).collect(),
             attrs,
             line,
             root: false,
         });
-        Value { name, shape: shape.to_string(), elements: None }
+        Value { name, shape, elements: None }
     }
 
     fn metadata(&mut self, loc: &str) -> String {
+        if loc.is_empty() {
+            return String::new();
+        }
+        if let Some(m) = self.metadata.get(loc) {
+            return m.clone();
+        }
+        let m = self.metadata_of(loc);
+        self.metadata.insert(loc.to_string(), m.clone());
+        m
+    }
+
+    fn metadata_of(&mut self, loc: &str) -> String {
         let (op_name, file, line) = self.locs.resolve(loc);
         let mut parts = Vec::new();
         if !op_name.is_empty() {
@@ -229,7 +252,7 @@ impl Emitter {
             let mut whole =
                 self.inst(&mut comp, "parameter", &format!("({})", shapes.join(", ")), &[], vec![], line, "", "arg_tuple");
             comp.last().opcode = format!("parameter({number})");
-            whole.elements = Some(shapes);
+            whole.elements = Some(Rc::new(shapes));
             for (k, (key, _)) in group.iter().enumerate() {
                 let v = self.element(&mut comp, &whole, k, line)?;
                 comp.values.insert(key.clone(), v);
@@ -272,7 +295,7 @@ impl Emitter {
         if how.result_shardings.iter().any(|s| !s.is_empty()) && returned.len() == 1 {
             let shape = format!("({})", returned[0].shape);
             let mut whole = self.inst(&mut comp, "tuple", &shape, &[&returned[0]], vec![], ret.line, "", "");
-            whole.elements = Some(vec![returned[0].shape.clone()]);
+            whole.elements = Some(Rc::new(vec![returned[0].shape.to_string()]));
             let inner = whole.shape[1..whole.shape.len() - 1].to_string();
             let v = self.inst(&mut comp, "get-tuple-element", &inner, &[&whole], vec!["index=0".into()], ret.line, "", "");
             returned = vec![v];
@@ -286,12 +309,12 @@ impl Emitter {
                 i.root = i.name == root;
             }
         } else {
-            let shape = format!("({})", returned.iter().map(|v| v.shape.as_str()).collect::<Vec<_>>().join(", "));
+            let shape = format!("({})", returned.iter().map(|v| &*v.shape).collect::<Vec<_>>().join(", "));
             let refs: Vec<&Value> = returned.iter().collect();
             self.inst(&mut comp, "tuple", &shape, &refs, vec![], ret.line, &ret.loc, "");
             comp.last().root = true;
         }
-        let shapes = returned.iter().map(|v| v.shape.clone()).collect();
+        let shapes = returned.iter().map(|v| v.shape.to_string()).collect();
         self.comps.push(comp);
         Ok((name, shapes))
     }

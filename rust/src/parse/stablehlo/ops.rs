@@ -146,6 +146,7 @@ pub(crate) fn translate(em: &mut Emitter, comp: &mut Comp, op: &mut Op) -> R<()>
     }
     if parsed.attrs.has("xla_shape") && value.elements.is_none() {
         let s = unquote(&parsed.attrs.at("xla_shape")?);
+        let s: std::rc::Rc<str> = s.into();
         comp.last().shape = s.clone();
         value.shape = s;
         parsed.attrs.get("result_layout");
@@ -469,10 +470,10 @@ fn tuple(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Va
 fn optimization_barrier(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
     let operands = lookups(em, comp, &p.operands, op.line)?;
     let refs: Vec<&Value> = operands.iter().collect();
-    let shapes: Vec<String> = operands.iter().map(|v| v.shape.clone()).collect();
+    let shapes: Vec<String> = operands.iter().map(|v| v.shape.to_string()).collect();
     let whole = em.inst(comp, "tuple", &format!("({})", shapes.join(", ")), &refs, vec![], op.line, &op.loc, "");
     let mut value = em.inst(comp, "opt-barrier", &whole.shape.clone(), &[&whole], vec![], op.line, &op.loc, "");
-    value.elements = Some(shapes);
+    value.elements = Some(std::rc::Rc::new(shapes));
     Ok(value)
 }
 

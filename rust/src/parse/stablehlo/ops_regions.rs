@@ -291,17 +291,17 @@ fn while_(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<V
     }
     let outside = lookups(em, comp, &captured, op.line)?;
     let carried: Vec<&Value> = inits.iter().chain(&outside).collect();
-    let state = format!("({})", carried.iter().map(|v| v.shape.as_str()).collect::<Vec<_>>().join(", "));
+    let state = format!("({})", carried.iter().map(|v| &*v.shape).collect::<Vec<_>>().join(", "));
     let whole = em.inst(comp, "tuple", &state, &carried, vec![], op.line, &op.loc, "");
     zip_strict(&[op.regions[0].args.len(), inits.len()])?;
     let mut group: Vec<(String, String)> =
-        op.regions[0].args.iter().zip(&inits).map(|((n, _), v)| (n.clone(), v.shape.clone())).collect();
-    group.extend(captured.iter().zip(&outside).map(|(c, v)| (c.clone(), v.shape.clone())));
+        op.regions[0].args.iter().zip(&inits).map(|((n, _), v)| (n.clone(), v.shape.to_string())).collect();
+    group.extend(captured.iter().zip(&outside).map(|(c, v)| (c.clone(), v.shape.to_string())));
     let params = vec![group];
     let (condition, _) = em.region(&mut op.regions[0], &params, Shape { tuple_param: true, ..Shape::default() })?;
     zip_strict(&[op.regions[1].args.len(), inits.len()])?;
     let mut body_group: Vec<(String, String)> =
-        op.regions[1].args.iter().zip(&inits).map(|((n, _), v)| (n.clone(), v.shape.clone())).collect();
+        op.regions[1].args.iter().zip(&inits).map(|((n, _), v)| (n.clone(), v.shape.to_string())).collect();
     body_group.extend(params[0][inits.len().min(params[0].len())..].iter().cloned());
     let how = Shape { tuple_root: true, carry: &captured, tuple_param: true, ..Shape::default() };
     let (body, _) = em.region(&mut op.regions[1], &[body_group], how)?;
@@ -315,7 +315,7 @@ fn while_(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<V
         &op.loc,
         "",
     );
-    value.elements = Some(inits.iter().map(|v| v.shape.clone()).collect());
+    value.elements = Some(std::rc::Rc::new(inits.iter().map(|v| v.shape.to_string()).collect()));
     Ok(value)
 }
 
@@ -327,11 +327,11 @@ fn branches(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &Parsed) -> R<(Ve
         if values.len() == 1 {
             operands.push(values[0].clone());
         } else {
-            let shape = format!("({})", values.iter().map(|v| v.shape.as_str()).collect::<Vec<_>>().join(", "));
+            let shape = format!("({})", values.iter().map(|v| &*v.shape).collect::<Vec<_>>().join(", "));
             let refs: Vec<&Value> = values.iter().collect();
             operands.push(em.inst(comp, "tuple", &shape, &refs, vec![], op.line, &op.loc, ""));
         }
-        let group: Vec<(String, String)> = captured.iter().zip(&values).map(|(c, v)| (c.clone(), v.shape.clone())).collect();
+        let group: Vec<(String, String)> = captured.iter().zip(&values).map(|(c, v)| (c.clone(), v.shape.to_string())).collect();
         let how = Shape { tuple_root: p.outs.len() > 1, ..Shape::default() };
         let (name, _) = em.region(region, &[group], how)?;
         names.push(name);

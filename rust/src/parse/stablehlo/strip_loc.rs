@@ -34,7 +34,65 @@ pub(crate) fn strip_loc(s: &str) -> (&str, &str) {
 }
 
 /// The leftmost whitespace run after which the rest is one pretty location: (run start, rest).
+/// Without a token `at` (a call site), only a rest that starts with `"` or `fused`, or the last
+/// token, can be one: those are tried, left to right, without listing the tokens.
 fn pretty_loc(s: &str) -> Option<(usize, usize)> {
+    if !s.is_ascii() {
+        return pretty_loc_chars(s);
+    }
+    // ASCII: Python's whitespace is `\t`-`\r`, `\x1c`-`\x1f` and the space, one byte each.
+    let b = s.as_bytes();
+    let ws = |c: u8| matches!(c, b'\t'..=b'\r' | 0x1c..=0x1f | b' ');
+    let callsite = (1..b.len().saturating_sub(2)).any(|k| b[k] == b'a' && b[k + 1] == b't' && ws(b[k - 1]) && ws(b[k + 2]));
+    if callsite {
+        return pretty_loc_tokens(s);
+    }
+    let last = b.iter().rposition(|&c| ws(c)).map(|k| k + 1);
+    let mut run: Option<usize> = None;
+    for (k, &c) in b.iter().enumerate() {
+        if ws(c) {
+            if run.is_none() {
+                run = Some(k);
+            }
+            continue;
+        }
+        let Some(r) = run.take() else { continue };
+        let rest = &s[k..];
+        if (c == b'"' || rest.starts_with("fused") || Some(k) == last) && one_location(rest) {
+            return Some((r, k));
+        }
+    }
+    None
+}
+
+/// `pretty_loc` of text beyond ASCII (whitespace of several bytes).
+fn pretty_loc_chars(s: &str) -> Option<(usize, usize)> {
+    let callsite = s.match_indices("at").any(|(k, _)| {
+        s[..k].chars().next_back().is_some_and(is_space) && s[k + 2..].chars().next().is_some_and(is_space)
+    });
+    if callsite {
+        return pretty_loc_tokens(s);
+    }
+    let last = s.rfind(is_space).map(|k| k + s[k..].chars().next().map_or(1, |c| c.len_utf8()));
+    let mut run: Option<usize> = None;
+    for (k, c) in s.char_indices() {
+        if is_space(c) {
+            if run.is_none() {
+                run = Some(k);
+            }
+            continue;
+        }
+        let Some(r) = run.take() else { continue };
+        let rest = &s[k..];
+        if (c == '"' || rest.starts_with("fused") || Some(k) == last) && one_location(rest) {
+            return Some((r, k));
+        }
+    }
+    None
+}
+
+/// `pretty_loc` by the list of tokens, where a call site may be the location.
+fn pretty_loc_tokens(s: &str) -> Option<(usize, usize)> {
     // tokens: (start, end) of the runs of non-space text
     let mut toks: Vec<(usize, usize)> = Vec::new();
     let mut runs: Vec<usize> = Vec::new(); // the whitespace run before each token (token 0: none)

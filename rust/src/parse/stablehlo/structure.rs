@@ -371,10 +371,11 @@ fn read_op(src: &mut Lines, s: &str, line: usize, nesting: usize) -> R<Op> {
     let mut last_start = 0usize; // where pieces[-1] starts in `joined`
     let mut regions = Vec::new();
     loop {
-        let last = joined[last_start..].to_string();
-        let (code, _) = strip_loc(&last);
         let d = depth(&joined);
-        if d > 0 && code.ends_with('{') {
+        let opens = d > 0 && strip_loc(&joined[last_start..]).0.ends_with('{');
+        if opens {
+            let last = joined[last_start..].to_string();
+            let (code, _) = strip_loc(&last);
             let label = strip(&code[..code.len() - 1]).to_string();
             let kept = if label.starts_with("reducer(") { "" } else { &code[..code.len() - 1] };
             let replaced = format!("{kept}{{}}");

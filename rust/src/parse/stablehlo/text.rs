@@ -88,14 +88,34 @@ fn str_end(b: &[u8], p: usize) -> usize {
     b.len()
 }
 
+/// Bytes a token can start with (a string, `->`, a bracket); a separator's first byte is checked
+/// apart.
+const fn token_starts() -> [bool; 256] {
+    let mut t = [false; 256];
+    let special = b"\"-([{<)]}>";
+    let mut k = 0;
+    while k < special.len() {
+        t[special[k] as usize] = true;
+        k += 1;
+    }
+    t
+}
+
+static TOKEN_STARTS: [bool; 256] = token_starts();
+
 /// The next token at or after `p`: a string, `sep`, `->`, or a bracket.
 pub(crate) fn next_tok(b: &[u8], mut p: usize, sep: &[u8]) -> Option<(usize, usize, Tok)> {
+    let first = sep.first().copied();
     while p < b.len() {
         let c = b[p];
+        if !TOKEN_STARTS[c as usize] && Some(c) != first {
+            p += 1;
+            continue;
+        }
         if c == b'"' {
             return Some((p, str_end(b, p).min(b.len()), Tok::Str));
         }
-        if !sep.is_empty() && b[p..].starts_with(sep) {
+        if Some(c) == first && b[p..].starts_with(sep) {
             return Some((p, p + sep.len(), Tok::Sep));
         }
         if c == b'-' && b.get(p + 1) == Some(&b'>') {

@@ -3,7 +3,10 @@
 //! names made HLO identifiers; strings quoted as HLO's; the values an operation reads (`%x`,
 //! `%x#1`) and a region reads from outside it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+use std::rc::Rc;
+
+use crate::parse::text::FxMap;
 
 use crate::parse::stablehlo::structure::{Op, Region};
 use crate::parse::stablehlo::text::{comma, inner, is_space, is_word, partition, strip};
@@ -12,16 +15,16 @@ use crate::parse::stablehlo::text::{comma, inner, is_space, is_word, partition, 
 /// results (a tuple whose elements MLIR names `%x#k`).
 #[derive(Clone)]
 pub(crate) struct Value {
-    pub name: String,
-    pub shape: String,
-    pub elements: Option<Vec<String>>,
+    pub name: Rc<str>,
+    pub shape: Rc<str>,
+    pub elements: Option<Rc<Vec<String>>>,
 }
 
 pub(crate) struct Inst {
-    pub name: String,
-    pub shape: String,
+    pub name: Rc<str>,
+    pub shape: Rc<str>,
     pub opcode: String,
-    pub operands: Vec<String>,
+    pub operands: Vec<Rc<str>>,
     pub attrs: Vec<String>,
     pub line: usize,
     pub root: bool,
@@ -31,14 +34,14 @@ pub(crate) struct Comp {
     pub name: String,
     pub line: usize,
     pub insts: Vec<Inst>,
-    pub values: HashMap<String, Value>,
-    pub elements: HashMap<String, Value>,
+    pub values: FxMap<String, Value>,
+    pub elements: FxMap<String, Value>,
     pub entry: bool,
 }
 
 impl Comp {
     pub(crate) fn new(name: String, line: usize) -> Self {
-        Comp { name, line, insts: Vec::new(), values: HashMap::new(), elements: HashMap::new(), entry: false }
+        Comp { name, line, insts: Vec::new(), values: FxMap::default(), elements: FxMap::default(), entry: false }
     }
 
     pub(crate) fn last(&mut self) -> &mut Inst {
