@@ -23,5 +23,6 @@ pub fn stablehlo_to_hlo(py: Python<'_>, text: &Bound<'_, PyString>) -> PyResult<
     got.map_err(|r| match r {
         Refusal::Parse(message, line) => StableHloError::new_err((message, line, "parse")),
         Refusal::Input(message) => StableHloError::new_err((message, 0usize, "input")),
+        Refusal::Stack => StableHloError::new_err(("StableHLO nested too deeply to read", 0usize, "input")),
     })
 }

@@ -80,6 +80,9 @@ pub(crate) struct Parsed {
 
 /// `re.sub(r"\s+(cond|do)\s*\{\}|\s*\{\}$", "", sig)`
 fn drop_region_marks(sig: &str) -> String {
+    if !sig.contains("{}") {
+        return sig.to_string();
+    }
     let mut out = String::with_capacity(sig.len());
     let mut i = 0;
     'scan: while i < sig.len() {
@@ -145,7 +148,7 @@ pub(crate) fn parse(op: &Op) -> R<Parsed> {
         let skip = end + 1 + usize::from(start != k);
         rest = format!("{} {}", &rest[..start], rest.get(skip..).unwrap_or(""));
     }
-    for part in comma(&rest) {
+    for part in if rest.contains('=') { comma(&rest) } else { Vec::new() } {
         if let Some((key, value)) = assignment(part) {
             attrs.dict.setdefault(key.to_string(), strip(value).to_string());
         }

@@ -12,7 +12,7 @@
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
-use crate::parse::stablehlo::error::{at, index_error, Error, R};
+use crate::parse::stablehlo::error::{at, index_error, stack_guard, Error, R};
 use crate::parse::stablehlo::locations::Locations;
 use crate::parse::stablehlo::mlir_types::hlo_shape;
 use crate::parse::stablehlo::shardy_meshes::{read_meshes, Meshes};
@@ -240,6 +240,7 @@ impl Emitter {
         ops: &mut [Op],
         how: Shape<'_>,
     ) -> R<(String, Vec<String>)> {
+        stack_guard()?;
         let mut comp = Comp::new(name.clone(), line);
         for (number, group) in params.iter().enumerate() {
             let shapes: Vec<String> = group.iter().map(|(_, s)| s.clone()).collect();

@@ -4,7 +4,7 @@
 //! The element types are those xla/hlo/translate/mhlo_to_hlo/type_to_shape.cc maps; anything else
 //! (dynamic or bounded dimensions, quantized types, encodings) is refused by name.
 
-use crate::parse::stablehlo::error::{type_err, value_error, Error, R, MAX_NESTING};
+use crate::parse::stablehlo::error::{stack_guard, type_err, value_error, Error, R, MAX_NESTING};
 use crate::parse::stablehlo::numbers::{f16_value, float_text, py_float, py_int};
 use crate::parse::stablehlo::text::{comma, inner, split_top, strip};
 
@@ -85,6 +85,7 @@ fn shape_at(mlir: &str, nesting: usize) -> R<String> {
     if nesting > MAX_NESTING {
         return Err(Error::Deep);
     }
+    stack_guard()?;
     let t = strip(mlir);
     if t.starts_with("tuple<") && t.ends_with('>') && t.len() >= 7 {
         let parts: R<Vec<String>> = split_top(&t[6..t.len() - 1], ",").iter().map(|p| shape_at(p, nesting + 1)).collect();
@@ -206,6 +207,7 @@ fn flatten<'a>(v: &'a str, out: &mut Vec<&'a str>, nesting: usize) -> R<()> {
     if nesting > MAX_NESTING {
         return Err(Error::Deep);
     }
+    stack_guard()?;
     for part in comma(inner(v)) {
         if part.starts_with('[') {
             flatten(part, out, nesting + 1)?;

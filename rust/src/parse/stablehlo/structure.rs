@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use crate::parse::stablehlo::error::{at, index_error, Error, R, MAX_NESTING};
+use crate::parse::stablehlo::error::{at, index_error, stack_guard, Error, R, MAX_NESTING};
 use crate::parse::stablehlo::lines::Lines;
 use crate::parse::stablehlo::strip_loc::strip_loc;
 use crate::parse::stablehlo::text::{depth, head, is_space, lstrip, partition, rstrip, split_top, string_end, strip};
@@ -308,6 +308,7 @@ fn read_region(src: &mut Lines, region: &mut Region, nesting: usize) -> R<()> {
     if nesting > MAX_NESTING {
         return Err(Error::Deep);
     }
+    stack_guard()?;
     let mut first = true;
     loop {
         let Some((s, line)) = src.next_meaningful() else {
