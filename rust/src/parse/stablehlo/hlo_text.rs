@@ -32,7 +32,15 @@ pub(crate) fn to_hlo_text(mut module: MlirModule) -> R<(String, Vec<u32>)> {
     }
     let header = header(&module, &em.funcs[entry], &em.meshes)?;
     let name = if module.name.is_empty() { "module" } else { module.name.as_str() };
-    let mut out = String::with_capacity(64 * em.comps.iter().map(|c| c.insts.len()).sum::<usize>());
+    // sized once: growing a string of megabytes by doubling costs the allocator more than writing it
+    let size: usize = em
+        .comps
+        .iter()
+        .flat_map(|c| &c.insts)
+        .map(|i| 16 + i.name.len() + i.shape.len() + i.opcode.len() + i.operands.iter().map(|o| o.len() + 2).sum::<usize>()
+            + i.attrs.iter().map(|a| a.len() + 2).sum::<usize>())
+        .sum();
+    let mut out = String::with_capacity(size + 64 * (em.comps.len() + 1) + 256);
     out.push_str("HloModule ");
     out.push_str(&sanitize(name));
     for (k, v) in &header {

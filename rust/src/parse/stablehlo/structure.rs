@@ -371,8 +371,9 @@ fn read_op(src: &mut Lines, s: &str, line: usize, nesting: usize) -> R<Op> {
     let mut joined = rest.to_string();
     let mut last_start = 0usize; // where pieces[-1] starts in `joined`
     let mut regions = Vec::new();
+    let mut d;
     loop {
-        let d = depth(&joined);
+        d = depth(&joined);
         let opens = d > 0 && strip_loc(&joined[last_start..]).0.ends_with('{');
         if opens {
             let last = joined[last_start..].to_string();
@@ -402,7 +403,7 @@ fn read_op(src: &mut Lines, s: &str, line: usize, nesting: usize) -> R<Op> {
         }
         break;
     }
-    if depth(&joined) != 0 {
+    if d != 0 {
         return at(
             format!(
                 "`{name}` is not closed on its line: an operation over several lines (no MLIR printer \
