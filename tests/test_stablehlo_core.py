@@ -2,7 +2,7 @@
 readable reference (tests/stablehlo_reference, the Python it was ported from): the same HLO text
 and line map byte for byte, and for refused input the same message and line (or the same refusal
 of the text as a whole), on every module of fixtures/stablehlo_corpus (read and refused alike),
-every `.mlir` under fixtures/, the JAX fixtures changed in their text as the equivalence test
+every `.mlir` under fixtures/ and tests/data/, the JAX fixtures changed in their text as the equivalence test
 changes them (SSA values renamed, operations reordered, arguments permuted), generated Shardy
 modules, and mutated text (cut at any offset, lines deleted, duplicated or swapped, characters
 dropped or added), so that the error paths agree too. And it never fails otherwise: binary
@@ -29,7 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "fixtures" / "stablehlo_corpus"
 MANIFEST = json.loads((CORPUS / "MANIFEST.json").read_text())
 SPLIT = "\n// -----\n"
-MLIR_FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "fixtures").rglob("*.mlir"))
+MLIR_FILES = sorted(
+    p.relative_to(ROOT).as_posix() for d in ("fixtures", "tests/data") for p in (ROOT / d).rglob("*.mlir")
+)
 JAX = sorted((ROOT / "fixtures" / "jax" / "stablehlo").glob("*.mlir"))
 
 

@@ -138,8 +138,7 @@ pub(crate) fn parse(op: &Op) -> R<Parsed> {
     };
     let mut attrs = Attrs::default();
     let mut rest = body.clone();
-    loop {
-        let Some(k) = top_brace(&rest) else { break };
+    while let Some(k) = top_brace(&rest) {
         let start = if k > 0 && rest.as_bytes()[k - 1] == b'<' { k - 1 } else { k };
         let Some(end) = matching(&rest, k) else { break };
         for (key, v) in attr_dict(&rest[k..end + 1]).0 {
@@ -170,7 +169,7 @@ pub(crate) fn parse(op: &Op) -> R<Parsed> {
 fn assignment(part: &str) -> Option<(&str, &str)> {
     let mut prev: Option<char> = None;
     for (p, c) in part.char_indices() {
-        let free = prev.map_or(true, |q| !(q == '%' || q == '.' || is_word(q)));
+        let free = prev.is_none_or(|q| !(q == '%' || q == '.' || is_word(q)));
         prev = Some(c);
         if !free || !(c.is_ascii_alphabetic() || c == '_') {
             continue;

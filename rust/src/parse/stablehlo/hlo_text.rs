@@ -46,7 +46,7 @@ pub(crate) fn to_hlo_text(mut module: MlirModule) -> R<(String, Vec<u32>)> {
     for (k, v) in &header {
         out.push_str(&format!(", {k}={v}"));
     }
-    out.push_str("\n");
+    out.push('\n');
     let line = module.line as u32;
     let mut where_ = vec![0, line, line];
     for comp in &em.comps {

@@ -152,7 +152,7 @@ impl Locations {
         if s.starts_with("fused") {
             if let Some(start) = s.find('[') {
                 let end = s.rfind(']').unwrap_or(s.len().saturating_sub(1));
-                let list = if start + 1 <= end { &s[start + 1..end] } else { "" };
+                let list = if start < end { &s[start + 1..end] } else { "" };
                 for part in list.split(", ") {
                     let (name, f, ln) = self.walk(part, depth + 1);
                     if !f.is_empty() {

@@ -479,7 +479,7 @@ fn optimization_barrier(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut 
 
 fn reduce_precision(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
     let text = either(p, "exponent_bits", "format", "");
-    let both = ints(&text.replace('e', " ").replace('m', " "));
+    let both = ints(&text.replace(['e', 'm'], " "));
     let (e, m) = if p.attrs.has("format") {
         (first(&both)?, *both.get(1).ok_or(Error::Py("IndexError", "list index out of range".into()))?)
     } else {

@@ -145,13 +145,8 @@ fn one_location(t: &str) -> bool {
             match b.get(i) {
                 None => return false,
                 Some(b'"') => break i,
-                Some(b'\\') => {
-                    if i + 1 < b.len() && b[i + 1] != b'\n' {
-                        i += 2
-                    } else {
-                        return false;
-                    }
-                }
+                Some(b'\\') if i + 1 < b.len() && b[i + 1] != b'\n' => i += 2,
+                Some(b'\\') => return false,
                 Some(_) => i += 1,
             }
         };
