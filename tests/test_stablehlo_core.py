@@ -248,6 +248,22 @@ def test_huge_splat_is_refused() -> None:
     assert got[0] == "parse" and "splat constant of 10000000000 elements" in got[1]
 
 
+def test_constants_are_bounded_in_all() -> None:
+    """Splats of 4M elements each, 9 of them: past what all of a module's constants may write, the
+    core refuses the module in a line (its memory stays bounded; the reference, unbounded, would
+    write 36M elements)."""
+    ops = "\n".join(
+        f"    %{k} = stablehlo.constant dense<1.0> : tensor<2048x2048xf32>" for k in range(9)
+    )
+    text = (
+        "module {\n  func.func @main() -> tensor<2048x2048xf32> {\n" + ops + "\n"
+        "    return %8 : tensor<2048x2048xf32>\n  }\n}\n"
+    )
+    got = core_to_hlo(text)
+    assert got[:1] == ("parse",) and got[2] == 11, got[:3]  # the ninth
+    assert got[1] == "stablehlo.constant: constants of more than 33554432 elements in all are not read"
+
+
 def test_errors_name_the_users_line() -> None:
     """`first_line` shifts a refusal's line, as it did in Python; line 0 stays 0."""
     text = "module {\n  func.func @main() {\n    %0 = stablehlo.fft %x : tensor<4xf32>\n"

@@ -24,6 +24,9 @@ use crate::parse::stablehlo::values::{carry, quote, refs_of, sanitize, unquote, 
 
 pub(crate) const FUNC_RESULT_SHARDING: &str = "xla.sdy.FuncResultSharding";
 pub(crate) const SDY_FRONTEND: &str = "xla.sdy.sharding";
+/// Elements all of a module's constants may write in the HLO text, splats expanded (a splat of
+/// one constant is bounded apart, mlir_types.rs's MAX_SPLAT): the reader's memory stays bounded.
+pub(crate) const LITERAL_BUDGET: i128 = 1 << 25;
 const TERMINATORS: [&str; 4] = ["stablehlo.return", "return", "func.return", "mhlo.return"];
 const ARG_READ: [&str; 4] = ["mhlo.sharding", "sdy.sharding", "tf.aliasing_output", "jax.buffer_donor"];
 
@@ -49,6 +52,8 @@ pub(crate) struct Emitter {
     pub comps: Vec<Comp>,
     count: usize,
     pub meshes: Meshes,
+    /// elements the module's constants may still write (splats expand: the text is no bound)
+    pub literal_budget: i128,
 }
 
 /// `\s(?:func\.|stablehlo\.)?return\s`: a return after an operation, on its line.
@@ -83,6 +88,7 @@ impl Emitter {
             comps: Vec::new(),
             count: 0,
             meshes,
+            literal_budget: LITERAL_BUDGET,
         })
     }
 

@@ -7,7 +7,7 @@
 //! wrongly.
 
 use crate::parse::stablehlo::attributes::{braces, enum_, ints, one, parse, Handler, Parsed};
-use crate::parse::stablehlo::emit::Emitter;
+use crate::parse::stablehlo::emit::{Emitter, LITERAL_BUDGET};
 use crate::parse::stablehlo::error::{at, index_error, type_err, zip_strict, Error, R};
 use crate::parse::stablehlo::mlir_types::{dims_of, element_of, hlo_literal, hlo_shape};
 use crate::parse::stablehlo::numbers::py_int;
@@ -222,6 +222,10 @@ fn constant(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R
     let shape = out0(p)?;
     let end = matching(text, 5).unwrap_or(text.len().saturating_sub(1));
     let literal = hlo_literal(text.get(6..end.max(6)).unwrap_or(""), &shape)?;
+    em.literal_budget -= dims_of(&shape)?.iter().fold(1i128, |a, &d| a.saturating_mul(d.max(0) as i128));
+    if em.literal_budget < 0 {
+        return type_err(format!("constants of more than {LITERAL_BUDGET} elements in all are not read"));
+    }
     let v = em.inst(comp, "constant", &shape, &[], vec![], op.line, &op.loc, "");
     let last = comp.last();
     last.opcode = format!("constant({literal})");
