@@ -54,6 +54,7 @@ pub(crate) struct Emitter {
     pub meshes: Meshes,
     /// elements the module's constants may still write (splats expand: the text is no bound)
     pub literal_budget: i128,
+    name_buf: String,
 }
 
 /// `\s(?:func\.|stablehlo\.)?return\s`: a return after an operation, on its line.
@@ -89,18 +90,28 @@ impl Emitter {
             count: 0,
             meshes,
             literal_budget: LITERAL_BUDGET,
+            name_buf: String::new(),
         })
     }
 
     pub(crate) fn fresh(&mut self, base: &str) -> String {
+        self.fresh_name(base).to_string()
+    }
+
+    /// `fresh`'s name, written in a buffer kept for it (one allocation: the shared name).
+    fn fresh_name(&mut self, base: &str) -> Rc<str> {
+        use std::fmt::Write;
         self.count += 1;
         let plain = base.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
             && base.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-');
+        self.name_buf.clear();
         if plain {
-            format!("{base}.{}", self.count)
+            self.name_buf.push_str(base);
         } else {
-            format!("{}.{}", sanitize(base), self.count)
+            self.name_buf.push_str(&sanitize(base));
         }
+        let _ = write!(self.name_buf, ".{}", self.count);
+        Rc::from(self.name_buf.as_str())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -116,7 +127,7 @@ impl Emitter {
         base: &str,
     ) -> Value {
         let meta = self.metadata(loc);
-        let name: Rc<str> = self.fresh(if base.is_empty() { opcode } else { base }).into();
+        let name = self.fresh_name(if base.is_empty() { opcode } else { base });
         let shape: Rc<str> = shape.into();
         if !meta.is_empty() {
             attrs.push(meta);

@@ -43,13 +43,20 @@ impl<'a> Lines<'a> {
         &self.lines[k]
     }
 
-    pub(crate) fn next_meaningful(&mut self) -> Option<(String, usize)> {
+    /// The next line that is not blank or a comment, stripped (borrowed from the text unless a
+    /// call site was joined to it), and its number.
+    pub(crate) fn next_meaningful(&mut self) -> Option<(Cow<'a, str>, usize)> {
         while self.i < self.lines.len() {
-            let s = strip(&self.lines[self.i]);
+            let k = self.i;
             self.i += 1;
-            if !s.is_empty() && !s.starts_with("//") {
-                return Some((s.to_string(), self.i));
+            let s = strip(&self.lines[k]);
+            if s.is_empty() || s.starts_with("//") {
+                continue;
             }
+            return Some(match &self.lines[k] {
+                Cow::Borrowed(b) => (Cow::Borrowed(strip(b)), self.i),
+                Cow::Owned(o) => (Cow::Owned(strip(o).to_string()), self.i),
+            });
         }
         None
     }
