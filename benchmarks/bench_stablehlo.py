@@ -5,20 +5,26 @@ reading the HLO text XLA converts the same lowering to.
     python benchmarks/bench_stablehlo.py [--layers 8 32 128]
 
 A program of N unrolled transformer-style layers is lowered by JAX (at run time: nothing stored)
-and read four ways, best of 3 in this process:
+and read four ways, best of 5 in this process:
 
 * ``mlir``: jaxlib's C++ MLIR parser (``ir.Module.parse``), the structure only, no IR built;
-* ``to_hlo``: xlagraph's StableHLO reader writing the module as HLO text (Python);
-* ``stablehlo``: that and the compiled reader building the IR and canonical form, all of
+* ``to_hlo``: xlagraph's StableHLO reader writing the module as HLO text (the compiled core's
+  ``stablehlo_to_hlo``, rust/src/parse/stablehlo);
+* ``stablehlo``: that and the compiled HLO reader building the IR and canonical form, all of
   ``read_stablehlo``: what ``xlagraph diff a.mlir b.mlir`` pays per side;
-* ``hlo``: ``parse_hlo`` of the HLO text XLA writes for the same lowering.
+* ``x_mlir``: ``stablehlo`` over ``mlir`` (issue 38's goal: at most 2);
+* ``hlo``: ``parse_hlo`` of the HLO text XLA writes for the same lowering;
+* ``python``: the Python translator the core was ported from (tests/stablehlo_reference, the test
+  oracle; run from the repository root), the ``to_hlo`` of before, for comparison.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 
 def lowered(layers: int) -> tuple[str, str]:
@@ -38,7 +44,7 @@ def lowered(layers: int) -> tuple[str, str]:
     return low.as_text(debug_info=True), low.as_text(dialect="hlo")
 
 
-def best(f: Callable[[], object], runs: int = 3) -> float:
+def best(f: Callable[[], object], runs: int = 5) -> float:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
@@ -57,9 +63,15 @@ def main() -> None:
     from xlagraph.parse.hlo import parse_hlo
     from xlagraph.parse.stablehlo import read_stablehlo, stablehlo_to_hlo
 
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's tests/
+    try:
+        from tests.stablehlo_reference import reference_to_hlo
+    except ImportError:  # an installed xlagraph without its tests
+        reference_to_hlo = None
+
     context = jax_mlir.make_ir_context()
-    names = ("layers", "MB", "instr", "mlir", "to_hlo", "stablehlo", "hlo")
-    widths = (6, 6, 7, 8, 8, 10, 8)
+    names = ("layers", "MB", "instr", "mlir", "to_hlo", "stablehlo", "x_mlir", "hlo", "python")
+    widths = (6, 6, 7, 8, 8, 10, 7, 8, 8)
     print(" ".join(f"{n:>{w}}" for n, w in zip(names, widths, strict=True)) + "  (seconds)")
     for n in args.layers:
         mlir, hlo = lowered(n)
@@ -68,9 +80,14 @@ def main() -> None:
         t_to = best(lambda text=mlir: stablehlo_to_hlo(text))
         t_shlo = best(lambda text=mlir: read_stablehlo(text))
         t_hlo = best(lambda text=hlo: parse_hlo(text))
+        t_py = best(lambda text=mlir: reference_to_hlo(text)) if reference_to_hlo else float("nan")
         count = read_stablehlo(mlir).instruction_count
         size = len(mlir) / 1e6
-        print(f"{n:>6} {size:>6.2f} {count:>7} {t_mlir:>8.3f} {t_to:>8.3f} {t_shlo:>10.3f} {t_hlo:>8.3f}")
+        ratio = t_shlo / t_mlir
+        print(
+            f"{n:>6} {size:>6.2f} {count:>7} {t_mlir:>8.3f} {t_to:>8.3f} {t_shlo:>10.3f} {ratio:>7.2f}"
+            f" {t_hlo:>8.3f} {t_py:>8.3f}"
+        )
 
 
 if __name__ == "__main__":

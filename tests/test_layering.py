@@ -216,6 +216,16 @@ def test_the_analyzer_imports_no_torch(house: tuple[nx.DiGraph, dict[str, list[t
     assert bad == [], "the analyzer runs where torch is not installed:\n" + "\n".join(bad)
 
 
+def test_the_library_imports_nothing_of_the_tests(
+    house: tuple[nx.DiGraph, dict[str, list[tuple[str, str]]]],
+) -> None:
+    """tests/ holds reference implementations (tests/stablehlo_reference: the Python StableHLO
+    reader the core was ported from), oracles of the compiled rules, never a second engine."""
+    bad = [f"{module} imports {name} ({at})" for module, names in house[1].items() for name, at in names
+           if name == "tests"]  # fmt: skip
+    assert bad == [], "the library must not import from tests/:\n" + "\n".join(bad)
+
+
 # --- the checker itself ------------------------------------------------------------------------------
 
 

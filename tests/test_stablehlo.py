@@ -19,10 +19,10 @@ import pytest
 from click.testing import CliRunner, Result
 from xlagraph.cli.main import xlagraph
 
+from tests.stablehlo_reference.structure import Op, read_structure
 from xlagraph.diff import diff_modules
 from xlagraph.ir import Module
 from xlagraph.parse.sources import load_module
-from xlagraph.parse.stablehlo.structure import Op, read_structure
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = ROOT / "fixtures" / "jax" / "stablehlo"
@@ -443,7 +443,7 @@ def test_shardy_conversion_matches_xla() -> None:
     dimensions and device orders (`device_ids`): the fixtures' JAX programs cannot reach them all.
     The MLIR text is generated here; the reference is XLA."""
     pytest.importorskip("jaxlib")
-    from xlagraph.parse.stablehlo.shardy import hlo_sharding, parse_mesh, parse_sharding
+    from tests.stablehlo_reference.shardy import hlo_sharding, parse_mesh, parse_sharding
 
     rng = random.Random(38)
     compared = 0

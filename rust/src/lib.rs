@@ -19,7 +19,8 @@ use matching::{
 };
 use parse::lazy_instructions;
 use py::parse_hlo::{self, HloSyntaxError};
-use py::{attributes, from_python};
+use py::stablehlo::StableHloError;
+use py::{attributes, from_python, stablehlo};
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -62,5 +63,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(attributes::frontend_entries, m)?)?;
     m.add_function(wrap_pyfunction!(attributes::stable_hash, m)?)?;
     m.add("HloSyntaxError", m.py().get_type::<HloSyntaxError>())?;
+    m.add_function(wrap_pyfunction!(stablehlo::stablehlo_to_hlo, m)?)?;
+    m.add("StableHloError", m.py().get_type::<StableHloError>())?;
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! Lines of a module read from text another reader wrote (the StableHLO reader's HLO text,
-//! xlagraph/parse/stablehlo/): `map[k]` is the line of the user's file that line `k` of the text
+//! parse/stablehlo/): `map[k]` is the line of the user's file that line `k` of the text
 //! read was written for, so that instructions, computations and errors name the user's lines.
 
 use crate::parse::text::ModuleText;

@@ -16,4 +16,5 @@ pub(crate) mod read;
 pub(crate) mod scan;
 pub(crate) mod semantics;
 pub(crate) mod shape;
+pub(crate) mod stablehlo;
 pub(crate) mod text;

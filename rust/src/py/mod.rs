@@ -6,3 +6,4 @@ pub(crate) mod attributes;
 pub(crate) mod canonical_form;
 pub(crate) mod from_python;
 pub(crate) mod parse_hlo;
+pub(crate) mod stablehlo;

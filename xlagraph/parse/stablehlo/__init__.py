@@ -3,10 +3,11 @@ export (xla/hlo/translate/mhlo_to_hlo) would produce for it, with the user's lin
 and read by the compiled HLO reader into the same IR, canonical form included; so canonicalization,
 matching, diagnosis and rendering work unchanged, and every check the HLO reader makes applies.
 
-structure.py splits the text (functions, operations, regions, `#loc` aliases), emit.py writes
-computations and instructions, hlo_text.py prints them, ops*.py translate each operation,
-mlir_types.py types and constants, locations.py `loc(...)` into `metadata={op_name source_file
-source_line}`. Nothing here imports jaxlib or MLIR: the reader works from the text alone.
+The translation is the compiled core's (rust/src/parse/stablehlo/: the structure of the text,
+types and constants, locations, each operation, Shardy's shardings, the printing), run without
+the GIL; its readable reference, the Python it was ported from, is tests/stablehlo_reference, and
+tests/test_stablehlo_core.py holds the two to the same output byte for byte. Nothing here imports
+jaxlib or MLIR: the reader works from the text alone.
 """
 
 from __future__ import annotations
@@ -31,19 +32,15 @@ def looks_like_stablehlo(text: str) -> bool:
 def stablehlo_to_hlo(text: str, path: str = "", *, first_line: int = 1) -> tuple[str, list[int]]:
     """The HLO text of a StableHLO module and the user's line for each of its lines.
     Raises `ParseError` naming `path:line` for what is not read."""
-    from xlagraph.parse.stablehlo.hlo_text import to_hlo_text
-    from xlagraph.parse.stablehlo.structure import StructureError, read_structure
+    from xlagraph import _core
 
     try:
-        module = read_structure(text)
-        hlo, lines = to_hlo_text(module)
-    except StructureError as e:
-        raise ParseError(path, e.message, e.line + first_line - 1 if e.line else 0) from None
-    except RecursionError:
-        raise InputError(path, "StableHLO nested too deeply to read") from None
-    except (ValueError, IndexError, KeyError) as e:  # text no MLIR printer writes, met off the paths above
-        raise InputError(path, f"malformed StableHLO text ({e.__class__.__name__}: {str(e)[:80]})") from None
-    return hlo, lines
+        return _core.stablehlo_to_hlo(text)
+    except _core.StableHloError as e:
+        message, line, kind = e.args
+        if kind == "input":
+            raise InputError(path, message) from None
+        raise ParseError(path, message, line + first_line - 1 if line else 0) from None
 
 
 def read_stablehlo(

@@ -7,10 +7,10 @@ frontend attribute `xla.sdy.sharding`, and `sdy.sharding_rule` goes to `xla.sdy.
 
 from __future__ import annotations
 
-from xlagraph.parse.stablehlo.attributes import Attrs, Parsed, one
-from xlagraph.parse.stablehlo.emit import SDY_FRONTEND, Comp, Emitter, TranslateError, Value
-from xlagraph.parse.stablehlo.shardy import tuple_sharding
-from xlagraph.parse.stablehlo.structure import Op, matching
+from tests.stablehlo_reference.attributes import Attrs, Parsed, one
+from tests.stablehlo_reference.emit import SDY_FRONTEND, Comp, Emitter, TranslateError, Value
+from tests.stablehlo_reference.shardy import tuple_sharding
+from tests.stablehlo_reference.structure import Op, matching
 
 __all__ = ["SDY_HANDLERS", "op_shardings"]
 

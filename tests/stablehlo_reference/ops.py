@@ -11,16 +11,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from xlagraph.parse.stablehlo.attributes import Parsed, braces, enum, ints, one, parse
-from xlagraph.parse.stablehlo.emit import Comp, Emitter, TranslateError, Value, attr_dict, carry, unquote
-from xlagraph.parse.stablehlo.mlir_types import TypeError_, dims_of, element_of, hlo_literal, hlo_shape
-from xlagraph.parse.stablehlo.ops_chlo import CHLO_HANDLERS
-from xlagraph.parse.stablehlo.ops_custom_call import custom_call
-from xlagraph.parse.stablehlo.ops_parallel import PARALLEL_HANDLERS
-from xlagraph.parse.stablehlo.ops_regions import REGION_HANDLERS
-from xlagraph.parse.stablehlo.ops_shardy import SDY_HANDLERS, op_shardings
-from xlagraph.parse.stablehlo.structure import Op, split_top
-from xlagraph.parse.stablehlo.structure import matching as _matching
+from tests.stablehlo_reference.attributes import Parsed, braces, enum, ints, one, parse
+from tests.stablehlo_reference.emit import Comp, Emitter, TranslateError, Value, attr_dict, carry, unquote
+from tests.stablehlo_reference.mlir_types import TypeError_, dims_of, element_of, hlo_literal, hlo_shape
+from tests.stablehlo_reference.ops_chlo import CHLO_HANDLERS
+from tests.stablehlo_reference.ops_custom_call import custom_call
+from tests.stablehlo_reference.ops_parallel import PARALLEL_HANDLERS
+from tests.stablehlo_reference.ops_regions import REGION_HANDLERS
+from tests.stablehlo_reference.ops_shardy import SDY_HANDLERS, op_shardings
+from tests.stablehlo_reference.structure import Op, split_top
+from tests.stablehlo_reference.structure import matching as _matching
 
 __all__ = ["translate"]
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 
-from xlagraph.parse.stablehlo.attributes import Parsed, braces, ints, numbers, one
-from xlagraph.parse.stablehlo.emit import Comp, Emitter, TranslateError, Value, unquote
-from xlagraph.parse.stablehlo.mlir_types import dims_of, hlo_shape
-from xlagraph.parse.stablehlo.structure import Op, split_top
+from tests.stablehlo_reference.attributes import Parsed, braces, ints, numbers, one
+from tests.stablehlo_reference.emit import Comp, Emitter, TranslateError, Value, unquote
+from tests.stablehlo_reference.mlir_types import dims_of, hlo_shape
+from tests.stablehlo_reference.structure import Op, split_top
 
 __all__ = ["custom_call"]
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from xlagraph.parse.stablehlo.attributes import Parsed, braces, ints, numbers, one
-from xlagraph.parse.stablehlo.emit import Comp, Emitter, TranslateError, Value, free_refs
-from xlagraph.parse.stablehlo.mlir_types import dims_of, element_of, hlo_shape
-from xlagraph.parse.stablehlo.structure import Op, Region, matching, split_top, strip_loc
+from tests.stablehlo_reference.attributes import Parsed, braces, ints, numbers, one
+from tests.stablehlo_reference.emit import Comp, Emitter, TranslateError, Value, free_refs
+from tests.stablehlo_reference.mlir_types import dims_of, element_of, hlo_shape
+from tests.stablehlo_reference.structure import Op, Region, matching, split_top, strip_loc
 
 __all__ = ["REGION_HANDLERS", "applied", "reducer"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from xlagraph.parse.stablehlo.shardy import (
+from tests.stablehlo_reference.shardy import (
     AxisRef,
     Mesh,
     MeshError,
@@ -26,7 +26,7 @@ from xlagraph.parse.stablehlo.shardy import (
     parse_per_value,
     parse_sharding,
 )
-from xlagraph.parse.stablehlo.structure import StructureError
+from tests.stablehlo_reference.structure import StructureError
 
 __all__ = ["Meshes", "read_meshes"]
 

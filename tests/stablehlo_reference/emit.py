@@ -15,10 +15,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from xlagraph.parse.stablehlo.locations import Locations
-from xlagraph.parse.stablehlo.mlir_types import TypeError_, hlo_shape, split_types
-from xlagraph.parse.stablehlo.shardy_meshes import read_meshes
-from xlagraph.parse.stablehlo.structure import (
+from tests.stablehlo_reference.locations import Locations
+from tests.stablehlo_reference.mlir_types import TypeError_, hlo_shape, split_types
+from tests.stablehlo_reference.shardy_meshes import read_meshes
+from tests.stablehlo_reference.structure import (
     Func,
     MlirModule,
     Op,
@@ -27,7 +27,7 @@ from xlagraph.parse.stablehlo.structure import (
     matching,
     split_top,
 )
-from xlagraph.parse.stablehlo.structure import strip_loc as _strip_loc
+from tests.stablehlo_reference.structure import strip_loc as _strip_loc
 
 __all__ = ["Comp", "Emitter", "TranslateError", "Value", "carry", "parse_signature", "quote", "sanitize"]
 

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from itertools import pairwise, product
 
-from xlagraph.parse.stablehlo.structure import StructureError, split_top
+from tests.stablehlo_reference.structure import StructureError, split_top
 
 __all__ = [
     "AxisRef",

@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from xlagraph.parse.stablehlo.attributes import Parsed, braces, enum, ints, nested, numbers, one
-from xlagraph.parse.stablehlo.emit import Comp, Emitter, TranslateError, Value
-from xlagraph.parse.stablehlo.mlir_types import dims_of, hlo_shape
-from xlagraph.parse.stablehlo.ops_regions import reducer, window
-from xlagraph.parse.stablehlo.structure import Op, split_top
+from tests.stablehlo_reference.attributes import Parsed, braces, enum, ints, nested, numbers, one
+from tests.stablehlo_reference.emit import Comp, Emitter, TranslateError, Value
+from tests.stablehlo_reference.mlir_types import dims_of, hlo_shape
+from tests.stablehlo_reference.ops_regions import reducer, window
+from tests.stablehlo_reference.structure import Op, split_top
 
 __all__ = ["PARALLEL_HANDLERS"]
 

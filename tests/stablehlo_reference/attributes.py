@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from xlagraph.parse.stablehlo.emit import Comp, Emitter, Value, attr_dict, refs_of
-from xlagraph.parse.stablehlo.mlir_types import TypeError_, dims_of, hlo_shape, split_types
-from xlagraph.parse.stablehlo.structure import Op, matching, split_top
+from tests.stablehlo_reference.emit import Comp, Emitter, Value, attr_dict, refs_of
+from tests.stablehlo_reference.mlir_types import TypeError_, dims_of, hlo_shape, split_types
+from tests.stablehlo_reference.structure import Op, matching, split_top
 
 __all__ = ["Attrs", "Parsed", "braces", "enum", "ints", "nested", "numbers", "one", "parse"]
 

@@ -11,7 +11,7 @@ import math
 import re
 import struct
 
-from xlagraph.parse.stablehlo.structure import split_top
+from tests.stablehlo_reference.structure import split_top
 
 __all__ = ["TypeError_", "element_count", "hlo_literal", "hlo_shape", "split_types"]
 

@@ -5,10 +5,17 @@ The module header: `replica_count`, `num_partitions`, donation (`tf.aliasing_out
 
 from __future__ import annotations
 
-from xlagraph.parse.stablehlo.emit import Emitter, TranslateError, attr_dict, carry, parse_signature, sanitize
-from xlagraph.parse.stablehlo.ops import translate
-from xlagraph.parse.stablehlo.shardy_meshes import Meshes
-from xlagraph.parse.stablehlo.structure import Func, MlirModule
+from tests.stablehlo_reference.emit import (
+    Emitter,
+    TranslateError,
+    attr_dict,
+    carry,
+    parse_signature,
+    sanitize,
+)
+from tests.stablehlo_reference.ops import translate
+from tests.stablehlo_reference.shardy_meshes import Meshes
+from tests.stablehlo_reference.structure import Func, MlirModule
 
 __all__ = ["to_hlo_text"]
 

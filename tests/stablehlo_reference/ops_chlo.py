@@ -14,9 +14,9 @@ refused by name.
 
 from __future__ import annotations
 
-from xlagraph.parse.stablehlo.attributes import Parsed, ints, one
-from xlagraph.parse.stablehlo.emit import Comp, Emitter, TranslateError, Value
-from xlagraph.parse.stablehlo.structure import Op
+from tests.stablehlo_reference.attributes import Parsed, ints, one
+from tests.stablehlo_reference.emit import Comp, Emitter, TranslateError, Value
+from tests.stablehlo_reference.structure import Op
 
 __all__ = ["CHLO_HANDLERS", "CHLO_OPAQUE"]
 

@@ -1,0 +1,94 @@
+//! The reader's errors, as the Python oracle (tests/stablehlo_reference) raises them: a message
+//! naming a line (`StructureError`, `TranslateError`), a type or constant not read (`TypeError_`),
+//! a Shardy attribute not converted (`MeshError`), Python's own `ValueError`/`IndexError`/
+//! `KeyError` of text no printer writes (their class and message, as Python words them), and
+//! nesting past what is read (`RecursionError`).
+
+use std::cell::Cell;
+
+pub(crate) enum Error {
+    At(String, usize),
+    Type(String),
+    Mesh(String),
+    Py(&'static str, String),
+    Deep,
+    /// more stack than the caller's thread is trusted with: read.rs reads again on a thread of
+    /// its own (never seen outside read.rs)
+    Stack,
+}
+
+pub(crate) type R<T> = Result<T, Error>;
+
+pub(crate) fn at<T>(message: impl Into<String>, line: usize) -> R<T> {
+    Err(Error::At(message.into(), line))
+}
+
+pub(crate) fn type_err<T>(message: impl Into<String>) -> R<T> {
+    Err(Error::Type(message.into()))
+}
+
+pub(crate) fn index_error<T>() -> R<T> {
+    Err(Error::Py("IndexError", "list index out of range".into()))
+}
+
+/// `KeyError(key)` as `str()` prints it: the key's repr.
+pub(crate) fn key_error<T>(key: &str) -> R<T> {
+    Err(Error::Py("KeyError", crate::parse::stablehlo::text::repr(key)))
+}
+
+pub(crate) fn value_error<T>(message: impl Into<String>) -> R<T> {
+    Err(Error::Py("ValueError", message.into()))
+}
+
+thread_local! {
+    static STACK_BASE: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Stack the reader may take on the caller's thread (whose size it does not know) before it
+/// reads again on a thread of its own.
+const STACK_BUDGET: usize = 128 << 10;
+
+fn stack_address() -> usize {
+    let here = 0u8;
+    std::hint::black_box(&here) as *const u8 as usize
+}
+
+/// Measure the stack from here (`on`), or stop measuring.
+pub(crate) fn set_stack_base(on: bool) {
+    let base = if on { stack_address() } else { 0 };
+    STACK_BASE.with(|b| b.set(base));
+}
+
+/// Called where the reader recurses: `Stack` past the budget, on the caller's thread.
+pub(crate) fn stack_guard() -> R<()> {
+    let base = STACK_BASE.with(|b| b.get());
+    if base != 0 && base.saturating_sub(stack_address()) > STACK_BUDGET {
+        return Err(Error::Stack);
+    }
+    Ok(())
+}
+
+/// Nesting past this (regions in regions, tuples in tuples, brackets of a constant) is refused as
+/// "nested too deeply", where Python's recursion limit refuses it.
+pub(crate) const MAX_NESTING: usize = 200;
+
+/// `zip(..., strict=True)`'s ValueError for iterables of these lengths, or None when they agree.
+pub(crate) fn zip_strict(lens: &[usize]) -> R<()> {
+    let k = lens.iter().copied().min().unwrap_or(0);
+    let args = |i: usize| {
+        if i == 1 {
+            "argument 1".to_string()
+        } else {
+            format!("arguments 1-{i}")
+        }
+    };
+    if lens[0] != k {
+        let i = lens.iter().position(|&n| n == k).unwrap_or(0);
+        return value_error(format!("zip() argument {} is shorter than {}", i + 1, args(i)));
+    }
+    if let Some(i) = lens.iter().skip(1).position(|&n| n > k) {
+        let i = i + 1;
+        return value_error(format!("zip() argument {} is longer than {}", i + 1, args(i)));
+    }
+    Ok(())
+}
