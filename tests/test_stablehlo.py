@@ -275,6 +275,35 @@ def test_truncated_file(tmp_path: Path, keep: float) -> None:
     one_error_line(run("graphs", str(cut)), str(cut))
 
 
+@pytest.mark.parametrize("keep", [0.1, 0.5, 0.9])
+def test_cut_in_the_location_table(tmp_path: Path, keep: float) -> None:
+    """A file cut inside the `#loc` table after the module (the graph whole, its locations not)
+    is one line naming the line where the cut shows: a location alias cut short, or, cut at a
+    line's end, a location an operation names that the table no longer defines (MLIR refuses
+    both)."""
+    text = (HERE / "scan.mlir").read_text()
+    table = text.index("\n} loc(#loc)") + len("\n} loc(#loc)\n")
+    at = table + int((len(text) - table) * keep)
+    lines_kept = text[:at].rsplit("\n", 1)[0] + "\n"
+    for k, cut in enumerate((text[:at], lines_kept)):
+        if cut.endswith("\n") and k == 0:
+            continue  # the fraction fell on a line's end: the second case covers it
+        path = tmp_path / f"cut{k}.mlir"
+        path.write_text(cut)
+        line = one_error_line(run("graphs", str(path)), f"{path}:")
+        assert "location" in line, line
+        one_error_line(run("diff", str(path), str(HERE / "scan.mlir")), f"{path}:")
+
+
+def test_reducer_of_an_unknown_dialect_is_refused(tmp_path: Path) -> None:
+    """`applies foo.add` is not StableHLO's add: refused by name with its line, never read as one."""
+    text = (HERE / "scan.mlir").read_text()
+    assert "applies stablehlo.add" in text
+    path = tmp_path / "foo.mlir"
+    path.write_text(text.replace("applies stablehlo.add", "applies foo.add", 1))
+    one_error_line(run("graphs", str(path)), f"{path}:", "foo.add")
+
+
 @pytest.mark.parametrize(
     ("old", "new"),
     [

@@ -33,8 +33,8 @@ def reducer(em: Emitter, op: Op, region: Region) -> str:
 
 def applied(em: Emitter, op: Op, opname: str, shapes: list[str]) -> str:
     """`applies stablehlo.add`: the two-parameter computation XLA's export writes for it."""
-    short = opname.partition(".")[2]
-    if short not in _BINARY:
+    dialect, _, short = opname.partition(".")
+    if dialect != "stablehlo" or short not in _BINARY:
         raise TranslateError(f"{op.name} applies {opname}, which is not read", op.line)
     comp = Comp(em.fresh("region"), op.line)
     params = []

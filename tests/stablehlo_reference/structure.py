@@ -209,6 +209,29 @@ class _Lines:
         return ""
 
 
+def complete_loc(value: str) -> bool:
+    """A location whole (`loc(...)`, or the pretty form without it): its strings closed and its
+    parentheses balanced (a file cut inside the location table must not read as whole)."""
+    depth, quoted, escaped = 0, False, False
+    for ch in value:
+        if quoted:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                quoted = False
+        elif ch == '"':
+            quoted = True
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                return False
+    return not quoted and depth == 0
+
+
 def read_structure(text: str) -> MlirModule:
     """The module's functions, operations and location aliases. Raises `StructureError`."""
     src = _Lines(text.lstrip("\ufeff"))
@@ -217,6 +240,8 @@ def read_structure(text: str) -> MlirModule:
     while (got := src.next_meaningful()) is not None:
         s, line = got
         if m := _LOC_ALIAS.match(s):
+            if not complete_loc(m.group(2)):
+                raise StructureError(f"location alias {m.group(1)} cut short or malformed: {s[:60]}", line)
             locs[m.group(1)] = m.group(2)
             continue
         if _OTHER_ALIAS.match(s):
@@ -237,8 +262,27 @@ def read_structure(text: str) -> MlirModule:
         _read_module_body(src, module, implicit=False)
     if module is None:
         raise StructureError("no `module` in the text", 1)
+    if undefined := undefined_location(text.lstrip("\ufeff"), locs):
+        name, line = undefined
+        raise StructureError(f"location {name} is not defined (the location table cut short?)", line)
     module.locs = locs
     return module
+
+
+_LOC_REF = re.compile(r"(?<=[(\[, \t\r\x0b\x0c])#loc\d*(?!\w)", re.ASCII)
+
+
+def undefined_location(text: str, locs: dict[str, str]) -> tuple[str, int] | None:
+    """The first `#locN` an operation or an alias refers to that the table does not define, and
+    its line: MLIR refuses such a file, and one cut at a line of its location table reads whole."""
+    if "#loc" not in text:
+        return None
+    for k, line in enumerate(text.split("\n"), 1):
+        if "#loc" in line:
+            for m in _LOC_REF.finditer(line):
+                if m.group() not in locs:
+                    return m.group(), k
+    return None
 
 
 def _read_module_body(src: _Lines, module: MlirModule, *, implicit: bool) -> None:

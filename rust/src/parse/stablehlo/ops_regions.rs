@@ -74,8 +74,8 @@ pub(crate) fn reducer0(em: &mut Emitter, op: &mut Op) -> R<String> {
 
 /// `applies stablehlo.add`: the two-parameter computation XLA's export writes for it.
 fn applied(em: &mut Emitter, op: &Op, opname: &str, shapes: &[String]) -> R<String> {
-    let short = partition(opname, ".").2;
-    let Some(opcode) = binary(short) else {
+    let (dialect, _, short) = partition(opname, ".");
+    let Some(opcode) = binary(short).filter(|_| dialect == "stablehlo") else {
         return at(format!("{} applies {opname}, which is not read", op.name), op.line);
     };
     let mut comp = Comp::new(em.fresh("region"), op.line);

@@ -76,6 +76,33 @@ pub(crate) fn loc_alias(s: &str) -> Option<(&str, &str)> {
     Some((&s[..4 + d], strip(after)))
 }
 
+/// A location whole (`loc(...)`, or the pretty form without it): its strings closed and its
+/// parentheses balanced (a file cut inside the location table must not read as whole).
+fn complete_loc(value: &str) -> bool {
+    let (mut depth, mut quoted, mut escaped) = (0i64, false, false);
+    for ch in value.chars() {
+        if quoted {
+            if escaped {
+                escaped = false;
+            } else if ch == '\\' {
+                escaped = true;
+            } else if ch == '"' {
+                quoted = false;
+            }
+        } else if ch == '"' {
+            quoted = true;
+        } else if ch == '(' {
+            depth += 1;
+        } else if ch == ')' {
+            depth -= 1;
+            if depth < 0 {
+                return false;
+            }
+        }
+    }
+    !quoted && depth == 0
+}
+
 /// `^[#!][\w.$-]+\s*=`
 fn other_alias(s: &str) -> bool {
     let Some(rest) = s.strip_prefix(['#', '!']) else { return false };
@@ -219,6 +246,9 @@ pub(crate) fn read_structure(text: &str) -> R<MlirModule> {
     let mut locs = HashMap::new();
     while let Some((s, line)) = src.next_meaningful() {
         if let Some((k, v)) = loc_alias(&s) {
+            if !complete_loc(v) {
+                return at(format!("location alias {k} cut short or malformed: {}", head(&s, 60)), line);
+            }
             locs.insert(k.to_string(), v.to_string());
             continue;
         }
@@ -248,8 +278,41 @@ pub(crate) fn read_structure(text: &str) -> R<MlirModule> {
         }
     }
     let Some(mut module) = module else { return at("no `module` in the text", 1) };
+    if let Some((name, line)) = undefined_location(text.trim_start_matches('\u{feff}'), &locs) {
+        return at(format!("location {name} is not defined (the location table cut short?)"), line);
+    }
     module.locs = locs;
     Ok(module)
+}
+
+/// The first `#locN` an operation or an alias refers to that the table does not define, and its
+/// line: MLIR refuses such a file, and one cut at a line of its location table reads whole.
+fn undefined_location(text: &str, locs: &HashMap<String, String>) -> Option<(String, usize)> {
+    if !text.contains("#loc") {
+        return None;
+    }
+    for (k, line) in text.split('\n').enumerate() {
+        let b = line.as_bytes();
+        for (at, _) in line.match_indices("#loc") {
+            // After `(`, `[`, `,` or ASCII whitespace, digits, no word character (the oracle's regex).
+            let Some(&before) = at.checked_sub(1).and_then(|i| b.get(i)) else { continue };
+            if !b"([, \t\r\x0b\x0c".contains(&before) {
+                continue;
+            }
+            let mut end = at + 4;
+            while end < b.len() && b[end].is_ascii_digit() {
+                end += 1;
+            }
+            if end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'_') {
+                continue;
+            }
+            let name = &line[at..end];
+            if !locs.contains_key(name) {
+                return Some((name.to_string(), k + 1));
+            }
+        }
+    }
+    None
 }
 
 fn new_module(name: String, attributes: String, line: usize) -> MlirModule {
