@@ -4,9 +4,11 @@
 //! several), the body is the computation `xla.sdy.manual_computation_body.N` of one parameter per
 //! block argument, `call`ed (`frontend_attributes={inlineable="false"}`, its elements too), and
 //! its results pass through `xla.sdy.LocalToGlobalShape`; the two custom calls keep the
-//! operation's shardings and manual axes as frontend attributes. The printer's pretty form is
-//! read; a manual computation inside another, one of no operands or results, or one with
-//! attributes of its own is refused by name (tests/stablehlo_reference/ops_manual.py's twin).
+//! operation's shardings and manual axes as frontend attributes. The body reads only its block
+//! arguments (MLIR's isolation: a value from outside is not defined where it is used); a manual
+//! computation in it is one more. The printer's pretty form is read; one of no operands or
+//! results, or with attributes of its own, is refused by name
+//! (tests/stablehlo_reference/ops_manual.py's twin).
 
 use std::rc::Rc;
 
@@ -15,9 +17,9 @@ use crate::parse::stablehlo::emit::{Emitter, Shape};
 use crate::parse::stablehlo::error::{at, R};
 use crate::parse::stablehlo::mlir_types::hlo_shape;
 use crate::parse::stablehlo::strip_loc::strip_loc;
-use crate::parse::stablehlo::structure::{Op, Region};
+use crate::parse::stablehlo::structure::Op;
 use crate::parse::stablehlo::text::{comma, lstrip, matching, partition, strip};
-use crate::parse::stablehlo::values::{free_refs, quote, Comp, Value};
+use crate::parse::stablehlo::values::{quote, Comp, Value};
 
 const NAME: &str = "sdy.manual_computation";
 const INLINEABLE: &str = "frontend_attributes={inlineable=\"false\"}";
@@ -30,20 +32,6 @@ fn after(line: usize, text: &str, key: &str, start: usize, opening: char) -> R<(
         Some((j, e)) => Ok((text[j..e + 1].to_string(), e + 1)),
         None => at(format!("{NAME} without its {} (its pretty form is read)", key.trim_end_matches('=')), line),
     }
-}
-
-fn nested(region: &Region) -> Option<usize> {
-    for op in &region.ops {
-        if op.name == NAME {
-            return Some(op.line);
-        }
-        for r in &op.regions {
-            if let Some(found) = nested(r) {
-                return Some(found);
-            }
-        }
-    }
-    None
 }
 
 fn tupled(em: &mut Emitter, comp: &mut Comp, mut value: Value, shapes: &[String], line: usize) -> R<Vec<Value>> {
@@ -97,15 +85,9 @@ pub(crate) fn manual_computation(em: &mut Emitter, comp: &mut Comp, op: &mut Op,
         return at(format!("{NAME} without its one region"), line);
     }
     let region = &mut op.regions[0];
-    if let Some(inner) = nested(region) {
-        return at(format!("{NAME} inside another is not read"), inner);
-    }
     region.args = args.clone();
     if let Some(last) = region.ops.last_mut().filter(|o| o.name == "sdy.return") {
         last.name = "stablehlo.return".into(); // the body's terminator, as a region's
-    }
-    if let Some(free) = free_refs(region).first() {
-        return at(format!("{NAME}: its body reads {free} from outside"), line);
     }
     if refs.is_empty() || p.outs.is_empty() {
         return at(format!("{NAME} of no operands or no results is not read"), line);
