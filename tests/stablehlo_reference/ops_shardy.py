@@ -2,13 +2,15 @@
 `Sharding` (the HLO sharding constraint), and an operation's `sdy.sharding` (one sharding per
 result) -> its `sharding=` (a tuple's for several results); both keep the Shardy text in the
 frontend attribute `xla.sdy.sharding`, and `sdy.sharding_rule` goes to `xla.sdy.sharding_rule`
-(xla/service/spmd/shardy/sdy_round_trip/export_shardy_attrs.cc). The other `sdy` operations
-(`manual_computation` of `shard_map`, `reshard`, `named_computation`, ...) are refused by name."""
+(xla/service/spmd/shardy/sdy_round_trip/export_shardy_attrs.cc); `sdy.manual_computation`
+(`shard_map`) is ops_manual.py's. The other `sdy` operations (`reshard`, `named_computation`, ...)
+are refused by name."""
 
 from __future__ import annotations
 
 from tests.stablehlo_reference.attributes import Attrs, Parsed, one
 from tests.stablehlo_reference.emit import SDY_FRONTEND, Comp, Emitter, TranslateError, Value
+from tests.stablehlo_reference.ops_manual import manual_computation
 from tests.stablehlo_reference.shardy import tuple_sharding
 from tests.stablehlo_reference.structure import Op, matching
 
@@ -55,4 +57,4 @@ def op_shardings(em: Emitter, attrs: Attrs, results: int, line: int) -> tuple[st
     return "sharding=" + (shardings[0] if results <= 1 else tuple_sharding(shardings)), frontend
 
 
-SDY_HANDLERS = {"sharding_constraint": _constraint}
+SDY_HANDLERS = {"sharding_constraint": _constraint, "manual_computation": manual_computation}

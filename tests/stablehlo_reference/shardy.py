@@ -13,8 +13,8 @@ canonicalize and print it, so that the sharding causes see what they see in XLA'
 
 shardy_meshes.py merges meshes of the same devices as the export does. What this reader cannot
 write as XLA does is refused by name: a mesh written inline in a sharding (the export lifts it
-into a new mesh symbol) and every other `sdy` operation (`sdy.manual_computation` of
-`shard_map`, ...).
+into a new mesh symbol) and every `sdy` operation but `sdy.sharding_constraint` and
+`sdy.manual_computation` (ops_shardy.py, ops_manual.py).
 """
 
 from __future__ import annotations

@@ -2,11 +2,13 @@
 //! `Sharding` (the HLO sharding constraint), and an operation's `sdy.sharding` (one sharding per
 //! result) -> its `sharding=` (a tuple's for several results); both keep the Shardy text in the
 //! frontend attribute `xla.sdy.sharding`, and `sdy.sharding_rule` goes to
-//! `xla.sdy.sharding_rule` (sdy_round_trip/export_shardy_attrs.cc). The other `sdy` operations
-//! (`manual_computation` of `shard_map`, `reshard`, ...) are refused by name.
+//! `xla.sdy.sharding_rule` (sdy_round_trip/export_shardy_attrs.cc); `sdy.manual_computation`
+//! (`shard_map`) is ops_manual.rs's. The other `sdy` operations (`reshard`, ...) are refused by
+//! name.
 
 use crate::parse::stablehlo::attributes::{one, Attrs, Handler, Parsed};
 use crate::parse::stablehlo::emit::{Emitter, SDY_FRONTEND};
+use crate::parse::stablehlo::ops_manual::manual_computation;
 use crate::parse::stablehlo::error::{at, R};
 use crate::parse::stablehlo::shardy::tuple_sharding;
 use crate::parse::stablehlo::structure::Op;
@@ -16,7 +18,11 @@ use crate::parse::stablehlo::values::{Comp, Dict, Value};
 const RULE_FRONTEND: &str = "xla.sdy.sharding_rule";
 
 pub(crate) fn sdy_handler(short: &str) -> Option<Handler> {
-    (short == "sharding_constraint").then_some(constraint as Handler)
+    match short {
+        "sharding_constraint" => Some(constraint as Handler),
+        "manual_computation" => Some(manual_computation as Handler),
+        _ => None,
+    }
 }
 
 /// `sdy.sharding_constraint %x <@mesh, [...]>` (or its generic `<{sharding = ...}>`): the custom
