@@ -288,8 +288,11 @@ def test_nesting_at_the_limit_reads_on_a_thread_with_a_small_stack() -> None:
     "text",
     [
         "HloModule m\nENTRY e {\n  ROOT p = " + "(" * 500 + "f32[]" + ")" * 500 + " parameter(0)\n}\n",
-        "HloModule m\nENTRY e {\n  ROOT c = " + "(" * 500 + "f32[]" + ")" * 500 + " constant("
-        + "(" * 500 + "0" + ")" * 500 + ")\n}\n",
+        "HloModule m\nENTRY e {\n  ROOT c = "
+        + "(" * 500
+        + "f32[]"
+        + ")" * 500
+        + (" constant(" + "(" * 500 + "0" + ")" * 500 + ")\n}\n"),
     ],
     ids=["tuple shapes", "tuple literals"],
 )
