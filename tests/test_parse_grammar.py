@@ -284,6 +284,36 @@ def test_nesting_at_the_limit_reads_on_a_thread_with_a_small_stack() -> None:
     assert counts == [501]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "HloModule m\nENTRY e {\n  ROOT p = " + "(" * 500 + "f32[]" + ")" * 500 + " parameter(0)\n}\n",
+        "HloModule m\nENTRY e {\n  ROOT c = "
+        + "(" * 500
+        + "f32[]"
+        + ")" * 500
+        + (" constant(" + "(" * 500 + "0" + ")" * 500 + ")\n}\n"),
+    ],
+    ids=["tuple shapes", "tuple literals"],
+)
+def test_deep_text_read_on_the_callers_thread_first_reads_the_same(text: str) -> None:
+    # The reader starts on the caller's thread and moves to its own past a stack budget
+    # (rust/src/parse/stack.rs): the module read is the one read on a small stack or a large one.
+    def read() -> list[tuple]:
+        return [tuple(i) for c in parse_hlo(text).computations for i in c.instructions]
+
+    results: list[list[tuple]] = []
+    previous = threading.stack_size(512 * 1024)
+    try:
+        thread = threading.Thread(target=lambda: results.append(read()))
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(previous)
+    assert results == [read()]
+    assert results[0][0][2].count("(") == 500
+
+
 def test_line_offset_points_into_a_multi_graph_file() -> None:
     with pytest.raises(ParseError) as e:
         parse_hlo(NEGATE.replace("negate(p)", "negate(q)"), "dump.txt", first_line=101)

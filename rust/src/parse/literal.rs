@@ -268,6 +268,7 @@ fn scalar(c: &mut Cursor) -> Result<Value> {
 /// A literal that states its own shape: `f32[2] {1, 2}` or a tuple `(s32[] 1, pred[] 0)`.
 pub fn check_shaped_literal(c: &mut Cursor, depth: usize) -> Result<()> {
     c.ws()?;
+    crate::parse::stack::guard(c.pos)?;
     if depth > crate::parse::shape::MAX_DEPTH {
         return err(c.pos, "maximum nesting depth exceeded in a literal");
     }
@@ -289,6 +290,7 @@ pub fn check_shaped_literal(c: &mut Cursor, depth: usize) -> Result<()> {
 
 /// Check a literal of `shape` at the cursor; stops before the closing `)` of `constant(...)`.
 pub fn check_literal(c: &mut Cursor, shape: &Shape) -> Result<()> {
+    crate::parse::stack::guard(c.pos)?;
     match shape {
         Shape::Tuple(elements) => {
             c.expect(b'(', "'(' in front of tuple literal elements")?;

@@ -619,6 +619,7 @@ impl<'a> Parser<'a> {
         allow_attributes: bool,
     ) -> Result<u32> {
         self.depth += 1;
+        crate::parse::stack::guard(name_pos)?;
         if self.depth > MAX_DEPTH {
             return err(
                 name_pos,

@@ -55,7 +55,14 @@ pub fn parse_hlo<'py>(
         (ir_first, lazy),
         line_map.as_deref(),
     );
-    if text.to_str()?.len() > TRIM_PAST {
+    // Text another reader wrote (StableHLO's) is measured by its lines, one an instruction or
+    // so: the records are the instructions', not the text's, which spells every instruction's
+    // metadata out in full (three times XLA's own HLO text of the same program).
+    let large = match line_map.as_deref() {
+        Some(map) => map.len() > TRIM_PAST / XLA_BYTES_PER_LINE,
+        None => text.to_str()?.len() > TRIM_PAST,
+    };
+    if large {
         release_free_memory();
     }
     built
@@ -63,8 +70,13 @@ pub fn parse_hlo<'py>(
 
 /// Past this much text, the reader's records (freed once the Python IR is built) are worth
 /// handing back to the system: a report that keeps 20 graphs of 100K instructions otherwise
-/// keeps each one's freed records too (about a third of its resident size).
+/// keeps each one's freed records too (about a third of its resident size). Trimming costs a
+/// read of a large module about a tenth of its time (the freed pages are faulted in again).
 const TRIM_PAST: usize = 1 << 20;
+
+/// About how many bytes a line of XLA's HLO text takes (53 for JAX's transformer layers), so that
+/// a module written by the StableHLO reader is trimmed where XLA's text of it would be.
+const XLA_BYTES_PER_LINE: usize = 50;
 
 /// Return the allocator's free memory to the system (glibc's `malloc_trim`; elsewhere nothing).
 fn release_free_memory() {
