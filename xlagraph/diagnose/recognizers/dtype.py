@@ -192,6 +192,25 @@ def _split_outputs(evidence: Evidence, cause: Cause, bases: set[str]) -> tuple[C
     return parts[0], parts[1]
 
 
+def _swapped_outputs(evidence: Evidence, causes: dict[int, Cause]) -> list[int]:
+    """An output cause that adds tensors and one that removes as many of the same shapes (in any
+    precision), beside a type change: the same tensors (the weights written back), computed
+    another way in the other precision, so the output pairing could not match them, not tensors
+    kept alive on some steps (one kept alive has no twin the other graph stops returning)."""
+    sides = []
+    for kind, graph in ((CauseKind.OUTPUT_ADDED, evidence.right), (CauseKind.OUTPUT_REMOVED, evidence.left)):
+        found = [i for i, c in causes.items() if c.kind is kind]
+        if len(found) != 1:
+            return []
+        changes = [ch for ch in causes[found[0]].changes if ch.what == "output"]
+        heads = [ch.right if kind is CauseKind.OUTPUT_ADDED else ch.left for ch in changes]
+        if not heads:
+            return []
+        sides.append((found[0], Counter(_tensor_key(graph.entry, h) for h in heads)))
+    (a, added), (r, removed) = sides
+    return [a, r] if added == removed else []
+
+
 def _whole_model(evidence: Evidence, pending: tuple[Cause, ...], core: list[int]) -> bool:
     """Every floating-point input of A changed element type (`model.to(torch.bfloat16)`)."""
     left = evidence.left.entry
@@ -249,6 +268,16 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             continue
         views[i], other = _split_outputs(evidence, c, bases)
         split_off.append(other)
+    if core or autocast:
+        # (an output cause partly folded as view bases offers the rest it split off)
+        left_over = {i: c for i, c in enumerate(pending) if i not in folded}
+        left_over |= {i: split_off[k] for k, i in enumerate(views)}
+        for i in _swapped_outputs(evidence, left_over):
+            if i in views:
+                split_off.remove(left_over[i])
+                del views[i]
+            else:
+                folded.append(i)
     rest = [i for i, c in enumerate(pending) if c.kind is CauseKind.STRUCTURE and i not in folded]
     if (
         core
