@@ -17,7 +17,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.frames import is_library, user_frames
 from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.recognizers._assignments import assigned_in_function
 from xlagraph.diagnose.recognizers._causes import merge
@@ -315,8 +315,16 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     floats = bool(types) and types <= _FLOAT
     # The statement that switches precision around the ops' own lines (a layer's forward): the
     # enclosing `with torch.autocast(...)` and what sets its arguments, or a cast in the loop.
+    # (with the user lines of its converts: a region's first ops may carry none of the user's)
+    converts = {
+        f"{f.file}:{f.line}"
+        for canon, ins in evidence.instructions(cause)
+        if ins.opcode == "convert"
+        for f in user_frames(canon.module.frames_of(ins))[:1]
+        if f.line > 0
+    }
     switches = (
-        switch_lines(evidence.instructions(cause), _syncs(evidence))
+        switch_lines(evidence.instructions(cause), [*_syncs(evidence), *sorted(converts)[:4]])
         if (core and floats and "f64" not in types) or autocast
         else []
     )
