@@ -208,3 +208,60 @@ def test_a_batch_placed_another_way_every_k_steps_is_found_for_a_sharding_cause(
     )
     blocks = periodic_in_loop(f"{script}:9")
     assert [b for b in blocks if _PLACES.search(source_text(b))] == [f"{script}:4"]
+
+
+def test_a_check_nested_under_a_condition_read_from_a_tensor_gives_way_to_it(tmp_path: Path) -> None:
+    """`if p.grad is not None:` in a loop over the weights, inside `if total.item() > max_norm:`:
+    the tensor's condition decides which code the step traces, not the check nested in it."""
+    from xlagraph.diagnose.recognizers._periodic import synced_if
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        "def clip(params, total, max_norm):\n"
+        "    if total.item() > max_norm:\n"
+        "        for p in params:\n"
+        "            if p.grad is not None:\n"
+        "                p.grad.mul_(0.5)\n"
+        "    if max_norm > 1:\n"
+        "        total.mul_(2)\n"
+    )
+    assert synced_if(f"{script}:4") == f"{script}:2"
+    assert synced_if(f"{script}:5") == f"{script}:2"
+    assert synced_if(f"{script}:7") == ""  # a condition on a Python number: no tensor read
+
+
+def test_the_order_of_tensors_updated_in_hooks_or_called_in_a_loop_is_found(tmp_path: Path) -> None:
+    """Statistics a forward hook updates come out in the hooks' registration order; those each
+    meter's own `update` method makes, in the order of the loop that calls the meters."""
+    from xlagraph.diagnose.recognizers.permutation import _calling_loop, _hook_registrations
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        "class Probe:\n"
+        "    def _hook(self, name):\n"
+        "        def hook(mod, inputs, out):\n"
+        "            self.stats[name] = out.mean()\n"
+        "        return hook\n"
+        "\n"
+        "    def arm(self, name):\n"
+        "        self.handles[name] = self.module.register_forward_hook(self._hook(name))\n"
+        "\n"
+        "\n"
+        "class Acc:\n"
+        "    def update(self, out):\n"
+        "        self.n = self.n + out.sum()\n"
+        "\n"
+        "\n"
+        "class Ema:\n"
+        "    def update(self, out):\n"
+        "        self.v = 0.9 * self.v + out.mean()\n"
+        "\n"
+        "\n"
+        "def track(meters, out):\n"
+        "    for meter in meters.values():\n"
+        "        meter.update(out)\n"
+    )
+    assert _hook_registrations([f"{script}:4"]) == [f"{script}:8"]
+    assert _hook_registrations([f"{script}:13"]) == []
+    assert _calling_loop([f"{script}:13", f"{script}:18"], ()) == [f"{script}:22"]
+    assert _calling_loop([f"{script}:13"], ()) == []  # one function called from a loop: not enough

@@ -53,6 +53,22 @@ def enclosing_if(location: str) -> str:
     return ""
 
 
+_HOST_READ = re.compile(r"\.(item|tolist|cpu)\(\)")
+
+
+def synced_if(location: str) -> str:
+    """`file:line` of an `if`/`elif` holding `location` (through loops, within its function)
+    whose condition reads a tensor on the host (`if total.item() > max_norm:`), or "": the
+    data-dependent condition that decides, not a check nested in its block (`if p.grad is not
+    None:` in a loop over the weights)."""
+    for file, k, stripped, level in _headers(location):
+        if stripped.startswith(("if ", "elif ")) and _HOST_READ.search(stripped.split("#", 1)[0]):
+            return f"{file}:{k}"
+        if stripped.startswith(("def ", "class ", "async ")) or level == 0:
+            return ""
+    return ""
+
+
 def _periodic_flag(file: str, n: int, condition: str) -> bool:
     """`if want_maps:` where `want_maps = step % k == k - 1` a few lines above: a flag that holds
     the every-k-steps test."""

@@ -19,7 +19,7 @@ from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, scalar_clip
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, opcodes, updated_inputs
-from xlagraph.diagnose.recognizers._periodic import enclosing_if, periodic_caller
+from xlagraph.diagnose.recognizers._periodic import enclosing_if, periodic_caller, synced_if
 from xlagraph.diagnose.recognizers._source import (
     calls_of_function,
     enclosing_function,
@@ -388,6 +388,9 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
     if not found:
         return NOTHING
     site = next(iter(found.values()))
+    # A check nested in the block of a condition read from a tensor (`if p.grad is not None:`
+    # under `if total.item() > max_norm:`) is not what decides: the tensor's condition is.
+    site = synced_if(site) or site
     # Work with library lines only (a decomposition's backward) beside the `if` block's work is
     # that work's own ops: the backward of the extra term.
     found |= {i: site for i in sided if i not in found and not any(_user(s) for s in pending[i].sources)}

@@ -17,7 +17,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.frames import is_library, user_frames
 from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.recognizers._assignments import assigned_in_function
 from xlagraph.diagnose.recognizers._causes import merge
@@ -192,6 +192,25 @@ def _split_outputs(evidence: Evidence, cause: Cause, bases: set[str]) -> tuple[C
     return parts[0], parts[1]
 
 
+def _swapped_outputs(evidence: Evidence, causes: dict[int, Cause]) -> list[int]:
+    """An output cause that adds tensors and one that removes as many of the same shapes (in any
+    precision), beside a type change: the same tensors (the weights written back), computed
+    another way in the other precision, so the output pairing could not match them, not tensors
+    kept alive on some steps (one kept alive has no twin the other graph stops returning)."""
+    sides = []
+    for kind, graph in ((CauseKind.OUTPUT_ADDED, evidence.right), (CauseKind.OUTPUT_REMOVED, evidence.left)):
+        found = [i for i, c in causes.items() if c.kind is kind]
+        if len(found) != 1:
+            return []
+        changes = [ch for ch in causes[found[0]].changes if ch.what == "output"]
+        heads = [ch.right if kind is CauseKind.OUTPUT_ADDED else ch.left for ch in changes]
+        if not heads:
+            return []
+        sides.append((found[0], Counter(_tensor_key(graph.entry, h) for h in heads)))
+    (a, added), (r, removed) = sides
+    return [a, r] if added == removed else []
+
+
 def _whole_model(evidence: Evidence, pending: tuple[Cause, ...], core: list[int]) -> bool:
     """Every floating-point input of A changed element type (`model.to(torch.bfloat16)`)."""
     left = evidence.left.entry
@@ -249,6 +268,16 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             continue
         views[i], other = _split_outputs(evidence, c, bases)
         split_off.append(other)
+    if core or autocast:
+        # (an output cause partly folded as view bases offers the rest it split off)
+        left_over = {i: c for i, c in enumerate(pending) if i not in folded}
+        left_over |= {i: split_off[k] for k, i in enumerate(views)}
+        for i in _swapped_outputs(evidence, left_over):
+            if i in views:
+                split_off.remove(left_over[i])
+                del views[i]
+            else:
+                folded.append(i)
     rest = [i for i, c in enumerate(pending) if c.kind is CauseKind.STRUCTURE and i not in folded]
     if (
         core
@@ -286,8 +315,16 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     floats = bool(types) and types <= _FLOAT
     # The statement that switches precision around the ops' own lines (a layer's forward): the
     # enclosing `with torch.autocast(...)` and what sets its arguments, or a cast in the loop.
+    # (with the user lines of its converts: a region's first ops may carry none of the user's)
+    converts = {
+        f"{f.file}:{f.line}"
+        for canon, ins in evidence.instructions(cause)
+        if ins.opcode == "convert"
+        for f in user_frames(canon.module.frames_of(ins))[:1]
+        if f.line > 0
+    }
     switches = (
-        switch_lines(evidence.instructions(cause), _syncs(evidence))
+        switch_lines(evidence.instructions(cause), [*_syncs(evidence), *sorted(converts)[:4]])
         if (core and floats and "f64" not in types) or autocast
         else []
     )

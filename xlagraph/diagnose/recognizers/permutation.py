@@ -12,6 +12,7 @@ it (its mapping kept)."""
 
 from __future__ import annotations
 
+import ast
 import itertools
 import re
 from dataclasses import replace
@@ -21,11 +22,11 @@ from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.diagnose.recognizers._assignments import dict_fills, reorderings
 from xlagraph.diagnose.recognizers._dataflow import upstream
-from xlagraph.diagnose.recognizers._source import def_above, user_lines
-from xlagraph.diagnose.recognizers._statements import loop_order
+from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES, calls_of_function, def_above, user_lines
+from xlagraph.diagnose.recognizers._statements import enclosing, loop_order
 from xlagraph.ir import Frame, strip_layout
 
 __all__ = ["RECOGNIZER", "reordered_only"]
@@ -243,6 +244,51 @@ def _reordered_in_step(evidence: Evidence) -> list[str]:
     return list(found)[:3]
 
 
+def _calling_loop(user: list[str], syncs: tuple[str, ...]) -> list[str]:
+    """The loop that calls the functions of several cited lines in turn (`for meter in
+    self.meters.values(): meter.update(out)`, each meter's `update` a method of its own class):
+    the order of what it iterates is the order of the tensors they update. Only a loop reached
+    from two or more of those functions, so one helper called from a loop is not taken for it."""
+    reached: dict[str, set[str]] = {}
+    for loc in user:
+        file, _, line = loc.rpartition(":")
+        function = def_above(file, int(line)) if line.isdigit() else ""
+        if not function:
+            continue
+        for call in calls_of_function(loc, limit=5):
+            for n in loop_order(call, syncs):
+                reached.setdefault(n, set()).add(f"{file}:{function}")
+    return [n for n, functions in reached.items() if len(functions) >= 2]
+
+
+_REGISTER_HOOK = re.compile(r"\bregister_\w*hook\s*\(")
+
+
+def _hook_registrations(user: list[str]) -> list[str]:
+    """The lines that register as a hook the function a cited line is in, or the function that
+    makes it (`module.register_forward_hook(self._hook(name))`, `_hook` returning the closure):
+    hooks run in the order they were registered, so re-registering one moves its tensors last."""
+    found: dict[str, None] = {}
+    for loc in user:
+        file, _, line = loc.rpartition(":")
+        if not line.isdigit():
+            continue
+        defs = [
+            s.name
+            for s, _ in enclosing(file, int(line))
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
+        names = re.compile(r"\b(" + "|".join(map(re.escape, defs[-2:])) + r")\b") if defs else None
+        for n in range(1, MAX_SCANNED_LINES) if names else ():
+            text = source_line(file, n)
+            if not text:
+                break
+            text = text.split("#", 1)[0]
+            if _REGISTER_HOOK.search(text) and names.search(_REGISTER_HOOK.split(text, 1)[1]):
+                found.setdefault(f"{file}:{n}")
+    return list(found)[:2]
+
+
 def _filled_at(evidence: Evidence, cause: Cause) -> Cause:
     """Where the order was decided: a dict of statistics filled (outputs), a statement that
     reorders a sequence (both: inputs are met in the order the step's code used them)."""
@@ -261,9 +307,13 @@ def _filled_at(evidence: Evidence, cause: Cause) -> Cause:
     syncs = tuple(s for s in (ctx.call_site, ctx.baseline_call_site) if s)
     user = [x for x in cause.sources if not is_library(Frame("", x.rpartition(":")[0], 0))]
     loops = list(dict.fromkeys(n for loc in user[:3] for n in loop_order(loc, syncs)))
-    if not fills and not reorders and not loops:
+    if not loops and not reorders:
+        loops = _calling_loop(user[:3], syncs)
+    # Tensors updated inside forward hooks come out in the order the hooks were registered.
+    hooks = _hook_registrations(user[:3]) if not reorders else []
+    if not fills and not reorders and not loops and not hooks:
         return cause
-    lines = dict.fromkeys([*loops, *reorders, *fills, *cause.sources])
+    lines = dict.fromkeys([*hooks, *loops, *reorders, *fills, *cause.sources])
     return replace(cause, sources=tuple(lines)[: 6 + len(loops)])
 
 
