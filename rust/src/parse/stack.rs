@@ -3,7 +3,7 @@
 //! with a budget the caller's thread is trusted with; where the reader recurses (nested
 //! instructions, literals, deep tuple shapes) past it, it stops with `spent()` set and read.rs
 //! parses again on a thread of its own with a known, ample stack. The StableHLO reader measures
-//! its own recursion the same way (stablehlo/error.rs).
+//! its recursion with the same budget (`measure`, `past_budget`; stablehlo/error.rs).
 
 use std::cell::Cell;
 
@@ -43,10 +43,16 @@ pub(crate) fn give_up<T>(pos: usize) -> Result<T> {
     err(pos, "stack budget of the caller's thread spent")
 }
 
+/// Whether the stack taken since `measure(true)` on this thread is past the budget (never when
+/// unmeasured). The HLO reader and the StableHLO reader both ask it where they recurse.
+pub(crate) fn past_budget() -> bool {
+    let base = BASE.with(|b| b.get());
+    base != 0 && base.saturating_sub(address()) > BUDGET
+}
+
 /// Called where the reader recurses: give up past the budget, on the caller's thread.
 pub(crate) fn guard(pos: usize) -> Result<()> {
-    let base = BASE.with(|b| b.get());
-    if base != 0 && base.saturating_sub(address()) > BUDGET {
+    if past_budget() {
         return give_up(pos);
     }
     Ok(())

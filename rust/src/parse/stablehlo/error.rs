@@ -4,8 +4,6 @@
 //! `KeyError` of text no printer writes (their class and message, as Python words them), and
 //! nesting past what is read (`RecursionError`).
 
-use std::cell::Cell;
-
 pub(crate) enum Error {
     At(String, usize),
     Type(String),
@@ -40,29 +38,14 @@ pub(crate) fn value_error<T>(message: impl Into<String>) -> R<T> {
     Err(Error::Py("ValueError", message.into()))
 }
 
-thread_local! {
-    static STACK_BASE: Cell<usize> = const { Cell::new(0) };
-}
-
-/// Stack the reader may take on the caller's thread (whose size it does not know) before it
-/// reads again on a thread of its own.
-const STACK_BUDGET: usize = 128 << 10;
-
-fn stack_address() -> usize {
-    let here = 0u8;
-    std::hint::black_box(&here) as *const u8 as usize
-}
-
-/// Measure the stack from here (`on`), or stop measuring.
+/// Measure the stack from here (`on`), or stop measuring: the HLO reader's budget (parse/stack.rs).
 pub(crate) fn set_stack_base(on: bool) {
-    let base = if on { stack_address() } else { 0 };
-    STACK_BASE.with(|b| b.set(base));
+    crate::parse::stack::measure(on);
 }
 
 /// Called where the reader recurses: `Stack` past the budget, on the caller's thread.
 pub(crate) fn stack_guard() -> R<()> {
-    let base = STACK_BASE.with(|b| b.get());
-    if base != 0 && base.saturating_sub(stack_address()) > STACK_BUDGET {
+    if crate::parse::stack::past_budget() {
         return Err(Error::Stack);
     }
     Ok(())
