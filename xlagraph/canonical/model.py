@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 
@@ -67,6 +68,22 @@ class CanonicalComputation:
         `diagnose.common.shape_of` asks: a report asks for the same inputs' and outputs' shapes
         in every diff a graph is in."""
         return {}
+
+    def lone_h0(self, h0: int) -> str | None:
+        """The one live instruction whose structural hash is `h0`, None where none or several."""
+        counts, last = self._h0_index
+        return last[h0] if counts.get(h0) == 1 else None
+
+    @cached_property
+    def _h0_index(self) -> tuple[Counter[int], dict[int, str]]:
+        # How many instructions have each `h0`, and the last to have it; made when first asked
+        # (a report asks in each of the four or so diffs a graph is in), in C loops only.
+        return Counter(self.h0.values()), dict(zip(self.h0.values(), self.h0.keys(), strict=True))
+
+    @cached_property
+    def returned(self) -> frozenset[str]:
+        """`outputs` as a set."""
+        return frozenset(self.outputs)
 
     @property
     def name(self) -> str:
