@@ -71,14 +71,16 @@ class CanonicalComputation:
 
     def lone_h0(self, h0: int) -> str | None:
         """The one live instruction whose structural hash is `h0`, None where none or several."""
-        counts, last = self._h0_index
-        return last[h0] if counts.get(h0) == 1 else None
+        return self._lone_h0.get(h0)
 
     @cached_property
-    def _h0_index(self) -> tuple[Counter[int], dict[int, str]]:
-        # How many instructions have each `h0`, and the last to have it; made when first asked
-        # (a report asks in each of the four or so diffs a graph is in), in C loops only.
-        return Counter(self.h0.values()), dict(zip(self.h0.values(), self.h0.keys(), strict=True))
+    def _lone_h0(self) -> dict[int, str]:
+        # Made when first asked (a report asks in each of the four or so diffs a graph is in):
+        # counted and inverted in C loops, one Python loop to keep the hashes held once.
+        values = list(self.h0.values())
+        counts = Counter(values)
+        last = dict(zip(values, self.h0.keys(), strict=True))
+        return {v: name for v, name in last.items() if counts[v] == 1}
 
     @cached_property
     def returned(self) -> frozenset[str]:
