@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-from xlagraph.canonical import CanonicalComputation, CanonicalModule
+from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.shapes import dim_sizes, dims_of, element_type, shape_of, whole_factors
 from xlagraph.match.correspondence import correspond
@@ -205,12 +205,19 @@ def _similar(a: str, b: str) -> bool:
     return element_type(a) == element_type(b) and dims_of(a).count(",") == dims_of(b).count(",")
 
 
-def _locations(canon: CanonicalModule, comp: CanonicalComputation) -> dict[str, str]:
-    """`file:line` each parameter's metadata points to (where the tensor was first used)."""
-    return {
-        p: (comp.instruction(p).metadata.location if comp.instruction(p).metadata else "")
-        for p in comp.param_number
-    }
+def _locations(comp: CanonicalComputation) -> dict[str, str]:
+    """`file:line` each parameter's metadata points to (where the tensor was first used); kept
+    per computation, as `_distinguishable` is: a report's graphs are each in several diffs."""
+    found = _LOCATIONS.get(comp)
+    if found is None:
+        by_name = comp.computation.by_name
+        found = _LOCATIONS[comp] = {
+            p: (md.location if (md := by_name[p].metadata) else "") for p in comp.param_number
+        }
+    return found
+
+
+_LOCATIONS: WeakKeyDictionary[CanonicalComputation, dict[str, str]] = WeakKeyDictionary()
 
 
 def _other_tensor(
@@ -286,7 +293,7 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     lname = {n: p for p, n in lnum.items()}
     rname = {n: p for p, n in rnum.items()}
     lone_l, lone_r = _distinguishable(cmp, left), _distinguishable(cmp, right)
-    lloc, rloc = _locations(cmp.lm, left), _locations(cmp.rm, right)
+    lloc, rloc = _locations(left), _locations(right)
     by_loc = {(shape_of(right, b), loc) for b, loc in rloc.items() if loc}
     # Where the collectives differ the graphs run split another way: a tensor is then the same
     # tensor only as a shard of it (768 -> 384), never resized by another amount (256 -> 96).
