@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 
@@ -70,17 +69,10 @@ class CanonicalComputation:
         return {}
 
     def lone_h0(self, h0: int) -> str | None:
-        """The one live instruction whose structural hash is `h0`, None where none or several."""
-        return self._lone_h0.get(h0)
-
-    @cached_property
-    def _lone_h0(self) -> dict[int, str]:
-        # Made when first asked (a report asks in each of the four or so diffs a graph is in):
-        # counted and inverted in C loops, one Python loop to keep the hashes held once.
-        values = list(self.h0.values())
-        counts = Counter(values)
-        last = dict(zip(values, self.h0.keys(), strict=True))
-        return {v: name for v, name in last.items() if counts[v] == 1}
+        """The one live instruction whose structural hash is `h0`, None where none or several:
+        by the compiled core's index of this computation (rust/src/canon/handle.rs `lone_h0`),
+        made once however many diffs ask."""
+        return self.core.lone_h0(h0)  # type: ignore[attr-defined]
 
     @cached_property
     def returned(self) -> frozenset[str]:

@@ -16,6 +16,6 @@ pub(crate) mod read;
 pub(crate) mod scan;
 pub(crate) mod semantics;
 pub(crate) mod shape;
-pub(crate) mod stack;
 pub(crate) mod stablehlo;
+pub(crate) mod stack;
 pub(crate) mod text;

@@ -170,7 +170,9 @@ fn shape(c: &mut Cursor, build: bool) -> Result<Shape> {
             if stack.len() >= MAX_DEPTH {
                 return err(start, "maximum nesting depth exceeded in a tuple shape");
             }
-            if stack.len() >= crate::parse::stack::CALLER_SHAPE_DEPTH && crate::parse::stack::measured() {
+            if stack.len() >= crate::parse::stack::CALLER_SHAPE_DEPTH
+                && crate::parse::stack::measured()
+            {
                 return crate::parse::stack::give_up(start);
             }
             stack.push(Vec::new());

@@ -17,12 +17,17 @@ create_exception!(
 );
 
 #[pyfunction]
-pub fn stablehlo_to_hlo(py: Python<'_>, text: &Bound<'_, PyString>) -> PyResult<(String, Vec<u32>)> {
+pub fn stablehlo_to_hlo(
+    py: Python<'_>,
+    text: &Bound<'_, PyString>,
+) -> PyResult<(String, Vec<u32>)> {
     let text = text.to_cow()?;
     let got = py.allow_threads(|| read::stablehlo_to_hlo(&text));
     got.map_err(|r| match r {
         Refusal::Parse(message, line) => StableHloError::new_err((message, line, "parse")),
         Refusal::Input(message) => StableHloError::new_err((message, 0usize, "input")),
-        Refusal::Stack => StableHloError::new_err(("StableHLO nested too deeply to read", 0usize, "input")),
+        Refusal::Stack => {
+            StableHloError::new_err(("StableHLO nested too deeply to read", 0usize, "input"))
+        }
     })
 }

@@ -8,7 +8,9 @@ use crate::parse::stablehlo::emit::Emitter;
 use crate::parse::stablehlo::error::{key_error, type_err, R};
 use crate::parse::stablehlo::mlir_types::{dims_of, hlo_shape, split_types, MAX_SPLAT};
 use crate::parse::stablehlo::structure::Op;
-use crate::parse::stablehlo::text::{comma, find_ints, is_space, is_word, matching, split_top, strip};
+use crate::parse::stablehlo::text::{
+    comma, find_ints, is_space, is_word, matching, split_top, strip,
+};
 use crate::parse::stablehlo::values::{attr_dict, refs_of, Comp, Dict, Value};
 
 /// An operation's attributes, remembering which the translation read: the rest are carried into
@@ -60,7 +62,15 @@ impl Attrs {
 
     pub(crate) fn unread(&self) -> Dict {
         let used = |k: usize| self.used.get(k).copied().unwrap_or(false);
-        Dict(self.dict.0.iter().enumerate().filter(|(k, _)| !used(*k)).map(|(_, e)| e.clone()).collect())
+        Dict(
+            self.dict
+                .0
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| !used(*k))
+                .map(|(_, e)| e.clone())
+                .collect(),
+        )
     }
 }
 
@@ -114,18 +124,29 @@ pub(crate) fn parse(op: &Op) -> R<Parsed> {
     let spaced = format!(" {}", op.text);
     let parts = split_top(&spaced, " : ");
     let (body, sig) = if parts.len() > 1 {
-        (parts[..parts.len() - 1].join(" : "), parts[parts.len() - 1].to_string())
+        (
+            parts[..parts.len() - 1].join(" : "),
+            parts[parts.len() - 1].to_string(),
+        )
     } else {
         (op.text.clone(), String::new())
     };
     let sig = drop_region_marks(&sig);
     let sig = strip(&sig);
     let count: usize = op.results.iter().map(|(_, n)| *n).sum();
-    let arrow = if sig.contains("->") { split_top(sig, "->") } else { Vec::new() };
+    let arrow = if sig.contains("->") {
+        split_top(sig, "->")
+    } else {
+        Vec::new()
+    };
     let (ins, outs): (Vec<&str>, Vec<&str>) = if sig.contains("->") && arrow[0] != sig {
         (split_types(arrow[0]), split_types(arrow[1]))
     } else {
-        let ins = if sig.is_empty() { Vec::new() } else { split_types(sig) };
+        let ins = if sig.is_empty() {
+            Vec::new()
+        } else {
+            split_types(sig)
+        };
         let outs = if ins.len() == count && count > 1 {
             ins.clone()
         } else {
@@ -139,7 +160,11 @@ pub(crate) fn parse(op: &Op) -> R<Parsed> {
     let mut attrs = Attrs::default();
     let mut rest = body.clone();
     while let Some(k) = top_brace(&rest) {
-        let start = if k > 0 && rest.as_bytes()[k - 1] == b'<' { k - 1 } else { k };
+        let start = if k > 0 && rest.as_bytes()[k - 1] == b'<' {
+            k - 1
+        } else {
+            k
+        };
         let Some(end) = matching(&rest, k) else { break };
         for (key, v) in attr_dict(&rest[k..end + 1]).0 {
             attrs.dict.set(key, v);
@@ -147,9 +172,15 @@ pub(crate) fn parse(op: &Op) -> R<Parsed> {
         let skip = end + 1 + usize::from(start != k);
         rest = format!("{} {}", &rest[..start], rest.get(skip..).unwrap_or(""));
     }
-    for part in if rest.contains('=') { comma(&rest) } else { Vec::new() } {
+    for part in if rest.contains('=') {
+        comma(&rest)
+    } else {
+        Vec::new()
+    } {
         if let Some((key, value)) = assignment(part) {
-            attrs.dict.setdefault(key.to_string(), strip(value).to_string());
+            attrs
+                .dict
+                .setdefault(key.to_string(), strip(value).to_string());
         }
     }
     let mut shapes = Vec::new();
@@ -175,9 +206,13 @@ fn assignment(part: &str) -> Option<(&str, &str)> {
             continue;
         }
         let rest = &part[p..];
-        let n = rest.find(|x: char| !(is_word(x) || x == '.')).unwrap_or(rest.len());
+        let n = rest
+            .find(|x: char| !(is_word(x) || x == '.'))
+            .unwrap_or(rest.len());
         let after = rest[n..].trim_start_matches(is_space);
-        let Some(after) = after.strip_prefix('=') else { continue };
+        let Some(after) = after.strip_prefix('=') else {
+            continue;
+        };
         let value = after.trim_start_matches(is_space);
         if value.is_empty() {
             continue;
@@ -222,7 +257,11 @@ fn top_brace(s: &str) -> Option<usize> {
 
 /// The integers of `[1, 0]`, `array<i64: 1, 0>`, `dense<[1, 0]> : tensor<2xi64>`.
 pub(crate) fn ints(value: &str) -> Vec<i64> {
-    let v = if value.starts_with("dense") { value.split(" : ").next().unwrap_or("") } else { value };
+    let v = if value.starts_with("dense") {
+        value.split(" : ").next().unwrap_or("")
+    } else {
+        value
+    };
     // `re.sub(r"array<i\d+:?", "", v)`
     let mut cleaned = String::with_capacity(v.len());
     let mut i = 0;
@@ -245,16 +284,25 @@ pub(crate) fn ints(value: &str) -> Vec<i64> {
 pub(crate) fn nested(value: &str) -> R<Vec<Vec<i64>>> {
     let mut halves = value.split(" : ");
     let v = halves.next().unwrap_or("");
-    let shape = halves.next().filter(|_| value.contains(" : ")).unwrap_or("");
+    let shape = halves
+        .next()
+        .filter(|_| value.contains(" : "))
+        .unwrap_or("");
     let mut flat = ints(v.replace("dense<", "").trim_end_matches('>'));
-    let dims = if shape.is_empty() { vec![1, flat.len() as i64] } else { dims_of(&hlo_shape(shape)?)? };
+    let dims = if shape.is_empty() {
+        vec![1, flat.len() as i64]
+    } else {
+        dims_of(&hlo_shape(shape)?)?
+    };
     if dims.len() != 2 {
         return type_err(format!("expected a 2-D array, found {value}"));
     }
     let n = (dims[0] as i128) * (dims[1] as i128);
     if flat.len() == 1 && n != 1 {
         if n > MAX_SPLAT {
-            return type_err(format!("splat constant of {n} elements is over {MAX_SPLAT}"));
+            return type_err(format!(
+                "splat constant of {n} elements is over {MAX_SPLAT}"
+            ));
         }
         flat = vec![flat[0]; n.max(0) as usize];
     }
@@ -269,7 +317,13 @@ pub(crate) fn nested(value: &str) -> R<Vec<Vec<i64>>> {
 }
 
 pub(crate) fn braces(xs: &[i64]) -> String {
-    format!("{{{}}}", xs.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","))
+    format!(
+        "{{{}}}",
+        xs.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    )
 }
 
 /// `#stablehlo<comparison_direction LT>` -> `LT`; other text as it is (stripped).
@@ -318,14 +372,25 @@ pub(crate) fn one(
     if p.outs.len() == 1 {
         return Ok(em.inst(comp, opcode, &p.outs[0], &refs, attrs, op.line, &op.loc, ""));
     }
-    let mut value = em.inst(comp, opcode, &format!("({})", p.outs.join(", ")), &refs, attrs, op.line, &op.loc, "");
+    let mut value = em.inst(
+        comp,
+        opcode,
+        &format!("({})", p.outs.join(", ")),
+        &refs,
+        attrs,
+        op.line,
+        &op.loc,
+        "",
+    );
     value.elements = Some(Rc::new(p.outs.clone()));
     Ok(value)
 }
 
 /// `#stablehlo.scatter<a = [0], b = 1>` -> {"a": "[0]", "b": "1"} (dimension numbers).
 pub(crate) fn numbers(value: &str) -> Dict {
-    let Some(k) = value.find('<') else { return Dict::default() };
+    let Some(k) = value.find('<') else {
+        return Dict::default();
+    };
     let after = &value[k + 1..];
     let inner = match after.rfind('>') {
         Some(e) => &after[..e],

@@ -19,8 +19,10 @@ use crate::parse::stablehlo::shardy_meshes::{read_meshes, Meshes};
 use crate::parse::stablehlo::signature::{parse_signature, Args, Results};
 use crate::parse::stablehlo::structure::{Func, MlirModule, Op, Region};
 use crate::parse::stablehlo::text::{is_space, strip};
+use crate::parse::stablehlo::values::{
+    carry, quote, refs_of, sanitize, unquote, Comp, Dict, Inst, Value,
+};
 use crate::parse::text::FxMap;
-use crate::parse::stablehlo::values::{carry, quote, refs_of, sanitize, unquote, Comp, Dict, Inst, Value};
 
 pub(crate) const FUNC_RESULT_SHARDING: &str = "xla.sdy.FuncResultSharding";
 pub(crate) const SDY_FRONTEND: &str = "xla.sdy.sharding";
@@ -28,7 +30,12 @@ pub(crate) const SDY_FRONTEND: &str = "xla.sdy.sharding";
 /// one constant is bounded apart, mlir_types.rs's MAX_SPLAT): the reader's memory stays bounded.
 pub(crate) const LITERAL_BUDGET: i128 = 1 << 25;
 const TERMINATORS: [&str; 4] = ["stablehlo.return", "return", "func.return", "mhlo.return"];
-const ARG_READ: [&str; 4] = ["mhlo.sharding", "sdy.sharding", "tf.aliasing_output", "jax.buffer_donor"];
+const ARG_READ: [&str; 4] = [
+    "mhlo.sharding",
+    "sdy.sharding",
+    "tf.aliasing_output",
+    "jax.buffer_donor",
+];
 
 pub(crate) type Translate = fn(&mut Emitter, &mut Comp, &mut Op) -> R<()>;
 
@@ -64,7 +71,10 @@ fn return_inside(text: &str) -> bool {
             continue;
         }
         let before = &text[..k];
-        let before = before.strip_suffix("func.").or_else(|| before.strip_suffix("stablehlo.")).map_or(before, |b| b);
+        let before = before
+            .strip_suffix("func.")
+            .or_else(|| before.strip_suffix("stablehlo."))
+            .map_or(before, |b| b);
         let plain = text[..k].chars().next_back().is_some_and(is_space);
         if plain || before.chars().next_back().is_some_and(is_space) {
             return true;
@@ -76,7 +86,11 @@ fn return_inside(text: &str) -> bool {
 impl Emitter {
     pub(crate) fn new(module: &mut MlirModule, translate: Translate) -> R<Self> {
         let funcs = std::mem::take(&mut module.funcs);
-        let by_name = funcs.iter().enumerate().map(|(k, f)| (f.name.clone(), k)).collect();
+        let by_name = funcs
+            .iter()
+            .enumerate()
+            .map(|(k, f)| (f.name.clone(), k))
+            .collect();
         let meshes = read_meshes(&module.meshes)?;
         Ok(Emitter {
             translate,
@@ -103,7 +117,9 @@ impl Emitter {
         use std::fmt::Write;
         self.count += 1;
         let plain = base.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-            && base.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-');
+            && base
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-');
         self.name_buf.clear();
         if plain {
             self.name_buf.push_str(base);
@@ -141,7 +157,11 @@ impl Emitter {
             line,
             root: false,
         });
-        Value { name, shape, elements: None }
+        Value {
+            name,
+            shape,
+            elements: None,
+        }
     }
 
     fn metadata(&mut self, loc: &str) -> String {
@@ -172,13 +192,30 @@ impl Emitter {
         }
     }
 
-    pub(crate) fn element(&mut self, comp: &mut Comp, value: &Value, k: usize, line: usize) -> R<Value> {
+    pub(crate) fn element(
+        &mut self,
+        comp: &mut Comp,
+        value: &Value,
+        k: usize,
+        line: usize,
+    ) -> R<Value> {
         let key = format!("{}#{k}", value.name);
         if let Some(got) = comp.elements.get(&key) {
             return Ok(got.clone());
         }
-        let Some(shape) = value.elements.as_ref().and_then(|e| e.get(k)).cloned() else { return index_error() };
-        let got = self.inst(comp, "get-tuple-element", &shape, &[value], vec![format!("index={k}")], line, "", "");
+        let Some(shape) = value.elements.as_ref().and_then(|e| e.get(k)).cloned() else {
+            return index_error();
+        };
+        let got = self.inst(
+            comp,
+            "get-tuple-element",
+            &shape,
+            &[value],
+            vec![format!("index={k}")],
+            line,
+            "",
+            "",
+        );
         comp.elements.insert(key, got.clone());
         Ok(got)
     }
@@ -225,14 +262,20 @@ impl Emitter {
             let (name, count) = &op.results[0];
             let got = value.elements.as_ref().map_or(1, |e| e.len());
             if got != *count {
-                return at(format!("{} has {got} results, named as {count}", op.name), op.line);
+                return at(
+                    format!("{} has {got} results, named as {count}", op.name),
+                    op.line,
+                );
             }
             comp.values.insert(name.clone(), value);
             return Ok(());
         }
         if value.elements.as_ref().map(|e| e.len()) != Some(op.results.len()) {
             return at(
-                format!("{}: results named apart are read for operations of several results", op.name),
+                format!(
+                    "{}: results named apart are read for operations of several results",
+                    op.name
+                ),
                 op.line,
             );
         }
@@ -262,13 +305,30 @@ impl Emitter {
         for (number, group) in params.iter().enumerate() {
             let shapes: Vec<String> = group.iter().map(|(_, s)| s.clone()).collect();
             if group.len() == 1 && !how.tuple_param {
-                let v = self.inst(&mut comp, "parameter", &shapes[0], &[], vec![], line, "", "Arg");
+                let v = self.inst(
+                    &mut comp,
+                    "parameter",
+                    &shapes[0],
+                    &[],
+                    vec![],
+                    line,
+                    "",
+                    "Arg",
+                );
                 comp.last().opcode = format!("parameter({number})");
                 comp.values.insert(group[0].0.clone(), v);
                 continue;
             }
-            let mut whole =
-                self.inst(&mut comp, "parameter", &format!("({})", shapes.join(", ")), &[], vec![], line, "", "arg_tuple");
+            let mut whole = self.inst(
+                &mut comp,
+                "parameter",
+                &format!("({})", shapes.join(", ")),
+                &[],
+                vec![],
+                line,
+                "",
+                "arg_tuple",
+            );
             comp.last().opcode = format!("parameter({number})");
             whole.elements = Some(Rc::new(shapes));
             for (k, (key, _)) in group.iter().enumerate() {
@@ -276,7 +336,10 @@ impl Emitter {
                 comp.values.insert(key.clone(), v);
             }
         }
-        let Some(last) = ops.last().filter(|op| TERMINATORS.contains(&op.name.as_str())) else {
+        let Some(last) = ops
+            .last()
+            .filter(|op| TERMINATORS.contains(&op.name.as_str()))
+        else {
             if let Some(shared) = ops.iter().find(|op| return_inside(&op.text)) {
                 return at(
                     format!(
@@ -286,7 +349,10 @@ impl Emitter {
                     shared.line,
                 );
             }
-            return at(format!("computation {name} has no return"), ops.last().map_or(line, |op| op.line));
+            return at(
+                format!("computation {name} has no return"),
+                ops.last().map_or(line, |op| op.line),
+            );
         };
         let _ = last;
         let n = ops.len();
@@ -306,16 +372,36 @@ impl Emitter {
         }
         for (k, text) in how.result_shardings.iter().enumerate() {
             if !text.is_empty() {
-                let Some(v) = returned.get(k).cloned() else { return index_error() };
+                let Some(v) = returned.get(k).cloned() else {
+                    return index_error();
+                };
                 returned[k] = self.func_result(&mut comp, &v, text, ret.line);
             }
         }
         if how.result_shardings.iter().any(|s| !s.is_empty()) && returned.len() == 1 {
             let shape = format!("({})", returned[0].shape);
-            let mut whole = self.inst(&mut comp, "tuple", &shape, &[&returned[0]], vec![], ret.line, "", "");
+            let mut whole = self.inst(
+                &mut comp,
+                "tuple",
+                &shape,
+                &[&returned[0]],
+                vec![],
+                ret.line,
+                "",
+                "",
+            );
             whole.elements = Some(Rc::new(vec![returned[0].shape.to_string()]));
             let inner = whole.shape[1..whole.shape.len() - 1].to_string();
-            let v = self.inst(&mut comp, "get-tuple-element", &inner, &[&whole], vec!["index=0".into()], ret.line, "", "");
+            let v = self.inst(
+                &mut comp,
+                "get-tuple-element",
+                &inner,
+                &[&whole],
+                vec!["index=0".into()],
+                ret.line,
+                "",
+                "",
+            );
             returned = vec![v];
         }
         if returned.len() == 1 && !how.tuple_root {
@@ -327,9 +413,25 @@ impl Emitter {
                 i.root = i.name == root;
             }
         } else {
-            let shape = format!("({})", returned.iter().map(|v| &*v.shape).collect::<Vec<_>>().join(", "));
+            let shape = format!(
+                "({})",
+                returned
+                    .iter()
+                    .map(|v| &*v.shape)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
             let refs: Vec<&Value> = returned.iter().collect();
-            self.inst(&mut comp, "tuple", &shape, &refs, vec![], ret.line, &ret.loc, "");
+            self.inst(
+                &mut comp,
+                "tuple",
+                &shape,
+                &refs,
+                vec![],
+                ret.line,
+                &ret.loc,
+                "",
+            );
             comp.last().root = true;
         }
         let shapes = returned.iter().map(|v| v.shape.to_string()).collect();
@@ -346,13 +448,28 @@ impl Emitter {
 
     fn func_result(&mut self, comp: &mut Comp, value: &Value, text: &str, line: usize) -> Value {
         let t = strip(text);
-        let per_value = format!("#sdy.sharding_per_value<[{}]>", t.strip_prefix("#sdy.sharding").unwrap_or(t));
+        let per_value = format!(
+            "#sdy.sharding_per_value<[{}]>",
+            t.strip_prefix("#sdy.sharding").unwrap_or(t)
+        );
         let attrs = vec![
             format!("custom_call_target=\"{FUNC_RESULT_SHARDING}\""),
             "custom_call_has_side_effect=true".to_string(),
-            format!("frontend_attributes={{{SDY_FRONTEND}={}}}", quote(&per_value)),
+            format!(
+                "frontend_attributes={{{SDY_FRONTEND}={}}}",
+                quote(&per_value)
+            ),
         ];
-        self.inst(comp, "custom-call", &value.shape.clone(), &[value], attrs, line, "", "")
+        self.inst(
+            comp,
+            "custom-call",
+            &value.shape.clone(),
+            &[value],
+            attrs,
+            line,
+            "",
+            "",
+        )
     }
 
     pub(crate) fn region(
@@ -371,16 +488,25 @@ impl Emitter {
             return Ok(done.clone());
         }
         let Some(&index) = self.by_name.get(name) else {
-            return at(format!("call of @{name}, which the module does not define"), line);
+            return at(
+                format!("call of @{name}, which the module does not define"),
+                line,
+            );
         };
         if self.busy.contains(name) {
-            return at(format!("@{name} calls itself (recursion has no HLO form)"), line);
+            return at(
+                format!("@{name} calls itself (recursion has no HLO form)"),
+                line,
+            );
         }
         self.busy.insert(name.to_string());
         let (fname, fline) = (self.funcs[index].name.clone(), self.funcs[index].line);
         let written = (|| {
             let (args, results) = parse_signature(&self.funcs[index])?;
-            let mut body = self.funcs[index].body.take().expect("a function is written once");
+            let mut body = self.funcs[index]
+                .body
+                .take()
+                .expect("a function is written once");
             if !body.args.is_empty() {
                 return at("function body with block arguments", fline);
             }
@@ -395,7 +521,14 @@ impl Emitter {
         Ok(written)
     }
 
-    fn write_func(&mut self, fname: &str, fline: usize, body: &mut Region, args: Args, results: Results) -> R<String> {
+    fn write_func(
+        &mut self,
+        fname: &str,
+        fline: usize,
+        body: &mut Region,
+        args: Args,
+        results: Results,
+    ) -> R<String> {
         let mut shardy = Vec::new();
         for (_, _, a) in &args {
             shardy.push(self.shardy(one_sharding(a, fline)?, fline)?);
@@ -409,12 +542,19 @@ impl Emitter {
             params.push(vec![(a.clone(), hlo_shape(t)?)]);
         }
         let texts: Vec<String> = shardy_results.iter().map(|(_, t)| t.clone()).collect();
-        let how = Shape { result_shardings: &texts, ..Shape::default() };
+        let how = Shape {
+            result_shardings: &texts,
+            ..Shape::default()
+        };
         let (name, _) = self.computation(sanitize(fname), fline, &params, &mut body.ops, how)?;
         let comp = self.comps.last_mut().expect("just written");
         for (number, (_, _, attrs)) in args.iter().enumerate() {
             let opcode = format!("parameter({number})");
-            let param = comp.insts.iter_mut().find(|i| i.opcode == opcode).expect("a parameter per argument");
+            let param = comp
+                .insts
+                .iter_mut()
+                .find(|i| i.opcode == opcode)
+                .expect("a parameter per argument");
             let mut frontend = Dict::default();
             if let Some(s) = attrs.get("mhlo.sharding") {
                 param.attrs.push(format!("sharding={}", unquote(s)));
@@ -423,7 +563,14 @@ impl Emitter {
                 param.attrs.push(format!("sharding={}", shardy[number].0));
                 frontend.set(SDY_FRONTEND.into(), shardy[number].1.clone());
             }
-            let rest = Dict(attrs.0.iter().filter(|(k, _)| !ARG_READ.contains(&k.as_str())).cloned().collect());
+            let rest = Dict(
+                attrs
+                    .0
+                    .iter()
+                    .filter(|(k, _)| !ARG_READ.contains(&k.as_str()))
+                    .cloned()
+                    .collect(),
+            );
             let rest = carry(&rest, &frontend);
             if !rest.is_empty() {
                 param.attrs.push(rest);
@@ -439,7 +586,10 @@ impl Emitter {
             if results.len() == 1 {
                 root.attrs.push(format!("sharding={}", shardings[0]));
             } else {
-                let all: Vec<&str> = shardings.iter().map(|s| if s.is_empty() { "{replicated}" } else { s }).collect();
+                let all: Vec<&str> = shardings
+                    .iter()
+                    .map(|s| if s.is_empty() { "{replicated}" } else { s })
+                    .collect();
                 root.attrs.push(format!("sharding={{{}}}", all.join(", ")));
             }
         }
@@ -449,7 +599,10 @@ impl Emitter {
 
 fn one_sharding(attrs: &Dict, line: usize) -> R<&Dict> {
     if attrs.has("mhlo.sharding") && attrs.has("sdy.sharding") {
-        return at("both mhlo.sharding and sdy.sharding on one value: which is it?", line);
+        return at(
+            "both mhlo.sharding and sdy.sharding on one value: which is it?",
+            line,
+        );
     }
     Ok(attrs)
 }

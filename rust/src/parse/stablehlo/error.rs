@@ -31,7 +31,10 @@ pub(crate) fn index_error<T>() -> R<T> {
 
 /// `KeyError(key)` as `str()` prints it: the key's repr.
 pub(crate) fn key_error<T>(key: &str) -> R<T> {
-    Err(Error::Py("KeyError", crate::parse::stablehlo::text::repr(key)))
+    Err(Error::Py(
+        "KeyError",
+        crate::parse::stablehlo::text::repr(key),
+    ))
 }
 
 pub(crate) fn value_error<T>(message: impl Into<String>) -> R<T> {
@@ -67,11 +70,19 @@ pub(crate) fn zip_strict(lens: &[usize]) -> R<()> {
     };
     if lens[0] != k {
         let i = lens.iter().position(|&n| n == k).unwrap_or(0);
-        return value_error(format!("zip() argument {} is shorter than {}", i + 1, args(i)));
+        return value_error(format!(
+            "zip() argument {} is shorter than {}",
+            i + 1,
+            args(i)
+        ));
     }
     if let Some(i) = lens.iter().skip(1).position(|&n| n > k) {
         let i = i + 1;
-        return value_error(format!("zip() argument {} is longer than {}", i + 1, args(i)));
+        return value_error(format!(
+            "zip() argument {} is longer than {}",
+            i + 1,
+            args(i)
+        ));
     }
     Ok(())
 }

@@ -15,7 +15,9 @@ pub(crate) struct Lines<'a> {
 /// `^\s+at\s`
 fn callsite_line(s: &str) -> bool {
     let t = lstrip(s);
-    t.len() < s.len() && t.strip_prefix("at").is_some_and(|r| r.starts_with(is_space))
+    t.len() < s.len()
+        && t.strip_prefix("at")
+            .is_some_and(|r| r.starts_with(is_space))
 }
 
 impl<'a> Lines<'a> {

@@ -45,7 +45,9 @@ fn digits(s: &str) -> bool {
 }
 
 fn number(s: &str) -> String {
-    s.parse::<u128>().map(|v| v.to_string()).unwrap_or_else(|_| s.to_string())
+    s.parse::<u128>()
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| s.to_string())
 }
 
 fn unescape(s: &str) -> String {
@@ -72,7 +74,10 @@ fn callsite(s: &str) -> Option<(&str, &str)> {
 
 impl Locations {
     pub(crate) fn new(aliases: HashMap<String, String>) -> Self {
-        Locations { aliases, cache: HashMap::new() }
+        Locations {
+            aliases,
+            cache: HashMap::new(),
+        }
     }
 
     /// (op_name, source_file, source_line) of `loc(...)`; empty where it has none.
@@ -107,7 +112,11 @@ impl Locations {
         if let Some((file, rest)) = string_at(s, false) {
             if let Some(r) = rest.strip_prefix(':') {
                 let k = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
-                if k > 0 && r[k..].strip_prefix(':').is_some_and(|t| t.starts_with(|c: char| c.is_ascii_digit())) {
+                if k > 0
+                    && r[k..]
+                        .strip_prefix(':')
+                        .is_some_and(|t| t.starts_with(|c: char| c.is_ascii_digit()))
+                {
                     return (String::new(), unescape(file), number(&r[..k]));
                 }
             }

@@ -4,7 +4,7 @@
 //! The element types are those xla/hlo/translate/mhlo_to_hlo/type_to_shape.cc maps; anything else
 //! (dynamic or bounded dimensions, quantized types, encodings) is refused by name.
 
-use crate::parse::stablehlo::error::{stack_guard, type_err, value_error, Error, R, MAX_NESTING};
+use crate::parse::stablehlo::error::{stack_guard, type_err, value_error, Error, MAX_NESTING, R};
 use crate::parse::stablehlo::numbers::{f16_value, float_text, py_float, py_int};
 use crate::parse::stablehlo::text::{comma, inner, split_top, strip};
 
@@ -48,7 +48,11 @@ pub(crate) fn element(mlir: &str) -> Option<&'static str> {
 /// `(a, b)` or `a, b` -> [a, b]; `()` -> [].
 pub(crate) fn split_types(text: &str) -> Vec<&str> {
     let t = strip(text);
-    let t = if t.starts_with('(') && t.ends_with(')') { inner(t) } else { t };
+    let t = if t.starts_with('(') && t.ends_with(')') {
+        inner(t)
+    } else {
+        t
+    };
     comma(t)
 }
 
@@ -58,7 +62,9 @@ fn tensor(t: &str) -> Option<(Vec<&str>, &str)> {
     let mut dims = Vec::new();
     let mut rest = body;
     loop {
-        let k = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let k = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         if k > 0 && rest[k..].starts_with('x') {
             // a run `\d+x`: taken unless the element would then be empty (regex backtracking)
             let after = &rest[k + 1..];
@@ -88,23 +94,34 @@ fn shape_at(mlir: &str, nesting: usize) -> R<String> {
     stack_guard()?;
     let t = strip(mlir);
     if t.starts_with("tuple<") && t.ends_with('>') && t.len() >= 7 {
-        let parts: R<Vec<String>> = split_top(&t[6..t.len() - 1], ",").iter().map(|p| shape_at(p, nesting + 1)).collect();
+        let parts: R<Vec<String>> = split_top(&t[6..t.len() - 1], ",")
+            .iter()
+            .map(|p| shape_at(p, nesting + 1))
+            .collect();
         return Ok(format!("({})", parts?.join(", ")));
     }
     if t == "!stablehlo.token" || t == "!mhlo.token" {
         return Ok("token[]".into());
     }
-    let m = if t.starts_with("tensor<") && t.contains('?') { None } else { tensor(t) };
+    let m = if t.starts_with("tensor<") && t.contains('?') {
+        None
+    } else {
+        tensor(t)
+    };
     let Some((dims, el)) = m else {
         if t.starts_with("tensor<") && (t.contains('?') || t.contains(',')) {
-            return type_err(format!("type {t}: dynamic or bounded dimensions and encodings are not read"));
+            return type_err(format!(
+                "type {t}: dynamic or bounded dimensions and encodings are not read"
+            ));
         }
         if let Some(e) = element(t) {
             return Ok(format!("{e}[]"));
         }
         return type_err(format!("type {t} is not read"));
     };
-    let Some(e) = element(el) else { return type_err(format!("element type {el} is not read")) };
+    let Some(e) = element(el) else {
+        return type_err(format!("element type {el} is not read"));
+    };
     Ok(format!("{e}[{}]", dims.join(",")))
 }
 
@@ -146,7 +163,9 @@ pub(crate) fn hlo_literal(value: &str, shape: &str) -> R<String> {
         flat = from_bytes(&from_hex(hex)?, element, shape)?;
         if flat.len() == 1 && count != 1 {
             if count > MAX_SPLAT {
-                return type_err(format!("splat constant of {count} elements is over {MAX_SPLAT}"));
+                return type_err(format!(
+                    "splat constant of {count} elements is over {MAX_SPLAT}"
+                ));
             }
             flat = vec![flat[0].clone(); count.max(0) as usize];
         }
@@ -161,14 +180,23 @@ pub(crate) fn hlo_literal(value: &str, shape: &str) -> R<String> {
         }
     } else {
         if count > MAX_SPLAT {
-            return type_err(format!("splat constant of {count} elements is over {MAX_SPLAT}"));
+            return type_err(format!(
+                "splat constant of {count} elements is over {MAX_SPLAT}"
+            ));
         }
         let one = scalar(v, element)?;
-        let n = if dims.is_empty() { 1 } else { count.max(0) as usize };
+        let n = if dims.is_empty() {
+            1
+        } else {
+            count.max(0) as usize
+        };
         flat = vec![one; n];
     }
     if flat.len() as i128 != count {
-        return type_err(format!("constant has {} elements, its type {shape} {count}", flat.len()));
+        return type_err(format!(
+            "constant has {} elements, its type {shape} {count}",
+            flat.len()
+        ));
     }
     if dims.is_empty() {
         return Ok(flat.swap_remove(0));
@@ -234,13 +262,20 @@ fn scalar(text: &str, element: &str) -> R<String> {
         let parts = comma(inner(t));
         if parts.len() != 2 {
             return value_error(if parts.len() < 2 {
-                format!("not enough values to unpack (expected 2, got {})", parts.len())
+                format!(
+                    "not enough values to unpack (expected 2, got {})",
+                    parts.len()
+                )
             } else {
                 "too many values to unpack (expected 2)".to_string()
             });
         }
         let part = if element == "c64" { "f32" } else { "f64" };
-        return Ok(format!("({}, {})", scalar(parts[0], part)?, scalar(parts[1], part)?));
+        return Ok(format!(
+            "({}, {})",
+            scalar(parts[0], part)?,
+            scalar(parts[1], part)?
+        ));
     }
     if element.starts_with('s') || element.starts_with('u') {
         return Ok(py_int(t, 0)?.to_string());
@@ -283,7 +318,11 @@ fn from_hex(s: &str) -> R<Vec<u8>> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len() / 2);
     let mut i = 0;
-    let bad = |i: usize| value_error(format!("non-hexadecimal number found in fromhex() arg at position {i}"));
+    let bad = |i: usize| {
+        value_error(format!(
+            "non-hexadecimal number found in fromhex() arg at position {i}"
+        ))
+    };
     while i < b.len() {
         if b[i] == b' ' || (b'\t'..=b'\r').contains(&b[i]) {
             i += 1;

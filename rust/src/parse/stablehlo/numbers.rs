@@ -7,7 +7,12 @@ use crate::parse::stablehlo::text::{repr, strip};
 /// `int(text, base)` for base 10, 16 or 0 (prefixed), as an i128 (wider values are refused with
 /// Python's words, which no module reaches).
 pub(crate) fn py_int(text: &str, base: u32) -> R<i128> {
-    let bad = || value_error(format!("invalid literal for int() with base {base}: {}", repr(text)));
+    let bad = || {
+        value_error(format!(
+            "invalid literal for int() with base {base}: {}",
+            repr(text)
+        ))
+    };
     let t = strip(text);
     let (neg, mut t) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
@@ -37,7 +42,12 @@ pub(crate) fn py_int(text: &str, base: u32) -> R<i128> {
         return bad();
     }
     let digits: String = t.chars().filter(|&c| c != '_').collect();
-    if base == 0 && !prefixed && digits.len() > 1 && digits.starts_with('0') && digits.chars().any(|c| c != '0') {
+    if base == 0
+        && !prefixed
+        && digits.len() > 1
+        && digits.starts_with('0')
+        && digits.chars().any(|c| c != '0')
+    {
         return bad();
     }
     if !digits.chars().all(|c| c.is_digit(radix)) {
@@ -81,12 +91,18 @@ pub(crate) fn float_repr(f: f64) -> String {
     // The shortest digits that read back, then those digits correctly rounded (half to even, as
     // Python's dtoa picks between two equally near: Rust's shortest form rounds such a tie up).
     let shortest = format!("{f:e}");
-    let n = shortest.split_once('e').map_or(1, |(m, _)| m.bytes().filter(|c| c.is_ascii_digit()).count());
+    let n = shortest
+        .split_once('e')
+        .map_or(1, |(m, _)| m.bytes().filter(|c| c.is_ascii_digit()).count());
     let s = format!("{f:.*e}", n.saturating_sub(1));
     let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let neg = mant.starts_with('-');
-    let digits: String = mant.trim_start_matches('-').chars().filter(|c| *c != '.').collect();
+    let digits: String = mant
+        .trim_start_matches('-')
+        .chars()
+        .filter(|c| *c != '.')
+        .collect();
     let decpt = exp + 1;
     let mut out = String::new();
     if neg {

@@ -20,7 +20,6 @@ use crate::parse::stablehlo::structure::{symbol_len, Op};
 use crate::parse::stablehlo::text::{comma, head, inner, lstrip, matching, partition, strip};
 use crate::parse::stablehlo::values::{attr_dict, carry, unquote, Comp, Dict, Value};
 
-
 /// Operations whose HLO instruction is the same operands under another name and no attributes.
 fn simple(short: &str) -> Option<&'static str> {
     Some(match short {
@@ -116,11 +115,20 @@ pub(crate) fn translate(em: &mut Emitter, comp: &mut Comp, op: &mut Op) -> R<()>
         h
     } else if dialect == "chlo" {
         return at(
-            format!("{}: this chlo operation is not read (lower it: stablehlo-legalize-chlo)", op.name),
+            format!(
+                "{}: this chlo operation is not read (lower it: stablehlo-legalize-chlo)",
+                op.name
+            ),
             op.line,
         );
     } else {
-        return at(format!("operation {} is not read by xlagraph's StableHLO reader", op.name), op.line);
+        return at(
+            format!(
+                "operation {} is not read by xlagraph's StableHLO reader",
+                op.name
+            ),
+            op.line,
+        );
     };
     let result = match parse(op) {
         Ok(mut p) => h(em, comp, op, &mut p).map(|v| (p, v)),
@@ -130,9 +138,17 @@ pub(crate) fn translate(em: &mut Emitter, comp: &mut Comp, op: &mut Op) -> R<()>
         Ok(got) => got,
         Err(Error::Type(e)) => return at(format!("{}: {e}", op.name), op.line),
         Err(Error::Py(cls, e)) if matches!(cls, "ValueError" | "IndexError" | "KeyError") => {
-            return at(format!("{}: malformed or unread form ({cls}: {e})", op.name), op.line);
+            return at(
+                format!("{}: malformed or unread form ({cls}: {e})", op.name),
+                op.line,
+            );
         }
-        Err(Error::Mesh(e)) => return at(format!("{}: malformed or unread form (MeshError: {e})", op.name), op.line),
+        Err(Error::Mesh(e)) => {
+            return at(
+                format!("{}: malformed or unread form (MeshError: {e})", op.name),
+                op.line,
+            )
+        }
         Err(e) => return Err(e),
     };
     if parsed.attrs.has("mhlo.sharding") {
@@ -152,7 +168,11 @@ pub(crate) fn translate(em: &mut Emitter, comp: &mut Comp, op: &mut Op) -> R<()>
         parsed.attrs.get("result_layout");
     }
     let frontend = parsed.attrs.or("mhlo.frontend_attributes", "");
-    let mut front = if frontend.starts_with('{') { attr_dict(&frontend) } else { Dict::default() };
+    let mut front = if frontend.starts_with('{') {
+        attr_dict(&frontend)
+    } else {
+        Dict::default()
+    };
     for (k, v) in sdy.0 {
         front.set(k, v);
     }
@@ -163,7 +183,12 @@ pub(crate) fn translate(em: &mut Emitter, comp: &mut Comp, op: &mut Op) -> R<()>
     em.bind(comp, op, value)
 }
 
-pub(crate) fn lookups(em: &mut Emitter, comp: &mut Comp, refs: &[String], line: usize) -> R<Vec<Value>> {
+pub(crate) fn lookups(
+    em: &mut Emitter,
+    comp: &mut Comp,
+    refs: &[String],
+    line: usize,
+) -> R<Vec<Value>> {
     let mut out = Vec::new();
     for r in refs {
         out.push(em.lookup(comp, r, line)?);
@@ -196,19 +221,46 @@ pub(crate) fn out0(p: &Parsed) -> R<String> {
 
 fn simple_op(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
     let short = partition(&op.name, ".").2;
-    one(em, comp, op, p, simple(short).expect("checked"), vec![], None)
+    one(
+        em,
+        comp,
+        op,
+        p,
+        simple(short).expect("checked"),
+        vec![],
+        None,
+    )
 }
 
 fn call(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
     let t = lstrip(&op.text);
-    let Some(n) = t.strip_prefix('@').and_then(symbol_len) else { return at("call without a callee", op.line) };
+    let Some(n) = t.strip_prefix('@').and_then(symbol_len) else {
+        return at("call without a callee", op.line);
+    };
     let callee = em.func(t[1..1 + n].trim_matches('"'), op.line)?;
     if p.outs.len() == 1 {
         let operands = lookups(em, comp, &p.operands, op.line)?;
         let refs: Vec<&Value> = operands.iter().collect();
-        return Ok(em.inst(comp, "call", &p.outs[0], &refs, vec![format!("to_apply={callee}")], op.line, &op.loc, ""));
+        return Ok(em.inst(
+            comp,
+            "call",
+            &p.outs[0],
+            &refs,
+            vec![format!("to_apply={callee}")],
+            op.line,
+            &op.loc,
+            "",
+        ));
     }
-    one(em, comp, op, p, "call", vec![format!("to_apply={callee}")], None)
+    one(
+        em,
+        comp,
+        op,
+        p,
+        "call",
+        vec![format!("to_apply={callee}")],
+        None,
+    )
 }
 
 fn constant(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
@@ -222,9 +274,13 @@ fn constant(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R
     let shape = out0(p)?;
     let end = matching(text, 5).unwrap_or(text.len().saturating_sub(1));
     let literal = hlo_literal(text.get(6..end.max(6)).unwrap_or(""), &shape)?;
-    em.literal_budget -= dims_of(&shape)?.iter().fold(1i128, |a, &d| a.saturating_mul(d.max(0) as i128));
+    em.literal_budget -= dims_of(&shape)?
+        .iter()
+        .fold(1i128, |a, &d| a.saturating_mul(d.max(0) as i128));
     if em.literal_budget < 0 {
-        return type_err(format!("constants of more than {LITERAL_BUDGET} elements in all are not read"));
+        return type_err(format!(
+            "constants of more than {LITERAL_BUDGET} elements in all are not read"
+        ));
     }
     let v = em.inst(comp, "constant", &shape, &[], vec![], op.line, &op.loc, "");
     let last = comp.last();
@@ -235,7 +291,9 @@ fn constant(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R
 
 fn broadcast(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
     let mut dims = ints(&either(p, "dims", "broadcast_dimensions", "[]"));
-    let Some(r) = p.operands.first() else { return index_error() };
+    let Some(r) = p.operands.first() else {
+        return index_error();
+    };
     let mut operand = em.lookup(comp, r, op.line)?;
     let out = dims_of(&out0(p)?)?;
     let src = dims_of(&operand.shape)?;
@@ -249,7 +307,16 @@ fn broadcast(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> 
     if keep.len() != src.len() {
         let sizes: Vec<String> = keep.iter().map(|&k| src[k].to_string()).collect();
         let shape = format!("{}[{}]", element_of(&operand.shape)?, sizes.join(","));
-        operand = em.inst(comp, "reshape", &shape, &[&operand], vec![], op.line, &op.loc, "");
+        operand = em.inst(
+            comp,
+            "reshape",
+            &shape,
+            &[&operand],
+            vec![],
+            op.line,
+            &op.loc,
+            "",
+        );
         let mut kept = Vec::new();
         for &k in &keep {
             kept.push(py_index(&dims, k as i64)?);
@@ -257,10 +324,26 @@ fn broadcast(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> 
         dims = kept;
     }
     let shape = out0(p)?;
-    Ok(em.inst(comp, "broadcast", &shape, &[&operand], vec![format!("dimensions={}", braces(&dims))], op.line, &op.loc, ""))
+    Ok(em.inst(
+        comp,
+        "broadcast",
+        &shape,
+        &[&operand],
+        vec![format!("dimensions={}", braces(&dims))],
+        op.line,
+        &op.loc,
+        "",
+    ))
 }
 
-fn dims_op(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed, opcode: &str, keys: [&str; 2]) -> R<Value> {
+fn dims_op(
+    em: &mut Emitter,
+    comp: &mut Comp,
+    op: &mut Op,
+    p: &mut Parsed,
+    opcode: &str,
+    keys: [&str; 2],
+) -> R<Value> {
     let mut value = None;
     for k in keys {
         if p.attrs.has(k) {
@@ -268,8 +351,18 @@ fn dims_op(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed, opcod
             break;
         }
     }
-    let Some(value) = value else { return at(format!("{} without {}", op.name, keys[0]), op.line) };
-    one(em, comp, op, p, opcode, vec![format!("dimensions={}", braces(&ints(&value)))], None)
+    let Some(value) = value else {
+        return at(format!("{} without {}", op.name, keys[0]), op.line);
+    };
+    one(
+        em,
+        comp,
+        op,
+        p,
+        opcode,
+        vec![format!("dimensions={}", braces(&ints(&value)))],
+        None,
+    )
 }
 
 fn transpose(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
@@ -292,7 +385,15 @@ pub(crate) fn either(p: &mut Parsed, a: &str, b: &str, default: &str) -> String 
 
 fn iota(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
     let dim = first(&ints(&either(p, "dim", "iota_dimension", "")))?;
-    one(em, comp, op, p, "iota", vec![format!("iota_dimension={dim}")], None)
+    one(
+        em,
+        comp,
+        op,
+        p,
+        "iota",
+        vec![format!("iota_dimension={dim}")],
+        None,
+    )
 }
 
 /// `\[([^\]]*)\]\s*$` searched: the last bracketed list, at the end.
@@ -305,23 +406,37 @@ fn last_brackets(body: &str) -> Option<&str> {
 }
 
 fn slice(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
-    let (mut starts, mut limits, mut strides): (Vec<i128>, Vec<i128>, Vec<i128>) = (vec![], vec![], vec![]);
+    let (mut starts, mut limits, mut strides): (Vec<i128>, Vec<i128>, Vec<i128>) =
+        (vec![], vec![], vec![]);
     if p.attrs.has("start_indices") {
-        starts = ints(&p.attrs.at("start_indices")?).into_iter().map(i128::from).collect();
-        limits = ints(&p.attrs.at("limit_indices")?).into_iter().map(i128::from).collect();
-        strides = ints(&p.attrs.or("strides", "")).into_iter().map(i128::from).collect();
+        starts = ints(&p.attrs.at("start_indices")?)
+            .into_iter()
+            .map(i128::from)
+            .collect();
+        limits = ints(&p.attrs.at("limit_indices")?)
+            .into_iter()
+            .map(i128::from)
+            .collect();
+        strides = ints(&p.attrs.or("strides", ""))
+            .into_iter()
+            .map(i128::from)
+            .collect();
         if strides.is_empty() {
             strides = vec![1; starts.len()];
         }
     } else {
-        let Some(ranges) = last_brackets(&p.body) else { return at("slice without its ranges", op.line) };
+        let Some(ranges) = last_brackets(&p.body) else {
+            return at("slice without its ranges", op.line);
+        };
         for r in comma(ranges) {
             let mut nums = Vec::new();
             for x in r.split(':') {
                 nums.push(py_int(x, 10)?);
             }
             starts.push(nums[0]);
-            let Some(&b) = nums.get(1) else { return index_error() };
+            let Some(&b) = nums.get(1) else {
+                return index_error();
+            };
             limits.push(b);
             strides.push(nums.get(2).copied().unwrap_or(1));
         }
@@ -331,15 +446,35 @@ fn slice(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Va
     let mut parts = Vec::new();
     for k in 0..n {
         let (a, b, x) = (starts[k], limits[k], strides[k]);
-        parts.push(if strided { format!("[{a}:{b}:{x}]") } else { format!("[{a}:{b}]") });
+        parts.push(if strided {
+            format!("[{a}:{b}:{x}]")
+        } else {
+            format!("[{a}:{b}]")
+        });
     }
     zip_strict(&[starts.len(), limits.len(), strides.len()])?;
-    one(em, comp, op, p, "slice", vec![format!("slice={{{}}}", parts.join(", "))], None)
+    one(
+        em,
+        comp,
+        op,
+        p,
+        "slice",
+        vec![format!("slice={{{}}}", parts.join(", "))],
+        None,
+    )
 }
 
 fn dynamic_slice(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
     let sizes = ints(&either(p, "sizes", "slice_sizes", ""));
-    one(em, comp, op, p, "dynamic-slice", vec![format!("dynamic_slice_sizes={}", braces(&sizes))], None)
+    one(
+        em,
+        comp,
+        op,
+        p,
+        "dynamic-slice",
+        vec![format!("dynamic_slice_sizes={}", braces(&sizes))],
+        None,
+    )
 }
 
 fn pad(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
@@ -360,17 +495,34 @@ fn pad(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Valu
             s
         })
         .collect();
-    one(em, comp, op, p, "pad", vec![format!("padding={}", pads.join("x"))], None)
+    one(
+        em,
+        comp,
+        op,
+        p,
+        "pad",
+        vec![format!("padding={}", pads.join("x"))],
+        None,
+    )
 }
 
 fn compare(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
     let body = p.body.clone();
     let words = comma(&body);
-    let direction = enum_(&p.attrs.or("comparison_direction", words.first().copied().unwrap_or("")));
-    let kind_default = if words.len() > 3 { words[words.len() - 1] } else { "" };
+    let direction = enum_(
+        &p.attrs
+            .or("comparison_direction", words.first().copied().unwrap_or("")),
+    );
+    let kind_default = if words.len() > 3 {
+        words[words.len() - 1]
+    } else {
+        ""
+    };
     let kind = enum_(&p.attrs.or("compare_type", kind_default));
     let mut attrs = vec![format!("direction={direction}")];
-    let Some(t) = p.ins.first() else { return index_error() };
+    let Some(t) = p.ins.first() else {
+        return index_error();
+    };
     let element = element_of(&hlo_shape(t)?)?.to_string();
     let default = match element.chars().next() {
         Some('s') => "SIGNED",
@@ -392,7 +544,10 @@ fn pair(value: &str) -> (Vec<i64>, Vec<i64>) {
 pub(crate) fn precision(p: &mut Parsed) -> Vec<String> {
     let value = either(p, "precision", "precision_config", "");
     let words: Vec<String> = if value.starts_with('[') {
-        comma(inner(strip(&value))).iter().map(|w| enum_(w).to_lowercase()).collect()
+        comma(inner(strip(&value)))
+            .iter()
+            .map(|w| enum_(w).to_lowercase())
+            .collect()
     } else {
         Vec::new()
     };
@@ -407,12 +562,17 @@ fn dot_general(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -
     let (lb, rb, lc, rc);
     if p.attrs.has("dot_dimension_numbers") {
         let v = p.attrs.at("dot_dimension_numbers")?;
-        let Some((_, after)) = v.split_once('<') else { return index_error() };
+        let Some((_, after)) = v.split_once('<') else {
+            return index_error();
+        };
         let inside = after.rsplit_once('>').map_or(after, |(a, _)| a);
         let d = attr_dict(&format!("{{{inside}}}"));
         let g = |k: &str| ints(d.get(k).unwrap_or(""));
         (lb, rb) = (g("lhs_batching_dimensions"), g("rhs_batching_dimensions"));
-        (lc, rc) = (g("lhs_contracting_dimensions"), g("rhs_contracting_dimensions"));
+        (lc, rc) = (
+            g("lhs_contracting_dimensions"),
+            g("rhs_contracting_dimensions"),
+        );
     } else {
         (lb, rb) = pair(&p.attrs.or("batching_dims", "[] x []"));
         (lc, rc) = pair(&p.attrs.or("contracting_dims", "[] x []"));
@@ -432,9 +592,14 @@ fn dot_general(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -
 }
 
 fn dot(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
-    let Some(t) = p.ins.first() else { return index_error() };
+    let Some(t) = p.ins.first() else {
+        return index_error();
+    };
     let rank = dims_of(&hlo_shape(t)?)?.len() as i64;
-    let mut attrs = vec![format!("lhs_contracting_dims={{{}}}", rank - 1), "rhs_contracting_dims={0}".to_string()];
+    let mut attrs = vec![
+        format!("lhs_contracting_dims={{{}}}", rank - 1),
+        "rhs_contracting_dims={0}".to_string(),
+    ];
     attrs.extend(precision(p));
     one(em, comp, op, p, "dot", attrs, None)
 }
@@ -461,7 +626,15 @@ fn get_tuple_element(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Par
         String::new()
     };
     let k = first(&ints(&p.attrs.or("index", &default)))?;
-    one(em, comp, op, p, "get-tuple-element", vec![format!("index={k}")], None)
+    one(
+        em,
+        comp,
+        op,
+        p,
+        "get-tuple-element",
+        vec![format!("index={k}")],
+        None,
+    )
 }
 
 fn tuple(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
@@ -471,12 +644,35 @@ fn tuple(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Va
     Ok(em.inst(comp, "tuple", &shape, &refs, vec![], op.line, &op.loc, ""))
 }
 
-fn optimization_barrier(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
+fn optimization_barrier(
+    em: &mut Emitter,
+    comp: &mut Comp,
+    op: &mut Op,
+    p: &mut Parsed,
+) -> R<Value> {
     let operands = lookups(em, comp, &p.operands, op.line)?;
     let refs: Vec<&Value> = operands.iter().collect();
     let shapes: Vec<String> = operands.iter().map(|v| v.shape.to_string()).collect();
-    let whole = em.inst(comp, "tuple", &format!("({})", shapes.join(", ")), &refs, vec![], op.line, &op.loc, "");
-    let mut value = em.inst(comp, "opt-barrier", &whole.shape.clone(), &[&whole], vec![], op.line, &op.loc, "");
+    let whole = em.inst(
+        comp,
+        "tuple",
+        &format!("({})", shapes.join(", ")),
+        &refs,
+        vec![],
+        op.line,
+        &op.loc,
+        "",
+    );
+    let mut value = em.inst(
+        comp,
+        "opt-barrier",
+        &whole.shape.clone(),
+        &[&whole],
+        vec![],
+        op.line,
+        &op.loc,
+        "",
+    );
     value.elements = Some(std::rc::Rc::new(shapes));
     Ok(value)
 }
@@ -485,9 +681,25 @@ fn reduce_precision(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Pars
     let text = either(p, "exponent_bits", "format", "");
     let both = ints(&text.replace(['e', 'm'], " "));
     let (e, m) = if p.attrs.has("format") {
-        (first(&both)?, *both.get(1).ok_or(Error::Py("IndexError", "list index out of range".into()))?)
+        (
+            first(&both)?,
+            *both
+                .get(1)
+                .ok_or(Error::Py("IndexError", "list index out of range".into()))?,
+        )
     } else {
-        (first(&ints(&p.attrs.at("exponent_bits")?))?, first(&ints(&p.attrs.at("mantissa_bits")?))?)
+        (
+            first(&ints(&p.attrs.at("exponent_bits")?))?,
+            first(&ints(&p.attrs.at("mantissa_bits")?))?,
+        )
     };
-    one(em, comp, op, p, "reduce-precision", vec![format!("exponent_bits={e}"), format!("mantissa_bits={m}")], None)
+    one(
+        em,
+        comp,
+        op,
+        p,
+        "reduce-precision",
+        vec![format!("exponent_bits={e}"), format!("mantissa_bits={m}")],
+        None,
+    )
 }

@@ -14,8 +14,28 @@ use crate::parse::stablehlo::values::{Comp, Value};
 
 /// Elementwise chlo operations without attributes that XLA's export expands (chlo_ops.td).
 const OPAQUE: [&str; 22] = [
-    "acos", "acosh", "asin", "asinh", "atan", "atanh", "bessel_i1e", "conj", "cosh", "sinh", "tan", "digamma",
-    "erf_inv", "erfc", "is_inf", "is_neg_inf", "is_pos_inf", "lgamma", "square", "next_after", "polygamma", "zeta",
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atanh",
+    "bessel_i1e",
+    "conj",
+    "cosh",
+    "sinh",
+    "tan",
+    "digamma",
+    "erf_inv",
+    "erfc",
+    "is_inf",
+    "is_neg_inf",
+    "is_pos_inf",
+    "lgamma",
+    "square",
+    "next_after",
+    "polygamma",
+    "zeta",
 ];
 
 pub(crate) fn chlo_handler(short: &str) -> Option<Handler> {
@@ -33,10 +53,23 @@ fn erf(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Valu
 
 fn top_k(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
     if p.outs.len() != 2 || !p.attrs.has("k") {
-        return at("chlo.top_k: expected `k` and two results (values, indices)", op.line);
+        return at(
+            "chlo.top_k: expected `k` and two results (values, indices)",
+            op.line,
+        );
     }
-    let Some(&k) = ints(&p.attrs.at("k")?).first() else { return index_error() };
-    one(em, comp, op, p, "topk", vec![format!("k={k}"), "largest=true".into()], None)
+    let Some(&k) = ints(&p.attrs.at("k")?).first() else {
+        return index_error();
+    };
+    one(
+        em,
+        comp,
+        op,
+        p,
+        "topk",
+        vec![format!("k={k}"), "largest=true".into()],
+        None,
+    )
 }
 
 fn opaque(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {

@@ -13,11 +13,21 @@ use crate::parse::stablehlo::values::{unquote, Comp, Value};
 
 /// `f32[4,4]` and `dense<[0, 1]> : tensor<2xindex>` -> `f32[4,4]{0,1}` (none for a scalar).
 fn with_layout(shape: &str, layout: &str) -> R<String> {
-    let minor_to_major = ints(&layout.split(" : ").next().unwrap_or("").replace("dense<", ""));
+    let minor_to_major = ints(
+        &layout
+            .split(" : ")
+            .next()
+            .unwrap_or("")
+            .replace("dense<", ""),
+    );
     if minor_to_major.len() != dims_of(shape)?.len() {
         return at(format!("layout {} is not of {shape}", head(layout, 40)), 0);
     }
-    Ok(if minor_to_major.is_empty() { shape.to_string() } else { format!("{shape}{}", braces(&minor_to_major)) })
+    Ok(if minor_to_major.is_empty() {
+        shape.to_string()
+    } else {
+        format!("{shape}{}", braces(&minor_to_major))
+    })
 }
 
 fn api(version: &str) -> &'static str {
@@ -31,10 +41,18 @@ fn api(version: &str) -> &'static str {
 
 fn listed(p: &mut Parsed, key: &str) -> Vec<String> {
     let v = p.attrs.or(key, "[]");
-    comma(inner(strip(&v))).into_iter().map(String::from).collect()
+    comma(inner(strip(&v)))
+        .into_iter()
+        .map(String::from)
+        .collect()
 }
 
-pub(crate) fn custom_call(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
+pub(crate) fn custom_call(
+    em: &mut Emitter,
+    comp: &mut Comp,
+    op: &mut Op,
+    p: &mut Parsed,
+) -> R<Value> {
     let t = lstrip(&op.text);
     let target = match t.strip_prefix('@').and_then(symbol_len) {
         Some(n) => t[1..1 + n].trim_matches('"').to_string(),
@@ -54,7 +72,9 @@ pub(crate) fn custom_call(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mu
     } else if (config.starts_with('"') && !unquote(&config).is_empty()) || config.starts_with('{') {
         attrs.push(format!("backend_config={config}"));
     }
-    let version = p.attrs.or("api_version", if typed.is_empty() { "1" } else { "4" });
+    let version = p
+        .attrs
+        .or("api_version", if typed.is_empty() { "1" } else { "4" });
     let version = strip(version.split(':').next().unwrap_or(""));
     if !api(version).is_empty() {
         attrs.push(format!("api_version={}", api(version)));
@@ -70,7 +90,10 @@ pub(crate) fn custom_call(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mu
             shapes.push(with_layout(&hlo_shape(t)?, lay)?);
         }
         zip_strict(&[p.ins.len(), layouts.len()])?;
-        attrs.push(format!("operand_layout_constraints={{{}}}", shapes.join(", ")));
+        attrs.push(format!(
+            "operand_layout_constraints={{{}}}",
+            shapes.join(", ")
+        ));
     }
     let aliases = listed(p, "output_operand_aliases");
     if !aliases.is_empty() {
@@ -78,11 +101,16 @@ pub(crate) fn custom_call(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mu
         for alias in &aliases {
             let n = numbers(alias);
             let out = ints(n.get("output_tuple_indices").unwrap_or("[]"));
-            let Some(&operand) = ints(n.get("operand_index").unwrap_or("0")).first() else { return index_error() };
+            let Some(&operand) = ints(n.get("operand_index").unwrap_or("0")).first() else {
+                return index_error();
+            };
             let tuple = ints(n.get("operand_tuple_indices").unwrap_or("[]"));
             pairs.push(format!("{}: ({operand}, {})", braces(&out), braces(&tuple)));
         }
-        attrs.push(format!("output_to_operand_aliasing={{{}}}", pairs.join(", ")));
+        attrs.push(format!(
+            "output_to_operand_aliasing={{{}}}",
+            pairs.join(", ")
+        ));
     }
     let results = listed(p, "result_layouts");
     if !results.is_empty() {

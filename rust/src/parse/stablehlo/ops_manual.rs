@@ -26,15 +26,32 @@ const INLINEABLE: &str = "frontend_attributes={inlineable=\"false\"}";
 
 /// The bracketed value after `key` (from `start`) and the index after it.
 fn after(line: usize, text: &str, key: &str, start: usize, opening: char) -> R<(String, usize)> {
-    let found = text.get(start..).and_then(|t| t.find(key)).map(|k| k + start + key.len());
-    let end = found.filter(|&j| text[j..].starts_with(opening)).and_then(|j| matching(text, j).map(|e| (j, e)));
+    let found = text
+        .get(start..)
+        .and_then(|t| t.find(key))
+        .map(|k| k + start + key.len());
+    let end = found
+        .filter(|&j| text[j..].starts_with(opening))
+        .and_then(|j| matching(text, j).map(|e| (j, e)));
     match end {
         Some((j, e)) => Ok((text[j..e + 1].to_string(), e + 1)),
-        None => at(format!("{NAME} without its {} (its pretty form is read)", key.trim_end_matches('=')), line),
+        None => at(
+            format!(
+                "{NAME} without its {} (its pretty form is read)",
+                key.trim_end_matches('=')
+            ),
+            line,
+        ),
     }
 }
 
-fn tupled(em: &mut Emitter, comp: &mut Comp, mut value: Value, shapes: &[String], line: usize) -> R<Vec<Value>> {
+fn tupled(
+    em: &mut Emitter,
+    comp: &mut Comp,
+    mut value: Value,
+    shapes: &[String],
+    line: usize,
+) -> R<Vec<Value>> {
     if shapes.len() == 1 {
         return Ok(vec![value]);
     }
@@ -54,18 +71,37 @@ fn shape_of(shapes: &[String]) -> String {
     }
 }
 
-pub(crate) fn manual_computation(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
+pub(crate) fn manual_computation(
+    em: &mut Emitter,
+    comp: &mut Comp,
+    op: &mut Op,
+    p: &mut Parsed,
+) -> R<Value> {
     let line = op.line;
     let text = strip(&op.text).to_string();
-    let Some(close) = (if text.starts_with('(') { matching(&text, 0) } else { None }) else {
-        return at(format!("{NAME} without its operands (its pretty form is read)"), line);
+    let Some(close) = (if text.starts_with('(') {
+        matching(&text, 0)
+    } else {
+        None
+    }) else {
+        return at(
+            format!("{NAME} without its operands (its pretty form is read)"),
+            line,
+        );
     };
-    let refs: Vec<String> = comma(&text[1..close]).into_iter().map(String::from).collect();
+    let refs: Vec<String> = comma(&text[1..close])
+        .into_iter()
+        .map(String::from)
+        .collect();
     let (in_text, k) = after(line, &text, "in_shardings=", close, '[')?;
     let (out_text, k) = after(line, &text, "out_shardings=", k, '[')?;
     let (axes, k) = after(line, &text, "manual_axes=", k, '{')?;
     let rest = lstrip(&text[k..]);
-    let Some(end) = (if rest.starts_with('(') { matching(rest, 0) } else { None }) else {
+    let Some(end) = (if rest.starts_with('(') {
+        matching(rest, 0)
+    } else {
+        None
+    }) else {
         return at(format!("{NAME} without its body's arguments"), line);
     };
     let mut args = Vec::new();
@@ -75,7 +111,10 @@ pub(crate) fn manual_computation(em: &mut Emitter, comp: &mut Comp, op: &mut Op,
     }
     let tail = lstrip(&rest[end + 1..]);
     if !tail.starts_with("{}") || !lstrip(&tail[2..]).starts_with(':') {
-        return at(format!("{NAME}: attributes beside its shardings and manual axes are not read"), line);
+        return at(
+            format!("{NAME}: attributes beside its shardings and manual axes are not read"),
+            line,
+        );
     }
     let keys: Vec<String> = p.attrs.dict.0.iter().map(|(k, _)| k.clone()).collect();
     for key in keys {
@@ -90,13 +129,27 @@ pub(crate) fn manual_computation(em: &mut Emitter, comp: &mut Comp, op: &mut Op,
         last.name = "stablehlo.return".into(); // the body's terminator, as a region's
     }
     if refs.is_empty() || p.outs.is_empty() {
-        return at(format!("{NAME} of no operands or no results is not read"), line);
+        return at(
+            format!("{NAME} of no operands or no results is not read"),
+            line,
+        );
     }
     if args.len() != refs.len() {
-        return at(format!("{NAME} has {} operands and {} body arguments", refs.len(), args.len()), line);
+        return at(
+            format!(
+                "{NAME} has {} operands and {} body arguments",
+                refs.len(),
+                args.len()
+            ),
+            line,
+        );
     }
-    let (ins, in_kept) = em.meshes.per_value(&format!("#sdy.sharding_per_value<{in_text}>"), line)?;
-    let (outs, out_kept) = em.meshes.per_value(&format!("#sdy.sharding_per_value<{out_text}>"), line)?;
+    let (ins, in_kept) = em
+        .meshes
+        .per_value(&format!("#sdy.sharding_per_value<{in_text}>"), line)?;
+    let (outs, out_kept) = em
+        .meshes
+        .per_value(&format!("#sdy.sharding_per_value<{out_text}>"), line)?;
     if ins.len() != refs.len() || outs.len() != p.outs.len() {
         return at(
             format!(
@@ -128,20 +181,39 @@ pub(crate) fn manual_computation(em: &mut Emitter, comp: &mut Comp, op: &mut Op,
         vec![
             "custom_call_target=\"xla.sdy.GlobalToLocalShape\"".into(),
             "custom_call_has_side_effect=true".into(),
-            format!("frontend_attributes={{xla.sdy.in_shardings={},xla.sdy.manual_axes={manual}}}", quote(&in_kept)),
+            format!(
+                "frontend_attributes={{xla.sdy.in_shardings={},xla.sdy.manual_axes={manual}}}",
+                quote(&in_kept)
+            ),
         ],
         line,
         &loc,
         "",
     );
     let locals = tupled(em, comp, g2l, &local_in, line)?;
-    let params: Vec<Vec<(String, String)>> =
-        args.iter().zip(&local_in).map(|((name, _), shape)| vec![(name.clone(), shape.clone())]).collect();
+    let params: Vec<Vec<(String, String)>> = args
+        .iter()
+        .zip(&local_in)
+        .map(|((name, _), shape)| vec![(name.clone(), shape.clone())])
+        .collect();
     let name = em.fresh("xla.sdy.manual_computation_body");
     let region = &mut op.regions[0];
-    let (body, local_out) = em.computation(name, region.line, &params, &mut region.ops, Shape::default())?;
+    let (body, local_out) = em.computation(
+        name,
+        region.line,
+        &params,
+        &mut region.ops,
+        Shape::default(),
+    )?;
     if local_out.len() != p.outs.len() {
-        return at(format!("{NAME} returns {} values for {} results", local_out.len(), p.outs.len()), line);
+        return at(
+            format!(
+                "{NAME} returns {} values for {} results",
+                local_out.len(),
+                p.outs.len()
+            ),
+            line,
+        );
     }
     let refs_locals: Vec<&Value> = locals.iter().collect();
     let call = em.inst(
@@ -159,7 +231,16 @@ pub(crate) fn manual_computation(em: &mut Emitter, comp: &mut Comp, op: &mut Op,
         results.clear();
         for (k, shape) in local_out.iter().enumerate() {
             let attrs = vec![format!("index={k}"), INLINEABLE.into()];
-            results.push(em.inst(comp, "get-tuple-element", shape, &[&call], attrs, line, &loc, ""));
+            results.push(em.inst(
+                comp,
+                "get-tuple-element",
+                shape,
+                &[&call],
+                attrs,
+                line,
+                &loc,
+                "",
+            ));
         }
     }
     let refs_results: Vec<&Value> = results.iter().collect();
@@ -171,7 +252,10 @@ pub(crate) fn manual_computation(em: &mut Emitter, comp: &mut Comp, op: &mut Op,
         vec![
             "custom_call_target=\"xla.sdy.LocalToGlobalShape\"".into(),
             "custom_call_has_side_effect=true".into(),
-            format!("frontend_attributes={{xla.sdy.manual_axes={manual},xla.sdy.out_shardings={}}}", quote(&out_kept)),
+            format!(
+                "frontend_attributes={{xla.sdy.manual_axes={manual},xla.sdy.out_shardings={}}}",
+                quote(&out_kept)
+            ),
         ],
         line,
         &loc,

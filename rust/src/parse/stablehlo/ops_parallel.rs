@@ -2,7 +2,9 @@
 //! and the operations whose attributes are structured dimension numbers (`gather`,
 //! `convolution`), plus `rng_bit_generator`, as HLO prints them.
 
-use crate::parse::stablehlo::attributes::{braces, enum_, ints, nested, numbers, one, Handler, Parsed};
+use crate::parse::stablehlo::attributes::{
+    braces, enum_, ints, nested, numbers, one, Handler, Parsed,
+};
 use crate::parse::stablehlo::emit::Emitter;
 use crate::parse::stablehlo::error::{at, index_error, R};
 use crate::parse::stablehlo::mlir_types::{dims_of, hlo_shape};
@@ -36,7 +38,9 @@ fn first(xs: Vec<i64>) -> R<i64> {
 fn handle(s: &str) -> Option<&str> {
     for (k, _) in s.match_indices("handle") {
         let r = s[k + 6..].trim_start_matches(is_space);
-        let Some(r) = r.strip_prefix('=') else { continue };
+        let Some(r) = r.strip_prefix('=') else {
+            continue;
+        };
         let r = r.trim_start_matches(is_space);
         let n = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
         if n > 0 {
@@ -58,7 +62,10 @@ fn groups(p: &mut Parsed) -> R<Vec<String>> {
     if !g.is_empty() {
         let empty = g.contains("0x0") || g.starts_with("dense<>");
         let rows = if empty { Vec::new() } else { nested(&g)? };
-        out.push(format!("replica_groups={{{}}}", rows.iter().map(|r| braces(r)).collect::<Vec<_>>().join(",")));
+        out.push(format!(
+            "replica_groups={{{}}}",
+            rows.iter().map(|r| braces(r)).collect::<Vec<_>>().join(",")
+        ));
     }
     if p.attrs.get("use_global_device_ids") == Some("true") {
         out.push("use_global_device_ids=true".into());
@@ -91,7 +98,10 @@ fn all_to_all(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) ->
     let split = first(ints(&p.attrs.at("split_dimension")?))?;
     let concat = first(ints(&p.attrs.at("concat_dimension")?))?;
     if split != concat {
-        return at("all_to_all with split_dimension != concat_dimension is not read", op.line);
+        return at(
+            "all_to_all with split_dimension != concat_dimension is not read",
+            op.line,
+        );
     }
     let mut attrs = groups(p)?;
     attrs.push(format!("dimensions={{{split}}}"));
@@ -101,24 +111,39 @@ fn all_to_all(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) ->
 fn collective_permute(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
     let pairs = nested(&p.attrs.at("source_target_pairs")?)?;
     let mut attrs = groups(p)?;
-    attrs.push(format!("source_target_pairs={{{}}}", pairs.iter().map(|r| braces(r)).collect::<Vec<_>>().join(",")));
+    attrs.push(format!(
+        "source_target_pairs={{{}}}",
+        pairs
+            .iter()
+            .map(|r| braces(r))
+            .collect::<Vec<_>>()
+            .join(",")
+    ));
     one(em, comp, op, p, "collective-permute", attrs, None)
 }
 
 fn gather(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
     let n = numbers(&p.attrs.or("dimension_numbers", ""));
     let get = |k: &str| ints(n.get(k).unwrap_or("[]"));
-    let mut attrs: Vec<String> =
-        ["offset_dims", "collapsed_slice_dims"].iter().map(|k| format!("{k}={}", braces(&get(k)))).collect();
+    let mut attrs: Vec<String> = ["offset_dims", "collapsed_slice_dims"]
+        .iter()
+        .map(|k| format!("{k}={}", braces(&get(k))))
+        .collect();
     for k in ["operand_batching_dims", "start_indices_batching_dims"] {
         if !get(k).is_empty() {
             attrs.push(format!("{k}={}", braces(&get(k))));
         }
     }
-    attrs.push(format!("start_index_map={}", braces(&get("start_index_map"))));
+    attrs.push(format!(
+        "start_index_map={}",
+        braces(&get("start_index_map"))
+    ));
     let ivd = first(ints(n.get("index_vector_dim").unwrap_or("0")))?;
     attrs.push(format!("index_vector_dim={ivd}"));
-    attrs.push(format!("slice_sizes={}", braces(&ints(&p.attrs.or("slice_sizes", "")))));
+    attrs.push(format!(
+        "slice_sizes={}",
+        braces(&ints(&p.attrs.or("slice_sizes", "")))
+    ));
     if p.attrs.get("indices_are_sorted") == Some("true") {
         attrs.push("indices_are_sorted=true".into());
     }
@@ -131,14 +156,25 @@ fn labels(text: &str) -> R<Vec<String>> {
     let mut p = 0;
     while let Some(k) = text[p..].find('[') {
         let start = p + k + 1;
-        let Some(e) = text[start..].find(']') else { break };
+        let Some(e) = text[start..].find(']') else {
+            break;
+        };
         groups.push(&text[start..start + e]);
         p = start + e + 1;
     }
     if groups.len() != 3 {
-        return at(format!("convolution dimension numbers {} are not read", head(text, 60)), 0);
+        return at(
+            format!(
+                "convolution dimension numbers {} are not read",
+                head(text, 60)
+            ),
+            0,
+        );
     }
-    Ok(groups.iter().map(|g| comma(g).iter().map(|x| strip(x)).collect::<String>()).collect())
+    Ok(groups
+        .iter()
+        .map(|g| comma(g).iter().map(|x| strip(x)).collect::<String>())
+        .collect())
 }
 
 fn either(p: &mut Parsed, a: &str, b: &str, default: &str) -> String {
@@ -158,10 +194,16 @@ fn convolution(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -
     };
     let l = labels(&text)?;
     let (lhs, rhs, out) = (&l[0], &l[1], &l[2]);
-    let Some(t) = p.ins.get(1) else { return index_error() };
+    let Some(t) = p.ins.get(1) else {
+        return index_error();
+    };
     let kernel = dims_of(&hlo_shape(t)?)?;
     let rhs_chars: Vec<char> = rhs.chars().collect();
-    let mut spatial: Vec<char> = rhs_chars.iter().copied().filter(|c| c.is_ascii_digit()).collect();
+    let mut spatial: Vec<char> = rhs_chars
+        .iter()
+        .copied()
+        .filter(|c| c.is_ascii_digit())
+        .collect();
     spatial.sort();
     let mut size = Vec::new();
     for c in &spatial {
@@ -171,7 +213,13 @@ fn convolution(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -
             None => return index_error(),
         }
     }
-    let sizes = format!("[{}]", size.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "));
+    let sizes = format!(
+        "[{}]",
+        size.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     let strides = either(p, "stride", "window_strides", "");
     let padding = either(p, "pad", "padding", "");
     let base = either(p, "lhs_dilate", "lhs_dilation", "");
@@ -179,17 +227,18 @@ fn convolution(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -
     if either(p, "reverse", "window_reversal", "").contains("true") {
         return at("convolution with window reversal is not read", op.line);
     }
-    let mut get = |k: &str| {
-        match k {
-            "window_dimensions" => sizes.clone(),
-            "window_strides" => strides.clone(),
-            "padding" => padding.clone(),
-            "base_dilations" => base.clone(),
-            "window_dilations" => dil.clone(),
-            _ => String::new(),
-        }
+    let mut get = |k: &str| match k {
+        "window_dimensions" => sizes.clone(),
+        "window_strides" => strides.clone(),
+        "padding" => padding.clone(),
+        "base_dilations" => base.clone(),
+        "window_dilations" => dil.clone(),
+        _ => String::new(),
     };
-    let mut attrs = vec![window(&mut get, size.len(), "window_dimensions")?, format!("dim_labels={lhs}_{rhs}->{out}")];
+    let mut attrs = vec![
+        window(&mut get, size.len(), "window_dimensions")?,
+        format!("dim_labels={lhs}_{rhs}->{out}"),
+    ];
     for key in ["feature_group_count", "batch_group_count"] {
         let k = first(ints(&p.attrs.or(key, "1")))?;
         if k != 1 {
@@ -197,7 +246,10 @@ fn convolution(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -
         }
     }
     let pc = p.attrs.or("precision_config", "[]");
-    let words: Vec<String> = comma(inner(strip(&pc))).iter().map(|x| enum_(x).to_lowercase()).collect();
+    let words: Vec<String> = comma(inner(strip(&pc)))
+        .iter()
+        .map(|x| enum_(x).to_lowercase())
+        .collect();
     if words.iter().any(|x| x != "default") {
         attrs.push(format!("operand_precision={{{}}}", words.join(",")));
     }
@@ -212,5 +264,13 @@ fn rng_bit_generator(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Par
         "PHILOX" => "rng_philox".to_string(),
         a => a.to_lowercase(),
     };
-    one(em, comp, op, p, "rng-bit-generator", vec![format!("algorithm={name}")], None)
+    one(
+        em,
+        comp,
+        op,
+        p,
+        "rng-bit-generator",
+        vec![format!("algorithm={name}")],
+        None,
+    )
 }

@@ -57,7 +57,10 @@ fn region_at(op: &mut Op, k: usize) -> R<&mut Region> {
 pub(crate) fn reducer(em: &mut Emitter, name: &str, line: usize, region: &mut Region) -> R<String> {
     let free = free_refs(region);
     if let Some(first) = free.first() {
-        return at(format!("{name}: its region reads {first} from outside"), line);
+        return at(
+            format!("{name}: its region reads {first} from outside"),
+            line,
+        );
     }
     let mut params = Vec::new();
     for (n, t) in &region.args {
@@ -76,17 +79,40 @@ pub(crate) fn reducer0(em: &mut Emitter, op: &mut Op) -> R<String> {
 fn applied(em: &mut Emitter, op: &Op, opname: &str, shapes: &[String]) -> R<String> {
     let (dialect, _, short) = partition(opname, ".");
     let Some(opcode) = binary(short).filter(|_| dialect == "stablehlo") else {
-        return at(format!("{} applies {opname}, which is not read", op.name), op.line);
+        return at(
+            format!("{} applies {opname}, which is not read", op.name),
+            op.line,
+        );
     };
     let mut comp = Comp::new(em.fresh("region"), op.line);
     let mut params = Vec::new();
     for (k, shape) in shapes.iter().enumerate() {
-        params.push(em.inst(&mut comp, "parameter", shape, &[], vec![], op.line, "", "Arg"));
+        params.push(em.inst(
+            &mut comp,
+            "parameter",
+            shape,
+            &[],
+            vec![],
+            op.line,
+            "",
+            "Arg",
+        ));
         comp.last().opcode = format!("parameter({k})");
     }
     let refs: Vec<&Value> = params.iter().collect();
-    let Some(shape) = shapes.first() else { return index_error() };
-    em.inst(&mut comp, opcode, shape, &refs, vec![], op.line, &op.loc, "");
+    let Some(shape) = shapes.first() else {
+        return index_error();
+    };
+    em.inst(
+        &mut comp,
+        opcode,
+        shape,
+        &refs,
+        vec![],
+        op.line,
+        &op.loc,
+        "",
+    );
     comp.last().root = true;
     let name = comp.name.clone();
     em.comps.push(comp);
@@ -98,7 +124,9 @@ fn reducer_args(label: &str) -> R<Vec<(String, String)>> {
     let mut pairs: Vec<Vec<(String, String)>> = Vec::new();
     let mut k = label.find('(');
     while let Some(start) = k {
-        let Some(end) = matching(label, start) else { break };
+        let Some(end) = matching(label, start) else {
+            break;
+        };
         let mut group = Vec::new();
         for arg in comma(&label[start + 1..end]) {
             let (name, _, type_) = partition(strip_loc(arg).0, ":");
@@ -141,7 +169,9 @@ fn applies(body: &str) -> Option<&str> {
         if t.len() == r.len() {
             continue;
         }
-        let n = t.find(|c: char| !(is_word(c) || c == '.')).unwrap_or(t.len());
+        let n = t
+            .find(|c: char| !(is_word(c) || c == '.'))
+            .unwrap_or(t.len());
         if n > 0 {
             return Some(&t[..n]);
         }
@@ -168,16 +198,34 @@ fn reduce(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<V
         }
         reducer0(em, op)?
     };
-    one(em, comp, op, p, "reduce", vec![format!("dimensions={}", braces(&dims)), format!("to_apply={body}")], Some(operands))
+    one(
+        em,
+        comp,
+        op,
+        p,
+        "reduce",
+        vec![
+            format!("dimensions={}", braces(&dims)),
+            format!("to_apply={body}"),
+        ],
+        Some(operands),
+    )
 }
 
 fn join_x(xs: &[i64]) -> String {
-    xs.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("x")
+    xs.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join("x")
 }
 
 /// `window={size=2x2 stride=... pad=... lhs_dilate=... rhs_dilate=...}` of the attributes `get`
 /// reads (an operation's, or a convolution's renamed ones).
-pub(crate) fn window(get: &mut dyn FnMut(&str) -> String, rank: usize, size_key: &str) -> R<String> {
+pub(crate) fn window(
+    get: &mut dyn FnMut(&str) -> String,
+    rank: usize,
+    size_key: &str,
+) -> R<String> {
     let or = |xs: Vec<i64>, fill: i64, n: usize| if xs.is_empty() { vec![fill; n] } else { xs };
     let size = or(ints(&get(size_key)), 1, rank);
     let mut parts = vec![format!("size={}", join_x(&size))];
@@ -192,12 +240,17 @@ pub(crate) fn window(get: &mut dyn FnMut(&str) -> String, rank: usize, size_key:
     if pad.iter().any(|&x| x != 0) {
         let mut pads = Vec::new();
         for k in 0..rank {
-            let (Some(a), Some(b)) = (pad.get(2 * k), pad.get(2 * k + 1)) else { return index_error() };
+            let (Some(a), Some(b)) = (pad.get(2 * k), pad.get(2 * k + 1)) else {
+                return index_error();
+            };
             pads.push(format!("{a}_{b}"));
         }
         parts.push(format!("pad={}", pads.join("x")));
     }
-    for (key, name) in [("base_dilations", "lhs_dilate"), ("window_dilations", "rhs_dilate")] {
+    for (key, name) in [
+        ("base_dilations", "lhs_dilate"),
+        ("window_dilations", "rhs_dilate"),
+    ] {
         let d = or(ints(&get(key)), 1, rank);
         if d.iter().any(|&x| x != 1) {
             parts.push(format!("{name}={}", join_x(&d)));
@@ -208,15 +261,27 @@ pub(crate) fn window(get: &mut dyn FnMut(&str) -> String, rank: usize, size_key:
 
 fn reduce_window(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
     let operands = lookups(em, comp, &p.operands, op.line)?;
-    let Some(first) = operands.first() else { return index_error() };
+    let Some(first) = operands.first() else {
+        return index_error();
+    };
     let rank = dims_of(&first.shape)?.len();
     let body = reducer0(em, op)?;
     let w = window(&mut |k| p.attrs.or(k, ""), rank, "window_dimensions")?;
-    one(em, comp, op, p, "reduce-window", vec![w, format!("to_apply={body}")], Some(operands))
+    one(
+        em,
+        comp,
+        op,
+        p,
+        "reduce-window",
+        vec![w, format!("to_apply={body}")],
+        Some(operands),
+    )
 }
 
 fn sort(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
-    let Some(&dim) = ints(&p.attrs.or("dimension", "-1")).first() else { return index_error() };
+    let Some(&dim) = ints(&p.attrs.or("dimension", "-1")).first() else {
+        return index_error();
+    };
     let mut attrs = vec![format!("dimensions={{{dim}}}")];
     if p.attrs.get("is_stable") == Some("true") {
         attrs.push("is_stable=true".into());
@@ -228,15 +293,22 @@ fn sort(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Val
 fn scatter(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
     let n = numbers(&p.attrs.or("scatter_dimension_numbers", ""));
     let get = |k: &str| ints(n.get(k).unwrap_or("[]"));
-    let mut attrs: Vec<String> =
-        ["update_window_dims", "inserted_window_dims"].iter().map(|k| format!("{k}={}", braces(&get(k)))).collect();
+    let mut attrs: Vec<String> = ["update_window_dims", "inserted_window_dims"]
+        .iter()
+        .map(|k| format!("{k}={}", braces(&get(k))))
+        .collect();
     for k in ["input_batching_dims", "scatter_indices_batching_dims"] {
         if !get(k).is_empty() {
             attrs.push(format!("{k}={}", braces(&get(k))));
         }
     }
-    attrs.push(format!("scatter_dims_to_operand_dims={}", braces(&get("scatter_dims_to_operand_dims"))));
-    let Some(&ivd) = ints(n.get("index_vector_dim").unwrap_or("0")).first() else { return index_error() };
+    attrs.push(format!(
+        "scatter_dims_to_operand_dims={}",
+        braces(&get("scatter_dims_to_operand_dims"))
+    ));
+    let Some(&ivd) = ints(n.get("index_vector_dim").unwrap_or("0")).first() else {
+        return index_error();
+    };
     attrs.push(format!("index_vector_dim={ivd}"));
     for k in ["indices_are_sorted", "unique_indices"] {
         if p.attrs.get(k) == Some("true") {
@@ -254,7 +326,9 @@ fn iter_args(body: &str) -> Vec<String> {
     while let Some(k) = body[p..].find('%') {
         let start = p + k;
         let r = &body[start + 1..];
-        let n = r.find(|c: char| !(is_word(c) || c == '.' || c == '$' || c == '-')).unwrap_or(r.len());
+        let n = r
+            .find(|c: char| !(is_word(c) || c == '.' || c == '$' || c == '-'))
+            .unwrap_or(r.len());
         p = start + 1;
         if n == 0 {
             continue;
@@ -284,26 +358,74 @@ fn while_(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<V
     }
     let inits = lookups(em, comp, &p.operands, op.line)?;
     let mut captured: Vec<String> = Vec::new();
-    for r in free_refs(&op.regions[0]).into_iter().chain(free_refs(&op.regions[1])) {
+    for r in free_refs(&op.regions[0])
+        .into_iter()
+        .chain(free_refs(&op.regions[1]))
+    {
         if !captured.contains(&r) {
             captured.push(r);
         }
     }
     let outside = lookups(em, comp, &captured, op.line)?;
     let carried: Vec<&Value> = inits.iter().chain(&outside).collect();
-    let state = format!("({})", carried.iter().map(|v| &*v.shape).collect::<Vec<_>>().join(", "));
-    let whole = em.inst(comp, "tuple", &state, &carried, vec![], op.line, &op.loc, "");
+    let state = format!(
+        "({})",
+        carried
+            .iter()
+            .map(|v| &*v.shape)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let whole = em.inst(
+        comp,
+        "tuple",
+        &state,
+        &carried,
+        vec![],
+        op.line,
+        &op.loc,
+        "",
+    );
     zip_strict(&[op.regions[0].args.len(), inits.len()])?;
-    let mut group: Vec<(String, String)> =
-        op.regions[0].args.iter().zip(&inits).map(|((n, _), v)| (n.clone(), v.shape.to_string())).collect();
-    group.extend(captured.iter().zip(&outside).map(|(c, v)| (c.clone(), v.shape.to_string())));
+    let mut group: Vec<(String, String)> = op.regions[0]
+        .args
+        .iter()
+        .zip(&inits)
+        .map(|((n, _), v)| (n.clone(), v.shape.to_string()))
+        .collect();
+    group.extend(
+        captured
+            .iter()
+            .zip(&outside)
+            .map(|(c, v)| (c.clone(), v.shape.to_string())),
+    );
     let params = vec![group];
-    let (condition, _) = em.region(&mut op.regions[0], &params, Shape { tuple_param: true, ..Shape::default() })?;
+    let (condition, _) = em.region(
+        &mut op.regions[0],
+        &params,
+        Shape {
+            tuple_param: true,
+            ..Shape::default()
+        },
+    )?;
     zip_strict(&[op.regions[1].args.len(), inits.len()])?;
-    let mut body_group: Vec<(String, String)> =
-        op.regions[1].args.iter().zip(&inits).map(|((n, _), v)| (n.clone(), v.shape.to_string())).collect();
-    body_group.extend(params[0][inits.len().min(params[0].len())..].iter().cloned());
-    let how = Shape { tuple_root: true, carry: &captured, tuple_param: true, ..Shape::default() };
+    let mut body_group: Vec<(String, String)> = op.regions[1]
+        .args
+        .iter()
+        .zip(&inits)
+        .map(|((n, _), v)| (n.clone(), v.shape.to_string()))
+        .collect();
+    body_group.extend(
+        params[0][inits.len().min(params[0].len())..]
+            .iter()
+            .cloned(),
+    );
+    let how = Shape {
+        tuple_root: true,
+        carry: &captured,
+        tuple_param: true,
+        ..Shape::default()
+    };
     let (body, _) = em.region(&mut op.regions[1], &[body_group], how)?;
     let mut value = em.inst(
         comp,
@@ -315,11 +437,18 @@ fn while_(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<V
         &op.loc,
         "",
     );
-    value.elements = Some(std::rc::Rc::new(inits.iter().map(|v| v.shape.to_string()).collect()));
+    value.elements = Some(std::rc::Rc::new(
+        inits.iter().map(|v| v.shape.to_string()).collect(),
+    ));
     Ok(value)
 }
 
-fn branches(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &Parsed) -> R<(Vec<Value>, Vec<String>)> {
+fn branches(
+    em: &mut Emitter,
+    comp: &mut Comp,
+    op: &mut Op,
+    p: &Parsed,
+) -> R<(Vec<Value>, Vec<String>)> {
     let (mut operands, mut names) = (Vec::new(), Vec::new());
     for region in op.regions.iter_mut() {
         let captured = free_refs(region);
@@ -327,12 +456,26 @@ fn branches(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &Parsed) -> R<(Ve
         if values.len() == 1 {
             operands.push(values[0].clone());
         } else {
-            let shape = format!("({})", values.iter().map(|v| &*v.shape).collect::<Vec<_>>().join(", "));
+            let shape = format!(
+                "({})",
+                values
+                    .iter()
+                    .map(|v| &*v.shape)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
             let refs: Vec<&Value> = values.iter().collect();
             operands.push(em.inst(comp, "tuple", &shape, &refs, vec![], op.line, &op.loc, ""));
         }
-        let group: Vec<(String, String)> = captured.iter().zip(&values).map(|(c, v)| (c.clone(), v.shape.to_string())).collect();
-        let how = Shape { tuple_root: p.outs.len() > 1, ..Shape::default() };
+        let group: Vec<(String, String)> = captured
+            .iter()
+            .zip(&values)
+            .map(|(c, v)| (c.clone(), v.shape.to_string()))
+            .collect();
+        let how = Shape {
+            tuple_root: p.outs.len() > 1,
+            ..Shape::default()
+        };
         let (name, _) = em.region(region, &[group], how)?;
         names.push(name);
     }
@@ -340,7 +483,9 @@ fn branches(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &Parsed) -> R<(Ve
 }
 
 fn case(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
-    let Some(r) = p.operands.first() else { return index_error() };
+    let Some(r) = p.operands.first() else {
+        return index_error();
+    };
     let index = em.lookup(comp, r, op.line)?;
     let (operands, names) = branches(em, comp, op, p)?;
     let attrs = vec![format!("branch_computations={{{}}}", names.join(", "))];
@@ -349,11 +494,18 @@ fn case(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Val
 }
 
 fn if_(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
-    let Some(r) = p.operands.first() else { return index_error() };
+    let Some(r) = p.operands.first() else {
+        return index_error();
+    };
     let pred = em.lookup(comp, r, op.line)?;
     let (operands, names) = branches(em, comp, op, p)?;
-    let (Some(t), Some(f)) = (names.first(), names.get(1)) else { return index_error() };
-    let attrs = vec![format!("true_computation={t}"), format!("false_computation={f}")];
+    let (Some(t), Some(f)) = (names.first(), names.get(1)) else {
+        return index_error();
+    };
+    let attrs = vec![
+        format!("true_computation={t}"),
+        format!("false_computation={f}"),
+    ];
     let all: Vec<Value> = std::iter::once(pred).chain(operands).collect();
     one(em, comp, op, p, "conditional", attrs, Some(all))
 }

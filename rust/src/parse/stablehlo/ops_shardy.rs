@@ -8,8 +8,8 @@
 
 use crate::parse::stablehlo::attributes::{one, Attrs, Handler, Parsed};
 use crate::parse::stablehlo::emit::{Emitter, SDY_FRONTEND};
-use crate::parse::stablehlo::ops_manual::manual_computation;
 use crate::parse::stablehlo::error::{at, R};
+use crate::parse::stablehlo::ops_manual::manual_computation;
 use crate::parse::stablehlo::shardy::tuple_sharding;
 use crate::parse::stablehlo::structure::Op;
 use crate::parse::stablehlo::text::{matching, strip};
@@ -41,7 +41,10 @@ fn constraint(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) ->
         }
     }
     let t = strip(&text);
-    let per_value = format!("#sdy.sharding_per_value<[{}]>", t.strip_prefix("#sdy.sharding").unwrap_or(t));
+    let per_value = format!(
+        "#sdy.sharding_per_value<[{}]>",
+        t.strip_prefix("#sdy.sharding").unwrap_or(t)
+    );
     let (_, kept) = em.meshes.per_value(&per_value, op.line)?;
     p.attrs.set("sdy.sharding", per_value);
     let mut attrs = vec!["custom_call_target=\"Sharding\"".to_string()];
@@ -53,7 +56,12 @@ fn constraint(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) ->
 
 /// An operation's `sdy.sharding` as `sharding=...` ("" when it has none) and the frontend
 /// attributes XLA's export adds for it and for its `sdy.sharding_rule`.
-pub(crate) fn op_shardings(em: &mut Emitter, attrs: &mut Attrs, results: usize, line: usize) -> R<(String, Dict)> {
+pub(crate) fn op_shardings(
+    em: &mut Emitter,
+    attrs: &mut Attrs,
+    results: usize,
+    line: usize,
+) -> R<(String, Dict)> {
     let mut frontend = Dict::default();
     if attrs.has("sdy.sharding_rule") {
         frontend.set(RULE_FRONTEND.into(), attrs.at("sdy.sharding_rule")?);
@@ -62,13 +70,26 @@ pub(crate) fn op_shardings(em: &mut Emitter, attrs: &mut Attrs, results: usize, 
         return Ok((String::new(), frontend));
     }
     if attrs.has("mhlo.sharding") {
-        return at("both mhlo.sharding and sdy.sharding on one operation: which is it?", line);
+        return at(
+            "both mhlo.sharding and sdy.sharding on one operation: which is it?",
+            line,
+        );
     }
     let (shardings, text) = em.meshes.per_value(&attrs.at("sdy.sharding")?, line)?;
     if shardings.len() != results.max(1) && !(results == 0 && shardings.len() == 1) {
-        return at(format!("sdy.sharding has {} shardings for {results} results", shardings.len()), line);
+        return at(
+            format!(
+                "sdy.sharding has {} shardings for {results} results",
+                shardings.len()
+            ),
+            line,
+        );
     }
     frontend.set(SDY_FRONTEND.into(), text);
-    let s = if results <= 1 { shardings[0].clone() } else { tuple_sharding(&shardings) };
+    let s = if results <= 1 {
+        shardings[0].clone()
+    } else {
+        tuple_sharding(&shardings)
+    };
     Ok((format!("sharding={s}"), frontend))
 }

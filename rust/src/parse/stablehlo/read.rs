@@ -25,9 +25,18 @@ fn translate(text: &str) -> Result<(String, Vec<u32>), Refusal> {
     result.map_err(|e| match e {
         Error::At(message, line) => Refusal::Parse(message, line),
         Error::Deep => Refusal::Input("StableHLO nested too deeply to read".into()),
-        Error::Type(m) => Refusal::Input(format!("malformed StableHLO text (TypeError_: {})", head(&m, 80))),
-        Error::Mesh(m) => Refusal::Input(format!("malformed StableHLO text (MeshError: {})", head(&m, 80))),
-        Error::Py(cls, m) => Refusal::Input(format!("malformed StableHLO text ({cls}: {})", head(&m, 80))),
+        Error::Type(m) => Refusal::Input(format!(
+            "malformed StableHLO text (TypeError_: {})",
+            head(&m, 80)
+        )),
+        Error::Mesh(m) => Refusal::Input(format!(
+            "malformed StableHLO text (MeshError: {})",
+            head(&m, 80)
+        )),
+        Error::Py(cls, m) => Refusal::Input(format!(
+            "malformed StableHLO text ({cls}: {})",
+            head(&m, 80)
+        )),
         Error::Stack => Refusal::Stack,
     })
 }
@@ -35,7 +44,9 @@ fn translate(text: &str) -> Result<(String, Vec<u32>), Refusal> {
 fn attempt(text: &str, measured: bool) -> Result<(String, Vec<u32>), Refusal> {
     set_stack_base(measured);
     let got = std::panic::catch_unwind(|| translate(text)).unwrap_or_else(|_| {
-        Err(Refusal::Input("internal error of the StableHLO reader on this input (please report it)".into()))
+        Err(Refusal::Input(
+            "internal error of the StableHLO reader on this input (please report it)".into(),
+        ))
     });
     set_stack_base(false);
     got
@@ -47,10 +58,15 @@ pub(crate) fn stablehlo_to_hlo(text: &str) -> Result<(String, Vec<u32>), Refusal
         done => return done,
     }
     std::thread::scope(|scope| {
-        match std::thread::Builder::new().stack_size(STACK).spawn_scoped(scope, || attempt(text, false)) {
-            Ok(handle) => handle
-                .join()
-                .unwrap_or_else(|_| Err(Refusal::Input("internal error of the StableHLO reader".into()))),
+        match std::thread::Builder::new()
+            .stack_size(STACK)
+            .spawn_scoped(scope, || attempt(text, false))
+        {
+            Ok(handle) => handle.join().unwrap_or_else(|_| {
+                Err(Refusal::Input(
+                    "internal error of the StableHLO reader".into(),
+                ))
+            }),
             Err(_) => Err(Refusal::Input("StableHLO nested too deeply to read".into())),
         }
     })

@@ -11,7 +11,9 @@ use std::collections::HashMap;
 
 use crate::parse::stablehlo::error::{Error, R};
 use crate::parse::stablehlo::shardy_tiles::{iota, prod, subgroup, transposed, Tiles};
-use crate::parse::stablehlo::text::{comma, find_ints, head, inner, lstrip, partition, repr, strip};
+use crate::parse::stablehlo::text::{
+    comma, find_ints, head, inner, lstrip, partition, repr, strip,
+};
 
 fn mesh_err<T>(message: String) -> R<T> {
     Err(Error::Mesh(message))
@@ -29,7 +31,11 @@ impl Mesh {
     pub(crate) fn size_of(&self, axis: &str) -> R<i64> {
         match self.axes.iter().find(|(n, _)| n == axis) {
             Some((_, s)) => Ok(*s),
-            None => mesh_err(format!("axis {} is not an axis of mesh @{}", repr(axis), self.name)),
+            None => mesh_err(format!(
+                "axis {} is not an axis of mesh @{}",
+                repr(axis),
+                self.name
+            )),
         }
     }
 }
@@ -44,7 +50,11 @@ pub(crate) struct AxisRef {
 
 impl AxisRef {
     pub(crate) fn whole(axis: &str) -> Self {
-        AxisRef { axis: axis.to_string(), pre: 1, size: 0 }
+        AxisRef {
+            axis: axis.to_string(),
+            pre: 1,
+            size: 0,
+        }
     }
 
     pub(crate) fn length(&self, mesh: &Mesh) -> R<i64> {
@@ -57,7 +67,12 @@ impl AxisRef {
 
     /// The dataclass's repr.
     pub(crate) fn repr(&self) -> String {
-        format!("AxisRef(axis={}, pre={}, size={})", repr(&self.axis), self.pre, self.size)
+        format!(
+            "AxisRef(axis={}, pre={}, size={})",
+            repr(&self.axis),
+            self.pre,
+            self.size
+        )
     }
 }
 
@@ -93,11 +108,18 @@ impl TensorSharding {
             if self.opened.get(k) == Some(&true) {
                 words.push("?".into());
             }
-            let prio = if self.priorities.is_empty() { "" } else { self.priorities[k].as_str() };
+            let prio = if self.priorities.is_empty() {
+                ""
+            } else {
+                self.priorities[k].as_str()
+            };
             dims.push(format!("{{{}}}{prio}", words.join(", ")));
         }
         let mut out = format!("<@{}, [{}]", self.mesh, dims.join(", "));
-        for (key, refs) in [("replicated", &self.replicated), ("unreduced", &self.unreduced)] {
+        for (key, refs) in [
+            ("replicated", &self.replicated),
+            ("unreduced", &self.unreduced),
+        ] {
             if !refs.is_empty() {
                 out.push_str(&format!(", {key}={{{}}}", refs_text(refs)));
             }
@@ -155,9 +177,17 @@ pub(crate) fn parse_mesh(name: &str, text: &str) -> R<Mesh> {
     }
     let n = prod(&axes.iter().map(|(_, s)| *s).collect::<Vec<_>>());
     if !ids.is_empty() && ids.len() as i128 != n {
-        return mesh_err(format!("mesh @{name}: {} device ids for {n} devices", ids.len()));
+        return mesh_err(format!(
+            "mesh @{name}: {} device ids for {n} devices",
+            ids.len()
+        ));
     }
-    Ok(Mesh { name: name.to_string(), axes, device_ids: ids, text: body.to_string() })
+    Ok(Mesh {
+        name: name.to_string(),
+        axes,
+        device_ids: ids,
+        text: body.to_string(),
+    })
 }
 
 fn axis_refs(text: &str) -> R<Vec<AxisRef>> {
@@ -182,9 +212,11 @@ fn axis_refs(text: &str) -> R<Vec<AxisRef>> {
         })();
         match got {
             Some((axis, None)) => refs.push(AxisRef::whole(axis)),
-            Some((axis, Some((pre, size)))) if pre >= 1 && size >= 2 => {
-                refs.push(AxisRef { axis: axis.to_string(), pre, size })
-            }
+            Some((axis, Some((pre, size)))) if pre >= 1 && size >= 2 => refs.push(AxisRef {
+                axis: axis.to_string(),
+                pre,
+                size,
+            }),
             _ => return mesh_err(format!("axis {} is not read", head(part, 40))),
         }
     }
@@ -216,7 +248,9 @@ pub(crate) fn parse_sharding(text: &str) -> R<TensorSharding> {
             let k = d.rfind('}')?;
             let rest = &d[k + 1..];
             let ok = rest.is_empty()
-                || rest.strip_prefix('p').is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()));
+                || rest
+                    .strip_prefix('p')
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()));
             ok.then(|| (&d[..k + 1], rest))
         })();
         let Some((braced, prio)) = got else {
@@ -238,7 +272,14 @@ pub(crate) fn parse_sharding(text: &str) -> R<TensorSharding> {
             k => return mesh_err(format!("sharding {}: {k} is not read", head(text, 60))),
         }
     }
-    Ok(TensorSharding { mesh, dims, replicated, unreduced, opened, priorities })
+    Ok(TensorSharding {
+        mesh,
+        dims,
+        replicated,
+        unreduced,
+        opened,
+        priorities,
+    })
 }
 
 /// `#sdy.sharding_per_value<[<@mesh, [...]>, ...]>`: one sharding per result.
@@ -248,22 +289,42 @@ pub(crate) fn parse_per_value(text: &str) -> R<Vec<TensorSharding>> {
     if !(body.starts_with("<[") && body.ends_with("]>")) {
         return mesh_err(format!("sharding {} is not read", head(text, 60)));
     }
-    comma(&body[2..body.len() - 2]).into_iter().map(parse_sharding).collect()
+    comma(&body[2..body.len() - 2])
+        .into_iter()
+        .map(parse_sharding)
+        .collect()
 }
 
 /// getOrderedAxisRefs: the mesh's axes in order, each split at every sub-axis the sharding names.
 fn ordered_axis_refs(sharding: &TensorSharding, mesh: &Mesh) -> R<Vec<AxisRef>> {
-    let mut cuts: HashMap<&str, Vec<i64>> = mesh.axes.iter().map(|(n, s)| (n.as_str(), vec![1, *s])).collect();
-    let all = sharding.dims.iter().flatten().chain(&sharding.replicated).chain(&sharding.unreduced);
+    let mut cuts: HashMap<&str, Vec<i64>> = mesh
+        .axes
+        .iter()
+        .map(|(n, s)| (n.as_str(), vec![1, *s]))
+        .collect();
+    let all = sharding
+        .dims
+        .iter()
+        .flatten()
+        .chain(&sharding.replicated)
+        .chain(&sharding.unreduced);
     for r in all {
         if !cuts.contains_key(r.axis.as_str()) {
-            return mesh_err(format!("axis {} is not an axis of mesh @{}", repr(&r.axis), mesh.name));
+            return mesh_err(format!(
+                "axis {} is not an axis of mesh @{}",
+                repr(&r.axis),
+                mesh.name
+            ));
         }
         if r.size != 0 {
             let whole = mesh.size_of(&r.axis)?;
             let span = r.pre.saturating_mul(r.size);
             if span == 0 || whole % span != 0 || r.size == whole {
-                return mesh_err(format!("sub-axis {} is not one of mesh @{}", ref_text(r), mesh.name));
+                return mesh_err(format!(
+                    "sub-axis {} is not one of mesh @{}",
+                    ref_text(r),
+                    mesh.name
+                ));
             }
             let c = cuts.get_mut(r.axis.as_str()).expect("checked");
             c.push(r.pre);
@@ -280,7 +341,11 @@ fn ordered_axis_refs(sharding: &TensorSharding, mesh: &Mesh) -> R<Vec<AxisRef>> 
             continue;
         }
         for w in points.windows(2) {
-            out.push(AxisRef { axis: name.clone(), pre: w[0], size: w[1] / w[0] });
+            out.push(AxisRef {
+                axis: name.clone(),
+                pre: w[0],
+                size: w[1] / w[0],
+            });
         }
     }
     Ok(out)
@@ -293,7 +358,10 @@ fn same(a: &AxisRef, b: &AxisRef, mesh: &Mesh) -> R<bool> {
 }
 
 fn assign_error<T>() -> R<T> {
-    Err(Error::Py("IndexError", "list assignment index out of range".into()))
+    Err(Error::Py(
+        "IndexError",
+        "list assignment index out of range".into(),
+    ))
 }
 
 /// The HLO sharding XLA's export writes for `sharding` (convertToHloSharding).
@@ -357,10 +425,14 @@ pub(crate) fn hlo_sharding(sharding: &TensorSharding, meshes: &HashMap<String, M
             }
         }
     }
-    let distinct = placed.iter().enumerate().all(|(i, p)| !placed[..i].contains(p));
+    let distinct = placed
+        .iter()
+        .enumerate()
+        .all(|(i, p)| !placed[..i].contains(p));
     if matched != placed.len() || !distinct {
         return mesh_err(
-            "a sharding that names an axis twice, or part of one not as a sub-axis, is not read".into(),
+            "a sharding that names an axis twice, or part of one not as a sub-axis, is not read"
+                .into(),
         );
     }
     if replicated > 1 {
@@ -374,7 +446,10 @@ pub(crate) fn hlo_sharding(sharding: &TensorSharding, meshes: &HashMap<String, M
     let tiles = if mesh.device_ids.is_empty() {
         iota(tile, &sizes, &perm)
     } else {
-        Tiles::Array { dims: tile, values: transposed(&mesh.device_ids, &sizes, &perm)? }
+        Tiles::Array {
+            dims: tile,
+            values: transposed(&mesh.device_ids, &sizes, &perm)?,
+        }
     };
     subgroup(tiles, types)
 }

@@ -10,7 +10,9 @@
 use std::collections::HashMap;
 
 use crate::parse::stablehlo::error::{at, Error, R};
-use crate::parse::stablehlo::shardy::{hlo_sharding, parse_mesh, parse_per_value, parse_sharding, AxisRef, Mesh, TensorSharding};
+use crate::parse::stablehlo::shardy::{
+    hlo_sharding, parse_mesh, parse_per_value, parse_sharding, AxisRef, Mesh, TensorSharding,
+};
 use crate::parse::stablehlo::shardy_tiles::prod;
 
 type AxisMap = HashMap<String, Vec<AxisRef>>;
@@ -33,7 +35,10 @@ impl Meshes {
     pub(crate) fn attribute(&self) -> String {
         let mut names: Vec<&String> = self.kept.keys().collect();
         names.sort();
-        let items: Vec<String> = names.iter().map(|n| format!("{n} = #sdy.mesh{}", self.kept[*n].text)).collect();
+        let items: Vec<String> = names
+            .iter()
+            .map(|n| format!("{n} = #sdy.mesh{}", self.kept[*n].text))
+            .collect();
         format!("{{{}}}", items.join(", "))
     }
 
@@ -42,7 +47,10 @@ impl Meshes {
         shardy_error(
             (|| {
                 let s = self.rewrite(parse_sharding(text)?)?;
-                Ok((hlo_sharding(&s, &self.kept)?, format!("#sdy.sharding{}", s.text())))
+                Ok((
+                    hlo_sharding(&s, &self.kept)?,
+                    format!("#sdy.sharding{}", s.text()),
+                ))
             })(),
             line,
         )
@@ -70,7 +78,9 @@ impl Meshes {
 
     /// The sharding on its main mesh (replaceAxesInSharding).
     fn rewrite(&self, sharding: TensorSharding) -> R<TensorSharding> {
-        let Some((main_name, axis_map)) = self.merged.get(&sharding.mesh) else { return Ok(sharding) };
+        let Some((main_name, axis_map)) = self.merged.get(&sharding.mesh) else {
+            return Ok(sharding);
+        };
         let main = &self.kept[main_name];
         let refs = |old: &[AxisRef]| -> R<Vec<AxisRef>> {
             let mut out = Vec::new();
@@ -104,7 +114,10 @@ pub(crate) fn read_meshes(found: &[(String, String, usize)]) -> R<Meshes> {
         meshes.push(shardy_error(parse_mesh(name, text), *line)?);
     }
     if meshes.len() < 2 {
-        return Ok(Meshes { kept: meshes.into_iter().map(|m| (m.name.clone(), m)).collect(), merged: HashMap::new() });
+        return Ok(Meshes {
+            kept: meshes.into_iter().map(|m| (m.name.clone(), m)).collect(),
+            merged: HashMap::new(),
+        });
     }
     let mut mains: Vec<((i128, Vec<i64>), usize)> = Vec::new();
     for (k, mesh) in meshes.iter().enumerate() {
@@ -121,20 +134,32 @@ pub(crate) fn read_meshes(found: &[(String, String, usize)]) -> R<Meshes> {
     let mut merged = HashMap::new();
     for (k, mesh) in meshes.iter().enumerate() {
         let key = devices(mesh);
-        let main = mains.iter().find(|(d, _)| *d == key).expect("every mesh has its main").1;
+        let main = mains
+            .iter()
+            .find(|(d, _)| *d == key)
+            .expect("every mesh has its main")
+            .1;
         if main != k {
             if let Some(axis_map) = map_axes(mesh, &meshes[main]) {
                 merged.insert(mesh.name.clone(), (meshes[main].name.clone(), axis_map));
             }
         }
     }
-    let kept = meshes.into_iter().filter(|m| !merged.contains_key(&m.name)).map(|m| (m.name.clone(), m)).collect();
+    let kept = meshes
+        .into_iter()
+        .filter(|m| !merged.contains_key(&m.name))
+        .map(|m| (m.name.clone(), m))
+        .collect();
     Ok(Meshes { kept, merged })
 }
 
 /// MeshDeviceIdentifier: the device count (-1 for a mesh of no axes) and the device ids.
 fn devices(mesh: &Mesh) -> (i128, Vec<i64>) {
-    let n = if mesh.axes.is_empty() { -1 } else { prod(&mesh.axes.iter().map(|(_, s)| *s).collect::<Vec<_>>()) };
+    let n = if mesh.axes.is_empty() {
+        -1
+    } else {
+        prod(&mesh.axes.iter().map(|(_, s)| *s).collect::<Vec<_>>())
+    };
     (n, mesh.device_ids.clone())
 }
 
@@ -164,7 +189,12 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn new(mesh: &'a Mesh) -> Self {
-        let mut c = Cursor { axes: &mesh.axes, index: usize::MAX, pre: 1, remaining: 1 };
+        let mut c = Cursor {
+            axes: &mesh.axes,
+            index: usize::MAX,
+            pre: 1,
+            remaining: 1,
+        };
         c.advance();
         c
     }
@@ -196,13 +226,27 @@ fn map_axes(target: &Mesh, main: &Mesh) -> Option<AxisMap> {
     let mut out: AxisMap = HashMap::new();
     let (mut t, mut m) = (Cursor::new(target), Cursor::new(main));
     while m.index < main.axes.len() && t.index < target.axes.len() {
-        let (consume, larger) = if m.remaining <= t.remaining { (m.remaining, t.remaining) } else { (t.remaining, m.remaining) };
+        let (consume, larger) = if m.remaining <= t.remaining {
+            (m.remaining, t.remaining)
+        } else {
+            (t.remaining, m.remaining)
+        };
         if consume == 0 || larger % consume != 0 {
             return None;
         }
         let (name, size) = &main.axes[m.index];
-        let r = if *size == consume { AxisRef::whole(name) } else { AxisRef { axis: name.clone(), pre: m.pre, size: consume } };
-        out.entry(target.axes[t.index].0.clone()).or_default().push(r);
+        let r = if *size == consume {
+            AxisRef::whole(name)
+        } else {
+            AxisRef {
+                axis: name.clone(),
+                pre: m.pre,
+                size: consume,
+            }
+        };
+        out.entry(target.axes[t.index].0.clone())
+            .or_default()
+            .push(r);
         m.consume(consume);
         t.consume(consume);
     }
@@ -210,12 +254,18 @@ fn map_axes(target: &Mesh, main: &Mesh) -> Option<AxisMap> {
 }
 
 fn not_mapped<T>(old: &AxisRef, main: &Mesh) -> R<T> {
-    Err(Error::Mesh(format!("sub-axis {} does not map onto mesh @{}", old.repr(), main.name)))
+    Err(Error::Mesh(format!(
+        "sub-axis {} does not map onto mesh @{}",
+        old.repr(),
+        main.name
+    )))
 }
 
 /// addOrMergeNewAxisRefAttr: `old` (an axis of the merged mesh) as `main`'s (sub-)axes.
 fn map_ref(old: &AxisRef, out: &mut Vec<AxisRef>, main: &Mesh, axis_map: &AxisMap) -> R<()> {
-    let Some(refs) = axis_map.get(&old.axis) else { return Ok(()) }; // an axis of size 1
+    let Some(refs) = axis_map.get(&old.axis) else {
+        return Ok(());
+    }; // an axis of size 1
     if old.size == 0 {
         for r in refs {
             add_or_merge(out, r.clone(), main)?;
@@ -236,7 +286,15 @@ fn map_ref(old: &AxisRef, out: &mut Vec<AxisRef>, main: &Mesh, axis_map: &AxisMa
             return not_mapped(old, main);
         }
         let used = size.min(length / pre);
-        let add = if used == length { r.clone() } else { AxisRef { axis: r.axis.clone(), pre: pre * r.pre, size: used } };
+        let add = if used == length {
+            r.clone()
+        } else {
+            AxisRef {
+                axis: r.axis.clone(),
+                pre: pre * r.pre,
+                size: used,
+            }
+        };
         add_or_merge(out, add, main)?;
         if size % used != 0 {
             return not_mapped(old, main);
@@ -258,7 +316,11 @@ fn add_or_merge(out: &mut Vec<AxisRef>, r: AxisRef, mesh: &Mesh) -> R<()> {
             *last = if last.pre == 1 && size == mesh.size_of(&r.axis)? {
                 AxisRef::whole(&r.axis)
             } else {
-                AxisRef { axis: r.axis.clone(), pre: last.pre, size }
+                AxisRef {
+                    axis: r.axis.clone(),
+                    pre: last.pre,
+                    size,
+                }
             };
             return Ok(());
         }

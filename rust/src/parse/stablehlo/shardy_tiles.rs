@@ -7,8 +7,15 @@ use crate::parse::stablehlo::error::{index_error, Error, R};
 #[derive(Clone)]
 pub(crate) enum Tiles {
     /// iota over `reshape`, transposed by `perm`, reshaped to `dims`
-    Iota { dims: Vec<i64>, reshape: Vec<i64>, perm: Vec<usize> },
-    Array { dims: Vec<i64>, values: Vec<i64> },
+    Iota {
+        dims: Vec<i64>,
+        reshape: Vec<i64>,
+        perm: Vec<usize>,
+    },
+    Array {
+        dims: Vec<i64>,
+        values: Vec<i64>,
+    },
 }
 
 /// Devices past this are not listed out (a mesh of more is refused).
@@ -19,7 +26,10 @@ pub(crate) fn prod(xs: &[i64]) -> i128 {
 }
 
 fn join<T: ToString>(xs: &[T]) -> String {
-    xs.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")
+    xs.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 impl Tiles {
@@ -31,7 +41,11 @@ impl Tiles {
 
     pub(crate) fn text(&self) -> String {
         match self {
-            Tiles::Iota { dims, reshape, perm } => {
+            Tiles::Iota {
+                dims,
+                reshape,
+                perm,
+            } => {
                 let mut out = format!("devices=[{}]<=[{}]", join(dims), join(reshape));
                 if reshape.len() > 1 {
                     out.push_str(&format!("T({})", join(perm)));
@@ -57,8 +71,15 @@ impl Tiles {
 
     fn with_dims(&self, dims: Vec<i64>) -> Tiles {
         match self {
-            Tiles::Iota { reshape, perm, .. } => Tiles::Iota { dims, reshape: reshape.clone(), perm: perm.clone() },
-            Tiles::Array { values, .. } => Tiles::Array { dims, values: values.clone() },
+            Tiles::Iota { reshape, perm, .. } => Tiles::Iota {
+                dims,
+                reshape: reshape.clone(),
+                perm: perm.clone(),
+            },
+            Tiles::Array { values, .. } => Tiles::Array {
+                dims,
+                values: values.clone(),
+            },
         }
     }
 }
@@ -74,11 +95,16 @@ pub(crate) fn transposed(values: &[i64], dims: &[i64], perm: &[usize]) -> R<Vec<
         }
     }
     if perm.len() != dims.len() {
-        return Err(Error::Py("ValueError", "zip() argument 2 is shorter than argument 1".into()));
+        return Err(Error::Py(
+            "ValueError",
+            "zip() argument 2 is shorter than argument 1".into(),
+        ));
     }
     let total = prod(&out_dims);
     if total > MAX_DEVICES {
-        return Err(Error::Mesh(format!("a mesh of {total} devices is not read")));
+        return Err(Error::Mesh(format!(
+            "a mesh of {total} devices is not read"
+        )));
     }
     let mut out = Vec::with_capacity(total.max(0) as usize);
     if out_dims.iter().any(|&d| d <= 0) {
@@ -126,7 +152,11 @@ fn canonical_iota(dims: &[i64], perm: &[usize]) -> (Vec<i64>, Vec<usize>) {
                     n += 1;
                 }
             }
-            perm = perm.iter().filter(|&&p| keep[p]).map(|&p| new_index[p]).collect();
+            perm = perm
+                .iter()
+                .filter(|&&p| keep[p])
+                .map(|&p| new_index[p])
+                .collect();
             dims.retain(|&d| d != 1);
         }
         let mut changed = false;
@@ -152,11 +182,19 @@ pub(crate) fn iota(dims: Vec<i64>, reshape: &[i64], perm: &[usize]) -> Tiles {
     if r.is_empty() {
         (r, p) = (vec![1], vec![0]);
     }
-    Tiles::Iota { dims, reshape: r, perm: p }
+    Tiles::Iota {
+        dims,
+        reshape: r,
+        perm: p,
+    }
 }
 
 /// GroupMinorIotaDimsSorted: the iota's minor dimensions grouped to `group` devices, sorted.
-fn group_minor_sorted(dims: &[i64], perm: &[usize], mut group: i64) -> Option<(Vec<i64>, Vec<usize>)> {
+fn group_minor_sorted(
+    dims: &[i64],
+    perm: &[usize],
+    mut group: i64,
+) -> Option<(Vec<i64>, Vec<usize>)> {
     let mut grouped = 0usize;
     let mut split = None;
     for i in (0..perm.len()).rev() {
@@ -229,7 +267,10 @@ fn partial_tile(tiles: &Tiles) -> R<Option<Tiles>> {
         values[k..end].sort();
         k += g;
     }
-    Ok(Some(Tiles::Array { dims: dims.to_vec(), values }))
+    Ok(Some(Tiles::Array {
+        dims: dims.to_vec(),
+        values,
+    }))
 }
 
 /// HloSharding::Subgroup and its printing, for the types Shardy's export makes (unreduced
@@ -245,7 +286,9 @@ pub(crate) fn subgroup(tiles: Tiles, types: Vec<&'static str>) -> R<String> {
     if types.iter().all(|&t| t == first) && prod(&tiles.dims()[..rank]) == 1 {
         return Ok(format!("{{{first}}}"));
     }
-    let kept: Vec<usize> = (0..tiles.dims().len() - rank).filter(|&k| tiles.dims()[rank + k] > 1).collect();
+    let kept: Vec<usize> = (0..tiles.dims().len() - rank)
+        .filter(|&k| tiles.dims()[rank + k] > 1)
+        .collect();
     if kept.len() != types.len() {
         let mut dims = tiles.dims()[..rank].to_vec();
         dims.extend(kept.iter().map(|&k| tiles.dims()[rank + k]));
@@ -256,11 +299,21 @@ pub(crate) fn subgroup(tiles: Tiles, types: Vec<&'static str>) -> R<String> {
         }
     }
     if *types.last().expect("a type") != "replicated" {
-        return Ok(format!("{{{} last_tile_dims={{{}}}}}", tiles.text(), types.join(", ")));
+        return Ok(format!(
+            "{{{} last_tile_dims={{{}}}}}",
+            tiles.text(),
+            types.join(", ")
+        ));
     }
-    let Some(partial) = partial_tile(&tiles)? else { return Ok("{replicated}".into()) };
+    let Some(partial) = partial_tile(&tiles)? else {
+        return Ok("{replicated}".into());
+    };
     if types == ["replicated"] {
         return Ok(format!("{{{} last_tile_dim_replicate}}", partial.text()));
     }
-    Ok(format!("{{{} last_tile_dims={{{}}}}}", partial.text(), types.join(", ")))
+    Ok(format!(
+        "{{{} last_tile_dims={{{}}}}}",
+        partial.text(),
+        types.join(", ")
+    ))
 }

@@ -37,6 +37,10 @@ pub(crate) fn parse_signature(f: &Func) -> R<(Args, Results)> {
 fn type_and_attrs(text: &str) -> (String, Dict) {
     let parts = split_top(strip(text), " {");
     let type_ = parts.first().copied().unwrap_or("");
-    let attrs = if parts.len() > 1 { attr_dict(&format!("{{{}", parts[1])) } else { Dict::default() };
+    let attrs = if parts.len() > 1 {
+        attr_dict(&format!("{{{}", parts[1]))
+    } else {
+        Dict::default()
+    };
     (strip(type_).to_string(), attrs)
 }

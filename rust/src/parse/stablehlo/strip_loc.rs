@@ -43,7 +43,8 @@ fn pretty_loc(s: &str) -> Option<(usize, usize)> {
     // ASCII: Python's whitespace is `\t`-`\r`, `\x1c`-`\x1f` and the space, one byte each.
     let b = s.as_bytes();
     let ws = |c: u8| matches!(c, b'\t'..=b'\r' | 0x1c..=0x1f | b' ');
-    let callsite = (1..b.len().saturating_sub(2)).any(|k| b[k] == b'a' && b[k + 1] == b't' && ws(b[k - 1]) && ws(b[k + 2]));
+    let callsite = (1..b.len().saturating_sub(2))
+        .any(|k| b[k] == b'a' && b[k + 1] == b't' && ws(b[k - 1]) && ws(b[k + 2]));
     if callsite {
         return pretty_loc_tokens(s);
     }
@@ -68,12 +69,15 @@ fn pretty_loc(s: &str) -> Option<(usize, usize)> {
 /// `pretty_loc` of text beyond ASCII (whitespace of several bytes).
 fn pretty_loc_chars(s: &str) -> Option<(usize, usize)> {
     let callsite = s.match_indices("at").any(|(k, _)| {
-        s[..k].chars().next_back().is_some_and(is_space) && s[k + 2..].chars().next().is_some_and(is_space)
+        s[..k].chars().next_back().is_some_and(is_space)
+            && s[k + 2..].chars().next().is_some_and(is_space)
     });
     if callsite {
         return pretty_loc_tokens(s);
     }
-    let last = s.rfind(is_space).map(|k| k + s[k..].chars().next().map_or(1, |c| c.len_utf8()));
+    let last = s
+        .rfind(is_space)
+        .map(|k| k + s[k..].chars().next().map_or(1, |c| c.len_utf8()));
     let mut run: Option<usize> = None;
     for (k, c) in s.char_indices() {
         if is_space(c) {
@@ -151,7 +155,8 @@ fn one_location(t: &str) -> bool {
             }
         };
         let after = &rest[close + 1..];
-        return after.is_empty() || (after.len() >= 2 && after.starts_with('(') && after.ends_with(')'));
+        return after.is_empty()
+            || (after.len() >= 2 && after.starts_with('(') && after.ends_with(')'));
     }
     if t == "[unknown]" {
         return true;

@@ -9,10 +9,12 @@
 
 use std::collections::HashMap;
 
-use crate::parse::stablehlo::error::{at, index_error, stack_guard, Error, R, MAX_NESTING};
+use crate::parse::stablehlo::error::{at, index_error, stack_guard, Error, MAX_NESTING, R};
 use crate::parse::stablehlo::lines::Lines;
 use crate::parse::stablehlo::strip_loc::strip_loc;
-use crate::parse::stablehlo::text::{depth, head, is_space, lstrip, partition, rstrip, split_top, string_end, strip};
+use crate::parse::stablehlo::text::{
+    depth, head, is_space, lstrip, partition, rstrip, split_top, string_end, strip,
+};
 
 /// A region's body: its block's arguments `(name, type)`, its operations, and the text before
 /// its `{` (`cond`, `do`, `reducer(...)`).
@@ -71,7 +73,9 @@ fn skip_space(s: &str) -> &str {
 /// `^(#loc\d*)\s*=\s*(.*?)\s*$`
 pub(crate) fn loc_alias(s: &str) -> Option<(&str, &str)> {
     let rest = s.strip_prefix("#loc")?;
-    let d = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+    let d = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
     let after = skip_space(&rest[d..]).strip_prefix('=')?;
     Some((&s[..4 + d], strip(after)))
 }
@@ -105,7 +109,9 @@ fn complete_loc(value: &str) -> bool {
 
 /// `^[#!][\w.$-]+\s*=`
 fn other_alias(s: &str) -> bool {
-    let Some(rest) = s.strip_prefix(['#', '!']) else { return false };
+    let Some(rest) = s.strip_prefix(['#', '!']) else {
+        return false;
+    };
     let n = rest.find(|c: char| !name_char(c)).unwrap_or(rest.len());
     n > 0 && skip_space(&rest[n..]).starts_with('=')
 }
@@ -194,7 +200,9 @@ fn func_line(s: &str) -> Option<(String, String, usize)> {
 /// `^\^bb\d*(?:\((.*)\))?\s*:\s*$` -> the arguments' text (None: not a block line).
 fn block_line(s: &str) -> Option<&str> {
     let rest = s.strip_prefix("^bb")?;
-    let d = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+    let d = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
     let rest = &rest[d..];
     if rest.starts_with('(') {
         let body = rstrip(rstrip(rest).strip_suffix(':')?);
@@ -247,7 +255,13 @@ pub(crate) fn read_structure(text: &str) -> R<MlirModule> {
     while let Some((s, line)) = src.next_meaningful() {
         if let Some((k, v)) = loc_alias(&s) {
             if !complete_loc(v) {
-                return at(format!("location alias {k} cut short or malformed: {}", head(&s, 60)), line);
+                return at(
+                    format!(
+                        "location alias {k} cut short or malformed: {}",
+                        head(&s, 60)
+                    ),
+                    line,
+                );
             }
             locs.insert(k.to_string(), v.to_string());
             continue;
@@ -256,7 +270,10 @@ pub(crate) fn read_structure(text: &str) -> R<MlirModule> {
             continue;
         }
         if module.is_some() {
-            return at(format!("text after the module's closing `}}`: {}", head(&s, 60)), line);
+            return at(
+                format!("text after the module's closing `}}`: {}", head(&s, 60)),
+                line,
+            );
         }
         let (code, _) = strip_loc(&s);
         match module_line(code) {
@@ -268,7 +285,10 @@ pub(crate) fn read_structure(text: &str) -> R<MlirModule> {
                     module = Some(m);
                     continue;
                 }
-                return at(format!("expected `module` or `func.func`, found: {}", head(&s, 60)), line);
+                return at(
+                    format!("expected `module` or `func.func`, found: {}", head(&s, 60)),
+                    line,
+                );
             }
             Some((name, attributes)) => {
                 let mut m = new_module(name, attributes, line);
@@ -277,9 +297,14 @@ pub(crate) fn read_structure(text: &str) -> R<MlirModule> {
             }
         }
     }
-    let Some(mut module) = module else { return at("no `module` in the text", 1) };
+    let Some(mut module) = module else {
+        return at("no `module` in the text", 1);
+    };
     if let Some((name, line)) = undefined_location(text.trim_start_matches('\u{feff}'), &locs) {
-        return at(format!("location {name} is not defined (the location table cut short?)"), line);
+        return at(
+            format!("location {name} is not defined (the location table cut short?)"),
+            line,
+        );
     }
     module.locs = locs;
     Ok(module)
@@ -295,7 +320,9 @@ fn undefined_location(text: &str, locs: &HashMap<String, String>) -> Option<(Str
         let b = line.as_bytes();
         for (at, _) in line.match_indices("#loc") {
             // After `(`, `[`, `,` or ASCII whitespace, digits, no word character (the oracle's regex).
-            let Some(&before) = at.checked_sub(1).and_then(|i| b.get(i)) else { continue };
+            let Some(&before) = at.checked_sub(1).and_then(|i| b.get(i)) else {
+                continue;
+            };
             if !b"([, \t\r\x0b\x0c".contains(&before) {
                 continue;
             }
@@ -316,7 +343,14 @@ fn undefined_location(text: &str, locs: &HashMap<String, String>) -> Option<(Str
 }
 
 fn new_module(name: String, attributes: String, line: usize) -> MlirModule {
-    MlirModule { name, attributes, funcs: Vec::new(), locs: HashMap::new(), line, meshes: Vec::new() }
+    MlirModule {
+        name,
+        attributes,
+        funcs: Vec::new(),
+        locs: HashMap::new(),
+        line,
+        meshes: Vec::new(),
+    }
 }
 
 fn read_module_body(src: &mut Lines, module: &mut MlirModule, implicit: bool) -> R<()> {
@@ -325,7 +359,10 @@ fn read_module_body(src: &mut Lines, module: &mut MlirModule, implicit: bool) ->
             if implicit {
                 return Ok(());
             }
-            return at("the text ends inside the module (truncated?): no closing `}`", src.len());
+            return at(
+                "the text ends inside the module (truncated?): no closing `}`",
+                src.len(),
+            );
         };
         if s.starts_with('}') && !implicit {
             return Ok(());
@@ -343,22 +380,43 @@ fn read_module_body(src: &mut Lines, module: &mut MlirModule, implicit: bool) ->
             let Some(word) = first.split(is_space).find(|w| !w.is_empty()) else {
                 return index_error();
             };
-            return at(format!("`{word}` at module level is not read (only func.func and sdy.mesh)"), line);
+            return at(
+                format!("`{word}` at module level is not read (only func.func and sdy.mesh)"),
+                line,
+            );
         };
         let (code, _) = strip_loc(&s);
         let name = raw_name.trim_matches('"').to_string();
         if !code.ends_with('{') {
-            return at(format!("function @{raw_name} has no body on its line"), line);
+            return at(
+                format!("function @{raw_name} has no body on its line"),
+                line,
+            );
         }
         if let Some(f) = module.funcs.iter().find(|f| f.name == name) {
-            return at(format!("function @{name} is defined twice (first on line {})", f.line), line);
+            return at(
+                format!(
+                    "function @{name} is defined twice (first on line {})",
+                    f.line
+                ),
+                line,
+            );
         }
-        let mut body = Region { label: String::new(), args: Vec::new(), ops: Vec::new(), line };
+        let mut body = Region {
+            label: String::new(),
+            args: Vec::new(),
+            ops: Vec::new(),
+            line,
+        };
         read_region(src, &mut body, 0)?;
         let signature = strip(code.get(end - 1..code.len() - 1).unwrap_or("")).to_string();
         module.funcs.push(Func {
             name,
-            visibility: if visibility.is_empty() { "public".into() } else { visibility },
+            visibility: if visibility.is_empty() {
+                "public".into()
+            } else {
+                visibility
+            },
             signature,
             body: Some(body),
             line,
@@ -375,7 +433,10 @@ fn read_region(src: &mut Lines, region: &mut Region, nesting: usize) -> R<()> {
     let mut first = true;
     loop {
         let Some((s, line)) = src.next_meaningful() else {
-            return at("the text ends inside a region (truncated?): no closing `}`", src.len());
+            return at(
+                "the text ends inside a region (truncated?): no closing `}`",
+                src.len(),
+            );
         };
         if s.starts_with('}') {
             return Ok(());
@@ -388,7 +449,10 @@ fn read_region(src: &mut Lines, region: &mut Region, nesting: usize) -> R<()> {
             }
         }
         if s.starts_with('^') {
-            return at("a region of several blocks is not read (no StableHLO op has one)", line);
+            return at(
+                "a region of several blocks is not read (no StableHLO op has one)",
+                line,
+            );
         }
         first = false;
         let op = read_op(src, &s, line, nesting)?;
@@ -402,7 +466,10 @@ fn block_args(text: &str, line: usize) -> R<Vec<(String, String)>> {
         let (part, _) = strip_loc(part);
         let (name, sep, type_) = partition(part, ":");
         if !sep || !strip(name).starts_with('%') {
-            return at(format!("malformed block argument: {}", head(part, 60)), line);
+            return at(
+                format!("malformed block argument: {}", head(part, 60)),
+                line,
+            );
         }
         out.push((strip(name).to_string(), strip(type_).to_string()));
     }
@@ -418,9 +485,16 @@ fn read_op(src: &mut Lines, s: &str, line: usize, nesting: usize) -> R<Op> {
     }
     let (name, rest) = if s.starts_with('"') {
         let end = string_end(s, 0);
-        (s.get(1..end.saturating_sub(1).max(1)).unwrap_or("").to_string(), &s[end..])
+        (
+            s.get(1..end.saturating_sub(1).max(1))
+                .unwrap_or("")
+                .to_string(),
+            &s[end..],
+        )
     } else {
-        let k = s.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.' || c == '$')).unwrap_or(s.len());
+        let k = s
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.' || c == '$'))
+            .unwrap_or(s.len());
         (s[..k].to_string(), &s[k..])
     };
     if name.is_empty() {
@@ -429,7 +503,10 @@ fn read_op(src: &mut Lines, s: &str, line: usize, nesting: usize) -> R<Op> {
         } else {
             ""
         };
-        return at(format!("expected an operation, found: {}{more}", head(s, 60)), line);
+        return at(
+            format!("expected an operation, found: {}{more}", head(s, 60)),
+            line,
+        );
     }
     let mut joined = rest.to_string();
     let mut last_start = 0usize; // where pieces[-1] starts in `joined`
@@ -442,11 +519,20 @@ fn read_op(src: &mut Lines, s: &str, line: usize, nesting: usize) -> R<Op> {
             let last = joined[last_start..].to_string();
             let (code, _) = strip_loc(&last);
             let label = strip(&code[..code.len() - 1]).to_string();
-            let kept = if label.starts_with("reducer(") { "" } else { &code[..code.len() - 1] };
+            let kept = if label.starts_with("reducer(") {
+                ""
+            } else {
+                &code[..code.len() - 1]
+            };
             let replaced = format!("{kept}{{}}");
             joined.truncate(last_start);
             joined.push_str(&replaced);
-            let mut region = Region { label, args: Vec::new(), ops: Vec::new(), line: src.i };
+            let mut region = Region {
+                label,
+                args: Vec::new(),
+                ops: Vec::new(),
+                line: src.i,
+            };
             read_region(src, &mut region, nesting + 1)?;
             regions.push(region);
             let closing = strip(src.line(src.i - 1)).to_string();
@@ -476,5 +562,12 @@ fn read_op(src: &mut Lines, s: &str, line: usize, nesting: usize) -> R<Op> {
         );
     }
     let (text, loc) = strip_loc(&joined);
-    Ok(Op { results: results_, name, text: strip(text).to_string(), loc: loc.to_string(), regions, line })
+    Ok(Op {
+        results: results_,
+        name,
+        text: strip(text).to_string(),
+        loc: loc.to_string(),
+        regions,
+        line,
+    })
 }

@@ -41,7 +41,14 @@ pub(crate) struct Comp {
 
 impl Comp {
     pub(crate) fn new(name: String, line: usize) -> Self {
-        Comp { name, line, insts: Vec::new(), values: FxMap::default(), elements: FxMap::default(), entry: false }
+        Comp {
+            name,
+            line,
+            insts: Vec::new(),
+            values: FxMap::default(),
+            elements: FxMap::default(),
+            entry: false,
+        }
     }
 
     pub(crate) fn last(&mut self) -> &mut Inst {
@@ -55,7 +62,10 @@ pub(crate) struct Dict(pub Vec<(String, String)>);
 
 impl Dict {
     pub(crate) fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     pub(crate) fn has(&self, key: &str) -> bool {
@@ -82,7 +92,9 @@ pub(crate) fn ident_char(c: char) -> bool {
 }
 
 fn subst(name: &str) -> String {
-    name.chars().map(|c| if ident_char(c) { c } else { '_' }).collect()
+    name.chars()
+        .map(|c| if ident_char(c) { c } else { '_' })
+        .collect()
 }
 
 pub(crate) fn sanitize(name: &str) -> String {
@@ -125,7 +137,11 @@ pub(crate) fn attr_dict(text: &str) -> Dict {
     let mut out = Dict::default();
     for part in comma(inner(t)) {
         let (key, sep, value) = partition(part, "=");
-        let value = if sep { strip(value).to_string() } else { "true".to_string() };
+        let value = if sep {
+            strip(value).to_string()
+        } else {
+            "true".to_string()
+        };
         out.set(strip(key).trim_matches('"').to_string(), value);
     }
     out
@@ -201,7 +217,12 @@ pub(crate) fn free_refs(region: &Region) -> Vec<String> {
     let defined: HashSet<String> = region.args.iter().map(|(a, _)| a.clone()).collect();
     let mut seen: Vec<String> = Vec::new();
     let mut seen_set: HashSet<String> = HashSet::new();
-    fn walk(ops: &[Op], defined: &mut HashSet<String>, seen: &mut Vec<String>, seen_set: &mut HashSet<String>) {
+    fn walk(
+        ops: &[Op],
+        defined: &mut HashSet<String>,
+        seen: &mut Vec<String>,
+        seen_set: &mut HashSet<String>,
+    ) {
         for op in ops {
             for r in refs_of(op) {
                 let base = r.split('#').next().unwrap_or(r);
