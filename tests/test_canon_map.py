@@ -200,6 +200,27 @@ def test_lone_parameters_from_the_handle_are_pythons(batch: int) -> None:
 
 
 @pytest.mark.parametrize("batch", range(2))
+def test_lone_h0_from_the_handle_is_pythons(batch: int) -> None:
+    """`CanonicalComputation.lone_h0` on the handle: the name of the one live instruction with that
+    `h0` by `Counter(comp.h0.values())`, None where several or none, on every fixture computation."""
+    from collections import Counter
+
+    compared = lone = shared = 0
+    for spec, comp in _handled(SPECS[batch::2]):
+        counts = Counter(comp.h0.values())
+        holder = {v: name for name, v in comp.h0.items()}
+        for v, n in counts.items():
+            assert comp.lone_h0(v) == (holder[v] if n == 1 else None), spec
+            lone += n == 1
+            shared += n > 1
+        for missing in (max(counts, default=0) + 1, -(2**63) - 1, 2**64, -1):
+            if missing not in counts:
+                assert comp.lone_h0(missing) is None, spec
+        compared += 1
+    assert compared > 50 and lone > 50 and shared > 50  # both answers occur
+
+
+@pytest.mark.parametrize("batch", range(2))
 def test_updated_inputs_from_the_handle_are_pythons(batch: int) -> None:
     """`_dataflow.updated_inputs` of all outputs on the handle: the Python rule, item for item."""
     from xlagraph.diagnose.recognizers._dataflow import _updated_inputs

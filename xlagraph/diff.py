@@ -38,7 +38,7 @@ from xlagraph.diagnose.residue import (
     unseen_constants,
 )
 from xlagraph.diagnose.sources import sources_of
-from xlagraph.ir import Module, has_source_lines, strip_layout
+from xlagraph.ir import Computation, Module, has_source_lines, strip_layout
 from xlagraph.ir import callers as calling
 from xlagraph.match import Matching, match
 from xlagraph.parse.lazy_ir import LOSSY_NOTE
@@ -144,7 +144,7 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
             regrouped = any(c.kind is CauseKind.COLLECTIVE for c in raw)
         lins, rins = lc.computation.by_name, rc.computation.by_name
         # Most instructions call nothing: only the callers among the matched are looked up.
-        callers = frozenset(calling(lc.computation))
+        callers = _callers(lc.computation)
         for x in filter(callers.__contains__, m.left):
             y = m.left[x]
             cx = lins[x].called
@@ -200,6 +200,19 @@ def _has_frames(module: Module) -> bool:
 
 
 _FRAMES: WeakKeyDictionary[Module, bool] = WeakKeyDictionary()
+
+
+def _callers(comp: Computation) -> frozenset[str]:
+    """The names of `comp`'s instructions that call computations. Kept per computation: a walk
+    of every instruction where the reader built them all (a report's graphs, each in several
+    diffs)."""
+    found = _CALLERS.get(comp)
+    if found is None:
+        found = _CALLERS[comp] = frozenset(calling(comp))
+    return found
+
+
+_CALLERS: WeakKeyDictionary[Computation, frozenset[str]] = WeakKeyDictionary()
 
 
 def _invisible_change(left: CanonicalModule, right: CanonicalModule, causes: list[Cause]) -> list[Cause]:

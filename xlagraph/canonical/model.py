@@ -68,6 +68,17 @@ class CanonicalComputation:
         in every diff a graph is in."""
         return {}
 
+    def lone_h0(self, h0: int) -> str | None:
+        """The one live instruction whose structural hash is `h0`, None where none or several:
+        by the compiled core's index of this computation (rust/src/canon/handle.rs `lone_h0`),
+        made once however many diffs ask."""
+        return self.core.lone_h0(h0)  # type: ignore[attr-defined]
+
+    @cached_property
+    def returned(self) -> frozenset[str]:
+        """`outputs` as a set."""
+        return frozenset(self.outputs)
+
     @property
     def name(self) -> str:
         return self.computation.name

@@ -32,13 +32,12 @@ def compare_outputs(cmp: Comparison) -> None:
     # Outputs first by their data-flow context, which neither a slot nor a changed constant or
     # size decides; the rest by the matching.
     corr = correspond(left, right)
-    by_h0: dict[int, dict[int, list[str]]] = {}
     pairs = [
         (i, j)
         for i, j in sorted(corr.outputs.items())
         if i not in corr.tied
         and one_tensor(shape_of(left, left.outputs[i]), shape_of(right, right.outputs[j]))
-        and not _returned_elsewhere(cmp, i, j, by_h0, both=False)
+        and not _returned_elsewhere(cmp, i, j, both=False)
     ]
     used = {j for _, j in pairs}
     known = {i for i, _ in pairs}
@@ -70,7 +69,7 @@ def compare_outputs(cmp: Comparison) -> None:
                 claimed_l, claimed_r, repaired = m.left.copy(), m.right.copy(), True
             for lp, rp in ((cmp.pair_left, cmp.pair_right), (claimed_l, claimed_r)):
                 _repair(cmp, lp, rp, a, b, right.outputs[other])
-        if not js or _returned_elsewhere(cmp, i, js[0], by_h0, both=False):
+        if not js or _returned_elsewhere(cmp, i, js[0], both=False):
             removed.append(i)
             continue
         used.add(js[0])
@@ -89,13 +88,13 @@ def compare_outputs(cmp: Comparison) -> None:
     # A slot paired across element types is one tensor in another precision only if it is the
     # same computation: an intermediate of A that B returns in place of another output is one
     # output dropped and one added (unless a convert is all that lies between them).
-    apart = _other_tensors(cmp, same, by_h0)
+    apart = _other_tensors(cmp, same)
     same = [p for p in same if p not in apart]
     pairs += same
     slot_pairs, added, removed = pair_slots(left, right, added, removed, same_type=True)
     pairs += slot_pairs
     typed, added, removed = pair_slots(left, right, added, removed, same_type=False)
-    apart += _other_tensors(cmp, typed, by_h0)
+    apart += _other_tensors(cmp, typed)
     typed = [p for p in typed if p not in apart]
     added, removed = sorted(added + [j for _, j in apart]), sorted(removed + [i for i, _ in apart])
     pairs += typed
@@ -281,29 +280,24 @@ def _parallel(cmp: Comparison) -> bool:
     )
 
 
-def _other_tensors(
-    cmp: Comparison, pairs: list[tuple[int, int]], index: dict[int, dict[int, list[str]]]
-) -> list[tuple[int, int]]:
+def _other_tensors(cmp: Comparison, pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """The slot pairs of another element type that are two tensors (`_returned_elsewhere`)."""
     left, right = cmp.left, cmp.right
     return [
         (i, j)
         for i, j in pairs
         if element_type(shape_of(left, left.outputs[i])) != element_type(shape_of(right, right.outputs[j]))
-        and _returned_elsewhere(cmp, i, j, index)
+        and _returned_elsewhere(cmp, i, j)
     ]
 
 
-def _returned_elsewhere(
-    cmp: Comparison, i: int, j: int, index: dict[int, dict[int, list[str]]], both: bool = True
-) -> bool:
+def _returned_elsewhere(cmp: Comparison, i: int, j: int, both: bool = True) -> bool:
     """Output `j` of B is a value A computes and does not return, and A's output `i` does not
     grow from it as a Python number or a precision switch would make it: B returns a value of its
     own in place of one it dropped, whatever their data-flow context says. With `both`, also the
     other way round (B computes A's output `i` and does not return it), which slot pairs across
     element types need; slot and context pairs of one type keep B's added work at the end of an
-    output A returned (an optimizer step after the accumulated gradient) as one output.
-    `index`: each side's values by `h0`, made when first asked."""
+    output A returned (an optimizer step after the accumulated gradient) as one output."""
     left, right = cmp.left, cmp.right
     a, b = left.outputs[i], right.outputs[j]
     if left.h0.get(a) == right.h0.get(b):
@@ -312,14 +306,8 @@ def _returned_elsewhere(
         h = other.h0.get(partner)
         if h is None:
             continue
-        if id(own) not in index:
-            by_h0: dict[int, list[str]] = {}
-            for name, value in own.h0.items():
-                by_h0.setdefault(value, []).append(name)
-            index[id(own)] = by_h0
-        names = index[id(own)].get(h, [])
-        returned = set(own.outputs)
-        if len(names) == 1 and names[0] not in returned and not _grows_from(own, names[0], head):
+        name = own.lone_h0(h)
+        if name is not None and name not in own.returned and not _grows_from(own, name, head):
             return True
     return False
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-from xlagraph.canonical import CanonicalComputation, CanonicalModule
+from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.shapes import dim_sizes, dims_of, element_type, shape_of, whole_factors
 from xlagraph.match.correspondence import correspond
@@ -38,15 +38,20 @@ _BLIND = frozenset({"parameters", "outputs", "top-down-lenient"})
 def _supported(cmp: Comparison, a: str, b: str) -> bool:
     """A matched user reads `a` and `b` at the same operand position."""
     left, right, m = cmp.left, cmp.right, cmp.m
-    if m.matcher.get(a) in _BLIND:
+    matcher = m.matcher
+    if matcher.get(a) in _BLIND:
         return False
+    # Loops and lookups spelled out: asked of some 2,600 inputs a diff.
+    twin, lops, rops = m.left.get, left.operands, right.operands
     for u in cmp.users(left).get(a, ()):
-        v = m.left.get(u)
-        if v is None or m.matcher.get(u) in _BLIND:
+        v = twin(u)
+        if v is None or matcher.get(u) in _BLIND:
             continue
-        ou, ov = left.operands[u], right.operands[v]
-        if any(x == a and k < len(ov) and ov[k] == b for k, x in enumerate(ou)):
-            return True
+        ou, ov = lops[u], rops[v]
+        n = len(ov)
+        for k, x in enumerate(ou):
+            if x == a and k < n and ov[k] == b:
+                return True
         if b in ov and left.instruction(u).opcode in COMMUTATIVE:
             return True
     return False
@@ -56,15 +61,20 @@ def _reader_votes(cmp: Comparison, a: str) -> Counter[str]:
     """For each input of B: how many matched readers of `a` read it where their twin reads `a`
     (the same operand position)."""
     left, right, m = cmp.left, cmp.right, cmp.m
+    inputs, twin, matcher = right.param_number, m.left.get, m.matcher
+    lops, rops = left.operands, right.operands
     votes: Counter[str] = Counter()
     for u in cmp.users(left).get(a, ()):
-        v = m.left.get(u)
-        if v is None or m.matcher.get(u) in _BLIND:
+        v = twin(u)
+        if v is None or matcher.get(u) in _BLIND:
             continue
-        ou, ov = left.operands[u], right.operands[v]
-        votes.update(
-            ov[k] for k, x in enumerate(ou) if x == a and k < len(ov) and ov[k] in right.param_number
-        )
+        ou, ov = lops[u], rops[v]
+        # Counted one by one: `Counter.update` of a generator cost more than the count (2,600
+        # inputs a diff), and keys enter in the same order either way.
+        n = len(ov)
+        for k, x in enumerate(ou):
+            if x == a and k < n and (y := ov[k]) in inputs:
+                votes[y] += 1
     return votes
 
 
@@ -205,12 +215,19 @@ def _similar(a: str, b: str) -> bool:
     return element_type(a) == element_type(b) and dims_of(a).count(",") == dims_of(b).count(",")
 
 
-def _locations(canon: CanonicalModule, comp: CanonicalComputation) -> dict[str, str]:
-    """`file:line` each parameter's metadata points to (where the tensor was first used)."""
-    return {
-        p: (comp.instruction(p).metadata.location if comp.instruction(p).metadata else "")
-        for p in comp.param_number
-    }
+def _locations(comp: CanonicalComputation) -> dict[str, str]:
+    """`file:line` each parameter's metadata points to (where the tensor was first used); kept
+    per computation, as `_distinguishable` is: a report's graphs are each in several diffs."""
+    found = _LOCATIONS.get(comp)
+    if found is None:
+        by_name = comp.computation.by_name
+        found = _LOCATIONS[comp] = {
+            p: (md.location if (md := by_name[p].metadata) else "") for p in comp.param_number
+        }
+    return found
+
+
+_LOCATIONS: WeakKeyDictionary[CanonicalComputation, dict[str, str]] = WeakKeyDictionary()
 
 
 def _other_tensor(
@@ -286,7 +303,7 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     lname = {n: p for p, n in lnum.items()}
     rname = {n: p for p, n in rnum.items()}
     lone_l, lone_r = _distinguishable(cmp, left), _distinguishable(cmp, right)
-    lloc, rloc = _locations(cmp.lm, left), _locations(cmp.rm, right)
+    lloc, rloc = _locations(left), _locations(right)
     by_loc = {(shape_of(right, b), loc) for b, loc in rloc.items() if loc}
     # Where the collectives differ the graphs run split another way: a tensor is then the same
     # tensor only as a shard of it (768 -> 384), never resized by another amount (256 -> 96).

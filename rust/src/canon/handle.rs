@@ -51,6 +51,9 @@ pub struct CanonHandle {
     pub(crate) keys: Vec<u64>,
     /// `h0` of `order`, sorted (made when first asked for: `h0_distance`).
     pub(crate) h0_sorted: OnceLock<Vec<i128>>,
+    /// The `h0` values (as Python holds them) that one live instruction alone has, and its index
+    /// (made when first asked for: `lone_h0`).
+    pub(crate) h0_lone: OnceLock<FxMap<i128, u32>>,
     /// What the canonical form's mappings read (`CanonMap`, below): the IR's instructions, the
     /// instructions `operands` has in its key order, which of them forwarding rewired (the
     /// others' operands are the IR's own tuple), which are live (`order`).
@@ -261,6 +264,35 @@ impl CanonHandle {
     /// `Computation.by_name` of this computation as a mapping over the handle (`CanonMap`).
     fn by_name(slf: &Bound<'_, Self>) -> PyResult<Py<CanonMap>> {
         canon_map(slf.py(), slf, Field::ByName)
+    }
+
+    /// The one live instruction whose `h0` is `h0` (the value `h0[name]` gives in Python), None
+    /// where none or several have it: `Counter(comp.h0.values())[h0] == 1` and that name
+    /// (`outputs._returned_elsewhere`, about 2,400 questions a diff; tests/test_canon_map.py
+    /// holds it to those Python lines).
+    fn lone_h0<'py>(
+        &self,
+        py: Python<'py>,
+        h0: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyString>>> {
+        let Ok(h0) = h0.extract::<i128>() else {
+            return Ok(None); // no hash: an int out of range, or not an int
+        };
+        let lone = self.h0_lone.get_or_init(|| {
+            // The value Python holds: `py_int` of the hash (signed where it fits, else unsigned).
+            let value = |h: i128| i64::try_from(h).map_or((h as u64) as i128, i128::from);
+            let mut seen: FxMap<i128, u32> = FxMap::default();
+            for &i in &self.order {
+                seen.entry(value(self.h0[i as usize]))
+                    .and_modify(|x| *x = u32::MAX)
+                    .or_insert(i);
+            }
+            seen.retain(|_, i| *i != u32::MAX);
+            seen
+        });
+        Ok(lone
+            .get(&h0)
+            .map(|&i| self.names[i as usize].bind(py).clone()))
     }
 
     /// How many instructions of either computation have no structural twin (`h0`) in the other,

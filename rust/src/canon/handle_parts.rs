@@ -211,6 +211,7 @@ pub(crate) fn handle<'py>(
         kind_first: p.kind_first,
         keys: p.keys,
         h0_sorted: OnceLock::new(),
+        h0_lone: OnceLock::new(),
         instructions: instructions.clone().unbind(),
         entered: p.entered,
         forwarded: p.forwarded,
