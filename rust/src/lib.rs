@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use canon::handle::{CanonHandle, CanonMap};
 use diagnose::{changes, pair_edits};
 use matching::{
-    from_handle, matcher, multiply_by_one, pair_map, refine, refine_from_dicts, side, users,
+    from_handle, matcher, multiply_by_one, pair_map, refine, side, users,
 };
 use parse::lazy_instructions;
 use py::parse_hlo::{self, HloSyntaxError};
@@ -90,12 +90,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_hlo::summarize_hlo, m)?)?;
     m.add_function(wrap_pyfunction!(from_python::canonicalize_ir, m)?)?;
     m.add_class::<side::MatchSide>()?;
-    m.add_function(wrap_pyfunction!(side::match_side, m)?)?;
     m.add_function(wrap_pyfunction!(matcher::match_sides, m)?)?;
     m.add_function(wrap_pyfunction!(matcher::match_phases, m)?)?;
-    m.add_function(wrap_pyfunction!(users::side_users, m)?)?;
     m.add_function(wrap_pyfunction!(refine::refine_history, m)?)?;
-    m.add_function(wrap_pyfunction!(refine_from_dicts::refine_graph, m)?)?;
     m.add_function(wrap_pyfunction!(refine::refine_picked, m)?)?;
     m.add_class::<refine::RefineGraph>()?;
     m.add_class::<CanonHandle>()?;
