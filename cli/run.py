@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -33,6 +31,9 @@ def run_command(out: str, overwrite: bool, command: tuple[str, ...]) -> None:
         xlagraph run --out /tmp/cap -- python train.py --epochs 1
         xlagraph report /tmp/cap
     """
+    import signal  # here, not at the top: every other command starts without them
+    import subprocess
+
     directory = Path(out).resolve()
     _prepare(directory, overwrite)
     env = {**os.environ, "XLAGRAPH_CAPTURE": str(directory)}

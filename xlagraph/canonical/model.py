@@ -113,7 +113,3 @@ class CanonicalModule:
     @property
     def entry(self) -> CanonicalComputation:
         return self.computations[self.module.entry.name]
-
-    @property
-    def dead_count(self) -> int:
-        return sum(len(c.dead) for c in self.computations.values())

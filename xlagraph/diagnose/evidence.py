@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import NamedTuple
 
 from xlagraph.canonical import CanonicalModule
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import Cause
 from xlagraph.ir import Instruction
 
 __all__ = ["IMPLICIT_TRIGGERS", "Context", "Evidence", "Recognized", "Recognizer"]
@@ -115,7 +115,3 @@ class Recognizer:
 
     name: str
     recognize: Callable[[Evidence, tuple[Cause, ...]], Recognized]
-
-
-def indices(pending: tuple[Cause, ...], *kinds: CauseKind) -> list[int]:
-    return [i for i, c in enumerate(pending) if c.kind in kinds]

@@ -38,6 +38,7 @@ __all__ = [
     "reading_sources",
     "source_line",
     "split_frames",
+    "split_location",
     "user_frames",
 ]
 
@@ -92,6 +93,12 @@ def location(frame: Frame) -> str:
     reads as one a capture recorded)."""
     file = portable_path(frame.file)
     return f"{file}:{frame.line}" if frame.line else file
+
+
+def split_location(location: str) -> tuple[str, int]:
+    """`file:line` as (file, line); a location without a line number is (location, 0)."""
+    file, _, line = location.rpartition(":")
+    return (file, int(line)) if line.isdigit() else (location, 0)
 
 
 def user_frames(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:

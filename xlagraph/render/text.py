@@ -8,7 +8,6 @@ last, for whoever wants to find them in the dump.
 from __future__ import annotations
 
 import shlex
-import textwrap
 from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
 
@@ -54,6 +53,8 @@ def _wrap(text: str, first: str, rest: str | None = None) -> list[str]:
 
 @lru_cache(maxsize=8192)  # the ranks of a pod print the same causes: wrapped once
 def _wrapped(text: str, first: str, rest: str) -> tuple[str, ...]:
+    import textwrap  # here: listing graphs wraps nothing and starts faster without it
+
     return tuple(
         textwrap.wrap(
             text,

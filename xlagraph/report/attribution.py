@@ -14,7 +14,7 @@ from pathlib import PurePath
 from xlagraph.capture.shardings import MarkSharding, find_marks
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
-from xlagraph.diagnose.frames import is_library, location, split_frames
+from xlagraph.diagnose.frames import is_library, location, split_frames, split_location
 from xlagraph.diagnose.recognizers._statements import loop_order
 from xlagraph.diff import DiffResult
 from xlagraph.ir import Frame, strip_layout
@@ -277,18 +277,13 @@ _CALLS = (
 _MAX_SCRIPT_LINES = 5000
 
 
-def _file_line(location: str) -> tuple[str, int]:
-    file, _, line = location.rpartition(":")
-    return (file, int(line)) if line.isdigit() else (location, 0)
-
-
 def _calling_lines(library_lines: tuple[str, ...], site: str, read_line: LineReader) -> tuple[str, ...]:
     """The lines of the user's script (the sync's file) that call the library code a cause's
     instructions come from: `clip_grad_norm_(...)` for clip_grad.py, `opt.step()` for an
     optimizer. Empty when the script has no such call."""
     file = site.rpartition(":")[0]
     # The library line's own text names the op where its file does not (`F.dropout` in functional.py).
-    said = [lib + " " + read_line(*_file_line(lib)) for lib in library_lines]
+    said = [lib + " " + read_line(*split_location(lib)) for lib in library_lines]
     tokens = [t for marker, names in _CALLS if any(marker in text for text in said) for t in names]
     # A function of torch's functional API the user calls by name (`F.interpolate(...)`).
     tokens += [f"{name}(" for lib in library_lines if (name := _functional_name(lib, read_line))]
@@ -318,7 +313,7 @@ _DEF_LINE = re.compile(r"^def ([a-z]\w*)\(")
 
 def _functional_name(library_line: str, read_line: LineReader) -> str:
     """The public function of torch's functional API a library line is in (`interpolate`), or ""."""
-    file, line = _file_line(library_line)
+    file, line = split_location(library_line)
     if not file.replace("\\", "/").endswith(_FUNCTIONAL):
         return ""
     for n in range(line, max(0, line - 400), -1):

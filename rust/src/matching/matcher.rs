@@ -116,7 +116,7 @@ fn run(
     Ok((m.pairs, tags))
 }
 
-/// Match two computations read by `match_side`. `sent_left` / `sent_right` flag the outputs
+/// Match two computations read by `match_side_of`. `sent_left` / `sent_right` flag the outputs
 /// (by position) that are in `match._sent`; `resharded` is `match`'s; `context` the output
 /// slots `match._context_pairs` gives, in its order. Returns the `Matching`
 /// dictionaries `(left, right, matcher)` in pairing order, or None where the Python reference

@@ -11,7 +11,6 @@ pub(crate) mod pair_map;
 pub(crate) mod phases;
 pub(crate) mod refine;
 pub(crate) mod refine_alone;
-pub(crate) mod refine_from_dicts;
 pub(crate) mod refine_split;
 pub(crate) mod side;
 pub(crate) mod two_threads;

@@ -1,12 +1,12 @@
 //! The users of a computation's instructions (`bottom_up.users_of`) as a mapping over the
 //! matcher's copy (`MatchSide`): the comparison and the recognizers ask for the users of a few
-//! names (the inputs, a cause's instructions), and the dictionary `side_users` builds holds a
-//! list per instruction (600K on the large pair, 0.25 CPU-s a side). Here a name's list is made
-//! when asked for; keys come in the dictionary's order (first use in `order`).
+//! names (the inputs, a cause's instructions), and a dictionary would hold a list per
+//! instruction (600K on the large pair, 0.25 CPU-s a side). Here a name's list is made when asked
+//! for; keys come in the dictionary's order (first use in `order`).
 
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyList, PyString};
 
 use crate::matching::side::MatchSide;
 use crate::parse::text::FxMap;
@@ -118,30 +118,4 @@ pub fn side_users_mapping(py: Python<'_>, side: Py<MatchSide>) -> PyResult<SideU
         .filter(|&i| !s.users(i).is_empty())
         .count();
     Ok(SideUsers { side, index, len })
-}
-
-/// Users of each instruction of a side, by name (`bottom_up.users_of`), for callers that want
-/// the dictionary without building it in Python.
-#[pyfunction]
-pub fn side_users<'py>(
-    py: Python<'py>,
-    side: &Bound<'py, MatchSide>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let s = side.get();
-    let d = PyDict::new(py);
-    // Key order as the Python builds it: by first use in `order`.
-    let mut seen = vec![false; s.names.len()];
-    for &u in &s.order {
-        if let Some(ops) = s.operands(u) {
-            for &o in ops {
-                if !seen[o as usize] {
-                    seen[o as usize] = true;
-                    let users: Vec<&Py<PyString>> =
-                        s.users(o).iter().map(|&x| &s.names[x as usize]).collect();
-                    d.set_item(s.names[o as usize].bind(py), PyList::new(py, users)?)?;
-                }
-            }
-        }
-    }
-    Ok(d)
 }

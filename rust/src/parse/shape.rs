@@ -46,8 +46,46 @@ const ELEMENT_TYPES: &[&str] = &[
     "opaque",
 ];
 
+/// The index of `name` in ELEMENT_TYPES, computed at compile time (the list stays the one rule).
+const fn index_of(name: &str) -> u8 {
+    let mut i = 0;
+    while i < ELEMENT_TYPES.len() {
+        let t = ELEMENT_TYPES[i].as_bytes();
+        let n = name.as_bytes();
+        if t.len() == n.len() {
+            let mut k = 0;
+            while k < n.len() && t[k] == n[k] {
+                k += 1;
+            }
+            if k == n.len() {
+                return i as u8;
+            }
+        }
+        i += 1;
+    }
+    panic!("not an element type")
+}
+
 pub fn element_type(name: &str) -> Option<u8> {
-    // One hash lookup, not a scan comparing most of the list (every array of a module asks).
+    // Every array of a module asks: the common types by a match (length and a few byte compares),
+    // the rest one hash lookup, not a scan comparing most of the list.
+    const F32: u8 = index_of("f32");
+    const BF16: u8 = index_of("bf16");
+    const S32: u8 = index_of("s32");
+    const PRED: u8 = index_of("pred");
+    const F16: u8 = index_of("f16");
+    const S64: u8 = index_of("s64");
+    const U32: u8 = index_of("u32");
+    match name {
+        "f32" => return Some(F32),
+        "bf16" => return Some(BF16),
+        "s32" => return Some(S32),
+        "pred" => return Some(PRED),
+        "f16" => return Some(F16),
+        "s64" => return Some(S64),
+        "u32" => return Some(U32),
+        _ => {}
+    }
     static BY_NAME: OnceLock<FxMap<&'static str, u8>> = OnceLock::new();
     BY_NAME
         .get_or_init(|| {
@@ -292,18 +330,33 @@ fn parse_array(c: &mut Cursor, build: bool) -> Result<Shape> {
             let plain = rest
                 .iter()
                 .position(|&b| !(b.is_ascii_digit() || b == b',' || b == b' '));
-            match plain {
-                Some(k) if rest[k] == b'}' => c.pos = save + 1 + k + 1,
-                _ => c.skip_balanced()?,
-            }
+            let plain_order = match plain {
+                Some(k) if rest[k] == b'}' => {
+                    c.pos = save + 1 + k + 1;
+                    Some(&rest[..k])
+                }
+                _ => {
+                    c.skip_balanced()?;
+                    None
+                }
+            };
             let layout = &c.text[save..c.pos];
             // A layout that orders more or fewer dimensions than the shape has contradicts it
             // (XLA: "Dimensions size is 2, but minor to major size is 3"); `{}` orders none.
-            let order = layout[1..].split([':', '}']).next().unwrap_or("");
-            let ordered = crate::parse::scan::strip_comments(order)
-                .split(',')
-                .filter(|d| !d.trim().is_empty())
-                .count();
+            let ordered = match plain_order {
+                // Digits, commas and spaces only: no comment to strip, no string to split.
+                Some(order) => order
+                    .split(|&b| b == b',')
+                    .filter(|d| d.iter().any(|&b| b != b' '))
+                    .count(),
+                None => {
+                    let order = layout[1..].split([':', '}']).next().unwrap_or("");
+                    crate::parse::scan::strip_comments(order)
+                        .split(',')
+                        .filter(|d| !d.trim().is_empty())
+                        .count()
+                }
+            };
             if ordered != 0 && ordered != rank {
                 return err(
                     save,

@@ -15,7 +15,7 @@ from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.frames import is_library, split_location
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, scalar_clip
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, opcodes, updated_inputs
@@ -106,15 +106,10 @@ def _library(evidence: Evidence, cause: Cause) -> list[str]:
     """The files the instructions come from, the text of the library lines they cite (the line
     of `F.dropout` says `dropout` where its file is only `functional.py`), and the names of the
     user's functions they sit in (a `clip_grad_norm_` of the user's own)."""
-    names = [enclosing_function(*_split(loc)) for loc in cause.sources]
+    names = [enclosing_function(*split_location(loc)) for loc in cause.sources]
     return (
         evidence.library_files(cause) + [source_text(loc) for loc in cause.library] + [n for n in names if n]
     )
-
-
-def _split(location: str) -> tuple[str, int]:
-    file, _, line = location.rpartition(":")
-    return (file, int(line)) if line.isdigit() else (location, 0)
 
 
 def _update_work(evidence: Evidence, cause: Cause) -> bool:
