@@ -15,8 +15,10 @@ pub(crate) struct Builder<'a> {
     strings: FxMap<Cow<'a, str>, Py<PyString>>,
     /// `(key, value)` attribute pairs, shared: most instructions repeat a few of them.
     pairs: FxMap<(&'a str, Cow<'a, str>), Py<PyTuple>>,
-    /// `Metadata` instances by the text they were read from (immutable: shared like strings).
-    metas: FxMap<&'a str, Py<PyAny>>,
+    /// `Metadata` instances by the text they were read from (immutable: shared like strings),
+    /// that text named by where it is: the reader gives equal metadata the slice of its first
+    /// occurrence (parser.rs), so the address and length name the text without hashing it.
+    metas: FxMap<(usize, usize), Py<PyAny>>,
     /// Allocate NamedTuple instances directly (CPython < 3.14, whose tuples cache no hash).
     direct: bool,
     tuple_new: Py<PyAny>,
@@ -108,7 +110,8 @@ impl<'a> Builder<'a> {
     }
 
     fn meta<'py>(&mut self, py: Python<'py>, m: &Meta<'a>) -> PyResult<Bound<'py, PyAny>> {
-        if let Some(v) = self.metas.get(m.text) {
+        let key = (m.text.as_ptr() as usize, m.text.len());
+        if let Some(v) = self.metas.get(&key) {
             return Ok(v.bind(py).clone());
         }
         let items = [
@@ -121,7 +124,7 @@ impl<'a> Builder<'a> {
         let cls = self.metadata.clone_ref(py);
         let made = self.make(py, &cls, items)?;
         if !m.text.is_empty() {
-            self.metas.insert(m.text, made.clone().unbind());
+            self.metas.insert(key, made.clone().unbind());
         }
         Ok(made)
     }

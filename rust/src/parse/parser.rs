@@ -98,6 +98,14 @@ pub struct Parser<'a> {
 
 /// Whitespace that spans lines inside a value becomes one space (values are compared as text).
 fn tidy(s: &str) -> Cow<'_, str> {
+    // one pass over the bytes for the common value, with neither comment nor line break
+    let b = s.as_bytes();
+    let plain = !b.iter().enumerate().any(|(i, &c)| {
+        c == b'\n' || c == b'\r' || (c == b'/' && matches!(b.get(i + 1), Some(b'*' | b'/')))
+    });
+    if plain {
+        return Cow::Borrowed(s);
+    }
     let s = strip_comments(s);
     if !s.contains(['\n', '\r']) {
         return s;

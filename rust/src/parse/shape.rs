@@ -46,8 +46,41 @@ const ELEMENT_TYPES: &[&str] = &[
     "opaque",
 ];
 
+/// `name`'s index in ELEMENT_TYPES, at compile time.
+const fn index_of(name: &str) -> u8 {
+    let mut i = 0;
+    while i < ELEMENT_TYPES.len() {
+        let (a, b) = (ELEMENT_TYPES[i].as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut k = 0;
+            while k < a.len() && a[k] == b[k] {
+                k += 1;
+            }
+            if k == a.len() {
+                return i as u8;
+            }
+        }
+        i += 1;
+    }
+    panic!("not an element type")
+}
+
 pub fn element_type(name: &str) -> Option<u8> {
-    // One hash lookup, not a scan comparing most of the list (every array of a module asks).
+    // The common names compared directly (no hashing: every array of a module asks)
+    const COMMON: [(&str, u8); 6] = [
+        ("f32", index_of("f32")),
+        ("s32", index_of("s32")),
+        ("pred", index_of("pred")),
+        ("bf16", index_of("bf16")),
+        ("s64", index_of("s64")),
+        ("f16", index_of("f16")),
+    ];
+    for (n, i) in COMMON {
+        if n == name {
+            return Some(i);
+        }
+    }
+    // then one hash lookup, not a scan comparing most of the list
     static BY_NAME: OnceLock<FxMap<&'static str, u8>> = OnceLock::new();
     BY_NAME
         .get_or_init(|| {
