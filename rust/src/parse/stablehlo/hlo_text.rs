@@ -69,7 +69,12 @@ pub(crate) fn to_hlo_text(mut module: MlirModule) -> R<(String, Vec<u32>)> {
             out.push_str(&i.opcode);
             if !i.opcode.ends_with(')') {
                 out.push('(');
-                out.push_str(&i.operands.join(", "));
+                for (k, o) in i.operands.iter().enumerate() {
+                    if k > 0 {
+                        out.push_str(", ");
+                    }
+                    out.push_str(o);
+                }
                 out.push(')');
             }
             for a in i.printed() {
