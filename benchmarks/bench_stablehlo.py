@@ -5,7 +5,8 @@ reading the HLO text XLA converts the same lowering to.
     python benchmarks/bench_stablehlo.py [--layers 8 32 128]
 
 A program of N unrolled transformer-style layers is lowered by JAX (at run time: nothing stored)
-and read four ways, best of 5 in this process:
+and read four ways, best of 5 (``--runs``) in this process, in wall time (``--cpu``: the process's
+CPU time, which other processes' load moves less):
 
 * ``mlir``: jaxlib's C++ MLIR parser (``ir.Module.parse``), the structure only, no IR built;
 * ``to_hlo``: xlagraph's StableHLO reader writing the module as HLO text (the compiled core's
@@ -44,19 +45,27 @@ def lowered(layers: int) -> tuple[str, str]:
     return low.as_text(debug_info=True), low.as_text(dialect="hlo")
 
 
-def best(f: Callable[[], object], runs: int = 5) -> float:
+def best(f: Callable[[], object], runs: int = 5, clock: Callable[[], float] = time.perf_counter) -> float:
     times = []
     for _ in range(runs):
-        start = time.perf_counter()
+        start = clock()
         f()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return min(times)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--layers", type=int, nargs="+", default=[8, 32, 128])
+    parser.add_argument(
+        "--cpu", action="store_true", help="the process's CPU time, not wall time (steadier under load)"
+    )
+    parser.add_argument("--runs", type=int, default=5, help="best of how many runs (default 5)")
     args = parser.parse_args()
+    clock = time.process_time if args.cpu else time.perf_counter
+
+    def timed(f: Callable[[], object]) -> float:
+        return best(f, args.runs, clock)
     from jax._src.interpreters import mlir as jax_mlir
     from jaxlib.mlir import ir
 
@@ -72,15 +81,16 @@ def main() -> None:
     context = jax_mlir.make_ir_context()
     names = ("layers", "MB", "instr", "mlir", "to_hlo", "stablehlo", "x_mlir", "hlo", "python")
     widths = (6, 6, 7, 8, 8, 10, 7, 8, 8)
-    print(" ".join(f"{n:>{w}}" for n, w in zip(names, widths, strict=True)) + "  (seconds)")
+    unit = "CPU seconds" if args.cpu else "seconds"
+    print(" ".join(f"{n:>{w}}" for n, w in zip(names, widths, strict=True)) + f"  ({unit})")
     for n in args.layers:
         mlir, hlo = lowered(n)
         with context:
-            t_mlir = best(lambda text=mlir: ir.Module.parse(text))
-        t_to = best(lambda text=mlir: stablehlo_to_hlo(text))
-        t_shlo = best(lambda text=mlir: read_stablehlo(text))
-        t_hlo = best(lambda text=hlo: parse_hlo(text))
-        t_py = best(lambda text=mlir: reference_to_hlo(text)) if reference_to_hlo else float("nan")
+            t_mlir = timed(lambda text=mlir: ir.Module.parse(text))
+        t_to = timed(lambda text=mlir: stablehlo_to_hlo(text))
+        t_shlo = timed(lambda text=mlir: read_stablehlo(text))
+        t_hlo = timed(lambda text=hlo: parse_hlo(text))
+        t_py = timed(lambda text=mlir: reference_to_hlo(text)) if reference_to_hlo else float("nan")
         count = read_stablehlo(mlir).instruction_count
         size = len(mlir) / 1e6
         ratio = t_shlo / t_mlir

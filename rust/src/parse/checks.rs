@@ -134,10 +134,11 @@ pub fn metadata<'a>(value: &Cow<'a, str>, pos: usize) -> Result<Meta<'a>> {
         pos,
     };
     match value {
-        Cow::Borrowed(s) => meta_fields(s).map_err(fix),
+        Cow::Borrowed(s) => Ok(Meta { text: s, ..meta_fields(s).map_err(fix)? }),
         Cow::Owned(s) => {
             let m = meta_fields(s).map_err(fix)?;
             Ok(Meta {
+                text: "",
                 op_type: Cow::Owned(m.op_type.into_owned()),
                 op_name: Cow::Owned(m.op_name.into_owned()),
                 source_file: Cow::Owned(m.source_file.into_owned()),

@@ -15,6 +15,10 @@ pub(crate) struct Builder<'a> {
     strings: FxMap<Cow<'a, str>, Py<PyString>>,
     /// `(key, value)` attribute pairs, shared: most instructions repeat a few of them.
     pairs: FxMap<(&'a str, Cow<'a, str>), Py<PyTuple>>,
+    /// `Metadata` instances by the text they were read from (immutable: shared like strings),
+    /// that text named by where it is: the reader gives equal metadata the slice of its first
+    /// occurrence (parser.rs), so the address and length name the text without hashing it.
+    metas: FxMap<(usize, usize), Py<PyAny>>,
     /// Allocate NamedTuple instances directly (CPython < 3.14, whose tuples cache no hash).
     direct: bool,
     tuple_new: Py<PyAny>,
@@ -49,6 +53,7 @@ impl<'a> Builder<'a> {
         Ok(Builder {
             strings: FxMap::default(),
             pairs: FxMap::default(),
+            metas: FxMap::default(),
             direct: py.version_info() < (3, 14),
             tuple_new: py.get_type::<PyTuple>().getattr("__new__")?.unbind(),
             instruction,
@@ -105,6 +110,10 @@ impl<'a> Builder<'a> {
     }
 
     fn meta<'py>(&mut self, py: Python<'py>, m: &Meta<'a>) -> PyResult<Bound<'py, PyAny>> {
+        let key = (m.text.as_ptr() as usize, m.text.len());
+        if let Some(v) = self.metas.get(&key) {
+            return Ok(v.bind(py).clone());
+        }
         let items = [
             self.string(py, &m.op_type).into_any(),
             self.string(py, &m.op_name).into_any(),
@@ -113,7 +122,11 @@ impl<'a> Builder<'a> {
             m.stack_frame_id.into_pyobject(py)?.into_any(),
         ];
         let cls = self.metadata.clone_ref(py);
-        self.make(py, &cls, items)
+        let made = self.make(py, &cls, items)?;
+        if !m.text.is_empty() {
+            self.metas.insert(key, made.clone().unbind());
+        }
+        Ok(made)
     }
 
     /// One `Instruction` and its operand tuple; `name(k)` is the name of the computation's k-th

@@ -92,10 +92,20 @@ pub struct Parser<'a> {
     pub(crate) inline_count: usize,
     /// Old spellings read: `(what, position of the first, how many)`.
     pub(crate) notes: Vec<(&'static str, usize, usize)>,
+    /// Metadata read, by its text: most instructions repeat a few (one per source line).
+    metas: FxMap<&'a str, Meta<'a>>,
 }
 
 /// Whitespace that spans lines inside a value becomes one space (values are compared as text).
 fn tidy(s: &str) -> Cow<'_, str> {
+    // one pass over the bytes for the common value, with neither comment nor line break
+    let b = s.as_bytes();
+    let plain = !b.iter().enumerate().any(|(i, &c)| {
+        c == b'\n' || c == b'\r' || (c == b'/' && matches!(b.get(i + 1), Some(b'*' | b'/')))
+    });
+    if plain {
+        return Cow::Borrowed(s);
+    }
     let s = strip_comments(s);
     if !s.contains(['\n', '\r']) {
         return s;
@@ -123,6 +133,7 @@ impl<'a> Parser<'a> {
             async_computations: Default::default(),
             inline_count: 0,
             notes: Vec::new(),
+            metas: FxMap::default(),
         }
     }
 
@@ -840,6 +851,17 @@ impl<'a> Parser<'a> {
         Ok(index)
     }
 
+    /// `metadata={...}` read, or its copy where the same text was read before.
+    fn metadata(&mut self, value: &Cow<'a, str>, pos: usize) -> Result<Meta<'a>> {
+        let Cow::Borrowed(text) = value else { return crate::parse::checks::metadata(value, pos) };
+        if let Some(m) = self.metas.get(text) {
+            return Ok(m.clone());
+        }
+        let m = crate::parse::checks::metadata(value, pos)?;
+        self.metas.insert(text, m.clone());
+        Ok(m)
+    }
+
     /// `, key=value` attributes up to the end of the instruction: metadata parsed, called
     /// computations and control predecessors looked up, values checked (attrs.rs).
     fn instruction_attributes(
@@ -876,7 +898,7 @@ impl<'a> Parser<'a> {
                 if metadata.is_some() || key != "metadata" {
                     return err(key_pos, format!("attribute {key} already exists"));
                 }
-                metadata = Some(crate::parse::checks::metadata(&value, key_pos)?);
+                metadata = Some(self.metadata(&value, key_pos)?);
                 continue;
             }
             if COMPUTATION_ATTRIBUTES.contains(&key) {

@@ -259,7 +259,10 @@ impl<'a> Cursor<'a> {
     pub fn skip_balanced(&mut self) -> Result<()> {
         let b = self.b;
         let start = self.pos;
-        let mut stack: Vec<u8> = Vec::new();
+        // the open brackets: the first few in place (no allocation for the common value)
+        let mut near = [0u8; 32];
+        let mut far: Vec<u8> = Vec::new();
+        let mut depth = 0usize;
         loop {
             if self.pos >= b.len() {
                 return err(
@@ -269,11 +272,20 @@ impl<'a> Cursor<'a> {
             }
             match b[self.pos] {
                 c @ (b'{' | b'[' | b'(') => {
-                    stack.push(c);
+                    match near.get_mut(depth) {
+                        Some(slot) => *slot = c,
+                        None => far.push(c),
+                    }
+                    depth += 1;
                     self.pos += 1;
                 }
                 c @ (b'}' | b']' | b')') => {
-                    let open = stack.pop().unwrap_or(0);
+                    let open = match depth {
+                        0 => 0,
+                        d if d > near.len() => far.pop().unwrap_or(0),
+                        d => near[d - 1],
+                    };
+                    depth = depth.saturating_sub(1);
                     let want = match open {
                         b'{' => b'}',
                         b'[' => b']',
@@ -283,7 +295,7 @@ impl<'a> Cursor<'a> {
                         return err(self.pos, format!("mismatched bracket {}", c as char));
                     }
                     self.pos += 1;
-                    if stack.is_empty() {
+                    if depth == 0 {
                         return Ok(());
                     }
                 }

@@ -52,8 +52,11 @@ pub const COMPUTATION_ATTRIBUTES: &[&str] = &[
     "async_execution_thread_computations",
 ];
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Meta<'a> {
+    /// The `{...}` text it was read from where that is a slice of the source ("" otherwise):
+    /// the key under which repeated metadata is read and built once.
+    pub text: &'a str,
     pub op_type: Cow<'a, str>,
     pub op_name: Cow<'a, str>,
     pub source_file: Cow<'a, str>,

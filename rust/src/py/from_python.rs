@@ -121,6 +121,7 @@ fn records<'a>(
             payload: Cow::Borrowed(&ins.payload),
             metadata: ins.metadata.as_ref().map(
                 |(op_type, op_name, source_file, source_line, frame)| Meta {
+                    text: "",
                     op_type: Cow::Borrowed(op_type),
                     op_name: Cow::Borrowed(op_name),
                     source_file: Cow::Borrowed(source_file),

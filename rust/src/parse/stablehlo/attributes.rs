@@ -2,6 +2,7 @@
 //! the pretty form or the generic `<{...}>`/`{...}` dictionaries alike), and the attribute values
 //! as HLO prints them (`ints`, `braces`, `enum_`).
 
+use std::borrow::Cow;
 use std::rc::Rc;
 
 use crate::parse::stablehlo::emit::Emitter;
@@ -79,9 +80,9 @@ pub(crate) struct Parsed {
 }
 
 /// `re.sub(r"\s+(cond|do)\s*\{\}|\s*\{\}$", "", sig)`
-fn drop_region_marks(sig: &str) -> String {
+fn drop_region_marks(sig: &str) -> Cow<'_, str> {
     if !sig.contains("{}") {
-        return sig.to_string();
+        return Cow::Borrowed(sig);
     }
     let mut out = String::with_capacity(sig.len());
     let mut i = 0;
@@ -107,18 +108,18 @@ fn drop_region_marks(sig: &str) -> String {
         out.push(c);
         i += c.len_utf8();
     }
-    out
+    Cow::Owned(out)
 }
 
 pub(crate) fn parse(op: &Op) -> R<Parsed> {
     let spaced = format!(" {}", op.text);
     let parts = split_top(&spaced, " : ");
     let (body, sig) = if parts.len() > 1 {
-        (parts[..parts.len() - 1].join(" : "), parts[parts.len() - 1].to_string())
+        (parts[..parts.len() - 1].join(" : "), parts[parts.len() - 1])
     } else {
-        (op.text.clone(), String::new())
+        (op.text.clone(), "")
     };
-    let sig = drop_region_marks(&sig);
+    let sig = drop_region_marks(sig);
     let sig = strip(&sig);
     let count: usize = op.results.iter().map(|(_, n)| *n).sum();
     let arrow = if sig.contains("->") { split_top(sig, "->") } else { Vec::new() };
@@ -137,7 +138,7 @@ pub(crate) fn parse(op: &Op) -> R<Parsed> {
         (ins, outs)
     };
     let mut attrs = Attrs::default();
-    let mut rest = body.clone();
+    let mut rest = Cow::Borrowed(body.as_str());
     while let Some(k) = top_brace(&rest) {
         let start = if k > 0 && rest.as_bytes()[k - 1] == b'<' { k - 1 } else { k };
         let Some(end) = matching(&rest, k) else { break };
@@ -145,7 +146,7 @@ pub(crate) fn parse(op: &Op) -> R<Parsed> {
             attrs.dict.set(key, v);
         }
         let skip = end + 1 + usize::from(start != k);
-        rest = format!("{} {}", &rest[..start], rest.get(skip..).unwrap_or(""));
+        rest = Cow::Owned(format!("{} {}", &rest[..start], rest.get(skip..).unwrap_or("")));
     }
     for part in if rest.contains('=') { comma(&rest) } else { Vec::new() } {
         if let Some((key, value)) = assignment(part) {

@@ -10,6 +10,7 @@
 //! ops.rs's, passed in (`Translate`).
 
 use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 use std::rc::Rc;
 
 use crate::parse::stablehlo::error::{at, index_error, stack_guard, Error, R};
@@ -19,7 +20,7 @@ use crate::parse::stablehlo::shardy_meshes::{read_meshes, Meshes};
 use crate::parse::stablehlo::signature::{parse_signature, Args, Results};
 use crate::parse::stablehlo::structure::{Func, MlirModule, Op, Region};
 use crate::parse::stablehlo::text::{is_space, strip};
-use crate::parse::text::FxMap;
+use crate::parse::text::{Fx, FxMap};
 use crate::parse::stablehlo::values::{carry, quote, refs_of, sanitize, unquote, Comp, Dict, Inst, Value};
 
 pub(crate) const FUNC_RESULT_SHARDING: &str = "xla.sdy.FuncResultSharding";
@@ -46,7 +47,9 @@ pub(crate) struct Emitter {
     pub funcs: Vec<Func>,
     by_name: HashMap<String, usize>,
     locs: Locations,
-    metadata: FxMap<String, String>,
+    metadata: FxMap<String, Option<Rc<str>>>,
+    /// one string per distinct shape and opcode written (see `Inst`)
+    words: HashSet<Rc<str>, BuildHasherDefault<Fx>>,
     done: HashMap<String, String>,
     busy: HashSet<String>,
     pub comps: Vec<Comp>,
@@ -84,6 +87,7 @@ impl Emitter {
             by_name,
             locs: Locations::new(std::mem::take(&mut module.locs)),
             metadata: FxMap::default(),
+            words: HashSet::default(),
             done: HashMap::new(),
             busy: HashSet::new(),
             comps: Vec::new(),
@@ -121,37 +125,46 @@ impl Emitter {
         opcode: &str,
         shape: &str,
         operands: &[&Value],
-        mut attrs: Vec<String>,
+        attrs: Vec<String>,
         line: usize,
         loc: &str,
         base: &str,
     ) -> Value {
         let meta = self.metadata(loc);
         let name = self.fresh_name(if base.is_empty() { opcode } else { base });
-        let shape: Rc<str> = shape.into();
-        if !meta.is_empty() {
-            attrs.push(meta);
-        }
+        let shape = self.word(shape);
         comp.insts.push(Inst {
             name: name.clone(),
             shape: shape.clone(),
-            opcode: opcode.to_string(),
+            opcode: self.word(opcode),
             operands: operands.iter().map(|v| v.name.clone()).collect(),
+            meta_at: attrs.len(),
             attrs,
+            meta,
             line,
             root: false,
         });
         Value { name, shape, elements: None }
     }
 
-    fn metadata(&mut self, loc: &str) -> String {
+    fn word(&mut self, text: &str) -> Rc<str> {
+        if let Some(w) = self.words.get(text) {
+            return w.clone();
+        }
+        let w: Rc<str> = text.into();
+        self.words.insert(w.clone());
+        w
+    }
+
+    fn metadata(&mut self, loc: &str) -> Option<Rc<str>> {
         if loc.is_empty() {
-            return String::new();
+            return None;
         }
         if let Some(m) = self.metadata.get(loc) {
             return m.clone();
         }
         let m = self.metadata_of(loc);
+        let m = (!m.is_empty()).then(|| Rc::from(m));
         self.metadata.insert(loc.to_string(), m.clone());
         m
     }
@@ -263,13 +276,13 @@ impl Emitter {
             let shapes: Vec<String> = group.iter().map(|(_, s)| s.clone()).collect();
             if group.len() == 1 && !how.tuple_param {
                 let v = self.inst(&mut comp, "parameter", &shapes[0], &[], vec![], line, "", "Arg");
-                comp.last().opcode = format!("parameter({number})");
+                comp.last().opcode = format!("parameter({number})").into();
                 comp.values.insert(group[0].0.clone(), v);
                 continue;
             }
             let mut whole =
                 self.inst(&mut comp, "parameter", &format!("({})", shapes.join(", ")), &[], vec![], line, "", "arg_tuple");
-            comp.last().opcode = format!("parameter({number})");
+            comp.last().opcode = format!("parameter({number})").into();
             whole.elements = Some(Rc::new(shapes));
             for (k, (key, _)) in group.iter().enumerate() {
                 let v = self.element(&mut comp, &whole, k, line)?;
@@ -414,7 +427,7 @@ impl Emitter {
         let comp = self.comps.last_mut().expect("just written");
         for (number, (_, _, attrs)) in args.iter().enumerate() {
             let opcode = format!("parameter({number})");
-            let param = comp.insts.iter_mut().find(|i| i.opcode == opcode).expect("a parameter per argument");
+            let param = comp.insts.iter_mut().find(|i| *i.opcode == *opcode).expect("a parameter per argument");
             let mut frontend = Dict::default();
             if let Some(s) = attrs.get("mhlo.sharding") {
                 param.attrs.push(format!("sharding={}", unquote(s)));

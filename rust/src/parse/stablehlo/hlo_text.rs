@@ -38,7 +38,7 @@ pub(crate) fn to_hlo_text(mut module: MlirModule) -> R<(String, Vec<u32>)> {
         .iter()
         .flat_map(|c| &c.insts)
         .map(|i| 16 + i.name.len() + i.shape.len() + i.opcode.len() + i.operands.iter().map(|o| o.len() + 2).sum::<usize>()
-            + i.attrs.iter().map(|a| a.len() + 2).sum::<usize>())
+            + i.printed().map(|a| a.len() + 2).sum::<usize>())
         .sum();
     let mut out = String::with_capacity(size + 64 * (em.comps.len() + 1) + 256);
     out.push_str("HloModule ");
@@ -69,10 +69,15 @@ pub(crate) fn to_hlo_text(mut module: MlirModule) -> R<(String, Vec<u32>)> {
             out.push_str(&i.opcode);
             if !i.opcode.ends_with(')') {
                 out.push('(');
-                out.push_str(&i.operands.join(", "));
+                for (k, o) in i.operands.iter().enumerate() {
+                    if k > 0 {
+                        out.push_str(", ");
+                    }
+                    out.push_str(o);
+                }
                 out.push(')');
             }
-            for a in &i.attrs {
+            for a in i.printed() {
                 out.push_str(", ");
                 out.push_str(a);
             }

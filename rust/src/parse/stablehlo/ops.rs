@@ -137,12 +137,12 @@ pub(crate) fn translate(em: &mut Emitter, comp: &mut Comp, op: &mut Op) -> R<()>
     };
     if parsed.attrs.has("mhlo.sharding") {
         let s = unquote(&parsed.attrs.at("mhlo.sharding")?);
-        comp.last().attrs.insert(0, format!("sharding={s}"));
+        comp.last().attr_first(format!("sharding={s}"));
     }
     let results: usize = op.results.iter().map(|(_, n)| *n).sum();
     let (sharding, sdy) = op_shardings(em, &mut parsed.attrs, results, op.line)?;
     if !sharding.is_empty() {
-        comp.last().attrs.insert(0, sharding);
+        comp.last().attr_first(sharding);
     }
     if parsed.attrs.has("xla_shape") && value.elements.is_none() {
         let s = unquote(&parsed.attrs.at("xla_shape")?);
@@ -228,7 +228,7 @@ fn constant(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R
     }
     let v = em.inst(comp, "constant", &shape, &[], vec![], op.line, &op.loc, "");
     let last = comp.last();
-    last.opcode = format!("constant({literal})");
+    last.opcode = format!("constant({literal})").into();
     last.operands.clear();
     Ok(v)
 }

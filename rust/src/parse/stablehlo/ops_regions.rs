@@ -82,7 +82,7 @@ fn applied(em: &mut Emitter, op: &Op, opname: &str, shapes: &[String]) -> R<Stri
     let mut params = Vec::new();
     for (k, shape) in shapes.iter().enumerate() {
         params.push(em.inst(&mut comp, "parameter", shape, &[], vec![], op.line, "", "Arg"));
-        comp.last().opcode = format!("parameter({k})");
+        comp.last().opcode = format!("parameter({k})").into();
     }
     let refs: Vec<&Value> = params.iter().collect();
     let Some(shape) = shapes.first() else { return index_error() };

@@ -20,14 +20,34 @@ pub(crate) struct Value {
     pub elements: Option<Rc<Vec<String>>>,
 }
 
+/// An instruction as printed: `attrs` in order, with `meta` (its `metadata={...}`, shared by
+/// the instructions of one location) printed before `attrs[meta_at]`. Shapes, opcodes and
+/// metadata are shared strings: a module repeats few of them, and each allocation is paid twice,
+/// made and freed.
 pub(crate) struct Inst {
     pub name: Rc<str>,
     pub shape: Rc<str>,
-    pub opcode: String,
+    pub opcode: Rc<str>,
     pub operands: Vec<Rc<str>>,
     pub attrs: Vec<String>,
+    pub meta: Option<Rc<str>>,
+    pub meta_at: usize,
     pub line: usize,
     pub root: bool,
+}
+
+impl Inst {
+    /// An attribute printed first (before the metadata too).
+    pub(crate) fn attr_first(&mut self, attr: String) {
+        self.attrs.insert(0, attr);
+        self.meta_at += 1;
+    }
+
+    /// The attributes in printed order.
+    pub(crate) fn printed(&self) -> impl Iterator<Item = &str> {
+        let (before, after) = self.attrs.split_at(self.meta_at.min(self.attrs.len()));
+        before.iter().map(String::as_str).chain(self.meta.as_deref()).chain(after.iter().map(String::as_str))
+    }
 }
 
 pub(crate) struct Comp {
