@@ -438,3 +438,18 @@ def test_a_longer_context_is_one_input_shape_cited_where_the_length_is_decided(t
     (cause,) = r.causes
     assert [int(x.rsplit(":", 1)[1]) for x in cause.sources[:3]] == [55, 56, 57]
     assert "scalar input(s) that shared one upload" in cause.summary
+
+
+def test_resized_table_padding_idx_is_part_of_the_resize(tmp_path: Path) -> None:
+    """XGLM's tables grow from 120 to 128 rows with new `nn.Embedding`s (no `padding_idx`): the
+    constant its gradient compares the ids with moves from 1 to -1. That constant reaches only
+    results of the old table's shape in A and the new one's in B (the gradient and update of the
+    resized weight): the new module's setting, folded into `parameter_shape`, not a Python scalar
+    named `constant_value` (issue 37: a false cause beside the resize)."""
+    (r, _) = _recompiles("h7_xglm_vocab_resize", tmp_path)
+    assert r.step == 3
+    assert "constant_value" not in r.kinds
+    (cause,) = [c for c in r.causes if c.kind.value == "parameter_shape"]
+    assert ("s64[] 1", "s64[] -1") in [(ch.old, ch.new) for ch in cause.changes]
+    assert "constant(s) that shape only the resized weights' gradients" in cause.summary
+
