@@ -453,3 +453,14 @@ def test_resized_table_padding_idx_is_part_of_the_resize(tmp_path: Path) -> None
     assert ("s64[] 1", "s64[] -1") in [(ch.old, ch.new) for ch in cause.changes]
     assert "constant(s) that shape only the resized weights' gradients" in cause.summary
 
+
+def test_cut_memory_slice_is_part_of_the_growth(tmp_path: Path) -> None:
+    """A segment memory grows by `torch.cat` and is cut with `memory[:, -24:]` once longer: on
+    the step that first cuts, the slice (a view) is returned beside its base, the concatenation.
+    The slice is a view of an output that the growing input's shape reaches: one
+    `parameter_shape`, not an `output_added` of its own (issue 37)."""
+    (r,) = [r for r in _recompiles("h9_segment_memory_growing_cat", tmp_path) if r.step == 3]
+    assert r.kinds == ("parameter_shape",)
+    assert "a view beside its base" in r.causes[0].summary
+    assert 60 in _line("h9_segment_memory_growing_cat", r)
+

@@ -192,7 +192,12 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
         summary = f"{len(outputs)} output(s) of the baseline missing: tensor(s) alive then, not now"
     elif kind is CauseKind.PARAMETER_SHAPE:
         numbers = result.left.entry.param_number
-        items = [f"input {numbers.get(c.left, '?')}: {c.old} -> {c.new}" for c in cause.changes]
+        items = [
+            f"output {c.new}"
+            if c.what == "output"
+            else f"input {numbers.get(c.left, '?')}: {c.old} -> {c.new}"
+            for c in cause.changes
+        ]
         summary = f"{len(cause.changes)} input(s) changed shape"
     elif kind in (CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION):
         what = "input" if kind is CauseKind.PARAMETER_PERMUTATION else "output"

@@ -47,6 +47,7 @@ from xlagraph.diagnose.recognizers import (
     growing_list,
     input_shape,
     kept_alive,
+    kept_view,
     layout,
     materialized,
     new_input,
@@ -108,6 +109,7 @@ ORDER: tuple[Recognizer, ...] = (
 FINAL: tuple[Recognizer, ...] = (
     fused_cascade.RECOGNIZER,
     weight_shapes.RECOGNIZER,
+    kept_view.RECOGNIZER,
     size_echo.RECOGNIZER,
     permutation.RECOGNIZER,
     periodic_site.RECOGNIZER,
