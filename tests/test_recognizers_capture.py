@@ -464,3 +464,14 @@ def test_cut_memory_slice_is_part_of_the_growth(tmp_path: Path) -> None:
     assert "a view beside its base" in r.causes[0].summary
     assert 60 in _line("h9_segment_memory_growing_cat", r)
 
+
+def test_a_weight_replaced_by_a_copy_of_another_is_not_an_input_removed(tmp_path: Path) -> None:
+    """`lm_head.weight = nn.Parameter(emb.detach().clone())` with its own param group at step 3:
+    the old head weight is read no more, and every op that read it reads the embedding's input in
+    its place. That is the replacement the new group's learning rate comes with: folded into the
+    `parameter_added` cause, not a `parameter_removed` of its own (issue 37)."""
+    (r, _) = _recompiles("h8_openai_gpt_untie_head", tmp_path)
+    assert r.step == 3
+    assert r.kinds == ("parameter_added",)
+    assert "B reads input 1 in its place" in r.causes[0].summary
+    assert 36 in _line("h8_openai_gpt_untie_head", r)
