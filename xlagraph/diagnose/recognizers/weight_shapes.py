@@ -65,12 +65,19 @@ def _bare(shape: str) -> str:
 
 
 def _module_settings(left: CanonicalComputation, right: CanonicalComputation, root: Cause, c: Cause) -> bool:
-    """`c` is a constant change that shapes only the resized weights' gradients and updates."""
+    """`c` is a constant change that shapes only the resized weights' gradients and updates (a
+    weight: an input the step updates on one side; a batch of another size is no module's)."""
     if c.kind is not CauseKind.CONSTANT_VALUE or not c.left or not c.right:
         return False
-    old = {_bare(shape_of(left, n)) for n in root.left if n in left.param_number}
-    new = {_bare(shape_of(right, n)) for n in root.right if n in right.param_number}
-    old, new = old - new, new - old
+    weights_l = set(updated_inputs(left, left.outputs).values())
+    weights_r = set(updated_inputs(right, right.outputs).values())
+    resized = [
+        (_bare(ch.old), _bare(ch.new))
+        for ch in root.changes
+        if ch.what == "shape" and (ch.left in weights_l or ch.right in weights_r)
+    ]
+    old = {a for a, _ in resized} - {b for _, b in resized}
+    new = {b for _, b in resized} - {a for a, _ in resized}
     return bool(old and new) and _only_reaches(left, c.left, old) and _only_reaches(right, c.right, new)
 
 
