@@ -475,3 +475,13 @@ def test_a_weight_replaced_by_a_copy_of_another_is_not_an_input_removed(tmp_path
     assert r.kinds == ("parameter_added",)
     assert "B reads input 1 in its place" in r.causes[0].summary
     assert 36 in _line("h8_openai_gpt_untie_head", r)
+
+
+def test_look_alike_counters_pair_in_order_when_an_input_before_them_is_dropped(tmp_path: Path) -> None:
+    """BYOL's momentum reaches exactly 1.0 at step 6: two scalar inputs become constants, which
+    shifts the rank of every input after them. The seven BatchNorm counters (`n + 1`, look-alikes)
+    come in the same order on both steps; equal `h1` under the shifted ranks paired each with its
+    neighbour, a false `output_permutation` beside the right cause. Look-alikes as many on both
+    sides pair the k-th with the k-th (issue 37)."""
+    (r,) = [r for r in _recompiles("h12_byol_cnn_momentum_cosine", tmp_path) if r.step == 6]
+    assert r.kinds == ("constant_value",)
