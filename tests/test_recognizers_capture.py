@@ -485,3 +485,13 @@ def test_look_alike_counters_pair_in_order_when_an_input_before_them_is_dropped(
     sides pair the k-th with the k-th (issue 37)."""
     (r,) = [r for r in _recompiles("h12_byol_cnn_momentum_cosine", tmp_path) if r.step == 6]
     assert r.kinds == ("constant_value",)
+
+
+def test_updates_reordered_beside_new_learning_rates_are_a_reordering(tmp_path: Path) -> None:
+    """EuroBERT's param groups rebuilt at step 4 for layer-wise lr decay: the updates run in
+    another order, and the groups' distinct lrs are new scalar inputs where one was shared. New
+    scalar inputs renumber the inputs but create no tensor, so the outputs in another order are
+    the reordering of the user's, named beside the new inputs, not folded into them (issue 37)."""
+    (r,) = [r for r in _recompiles("h12_eurobert_llrd_param_groups", tmp_path) if r.step == 4]
+    assert set(r.kinds) == {"output_permutation", "parameter_added"}
+    assert {89, 91, 96} & _line("h12_eurobert_llrd_param_groups", r)
