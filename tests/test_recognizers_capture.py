@@ -23,10 +23,10 @@ CORPUS = FIXTURES / "torch_xla" / "corpus"
 
 def _log(name: str, tmp: Path) -> RunLog:
     """A stored capture, read from a copy with its `.xz` files decompressed."""
-    # held_out_3, held_out_5 to held_out_9, 11, 12 and 14 were scored untouched first, then tuned on
-    assert name.startswith(("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_", "h11_", "h12_", "h14_")), (
-        "only scenarios tuned on are used here"
-    )
+    # held_out_3, held_out_5 to held_out_9, 11, 12, 14 and 15 were scored untouched first, then tuned on
+    assert name.startswith(
+        ("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_", "h11_", "h12_", "h14_", "h15_")
+    ), "only scenarios tuned on are used here"
     dest = tmp / name
     shutil.copytree(CORPUS / "captures" / name, dest)
     for f in dest.rglob("*.xz"):
@@ -495,3 +495,15 @@ def test_updates_reordered_beside_new_learning_rates_are_a_reordering(tmp_path: 
     (r,) = [r for r in _recompiles("h12_eurobert_llrd_param_groups", tmp_path) if r.step == 4]
     assert set(r.kinds) == {"output_permutation", "parameter_added"}
     assert {89, 91, 96} & _line("h12_eurobert_llrd_param_groups", r)
+
+
+def test_norms_logged_every_k_steps_are_outputs_kept_alive(tmp_path: Path) -> None:
+    """The GRU tagger appends its gradient norm, parameter norm and `lr * gn / pn` every third
+    step: three more 0-dim outputs, with the lr a new scalar input that only the ratio reads. The
+    ratio reads a scalar of its own shape, which the update rule took for a write-back of the lr
+    (a weight merged every k steps); a scalar input only B takes is no state, so the logged
+    tensors are `output_added`, cited at the appends (issue 37)."""
+    (r,) = _recompiles("h15_gru_tagger_log_every_3", tmp_path)
+    assert r.kinds == ("output_added",)
+    assert {44, 45, 46} & _line("h15_gru_tagger_log_every_3", r)
+    assert "add_step_closure" in r.causes[0].hint
