@@ -507,3 +507,16 @@ def test_norms_logged_every_k_steps_are_outputs_kept_alive(tmp_path: Path) -> No
     assert r.kinds == ("output_added",)
     assert {44, 45, 46} & _line("h15_gru_tagger_log_every_3", r)
     assert "add_step_closure" in r.causes[0].hint
+
+
+def test_twin_outputs_of_a_type_change_are_not_called_view_bases(tmp_path: Path) -> None:
+    """MobileBERT switched to bf16 by a callback: most outputs A returns beside the switch are the
+    bases of f32 views, but three f32[32] outputs each graph returns without the other are the
+    same tensors computed another way in the other precision. The report says which is which
+    (issue 37: the wording called the twins view bases too)."""
+    report = build_report(_log("h15_mobilebert_precision_callback", tmp_path))
+    (r,) = report.recompiles
+    assert r.kinds == ("dtype",)
+    text = " ".join(render_report_text((report,)).split())
+    assert "view bases (f32[1,1,16]" in text
+    assert "the same tensors as the other graph's, in the other precision (f32[32] x3)" in text
