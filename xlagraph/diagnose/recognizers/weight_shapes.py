@@ -21,6 +21,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import fold_into
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, updated_inputs
+from xlagraph.diagnose.recognizers.input_shape import RESIZED_WEIGHTS_HINT
 from xlagraph.diagnose.shapes import shape_of
 from xlagraph.match.users import users_of
 
@@ -65,9 +66,15 @@ def _bare(shape: str) -> str:
 
 
 def _module_settings(left: CanonicalComputation, right: CanonicalComputation, root: Cause, c: Cause) -> bool:
-    """`c` is a constant change that shapes only the resized weights' gradients and updates (a
-    weight: an input the step updates on one side; a batch of another size is no module's)."""
-    if c.kind is not CauseKind.CONSTANT_VALUE or not c.left or not c.right:
+    """`c` is a constant change that shapes only the resized weights' gradients and updates: the
+    shape change read as weights resized (not a batch of another size), the weights the inputs
+    the step updates on either side."""
+    if (
+        c.kind is not CauseKind.CONSTANT_VALUE
+        or not c.left
+        or not c.right
+        or root.hint != RESIZED_WEIGHTS_HINT
+    ):
         return False
     weights_l = set(updated_inputs(left, left.outputs).values())
     weights_r = set(updated_inputs(right, right.outputs).values())
