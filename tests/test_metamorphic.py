@@ -35,15 +35,6 @@ _NORM_CLIP = (
     "torch_xla/compiled/heldout2_captures/norm_clip_break_train/capture/proc/hlo/"
     "module_0009.SyncTensorsGraph.33.before_optimizations.txt.xz"
 )
-_LOOK_ALIKE_BATCH = (
-    "invented input moves (3,7),(4,8),(7,3),(8,4): once a batch size changed, inputs among the "
-    "look-alike SGD updates are paired across (the 6-round pairing)"
-)
-_LOOK_ALIKE_CONSTANT = (
-    "says constant_value + structure: the constant changed in one of five look-alike f32[16] SGD "
-    "updates (p + p * lr) that only slots tell apart, and the matcher pairs the changed update's "
-    "multiply and add with a look-alike's"
-)
 _LOOK_ALIKE_DROPPED = (
     "says output_removed + structure: with an output dropped the look-alike f32[16] SGD updates "
     "(p + p * lr) are tied, and the matcher crosses two of them"
@@ -57,37 +48,9 @@ KNOWN: dict[tuple[str, str], str] = {
         (case, _NAN_GUARD): _DROPPED_AS_ACCUMULATION
         for case in ("drop_output", "reorder+drop_output", "drop_output+constant")
     },
-    **{
-        (case, _NAN_GUARD): _LOOK_ALIKE_CONSTANT
-        for case in (
-            "constant",
-            "rename+constant",
-            "reorder+constant",
-            "permute_params+constant",
-            "permute_outputs+constant",
-            "add_output+constant",
-        )
-    },
-    **{
-        (case, _NAN_GUARD): _LOOK_ALIKE_DROPPED
-        for case in ("rename+drop_output", "permute_params+drop_output", "permute_outputs+drop_output")
-    },
-    **{
-        (case, _NORM_CLIP): _LOOK_ALIKE_BATCH
-        for case in (
-            "batch",
-            "rename+batch",
-            "reorder+batch",
-            "permute_params+batch",
-            "permute_outputs+batch",
-        )
-    },
+    ("permute_params+drop_output", _NAN_GUARD): _LOOK_ALIKE_DROPPED,
     ("rename+drop_output", _NORM_CLIP): _DROPPED_AS_ACCUMULATION,
     ("drop_output+batch", _NORM_CLIP): _DROPPED_AS_ACCUMULATION,
-    ("add_output+batch", _NORM_CLIP): (
-        "says output_added + parameter_shape + structure: once a batch size changed, the look-alike "
-        "SGD updates are crossed by the matcher"
-    ),
 }
 
 

@@ -30,30 +30,14 @@ CASES: tuple[tuple[str, ...], ...] = ((SWAP,), *((SWAP, n) for n in COMBINABLE))
 KNOWN: dict[tuple[str, str], str] = {
     (
         "swap_updates+drop_output",
-        "torch_xla/compiled/heldout2_captures/norm_clip_break_train/capture/proc/hlo/"
-        "module_0009.SyncTensorsGraph.33.before_optimizations.txt.xz",
-    ): "says output_removed + structure: with an output dropped the look-alike SGD updates are tied",
-    (
-        "swap_updates+drop_output",
         "torch_xla/compiled/heldout_captures/fixed_shape_cnn_train/capture/proc/hlo/"
         "module_0005.SyncTensorsGraph.175.before_optimizations.txt.xz",
     ): "says output_removed + structure: with an output dropped the look-alike SGD updates are tied",
-    (
-        "swap_updates+batch",
-        "torch_xla/compiled/heldout_captures/fixed_shape_cnn_train/capture/proc/hlo/"
-        "module_0005.SyncTensorsGraph.175.before_optimizations.txt.xz",
-    ): "input mapping among the look-alike SGD inputs once a batch size changed (the 6-round pairing)",
     (
         "swap_updates+drop_output",
         "torch_xla/compiled/heldout_captures/nan_guard_forward/capture/proc/hlo/"
         "module_0007.SyncTensorsGraph.65.before_optimizations.txt.xz",
     ): "says conditional_work: the dropped output and the swapped scalar update read the same loss",
-    (
-        "swap_updates+constant",
-        "torch_xla/compiled/heldout_captures/nan_guard_forward/capture/proc/hlo/"
-        "module_0007.SyncTensorsGraph.65.before_optimizations.txt.xz",
-    ): "says constant_value + structure: the constant changed in the swapped scalar update, beside "
-    "five look-alike f32[16] SGD updates (p + p * lr) that only slots tell apart",
     (
         "swap_updates+add_output",
         "torch_xla/turns/running_stats_turns_capture/vm-28664/hlo/"

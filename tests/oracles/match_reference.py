@@ -74,17 +74,40 @@ def _shape(comp: CanonicalComputation, name: str) -> str:
 
 
 def _match_outputs_exact(left: CanonicalComputation, right: CanonicalComputation, m: Mappings) -> None:
-    pool: dict[int, list[str]] = {}
-    for b in right.outputs:
-        pool.setdefault(right.h1[b], []).append(b)
-    for a in left.outputs:
+    """Equal `h1`, in order. Look-alike outputs (equal `h0`) as many on both sides pair the k-th
+    with the k-th only: `h1` ranks inputs over the whole graph, so an input dropped before them
+    shifts every rank by one and equal `h1` would pair each look-alike with its neighbour."""
+    place_l, count_l = _look_alike_places(left)
+    place_r, count_r = _look_alike_places(right)
+    pool: dict[int, list[tuple[str, int]]] = {}
+    for k, b in enumerate(right.outputs):
+        pool.setdefault(right.h1[b], []).append((b, place_r[k]))
+    for k, a in enumerate(left.outputs):
         candidates = pool.get(left.h1[a])
-        while candidates and candidates[0] in m.right:
+        while candidates and candidates[0][0] in m.right:
             candidates.pop(0)
-        if candidates and a not in m.left:
-            b = candidates.pop(0)
-            m.add(a, b, "outputs-exact")
-            zip_subgraphs(left, right, a, b, "h1", m, "outputs-exact")
+        if not candidates or a in m.left:
+            continue
+        n = count_l[left.h0[a]]
+        at: int | None = 0
+        if n > 1 and count_r.get(left.h0[a]) == n:
+            free = [(x, place) for x, (c, place) in enumerate(candidates) if c not in m.right]
+            at = next((x for x, place in free if place == place_l[k]), None)
+        if at is None:
+            continue
+        b, _ = candidates.pop(at)
+        m.add(a, b, "outputs-exact")
+        zip_subgraphs(left, right, a, b, "h1", m, "outputs-exact")
+
+
+def _look_alike_places(comp: CanonicalComputation) -> tuple[list[int], dict[int, int]]:
+    """Each output's place among the outputs of its `h0`, and each `h0`'s count."""
+    count: dict[int, int] = {}
+    places = []
+    for o in comp.outputs:
+        places.append(count.get(comp.h0[o], 0))
+        count[comp.h0[o]] = places[-1] + 1
+    return places, count
 
 
 def _match_outputs_context(left: CanonicalComputation, right: CanonicalComputation, m: Mappings) -> None:

@@ -53,6 +53,11 @@ class Change(NamedTuple):
     new: str
 
 
+# `Change.what` of an output folded into a type change that is no view's base: the twin of one
+# the other graph returns, the same tensor computed another way in the other precision.
+TWIN_OUTPUT = "output twin"
+
+
 class Moved(NamedTuple):
     """A permutation entry: A's parameter/output `left` is B's `right` (`what`: "input" or
     "output"; one cause may carry both when one reason reordered both)."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePath
 
 from xlagraph.capture.shardings import MarkSharding, find_marks
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import TWIN_OUTPUT, Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.frames import is_library, location, split_frames, split_location
 from xlagraph.diagnose.recognizers._statements import loop_order
@@ -128,18 +128,23 @@ def _dtype_items(cause: Cause) -> list[str]:
     them). Each is the same tensor in the other precision, nothing to read one by one."""
     retyped = [c for c in cause.changes if c.what == "opcode" and "convert" in (c.old, c.new)]
     outputs = [c for c in cause.changes if c.what == "output"]
-    rest = [c for c in cause.changes if c not in retyped and c not in outputs]
+    twins = [c for c in cause.changes if c.what == TWIN_OUTPUT]
+    rest = [c for c in cause.changes if c not in retyped and c not in outputs and c not in twins]
     items = [f"{c.what}: {c.old or '(none)'} -> {c.new or '(none)'}" for c in rest]
     if retyped:
         ops = Counter(c.new if c.old == "convert" else c.old for c in retyped)
         listed = ", ".join(f"{op} x{n}" for op, n in sorted(ops.items(), key=lambda x: (-x[1], x[0])))
         items.append(f"{len(retyped)} op(s) of one graph are converts in the other ({listed})")
-    for side, gone in (("A", [c for c in outputs if not c.new]), ("B", [c for c in outputs if c.new])):
-        if gone:
-            shapes = Counter(strip_layout((c.old or c.new).partition(": ")[2]) for c in gone)
-            listed = ", ".join(f"{s} x{n}" if n > 1 else s for s, n in shapes.most_common(3))
-            more = ", ..." if len(shapes) > 3 else ""
-            items.append(f"{len(gone)} output(s) only {side} returns, view bases ({listed}{more})")
+    for found, what in (
+        (outputs, "view bases"),
+        (twins, "the same tensors as the other graph's, in the other precision"),
+    ):
+        for side, gone in (("A", [c for c in found if not c.new]), ("B", [c for c in found if c.new])):
+            if gone:
+                shapes = Counter(strip_layout((c.old or c.new).partition(": ")[2]) for c in gone)
+                listed = ", ".join(f"{s} x{n}" if n > 1 else s for s, n in shapes.most_common(3))
+                more = ", ..." if len(shapes) > 3 else ""
+                items.append(f"{len(gone)} output(s) only {side} returns, {what} ({listed}{more})")
     return items
 
 
@@ -192,7 +197,12 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
         summary = f"{len(outputs)} output(s) of the baseline missing: tensor(s) alive then, not now"
     elif kind is CauseKind.PARAMETER_SHAPE:
         numbers = result.left.entry.param_number
-        items = [f"input {numbers.get(c.left, '?')}: {c.old} -> {c.new}" for c in cause.changes]
+        items = [
+            f"output {c.new}"
+            if c.what == "output"
+            else f"input {numbers.get(c.left, '?')}: {c.old} -> {c.new}"
+            for c in cause.changes
+        ]
         summary = f"{len(cause.changes)} input(s) changed shape"
     elif kind in (CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION):
         what = "input" if kind is CauseKind.PARAMETER_PERMUTATION else "output"

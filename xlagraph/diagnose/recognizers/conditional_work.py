@@ -232,7 +232,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     entry = evidence.right.entry
     if any(
         pending[i].kind is CauseKind.STRUCTURE
-        or (pending[i].kind is CauseKind.OUTPUT_ADDED and updated_inputs(entry, pending[i].right))
+        or (pending[i].kind is CauseKind.OUTPUT_ADDED and _writes_back(entry, pending, pending[i]))
         for i in periodic
     ):
         where = next(iter(sites.values()), "")
@@ -259,6 +259,20 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         return Recognized((cause,), frozenset(periodic))
     branch = _host_branch(evidence, pending, regions)
     return branch if branch.causes else _switched_on(evidence, pending)
+
+
+def _writes_back(entry, pending: tuple[Cause, ...], cause: Cause) -> bool:  # type: ignore[no-untyped-def]
+    """Some output `cause` adds updates an input (a weight merged or reset every k steps, an EMA
+    of the weights). A scalar input only B takes is no state written back: a logged ratio
+    `lr * norm / norm` reads a Python value passed as data, of its shape, which the update rule
+    would take for an update of it."""
+    heads = [ch.right for ch in cause.changes if ch.what == "output" and ch.right]
+    values = {p for c in pending if c.kind is CauseKind.PARAMETER_ADDED for p in c.right if _scalar(entry, p)}
+    return bool(set(updated_inputs(entry, heads).values()) - values)
+
+
+def _scalar(entry, name: str) -> bool:  # type: ignore[no-untyped-def]
+    return name in entry.param_number and strip_layout(entry.instruction(name).shape).endswith("[]")
 
 
 _SWITCH_HINT = fix("conditional_work.switched_on")

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import replace
 
 from xlagraph.canonical import CanonicalComputation
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import TWIN_OUTPUT, Cause, CauseKind, Change
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
@@ -211,6 +211,15 @@ def _swapped_outputs(evidence: Evidence, causes: dict[int, Cause]) -> list[int]:
     return [a, r] if added == removed else []
 
 
+def _twin_or_base(ch: Change, bases: set[str]) -> Change:
+    """An output folded into the type change that is no view's base is the twin of one the other
+    graph returns (the same tensor computed another way in the other precision): said so, not
+    called a base."""
+    if ch.what != "output" or (ch.left or ch.right) in bases:
+        return ch
+    return ch._replace(what=TWIN_OUTPUT)
+
+
 def _whole_model(evidence: Evidence, pending: tuple[Cause, ...], core: list[int]) -> bool:
     """Every floating-point input of A changed element type (`model.to(torch.bfloat16)`)."""
     left = evidence.left.entry
@@ -259,10 +268,12 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     # the other outputs of the same cause stay named, split off for the recognizers after this.
     split_off: list[Cause] = []
     views: dict[int, Cause] = {}
+    all_bases: set[str] = set()
     for i, c in enumerate(pending):
         bases = _view_bases(evidence, c) if core or autocast else set()
         if not bases:
             continue
+        all_bases |= bases
         folded.append(i)
         if len(bases) == sum(1 for ch in c.changes if ch.what == "output"):
             continue
@@ -312,6 +323,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         [views.get(i, pending[i]) for i in core + folded],
         hint=_INT_HINT if integers else "",
     )
+    cause = replace(cause, changes=tuple(_twin_or_base(ch, all_bases) for ch in cause.changes))
     floats = bool(types) and types <= _FLOAT
     # The statement that switches precision around the ops' own lines (a layer's forward): the
     # enclosing `with torch.autocast(...)` and what sets its arguments, or a cast in the loop.

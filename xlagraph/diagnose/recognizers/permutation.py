@@ -317,6 +317,20 @@ def _filled_at(evidence: Evidence, cause: Cause) -> Cause:
     return replace(cause, sources=tuple(lines)[: 6 + len(loops)])
 
 
+def _scalars_added(evidence: Evidence, cause: Cause) -> bool:
+    """New scalar inputs only (learning rates of new param groups, where one was shared): they
+    renumber the inputs after them but create no tensor of the step's, so the outputs (the live
+    tensors, in the order they were created) keep their order; outputs in another order beside
+    them are a reordering of their own."""
+    if cause.kind is not CauseKind.PARAMETER_ADDED:
+        return False
+    entry = evidence.right.entry
+    added = [ch.right for ch in cause.changes if ch.what == "input" and ch.right]
+    return bool(added) and all(
+        p in entry.param_number and strip_layout(entry.instruction(p).shape).endswith("[]") for p in added
+    )
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     orders = [i for i, c in enumerate(pending) if c.kind in _ORDER]
     if not orders:
@@ -349,7 +363,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         return Recognized(_plain(evidence, _one_order(found)), frozenset([*orders, *real]))
     inputs_only = all(pending[i].kind is CauseKind.PARAMETER_PERMUTATION for i in orders)
     beside = not (real and inputs_only and _renumbered_by_outputs(evidence, pending, real))
-    renumbers_nothing = beside and all(pending[i].kind in _BESIDE for i in real)
+    outputs_moved = any(pending[i].kind is CauseKind.OUTPUT_PERMUTATION for i in orders)
+    renumbers_nothing = beside and all(
+        pending[i].kind in _BESIDE or (outputs_moved and _scalars_added(evidence, pending[i])) for i in real
+    )
     if not expected and renumbers_nothing:
         # The root cause, alone or beside changes that renumber nothing.
         return Recognized(_plain(evidence, _one_order({i: pending[i] for i in orders})), frozenset(orders))

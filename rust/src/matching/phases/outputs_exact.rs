@@ -1,39 +1,71 @@
 //! `match._match_outputs_exact`: outputs with equal structural hash (`h1`), paired in order with
-//! their whole subgraphs.
+//! their whole subgraphs. Look-alike outputs (equal `h0`) as many on both sides pair the k-th
+//! with the k-th only: `h1` ranks inputs over the whole graph, so an input dropped before them
+//! shifts every rank by one and equal `h1` would pair each look-alike with its neighbour (a
+//! rotation); the later phases pair those by slot.
 
 use std::collections::VecDeque;
 
 use crate::parse::text::FxMap;
 
 use crate::matching::mappings::{Mappings, NONE, OUTPUTS_EXACT, R};
+use crate::matching::side::MatchSide;
+
+/// Each output's place among the outputs of its `h0` (k-th look-alike), and each `h0`'s count.
+fn look_alike_ranks(side: &MatchSide) -> R<(Vec<u32>, FxMap<i128, u32>)> {
+    let mut count: FxMap<i128, u32> = FxMap::default();
+    let mut ranks = Vec::with_capacity(side.outputs.len());
+    for &o in &side.outputs {
+        let n = count.entry(Mappings::hash(side, false, o)?).or_default();
+        ranks.push(*n);
+        *n += 1;
+    }
+    Ok((ranks, count))
+}
 
 impl Mappings<'_> {
     /// `match._match_outputs_exact`.
     pub(crate) fn outputs_exact(&mut self) -> R<()> {
         let (l, r) = (self.l, self.r);
-        let mut pool: FxMap<i128, VecDeque<u32>> = FxMap::default();
-        for &b in &r.outputs {
+        let (rank_l, count_l) = look_alike_ranks(l)?;
+        let (rank_r, count_r) = look_alike_ranks(r)?;
+        let mut pool: FxMap<i128, VecDeque<(u32, u32)>> = FxMap::default();
+        for (k, &b) in r.outputs.iter().enumerate() {
             pool.entry(Self::hash(r, true, b)?)
                 .or_default()
-                .push_back(b);
+                .push_back((b, rank_r[k]));
         }
-        for &a in &l.outputs {
+        for (k, &a) in l.outputs.iter().enumerate() {
             let h = Self::hash(l, true, a)?;
             let Some(candidates) = pool.get_mut(&h) else {
                 continue;
             };
-            while let Some(&c) = candidates.front() {
+            while let Some(&(c, _)) = candidates.front() {
                 if self.right[c as usize] != NONE {
                     candidates.pop_front();
                 } else {
                     break;
                 }
             }
-            if !candidates.is_empty() && !self.lp(a) {
-                let b = candidates.pop_front().unwrap_or(NONE);
-                self.add(a, b, OUTPUTS_EXACT);
-                self.zip_subgraphs(a, b, true, OUTPUTS_EXACT)?;
+            if candidates.is_empty() || self.lp(a) {
+                continue;
             }
+            let h0 = Self::hash(l, false, a)?;
+            let n = count_l.get(&h0).copied().unwrap_or(0);
+            let at = if n > 1 && count_r.get(&h0).copied() == Some(n) {
+                // Free candidates of another place are left for the look-alike they belong to.
+                candidates
+                    .iter()
+                    .position(|&(c, place)| place == rank_l[k] && self.right[c as usize] == NONE)
+            } else {
+                Some(0)
+            };
+            let Some(at) = at else {
+                continue;
+            };
+            let (b, _) = candidates.remove(at).unwrap_or((NONE, 0));
+            self.add(a, b, OUTPUTS_EXACT);
+            self.zip_subgraphs(a, b, true, OUTPUTS_EXACT)?;
         }
         Ok(())
     }
