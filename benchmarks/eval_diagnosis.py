@@ -54,6 +54,7 @@ SPLITS = (
     "held_out_13",
     "held_out_14",
     "held_out_15",
+    "held_out_16",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
