@@ -23,9 +23,9 @@ CORPUS = FIXTURES / "torch_xla" / "corpus"
 
 def _log(name: str, tmp: Path) -> RunLog:
     """A stored capture, read from a copy with its `.xz` files decompressed."""
-    # held_out_3, held_out_5 to held_out_9, 11, 12, 14 and 15 were scored untouched first, then tuned on
+    # held_out_3, held_out_5 to held_out_9, 11, 12, 14, 15 and 16 were scored untouched first, then tuned on
     assert name.startswith(
-        ("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_", "h11_", "h12_", "h14_", "h15_")
+        ("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_", "h11_", "h12_", "h14_", "h15_", "h16_")
     ), "only scenarios tuned on are used here"
     dest = tmp / name
     shutil.copytree(CORPUS / "captures" / name, dest)
@@ -520,3 +520,17 @@ def test_twin_outputs_of_a_type_change_are_not_called_view_bases(tmp_path: Path)
     text = " ".join(render_report_text((report,)).split())
     assert "view bases (f32[1,1,16]" in text
     assert "the same tensors as the other graph's, in the other precision (f32[32] x3)" in text
+
+
+def test_a_precision_policy_swap_is_one_type_change(tmp_path: Path) -> None:
+    """A Decision Transformer's compiled step runs under autocast whose dtype a frozen policy
+    object gives, swapped to bf16 at step 3. Bases aside, both graphs return the same tensors,
+    but the output pairing matched an f32 gradient's base with its bf16 twin (a convert of the
+    same shape), so the outputs left unpaired were not the same shapes both sides; and the SGD
+    updates read a gradient's reshape in f32 where they read its convert in bf16. Both follow
+    from the type change: one `dtype` cause, no structure, no outputs added or removed (issue 37)."""
+    name = "h16_decision_transformer_precision_policy"
+    (r,) = _recompiles(name, tmp_path)
+    assert r.kinds == ("dtype",)
+    assert {33, 81} & _line(name, r)
+    assert "autocast" in r.causes[0].hint

@@ -40,6 +40,9 @@ _CAST = re.compile(
 )
 _FLOAT = frozenset({"f64", "f32", "f16", "bf16"})
 _CONVERT = frozenset({"convert"})  # what a type change adds or drops between the same ops
+# ...and where a region's ops read a gradient: in f32 a view of its dot (a reshape, a transpose),
+# in low precision the dot's convert back to f32, with no view between.
+_RESTATED = _CONVERT | {"reshape", "transpose", "bitcast", "copy"}
 _LOW = frozenset({"bf16", "f16", "f8e4m3fn", "f8e5m2", "f8e4m3", "f8e5m2fnuz", "f8e4m3fnuz"})
 
 
@@ -192,11 +195,24 @@ def _split_outputs(evidence: Evidence, cause: Cause, bases: set[str]) -> tuple[C
     return parts[0], parts[1]
 
 
+def _same_tensors(evidence: Evidence) -> bool:
+    """With each graph's view bases set aside, both return the same tensors (by count and shape,
+    in any precision): every output one graph returns and the other does not is a base or the
+    twin of one the other returns, whichever outputs the pairing matched (it may match a base with
+    the other graph's cast of the same shape, leaving that shape's view unpaired)."""
+    left, right = evidence.left.entry, evidence.right.entry
+    lb, rb = _views_of_bases(left), _views_of_bases(right)
+    return Counter(_tensor_key(left, o) for o in left.outputs if o not in lb) == Counter(
+        _tensor_key(right, o) for o in right.outputs if o not in rb
+    )
+
+
 def _swapped_outputs(evidence: Evidence, causes: dict[int, Cause]) -> list[int]:
     """An output cause that adds tensors and one that removes as many of the same shapes (in any
-    precision), beside a type change: the same tensors (the weights written back), computed
-    another way in the other precision, so the output pairing could not match them, not tensors
-    kept alive on some steps (one kept alive has no twin the other graph stops returning)."""
+    precision), or any such pair where both graphs return the same tensors bases aside, beside a
+    type change: the same tensors (the weights written back), computed another way in the other
+    precision, so the output pairing could not match them, not tensors kept alive on some steps
+    (one kept alive has no twin the other graph stops returning)."""
     sides = []
     for kind, graph in ((CauseKind.OUTPUT_ADDED, evidence.right), (CauseKind.OUTPUT_REMOVED, evidence.left)):
         found = [i for i, c in causes.items() if c.kind is kind]
@@ -208,7 +224,7 @@ def _swapped_outputs(evidence: Evidence, causes: dict[int, Cause]) -> list[int]:
             return []
         sides.append((found[0], Counter(_tensor_key(graph.entry, h) for h in heads)))
     (a, added), (r, removed) = sides
-    return [a, r] if added == removed else []
+    return [a, r] if added == removed or _same_tensors(evidence) else []
 
 
 def _twin_or_base(ch: Change, bases: set[str]) -> Change:
@@ -294,7 +310,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         core
         and rest
         and (
-            same_ops(evidence, *(pending[i] for i in rest), aside=_CONVERT)
+            same_ops(evidence, *(pending[i] for i in rest), aside=_RESTATED)
             or _whole_model(evidence, pending, core)
         )
     ):
