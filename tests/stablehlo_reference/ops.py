@@ -16,6 +16,7 @@ from tests.stablehlo_reference.emit import Comp, Emitter, TranslateError, Value,
 from tests.stablehlo_reference.mlir_types import TypeError_, dims_of, element_of, hlo_literal, hlo_shape
 from tests.stablehlo_reference.ops_chlo import CHLO_HANDLERS
 from tests.stablehlo_reference.ops_custom_call import custom_call
+from tests.stablehlo_reference.ops_numeric import NUMERIC_HANDLERS
 from tests.stablehlo_reference.ops_parallel import PARALLEL_HANDLERS
 from tests.stablehlo_reference.ops_regions import REGION_HANDLERS
 from tests.stablehlo_reference.ops_shardy import SDY_HANDLERS, op_shardings
@@ -298,4 +299,5 @@ HANDLERS: dict[str, Callable[[Emitter, Comp, Op, Parsed], Value]] = {
     "custom_call": custom_call,
     **REGION_HANDLERS,
     **PARALLEL_HANDLERS,
+    **NUMERIC_HANDLERS,
 }

@@ -13,6 +13,7 @@ use crate::parse::stablehlo::mlir_types::{dims_of, element_of, hlo_literal, hlo_
 use crate::parse::stablehlo::numbers::py_int;
 use crate::parse::stablehlo::ops_chlo::chlo_handler;
 use crate::parse::stablehlo::ops_custom_call::custom_call;
+use crate::parse::stablehlo::ops_numeric::numeric_handler;
 use crate::parse::stablehlo::ops_parallel::parallel_handler;
 use crate::parse::stablehlo::ops_regions::region_handler;
 use crate::parse::stablehlo::ops_shardy::{op_shardings, sdy_handler};
@@ -97,7 +98,7 @@ fn handler(short: &str) -> Option<Handler> {
         "optimization_barrier" => optimization_barrier,
         "reduce_precision" => reduce_precision,
         "custom_call" => custom_call,
-        s => return region_handler(s).or_else(|| parallel_handler(s)),
+        s => return region_handler(s).or_else(|| parallel_handler(s)).or_else(|| numeric_handler(s)),
     })
 }
 
