@@ -90,7 +90,7 @@ def test_same_instructions_as_xla_export(name: str) -> None:
 # Attributes that name computations or carry metadata: compared elsewhere or not at all.
 _NOT_COMPARED = frozenset(
     {"metadata", "to_apply", "condition", "body", "branch_computations", "true_computation",
-     "false_computation", "calls", "called_computations", "frontend_attributes"}
+     "false_computation", "calls", "called_computations", "frontend_attributes", "select", "scatter"}
 )  # fmt: skip
 _LAYOUT = re.compile(r"\{[0-9,]*\}")
 

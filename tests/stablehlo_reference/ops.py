@@ -96,6 +96,8 @@ def _simple(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
 
 def _call(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
     m = re.match(r"\s*@([\w.$-]+|\"[^\"]*\")", op.text)
+    if m is None and "callee" in p.attrs:  # the generic form: `"func.call"(%x) <{callee = @f}>`
+        m = re.match(r"\s*@([\w.$-]+|\"[^\"]*\")", p.attrs["callee"])
     if m is None:
         raise TranslateError("call without a callee", op.line)
     callee = em.func(m.group(1).strip('"'), op.line)
@@ -113,7 +115,8 @@ def _call(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
 
 
 def _constant(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
-    text = p.body.strip()
+    # the custom form's `dense<...> : type`, or the generic form's `<{value = dense<...> : type}>`
+    text = p.attrs["value"].strip() if "value" in p.attrs else p.body.strip()
     if text.startswith("dense_resource"):
         raise TypeError_("dense_resource constants (data kept outside the text) are not read")
     if not text.startswith("dense<"):

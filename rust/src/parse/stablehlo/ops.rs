@@ -201,9 +201,16 @@ fn simple_op(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> 
 }
 
 fn call(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
-    let t = lstrip(&op.text);
-    let Some(n) = t.strip_prefix('@').and_then(symbol_len) else { return at("call without a callee", op.line) };
-    let callee = em.func(t[1..1 + n].trim_matches('"'), op.line)?;
+    let symbol = |t: &str| -> Option<String> {
+        let r = lstrip(t).strip_prefix('@')?;
+        symbol_len(r).map(|n| r[..n].trim_matches('"').to_string())
+    };
+    let mut name = symbol(&op.text);
+    if name.is_none() && p.attrs.has("callee") {
+        name = symbol(&p.attrs.at("callee")?); // the generic form: `"func.call"(%x) <{callee = @f}>`
+    }
+    let Some(name) = name else { return at("call without a callee", op.line) };
+    let callee = em.func(&name, op.line)?;
     if p.outs.len() == 1 {
         let operands = lookups(em, comp, &p.operands, op.line)?;
         let refs: Vec<&Value> = operands.iter().collect();
@@ -213,7 +220,9 @@ fn call(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Val
 }
 
 fn constant(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
-    let text = strip(&p.body);
+    // the custom form's `dense<...> : type`, or the generic form's `<{value = dense<...> : type}>`
+    let value = if p.attrs.has("value") { Some(p.attrs.at("value")?) } else { None };
+    let text = strip(value.as_deref().unwrap_or(&p.body));
     if text.starts_with("dense_resource") {
         return type_err("dense_resource constants (data kept outside the text) are not read");
     }
