@@ -15,7 +15,7 @@ from tests.stablehlo_reference.attributes import Parsed, braces, enum, ints, one
 from tests.stablehlo_reference.emit import Comp, Emitter, TranslateError, Value, attr_dict, carry, unquote
 from tests.stablehlo_reference.mlir_types import TypeError_, dims_of, element_of, hlo_literal, hlo_shape
 from tests.stablehlo_reference.ops_chlo import CHLO_HANDLERS
-from tests.stablehlo_reference.ops_custom_call import custom_call
+from tests.stablehlo_reference.ops_custom_call import composite, custom_call
 from tests.stablehlo_reference.ops_numeric import NUMERIC_HANDLERS
 from tests.stablehlo_reference.ops_parallel import PARALLEL_HANDLERS
 from tests.stablehlo_reference.ops_regions import REGION_HANDLERS
@@ -300,6 +300,7 @@ HANDLERS: dict[str, Callable[[Emitter, Comp, Op, Parsed], Value]] = {
     "optimization_barrier": _optimization_barrier,
     "reduce_precision": _reduce_precision,
     "custom_call": custom_call,
+    "composite": composite,
     **REGION_HANDLERS,
     **PARALLEL_HANDLERS,
     **NUMERIC_HANDLERS,

@@ -12,7 +12,7 @@ use crate::parse::stablehlo::error::{at, index_error, type_err, zip_strict, Erro
 use crate::parse::stablehlo::mlir_types::{dims_of, element_of, hlo_literal, hlo_shape};
 use crate::parse::stablehlo::numbers::py_int;
 use crate::parse::stablehlo::ops_chlo::chlo_handler;
-use crate::parse::stablehlo::ops_custom_call::custom_call;
+use crate::parse::stablehlo::ops_custom_call::{composite, custom_call};
 use crate::parse::stablehlo::ops_numeric::numeric_handler;
 use crate::parse::stablehlo::ops_parallel::parallel_handler;
 use crate::parse::stablehlo::ops_regions::region_handler;
@@ -98,6 +98,7 @@ fn handler(short: &str) -> Option<Handler> {
         "optimization_barrier" => optimization_barrier,
         "reduce_precision" => reduce_precision,
         "custom_call" => custom_call,
+        "composite" => composite,
         s => return region_handler(s).or_else(|| parallel_handler(s)).or_else(|| numeric_handler(s)),
     })
 }
