@@ -40,7 +40,7 @@ SIMPLE = {
     "sign": "sign", "sine": "sine", "sqrt": "sqrt", "subtract": "subtract", "tan": "tan", "tanh": "tanh",
     "xor": "xor", "convert": "convert", "reshape": "reshape", "bitcast_convert": "bitcast-convert",
     "dynamic_update_slice": "dynamic-update-slice", "after_all": "after-all", "replica_id": "replica-id",
-    "partition_id": "partition-id",
+    "partition_id": "partition-id", "create_token": "after-all",
 }  # fmt: skip
 _DEFAULT_COMPARE = {"s": "SIGNED", "u": "UNSIGNED", "p": "UNSIGNED"}
 

@@ -1,10 +1,12 @@
-"""Numeric operations with an HLO instruction of their own (issue 38): `fft`, `rng`, `cholesky`,
-`triangular_solve`, as XLA's export (mhlo_to_hlo) writes them: `fft(x), fft_type=FFT,
-fft_length={4}`; `rng(a, b), distribution=rng_uniform` (HLO's rng takes its shape from the result:
-the shape operand is dropped); `cholesky(a), lower=true`; `triangular-solve(a, b), left_side=true,
-lower=true, unit_diagonal=true, transpose_a=NO_TRANSPOSE` (each flag printed only when true,
-`transpose_a` always). Both the pretty form (`type = FFT, length = [4]`) and the generic one
-(`fft_type = #stablehlo<fft_type FFT>, fft_length = array<i64: 4>`) are read.
+"""Operations with an HLO instruction of their own (issue 38) as XLA's export (mhlo_to_hlo) writes
+them: `fft(x), fft_type=FFT, fft_length={4}`; `rng(a, b), distribution=rng_uniform` (HLO's rng
+takes its shape from the result: the shape operand is dropped); `cholesky(a), lower=true`;
+`triangular-solve(a, b), left_side=true, lower=true, unit_diagonal=true, transpose_a=NO_TRANSPOSE`
+(each flag printed only when true, `transpose_a` always); `batch-norm-inference(...),
+epsilon=0.001, feature_index=1` (and `-training`, `-grad`); `map(a, b), dimensions={0,1},
+to_apply=...`; the legacy `broadcast(x), dimensions={1,2}` (the new dimensions first). Both the
+pretty form (`type = FFT, length = [4]`) and the generic one (`fft_type = #stablehlo<fft_type
+FFT>, fft_length = array<i64: 4>`) are read.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from collections.abc import Callable
 
 from tests.stablehlo_reference.attributes import Parsed, braces, enum, ints, one
 from tests.stablehlo_reference.emit import Comp, Emitter, TranslateError, Value
+from tests.stablehlo_reference.mlir_types import dims_of
+from tests.stablehlo_reference.ops_regions import reducer
 from tests.stablehlo_reference.structure import Op
 
 __all__ = ["NUMERIC_HANDLERS"]
@@ -50,9 +54,35 @@ def _triangular_solve(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
     return one(em, comp, op, p, "triangular-solve", [*flags, f"transpose_a={transpose}"])
 
 
+def _batch_norm(opcode: str) -> Callable[[Emitter, Comp, Op, Parsed], Value]:
+    def handler(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
+        epsilon = format(float(p.attrs["epsilon"].split(" : ")[0]), "g")  # as XLA prints a float (%g)
+        index = ints(p.attrs["feature_index"])[0]
+        return one(em, comp, op, p, opcode, [f"epsilon={epsilon}", f"feature_index={index}"])
+
+    return handler
+
+
+def _map(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
+    dims = braces(ints(p.attrs.get("dimensions", "")))
+    return one(em, comp, op, p, "map", [f"dimensions={dims}", f"to_apply={reducer(em, op, op.regions[0])}"])
+
+
+def _broadcast(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
+    operand = em.lookup(comp, p.operands[0], op.line)
+    new = len(ints(p.attrs.get("broadcast_sizes", p.attrs.get("sizes", ""))))
+    dims = list(range(new, new + len(dims_of(operand.shape))))
+    return one(em, comp, op, p, "broadcast", [f"dimensions={braces(dims)}"], [operand])
+
+
 NUMERIC_HANDLERS: dict[str, Callable[[Emitter, Comp, Op, Parsed], Value]] = {
     "fft": _fft,
     "rng": _rng,
     "cholesky": _cholesky,
     "triangular_solve": _triangular_solve,
+    "batch_norm_inference": _batch_norm("batch-norm-inference"),
+    "batch_norm_training": _batch_norm("batch-norm-training"),
+    "batch_norm_grad": _batch_norm("batch-norm-grad"),
+    "map": _map,
+    "broadcast": _broadcast,
 }

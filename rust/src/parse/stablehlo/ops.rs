@@ -75,6 +75,7 @@ fn simple(short: &str) -> Option<&'static str> {
         "after_all" => "after-all",
         "replica_id" => "replica-id",
         "partition_id" => "partition-id",
+        "create_token" => "after-all",
         _ => return None,
     })
 }
