@@ -103,7 +103,9 @@ def _top_brace(s: str) -> int:
 
 def ints(value: str) -> list[int]:
     """The integers of `[1, 0]`, `array<i64: 1, 0>`, `dense<[1, 0]> : tensor<2xi64>`."""
-    v = value.split(" : ")[0] if value.startswith("dense") else value
+    head, sep, kind = value.partition(" : ")
+    # a dense array's type, or the generic form's typed integer (`dimension = 0 : i64`, not 0 and 64)
+    v = head if value.startswith("dense") or (sep and re.fullmatch(r"[su]?i[0-9]+", kind)) else value
     v = re.sub(r"array<i\d+:?", "", v)
     return [int(x) for x in re.findall(r"-?\d+", v)]
 

@@ -15,7 +15,8 @@ from tests.stablehlo_reference.attributes import Parsed, braces, enum, ints, one
 from tests.stablehlo_reference.emit import Comp, Emitter, TranslateError, Value, attr_dict, carry, unquote
 from tests.stablehlo_reference.mlir_types import TypeError_, dims_of, element_of, hlo_literal, hlo_shape
 from tests.stablehlo_reference.ops_chlo import CHLO_HANDLERS
-from tests.stablehlo_reference.ops_custom_call import custom_call
+from tests.stablehlo_reference.ops_custom_call import composite, custom_call
+from tests.stablehlo_reference.ops_numeric import NUMERIC_HANDLERS
 from tests.stablehlo_reference.ops_parallel import PARALLEL_HANDLERS
 from tests.stablehlo_reference.ops_regions import REGION_HANDLERS
 from tests.stablehlo_reference.ops_shardy import SDY_HANDLERS, op_shardings
@@ -39,7 +40,7 @@ SIMPLE = {
     "sign": "sign", "sine": "sine", "sqrt": "sqrt", "subtract": "subtract", "tan": "tan", "tanh": "tanh",
     "xor": "xor", "convert": "convert", "reshape": "reshape", "bitcast_convert": "bitcast-convert",
     "dynamic_update_slice": "dynamic-update-slice", "after_all": "after-all", "replica_id": "replica-id",
-    "partition_id": "partition-id",
+    "partition_id": "partition-id", "create_token": "after-all",
 }  # fmt: skip
 _DEFAULT_COMPARE = {"s": "SIGNED", "u": "UNSIGNED", "p": "UNSIGNED"}
 
@@ -95,6 +96,8 @@ def _simple(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
 
 def _call(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
     m = re.match(r"\s*@([\w.$-]+|\"[^\"]*\")", op.text)
+    if m is None and "callee" in p.attrs:  # the generic form: `"func.call"(%x) <{callee = @f}>`
+        m = re.match(r"\s*@([\w.$-]+|\"[^\"]*\")", p.attrs["callee"])
     if m is None:
         raise TranslateError("call without a callee", op.line)
     callee = em.func(m.group(1).strip('"'), op.line)
@@ -112,7 +115,8 @@ def _call(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
 
 
 def _constant(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
-    text = p.body.strip()
+    # the custom form's `dense<...> : type`, or the generic form's `<{value = dense<...> : type}>`
+    text = p.attrs["value"].strip() if "value" in p.attrs else p.body.strip()
     if text.startswith("dense_resource"):
         raise TypeError_("dense_resource constants (data kept outside the text) are not read")
     if not text.startswith("dense<"):
@@ -296,6 +300,8 @@ HANDLERS: dict[str, Callable[[Emitter, Comp, Op, Parsed], Value]] = {
     "optimization_barrier": _optimization_barrier,
     "reduce_precision": _reduce_precision,
     "custom_call": custom_call,
+    "composite": composite,
     **REGION_HANDLERS,
     **PARALLEL_HANDLERS,
+    **NUMERIC_HANDLERS,
 }

@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 
 from tests.stablehlo_reference.attributes import Parsed, braces, ints, numbers, one
-from tests.stablehlo_reference.emit import Comp, Emitter, TranslateError, Value, unquote
+from tests.stablehlo_reference.emit import Comp, Emitter, TranslateError, Value, attr_dict, quote, unquote
 from tests.stablehlo_reference.mlir_types import dims_of, hlo_shape
 from tests.stablehlo_reference.structure import Op, split_top
 
-__all__ = ["custom_call"]
+__all__ = ["composite", "custom_call"]
 
 _API = {"1": "", "2": "API_VERSION_STATUS_RETURNING", "3": "API_VERSION_STATUS_RETURNING_UNIFIED",
         "4": "API_VERSION_TYPED_FFI"}  # fmt: skip
@@ -62,3 +62,28 @@ def custom_call(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
     if results:
         p.outs = [_with_layout(s, lay) for s, lay in zip(p.outs, results, strict=True)]
     return one(em, comp, op, p, "custom-call", attrs)
+
+
+_NAME = re.compile(r'\s*"([^"]*)"')
+
+
+def composite(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
+    """`stablehlo.composite "name" %x {composite_attributes = {...}, decomposition = @f, version =
+    2 : i32}` as XLA's export writes it: a call of the decomposition marked `is_composite=true`, the
+    name, version and attributes as frontend attributes (`composite.name="..."`)."""
+    m = _NAME.match(op.text)
+    name = m.group(1) if m else unquote(p.attrs.get("name", ""))
+    target = _TARGET.match(p.attrs.get("decomposition", ""))
+    if target is None or not name:
+        raise TranslateError(f"{op.name}: expected a name and a decomposition", op.line)
+    callee = em.func(target.group(1).strip('"'), op.line)
+    version = (ints(p.attrs.get("version", "0")) or [0])[0]
+    front = p.attrs.get("mhlo.frontend_attributes", "")
+    items = list(attr_dict(front).items()) if front.startswith("{") else []
+    items += [
+        ("composite.attributes", quote(p.attrs.get("composite_attributes", "{}"))),
+        ("composite.name", quote(name)),
+        ("composite.version", quote(str(version))),
+    ]
+    p.attrs["mhlo.frontend_attributes"] = "{" + ", ".join(f"{k} = {v}" for k, v in items) + "}"
+    return one(em, comp, op, p, "call", [f"to_apply={callee}", "is_composite=true"])

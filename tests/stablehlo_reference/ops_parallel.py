@@ -120,6 +120,10 @@ def _rng_bit_generator(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
     return one(em, comp, op, p, "rng-bit-generator", [f"algorithm={_RNG.get(algorithm, algorithm.lower())}"])
 
 
+def _collective_broadcast(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
+    return one(em, comp, op, p, "collective-broadcast", _groups(p.attrs))
+
+
 PARALLEL_HANDLERS: dict[str, Callable[[Emitter, Comp, Op, Parsed], Value]] = {
     "all_reduce": _all_reduce,
     "reduce_scatter": _reduce_scatter,
@@ -129,4 +133,5 @@ PARALLEL_HANDLERS: dict[str, Callable[[Emitter, Comp, Op, Parsed], Value]] = {
     "gather": _gather,
     "convolution": _convolution,
     "rng_bit_generator": _rng_bit_generator,
+    "collective_broadcast": _collective_broadcast,
 }

@@ -111,6 +111,16 @@ def _reduce_window(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
     return one(em, comp, op, p, "reduce-window", [window(p.attrs, rank), f"to_apply={body}"], operands)
 
 
+def _select_and_scatter(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
+    """`select-and-scatter(operand, source, init), window={...}, select=..., scatter=...`."""
+    operands = [em.lookup(comp, r, op.line) for r in p.operands]
+    rank = len(dims_of(operands[0].shape))
+    select = reducer(em, op, op.regions[0])
+    scatter = reducer(em, op, op.regions[1])
+    attrs = [window(p.attrs, rank), f"select={select}", f"scatter={scatter}"]
+    return one(em, comp, op, p, "select-and-scatter", attrs, operands)
+
+
 def _sort(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
     dim = ints(p.attrs.get("dimension", "-1"))[0]
     attrs = [f"dimensions={{{dim}}}"]
@@ -199,6 +209,7 @@ def _if(em: Emitter, comp: Comp, op: Op, p: Parsed) -> Value:
 REGION_HANDLERS: dict[str, Callable[[Emitter, Comp, Op, Parsed], Value]] = {
     "reduce": _reduce,
     "reduce_window": _reduce_window,
+    "select_and_scatter": _select_and_scatter,
     "sort": _sort,
     "scatter": _scatter,
     "while": _while,

@@ -31,6 +31,9 @@ _RESULTS = re.compile(r"^((?:%[\w.$-]+(?::\d+)?)(?:\s*,\s*%[\w.$-]+(?::\d+)?)*)\
 # Shardy's mesh, at module level: `sdy.mesh @mesh = <["x"=2]> {stablehlo.mesh = ...}` (JAX adds the
 # dictionary, a restatement XLA's export drops).
 _MESH = re.compile(r'^sdy\.mesh\s+@([\w.$-]+|"[^"]*")\s*=\s*(<.*?>)(?:\s*\{.*\})?\s*$')
+# A structural operation in MLIR's generic form (`"builtin.module"() <{...}> ({`, `"func.func"() ...`):
+# refused by name, the reader taking the custom form every printer writes by default.
+_GENERIC = re.compile(r'^"([A-Za-z_][A-Za-z0-9_$]*\.[A-Za-z0-9_.$]+)"[ \t]*\(')
 _BLOCK = re.compile(r"^\^bb\d*(?:\((.*)\))?\s*:\s*$")
 _CONTINUATIONS = ("cond {", "reducer(")  # pretty `while` and `reduce`: regions on the next line
 _OPEN = "([{<"
@@ -256,6 +259,7 @@ def read_structure(text: str) -> MlirModule:
                 module = MlirModule("", "", line=line)
                 _read_module_body(src, module, implicit=True)
                 continue
+            _refuse_generic(s, line)
             raise StructureError(f"expected `module` or `func.func`, found: {s[:60]}", line)
         name = (m.group(1) or "").strip('"')
         module = MlirModule(name, m.group(2) or "", line=line)
@@ -285,6 +289,15 @@ def undefined_location(text: str, locs: dict[str, str]) -> tuple[str, int] | Non
     return None
 
 
+def _refuse_generic(s: str, line: int) -> None:
+    if m := _GENERIC.match(s):
+        raise StructureError(
+            f'{m.group(1)} in MLIR\'s generic form ("{m.group(1)}"(...)) is not read: print the module in '
+            "its custom form (not --mlir-print-op-generic or print_generic_op_form=True)",
+            line,
+        )
+
+
 def _read_module_body(src: _Lines, module: MlirModule, *, implicit: bool) -> None:
     while True:
         got = src.next_meaningful()
@@ -306,6 +319,7 @@ def _read_module_body(src: _Lines, module: MlirModule, *, implicit: bool) -> Non
             if implicit and _LOC_ALIAS.match(s):
                 src.i -= 1
                 return
+            _refuse_generic(s, line)
             word = s.split("(")[0].split()[0] if s.split() else s
             raise StructureError(f"`{word}` at module level is not read (only func.func and sdy.mesh)", line)
         code, _ = strip_loc(s)

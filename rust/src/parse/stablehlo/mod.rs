@@ -20,6 +20,7 @@ pub(crate) mod ops;
 pub(crate) mod ops_chlo;
 pub(crate) mod ops_custom_call;
 pub(crate) mod ops_manual;
+pub(crate) mod ops_numeric;
 pub(crate) mod ops_parallel;
 pub(crate) mod ops_regions;
 pub(crate) mod ops_shardy;

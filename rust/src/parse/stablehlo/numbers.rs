@@ -138,3 +138,23 @@ pub(crate) fn f16_value(bits: u16) -> f64 {
     };
     sign * v
 }
+
+/// Python's `format(f, "g")` (C's `%g`, six significant digits): how XLA prints a float
+/// attribute such as batch norm's `epsilon` (absl's StrCat of a float).
+pub(crate) fn g6(f: f64) -> String {
+    if f.is_nan() {
+        return "nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    let s = format!("{f:.5e}");
+    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let x: i32 = exp.parse().unwrap_or(0);
+    let trim = |t: &str| if t.contains('.') { t.trim_end_matches('0').trim_end_matches('.').to_string() } else { t.into() };
+    if (-4..6).contains(&x) {
+        trim(&format!("{f:.*}", (5 - x) as usize))
+    } else {
+        format!("{}e{}{:02}", trim(mant), if x < 0 { '-' } else { '+' }, x.abs())
+    }
+}

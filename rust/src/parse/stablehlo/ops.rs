@@ -12,7 +12,8 @@ use crate::parse::stablehlo::error::{at, index_error, type_err, zip_strict, Erro
 use crate::parse::stablehlo::mlir_types::{dims_of, element_of, hlo_literal, hlo_shape};
 use crate::parse::stablehlo::numbers::py_int;
 use crate::parse::stablehlo::ops_chlo::chlo_handler;
-use crate::parse::stablehlo::ops_custom_call::custom_call;
+use crate::parse::stablehlo::ops_custom_call::{composite, custom_call};
+use crate::parse::stablehlo::ops_numeric::numeric_handler;
 use crate::parse::stablehlo::ops_parallel::parallel_handler;
 use crate::parse::stablehlo::ops_regions::region_handler;
 use crate::parse::stablehlo::ops_shardy::{op_shardings, sdy_handler};
@@ -74,6 +75,7 @@ fn simple(short: &str) -> Option<&'static str> {
         "after_all" => "after-all",
         "replica_id" => "replica-id",
         "partition_id" => "partition-id",
+        "create_token" => "after-all",
         _ => return None,
     })
 }
@@ -97,7 +99,8 @@ fn handler(short: &str) -> Option<Handler> {
         "optimization_barrier" => optimization_barrier,
         "reduce_precision" => reduce_precision,
         "custom_call" => custom_call,
-        s => return region_handler(s).or_else(|| parallel_handler(s)),
+        "composite" => composite,
+        s => return region_handler(s).or_else(|| parallel_handler(s)).or_else(|| numeric_handler(s)),
     })
 }
 
@@ -200,9 +203,16 @@ fn simple_op(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> 
 }
 
 fn call(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
-    let t = lstrip(&op.text);
-    let Some(n) = t.strip_prefix('@').and_then(symbol_len) else { return at("call without a callee", op.line) };
-    let callee = em.func(t[1..1 + n].trim_matches('"'), op.line)?;
+    let symbol = |t: &str| -> Option<String> {
+        let r = lstrip(t).strip_prefix('@')?;
+        symbol_len(r).map(|n| r[..n].trim_matches('"').to_string())
+    };
+    let mut name = symbol(&op.text);
+    if name.is_none() && p.attrs.has("callee") {
+        name = symbol(&p.attrs.at("callee")?); // the generic form: `"func.call"(%x) <{callee = @f}>`
+    }
+    let Some(name) = name else { return at("call without a callee", op.line) };
+    let callee = em.func(&name, op.line)?;
     if p.outs.len() == 1 {
         let operands = lookups(em, comp, &p.operands, op.line)?;
         let refs: Vec<&Value> = operands.iter().collect();
@@ -212,7 +222,9 @@ fn call(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Val
 }
 
 fn constant(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
-    let text = strip(&p.body);
+    // the custom form's `dense<...> : type`, or the generic form's `<{value = dense<...> : type}>`
+    let value = if p.attrs.has("value") { Some(p.attrs.at("value")?) } else { None };
+    let text = strip(value.as_deref().unwrap_or(&p.body));
     if text.starts_with("dense_resource") {
         return type_err("dense_resource constants (data kept outside the text) are not read");
     }

@@ -9,7 +9,7 @@ use crate::parse::stablehlo::error::{at, index_error, zip_strict, R};
 use crate::parse::stablehlo::mlir_types::{dims_of, hlo_shape};
 use crate::parse::stablehlo::structure::{symbol_len, Op};
 use crate::parse::stablehlo::text::{comma, head, inner, lstrip, strip};
-use crate::parse::stablehlo::values::{unquote, Comp, Value};
+use crate::parse::stablehlo::values::{attr_dict, quote, unquote, Comp, Value};
 
 /// `f32[4,4]` and `dense<[0, 1]> : tensor<2xindex>` -> `f32[4,4]{0,1}` (none for a scalar).
 fn with_layout(shape: &str, layout: &str) -> R<String> {
@@ -94,4 +94,31 @@ pub(crate) fn custom_call(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mu
         p.outs = outs;
     }
     one(em, comp, op, p, "custom-call", attrs, None)
+}
+
+/// `stablehlo.composite "name" %x {composite_attributes = {...}, decomposition = @f, version = 2 :
+/// i32}` as XLA's export writes it: a call of the decomposition marked `is_composite=true`, the
+/// name, version and attributes as frontend attributes (`composite.name="..."`).
+pub(crate) fn composite(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
+    let quoted = lstrip(&op.text).strip_prefix('"').and_then(|r| r.find('"').map(|k| r[..k].to_string()));
+    let name = match quoted {
+        Some(n) => n,
+        None => unquote(&p.attrs.or("name", "")),
+    };
+    let decomposition = p.attrs.or("decomposition", "");
+    let t = lstrip(&decomposition);
+    let target = t.strip_prefix('@').and_then(symbol_len).map(|n| t[1..1 + n].trim_matches('"').to_string());
+    let Some(target) = target.filter(|_| !name.is_empty()) else {
+        return at(format!("{}: expected a name and a decomposition", op.name), op.line);
+    };
+    let callee = em.func(&target, op.line)?;
+    let version = ints(&p.attrs.or("version", "0")).first().copied().unwrap_or(0);
+    let front = p.attrs.or("mhlo.frontend_attributes", "");
+    let mut items: Vec<(String, String)> = if front.starts_with('{') { attr_dict(&front).0 } else { Vec::new() };
+    items.push(("composite.attributes".into(), quote(&p.attrs.or("composite_attributes", "{}"))));
+    items.push(("composite.name".into(), quote(&name)));
+    items.push(("composite.version".into(), quote(&version.to_string())));
+    let text: Vec<String> = items.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+    p.attrs.set("mhlo.frontend_attributes", format!("{{{}}}", text.join(", ")));
+    one(em, comp, op, p, "call", vec![format!("to_apply={callee}"), "is_composite=true".into()], None)
 }

@@ -21,6 +21,7 @@ pub(crate) fn parallel_handler(short: &str) -> Option<Handler> {
         "gather" => gather,
         "convolution" => convolution,
         "rng_bit_generator" => rng_bit_generator,
+        "collective_broadcast" => collective_broadcast,
         _ => return None,
     })
 }
@@ -64,6 +65,11 @@ fn groups(p: &mut Parsed) -> R<Vec<String>> {
         out.push("use_global_device_ids=true".into());
     }
     Ok(out)
+}
+
+fn collective_broadcast(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
+    let attrs = groups(p)?;
+    one(em, comp, op, p, "collective-broadcast", attrs, None)
 }
 
 fn all_reduce(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {

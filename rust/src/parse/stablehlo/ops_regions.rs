@@ -15,6 +15,7 @@ pub(crate) fn region_handler(short: &str) -> Option<Handler> {
     Some(match short {
         "reduce" => reduce,
         "reduce_window" => reduce_window,
+        "select_and_scatter" => select_and_scatter,
         "sort" => sort,
         "scatter" => scatter,
         "while" => while_,
@@ -213,6 +214,19 @@ fn reduce_window(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed)
     let body = reducer0(em, op)?;
     let w = window(&mut |k| p.attrs.or(k, ""), rank, "window_dimensions")?;
     one(em, comp, op, p, "reduce-window", vec![w, format!("to_apply={body}")], Some(operands))
+}
+
+/// `select-and-scatter(operand, source, init), window={...}, select=..., scatter=...`.
+fn select_and_scatter(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
+    let operands = lookups(em, comp, &p.operands, op.line)?;
+    let Some(first) = operands.first() else { return index_error() };
+    let rank = dims_of(&first.shape)?.len();
+    let select = reducer0(em, op)?;
+    let (name, line) = (op.name.clone(), op.line);
+    let scatter = reducer(em, &name, line, region_at(op, 1)?)?;
+    let w = window(&mut |k| p.attrs.or(k, ""), rank, "window_dimensions")?;
+    let attrs = vec![w, format!("select={select}"), format!("scatter={scatter}")];
+    one(em, comp, op, p, "select-and-scatter", attrs, Some(operands))
 }
 
 fn sort(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {

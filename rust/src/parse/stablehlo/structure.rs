@@ -268,6 +268,7 @@ pub(crate) fn read_structure(text: &str) -> R<MlirModule> {
                     module = Some(m);
                     continue;
                 }
+                refuse_generic(&s, line)?;
                 return at(format!("expected `module` or `func.func`, found: {}", head(&s, 60)), line);
             }
             Some((name, attributes)) => {
@@ -319,6 +320,31 @@ fn new_module(name: String, attributes: String, line: usize) -> MlirModule {
     MlirModule { name, attributes, funcs: Vec::new(), locs: HashMap::new(), line, meshes: Vec::new() }
 }
 
+/// A structural operation in MLIR's generic form (`"builtin.module"() <{...}> ({`, `"func.func"()
+/// ...`): refused by name, the reader taking the custom form every printer writes by default.
+fn refuse_generic(s: &str, line: usize) -> R<()> {
+    let Some(r) = s.strip_prefix('"') else { return Ok(()) };
+    let Some(q) = r.find('"') else { return Ok(()) };
+    let name = &r[..q];
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    let (dialect, _, op) = partition(name, ".");
+    let ok = dialect.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && dialect.chars().all(word)
+        && !op.is_empty()
+        && name.len() > dialect.len()
+        && op.chars().all(|c| word(c) || c == '.');
+    if ok && r[q + 1..].trim_start_matches([' ', '\t']).starts_with('(') {
+        return at(
+            format!(
+                "{name} in MLIR's generic form (\"{name}\"(...)) is not read: print the module in its custom form \
+                 (not --mlir-print-op-generic or print_generic_op_form=True)"
+            ),
+            line,
+        );
+    }
+    Ok(())
+}
+
 fn read_module_body(src: &mut Lines, module: &mut MlirModule, implicit: bool) -> R<()> {
     loop {
         let Some((s, line)) = src.next_meaningful() else {
@@ -339,6 +365,7 @@ fn read_module_body(src: &mut Lines, module: &mut MlirModule, implicit: bool) ->
                 src.i -= 1;
                 return Ok(());
             }
+            refuse_generic(&s, line)?;
             let first = s.split('(').next().unwrap_or("");
             let Some(word) = first.split(is_space).find(|w| !w.is_empty()) else {
                 return index_error();
