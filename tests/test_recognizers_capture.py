@@ -23,7 +23,7 @@ CORPUS = FIXTURES / "torch_xla" / "corpus"
 
 def _log(name: str, tmp: Path) -> RunLog:
     """A stored capture, read from a copy with its `.xz` files decompressed."""
-    # held_out_3, held_out_5 to held_out_9, 11, 12, 14, 15 and 16 were scored untouched first, then tuned on
+    # held_out_3, held_out_5 to held_out_9, 11, 12 and 14 to 16 were scored untouched first, then tuned on
     assert name.startswith(
         ("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_", "h11_", "h12_", "h14_", "h15_", "h16_")
     ), "only scenarios tuned on are used here"
@@ -534,3 +534,20 @@ def test_a_precision_policy_swap_is_one_type_change(tmp_path: Path) -> None:
     assert r.kinds == ("dtype",)
     assert {33, 81} & _line(name, r)
     assert "autocast" in r.causes[0].hint
+
+
+def test_a_loop_that_iterates_once_more_on_an_item_is_conditional_work_at_its_if(tmp_path: Path) -> None:
+    """A deep-equilibrium cell iterated until `rel.item() < tol` (then `break`): from step 6 it
+    needs 5 iterations instead of 4. The same weight-tied block runs once more, so no input or
+    output changes and the matching pairs a few ops as changed; both the condition's own graph
+    of the 5th iteration and the step graph (an extra forward and backward, a transpose paired
+    with another weight's) are one `conditional_work` cause at the `if`, not `structure`
+    (issue 37)."""
+    name = "h16_deq_fixed_point_early_exit"
+    recompiles = [r for r in _recompiles(name, tmp_path) if r.step == 6]
+    assert [r.trigger for r in recompiles] == [".item()", "mark_step"]
+    for r in recompiles:
+        assert r.kinds == ("conditional_work",)
+        (cause,) = r.causes
+        assert cause.sources[0].endswith(f"{name}.py:35") and "runs more times" in cause.summary
+        assert "torch.where" in cause.hint and "fixed number" in cause.hint

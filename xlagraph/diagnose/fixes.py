@@ -303,6 +303,13 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "setting from the start, or keep the work and scale it by a tensor that is 0 until needed"
         ),
         # conditional_work._BRANCH_HINT
+        # random_skip._LOOP_HINT
+        "conditional_work.host_iterations": (
+            "a loop stops when a value read from the device says so (`if rel.item() < tol: break`): "
+            "each number of iterations is a graph of its own, and every read is a sync. Run a fixed "
+            "number of iterations (max_iter) on every step and freeze the converged state on the device "
+            "(z = torch.where(done, z, z_next)), or check convergence once, outside the step"
+        ),
         "conditional_work.host_branch": (
             "work runs only when a Python condition holds on the host (random.random(), a flag, a "
             "counter): each outcome is a graph of its own; compute it on every step and choose on the "

@@ -12,24 +12,31 @@ host-side random draw. Every set of skipped layers is a graph of its own, so thi
 Or decided by the data: an early exit (`if conf.item() > t: break` in the loop over blocks, a
 `return` before the deeper layers) whose condition reads a value from the device on the host
 (an implicit sync that also cuts the step). The layers it skipped, their weights, updates and
-the loss's changed average follow from that `if`, named at it.
+the loss's changed average follow from that `if`, named at it. The same exit in a loop that
+repeats one block (a fixed-point or refinement loop, `if rel.item() < tol: break`) decides how
+many iterations a step traces: no weight comes or goes, the extra iteration is a few ops the
+matching pairs as changed, and every line of the loop makes as many ops or more in one graph
+(the step's graph, and the condition's own graph at each iteration, cut at its read).
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from dataclasses import replace
 from functools import lru_cache
+from typing import NamedTuple
 
+from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_library, source_line
+from xlagraph.diagnose.frames import is_library, location, source_line, split_location, user_frames
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
 from xlagraph.diagnose.recognizers._statements import loads, syntax_tree
-from xlagraph.ir import Frame, strip_layout
+from xlagraph.ir import Frame, Instruction, strip_layout
 
 __all__ = ["RECOGNIZER", "skip_sites"]
 
@@ -152,54 +159,154 @@ def _trains(scope: ast.AST) -> bool:
     )
 
 
+class _Exit(NamedTuple):
+    """An early exit: the `if` line, the first and last line of the loop or function it leaves,
+    whether that is a loop, and the lines that read the condition's value from the device (the
+    `if` itself, or `c = conf.item()` before it)."""
+
+    line: int
+    first: int
+    last: int
+    loop: bool
+    reads: tuple[int, ...]
+
+
 @lru_cache(maxsize=256)
-def _exit_sites(file: str) -> tuple[tuple[int, int, int], ...]:
-    """The early exits of `file`: `(if line, first, last line of the loop or function it leaves)`
-    for each `if` whose condition reads a value from the device on the host (`conf.item() > t`,
-    or a name set from one in that body) and whose block leaves the loop (`break`, `return`) or,
-    outside a loop, the function (`return`) before code that still follows it."""
+def _exit_sites(file: str) -> tuple[_Exit, ...]:
+    """The early exits of `file`: each `if` whose condition reads a value from the device on the
+    host (`conf.item() > t`, or a name set from one in that body) and whose block leaves the loop
+    (`break`, `return`) or, outside a loop, the function (`return`) before code that still
+    follows it."""
     tree = syntax_tree(file)
     if tree is None:
         return ()
-    sites: list[tuple[int, int, int]] = []
+    sites: list[_Exit] = []
     for scope in ast.walk(tree):
         if not isinstance(scope, (*_LOOPS, *_FUNCTIONS)):
             continue
         if _trains(scope):
             continue  # leaving the training loop ends training: no graph loses work by it
         own = _own(scope.body)
-        read = {
-            t.id
-            for s in own
-            if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None and _host_read(s.value)
-            for target in (s.targets if isinstance(s, ast.Assign) else [s.target])
-            for t in ast.walk(target)
-            if isinstance(t, ast.Name)
-        }
+        read: dict[str, list[int]] = {}
+        for s in own:
+            if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None and _host_read(s.value):
+                for target in s.targets if isinstance(s, ast.Assign) else [s.target]:
+                    for t in ast.walk(target):
+                        if isinstance(t, ast.Name):
+                            read.setdefault(t.id, []).append(s.lineno)
         loop = isinstance(scope, _LOOPS)
         end = scope.end_lineno or scope.lineno
         for s in own:
-            if not isinstance(s, ast.If) or not (_host_read(s.test) or loads(s.test) & read):
+            if not isinstance(s, ast.If) or not (_host_read(s.test) or loads(s.test) & set(read)):
                 continue
             leaves = {type(n) for n in (*s.body, *s.orelse)}
             early = loop or (s.end_lineno or 0) < end  # code after it that it skips
             if (ast.Break in leaves and loop) or (ast.Return in leaves and early):
-                sites.append((s.lineno, scope.lineno, end))
+                reads = [s.lineno] if _host_read(s.test) else []
+                reads += [n for name in sorted(loads(s.test) & set(read)) for n in read[name]]
+                sites.append(_Exit(s.lineno, scope.lineno, end, loop, tuple(sorted(set(reads)))))
     return tuple(sorted(sites))
+
+
+def _syncs(evidence: Evidence) -> list[tuple[str, int]]:
+    sites = (evidence.context.call_site, evidence.context.baseline_call_site)
+    return [(f, int(n)) for f, _, n in (s.rpartition(":") for s in sites) if n.isdigit()]
+
+
+def _leaves_work(file: str, site: _Exit, syncs: list[tuple[str, int]], reads: bool = False) -> bool:
+    """No sync of the two graphs lies in the loop or function the exit leaves (with `reads`, but
+    the exit's own read of its condition: the graph cut there at each iteration): a loop that
+    holds the step's own sync, like one that runs the step's calls (`_trains`), is the training
+    loop: leaving it ends training, it removes no work from a graph."""
+    allowed = site.reads if reads else ()
+    return not any(f == file and site.first <= n <= site.last and n not in allowed for f, n in syncs)
 
 
 def _exited_at(evidence: Evidence) -> str:
     """The early exit in the user's code that decides which layers a step runs, or "". The
     work's ops carry library lines only (an `nn.Linear` of the user's block), so the user's files
-    are searched; a loop that holds the step's own sync, like one that runs the step's calls
-    (`_trains`), is the training loop: leaving it ends training, it removes no work from a graph."""
-    sites = (evidence.context.call_site, evidence.context.baseline_call_site)
-    syncs = [(f, int(n)) for f, _, n in (s.rpartition(":") for s in sites) if n.isdigit()]
+    are searched."""
+    syncs = _syncs(evidence)
     for file in user_files(evidence):
-        for line, first, last in _exit_sites(file):
-            if not any(f == file and first <= n <= last for f, n in syncs):
-                return f"{file}:{line}"
+        for site in _exit_sites(file):
+            if _leaves_work(file, site, syncs):
+                return f"{file}:{site.line}"
     return ""
+
+
+def _per_line(canon: CanonicalModule, file: str, first: int, last: int) -> Counter[int]:
+    """How many of the entry's instructions each line of `file` from `first` to `last` made (by
+    the innermost user frame: a `self.cell(z)` in the loop, whatever library code it calls)."""
+    module, counts = canon.module, Counter[int]()
+    for ins in canon.entry.computation.instructions:
+        frame = next(iter(user_frames(module.frames_of(ins))), None)
+        if frame is not None and first <= frame.line <= last and location(frame).rpartition(":")[0] == file:
+            counts[frame.line] += 1
+    return counts
+
+
+def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    """A loop that runs more times in one graph than in the other: an early exit in it
+    (`if rel.item() < tol: break`, a fixed-point or refinement loop) decides on the host how
+    many iterations a step traces. The block repeated is the same code, so the two graphs differ
+    by a few ops the matching pairs as changed rather than by a region of unpaired work; what
+    shows it is that every line of the loop made as many ops or more in one graph, and some more.
+    The graph of each iteration's condition (cut at its read) differs the same way."""
+    work = [i for i, c in enumerate(pending) if c.kind is CauseKind.STRUCTURE and any(map(_user, c.sources))]
+    if not work:
+        return NOTHING
+    syncs = _syncs(evidence)
+    for file in user_files(evidence):
+        for site in _exit_sites(file):
+            if not site.loop or not _leaves_work(file, site, syncs, reads=True):
+                continue
+            inside = [
+                i
+                for i in work
+                if all(
+                    (f := split_location(s))[0] == file and site.first <= f[1] <= site.last
+                    for s in pending[i].sources
+                    if _user(s)
+                )
+            ]
+            if not inside:
+                continue
+            a = _per_line(evidence.left, file, site.first, site.last)
+            b = _per_line(evidence.right, file, site.first, site.last)
+            more = bool(b - a) and not a - b
+            if not (more or (a - b and not b - a)):
+                continue
+            # An op of the repeated block paired with another of its kind (a transpose of the
+            # tied weight with the head's: the extra iteration shifts the pairing) is that block.
+            side = evidence.right if more else evidence.left
+            ops = {
+                _op(ins) for i in inside for canon, ins in evidence.instructions(pending[i]) if canon is side
+            }
+            inside += [
+                j
+                for j, c in enumerate(pending)
+                if c.kind is CauseKind.ATTRIBUTE
+                and (mine := [_op(ins) for canon, ins in evidence.instructions(c) if canon is side])
+                and set(mine) <= ops
+            ]
+            loc = f"{file}:{site.line}"
+            text = source_text(loc).split("#", 1)[0].strip()
+            summary = (
+                f"the loop at {file}:{site.first} runs {'more' if more else 'fewer'} times in this graph: "
+                f"`{text[:80]}` at {loc} stops it when a value read from the device says so (an implicit "
+                "sync), so each number of iterations is a graph of its own (the step's forward and "
+                "backward, and the condition's own graph at each iteration)"
+            )
+            return _explain(evidence, pending, inside[0], (loc,), summary, _LOOP_HINT, also=inside)
+    return NOTHING
+
+
+def _op(ins: Instruction) -> tuple[str, str]:
+    return ins.opcode, strip_layout(ins.shape)
+
+
+def _user(location: str) -> bool:
+    return not is_library(Frame("", location.rpartition(":")[0], 0))
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -229,17 +336,24 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 "skipped, their weights and updates follow from it"
             )
             return _explain(evidence, pending, i, (site,), summary, _EXIT_HINT)
-    return NOTHING
+    return _iterated(evidence, pending)
 
 
 _WHERE = "one graph runs a part of the model that the other skips"
 # A condition decided on the host, as `conditional_work`'s host branch: compute on every step and
 # choose on the device.
 _EXIT_HINT = fix("conditional_work.host_branch")
+_LOOP_HINT = fix("conditional_work.host_iterations")
 
 
 def _explain(
-    evidence: Evidence, pending: tuple[Cause, ...], i: int, lead: tuple[str, ...], summary: str, hint: str
+    evidence: Evidence,
+    pending: tuple[Cause, ...],
+    i: int,
+    lead: tuple[str, ...],
+    summary: str,
+    hint: str,
+    also: list[int] | None = None,
 ) -> Recognized:
     shapes = {strip_layout(ins.shape) for _, ins in evidence.instructions(pending[i])}
     picked = [i] + [
@@ -247,7 +361,8 @@ def _explain(
         for j, c in enumerate(pending)
         if j != i
         and (
-            c.kind in _CASCADE
+            j in (also or ())
+            or c.kind in _CASCADE
             # The optimizer's grouped (foreach) updates of the weights that remain change size.
             or (c.kind in (CauseKind.STRUCTURE, CauseKind.ATTRIBUTE) and _optimizer_only(c))
             or (
