@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import FIXTURE_PAIRS, pair_spec
 from tests.oracles.match_reference import match_reference
-from tests.oracles.refinement_reference import history_python
+from tests.oracles.refinement_reference import history_python, same_classes
 from xlagraph.canonical import canonicalize
 from xlagraph.match import match, refinement
 from xlagraph.match._compiled import Users
@@ -41,19 +41,6 @@ def _users_reference(comp) -> dict[str, list[str]]:  # type: ignore[no-untyped-d
 def _history(graph, strict: bool):  # type: ignore[no-untyped-def]
     every = list(range(len(graph)))
     return _core.refine_picked(graph, graph, strict, refinement.ROUNDS, every, every)[0]
-
-
-def _same_classes(h1: list[list[int]], h2: list[list[int]]) -> bool:
-    """Two colourings of one node list make the same classes at every round."""
-    if len(h1) != len(h2):
-        return False
-    for c1, c2 in zip(h1, h2, strict=True):
-        forward: dict[int, int] = {}
-        backward: dict[int, int] = {}
-        for x, y in zip(c1, c2, strict=True):
-            if forward.setdefault(x, y) != y or backward.setdefault(y, x) != x:
-                return False
-    return True
 
 
 def test_every_fixture_module_is_listed() -> None:
@@ -102,7 +89,7 @@ def test_handle_builds_what_the_oracles_build(batch: int) -> None:
             assert got_graph.outputs == graph.outputs, (spec, comp.name)
             for strict in (True, False):
                 want_rounds = history_python(graph, graph, "strict" if strict else "loose")[0]
-                assert _same_classes(_history(got_graph, strict), want_rounds), (spec, comp.name, strict)
+                assert same_classes(_history(got_graph, strict), want_rounds), (spec, comp.name, strict)
             compared += 1
     assert compared
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURE_PAIRS, pair_spec
-from tests.oracles.refinement_reference import correspond_reference, history_python
+from tests.oracles.refinement_reference import correspond_reference, history_python, same_classes
 from xlagraph.diff import diff_files
 from xlagraph.match import refinement
 from xlagraph.match.correspondence import Correspondence, _correspond
@@ -25,19 +25,6 @@ _spec = pair_spec
 
 def _both(left, right) -> tuple[Correspondence, Correspondence]:
     return _correspond(left, right), correspond_reference(left, right)
-
-
-def _same_classes(h1: list[list[int]], h2: list[list[int]]) -> bool:
-    """Two colourings of one node list make the same classes at every round."""
-    if len(h1) != len(h2):
-        return False
-    for c1, c2 in zip(h1, h2, strict=True):
-        forward: dict[int, int] = {}
-        backward: dict[int, int] = {}
-        for x, y in zip(c1, c2, strict=True):
-            if forward.setdefault(x, y) != y or backward.setdefault(y, x) != x:
-                return False
-    return True
 
 
 @pytest.mark.parametrize("batch", range(8))
@@ -66,7 +53,7 @@ def test_compiled_rounds_split_exactly_like_the_reference(batch: int) -> None:
                 ca, cb = refinement.history(ga, gb, first)
                 pa, pb = history_python(ga, gb, first)
                 # Joined, so a colour shared across the graphs must be shared in both colourings.
-                assert _same_classes(
+                assert same_classes(
                     [x + y for x, y in zip(ca, cb, strict=True)], [x + y for x, y in zip(pa, pb, strict=True)]
                 ), (a, b, first)
                 compared += 1

@@ -125,3 +125,16 @@ def refine_python(
             break
         ca, cb, count = na, nb, now
     return Refined(stable, balanced(ca, cb), ca, cb)
+
+
+def same_classes(h1: list[list[int]], h2: list[list[int]]) -> bool:
+    """Two colourings of one node list make the same classes at every round."""
+    if len(h1) != len(h2):
+        return False
+    for c1, c2 in zip(h1, h2, strict=True):
+        forward: dict[int, int] = {}
+        backward: dict[int, int] = {}
+        for x, y in zip(c1, c2, strict=True):
+            if forward.setdefault(x, y) != y or backward.setdefault(y, x) != x:
+                return False
+    return True
