@@ -55,6 +55,7 @@ SPLITS = (
     "held_out_14",
     "held_out_15",
     "held_out_16",
+    "held_out_17",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
