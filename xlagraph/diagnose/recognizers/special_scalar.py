@@ -140,6 +140,8 @@ def _swapped_operand(evidence: Evidence, cause: Cause) -> str:
     only, a constant 0 or ±1 on one side and a scalar input on the other. `` if not that."""
     if cause.kind is not CauseKind.STRUCTURE or not evidence.entry_match or not cause.right:
         return ""
+    if len(cause.left) != len(cause.right):  # an instruction of one side only: more than a swap
+        return ""
     left, right = evidence.left.entry, evidence.right.entry
     found = ""
     for r in cause.right:
