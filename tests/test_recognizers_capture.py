@@ -23,9 +23,9 @@ CORPUS = FIXTURES / "torch_xla" / "corpus"
 
 def _log(name: str, tmp: Path) -> RunLog:
     """A stored capture, read from a copy with its `.xz` files decompressed."""
-    # held_out_3, held_out_5 to held_out_9, 11, 12 and 14 to 16 were scored untouched first, then tuned on
+    # held_out_3, held_out_5 to held_out_9, 11, 12 and 14 to 17 were scored untouched first, then tuned on
     assert name.startswith(
-        ("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_", "h11_", "h12_", "h14_", "h15_", "h16_")
+        ("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_", "h11_", "h12_", "h14_", "h15_", "h16_", "h17_")
     ), "only scenarios tuned on are used here"
     dest = tmp / name
     shutil.copytree(CORPUS / "captures" / name, dest)
@@ -424,6 +424,20 @@ def test_a_special_scalar_passed_as_an_argument_is_followed_to_its_callers(tmp_p
     (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 6]
     (cause,) = [c for c in r.causes if str(c.kind) == "constant_value"]
     assert [int(x.rsplit(":", 1)[1]) for x in cause.sources[:3]] == [21, 86, 28]
+
+
+def test_a_special_scalar_riding_on_a_shared_input_is_named_where_it_swaps(tmp_path: Path) -> None:
+    """A KL weight of 0.0, then 0.5, then 1.0: 0 and 1 are baked, and 0.5 is uploaded once and
+    shared with the model's own `0.5 * logvar`, so no input is added; the multiply reads a
+    constant 0 (or 1) where the other graph reads that input. Both recompiles are the special
+    scalar at the loss line, with nothing left as `structure`."""
+    name = "h17_vae_kl_warmup_anneal"
+    recompiles = _recompiles(name, tmp_path)
+    assert [r.step for r in recompiles] == [3, 4]
+    for r in recompiles:
+        assert [str(c.kind) for c in r.causes] == ["constant_value"]
+        assert 52 in _line(name, r)
+        assert "0 and 1" in r.causes[0].hint
 
 
 def test_a_longer_context_is_one_input_shape_cited_where_the_length_is_decided(tmp_path: Path) -> None:

@@ -133,6 +133,42 @@ def _users(comp, name: str) -> list[str]:  # type: ignore[no-untyped-def]
     return users_of(comp).get(name, [])
 
 
+def _swapped_operand(evidence: Evidence, cause: Cause) -> str:
+    """The 0/1 constant a region reads where the other graph reads a scalar input that both
+    graphs have (torch_xla uploads equal scalars once, so a 0.5 may ride on an input another
+    line made): every changed instruction is paired, of the same op, and differs in one operand
+    only, a constant 0 or ±1 on one side and a scalar input on the other. `` if not that."""
+    if cause.kind is not CauseKind.STRUCTURE or not evidence.entry_match or not cause.right:
+        return ""
+    if len(cause.left) != len(cause.right):  # an instruction of one side only: more than a swap
+        return ""
+    left, right = evidence.left.entry, evidence.right.entry
+    found = ""
+    for r in cause.right:
+        lname = evidence.entry_match.get(r)
+        if lname not in cause.left or left.instruction(lname).opcode != right.instruction(r).opcode:
+            return ""
+        mine, theirs = right.operands.get(r, ()), left.operands.get(lname, ())
+        if len(mine) != len(theirs):
+            return ""
+        differ = [k for k in range(len(mine)) if evidence.entry_match.get(mine[k]) != theirs[k]]
+        if len(differ) != 1:
+            return ""
+        k = differ[0]
+        value = ""
+        for const_side, const, param_side, param in (
+            (left, theirs[k], right, mine[k]),
+            (right, mine[k], left, theirs[k]),
+        ):
+            p = restated(param_side, param)
+            if p in param_side.param_number and param_side.instruction(p).shape.split("{")[0].endswith("[]"):
+                value = value or _constant_behind(const_side, const)
+        if not _special(value):
+            return ""
+        found = found or value
+    return found
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     out: list[Cause] = []
     consumed: set[int] = set()
@@ -197,6 +233,18 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             merge(CauseKind.CONSTANT_VALUE, summary, [pending[i] for i in params + regions], hint=HINT)
         )
         consumed.update(params + regions)
+    # The same, where the input was there on both sides (shared with another scalar of equal value).
+    swaps = [
+        (i, v) for i, c in enumerate(pending) if i not in consumed and (v := _swapped_operand(evidence, c))
+    ]
+    if swaps:
+        summary = (
+            f"{len(swaps)} region(s) read a constant {swaps[0][1]} in one graph where the other reads a "
+            "scalar input: a Python scalar that was 0 or ±1 on one step (baked) and another value on the "
+            "other (uploaded)"
+        )
+        out.append(merge(CauseKind.CONSTANT_VALUE, summary, [pending[i] for i, _ in swaps], hint=HINT))
+        consumed.update(i for i, _ in swaps)
     out = [_with_origin(c) for c in out]
     return Recognized(tuple(out), frozenset(consumed)) if out else NOTHING
 
