@@ -23,9 +23,9 @@ CORPUS = FIXTURES / "torch_xla" / "corpus"
 
 def _log(name: str, tmp: Path) -> RunLog:
     """A stored capture, read from a copy with its `.xz` files decompressed."""
-    # held_out_3, held_out_5 to held_out_9, 11, 12 and 14 to 16 were scored untouched first, then tuned on
+    # held_out_3, held_out_5 to held_out_9, 11, 12 and 14 to 17 were scored untouched first, then tuned on
     assert name.startswith(
-        ("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_", "h11_", "h12_", "h14_", "h15_", "h16_")
+        ("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_", "h11_", "h12_", "h14_", "h15_", "h16_", "h17_")
     ), "only scenarios tuned on are used here"
     dest = tmp / name
     shutil.copytree(CORPUS / "captures" / name, dest)
@@ -551,3 +551,14 @@ def test_a_loop_that_iterates_once_more_on_an_item_is_conditional_work_at_its_if
         (cause,) = r.causes
         assert cause.sources[0].endswith(f"{name}.py:35") and "runs more times" in cause.summary
         assert "torch.where" in cause.hint and "fixed number" in cause.hint
+
+
+def test_ops_where_skipped_work_meets_the_kept_graph_go_with_that_work(tmp_path: Path) -> None:
+    """A span head's loss added only `if n_spans.item() > 0:`: on a batch without spans its forward,
+    backward and update are gone, and so are the ops where its gradient joined the shared trunk's
+    (a dot and an add found in one graph only, linked to that work); they are that work, not an
+    unknown `structure` beside it."""
+    name = "h17_tagger_span_head_item_gate"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 3]
+    assert r.kinds == ("conditional_work",)
+    assert _guilty(name) & _line(name, r)
