@@ -562,3 +562,13 @@ def test_ops_where_skipped_work_meets_the_kept_graph_go_with_that_work(tmp_path:
     (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 3]
     assert r.kinds == ("conditional_work",)
     assert _guilty(name) & _line(name, r)
+
+
+def test_a_mask_repeated_per_batch_row_follows_the_grown_batch(tmp_path: Path) -> None:
+    """A decoder's batch grows 4 -> 8: transformers' mask helper concatenates one row once per
+    batch row, 4 operands then 8; that count is the batch size flowing on, part of the input's
+    changed shape, not an unknown `structure` beside it."""
+    name = "h17_bertgen_lm_batch_size_ramp"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 3]
+    assert r.kinds == ("parameter_shape",)
+    assert _guilty(name) & _line(name, r)
