@@ -565,3 +565,24 @@ def test_a_loop_that_iterates_once_more_on_an_item_is_conditional_work_at_its_if
         (cause,) = r.causes
         assert cause.sources[0].endswith(f"{name}.py:35") and "runs more times" in cause.summary
         assert "torch.where" in cause.hint and "fixed number" in cause.hint
+
+
+def test_ops_where_skipped_work_meets_the_kept_graph_go_with_that_work(tmp_path: Path) -> None:
+    """A span head's loss added only `if n_spans.item() > 0:`: on a batch without spans its forward,
+    backward and update are gone, and so are the ops where its gradient joined the shared trunk's
+    (a dot and an add found in one graph only, linked to that work); they are that work, not an
+    unknown `structure` beside it."""
+    name = "h17_tagger_span_head_item_gate"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 3]
+    assert r.kinds == ("conditional_work",)
+    assert _guilty(name) & _line(name, r)
+
+
+def test_a_mask_repeated_per_batch_row_follows_the_grown_batch(tmp_path: Path) -> None:
+    """A decoder's batch grows 4 -> 8: transformers' mask helper concatenates one row once per
+    batch row, 4 operands then 8; that count is the batch size flowing on, part of the input's
+    changed shape, not an unknown `structure` beside it."""
+    name = "h17_bertgen_lm_batch_size_ramp"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 3]
+    assert r.kinds == ("parameter_shape",)
+    assert _guilty(name) & _line(name, r)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import replace
 from functools import lru_cache
 from typing import NamedTuple
@@ -356,6 +357,7 @@ def _explain(
     also: list[int] | None = None,
 ) -> Recognized:
     shapes = {strip_layout(ins.shape) for _, ins in evidence.instructions(pending[i])}
+    joins = _joins(evidence, pending, i)
     picked = [i] + [
         j
         for j, c in enumerate(pending)
@@ -369,11 +371,51 @@ def _explain(
                 c.kind is CauseKind.STRUCTURE
                 and {strip_layout(ins.shape) for _, ins in evidence.instructions(c)} <= shapes
             )
+            or j in joins
         )
     ]
     cause = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[j] for j in picked], hint=hint)
     cause = replace(cause, sources=tuple(dict.fromkeys([*(s for s in lead if s), *cause.sources]))[:6])
     return Recognized((cause,), frozenset(picked))
+
+
+def _joins(evidence: Evidence, pending: tuple[Cause, ...], i: int) -> set[int]:
+    """Regions where the skipped work meets the kept computation (a skipped head's forward read
+    from the shared trunk, its gradient added into the trunk's): ops found in the work's graph
+    only, with nothing new on the other side, each linked to the work's ops by operands through
+    such ops. They exist only because that work runs, so they go with it."""
+    only_left, only_right = _unpaired(evidence, pending[i])
+    left_side = len(only_left) >= len(only_right)
+    work, side = (only_left, evidence.left) if left_side else (only_right, evidence.right)
+    operands = side.entry.operands
+    out = set()
+    for j, c in enumerate(pending):
+        if j == i or c.kind is not CauseKind.STRUCTURE:
+            continue
+        left, right = _unpaired(evidence, c)
+        mine, other = (left, right) if side is evidence.left else (right, left)
+        if mine and not other and _linked(operands, set(work), set(mine)):
+            out.add(j)
+    return out
+
+
+def _linked(operands: Mapping[str, tuple[str, ...]], work: set[str], region: set[str]) -> bool:
+    """Every op of `region` is joined to `work` by operand edges (either way) through `region`."""
+    near: dict[str, set[str]] = {n: set() for n in region}
+    for n in region:
+        for o in operands.get(n, ()):
+            if o in region:
+                near[n].add(o)
+                near[o].add(n)
+    # The region's ops that read the work's, or that the work's read.
+    stack = [n for n in region if set(operands.get(n, ())) & work]
+    stack += [o for w in work for o in operands.get(w, ()) if o in region]
+    reached = set(stack)
+    while stack:
+        for m in near[stack.pop()] - reached:
+            reached.add(m)
+            stack.append(m)
+    return reached == region
 
 
 def _setting(evidence: Evidence) -> str:

@@ -6,7 +6,8 @@ instructions are compared). These are not Python scalars of the user's: they are
 `parameter_shape` cause, which names the input and the fix.
 
 So are regions that differ only by slicing ops: `mask[:, :, :t, :t]` of a buffer made for the
-longest length is no op at that length and a `slice` at any shorter one.
+longest length is no op at that length and a `slice` at any shorter one; and so are concatenates
+of one operand repeated as many times as a changed dimension (a mask repeated per batch row).
 """
 
 from __future__ import annotations
@@ -58,6 +59,23 @@ def _slices_only(evidence: Evidence, cause: Cause) -> bool:
     return bool(extra) and set(extra) <= _SLICING
 
 
+def _repeats_a_size(evidence: Evidence, cause: Cause, dims: set[tuple[int, int]]) -> bool:
+    """A region of concatenates of one operand repeated as many times as a changed dimension
+    (`mask[None].repeat(batch, 1, 1)` or `torch.cat([row] * batch)` sized from the batch, as
+    transformers' mask helpers do): the count follows the input's shape, like a lowered bound."""
+    sides: tuple[list[tuple[str, ...]], list[tuple[str, ...]]] = ([], [])
+    for canon, ins in evidence.instructions(cause):
+        if ins.opcode != "concatenate" or len(set(ins.operands)) != 1:
+            return False
+        sides[canon is evidence.right].append(ins.operands)
+    left, right = sides
+    return (
+        bool(left)
+        and len(left) == len(right)
+        and all((len(a), len(b)) in dims for a, b in zip(left, right, strict=True))
+    )
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     shapes = [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_SHAPE]
     if len(shapes) != 1:
@@ -72,7 +90,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             and c.changes
             and all(ch.what == "value" and _follows(ch.old, ch.new, dims) for ch in c.changes)
         )
-        or (c.kind is CauseKind.STRUCTURE and _slices_only(evidence, c))
+        or (
+            c.kind is CauseKind.STRUCTURE
+            and (_slices_only(evidence, c) or _repeats_a_size(evidence, c, dims))
+        )
     ]
     if not dims or not followers:
         return NOTHING
