@@ -338,3 +338,18 @@ pub(crate) fn numbers(value: &str) -> Dict {
     };
     attr_dict(&format!("{{{inner}}}"))
 }
+
+/// `attrs.get(a, attrs.get(b, default))`: both read.
+pub(crate) fn either(p: &mut Parsed, a: &str, b: &str, default: &str) -> String {
+    let second = p.attrs.or(b, default);
+    p.attrs.get(a).map(String::from).unwrap_or(second)
+}
+
+/// The values of `refs`, in order.
+pub(crate) fn lookups(em: &mut Emitter, comp: &mut Comp, refs: &[String], line: usize) -> R<Vec<Value>> {
+    let mut out = Vec::new();
+    for r in refs {
+        out.push(em.lookup(comp, r, line)?);
+    }
+    Ok(out)
+}

@@ -6,7 +6,7 @@
 //! every other dialect's (`shape`, `tensor`, `arith`), is refused by name: a guess would compare
 //! wrongly.
 
-use crate::parse::stablehlo::attributes::{braces, enum_, ints, one, parse, Handler, Parsed};
+use crate::parse::stablehlo::attributes::{lookups, either, braces, enum_, ints, one, parse, Handler, Parsed};
 use crate::parse::stablehlo::emit::{Emitter, LITERAL_BUDGET};
 use crate::parse::stablehlo::error::{at, index_error, type_err, zip_strict, Error, R};
 use crate::parse::stablehlo::mlir_types::{dims_of, element_of, hlo_literal, hlo_shape};
@@ -166,14 +166,6 @@ pub(crate) fn translate(em: &mut Emitter, comp: &mut Comp, op: &mut Op) -> R<()>
     em.bind(comp, op, value)
 }
 
-pub(crate) fn lookups(em: &mut Emitter, comp: &mut Comp, refs: &[String], line: usize) -> R<Vec<Value>> {
-    let mut out = Vec::new();
-    for r in refs {
-        out.push(em.lookup(comp, r, line)?);
-    }
-    Ok(out)
-}
-
 /// `xs[i]` of a Python list (negative from the end).
 pub(crate) fn py_index<T: Copy>(xs: &[T], i: i64) -> R<T> {
     let k = if i < 0 { i + xs.len() as i64 } else { i };
@@ -294,12 +286,6 @@ fn reverse(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<
 
 fn concatenate(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
     dims_op(em, comp, op, p, "concatenate", ["dim", "dimension"])
-}
-
-/// `attrs.get(a, attrs.get(b, default))`: both read.
-pub(crate) fn either(p: &mut Parsed, a: &str, b: &str, default: &str) -> String {
-    let second = p.attrs.or(b, default);
-    p.attrs.get(a).map(String::from).unwrap_or(second)
 }
 
 fn iota(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {

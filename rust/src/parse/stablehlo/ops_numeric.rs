@@ -7,12 +7,11 @@
 //! `map(a, b), dimensions={0,1}, to_apply=...`; the legacy `broadcast(x), dimensions={1,2}` (the
 //! new dimensions first). The pretty form and the generic one are both read.
 
-use crate::parse::stablehlo::attributes::{braces, enum_, ints, one, Handler, Parsed};
+use crate::parse::stablehlo::attributes::{braces, either, enum_, ints, lookups, one, Handler, Parsed};
 use crate::parse::stablehlo::emit::Emitter;
 use crate::parse::stablehlo::error::{at, index_error, R};
 use crate::parse::stablehlo::mlir_types::dims_of;
 use crate::parse::stablehlo::numbers::{g6, py_float};
-use crate::parse::stablehlo::ops::{either, lookups};
 use crate::parse::stablehlo::ops_regions::reducer0;
 use crate::parse::stablehlo::structure::Op;
 use crate::parse::stablehlo::values::{Comp, Value};

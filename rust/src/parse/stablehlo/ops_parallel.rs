@@ -2,7 +2,7 @@
 //! and the operations whose attributes are structured dimension numbers (`gather`,
 //! `convolution`), plus `rng_bit_generator`, as HLO prints them.
 
-use crate::parse::stablehlo::attributes::{braces, enum_, ints, nested, numbers, one, Handler, Parsed};
+use crate::parse::stablehlo::attributes::{either, braces, enum_, ints, nested, numbers, one, Handler, Parsed};
 use crate::parse::stablehlo::emit::Emitter;
 use crate::parse::stablehlo::error::{at, index_error, R};
 use crate::parse::stablehlo::mlir_types::{dims_of, hlo_shape};
@@ -145,11 +145,6 @@ fn labels(text: &str) -> R<Vec<String>> {
         return at(format!("convolution dimension numbers {} are not read", head(text, 60)), 0);
     }
     Ok(groups.iter().map(|g| comma(g).iter().map(|x| strip(x)).collect::<String>()).collect())
-}
-
-fn either(p: &mut Parsed, a: &str, b: &str, default: &str) -> String {
-    let second = p.attrs.or(b, default);
-    p.attrs.get(a).map(String::from).unwrap_or(second)
 }
 
 fn convolution(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {

@@ -2,7 +2,7 @@
 //! (`reduce`, `reduce_window`, `sort`, `scatter`: the region is the `to_apply` computation) and
 //! control flow (`while`, `case`, `if`: the region's values from outside are passed in, emit.rs).
 
-use crate::parse::stablehlo::attributes::{braces, ints, numbers, one, Handler, Parsed};
+use crate::parse::stablehlo::attributes::{lookups, braces, ints, numbers, one, Handler, Parsed};
 use crate::parse::stablehlo::emit::{Emitter, Shape};
 use crate::parse::stablehlo::error::{at, index_error, zip_strict, R};
 use crate::parse::stablehlo::mlir_types::{dims_of, element_of, hlo_shape};
@@ -36,14 +36,6 @@ fn binary(short: &str) -> Option<&'static str> {
         "xor" => "xor",
         _ => return None,
     })
-}
-
-fn lookups(em: &mut Emitter, comp: &mut Comp, refs: &[String], line: usize) -> R<Vec<Value>> {
-    let mut out = Vec::new();
-    for r in refs {
-        out.push(em.lookup(comp, r, line)?);
-    }
-    Ok(out)
 }
 
 fn region_at(op: &mut Op, k: usize) -> R<&mut Region> {
