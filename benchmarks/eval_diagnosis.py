@@ -56,6 +56,7 @@ SPLITS = (
     "held_out_15",
     "held_out_16",
     "held_out_17",
+    "held_out_18",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
