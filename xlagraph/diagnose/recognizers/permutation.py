@@ -22,7 +22,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_library, source_line
+from xlagraph.diagnose.frames import is_library, is_user_location, source_line
 from xlagraph.diagnose.recognizers._assignments import dict_fills, reorderings
 from xlagraph.diagnose.recognizers._dataflow import upstream
 from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES, calls_of_function, def_above, user_lines
@@ -305,7 +305,7 @@ def _filled_at(evidence: Evidence, cause: Cause) -> Cause:
     # that build what it iterates, before every other line (none of which is dropped).
     ctx = evidence.context
     syncs = tuple(s for s in (ctx.call_site, ctx.baseline_call_site) if s)
-    user = [x for x in cause.sources if not is_library(Frame("", x.rpartition(":")[0], 0))]
+    user = [x for x in cause.sources if is_user_location(x)]
     loops = list(dict.fromkeys(n for loc in user[:3] for n in loop_order(loc, syncs)))
     if not loops and not reorders:
         loops = _calling_loop(user[:3], syncs)
