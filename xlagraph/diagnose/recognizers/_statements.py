@@ -13,7 +13,7 @@ import ast
 from collections.abc import Iterator
 from functools import lru_cache
 
-from xlagraph.diagnose.frames import source_line
+from xlagraph.diagnose.frames import source_line, split_location
 from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES
 
 __all__ = ["enclosing", "loads", "loop_order", "python_number", "set_before", "syntax_tree"]
@@ -167,10 +167,10 @@ def loop_order(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
     sorted(...)`), that loop's too. Not the training loop (the one around a sync line of
     `syncs`) nor a loop over `range(...)`, and never past the function the line is in. `[]`
     when there is no such loop."""
-    file, _, line = location.rpartition(":")
-    if not file or not line.isdigit():
+    file, line = split_location(location)
+    if not file or not line:
         return []
-    chain = enclosing(file, int(line))
+    chain = enclosing(file, line)
     stops = {int(n) for f, _, n in (s.rpartition(":") for s in syncs) if f == file and n.isdigit()}
     found: list[int] = []
     follow: set[str] | None = None  # the names an inner cited loop iterates over
