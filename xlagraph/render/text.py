@@ -31,7 +31,7 @@ _MAX_VARIANTS_NAMED = 12
 T = TypeVar("T")
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
@@ -80,8 +80,8 @@ def _side(tag: str, canon: CanonicalModule) -> str:
     parts = [
         f"{tag}  {label}",
         module.name,
-        f"{_plural(module.instruction_count, 'instruction')}, "
-        f"{_plural(len(module.computations), 'computation')}",
+        f"{plural(module.instruction_count, 'instruction')}, "
+        f"{plural(len(module.computations), 'computation')}",
         f"fingerprint {canon.fingerprint}",
     ]
     if module.info.graph_hash:
@@ -200,10 +200,10 @@ def _changed_block(result: DiffResult, limit: int) -> list[str]:
 def headline(result: DiffResult) -> str:
     """`identical`, `different: 2 causes`, or `undetermined: ...` when only elided values could differ."""
     if result.causes:
-        return f"different: {_plural(len(result.causes), 'cause')}"
+        return f"different: {plural(len(result.causes), 'cause')}"
     if result.unseen:
         return (
-            f"undetermined: the graphs print the same, but {_plural(len(result.unseen), 'constant')} "
+            f"undetermined: the graphs print the same, but {plural(len(result.unseen), 'constant')} "
             "whose values the dumps do not print ({...}) may hold other values"
         )
     return "identical"
@@ -290,9 +290,9 @@ def render_graphs_text(listing: GraphListing) -> str:
     named = ", ".join(
         variants if len(variants) <= _MAX_VARIANTS_NAMED else (*variants[:10], "...", variants[-1])
     )
-    counted = _plural(len(listing.rows), "graph")
+    counted = plural(len(listing.rows), "graph")
     if staged:
-        counted = f"{_plural(len(groups), 'compile')} ({counted}: each compile at every stage it was dumped)"
+        counted = f"{plural(len(groups), 'compile')} ({counted}: each compile at every stage it was dumped)"
     closing = (
         f"{counted}, {listing.unique} unique ({'variant' if len(variants) == 1 else 'variants'} {named})"
     )
