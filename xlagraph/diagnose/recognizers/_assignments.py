@@ -127,7 +127,7 @@ def dict_fills(location: str) -> list[str]:
         code = text.split("#", 1)[0]
         if any(re.match(rf"^\s*{re.escape(name)}\s*\[[^\]]+\]\s*=[^=]", code) for name in names):
             out.append(f"{file}:{k}")
-    return sorted(out, key=lambda loc: int(loc.rpartition(":")[2]))[:3]
+    return sorted(out, key=lambda loc: split_location(loc)[1])[:3]
 
 
 # Statements that change an order: shuffles, reversals, sorts by a key (a value that may change),

@@ -171,7 +171,7 @@ def loop_order(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
     if not file or not line:
         return []
     chain = enclosing(file, line)
-    stops = {int(n) for f, _, n in (s.rpartition(":") for s in syncs) if f == file and n.isdigit()}
+    stops = {n for f, n in map(split_location, syncs) if f == file and n}
     found: list[int] = []
     follow: set[str] | None = None  # the names an inner cited loop iterates over
     for depth in range(len(chain) - 1, -1, -1):
@@ -298,9 +298,9 @@ def python_number(location: str) -> tuple[str, list[str]]:
     followed through a parameter of its function to the argument its callers pass (`m` of
     `update_momentum(..., m=momentum_val)`). The name and the lines that compute it (the
     helper's, then the assignment); `("", [])` when there is none."""
-    file, _, line = location.rpartition(":")
-    tree = syntax_tree(file) if file and line.isdigit() else None
-    chain = enclosing(file, int(line)) if tree is not None else []
+    file, line = split_location(location)
+    tree = syntax_tree(file) if file and line else None
+    chain = enclosing(file, line) if tree is not None else []
     if tree is None or not chain:
         return "", []
     defs = _functions(tree)

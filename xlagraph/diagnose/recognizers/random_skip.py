@@ -218,7 +218,7 @@ def _exit_sites(file: str) -> tuple[_Exit, ...]:
 
 def _syncs(evidence: Evidence) -> list[tuple[str, int]]:
     sites = (evidence.context.call_site, evidence.context.baseline_call_site)
-    return [(f, int(n)) for f, _, n in (s.rpartition(":") for s in sites) if n.isdigit()]
+    return [(f, n) for f, n in map(split_location, sites) if n]
 
 
 def _leaves_work(file: str, site: _Exit, syncs: list[tuple[str, int]], reads: bool = False) -> bool:
