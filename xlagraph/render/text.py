@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # annotations only: listing graphs needs no diagnosis engine
     from xlagraph.diagnose.causes import Cause, Moved
     from xlagraph.diff import DiffResult
     from xlagraph.graphs import GraphListing, GraphRow
+    from xlagraph.ir import Module
 
 
 __all__ = ["render_diff_text", "render_graphs_text"]
@@ -175,9 +176,9 @@ def _group(causes: list[Cause], entry: str, limit: int) -> list[str]:
     return lines
 
 
-def _printed(canon: CanonicalModule, name: str) -> str:
+def printed(module: Module | None, name: str) -> str:
     """Lazy-IR nodes are numbers; print them as the dump does (`%12`)."""
-    return f"%{name}" if canon.module.format == "lazy-ir" and name.isdigit() else name
+    return f"%{name}" if module is not None and module.format == "lazy-ir" and name.isdigit() else name
 
 
 def _changed_block(result: DiffResult, limit: int) -> list[str]:
@@ -188,7 +189,7 @@ def _changed_block(result: DiffResult, limit: int) -> list[str]:
         return []
     lines = ["changed instructions"]
     for tag, names, canon in (("A", left, result.left), ("B", right, result.right)):
-        shown, hidden = _bounded([_printed(canon, n) for n in names], limit)
+        shown, hidden = _bounded([printed(canon.module, n) for n in names], limit)
         text = ", ".join(shown) if shown else "-"
         if hidden:
             text += f", {_more(hidden)}"
