@@ -120,6 +120,11 @@ class Instruction(NamedTuple):
     def parameter_number(self) -> int:
         return int(self.payload) if self.opcode == "parameter" else -1
 
+    @property
+    def location(self) -> str:
+        """`file:line` of its metadata; "" without."""
+        return self.metadata.location if self.metadata else ""
+
 
 @dataclass(frozen=True, eq=False)
 class Computation:

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["FIELDS", "MAX_CHUNK", "fingerprint", "fingerprint_rows", "reference_row"]
+__all__ = ["FIELDS", "MAX_CHUNK", "fingerprint", "fingerprint_rows"]
 
 FIELDS = ("sum", "wsum", "nan", "inf", "norm")
 MAX_CHUNK = 1 << 26  # elements concatenated at once: bounds the temporary copies (int64: 512 MiB)
@@ -85,20 +85,6 @@ def fingerprint_rows(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int, in
     norms = table[:, 4].to(torch.int32).view(torch.float32).tolist()
     rows = table.tolist()
     return [(int(r[0]), int(r[1]), int(r[2]), int(r[3]), float(n)) for r, n in zip(rows, norms, strict=True)]
-
-
-def reference_row(t: torch.Tensor) -> tuple[int, int, int, int]:
-    """The integer fields of one tensor computed the slow, obvious way on the host, in Python
-    integers (for tests): what `fingerprint` must equal."""
-    t = t.detach().cpu().reshape(-1)
-    bits = t.view(_INT_OF_FLOAT[t.dtype]) if t.dtype in _INT_OF_FLOAT else t.to(torch.int64)
-    values = [int(v) for v in bits.tolist()]
-    wrap = lambda v: (v + (1 << 63)) % (1 << 64) - (1 << 63)  # noqa: E731
-    s = wrap(sum(values))
-    w = wrap(sum(v * (i + 1) for i, v in enumerate(values)))
-    if t.is_floating_point():
-        return s, w, int(torch.isnan(t).sum()), int(torch.isinf(t).sum())
-    return s, w, 0, 0
 
 
 def _chunks(members: list[int], sizes: list[int]) -> list[list[int]]:

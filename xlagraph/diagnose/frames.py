@@ -34,6 +34,7 @@ __all__ = [
     "current_sources",
     "first_user_frame",
     "is_library",
+    "is_user_location",
     "location",
     "reading_sources",
     "source_line",
@@ -86,6 +87,11 @@ def current_sources() -> SourceText | None:
 
 def is_library(frame: Frame) -> bool:
     return is_library_path(frame.file)
+
+
+def is_user_location(location: str) -> bool:
+    """`file:line` (or a bare file) lies in the user's code, not in a library's."""
+    return not is_library_path(location.rpartition(":")[0])
 
 
 def location(frame: Frame) -> str:

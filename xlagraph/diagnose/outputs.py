@@ -208,18 +208,13 @@ def _alike(comp: CanonicalComputation, j: int, k: int) -> bool:
     return comp.h1.get(comp.outputs[j]) == comp.h1.get(comp.outputs[k])
 
 
-def _location(comp: CanonicalComputation, name: str) -> str:
-    md = comp.instruction(name).metadata
-    return md.location if md else ""
-
-
 def _unclaimed_by_line(
     right: CanonicalComputation, claimed: Mapping[str, str]
 ) -> dict[tuple[str, str], list[int]]:
     """B's output slots the matching pairs with nothing, by (shape, source line)."""
     out: dict[tuple[str, str], list[int]] = {}
     for j, b in enumerate(right.outputs):
-        if b not in claimed and (loc := _location(right, b)):
+        if b not in claimed and (loc := right.instruction(b).location):
             out.setdefault((shape_of(right, b), loc), []).append(j)
     return out
 
@@ -236,7 +231,7 @@ def _same_line(
     source line, where the matching pairs `a` with an output made at another line: the update
     of a weight and of its momentum buffer look alike once the buffer is read as an input (on
     the first step it is the gradient itself), and the line tells which one `a` is."""
-    la, lb = _location(left, a), _location(right, b)
+    la, lb = left.instruction(a).location, right.instruction(b).location
     if not (la and lb and la != lb):
         return None
     free = [j for j in unclaimed.get((shape_of(left, a), la), ()) if j not in used]

@@ -16,7 +16,7 @@ from xlagraph.canonical import CanonicalComputation
 from xlagraph.match.mappings import Matching
 from xlagraph.opcodes import COMMUTATIVE
 
-__all__ = ["Users", "cached_side", "match", "side", "users"]
+__all__ = ["Users", "match", "side", "users"]
 
 _match_sides = _core.match_sides
 _match_side_of = _core.match_side_of
@@ -50,11 +50,6 @@ def side(comp: CanonicalComputation) -> object:
 def _read(comp: CanonicalComputation) -> object:
     """The core's copy of `comp`, from its handle (no Python object read per instruction)."""
     return _match_side_of(comp.core, COMMUTATIVE)
-
-
-def cached_side(comp: CanonicalComputation) -> object | None:
-    """The core's copy of `comp` if the matcher already made one."""
-    return _SIDES.get(comp)
 
 
 def users(comp: CanonicalComputation) -> Mapping[str, list[str]]:

@@ -127,7 +127,8 @@ def own_attributes(
     elif opcode == "dot":
         _dot(ins, attrs, take)
     elif opcode == "convolution":
-        _conv(ins, shape, attrs, take)
+        _conv(ins, shape, attrs)
+        take(15, 16, 50, 51, 58, 75)
     elif opcode == "gather":
         _dimension_numbers(ins.message(33), _GATHER, attrs)
         attrs.append("slice_sizes=" + ints_text(ins.ints(34)))
@@ -142,8 +143,7 @@ def own_attributes(
             attrs.append("unique_indices=true")
         take(48, 67, 69)
     elif opcode in ("reduce-window", "select-and-scatter"):
-        if ins.has(15) and ins.message(15).has(1):
-            attrs.append("window=" + window_text(ins.message(15)))
+        _window(ins, attrs)
         take(15)
     elif opcode == "fusion":
         attrs.append(f"kind={ins.string(11)}")
@@ -332,9 +332,10 @@ def _precision(ins: Message, attrs: list[str]) -> None:
         attrs.append(f"algorithm={_ALGORITHMS.get(p.int(2), p.int(2))}")
 
 
-def _conv(ins: Message, shape: Message | None, attrs: list[str], take: Take) -> None:
-    if ins.has(15) and ins.message(15).has(1):
-        attrs.append("window=" + window_text(ins.message(15)))
+def _conv(ins: Message, shape: Message | None, attrs: list[str]) -> None:
+    """A convolution's window, dim_labels, group counts and precision: a custom call prints
+    them too where it carries them."""
+    _window(ins, attrs)
     c = ins.message(16)
     if c is not None:
         rank = len(shape.ints(3)) if shape is not None else 0
@@ -344,20 +345,15 @@ def _conv(ins: Message, shape: Message | None, attrs: list[str], take: Take) -> 
     if ins.int(58, 1) != 1:
         attrs.append(f"batch_group_count={ins.int(58, 1)}")
     _precision(ins, attrs)
-    take(15, 16, 50, 51, 58, 75)
+
+
+def _window(ins: Message, attrs: list[str]) -> None:
+    if ins.has(15) and ins.message(15).has(1):
+        attrs.append("window=" + window_text(ins.message(15)))
 
 
 def _custom_call(ins: Message, shape: Message | None, attrs: list[str], take: Take) -> None:
-    if ins.has(15) and ins.message(15).has(1):
-        attrs.append("window=" + window_text(ins.message(15)))
-    if ins.has(16):
-        rank = len(shape.ints(3)) if shape is not None else 0
-        attrs.append("dim_labels=" + dim_labels(ins.message(16), rank))
-    if ins.int(50, 1) != 1:
-        attrs.append(f"feature_group_count={ins.int(50, 1)}")
-    if ins.int(58, 1) != 1:
-        attrs.append(f"batch_group_count={ins.int(58, 1)}")
-    _precision(ins, attrs)
+    _conv(ins, shape, attrs)
     attrs.append(f"custom_call_target={quoted(ins.string(28))}")
     if ins.bool(56):
         attrs.append(

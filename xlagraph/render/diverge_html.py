@@ -3,11 +3,9 @@ first divergent tensors, and a step x tensor strip where the runs part. No scrip
 
 from __future__ import annotations
 
-from importlib import resources
-
 from xlagraph.diverge.model import DIFFERS, NAN, WITHIN, Divergence
 from xlagraph.render.diverge_text import POINTS_AT, render_divergence_text
-from xlagraph.render.html_common import environment
+from xlagraph.render.html_common import _load, environment
 
 __all__ = ["MAX_ROWS", "render_divergence_html"]
 
@@ -35,7 +33,3 @@ def _rows(d: Divergence) -> list[int]:
     bad = {i for _, cells in d.strip for i, c in enumerate(cells) if c in (DIFFERS, NAN, WITHIN)}
     ordered = sorted(range(len(d.tensors)), key=lambda i: (i not in bad, i))
     return sorted(ordered[:MAX_ROWS])
-
-
-def _load(name: str) -> str:
-    return resources.files("xlagraph.templates").joinpath(name).read_text(encoding="utf-8")

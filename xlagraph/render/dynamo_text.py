@@ -5,17 +5,13 @@ torch.compile recompile made it."""
 
 from __future__ import annotations
 
-from xlagraph.render.text import _wrap
+from xlagraph.render.text import _wrap, plural
 from xlagraph.report.model import DynamoEvent, DynamoSection
 from xlagraph.source_paths import short_location
 
 __all__ = ["dynamo_lines", "dynamo_origin"]
 
 _MAX_OLDER = 3
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _field(name: str, text: str, indent: str = "  ") -> list[str]:
@@ -59,10 +55,10 @@ def _event(e: DynamoEvent, k: int, total: int) -> list[str]:
 def dynamo_lines(d: DynamoSection) -> list[str]:
     breaks = sum(b.compiles for b in d.graph_breaks)
     head = (
-        f"torch.compile: {_plural(d.frames, 'frame')} compiled {_plural(d.compiles, 'time')} "
-        f"({_plural(len(d.recompiles), 'recompile')}), {d.seconds:.2f} s in dynamo and the backend"
+        f"torch.compile: {plural(d.frames, 'frame')} compiled {plural(d.compiles, 'time')} "
+        f"({plural(len(d.recompiles), 'recompile')}), {d.seconds:.2f} s in dynamo and the backend"
         + (
-            f"; {_plural(len(d.graph_breaks), 'graph break')} ({_plural(breaks, 'compile')} hit one)"
+            f"; {plural(len(d.graph_breaks), 'graph break')} ({plural(breaks, 'compile')} hit one)"
             if breaks
             else ""
         )
@@ -72,21 +68,21 @@ def dynamo_lines(d: DynamoSection) -> list[str]:
         lines += ["", *_event(e, k, len(d.recompiles))]
     if d.graph_breaks:
         per = next((b.graphs_per_step for b in d.graph_breaks if b.graphs_per_step), None)
-        runs = f"; a step runs {_plural(per, 'XLA graph')}" if per else ""
+        runs = f"; a step runs {plural(per, 'XLA graph')}" if per else ""
         lines += [
             "",
             f"graph breaks (each splits the compiled function into graphs compiled and run apart{runs}):",
         ]
         for b in d.graph_breaks:
             lines += _wrap(
-                f"{b.reason} at {short_location(b.at)} ({_plural(b.compiles, 'compile')})", "  - ", "    "
+                f"{b.reason} at {short_location(b.at)} ({plural(b.compiles, 'compile')})", "  - ", "    "
             )
             if b.explanation:
                 lines += _field("why", b.explanation, "    ")
             lines += _field("fix", b.fix, "    ")
     if d.recompiles:
         sites = "; ".join(
-            f"{short_location(r.key)}: {_plural(r.compiles, 'compile')}, {r.seconds:.2f} s"
+            f"{short_location(r.key)}: {plural(r.compiles, 'compile')}, {r.seconds:.2f} s"
             for r in d.by_call_site[:5]
         )
         lines += ["", *_wrap(f"torch.compile cost by call site, costliest first: {sites}", "", "  ")]

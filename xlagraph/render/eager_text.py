@@ -4,6 +4,7 @@ new, the user's lines that made the changed inputs, the fix and the cost."""
 
 from __future__ import annotations
 
+from xlagraph.render.dynamo_text import _field
 from xlagraph.render.text import _wrap
 from xlagraph.report.model import EagerOp, EagerSection
 from xlagraph.source_paths import short_location
@@ -11,10 +12,6 @@ from xlagraph.source_paths import short_location
 __all__ = ["eager_lines"]
 
 _MAX_OPS = 8  # ops listed per step; the rest are counted
-
-
-def _field(name: str, text: str, indent: str = "  ") -> list[str]:
-    return _wrap(text, f"{indent}{name:<7} ", indent + " " * 8)
 
 
 def _op(o: EagerOp) -> str:

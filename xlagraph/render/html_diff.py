@@ -31,7 +31,7 @@ from xlagraph.canonical.attributes import attribute_values, compared_values
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.changed import named_instructions, pair_statuses
 from xlagraph.diff import ComputationPair, DiffResult
-from xlagraph.ir import Instruction, Module, strip_layout
+from xlagraph.ir import Instruction, strip_layout
 from xlagraph.match import Matching
 from xlagraph.render.html_common import CONTEXT_LINES, asset, environment, page_data
 from xlagraph.render.html_diff_state import (
@@ -57,7 +57,7 @@ from xlagraph.render.html_diff_view import (
     SideInfo,
 )
 from xlagraph.render.paths import split_user_lines
-from xlagraph.render.text import headline
+from xlagraph.render.text import headline, printed
 from xlagraph.source_paths import short_location, short_locations_in
 
 __all__ = ["DATA_BUDGET", "build_diff_view", "render_diff_html"]
@@ -160,7 +160,7 @@ class _DiffBuilder:
 
     def link(self, side: Side | None, name: str, text: str = "", title: str = "") -> Link:
         """A link to instruction `name` of `side`, wherever it ended up."""
-        text = text or _printed(side.canon.module if side else None, name)
+        text = text or printed(side.canon.module if side else None, name)
         if side is None:
             return Link(text, title=title)
         if name in side.ids and name not in side.lazy:
@@ -191,10 +191,10 @@ class _DiffBuilder:
             if partner_name is not None:
                 partner = other.comp.by_name.get(partner_name)
                 matcher = m.matcher.get(ins.name if side.tag == "A" else partner_name, "")
-                title = f"{other.tag}: {_printed(other.canon.module, partner_name)}" + (
+                title = f"{other.tag}: {printed(other.canon.module, partner_name)}" + (
                     f" (matched by {matcher})" if matcher else ""
                 )
-                counterpart = self.link(other, partner_name, _printed(module, ins.name), title)
+                counterpart = self.link(other, partner_name, printed(module, ins.name), title)
         frames = module.frames_of(ins)
         source = stack = ""
         if frames:
@@ -210,7 +210,7 @@ class _DiffBuilder:
         return Row(
             id=side.ids[ins.name],
             line=ins.line,
-            name=_printed(module, ins.name),
+            name=printed(module, ins.name),
             root=ins.is_root,
             shape=ins.shape,
             shape_delta=partner is not None and strip_layout(ins.shape) != strip_layout(partner.shape),
@@ -433,11 +433,6 @@ def _attribute_values(ins: Instruction) -> dict[str, str]:
 
 def _clip(text: str) -> str:
     return text if len(text) <= MAX_ATTRIBUTE else text[: MAX_ATTRIBUTE - 1] + "…"
-
-
-def _printed(module: Module | None, name: str) -> str:
-    """Lazy-IR nodes are numbers; print them as the dump does (`%12`)."""
-    return f"%{name}" if module is not None and module.format == "lazy-ir" and name.isdigit() else name
 
 
 def _shape_of(side: Side | None, name: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from xlagraph.diagnose.causes import Cause
 from xlagraph.render.dynamo_text import dynamo_lines, dynamo_origin
 from xlagraph.render.eager_text import eager_lines
-from xlagraph.render.text import _wrap
+from xlagraph.render.text import _wrap, plural
 from xlagraph.report.model import (
     CheckResult,
     RankingEntry,
@@ -35,10 +35,6 @@ _KIND_NAMES = {
     "capture": "xlagraph capture",
     "torch-trace": "torch structured trace, TORCH_TRACE",
 }
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 _short = short_location
@@ -151,8 +147,8 @@ def _header(report: RunReport) -> list[str]:
     split = f" ({recompiles - expected} to fix, {expected} expected)" if 0 < expected < recompiles else ""
     split = " (expected: nothing to fix)" if expected and expected == recompiles else split
     summary = (
-        f"{_plural(report.compiles, 'graph')} compiled ({counted}){seconds} in "
-        f"{_plural(report.syncs, 'sync')}, {_plural(report.steps, 'step')}"
+        f"{plural(report.compiles, 'graph')} compiled ({counted}){seconds} in "
+        f"{plural(report.syncs, 'sync')}, {plural(report.steps, 'step')}"
         + (
             f" (and {report.side_steps} synced at a line of its own: an evaluation pass, not a step)"
             if report.side_steps == 1
@@ -161,7 +157,7 @@ def _header(report: RunReport) -> list[str]:
             else ""
         )
         + "; "
-        + (f"{_plural(recompiles, 'recompile')}{split} explained below" if recompiles else _none(report))
+        + (f"{plural(recompiles, 'recompile')}{split} explained below" if recompiles else _none(report))
         + (
             f"; eager mode compiled {len(report.eager.recompiled)} op(s) again, explained below"
             if report.eager is not None and report.eager.recompiled
@@ -173,7 +169,7 @@ def _header(report: RunReport) -> list[str]:
             else ""
         )
         + (
-            f", and {_plural(len(report.first_compiles), 'first compile')} of another program"
+            f", and {plural(len(report.first_compiles), 'first compile')} of another program"
             if report.first_compiles
             else ""
         )
@@ -247,7 +243,7 @@ def _recompile(r: Recompile, k: int, total: int, origin: str = "") -> list[str]:
     for note in r.notes:
         lines += _field("note", note, "  ")
     if r.frames:
-        folded = f"  (+{_plural(len(r.library_frames), 'library frame')} folded)" if r.library_frames else ""
+        folded = f"  (+{plural(len(r.library_frames), 'library frame')} folded)" if r.library_frames else ""
         stack = " <- ".join(f"{f.function} ({_short(f'{f.file}:{f.line}')})" for f in r.frames[:_MAX_LISTED])
         lines += _wrap(stack + folded, "  stack   ", "          ")
     return lines

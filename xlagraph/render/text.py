@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # annotations only: listing graphs needs no diagnosis engine
     from xlagraph.diagnose.causes import Cause, Moved
     from xlagraph.diff import DiffResult
     from xlagraph.graphs import GraphListing, GraphRow
+    from xlagraph.ir import Module
 
 
 __all__ = ["render_diff_text", "render_graphs_text"]
@@ -31,7 +32,7 @@ _MAX_VARIANTS_NAMED = 12
 T = TypeVar("T")
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
@@ -80,8 +81,8 @@ def _side(tag: str, canon: CanonicalModule) -> str:
     parts = [
         f"{tag}  {label}",
         module.name,
-        f"{_plural(module.instruction_count, 'instruction')}, "
-        f"{_plural(len(module.computations), 'computation')}",
+        f"{plural(module.instruction_count, 'instruction')}, "
+        f"{plural(len(module.computations), 'computation')}",
         f"fingerprint {canon.fingerprint}",
     ]
     if module.info.graph_hash:
@@ -175,9 +176,9 @@ def _group(causes: list[Cause], entry: str, limit: int) -> list[str]:
     return lines
 
 
-def _printed(canon: CanonicalModule, name: str) -> str:
+def printed(module: Module | None, name: str) -> str:
     """Lazy-IR nodes are numbers; print them as the dump does (`%12`)."""
-    return f"%{name}" if canon.module.format == "lazy-ir" and name.isdigit() else name
+    return f"%{name}" if module is not None and module.format == "lazy-ir" and name.isdigit() else name
 
 
 def _changed_block(result: DiffResult, limit: int) -> list[str]:
@@ -188,7 +189,7 @@ def _changed_block(result: DiffResult, limit: int) -> list[str]:
         return []
     lines = ["changed instructions"]
     for tag, names, canon in (("A", left, result.left), ("B", right, result.right)):
-        shown, hidden = _bounded([_printed(canon, n) for n in names], limit)
+        shown, hidden = _bounded([printed(canon.module, n) for n in names], limit)
         text = ", ".join(shown) if shown else "-"
         if hidden:
             text += f", {_more(hidden)}"
@@ -200,10 +201,10 @@ def _changed_block(result: DiffResult, limit: int) -> list[str]:
 def headline(result: DiffResult) -> str:
     """`identical`, `different: 2 causes`, or `undetermined: ...` when only elided values could differ."""
     if result.causes:
-        return f"different: {_plural(len(result.causes), 'cause')}"
+        return f"different: {plural(len(result.causes), 'cause')}"
     if result.unseen:
         return (
-            f"undetermined: the graphs print the same, but {_plural(len(result.unseen), 'constant')} "
+            f"undetermined: the graphs print the same, but {plural(len(result.unseen), 'constant')} "
             "whose values the dumps do not print ({...}) may hold other values"
         )
     return "identical"
@@ -290,9 +291,9 @@ def render_graphs_text(listing: GraphListing) -> str:
     named = ", ".join(
         variants if len(variants) <= _MAX_VARIANTS_NAMED else (*variants[:10], "...", variants[-1])
     )
-    counted = _plural(len(listing.rows), "graph")
+    counted = plural(len(listing.rows), "graph")
     if staged:
-        counted = f"{_plural(len(groups), 'compile')} ({counted}: each compile at every stage it was dumped)"
+        counted = f"{plural(len(groups), 'compile')} ({counted}: each compile at every stage it was dumped)"
     closing = (
         f"{counted}, {listing.unique} unique ({'variant' if len(variants) == 1 else 'variants'} {named})"
     )

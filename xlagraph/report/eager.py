@@ -38,9 +38,7 @@ def op_of(module: Module) -> tuple[str, str, str, tuple[str, ...], tuple[str, ..
     op = _torch_name(md.op_type) if md is not None and md.op_type else main.opcode
     ins = tuple(strip_layout(p.shape) for p in params)
     out = strip_layout(main.shape)
-    at = md.location if md is not None else ""
-    lines = tuple(p.metadata.location if p.metadata is not None else "" for p in params)
-    return op, f"{', '.join(ins) or '()'} -> {out}", at, ins, lines
+    return op, f"{', '.join(ins) or '()'} -> {out}", main.location, ins, tuple(p.location for p in params)
 
 
 def _main(root: Instruction, by_name: dict[str, Instruction]) -> Instruction | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from xlagraph.diagnose.frames import source_line
+from xlagraph.diagnose.frames import source_line, split_location
 from xlagraph.diagnose.recognizers._source import DEF, MAX_SCANNED_LINES, NAME, source_text
 
 __all__ = ["assigned_from", "assigned_in_function", "dict_fills", "reorderings", "scalar_origin"]
@@ -18,11 +18,11 @@ def assigned_from(location: str, pattern: re.Pattern[str], span: int) -> str:
     """`file:line` of an assignment within `span` lines above `location` whose targets include a
     name `location` reads and whose value matches `pattern` (`used, counts = torch.unique(...)`,
     `chunks = torch.split(h, lengths)` above the lines that use them); "" when there is none."""
-    file, _, line = location.rpartition(":")
-    if not file or not line.isdigit():
+    file, line = split_location(location)
+    if not file or not line:
         return ""
     names = set(NAME.findall(source_text(location).split("#", 1)[0]))
-    for k in range(int(line) - 1, max(0, int(line) - span), -1):
+    for k in range(line - 1, max(0, line - span), -1):
         m = _TARGETS.match(source_line(file, k).split("#", 1)[0])
         if m and names & {t.strip() for t in m.group(1).split(",")} and pattern.search(m.group(2)):
             return f"{file}:{k}"
@@ -34,10 +34,9 @@ def assigned_in_function(location: str, pattern: re.Pattern[str]) -> str:
     below it in a loop that carries the value into the next step: `weights = ...` at the end of
     an epoch) whose targets include a name `location` reads and whose value matches `pattern`;
     "" when there is none."""
-    file, _, line = location.rpartition(":")
-    if not file or not line.isdigit():
+    file, n = split_location(location)
+    if not file or not n:
         return ""
-    n = int(line)
     names = set(NAME.findall(source_text(location).split("#", 1)[0]))
     start = n
     while start > max(1, n - 300) and not DEF.match(source_line(file, start)):
@@ -73,11 +72,11 @@ def scalar_origin(location: str) -> list[str]:
     """Where the tensor a line uses was made, when it is a value the user wraps in a tensor each
     step (`beta = torch.tensor(step / 3)` above `loss = ... + beta * kl`, or a helper that
     returns `torch.tensor(...)`): that line and the assignment that called it. `[]` otherwise."""
-    file, _, line = location.rpartition(":")
-    if not file or not line.isdigit():
+    file, line = split_location(location)
+    if not file or not line:
         return []
-    code = source_line(file, int(line)).split("#", 1)[0]
-    found = _assignment(file, int(line), set(NAME.findall(code)))
+    code = source_line(file, line).split("#", 1)[0]
+    found = _assignment(file, line, set(NAME.findall(code)))
     if found is None:
         return []
     k, rhs = found
@@ -114,10 +113,9 @@ def dict_fills(location: str) -> list[str]:
     """The lines of the same function that fill a container the line at `location` reads by key
     (`losses[task] = ...` for `total = losses["a"] + losses["b"]`): where the order of a dict of
     statistics is decided. `[]` when there are none."""
-    file, _, line = location.rpartition(":")
-    if not file or not line.isdigit():
+    file, n = split_location(location)
+    if not file or not n:
         return []
-    n = int(line)
     names = set(_SUBSCRIPTED.findall(source_line(file, n).split("#", 1)[0]))
     if not names:
         return []
@@ -129,7 +127,7 @@ def dict_fills(location: str) -> list[str]:
         code = text.split("#", 1)[0]
         if any(re.match(rf"^\s*{re.escape(name)}\s*\[[^\]]+\]\s*=[^=]", code) for name in names):
             out.append(f"{file}:{k}")
-    return sorted(out, key=lambda loc: int(loc.rpartition(":")[2]))[:3]
+    return sorted(out, key=lambda loc: split_location(loc)[1])[:3]
 
 
 # Statements that change an order: shuffles, reversals, sorts by a key (a value that may change),
@@ -144,10 +142,10 @@ def reorderings(location: str) -> list[str]:
     """Lines of the function around `location` (it and its loop) that reorder a sequence: where
     an order that differs from step to step is decided (a task list rotated each step). Scans
     from the `def` above to the end of that function."""
-    file, _, line = location.rpartition(":")
-    if not file or not line.isdigit():
+    file, n = split_location(location)
+    if not file or not n:
         return []
-    n = start = int(line)
+    start = n
     while start > max(0, n - 200) and not DEF.match(source_line(file, start)):
         start -= 1
     if not DEF.match(source_line(file, start)):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from xlagraph.diagnose.frames import source_line
+from xlagraph.diagnose.frames import source_line, split_location
 from xlagraph.diagnose.recognizers._source import NAME, calls_of_function, source_text
 
 __all__ = ["enclosing_if", "inside_periodic_if", "periodic_caller", "periodic_in_loop"]
@@ -15,10 +15,9 @@ __all__ = ["enclosing_if", "inside_periodic_if", "periodic_caller", "periodic_in
 def _headers(location: str) -> Iterator[tuple[str, int, str, int]]:
     """(file, line, text, indent) of the lines that open the blocks holding `location`, innermost
     first, within 40 lines; an `else:` is followed by its `if` (at the same level)."""
-    file, _, line = location.rpartition(":")
-    if not file or not line.isdigit():
+    file, n = split_location(location)
+    if not file or not n:
         return
-    n = int(line)
     text = source_line(file, n)
     indent = len(text) - len(text.lstrip())
     for k in range(n - 1, max(0, n - 40), -1):
@@ -104,10 +103,9 @@ def periodic_in_loop(call_site: str) -> list[str]:
     """The statements inside `if ... % k:` blocks of the loop around `call_site` (the step's
     sync): where work done only on some steps comes from when no instruction names a user line
     (a validation pass or a metric computed wholly inside library code)."""
-    file, _, line = call_site.rpartition(":")
-    if not file or not line.isdigit():
+    file, n = split_location(call_site)
+    if not file or not n:
         return []
-    n = int(line)
     text = source_line(file, n)
     indent = len(text) - len(text.lstrip())
     start = 0

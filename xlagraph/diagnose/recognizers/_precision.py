@@ -14,7 +14,7 @@ import ast
 from collections.abc import Iterable
 
 from xlagraph.canonical import CanonicalModule
-from xlagraph.diagnose.frames import user_frames
+from xlagraph.diagnose.frames import split_location, user_frames
 from xlagraph.diagnose.recognizers._statements import enclosing, loads, set_before
 from xlagraph.ir import Instruction
 
@@ -93,9 +93,9 @@ def switch_lines(
     shows none."""
     sites = _sites(stacks)
     for loc in syncs:
-        file, _, line = loc.rpartition(":")
-        if file and line.isdigit() and (file, int(line)) not in sites:
-            sites.append((file, int(line)))
+        file, line = split_location(loc)
+        if file and line and (file, line) not in sites:
+            sites.append((file, line))
     found: dict[str, None] = {}
     scopes: dict[tuple[str, int], ast.stmt] = {}
     for file, line in sites:

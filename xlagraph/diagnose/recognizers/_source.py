@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.evidence import Evidence
-from xlagraph.diagnose.frames import is_library, source_line
+from xlagraph.diagnose.frames import is_library, source_line, split_location
 from xlagraph.ir import Frame
 from xlagraph.source_paths import portable_frames, portable_path
 
@@ -39,10 +39,10 @@ NAME = re.compile(r"\b([A-Za-z_]\w*)\b")
 
 def source_text(location: str) -> str:
     """The text of `file:line`, or `` when it cannot be read."""
-    file, _, line = location.rpartition(":")
-    if not file or not line.isdigit():
+    file, line = split_location(location)
+    if not file or not line:
         return ""
-    return source_line(file, int(line))
+    return source_line(file, line)
 
 
 def user_files(evidence: Evidence) -> list[str]:
@@ -118,10 +118,10 @@ def def_above(file: str, n: int) -> int:
 
 def lines_in_function(location: str, pattern: re.Pattern[str], limit: int = 3) -> list[str]:
     """`file:line` of the code lines of the function around `location` that match `pattern`."""
-    file, _, line = location.rpartition(":")
-    if not file or not line.isdigit():
+    file, line = split_location(location)
+    if not file or not line:
         return []
-    start = def_above(file, int(line))
+    start = def_above(file, line)
     if not start:
         return []
     head = source_line(file, start)
@@ -161,10 +161,10 @@ def enclosing_function(file: str, n: int) -> str:
 
 def calls_of_function(location: str, files: Iterable[str] = (), limit: int = 3) -> list[str]:
     """The lines (its own file first, then `files`) that call the function `location` is in."""
-    file, _, line = location.rpartition(":")
-    if not file or not line.isdigit():
+    file, line = split_location(location)
+    if not file or not line:
         return []
-    name = enclosing_function(file, int(line))
+    name = enclosing_function(file, line)
     if not name:
         return []
     call = re.compile(rf"\b{re.escape(name)}\s*\(")

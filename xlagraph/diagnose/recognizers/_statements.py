@@ -13,7 +13,7 @@ import ast
 from collections.abc import Iterator
 from functools import lru_cache
 
-from xlagraph.diagnose.frames import source_line
+from xlagraph.diagnose.frames import source_line, split_location
 from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES
 
 __all__ = ["enclosing", "loads", "loop_order", "python_number", "set_before", "syntax_tree"]
@@ -167,11 +167,11 @@ def loop_order(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
     sorted(...)`), that loop's too. Not the training loop (the one around a sync line of
     `syncs`) nor a loop over `range(...)`, and never past the function the line is in. `[]`
     when there is no such loop."""
-    file, _, line = location.rpartition(":")
-    if not file or not line.isdigit():
+    file, line = split_location(location)
+    if not file or not line:
         return []
-    chain = enclosing(file, int(line))
-    stops = {int(n) for f, _, n in (s.rpartition(":") for s in syncs) if f == file and n.isdigit()}
+    chain = enclosing(file, line)
+    stops = {n for f, n in map(split_location, syncs) if f == file and n}
     found: list[int] = []
     follow: set[str] | None = None  # the names an inner cited loop iterates over
     for depth in range(len(chain) - 1, -1, -1):
@@ -298,9 +298,9 @@ def python_number(location: str) -> tuple[str, list[str]]:
     followed through a parameter of its function to the argument its callers pass (`m` of
     `update_momentum(..., m=momentum_val)`). The name and the lines that compute it (the
     helper's, then the assignment); `("", [])` when there is none."""
-    file, _, line = location.rpartition(":")
-    tree = syntax_tree(file) if file and line.isdigit() else None
-    chain = enclosing(file, int(line)) if tree is not None else []
+    file, line = split_location(location)
+    tree = syntax_tree(file) if file and line else None
+    chain = enclosing(file, line) if tree is not None else []
     if tree is None or not chain:
         return "", []
     defs = _functions(tree)

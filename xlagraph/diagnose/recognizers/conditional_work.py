@@ -15,7 +15,7 @@ from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_library, split_location
+from xlagraph.diagnose.frames import is_user_location, split_location
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, scalar_clip
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, opcodes, updated_inputs
@@ -27,7 +27,7 @@ from xlagraph.diagnose.recognizers._source import (
     source_text,
     user_files,
 )
-from xlagraph.ir import Frame, strip_layout
+from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
 
 __all__ = ["RECOGNIZER"]
@@ -98,7 +98,7 @@ def _user_random(evidence: Evidence, hits: list[Cause]) -> bool:
     """The random ops come from the user's own random tensors, with no dropout anywhere."""
     if any("dropout" in f for c in hits for f in _library(evidence, c)):
         return False
-    lines = [loc for c in hits for loc in c.sources if _user(loc)]
+    lines = [loc for c in hits for loc in c.sources if is_user_location(loc)]
     return bool(lines) and all(_RANDOM_CALL.search(source_text(loc)) for loc in lines)
 
 
@@ -223,7 +223,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         i: site
         for i in regions
         if (
-            site := next((w for s in pending[i].sources if _user(s) and (w := periodic_caller(s, files))), "")
+            site := next(
+                (w for s in pending[i].sources if is_user_location(s) and (w := periodic_caller(s, files))),
+                "",
+            )
         )
     }
     periodic = list(sites)
@@ -334,18 +337,14 @@ def _one_sided(cause: Cause) -> bool:
     return big >= 5 and big >= 3 * max(1, small)
 
 
-def _user(location: str) -> bool:
-    return not is_library(Frame("", location.rpartition(":")[0], 0))
-
-
 def _if_of(cause: Cause, calls: bool = False) -> str:
     """The `if` around the cause's user lines; with `calls`, else the one around every call of
     the helper function they sit in (`images = fgsm(...)` under `if epoch >= k:`)."""
-    found = next((w for s in cause.sources if _user(s) and (w := enclosing_if(s))), "")
+    found = next((w for s in cause.sources if is_user_location(s) and (w := enclosing_if(s))), "")
     if found or not calls:
         return found
     for s in cause.sources:
-        if not _user(s):
+        if not is_user_location(s):
             continue
         calls = calls_of_function(s, limit=3)
         guards = [enclosing_if(c) for c in calls]
@@ -402,7 +401,9 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
     site = synced_if(site) or site
     # Work with library lines only (a decomposition's backward) beside the `if` block's work is
     # that work's own ops: the backward of the extra term.
-    found |= {i: site for i in sided if i not in found and not any(_user(s) for s in pending[i].sources)}
+    found |= {
+        i: site for i in sided if i not in found and not any(is_user_location(s) for s in pending[i].sources)
+    }
     text = source_text(site).split("#", 1)[0].strip()
     summary = (
         f"work only one graph does, inside `{text[:80]}` at {site}: a condition decided in Python "

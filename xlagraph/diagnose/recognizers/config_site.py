@@ -15,19 +15,14 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.recognizers._assignments import assigned_from
 from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
-from xlagraph.ir import Frame
 
 __all__ = ["RECOGNIZER"]
 
 _CONFIG = re.compile(r"\bconfig\.([A-Za-z_]\w*)")
 _SPAN = 30  # lines above a library line searched for the assignment of a name it reads
-
-
-def _user(location: str) -> bool:
-    return not is_library(Frame("", location.rpartition(":")[0], 0))
 
 
 def _options(location: str) -> set[str]:
@@ -41,7 +36,7 @@ def _options(location: str) -> set[str]:
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
-    if not any(c.sources and not c.info and not any(_user(s) for s in c.sources) for c in pending):
+    if not any(c.sources and not c.info and not any(is_user_location(s) for s in c.sources) for c in pending):
         return NOTHING  # most diffs: every cause has a user line, or none has a line at all
     files = user_files(evidence)
     if not files:
@@ -49,7 +44,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     out: list[Cause] = []
     changed = False
     for cause in pending:
-        if cause.info or not cause.sources or any(_user(s) for s in cause.sources):
+        if cause.info or not cause.sources or any(is_user_location(s) for s in cause.sources):
             out.append(cause)
             continue
         options = set().union(*(_options(s) for s in cause.sources[:6]))

@@ -17,7 +17,7 @@ from xlagraph.diagnose.causes import TWIN_OUTPUT, Cause, CauseKind, Change
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_library, user_frames
+from xlagraph.diagnose.frames import is_user_location, user_frames
 from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.recognizers._assignments import assigned_in_function
 from xlagraph.diagnose.recognizers._causes import merge
@@ -25,7 +25,7 @@ from xlagraph.diagnose.recognizers._dataflow import same_ops, upstream
 from xlagraph.diagnose.recognizers._precision import switch_lines
 from xlagraph.diagnose.recognizers._source import lines_matching, user_files
 from xlagraph.diagnose.shapes import dims_of, element_type
-from xlagraph.ir import Frame, strip_layout
+from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
 
 __all__ = ["RECOGNIZER"]
@@ -358,9 +358,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     )
     if switches:
         cause = replace(cause, sources=tuple(dict.fromkeys(switches + list(cause.sources)))[:6])
-    elif (
-        core and floats and not any(not is_library(Frame("", x.rpartition(":")[0], 0)) for x in cause.sources)
-    ):
+    elif core and floats and not any(is_user_location(x) for x in cause.sources):
         casts = lines_matching(user_files(evidence), _CAST, limit=2) or lines_matching(
             user_files(evidence), _AUTOCAST
         )
@@ -369,11 +367,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if "f64" in types:
         # A tensor the step reads went float64: cite where it is made (from numpy, often at the
         # end of an epoch), not only the line that reads it.
-        made = [
-            w
-            for x in cause.sources
-            if not is_library(Frame("", x.rpartition(":")[0], 0)) and (w := assigned_in_function(x, _DOUBLE))
-        ]
+        made = [w for x in cause.sources if is_user_location(x) and (w := assigned_in_function(x, _DOUBLE))]
         if made:
             cause = replace(cause, sources=tuple(dict.fromkeys(made + list(cause.sources)))[:6])
     if autocast and not core and not switches:

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.frames import split_location
 from xlagraph.diagnose.recognizers._assignments import assigned_from
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._source import source_text
@@ -47,11 +48,11 @@ _BOOLEAN = re.compile(
 
 def _mask_variable(loc: str) -> bool:
     """`x[real]` where `real = labels != IGNORE` a few lines above: a boolean mask by another name."""
-    file, _, line = loc.rpartition(":")
-    if not file or not line.isdigit():
+    file, line = split_location(loc)
+    if not file or not line:
         return False
     names = set(_INDEX.findall(source_text(loc).split("#", 1)[0]))
-    for k in range(int(line) - 1, max(0, int(line) - 30), -1):
+    for k in range(line - 1, max(0, line - 30), -1):
         text = source_text(f"{file}:{k}").split("#", 1)[0]
         m = re.match(r"^\s*([A-Za-z_]\w*)\s*=(?!=)(.*)", text)
         if m and m.group(1) in names:

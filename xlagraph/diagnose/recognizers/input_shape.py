@@ -10,12 +10,11 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_library, source_line
+from xlagraph.diagnose.frames import is_user_location, source_line, split_location
 from xlagraph.diagnose.recognizers._causes import renamed
 from xlagraph.diagnose.recognizers._dataflow import updated_inputs
 from xlagraph.diagnose.recognizers._source import calls_of_function, lines_matching, source_text, user_files
 from xlagraph.diagnose.recognizers._statements import enclosing, loads, set_before
-from xlagraph.ir import Frame
 
 __all__ = ["BATCH_HINT", "GROWN_BATCH_HINT", "RECOGNIZER", "SEQUENCE_HINT", "with_loader_line"]
 
@@ -50,10 +49,7 @@ def _with_padding_line(evidence: Evidence, cause: Cause) -> Cause:
     """Data that arrives through a loader carries no line of the user's in the graph, or only the
     line that moves it to the device; where the user's code pads each batch to its own longest
     item, that line is where the length is decided."""
-    if any(
-        not is_library(Frame("", loc.rpartition(":")[0], 0)) and not _TRANSFER.search(source_text(loc))
-        for loc in cause.sources
-    ):
+    if any(is_user_location(loc) and not _TRANSFER.search(source_text(loc)) for loc in cause.sources):
         return cause
     lines = lines_matching(user_files(evidence), _PAD_TO_LONGEST, limit=2)
     if not lines:
@@ -78,10 +74,10 @@ def _with_arrival_lines(evidence: Evidence, cause: Cause) -> Cause:
     builds the batch it moves (a slice of a tensor made before the loop sizes nothing here)."""
     if any(_TRANSFER.search(source_text(loc)) for loc in cause.sources):
         return cause
-    file, _, line = evidence.context.call_site.rpartition(":")
-    if not file or not line.isdigit() or not _user(evidence.context.call_site):
+    file, line = split_location(evidence.context.call_site)
+    if not file or not line or not is_user_location(evidence.context.call_site):
         return cause
-    chain = enclosing(file, int(line))
+    chain = enclosing(file, line)
     loops = [d for d, (stmt, _) in enumerate(chain[:-1]) if isinstance(stmt, (ast.For, ast.While))]
     if not loops:
         return cause
@@ -113,10 +109,6 @@ def _pad_call_below(location: str) -> str:
         if _PAD_CALL.search(source_line(file, k).split("#", 1)[0]):
             return f"{file}:{k}"
     return ""
-
-
-def _user(location: str) -> bool:
-    return not is_library(Frame("", location.rpartition(":")[0], 0))
 
 
 def _int_vector(shape: str) -> bool:
@@ -172,7 +164,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             elif evidence.context.call_site:  # one run: the weights were resized in place
                 what, hint = "the model's weights were resized during the run", RESIZED_WEIGHTS_HINT
                 callers = [
-                    x for loc in c.sources if _user(loc) for x in calls_of_function(loc, files, limit=2)
+                    x
+                    for loc in c.sources
+                    if is_user_location(loc)
+                    for x in calls_of_function(loc, files, limit=2)
                 ]
                 c = replace(c, sources=tuple(dict.fromkeys([*callers, *c.sources]))[:6])
         elif axes == {0} and all(_int_vector(ch.old) and _int_vector(ch.new) for ch in shapes):

@@ -38,11 +38,6 @@ _CREATES = re.compile(
 )
 
 
-def _location(comp: CanonicalComputation, name: str) -> str:
-    md = comp.instruction(name).metadata
-    return md.location if md else ""
-
-
 def _constants_only(comp: CanonicalComputation, name: str) -> bool:
     """`name` is computed from constants, iotas and random numbers alone: no tensor the step
     reads reaches it (scalars may: the RNG seed torch_xla passes, a Python number as data)."""
@@ -84,10 +79,10 @@ def _created_at(evidence: Evidence, p: str, users: dict[str, list[str]]) -> str:
             x = ops_v[k] if k < len(ops_v) else ""
             if not x or shape_of(left, x) != shape or not _constants_only(left, x):
                 continue
-            loc = _location(left, x)
+            loc = left.instruction(x).location
             if (
                 loc
-                and loc != _location(left, v)
+                and loc != left.instruction(v).location
                 and not is_library(Frame("", loc.rpartition(":")[0], 0))
                 and _CREATES.search(source_text(loc).split("#", 1)[0])
             ):
@@ -124,11 +119,13 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         for i, c in enumerate(pending)
         if c.kind is CauseKind.OUTPUT_REMOVED
         and c.left
-        and all(_constants_only(left, n) and _location(left, n) in lines_made for n in c.left)
+        and all(_constants_only(left, n) and left.instruction(n).location in lines_made for n in c.left)
     ]
     # The scalars only that computation read (the RNG seed of a `torch.randn(..., device=...)`)
     # are gone from B with it.
-    made_a = [n for n in left.operands if _location(left, n) in lines_made and _constants_only(left, n)]
+    made_a = [
+        n for n in left.operands if left.instruction(n).location in lines_made and _constants_only(left, n)
+    ]
     behind = upstream(left.operands, made_a) | set(made_a)
     users_a = users_of(left)
     regions += [

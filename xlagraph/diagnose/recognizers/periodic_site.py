@@ -14,11 +14,10 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.recognizers._causes import renamed
 from xlagraph.diagnose.recognizers._periodic import enclosing_if, periodic_caller, periodic_in_loop
 from xlagraph.diagnose.recognizers._source import source_text, user_files
-from xlagraph.ir import Frame
 
 __all__ = ["RECOGNIZER"]
 
@@ -46,7 +45,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     for i, c in enumerate(pending):
         if c.kind not in _KINDS or c.info:
             continue
-        user = [loc for loc in c.sources if not is_library(Frame("", loc.rpartition(":")[0], 0))]
+        user = [loc for loc in c.sources if is_user_location(loc)]
         if not user:
             blocks = periodic_in_loop(evidence.context.call_site)
             if c.kind in _KEPT:  # a tensor kept alive is stored: appended, assigned, accumulated

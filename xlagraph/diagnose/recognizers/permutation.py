@@ -22,7 +22,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_library, source_line
+from xlagraph.diagnose.frames import is_library, is_user_location, source_line, split_location
 from xlagraph.diagnose.recognizers._assignments import dict_fills, reorderings
 from xlagraph.diagnose.recognizers._dataflow import upstream
 from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES, calls_of_function, def_above, user_lines
@@ -251,8 +251,8 @@ def _calling_loop(user: list[str], syncs: tuple[str, ...]) -> list[str]:
     from two or more of those functions, so one helper called from a loop is not taken for it."""
     reached: dict[str, set[str]] = {}
     for loc in user:
-        file, _, line = loc.rpartition(":")
-        function = def_above(file, int(line)) if line.isdigit() else ""
+        file, line = split_location(loc)
+        function = def_above(file, line) if line else ""
         if not function:
             continue
         for call in calls_of_function(loc, limit=5):
@@ -270,13 +270,11 @@ def _hook_registrations(user: list[str]) -> list[str]:
     hooks run in the order they were registered, so re-registering one moves its tensors last."""
     found: dict[str, None] = {}
     for loc in user:
-        file, _, line = loc.rpartition(":")
-        if not line.isdigit():
+        file, line = split_location(loc)
+        if not line:
             continue
         defs = [
-            s.name
-            for s, _ in enclosing(file, int(line))
-            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+            s.name for s, _ in enclosing(file, line) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
         ]
         names = re.compile(r"\b(" + "|".join(map(re.escape, defs[-2:])) + r")\b") if defs else None
         for n in range(1, MAX_SCANNED_LINES) if names else ():
@@ -305,7 +303,7 @@ def _filled_at(evidence: Evidence, cause: Cause) -> Cause:
     # that build what it iterates, before every other line (none of which is dropped).
     ctx = evidence.context
     syncs = tuple(s for s in (ctx.call_site, ctx.baseline_call_site) if s)
-    user = [x for x in cause.sources if not is_library(Frame("", x.rpartition(":")[0], 0))]
+    user = [x for x in cause.sources if is_user_location(x)]
     loops = list(dict.fromkeys(n for loc in user[:3] for n in loop_order(loc, syncs)))
     if not loops and not reorders:
         loops = _calling_loop(user[:3], syncs)

@@ -33,7 +33,14 @@ from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_library, location, source_line, split_location, user_frames
+from xlagraph.diagnose.frames import (
+    is_library,
+    is_user_location,
+    location,
+    source_line,
+    split_location,
+    user_frames,
+)
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
 from xlagraph.diagnose.recognizers._statements import loads, syntax_tree
@@ -211,7 +218,7 @@ def _exit_sites(file: str) -> tuple[_Exit, ...]:
 
 def _syncs(evidence: Evidence) -> list[tuple[str, int]]:
     sites = (evidence.context.call_site, evidence.context.baseline_call_site)
-    return [(f, int(n)) for f, _, n in (s.rpartition(":") for s in sites) if n.isdigit()]
+    return [(f, n) for f, n in map(split_location, sites) if n]
 
 
 def _leaves_work(file: str, site: _Exit, syncs: list[tuple[str, int]], reads: bool = False) -> bool:
@@ -253,7 +260,11 @@ def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     by a few ops the matching pairs as changed rather than by a region of unpaired work; what
     shows it is that every line of the loop made as many ops or more in one graph, and some more.
     The graph of each iteration's condition (cut at its read) differs the same way."""
-    work = [i for i, c in enumerate(pending) if c.kind is CauseKind.STRUCTURE and any(map(_user, c.sources))]
+    work = [
+        i
+        for i, c in enumerate(pending)
+        if c.kind is CauseKind.STRUCTURE and any(map(is_user_location, c.sources))
+    ]
     if not work:
         return NOTHING
     syncs = _syncs(evidence)
@@ -267,7 +278,7 @@ def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 if all(
                     (f := split_location(s))[0] == file and site.first <= f[1] <= site.last
                     for s in pending[i].sources
-                    if _user(s)
+                    if is_user_location(s)
                 )
             ]
             if not inside:
@@ -304,10 +315,6 @@ def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
 
 def _op(ins: Instruction) -> tuple[str, str]:
     return ins.opcode, strip_layout(ins.shape)
-
-
-def _user(location: str) -> bool:
-    return not is_library(Frame("", location.rpartition(":")[0], 0))
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:

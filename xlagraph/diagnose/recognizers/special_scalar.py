@@ -12,13 +12,12 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.numbers import is_number
 from xlagraph.diagnose.recognizers._assignments import scalar_origin
 from xlagraph.diagnose.recognizers._causes import merge, renamed
 from xlagraph.diagnose.recognizers._dataflow import downstream, restated, same_ops
 from xlagraph.diagnose.recognizers._statements import python_number
-from xlagraph.ir import Frame
 from xlagraph.match.users import users_of
 from xlagraph.opcodes import COMMUTATIVE
 
@@ -257,7 +256,7 @@ def _with_origin(cause: Cause) -> Cause:
     if made:
         return replace(cause, sources=tuple(dict.fromkeys([*made, *cause.sources]))[:6])
     for loc in cause.sources[:2]:
-        if is_library(Frame("", loc.rpartition(":")[0], 0)):
+        if not is_user_location(loc):
             continue  # the user's numbers only
         name, lines = python_number(loc)
         if lines:
