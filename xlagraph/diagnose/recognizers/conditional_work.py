@@ -16,8 +16,9 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_library, split_location
+from xlagraph.diagnose.recognizers._beside_work import length_made_up, sizes_beside
 from xlagraph.diagnose.recognizers._causes import merge
-from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, scalar_clip
+from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, runs_clip, scalar_clip
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, opcodes, updated_inputs
 from xlagraph.diagnose.recognizers._periodic import enclosing_if, periodic_caller, synced_if
 from xlagraph.diagnose.recognizers._source import (
@@ -200,6 +201,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             # an input: a max norm of 1.0 baked): the clip runs in both, a value changed.
             continue
         if name == "rng" and _user_random(evidence, [pending[i] for i in hits]):
+            continue
+        if name == "clipping" and runs_clip(evidence.left) and runs_clip(evidence.right):
+            # Both graphs clip: the clip runs on every step, over other gradients (a module
+            # skipped on some steps has none); the work that differs is another pattern's.
             continue
         if hits:
             # What the work changes downstream (outputs added, removed or reordered, the update
@@ -436,6 +441,16 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
         i
         for i, c in enumerate(pending)
         if i not in picked and c.kind is CauseKind.STRUCTURE and bool(set(c.right) & fed)
+    ]
+    # Sizes in library code that count what the work brings, and an input whose length makes up
+    # for the work's tokens, follow from it too.
+    left = {n for i in picked for n in pending[i].left}
+    right = {n for i in picked for n in pending[i].right}
+    picked += [
+        i
+        for i, c in enumerate(pending)
+        if i not in picked
+        and (sizes_beside(evidence, c, left, right) or length_made_up(evidence, c, left, right))
     ]
     merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=_BRANCH_HINT)
     cause = replace(merged, sources=(site, *[s for s in merged.sources if s != site])[:6])
