@@ -598,3 +598,15 @@ def test_a_module_run_under_an_if_on_some_batches_is_that_if_not_clipping_or_siz
     assert r.kinds == ("conditional_work",)
     (cause,) = r.causes
     assert cause.sources[0].endswith(f"{name}.py:53") and "clipping" not in cause.summary
+
+
+def test_a_span_loss_gated_on_an_item_is_that_gate_not_a_random_draw(tmp_path: Path) -> None:
+    """The span loss added only `if n_spans.item() > 0:`; the batch maker draws `torch.rand` a line
+    above an `if step == empty_at:` that never reads the draw. That `if` is no LayerDrop: the work
+    is worded and cited at the `.item()` gate that decides it (issue 37)."""
+    name = "h17_tagger_span_head_item_gate"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 3]
+    (cause,) = r.causes
+    assert cause.sources[0].endswith(f"{name}.py:53")
+    assert "n_spans.item() > 0" in cause.summary and "read on the host" in cause.summary
+    assert "LayerDrop" not in cause.summary + cause.hint

@@ -20,7 +20,7 @@ from xlagraph.diagnose.recognizers._beside_work import length_made_up, sizes_bes
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, runs_clip, scalar_clip
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, opcodes, updated_inputs
-from xlagraph.diagnose.recognizers._periodic import enclosing_if, periodic_caller, synced_if
+from xlagraph.diagnose.recognizers._periodic import enclosing_if, periodic_caller, reads_tensor, synced_if
 from xlagraph.diagnose.recognizers._source import (
     calls_of_function,
     enclosing_function,
@@ -409,10 +409,13 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
     # that work's own ops: the backward of the extra term.
     found |= {i: site for i in sided if i not in found and not any(_user(s) for s in pending[i].sources)}
     text = source_text(site).split("#", 1)[0].strip()
-    summary = (
-        f"work only one graph does, inside `{text[:80]}` at {site}: a condition decided in Python "
-        "on the host picks which code the step traces"
+    decides = (
+        "a tensor's value read on the host (an implicit sync that also cuts the step) decides"
+        if reads_tensor(text)
+        else "a condition decided in Python on the host picks"
     )
+    summary = f"work only one graph does, inside `{text[:80]}` at {site}: {decides} which code the step "
+    summary += "traces"
     # The input that work replaced (the unflipped batch the model read directly) goes with it.
     shapes = {strip_layout(ins.shape) for i in found for _, ins in evidence.instructions(pending[i])}
     # And the ops rewired to read its result (the model's first conv reading the flipped batch).
