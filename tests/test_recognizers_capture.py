@@ -252,10 +252,24 @@ def test_a_mask_cut_in_the_first_step_keeps_its_cause_among_first_compiles(tmp_p
 
 def test_library_only_work_beside_an_if_block_joins_it(tmp_path: Path) -> None:
     """A loss term under `if self.aux_head is not None:`: its backward's ops carry a line of torch's
-    decompositions only; they are that work's own ops, not an unknown `structure` beside it."""
+    decompositions only; they are that work's own ops, not an unknown `structure` beside it. (The
+    head is made mid-run, so that one cause is its new weights: see the test below.)"""
     (r,) = [r for r in _recompiles("h7_convbert_aux_head_late", tmp_path) if r.step == 3]
-    assert r.kinds == ("conditional_work",)
+    assert r.kinds == ("parameter_added",)
     assert any("decompositions.py" in s for s in r.causes[0].sources)
+
+
+def test_a_head_made_mid_run_and_used_once_it_exists_is_new_weights(tmp_path: Path) -> None:
+    """`self.aux_head = nn.Linear(...)` and `add_param_group` in a method the loop calls from step 3,
+    its loss under `if self.aux_head is not None:`: the step takes the head's weights and returns
+    their updates from then on. New weights, cited where the head is made and joined to the
+    optimizer, with the fix to create it before the loop; not a host condition flipping (issue 37)."""
+    name = "h7_convbert_aux_head_late"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 3]
+    (cause,) = r.causes
+    assert cause.kind.value == "parameter_added" and "made mid-run" in cause.summary
+    assert [s.rsplit(":", 1)[1] for s in cause.sources[:3]] == ["28", "29", "34"]
+    assert "before the loop" in cause.hint
 
 
 def test_a_model_copied_before_the_first_sync_is_pending_work_of_the_first_graph(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from xlagraph.diagnose.recognizers._beside_work import length_made_up, sizes_bes
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, runs_clip, scalar_clip
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, opcodes, updated_inputs
+from xlagraph.diagnose.recognizers._late_module import created_late
 from xlagraph.diagnose.recognizers._periodic import enclosing_if, periodic_caller, reads_tensor, synced_if
 from xlagraph.diagnose.recognizers._source import (
     calls_of_function,
@@ -457,7 +458,31 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
     ]
     merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=_BRANCH_HINT)
     cause = replace(merged, sources=(site, *[s for s in merged.sources if s != site])[:6])
-    return Recognized((cause,), frozenset(picked))
+    return Recognized((_made_late(evidence, cause, site, [pending[i] for i in picked]),), frozenset(picked))
+
+
+def _made_late(evidence: Evidence, cause: Cause, site: str, picked: list[Cause]) -> Cause:
+    """The `if` tests a module made mid-run (`self.head = nn.Linear(...)` in a method the loop
+    calls) and the new graph takes weights and returns their updates: new weights from this
+    step on, cited where the module is made, rather than a condition that flips."""
+    if not any(c.kind is CauseKind.PARAMETER_ADDED for c in picked) or not any(
+        c.kind is CauseKind.OUTPUT_ADDED for c in picked
+    ):
+        return cause
+    made = created_late(site, user_files(evidence))
+    if not made:
+        return cause
+    text = source_text(made[0]).split("#", 1)[0].strip()
+    summary = (
+        f"weights made mid-run: `{text[:80]}` at {made[0]} creates a module, used under `"
+        f"{source_text(site).split('#', 1)[0].strip()[:60]}` at {site} from this step on: its "
+        f"weights are new inputs and their updates new outputs ({cause.count} difference(s))"
+    )
+    sources = tuple(dict.fromkeys([*made, *cause.sources]))[:6]
+    return replace(cause, kind=CauseKind.PARAMETER_ADDED, summary=summary, hint=_LATE_HINT, sources=sources)
+
+
+_LATE_HINT = fix("parameter_added")
 
 
 _INPUTS = (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED)
