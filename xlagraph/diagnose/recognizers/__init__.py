@@ -20,7 +20,9 @@ differences that are all `input_output_alias` and gives them the donation fix. S
 file per concern: `_causes` (merge, rename), `_source` (the user's code around a line),
 `_periodic` (work done every k steps), `_assignments` (where a value was made), `_dataflow`
 (walks over a graph), `_statements` (the `with` and `for` around a line, from the syntax tree of
-the stored file), `_precision` (where precision is switched).
+the stored file), `_precision` (where precision is switched), `_clip` (what a global-norm clip
+looks like), `_beside_work` (differences that follow from work one graph does only), `_late_module`
+(a module made mid-run and used once it exists).
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ from __future__ import annotations
 from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.causes import Cause
 from xlagraph.diagnose.evidence import Evidence
-from xlagraph.ir import strip_layout
+from xlagraph.ir import Instruction, strip_layout
 
-__all__ = ["CLIP_OPS", "CLIP_WORK", "clip_ops", "scalar_clip"]
+__all__ = ["CLIP_OPS", "CLIP_WORK", "clip_ops", "runs_clip", "scalar_clip"]
 
 CLIP_OPS = frozenset({"sqrt", "clamp", "minimum"})
 CLIP_WORK = 20  # instructions of outputs that carry a clip of their own
@@ -25,9 +25,17 @@ def clip_ops(ops: set[str]) -> bool:
 def scalar_clip(evidence: Evidence, cause: Cause) -> bool:
     """A global norm and its capped coefficient are scalars: `sqrt` of a summed square and a clamp
     (or a select) of one value, which the elementwise square roots of Adam are not."""
-    found = [
-        (canon, ins) for canon, ins in evidence.instructions(cause) if strip_layout(ins.shape).endswith("[]")
-    ]
+    return _a_clip([(canon, ins) for canon, ins in evidence.instructions(cause)])
+
+
+def runs_clip(canon: CanonicalModule) -> bool:
+    """The graph's entry computes a global-norm clip of its own (a clip on every step: fewer
+    gradients clipped when a module is skipped changes the clip's size, not whether it runs)."""
+    return _a_clip([(canon, ins) for ins in canon.entry.computation.instructions])
+
+
+def _a_clip(named: list[tuple[CanonicalModule, Instruction]]) -> bool:
+    found = [(canon, ins) for canon, ins in named if strip_layout(ins.shape).endswith("[]")]
     scalar = {_LAZY.get(ins.opcode, ins.opcode) for _, ins in found}
     if not scalar & {"clamp", "minimum", "select"}:
         return False

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from xlagraph.diagnose.frames import source_line, split_location
 from xlagraph.diagnose.recognizers._source import NAME, calls_of_function, source_text
 
-__all__ = ["enclosing_if", "inside_periodic_if", "periodic_caller", "periodic_in_loop"]
+__all__ = ["enclosing_if", "inside_periodic_if", "periodic_caller", "periodic_in_loop", "reads_tensor"]
 
 
 def _headers(location: str) -> Iterator[tuple[str, int, str, int]]:
@@ -53,6 +53,11 @@ def enclosing_if(location: str) -> str:
 
 
 _HOST_READ = re.compile(r"\.(item|tolist|cpu)\(\)")
+
+
+def reads_tensor(code: str) -> bool:
+    """The code reads a tensor's value on the host (`n.item() > 0`): an implicit sync."""
+    return bool(_HOST_READ.search(code))
 
 
 def synced_if(location: str) -> str:

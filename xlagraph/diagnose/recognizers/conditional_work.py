@@ -16,10 +16,12 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_user_location, split_location
+from xlagraph.diagnose.recognizers._beside_work import length_made_up, sizes_beside
 from xlagraph.diagnose.recognizers._causes import merge
-from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, scalar_clip
+from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, runs_clip, scalar_clip
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, opcodes, updated_inputs
-from xlagraph.diagnose.recognizers._periodic import enclosing_if, periodic_caller, synced_if
+from xlagraph.diagnose.recognizers._late_module import created_late
+from xlagraph.diagnose.recognizers._periodic import enclosing_if, periodic_caller, reads_tensor, synced_if
 from xlagraph.diagnose.recognizers._source import (
     calls_of_function,
     enclosing_function,
@@ -200,6 +202,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             # an input: a max norm of 1.0 baked): the clip runs in both, a value changed.
             continue
         if name == "rng" and _user_random(evidence, [pending[i] for i in hits]):
+            continue
+        if name == "clipping" and runs_clip(evidence.left) and runs_clip(evidence.right):
+            # Both graphs clip: the clip runs on every step, over other gradients (a module
+            # skipped on some steps has none); the work that differs is another pattern's.
             continue
         if hits:
             # What the work changes downstream (outputs added, removed or reordered, the update
@@ -405,10 +411,13 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
         i: site for i in sided if i not in found and not any(is_user_location(s) for s in pending[i].sources)
     }
     text = source_text(site).split("#", 1)[0].strip()
-    summary = (
-        f"work only one graph does, inside `{text[:80]}` at {site}: a condition decided in Python "
-        "on the host picks which code the step traces"
+    decides = (
+        "a tensor's value read on the host (an implicit sync that also cuts the step) decides"
+        if reads_tensor(text)
+        else "a condition decided in Python on the host picks"
     )
+    summary = f"work only one graph does, inside `{text[:80]}` at {site}: {decides} which code the step "
+    summary += "traces"
     # The input that work replaced (the unflipped batch the model read directly) goes with it.
     shapes = {strip_layout(ins.shape) for i in found for _, ins in evidence.instructions(pending[i])}
     # And the ops rewired to read its result (the model's first conv reading the flipped batch).
@@ -438,9 +447,43 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
         for i, c in enumerate(pending)
         if i not in picked and c.kind is CauseKind.STRUCTURE and bool(set(c.right) & fed)
     ]
+    # Sizes in library code that count what the work brings, and an input whose length makes up
+    # for the work's tokens, follow from it too.
+    left = {n for i in picked for n in pending[i].left}
+    right = {n for i in picked for n in pending[i].right}
+    picked += [
+        i
+        for i, c in enumerate(pending)
+        if i not in picked
+        and (sizes_beside(evidence, c, left, right) or length_made_up(evidence, c, left, right))
+    ]
     merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=_BRANCH_HINT)
     cause = replace(merged, sources=(site, *[s for s in merged.sources if s != site])[:6])
-    return Recognized((cause,), frozenset(picked))
+    return Recognized((_made_late(evidence, cause, site, [pending[i] for i in picked]),), frozenset(picked))
+
+
+def _made_late(evidence: Evidence, cause: Cause, site: str, picked: list[Cause]) -> Cause:
+    """The `if` tests a module made mid-run (`self.head = nn.Linear(...)` in a method the loop
+    calls) and the new graph takes weights and returns their updates: new weights from this
+    step on, cited where the module is made, rather than a condition that flips."""
+    if not any(c.kind is CauseKind.PARAMETER_ADDED for c in picked) or not any(
+        c.kind is CauseKind.OUTPUT_ADDED for c in picked
+    ):
+        return cause
+    made = created_late(site, user_files(evidence))
+    if not made:
+        return cause
+    text = source_text(made[0]).split("#", 1)[0].strip()
+    summary = (
+        f"weights made mid-run: `{text[:80]}` at {made[0]} creates a module, used under `"
+        f"{source_text(site).split('#', 1)[0].strip()[:60]}` at {site} from this step on: its "
+        f"weights are new inputs and their updates new outputs ({cause.count} difference(s))"
+    )
+    sources = tuple(dict.fromkeys([*made, *cause.sources]))[:6]
+    return replace(cause, kind=CauseKind.PARAMETER_ADDED, summary=summary, hint=_LATE_HINT, sources=sources)
+
+
+_LATE_HINT = fix("parameter_added")
 
 
 _INPUTS = (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED)

@@ -94,14 +94,24 @@ def _skip_sites(file: str, draw: re.Pattern[str] = _DRAW) -> tuple[int, ...]:
         text = source_line(file, n)
         if not text:
             break
-        if not draw.search(text.split("#", 1)[0]) or "def " in text:
+        code = text.split("#", 1)[0]
+        if not draw.search(code) or "def " in text:
             continue
+        # The `if` reads the draw: it draws itself, or tests a name the draw's line sets (a draw
+        # that makes data, `mask = torch.rand(n) < p`, decides no `if` that follows it).
+        drawn = {t.rpartition(".")[2].strip() for m in _ASSIGNED.findall(code) for t in m.split(",")}
         for k in range(n, n + _NEAR):
-            if source_line(file, k).split("#", 1)[0].strip().startswith(("if ", "elif ")):
-                if k not in sites:
+            test = source_line(file, k).split("#", 1)[0].strip()
+            if test.startswith(("if ", "elif ")):
+                if (k == n or drawn & set(_NAME.findall(test))) and k not in sites:
                     sites.append(k)
                 break
     return tuple(sites)
+
+
+# The names a line assigns (`p = ...`, `a, b = ...`, `self.p: float = ...`) and the names a test reads.
+_ASSIGNED = re.compile(r"^\s*([\w.]+(?:\s*,\s*[\w.]+)*)\s*(?::[^=]+)?=(?!=)")
+_NAME = re.compile(r"\b\w+\b")
 
 
 def skip_sites(file: str) -> tuple[int, ...]:
