@@ -35,12 +35,15 @@ _IDENTITY = frozenset({"exact", "exact-shape"})
 _BLIND = frozenset({"parameters", "outputs", "top-down-lenient"})
 
 
-def _supported(cmp: Comparison, a: str, b: str) -> bool:
-    """A matched user reads `a` and `b` at the same operand position."""
+def _supported(cmp: Comparison, a: str, b: str, votes: Counter[str] | None = None) -> bool:
+    """A matched user reads `a` and `b` at the same operand position. `votes`: `a`'s
+    `_reader_votes` where counted; a vote for `b` is such a user, found without the walk."""
     left, right, m = cmp.left, cmp.right, cmp.m
     matcher = m.matcher
     if matcher.get(a) in _BLIND:
         return False
+    if votes and votes[b] > 0:
+        return True
     # Loops and lookups spelled out: asked of some 2,600 inputs a diff.
     twin, lops, rops = m.left.get, left.operands, right.operands
     for u in cmp.users(left).get(a, ()):
@@ -78,21 +81,23 @@ def _reader_votes(cmp: Comparison, a: str) -> Counter[str]:
     return votes
 
 
-def _matched_inputs(cmp: Comparison) -> dict[str, str]:
+def _matched_inputs(cmp: Comparison) -> tuple[dict[str, str], dict[str, Counter[str]]]:
     """The matcher's pairs of inputs, each moved to the input that most of its matched readers
     read on the other side. A top-down matcher pairs an input through the first reader it meets:
     in a graph with look-alike halves (two views of a batch through one network, `x0` and `x1`
     of a symmetric loss) that reader may be the other half's, while the input's other readers
     are paired with readers of its own twin. Only where the moves trade the matcher's pairs, and
     not for scalars: a learning rate and a weight decay are read by ops alike all over the graph,
-    where a count of readers is no evidence."""
+    where a count of readers is no evidence. With them, each input's votes (`_supported` reads
+    them)."""
     lnum, rnum, m = cmp.left.param_number, cmp.right.param_number, cmp.m
     pairs = {a: b for a in lnum if (b := m.left.get(a)) in rnum}
     moved: dict[str, str] = {}
+    counted: dict[str, Counter[str]] = {}
     for a, b in pairs.items():
         if shape_of(cmp.left, a).endswith("[]"):
             continue
-        votes = _reader_votes(cmp, a)
+        votes = counted[a] = _reader_votes(cmp, a)
         best = max(votes, key=lambda x: (votes[x], x == b), default=b)
         # Readers split, most of them against the matcher: a pair no reader supports is the
         # matcher's by another path (a sharded input renamed), not a contradicted one.
@@ -100,7 +105,8 @@ def _matched_inputs(cmp: Comparison) -> dict[str, str]:
             moved[a] = best
     # Only a trade among the matcher's own pairs: an input whose readers point at one the matcher
     # left unpaired may be two tensors that shared their data (a model and its EMA copy).
-    return {**pairs, **moved} if set(moved.values()) == {pairs[a] for a in moved} else pairs
+    traded = set(moved.values()) == {pairs[a] for a in moved}
+    return ({**pairs, **moved} if traded else pairs), counted
 
 
 def _distinguishable(cmp: Comparison, comp: CanonicalComputation) -> frozenset[str]:
@@ -319,7 +325,7 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
         if a not in corr.tied and a not in contested and resized(shape_of(left, a), shape_of(right, b))
     ]
     taken_l, taken_r = {a for a, _ in evidence}, {b for _, b in evidence}
-    matched = _matched_inputs(cmp)
+    matched, votes = _matched_inputs(cmp)
     evidence += [
         (lnum[a], rnum[b])
         for a, b in ((a, matched.get(a)) for a in lnum)
@@ -329,7 +335,7 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
         and (m.matcher.get(a) not in _IDENTITY or (a in lone_l and b in lone_r))
         and not _other_tensor(a, b, lloc, rloc, by_loc, shape_of(left, a))
         and resized(shape_of(left, a), shape_of(right, b))
-        and _supported(cmp, a, b)
+        and _supported(cmp, a, b, votes.get(a))
     ]
     anchors = _longest_increasing(evidence)
     permuted = len(anchors) < len(evidence)

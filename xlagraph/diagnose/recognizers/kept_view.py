@@ -45,20 +45,26 @@ def _is_view(comp: CanonicalComputation, name: str) -> bool:
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     right = evidence.right.entry
+    # The added outputs that are views, and the outputs they are views of: asked first, as they
+    # depend on no `parameter_shape` cause, so the cone (half a 99K graph under a batch size,
+    # 0.03 CPU-s a walk) is walked only where some added output could fold into it.
+    candidates = [
+        (j, bases)
+        for j, c in enumerate(pending)
+        if c.kind is CauseKind.OUTPUT_ADDED
+        and not c.left
+        and (heads := [ch.right for ch in c.changes if ch.what == "output"])
+        and None not in (bases := [_base(right, h) for h in heads])
+        and all(_is_view(right, n) for n in c.right)
+    ]
+    if not candidates:
+        return NOTHING
     for i, root in enumerate(pending):
         resized = [n for n in root.right if n in right.param_number]
         if root.kind is not CauseKind.PARAMETER_SHAPE or not resized:
             continue
         cone = downstream(users_of(right), resized)
-        views = [
-            j
-            for j, c in enumerate(pending)
-            if c.kind is CauseKind.OUTPUT_ADDED
-            and not c.left
-            and (heads := [ch.right for ch in c.changes if ch.what == "output"])
-            and all((b := _base(right, h)) is not None and b in cone for h in heads)
-            and all(_is_view(right, n) for n in c.right)
-        ]
+        views = [j for j, bases in candidates if all(b in cone for b in bases)]
         if views:
             n = sum(1 for j in views for ch in pending[j].changes if ch.what == "output")
             what = f"{n} output(s) kept are slices of a tensor whose size follows it (a view beside its base)"

@@ -30,11 +30,16 @@ __all__ = ["RECOGNIZER"]
 _REQUIRES_GRAD = re.compile(r"\brequires_grad(_\s*\(|\s*=[^=])")
 _GROUPS = re.compile(r"\.add_param_group\s*\(")
 _NEW = (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED)
+_OUTPUTS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
 HINT = fix("trainable.requires_grad")
 PHASE_HINT = fix("trainable.phase")
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    # Only an output added or removed is read below: without one, the inputs' twins (two
+    # dictionaries over some 2,600 inputs a side in a 99K graph) are not worth making.
+    if not any(c.kind in _OUTPUTS for c in pending):
+        return NOTHING
     out: list[Cause] = []
     consumed: set[int] = set()
     # Inputs both graphs take (paired, and not among those a cause calls new) that the other
