@@ -199,19 +199,18 @@ def _exit_sites(file: str) -> tuple[_Exit, ...]:
     if tree is None:
         return ()
     sites: list[_Exit] = []
+    outer = _outer_reads(tree)
     for scope in ast.walk(tree):
         if not isinstance(scope, (*_LOOPS, *_FUNCTIONS)):
             continue
         if _trains(scope):
             continue  # leaving the training loop ends training: no graph loses work by it
         own = _own(scope.body)
-        read: dict[str, list[int]] = {}
-        for s in own:
-            if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None and _host_read(s.value):
-                for target in s.targets if isinstance(s, ast.Assign) else [s.target]:
-                    for t in ast.walk(target):
-                        if isinstance(t, ast.Name):
-                            read.setdefault(t.id, []).append(s.lineno)
+        # A loop's exit may test a name its function read from the device before the loop
+        # (`depth = int(mask.sum().item())`, then `if i >= depth: break` among the levels).
+        read = {name: list(lines) for name, lines in outer.get(scope, {}).items()}
+        for name, lines in _reads_in(own).items():
+            read.setdefault(name, []).extend(lines)
         loop = isinstance(scope, _LOOPS)
         end = scope.end_lineno or scope.lineno
         for s in own:
@@ -224,6 +223,40 @@ def _exit_sites(file: str) -> tuple[_Exit, ...]:
                 reads += [n for name in sorted(loads(s.test) & set(read)) for n in read[name]]
                 sites.append(_Exit(s.lineno, scope.lineno, end, loop, tuple(sorted(set(reads)))))
     return tuple(sorted(sites))
+
+
+def _reads_in(statements: list[ast.stmt]) -> dict[str, list[int]]:
+    """The names that `statements` assign from a value read on the host, with the lines."""
+    read: dict[str, list[int]] = {}
+    for s in statements:
+        if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None and _host_read(s.value):
+            for target in s.targets if isinstance(s, ast.Assign) else [s.target]:
+                for t in ast.walk(target):
+                    if isinstance(t, ast.Name):
+                        read.setdefault(t.id, []).append(s.lineno)
+    return read
+
+
+def _outer_reads(tree: ast.Module) -> dict[ast.AST, dict[str, list[int]]]:
+    """For each loop in a function, the names that function assigned from a host read on lines
+    before the loop starts (code it runs first, in the loop's own function, not a nested one)."""
+    found: dict[ast.AST, dict[str, list[int]]] = {}
+    for function in ast.walk(tree):
+        if not isinstance(function, _FUNCTIONS):
+            continue
+        statements, todo = [], list(function.body)
+        while todo:
+            stmt = todo.pop()
+            if isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)):
+                continue  # a nested function's names are its own
+            statements.append(stmt)
+            todo += [n for n in ast.iter_child_nodes(stmt) if isinstance(n, ast.stmt)]
+        read = _reads_in(statements)
+        for stmt in statements:
+            if isinstance(stmt, _LOOPS):
+                before = {n: [x for x in lines if x < stmt.lineno] for n, lines in read.items()}
+                found[stmt] = {n: lines for n, lines in before.items() if lines}
+    return found
 
 
 def _syncs(evidence: Evidence) -> list[tuple[str, int]]:
@@ -240,16 +273,17 @@ def _leaves_work(file: str, site: _Exit, syncs: list[tuple[str, int]], reads: bo
     return not any(f == file and site.first <= n <= site.last and n not in allowed for f, n in syncs)
 
 
-def _exited_at(evidence: Evidence) -> str:
-    """The early exit in the user's code that decides which layers a step runs, or "". The
-    work's ops carry library lines only (an `nn.Linear` of the user's block), so the user's files
-    are searched."""
+def _exited_at(evidence: Evidence) -> tuple[str, ...]:
+    """The early exit in the user's code that decides which layers a step runs, then the lines
+    that read its condition from the device where those are not the `if` itself (`depth =
+    int(mask.sum().item())` before the loop), or (). The work's ops carry library lines only (an
+    `nn.Linear` of the user's block), so the user's files are searched."""
     syncs = _syncs(evidence)
     for file in user_files(evidence):
         for site in _exit_sites(file):
             if _leaves_work(file, site, syncs):
-                return f"{file}:{site.line}"
-    return ""
+                return (f"{file}:{site.line}", *(f"{file}:{n}" for n in site.reads if n != site.line))
+    return ()
 
 
 def _per_line(canon: CanonicalModule, file: str, first: int, last: int) -> Counter[int]:
@@ -345,15 +379,17 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 "so (LayerDrop / stochastic depth), so the graph depends on the draw"
             )
             return _explain(evidence, pending, i, (_setting(evidence), site), summary, HINT)
-        site = _exited_at(evidence)
-        if site:
+        exited = _exited_at(evidence)
+        if exited:
+            site, *reads = exited
             text = source_text(site).split("#", 1)[0].strip()
+            read = f" at {', '.join(reads)}" if reads else ""
             summary = (
-                f"{_WHERE}: `{text[:80]}` at {site} leaves early when a value read from the device "
+                f"{_WHERE}: `{text[:80]}` at {site} leaves early when a value read from the device{read} "
                 "says so (an implicit sync), so each exit point is a graph of its own; the layers it "
                 "skipped, their weights and updates follow from it"
             )
-            return _explain(evidence, pending, i, (site,), summary, _EXIT_HINT)
+            return _explain(evidence, pending, i, exited, summary, _EXIT_HINT)
     return _iterated(evidence, pending)
 
 
