@@ -303,6 +303,7 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "setting from the start, or keep the work and scale it by a tensor that is 0 until needed"
         ),
         # conditional_work._BRANCH_HINT
+        # replaced_branch._HINT
         # random_skip._LOOP_HINT
         "conditional_work.host_iterations": (
             "a loop stops when a value read from the device says so (`if rel.item() < tol: break`): "

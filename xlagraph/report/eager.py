@@ -1,8 +1,10 @@
 """Eager mode's half of a report: torch_xla compiles each op on its own (`EagerOpCompileTime`), once
 per op and input shapes. An op compiled in a later step than the first is a recompile where the
-same op compiled before with other shapes (`was`), and new work otherwise (an evaluation pass, a
-branch taken once). Each op module names torch's op (its metadata's `op_type`, `aten::addmm`) and
-the line it ran at; an input's metadata names the line that made the input.
+same op compiled before at the same call site (the line its metadata names) with other shapes
+(`was`), and new work otherwise (an evaluation pass, a branch taken once): one op name compiled
+earlier by other code with other shapes is that code's compile, not this one's. Each op module
+names torch's op (its metadata's `op_type`, `aten::addmm`) and the line it ran at; an input's
+metadata names the line that made the input.
 """
 
 from __future__ import annotations
@@ -60,7 +62,9 @@ def eager_section(log: RunLog) -> EagerSection | None:
     if not log.eager and not log.eager_compiles_reported:
         return None
     first_step = min((c.step for c in log.eager), default=0)
-    seen: dict[str, list[tuple[int, tuple[str, ...]]]] = {}  # op -> (step, its shapes, in and out)
+    # (op, its call site) -> (step, its shapes, in and out); an op with no line (autograd's
+    # backward) is one call site per op, as torch_xla records none for it
+    seen: dict[tuple[str, str], list[tuple[int, tuple[str, ...]]]] = {}
     later: list[tuple[EagerOp, list[str]]] = []  # each op compiled after the first step, its changes
     unread = 0
     for c in log.eager:
@@ -70,7 +74,7 @@ def eager_section(log: RunLog) -> EagerSection | None:
             continue
         op, shapes, at, ins, lines = read
         sig = (*ins, shapes.rpartition(" -> ")[2])
-        before = seen.setdefault(op, [])
+        before = seen.setdefault((op, at), [])
         if c.step != first_step:
             was = _closest(sig, [b for step, b in before if step < c.step])
             changed = [k for k in range(len(sig)) if was is not None and sig[k] != was[k]]
