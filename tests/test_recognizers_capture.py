@@ -23,9 +23,12 @@ CORPUS = FIXTURES / "torch_xla" / "corpus"
 
 def _log(name: str, tmp: Path) -> RunLog:
     """A stored capture, read from a copy with its `.xz` files decompressed."""
-    # held_out_3, held_out_5 to held_out_9, 11, 12 and 14 to 17 were scored untouched first, then tuned on
+    # held_out_3, held_out_5 to held_out_9, 11, 12 and 14 to 18 were scored untouched first, then tuned on
     assert name.startswith(
-        ("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_", "h11_", "h12_", "h14_", "h15_", "h16_", "h17_")
+        (
+            *("tu_", "hx_", "h5_", "h6_", "h7_", "h8_", "h9_", "h11_", "h12_"),
+            *("h14_", "h15_", "h16_", "h17_", "h18_"),
+        )
     ), "only scenarios tuned on are used here"
     dest = tmp / name
     shutil.copytree(CORPUS / "captures" / name, dest)
@@ -586,3 +589,16 @@ def test_a_mask_repeated_per_batch_row_follows_the_grown_batch(tmp_path: Path) -
     (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 3]
     assert r.kinds == ("parameter_shape",)
     assert _guilty(name) & _line(name, r)
+
+
+def test_a_compiled_steps_moved_argument_cites_where_its_size_is_made(tmp_path: Path) -> None:
+    """A `@torch_xla.compile`d step called as `train_step(q.to(device), c.to(device))`: the
+    candidates grow 4 -> 8 along a non-batch axis. The graph cites only a library line (the
+    Linear reading it); the call that moves the batch is the transfer, and the loop lines above it
+    that make what it moves (`candidates = torch.randn(8, 1 + k, 20)`, `k = ...negatives(step)`)
+    are where its size is decided (issue 37)."""
+    name = "h18_ranker_compiled_negatives_ramp"
+    (r,) = _recompiles(name, tmp_path)
+    assert r.kinds == ("parameter_shape",)
+    assert _guilty(name) & _line(name, r)
+
