@@ -602,3 +602,13 @@ def test_a_compiled_steps_moved_argument_cites_where_its_size_is_made(tmp_path: 
     assert r.kinds == ("parameter_shape",)
     assert _guilty(name) & _line(name, r)
 
+
+def test_an_autocast_built_by_a_policy_method_cites_the_method_and_the_switch(tmp_path: Path) -> None:
+    """`with policy.autocast():` where the user's own method returns `torch.autocast(...,
+    enabled=use_bf16)` and a scheduler-like `policy.step()` sets `self.compute_dtype =
+    torch.bfloat16` at step 3: the `with` line alone switches nothing; the autocast the method
+    builds and the assignment that flips the attribute it reads are cited (issue 37)."""
+    name = "h18_denoiser_bf16_policy_switch"
+    (r,) = _recompiles(name, tmp_path)
+    assert r.kinds == ("dtype",)
+    assert _guilty(name) <= _line(name, r)
