@@ -638,3 +638,26 @@ def test_a_span_loss_gated_on_an_item_is_that_gate_not_a_random_draw(tmp_path: P
     assert cause.sources[0].endswith(f"{name}.py:53")
     assert "n_spans.item() > 0" in cause.summary and "read on the host" in cause.summary
     assert "LayerDrop" not in cause.summary + cause.hint
+
+
+def test_a_compiled_steps_moved_argument_cites_where_its_size_is_made(tmp_path: Path) -> None:
+    """A `@torch_xla.compile`d step called as `train_step(q.to(device), c.to(device))`: the
+    candidates grow 4 -> 8 along a non-batch axis. The graph cites only a library line (the
+    Linear reading it); the call that moves the batch is the transfer, and the loop lines above it
+    that make what it moves (`candidates = torch.randn(8, 1 + k, 20)`, `k = ...negatives(step)`)
+    are where its size is decided (issue 37)."""
+    name = "h18_ranker_compiled_negatives_ramp"
+    (r,) = _recompiles(name, tmp_path)
+    assert r.kinds == ("parameter_shape",)
+    assert _guilty(name) & _line(name, r)
+
+
+def test_an_autocast_built_by_a_policy_method_cites_the_method_and_the_switch(tmp_path: Path) -> None:
+    """`with policy.autocast():` where the user's own method returns `torch.autocast(...,
+    enabled=use_bf16)` and a scheduler-like `policy.step()` sets `self.compute_dtype =
+    torch.bfloat16` at step 3: the `with` line alone switches nothing; the autocast the method
+    builds and the assignment that flips the attribute it reads are cited (issue 37)."""
+    name = "h18_denoiser_bf16_policy_switch"
+    (r,) = _recompiles(name, tmp_path)
+    assert r.kinds == ("dtype",)
+    assert _guilty(name) <= _line(name, r)

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.frames import split_location, user_frames
-from xlagraph.diagnose.recognizers._statements import enclosing, loads, set_before
+from xlagraph.diagnose.recognizers._statements import enclosing, loads, set_before, syntax_tree
 from xlagraph.ir import Instruction
 
 __all__ = ["switch_lines"]
@@ -24,6 +24,7 @@ _MAX_INSTRUCTIONS = 400  # a region's first ops have the same stacks as the rest
 _LOW_NAMES = frozenset({"bfloat16", "float16", "half"})
 _TYPE_NAMES = _LOW_NAMES | {"float32", "float64", "float", "double"}
 # The statements whose body is "the code that ran": the innermost loop or function around a line.
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -77,9 +78,63 @@ def _autocasts(file: str, chain: list[tuple[ast.stmt, list[ast.stmt]]], found: d
         if not calls:
             continue
         found.setdefault(f"{file}:{stmt.lineno}")
-        names = {n for c in calls for a in (*c.args, *(k.value for k in c.keywords)) for n in loads(a)}
+        names = {n for c in calls for a in _arguments(c) for n in loads(a)}
         for k in set_before(chain[: depth + 1], names):
             found.setdefault(f"{file}:{k}")
+        for c in calls:
+            _helper_autocast(file, c, found)
+
+
+def _arguments(call: ast.Call) -> list[ast.expr]:
+    return [*call.args, *(k.value for k in call.keywords)]
+
+
+def _self_attributes(nodes: Iterable[ast.AST]) -> set[str]:
+    """`x` of every `self.x` the nodes read."""
+    return {
+        n.attr
+        for node in nodes
+        for n in ast.walk(node)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
+    }
+
+
+def _helper_autocast(file: str, call: ast.Call, found: dict[str, None]) -> None:
+    """`with policy.autocast():` runs the user's own function, defined once in the same file,
+    that builds the autocast (`return torch.autocast("xla", enabled=use_bf16)`): the switch is
+    there, with the lines above it that set its arguments and, for a method, the assignments in
+    the class's other methods (not `__init__`) to the attributes they read
+    (`self.compute_dtype = torch.bfloat16` in a scheduler-like `step()`)."""
+    tree = syntax_tree(file)
+    name = _name(call.func)
+    defs = [
+        n
+        for n in (ast.walk(tree) if tree is not None else ())
+        if isinstance(n, _FUNCTIONS) and n.name == name
+    ]
+    if len(defs) != 1:  # not the user's, or ambiguous
+        return
+    helper = defs[0]
+    read: list[ast.AST] = []
+    for c in [n for n in ast.walk(helper) if isinstance(n, ast.Call) and _autocast(n)][:2]:
+        found.setdefault(f"{file}:{c.lineno}")
+        setters = set_before(enclosing(file, c.lineno), {n for a in _arguments(c) for n in loads(a)})
+        found.update((f"{file}:{k}", None) for k in setters)
+        read += _arguments(c)
+        read += [s for s in ast.walk(helper) if isinstance(s, ast.stmt) and s.lineno in setters]
+    attrs = _self_attributes(read)
+    chain = enclosing(file, helper.lineno)
+    owner = next((s for s, _ in reversed(chain) if isinstance(s, ast.ClassDef)), None)
+    if owner is None or not attrs:
+        return
+    for method in owner.body:
+        if not isinstance(method, _FUNCTIONS) or method.name in (name, "__init__"):
+            continue
+        for node in ast.walk(method):
+            if isinstance(node, (ast.Assign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if _self_attributes(targets) & attrs:
+                    found.setdefault(f"{file}:{node.lineno}")
 
 
 def switch_lines(

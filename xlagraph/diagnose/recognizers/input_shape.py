@@ -88,19 +88,29 @@ def _with_arrival_lines(evidence: Evidence, cause: Cause) -> Cause:
         for s in body[: body.index(here)]
         if isinstance(s, ast.Assign) and _TRANSFER.search(source_line(file, s.lineno))
     ]
+    # A compiled step called with its batch moved in its arguments (`step(x.to(device))`): the
+    # call itself is the transfer.
+    if not moved and isinstance(here, (ast.Assign, ast.Expr)) and _moves(file, here):
+        moved = [here]
     if not moved:
         return cause
     found: list[int] = []
     wave: list[ast.stmt] = moved[:1]
     for _ in range(3):  # the transfer, what it moves, what sized that
         found += [s.lineno for s in wave]
-        names = set().union(*(loads(s.value) for s in wave if isinstance(s, ast.Assign)))
+        names = set().union(*(loads(s.value) for s in wave if isinstance(s, (ast.Assign, ast.Expr))))
         lines = {n for s in wave for n in set_before([*chain[: loop + 1], (s, body)], names)}
         wave = [s for s in body if s.lineno in lines and s.lineno not in found]
     if len(found) < 2:  # a slice of data made before the loop: nothing here sizes it
         return cause
     lines = [f"{file}:{n}" for n in sorted(set(found))]
     return replace(cause, sources=tuple(dict.fromkeys([*lines, *cause.sources]))[:6])
+
+
+def _moves(file: str, stmt: ast.stmt) -> bool:
+    """Any line of `stmt` moves data to the device."""
+    end = stmt.end_lineno or stmt.lineno
+    return any(_TRANSFER.search(source_line(file, n)) for n in range(stmt.lineno, end + 1))
 
 
 def _pad_call_below(location: str) -> str:
