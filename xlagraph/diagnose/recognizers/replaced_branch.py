@@ -56,10 +56,9 @@ Branch = tuple[str, int, int]  # (file, line of the `if`, which branch: 0 the bo
 def _branch(loc: str) -> Branch | None:
     """The innermost `if` statement (an `if`/`elif`/`else` chain as one) whose branch holds the
     statement at `loc`, within the function it is in; None outside any or in the condition."""
-    file, _, line = loc.rpartition(":")
-    if not file or not line.isdigit():
+    file, n = split_location(loc)
+    if not file or not n:
         return None
-    n = int(line)
     chain = enclosing(file, n)
     for depth in range(len(chain) - 1, -1, -1):
         stmt = chain[depth][0]
