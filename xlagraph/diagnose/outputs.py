@@ -15,7 +15,7 @@ from xlagraph.diagnose.causes import CauseKind, Change, Moved
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.donation import compare_donation
 from xlagraph.diagnose.listing import fmt_list
-from xlagraph.diagnose.output_slots import one_tensor, pair_resharded, pair_slots, same_slots
+from xlagraph.diagnose.output_slots import crosses, one_tensor, pair_resharded, pair_slots, same_slots
 from xlagraph.diagnose.permutation import order_changed, permutation_cause
 from xlagraph.diagnose.shapes import FLOAT_TYPES, dim_sizes, dims_of, element_type, layout_differs, shape_of
 from xlagraph.match.correspondence import correspond
@@ -95,6 +95,9 @@ def compare_outputs(cmp: Comparison) -> None:
     pairs += slot_pairs
     typed, added, removed = pair_slots(left, right, added, removed, same_type=False)
     apart += _other_tensors(cmp, typed)
+    # Slots paired by position only: a pair that crosses the pairs made otherwise contradicts
+    # the order it was read from (an output dropped and one added moves the rest past them).
+    apart += [p for p in typed if p not in apart and crosses(p, pairs)]
     typed = [p for p in typed if p not in apart]
     added, removed = sorted(added + [j for _, j in apart]), sorted(removed + [i for i, _ in apart])
     pairs += typed
