@@ -51,6 +51,7 @@ from xlagraph.match.refinement import (
     rounds_for,
     shallow,
 )
+from xlagraph.match.shapes import dims
 
 __all__ = ["Correspondence", "correspond", "correspond_graphs"]
 
@@ -147,6 +148,7 @@ def correspond_graphs(
             sides,  # type: ignore[arg-type]
             (sig[0].__getitem__, sig[1].__getitem__),
             same_value(left, right),
+            (_sizes(left, sa_.names), _sizes(right, sb_.names)),
         )
         if found is not None:
             return got_from(found)
@@ -226,6 +228,7 @@ def _correspond_compiled(left: CanonicalComputation, right: CanonicalComputation
             sides,  # type: ignore[arg-type]
             _compiled_signatures(left, right, pick_a, pick_b),
             same_value(left, right),
+            (_sizes(left, _node_names(left), pick_a), _sizes(right, _node_names(right), pick_b)),
         )
         if found is not None:
             return got_from(found)
@@ -255,6 +258,24 @@ def _compiled_signatures(
     return _meta_signature(left, pick_a), _meta_signature(right, pick_b)
 
 
+def _node_names(comp: CanonicalComputation) -> list[str]:
+    """Node names in `Graph`'s order, which the core's graphs share."""
+    return list(comp.order) + [p for p in comp.param_number if p not in comp.operands]
+
+
+def _sizes(
+    comp: CanonicalComputation, names: list[str], pick: list[int] | None = None
+) -> Callable[[int], list[int] | None]:
+    """Each node's dimensions by position (in `pick`'s order where given), on demand: only
+    look-alikes left tied and the removals compared ask for them."""
+    by_name = comp.computation.by_name
+
+    def sizes(pos: int) -> list[int] | None:
+        return dims(by_name[names[pick[pos] if pick is not None else pos]].shape)
+
+    return sizes
+
+
 def _meta_signature(comp: CanonicalComputation, pick: list[int]) -> Callable[[int], int]:
     memo: dict[int, int] = {}
     state: dict[str, Any] = {}
@@ -266,7 +287,7 @@ def _meta_signature(comp: CanonicalComputation, pick: list[int]) -> Callable[[in
     def signature(pos: int) -> int:
         if pos not in memo:
             if not state:
-                names = list(comp.order) + [p for p in comp.param_number if p not in comp.operands]
+                names = _node_names(comp)
                 alias = identity_multiplies(comp).by_name  # the edges `Graph` has
                 users: dict[str, list[str]] = {}
                 for u, ops in comp.operands.items():
