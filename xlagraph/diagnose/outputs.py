@@ -45,6 +45,22 @@ def compare_outputs(cmp: Comparison) -> None:
     unclaimed = _unclaimed_by_line(right, m.right)
     # The matching as the cones of outputs added or removed read it (re-paired by line below).
     claimed_l, claimed_r, repaired = m.left, m.right, False
+    # Where the context pairs an output the matching pairs with another (look-alike updates of
+    # other weights, crossed once an output is dropped), the matching follows the context, and
+    # the two it had crossed are paired with each other where they are the same op: the cone of
+    # an output dropped is then said where it is.
+    for i, j in pairs:
+        a, b = left.outputs[i], right.outputs[j]
+        old, other = m.left.get(a), m.right.get(b)
+        if old == b or other is None:
+            continue
+        if not repaired:
+            claimed_l, claimed_r, repaired = m.left.copy(), m.right.copy(), True
+        swap = old is not None and left.keys.get(other) == right.keys.get(old)
+        for lp, rp in ((cmp.pair_left, cmp.pair_right), (claimed_l, claimed_r)):
+            _repair(cmp, lp, rp, a, lp.get(a), b)  # type: ignore[arg-type]
+            if swap and other not in lp and old not in rp:
+                _repair(cmp, lp, rp, other, None, old)  # type: ignore[arg-type]
     for i, a in enumerate(left.outputs):
         if i in known:
             continue
