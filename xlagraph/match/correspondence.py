@@ -36,7 +36,7 @@ from weakref import WeakKeyDictionary
 from xlagraph import _core
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.match.individualize import PARAMS, HistoryFrom, individualized, signatures, tied_pick
-from xlagraph.match.isomorphic import Refine, Refined, explain
+from xlagraph.match.isomorphic import Refine, Refined, Signatures, explain
 from xlagraph.match.multiply_by_one import identity_multiplies
 from xlagraph.match.output_pairs import Correspondence, Got, Nodes, Opened, got_from, pair_sides, same_value
 from xlagraph.match.refinement import (
@@ -146,7 +146,7 @@ def correspond_graphs(
             refine,
             lambda: shallow(sa_, sb_, fa, fb),
             sides,  # type: ignore[arg-type]
-            (sig[0].__getitem__, sig[1].__getitem__),
+            (lambda k: (sig[0][k], sa_.meta[k]), lambda k: (sig[1][k], sb_.meta[k])),
             same_value(left, right),
             (_sizes(left, sa_.names), _sizes(right, sb_.names)),
         )
@@ -252,7 +252,7 @@ def _correspond_compiled(left: CanonicalComputation, right: CanonicalComputation
 
 def _compiled_signatures(
     left: CanonicalComputation, right: CanonicalComputation, pick_a: list[int], pick_b: list[int]
-) -> tuple[Callable[[int], int], Callable[[int], int]]:
+) -> Signatures:
     """`signatures` of the picked nodes (by position), computed on demand from the canonical
     form: only look-alikes left tied ask for them."""
     return _meta_signature(left, pick_a), _meta_signature(right, pick_b)
@@ -276,8 +276,8 @@ def _sizes(
     return sizes
 
 
-def _meta_signature(comp: CanonicalComputation, pick: list[int]) -> Callable[[int], int]:
-    memo: dict[int, int] = {}
+def _meta_signature(comp: CanonicalComputation, pick: list[int]) -> Callable[[int], tuple[int, int]]:
+    memo: dict[int, tuple[int, int]] = {}
     state: dict[str, Any] = {}
 
     def meta(n: str) -> int:
@@ -298,12 +298,15 @@ def _meta_signature(comp: CanonicalComputation, pick: list[int]) -> Callable[[in
             n = state["names"][pick[pos]]
             alias = state["alias"]
             ops = () if n in alias else tuple(alias.get(o, o) for o in comp.operands.get(n, ()))
-            memo[pos] = hash(
-                (
-                    meta(n),
-                    tuple(sorted(meta(u) for u in state["users"].get(n, ()))),
-                    tuple(sorted(meta(o) for o in ops)),
-                )
+            memo[pos] = (
+                hash(
+                    (
+                        meta(n),
+                        tuple(sorted(meta(u) for u in state["users"].get(n, ()))),
+                        tuple(sorted(meta(o) for o in ops)),
+                    )
+                ),
+                meta(n),
             )
         return memo[pos]
 

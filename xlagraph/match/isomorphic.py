@@ -40,7 +40,9 @@ Refine = Callable[[dict[int, int], dict[int, int], tuple[int, ...], tuple[int, .
 Side = tuple[list[int], list[int], list[int], list[int], set[int], set[int]]
 # A class a pair was chosen from: its side and its items in A and in B.
 Chosen = tuple[int, frozenset[int], frozenset[int]]
-Signatures = tuple[Callable[[int], int], Callable[[int], int]]
+# Each node's source lines and op names by position in A and in B: (its own and its neighbours',
+# its own alone).
+Signatures = tuple[Callable[[int], tuple[int, int]], Callable[[int], tuple[int, int]]]
 # Each node's dimensions (by position) in A and in B; None for a tuple or a token.
 Sizes = tuple[Callable[[int], "list[int] | None"], Callable[[int], "list[int] | None"]]
 _NO_SIZES: Sizes = (lambda _: None, lambda _: None)
@@ -220,18 +222,24 @@ def _individualized(
 def _named(ls: list[int], rs: list[int], side: Side, sig: Signatures, sizes: Sizes) -> dict[int, int]:
     """Pairs of a tied class whose source lines (their own and their neighbours') are the same
     and held by no other item of the class: the user's code says which is which. Then, of the
-    rest, pairs each the other's one nearest in size (fewest dimensions differing, fewer than
-    with another): look-alikes to the size-blind colours whose shapes say which is which."""
+    rest, by their own lines alone (an output dropped took a look-alike's users with it); then
+    pairs each the other's one nearest in size (fewest dimensions differing, fewer than with
+    another): look-alikes to the size-blind colours whose shapes say which is which."""
     lp, rp = side[0], side[1]
-    by_a: dict[int, list[int]] = {}
-    by_b: dict[int, list[int]] = {}
-    for i in ls:
-        by_a.setdefault(sig[0](lp[i]), []).append(i)
-    for j in rs:
-        by_b.setdefault(sig[1](rp[j]), []).append(j)
-    named = {v[0]: by_b[k][0] for k, v in by_a.items() if k and len(v) == 1 and len(by_b.get(k, ())) == 1}
-    rest_l = [i for i in ls if i not in named]
-    rest_r = [j for j in rs if j not in named.values()]
+    named: dict[int, int] = {}
+    rest_l, rest_r = list(ls), list(rs)
+    for part in (0, 1):
+        by_a: dict[int, list[int]] = {}
+        by_b: dict[int, list[int]] = {}
+        for i in rest_l:
+            by_a.setdefault(sig[0](lp[i])[part], []).append(i)
+        for j in rest_r:
+            by_b.setdefault(sig[1](rp[j])[part], []).append(j)
+        named.update(
+            {v[0]: by_b[k][0] for k, v in by_a.items() if k and len(v) == 1 and len(by_b.get(k, ())) == 1}
+        )
+        rest_l = [i for i in ls if i not in named]
+        rest_r = [j for j in rs if j not in named.values()]
     apart = {(i, j): _apart(sizes[0](lp[i]), sizes[1](rp[j])) for i in rest_l for j in rest_r}
 
     def nearest(far: list[tuple[int, int]]) -> int | None:  # (dimensions apart, item)
@@ -267,16 +275,17 @@ def _apart(x: list[int] | None, y: list[int] | None) -> int:
 
 def _pair_key(
     i: int, j: int, ls: list[int], rs: list[int], side: Side, sig: Signatures, sizes: Sizes
-) -> tuple[bool, int, int, int, int]:
-    """Source lines agreeing first; then the fewest dimensions differing; then slots in order
+) -> tuple[bool, bool, int, int, int, int]:
+    """Source lines agreeing first (their own and their neighbours', then their own alone); then
+    the fewest dimensions differing; then slots in order
     (the k-th look-alike of A with the k-th of B: an input inserted before them shifts their
     numbers, not their order); then the nearest slot."""
     lp, rp, lsl, rsl = side[:4]
     rank_l = sorted(ls, key=lsl.__getitem__).index(i)
     rank_r = sorted(rs, key=rsl.__getitem__).index(j)
-    same = sig[0](lp[i]) == sig[1](rp[j])
+    sa, sb = sig[0](lp[i]), sig[1](rp[j])
     apart = _apart(sizes[0](lp[i]), sizes[1](rp[j]))
-    return (not same, apart, abs(rank_l - rank_r), abs(lsl[i] - rsl[j]), rsl[j])
+    return (sa[0] != sb[0], sa[1] != sb[1], apart, abs(rank_l - rank_r), abs(lsl[i] - rsl[j]), rsl[j])
 
 
 def _best_pair(
@@ -287,10 +296,19 @@ def _best_pair(
     rank_r = {j: k for k, j in enumerate(sorted(rs, key=rsl.__getitem__))}
     sa, sb = {i: sig[0](lp[i]) for i in ls}, {j: sig[1](rp[j]) for j in rs}
 
-    def key(p: tuple[int, int]) -> tuple[bool, int, int, int, int, int, int]:
+    def key(p: tuple[int, int]) -> tuple[bool, bool, int, int, int, int, int, int]:
         i, j = p
         apart = _apart(sizes[0](lp[i]), sizes[1](rp[j]))
-        return (sa[i] != sb[j], apart, abs(rank_l[i] - rank_r[j]), abs(lsl[i] - rsl[j]), rsl[j], i, j)
+        return (
+            sa[i][0] != sb[j][0],
+            sa[i][1] != sb[j][1],
+            apart,
+            abs(rank_l[i] - rank_r[j]),
+            abs(lsl[i] - rsl[j]),
+            rsl[j],
+            i,
+            j,
+        )
 
     return min(((i, j) for i in ls for j in rs), key=key)
 
