@@ -12,7 +12,9 @@ two zero buffers): the pair is a choice, returned as such, and its slots decide.
 An output dropped (or added) unbalances the graphs: the dropped output's cone is gone from B and
 what it read lost a user. The explanation sought is the smallest: the output of A (or of B)
 whose removal, with what only it kept alive, balances the graphs again; among several that do
-(look-alikes), the one whose pairing moves the fewest slots.
+(look-alikes), the one whose pairs differ in the fewest dimensions (the size-blind colours leave
+sizes out, and a changed batch leaves the other sizes as they were), then crosses the fewest
+pairs, then moves the fewest slots.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ Chosen = tuple[int, frozenset[int], frozenset[int]]
 # its own alone).
 Signatures = tuple[Callable[[int], tuple[int, int]], Callable[[int], tuple[int, int]]]
 # Each node's dimensions (by position) in A and in B; None for a tuple or a token.
-Sizes = tuple[Callable[[int], "list[int] | None"], Callable[[int], "list[int] | None"]]
+Sizes = tuple[Callable[[int], list[int] | None], Callable[[int], list[int] | None]]
 _NO_SIZES: Sizes = (lambda _: None, lambda _: None)
 
 
@@ -213,8 +215,8 @@ def _individualized(
         j, got = kept[0]
         salts_a[lp[i]] = salts_b[rp[j]] = hash(("individual", step))
         if len(kept) > 1 and _named(ls, rs, open_sides[side], sig, sizes).get(i) != j:
-            # Another choice would do as well and neither the source lines nor the sizes name this one:
-            # interchangeable as far as data flow can tell, a choice.
+            # Another choice would do as well and neither the source lines nor the sizes name
+            # this one: interchangeable as far as data flow can tell, a choice.
             chosen.append((side, frozenset(ls), frozenset(rs)))
     return Explained((got.a, got.b), tuple(chosen), frozenset(drop_a), frozenset(drop_b))
 
@@ -277,9 +279,9 @@ def _pair_key(
     i: int, j: int, ls: list[int], rs: list[int], side: Side, sig: Signatures, sizes: Sizes
 ) -> tuple[bool, bool, int, int, int, int]:
     """Source lines agreeing first (their own and their neighbours', then their own alone); then
-    the fewest dimensions differing; then slots in order
-    (the k-th look-alike of A with the k-th of B: an input inserted before them shifts their
-    numbers, not their order); then the nearest slot."""
+    the fewest dimensions differing; then slots in order (the k-th look-alike of A with the k-th
+    of B: an input inserted before them shifts their numbers, not their order); then the nearest
+    slot."""
     lp, rp, lsl, rsl = side[:4]
     rank_l = sorted(ls, key=lsl.__getitem__).index(i)
     rank_r = sorted(rs, key=rsl.__getitem__).index(j)
