@@ -17,6 +17,12 @@ def one_tensor(a: str, b: str) -> bool:
     return plausible(a, b) or _resharded(a, b)
 
 
+def crosses(pair: tuple[int, int], pairs: list[tuple[int, int]]) -> bool:
+    """Whether slot pair (i, j) crosses one of `pairs`: the order of one side is not the other's."""
+    i, j = pair
+    return any((a - i) * (b - j) < 0 for a, b in pairs)
+
+
 def _resharded(a: str, b: str) -> bool:
     """Another shard shape of one tensor: same element type, other dimensions by whole factors."""
     return element_type(a) == element_type(b) and dims_of(a) != dims_of(b) and whole_factors(a, b)

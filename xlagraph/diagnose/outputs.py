@@ -15,7 +15,7 @@ from xlagraph.diagnose.causes import CauseKind, Change, Moved
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.donation import compare_donation
 from xlagraph.diagnose.listing import fmt_list
-from xlagraph.diagnose.output_slots import one_tensor, pair_resharded, pair_slots, same_slots
+from xlagraph.diagnose.output_slots import crosses, one_tensor, pair_resharded, pair_slots, same_slots
 from xlagraph.diagnose.permutation import order_changed, permutation_cause
 from xlagraph.diagnose.shapes import FLOAT_TYPES, dim_sizes, dims_of, element_type, layout_differs, shape_of
 from xlagraph.match.correspondence import correspond
@@ -45,6 +45,22 @@ def compare_outputs(cmp: Comparison) -> None:
     unclaimed = _unclaimed_by_line(right, m.right)
     # The matching as the cones of outputs added or removed read it (re-paired by line below).
     claimed_l, claimed_r, repaired = m.left, m.right, False
+    # Where the context pairs an output the matching pairs with another (look-alike updates of
+    # other weights, crossed once an output is dropped), the matching follows the context, and
+    # the two it had crossed are paired with each other where they are the same op: the cone of
+    # an output dropped is then said where it is.
+    for i, j in pairs:
+        a, b = left.outputs[i], right.outputs[j]
+        old, other = m.left.get(a), m.right.get(b)
+        if old == b or other is None:
+            continue
+        if not repaired:
+            claimed_l, claimed_r, repaired = m.left.copy(), m.right.copy(), True
+        swap = old is not None and left.keys.get(other) == right.keys.get(old)
+        for lp, rp in ((cmp.pair_left, cmp.pair_right), (claimed_l, claimed_r)):
+            _repair(cmp, lp, rp, a, lp.get(a), b)  # type: ignore[arg-type]
+            if swap and other not in lp and old not in rp:
+                _repair(cmp, lp, rp, other, None, old)  # type: ignore[arg-type]
     for i, a in enumerate(left.outputs):
         if i in known:
             continue
@@ -95,6 +111,9 @@ def compare_outputs(cmp: Comparison) -> None:
     pairs += slot_pairs
     typed, added, removed = pair_slots(left, right, added, removed, same_type=False)
     apart += _other_tensors(cmp, typed)
+    # Slots paired by position only: a pair that crosses the pairs made otherwise contradicts
+    # the order it was read from (an output dropped and one added moves the rest past them).
+    apart += [p for p in typed if p not in apart and crosses(p, pairs)]
     typed = [p for p in typed if p not in apart]
     added, removed = sorted(added + [j for _, j in apart]), sorted(removed + [i for i, _ in apart])
     pairs += typed

@@ -36,7 +36,7 @@ from weakref import WeakKeyDictionary
 from xlagraph import _core
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.match.individualize import PARAMS, HistoryFrom, individualized, signatures, tied_pick
-from xlagraph.match.isomorphic import Refine, Refined, explain
+from xlagraph.match.isomorphic import Refine, Refined, Signatures, explain
 from xlagraph.match.multiply_by_one import identity_multiplies
 from xlagraph.match.output_pairs import Correspondence, Got, Nodes, Opened, got_from, pair_sides, same_value
 from xlagraph.match.refinement import (
@@ -51,6 +51,7 @@ from xlagraph.match.refinement import (
     rounds_for,
     shallow,
 )
+from xlagraph.match.shapes import dims
 
 __all__ = ["Correspondence", "correspond", "correspond_graphs"]
 
@@ -145,8 +146,9 @@ def correspond_graphs(
             refine,
             lambda: shallow(sa_, sb_, fa, fb),
             sides,  # type: ignore[arg-type]
-            (sig[0].__getitem__, sig[1].__getitem__),
+            (lambda k: (sig[0][k], sa_.meta[k]), lambda k: (sig[1][k], sb_.meta[k])),
             same_value(left, right),
+            (_sizes(left, sa_.names), _sizes(right, sb_.names)),
         )
         if found is not None:
             return got_from(found)
@@ -226,6 +228,7 @@ def _correspond_compiled(left: CanonicalComputation, right: CanonicalComputation
             sides,  # type: ignore[arg-type]
             _compiled_signatures(left, right, pick_a, pick_b),
             same_value(left, right),
+            (_sizes(left, _node_names(left), pick_a), _sizes(right, _node_names(right), pick_b)),
         )
         if found is not None:
             return got_from(found)
@@ -249,14 +252,32 @@ def _correspond_compiled(left: CanonicalComputation, right: CanonicalComputation
 
 def _compiled_signatures(
     left: CanonicalComputation, right: CanonicalComputation, pick_a: list[int], pick_b: list[int]
-) -> tuple[Callable[[int], int], Callable[[int], int]]:
+) -> Signatures:
     """`signatures` of the picked nodes (by position), computed on demand from the canonical
     form: only look-alikes left tied ask for them."""
     return _meta_signature(left, pick_a), _meta_signature(right, pick_b)
 
 
-def _meta_signature(comp: CanonicalComputation, pick: list[int]) -> Callable[[int], int]:
-    memo: dict[int, int] = {}
+def _node_names(comp: CanonicalComputation) -> list[str]:
+    """Node names in `Graph`'s order, which the core's graphs share."""
+    return list(comp.order) + [p for p in comp.param_number if p not in comp.operands]
+
+
+def _sizes(
+    comp: CanonicalComputation, names: list[str], pick: list[int] | None = None
+) -> Callable[[int], list[int] | None]:
+    """Each node's dimensions by position (in `pick`'s order where given), on demand: only
+    look-alikes left tied and the removals compared ask for them."""
+    by_name = comp.computation.by_name
+
+    def sizes(pos: int) -> list[int] | None:
+        return dims(by_name[names[pick[pos] if pick is not None else pos]].shape)
+
+    return sizes
+
+
+def _meta_signature(comp: CanonicalComputation, pick: list[int]) -> Callable[[int], tuple[int, int]]:
+    memo: dict[int, tuple[int, int]] = {}
     state: dict[str, Any] = {}
 
     def meta(n: str) -> int:
@@ -266,7 +287,7 @@ def _meta_signature(comp: CanonicalComputation, pick: list[int]) -> Callable[[in
     def signature(pos: int) -> int:
         if pos not in memo:
             if not state:
-                names = list(comp.order) + [p for p in comp.param_number if p not in comp.operands]
+                names = _node_names(comp)
                 alias = identity_multiplies(comp).by_name  # the edges `Graph` has
                 users: dict[str, list[str]] = {}
                 for u, ops in comp.operands.items():
@@ -277,12 +298,15 @@ def _meta_signature(comp: CanonicalComputation, pick: list[int]) -> Callable[[in
             n = state["names"][pick[pos]]
             alias = state["alias"]
             ops = () if n in alias else tuple(alias.get(o, o) for o in comp.operands.get(n, ()))
-            memo[pos] = hash(
-                (
-                    meta(n),
-                    tuple(sorted(meta(u) for u in state["users"].get(n, ()))),
-                    tuple(sorted(meta(o) for o in ops)),
-                )
+            memo[pos] = (
+                hash(
+                    (
+                        meta(n),
+                        tuple(sorted(meta(u) for u in state["users"].get(n, ()))),
+                        tuple(sorted(meta(o) for o in ops)),
+                    )
+                ),
+                meta(n),
             )
         return memo[pos]
 

@@ -12,7 +12,9 @@ two zero buffers): the pair is a choice, returned as such, and its slots decide.
 An output dropped (or added) unbalances the graphs: the dropped output's cone is gone from B and
 what it read lost a user. The explanation sought is the smallest: the output of A (or of B)
 whose removal, with what only it kept alive, balances the graphs again; among several that do
-(look-alikes), the one whose pairing moves the fewest slots.
+(look-alikes), the one whose pairs differ in the fewest dimensions (the size-blind colours leave
+sizes out, and a changed batch leaves the other sizes as they were), then crosses the fewest
+pairs, then moves the fewest slots.
 """
 
 from __future__ import annotations
@@ -40,7 +42,12 @@ Refine = Callable[[dict[int, int], dict[int, int], tuple[int, ...], tuple[int, .
 Side = tuple[list[int], list[int], list[int], list[int], set[int], set[int]]
 # A class a pair was chosen from: its side and its items in A and in B.
 Chosen = tuple[int, frozenset[int], frozenset[int]]
-Signatures = tuple[Callable[[int], int], Callable[[int], int]]
+# Each node's source lines and op names by position in A and in B: (its own and its neighbours',
+# its own alone).
+Signatures = tuple[Callable[[int], tuple[int, int]], Callable[[int], tuple[int, int]]]
+# Each node's dimensions (by position) in A and in B; None for a tuple or a token.
+Sizes = tuple[Callable[[int], list[int] | None], Callable[[int], list[int] | None]]
+_NO_SIZES: Sizes = (lambda _: None, lambda _: None)
 
 
 @dataclass(frozen=True)
@@ -63,20 +70,22 @@ def explain(
     sides: tuple[Side, Side],
     sig: Signatures,
     same: Callable[[int, int, int], bool] = lambda side, i, j: i == j,
+    sizes: Sizes = _NO_SIZES,
 ) -> Explained | None:
     """The colours with look-alikes individualized (see the module docstring), or None where
     refinement did not stabilize or no removal of one output on a side balances the graphs.
     `shallow()`: the first colours, before any round (which outputs could be the dropped one);
-    `same(side, i, j)`: output items i and j of A (side 0) or B (1) compute the same value."""
+    `same(side, i, j)`: output items i and j of A (side 0) or B (1) compute the same value;
+    `sizes`: each node's dimensions, which the size-blind colours leave out."""
     plain = refine({}, {}, (), ())
     if not plain.stable:
         return None
     if plain.balanced:
-        return _individualized(refine, sides, sig, (), ())
+        return _individualized(refine, sides, sig, sizes, (), ())
     found = [
-        (_cost(got, sides), got)
+        (_cost(got, sides, sizes), got)
         for drop_a, drop_b in _removals(refine, shallow(), sides)
-        if (got := _individualized(refine, sides, sig, drop_a, drop_b)) is not None
+        if (got := _individualized(refine, sides, sig, sizes, drop_a, drop_b)) is not None
     ]
     if not found:
         return None
@@ -137,6 +146,7 @@ def _individualized(
     refine: Refine,
     sides: tuple[Side, Side],
     sig: Signatures,
+    sizes: Sizes,
     drop_a: tuple[int, ...],
     drop_b: tuple[int, ...],
 ) -> Explained | None:
@@ -170,12 +180,12 @@ def _individualized(
         choice: list[Chosen] = []
         for k, (ls, rs) in enumerate(batch):
             ls, rs = list(ls), list(rs)
-            named = _named(ls, rs, open_sides[side], sig)
+            named = _named(ls, rs, open_sides[side], sig, sizes)
             choice.append(
                 (side, frozenset(i for i in ls if i not in named), frozenset(rs) - set(named.values()))
             )
             while ls:
-                i, j = _best_pair(ls, rs, open_sides[side], sig)
+                i, j = _best_pair(ls, rs, open_sides[side], sig, sizes)
                 ls.remove(i)
                 rs.remove(j)
                 salt = hash(("batch", side, k, i))
@@ -190,8 +200,8 @@ def _individualized(
             break
         side, (ls, rs) = pick
         lp, rp = open_sides[side][0], open_sides[side][1]
-        i = _best_pair(ls, rs, open_sides[side], sig)[0]
-        order = sorted(rs, key=lambda j: _pair_key(i, j, ls, rs, open_sides[side], sig))  # one class
+        i = _best_pair(ls, rs, open_sides[side], sig, sizes)[0]
+        order = sorted(rs, key=lambda j: _pair_key(i, j, ls, rs, open_sides[side], sig, sizes))  # one class
         kept: list[tuple[int, Refined]] = []
         for j in order:
             salt = hash(("individual", step))
@@ -204,24 +214,45 @@ def _individualized(
             return None  # no pair of the class keeps the graphs alike: not a tie search can settle
         j, got = kept[0]
         salts_a[lp[i]] = salts_b[rp[j]] = hash(("individual", step))
-        if len(kept) > 1 and _named(ls, rs, open_sides[side], sig).get(i) != j:
-            # Another choice would do as well and the source lines do not name this one:
-            # interchangeable as far as data flow can tell, a choice.
+        if len(kept) > 1 and _named(ls, rs, open_sides[side], sig, sizes).get(i) != j:
+            # Another choice would do as well and neither the source lines nor the sizes name
+            # this one: interchangeable as far as data flow can tell, a choice.
             chosen.append((side, frozenset(ls), frozenset(rs)))
     return Explained((got.a, got.b), tuple(chosen), frozenset(drop_a), frozenset(drop_b))
 
 
-def _named(ls: list[int], rs: list[int], side: Side, sig: Signatures) -> dict[int, int]:
+def _named(ls: list[int], rs: list[int], side: Side, sig: Signatures, sizes: Sizes) -> dict[int, int]:
     """Pairs of a tied class whose source lines (their own and their neighbours') are the same
-    and held by no other item of the class: the user's code says which is which."""
+    and held by no other item of the class: the user's code says which is which. Then, of the
+    rest, by their own lines alone (an output dropped took a look-alike's users with it); then
+    pairs each the other's one nearest in size (fewest dimensions differing, fewer than with
+    another): look-alikes to the size-blind colours whose shapes say which is which."""
     lp, rp = side[0], side[1]
-    by_a: dict[int, list[int]] = {}
-    by_b: dict[int, list[int]] = {}
-    for i in ls:
-        by_a.setdefault(sig[0](lp[i]), []).append(i)
-    for j in rs:
-        by_b.setdefault(sig[1](rp[j]), []).append(j)
-    return {v[0]: by_b[k][0] for k, v in by_a.items() if k and len(v) == 1 and len(by_b.get(k, ())) == 1}
+    named: dict[int, int] = {}
+    rest_l, rest_r = list(ls), list(rs)
+    for part in (0, 1):
+        by_a: dict[int, list[int]] = {}
+        by_b: dict[int, list[int]] = {}
+        for i in rest_l:
+            by_a.setdefault(sig[0](lp[i])[part], []).append(i)
+        for j in rest_r:
+            by_b.setdefault(sig[1](rp[j])[part], []).append(j)
+        named.update(
+            {v[0]: by_b[k][0] for k, v in by_a.items() if k and len(v) == 1 and len(by_b.get(k, ())) == 1}
+        )
+        rest_l = [i for i in ls if i not in named]
+        rest_r = [j for j in rs if j not in named.values()]
+    apart = {(i, j): _apart(sizes[0](lp[i]), sizes[1](rp[j])) for i in rest_l for j in rest_r}
+
+    def nearest(far: list[tuple[int, int]]) -> int | None:  # (dimensions apart, item)
+        far.sort()
+        return far[0][1] if len(far) > 1 and far[0][0] < far[1][0] else None
+
+    for i in rest_l:
+        j = nearest([(apart[i, j], j) for j in rest_r])
+        if j is not None and nearest([(apart[k, j], k) for k in rest_l]) == i:
+            named[i] = j
+    return named
 
 
 def _tied(got: Refined, side: Side) -> list[tuple[list[int], list[int]]]:
@@ -235,36 +266,60 @@ def _tied(got: Refined, side: Side) -> list[tuple[list[int], list[int]]]:
     return [(ls, rs) for ls, rs in groups.values() if len(ls) > 1 and len(rs) > 1]
 
 
+def _apart(x: list[int] | None, y: list[int] | None) -> int:
+    """Dimensions that differ between two shapes of one rank (0 where either is unknown): look-alikes
+    to the size-blind colours are told apart by the sizes a changed batch left as they were (a
+    slice of width 1 and one of width 2 stay so)."""
+    if x is None or y is None or len(x) != len(y):
+        return 0
+    return sum(p != q for p, q in zip(x, y, strict=True))
+
+
 def _pair_key(
-    i: int, j: int, ls: list[int], rs: list[int], side: Side, sig: Signatures
-) -> tuple[bool, int, int, int]:
-    """Source lines agreeing first; then slots in order (the k-th look-alike of A with the k-th
-    of B: an input inserted before them shifts their numbers, not their order); then the
-    nearest slot."""
+    i: int, j: int, ls: list[int], rs: list[int], side: Side, sig: Signatures, sizes: Sizes
+) -> tuple[bool, bool, int, int, int, int]:
+    """Source lines agreeing first (their own and their neighbours', then their own alone); then
+    the fewest dimensions differing; then slots in order (the k-th look-alike of A with the k-th
+    of B: an input inserted before them shifts their numbers, not their order); then the nearest
+    slot."""
     lp, rp, lsl, rsl = side[:4]
     rank_l = sorted(ls, key=lsl.__getitem__).index(i)
     rank_r = sorted(rs, key=rsl.__getitem__).index(j)
-    same = sig[0](lp[i]) == sig[1](rp[j])
-    return (not same, abs(rank_l - rank_r), abs(lsl[i] - rsl[j]), rsl[j])
+    sa, sb = sig[0](lp[i]), sig[1](rp[j])
+    apart = _apart(sizes[0](lp[i]), sizes[1](rp[j]))
+    return (sa[0] != sb[0], sa[1] != sb[1], apart, abs(rank_l - rank_r), abs(lsl[i] - rsl[j]), rsl[j])
 
 
-def _best_pair(ls: list[int], rs: list[int], side: Side, sig: Signatures) -> tuple[int, int]:
+def _best_pair(
+    ls: list[int], rs: list[int], side: Side, sig: Signatures, sizes: Sizes
+) -> tuple[int, int]:
     lp, rp, lsl, rsl = side[:4]
     rank_l = {i: k for k, i in enumerate(sorted(ls, key=lsl.__getitem__))}
     rank_r = {j: k for k, j in enumerate(sorted(rs, key=rsl.__getitem__))}
     sa, sb = {i: sig[0](lp[i]) for i in ls}, {j: sig[1](rp[j]) for j in rs}
 
-    def key(p: tuple[int, int]) -> tuple[bool, int, int, int, int, int]:
+    def key(p: tuple[int, int]) -> tuple[bool, bool, int, int, int, int, int, int]:
         i, j = p
-        return (sa[i] != sb[j], abs(rank_l[i] - rank_r[j]), abs(lsl[i] - rsl[j]), rsl[j], i, j)
+        apart = _apart(sizes[0](lp[i]), sizes[1](rp[j]))
+        return (
+            sa[i][0] != sb[j][0],
+            sa[i][1] != sb[j][1],
+            apart,
+            abs(rank_l[i] - rank_r[j]),
+            abs(lsl[i] - rsl[j]),
+            rsl[j],
+            i,
+            j,
+        )
 
     return min(((i, j) for i in ls for j in rs), key=key)
 
 
-def _cost(found: Explained, sides: tuple[Side, Side]) -> tuple[int, int, int]:
-    """(items not paired one to one, pairs of paired items that cross, paired items whose slot
-    changed): an output dropped shifts the later slots, it reorders nothing."""
-    unpaired = moved = 0
+def _cost(found: Explained, sides: tuple[Side, Side], sizes: Sizes) -> tuple[int, int, int, int]:
+    """(items not paired one to one, dimensions that differ between paired items, pairs of paired
+    items that cross, paired items whose slot changed): an output dropped shifts the later slots,
+    it reorders nothing; nor does it change a size the rest keeps."""
+    unpaired = moved = apart = 0
     pairs: list[tuple[int, int]] = []
     for n, (lp, rp, lsl, rsl, open_l, open_r) in enumerate(sides):
         gone_l = found.dropped if n == _OUTPUTS else frozenset()
@@ -277,9 +332,10 @@ def _cost(found: Explained, sides: tuple[Side, Side]) -> tuple[int, int, int]:
         for ls, rs in groups.values():
             if len(ls) == len(rs) == 1:
                 moved += lsl[ls[0]] != rsl[rs[0]]
+                apart += _apart(sizes[0](lp[ls[0]]), sizes[1](rp[rs[0]]))
                 pairs.append((n * (1 << 32) + lsl[ls[0]], n * (1 << 32) + rsl[rs[0]]))
             elif len(ls) != len(rs):
                 unpaired += abs(len(ls) - len(rs))
     pairs.sort()
     crossing = sum(1 for k, (_, b) in enumerate(pairs) for _, d in pairs[k + 1 :] if d < b)
-    return unpaired, crossing, moved
+    return unpaired, apart, crossing, moved

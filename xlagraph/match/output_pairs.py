@@ -130,8 +130,8 @@ def _assign(
             g = groups.get(cb[rights[j]])
             if g is not None:
                 g[1].append(j)
-        for ls, rs in groups.values():
-            if not rs:
+        for colour, (ls, rs) in groups.items():
+            if not rs or colour == 0:  # left out of the refinement (an output set aside): no pair
                 continue
             if len(ls) == len(rs) == 1:
                 pairs[ls[0]], depth[ls[0]] = rs[0], r

@@ -277,7 +277,11 @@ def _writes_back(entry, pending: tuple[Cause, ...], cause: Cause) -> bool:  # ty
     would take for an update of it."""
     heads = [ch.right for ch in cause.changes if ch.what == "output" and ch.right]
     values = {p for c in pending if c.kind is CauseKind.PARAMETER_ADDED for p in c.right if _scalar(entry, p)}
-    return bool(set(updated_inputs(entry, heads).values()) - values)
+    # An input has one new value a step: one that another output already updates (a running
+    # mean's `m * 0.99 + x * 0.01`) is not written back by an added output that reads it
+    # (`m * 0.99` kept alive).
+    taken = {p for o, p in updated_inputs(entry, entry.outputs).items() if o not in heads}
+    return bool(set(updated_inputs(entry, heads).values()) - values - taken)
 
 
 def _scalar(entry, name: str) -> bool:  # type: ignore[no-untyped-def]
