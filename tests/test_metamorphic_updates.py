@@ -45,6 +45,15 @@ KNOWN: dict[tuple[str, str], str] = {
     ): "says conditional_work: the module's source, read from the repository root, runs both updates "
     "in an `if step % 2 == 0:` block, so the added output is read as periodic work and the swap is "
     "folded into it (the same answer at c5dd111; without the source the answer is right)",
+    (
+        "swap_updates+batch",
+        "torch_xla/corpus/captures/h18_patchnet_openxla_embedding_export/hlo/"
+        "module_0005.SyncTensorsGraph.102.before_optimizations.txt.xz",
+    ): "says inputs 7,8 -> 9,10 and 9,10 -> 11,12 while outputs 3 -> 5 and 4 -> 4: the batch size "
+    "leaves the four look-alike f32[32] SGD updates tied in the context, and `outputs-exact` pairs "
+    "look-alikes k-th with k-th, so its input pairs (taken as evidence) cross the outputs' pairs "
+    "(swap_updates alone passes: there the context is not tied). Taking the context's tied choice "
+    "instead fixes this module but loses h12_eurobert's update_order, where that choice is by slot",
 }
 
 
