@@ -207,6 +207,31 @@ def test_a_compiled_step_function_is_one_step_and_only_warm_up(tmp_path: Path) -
     assert all(g.kinds == ("state_init",) for g in counted[2:])
 
 
+def test_the_openxla_bridge_warm_up_sync_is_expected(tmp_path: Path) -> None:
+    """torch.compile's openxla bridge runs a full sync on its first compile (step 0), so the loss
+    pending before the backward is computed in the bridge's graph; from step 1 the bridge syncs
+    only the compiled graph's inputs and the loss comes back into the user's mark_step graph:
+    torch.compile's warm-up (issue 37), not `output_added`. The scored recompile keeps its cause."""
+    report = build_report(_log("h18_patchnet_openxla_embedding_export", tmp_path))
+    (warm,) = [r for r in report.recompiles if r.step == 1 and r.trigger == "mark_step"]
+    assert [(c.kind.value, c.info) for c in warm.causes] == [("state_init", True)]
+    assert "openxla bridge" in warm.causes[0].summary and warm.causes[0].hint.startswith("expected")
+    assert all(c.info for r in report.recompiles if r.step < 3 for c in r.causes)
+    scored = [r for r in report.recompiles if r.step == 3]
+    assert scored and "output_added" in scored[0].kinds and not any(c.info for c in scored[0].causes)
+
+
+def test_work_left_out_of_a_compiled_call_mid_run_is_not_the_bridge_warm_up() -> None:
+    """list_length: at step 5 a list passed to the compiled function is shorter, so a label
+    chunk the bridge synced as an input on earlier steps is computed in the user's sync: a
+    difference of the run, not of the bridge's step-0 warm-up (steps 1-4 ran the same graph)."""
+    (log,) = load_runs(
+        str(FIXTURES / "torch_xla" / "compiled" / "captures" / "list_length" / "capture" / "proc")
+    )
+    late = [r for r in build_report(log).recompiles if r.step == 5 and r.trigger != "dynamo"]
+    assert late and all(not c.info for r in late for c in r.causes)
+
+
 def test_a_value_read_after_the_loop_is_a_graph_of_its_own(tmp_path: Path) -> None:
     """`.item()` after the last step marker cuts no step: the final metric's graph is named as a
     graph of its own (info), not a graph break, and not a recompile: the clean loop's one

@@ -33,6 +33,10 @@ class Context:
     graph of the run (so the new one is often the optimizer's warm-up); `first_at_site`: the
     baseline is the first graph compiled at its call site, which may come late in a run (a new
     optimizer or model trained after another in one process: its warm-up starts there).
+    `bridge_synced`: torch.compile's openxla bridge synced all pending work earlier in the new
+    graph's step (its first compile of a graph does): the user's ops up to then ran in the
+    bridge's graph, not in this one; `baseline_bridged`: so it did in the baseline's step and in
+    every step between the two (the new graph is the first at its site after the bridge's warm-up).
     """
 
     trigger: str = ""
@@ -43,6 +47,8 @@ class Context:
     baseline_step: int = -1
     first_graph: bool = False
     first_at_site: bool = False
+    bridge_synced: bool = False
+    baseline_bridged: bool = False
 
     @property
     def known(self) -> bool:

@@ -331,6 +331,11 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "a linear probe) trains another set of parameters, so the step gains their backward and "
             "updates and compiles once for that phase; nothing to fix"
         ),
+        # bridge_sync.HINT
+        "state_init.bridge_sync": (
+            "expected: torch.compile's warm-up (the openxla bridge syncs all pending work when it first "
+            "compiles a graph, and only the compiled graph's inputs afterwards); nothing to fix"
+        ),
         # cw._PATTERNS
         "conditional_work.clipping": (
             "clip on every step (clip_grad_norm_ is cheap next to the step), or accept one extra graph "
@@ -417,6 +422,7 @@ NOT_SHOWN: Mapping[str, str] = MappingProxyType(
         "parameter_added.shared_scalar": _EXPECTED,
         "conditional_work.accumulation": _EXPECTED,
         "trainable.phase": _EXPECTED,
+        "state_init.bridge_sync": _EXPECTED,
         "collective": _DEVICES,
         "collective.scale": _DEVICES,
         "collective.other_tensors": _DEVICES,

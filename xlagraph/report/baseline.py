@@ -10,7 +10,7 @@ graph reordered (issue 37: graphs that take turns after the warm-up).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from itertools import islice
@@ -267,8 +267,10 @@ def _context(
     triggers: dict[int, str],
     first_sync: int,
     earlier: Sequence[tuple[str, Sync]] = (),
+    bridged: Mapping[int, int] | None = None,
 ) -> Context:
-    """What the capture knows about the two graphs, for the recognizers."""
+    """What the capture knows about the two graphs, for the recognizers (`bridged`: step -> the
+    sync by which torch.compile's bridge synced all pending work, `triggers.bridge_synced`)."""
     site = call_site(candidate.frames)
     return Context(
         trigger=triggers.get(target.index, ""),
@@ -279,7 +281,17 @@ def _context(
         baseline_step=candidate.step,
         first_graph=candidate.index == first_sync,
         first_at_site=not any(e.index < candidate.index and call_site(e.frames) == site for _, e in earlier),
+        bridge_synced=_after_bridge_sync(target, bridged),
+        # Only the warm-up's own difference: every step between the two ran the bridge's sync too
+        # (a later step without it that compiled nothing new here has the graph the target has).
+        baseline_bridged=_after_bridge_sync(candidate, bridged)
+        and all(s in (bridged or {}) for s in range(candidate.step + 1, target.step)),
     )
+
+
+def _after_bridge_sync(sync: Sync, bridged: Mapping[int, int] | None) -> bool:
+    at = (bridged or {}).get(sync.step)
+    return at is not None and at < sync.index
 
 
 # Names torch_xla gives every graph of a plain sync; torch_xla.compile names its own.
@@ -314,13 +326,14 @@ def choose_baseline(
     modules: Modules,
     triggers: dict[int, str] | None = None,
     first_sync: int = 0,
+    bridged: Mapping[int, int] | None = None,
 ) -> tuple[_Choice | None, str]:
     """The baseline and its diff, or a note saying why there is no diff. Within `sharing()`,
     made once per distinct content (the same graphs and sync facts in another process)."""
     shared = current_shared()
-    key = _choice_key(target, earlier, modules, triggers or {}, first_sync) if shared else None
+    key = _choice_key(target, earlier, modules, triggers or {}, first_sync, bridged) if shared else None
     if shared is None or key is None:
-        return _choose_baseline(target, earlier, modules, triggers, first_sync)
+        return _choose_baseline(target, earlier, modules, triggers, first_sync, bridged)
     if key in shared.choices:
         shared.hits += 1
         at, result, reason, note, counted = shared.choices[key]
@@ -329,7 +342,7 @@ def choose_baseline(
         h, s = earlier[at]
         compared = tuple(Compared(*earlier[i], *rest) for i, *rest in counted)
         return _Choice(h, s, result, reason, compared), note
-    choice, note = _choose_baseline(target, earlier, modules, triggers, first_sync)
+    choice, note = _choose_baseline(target, earlier, modules, triggers, first_sync, bridged)
     if choice is None and note == _NO_EARLIER:
         shared.choices[key] = (None, None, "", note, ())
     elif choice is not None and not note and not modules.noted:  # what names a file is never shared
@@ -349,15 +362,23 @@ def _index_in(earlier: list[tuple[str, Sync]], graph_hash: str, sync: Sync) -> i
 
 
 def _choice_key(
-    target: Sync, earlier: list[tuple[str, Sync]], modules: Modules, triggers: dict[int, str], first_sync: int
+    target: Sync,
+    earlier: list[tuple[str, Sync]],
+    modules: Modules,
+    triggers: dict[int, str],
+    first_sync: int,
+    bridged: Mapping[int, int] | None = None,
 ) -> Hashable | None:
     """Everything `_choose_baseline` reads: the graphs by content, and of each sync its index,
-    step, frames and trigger (not its times). None when a graph cannot be told by content."""
+    step, frames, trigger and whether the bridge synced before it in its step (not its times).
+    None when a graph cannot be told by content."""
     keys = [modules.key(h) for h in (target.graph_hash, *(h for h, _ in earlier))]
     if any(k is None for k in keys):
         return None
     syncs = (target, *(s for _, s in earlier))
-    facts = tuple((s.index, s.step, s.frames, triggers.get(s.index, "")) for s in syncs)
+    facts = tuple(
+        (s.index, s.step, s.frames, triggers.get(s.index, ""), _after_bridge_sync(s, bridged)) for s in syncs
+    )
     return (tuple(keys), facts, first_sync)
 
 
@@ -370,6 +391,7 @@ def _choose_baseline(
     modules: Modules,
     triggers: dict[int, str] | None = None,
     first_sync: int = 0,
+    bridged: Mapping[int, int] | None = None,
 ) -> tuple[_Choice | None, str]:
     ordered, reason = _candidates(target, earlier)
     if not ordered:
@@ -393,7 +415,8 @@ def _choose_baseline(
         base = modules.get(h)
         assert isinstance(base, Module)
         try:
-            result = diff_modules(base, this, _context(target, s, triggers or {}, first_sync, earlier))
+            context = _context(target, s, triggers or {}, first_sync, earlier, bridged)
+            result = diff_modules(base, this, context)
         except RecursionError:
             failures.append(f"graph {h}: nested too deeply to compare")
             continue
@@ -413,6 +436,7 @@ def diff_against(
     triggers: dict[int, str],
     first_sync: int,
     earlier: Sequence[tuple[str, Sync]] = (),
+    bridged: Mapping[int, int] | None = None,
 ) -> DiffResult | str:
     """`target`'s graph diffed against `against`'s, with what the capture knows about both (as a
     baseline's diff is), or why it cannot be."""
@@ -422,7 +446,7 @@ def diff_against(
             return f"cannot compare: {module}"
     assert isinstance(base, Module) and isinstance(this, Module)
     try:
-        return diff_modules(base, this, _context(target, against, triggers, first_sync, earlier))
+        return diff_modules(base, this, _context(target, against, triggers, first_sync, earlier, bridged))
     except RecursionError:
         return "cannot compare: nested too deeply"
 

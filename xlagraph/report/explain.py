@@ -26,7 +26,7 @@ from xlagraph.report.baseline import (
     graph_name,
 )
 from xlagraph.report.model import Attribution, Baseline, Recompile
-from xlagraph.report.triggers import LineReader, read_source_line
+from xlagraph.report.triggers import LineReader, bridge_synced, read_source_line
 from xlagraph.runlog import RunLog, Sync
 from xlagraph.source_paths import short_location
 
@@ -109,7 +109,8 @@ def explain_recompile(
     if modules is None:
         choice, note = None, "not explained"
     else:
-        choice, note = choose_baseline(target, earlier, modules, triggers, first_sync)
+        bridged = bridge_synced(log.syncs)
+        choice, note = choose_baseline(target, earlier, modules, triggers, first_sync, bridged)
     users, library = split_frames(target.frames)
     site = call_site(target.frames)
     causes: tuple[Cause, ...] = ()

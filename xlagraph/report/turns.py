@@ -16,7 +16,7 @@ from xlagraph.diagnose.frames import call_site
 from xlagraph.report.attribution import AttributionContext, attribute
 from xlagraph.report.baseline import Modules, diff_against
 from xlagraph.report.model import Recompile, SteadyTurns, TimelineEntry, Turn
-from xlagraph.report.triggers import LineReader
+from xlagraph.report.triggers import LineReader, bridge_synced
 from xlagraph.runlog import RunLog, Sync
 
 __all__ = ["diff_turn", "steady_turns", "turn_pairs"]
@@ -123,7 +123,7 @@ def diff_turn(
     its first sync, what the recognizers are told of those before `against`): causes, then the
     user's lines their attribution cites, then the sync's line."""
     variant, other = letters[target.graph_hash], letters[against.graph_hash]
-    result = diff_against(target, against, modules, triggers, first_sync, graphs)
+    result = diff_against(target, against, modules, triggers, first_sync, graphs, bridge_synced(log.syncs))
     if isinstance(result, str):
         return Turn(variant, other, (), (), result)
     causes = result.differences

@@ -35,6 +35,7 @@ from xlagraph.diagnose.evidence import Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers import (
     annotation,
     branches,
+    bridge_sync,
     checkpointing,
     collective_scale,
     conditional_work,
@@ -86,6 +87,7 @@ ORDER: tuple[Recognizer, ...] = (
     fsdp_layout.RECOGNIZER,
     parallelism.RECOGNIZER,
     graph_break.RECOGNIZER,
+    bridge_sync.RECOGNIZER,
     random_skip.RECOGNIZER,
     dtype.RECOGNIZER,
     state_init.RECOGNIZER,
