@@ -72,3 +72,46 @@ def test_a_global_is_traced_to_its_assignment_in_the_loop_not_its_definition(sou
 def test_attributes_and_train_eval(sources: str) -> None:
     assert origin_of("module_attribute", "self.gain", f"{sources}:14", f"{sources}:30") == f"{sources}:26"
     assert origin_of("train_eval", "self.training", f"{sources}:14", f"{sources}:30") == f"{sources}:29"
+
+
+BUILT = '''import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.export = False
+
+    def forward(self, x):
+        return (x, x * 2) if self.export else (x, None)
+
+
+class Monitor:
+    def before_step(self, model, step):
+        model.export = step in (3,)
+
+
+net, monitor = Net(), Monitor()
+for step in range(8):
+    monitor.before_step(net, step)
+    y = net(x)
+'''
+
+
+def test_an_attribute_set_in_init_is_the_first_value_not_the_change(tmp_path: Path) -> None:
+    """`self.export = False` in `__init__` made the value the first compile assumed; the change
+    is the assignment a callback makes mid-run (held_out_18's openxla monitor, flag_attr)."""
+    (tmp_path / "train.py").write_text(BUILT)
+    with reading_sources(SourceText(bases=(str(tmp_path),))):
+        assert origin_of("module_attribute", "self.export", "train.py:9", "train.py:21") == "train.py:15"
+
+
+def test_the_real_flag_flip_is_cited_where_the_loop_sets_it() -> None:
+    """The compiled flag_attr capture (torch_xla 2.9): `made` names `model.use_residual = True`
+    in the loop, not `self.use_residual = False` in `__init__`."""
+    from xlagraph.api import report
+
+    capture = Path(__file__).resolve().parents[1] / "fixtures/torch_xla/compiled/captures/flag_attr/capture"
+    text = report(str(capture)).to_text()
+    made = [line for line in text.splitlines() if line.strip().startswith("made")]
+    assert made and all("model.use_residual = True" in line for line in made)

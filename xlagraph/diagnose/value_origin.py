@@ -9,7 +9,8 @@ Read from the source text the analysis has (`frames.source_line`: the capture's 
 - a global (`G['TEMPERATURE']`): an assignment to it in an indented block of its module (a loop or a
   function: not the module-level definition, which made the value the first compile assumed);
 - a module attribute (`L['self'].scale`, `...training`): an assignment to `.scale` (for `training`,
-  a `.train(` / `.eval(` call) in an indented block of the caller's file.
+  a `.train(` / `.eval(` call) in an indented block of the caller's file, outside the methods that
+  build the object (`__init__`: the value the first compile assumed).
 Nothing is guessed where the text does not say: no line.
 """
 
@@ -19,6 +20,7 @@ import ast
 import re
 
 from xlagraph.diagnose.frames import source_line
+from xlagraph.diagnose.recognizers._source import BUILDERS, enclosing_function
 
 __all__ = ["origin_of"]
 
@@ -44,7 +46,7 @@ def origin_of(kind: str, subject: str, code: str, call_site: str) -> str:
     if subject.startswith("self.") and attr.isidentifier():
         if attr == "training":
             return _indented_line(call_site, re.compile(r"\.(?:train|eval)\("))
-        return _indented_assignment(call_site, rf"\.{re.escape(attr)}")
+        return _indented_assignment(call_site, rf"\.{re.escape(attr)}", skip=BUILDERS)
     return ""
 
 
@@ -137,13 +139,14 @@ def _assigned_before(file: str, line: int, name: str) -> int:
     return 0
 
 
-def _indented_assignment(loc: str, target: str) -> str:
-    return _indented_line(loc, re.compile(_ASSIGN.format(target=r"[\w.\[\]'\"]*" + target)))
+def _indented_assignment(loc: str, target: str, skip: frozenset[str] = frozenset()) -> str:
+    return _indented_line(loc, re.compile(_ASSIGN.format(target=r"[\w.\[\]'\"]*" + target)), skip)
 
 
-def _indented_line(loc: str, pattern: re.Pattern[str]) -> str:
+def _indented_line(loc: str, pattern: re.Pattern[str], skip: frozenset[str] = frozenset()) -> str:
     """The first indented line of `loc`'s file matching `pattern` (a loop's or a function's, not
-    the module-level definition)."""
+    the module-level definition), outside the functions named in `skip` (an attribute's value
+    set in `__init__` is the one the first compile assumed, not the change)."""
     file, _ = _split(loc)
     if not file:
         return ""
@@ -153,5 +156,7 @@ def _indented_line(loc: str, pattern: re.Pattern[str]) -> str:
             break
         code = text.lstrip()
         if _indent(text) > 0 and not code.startswith(("#", "def ", "class ")) and pattern.search(text):
+            if skip and enclosing_function(file, n) in skip:
+                continue
             return f"{file}:{n}"
     return ""

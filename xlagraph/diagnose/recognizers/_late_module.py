@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from xlagraph.diagnose.frames import source_line, split_location
-from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES, enclosing_function, source_text
+from xlagraph.diagnose.recognizers._source import BUILDERS, MAX_SCANNED_LINES, enclosing_function, source_text
 
 __all__ = ["created_late"]
 
@@ -17,8 +17,6 @@ __all__ = ["created_late"]
 _EXISTS = re.compile(r"^\s*(?:el)?if\s+(self\.\w+)\s+is\s+not\s+None\s*:")
 _JOINS = re.compile(r"\.add_param_group\s*\(")
 _NEAR = 5  # lines from the module's creation to where it joins the optimizer
-# Methods that build the object: a module made there exists from the first step.
-_BUILDERS = frozenset({"__init__", "__post_init__", "setup", "build"})
 
 
 def created_late(site: str, files: list[str]) -> tuple[str, ...]:
@@ -36,7 +34,7 @@ def created_late(site: str, files: list[str]) -> tuple[str, ...]:
             text = source_line(where, n)
             if not text:
                 break
-            if not assign.match(text.split("#", 1)[0]) or enclosing_function(where, n) in _BUILDERS:
+            if not assign.match(text.split("#", 1)[0]) or enclosing_function(where, n) in BUILDERS:
                 continue
             joins = [
                 f"{where}:{k}"

@@ -14,6 +14,7 @@ from xlagraph.ir import Frame
 from xlagraph.source_paths import portable_frames, portable_path
 
 __all__ = [
+    "BUILDERS",
     "DEF",
     "MAX_SCANNED_LINES",
     "NAME",
@@ -29,6 +30,10 @@ __all__ = [
 
 
 MAX_SCANNED_LINES = 20_000
+
+# Methods that build an object: what they assign exists from the first step (the value a first
+# compile assumed), not a change made mid-run.
+BUILDERS = frozenset({"__init__", "__post_init__", "setup", "build"})
 
 
 DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)\s*\(")
