@@ -68,3 +68,13 @@ def test_the_scorer_reads_the_xla_causes_where_there_is_no_dynamo_record(monkeyp
     assert row["named"] == "conditional_work" and row["cause"] and row["line"] and not row["false"]
     clean = score("eager_masked_train", truth["eager_masked_train.py"], "heldout3_captures")
     assert clean["named"] == "none" and clean["cause"] and not clean["false"]
+
+
+def test_a_guard_note_shows_the_file_as_read_not_the_capturing_machines_cut_path() -> None:
+    """Dynamo cuts the path in a guard's `# file:line in fn` note from the left, keeping the tail of
+    the capturing machine's folder (`ork/h-x/fixtures/...`); the report shows the file it found
+    again instead, also for the recompile limit's record, which names no compiled frame."""
+    for held, name in (("heldout3_captures", "gumbel_vq_train"), ("heldout2_captures", "warmup_scale_train")):
+        out = CliRunner().invoke(cli, ["report", "--json", str(_capture(held, name))]).output
+        guards = [g for e in json.loads(out)["dynamo"]["events"] for g in e.get("guards", [])]
+        assert guards and all(g["at"] and f"# {g['at']} in " in g["text"] for g in guards)

@@ -253,18 +253,22 @@ def explain_guard(text: str, code_file: str = "") -> GuardChange:
     if m := _ENTRY.match(raw):
         entry, raw = m.group(1), raw[m.end() :]
     source, file, line = "", "", 0
+    shown = text.strip()
     if m := _SOURCE.search(raw):
         source, file, line = m["src"].strip(), m["file"], int(m["line"])
         raw = raw[: m.start()].rstrip()
         if code_file and (
             code_file.endswith(file.lstrip(".")) or file.endswith(code_file.rsplit("/", 1)[-1])
         ):
+            # the cut path keeps the tail of the capturing machine's folder (`ork/h-x/...`): show
+            # the file as the analysis reads it
+            shown = shown.replace(f"{m['file']}:{line} in ", f"{code_file}:{line} in ")
             file = code_file
     for kind, pattern, build in _RULES:
         if m := pattern.match(raw):
             subject, phrase, before, after = build(m)
-            return GuardChange(kind, subject, phrase, before, after, entry, source, file, line, text.strip())
-    return GuardChange("guard", raw, f"guard `{raw}` failed", "", "", entry, source, file, line, text.strip())
+            return GuardChange(kind, subject, phrase, before, after, entry, source, file, line, shown)
+    return GuardChange("guard", raw, f"guard `{raw}` failed", "", "", entry, source, file, line, shown)
 
 
 def _identity(name: str) -> tuple[str, str, str, str]:

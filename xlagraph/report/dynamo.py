@@ -101,10 +101,16 @@ def _call_site(c: DynamoCompile) -> str:
     return c.code
 
 
-def _guards(c: DynamoCompile) -> tuple[GuardFailure, ...]:
+def _guards(c: DynamoCompile, files: Sequence[str] = ()) -> tuple[GuardFailure, ...]:
+    """`files`: the compiled frames' files of the run, for a record that names none (the recompile
+    limit's), so the cut path in a guard's note is found again all the same."""
     out = []
     for k, text in enumerate(c.guard_failures):
         g = explain_guard(text, c.file)
+        for file in files if not c.file and g.file else ():
+            if (g2 := explain_guard(text, file)).file == file:
+                g = g2
+                break
         # the first failure is what changed since the last compile: where was it computed?
         origin = origin_of(g.kind, g.subject, c.code, _call_site(c)) if k == 0 and c.recompile else ""
         out.append(
@@ -161,9 +167,10 @@ def dynamo_section(
     owned = _owners(compiles, variants)
     xla_seconds = {s.graph_hash: s.compile_seconds for s in syncs if s.compiled}
     events: list[DynamoEvent] = []
+    files = tuple(dict.fromkeys(c.file for c in compiles if c.file))
     for c in compiles:
         fn = user_function(c)
-        guards = _guards(c)
+        guards = _guards(c, files)
         added = owned.get(c.compile_id, [])
         xla = sum(xla_seconds.get(v.graph_hash, 0.0) for v in added)
         kind = "cache_limit" if c.hit_limit else "recompile" if c.recompile else "first"
