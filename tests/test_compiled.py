@@ -136,6 +136,24 @@ def test_recompile_named_first_in_dynamos_terms_with_the_xla_graphs_it_added() -
     assert "from    torch.compile recompile" in text[first_xla:]
 
 
+@pytest.mark.parametrize("name", ["int_arg", "flag_global", "loss_switch"])
+def test_the_graphs_a_retrace_compiled_cite_the_failed_guards_lines(name: str) -> None:
+    """The bridge runs dynamo's graph from library frames, so its instructions name no user line:
+    the XLA recompile's causes are cited where the guarded value is set (dynamo's `made`), the
+    line marked CAUSE in each scenario."""
+    report = _report(name)
+    cause = {
+        f"{name}.py:{i}"
+        for i, line in enumerate((BASE / "scenarios" / f"{name}.py").read_text().splitlines(), 1)
+        if "# CAUSE" in line
+    }
+    made = [r for r in report.recompiles if r.dynamo and r.causes and not r.first_of_program]
+    assert made
+    for r in made:
+        assert any(x.rsplit("/", 1)[-1] in cause for a in r.attribution for x in a.lines), r.attribution
+        assert r.lines[0].rsplit("/", 1)[-1] in cause
+
+
 def test_compiled_programs_runs_are_not_user_reads() -> None:
     """torch_xla calls a compiled program's run "user code trying to access tensor value"; its
     frames are the bridge's: no mid-step read finding, and a step of several graphs is not variants

@@ -223,13 +223,13 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
     side_steps = _side_steps(syncs)
     dynamo = None
     if log.dynamo is not None:
-        from xlagraph.report.dynamo import dynamo_section
+        from xlagraph.report.dynamo import cite_guards, dynamo_section
 
         last = [t for t in timeline if t.step == timeline[-1].step] if timeline else []
         dynamo = dynamo_section(log.dynamo, variants, syncs, len(last) or None)
         made = {v: e.compile_id for e in dynamo.events for v in e.variants}
-        recompiles = tuple(replace(r, dynamo=made.get(r.variant, "")) for r in recompiles)
-        explained = [replace(r, dynamo=made.get(r.variant, "")) for r in explained]
+        recompiles = cite_guards([replace(r, dynamo=made.get(r.variant, "")) for r in recompiles], dynamo)
+        explained = list(cite_guards([replace(r, dynamo=made.get(r.variant, "")) for r in explained], dynamo))
     from xlagraph.report.eager import eager_section
 
     return RunReport(

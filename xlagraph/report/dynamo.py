@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 
 from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.diagnose.guards import explain_guard, fix_for
@@ -27,11 +28,12 @@ from xlagraph.report.model import (
     GraphBreakEntry,
     GuardFailure,
     RankingEntry,
+    Recompile,
     Variant,
 )
 from xlagraph.runlog import Sync
 
-__all__ = ["dynamo_section", "user_function"]
+__all__ = ["cite_guards", "dynamo_section", "user_function"]
 
 _MODES = frozenset({"train_eval", "grad_mode"})  # one graph per mode: expected once each
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
@@ -220,6 +222,28 @@ def dynamo_section(
         seconds=round(sum(e.seconds for e in events), 6),
         notes=log.notes,
     )
+
+
+def cite_guards(recompiles: Sequence[Recompile], section: DynamoSection) -> tuple[Recompile, ...]:
+    """Cite the failed guard's lines at the causes of the graphs its retrace compiled.
+
+    torch.compile's bridge runs the traced graph from library frames, so the instructions of such a
+    graph name no user line; in the user's terms the graph differs because dynamo retraced the frame:
+    where the guarded value is set and where the frame reads it. Causes with user lines of their own
+    keep them."""
+    by_id = {e.compile_id: e for e in section.events if e.kind == "recompile" and e.guards and not e.expected}
+    out = []
+    for r in recompiles:
+        event = by_id.get(r.dynamo)
+        guard = event.guards[0] if event else None
+        cite = tuple(dict.fromkeys(x for x in (guard.origin, guard.at) if x)) if guard else ()
+        bare = [a for a in r.attribution if not a.lines and not r.causes[a.cause].info] if cite else []
+        if not bare:
+            out.append(r)
+            continue
+        attribution = tuple(replace(a, lines=cite) if a in bare else a for a in r.attribution)
+        out.append(replace(r, attribution=attribution, lines=tuple(dict.fromkeys(cite + r.lines))))
+    return tuple(out)
 
 
 def _first_of_mode(c: DynamoCompile, compiles: Sequence[DynamoCompile]) -> bool:
