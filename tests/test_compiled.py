@@ -139,8 +139,8 @@ def test_recompile_named_first_in_dynamos_terms_with_the_xla_graphs_it_added() -
 @pytest.mark.parametrize("name", ["int_arg", "flag_global", "loss_switch"])
 def test_the_graphs_a_retrace_compiled_cite_the_failed_guards_lines(name: str) -> None:
     """The bridge runs dynamo's graph from library frames, so its instructions name no user line:
-    the XLA recompile's causes are cited where the guarded value is set (dynamo's `made`), the
-    line marked CAUSE in each scenario."""
+    the XLA recompile's causes are cited where the guarded value is set and where the frame reads
+    it (dynamo's `made` and `at`), one of them the line marked CAUSE in each scenario."""
     report = _report(name)
     cause = {
         f"{name}.py:{i}"
@@ -151,7 +151,7 @@ def test_the_graphs_a_retrace_compiled_cite_the_failed_guards_lines(name: str) -
     assert made
     for r in made:
         assert any(x.rsplit("/", 1)[-1] in cause for a in r.attribution for x in a.lines), r.attribution
-        assert r.lines[0].rsplit("/", 1)[-1] in cause
+        assert any(x.rsplit("/", 1)[-1] in cause for x in r.lines[:2])  # made, at: first
 
 
 def test_compiled_programs_runs_are_not_user_reads() -> None:
