@@ -57,6 +57,7 @@ SPLITS = (
     "held_out_16",
     "held_out_17",
     "held_out_18",
+    "held_out_19",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
