@@ -214,8 +214,12 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
         if e.phase == "steady":
             per_step.setdefault(e.step, []).append(e.variant)
     # several graphs, the same ones in the same order every step (a step cut by graph breaks or
-    # syncs): not variants taking turns
-    steady_each_step = len(steady_variants) > 1 and len({tuple(v) for v in per_step.values()}) == 1
+    # syncs): not variants taking turns. The run's last step may hold only the start of one (a
+    # value printed after the loop's last step marker).
+    orders = [tuple(per_step[k]) for k in sorted(per_step)]
+    if len(orders) > 2 and orders[-1] != orders[-2] and orders[-2][: len(orders[-1])] == orders[-1]:
+        orders.pop()
+    steady_each_step = len(steady_variants) > 1 and len(set(orders)) == 1
     turns = None
     if explain and len(steady_variants) > 1 and not steady_each_step:
         turns = _turns(timeline, recompiles, letters, first, modules, log, triggers, user_names, read_line)

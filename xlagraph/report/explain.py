@@ -9,6 +9,8 @@ instructions involved in its causes, the fewest causes, the most recent (`baseli
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from xlagraph.capture.shardings import MarkSharding
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
@@ -91,6 +93,29 @@ def _in_first_step(target: Sync, first: dict[str, Sync], last_step: int | None =
     return earlier and (last_step is None or last_step > target.step)
 
 
+_STEP_SYNCS = frozenset({"sync", "mark_step"})
+
+
+def _read_after_step_sync(
+    target: Sync, baseline: str, syncs: Sequence[Sync], triggers: dict[int, str]
+) -> bool:
+    """An implicit sync whose line follows the step marker's line in the same function (a print
+    just after `mark_step()`, journaled at the top of the next step) reads values the step already
+    computed; when the baseline graph still runs unchanged in that step, nothing was cut out of
+    it: the read is work of its own, not a graph break."""
+    here = next(iter(split_frames(target.frames)[0]), None)
+    marker = next(
+        (s for s in reversed(syncs) if s.index < target.index and triggers.get(s.index) in _STEP_SYNCS), None
+    )
+    there = next(iter(split_frames(marker.frames)[0]), None) if marker else None
+    if here is None or there is None or (here.file, here.function) != (there.file, there.function):
+        return False
+    replays = any(
+        s.step == target.step and s.index != target.index and s.graph_hash == baseline for s in syncs
+    )
+    return there.line < here.line and replays
+
+
 def explain_recompile(
     target: Sync,
     letters: dict[str, str],
@@ -139,7 +164,11 @@ def explain_recompile(
             choice.reason == NEW_SYNC_POINT
             or (
                 choice.reason == NEW_CALL_SITE
-                and (triggers[target.index] not in IMPLICIT_TRIGGERS or after_loop)
+                and (
+                    triggers[target.index] not in IMPLICIT_TRIGGERS
+                    or after_loop
+                    or _read_after_step_sync(target, choice.graph_hash, log.syncs, triggers)
+                )
             )
             or fixed
         )
