@@ -48,7 +48,9 @@ _FRAMEWORK = (
 _FRAMEWORK_ABS = re.compile(rf"^.*?/(?=(?:{_FRAMEWORK}))")
 _FRAMEWORK_REL = re.compile(rf"(?:^|/)(?:{_FRAMEWORK})")
 # A portable path starts with its import name: these packages' files, whatever the subpackage.
-_PACKAGES = frozenset({"torch", "torch_xla", "transformers", "jax", "jaxlib", "numpy", "torchvision", "flax"})
+_PACKAGES = frozenset(
+    {"torch", "torch_xla", "transformers", "jax", "jaxlib", "numpy", "torchvision", "flax", "xlagraph"}
+)
 # Standard-library modules that show up in Python stacks, read as library at the top level of a
 # relative path (`contextlib.py`); packages (`concurrent/futures/thread.py`) by any stdlib name.
 _STDLIB_FILES = frozenset(
@@ -64,6 +66,9 @@ _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) - {"test", "this", 
 # wraps torch_xla 2.9's `xm.mark_step` / `xm.xla_device`, so its wrapper frame is the innermost
 # frame above torch_xla's (a capture relocates it to a bare `typing_extensions.py`).
 _SITE_FILES = frozenset({"typing_extensions", "six"})
+# xlagraph's capture modules as captures before 2026-11-26 wrote them from an editable install
+# (the bare file name): its own code touching a tensor (the live-tensor report) is never the user's.
+_OWN_CAPTURE_FILES = frozenset({"_tensors_report", "_holders", "_recorder", "_hook", "_dumps", "_journal"})
 
 _known_library: set[str] = set()
 # Folders of a capturing machine that its paths are relative to (`add_capture_roots`), in the
@@ -187,7 +192,7 @@ def _is_library_path(path: str) -> bool:
     return (
         (head in _STDLIB or head in _PACKAGES)
         if sep
-        else p.removesuffix(".py") in _STDLIB_FILES | _SITE_FILES
+        else p.removesuffix(".py") in _STDLIB_FILES | _SITE_FILES | _OWN_CAPTURE_FILES
     )
 
 

@@ -77,6 +77,11 @@ def budget_bytes(environ: Mapping[str, str] | None = None) -> int:
         return _DEFAULT_MB << 20
 
 
+# xlagraph's own package: an editable install is on no `sys.path` root, and its frames are never
+# the user's.
+_OWN_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
 def _roots() -> tuple[list[str], list[str]]:
     """(library roots, other import roots) of this interpreter, longest first."""
     paths = sysconfig.get_paths()
@@ -135,6 +140,8 @@ class Relativizer:
         return rel
 
     def _under(self, path: str) -> tuple[str, bool] | None:
+        if path.startswith(_OWN_ROOT):  # xlagraph's own code (its capture touching a tensor)
+            return "xlagraph/" + os.path.relpath(path, _OWN_ROOT).replace(os.sep, "/"), True
         for roots, lib in ((self.library_roots, True), ([self.cwd], False), (self.other_roots, None)):
             for root in roots:
                 if path.startswith(root.rstrip(os.sep) + os.sep):
