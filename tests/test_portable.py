@@ -294,3 +294,18 @@ def test_dumps_inside_a_capture_read_its_stored_sources(tmp_path: Path, monkeypa
     monkeypatch.setattr(near, "source_text_near", spy)
     api.diff(f"{a}#0", b)
     assert seen == [[a, b]]
+
+
+def test_xlagraphs_own_frames_are_library_wherever_it_is_installed(tmp_path: Path) -> None:
+    """An editable install is on no `sys.path` root: the capture writes its own files as
+    `xlagraph/...` marked library (not the bare name, not the machine's path), and the analysis
+    reads those and the bare capture-module names earlier captures wrote as library code."""
+    import xlagraph.capture as capture
+    from xlagraph.capture.stored_sources import Relativizer
+    from xlagraph.source_paths import is_library_path
+
+    own = os.path.join(os.path.dirname(capture.__file__), "_tensors_report.py")
+    rel = Relativizer(cwd=str(tmp_path))
+    assert rel(own, 87) == "xlagraph/capture/_tensors_report.py" and rel.library == {rel(own)}
+    assert is_library_path("xlagraph/capture/_tensors_report.py") and is_library_path("_tensors_report.py")
+    assert not is_library_path("train.py")
