@@ -345,3 +345,15 @@ def test_html_report_shows_both_halves_linked(tmp_path: Path) -> None:
     page = out.read_text()
     assert "Eager mode: 46 op compiles" in page and "Recompile at step 3" in page
     assert "<code>aten::addmm</code>" in page and "f32[8,16]" in page
+
+
+def test_the_call_site_is_the_user_line_that_called_the_compiled_function() -> None:
+    """dynamo's stack of a function called in a loop of `main` holds `<module>` alone; the capture's
+    caller (the line in `main`) is the innermost user frame, so the call site is that line
+    (heldout4's ner_tagger_train: `loss = loss_fn(...)`, not `main(TaggerConfig())`)."""
+    capture = BASE / "heldout4_captures" / "ner_tagger_train" / "capture"
+    report = build_report(read_capture(str(capture))[0])
+    script = (BASE / "heldout4" / "ner_tagger_train.py").read_text().splitlines()
+    for e in report.dynamo.events:
+        line = int(e.call_site.rsplit(":", 1)[1])
+        assert "loss_fn(" in script[line - 1], e.call_site

@@ -271,10 +271,11 @@ def _compiles(acc: _Acc) -> tuple[DynamoCompile, ...]:
         caller = s_place.get("caller")
         stack_frames = tuple(reversed(frames[:-1]))
         if isinstance(caller, list) and len(caller) == 3 and isinstance(caller[1], int):
-            # xlagraph's capture: the user's line that called it, which dynamo's stack may lack
+            # xlagraph's capture: the user's line that called it, which dynamo's stack may lack (a
+            # function called in a loop of `main` shows `<module>` alone): the innermost user frame
             site = Frame(_str(caller[2]), portable_path(_str(caller[0])), caller[1])
             if site not in stack_frames:
-                stack_frames = (*stack_frames, site)
+                stack_frames = (site, *stack_frames)
         out.append(
             DynamoCompile(
                 compile_id=cid,
