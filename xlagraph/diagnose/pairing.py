@@ -302,6 +302,38 @@ def _contested(cmp: Comparison, context: Mapping[str, str]) -> set[str]:
     return out
 
 
+# How far an input's cone is walked for the outputs it reaches: an update of its own (an SGD or
+# Adam step: a handful of ops); an input read across the graph is no evidence of one output's.
+_CONE_LIMIT = 32
+
+
+def _reached(comp: CanonicalComputation, users: Mapping[str, list[str]], p: str) -> frozenset[int] | None:
+    """The output slots `p` reaches, or None where its cone is more than `_CONE_LIMIT` ops."""
+    slots: dict[str, list[int]] = {}
+    for k, o in enumerate(comp.outputs):
+        slots.setdefault(o, []).append(k)
+    seen, stack, out = {p}, [p], set()
+    while stack:
+        x = stack.pop()
+        out.update(slots.get(x, ()))
+        for u in users.get(x, ()):
+            if u not in seen:
+                seen.add(u)
+                stack.append(u)
+                if len(seen) > _CONE_LIMIT:
+                    return None
+    return frozenset(out)
+
+
+def _outputs_follow(cmp: Comparison, corr, a: str, b: str) -> bool:  # type: ignore[no-untyped-def]
+    """`a` and `b` reach outputs, all paired with each other by the context and none tied there."""
+    ra = _reached(cmp.left, cmp.users(cmp.left), a)
+    rb = _reached(cmp.right, cmp.users(cmp.right), b)
+    if not ra or not rb or any(i in corr.tied for i in ra):
+        return False
+    return {corr.outputs.get(i) for i in ra} == rb
+
+
 def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     """(pairs of parameter names, whether the evidence shows a permutation)."""
     left, right, m = cmp.left, cmp.right, cmp.m
@@ -323,6 +355,16 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
         (lnum[a], rnum[b])
         for a, b in corr.params.items()
         if a not in corr.tied and a not in contested and resized(shape_of(left, a), shape_of(right, b))
+    ]
+    # A tied pair whose few outputs the context pairs (each look-alike update's output told apart
+    # by what it is returned beside): the inputs go where their outputs go.
+    evidence += [
+        (lnum[a], rnum[b])
+        for a, b in corr.params.items()
+        if a in corr.tied
+        and a not in contested
+        and resized(shape_of(left, a), shape_of(right, b))
+        and _outputs_follow(cmp, corr, a, b)
     ]
     taken_l, taken_r = {a for a, _ in evidence}, {b for _, b in evidence}
     matched, votes = _matched_inputs(cmp)
