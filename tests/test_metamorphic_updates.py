@@ -29,8 +29,8 @@ CASES: tuple[tuple[str, ...], ...] = ((SWAP,), *((SWAP, n) for n in COMBINABLE))
 # earlier ones (look-alike updates crossed once an output is dropped; an added `m * 0.99` read as
 # a running mean written back every k steps) were told apart by issue 37's sweep; the last
 # (h18_patchnet's swap_updates+batch: look-alike SGD updates tied in the context once the batch
-# changed, their inputs crossed by slot) by inputs that follow the context's pairs of the few
-# outputs they reach (diagnose/pairing.py).
+# changed, their inputs crossed by slot) by inputs that follow the context's pairs of their
+# small cones' outputs, operand by operand (diagnose/pairing.py, `_followed_outputs`).
 KNOWN: dict[tuple[str, str], str] = {}
 
 
