@@ -27,18 +27,11 @@ CASES: tuple[tuple[str, ...], ...] = ((SWAP,), *((SWAP, n) for n in COMBINABLE))
 
 # (case, module): what the engine answers where the right answer is out of reach today. The 3
 # earlier ones (look-alike updates crossed once an output is dropped; an added `m * 0.99` read as
-# a running mean written back every k steps) were told apart by issue 37's sweep.
-KNOWN: dict[tuple[str, str], str] = {
-    (
-        "swap_updates+batch",
-        "torch_xla/corpus/captures/h18_patchnet_openxla_embedding_export/hlo/"
-        "module_0005.SyncTensorsGraph.102.before_optimizations.txt.xz",
-    ): "says inputs 7,8 -> 9,10 and 9,10 -> 11,12 while outputs 3 -> 5 and 4 -> 4: the batch size "
-    "leaves the four look-alike f32[32] SGD updates tied in the context, and `outputs-exact` pairs "
-    "look-alikes k-th with k-th, so its input pairs (taken as evidence) cross the outputs' pairs "
-    "(swap_updates alone passes: there the context is not tied). Taking the context's tied choice "
-    "instead fixes this module but loses h12_eurobert's update_order, where that choice is by slot",
-}
+# a running mean written back every k steps) were told apart by issue 37's sweep; the last
+# (h18_patchnet's swap_updates+batch: look-alike SGD updates tied in the context once the batch
+# changed, their inputs crossed by slot) by inputs that follow the context's pairs of their
+# small cones' outputs, operand by operand (diagnose/pairing.py, `_followed_outputs`).
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def _swappable(text: str) -> bool:

@@ -22,9 +22,10 @@ in turn, so that each pair meets `PROGRAMS * PAIRS_PER_PROGRAM / 21` programs). 
 tests/test_stablehlo_equivalence.py` (docs/reading.md): no disagreement between the formats. The
 4 cases it named, answered wrongly by both formats alike (programs 107 and 287 under
 drop_output+add_output, 399 under permute_outputs+batch and drop_output+batch), are fixed in the
-engine (issue 37); 32 before them when outputs returned elsewhere were told apart. It still fails
-on 4 more that `-x` had hidden behind those (the same answers at 36290381): programs 269, 294, 300
-and 360 under add_output+batch, the added output folded into `parameter_shape`.
+engine (issue 37); 32 before them when outputs returned elsewhere were told apart. So are the 4
+more that `-x` had hidden behind those: programs 269, 294, 300 and 360 under add_output+batch, the
+added output (a slice or convert A computes too, only now returned) folded into `parameter_shape`
+as a kept view (diagnose/recognizers/kept_view.py).
 """
 
 from __future__ import annotations

@@ -302,6 +302,52 @@ def _contested(cmp: Comparison, context: Mapping[str, str]) -> set[str]:
     return out
 
 
+# How far an output's cone is walked back to its inputs: an update of its own (an SGD or Adam
+# step: a handful of ops); a larger cone is no evidence of where its inputs went.
+_CONE_LIMIT = 32
+
+
+def _zipped(cmp: Comparison, a: str, b: str) -> dict[str, str] | None:
+    """The inputs of output `a`'s cone paired with those of `b`'s, the two walked together by
+    operand position through the same ops; None past `_CONE_LIMIT` ops or where an input would
+    be paired twice."""
+    left, right = cmp.left, cmp.right
+    out: dict[str, str] = {}
+    seen, stack = {(a, b)}, [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x in left.param_number or y in right.param_number:
+            if x not in left.param_number or y not in right.param_number or out.setdefault(x, y) != y:
+                return None
+            continue
+        ox, oy = left.operands.get(x, ()), right.operands.get(y, ())
+        if len(ox) != len(oy):
+            continue
+        for u, v in zip(ox, oy, strict=True):
+            if left.keys.get(u) == right.keys.get(v) and (u, v) not in seen:
+                seen.add((u, v))
+                stack.append((u, v))
+                if len(seen) > _CONE_LIMIT:
+                    return None
+    return out if len(set(out.values())) == len(out) else None
+
+
+def _followed_outputs(cmp: Comparison, corr) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """Input pairs read off the outputs the context pairs (untied) where the matching pairs them
+    otherwise: `_zipped` of each such pair of outputs, kept where no two agree to disagree."""
+    left, right, m = cmp.left, cmp.right, cmp.m
+    out: dict[str, str] = {}
+    for i, j in corr.outputs.items():
+        a, b = left.outputs[i], right.outputs[j]
+        if i in corr.tied or m.left.get(a) == b:
+            continue
+        for x, y in (_zipped(cmp, a, b) or {}).items():
+            if out.setdefault(x, y) != y:
+                out[x] = ""
+    out = {x: y for x, y in out.items() if y}
+    return out if len(set(out.values())) == len(out) else {}
+
+
 def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     """(pairs of parameter names, whether the evidence shows a permutation)."""
     left, right, m = cmp.left, cmp.right, cmp.m
@@ -323,6 +369,18 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
         (lnum[a], rnum[b])
         for a, b in corr.params.items()
         if a not in corr.tied and a not in contested and resized(shape_of(left, a), shape_of(right, b))
+    ]
+    # Inputs the context leaves tied (look-alike updates, once a batch size changed) go where the
+    # outputs of their small cones go, each by its operand position, where the context pairs
+    # those outputs and the matching crossed them.
+    taken_l, taken_r = {a for a, _ in evidence}, {b for _, b in evidence}
+    evidence += [
+        (lnum[a], rnum[b])
+        for a, b in _followed_outputs(cmp, corr).items()
+        if a in corr.tied
+        and lnum[a] not in taken_l
+        and rnum[b] not in taken_r
+        and resized(shape_of(left, a), shape_of(right, b))
     ]
     taken_l, taken_r = {a for a, _ in evidence}, {b for _, b in evidence}
     matched, votes = _matched_inputs(cmp)

@@ -6,7 +6,9 @@ step that did not cut, the base is the same output in another size (the `paramet
 the growing input) and the view looks like an output of its own. An added output that is only a
 slice, reshape or transpose of another output computed from an input whose shape changed is that
 change's view, folded into the `parameter_shape` cause; an added output computed otherwise stays a
-cause of its own.
+cause of its own. So does one that A computes too (the matching pairs it with an A instruction):
+the cut is new work of B's step, and a value both steps compute, only now returned, is a tensor
+kept alive, whatever its size follows (issue 37: `jnp` slices returned beside a new batch size).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         and (heads := [ch.right for ch in c.changes if ch.what == "output"])
         and None not in (bases := [_base(right, h) for h in heads])
         and all(_is_view(right, n) for n in c.right)
+        and not any(h in evidence.entry_match for h in heads)
     ]
     if not candidates:
         return NOTHING
