@@ -92,6 +92,8 @@ def score(name: str, truth: dict, ranks: dict | None) -> dict:
 def total(rows: list[dict]) -> dict:
     n = len(rows)
     out = {c: f"{sum(r[c] is True for r in rows)}/{n}" for c in COLUMNS}
+    lined = [r for r in rows if r["line"] != "n/a"]  # a clean run has no line to cite
+    out["line"] = f"{sum(r['line'] is True for r in lined)}/{len(lined)}"
     out["false"] = f"{sum(r['false'] > 0 for r in rows)}/{n} scripts"
     out["goal_met"] = sum(r["false"] > 0 for r in rows) * 10 < n
     return out
