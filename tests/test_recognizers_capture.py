@@ -686,3 +686,19 @@ def test_an_autocast_built_by_a_policy_method_cites_the_method_and_the_switch(tm
     (r,) = _recompiles(name, tmp_path)
     assert r.kinds == ("dtype",)
     assert _guilty(name) <= _line(name, r)
+
+
+def test_the_graph_a_cpu_fallback_op_compiles_is_counted_as_torch_xla_counts_it(tmp_path: Path) -> None:
+    """EmbeddingBag runs on the CPU: torch_xla compiles and runs the graph of its inputs from C++
+    and PT_XLA_DEBUG prints only that compile's hash. It is a graph of step 0, with its module, so
+    the capture's compiles are torch_xla's CompileTime count (4, not 3); the diagnosis of the
+    frozen-then-trained embedding is unchanged (issue 37)."""
+    name = "tu_freeze_grads_mul_zero"
+    log = _log(name, tmp_path)
+    compiled = [s for s in log.syncs if s.compiled]
+    assert len(compiled) == log.compiles_reported == 4
+    (fallback,) = [s for s in compiled if not s.frames]
+    assert fallback.step == 0 and "CPU-fallback" in fallback.cause
+    assert log.graphs[fallback.graph_hash].module
+    (r,) = [r for r in build_report(log).recompiles if r.step >= 3]
+    assert "constant_value" in r.kinds and _guilty(name) & _line(name, r)
