@@ -24,6 +24,7 @@ from tests.conftest import FIXTURES, ROOT
 from xlagraph.capture import files as fmt
 from xlagraph.capture import read_capture
 from xlagraph.parse.compressed import compressed_twin
+from xlagraph.parse.pt_xla_debug import UNREPORTED_CAUSE
 from xlagraph.parse.sources import read_bytes
 from xlagraph.report import build_report
 from xlagraph.runlog import RunLog
@@ -547,10 +548,12 @@ def test_fsdp_bucketing_between_two_captured_runs_is_one_collective_cause(runs: 
     assert [c.kind.value for c in result.differences] == ["collective"]
 
 
-def test_a_compile_without_an_execution_record_does_not_shift_the_modules(tmp_path: Path) -> None:
-    # EmbeddingBag's backward makes torch_xla compile a graph of its own that no sync executes:
-    # one more dump than compiled syncs. Each graph must still get its own module (its parameter
-    # count is the inputs torch_xla reported), and the report must explain the 0 -> 1 change.
+def test_a_compile_without_an_analysis_block_is_a_graph_of_its_own(tmp_path: Path) -> None:
+    # EmbeddingBag falls back to the CPU: torch_xla compiles and runs the graph of its inputs from
+    # C++, and PT_XLA_DEBUG prints only its `Computation hash` (no Compilation or Execution
+    # Analysis). That compile is a graph of the step: recorded with its own module (in order, so
+    # no other graph is paired with its dump), and the capture counts what torch_xla counts.
+    # Each module's parameter count is the graph's inputs; the report explains the 0 -> 1 change.
     loop = (
         "import torch, torch.nn as nn, torch_xla\n"
         "torch.manual_seed(0)\n"
@@ -583,11 +586,17 @@ def test_a_compile_without_an_execution_record_does_not_shift_the_modules(tmp_pa
     (folder,) = out.iterdir()
     records = [json.loads(line) for line in (folder / fmt.JOURNAL).read_text().splitlines()]
     graphs = [r for r in records if r["k"] == "graph" and r.get("module")]
-    assert len(graphs) == 3, graphs
+    assert len(graphs) == 4, graphs
     for g in graphs:
         assert len(load_module(str(folder / g["module"])).entry.parameters) == g["in"], g
+    (end,) = [r for r in records if r["k"] == "end"]
+    compiled = sum(entry[1] for r in records if r["k"] == "step" for entry in r["e"])
+    assert compiled == end["compiles"] == 4, (compiled, end)
     (log,) = read_capture(out)
-    assert any("matched no graph execution" in n for n in log.notes), log.notes
+    assert not any("matched no graph execution" in n for n in log.notes), log.notes
+    unreported = [s for s in log.syncs if s.cause == UNREPORTED_CAUSE]
+    assert [(s.step, s.compiled) for s in unreported] == [(0, True)], log.syncs
+    assert log.graphs[unreported[0].graph_hash].module
     report = build_report(log)
     assert any("constant_value" in r.kinds for r in report.recompiles), [r.kinds for r in report.recompiles]
 

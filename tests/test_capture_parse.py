@@ -15,7 +15,13 @@ from xlagraph.capture._hook import _supported
 from xlagraph.capture.reader import read_capture
 from xlagraph.errors import InputError
 from xlagraph.ir import Frame
-from xlagraph.parse.pt_xla_debug import Analysis, ComputationHash, fold_executions, parse_pt_xla_debug
+from xlagraph.parse.pt_xla_debug import (
+    UNREPORTED_CAUSE,
+    Analysis,
+    ComputationHash,
+    fold_executions,
+    parse_pt_xla_debug,
+)
 from xlagraph.parse.tensors_report import parse_tensors_report
 
 DATA = Path(__file__).parent / "data"
@@ -85,6 +91,37 @@ def test_fold_across_reads_and_compiles_only() -> None:
     level1 = [e for e in events if not (isinstance(e, Analysis) and e.kind == "execute")]
     only, _ = fold_executions(level1, executions_reported=False)
     assert len(only) == 4 and all(e.compiled for e in only)
+
+
+# What torch_xla 2.9 printed (PT_XLA_DEBUG_LEVEL=2) for the graph it compiled and ran to feed
+# `upsample_nearest2d_backward`'s CPU fallback (corpus hz_unet_timestep_lookup): a hash and the
+# sizes, with no Compilation or Execution Analysis.
+UNREPORTED = """
+Computation hash: 711ff4e2c2dd9d349663e54cc017f45b
+
+Post Compilation Analysis: ================================================================================
+Post Compilation Analysis: Graph input size: 0.000031 GB
+Post Compilation Analysis: Graph output size: 0.000061 GB
+Post Compilation Analysis: Aliased Input size: 0.000000 GB
+Post Compilation Analysis: Intermediate tensor size: 0.000193 GB
+Post Compilation Analysis: Compiled program size: 0.000000 GB
+Post Compilation Analysis: --------------------------------------------------------------------------------
+Post Compilation Analysis: ================================================================================
+"""
+
+
+def test_a_hash_without_a_compile_is_a_compiled_graph_of_its_own() -> None:
+    events, _ = parse_pt_xla_debug(UNREPORTED + DEBUG_TEXT)
+    executions, pending = fold_executions(events)
+    reported, _ = fold_executions(parse_pt_xla_debug(DEBUG_TEXT)[0])
+    assert pending is None and executions[1:] == reported  # the reported ones keep their hashes
+    first = executions[0]
+    assert (first.cause, first.compiled, first.frames) == (UNREPORTED_CAUSE, True, ())
+    assert first.graph_hash == first.computation_hash == "711ff4e2c2dd9d349663e54cc017f45b"
+    # at level 1 no execution follows a compile, so a hash cannot be told apart: left as it was
+    level1 = [e for e in events if not (isinstance(e, Analysis) and e.kind == "execute")]
+    only, _ = fold_executions(level1, executions_reported=False)
+    assert UNREPORTED_CAUSE not in {e.cause for e in only}
 
 
 def test_tensors_report_with_frames() -> None:

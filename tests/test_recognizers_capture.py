@@ -706,3 +706,19 @@ def test_the_captures_own_frames_are_library_code(tmp_path: Path) -> None:
     (r,) = _recompiles("h19_dcn_eager_window_buffer_clean", tmp_path)
     assert [str(c.kind) for c in r.causes] == ["state_init"]
     assert not any("_tensors_report" in x for a in r.attribution for x in a.lines)
+
+
+def test_the_graph_a_cpu_fallback_op_compiles_is_counted_as_torch_xla_counts_it(tmp_path: Path) -> None:
+    """EmbeddingBag runs on the CPU: torch_xla compiles and runs the graph of its inputs from C++
+    and PT_XLA_DEBUG prints only that compile's hash. It is a graph of step 0, with its module, so
+    the capture's compiles are torch_xla's CompileTime count (4, not 3); the diagnosis of the
+    frozen-then-trained embedding is unchanged (issue 37)."""
+    name = "tu_freeze_grads_mul_zero"
+    log = _log(name, tmp_path)
+    compiled = [s for s in log.syncs if s.compiled]
+    assert len(compiled) == log.compiles_reported == 4
+    (fallback,) = [s for s in compiled if not s.frames]
+    assert fallback.step == 0 and "CPU-fallback" in fallback.cause
+    assert log.graphs[fallback.graph_hash].module
+    (r,) = [r for r in build_report(log).recompiles if r.step >= 3]
+    assert "constant_value" in r.kinds and _guilty(name) & _line(name, r)

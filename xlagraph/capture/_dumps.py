@@ -71,6 +71,8 @@ def scan_dumps(rec: Host) -> None:
             unlink(path)
             update = {"module_note": rec.cap_reason("HLO")}
         s.prefixes_done.add(name.removesuffix(fmt.BEFORE_SUFFIX))
+        if inputs < 0 <= arity:  # a compile PT_XLA_DEBUG did not analyse: its module tells the count
+            update["in"] = arity
         rec.update(graph, **update)
     for name in [n for n in s.after_waiting if fmt.dump_prefix(n) in s.prefixes_done]:
         s.after_waiting.remove(name)

@@ -371,6 +371,8 @@ class Recorder:
                 "step": self.s.step,
                 "compiled": ex.compiled,
             }
+            if ex.inputs < 0:  # a compile PT_XLA_DEBUG did not analyse: counts unknown (its dump tells "in")
+                del record["in"], record["out"]
             if ex.graph_name:
                 record["name"] = ex.graph_name
             if ex.computation_hash:

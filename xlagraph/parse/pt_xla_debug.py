@@ -34,6 +34,7 @@ from xlagraph.ir import Frame
 from xlagraph.source_paths import portable_path
 
 __all__ = [
+    "UNREPORTED_CAUSE",
     "Analysis",
     "ComputationHash",
     "Execution",
@@ -138,14 +139,22 @@ def fold_executions(
 
     A compile is followed by the execution of the same graph hash; that execution is
     `compiled`. When torch_xla reports compiles only (PT_XLA_DEBUG_LEVEL=1, so
-    `executions_reported` is False) every compile stands for its execution. `pending` is a
+    `executions_reported` is False) every compile stands for its execution. A `Computation
+    hash` with no compile before it is a graph compiled without an analysis block (see
+    `_unreported_compile`); at level 1 it cannot be told from the hash of a reported one. `pending` is a
     compile whose execution has not been read yet; it is returned for the next call.
     """
     out: list[Execution] = []
     computation_hash = ""
     for ev in events:
         if isinstance(ev, ComputationHash):
-            computation_hash = ev.value
+            if pending is None and executions_reported:
+                # A compile with no analysis block before its hash: a graph torch_xla compiled
+                # and ran from C++ with no Python frame to blame, e.g. the inputs of an op
+                # that falls back to the CPU (its compiled run prints no Execution Analysis either).
+                out.append(_unreported_compile(ev.value))
+            else:
+                computation_hash = ev.value
         elif ev.kind == "compile":
             if pending is not None:  # a compile whose graph never ran (failed or cancelled)
                 out.append(_execution(pending, True, computation_hash))
@@ -161,6 +170,22 @@ def fold_executions(
             out.append(_execution(ev, compiled, computation_hash if compiled else "", cause))
             pending, computation_hash = None, ""
     return out, pending
+
+
+UNREPORTED_CAUSE = (
+    "compiled outside PT_XLA_DEBUG's analysis (a graph torch_xla ran from C++, e.g. for a CPU-fallback op)"
+)
+
+
+def _unreported_compile(computation_hash: str) -> Execution:
+    """A compile torch_xla printed only the hash of: the hash of its module stands for the graph."""
+    return Execution(
+        graph_hash=computation_hash,
+        compiled=True,
+        cause=UNREPORTED_CAUSE,
+        frames=(),
+        computation_hash=computation_hash,
+    )
 
 
 def _execution(a: Analysis, compiled: bool, computation_hash: str, cause: str | None = None) -> Execution:
