@@ -58,6 +58,20 @@ def test_logging_collective_on_rank_0_is_where_the_job_would_hang() -> None:
     assert not view.agree
 
 
+def test_a_ranks_cut_step_is_a_graph_break_at_its_line_with_the_cut_collectives_in_it() -> None:
+    """A rank's `.item()` cuts its step (the blind ranks round's nan_guard, rank 0 before backward;
+    log_rank0's logged loss): the divergent graph is diffed with what each rank's capture knows of
+    its sync, so the break is said at the user's line; the all-reduce the cut graph ends before is
+    the rest of the step, not a collective of its own; no constant is paired across the cut."""
+    view = _view("heldout/nan_guard")
+    (diff,) = view.divergence.diffs
+    assert [str(c.kind) for c in diff.causes] == ["graph_break"]
+    assert "nan_guard.py:52" in diff.causes[0].summary
+    (diff,) = _view("log_rank0").divergence.diffs
+    assert "graph_break" in [str(c.kind) for c in diff.causes]
+    assert "constant_value" not in [str(c.kind) for c in diff.causes]
+
+
 def test_short_batch_on_the_last_ranks_is_a_parameter_shape_and_collectives_line_up() -> None:
     view = _view("short_batch")
     d = view.divergence

@@ -45,6 +45,14 @@ def _cut_short(evidence: Evidence, pending: tuple[Cause, ...]) -> str:
     return ""
 
 
+def _cut_collectives(cause: Cause, which: str) -> bool:
+    """Collectives only the whole graph has: the cut-short graph ends before them (a rank's
+    `.item()` before backward leaves the gradients' all-reduce to the rest of the step)."""
+    if cause.kind is not CauseKind.COLLECTIVE:
+        return False
+    return not cause.right if which == "this graph" else not cause.left
+
+
 def _what_differs(causes: list[Cause]) -> str:
     """`3 inputs and 8 outputs differ`, from the interface changes of the folded causes."""
     inputs = sum(1 for c in causes for ch in c.changes if ch.what == "input")
@@ -76,7 +84,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         line = ctx.call_site if which == "this graph" else ctx.baseline_call_site
     else:
         return NOTHING
-    cut = [i for i, c in enumerate(pending) if c.kind in _CUT]
+    cut = [i for i, c in enumerate(pending) if c.kind in _CUT or _cut_collectives(c, which)]
     if not cut:
         return NOTHING
     label = "an implicit sync" if trigger == "implicit" else f"a {trigger} sync"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from xlagraph.diagnose.evidence import NO_CONTEXT, Context
 from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module
 from xlagraph.report.ranks.collectives import first_mismatch
@@ -18,7 +19,7 @@ from xlagraph.report.ranks.model import (
     group_ranks,
 )
 from xlagraph.report.ranks.sources import DUMP_DIR_NOTE, rank_of, world_of
-from xlagraph.runlog import RunLog
+from xlagraph.runlog import RunLog, Sync
 
 MAX_GROUPS_DIFFED = 3  # rank groups whose graphs are diffed against the baseline group
 
@@ -66,7 +67,7 @@ def rank_view(logs: Sequence[RunLog], loader: ModuleLoader | None = None) -> Ran
     unit = "compile" if any(log.kind == "dump-dir" for log in runs) else "step"
     if unit == "compile":
         notes.append(DUMP_DIR_NOTE)
-    divergence = _divergence(ranks, per_rank, letters, specs, last, load)
+    divergence = _divergence(ranks, per_rank, letters, specs, last, load, runs)
     mismatch, compared = (None, 0)
     if divergence is not None and unit == "compile":
         notes.append("collectives not compared: a compile-only view cannot tell which graphs each rank ran")
@@ -127,6 +128,7 @@ def _divergence(
     specs: dict[str, str],
     last: int,
     load: ModuleLoader,
+    runs: Sequence[RunLog] = (),
 ) -> RankDivergence | None:
     for step in range(last + 1):
         rows = [steps.get(step) for steps in per_rank]
@@ -139,12 +141,14 @@ def _divergence(
         )
         base = grouped[0][1] or ()
         diffs = []
-        for gi, (_, row) in enumerate(grouped[1 : 1 + MAX_GROUPS_DIFFED], 1):
+        logs = dict(zip(ranks, runs, strict=False))
+        for gi, (rs, row) in enumerate(grouped[1 : 1 + MAX_GROUPS_DIFFED], 1):
             pair = _first_pair(base, row or ())
             if pair is None:
                 continue
             a, b = pair
-            causes, note = _diff(specs.get(a, ""), specs.get(b, ""), load)
+            context = _context(logs.get(grouped[0][0][0]), a, logs.get(rs[0]), b, step)
+            causes, note = _diff(specs.get(a, ""), specs.get(b, ""), load, context)
             diffs.append(RankDiff(gi, letters[a], letters[b], causes, note))
         return RankDivergence(step, groups, tuple(diffs))
     return None
@@ -161,13 +165,37 @@ def _first_pair(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, str] | Non
     return None
 
 
-def _diff(spec_a: str, spec_b: str, load: ModuleLoader) -> tuple[tuple[Any, ...], str]:
+def _context(base: RunLog | None, a: str, other: RunLog | None, b: str, step: int) -> Context:
+    """What each rank's capture knows of the two graphs' syncs at the divergent step (the trigger and
+    the user's line), as a recompile's diff has it: a rank's `.item()` cut is said at its line."""
+    from xlagraph.diagnose.frames import call_site
+    from xlagraph.report.triggers import trigger_of
+
+    def sync(log: RunLog | None, h: str) -> Sync | None:
+        return next((s for s in log.syncs if s.step == step and s.graph_hash == h), None) if log else None
+
+    sa, sb = sync(base, a), sync(other, b)
+    if sa is None or sb is None:
+        return NO_CONTEXT
+    return Context(
+        trigger=trigger_of(sb),
+        baseline_trigger=trigger_of(sa),
+        call_site=call_site(sb.frames),
+        baseline_call_site=call_site(sa.frames),
+        step=step,
+        baseline_step=step,
+    )
+
+
+def _diff(
+    spec_a: str, spec_b: str, load: ModuleLoader, context: Context = NO_CONTEXT
+) -> tuple[tuple[Any, ...], str]:
     if not spec_a or not spec_b:
         return (), "the HLO of one of the graphs was not kept: no diff"
     try:
         from xlagraph.diff import diff_modules
 
-        result = diff_modules(load(spec_a), load(spec_b))
+        result = diff_modules(load(spec_a), load(spec_b), context)
     except XlagraphError as e:
         return (), f"could not be compared: {e}"
     except RecursionError:
