@@ -82,12 +82,21 @@ def _holders(rec: Host) -> list[dict[str, Any]] | None:
     """What keeps each live tensor alive (`_holders`); None where the walk failed: it only adds
     to the report, so its failure must not cost the report itself."""
     get_id, info = rec.xlac._xla_get_tensor_id, rec.xlac._get_xla_tensor_debug_info
+    torch = sys.modules["torch"]
+    is_functional, unwrap = torch._is_functional_tensor, torch._from_functional_tensor
 
     def tensor_id(t: Any) -> int | None:
-        return int(get_id(t)) if t.device.type == "xla" else None
+        # Asked of a functionalization wrapper, the id syncs it first: a view whose base was
+        # updated in place (a gradient after clip_grad_norm_) gets an IR node of its own, and the
+        # user's next graph an output more. The wrapped tensor is read as it stands, here and in
+        # `pending`.
+        return int(get_id(inner(t))) if t.device.type == "xla" else None
+
+    def inner(t: Any) -> Any:
+        return unwrap(t) if is_functional(t) else t
 
     def pending(t: Any) -> bool:  # no device data yet: an output of the coming graph (~2 us)
-        return "XLAData: None" in info(t)
+        return "XLAData: None" in info(inner(t))
 
     try:
         return find_holders(sys._getframe(1), _is_user_file, tensor_id, rec.paths, pending)
