@@ -284,7 +284,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         i
         for i, c in enumerate(pending)
         if c.kind in _FOLDED
-        and not _other_library(files := evidence.library_files(c))
+        # clipping's code is not state, unless the region reads the new state: a momentum buffer
+        # first made from the clipped gradient, then updated from it
+        and (not _other_library(files := evidence.library_files(c)) or bool(set(c.right) & readers))
         and (
             not files
             or c.kind is not CauseKind.STRUCTURE
