@@ -23,7 +23,6 @@ from xlagraph.canonical.attributes import (
     stable_hash,
 )
 from xlagraph.errors import XlagraphError
-from xlagraph.ir import COMPUTATION_ATTRIBUTES
 
 SOURCES = _sources()
 
@@ -66,7 +65,7 @@ def _same_values(ins, want: list[str | None], where: tuple) -> None:  # type: ig
         expected = {
             k: cv
             for (k, _), cv in zip(ins.attributes, want, strict=True)
-            if cv is not None and (called or k not in COMPUTATION_ATTRIBUTES)
+            if cv is not None and (called or k not in ref.COMPUTATION_ATTRIBUTES)
         }
         got = attribute_values(ins, called=called)
         assert list(got.items()) == list(expected.items()), (*where, called)

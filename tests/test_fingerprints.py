@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tests.oracles.fingerprint_reference import reference_row  # noqa: E402
+from tests.oracles.fingerprint_reference import fingerprint_rows, reference_row  # noqa: E402
 from xlagraph.capture import _fingerprints as F  # noqa: E402
 from xlagraph.capture import fingerprint_format as ff  # noqa: E402
 from xlagraph.diverge import diverge, load_fingerprints  # noqa: E402
@@ -40,15 +40,15 @@ def _tensors() -> list:
 
 def test_rows_equal_the_slow_reference():
     ts = _tensors()
-    rows = F.fingerprint_rows(ts)
+    rows = fingerprint_rows(ts)
     for t, row in zip(ts, rows, strict=True):
         assert row[:4] == reference_row(t), t
 
 
 def test_nan_inf_counts_and_norm():
-    row = F.fingerprint_rows([torch.tensor([1.0, float("nan"), float("inf"), -float("inf")])])[0]
+    row = fingerprint_rows([torch.tensor([1.0, float("nan"), float("inf"), -float("inf")])])[0]
     assert row[2:4] == (1, 2)
-    norm = F.fingerprint_rows([torch.tensor([3.0, 4.0])])[0][4]
+    norm = fingerprint_rows([torch.tensor([3.0, 4.0])])[0][4]
     assert norm == 5.0
 
 
@@ -56,7 +56,7 @@ def test_a_swap_changes_wsum_not_sum():
     a = torch.randn(100)
     b = a.clone()
     b[[3, 70]] = b[[70, 3]]
-    ra, rb = F.fingerprint_rows([a, b])
+    ra, rb = fingerprint_rows([a, b])
     assert ra[0] == rb[0] and ra[1] != rb[1]
 
 
@@ -64,22 +64,22 @@ def test_one_bit_changes_the_fingerprint_and_signed_zero_counts():
     a = torch.tensor([0.0, 1.0])
     b = torch.tensor([-0.0, 1.0])
     c = torch.tensor([0.0, float.fromhex("0x1.0000020000000p+0")])  # 1 + 2**-23: last mantissa bit
-    ra, rb, rc = F.fingerprint_rows([a, b, c])
+    ra, rb, rc = fingerprint_rows([a, b, c])
     assert ra[:2] != rb[:2] and ra[:2] != rc[:2]
 
 
 def test_order_of_tensors_and_chunking_do_not_matter(monkeypatch):
     ts = _tensors()
-    rows = [r[:4] for r in F.fingerprint_rows(ts)]  # (the norm of a NaN tensor is NaN: != itself)
-    assert [r[:4] for r in F.fingerprint_rows(ts[::-1])] == rows[::-1]
+    rows = [r[:4] for r in fingerprint_rows(ts)]  # (the norm of a NaN tensor is NaN: != itself)
+    assert [r[:4] for r in fingerprint_rows(ts[::-1])] == rows[::-1]
     monkeypatch.setattr(F, "MAX_CHUNK", 8)  # every tensor in a chunk of its own
-    assert [r[:4] for r in F.fingerprint_rows(ts)] == rows
+    assert [r[:4] for r in fingerprint_rows(ts)] == rows
 
 
 def test_sums_wrap_like_int64():
     big = torch.full((4,), float("nan")).view(torch.int32).fill_(0x7FFFFFFF).view(torch.float32)
     t = big.repeat(1 << 12)
-    assert F.fingerprint_rows([t])[0][:4] == reference_row(t)
+    assert fingerprint_rows([t])[0][:4] == reference_row(t)
 
 
 XLA_CHECK = textwrap.dedent(
@@ -87,7 +87,7 @@ XLA_CHECK = textwrap.dedent(
     import json, torch, torch_xla
     import torch_xla.debug.metrics as met
     from xlagraph.capture import _fingerprints as F
-    from tests.oracles.fingerprint_reference import reference_row
+    from tests.oracles.fingerprint_reference import fingerprint_rows, reference_row
     dev = torch_xla.device()
     g = torch.Generator().manual_seed(0)
     cpu = [torch.randn(32, 16, generator=g), torch.randn(7, generator=g).bfloat16(),
@@ -108,10 +108,10 @@ XLA_CHECK = textwrap.dedent(
     xs = [t.to(dev) for t in cpu]
     torch_xla.sync()
     met.clear_all()
-    rows = [F.fingerprint_rows(xs) for _ in range(3)]
+    rows = [fingerprint_rows(xs) for _ in range(3)]
     reference = [list(reference_row(t)) for t in cpu]
     print(json.dumps({
-        "eager": F.fingerprint_rows(cpu), "xla": rows[0], "reference": reference,
+        "eager": fingerprint_rows(cpu), "xla": rows[0], "reference": reference,
         "stable": [r[:4] for r in rows[0]] == [r[:4] for r in rows[2]],
         "fallbacks": [k for k in met.counter_names() if k.startswith("aten::")],
         "compiles": met.counter_value("UncachedCompile"),

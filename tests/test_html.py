@@ -27,7 +27,7 @@ from xlagraph.render.html import (
     Run,
     build_diff_view,
     build_run_view,
-    instruction_anchor,
+    element_id,
     render_diff_html,
     render_report_html,
     script_json,
@@ -36,6 +36,14 @@ from xlagraph.report import RunReport, TensorRef, build_report, load_runs
 from xlagraph.report.diffs import recompile_diffs
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def instruction_anchor(tag: str, computation: str, name: str, prefix: str = "") -> str:
+    """The id the page gives instruction `name` of `computation` on side `tag` (`A` or `B`), unless
+    it collided with an earlier id after sanitizing (then `-2`, `-3` … are appended)."""
+    return element_id("L" if tag == "A" else "R", computation, name, prefix=prefix)
+
+
 PAIRS = sorted(
     [p for p in (ROOT / "fixtures" / "jax" / "pairs").iterdir() if (p / "a.hlo").exists()]
     + [

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import FIXTURES
-from tests.oracles.hashes_reference import IGNORED_ATTRIBUTES
+from tests.oracles.hashes_reference import COMPUTATION_ATTRIBUTES, IGNORED_ATTRIBUTES
 from xlagraph.canonical import canonicalize
-from xlagraph.ir import COMPUTATION_ATTRIBUTES, Computation, Instruction, Module
+from xlagraph.ir import Computation, Instruction, Module
 from xlagraph.parse.hlo import parse_hlo
 
 REAL = [

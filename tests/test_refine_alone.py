@@ -7,6 +7,7 @@ enough that the shortcut answers and large enough that the graphs stabilize."""
 from __future__ import annotations
 
 from itertools import permutations
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import FIXTURE_PAIRS, pair_spec
 from xlagraph import _core as core
+from xlagraph.canonical import CanonicalComputation
 from xlagraph.diff import canonical_of, diff_files
 from xlagraph.match import refinement
 from xlagraph.match.multiply_by_one import identity_multiplies
@@ -30,11 +32,16 @@ def _picks(g) -> list[int]:
     return sorted(set(g.params) | {k for k in g.outputs if k >= 0})
 
 
+def _graph(comp: CanonicalComputation, see_through: bool = False) -> Any:
+    """The core's graph of `comp`."""
+    return refinement.compiled_graphs([(comp, see_through)])[0]
+
+
 @pytest.mark.parametrize("batch", range(4))
 def test_plain_refinement_from_each_graph_alone_is_the_joint_one(batch: int) -> None:
     results = [diff_files(_spec(a), _spec(b)) for a, b in PAIRS[batch::4][:12]]
     comps = [c for r in results for c in (r.left.entry, r.right.entry)]
-    graphs = [refinement.compiled_graph(c) for c in comps if c.core is not None]
+    graphs = [_graph(c) for c in comps if c.core is not None]
     assert len(graphs) >= 8
     shortcut = 0
     for a, b in permutations(graphs[:8], 2):
@@ -53,7 +60,7 @@ def test_picked_rounds_from_each_graph_alone_are_the_joint_ones(batch: int) -> N
     graph's rounds alone, kept on it, against the joint run, each graph paired with others."""
     results = [diff_files(_spec(a), _spec(b)) for a, b in PAIRS[batch::2][:12]]
     comps = [c for r in results for c in (r.left.entry, r.right.entry)]
-    graphs = [refinement.compiled_graph(c) for c in comps if c.core is not None]
+    graphs = [_graph(c) for c in comps if c.core is not None]
     lengths = set()
     for a, b in permutations(graphs[:8], 2):
         pa, pb = _picks(a), _picks(b)
@@ -74,8 +81,8 @@ def _every_graph(batch: int, batches: int) -> list:
         for canon in (result.left, result.right):
             for comp in canon.computations.values():
                 if comp.core is not None:
-                    graphs.append(refinement.compiled_graph(comp))
-                    graphs.append(refinement.compiled_graph(comp, True))
+                    graphs.append(_graph(comp))
+                    graphs.append(_graph(comp, True))
     return graphs
 
 
@@ -103,7 +110,7 @@ def test_stable_only_answers_as_the_full_refinement(batch: int) -> None:
     the full answer is stable it is returned whole, and where not, the same rounds and `False`."""
     results = [diff_files(_spec(a), _spec(b)) for a, b in PAIRS[batch::2][:12]]
     comps = [c for r in results for c in (r.left.entry, r.right.entry)]
-    graphs = [refinement.compiled_graph(c) for c in comps if c.core is not None]
+    graphs = [_graph(c) for c in comps if c.core is not None]
     skipped = 0
     for a, b in permutations(graphs[:8], 2):
         pa, pb = _picks(a), _picks(b)
@@ -166,7 +173,7 @@ def test_split_rounds_on_generated_graphs(text: str) -> None:
     """The class algorithm's answer is the colour algorithm's on any dataflow graph, at every
     budget from none to past stability, strict and loose, with multiplies by one seen through."""
     entry = canonical_of(parse_hlo(text)).entry
-    for g in (refinement.compiled_graph(entry), refinement.compiled_graph(entry, True)):
+    for g in (_graph(entry), _graph(entry, True)):
         for strict in (True, False):
             stable_at = g.split_rounds(strict, 100, naive=True)[1]
             for rounds in range(stable_at + 3):

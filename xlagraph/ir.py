@@ -19,7 +19,6 @@ from typing import NamedTuple
 from xlagraph.source_paths import portable_frames, portable_path
 
 __all__ = [
-    "COMPUTATION_ATTRIBUTES",
     "Computation",
     "Frame",
     "GraphInfo",
@@ -31,23 +30,6 @@ __all__ = [
     "name_at",
     "strip_layout",
 ]
-
-# Attributes whose value names other computations (hlo-text-format.md 1.4).
-COMPUTATION_ATTRIBUTES = frozenset(
-    {
-        "to_apply",
-        "condition",
-        "body",
-        "calls",
-        "branch_computations",
-        "true_computation",
-        "false_computation",
-        "called_computations",
-        "select",
-        "scatter",
-        "async_execution_thread_computations",
-    }
-)
 
 _LAYOUT = re.compile(r"\{[^{}]*\}")
 _COMMENT = re.compile(r"/\*.*?\*/")

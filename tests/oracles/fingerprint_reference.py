@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import torch
 
-from xlagraph.capture._fingerprints import _INT_OF_FLOAT
+from xlagraph.capture._fingerprints import _INT_OF_FLOAT, fingerprint
 
-__all__ = ["reference_row"]
+__all__ = ["fingerprint_rows", "reference_row"]
 
 
 def reference_row(t: torch.Tensor) -> tuple[int, int, int, int]:
@@ -21,3 +21,11 @@ def reference_row(t: torch.Tensor) -> tuple[int, int, int, int]:
     if t.is_floating_point():
         return s, w, int(torch.isnan(t).sum()), int(torch.isinf(t).sum())
     return s, w, 0, 0
+
+
+def fingerprint_rows(tensors: list[torch.Tensor]) -> list[tuple[int, int, int, int, float]]:
+    """`fingerprint` fetched to the host: (sum, wsum, nan, inf, norm) per tensor."""
+    table = fingerprint(tensors).cpu()
+    norms = table[:, 4].to(torch.int32).view(torch.float32).tolist()
+    rows = table.tolist()
+    return [(int(r[0]), int(r[1]), int(r[2]), int(r[3]), float(n)) for r, n in zip(rows, norms, strict=True)]

@@ -20,10 +20,11 @@ from collections.abc import Iterable
 from functools import lru_cache
 from math import prod
 
-from xlagraph.ir import COMPUTATION_ATTRIBUTES, Computation, Instruction, strip_layout
+from xlagraph.ir import Computation, Instruction, strip_layout
 from xlagraph.opcodes import SIDE_EFFECTS
 
 __all__ = [
+    "COMPUTATION_ATTRIBUTES",
     "IGNORED_ATTRIBUTES",
     "MAX_IOTA_DEVICES",
     "EffectKeyError",
@@ -38,6 +39,24 @@ __all__ = [
     "plumbing_attributes",
     "stable_hash",
 ]
+
+# Attributes whose value names other computations (hlo-text-format.md 1.4; the core's
+# rust/src/parse/text.rs COMPUTATION_ATTRIBUTES).
+COMPUTATION_ATTRIBUTES = frozenset(
+    {
+        "to_apply",
+        "condition",
+        "body",
+        "calls",
+        "branch_computations",
+        "true_computation",
+        "false_computation",
+        "called_computations",
+        "select",
+        "scatter",
+        "async_execution_thread_computations",
+    }
+)
 
 IGNORED_ATTRIBUTES = frozenset(
     {

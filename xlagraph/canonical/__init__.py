@@ -37,7 +37,7 @@ content keys: the same in every process.
 """
 
 from xlagraph.canonical.engine import canonicalize
-from xlagraph.canonical.layout import LayoutChange, layout_changes, layout_signature
+from xlagraph.canonical.layout import LayoutChange, layout_changes
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 
 __all__ = [
@@ -46,5 +46,4 @@ __all__ = [
     "LayoutChange",
     "canonicalize",
     "layout_changes",
-    "layout_signature",
 ]

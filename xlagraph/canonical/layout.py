@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from xlagraph.canonical.attributes import stable_hash
-from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
+from xlagraph.canonical.model import CanonicalComputation
 
-__all__ = ["LayoutChange", "layout_changes", "layout_signature"]
+__all__ = ["LayoutChange", "layout_changes"]
 
 
 class LayoutChange(NamedTuple):
@@ -41,12 +40,3 @@ def layout_changes(
         if old != new:
             out.append(LayoutChange(left.name, a, b, old, new))
     return tuple(out)
-
-
-def layout_signature(canon: CanonicalModule) -> str:
-    """A hex digest of every non-default layout of the module, blind to names and to the
-    entry's parameter and output order: equal signatures mean the same layouts."""
-    parts = sorted(
-        tuple(sorted({(c.h1[n], lay) for n, lay in c.layouts.items()})) for c in canon.computations.values()
-    )
-    return f"{stable_hash(repr(parts)):016x}"

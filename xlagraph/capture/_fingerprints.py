@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["FIELDS", "MAX_CHUNK", "fingerprint", "fingerprint_rows"]
+__all__ = ["FIELDS", "MAX_CHUNK", "fingerprint"]
 
 FIELDS = ("sum", "wsum", "nan", "inf", "norm")
 MAX_CHUNK = 1 << 26  # elements concatenated at once: bounds the temporary copies (int64: 512 MiB)
@@ -77,14 +77,6 @@ def fingerprint(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
         sums = sums[_on_device(inverse, device)]
     norms = _norm_bits(flat)
     return torch.cat([sums, norms.unsqueeze(1)], dim=1)
-
-
-def fingerprint_rows(tensors: Sequence[torch.Tensor]) -> list[tuple[int, int, int, int, float]]:
-    """`fingerprint` fetched to the host: (sum, wsum, nan, inf, norm) per tensor."""
-    table = fingerprint(tensors).cpu()
-    norms = table[:, 4].to(torch.int32).view(torch.float32).tolist()
-    rows = table.tolist()
-    return [(int(r[0]), int(r[1]), int(r[2]), int(r[3]), float(n)) for r, n in zip(rows, norms, strict=True)]
 
 
 def _chunks(members: list[int], sizes: list[int]) -> list[list[int]]:

@@ -22,6 +22,8 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from xlagraph.capture import files as fmt
+
 __all__ = ["MAX_NODES", "find_holders"]
 
 MAX_NODES = 20_000
@@ -148,7 +150,7 @@ def _tensor(
         return
     paths = found.setdefault(tid, [])
     if len(paths) < PATHS:
-        record = {"id": tid, "path": path, "shape": _shape(t), **base}
+        record = {"id": tid, "path": path, "shape": fmt.tensor_shape(t), **base}
         if not paths and pending(t):
             record["pending"] = True
         paths.append(record)
@@ -190,24 +192,3 @@ def _children(
 def _class_file(cls: type) -> str:
     module = sys.modules.get(getattr(cls, "__module__", "") or "")
     return getattr(module, "__file__", None) or ""
-
-
-# torch dtypes as XLA spells element types (`f32[8,5]`, as the live-tensor report prints shapes).
-_TYPES = {
-    "float32": "f32",
-    "float64": "f64",
-    "float16": "f16",
-    "bfloat16": "bf16",
-    "int64": "s64",
-    "int32": "s32",
-    "int16": "s16",
-    "int8": "s8",
-    "uint8": "u8",
-    "bool": "pred",
-    "complex64": "c64",
-}
-
-
-def _shape(t: Any) -> str:
-    name = str(t.dtype).removeprefix("torch.")
-    return f"{_TYPES.get(name, name)}[{','.join(str(int(d)) for d in t.shape)}]"

@@ -129,11 +129,7 @@ def _stop() -> None:
     global _plan, _recorder
     rec, plan = _recorder, _plan
     _remove_finder()
-    if rec is not None and rec.active and rec.pid == os.getpid():
-        rec.guard(rec.finish)
-        if rec.on_recompile is not None:  # (after finish: the recorder is inactive, its journal whole)
-            with suppress(Exception):
-                rec.on_recompile.at_exit()
+    _finish(rec)
     if _ir_debug_set:
         _guarded(_reset_ir_debug)
     _unhook()
@@ -404,13 +400,18 @@ def _guarded(fn: Callable[[], Any]) -> None:
         _restore_env_quietly()
 
 
-def _at_exit() -> None:
-    rec = _recorder
+def _finish(rec: Any) -> None:
+    """Close this process's journal, then tell the XLAGRAPH_ON_RECOMPILE helper."""
     if rec is not None and rec.active and rec.pid == os.getpid():
         rec.guard(rec.finish)
         if rec.on_recompile is not None:  # (after finish: the recorder is inactive, its journal whole)
             with suppress(Exception):
                 rec.on_recompile.at_exit()
+
+
+def _at_exit() -> None:
+    rec = _recorder
+    _finish(rec)
     if rec is None and _plan is not None and dynamo.armed():
         _guarded(_dynamo_only_meta)
 

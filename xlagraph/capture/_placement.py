@@ -19,19 +19,6 @@ __all__ = ["MAX_SHARD_RECORDS", "MarkSharding", "rank_record", "unwrap"]
 MAX_SHARD_RECORDS = 4096  # distinct mark_sharding calls kept (FSDPv2 marks every parameter once)
 SHARD_FRAMES = 8  # frames kept per mark_sharding call: FSDPv2's own frames come first
 
-_HLO_TYPES = {
-    "float32": "f32",
-    "float64": "f64",
-    "bfloat16": "bf16",
-    "float16": "f16",
-    "int64": "s64",
-    "int32": "s32",
-    "int16": "s16",
-    "int8": "s8",
-    "uint8": "u8",
-    "bool": "pred",
-}
-
 
 def rank_record(host: Any, environ: Mapping[str, str], note: Callable[[str], None]) -> dict[str, Any]:
     """Who this process is: torch_xla's global ordinal, the launcher's RANK / LOCAL_RANK /
@@ -88,8 +75,7 @@ class MarkSharding:
     def of(xlac: Any, t: Any, mesh: Any, spec: Any, caller: Any) -> MarkSharding:
         frames = _caller_frames(caller)
         sharding = str(xlac._get_xla_sharding_spec(unwrap(t)))
-        dtype = str(t.dtype).removeprefix("torch.")
-        shape = f"{_HLO_TYPES.get(dtype, dtype)}[{','.join(str(d) for d in t.shape)}]"
+        shape = fmt.tensor_shape(t)
         axes = tuple(str(a) for a in getattr(mesh, "axis_names", None) or ())
         mesh_shape = tuple(int(d) for d in getattr(mesh, "mesh_shape", ()))
         return MarkSharding(frames, shape, mesh_shape, axes, [_spec_item(x) for x in spec], sharding)

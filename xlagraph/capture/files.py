@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 FORMAT = "xlagraph-capture"
 VERDICT = "on_recompile.json"  # XLAGRAPH_ON_RECOMPILE=raise: the helper's explanation (report/watchdog.py)
@@ -115,3 +116,25 @@ def layout_arity(first_line: str) -> int:
         elif not ch.isspace():
             empty = False
     return -1
+
+
+# torch dtypes as XLA spells element types (`f32[8,5]`, as the live-tensor report prints shapes).
+_XLA_TYPES = {
+    "float32": "f32",
+    "float64": "f64",
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "int64": "s64",
+    "int32": "s32",
+    "int16": "s16",
+    "int8": "s8",
+    "uint8": "u8",
+    "bool": "pred",
+    "complex64": "c64",
+}
+
+
+def tensor_shape(t: Any) -> str:
+    """A torch tensor's shape as XLA prints it (`bf16[8,5]`), as records write shapes."""
+    name = str(t.dtype).removeprefix("torch.")
+    return f"{_XLA_TYPES.get(name, name)}[{','.join(str(int(d)) for d in t.shape)}]"

@@ -38,6 +38,7 @@ __all__ = [
     "location",
     "reading_sources",
     "source_line",
+    "source_lines",
     "split_frames",
     "split_location",
     "user_frames",
@@ -177,6 +178,16 @@ def source_line(file: str, line: int) -> str:
         if _readable(candidate) and not is_installed_path(candidate):
             return linecache.getline(candidate, line)
     return ""
+
+
+def source_lines(file: str, limit: int) -> Iterator[tuple[int, str]]:
+    """(n, text) of `file`'s lines from the first, before line `limit`, up to the end (a blank
+    line reads as "\n"; past the end, or a file that cannot be read, as "")."""
+    for n in range(1, limit):
+        text = source_line(file, n)
+        if not text:
+            return
+        yield n, text
 
 
 def _candidates(path: str, bases: tuple[str, ...]) -> Iterator[str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import re
 
-from xlagraph.diagnose.frames import source_line
+from xlagraph.diagnose.frames import source_line, source_lines
 from xlagraph.diagnose.recognizers._source import BUILDERS, enclosing_function
 
 __all__ = ["origin_of"]
@@ -150,10 +150,7 @@ def _indented_line(loc: str, pattern: re.Pattern[str], skip: frozenset[str] = fr
     file, _ = _split(loc)
     if not file:
         return ""
-    for n in range(1, _SCAN * 4):
-        text = source_line(file, n)
-        if not text:  # the end (a blank line reads as "\n")
-            break
+    for n, text in source_lines(file, _SCAN * 4):
         code = text.lstrip()
         if _indent(text) > 0 and not code.startswith(("#", "def ", "class ")) and pattern.search(text):
             if skip and enclosing_function(file, n) in skip:

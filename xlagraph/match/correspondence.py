@@ -90,30 +90,7 @@ def _core_refiner(left: CanonicalComputation, right: CanonicalComputation) -> Re
     def refiner(first: str, sa_: Graph, sb_: Graph) -> Refine:
         ca, cb = compiled_graphs([(left, True), (right, True)])
         every = (list(range(len(sa_.names))), list(range(len(sb_.names))))
-        size = sa_.size + sb_.size
-        spent = [0]
-
-        def refine(
-            sa: dict[int, int], sb: dict[int, int], ua: tuple[int, ...], ub: tuple[int, ...]
-        ) -> Refined:
-            if spent[0] > SEARCH:
-                return GAVE_UP
-            got = ca.refine_with(
-                cb,
-                first == "strict",
-                budget(size),
-                every[0],
-                every[1],
-                [(k, v & U64) for k, v in sa.items()],
-                [(k, v & U64) for k, v in sb.items()],
-                list(ua),
-                list(ub),
-                stable_only=True,  # `explain` reads an unstable answer only as such
-            )
-            spent[0] += (got[0] + 1) * size
-            return Refined(got[1], got[2], got[3], got[4])
-
-        return refine
+        return _until_stable(ca, cb, first == "strict", sa_.size + sb_.size, every)
 
     return refiner
 
@@ -194,29 +171,7 @@ def _correspond_compiled(left: CanonicalComputation, right: CanonicalComputation
         )
         strict = first == "strict"
         sa_, sb_ = seen  # refinement until stable sees multiplies by one through
-        size = sa_.size + sb_.size
-        allowed = budget(size)
-        spent = [0]
-
-        def refine(
-            sa: dict[int, int], sb: dict[int, int], ua: tuple[int, ...], ub: tuple[int, ...]
-        ) -> Refined:
-            if spent[0] > SEARCH:
-                return GAVE_UP
-            got = sa_.refine_with(
-                sb_,
-                strict,
-                allowed,
-                pick_a,
-                pick_b,
-                [(pick_a[k], v & U64) for k, v in sa.items()],
-                [(pick_b[k], v & U64) for k, v in sb.items()],
-                [pick_a[k] for k in ua],
-                [pick_b[k] for k in ub],
-                stable_only=True,  # `explain` reads an unstable answer only as such
-            )
-            spent[0] += (got[0] + 1) * size
-            return Refined(got[1], got[2], got[3], got[4])
+        refine = _until_stable(sa_, sb_, strict, sa_.size + sb_.size, (pick_a, pick_b))
 
         def shallow() -> Refined:
             got = sa_.refine_with(sb_, strict, 0, pick_a, pick_b)
@@ -248,6 +203,34 @@ def _correspond_compiled(left: CanonicalComputation, right: CanonicalComputation
         (list(range(len(a_outputs))), list(range(len(b_outputs)))),
     )
     return pair_sides((a.param_names, b.param_names), inputs, outputs, untied)
+
+
+def _until_stable(ga: Any, gb: Any, strict: bool, size: int, picks: tuple[list[int], list[int]]) -> Refine:
+    """`explain`'s refinement until stable of the core's graphs `ga` and `gb`, from the salts and
+    the outputs it names by position in `picks`; past `SEARCH` nodes visited in all it gives up."""
+    pick_a, pick_b = picks
+    allowed = budget(size)
+    spent = [0]
+
+    def refine(sa: dict[int, int], sb: dict[int, int], ua: tuple[int, ...], ub: tuple[int, ...]) -> Refined:
+        if spent[0] > SEARCH:
+            return GAVE_UP
+        got = ga.refine_with(
+            gb,
+            strict,
+            allowed,
+            pick_a,
+            pick_b,
+            [(pick_a[k], v & U64) for k, v in sa.items()],
+            [(pick_b[k], v & U64) for k, v in sb.items()],
+            [pick_a[k] for k in ua],
+            [pick_b[k] for k in ub],
+            stable_only=True,  # `explain` reads an unstable answer only as such
+        )
+        spent[0] += (got[0] + 1) * size
+        return Refined(got[1], got[2], got[3], got[4])
+
+    return refine
 
 
 def _compiled_signatures(

@@ -32,7 +32,6 @@ __all__ = [
     "History",
     "balanced",
     "budget",
-    "compiled_graph",
     "compiled_graphs",
     "first_colours",
     "history",
@@ -237,11 +236,6 @@ def balanced(ca: list[int], cb: list[int]) -> bool:
 _GRAPHS: WeakKeyDictionary[CanonicalComputation, Any] = WeakKeyDictionary()
 # The same with multiplies by one seen through (`Graph(comp, see_through=True)`), where it has any.
 _SEEN: WeakKeyDictionary[CanonicalComputation, Any] = WeakKeyDictionary()
-
-
-def compiled_graph(comp: CanonicalComputation, see_through: bool = False) -> Any:
-    """The core's graph of `comp` (`compiled_graphs`)."""
-    return compiled_graphs([(comp, see_through)])[0]
 
 
 def compiled_graphs(wanted: list[tuple[CanonicalComputation, bool]]) -> list[Any]:

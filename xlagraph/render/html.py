@@ -7,7 +7,7 @@ views and the CLI import from here.
 
 from __future__ import annotations
 
-from xlagraph.render.html_common import element_id, instruction_anchor, script_json
+from xlagraph.render.html_common import element_id, script_json
 from xlagraph.render.html_diff import build_diff_view, render_diff_html
 from xlagraph.render.html_diff_view import CauseView, Column, DiffPage, DiffView, Link, Row, Run, Section
 from xlagraph.render.html_report import (
@@ -31,7 +31,6 @@ __all__ = [
     "build_diff_view",
     "build_run_view",
     "element_id",
-    "instruction_anchor",
     "render_diff_html",
     "render_report_html",
     "script_json",

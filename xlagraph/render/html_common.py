@@ -29,7 +29,6 @@ __all__ = [
     "asset",
     "element_id",
     "environment",
-    "instruction_anchor",
     "page_data",
     "script_json",
 ]
@@ -56,12 +55,6 @@ def element_id(*parts: str, prefix: str = "") -> str:
     ('L-main.1-tanh.1', 'd2-R-_c-a_b')
     """
     return prefix + "-".join(_ID_UNSAFE.sub("_", p) for p in parts)
-
-
-def instruction_anchor(tag: str, computation: str, name: str, prefix: str = "") -> str:
-    """The id of instruction `name` of `computation` on side `tag` (`A` or `B`), unless it
-    collided with an earlier id after sanitizing (then `-2`, `-3` … are appended)."""
-    return element_id("L" if tag == "A" else "R", computation, name, prefix=prefix)
 
 
 def _load(name: str) -> str:

@@ -37,7 +37,7 @@ impl Hasher for Fx {
 
 pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
 
-/// Attributes whose value names computations (xlagraph.ir.COMPUTATION_ATTRIBUTES).
+/// Attributes whose value names computations (the tests' oracle: tests/oracles/hashes_reference.py).
 pub const COMPUTATION_ATTRIBUTES: &[&str] = &[
     "to_apply",
     "condition",

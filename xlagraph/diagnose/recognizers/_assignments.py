@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from xlagraph.diagnose.frames import source_line, split_location
+from xlagraph.diagnose.frames import source_line, source_lines, split_location
 from xlagraph.diagnose.recognizers._source import DEF, MAX_SCANNED_LINES, NAME, source_text
 
 __all__ = ["assigned_from", "assigned_in_function", "dict_fills", "reorderings", "scalar_origin"]
@@ -92,10 +92,7 @@ def scalar_origin(location: str) -> list[str]:
 def _returns_tensor(file: str, function: str) -> str:
     """`file:line` of a `return torch.tensor(...)` in the user's function of that name."""
     start = 0
-    for n in range(1, MAX_SCANNED_LINES):
-        text = source_line(file, n)
-        if not text:
-            return ""
+    for n, text in source_lines(file, MAX_SCANNED_LINES):
         if start and DEF.match(text) and len(text) - len(text.lstrip()) <= start - 1:
             return ""
         if (m := DEF.match(text)) and m.group(1) == function:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from xlagraph.diagnose.frames import source_line, split_location
+from xlagraph.diagnose.frames import source_line, source_lines, split_location
 from xlagraph.diagnose.recognizers._source import BUILDERS, MAX_SCANNED_LINES, enclosing_function, source_text
 
 __all__ = ["created_late"]
@@ -30,10 +30,7 @@ def created_late(site: str, files: list[str]) -> tuple[str, ...]:
         return ()
     assign = re.compile(rf"^\s*{re.escape(m.group(1))}\s*(?::[^=]+)?=(?!=)\s*(?!None\b)\S")
     for where in dict.fromkeys([file, *files]):
-        for n in range(1, MAX_SCANNED_LINES):
-            text = source_line(where, n)
-            if not text:
-                break
+        for n, text in source_lines(where, MAX_SCANNED_LINES):
             if not assign.match(text.split("#", 1)[0]) or enclosing_function(where, n) in BUILDERS:
                 continue
             joins = [

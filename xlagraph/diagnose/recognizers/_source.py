@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.evidence import Evidence
-from xlagraph.diagnose.frames import is_library, source_line, split_location
+from xlagraph.diagnose.frames import is_library, source_line, source_lines, split_location
 from xlagraph.ir import Frame
 from xlagraph.source_paths import portable_frames, portable_path
 
@@ -101,10 +101,7 @@ def lines_matching(files: Iterable[str], pattern: re.Pattern[str], limit: int = 
     """`file:line` of the first code lines (not comments) of `files` that match `pattern`."""
     out: list[str] = []
     for file in files:
-        for n in range(1, MAX_SCANNED_LINES):
-            text = source_line(file, n)
-            if not text:
-                break
+        for n, text in source_lines(file, MAX_SCANNED_LINES):
             code = text.split("#", 1)[0]
             if pattern.search(code):
                 out.append(f"{file}:{n}")
@@ -175,10 +172,7 @@ def calls_of_function(location: str, files: Iterable[str] = (), limit: int = 3) 
     call = re.compile(rf"\b{re.escape(name)}\s*\(")
     found: list[str] = []
     for where in dict.fromkeys([file, *files]):
-        for n in range(1, MAX_SCANNED_LINES):
-            text = source_line(where, n)
-            if not text:
-                break
+        for n, text in source_lines(where, MAX_SCANNED_LINES):
             if call.search(text.split("#", 1)[0]) and not DEF.match(text):
                 found.append(f"{where}:{n}")
                 if len(found) >= limit:

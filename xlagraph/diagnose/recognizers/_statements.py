@@ -13,7 +13,7 @@ import ast
 from collections.abc import Iterator
 from functools import lru_cache
 
-from xlagraph.diagnose.frames import source_line, split_location
+from xlagraph.diagnose.frames import source_lines, split_location
 from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES
 
 __all__ = ["enclosing", "loads", "loop_order", "python_number", "set_before", "syntax_tree"]
@@ -23,13 +23,8 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def _text(file: str) -> str:
-    lines = []
-    for n in range(1, MAX_SCANNED_LINES):
-        text = source_line(file, n)
-        if not text:
-            break
-        lines.append(text if text.endswith("\n") else text + "\n")
-    return "".join(lines)
+    lines = source_lines(file, MAX_SCANNED_LINES)
+    return "".join(text if text.endswith("\n") else text + "\n" for _, text in lines)
 
 
 @lru_cache(maxsize=32)

@@ -22,7 +22,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_library, is_user_location, source_line, split_location
+from xlagraph.diagnose.frames import is_library, is_user_location, source_lines, split_location
 from xlagraph.diagnose.recognizers._assignments import dict_fills, reorderings
 from xlagraph.diagnose.recognizers._dataflow import upstream
 from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES, calls_of_function, def_above, user_lines
@@ -277,10 +277,7 @@ def _hook_registrations(user: list[str]) -> list[str]:
             s.name for s, _ in enclosing(file, line) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
         ]
         names = re.compile(r"\b(" + "|".join(map(re.escape, defs[-2:])) + r")\b") if defs else None
-        for n in range(1, MAX_SCANNED_LINES) if names else ():
-            text = source_line(file, n)
-            if not text:
-                break
+        for n, text in source_lines(file, MAX_SCANNED_LINES) if names else ():
             text = text.split("#", 1)[0]
             if _REGISTER_HOOK.search(text) and names.search(_REGISTER_HOOK.split(text, 1)[1]):
                 found.setdefault(f"{file}:{n}")

@@ -6,8 +6,6 @@ bounds) is a Python int used to index, which `python_int` names."""
 
 from __future__ import annotations
 
-import re
-
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.listing import fmt_list
@@ -18,19 +16,13 @@ from xlagraph.diagnose.recognizers.input_shape import (
     SEQUENCE_HINT,
     with_loader_line,
 )
+from xlagraph.match.shapes import dims
 
 __all__ = ["RECOGNIZER"]
 
-_DIMS = re.compile(r"^[a-z0-9]+\[([0-9,]*)\]")
-
-
-def _dims(shape: str) -> list[int] | None:
-    m = _DIMS.match(shape.replace(" ", ""))
-    return [int(d) for d in m.group(1).split(",") if d] if m else None
-
 
 def _axes(old: str, new: str) -> set[int] | None:
-    a, b = _dims(old), _dims(new)
+    a, b = dims(old), dims(new)
     if a is None or b is None or len(a) != len(b) or a == b:
         return None
     return {k for k, (x, y) in enumerate(zip(a, b, strict=True)) if x != y}
@@ -55,7 +47,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     per_op = list(found.values())  # one op per attribute cause
     shown = fmt_list([f"{ch.left} {ch.old} -> {ch.new}" for ch in changes], 2)
     if axes == {0}:
-        grew = all((_dims(ch.new) or [0])[0] > (_dims(ch.old) or [0])[0] for ch in changes)
+        grew = all((dims(ch.new) or [0])[0] > (dims(ch.old) or [0])[0] for ch in changes)
         what, hint = (
             ("the batch size grew", GROWN_BATCH_HINT) if grew else ("the batch dimension changed", BATCH_HINT)
         )

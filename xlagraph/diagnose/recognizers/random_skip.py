@@ -38,6 +38,7 @@ from xlagraph.diagnose.frames import (
     is_user_location,
     location,
     source_line,
+    source_lines,
     split_location,
     user_frames,
 )
@@ -90,10 +91,7 @@ def _skip_sites(file: str, draw: re.Pattern[str] = _DRAW) -> tuple[int, ...]:
     """Lines of `file` where a number drawn in Python decides whether code runs: the `if` at or
     just after a host draw (`p = torch.rand([])` / `if p < self.layerdrop:`)."""
     sites: list[int] = []
-    for n in range(1, _MAX_LINES):
-        text = source_line(file, n)
-        if not text:
-            break
+    for n, text in source_lines(file, _MAX_LINES):
         code = text.split("#", 1)[0]
         if not draw.search(code) or "def " in text:
             continue
