@@ -13,7 +13,7 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.ir import strip_layout
 
-__all__ = ["RECOGNIZER"]
+__all__ = ["RECOGNIZER", "copies_returned"]
 
 _GONE = (CauseKind.OUTPUT_REMOVED, CauseKind.PARAMETER_REMOVED)
 _INSIDE = (CauseKind.STRUCTURE,)
@@ -43,7 +43,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         return NOTHING
     paired = evidence.entry_match_left
     copies = any(n in paired for h in heads for n in _inputs_of(entry, h))
-    if copies and not _copies_returned(evidence, heads):
+    if copies and not copies_returned(evidence, heads):
         return NOTHING
     n = len(heads)
     summary = (
@@ -62,7 +62,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
 RECOGNIZER = Recognizer("pending_init", _recognize)
 
 
-def _copies_returned(evidence: Evidence, heads: list[str]) -> bool:
+def copies_returned(evidence: Evidence, heads: list[str]) -> bool:
     """The first graph returns as many more inputs unchanged as outputs are gone, of the same
     shapes: copies made before the first sync (`copy.deepcopy(model)` for an EMA, `.clone()`),
     which torch_xla materializes as the input itself. Outputs of one shape are interchangeable,

@@ -21,6 +21,7 @@ from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._causes import added_at_warm_up, merge
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, restated
 from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
+from xlagraph.diagnose.recognizers.pending_init import copies_returned
 from xlagraph.diagnose.recognizers.permutation import reordered_only
 from xlagraph.diagnose.recognizers.special_scalar import matched_twin
 from xlagraph.diagnose.shapes import shape_of
@@ -178,6 +179,25 @@ def _state_outputs(cause: Cause, shapes: set[str]) -> bool:
     return bool(outs) and all(o.split(": ", 1)[-1] in shapes for o in outs)
 
 
+def _first_gradients(evidence: Evidence, cause: Cause, weights: set[str]) -> bool:
+    """Outputs only the first step returns, each shaped like a weight and made by library code alone
+    (backward's raw gradients, or clipping's, which the call that created the optimizer state kept
+    alive): that call's bookkeeping, not a tensor the user kept. Created state never drops an output
+    otherwise."""
+    if cause.kind is not CauseKind.OUTPUT_REMOVED:
+        return False
+    changes = [ch for ch in cause.changes if ch.what == "output"]
+    left = evidence.left.entry
+    return (
+        bool(changes)
+        and all(ch.old.split(": ", 1)[-1] in weights for ch in changes)
+        # computed on that step: not copies the first sync made of inputs (`pending_init`'s)
+        and all(restated(left, ch.left) not in left.param_number for ch in changes)
+        and not copies_returned(evidence, [ch.left for ch in changes])
+        and all(is_library(Frame("", f, 0)) for f in evidence.library_files(cause))
+    )
+
+
 def _other_library(files: list[str]) -> bool:
     return any(m in f for f in files for m in _NOT_STATE)
 
@@ -280,21 +300,28 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     entry = evidence.right.entry
     users = users_of(entry)
     readers = {u for p in keep for u in users.get(p, ())}  # library code reading the state
+    weights = {shape_of(entry, p) for p in entry.param_number if p not in keep}
     folded = [
         i
         for i, c in enumerate(pending)
-        if c.kind in _FOLDED
+        if (
+            (c.kind in _FOLDED and c.kind is not CauseKind.OUTPUT_REMOVED)
+            or (created and _first_gradients(evidence, c, weights))
+        )
         # clipping's code is not state, unless the region reads the new state: a momentum buffer
         # first made from the clipped gradient, then updated from it
-        and (not _other_library(files := evidence.library_files(c)) or bool(set(c.right) & readers))
+        and (
+            not _other_library(files := evidence.library_files(c))
+            or bool(set(c.right) & readers)
+            or c.kind is CauseKind.OUTPUT_REMOVED
+        )
         and (
             not files
             or c.kind is not CauseKind.STRUCTURE
             or any(m in f for f in files for m in _OPTIMIZER)
             or (set(c.right) & readers and all(is_library(Frame("", f, 0)) for f in files))
         )
-        and (c.kind not in _OUTPUTS or _state_outputs(c, set(shapes)))
-        and c.kind is not CauseKind.OUTPUT_REMOVED  # created state adds outputs, never drops one
+        and (c.kind is not CauseKind.OUTPUT_ADDED or _state_outputs(c, set(shapes)))
         # Tensors of the user's own code in another order (a dict of statistics filled in
         # another order) are a reordering of their own; new buffers only shift library outputs.
         and (c.kind not in _ORDERS or all(is_library(Frame("", f, 0)) for f in files))
