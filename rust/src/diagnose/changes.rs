@@ -278,11 +278,11 @@ pub fn unexplained<'py>(
         (r, &pr, l, explained_right, &mut ri),
     ] {
         // `known` (the other side's `h1` and those of this side's paired instructions) read
-        // from each handle's numbering of its `h1` (kept for every diff it joins): an `h1` is a
-        // paired one's where its number is.
-        let (other_ids, _) = other.h1_classes();
-        let (own_ids, class) = h.h1_classes();
-        let mut paired = vec![false; own_ids.len()];
+        // from each handle's sorted `h1` (kept for every diff it joins): an `h1` is a paired
+        // one's where its position is.
+        let (other_h1, _) = other.h1_classes();
+        let (own_h1, class) = h.h1_classes();
+        let mut paired = vec![false; own_h1.len()];
         let mut skip = vec![false; h.names.len()];
         for &i in own.iter() {
             paired[class[i as usize] as usize] = true;
@@ -297,7 +297,7 @@ pub fn unexplained<'py>(
         for &i in &h.order {
             if !skip[i as usize]
                 && !paired[class[i as usize] as usize]
-                && !other_ids.contains_key(&h.h1[i as usize])
+                && other_h1.binary_search(&h.h1[i as usize]).is_err()
             {
                 found.append(h.names[i as usize].bind(py))?;
             }
