@@ -293,6 +293,8 @@ impl CanonHandle {
                     .or_insert(i);
             }
             seen.retain(|_, i| *i != u32::MAX);
+            // Kept while the handle is: its table sized for the lone values alone.
+            seen.shrink_to_fit();
             seen
         });
         Ok(lone

@@ -90,6 +90,8 @@ impl MatchSide {
                     .or_insert(i);
             }
             seen.retain(|_, i| *i != u32::MAX);
+            // Kept while the side is: its table sized for the lone values alone.
+            seen.shrink_to_fit();
             seen
         })
     }
