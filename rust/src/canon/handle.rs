@@ -54,6 +54,11 @@ pub struct CanonHandle {
     /// The `h0` values (as Python holds them) that one live instruction alone has, and its index
     /// (made when first asked for: `lone_h0`).
     pub(crate) h0_lone: OnceLock<FxMap<i128, u32>>,
+    /// The distinct `h1` values of `order`, sorted, and each instruction's position among them
+    /// (`NONE` outside `order`): made when first asked for (`h1_classes`), kept for every diff.
+    /// Sorted rather than a map: a third of the memory, and only a diff's unpaired instructions
+    /// search it.
+    pub(crate) h1_classes: OnceLock<(Vec<i128>, Vec<u32>)>,
     /// What the canonical form's mappings read (`CanonMap`, below): the IR's instructions, the
     /// instructions `operands` has in its key order, which of them forwarding rewired (the
     /// others' operands are the IR's own tuple), which are live (`order`).
@@ -288,6 +293,8 @@ impl CanonHandle {
                     .or_insert(i);
             }
             seen.retain(|_, i| *i != u32::MAX);
+            // Kept while the handle is: its table sized for the lone values alone.
+            seen.shrink_to_fit();
             seen
         });
         Ok(lone
@@ -315,6 +322,22 @@ impl CanonHandle {
 }
 
 impl CanonHandle {
+    /// `h1_classes`: the distinct `h1` values of `order`, sorted, and each instruction's
+    /// position among them.
+    pub(crate) fn h1_classes(&self) -> &(Vec<i128>, Vec<u32>) {
+        self.h1_classes.get_or_init(|| {
+            let mut distinct: Vec<i128> = self.order.iter().map(|&i| self.h1[i as usize]).collect();
+            distinct.sort_unstable();
+            distinct.dedup();
+            let mut class = vec![u32::MAX; self.names.len()];
+            for &i in &self.order {
+                let at = distinct.binary_search(&self.h1[i as usize]);
+                class[i as usize] = at.unwrap_or_default() as u32;
+            }
+            (distinct, class)
+        })
+    }
+
     fn sorted_h0(&self) -> &[i128] {
         self.h0_sorted.get_or_init(|| {
             let mut v: Vec<i128> = self.order.iter().map(|&i| self.h0[i as usize]).collect();

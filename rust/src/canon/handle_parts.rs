@@ -212,6 +212,7 @@ pub(crate) fn handle<'py>(
         keys: p.keys,
         h0_sorted: OnceLock::new(),
         h0_lone: OnceLock::new(),
+        h1_classes: OnceLock::new(),
         instructions: instructions.clone().unbind(),
         entered: p.entered,
         forwarded: p.forwarded,

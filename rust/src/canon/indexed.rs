@@ -58,10 +58,13 @@ impl Canon {
 }
 
 /// Names to instruction indices: open addressing on Python's own string hash (cached in each
-/// string object, so later dictionary lookups with these names hash nothing either).
+/// string object, so later dictionary lookups with these names hash nothing either). Each slot
+/// holds the low half of its name's hash beside the index: a probe reads one slot, and the name
+/// only where those 32 bits agree (a 99K-name table does not fit in a cache: the hashes in an
+/// array of their own cost a second miss a probe).
 pub struct NameIndex {
-    slots: Vec<u32>,
-    hashes: Vec<isize>,
+    /// `(hash as u32, index + 1)`; `(_, 0)` is empty.
+    slots: Vec<(u32, u32)>,
     mask: usize,
 }
 
@@ -69,22 +72,16 @@ impl NameIndex {
     fn build(py: Python<'_>, names: &[Py<PyString>]) -> PyResult<Self> {
         let cap = (names.len() * 2).next_power_of_two().max(8);
         let mask = cap - 1;
-        let mut slots = vec![0u32; cap];
-        let mut hashes = Vec::with_capacity(names.len());
+        let mut slots = vec![(0u32, 0u32); cap];
         for (i, name) in names.iter().enumerate() {
             let h = name.bind(py).hash()?;
-            hashes.push(h);
             let mut k = h as usize & mask;
-            while slots[k] != 0 {
+            while slots[k].1 != 0 {
                 k = (k + 1) & mask;
             }
-            slots[k] = i as u32 + 1;
+            slots[k] = (h as u32, i as u32 + 1);
         }
-        Ok(NameIndex {
-            slots,
-            hashes,
-            mask,
-        })
+        Ok(NameIndex { slots, mask })
     }
 
     /// The index of the instruction named `key`; None for any other key (unhashable ones raise
@@ -97,14 +94,15 @@ impl NameIndex {
         let h = key.hash()?;
         let mut k = h as usize & self.mask;
         loop {
-            let slot = self.slots[k];
+            let (low, slot) = self.slots[k];
             if slot == 0 {
                 return Ok(None);
             }
-            let i = (slot - 1) as usize;
-            if self.hashes[i] == h {
+            if low == h as u32 {
+                let i = (slot - 1) as usize;
                 let name = names[i].bind(key.py());
-                if name.as_ptr() == key.as_ptr() || name.as_any().eq(key)? {
+                // The full hash is the name's own, cached in the string: a dictionary's test.
+                if name.as_ptr() == key.as_ptr() || (name.hash()? == h && name.as_any().eq(key)?) {
                     return Ok(Some(i));
                 }
             }

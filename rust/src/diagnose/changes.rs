@@ -277,15 +277,15 @@ pub fn unexplained<'py>(
         (l, &pl, r, explained_left, &mut li),
         (r, &pr, l, explained_right, &mut ri),
     ] {
-        let mut known: FxMap<i128, ()> = FxMap::default();
-        for &i in &other.order {
-            known.insert(other.h1[i as usize], ());
-        }
-        for &i in own.iter() {
-            known.insert(h.h1[i as usize], ());
-        }
+        // `known` (the other side's `h1` and those of this side's paired instructions) read
+        // from each handle's sorted `h1` (kept for every diff it joins): an `h1` is a paired
+        // one's where its position is.
+        let (other_h1, _) = other.h1_classes();
+        let (own_h1, class) = h.h1_classes();
+        let mut paired = vec![false; own_h1.len()];
         let mut skip = vec![false; h.names.len()];
         for &i in own.iter() {
+            paired[class[i as usize] as usize] = true;
             skip[i as usize] = true;
         }
         for n in explained.try_iter()? {
@@ -295,7 +295,10 @@ pub fn unexplained<'py>(
         }
         let found = PyList::empty(py);
         for &i in &h.order {
-            if !skip[i as usize] && !known.contains_key(&h.h1[i as usize]) {
+            if !skip[i as usize]
+                && !paired[class[i as usize] as usize]
+                && other_h1.binary_search(&h.h1[i as usize]).is_err()
+            {
                 found.append(h.names[i as usize].bind(py))?;
             }
         }

@@ -142,6 +142,7 @@ pub fn match_side_of(
         has_h: h.in_order(),
         users_start,
         users,
+        lone_h0: Default::default(),
     })
 }
 

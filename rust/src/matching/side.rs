@@ -60,6 +60,9 @@ pub struct MatchSide {
     /// Users of each instruction in `order` (`bottom_up.users_of`), CSR.
     pub(crate) users_start: Vec<u32>,
     pub(crate) users: Vec<u32>,
+    /// The `h0` values one instruction of `order` alone has, and its index (`lone_h0`, made
+    /// when first asked): once per side, not once per diff the side joins.
+    pub(crate) lone_h0: OnceLock<FxMap<i128, u32>>,
 }
 
 impl std::ops::Deref for MatchSide {
@@ -73,5 +76,23 @@ impl MatchSide {
     pub(crate) fn users(&self, i: u32) -> &[u32] {
         let i = i as usize;
         &self.users[self.users_start[i] as usize..self.users_start[i + 1] as usize]
+    }
+
+    /// `h0` -> the one instruction of `order` with it, for the `h0` values no other instruction
+    /// of `order` has.
+    pub(crate) fn lone_h0(&self) -> &FxMap<i128, u32> {
+        self.lone_h0.get_or_init(|| {
+            let mut seen: FxMap<i128, u32> = FxMap::default();
+            seen.reserve(self.order.len());
+            for &i in &self.order {
+                seen.entry(self.h0[i as usize])
+                    .and_modify(|x| *x = u32::MAX)
+                    .or_insert(i);
+            }
+            seen.retain(|_, i| *i != u32::MAX);
+            // Kept while the side is: its table sized for the lone values alone.
+            seen.shrink_to_fit();
+            seen
+        })
     }
 }

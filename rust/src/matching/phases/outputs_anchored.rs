@@ -15,6 +15,9 @@ use crate::matching::side::MatchSide;
 /// Visits over all the walks, per instruction of both sides: past it the phase pairs nothing.
 const WALK_BUDGET: usize = 4;
 
+/// A `memo` entry not asked yet (an anchor is an index or `NONE`).
+const UNSEEN: u32 = u32::MAX - 1;
+
 impl Mappings<'_> {
     /// `match_anchored.match_outputs_anchored`.
     pub(crate) fn outputs_anchored(&mut self) -> R<()> {
@@ -42,51 +45,58 @@ impl Mappings<'_> {
         if free_l.is_empty() || free_r.is_empty() {
             return Ok(());
         }
-        let mut seen_l: FxMap<i128, u32> = FxMap::default();
-        for &n in &l.order {
-            *seen_l.entry(Self::hash(l, false, n)?).or_default() += 1;
-        }
-        let mut seen_r: FxMap<i128, u32> = FxMap::default();
-        let mut once_r: FxMap<i128, u32> = FxMap::default();
-        for &n in &r.order {
-            let h = Self::hash(r, false, n)?;
-            *seen_r.entry(h).or_default() += 1;
-            once_r.insert(h, n);
-        }
-        let once = |h: i128| seen_l.get(&h) == Some(&1) && seen_r.get(&h) == Some(&1);
+        // Per side once (`MatchSide::lone_h0`): an `h0` both sides hold once is `once`.
+        let (lone_l, lone_r) = (l.lone_h0(), r.lone_h0());
         let mut budget = WALK_BUDGET * (l.order.len() + r.order.len());
+        // An instruction's anchor does not depend on the output whose walk meets it: asked once
+        // per instruction (`UNSEEN` until then), however many walks overlap there.
+        let mut memo = vec![UNSEEN; l.names.len()];
+        let mut stamps = vec![0u32; l.names.len()];
         // Anchors as B's instructions, sorted.
         let mut fl: Vec<Vec<u32>> = Vec::with_capacity(free_l.len());
-        for &a in &free_l {
-            let anchor = |x: u32| -> R<u32> {
-                if self.left[x as usize] != NONE {
-                    return Ok(self.left[x as usize]);
+        for (walk, &a) in free_l.iter().enumerate() {
+            let mut anchor = |x: u32| -> R<u32> {
+                if memo[x as usize] != UNSEEN {
+                    return Ok(memo[x as usize]);
                 }
-                if !operands(l, x).is_empty() {
+                let mut found = NONE;
+                if self.left[x as usize] != NONE {
+                    found = self.left[x as usize];
+                } else if !operands(l, x).is_empty() {
                     let h = Self::hash(l, false, x)?;
-                    if once(h) {
-                        return Ok(once_r[&h]);
+                    if lone_l.contains_key(&h) {
+                        found = lone_r.get(&h).copied().unwrap_or(NONE);
                     }
                 }
-                Ok(NONE)
+                memo[x as usize] = found;
+                Ok(found)
             };
-            match anchors(l, a, anchor, &mut budget)? {
+            match anchors(l, a, &mut anchor, &mut stamps, walk as u32 + 1, &mut budget)? {
                 Some(found) => fl.push(found),
                 None => return Ok(()),
             }
         }
+        let mut memo = vec![UNSEEN; r.names.len()];
+        let mut stamps = vec![0u32; r.names.len()];
         let mut fr: Vec<Vec<u32>> = Vec::with_capacity(free_r.len());
-        for &b in &free_r {
-            let anchor = |y: u32| -> R<u32> {
+        for (walk, &b) in free_r.iter().enumerate() {
+            let mut anchor = |y: u32| -> R<u32> {
+                if memo[y as usize] != UNSEEN {
+                    return Ok(memo[y as usize]);
+                }
+                let mut found = NONE;
                 if self.right[y as usize] != NONE {
-                    return Ok(y);
+                    found = y;
+                } else if !operands(r, y).is_empty() {
+                    let h = Self::hash(r, false, y)?;
+                    if lone_l.contains_key(&h) && lone_r.contains_key(&h) {
+                        found = y;
+                    }
                 }
-                if !operands(r, y).is_empty() && once(Self::hash(r, false, y)?) {
-                    return Ok(y);
-                }
-                Ok(NONE)
+                memo[y as usize] = found;
+                Ok(found)
             };
-            match anchors(r, b, anchor, &mut budget)? {
+            match anchors(r, b, &mut anchor, &mut stamps, walk as u32 + 1, &mut budget)? {
                 Some(found) => fr.push(found),
                 None => return Ok(()),
             }
@@ -156,20 +166,23 @@ fn operands(side: &MatchSide, i: u32) -> &[u32] {
 }
 
 /// The anchors found walking down from `out` (sorted), stopping at each; None once the walks
-/// together visited more than `budget` allowed.
+/// together visited more than `budget` allowed. `stamps[x] == walk` marks `x` seen in this walk
+/// (each walk a number of its own, above zero).
 fn anchors(
     side: &MatchSide,
     out: u32,
-    anchor: impl Fn(u32) -> R<u32>,
+    anchor: &mut impl FnMut(u32) -> R<u32>,
+    stamps: &mut [u32],
+    walk: u32,
     budget: &mut usize,
 ) -> R<Option<Vec<u32>>> {
     let mut found: Vec<u32> = Vec::new();
-    let mut seen: FxMap<u32, ()> = FxMap::default();
     let mut stack = vec![out];
     while let Some(x) = stack.pop() {
-        if seen.insert(x, ()).is_some() {
+        if stamps[x as usize] == walk {
             continue;
         }
+        stamps[x as usize] = walk;
         if *budget == 0 {
             return Ok(None);
         }
