@@ -232,8 +232,8 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
         last = [t for t in timeline if t.step == timeline[-1].step] if timeline else []
         dynamo = dynamo_section(log.dynamo, variants, syncs, len(last) or None)
         made = {v: e.compile_id for e in dynamo.events for v in e.variants}
-        recompiles = cite_guards([replace(r, dynamo=made.get(r.variant, "")) for r in recompiles], dynamo)
-        explained = list(cite_guards([replace(r, dynamo=made.get(r.variant, "")) for r in explained], dynamo))
+        explained = cite_guards([replace(r, dynamo=made.get(r.variant, "")) for r in explained], dynamo)
+        recompiles = tuple(r for r in explained if not r.first_of_program)
     from xlagraph.report.eager import eager_section
 
     return RunReport(
