@@ -58,6 +58,7 @@ SPLITS = (
     "held_out_17",
     "held_out_18",
     "held_out_19",
+    "held_out_20",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
