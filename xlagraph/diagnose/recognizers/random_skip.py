@@ -314,21 +314,20 @@ def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         for site in _exit_sites(file):
             if not site.loop or not _leaves_work(file, site, syncs, reads=True):
                 continue
-            inside = [
-                i
-                for i in work
-                if all(
-                    (f := split_location(s))[0] == file and site.first <= f[1] <= site.last
-                    for s in pending[i].sources
-                    if is_user_location(s)
-                )
-            ]
-            if not inside:
-                continue
             a = _per_line(evidence.left, file, site.first, site.last)
             b = _per_line(evidence.right, file, site.first, site.last)
             more = bool(b - a) and not a - b
             if not (more or (a - b and not b - a)):
+                continue
+            # Lines outside the loop belong to it when code the loop calls made them (a block's
+            # own module, `self.chunk(x)`, defined elsewhere in the file): they made more ops in
+            # the graph that iterates more, as the loop's own lines did.
+            wide_a = _per_line(evidence.left, file, 1, _MAX_LINES)
+            wide_b = _per_line(evidence.right, file, 1, _MAX_LINES)
+            called = set(wide_b - wide_a if more else wide_a - wide_b)
+
+            inside = [i for i in work if _in_loop(pending[i], file, site, called)]
+            if not inside:
                 continue
             # An op of the repeated block paired with another of its kind (a transpose of the
             # tied weight with the head's: the extra iteration shifts the pairing) is that block.
@@ -336,12 +335,16 @@ def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             ops = {
                 _op(ins) for i in inside for canon, ins in evidence.instructions(pending[i]) if canon is side
             }
+            # So is an op parameter of the loop that changed (the iteration's index in a slice).
             inside += [
                 j
                 for j, c in enumerate(pending)
                 if c.kind is CauseKind.ATTRIBUTE
-                and (mine := [_op(ins) for canon, ins in evidence.instructions(c) if canon is side])
-                and set(mine) <= ops
+                and (
+                    _in_loop(c, file, site, called)
+                    or ((mine := [_op(ins) for canon, ins in evidence.instructions(c) if canon is side])
+                    and set(mine) <= ops)
+                )
             ]
             loc = f"{file}:{site.line}"
             text = source_text(loc).split("#", 1)[0].strip()
@@ -353,6 +356,15 @@ def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             )
             return _explain(evidence, pending, inside[0], (loc,), summary, _LOOP_HINT, also=inside)
     return NOTHING
+
+
+def _in_loop(cause: Cause, file: str, site: _Exit, called: set[int]) -> bool:
+    """Every user line of `cause` lies in the loop, or is a line of `file` in `called`, with one
+    at least in the loop (or none at all)."""
+    lines = [split_location(s) for s in cause.sources if is_user_location(s)]
+    here = [f == file and site.first <= n <= site.last for f, n in lines]
+    others = all(h or (f == file and n in called) for h, (f, n) in zip(here, lines, strict=True))
+    return others and (any(here) or not lines)
 
 
 def _op(ins: Instruction) -> tuple[str, str]:
