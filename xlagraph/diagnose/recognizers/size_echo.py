@@ -15,6 +15,7 @@ from math import isclose, prod
 
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.recognizers._causes import fold_into
 from xlagraph.diagnose.shapes import dim_sizes
 from xlagraph.ir import strip_layout
@@ -135,6 +136,25 @@ def _split_scalar(evidence: Evidence, cause: Cause, inputs: set[tuple[int, int]]
     return True
 
 
+def _sized_scalar(evidence: Evidence, cause: Cause, inputs: set[tuple[int, int]]) -> bool:
+    """A scalar input of one graph that is a baked 0 or 1 in the other, made by library code only
+    (a mask helper's `q_idx - window`, as transformers' masking utilities build it), whose readers
+    change size exactly as the input did: a number the library computed from the length (torch_xla
+    bakes it once it is 0 or 1), not a value of the user's."""
+    if cause.kind is not CauseKind.CONSTANT_VALUE or not cause.changes:
+        return False
+    if any(ch.what != "input" for ch in cause.changes) or any(map(is_user_location, cause.sources)):
+        return False
+    mine = {(canon is evidence.right, ins.name) for canon, ins in evidence.instructions(cause)}
+    sizes: tuple[set[str], set[str]] = (set(), set())
+    for right, name in mine:
+        comp = (evidence.right if right else evidence.left).entry
+        for user in users_of(comp).get(name, ()):
+            if (right, user) not in mine:
+                sizes[right].add(comp.instruction(user).shape)
+    return any((moves := _sized_moves(a, b)) and moves <= inputs for a in sizes[0] for b in sizes[1])
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     for i, root in enumerate(pending):
         if root.kind is not CauseKind.PARAMETER_SHAPE:
@@ -143,7 +163,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         if not inputs:
             continue
         ratios = _ratios(root.changes)
-        echoes = [j for j, c in enumerate(pending) if j != i and _scaled(c, ratios)] + [
+        echoes = [
+            j
+            for j, c in enumerate(pending)
+            if j != i and (_scaled(c, ratios) or _sized_scalar(evidence, c, inputs))
+        ] + [
             j
             for j, c in enumerate(pending)
             if j != i
