@@ -27,8 +27,10 @@ the first included, each with the same fields except `schema` and `processes`:
         phrase         str: what they differ in ("the same updates in another order")
         kinds          [str]: the cause kinds of all the turns' diffs
         line           str: the first user line they cite ("" where none)
-        turns          [{variant, against, kinds, lines, note}]: each variant against the one that
-                       ran before it at its call site (a pair of two graphs once, the later
+        expected       bool: every turn's causes are expected (an evaluation pass, another mode's
+                       graph): each compiled once and replayed, nothing to settle
+        turns          [{variant, against, kinds, lines, note, expected}]: each variant against
+                       the one that ran before it at its call site (a pair of two graphs once, the later
                        compiled against the earlier); note says why there are no kinds
     variants           [{variant, graph_hash, first_sync, first_step, executions, compiled,
                          call_site, module}]: one per distinct graph, letters A, B, ... in order of
@@ -221,6 +223,7 @@ def turns_to_json(t: SteadyTurns | None) -> dict[str, Any] | None:
         "phrase": t.phrase,
         "kinds": list(t.kinds),
         "line": t.line,
+        "expected": t.expected,
         "turns": [
             {
                 "variant": u.variant,
@@ -228,6 +231,7 @@ def turns_to_json(t: SteadyTurns | None) -> dict[str, Any] | None:
                 "kinds": list(u.kinds),
                 "lines": list(u.lines),
                 "note": u.note,
+                "expected": u.expected,
             }
             for u in t.turns
         ],

@@ -119,10 +119,16 @@ def _settled(report: RunReport) -> str:
             f"graphs ({', '.join(graphs)}), each replayed"
         )
     else:
-        why = f": {_turns(report.steady_turns)}" if report.steady_turns is not None else ""
+        t = report.steady_turns
+        why = f": {_turns(t)}" if t is not None else ""
+        settle = (
+            "each compiled once and replayed (expected: nothing to fix)"
+            if t is not None and t.expected
+            else "a stable loop runs one"
+        )
         steady = (
             f"steady state from step {report.steady_from_step}: {len(graphs)} graphs take turns "
-            f"({', '.join(graphs)}){why}; a stable loop runs one"
+            f"({', '.join(graphs)}){why}; {settle}"
         )
     return f"{warm}; {steady}"
 

@@ -220,20 +220,22 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
     if len(orders) > 2 and orders[-1] != orders[-2] and orders[-2][: len(orders[-1])] == orders[-1]:
         orders.pop()
     steady_each_step = len(steady_variants) > 1 and len(set(orders)) == 1
-    turns = None
-    if explain and len(steady_variants) > 1 and not steady_each_step:
-        turns = _turns(timeline, recompiles, letters, first, modules, log, triggers, user_names, read_line)
     steps = len(log.steps) if log.steps else len({s.step for s in syncs})
     side_steps = _side_steps(syncs)
     dynamo = None
     if log.dynamo is not None:
-        from xlagraph.report.dynamo import cite_guards, dynamo_section
+        from xlagraph.report.dynamo import cite_guards, dynamo_section, mode_graphs
 
         last = [t for t in timeline if t.step == timeline[-1].step] if timeline else []
         dynamo = dynamo_section(log.dynamo, variants, syncs, len(last) or None)
         made = {v: e.compile_id for e in dynamo.events for v in e.variants}
         explained = cite_guards([replace(r, dynamo=made.get(r.variant, "")) for r in explained], dynamo)
+        explained = mode_graphs(explained, dynamo)
         recompiles = tuple(r for r in explained if not r.first_of_program)
+    # After torch.compile's half: a graph it compiled for another mode takes turns as expected.
+    turns = None
+    if explain and len(steady_variants) > 1 and not steady_each_step:
+        turns = _turns(timeline, recompiles, letters, first, modules, log, triggers, user_names, read_line)
     from xlagraph.report.eager import eager_section
 
     return RunReport(

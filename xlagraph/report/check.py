@@ -138,7 +138,8 @@ def _turns(report: RunReport) -> str:
     assert t is not None
     at = f" at {t.line}" if t.line else ""
     kinds = f" ({', '.join(t.kinds)})" if t.kinds else ""
+    expected = " (expected: each compiled once and replayed)" if t.expected else ""
     return (
         f"steady state from step {report.steady_from_step}: {len(report.steady_variants)} graphs take "
-        f"turns ({', '.join(report.steady_variants)}): {t.phrase}{at}{kinds}"
+        f"turns ({', '.join(report.steady_variants)}): {t.phrase}{at}{kinds}{expected}"
     )

@@ -17,12 +17,15 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.fixes import fix as fix_text
 from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.diagnose.guards import explain_guard, fix_for
 from xlagraph.diagnose.value_origin import origin_of
 from xlagraph.dynamolog import DynamoCompile, DynamoLog, GraphBreak
 from xlagraph.ir import Frame
 from xlagraph.report.model import (
+    Attribution,
     DynamoEvent,
     DynamoSection,
     GraphBreakEntry,
@@ -243,6 +246,42 @@ def cite_guards(recompiles: Sequence[Recompile], section: DynamoSection) -> tupl
             continue
         attribution = tuple(replace(a, lines=cite) if a in bare else a for a in r.attribution)
         out.append(replace(r, attribution=attribution, lines=tuple(dict.fromkeys(cite + r.lines))))
+    return tuple(out)
+
+
+def mode_graphs(recompiles: Sequence[Recompile], section: DynamoSection) -> tuple[Recompile, ...]:
+    """The XLA graphs of an expected torch.compile recompile (the first compile of another mode: a
+    scoring pass under no_grad, eval()) are that mode's code, compiled once and reused: what differs
+    from the other mode's graph (no backward, no updates, other sizes) is what the mode computes,
+    not a cause to fix. Said once, as dynamo's half says it."""
+    modes = {e.compile_id: e for e in section.events if e.kind == "recompile" and e.expected}
+    out = []
+    for r in recompiles:
+        event = modes.get(r.dynamo)
+        if event is None or not r.causes or r.expected:
+            out.append(r)
+            continue
+        phrase = event.guards[0].phrase if event.guards else "another mode"
+        lines = tuple(dict.fromkeys(x for x in (event.call_site, r.call_site) if x))
+        cause = Cause(
+            CauseKind.CONDITIONAL_WORK,
+            f"the graph of another mode of `{event.function}`: torch.compile traced it again "
+            f"({phrase}), and this is what that mode computes; each mode is compiled once and reused",
+            fix_text("own_graph"),
+            info=True,
+            sources=lines,
+        )
+        against = f"against graph {r.baseline.variant}: " if r.baseline else ""
+        note = f"{against}{', '.join(r.kinds)}"
+        out.append(
+            replace(
+                r,
+                causes=(cause,),
+                attribution=(Attribution(0, str(cause.kind), cause.summary, lines=lines),),
+                lines=lines,
+                note=f"{r.note}; {note}" if r.note else note,
+            )
+        )
     return tuple(out)
 
 

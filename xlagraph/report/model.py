@@ -326,6 +326,7 @@ class Turn:
     lines: tuple[str, ...]
     note: str = ""
     fixes: tuple[str, ...] = ()  # the causes' fix IDs: a kind's specific reading (collective.order)
+    expected: bool = False  # every cause is expected (another mode's graph, an evaluation pass)
 
 
 @dataclass(frozen=True)
@@ -339,6 +340,12 @@ class SteadyTurns:
     kinds: tuple[str, ...]
     line: str
     turns: tuple[Turn, ...]
+
+    @property
+    def expected(self) -> bool:
+        """Every turn is expected: graphs of work that runs at its own points (an evaluation pass
+        each epoch, another mode), each compiled once and replayed; nothing to settle."""
+        return bool(self.turns) and all(t.expected for t in self.turns)
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,8 @@ def steady_turns(
     for against, variant in pairs:
         r = by_variant.get(variant)
         if r is not None and r.baseline is not None and r.baseline.variant == against and r.causes:
-            turns.append(Turn(variant, against, r.kinds, r.lines, fixes=_fix_ids(r.causes)))
+            fixes = _fix_ids(r.causes)
+            turns.append(Turn(variant, against, r.kinds, r.lines, fixes=fixes, expected=r.expected))
         else:
             turns.append(diff(variant, against))
     kinds = tuple(dict.fromkeys(k for t in turns for k in t.kinds))
@@ -136,4 +137,5 @@ def diff_turn(
     kinds = tuple(dict.fromkeys(str(c.kind) for c in causes))
     note = "" if causes else "the two graphs print the same"
     lines = tuple(dict.fromkeys([*cited, *([site] if site else [])]))
-    return Turn(variant, other, kinds, lines, note, _fix_ids(causes))
+    expected = bool(causes) and all(c.info for c in causes)
+    return Turn(variant, other, kinds, lines, note, _fix_ids(causes), expected)
