@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from types import MappingProxyType
 from typing import NamedTuple
@@ -11,7 +12,7 @@ from typing import NamedTuple
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.fixes import fix_id as _fix_id
 
-__all__ = ["HINTS", "Cause", "CauseKind", "Change", "Moved"]
+__all__ = ["HINTS", "Cause", "CauseKind", "Change", "Moved", "name_sides", "with_sides"]
 
 
 class CauseKind(str, Enum):
@@ -99,3 +100,27 @@ class Cause:
     def fix_id(self) -> str:
         """The registry's ID of `hint` (`xlagraph.diagnose.fixes`), `` for a text it lacks."""
         return _fix_id(self.hint)
+
+
+# The engine names the two graphs of a diff "A" and "B" (the first and the second file of
+# `xlagraph diff`). A report letters every graph of a run, so a recompile of E against C must
+# say "E" and "C" where the engine said "B" and "A": never the report's other graphs A and B.
+# Text in backticks quotes the user's code (a batch size `B`), and a letter inside a path or a
+# word is no side name.
+_SIDE = re.compile(r"(?<![\w/.\-])([AB])(?![\w/.\-])")
+
+
+def name_sides(text: str, a: str, b: str) -> str:
+    """`text` with the sides "A" and "B" renamed `a` and `b` at once (so they may swap)."""
+    if (a, b) == ("A", "B"):
+        return text
+    names = {"A": a, "B": b}
+    parts = text.split("`")
+    parts[::2] = [_SIDE.sub(lambda m: names[m.group(1)], p) for p in parts[::2]]
+    return "`".join(parts)
+
+
+def with_sides(cause: Cause, a: str, b: str) -> Cause:
+    """`cause` as a report shows it for graphs lettered `a` (the diff's A) and `b` (its B); its
+    fix text is the registry's and names no side."""
+    return replace(cause, summary=name_sides(cause.summary, a, b))

@@ -122,7 +122,7 @@ def _bounded(items: list[str]) -> tuple[str, ...]:
     return (*items[:_MAX_ITEMS], f"... and {len(items) - _MAX_ITEMS} more")
 
 
-def _dtype_items(cause: Cause) -> list[str]:
+def _dtype_items(cause: Cause, sides: tuple[str, str]) -> list[str]:
     """A type change's own changes, then what follows from it counted: the ops that are converts
     in the other graph, and the outputs one graph returns beside their views (the other casts
     them). Each is the same tensor in the other precision, nothing to read one by one."""
@@ -139,7 +139,8 @@ def _dtype_items(cause: Cause) -> list[str]:
         (outputs, "view bases"),
         (twins, "the same tensors as the other graph's, in the other precision"),
     ):
-        for side, gone in (("A", [c for c in found if not c.new]), ("B", [c for c in found if c.new])):
+        a, b = [c for c in found if not c.new], [c for c in found if c.new]
+        for side, gone in ((sides[0], a), (sides[1], b)):
             if gone:
                 shapes = Counter(strip_layout((c.old or c.new).partition(": ")[2]) for c in gone)
                 listed = ", ".join(f"{s} x{n}" if n > 1 else s for s, n in shapes.most_common(3))
@@ -158,6 +159,7 @@ class AttributionContext:
     read_line: LineReader = read_source_line
     marks: tuple[MarkSharding, ...] = ()  # the capture's mark_sharding calls
     step: int = -1
+    sides: tuple[str, str] = ("A", "B")  # the report's letters of the diff's two graphs
 
 
 def _reordered_items(result: DiffResult, cause: Cause) -> list[str]:
@@ -231,7 +233,7 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
             for c in cause.changes
         ]
     elif kind is CauseKind.DTYPE:
-        items = _dtype_items(cause)
+        items = _dtype_items(cause, ctx.sides)
     else:  # the named patterns: what differs, as the changes say it
         items = [f"{c.what}: {c.old or '(none)'} -> {c.new or '(none)'}" for c in cause.changes]
     if kind is CauseKind.SHARDING and ctx.marks:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xlagraph.capture.shardings import MarkSharding
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import Cause, CauseKind, name_sides, with_sides
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import call_site, location, split_frames
@@ -144,11 +144,12 @@ def explain_recompile(
     first_of_program = False
     if choice is not None and choice.result is not None:
         result = choice.result
-        causes = result.differences
+        sides = letters[choice.graph_hash], letters[target.graph_hash]
+        causes = tuple(with_sides(c, *sides) for c in result.differences)
         records = log.graphs.get(choice.graph_hash), log.graphs.get(target.graph_hash)
-        ctx = AttributionContext(result, *records, user_names, site, read_line, marks, target.step)
+        ctx = AttributionContext(result, *records, user_names, site, read_line, marks, target.step, sides)
         attribution = tuple(attribute(i, c, ctx) for i, c in enumerate(causes))
-        notes = result.notes
+        notes = tuple(name_sides(n, *sides) for n in result.notes)
         # A value read after the last step marker (final metrics after the loop) is a graph of
         # its own too, though its sync is implicit: no step follows for it to have cut.
         after_loop = 0 <= last_marker < target.index

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from xlagraph.diagnose.causes import with_sides
 from xlagraph.diagnose.evidence import NO_CONTEXT, Context
 from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module
@@ -149,6 +150,7 @@ def _divergence(
             a, b = pair
             context = _context(logs.get(grouped[0][0][0]), a, logs.get(rs[0]), b, step)
             causes, note = _diff(specs.get(a, ""), specs.get(b, ""), load, context)
+            causes = tuple(with_sides(c, letters[a], letters[b]) for c in causes)
             diffs.append(RankDiff(gi, letters[a], letters[b], causes, note))
         return RankDivergence(step, groups, tuple(diffs))
     return None
