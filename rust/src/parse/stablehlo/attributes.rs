@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::rc::Rc;
 
 use crate::parse::stablehlo::emit::Emitter;
-use crate::parse::stablehlo::error::{key_error, type_err, R};
+use crate::parse::stablehlo::error::{index_error, key_error, type_err, R};
 use crate::parse::stablehlo::mlir_types::{dims_of, hlo_shape, split_types, MAX_SPLAT};
 use crate::parse::stablehlo::structure::Op;
 use crate::parse::stablehlo::text::{comma, digits, find_ints, is_space, is_word, matching, partition, split_top, strip};
@@ -244,6 +244,14 @@ pub(crate) fn ints(value: &str) -> Vec<i64> {
         i += c.len_utf8();
     }
     find_ints(&cleaned)
+}
+
+/// `xs[0]`, an IndexError where `xs` is empty (Python's reference reads it so).
+pub(crate) fn first(xs: &[i64]) -> R<i64> {
+    match xs.first() {
+        Some(x) => Ok(*x),
+        None => index_error(),
+    }
 }
 
 /// `dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>` -> [[0, 1], [2, 3]] (rows of a 2-D array).

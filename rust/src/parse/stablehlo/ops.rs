@@ -6,7 +6,7 @@
 //! every other dialect's (`shape`, `tensor`, `arith`), is refused by name: a guess would compare
 //! wrongly.
 
-use crate::parse::stablehlo::attributes::{lookups, either, braces, enum_, ints, one, parse, Handler, Parsed};
+use crate::parse::stablehlo::attributes::{lookups, either, braces, enum_, first, ints, one, parse, Handler, Parsed};
 use crate::parse::stablehlo::emit::{Emitter, LITERAL_BUDGET};
 use crate::parse::stablehlo::error::{at, index_error, type_err, zip_strict, Error, R};
 use crate::parse::stablehlo::mlir_types::{dims_of, element_of, hlo_literal, hlo_shape};
@@ -173,13 +173,6 @@ pub(crate) fn py_index<T: Copy>(xs: &[T], i: i64) -> R<T> {
         return index_error();
     }
     Ok(xs[k as usize])
-}
-
-pub(crate) fn first(xs: &[i64]) -> R<i64> {
-    match xs.first() {
-        Some(x) => Ok(*x),
-        None => index_error(),
-    }
 }
 
 pub(crate) fn out0(p: &Parsed) -> R<String> {

@@ -2,11 +2,10 @@
 //! and the operations whose attributes are structured dimension numbers (`gather`,
 //! `convolution`), plus `rng_bit_generator`, as HLO prints them.
 
-use crate::parse::stablehlo::attributes::{either, braces, enum_, ints, nested, one, Handler, Parsed};
+use crate::parse::stablehlo::attributes::{either, braces, enum_, first, ints, nested, one, Handler, Parsed};
 use crate::parse::stablehlo::emit::Emitter;
 use crate::parse::stablehlo::error::{at, index_error, R};
 use crate::parse::stablehlo::mlir_types::{dims_of, hlo_shape};
-use crate::parse::stablehlo::ops::first;
 use crate::parse::stablehlo::ops_regions::{index_dims, reducer0, window};
 use crate::parse::stablehlo::structure::Op;
 use crate::parse::stablehlo::text::{comma, head, inner, is_space, strip};
