@@ -41,6 +41,7 @@ from contextlib import suppress
 from typing import Any
 
 from xlagraph.capture import files as fmt
+from xlagraph.capture._env import env_number
 from xlagraph.errors import RecompileError
 
 __all__ = ["arm", "armed", "calls", "disarm"]
@@ -130,10 +131,7 @@ def arm(
     torch_logging = sys.modules.get("torch._logging._internal")
     if torch_logging is None:
         return
-    try:
-        mb = float(environ.get("XLAGRAPH_TRACE_MB", "") or DEFAULT_MB)
-    except ValueError:
-        mb = DEFAULT_MB
+    mb = env_number(environ, "XLAGRAPH_TRACE_MB", DEFAULT_MB, float)
     if mb <= 0:
         return
     from xlagraph.capture.stored_sources import Relativizer

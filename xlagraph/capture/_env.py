@@ -13,12 +13,16 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from xlagraph.capture.files import DEBUG_FILE, HLO_DIR
 
-__all__ = ["ENV_MARK", "EnvPlan", "plan_env", "process_dir_name", "source_lines_mode"]
+__all__ = ["ENV_MARK", "EnvPlan", "env_number", "plan_env", "process_dir_name", "source_lines_mode", "truthy"]
+
+N = TypeVar("N", int, float)
+D = TypeVar("D")
 
 ENV_MARK = "_XLAGRAPH_CAPTURE_ENV"  # JSON {var: value capture set}; XLA_FLAGS: the fragment added
 MAX_FRAMES = "32"  # torch_xla's default of 8 often stops inside library code
@@ -73,7 +77,7 @@ def plan_env(environ: Mapping[str, str], proc_dir: str) -> EnvPlan:
 
     forward: str | None = None
     if user.get("PT_XLA_DEBUG_LEVEL") or user.get("PT_XLA_DEBUG"):
-        level = _int(user.get("PT_XLA_DEBUG_LEVEL"), 100 if _truthy(user.get("PT_XLA_DEBUG")) else 0)
+        level = env_number(user, "PT_XLA_DEBUG_LEVEL", 100 if truthy(user.get("PT_XLA_DEBUG")) else 0, int)
         forward = user.get("PT_XLA_DEBUG_FILE", "")
         notes.append(
             f"PT_XLA_DEBUG set by the user (level {level}): capture keeps it and forwards its output"
@@ -99,7 +103,7 @@ def plan_env(environ: Mapping[str, str], proc_dir: str) -> EnvPlan:
                 notes.append(f"{var}={user[var]} set by the user: capture keeps it")
             else:
                 owned[var] = set_vars[var] = "1"
-        source_lines = _truthy(user.get("XLA_IR_DEBUG", "1")) or _truthy(user.get("XLA_HLO_DEBUG", "1"))
+        source_lines = truthy(user.get("XLA_IR_DEBUG", "1")) or truthy(user.get("XLA_HLO_DEBUG", "1"))
 
     set_vars[ENV_MARK] = json.dumps(owned, sort_keys=True)
     restore = {var: environ.get(var) for var in set_vars}
@@ -151,12 +155,16 @@ def _user_view(environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def _truthy(value: str | None) -> bool:
+def truthy(value: str | None) -> bool:
+    """A switch of the environment: on unless unset, empty, 0, false, no or off."""
     return (value or "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
-def _int(value: str | None, default: int) -> int:
+def env_number(environ: Mapping[str, str], key: str, default: D, parse: Callable[[str], N]) -> N | D:
+    """`parse(environ[key])`, or `default` where it is unset, empty or not a number: a typo in an
+    environment variable must not stop a training run or its capture."""
+    value = environ.get(key, "")
     try:
-        return int(value) if value else default
+        return parse(value) if value else default
     except ValueError:
         return default

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from xlagraph.capture import fingerprint_format as ff
+from xlagraph.capture._env import truthy
 from xlagraph.capture._fingerprint_records import Step, records
 from xlagraph.capture._import_hook import AfterImport
 
@@ -49,13 +50,7 @@ _cap: _Capture | None = None
 
 
 def enabled(environ: Any) -> bool:
-    return str(environ.get("XLAGRAPH_FINGERPRINTS", "")).strip().lower() not in (
-        "",
-        "0",
-        "off",
-        "no",
-        "false",
-    )
+    return truthy(environ.get("XLAGRAPH_FINGERPRINTS"))
 
 
 def arm(proc_dir: str, max_bytes: int) -> None:

@@ -247,11 +247,16 @@ def _on_call() -> None:
 
 def _on_torch() -> None:
     """torch is imported: keep dynamo's record (any backend, torch_xla or not)."""
-    global _process_hooks
     plan = _plan
     if plan is None:
         return
     dynamo.arm(plan.proc_dir, dict(os.environ), _step_of, _on_call)
+    _hook_process()
+
+
+def _hook_process() -> None:
+    """The exit and fork handlers, registered once for the process."""
+    global _process_hooks
     if not _process_hooks:
         _process_hooks = True
         atexit.register(_at_exit)
@@ -261,7 +266,7 @@ def _on_torch() -> None:
 
 def _on_torch_xla(module: Any, late: bool) -> None:
     """torch_xla is imported: check its version, create the recorder, patch the step marker."""
-    global _recorder, _debug_file_in_use, _process_hooks
+    global _recorder, _debug_file_in_use
     plan = _plan
     if plan is None or _recorder is not None:
         return
@@ -295,11 +300,7 @@ def _on_torch_xla(module: Any, late: bool) -> None:
     if _debug_file_in_use is None:
         _debug_file_in_use = (plan.debug_file, plan.debug_level)
     _install_proxy(module, xlac)
-    if not _process_hooks:
-        _process_hooks = True
-        atexit.register(_at_exit)
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=_after_fork)
+    _hook_process()
     turned_on = ", ".join(
         f"{k}={v}" for k, v in plan.set_vars.items() if k.startswith(("PT_XLA", "XLA_IR", "XLA_HLO"))
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xlagraph.capture import files as fmt
+from xlagraph.capture._env import env_number
 from xlagraph.ir import Frame
 
 __all__ = ["MAX_SHARD_RECORDS", "MarkSharding", "rank_record", "unwrap"]
@@ -35,8 +36,8 @@ def rank_record(host: Any, environ: Mapping[str, str], note: Callable[[str], Non
     except Exception as e:  # rank is nice to have; never a reason to stop capturing
         note(f"rank unknown: {type(e).__name__}: {e}")
         ordinal = world = index = count = None
-    env_world = _int(env.get("WORLD_SIZE"))
-    env_rank = _int(env.get("RANK"))
+    env_world = env_number(env, "WORLD_SIZE", None, int)
+    env_rank = env_number(env, "RANK", None, int)
     if world is not None and world > 1:
         rank, size, source = ordinal, world, "global ordinal"
     elif count is not None and count > 1:
@@ -120,10 +121,3 @@ def _spec_item(x: Any) -> Any:
     if isinstance(x, (tuple, list)):
         return [_spec_item(y) for y in x]
     return str(x)
-
-
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value not in (None, "") else None
-    except ValueError:
-        return None

@@ -356,7 +356,6 @@ class Recorder:
             self.on_recompile.step_written(s.step, compiles > s.compiles or bool(eager), self.fd)
         self._sources_so_far()
         s.step += 1
-        s.last_end = now
         s.compiles, s.executes = compiles, executes
 
     def _graph(self, ex: Execution) -> GraphEntry:

@@ -1,13 +1,14 @@
 """The recorder's knobs, read once from the environment (`XLAGRAPH_*`) when capture starts.
 
-A bad value falls back to the default: a typo in an environment variable must not stop a
-training run or its capture.
+A bad value falls back to the default (`_env.env_number`).
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+
+from xlagraph.capture._env import env_number
 
 __all__ = ["STEADY_MARKERS", "Settings"]
 
@@ -30,18 +31,9 @@ class Settings:
     def from_env(environ: dict[str, str] | os._Environ[str]) -> Settings:
         mode = environ.get("XLAGRAPH_TENSORS_REPORT", "auto").strip().lower()
         mode = {"1": "always", "0": "never", "off": "never", "on": "always"}.get(mode, mode)
-        try:
-            max_mb = float(environ.get("XLAGRAPH_MAX_MB", "200"))
-        except ValueError:
-            max_mb = 200.0
-        try:
-            fail_after = int(environ.get("XLAGRAPH_CAPTURE_FAIL_AFTER", "0"))
-        except ValueError:
-            fail_after = 0
-        try:
-            steady = max(1, int(environ.get("XLAGRAPH_STEADY_STEPS", "") or STEADY_MARKERS))
-        except ValueError:
-            steady = STEADY_MARKERS
+        max_mb = env_number(environ, "XLAGRAPH_MAX_MB", 200.0, float)
+        fail_after = env_number(environ, "XLAGRAPH_CAPTURE_FAIL_AFTER", 0, int)
+        steady = max(1, env_number(environ, "XLAGRAPH_STEADY_STEPS", STEADY_MARKERS, int))
         compress = environ.get("XLAGRAPH_COMPRESS", "1").strip().lower() not in ("0", "off", "no", "false")
         return Settings(
             max_bytes=int(max_mb * 2**20),

@@ -31,7 +31,6 @@ class RunState:
     """Everything that changes while the run goes on."""
 
     step: int = 0
-    last_end: float = 0.0
     markers: int = 0
     user_markers: int = 0  # markers not run by torch_xla's dynamo bridge: the user syncs
     empty_markers: int = 0

@@ -29,6 +29,7 @@ import threading
 import weakref
 from typing import Any
 
+from xlagraph.capture._env import env_number
 from xlagraph.capture._import_hook import AfterImport
 
 __all__ = ["FILE", "arm", "disarm", "zoom_step"]
@@ -52,10 +53,7 @@ def arm(proc_dir: str, environ: Any) -> None:
     step = zoom_step(environ)
     if step is None or _zoom is not None:
         return
-    try:
-        limit = int(environ.get("XLAGRAPH_ZOOM_MAX_OPS", "") or MAX_OPS)
-    except ValueError:
-        limit = MAX_OPS
+    limit = env_number(environ, "XLAGRAPH_ZOOM_MAX_OPS", MAX_OPS, int)
     _zoom = _Zoom(proc_dir, step, max(1, limit))
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "optim"):

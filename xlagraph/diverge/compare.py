@@ -77,39 +77,25 @@ def compare_runs(
             if best is not None and k >= best[0] and not tol and inputs_first is not None:
                 break  # nothing later can change the answer
     notes = _length_notes(pairs)
-    if best is None:
-        verdict = WITHIN_TOLERANCE if within else BIT_EXACT
-        ra, rb = pairs[0]
-        check = graphs(ra, rb, None) if graphs else GraphCheck(None, note="graphs not compared")
-        return _result(
-            verdict,
-            pairs,
-            steps_compared,
-            None,
-            None,
-            (),
-            check,
-            None,
-            inputs_first,
-            largest,
-            rtol,
-            atol,
-            notes,
-        )
-    k, _, ra, rb, beyond = best
-    first = tuple(sorted(beyond, key=lambda d: (ROLE_ORDER.get(d.role, 9), _order(ra, d.name))))
-    first = tuple(TensorDiff(d.name, d.role, d.step, d.a, d.b, ra.rank) for d in first)
+    verdict = WITHIN_TOLERANCE if within else BIT_EXACT
+    (ra, rb), k, rank, identical = pairs[0], None, None, None  # no step, rank or inputs to name
+    first: tuple[TensorDiff, ...] = ()
+    if best is not None:
+        verdict, (k, _, ra, rb, beyond) = DIVERGED, best
+        rank = ra.rank
+        ordered = sorted(beyond, key=lambda d: (ROLE_ORDER.get(d.role, 9), _order(ra, d.name)))
+        first = tuple(TensorDiff(d.name, d.role, d.step, d.a, d.b, ra.rank) for d in ordered)
+        inputs = [n for n, i in ra.tensors.items() if i.role == "input"]
+        sa, sb = ra.steps[k], rb.steps[k]
+        present = [n for n in inputs if n in sa.values and n in sb.values]
+        identical = all(sa.values[n].bits == sb.values[n].bits for n in present) if present else None
     check = graphs(ra, rb, k) if graphs else GraphCheck(None, note="graphs not compared")
-    inputs = [n for n, i in ra.tensors.items() if i.role == "input"]
-    sa, sb = ra.steps[k], rb.steps[k]
-    present = [n for n in inputs if n in sa.values and n in sb.values]
-    identical = all(sa.values[n].bits == sb.values[n].bits for n in present) if present else None
     return _result(
-        DIVERGED,
+        verdict,
         pairs,
         steps_compared,
         k,
-        ra.rank,
+        rank,
         first,
         check,
         identical,

@@ -56,38 +56,18 @@ def compare_replicas(
         f"{len(replicated)} of {len(candidates)} gradient/state/parameter tensors replicated "
         f"across {len(runs)} ranks"
     ]
-    if best is None:
-        check = graphs(ref, others[0], None) if graphs else GraphCheck(None, note="graphs not compared")
-        return _result(
-            BIT_EXACT,
-            runs,
-            steps_compared,
-            None,
-            None,
-            (),
-            check,
-            onsets,
-            rows,
-            strip(ref, others[0], rows, None, None, None),
-            notes,
-            len(replicated),
+    verdict, k, rank, other = BIT_EXACT, None, None, others[0]
+    first: tuple[TensorDiff, ...] = ()
+    if best is not None:
+        verdict, (k, _, other, diffs) = DIVERGED, best
+        rank = other.rank
+        first = tuple(
+            sorted(diffs, key=lambda d: (ROLE_ORDER.get(d.role, 9), list(ref.tensors).index(d.name)))
         )
-    k, _, other, diffs = best
-    first = tuple(sorted(diffs, key=lambda d: (ROLE_ORDER.get(d.role, 9), list(ref.tensors).index(d.name))))
     check = graphs(ref, other, k) if graphs else GraphCheck(None, note="graphs not compared")
+    cells = strip(ref, other, rows, k, None, None)
     return _result(
-        DIVERGED,
-        runs,
-        steps_compared,
-        k,
-        other.rank,
-        first,
-        check,
-        onsets,
-        rows,
-        strip(ref, other, rows, k, None, None),
-        notes,
-        len(replicated),
+        verdict, runs, steps_compared, k, rank, first, check, onsets, rows, cells, notes, len(replicated)
     )
 
 

@@ -133,6 +133,7 @@ does when the graph budget fails).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -143,6 +144,7 @@ from xlagraph.report.model import (
     CheckResult,
     DynamoEvent,
     DynamoSection,
+    RankingEntry,
     Recompile,
     RunReport,
     SteadyTurns,
@@ -249,12 +251,18 @@ def _dynamo(d: DynamoSection | None) -> dict[str, Any] | None:
         "events": [_event(e) for e in d.events],
         "recompiles": [e.compile_id for e in d.recompiles],
         "graph_breaks": [asdict(b) for b in d.graph_breaks],
-        "ranking": [
-            {"call_site": e.key, "compiles": e.compiles, "seconds": e.seconds, "variants": list(e.variants)}
-            for e in d.by_call_site
-        ],
+        "ranking": _ranking(d.by_call_site, "call_site", expected=False),
         "notes": list(d.notes),
     }
+
+
+def _ranking(entries: Sequence[RankingEntry], key: str, expected: bool = True) -> list[dict[str, Any]]:
+    """A ranking's rows, `key` naming what each ranks (dynamo's rows have no `expected`)."""
+    rows: list[dict[str, Any]] = []
+    for e in entries:
+        row = {key: e.key, "compiles": e.compiles, "seconds": e.seconds, "variants": list(e.variants)}
+        rows.append({**row, "expected": e.expected} if expected else row)
+    return rows
 
 
 def _event(e: DynamoEvent) -> dict[str, Any]:
@@ -293,42 +301,12 @@ def _process(report: RunReport) -> dict[str, Any]:
             }
             for v in report.variants
         ],
-        "timeline": [
-            {
-                "sync": e.sync,
-                "step": e.step,
-                "variant": e.variant,
-                "compiled": e.compiled,
-                "trigger": e.trigger,
-                "call_site": e.call_site,
-                "phase": e.phase,
-                "compile_seconds": e.compile_seconds,
-            }
-            for e in report.timeline
-        ],
+        "timeline": [asdict(e) for e in report.timeline],  # its fields, all plain values
         "recompiles": [recompile_to_json(r) for r in to_fix_first(report.recompiles)],
         "first_compiles": [recompile_to_json(r) for r in report.first_compiles],
         "ranking": {
-            "call_sites": [
-                {
-                    "call_site": e.key,
-                    "compiles": e.compiles,
-                    "seconds": e.seconds,
-                    "variants": list(e.variants),
-                    "expected": e.expected,
-                }
-                for e in report.by_call_site
-            ],
-            "causes": [
-                {
-                    "kind": e.key,
-                    "compiles": e.compiles,
-                    "seconds": e.seconds,
-                    "variants": list(e.variants),
-                    "expected": e.expected,
-                }
-                for e in report.by_cause
-            ],
+            "call_sites": _ranking(report.by_call_site, "call_site"),
+            "causes": _ranking(report.by_cause, "kind"),
         },
         "findings": [cause_to_json(c) for c in report.findings],
         "notes": list(report.notes),

@@ -6,10 +6,10 @@ use std::borrow::Cow;
 use std::rc::Rc;
 
 use crate::parse::stablehlo::emit::Emitter;
-use crate::parse::stablehlo::error::{key_error, type_err, R};
+use crate::parse::stablehlo::error::{index_error, key_error, type_err, R};
 use crate::parse::stablehlo::mlir_types::{dims_of, hlo_shape, split_types, MAX_SPLAT};
 use crate::parse::stablehlo::structure::Op;
-use crate::parse::stablehlo::text::{comma, find_ints, is_space, is_word, matching, partition, split_top, strip};
+use crate::parse::stablehlo::text::{comma, digits, find_ints, is_space, is_word, matching, partition, split_top, strip};
 use crate::parse::stablehlo::values::{attr_dict, refs_of, Comp, Dict, Value};
 
 /// An operation's attributes, remembering which the translation read: the rest are carried into
@@ -226,7 +226,7 @@ pub(crate) fn ints(value: &str) -> Vec<i64> {
     // a dense array's type, or the generic form's typed integer (`dimension = 0 : i64`, not 0 and 64)
     let (head, sep, kind) = partition(value, " : ");
     let bits = kind.strip_prefix(['s', 'u']).unwrap_or(kind).strip_prefix('i');
-    let typed = sep && bits.is_some_and(|d| !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit()));
+    let typed = sep && bits.is_some_and(digits);
     let v = if value.starts_with("dense") || typed { head } else { value };
     // `re.sub(r"array<i\d+:?", "", v)`
     let mut cleaned = String::with_capacity(v.len());
@@ -244,6 +244,14 @@ pub(crate) fn ints(value: &str) -> Vec<i64> {
         i += c.len_utf8();
     }
     find_ints(&cleaned)
+}
+
+/// `xs[0]`, an IndexError where `xs` is empty (Python's reference reads it so).
+pub(crate) fn first(xs: &[i64]) -> R<i64> {
+    match xs.first() {
+        Some(x) => Ok(*x),
+        None => index_error(),
+    }
 }
 
 /// `dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>` -> [[0, 1], [2, 3]] (rows of a 2-D array).

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::parse::stablehlo::text::{is_space, lstrip, strip};
+use crate::parse::stablehlo::text::{digits, is_space, lstrip, strip};
 
 const DEPTH: usize = 64; // alias chains are short; a cycle must not loop
 
@@ -38,10 +38,6 @@ fn string_at(s: &str, dot_newline: bool) -> Option<(&str, &str)> {
             _ => i += 1,
         }
     }
-}
-
-fn digits(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit())
 }
 
 fn number(s: &str) -> String {

@@ -130,7 +130,8 @@ pub(crate) fn element_of(shape: &str) -> R<&str> {
     }
 }
 
-fn prod(dims: &[i64]) -> i128 {
+/// The product of `dims` (saturating: a count past i128 is no smaller).
+pub(crate) fn prod(dims: &[i64]) -> i128 {
     dims.iter().fold(1i128, |a, &d| a.saturating_mul(d as i128))
 }
 

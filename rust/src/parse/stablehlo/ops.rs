@@ -6,7 +6,7 @@
 //! every other dialect's (`shape`, `tensor`, `arith`), is refused by name: a guess would compare
 //! wrongly.
 
-use crate::parse::stablehlo::attributes::{lookups, either, braces, enum_, ints, one, parse, Handler, Parsed};
+use crate::parse::stablehlo::attributes::{lookups, either, braces, enum_, first, ints, one, parse, Handler, Parsed};
 use crate::parse::stablehlo::emit::{Emitter, LITERAL_BUDGET};
 use crate::parse::stablehlo::error::{at, index_error, type_err, zip_strict, Error, R};
 use crate::parse::stablehlo::mlir_types::{dims_of, element_of, hlo_literal, hlo_shape};
@@ -84,9 +84,9 @@ fn handler(short: &str) -> Option<Handler> {
     Some(match short {
         "constant" => constant,
         "broadcast_in_dim" => broadcast,
-        "transpose" => transpose,
-        "reverse" => reverse,
-        "concatenate" => concatenate,
+        "transpose" => |em, c, op, p| dims_op(em, c, op, p, "transpose", ["dims", "permutation"]),
+        "reverse" => |em, c, op, p| dims_op(em, c, op, p, "reverse", ["dims", "dimensions"]),
+        "concatenate" => |em, c, op, p| dims_op(em, c, op, p, "concatenate", ["dim", "dimension"]),
         "iota" => iota,
         "slice" => slice,
         "dynamic_slice" => dynamic_slice,
@@ -175,13 +175,6 @@ pub(crate) fn py_index<T: Copy>(xs: &[T], i: i64) -> R<T> {
     Ok(xs[k as usize])
 }
 
-pub(crate) fn first(xs: &[i64]) -> R<i64> {
-    match xs.first() {
-        Some(x) => Ok(*x),
-        None => index_error(),
-    }
-}
-
 pub(crate) fn out0(p: &Parsed) -> R<String> {
     match p.outs.first() {
         Some(s) => Ok(s.clone()),
@@ -264,6 +257,7 @@ fn broadcast(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> 
     Ok(em.inst(comp, "broadcast", &shape, &[&operand], vec![format!("dimensions={}", braces(&dims))], op.line, &op.loc, ""))
 }
 
+/// An operation whose one attribute is `dimensions={...}`, read from the first of `keys` present.
 fn dims_op(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed, opcode: &str, keys: [&str; 2]) -> R<Value> {
     let mut value = None;
     for k in keys {
@@ -274,18 +268,6 @@ fn dims_op(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed, opcod
     }
     let Some(value) = value else { return at(format!("{} without {}", op.name, keys[0]), op.line) };
     one(em, comp, op, p, opcode, vec![format!("dimensions={}", braces(&ints(&value)))], None)
-}
-
-fn transpose(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
-    dims_op(em, comp, op, p, "transpose", ["dims", "permutation"])
-}
-
-fn reverse(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
-    dims_op(em, comp, op, p, "reverse", ["dims", "dimensions"])
-}
-
-fn concatenate(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
-    dims_op(em, comp, op, p, "concatenate", ["dim", "dimension"])
 }
 
 fn iota(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {

@@ -2,11 +2,11 @@
 //! and the operations whose attributes are structured dimension numbers (`gather`,
 //! `convolution`), plus `rng_bit_generator`, as HLO prints them.
 
-use crate::parse::stablehlo::attributes::{either, braces, enum_, ints, nested, numbers, one, Handler, Parsed};
+use crate::parse::stablehlo::attributes::{either, braces, enum_, first, ints, nested, one, Handler, Parsed};
 use crate::parse::stablehlo::emit::Emitter;
 use crate::parse::stablehlo::error::{at, index_error, R};
 use crate::parse::stablehlo::mlir_types::{dims_of, hlo_shape};
-use crate::parse::stablehlo::ops_regions::{reducer0, window};
+use crate::parse::stablehlo::ops_regions::{index_dims, reducer0, window};
 use crate::parse::stablehlo::structure::Op;
 use crate::parse::stablehlo::text::{comma, head, inner, is_space, strip};
 use crate::parse::stablehlo::values::{Comp, Value};
@@ -24,13 +24,6 @@ pub(crate) fn parallel_handler(short: &str) -> Option<Handler> {
         "collective_broadcast" => collective_broadcast,
         _ => return None,
     })
-}
-
-fn first(xs: Vec<i64>) -> R<i64> {
-    match xs.first() {
-        Some(x) => Ok(*x),
-        None => index_error(),
-    }
 }
 
 /// `handle\s*=\s*(\d+)` searched: the digits as written.
@@ -79,7 +72,7 @@ fn all_reduce(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) ->
 }
 
 fn reduce_scatter(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
-    let dim = first(ints(&p.attrs.at("scatter_dimension")?))?;
+    let dim = first(&ints(&p.attrs.at("scatter_dimension")?))?;
     let mut attrs = groups(p)?;
     attrs.push(format!("dimensions={{{dim}}}"));
     attrs.push(format!("to_apply={}", reducer0(em, op)?));
@@ -87,15 +80,15 @@ fn reduce_scatter(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed
 }
 
 fn all_gather(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
-    let dim = first(ints(&p.attrs.at("all_gather_dim")?))?;
+    let dim = first(&ints(&p.attrs.at("all_gather_dim")?))?;
     let mut attrs = groups(p)?;
     attrs.push(format!("dimensions={{{dim}}}"));
     one(em, comp, op, p, "all-gather", attrs, None)
 }
 
 fn all_to_all(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
-    let split = first(ints(&p.attrs.at("split_dimension")?))?;
-    let concat = first(ints(&p.attrs.at("concat_dimension")?))?;
+    let split = first(&ints(&p.attrs.at("split_dimension")?))?;
+    let concat = first(&ints(&p.attrs.at("concat_dimension")?))?;
     if split != concat {
         return at("all_to_all with split_dimension != concat_dimension is not read", op.line);
     }
@@ -112,18 +105,12 @@ fn collective_permute(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Pa
 }
 
 fn gather(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
-    let n = numbers(&p.attrs.or("dimension_numbers", ""));
-    let get = |k: &str| ints(n.get(k).unwrap_or("[]"));
-    let mut attrs: Vec<String> =
-        ["offset_dims", "collapsed_slice_dims"].iter().map(|k| format!("{k}={}", braces(&get(k)))).collect();
-    for k in ["operand_batching_dims", "start_indices_batching_dims"] {
-        if !get(k).is_empty() {
-            attrs.push(format!("{k}={}", braces(&get(k))));
-        }
-    }
-    attrs.push(format!("start_index_map={}", braces(&get("start_index_map"))));
-    let ivd = first(ints(n.get("index_vector_dim").unwrap_or("0")))?;
-    attrs.push(format!("index_vector_dim={ivd}"));
+    let mut attrs = index_dims(
+        &p.attrs.or("dimension_numbers", ""),
+        ["offset_dims", "collapsed_slice_dims"],
+        ["operand_batching_dims", "start_indices_batching_dims"],
+        "start_index_map",
+    )?;
     attrs.push(format!("slice_sizes={}", braces(&ints(&p.attrs.or("slice_sizes", "")))));
     if p.attrs.get("indices_are_sorted") == Some("true") {
         attrs.push("indices_are_sorted=true".into());
@@ -192,7 +179,7 @@ fn convolution(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -
     };
     let mut attrs = vec![window(&mut get, size.len(), "window_dimensions")?, format!("dim_labels={lhs}_{rhs}->{out}")];
     for key in ["feature_group_count", "batch_group_count"] {
-        let k = first(ints(&p.attrs.or(key, "1")))?;
+        let k = first(&ints(&p.attrs.or(key, "1")))?;
         if k != 1 {
             attrs.push(format!("{key}={k}"));
         }

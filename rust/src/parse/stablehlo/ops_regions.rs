@@ -232,18 +232,12 @@ fn sort(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Val
 }
 
 fn scatter(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<Value> {
-    let n = numbers(&p.attrs.or("scatter_dimension_numbers", ""));
-    let get = |k: &str| ints(n.get(k).unwrap_or("[]"));
-    let mut attrs: Vec<String> =
-        ["update_window_dims", "inserted_window_dims"].iter().map(|k| format!("{k}={}", braces(&get(k)))).collect();
-    for k in ["input_batching_dims", "scatter_indices_batching_dims"] {
-        if !get(k).is_empty() {
-            attrs.push(format!("{k}={}", braces(&get(k))));
-        }
-    }
-    attrs.push(format!("scatter_dims_to_operand_dims={}", braces(&get("scatter_dims_to_operand_dims"))));
-    let Some(&ivd) = ints(n.get("index_vector_dim").unwrap_or("0")).first() else { return index_error() };
-    attrs.push(format!("index_vector_dim={ivd}"));
+    let mut attrs = index_dims(
+        &p.attrs.or("scatter_dimension_numbers", ""),
+        ["update_window_dims", "inserted_window_dims"],
+        ["input_batching_dims", "scatter_indices_batching_dims"],
+        "scatter_dims_to_operand_dims",
+    )?;
     for k in ["indices_are_sorted", "unique_indices"] {
         if p.attrs.get(k) == Some("true") {
             attrs.push(format!("{k}=true"));
@@ -251,6 +245,23 @@ fn scatter(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Parsed) -> R<
     }
     attrs.push(format!("to_apply={}", reducer0(em, op)?));
     one(em, comp, op, p, "scatter", attrs, None)
+}
+
+/// A gather's or scatter's dimension numbers as HLO prints them: `dims` always, `batching`
+/// where not empty, then `map` and `index_vector_dim`.
+pub(crate) fn index_dims(text: &str, dims: [&str; 2], batching: [&str; 2], map: &str) -> R<Vec<String>> {
+    let n = numbers(text);
+    let get = |k: &str| ints(n.get(k).unwrap_or("[]"));
+    let mut attrs: Vec<String> = dims.iter().map(|k| format!("{k}={}", braces(&get(k)))).collect();
+    for k in batching {
+        if !get(k).is_empty() {
+            attrs.push(format!("{k}={}", braces(&get(k))));
+        }
+    }
+    attrs.push(format!("{map}={}", braces(&get(map))));
+    let Some(&ivd) = ints(n.get("index_vector_dim").unwrap_or("0")).first() else { return index_error() };
+    attrs.push(format!("index_vector_dim={ivd}"));
+    Ok(attrs)
 }
 
 /// `(%[\w.$-]+)\s*=\s*%` found in the pretty `while`'s text: its iteration arguments.

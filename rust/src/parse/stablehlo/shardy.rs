@@ -10,8 +10,9 @@
 use std::collections::HashMap;
 
 use crate::parse::stablehlo::error::{Error, R};
-use crate::parse::stablehlo::shardy_tiles::{iota, prod, subgroup, transposed, Tiles};
-use crate::parse::stablehlo::text::{comma, find_ints, head, inner, lstrip, partition, repr, strip};
+use crate::parse::stablehlo::mlir_types::prod;
+use crate::parse::stablehlo::shardy_tiles::{iota, subgroup, transposed, Tiles};
+use crate::parse::stablehlo::text::{comma, digits, find_ints, head, inner, lstrip, partition, repr, strip};
 
 fn mesh_err<T>(message: String) -> R<T> {
     Err(Error::Mesh(message))
@@ -125,15 +126,9 @@ pub(crate) fn parse_mesh(name: &str, text: &str) -> R<Mesh> {
     let mut axes: Vec<(String, i64)> = Vec::new();
     for part in comma(inner(parts[0])) {
         let got = (|| {
-            let rest = part.strip_prefix('"')?;
-            let k = rest.find('"')?;
-            if k == 0 {
-                return None;
-            }
-            let after = lstrip(&rest[k + 1..]).strip_prefix('=')?;
-            let digits = lstrip(after);
-            (!digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit()))
-                .then(|| (rest[..k].to_string(), int(digits)))
+            let (axis, rest) = quoted(part)?;
+            let size = lstrip(lstrip(rest).strip_prefix('=')?);
+            digits(size).then(|| (axis.to_string(), int(size)))
         })();
         match got {
             Some((a, s)) if s >= 1 => axes.push((a, s)),
@@ -160,25 +155,25 @@ pub(crate) fn parse_mesh(name: &str, text: &str) -> R<Mesh> {
     Ok(Mesh { name: name.to_string(), axes, device_ids: ids, text: body.to_string() })
 }
 
+/// `"name"rest`: the quoted name (not empty) and what follows it.
+fn quoted(part: &str) -> Option<(&str, &str)> {
+    let rest = part.strip_prefix('"')?;
+    let k = rest.find('"')?;
+    (k > 0).then(|| (&rest[..k], &rest[k + 1..]))
+}
+
 fn axis_refs(text: &str) -> R<Vec<AxisRef>> {
     let mut refs = Vec::new();
     for part in comma(inner(strip(text))) {
         let got = (|| {
-            let rest = part.strip_prefix('"')?;
-            let k = rest.find('"')?;
-            if k == 0 {
-                return None;
-            }
-            let axis = &rest[..k];
-            let tail = &rest[k + 1..];
+            let (axis, tail) = quoted(part)?;
             if tail.is_empty() {
                 return Some((axis, None));
             }
             let t = tail.strip_prefix(":(")?;
             let c = t.find(')')?;
             let (a, b) = (&t[..c], &t[c + 1..]);
-            let ok = |s: &str| !s.is_empty() && s.bytes().all(|x| x.is_ascii_digit());
-            (ok(a) && ok(b)).then_some((axis, Some((int(a), int(b)))))
+            (digits(a) && digits(b)).then_some((axis, Some((int(a), int(b)))))
         })();
         match got {
             Some((axis, None)) => refs.push(AxisRef::whole(axis)),
@@ -215,8 +210,7 @@ pub(crate) fn parse_sharding(text: &str) -> R<TensorSharding> {
             }
             let k = d.rfind('}')?;
             let rest = &d[k + 1..];
-            let ok = rest.is_empty()
-                || rest.strip_prefix('p').is_some_and(|n| !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()));
+            let ok = rest.is_empty() || rest.strip_prefix('p').is_some_and(digits);
             ok.then(|| (&d[..k + 1], rest))
         })();
         let Some((braced, prio)) = got else {

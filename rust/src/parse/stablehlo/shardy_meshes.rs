@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use crate::parse::stablehlo::error::{at, Error, R};
 use crate::parse::stablehlo::shardy::{hlo_sharding, parse_mesh, parse_per_value, parse_sharding, AxisRef, Mesh, TensorSharding};
-use crate::parse::stablehlo::shardy_tiles::prod;
+use crate::parse::stablehlo::mlir_types::prod;
 
 type AxisMap = HashMap<String, Vec<AxisRef>>;
 

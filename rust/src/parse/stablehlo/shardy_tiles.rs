@@ -3,6 +3,7 @@
 //! `GroupMinorIotaDimsSorted`, `HloSharding::PartialTile` and `HloSharding::Subgroup`.
 
 use crate::parse::stablehlo::error::{index_error, Error, R};
+use crate::parse::stablehlo::mlir_types::prod;
 
 #[derive(Clone)]
 pub(crate) enum Tiles {
@@ -13,10 +14,6 @@ pub(crate) enum Tiles {
 
 /// Devices past this are not listed out (a mesh of more is refused).
 const MAX_DEVICES: i128 = 1 << 22;
-
-pub(crate) fn prod(xs: &[i64]) -> i128 {
-    xs.iter().fold(1i128, |a, &x| a.saturating_mul(x as i128))
-}
 
 fn join<T: ToString>(xs: &[T]) -> String {
     xs.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")

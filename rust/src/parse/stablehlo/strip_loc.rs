@@ -3,7 +3,7 @@
 //! `loc(...)` after the type: `"aten__add"(#loc5)`, `[unknown]`, `#loc3`, `file.py:11:0`, a call
 //! site `#loc3 at #loc4` (the reference's `_PRETTY_LOC`).
 
-use crate::parse::stablehlo::text::{depth, is_space, is_word, matching, rstrip};
+use crate::parse::stablehlo::text::{depth, digits, is_space, is_word, matching, rstrip};
 
 /// `text loc(...)` -> (`text`, `loc(...)`); text without a trailing location is kept whole.
 pub(crate) fn strip_loc(s: &str) -> (&str, &str) {
@@ -183,8 +183,4 @@ fn one_location(t: &str) -> bool {
     let mut parts = t[k + 1..].split(':');
     let (a, b) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     parts.next().is_none() && digits(a) && digits(b)
-}
-
-fn digits(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit())
 }

@@ -21,6 +21,11 @@ pub(crate) fn lstrip(s: &str) -> &str {
     s.trim_start_matches(is_space)
 }
 
+/// `\d+` matched whole: not empty, ASCII digits only.
+pub(crate) fn digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit())
+}
+
 /// `\w` of Python's `re` on text: a letter, digit or `_`.
 pub(crate) fn is_word(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
