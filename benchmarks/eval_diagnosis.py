@@ -59,6 +59,7 @@ SPLITS = (
     "held_out_18",
     "held_out_19",
     "held_out_20",
+    "held_out_21",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
