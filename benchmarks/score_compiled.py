@@ -7,6 +7,7 @@ written without reading the engine; TRUTH.json is their authors' answer).
     python benchmarks/score_compiled.py --set heldout2         # the second blind round (heldout2/)
     python benchmarks/score_compiled.py --set heldout3         # the third blind round (heldout3/)
     python benchmarks/score_compiled.py --set heldout4         # the fourth blind round (heldout4/)
+    python benchmarks/score_compiled.py --set heldout5         # the fifth blind round (heldout5/)
 
 Per script: the kind named (the first guard of the first unexpected recompile, or a graph break),
 the line (any cited line of the recompile or break equals the truth's line or one of its alt_lines),
