@@ -268,9 +268,11 @@ def _context(
     first_sync: int,
     earlier: Sequence[tuple[str, Sync]] = (),
     bridged: Mapping[int, int] | None = None,
+    letters: Mapping[str, str] | None = None,
 ) -> Context:
     """What the capture knows about the two graphs, for the recognizers (`bridged`: step -> the
-    sync by which torch.compile's bridge synced all pending work, `triggers.bridge_synced`)."""
+    sync by which torch.compile's bridge synced all pending work, `triggers.bridge_synced`;
+    `letters`: the report's variant letters by graph, which the causes name the graphs by)."""
     site = call_site(candidate.frames)
     return Context(
         trigger=triggers.get(target.index, ""),
@@ -286,7 +288,15 @@ def _context(
         # (a later step without it that compiled nothing new here has the graph the target has).
         baseline_bridged=_after_bridge_sync(candidate, bridged)
         and all(s in (bridged or {}) for s in range(candidate.step + 1, target.step)),
+        labels=_labels(letters, candidate.graph_hash, target.graph_hash),
     )
+
+
+def _labels(letters: Mapping[str, str] | None, a: str, b: str) -> tuple[str, str]:
+    """The two graphs' variant letters, where the report has given both (else `A`, `B`)."""
+    if letters and a in letters and b in letters:
+        return letters[a], letters[b]
+    return ("A", "B")
 
 
 def _after_bridge_sync(sync: Sync, bridged: Mapping[int, int] | None) -> bool:
@@ -327,13 +337,15 @@ def choose_baseline(
     triggers: dict[int, str] | None = None,
     first_sync: int = 0,
     bridged: Mapping[int, int] | None = None,
+    letters: Mapping[str, str] | None = None,
 ) -> tuple[_Choice | None, str]:
     """The baseline and its diff, or a note saying why there is no diff. Within `sharing()`,
     made once per distinct content (the same graphs and sync facts in another process)."""
     shared = current_shared()
-    key = _choice_key(target, earlier, modules, triggers or {}, first_sync, bridged) if shared else None
+    facts = (target, earlier, modules, triggers or {}, first_sync, bridged, letters)
+    key = _choice_key(*facts) if shared else None
     if shared is None or key is None:
-        return _choose_baseline(target, earlier, modules, triggers, first_sync, bridged)
+        return _choose_baseline(target, earlier, modules, triggers, first_sync, bridged, letters)
     if key in shared.choices:
         shared.hits += 1
         at, result, reason, note, counted = shared.choices[key]
@@ -342,7 +354,7 @@ def choose_baseline(
         h, s = earlier[at]
         compared = tuple(Compared(*earlier[i], *rest) for i, *rest in counted)
         return _Choice(h, s, result, reason, compared), note
-    choice, note = _choose_baseline(target, earlier, modules, triggers, first_sync, bridged)
+    choice, note = _choose_baseline(target, earlier, modules, triggers, first_sync, bridged, letters)
     if choice is None and note == _NO_EARLIER:
         shared.choices[key] = (None, None, "", note, ())
     elif choice is not None and not note and not modules.noted:  # what names a file is never shared
@@ -368,6 +380,7 @@ def _choice_key(
     triggers: dict[int, str],
     first_sync: int,
     bridged: Mapping[int, int] | None = None,
+    letters: Mapping[str, str] | None = None,
 ) -> Hashable | None:
     """Everything `_choose_baseline` reads: the graphs by content, and of each sync its index,
     step, frames, trigger and whether the bridge synced before it in its step (not its times).
@@ -379,7 +392,9 @@ def _choice_key(
     facts = tuple(
         (s.index, s.step, s.frames, triggers.get(s.index, ""), _after_bridge_sync(s, bridged)) for s in syncs
     )
-    return (tuple(keys), facts, first_sync)
+    # The letters the causes name the graphs by: another process may letter the same graphs apart.
+    named = tuple((letters or {}).get(h, "") for h in (target.graph_hash, *(h for h, _ in earlier)))
+    return (tuple(keys), facts, first_sync, named)
 
 
 _NO_EARLIER = "no earlier graph to compare with"
@@ -392,6 +407,7 @@ def _choose_baseline(
     triggers: dict[int, str] | None = None,
     first_sync: int = 0,
     bridged: Mapping[int, int] | None = None,
+    letters: Mapping[str, str] | None = None,
 ) -> tuple[_Choice | None, str]:
     ordered, reason = _candidates(target, earlier)
     if not ordered:
@@ -415,7 +431,7 @@ def _choose_baseline(
         base = modules.get(h)
         assert isinstance(base, Module)
         try:
-            context = _context(target, s, triggers or {}, first_sync, earlier, bridged)
+            context = _context(target, s, triggers or {}, first_sync, earlier, bridged, letters)
             result = diff_modules(base, this, context)
         except RecursionError:
             failures.append(f"graph {h}: nested too deeply to compare")
@@ -437,6 +453,7 @@ def diff_against(
     first_sync: int,
     earlier: Sequence[tuple[str, Sync]] = (),
     bridged: Mapping[int, int] | None = None,
+    letters: Mapping[str, str] | None = None,
 ) -> DiffResult | str:
     """`target`'s graph diffed against `against`'s, with what the capture knows about both (as a
     baseline's diff is), or why it cannot be."""
@@ -446,7 +463,8 @@ def diff_against(
             return f"cannot compare: {module}"
     assert isinstance(base, Module) and isinstance(this, Module)
     try:
-        return diff_modules(base, this, _context(target, against, triggers, first_sync, earlier, bridged))
+        context = _context(target, against, triggers, first_sync, earlier, bridged, letters)
+        return diff_modules(base, this, context)
     except RecursionError:
         return "cannot compare: nested too deeply"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from xlagraph.diagnose.evidence import NO_CONTEXT, Context
@@ -147,7 +148,8 @@ def _divergence(
             if pair is None:
                 continue
             a, b = pair
-            context = _context(logs.get(grouped[0][0][0]), a, logs.get(rs[0]), b, step)
+            labels = (letters[a], letters[b])
+            context = _context(logs.get(grouped[0][0][0]), a, logs.get(rs[0]), b, step, labels)
             causes, note = _diff(specs.get(a, ""), specs.get(b, ""), load, context)
             diffs.append(RankDiff(gi, letters[a], letters[b], causes, note))
         return RankDivergence(step, groups, tuple(diffs))
@@ -165,9 +167,12 @@ def _first_pair(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, str] | Non
     return None
 
 
-def _context(base: RunLog | None, a: str, other: RunLog | None, b: str, step: int) -> Context:
+def _context(
+    base: RunLog | None, a: str, other: RunLog | None, b: str, step: int, labels: tuple[str, str] = ("A", "B")
+) -> Context:
     """What each rank's capture knows of the two graphs' syncs at the divergent step (the trigger and
-    the user's line), as a recompile's diff has it: a rank's `.item()` cut is said at its line."""
+    the user's line), as a recompile's diff has it: a rank's `.item()` cut is said at its line.
+    `labels`: the graphs' letters in the strip, which the causes name them by."""
     from xlagraph.diagnose.frames import call_site
     from xlagraph.report.triggers import trigger_of
 
@@ -176,7 +181,7 @@ def _context(base: RunLog | None, a: str, other: RunLog | None, b: str, step: in
 
     sa, sb = sync(base, a), sync(other, b)
     if sa is None or sb is None:
-        return NO_CONTEXT
+        return replace(NO_CONTEXT, labels=labels)
     return Context(
         trigger=trigger_of(sb),
         baseline_trigger=trigger_of(sa),
@@ -184,6 +189,7 @@ def _context(base: RunLog | None, a: str, other: RunLog | None, b: str, step: in
         baseline_call_site=call_site(sa.frames),
         step=step,
         baseline_step=step,
+        labels=labels,
     )
 
 
