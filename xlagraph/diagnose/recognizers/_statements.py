@@ -180,9 +180,41 @@ def loop_order(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
         if follow is not None and not follow & _targets(stmt):
             continue  # an outer loop the inner one's order does not read
         names = loads(stmt.iter)
-        found += [stmt.lineno, *set_before(chain[: depth + 1], names)]
+        found += [stmt.lineno, *set_before(chain[: depth + 1], names), *_set_on_self(chain, stmt.iter)]
         follow = names
     return [f"{file}:{n}" for n in dict.fromkeys(found)]
+
+
+def _set_on_self(chain: list[tuple[ast.stmt, list[ast.stmt]]], iterated: ast.expr) -> list[int]:
+    """Where the class around a method sets the attributes of `self` its loop iterates (`for
+    name in self.order:` over `self.order = names[start:] + names[:start]` in `__init__`): the
+    object's state, fixed before any step, decides the order."""
+    attrs = {
+        a.attr
+        for a in ast.walk(iterated)
+        if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name) and a.value.id == "self"
+    }
+    owner = next((s for s, _ in reversed(chain) if isinstance(s, ast.ClassDef)), None)
+    if not attrs or owner is None:
+        return []
+    found = []
+    for node in ast.walk(owner):
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+            else []
+        )
+        if any(
+            isinstance(t, ast.Attribute)
+            and isinstance(t.value, ast.Name)
+            and t.value.id == "self"
+            and t.attr in attrs
+            for t in targets
+        ):
+            found.append(node.lineno)
+    return sorted(found)
 
 
 # Calls that compute a Python number from Python numbers.
