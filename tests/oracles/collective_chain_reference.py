@@ -52,7 +52,9 @@ def chain_edges_reference(comp: CanonicalComputation) -> dict[str, frozenset[int
         while opcode(token) == "convert" and len(operands.get(token, ())) == 1:
             token = operands[token][0]
         read = operands.get(token, ())
-        passed = opcode(token) == "get-tuple-element" and scalar(token) and len(read) == 1 and chained(read[0])
+        passed = (
+            opcode(token) == "get-tuple-element" and scalar(token) and len(read) == 1 and chained(read[0])
+        )
         if passed or (not read and token_of_next(token)):
             found.setdefault(x, set()).add(len(ops) - 1)
         for g in users.get(x, ()):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from itertools import compress, filterfalse
 
+from tests.oracles.collective_chain_reference import chain_edges_reference
 from tests.oracles.mappings import Mappings
 from tests.oracles.match_exact import zip_subgraphs
 from xlagraph.canonical import CanonicalComputation
@@ -36,6 +37,9 @@ def match_top_down(
     lparams, rparams = left.param_number, right.param_number
     mleft, mright, matcher = m.left, m.right, m.matcher
     expanded = m.expanded
+    # torch_xla's token chain of all-reduces is not followed: the all-reduces pair by what they
+    # reduce (rust/src/matching/collective_chain.rs).
+    lchain, rchain = chain_edges_reference(left), chain_edges_reference(right)
     stack = _open_pairs(left, right, m)
     if strict:
         stack = [p for p in stack if p[0] not in expanded]
@@ -49,12 +53,15 @@ def match_top_down(
         oa, ob = lops.get(a), rops.get(b)
         if oa is None or ob is None or len(oa) != len(ob):
             continue
-        if len(oa) > 1 and lins[a].opcode in COMMUTATIVE:
+        commutative = len(oa) > 1 and lins[a].opcode in COMMUTATIVE
+        if commutative:
             if all(map(mleft.__contains__, oa)) or all(map(mright.__contains__, ob)):
                 continue  # nothing left to pair, whatever the alignment
             oa, ob = _align_commutative((lh1, lh0), (rh1, rh0), lins, rins, oa, ob, mleft)
-        for x, y in zip(oa, ob, strict=True):
+        for j, (x, y) in enumerate(zip(oa, ob, strict=True)):
             if x in mleft or y in mright:
+                continue
+            if not commutative and (j in lchain.get(a, ()) or j in rchain.get(b, ())):
                 continue
             ox, oy = lins[x].opcode, rins[y].opcode
             if ox != oy:

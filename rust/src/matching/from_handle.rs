@@ -144,6 +144,7 @@ pub fn match_side_of(
         users_start,
         users,
         lone_h0: Default::default(),
+        chain: chain_edges(h),
     })
 }
 

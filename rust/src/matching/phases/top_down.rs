@@ -1,6 +1,7 @@
 //! `top_down.py`: from paired instructions, their operands at the same position with the same
 //! opcode (strict) or any opcode but leaves (lenient), commutative operands aligned first;
-//! subgraphs with equal hashes are paired whole.
+//! subgraphs with equal hashes are paired whole. Not along torch_xla's token chain of all-reduces
+//! (`collective_chain.rs`).
 
 use crate::matching::mappings::{Mappings, NONE, R, TOP_DOWN, TOP_DOWN_LENIENT};
 
@@ -59,7 +60,8 @@ impl Mappings<'_> {
             if oa.len() != ob.len() {
                 continue;
             }
-            let (oa, ob): (Vec<u32>, Vec<u32>) = if oa.len() > 1 && l.commutative[a as usize] {
+            let commutative = oa.len() > 1 && l.commutative[a as usize];
+            let (oa, ob): (Vec<u32>, Vec<u32>) = if commutative {
                 if oa.iter().all(|&x| self.lp(x)) || ob.iter().all(|&y| self.rp(y)) {
                     continue;
                 }
@@ -67,8 +69,13 @@ impl Mappings<'_> {
             } else {
                 (oa.to_vec(), ob.to_vec())
             };
-            for (&x, &y) in oa.iter().zip(ob.iter()) {
+            for (j, (&x, &y)) in oa.iter().zip(ob.iter()).enumerate() {
                 if self.lp(x) || self.rp(y) {
+                    continue;
+                }
+                // A token handed along torch_xla's chain of all-reduces says which was issued
+                // before, not which is which: the all-reduces pair by what they reduce.
+                if !commutative && (l.chained(a, j) || r.chained(b, j)) {
                     continue;
                 }
                 let (ox, oy) = (l.opcode[x as usize], r.opcode[y as usize]);
