@@ -103,6 +103,11 @@ def test_the_buckets_reversed_within_one_process_are_one_collective_cause() -> N
         assert moved in cause.summary, cause.summary
         (att,) = r.attribution
         assert len(att.items) == 4 and all(" is now " in item for item in att.items)
+        # Where the all-reduces are issued, and the lines that order them (the loop, the rank's
+        # rotation, the odd steps' reversal), before the sync that compiled the graph.
+        assert att.lines[:2] == ("bucket_turns.py:33", "bucket_turns.py:32"), att.lines
+        assert {"bucket_turns.py:29", "bucket_turns.py:30", "bucket_turns.py:31"} <= set(att.lines)
+        assert report.steady_turns is not None and report.steady_turns.line == "bucket_turns.py:33"
 
 
 def test_bucket_order_cites_where_the_order_is_decided() -> None:

@@ -273,6 +273,8 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
             if m.line and (ctx.step < 0 or m.step <= ctx.step)
         ]
         lines = tuple(dict.fromkeys((*marked[:2], *lines)))
+    if kind is CauseKind.COLLECTIVE and not lines:  # torch_xla's collective API in the metadata
+        lines = issuing_lines(library_lines, target_tensors, (ctx.site,) if ctx.site else ())
     if not lines and library_lines and ctx.site:
         lines = _calling_lines(library_lines, ctx.site, ctx.read_line)
     if not lines:  # the ops come from library code: the user's line that made the tensor
