@@ -4,6 +4,7 @@
 //! (`collective_chain.rs`).
 
 use crate::matching::mappings::{Mappings, NONE, R, TOP_DOWN, TOP_DOWN_LENIENT};
+use crate::matching::side::{intern, MatchSide};
 
 impl Mappings<'_> {
     /// `top_down._open_pairs`.
@@ -44,6 +45,7 @@ impl Mappings<'_> {
         let (l, r) = (self.l, self.r);
         let tag = if strict { TOP_DOWN } else { TOP_DOWN_LENIENT };
         let mut stack = self.open_pairs();
+        let by_content = self.same_chains();
         if strict {
             stack.retain(|&(a, _)| !self.expanded[a as usize]);
         }
@@ -73,9 +75,9 @@ impl Mappings<'_> {
                 if self.lp(x) || self.rp(y) {
                     continue;
                 }
-                // A token handed along torch_xla's chain of all-reduces says which was issued
-                // before, not which is which: the all-reduces pair by what they reduce.
-                if !commutative && (l.chained(a, j) || r.chained(b, j)) {
+                // Where both graphs chain the same all-reduces, a token handed along the chain
+                // says which was issued before, not which is which: they pair by what they reduce.
+                if by_content && !commutative && (l.chained(a, j) || r.chained(b, j)) {
                     continue;
                 }
                 let (ox, oy) = (l.opcode[x as usize], r.opcode[y as usize]);
@@ -97,6 +99,23 @@ impl Mappings<'_> {
             }
         }
         Ok(())
+    }
+
+    /// `top_down._same_chains`: both sides chain all-reduces of the same shapes (as many of
+    /// each), in whatever order: the chain is the order alone. Where they chain others (a layer
+    /// more, buckets regrouped), its positions are what pairs them, as before.
+    fn same_chains(&self) -> bool {
+        let all_reduce = intern("all-reduce");
+        let shapes = |s: &MatchSide| {
+            let mut v: Vec<u32> = (s.chain.iter())
+                .filter(|&&(x, _)| s.opcode[x as usize] == all_reduce)
+                .map(|&(x, _)| s.stripped[x as usize])
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        let (a, b) = (shapes(self.l), shapes(self.r));
+        !a.is_empty() && a == b
     }
 
     /// `top_down._align_commutative` (and `_align_two`).
