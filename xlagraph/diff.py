@@ -138,7 +138,7 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
         m = match(lc, rc)
         pairs.append(ComputationPair(ln, rn, m))
         is_entry = ln == a.entry.name
-        raw += compare_computation(left, right, lc, rc, m, is_entry, dims, regrouped, noops, context.labels)
+        raw += compare_computation(left, right, lc, rc, m, is_entry, dims, regrouped, noops)
         if is_entry:
             dims = input_dim_changes(raw)
             regrouped = any(c.kind is CauseKind.COLLECTIVE for c in raw)

@@ -151,11 +151,10 @@ def describe(ops: list[Collective]) -> str:
     return ", ".join(parts)
 
 
-def summarize(left: list[Collective], right: list[Collective], labels: tuple[str, str] = ("A", "B")) -> str:
-    """One line on how two ordered collective sequences differ (`labels`: the graphs' names)."""
+def summarize(left: list[Collective], right: list[Collective]) -> str:
+    """One line on how two ordered collective sequences differ."""
     if Counter(c.kind for c in left) != Counter(c.kind for c in right) or len(left) != len(right):
-        a, b = labels
-        return f"collectives regrouped: {a} has {describe(left)}; {b} has {describe(right)}"
+        return f"collectives regrouped: A has {describe(left)}; B has {describe(right)}"
     changes = []
     for a, b in zip(left, right, strict=True):
         if a.signature == b.signature:

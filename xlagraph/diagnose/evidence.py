@@ -37,8 +37,6 @@ class Context:
     graph's step (its first compile of a graph does): the user's ops up to then ran in the
     bridge's graph, not in this one; `baseline_bridged`: so it did in the baseline's step and in
     every step between the two (the new graph is the first at its site after the bridge's warm-up).
-    `labels`: what the reader calls the two graphs (the report's variant letters: `C`'s
-    collective 1 is `D`'s 3), in the causes that name a side.
     """
 
     trigger: str = ""
@@ -51,7 +49,6 @@ class Context:
     first_at_site: bool = False
     bridge_synced: bool = False
     baseline_bridged: bool = False
-    labels: tuple[str, str] = ("A", "B")
 
     @property
     def known(self) -> bool:

@@ -39,9 +39,7 @@ from xlagraph.match import Matching
 __all__ = ["compare_computation", "input_dim_changes"]
 
 
-def _run(
-    cmp: Comparison, dims: set[tuple[str, str]], regrouped: bool, labels: tuple[str, str]
-) -> list[Cause]:
+def _run(cmp: Comparison, dims: set[tuple[str, str]], regrouped: bool) -> list[Cause]:
     cmp.regrouped = regrouped
     if cmp.is_entry:
         dims = dims | compare_parameters(cmp)
@@ -50,7 +48,7 @@ def _run(
     if cmp.is_entry:
         compare_outputs(cmp)
         _dtype(cmp)
-    regrouped = _collective(cmp, labels) or cmp.regrouped
+    regrouped = _collective(cmp) or cmp.regrouped
     cmp.regrouped = regrouped
     structural = matched_changes(cmp, dims)
     structure(cmp, structural, regrouped)
@@ -63,19 +61,19 @@ def _run(
     return cmp.causes
 
 
-def _collective(cmp: Comparison, labels: tuple[str, str]) -> bool:
+def _collective(cmp: Comparison) -> bool:
     if not cmp.is_entry:
         return False
     lc, rc = collectives(cmp.lm), collectives(cmp.rm)
     if sorted(c.signature for c in lc) == sorted(c.signature for c in rc):
-        return _reordered(cmp, lc, rc, labels)
+        return _reordered(cmp, lc, rc)
     if _follow_inputs(lc, rc, cmp.dims, _same_world(cmp.lm, cmp.rm)):
         return False  # a sequence length reaching the collectives' operands: the shape's cause
     lsig = {c.signature for c in rc}
     rsig = {c.signature for c in lc}
     left_changed = [c.name for c in lc if c.signature not in lsig]
     right_changed = [c.name for c in rc if c.signature not in rsig]
-    cmp.cause(CauseKind.COLLECTIVE, summarize(lc, rc, labels), left_changed, right_changed)
+    cmp.cause(CauseKind.COLLECTIVE, summarize(lc, rc), left_changed, right_changed)
     if not regrouped_only(lc, rc):
         # Other tensors reduced, not the same ones bucketed another way: bucketing is no fix.
         cmp.causes[-1] = replace(cmp.causes[-1], hint=OTHER_TENSORS_HINT)
@@ -178,7 +176,7 @@ def _fold_into_order(cmp: Comparison) -> None:
     cmp.absorb_into(CauseKind.COLLECTIVE, lefts, rights)
 
 
-def _reordered(cmp: Comparison, lc: list[Collective], rc: list[Collective], labels: tuple[str, str]) -> bool:
+def _reordered(cmp: Comparison, lc: list[Collective], rc: list[Collective]) -> bool:
     """The same collectives, issued in another order: torch_xla chains collectives in the order
     they are issued (a token from each to the next), so hooks that fire in another order (FSDP's
     reduce-scatter buckets flushed as sub-modules finish their backward) make another program
@@ -186,8 +184,7 @@ def _reordered(cmp: Comparison, lc: list[Collective], rc: list[Collective], labe
     moved = _moved(cmp, lc, rc)
     if not moved:
         return False
-    a, b = labels
-    shown = [f"{a}'s {lc[i].kind} {i + 1} is {b}'s {j + 1}" for i, j in moved]
+    shown = [f"A's {lc[i].kind} {i + 1} is B's {j + 1}" for i, j in moved]
     summary = (
         f"collectives issued in another order: the same {describe(lc)}, "
         f"{len(moved)} of {len(lc)} in another place ({fmt_list(shown, 3)})"
@@ -289,7 +286,6 @@ def compare_computation(
     dims: set[tuple[str, str]] | None = None,
     regrouped: bool = False,
     noops: list[tuple[Cause, str]] | None = None,
-    labels: tuple[str, str] = ("A", "B"),
 ) -> list[Cause]:
     """Raw differences for one pair of matched computations.
 
@@ -298,10 +294,10 @@ def compare_computation(
     module's collectives were found regrouped (by the entry's run), so collective instructions
     in called computations belong to that cause. Regions of identity converts only
     (`noop_converts`) go to `noops` instead: the caller makes them a cause only where nothing
-    else differs. `labels` name the two graphs where a cause says which is which.
+    else differs.
     """
     cmp = Comparison(lcanon, rcanon, left, right, matching, is_entry)
-    causes = _run(cmp, dims or set(), regrouped, labels)
+    causes = _run(cmp, dims or set(), regrouped)
     if noops is not None:
         noops += cmp.noops
     else:

@@ -268,11 +268,9 @@ def _context(
     first_sync: int,
     earlier: Sequence[tuple[str, Sync]] = (),
     bridged: Mapping[int, int] | None = None,
-    letters: Mapping[str, str] | None = None,
 ) -> Context:
     """What the capture knows about the two graphs, for the recognizers (`bridged`: step -> the
-    sync by which torch.compile's bridge synced all pending work, `triggers.bridge_synced`;
-    `letters`: the report's variant letters by graph, which the causes name the graphs by)."""
+    sync by which torch.compile's bridge synced all pending work, `triggers.bridge_synced`)."""
     site = call_site(candidate.frames)
     return Context(
         trigger=triggers.get(target.index, ""),
@@ -288,15 +286,7 @@ def _context(
         # (a later step without it that compiled nothing new here has the graph the target has).
         baseline_bridged=_after_bridge_sync(candidate, bridged)
         and all(s in (bridged or {}) for s in range(candidate.step + 1, target.step)),
-        labels=_labels(letters, candidate.graph_hash, target.graph_hash),
     )
-
-
-def _labels(letters: Mapping[str, str] | None, a: str, b: str) -> tuple[str, str]:
-    """The two graphs' variant letters, where the report has given both (else `A`, `B`)."""
-    if letters and a in letters and b in letters:
-        return letters[a], letters[b]
-    return ("A", "B")
 
 
 def _after_bridge_sync(sync: Sync, bridged: Mapping[int, int] | None) -> bool:
@@ -337,15 +327,13 @@ def choose_baseline(
     triggers: dict[int, str] | None = None,
     first_sync: int = 0,
     bridged: Mapping[int, int] | None = None,
-    letters: Mapping[str, str] | None = None,
 ) -> tuple[_Choice | None, str]:
     """The baseline and its diff, or a note saying why there is no diff. Within `sharing()`,
     made once per distinct content (the same graphs and sync facts in another process)."""
     shared = current_shared()
-    facts = (target, earlier, modules, triggers or {}, first_sync, bridged, letters)
-    key = _choice_key(*facts) if shared else None
+    key = _choice_key(target, earlier, modules, triggers or {}, first_sync, bridged) if shared else None
     if shared is None or key is None:
-        return _choose_baseline(target, earlier, modules, triggers, first_sync, bridged, letters)
+        return _choose_baseline(target, earlier, modules, triggers, first_sync, bridged)
     if key in shared.choices:
         shared.hits += 1
         at, result, reason, note, counted = shared.choices[key]
@@ -354,7 +342,7 @@ def choose_baseline(
         h, s = earlier[at]
         compared = tuple(Compared(*earlier[i], *rest) for i, *rest in counted)
         return _Choice(h, s, result, reason, compared), note
-    choice, note = _choose_baseline(target, earlier, modules, triggers, first_sync, bridged, letters)
+    choice, note = _choose_baseline(target, earlier, modules, triggers, first_sync, bridged)
     if choice is None and note == _NO_EARLIER:
         shared.choices[key] = (None, None, "", note, ())
     elif choice is not None and not note and not modules.noted:  # what names a file is never shared
@@ -380,7 +368,6 @@ def _choice_key(
     triggers: dict[int, str],
     first_sync: int,
     bridged: Mapping[int, int] | None = None,
-    letters: Mapping[str, str] | None = None,
 ) -> Hashable | None:
     """Everything `_choose_baseline` reads: the graphs by content, and of each sync its index,
     step, frames, trigger and whether the bridge synced before it in its step (not its times).
@@ -392,9 +379,7 @@ def _choice_key(
     facts = tuple(
         (s.index, s.step, s.frames, triggers.get(s.index, ""), _after_bridge_sync(s, bridged)) for s in syncs
     )
-    # The letters the causes name the graphs by: another process may letter the same graphs apart.
-    named = tuple((letters or {}).get(h, "") for h in (target.graph_hash, *(h for h, _ in earlier)))
-    return (tuple(keys), facts, first_sync, named)
+    return (tuple(keys), facts, first_sync)
 
 
 _NO_EARLIER = "no earlier graph to compare with"
@@ -407,7 +392,6 @@ def _choose_baseline(
     triggers: dict[int, str] | None = None,
     first_sync: int = 0,
     bridged: Mapping[int, int] | None = None,
-    letters: Mapping[str, str] | None = None,
 ) -> tuple[_Choice | None, str]:
     ordered, reason = _candidates(target, earlier)
     if not ordered:
@@ -431,7 +415,7 @@ def _choose_baseline(
         base = modules.get(h)
         assert isinstance(base, Module)
         try:
-            context = _context(target, s, triggers or {}, first_sync, earlier, bridged, letters)
+            context = _context(target, s, triggers or {}, first_sync, earlier, bridged)
             result = diff_modules(base, this, context)
         except RecursionError:
             failures.append(f"graph {h}: nested too deeply to compare")
@@ -453,7 +437,6 @@ def diff_against(
     first_sync: int,
     earlier: Sequence[tuple[str, Sync]] = (),
     bridged: Mapping[int, int] | None = None,
-    letters: Mapping[str, str] | None = None,
 ) -> DiffResult | str:
     """`target`'s graph diffed against `against`'s, with what the capture knows about both (as a
     baseline's diff is), or why it cannot be."""
@@ -463,8 +446,7 @@ def diff_against(
             return f"cannot compare: {module}"
     assert isinstance(base, Module) and isinstance(this, Module)
     try:
-        context = _context(target, against, triggers, first_sync, earlier, bridged, letters)
-        return diff_modules(base, this, context)
+        return diff_modules(base, this, _context(target, against, triggers, first_sync, earlier, bridged))
     except RecursionError:
         return "cannot compare: nested too deeply"
 

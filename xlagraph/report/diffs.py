@@ -7,7 +7,6 @@ asks for them here, once per report (`xlagraph.api.Report.diffs`), so no rendere
 
 from __future__ import annotations
 
-from xlagraph.diagnose.evidence import Context
 from xlagraph.diff import DiffResult, diff_modules
 from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module
@@ -38,5 +37,5 @@ def recompile_diffs(report: RunReport) -> dict[int, DiffResult]:
             continue
         a, b = module(r.baseline.variant), module(r.variant)
         if a is not None and b is not None:
-            out[r.sync] = diff_modules(a, b, Context(labels=(r.baseline.variant, r.variant)))
+            out[r.sync] = diff_modules(a, b)
     return out

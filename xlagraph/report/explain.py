@@ -135,7 +135,7 @@ def explain_recompile(
         choice, note = None, "not explained"
     else:
         bridged = bridge_synced(log.syncs)
-        choice, note = choose_baseline(target, earlier, modules, triggers, first_sync, bridged, letters)
+        choice, note = choose_baseline(target, earlier, modules, triggers, first_sync, bridged)
     users, library = split_frames(target.frames)
     site = call_site(target.frames)
     causes: tuple[Cause, ...] = ()

@@ -123,8 +123,7 @@ def diff_turn(
     its first sync, what the recognizers are told of those before `against`): causes, then the
     user's lines their attribution cites, then the sync's line."""
     variant, other = letters[target.graph_hash], letters[against.graph_hash]
-    bridged = bridge_synced(log.syncs)
-    result = diff_against(target, against, modules, triggers, first_sync, graphs, bridged, letters)
+    result = diff_against(target, against, modules, triggers, first_sync, graphs, bridge_synced(log.syncs))
     if isinstance(result, str):
         return Turn(variant, other, (), (), result)
     causes = result.differences

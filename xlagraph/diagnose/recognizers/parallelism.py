@@ -55,20 +55,19 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if not (groups_changed or split or strategy or appeared):
         return NOTHING  # regrouped over the same devices and shapes: bucketing, said by `collective`
     folded = [i for i, c in enumerate(pending) if c.kind in _FOLDED]
-    a, b = evidence.context.labels
     if groups_changed:
         what = "replica groups changed"
     elif split:
         what = "inputs split by a whole factor"
     elif appeared:
-        what = f"collectives only in {b if kinds_b else a}, and inputs of other shapes"
+        what = f"collectives only in {'B' if kinds_b else 'A'}, and inputs of other shapes"
     else:
         only_a, only_b = sorted(kinds_a - kinds_b), sorted(kinds_b - kinds_a)
         what = "another collective strategy: " + "; ".join(
             part
             for part in (
-                f"{', '.join(only_b)} only in {b}" if only_b else "",
-                f"{', '.join(only_a)} only in {a}" if only_a else "",
+                f"{', '.join(only_b)} only in B" if only_b else "",
+                f"{', '.join(only_a)} only in A" if only_a else "",
             )
             if part
         )

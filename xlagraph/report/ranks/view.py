@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from xlagraph.diagnose.evidence import NO_CONTEXT, Context
@@ -148,8 +147,7 @@ def _divergence(
             if pair is None:
                 continue
             a, b = pair
-            labels = (letters[a], letters[b])
-            context = _context(logs.get(grouped[0][0][0]), a, logs.get(rs[0]), b, step, labels)
+            context = _context(logs.get(grouped[0][0][0]), a, logs.get(rs[0]), b, step)
             causes, note = _diff(specs.get(a, ""), specs.get(b, ""), load, context)
             causes = _issued_at(causes, logs.get(grouped[0][0][0]), a, logs.get(rs[0]), b)
             diffs.append(RankDiff(gi, letters[a], letters[b], causes, note))
@@ -168,12 +166,9 @@ def _first_pair(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, str] | Non
     return None
 
 
-def _context(
-    base: RunLog | None, a: str, other: RunLog | None, b: str, step: int, labels: tuple[str, str] = ("A", "B")
-) -> Context:
+def _context(base: RunLog | None, a: str, other: RunLog | None, b: str, step: int) -> Context:
     """What each rank's capture knows of the two graphs' syncs at the divergent step (the trigger and
-    the user's line), as a recompile's diff has it: a rank's `.item()` cut is said at its line.
-    `labels`: the graphs' letters in the strip, which the causes name them by."""
+    the user's line), as a recompile's diff has it: a rank's `.item()` cut is said at its line."""
     from xlagraph.diagnose.frames import call_site
     from xlagraph.report.triggers import trigger_of
 
@@ -182,7 +177,7 @@ def _context(
 
     sa, sb = sync(base, a), sync(other, b)
     if sa is None or sb is None:
-        return replace(NO_CONTEXT, labels=labels)
+        return NO_CONTEXT
     return Context(
         trigger=trigger_of(sb),
         baseline_trigger=trigger_of(sa),
@@ -190,7 +185,6 @@ def _context(
         baseline_call_site=call_site(sa.frames),
         step=step,
         baseline_step=step,
-        labels=labels,
     )
 
 
