@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use canon::handle::{CanonHandle, CanonMap};
 use diagnose::{changes, pair_edits};
 use matching::{
-    from_handle, matcher, multiply_by_one, pair_map, refine, side, users,
+    collective_chain, from_handle, matcher, multiply_by_one, pair_map, refine, side, users,
 };
 use parse::lazy_instructions;
 use py::parse_hlo::{self, HloSyntaxError};
@@ -111,6 +111,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         multiply_by_one::identity_multiplies_of,
         m
     )?)?;
+    m.add_function(wrap_pyfunction!(collective_chain::collective_chain_of, m)?)?;
     m.add_function(wrap_pyfunction!(users::side_users_mapping, m)?)?;
     m.add_class::<users::SideUsers>()?;
     m.add_function(wrap_pyfunction!(attributes::compared_values, m)?)?;

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from itertools import compress, filterfalse
 
+from tests.oracles.collective_chain_reference import chain_edges_reference
 from tests.oracles.mappings import Mappings
 from tests.oracles.match_exact import zip_subgraphs
 from xlagraph.canonical import CanonicalComputation
@@ -36,6 +37,10 @@ def match_top_down(
     lparams, rparams = left.param_number, right.param_number
     mleft, mright, matcher = m.left, m.right, m.matcher
     expanded = m.expanded
+    # torch_xla's token chain of all-reduces is not followed: the all-reduces pair by what they
+    # reduce (rust/src/matching/collective_chain.rs).
+    lchain, rchain = chain_edges_reference(left), chain_edges_reference(right)
+    by_content = _same_chains(left, lchain, right, rchain)
     stack = _open_pairs(left, right, m)
     if strict:
         stack = [p for p in stack if p[0] not in expanded]
@@ -49,12 +54,16 @@ def match_top_down(
         oa, ob = lops.get(a), rops.get(b)
         if oa is None or ob is None or len(oa) != len(ob):
             continue
-        if len(oa) > 1 and lins[a].opcode in COMMUTATIVE:
+        commutative = len(oa) > 1 and lins[a].opcode in COMMUTATIVE
+        if commutative:
             if all(map(mleft.__contains__, oa)) or all(map(mright.__contains__, ob)):
                 continue  # nothing left to pair, whatever the alignment
             oa, ob = _align_commutative((lh1, lh0), (rh1, rh0), lins, rins, oa, ob, mleft)
-        for x, y in zip(oa, ob, strict=True):
+        for j, (x, y) in enumerate(zip(oa, ob, strict=True)):
             if x in mleft or y in mright:
+                continue
+            chained = j in lchain.get(a, ()) or j in rchain.get(b, ())
+            if by_content and not commutative and chained:
                 continue
             ox, oy = lins[x].opcode, rins[y].opcode
             if ox != oy:
@@ -71,6 +80,23 @@ def match_top_down(
                 if lh1[x] == rh1[y]:
                     zip_subgraphs(left, right, x, y, "h1", m, tag)
                 push((x, y))
+
+
+def _same_chains(
+    left: CanonicalComputation,
+    lchain: dict[str, frozenset[int]],
+    right: CanonicalComputation,
+    rchain: dict[str, frozenset[int]],
+) -> bool:
+    """Both sides chain all-reduces of the same shapes, as many of each: the chain is the order
+    alone, and the all-reduces pair by what they reduce (elsewhere its positions pair them)."""
+
+    def shapes(comp: CanonicalComputation, chain: dict[str, frozenset[int]]) -> list[str]:
+        found = [comp.computation.by_name[n] for n in chain]
+        return sorted(strip_layout(i.shape) for i in found if i.opcode == "all-reduce")
+
+    a = shapes(left, lchain)
+    return bool(a) and a == shapes(right, rchain)
 
 
 def _open_pairs(

@@ -46,6 +46,7 @@ from xlagraph.match.refinement import (
     Graph,
     History,
     budget,
+    chain_edges,
     compiled_graphs,
     history_from,
     rounds_for,
@@ -272,15 +273,18 @@ def _meta_signature(comp: CanonicalComputation, pick: list[int]) -> Callable[[in
             if not state:
                 names = _node_names(comp)
                 alias = identity_multiplies(comp).by_name  # the edges `Graph` has
+                cut = chain_edges(comp)
                 users: dict[str, list[str]] = {}
                 for u, ops in comp.operands.items():
                     if u not in alias:
-                        for o in ops:
-                            users.setdefault(alias.get(o, o), []).append(u)
-                state["names"], state["users"], state["alias"] = names, users, alias
+                        for j, o in enumerate(ops):
+                            if j not in cut.get(u, ()):
+                                users.setdefault(alias.get(o, o), []).append(u)
+                state["names"], state["users"], state["alias"], state["cut"] = names, users, alias, cut
             n = state["names"][pick[pos]]
-            alias = state["alias"]
-            ops = () if n in alias else tuple(alias.get(o, o) for o in comp.operands.get(n, ()))
+            alias, skip = state["alias"], state["cut"].get(n, ())
+            read = comp.operands.get(n, ())
+            ops = () if n in alias else tuple(alias.get(o, o) for j, o in enumerate(read) if j not in skip)
             memo[pos] = (
                 hash(
                     (

@@ -16,7 +16,7 @@ from weakref import WeakKeyDictionary
 
 from xlagraph import _core
 from xlagraph.canonical import CanonicalComputation
-from xlagraph.ir import strip_layout
+from xlagraph.ir import name_at, strip_layout
 from xlagraph.match.isomorphic import Refined
 from xlagraph.match.multiply_by_one import Identities, identity_multiplies
 from xlagraph.opcodes import COMMUTATIVE
@@ -32,6 +32,7 @@ __all__ = [
     "History",
     "balanced",
     "budget",
+    "chain_edges",
     "compiled_graphs",
     "first_colours",
     "history",
@@ -91,13 +92,17 @@ class Graph:
         # changes nothing. Only where refinement is run until stable (`isomorphic`): the 6-round
         # pairing of graphs that differ (a pipeline stage's moved blocks) reads the graph as it is.
         alias = identity_multiplies(comp).by_name if see_through else {}
+        cut = chain_edges(comp)  # torch_xla's token chain: the order, not what is reduced
         first: dict[tuple[object, ...], tuple[int, int]] = {}  # most instructions repeat a few kinds
         for k, n in enumerate(names):
             ins = by_name[n]
             if n in alias:
                 ops: tuple[int, ...] = ()
             else:
-                ops = tuple(index[o] for o in (alias.get(o, o) for o in operands.get(n, ())) if o in index)
+                read = operands.get(n, ())
+                if n in cut:
+                    read = tuple(o for j, o in enumerate(read) if j not in cut[n])
+                ops = tuple(index[o] for o in (alias.get(o, o) for o in read) if o in index)
             self.operands.append(ops)
             commutative = ins.opcode in COMMUTATIVE
             self.commutative.append(commutative)
@@ -150,6 +155,23 @@ class Graph:
         users = [u for row in self.user_of for u in row]
         at = [j for row in self.user_at for j in row]
         return op_start, ops, self.sorted_ops, user_start, users, at, unsigned(self.marks)
+
+
+def chain_edges(comp: CanonicalComputation) -> dict[str, frozenset[int]]:
+    """The operand positions, per reader, of torch_xla's token chain of all-reduces, which the
+    correspondence leaves out (rust/src/matching/collective_chain.rs)."""
+    found = _CHAINS.get(comp)
+    if found is None:
+        edges = _core.collective_chain_of(comp.core)
+        name = name_at(comp.computation.instructions)
+        grouped: dict[str, set[int]] = {}
+        for reader, at in edges:
+            grouped.setdefault(name(reader), set()).add(at)
+        found = _CHAINS[comp] = {n: frozenset(js) for n, js in grouped.items()}
+    return found
+
+
+_CHAINS: WeakKeyDictionary[CanonicalComputation, dict[str, frozenset[int]]] = WeakKeyDictionary()
 
 
 @lru_cache(maxsize=1 << 16)

@@ -9,6 +9,7 @@ import os
 import textwrap
 from typing import Any
 
+from xlagraph.diagnose.frames import is_user_location
 from xlagraph.report.ranks import CollectiveOp, RankGroup, RankView, describe_ranks
 
 __all__ = [
@@ -115,6 +116,10 @@ def render_ranks_text(view: RankView) -> str:
             shown = list(causes)[:MAX_CAUSES]
             for c in shown:
                 lines += _wrapped(f"{c.kind}: {c.summary}", "    ", "      ")  # type: ignore[attr-defined]
+                # The user's lines the summary does not quote (a collective's: where it is issued).
+                cited = [s for s in c.sources if is_user_location(s) and s not in c.summary]  # type: ignore[attr-defined]
+                if cited:
+                    lines += _wrapped(f"at {', '.join(cited)}", "      ", "        ")
             if len(causes) > len(shown):
                 lines.append(f"    … {len(causes) - len(shown)} more (xlagraph diff the two graphs)")
     m = view.collectives

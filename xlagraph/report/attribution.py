@@ -58,6 +58,26 @@ def _split_lines(lines: Iterable[str], user_names: frozenset[str]) -> tuple[tupl
     return tuple(user), tuple(library)
 
 
+def issuing_lines(
+    library_lines: Iterable[str], tensors: Iterable[LiveTensor], syncs: tuple[str, ...] = ()
+) -> tuple[str, ...]:
+    """Where the user's code called the library lines a cause's ops come from (a collective's
+    metadata names torch_xla's `xla_model.py` alone), read from the live tensors made there: the
+    line of each such call and its callers, then the loop around the call that decides the order
+    of the calls where one does (`loop_order`; not the training loop of a line of `syncs`)."""
+    wanted = set(library_lines)
+    issued: list[str] = []
+    order: list[str] = []
+    for t in tensors:
+        if not t.frames or location(t.frames[0]) not in wanted:
+            continue
+        users = split_frames(t.frames)[0]
+        if users:
+            issued += [location(f) for f in t.frames[1:_MAX_CALLERS] if not is_library(f)]
+            order += loop_order(location(users[0]), syncs)
+    return tuple(dict.fromkeys((*issued, *order)))
+
+
 # -- attribution ---------------------------------------------------------------------------
 def _norm_shape(shape: str) -> str:
     return strip_layout(shape).replace(" ", "")
@@ -255,6 +275,8 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
             if m.line and (ctx.step < 0 or m.step <= ctx.step)
         ]
         lines = tuple(dict.fromkeys((*marked[:2], *lines)))
+    if kind is CauseKind.COLLECTIVE and not lines:  # torch_xla's collective API in the metadata
+        lines = issuing_lines(library_lines, target_tensors, (ctx.site,) if ctx.site else ())
     if not lines and library_lines and ctx.site:
         lines = _calling_lines(library_lines, ctx.site, ctx.read_line)
     if not lines:  # the ops come from library code: the user's line that made the tensor

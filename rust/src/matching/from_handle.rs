@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use crate::canon::handle::CanonHandle;
 use crate::canon::indexed::users_of;
 use crate::canon::shape_text::strip_layout;
+use crate::matching::collective_chain::chain_edges;
 use crate::matching::colour_graph::{combine, Graph};
 use crate::matching::refine::RefineGraph;
 use crate::matching::side::{intern, rank_key, MatchSide};
@@ -143,6 +144,7 @@ pub fn match_side_of(
         users_start,
         users,
         lone_h0: Default::default(),
+        chain: chain_edges(h),
     })
 }
 
@@ -350,12 +352,17 @@ fn assemble(h: &CanonHandle, asked: &Asked, redirect: &[u32], output_mark: i64) 
     let mut loose = Vec::with_capacity(n);
     let mut strict = Vec::with_capacity(n);
     op_start.push(0u32);
+    // torch_xla's token chain of all-reduces: the order they were issued in, not what they
+    // reduce (collective_chain.rs).
+    let cut = chain_edges(h);
     for &i in nodes {
         let row_start = ops.len();
         if let (true, Some(row)) = (redirect[i as usize] == NONE, h.operands(i)) {
             ops.extend(
                 row.iter()
-                    .map(|&o| match redirect[o as usize] {
+                    .enumerate()
+                    .filter(|&(j, _)| cut.is_empty() || cut.binary_search(&(i, j as u32)).is_err())
+                    .map(|(_, &o)| match redirect[o as usize] {
                         NONE => node_of[o as usize],
                         to => node_of[to as usize],
                     })

@@ -2,6 +2,7 @@
 //! matcher's phases, the correspondence's colour refinement, and the inputs both read, made from
 //! a computation's handle (`canon/handle.rs`).
 
+pub(crate) mod collective_chain;
 pub(crate) mod colour_graph;
 pub(crate) mod from_handle;
 pub(crate) mod mappings;

@@ -63,6 +63,9 @@ pub struct MatchSide {
     /// The `h0` values one instruction of `order` alone has, and its index (`lone_h0`, made
     /// when first asked): once per side, not once per diff the side joins.
     pub(crate) lone_h0: OnceLock<FxMap<i128, u32>>,
+    /// torch_xla's token chain of all-reduces (`collective_chain::chain_edges`), which top-down
+    /// does not follow: (reader, operand position), sorted.
+    pub(crate) chain: Vec<(u32, u32)>,
 }
 
 impl std::ops::Deref for MatchSide {
@@ -73,6 +76,11 @@ impl std::ops::Deref for MatchSide {
 }
 
 impl MatchSide {
+    /// Operand `j` of `i` is a link of the token chain.
+    pub(crate) fn chained(&self, i: u32, j: usize) -> bool {
+        !self.chain.is_empty() && self.chain.binary_search(&(i, j as u32)).is_ok()
+    }
+
     pub(crate) fn users(&self, i: u32) -> &[u32] {
         let i = i as usize;
         &self.users[self.users_start[i] as usize..self.users_start[i + 1] as usize]

@@ -180,9 +180,42 @@ def loop_order(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
         if follow is not None and not follow & _targets(stmt):
             continue  # an outer loop the inner one's order does not read
         names = loads(stmt.iter)
-        found += [stmt.lineno, *set_before(chain[: depth + 1], names)]
+        found += [stmt.lineno, *set_before(chain[: depth + 1], names), *_set_on_self(chain, stmt.iter)]
         follow = names
     return [f"{file}:{n}" for n in dict.fromkeys(found)]
+
+
+def _set_on_self(chain: list[tuple[ast.stmt, list[ast.stmt]]], iterated: ast.expr) -> list[int]:
+    """Where the class around a method sets or reorders the attributes of `self` its loop
+    iterates: `self.order = names[start:] + names[:start]` in `__init__` under `for name in
+    self.order:`, `self.order.rotate(1)` or `self.meters[name] = self.meters.pop(name)` in
+    another method. The object's state decides the order, wherever in the class it is kept."""
+    attrs = {a.attr for a in ast.walk(iterated) if _on_self(a)}
+    owner = next((s for s, _ in reversed(chain) if isinstance(s, ast.ClassDef)), None)
+    if not attrs or owner is None:
+        return []
+    found = []
+    for node in ast.walk(owner):
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            call = node.value  # `self.order.rotate(1)`, `random.shuffle(self.order)`
+            targets = [call.func.value] if isinstance(call.func, ast.Attribute) else []
+            targets += call.args
+        else:
+            continue
+        # `self.x = ...`, and `self.x[k] = ...` (an entry moved to the end of a dict)
+        targets = [t.value if isinstance(t, ast.Subscript) else t for t in targets]
+        if any(_on_self(t) and t.attr in attrs for t in targets):  # type: ignore[attr-defined]
+            found.append(node.lineno)
+    return sorted(found)
+
+
+def _on_self(node: ast.AST) -> bool:
+    """`self.<attribute>`."""
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
 # Calls that compute a Python number from Python numbers.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from xlagraph.diagnose.causes import with_sides
@@ -151,6 +152,7 @@ def _divergence(
             context = _context(logs.get(grouped[0][0][0]), a, logs.get(rs[0]), b, step)
             causes, note = _diff(specs.get(a, ""), specs.get(b, ""), load, context)
             causes = tuple(with_sides(c, letters[a], letters[b]) for c in causes)
+            causes = _issued_at(causes, logs.get(grouped[0][0][0]), a, logs.get(rs[0]), b)
             diffs.append(RankDiff(gi, letters[a], letters[b], causes, note))
         return RankDivergence(step, groups, tuple(diffs))
     return None
@@ -187,6 +189,34 @@ def _context(base: RunLog | None, a: str, other: RunLog | None, b: str, step: in
         step=step,
         baseline_step=step,
     )
+
+
+def _issued_at(
+    causes: tuple[Any, ...], base: RunLog | None, a: str, other: RunLog | None, b: str
+) -> tuple[Any, ...]:
+    """A collective cause whose ops' metadata cites library code alone (torch_xla's
+    `xla_model.py`), cited where the user's code issued the collectives instead: the lines of
+    the live tensors each rank's capture made there (`attribution.issuing_lines`). Ranks hang in
+    collectives: where they are issued is the line to read."""
+    from xlagraph.diagnose.causes import CauseKind
+    from xlagraph.diagnose.frames import call_site, is_user_location, reading_sources
+    from xlagraph.report.attribution import issuing_lines
+    from xlagraph.report.build import source_text_of
+
+    out = []
+    for cause in causes:
+        if cause.kind is CauseKind.COLLECTIVE and not any(map(is_user_location, cause.sources)):
+            lines: tuple[str, ...] = ()
+            for log, h in ((other, b), (base, a)):
+                record = log.graphs.get(h) if log else None
+                if log is None or record is None or lines:
+                    continue
+                syncs = tuple(dict.fromkeys(call_site(s.frames) for s in log.syncs if s.graph_hash == h))
+                with reading_sources(source_text_of(log)):
+                    lines = issuing_lines(cause.sources, record.tensors, syncs)
+            cause = replace(cause, sources=(*lines, *cause.sources)) if lines else cause
+        out.append(cause)
+    return tuple(out)
 
 
 def _diff(

@@ -1,8 +1,10 @@
 //! `top_down.py`: from paired instructions, their operands at the same position with the same
 //! opcode (strict) or any opcode but leaves (lenient), commutative operands aligned first;
-//! subgraphs with equal hashes are paired whole.
+//! subgraphs with equal hashes are paired whole. Not along torch_xla's token chain of all-reduces
+//! (`collective_chain.rs`).
 
 use crate::matching::mappings::{Mappings, NONE, R, TOP_DOWN, TOP_DOWN_LENIENT};
+use crate::matching::side::{intern, MatchSide};
 
 impl Mappings<'_> {
     /// `top_down._open_pairs`.
@@ -43,6 +45,7 @@ impl Mappings<'_> {
         let (l, r) = (self.l, self.r);
         let tag = if strict { TOP_DOWN } else { TOP_DOWN_LENIENT };
         let mut stack = self.open_pairs();
+        let by_content = self.same_chains();
         if strict {
             stack.retain(|&(a, _)| !self.expanded[a as usize]);
         }
@@ -59,7 +62,8 @@ impl Mappings<'_> {
             if oa.len() != ob.len() {
                 continue;
             }
-            let (oa, ob): (Vec<u32>, Vec<u32>) = if oa.len() > 1 && l.commutative[a as usize] {
+            let commutative = oa.len() > 1 && l.commutative[a as usize];
+            let (oa, ob): (Vec<u32>, Vec<u32>) = if commutative {
                 if oa.iter().all(|&x| self.lp(x)) || ob.iter().all(|&y| self.rp(y)) {
                     continue;
                 }
@@ -67,8 +71,13 @@ impl Mappings<'_> {
             } else {
                 (oa.to_vec(), ob.to_vec())
             };
-            for (&x, &y) in oa.iter().zip(ob.iter()) {
+            for (j, (&x, &y)) in oa.iter().zip(ob.iter()).enumerate() {
                 if self.lp(x) || self.rp(y) {
+                    continue;
+                }
+                // Where both graphs chain the same all-reduces, a token handed along the chain
+                // says which was issued before, not which is which: they pair by what they reduce.
+                if by_content && !commutative && (l.chained(a, j) || r.chained(b, j)) {
                     continue;
                 }
                 let (ox, oy) = (l.opcode[x as usize], r.opcode[y as usize]);
@@ -90,6 +99,23 @@ impl Mappings<'_> {
             }
         }
         Ok(())
+    }
+
+    /// `top_down._same_chains`: both sides chain all-reduces of the same shapes (as many of
+    /// each), in whatever order: the chain is the order alone. Where they chain others (a layer
+    /// more, buckets regrouped), its positions are what pairs them, as before.
+    fn same_chains(&self) -> bool {
+        let all_reduce = intern("all-reduce");
+        let shapes = |s: &MatchSide| {
+            let mut v: Vec<u32> = (s.chain.iter())
+                .filter(|&&(x, _)| s.opcode[x as usize] == all_reduce)
+                .map(|&(x, _)| s.stripped[x as usize])
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        let (a, b) = (shapes(self.l), shapes(self.r));
+        !a.is_empty() && a == b
     }
 
     /// `top_down._align_commutative` (and `_align_two`).
