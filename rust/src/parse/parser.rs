@@ -13,7 +13,7 @@
 //! bounded so deep input cannot overflow the stack.
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::parse::literal::check_literal;
 use crate::parse::opcodes::{async_shorthand, can_infer_shape, Async, OPCODES};
@@ -54,7 +54,7 @@ fn arities() -> &'static FxMap<&'static str, i8> {
 struct Attributes<'a> {
     list: Vec<(&'a str, Cow<'a, str>)>,
     called: Vec<Cow<'a, str>>,
-    metadata: Option<Meta<'a>>,
+    metadata: Option<Arc<Meta<'a>>>,
     calls_pos: usize,
 }
 
@@ -64,7 +64,8 @@ pub(crate) struct Facts<'a> {
     /// Where the result shape starts (read again only where a check needs it).
     pub(crate) shape: Option<usize>,
     /// Async chain: kind, wrapped opcode (shorthand), the computation it runs, its thread.
-    pub(crate) chain: Option<Chain<'a>>,
+    /// Boxed: few instructions are async, and the facts of every instruction are held at once.
+    pub(crate) chain: Option<Box<Chain<'a>>>,
     pub(crate) parameter: i64,
     pub(crate) pos: usize,
 }
@@ -93,7 +94,7 @@ pub struct Parser<'a> {
     /// Old spellings read: `(what, position of the first, how many)`.
     pub(crate) notes: Vec<(&'static str, usize, usize)>,
     /// Metadata read, by its text: most instructions repeat a few (one per source line).
-    metas: FxMap<&'a str, Meta<'a>>,
+    metas: FxMap<&'a str, Arc<Meta<'a>>>,
 }
 
 /// Whitespace that spans lines inside a value becomes one space (values are compared as text).
@@ -841,7 +842,7 @@ impl<'a> Parser<'a> {
             },
             Facts {
                 shape: shape_pos,
-                chain,
+                chain: chain.map(Box::new),
                 parameter,
                 pos: name_pos,
             },
@@ -851,13 +852,15 @@ impl<'a> Parser<'a> {
         Ok(index)
     }
 
-    /// `metadata={...}` read, or its copy where the same text was read before.
-    fn metadata(&mut self, value: &Cow<'a, str>, pos: usize) -> Result<Meta<'a>> {
-        let Cow::Borrowed(text) = value else { return crate::parse::checks::metadata(value, pos) };
+    /// `metadata={...}` read, or shared with the same text read before.
+    fn metadata(&mut self, value: &Cow<'a, str>, pos: usize) -> Result<Arc<Meta<'a>>> {
+        let Cow::Borrowed(text) = value else {
+            return crate::parse::checks::metadata(value, pos).map(Arc::new);
+        };
         if let Some(m) = self.metas.get(text) {
             return Ok(m.clone());
         }
-        let m = crate::parse::checks::metadata(value, pos)?;
+        let m = Arc::new(crate::parse::checks::metadata(value, pos)?);
         self.metas.insert(text, m.clone());
         Ok(m)
     }
