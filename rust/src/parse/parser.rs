@@ -1009,6 +1009,9 @@ impl<'a> Parser<'a> {
     fn operand(&mut self, scope: &mut Scope<'a>, parent: &str) -> Result<u32> {
         self.c.ws()?;
         let start = self.c.pos;
+        if let Some(i) = self.operand_as_defined(scope, start) {
+            return Ok(i);
+        }
         let mut shape_span = None;
         if can_be_shape(&mut self.c)? {
             skip_shape(&mut self.c)?;
@@ -1057,5 +1060,53 @@ impl<'a> Parser<'a> {
         // A nested instruction: named once read (`add.anon`, `add.anon.1`), as XLA names it.
         self.c.pos = start;
         self.rhs(scope, Cow::Borrowed(""), start, false)
+    }
+
+    /// The usual operand, `f32[2,5]{1,0} %x` then `,` or `)`, with its shape written exactly as
+    /// `x`'s definition wrote it: that text passed the shape's checks when `x` was read, and
+    /// equal text is all `check_declared_shape` asks, so it is only measured here, not parsed
+    /// again (operands' shapes were most of the reader's shape parsing). Anything else (no
+    /// shape, other text, comments, a nested instruction, an unknown name) returns `None` with
+    /// the cursor unmoved, for the general path and its errors.
+    fn operand_as_defined(&mut self, scope: &Scope<'a>, start: usize) -> Option<u32> {
+        let b = self.c.b;
+        if !b.get(start).is_some_and(|c| c.is_ascii_alphabetic() || *c == b'(') {
+            return None;
+        }
+        // The shape's extent: up to whitespace outside brackets.
+        let mut depth = 0usize;
+        let mut end = start;
+        while end < b.len() {
+            match b[end] {
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth = depth.checked_sub(1)?,
+                b'/' | b'"' | b'\'' | b'\n' | b'\r' => return None,
+                c if depth == 0 && (c == b' ' || c == b'\t') => break,
+                b',' if depth == 0 => return None,
+                _ => {}
+            }
+            end += 1;
+        }
+        if depth != 0 || end >= b.len() {
+            return None;
+        }
+        let shape = &self.c.text[start..end];
+        let mut at = end;
+        while at < b.len() && (b[at] == b' ' || b[at] == b'\t') {
+            at += 1;
+        }
+        self.c.pos = at;
+        let name = self.c.name();
+        let next = self.c.peek();
+        let found = match scope.names.get(name) {
+            Some(&i) if !name.is_empty() && (next == b',' || next == b')') => {
+                (scope.insts[i as usize].shape == shape).then_some(i)
+            }
+            _ => None,
+        };
+        if found.is_none() {
+            self.c.pos = start;
+        }
+        found
     }
 }
