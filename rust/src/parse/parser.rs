@@ -667,8 +667,13 @@ impl<'a> Parser<'a> {
                 format!("expected an opcode, got {}", self.c.snippet(op_pos)),
             );
         }
-        let (op_arity, chain_kind, wrapped_opcode) = match arities().get(opcode) {
-            Some(a) => (*a, None, None),
+        let (op_arity, chain_kind, wrapped_opcode) = match arities().get_key_value(opcode) {
+            Some((known, a)) => {
+                // The table's own string, not the text's: the opcode is compared again and
+                // again by later stages, and the table stays in cache where the text does not.
+                opcode = *known;
+                (*a, None, None)
+            }
             None => match async_shorthand(opcode) {
                 Some((kind, base)) if arities().contains_key(base) => (-1, Some(kind), Some(base)),
                 _ => return err(op_pos, format!("unknown opcode {opcode}")),
