@@ -23,6 +23,13 @@ def _counts(text: str) -> tuple[int, int]:
     return len(module.computations), module.instruction_count
 
 
+OPERAND_SHAPES = (
+    "HloModule m\nENTRY e {\n  p = f32[2,3]{1,0} parameter(0)\n"
+    "  t = (f32[2,3]{1,0}, s32[]) tuple(f32[2,3]{1,0} p, s32[] constant(1))\n"
+    "  g = f32[2,3]{1,0} get-tuple-element((f32[2,3]{1,0}, s32[]) t), index=0\n"
+    "  ROOT a = f32[2,3]{0,1} add(f32[2,3]{0,1} g, f32[2,3] /*c*/ p)\n}\n"
+)
+
 # -- accepted, with XLA's counts ---------------------------------------------------------------
 
 ACCEPTED = {
@@ -75,6 +82,12 @@ ACCEPTED = {
     "one instruction alone, its operands made parameters": (
         "%multiply = f32[2,4]{1,0} multiply(f32[2,4]{1,0} %broadcast, f32[2,4]{1,0} %x)\n",
         (1, 3),
+    ),
+    # The reader measures an operand's shape written as its definition wrote it without parsing
+    # it again; another layout, a comment or a tuple take the general path.
+    "operand shapes as defined, with another layout, a comment, a tuple": (
+        OPERAND_SHAPES,
+        (1, 5),
     ),
     "constants: elided, nested, special values": (
         "HloModule m\nENTRY e {\n  a = f32[2,2] constant({...})\n"
@@ -197,6 +210,11 @@ REFUSED = {
     "wrong operand count": (NEGATE.replace("negate(p)", "negate(p, p)"), 4, "expects 1 operands"),
     "unknown header attribute": (NEGATE.replace("HloModule m", "HloModule m, colour=blue"), 1, "colour"),
     "an operand declared with another shape": (NEGATE.replace("negate(p)", "negate(f32[4] p)"), 4, "f32[4]"),
+    "a tuple operand declared with another element type": (
+        OPERAND_SHAPES.replace("((f32[2,3]{1,0}, s32[]) t)", "((f32[2,3]{1,0}, s64[]) t)"),
+        5,
+        "s64[]",
+    ),
     "an attribute XLA does not know": (
         NEGATE.replace("negate(p)", "negate(p), colour=blue"),
         4,

@@ -13,7 +13,7 @@
 //! bounded so deep input cannot overflow the stack.
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::parse::literal::check_literal;
 use crate::parse::opcodes::{async_shorthand, can_infer_shape, Async, OPCODES};
@@ -54,7 +54,7 @@ fn arities() -> &'static FxMap<&'static str, i8> {
 struct Attributes<'a> {
     list: Vec<(&'a str, Cow<'a, str>)>,
     called: Vec<Cow<'a, str>>,
-    metadata: Option<Meta<'a>>,
+    metadata: Option<Arc<Meta<'a>>>,
     calls_pos: usize,
 }
 
@@ -64,7 +64,8 @@ pub(crate) struct Facts<'a> {
     /// Where the result shape starts (read again only where a check needs it).
     pub(crate) shape: Option<usize>,
     /// Async chain: kind, wrapped opcode (shorthand), the computation it runs, its thread.
-    pub(crate) chain: Option<Chain<'a>>,
+    /// Boxed: few instructions are async, and the facts of every instruction are held at once.
+    pub(crate) chain: Option<Box<Chain<'a>>>,
     pub(crate) parameter: i64,
     pub(crate) pos: usize,
 }
@@ -93,7 +94,7 @@ pub struct Parser<'a> {
     /// Old spellings read: `(what, position of the first, how many)`.
     pub(crate) notes: Vec<(&'static str, usize, usize)>,
     /// Metadata read, by its text: most instructions repeat a few (one per source line).
-    metas: FxMap<&'a str, Meta<'a>>,
+    metas: FxMap<&'a str, Arc<Meta<'a>>>,
 }
 
 /// Whitespace that spans lines inside a value becomes one space (values are compared as text).
@@ -666,8 +667,13 @@ impl<'a> Parser<'a> {
                 format!("expected an opcode, got {}", self.c.snippet(op_pos)),
             );
         }
-        let (op_arity, chain_kind, wrapped_opcode) = match arities().get(opcode) {
-            Some(a) => (*a, None, None),
+        let (op_arity, chain_kind, wrapped_opcode) = match arities().get_key_value(opcode) {
+            Some((known, a)) => {
+                // The table's own string, not the text's: the opcode is compared again and
+                // again by later stages, and the table stays in cache where the text does not.
+                opcode = *known;
+                (*a, None, None)
+            }
             None => match async_shorthand(opcode) {
                 Some((kind, base)) if arities().contains_key(base) => (-1, Some(kind), Some(base)),
                 _ => return err(op_pos, format!("unknown opcode {opcode}")),
@@ -841,7 +847,7 @@ impl<'a> Parser<'a> {
             },
             Facts {
                 shape: shape_pos,
-                chain,
+                chain: chain.map(Box::new),
                 parameter,
                 pos: name_pos,
             },
@@ -851,13 +857,15 @@ impl<'a> Parser<'a> {
         Ok(index)
     }
 
-    /// `metadata={...}` read, or its copy where the same text was read before.
-    fn metadata(&mut self, value: &Cow<'a, str>, pos: usize) -> Result<Meta<'a>> {
-        let Cow::Borrowed(text) = value else { return crate::parse::checks::metadata(value, pos) };
+    /// `metadata={...}` read, or shared with the same text read before.
+    fn metadata(&mut self, value: &Cow<'a, str>, pos: usize) -> Result<Arc<Meta<'a>>> {
+        let Cow::Borrowed(text) = value else {
+            return crate::parse::checks::metadata(value, pos).map(Arc::new);
+        };
         if let Some(m) = self.metas.get(text) {
             return Ok(m.clone());
         }
-        let m = crate::parse::checks::metadata(value, pos)?;
+        let m = Arc::new(crate::parse::checks::metadata(value, pos)?);
         self.metas.insert(text, m.clone());
         Ok(m)
     }
@@ -1006,6 +1014,9 @@ impl<'a> Parser<'a> {
     fn operand(&mut self, scope: &mut Scope<'a>, parent: &str) -> Result<u32> {
         self.c.ws()?;
         let start = self.c.pos;
+        if let Some(i) = self.operand_as_defined(scope, start) {
+            return Ok(i);
+        }
         let mut shape_span = None;
         if can_be_shape(&mut self.c)? {
             skip_shape(&mut self.c)?;
@@ -1054,5 +1065,53 @@ impl<'a> Parser<'a> {
         // A nested instruction: named once read (`add.anon`, `add.anon.1`), as XLA names it.
         self.c.pos = start;
         self.rhs(scope, Cow::Borrowed(""), start, false)
+    }
+
+    /// The usual operand, `f32[2,5]{1,0} %x` then `,` or `)`, with its shape written exactly as
+    /// `x`'s definition wrote it: that text passed the shape's checks when `x` was read, and
+    /// equal text is all `check_declared_shape` asks, so it is only measured here, not parsed
+    /// again (operands' shapes were most of the reader's shape parsing). Anything else (no
+    /// shape, other text, comments, a nested instruction, an unknown name) returns `None` with
+    /// the cursor unmoved, for the general path and its errors.
+    fn operand_as_defined(&mut self, scope: &Scope<'a>, start: usize) -> Option<u32> {
+        let b = self.c.b;
+        if !b.get(start).is_some_and(|c| c.is_ascii_alphabetic() || *c == b'(') {
+            return None;
+        }
+        // The shape's extent: up to whitespace outside brackets.
+        let mut depth = 0usize;
+        let mut end = start;
+        while end < b.len() {
+            match b[end] {
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth = depth.checked_sub(1)?,
+                b'/' | b'"' | b'\'' | b'\n' | b'\r' => return None,
+                c if depth == 0 && (c == b' ' || c == b'\t') => break,
+                b',' if depth == 0 => return None,
+                _ => {}
+            }
+            end += 1;
+        }
+        if depth != 0 || end >= b.len() {
+            return None;
+        }
+        let shape = &self.c.text[start..end];
+        let mut at = end;
+        while at < b.len() && (b[at] == b' ' || b[at] == b'\t') {
+            at += 1;
+        }
+        self.c.pos = at;
+        let name = self.c.name();
+        let next = self.c.peek();
+        let found = match scope.names.get(name) {
+            Some(&i) if !name.is_empty() && (next == b',' || next == b')') => {
+                (scope.insts[i as usize].shape == shape).then_some(i)
+            }
+            _ => None,
+        };
+        if found.is_none() {
+            self.c.pos = start;
+        }
+        found
     }
 }

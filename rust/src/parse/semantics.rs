@@ -220,7 +220,7 @@ impl<'a> Parser<'a> {
                 }
                 Async::Update | Async::Done => {
                     let previous = match operands {
-                        [one] => scope.facts[*one as usize].chain.as_ref(),
+                        [one] => scope.facts[*one as usize].chain.as_deref(),
                         _ => None,
                     };
                     let Some((prev_kind, prev_wrapped, prev_comp, prev_thread)) = previous else {

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 /// FxHash: names are short and trusted to be hashed fast, not to resist collisions.
 #[derive(Default)]
@@ -73,7 +74,9 @@ pub struct Inst<'a> {
     pub attrs: Vec<(&'a str, Cow<'a, str>)>,
     pub called: Vec<Cow<'a, str>>,
     pub payload: Cow<'a, str>,
-    pub metadata: Option<Meta<'a>>,
+    /// Shared, not inline: the record is held for every instruction (280 -> 184 bytes), most
+    /// have none or repeat another's (read once per distinct text, parser.rs).
+    pub metadata: Option<Arc<Meta<'a>>>,
     pub is_root: bool,
     pub line: u32,
 }

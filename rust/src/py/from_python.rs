@@ -5,6 +5,7 @@
 //! One engine for every module, whatever read it.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
@@ -120,14 +121,14 @@ fn records<'a>(
                 .collect(),
             payload: Cow::Borrowed(&ins.payload),
             metadata: ins.metadata.as_ref().map(
-                |(op_type, op_name, source_file, source_line, frame)| Meta {
+                |(op_type, op_name, source_file, source_line, frame)| Arc::new(Meta {
                     text: "",
                     op_type: Cow::Borrowed(op_type),
                     op_name: Cow::Borrowed(op_name),
                     source_file: Cow::Borrowed(source_file),
                     source_line: *source_line,
                     stack_frame_id: *frame,
-                },
+                }),
             ),
             is_root: ins.is_root,
             line: ins.line,
