@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
@@ -35,14 +34,14 @@ _IDENTITY = frozenset({"exact", "exact-shape"})
 _BLIND = frozenset({"parameters", "outputs", "top-down-lenient"})
 
 
-def _supported(cmp: Comparison, a: str, b: str, votes: Counter[str] | None = None) -> bool:
-    """A matched user reads `a` and `b` at the same operand position. `votes`: `a`'s
-    `_reader_votes` where counted; a vote for `b` is such a user, found without the walk."""
+def _supported(cmp: Comparison, a: str, b: str, votes: Mapping[str, int] | None = None) -> bool:
+    """A matched user reads `a` and `b` at the same operand position. `votes`: `a`'s reader
+    votes (`_matched_inputs`) where counted; a vote for `b` is such a user, found without the walk."""
     left, right, m = cmp.left, cmp.right, cmp.m
     matcher = m.matcher
     if matcher.get(a) in _BLIND:
         return False
-    if votes and votes[b] > 0:
+    if votes and votes.get(b, 0) > 0:
         return True
     # Loops and lookups spelled out: asked of some 2,600 inputs a diff.
     twin, lops, rops = m.left.get, left.operands, right.operands
@@ -60,28 +59,44 @@ def _supported(cmp: Comparison, a: str, b: str, votes: Counter[str] | None = Non
     return False
 
 
-def _reader_votes(cmp: Comparison, a: str) -> Counter[str]:
-    """For each input of B: how many matched readers of `a` read it where their twin reads `a`
-    (the same operand position)."""
-    left, right, m = cmp.left, cmp.right, cmp.m
-    inputs, twin, matcher = right.param_number, m.left.get, m.matcher
-    lops, rops = left.operands, right.operands
-    votes: Counter[str] = Counter()
-    for u in cmp.users(left).get(a, ()):
-        v = twin(u)
-        if v is None or matcher.get(u) in _BLIND:
-            continue
-        ou, ov = lops[u], rops[v]
-        # Counted one by one: `Counter.update` of a generator cost more than the count (2,600
-        # inputs a diff), and keys enter in the same order either way.
-        n = len(ov)
-        for k, x in enumerate(ou):
-            if x == a and k < n and (y := ov[k]) in inputs:
-                votes[y] += 1
-    return votes
+_Reads = tuple[tuple[str, tuple[int, ...]], ...]  # an input's readers, each with the positions it is read at
 
 
-def _matched_inputs(cmp: Comparison) -> tuple[dict[str, str], dict[str, Counter[str]]]:
+class _Readers:
+    """What the reader votes (`_matched_inputs`) read of one side, a property of that computation
+    alone, made once for the several diffs of a report it joins (each read of an instruction's
+    operands copies them out of the core): each input's readers with the positions they read it
+    at (none for a scalar, which casts no vote), and the operands of every reader of an input."""
+
+    __slots__ = ("of", "ops")
+
+    def __init__(self, cmp: Comparison, comp: CanonicalComputation) -> None:
+        users, operands = cmp.users(comp), comp.operands
+        self.of: dict[str, _Reads] = {}
+        self.ops: dict[str, tuple[str, ...]] = {}
+        for a in comp.param_number:
+            if shape_of(comp, a).endswith("[]"):
+                continue
+            found = []
+            for u in users.get(a, ()):
+                ou = self.ops.get(u)
+                if ou is None:
+                    ou = self.ops[u] = tuple(operands[u])
+                found.append((u, tuple(k for k, x in enumerate(ou) if x == a)))
+            self.of[a] = tuple(found)
+
+
+def _readers(cmp: Comparison, comp: CanonicalComputation) -> _Readers:
+    found = _READERS.get(comp)
+    if found is None:
+        found = _READERS[comp] = _Readers(cmp, comp)
+    return found
+
+
+_READERS: WeakKeyDictionary[CanonicalComputation, _Readers] = WeakKeyDictionary()
+
+
+def _matched_inputs(cmp: Comparison) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
     """The matcher's pairs of inputs, each moved to the input that most of its matched readers
     read on the other side. A top-down matcher pairs an input through the first reader it meets:
     in a graph with look-alike halves (two views of a batch through one network, `x0` and `x1`
@@ -93,15 +108,31 @@ def _matched_inputs(cmp: Comparison) -> tuple[dict[str, str], dict[str, Counter[
     lnum, rnum, m = cmp.left.param_number, cmp.right.param_number, cmp.m
     pairs = {a: b for a in lnum if (b := m.left.get(a)) in rnum}
     moved: dict[str, str] = {}
-    counted: dict[str, Counter[str]] = {}
+    counted: dict[str, dict[str, int]] = {}
+    readers, right_ops = _readers(cmp, cmp.left).of, _readers(cmp, cmp.right).ops
+    twin, matcher, rops = m.left.get, m.matcher.get, cmp.right.operands
     for a, b in pairs.items():
-        if shape_of(cmp.left, a).endswith("[]"):
+        if (of := readers.get(a)) is None:  # a scalar
             continue
-        votes = counted[a] = _reader_votes(cmp, a)
-        best = max(votes, key=lambda x: (votes[x], x == b), default=b)
+        # For each input of B: how many matched readers of `a` read it where their twin reads
+        # `a` (the same operand position). Loops spelled out: some 2,600 inputs a diff.
+        votes: dict[str, int] = {}
+        for u, ks in of:
+            v = twin(u)
+            if v is None or matcher(u) in _BLIND:
+                continue
+            ov = right_ops.get(v) or rops[v]
+            n = len(ov)
+            for k in ks:
+                if k < n and (y := ov[k]) in rnum:
+                    votes[y] = votes.get(y, 0) + 1
+        counted[a] = votes
+        if len(votes) < 2:  # all for one input (or none): no other has more votes than `b`
+            continue
+        best = max(votes, key=lambda x: (votes[x], x == b))
         # Readers split, most of them against the matcher: a pair no reader supports is the
         # matcher's by another path (a sharded input renamed), not a contradicted one.
-        if 0 < votes[b] < votes[best]:
+        if 0 < votes.get(b, 0) < votes[best]:
             moved[a] = best
     # Only a trade among the matcher's own pairs: an input whose readers point at one the matcher
     # left unpaired may be two tensors that shared their data (a model and its EMA copy).

@@ -126,7 +126,7 @@ def correspond_graphs(
             sides,  # type: ignore[arg-type]
             (lambda k: (sig[0][k], sa_.meta[k]), lambda k: (sig[1][k], sb_.meta[k])),
             same_value(left, right),
-            (_sizes(left, sa_.names), _sizes(right, sb_.names)),
+            (_sizes(left, lambda: sa_.names), _sizes(right, lambda: sb_.names)),
         )
         if found is not None:
             return got_from(found)
@@ -184,7 +184,10 @@ def _correspond_compiled(left: CanonicalComputation, right: CanonicalComputation
             sides,  # type: ignore[arg-type]
             _compiled_signatures(left, right, pick_a, pick_b),
             same_value(left, right),
-            (_sizes(left, _node_names(left), pick_a), _sizes(right, _node_names(right), pick_b)),
+            (
+                _sizes(left, lambda: _node_names(left), pick_a),
+                _sizes(right, lambda: _node_names(right), pick_b),
+            ),
         )
         if found is not None:
             return got_from(found)
@@ -248,14 +251,18 @@ def _node_names(comp: CanonicalComputation) -> list[str]:
 
 
 def _sizes(
-    comp: CanonicalComputation, names: list[str], pick: list[int] | None = None
+    comp: CanonicalComputation, names_of: Callable[[], list[str]], pick: list[int] | None = None
 ) -> Callable[[int], list[int] | None]:
     """Each node's dimensions by position (in `pick`'s order where given), on demand: only
-    look-alikes left tied and the removals compared ask for them."""
+    look-alikes left tied and the removals compared ask for them. The node names too are made
+    on the first ask (a list of every node, made in every diff, mostly for nothing)."""
     by_name = comp.computation.by_name
+    names: list[list[str]] = []
 
     def sizes(pos: int) -> list[int] | None:
-        return dims(by_name[names[pick[pos] if pick is not None else pos]].shape)
+        if not names:
+            names.append(names_of())
+        return dims(by_name[names[0][pick[pos] if pick is not None else pos]].shape)
 
     return sizes
 

@@ -99,10 +99,12 @@ class Modules:
                 self._store(h, lambda m=module: m)  # type: ignore[misc]
 
     def key(self, graph_hash: str) -> Hashable | None:
-        """The graph's content key while a report shares work among processes, else None."""
+        """The graph's content key while a report shares work among processes, else None. None
+        too where the report holds one process: no other asks for its graphs or choices, and
+        the key costs a digest of every graph's file (3% of such a report's CPU)."""
         shared = current_shared()
         record = self._graphs.get(graph_hash)
-        if shared is None or record is None:
+        if shared is None or shared.processes == 1 or record is None:
             return None
         return shared.graph_key(graph_hash, record.module)
 
