@@ -25,13 +25,43 @@ MAX_BYTES = 40_000
 SWAP = "swap_updates"
 CASES: tuple[tuple[str, ...], ...] = ((SWAP,), *((SWAP, n) for n in COMBINABLE))
 
+_BATCHER = "torch_xla/compiled/heldout5_captures/request_batch_generate/capture/proc/hlo/module_"
+_BATCHER_CACHES = _BATCHER + "0006.SyncTensorsGraph.56.before_optimizations.txt.xz"
+_MIXUP = (
+    "torch_xla/compiled/heldout5_captures/mixup_mixer_train/capture/proc/hlo/"
+    "module_0006.SyncTensorsGraph.357.before_optimizations.txt.xz"
+)
+
 # (case, module): what the engine answers where the right answer is out of reach today. The 3
 # earlier ones (look-alike updates crossed once an output is dropped; an added `m * 0.99` read as
 # a running mean written back every k steps) were told apart by issue 37's sweep; the last
 # (h18_patchnet's swap_updates+batch: look-alike SGD updates tied in the context once the batch
 # changed, their inputs crossed by slot) by inputs that follow the context's pairs of their
 # small cones' outputs, operand by operand (diagnose/pairing.py, `_followed_outputs`).
-KNOWN: dict[tuple[str, str], str] = {}
+KNOWN: dict[tuple[str, str], str] = {
+    # Found when heldout5's captures joined the corpus (2026-11-26). The request batcher's module
+    # gathers its two caches, look-alikes, by one index into outputs of their own: swapping their
+    # updates is swapping the outputs (or the inputs), no single right answer; the engine names
+    # an output permutation where the transformation built an input one.
+    **{
+        (case, _BATCHER_CACHES): (
+            "look-alike caches gathered by one index: a swap of their updates is a swap of outputs "
+            "(no single right answer), named output_permutation"
+        )
+        for case in (
+            "swap_updates",
+            "swap_updates+rename",
+            "swap_updates+reorder",
+            "swap_updates+permute_outputs",
+            "swap_updates+drop_output",
+            "swap_updates+add_output",
+        )
+    },
+    ("swap_updates+drop_output", _MIXUP): (
+        "the mixup step's swapped updates beside a dropped output: a structure and an output_removed "
+        "where the transformation made a permutation of inputs and outputs and a removed output"
+    ),
+}
 
 
 def _swappable(text: str) -> bool:
