@@ -34,12 +34,13 @@ _BATCHER_CACHES = _BATCHER + "0006.SyncTensorsGraph.56.before_optimizations.txt.
 # matching follows the context's output pairs; look-alikes named by their own line).
 KNOWN: dict[tuple[str, str], str] = {
     # Found by the sample when heldout5's captures joined the corpus (2026-11-26): a 7-op module that
-    # slices the last row of an s64[3,1] input; with its batch changed (and the slice bound with it),
-    # the engine names dynamic_shape where the transformation made a parameter_shape.
+    # reads one row of an s64[3,1] input (a column of token ids); with its batch changed, the rule
+    # that reads an integer input s64[n, k] whose n changed as nonzero's coordinates (k = 1 for a
+    # vector's) names dynamic_shape where the transformation made a parameter_shape.
     **{
         (case, _BATCHER_ROW): (
-            "a batch change of a module that slices one row of its only input is named dynamic_shape, "
-            "not parameter_shape"
+            "an s64[n,1] input whose n changed is read as nonzero's coordinates (dynamic_shape); here "
+            "it is a column of token ids (parameter_shape)"
         )
         for case in ("batch", "rename+batch", "reorder+batch", "add_output+batch")
     },
