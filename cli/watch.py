@@ -42,6 +42,22 @@ def watch_command(capture_dir: str, interval: float, once: bool, as_json: bool) 
 
     try:
         for event in api.watch(capture_dir, follow=not once, interval=interval):
-            echo(event.json if as_json else event.text)
+            _whole(event.json if as_json else event.text)
     except KeyboardInterrupt:
         return
+
+
+def _whole(line: str) -> None:
+    """One line written and flushed with Ctrl-C held back until it is out: a long line to a pipe is
+    written in chunks, and an interrupt between two of them cut it (a log shipper reads lines)."""
+    import signal
+    import sys
+
+    block = getattr(signal, "pthread_sigmask", None)  # (POSIX; elsewhere a plain write)
+    held = block(signal.SIG_BLOCK, {signal.SIGINT}) if block else None
+    try:
+        echo(line)
+        sys.stdout.flush()
+    finally:
+        if block and held is not None:
+            block(signal.SIG_SETMASK, held)
