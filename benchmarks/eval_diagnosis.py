@@ -60,6 +60,7 @@ SPLITS = (
     "held_out_19",
     "held_out_20",
     "held_out_21",
+    "held_out_22",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
