@@ -25,26 +25,15 @@ MAX_BYTES = 40_000
 STRIDE = 12
 
 _BATCHER = "torch_xla/compiled/heldout5_captures/request_batch_generate/capture/proc/hlo/module_"
-_BATCHER_ROW = _BATCHER + "0005.SyncTensorsGraph.7.before_optimizations.txt.xz"
 _BATCHER_CACHES = _BATCHER + "0006.SyncTensorsGraph.56.before_optimizations.txt.xz"
 
 # (case, module): what the engine answers where the right answer is out of reach today, listed
 # only for modules the sample holds (`test_known_cases_are_sampled`). The earlier 6 (a dropped SGD
 # update read as accumulation, two dead inputs crossed) were told apart by issue 37's sweep (the
-# matching follows the context's output pairs; look-alikes named by their own line).
-KNOWN: dict[tuple[str, str], str] = {
-    # Found by the sample when heldout5's captures joined the corpus (2026-11-26): a 7-op module that
-    # reads one row of an s64[3,1] input (a column of token ids); with its batch changed, the rule
-    # that reads an integer input s64[n, k] whose n changed as nonzero's coordinates (k = 1 for a
-    # vector's) names dynamic_shape where the transformation made a parameter_shape.
-    **{
-        (case, _BATCHER_ROW): (
-            "an s64[n,1] input whose n changed is read as nonzero's coordinates (dynamic_shape); here "
-            "it is a column of token ids (parameter_shape)"
-        )
-        for case in ("batch", "rename+batch", "reorder+batch", "add_output+batch")
-    },
-}
+# matching follows the context's output pairs; look-alikes named by their own line); the next 4
+# (heldout5's 7-op row slice of a column of token ids, s64[3,1], whose batch change was named
+# dynamic_shape) by nonzero's coordinates being told by their use as gather or scatter indices.
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 # Modules the engine does not call identical with themselves: a real defect, so no transformation

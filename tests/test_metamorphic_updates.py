@@ -57,9 +57,18 @@ KNOWN: dict[tuple[str, str], str] = {
             "swap_updates+add_output",
         )
     },
+    # One right answer here (the weights' numbers and the state outputs' slots say which update
+    # went), not reached: the dropped output is an AdamW weight update (output 5, its weight input
+    # p14 unread in B), one of six f32[16] look-alikes. The inputs' canonical ranks (`h1`, by
+    # first use from the outputs) of the look-alikes after it shift by one, so `exact-h1` pairs
+    # each weight-decay term `p * wd` with the next look-alike's and `bottom-up` pairs the updates
+    # along that shift, against their moments (outputs paired in place); the last look-alike
+    # (output 29) is then the one removed. The plain drop_output of another of them (output 14)
+    # gives the same shift (the module is not in test_metamorphic's sample).
     ("swap_updates+drop_output", _MIXUP): (
         "the mixup step's swapped updates beside a dropped output: a structure and an output_removed "
-        "where the transformation made a permutation of inputs and outputs and a removed output"
+        "where the transformation made a permutation of inputs and outputs and a removed output "
+        "(look-alike AdamW updates paired along input ranks shifted by the dropped one)"
     ),
 }
 

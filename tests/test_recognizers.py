@@ -4,6 +4,8 @@ fixtures/torch_xla (torch_xla 2.9 scenarios), fixtures/jax (JAX pairs), tests/da
 
 from __future__ import annotations
 
+import lzma
+import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from xlagraph.diagnose import ORDER, CauseKind, Context, Evidence, Recognized, R
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, NO_CONTEXT
 from xlagraph.diagnose.recognizers import FINAL
 from xlagraph.diff import diff_modules
+from xlagraph.parse.hlo import parse_hlo
 from xlagraph.parse.sources import load_module
 
 TORCH = FIXTURES / "torch_xla"
@@ -265,3 +268,31 @@ def test_the_order_of_tensors_updated_in_hooks_or_called_in_a_loop_is_found(tmp_
     assert _hook_registrations([f"{script}:13"]) == []
     assert _calling_loop([f"{script}:13", f"{script}:18"], ()) == [f"{script}:22"]
     assert _calling_loop([f"{script}:13"], ()) == []  # one function called from a loop: not enough
+
+
+_NONZERO = "corpus/captures/tu_hard_example_nonzero/hlo/"  # torch.nonzero(labels == 1), 1-D mask
+_BOOLMASK = "corpus/captures/ho_encoder_mlm_boolmask/hlo/"  # logits[keep], keep a [4, 10] mask
+_IDS = "compiled/heldout5_captures/request_batch_generate/capture/proc/hlo/"  # nxt: a column of ids
+
+
+def _bare(rel: str):  # type: ignore[no-untyped-def]
+    """A real module with its metadata cut: no frame or line tells what made an input."""
+    path = next((TORCH / rel).parent.glob(Path(rel).name + ".*"))
+    return parse_hlo(re.sub(r", metadata=\{[^}]*\}", "", lzma.decompress(path.read_bytes()).decode()))
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "kind"),
+    [
+        (_NONZERO + "module_0001", _NONZERO + "module_0002", "dynamic_shape"),  # s64[3,1] -> [2,1]
+        (_BOOLMASK + "module_0002", _BOOLMASK + "module_0003", "dynamic_shape"),  # s64[6,2] -> [5,2]
+        (_IDS + "module_0005", _IDS + "module_0009", "parameter_shape"),  # s64[3,1] -> [2,1]
+    ],
+)
+def test_nonzero_coordinates_are_told_from_a_column_of_ids_by_their_use(a: str, b: str, kind: str) -> None:
+    """An integer input s64[n, k] whose n changed, in graphs with no lines: nonzero's coordinates
+    are the start indices of a gather with k components (one index_select column, or both of a
+    2-D mask's); a batch's column of token ids that the graph slices and returns is data, and its
+    new batch size a parameter shape (the last pair: issue 37's metamorphic cases on its module)."""
+    result = diff_modules(_bare(a), _bare(b))
+    assert [str(c.kind) for c in result.causes] == [kind]

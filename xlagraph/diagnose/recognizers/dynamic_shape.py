@@ -11,12 +11,15 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import split_location
 from xlagraph.diagnose.recognizers._assignments import assigned_from
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._source import source_text
+from xlagraph.ir import Instruction
+from xlagraph.match.users import users_of
 
 __all__ = ["RECOGNIZER", "data_sized"]
 
@@ -62,7 +65,9 @@ def _mask_variable(loc: str) -> bool:
 
 def _coordinates(evidence: Evidence, cause: Cause) -> bool:
     """Integer inputs `s64[n, k]` whose `n` changed: the coordinates `nonzero` returns (k = the
-    mask's rank), which the step computed and the next graph takes as data."""
+    mask's rank), which the step computed and the next graph takes as data. A column of ids has
+    that shape too (`s64[n, 1]`): what tells coordinates is their use, each row one position
+    (`x[mask]` is `x[tuple(mask.nonzero().T)]`), so the new graph must index with them."""
     changes = [ch for ch in cause.changes if ch.what == "shape"]
     ok = [
         ch
@@ -73,8 +78,43 @@ def _coordinates(evidence: Evidence, cause: Cause) -> bool:
         and len(a) == 2
         and a[1] in ("1", "2", "3", "4")
         and ch.new.split("[", 1)[1].rstrip("]").split(",")[1:] == a[1:]
+        and _indexes_with(evidence.right.entry, ch.right, int(a[1]))
     ]
     return bool(changes) and len(ok) == len(changes)
+
+
+def _indexes_with(entry: CanonicalComputation, name: str, k: int) -> bool:
+    """`name`'s values, through integer arithmetic (slices per column, negative indices wrapped,
+    columns joined), are the start indices of a gather or scatter whose index vectors have `k`
+    components: positions in a rank-k tensor, not values read as data."""
+    if name not in entry.computation.by_name:
+        return False
+    users = users_of(entry)
+    seen = {name}
+    stack = [name]
+    while stack:
+        value = stack.pop()
+        for u in users.get(value, ()):
+            ins = entry.instruction(u)
+            slots = [i for i, o in enumerate(entry.operands.get(u, ())) if o == value]
+            index, dims = _index_operand(ins, len(entry.operands.get(u, ())))
+            if index >= 0:
+                if index in slots and len(re.findall(r"\d+", ins.attribute(dims) or "")) == k:
+                    return True
+            elif u not in seen and ins.shape.startswith(("s", "u", "pred")):
+                seen.add(u)
+                stack.append(u)
+    return False
+
+
+def _index_operand(ins: Instruction, count: int) -> tuple[int, str]:
+    """Where a gather or scatter reads its start indices, and the attribute that maps each index
+    vector's components to the operand's dimensions; (-1, "") for other ops."""
+    if ins.opcode == "gather":
+        return 1, "start_index_map"
+    if ins.opcode == "scatter":  # inputs..., indices, updates...
+        return (count - 1) // 2, "scatter_dims_to_operand_dims"
+    return -1, ""
 
 
 def _data_sized(evidence: Evidence, cause: Cause) -> str:
