@@ -33,6 +33,7 @@ _NEW = (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED)
 _OUTPUTS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
 HINT = fix("trainable.requires_grad")
 PHASE_HINT = fix("trainable.phase")
+DETACH_HINT = fix("trainable.detach")
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -83,7 +84,12 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             state = [h for h in heads if h not in updates and updates and _state_like(comp, h, shapes)]
             if not heads or 2 * (len(updates) + len(state)) < len(heads) or 4 * len(updates) < len(state):
                 continue
-            lines, hint, phase = _switch_lines(evidence, word), HINT, False
+            lines, hint, phase, detach = _switch_lines(evidence, word), HINT, False, False
+            if not lines:
+                # No requires_grad switch: a Python flag that `.detach()`es a part of the model
+                # (a front end frozen from some step) cuts its backward and updates the same way.
+                lines = _detach_lines(evidence)
+                hint, detach = DETACH_HINT, bool(lines)
             if not lines and side == "right":
                 # No requires_grad switch: a new phase of training (a new optimizer over more
                 # parameters, a `torch.no_grad()` branch left after a linear probe).
@@ -100,8 +106,13 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             out.append(
                 replace(
                     c,
+                    kind=CauseKind.CONDITIONAL_WORK if detach else c.kind,
                     summary=(
-                        f"a new phase of training: B also trains {len(updates)} parameter(s) A only "
+                        f"a Python flag detaches a part of the model: B "
+                        f"{'also trains' if side == 'right' else 'no longer trains'} {len(updates)} "
+                        f"parameter(s) A {'only reads' if side == 'right' else 'trains'}: {c.summary}"
+                        if detach
+                        else f"a new phase of training: B also trains {len(updates)} parameter(s) A only "
                         f"reads (a new optimizer, or a no_grad branch left): {c.summary}"
                         if phase
                         else f"B also trains {len(updates)} parameter(s) A only reads: {c.summary}"
@@ -140,6 +151,36 @@ def _switch_lines(evidence: Evidence, word: str) -> list[str]:
     for call in calls_of_function(lines[0], limit=1):
         around += [x for x in (enclosing_if(call), call) if x]
     return list(dict.fromkeys([lines[0], *around, *lines[1:2]]))[:4]
+
+
+_DETACH = re.compile(r"\.detach\s*\(\s*\)")
+_NAME = re.compile(r"[A-Za-z_]\w*")
+def _in_init(at: str) -> bool:
+    file, _, line = at.rpartition(":")
+    return enclosing_function(file, int(line)) == "__init__"
+
+
+_KEYWORDS = frozenset({"if", "elif", "else", "not", "and", "or", "is", "None", "True", "False", "self", "in"})
+
+
+def _detach_lines(evidence: Evidence) -> list[str]:
+    """Where a Python flag chooses `.detach()` (`if args.frontend_frozen: h = h.detach()`, or
+    `h.detach() if frozen else h`): the flag's assignments made while training runs (a callback's
+    `trainer.args.frontend_frozen = True`) first, set-up in an `__init__` last, then the `if` and
+    the detach. Empty where no detach sits under a condition."""
+    files = user_files(evidence)
+    for loc in lines_matching(files, _DETACH, limit=8):
+        code = source_text(loc).split("#", 1)[0]
+        guard = enclosing_if(loc) or (loc if re.search(r"\bif\b.+\belse\b", code) else "")
+        if not guard:
+            continue
+        test = source_text(guard).split("#", 1)[0]
+        test = test.split(" if ", 1)[1].split(" else ", 1)[0] if guard == loc else test.strip()
+        flags = [n for n in _NAME.findall(test.split(":", 1)[0]) if n not in _KEYWORDS][-1:]
+        sets = [at for f in flags for at in lines_matching(files, re.compile(rf"\b{f}\s*=[^=]"), limit=8)]
+        sets.sort(key=_in_init)
+        return list(dict.fromkeys([*sets[:1], guard, loc]))[:4]
+    return []
 
 
 # An optimizer made with the parameters it trains, and a block whose ops record no gradient.
