@@ -108,9 +108,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                     c,
                     kind=CauseKind.CONDITIONAL_WORK if detach else c.kind,
                     summary=(
-                        f"a Python flag detaches a part of the model: B "
-                        f"{'also trains' if side == 'right' else 'no longer trains'} {len(updates)} "
-                        f"parameter(s) A {'only reads' if side == 'right' else 'trains'}: {c.summary}"
+                        f"a Python flag no longer detaches a part of the model: B also trains "
+                        f"{len(updates)} parameter(s) A only reads: {c.summary}"
+                        if detach and side == "right"
+                        else f"a Python flag detaches a part of the model: B no longer trains "
+                        f"{len(updates)} parameter(s) A trains: {c.summary}"
                         if detach
                         else f"a new phase of training: B also trains {len(updates)} parameter(s) A only "
                         f"reads (a new optimizer, or a no_grad branch left): {c.summary}"
@@ -130,19 +132,20 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     return Recognized(tuple(out), frozenset(consumed)) if out else NOTHING
 
 
+def _in_init(at: str) -> bool:
+    """Set-up: the line sits in an `__init__`, run before any step."""
+    file, _, line = at.rpartition(":")
+    return enclosing_function(file, int(line)) == "__init__"
+
+
 def _switch_lines(evidence: Evidence, word: str) -> list[str]:
     """The user's `requires_grad` lines, the switch made while training runs first: set-up in an
     `__init__` freezes or unfreezes before any step. Where the switch sits in a function of its
     own (`unfreeze_top_layer()`), that function's `add_param_group(...)` and the `if` around its
     call come with it: together they decide the step on which the graph changes."""
     lines = lines_matching(user_files(evidence), _REQUIRES_GRAD, limit=8)
-
-    def setup(loc: str) -> bool:
-        file, _, line = loc.rpartition(":")
-        return enclosing_function(file, int(line)) == "__init__"
-
-    lines.sort(key=lambda loc: (setup(loc), word not in source_text(loc)))
-    if not lines or setup(lines[0]):
+    lines.sort(key=lambda loc: (_in_init(loc), word not in source_text(loc)))
+    if not lines or _in_init(lines[0]):
         return lines[:2]
     file, _, line = lines[0].rpartition(":")
     if not enclosing_function(file, int(line)):
@@ -154,30 +157,27 @@ def _switch_lines(evidence: Evidence, word: str) -> list[str]:
 
 
 _DETACH = re.compile(r"\.detach\s*\(\s*\)")
+_INLINE_IF = re.compile(r"\bif\b(.+?)\belse\b")  # `h.detach() if frozen else h`
 _NAME = re.compile(r"[A-Za-z_]\w*")
-def _in_init(at: str) -> bool:
-    file, _, line = at.rpartition(":")
-    return enclosing_function(file, int(line)) == "__init__"
-
-
 _KEYWORDS = frozenset({"if", "elif", "else", "not", "and", "or", "is", "None", "True", "False", "self", "in"})
 
 
 def _detach_lines(evidence: Evidence) -> list[str]:
-    """Where a Python flag chooses `.detach()` (`if args.frontend_frozen: h = h.detach()`, or
-    `h.detach() if frozen else h`): the flag's assignments made while training runs (a callback's
-    `trainer.args.frontend_frozen = True`) first, set-up in an `__init__` last, then the `if` and
-    the detach. Empty where no detach sits under a condition."""
+    """Where a Python flag chooses `.detach()` (`if args.frontend_frozen: h = h.detach()`,
+    `h.detach() if frozen else h`, `if state["frozen"]:`): the flag's assignments made while
+    training runs (a callback's `trainer.args.frontend_frozen = True`) first, set-up in an
+    `__init__` last, then the `if` and the detach. Empty where no detach sits under a condition."""
     files = user_files(evidence)
     for loc in lines_matching(files, _DETACH, limit=8):
-        code = source_text(loc).split("#", 1)[0]
-        guard = enclosing_if(loc) or (loc if re.search(r"\bif\b.+\belse\b", code) else "")
+        inline = _INLINE_IF.search(source_text(loc).split("#", 1)[0])
+        guard = enclosing_if(loc) or (loc if inline else "")
         if not guard:
             continue
-        test = source_text(guard).split("#", 1)[0]
-        test = test.split(" if ", 1)[1].split(" else ", 1)[0] if guard == loc else test.strip()
-        flags = [n for n in _NAME.findall(test.split(":", 1)[0]) if n not in _KEYWORDS][-1:]
-        sets = [at for f in flags for at in lines_matching(files, re.compile(rf"\b{f}\s*=[^=]"), limit=8)]
+        test = inline.group(1) if inline and guard == loc else source_text(guard).split(":", 1)[0]
+        flags = [n for n in _NAME.findall(test) if n not in _KEYWORDS][-1:]
+        # `frozen = True`, `args.frozen = True`, `state["frozen"] = True`
+        assigned = [re.compile(rf"\b{f}\b['\"]?\]?\s*=[^=]") for f in flags]
+        sets = [at for pattern in assigned for at in lines_matching(files, pattern, limit=8)]
         sets.sort(key=_in_init)
         return list(dict.fromkeys([*sets[:1], guard, loc]))[:4]
     return []
