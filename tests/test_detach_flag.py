@@ -7,11 +7,15 @@ generate.py under XLAGRAPH_CAPTURE on the CPU device, and heldout5's own torch_x
   backward and updates;
 * encoder_unfrozen_by_callback: lazy mode, SGD with momentum; the encoder starts detached
   (`h.detach() if self.encoder_detached else h`) and a callback clears the flag at step 3: the
-  step gains them.
+  step gains them;
+* tower_frozen_compiled: the forward under torch.compile (openxla), the update in lazy mode; a
+  callback sets `model.freeze_user_tower = True` at step 3, which the compiled forward reads.
 
-Each is named as work a Python condition decides (conditional_work) with the fix
-`trainable.detach`, citing the flag's assignment in the callback first, then the `if` and the
-detach (one line where the `if` is inline)."""
+The lazy and torch_xla.compile ones are named as work a Python condition decides
+(conditional_work) with the fix `trainable.detach`, citing the flag's assignment in the callback
+first, then the `if` and the detach (one line where the `if` is inline). Under torch.compile
+dynamo's guard on the flag names it, with the callback's assignment as where the value was made
+(the XLA half's diffs of that run still read as outputs removed: left open)."""
 
 from __future__ import annotations
 
@@ -90,3 +94,15 @@ def test_the_keyword_spotters_torch_xla_compile_step_is_named() -> None:
         _line(script, "if self.args.frontend_frozen:"),
         _line(script, "h = h.detach()"),
     ), lines
+
+
+def test_under_torch_compile_dynamos_guard_names_the_flag_and_the_callback() -> None:
+    script = "fixtures/torch_xla/detach_flag/tower_frozen_compiled.py"
+    report = _report("tower_frozen_compiled")
+    assert report.dynamo is not None
+    ((recompile, guard),) = [(e, e.guards[0]) for e in report.dynamo.unexpected]
+    assert (recompile.step, guard.kind) == (3, "module_attribute"), (recompile.step, guard.kind)
+    assert (guard.at, guard.origin) == (
+        _line(script, "if self.freeze_user_tower:"),
+        _line(script, "model.freeze_user_tower = True"),
+    ), (guard.at, guard.origin)
