@@ -85,9 +85,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             if not heads or 2 * (len(updates) + len(state)) < len(heads) or 4 * len(updates) < len(state):
                 continue
             lines, hint, phase, detach = _switch_lines(evidence, word), HINT, False, False
-            if not lines:
+            if not lines and len(updates) > 1:
                 # No requires_grad switch: a Python flag that `.detach()`es a part of the model
                 # (a front end frozen from some step) cuts its backward and updates the same way.
+                # A detach cuts every weight upstream of it (a layer's weight and bias at least):
+                # one update alone is a tensor kept alive on some steps, not a part of the model.
                 lines = _detach_lines(evidence)
                 hint, detach = DETACH_HINT, bool(lines)
             if not lines and side == "right":
