@@ -331,6 +331,15 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "a linear probe) trains another set of parameters, so the step gains their backward and "
             "updates and compiles once for that phase; nothing to fix"
         ),
+        # trainable.DETACH_HINT
+        "trainable.detach": (
+            "a Python flag detaches a part of the model from some step (`if frozen: h = h.detach()`): "
+            "the step loses (or gains) that part's backward and updates, one compile per setting; to "
+            "freeze it without a compile, run the same code on every step and let a 1-element device "
+            "tensor choose how much gradient passes, h = h.detach() + keep * (h - h.detach()) with keep "
+            "= torch.tensor([0.0 if frozen else 1.0]).to(device), with plain SGD (momentum, weight decay "
+            "or Adam would still move the frozen weights)"
+        ),
         # bridge_sync.HINT
         "state_init.bridge_sync": (
             "expected: torch.compile's warm-up (the openxla bridge syncs all pending work when it first "

@@ -33,6 +33,7 @@ _NEW = (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED)
 _OUTPUTS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
 HINT = fix("trainable.requires_grad")
 PHASE_HINT = fix("trainable.phase")
+DETACH_HINT = fix("trainable.detach")
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -83,7 +84,14 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             state = [h for h in heads if h not in updates and updates and _state_like(comp, h, shapes)]
             if not heads or 2 * (len(updates) + len(state)) < len(heads) or 4 * len(updates) < len(state):
                 continue
-            lines, hint, phase = _switch_lines(evidence, word), HINT, False
+            lines, hint, phase, detach = _switch_lines(evidence, word), HINT, False, False
+            if not lines and len(updates) > 1:
+                # No requires_grad switch: a Python flag that `.detach()`es a part of the model
+                # (a front end frozen from some step) cuts its backward and updates the same way.
+                # A detach cuts every weight upstream of it (a layer's weight and bias at least):
+                # one update alone is a tensor kept alive on some steps, not a part of the model.
+                lines = _detach_lines(evidence)
+                hint, detach = DETACH_HINT, bool(lines)
             if not lines and side == "right":
                 # No requires_grad switch: a new phase of training (a new optimizer over more
                 # parameters, a `torch.no_grad()` branch left after a linear probe).
@@ -100,8 +108,15 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             out.append(
                 replace(
                     c,
+                    kind=CauseKind.CONDITIONAL_WORK if detach else c.kind,
                     summary=(
-                        f"a new phase of training: B also trains {len(updates)} parameter(s) A only "
+                        f"a Python flag no longer detaches a part of the model: B also trains "
+                        f"{len(updates)} parameter(s) A only reads: {c.summary}"
+                        if detach and side == "right"
+                        else f"a Python flag detaches a part of the model: B no longer trains "
+                        f"{len(updates)} parameter(s) A trains: {c.summary}"
+                        if detach
+                        else f"a new phase of training: B also trains {len(updates)} parameter(s) A only "
                         f"reads (a new optimizer, or a no_grad branch left): {c.summary}"
                         if phase
                         else f"B also trains {len(updates)} parameter(s) A only reads: {c.summary}"
@@ -119,19 +134,20 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     return Recognized(tuple(out), frozenset(consumed)) if out else NOTHING
 
 
+def _in_init(at: str) -> bool:
+    """Set-up: the line sits in an `__init__`, run before any step."""
+    file, _, line = at.rpartition(":")
+    return enclosing_function(file, int(line)) == "__init__"
+
+
 def _switch_lines(evidence: Evidence, word: str) -> list[str]:
     """The user's `requires_grad` lines, the switch made while training runs first: set-up in an
     `__init__` freezes or unfreezes before any step. Where the switch sits in a function of its
     own (`unfreeze_top_layer()`), that function's `add_param_group(...)` and the `if` around its
     call come with it: together they decide the step on which the graph changes."""
     lines = lines_matching(user_files(evidence), _REQUIRES_GRAD, limit=8)
-
-    def setup(loc: str) -> bool:
-        file, _, line = loc.rpartition(":")
-        return enclosing_function(file, int(line)) == "__init__"
-
-    lines.sort(key=lambda loc: (setup(loc), word not in source_text(loc)))
-    if not lines or setup(lines[0]):
+    lines.sort(key=lambda loc: (_in_init(loc), word not in source_text(loc)))
+    if not lines or _in_init(lines[0]):
         return lines[:2]
     file, _, line = lines[0].rpartition(":")
     if not enclosing_function(file, int(line)):
@@ -140,6 +156,33 @@ def _switch_lines(evidence: Evidence, word: str) -> list[str]:
     for call in calls_of_function(lines[0], limit=1):
         around += [x for x in (enclosing_if(call), call) if x]
     return list(dict.fromkeys([lines[0], *around, *lines[1:2]]))[:4]
+
+
+_DETACH = re.compile(r"\.detach\s*\(\s*\)")
+_INLINE_IF = re.compile(r"\bif\b(.+?)\belse\b")  # `h.detach() if frozen else h`
+_NAME = re.compile(r"[A-Za-z_]\w*")
+_KEYWORDS = frozenset({"if", "elif", "else", "not", "and", "or", "is", "None", "True", "False", "self", "in"})
+
+
+def _detach_lines(evidence: Evidence) -> list[str]:
+    """Where a Python flag chooses `.detach()` (`if args.frontend_frozen: h = h.detach()`,
+    `h.detach() if frozen else h`, `if state["frozen"]:`): the flag's assignments made while
+    training runs (a callback's `trainer.args.frontend_frozen = True`) first, set-up in an
+    `__init__` last, then the `if` and the detach. Empty where no detach sits under a condition."""
+    files = user_files(evidence)
+    for loc in lines_matching(files, _DETACH, limit=8):
+        inline = _INLINE_IF.search(source_text(loc).split("#", 1)[0])
+        guard = enclosing_if(loc) or (loc if inline else "")
+        if not guard:
+            continue
+        test = inline.group(1) if inline and guard == loc else source_text(guard).split(":", 1)[0]
+        flags = [n for n in _NAME.findall(test) if n not in _KEYWORDS][-1:]
+        # `frozen = True`, `args.frozen = True`, `state["frozen"] = True`
+        assigned = [re.compile(rf"\b{f}\b['\"]?\]?\s*=[^=]") for f in flags]
+        sets = [at for pattern in assigned for at in lines_matching(files, pattern, limit=8)]
+        sets.sort(key=_in_init)
+        return list(dict.fromkeys([*sets[:1], guard, loc]))[:4]
+    return []
 
 
 # An optimizer made with the parameters it trains, and a block whose ops record no gradient.
