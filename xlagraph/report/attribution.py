@@ -22,6 +22,7 @@ from xlagraph.report.holders import storing_lines
 from xlagraph.report.model import Attribution, TensorRef
 from xlagraph.report.triggers import LineReader, read_source_line
 from xlagraph.runlog import GraphRecord, LiveTensor
+from xlagraph.source_paths import is_library_path
 
 _MAX_TENSORS = 4
 
@@ -43,7 +44,7 @@ def _is_user_file(file: str, user_names: frozenset[str]) -> bool:
     """Full paths are judged by where they are; bare names (lazy IR `location=f@file.py:3`) by
     whether a user frame of the run has that file name."""
     if "/" in file or "\\" in file:
-        return not is_library(Frame("", file, 0))
+        return not is_library_path(file)
     return PurePath(file).name in user_names and not file.startswith("<")
 
 

@@ -34,7 +34,6 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import (
-    is_library,
     is_user_location,
     location,
     source_line,
@@ -45,7 +44,8 @@ from xlagraph.diagnose.frames import (
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
 from xlagraph.diagnose.recognizers._statements import loads, syntax_tree
-from xlagraph.ir import Frame, Instruction, strip_layout
+from xlagraph.ir import Instruction, strip_layout
+from xlagraph.source_paths import is_library_path
 
 __all__ = ["RECOGNIZER", "skip_sites"]
 
@@ -130,7 +130,7 @@ def _decided_at(evidence: Evidence, cause: Cause, names: list[str]) -> str:
             if not _FRAMEWORK.search(frame.file.replace("\\", "/")):
                 last[frame.file] = max(last.get(frame.file, 0), frame.line)
     # The user's own files first (a block of theirs), then a model library's (transformers).
-    for file, line in sorted(last.items(), key=lambda item: is_library(Frame("", item[0], 0))):
+    for file, line in sorted(last.items(), key=lambda item: is_library_path(item[0])):
         sites = _skip_sites(file) or _skip_sites(file, _SETTING)
         if sites:
             return f"{file}:{next((k for k in sites if k > line), sites[-1])}"
