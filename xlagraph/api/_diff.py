@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from xlagraph.api._errors import reading
 from xlagraph.api._module import Module, load, node_id
+from xlagraph.errors import reading
 
 if TYPE_CHECKING:
     from xlagraph.diagnose.causes import Cause

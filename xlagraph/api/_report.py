@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from xlagraph.api._errors import reading
-from xlagraph.errors import InputError
+from xlagraph.errors import InputError, reading
 
 if TYPE_CHECKING:
     from xlagraph.api._diff import Diff
