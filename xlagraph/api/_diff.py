@@ -86,7 +86,7 @@ class Diff:
 
     def to_html(self) -> str:
         """The self-contained page `xlagraph diff --html` writes."""
-        from xlagraph.render.html import render_diff_html
+        from xlagraph.render.html_diff import render_diff_html
 
         with reading(f"{self.left.label} vs {self.right.label}"):
             return render_diff_html(self.result)

@@ -122,7 +122,7 @@ class Report:
 
     def to_html(self) -> str:
         """The self-contained page `xlagraph report --html` writes."""
-        from xlagraph.render.html import render_report_html
+        from xlagraph.render.html_report import render_report_html
 
         return render_report_html(self.processes, self.diffs, ranks=self.ranks)
 
