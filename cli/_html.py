@@ -1,6 +1,6 @@
 """`--html OUT`, shared by the commands that can write a page: the option and the writing.
 
-The library renders pages to text (`xlagraph.render.html`); only this writes them to disk.
+The library renders pages to text (`xlagraph.render.html_diff`, `html_report`); only this writes them to disk.
 """
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ def test_html_header_and_panels_say_what_they_count() -> None:
     import re
 
     from xlagraph.diff import diff_files
-    from xlagraph.render.html import render_diff_html
+    from xlagraph.render.html_diff import render_diff_html
 
     pair = TORCH_XLA / "fsdp_bucket"
     result = diff_files(str(pair / "a.hlo"), str(pair / "b.hlo"))

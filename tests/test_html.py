@@ -21,17 +21,10 @@ import xlagraph.render.html_diff as html_mod
 from xlagraph.diagnose.changed import changed_instructions
 from xlagraph.diff import DiffResult, diff_files
 from xlagraph.ir import Frame
-from xlagraph.render.html import (
-    DiffView,
-    Row,
-    Run,
-    build_diff_view,
-    build_run_view,
-    element_id,
-    render_diff_html,
-    render_report_html,
-    script_json,
-)
+from xlagraph.render.html_common import element_id, script_json
+from xlagraph.render.html_diff import build_diff_view, render_diff_html
+from xlagraph.render.html_diff_view import DiffView, Row, Run
+from xlagraph.render.html_report import build_run_view, render_report_html
 from xlagraph.report import RunReport, TensorRef, build_report, load_runs
 from xlagraph.report.diffs import recompile_diffs
 

@@ -21,7 +21,8 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from xlagraph.diff import diff_files, diff_modules
 from xlagraph.parse.sources import load_module, replace_label
-from xlagraph.render.html import render_diff_html, render_report_html
+from xlagraph.render.html_diff import render_diff_html
+from xlagraph.render.html_report import render_report_html
 from xlagraph.report import build_report, load_runs
 from xlagraph.report.diffs import recompile_diffs
 

@@ -110,7 +110,7 @@ def test_core_runs_without_torch() -> None:
         "builtins.__import__ = guard\n"
         "from xlagraph.diff import diff_files\n"
         "from xlagraph.graphs import list_graphs\n"
-        "from xlagraph.render.html import render_diff_html\n"
+        "from xlagraph.render.html_diff import render_diff_html\n"
         f"r = diff_files({str(ROOT / 'fixtures/jax/pairs/shape_change/a.hlo')!r}, "
         f"{str(ROOT / 'fixtures/jax/pairs/shape_change/b.hlo')!r})\n"
         "render_diff_html(r)\n"

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlagraph.api._errors import reading
+from xlagraph.errors import reading
 
 __all__ = ["Captured", "captured", "process_folders"]
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from xlagraph.api._errors import reading
 from xlagraph.api._module import Module, load, node_id
+from xlagraph.errors import reading
 
 if TYPE_CHECKING:
     from xlagraph.diagnose.causes import Cause
@@ -86,7 +86,7 @@ class Diff:
 
     def to_html(self) -> str:
         """The self-contained page `xlagraph diff --html` writes."""
-        from xlagraph.render.html import render_diff_html
+        from xlagraph.render.html_diff import render_diff_html
 
         with reading(f"{self.left.label} vs {self.right.label}"):
             return render_diff_html(self.result)

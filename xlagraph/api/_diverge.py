@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from xlagraph.api._errors import reading
+from xlagraph.errors import reading
 
 if TYPE_CHECKING:
     from xlagraph.diverge.model import Divergence as Result

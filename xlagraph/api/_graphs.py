@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
-from xlagraph.api._errors import reading
+from xlagraph.errors import reading
 from xlagraph.graphs import GraphListing
 
 __all__ = ["Graphs", "graphs"]

@@ -20,7 +20,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import xlagraph.ir as xir
-from xlagraph.api._errors import reading
+from xlagraph.errors import reading
 
 if TYPE_CHECKING:
     import networkx as nx

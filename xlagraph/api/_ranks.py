@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from xlagraph.api._errors import reading
+from xlagraph.errors import reading
 
 if TYPE_CHECKING:
     from xlagraph.report.ranks import RankView

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from xlagraph.api._errors import reading
-from xlagraph.errors import InputError
+from xlagraph.errors import InputError, reading
 
 if TYPE_CHECKING:
     from xlagraph.api._diff import Diff
@@ -123,7 +122,7 @@ class Report:
 
     def to_html(self) -> str:
         """The self-contained page `xlagraph report --html` writes."""
-        from xlagraph.render.html import render_report_html
+        from xlagraph.render.html_report import render_report_html
 
         return render_report_html(self.processes, self.diffs, ranks=self.ranks)
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from xlagraph.api._errors import reading
+from xlagraph.errors import reading
 
 if TYPE_CHECKING:
     from xlagraph.report.watch import WatchEvent

@@ -201,7 +201,7 @@ class _DiffBuilder:
             first = frames[0]
             source = f"{PurePath(first.file).name}:{first.line}" if first.line else PurePath(first.file).name
             stack = "\n".join(dict.fromkeys(short_locations_in(str(f)) for f in frames[:MAX_STACK]))
-        theirs = _attribute_values(partner) if partner is not None else {}
+        theirs = attribute_values(partner) if partner is not None else {}
         compared = compared_values(ins) if partner is not None else [None] * len(ins.attributes)
         attributes = tuple(
             Attribute(k, _clip(v), v, cv is not None and cv != theirs.get(k))
@@ -425,10 +425,6 @@ def _listed(canon: CanonicalModule, names: list[str]) -> tuple[tuple[str, int], 
 def _ships(mode: str, j: int, n: int) -> bool:
     """Whether the j-th of n instructions of a run is in the page's data."""
     return mode == "data" or (mode == "edges" and (j < RUN_EDGE or j >= n - RUN_EDGE))
-
-
-def _attribute_values(ins: Instruction) -> dict[str, str]:
-    return attribute_values(ins)
 
 
 def _clip(text: str) -> str:

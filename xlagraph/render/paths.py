@@ -6,18 +6,18 @@ How one `file:line` is shown (short, the same on every machine) is
 
 from __future__ import annotations
 
+from xlagraph.source_paths import is_library_path
+
 __all__ = ["split_user_lines"]
 
 
 def split_user_lines(sources: tuple[str, ...], library: tuple[str, ...]) -> tuple[list[str], list[str]]:
     """(the user's `file:line`s, the library ones), each once, in order. A cause whose instructions
     carry no frame of the user's has its library lines as `sources`: they are not the user's."""
-    from xlagraph.diagnose.frames import is_library  # only when causes are shown
-    from xlagraph.ir import Frame
+    from xlagraph.diagnose.frames import split_location  # only when causes are shown
 
     def lib(loc: str) -> bool:
-        path, _, line = loc.rpartition(":")
-        return is_library(Frame("", path if line.isdigit() else loc, 0))
+        return is_library_path(split_location(loc)[0])
 
     user = [s for s in dict.fromkeys(sources) if not lib(s)]
     rest = [s for s in dict.fromkeys([*sources, *library]) if lib(s) or s not in user]

@@ -14,14 +14,15 @@ from pathlib import PurePath
 from xlagraph.capture.shardings import MarkSharding, find_marks
 from xlagraph.diagnose.causes import TWIN_OUTPUT, Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
-from xlagraph.diagnose.frames import is_library, location, split_frames, split_location
+from xlagraph.diagnose.frames import is_library, location, source_line, split_frames, split_location
 from xlagraph.diagnose.recognizers._statements import loop_order
 from xlagraph.diff import DiffResult
 from xlagraph.ir import Frame, strip_layout
 from xlagraph.report.holders import storing_lines
 from xlagraph.report.model import Attribution, TensorRef
-from xlagraph.report.triggers import LineReader, read_source_line
+from xlagraph.report.triggers import LineReader
 from xlagraph.runlog import GraphRecord, LiveTensor
+from xlagraph.source_paths import is_library_path
 
 _MAX_TENSORS = 4
 
@@ -43,7 +44,7 @@ def _is_user_file(file: str, user_names: frozenset[str]) -> bool:
     """Full paths are judged by where they are; bare names (lazy IR `location=f@file.py:3`) by
     whether a user frame of the run has that file name."""
     if "/" in file or "\\" in file:
-        return not is_library(Frame("", file, 0))
+        return not is_library_path(file)
     return PurePath(file).name in user_names and not file.startswith("<")
 
 
@@ -176,7 +177,7 @@ class AttributionContext:
     target: GraphRecord | None
     user_names: frozenset[str]
     site: str = ""
-    read_line: LineReader = read_source_line
+    read_line: LineReader = source_line
     marks: tuple[MarkSharding, ...] = ()  # the capture's mark_sharding calls
     step: int = -1
     sides: tuple[str, str] = ("A", "B")  # the report's letters of the diff's two graphs

@@ -17,7 +17,7 @@ from pathlib import Path, PurePath
 from xlagraph._gc import paused_gc
 from xlagraph.capture.shardings import read_mark_shardings
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
-from xlagraph.diagnose.frames import SourceText, call_site, reading_sources, user_frames
+from xlagraph.diagnose.frames import SourceText, call_site, reading_sources, source_line, user_frames
 from xlagraph.graphs import variant_letter
 from xlagraph.parse.shared import current as current_shared
 from xlagraph.progress import counted
@@ -35,7 +35,7 @@ from xlagraph.report.model import (
     Variant,
 )
 from xlagraph.report.source_text import source_text_near
-from xlagraph.report.triggers import LineReader, read_source_line, trigger_of
+from xlagraph.report.triggers import LineReader, trigger_of
 from xlagraph.report.turns import diff_turn, steady_turns, turn_pairs
 from xlagraph.runlog import RunLog, Sync
 
@@ -96,7 +96,7 @@ def _ranking(
     return tuple(entries)
 
 
-def build_report(log: RunLog, explain: bool = True, read_line: LineReader = read_source_line) -> RunReport:
+def build_report(log: RunLog, explain: bool = True, read_line: LineReader = source_line) -> RunReport:
     """The report of one process: variants, timeline, warm-up, every recompile explained, ranking.
 
     With `explain=False` no graph is parsed or compared: recompiles carry no baseline and no

@@ -15,7 +15,7 @@ from xlagraph.capture.shardings import MarkSharding
 from xlagraph.diagnose.causes import Cause, CauseKind, name_sides, with_sides
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import call_site, location, split_frames
+from xlagraph.diagnose.frames import call_site, location, source_line, split_frames
 from xlagraph.ir import Frame
 from xlagraph.report.attribution import AttributionContext, attribute
 from xlagraph.report.baseline import (
@@ -28,7 +28,7 @@ from xlagraph.report.baseline import (
     graph_name,
 )
 from xlagraph.report.model import Attribution, Baseline, Recompile
-from xlagraph.report.triggers import LineReader, bridge_synced, read_source_line
+from xlagraph.report.triggers import LineReader, bridge_synced
 from xlagraph.runlog import RunLog, Sync
 from xlagraph.source_paths import short_location
 
@@ -124,7 +124,7 @@ def explain_recompile(
     log: RunLog,
     triggers: dict[int, str],
     user_names: frozenset[str],
-    read_line: LineReader = read_source_line,
+    read_line: LineReader = source_line,
     marks: tuple[MarkSharding, ...] = (),
     last_marker: int = -1,
     last_step: int = -1,

@@ -11,10 +11,6 @@ from xlagraph.runlog import Sync
 LineReader = Callable[[str, int], str]
 
 
-def read_source_line(file: str, line: int) -> str:
-    return source_line(file, line)
-
-
 _IMPLICIT = (
     (".item()", ".item()"),
     (".cpu()", ".cpu()"),
@@ -23,7 +19,7 @@ _IMPLICIT = (
 )
 
 
-def trigger_of(sync: Sync, read_line: LineReader = read_source_line) -> str:
+def trigger_of(sync: Sync, read_line: LineReader = source_line) -> str:
     """A short label for what made the sync happen (see `TimelineEntry.trigger`).
 
     torch_xla's own wording (`Sync.cause`) is used when the source has it, else the frames: a

@@ -25,7 +25,7 @@ pub(crate) fn repr_tuple<I: IntoIterator<Item = String>>(items: I) -> String {
 
 /// `int(text)` as Python reads it (whitespace around, a sign, `_` between digits, any script's
 /// decimal digits), where it is a number at all; past 64 bits it saturates.
-fn python_int(text: &str) -> Option<i128> {
+pub(crate) fn python_int(text: &str) -> Option<i128> {
     let t = text.trim_matches(py_space);
     let (negative, digits) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),

@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 
 use crate::canon::handle::CanonHandle;
 use crate::canon::indexed::users_of;
+use crate::canon::py_text::python_int;
 use crate::canon::shape_text::strip_layout;
 use crate::matching::collective_chain::chain_edges;
 use crate::matching::colour_graph::{combine, Graph};
@@ -18,37 +19,18 @@ use crate::parse::text::FxMap;
 
 const NONE: u32 = u32::MAX;
 
-/// Python's `str.isspace` (what `int()` strips around digits).
-fn py_space(c: char) -> bool {
-    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
-}
-
-/// `int(text)` for what a dimension can be; None where Python raises ValueError. Err where the
-/// answer is not certain here (non-ASCII text, a number past 64 bits): the caller's Python path
-/// decides such input.
+/// `int(text)` (`py_text::python_int`) for what a dimension can be; None where Python raises
+/// ValueError. Err where the answer is not certain here (non-ASCII text, a number past 64 bits):
+/// the caller's Python path decides such input.
 fn py_int(text: &str) -> Result<Option<i64>, ()> {
     if !text.is_ascii() {
         return Err(());
     }
-    let t = text.trim_matches(py_space);
-    let (negative, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let b = digits.as_bytes();
-    // Digits, with single underscores between them.
-    let well_formed = !b.is_empty()
-        && b[0].is_ascii_digit()
-        && b[b.len() - 1].is_ascii_digit()
-        && b.iter().all(|c| c.is_ascii_digit() || *c == b'_')
-        && !digits.contains("__");
-    if !well_formed {
-        return Ok(None);
+    match python_int(text) {
+        None => Ok(None),
+        Some(v) if v.unsigned_abs() <= i64::MAX as u128 => Ok(Some(v as i64)),
+        Some(_) => Err(()),
     }
-    let clean: String = digits.chars().filter(|&c| c != '_').collect();
-    let v: i64 = clean.parse().map_err(|_| ())?;
-    Ok(Some(if negative { -v } else { v }))
 }
 
 /// `shapes.dims` of a shape already stripped of its layout.

@@ -11,7 +11,7 @@ from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.evidence import Evidence
 from xlagraph.diagnose.frames import is_library, source_line, source_lines, split_location
 from xlagraph.ir import Frame
-from xlagraph.source_paths import portable_frames, portable_path
+from xlagraph.source_paths import is_library_path, portable_frames, portable_path
 
 __all__ = [
     "BUILDERS",
@@ -57,7 +57,7 @@ def user_files(evidence: Evidence) -> list[str]:
     files: dict[str, None] = {}
     for site in (evidence.context.call_site, evidence.context.baseline_call_site):
         file = site.rpartition(":")[0]
-        if file and not is_library(Frame("", file, 0)):
+        if file and not is_library_path(file):
             files.setdefault(file)
     for canon in (evidence.left, evidence.right):
         module = canon.module
@@ -66,7 +66,7 @@ def user_files(evidence: Evidence) -> list[str]:
                 if not is_library(f):
                     files.setdefault(f.file)
         for file in map(portable_path, _source_files(canon)):
-            if file and file not in files and not is_library(Frame("", file, 0)):
+            if file and file not in files and not is_library_path(file):
                 files.setdefault(file)
     return list(files)
 

@@ -18,12 +18,11 @@ from dataclasses import replace
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.frames import is_library
+from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.recognizers._causes import added_at_warm_up, added_part, merge
 from xlagraph.diagnose.recognizers._dataflow import downstream, rewired, upstream
 from xlagraph.diagnose.recognizers._source import source_text
 from xlagraph.diagnose.shapes import shape_of
-from xlagraph.ir import Frame
 from xlagraph.match.users import users_of
 from xlagraph.opcodes import COMMUTATIVE
 
@@ -83,7 +82,7 @@ def _created_at(evidence: Evidence, p: str, users: dict[str, list[str]]) -> str:
             if (
                 loc
                 and loc != left.instruction(v).location
-                and not is_library(Frame("", loc.rpartition(":")[0], 0))
+                and is_user_location(loc)
                 and _CREATES.search(source_text(loc).split("#", 1)[0])
             ):
                 return loc

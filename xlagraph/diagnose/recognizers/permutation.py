@@ -22,12 +22,13 @@ from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_library, is_user_location, source_lines, split_location
+from xlagraph.diagnose.frames import is_user_location, source_lines, split_location
 from xlagraph.diagnose.recognizers._assignments import dict_fills, reorderings
 from xlagraph.diagnose.recognizers._dataflow import upstream
 from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES, calls_of_function, def_above, user_lines
 from xlagraph.diagnose.recognizers._statements import enclosing, loop_order
-from xlagraph.ir import Frame, strip_layout
+from xlagraph.ir import strip_layout
+from xlagraph.source_paths import is_library_path
 
 __all__ = ["RECOGNIZER", "reordered_only"]
 
@@ -224,7 +225,7 @@ def _one_order(found: dict[int, Cause]) -> list[tuple[int, Cause]]:
 
 
 def _user_code(evidence: Evidence, cause: Cause) -> bool:
-    return any(not is_library(Frame("", f, 0)) for f in evidence.library_files(cause))
+    return any(not is_library_path(f) for f in evidence.library_files(cause))
 
 
 def _reordered_in_step(evidence: Evidence) -> list[str]:

@@ -34,7 +34,6 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import (
-    is_library,
     is_user_location,
     location,
     source_line,
@@ -45,7 +44,8 @@ from xlagraph.diagnose.frames import (
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
 from xlagraph.diagnose.recognizers._statements import loads, syntax_tree
-from xlagraph.ir import Frame, Instruction, strip_layout
+from xlagraph.ir import Instruction, strip_layout
+from xlagraph.source_paths import is_library_path
 
 __all__ = ["RECOGNIZER", "skip_sites"]
 
@@ -87,7 +87,7 @@ def _unpaired(evidence: Evidence, cause: Cause) -> tuple[list[str], list[str]]:
 
 
 @lru_cache(maxsize=256)
-def _skip_sites(file: str, draw: re.Pattern[str] = _DRAW) -> tuple[int, ...]:
+def skip_sites(file: str, draw: re.Pattern[str] = _DRAW) -> tuple[int, ...]:
     """Lines of `file` where a number drawn in Python decides whether code runs: the `if` at or
     just after a host draw (`p = torch.rand([])` / `if p < self.layerdrop:`)."""
     sites: list[int] = []
@@ -112,11 +112,6 @@ _ASSIGNED = re.compile(r"^\s*([\w.]+(?:\s*,\s*[\w.]+)*)\s*(?::[^=]+)?=(?!=)")
 _NAME = re.compile(r"\b\w+\b")
 
 
-def skip_sites(file: str) -> tuple[int, ...]:
-    """The `if` lines of `file` that a number drawn in Python decides (see `_skip_sites`)."""
-    return _skip_sites(file)
-
-
 def _decided_at(evidence: Evidence, cause: Cause, names: list[str]) -> str:
     """The `if` that skips the work: in a file the work's own lines come from (the model's module
     file, where the layer class and the loop that skips it live), the first such `if` after the
@@ -130,8 +125,8 @@ def _decided_at(evidence: Evidence, cause: Cause, names: list[str]) -> str:
             if not _FRAMEWORK.search(frame.file.replace("\\", "/")):
                 last[frame.file] = max(last.get(frame.file, 0), frame.line)
     # The user's own files first (a block of theirs), then a model library's (transformers).
-    for file, line in sorted(last.items(), key=lambda item: is_library(Frame("", item[0], 0))):
-        sites = _skip_sites(file) or _skip_sites(file, _SETTING)
+    for file, line in sorted(last.items(), key=lambda item: is_library_path(item[0])):
+        sites = skip_sites(file) or skip_sites(file, _SETTING)
         if sites:
             return f"{file}:{next((k for k in sites if k > line), sites[-1])}"
     return ""

@@ -17,7 +17,6 @@ from typing import NamedTuple
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.frames import is_library
 from xlagraph.diagnose.recognizers._causes import added_at_warm_up, merge
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, restated
 from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
@@ -25,8 +24,8 @@ from xlagraph.diagnose.recognizers.pending_init import copies_returned
 from xlagraph.diagnose.recognizers.permutation import reordered_only
 from xlagraph.diagnose.recognizers.special_scalar import matched_twin
 from xlagraph.diagnose.shapes import shape_of
-from xlagraph.ir import Frame
 from xlagraph.match.users import users_of
+from xlagraph.source_paths import is_library_path
 
 __all__ = ["RECOGNIZER"]
 
@@ -69,7 +68,7 @@ def _is_state(x: _Input, existing: set[str]) -> bool:
     optimizer keeps (a step count); a learning rate is a value passed in, not state."""
     if not x.shape.endswith("[]"):
         return x.shape in existing and (not x.file or any(m in x.file for m in _OPTIMIZER))
-    if x.shape.startswith(_COUNTER_TYPES) and x.file and is_library(Frame("", x.file, 0)):
+    if x.shape.startswith(_COUNTER_TYPES) and x.file and is_library_path(x.file):
         return True  # a library's step counter (BatchNorm's num_batches_tracked): baked as 0, then data
     return any(m in x.file for m in _OPTIMIZER) and not _LR.search(x.text)
 
@@ -194,7 +193,7 @@ def _first_gradients(evidence: Evidence, cause: Cause, weights: set[str]) -> boo
         # computed on that step: not copies the first sync made of inputs (`pending_init`'s)
         and all(restated(left, ch.left) not in left.param_number for ch in changes)
         and not copies_returned(evidence, [ch.left for ch in changes])
-        and all(is_library(Frame("", f, 0)) for f in evidence.library_files(cause))
+        and all(is_library_path(f) for f in evidence.library_files(cause))
     )
 
 
@@ -265,7 +264,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             for u in _compute_readers(entry, x.name)
         )
     ]
-    if len(twins) >= 2 and all(is_library(Frame("", x.file, 0)) for x in twins):
+    if len(twins) >= 2 and all(is_library_path(x.file) for x in twins):
         state += twins
     else:
         twins = _copied(evidence, [x for x in inputs if x not in state], others)
@@ -275,7 +274,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     counters = [
         x
         for x in state
-        if x.shape.endswith("[]") and x.shape.startswith(_COUNTER_TYPES) and is_library(Frame("", x.file, 0))
+        if x.shape.endswith("[]") and x.shape.startswith(_COUNTER_TYPES) and is_library_path(x.file)
     ]
     if not created and not twins and not counters and not (carried and not optimizer_work):
         return NOTHING  # scalars alone are values passed as data, not created state
@@ -319,12 +318,12 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             not files
             or c.kind is not CauseKind.STRUCTURE
             or any(m in f for f in files for m in _OPTIMIZER)
-            or (set(c.right) & readers and all(is_library(Frame("", f, 0)) for f in files))
+            or (set(c.right) & readers and all(is_library_path(f) for f in files))
         )
         and (c.kind is not CauseKind.OUTPUT_ADDED or _state_outputs(c, set(shapes)))
         # Tensors of the user's own code in another order (a dict of statistics filled in
         # another order) are a reordering of their own; new buffers only shift library outputs.
-        and (c.kind not in _ORDERS or all(is_library(Frame("", f, 0)) for f in files))
+        and (c.kind not in _ORDERS or all(is_library_path(f) for f in files))
     ]
     # A reordering also explains user code that computes the same ops in another order (a dict
     # of statistics filled in another order on the warm-up step): it is a cause of its own then,
