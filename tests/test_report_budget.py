@@ -6,6 +6,10 @@ after MAX_WRONG_GUESSES."""
 
 from __future__ import annotations
 
+import json
+import lzma
+from pathlib import Path
+
 from xlagraph.capture._settings import Settings
 from xlagraph.capture._state import RunState
 from xlagraph.capture._tensors_report import (
@@ -14,6 +18,8 @@ from xlagraph.capture._tensors_report import (
     _looks_new,
     settle_guess,
 )
+
+CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "torch_xla" / "corpus"
 
 
 class _Counters:
@@ -82,3 +88,21 @@ def test_a_right_guess_costs_nothing_of_the_allowance() -> None:
     assert _affordable(s, _settings(), elapsed=10.0)
     settle_guess(s, compiled=True)
     assert s.wrong_guesses == 0 and not s.guessed
+
+
+def _journal(name: str) -> list[dict]:
+    with open(CORPUS / "captures" / name / "journal.jsonl", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def test_the_graphs_compiled_at_a_late_bug_step_have_their_report() -> None:
+    """held_out_21's first run: a widened head (step 3) and a tensor kept alive every third step
+    (step 2) compiled past the warm-up with their report skipped; recaptured, each has it."""
+    manifest = {e["name"]: e for e in json.loads((CORPUS / "MANIFEST.json").read_text())["scenarios"]}
+    for name in ("h21_intent_class_incremental_head", "h21_tcn_compiled_log_every_keepalive"):
+        graphs = [r for r in _journal(name) if r["k"] == "graph" and r["compiled"]]
+        late = [g for g in graphs if g["step"] == manifest[name]["bug_step"]]
+        assert len(late) == 1, name
+        assert late[0].get("tensors") and late[0].get("holders"), (name, late[0].get("tensors_note"))
+        report = CORPUS / "captures" / name / (late[0]["tensors"] + ".xz")
+        assert "Tensor: id=" in lzma.decompress(report.read_bytes()).decode()
