@@ -48,7 +48,7 @@ from xlagraph.capture._source_lines import (
     resolve_probe,
 )
 from xlagraph.capture._state import GraphEntry, RunState
-from xlagraph.capture._tensors_report import attach_tensors, take_report
+from xlagraph.capture._tensors_report import attach_tensors, settle_guess, take_report
 from xlagraph.capture.stored_sources import (
     Relativizer,
     budget_bytes,
@@ -186,9 +186,11 @@ class Recorder:
             # PT_XLA_DEBUG blocks the lagging counter cannot tell, so every marker is a step.)
             s.empty_markers += 1
             s.report = None
+            settle_guess(s, compiled=False)
             s.overhead += time.perf_counter() - t
             return
         self._record_step([*before, *own], len(before), t, compiles, executes, eager=eager)
+        settle_guess(s, compiled=any(ex.compiled for ex in own))
         s.overhead = 0.0
         s.report = None
         if self.lines_auto:

@@ -71,6 +71,11 @@ class RunState:
     cap_noted: bool = False
     report_spent: float = 0.0
     report_cost: float = 0.0
+    # whether a step looks new (_tensors_report): torch_xla's created and destroyed tensor counts at
+    # the last marker, what they grew by between markers so far, and the reports that guess bought
+    tensor_counts: tuple[int, ...] = (0, 0)
+    signatures: set[tuple[int, ...]] = field(default_factory=set)
+    wrong_guesses: int = 0
     last_compile_marker: int = -(1 << 30)
     compile_seconds: float = 0.0  # sum of the compile times seen, for their average
     compile_count: int = 0
@@ -81,6 +86,8 @@ class RunState:
     bridge_marker: bool = False  # the marker was the dynamo bridge's own sync
     report: str | None = None
     report_reason: str = ""
+    looks_new: bool = False  # the coming step's tensor counts were not seen before
+    guessed: bool = False  # its report (or holders) was taken for that reason alone
     holders: list[dict[str, Any]] | None = None  # what keeps each live tensor alive (_holders)
     holders_failed: bool = False
     holders_cost: float = 0.0  # the last walk's seconds, when taken without the report

@@ -1,5 +1,12 @@
 """The live-tensor report (`_xla_tensors_report`): taken before a step marker while it stays cheap,
 and kept only for a graph that marker compiled.
+
+Whether a marker compiles is known only after it, and the report must be taken before (the sync
+replaces the tensors' pending graphs by device data). A step that compiles a new graph is the one
+the report explains, so the budget goes first to a step that looks new: one whose count of XLA
+tensors created and destroyed since the last marker (torch_xla's own counters, two reads) no
+earlier marker had. Different code (a replaced head, a tensor kept alive on some steps only)
+changes those counts; a stable loop repeats them, and costs nothing more.
 """
 
 from __future__ import annotations
@@ -20,20 +27,26 @@ if TYPE_CHECKING:
     from xlagraph.capture._state import GraphEntry, RunState
     from xlagraph.parse.pt_xla_debug import Execution
 
-__all__ = ["attach_tensors", "take_report"]
+__all__ = ["attach_tensors", "settle_guess", "take_report"]
 
 # The live-tensor report costs milliseconds even for a tiny model (6 – 25 ms for an MLP whose step
 # takes 0.4 ms; 300 – 650 ms for a 2-layer transformer), far more than a steady step. It is taken:
 ALWAYS_REPORT_MARKERS = 2  # before the first markers (warm-up compiles),
 REPORT_BUDGET = 0.02  # while all reports so far cost at most this share of the run's wall time,
 RECENT_COMPILE_MARKERS = 2  # or while graphs still change (a compile at one of the last markers)
+# or before a marker whose step looks new (see above), while no more than this many reports taken
+# for that reason alone found no compile (a loop whose counts keep changing without compiling),
+MAX_WRONG_GUESSES = 8
 REPORT_PER_COMPILE = 0.25  # ... if it costs at most this share of an average compile.
+_COUNTERS = ("CreateXlaTensor", "DestroyXlaTensor")  # torch_xla's counters the guess reads
+_MAX_SIGNATURES = 256  # distinct counts remembered (a stable loop has one or two)
 
 
 def take_report(rec: Host, t: float) -> None:
     """Before a marker (at perf-counter time `t`): the report, or the reason there is none."""
     s = rec.s
-    s.report, s.report_reason, s.holders = None, "", None
+    s.report, s.report_reason, s.holders, s.guessed = None, "", None, False
+    s.looks_new = _looks_new(s, rec.xlac)
     if rec.settings.report_mode == "never":
         s.report_reason = "live-tensor report off (XLAGRAPH_TENSORS_REPORT=never)"
     elif _affordable(s, rec.settings, t - rec.t0):
@@ -45,8 +58,8 @@ def take_report(rec: Host, t: float) -> None:
     else:
         s.report_reason = (
             f"live-tensor report skipped: it cost {s.report_cost * 1e3:.0f} ms per step "
-            f"(taken while within {REPORT_BUDGET:.0%} of the run time, or while graphs change and "
-            f"it costs under {REPORT_PER_COMPILE:.0%} of a compile); "
+            f"(taken while within {REPORT_BUDGET:.0%} of the run time, or while graphs change or "
+            f"the step looks new and it costs under {REPORT_PER_COMPILE:.0%} of a compile); "
             "XLAGRAPH_TENSORS_REPORT=always forces it"
         )
         # What keeps tensors alive costs milliseconds where the report costs seconds (a large
@@ -60,15 +73,42 @@ def take_report(rec: Host, t: float) -> None:
 
 
 def _affordable(s: RunState, settings: Settings, elapsed: float, cost: float | None = None) -> bool:
-    """Whether to take the report (or what costs `cost`) now (the rules by the constants above)."""
+    """Whether to take the report (or what costs `cost`) now (the rules by the constants above);
+    `s.guessed` says that only the step's new look allowed it."""
     cost = s.report_cost if cost is None else cost
     if settings.report_mode == "always" or s.markers <= ALWAYS_REPORT_MARKERS:
         return True
     if s.report_spent + cost <= REPORT_BUDGET * elapsed:
         return True
-    changing = s.markers - s.last_compile_marker <= RECENT_COMPILE_MARKERS
     mean_compile = s.compile_seconds / s.compile_count if s.compile_count else 0.0
-    return changing and cost <= REPORT_PER_COMPILE * mean_compile
+    if cost > REPORT_PER_COMPILE * mean_compile:
+        return False
+    if s.markers - s.last_compile_marker <= RECENT_COMPILE_MARKERS:
+        return True
+    s.guessed = s.looks_new and s.wrong_guesses < MAX_WRONG_GUESSES
+    return s.guessed
+
+
+def _looks_new(s: RunState, xlac: Any) -> bool:
+    """Before a marker: whether the tensors created and destroyed since the last one come in
+    counts no earlier marker saw (a step of new code, likely to compile a new graph)."""
+    counts = tuple(xlac._xla_counter_value(name) or 0 for name in _COUNTERS)
+    signature = tuple(now - last for now, last in zip(counts, s.tensor_counts, strict=True))
+    s.tensor_counts = counts
+    if signature in s.signatures:
+        return False
+    if len(s.signatures) >= _MAX_SIGNATURES:
+        s.signatures.clear()
+    s.signatures.add(signature)
+    return True
+
+
+def settle_guess(s: RunState, compiled: bool) -> None:
+    """After a marker: a report its new look alone bought and that explains no compile counts
+    against further guesses."""
+    if s.guessed and not compiled:
+        s.wrong_guesses += 1
+    s.guessed = False
 
 
 _OWN = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # xlagraph's own frames
