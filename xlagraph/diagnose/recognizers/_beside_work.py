@@ -88,3 +88,4 @@ def _touches(entry: CanonicalComputation, names: tuple[str, ...], work: Collecti
         and any(o in work for o in (*entry.operands.get(n, ()), *users.get(n, ())))
         for n in names
     )
+
