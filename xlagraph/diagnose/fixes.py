@@ -152,6 +152,14 @@ FIXES: Mapping[str, str] = MappingProxyType(
             " loop, zero_grad(set_to_none=False)): the same few graphs for any batch size"
         ),
         # input_shape.SEQUENCE_HINT
+        # input_shape.GROWING_STATE_HINT
+        "parameter_shape.growing_state": (
+            "state the step returns is fed back with a dimension that grows (a memory bank, a cache or a "
+            "history grown by torch.cat and cut to its size): each size is a graph of its own; preallocate "
+            "it at its full size before the loop and write each step's rows into it in place, a ring buffer "
+            "(index_copy_ at a position kept on the device) with a mask of the rows filled so far, so every "
+            "step reads the same shape"
+        ),
         "parameter_shape.sequence": (
             "a non-batch dimension changed, typically a sequence length: pad to a fixed length, or bucket"
             " lengths to a few fixed sizes (each compiles once)"

@@ -20,6 +20,7 @@ from xlagraph.diagnose.recognizers._beside_work import length_made_up, sizes_bes
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, runs_clip, scalar_clip
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, opcodes, updated_inputs
+from xlagraph.diagnose.recognizers._host_if import host_decided_if
 from xlagraph.diagnose.recognizers._late_module import created_late
 from xlagraph.diagnose.recognizers._periodic import enclosing_if, periodic_caller, reads_tensor, synced_if
 from xlagraph.diagnose.recognizers._source import (
@@ -392,14 +393,17 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
             and _if_of(pending[i], calls=True)
             and _read_by_work(evidence, users, pending[i].right)
         ]
-        if not sided:
-            return NOTHING
+    # Work of any size, a multiply even, that a device value read on the host decides: the `if`
+    # around its lines reads a tensor, itself or in a function of the user's it calls.
+    decided = {} if sided else _host_decided(evidence, pending, regions)
+    if not sided and not decided:
+        return NOTHING
     # (A helper's call under the `if` counts for a result the step reads, the batch it made.)
     found = {
         i: site
         for i in sided
         if (site := _if_of(pending[i], calls=pending[i].kind is CauseKind.OUTPUT_ADDED))
-    }
+    } or {i: sites[0] for i, sites in decided.items()}
     if not found:
         beside = next((w for c in pending if c.kind in _BESIDE and (w := _if_of(c))), "")
         found = dict.fromkeys(sided, beside) if beside else {}
@@ -415,9 +419,13 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
         i: site for i in sided if i not in found and not any(is_user_location(s) for s in pending[i].sources)
     }
     text = source_text(site).split("#", 1)[0].strip()
+    reads = next((sites[1:] for sites in decided.values() if sites[0] == site), ())
     decides = (
         "a tensor's value read on the host (an implicit sync that also cuts the step) decides"
         if reads_tensor(text)
+        else f"a tensor's value read on the host at {', '.join(reads)} (an implicit sync that also cuts the "
+        "step) decides"
+        if reads
         else "a condition decided in Python on the host picks"
     )
     summary = f"work only one graph does, inside `{text[:80]}` at {site}: {decides} which code the step "
@@ -464,6 +472,23 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
     merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=_BRANCH_HINT)
     cause = replace(merged, sources=(site, *[s for s in merged.sources if s != site])[:6])
     return Recognized((_made_late(evidence, cause, site, [pending[i] for i in picked]),), frozenset(picked))
+
+
+def _host_decided(
+    evidence: Evidence, pending: tuple[Cause, ...], regions: list[int]
+) -> dict[int, tuple[str, ...]]:
+    """Regions of work one graph does more of, whose user lines sit in an `if` that a device value
+    read on the host decides (`host_decided_if`): each with that `if` and the lines that read."""
+    files = user_files(evidence)
+    found: dict[int, tuple[str, ...]] = {}
+    for i in regions:
+        c = pending[i]
+        if c.kind is not CauseKind.STRUCTURE or len(c.left) == len(c.right):
+            continue
+        sites = next((w for s in c.sources if is_user_location(s) and (w := host_decided_if(s, files))), ())
+        if sites:
+            found[i] = sites
+    return found
 
 
 def _made_late(evidence: Evidence, cause: Cause, site: str, picked: list[Cause]) -> Cause:

@@ -13,6 +13,7 @@ from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_user_location, source_line, split_location
 from xlagraph.diagnose.recognizers._causes import renamed
 from xlagraph.diagnose.recognizers._dataflow import updated_inputs
+from xlagraph.diagnose.recognizers._fed_back import grown_state
 from xlagraph.diagnose.recognizers._source import calls_of_function, lines_matching, source_text, user_files
 from xlagraph.diagnose.recognizers._statements import enclosing, loads, set_before
 
@@ -21,6 +22,7 @@ __all__ = ["BATCH_HINT", "GROWN_BATCH_HINT", "RECOGNIZER", "SEQUENCE_HINT", "wit
 _INT = re.compile(r"\d+")
 BATCH_HINT = fix("parameter_shape.batch")
 GROWN_BATCH_HINT = fix("parameter_shape.grown_batch")
+GROWING_STATE_HINT = fix("parameter_shape.growing_state")
 SEQUENCE_HINT = fix("parameter_shape.sequence")
 IMAGE_HINT = fix("parameter_shape.image")
 WEIGHTS_HINT = fix("parameter_shape.weights")
@@ -164,7 +166,17 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         c = pending[i]
         shapes = [ch for ch in c.changes if ch.what == "shape"]  # not constants folded in
         axes = set().union(*(_changed_axes(ch.old, ch.new) for ch in shapes))
-        if shapes and all(ch.left in weights_a or ch.right in weights_b for ch in shapes):
+        grown = grown_state(evidence.left, shapes) if shapes else None
+        if grown is not None:
+            what, hint = (
+                (
+                    "state the step returned, grown by a concatenation and fed back as this input: its "
+                    "size grows step after step, not the data's"
+                ),
+                GROWING_STATE_HINT,
+            )
+            c = replace(c, sources=tuple(dict.fromkeys([*grown, *c.sources]))[:6])
+        elif shapes and all(ch.left in weights_a or ch.right in weights_b for ch in shapes):
             what, hint = "the inputs are weights the step updates, not data", WEIGHTS_HINT
             files = user_files(evidence)
             lookups = lines_matching(files, _PICKED_MODULE, limit=2)

@@ -1,0 +1,101 @@
+"""The `if` around a line whose condition a device value read on the host decides: the test
+reads a tensor itself (`if loss.item() > t:`) or calls a function of the user's that does
+(`if guard.check(loss):`, `check` reading `loss.item()`): the step syncs there, and Python then
+picks which code the step traces, so each outcome is a graph of its own."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from xlagraph.diagnose.frames import split_location
+from xlagraph.diagnose.recognizers._statements import enclosing, syntax_tree
+
+__all__ = ["host_decided_if"]
+
+# Tensor methods that read the value on the host (an implicit sync).
+_READS = frozenset({"item", "tolist", "cpu", "numpy"})
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# How deep to follow the user's calls from the condition (a guard calling its own helper).
+_DEPTH = 2
+
+
+def host_decided_if(location: str, files: Iterable[str] = ()) -> tuple[str, ...]:
+    """(`file:line` of the nearest `if` whose block holds `location` and whose condition reads a
+    device value on the host, then the lines of the user's functions it calls that read it), or
+    () when the nearest `if` has no such condition. Only the nearest: a check nested in another
+    `if` is what decides for its block."""
+    file, line = split_location(location)
+    if not file or not line:
+        return ()
+    ifs = [s for s, _ in enclosing(file, line) if isinstance(s, ast.If) and s.lineno != line]
+    # In the block, not the test: a line of the test itself is the read, not work it decides.
+    ifs = [
+        s for s in ifs if any(b.lineno <= line <= (b.end_lineno or b.lineno) for b in (*s.body, *s.orelse))
+    ]
+    if not ifs:
+        return ()
+    test = ifs[-1].test
+    site = f"{file}:{ifs[-1].lineno}"
+    if _reads(test):
+        return (site,)
+    defs = _definitions([file, *files])
+    lines = _reads_through(test, defs, _DEPTH)
+    return (site, *lines) if lines else ()
+
+
+def _reads(node: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _READS and not n.args
+        for n in ast.walk(node)
+    )
+
+
+def _called(node: ast.AST) -> list[str]:
+    """The names of the functions and methods `node` calls (`check` for `guard.check(loss)`)."""
+    out = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            func = n.func
+            name = (
+                func.id
+                if isinstance(func, ast.Name)
+                else func.attr
+                if isinstance(func, ast.Attribute)
+                else ""
+            )
+            if name:
+                out.append(name)
+    return out
+
+
+def _definitions(files: Iterable[str]) -> dict[str, tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """The user's functions by name (the first defined of each name), with their file."""
+    found: dict[str, tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for file in dict.fromkeys(files):
+        tree = syntax_tree(file)
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, _FUNCTIONS):
+                found.setdefault(node.name, (file, node))
+    return found
+
+
+def _reads_through(
+    node: ast.AST, defs: dict[str, tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]], depth: int
+) -> list[str]:
+    """The `file:line`s where the user's functions `node` calls read a tensor on the host."""
+    lines: list[str] = []
+    for name in dict.fromkeys(_called(node)):
+        if name not in defs or depth <= 0:
+            continue
+        file, function = defs[name]
+        own = [
+            f"{file}:{n.lineno}"
+            for n in ast.walk(function)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in _READS
+            and not n.args
+        ]
+        lines += own or _reads_through(function, {k: v for k, v in defs.items() if k != name}, depth - 1)
+    return list(dict.fromkeys(lines))
