@@ -27,6 +27,10 @@ CASES: tuple[tuple[str, ...], ...] = ((SWAP,), *((SWAP, n) for n in COMBINABLE))
 
 _BATCHER = "torch_xla/compiled/heldout5_captures/request_batch_generate/capture/proc/hlo/module_"
 _BATCHER_CACHES = _BATCHER + "0006.SyncTensorsGraph.56.before_optimizations.txt.xz"
+_BF16_CAST = (
+    "torch_xla/corpus/captures/h22_speechenc_compiled_bf16_callback/hlo/"
+    "module_0001._step_clear_pending.18.before_optimizations.txt.xz"
+)
 _MIXUP = (
     "torch_xla/compiled/heldout5_captures/mixup_mixer_train/capture/proc/hlo/"
     "module_0006.SyncTensorsGraph.357.before_optimizations.txt.xz"
@@ -56,6 +60,17 @@ KNOWN: dict[tuple[str, str], str] = {
             "swap_updates+drop_output",
             "swap_updates+add_output",
         )
+    },
+    # Found when held_out_22's captures joined the corpus (2026-11-26): the callback's bf16 cast,
+    # eight parameters (pairs of look-alikes) each converted into an output of its own and nothing
+    # else. Swapping two updates there is swapping the outputs or the inputs: no single right
+    # answer, as with the batcher's caches; the engine names an output permutation.
+    **{
+        (case, _BF16_CAST): (
+            "look-alike parameters each cast into an output of their own: a swap of their updates is "
+            "a swap of outputs (no single right answer), named output_permutation"
+        )
+        for case in (SWAP, f"{SWAP}+rename", f"{SWAP}+reorder", f"{SWAP}+permute_outputs")
     },
     # One right answer here (the weights' numbers and the state outputs' slots say which update
     # went), not reached: the dropped output is an AdamW weight update (output 5, its weight input
