@@ -1,0 +1,143 @@
+"""Metamorphic test of a dropped look-alike output (issue 37): every real module from fixtures/
+(at most `MAX_INSTRUCTIONS` instructions, files of at most `MAX_BYTES`) with three or more outputs
+of one structure (equal `h0`: the AdamW updates of same-shaped weights, the moments of each) loses,
+for each such structure, the first of them that `drop_output` may drop (never the last of its
+kind): the inputs of the look-alikes after it are then ranked one off (`h1` ranks inputs by first
+use), which can pair each look-alike with its neighbour (`KNOWN`).
+
+The diff must name exactly that output removed and nothing else (tests/metamorphic/check.py).
+"""
+
+from __future__ import annotations
+
+import random
+from functools import cache
+
+import pytest
+
+from tests.metamorphic.check import Outcome, corpus, judge, output_values
+from tests.metamorphic.transforms import Entry, Expected, NotApplicable, drop_output
+from xlagraph.diff import canonical_of, diff_modules
+from xlagraph.parse.hlo import parse_hlo
+
+MAX_INSTRUCTIONS = 400
+MAX_BYTES = 40_000
+MIN_LOOK_ALIKES = 3
+
+_MIXUP = (
+    "torch_xla/compiled/heldout5_captures/mixup_mixer_train/capture/proc/hlo/"
+    "module_0006.SyncTensorsGraph.357.before_optimizations.txt.xz"
+)
+
+# (module, output dropped): what the engine answers where the right answer is out of reach today.
+KNOWN: dict[tuple[str, int], str] = {
+    # The gap of test_metamorphic_updates' KNOWN mixup entry, alone: output 5, the first of six
+    # look-alike AdamW weight updates (f32[16]), goes and its weight input is unread; the inputs
+    # of the look-alikes after it are ranked one off, `exact-h1` pairs each `p * wd` with the next
+    # one's, `bottom-up` pairs the updates along that shift, and output 29 is the one removed.
+    # Skipping `h1` pairs that read an unpaired input in such a family and deferring bottom-up
+    # ties there fixes it (and outputs 8, 11, 14, 17, 29), but moved 77 golden outputs, some for
+    # the worse: not in the engine yet.
+    (_MIXUP, 5): (
+        "the mixup step's first look-alike AdamW update dropped: later updates paired along input "
+        "ranks shifted by one, output 29 named removed, plus structure"
+    ),
+    # Not fixed by the rule above either (same answer with it). The dropped output is the first AdamW
+    # second moment `v` (f32[16]); the `sqrt(v) + eps` of each weight update after it pairs
+    # bottom-up with the next weight's (add.57 with add.86, ...), a shift along the moments
+    # themselves, which `outputs-context` pairs in place; the weight inputs follow it.
+    (_MIXUP, 4): (
+        "the mixup step's first second moment dropped: each later update's sqrt(v)+eps paired with "
+        "the next look-alike's (structure beside the removed output)"
+    ),
+}
+
+
+class _Pick(random.Random):
+    """An rng whose `choice` takes position `k` of the outputs (it must be among the choices)."""
+
+    def __init__(self, k: int) -> None:
+        super().__init__(0)
+        self.k = k
+
+    def choice(self, seq):  # type: ignore[no-untyped-def, override]
+        if self.k not in seq:
+            raise NotApplicable(f"output {self.k} is not one drop_output may drop")
+        return self.k
+
+
+def _families(text: str) -> list[list[int]]:
+    """Each structure at least `MIN_LOOK_ALIKES` outputs share: its outputs but the last."""
+    try:
+        module = parse_hlo(text, "a.hlo")
+    except Exception:
+        return []
+    comp = canonical_of(module).computations[module.entry.name]
+    if len(set(comp.outputs)) != len(comp.outputs):
+        return []
+    family: dict[int, list[int]] = {}
+    for k, o in enumerate(comp.outputs):
+        family.setdefault(comp.h0[o], []).append(k)
+    return [ks[:-1] for ks in family.values() if len(ks) >= MIN_LOOK_ALIKES]
+
+
+@cache
+def _modules() -> tuple[tuple[str, str, int], ...]:
+    """(label, text, output to drop): of each module, the first droppable look-alike of each
+    structure."""
+    out = []
+    for label, text in corpus(MAX_INSTRUCTIONS, MAX_BYTES):
+        for ks in _families(text):
+            k = next((k for k in ks if _droppable(text, k)), None)
+            if k is not None:
+                out.append((label, text, k))
+    return tuple(out)
+
+
+def _droppable(text: str, k: int) -> bool:
+    entry = Entry.parse(text)
+    try:
+        drop_output(entry, Expected.start(entry), _Pick(k))
+    except NotApplicable:
+        return False
+    return True
+
+
+def _outcome(text: str, k: int) -> Outcome:
+    entry = Entry.parse(text)
+    exp = Expected.start(entry)
+    drop_output(entry, exp, _Pick(k))
+    exp.applied = ("drop_output",)
+    a, b = parse_hlo(text, "a.hlo"), parse_hlo(entry.text(), "b.hlo")
+    result = diff_modules(a, b)
+    problems = judge(result, exp, output_values(text))
+    kinds = tuple(sorted(str(c.kind) for c in result.causes))
+    return Outcome("fail" if problems else "pass", tuple(problems), kinds)
+
+
+def test_many_modules_have_look_alikes_to_drop() -> None:
+    """The issue's module among them, and enough others that the property means something."""
+    labels = {label for label, _, _ in _modules()}
+    assert len(labels) >= 10, len(labels)
+    assert any("mixup_mixer_train" in label for label in labels)
+
+
+def _params() -> list[object]:
+    return [
+        pytest.param(
+            label,
+            k,
+            id=f"{label}:{k}",
+            marks=(pytest.mark.xfail(strict=True, reason=KNOWN[(label, k)]),) if (label, k) in KNOWN else (),
+        )
+        for label, _, k in _modules()
+    ]
+
+
+@pytest.mark.parametrize(("label", "k"), _params())
+def test_dropped_look_alike_named_exactly(label: str, k: int) -> None:
+    text = next(t for lab, t, kk in _modules() if lab == label and kk == k)
+    out = _outcome(text, k)
+    assert out.status == "pass", (
+        f"{'; '.join(out.problems)} (engine says: {', '.join(out.kinds) or 'identical'})"
+    )
