@@ -31,6 +31,10 @@ _BF16_CAST = (
     "torch_xla/corpus/captures/h22_speechenc_compiled_bf16_callback/hlo/"
     "module_0001._step_clear_pending.18.before_optimizations.txt.xz"
 )
+_SMOOTHING = (
+    "torch_xla/corpus/captures/h22_resmlp_openxla_smoothing_to_zero/hlo/"
+    "module_0007.SyncTensorsGraph.134.before_optimizations.txt.xz"
+)
 _MIXUP = (
     "torch_xla/compiled/heldout5_captures/mixup_mixer_train/capture/proc/hlo/"
     "module_0006.SyncTensorsGraph.357.before_optimizations.txt.xz"
@@ -72,6 +76,15 @@ KNOWN: dict[tuple[str, str], str] = {
         )
         for case in (SWAP, f"{SWAP}+rename", f"{SWAP}+reorder", f"{SWAP}+permute_outputs")
     },
+    # Found when held_out_22's captures joined the corpus (2026-11-26): the openxla MLP's SGD step,
+    # look-alike f32[16] updates. With updates 2 and 11 swapped and output 3 dropped, the engine
+    # names output 2 removed (and 2's update among the permuted outputs) where the transformation
+    # dropped 3 and moved 2 to 10: which of two look-alikes went is read off their ranks, the
+    # mixup step's gap below in a plain SGD step.
+    (f"{SWAP}+drop_output", _SMOOTHING): (
+        "look-alike SGD updates, one swapped and another dropped: output 2 named removed where "
+        "output 3 went (look-alikes paired by rank, as in the mixup step)"
+    ),
     # One right answer here (the weights' numbers and the state outputs' slots say which update
     # went), not reached: the dropped output is an AdamW weight update (output 5, its weight input
     # p14 unread in B), one of six f32[16] look-alikes. The inputs' canonical ranks (`h1`, by
