@@ -256,10 +256,11 @@ def cite_backward(recompiles: Sequence[Recompile]) -> tuple[Recompile, ...]:
     engine: the loss's backward, lazy ops that autograd records without a source line, run from no
     user frame. A Python scalar baked into them (eps -> 0.0) is baked into the forward's graph of
     the same step too, whose instructions carry the user's lines: the same change, so the same
-    lines. Only for a cause with no line of its own, and a same-step graph with that cause kind."""
+    lines. Only for a change a value entering the step makes alike in both (`_CARRIED`), with no
+    line of its own, and a same-step graph with that cause kind that cites lines."""
     out = []
     for r in recompiles:
-        bare = [a for a in r.attribution if not a.lines and not r.causes[a.cause].info]
+        bare = [a for a in r.attribution if not a.lines and not r.causes[a.cause].info and a.kind in _CARRIED]
         if r.frames or not bare or not any(_autograd(f) for f in r.library_frames):
             out.append(r)
             continue
@@ -269,7 +270,7 @@ def cite_backward(recompiles: Sequence[Recompile]) -> tuple[Recompile, ...]:
             if other is r or other.step != r.step:
                 continue
             for a in other.attribution:
-                if a.lines and not other.causes[a.cause].info:
+                if a.lines and not other.causes[a.cause].info and a.kind in _CARRIED:
                     lines[a.kind] = tuple(dict.fromkeys(lines.get(a.kind, ()) + a.lines))
                     graphs[a.kind] = tuple(dict.fromkeys((*graphs.get(a.kind, ()), other.variant)))
         cited = {id(a): a.kind for a in bare if a.kind in lines}
@@ -295,6 +296,11 @@ def cite_backward(recompiles: Sequence[Recompile]) -> tuple[Recompile, ...]:
             )
         )
     return tuple(out)
+
+
+# What a value entering the step changes alike in its forward's graph and its backward's: a baked
+# scalar, a size, an element type (an output added or dropped is each graph's own).
+_CARRIED = frozenset({str(CauseKind.CONSTANT_VALUE), str(CauseKind.PARAMETER_SHAPE), str(CauseKind.DTYPE)})
 
 
 def _autograd(f: Frame) -> bool:
