@@ -58,3 +58,13 @@ def test_a_precision_switch_in_a_callback_the_loop_calls_is_cited() -> None:
     lines = _cause_lines(retyped, "dtype")
     # the switch first, then where the switched encoder runs
     assert lines[:2] == [f"{script}:48", f"{script}:28"]
+
+
+def test_a_cast_in_a_method_the_loop_calls_is_cited() -> None:
+    """The same rule elsewhere: held_out_21's MoCo queue is cast to bf16 by `queue.maybe_compact(step)`,
+    which the loop calls; its cast (`:39`) is cited before the lines that read the queue."""
+    script = "scripts/h21_moco_compiled_queue_bf16_compact.py"
+    report = _report("h21_moco_compiled_queue_bf16_compact")
+    retyped = [r for r in report["recompiles"] if "dtype" in [c["kind"] for c in r["causes"]]]
+    assert retyped
+    assert _cause_lines(retyped[0], "dtype")[0] == f"{script}:39"
