@@ -25,7 +25,9 @@ _LOW_NAMES = frozenset({"bfloat16", "float16", "half"})
 _TYPE_NAMES = _LOW_NAMES | {"float32", "float64", "float", "double"}
 # The statements whose body is "the code that ran": the innermost loop or function around a line.
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_SCOPES = (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_SCOPES = (*_LOOPS, ast.FunctionDef, ast.AsyncFunctionDef)
+_CALL_DEPTH = 2  # a loop's call into a callback list, and the callback's own helper
 
 
 def _name(func: ast.expr) -> str:
@@ -171,4 +173,39 @@ def switch_lines(
         for node in ast.walk(scope):
             if isinstance(node, ast.Call) and _is_cast(node):
                 found.setdefault(f"{file}:{node.lineno}")
+    for (file, _), scope in scopes.items() if not found else ():
+        if isinstance(scope, _LOOPS):
+            for call in _called_casts(file, scope):
+                found.setdefault(f"{file}:{call.lineno}")
     return list(found)[:3]
+
+
+def _called_casts(file: str, loop: ast.stmt) -> list[ast.Call]:
+    """The casts in the user's functions the loop calls by name (`cb.on_step_start(self, step)`
+    runs a callback's `trainer.model.encoder.to(torch.bfloat16)` between steps), followed
+    `_CALL_DEPTH` calls deep within the same stored file: the loop's own body shows no cast."""
+    tree = syntax_tree(file)
+    if tree is None:
+        return []
+    defs: dict[str, list[ast.stmt]] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, _FUNCTIONS) and not n.name.startswith("__"):
+            defs.setdefault(n.name, []).append(n)
+    casts: list[ast.Call] = []
+    seen: set[int] = set()
+    bodies: list[ast.AST] = [loop]
+    for _ in range(_CALL_DEPTH):
+        called = []
+        for body in bodies:
+            for node in ast.walk(body):
+                if not isinstance(node, ast.Call):
+                    continue
+                if body is not loop and _is_cast(node):
+                    casts.append(node)
+                for d in defs.get(_name(node.func), ()):
+                    if id(d) not in seen:
+                        seen.add(id(d))
+                        called.append(d)
+        bodies = called
+    casts += [n for body in bodies for n in ast.walk(body) if isinstance(n, ast.Call) and _is_cast(n)]
+    return sorted(dict.fromkeys(casts), key=lambda c: c.lineno)
