@@ -14,25 +14,9 @@ real torch_xla 2.9 captures (fixtures/torch_xla/corpus/captures, CPU device):
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
-import pytest
-
-from tests.conftest import FIXTURES
-from xlagraph.render.report_json import report_to_json
-from xlagraph.report import build_report, load_runs
-
-CAPTURES = FIXTURES / "torch_xla" / "corpus" / "captures"
-
-
-@cache
-def _report(name: str) -> dict[str, Any]:
-    folder = CAPTURES / name
-    if not folder.is_dir():
-        pytest.fail(f"missing {folder}: run fixtures/torch_xla/corpus/generate.py")
-    (log,) = load_runs(str(folder))
-    return report_to_json((build_report(log),))
+from tests.corpus_reports import corpus_report
 
 
 def _cause_lines(r: dict[str, Any], kind: str) -> list[str]:
@@ -41,7 +25,7 @@ def _cause_lines(r: dict[str, Any], kind: str) -> list[str]:
 
 def test_backward_synced_by_the_bridge_cites_the_forward_line() -> None:
     script = "scripts/h22_resmlp_openxla_smoothing_to_zero.py"
-    report = _report("h22_resmlp_openxla_smoothing_to_zero")
+    report = corpus_report("h22_resmlp_openxla_smoothing_to_zero")
     baked = [r for r in report["recompiles"] if "constant_value" in [c["kind"] for c in r["causes"]]]
     assert sorted(r["variant"] for r in baked) == ["G", "H"]
     for r in baked:
@@ -53,7 +37,7 @@ def test_backward_synced_by_the_bridge_cites_the_forward_line() -> None:
 
 def test_a_precision_switch_in_a_callback_the_loop_calls_is_cited() -> None:
     script = "scripts/h22_speechenc_compiled_bf16_callback.py"
-    report = _report("h22_speechenc_compiled_bf16_callback")
+    report = corpus_report("h22_speechenc_compiled_bf16_callback")
     (retyped,) = [r for r in report["recompiles"] if "dtype" in [c["kind"] for c in r["causes"]]]
     lines = _cause_lines(retyped, "dtype")
     # the switch first, then where the switched encoder runs
@@ -64,7 +48,7 @@ def test_a_cast_in_a_method_the_loop_calls_is_cited() -> None:
     """The same rule elsewhere: held_out_21's MoCo queue is cast to bf16 by `queue.maybe_compact(step)`,
     which the loop calls; its cast (`:39`) is cited before the lines that read the queue."""
     script = "scripts/h21_moco_compiled_queue_bf16_compact.py"
-    report = _report("h21_moco_compiled_queue_bf16_compact")
+    report = corpus_report("h21_moco_compiled_queue_bf16_compact")
     retyped = [r for r in report["recompiles"] if "dtype" in [c["kind"] for c in r["causes"]]]
     assert retyped
     assert _cause_lines(retyped[0], "dtype")[0] == f"{script}:39"

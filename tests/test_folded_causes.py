@@ -18,30 +18,12 @@ real torch_xla 2.9 captures (fixtures/torch_xla/corpus/captures, CPU device):
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Any
-
-import pytest
-
-from tests.conftest import FIXTURES
+from tests.corpus_reports import CAPTURES, corpus_report
 from xlagraph.diff import diff_files
-from xlagraph.render.report_json import report_to_json
-from xlagraph.report import build_report, load_runs
-
-CAPTURES = FIXTURES / "torch_xla" / "corpus" / "captures"
-
-
-@cache
-def _report(name: str) -> dict[str, Any]:
-    folder = CAPTURES / name
-    if not folder.is_dir():
-        pytest.fail(f"missing {folder}: run fixtures/torch_xla/corpus/generate.py")
-    (log,) = load_runs(str(folder))
-    return report_to_json((build_report(log),))
 
 
 def _kinds(name: str, step: int) -> list[str]:
-    (r,) = [r for r in _report(name)["recompiles"] if r["step"] == step]
+    (r,) = [r for r in corpus_report(name)["recompiles"] if r["step"] == step]
     return [c["kind"] for c in r["causes"]]
 
 
@@ -50,7 +32,7 @@ def test_the_view_bases_of_the_other_precision_are_no_removed_outputs() -> None:
 
 
 def test_what_follows_from_the_switch_is_counted_not_listed() -> None:
-    (r,) = [r for r in _report("h13_resmlp_bf16_autocast_later")["recompiles"] if r["step"] == 3]
+    (r,) = [r for r in corpus_report("h13_resmlp_bf16_autocast_later")["recompiles"] if r["step"] == 3]
     (items,) = [a["items"] for a in r["attribution"] if a["kind"] == "dtype"]
     assert not [x for x in items if "-> convert" in x or x.startswith("output:")], items
     assert any("converts in the other" in x for x in items), items
@@ -64,7 +46,7 @@ def test_the_work_of_a_term_that_vanishes_is_the_constants() -> None:
 
 def test_the_baked_values_are_named() -> None:
     """`m` is baked as 1 and `1.0 - m` as 0: the cause says which input became which."""
-    (r,) = [r for r in _report("h12_byol_cnn_momentum_cosine")["recompiles"] if r["step"] == 6]
+    (r,) = [r for r in corpus_report("h12_byol_cnn_momentum_cosine")["recompiles"] if r["step"] == 6]
     (summary,) = [c["summary"] for c in r["causes"] if c["kind"] == "constant_value"]
     assert " is 1" in summary and " is 0" in summary, summary
 
