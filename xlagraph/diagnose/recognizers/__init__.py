@@ -87,10 +87,12 @@ ORDER: tuple[Recognizer, ...] = (
     fsdp_layout.RECOGNIZER,
     parallelism.RECOGNIZER,
     graph_break.RECOGNIZER,
-    bridge_sync.RECOGNIZER,
     random_skip.RECOGNIZER,
     dtype.RECOGNIZER,
     state_init.RECOGNIZER,
+    # After state_init: on the step that creates optimizer state, that state's update work is
+    # state_init's, and what is left of the bridge's warm-up is the loss it synced on step 0.
+    bridge_sync.RECOGNIZER,
     materialized.RECOGNIZER,
     returned_state.RECOGNIZER,
     conditional_work.RECOGNIZER,
