@@ -44,11 +44,18 @@ def host_decided_if(location: str, files: Iterable[str] = ()) -> tuple[str, ...]
     return (site, *lines) if lines else ()
 
 
-def _reads(node: ast.AST) -> bool:
-    return any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _READS and not n.args
-        for n in ast.walk(node)
+def _is_read(node: ast.AST) -> bool:
+    """`t.item()`, `t.cpu()`, ...: a call that reads a tensor's value on the host."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _READS
+        and not node.args
     )
+
+
+def _reads(node: ast.AST) -> bool:
+    return any(_is_read(n) for n in ast.walk(node))
 
 
 def _called(node: ast.AST) -> list[str]:
@@ -89,13 +96,6 @@ def _reads_through(
         if name not in defs or depth <= 0:
             continue
         file, function = defs[name]
-        own = [
-            f"{file}:{n.lineno}"
-            for n in ast.walk(function)
-            if isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Attribute)
-            and n.func.attr in _READS
-            and not n.args
-        ]
+        own = [f"{file}:{n.lineno}" for n in ast.walk(function) if _is_read(n)]
         lines += own or _reads_through(function, {k: v for k, v in defs.items() if k != name}, depth - 1)
     return list(dict.fromkeys(lines))
