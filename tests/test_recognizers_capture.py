@@ -478,6 +478,18 @@ def test_a_special_scalar_passed_as_an_argument_is_followed_to_its_callers(tmp_p
     assert [int(x.rsplit(":", 1)[1]) for x in cause.sources[:3]] == [21, 86, 28]
 
 
+def test_a_special_scalar_from_a_scheduler_object_is_followed_into_its_call(tmp_path: Path) -> None:
+    """Label smoothing `eps` is a parameter of `smoothed_ce`; its caller passes `anneal(step)`,
+    where `anneal = SmoothingAnneal(...)` is the user's object whose `__call__` returns
+    `start * max(0.0, 1 - step / steps)` (exactly 0 at the end): that return and the call are
+    cited before the loss line that reads `eps`."""
+    name = "h22_resmlp_openxla_smoothing_to_zero"
+    (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 5 and "mark_step" in r.trigger]
+    (cause,) = [c for c in r.causes if str(c.kind) == "constant_value"]
+    assert [int(x.rsplit(":", 1)[1]) for x in cause.sources[:3]] == [35, 63, 42]
+    assert "`eps` is computed at" in cause.summary
+
+
 def test_a_special_scalar_riding_on_a_shared_input_is_named_where_it_swaps(tmp_path: Path) -> None:
     """A KL weight of 0.0, then 0.5, then 1.0: 0 and 1 are baked, and 0.5 is uploaded once and
     shared with the model's own `0.5 * logvar`, so no input is added; the multiply reads a

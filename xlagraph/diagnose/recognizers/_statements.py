@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 
 from xlagraph.diagnose.frames import source_lines, split_location
@@ -223,12 +224,53 @@ _NUMERIC = frozenset({"max", "min", "float", "int", "round", "abs", "pow"})
 _NUMERIC_MODULES = frozenset({"math"})
 
 
-def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
-    found: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _receiver(node: ast.expr) -> str:
+    """`sched` or `self.sched`: an object a call can be made on; `` for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    return f"self.{node.attr}" if _on_self(node) else ""  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class _Defs:
+    """The user's functions of one file by name, and the names bound to an instance of one of
+    its classes (`anneal = SmoothingAnneal(0.3, 5)`, `self.sched = Warmup(...)`), so that
+    `anneal(step)` is that class's `__call__` and `self.sched.value(step)` its `value`."""
+
+    functions: dict[str, _Function]
+    instances: dict[str, ast.ClassDef]
+
+    def callee(self, func: ast.expr) -> _Function | None:
+        if isinstance(func, ast.Name) and func.id in self.functions:
+            return self.functions[func.id]
+        method = "__call__"
+        if isinstance(func, ast.Attribute) and not _on_self(func):
+            func, method = func.value, func.attr
+        owner = self.instances.get(_receiver(func))
+        found = [n for n in owner.body if isinstance(n, _Function) and n.name == method] if owner else []
+        return found[0] if found else None
+
+
+def _defs(tree: ast.Module) -> _Defs:
+    functions: dict[str, _Function] = {}
+    classes: dict[str, ast.ClassDef] = {}
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            found.setdefault(node.name, node)
-    return found
+        if isinstance(node, _Function):
+            functions.setdefault(node.name, node)
+        elif isinstance(node, ast.ClassDef):
+            classes.setdefault(node.name, node)
+    made: dict[str, set[str]] = {}  # receiver -> the classes assigned to it
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _receiver(node.targets[0]):
+            cls = node.value.func if isinstance(node.value, ast.Call) else None
+            name = cls.id if isinstance(cls, ast.Name) else ""
+            made.setdefault(_receiver(node.targets[0]), set()).add(name)
+    # A name bound to instances of one user class only (anything else assigned to it: unknown).
+    only = {k: next(iter(v)) for k, v in made.items() if len(v) == 1}
+    return _Defs(functions, {k: classes[c] for k, c in only.items() if c in classes})
 
 
 def _assignment_in(body: list[ast.stmt], name: str, before: int) -> ast.stmt | None:
@@ -242,11 +284,10 @@ def _assignment_in(body: list[ast.stmt], name: str, before: int) -> ast.stmt | N
     return last
 
 
-def _host_number(
-    value: ast.expr, defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], depth: int = 0
-) -> list[int] | None:
+def _host_number(value: ast.expr, defs: _Defs, depth: int = 0) -> list[int] | None:
     """`value` computes a Python number on the host: it calls only numeric builtins, `math` and
-    the user's own functions that do the same (nothing of torch, no method of a tensor). The
+    the user's own functions and methods of the user's objects that do the same (nothing of
+    torch, no method of a tensor). The
     lines of those functions that compute what they return (`[]` for plain arithmetic); None
     when it is no such value."""
     lines: list[int] = []
@@ -260,20 +301,17 @@ def _host_number(
             and func.value.id in _NUMERIC_MODULES
         ):
             continue
-        if not isinstance(func, ast.Name) or func.id not in defs or depth > 2:
+        callee = defs.callee(func)
+        if callee is None or depth > 2:
             return None
-        made = _returns_number(defs[func.id], defs, depth + 1)
+        made = _returns_number(callee, defs, depth + 1)
         if made is None:
             return None
         lines += made
     return lines
 
 
-def _returns_number(
-    function: ast.FunctionDef | ast.AsyncFunctionDef,
-    defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
-    depth: int,
-) -> list[int] | None:
+def _returns_number(function: _Function, defs: _Defs, depth: int) -> list[int] | None:
     """The lines where `function` computes the Python number it returns (the `return`, or the
     assignment of the name it returns); None when it may return anything else."""
     returns = [n for n in ast.walk(function) if isinstance(n, ast.Return) and n.value is not None]
@@ -331,13 +369,13 @@ def python_number(location: str) -> tuple[str, list[str]]:
     chain = enclosing(file, line) if tree is not None else []
     if tree is None or not chain:
         return "", []
-    defs = _functions(tree)
+    defs = _defs(tree)
     return _number_of(tree, defs, chain, sorted(loads(chain[-1][0])), file, 0)
 
 
 def _number_of(
     tree: ast.Module,
-    defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+    defs: _Defs,
     chain: list[tuple[ast.stmt, list[ast.stmt]]],
     names: list[str],
     file: str,
@@ -368,6 +406,10 @@ def _number_of(
             continue
         for call in _calls_to(tree, scope)[:3]:  # the callers pass the value
             passed = _argument(call, scope, name)
+            if passed is not None and not isinstance(passed, ast.Name):  # `f(x, anneal(step))`
+                made = _host_number(passed, defs)
+                if made:
+                    return name, [f"{file}:{n}" for n in dict.fromkeys([*made, call.lineno])]
             if not isinstance(passed, ast.Name):
                 continue
             outer = enclosing(file, call.lineno)

@@ -1,0 +1,71 @@
+"""`_statements.python_number`: where the user computes the Python number a line reads, followed
+through the user's functions, the methods of the user's objects and the arguments callers pass.
+The scripts are written here (hand-written source text, no graph: the rule reads only source)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xlagraph.diagnose.frames import SourceText, reading_sources
+from xlagraph.diagnose.recognizers._statements import python_number
+
+SCHEDULER = '''\
+class Anneal:
+    def __init__(self, start, steps):
+        self.start, self.steps = start, steps
+
+    def __call__(self, step):
+        return self.start * max(0.0, 1.0 - step / self.steps)
+
+    def value(self, step):
+        return min(1.0, step / self.steps)
+
+
+def loss_fn(out, eps):
+    return (1.0 - eps) * out + eps
+
+'''
+
+
+def _number(tmp_path: Path, body: str, line_of: str) -> tuple[str, list[int]]:
+    text = SCHEDULER + body
+    path = tmp_path / "train.py"
+    path.write_text(text)
+    line = next(n for n, t in enumerate(text.splitlines(), 1) if line_of in t)
+    with reading_sources(SourceText(bases=(str(tmp_path),))):
+        name, lines = python_number(f"{path}:{line}")
+    return name, [int(x.rsplit(":", 1)[1]) for x in lines]
+
+
+def test_an_object_called_in_the_argument_is_its_call_method(tmp_path: Path) -> None:
+    body = "anneal = Anneal(0.3, 5)\nfor step in range(7):\n    loss = loss_fn(1.0, anneal(step))\n"
+    assert _number(tmp_path, body, "return (1.0 - eps)") == ("eps", [6, 17])
+
+
+def test_a_method_of_an_object_kept_on_self_is_followed(tmp_path: Path) -> None:
+    body = (
+        "class Trainer:\n"
+        "    def __init__(self):\n"
+        "        self.sched = Anneal(1.0, 4)\n"
+        "\n"
+        "    def step(self, step, out):\n"
+        "        w = self.sched.value(step)\n"
+        "        return out * w\n"
+    )
+    assert _number(tmp_path, body, "return out * w") == ("w", [9, 20])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # the name is bound to objects of two classes: which `__call__` runs is not in the text
+        "anneal = Anneal(0.3, 5)\nanneal = Other()\nloss = loss_fn(1.0, anneal(3))\n",
+        # a torch function computes the value: not a Python number
+        "import torch\nloss = loss_fn(1.0, torch.rand(()))\n",
+    ],
+)
+def test_no_number_where_the_text_does_not_say(tmp_path: Path, body: str) -> None:
+    other = "class Other:\n    def __call__(self, s):\n        return s\n\n"
+    assert _number(tmp_path, other + body, "return (1.0 - eps)") == ("", [])
