@@ -61,6 +61,7 @@ SPLITS = (
     "held_out_20",
     "held_out_21",
     "held_out_22",
+    "held_out_23",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
