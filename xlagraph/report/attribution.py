@@ -18,7 +18,7 @@ from xlagraph.diagnose.frames import is_library, location, source_line, split_fr
 from xlagraph.diagnose.recognizers._statements import loop_order
 from xlagraph.diff import DiffResult
 from xlagraph.ir import Frame, strip_layout
-from xlagraph.report.holders import storing_lines
+from xlagraph.report.holders import replacing_lines, storing_lines
 from xlagraph.report.model import Attribution, TensorRef
 from xlagraph.report.triggers import LineReader
 from xlagraph.runlog import GraphRecord, LiveTensor
@@ -227,6 +227,9 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
             for c in cause.changes
         ]
         summary = f"{len(cause.changes)} input(s) changed shape"
+        if cause.fix_id == "parameter_shape.resized_weights" and not lines:
+            # the graph cites only `Module.to`: the user's line that put the new weights there
+            lines = _replacing(target_tensors, [c.new for c in cause.changes if c.what != "output"])
     elif kind in (CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION):
         what = "input" if kind is CauseKind.PARAMETER_PERMUTATION else "output"
         moved = [m for m in cause.mapping if m.left != m.right]
@@ -298,6 +301,13 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
         order = [n for c in callers for n in loop_order(c, syncs)]
         lines = tuple(dict.fromkeys((*order, *lines)))
     return Attribution(index, str(kind), summary, _bounded(items), tensors, lines, library_lines)
+
+
+def _replacing(tensors: tuple[LiveTensor, ...], shapes: list[str]) -> tuple[str, ...]:
+    """The lines that replace the modules holding the live weights of the new shapes."""
+    wanted = {_norm_shape(s) for s in shapes}
+    held = [h for t in tensors if _norm_shape(t.shape) in wanted for h in t.holders[:1]]
+    return tuple(dict.fromkeys(n for h in held for n in replacing_lines(h)))
 
 
 # Library code the user calls by a name of their own: which call in their script reached it.

@@ -18,7 +18,7 @@ from xlagraph.diagnose.frames import SourceText, current_sources, source_line
 from xlagraph.ir import Frame
 from xlagraph.runlog import Holder
 
-__all__ = ["storing_lines"]
+__all__ = ["replacing_lines", "storing_lines"]
 
 _MAX_LINES = 20_000
 _MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "appendleft"})
@@ -46,6 +46,52 @@ def storing_lines(holder: Holder, created: tuple[Frame, ...]) -> tuple[str, ...]
     if not chosen or len(chosen) > 2:
         return ()
     return tuple(f"{file}:{s[0]}" for s in sorted(chosen))
+
+
+def replacing_lines(holder: Holder) -> tuple[str, ...]:
+    """Where the user's code puts a new object on the attribute path that holds a weight
+    (`model.head = new.to(device)` for `model.head.weight`, `setattr(model, "head", ...)`):
+    the statements of the holder's file, outside `__init__` (which builds the first one), that
+    assign one of the path's attributes, and the calls of the function they sit in (`widen_head(
+    model, ...)` in the loop). At most two such statements, else nothing: a weight resized by
+    library code (`resize_token_embeddings`) has no line of the user's that replaces it."""
+    attrs = {part.partition("[")[0] for part in holder.path.split(".")[1:]} - {""}
+    tree = _tree(holder.file, current_sources()) if holder.kind == "attribute" and attrs else None
+    if tree is None:
+        return ()
+    sites: list[tuple[int, str]] = []
+    for fn in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        if fn.name == "__init__":
+            continue
+        for node in ast.walk(fn):
+            if _replaces(node, attrs):
+                sites.append((node.lineno, fn.name))
+    if not sites or len(sites) > 2:
+        return ()
+    names = {name for _, name in sites}
+    calls = [
+        n.lineno
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names
+    ]
+    found = [*sorted(n for n, _ in sites), *sorted(calls)[:2]]
+    return tuple(f"{holder.file}:{n}" for n in dict.fromkeys(found))
+
+
+def _replaces(node: ast.AST, attrs: set[str]) -> bool:
+    """`x.head = ...` or `setattr(x, "head", ...)` for an attribute name of `attrs`."""
+    if isinstance(node, ast.Assign):
+        return any(isinstance(t, ast.Attribute) and t.attr in attrs for t in node.targets)
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        call = node.value
+        return (
+            isinstance(call.func, ast.Name)
+            and call.func.id == "setattr"
+            and len(call.args) == 3
+            and isinstance(call.args[1], ast.Constant)
+            and call.args[1].value in attrs
+        )
+    return False
 
 
 # (id of the active sources, file) -> (those sources, the tree): two captures may hold other
