@@ -24,6 +24,7 @@ from xlagraph.diagnose.recognizers._host_if import host_decided_if
 from xlagraph.diagnose.recognizers._late_module import created_late
 from xlagraph.diagnose.recognizers._periodic import enclosing_if, periodic_caller, reads_tensor, synced_if
 from xlagraph.diagnose.recognizers._source import (
+    BUILDERS,
     calls_of_function,
     enclosing_function,
     lines_matching,
@@ -151,6 +152,22 @@ def _scalars(evidence: Evidence, cause: Cause) -> bool:
     return bool(found) and all(strip_layout(ins.shape).endswith("[]") for _, ins in found)
 
 
+# `m.p = p`, `model.drop.p = 0.0`, `setattr(m, "p", p)`: a dropout module's probability set.
+_SETS_P = re.compile(r"^\s*[\w.\[\]]*\w\.p\s*=(?!=)|\bsetattr\([^,]+,\s*['\"]p['\"]")
+
+
+def _sets_dropout_p(files: list[str]) -> list[str]:
+    """Where the user's code sets a dropout probability outside the methods that build a module
+    (`__init__` gives the first value), and the call of the function that does it (a scheduler's
+    `step(step)` in the loop): at most two such lines, else none (the text does not say which)."""
+    sets = lines_matching(files, _SETS_P, limit=8)
+    found = [loc for loc in sets if enclosing_function(*split_location(loc)) not in BUILDERS]
+    if not found or len(found) > 2:
+        return []
+    calls = [c for loc in found for c in calls_of_function(loc, files, limit=1)]
+    return list(dict.fromkeys([*found, *calls]))
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     regions = [i for i, c in enumerate(pending) if c.kind in _REGIONS]
     # A clip whose norm is all-reduced (tensor parallelism) lands in the collectives' region.
@@ -215,14 +232,18 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 i for i, c in enumerate(pending) if i in hits or c.kind in _CASCADE or _scalars(evidence, c)
             ]
             n = sum(pending[i].count for i in picked)
+            setting: list[str] = []
             if name == "rng" and not lines_matching(user_files(evidence), _MODE_SWITCH, limit=1):
                 summary, hint = _DROPOUT_ZERO, fix("conditional_work.dropout_zero")
+                setting = _sets_dropout_p(user_files(evidence))
             cause = merge(
                 CauseKind.CONDITIONAL_WORK,
                 f"{summary} ({n} difference(s))",
                 [pending[i] for i in picked],
                 hint=hint,
             )
+            if setting:  # the user's line that sets p comes before the dropout's own lines
+                cause = replace(cause, sources=tuple(dict.fromkeys([*setting, *cause.sources])))
             return Recognized((cause,), frozenset(picked))
     # In an `if ... % k:` block, or in a helper of the user's called from one (a merge every k steps).
     files = user_files(evidence)
