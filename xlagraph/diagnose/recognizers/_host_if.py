@@ -9,12 +9,10 @@ import ast
 from collections.abc import Iterable
 
 from xlagraph.diagnose.frames import split_location
-from xlagraph.diagnose.recognizers._statements import enclosing, syntax_tree
+from xlagraph.diagnose.recognizers._statements import enclosing, is_host_read, reads_on_host, syntax_tree
 
 __all__ = ["host_decided_if"]
 
-# Tensor methods that read the value on the host (an implicit sync).
-_READS = frozenset({"item", "tolist", "cpu", "numpy"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # How deep to follow the user's calls from the condition (a guard calling its own helper).
 _DEPTH = 2
@@ -37,25 +35,11 @@ def host_decided_if(location: str, files: Iterable[str] = ()) -> tuple[str, ...]
         return ()
     test = ifs[-1].test
     site = f"{file}:{ifs[-1].lineno}"
-    if _reads(test):
+    if reads_on_host(test):
         return (site,)
     defs = _definitions([file, *files])
     lines = _reads_through(test, defs, _DEPTH)
     return (site, *lines) if lines else ()
-
-
-def _is_read(node: ast.AST) -> bool:
-    """`t.item()`, `t.cpu()`, ...: a call that reads a tensor's value on the host."""
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in _READS
-        and not node.args
-    )
-
-
-def _reads(node: ast.AST) -> bool:
-    return any(_is_read(n) for n in ast.walk(node))
 
 
 def _called(node: ast.AST) -> list[str]:
@@ -96,6 +80,6 @@ def _reads_through(
         if name not in defs or depth <= 0:
             continue
         file, function = defs[name]
-        own = [f"{file}:{n.lineno}" for n in ast.walk(function) if _is_read(n)]
+        own = [f"{file}:{n.lineno}" for n in ast.walk(function) if is_host_read(n)]
         lines += own or _reads_through(function, {k: v for k, v in defs.items() if k != name}, depth - 1)
     return list(dict.fromkeys(lines))

@@ -16,7 +16,17 @@ from functools import lru_cache
 from xlagraph.diagnose.frames import source_lines, split_location
 from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES
 
-__all__ = ["enclosing", "loads", "loop_order", "python_number", "set_before", "syntax_tree"]
+__all__ = [
+    "HOST_READS",
+    "enclosing",
+    "is_host_read",
+    "loads",
+    "loop_order",
+    "python_number",
+    "reads_on_host",
+    "set_before",
+    "syntax_tree",
+]
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -68,6 +78,26 @@ def enclosing(file: str, line: int) -> list[tuple[ast.stmt, list[ast.stmt]]]:
                 blocks = list(_blocks(stmt))
                 break
     return chain
+
+
+# Tensor methods that read the value on the host, called without arguments (`loss.item()`,
+# `t.cpu()`): an implicit sync, whose value Python can then branch on.
+HOST_READS = frozenset({"item", "tolist", "cpu", "numpy"})
+
+
+def is_host_read(node: ast.AST) -> bool:
+    """`t.item()`, `t.cpu()`, ...: a call that reads a tensor's value on the host."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in HOST_READS
+        and not node.args
+    )
+
+
+def reads_on_host(node: ast.AST) -> bool:
+    """`node` holds a host read of a tensor (`if conf.item() > t:`)."""
+    return any(is_host_read(n) for n in ast.walk(node))
 
 
 def loads(node: ast.AST) -> set[str]:
