@@ -9,7 +9,13 @@ import ast
 from collections.abc import Iterable
 
 from xlagraph.diagnose.frames import split_location
-from xlagraph.diagnose.recognizers._statements import enclosing, is_host_read, reads_on_host, syntax_tree
+from xlagraph.diagnose.recognizers._statements import (
+    called_functions,
+    enclosing,
+    is_host_read,
+    reads_on_host,
+    syntax_tree,
+)
 
 __all__ = ["host_decided_if"]
 
@@ -42,44 +48,22 @@ def host_decided_if(location: str, files: Iterable[str] = ()) -> tuple[str, ...]
     return (site, *lines) if lines else ()
 
 
-def _called(node: ast.AST) -> list[str]:
-    """The names of the functions and methods `node` calls (`check` for `guard.check(loss)`)."""
-    out = []
-    for n in ast.walk(node):
-        if isinstance(n, ast.Call):
-            func = n.func
-            name = (
-                func.id
-                if isinstance(func, ast.Name)
-                else func.attr
-                if isinstance(func, ast.Attribute)
-                else ""
-            )
-            if name:
-                out.append(name)
-    return out
-
-
-def _definitions(files: Iterable[str]) -> dict[str, tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+def _definitions(files: Iterable[str]) -> dict[str, list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]]:
     """The user's functions by name (the first defined of each name), with their file."""
-    found: dict[str, tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    found: dict[str, list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]] = {}
     for file in dict.fromkeys(files):
         tree = syntax_tree(file)
         for node in ast.walk(tree) if tree is not None else ():
             if isinstance(node, _FUNCTIONS):
-                found.setdefault(node.name, (file, node))
+                found.setdefault(node.name, [(file, node)])
     return found
 
 
 def _reads_through(
-    node: ast.AST, defs: dict[str, tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]], depth: int
+    node: ast.AST, defs: dict[str, list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]], depth: int
 ) -> list[str]:
-    """The `file:line`s where the user's functions `node` calls read a tensor on the host."""
-    lines: list[str] = []
-    for name in dict.fromkeys(_called(node)):
-        if name not in defs or depth <= 0:
-            continue
-        file, function = defs[name]
-        own = [f"{file}:{n.lineno}" for n in ast.walk(function) if is_host_read(n)]
-        lines += own or _reads_through(function, {k: v for k, v in defs.items() if k != name}, depth - 1)
+    """The `file:line`s where the user's functions `node` calls read a tensor on the host (a
+    function that reads is not followed further)."""
+    reached = called_functions(node, defs, depth, lambda d: d[1], lambda d: reads_on_host(d[1]))
+    lines = (f"{file}:{n.lineno}" for file, f in reached for n in ast.walk(f) if is_host_read(n))
     return list(dict.fromkeys(lines))
