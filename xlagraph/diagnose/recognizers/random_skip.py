@@ -43,7 +43,7 @@ from xlagraph.diagnose.frames import (
 )
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
-from xlagraph.diagnose.recognizers._statements import loads, reads_on_host, syntax_tree
+from xlagraph.diagnose.recognizers._statements import call_name, loads, reads_on_host, syntax_tree
 from xlagraph.ir import Instruction, strip_layout
 from xlagraph.source_paths import is_library_path
 
@@ -154,11 +154,7 @@ _STEP_CALLS = frozenset({"backward", "step", "mark_step", "sync", "optimizer_ste
 
 
 def _trains(scope: ast.AST) -> bool:
-    return any(
-        isinstance(n, ast.Call)
-        and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")) in _STEP_CALLS
-        for n in ast.walk(scope)
-    )
+    return any(isinstance(n, ast.Call) and call_name(n.func) in _STEP_CALLS for n in ast.walk(scope))
 
 
 class _Exit(NamedTuple):
