@@ -134,11 +134,10 @@ def _environment() -> Environment:
 
 def _fragment(root: str, body: str, runs: dict[str, Any]) -> str:
     """`body` in a scoped, scrolling box with the pages' stylesheet, data and script."""
-    from xlagraph.render.html_common import STATUS_MARKS, STATUS_TITLES, script_json
+    from xlagraph.render.html_common import page_data
 
     css, js = _assets()
-    status = {k: [STATUS_MARKS[k], STATUS_TITLES[k]] for k in STATUS_MARKS}
-    data = script_json({"runs": runs, "status": status})
+    data = page_data(runs)
     scope = f"#{root}"
     frame = (
         f"{scope} {{ max-height: {MAX_HEIGHT}px; overflow: auto; padding: 4px 8px; "

@@ -15,6 +15,7 @@ import ast
 from collections.abc import Iterator
 
 from xlagraph.diagnose.frames import SourceText, current_sources, source_line
+from xlagraph.diagnose.recognizers._statements import call_name
 from xlagraph.ir import Frame
 from xlagraph.runlog import Holder
 
@@ -180,7 +181,5 @@ def _empty(value: ast.AST) -> bool:
     if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.Tuple)):
         return not (value.keys if isinstance(value, ast.Dict) else value.elts)
     if isinstance(value, ast.Call) and not value.args and not value.keywords:
-        func = value.func
-        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-        return name in _EMPTY_CALLS
+        return call_name(value.func) in _EMPTY_CALLS
     return False

@@ -9,12 +9,16 @@ import ast
 from collections.abc import Iterable
 
 from xlagraph.diagnose.frames import split_location
-from xlagraph.diagnose.recognizers._statements import enclosing, syntax_tree
+from xlagraph.diagnose.recognizers._statements import (
+    called_functions,
+    enclosing,
+    is_host_read,
+    reads_on_host,
+    syntax_tree,
+)
 
 __all__ = ["host_decided_if"]
 
-# Tensor methods that read the value on the host (an implicit sync).
-_READS = frozenset({"item", "tolist", "cpu", "numpy"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # How deep to follow the user's calls from the condition (a guard calling its own helper).
 _DEPTH = 2
@@ -37,65 +41,29 @@ def host_decided_if(location: str, files: Iterable[str] = ()) -> tuple[str, ...]
         return ()
     test = ifs[-1].test
     site = f"{file}:{ifs[-1].lineno}"
-    if _reads(test):
+    if reads_on_host(test):
         return (site,)
     defs = _definitions([file, *files])
     lines = _reads_through(test, defs, _DEPTH)
     return (site, *lines) if lines else ()
 
 
-def _is_read(node: ast.AST) -> bool:
-    """`t.item()`, `t.cpu()`, ...: a call that reads a tensor's value on the host."""
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in _READS
-        and not node.args
-    )
-
-
-def _reads(node: ast.AST) -> bool:
-    return any(_is_read(n) for n in ast.walk(node))
-
-
-def _called(node: ast.AST) -> list[str]:
-    """The names of the functions and methods `node` calls (`check` for `guard.check(loss)`)."""
-    out = []
-    for n in ast.walk(node):
-        if isinstance(n, ast.Call):
-            func = n.func
-            name = (
-                func.id
-                if isinstance(func, ast.Name)
-                else func.attr
-                if isinstance(func, ast.Attribute)
-                else ""
-            )
-            if name:
-                out.append(name)
-    return out
-
-
-def _definitions(files: Iterable[str]) -> dict[str, tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+def _definitions(files: Iterable[str]) -> dict[str, list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]]:
     """The user's functions by name (the first defined of each name), with their file."""
-    found: dict[str, tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    found: dict[str, list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]] = {}
     for file in dict.fromkeys(files):
         tree = syntax_tree(file)
         for node in ast.walk(tree) if tree is not None else ():
             if isinstance(node, _FUNCTIONS):
-                found.setdefault(node.name, (file, node))
+                found.setdefault(node.name, [(file, node)])
     return found
 
 
 def _reads_through(
-    node: ast.AST, defs: dict[str, tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]], depth: int
+    node: ast.AST, defs: dict[str, list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]], depth: int
 ) -> list[str]:
-    """The `file:line`s where the user's functions `node` calls read a tensor on the host."""
-    lines: list[str] = []
-    for name in dict.fromkeys(_called(node)):
-        if name not in defs or depth <= 0:
-            continue
-        file, function = defs[name]
-        own = [f"{file}:{n.lineno}" for n in ast.walk(function) if _is_read(n)]
-        lines += own or _reads_through(function, {k: v for k, v in defs.items() if k != name}, depth - 1)
+    """The `file:line`s where the user's functions `node` calls read a tensor on the host (a
+    function that reads is not followed further)."""
+    reached = called_functions(node, defs, depth, lambda d: d[1], lambda d: reads_on_host(d[1]))
+    lines = (f"{file}:{n.lineno}" for file, f in reached for n in ast.walk(f) if is_host_read(n))
     return list(dict.fromkeys(lines))

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 
 from xlagraph.diagnose.frames import source_line, split_location
 from xlagraph.diagnose.recognizers._source import NAME, calls_of_function, source_text
+from xlagraph.diagnose.recognizers._statements import HOST_READS
 
 __all__ = ["enclosing_if", "inside_periodic_if", "periodic_caller", "periodic_in_loop", "reads_tensor"]
 
@@ -52,7 +53,7 @@ def enclosing_if(location: str) -> str:
     return ""
 
 
-_HOST_READ = re.compile(r"\.(item|tolist|cpu)\(\)")
+_HOST_READ = re.compile(rf"\.({'|'.join(sorted(HOST_READS))})\(\)")
 
 
 def reads_tensor(code: str) -> bool:

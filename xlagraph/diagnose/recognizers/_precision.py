@@ -15,7 +15,14 @@ from collections.abc import Iterable
 
 from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.frames import split_location, user_frames
-from xlagraph.diagnose.recognizers._statements import enclosing, loads, set_before, syntax_tree
+from xlagraph.diagnose.recognizers._statements import (
+    call_name,
+    called_functions,
+    enclosing,
+    loads,
+    set_before,
+    syntax_tree,
+)
 from xlagraph.ir import Instruction
 
 __all__ = ["switch_lines"]
@@ -30,21 +37,15 @@ _SCOPES = (*_LOOPS, ast.FunctionDef, ast.AsyncFunctionDef)
 _CALL_DEPTH = 2  # a loop's call into a callback list, and the callback's own helper
 
 
-def _name(func: ast.expr) -> str:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""
-
-
 def _autocast(node: ast.expr) -> ast.Call | None:
-    return node if isinstance(node, ast.Call) and "autocast" in _name(node.func).lower() else None
+    return node if isinstance(node, ast.Call) and "autocast" in call_name(node.func).lower() else None
 
 
 def _is_cast(call: ast.Call) -> bool:
     """`x.half()`, `x.bfloat16()`, `x.to(torch.bfloat16)`, `x.to(dtype=...)`, `x.to(x, dtype)`,
     `torch.set_default_dtype(...)`: a cast to a named floating type (not `.float()` on a value,
     which every loss computation does)."""
-    name = _name(call.func)
+    name = call_name(call.func)
     if name == "set_default_dtype":
         return True
     if name in _LOW_NAMES and not call.args and isinstance(call.func, ast.Attribute):
@@ -108,7 +109,7 @@ def _helper_autocast(file: str, call: ast.Call, found: dict[str, None]) -> None:
     the class's other methods (not `__init__`) to the attributes they read
     (`self.compute_dtype = torch.bfloat16` in a scheduler-like `step()`)."""
     tree = syntax_tree(file)
-    name = _name(call.func)
+    name = call_name(call.func)
     defs = [
         n
         for n in (ast.walk(tree) if tree is not None else ())
@@ -191,21 +192,6 @@ def _called_casts(file: str, loop: ast.stmt) -> list[ast.Call]:
     for n in ast.walk(tree):
         if isinstance(n, _FUNCTIONS) and not n.name.startswith("__"):
             defs.setdefault(n.name, []).append(n)
-    casts: list[ast.Call] = []
-    seen: set[int] = set()
-    bodies: list[ast.AST] = [loop]
-    for _ in range(_CALL_DEPTH):
-        called = []
-        for body in bodies:
-            for node in ast.walk(body):
-                if not isinstance(node, ast.Call):
-                    continue
-                if body is not loop and _is_cast(node):
-                    casts.append(node)
-                for d in defs.get(_name(node.func), ()):
-                    if id(d) not in seen:
-                        seen.add(id(d))
-                        called.append(d)
-        bodies = called
-    casts += [n for body in bodies for n in ast.walk(body) if isinstance(n, ast.Call) and _is_cast(n)]
+    reached = called_functions(loop, defs, _CALL_DEPTH, lambda d: d)
+    casts = [n for body in reached for n in ast.walk(body) if isinstance(n, ast.Call) and _is_cast(n)]
     return sorted(dict.fromkeys(casts), key=lambda c: c.lineno)

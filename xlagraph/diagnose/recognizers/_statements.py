@@ -10,14 +10,27 @@ A file that does not parse (another Python's syntax, a file cut short) gives not
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeVar
 
 from xlagraph.diagnose.frames import source_lines, split_location
 from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES
 
-__all__ = ["enclosing", "loads", "loop_order", "python_number", "set_before", "syntax_tree"]
+__all__ = [
+    "HOST_READS",
+    "call_name",
+    "called_functions",
+    "enclosing",
+    "is_host_read",
+    "loads",
+    "loop_order",
+    "python_number",
+    "reads_on_host",
+    "set_before",
+    "syntax_tree",
+]
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -69,6 +82,56 @@ def enclosing(file: str, line: int) -> list[tuple[ast.stmt, list[ast.stmt]]]:
                 blocks = list(_blocks(stmt))
                 break
     return chain
+
+
+# Tensor methods that read the value on the host, called without arguments (`loss.item()`,
+# `t.cpu()`): an implicit sync, whose value Python can then branch on.
+HOST_READS = frozenset({"item", "tolist", "cpu", "numpy"})
+
+
+def is_host_read(node: ast.AST) -> bool:
+    """`t.item()`, `t.cpu()`, ...: a call that reads a tensor's value on the host."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in HOST_READS
+        and not node.args
+    )
+
+
+def reads_on_host(node: ast.AST) -> bool:
+    """`node` holds a host read of a tensor (`if conf.item() > t:`)."""
+    return any(is_host_read(n) for n in ast.walk(node))
+
+
+def call_name(func: ast.expr) -> str:
+    """The name a call calls: `check` of `check(x)` and of `guard.check(x)`, else ""."""
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+_F = TypeVar("_F")
+
+
+def called_functions(
+    node: ast.AST,
+    defs: Mapping[str, Sequence[_F]],
+    depth: int,
+    body: Callable[[_F], ast.AST],
+    stop: Callable[[_F], bool] = lambda _: False,
+) -> list[_F]:
+    """The user's functions `node` calls by name (each definition `defs` holds of the name), then
+    those they call, `depth` calls deep, each once, nearest first; a function where `stop`
+    holds is not followed (it shows what is looked for itself)."""
+    found: dict[int, _F] = {}
+    todo = [node]
+    for _ in range(depth):
+        names = dict.fromkeys(call_name(n.func) for t in todo for n in ast.walk(t) if isinstance(n, ast.Call))
+        reached = [d for name in names for d in defs.get(name, ()) if id(d) not in found]
+        found.update((id(d), d) for d in reached)
+        todo = [body(d) for d in reached if not stop(d)]
+    return list(found.values())
 
 
 def loads(node: ast.AST) -> set[str]:
@@ -348,11 +411,8 @@ def _argument(call: ast.Call, function: ast.FunctionDef | ast.AsyncFunctionDef, 
 
 
 def _calls_to(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
-    def named(func: ast.expr) -> str:
-        return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-
     return sorted(
-        (n for n in ast.walk(tree) if isinstance(n, ast.Call) and named(n.func) == function.name),
+        (n for n in ast.walk(tree) if isinstance(n, ast.Call) and call_name(n.func) == function.name),
         key=lambda n: n.lineno,
     )
 

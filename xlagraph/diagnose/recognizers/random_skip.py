@@ -43,7 +43,7 @@ from xlagraph.diagnose.frames import (
 )
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
-from xlagraph.diagnose.recognizers._statements import loads, syntax_tree
+from xlagraph.diagnose.recognizers._statements import call_name, loads, reads_on_host, syntax_tree
 from xlagraph.ir import Instruction, strip_layout
 from xlagraph.source_paths import is_library_path
 
@@ -132,18 +132,9 @@ def _decided_at(evidence: Evidence, cause: Cause, names: list[str]) -> str:
     return ""
 
 
-# `.item()` / `.tolist()`: a tensor's value read on the host, which Python can then branch on.
-_HOST_READS = frozenset({"item", "tolist"})
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NESTED = (*_LOOPS, *_FUNCTIONS, ast.ClassDef, ast.Lambda)  # their exits leave something else
-
-
-def _host_read(node: ast.AST) -> bool:
-    return any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _HOST_READS
-        for n in ast.walk(node)
-    )
 
 
 def _own(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -163,11 +154,7 @@ _STEP_CALLS = frozenset({"backward", "step", "mark_step", "sync", "optimizer_ste
 
 
 def _trains(scope: ast.AST) -> bool:
-    return any(
-        isinstance(n, ast.Call)
-        and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")) in _STEP_CALLS
-        for n in ast.walk(scope)
-    )
+    return any(isinstance(n, ast.Call) and call_name(n.func) in _STEP_CALLS for n in ast.walk(scope))
 
 
 class _Exit(NamedTuple):
@@ -207,12 +194,12 @@ def _exit_sites(file: str) -> tuple[_Exit, ...]:
         loop = isinstance(scope, _LOOPS)
         end = scope.end_lineno or scope.lineno
         for s in own:
-            if not isinstance(s, ast.If) or not (_host_read(s.test) or loads(s.test) & set(read)):
+            if not isinstance(s, ast.If) or not (reads_on_host(s.test) or loads(s.test) & set(read)):
                 continue
             leaves = {type(n) for n in (*s.body, *s.orelse)}
             early = loop or (s.end_lineno or 0) < end  # code after it that it skips
             if (ast.Break in leaves and loop) or (ast.Return in leaves and early):
-                reads = [s.lineno] if _host_read(s.test) else []
+                reads = [s.lineno] if reads_on_host(s.test) else []
                 reads += [n for name in sorted(loads(s.test) & set(read)) for n in read[name]]
                 sites.append(_Exit(s.lineno, scope.lineno, end, loop, tuple(sorted(set(reads)))))
     return tuple(sorted(sites))
@@ -222,7 +209,7 @@ def _reads_in(statements: list[ast.stmt]) -> dict[str, list[int]]:
     """The names that `statements` assign from a value read on the host, with the lines."""
     read: dict[str, list[int]] = {}
     for s in statements:
-        if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None and _host_read(s.value):
+        if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None and reads_on_host(s.value):
             for target in s.targets if isinstance(s, ast.Assign) else [s.target]:
                 for t in ast.walk(target):
                     if isinstance(t, ast.Name):
