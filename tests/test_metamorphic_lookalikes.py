@@ -31,21 +31,12 @@ _MIXUP = (
 
 # (module, output dropped): what the engine answers where the right answer is out of reach today.
 KNOWN: dict[tuple[str, int], str] = {
-    # The gap of test_metamorphic_updates' KNOWN mixup entry, alone: output 5, the first of six
-    # look-alike AdamW weight updates (f32[16]), goes and its weight input is unread; the inputs
-    # of the look-alikes after it are ranked one off, `exact-h1` pairs each `p * wd` with the next
-    # one's, `bottom-up` pairs the updates along that shift, and output 29 is the one removed.
-    # Skipping `h1` pairs that read an unpaired input in such a family and deferring bottom-up
-    # ties there fixes it (and outputs 8, 11, 14, 17, 29), but moved 77 golden outputs, some for
-    # the worse: not in the engine yet.
-    (_MIXUP, 5): (
-        "the mixup step's first look-alike AdamW update dropped: later updates paired along input "
-        "ranks shifted by one, output 29 named removed, plus structure"
-    ),
-    # Not fixed by the rule above either (same answer with it). The dropped output is the first AdamW
-    # second moment `v` (f32[16]); the `sqrt(v) + eps` of each weight update after it pairs
-    # bottom-up with the next weight's (add.57 with add.86, ...), a shift along the moments
-    # themselves, which `outputs-context` pairs in place; the weight inputs follow it.
+    # Not fixed by `outputs-anchored`'s look-alikes one side has one more of (which fixed output 5,
+    # the first weight update). The dropped output is the first AdamW second moment `v` (f32[16]):
+    # its computation stays (its update reads it), so `h1` ranks each later `v` input one off and
+    # `outputs-exact` pairs the remaining moments along that shift (add.50 with add.79, ...) before
+    # anything is paired that `outputs-anchored` could read (a moment reads only parameters and
+    # constants); the `sqrt(v) + eps` of each update follows them.
     (_MIXUP, 4): (
         "the mixup step's first second moment dropped: each later update's sqrt(v)+eps paired with "
         "the next look-alike's (structure beside the removed output)"
