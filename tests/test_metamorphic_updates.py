@@ -35,10 +35,6 @@ _SMOOTHING = (
     "torch_xla/corpus/captures/h22_resmlp_openxla_smoothing_to_zero/hlo/"
     "module_0007.SyncTensorsGraph.134.before_optimizations.txt.xz"
 )
-_MIXUP = (
-    "torch_xla/compiled/heldout5_captures/mixup_mixer_train/capture/proc/hlo/"
-    "module_0006.SyncTensorsGraph.357.before_optimizations.txt.xz"
-)
 
 # (case, module): what the engine answers where the right answer is out of reach today. The 3
 # earlier ones (look-alike updates crossed once an output is dropped; an added `m * 0.99` read as
@@ -79,24 +75,13 @@ KNOWN: dict[tuple[str, str], str] = {
     # Found when held_out_22's captures joined the corpus (2026-11-26): the openxla MLP's SGD step,
     # look-alike f32[16] updates. With updates 2 and 11 swapped and output 3 dropped, the engine
     # names output 2 removed (and 2's update among the permuted outputs) where the transformation
-    # dropped 3 and moved 2 to 10: which of two look-alikes went is read off their ranks, the
-    # mixup step's gap below in a plain SGD step.
+    # dropped 3 and moved 2 to 10: which of two look-alikes went is read off their ranks. The
+    # mixup AdamW step's like case was fixed by `outputs-anchored` pairing look-alikes one side
+    # has one more of by what they read (their moments); a plain SGD update reads parameters
+    # only, nothing paired to anchor it, so `outputs-exact` pairs them along the shifted ranks.
     (f"{SWAP}+drop_output", _SMOOTHING): (
         "look-alike SGD updates, one swapped and another dropped: output 2 named removed where "
-        "output 3 went (look-alikes paired by rank, as in the mixup step)"
-    ),
-    # One right answer here (the weights' numbers and the state outputs' slots say which update
-    # went), not reached: the dropped output is an AdamW weight update (output 5, its weight input
-    # p14 unread in B), one of six f32[16] look-alikes. The inputs' canonical ranks (`h1`, by
-    # first use from the outputs) of the look-alikes after it shift by one, so `exact-h1` pairs
-    # each weight-decay term `p * wd` with the next look-alike's and `bottom-up` pairs the updates
-    # along that shift, against their moments (outputs paired in place); the last look-alike
-    # (output 29) is then the one removed. The plain drop_output of another of them (output 14)
-    # gives the same shift (the module is not in test_metamorphic's sample).
-    ("swap_updates+drop_output", _MIXUP): (
-        "the mixup step's swapped updates beside a dropped output: a structure and an output_removed "
-        "where the transformation made a permutation of inputs and outputs and a removed output "
-        "(look-alike AdamW updates paired along input ranks shifted by the dropped one)"
+        "output 3 went (look-alikes that read only parameters paired by shifted input ranks)"
     ),
 }
 

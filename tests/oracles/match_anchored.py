@@ -11,11 +11,16 @@ are paired already or are an identical subgraph both sides hold once (`h0`, cons
 parameters by shape); two outputs pair where each is the other's strict best by anchors
 shared and the slot pairs they replace share none.
 What reads nothing telling, or ties, is left to the slots as before.
+
+Then the same by `h0` for look-alikes one side has one more of (a parameter's update dropped or
+added: they have no slots), where `h1`, ranking the inputs of the look-alikes after the extra one
+one off, would have `exact-h1` pair each with its neighbour.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 from tests.oracles.mappings import Mappings
 from xlagraph.canonical import CanonicalComputation
@@ -32,16 +37,48 @@ class _OverBudget(Exception):
 
 
 def match_outputs_anchored(left: CanonicalComputation, right: CanonicalComputation, m: Mappings) -> None:
+    """By shape where both sides have as many of it (more than one; where one side has more,
+    the data flow decides already), then look-alikes (equal `h0`) one side has one more of, both
+    at least two: one was dropped or added. `h1` ranks the inputs of those after it one off and
+    `exact-h1` would pair each with its neighbour; what each reads that is paired already (its
+    moments, its gradient) names its counterpart, and the extra one ties and stays free."""
+
+    def shape_l(a: str) -> object:
+        return strip_layout(left.instruction(a).shape)
+
+    def shape_r(b: str) -> object:
+        return strip_layout(right.instruction(b).shape)
+
+    _anchored_pass(left, right, m, shape_l, shape_r, lambda x, y: x == y > 1)
+    _anchored_pass(
+        left,
+        right,
+        m,
+        left.h0.__getitem__,
+        right.h0.__getitem__,
+        lambda x, y: abs(x - y) == 1 and min(x, y) > 1,
+    )
+
+
+def _anchored_pass(
+    left: CanonicalComputation,
+    right: CanonicalComputation,
+    m: Mappings,
+    key_l: Callable[[str], object],
+    key_r: Callable[[str], object],
+    eligible: Callable[[int, int], bool],
+) -> None:
+    """The free outputs whose key both sides hold as `eligible` counts, paired where each is the
+    other's strict best by anchors shared (and, where the counts are equal, the slot pairs they
+    replace share none)."""
     free_l = [o for o in dict.fromkeys(left.outputs) if o not in m.left]
     free_r = [o for o in dict.fromkeys(right.outputs) if o not in m.right]
-    shape_l = {a: strip_layout(left.instruction(a).shape) for a in free_l}
-    shape_r = {b: strip_layout(right.instruction(b).shape) for b in free_r}
-    count_l, count_r = Counter(shape_l.values()), Counter(shape_r.values())
-    # Only where `outputs-balanced` would pair by slot: a shape both sides have as many of, more
-    # than one. Where one side has more, the data flow decides already.
-    shared = {s for s in count_l if count_l[s] == count_r[s] > 1}
-    free_l = [a for a in free_l if shape_l[a] in shared]
-    free_r = [b for b in free_r if shape_r[b] in shared]
+    k_l = {a: key_l(a) for a in free_l}
+    k_r = {b: key_r(b) for b in free_r}
+    count_l, count_r = Counter(k_l.values()), Counter(k_r.values())
+    shared = {s for s in count_l if s in count_r and eligible(count_l[s], count_r[s])}
+    free_l = [a for a in free_l if k_l[a] in shared]
+    free_r = [b for b in free_r if k_r[b] in shared]
     if not free_l or not free_r:
         return
     hl, hr = left.h0, right.h0
@@ -88,7 +125,7 @@ def match_outputs_anchored(left: CanonicalComputation, right: CanonicalComputati
         fr = {b: anchors(right, b, anchor_r) for b in free_r}
     except _OverBudget:
         return
-    score = {(a, b): len(fl[a] & fr[b]) for a in free_l for b in free_r if shape_l[a] == shape_r[b]}
+    score = {(a, b): len(fl[a] & fr[b]) for a in free_l for b in free_r if k_l[a] == k_r[b]}
 
     def best(options: list[tuple[str, int]]) -> str | None:
         """The one option with the highest score, above zero (None on a tie)."""
@@ -96,17 +133,19 @@ def match_outputs_anchored(left: CanonicalComputation, right: CanonicalComputati
         winners = [o for o, s in options if s == top]
         return winners[0] if top > 0 and len(winners) == 1 else None
 
-    # The pair `outputs-balanced` would make: the k-th of a shape with the k-th.
+    # The pair `outputs-balanced` would make: the k-th of a key with the k-th (where the counts
+    # are equal; else none, and no slot to guard).
     slot: dict[str, str] = {}
     for s in shared:
-        slot.update(
-            zip([a for a in free_l if shape_l[a] == s], [b for b in free_r if shape_r[b] == s], strict=True)
-        )
+        if count_l[s] == count_r[s]:
+            slot.update(
+                zip([a for a in free_l if k_l[a] == s], [b for b in free_r if k_r[b] == s], strict=True)
+            )
     back = {b: a for a, b in slot.items()}
     for a in free_l:
         b = best([(b, s) for (x, b), s in score.items() if x == a])
         if b is None or best([(x, s) for (x, y), s in score.items() if y == b]) != a:
             continue
         # Only against slots that share nothing: a slot pair that reads anything in common stays.
-        if score[(a, slot[a])] == 0 and score[(back[b], b)] == 0:
+        if (a not in slot or score[(a, slot[a])] == 0) and (b not in back or score[(back[b], b)] == 0):
             m.add(a, b, "outputs-anchored")

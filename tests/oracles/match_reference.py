@@ -7,7 +7,7 @@ Each phase claims only pairs that are still free, and records its name on the pa
    `outputs-context`: outputs whose data-flow context agrees (`correspondence`), where a changed
    constant or size broke `h1`; `outputs-anchored`: outputs of a shape both sides have as many of, paired by
    the identical subgraphs they read (`match_anchored.py`), where slots would pair a running
-   mean over 4 values with one over 16;
+   mean over 4 values with one over 16, and so look-alikes (equal `h0`) one side has one more of;
 2. `outputs-balanced`: the remaining outputs in order, among equal opcode and shape; when both
    sides keep as many tensors, output `i` with output `i` first where only the element type
    differs, or the shape is a shard of the other's and the collectives differ (tensor

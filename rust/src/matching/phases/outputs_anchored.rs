@@ -5,7 +5,9 @@
 //! anchors, the first instructions down each path that are paired already or an identical
 //! subgraph both sides hold once (`h0`: constants included, parameters by shape); two outputs
 //! pair where each is the other's strict best by anchors shared and the slot pairs they replace
-//! share none. Ties are left to the slots.
+//! share none. Ties are left to the slots. Then the same by `h0` for look-alikes one side has
+//! one more of (one dropped or added), which have no slots: `h1` ranks the inputs of those after
+//! the extra one one off, and `exact-h1` would pair each with its neighbour.
 
 use crate::parse::text::FxMap;
 
@@ -19,29 +21,55 @@ const WALK_BUDGET: usize = 4;
 const UNSEEN: u32 = u32::MAX - 1;
 
 impl Mappings<'_> {
-    /// `match_anchored.match_outputs_anchored`.
+    /// `match_anchored.match_outputs_anchored`: outputs by shape, then look-alikes one dropped.
     pub(crate) fn outputs_anchored(&mut self) -> R<()> {
+        let (l, r) = (self.l, self.r);
+        let shape_l = |a: u32| -> R<i128> { Ok(i128::from(l.stripped[a as usize])) };
+        let shape_r = |b: u32| -> R<i128> { Ok(i128::from(r.stripped[b as usize])) };
+        // Only where `outputs-balanced` would pair by slot: a shape both sides have as many of,
+        // more than one. Where one side has more, the data flow decides already.
+        self.anchored_pass(shape_l, shape_r, |x, y| x == y && x > 1)?;
+        // Look-alikes (equal `h0`) one side has one more of, both at least two: one was dropped
+        // or added. `h1` ranks the inputs of those after it one off, and `exact-h1` would pair
+        // each with its neighbour; what each reads that is paired already (its moments, its
+        // gradient) names its counterpart, and the extra one ties and stays free.
+        let h0_l = |a: u32| Self::hash(l, false, a);
+        let h0_r = |b: u32| Self::hash(r, false, b);
+        self.anchored_pass(h0_l, h0_r, |x, y| x.abs_diff(y) == 1 && x.min(y) > 1)
+    }
+
+    /// The free outputs whose `key` both sides hold as `eligible` counts, paired where each is
+    /// the other's strict best by anchors shared (and, where the counts are equal, the slot
+    /// pairs they replace share none).
+    fn anchored_pass(
+        &mut self,
+        key_l: impl Fn(u32) -> R<i128>,
+        key_r: impl Fn(u32) -> R<i128>,
+        eligible: impl Fn(u32, u32) -> bool,
+    ) -> R<()> {
         let (l, r) = (self.l, self.r);
         let free_l = free_outputs(l, &self.left);
         let free_r = free_outputs(r, &self.right);
-        let mut count: FxMap<u32, (u32, u32)> = FxMap::default();
-        for &a in &free_l {
-            count.entry(l.stripped[a as usize]).or_default().0 += 1;
+        let kl: Vec<i128> = free_l.iter().map(|&a| key_l(a)).collect::<R<_>>()?;
+        let kr: Vec<i128> = free_r.iter().map(|&b| key_r(b)).collect::<R<_>>()?;
+        let mut count: FxMap<i128, (u32, u32)> = FxMap::default();
+        for &k in &kl {
+            count.entry(k).or_default().0 += 1;
         }
-        for &b in &free_r {
-            count.entry(r.stripped[b as usize]).or_default().1 += 1;
+        for &k in &kr {
+            count.entry(k).or_default().1 += 1;
         }
-        // Only where `outputs-balanced` would pair by slot: a shape both sides have as many of,
-        // more than one. Where one side has more, the data flow decides already.
-        let shared = |s: u32| count.get(&s).is_some_and(|&(x, y)| x == y && x > 1);
-        let free_l: Vec<u32> = free_l
+        let shared = |k: i128| count.get(&k).is_some_and(|&(x, y)| eligible(x, y));
+        let (free_l, kl): (Vec<u32>, Vec<i128>) = free_l
             .into_iter()
-            .filter(|&a| shared(l.stripped[a as usize]))
-            .collect();
-        let free_r: Vec<u32> = free_r
+            .zip(kl)
+            .filter(|&(_, k)| shared(k))
+            .unzip();
+        let (free_r, kr): (Vec<u32>, Vec<i128>) = free_r
             .into_iter()
-            .filter(|&b| shared(r.stripped[b as usize]))
-            .collect();
+            .zip(kr)
+            .filter(|&(_, k)| shared(k))
+            .unzip();
         if free_l.is_empty() || free_r.is_empty() {
             return Ok(());
         }
@@ -101,16 +129,15 @@ impl Mappings<'_> {
                 None => return Ok(()),
             }
         }
-        // score[i][j]: anchors A's i-th and B's j-th share (-1: another shape, not a candidate).
-        let score: Vec<Vec<i64>> = free_l
+        // score[i][j]: anchors A's i-th and B's j-th share (-1: another key, not a candidate).
+        let score: Vec<Vec<i64>> = kl
             .iter()
             .zip(&fl)
-            .map(|(&a, x)| {
-                free_r
-                    .iter()
+            .map(|(ka, x)| {
+                kr.iter()
                     .zip(&fr)
-                    .map(|(&b, y)| {
-                        if l.stripped[a as usize] == r.stripped[b as usize] {
+                    .map(|(kb, y)| {
+                        if ka == kb {
                             shared_count(x, y) as i64
                         } else {
                             -1
@@ -119,21 +146,25 @@ impl Mappings<'_> {
                     .collect()
             })
             .collect();
-        // The pair `outputs-balanced` would make: the k-th of a shape with the k-th.
-        let mut slot = vec![0usize; free_l.len()];
-        let mut back = vec![0usize; free_r.len()];
-        let mut seen: FxMap<u32, Vec<usize>> = FxMap::default();
-        for (j, &b) in free_r.iter().enumerate() {
-            seen.entry(r.stripped[b as usize]).or_default().push(j);
+        // The pair `outputs-balanced` would make: the k-th of a key with the k-th (where the
+        // counts are equal; else none, and no slot to guard).
+        let mut slot = vec![None; free_l.len()];
+        let mut back = vec![None; free_r.len()];
+        let mut seen: FxMap<i128, Vec<usize>> = FxMap::default();
+        for (j, &k) in kr.iter().enumerate() {
+            seen.entry(k).or_default().push(j);
         }
-        let mut taken: FxMap<u32, usize> = FxMap::default();
-        for (i, &a) in free_l.iter().enumerate() {
-            let s = l.stripped[a as usize];
-            let k = taken.entry(s).or_default();
-            let j = seen[&s][*k];
-            *k += 1;
-            slot[i] = j;
-            back[j] = i;
+        let mut taken: FxMap<i128, usize> = FxMap::default();
+        for (i, &k) in kl.iter().enumerate() {
+            let (x, y) = count[&k];
+            if x != y {
+                continue;
+            }
+            let n = taken.entry(k).or_default();
+            let j = seen[&k][*n];
+            *n += 1;
+            slot[i] = Some(j);
+            back[j] = Some(i);
         }
         for i in 0..free_l.len() {
             let Some(j) = best(score[i].iter().copied()) else {
@@ -141,8 +172,8 @@ impl Mappings<'_> {
             };
             // Only against slots that share nothing: a slot pair reading anything in common stays.
             if best(score.iter().map(|row| row[j])) == Some(i)
-                && score[i][slot[i]] == 0
-                && score[back[j]][j] == 0
+                && slot[i].is_none_or(|s| score[i][s] == 0)
+                && back[j].is_none_or(|b| score[b][j] == 0)
             {
                 self.add(free_l[i], free_r[j], OUTPUTS_ANCHORED);
             }
