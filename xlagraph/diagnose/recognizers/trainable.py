@@ -22,6 +22,7 @@ from xlagraph.diagnose.recognizers._source import (
     source_text,
     user_files,
 )
+from xlagraph.diagnose.recognizers._statements import in_docstring
 from xlagraph.diagnose.shapes import shape_of
 from xlagraph.match.users import users_of
 
@@ -153,7 +154,8 @@ def _switch_lines(evidence: Evidence, word: str) -> list[str]:
     `__init__` freezes or unfreezes before any step. Where the switch sits in a function of its
     own (`unfreeze_top_layer()`), that function's `add_param_group(...)` and the `if` around its
     call come with it: together they decide the step on which the graph changes."""
-    lines = lines_matching(user_files(evidence), _REQUIRES_GRAD, limit=8)
+    found = lines_matching(user_files(evidence), _REQUIRES_GRAD, limit=8)
+    lines = [at for at in found if not in_docstring(at)]
     lines.sort(key=lambda loc: (_in_init(loc), word not in source_text(loc)))
     if not lines or _in_init(lines[0]):
         return lines[:2]
@@ -178,7 +180,7 @@ def _detach_lines(evidence: Evidence) -> list[str]:
     training runs (a callback's `trainer.args.frontend_frozen = True`) first, set-up in an
     `__init__` last, then the `if` and the detach. Empty where no detach sits under a condition."""
     files = user_files(evidence)
-    for loc in lines_matching(files, _DETACH, limit=8):
+    for loc in (at for at in lines_matching(files, _DETACH, limit=8) if not in_docstring(at)):
         inline = _INLINE_IF.search(source_text(loc).split("#", 1)[0])
         guard = enclosing_if(loc) or (loc if inline else "")
         if not guard:
