@@ -40,6 +40,11 @@ _MIXUP = (
     "module_0006.SyncTensorsGraph.357.before_optimizations.txt.xz"
 )
 
+_TOWERS = (
+    "torch_xla/detach_flag/tower_requires_grad_compiled_capture/vm-12986/hlo/"
+    "module_0005.SyncTensorsGraph.48.before_optimizations.txt.xz"
+)
+
 # (case, module): what the engine answers where the right answer is out of reach today. The 3
 # earlier ones (look-alike updates crossed once an output is dropped; an added `m * 0.99` read as
 # a running mean written back every k steps) were told apart by issue 37's sweep; the last
@@ -81,6 +86,16 @@ KNOWN: dict[tuple[str, str], str] = {
     # names output 2 removed (and 2's update among the permuted outputs) where the transformation
     # dropped 3 and moved 2 to 10: which of two look-alikes went is read off their ranks, the
     # mixup step's gap below in a plain SGD step.
+    # Found when issue 37's torch.compile captures joined the corpus (2026-11-26, branch h-modes):
+    # the two-tower SGD step of tower_requires_grad_compiled, two look-alike towers (an f32[16,10]
+    # weight and an f32[16] bias each, updated alike). With updates swapped and output 4 dropped,
+    # the engine names an output permutation and output 4 removed where the transformation also
+    # moved inputs 0, 1, 5, 6, 9, 10 and output 2: the towers' look-alike updates paired by rank.
+    # main 29c19d2a's engine answers the same (not a change of this branch's rules).
+    (f"{SWAP}+drop_output", _TOWERS): (
+        "look-alike towers' SGD updates, swapped and one dropped: named output_permutation and "
+        "output_removed where the transformation permuted the inputs too (look-alikes paired by rank)"
+    ),
     (f"{SWAP}+drop_output", _SMOOTHING): (
         "look-alike SGD updates, one swapped and another dropped: output 2 named removed where "
         "output 3 went (look-alikes paired by rank, as in the mixup step)"
