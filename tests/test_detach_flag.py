@@ -9,13 +9,18 @@ generate.py under XLAGRAPH_CAPTURE on the CPU device, and heldout5's own torch_x
   (`h.detach() if self.encoder_detached else h`) and a callback clears the flag at step 3: the
   step gains them;
 * tower_frozen_compiled: the forward under torch.compile (openxla), the update in lazy mode; a
-  callback sets `model.freeze_user_tower = True` at step 3, which the compiled forward reads.
+  callback sets `model.freeze_user_tower = True` at step 3, which the compiled forward reads;
+* tower_requires_grad_compiled: the same two towers, the callback freezing the user tower with
+  `requires_grad_(False)` at step 3 (dynamo does not retrace for it here: the lazy update loses the
+  tower's updates).
 
 The lazy and torch_xla.compile ones are named as work a Python condition decides
 (conditional_work) with the fix `trainable.detach`, citing the flag's assignment in the callback
 first, then the `if` and the detach (one line where the `if` is inline). Under torch.compile
-dynamo's guard on the flag names it, with the callback's assignment as where the value was made
-(the XLA half's diffs of that run still read as outputs removed: left open)."""
+dynamo's guard on the flag names it, with the callback's assignment as where the value was made,
+and so do the XLA graphs of that run: the lazy update that no longer takes the tower's parameters
+(it read them only to update them) and the bridge's graph of dynamo's retrace, whose backward no
+longer returns their gradients, are the flag's detach, not tensors kept alive."""
 
 from __future__ import annotations
 
@@ -106,3 +111,39 @@ def test_under_torch_compile_dynamos_guard_names_the_flag_and_the_callback() -> 
         _line(script, "if self.freeze_user_tower:"),
         _line(script, "model.freeze_user_tower = True"),
     ), (guard.at, guard.origin)
+
+
+def test_under_torch_compile_the_xla_graphs_are_the_flags_detach_not_kept_alive() -> None:
+    """G (the bridge's forward and backward of dynamo's retrace: 2 gradients fewer), H and I (the
+    lazy SGD step without the user tower's updates) were each `output_removed` with the
+    kept-alive fix: wrong advice, the tower's parameters get no gradient any more."""
+    script = "fixtures/torch_xla/detach_flag/tower_frozen_compiled.py"
+    report = _report("tower_frozen_compiled")
+    found = _unexpected(report)
+    assert [(step, kind, fix) for step, kind, fix, _, _ in found] == [
+        (3, "conditional_work", "trainable.detach"),
+        (3, "conditional_work", "trainable.detach"),
+        (4, "conditional_work", "trainable.detach"),
+    ], found
+    flag = (
+        _line(script, "model.freeze_user_tower = True"),
+        _line(script, "if self.freeze_user_tower:"),
+        _line(script, "hu = hu.detach()"),
+    )
+    assert all(lines[:3] == flag for _, _, _, lines, _ in found), found
+    summaries = [summary for *_, summary in found]
+    assert "its backward returns the gradients" in summaries[0], summaries[0]
+    assert all("no longer trains 2 parameter(s)" in s for s in summaries[1:]), summaries
+
+
+def test_requires_grad_false_under_torch_compile_names_the_switch() -> None:
+    """The lazy update loses the tower's updates: `trainable.requires_grad` at the callback's
+    `requires_grad_(False)` (not the script's docstring, which says the same words), not the
+    kept-alive fix."""
+    script = "fixtures/torch_xla/detach_flag/tower_requires_grad_compiled.py"
+    report = _report("tower_requires_grad_compiled")
+    ((step, _, fix, lines, _),) = _unexpected(report)
+    assert (step, fix) == (3, "trainable.requires_grad"), (step, fix)
+    ((cause,),) = [r.causes for r in report.recompiles if not r.expected]
+    assert "no longer trains 2 parameter(s)" in cause.summary, cause.summary
+    assert lines[0] == _line(script, "p.requires_grad_(False)"), lines

@@ -36,6 +36,11 @@ _SMOOTHING = (
     "module_0007.SyncTensorsGraph.134.before_optimizations.txt.xz"
 )
 
+_TOWERS = (
+    "torch_xla/detach_flag/tower_requires_grad_compiled_capture/vm-12986/hlo/"
+    "module_0005.SyncTensorsGraph.48.before_optimizations.txt.xz"
+)
+
 # (case, module): what the engine answers where the right answer is out of reach today. The 3
 # earlier ones (look-alike updates crossed once an output is dropped; an added `m * 0.99` read as
 # a running mean written back every k steps) were told apart by issue 37's sweep; the last
@@ -82,6 +87,17 @@ KNOWN: dict[tuple[str, str], str] = {
     (f"{SWAP}+drop_output", _SMOOTHING): (
         "look-alike SGD updates, one swapped and another dropped: output 2 named removed where "
         "output 3 went (look-alikes that read only parameters paired by shifted input ranks)"
+    ),
+    # Found when issue 37's torch.compile captures joined the corpus (2026-11-26, branch h-modes):
+    # the two-tower SGD step of tower_requires_grad_compiled, two look-alike towers (an f32[16,10]
+    # weight and an f32[16] bias each, updated alike). With updates swapped and output 4 dropped,
+    # the engine names an output permutation and output 4 removed where the transformation also
+    # moved inputs 0, 1, 5, 6, 9, 10 and output 2: the towers' look-alike updates paired by rank.
+    # main 29c19d2a's engine answers the same, and so does main after h-lookalike2's anchored pass
+    # (SGD updates read parameters only: nothing paired to anchor them).
+    (f"{SWAP}+drop_output", _TOWERS): (
+        "look-alike towers' SGD updates, swapped and one dropped: named output_permutation and "
+        "output_removed where the transformation permuted the inputs too (look-alikes paired by rank)"
     ),
 }
 

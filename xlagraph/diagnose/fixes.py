@@ -345,8 +345,9 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "the step loses (or gains) that part's backward and updates, one compile per setting; to "
             "freeze it without a compile, run the same code on every step and let a 1-element device "
             "tensor choose how much gradient passes, h = h.detach() + keep * (h - h.detach()) with keep "
-            "= torch.tensor([0.0 if frozen else 1.0]).to(device), with plain SGD (momentum, weight decay "
-            "or Adam would still move the frozen weights)"
+            "= torch.tensor([0.0 if frozen else 1.0]).to(device) (under torch.compile made outside the "
+            "compiled function and passed in as an argument), with plain SGD (momentum, weight decay or "
+            "Adam would still move the frozen weights)"
         ),
         # bridge_sync.HINT
         "state_init.bridge_sync": (

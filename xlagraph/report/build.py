@@ -230,13 +230,19 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
     side_steps = _side_steps(syncs)
     dynamo = None
     if log.dynamo is not None:
-        from xlagraph.report.dynamo import cite_backward, cite_guards, dynamo_section, mode_graphs
+        from xlagraph.report.dynamo import (
+            cite_backward,
+            cite_guards,
+            dynamo_section,
+            fold_retraced_outputs,
+            mode_graphs,
+        )
 
         last = [t for t in timeline if t.step == timeline[-1].step] if timeline else []
         dynamo = dynamo_section(log.dynamo, variants, syncs, len(last) or None)
         made = {v: e.compile_id for e in dynamo.events for v in e.variants}
         explained = cite_guards([replace(r, dynamo=made.get(r.variant, "")) for r in explained], dynamo)
-        explained = cite_backward(mode_graphs(explained, dynamo))
+        explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, dynamo)), dynamo)
         recompiles = tuple(r for r in explained if not r.first_of_program)
     # After torch.compile's half: a graph it compiled for another mode takes turns as expected.
     turns = None

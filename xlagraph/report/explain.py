@@ -15,7 +15,8 @@ from xlagraph.capture.shardings import MarkSharding
 from xlagraph.diagnose.causes import Cause, CauseKind, name_sides, with_sides
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import call_site, location, source_line, split_frames
+from xlagraph.diagnose.frames import call_site, location, source_line, split_frames, split_location
+from xlagraph.diagnose.recognizers._host_if import host_decided_if
 from xlagraph.ir import Frame
 from xlagraph.report.attribution import AttributionContext, attribute
 from xlagraph.report.baseline import (
@@ -63,6 +64,40 @@ def _own_graph(site: str, users: tuple[Frame, ...], name: str = "", other: str =
         OWN_GRAPH_HINT,
         info=True,
         sources=lines,
+    )
+
+
+def _picked_by_host(site: str, users: tuple[Frame, ...], earlier: list[tuple[str, Sync]]) -> tuple[str, ...]:
+    """The `if` (and the lines that read) whose test reads a device value on the host and whose
+    other branch called a program compiled earlier: the read picks one compiled function or the
+    other (`damped_update()` or `update()`). () where the call is no such pick: the first of the
+    two to run is the step's own program."""
+    files = [f.file for f in users]
+    decided = host_decided_if(site, files)
+    if not decided:
+        return ()
+    for _, s in earlier:
+        there = call_site(s.frames)
+        if there and there != site and host_decided_if(there, files)[:1] == decided[:1]:
+            return decided
+    return ()
+
+
+def _host_picked(site: str, decided: tuple[str, ...], name: str, other: str) -> Cause:
+    """A program first compiled mid-run whose call sits in an `if` that a device value read on the
+    host decides (`if guard.check(loss): damped_update()`, torch_xla.compile or eager mode): the
+    read picks which compiled code runs, so the step's graphs change on the step the value first
+    crosses the line: work a Python condition decides, not an evaluation pass."""
+    what = f"the graph torch_xla.compile names {name}" if name not in GENERIC_NAMES else "a graph of its own"
+    test = source_line(*split_location(decided[0])).split("#", 1)[0].strip()
+    reads = f" (read at {', '.join(decided[1:])})" if decided[1:] else ""
+    return Cause(
+        CauseKind.CONDITIONAL_WORK,
+        f"{what}, called at {short_location(site)} inside `{test[:80]}` at {decided[0]}: a tensor's value "
+        f"read on the host{reads} decides which compiled code the step runs, compiled when the value "
+        f"first picks it",
+        fix("conditional_work.host_branch"),
+        sources=tuple(dict.fromkeys([*decided, site]))[:6],
     )
 
 
@@ -203,7 +238,12 @@ def explain_recompile(
                 else ""
             )
             first_of_program = bool(when)
-            causes = (_own_graph(site, users, *names, when=when),)
+            decided = () if when else _picked_by_host(site, users, earlier)
+            causes = (
+                _host_picked(site, decided, *names)
+                if decided
+                else _own_graph(site, users, *names, when=when),
+            )
             attribution = (Attribution(0, str(causes[0].kind), causes[0].summary, lines=causes[0].sources),)
         elif causes and choice.sync.step == target.step and _in_first_step(target, first, last_step):
             # The same code run again within the run's first step with other sizes (a query and a

@@ -478,3 +478,20 @@ def _number_of(
                 if found[1]:
                     return found
     return "", []
+
+
+def in_docstring(location: str) -> bool:
+    """`location` (`file:line`) lies in a string standing as a statement of its own (a module's,
+    class's or function's docstring): prose about the code, not code (`requires_grad_(False)` said
+    in a script's docstring is no switch)."""
+    file, line = split_location(location)
+    tree = syntax_tree(file) if file and line else None
+    if tree is None:
+        return False
+    return any(
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        and node.lineno <= line <= (node.end_lineno or node.lineno)
+        for node in ast.walk(tree)
+    )

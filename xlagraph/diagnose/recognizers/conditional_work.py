@@ -504,7 +504,10 @@ def _host_decided(
     found: dict[int, tuple[str, ...]] = {}
     for i in regions:
         c = pending[i]
-        if c.kind is not CauseKind.STRUCTURE or len(c.left) == len(c.right):
+        # Work one side does, or a result alive on one side only that a line of the `if` made (a
+        # loss damped under `if loss.item() > limit:` where torch.compile's graph break leaves
+        # the damped loss to the lazy graph that backpropagates it): not a tensor kept alive.
+        if (c.kind is not CauseKind.STRUCTURE or len(c.left) == len(c.right)) and c.kind not in _TAPS:
             continue
         sites = next((w for s in c.sources if is_user_location(s) and (w := host_decided_if(s, files))), ())
         if sites:

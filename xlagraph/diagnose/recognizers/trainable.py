@@ -22,6 +22,7 @@ from xlagraph.diagnose.recognizers._source import (
     source_text,
     user_files,
 )
+from xlagraph.diagnose.recognizers._statements import in_docstring
 from xlagraph.diagnose.shapes import shape_of
 from xlagraph.match.users import users_of
 
@@ -77,7 +78,15 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 o: p for o, p in updated_inputs(comp, heads).items() if not _read_in_step(comp, users, o)
             }
             frozen = [o for o, p in updated.items() if p in twin and twin[p] not in trained]
-            updates = frozen + [o for o, p in updated.items() if p in new] if frozen else []
+            # A graph of the update alone (torch.compile's forward and backward run in the
+            # bridge's graph, the optimizer in a lazy one): a parameter that gets no gradient
+            # any more is skipped by the optimizer and leaves that graph whole, so it has no twin.
+            # It is one the graph reads only to update it, several of them (a layer's weight and
+            # bias), each read where it is written: no forward reads it here.
+            alone = [o for o, p in updated.items() if p in new and _only_updated(users, p, o)]
+            frozen += alone if len(alone) > 1 and len(alone) == len(updated) - len(frozen) else []
+            removed = [o for o, p in updated.items() if p in new]
+            updates = list(dict.fromkeys(frozen + removed)) if frozen else []
             # An optimizer's fresh state for the newly trained parameters (Adam's moments, of their
             # shapes, and its scalar step counts) comes with their updates.
             shapes = {shape_of(comp, p) for o, p in updated.items() if o in updates}
@@ -145,7 +154,8 @@ def _switch_lines(evidence: Evidence, word: str) -> list[str]:
     `__init__` freezes or unfreezes before any step. Where the switch sits in a function of its
     own (`unfreeze_top_layer()`), that function's `add_param_group(...)` and the `if` around its
     call come with it: together they decide the step on which the graph changes."""
-    lines = lines_matching(user_files(evidence), _REQUIRES_GRAD, limit=8)
+    found = lines_matching(user_files(evidence), _REQUIRES_GRAD, limit=8)
+    lines = [at for at in found if not in_docstring(at)]
     lines.sort(key=lambda loc: (_in_init(loc), word not in source_text(loc)))
     if not lines or _in_init(lines[0]):
         return lines[:2]
@@ -170,7 +180,7 @@ def _detach_lines(evidence: Evidence) -> list[str]:
     training runs (a callback's `trainer.args.frontend_frozen = True`) first, set-up in an
     `__init__` last, then the `if` and the detach. Empty where no detach sits under a condition."""
     files = user_files(evidence)
-    for loc in lines_matching(files, _DETACH, limit=8):
+    for loc in (at for at in lines_matching(files, _DETACH, limit=8) if not in_docstring(at)):
         inline = _INLINE_IF.search(source_text(loc).split("#", 1)[0])
         guard = enclosing_if(loc) or (loc if inline else "")
         if not guard:
@@ -207,6 +217,21 @@ def _phase_lines(evidence: Evidence) -> list[str]:
 
 def _read_in_step(comp, users: dict[str, list[str]], name: str) -> bool:  # type: ignore[no-untyped-def]
     return any(comp.instruction(u).opcode not in ("tuple", "get-tuple-element") for u in users.get(name, ()))
+
+
+def _only_updated(users: dict[str, list[str]], param: str, output: str) -> bool:
+    """`param` is read only on its way to `output`, its own update (`p - lr * grad`)."""
+    seen, stack = set(), list(users.get(param, ()))
+    while stack:
+        u = stack.pop()
+        if u == output or u in seen:
+            continue
+        seen.add(u)
+        nxt = users.get(u, ())
+        if not nxt:
+            return False
+        stack += nxt
+    return True
 
 
 def _state_like(comp, name: str, shapes: set[str]) -> bool:  # type: ignore[no-untyped-def]

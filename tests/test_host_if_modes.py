@@ -1,0 +1,81 @@
+"""Work a host read of a device value decides (`if loss.item() > limit:`, `if guard.check(loss):`
+with `check` reading `.item()`), in the modes users move to (issue 37), on real torch_xla 2.9
+captures: fixtures/torch_xla/host_if_modes, made by its generate.py under XLAGRAPH_CAPTURE on the
+CPU device (each run's compiles checked against torch_xla's CompileTime in the report's header).
+
+* spike_damp_openxla: the loss under torch.compile (openxla) damps itself inside the compiled
+  function when `loss.item() > limit` (a graph break; the `if` runs between the two graphs), the
+  update in lazy mode: on the spike the lazy backward's graph takes the damped loss;
+* spike_damp_xla_compile: torch_xla.compile'd forward-backward, update and damped update; the
+  loop's `if guard.check(loss):` picks the damped update or the plain one;
+* spike_damp_eager: the same loop in eager mode (torch_xla.experimental.eager_mode).
+
+Each is named `conditional_work` at its `if` with the fix `conditional_work.host_branch` (keep
+the decision on the device), not a tensor kept alive (openxla) or an expected program of its own
+(torch_xla.compile, eager): in lazy mode the same bug already is (held_out_22's spike guard)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+
+from tests.conftest import FIXTURES
+from xlagraph.report import build_report, load_runs
+from xlagraph.report.model import RunReport
+
+HERE = FIXTURES / "torch_xla" / "host_if_modes"
+
+
+@cache
+def _report(name: str) -> RunReport:
+    folder = HERE / f"{name}_capture"
+    if not folder.is_dir():
+        pytest.fail(f"missing {folder}: run fixtures/torch_xla/host_if_modes/generate.py")
+    (log,) = load_runs(str(folder))
+    return build_report(log)
+
+
+def _line(script: str, text: str) -> str:
+    lines = (FIXTURES.parent / script).read_text(encoding="utf-8").splitlines()
+    return f"{script}:{next(i for i, line in enumerate(lines, 1) if text in line)}"
+
+
+def _to_fix(report: RunReport) -> list[tuple[int, str, str, tuple[str, ...]]]:
+    return [
+        (r.step, a.kind, r.causes[a.cause].fix_id, a.lines)
+        for r in report.recompiles
+        if not r.expected
+        for a in r.attribution
+    ]
+
+
+def test_openxla_a_loss_damped_under_an_item_read_is_named_at_the_if() -> None:
+    script = "fixtures/torch_xla/host_if_modes/spike_damp_openxla.py"
+    report = _report("spike_damp_openxla")
+    assert report.compiles == report.compiles_reported == 6, (report.compiles, report.compiles_reported)
+    ((step, kind, fix, lines),) = _to_fix(report)
+    assert (step, kind, fix) == (3, "conditional_work", "conditional_work.host_branch"), (step, kind, fix)
+    assert lines[:2] == (
+        _line(script, "    if loss.item() > limit:"),
+        _line(script, "        loss = loss * 0.1"),
+    ), lines
+
+
+@pytest.mark.parametrize("name", ["spike_damp_xla_compile", "spike_damp_eager"])
+def test_a_host_read_that_picks_the_compiled_function_is_named_at_the_if(name: str) -> None:
+    script = f"fixtures/torch_xla/host_if_modes/{name}.py"
+    report = _report(name)
+    assert report.compiles == report.compiles_reported == 3, (report.compiles, report.compiles_reported)
+    ((_, kind, fix, lines),) = _to_fix(report)
+    assert (kind, fix) == ("conditional_work", "conditional_work.host_branch"), (kind, fix)
+    # The `if`, the read inside the guard's check, then the call of the damped update.
+    assert lines == (
+        _line(script, "if guard.check(loss):"),
+        _line(script, "value = loss.item()"),
+        _line(script, "        damped_update()"),
+    ), lines
+    # The plain update (the other branch, the first to run) stays the step's own program.
+    site = _line(script, "        update()")
+    (plain,) = [r for r in report.recompiles if r.expected and r.call_site == site]
+    assert plain.causes[0].fix_id == "own_graph", plain.causes
