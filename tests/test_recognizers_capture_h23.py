@@ -23,3 +23,18 @@ def test_a_compiled_step_s_grown_batch_is_cited_where_it_is_sliced_and_sized(tmp
     assert str(cause.kind) == "parameter_shape" and "grew" in cause.summary
     assert _numbers(cause.sources[:3]) == [58, 18, 56]
     assert {18, 58} <= _line(name, r)
+
+
+def test_a_snapshot_of_updated_weights_is_cited_where_it_is_stored(tmp_path: Path) -> None:
+    """Every third step a callback keeps `v.detach().clone()` of each weight (:30): 4 more
+    outputs, each computing what an updated weight's own output does, so the cause lists 8
+    (twins). The 4 live tensors the baseline did not compute (the weights and their gradients
+    were its outputs too) are exactly the added ones: their storing line is cited first, before
+    the optimizer step that made their values (:55)."""
+    name = "h23_gcn_lazy_snapshot_every3"
+    (r,) = _recompiles(name, tmp_path)
+    (a,) = r.attribution
+    assert a.kind == "output_added" and len(a.items) == 8
+    assert [t.match for t in a.tensors] == ["by elimination"] * 4
+    assert all(t.held_by.startswith("snap.snapshot[") for t in a.tensors)
+    assert _numbers(a.lines) == [30, 55]
