@@ -15,7 +15,6 @@ from xlagraph.capture.shardings import MarkSharding, find_marks
 from xlagraph.diagnose.causes import TWIN_OUTPUT, Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.frames import is_library, location, source_line, split_frames, split_location
-from xlagraph.diagnose.recognizers._guarded_calls import guarded_calls
 from xlagraph.diagnose.recognizers._statements import loop_order
 from xlagraph.diff import DiffResult
 from xlagraph.ir import Frame, strip_layout
@@ -299,11 +298,6 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
         # user's lines itself (a tensor made under the `if`)
         stored = tuple(s for t in tensors for s in t.stored_at)
         lines = tuple(dict.fromkeys((*lines, *stored) if direct else (*stored, *lines)))
-    if kind in (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED) and direct:
-        # The graph names a line of the user's helper (`_loss`), not which call of it made the
-        # output: the calls under an `if`, where others call it unguarded, are (the `if`, then the
-        # call), first.
-        lines = tuple(dict.fromkeys((*(g for x in lines[:1] for g in guarded_calls(x)), *lines)))
     # A tensor made inside the user's own helper: its callers are the user's lines too (the call
     # inside `if step % k == 0:` is what makes it appear on some steps only).
     callers = [location(f) for t in tensors if t.match == "shape and line" for f in t.frames[1:_MAX_CALLERS]]

@@ -34,7 +34,7 @@ def _guard(file: str, call: ast.Call) -> ast.If | None:
 
 
 def guarded_calls(location: str) -> list[str]:
-    """`file:line` of the `if` and then of the call, for each call of the function that holds
+    """`file:line` of the call and then of its `if`, for each call of the function that holds
     `location` that sits under an `if`, where the same file also calls that function unguarded;
     [] otherwise (one call only, all guarded, none found: nothing tells the calls apart)."""
     file, line = split_location(location)
@@ -54,5 +54,5 @@ def guarded_calls(location: str) -> list[str]:
     guarded = sorted((c for c in calls if guards[id(c)] is not None), key=lambda c: c.lineno)
     if not guarded or len(guarded) == len(calls):
         return []
-    lines = [n for c in guarded for n in (guards[id(c)].lineno, c.lineno)]  # type: ignore[union-attr]
+    lines = [n for c in guarded for n in (c.lineno, guards[id(c)].lineno)]  # type: ignore[union-attr]
     return [f"{file}:{n}" for n in dict.fromkeys(lines)]
