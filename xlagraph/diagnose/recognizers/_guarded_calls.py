@@ -29,7 +29,8 @@ def _guard(file: str, call: ast.Call) -> ast.If | None:
         if isinstance(stmt, _FUNCTIONS):
             found = None  # only the `if`s of the innermost function count
         elif isinstance(stmt, ast.If) and not stmt.test.lineno <= call.lineno <= (stmt.test.end_lineno or 0):
-            found = stmt
+            # `if __name__ == "__main__":` runs the script, it decides no step's work
+            found = None if "__name__" in ast.unparse(stmt.test) else stmt
     return found
 
 
