@@ -107,12 +107,16 @@ def _pick_tensors(
     shapes: list[str],
     cited: tuple[str, ...],
     other: tuple[LiveTensor, ...] = (),
+    added: int = -1,
 ) -> tuple[TensorRef, ...]:
     """Live tensors of the given shapes. Those created on a line the cause cites are the answer
     when there are enough of them; otherwise a few candidates of the right shape, those created
     by user code and the most recent first. A tensor that was an output of the `other` graph
     too (pending at its sync: a weight both update) comes last: an output one graph adds is a
-    tensor the other did not compute."""
+    tensor the other did not compute. `added` is how many more outputs the graph has than the
+    other: where the cause lists twins beside them (a clone of an updated weight computes what
+    the weight's own output does, so the diff cannot say which of the two is new), exactly that
+    many fresh tensors of those shapes are the added ones too."""
     wanted = set(shapes)
     # (by id, and by the path that holds it: an updated weight is a new tensor at each step)
     both = {t.id for t in other if t.pending} | {t.holders[0].path for t in other if t.pending and t.holders}
@@ -121,7 +125,8 @@ def _pick_tensors(
     refs = [_tensor_ref(t, cited) for t in picked]
     refs.sort(key=lambda r: (r.id in seen_before, r.match != "shape and line", not r.line, -r.id))
     fresh = [r for r in refs if r.id not in seen_before]
-    if both and len(fresh) == len(shapes) and sorted(r.shape for r in fresh) == sorted(shapes):
+    fresh_shapes = Counter(r.shape for r in fresh)
+    if both and len(fresh) in (len(shapes), added) and fresh_shapes <= Counter(shapes):
         # exactly the tensors the other graph did not compute: these are they
         return tuple(r if r.match == "shape and line" else replace(r, match="by elimination") for r in fresh)
     on_line = [r for r in refs if r.match == "shape and line"]
@@ -210,13 +215,15 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
         outputs = _output_positions(result, cause.right, right=True)
         items = [f"output {j}: {s}" for j, s in outputs]
         shapes = [s for _, s in outputs]
-        tensors = _pick_tensors(target_tensors, shapes, lines, baseline_tensors)
+        added = len(result.right.entry.outputs) - len(result.left.entry.outputs)
+        tensors = _pick_tensors(target_tensors, shapes, lines, baseline_tensors, added)
         summary = f"{len(outputs)} extra output(s): the live tensor(s) kept alive only in this graph"
     elif kind is CauseKind.OUTPUT_REMOVED:
         outputs = _output_positions(result, cause.left, right=False)
         items = [f"baseline output {i}: {s}" for i, s in outputs]
         shapes = [s for _, s in outputs]
-        tensors = _pick_tensors(baseline_tensors, shapes, lines, target_tensors)
+        removed = len(result.left.entry.outputs) - len(result.right.entry.outputs)
+        tensors = _pick_tensors(baseline_tensors, shapes, lines, target_tensors, removed)
         summary = f"{len(outputs)} output(s) of the baseline missing: tensor(s) alive then, not now"
     elif kind is CauseKind.PARAMETER_SHAPE:
         numbers = result.left.entry.param_number
@@ -286,9 +293,12 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
     if not lines:  # the ops come from library code: the user's line that made the tensor
         lines = tuple(dict.fromkeys(t.line for t in tensors if t.line))[:2]
     if kind in (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED) and (
-        len(tensors) == len(items) or all(t.match == "shape and line" for t in tensors)
-    ):  # the only candidates: where the program keeps them decides whether they are outputs,
-        # first unless the graph cites the user's lines itself (a tensor made under the `if`)
+        len(tensors) == len(items)
+        or all(t.match == "shape and line" for t in tensors)
+        or (tensors and all(t.match in ("shape and line", "by elimination") for t in tensors))
+    ):  # the only candidates (or exactly the tensors the other graph did not compute): where the
+        # program keeps them decides whether they are outputs, first unless the graph cites the
+        # user's lines itself (a tensor made under the `if`)
         stored = tuple(s for t in tensors for s in t.stored_at)
         lines = tuple(dict.fromkeys((*lines, *stored) if direct else (*stored, *lines)))
     # A tensor made inside the user's own helper: its callers are the user's lines too (the call

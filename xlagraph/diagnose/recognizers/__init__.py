@@ -22,7 +22,8 @@ file per concern: `_causes` (merge, rename), `_source` (the user's code around a
 (walks over a graph), `_statements` (the `with` and `for` around a line, from the syntax tree of
 the stored file), `_precision` (where precision is switched), `_clip` (what a global-norm clip
 looks like), `_beside_work` (differences that follow from work one graph does only), `_late_module`
-(a module made mid-run and used once it exists).
+(a module made mid-run and used once it exists), `_guarded_calls` (the calls of a helper made
+under an `if` where others are not).
 """
 
 from __future__ import annotations

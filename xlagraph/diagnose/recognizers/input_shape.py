@@ -15,7 +15,7 @@ from xlagraph.diagnose.recognizers._causes import renamed
 from xlagraph.diagnose.recognizers._dataflow import updated_inputs
 from xlagraph.diagnose.recognizers._fed_back import grown_state
 from xlagraph.diagnose.recognizers._source import calls_of_function, lines_matching, source_text, user_files
-from xlagraph.diagnose.recognizers._statements import enclosing, loads, set_before
+from xlagraph.diagnose.recognizers._statements import enclosing, loads, python_number, set_before
 
 __all__ = ["BATCH_HINT", "GROWN_BATCH_HINT", "RECOGNIZER", "SEQUENCE_HINT", "with_loader_line"]
 
@@ -76,26 +76,10 @@ def _with_arrival_lines(evidence: Evidence, cause: Cause) -> Cause:
     builds the batch it moves (a slice of a tensor made before the loop sizes nothing here)."""
     if any(_TRANSFER.search(source_text(loc)) for loc in cause.sources):
         return cause
-    file, line = split_location(evidence.context.call_site)
-    if not file or not line or not is_user_location(evidence.context.call_site):
-        return cause
-    chain = enclosing(file, line)
-    loops = [d for d, (stmt, _) in enumerate(chain[:-1]) if isinstance(stmt, (ast.For, ast.While))]
-    if not loops:
-        return cause
-    loop = loops[-1]  # the loop that runs the steps
-    body, here = chain[loop][0].body, chain[loop + 1][0]
-    moved = [
-        s
-        for s in body[: body.index(here)]
-        if isinstance(s, ast.Assign) and _TRANSFER.search(source_line(file, s.lineno))
-    ]
-    # A compiled step called with its batch moved in its arguments (`step(x.to(device))`): the
-    # call itself is the transfer.
-    if not moved and isinstance(here, (ast.Assign, ast.Expr)) and _moves(file, here):
-        moved = [here]
+    file, chain, loop, moved = _transfers(evidence.context.call_site)
     if not moved:
         return cause
+    body = chain[loop][0].body
     found: list[int] = []
     wave: list[ast.stmt] = moved[:1]
     for _ in range(3):  # the transfer, what it moves, what sized that
@@ -107,6 +91,50 @@ def _with_arrival_lines(evidence: Evidence, cause: Cause) -> Cause:
         return cause
     lines = [f"{file}:{n}" for n in sorted(set(found))]
     return replace(cause, sources=tuple(dict.fromkeys([*lines, *cause.sources]))[:6])
+
+
+def _transfers(site: str) -> tuple[str, list[tuple[ast.stmt, list[ast.stmt]]], int, list[ast.stmt]]:
+    """The statements of the loop that runs the steps (the innermost loop around the sync's
+    `site`) that move a batch to the device before the sync: its file, the statements around
+    `site`, the depth of that loop in them, and those statements (none where there is no such
+    loop or transfer)."""
+    file, line = split_location(site)
+    if not file or not line or not is_user_location(site):
+        return file, [], 0, []
+    chain = enclosing(file, line)
+    loops = [d for d, (stmt, _) in enumerate(chain[:-1]) if isinstance(stmt, (ast.For, ast.While))]
+    if not loops:
+        return file, chain, 0, []
+    loop = loops[-1]  # the loop that runs the steps
+    body, here = chain[loop][0].body, chain[loop + 1][0]
+    moved = [
+        s
+        for s in body[: body.index(here)]
+        if isinstance(s, ast.Assign) and _TRANSFER.search(source_line(file, s.lineno))
+    ]
+    # A compiled step called with its batch moved in its arguments (`step(x.to(device))`): the
+    # call itself is the transfer.
+    if not moved and isinstance(here, (ast.Assign, ast.Expr)) and _moves(file, here):
+        moved = [here]
+    return file, chain, loop, moved
+
+
+def _with_grown_batch_lines(evidence: Evidence, cause: Cause) -> Cause:
+    """A batch that grew, where the graph cites no line that moves it to the device: under
+    `torch_xla.compile` an input's device data is located at its first use inside the step (the
+    model's or the loss's line), not where the batch was made. The statement of the step loop
+    that moves the batch (`x = tokens[i : i + bs].to(device)`, or the call `step(x.to(device))`)
+    is where the resized input is made, cited first; then the Python number it reads, where the
+    user computes it (`bs = sched.batch_size(epoch)` and the method's `base * growth**epoch`)."""
+    if any(_TRANSFER.search(source_text(loc)) for loc in cause.sources):
+        return cause
+    file, _, _, moved = _transfers(evidence.context.call_site)
+    if not moved:
+        return cause
+    at = f"{file}:{moved[0].lineno}"
+    sized = python_number(at)[1]
+    # (the graph's own lines kept after them: the model's line that reads the batch)
+    return replace(cause, sources=tuple(dict.fromkeys([at, *sized[:2], *cause.sources])))
 
 
 def _moves(file: str, stmt: ast.stmt) -> bool:
@@ -196,6 +224,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             what, hint = "only lists of indices or labels changed length", LIST_HINT
         elif axes == {0} and all(_dim0(ch.new) > _dim0(ch.old) for ch in shapes):
             what, hint = "the batch size grew: a new batch size, not a ragged last batch", GROWN_BATCH_HINT
+            c = _with_grown_batch_lines(evidence, c)
         elif axes == {0}:
             what, hint = "the batch dimension changed: a ragged last batch is typical", BATCH_HINT
             c = with_loader_line(evidence, c)

@@ -3,6 +3,9 @@
 HLO metadata keeps only the innermost frame, so an extra output computed in a helper of the
 user's (`global_grad_norm(params)`) cites the helper's line. When that helper is called from an
 `if ... % k:` block, the call is the line to change; it is cited first, the helper's line after.
+So it is, then its `if`, for a helper called under any other `if` (a flag passed to a compiled
+step) where the same file calls it unguarded too (`_guarded_calls`): the `if` makes the work
+appear on some calls only.
 Work with no user line at all (a validation pass inside library code) cites the statements of
 the `if ... % k:` blocks in the loop around the step's sync, when there are any.
 """
@@ -16,6 +19,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.recognizers._causes import renamed
+from xlagraph.diagnose.recognizers._guarded_calls import guarded_calls
 from xlagraph.diagnose.recognizers._periodic import enclosing_if, periodic_caller, periodic_in_loop
 from xlagraph.diagnose.recognizers._source import source_text, user_files
 
@@ -82,6 +86,12 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         if files is None:
             files = user_files(evidence)
         sites = [s for loc in user if (s := periodic_caller(loc, files))]
+        if not sites and c.kind in _KEPT and (guarded := guarded_calls(user[0])):
+            # Not every k steps but under any `if` (a flag passed to a compiled step), where the
+            # helper is called unguarded too: the guarded call, then its `if`.
+            out.append(replace(c, sources=tuple(dict.fromkeys([*guarded[:2], *c.sources]))[:6]))
+            consumed.add(i)
+            continue
         if not sites or sites[0] == c.sources[0]:
             continue
         # The call, then the `if ... % k:` that makes it periodic, then the helper's own lines.
