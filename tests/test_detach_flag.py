@@ -24,32 +24,18 @@ longer returns their gradients, are the flag's detach, not tensors kept alive.""
 
 from __future__ import annotations
 
-from functools import cache
-
-import pytest
-
 from tests.conftest import FIXTURES
+from tests.corpus_reports import capture_report, script_line
 from xlagraph.capture.reader import read_capture
-from xlagraph.report import build_report, load_runs
+from xlagraph.report import build_report
 from xlagraph.report.model import RunReport
 
 HERE = FIXTURES / "torch_xla" / "detach_flag"
 SPOTTER = FIXTURES / "torch_xla" / "compiled" / "heldout5_captures" / "keyword_spotter_xla" / "capture"
 
 
-@cache
 def _report(name: str) -> RunReport:
-    folder = HERE / f"{name}_capture"
-    if not folder.is_dir():
-        pytest.fail(f"missing {folder}: run fixtures/torch_xla/detach_flag/generate.py")
-    (log,) = load_runs(str(folder))
-    return build_report(log)
-
-
-def _line(script: str, text: str) -> str:
-    """`file:line` of the first line of `script` (repository-relative) that contains `text`."""
-    lines = (FIXTURES.parent / script).read_text(encoding="utf-8").splitlines()
-    return f"{script}:{next(i for i, line in enumerate(lines, 1) if text in line)}"
+    return capture_report(HERE / f"{name}_capture")
 
 
 def _unexpected(report: RunReport) -> list[tuple[int, str, str, tuple[str, ...], str]]:
@@ -70,9 +56,9 @@ def test_a_callback_that_sets_a_detach_flag_is_named_at_its_line() -> None:
     assert (step, kind, fix) == (3, "conditional_work", "trainable.detach"), (step, kind, fix)
     assert "no longer trains 5 parameter(s)" in summary, summary
     assert lines[:3] == (
-        _line(script, 'state["detach_encoder"] = True'),
-        _line(script, 'if state["detach_encoder"]:'),
-        _line(script, "h = h.detach()"),
+        script_line(script, 'state["detach_encoder"] = True'),
+        script_line(script, 'if state["detach_encoder"]:'),
+        script_line(script, "h = h.detach()"),
     ), lines
 
 
@@ -83,8 +69,8 @@ def test_a_callback_that_clears_the_flag_names_the_other_direction() -> None:
     assert "no longer detaches" in summary and "also trains 2 parameter(s)" in summary, summary
     # The callback's assignment first; the one in __init__ (set-up) is not the switch.
     assert lines[:2] == (
-        _line(script, "model.encoder_detached = False"),
-        _line(script, "h = h.detach() if self.encoder_detached else h"),
+        script_line(script, "model.encoder_detached = False"),
+        script_line(script, "h = h.detach() if self.encoder_detached else h"),
     ), lines
 
 
@@ -95,9 +81,9 @@ def test_the_keyword_spotters_torch_xla_compile_step_is_named() -> None:
     ((step, kind, fix, lines, _),) = _unexpected(build_report(read_capture(str(SPOTTER))[0]))
     assert (step, kind, fix) == (3, "conditional_work", "trainable.detach"), (step, kind, fix)
     assert lines[:3] == (
-        _line(script, "trainer.args.frontend_frozen = True"),
-        _line(script, "if self.args.frontend_frozen:"),
-        _line(script, "h = h.detach()"),
+        script_line(script, "trainer.args.frontend_frozen = True"),
+        script_line(script, "if self.args.frontend_frozen:"),
+        script_line(script, "h = h.detach()"),
     ), lines
 
 
@@ -108,8 +94,8 @@ def test_under_torch_compile_dynamos_guard_names_the_flag_and_the_callback() -> 
     ((recompile, guard),) = [(e, e.guards[0]) for e in report.dynamo.unexpected]
     assert (recompile.step, guard.kind) == (3, "module_attribute"), (recompile.step, guard.kind)
     assert (guard.at, guard.origin) == (
-        _line(script, "if self.freeze_user_tower:"),
-        _line(script, "model.freeze_user_tower = True"),
+        script_line(script, "if self.freeze_user_tower:"),
+        script_line(script, "model.freeze_user_tower = True"),
     ), (guard.at, guard.origin)
 
 
@@ -126,9 +112,9 @@ def test_under_torch_compile_the_xla_graphs_are_the_flags_detach_not_kept_alive(
         (4, "conditional_work", "trainable.detach"),
     ], found
     flag = (
-        _line(script, "model.freeze_user_tower = True"),
-        _line(script, "if self.freeze_user_tower:"),
-        _line(script, "hu = hu.detach()"),
+        script_line(script, "model.freeze_user_tower = True"),
+        script_line(script, "if self.freeze_user_tower:"),
+        script_line(script, "hu = hu.detach()"),
     )
     assert all(lines[:3] == flag for _, _, _, lines, _ in found), found
     summaries = [summary for *_, summary in found]
@@ -146,4 +132,4 @@ def test_requires_grad_false_under_torch_compile_names_the_switch() -> None:
     assert (step, fix) == (3, "trainable.requires_grad"), (step, fix)
     ((cause,),) = [r.causes for r in report.recompiles if not r.expected]
     assert "no longer trains 2 parameter(s)" in cause.summary, cause.summary
-    assert lines[0] == _line(script, "p.requires_grad_(False)"), lines
+    assert lines[0] == script_line(script, "p.requires_grad_(False)"), lines

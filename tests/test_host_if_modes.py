@@ -16,29 +16,17 @@ the decision on the device), not a tensor kept alive (openxla) or an expected pr
 
 from __future__ import annotations
 
-from functools import cache
-
 import pytest
 
 from tests.conftest import FIXTURES
-from xlagraph.report import build_report, load_runs
+from tests.corpus_reports import capture_report, script_line
 from xlagraph.report.model import RunReport
 
 HERE = FIXTURES / "torch_xla" / "host_if_modes"
 
 
-@cache
 def _report(name: str) -> RunReport:
-    folder = HERE / f"{name}_capture"
-    if not folder.is_dir():
-        pytest.fail(f"missing {folder}: run fixtures/torch_xla/host_if_modes/generate.py")
-    (log,) = load_runs(str(folder))
-    return build_report(log)
-
-
-def _line(script: str, text: str) -> str:
-    lines = (FIXTURES.parent / script).read_text(encoding="utf-8").splitlines()
-    return f"{script}:{next(i for i, line in enumerate(lines, 1) if text in line)}"
+    return capture_report(HERE / f"{name}_capture")
 
 
 def _to_fix(report: RunReport) -> list[tuple[int, str, str, tuple[str, ...]]]:
@@ -57,8 +45,8 @@ def test_openxla_a_loss_damped_under_an_item_read_is_named_at_the_if() -> None:
     ((step, kind, fix, lines),) = _to_fix(report)
     assert (step, kind, fix) == (3, "conditional_work", "conditional_work.host_branch"), (step, kind, fix)
     assert lines[:2] == (
-        _line(script, "    if loss.item() > limit:"),
-        _line(script, "        loss = loss * 0.1"),
+        script_line(script, "    if loss.item() > limit:"),
+        script_line(script, "        loss = loss * 0.1"),
     ), lines
 
 
@@ -71,11 +59,11 @@ def test_a_host_read_that_picks_the_compiled_function_is_named_at_the_if(name: s
     assert (kind, fix) == ("conditional_work", "conditional_work.host_branch"), (kind, fix)
     # The `if`, the read inside the guard's check, then the call of the damped update.
     assert lines == (
-        _line(script, "if guard.check(loss):"),
-        _line(script, "value = loss.item()"),
-        _line(script, "        damped_update()"),
+        script_line(script, "if guard.check(loss):"),
+        script_line(script, "value = loss.item()"),
+        script_line(script, "        damped_update()"),
     ), lines
     # The plain update (the other branch, the first to run) stays the step's own program.
-    site = _line(script, "        update()")
+    site = script_line(script, "        update()")
     (plain,) = [r for r in report.recompiles if r.expected and r.call_site == site]
     assert plain.causes[0].fix_id == "own_graph", plain.causes
