@@ -10,6 +10,9 @@ use crate::parse::text::FxMap;
 use crate::matching::mappings::{Mappings, NONE, R};
 use crate::matching::side::MatchSide;
 
+/// Each `h0` in output order, and its outputs (each once) in order.
+type Families = (Vec<i128>, FxMap<i128, Vec<u32>>);
+
 /// Instructions one output's walk may visit: an update's cone is small; a loss's is not decided.
 const CONE_BUDGET: usize = 64;
 
@@ -59,7 +62,9 @@ fn members(side: &MatchSide, outs: &[u32], is_param: &[bool]) -> Option<Vec<(u32
         .into_iter()
         .map(|(o, c)| (o, c.into_iter().filter(|p| readers[p] == 1).collect()))
         .collect();
-    own.iter().all(|(_, c): &(u32, Vec<u32>)| !c.is_empty()).then_some(own)
+    own.iter()
+        .all(|(_, c): &(u32, Vec<u32>)| !c.is_empty())
+        .then_some(own)
 }
 
 impl Mappings<'_> {
@@ -96,7 +101,7 @@ impl Mappings<'_> {
         pl.iter().for_each(|&p| is_l[p as usize] = true);
         pr.iter().for_each(|&p| is_r[p as usize] = true);
         // Families by `h0`, members in output order (an output returned twice counted once).
-        let family = |side: &MatchSide| -> R<(Vec<i128>, FxMap<i128, Vec<u32>>)> {
+        let family = |side: &MatchSide| -> R<Families> {
             let mut keys = Vec::new();
             let mut found: FxMap<i128, Vec<u32>> = FxMap::default();
             for &o in &side.outputs {
@@ -125,7 +130,10 @@ impl Mappings<'_> {
             };
             // Each left member's own inputs as the right's, where all are aligned.
             let mapped = |c: &[u32]| -> Option<Vec<u32>> {
-                let mut v: Vec<u32> = c.iter().map(|p| to_r.get(p).copied()).collect::<Option<_>>()?;
+                let mut v: Vec<u32> = c
+                    .iter()
+                    .map(|p| to_r.get(p).copied())
+                    .collect::<Option<_>>()?;
                 v.sort_unstable();
                 Some(v)
             };
