@@ -13,6 +13,7 @@ taken out (structure alone; torch_xla writes none without XLA_HLO_DEBUG)."""
 from __future__ import annotations
 
 import json
+import lzma
 import re
 from functools import cache
 
@@ -95,3 +96,27 @@ def test_changed_constant_is_named_beside_the_swap() -> None:
     (const,) = [c for c in _diff("llama_schedule", False).causes if c.kind is CauseKind.CONSTANT_VALUE]
     changed = {(ch.old, ch.new) for ch in const.changes}
     assert changed == {("f32[] 2.5", "f32[] 1.5"), ("f32[] 1.5", "f32[] 0.5")}, const.changes
+
+
+_FROZEN_STEM = FIXTURES / "torch_xla/corpus/captures/h23_patchnet_openxla_freeze_stem_callback/hlo"
+
+
+@pytest.mark.parametrize("strip", [False, True])
+def test_frozen_stem_is_two_outputs_removed_and_no_reordering(strip: bool) -> None:
+    """held_out_23's real capture: a callback freezes the stem at step 3, and the lazy SGD step G
+    lacks the stem's weight and bias (inputs and updates). The f32[12] look-alike updates after
+    the stem's bias keep their order: each follows the parameters it reads alone (issue 37), so
+    the stem's two updates are removed (outputs 1 and 2) and nothing is permuted."""
+
+    def read(name: str) -> str:
+        with lzma.open(_FROZEN_STEM / name, "rt") as f:
+            text = f.read()
+        return _METADATA.sub("", text) if strip else text
+
+    a = parse_hlo(read("module_0005.SyncTensorsGraph.102.before_optimizations.txt.xz"), "a.hlo")
+    b = parse_hlo(read("module_0006.SyncTensorsGraph.92.before_optimizations.txt.xz"), "b.hlo")
+    result = diff_modules(a, b)
+    assert [c.kind for c in result.causes] == [CauseKind.OUTPUT_REMOVED]
+    (removed,) = result.causes
+    outputs = sorted(ch.old for ch in removed.changes if ch.what == "output")
+    assert outputs == ["1: f32[12,1,4,4]", "2: f32[12]"], outputs

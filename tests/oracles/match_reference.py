@@ -39,6 +39,7 @@ from tests.oracles.mappings import Mappings
 from tests.oracles.match_anchored import match_outputs_anchored
 from tests.oracles.match_bottom_up import match_bottom_up
 from tests.oracles.match_exact import match_exact, zip_subgraphs
+from tests.oracles.match_follow import follow_parameters
 from tests.oracles.match_top_down import match_top_down
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import strip_layout
@@ -79,10 +80,17 @@ def _match_outputs_exact(left: CanonicalComputation, right: CanonicalComputation
     shifts every rank by one and equal `h1` would pair each look-alike with its neighbour."""
     place_l, count_l = _look_alike_places(left)
     place_r, count_r = _look_alike_places(right)
+    decided = follow_parameters(left, right)
     pool: dict[int, list[tuple[str, int]]] = {}
     for k, b in enumerate(right.outputs):
         pool.setdefault(right.h1[b], []).append((b, place_r[k]))
     for k, a in enumerate(left.outputs):
+        if a in decided:  # a look-alike one side has one more of, decided by its own inputs
+            b = decided[a]
+            if b is not None and a not in m.left and b not in m.right:
+                m.add(a, b, "outputs-exact")
+                zip_subgraphs(left, right, a, b, "h1", m, "outputs-exact")
+            continue
         candidates = pool.get(left.h1[a])
         while candidates and candidates[0][0] in m.right:
             candidates.pop(0)

@@ -4,6 +4,7 @@
 
 pub(crate) mod bottom_up;
 pub(crate) mod exact;
+pub(crate) mod follow_params;
 pub(crate) mod outputs;
 pub(crate) mod outputs_anchored;
 pub(crate) mod outputs_context;

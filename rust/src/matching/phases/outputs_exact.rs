@@ -29,6 +29,7 @@ impl Mappings<'_> {
         let (l, r) = (self.l, self.r);
         let (rank_l, count_l) = look_alike_ranks(l)?;
         let (rank_r, count_r) = look_alike_ranks(r)?;
+        let decided = self.follow_parameters()?;
         let mut pool: FxMap<i128, VecDeque<(u32, u32)>> = FxMap::default();
         for (k, &b) in r.outputs.iter().enumerate() {
             pool.entry(Self::hash(r, true, b)?)
@@ -36,6 +37,14 @@ impl Mappings<'_> {
                 .push_back((b, rank_r[k]));
         }
         for (k, &a) in l.outputs.iter().enumerate() {
+            // A look-alike one side has one more of, decided by its own inputs (follow_params.rs).
+            if let Some(&b) = decided.get(&a) {
+                if b != NONE && !self.lp(a) && !self.rp(b) {
+                    self.add(a, b, OUTPUTS_EXACT);
+                    self.zip_subgraphs(a, b, true, OUTPUTS_EXACT)?;
+                }
+                continue;
+            }
             let h = Self::hash(l, true, a)?;
             let Some(candidates) = pool.get_mut(&h) else {
                 continue;
