@@ -9,15 +9,11 @@ from __future__ import annotations
 import ast
 
 from xlagraph.diagnose.frames import split_location
-from xlagraph.diagnose.recognizers._statements import enclosing, syntax_tree
+from xlagraph.diagnose.recognizers._statements import call_name, enclosing, syntax_tree
 
 __all__ = ["guarded_calls"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-def _named(func: ast.expr) -> str:
-    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
 def _guard(file: str, call: ast.Call) -> ast.If | None:
@@ -49,7 +45,7 @@ def guarded_calls(location: str) -> list[str]:
     calls = [
         n
         for n in ast.walk(tree)
-        if isinstance(n, ast.Call) and _named(n.func) == function.name and n.lineno not in inside
+        if isinstance(n, ast.Call) and call_name(n.func) == function.name and n.lineno not in inside
     ]
     guards = {id(c): _guard(file, c) for c in calls}
     guarded = sorted((c for c in calls if guards[id(c)] is not None), key=lambda c: c.lineno)
