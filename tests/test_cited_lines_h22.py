@@ -32,7 +32,8 @@ def test_backward_synced_by_the_bridge_cites_the_forward_line() -> None:
         assert f"{script}:42" in _cause_lines(r, "constant_value"), r["variant"]
     backward = next(r for r in baked if r["variant"] == "G")
     assert "lines of graph H" in backward["note"]
-    assert backward["lines"][0] == f"{script}:42"
+    # first where the value is computed (the scheduler object's return, its call), then the use
+    assert backward["lines"][:3] == [f"{script}:35", f"{script}:63", f"{script}:42"]
 
 
 def test_a_precision_switch_in_a_callback_the_loop_calls_is_cited() -> None:

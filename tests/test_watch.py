@@ -105,7 +105,12 @@ def test_ctrl_c_ends_watch_quietly(tmp_path: Path) -> None:
     assert proc.stdout is not None
     first = proc.stdout.readline()  # (in its loop now, past its imports)
     proc.send_signal(signal.SIGINT)
-    rest, err = proc.communicate(timeout=60)
+    # Read on through the same buffered file: `communicate` reads the pipe itself, and the lines
+    # `readline` had already read ahead (a loaded machine writes several before it returns) were
+    # lost, which looked like a line cut in two.
+    rest = proc.stdout.read()
+    err = proc.stderr.read() if proc.stderr else ""
+    proc.wait(timeout=60)
     assert proc.returncode == 0 and "Traceback" not in err, err
     assert [json.loads(line)["schema"] for line in [first, *rest.splitlines()]]  # whole lines only
 
