@@ -20,6 +20,7 @@ from xlagraph.diagnose.recognizers._beside_work import length_made_up, sizes_bes
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, runs_clip, scalar_clip
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, opcodes, updated_inputs
+from xlagraph.diagnose.recognizers._guarded_calls import guarded_calls
 from xlagraph.diagnose.recognizers._host_if import host_decided_if
 from xlagraph.diagnose.recognizers._late_module import created_late
 from xlagraph.diagnose.recognizers._periodic import enclosing_if, periodic_caller, reads_tensor, synced_if
@@ -361,6 +362,9 @@ _SWITCH_OPS = 8
 
 
 _BRANCH_HINT = fix("conditional_work.host_branch")
+# Syncs of a function `torch_xla.compile` traces whole (`report.trigger_of`'s label): its outputs are
+# what it returns. (torch.compile's graphs are compared with others the bridge made: left out.)
+_TRACED = ("torch_xla.compile",)
 
 
 def _one_sided(cause: Cause) -> bool:
@@ -382,6 +386,11 @@ def _if_of(cause: Cause, calls: bool = False) -> str:
         guards = [enclosing_if(c) for c in calls]
         if calls and all(guards) and len(set(guards)) == 1:
             return guards[0]
+        # Called on every step and again under an `if` (the loss helper the validation reuses):
+        # work one graph has more of is the guarded call's.
+        guarded = guarded_calls(s)
+        if len(guarded) == 2:
+            return guarded[1]
     return ""
 
 
@@ -403,8 +412,10 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
         # Work whose result is the one output it adds (a batch flipped under `if random.random()
         # < p:`, still alive at the sync): its producer exists in one graph only, at a line in the if.
         # (A result returned and read by nothing else, a norm computed under `if with_norm:`, is
-        # an output added, not work the step does.)
+        # an output added, not work the step does; except in a traced function: what it returns
+        # is no tensor kept alive, an `if` in it picks the code traced.)
         users = users_of(evidence.right.entry)
+        traced = evidence.context.trigger in _TRACED
         sided = [
             i
             for i in regions
@@ -412,7 +423,7 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
             and pending[i].right
             and not any(n in evidence.entry_match for n in pending[i].right)
             and _if_of(pending[i], calls=True)
-            and _read_by_work(evidence, users, pending[i].right)
+            and (traced or _read_by_work(evidence, users, pending[i].right))
         ]
     # Work of any size, a multiply even, that a device value read on the host decides: the `if`
     # around its lines reads a tensor, itself or in a function of the user's it calls.
@@ -491,7 +502,9 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
         and (sizes_beside(evidence, c, left, right) or length_made_up(evidence, c, left, right))
     ]
     merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=_BRANCH_HINT)
-    cause = replace(merged, sources=(site, *[s for s in merged.sources if s != site])[:6])
+    # The helper's call under the `if` (its ops carry the helper's own lines) follows the `if`.
+    called = [g[0] for s in merged.sources if (g := guarded_calls(s))[1:2] == [site]]
+    cause = replace(merged, sources=tuple(dict.fromkeys([site, *called, *merged.sources]))[:6])
     return Recognized((_made_late(evidence, cause, site, [pending[i] for i in picked]),), frozenset(picked))
 
 
