@@ -62,6 +62,7 @@ SPLITS = (
     "held_out_21",
     "held_out_22",
     "held_out_23",
+    "held_out_24",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
