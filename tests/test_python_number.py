@@ -57,6 +57,24 @@ def test_a_method_of_an_object_kept_on_self_is_followed(tmp_path: Path) -> None:
     assert _number(tmp_path, body, "return out * w") == ("w", [9, 20])
 
 
+def test_a_function_passed_to_a_compiler_is_called_by_the_wrapper_s_name(tmp_path: Path) -> None:
+    """`step_fn = torch_xla.compile(train_step)`: the calls of `step_fn` pass `train_step`'s
+    arguments; a wrapper that binds one (`functools.partial(f, x)`) would shift them."""
+    body = (
+        "def train_step(x, w):\n"
+        "    return x * w\n"
+        "\n"
+        "step_fn = torch_xla.compile(train_step)\n"
+        "anneal = Anneal(0.3, 5)\n"
+        "for step in range(7):\n"
+        "    step_fn(1.0, anneal(step))\n"
+    )
+    assert _number(tmp_path, body, "return x * w") == ("w", [6, 21])
+    partial = body.replace("torch_xla.compile(train_step)", "functools.partial(train_step, 2.0)")
+    (tmp_path / "p").mkdir()
+    assert _number(tmp_path / "p", partial, "return x * w") == ("", [])
+
+
 @pytest.mark.parametrize(
     "body",
     [

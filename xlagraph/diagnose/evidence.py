@@ -37,6 +37,8 @@ class Context:
     graph's step (its first compile of a graph does): the user's ops up to then ran in the
     bridge's graph, not in this one; `baseline_bridged`: so it did in the baseline's step and in
     every step between the two (the new graph is the first at its site after the bridge's warm-up).
+    `host_reads`: the user's lines where a graph of the run up to the new one was cut by an
+    implicit sync (a tensor's value read on the host, `if h.max() > limit:` without `.item()`).
     """
 
     trigger: str = ""
@@ -49,6 +51,7 @@ class Context:
     first_at_site: bool = False
     bridge_synced: bool = False
     baseline_bridged: bool = False
+    host_reads: tuple[str, ...] = ()
 
     @property
     def known(self) -> bool:

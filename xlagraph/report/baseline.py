@@ -17,7 +17,7 @@ from itertools import islice
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import CauseKind
-from xlagraph.diagnose.evidence import Context
+from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, Context
 from xlagraph.diagnose.frames import call_site, is_library, user_frames
 from xlagraph.diff import DiffResult, canonical_of, diff_modules
 from xlagraph.errors import XlagraphError
@@ -288,6 +288,13 @@ def _context(
         # (a later step without it that compiled nothing new here has the graph the target has).
         baseline_bridged=_after_bridge_sync(candidate, bridged)
         and all(s in (bridged or {}) for s in range(candidate.step + 1, target.step)),
+        host_reads=tuple(
+            dict.fromkeys(
+                line
+                for s in (*(e for _, e in earlier), target)
+                if triggers.get(s.index, "") in IMPLICIT_TRIGGERS and (line := call_site(s.frames))
+            )
+        ),
     )
 
 

@@ -411,8 +411,22 @@ def _argument(call: ast.Call, function: ast.FunctionDef | ast.AsyncFunctionDef, 
 
 
 def _calls_to(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
+    """The calls of `function`, by its name or by a name bound to a wrapper of it that passes the
+    arguments on (`step_fn = torch_xla.compile(train_step)`: the function its only positional
+    argument; `functools.partial(f, x)` binds one and is not followed)."""
+    names = {function.name}
+    for n in ast.walk(tree):
+        if (
+            isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and isinstance(n.value, ast.Call)
+            and len(n.value.args) == 1
+            and call_name(n.value.args[0]) == function.name
+            and (alias := call_name(n.targets[0]))
+        ):
+            names.add(alias)
     return sorted(
-        (n for n in ast.walk(tree) if isinstance(n, ast.Call) and call_name(n.func) == function.name),
+        (n for n in ast.walk(tree) if isinstance(n, ast.Call) and call_name(n.func) in names),
         key=lambda n: n.lineno,
     )
 

@@ -170,11 +170,12 @@ class _Exit(NamedTuple):
 
 
 @lru_cache(maxsize=256)
-def _exit_sites(file: str) -> tuple[_Exit, ...]:
+def _exit_sites(file: str, synced: frozenset[int] = frozenset()) -> tuple[_Exit, ...]:
     """The early exits of `file`: each `if` whose condition reads a value from the device on the
-    host (`conf.item() > t`, or a name set from one in that body) and whose block leaves the loop
-    (`break`, `return`) or, outside a loop, the function (`return`) before code that still
-    follows it."""
+    host (`conf.item() > t`, a name set from one in that body, or a test at one of the `synced`
+    lines, where the capture saw a graph cut by an implicit sync: `h.max() > limit`) and whose
+    block leaves the loop (`break`, `return`) or, outside a loop, the function (`return`) before
+    code that still follows it."""
     tree = syntax_tree(file)
     if tree is None:
         return ()
@@ -194,12 +195,15 @@ def _exit_sites(file: str) -> tuple[_Exit, ...]:
         loop = isinstance(scope, _LOOPS)
         end = scope.end_lineno or scope.lineno
         for s in own:
-            if not isinstance(s, ast.If) or not (reads_on_host(s.test) or loads(s.test) & set(read)):
+            if not isinstance(s, ast.If):
+                continue
+            host = reads_on_host(s.test) or s.test.lineno in synced
+            if not (host or loads(s.test) & set(read)):
                 continue
             leaves = {type(n) for n in (*s.body, *s.orelse)}
             early = loop or (s.end_lineno or 0) < end  # code after it that it skips
             if (ast.Break in leaves and loop) or (ast.Return in leaves and early):
-                reads = [s.lineno] if reads_on_host(s.test) else []
+                reads = [s.lineno] if host else []
                 reads += [n for name in sorted(loads(s.test) & set(read)) for n in read[name]]
                 sites.append(_Exit(s.lineno, scope.lineno, end, loop, tuple(sorted(set(reads)))))
     return tuple(sorted(sites))
@@ -239,6 +243,11 @@ def _outer_reads(tree: ast.Module) -> dict[ast.AST, dict[str, list[int]]]:
     return found
 
 
+def _synced(evidence: Evidence, file: str) -> frozenset[int]:
+    """The lines of `file` where the capture saw an implicit sync (`Context.host_reads`)."""
+    return frozenset(n for f, n in map(split_location, evidence.context.host_reads) if f == file and n)
+
+
 def _syncs(evidence: Evidence) -> list[tuple[str, int]]:
     sites = (evidence.context.call_site, evidence.context.baseline_call_site)
     return [(f, n) for f, n in map(split_location, sites) if n]
@@ -260,7 +269,7 @@ def _exited_at(evidence: Evidence) -> tuple[str, ...]:
     `nn.Linear` of the user's block), so the user's files are searched."""
     syncs = _syncs(evidence)
     for file in user_files(evidence):
-        for site in _exit_sites(file):
+        for site in _exit_sites(file, _synced(evidence, file)):
             if _leaves_work(file, site, syncs):
                 return (f"{file}:{site.line}", *(f"{file}:{n}" for n in site.reads if n != site.line))
     return ()
@@ -293,7 +302,7 @@ def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         return NOTHING
     syncs = _syncs(evidence)
     for file in user_files(evidence):
-        for site in _exit_sites(file):
+        for site in _exit_sites(file, _synced(evidence, file)):
             if not site.loop or not _leaves_work(file, site, syncs, reads=True):
                 continue
             a = _per_line(evidence.left, file, site.first, site.last)
