@@ -33,3 +33,14 @@ def test_a_zero_passed_to_a_compiled_step_is_followed_through_the_wrapper(tmp_pa
     (cause,) = r.causes
     assert str(cause.kind) == "constant_value"
     assert _numbers(cause.sources)[:3] == [27, 53, 45]
+
+
+def test_a_loop_over_what_a_method_returns_is_ordered_by_its_return(tmp_path: Path) -> None:
+    """`for m in self.ordered_monitors(): m.update(...)` updates the monitors' state in the order
+    the method returns, `sorted(..., key=lambda m: (not m.ready(self.step), m.name))` (:54): a
+    monitor becoming ready at step 4 moves first. The loop (:63), then that return."""
+    name = "h24_tabular_eager_monitor_ready_sort"
+    (r,) = _recompiles(name, tmp_path)
+    (cause,) = r.causes
+    assert str(cause.kind) == "output_permutation"
+    assert _numbers(cause.sources)[:2] == [63, 54]

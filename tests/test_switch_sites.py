@@ -112,17 +112,20 @@ def test_a_shuffle_before_a_zipped_loop_in_a_helper_is_cited() -> None:
 
 def test_an_outer_loop_whose_variable_the_inner_loop_iterates_is_cited_too() -> None:
     """The corpus's tu_layerwise_lr_order: `for name, lr in sorted(layer_lrs(step).items(), ...)`
-    around `for p in model[name].parameters()`: the inner loop's order is the outer one's."""
+    around `for p in model[name].parameters()`: the inner loop's order is the outer one's, sorted
+    by the rates `layer_lrs` returns (its `return`, cited after the outer loop's header)."""
     (log,) = load_runs(str(FIXTURES / "torch_xla" / "corpus" / "captures" / "tu_layerwise_lr_order"))
     doc = report_to_json((build_report(log),))
     script = "scripts/tu_layerwise_lr_order.py"
     text = (FIXTURES / "torch_xla" / "corpus" / script).read_text(encoding="utf-8").splitlines()
     outer = next(n for n, line in enumerate(text, 1) if "for name, lr in sorted(" in line)
+    rates = next(n for n, line in enumerate(text, 1) if 'return {"body"' in line)
     attributions = [a for r in doc["recompiles"] for a in r["attribution"]]
     cited = [a["lines"] for a in attributions if a["kind"] == "output_permutation"]
     assert cited
     for lines in cited:
-        assert lines[:3] == [f"{script}:{outer + 1}", f"{script}:{outer}", f"{script}:{outer + 2}"], lines
+        expected = [outer + 1, outer, rates, outer + 2]
+        assert lines[:4] == [f"{script}:{n}" for n in expected], lines
 
 
 def test_a_whole_model_cast_in_the_function_that_runs_the_step_is_cited() -> None:

@@ -244,9 +244,47 @@ def loop_order(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
         if follow is not None and not follow & _targets(stmt):
             continue  # an outer loop the inner one's order does not read
         names = loads(stmt.iter)
-        found += [stmt.lineno, *set_before(chain[: depth + 1], names), *_set_on_self(chain, stmt.iter)]
+        found += [
+            stmt.lineno,
+            *_returned_by(file, chain, stmt.iter),
+            *set_before(chain[: depth + 1], names),
+            *_set_on_self(chain, stmt.iter),
+        ]
         follow = names
     return [f"{file}:{n}" for n in dict.fromkeys(found)]
+
+
+def _returned_by(file: str, chain: list[tuple[ast.stmt, list[ast.stmt]]], iterated: ast.expr) -> list[int]:
+    """A loop over what a function of the user's returns (`for m in self.ordered_monitors():`,
+    `for p in ordered(params):`): the lines of its `return`s (a `sorted(...)` by a key that
+    changes) decide the order. Methods of the class around the loop, functions of the file."""
+    owner = next((s for s, _ in reversed(chain) if isinstance(s, ast.ClassDef)), None)
+    tree = syntax_tree(file)
+    found: list[int] = []
+    for call in (n for n in ast.walk(iterated) if isinstance(n, ast.Call)):
+        f = call.func
+        if isinstance(f, ast.Attribute) and _on_self(f) and owner is not None:
+            scope: list[ast.stmt] = owner.body
+        elif isinstance(f, ast.Name) and tree is not None:
+            scope = tree.body
+        else:
+            continue
+        name = call_name(f)
+        for fn in (s for s in scope if isinstance(s, _DEFS[:2]) and s.name == name):
+            found += [n.lineno for n in _own_nodes(fn) if isinstance(n, ast.Return) and n.value is not None]
+    return found[:2]
+
+
+def _own_nodes(function: ast.AST) -> list[ast.AST]:
+    """The nodes of `function`'s body, less those of functions and classes defined in it."""
+    out: list[ast.AST] = []
+    todo = list(ast.iter_child_nodes(function))
+    while todo:
+        node = todo.pop(0)
+        out.append(node)
+        if not isinstance(node, (*_DEFS, ast.Lambda)):
+            todo += list(ast.iter_child_nodes(node))
+    return out
 
 
 def _set_on_self(chain: list[tuple[ast.stmt, list[ast.stmt]]], iterated: ast.expr) -> list[int]:

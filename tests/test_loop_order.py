@@ -1,0 +1,47 @@
+"""`_statements.loop_order`: where the order of the loop around a line is decided, on hand-written
+source (no graph: the rule reads only source)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xlagraph.diagnose.frames import SourceText, reading_sources
+from xlagraph.diagnose.recognizers._statements import loop_order
+
+SOURCE = '''\
+class Trainer:
+    def ordered(self):
+        def key(m):
+            return m.name
+        return sorted(self.meters, key=key)
+
+    def step(self, out):
+        for m in self.ordered():
+            m.update(out)
+
+
+def by_size(params):
+    return sorted(params, key=lambda p: p.numel())
+
+
+def update(params):
+    for p in by_size(params):
+        p.add_(1)
+'''
+
+
+def _order(tmp_path: Path, line_of: str) -> list[int]:
+    path = tmp_path / "train.py"
+    path.write_text(SOURCE)
+    line = next(n for n, t in enumerate(SOURCE.splitlines(), 1) if line_of in t)
+    with reading_sources(SourceText(bases=(str(tmp_path),))):
+        return [int(x.rsplit(":", 1)[1]) for x in loop_order(f"{path}:{line}")]
+
+
+def test_a_loop_over_a_method_s_result_is_ordered_by_its_return(tmp_path: Path) -> None:
+    # the method's own return, not the one of the function nested in it
+    assert _order(tmp_path, "m.update(out)") == [8, 5]
+
+
+def test_a_loop_over_a_function_s_result_is_ordered_by_its_return(tmp_path: Path) -> None:
+    assert _order(tmp_path, "p.add_(1)") == [17, 13]
