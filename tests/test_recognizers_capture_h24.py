@@ -44,3 +44,14 @@ def test_a_loop_over_what_a_method_returns_is_ordered_by_its_return(tmp_path: Pa
     (cause,) = r.causes
     assert str(cause.kind) == "output_permutation"
     assert _numbers(cause.sources)[:2] == [63, 54]
+
+
+def test_rows_dropped_before_a_compiled_model_are_cited_where_the_helper_drops_them(tmp_path: Path) -> None:
+    """torch.compile(backend="openxla") retraces `forward` when `ids` shrinks from 8 rows to 5
+    (unlabelled rows dropped on the host). The guard names the argument; its value was moved to
+    the device (:63) after `labelled_rows` (:62), whose `return ids[keep], labels[keep]` (:51)
+    made its size: cited at the retrace's XLA graphs."""
+    name = "h24_textcnn_openxla_unlabeled_rows_dropped"
+    recompiles = [r for r in _recompiles(name, tmp_path) if r.step == 3]
+    assert recompiles and all(r.kinds == ("parameter_shape",) for r in recompiles)
+    assert all(r.attribution[0].lines == (f"scripts/{name}.py:51",) for r in recompiles)

@@ -115,3 +115,29 @@ def test_the_real_flag_flip_is_cited_where_the_loop_sets_it() -> None:
     text = report(str(capture)).to_text()
     made = [line for line in text.splitlines() if line.strip().startswith("made")]
     assert made and all("model.use_residual = True" in line for line in made)
+
+
+FILTERED = '''import torch
+
+
+def labelled_rows(ids, labels):
+    keep = labels >= 0
+    return ids[keep], labels[keep]
+
+
+compiled = torch.compile(model, backend="openxla")
+for ids, labels in batches:
+    ids, labels = labelled_rows(ids, labels)
+    ids, labels = ids.to(device), labels.to(device)
+    loss = F.cross_entropy(compiled(ids), labels)
+'''
+
+
+def test_a_tensor_argument_is_traced_past_its_move_into_the_helper_that_sizes_it(tmp_path: Path) -> None:
+    """The compiled call sits inside the loss's call; the argument was moved to the device (:12)
+    after a helper of the file filtered its rows: the helper's `return` (:6) made its size."""
+    (tmp_path / "train.py").write_text(FILTERED)
+    at = lambda n: f"train.py:{n}"  # noqa: E731
+    (tmp_path / "model.py").write_text("class M:\n    def forward(self, ids):\n        return ids\n")
+    with reading_sources(SourceText(bases=(str(tmp_path),))):
+        assert origin_of("tensor_size", "ids", "model.py:2", at(13)) == at(6)

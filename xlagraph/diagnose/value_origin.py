@@ -41,7 +41,7 @@ def origin_of(kind: str, subject: str, code: str, call_site: str) -> str:
         name = subject.split(".")[0].split("[")[0]
         return _indented_assignment(code, rf"\b{re.escape(name)}") if name.isidentifier() else ""
     if subject.isidentifier():
-        return _argument(subject, code, call_site)
+        return _argument(subject, code, call_site, tensor=kind.startswith("tensor"))
     attr = re.sub(r"\[.*?\]", "", subject).rsplit(".", 1)[-1]
     if subject.startswith("self.") and attr.isidentifier():
         if attr == "training":
@@ -55,10 +55,12 @@ def _split(loc: str) -> tuple[str, int]:
     return (file, int(line)) if line.isdigit() and file else ("", 0)
 
 
-def _argument(name: str, code: str, call_site: str) -> str:
+def _argument(name: str, code: str, call_site: str, tensor: bool = False) -> str:
+    """The line before `call_site` that assigns what it passes as `name`; for a tensor, where its
+    size was made (`_made_at`): a scalar's line is its assignment (`lr = cosine_lr(step)`)."""
     file, line = _split(call_site)
     params = _params(*_split(code))
-    call = _call_at(file, line)
+    call = _call_at(file, line, params)
     if call is None or params is None:
         return ""
     expr = next((k.value for k in call.keywords if k.arg == name), None)
@@ -67,7 +69,55 @@ def _argument(name: str, code: str, call_site: str) -> str:
     if not isinstance(expr, ast.Name):
         return ""
     found = _assigned_before(file, line, expr.id)
+    if tensor and found:
+        found = _made_at(file, found, expr.id)
     return f"{file}:{found}" if found else ""
+
+
+_MOVES = frozenset({"to", "cuda", "contiguous", "detach", "clone"})
+
+
+def _made_at(file: str, line: int, name: str, depth: int = 0) -> int:
+    """Where the value `name` gets at `line` is made: past moves of the same name (`ids =
+    ids.to(device)`) to the assignment before them, and into a helper of the file that returns
+    it (`ids, labels = labelled_rows(ids, labels)`: its `return ids[keep], ...`); else `line`."""
+    try:
+        stmt = ast.parse(_joined(file, line, _balanced).strip()).body[0]
+    except (SyntaxError, IndexError):
+        return line
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 or depth > 3:
+        return line
+    target, value = stmt.targets[0], stmt.value
+    if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+        value = next((v for t, v in zip(target.elts, value.elts, strict=True) if _is(t, name)), value)
+    if not isinstance(value, ast.Call):
+        return line
+    f = value.func
+    if isinstance(f, ast.Attribute) and f.attr in _MOVES and _is(f.value, name):
+        earlier = _assigned_before(file, line, name)
+        return _made_at(file, earlier, name, depth + 1) if earlier else line
+    returns = _returns_of(file, f.id) if isinstance(f, ast.Name) else []
+    return returns[-1] if returns else line
+
+
+def _is(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _returns_of(file: str, function: str) -> list[int]:
+    """The lines of the `return`s of the file's top-level function `function`."""
+    pattern = re.compile(rf"^def\s+{re.escape(function)}\s*\(")
+    start = next((n for n, text in source_lines(file, _SCAN * 4) if pattern.match(text)), 0)
+    if not start:
+        return []
+    found = []
+    for n in range(start + 1, start + _SCAN):
+        text = source_line(file, n)
+        if text.strip() and _indent(text) == 0:
+            break  # the next top-level statement
+        if text.lstrip().startswith("return ") and _indent(text) == 4:
+            found.append(n)
+    return found
 
 
 def _params(file: str, line: int) -> list[str] | None:
@@ -92,14 +142,24 @@ def _params(file: str, line: int) -> list[str] | None:
     return names[1:] if names and names[0] in ("self", "cls") else names
 
 
-def _call_at(file: str, line: int) -> ast.Call | None:
-    """The outermost call on the statement starting at `file:line`."""
+def _call_at(file: str, line: int, params: list[str] | None = None) -> ast.Call | None:
+    """The outermost call on the statement starting at `file:line` that takes no more positional
+    arguments than `params` (`compiled(ids)` inside `F.cross_entropy(compiled(ids), labels)`, for
+    `forward(ids)`)."""
     text = _joined(file, line, _balanced)
     try:
         tree = ast.parse(text.strip())
     except SyntaxError:
         return None
-    return next((n for n in ast.walk(tree) if isinstance(n, ast.Call)), None)
+    return next(
+        (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call)
+            and (params is None or len(n.args) <= len(params))
+        ),
+        None,
+    )
 
 
 def _balanced(text: str) -> bool:
