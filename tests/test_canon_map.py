@@ -223,11 +223,11 @@ def test_lone_h0_from_the_handle_is_pythons(batch: int) -> None:
 @pytest.mark.parametrize("batch", range(2))
 def test_updated_inputs_from_the_handle_are_pythons(batch: int) -> None:
     """`_dataflow.updated_inputs` of all outputs on the handle: the Python rule, item for item."""
-    from xlagraph.diagnose.recognizers._dataflow import _updated_inputs
+    from tests.oracles.updated_inputs_reference import updated_inputs_reference
 
     compared = found = 0
     for spec, comp in _handled(SPECS[batch::2]):
-        want = _updated_inputs(comp, comp.outputs)
+        want = updated_inputs_reference(comp, comp.outputs)
         assert list(comp.core.updated_inputs().items()) == list(want.items()), spec
         compared += 1
         found += len(want)

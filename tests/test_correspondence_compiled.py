@@ -50,7 +50,7 @@ def test_compiled_rounds_split_exactly_like_the_reference(batch: int) -> None:
             ga = refinement.Graph(result.left.computations[pair.left])
             gb = refinement.Graph(result.right.computations[pair.right])
             for first in ("loose", "strict"):
-                ca, cb = refinement.history(ga, gb, first)
+                ca, cb = refinement.history_from(ga, gb, getattr(ga, first), getattr(gb, first))
                 pa, pb = history_python(ga, gb, first)
                 # Joined, so a colour shared across the graphs must be shared in both colourings.
                 assert same_classes(
@@ -77,7 +77,8 @@ def test_users_at_other_operand_indices_are_told_apart_under_any_hash_seed() -> 
         "comp = r.left.computations[r.pairs[0].left]\n"
         "g = refinement.Graph(comp)\n"
         "x, w = g.index['x.1'], g.index['ws_0_.1']\n"
-        "for hist in (refinement.history(g, g, 'loose')[0], history_python(g, g, 'loose')[0]):\n"
+        "core = refinement.history_from(g, g, g.loose, g.loose)[0]\n"
+        "for hist in (core, history_python(g, g, 'loose')[0]):\n"
         "    assert hist[-1][x] != hist[-1][w], 'x looks like a weight'\n"
     )
     for seed in ("3", "0", "12345"):

@@ -59,7 +59,6 @@ class DynamoCompile:
     t: float | None = None
     end_step: int | None = None  # the step when the compile ended
     sync: int | None = None  # in a capture: the first sync of the step it began in
-    end_t: float | None = None
     backward_seconds: float = 0.0  # aot_autograd's backward, compiled at the first backward call
 
     @property

@@ -91,10 +91,6 @@ class GraphListing:
         """How many different PyTorch/XLA graph hashes the source names (0 when it names none)."""
         return len({r.graph_hash for r in self.rows if r.graph_hash})
 
-    def first_of(self, variant: str) -> GraphRow:
-        """The first graph of `variant`."""
-        return next(r for r in self.rows if r.variant == variant)
-
 
 @dataclass(frozen=True)
 class _Summary:

@@ -173,7 +173,6 @@ class GraphInfo:
     graph_hash: str = ""
     root_hashes: tuple[str, ...] = ()
     frames: tuple[Frame, ...] = ()
-    output_sharding: tuple[str, ...] = ()
     stage: str = ""  # before_optimizations / after_optimizations for --xla_dump_to files
     label: str = ""  # where it came from: "file.hlo", "dump#3", "module_0003...txt"
 

@@ -65,7 +65,6 @@ class Sync:
     compiled: bool
     cause: str = ""
     frames: tuple[Frame, ...] = ()
-    wall_time: float = 0.0
     compile_seconds: float = 0.0
 
 

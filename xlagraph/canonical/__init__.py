@@ -21,8 +21,8 @@ walk per rule, in tests/canonical_reference.py, the oracle the tests hold the co
    dump's parameter numbers and output order: its callers pass operands by position and read
    results by tuple index, so a swapped comparator or a reordered `tuple` is a different graph;
 4. layouts (minor-to-major, tiling, memory space) are not in `h0`/`h1`, so matching pairs
-   instructions whatever their layout, but non-default ones enter each computation's hash;
-   `layout.layout_changes` lists the matched instructions whose layout differs.
+   instructions whatever their layout, but non-default ones enter each computation's hash
+   (and its `layouts`); the diagnosis compares the layouts of paired inputs and outputs.
 
 The module fingerprint hashes the entry's outputs in canonical order, how they nest, and the shapes
 of unused parameters, so it does not change under renumbering, instruction or constant reordering,
@@ -37,13 +37,10 @@ content keys: the same in every process.
 """
 
 from xlagraph.canonical.engine import canonicalize
-from xlagraph.canonical.layout import LayoutChange, layout_changes
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 
 __all__ = [
     "CanonicalComputation",
     "CanonicalModule",
-    "LayoutChange",
     "canonicalize",
-    "layout_changes",
 ]

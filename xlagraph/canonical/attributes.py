@@ -1,7 +1,7 @@
 """The canonical form's attribute rules as the diagnosis and the rendering ask them: what two
 instructions compare of an attribute, a forwarded root's own attributes, a frontend dict's
-entries, the process-stable hash. The compiled core answers (rust/src/canon/attributes.rs,
-through rust/src/py/attributes.rs): the rules that make the hashes, written once.
+entries. The compiled core answers (rust/src/canon/attributes.rs, through
+rust/src/py/attributes.rs): the rules that make the hashes, written once.
 tests/oracles/hashes_reference.py is their readable reference, held equal to the core on every
 instruction of every fixture module (tests/test_attribute_rules.py)."""
 
@@ -16,7 +16,6 @@ __all__ = [
     "frontend_entries",
     "normalize_attribute",
     "plumbing_attributes",
-    "stable_hash",
 ]
 
 
@@ -49,8 +48,3 @@ def normalize_attribute(key: str, value: str) -> str:
 def frontend_entries(value: str) -> list[str]:
     """The top-level `key=value` entries of a `{...}` dict (commas in strings and braces kept)."""
     return _core.frontend_entries(value)
-
-
-def stable_hash(text: str) -> int:
-    """A 64-bit hash of `text` that is the same in every process (unlike `hash(str)`)."""
-    return _core.stable_hash(text)

@@ -25,9 +25,7 @@ class CanonicalComputation:
     default (rust/src/canon/shape_text.rs `layout_of`), kept out of `h0`/`h1` but in `hash`.
     `plumbing` are tuples and get-tuple-elements that forwarding made redundant; `dead` are
     instructions that never reach the result. `walk` is the post-order of a depth-first walk from
-    the outputs in canonical order (every live instruction but unread parameters); `names` maps
-    each live instruction to a name derived from structure (`opcode.k`, k its place in that walk),
-    made when first asked for.
+    the outputs in canonical order (every live instruction but unread parameters).
     """
 
     computation: Computation
@@ -48,15 +46,6 @@ class CanonicalComputation:
     # when the compiled reader made it: the matcher and the correspondence build their inputs
     # from it instead of reading the dictionaries above back into the core.
     core: object | None = field(default=None, repr=False)
-
-    @cached_property
-    def names(self) -> dict[str, str]:
-        by_name = self.computation.by_name
-        names = {name: f"{by_name[name].opcode}.{k}" for k, name in enumerate(self.walk)}
-        for name in self.order:
-            if name not in names:
-                names[name] = f"{by_name[name].opcode}.{len(names)}"
-        return names
 
     def instruction(self, name: str) -> Instruction:
         return self.computation.by_name[name]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections import Counter
 from functools import lru_cache
-from itertools import compress
-from operator import attrgetter
 from typing import NamedTuple
 from weakref import WeakKeyDictionary
 
@@ -75,11 +73,10 @@ def _find(canon: CanonicalModule) -> list[Collective]:
         canonical = canon.computations.get(comp.name)
         if canonical is None:
             continue
-        # Most computations run none: their opcodes are told at C speed, once each.
-        instructions = comp.instructions
-        core = canonical.core if canonical.computation is comp else None  # (indices are comp's)
-        present = core.opcode_names() if core is not None else set(map(_OPCODE, instructions))
-        kinds = {o for o in present if is_collective(o)}
+        # Most computations run none: their opcodes are told at C speed, once each, by the core's
+        # handle (`canonical.computation` is `comp`: the handle's indices are `comp`'s).
+        core = canonical.core
+        kinds = {o for o in core.opcode_names() if is_collective(o)}  # type: ignore[attr-defined]
         if not kinds:
             continue
         # XLA's dead-code pass keeps cross-partition collectives: one that no result reads still
@@ -87,12 +84,7 @@ def _find(canon: CanonicalModule) -> list[Collective]:
         # (Tested by membership: no set of every live name is built.)
         live, dead = canonical.operands, set(canonical.dead)
         by_name = comp.by_name
-        picked = (
-            map(instructions.__getitem__, core.with_opcodes(kinds))
-            if core is not None
-            else compress(instructions, map(kinds.__contains__, map(_OPCODE, instructions)))
-        )
-        for ins in picked:
+        for ins in map(comp.instructions.__getitem__, core.with_opcodes(kinds)):  # type: ignore[attr-defined]
             if ins.name not in live and ins.name not in dead:
                 continue
             shapes = tuple(strip_layout(by_name[o].shape) for o in ins.operands if o in by_name)
@@ -110,9 +102,6 @@ def _find(canon: CanonicalModule) -> list[Collective]:
             dims = ins.attribute("dimensions", "") or ins.attribute("scatter_dimension", "") or ""
             out.append(Collective(ins.name, _kind(ins.opcode), shapes, strip_layout(ins.shape), groups, dims))
     return out
-
-
-_OPCODE = attrgetter("opcode")
 
 
 def _reduction(canon: CanonicalModule, ins: Instruction) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from math import prod
-from operator import attrgetter
 from weakref import WeakKeyDictionary
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
@@ -263,9 +262,6 @@ def _elided(
         elif (left_elided or right_elided) and m is not None and lc.keys[a] != rc.keys[b]:
             one.append((a, b))
     return one, both
-
-
-_OPCODE = attrgetter("opcode")
 
 
 def _elided_names(comp: CanonicalComputation) -> frozenset[str]:

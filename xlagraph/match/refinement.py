@@ -2,7 +2,7 @@
 
 `Graph` is one computation as integer arrays (nodes are live instructions and parameters) with
 the first colours of each node; the core (rust/src/refine*.rs) builds the same graph from the
-computation's handle (`compiled_graphs`) and runs the rounds (`history`, `refine_with`). The
+computation's handle (`compiled_graphs`) and runs the rounds (`history_from`, `refine_with`). The
 rounds in Python, the reference the core is tested against, are in
 `tests/oracles/refinement_reference.py`. See `correspondence` for what the colours pair.
 """
@@ -35,7 +35,6 @@ __all__ = [
     "chain_edges",
     "compiled_graphs",
     "first_colours",
-    "history",
     "history_from",
     "reached",
     "rounds_for",
@@ -190,15 +189,11 @@ def first_colours(
     return hash((opcode, etype, rank, loose_attrs, called)), hash((opcode, shape, attrs, called))
 
 
-def history(a: Graph, b: Graph, first: str) -> tuple[list[list[int]], list[list[int]]]:
-    """Colours of both graphs per round, until neither partition splits any more, refined in the
-    core (`tests/oracles/refinement_reference.py` holds the rounds in Python: other colour values,
-    the same classes at every round, which is all the caller reads)."""
-    return history_from(a, b, getattr(a, first), getattr(b, first))
-
-
 def history_from(a: Graph, b: Graph, fa: list[int], fb: list[int]) -> tuple[list[list[int]], list[list[int]]]:
-    """`history` from the first colours `fa` and `fb` (individualized ones among them)."""
+    """Colours of both graphs per round from the first colours `fa` and `fb` (individualized ones
+    among them), until neither partition splits any more, refined in the core
+    (`tests/oracles/refinement_reference.py` holds the rounds in Python: other colour values, the
+    same classes at every round, which is all the caller reads)."""
     rounds = rounds_for(len(a.names), len(b.names))
     ha, hb = _core.refine_history(a.arrays(), b.arrays(), unsigned(fa), unsigned(fb), rounds)
     return ha, hb

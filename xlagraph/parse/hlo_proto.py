@@ -32,7 +32,6 @@ from xlagraph.parse.proto_wire import Message, WireError
 
 __all__ = ["ProtoError", "looks_like_hlo_proto", "proto_to_text"]
 
-_TUPLE = 13
 _ASYNC = frozenset({"async-start", "async-update", "async-done"})
 _RANK_ATTRIBUTES = frozenset({"convolution", "custom-call", "collective-permute", "collective-permute-start"})
 

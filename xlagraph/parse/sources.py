@@ -325,15 +325,11 @@ def _open_save_file(path: str, text: str) -> Source:
                 break
             body = "\n".join(lines[start : end_body if end_body >= 0 else j])
             j += 1
-            output_sharding: list[str] = []
             k = j
             while k < n and not lines[k].strip():
                 k += 1
-            if k < n and lines[k].startswith("#OUTPUT_SHARDING_BEGIN"):
-                k += 1
+            if k < n and lines[k].startswith("#OUTPUT_SHARDING_BEGIN"):  # read past: nothing uses it
                 while k < n and not lines[k].startswith("#OUTPUT_SHARDING_END"):
-                    if lines[k].strip():
-                        output_sharding.append(lines[k].strip())
                     k += 1
                 j = k + 1
             index = len(graphs)
@@ -342,7 +338,6 @@ def _open_save_file(path: str, text: str) -> Source:
                 graph_hash=graph_hash,
                 root_hashes=header.get("root_hashes", ()),  # type: ignore[arg-type]
                 frames=header.get("frames", ()),  # type: ignore[arg-type]
-                output_sharding=tuple(output_sharding),
                 stage=str(header.get("name", "")),
                 label=f"{path}#{index}",
             )

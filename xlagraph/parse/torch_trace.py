@@ -295,7 +295,6 @@ def _compiles(acc: _Acc) -> tuple[DynamoCompile, ...]:
                 step=_opt_int(s_place.get("step")),
                 t=_opt_num(s_place.get("t")),
                 end_step=_opt_int(e_place.get("step")),
-                end_t=_opt_num(e_place.get("t")),
                 backward_seconds=acc.backward.get(cid, 0.0),
             )
         )

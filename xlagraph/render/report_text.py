@@ -24,7 +24,6 @@ from xlagraph.source_paths import short_location, short_locations_in
 
 __all__ = ["render_check_text", "render_report_text"]
 
-WIDTH = 100
 _EXPLICIT = ("sync", "mark_step", "torch_xla.compile", "dynamo", "unknown")
 _MAX_PERIOD = 4
 _MIN_REPEATS = 3

@@ -98,7 +98,6 @@ def syncs_and_steps(
                     compiled=bool(compiled),
                     cause=acc.causes.get(int(cid), ""),
                     frames=acc.frames.get(int(fid), ()),
-                    wall_time=t1,
                     compile_seconds=float(seconds.pop(0)) if compiled and seconds else 0.0,
                 )
             )

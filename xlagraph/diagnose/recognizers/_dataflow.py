@@ -9,7 +9,6 @@ from weakref import WeakKeyDictionary
 
 from xlagraph.diagnose.causes import Cause
 from xlagraph.diagnose.evidence import Evidence
-from xlagraph.diagnose.shapes import shape_of
 
 __all__ = [
     "RESTATES",
@@ -81,45 +80,18 @@ def restated(comp, name: str) -> str:  # type: ignore[no-untyped-def]
 
 def updated_inputs(comp, outputs: Iterable[str]) -> dict[str, str]:  # type: ignore[no-untyped-def]
     """Output -> the input of its own shape it updates (`p - lr * grad`, `buf * m + grad`), for
-    the outputs that do: the inputs a training step updates are its weights and state."""
-    if outputs is not comp.outputs:
-        return _updated_inputs(comp, outputs)
+    the `outputs` (of `comp`) that do: the inputs a training step updates are its weights and
+    state. The core answers for all outputs (rust/src/canon/handle.rs `updated_inputs`; its
+    readable rule: tests/oracles/updated_inputs_reference.py), each output on its own."""
     # Of all outputs, several recognizers ask, in every diff the computation is part of.
     found = _UPDATED.get(comp)
-    if found is None and getattr(comp, "core", None) is not None:  # the same rule on the handle
-        found = _UPDATED[comp] = comp.core.updated_inputs()
     if found is None:
-        found = _UPDATED[comp] = _updated_inputs(comp, outputs)
-    return dict(found)
+        found = _UPDATED[comp] = comp.core.updated_inputs()
+    return dict(found) if outputs is comp.outputs else {o: found[o] for o in outputs if o in found}
 
 
 # Canonical computations are never modified: each one's answer for its outputs, while it lives.
 _UPDATED: WeakKeyDictionary[object, dict[str, str]] = WeakKeyDictionary()
-
-
-def _updated_inputs(comp, outputs: Iterable[str]) -> dict[str, str]:  # type: ignore[no-untyped-def]
-    found = {}
-    for o in outputs:
-        shape = shape_of(comp, o)
-        near = list(comp.operands.get(restated(comp, o), ()))
-        # One arithmetic op deeper: AdamW's decay `p * (1 - lr * wd)` before the step, Adam's
-        # `v * beta2 + (1 - beta2) * g * g`.
-        near += [
-            y
-            for x in near
-            if comp.computation.by_name.get(restated(comp, x)) is not None
-            and comp.computation.by_name[restated(comp, x)].opcode in _ARITHMETIC
-            for y in comp.operands.get(restated(comp, x), ())
-        ]
-        for x in near:
-            p = restated(comp, x)
-            if p in comp.param_number and shape_of(comp, p) == shape:
-                found[o] = p
-                break
-    return found
-
-
-_ARITHMETIC = frozenset({"multiply", "add", "subtract", "divide"})
 
 
 def rewired(evidence: Evidence, cause: Cause) -> bool:

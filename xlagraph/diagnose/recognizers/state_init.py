@@ -167,7 +167,6 @@ def _split(cause: Cause, keep: set[str]) -> Cause | None:
     )
 
 
-_OUTPUTS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
 _ORDERS = (CauseKind.OUTPUT_PERMUTATION, CauseKind.PARAMETER_PERMUTATION)
 
 
