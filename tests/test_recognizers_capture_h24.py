@@ -55,3 +55,15 @@ def test_rows_dropped_before_a_compiled_model_are_cited_where_the_helper_drops_t
     recompiles = [r for r in _recompiles(name, tmp_path) if r.step == 3]
     assert recompiles and all(r.kinds == ("parameter_shape",) for r in recompiles)
     assert all(r.attribution[0].lines == (f"scripts/{name}.py:51",) for r in recompiles)
+
+
+def test_the_openxla_bridge_s_input_graph_after_its_warm_up_is_warm_up(tmp_path: Path) -> None:
+    """A clean openxla loop: at step 0 the bridge's first compile synced all pending work (a graph
+    of its own, B); from step 1 on it syncs only the compiled graph's inputs (E), a graph first
+    compiled at another library line. E replaces B in every later step: torch.compile's warm-up
+    (`state_init.bridge_sync`), not work synced at a point of its own."""
+    name = "h24_housing_openxla_droplast_clean"
+    recompiles = _recompiles(name, tmp_path)
+    assert [r.step for r in recompiles] == [1, 1]
+    assert all(c.info for r in recompiles for c in r.causes)
+    assert {c.fix_id for r in recompiles for c in r.causes} == {"state_init.bridge_sync"}

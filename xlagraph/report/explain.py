@@ -67,6 +67,29 @@ def _own_graph(site: str, users: tuple[Frame, ...], name: str = "", other: str =
     )
 
 
+def _after_bridge_warm_up(
+    target: Sync, nearest: Sync, triggers: dict[int, str], bridged: dict[int, int]
+) -> bool:
+    """torch.compile's bridge syncs a graph of the compiled call's inputs on a step after the one
+    whose full sync it ran when it first compiled (`nearest`, the graph this one replaces)."""
+    return (
+        triggers.get(target.index) == "dynamo"
+        and bridged.get(nearest.step) == nearest.index
+        and target.step == nearest.step + 1
+        and target.step not in bridged
+    )
+
+
+def _bridge_inputs(site: str, users: tuple[Frame, ...], full: str) -> Cause:
+    lines = tuple(dict.fromkeys([site, *(location(f) for f in users)]))[:4]
+    summary = (
+        f"torch.compile's warm-up: the openxla bridge synced all pending work when it first compiled "
+        f"(graph {full}); from this step on it syncs only the compiled graph's inputs, a graph of "
+        "its own, compiled once and replayed by later steps"
+    )
+    return Cause(CauseKind.STATE_INIT, summary, fix("state_init.bridge_sync"), info=True, sources=lines)
+
+
 def _picked_by_host(site: str, users: tuple[Frame, ...], earlier: list[tuple[str, Sync]]) -> tuple[str, ...]:
     """The `if` (and the lines that read) whose test reads a device value on the host and whose
     other branch called a program compiled earlier: the read picks one compiled function or the
@@ -166,10 +189,10 @@ def explain_recompile(
 ) -> Recompile:
     earlier = earlier_graphs(target, first)
     first_sync = min((s.index for s in first.values()), default=0)
+    bridged = bridge_synced(log.syncs)
     if modules is None:
         choice, note = None, "not explained"
     else:
-        bridged = bridge_synced(log.syncs)
         choice, note = choose_baseline(target, earlier, modules, triggers, first_sync, bridged)
     users, library = split_frames(target.frames)
     site = call_site(target.frames)
@@ -242,6 +265,8 @@ def explain_recompile(
             causes = (
                 _host_picked(site, decided, *names)
                 if decided
+                else _bridge_inputs(site, users, letters[choice.graph_hash])
+                if _after_bridge_warm_up(target, choice.sync, triggers, bridged)
                 else _own_graph(site, users, *names, when=when),
             )
             attribution = (Attribution(0, str(causes[0].kind), causes[0].summary, lines=causes[0].sources),)
