@@ -347,8 +347,12 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     if not permuted:
         bounds = [(-1, -1), *sorted(anchors), (max(lname, default=-1) + 1, max(rname, default=-1) + 1)]
         for (l0, r0), (l1, r1) in itertools.pairwise(bounds):
+            if l1 - l0 < 2 or r1 - r0 < 2:
+                continue  # nothing between the anchors on a side: nothing to pair (most gaps)
             gl = [(n, shape_of(left, lname[n])) for n in range(l0 + 1, l1) if n in lname]
             gr = [(n, shape_of(right, rname[n])) for n in range(r0 + 1, r1) if n in rname]
+            if not (gl and gr):
+                continue
             # The same shape made at the same line is the same tensor, wherever it sits.
             same = _same_origin(gl, gr, lambda n: lloc[lname[n]], lambda n: rloc[rname[n]])
             chosen += same
