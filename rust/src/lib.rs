@@ -13,7 +13,7 @@ mod py;
 use pyo3::prelude::*;
 
 use canon::handle::{CanonHandle, CanonMap};
-use diagnose::{changes, pair_edits};
+use diagnose::{changes, pair_edits, reader_votes};
 use matching::{
     collective_chain, from_handle, matcher, multiply_by_one, pair_map, refine, side, users,
 };
@@ -107,6 +107,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_handle::refine_graphs_of, m)?)?;
     m.add_function(wrap_pyfunction!(changes::matched_walk, m)?)?;
     m.add_function(wrap_pyfunction!(changes::unexplained, m)?)?;
+    m.add_function(wrap_pyfunction!(reader_votes::reader_votes, m)?)?;
     m.add_function(wrap_pyfunction!(
         multiply_by_one::identity_multiplies_of,
         m

@@ -17,11 +17,12 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
+from xlagraph import _core
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.shapes import dim_sizes, dims_of, element_type, shape_of, whole_factors
+from xlagraph.match._compiled import side
 from xlagraph.match.correspondence import correspond
-from xlagraph.opcodes import COMMUTATIVE
 
 if TYPE_CHECKING:
     from xlagraph.diagnose.comparison import Comparison
@@ -34,110 +35,24 @@ _IDENTITY = frozenset({"exact", "exact-shape"})
 _BLIND = frozenset({"parameters", "outputs", "top-down-lenient"})
 
 
-def _supported(cmp: Comparison, a: str, b: str, votes: Mapping[str, int] | None = None) -> bool:
-    """A matched user reads `a` and `b` at the same operand position. `votes`: `a`'s reader
-    votes (`_matched_inputs`) where counted; a vote for `b` is such a user, found without the walk."""
-    left, right, m = cmp.left, cmp.right, cmp.m
-    matcher = m.matcher
-    if matcher.get(a) in _BLIND:
-        return False
-    if votes and votes.get(b, 0) > 0:
-        return True
-    # Loops and lookups spelled out: asked of some 2,600 inputs a diff.
-    twin, lops, rops = m.left.get, left.operands, right.operands
-    for u in cmp.users(left).get(a, ()):
-        v = twin(u)
-        if v is None or matcher.get(u) in _BLIND:
-            continue
-        ou, ov = lops[u], rops[v]
-        n = len(ov)
-        for k, x in enumerate(ou):
-            if x == a and k < n and ov[k] == b:
-                return True
-        if b in ov and left.instruction(u).opcode in COMMUTATIVE:
-            return True
-    return False
-
-
-_Reads = tuple[tuple[str, tuple[int, ...]], ...]  # an input's readers, each with the positions it is read at
-
-
-class _Readers:
-    """What the reader votes (`_matched_inputs`) read of one side, a property of that computation
-    alone, made once for the several diffs of a report it joins (each read of an instruction's
-    operands copies them out of the core): each input's readers with the positions they read it
-    at (none for a scalar, which casts no vote), and the operands of every reader of an input."""
-
-    __slots__ = ("of", "ops")
-
-    def __init__(self, cmp: Comparison, comp: CanonicalComputation) -> None:
-        users, operands = cmp.users(comp), comp.operands
-        self.of: dict[str, _Reads] = {}
-        self.ops: dict[str, tuple[str, ...]] = {}
-        for a in comp.param_number:
-            if shape_of(comp, a).endswith("[]"):
-                continue
-            found = []
-            for u in users.get(a, ()):
-                ou = self.ops.get(u)
-                if ou is None:
-                    ou = self.ops[u] = tuple(operands[u])
-                found.append((u, tuple(k for k, x in enumerate(ou) if x == a)))
-            self.of[a] = tuple(found)
-
-
-def _readers(cmp: Comparison, comp: CanonicalComputation) -> _Readers:
-    found = _READERS.get(comp)
-    if found is None:
-        found = _READERS[comp] = _Readers(cmp, comp)
-    return found
-
-
-_READERS: WeakKeyDictionary[CanonicalComputation, _Readers] = WeakKeyDictionary()
-
-
-def _matched_inputs(cmp: Comparison) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
-    """The matcher's pairs of inputs, each moved to the input that most of its matched readers
-    read on the other side. A top-down matcher pairs an input through the first reader it meets:
-    in a graph with look-alike halves (two views of a batch through one network, `x0` and `x1`
-    of a symmetric loss) that reader may be the other half's, while the input's other readers
-    are paired with readers of its own twin. Only where the moves trade the matcher's pairs, and
-    not for scalars: a learning rate and a weight decay are read by ops alike all over the graph,
-    where a count of readers is no evidence. With them, each input's votes (`_supported` reads
-    them)."""
-    lnum, rnum, m = cmp.left.param_number, cmp.right.param_number, cmp.m
-    pairs = {a: b for a in lnum if (b := m.left.get(a)) in rnum}
-    moved: dict[str, str] = {}
-    counted: dict[str, dict[str, int]] = {}
-    readers, right_ops = _readers(cmp, cmp.left).of, _readers(cmp, cmp.right).ops
-    twin, matcher, rops = m.left.get, m.matcher.get, cmp.right.operands
-    for a, b in pairs.items():
-        if (of := readers.get(a)) is None:  # a scalar
-            continue
-        # For each input of B: how many matched readers of `a` read it where their twin reads
-        # `a` (the same operand position). Loops spelled out: some 2,600 inputs a diff.
-        votes: dict[str, int] = {}
-        for u, ks in of:
-            v = twin(u)
-            if v is None or matcher(u) in _BLIND:
-                continue
-            ov = right_ops.get(v) or rops[v]
-            n = len(ov)
-            for k in ks:
-                if k < n and (y := ov[k]) in rnum:
-                    votes[y] = votes.get(y, 0) + 1
-        counted[a] = votes
-        if len(votes) < 2:  # all for one input (or none): no other has more votes than `b`
-            continue
-        best = max(votes, key=lambda x: (votes[x], x == b))
-        # Readers split, most of them against the matcher: a pair no reader supports is the
-        # matcher's by another path (a sharded input renamed), not a contradicted one.
-        if 0 < votes.get(b, 0) < votes[best]:
-            moved[a] = best
-    # Only a trade among the matcher's own pairs: an input whose readers point at one the matcher
-    # left unpaired may be two tensors that shared their data (a model and its EMA copy).
-    traded = set(moved.values()) == {pairs[a] for a in moved}
-    return ({**pairs, **moved} if traded else pairs), counted
+def _reader_votes(cmp: Comparison) -> tuple[dict[str, str], frozenset[str]]:
+    """`(matched, supported)`: the matcher's pairs of inputs, each moved to the input that most of
+    its matched readers read on the other side, and the left inputs a matched user reads at the
+    same operand position as their pair (or, commutative, beside it). A top-down matcher pairs an
+    input through the first reader it meets: in a graph with look-alike halves (two views of a
+    batch through one network, `x0` and `x1` of a symmetric loss) that reader may be the other
+    half's, while the input's other readers are paired with readers of its own twin. Moved only
+    where the readers split and most of them are against the matcher (a pair no reader supports
+    is the matcher's by another path: a sharded input renamed), only where the moves trade the
+    matcher's own pairs (an input whose readers point at one the matcher left unpaired may be two
+    tensors that shared their data: a model and its EMA copy), and not for scalars (a learning
+    rate and a weight decay are read by ops alike all over the graph, where a count of readers
+    is no evidence). The core counts (rust/src/diagnose/reader_votes.rs; the readable rule is
+    tests/oracles/reader_votes_reference.py): some 2,600 inputs a diff."""
+    left, m = cmp.left, cmp.m
+    core = left.core  # type: ignore[attr-defined]
+    matched, supported = _core.reader_votes(core, side(left), side(cmp.right), m.left, m.matcher, _BLIND)
+    return matched, supported
 
 
 def _distinguishable(cmp: Comparison, comp: CanonicalComputation) -> frozenset[str]:
@@ -414,17 +329,17 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
         and resized(shape_of(left, a), shape_of(right, b))
     ]
     taken_l, taken_r = {a for a, _ in evidence}, {b for _, b in evidence}
-    matched, votes = _matched_inputs(cmp)
+    matched, supported = _reader_votes(cmp)
     evidence += [
         (lnum[a], rnum[b])
         for a, b in ((a, matched.get(a)) for a in lnum)
         if b in rnum
+        and a in supported
         and lnum[a] not in taken_l
         and rnum[b] not in taken_r
         and (m.matcher.get(a) not in _IDENTITY or (a in lone_l and b in lone_r))
         and not _other_tensor(a, b, lloc, rloc, by_loc, shape_of(left, a))
         and resized(shape_of(left, a), shape_of(right, b))
-        and _supported(cmp, a, b, votes.get(a))
     ]
     anchors = _longest_increasing(evidence)
     permuted = len(anchors) < len(evidence)
@@ -432,8 +347,12 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     if not permuted:
         bounds = [(-1, -1), *sorted(anchors), (max(lname, default=-1) + 1, max(rname, default=-1) + 1)]
         for (l0, r0), (l1, r1) in itertools.pairwise(bounds):
+            if l1 - l0 < 2 or r1 - r0 < 2:
+                continue  # nothing between the anchors on a side: nothing to pair (most gaps)
             gl = [(n, shape_of(left, lname[n])) for n in range(l0 + 1, l1) if n in lname]
             gr = [(n, shape_of(right, rname[n])) for n in range(r0 + 1, r1) if n in rname]
+            if not (gl and gr):
+                continue
             # The same shape made at the same line is the same tensor, wherever it sits.
             same = _same_origin(gl, gr, lambda n: lloc[lname[n]], lambda n: rloc[rname[n]])
             chosen += same

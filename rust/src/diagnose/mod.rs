@@ -3,3 +3,4 @@
 
 pub(crate) mod changes;
 pub(crate) mod pair_edits;
+pub(crate) mod reader_votes;

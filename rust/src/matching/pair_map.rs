@@ -101,6 +101,14 @@ impl PairMap {
             Side::Matcher => None,
         }
     }
+
+    /// `Matching.matcher`'s parts: the left computation, per left instruction its right one
+    /// (`u32::MAX`: none) and its phase (an index into the last part, the phases' names).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn phases(&self) -> Option<(&Arc<Canon>, &[u32], &[u8], &[Py<PyString>])> {
+        let p = &*self.pairs;
+        (self.side == Side::Matcher).then_some((&p.left, &p.to_right[..], &p.tag[..], &p.tags[..]))
+    }
 }
 
 impl Table for PairMap {
