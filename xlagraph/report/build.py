@@ -235,6 +235,7 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
             cite_guards,
             dynamo_section,
             fold_retraced_outputs,
+            join_branch_graphs,
             mode_graphs,
         )
 
@@ -243,6 +244,7 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
         made = {v: e.compile_id for e in dynamo.events for v in e.variants}
         explained = cite_guards([replace(r, dynamo=made.get(r.variant, "")) for r in explained], dynamo)
         explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, dynamo)), dynamo)
+        explained = join_branch_graphs(explained)
         recompiles = tuple(r for r in explained if not r.first_of_program)
     # After torch.compile's half: a graph it compiled for another mode takes turns as expected.
     turns = None

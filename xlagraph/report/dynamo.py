@@ -36,7 +36,7 @@ from xlagraph.report.model import (
 )
 from xlagraph.runlog import Sync
 
-__all__ = ["cite_backward", "cite_guards", "dynamo_section", "user_function"]
+__all__ = ["cite_backward", "cite_guards", "dynamo_section", "join_branch_graphs", "user_function"]
 
 _MODES = frozenset({"train_eval", "grad_mode"})  # one graph per mode: expected once each
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
@@ -246,6 +246,39 @@ def cite_guards(recompiles: Sequence[Recompile], section: DynamoSection) -> tupl
             continue
         attribution = tuple(replace(a, lines=cite) if a in bare else a for a in r.attribution)
         out.append(replace(r, attribution=attribution, lines=tuple(dict.fromkeys(cite + r.lines))))
+    return tuple(out)
+
+
+def join_branch_graphs(recompiles: Sequence[Recompile]) -> tuple[Recompile, ...]:
+    """A graph torch.compile's bridge first compiles mid-run from no user frame (its code after a
+    graph break, traced again for the other side of a host read: `if loss.item() > limit:`) on a
+    step whose own graphs change under that read is the same branch's work, not a program that
+    runs at a point of its own: it takes the cause named at the `if` (issue 37)."""
+    out = []
+    for r in recompiles:
+        own = len(r.causes) == 1 and r.causes[0].fix_id == "own_graph"
+        branch = next(
+            (
+                c
+                for o in recompiles
+                if o is not r and o.step == r.step and o.step > 0
+                for c in o.causes
+                if c.fix_id == "conditional_work.host_branch" and not c.info
+            ),
+            None,
+        )
+        if r.frames or r.trigger != "dynamo" or not own or branch is None:
+            out.append(r)
+            continue
+        cause = replace(
+            branch,
+            summary=(
+                f"torch.compile's bridge compiled this graph for its code after the graph break when "
+                f"the branch flipped: {branch.summary}"
+            ),
+        )
+        attribution = (Attribution(0, str(cause.kind), cause.summary, lines=cause.sources),)
+        out.append(replace(r, causes=(cause,), attribution=attribution, lines=cause.sources))
     return tuple(out)
 
 
