@@ -25,27 +25,12 @@ MAX_INSTRUCTIONS = 400
 MAX_BYTES = 40_000
 MIN_LOOK_ALIKES = 3
 
-_MIXUP = (
-    "torch_xla/compiled/heldout5_captures/mixup_mixer_train/capture/proc/hlo/"
-    "module_0006.SyncTensorsGraph.357.before_optimizations.txt.xz"
-)
 
 # (module, output dropped): what the engine answers where the right answer is out of reach today.
 KNOWN: dict[tuple[str, int], str] = {
-    # Not fixed by `outputs-anchored`'s look-alikes one side has one more of (which fixed output 5,
-    # the first weight update). The dropped output is the first AdamW second moment `v` (f32[16]):
-    # its computation stays (its update reads it), and `outputs-exact`, the look-alikes' counts
-    # differing, pairs the remaining moments by equal `h1` along a shift (add.50 with add.79, ...);
-    # the `sqrt(v) + eps` of each update follows them. Also tried, not kept: `outputs-exact`
-    # leaving such a family alone and the `h0` anchored pass run again after the first top-down
-    # (this output and the middle one, output 10, still fail).
-    **{
-        (_MIXUP, k): (
-            f"the mixup step's {which} second moment dropped: each later update's sqrt(v)+eps paired "
-            "with the next look-alike's (structure beside the removed output)"
-        )
-        for k, which in ((4, "first"), (10, "middle"))
-    },
+    # Empty: the mixup AdamW step's first and middle second moment `v` dropped (outputs 4 and 10)
+    # were fixed by `outputs-exact` leaving look-alikes one side has one more of to the context,
+    # and `exact` pairing no equal-`h1` subgraphs whose operands are paired elsewhere (issue 37).
 }
 
 

@@ -31,15 +31,7 @@ _BF16_CAST = (
     "torch_xla/corpus/captures/h22_speechenc_compiled_bf16_callback/hlo/"
     "module_0001._step_clear_pending.18.before_optimizations.txt.xz"
 )
-_SMOOTHING = (
-    "torch_xla/corpus/captures/h22_resmlp_openxla_smoothing_to_zero/hlo/"
-    "module_0007.SyncTensorsGraph.134.before_optimizations.txt.xz"
-)
 
-_TOWERS = (
-    "torch_xla/detach_flag/tower_requires_grad_compiled_capture/vm-12986/hlo/"
-    "module_0005.SyncTensorsGraph.48.before_optimizations.txt.xz"
-)
 
 # (case, module): what the engine answers where the right answer is out of reach today. The 3
 # earlier ones (look-alike updates crossed once an output is dropped; an added `m * 0.99` read as
@@ -62,7 +54,6 @@ KNOWN: dict[tuple[str, str], str] = {
             "swap_updates+rename",
             "swap_updates+reorder",
             "swap_updates+permute_outputs",
-            "swap_updates+drop_output",
             "swap_updates+add_output",
         )
     },
@@ -77,28 +68,10 @@ KNOWN: dict[tuple[str, str], str] = {
         )
         for case in (SWAP, f"{SWAP}+rename", f"{SWAP}+reorder", f"{SWAP}+permute_outputs")
     },
-    # Found when held_out_22's captures joined the corpus (2026-11-26): the openxla MLP's SGD step,
-    # look-alike f32[16] updates. With updates 2 and 11 swapped and output 3 dropped, the engine
-    # names output 2 removed (and 2's update among the permuted outputs) where the transformation
-    # dropped 3 and moved 2 to 10: which of two look-alikes went is read off their ranks. The
-    # mixup AdamW step's like case was fixed by `outputs-anchored` pairing look-alikes one side
-    # has one more of by what they read (their moments); a plain SGD update reads parameters
-    # only, nothing paired to anchor it, so `outputs-exact` pairs them along the shifted ranks.
-    (f"{SWAP}+drop_output", _SMOOTHING): (
-        "look-alike SGD updates, one swapped and another dropped: output 2 named removed where "
-        "output 3 went (look-alikes that read only parameters paired by shifted input ranks)"
-    ),
-    # Found when issue 37's torch.compile captures joined the corpus (2026-11-26, branch h-modes):
-    # the two-tower SGD step of tower_requires_grad_compiled, two look-alike towers (an f32[16,10]
-    # weight and an f32[16] bias each, updated alike). With updates swapped and output 4 dropped,
-    # the engine names an output permutation and output 4 removed where the transformation also
-    # moved inputs 0, 1, 5, 6, 9, 10 and output 2: the towers' look-alike updates paired by rank.
-    # main 29c19d2a's engine answers the same, and so does main after h-lookalike2's anchored pass
-    # (SGD updates read parameters only: nothing paired to anchor them).
-    (f"{SWAP}+drop_output", _TOWERS): (
-        "look-alike towers' SGD updates, swapped and one dropped: named output_permutation and "
-        "output_removed where the transformation permuted the inputs too (look-alikes paired by rank)"
-    ),
+    # The openxla MLP's SGD step (held_out_22) and the two-tower SGD step, look-alike updates
+    # swapped and another dropped, were fixed by the correspondence's removal that moves no
+    # unread input (isomorphic.py, issue 37); the batcher's swap_updates+drop_output passed with
+    # `outputs-exact` leaving look-alikes one side has one more of to the context.
 }
 
 

@@ -34,6 +34,24 @@ def zip_subgraphs(
                 stack.append((p, q))
 
 
+def _against_pairs(
+    left: CanonicalComputation, right: CanonicalComputation, a: str, b: str, m: Mappings
+) -> bool:
+    """An operand of `a` or of `b` that the data-flow context paired (an output,
+    `outputs-context`) with one that is not an operand of the other: equal `h1` is no evidence
+    against the context (canonical numbers come from a walk over all outputs, and an output
+    dropped shifts them by one along look-alikes: a dropped AdamW second moment's `sqrt(v)` would
+    pair with the next moment's, whose `v` the context paired)."""
+    oa, ob = left.operands[a], right.operands[b]
+
+    def context(p: str) -> bool:
+        return m.matcher.get(p) == "outputs-context"
+
+    return any(p in m.left and context(p) and m.left[p] not in ob for p in oa) or any(
+        q in m.right and context(m.right[q]) and m.right[q] not in oa for q in ob
+    )
+
+
 def match_exact(
     left: CanonicalComputation, right: CanonicalComputation, m: Mappings, key: str = "h1"
 ) -> None:
@@ -58,6 +76,8 @@ def match_exact(
         if not pool:
             continue
         if len(pool) > 1 or left_count[hl[name]] > 1:
+            continue
+        if _against_pairs(left, right, name, pool[0], m):
             continue
         other = pool.popleft()
         m.add(name, other, tag)

@@ -74,10 +74,17 @@ def _shape(comp: CanonicalComputation, name: str) -> str:
     return strip_layout(comp.instruction(name).shape)
 
 
-def _match_outputs_exact(left: CanonicalComputation, right: CanonicalComputation, m: Mappings) -> None:
+def _match_outputs_exact(
+    left: CanonicalComputation, right: CanonicalComputation, m: Mappings, context: list[tuple[int, int]]
+) -> None:
     """Equal `h1`, in order. Look-alike outputs (equal `h0`) as many on both sides pair the k-th
     with the k-th only: `h1` ranks inputs over the whole graph, so an input dropped before them
-    shifts every rank by one and equal `h1` would pair each look-alike with its neighbour."""
+    shifts every rank by one and equal `h1` would pair each look-alike with its neighbour. Where
+    one side has exactly one more of them (an output dropped or added), `h1`'s ranks shift past
+    the missing one: members the data-flow `context` pairs (either side) are left to
+    `outputs-context` (a dropped AdamW second moment, whose computation stays)."""
+    ctx_l = {left.outputs[i] for i, _ in context}
+    ctx_r = {right.outputs[j] for _, j in context}
     place_l, count_l = _look_alike_places(left)
     place_r, count_r = _look_alike_places(right)
     decided = follow_parameters(left, right)
@@ -97,8 +104,14 @@ def _match_outputs_exact(left: CanonicalComputation, right: CanonicalComputation
         if not candidates or a in m.left:
             continue
         n = count_l[left.h0[a]]
+        n_r = count_r.get(left.h0[a], 0)
+        shifted = n_r > 0 and abs(n - n_r) == 1
+        if shifted and a in ctx_l:
+            continue  # the context pairs it (outputs-context)
         at: int | None = 0
-        if n > 1 and count_r.get(left.h0[a]) == n:
+        if shifted:  # free candidates the context pairs with another are left to it
+            at = next((x for x, (c, _) in enumerate(candidates) if c not in m.right and c not in ctx_r), None)
+        elif n > 1 and n_r == n:
             free = [(x, place) for x, (c, place) in enumerate(candidates) if c not in m.right]
             at = next((x for x, place in free if place == place_l[k]), None)
         if at is None:
@@ -222,7 +235,9 @@ Phase = Callable[[CanonicalComputation, CanonicalComputation, Mappings, Abstract
 
 # Each phase by the name the core gives it; every phase gets (left, right, m, sent, resharded).
 PHASES: dict[str, Phase] = {
-    "outputs-exact": lambda left, right, m, sent, resharded: _match_outputs_exact(left, right, m),
+    "outputs-exact": lambda left, right, m, sent, resharded: _match_outputs_exact(
+        left, right, m, _context_pairs(left, right)
+    ),
     "outputs-context": lambda left, right, m, sent, resharded: _match_outputs_context(left, right, m),
     "outputs-anchored": lambda left, right, m, sent, resharded: match_outputs_anchored(left, right, m),
     "outputs-balanced": lambda left, right, m, sent, resharded: _match_outputs(

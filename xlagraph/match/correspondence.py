@@ -127,6 +127,7 @@ def correspond_graphs(
             (lambda k: (sig[0][k], sa_.meta[k]), lambda k: (sig[1][k], sb_.meta[k])),
             same_value(left, right),
             (_sizes(left, lambda: sa_.names), _sizes(right, lambda: sb_.names)),
+            (_unread(left, lambda: sa_.names), _unread(right, lambda: sb_.names)),
         )
         if found is not None:
             return got_from(found)
@@ -187,6 +188,10 @@ def _correspond_compiled(left: CanonicalComputation, right: CanonicalComputation
             (
                 _sizes(left, lambda: _node_names(left), pick_a),
                 _sizes(right, lambda: _node_names(right), pick_b),
+            ),
+            (
+                _unread(left, lambda: _node_names(left), pick_a),
+                _unread(right, lambda: _node_names(right), pick_b),
             ),
         )
         if found is not None:
@@ -265,6 +270,24 @@ def _sizes(
         return dims(by_name[names[0][pick[pos] if pick is not None else pos]].shape)
 
     return sizes
+
+
+def _unread(
+    comp: CanonicalComputation, names_of: Callable[[], list[str]], pick: list[int] | None = None
+) -> Callable[[int], bool]:
+    """Whether each node (by position, in `pick`'s order where given) is an input nothing reads
+    and no output returns, on demand like `_sizes`: only removals compared ask."""
+    state: list[tuple[list[str], set[str]]] = []
+
+    def unread(pos: int) -> bool:
+        if not state:
+            read = {o for ops in comp.operands.values() for o in ops} | set(comp.outputs)
+            state.append((names_of(), read))
+        names, read = state[0]
+        name = names[pick[pos] if pick is not None else pos]
+        return name in comp.param_number and name not in read
+
+    return unread
 
 
 def _meta_signature(comp: CanonicalComputation, pick: list[int]) -> Callable[[int], tuple[int, int]]:

@@ -13,8 +13,11 @@ An output dropped (or added) unbalances the graphs: the dropped output's cone is
 what it read lost a user. The explanation sought is the smallest: the output of A (or of B)
 whose removal, with what only it kept alive, balances the graphs again; among several that do
 (look-alikes), the one whose pairs differ in the fewest dimensions (the size-blind colours leave
-sizes out, and a changed batch leaves the other sizes as they were), then crosses the fewest
-pairs, then moves the fewest slots.
+sizes out, and a changed batch leaves the other sizes as they were), then moves the fewest
+inputs nothing reads (an input left unread has no context but its slot: a removal that pairs it
+elsewhere moves it on no evidence, so of look-alike SGD updates, each reading its own weight
+alone, the dropped one is the one whose weight B leaves unread where it was), then crosses the
+fewest pairs, then moves the fewest slots.
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ Signatures = tuple[Callable[[int], tuple[int, int]], Callable[[int], tuple[int, 
 # Each node's dimensions (by position) in A and in B; None for a tuple or a token.
 Sizes = tuple[Callable[[int], list[int] | None], Callable[[int], list[int] | None]]
 _NO_SIZES: Sizes = (lambda _: None, lambda _: None)
+# Whether a node (by position) of A, of B is an input nothing reads and no output returns.
+Unread = tuple[Callable[[int], bool], Callable[[int], bool]]
+_NONE_UNREAD: Unread = (lambda _: False, lambda _: False)
 
 
 @dataclass(frozen=True)
@@ -71,19 +77,21 @@ def explain(
     sig: Signatures,
     same: Callable[[int, int, int], bool] = lambda side, i, j: i == j,
     sizes: Sizes = _NO_SIZES,
+    unread: Unread = _NONE_UNREAD,
 ) -> Explained | None:
     """The colours with look-alikes individualized (see the module docstring), or None where
     refinement did not stabilize or no removal of one output on a side balances the graphs.
     `shallow()`: the first colours, before any round (which outputs could be the dropped one);
     `same(side, i, j)`: output items i and j of A (side 0) or B (1) compute the same value;
-    `sizes`: each node's dimensions, which the size-blind colours leave out."""
+    `sizes`: each node's dimensions, which the size-blind colours leave out; `unread`: inputs
+    nothing reads, whose slot is all that pairs them."""
     plain = refine({}, {}, (), ())
     if not plain.stable:
         return None
     if plain.balanced:
         return _individualized(refine, sides, sig, sizes, (), ())
     found = [
-        (_cost(got, sides, sizes), got)
+        (_cost(got, sides, sizes, unread), got)
         for drop_a, drop_b in _removals(refine, shallow(), sides)
         if (got := _individualized(refine, sides, sig, sizes, drop_a, drop_b)) is not None
     ]
@@ -315,11 +323,14 @@ def _best_pair(
     return min(((i, j) for i in ls for j in rs), key=key)
 
 
-def _cost(found: Explained, sides: tuple[Side, Side], sizes: Sizes) -> tuple[int, int, int, int]:
-    """(items not paired one to one, dimensions that differ between paired items, pairs of paired
-    items that cross, paired items whose slot changed): an output dropped shifts the later slots,
-    it reorders nothing; nor does it change a size the rest keeps."""
-    unpaired = moved = apart = 0
+def _cost(
+    found: Explained, sides: tuple[Side, Side], sizes: Sizes, unread: Unread
+) -> tuple[int, int, int, int, int]:
+    """(items not paired one to one, dimensions that differ between paired items, unread inputs
+    paired with another slot, pairs of paired items that cross, paired items whose slot changed):
+    an output dropped shifts the later slots, it reorders nothing; nor does it change a size the
+    rest keeps, nor move an input it leaves unread (B keeps it where it was, unread)."""
+    unpaired = moved = apart = astray = 0
     pairs: list[tuple[int, int]] = []
     for n, (lp, rp, lsl, rsl, open_l, open_r) in enumerate(sides):
         gone_l = found.dropped if n == _OUTPUTS else frozenset()
@@ -331,11 +342,13 @@ def _cost(found: Explained, sides: tuple[Side, Side], sizes: Sizes) -> tuple[int
             groups.setdefault(found.colours[1][rp[j]], ([], []))[1].append(j)
         for ls, rs in groups.values():
             if len(ls) == len(rs) == 1:
-                moved += lsl[ls[0]] != rsl[rs[0]]
-                apart += _apart(sizes[0](lp[ls[0]]), sizes[1](rp[rs[0]]))
-                pairs.append((n * (1 << 32) + lsl[ls[0]], n * (1 << 32) + rsl[rs[0]]))
+                i, j = ls[0], rs[0]
+                moved += lsl[i] != rsl[j]
+                apart += _apart(sizes[0](lp[i]), sizes[1](rp[j]))
+                astray += n != _OUTPUTS and lsl[i] != rsl[j] and (unread[0](lp[i]) or unread[1](rp[j]))
+                pairs.append((n * (1 << 32) + lsl[i], n * (1 << 32) + rsl[j]))
             elif len(ls) != len(rs):
                 unpaired += abs(len(ls) - len(rs))
     pairs.sort()
     crossing = sum(1 for k, (_, b) in enumerate(pairs) for _, d in pairs[k + 1 :] if d < b)
-    return unpaired, apart, crossing, moved
+    return unpaired, apart, astray, crossing, moved

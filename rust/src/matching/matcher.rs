@@ -99,7 +99,7 @@ fn run(
             break;
         }
         match phase {
-            Phase::OutputsExact => m.outputs_exact()?,
+            Phase::OutputsExact => m.outputs_exact(context)?,
             Phase::OutputsContext => m.outputs_context(context),
             Phase::OutputsAnchored => m.outputs_anchored()?,
             Phase::Outputs { balanced: true } => m.outputs(sent_l, sent_r, resharded, true),

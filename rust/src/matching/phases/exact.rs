@@ -3,7 +3,7 @@
 
 use crate::parse::text::FxMap;
 
-use crate::matching::mappings::{Mappings, EXACT, EXACT_SHAPE, NONE, R};
+use crate::matching::mappings::{Mappings, EXACT, EXACT_SHAPE, NONE, OUTPUTS_CONTEXT, R};
 
 impl Mappings<'_> {
     /// `exact.zip_subgraphs`.
@@ -47,6 +47,25 @@ impl Mappings<'_> {
         Ok(())
     }
 
+    /// `exact._against_pairs`: an operand of `a` or of `b` that the data-flow context paired (an
+    /// output, `outputs-context`) with one that is not an operand of the other. Equal `h1` is no
+    /// evidence against the context: canonical numbers come from a walk over all outputs, and an
+    /// output dropped shifts them by one along look-alikes (a dropped AdamW second moment's
+    /// `sqrt(v)` would pair with the next moment's, whose `v` the context paired).
+    fn against_pairs(&self, a: u32, b: u32) -> R<bool> {
+        let (oa, ob) = (self.ops_l(a)?, self.ops_r(b)?);
+        let context = |p: u32| self.tag[p as usize] == OUTPUTS_CONTEXT;
+        let astray_l = oa.iter().any(|&p| {
+            let q = self.left[p as usize];
+            q != NONE && context(p) && !ob.contains(&q)
+        });
+        let astray_r = ob.iter().any(|&q| {
+            let p = self.right[q as usize];
+            p != NONE && context(p) && !oa.contains(&p)
+        });
+        Ok(astray_l || astray_r)
+    }
+
     /// `exact.match_exact`.
     pub(crate) fn exact(&mut self, key_h1: bool) -> R<()> {
         let (l, r) = (self.l, self.r);
@@ -86,6 +105,9 @@ impl Mappings<'_> {
                 continue;
             }
             let other = pool[*head];
+            if self.against_pairs(name, other)? {
+                continue;
+            }
             *head += 1;
             self.add(name, other, tag);
             self.zip_subgraphs(name, other, key_h1, tag)?;

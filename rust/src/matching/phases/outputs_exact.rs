@@ -2,7 +2,10 @@
 //! their whole subgraphs. Look-alike outputs (equal `h0`) as many on both sides pair the k-th
 //! with the k-th only: `h1` ranks inputs over the whole graph, so an input dropped before them
 //! shifts every rank by one and equal `h1` would pair each look-alike with its neighbour (a
-//! rotation); the later phases pair those by slot.
+//! rotation); the later phases pair those by slot. Where one side has exactly one more of them
+//! (an output dropped or added), `h1`'s ranks shift past the one missing, so equal `h1` pairs
+//! along the shift: members the data-flow context pairs (`context`, either side) are left to
+//! `outputs-context` (a dropped AdamW second moment, whose computation stays, issue 37).
 
 use std::collections::VecDeque;
 
@@ -25,8 +28,14 @@ fn look_alike_ranks(side: &MatchSide) -> R<(Vec<u32>, FxMap<i128, u32>)> {
 
 impl Mappings<'_> {
     /// `match._match_outputs_exact`.
-    pub(crate) fn outputs_exact(&mut self) -> R<()> {
+    pub(crate) fn outputs_exact(&mut self, context: &[(u32, u32)]) -> R<()> {
         let (l, r) = (self.l, self.r);
+        let mut ctx_l = vec![false; l.names.len()];
+        let mut ctx_r = vec![false; r.names.len()];
+        for &(i, j) in context {
+            ctx_l[l.outputs[i as usize] as usize] = true;
+            ctx_r[r.outputs[j as usize] as usize] = true;
+        }
         let (rank_l, count_l) = look_alike_ranks(l)?;
         let (rank_r, count_r) = look_alike_ranks(r)?;
         let decided = self.follow_parameters()?;
@@ -61,7 +70,17 @@ impl Mappings<'_> {
             }
             let h0 = Self::hash(l, false, a)?;
             let n = count_l.get(&h0).copied().unwrap_or(0);
-            let at = if n > 1 && count_r.get(&h0).copied() == Some(n) {
+            let m = count_r.get(&h0).copied().unwrap_or(0);
+            let shifted = m > 0 && n.abs_diff(m) == 1;
+            if shifted && ctx_l[a as usize] {
+                continue; // the context pairs it (outputs-context)
+            }
+            let at = if shifted {
+                // Free candidates the context pairs with another are left to it.
+                candidates
+                    .iter()
+                    .position(|&(c, _)| self.right[c as usize] == NONE && !ctx_r[c as usize])
+            } else if n > 1 && m == n {
                 // Free candidates of another place are left for the look-alike they belong to.
                 candidates
                     .iter()
