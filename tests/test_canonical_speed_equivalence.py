@@ -35,7 +35,6 @@ _FIELDS = (
     "param_number",
     "param_rank",
     "walk",
-    "names",
     "plumbing",
     "dead",
     "hash",
