@@ -254,19 +254,16 @@ def join_branch_graphs(recompiles: Sequence[Recompile]) -> tuple[Recompile, ...]
     graph break, traced again for the other side of a host read: `if loss.item() > limit:`) on a
     step whose own graphs change under that read is the same branch's work, not a program that
     runs at a point of its own: it takes the cause named at the `if` (issue 37)."""
+    # The first host branch named on each step after the first, looked up once for all graphs.
+    branches: dict[int, Cause] = {}
+    for o in recompiles:
+        for c in o.causes:
+            if o.step > 0 and c.fix_id == "conditional_work.host_branch" and not c.info:
+                branches.setdefault(o.step, c)
     out = []
     for r in recompiles:
         own = len(r.causes) == 1 and r.causes[0].fix_id == "own_graph"
-        branch = next(
-            (
-                c
-                for o in recompiles
-                if o is not r and o.step == r.step and o.step > 0
-                for c in o.causes
-                if c.fix_id == "conditional_work.host_branch" and not c.info
-            ),
-            None,
-        )
+        branch = branches.get(r.step)
         if r.frames or r.trigger != "dynamo" or not own or branch is None:
             out.append(r)
             continue
