@@ -72,3 +72,24 @@ def test_a_host_read_that_picks_the_compiled_function_is_named_at_the_if(name: s
     site = script_line(script, "        update()")
     (plain,) = [r for r in report.recompiles if r.expected and r.call_site == site]
     assert plain.causes[0].fix_id == "own_graph", plain.causes
+
+
+@pytest.mark.parametrize("name", ["smooth_switch_xla_compile", "smooth_switch_eager"])
+def test_a_number_the_loop_sets_under_a_host_read_is_named_where_it_is_set(name: str) -> None:
+    """The compiled step takes `label_smoothing` as a Python float; the loop sets it from 0.0 to
+    0.1 under `if loss.item() < 1.2:` after the call: the switched-on work is named at that `if`
+    and assignment (the line to change), then the call inside the step; no warm-up state beside
+    it (cross_entropy's integer scalar is read, never counted like BatchNorm's step counter)."""
+    script = f"fixtures/torch_xla/host_if_modes/{name}.py"
+    report = _report(name)
+    assert report.compiles == report.compiles_reported, (report.compiles, report.compiles_reported)
+    ((step, kind, fix, lines),) = _to_fix(report)
+    assert step >= 3, step
+    assert (kind, fix) == ("conditional_work", "conditional_work.switched_on"), (kind, fix)
+    assert lines == (
+        script_line(script, "        if loss.item() < 1.2:"),
+        script_line(script, "            smooth = 0.1"),
+        script_line(script, "label_smoothing=smooth"),
+    ), lines
+    (recompile,) = report.recompiles
+    assert [c.kind.value for c in recompile.causes] == ["conditional_work"], recompile.causes

@@ -87,3 +87,43 @@ def test_a_function_passed_to_a_compiler_is_called_by_the_wrapper_s_name(tmp_pat
 def test_no_number_where_the_text_does_not_say(tmp_path: Path, body: str) -> None:
     other = "class Other:\n    def __call__(self, s):\n        return s\n\n"
     assert _number(tmp_path, other + body, "return (1.0 - eps)") == ("", [])
+
+
+CARRIED = (
+    "def train_step(x, smooth):\n"
+    "    return loss_fn(x, smooth)\n"
+    "\n"
+    "step = torch_xla.compile(train_step)\n"
+    "smooth = 0.0\n"
+    "for i in range(8):\n"
+    "    loss = step(1.0, smooth)\n"
+    "    if loss.item() < 1.2:\n"
+    "        smooth = 0.1\n"
+)
+
+
+def test_a_literal_the_loop_sets_again_after_the_call_is_named_at_that_assignment(tmp_path: Path) -> None:
+    """`smooth = 0.0` before the loop is the first compile's value; the loop's `smooth = 0.1`
+    under its `if` reaches the next step's call: the `if`, then the assignment."""
+    assert _number(tmp_path, CARRIED, "return loss_fn(x, smooth)") == ("smooth", [22, 23])
+
+
+@pytest.mark.parametrize(
+    ("edit", "want"),
+    [
+        # set unconditionally in the loop: the assignment alone
+        (("    if loss.item() < 1.2:\n        smooth = 0.1\n", "    smooth = 0.1\n"), ("smooth", [22])),
+        # computed on the host from the loss read (`float(...)` of a `.item()`)
+        (("        smooth = 0.1\n", "        smooth = min(0.1, loss.item())\n"), ("smooth", [22, 23])),
+        # never set again: the literal before the loop is all there is (nothing to name)
+        (("        smooth = 0.1\n", "        pass\n"), ("", [])),
+        # set again only in a function the loop defines: another scope, not this loop's value
+        (("        smooth = 0.1\n", "        def f():\n            smooth = 0.1\n"), ("", [])),
+        # a tensor assigned, not a Python number
+        (("        smooth = 0.1\n", "        smooth = torch.tensor(0.1)\n"), ("", [])),
+    ],
+)
+def test_the_loop_s_assignment_only_where_it_sets_a_number_of_this_loop(
+    tmp_path: Path, edit: tuple[str, str], want: tuple[str, list[int]]
+) -> None:
+    assert _number(tmp_path, CARRIED.replace(*edit), "return loss_fn(x, smooth)") == want

@@ -15,7 +15,7 @@ from xlagraph.capture.shardings import MarkSharding, find_marks
 from xlagraph.diagnose.causes import TWIN_OUTPUT, Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.frames import is_library, location, source_line, split_frames, split_location
-from xlagraph.diagnose.recognizers._statements import loop_order
+from xlagraph.diagnose.recognizers._statements import loop_order, python_number
 from xlagraph.diff import DiffResult
 from xlagraph.ir import Frame, strip_layout
 from xlagraph.report.holders import replacing_lines, storing_lines
@@ -37,6 +37,11 @@ _MAX_CALLERS = 3
 
 
 _ORDERS = (CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION)
+
+
+# Causes that are a Python number the user passes to library code (the recognizers follow it
+# where the graph cites the user's line itself: `recognizers._causes.with_number_origin`).
+_NUMBER_FIXES = frozenset({"conditional_work.switched_on", "constant_value.zero_one"})
 
 
 # -- lines ---------------------------------------------------------------------------------
@@ -305,6 +310,10 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
     # inside `if step % k == 0:` is what makes it appear on some steps only).
     callers = [location(f) for t in tensors if t.match == "shape and line" for f in t.frames[1:_MAX_CALLERS]]
     lines = tuple(dict.fromkeys((*lines, *callers)))
+    if cause.fix_id in _NUMBER_FIXES and not direct and lines:
+        # the graph cites library code the user's line calls with a Python number: where the
+        # script computes or changes that number is what to fix (`smooth = 0.1` under an `if`)
+        lines = tuple(dict.fromkeys((*python_number(lines[0])[1], *lines)))
     if kind in _ORDERS:  # a helper called from a loop: that loop decides the order (its header
         # and what builds or flips what it iterates), first
         syncs = (ctx.site,) if ctx.site else ()

@@ -7,8 +7,18 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
 from xlagraph.diagnose.evidence import Evidence, Recognized
+from xlagraph.diagnose.frames import is_user_location
+from xlagraph.diagnose.recognizers._statements import python_number
 
-__all__ = ["WARM_UP_STEPS", "added_at_warm_up", "added_part", "fold_into", "merge", "renamed"]
+__all__ = [
+    "WARM_UP_STEPS",
+    "added_at_warm_up",
+    "added_part",
+    "fold_into",
+    "merge",
+    "renamed",
+    "with_number_origin",
+]
 
 
 # Steps in which new inputs are expected: optimizer state, tensors made before the loop, buffers.
@@ -73,3 +83,20 @@ def added_part(cause: Cause, keep: Callable[[str], bool]) -> Cause | None:
     return replace(
         cause, right=names, changes=changes, summary=f"B takes {len(names)} input(s) more ({listed})"
     )
+
+
+def with_number_origin(cause: Cause) -> Cause:
+    """Where the Python number a user's line of the cause reads is computed (a helper's return,
+    the assignment that calls it, through a function's parameter to its callers, the loop's
+    assignment that changes it under its `if`), named in the summary and placed first."""
+    for loc in cause.sources[:2]:
+        if not is_user_location(loc):
+            continue  # the user's numbers only
+        name, lines = python_number(loc)
+        if lines:
+            return replace(
+                cause,
+                summary=f"{cause.summary}; `{name}` is computed at {lines[-1]}",
+                sources=tuple(dict.fromkeys([*lines, *cause.sources]))[:6],
+            )
+    return cause

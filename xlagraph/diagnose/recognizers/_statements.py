@@ -508,6 +508,9 @@ def _number_of(
             made = _host_number(bound.value, defs)
             if made is not None and (made or any(isinstance(n, ast.Call) for n in ast.walk(bound.value))):
                 return name, [f"{file}:{n}" for n in dict.fromkeys([*made, bound.lineno])]
+            carried = _carried(chain, name, defs) if made == [] else []
+            if carried:
+                return name, [f"{file}:{n}" for n in carried]
             continue
         params = (
             {a.arg for a in scope.args.posonlyargs + scope.args.args + scope.args.kwonlyargs}
@@ -530,6 +533,41 @@ def _number_of(
                 if found[1]:
                     return found
     return "", []
+
+
+def _carried(chain: list[tuple[ast.stmt, list[ast.stmt]]], name: str, defs: _Defs) -> list[int]:
+    """A number set once to a literal before the loop (`smooth = 0.0`) and set again in the
+    loop's body after the statement that reads it (`if loss.item() < t: smooth = 0.1`): the new
+    value reaches the next step, so the loop's assignment is what changes it. The `if` headers
+    above each such assignment in the loop, then the assignments; `[]` when there is none."""
+    here = chain[-1][0].lineno
+    loop = None
+    for stmt, _ in reversed(chain):
+        if isinstance(stmt, _SCOPES):
+            break  # the loop of this function only
+        if isinstance(stmt, _LOOPS):
+            loop = stmt
+            break
+    if loop is None:
+        return []
+    found: list[int] = []
+    ifs: list[int] = []
+
+    def walk(block: list[ast.stmt], guards: list[int]) -> None:
+        for stmt in block:
+            if isinstance(stmt, _SCOPES):
+                continue
+            if stmt.lineno > here and name in _stores(stmt):
+                value = getattr(stmt, "value", None)
+                if value is not None and (_host_number(value, defs) is not None or reads_on_host(value)):
+                    ifs.extend(guards)
+                    found.append(stmt.lineno)
+            inner = [*guards, stmt.lineno] if isinstance(stmt, ast.If) else guards
+            for b in _blocks(stmt):
+                walk(b, inner)
+
+    walk(loop.body, [])
+    return [*dict.fromkeys(ifs), *found] if found else []
 
 
 def in_docstring(location: str) -> bool:

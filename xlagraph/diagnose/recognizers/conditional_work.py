@@ -17,7 +17,7 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_user_location, split_location
 from xlagraph.diagnose.recognizers._beside_work import length_made_up, sizes_beside
-from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.recognizers._causes import merge, with_number_origin
 from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, runs_clip, scalar_clip
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, opcodes, updated_inputs
 from xlagraph.diagnose.recognizers._guarded_calls import guarded_calls
@@ -100,9 +100,13 @@ _RANDOM_CALL = re.compile(
 
 
 def _user_random(evidence: Evidence, hits: list[Cause]) -> bool:
-    """The random ops come from the user's own random tensors, with no dropout anywhere."""
-    if any("dropout" in f for c in hits for f in _library(evidence, c)):
+    """The random ops come from the user's own random tensors or from weights drawn again
+    (`torch/nn/init.py`: adapters reset every k steps), with no dropout anywhere."""
+    said = [f for c in hits for f in _library(evidence, c)]
+    if any("dropout" in f for f in said):
         return False
+    if any(f.replace("\\", "/").endswith("torch/nn/init.py") for f in said):
+        return True
     lines = [loc for c in hits for loc in c.sources if is_user_location(loc)]
     return bool(lines) and all(_RANDOM_CALL.search(source_text(loc)) for loc in lines)
 
@@ -284,6 +288,35 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             and all(set(users.get(p, ())) <= work for p in c.right)
             and any(users.get(p) for p in c.right)
         ]
+        # Scalars that flow into that work or into library work only this graph runs, citing no
+        # line of the user's (the random seed and bounds of weights drawn again in the block by
+        # `torch/nn/init.py`), with the regions they pass through.
+        drawn = {
+            n
+            for c in pending
+            if c.kind is CauseKind.STRUCTURE
+            and _one_sided(c)
+            and not any(is_user_location(s) for s in c.sources)
+            for n in c.right
+        }
+        seeds = [
+            j
+            for j, c in enumerate(pending)
+            if j not in periodic
+            and c.kind is CauseKind.PARAMETER_ADDED
+            and _scalars(evidence, c)
+            and downstream(users, c.right) & (work | drawn)
+        ]
+        flow = set().union(*(downstream(users, pending[j].right) for j in seeds))
+        # A region on the way: reached from them, or one whose results that flow reads.
+        periodic += seeds + [
+            j
+            for j, c in enumerate(pending)
+            if j not in periodic
+            and j not in seeds
+            and c.kind is CauseKind.STRUCTURE
+            and (set(c.right) & flow or {u for n in c.right for u in users.get(n, ())} & (flow | work))
+        ]
         merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in periodic])
         cause = (
             replace(merged, sources=tuple(dict.fromkeys([where, *merged.sources]))[:6]) if where else merged
@@ -317,9 +350,10 @@ _SWITCH_HINT = fix("conditional_work.switched_on")
 def _switched_on(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     """New scalar inputs that bring work of their own (many ops only in B read them): a Python
     option that library code skips at 0.0 and runs otherwise (`F.cross_entropy(label_smoothing=s)`)."""
-    if any(c.kind in _TAPS for c in pending):
-        return NOTHING  # new results too: weights trained from now on, a term kept, not an option
     users = users_of(evidence.right.entry)
+    taps = [i for i, c in enumerate(pending) if c.kind in _TAPS]
+    if any(pending[i].kind is CauseKind.OUTPUT_REMOVED for i in taps):
+        return NOTHING  # results gone too: not an option switched on
     matched = evidence.entry_match
     picked, work = [], set()
     for i, c in enumerate(pending):
@@ -342,7 +376,14 @@ def _switched_on(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 work |= own | {n for k in grown for n in k.right}
     if not picked:
         return NOTHING
-    picked += [
+    # New results too are the option's only where they come from its work (what a compiled
+    # forward saves for its backward) and update no input (weights trained from now on).
+    entry = evidence.right.entry
+    reach = downstream(users, [p for i in picked for p in pending[i].right])
+    added = {n for i in taps for n in pending[i].right} & set(entry.outputs)
+    if not added <= reach or updated_inputs(entry, sorted(added)):
+        return NOTHING
+    picked += taps + [
         j
         for j, c in enumerate(pending)
         if j not in picked and c.kind is CauseKind.STRUCTURE and set(c.right) & work
@@ -353,7 +394,7 @@ def _switched_on(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         "option library code skips at 0 (a weight decay, label smoothing, a loss term's weight) now set"
     )
     cause = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=_SWITCH_HINT)
-    return Recognized((cause,), frozenset(picked))
+    return Recognized((with_number_origin(cause),), frozenset(picked))
 
 
 # Ops only the new graph runs on the new values before it is work of its own, not a value read

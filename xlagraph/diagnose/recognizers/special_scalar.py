@@ -12,12 +12,10 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.numbers import is_number
 from xlagraph.diagnose.recognizers._assignments import scalar_origin
-from xlagraph.diagnose.recognizers._causes import merge, renamed
+from xlagraph.diagnose.recognizers._causes import merge, renamed, with_number_origin
 from xlagraph.diagnose.recognizers._dataflow import downstream, restated, same_ops
-from xlagraph.diagnose.recognizers._statements import python_number
 from xlagraph.match.users import users_of
 from xlagraph.opcodes import COMMUTATIVE
 
@@ -250,22 +248,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
 
 def _with_origin(cause: Cause) -> Cause:
     """The line that made the scalar a tensor, before the line that uses it; else where the
-    Python number the line reads is computed (a helper's return, the assignment that calls it,
-    through a function's parameter to its callers), named in the summary."""
+    Python number the line reads is computed."""
     made = [m for loc in cause.sources[:2] for m in scalar_origin(loc)]
     if made:
         return replace(cause, sources=tuple(dict.fromkeys([*made, *cause.sources]))[:6])
-    for loc in cause.sources[:2]:
-        if not is_user_location(loc):
-            continue  # the user's numbers only
-        name, lines = python_number(loc)
-        if lines:
-            return replace(
-                cause,
-                summary=f"{cause.summary}; `{name}` is computed at {lines[-1]}",
-                sources=tuple(dict.fromkeys([*lines, *cause.sources]))[:6],
-            )
-    return cause
+    return with_number_origin(cause)
 
 
 RECOGNIZER = Recognizer("special_scalar", _recognize)

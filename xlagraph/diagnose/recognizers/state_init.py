@@ -18,7 +18,7 @@ from typing import NamedTuple
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import added_at_warm_up, merge
-from xlagraph.diagnose.recognizers._dataflow import RESTATES, restated
+from xlagraph.diagnose.recognizers._dataflow import RESTATES, restated, updated_inputs
 from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
 from xlagraph.diagnose.recognizers.pending_init import copies_returned
 from xlagraph.diagnose.recognizers.permutation import reordered_only
@@ -270,10 +270,16 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         state += twins
     # A library's integer step counters (BatchNorm's num_batches_tracked): 0 baked on the first
     # step, an input from then on, whatever the optimizer.
+    # A counter is counted: the step writes it back (`num_batches_tracked.add_(1)`); an integer
+    # scalar it only reads is a value passed as data (cross_entropy's smoothing, switched on).
+    counting = set(updated_inputs(entry, entry.outputs).values())
     counters = [
         x
         for x in state
-        if x.shape.endswith("[]") and x.shape.startswith(_COUNTER_TYPES) and is_library_path(x.file)
+        if x.shape.endswith("[]")
+        and x.shape.startswith(_COUNTER_TYPES)
+        and is_library_path(x.file)
+        and x.name in counting
     ]
     if not created and not twins and not counters and not (carried and not optimizer_work):
         return NOTHING  # scalars alone are values passed as data, not created state
