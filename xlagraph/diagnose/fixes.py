@@ -143,6 +143,13 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "the batch dimension changed: a ragged last batch; use drop_last=True, or pad the last batch "
             "to the full size (and mask its padding out of the loss)"
         ),
+        # input_shape.FILTERED_HINT
+        "parameter_shape.filtered_batch": (
+            "rows kept by a mask on the host (`x[keep]`: unlabelled or invalid rows dropped) make the "
+            "batch size follow the data, a graph for each size: keep every row and mask the dropped "
+            "ones out of the loss (labels set to ignore_index, or a 0/1 weight per row), so every step "
+            "has the same batch"
+        ),
         # input_shape.GROWN_BATCH_HINT
         "parameter_shape.grown_batch": (
             "the batch size grew (another DataLoader, a curriculum or a batch-size schedule): each batch "

@@ -22,7 +22,7 @@ import re
 from xlagraph.diagnose.frames import source_line, source_lines
 from xlagraph.diagnose.recognizers._source import BUILDERS, enclosing_function
 
-__all__ = ["origin_of"]
+__all__ = ["origin_of", "rows_filtered"]
 
 _SCAN = 400  # lines scanned in a file: a training script's loop is near its call
 # `target = ...`, `a, target = ...`, `target: T = ...`, `target += ...` (not `==`)
@@ -48,6 +48,57 @@ def origin_of(kind: str, subject: str, code: str, call_site: str) -> str:
             return _indented_line(call_site, re.compile(r"\.(?:train|eval)\("))
         return _indented_assignment(call_site, rf"\.{re.escape(attr)}", skip=BUILDERS)
     return ""
+
+
+def rows_filtered(location: str) -> str:
+    """`file:line` where a tensor the statement at `location` reads was made by keeping the rows
+    a mask selects (`return ids[keep], labels[keep]` with `keep = labels >= 0`): the batch size
+    then follows the data, not the loader. The statement itself, else the assignment of each
+    name it reads followed past moves and into a helper's `return` (`_made_at`); `` when none."""
+    file, line = _split(location)
+    if not file or not line:
+        return ""
+    if _masks(file, line):
+        return location
+    tree = _statement(file, line)
+    names = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}) if tree else []
+    for name in names:
+        at = _assigned_before(file, line, name)
+        made = _made_at(file, at, name) if at else 0
+        if made and _masks(file, made):
+            return f"{file}:{made}"
+    return ""
+
+
+def _statement(file: str, line: int) -> ast.stmt | None:
+    try:
+        return ast.parse(_joined(file, line, _balanced).strip()).body[0]
+    except (SyntaxError, IndexError):
+        return None
+
+
+def _masks(file: str, line: int) -> bool:
+    """The statement at `file:line` indexes a tensor by a boolean mask: a comparison (or `~`,
+    `&`, `|` of them) in the brackets, or a name assigned one above it in its block."""
+    tree = _statement(file, line)
+    for sub in (n for n in ast.walk(tree) if isinstance(n, ast.Subscript)) if tree else ():
+        mask = sub.slice
+        if isinstance(mask, ast.Name) and (at := _assigned_before(file, line, mask.id)):
+            bound = _statement(file, at)
+            mask = bound.value if isinstance(bound, ast.Assign) else mask
+        if _is_mask(mask):
+            return True
+    return False
+
+
+def _is_mask(node: ast.AST) -> bool:
+    if isinstance(node, ast.Compare):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+        return _is_mask(node.operand)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd | ast.BitOr):
+        return _is_mask(node.left) or _is_mask(node.right)
+    return False
 
 
 def _split(loc: str) -> tuple[str, int]:

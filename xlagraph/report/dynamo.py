@@ -21,6 +21,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.fixes import fix as fix_text
 from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.diagnose.guards import explain_guard, fix_for
+from xlagraph.diagnose.recognizers.input_shape import rows_kept
 from xlagraph.diagnose.value_origin import origin_of
 from xlagraph.dynamolog import DynamoCompile, DynamoLog, GraphBreak
 from xlagraph.ir import Frame
@@ -245,7 +246,12 @@ def cite_guards(recompiles: Sequence[Recompile], section: DynamoSection) -> tupl
             out.append(r)
             continue
         attribution = tuple(replace(a, lines=cite) if a in bare else a for a in r.attribution)
-        out.append(replace(r, attribution=attribution, lines=tuple(dict.fromkeys(cite + r.lines))))
+        # where the guarded tensor was made says which batch change it is (rows kept by a mask)
+        cited = {a.cause for a in bare}
+        causes = tuple(rows_kept(c, cite) if i in cited else c for i, c in enumerate(r.causes))
+        out.append(
+            replace(r, causes=causes, attribution=attribution, lines=tuple(dict.fromkeys(cite + r.lines)))
+        )
     return tuple(out)
 
 

@@ -16,12 +16,22 @@ from xlagraph.diagnose.recognizers._dataflow import updated_inputs
 from xlagraph.diagnose.recognizers._fed_back import grown_state
 from xlagraph.diagnose.recognizers._source import calls_of_function, lines_matching, source_text, user_files
 from xlagraph.diagnose.recognizers._statements import enclosing, loads, python_number, set_before
+from xlagraph.diagnose.value_origin import rows_filtered
 
-__all__ = ["BATCH_HINT", "GROWN_BATCH_HINT", "RECOGNIZER", "SEQUENCE_HINT", "with_loader_line"]
+__all__ = [
+    "BATCH_HINT",
+    "FILTERED_HINT",
+    "GROWN_BATCH_HINT",
+    "RECOGNIZER",
+    "SEQUENCE_HINT",
+    "rows_kept",
+    "with_loader_line",
+]
 
 _INT = re.compile(r"\d+")
 BATCH_HINT = fix("parameter_shape.batch")
 GROWN_BATCH_HINT = fix("parameter_shape.grown_batch")
+FILTERED_HINT = fix("parameter_shape.filtered_batch")
 GROWING_STATE_HINT = fix("parameter_shape.growing_state")
 SEQUENCE_HINT = fix("parameter_shape.sequence")
 IMAGE_HINT = fix("parameter_shape.image")
@@ -175,6 +185,23 @@ def with_loader_line(evidence: Evidence, cause: Cause) -> Cause:
     return replace(cause, sources=tuple(dict.fromkeys([*cause.sources, *lines]))[:6])
 
 
+def _filtered(cause: Cause) -> str:
+    """The user's line that keeps a batch's rows by a mask, found from a line the cause cites."""
+    return next((f for s in cause.sources[:3] if is_user_location(s) and (f := rows_filtered(s))), "")
+
+
+def rows_kept(cause: Cause, lines: tuple[str, ...]) -> Cause:
+    """A ragged batch (`parameter_shape.batch`) whose `lines`, cited for it from elsewhere (where a
+    failed dynamo guard's tensor was made), keep the rows a mask selects: the filtered batch."""
+    if cause.fix_id != "parameter_shape.batch" or not any(rows_filtered(x) for x in lines):
+        return cause
+    return replace(cause, summary=cause.summary.replace(_RAGGED, _FILTERED), hint=FILTERED_HINT)
+
+
+_RAGGED = "the batch dimension changed: a ragged last batch is typical"
+_FILTERED = "rows kept by a mask on the host: the batch size follows the data"
+
+
 def _image(shape: str) -> bool:
     """A float NCHW batch with few channels (1 to 4): the shape images arrive in."""
     head, _, rest = shape.partition("[")
@@ -220,13 +247,16 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                     for x in calls_of_function(loc, files, limit=2)
                 ]
                 c = replace(c, sources=tuple(dict.fromkeys([*callers, *c.sources]))[:6])
+        elif axes == {0} and (kept := _filtered(c)):  # a filter's batch may shrink or grow
+            what, hint = _FILTERED, FILTERED_HINT
+            c = replace(c, sources=tuple(dict.fromkeys([kept, *c.sources]))[:6])
         elif axes == {0} and all(_int_vector(ch.old) and _int_vector(ch.new) for ch in shapes):
             what, hint = "only lists of indices or labels changed length", LIST_HINT
         elif axes == {0} and all(_dim0(ch.new) > _dim0(ch.old) for ch in shapes):
             what, hint = "the batch size grew: a new batch size, not a ragged last batch", GROWN_BATCH_HINT
             c = _with_grown_batch_lines(evidence, c)
         elif axes == {0}:
-            what, hint = "the batch dimension changed: a ragged last batch is typical", BATCH_HINT
+            what, hint = _RAGGED, BATCH_HINT
             c = with_loader_line(evidence, c)
         elif axes and axes <= {2, 3} and all(_image(ch.old) for ch in shapes):
             what, hint = "an image's height or width changed", IMAGE_HINT
