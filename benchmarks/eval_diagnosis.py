@@ -63,6 +63,7 @@ SPLITS = (
     "held_out_22",
     "held_out_23",
     "held_out_24",
+    "held_out_25",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
