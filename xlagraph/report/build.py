@@ -237,6 +237,7 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
             fold_retraced_outputs,
             join_branch_graphs,
             mode_graphs,
+            warm_up_cuts,
         )
 
         last = [t for t in timeline if t.step == timeline[-1].step] if timeline else []
@@ -244,7 +245,7 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
         made = {v: e.compile_id for e in dynamo.events for v in e.variants}
         explained = cite_guards([replace(r, dynamo=made.get(r.variant, "")) for r in explained], dynamo)
         explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, dynamo)), dynamo)
-        explained = join_branch_graphs(explained)
+        explained = warm_up_cuts(join_branch_graphs(explained), timeline)
         recompiles = tuple(r for r in explained if not r.first_of_program)
     # After torch.compile's half: a graph it compiled for another mode takes turns as expected.
     turns = None

@@ -33,6 +33,7 @@ from xlagraph.report.model import (
     GuardFailure,
     RankingEntry,
     Recompile,
+    TimelineEntry,
     Variant,
 )
 from xlagraph.runlog import Sync
@@ -484,3 +485,47 @@ def _ranking(events: Sequence[DynamoEvent]) -> tuple[RankingEntry, ...]:
         RankingEntry(key=k, compiles=count[k], seconds=round(seconds[k], 6), variants=tuple(letters[k]))
         for k in sorted(seconds, key=lambda k: (-seconds[k], k))
     )
+
+
+def warm_up_cuts(
+    recompiles: Sequence[Recompile], timeline: Sequence[TimelineEntry]
+) -> tuple[Recompile, ...]:
+    """A graph cut by an implicit sync from no frame at all (neither the user's nor a library's),
+    run only on torch.compile's warm-up steps and never in the steady state: the bridge flushing
+    work pending around its first runs, compiled once and never replayed. Only a cut is named
+    there (`graph_break`): no step of the steady state pays for it, so it is warm-up, expected."""
+    phases: dict[str, set[str]] = defaultdict(set)
+    for t in timeline:
+        phases[t.variant].add(t.phase)
+    out = []
+    for r in recompiles:
+        live = [c for c in r.causes if not c.info]
+        if (
+            r.frames
+            or r.library_frames
+            or r.trigger != "implicit"
+            or phases.get(r.variant) != {"warm-up"}
+            or "steady" not in {p for v in phases.values() for p in v}
+            or not live
+            or any(c.kind is not CauseKind.GRAPH_BREAK for c in live)
+        ):
+            out.append(r)
+            continue
+        cause = Cause(
+            CauseKind.STATE_INIT,
+            "torch.compile's warm-up: an implicit sync from no frame of the run cut a graph on its warm-up "
+            "steps only (the openxla bridge flushing work pending around its first runs); no step of the "
+            "steady state is cut there, so it compiled once and is not replayed",
+            fix_text("state_init.bridge_sync"),
+            info=True,
+        )
+        note = f"against graph {r.baseline.variant}: {', '.join(r.kinds)}" if r.baseline else ""
+        out.append(
+            replace(
+                r,
+                causes=(cause,),
+                attribution=(Attribution(0, str(cause.kind), cause.summary),),
+                note=f"{r.note}; {note}" if r.note and note else r.note or note,
+            )
+        )
+    return tuple(out)

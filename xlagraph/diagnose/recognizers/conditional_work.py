@@ -417,7 +417,10 @@ def _one_sided(cause: Cause) -> bool:
 def _if_of(cause: Cause, calls: bool = False) -> str:
     """The `if` around the cause's user lines; with `calls`, else the one around every call of
     the helper function they sit in (`images = fgsm(...)` under `if epoch >= k:`)."""
-    found = next((w for s in cause.sources if is_user_location(s) and (w := enclosing_if(s))), "")
+    # (an `if` reading a tensor on the host decides through a loop in its block: `for p in params:`)
+    found = next(
+        (w for s in cause.sources if is_user_location(s) and (w := enclosing_if(s) or synced_if(s))), ""
+    )
     if found or not calls:
         return found
     for s in cause.sources:
