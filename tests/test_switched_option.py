@@ -39,7 +39,8 @@ def test_weights_drawn_again_every_k_steps_are_the_block_s_work() -> None:
     report = capture_report(CORPUS / "h7_olmo_relora_restarts")
     script = "fixtures/torch_xla/corpus/scripts/h7_olmo_relora_restarts.py"
     (recompile,) = report.recompiles
-    assert {c.fix_id for c in recompile.causes} == {"conditional_work"}, recompile.causes
+    # one cause: the regions of library code the merge runs join the work named at its block
+    assert [c.fix_id for c in recompile.causes] == ["conditional_work"], recompile.causes
     # the merge's call inside the `if ... % k` block (the capture cites paths under the corpus)
     guilty = script_line(script, "    relora_merge(adapters)").replace("fixtures/torch_xla/corpus/", "")
     assert all(a.lines[0] == guilty for a in recompile.attribution), recompile.attribution

@@ -62,6 +62,22 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             if blocks:
                 found = replace(c, sources=tuple(dict.fromkeys([*blocks, *c.sources]))[:6])
                 if c.kind is CauseKind.STRUCTURE:
+                    # The work an earlier recognizer named at the same block (the merge's own
+                    # outputs): this region is more of it, not a second cause at that `if`.
+                    named = next(
+                        (
+                            j
+                            for j, o in enumerate(pending)
+                            if j not in consumed
+                            and o.kind is CauseKind.CONDITIONAL_WORK
+                            and not o.info
+                            and blocks[0] in o.sources
+                        ),
+                        None,
+                    )
+                    if named is not None and not any(o.kind is CauseKind.CONDITIONAL_WORK for o in out):
+                        out.append(pending[named])
+                        consumed.add(named)
                     switched = next(
                         (k for k, o in enumerate(out) if o.kind is CauseKind.CONDITIONAL_WORK), None
                     )
