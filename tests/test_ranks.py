@@ -293,3 +293,17 @@ def test_a_compressed_capture_keeps_its_partitioned_twin() -> None:
     )
     plain = "module_0000.SyncTensorsGraph.443.before_optimizations.txt"  # as the journal names it
     assert _partitioned_twin(str(hlo / plain)).endswith("cpu_after_optimizations.txt.xz")
+
+
+def test_a_host_decided_clip_on_one_rank_is_named_at_its_if_in_the_rank_view() -> None:
+    """Rank 2 alone takes `if norm.item() > MAX_NORM:` at step 3 (its shard's outliers): the rank
+    view's diff reads the rank's stored sources, as the rank's own report does, so the scaling is
+    work under that `if` (not an option switched on), and the all-reduce after it lines up."""
+    view = _view("clip_branch")
+    d = view.divergence
+    assert d is not None and d.step == 3
+    assert [g.ranks for g in d.groups] == [(0, 1, 3), (2,)]
+    ((_, _, _, causes, _),) = d.diffs
+    assert [c.fix_id for c in causes] == ["conditional_work.host_branch"], causes
+    assert causes[0].sources[0].endswith("clip_branch.py:25"), causes[0].sources
+    assert view.collectives is None

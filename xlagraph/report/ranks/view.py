@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -150,12 +151,22 @@ def _divergence(
                 continue
             a, b = pair
             context = _context(logs.get(grouped[0][0][0]), a, logs.get(rs[0]), b, step)
-            causes, note = _diff(specs.get(a, ""), specs.get(b, ""), load, context)
+            # the divergent rank's stored sources: the rules that read the user's code (an `if`
+            # around the lines, what a line reads) read them, as its own report does
+            with _sources_of(logs.get(rs[0])):
+                causes, note = _diff(specs.get(a, ""), specs.get(b, ""), load, context)
             causes = tuple(with_sides(c, letters[a], letters[b]) for c in causes)
             causes = _issued_at(causes, logs.get(grouped[0][0][0]), a, logs.get(rs[0]), b)
             diffs.append(RankDiff(gi, letters[a], letters[b], causes, note))
         return RankDivergence(step, groups, tuple(diffs))
     return None
+
+
+def _sources_of(log: RunLog | None) -> AbstractContextManager[object]:
+    from xlagraph.diagnose.frames import reading_sources
+    from xlagraph.report.build import source_text_of
+
+    return reading_sources(source_text_of(log)) if log is not None else nullcontext()
 
 
 def _first_pair(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, str] | None:
