@@ -8,6 +8,7 @@ the patterns behind them.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
@@ -125,19 +126,22 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
     dims: set[tuple[str, str]] = set()
     regrouped = False
     noops: list[tuple[Cause, str]] = []  # identity converts only: a cause where nothing else differs
-    work = [(a.entry.name, b.entry.name)]
+    entry = a.entry.name
+    # First in, first out: a graph calls a few thousand small computations (reducers), most
+    # canonically the same, each a step of this loop.
+    work = deque([(entry, b.entry.name)])
     while work:
-        ln, rn = work.pop(0)
-        if (ln, rn) in seen:
+        ln, rn = key = work.popleft()
+        if key in seen:
             continue
-        seen.add((ln, rn))
+        seen.add(key)
         lc, rc = left.computations[ln], right.computations[rn]
-        if lc.hash == rc.hash and ln != a.entry.name:
+        if lc.hash == rc.hash and ln != entry:
             pairs.append(ComputationPair(ln, rn, None))
             continue
         m = match(lc, rc)
         pairs.append(ComputationPair(ln, rn, m))
-        is_entry = ln == a.entry.name
+        is_entry = ln == entry
         raw += compare_computation(left, right, lc, rc, m, is_entry, dims, regrouped, noops)
         if is_entry:
             dims = input_dim_changes(raw)
