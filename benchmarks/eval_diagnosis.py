@@ -64,6 +64,7 @@ SPLITS = (
     "held_out_23",
     "held_out_24",
     "held_out_25",
+    "held_out_26",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
