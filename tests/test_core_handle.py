@@ -56,13 +56,12 @@ def test_handle_builds_what_the_oracles_build(batch: int) -> None:
             continue
         for comp in canonicalize(module).computations.values():
             got_side = _core.match_side_of(comp.core, COMMUTATIVE)
-            got_graph = _core.refine_graph_of(
-                comp.core,
+            got_graph = _core.refine_graphs_of(
+                [(comp.core, list(identity_multiplies(comp).by_index))],
                 COMMUTATIVE,
                 refinement.first_colours,
                 refinement.OUTPUT,
-                list(identity_multiplies(comp).by_index),
-            )
+            )[0]
             # The users as a mapping over the copy (`bottom_up.users_of`): `users.users_of`'s rule
             # written over the canonical dictionaries, keys in its order, the same lists, and the
             # same answer for every name, with users or not.

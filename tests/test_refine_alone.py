@@ -183,7 +183,7 @@ def test_split_rounds_on_generated_graphs(text: str) -> None:
 @pytest.mark.parametrize("parallel", [True, False])
 def test_graphs_built_together_are_the_graphs_built_alone(parallel: bool) -> None:
     """`refine_graphs_of` (a pair's graphs in one call, on two threads where large; forced here)
-    builds each graph as `refine_graph_of` does: the same nodes, and the same refinements."""
+    builds each graph as it does alone: the same nodes, and the same refinements."""
     results = [diff_files(_spec(a), _spec(b)) for a, b in PAIRS[:10]]
     comps = [c for r in results for c in (r.left.entry, r.right.entry) if c.core is not None]
     wanted = []
@@ -194,7 +194,7 @@ def test_graphs_built_together_are_the_graphs_built_alone(parallel: bool) -> Non
             wanted.append((comp.core, list(seen)))
     first, output = refinement.first_colours, refinement.OUTPUT
     together = core.refine_graphs_of(wanted, COMMUTATIVE, first, output, parallel)
-    alone = [core.refine_graph_of(h, COMMUTATIVE, first, output, ids) for h, ids in wanted]
+    alone = [core.refine_graphs_of([w], COMMUTATIVE, first, output, False)[0] for w in wanted]
     assert len(together) == len(alone) >= 16
     for a, b in zip(together, alone, strict=True):
         assert (a.params, a.param_names, a.outputs, len(a), a.size) == (

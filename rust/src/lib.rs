@@ -103,7 +103,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pair_edits::EditedPairs>()?;
     m.add_function(wrap_pyfunction!(pair_edits::edited_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(from_handle::match_side_of, m)?)?;
-    m.add_function(wrap_pyfunction!(from_handle::refine_graph_of, m)?)?;
     m.add_function(wrap_pyfunction!(from_handle::refine_graphs_of, m)?)?;
     m.add_function(wrap_pyfunction!(changes::matched_walk, m)?)?;
     m.add_function(wrap_pyfunction!(changes::unexplained, m)?)?;

@@ -61,7 +61,7 @@ def matched_changes_reference(cmp: Comparison, dims: set[tuple[str, str]]) -> li
             if sa != sb:
                 shape_changed.add(a)
                 continue
-            attribute_change(cmp, a, b, set(), False, propagated)
+            attribute_change(cmp, a, b, set(), propagated)
             continue
         if opcode != ib.opcode:
             structural.append((a, b))
@@ -91,7 +91,7 @@ def matched_changes_reference(cmp: Comparison, dims: set[tuple[str, str]]) -> li
         if opcode == "constant":
             constant_change(cmp, a, b, sa, sb, dims, propagated)
             continue
-        attribute_change(cmp, a, b, dims, upstream, propagated)
+        attribute_change(cmp, a, b, dims, propagated)
     explain_propagated(cmp, propagated)
     return structural
 

@@ -191,9 +191,7 @@ def source_lines(file: str, limit: int) -> Iterator[tuple[int, str]]:
 
 
 def _candidates(path: str, bases: tuple[str, ...]) -> Iterator[str]:
-    if os.path.isabs(path):  # a raw dump's path of the user's machine (this one, or nowhere)
-        yield path
-        return
     yield path
-    for base in bases:
-        yield os.path.join(base, path)
+    if not os.path.isabs(path):  # an absolute one: of the user's machine (this one, or nowhere)
+        for base in bases:
+            yield os.path.join(base, path)

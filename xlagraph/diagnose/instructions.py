@@ -41,14 +41,9 @@ def operands_agree(cmp: Comparison, oa: tuple[str, ...], ob: tuple[str, ...], co
     subgraph on its own side (lowering shares a node in one graph and repeats it in the other)."""
     if len(oa) != len(ob):
         return False
+    # (Operands paired position by position are found agreeing before this is asked: the walk,
+    # rust/src/diagnose/changes.rs, asks only where they are not.)
     pl, pr, lh1, rh1 = cmp.pair_left, cmp.pair_right, cmp.left.h1, cmp.right.h1
-    # Paired position by position (the usual case): the greedy search below would find exactly
-    # this, commutative or not, since it takes the first corresponding operand in order.
-    for x, y in zip(oa, ob, strict=True):
-        if pl.get(x) != y:
-            break
-    else:
-        return True
 
     def same(x: str, y: str) -> bool:
         mx, my = pl.get(x), pr.get(y)
@@ -87,11 +82,11 @@ def matched_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple[s
     )
     structural: list[tuple[str, str]] = []
     propagated: tuple[list[str], list[str]] = (prop_left, prop_right)
-    for kind, a, b, upstream in events:
+    for kind, a, b in events:
         if kind == _STRUCTURAL:
             structural.append((a, b))
         elif kind == _PARAMETER:
-            attribute_change(cmp, a, b, set(), False, propagated)
+            attribute_change(cmp, a, b, set(), propagated)
         elif kind == _CONSTANT:
             sa, sb = shape_of(left, a), shape_of(right, b)
             constant_change(cmp, a, b, sa, sb, dims, propagated)
@@ -100,7 +95,7 @@ def matched_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple[s
         elif kind == _COLLECTIVE:
             cmp.absorb_into(CauseKind.COLLECTIVE, [a], [b])
         else:
-            attribute_change(cmp, a, b, dims, upstream, propagated)
+            attribute_change(cmp, a, b, dims, propagated)
     explain_propagated(cmp, propagated)
     return structural
 
@@ -153,14 +148,10 @@ def attribute_change(
     a: str,
     b: str,
     dims: set[tuple[str, str]],
-    upstream: bool,
     propagated: tuple[list[str], list[str]],
 ) -> None:
-    """An attribute (or an op's own shape) changed, unless it follows an input's shape."""
-    if upstream:
-        propagated[0].append(a)
-        propagated[1].append(b)
-        return
+    """An attribute (or an op's own shape) changed, unless it follows an input's shape (the
+    walk propagates a pair whose operands follow one before it gets here)."""
     left, right = cmp.left, cmp.right
     ia, ib = left.instruction(a), right.instruction(b)
     attrs_a, attrs_b = attributes(ia), attributes(ib)

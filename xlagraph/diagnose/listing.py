@@ -1,4 +1,4 @@
-"""Lists in a cause's summary, bounded."""
+"""Lists in a cause's summary, bounded, and counted nouns."""
 
 from __future__ import annotations
 
@@ -8,3 +8,7 @@ MAX_LISTED = 6
 def fmt_list(items: list[str], limit: int = MAX_LISTED) -> str:
     shown = ", ".join(items[:limit])
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"

@@ -96,8 +96,6 @@ def structure(cmp: Comparison, structural: list[tuple[str, str]], absorb_collect
     for component in sorted(g.components(), key=lambda c: min(str(n) for n in c)):
         lefts = sorted((n for s, n in component if s == "A"), key=lpos.__getitem__)
         rights = sorted((n for s, n in component if s == "B"), key=rpos.__getitem__)
-        if not (lefts or rights):
-            continue
         ops = [left.instruction(n).opcode for n in lefts] + [right.instruction(n).opcode for n in rights]
         if absorb_collectives and any(is_collective(op) for op in ops):
             cmp.absorb_into(CauseKind.COLLECTIVE, lefts, rights)

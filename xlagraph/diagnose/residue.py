@@ -19,6 +19,7 @@ from weakref import WeakKeyDictionary
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.fixes import fix
+from xlagraph.diagnose.recognizers._dataflow import upstream
 from xlagraph.diagnose.shapes import dim_sizes
 from xlagraph.diagnose.sources import sources_of
 from xlagraph.ir import strip_layout
@@ -282,7 +283,7 @@ def _only_elided(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching
     if not elided:
         return False
     if all(
-        a in elided or lc.h1[a] == rc.h1[b] or any(o in elided for o in _upstream(lc, a))
+        a in elided or lc.h1[a] == rc.h1[b] or any(o in elided for o in upstream(lc.operands, (a,)))
         for a, b in m.left.items()
         if a in lc.h1 and b in rc.h1
     ):
@@ -307,17 +308,6 @@ def _same_but(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching, s
         if [m.left.get(o) for o in lc.operands.get(a, ())] != list(rc.operands.get(b, ())):
             return False
     return True
-
-
-def _upstream(comp: CanonicalComputation, name: str) -> set[str]:
-    seen: set[str] = set()
-    stack = [name]
-    while stack:
-        for o in comp.operands.get(stack.pop(), ()):
-            if o not in seen:
-                seen.add(o)
-                stack.append(o)
-    return seen
 
 
 def unseen_constants(

@@ -279,21 +279,7 @@ def compiled_graphs(wanted: list[tuple[CanonicalComputation, bool]]) -> list[Any
         )
         for (comp, cache, _), graph in zip(missing.values(), built, strict=True):
             cache[comp] = graph
-    return [_built(comp, cache, identities) for comp, cache, identities in slots]
+    return [cache[comp] for comp, cache, _ in slots]  # every one built above, or kept
 
 
 _AS_THEY_ARE = Identities({}, ())
-
-
-def _built(
-    comp: CanonicalComputation,
-    cache: WeakKeyDictionary[CanonicalComputation, Any],
-    identities: Identities,
-) -> Any:
-    """The core's graph of `comp`: kept, else built from its handle (rust/src/matching/from_handle.rs)."""
-    found = cache.get(comp)
-    if found is None:
-        found = cache[comp] = _core.refine_graph_of(
-            comp.core, COMMUTATIVE, first_colours, OUTPUT, list(identities.by_index)
-        )
-    return found

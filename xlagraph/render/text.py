@@ -11,6 +11,7 @@ import shlex
 from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
 
+from xlagraph.diagnose.listing import plural
 from xlagraph.render.paths import split_user_lines
 from xlagraph.source_paths import short_location, short_locations_in
 
@@ -30,10 +31,6 @@ _INDENT = "  "
 _MAX_VARIANTS_NAMED = 12
 
 T = TypeVar("T")
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _bounded(items: list[T], limit: int) -> tuple[list[T], int]:

@@ -16,6 +16,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind, name_sides, with_sides
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import call_site, location, source_line, split_frames, split_location
+from xlagraph.diagnose.listing import plural
 from xlagraph.diagnose.recognizers._host_if import host_decided_if
 from xlagraph.ir import Frame
 from xlagraph.report.attribution import AttributionContext, attribute
@@ -334,8 +335,4 @@ def _why(chosen_hash: str, compared: tuple[Compared, ...], letters: dict[str, st
     tied = [letters[c.graph_hash] for c in others if (c.warm_up, c.involved, c.causes) == size]
     if tied:
         return f"closest of {names}: as close as {', '.join(tied)}, and the most recent"
-    return f"closest of {names}: the fewest differences ({_plural(chosen.involved, 'instruction')})"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+    return f"closest of {names}: the fewest differences ({plural(chosen.involved, 'instruction')})"

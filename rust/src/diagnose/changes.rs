@@ -7,7 +7,7 @@
 //! there for why each rule is what it is), its two rare modes included (a `dtype` cause already
 //! found, collectives regrouped). Its side effects are returned as events, in loop order, for
 //! Python to replay: `STRUCTURAL`, `PARAMETER` (an input whose attributes may differ),
-//! `CONSTANT`, `ATTRIBUTE` (with `upstream`), `DTYPE` and `COLLECTIVE` (the pair joins the
+//! `CONSTANT`, `ATTRIBUTE`, `DTYPE` and `COLLECTIVE` (the pair joins the
 //! existing cause of that kind: the order of these among the others is the order of the causes);
 //! the pairs that follow a changed input (`propagated`) come back as two lists of names. What the
 //! loop needs of Python is asked through two callbacks: `operands_agree(a, b)` where operands are
@@ -56,29 +56,19 @@ fn dims_of(shape: &str) -> &str {
     &shape[shape.find('[').unwrap_or(0)..]
 }
 
-/// Names of a handle to indices: the computation's shared index (`canon/indexed.rs`; a handle's
-/// names are unique), made once for every caller instead of a map of every name per call.
-struct Index<'h> {
-    h: &'h CanonHandle,
-}
-
-impl<'h> Index<'h> {
-    fn new(h: &'h CanonHandle) -> Self {
-        Index { h }
+/// The index of `name` in `h` (the computation's shared index, `canon/indexed.rs`: a handle's
+/// names are unique); None for a name it does not hold or anything but a string.
+fn index_of(h: &CanonHandle, name: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
+    if !name.is_instance_of::<PyString>() {
+        return Ok(None);
     }
-
-    fn get(&mut self, name: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
-        if !name.is_instance_of::<PyString>() {
-            return Ok(None);
-        }
-        Ok(self.h.canon.find(name)?.map(|i| i as u32))
-    }
+    Ok(h.canon.find(name)?.map(|i| i as u32))
 }
 
 /// The walk of `matched_changes` on `left` and `right` with the comparison's pairs `pair_left`
 /// (`Comparison.pair_left`); `has_dtype`: a `dtype` cause was found before the walk, `regrouped`:
 /// the module's collectives were regrouped. Returns `(events, propagated_left, propagated_right)`,
-/// events being `(kind, a, b, upstream)` tuples. A left instruction of `order` paired with one
+/// events being `(kind, a, b)` tuples. A left instruction of `order` paired with one
 /// outside the right side's `order` is a `KeyError` (the right name), as `h1` has it.
 #[pyfunction]
 pub fn matched_walk<'py>(
@@ -129,11 +119,10 @@ pub fn matched_walk<'py>(
         let positional =
             oa.len() == ob.len() && oa.iter().zip(ob).all(|(&x, &y)| pair[x as usize] == y);
         let agree = positional || operands_agree.call1((na, nb))?.is_truthy()?;
-        let event =
-            |kind: u8, upstream: bool| -> PyResult<()> { events.append((kind, na, nb, upstream)) };
+        let event = |kind: u8| -> PyResult<()> { events.append((kind, na, nb)) };
         if l.keys[au] == r.keys[bu] {
             if !agree {
-                event(STRUCTURAL, false)?;
+                event(STRUCTURAL)?;
             }
             continue;
         }
@@ -143,21 +132,21 @@ pub fn matched_walk<'py>(
             if differ {
                 shape_changed[au] = true;
             } else {
-                event(PARAMETER, false)?;
+                event(PARAMETER)?;
             }
             continue;
         }
         let op = l.opcode[au] as usize;
         if l.opcodes[op] != r.opcodes[r.opcode[bu] as usize] {
-            event(STRUCTURAL, false)?;
+            event(STRUCTURAL)?;
             continue;
         }
         if regrouped && is_collective(&l.opcodes[op]) {
-            event(COLLECTIVE, false)?;
+            event(COLLECTIVE)?;
             continue;
         }
         if !agree {
-            event(STRUCTURAL, false)?;
+            event(STRUCTURAL)?;
             continue;
         }
         let mut upstream = oa.iter().any(|&x| shape_changed[x as usize]);
@@ -177,7 +166,7 @@ pub fn matched_walk<'py>(
             }
             let (sa, sb) = (&ls[sl as usize], &rs[sr as usize]);
             if has_dtype && !constant[op] && dims_of(sa) == dims_of(sb) {
-                event(DTYPE, false)?;
+                event(DTYPE)?;
                 continue;
             }
         }
@@ -187,10 +176,10 @@ pub fn matched_walk<'py>(
             continue;
         }
         if constant[op] {
-            event(CONSTANT, false)?;
+            event(CONSTANT)?;
             continue;
         }
-        event(ATTRIBUTE, upstream)?;
+        event(ATTRIBUTE)?;
     }
     PyTuple::new(
         py,
@@ -210,12 +199,11 @@ fn pair_indices(l: &CanonHandle, r: &CanonHandle, pairs: &Bound<'_, PyAny>) -> P
             return Ok(to.to_vec());
         }
     }
-    let (mut li, mut ri) = (Index::new(l), Index::new(r));
     let mut pair = vec![NONE; l.names.len()];
     for item in pairs.call_method0("items")?.try_iter()? {
         let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
-        if let Some(a) = li.get(&k)? {
-            pair[a as usize] = ri.get(&v)?.unwrap_or(UNKNOWN);
+        if let Some(a) = index_of(l, &k)? {
+            pair[a as usize] = index_of(r, &v)?.unwrap_or(UNKNOWN);
         }
     }
     Ok(pair)
@@ -223,12 +211,7 @@ fn pair_indices(l: &CanonHandle, r: &CanonHandle, pairs: &Bound<'_, PyAny>) -> P
 
 /// The keys of `names` (a dictionary or the core's `EditedPairs` keyed by `h`'s names), as
 /// indices in their order; a name outside the handle's `order` is a `KeyError`, as `h1` has it.
-fn key_indices(
-    py: Python<'_>,
-    h: &CanonHandle,
-    index: &mut Index<'_>,
-    names: &Bound<'_, PyAny>,
-) -> PyResult<Vec<u32>> {
+fn key_indices(py: Python<'_>, h: &CanonHandle, names: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
     if let Ok(edited) = names.downcast::<EditedPairs>() {
         let e = edited.borrow();
         if Arc::ptr_eq(e.indices().0, &h.canon) {
@@ -244,7 +227,7 @@ fn key_indices(
     let mut out = Vec::new();
     for n in names.try_iter()? {
         let n = n?;
-        match index.get(&n)? {
+        match index_of(h, &n)? {
             Some(i) if in_order[i as usize] => out.push(i),
             _ => return Err(PyKeyError::new_err(n.unbind())),
         }
@@ -269,14 +252,10 @@ pub fn unexplained<'py>(
     explained_right: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let (l, r) = (left.get(), right.get());
-    let (mut li, mut ri) = (Index::new(l), Index::new(r));
-    let pl = key_indices(py, l, &mut li, pair_left)?;
-    let pr = key_indices(py, r, &mut ri, pair_right)?;
+    let pl = key_indices(py, l, pair_left)?;
+    let pr = key_indices(py, r, pair_right)?;
     let mut out = Vec::with_capacity(2);
-    for (h, own, other, explained, index) in [
-        (l, &pl, r, explained_left, &mut li),
-        (r, &pr, l, explained_right, &mut ri),
-    ] {
+    for (h, own, other, explained) in [(l, &pl, r, explained_left), (r, &pr, l, explained_right)] {
         // `known` (the other side's `h1` and those of this side's paired instructions) read
         // from each handle's sorted `h1` (kept for every diff it joins): an `h1` is a paired
         // one's where its position is.
@@ -289,7 +268,7 @@ pub fn unexplained<'py>(
             skip[i as usize] = true;
         }
         for n in explained.try_iter()? {
-            if let Some(i) = index.get(&n?)? {
+            if let Some(i) = index_of(h, &n?)? {
                 skip[i as usize] = true;
             }
         }

@@ -130,36 +130,14 @@ pub fn match_side_of(
     })
 }
 
-/// `refine.refine_graph` of the computation `handle` holds: nodes are `order` and then the
-/// parameters without an operands entry; `commutative` is the correspondence's `_COMMUTATIVE`,
-/// `first_colours` its `_first_colours` (asked once per kind of instruction and input or not),
-/// `output_mark` its `_OUTPUT`; `alias` the identity multiplies as (instruction, what it
-/// multiplies) (`identity.identity_multiplies(...).by_index`): no edge of their own, their users
-/// read the value.
-#[pyfunction]
-#[pyo3(signature = (handle, commutative, first_colours, output_mark, alias=Vec::new()))]
-pub fn refine_graph_of(
-    py: Python<'_>,
-    handle: &Bound<'_, CanonHandle>,
-    commutative: &Bound<'_, PyAny>,
-    first_colours: &Bound<'_, PyAny>,
-    output_mark: i64,
-    alias: Vec<(u32, u32)>,
-) -> PyResult<RefineGraph> {
-    let mut built = refine_graphs_of(
-        py,
-        vec![(handle.clone(), alias)],
-        commutative,
-        first_colours,
-        output_mark,
-        Some(false),
-    )?;
-    Ok(built.remove(0))
-}
-
-/// `refine_graph_of` of each `(handle, alias)`, built on two threads where two have more than
-/// `two_threads::PAST` nodes, or as `parallel` says (tests): a pair's graphs are independent, and what
-/// they ask of Python is asked first, under the GIL.
+/// `refine.refine_graph` of the computation each `(handle, alias)` holds: nodes are `order` and
+/// then the parameters without an operands entry; `commutative` is the correspondence's
+/// `_COMMUTATIVE`, `first_colours` its `_first_colours` (asked once per kind of instruction and
+/// input or not), `output_mark` its `_OUTPUT`; `alias` the identity multiplies as (instruction,
+/// what it multiplies) (`identity.identity_multiplies(...).by_index`): no edge of their own, their
+/// users read the value. Built on two threads where two have more than `two_threads::PAST` nodes,
+/// or as `parallel` says (tests): a pair's graphs are independent, and what they ask of Python is
+/// asked first, under the GIL.
 #[pyfunction]
 #[pyo3(signature = (wanted, commutative, first_colours, output_mark, parallel=None))]
 pub fn refine_graphs_of(

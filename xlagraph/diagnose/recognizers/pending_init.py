@@ -11,6 +11,7 @@ from __future__ import annotations
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.recognizers._dataflow import upstream
 from xlagraph.ir import strip_layout
 
 __all__ = ["RECOGNIZER", "copies_returned"]
@@ -42,7 +43,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if not heads:
         return NOTHING
     paired = evidence.entry_match_left
-    copies = any(n in paired for h in heads for n in _inputs_of(entry, h))
+    copies = any(n in paired for n in upstream(entry.operands, heads) & set(entry.param_number))
     if copies and not copies_returned(evidence, heads):
         return NOTHING
     n = len(heads)
@@ -79,17 +80,3 @@ def copies_returned(evidence: Evidence, heads: list[str]) -> bool:
         if shape in extra:
             extra.remove(shape)
     return sorted(strip_layout(str(left.instruction(h).shape)) for h in heads) == extra
-
-
-def _inputs_of(comp, name: str) -> list[str]:  # type: ignore[no-untyped-def]
-    """The parameters `name` is computed from."""
-    seen, stack, found = {name}, [name], []
-    while stack:
-        n = stack.pop()
-        if n in comp.param_number:
-            found.append(n)
-        for o in comp.operands.get(n, ()):
-            if o not in seen:
-                seen.add(o)
-                stack.append(o)
-    return found

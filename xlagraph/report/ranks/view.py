@@ -10,6 +10,7 @@ from typing import Any
 from xlagraph.diagnose.causes import with_sides
 from xlagraph.diagnose.evidence import NO_CONTEXT, Context
 from xlagraph.errors import XlagraphError
+from xlagraph.graphs import variant_letter
 from xlagraph.ir import Module
 from xlagraph.report.ranks.collectives import first_mismatch
 from xlagraph.report.ranks.model import (
@@ -57,7 +58,7 @@ def rank_view(logs: Sequence[RunLog], loader: ModuleLoader | None = None) -> Ran
         for log, steps in zip(runs, per_rank, strict=True):
             for h in steps.get(step, ()):
                 if h not in letters:
-                    letters[h] = _letter(len(letters))
+                    letters[h] = variant_letter(len(letters))
                     record = log.graphs.get(h)
                     specs[h] = record.module if record else ""
                 elif not specs[h] and (record := log.graphs.get(h)) is not None:
@@ -116,12 +117,6 @@ def _default_loader() -> ModuleLoader:
         return modules[spec]
 
     return load
-
-
-def _letter(n: int) -> str:
-    from xlagraph.graphs import variant_letter
-
-    return variant_letter(n)
 
 
 def _divergence(
