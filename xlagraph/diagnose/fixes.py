@@ -143,6 +143,13 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "the batch dimension changed: a ragged last batch; use drop_last=True, or pad the last batch "
             "to the full size (and mask its padding out of the loss)"
         ),
+        # report.dynamo.optional_argument; guards.KINDS["optional_argument"]
+        "conditional_work.optional_argument": (
+            "an argument that is None on some calls and a tensor on others (an optional mask passed only "
+            "when a batch is padded) makes torch.compile trace each case, and the `if x is not None:` "
+            "inside picks other code for each, a graph of its own: pass a tensor on every call (an "
+            "all-ones mask when nothing is padded), so the same code runs every step"
+        ),
         # input_shape.FILTERED_HINT
         "parameter_shape.filtered_batch": (
             "rows kept by a mask on the host (`x[keep]`: unlabelled or invalid rows dropped) make the "

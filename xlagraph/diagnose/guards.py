@@ -19,6 +19,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from xlagraph.diagnose.fixes import fix
+
 __all__ = ["KINDS", "GuardChange", "explain_guard", "fix_for"]
 
 _ENTRY = re.compile(r"^\s*-?\s*(\d+/\d+):\s*")
@@ -142,6 +144,17 @@ _RULES: tuple[Rule, ...] = (
         ),
     ),
     (
+        "optional_argument",
+        re.compile(r"^(?P<v>L\['[^']+'\]|[A-Za-z_]\w*) is (?P<n>not )?None$"),
+        lambda m: (
+            _name(m["v"]),
+            f"`{_name(m['v'])}` is None on some calls only (the compiled code assumed it "
+            + ("is not None)" if m["n"] else "is None)"),
+            "a value" if m["n"] else "None",
+            "None" if m["n"] else "a value",
+        ),
+    ),
+    (
         "python_scalar",
         re.compile(r"^(?P<v>L\['[^']+'\]|[A-Za-z_]\w*) == (?P<a>.+)$"),
         lambda m: (
@@ -241,6 +254,10 @@ KINDS: dict[str, tuple[str, str]] = {
         "pass its values as tensors",
     ),
     "python_type": ("an argument's type changed", "pass arguments of one type on every call"),
+    "optional_argument": (
+        "an optional argument is None on some calls only",
+        fix("conditional_work.optional_argument"),
+    ),
     "guard": ("a guard failed", "make the value the guard reads the same on every call"),
 }
 

@@ -237,6 +237,7 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
             fold_retraced_outputs,
             join_branch_graphs,
             mode_graphs,
+            optional_argument_graphs,
             warm_up_cuts,
         )
 
@@ -244,6 +245,7 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
         dynamo = dynamo_section(log.dynamo, variants, syncs, len(last) or None)
         made = {v: e.compile_id for e in dynamo.events for v in e.variants}
         explained = cite_guards([replace(r, dynamo=made.get(r.variant, "")) for r in explained], dynamo)
+        explained = optional_argument_graphs(explained, dynamo)
         explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, dynamo)), dynamo)
         explained = warm_up_cuts(join_branch_graphs(explained), timeline)
         recompiles = tuple(r for r in explained if not r.first_of_program)

@@ -529,3 +529,46 @@ def warm_up_cuts(
             )
         )
     return tuple(out)
+
+
+def optional_argument_graphs(
+    recompiles: Sequence[Recompile], section: DynamoSection
+) -> tuple[Recompile, ...]:
+    """The XLA graphs of a retrace whose guard failed on an argument's None-ness (`mask is None`):
+    what differs (the mask's multiply, the tensor the backward keeps of it, the new input) is the
+    code the `if mask is not None:` at the guard's line picks, so it is one cause there, not a
+    tensor kept alive beside a region nobody named. Only where every live cause cites that line."""
+    by_id = {e.compile_id: e for e in section.events if e.kind == "recompile" and e.guards and not e.expected}
+    out = []
+    for r in recompiles:
+        event = by_id.get(r.dynamo)
+        guard = event.guards[0] if event else None
+        live = [a for a in r.attribution if not r.causes[a.cause].info]
+        if (
+            guard is None
+            or guard.kind != "optional_argument"
+            or not guard.at
+            or not live
+            or any(guard.at not in a.lines for a in live)
+        ):
+            out.append(r)
+            continue
+        lines = tuple(dict.fromkeys(x for x in (guard.at, guard.origin, event.call_site) if x))
+        cause = Cause(
+            CauseKind.CONDITIONAL_WORK,
+            f"`{guard.source[:60] or 'a test of the argument'}` at {guard.at} runs other code for None "
+            "than for a tensor: torch.compile traced each case, and this graph is the other case's",
+            fix_text("conditional_work.optional_argument"),
+            sources=lines,
+        )
+        note = f"against graph {r.baseline.variant}: {', '.join(r.kinds)}" if r.baseline else ""
+        out.append(
+            replace(
+                r,
+                causes=(cause, *(c for c in r.causes if c.info)),
+                attribution=(Attribution(0, str(cause.kind), cause.summary, lines=lines),),
+                lines=tuple(dict.fromkeys(lines + r.lines)),
+                note=f"{r.note}; {note}" if r.note and note else r.note or note,
+            )
+        )
+    return tuple(out)
