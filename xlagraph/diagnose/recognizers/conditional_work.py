@@ -469,13 +469,30 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
             and _if_of(pending[i], calls=True)
             and (traced or _read_by_work(evidence, users, pending[i].right))
         ]
+    grown: dict[int, str] = {}
+    if not sided:
+        # Small regions that grow, each in a helper of the user's that is called under one `if`
+        # only (`add_grad_clamp(model, limit)` under `if step == clamp_from:`, a hook it registers
+        # clamping every gradient): work that `if` switches on, however small each region is.
+        grown = {
+            i: site
+            for i in regions
+            if pending[i].kind is CauseKind.STRUCTURE
+            and len(pending[i].right) > len(pending[i].left)
+            and (site := _if_of(pending[i], calls=True))
+            and not _if_of(pending[i])
+        }
+        if len(grown) >= 2 and len(set(grown.values())) == 1:
+            sided = list(grown)
+        else:
+            grown = {}
     # Work of any size, a multiply even, that a device value read on the host decides: the `if`
     # around its lines reads a tensor, itself or in a function of the user's it calls.
     decided = {} if sided else _host_decided(evidence, pending, regions)
     if not sided and not decided:
         return NOTHING
     # (A helper's call under the `if` counts for a result the step reads, the batch it made.)
-    found = {
+    found = grown or {
         i: site
         for i in sided
         if (site := _if_of(pending[i], calls=pending[i].kind is CauseKind.OUTPUT_ADDED))
@@ -516,7 +533,7 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
         if i not in found
         and (
             c.kind in _TAPS
-            or (c.kind in _BESIDE and _if_of(c) == site)
+            or (c.kind in _BESIDE and _if_of(c, calls=bool(grown)) == site)
             or (
                 c.kind in _INPUTS
                 and {strip_layout(ins.shape) for _, ins in evidence.instructions(c)} <= shapes
