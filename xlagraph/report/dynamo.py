@@ -418,17 +418,7 @@ def mode_graphs(recompiles: Sequence[Recompile], section: DynamoSection) -> tupl
             info=True,
             sources=lines,
         )
-        against = f"against graph {r.baseline.variant}: " if r.baseline else ""
-        note = f"{against}{', '.join(r.kinds)}"
-        out.append(
-            replace(
-                r,
-                causes=(cause,),
-                attribution=(Attribution(0, str(cause.kind), cause.summary, lines=lines),),
-                lines=lines,
-                note=f"{r.note}; {note}" if r.note else note,
-            )
-        )
+        out.append(_with_one_cause(r, (cause,), lines, lines))
     return tuple(out)
 
 
@@ -519,15 +509,7 @@ def warm_up_cuts(
             fix_text("state_init.bridge_sync"),
             info=True,
         )
-        note = f"against graph {r.baseline.variant}: {', '.join(r.kinds)}" if r.baseline else ""
-        out.append(
-            replace(
-                r,
-                causes=(cause,),
-                attribution=(Attribution(0, str(cause.kind), cause.summary),),
-                note=f"{r.note}; {note}" if r.note and note else r.note or note,
-            )
-        )
+        out.append(_with_one_cause(r, (cause,), (), r.lines))
     return tuple(out)
 
 
@@ -561,14 +543,22 @@ def optional_argument_graphs(
             fix_text("conditional_work.optional_argument"),
             sources=lines,
         )
-        note = f"against graph {r.baseline.variant}: {', '.join(r.kinds)}" if r.baseline else ""
-        out.append(
-            replace(
-                r,
-                causes=(cause, *(c for c in r.causes if c.info)),
-                attribution=(Attribution(0, str(cause.kind), cause.summary, lines=lines),),
-                lines=tuple(dict.fromkeys(lines + r.lines)),
-                note=f"{r.note}; {note}" if r.note and note else r.note or note,
-            )
-        )
+        causes = (cause, *(c for c in r.causes if c.info))
+        out.append(_with_one_cause(r, causes, lines, tuple(dict.fromkeys(lines + r.lines))))
     return tuple(out)
+
+
+def _with_one_cause(
+    r: Recompile, causes: tuple[Cause, ...], lines: tuple[str, ...], all_lines: tuple[str, ...]
+) -> Recompile:
+    """`r` told by one cause (`causes[0]`, which the attribution cites at `lines`; any info causes
+    after it) in place of the causes its diff named, which stay readable as a note: "against graph
+    B: kinds", so the reader can still see what differed."""
+    note = f"against graph {r.baseline.variant}: {', '.join(r.kinds)}" if r.baseline else ""
+    return replace(
+        r,
+        causes=causes,
+        attribution=(Attribution(0, str(causes[0].kind), causes[0].summary, lines=lines),),
+        lines=all_lines,
+        note="; ".join(x for x in (r.note, note) if x),
+    )
