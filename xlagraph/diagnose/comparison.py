@@ -7,6 +7,7 @@ here, below all of them, is what lets every import point one way.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import replace
 
@@ -19,6 +20,11 @@ from xlagraph.match import Matching
 from xlagraph.match.users import users_of
 
 __all__ = ["Comparison"]
+
+_MAX_PAST = 64  # instructions looked at past a cause's own, per side
+# Where torch records the Python operators of a tensor (`1 - p`, `x ** gamma`, `2 / x`): its own
+# methods wrap them, so the dump cites the wrapper, never the user's expression.
+_OPERATORS = ("torch/_tensor.py:",)
 
 
 def _editable(pairs: Mapping[str, str]) -> MutableMapping[str, str]:
@@ -72,11 +78,13 @@ class Comparison:
         left, right = tuple(left), tuple(right)
         self.explained_left.update(left)
         self.explained_right.update(right)
-        near = [
-            (self.rm, self.right, [u for n in right for u in self.users(self.right).get(n, ())]),
-            (self.lm, self.left, [u for n in left for u in self.users(self.left).get(n, ())]),
-        ]
-        user, library = sources_of([(self.rm, self.right, right), (self.lm, self.left, left)], near)
+        named = [(self.rm, self.right, right), (self.lm, self.left, left)]
+        near = [(self.rm, self.right, [u for n in right for u in self.users(self.right).get(n, ())])]
+        near += [(self.lm, self.left, [u for n in left for u in self.users(self.left).get(n, ())])]
+        user, library = sources_of(named, near)
+        if not user and any(lib.startswith(_OPERATORS) for lib in library):
+            far = [(c, comp, self.past(c, comp, names)) for c, comp, names in named]
+            user = sources_of(named, far)[0]
         self.causes.append(
             Cause(
                 kind,
@@ -90,6 +98,30 @@ class Comparison:
                 **kw,
             )
         )
+
+    def past(self, canon: CanonicalModule, comp: CanonicalComputation, names: tuple[str, ...]) -> list[str]:
+        """The users of `names` and on, through the users recorded at the same frames as what they
+        use, to the first recorded elsewhere: a Python operator's work (`(1 - p) **
+        gamma`: its constant, broadcast and power) is recorded at torch's operator wrapper
+        (`torch/_tensor.py`), and the first instruction past it, at the user's line, says where
+        the expression is."""
+        users = self.users(comp)
+        frames = canon.module.frames_of
+        by_name = comp.computation.by_name
+        out: list[str] = []
+        seen = set(names)
+        queue = deque((u, n) for n in names for u in users.get(n, ()))
+        while queue and len(out) < _MAX_PAST:
+            name, used = queue.popleft()
+            if name in seen:
+                continue
+            seen.add(name)
+            out.append(name)
+            ins, origin = by_name.get(name), by_name.get(used)
+            here = frames(ins) if ins is not None else ()
+            if here and origin is not None and here == frames(origin):
+                queue.extend((u, name) for u in users.get(name, ()))
+        return out
 
     def users(self, comp: CanonicalComputation) -> Mapping[str, list[str]]:
         # (`users_of` keeps one dict per computation object: by name, both sides of a diff whose
