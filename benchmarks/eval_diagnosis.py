@@ -65,6 +65,7 @@ SPLITS = (
     "held_out_24",
     "held_out_25",
     "held_out_26",
+    "held_out_27",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
