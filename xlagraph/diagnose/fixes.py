@@ -320,9 +320,10 @@ FIXES: Mapping[str, str] = MappingProxyType(
         ),
         # conditional_work._SWITCH_HINT
         "conditional_work.switched_on": (
-            "a Python value turns library work on from some step (label_smoothing 0.0 -> 0.1, a weight "
-            "decay or loss weight that torch skips at 0): each setting is a graph of its own; use the "
-            "setting from the start, or keep the work and scale it by a tensor that is 0 until needed"
+            "a Python value turns library work on or off from some step (label_smoothing 0.0 -> 0.1, or "
+            "annealed to exactly 0.0; a weight decay or loss weight that torch skips at 0): each setting "
+            "is a graph of its own; use the setting from the start, or keep the work and scale it by a "
+            "tensor that is 0 while it is off"
         ),
         # conditional_work._BRANCH_HINT
         # replaced_branch._HINT

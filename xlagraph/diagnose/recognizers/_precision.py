@@ -20,6 +20,7 @@ from xlagraph.diagnose.recognizers._statements import (
     called_functions,
     enclosing,
     loads,
+    passed_by_callers,
     set_before,
     syntax_tree,
 )
@@ -84,6 +85,8 @@ def _autocasts(file: str, chain: list[tuple[ast.stmt, list[ast.stmt]]], found: d
         names = {n for c in calls for a in _arguments(c) for n in loads(a)}
         for k in set_before(chain[: depth + 1], names):
             found.setdefault(f"{file}:{k}")
+        # an argument of the step function (`enabled=use_amp`): where its callers set it
+        found.update(dict.fromkeys(passed_by_callers(file, chain[: depth + 1], names)))
         for c in calls:
             _helper_autocast(file, c, found)
 

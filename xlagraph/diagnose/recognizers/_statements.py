@@ -535,6 +535,30 @@ def _number_of(
     return "", []
 
 
+def passed_by_callers(file: str, chain: list[tuple[ast.stmt, list[ast.stmt]]], names: set[str]) -> list[str]:
+    """For each of `names` that is a parameter of the function `chain` sits in, where its callers
+    (at most three) pass it: the call and the lines that set the argument before it
+    (`use_amp = it >= warmup` then `train_step(x, y, use_amp)`, for `enabled=use_amp` inside
+    `train_step`)."""
+    tree = syntax_tree(file)
+    scope = next(
+        (s for s, _ in reversed(chain) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))), None
+    )
+    if tree is None or scope is None:
+        return []
+    params = {a.arg for a in scope.args.posonlyargs + scope.args.args + scope.args.kwonlyargs}
+    found: list[str] = []
+    for call in _calls_to(tree, scope)[:3]:
+        for name in sorted(names & params):
+            passed = _argument(call, scope, name)
+            if passed is None:
+                continue
+            outer = enclosing(file, call.lineno)
+            setters = set_before(outer, set(loads(passed))) if outer else []
+            found += [f"{file}:{n}" for n in [*setters, call.lineno]]
+    return list(dict.fromkeys(found))
+
+
 def _carried(chain: list[tuple[ast.stmt, list[ast.stmt]]], name: str, defs: _Defs) -> list[int]:
     """A number set once to a literal before the loop (`smooth = 0.0`) and set again in the
     loop's body after the statement that reads it (`if loss.item() < t: smooth = 0.1`): the new

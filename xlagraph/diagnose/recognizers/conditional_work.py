@@ -326,6 +326,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     return branch if branch.causes else _switched_on(evidence, pending)
 
 
+def _opcodes_of(entry, names: set[str]) -> set[str]:  # type: ignore[no-untyped-def]
+    return {entry.instruction(n).opcode for n in names}
+
+
 def _writes_back(entry, pending: tuple[Cause, ...], cause: Cause) -> bool:  # type: ignore[no-untyped-def]
     """Some output `cause` adds updates an input (a weight merged or reset every k steps, an EMA
     of the weights). A scalar input only B takes is no state written back: a logged ratio
@@ -349,16 +353,34 @@ _SWITCH_HINT = fix("conditional_work.switched_on")
 
 def _switched_on(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     """New scalar inputs that bring work of their own (many ops only in B read them): a Python
-    option that library code skips at 0.0 and runs otherwise (`F.cross_entropy(label_smoothing=s)`)."""
-    users = users_of(evidence.right.entry)
+    option that library code skips at 0.0 and runs otherwise (`F.cross_entropy(label_smoothing=s)`).
+    Or the other way: the inputs and their work gone, the option annealed to exactly 0.0."""
+    on = _switched(evidence, pending, on=True)
+    return on if on.causes else _switched(evidence, pending, on=False)
+
+
+def _switched(evidence: Evidence, pending: tuple[Cause, ...], on: bool) -> Recognized:
+    # The side that runs the work: B where the option turns on, A where it turns off.
+    side = evidence.right if on else evidence.left
+    added, gone = (CauseKind.PARAMETER_ADDED, CauseKind.OUTPUT_REMOVED)
+    if not on:
+        added, gone = (CauseKind.PARAMETER_REMOVED, CauseKind.OUTPUT_ADDED)
+
+    def names(c: Cause) -> tuple[str, ...]:
+        return c.right if on else c.left
+
+    def other(c: Cause) -> tuple[str, ...]:
+        return c.left if on else c.right
+
+    users = users_of(side.entry)
     taps = [i for i, c in enumerate(pending) if c.kind in _TAPS]
-    if any(pending[i].kind is CauseKind.OUTPUT_REMOVED for i in taps):
-        return NOTHING  # results gone too: not an option switched on
-    matched = evidence.entry_match
+    if any(pending[i].kind is gone for i in taps):
+        return NOTHING  # results gone too: not an option switched
+    matched = evidence.entry_match if on else evidence.entry_match_left
     picked, work = [], set()
     for i, c in enumerate(pending):
-        if c.kind is CauseKind.PARAMETER_ADDED and _scalars(evidence, c):
-            reach = downstream(users, c.right)
+        if c.kind is added and _scalars(evidence, c):
+            reach = downstream(users, names(c))
             own = {n for n in reach if n not in matched}
             # Work spread over many small regions (AdamW's decay of each weight: a multiply
             # before an update the matcher pairs) counts by how much each region grew. Random
@@ -367,34 +389,45 @@ def _switched_on(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 k
                 for k in pending
                 if k.kind is CauseKind.STRUCTURE
-                and len(k.right) > len(k.left)
-                and set(k.right) & reach
+                and len(names(k)) > len(other(k))
+                and set(names(k)) & reach
                 and not opcodes(evidence, k) & _RNG
             ]
-            if len(own) + sum(len(k.right) - len(k.left) for k in grown) >= _SWITCH_OPS:
+            if len(own) + sum(len(names(k)) - len(other(k)) for k in grown) >= _SWITCH_OPS:
                 picked.append(i)
-                work |= own | {n for k in grown for n in k.right}
+                work |= own | {n for k in grown for n in names(k)}
     if not picked:
         return NOTHING
-    # New results too are the option's only where they come from its work (what a compiled
-    # forward saves for its backward) and update no input (weights trained from now on).
-    entry = evidence.right.entry
-    reach = downstream(users, [p for i in picked for p in pending[i].right])
-    added = {n for i in taps for n in pending[i].right} & set(entry.outputs)
-    if not added <= reach or updated_inputs(entry, sorted(added)):
+    # Results only that side has are the option's only where they come from its work (what a
+    # compiled forward saves for its backward) and update no input (weights trained from now on).
+    entry = side.entry
+    reach = downstream(users, [p for i in picked for p in names(pending[i])])
+    kept = {n for i in taps for n in names(pending[i])} & set(entry.outputs)
+    if not kept <= reach or updated_inputs(entry, sorted(kept)):
         return NOTHING
     picked += taps + [
         j
         for j, c in enumerate(pending)
-        if j not in picked and c.kind is CauseKind.STRUCTURE and set(c.right) & work
+        if j not in picked and c.kind is CauseKind.STRUCTURE and set(names(c)) & work
     ]
-    n = sum(len(pending[i].right) for i in picked if pending[i].kind is CauseKind.PARAMETER_ADDED)
+    n = sum(len(names(pending[i])) for i in picked if pending[i].kind is added)
     summary = (
         f"work that runs from this step on, switched on by {n} Python value(s) passed as data: an "
         "option library code skips at 0 (a weight decay, label smoothing, a loss term's weight) now set"
+        if on
+        else f"work that stops from this step on, switched off by {n} Python value(s) passed as data "
+        "that reached 0: an option library code skips at 0 (a weight decay, label smoothing, a loss "
+        "term's weight) annealed to exactly 0"
     )
     cause = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=_SWITCH_HINT)
-    return Recognized((with_number_origin(cause),), frozenset(picked))
+    named = with_number_origin(cause)
+    torch_option = bool(cause.sources) and all(s.startswith("torch/") for s in cause.sources)
+    if not on and ((named is cause and not torch_option) or _opcodes_of(side.entry, work) & _RNG):
+        # Work gone is an option at 0 where torch's own code skips it (label_smoothing, a weight
+        # decay) or the user's line reads a number the script computes (a schedule), not where
+        # a model's code stops reading a value; random work gone is dropout's pattern.
+        return NOTHING
+    return Recognized((named,), frozenset(picked))
 
 
 # Ops only the new graph runs on the new values before it is work of its own, not a value read
@@ -486,6 +519,19 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
             sided = list(grown)
         else:
             grown = {}
+    if not sided:
+        # A Python number passed as data and the work only it feeds, at a line under an `if` that
+        # reads a tensor on the host (`if norm.item() > spike:` over `for p in params:
+        # p.grad.mul_(damp)`): the factor is that `if`'s work, not a tensor made late.
+        users = users_of(evidence.right.entry)
+        sided = [
+            i
+            for i in regions
+            if pending[i].kind is CauseKind.PARAMETER_ADDED
+            and _scalars(evidence, pending[i])
+            and any(is_user_location(s) and synced_if(s) for s in pending[i].sources)
+            and _read_by_work(evidence, users, pending[i].right)
+        ]
     # Work of any size, a multiply even, that a device value read on the host decides: the `if`
     # around its lines reads a tensor, itself or in a function of the user's it calls.
     decided = {} if sided else _host_decided(evidence, pending, regions)
