@@ -513,39 +513,51 @@ def warm_up_cuts(
     return tuple(out)
 
 
-def optional_argument_graphs(
+def branch_guard_graphs(
     recompiles: Sequence[Recompile], section: DynamoSection
 ) -> tuple[Recompile, ...]:
-    """The XLA graphs of a retrace whose guard failed on an argument's None-ness (`mask is None`):
-    what differs (the mask's multiply, the tensor the backward keeps of it, the new input) is the
-    code the `if mask is not None:` at the guard's line picks, so it is one cause there, not a
-    tensor kept alive beside a region nobody named. Only where every live cause cites that line."""
+    """The XLA graphs of a retrace whose guard failed on the value an `if` tests (an argument's
+    None-ness, `if mask is not None:`; a flag, `if self.use_refiner:`): what differs (the mask's
+    multiply, a layer's weights and results, the tensors the backward keeps) is the code that
+    `if` picks, so it is one cause there, not tensors kept alive beside a region nobody named.
+    Only where every live cause cites the guard's line."""
     by_id = {e.compile_id: e for e in section.events if e.kind == "recompile" and e.guards and not e.expected}
     out = []
     for r in recompiles:
         event = by_id.get(r.dynamo)
         guard = event.guards[0] if event else None
         live = [a for a in r.attribution if not r.causes[a.cause].info]
-        if (
-            guard is None
-            or guard.kind != "optional_argument"
-            or not guard.at
-            or not live
-            or any(guard.at not in a.lines for a in live)
-        ):
+        if guard is None or not guard.at or not live or any(guard.at not in a.lines for a in live):
+            out.append(r)
+            continue
+        if guard.kind == "optional_argument":
+            test = guard.source[:60] or "a test of the argument"
+            what = f"`{test}` at {guard.at} runs other code for None than for a tensor"
+            fix_id = "conditional_work.optional_argument"
+        elif (
+            guard.source.startswith(("if ", "elif "))
+            and not any(r.causes[a.cause].kind is CauseKind.CONDITIONAL_WORK for a in live)
+            and not all(r.causes[a.cause].kind in _RETURNED for a in live)
+        ):  # (work the diff already named as a condition's, a flag's detach, is said better; a
+            # graph that only returns other tensors is told by what the user keeps of them)
+            what = f"`{guard.source[:60]}` at {guard.at} picks other code: {guard.phrase}"
+            fix_id = "conditional_work.host_branch"
+        else:
             out.append(r)
             continue
         lines = tuple(dict.fromkeys(x for x in (guard.at, guard.origin, event.call_site) if x))
         cause = Cause(
             CauseKind.CONDITIONAL_WORK,
-            f"`{guard.source[:60] or 'a test of the argument'}` at {guard.at} runs other code for None "
-            "than for a tensor: torch.compile traced each case, and this graph is the other case's",
-            fix_text("conditional_work.optional_argument"),
+            f"{what}: torch.compile traced each case, and this graph is the other case's",
+            fix_text(fix_id),
             sources=lines,
         )
         causes = (cause, *(c for c in r.causes if c.info))
         out.append(_with_one_cause(r, causes, lines, tuple(dict.fromkeys(lines + r.lines))))
     return tuple(out)
+
+
+_RETURNED = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
 
 
 def _with_one_cause(
