@@ -70,7 +70,7 @@ def reordered_terms(
     left: CanonicalComputation, right: CanonicalComputation, a: str, b: str
 ) -> list[tuple[str, str]] | None:
     """The pairs of the chains at the paired `a` and `b` whose terms changed places, in the
-    order to add them; None where they are not such chains."""
+    order to add them; None where they are not such chains (or two of its terms are alike)."""
     op = left.computation.by_name[a].opcode
     if op != right.computation.by_name[b].opcode or op not in _CHAINED:
         return None
@@ -79,7 +79,8 @@ def reordered_terms(
         return None
     kl = [left.h0[_peeled(left, t)] for t in tl]
     kr = [right.h0[_peeled(right, t)] for t in tr]
-    if kl == kr or sorted(kl) != sorted(kr):
+    # Look-alike terms (inputs of one shape) have no order of their own to tell.
+    if kl == kr or sorted(kl) != sorted(kr) or len(set(kl)) != len(kl):
         return None
     pairs = list(zip(nl, nr, strict=True))
     used = [False] * len(tr)

@@ -19,7 +19,13 @@ const MIN_TERMS: usize = 3;
 /// same opcode and shape, binary and read by its node alone, continues the chain.
 fn flatten(s: &MatchSide, root: u32) -> (Vec<u32>, Vec<u32>) {
     let (mut nodes, mut terms) = (Vec::new(), Vec::new());
-    walk(s, root, (s.opcode[root as usize], s.stripped[root as usize]), &mut nodes, &mut terms);
+    walk(
+        s,
+        root,
+        (s.opcode[root as usize], s.stripped[root as usize]),
+        &mut nodes,
+        &mut terms,
+    );
     (nodes, terms)
 }
 
@@ -68,7 +74,7 @@ impl Mappings<'_> {
     /// The pairs of two chains rooted at the paired `a` and `b` whose terms changed places, in
     /// the order to add them (nodes by depth, then each term's value and, where both scale it,
     /// its scaling multiply); None where they are not such chains (fewer terms, another
-    /// multiset by `h0`, or the same order).
+    /// multiset by `h0`, two terms alike, or the same order).
     pub(crate) fn reordered_terms(&self, a: u32, b: u32) -> R<Option<Vec<(u32, u32)>>> {
         let (l, r) = (self.l, self.r);
         let op = l.opcode[a as usize];
@@ -93,7 +99,8 @@ impl Mappings<'_> {
         let (mut sl, mut sr) = (kl.clone(), kr.clone());
         sl.sort_unstable();
         sr.sort_unstable();
-        if sl != sr {
+        // Look-alike terms (inputs of one shape) have no order of their own to tell.
+        if sl != sr || sl.windows(2).any(|w| w[0] == w[1]) {
             return Ok(None);
         }
         let mut pairs: Vec<(u32, u32)> = nl.iter().copied().zip(nr.iter().copied()).collect();
