@@ -171,7 +171,8 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
         raw += _invisible_change(left, right, raw)  # differing dead code is visible: not this
     first = pairs[0].matching if pairs else None
     entry_match, entry_left = (first.right, first.left) if first is not None else ({}, None)
-    evidence = Evidence(left, right, context, entry_match, entry_left)
+    phase = first.matcher if first is not None else {}
+    evidence = Evidence(left, right, context, entry_match, entry_left, phase)
     causes = recognize(evidence, tuple(raw)) if raw else ()
     if not causes:
         causes = residue or residual_differences(left, right, compared)

@@ -274,7 +274,11 @@ def judge(result: DiffResult, exp: Expected, values: list[int] | None = None) ->
             problems.append(f"output mapping {sorted(moved_out - want_out)[:6]}")
     elif CauseKind.OUTPUT_PERMUTATION in kinds:
         problems.append("invented output permutation")
-    if not exp.param_permuted() and CauseKind.PARAMETER_PERMUTATION in kinds:
+    if exp.terms:  # a sum's terms in another order: the reordering, at the sum's nodes
+        named = [c for c in causes if c.kind is CauseKind.PARAMETER_PERMUTATION]
+        if not any(set(exp.names[n] for n in exp.terms) & set(c.right) for c in named):
+            problems.append("reordered terms not named")
+    elif not exp.param_permuted() and CauseKind.PARAMETER_PERMUTATION in kinds:
         problems.append("invented parameter permutation")
     for c in causes:
         if c.kind is CauseKind.OUTPUT_REMOVED:

@@ -237,6 +237,8 @@ class Expected:
     reshaped: dict[int, tuple[str, str]] = field(default_factory=dict)  # A's input -> (old, new)
     dropped_shapes: set[str] = field(default_factory=set)
     updates: tuple[int, ...] = ()  # A's outputs of the updates `swap_updates` swapped
+    terms: tuple[str, ...] = ()  # A's nodes of the sum whose terms `swap_terms` reordered
+    kept: frozenset[str] = frozenset()  # A's instructions of those terms: no other change there
     applied: tuple[str, ...] = ()
 
     @classmethod
@@ -471,9 +473,10 @@ _INT_TYPES = ("s32[]", "s64[]", "u32[]", "s8[]", "u8[]", "s16[]", "u64[]")
 def change_constant(entry: Entry, exp: Expected, rng: random.Random) -> None:
     live = entry.live()
     numbers = {int(x) for i in entry.body for x in re.findall(r"\d+", i.shape)}
+    kept = {exp.names[n] for n in exp.kept}  # a reordered sum's terms stay as they were
     floats, ints = [], []
     for i in entry.body:
-        if i.opcode != "constant" or i.name not in live:
+        if i.opcode != "constant" or i.name not in live or i.name in kept:
             continue
         base = re.sub(r"\{[^}]*\}", "", i.shape)
         value = i.args.strip()
@@ -666,6 +669,8 @@ TRANSFORMS: dict[str, Transform] = {
 COMBINABLE = tuple(TRANSFORMS)
 # Judged alone and with each of COMBINABLE by tests/test_metamorphic_updates.py (issue 37).
 UPDATE_SWAP: dict[str, Transform] = {"swap_updates": swap_updates}
+# Judged alone and with a changed constant or new names by tests/test_metamorphic_terms.py.
+REORDERINGS: dict[str, Transform] = dict(UPDATE_SWAP)
 
 
 def apply(text: str, names: tuple[str, ...], seed: int) -> tuple[str, Expected]:
@@ -674,7 +679,7 @@ def apply(text: str, names: tuple[str, ...], seed: int) -> tuple[str, Expected]:
     exp = Expected.start(entry)
     rng = random.Random(seed)
     for name in names:
-        (TRANSFORMS.get(name) or UPDATE_SWAP[name])(entry, exp, rng)
+        (TRANSFORMS.get(name) or REORDERINGS[name])(entry, exp, rng)
     if exp.constant and exp.names[exp.constant] not in entry.live():
         raise NotApplicable("the changed constant feeds only a dropped output")
     if any(exp.outputs.get(k) is None for k in exp.updates):

@@ -16,6 +16,7 @@ from itertools import compress, filterfalse
 from tests.oracles.collective_chain_reference import chain_edges_reference
 from tests.oracles.mappings import Mappings
 from tests.oracles.match_exact import zip_subgraphs
+from tests.oracles.match_sum_terms import reordered_terms
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
@@ -58,6 +59,15 @@ def match_top_down(
         if commutative:
             if all(map(mleft.__contains__, oa)) or all(map(mright.__contains__, ob)):
                 continue  # nothing left to pair, whatever the alignment
+            # The terms of a sum that changed places pair by content (match_sum_terms.py).
+            terms = reordered_terms(left, right, a, b)
+            if terms is not None:
+                for x, y in terms:
+                    if m.add(x, y, "sum-terms") and lops[x]:
+                        if lh1[x] == rh1[y]:
+                            zip_subgraphs(left, right, x, y, "h1", m, tag)
+                        push((x, y))
+                continue
             oa, ob = _align_commutative((lh1, lh0), (rh1, rh0), lins, rins, oa, ob, mleft)
         for j, (x, y) in enumerate(zip(oa, ob, strict=True)):
             if x in mleft or y in mright:

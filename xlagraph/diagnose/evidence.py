@@ -72,6 +72,8 @@ class Evidence:
     entry_match: Mapping[str, str] = field(default_factory=dict)
     # The same pairs from A's side, where the caller has them (`Matching.left`); else inverted.
     entry_left: Mapping[str, str] | None = None
+    # A's entry instruction -> the matcher's phase that paired it (`Matching.matcher`).
+    entry_phase: Mapping[str, str] = field(default_factory=dict)
 
     @cached_property
     def entry_match_left(self) -> Mapping[str, str]:

@@ -396,6 +396,12 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "parameters in a fixed order (not sorted by a value that changes, such as a per-layer "
             "learning rate), iterate over sorted keys, not sets"
         ),
+        # term_order
+        "parameter_permutation.sum_terms": (
+            "the terms of a sum are added in the order their container holds them: keep that order "
+            "the same on every step (update an entry in place instead of popping and inserting it "
+            "again, which moves it last; or sum over sorted keys)"
+        ),
         # permutation._PLAIN
         "output_permutation.plain": (
             "keep the order in which live tensors are produced the same on every step: fill dicts of "

@@ -15,7 +15,8 @@ pub(crate) const BOTTOM_UP: u8 = 6;
 pub(crate) const PARAMETERS: u8 = 7;
 pub(crate) const OUTPUTS_CONTEXT: u8 = 8;
 pub(crate) const OUTPUTS_ANCHORED: u8 = 9;
-pub(crate) const TAGS: [&str; 10] = [
+pub(crate) const SUM_TERMS: u8 = 10;
+pub(crate) const TAGS: [&str; 11] = [
     "outputs-exact",
     "outputs",
     "top-down",
@@ -26,6 +27,7 @@ pub(crate) const TAGS: [&str; 10] = [
     "parameters",
     "outputs-context",
     "outputs-anchored",
+    "sum-terms",
 ];
 
 /// A hash the Python would have looked up in a dictionary that lacks it (a KeyError there): the

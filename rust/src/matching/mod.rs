@@ -14,5 +14,6 @@ pub(crate) mod refine;
 pub(crate) mod refine_alone;
 pub(crate) mod refine_split;
 pub(crate) mod side;
+pub(crate) mod sum_terms;
 pub(crate) mod two_threads;
 pub(crate) mod users;

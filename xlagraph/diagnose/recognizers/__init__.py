@@ -72,6 +72,7 @@ from xlagraph.diagnose.recognizers import (
     size_echo,
     special_scalar,
     state_init,
+    term_order,
     trainable,
     unknown,
     weight_shapes,
@@ -96,6 +97,9 @@ ORDER: tuple[Recognizer, ...] = (
     bridge_sync.RECOGNIZER,
     materialized.RECOGNIZER,
     returned_state.RECOGNIZER,
+    # Before the source-driven and scalar recognizers: the matcher paired a sum's terms that
+    # changed places by content, and what reads them differs because of that alone.
+    term_order.RECOGNIZER,
     conditional_work.RECOGNIZER,
     replaced_branch.RECOGNIZER,
     shape_constants.RECOGNIZER,

@@ -27,6 +27,7 @@ from xlagraph.diagnose.recognizers._assignments import dict_fills, reorderings
 from xlagraph.diagnose.recognizers._dataflow import upstream
 from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES, calls_of_function, def_above, user_lines
 from xlagraph.diagnose.recognizers._statements import enclosing, loop_order
+from xlagraph.diagnose.recognizers.term_order import HINT as SUM_TERMS
 from xlagraph.ir import strip_layout
 from xlagraph.source_paths import is_library_path
 
@@ -187,10 +188,11 @@ def reordered_only(evidence: Evidence, others: list[Cause]) -> bool:
 def _plain(evidence: Evidence, causes: list[tuple[int, Cause]]) -> tuple[Cause, ...]:
     """The root cause's hint: buckets only where the graphs have collectives. An output order
     that follows a dict of statistics cites the lines that fill it."""
-    causes = [(i, _filled_at(evidence, c)) for i, c in causes]
+    # A sum's terms in another order (term_order) cite and fix where the terms moved.
+    causes = [(i, c if c.hint == SUM_TERMS else _filled_at(evidence, c)) for i, c in causes]
     if collectives(evidence.left) or collectives(evidence.right):
         return tuple(c for _, c in causes)
-    return tuple(replace(c, hint=_PLAIN[c.kind]) for _, c in causes)
+    return tuple(c if c.hint == SUM_TERMS else replace(c, hint=_PLAIN[c.kind]) for _, c in causes)
 
 
 def _absorbed(host: Cause, others: list[Cause], **fields) -> Cause:  # type: ignore[no-untyped-def]

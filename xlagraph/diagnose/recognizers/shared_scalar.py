@@ -24,7 +24,7 @@ from xlagraph.diagnose.recognizers._causes import added_at_warm_up, merge
 from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
 
-__all__ = ["RECOGNIZER"]
+__all__ = ["RECOGNIZER", "split_from"]
 
 HINT = fix("parameter_added.shared_scalar")
 
@@ -41,9 +41,10 @@ def _made_at(module, comp: CanonicalComputation, name: str) -> str:  # type: ign
     return f"{frames[0].file}:{frames[0].line}" if frames else ""
 
 
-def _split_from(evidence: Evidence, param: str, gone: set[str]) -> str:
+def split_from(evidence: Evidence, param: str, gone: set[str], same_line: bool = False) -> str:
     """The first graph's scalar input that `param`'s readers read there, when the new graph still
-    reads that input's counterpart: `` when there is none, or the readers disagree."""
+    reads that input's counterpart: `` when there is none, or the readers disagree. Made by
+    another line than `param` unless `same_line` (a term of a sum whose weights one line makes)."""
     right, left = evidence.right.entry, evidence.left.entry
     to_a = evidence.entry_match
     dtype = _scalar(right, param)
@@ -67,7 +68,7 @@ def _split_from(evidence: Evidence, param: str, gone: set[str]) -> str:
             _made_at(evidence.right.module, right, param),
             _made_at(evidence.left.module, left, q),
         )
-        if not mine or not theirs_at or mine == theirs_at:
+        if not same_line and (not mine or not theirs_at or mine == theirs_at):
             return ""
         found.add(q)
     if len(found) != 1:
@@ -94,7 +95,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         params = [p for p in cause.right if p in right.param_number]
         if not params or not all(_scalar(right, p) for p in params):
             continue
-        shared = [_split_from(evidence, p, gone) for p in params]
+        shared = [split_from(evidence, p, gone) for p in params]
         if not all(shared):
             continue
         # The readers themselves are the regions that changed: they read another input now.

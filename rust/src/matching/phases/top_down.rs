@@ -3,7 +3,7 @@
 //! subgraphs with equal hashes are paired whole. Not along torch_xla's token chain of all-reduces
 //! (`collective_chain.rs`).
 
-use crate::matching::mappings::{Mappings, NONE, R, TOP_DOWN, TOP_DOWN_LENIENT};
+use crate::matching::mappings::{Mappings, NONE, R, SUM_TERMS, TOP_DOWN, TOP_DOWN_LENIENT};
 use crate::matching::side::{intern, MatchSide};
 
 impl Mappings<'_> {
@@ -67,6 +67,16 @@ impl Mappings<'_> {
                 if oa.iter().all(|&x| self.lp(x)) || ob.iter().all(|&y| self.rp(y)) {
                     continue;
                 }
+                // The terms of a sum that changed places pair by content (sum_terms.rs), tagged
+                // so that the diagnosis can name the reordering.
+                if let Some(pairs) = self.reordered_terms(a, b)? {
+                    for (x, y) in pairs {
+                        if self.add(x, y, SUM_TERMS) {
+                            self.descend(x, y, tag, &mut stack)?;
+                        }
+                    }
+                    continue;
+                }
                 self.align_commutative(oa, ob)?
             } else {
                 (oa.to_vec(), ob.to_vec())
@@ -89,14 +99,21 @@ impl Mappings<'_> {
                         continue;
                     }
                 }
-                self.add(x, y, tag);
-                if !self.ops_l(x)?.is_empty() {
-                    if Self::hash(l, true, x)? == Self::hash(r, true, y)? {
-                        self.zip_subgraphs(x, y, true, tag)?;
-                    }
-                    stack.push((x, y));
-                }
+                self.descend(x, y, tag, &mut stack)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Pairs the free `x` and `y` (or keeps their pair) and, unless they are leaves, their equal
+    /// subgraphs whole and their operands next.
+    fn descend(&mut self, x: u32, y: u32, tag: u8, stack: &mut Vec<(u32, u32)>) -> R<()> {
+        self.add(x, y, tag);
+        if !self.ops_l(x)?.is_empty() {
+            if Self::hash(self.l, true, x)? == Self::hash(self.r, true, y)? {
+                self.zip_subgraphs(x, y, true, tag)?;
+            }
+            stack.push((x, y));
         }
         Ok(())
     }

@@ -1,0 +1,120 @@
+//! `match_sum_terms.py`: the terms of a sum that changed places. A chain of one associative,
+//! commutative opcode (`((a + b) + c)`) whose terms are the same multiset of subgraphs in another
+//! order (`((b + c) + a)`, a dict of penalties iterated in another order) pairs term to term by
+//! content, the chain's own nodes by depth: position would pair a term with another (other shapes,
+//! other sizes baked into its constants) and hide the reordering behind a dozen changed values.
+//! The graphs still differ (the reordered chain's nodes read other operands), so nothing is called
+//! identical here: the diagnosis names the reordering.
+
+use crate::matching::mappings::{Mappings, R};
+use crate::matching::side::{intern, MatchSide};
+
+/// Opcodes whose chains may be regrouped and reordered (`xor` is left out: the list).
+const CHAINED: [&str; 6] = ["add", "multiply", "maximum", "minimum", "and", "or"];
+
+/// The fewest terms a chain needs: two terms in another order are `align_commutative`'s.
+const MIN_TERMS: usize = 3;
+
+/// A chain's nodes (pre-order, `root` first) and its terms, left to right: an operand of the
+/// same opcode and shape, binary and read by its node alone, continues the chain.
+fn flatten(s: &MatchSide, root: u32) -> (Vec<u32>, Vec<u32>) {
+    let (mut nodes, mut terms) = (Vec::new(), Vec::new());
+    walk(
+        s,
+        root,
+        (s.opcode[root as usize], s.stripped[root as usize]),
+        &mut nodes,
+        &mut terms,
+    );
+    (nodes, terms)
+}
+
+fn walk(s: &MatchSide, n: u32, key: (u32, u32), nodes: &mut Vec<u32>, terms: &mut Vec<u32>) {
+    nodes.push(n);
+    for &o in s.operands(n).unwrap_or(&[]) {
+        let inner = (s.opcode[o as usize], s.stripped[o as usize]) == key
+            && s.users(o) == [n]
+            && s.operands(o).is_some_and(|x| x.len() == 2);
+        if inner {
+            walk(s, o, key, nodes, terms);
+        } else {
+            terms.push(o);
+        }
+    }
+}
+
+/// A scalar constant, or a broadcast of one.
+fn scalar_constant(s: &MatchSide, i: u32) -> bool {
+    let constant = intern("constant");
+    let op = s.opcode[i as usize];
+    if op == constant {
+        return s.rank[i as usize].1 == 0;
+    }
+    op == intern("broadcast")
+        && matches!(s.operands(i), Some(&[o]) if s.opcode[o as usize] == constant
+            && s.rank[o as usize].1 == 0)
+}
+
+/// What a term stands for: a term scaled by a scalar constant (torch's `alpha` of an add, a
+/// weight of 1 that one position multiplies and another does not) is its value.
+fn peeled(s: &MatchSide, t: u32) -> u32 {
+    if s.opcode[t as usize] == intern("multiply") {
+        if let Some(&[x, y]) = s.operands(t) {
+            match (scalar_constant(s, x), scalar_constant(s, y)) {
+                (false, true) => return x,
+                (true, false) => return y,
+                _ => {}
+            }
+        }
+    }
+    t
+}
+
+impl Mappings<'_> {
+    /// The pairs of two chains rooted at the paired `a` and `b` whose terms changed places, in
+    /// the order to add them (nodes by depth, then each term's value and, where both scale it,
+    /// its scaling multiply); None where they are not such chains (fewer terms, another
+    /// multiset by `h0`, two terms alike, or the same order).
+    pub(crate) fn reordered_terms(&self, a: u32, b: u32) -> R<Option<Vec<(u32, u32)>>> {
+        let (l, r) = (self.l, self.r);
+        let op = l.opcode[a as usize];
+        if op != r.opcode[b as usize] || !CHAINED.iter().any(|&c| intern(c) == op) {
+            return Ok(None);
+        }
+        let ((nl, tl), (nr, tr)) = (flatten(l, a), flatten(r, b));
+        if tl.len() < MIN_TERMS || tl.len() != tr.len() || nl.len() != nr.len() {
+            return Ok(None);
+        }
+        let mut kl = Vec::with_capacity(tl.len());
+        for &t in &tl {
+            kl.push(Self::hash(l, false, peeled(l, t))?);
+        }
+        let mut kr = Vec::with_capacity(tr.len());
+        for &t in &tr {
+            kr.push(Self::hash(r, false, peeled(r, t))?);
+        }
+        if kl == kr {
+            return Ok(None);
+        }
+        let (mut sl, mut sr) = (kl.clone(), kr.clone());
+        sl.sort_unstable();
+        sr.sort_unstable();
+        // Look-alike terms (inputs of one shape) have no order of their own to tell.
+        if sl != sr || sl.windows(2).any(|w| w[0] == w[1]) {
+            return Ok(None);
+        }
+        let mut pairs: Vec<(u32, u32)> = nl.iter().copied().zip(nr.iter().copied()).collect();
+        let mut used = vec![false; tr.len()];
+        for (i, &x) in tl.iter().enumerate() {
+            let j = (0..tr.len()).find(|&j| !used[j] && kr[j] == kl[i]);
+            let Some(j) = j else { continue };
+            used[j] = true;
+            let (y, px, py) = (tr[j], peeled(l, x), peeled(r, tr[j]));
+            pairs.push((px, py));
+            if px != x && py != y {
+                pairs.push((x, y));
+            }
+        }
+        Ok(Some(pairs))
+    }
+}
