@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Set
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 
@@ -49,6 +50,12 @@ class CanonicalComputation:
 
     def instruction(self, name: str) -> Instruction:
         return self.computation.by_name[name]
+
+    def with_opcodes(self, opcodes: Set[str]) -> Iterator[Instruction]:
+        """The computation's instructions of those opcodes, in printed order, picked by the
+        core's handle: the others are never visited in Python (most computations have few)."""
+        instructions = self.computation.instructions
+        return map(instructions.__getitem__, self.core.with_opcodes(opcodes))  # type: ignore[attr-defined]
 
     @cached_property
     def compared_shapes(self) -> dict[str, str]:

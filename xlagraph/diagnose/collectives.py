@@ -84,7 +84,7 @@ def _find(canon: CanonicalModule) -> list[Collective]:
         # (Tested by membership: no set of every live name is built.)
         live, dead = canonical.operands, set(canonical.dead)
         by_name = comp.by_name
-        for ins in map(comp.instructions.__getitem__, core.with_opcodes(kinds)):  # type: ignore[attr-defined]
+        for ins in canonical.with_opcodes(kinds):
             if ins.name not in live and ins.name not in dead:
                 continue
             shapes = tuple(strip_layout(by_name[o].shape) for o in ins.operands if o in by_name)

@@ -76,10 +76,8 @@ _LAYOUT: WeakKeyDictionary[CanonicalComputation, list[tuple[str, str]]] = WeakKe
 
 
 def _with_opcodes(comp: CanonicalComputation, opcodes: frozenset[str]) -> Iterator[Instruction]:
-    """The computation's instructions of those opcodes, picked by the core's handle (most have
-    none)."""
-    instructions = comp.computation.instructions
-    return map(instructions.__getitem__, comp.core.with_opcodes(opcodes))  # type: ignore[attr-defined]
+    """The computation's instructions of those opcodes (most have none)."""
+    return comp.with_opcodes(opcodes)
 
 
 _SEND = frozenset({"send"})

@@ -22,6 +22,7 @@ from xlagraph.diagnose.frames import call_site, is_library, user_frames
 from xlagraph.diff import DiffResult, canonical_of, diff_modules
 from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module
+from xlagraph.parse.hlo import LAZY_IR
 from xlagraph.parse.shared import current as current_shared
 from xlagraph.parse.sources import Source, open_source, read, replace_label, select, split_spec
 from xlagraph.runlog import GraphRecord, Sync
@@ -119,7 +120,14 @@ class Modules:
             if source is None:
                 source = self._sources[path] = open_source(path)
             graph = select(source, index, spec)
-            module = read(graph)
+            # A recompile's diffs ask about a few instructions of each graph (its inputs, outputs
+            # and changed pairs): each is built when first asked for (`LAZY_IR`), not all 99K of
+            # every graph as it is read, which also holds the GIL less while two threads read.
+            lazy = LAZY_IR.set(True)
+            try:
+                module = read(graph)
+            finally:
+                LAZY_IR.reset(lazy)
         except XlagraphError as e:
             return f"its HLO could not be read: {e}"
         except RecursionError:

@@ -34,9 +34,8 @@ def grown_state(left: CanonicalModule, changes: Iterable[Change]) -> tuple[str, 
         # that reads something computed from it (logits beside scores against a bank).
         cats = [
             ins.name
-            for ins in entry.computation.instructions
-            if ins.opcode == "concatenate"
-            and ch.left in {restated(entry, o) for o in entry.operands.get(ins.name, ())}
+            for ins in entry.with_opcodes(_CONCATENATE)
+            if ch.left in {restated(entry, o) for o in entry.operands.get(ins.name, ())}
         ]
         path = next(
             (
@@ -50,8 +49,8 @@ def grown_state(left: CanonicalModule, changes: Iterable[Change]) -> tuple[str, 
         if path is None:
             return None
         found = True
-        for ins in entry.computation.instructions:
-            if ins.name in path and ins.opcode in _GROWS:
+        for ins in entry.with_opcodes(_GROWS):
+            if ins.name in path:
                 frame = next(iter(user_frames(left.module.frames_of(ins))), None)
                 if frame is not None:
                     lines.append(location(frame))
@@ -60,6 +59,8 @@ def grown_state(left: CanonicalModule, changes: Iterable[Change]) -> tuple[str, 
 
 # The ops that grow the state and cut it to its size: where the user's lines are.
 _GROWS = frozenset({"concatenate", "slice", "dynamic-slice"})
+_CONCATENATE = frozenset({"concatenate"})
+
 
 
 def _size(shape: str) -> int:
