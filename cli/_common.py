@@ -39,7 +39,7 @@ __all__ = [
     "printable",
     "reading",
     "run_option",
-    "write_graphml",
+    "write_file",
 ]
 
 EXIT_ERROR = 2
@@ -182,8 +182,8 @@ def graphml_option(fn: F) -> F:
     )(fn)
 
 
-def write_graphml(out: str, text: str, err: bool = False) -> None:
-    """Write GraphML `text` to `out`, then say where it went."""
+def write_file(out: str, text: str, err: bool = False) -> None:
+    """Write `text` (GraphML, a page) to `out`, then say where it went."""
     try:
         with open(out, "w", encoding="utf-8") as f:
             f.write(text)

@@ -9,12 +9,11 @@ import os
 import shlex
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from ._common import UserError, echo
+from ._common import echo, write_file
 
 __all__ = ["html_option", "write_page"]
 
@@ -42,12 +41,7 @@ def _open_command() -> str:
 
 def write_page(out: str, page: str, err: bool = False) -> None:
     """Write `page` to `out`, then say where it went (and, on a terminal, how to open it)."""
-    path = Path(out)
-    try:
-        path.write_text(page, encoding="utf-8")
-    except OSError as e:
-        raise UserError(f"{out}: cannot write: {e.strerror or e}") from None
-    echo(f"wrote {out}", err=err)
+    write_file(out, page, err)
     stream = sys.stderr if err else sys.stdout
     if stream.isatty():
-        echo(f"open it: {_open_command()} {shlex.quote(str(path))}", err=err)
+        echo(f"open it: {_open_command()} {shlex.quote(out)}", err=err)

@@ -11,7 +11,7 @@ from ._common import (
     graphml_option,
     handle_errors,
     json_option,
-    write_graphml,
+    write_file,
 )
 from ._html import html_option, write_page
 
@@ -85,7 +85,7 @@ def diff_command(
     if html_out:
         write_page(html_out, result.to_html(), err=as_json)
     if graphml_out:
-        write_graphml(graphml_out, result.to_graphml(), err=as_json)
+        write_file(graphml_out, result.to_graphml(), err=as_json)
     # `undetermined` (only values a dump elided could differ) is not shown identical: exit 1.
     code = EXIT_IDENTICAL if result.verdict == "identical" else EXIT_DIFFERENT
     click.get_current_context().exit(code)

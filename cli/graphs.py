@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import Status, echo, graphml_option, handle_errors, json_option, write_graphml
+from ._common import Status, echo, graphml_option, handle_errors, json_option, write_file
 
 
 @click.command("graphs")
@@ -41,7 +41,7 @@ def graphs_command(src: str, as_json: bool, graphml_out: str | None) -> None:
         with Status() as status:
             status.set(f"reading {src}")
             text = api.load(src).to_graphml()
-        write_graphml(graphml_out, text)
+        write_file(graphml_out, text)
         return
     if _rank_view(src, as_json):
         return
