@@ -434,3 +434,18 @@ def test_a_capture_of_another_tool_or_a_newer_xlagraph(tmp_path: Path) -> None:
         assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
     result = CliRunner().invoke(cli, ["report", str(tmp_path / "newer")])
     assert result.exit_code == 0 and "written by a newer xlagraph (capture format 99" in result.output
+
+
+def test_a_process_folder_made_before_its_journal_is_a_run_starting(tmp_path: Path) -> None:
+    """The capture makes `<host>-<pid>/` (XLA's dump folder first) before its journal: a watcher
+    polling then is early, not pointed at a wrong folder (CI met this race); a folder of other
+    files still is one."""
+    from xlagraph.errors import InputError
+    from xlagraph.report.watch import Watcher
+
+    (tmp_path / "run" / "node7-4242" / "hlo").mkdir(parents=True)
+    assert Watcher(tmp_path / "run").poll() == []
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("x")
+    with pytest.raises(InputError):
+        Watcher(tmp_path / "other").poll()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import stat
 import time
@@ -78,8 +79,8 @@ class Watcher:
 
     def poll(self) -> list[WatchEvent]:
         if not self.procs and not is_capture(self.root):
-            if not any(self.root.iterdir()):
-                return []  # (an empty folder: the run has not started yet)
+            if not any(self.root.iterdir()) or _starting(self.root):
+                return []  # (the run has not started yet, or is making its first folder)
             why = "not a capture folder: no <host>-<pid> folder with a journal.jsonl"
             raise InputError(str(self.root), why)
         for p in _process_dirs(self.root):
@@ -195,6 +196,19 @@ def _key(r: Recompile) -> tuple[str, ...]:
 
 def _pending(report: RunReport, proc: _Proc) -> bool:
     return any(_key(r) not in proc.seen for r in report.recompiles)
+
+
+# A process's capture folder (`capture._env.process_dir_name`: host-pid, .N for a second run),
+# made before its journal: XLA's dump folder and the fingerprints may come first.
+_PROCESS_DIR = re.compile(r".+-\d+(\.\d+)?")
+
+
+def _starting(root: Path) -> bool:
+    """A run's process folder exists with no journal yet: the run is starting, not a wrong folder."""
+    try:
+        return any(c.is_dir() and _PROCESS_DIR.fullmatch(c.name) for c in root.iterdir())
+    except OSError:
+        return False
 
 
 def _process_dirs(root: Path) -> list[Path]:
