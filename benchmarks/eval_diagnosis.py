@@ -66,6 +66,7 @@ SPLITS = (
     "held_out_25",
     "held_out_26",
     "held_out_27",
+    "held_out_28",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
