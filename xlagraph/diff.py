@@ -105,17 +105,19 @@ def diff_modules(a: Module, b: Module, context: Context = NO_CONTEXT) -> DiffRes
         return _diff(a, b, context)
 
 
-# A report compares each graph with several earlier ones: each module is canonicalized once, for
-# as long as it is alive (canonical forms are never modified).
-_CANONICAL: WeakKeyDictionary[Module, CanonicalModule] = WeakKeyDictionary()
-
-
 def canonical_of(module: Module) -> CanonicalModule:
-    """`canonicalize(module)`, made once while the module lives."""
-    canon = _CANONICAL.get(module)
+    """`canonicalize(module)`, made once while the module lives: a report compares each graph
+    with several earlier ones (canonical forms are never modified). Kept on the module itself, not
+    in a WeakKeyDictionary: the canonical form refers back to its module, so such a dictionary
+    would keep every module ever read alive (a notebook's, `watch`'s, the fuzz harness's worker
+    grew past 1 GB); module and form are a cycle the collector frees."""
+    canon = module.__dict__.get(_CANONICAL)
     if canon is None:
-        canon = _CANONICAL[module] = canonicalize(module)
+        canon = module.__dict__[_CANONICAL] = canonicalize(module)
     return canon
+
+
+_CANONICAL = "_canonical_form"  # a frozen dataclass's instance dict: written past its frozen setattr
 
 
 def _diff(a: Module, b: Module, context: Context) -> DiffResult:
