@@ -67,13 +67,20 @@ _CLOSERS = frozenset("}])")
 
 
 def looks_like_hlo(text: str) -> bool:
-    """True when the first meaningful line is an `HloModule` header (comments and a BOM skipped)."""
+    """True when the first meaningful line is an `HloModule` header or starts a computation
+    printed alone (comments and a BOM skipped)."""
     head = re.sub(r"/\*.*?\*/", " ", text[:65536].lstrip("\ufeff"), flags=re.S)
     for line in head.splitlines()[:50]:
         s = line.strip()
         if s and not s.startswith("//"):
-            return s.startswith("HloModule")
+            return s.startswith("HloModule") or _COMPUTATION_ALONE.match(s) is not None
     return False
+
+
+# A computation printed without its module (`HloComputation::ToString` of an entry computation,
+# as logs and bug reports paste it: `ENTRY %main (...) -> ... {`, or `name {`): XLA's parser
+# reads it as a module named after it, and so does the core.
+_COMPUTATION_ALONE = re.compile(r"ENTRY\s|%?[\w.\-]+\s*\{$")
 
 
 def split_top_level(text: str, sep: str = ",") -> list[str]:
