@@ -43,3 +43,13 @@ def test_the_branch_residue_is_folded_whichever_graph_took_the_branch(masked_fir
     (cause,) = result.causes
     assert cause.fix_id == "conditional_work.host_branch", result.causes
     assert _numbers(cause.sources)[:2] == [20, 54]
+
+
+def test_a_batch_size_from_a_schedule_method_is_cited_where_the_method_decides_it() -> None:
+    """`bs = self.batch_size(step)` (:54), whose `return ... if step < ramp else ...` (:50)
+    decides 4 or 8, then `torch.randint((bs, ...)).to(device)` (:55): the return first, the
+    assignment, the transfer, the model's line (was :55 and :43 only)."""
+    ((_, causes),) = _live("h28_wiki_eager_batch_rampup")
+    (cause,) = causes
+    assert cause.fix_id == "parameter_shape.grown_batch", cause
+    assert _numbers(cause.sources)[:3] == [50, 54, 55]
