@@ -53,3 +53,13 @@ def test_a_batch_size_from_a_schedule_method_is_cited_where_the_method_decides_i
     (cause,) = causes
     assert cause.fix_id == "parameter_shape.grown_batch", cause
     assert _numbers(cause.sources)[:3] == [50, 54, 55]
+
+
+def test_a_helper_called_under_an_every_k_if_is_cited_at_that_if() -> None:
+    """`if step > 0 and step % 3 == 0:` (:35) around `ema_update(step)` (:36), whose `mul_`/`add_`
+    (:25) are the EMA's work: the `if` first, the call, the helper's line (was :36, :25)."""
+    ((_, causes),) = _live("h28_gan_lazy_ema_every_k")
+    (cause,) = causes
+    assert cause.kind.value == "conditional_work"
+    assert _numbers(cause.sources)[:3] == [35, 36, 25]
+    assert "block at scripts/h28_gan_lazy_ema_every_k.py:35" in cause.summary
