@@ -57,6 +57,26 @@ def test_a_method_of_an_object_kept_on_self_is_followed(tmp_path: Path) -> None:
     assert _number(tmp_path, body, "return out * w") == ("w", [9, 20])
 
 
+def test_a_method_of_the_class_itself_is_followed_from_another_method(tmp_path: Path) -> None:
+    """`bs = self.batch_size(step)` in a method of the class that defines `batch_size`: the
+    method's `return` decides the number, then the assignment; a method the class lacks is
+    no number the text shows."""
+    body = (
+        "class Trainer:\n"
+        "    def batch_size(self, step):\n"
+        "        return 4 if step < 3 else 8\n"
+        "\n"
+        "    def fit(self):\n"
+        "        for step in range(8):\n"
+        "            bs = self.batch_size(step)\n"
+        "            ids = torch.randint(0, 9, (bs, 5))\n"
+    )
+    assert _number(tmp_path, body, "ids = torch.randint") == ("bs", [17, 21])
+    (tmp_path / "m").mkdir()
+    missing = body.replace("self.batch_size(step)", "self.size_of(step)")
+    assert _number(tmp_path / "m", missing, "ids = torch.randint") == ("", [])
+
+
 def test_a_function_passed_to_a_compiler_is_called_by_the_wrapper_s_name(tmp_path: Path) -> None:
     """`step_fn = torch_xla.compile(train_step)`: the calls of `step_fn` pass `train_step`'s
     arguments; a wrapper that binds one (`functools.partial(f, x)`) would shift them."""

@@ -10,7 +10,14 @@ from xlagraph.diagnose.frames import source_line, split_location
 from xlagraph.diagnose.recognizers._source import NAME, calls_of_function, source_text
 from xlagraph.diagnose.recognizers._statements import HOST_READS
 
-__all__ = ["enclosing_if", "inside_periodic_if", "periodic_caller", "periodic_in_loop", "reads_tensor"]
+__all__ = [
+    "enclosing_if",
+    "inside_periodic_if",
+    "periodic_caller",
+    "periodic_if",
+    "periodic_in_loop",
+    "reads_tensor",
+]
 
 
 def _headers(location: str) -> Iterator[tuple[str, int, str, int]]:
@@ -34,12 +41,17 @@ def _headers(location: str) -> Iterator[tuple[str, int, str, int]]:
 
 def inside_periodic_if(location: str) -> bool:
     """`file:line` sits in an `if ... % ...:` block (work done every k steps)."""
+    return bool(periodic_if(location))
+
+
+def periodic_if(location: str) -> str:
+    """`file:line` of the `if ... % ...:` whose block holds `location`, or ""."""
     for file, k, stripped, level in _headers(location):
         if stripped.startswith(("if ", "elif ")) and ("%" in stripped or _periodic_flag(file, k, stripped)):
-            return True
+            return f"{file}:{k}"
         if level == 0:
-            return False
-    return False
+            return ""
+    return ""
 
 
 def enclosing_if(location: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TypeVar
 
@@ -339,18 +339,23 @@ def _receiver(node: ast.expr) -> str:
 class _Defs:
     """The user's functions of one file by name, and the names bound to an instance of one of
     its classes (`anneal = SmoothingAnneal(0.3, 5)`, `self.sched = Warmup(...)`), so that
-    `anneal(step)` is that class's `__call__` and `self.sched.value(step)` its `value`."""
+    `anneal(step)` is that class's `__call__` and `self.sched.value(step)` its `value`; in a
+    method of class `own`, `self.batch_size(step)` is that class's `batch_size`."""
 
     functions: dict[str, _Function]
     instances: dict[str, ast.ClassDef]
+    own: ast.ClassDef | None = None
 
     def callee(self, func: ast.expr) -> _Function | None:
         if isinstance(func, ast.Name) and func.id in self.functions:
             return self.functions[func.id]
         method = "__call__"
+        called = func
         if isinstance(func, ast.Attribute) and not _on_self(func):
             func, method = func.value, func.attr
         owner = self.instances.get(_receiver(func))
+        if owner is None and self.own is not None and _on_self(called):
+            owner, method = self.own, called.attr  # type: ignore[attr-defined]
         found = [n for n in owner.body if isinstance(n, _Function) and n.name == method] if owner else []
         return found[0] if found else None
 
@@ -498,6 +503,9 @@ def _number_of(
         (s for s, _ in reversed(chain) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))), None
     )
     body = scope.body if scope is not None else tree.body
+    # `self.<method>(...)` calls a method of the class this function is one of.
+    owner = next((s for s, _ in reversed(chain) if isinstance(s, ast.ClassDef)), None)
+    defs = replace(defs, own=owner)
     for name in names:
         bound = _assignment_in(body, name, here)
         if (

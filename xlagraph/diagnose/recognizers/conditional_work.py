@@ -23,7 +23,13 @@ from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, opcode
 from xlagraph.diagnose.recognizers._guarded_calls import guarded_calls
 from xlagraph.diagnose.recognizers._host_if import host_decided_if
 from xlagraph.diagnose.recognizers._late_module import created_late
-from xlagraph.diagnose.recognizers._periodic import enclosing_if, periodic_caller, reads_tensor, synced_if
+from xlagraph.diagnose.recognizers._periodic import (
+    enclosing_if,
+    periodic_caller,
+    periodic_if,
+    reads_tensor,
+    synced_if,
+)
 from xlagraph.diagnose.recognizers._source import (
     BUILDERS,
     calls_of_function,
@@ -272,9 +278,12 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         for i in periodic
     ):
         where = next(iter(sites.values()), "")
+        # A helper's work, there because its call sits in the block: the `if` decides, then the call.
+        called = next((i for i, w in sites.items() if w not in pending[i].sources), None)
+        header = periodic_if(where) if called is not None else ""
         summary = (
             "work that runs only on some steps (an `if ... % k` block"
-            + (f" at {where}" if where else "")
+            + (f" at {header or where}" if where else "")
             + "): logging, metrics or an update done every k steps"
         )
         # The inputs only that work reads (a validation batch) come with it.
@@ -318,9 +327,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             and (set(c.right) & flow or {u for n in c.right for u in users.get(n, ())} & (flow | work))
         ]
         merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in periodic])
-        cause = (
-            replace(merged, sources=tuple(dict.fromkeys([where, *merged.sources]))[:6]) if where else merged
-        )
+        lines = [x for x in (header, where) if x]
+        cause = replace(merged, sources=tuple(dict.fromkeys([*lines, *merged.sources]))[:6])
         return Recognized((cause,), frozenset(periodic))
     branch = _host_branch(evidence, pending, regions)
     return branch if branch.causes else _switched_on(evidence, pending)

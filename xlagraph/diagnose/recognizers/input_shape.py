@@ -134,8 +134,9 @@ def _with_grown_batch_lines(evidence: Evidence, cause: Cause) -> Cause:
     `torch_xla.compile` an input's device data is located at its first use inside the step (the
     model's or the loss's line), not where the batch was made. The statement of the step loop
     that moves the batch (`x = tokens[i : i + bs].to(device)`, or the call `step(x.to(device))`)
-    is where the resized input is made, cited first; then the Python number it reads, where the
-    user computes it (`bs = sched.batch_size(epoch)` and the method's `base * growth**epoch`)."""
+    is where the resized input is made; the Python number it reads, where the user computes it
+    (the method's `base * growth**epoch` and `bs = sched.batch_size(epoch)`), is where the size
+    is decided: cited first, the transfer second."""
     if any(_TRANSFER.search(source_text(loc)) for loc in cause.sources):
         return cause
     file, _, _, moved = _transfers(evidence.context.call_site)
@@ -144,7 +145,7 @@ def _with_grown_batch_lines(evidence: Evidence, cause: Cause) -> Cause:
     at = f"{file}:{moved[0].lineno}"
     sized = python_number(at)[1]
     # (the graph's own lines kept after them: the model's line that reads the batch)
-    return replace(cause, sources=tuple(dict.fromkeys([at, *sized[:2], *cause.sources])))
+    return replace(cause, sources=tuple(dict.fromkeys([*sized[:2], at, *cause.sources])))
 
 
 def _moves(file: str, stmt: ast.stmt) -> bool:

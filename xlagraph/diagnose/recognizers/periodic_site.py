@@ -108,10 +108,13 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             out.append(replace(c, sources=tuple(dict.fromkeys([*guarded[:2], *c.sources]))[:6]))
             consumed.add(i)
             continue
+        # The call, then the `if ... % k:` that makes it periodic, then the helper's own lines
+        # (unless the cause already cites that `if` first, then the call).
         if not sites or sites[0] == c.sources[0]:
             continue
-        # The call, then the `if ... % k:` that makes it periodic, then the helper's own lines.
         block = enclosing_if(sites[0])
+        if c.sources[:2] == (block, sites[0]):
+            continue
         out.append(
             replace(c, sources=tuple(dict.fromkeys([sites[0], *([block] if block else []), *c.sources]))[:6])
         )
