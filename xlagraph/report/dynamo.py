@@ -535,12 +535,13 @@ def branch_guard_graphs(
             what = f"`{test}` at {guard.at} runs other code for None than for a tensor"
             fix_id = "conditional_work.optional_argument"
         elif (
-            guard.source.startswith(("if ", "elif "))
+            (guard.source.startswith(("if ", "elif ")) or _tested_inline(guard))
             and not any(r.causes[a.cause].kind is CauseKind.CONDITIONAL_WORK for a in live)
             and not all(r.causes[a.cause].kind in _RETURNED for a in live)
         ):  # (work the diff already named as a condition's, a flag's detach, is said better; a
             # graph that only returns other tensors is told by what the user keeps of them)
-            what = f"`{guard.source[:60]}` at {guard.at} picks other code: {guard.phrase}"
+            test = guard.source if guard.source.startswith(("if ", "elif ")) else _tested_inline(guard)
+            what = f"`{test[:60]}` at {guard.at} picks other code: {guard.phrase}"
             fix_id = "conditional_work.host_branch"
         else:
             out.append(r)
@@ -558,6 +559,21 @@ def branch_guard_graphs(
 
 
 _RETURNED = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
+# `a if cond else b`: the test of a conditional expression (not in a string or a comment).
+_INLINE_IF = re.compile(r"\sif\s+(?P<test>[^#'\"]+?)\s+else\s")
+_NAMED = re.compile(r"`([A-Za-z_][\w.]*)`")
+
+
+def _tested_inline(guard: GuardFailure) -> str:
+    """`if <test> else`, where the guard's line picks between two values by testing the guarded
+    Python value (`tok = gold if teacher_forcing else pred`): the same branch as an `if` statement,
+    one graph per outcome. "" where the line has no such test of a name the guard's phrase names."""
+    m = _INLINE_IF.search(guard.source.split("#", 1)[0])
+    if m is None:
+        return ""
+    names = {n.rsplit(".", 1)[-1] for n in _NAMED.findall(guard.phrase)}
+    tested = set(re.findall(r"[A-Za-z_]\w*", m["test"]))
+    return f"... if {m['test']} else ..." if names & tested else ""
 
 
 def _with_one_cause(
