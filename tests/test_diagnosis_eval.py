@@ -311,6 +311,15 @@ def test_scorer_clean_loop(ev: ModuleType) -> None:
     assert ev.score(clean, {"compiles": 1, "recompiles": []}).cause is True
     s = ev.score(clean, {"compiles": 2, "recompiles": [_rec(1, {"kind": "structure", "hint": ""})]})
     assert (s.cause, s.line, s.fix, s.false_causes) == (False, None, None, 1)
+    # an evaluation pass named as an info graph of its own names nothing to fix: right
+    own = {"kind": "conditional_work", "info": True, "hint": "expected"}
+    s = ev.score(clean, {"compiles": 2, "recompiles": [_rec(1, own)]})
+    assert (s.cause, s.false_causes) == (True, 0)
+    # the same kind not info is something to fix: wrong, and a false cause
+    s = ev.score(clean, {"compiles": 2, "recompiles": [_rec(1, {**own, "info": False})]})
+    assert (s.cause, s.false_causes) == (False, 1)
+    # no causes at all (not explained) is not "nothing to fix"
+    assert ev.score(clean, {"compiles": 2, "recompiles": [_rec(1)]}).cause is False
 
 
 def test_command_json_and_filters(ev: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:

@@ -128,12 +128,24 @@ def _guards(c: DynamoCompile, files: Sequence[str] = ()) -> tuple[GuardFailure, 
                 at=f"{g.file}:{g.line}" if g.line else "",
                 source=g.source,
                 entry=g.entry,
-                fix=fix_for(g.kind),
+                fix=_branch_fix(g.kind, g.source, g.subject) or fix_for(g.kind),
                 origin=origin,
                 origin_source=source_line(*_loc(origin)).strip() if origin else "",
             )
         )
     return tuple(out)
+
+
+def _branch_fix(kind: str, source: str, subject: str) -> str:
+    """A Python argument the guard's line branches on (`if flag:`, `a if flag else b`) picks code, not a
+    constant: passed as a tensor it would be a data-dependent branch (a graph break), so the fix
+    is the branch's, computed on the device. "" for any other guard."""
+    name = subject.rsplit(".", 1)[-1]
+    code = source.split("#", 1)[0]
+    tested = code.startswith(("if ", "elif ", "while ")) and name in re.findall(r"[A-Za-z_]\w*", code)
+    if kind != "python_scalar" or not (tested or _inline_test(source, {name})):
+        return ""
+    return fix_text("conditional_work.host_branch")
 
 
 def _loc(loc: str) -> tuple[str, int]:
@@ -188,7 +200,7 @@ def dynamo_section(
             "torch._dynamo.config.recompile_limit raises the "
             "limit, but every recompile costs a compile"
             if kind == "cache_limit"
-            else fix_for(first_kind)
+            else (guards[0].fix if guards else fix_for(first_kind))
             if kind == "recompile"
             else ""
         )
@@ -535,12 +547,13 @@ def branch_guard_graphs(
             what = f"`{test}` at {guard.at} runs other code for None than for a tensor"
             fix_id = "conditional_work.optional_argument"
         elif (
-            guard.source.startswith(("if ", "elif "))
+            (guard.source.startswith(("if ", "elif ")) or _tested_inline(guard))
             and not any(r.causes[a.cause].kind is CauseKind.CONDITIONAL_WORK for a in live)
             and not all(r.causes[a.cause].kind in _RETURNED for a in live)
         ):  # (work the diff already named as a condition's, a flag's detach, is said better; a
             # graph that only returns other tensors is told by what the user keeps of them)
-            what = f"`{guard.source[:60]}` at {guard.at} picks other code: {guard.phrase}"
+            test = guard.source if guard.source.startswith(("if ", "elif ")) else _tested_inline(guard)
+            what = f"`{test[:60]}` at {guard.at} picks other code: {guard.phrase}"
             fix_id = "conditional_work.host_branch"
         else:
             out.append(r)
@@ -558,6 +571,23 @@ def branch_guard_graphs(
 
 
 _RETURNED = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
+# `a if cond else b`: the test of a conditional expression (not in a string or a comment).
+_INLINE_IF = re.compile(r"\sif\s+(?P<test>[^#'\"]+?)\s+else\s")
+_NAMED = re.compile(r"`([A-Za-z_][\w.]*)`")
+
+
+def _tested_inline(guard: GuardFailure) -> str:
+    """`if <test> else`, where the guard's line picks between two values by testing the guarded
+    Python value (`tok = gold if teacher_forcing else pred`): the same branch as an `if` statement,
+    one graph per outcome. "" where the line has no such test of a name the guard's phrase names."""
+    return _inline_test(guard.source, {n.rsplit(".", 1)[-1] for n in _NAMED.findall(guard.phrase)})
+
+
+def _inline_test(source: str, names: set[str]) -> str:
+    m = _INLINE_IF.search(source.split("#", 1)[0])
+    if m is None or not names & set(re.findall(r"[A-Za-z_]\w*", m["test"])):
+        return ""
+    return f"... if {m['test']} else ..."
 
 
 def _with_one_cause(

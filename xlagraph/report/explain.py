@@ -30,7 +30,7 @@ from xlagraph.report.baseline import (
     graph_name,
 )
 from xlagraph.report.model import Attribution, Baseline, Recompile
-from xlagraph.report.triggers import LineReader, bridge_synced
+from xlagraph.report.triggers import LineReader, bridge_sync_all, bridge_synced
 from xlagraph.runlog import RunLog, Sync
 from xlagraph.source_paths import short_location
 
@@ -69,16 +69,23 @@ def _own_graph(site: str, users: tuple[Frame, ...], name: str = "", other: str =
 
 
 def _after_bridge_warm_up(
-    target: Sync, nearest: Sync, triggers: dict[int, str], bridged: dict[int, int]
-) -> bool:
-    """torch.compile's bridge syncs a graph of the compiled call's inputs on a step after the one
-    whose full sync it ran when it first compiled (`nearest`, the graph this one replaces)."""
-    return (
-        triggers.get(target.index) == "dynamo"
-        and bridged.get(nearest.step) == nearest.index
-        and target.step == nearest.step + 1
-        and target.step not in bridged
-    )
+    target: Sync, syncs: Sequence[Sync], triggers: dict[int, str], bridged: dict[int, int]
+) -> str | None:
+    """torch.compile's bridge syncs the compiled call's inputs, for the first time for that
+    compiled module, on a step with no full sync of its own: the module's first call ran the full
+    sync instead (when the bridge first compiled it). The graph of that full sync (the one this
+    graph takes over from), or None where it is not so. Whichever earlier graph the diff chose as
+    the closest (the step's lazy graph can be closer than the full sync's), the graph is the same
+    warm-up; a second, other graph at the same sync of the module is a change, not warm-up."""
+    if triggers.get(target.index) != "dynamo" or target.step in bridged or not target.frames:
+        return None
+    module = {f.file for f in target.frames if f.file.startswith("<eval_with_key>")}
+    ran = [s for s in syncs if s.index < target.index and module & {f.file for f in s.frames}]
+    here = target.frames[0]
+    if not ran or any(s.frames[0] == here for s in ran):
+        return None
+    full = [s for s in syncs if s.index < ran[0].index and bridge_sync_all(s)]
+    return full[-1].graph_hash if full else None
 
 
 def _bridge_inputs(site: str, users: tuple[Frame, ...], full: str) -> Cause:
@@ -263,11 +270,12 @@ def explain_recompile(
             )
             first_of_program = bool(when)
             decided = () if when else _picked_by_host(site, users, earlier)
+            full_graph = _after_bridge_warm_up(target, log.syncs, triggers, bridged)
             causes = (
                 _host_picked(site, decided, *names)
                 if decided
-                else _bridge_inputs(site, users, letters[choice.graph_hash])
-                if _after_bridge_warm_up(target, choice.sync, triggers, bridged)
+                else _bridge_inputs(site, users, letters[full_graph])
+                if full_graph in letters
                 else _own_graph(site, users, *names, when=when),
             )
             attribution = (Attribution(0, str(causes[0].kind), causes[0].summary, lines=causes[0].sources),)
