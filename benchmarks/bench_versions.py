@@ -26,6 +26,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 XLA = (
@@ -68,6 +69,13 @@ def main() -> int:
     parser.add_argument(
         "--xla-files", nargs="+", help="what XLA's process parses (default: the .hlo arguments)"
     )
+    parser.add_argument(
+        "--cached-bytecode",
+        action="store_true",
+        help="each checkout's bytecode written to a folder of its own by an untimed first run, as an "
+        "install's first run leaves it (where PYTHONDONTWRITEBYTECODE is set, every run compiles "
+        "every module again; XLA's side imports jax, cached at install)",
+    )
     parser.add_argument("args", nargs=argparse.REMAINDER, help="xlagraph arguments")
     args = parser.parse_args()
     args.args = args.args[1:] if args.args[:1] == ["--"] else args.args
@@ -76,6 +84,10 @@ def main() -> int:
         root = os.path.abspath(root)
         env = dict(os.environ, PYTHONPATH=root)
         kinds[name] = ([sys.executable, "-P", "-c", CLI, root, *args.args], env)
+        if args.cached_bytecode:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix=f"bench-{name}-pyc-")
+            run(*kinds[name])  # untimed: writes the bytecode the timed runs read
     if not args.no_xla:
         files = args.xla_files or [a for a in args.args if a.endswith(".hlo")]
         kinds["xla"] = ([sys.executable, "-c", XLA, *files], dict(os.environ))
