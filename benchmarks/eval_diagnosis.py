@@ -67,6 +67,7 @@ SPLITS = (
     "held_out_26",
     "held_out_27",
     "held_out_28",
+    "held_out_29",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
