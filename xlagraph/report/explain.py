@@ -198,6 +198,11 @@ def explain_recompile(
     earlier = earlier_graphs(target, first)
     first_sync = min((s.index for s in first.values()), default=0)
     bridged = bridge_synced(log.syncs)
+    if not any(s.step == target.step and s.index <= target.index and triggers.get(s.index) == "dynamo"
+               for s in log.syncs):
+        # The compiled program did not run on this step (dynamo gave up on it at its recompile
+        # limit, or the step never calls it): no work of the bridge's comes back here.
+        bridged = {}
     if modules is None:
         choice, note = None, "not explained"
     else:

@@ -13,6 +13,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.ir import strip_layout
 
 __all__ = ["HINT", "RECOGNIZER"]
 
@@ -21,6 +22,22 @@ HINT = fix("state_init.bridge_sync")
 _ADDED = (CauseKind.OUTPUT_ADDED, CauseKind.PARAMETER_ADDED)
 # What moving work from one graph to the other also does: inputs and outputs shift.
 _ORDER = (CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION)
+# And where the work comes back whole (a loss and its backward): the baseline read what the bridge's
+# graph computed for it (gradients) as inputs, which this graph now computes, and the code around
+# the returned work is arranged otherwise.
+_RETURNING = (CauseKind.PARAMETER_REMOVED, CauseKind.STRUCTURE)
+
+
+def _handed_over(evidence: Evidence, removed: list[Cause]) -> bool:
+    """Every input the baseline took and this graph does not has the shape of an input this graph
+    takes: a result the bridge's graph computed from the weights (a weight's gradient has its
+    weight's shape), not data the step stopped feeding."""
+    if not removed:
+        return True
+    entry = evidence.right.entry
+    takes = {strip_layout(entry.instruction(n).shape) for n in entry.param_number}
+    gone = [ins for c in removed for canon, ins in evidence.instructions(c) if canon is evidence.left]
+    return bool(gone) and all(strip_layout(ins.shape) in takes for ins in gone)
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -36,7 +53,10 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     live = [i for i, c in enumerate(pending) if not c.info]
     if not any(pending[i].kind in _ADDED for i in live):
         return NOTHING
-    if any(pending[i].kind not in _ADDED + _ORDER for i in live):
+    if any(pending[i].kind not in _ADDED + _ORDER + _RETURNING for i in live):
+        return NOTHING
+    removed = [pending[i] for i in live if pending[i].kind is CauseKind.PARAMETER_REMOVED]
+    if not _handed_over(evidence, removed):
         return NOTHING
     outputs = sum(1 for i in live for ch in pending[i].changes if ch.what == "output")
     step = ctx.baseline_step
