@@ -760,3 +760,17 @@ def test_the_graph_a_cpu_fallback_op_compiles_is_counted_as_torch_xla_counts_it(
     assert log.graphs[fallback.graph_hash].module
     (r,) = [r for r in build_report(log).recompiles if r.step >= 3]
     assert "constant_value" in r.kinds and _guilty(name) & _line(name, r)
+
+
+def test_sizes_that_read_a_grown_concatenation_are_carried_by_its_new_input(tmp_path: Path) -> None:
+    """A segment memory that starts empty and grows by `torch.cat`: at step 1 it is a new input
+    (parameter_added) and the attention over the longer context changes size. Those sizes follow
+    from the new input, so they are one `parameter_shape` cited at the input's lines (the `cat`
+    that grows it), not sizes "with no input to carry it" cited at library code only (issue 37)."""
+    name = "h9_segment_memory_growing_cat"
+    first = _recompiles(name, tmp_path)[0]
+    assert first.kinds == ("parameter_added", "parameter_shape")
+    shape = next(c for c in first.causes if c.kind == "parameter_shape")
+    assert "no input to carry it" not in shape.summary
+    cited = {int(s.rsplit(":", 1)[1]) for s in shape.sources if s.rsplit(":", 1)[0].endswith(f"{name}.py")}
+    assert _guilty(name) & cited

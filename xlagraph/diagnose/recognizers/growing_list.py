@@ -11,6 +11,8 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._dataflow import downstream
+from xlagraph.diagnose.recognizers.input_shape import GROWING_STATE_HINT
+from xlagraph.match.shapes import dims
 from xlagraph.match.users import users_of
 
 __all__ = ["RECOGNIZER"]
@@ -77,6 +79,14 @@ def _follows(evidence: Evidence, cause: Cause, concats: set[str], below: set[str
     return not todo
 
 
+def _resized(old: str, new: str) -> set[tuple[int, int]]:
+    """The (old, new) lengths of the dimensions a shape change touched; empty unless same rank."""
+    a, b = dims(old), dims(new)
+    if a is None or b is None or len(a) != len(b):
+        return set()
+    return {(x, y) for x, y in zip(a, b, strict=True) if x != y}
+
+
 def _count(text: str) -> int | None:
     """`s64[] 3` / `f32[] 3` -> 3 when the value is a whole number."""
     value = text.rsplit(" ", 1)[-1]
@@ -137,7 +147,40 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     cause = merge(
         CauseKind.PARAMETER_ADDED, summary, [pending[i] for i in added + regions + counts], hint=HINT
     )
-    return Recognized((cause,), frozenset(added + regions + counts))
+    # Ops that read the longer concatenation (an attention over a context grown by the new element)
+    # changed size because of it: a shape carried by the new input, cited at that input's lines,
+    # not sizes "with no input to carry it".
+    sized = [
+        i
+        for i, c in enumerate(pending)
+        if c.kind is CauseKind.ATTRIBUTE
+        and c.changes
+        and all(ch.what == "shape" for ch in c.changes)
+        and c.right
+        and set(c.right) <= below
+    ]
+    if not sized:
+        return Recognized((cause,), frozenset(added + regions + counts))
+    # Sizes the program read off the longer tensor (a mask or a bias broadcast to its length) change
+    # by the same lengths without reading it: the same cause.
+    lengths = {p for i in sized for ch in pending[i].changes for p in _resized(ch.old, ch.new)}
+    sized += [
+        i
+        for i, c in enumerate(pending)
+        if i not in sized
+        and c.kind is CauseKind.ATTRIBUTE
+        and c.changes
+        and all(ch.what == "shape" and (r := _resized(ch.old, ch.new)) and r <= lengths for ch in c.changes)
+    ]
+    shapes = merge(
+        CauseKind.PARAMETER_SHAPE,
+        f"{len(sized)} op(s) reading the concatenation changed size with it: the new input's length "
+        "flows on into what reads it",
+        [pending[i] for i in sized],
+        hint=GROWING_STATE_HINT,
+        sources=tuple(dict.fromkeys((*cause.sources, *(s for i in sized for s in pending[i].sources))))[:6],
+    )
+    return Recognized((cause, shapes), frozenset(added + regions + counts + sized))
 
 
 RECOGNIZER = Recognizer("growing_list", _recognize)
