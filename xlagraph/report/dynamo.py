@@ -256,7 +256,7 @@ def cite_guards(recompiles: Sequence[Recompile], section: DynamoSection) -> tupl
         cite = tuple(dict.fromkeys(x for x in (guard.origin, guard.at) if x)) if guard else ()
         bare = [a for a in r.attribution if not a.lines and not r.causes[a.cause].info] if cite else []
         if not bare:
-            out.append(r)
+            out.append(_origin_first(r, guard) if guard else r)
             continue
         attribution = tuple(replace(a, lines=cite) if a in bare else a for a in r.attribution)
         # where the guarded tensor was made says which batch change it is (rows kept by a mask)
@@ -266,6 +266,36 @@ def cite_guards(recompiles: Sequence[Recompile], section: DynamoSection) -> tupl
             replace(r, causes=causes, attribution=attribution, lines=tuple(dict.fromkeys(cite + r.lines)))
         )
     return tuple(out)
+
+
+# A guard on a tensor's size explains a change of a graph input's shape.
+_SIZED = {
+    "tensor_size": frozenset({CauseKind.PARAMETER_SHAPE, CauseKind.DYNAMIC_SHAPE}),
+    "tensor_rank": frozenset({CauseKind.PARAMETER_SHAPE, CauseKind.DYNAMIC_SHAPE}),
+}
+
+
+def _origin_first(r: Recompile, guard: GuardFailure) -> Recompile:
+    """A graph of the retrace whose shape cause cites lines of its own (the loss that reads the
+    batch, a transfer): the size changed where the guarded value was made (`ids, target =
+    self.batch_at(i, length)`), the line a user must change; the lines that use it come second."""
+    kinds = _SIZED.get(guard.kind, frozenset())
+    if not guard.origin or not kinds:
+        return r
+    changed = [
+        a
+        for a in r.attribution
+        if a.lines
+        and guard.origin not in a.lines
+        and r.causes[a.cause].kind in kinds
+        and not r.causes[a.cause].info
+    ]
+    if not changed:
+        return r
+    attribution = tuple(
+        replace(a, lines=(guard.origin, *a.lines)) if a in changed else a for a in r.attribution
+    )
+    return replace(r, attribution=attribution, lines=tuple(dict.fromkeys((guard.origin, *r.lines))))
 
 
 def join_branch_graphs(recompiles: Sequence[Recompile]) -> tuple[Recompile, ...]:
