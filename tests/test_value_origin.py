@@ -186,6 +186,14 @@ def main(model):
 
 def forward(ids, mask=None):
     return ids if mask is None else ids * mask
+
+
+def epochs(model, data):
+    fwd = torch.compile(model, backend="openxla")
+    loader = DataLoader(data, batch_size=8)
+    for x, y in loader:
+        x = x.to("xla")
+        out = fwd(x)
 '''
 
 
@@ -206,3 +214,9 @@ def test_a_compiled_callables_positional_argument_is_traced_to_the_rows_a_method
     at = lambda n: f"{loaders}:{n}"  # noqa: E731
     # `args[0]` of `compiled(xb)` inside the loss call: `sampler.batch` cats a slice that decides the rows
     assert origin_of("tensor_size", "args[0]", "torch/nn/modules/container.py:1", at(37)) == at(21)
+
+
+def test_a_loop_variable_over_a_loader_is_traced_to_the_loaders_line(loaders: str) -> None:
+    at = lambda n: f"{loaders}:{n}"  # noqa: E731
+    # the batch size is the loader's (`DataLoader(..., batch_size=8)`), not the loop header's
+    assert origin_of("tensor_size", "args[0]", "torch/nn/modules/container.py:1", at(49)) == at(46)

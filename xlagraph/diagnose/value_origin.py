@@ -254,7 +254,9 @@ def _past_moves(file: str, line: int, name: str) -> int:
 
 
 def _loop_source(file: str, line: int, name: str) -> int:
-    """A loop variable (`for step, (ids, tags, mask) in enumerate(batches()):`) over a generator
+    """A loop variable over a loader the function made (`for x, y in loader:`): the line that
+    makes the loader (its batch size, its sampler). One (`for step, (ids, tags, mask) in
+    enumerate(batches()):`) over a generator
     of the file that yields what a function of the file returns (`yield collate(rows)`): the
     line where that function assigns what it returns at `name`'s place (`mask = ... if padded
     else None`), which decides the value; else `line`."""
@@ -274,6 +276,8 @@ def _loop_source(file: str, line: int, name: str) -> int:
     ):
         target, iterated = target.elts[1], iterated.args[0]
     place = _place(target, name)
+    if place is not None and isinstance(iterated, ast.Name):  # `for x, y in loader:`: the loader's line
+        return _assigned_before(file, line, iterated.id) or line
     if place is None or not isinstance(iterated, ast.Call) or not isinstance(iterated.func, ast.Name):
         return line
     functions = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}

@@ -21,6 +21,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.fixes import fix as fix_text
 from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.diagnose.guards import explain_guard, fix_for
+from xlagraph.diagnose.recognizers._source import enclosing_function
 from xlagraph.diagnose.recognizers.input_shape import rows_kept
 from xlagraph.diagnose.value_origin import origin_of
 from xlagraph.dynamolog import DynamoCompile, DynamoLog, GraphBreak
@@ -287,6 +288,7 @@ def _origin_first(r: Recompile, guard: GuardFailure) -> Recompile:
         for a in r.attribution
         if a.lines
         and guard.origin not in a.lines
+        and all(_same_function(x, guard.origin) for x in a.lines)
         and r.causes[a.cause].kind in kinds
         and not r.causes[a.cause].info
     ]
@@ -296,6 +298,13 @@ def _origin_first(r: Recompile, guard: GuardFailure) -> Recompile:
         replace(a, lines=(guard.origin, *a.lines)) if a in changed else a for a in r.attribution
     )
     return replace(r, attribution=attribution, lines=tuple(dict.fromkeys((guard.origin, *r.lines))))
+
+
+def _same_function(line: str, origin: str) -> bool:
+    """`line` is a use beside the origin (the loss in the same loop), not the statement inside a
+    helper the origin calls that decides the size itself (`longest = max(...)` in `tokenize`)."""
+    (file, n), (ofile, on) = _loc(line), _loc(origin)
+    return file == ofile and enclosing_function(file, n) == enclosing_function(ofile, on)
 
 
 def join_branch_graphs(recompiles: Sequence[Recompile]) -> tuple[Recompile, ...]:
