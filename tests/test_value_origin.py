@@ -141,3 +141,82 @@ def test_a_tensor_argument_is_traced_past_its_move_into_the_helper_that_sizes_it
     (tmp_path / "model.py").write_text("class M:\n    def forward(self, ids):\n        return ids\n")
     with reading_sources(SourceText(bases=(str(tmp_path),))):
         assert origin_of("tensor_size", "ids", "model.py:2", at(13)) == at(6)
+
+
+# Hand-written (labelled): the shapes of the openxla captures h26_ner_openxla_mask_when_padded and
+# h25_fraud_openxla_balanced_sampler, cut to what the origin reads.
+LOADERS = '''import torch
+
+
+def collate(rows):
+    ids = torch.stack(rows)
+    padded = any(len(r) < 10 for r in rows)
+    mask = (ids != 0).float() if padded else None
+    return ids, mask
+
+
+def batches():
+    for b in range(9):
+        yield collate(make_rows(b))
+
+
+class Sampler:
+    def __init__(self, x):
+        self.x = x
+
+    def batch(self, i, k=4):
+        pos = self.x[i * k:(i + 1) * k]
+        neg = self.x[:k]
+        x = torch.cat([pos, neg])
+        return x, x.sum(1)
+
+
+def main(model):
+    compiled = torch.compile(model, backend="openxla")
+    for step, (ids, mask) in enumerate(batches()):
+        if mask is not None:
+            mask = mask.to("xla")
+        out = compiled(ids, mask)
+    sampler = Sampler(torch.randn(14, 3))
+    for step in range(8):
+        xb, yb = sampler.batch(step % 4)
+        xb = xb.to("xla")
+        loss = torch.nn.functional.cross_entropy(compiled(xb), yb)
+
+
+def forward(ids, mask=None):
+    return ids if mask is None else ids * mask
+
+
+def epochs(model, data):
+    fwd = torch.compile(model, backend="openxla")
+    loader = DataLoader(data, batch_size=8)
+    for x, y in loader:
+        x = x.to("xla")
+        out = fwd(x)
+'''
+
+
+@pytest.fixture
+def loaders(tmp_path: Path):
+    (tmp_path / "loop.py").write_text(LOADERS)
+    with reading_sources(SourceText(bases=(str(tmp_path),))):
+        yield "loop.py"
+
+
+def test_a_none_is_traced_past_its_move_into_the_collate_a_generator_yields(loaders: str) -> None:
+    at = lambda n: f"{loaders}:{n}"  # noqa: E731
+    # `mask = mask.to(...)` under `if mask is not None:` keeps a None-ness the collate decided
+    assert origin_of("optional_argument", "mask", at(40), at(32)) == at(7)
+
+
+def test_a_compiled_callables_positional_argument_is_traced_to_the_rows_a_method_slices(loaders: str) -> None:
+    at = lambda n: f"{loaders}:{n}"  # noqa: E731
+    # `args[0]` of `compiled(xb)` inside the loss call: `sampler.batch` cats a slice that decides the rows
+    assert origin_of("tensor_size", "args[0]", "torch/nn/modules/container.py:1", at(37)) == at(21)
+
+
+def test_a_loop_variable_over_a_loader_is_traced_to_the_loaders_line(loaders: str) -> None:
+    at = lambda n: f"{loaders}:{n}"  # noqa: E731
+    # the batch size is the loader's (`DataLoader(..., batch_size=8)`), not the loop header's
+    assert origin_of("tensor_size", "args[0]", "torch/nn/modules/container.py:1", at(49)) == at(46)

@@ -21,6 +21,7 @@ import re
 
 from xlagraph.diagnose.frames import source_line, source_lines
 from xlagraph.diagnose.recognizers._source import BUILDERS, enclosing_function
+from xlagraph.diagnose.recognizers._statements import syntax_tree
 
 __all__ = ["origin_of", "rows_filtered"]
 
@@ -42,6 +43,8 @@ def origin_of(kind: str, subject: str, code: str, call_site: str) -> str:
         return _indented_assignment(code, rf"\b{re.escape(name)}") if name.isidentifier() else ""
     if subject.isidentifier():
         return _argument(subject, code, call_site, tensor=kind.startswith("tensor"))
+    if (m := re.fullmatch(r"args\[(\d+)\]", subject)) and kind.startswith("tensor"):
+        return _positional(int(m[1]), call_site)
     attr = re.sub(r"\[.*?\]", "", subject).rsplit(".", 1)[-1]
     if subject.startswith("self.") and attr.isidentifier():
         if attr == "training":
@@ -122,7 +125,44 @@ def _argument(name: str, code: str, call_site: str, tensor: bool = False) -> str
     found = _assigned_before(file, line, expr.id)
     if tensor and found:
         found = _made_at(file, found, expr.id)
+    elif found:  # a None-ness is decided where the value is made, not where it is moved
+        found = _loop_source(file, _past_moves(file, found, expr.id), expr.id)
     return f"{file}:{found}" if found else ""
+
+
+def _positional(index: int, call_site: str) -> str:
+    """Where the tensor passed at position `index` of the compiled callable's call at
+    `call_site` was made: dynamo names an argument `args[0]` where the compiled function takes
+    `*args` (`torch.compile(nn.Sequential(...))`), so the call is the one to a name bound by
+    `torch.compile(...)` in the file, not the outermost (`F.cross_entropy(compiled(x), y)`)."""
+    file, line = _split(call_site)
+    tree = _statement(file, line) if file else None
+    compiled = _compiled_names(file) if tree else set()
+    call = (
+        next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and _callee(n.func) in compiled), None)
+        if tree
+        else None
+    )
+    expr = call.args[index] if call is not None and index < len(call.args) else None
+    if not isinstance(expr, ast.Name):
+        return ""
+    found = _assigned_before(file, line, expr.id)
+    return f"{file}:{_made_at(file, found, expr.id)}" if found else ""
+
+
+def _callee(func: ast.expr) -> str:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _compiled_names(file: str) -> set[str]:
+    """The names (or `self.` attributes) the file binds to `torch.compile(...)`'s result."""
+    tree = syntax_tree(file)
+    return {
+        _callee(t)
+        for n in (ast.walk(tree) if tree else ())
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and _callee(n.value.func) == "compile"
+        for t in n.targets
+    } - {""}
 
 
 _MOVES = frozenset({"to", "cuda", "contiguous", "detach", "clone"})
@@ -135,7 +175,7 @@ def _made_at(file: str, line: int, name: str, depth: int = 0) -> int:
     try:
         stmt = ast.parse(_joined(file, line, _balanced).strip()).body[0]
     except (SyntaxError, IndexError):
-        return line
+        return _loop_source(file, line, name)
     if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 or depth > 3:
         return line
     target, value = stmt.targets[0], stmt.value
@@ -147,8 +187,150 @@ def _made_at(file: str, line: int, name: str, depth: int = 0) -> int:
     if isinstance(f, ast.Attribute) and f.attr in _MOVES and _is(f.value, name):
         earlier = _assigned_before(file, line, name)
         return _made_at(file, earlier, name, depth + 1) if earlier else line
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+        place = _place(target, name)
+        return _method_rows(file, f.value.id, f.attr, place, line) if place is not None else line
     returns = _returns_of(file, f.id) if isinstance(f, ast.Name) else []
     return returns[-1] if returns else line
+
+
+def _method_rows(file: str, receiver: str, method: str, place: int, line: int) -> int:
+    """`xb, yb = sampler.batch(i)` with `sampler = Sampler(...)`, a class of the file: what the
+    method returns at `name`'s place, when it joins slices of rows (`x = torch.cat([pos, neg])`
+    with `pos = self.pos[i * k:(i + 1) * k]`): the first slice, which decides how many rows a
+    batch gets (a slice past the end of what is left gives fewer). Else `line`."""
+    tree = syntax_tree(file)
+    made = _assigned_before(file, line, receiver)
+    bound = _statement(file, made) if made else None
+    value = bound.value if isinstance(bound, ast.Assign) else None
+    cls = _callee(value.func) if isinstance(value, ast.Call) else ""
+    classes = [c for c in (tree.body if tree else []) if isinstance(c, ast.ClassDef) and c.name == cls]
+    methods = [f for c in classes for f in c.body if isinstance(f, ast.FunctionDef) and f.name == method]
+    fn = methods[0] if methods else None
+    returned = [n for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value] if fn else []
+    if fn is None or len(returned) != 1:
+        return line
+    joined = _assigned_node(fn, _element(returned[0].value, place), returned[0].lineno)
+    parts = joined.value if joined is not None else None
+    if not (isinstance(parts, ast.Call) and _callee(parts.func) in _JOINS and parts.args):
+        return line
+    pieces = parts.args[0].elts if isinstance(parts.args[0], ast.List | ast.Tuple) else []
+    for piece in pieces:
+        sliced = _assigned_node(fn, piece, parts.lineno)
+        if sliced is not None and isinstance(sliced.value, ast.Subscript) and _slices(sliced.value.slice):
+            return sliced.lineno
+    return line
+
+
+_JOINS = frozenset({"cat", "concat", "concatenate", "stack", "vstack"})
+
+
+def _slices(node: ast.expr) -> bool:
+    """A slice with a computed bound (`[i * k:(i + 1) * k]`), not a constant one (`[:-1]`)."""
+    parts = node.elts if isinstance(node, ast.Tuple) else [node]
+    return any(
+        isinstance(p, ast.Slice)
+        and any(b is not None and not isinstance(b, ast.Constant | ast.UnaryOp) for b in (p.lower, p.upper))
+        for p in parts
+    )
+
+
+def _past_moves(file: str, line: int, name: str) -> int:
+    """Past `name = name.to(device)` (under `if name is not None:`) to the assignment before."""
+    for _ in range(4):
+        try:
+            stmt = ast.parse(_joined(file, line, _balanced).strip()).body[0]
+        except (SyntaxError, IndexError):
+            return line
+        value = stmt.value if isinstance(stmt, ast.Assign) else None
+        f = value.func if isinstance(value, ast.Call) else None
+        if not (isinstance(f, ast.Attribute) and f.attr in _MOVES and _is(f.value, name)):
+            return line
+        earlier = _assigned_before(file, line, name)
+        if not earlier:
+            return line
+        line = earlier
+    return line
+
+
+def _loop_source(file: str, line: int, name: str) -> int:
+    """A loop variable over a loader the function made (`for x, y in loader:`): the line that
+    makes the loader (its batch size, its sampler). One (`for step, (ids, tags, mask) in
+    enumerate(batches()):`) over a generator
+    of the file that yields what a function of the file returns (`yield collate(rows)`): the
+    line where that function assigns what it returns at `name`'s place (`mask = ... if padded
+    else None`), which decides the value; else `line`."""
+    tree = syntax_tree(file)
+    if tree is None:
+        return line
+    loop = next((n for n in ast.walk(tree) if isinstance(n, ast.For) and n.lineno == line), None)
+    if loop is None:
+        return line
+    target, iterated = loop.target, loop.iter
+    if (
+        isinstance(iterated, ast.Call)
+        and _is(iterated.func, "enumerate")
+        and iterated.args
+        and isinstance(target, ast.Tuple)
+        and len(target.elts) == 2
+    ):
+        target, iterated = target.elts[1], iterated.args[0]
+    place = _place(target, name)
+    if place is not None and isinstance(iterated, ast.Name):  # `for x, y in loader:`: the loader's line
+        return _assigned_before(file, line, iterated.id) or line
+    if place is None or not isinstance(iterated, ast.Call) or not isinstance(iterated.func, ast.Name):
+        return line
+    functions = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    generator = functions.get(iterated.func.id)
+    nodes = list(ast.walk(generator)) if generator else []
+    yields = [n.value for n in nodes if isinstance(n, ast.Yield) and n.value]
+    for value in yields:
+        owner = generator
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in functions:
+            owner = functions[value.func.id]
+            returned = [n for n in ast.walk(owner) if isinstance(n, ast.Return) and n.value]
+            value = returned[-1].value if returned else value
+        made = _assigned_in(owner, _element(value, place), value.lineno) if owner else 0
+        if made:
+            return made
+    return line
+
+
+def _place(target: ast.expr, name: str) -> int | None:
+    """`name`'s index in a tuple target, -1 for the whole target, None when absent."""
+    if _is(target, name):
+        return -1
+    if isinstance(target, ast.Tuple):
+        return next((k for k, t in enumerate(target.elts) if _is(t, name)), None)
+    return None
+
+
+def _element(value: ast.expr, place: int) -> ast.expr | None:
+    if place < 0:
+        return value
+    if isinstance(value, ast.Tuple) and place < len(value.elts):
+        return value.elts[place]
+    return None
+
+
+def _assigned_in(function: ast.FunctionDef, value: ast.expr | None, before: int) -> int:
+    """The last line of `function` before `before` that assigns the name `value` is."""
+    found = _assigned_node(function, value, before)
+    return found.lineno if found is not None else 0
+
+
+def _assigned_node(function: ast.FunctionDef, value: ast.expr | None, before: int) -> ast.Assign | None:
+    """The last assignment in `function` before line `before` to the name `value` is."""
+    if not isinstance(value, ast.Name):
+        return None
+    found = [
+        n
+        for n in ast.walk(function)
+        if isinstance(n, ast.Assign)
+        and n.lineno < before
+        and any(_is(t, value.id) for target in n.targets for t in ast.walk(target))
+    ]
+    return max(found, key=lambda n: n.lineno, default=None)
 
 
 def _is(node: ast.AST, name: str) -> bool:

@@ -21,6 +21,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.fixes import fix as fix_text
 from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.diagnose.guards import explain_guard, fix_for
+from xlagraph.diagnose.recognizers._source import enclosing_function
 from xlagraph.diagnose.recognizers.input_shape import rows_kept
 from xlagraph.diagnose.value_origin import origin_of
 from xlagraph.dynamolog import DynamoCompile, DynamoLog, GraphBreak
@@ -256,7 +257,7 @@ def cite_guards(recompiles: Sequence[Recompile], section: DynamoSection) -> tupl
         cite = tuple(dict.fromkeys(x for x in (guard.origin, guard.at) if x)) if guard else ()
         bare = [a for a in r.attribution if not a.lines and not r.causes[a.cause].info] if cite else []
         if not bare:
-            out.append(r)
+            out.append(_origin_first(r, guard) if guard else r)
             continue
         attribution = tuple(replace(a, lines=cite) if a in bare else a for a in r.attribution)
         # where the guarded tensor was made says which batch change it is (rows kept by a mask)
@@ -266,6 +267,44 @@ def cite_guards(recompiles: Sequence[Recompile], section: DynamoSection) -> tupl
             replace(r, causes=causes, attribution=attribution, lines=tuple(dict.fromkeys(cite + r.lines)))
         )
     return tuple(out)
+
+
+# A guard on a tensor's size explains a change of a graph input's shape.
+_SIZED = {
+    "tensor_size": frozenset({CauseKind.PARAMETER_SHAPE, CauseKind.DYNAMIC_SHAPE}),
+    "tensor_rank": frozenset({CauseKind.PARAMETER_SHAPE, CauseKind.DYNAMIC_SHAPE}),
+}
+
+
+def _origin_first(r: Recompile, guard: GuardFailure) -> Recompile:
+    """A graph of the retrace whose shape cause cites lines of its own (the loss that reads the
+    batch, a transfer): the size changed where the guarded value was made (`ids, target =
+    self.batch_at(i, length)`), the line a user must change; the lines that use it come second."""
+    kinds = _SIZED.get(guard.kind, frozenset())
+    if not guard.origin or not kinds:
+        return r
+    changed = [
+        a
+        for a in r.attribution
+        if a.lines
+        and guard.origin not in a.lines
+        and all(_same_function(x, guard.origin) for x in a.lines)
+        and r.causes[a.cause].kind in kinds
+        and not r.causes[a.cause].info
+    ]
+    if not changed:
+        return r
+    attribution = tuple(
+        replace(a, lines=(guard.origin, *a.lines)) if a in changed else a for a in r.attribution
+    )
+    return replace(r, attribution=attribution, lines=tuple(dict.fromkeys((guard.origin, *r.lines))))
+
+
+def _same_function(line: str, origin: str) -> bool:
+    """`line` is a use beside the origin (the loss in the same loop), not the statement inside a
+    helper the origin calls that decides the size itself (`longest = max(...)` in `tokenize`)."""
+    (file, n), (ofile, on) = _loc(line), _loc(origin)
+    return file == ofile and enclosing_function(file, n) == enclosing_function(ofile, on)
 
 
 def join_branch_graphs(recompiles: Sequence[Recompile]) -> tuple[Recompile, ...]:
