@@ -16,7 +16,7 @@ OWN_MEANING = {
 }
 
 
-FAMILIES = (opcodes.COLLECTIVES, opcodes.COMMUTATIVE, opcodes.SIDE_EFFECTS)
+FAMILIES = (opcodes.COLLECTIVES, opcodes.COMMUTATIVE, opcodes.SIDE_EFFECTS, opcodes.RANDOM, opcodes.RESTATES)
 
 
 def _string_sets(tree: ast.AST) -> list[tuple[int, set[str]]]:

@@ -6,13 +6,23 @@ from __future__ import annotations
 
 from xlagraph._core import opcode_families
 
-__all__ = ["COLLECTIVES", "COLLECTIVE_KINDS", "COMMUTATIVE", "REPLICA_GROUP_COLLECTIVES", "SIDE_EFFECTS"]
+__all__ = [
+    "COLLECTIVES",
+    "COLLECTIVE_KINDS",
+    "COMMUTATIVE",
+    "RANDOM",
+    "REPLICA_GROUP_COLLECTIVES",
+    "RESTATES",
+    "SIDE_EFFECTS",
+]
 
 _FAMILIES = opcode_families()
 
 COMMUTATIVE: frozenset[str] = _FAMILIES["commutative"]
 SIDE_EFFECTS: frozenset[str] = _FAMILIES["side_effects"]
 COLLECTIVES: frozenset[str] = _FAMILIES["collectives"]
+RANDOM: frozenset[str] = _FAMILIES["random"]
+RESTATES: frozenset[str] = _FAMILIES["restates"]
 # a collective as one kind, sync or async (`all-gather-start` is an `all-gather`)
 COLLECTIVE_KINDS = frozenset(op.removesuffix("-start") for op in COLLECTIVES)
 # the collectives whose devices are `replica_groups` (collective-permute names source-target pairs)

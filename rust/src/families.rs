@@ -50,10 +50,19 @@ pub const COLLECTIVES: &[&str] = &[
     "collective-broadcast",
 ];
 
+/// Random-number ops: dropout's, or a tensor drawn by the user.
+pub const RANDOM: &[&str] = &["rng", "rng-bit-generator", "rng-get-and-update-state"];
+
+/// Ops that restate one value (another shape, type or order of the same numbers): followed
+/// through when asking what an instruction really reads.
+pub const RESTATES: &[&str] = &["transpose", "reshape", "broadcast", "convert", "bitcast", "copy"];
+
 const FAMILIES: &[(&str, &[&str])] = &[
     ("commutative", COMMUTATIVE),
     ("side_effects", SIDE_EFFECTS),
     ("collectives", COLLECTIVES),
+    ("random", RANDOM),
+    ("restates", RESTATES),
 ];
 
 /// `{family: frozenset of opcodes}`, for xlagraph/opcodes.py.

@@ -318,14 +318,14 @@ FIXES: Mapping[str, str] = MappingProxyType(
             " drop on the device: multiply its residual branch by a per-sample Bernoulli mask (timm's "
             "DropPath, torchvision's stochastic_depth)"
         ),
-        # conditional_work._SWITCH_HINT
+        # _switched_on._SWITCH_HINT
         "conditional_work.switched_on": (
             "a Python value turns library work on or off from some step (label_smoothing 0.0 -> 0.1, or "
             "annealed to exactly 0.0; a weight decay or loss weight that torch skips at 0): each setting "
             "is a graph of its own; use the setting from the start, or keep the work and scale it by a "
             "tensor that is 0 while it is off"
         ),
-        # conditional_work._BRANCH_HINT
+        # _host_branch._BRANCH_HINT
         # replaced_branch._HINT
         # random_skip._LOOP_HINT
         "conditional_work.host_iterations": (

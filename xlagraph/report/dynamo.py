@@ -22,6 +22,7 @@ from xlagraph.diagnose.fixes import fix as fix_text
 from xlagraph.diagnose.frames import is_library, source_line
 from xlagraph.diagnose.guards import explain_guard, fix_for
 from xlagraph.diagnose.recognizers._source import enclosing_function
+from xlagraph.diagnose.recognizers._statements import header_tests, inline_test
 from xlagraph.diagnose.recognizers.input_shape import rows_kept
 from xlagraph.diagnose.value_origin import origin_of
 from xlagraph.dynamolog import DynamoCompile, DynamoLog, GraphBreak
@@ -141,10 +142,8 @@ def _branch_fix(kind: str, source: str, subject: str) -> str:
     """A Python argument the guard's line branches on (`if flag:`, `a if flag else b`) picks code, not a
     constant: passed as a tensor it would be a data-dependent branch (a graph break), so the fix
     is the branch's, computed on the device. "" for any other guard."""
-    name = subject.rsplit(".", 1)[-1]
-    code = source.split("#", 1)[0]
-    tested = code.startswith(("if ", "elif ", "while ")) and name in re.findall(r"[A-Za-z_]\w*", code)
-    if kind != "python_scalar" or not (tested or _inline_test(source, {name})):
+    names = {subject.rsplit(".", 1)[-1]}
+    if kind != "python_scalar" or not (header_tests(source, names) or inline_test(source, names)):
         return ""
     return fix_text("conditional_work.host_branch")
 
@@ -610,8 +609,6 @@ def branch_guard_graphs(
 
 
 _RETURNED = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
-# `a if cond else b`: the test of a conditional expression (not in a string or a comment).
-_INLINE_IF = re.compile(r"\sif\s+(?P<test>[^#'\"]+?)\s+else\s")
 _NAMED = re.compile(r"`([A-Za-z_][\w.]*)`")
 
 
@@ -619,14 +616,7 @@ def _tested_inline(guard: GuardFailure) -> str:
     """`if <test> else`, where the guard's line picks between two values by testing the guarded
     Python value (`tok = gold if teacher_forcing else pred`): the same branch as an `if` statement,
     one graph per outcome. "" where the line has no such test of a name the guard's phrase names."""
-    return _inline_test(guard.source, {n.rsplit(".", 1)[-1] for n in _NAMED.findall(guard.phrase)})
-
-
-def _inline_test(source: str, names: set[str]) -> str:
-    m = _INLINE_IF.search(source.split("#", 1)[0])
-    if m is None or not names & set(re.findall(r"[A-Za-z_]\w*", m["test"])):
-        return ""
-    return f"... if {m['test']} else ..."
+    return inline_test(guard.source, {n.rsplit(".", 1)[-1] for n in _NAMED.findall(guard.phrase)})
 
 
 def _with_one_cause(

@@ -32,6 +32,7 @@ use pyo3::types::{PyDict, PyFrozenSet, PyIterator, PyList, PyString, PyTuple};
 use crate::canon::indexed::{users_of, Canon};
 use crate::canon::mapping::{equal, find, mapping_methods, to_dict, Table};
 use crate::canon::shape_text::strip_layout;
+use crate::families;
 use crate::parse::lazy_instructions;
 use crate::parse::text::FxMap;
 
@@ -177,14 +178,7 @@ impl CanonHandle {
                 .map(|o| names.contains(&o.as_str()))
                 .collect()
         };
-        let restates = id(&[
-            "transpose",
-            "reshape",
-            "broadcast",
-            "convert",
-            "bitcast",
-            "copy",
-        ]);
+        let restates = id(families::RESTATES);
         let arithmetic = id(&["multiply", "add", "subtract", "divide"]);
         let ops = |i: u32| self.operands(i).unwrap_or(&[]);
         let restated = |mut i: u32| {

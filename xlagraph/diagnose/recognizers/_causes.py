@@ -9,16 +9,39 @@ from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
 from xlagraph.diagnose.evidence import Evidence, Recognized
 from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.recognizers._statements import python_number
+from xlagraph.ir import strip_layout
 
 __all__ = [
+    "TAPS",
     "WARM_UP_STEPS",
     "added_at_warm_up",
     "added_part",
     "fold_into",
     "merge",
+    "one_sided",
     "renamed",
+    "scalar_inputs",
     "with_number_origin",
 ]
+
+
+# Extra or missing outputs read values the step computes anyway (a kept-alive activation after a
+# dropout): where they come from says nothing about work done on some steps only.
+TAPS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
+
+
+def one_sided(cause: Cause) -> bool:
+    """Work one graph does and the other does not: many instructions on one side, few on the other."""
+    big, small = sorted((len(cause.left), len(cause.right)), reverse=True)
+    return big >= 5 and big >= 3 * max(1, small)
+
+
+def scalar_inputs(evidence: Evidence, cause: Cause) -> bool:
+    """Inputs added or dropped that are all scalars: the factors of some work (a max norm)."""
+    if cause.kind not in (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED):
+        return False
+    found = evidence.instructions(cause)
+    return bool(found) and all(strip_layout(ins.shape).endswith("[]") for _, ins in found)
 
 
 # Steps in which new inputs are expected: optimizer state, tensors made before the loop, buffers.

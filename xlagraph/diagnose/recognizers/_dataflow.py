@@ -9,9 +9,9 @@ from weakref import WeakKeyDictionary
 
 from xlagraph.diagnose.causes import Cause
 from xlagraph.diagnose.evidence import Evidence
+from xlagraph.opcodes import RESTATES
 
 __all__ = [
-    "RESTATES",
     "downstream",
     "opcodes",
     "restated",
@@ -61,11 +61,6 @@ def same_ops(evidence: Evidence, *causes: Cause, aside: frozenset[str] = frozens
 def opcodes(evidence: Evidence, cause: Cause) -> set[str]:
     """The opcodes of the instructions a cause names, both graphs."""
     return {ins.opcode for _, ins in evidence.instructions(cause)}
-
-
-# Ops that restate one value (another shape, type or order of the same numbers): followed through
-# when asking what an instruction really reads.
-RESTATES = frozenset({"transpose", "reshape", "broadcast", "convert", "bitcast", "copy"})
 
 
 def restated(comp, name: str) -> str:  # type: ignore[no-untyped-def]

@@ -23,6 +23,8 @@ __all__ = [
     "call_name",
     "called_functions",
     "enclosing",
+    "header_tests",
+    "inline_test",
     "is_host_read",
     "loads",
     "loop_order",
@@ -82,6 +84,44 @@ def enclosing(file: str, line: int) -> list[tuple[ast.stmt, list[ast.stmt]]]:
                 blocks = list(_blocks(stmt))
                 break
     return chain
+
+
+def _line(source: str) -> tuple[ast.stmt | None, str]:
+    """One line of source as a statement, a block's header (`if flag:`, `elif ...:`, `while`)
+    given an empty body, and the text parsed; None where the line alone does not parse (part of
+    a longer statement). Not cached with whole files: lines are many and would push files out."""
+    code = source.strip()
+    code = code[2:] if code.startswith("elif ") else code
+    for text in (code, code + "\n pass"):
+        try:
+            return ast.parse(text).body[0], code
+        except (SyntaxError, ValueError, IndexError):
+            continue
+    return None, code
+
+
+def _named(node: ast.AST) -> set[str]:
+    """The names an expression reads and the attributes it takes (`flag` of `self.flag`)."""
+    return loads(node) | {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+
+
+def header_tests(source: str, names: set[str]) -> bool:
+    """The line is an `if`, `elif` or `while` header whose condition reads one of `names`."""
+    stmt, _ = _line(source)
+    return isinstance(stmt, (ast.If, ast.While)) and bool(_named(stmt.test) & names)
+
+
+def inline_test(source: str, names: set[str]) -> str:
+    """`... if <test> else ...`: the first conditional expression of the line whose test reads
+    one of `names` (`tok = gold if teacher_forcing else pred`), as the line writes the test; ""
+    where there is none (a comment or a string that says `if` is none)."""
+    stmt, code = _line(source)
+    tests = sorted(
+        (n for n in ast.walk(stmt) if isinstance(n, ast.IfExp)) if stmt else (),
+        key=lambda n: n.col_offset,
+    )
+    found = next((t.test for t in tests if _named(t.test) & names), None)
+    return f"... if {ast.get_source_segment(code, found)} else ..." if found else ""
 
 
 # Tensor methods that read the value on the host, called without arguments (`loss.item()`,

@@ -27,6 +27,7 @@ from xlagraph.diagnose.recognizers._source import lines_matching, user_files
 from xlagraph.diagnose.shapes import dims_of, element_type
 from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
+from xlagraph.opcodes import RESTATES
 
 __all__ = ["RECOGNIZER"]
 
@@ -42,7 +43,7 @@ _FLOAT = frozenset({"f64", "f32", "f16", "bf16"})
 _CONVERT = frozenset({"convert"})  # what a type change adds or drops between the same ops
 # ...and where a region's ops read a gradient: in f32 a view of its dot (a reshape, a transpose),
 # in low precision the dot's convert back to f32, with no view between.
-_RESTATED = _CONVERT | {"reshape", "transpose", "bitcast", "copy"}
+_RESTATED = RESTATES - {"broadcast"}
 _LOW = frozenset({"bf16", "f16", "f8e4m3fn", "f8e5m2", "f8e4m3", "f8e5m2fnuz", "f8e4m3fnuz"})
 
 

@@ -14,6 +14,7 @@ from xlagraph.diagnose.recognizers._dataflow import downstream
 from xlagraph.diagnose.recognizers.input_shape import GROWING_STATE_HINT
 from xlagraph.match.shapes import dims
 from xlagraph.match.users import users_of
+from xlagraph.opcodes import RESTATES
 
 __all__ = ["RECOGNIZER"]
 
@@ -21,7 +22,7 @@ HINT = fix("parameter_added.growing_list")
 # Operands a region's new ops may read besides the concatenation's cone: the matcher may pair
 # the new element's reshape with an old one, so the reshape left over reads another input.
 _SOURCES = frozenset({"constant", "parameter"})
-_PASS_THROUGH = frozenset({"reshape", "broadcast", "convert", "bitcast", "copy"})
+_PASS_THROUGH = RESTATES - {"transpose"}
 # What a longer concatenation changes around it: its own size, and the reductions over it.
 _FOLLOWERS = frozenset(
     {"concatenate", "reshape", "broadcast", "convert", "divide", "multiply", "reduce", "add", "constant"}

@@ -17,8 +17,9 @@ from xlagraph.canonical.model import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import fold_into
-from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream
+from xlagraph.diagnose.recognizers._dataflow import downstream
 from xlagraph.match.users import users_of
+from xlagraph.opcodes import RESTATES
 
 __all__ = ["RECOGNIZER"]
 

@@ -24,11 +24,11 @@ from xlagraph.diagnose.recognizers._dataflow import downstream, rewired, upstrea
 from xlagraph.diagnose.recognizers._source import source_text
 from xlagraph.diagnose.shapes import shape_of
 from xlagraph.match.users import users_of
-from xlagraph.opcodes import COMMUTATIVE
+from xlagraph.opcodes import COMMUTATIVE, RANDOM
 
 __all__ = ["RECOGNIZER"]
 
-_LEAVES = frozenset({"constant", "iota", "rng", "rng-bit-generator", "rng-get-and-update-state"})
+_LEAVES = RANDOM | {"constant", "iota"}
 # A line that creates a tensor with values of its own (not one computed from other tensors).
 _CREATES = re.compile(
     r"\b(?:torch\.)?(?:zeros|ones|full|empty|tensor|zeros_like|ones_like|full_like|empty_like|arange|eye"

@@ -18,13 +18,14 @@ from typing import NamedTuple
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import added_at_warm_up, merge
-from xlagraph.diagnose.recognizers._dataflow import RESTATES, restated, updated_inputs
+from xlagraph.diagnose.recognizers._dataflow import restated, updated_inputs
 from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
 from xlagraph.diagnose.recognizers.pending_init import copies_returned
 from xlagraph.diagnose.recognizers.permutation import reordered_only
 from xlagraph.diagnose.recognizers.special_scalar import matched_twin
 from xlagraph.diagnose.shapes import shape_of
 from xlagraph.match.users import users_of
+from xlagraph.opcodes import RESTATES
 from xlagraph.source_paths import is_library_path
 
 __all__ = ["RECOGNIZER"]

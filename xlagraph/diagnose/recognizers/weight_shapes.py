@@ -20,10 +20,11 @@ from xlagraph.canonical.model import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import fold_into
-from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream, updated_inputs
+from xlagraph.diagnose.recognizers._dataflow import downstream, updated_inputs
 from xlagraph.diagnose.recognizers.input_shape import RESIZED_WEIGHTS_HINT
 from xlagraph.diagnose.shapes import shape_of
 from xlagraph.match.users import users_of
+from xlagraph.opcodes import RESTATES
 
 __all__ = ["RECOGNIZER"]
 
