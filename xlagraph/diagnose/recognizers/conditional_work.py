@@ -255,6 +255,18 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             )
             if setting:  # the user's line that sets p comes before the dropout's own lines
                 cause = replace(cause, sources=tuple(dict.fromkeys([*setting, *cause.sources])))
+            if name == "optimizer" and (
+                branch := _decided_branch(evidence, [pending[i] for i in picked])
+                or _decided_branch(evidence, [pending[i] for i in hits])
+            ):
+                # No step every k: a device value read on the host picks the branch that updates
+                # (the calls of all the work's helpers under it cited when they all sit there).
+                cause = replace(
+                    cause,
+                    summary=f"{_branch_summary(branch[0], branch[1])} ({n} difference(s))",
+                    hint=_BRANCH_HINT,
+                    sources=tuple(dict.fromkeys([branch[0], *branch[2], *cause.sources]))[:6],
+                )
             return Recognized((cause,), frozenset(picked))
     # In an `if ... % k:` block, or in a helper of the user's called from one (a merge every k steps).
     files = user_files(evidence)
@@ -565,18 +577,8 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
     found |= {
         i: site for i in sided if i not in found and not any(is_user_location(s) for s in pending[i].sources)
     }
-    text = source_text(site).split("#", 1)[0].strip()
     reads = next((sites[1:] for sites in decided.values() if sites[0] == site), ())
-    decides = (
-        "a tensor's value read on the host (an implicit sync that also cuts the step) decides"
-        if reads_tensor(text)
-        else f"a tensor's value read on the host at {', '.join(reads)} (an implicit sync that also cuts the "
-        "step) decides"
-        if reads
-        else "a condition decided in Python on the host picks"
-    )
-    summary = f"work only one graph does, inside `{text[:80]}` at {site}: {decides} which code the step "
-    summary += "traces"
+    summary = _branch_summary(site, reads)
     # The input that work replaced (the unflipped batch the model read directly) goes with it.
     shapes = {strip_layout(ins.shape) for i in found for _, ins in evidence.instructions(pending[i])}
     # And the ops rewired to read its result (the model's first conv reading the flipped batch).
@@ -621,6 +623,46 @@ def _host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[i
     called = [g[0] for s in merged.sources if (g := guarded_calls(s))[1:2] == [site]]
     cause = replace(merged, sources=tuple(dict.fromkeys([site, *called, *merged.sources]))[:6])
     return Recognized((_made_late(evidence, cause, site, [pending[i] for i in picked]),), frozenset(picked))
+
+
+def _branch_summary(site: str, reads: tuple[str, ...]) -> str:
+    """What an `if` at `site` decides; `reads`: where the functions its test calls read a tensor."""
+    text = source_text(site).split("#", 1)[0].strip()
+    decides = (
+        "a tensor's value read on the host (an implicit sync that also cuts the step) decides"
+        if reads_tensor(text)
+        else f"a tensor's value read on the host at {', '.join(reads)} (an implicit sync that also cuts the "
+        "step) decides"
+        if reads
+        else "a condition decided in Python on the host picks"
+    )
+    return f"work only one graph does, inside `{text[:80]}` at {site}: {decides} which code the step traces"
+
+
+def _decided_branch(
+    evidence: Evidence, hits: list[Cause]
+) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
+    """(the `if`, the lines where its test reads the device, the calls of the user's helpers in
+    its blocks) when every user line of the work sits in a block of one `if` that a device value
+    read on the host decides, itself or in a helper whose every call sits there (`scaler.backoff()`
+    under `if scaler.found_inf(params).item():`, `scaler.unscale_(params)` in its `else`); else None."""
+    files = user_files(evidence)
+    decided: list[tuple[str, ...]] = []
+    calls: list[str] = []
+    for loc in dict.fromkeys(s for c in hits for s in c.sources if is_user_location(s)):
+        own = host_decided_if(loc, files)
+        if own:
+            decided.append(own)
+            continue
+        callers = calls_of_function(loc, files, limit=3)
+        guards = [host_decided_if(c, files) for c in callers]
+        if not callers or not all(guards):
+            return None
+        decided += guards
+        calls += callers
+    if not decided or len({d[0] for d in decided}) != 1:
+        return None
+    return (decided[0][0], decided[0][1:], tuple(dict.fromkeys(calls)))
 
 
 def _host_decided(
