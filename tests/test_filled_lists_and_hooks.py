@@ -48,6 +48,24 @@ def test_tensors_from_lists_a_loop_fills_until_it_stops(tmp_path: Path) -> None:
     assert filled_until(f"{at}23") == ()
 
 
+_TOP_LEVEL = '''import torch
+
+for episode in range(3):
+    states = []
+    done = False
+    while not done:
+        states.append(1.0)
+        done = True
+    obs = torch.tensor(states)
+'''
+
+
+def test_the_top_level_s_own_loop_fills_the_lists_of_a_script_without_functions(tmp_path: Path) -> None:
+    script = tmp_path / "top.py"
+    script.write_text(_TOP_LEVEL)
+    assert filled_until(f"{script}:9") == (f"{script}:9", f"{script}:6")
+
+
 _HOOKS = '''class Logger:
     def __init__(self, modules):
         self.kept = {}

@@ -69,8 +69,13 @@ def _filling_loop(
     returned by a function of the user's called above it (`states, actions = run_episode(env)`)."""
     stmt, block = chain[-1]
     read = _names(stmt.value) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value else set()
-    scope = next((s for s, _ in reversed(chain) if isinstance(s, _FUNCTIONS)), None)
+    # (a script's top level where no function holds it)
+    scope = next((s for s, _ in reversed(chain) if isinstance(s, _FUNCTIONS)), None) or syntax_tree(file)
     for loop, lists in _open_loops(scope) if scope is not None else ():
+        # (at the top level, a loop of the top level's own, not one inside a function there)
+        top = isinstance(scope, ast.Module)
+        if top and any(isinstance(s, _FUNCTIONS) for s, _ in enclosing(file, loop.lineno)):
+            continue
         if (loop.end_lineno or loop.lineno) < stmt.lineno and lists & read:
             return f"{file}:{loop.lineno}", lists
     defs = _definitions([file, *files])
