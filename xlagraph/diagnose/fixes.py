@@ -325,7 +325,7 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "is a graph of its own; use the setting from the start, or keep the work and scale it by a "
             "tensor that is 0 while it is off"
         ),
-        # _host_branch._BRANCH_HINT
+        # _host_branch.BRANCH_HINT
         # replaced_branch._HINT
         # random_skip._LOOP_HINT
         "conditional_work.host_iterations": (

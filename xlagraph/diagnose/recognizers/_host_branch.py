@@ -24,7 +24,7 @@ from xlagraph.match.users import users_of
 __all__ = ["host_branch"]
 
 
-_BRANCH_HINT = fix("conditional_work.host_branch")
+BRANCH_HINT = fix("conditional_work.host_branch")
 # Syncs of a function `torch_xla.compile` traces whole (`report.trigger_of`'s label): its outputs are
 # what it returns. (torch.compile's graphs are compared with others the bridge made: left out.)
 _TRACED = ("torch_xla.compile",)
@@ -140,18 +140,8 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
     found |= {
         i: site for i in sided if i not in found and not any(is_user_location(s) for s in pending[i].sources)
     }
-    text = source_text(site).split("#", 1)[0].strip()
     reads = next((sites[1:] for sites in decided.values() if sites[0] == site), ())
-    decides = (
-        "a tensor's value read on the host (an implicit sync that also cuts the step) decides"
-        if reads_tensor(text)
-        else f"a tensor's value read on the host at {', '.join(reads)} (an implicit sync that also cuts the "
-        "step) decides"
-        if reads
-        else "a condition decided in Python on the host picks"
-    )
-    summary = f"work only one graph does, inside `{text[:80]}` at {site}: {decides} which code the step "
-    summary += "traces"
+    summary = branch_summary(site, reads)
     # The input that work replaced (the unflipped batch the model read directly) goes with it.
     shapes = {strip_layout(ins.shape) for i in found for _, ins in evidence.instructions(pending[i])}
     # And the ops rewired to read its result (the model's first conv reading the flipped batch).
@@ -191,11 +181,51 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
         if i not in picked
         and (sizes_beside(evidence, c, left, right) or length_made_up(evidence, c, left, right))
     ]
-    merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=_BRANCH_HINT)
+    merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=BRANCH_HINT)
     # The helper's call under the `if` (its ops carry the helper's own lines) follows the `if`.
     called = [g[0] for s in merged.sources if (g := guarded_calls(s))[1:2] == [site]]
     cause = replace(merged, sources=tuple(dict.fromkeys([site, *called, *merged.sources]))[:6])
     return Recognized((_made_late(evidence, cause, site, [pending[i] for i in picked]),), frozenset(picked))
+
+
+def branch_summary(site: str, reads: tuple[str, ...]) -> str:
+    """What an `if` at `site` decides; `reads`: where the functions its test calls read a tensor."""
+    text = source_text(site).split("#", 1)[0].strip()
+    decides = (
+        "a tensor's value read on the host (an implicit sync that also cuts the step) decides"
+        if reads_tensor(text)
+        else f"a tensor's value read on the host at {', '.join(reads)} (an implicit sync that also cuts the "
+        "step) decides"
+        if reads
+        else "a condition decided in Python on the host picks"
+    )
+    return f"work only one graph does, inside `{text[:80]}` at {site}: {decides} which code the step traces"
+
+
+def decided_branch(
+    evidence: Evidence, hits: list[Cause]
+) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
+    """(the `if`, the lines where its test reads the device, the calls of the user's helpers in
+    its blocks) when every user line of the work sits in a block of one `if` that a device value
+    read on the host decides, itself or in a helper whose every call sits there (`scaler.backoff()`
+    under `if scaler.found_inf(params).item():`, `scaler.unscale_(params)` in its `else`); else None."""
+    files = user_files(evidence)
+    decided: list[tuple[str, ...]] = []
+    calls: list[str] = []
+    for loc in dict.fromkeys(s for c in hits for s in c.sources if is_user_location(s)):
+        own = host_decided_if(loc, files)
+        if own:
+            decided.append(own)
+            continue
+        callers = calls_of_function(loc, files, limit=3)
+        guards = [host_decided_if(c, files) for c in callers]
+        if not callers or not all(guards):
+            return None
+        decided += guards
+        calls += callers
+    if not decided or len({d[0] for d in decided}) != 1:
+        return None
+    return (decided[0][0], decided[0][1:], tuple(dict.fromkeys(calls)))
 
 
 def _host_decided(

@@ -19,7 +19,12 @@ from xlagraph.diagnose.frames import is_user_location, split_location
 from xlagraph.diagnose.recognizers._causes import TAPS, merge, one_sided, scalar_inputs
 from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, runs_clip, scalar_clip
 from xlagraph.diagnose.recognizers._dataflow import downstream, opcodes, updated_inputs
-from xlagraph.diagnose.recognizers._host_branch import host_branch
+from xlagraph.diagnose.recognizers._host_branch import (
+    BRANCH_HINT,
+    branch_summary,
+    decided_branch,
+    host_branch,
+)
 from xlagraph.diagnose.recognizers._periodic import periodic_caller, periodic_if
 from xlagraph.diagnose.recognizers._source import (
     BUILDERS,
@@ -238,6 +243,18 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             )
             if setting:  # the user's line that sets p comes before the dropout's own lines
                 cause = replace(cause, sources=tuple(dict.fromkeys([*setting, *cause.sources])))
+            if name == "optimizer" and (
+                branch := decided_branch(evidence, [pending[i] for i in picked])
+                or decided_branch(evidence, [pending[i] for i in hits])
+            ):
+                # No step every k: a device value read on the host picks the branch that updates
+                # (the calls of all the work's helpers under it cited when they all sit there).
+                cause = replace(
+                    cause,
+                    summary=f"{branch_summary(branch[0], branch[1])} ({n} difference(s))",
+                    hint=BRANCH_HINT,
+                    sources=tuple(dict.fromkeys([branch[0], *branch[2], *cause.sources]))[:6],
+                )
             return Recognized((cause,), frozenset(picked))
     # In an `if ... % k:` block, or in a helper of the user's called from one (a merge every k steps).
     files = user_files(evidence)

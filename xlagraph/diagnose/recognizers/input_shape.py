@@ -14,6 +14,7 @@ from xlagraph.diagnose.frames import is_user_location, source_line, split_locati
 from xlagraph.diagnose.recognizers._causes import renamed
 from xlagraph.diagnose.recognizers._dataflow import updated_inputs
 from xlagraph.diagnose.recognizers._fed_back import grown_state
+from xlagraph.diagnose.recognizers._filled_lists import filled_until
 from xlagraph.diagnose.recognizers._source import calls_of_function, lines_matching, source_text, user_files
 from xlagraph.diagnose.recognizers._statements import enclosing, loads, python_number, set_before
 from xlagraph.diagnose.value_origin import rows_filtered
@@ -199,6 +200,17 @@ def rows_kept(cause: Cause, lines: tuple[str, ...]) -> Cause:
     return replace(cause, summary=cause.summary.replace(_RAGGED, _FILTERED), hint=FILTERED_HINT)
 
 
+def _filled(evidence: Evidence, cause: Cause) -> tuple[str, ...]:
+    """The statements that make tensors from the lists a loop fills until a condition stops it,
+    and that loop (`filled_until`), found from a line the cause cites."""
+    files = user_files(evidence)
+    return next((f for s in cause.sources[:3] if is_user_location(s) and (f := filled_until(s, files))), ())
+
+
+_FILLED = (
+    "made from Python lists that a loop fills until a condition stops it (an episode, a generated "
+    "sequence): the data decides their length, not a ragged last batch"
+)
 _RAGGED = "the batch dimension changed: a ragged last batch is typical"
 _FILTERED = "rows kept by a mask on the host: the batch size follows the data"
 
@@ -251,6 +263,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         elif axes == {0} and (kept := _filtered(c)):  # a filter's batch may shrink or grow
             what, hint = _FILTERED, FILTERED_HINT
             c = replace(c, sources=tuple(dict.fromkeys([kept, *c.sources]))[:6])
+        elif axes == {0} and (filled := _filled(evidence, c)):  # lists a loop fills until it stops
+            what, hint = _FILLED, LIST_HINT
+            c = replace(c, sources=tuple(dict.fromkeys([*filled, *c.sources]))[:6])
         elif axes == {0} and all(_int_vector(ch.old) and _int_vector(ch.new) for ch in shapes):
             what, hint = "only lists of indices or labels changed length", LIST_HINT
         elif axes == {0} and all(_dim0(ch.new) > _dim0(ch.old) for ch in shapes):
