@@ -334,6 +334,14 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "number of iterations (max_iter) on every step and freeze the converged state on the device "
             "(z = torch.where(done, z, z_next)), or check convergence once, outside the step"
         ),
+        # unrolled_loop._HINT
+        "conditional_work.trip_count": (
+            "a Python loop inside the traced step runs another number of times (micro-batches of "
+            "gradient accumulation, a loop over a list whose length changed): tracing unrolls it, one "
+            "copy of its body per iteration, so each count is a graph of its own; keep the count fixed "
+            "(the same number of micro-batches on every step), or move the loop out of the compiled "
+            "function (one compiled call per micro-batch, the optimizer step once after the last)"
+        ),
         "conditional_work.host_branch": (
             "work runs only when a Python condition holds on the host (random.random(), a flag, a "
             "counter): each outcome is a graph of its own; compute it on every step and choose on the "
