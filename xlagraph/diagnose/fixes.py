@@ -195,6 +195,13 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "selected positions): pad each list to a fixed length and mask the padding out of the loss, "
             "or bucket lengths to a few fixed sizes"
         ),
+        # input_shape.PYTHON_LIST_HINT
+        "parameter_shape.python_list": (
+            "a tensor made from a Python list each step (torch.tensor([...]): class weights, one value "
+            "per class or item) changes length with the list: size it once for all classes (the maximum "
+            "there will be), with zero for the entries not used yet and a mask where the step needs one, "
+            "and slice by that fixed size, so every step passes the same shape"
+        ),
         # input_shape.RESIZED_WEIGHTS_HINT
         "parameter_shape.resized_weights": (
             "weights changed shape during the run (a vocabulary grown for new tokens, a layer resized): "
