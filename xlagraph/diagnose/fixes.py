@@ -195,6 +195,13 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "selected positions): pad each list to a fixed length and mask the padding out of the loss, "
             "or bucket lengths to a few fixed sizes"
         ),
+        # input_shape.PYTHON_LIST_HINT
+        "parameter_shape.python_list": (
+            "a tensor made from a Python list each step (torch.tensor([...]): class weights, one value "
+            "per class or item) changes length with the list: size it once for all classes (the maximum "
+            "there will be), with zero for the entries not used yet and a mask where the step needs one, "
+            "and slice by that fixed size, so every step passes the same shape"
+        ),
         # input_shape.RESIZED_WEIGHTS_HINT
         "parameter_shape.resized_weights": (
             "weights changed shape during the run (a vocabulary grown for new tokens, a layer resized): "
@@ -333,6 +340,14 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "each number of iterations is a graph of its own, and every read is a sync. Run a fixed "
             "number of iterations (max_iter) on every step and freeze the converged state on the device "
             "(z = torch.where(done, z, z_next)), or check convergence once, outside the step"
+        ),
+        # unrolled_loop._HINT
+        "conditional_work.trip_count": (
+            "a Python loop inside the traced step runs another number of times (micro-batches of "
+            "gradient accumulation, a loop over a list whose length changed): tracing unrolls it, one "
+            "copy of its body per iteration, so each count is a graph of its own; keep the count fixed "
+            "(the same number of micro-batches on every step), or move the loop out of the compiled "
+            "function (one compiled call per micro-batch, the optimizer step once after the last)"
         ),
         "conditional_work.host_branch": (
             "work runs only when a Python condition holds on the host (random.random(), a flag, a "

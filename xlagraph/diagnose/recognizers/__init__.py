@@ -23,7 +23,8 @@ file per concern: `_causes` (merge, rename), `_source` (the user's code around a
 the stored file), `_precision` (where precision is switched), `_clip` (what a global-norm clip
 looks like), `_beside_work` (differences that follow from work one graph does only), `_late_module`
 (a module made mid-run and used once it exists), `_guarded_calls` (the calls of a helper made
-under an `if` where others are not).
+under an `if` where others are not), `_user_flow` (a traced loop's trip count, hooks registered,
+tensors kept in or made from Python lists).
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ from xlagraph.diagnose.recognizers import (
     term_order,
     trainable,
     unknown,
+    unrolled_loop,
     weight_shapes,
 )
 from xlagraph.errors import XlagraphWarning
@@ -92,6 +94,9 @@ ORDER: tuple[Recognizer, ...] = (
     graph_break.RECOGNIZER,
     random_skip.RECOGNIZER,
     dtype.RECOGNIZER,
+    # Before state_init: new inputs shaped like the ones kept are the copies of an unrolled loop's
+    # body (more micro-batches), not state made on this step.
+    unrolled_loop.RECOGNIZER,
     state_init.RECOGNIZER,
     # After state_init: on the step that creates optimizer state, that state's update work is
     # state_init's, and what is left of the bridge's warm-up is the loss it synced on step 0.

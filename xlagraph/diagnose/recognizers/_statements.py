@@ -263,9 +263,10 @@ def loop_order(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
     `for` that encloses it, then the lines just before it that set what it iterates (`names =
     list(d) if ... else list(reversed(d))`, `random.shuffle(order)`); and, when what it iterates
     comes from an outer loop's variable (`for p in model[name].parameters()` inside `for name in
-    sorted(...)`), that loop's too. Not the training loop (the one around a sync line of
-    `syncs`) nor a loop over `range(...)`, and never past the function the line is in. `[]`
-    when there is no such loop."""
+    sorted(...)`), that loop's too. Before the header, the statements that move entries of what
+    it iterates (`d.pop(k)` and `d[k] = v`: a dict's order is its insertion order). Not the
+    training loop (the one around a sync line of `syncs`) nor a loop over `range(...)`, and never
+    past the function the line is in. `[]` when there is no such loop."""
     file, line = split_location(location)
     if not file or not line:
         return []
@@ -285,6 +286,7 @@ def loop_order(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
             continue  # an outer loop the inner one's order does not read
         names = loads(stmt.iter)
         found += [
+            *_entries_moved(chain[: depth + 1], names),
             stmt.lineno,
             *_returned_by(file, chain, stmt.iter),
             *set_before(chain[: depth + 1], names),
@@ -292,6 +294,50 @@ def loop_order(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
         ]
         follow = names
     return [f"{file}:{n}" for n in dict.fromkeys(found)]
+
+
+# Calls that take an entry out of a mapping or put one in: a key popped and set again moves to
+# the end of a dict's order (`fn, _ = regs.pop("l2")`, then `regs["l2"] = ...`).
+_ENTRY_CALLS = frozenset({"pop", "popitem", "setdefault", "update", "move_to_end", "insert", "remove"})
+
+
+def _moves_entry(stmt: ast.stmt, names: set[str]) -> bool:
+    """`stmt` takes an entry out of one of `names` or puts one in (a key set, deleted or popped),
+    wherever in the statement the call sits (`fn, _ = regs.pop("l2")`)."""
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+        targets = stmt.targets if isinstance(stmt, (ast.Assign, ast.Delete)) else [stmt.target]
+        if any(
+            isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in names
+            for t in targets
+        ):
+            return True
+    if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
+        return False
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in _ENTRY_CALLS
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id in names
+        for n in ast.walk(stmt)
+    )
+
+
+def _entries_moved(chain: list[tuple[ast.stmt, list[ast.stmt]]], names: set[str]) -> list[int]:
+    """Lines before `chain[-1]`, in the body of the loop or function around it, that move entries
+    of what it iterates (a dict's key popped and set again, deleted, added), then the `if` that
+    guards them: a dict iterates in insertion order, so these decide the order, not the loop."""
+    found: list[int] = []
+    for depth in range(len(chain) - 1, -1, -1):
+        stmt, block = chain[depth]
+        for before in block[: block.index(stmt)]:
+            inner = [s for s in ast.walk(before) if isinstance(s, ast.stmt) and _moves_entry(s, names)]
+            found += [s.lineno for s in inner]
+            if inner and isinstance(before, ast.If):
+                found.append(before.lineno)
+        if depth and isinstance(chain[depth - 1][0], _LOOPS + _SCOPES):
+            break
+    return found
 
 
 def _returned_by(file: str, chain: list[tuple[ast.stmt, list[ast.stmt]]], iterated: ast.expr) -> list[int]:

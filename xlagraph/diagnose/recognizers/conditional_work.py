@@ -8,6 +8,7 @@ from random-number ops; or a user line inside an `if ... % ...:` block.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import replace
 
@@ -34,7 +35,9 @@ from xlagraph.diagnose.recognizers._source import (
     source_text,
     user_files,
 )
+from xlagraph.diagnose.recognizers._statements import enclosing
 from xlagraph.diagnose.recognizers._switched_on import switched_on
+from xlagraph.diagnose.recognizers._user_flow import hook_registrations
 from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
 from xlagraph.opcodes import RANDOM, RESTATES
@@ -352,4 +355,28 @@ def _scalar(entry, name: str) -> bool:  # type: ignore[no-untyped-def]
     return name in entry.param_number and strip_layout(entry.instruction(name).shape).endswith("[]")
 
 
-RECOGNIZER = Recognizer("conditional_work", _recognize)
+def _with_hooks(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    """Work whose user lines are in a function registered as a hook (`clamp` of
+    `model.body.register_forward_hook(clamp)` under `if step == 4:`) runs from the step that
+    registers it: the registration decides, cited first."""
+    found = _recognize(evidence, pending)
+    return found._replace(causes=tuple(_hooked(c) for c in found.causes))
+
+
+def _hooked(cause: Cause) -> Cause:
+    hooks = hook_registrations([s for s in cause.sources if is_user_location(s)][:3])
+    if not hooks:
+        return cause
+    sources = tuple(dict.fromkeys([*hooks, *cause.sources]))[:6]
+    file, line = split_location(hooks[0])
+    if not any(isinstance(s, (ast.If, ast.For, ast.While)) for s, _ in enclosing(file, line)):
+        return replace(cause, sources=sources)  # registered once, up front: the work's own reason stands
+    text = source_text(hooks[0]).split("#", 1)[0].strip()
+    summary = (
+        f"work that runs from this step on: a hook registered mid-run by `{text[:80]}` at {hooks[0]} "
+        f"adds its ops (and their backward) to every step after it ({cause.count} difference(s))"
+    )
+    return replace(cause, summary=summary, sources=sources, hint=BRANCH_HINT)
+
+
+RECOGNIZER = Recognizer("conditional_work", _with_hooks)

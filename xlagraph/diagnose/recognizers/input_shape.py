@@ -16,7 +16,13 @@ from xlagraph.diagnose.recognizers._dataflow import updated_inputs
 from xlagraph.diagnose.recognizers._fed_back import grown_state
 from xlagraph.diagnose.recognizers._filled_lists import filled_until
 from xlagraph.diagnose.recognizers._source import calls_of_function, lines_matching, source_text, user_files
-from xlagraph.diagnose.recognizers._statements import enclosing, loads, python_number, set_before
+from xlagraph.diagnose.recognizers._statements import (
+    enclosing,
+    loads,
+    python_number,
+    set_before,
+)
+from xlagraph.diagnose.recognizers._user_flow import list_tensors
 from xlagraph.diagnose.value_origin import rows_filtered
 
 __all__ = [
@@ -40,6 +46,7 @@ WEIGHTS_HINT = fix("parameter_shape.weights")
 LIST_HINT = fix("parameter_shape.list")
 RESIZED_WEIGHTS_HINT = fix("parameter_shape.resized_weights")
 SWITCHED_WEIGHTS_HINT = fix("parameter_shape.switched_weights")
+PYTHON_LIST_HINT = fix("parameter_shape.python_list")
 # `self.heads[task](x)`: a module looked up by a key and called.
 _PICKED_MODULE = re.compile(r"\b[\w.]+\[[^\]]+\]\(")
 OTHER_HINT = fix("parameter_shape.other")
@@ -169,6 +176,22 @@ def _int_vector(shape: str) -> bool:
     return head[:1] in ("s", "u") and "," not in rest.split("]", 1)[0] and rest[:1] != "]"
 
 
+def _vector(shape: str) -> bool:
+    """`f32[3]`: a rank-1 tensor."""
+    rest = shape.partition("[")[2]
+    return rest[:1] != "]" and "," not in rest.split("]", 1)[0]
+
+
+_LIST_MADE = "a vector made from a Python list (torch.tensor([...])) has another length: the list's"
+
+
+def _list_lines(evidence: Evidence) -> list[str]:
+    """A traced step's call passes a tensor made from a Python list (class weights from a list of
+    counts that gained a class): where it is made, and the step's lines that read its size."""
+    site = evidence.context.call_site
+    return list_tensors(site) if site and is_user_location(site) else []
+
+
 def _dim0(shape: str) -> int:
     dims = _INT.findall(shape.partition("[")[2].split("]", 1)[0])
     return int(dims[0]) if dims else 0
@@ -268,6 +291,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             c = replace(c, sources=tuple(dict.fromkeys([*filled, *c.sources]))[:6])
         elif axes == {0} and all(_int_vector(ch.old) and _int_vector(ch.new) for ch in shapes):
             what, hint = "only lists of indices or labels changed length", LIST_HINT
+        elif axes == {0} and all(_vector(ch.old) for ch in shapes) and (made := _list_lines(evidence)):
+            what, hint = _LIST_MADE, PYTHON_LIST_HINT
+            c = replace(c, sources=tuple(dict.fromkeys([*made, *c.sources]))[:6])
         elif axes == {0} and all(_dim0(ch.new) > _dim0(ch.old) for ch in shapes):
             what, hint = "the batch size grew: a new batch size, not a ragged last batch", GROWN_BATCH_HINT
             c = _with_grown_batch_lines(evidence, c)

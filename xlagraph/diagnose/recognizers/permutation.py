@@ -12,7 +12,6 @@ it (its mapping kept)."""
 
 from __future__ import annotations
 
-import ast
 import itertools
 import re
 from dataclasses import replace
@@ -22,11 +21,12 @@ from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_user_location, source_lines, split_location
+from xlagraph.diagnose.frames import is_user_location, split_location
 from xlagraph.diagnose.recognizers._assignments import dict_fills, reorderings
 from xlagraph.diagnose.recognizers._dataflow import upstream
-from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES, calls_of_function, def_above, user_lines
-from xlagraph.diagnose.recognizers._statements import enclosing, loop_order
+from xlagraph.diagnose.recognizers._source import calls_of_function, def_above, user_lines
+from xlagraph.diagnose.recognizers._statements import loop_order
+from xlagraph.diagnose.recognizers._user_flow import hook_registrations
 from xlagraph.diagnose.recognizers.term_order import HINT as SUM_TERMS
 from xlagraph.ir import strip_layout
 from xlagraph.source_paths import is_library_path
@@ -264,29 +264,6 @@ def _calling_loop(user: list[str], syncs: tuple[str, ...]) -> list[str]:
     return [n for n, functions in reached.items() if len(functions) >= 2]
 
 
-_REGISTER_HOOK = re.compile(r"\bregister_\w*hook\s*\(")
-
-
-def _hook_registrations(user: list[str]) -> list[str]:
-    """The lines that register as a hook the function a cited line is in, or the function that
-    makes it (`module.register_forward_hook(self._hook(name))`, `_hook` returning the closure):
-    hooks run in the order they were registered, so re-registering one moves its tensors last."""
-    found: dict[str, None] = {}
-    for loc in user:
-        file, line = split_location(loc)
-        if not line:
-            continue
-        defs = [
-            s.name for s, _ in enclosing(file, line) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-        ]
-        names = re.compile(r"\b(" + "|".join(map(re.escape, defs[-2:])) + r")\b") if defs else None
-        for n, text in source_lines(file, MAX_SCANNED_LINES) if names else ():
-            text = text.split("#", 1)[0]
-            if _REGISTER_HOOK.search(text) and names.search(_REGISTER_HOOK.split(text, 1)[1]):
-                found.setdefault(f"{file}:{n}")
-    return list(found)[:2]
-
-
 def _filled_at(evidence: Evidence, cause: Cause) -> Cause:
     """Where the order was decided: a dict of statistics filled (outputs), a statement that
     reorders a sequence (both: inputs are met in the order the step's code used them)."""
@@ -308,7 +285,7 @@ def _filled_at(evidence: Evidence, cause: Cause) -> Cause:
     if not loops and not reorders:
         loops = _calling_loop(user[:3], syncs)
     # Tensors updated inside forward hooks come out in the order the hooks were registered.
-    hooks = _hook_registrations(user[:3]) if not reorders else []
+    hooks = hook_registrations(user[:3]) if not reorders else []
     if not fills and not reorders and not loops and not hooks:
         return cause
     lines = dict.fromkeys([*hooks, *loops, *reorders, *fills, *cause.sources])

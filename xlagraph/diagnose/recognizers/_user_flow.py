@@ -1,0 +1,247 @@
+"""Where the user's Python decides what a traced step's graph holds beyond the step's own code:
+how many times a traced loop runs (its body unrolled once per iteration), which functions are
+registered as hooks, the tensors put into lists that outlive the step or made from Python lists.
+Read from the syntax tree of the stored source, as `_statements` reads it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from xlagraph.diagnose.frames import source_lines, split_location
+from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES
+from xlagraph.diagnose.recognizers._statements import (
+    _DEFS,
+    _argument,
+    _assignment_in,
+    _calls_to,
+    _counts,
+    _Defs,
+    _defs,
+    _Function,
+    _number_of,
+    _on_self,
+    _own_nodes,
+    _stores,
+    call_name,
+    enclosing,
+    loads,
+    reads_on_host,
+    syntax_tree,
+)
+
+__all__ = ["hook_registrations", "kept_in_lists", "list_tensors", "trip_count"]
+
+
+def trip_count(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
+    """Where the number of times the loop around `location` runs is decided, when a Python number
+    decides it: `for _ in range(k)` with `k` computed on the host, or a loop over a list built
+    `for _ in range(k)` (`xs = [... for _ in range(k)]`, here or by a caller that passes it:
+    `for x, y in zip(xs, ys):` in a traced step). The lines that compute the number (a helper's
+    `return`, its assignment), the list's, the call that passes it, then the loop's header;
+    `[]` for any other loop, and for the training loop (around a sync line of `syncs`)."""
+    file, line = split_location(location)
+    tree = syntax_tree(file) if file and line else None
+    chain = enclosing(file, line) if tree is not None else []
+    stops = {n for f, n in map(split_location, syncs) if f == file and n}
+    for depth in range(len(chain) - 1, -1, -1):
+        loop = chain[depth][0]
+        if isinstance(loop, _DEFS) or tree is None:
+            return []
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            continue
+        if any(loop.lineno <= n <= (loop.end_lineno or loop.lineno) for n in stops):
+            return []
+        found = _count_of(tree, _defs(tree), chain[: depth + 1], loop.iter, file, 0)
+        return [*found, f"{file}:{loop.lineno}"] if found else []
+    return []
+
+
+def _count_of(
+    tree: ast.Module,
+    defs: _Defs,
+    chain: list[tuple[ast.stmt, list[ast.stmt]]],
+    iterated: ast.expr,
+    file: str,
+    depth: int,
+) -> list[str]:
+    """The lines that decide how many items `iterated` yields at the end of `chain` (see
+    `trip_count`); `[]` when no Python number does."""
+    ranges = [n for n in ast.walk(iterated) if isinstance(n, ast.Call) and _counts(n)]
+    if ranges:
+        names = sorted({x for r in ranges for a in r.args for x in loads(a)})
+        return _number_of(tree, defs, chain, names, file, 0)[1] if names else []
+    if depth > 1:
+        return []
+    callees = {id(n.func) for n in ast.walk(iterated) if isinstance(n, ast.Call)}
+    sequences = [n.id for n in ast.walk(iterated) if isinstance(n, ast.Name) and id(n) not in callees]
+    scope = next((s for s, _ in reversed(chain) if isinstance(s, _Function)), None)
+    body = scope.body if scope is not None else tree.body
+    params = {a.arg for a in scope.args.posonlyargs + scope.args.args} if scope is not None else set()
+    for name in dict.fromkeys(sequences):
+        bound = _assignment_in(body, name, chain[-1][0].lineno)
+        if isinstance(bound, ast.Assign) and isinstance(bound.value, (ast.ListComp, ast.GeneratorExp)):
+            inner = enclosing(file, bound.lineno)
+            found = _count_of(tree, defs, inner, bound.value, file, depth) if inner else []
+            if found:
+                return [*found, f"{file}:{bound.lineno}"]
+        if bound is not None or name not in params or scope is None:
+            continue
+        for call in _calls_to(tree, scope)[:3]:  # a list the callers build and pass
+            passed = _argument(call, scope, name)
+            outer = enclosing(file, call.lineno) if isinstance(passed, ast.Name) else []
+            found = _count_of(tree, defs, outer, passed, file, depth + 1) if outer and passed else []
+            if found:
+                return [*found, f"{file}:{call.lineno}"]
+    return []
+
+
+_REGISTER_HOOK = re.compile(r"\bregister_\w*hook\s*\(")
+
+
+def hook_registrations(user: list[str]) -> list[str]:
+    """The lines that register as a hook the function a cited line is in, or the function that
+    makes it (`module.register_forward_hook(self._hook(name))`, `_hook` returning the closure):
+    hooks run in the order they were registered, so re-registering one moves its tensors last, and
+    one registered mid-run adds its work from that step on."""
+    found: dict[str, None] = {}
+    for loc in user:
+        file, line = split_location(loc)
+        if not line:
+            continue
+        defs = [
+            s.name for s, _ in enclosing(file, line) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
+        names = re.compile(r"\b(" + "|".join(map(re.escape, defs[-2:])) + r")\b") if defs else None
+        for n, text in source_lines(file, MAX_SCANNED_LINES) if names else ():
+            text = text.split("#", 1)[0]
+            if _REGISTER_HOOK.search(text) and names.search(_REGISTER_HOOK.split(text, 1)[1]):
+                found.setdefault(f"{file}:{n}")
+    return list(found)[:2]
+
+
+# Calls that put a tensor into a container.
+_KEEPS = frozenset({"append", "extend", "insert", "add"})
+
+
+def kept_in_lists(location: str) -> list[str]:
+    """Where the name the statement at `location` binds (`features = self.encoder(x)`) is put
+    into a container that outlives the function doing it (`keep.append(features.detach())`, where
+    `keep` is a parameter, `self.`'s attribute or a module-level name): what keeps that tensor
+    alive past the step. A host copy (`.item()`, `.cpu()`) keeps nothing. At most two lines."""
+    file, line = split_location(location)
+    chain = enclosing(file, line) if file and line else []
+    tree = syntax_tree(file) if chain else None
+    names = _stores(chain[-1][0]) if chain else set()
+    if tree is None or not names:
+        return []
+    found: list[int] = []
+    for function in (n for n in ast.walk(tree) if isinstance(n, _Function)):
+        local = {x for s in ast.walk(function) if isinstance(s, ast.stmt) for x in _stores(s)}
+        params = {a.arg for a in function.args.posonlyargs + function.args.args + function.args.kwonlyargs}
+        for node in _own_nodes(function):
+            call = node.value if isinstance(node, ast.Expr) else None
+            if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+                continue
+            held = call.func.value
+            outlives = _on_self(held) or (
+                isinstance(held, ast.Name) and (held.id in params or held.id not in local)
+            )
+            if (
+                call.func.attr in _KEEPS
+                and outlives
+                and any(loads(a) & names and not reads_on_host(a) for a in call.args)
+            ):
+                found.append(node.lineno)
+    return [f"{file}:{n}" for n in sorted(set(found))[:2]]
+
+
+# `torch.tensor([...])`: a tensor whose length is a Python list's.
+_FROM_LIST = frozenset({"tensor", "as_tensor", "FloatTensor", "LongTensor", "Tensor"})
+
+
+def _from_list(node: ast.expr, defs: _Defs, body: list[ast.stmt], depth: int = 0) -> list[int]:
+    """The lines where `node`, an argument of a call, is made from a Python list: the call itself
+    (`torch.tensor([...])`), the `return` of a user function it calls, or the assignment of the
+    name it is (followed once)."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in _FROM_LIST
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "torch"
+            and node.args
+            and isinstance(node.args[0], (ast.List, ast.ListComp, ast.Name))
+        ):
+            return [node.lineno]
+        callee = defs.functions.get(func.id) if isinstance(func, ast.Name) and depth < 2 else None
+        if callee is None:
+            return []
+        returns = [n for n in ast.walk(callee) if isinstance(n, ast.Return) and n.value is not None]
+        return [n for r in returns for n in _from_list(r.value, defs, callee.body, depth + 1)]  # type: ignore[arg-type]
+    if isinstance(node, ast.Name) and depth < 2:
+        bound = _assignment_in(body, node.id, getattr(node, "lineno", 0))
+        if isinstance(bound, ast.Assign):
+            return _from_list(bound.value, defs, body, depth + 1)
+    return []
+
+
+def _sizes_read(function: _Function, name: str) -> list[int]:
+    """Lines of `function` that read the size of its parameter `name` (`x[:, : name.shape[0]]`,
+    `len(name)`, `name.size(0)`)."""
+    found = []
+    for n in _own_nodes(function):
+        if isinstance(n, ast.Attribute) and n.attr in ("shape", "size") and isinstance(n.value, ast.Name):
+            hit = n.value.id == name
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" and n.args:
+            hit = isinstance(n.args[0], ast.Name) and n.args[0].id == name
+        else:
+            continue
+        if hit:
+            found.append(n.lineno)  # type: ignore[attr-defined]
+    return sorted(set(found))
+
+
+def list_tensors(site: str) -> list[str]:
+    """Tensors the call at `site` (a traced step's call) passes that are made from a Python list
+    (`torch.tensor([w / total for w in inv])`, in a helper whose result it passes): their length
+    is the list's. Those lines, then the lines of the called function that read that argument's
+    size (`logits[:, : weights.shape[0]]`); `[]` where no argument is made so."""
+    file, line = split_location(site)
+    chain = enclosing(file, line) if file and line else []
+    tree = syntax_tree(file) if chain else None
+    if tree is None:
+        return []
+    defs = _defs(tree)
+    scope = next((s for s, _ in reversed(chain) if isinstance(s, _Function)), None)
+    body = scope.body if scope is not None else tree.body
+    made: list[int] = []
+    sized: list[int] = []
+    for call in (n for n in ast.walk(chain[-1][0]) if isinstance(n, ast.Call)):
+        callee = _wrapped(tree, defs, call_name(call.func)) if isinstance(call.func, ast.Name) else None
+        params = [a.arg for a in callee.args.posonlyargs + callee.args.args] if callee else []
+        for k, arg in enumerate(call.args):
+            lines = _from_list(arg, defs, body)
+            made += lines
+            if lines and k < len(params):
+                sized += _sizes_read(callee, params[k])  # type: ignore[arg-type]
+    return [f"{file}:{n}" for n in dict.fromkeys([*made, *sized])]
+
+
+def _wrapped(tree: ast.Module, defs: _Defs, name: str) -> _Function | None:
+    """The user function `name` calls: itself, or the one a wrapper bound to it was made of
+    (`step_fn = torch_xla.compile(train_step)`)."""
+    if name in defs.functions:
+        return defs.functions[name]
+    for n in ast.walk(tree):
+        if (
+            isinstance(n, ast.Assign)
+            and [call_name(t) for t in n.targets] == [name]
+            and isinstance(n.value, ast.Call)
+            and len(n.value.args) == 1
+            and isinstance(n.value.args[0], ast.Name)
+        ):
+            return defs.functions.get(n.value.args[0].id)
+    return None
