@@ -20,7 +20,11 @@
 //! class id that is new this round, which no earlier signature held, so it never equals the
 //! unchanged ones). Where a class splits, the nodes not re-signed keep its id (they are not
 //! listed); where all were re-signed, the largest part keeps it. Only nodes given a new id
-//! make their neighbours re-signed the next round.
+//! make their neighbours re-signed the next round. A class of one node cannot split: its node
+//! is never re-signed. The nodes re-signed are grouped by class in one counting pass and each
+//! group sorted by signature alone (a sort of every re-signed node by class and signature was a
+//! third of the time); which part keeps a class's id names classes only, and the partitions,
+//! all that is read, do not depend on it.
 
 use crate::matching::colour_graph::{combine, mix, Graph};
 
@@ -52,10 +56,16 @@ pub(crate) fn split_rounds(
         cls.push(id);
     }
     drop(ids);
-    // Round 1 re-signs every live node.
-    let mut dirty: Vec<u32> = (0..n as u32).filter(|&k| is_live(k as usize)).collect();
+    // A class of one node cannot split: its node is never re-signed (nor given a new id).
+    // Round 1 re-signs every live node (of a class of two or more).
+    let mut dirty: Vec<u32> = (0..n as u32)
+        .filter(|&k| is_live(k as usize) && size[cls[k as usize] as usize] > 1)
+        .collect();
     let mut seen = vec![u32::MAX; n]; // the round a node was last listed as dirty
-    let mut signed: Vec<(u32, u64, u32)> = Vec::new();
+    let mut signed: Vec<(u64, u32)> = Vec::new(); // (signature, node), grouped by class
+    let mut at: Vec<u32> = Vec::new(); // per class id: its group's fill position
+    let mut touched: Vec<u32> = Vec::new(); // the classes of this round's dirty nodes
+    let mut runs: Vec<(usize, usize)> = Vec::new();
     let mut changed: Vec<u32> = Vec::new();
     let mut scratch: Vec<u32> = Vec::new();
     for done in 0..rounds {
@@ -69,14 +79,35 @@ pub(crate) fn split_rounds(
                     .chain(g.ops[s..e].iter().copied())
                     .chain(g.users[us..ue].iter().copied());
                 for m in near {
-                    if seen[m as usize] != done as u32 && is_live(m as usize) {
+                    if seen[m as usize] != done as u32
+                        && is_live(m as usize)
+                        && size[cls[m as usize] as usize] > 1
+                    {
                         seen[m as usize] = done as u32;
                         dirty.push(m);
                     }
                 }
             }
         }
+        // The dirty nodes grouped by class (a counting sort: `at[c]` is where class c's group
+        // ends once filled), then each group sorted by signature alone.
+        at.resize(size.len(), 0);
+        touched.clear();
+        for &k in &dirty {
+            let c = cls[k as usize] as usize;
+            if at[c] == 0 {
+                touched.push(c as u32);
+            }
+            at[c] += 1;
+        }
+        let mut fill = 0;
+        for &c in &touched {
+            let listed = at[c as usize];
+            at[c as usize] = fill;
+            fill += listed;
+        }
         signed.clear();
+        signed.resize(dirty.len(), (0, 0));
         for &k in &dirty {
             let k = k as usize;
             let (s, e) = (g.op_start[k] as usize, g.op_start[k + 1] as usize);
@@ -99,24 +130,24 @@ pub(crate) fn split_rounds(
                 );
                 uh = uh.wrapping_add(pair);
             }
-            signed.push((cls[k], combine(h, uh), k as u32));
+            let slot = &mut at[cls[k] as usize];
+            signed[*slot as usize] = (combine(h, uh), k as u32);
+            *slot += 1;
         }
-        signed.sort_unstable();
         changed.clear();
         let mut split = false;
         let mut i = 0;
-        while i < signed.len() {
-            let c = signed[i].0;
-            let end = i + signed[i..].iter().take_while(|x| x.0 == c).count();
-            let unlisted = size[c as usize] as usize - (end - i);
+        for &c in &touched {
+            let end = at[c as usize] as usize;
+            at[c as usize] = 0;
+            let group = &mut signed[i..end];
+            group.sort_unstable_by_key(|x| x.0);
+            let unlisted = size[c as usize] as usize - group.len();
             // Runs of equal signature within the class.
-            let mut runs: Vec<(usize, usize)> = Vec::new();
-            let mut j = i;
-            while j < end {
-                let r = j + signed[j..end]
-                    .iter()
-                    .take_while(|x| x.1 == signed[j].1)
-                    .count();
+            runs.clear();
+            let mut j = 0;
+            while j < group.len() {
+                let r = j + group[j..].iter().take_while(|x| x.0 == group[j].0).count();
                 runs.push((j, r));
                 j = r;
             }
@@ -141,9 +172,9 @@ pub(crate) fn split_rounds(
                     let id = size.len() as u32;
                     size.push((b - a) as u32);
                     size[c as usize] -= (b - a) as u32;
-                    for x in &signed[a..b] {
-                        cls[x.2 as usize] = id;
-                        changed.push(x.2);
+                    for x in &group[a..b] {
+                        cls[x.1 as usize] = id;
+                        changed.push(x.1);
                     }
                 }
             }
