@@ -3,12 +3,20 @@ around a line or inside the training loop, and the lines that call a helper from
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterable, Iterator
 
 from xlagraph.diagnose.frames import source_line, split_location
 from xlagraph.diagnose.recognizers._source import NAME, calls_of_function, source_text
-from xlagraph.diagnose.recognizers._statements import HOST_READS
+from xlagraph.diagnose.recognizers._statements import (
+    HOST_READS,
+    LOOPS,
+    SCOPES,
+    enclosing,
+    loads,
+    reads_on_host,
+)
 
 __all__ = [
     "enclosing_if",
@@ -20,23 +28,22 @@ __all__ = [
 ]
 
 
-def _headers(location: str) -> Iterator[tuple[str, int, str, int]]:
-    """(file, line, text, indent) of the lines that open the blocks holding `location`, innermost
-    first, within 40 lines; an `else:` is followed by its `if` (at the same level)."""
-    file, n = split_location(location)
-    if not file or not n:
-        return
-    text = source_line(file, n)
-    indent = len(text) - len(text.lstrip())
-    for k in range(n - 1, max(0, n - 40), -1):
-        above = source_line(file, k)
-        stripped = above.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        level = len(above) - len(above.lstrip())
-        if level < indent:
-            yield file, k, stripped, level
-            indent = level + 1 if stripped.startswith("else") else level
+def _guards(location: str, stops: tuple[type[ast.stmt], ...] = ()) -> Iterator[tuple[str, ast.If]]:
+    """(file, `if`) of the `if`/`elif` blocks (body or `else`) that hold `location`, innermost
+    first, up to the nearest statement of `stops` around it (`_statements.enclosing`: the whole
+    file's syntax tree, so a block of any length and an `else` are read as the code runs them)."""
+    file, line = split_location(location)
+    chain = enclosing(file, line) if file and line else []
+    if chain and chain[-1][0].lineno == line:  # the line's own statement, and for an `elif`
+        # the `if` it continues (a header's continuation line is in its `if`)
+        own = chain.pop()[0]
+        while chain and isinstance(own, ast.If) and own.col_offset == chain[-1][0].col_offset:
+            own = chain.pop()[0]
+    for stmt, _ in reversed(chain):
+        if isinstance(stmt, stops):
+            return
+        if isinstance(stmt, ast.If):
+            yield file, stmt
 
 
 def inside_periodic_if(location: str) -> bool:
@@ -46,23 +53,24 @@ def inside_periodic_if(location: str) -> bool:
 
 def periodic_if(location: str) -> str:
     """`file:line` of the `if ... % ...:` whose block holds `location`, or ""."""
-    for file, k, stripped, level in _headers(location):
-        if stripped.startswith(("if ", "elif ")) and ("%" in stripped or _periodic_flag(file, k, stripped)):
-            return f"{file}:{k}"
-        if level == 0:
-            return ""
+    for file, stmt in _guards(location):
+        header = source_line(file, stmt.lineno).strip()
+        if "%" in header or _periodic_flag(file, stmt.lineno, header):
+            return f"{file}:{stmt.lineno}"
     return ""
+
+
+# What ends the search for the `if` around a line: the function, class or loop it is in.
+_BLOCKS = (*SCOPES, *LOOPS, ast.AsyncWith)
 
 
 def enclosing_if(location: str) -> str:
-    """`file:line` of the `if`/`elif` whose block holds `location` (the nearest, within 40 lines),
-    or ""; `if __name__ == ...` is the script's body, not a condition of the step."""
-    for file, k, stripped, level in _headers(location):
-        if stripped.startswith(("if ", "elif ")) and "__name__" not in stripped:
-            return f"{file}:{k}"
-        if stripped.startswith(("def ", "class ", "for ", "while ", "async ")) or level == 0:
-            return ""
-    return ""
+    """`file:line` of the nearest `if`/`elif` whose block holds `location` inside its loop or
+    function, or ""; `if __name__ == ...` is the script's body, not a condition of the step."""
+    return next(
+        (f"{file}:{s.lineno}" for file, s in _guards(location, _BLOCKS) if "__name__" not in loads(s.test)),
+        "",
+    )
 
 
 _HOST_READ = re.compile(rf"\.({'|'.join(sorted(HOST_READS))})\(\)")
@@ -78,12 +86,14 @@ def synced_if(location: str) -> str:
     whose condition reads a tensor on the host (`if total.item() > max_norm:`), or "": the
     data-dependent condition that decides, not a check nested in its block (`if p.grad is not
     None:` in a loop over the weights)."""
-    for file, k, stripped, level in _headers(location):
-        if stripped.startswith(("if ", "elif ")) and _HOST_READ.search(stripped.split("#", 1)[0]):
-            return f"{file}:{k}"
-        if stripped.startswith(("def ", "class ", "async ")) or level == 0:
-            return ""
-    return ""
+    return next(
+        (
+            f"{file}:{s.lineno}"
+            for file, s in _guards(location, (*SCOPES, ast.AsyncFor, ast.AsyncWith))
+            if reads_on_host(s.test)
+        ),
+        "",
+    )
 
 
 def _periodic_flag(file: str, n: int, condition: str) -> bool:
