@@ -10,7 +10,7 @@ A file that does not parse (another Python's syntax, a file cut short) gives not
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TypeVar
@@ -23,6 +23,7 @@ __all__ = [
     "call_name",
     "called_functions",
     "enclosing",
+    "first_call",
     "header_tests",
     "inline_test",
     "is_host_read",
@@ -31,6 +32,7 @@ __all__ = [
     "python_number",
     "reads_on_host",
     "set_before",
+    "statements_where",
     "syntax_tree",
 ]
 
@@ -67,6 +69,19 @@ def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
 def syntax_tree(file: str) -> ast.Module | None:
     """The whole stored file as a syntax tree (None when not stored or it does not parse)."""
     return _parse(_text(file))
+
+
+def statements_where(files: Iterable[str], test: Callable[[ast.stmt], bool], limit: int = 3) -> list[str]:
+    """`file:line` of the first statements of `files` (in file, then line order) where `test`
+    holds: code only, never a docstring or a comment that says the same words."""
+    out: list[str] = []
+    for file in dict.fromkeys(files):
+        tree = syntax_tree(file)
+        found = {n.lineno for n in ast.walk(tree) if isinstance(n, ast.stmt) and test(n)} if tree else ()
+        out += [f"{file}:{n}" for n in sorted(found)]
+        if len(out) >= limit:
+            return out[:limit]
+    return out
 
 
 def enclosing(file: str, line: int) -> list[tuple[ast.stmt, list[ast.stmt]]]:
@@ -150,6 +165,15 @@ def call_name(func: ast.expr) -> str:
     if isinstance(func, ast.Attribute):
         return func.attr
     return func.id if isinstance(func, ast.Name) else ""
+
+
+def first_call(node: ast.expr) -> ast.Call | None:
+    """The call an expression makes first on a name, its attributes and items: `model.eval()` of
+    `model.eval().to(d)`; None when it starts otherwise (a literal, a call of a call's result)."""
+    first = None
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        first, node = (node, node.func) if isinstance(node, ast.Call) else (first, node.value)
+    return first if isinstance(node, ast.Name) else None
 
 
 _F = TypeVar("_F")
