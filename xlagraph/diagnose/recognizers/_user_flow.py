@@ -7,10 +7,8 @@ Read from the syntax tree of the stored source, as `_statements` reads it.
 from __future__ import annotations
 
 import ast
-import re
 
-from xlagraph.diagnose.frames import source_lines, split_location
-from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES
+from xlagraph.diagnose.frames import split_location
 from xlagraph.diagnose.recognizers._statements import (
     SCOPES,
     Function,
@@ -97,9 +95,6 @@ def _count_of(
     return []
 
 
-_REGISTER_HOOK = re.compile(r"\bregister_\w*hook\s*\(")
-
-
 def hook_registrations(user: list[str]) -> list[str]:
     """The lines that register as a hook the function a cited line is in, or the function that
     makes it (`module.register_forward_hook(self._hook(name))`, `_hook` returning the closure):
@@ -108,15 +103,24 @@ def hook_registrations(user: list[str]) -> list[str]:
     found: dict[str, None] = {}
     for loc in user:
         file, line = split_location(loc)
-        if not line:
-            continue
-        defs = [s.name for s, _ in enclosing(file, line) if isinstance(s, Function)]
-        names = re.compile(r"\b(" + "|".join(map(re.escape, defs[-2:])) + r")\b") if defs else None
-        for n, text in source_lines(file, MAX_SCANNED_LINES) if names else ():
-            text = text.split("#", 1)[0]
-            if _REGISTER_HOOK.search(text) and names.search(_REGISTER_HOOK.split(text, 1)[1]):
-                found.setdefault(f"{file}:{n}")
+        names = (
+            set([s.name for s, _ in enclosing(file, line) if isinstance(s, Function)][-2:]) if line else set()
+        )
+        tree = syntax_tree(file) if names else None
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)] if tree else []
+        found.update((f"{file}:{n}", None) for n in sorted({c.lineno for c in calls if _registers(c, names)}))
     return list(found)[:2]
+
+
+def _registers(call: ast.Call, names: set[str]) -> bool:
+    """`m.register_forward_hook(...)` (any `register_*hook`) whose arguments name one of `names`."""
+    name = call_name(call.func)
+    args = [n for a in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(a)]
+    return (
+        name.startswith("register_")
+        and name.endswith("hook")
+        and any(getattr(n, "id", None) in names or getattr(n, "attr", None) in names for n in args)
+    )
 
 
 # Calls that put a tensor into a container.
