@@ -124,67 +124,65 @@ def periodic_caller(location: str, files: Iterable[str] = ()) -> str:
     )
 
 
-_LOOP = re.compile(r"^\s*(?:async\s+)?(for|while)\b")
-
-
 def periodic_in_loop(call_site: str) -> list[str]:
     """The statements inside `if ... % k:` blocks of the loop around `call_site` (the step's
     sync): where work done only on some steps comes from when no instruction names a user line
     (a validation pass or a metric computed wholly inside library code)."""
     file, n = split_location(call_site)
-    if not file or not n:
+    chain = enclosing(file, n) if file and n else []
+    loop = next((s for s, _ in reversed(chain) if isinstance(s, LOOPS) and n - 400 < s.lineno < n), None)
+    if loop is None:
         return []
-    text = source_line(file, n)
-    indent = len(text) - len(text.lstrip())
-    start = 0
-    for k in range(n - 1, max(0, n - 400), -1):
-        above = source_line(file, k)
-        if not above.strip() or above.strip().startswith("#"):
-            continue
-        level = len(above) - len(above.lstrip())
-        if level < indent:
-            if _LOOP.match(above):
-                start, indent = k, level
-                break
-            indent = level
-    if not start:
-        return []
-    counter = re.match(r"^\s*for\s+(?:\w+\s*,\s*)?(\w+)", source_line(file, start))
+    end = min(loop.body[-1].end_lineno or n, loop.lineno + 399)
+    counter = _counter(loop)
     out: list[str] = []
     once: list[str] = []
-    for k in range(start + 1, start + 400):
-        body = source_line(file, k)
-        if not body:
-            break
-        stripped = body.strip()
-        if stripped and not stripped.startswith("#") and len(body) - len(body.lstrip()) <= indent:
-            break  # the loop ended
+    for k in range(loop.lineno + 1, end + 1):
+        stripped = source_line(file, k).strip()
         if stripped and not stripped.startswith(("#", "if ", "elif ")):
             if inside_periodic_if(f"{file}:{k}"):
                 out.append(f"{file}:{k}")
-            elif counter and _tests_counter(f"{file}:{k}", counter.group(1)):
+            elif counter and _tests_counter(f"{file}:{k}", counter):
                 once.append(f"{file}:{k}")  # `if step == k:` a one-time switch, cited after
     # Then flags set from the step count (`log_now = step % k == 0`, `blk.want_weights = log_now`):
     # they switch what library code does on those steps.
     flags: set[str] = set()
-    for k in range(start + 1, start + 400):
-        body = source_line(file, k)
-        if not body or (body.strip() and len(body) - len(body.lstrip()) <= indent):
-            break
-        m = _SETS.match(body.split("#", 1)[0])
+    sets = [a for b in loop.body for a in ast.walk(b) if isinstance(a, ast.Assign) and a.lineno <= end]
+    for stmt in sorted(sets, key=lambda a: a.lineno):
+        if not all(
+            isinstance(t, (ast.Name, ast.Attribute, ast.Tuple, ast.expr_context))
+            for t in ast.walk(stmt.targets[0])
+        ):
+            continue  # (an item set, `d[k] = v`, is no flag)
         # A test of the step count (`step % k == 0`), not arithmetic with it (`(step * 4) % 64`).
-        periodic = "%" in m.group(2) and re.search(r"==|!=", m.group(2)) if m else False
-        if m and (periodic or set(NAME.findall(m.group(2))) & flags):
-            flags |= set(NAME.findall(m.group(1)))
-            out.append(f"{file}:{k}")
+        value = list(ast.walk(stmt.value))
+        periodic = any(isinstance(v, ast.BinOp) and isinstance(v.op, ast.Mod) for v in value) and any(
+            isinstance(v, ast.Compare) and isinstance(v.ops[0], (ast.Eq, ast.NotEq)) for v in value
+        )
+        if periodic or _words(stmt.value) & flags:
+            flags |= _words(stmt.targets[0])
+            out.append(f"{file}:{stmt.lineno}")
     return list(dict.fromkeys(out + once))
+
+
+def _words(node: ast.AST) -> set[str]:
+    """The names and attribute names of an expression (`blk`, `want_weights`)."""
+    return {
+        w for n in ast.walk(node) if isinstance(w := getattr(n, "id", None) or getattr(n, "attr", None), str)
+    }
+
+
+def _counter(loop: ast.stmt) -> str:
+    """The variable a `for` loop counts with: `step` of `for step in ...`, the second of two names
+    (`for i, step in ...`, as the header reads them); "" for a `while`."""
+    target = loop.target if isinstance(loop, ast.For) else None
+    names = [
+        t for t in (target.elts[:2] if isinstance(target, ast.Tuple) else [target]) if isinstance(t, ast.Name)
+    ]
+    return names[-1].id if names else ""
 
 
 def _tests_counter(location: str, counter: str) -> bool:
     """`location` sits in an `if` whose condition reads the loop's counter (`if step == 3:`)."""
     where = enclosing_if(location)
     return bool(where) and counter in NAME.findall(source_text(where).split(":", 1)[0])
-
-
-# An assignment to names or attributes (`blk.want_weights = log_now`).
-_SETS = re.compile(r"^\s*([A-Za-z_][\w\s,.]*?)\s*=(?!=)(.*)")
