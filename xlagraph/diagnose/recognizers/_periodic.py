@@ -16,6 +16,7 @@ from xlagraph.diagnose.recognizers._statements import (
     enclosing,
     loads,
     reads_on_host,
+    syntax_tree,
 )
 
 __all__ = [
@@ -54,8 +55,7 @@ def inside_periodic_if(location: str) -> bool:
 def periodic_if(location: str) -> str:
     """`file:line` of the `if ... % ...:` whose block holds `location`, or ""."""
     for file, stmt in _guards(location):
-        header = source_line(file, stmt.lineno).strip()
-        if "%" in header or _periodic_flag(file, stmt.lineno, header):
+        if "%" in source_line(file, stmt.lineno) or _periodic_flag(file, stmt):
             return f"{file}:{stmt.lineno}"
     return ""
 
@@ -67,10 +67,10 @@ _BLOCKS = (*SCOPES, *LOOPS, ast.AsyncWith)
 def enclosing_if(location: str) -> str:
     """`file:line` of the nearest `if`/`elif` whose block holds `location` inside its loop or
     function, or ""; `if __name__ == ...` is the script's body, not a condition of the step."""
-    return next(
-        (f"{file}:{s.lineno}" for file, s in _guards(location, _BLOCKS) if "__name__" not in loads(s.test)),
-        "",
+    guards = (
+        f"{file}:{s.lineno}" for file, s in _guards(location, _BLOCKS) if "__name__" not in loads(s.test)
     )
+    return next(guards, "")
 
 
 _HOST_READ = re.compile(rf"\.({'|'.join(sorted(HOST_READS))})\(\)")
@@ -96,15 +96,25 @@ def synced_if(location: str) -> str:
     )
 
 
-def _periodic_flag(file: str, n: int, condition: str) -> bool:
+def _periodic_flag(file: str, guard: ast.If) -> bool:
     """`if want_maps:` where `want_maps = step % k == k - 1` a few lines above: a flag that holds
-    the every-k-steps test."""
-    names = set(re.findall(r"\b[A-Za-z_]\w*\b", condition.split(" ", 1)[-1])) - {"not", "and", "or"}
-    for k in range(n - 1, max(0, n - 40), -1):
-        m = re.match(r"^\s*([A-Za-z_]\w*)\s*=[^=](.*)", source_line(file, k).split("#", 1)[0])
-        if m and m.group(1) in names:
-            return "%" in m.group(2)
-    return False
+    the every-k-steps test (the nearest assignment of a name the condition reads, 40 lines up)."""
+    names = _words(guard.test)
+    tree = syntax_tree(file)
+    above = [
+        a
+        for a in (ast.walk(tree) if tree else ())
+        if isinstance(a, ast.Assign)
+        and guard.lineno - 40 < a.lineno < guard.lineno
+        and getattr(a.targets[0], "id", None) in names
+    ]
+    nearest = max(above, key=lambda a: a.lineno, default=None)
+    return nearest is not None and _has_mod(nearest.value)
+
+
+def _has_mod(node: ast.AST) -> bool:
+    """`node` takes a remainder (`step % k`)."""
+    return any(isinstance(v, ast.BinOp) and isinstance(v.op, ast.Mod) for v in ast.walk(node))
 
 
 def periodic_caller(location: str, files: Iterable[str] = ()) -> str:
@@ -155,9 +165,9 @@ def periodic_in_loop(call_site: str) -> list[str]:
         ):
             continue  # (an item set, `d[k] = v`, is no flag)
         # A test of the step count (`step % k == 0`), not arithmetic with it (`(step * 4) % 64`).
-        value = list(ast.walk(stmt.value))
-        periodic = any(isinstance(v, ast.BinOp) and isinstance(v.op, ast.Mod) for v in value) and any(
-            isinstance(v, ast.Compare) and isinstance(v.ops[0], (ast.Eq, ast.NotEq)) for v in value
+        periodic = _has_mod(stmt.value) and any(
+            isinstance(v, ast.Compare) and isinstance(v.ops[0], (ast.Eq, ast.NotEq))
+            for v in ast.walk(stmt.value)
         )
         if periodic or _words(stmt.value) & flags:
             flags |= _words(stmt.targets[0])
@@ -184,5 +194,7 @@ def _counter(loop: ast.stmt) -> str:
 
 def _tests_counter(location: str, counter: str) -> bool:
     """`location` sits in an `if` whose condition reads the loop's counter (`if step == 3:`)."""
+    # (the header's text up to its first colon, as before: `if not mask[:, c].any():` reads no
+    # counter by this test, which a syntax tree's whole condition would change)
     where = enclosing_if(location)
     return bool(where) and counter in NAME.findall(source_text(where).split(":", 1)[0])
