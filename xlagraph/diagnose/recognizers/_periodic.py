@@ -60,8 +60,10 @@ def periodic_if(location: str) -> str:
     return ""
 
 
-# What ends the search for the `if` around a line: the function, class or loop it is in.
-_BLOCKS = (*SCOPES, *LOOPS, ast.AsyncWith)
+# What ends the search for the `if` around a line: the function or class it is in (`async`
+# statements too, as the text scan before did), or the loop.
+_FUNCTION = (*SCOPES, ast.AsyncFor, ast.AsyncWith)
+_BLOCKS = (*_FUNCTION, *LOOPS)
 
 
 def enclosing_if(location: str) -> str:
@@ -86,14 +88,8 @@ def synced_if(location: str) -> str:
     whose condition reads a tensor on the host (`if total.item() > max_norm:`), or "": the
     data-dependent condition that decides, not a check nested in its block (`if p.grad is not
     None:` in a loop over the weights)."""
-    return next(
-        (
-            f"{file}:{s.lineno}"
-            for file, s in _guards(location, (*SCOPES, ast.AsyncFor, ast.AsyncWith))
-            if reads_on_host(s.test)
-        ),
-        "",
-    )
+    guards = (f"{file}:{s.lineno}" for file, s in _guards(location, _FUNCTION) if reads_on_host(s.test))
+    return next(guards, "")
 
 
 def _periodic_flag(file: str, guard: ast.If) -> bool:
@@ -177,9 +173,7 @@ def periodic_in_loop(call_site: str) -> list[str]:
 
 def _words(node: ast.AST) -> set[str]:
     """The names and attribute names of an expression (`blk`, `want_weights`)."""
-    return {
-        w for n in ast.walk(node) if isinstance(w := getattr(n, "id", None) or getattr(n, "attr", None), str)
-    }
+    return {getattr(n, "id", None) or getattr(n, "attr", None) for n in ast.walk(node)} - {None}
 
 
 def _counter(loop: ast.stmt) -> str:

@@ -103,9 +103,8 @@ def hook_registrations(user: list[str]) -> list[str]:
     found: dict[str, None] = {}
     for loc in user:
         file, line = split_location(loc)
-        names = (
-            set([s.name for s, _ in enclosing(file, line) if isinstance(s, Function)][-2:]) if line else set()
-        )
+        functions = [s.name for s, _ in enclosing(file, line) if isinstance(s, Function)] if line else []
+        names = set(functions[-2:])
         tree = syntax_tree(file) if names else None
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)] if tree else []
         found.update((f"{file}:{n}", None) for n in sorted({c.lineno for c in calls if _registers(c, names)}))
