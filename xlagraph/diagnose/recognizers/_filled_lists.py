@@ -10,14 +10,12 @@ import re
 from collections.abc import Iterable
 
 from xlagraph.diagnose.frames import source_line, split_location
-from xlagraph.diagnose.recognizers._statements import call_name, enclosing, syntax_tree
+from xlagraph.diagnose.recognizers._statements import LOOPS, Function, call_name, enclosing, syntax_tree
 
 __all__ = ["filled_until"]
 
 # A tensor (or the array it is made from) built from a Python sequence.
 _BUILDS = re.compile(r"\b(?:torch\.(?:tensor|as_tensor|stack)|np\.(?:array|asarray|stack))\s*\(")
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_LOOPS = (ast.While, ast.For, ast.AsyncFor)
 
 
 def _names(node: ast.AST) -> set[str]:
@@ -34,7 +32,7 @@ def _open_loops(scope: ast.AST) -> list[tuple[ast.stmt, set[str]]]:
     with the names of the lists it appends to."""
     found = []
     for loop in ast.walk(scope):
-        if not isinstance(loop, _LOOPS):
+        if not isinstance(loop, LOOPS):
             continue
         if not isinstance(loop, ast.While) and not any(isinstance(n, ast.Break) for n in ast.walk(loop)):
             continue
@@ -56,7 +54,7 @@ def _definitions(files: Iterable[str]) -> dict[str, tuple[str, ast.FunctionDef |
     for file in dict.fromkeys(files):
         tree = syntax_tree(file)
         for node in ast.walk(tree) if tree is not None else ():
-            if isinstance(node, _FUNCTIONS):
+            if isinstance(node, Function):
                 found.setdefault(node.name, (file, node))
     return found
 
@@ -70,11 +68,11 @@ def _filling_loop(
     stmt, block = chain[-1]
     read = _names(stmt.value) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value else set()
     # (a script's top level where no function holds it)
-    scope = next((s for s, _ in reversed(chain) if isinstance(s, _FUNCTIONS)), None) or syntax_tree(file)
+    scope = next((s for s, _ in reversed(chain) if isinstance(s, Function)), None) or syntax_tree(file)
     for loop, lists in _open_loops(scope) if scope is not None else ():
         # (at the top level, a loop of the top level's own, not one inside a function there)
         top = isinstance(scope, ast.Module)
-        if top and any(isinstance(s, _FUNCTIONS) for s, _ in enclosing(file, loop.lineno)):
+        if top and any(isinstance(s, Function) for s, _ in enclosing(file, loop.lineno)):
             continue
         if (loop.end_lineno or loop.lineno) < stmt.lineno and lists & read:
             return f"{file}:{loop.lineno}", lists

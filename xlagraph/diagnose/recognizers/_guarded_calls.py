@@ -9,11 +9,9 @@ from __future__ import annotations
 import ast
 
 from xlagraph.diagnose.frames import split_location
-from xlagraph.diagnose.recognizers._statements import call_name, enclosing, syntax_tree
+from xlagraph.diagnose.recognizers._statements import Function, call_name, enclosing, syntax_tree
 
 __all__ = ["guarded_calls"]
-
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def _guard(file: str, call: ast.Call) -> ast.If | None:
@@ -22,7 +20,7 @@ def _guard(file: str, call: ast.Call) -> ast.If | None:
     chain = enclosing(file, call.lineno)
     found: ast.If | None = None
     for stmt, _ in chain:
-        if isinstance(stmt, _FUNCTIONS):
+        if isinstance(stmt, Function):
             found = None  # only the `if`s of the innermost function count
         elif isinstance(stmt, ast.If) and not stmt.test.lineno <= call.lineno <= (stmt.test.end_lineno or 0):
             # `if __name__ == "__main__":` runs the script, it decides no step's work
@@ -37,7 +35,7 @@ def guarded_calls(location: str) -> list[str]:
     file, line = split_location(location)
     tree = syntax_tree(file) if file and line else None
     chain = enclosing(file, line) if tree is not None else []
-    functions = [s for s, _ in chain if isinstance(s, _FUNCTIONS)]
+    functions = [s for s, _ in chain if isinstance(s, Function)]
     if tree is None or not functions:
         return []
     function = functions[-1]

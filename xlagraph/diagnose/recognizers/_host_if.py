@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from xlagraph.diagnose.frames import split_location
 from xlagraph.diagnose.recognizers._statements import (
+    Function,
     called_functions,
     enclosing,
     is_host_read,
@@ -19,7 +20,6 @@ from xlagraph.diagnose.recognizers._statements import (
 
 __all__ = ["host_decided_if"]
 
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # How deep to follow the user's calls from the condition (a guard calling its own helper).
 _DEPTH = 2
 
@@ -54,7 +54,7 @@ def _definitions(files: Iterable[str]) -> dict[str, list[tuple[str, ast.Function
     for file in dict.fromkeys(files):
         tree = syntax_tree(file)
         for node in ast.walk(tree) if tree is not None else ():
-            if isinstance(node, _FUNCTIONS):
+            if isinstance(node, Function):
                 found.setdefault(node.name, [(file, node)])
     return found
 

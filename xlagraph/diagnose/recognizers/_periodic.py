@@ -3,12 +3,21 @@ around a line or inside the training loop, and the lines that call a helper from
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterable, Iterator
 
 from xlagraph.diagnose.frames import source_line, split_location
 from xlagraph.diagnose.recognizers._source import NAME, calls_of_function, source_text
-from xlagraph.diagnose.recognizers._statements import HOST_READS
+from xlagraph.diagnose.recognizers._statements import (
+    HOST_READS,
+    LOOPS,
+    SCOPES,
+    enclosing,
+    loads,
+    reads_on_host,
+    syntax_tree,
+)
 
 __all__ = [
     "enclosing_if",
@@ -20,23 +29,22 @@ __all__ = [
 ]
 
 
-def _headers(location: str) -> Iterator[tuple[str, int, str, int]]:
-    """(file, line, text, indent) of the lines that open the blocks holding `location`, innermost
-    first, within 40 lines; an `else:` is followed by its `if` (at the same level)."""
-    file, n = split_location(location)
-    if not file or not n:
-        return
-    text = source_line(file, n)
-    indent = len(text) - len(text.lstrip())
-    for k in range(n - 1, max(0, n - 40), -1):
-        above = source_line(file, k)
-        stripped = above.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        level = len(above) - len(above.lstrip())
-        if level < indent:
-            yield file, k, stripped, level
-            indent = level + 1 if stripped.startswith("else") else level
+def _guards(location: str, stops: tuple[type[ast.stmt], ...] = ()) -> Iterator[tuple[str, ast.If]]:
+    """(file, `if`) of the `if`/`elif` blocks (body or `else`) that hold `location`, innermost
+    first, up to the nearest statement of `stops` around it (`_statements.enclosing`: the whole
+    file's syntax tree, so a block of any length and an `else` are read as the code runs them)."""
+    file, line = split_location(location)
+    chain = enclosing(file, line) if file and line else []
+    if chain and chain[-1][0].lineno == line:  # the line's own statement, and for an `elif`
+        # the `if` it continues (a header's continuation line is in its `if`)
+        own = chain.pop()[0]
+        while chain and isinstance(own, ast.If) and own.col_offset == chain[-1][0].col_offset:
+            own = chain.pop()[0]
+    for stmt, _ in reversed(chain):
+        if isinstance(stmt, stops):
+            return
+        if isinstance(stmt, ast.If):
+            yield file, stmt
 
 
 def inside_periodic_if(location: str) -> bool:
@@ -46,23 +54,25 @@ def inside_periodic_if(location: str) -> bool:
 
 def periodic_if(location: str) -> str:
     """`file:line` of the `if ... % ...:` whose block holds `location`, or ""."""
-    for file, k, stripped, level in _headers(location):
-        if stripped.startswith(("if ", "elif ")) and ("%" in stripped or _periodic_flag(file, k, stripped)):
-            return f"{file}:{k}"
-        if level == 0:
-            return ""
+    for file, stmt in _guards(location):
+        if "%" in source_line(file, stmt.lineno) or _periodic_flag(file, stmt):
+            return f"{file}:{stmt.lineno}"
     return ""
+
+
+# What ends the search for the `if` around a line: the function or class it is in (`async`
+# statements too, as the text scan before did), or the loop.
+_FUNCTION = (*SCOPES, ast.AsyncFor, ast.AsyncWith)
+_BLOCKS = (*_FUNCTION, *LOOPS)
 
 
 def enclosing_if(location: str) -> str:
-    """`file:line` of the `if`/`elif` whose block holds `location` (the nearest, within 40 lines),
-    or ""; `if __name__ == ...` is the script's body, not a condition of the step."""
-    for file, k, stripped, level in _headers(location):
-        if stripped.startswith(("if ", "elif ")) and "__name__" not in stripped:
-            return f"{file}:{k}"
-        if stripped.startswith(("def ", "class ", "for ", "while ", "async ")) or level == 0:
-            return ""
-    return ""
+    """`file:line` of the nearest `if`/`elif` whose block holds `location` inside its loop or
+    function, or ""; `if __name__ == ...` is the script's body, not a condition of the step."""
+    guards = (
+        f"{file}:{s.lineno}" for file, s in _guards(location, _BLOCKS) if "__name__" not in loads(s.test)
+    )
+    return next(guards, "")
 
 
 _HOST_READ = re.compile(rf"\.({'|'.join(sorted(HOST_READS))})\(\)")
@@ -78,23 +88,29 @@ def synced_if(location: str) -> str:
     whose condition reads a tensor on the host (`if total.item() > max_norm:`), or "": the
     data-dependent condition that decides, not a check nested in its block (`if p.grad is not
     None:` in a loop over the weights)."""
-    for file, k, stripped, level in _headers(location):
-        if stripped.startswith(("if ", "elif ")) and _HOST_READ.search(stripped.split("#", 1)[0]):
-            return f"{file}:{k}"
-        if stripped.startswith(("def ", "class ", "async ")) or level == 0:
-            return ""
-    return ""
+    guards = (f"{file}:{s.lineno}" for file, s in _guards(location, _FUNCTION) if reads_on_host(s.test))
+    return next(guards, "")
 
 
-def _periodic_flag(file: str, n: int, condition: str) -> bool:
+def _periodic_flag(file: str, guard: ast.If) -> bool:
     """`if want_maps:` where `want_maps = step % k == k - 1` a few lines above: a flag that holds
-    the every-k-steps test."""
-    names = set(re.findall(r"\b[A-Za-z_]\w*\b", condition.split(" ", 1)[-1])) - {"not", "and", "or"}
-    for k in range(n - 1, max(0, n - 40), -1):
-        m = re.match(r"^\s*([A-Za-z_]\w*)\s*=[^=](.*)", source_line(file, k).split("#", 1)[0])
-        if m and m.group(1) in names:
-            return "%" in m.group(2)
-    return False
+    the every-k-steps test (the nearest assignment of a name the condition reads, 40 lines up)."""
+    names = _words(guard.test)
+    tree = syntax_tree(file)
+    above = [
+        a
+        for a in (ast.walk(tree) if tree else ())
+        if isinstance(a, ast.Assign)
+        and guard.lineno - 40 < a.lineno < guard.lineno
+        and getattr(a.targets[0], "id", None) in names
+    ]
+    nearest = max(above, key=lambda a: a.lineno, default=None)
+    return nearest is not None and _has_mod(nearest.value)
+
+
+def _has_mod(node: ast.AST) -> bool:
+    """`node` takes a remainder (`step % k`)."""
+    return any(isinstance(v, ast.BinOp) and isinstance(v.op, ast.Mod) for v in ast.walk(node))
 
 
 def periodic_caller(location: str, files: Iterable[str] = ()) -> str:
@@ -114,67 +130,65 @@ def periodic_caller(location: str, files: Iterable[str] = ()) -> str:
     )
 
 
-_LOOP = re.compile(r"^\s*(?:async\s+)?(for|while)\b")
-
-
 def periodic_in_loop(call_site: str) -> list[str]:
     """The statements inside `if ... % k:` blocks of the loop around `call_site` (the step's
     sync): where work done only on some steps comes from when no instruction names a user line
     (a validation pass or a metric computed wholly inside library code)."""
     file, n = split_location(call_site)
-    if not file or not n:
+    chain = enclosing(file, n) if file and n else []
+    loop = next((s for s, _ in reversed(chain) if isinstance(s, LOOPS) and n - 400 < s.lineno < n), None)
+    if loop is None:
         return []
-    text = source_line(file, n)
-    indent = len(text) - len(text.lstrip())
-    start = 0
-    for k in range(n - 1, max(0, n - 400), -1):
-        above = source_line(file, k)
-        if not above.strip() or above.strip().startswith("#"):
-            continue
-        level = len(above) - len(above.lstrip())
-        if level < indent:
-            if _LOOP.match(above):
-                start, indent = k, level
-                break
-            indent = level
-    if not start:
-        return []
-    counter = re.match(r"^\s*for\s+(?:\w+\s*,\s*)?(\w+)", source_line(file, start))
+    end = min(loop.body[-1].end_lineno or n, loop.lineno + 399)
+    counter = _counter(loop)
     out: list[str] = []
     once: list[str] = []
-    for k in range(start + 1, start + 400):
-        body = source_line(file, k)
-        if not body:
-            break
-        stripped = body.strip()
-        if stripped and not stripped.startswith("#") and len(body) - len(body.lstrip()) <= indent:
-            break  # the loop ended
+    for k in range(loop.lineno + 1, end + 1):
+        stripped = source_line(file, k).strip()
         if stripped and not stripped.startswith(("#", "if ", "elif ")):
             if inside_periodic_if(f"{file}:{k}"):
                 out.append(f"{file}:{k}")
-            elif counter and _tests_counter(f"{file}:{k}", counter.group(1)):
+            elif counter and _tests_counter(f"{file}:{k}", counter):
                 once.append(f"{file}:{k}")  # `if step == k:` a one-time switch, cited after
     # Then flags set from the step count (`log_now = step % k == 0`, `blk.want_weights = log_now`):
     # they switch what library code does on those steps.
     flags: set[str] = set()
-    for k in range(start + 1, start + 400):
-        body = source_line(file, k)
-        if not body or (body.strip() and len(body) - len(body.lstrip()) <= indent):
-            break
-        m = _SETS.match(body.split("#", 1)[0])
+    sets = [a for b in loop.body for a in ast.walk(b) if isinstance(a, ast.Assign) and a.lineno <= end]
+    for stmt in sorted(sets, key=lambda a: a.lineno):
+        if not all(
+            isinstance(t, (ast.Name, ast.Attribute, ast.Tuple, ast.expr_context))
+            for t in ast.walk(stmt.targets[0])
+        ):
+            continue  # (an item set, `d[k] = v`, is no flag)
         # A test of the step count (`step % k == 0`), not arithmetic with it (`(step * 4) % 64`).
-        periodic = "%" in m.group(2) and re.search(r"==|!=", m.group(2)) if m else False
-        if m and (periodic or set(NAME.findall(m.group(2))) & flags):
-            flags |= set(NAME.findall(m.group(1)))
-            out.append(f"{file}:{k}")
+        periodic = _has_mod(stmt.value) and any(
+            isinstance(v, ast.Compare) and isinstance(v.ops[0], (ast.Eq, ast.NotEq))
+            for v in ast.walk(stmt.value)
+        )
+        if periodic or _words(stmt.value) & flags:
+            flags |= _words(stmt.targets[0])
+            out.append(f"{file}:{stmt.lineno}")
     return list(dict.fromkeys(out + once))
+
+
+def _words(node: ast.AST) -> set[str]:
+    """The names and attribute names of an expression (`blk`, `want_weights`)."""
+    return {getattr(n, "id", None) or getattr(n, "attr", None) for n in ast.walk(node)} - {None}
+
+
+def _counter(loop: ast.stmt) -> str:
+    """The variable a `for` loop counts with: `step` of `for step in ...`, the second of two names
+    (`for i, step in ...`, as the header reads them); "" for a `while`."""
+    target = loop.target if isinstance(loop, ast.For) else None
+    names = [
+        t for t in (target.elts[:2] if isinstance(target, ast.Tuple) else [target]) if isinstance(t, ast.Name)
+    ]
+    return names[-1].id if names else ""
 
 
 def _tests_counter(location: str, counter: str) -> bool:
     """`location` sits in an `if` whose condition reads the loop's counter (`if step == 3:`)."""
+    # (the header's text up to its first colon, as before: `if not mask[:, c].any():` reads no
+    # counter by this test, which a syntax tree's whole condition would change)
     where = enclosing_if(location)
     return bool(where) and counter in NAME.findall(source_text(where).split(":", 1)[0])
-
-
-# An assignment to names or attributes (`blk.want_weights = log_now`).
-_SETS = re.compile(r"^\s*([A-Za-z_][\w\s,.]*?)\s*=(?!=)(.*)")

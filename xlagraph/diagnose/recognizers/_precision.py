@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.frames import split_location, user_frames
 from xlagraph.diagnose.recognizers._statements import (
+    LOOPS,
+    Function,
     call_name,
     called_functions,
     enclosing,
@@ -32,9 +34,7 @@ _MAX_INSTRUCTIONS = 400  # a region's first ops have the same stacks as the rest
 _LOW_NAMES = frozenset({"bfloat16", "float16", "half"})
 _TYPE_NAMES = _LOW_NAMES | {"float32", "float64", "float", "double"}
 # The statements whose body is "the code that ran": the innermost loop or function around a line.
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
-_SCOPES = (*_LOOPS, ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (*LOOPS, ast.FunctionDef, ast.AsyncFunctionDef)
 _CALL_DEPTH = 2  # a loop's call into a callback list, and the callback's own helper
 
 
@@ -114,9 +114,7 @@ def _helper_autocast(file: str, call: ast.Call, found: dict[str, None]) -> None:
     tree = syntax_tree(file)
     name = call_name(call.func)
     defs = [
-        n
-        for n in (ast.walk(tree) if tree is not None else ())
-        if isinstance(n, _FUNCTIONS) and n.name == name
+        n for n in (ast.walk(tree) if tree is not None else ()) if isinstance(n, Function) and n.name == name
     ]
     if len(defs) != 1:  # not the user's, or ambiguous
         return
@@ -134,7 +132,7 @@ def _helper_autocast(file: str, call: ast.Call, found: dict[str, None]) -> None:
     if owner is None or not attrs:
         return
     for method in owner.body:
-        if not isinstance(method, _FUNCTIONS) or method.name in (name, "__init__"):
+        if not isinstance(method, Function) or method.name in (name, "__init__"):
             continue
         for node in ast.walk(method):
             if isinstance(node, (ast.Assign, ast.AugAssign)):
@@ -178,7 +176,7 @@ def switch_lines(
             if isinstance(node, ast.Call) and _is_cast(node):
                 found.setdefault(f"{file}:{node.lineno}")
     for (file, _), scope in scopes.items() if not found else ():
-        if isinstance(scope, _LOOPS):
+        if isinstance(scope, LOOPS):
             for call in _called_casts(file, scope):
                 found.setdefault(f"{file}:{call.lineno}")
     return list(found)[:3]
@@ -193,7 +191,7 @@ def _called_casts(file: str, loop: ast.stmt) -> list[ast.Call]:
         return []
     defs: dict[str, list[ast.stmt]] = {}
     for n in ast.walk(tree):
-        if isinstance(n, _FUNCTIONS) and not n.name.startswith("__"):
+        if isinstance(n, Function) and not n.name.startswith("__"):
             defs.setdefault(n.name, []).append(n)
     reached = called_functions(loop, defs, _CALL_DEPTH, lambda d: d)
     casts = [n for body in reached for n in ast.walk(body) if isinstance(n, ast.Call) and _is_cast(n)]

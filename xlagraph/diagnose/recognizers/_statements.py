@@ -10,7 +10,7 @@ A file that does not parse (another Python's syntax, a file cut short) gives not
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TypeVar
@@ -23,6 +23,7 @@ __all__ = [
     "call_name",
     "called_functions",
     "enclosing",
+    "first_call",
     "header_tests",
     "inline_test",
     "is_host_read",
@@ -31,11 +32,13 @@ __all__ = [
     "python_number",
     "reads_on_host",
     "set_before",
+    "statements_where",
     "syntax_tree",
 ]
 
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def _text(file: str) -> str:
@@ -66,6 +69,19 @@ def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
 def syntax_tree(file: str) -> ast.Module | None:
     """The whole stored file as a syntax tree (None when not stored or it does not parse)."""
     return _parse(_text(file))
+
+
+def statements_where(files: Iterable[str], test: Callable[[ast.stmt], bool], limit: int = 3) -> list[str]:
+    """`file:line` of the first statements of `files` (in file, then line order) where `test`
+    holds: code only, never a docstring or a comment that says the same words."""
+    out: list[str] = []
+    for file in dict.fromkeys(files):
+        tree = syntax_tree(file)
+        found = {n.lineno for n in ast.walk(tree) if isinstance(n, ast.stmt) and test(n)} if tree else ()
+        out += [f"{file}:{n}" for n in sorted(found)]
+        if len(out) >= limit:
+            return out[:limit]
+    return out
 
 
 def enclosing(file: str, line: int) -> list[tuple[ast.stmt, list[ast.stmt]]]:
@@ -151,6 +167,15 @@ def call_name(func: ast.expr) -> str:
     return func.id if isinstance(func, ast.Name) else ""
 
 
+def first_call(node: ast.expr) -> ast.Call | None:
+    """The call an expression makes first on a name, its attributes and items: `model.eval()` of
+    `model.eval().to(d)`; None when it starts otherwise (a literal, a call of a call's result)."""
+    first = None
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        first, node = (node, node.func) if isinstance(node, ast.Call) else (first, node.value)
+    return first if isinstance(node, ast.Name) else None
+
+
 _F = TypeVar("_F")
 
 
@@ -179,7 +204,7 @@ def loads(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def _stores(stmt: ast.stmt) -> set[str]:
+def stores(stmt: ast.stmt) -> set[str]:
     """The names a simple statement binds (`a = ...`, `a, b = ...`, `a += ...`, `a: T = ...`)."""
     if isinstance(stmt, ast.Assign):
         targets = stmt.targets
@@ -217,7 +242,7 @@ def _under_if(stmt: ast.stmt, names: set[str]) -> list[int]:
     inner = [
         s.lineno
         for s in ast.walk(stmt)
-        if isinstance(s, ast.stmt) and s is not stmt and (_stores(s) & names or _mutates(s, names))
+        if isinstance(s, ast.stmt) and s is not stmt and (stores(s) & names or _mutates(s, names))
     ]
     return [stmt.lineno, *inner] if inner else []
 
@@ -235,21 +260,18 @@ def set_before(chain: list[tuple[ast.stmt, list[ast.stmt]]], names: set[str]) ->
         for before in reversed(block[: block.index(stmt)]):
             if not wanted:
                 return sorted(found)
-            bound = _stores(before) & wanted
+            bound = stores(before) & wanted
             if bound or _mutates(before, wanted):
                 found.append(before.lineno)
             else:
                 found += _under_if(before, wanted)
             wanted -= bound
-        if depth and isinstance(chain[depth - 1][0], _LOOPS + _SCOPES):
+        if depth and isinstance(chain[depth - 1][0], LOOPS + SCOPES):
             break
     return sorted(found)
 
 
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-def _counts(node: ast.expr) -> bool:
+def is_range(node: ast.expr) -> bool:
     """`range(...)`: a loop over numbers decides no order of its own."""
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
 
@@ -276,9 +298,9 @@ def loop_order(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
     follow: set[str] | None = None  # the names an inner cited loop iterates over
     for depth in range(len(chain) - 1, -1, -1):
         stmt = chain[depth][0]
-        if isinstance(stmt, _DEFS):
+        if isinstance(stmt, SCOPES):
             break
-        if not isinstance(stmt, (ast.For, ast.AsyncFor)) or _counts(stmt.iter):
+        if not isinstance(stmt, (ast.For, ast.AsyncFor)) or is_range(stmt.iter):
             continue
         if any(stmt.lineno <= n <= (stmt.end_lineno or stmt.lineno) for n in stops):
             break  # the loop that runs the steps
@@ -335,7 +357,7 @@ def _entries_moved(chain: list[tuple[ast.stmt, list[ast.stmt]]], names: set[str]
             found += [s.lineno for s in inner]
             if inner and isinstance(before, ast.If):
                 found.append(before.lineno)
-        if depth and isinstance(chain[depth - 1][0], _LOOPS + _SCOPES):
+        if depth and isinstance(chain[depth - 1][0], LOOPS + SCOPES):
             break
     return found
 
@@ -349,26 +371,26 @@ def _returned_by(file: str, chain: list[tuple[ast.stmt, list[ast.stmt]]], iterat
     found: list[int] = []
     for call in (n for n in ast.walk(iterated) if isinstance(n, ast.Call)):
         f = call.func
-        if isinstance(f, ast.Attribute) and _on_self(f) and owner is not None:
+        if isinstance(f, ast.Attribute) and on_self(f) and owner is not None:
             scope: list[ast.stmt] = owner.body
         elif isinstance(f, ast.Name) and tree is not None:
             scope = tree.body
         else:
             continue
         name = call_name(f)
-        for fn in (s for s in scope if isinstance(s, _DEFS[:2]) and s.name == name):
-            found += [n.lineno for n in _own_nodes(fn) if isinstance(n, ast.Return) and n.value is not None]
+        for fn in (s for s in scope if isinstance(s, Function) and s.name == name):
+            found += [n.lineno for n in own_nodes(fn) if isinstance(n, ast.Return) and n.value is not None]
     return found[:2]
 
 
-def _own_nodes(function: ast.AST) -> list[ast.AST]:
+def own_nodes(function: ast.AST) -> list[ast.AST]:
     """The nodes of `function`'s body, less those of functions and classes defined in it."""
     out: list[ast.AST] = []
     todo = list(ast.iter_child_nodes(function))
     while todo:
         node = todo.pop(0)
         out.append(node)
-        if not isinstance(node, (*_DEFS, ast.Lambda)):
+        if not isinstance(node, (*SCOPES, ast.Lambda)):
             todo += list(ast.iter_child_nodes(node))
     return out
 
@@ -378,7 +400,7 @@ def _set_on_self(chain: list[tuple[ast.stmt, list[ast.stmt]]], iterated: ast.exp
     iterates: `self.order = names[start:] + names[:start]` in `__init__` under `for name in
     self.order:`, `self.order.rotate(1)` or `self.meters[name] = self.meters.pop(name)` in
     another method. The object's state decides the order, wherever in the class it is kept."""
-    attrs = {a.attr for a in ast.walk(iterated) if _on_self(a)}
+    attrs = {a.attr for a in ast.walk(iterated) if on_self(a)}
     owner = next((s for s, _ in reversed(chain) if isinstance(s, ast.ClassDef)), None)
     if not attrs or owner is None:
         return []
@@ -396,12 +418,12 @@ def _set_on_self(chain: list[tuple[ast.stmt, list[ast.stmt]]], iterated: ast.exp
             continue
         # `self.x = ...`, and `self.x[k] = ...` (an entry moved to the end of a dict)
         targets = [t.value if isinstance(t, ast.Subscript) else t for t in targets]
-        if any(_on_self(t) and t.attr in attrs for t in targets):  # type: ignore[attr-defined]
+        if any(on_self(t) and t.attr in attrs for t in targets):  # type: ignore[attr-defined]
             found.append(node.lineno)
     return sorted(found)
 
 
-def _on_self(node: ast.AST) -> bool:
+def on_self(node: ast.AST) -> bool:
     """`self.<attribute>`."""
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
@@ -411,46 +433,43 @@ _NUMERIC = frozenset({"max", "min", "float", "int", "round", "abs", "pow"})
 _NUMERIC_MODULES = frozenset({"math"})
 
 
-_Function = ast.FunctionDef | ast.AsyncFunctionDef
-
-
 def _receiver(node: ast.expr) -> str:
     """`sched` or `self.sched`: an object a call can be made on; `` for anything else."""
     if isinstance(node, ast.Name):
         return node.id
-    return f"self.{node.attr}" if _on_self(node) else ""  # type: ignore[attr-defined]
+    return f"self.{node.attr}" if on_self(node) else ""  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
-class _Defs:
+class UserDefs:
     """The user's functions of one file by name, and the names bound to an instance of one of
     its classes (`anneal = SmoothingAnneal(0.3, 5)`, `self.sched = Warmup(...)`), so that
     `anneal(step)` is that class's `__call__` and `self.sched.value(step)` its `value`; in a
     method of class `own`, `self.batch_size(step)` is that class's `batch_size`."""
 
-    functions: dict[str, _Function]
+    functions: dict[str, Function]
     instances: dict[str, ast.ClassDef]
     own: ast.ClassDef | None = None
 
-    def callee(self, func: ast.expr) -> _Function | None:
+    def callee(self, func: ast.expr) -> Function | None:
         if isinstance(func, ast.Name) and func.id in self.functions:
             return self.functions[func.id]
         method = "__call__"
         called = func
-        if isinstance(func, ast.Attribute) and not _on_self(func):
+        if isinstance(func, ast.Attribute) and not on_self(func):
             func, method = func.value, func.attr
         owner = self.instances.get(_receiver(func))
-        if owner is None and self.own is not None and _on_self(called):
+        if owner is None and self.own is not None and on_self(called):
             owner, method = self.own, called.attr  # type: ignore[attr-defined]
-        found = [n for n in owner.body if isinstance(n, _Function) and n.name == method] if owner else []
+        found = [n for n in owner.body if isinstance(n, Function) and n.name == method] if owner else []
         return found[0] if found else None
 
 
-def _defs(tree: ast.Module) -> _Defs:
-    functions: dict[str, _Function] = {}
+def user_defs(tree: ast.Module) -> UserDefs:
+    functions: dict[str, Function] = {}
     classes: dict[str, ast.ClassDef] = {}
     for node in ast.walk(tree):
-        if isinstance(node, _Function):
+        if isinstance(node, Function):
             functions.setdefault(node.name, node)
         elif isinstance(node, ast.ClassDef):
             classes.setdefault(node.name, node)
@@ -462,21 +481,21 @@ def _defs(tree: ast.Module) -> _Defs:
             made.setdefault(_receiver(node.targets[0]), set()).add(name)
     # A name bound to instances of one user class only (anything else assigned to it: unknown).
     only = {k: next(iter(v)) for k, v in made.items() if len(v) == 1}
-    return _Defs(functions, {k: classes[c] for k, c in only.items() if c in classes})
+    return UserDefs(functions, {k: classes[c] for k, c in only.items() if c in classes})
 
 
-def _assignment_in(body: list[ast.stmt], name: str, before: int) -> ast.stmt | None:
+def assignment_in(body: list[ast.stmt], name: str, before: int) -> ast.stmt | None:
     """The last statement of `body` (nested blocks included) above line `before` that binds
     `name`."""
     last: ast.stmt | None = None
     for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-        binds = isinstance(node, ast.stmt) and node.lineno < before and name in _stores(node)
+        binds = isinstance(node, ast.stmt) and node.lineno < before and name in stores(node)
         if binds and (last is None or node.lineno > last.lineno):
             last = node  # type: ignore[assignment]
     return last
 
 
-def _host_number(value: ast.expr, defs: _Defs, depth: int = 0) -> list[int] | None:
+def _host_number(value: ast.expr, defs: UserDefs, depth: int = 0) -> list[int] | None:
     """`value` computes a Python number on the host: it calls only numeric builtins, `math` and
     the user's own functions and methods of the user's objects that do the same (nothing of
     torch, no method of a tensor). The
@@ -503,7 +522,7 @@ def _host_number(value: ast.expr, defs: _Defs, depth: int = 0) -> list[int] | No
     return lines
 
 
-def _returns_number(function: _Function, defs: _Defs, depth: int) -> list[int] | None:
+def _returns_number(function: Function, defs: UserDefs, depth: int) -> list[int] | None:
     """The lines where `function` computes the Python number it returns (the `return`, or the
     assignment of the name it returns); None when it may return anything else."""
     returns = [n for n in ast.walk(function) if isinstance(n, ast.Return) and n.value is not None]
@@ -514,7 +533,7 @@ def _returns_number(function: _Function, defs: _Defs, depth: int) -> list[int] |
         value: ast.expr = ret.value  # type: ignore[assignment]
         line = ret.lineno
         if isinstance(value, ast.Name):
-            bound = _assignment_in(function.body, value.id, ret.lineno)
+            bound = assignment_in(function.body, value.id, ret.lineno)
             if not isinstance(bound, ast.Assign):
                 return None
             value, line = bound.value, bound.lineno
@@ -525,7 +544,7 @@ def _returns_number(function: _Function, defs: _Defs, depth: int) -> list[int] |
     return lines
 
 
-def _argument(call: ast.Call, function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> ast.expr | None:
+def argument(call: ast.Call, function: Function, name: str) -> ast.expr | None:
     """What `call` passes to the parameter `name` of `function` (by keyword or position;
     a method's `self` is not passed)."""
     for kw in call.keywords:
@@ -539,7 +558,7 @@ def _argument(call: ast.Call, function: ast.FunctionDef | ast.AsyncFunctionDef, 
     return None
 
 
-def _calls_to(tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
+def calls_to(tree: ast.Module, function: Function) -> list[ast.Call]:
     """The calls of `function`, by its name or by a name bound to a wrapper of it that passes the
     arguments on (`step_fn = torch_xla.compile(train_step)`: the function its only positional
     argument; `functools.partial(f, x)` binds one and is not followed)."""
@@ -572,28 +591,26 @@ def python_number(location: str) -> tuple[str, list[str]]:
     chain = enclosing(file, line) if tree is not None else []
     if tree is None or not chain:
         return "", []
-    defs = _defs(tree)
-    return _number_of(tree, defs, chain, sorted(loads(chain[-1][0])), file, 0)
+    defs = user_defs(tree)
+    return number_of(tree, defs, chain, sorted(loads(chain[-1][0])), file, 0)
 
 
-def _number_of(
+def number_of(
     tree: ast.Module,
-    defs: _Defs,
+    defs: UserDefs,
     chain: list[tuple[ast.stmt, list[ast.stmt]]],
     names: list[str],
     file: str,
     depth: int,
 ) -> tuple[str, list[str]]:
     here = chain[-1][0].lineno
-    scope = next(
-        (s for s, _ in reversed(chain) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))), None
-    )
+    scope = next((s for s, _ in reversed(chain) if isinstance(s, Function)), None)
     body = scope.body if scope is not None else tree.body
     # `self.<method>(...)` calls a method of the class this function is one of.
     owner = next((s for s, _ in reversed(chain) if isinstance(s, ast.ClassDef)), None)
     defs = replace(defs, own=owner)
     for name in names:
-        bound = _assignment_in(body, name, here)
+        bound = assignment_in(body, name, here)
         if (
             isinstance(bound, ast.Assign)
             and len(bound.targets) == 1
@@ -613,8 +630,8 @@ def _number_of(
         )
         if bound is not None or name not in params or depth > 1 or scope is None:
             continue
-        for call in _calls_to(tree, scope)[:3]:  # the callers pass the value
-            passed = _argument(call, scope, name)
+        for call in calls_to(tree, scope)[:3]:  # the callers pass the value
+            passed = argument(call, scope, name)
             if passed is not None and not isinstance(passed, ast.Name):  # `f(x, anneal(step))`
                 made = _host_number(passed, defs)
                 if made:
@@ -623,7 +640,7 @@ def _number_of(
                 continue
             outer = enclosing(file, call.lineno)
             if outer:
-                found = _number_of(tree, defs, outer, [passed.id], file, depth + 1)
+                found = number_of(tree, defs, outer, [passed.id], file, depth + 1)
                 if found[1]:
                     return found
     return "", []
@@ -635,16 +652,14 @@ def passed_by_callers(file: str, chain: list[tuple[ast.stmt, list[ast.stmt]]], n
     (`use_amp = it >= warmup` then `train_step(x, y, use_amp)`, for `enabled=use_amp` inside
     `train_step`)."""
     tree = syntax_tree(file)
-    scope = next(
-        (s for s, _ in reversed(chain) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))), None
-    )
+    scope = next((s for s, _ in reversed(chain) if isinstance(s, Function)), None)
     if tree is None or scope is None:
         return []
     params = {a.arg for a in scope.args.posonlyargs + scope.args.args + scope.args.kwonlyargs}
     found: list[str] = []
-    for call in _calls_to(tree, scope)[:3]:
+    for call in calls_to(tree, scope)[:3]:
         for name in sorted(names & params):
-            passed = _argument(call, scope, name)
+            passed = argument(call, scope, name)
             if passed is None:
                 continue
             outer = enclosing(file, call.lineno)
@@ -653,7 +668,7 @@ def passed_by_callers(file: str, chain: list[tuple[ast.stmt, list[ast.stmt]]], n
     return list(dict.fromkeys(found))
 
 
-def _carried(chain: list[tuple[ast.stmt, list[ast.stmt]]], name: str, defs: _Defs) -> list[int]:
+def _carried(chain: list[tuple[ast.stmt, list[ast.stmt]]], name: str, defs: UserDefs) -> list[int]:
     """A number set once to a literal before the loop (`smooth = 0.0`) and set again in the
     loop's body after the statement that reads it (`if loss.item() < t: smooth = 0.1`): the new
     value reaches the next step, so the loop's assignment is what changes it. The `if` headers
@@ -661,9 +676,9 @@ def _carried(chain: list[tuple[ast.stmt, list[ast.stmt]]], name: str, defs: _Def
     here = chain[-1][0].lineno
     loop = None
     for stmt, _ in reversed(chain):
-        if isinstance(stmt, _SCOPES):
+        if isinstance(stmt, SCOPES):
             break  # the loop of this function only
-        if isinstance(stmt, _LOOPS):
+        if isinstance(stmt, LOOPS):
             loop = stmt
             break
     if loop is None:
@@ -673,9 +688,9 @@ def _carried(chain: list[tuple[ast.stmt, list[ast.stmt]]], name: str, defs: _Def
 
     def walk(block: list[ast.stmt], guards: list[int]) -> None:
         for stmt in block:
-            if isinstance(stmt, _SCOPES):
+            if isinstance(stmt, SCOPES):
                 continue
-            if stmt.lineno > here and name in _stores(stmt):
+            if stmt.lineno > here and name in stores(stmt):
                 value = getattr(stmt, "value", None)
                 if value is not None and (_host_number(value, defs) is not None or reads_on_host(value)):
                     ifs.extend(guards)

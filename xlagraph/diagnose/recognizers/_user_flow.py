@@ -7,28 +7,26 @@ Read from the syntax tree of the stored source, as `_statements` reads it.
 from __future__ import annotations
 
 import ast
-import re
 
-from xlagraph.diagnose.frames import source_lines, split_location
-from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES
+from xlagraph.diagnose.frames import split_location
 from xlagraph.diagnose.recognizers._statements import (
-    _DEFS,
-    _argument,
-    _assignment_in,
-    _calls_to,
-    _counts,
-    _Defs,
-    _defs,
-    _Function,
-    _number_of,
-    _on_self,
-    _own_nodes,
-    _stores,
+    SCOPES,
+    Function,
+    UserDefs,
+    argument,
+    assignment_in,
     call_name,
+    calls_to,
     enclosing,
+    is_range,
     loads,
+    number_of,
+    on_self,
+    own_nodes,
     reads_on_host,
+    stores,
     syntax_tree,
+    user_defs,
 )
 
 __all__ = ["hook_registrations", "kept_in_lists", "list_tensors", "trip_count"]
@@ -47,20 +45,20 @@ def trip_count(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
     stops = {n for f, n in map(split_location, syncs) if f == file and n}
     for depth in range(len(chain) - 1, -1, -1):
         loop = chain[depth][0]
-        if isinstance(loop, _DEFS) or tree is None:
+        if isinstance(loop, SCOPES) or tree is None:
             return []
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             continue
         if any(loop.lineno <= n <= (loop.end_lineno or loop.lineno) for n in stops):
             return []
-        found = _count_of(tree, _defs(tree), chain[: depth + 1], loop.iter, file, 0)
+        found = _count_of(tree, user_defs(tree), chain[: depth + 1], loop.iter, file, 0)
         return [*found, f"{file}:{loop.lineno}"] if found else []
     return []
 
 
 def _count_of(
     tree: ast.Module,
-    defs: _Defs,
+    defs: UserDefs,
     chain: list[tuple[ast.stmt, list[ast.stmt]]],
     iterated: ast.expr,
     file: str,
@@ -68,19 +66,19 @@ def _count_of(
 ) -> list[str]:
     """The lines that decide how many items `iterated` yields at the end of `chain` (see
     `trip_count`); `[]` when no Python number does."""
-    ranges = [n for n in ast.walk(iterated) if isinstance(n, ast.Call) and _counts(n)]
+    ranges = [n for n in ast.walk(iterated) if isinstance(n, ast.Call) and is_range(n)]
     if ranges:
         names = sorted({x for r in ranges for a in r.args for x in loads(a)})
-        return _number_of(tree, defs, chain, names, file, 0)[1] if names else []
+        return number_of(tree, defs, chain, names, file, 0)[1] if names else []
     if depth > 1:
         return []
     callees = {id(n.func) for n in ast.walk(iterated) if isinstance(n, ast.Call)}
     sequences = [n.id for n in ast.walk(iterated) if isinstance(n, ast.Name) and id(n) not in callees]
-    scope = next((s for s, _ in reversed(chain) if isinstance(s, _Function)), None)
+    scope = next((s for s, _ in reversed(chain) if isinstance(s, Function)), None)
     body = scope.body if scope is not None else tree.body
     params = {a.arg for a in scope.args.posonlyargs + scope.args.args} if scope is not None else set()
     for name in dict.fromkeys(sequences):
-        bound = _assignment_in(body, name, chain[-1][0].lineno)
+        bound = assignment_in(body, name, chain[-1][0].lineno)
         if isinstance(bound, ast.Assign) and isinstance(bound.value, (ast.ListComp, ast.GeneratorExp)):
             inner = enclosing(file, bound.lineno)
             found = _count_of(tree, defs, inner, bound.value, file, depth) if inner else []
@@ -88,16 +86,13 @@ def _count_of(
                 return [*found, f"{file}:{bound.lineno}"]
         if bound is not None or name not in params or scope is None:
             continue
-        for call in _calls_to(tree, scope)[:3]:  # a list the callers build and pass
-            passed = _argument(call, scope, name)
+        for call in calls_to(tree, scope)[:3]:  # a list the callers build and pass
+            passed = argument(call, scope, name)
             outer = enclosing(file, call.lineno) if isinstance(passed, ast.Name) else []
             found = _count_of(tree, defs, outer, passed, file, depth + 1) if outer and passed else []
             if found:
                 return [*found, f"{file}:{call.lineno}"]
     return []
-
-
-_REGISTER_HOOK = re.compile(r"\bregister_\w*hook\s*\(")
 
 
 def hook_registrations(user: list[str]) -> list[str]:
@@ -108,17 +103,23 @@ def hook_registrations(user: list[str]) -> list[str]:
     found: dict[str, None] = {}
     for loc in user:
         file, line = split_location(loc)
-        if not line:
-            continue
-        defs = [
-            s.name for s, _ in enclosing(file, line) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-        ]
-        names = re.compile(r"\b(" + "|".join(map(re.escape, defs[-2:])) + r")\b") if defs else None
-        for n, text in source_lines(file, MAX_SCANNED_LINES) if names else ():
-            text = text.split("#", 1)[0]
-            if _REGISTER_HOOK.search(text) and names.search(_REGISTER_HOOK.split(text, 1)[1]):
-                found.setdefault(f"{file}:{n}")
+        functions = [s.name for s, _ in enclosing(file, line) if isinstance(s, Function)] if line else []
+        names = set(functions[-2:])
+        tree = syntax_tree(file) if names else None
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)] if tree else []
+        found.update((f"{file}:{n}", None) for n in sorted({c.lineno for c in calls if _registers(c, names)}))
     return list(found)[:2]
+
+
+def _registers(call: ast.Call, names: set[str]) -> bool:
+    """`m.register_forward_hook(...)` (any `register_*hook`) whose arguments name one of `names`."""
+    name = call_name(call.func)
+    args = [n for a in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(a)]
+    return (
+        name.startswith("register_")
+        and name.endswith("hook")
+        and any(getattr(n, "id", None) in names or getattr(n, "attr", None) in names for n in args)
+    )
 
 
 # Calls that put a tensor into a container.
@@ -133,19 +134,19 @@ def kept_in_lists(location: str) -> list[str]:
     file, line = split_location(location)
     chain = enclosing(file, line) if file and line else []
     tree = syntax_tree(file) if chain else None
-    names = _stores(chain[-1][0]) if chain else set()
+    names = stores(chain[-1][0]) if chain else set()
     if tree is None or not names:
         return []
     found: list[int] = []
-    for function in (n for n in ast.walk(tree) if isinstance(n, _Function)):
-        local = {x for s in ast.walk(function) if isinstance(s, ast.stmt) for x in _stores(s)}
+    for function in (n for n in ast.walk(tree) if isinstance(n, Function)):
+        local = {x for s in ast.walk(function) if isinstance(s, ast.stmt) for x in stores(s)}
         params = {a.arg for a in function.args.posonlyargs + function.args.args + function.args.kwonlyargs}
-        for node in _own_nodes(function):
+        for node in own_nodes(function):
             call = node.value if isinstance(node, ast.Expr) else None
             if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
                 continue
             held = call.func.value
-            outlives = _on_self(held) or (
+            outlives = on_self(held) or (
                 isinstance(held, ast.Name) and (held.id in params or held.id not in local)
             )
             if (
@@ -161,7 +162,7 @@ def kept_in_lists(location: str) -> list[str]:
 _FROM_LIST = frozenset({"tensor", "as_tensor", "FloatTensor", "LongTensor", "Tensor"})
 
 
-def _from_list(node: ast.expr, defs: _Defs, body: list[ast.stmt], depth: int = 0) -> list[int]:
+def _from_list(node: ast.expr, defs: UserDefs, body: list[ast.stmt], depth: int = 0) -> list[int]:
     """The lines where `node`, an argument of a call, is made from a Python list: the call itself
     (`torch.tensor([...])`), the `return` of a user function it calls, or the assignment of the
     name it is (followed once)."""
@@ -182,17 +183,17 @@ def _from_list(node: ast.expr, defs: _Defs, body: list[ast.stmt], depth: int = 0
         returns = [n for n in ast.walk(callee) if isinstance(n, ast.Return) and n.value is not None]
         return [n for r in returns for n in _from_list(r.value, defs, callee.body, depth + 1)]  # type: ignore[arg-type]
     if isinstance(node, ast.Name) and depth < 2:
-        bound = _assignment_in(body, node.id, getattr(node, "lineno", 0))
+        bound = assignment_in(body, node.id, getattr(node, "lineno", 0))
         if isinstance(bound, ast.Assign):
             return _from_list(bound.value, defs, body, depth + 1)
     return []
 
 
-def _sizes_read(function: _Function, name: str) -> list[int]:
+def _sizes_read(function: Function, name: str) -> list[int]:
     """Lines of `function` that read the size of its parameter `name` (`x[:, : name.shape[0]]`,
     `len(name)`, `name.size(0)`)."""
     found = []
-    for n in _own_nodes(function):
+    for n in own_nodes(function):
         if isinstance(n, ast.Attribute) and n.attr in ("shape", "size") and isinstance(n.value, ast.Name):
             hit = n.value.id == name
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" and n.args:
@@ -214,8 +215,8 @@ def list_tensors(site: str) -> list[str]:
     tree = syntax_tree(file) if chain else None
     if tree is None:
         return []
-    defs = _defs(tree)
-    scope = next((s for s, _ in reversed(chain) if isinstance(s, _Function)), None)
+    defs = user_defs(tree)
+    scope = next((s for s, _ in reversed(chain) if isinstance(s, Function)), None)
     body = scope.body if scope is not None else tree.body
     made: list[int] = []
     sized: list[int] = []
@@ -230,7 +231,7 @@ def list_tensors(site: str) -> list[str]:
     return [f"{file}:{n}" for n in dict.fromkeys([*made, *sized])]
 
 
-def _wrapped(tree: ast.Module, defs: _Defs, name: str) -> _Function | None:
+def _wrapped(tree: ast.Module, defs: UserDefs, name: str) -> Function | None:
     """The user function `name` calls: itself, or the one a wrapper bound to it was made of
     (`step_fn = torch_xla.compile(train_step)`)."""
     if name in defs.functions:

@@ -31,11 +31,10 @@ from xlagraph.diagnose.recognizers._source import (
     BUILDERS,
     calls_of_function,
     enclosing_function,
-    lines_matching,
     source_text,
     user_files,
 )
-from xlagraph.diagnose.recognizers._statements import enclosing
+from xlagraph.diagnose.recognizers._statements import call_name, enclosing, first_call, statements_where
 from xlagraph.diagnose.recognizers._switched_on import switched_on
 from xlagraph.diagnose.recognizers._user_flow import hook_registrations
 from xlagraph.ir import strip_layout
@@ -87,8 +86,12 @@ _PATTERNS = (
 # Dropout leaves the graph in eval() mode, and at p=0: where the user's code never switches
 # modes, a probability that reached 0 is what removed it (telling them to call train() would
 # change nothing).
-# A statement that calls it (`model.eval()`, `self.net.train(False)`), not prose in a docstring.
-_MODE_SWITCH = re.compile(r"^\s*[\w.\[\]]*\w\.(eval|train)\s*\(")
+def _switches_mode(stmt: ast.stmt) -> bool:
+    """A statement that switches modes (`model.eval()`, `self.net.train(False)`), not prose."""
+    call = first_call(stmt.value) if isinstance(stmt, ast.Expr) else None
+    return call is not None and isinstance(call.func, ast.Attribute) and call.func.attr in ("eval", "train")
+
+
 _DROPOUT_ZERO = (
     "random-number ops (dropout) only in one graph, and the script never calls eval(): a dropout "
     "probability reached 0.0"
@@ -152,15 +155,22 @@ def _runs_optimizer(canon: CanonicalModule) -> bool:
 _UPDATE_WORK = 8
 
 
-# `m.p = p`, `model.drop.p = 0.0`, `setattr(m, "p", p)`: a dropout module's probability set.
-_SETS_P = re.compile(r"^\s*[\w.\[\]]*\w\.p\s*=(?!=)|\bsetattr\([^,]+,\s*['\"]p['\"]")
+def _sets_p(stmt: ast.stmt) -> bool:
+    """`m.p = p`, `model.drop.p = 0.0`, `setattr(m, "p", p)`: a dropout module's probability set."""
+    if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Attribute):
+        return stmt.targets[0].attr == "p"
+    return isinstance(stmt, (ast.Expr, ast.Assign)) and any(
+        call_name(n.func) == "setattr" and len(n.args) > 1 and getattr(n.args[1], "value", None) == "p"
+        for n in ast.walk(stmt)
+        if isinstance(n, ast.Call)
+    )
 
 
 def _sets_dropout_p(files: list[str]) -> list[str]:
     """Where the user's code sets a dropout probability outside the methods that build a module
     (`__init__` gives the first value), and the call of the function that does it (a scheduler's
     `step(step)` in the loop): at most two such lines, else none (the text does not say which)."""
-    sets = lines_matching(files, _SETS_P, limit=8)
+    sets = statements_where(files, _sets_p, limit=8)
     found = [loc for loc in sets if enclosing_function(*split_location(loc)) not in BUILDERS]
     if not found or len(found) > 2:
         return []
@@ -235,7 +245,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             ]
             n = sum(pending[i].count for i in picked)
             setting: list[str] = []
-            if name == "rng" and not lines_matching(user_files(evidence), _MODE_SWITCH, limit=1):
+            if name == "rng" and not statements_where(user_files(evidence), _switches_mode, limit=1):
                 summary, hint = _DROPOUT_ZERO, fix("conditional_work.dropout_zero")
                 setting = _sets_dropout_p(user_files(evidence))
             cause = merge(

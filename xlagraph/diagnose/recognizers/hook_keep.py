@@ -13,12 +13,11 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.recognizers._source import user_files
-from xlagraph.diagnose.recognizers._statements import call_name, syntax_tree
+from xlagraph.diagnose.recognizers._statements import Function, call_name, syntax_tree
 
 __all__ = ["RECOGNIZER"]
 
 _KEPT = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def _registered(tree: ast.Module) -> set[str]:
@@ -37,8 +36,8 @@ def _hooks(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     names = _registered(tree)
     found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
     for node in ast.walk(tree):
-        if isinstance(node, _FUNCTIONS) and node.name in names:
-            inner = [n for n in ast.walk(node) if isinstance(n, _FUNCTIONS) and n is not node]
+        if isinstance(node, Function) and node.name in names:
+            inner = [n for n in ast.walk(node) if isinstance(n, Function) and n is not node]
             found += inner or [node]
     return found
 
