@@ -23,6 +23,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import location, split_location, user_frames
+from xlagraph.diagnose.recognizers._beside_work import branch_residue
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._source import (
     DEF,
@@ -188,6 +189,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             f"{said}) decides on the host which code the step traces"
         )
         picked = [i for i in work if (f, n) in per_cause.get(i, set())]
+        # What the branches' work leaves without a line (the other branch's divisor, the backward
+        # of its ops) is that work too, whichever graph took the branch.
+        left = {x for i in picked for x in pending[i].left}
+        right = {x for i in picked for x in pending[i].right}
+        picked += [i for i in work if i not in picked and branch_residue(evidence, pending[i], left, right)]
         merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=_HINT)
         lines = tuple(dict.fromkeys([site, *setters[:2], *merged.sources]))[:6]
         return Recognized((replace(merged, sources=lines),), frozenset(picked))
