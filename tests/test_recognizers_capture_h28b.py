@@ -3,8 +3,11 @@ after the first blind run, recorded in docs/accuracy.md "Held out 28")."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import FIXTURES
 from tests.corpus_reports import capture_report
+from xlagraph.api import diff
 
 CAPTURES = FIXTURES / "torch_xla" / "corpus" / "captures"
 
@@ -16,6 +19,30 @@ def _numbers(lines: tuple[str, ...]) -> list[int]:
 def _live(name: str):  # type: ignore[no-untyped-def]
     report = capture_report(CAPTURES / name)
     return [(r, [c for c in r.causes if not c.info]) for r in report.recompiles if not r.expected]
+
+
+def test_the_other_branch_s_residue_is_folded_into_the_branch() -> None:
+    """`if mask is None:` (:20) in a torch_xla.compile'd forward, the mask passed on every third
+    batch (:54): the mean's divisor only the unmasked graph takes (an input with no line) and
+    autograd's division by the mask's count (no line) are the branches' work, not a removed
+    input and a `structure` beside the cause (were 2 false causes)."""
+    ((_, causes),) = _live("h28_intent_eager_optional_pad_mask")
+    (cause,) = causes
+    assert cause.fix_id == "conditional_work.host_branch", causes
+    assert _numbers(cause.sources)[:2] == [20, 54]
+    assert ("input", "7: f32[]", "") in [(ch.what, ch.old, ch.new) for ch in cause.changes]
+
+
+@pytest.mark.parametrize("masked_first", [False, True])
+def test_the_branch_residue_is_folded_whichever_graph_took_the_branch(masked_first: bool) -> None:
+    """The same two graphs compared either way round: one cause, the `if` first."""
+    hlo = CAPTURES / "h28_intent_eager_optional_pad_mask" / "hlo"
+    plain = str(hlo / "module_0007.step_fn.250.before_optimizations.txt.xz")
+    masked = str(hlo / "module_0011.step_fn.267.before_optimizations.txt.xz")
+    result = diff(masked, plain) if masked_first else diff(plain, masked)
+    (cause,) = result.causes
+    assert cause.fix_id == "conditional_work.host_branch", result.causes
+    assert _numbers(cause.sources)[:2] == [20, 54]
 
 
 def test_a_batch_size_from_a_schedule_method_is_cited_where_the_method_decides_it() -> None:

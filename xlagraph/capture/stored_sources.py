@@ -236,6 +236,10 @@ class StoredSources:
         folder = os.path.join(os.fspath(proc_dir), SOURCES_DIR)
         return _load(folder) if os.path.isfile(os.path.join(folder, INDEX)) else None
 
+    @property
+    def key(self) -> tuple[str, ...]:
+        return (self.folder,)  # (read once per folder: `_load`)
+
     def knows(self, path: str) -> bool:
         return path in self.files or path in self.lines
 

@@ -39,6 +39,7 @@ __all__ = [
     "reading_sources",
     "source_line",
     "source_lines",
+    "sources_key",
     "split_frames",
     "split_location",
     "user_frames",
@@ -50,6 +51,11 @@ _MAX_SOURCE_BYTES = 16 << 20
 
 class StoredText(Protocol):
     """A capture's stored sources (`xlagraph.capture.stored_sources.StoredSources`)."""
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        """The same for the same text, different for other text (the folders it is read from)."""
+        ...
 
     def knows(self, path: str) -> bool: ...
 
@@ -84,6 +90,17 @@ def current_sources() -> SourceText | None:
     """The `SourceText` of the innermost `reading_sources` block (None outside any): a worker
     process re-enters it."""
     return _ACTIVE.get()
+
+
+def sources_key() -> tuple[object, ...]:
+    """Which text `source_line` reads now: a cache of what a file's text says (which `if` holds a
+    line) keys on it too, or one capture's answer (or a diff's without sources: none) is given for
+    another's. Without stored sources, the files under the bases and the working directory, and
+    the library paths never read."""
+    text = _ACTIVE.get() or _NONE
+    if text.stored is not None:
+        return ("stored", *text.stored.key)
+    return ("files", *text.bases, os.getcwd(), library_generation())
 
 
 def is_library(frame: Frame) -> bool:

@@ -51,6 +51,10 @@ class _Either:
 
     stores: tuple[StoredText, ...]
 
+    @property
+    def key(self) -> tuple[str, ...]:
+        return tuple(k for s in self.stores for k in s.key)
+
     def knows(self, path: str) -> bool:
         return any(s.knows(path) for s in self.stores)
 

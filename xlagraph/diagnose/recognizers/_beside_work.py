@@ -7,6 +7,9 @@ with another weight's), found as changed ops that read, or are read by, the work
 And an input whose length makes up for the work's tokens (a text-only batch packed to the length
 an image batch reaches once its image tokens are concatenated in front): the input reaches, in a
 few ops, a concatenation the work feeds, and the other graph's input is as long as that result.
+And the residue of a branch's work that carries no line of its own (`branch_residue`): an input only
+that work reads (the divisor of a mean the other branch does not take), and autograd's ops that read
+the work past a reshape or a broadcast (the backward of a division only one branch makes).
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import Evidence
 from xlagraph.diagnose.frames import is_user_location
+from xlagraph.diagnose.recognizers._dataflow import RESTATES
 from xlagraph.diagnose.shapes import dim_sizes, shape_of
 from xlagraph.match.users import users_of
 
-__all__ = ["length_made_up", "sizes_beside"]
+__all__ = ["branch_residue", "length_made_up", "sizes_beside"]
 
 # How far (ops) an input may be from the concatenation it joins: a reshape, the embedding's
 # index conversion and gather, its reshape back to [batch, length, hidden].
@@ -89,3 +93,40 @@ def _touches(entry: CanonicalComputation, names: tuple[str, ...], work: Collecti
         for n in names
     )
 
+
+
+_RESIDUE = (CauseKind.STRUCTURE, CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED)
+
+
+def branch_residue(evidence: Evidence, cause: Cause, left: Collection[str], right: Collection[str]) -> bool:
+    """A region or an input of one side, with no line of the user's (a line would be a change of
+    its own), that belongs to the work (`left`: A's names, `right`: B's): inputs and constants
+    that only the work reads, or ops that read the work's results past reshapes and broadcasts
+    (an input's readers are its own: one read elsewhere too is not the work's alone)."""
+    if cause.kind not in _RESIDUE or cause.info or any(is_user_location(s) for s in cause.sources):
+        return False
+    for canon, names, work in ((evidence.left, cause.left, left), (evidence.right, cause.right, right)):
+        entry = canon.entry
+        found = {n for n in names if n in entry.computation.by_name}
+        if not found or not work:
+            continue
+        users = users_of(entry)
+        if all(users.get(n) and all(u in work or u in found for u in users[n]) for n in found):
+            return True
+        if cause.kind is CauseKind.STRUCTURE and any(_reads(entry, n, work) for n in found):
+            return True
+    return False
+
+
+def _reads(entry: CanonicalComputation, name: str, work: Collection[str]) -> bool:
+    """`name` reads an op of the work, directly or through ops that only restate a value."""
+    stack, seen = list(entry.operands.get(name, ())), set()
+    while stack:
+        n = stack.pop()
+        if n in work:
+            return True
+        if n in seen or entry.instruction(n).opcode not in RESTATES:
+            continue
+        seen.add(n)
+        stack += entry.operands.get(n, ())
+    return False

@@ -38,6 +38,7 @@ from xlagraph.diagnose.frames import (
     location,
     source_line,
     source_lines,
+    sources_key,
     split_location,
     user_frames,
 )
@@ -86,10 +87,14 @@ def _unpaired(evidence: Evidence, cause: Cause) -> tuple[list[str], list[str]]:
     )
 
 
-@lru_cache(maxsize=256)
 def skip_sites(file: str, draw: re.Pattern[str] = _DRAW) -> tuple[int, ...]:
     """Lines of `file` where a number drawn in Python decides whether code runs: the `if` at or
     just after a host draw (`p = torch.rand([])` / `if p < self.layerdrop:`)."""
+    return _skip_sites(file, draw, sources_key())
+
+
+@lru_cache(maxsize=256)  # (per source text, as `_exit_sites`)
+def _skip_sites(file: str, draw: re.Pattern[str], _sources: tuple[object, ...]) -> tuple[int, ...]:
     sites: list[int] = []
     for n, text in source_lines(file, _MAX_LINES):
         code = text.split("#", 1)[0]
@@ -169,13 +174,18 @@ class _Exit(NamedTuple):
     reads: tuple[int, ...]
 
 
-@lru_cache(maxsize=256)
 def _exit_sites(file: str, synced: frozenset[int] = frozenset()) -> tuple[_Exit, ...]:
     """The early exits of `file`: each `if` whose condition reads a value from the device on the
     host (`conf.item() > t`, a name set from one in that body, or a test at one of the `synced`
     lines, where the capture saw a graph cut by an implicit sync: `h.max() > limit`) and whose
     block leaves the loop (`break`, `return`) or, outside a loop, the function (`return`) before
     code that still follows it."""
+    return _exit_sites_in(file, synced, sources_key())
+
+
+# Per source text: the same path in another capture (or in a diff without sources) is other text.
+@lru_cache(maxsize=256)
+def _exit_sites_in(file: str, synced: frozenset[int], _sources: tuple[object, ...]) -> tuple[_Exit, ...]:
     tree = syntax_tree(file)
     if tree is None:
         return ()

@@ -22,7 +22,8 @@ from functools import lru_cache
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import location, split_location, user_frames
+from xlagraph.diagnose.frames import location, sources_key, split_location, user_frames
+from xlagraph.diagnose.recognizers._beside_work import branch_residue
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._source import (
     DEF,
@@ -52,10 +53,14 @@ _SHARE = 0.5
 Branch = tuple[str, int, int]  # (file, line of the `if`, which branch: 0 the body, k the k-th elif/else)
 
 
-@lru_cache(maxsize=4096)
 def _branch(loc: str) -> Branch | None:
     """The innermost `if` statement (an `if`/`elif`/`else` chain as one) whose branch holds the
     statement at `loc`, within the function it is in; None outside any or in the condition."""
+    return _branch_in(loc, sources_key())
+
+
+@lru_cache(maxsize=4096)  # (per source text: the same line of another capture's file, or unread)
+def _branch_in(loc: str, _sources: tuple[object, ...]) -> Branch | None:
     file, n = split_location(loc)
     if not file or not n:
         return None
@@ -103,8 +108,12 @@ def _branch_of(frames: tuple[Frame, ...], files: tuple[str, ...]) -> Branch | No
     return _called_from(location(frames[0]), files)
 
 
-@lru_cache(maxsize=4096)
 def _called_from(loc: str, files: tuple[str, ...]) -> Branch | None:
+    return _called_from_in(loc, files, sources_key())
+
+
+@lru_cache(maxsize=4096)
+def _called_from_in(loc: str, files: tuple[str, ...], _sources: tuple[object, ...]) -> Branch | None:
     file, line = split_location(loc)
     name = enclosing_function(file, line)
     if not name:
@@ -188,6 +197,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             f"{said}) decides on the host which code the step traces"
         )
         picked = [i for i in work if (f, n) in per_cause.get(i, set())]
+        # What the branches' work leaves without a line (the other branch's divisor, the backward
+        # of its ops) is that work too, whichever graph took the branch.
+        left = {x for i in picked for x in pending[i].left}
+        right = {x for i in picked for x in pending[i].right}
+        picked += [i for i in work if i not in picked and branch_residue(evidence, pending[i], left, right)]
         merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=_HINT)
         lines = tuple(dict.fromkeys([site, *setters[:2], *merged.sources]))[:6]
         return Recognized((replace(merged, sources=lines),), frozenset(picked))
