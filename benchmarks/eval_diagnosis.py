@@ -68,6 +68,7 @@ SPLITS = (
     "held_out_27",
     "held_out_28",
     "held_out_29",
+    "held_out_30",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
