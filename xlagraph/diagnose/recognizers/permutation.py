@@ -22,6 +22,7 @@ from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_user_location, split_location
+from xlagraph.diagnose.permutation import order_changed
 from xlagraph.diagnose.recognizers._assignments import dict_fills, reorderings
 from xlagraph.diagnose.recognizers._dataflow import upstream
 from xlagraph.diagnose.recognizers._source import calls_of_function, def_above, user_lines
@@ -226,8 +227,18 @@ def _one_order(found: dict[int, Cause]) -> list[tuple[int, Cause]]:
     return [(outs[0], merged)]
 
 
-def _user_code(evidence: Evidence, cause: Cause) -> bool:
-    return any(not is_library_path(f) for f in evidence.library_files(cause))
+def _user_reordered(evidence: Evidence, cause: Cause) -> bool:
+    """Items the user's code made (innermost frame outside libraries) come in another order among
+    themselves; one that only moved relative to library items (an in-place EMA while optimizer
+    buffers are created) is shifted by what was added, not reordered."""
+    left = evidence.left
+    pairs = []
+    for mv in cause.mapping:
+        ins = left.entry.computation.by_name.get(mv.left_name)
+        frames = left.module.frames_of(ins)[:1] if ins is not None else []
+        if frames and not is_library_path(frames[0].file.replace("\\", "/")):
+            pairs.append((mv.left, mv.right))
+    return order_changed(pairs)
 
 
 def _reordered_in_step(evidence: Evidence) -> list[str]:
@@ -352,7 +363,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         own = [
             i
             for i in orders
-            if pending[i].kind is CauseKind.OUTPUT_PERMUTATION and _user_code(evidence, pending[i])
+            if pending[i].kind is CauseKind.OUTPUT_PERMUTATION and _user_reordered(evidence, pending[i])
         ]
         if own:
             return Recognized(_plain(evidence, [(i, pending[i]) for i in own]), frozenset(own))
