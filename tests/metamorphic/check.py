@@ -139,7 +139,7 @@ def run_case(label: str, text: str, names: tuple[str, ...]) -> Outcome:
     except Exception as e:
         return Outcome("bad", (f"parse: {e}",))
     result = diff_modules(a, b)
-    problems = judge(result, exp, output_values(text))
+    problems = judge(result, exp, output_values(text), dead_inputs(new))
     kinds = tuple(sorted(str(c.kind) for c in result.causes))
     return Outcome("fail" if problems else "pass", tuple(problems), kinds)
 
@@ -233,10 +233,43 @@ def _observable(exp: Expected, same) -> bool:  # type: ignore[no-untyped-def]
     return [same(i) for i, _ in kept] != [same(i) for i, _ in sorted(kept, key=lambda p: p[1])]
 
 
-def judge(result: DiffResult, exp: Expected, values: list[int] | None = None) -> list[str]:
+def dead_inputs(text: str) -> dict[int, int]:
+    """B's inputs that nothing reads -> the first of them with the same shape and attributes
+    (metadata included). A dropped output can leave two look-alike inputs unread (an SGD update's
+    weight and buffer, same shape, same source line): which of them went where cannot be observed,
+    as with outputs that compute the same value."""
+    try:
+        entry = Entry.parse(text)
+    except NotApplicable:
+        return {}
+    live = entry.live()
+    first: dict[tuple[str, str], int] = {}
+    return {
+        k: first.setdefault((ins.shape, ins.rest), k)
+        for k, ins in sorted(entry.params().items())
+        if ins.name not in live
+    }
+
+
+def _same_but_unread(dead: dict[int, int], got: set[tuple[int, int]], want: set[tuple[int, int]]) -> bool:
+    """`got` is `want` but for which of B's unread look-alike inputs (`dead_inputs`) an input went to."""
+    if not dead:
+        return False
+    g, w = dict(got), dict(want)
+
+    def kind(j: int) -> int:
+        return dead.get(j, j)
+
+    return set(g) <= set(w) and all(kind(g.get(i, i)) == kind(j) for i, j in w.items())
+
+
+def judge(
+    result: DiffResult, exp: Expected, values: list[int] | None = None, dead: dict[int, int] | None = None
+) -> list[str]:
     """What the diff gets wrong against `exp` (empty: exactly right). `values`: A's outputs'
     `output_values`; outputs that compute the same value are interchangeable, and only a
-    mapping or a reordering that some value tells apart is required or may be named."""
+    mapping or a reordering that some value tells apart is required or may be named. `dead`: B's
+    `dead_inputs`, unread look-alikes, interchangeable in the input mapping."""
     problems: list[str] = []
     causes = result.causes
     kinds = {c.kind for c in causes}
@@ -261,7 +294,9 @@ def judge(result: DiffResult, exp: Expected, values: list[int] | None = None) ->
         if not kinds & _PERMUTATION:
             problems.append("parameter permutation not named")
         want_in = set(exp.params.items())
-        if not moved_in or {p for p in moved_in if p[0] != p[1]} != {p for p in want_in if p[0] != p[1]}:
+        if (
+            not moved_in or {p for p in moved_in if p[0] != p[1]} != {p for p in want_in if p[0] != p[1]}
+        ) and not _same_but_unread(dead or {}, moved_in, want_in):
             problems.append(f"input mapping {sorted(p for p in moved_in if p[0] != p[1])[:6]}")
     elif {p for p in moved_in if p[0] != p[1]}:
         problems.append(f"invented input moves {sorted(p for p in moved_in if p[0] != p[1])[:6]}")
