@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 import warnings
+from collections.abc import Iterator, Mapping
 from typing import NoReturn
 
 import click
@@ -18,18 +19,33 @@ from xlagraph.errors import XlagraphWarning
 
 from . import _common
 from ._common import finish_output, output_failed
-from .check import check_command
-from .diff import diff_command
-from .diverge import diverge_command
-from .graphs import graphs_command
-from .report import report_command
-from .run import run_command
-from .watch import watch_command
 
 __all__ = ["entry", "main", "xlagraph"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(Mapping[str, click.Command]):
+    """The commands by name, each one's module imported when it is first looked up (the command
+    run, or all of them for `--help`): `xlagraph graphs` compiles and loads no other command's code
+    (issue 39's start-up). click's group reads it as its `commands`, suggestions included."""
+
+    NAMES = ("check", "diff", "diverge", "graphs", "report", "run", "watch")  # module cli/<name>.py
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self.NAMES:
+            raise KeyError(name)
+        from importlib import import_module
+
+        command: click.Command = getattr(import_module(f".{name}", __package__), f"{name}_command")
+        return command
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.NAMES)
+
+    def __len__(self) -> int:
+        return len(self.NAMES)
+
+
+@click.group(commands=_Commands(), context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="xlagraph", prog_name="xlagraph")
 def xlagraph() -> None:
     """Why did my PyTorch/XLA step recompile? Explain, compare and list HLO graphs.
@@ -43,14 +59,6 @@ def xlagraph() -> None:
     xlagraph run --out DIR -- CMD ...   run a script under capture
     """
 
-
-xlagraph.add_command(diff_command)
-xlagraph.add_command(graphs_command)
-xlagraph.add_command(report_command)
-xlagraph.add_command(check_command)
-xlagraph.add_command(run_command)
-xlagraph.add_command(diverge_command)
-xlagraph.add_command(watch_command)
 
 
 def main() -> None:

@@ -110,15 +110,16 @@ def test_help_imports_click_and_the_commands_only() -> None:
 
 def test_graphs_of_hlo_imports_no_diagnosis() -> None:
     """Listing HLO graphs is the core's parse and a table (issue 39: <= 0.3x of XLA's parse): the
-    recognizers, the matcher and the report's code stay unloaded (they cost 0.2 CPU-s where no
-    bytecode is cached)."""
+    recognizers, the matcher, the report's code and the other commands stay unloaded (the
+    recognizers alone cost 0.2 CPU-s where no bytecode is cached)."""
     code = (
         "import sys\n"
         "from xlagraph.cli.main import xlagraph as cli\n"
         f"cli.main(['graphs', {TRAIN!r}], standalone_mode=False)\n"
         f"cli.main(['graphs', {TRAIN!r}, '--json'], standalone_mode=False)\n"
         "heavy = ('networkx', 'jinja2', 'xlagraph.diagnose.recognizers', 'xlagraph.diagnose.causes',\n"
-        "         'xlagraph.match', 'xlagraph.canonical', 'xlagraph.report', 'xlagraph.diff', 'torch')\n"
+        "         'xlagraph.match', 'xlagraph.canonical', 'xlagraph.report', 'xlagraph.diff', 'torch',\n"
+        "         'xlagraph.cli.diff', 'xlagraph.cli.report', 'xlagraph.cli.run', 'xlagraph.cli._html')\n"
         "bad = sorted(m for m in sys.modules if m.startswith(heavy))\n"
         "assert not bad, bad\n"
     )
