@@ -272,3 +272,15 @@ def test_renderers_neither_read_nor_compare_graphs() -> None:
                 bad = [a.name for a in node.names if names is None or a.name in names]
                 found += [f"{path.name}:{node.lineno} imports {node.module}.{n}" for n in bad]
     assert not found, "\n".join(found)
+
+
+def test_diagnose_names_each_resolve_from_their_module() -> None:
+    """`xlagraph.diagnose` imports its names on first use (so `diagnose.listing` alone stays
+    cheap): every exported name has a home, and each resolves to that module's object."""
+    import importlib
+
+    import xlagraph.diagnose as diagnose
+
+    assert sorted(diagnose._HOME) == sorted(diagnose.__all__)
+    for name, home in diagnose._HOME.items():
+        assert getattr(diagnose, name) is getattr(importlib.import_module(f"xlagraph.diagnose.{home}"), name)
