@@ -203,22 +203,29 @@ def branch_summary(site: str, reads: tuple[str, ...]) -> str:
 
 
 def decided_branch(
-    evidence: Evidence, hits: list[Cause]
+    evidence: Evidence, hits: list[Cause], python: bool = False
 ) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
     """(the `if`, the lines where its test reads the device, the calls of the user's helpers in
     its blocks) when every user line of the work sits in a block of one `if` that a device value
     read on the host decides, itself or in a helper whose every call sits there (`scaler.backoff()`
-    under `if scaler.found_inf(params).item():`, `scaler.unscale_(params)` in its `else`); else None."""
+    under `if scaler.found_inf(params).item():`, `scaler.unscale_(params)` in its `else`); else None.
+    With `python`, any `if` of the step counts (`if samples_seen >= warmup:`, a Python counter
+    past a threshold): the host decides there too, without reading the device."""
     files = user_files(evidence)
+
+    def guard(loc: str) -> tuple[str, ...]:
+        found = host_decided_if(loc, files)
+        return found or ((site,) if python and (site := enclosing_if(loc)) else ())
+
     decided: list[tuple[str, ...]] = []
     calls: list[str] = []
     for loc in dict.fromkeys(s for c in hits for s in c.sources if is_user_location(s)):
-        own = host_decided_if(loc, files)
+        own = guard(loc)
         if own:
             decided.append(own)
             continue
         callers = calls_of_function(loc, files, limit=3)
-        guards = [host_decided_if(c, files) for c in callers]
+        guards = [guard(c) for c in callers]
         if not callers or not all(guards):
             return None
         decided += guards

@@ -61,6 +61,33 @@ def _is_cast(call: ast.Call) -> bool:
     )
 
 
+def _typed_names(scope: ast.stmt) -> dict[str, int]:
+    """Names the scope sets to a floating type by a condition (`dt = torch.bfloat16 if
+    cfg.bf16 else torch.float32`) -> the line of that assignment: what a `.to(dt)` casts to is
+    decided there."""
+    found: dict[str, int] = {}
+    for node in ast.walk(scope):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.IfExp)
+            and any(_names_type(v) for v in (node.value.body, node.value.orelse))
+        ):
+            found.setdefault(node.targets[0].id, node.lineno)
+    return found
+
+
+def _names_type(node: ast.expr) -> bool:
+    """`torch.bfloat16`, `torch.float32`, ...: a floating type named."""
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr in _TYPE_NAMES
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "torch"
+    )
+
+
 def _sites(stacks: Iterable[tuple[CanonicalModule, Instruction]]) -> list[tuple[str, int]]:
     """(file, line) of every user frame of the instructions' stacks, first seen first."""
     seen: dict[tuple[str, int], None] = {}
@@ -172,8 +199,19 @@ def switch_lines(
     if found:
         return list(found)[:4]
     for (file, _), scope in scopes.items():
+        typed = _typed_names(scope)
         for node in ast.walk(scope):
-            if isinstance(node, ast.Call) and _is_cast(node):
+            if not isinstance(node, ast.Call):
+                continue
+            # a cast to a name the scope sets to a type: the line that decides the type first
+            deciding = [
+                typed[a.id]
+                for a in node.args
+                if call_name(node.func) == "to" and isinstance(a, ast.Name) and a.id in typed
+            ]
+            if deciding:
+                found.setdefault(f"{file}:{deciding[0]}")
+            if deciding or _is_cast(node):
                 found.setdefault(f"{file}:{node.lineno}")
     for (file, _), scope in scopes.items() if not found else ():
         if isinstance(scope, LOOPS):

@@ -34,7 +34,13 @@ from xlagraph.diagnose.recognizers._source import (
     source_text,
     user_files,
 )
-from xlagraph.diagnose.recognizers._statements import call_name, enclosing, first_call, statements_where
+from xlagraph.diagnose.recognizers._statements import (
+    LOOPS,
+    call_name,
+    enclosing,
+    first_call,
+    statements_where,
+)
 from xlagraph.diagnose.recognizers._switched_on import switched_on
 from xlagraph.diagnose.recognizers._user_flow import hook_registrations
 from xlagraph.ir import strip_layout
@@ -90,6 +96,27 @@ def _switches_mode(stmt: ast.stmt) -> bool:
     """A statement that switches modes (`model.eval()`, `self.net.train(False)`), not prose."""
     call = first_call(stmt.value) if isinstance(stmt, ast.Expr) else None
     return call is not None and isinstance(call.func, ast.Attribute) and call.func.attr in ("eval", "train")
+
+
+def _mode_switched(files: list[str]) -> bool:
+    """The user's code switches modes between steps: an `eval()` (or `train(flag)`), or a
+    `train()` inside a loop. A module starts in train mode, so one `model.train()` before the
+    loop sets the mode once and never toggles it."""
+    found = statements_where(files, _switches_mode, limit=_MODE_CALLS)
+    for loc in found:
+        file, line = split_location(loc)
+        chain = enclosing(file, line)
+        call = first_call(chain[-1][0].value) if chain and isinstance(chain[-1][0], ast.Expr) else None
+        if call is None or not isinstance(call.func, ast.Attribute):
+            return True  # (cannot tell: counted as a switch, as before)
+        if call.func.attr == "eval" or call.args or call.keywords:
+            return True
+        if any(isinstance(s, LOOPS) for s, _ in chain):
+            return True
+    return len(found) >= _MODE_CALLS
+
+
+_MODE_CALLS = 8
 
 
 _DROPOUT_ZERO = (
@@ -245,9 +272,13 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             ]
             n = sum(pending[i].count for i in picked)
             setting: list[str] = []
-            if name == "rng" and not statements_where(user_files(evidence), _switches_mode, limit=1):
+            # Random work under an `if` that Python decides (a counter past a threshold) where no
+            # mode switches and no probability is set: that `if` turns the work on.
+            python_if = False
+            if name == "rng" and not _mode_switched(user_files(evidence)):
                 summary, hint = _DROPOUT_ZERO, fix("conditional_work.dropout_zero")
                 setting = _sets_dropout_p(user_files(evidence))
+                python_if = not setting
             cause = merge(
                 CauseKind.CONDITIONAL_WORK,
                 f"{summary} ({n} difference(s))",
@@ -256,12 +287,13 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             )
             if setting:  # the user's line that sets p comes before the dropout's own lines
                 cause = replace(cause, sources=tuple(dict.fromkeys([*setting, *cause.sources])))
-            if name == "optimizer" and (
-                branch := decided_branch(evidence, [pending[i] for i in picked])
-                or decided_branch(evidence, [pending[i] for i in hits])
+            if (name == "optimizer" or python_if) and (
+                branch := decided_branch(evidence, [pending[i] for i in picked], python=python_if)
+                or decided_branch(evidence, [pending[i] for i in hits], python=python_if)
             ):
                 # No step every k: a device value read on the host picks the branch that updates
-                # (the calls of all the work's helpers under it cited when they all sit there).
+                # (the calls of all the work's helpers under it cited when they all sit there);
+                # or, for random work, a Python condition does.
                 cause = replace(
                     cause,
                     summary=f"{branch_summary(branch[0], branch[1])} ({n} difference(s))",
