@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.evidence import Evidence
 from xlagraph.diagnose.frames import is_library, source_line, source_lines, split_location
+from xlagraph.diagnose.recognizers._statements import MAX_SCANNED_LINES, enclosing_function
 from xlagraph.ir import Frame
 from xlagraph.source_paths import is_library_path, portable_frames, portable_path
 
@@ -27,9 +28,6 @@ __all__ = [
     "user_files",
     "user_lines",
 ]
-
-
-MAX_SCANNED_LINES = 20_000
 
 # Methods that build an object: what they assign exists from the first step (the value a first
 # compile assumed), not a change made mid-run.
@@ -140,25 +138,6 @@ def lines_in_function(location: str, pattern: re.Pattern[str], limit: int = 3) -
             if len(out) >= limit:
                 break
     return out
-
-
-def enclosing_function(file: str, n: int) -> str:
-    """The name of the `def` the line `n` of `file` sits in, `` at module level."""
-    text = source_line(file, n)
-    indent = len(text) - len(text.lstrip())
-    for k in range(n - 1, max(0, n - 400), -1):
-        above = source_line(file, k)
-        stripped = above.strip()
-        if not stripped or stripped.startswith(("#", ")", "]", "}")):
-            continue
-        level = len(above) - len(above.lstrip())
-        if level < indent:
-            if m := DEF.match(above):
-                return m.group(1)
-            indent = level
-            if level == 0:
-                return ""
-    return ""
 
 
 def calls_of_function(location: str, files: Iterable[str] = (), limit: int = 3) -> list[str]:

@@ -16,13 +16,14 @@ from functools import lru_cache
 from typing import TypeVar
 
 from xlagraph.diagnose.frames import source_lines, split_location
-from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES
 
 __all__ = [
     "HOST_READS",
+    "MAX_SCANNED_LINES",
     "call_name",
     "called_functions",
     "enclosing",
+    "enclosing_function",
     "first_call",
     "header_tests",
     "inline_test",
@@ -39,6 +40,7 @@ __all__ = [
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 Function = ast.FunctionDef | ast.AsyncFunctionDef
+MAX_SCANNED_LINES = 20_000
 
 
 def _text(file: str) -> str:
@@ -100,6 +102,13 @@ def enclosing(file: str, line: int) -> list[tuple[ast.stmt, list[ast.stmt]]]:
                 blocks = list(_blocks(stmt))
                 break
     return chain
+
+
+def enclosing_function(file: str, line: int) -> str:
+    """The name of the innermost `def` whose body holds line `line` of `file` (its header's
+    first line is not in it): "" at module level, in a string, or where the file does not parse."""
+    scopes = [s for s, _ in enclosing(file, line) if isinstance(s, Function) and line > s.lineno]
+    return scopes[-1].name if scopes else ""
 
 
 def _line(source: str) -> tuple[ast.stmt | None, str]:
