@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.evidence import Evidence
 from xlagraph.diagnose.frames import is_library, source_line, source_lines, split_location
-from xlagraph.diagnose.recognizers._statements import MAX_SCANNED_LINES, enclosing_function
+from xlagraph.diagnose.recognizers._statements import MAX_SCANNED_LINES, calls_of, enclosing_function
 from xlagraph.ir import Frame
 from xlagraph.source_paths import is_library_path, portable_frames, portable_path
 
@@ -143,17 +143,5 @@ def lines_in_function(location: str, pattern: re.Pattern[str], limit: int = 3) -
 def calls_of_function(location: str, files: Iterable[str] = (), limit: int = 3) -> list[str]:
     """The lines (its own file first, then `files`) that call the function `location` is in."""
     file, line = split_location(location)
-    if not file or not line:
-        return []
-    name = enclosing_function(file, line)
-    if not name:
-        return []
-    call = re.compile(rf"\b{re.escape(name)}\s*\(")
-    found: list[str] = []
-    for where in dict.fromkeys([file, *files]):
-        for n, text in source_lines(where, MAX_SCANNED_LINES):
-            if call.search(text.split("#", 1)[0]) and not DEF.match(text):
-                found.append(f"{where}:{n}")
-                if len(found) >= limit:
-                    return found
-    return found
+    name = enclosing_function(file, line) if file and line else ""
+    return calls_of(name, [file, *files], limit) if name else []
