@@ -22,7 +22,6 @@ __all__ = [
     "calls_of_function",
     "def_above",
     "enclosing_function",
-    "lines_in_function",
     "lines_matching",
     "source_text",
     "user_files",
@@ -114,30 +113,6 @@ def def_above(file: str, n: int) -> int:
         if DEF.match(source_line(file, k)):
             return k
     return 0
-
-
-def lines_in_function(location: str, pattern: re.Pattern[str], limit: int = 3) -> list[str]:
-    """`file:line` of the code lines of the function around `location` that match `pattern`."""
-    file, line = split_location(location)
-    if not file or not line:
-        return []
-    start = def_above(file, line)
-    if not start:
-        return []
-    head = source_line(file, start)
-    indent = len(head) - len(head.lstrip())
-    out: list[str] = []
-    for k in range(start + 1, start + 400):
-        text = source_line(file, k)
-        if not text:
-            break
-        if text.strip() and not text.lstrip().startswith("#") and len(text) - len(text.lstrip()) <= indent:
-            break  # the function ended
-        if pattern.search(text.split("#", 1)[0]):
-            out.append(f"{file}:{k}")
-            if len(out) >= limit:
-                break
-    return out
 
 
 def calls_of_function(location: str, files: Iterable[str] = (), limit: int = 3) -> list[str]:

@@ -26,6 +26,7 @@ __all__ = [
     "enclosing",
     "enclosing_function",
     "first_call",
+    "function_around",
     "header_tests",
     "inline_test",
     "is_host_read",
@@ -128,11 +129,17 @@ def enclosing(file: str, line: int) -> list[tuple[ast.stmt, list[ast.stmt]]]:
     return chain
 
 
-def enclosing_function(file: str, line: int) -> str:
-    """The name of the innermost `def` whose body holds line `line` of `file` (its header's
-    first line is not in it): "" at module level, in a string, or where the file does not parse."""
+def function_around(file: str, line: int) -> Function | None:
+    """The innermost `def` whose body holds line `line` of `file` (its header's first line is not
+    in it): None at module level, in a string, or where the file does not parse."""
     scopes = [s for s, _ in enclosing(file, line) if isinstance(s, Function) and line > s.lineno]
-    return scopes[-1].name if scopes else ""
+    return scopes[-1] if scopes else None
+
+
+def enclosing_function(file: str, line: int) -> str:
+    """The name of `function_around`, "" where there is none."""
+    function = function_around(file, line)
+    return function.name if function else ""
 
 
 def _line(source: str) -> tuple[ast.stmt | None, str]:
