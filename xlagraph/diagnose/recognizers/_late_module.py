@@ -6,37 +6,51 @@ that flips: from that step on the graph takes them as inputs and returns their u
 
 from __future__ import annotations
 
-import re
+import ast
 
-from xlagraph.diagnose.frames import source_line, source_lines, split_location
-from xlagraph.diagnose.recognizers._source import BUILDERS, MAX_SCANNED_LINES, enclosing_function, source_text
+from xlagraph.diagnose.frames import split_location
+from xlagraph.diagnose.recognizers._source import BUILDERS
+from xlagraph.diagnose.recognizers._statements import (
+    calls_of,
+    enclosing,
+    enclosing_function,
+    on_self,
+    statements_where,
+)
 
 __all__ = ["created_late"]
 
-# `if self.head is not None:` (or `elif`): the test of a value made lazily.
-_EXISTS = re.compile(r"^\s*(?:el)?if\s+(self\.\w+)\s+is\s+not\s+None\s*:")
-_JOINS = re.compile(r"\.add_param_group\s*\(")
 _NEAR = 5  # lines from the module's creation to where it joins the optimizer
 
 
 def created_late(site: str, files: list[str]) -> tuple[str, ...]:
-    """For the `if` at `site` (`file:line`) testing `self.x is not None`: the line of `files`
-    (its own file first) that sets `self.x` to something other than None outside the methods
-    that build the object, and the line near it that adds it to the optimizer, if any; () when
-    the `if` tests nothing made late."""
+    """For the `if` (or `elif`) at `site` (`file:line`) testing `self.x is not None`: the
+    statement of `files` (its own file first) that sets `self.x` to something other than None
+    outside the methods that build the object, and the call near it that adds it to the
+    optimizer (`add_param_group`), if any; () when the `if` tests nothing made late."""
     file, line = split_location(site)
-    m = _EXISTS.match(source_text(site).split("#", 1)[0])
-    if not m or not line:
+    test = next(
+        (s.test for s, _ in enclosing(file, line) if isinstance(s, ast.If) and s.lineno == line), None
+    )
+    if not isinstance(test, ast.Compare) or not on_self(test.left):
         return ()
-    assign = re.compile(rf"^\s*{re.escape(m.group(1))}\s*(?::[^=]+)?=(?!=)\s*(?!None\b)\S")
+    attr = f"self.{test.left.attr}"  # type: ignore[attr-defined]
+    if ast.unparse(test) != f"{attr} is not None":
+        return ()
+
+    def sets(stmt: ast.stmt) -> bool:  # `self.x = ...` or `self.x: T = ...`, not to None
+        first = stmt.targets[0] if isinstance(stmt, ast.Assign) else getattr(stmt, "target", None)
+        value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+        return value is not None and ast.unparse(first) == attr and ast.unparse(value) != "None"  # type: ignore[arg-type]
+
     for where in dict.fromkeys([file, *files]):
-        for n, text in source_lines(where, MAX_SCANNED_LINES):
-            if not assign.match(text.split("#", 1)[0]) or enclosing_function(where, n) in BUILDERS:
-                continue
-            joins = [
-                f"{where}:{k}"
-                for k in range(n + 1, n + _NEAR)
-                if _JOINS.search(source_line(where, k).split("#", 1)[0])
-            ]
-            return (f"{where}:{n}", *joins[:1])
+        for at in statements_where([where], sets, limit=10_000):
+            n = split_location(at)[1]
+            if enclosing_function(where, n) not in BUILDERS:
+                joins = [
+                    c
+                    for c in calls_of("add_param_group", [where], 10_000)
+                    if 0 < split_location(c)[1] - n < _NEAR
+                ]
+                return (at, *joins[:1])
     return ()

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.evidence import Evidence
 from xlagraph.diagnose.frames import is_library, source_line, source_lines, split_location
+from xlagraph.diagnose.recognizers._statements import MAX_SCANNED_LINES, calls_of, enclosing_function
 from xlagraph.ir import Frame
 from xlagraph.source_paths import is_library_path, portable_frames, portable_path
 
@@ -21,15 +22,11 @@ __all__ = [
     "calls_of_function",
     "def_above",
     "enclosing_function",
-    "lines_in_function",
     "lines_matching",
     "source_text",
     "user_files",
     "user_lines",
 ]
-
-
-MAX_SCANNED_LINES = 20_000
 
 # Methods that build an object: what they assign exists from the first step (the value a first
 # compile assumed), not a change made mid-run.
@@ -118,63 +115,8 @@ def def_above(file: str, n: int) -> int:
     return 0
 
 
-def lines_in_function(location: str, pattern: re.Pattern[str], limit: int = 3) -> list[str]:
-    """`file:line` of the code lines of the function around `location` that match `pattern`."""
-    file, line = split_location(location)
-    if not file or not line:
-        return []
-    start = def_above(file, line)
-    if not start:
-        return []
-    head = source_line(file, start)
-    indent = len(head) - len(head.lstrip())
-    out: list[str] = []
-    for k in range(start + 1, start + 400):
-        text = source_line(file, k)
-        if not text:
-            break
-        if text.strip() and not text.lstrip().startswith("#") and len(text) - len(text.lstrip()) <= indent:
-            break  # the function ended
-        if pattern.search(text.split("#", 1)[0]):
-            out.append(f"{file}:{k}")
-            if len(out) >= limit:
-                break
-    return out
-
-
-def enclosing_function(file: str, n: int) -> str:
-    """The name of the `def` the line `n` of `file` sits in, `` at module level."""
-    text = source_line(file, n)
-    indent = len(text) - len(text.lstrip())
-    for k in range(n - 1, max(0, n - 400), -1):
-        above = source_line(file, k)
-        stripped = above.strip()
-        if not stripped or stripped.startswith(("#", ")", "]", "}")):
-            continue
-        level = len(above) - len(above.lstrip())
-        if level < indent:
-            if m := DEF.match(above):
-                return m.group(1)
-            indent = level
-            if level == 0:
-                return ""
-    return ""
-
-
 def calls_of_function(location: str, files: Iterable[str] = (), limit: int = 3) -> list[str]:
     """The lines (its own file first, then `files`) that call the function `location` is in."""
     file, line = split_location(location)
-    if not file or not line:
-        return []
-    name = enclosing_function(file, line)
-    if not name:
-        return []
-    call = re.compile(rf"\b{re.escape(name)}\s*\(")
-    found: list[str] = []
-    for where in dict.fromkeys([file, *files]):
-        for n, text in source_lines(where, MAX_SCANNED_LINES):
-            if call.search(text.split("#", 1)[0]) and not DEF.match(text):
-                found.append(f"{where}:{n}")
-                if len(found) >= limit:
-                    return found
-    return found
+    name = enclosing_function(file, line) if file and line else ""
+    return calls_of(name, [file, *files], limit) if name else []

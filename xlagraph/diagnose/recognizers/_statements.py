@@ -16,14 +16,17 @@ from functools import lru_cache
 from typing import TypeVar
 
 from xlagraph.diagnose.frames import source_lines, split_location
-from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES
 
 __all__ = [
     "HOST_READS",
+    "MAX_SCANNED_LINES",
     "call_name",
     "called_functions",
+    "calls_of",
     "enclosing",
+    "enclosing_function",
     "first_call",
+    "function_around",
     "header_tests",
     "inline_test",
     "is_host_read",
@@ -39,6 +42,7 @@ __all__ = [
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 Function = ast.FunctionDef | ast.AsyncFunctionDef
+MAX_SCANNED_LINES = 20_000
 
 
 def _text(file: str) -> str:
@@ -71,17 +75,40 @@ def syntax_tree(file: str) -> ast.Module | None:
     return _parse(_text(file))
 
 
-def statements_where(files: Iterable[str], test: Callable[[ast.stmt], bool], limit: int = 3) -> list[str]:
-    """`file:line` of the first statements of `files` (in file, then line order) where `test`
-    holds: code only, never a docstring or a comment that says the same words."""
+def _lines_where(
+    files: Iterable[str], lines_of: Callable[[ast.Module], Iterable[int]], limit: int
+) -> list[str]:
+    """`file:line` of the first lines `lines_of` finds in the trees of `files` (file, then line
+    order); a file that is not stored or does not parse gives none."""
     out: list[str] = []
     for file in dict.fromkeys(files):
         tree = syntax_tree(file)
-        found = {n.lineno for n in ast.walk(tree) if isinstance(n, ast.stmt) and test(n)} if tree else ()
-        out += [f"{file}:{n}" for n in sorted(found)]
+        out += [f"{file}:{n}" for n in sorted(set(lines_of(tree)))] if tree else []
         if len(out) >= limit:
             return out[:limit]
     return out
+
+
+def statements_where(files: Iterable[str], test: Callable[[ast.stmt], bool], limit: int = 3) -> list[str]:
+    """`file:line` of the first statements of `files` (in file, then line order) where `test`
+    holds: code only, never a docstring or a comment that says the same words."""
+    return _lines_where(
+        files, lambda t: (n.lineno for n in ast.walk(t) if isinstance(n, ast.stmt) and test(n)), limit
+    )
+
+
+def calls_of(name: str, files: Iterable[str], limit: int = 3) -> list[str]:
+    """`file:line` of the calls of `name` (`name(...)`, `obj.name(...)`) in `files`, at the line
+    that writes the name: never its `def`, nor a docstring or string that says `name(`."""
+    return _lines_where(
+        files,
+        lambda t: (
+            n.func.end_lineno or n.lineno
+            for n in ast.walk(t)
+            if isinstance(n, ast.Call) and call_name(n.func) == name
+        ),
+        limit,
+    )
 
 
 def enclosing(file: str, line: int) -> list[tuple[ast.stmt, list[ast.stmt]]]:
@@ -100,6 +127,19 @@ def enclosing(file: str, line: int) -> list[tuple[ast.stmt, list[ast.stmt]]]:
                 blocks = list(_blocks(stmt))
                 break
     return chain
+
+
+def function_around(file: str, line: int) -> Function | None:
+    """The innermost `def` whose body holds line `line` of `file` (its header's first line is not
+    in it): None at module level, in a string, or where the file does not parse."""
+    scopes = [s for s, _ in enclosing(file, line) if isinstance(s, Function) and line > s.lineno]
+    return scopes[-1] if scopes else None
+
+
+def enclosing_function(file: str, line: int) -> str:
+    """The name of `function_around`, "" where there is none."""
+    function = function_around(file, line)
+    return function.name if function else ""
 
 
 def _line(source: str) -> tuple[ast.stmt | None, str]:

@@ -14,7 +14,6 @@ initial module-level assignment).
 from __future__ import annotations
 
 import ast
-import re
 from collections import Counter
 from dataclasses import replace
 from functools import lru_cache
@@ -25,14 +24,8 @@ from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import location, sources_key, split_location, user_frames
 from xlagraph.diagnose.recognizers._beside_work import branch_residue
 from xlagraph.diagnose.recognizers._causes import merge
-from xlagraph.diagnose.recognizers._source import (
-    DEF,
-    enclosing_function,
-    lines_matching,
-    source_text,
-    user_files,
-)
-from xlagraph.diagnose.recognizers._statements import enclosing, syntax_tree
+from xlagraph.diagnose.recognizers._source import user_files
+from xlagraph.diagnose.recognizers._statements import calls_of, enclosing, enclosing_function, syntax_tree
 from xlagraph.ir import Frame
 
 __all__ = ["RECOGNIZER"]
@@ -118,8 +111,7 @@ def _called_from_in(loc: str, files: tuple[str, ...], _sources: tuple[object, ..
     name = enclosing_function(file, line)
     if not name:
         return None
-    call = re.compile(rf"\b{re.escape(name)}\s*\(")
-    calls = [c for c in lines_matching(files, call, limit=4) if not DEF.match(source_text(c))]
+    calls = calls_of(name, files, limit=4)
     found = {_branch(c) for c in calls}
     return found.pop() if calls and len(found) == 1 else None
 

@@ -17,19 +17,17 @@ from xlagraph.diagnose.recognizers._periodic import enclosing_if
 from xlagraph.diagnose.recognizers._source import (
     calls_of_function,
     enclosing_function,
-    lines_in_function,
     lines_matching,
     source_text,
     user_files,
 )
-from xlagraph.diagnose.recognizers._statements import in_docstring
+from xlagraph.diagnose.recognizers._statements import calls_of, function_around, in_docstring
 from xlagraph.diagnose.shapes import shape_of
 from xlagraph.match.users import users_of
 
 __all__ = ["RECOGNIZER"]
 
 _REQUIRES_GRAD = re.compile(r"\brequires_grad(_\s*\(|\s*=[^=])")
-_GROUPS = re.compile(r"\.add_param_group\s*\(")
 _NEW = (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED)
 _OUTPUTS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
 HINT = fix("trainable.requires_grad")
@@ -160,9 +158,15 @@ def _switch_lines(evidence: Evidence, word: str) -> list[str]:
     if not lines or _in_init(lines[0]):
         return lines[:2]
     file, _, line = lines[0].rpartition(":")
-    if not enclosing_function(file, int(line)):
+    function = function_around(file, int(line))
+    if function is None:
         return lines[:2]
-    around = [g for g in lines_in_function(lines[0], _GROUPS) if g != lines[0]][:1]
+    groups = calls_of("add_param_group", [file], 10_000)
+    around = [
+        g
+        for g in groups
+        if g != lines[0] and function.lineno < int(g.rpartition(":")[2]) <= (function.end_lineno or 0)
+    ][:1]
     for call in calls_of_function(lines[0], limit=1):
         around += [x for x in (enclosing_if(call), call) if x]
     return list(dict.fromkeys([lines[0], *around, *lines[1:2]]))[:4]
