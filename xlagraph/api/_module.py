@@ -5,12 +5,7 @@ holds it (`Module.ir`) and builds a computation's `Instruction`s only when they 
 for, so loading a 600K-instruction graph costs what the CLI pays. networkx is imported by
 `to_networkx` alone, never at start-up.
 
-In the networkx graph every instruction is a node keyed `computation/name` (instruction names
-never contain `/`); an operand use is an edge from the operand to its user with `kind="operand"`
-and `operand=i` (also the edge key, so `add(x, x)` gives two edges); a call (fusion, reduce's
-`to_apply`, a while body, ...) is an edge from the callee's root to the calling instruction with
-`kind="call"` and `computation=<callee>`. Edges run the way values flow, so `nx.ancestors(G, n)`
-is everything `n` is computed from and the graph is acyclic.
+The networkx graph (nodes, edges and their attributes) is docs/api.md ("Graphs as networkx").
 """
 
 from __future__ import annotations

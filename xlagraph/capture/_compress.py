@@ -5,11 +5,10 @@ is final (after `stored_sources.portable_dumps` made its paths portable). The jo
 `<name>`: every reader finds the `.xz` beside it (`parse.compressed.compressed_twin`) and reads it
 as the text it holds, and so does `xz -d`.
 
-Why at exit, and why preset 0: the training thread pays nothing while steps run, and a run killed
-before it exits keeps plain text that reads the same. Preset 0 compresses HLO text 13-15x at about
-40 MB/s of CPU; the default preset (6) gains a quarter more at a tenth of the speed, and gzip at
-level 6 is about as fast and 15% larger (docs/capture-settings.md has the figures).
-`XLAGRAPH_COMPRESS=0` keeps plain text.
+Why at exit: the training thread pays nothing while steps run, and a run killed before it exits
+keeps plain text that reads the same. Why preset 0 (as fast as gzip, smaller, a tenth of the
+default preset's CPU): docs/capture-settings.md, with the figures. `XLAGRAPH_COMPRESS=0` keeps
+plain text.
 """
 
 from __future__ import annotations

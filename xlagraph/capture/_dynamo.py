@@ -1,25 +1,11 @@
 """Dynamo's own record, with no TORCH_LOGS: torch's structured trace, filtered, kept in the capture.
 
-torch logs every frame it compiles, every recompile with the guard failures that caused it and every
-graph break to one logger (`torch.__trace`), the one `TORCH_TRACE=DIR` and tlparse use. A handler of
-ours on that logger writes the events a report needs to `DIR/<host>-<pid>/torch_trace.log` in
-torch's own format, so that one reader (`xlagraph.parse.torch_trace`) reads a capture and a user's
-own TORCH_TRACE folder alike. The dynamo half needs no torch_xla: it works for any backend
-(`openxla`, `inductor`, `aot_eager`, a plugin's).
-
-What is kept (the rest: graphs, generated code, guards' source, chrome events, is dropped):
-`dynamo_start` (the frame and its call stack), `compilation_metrics` (co_name, file, line, seconds,
-failure; the big config blobs dropped), `bwd_compilation_metrics`, the `str` table (interned file
-names), and the `recompile_reasons` and `dynamo_graph_break_reason` artifacts with their payloads.
-Each line gets `"xlagraph": {"step": S, "t": T}`: the journal's step record being built when the
-event came (S) and the seconds since capture started, which places dynamo's compiles among the
-XLA graphs. Paths are made portable as the journal's are (`stored_sources.Relativizer`).
-
-Bounded: `XLAGRAPH_TRACE_MB` (8 by default) per process; past it a last line says so. Never breaks
+A handler of ours on torch's structured-trace logger (`torch.__trace`, the one `TORCH_TRACE=DIR`
+and tlparse use) writes the events a report needs to `DIR/<host>-<pid>/torch_trace.log` in torch's
+own format, so that one reader (`xlagraph.parse.torch_trace`) reads a capture and a user's own
+TORCH_TRACE folder alike. What is kept, the `"xlagraph": {"step", "t"}` each line gets, the bound
+(`XLAGRAPH_TRACE_MB`) and the torch versions: docs/compiled.md ("How it is captured"). Never breaks
 the run: the first error turns this handler off and says so once.
-
-Holds for torch 2.5 – 2.9 (the structured trace's event names and the `compilation_metrics`
-fields read here are unchanged across them).
 
 Calls: an inference loop may never sync, and a CPU or GPU backend has no sync at all, so a step
 there is one call of a compiled function. Each torch.compile context gets one more of the

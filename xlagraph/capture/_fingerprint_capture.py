@@ -1,18 +1,10 @@
 """`XLAGRAPH_FINGERPRINTS=1` beside `XLAGRAPH_CAPTURE=DIR`: bit fingerprints of every step's
 tensors, named as the user names them, with no code change.
 
-A step is an optimizer step: global `torch.optim` step hooks see every optimizer, and through it
-the parameters, their `.grad` and the optimizer state (`<param>.exp_avg`). Parameter names come
-from the top-level modules (a module called while no other module's forward runs): their
-`named_parameters()`. The step's input batch and outputs are the tensors passed to and returned by
-those top-level calls since the last step; the loss is the tensor `.backward()` was called on.
-
-On CUDA and CPU the fingerprints are computed at the step hook and fetched one step later (a
-non-blocking copy and an event: no device sync in the step). On XLA nothing is computed at the
-hook: the tensors are held by weak reference (a strong one would make a dead tensor an output of
-the training graph and change its hash) and fingerprinted after the step's sync, in a graph of
-their own (`_fingerprint_xla`); the tables of up to FETCH_EVERY steps (or FETCH_SECONDS) are fetched in one
-call and written in one, and what is still on the device at exit is written then.
+What a step is (an optimizer step: global `torch.optim` step hooks), which tensors are recorded
+under which names, and when they are computed and fetched (CUDA and CPU at the step hook, fetched
+one step later; XLA after the step's sync, held by weak reference until then, in a graph of their
+own: `_fingerprint_xla`) are docs/divergence.md ("Capture").
 
 Per step the hooks do little Python work per tensor: each optimizer's names (as `_Slot`s, which
 remember their name id) are worked out once and again only when its parameters change, so a

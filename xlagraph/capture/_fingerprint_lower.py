@@ -1,32 +1,20 @@
 """Fingerprints on an XLA device as ONE user computation: every tensor of a step goes in as a
 parameter, the (N, 5) int64 table comes out.
 
-Why: traced as torch ops, a fingerprint costs ~6 lazy ops per tensor (reshape, concatenation,
-bit cast, products, masks, per-tensor sums, norms), ~3 ms of tracing a step for 49 tensors on
-the user's thread. Here the step traces one node (`_xla_user_computation`) whatever the number
-of tensors; the computation is built once per set of shapes with `torch_xla.core.xla_builder`
-and cached, so the graph torch_xla compiles (and caches) is the same every step.
+Why: traced as torch ops, a fingerprint costs ~6 lazy ops per tensor, ~3 ms of tracing a step for
+49 tensors on the user's thread; here the step traces one node (`_xla_user_computation`), built
+once per set of shapes with `torch_xla.core.xla_builder` and cached. Per tensor, the fields of
+`_fingerprints.fingerprint` (the norm's squares summed in f64; f64 tensors' norm in f64, the
+rest in f32); integer sums wrap modulo 2**64 as torch's int64 do, in any order XLA reduces them.
 
-Per tensor, the same fields as `_fingerprints.fingerprint` (see there): the bit pattern
-(BitcastConvert, sign-extended to s64; integers converted, booleans 0/1), its s64 sum and its
-sum weighted by the 1-based position, NaN (x != x) and Inf (|x| == inf) counts, and the f32 bits
-of the L2 norm (f64 tensors in f64, the rest in f32, each sum accumulated in f64). Integer sums
-wrap modulo 2**64 as torch's int64 do, in any order XLA reduces them.
-
-Shaped for XLA's CPU compiler, which runs each kernel of a graph as a task of its own (~1-3 us
-each, more where it splits one over its threads): a flat reduction of more than 32 elements is
-rewritten into a reduce-window whose input is written out first, one array per field, ~13 kernels
-a tensor. Each tensor is therefore viewed as a block whose every dimension is at most 32 (the
-flat tensor zero-padded at its end: zeros add nothing to any field), reduced over all of them,
-and its four sums (sum, weighted sum, NaN and Inf counted together as nan + inf * 2**32, sum of
-squares) are ONE variadic reduce (`_fingerprint_reduce`), one pass over the tensor: as four reductions,
-XLA read it four times (2.4 against 5.7 ms a graph for 6.4M elements). Tensors of the same dtype
-and size up to 4096 elements (the biases and norms of every layer and their gradients) are
-stacked on a leading axis and reduced in one kernel for the group (the rows are put back in
-order at the end): XLA's CPU compiler writes the stacked copy out first, cheap for small
-tensors, a pass over memory too many for large ones. The NaN/Inf pair is split once for the
-whole table at the end. The weighted sum uses the element's row-major index in the block, which
-is its flat position: the padding only adds positions after the last one.
+The shape of the computation (blocks of dimensions of at most 32, zero-padded at the end; the four
+sums in one variadic reduce, `_fingerprint_reduce`; tensors of up to 4096 elements stacked by
+dtype and size) is for XLA's CPU compiler, which runs each kernel as a task of its own and
+rewrites a flat reduction of more than 32 elements into a reduce-window whose input it writes
+out first: docs/divergence.md ("Capture") says why, with the measurements. NaN and Inf are
+counted together as nan + inf * 2**32 and split once for the whole table at the end. The
+weighted sum uses the element's row-major index in the block, which is its flat position: the
+padding only adds positions after the last one.
 """
 
 from __future__ import annotations

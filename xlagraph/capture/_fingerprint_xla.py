@@ -5,16 +5,11 @@ step hook saw (still alive; the sync made them device data) are fingerprinted in
 dispatched without waiting, and fetched a few steps later, when it has long finished. torch_xla
 compiles that graph once per set of shapes and caches it.
 
-The graph is traced and dispatched with torch_xla's eager mode switched on for the one call: the
-user computation's result is then synced where it is created (`XLATensor::Create` ->
-`ApplyEagerSync`, the same `SyncTensorsGraph` a `_xla_sync_multi(wait=False)` runs), but
-torch_xla skips its PT_XLA_DEBUG analysis for it (`debug_util.cpp`: no analysis in eager mode, so
-no Python stack walk and no debug block to read back and drop) and books its compile and
-execution time under `EagerCompileTime` / `EagerExecuteTime`, not the `CompileTime` the journal
-reads. The same holds in torch_xla 2.5 to 2.9. What it still reports (the `UncachedCompile` and
-`ExecuteComputation` counters, its --xla_dump_to files) is taken out of the recorder's view here,
-so the journal holds the training graphs only: with and without fingerprints the training graphs
-have the same hashes and the same compile count.
+The graph is traced and dispatched with torch_xla's eager mode switched on for the one call
+(`XLATensor::Create` -> `ApplyEagerSync`, torch_xla 2.5 to 2.9), so that it skips PT_XLA_DEBUG's
+analysis and books its time under `EagerCompileTime`; what it still reports is taken out of the
+recorder's view here, so the journal holds the training graphs only (why, at length:
+docs/divergence.md, "Capture").
 
 Eager mode is process-wide for that call: an XLA op traced by another Python thread while the
 call has the GIL released would run at once, as its own graph. Step closures run on the training

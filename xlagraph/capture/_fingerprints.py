@@ -1,18 +1,10 @@
 """Exact, order-independent fingerprints of tensors' bit patterns. Pure tensor code.
 
-Per tensor, five numbers (one int64 row):
-
-    sum     the elements' bit patterns as signed integers, summed in int64 (wrapping)
-    wsum    the same, each weighted by its position in the flattened tensor (1-based): a swap of
-            two different elements changes it, while `sum` stays
-    nan     NaN count
-    inf     Inf count (either sign)
-    norm    the float32 bits of the L2 norm: for tolerance mode only, never compared bit-exactly
-
-Integer sums modulo 2**64 do not depend on the order of the additions, so a reduction that the
-device splits differently from run to run still gives the same fingerprint, while any change of
-any bit changes `sum` (float sums would not do: their own order changes them). Integer tensors
-(token ids) are summed as they are, booleans as 0/1.
+Per tensor, five numbers (one int64 row): `sum`, `wsum`, `nan`, `inf` and `norm`, as
+docs/divergence.md ("Fingerprint") defines them. Integer sums modulo 2**64 do not depend on the
+order of the additions, so a reduction that the device splits differently from run to run still
+gives the same fingerprint, while any change of any bit changes `sum`. Integer tensors (token
+ids) are summed as they are, booleans as 0/1.
 
 Cost on CUDA and CPU: per dtype, one concatenation of the flattened tensors and one bit cast
 (`view(dtype)`), two int64 cumulative sums (of the bits, and of their running sum: the weighted sum

@@ -1,14 +1,10 @@
 """`XLAGRAPH_ON_RECOMPILE=warn|raise`: the capturing side. A helper process does the analysis
 (`report/watchdog.py`, started here at low priority with no capture of its own); this process
 only looks, at each step boundary, for the helper's verdict file (`raise`) and raises
-`RecompileError` with it. `XLAGRAPH_WARMUP=N` makes steps 0..N the warm-up (default: the
-report's own warm-up).
-
-`raise` stops the run at the step boundary right after the recompile: when a step that compiled
-was written after a quiet one (before that, every step compiled: the warm-up), the next boundary
-waits until the helper has read the journal that far (`fmt.WATCHDOG_SEEN`), at most `WAIT_S`.
-A stable loop never waits; a recompile costs a compile already, and the wait is a fraction of it.
-A recompile on the run's last step, with no boundary left, is told at exit."""
+`RecompileError` with it, after a step that compiled past a quiet one waiting until the helper has
+read the journal that far (`fmt.WATCHDOG_SEEN`, at most `WAIT_S`). When it waits and why the
+wait is short: docs/watch.md.
+"""
 
 from __future__ import annotations
 

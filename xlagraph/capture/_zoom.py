@@ -1,17 +1,9 @@
 """`XLAGRAPH_ZOOM=K` (with `XLAGRAPH_FINGERPRINTS=1`): the second pass of `xlagraph diverge`.
 
-During optimizer step K (from the end of step K-1's `optimizer.step()` to the end of step K's),
-every ATen op the step runs is observed by a `TorchDispatchMode` (forward, backward and the
-update: autograd's worker threads inherit the mode). Each tensor an op returns is fingerprinted
-(`_fingerprints.fingerprint`, the same exact integer sums) where it is made, and so is each
-tensor an op reads that no earlier op of the step made (a parameter, the batch, a buffer), named
-as the step's fingerprints name it. The records go to `zoom.jsonl` in the process folder, with
-each op's ATen name, shape, dtype, the user's line and the library line that called it, and the
-autograd node that ran it in backward; on CUDA the stream it ran on, and for every op the records
-that last wrote the memory it reads and its other (non-tensor) arguments: with these, `diverge`
-tells a race between streams or a changed Python value from a computation that differs. Arguments
-an op writes without returning them (the in-place `_foreach_*_` of the optimizers on CUDA) are
-recorded as its outputs.
+During optimizer step K a `TorchDispatchMode` fingerprints every tensor an op of the step returns
+or reads from outside the step (`_fingerprints.fingerprint`, the same exact integer sums), and
+writes one record an op to `zoom.jsonl`; what a record holds, and why, is docs/divergence.md
+("Zoom in"). Autograd's worker threads inherit the mode, so backward is observed too.
 
 On XLA the fingerprints are lazy ops appended to the step's graph (observation changes the graph
 there, which is why this is a pass of its own) and fetched once, at the end of step K. Eager

@@ -1,25 +1,10 @@
 """The source text a capture keeps, so that a report reads nothing of the analysing machine.
 
 After each step that cites a file or line not cited before, and again at exit, capture stores in
-`<process folder>/sources/` the source of every file that a recorded frame names (the journal's
-sync frames, mark_sharding frames, the HLO dumps' metadata, the live-tensor reports), library files
-included, each under its portable path (`torch/optim/
-sgd.py`: relative to the `sys.path` entry it was imported from; the user's files relative to the
-working directory; `xlagraph.source_paths`):
-
-    sources/index.json   {"format": 1, "budget_bytes": B, "stored_bytes": N,
-                          "files": {path: {"blob": "<sha256>.z", "lib": bool}},
-                          "lines": {path: {"lib": bool, "lines": {"<n>": "<text>"}}}}
-    sources/<sha256>.z   a file's bytes, zlib-compressed, named by the hash of its content (a file
-                         imported under two paths is stored once; git stores a blob shared by
-                         several captures once)
-
-Budget: `XLAGRAPH_SOURCES_MB` (16 by default) megabytes of source text, before compression, per
-process. The user's files come first, then the libraries' in path order; a file past the budget
-(or larger than 4 MB, or unreadable as UTF-8) keeps only the lines the frames cite, in "lines".
-Recognizers that scan a file (a layer skipped at random is decided by an `if` in the model's
-file) then see only the cited lines. A typical single-process capture stores 0.5 - 1.2 MB of
-text (100 - 200 kB compressed).
+`<process folder>/sources/` the source of every file that a recorded frame names, each under its
+portable path (`torch/optim/sgd.py`: relative to the `sys.path` entry it was imported from; the
+user's files relative to the working directory; `xlagraph.source_paths`). The folder's format,
+its budget (`XLAGRAPH_SOURCES_MB`) and what a file past it keeps are docs/capture.md ("Sources").
 
 `Relativizer` gives the capture side's portable path of an absolute one (and remembers the lines
 cited); `store_sources` writes the folder; `StoredSources.load` reads it back.

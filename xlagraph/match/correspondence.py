@@ -1,30 +1,14 @@
 """Inputs and outputs of two computations paired by their whole data-flow context.
 
-Colour refinement (1-dimensional Weisfeiler-Lehman) over each computation's dataflow graph,
-with the same hash on both sides so that colours compare across graphs:
-
-* the first colour of an instruction is its opcode, element type, rank and attributes with
-  every number taken out: what a changed constant, a changed batch size or a Python int baked in
-  an attribute would break is left out (`strict` colours add full shapes and attributes back, as
-  a second opinion that only ever splits ties);
-* each round hashes an instruction's colour with its operands' colours (in operand order, sorted
-  for commutative ops) and its users' colours with the operand index each reads it at (sorted,
-  as a multiset); being
-  an output adds one mark, not its slot: positions never enter a colour;
-* rounds stop when neither partition splits further, or after `ROUNDS`; each is O(E).
-
-Two instructions agree up to the last round whose colours are equal (refinement only splits).
-Pairs are made from the deepest round down: a colour held by one input (output) on each side
-pairs them; several alike on both sides in equal numbers at the deepest round are
-interchangeable (their contexts are identical as far as data flow can tell: the Q, K and V
-weights of one layer, or automorphic inputs). Such ties are individualized first
-(`individualize`: one pair fixed, refinement again, as nauty does), so that what each
-look-alike reads or feeds is paired; the pairs left to a choice are returned as `tied`, for the
-caller to keep in position. Only agreement at every round pairs (`output_pairs._LOWEST`):
-partial agreement is no evidence.
-
-The rounds run in the core (`refinement`); individualization of what they leave tied is in
-`individualize`, the pairing from the colours in `output_pairs`.
+Colour refinement (1-dimensional Weisfeiler-Lehman) over each computation's dataflow graph, with
+one hash for both sides so that colours compare across graphs; what a colour holds and leaves
+out, and why, is docs/matching.md (1, 2). Refinement only splits, so two instructions agree up to
+the last round whose colours are equal. Pairs are made from the deepest round down: a colour held
+by one input (output) on each side pairs them; look-alikes in equal numbers are individualized
+(`individualize`, as nauty does) and the pairs left to a choice are returned as `tied`, for the
+caller to keep in position. Only agreement at every round pairs (`output_pairs._LOWEST`): partial
+agreement is no evidence. The rounds run in the core (`refinement`), the pairing from the colours
+is `output_pairs`.
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """Pairing where refinement cannot tell the two graphs apart: look-alikes told apart by search.
 
-Where colour refinement, run until the joint partition of both graphs is stable, leaves every
-class with as many nodes of A as of B (*balanced*: the graphs are alike up to what the colours
-leave out, a constant's value or a size), a tie between look-alikes is no guess: one pair of the
-tied class is fixed with a fresh colour (individualization, as nauty does) and refinement runs
-again. A pair that belongs together keeps the graphs balanced; one that does not splits some
-class unevenly, and the next candidate is tried. Where another candidate would have kept the
-balance too, the two are interchangeable as far as data flow can tell (an automorphism, e.g.
-two zero buffers): the pair is a choice, returned as such, and its slots decide.
-
-An output dropped (or added) unbalances the graphs: the dropped output's cone is gone from B and
-what it read lost a user. The explanation sought is the smallest: the output of A (or of B)
-whose removal, with what only it kept alive, balances the graphs again; among several that do
-(look-alikes), the one whose pairs differ in the fewest dimensions (the size-blind colours leave
-sizes out, and a changed batch leaves the other sizes as they were), then moves the fewest
-inputs nothing reads (an input left unread has no context but its slot: a removal that pairs it
-elsewhere moves it on no evidence, so of look-alike SGD updates, each reading its own weight
-alone, the dropped one is the one whose weight B leaves unread where it was), then crosses the
-fewest pairs, then moves the fewest slots.
+Refinement until the joint partition is stable; where every class is *balanced* (as many nodes
+of A as of B), a tie is settled by individualization, as nauty does, and a pair another candidate
+could replace too is *tied* (its slots decide); where an output dropped (or added) unbalances the
+graphs, the smallest removal that balances them again explains it. The rules, their order and
+why are docs/matching.md (2).
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """Reader for HLO text: a thin wrapper over the compiled reader `xlagraph._core` (rust/).
 
-The compiled reader follows XLA's own grammar and strictness (xla/hlo/parser/hlo_parser.cc):
-instructions and headers over several lines, `/* */` and `//` comments anywhere, a BOM, CR, LF or
-CRLF line ends, operand shapes or none, result shapes left out where XLA infers them (the IR then
-records an empty shape: xlagraph does not infer), and what XLA creates while reading, counted as
-XLA counts it: nested instructions (`add(f32[] parameter(0), y)` adds `parameter.anon`), the
-wrapped computation of async shorthand (`add-start` calls `<start>.async_wrapped`), computations
-written in place (`to_apply={...}` becomes `_`, `_.1`, ...), a module without header, and one
-instruction alone (its undefined operands become parameters). It also reads what XLA printers of
-other versions wrote that today's XLA refuses (`api_version=API_VERSION_UNSPECIFIED` of older
-builds and torch-neuronx, `cross-replica-sum`, constants that repeat their shape and
-`is_cross_program_prefetch=true` of older XLA, `conv_kind=` and late-bound async-updates of newer
-XLA), each with a note in `Module.notes` (rust/src/parse/notes.rs; docs/reading.md). It refuses what no
-XLA version writes, naming the line: unknown opcodes, element types and attribute names, malformed
-or out-of-range constants, a second ENTRY or ROOT, duplicate names, operands, control predecessors
-or computations used before they are defined (so operand cycles cannot be written), a signature
-that contradicts its root, a layout for another rank, malformed `input_output_alias` /
-`buffer_donor`, broken async chains, missing required attributes and malformed attribute values
-(windows, dim_labels, iota device lists, ...), truncated text. Nesting is bounded and the reader
-runs on a thread of its own, so deep input cannot overflow a stack.
+The compiled reader follows XLA's own grammar and strictness (xla/hlo/parser/hlo_parser.cc): what
+it reads, the other versions' spellings it reads with a note (`Module.notes`,
+rust/src/parse/notes.rs) and what it refuses, naming the line, are docs/reading.md. Nesting is
+bounded and the reader runs on a thread of its own, so deep input cannot overflow a stack.
 
 It builds the IR of xlagraph.ir directly: names without `%`, raw attribute text in printed order
 (metadata apart), parsed metadata, and the FileNames/StackFrames tables as rows turned into frames

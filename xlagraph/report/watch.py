@@ -1,15 +1,10 @@
 """`watch`: a capture read while it is written, each recompile told once, in the report's words.
 
-A `Watcher` polls a capture folder (one process folder, or many: ranks, hosts on a shared
-folder). A process whose record grew is read again as `report` reads it: the reader takes only
-complete journal lines, so a record half written, a dump still growing or a process killed
-mid-step is read as it stands and read again at the next poll. New recompiles (the XLA half,
-torch.compile's, eager mode's ops) become events, each once, in the order the run made them; then
-"steady" once per process, ranks that compiled a graph the others did not, and the end of each
-process. On a finished capture the first poll replays the whole run.
-
-The analysis is `build_report`'s: a recompile is explained as `report` explains it. The events
-are written by `render/watch.py` (a line of text, or the report's recompile JSON schema).
+A `Watcher` polls a capture folder (one process folder, or many) and reads a process whose record
+grew again as `report` reads it, complete journal lines only; which events it tells, in which
+order, and how a finished capture replays: docs/watch.md. The analysis is `build_report`'s: a
+recompile is explained as `report` explains it. The events are written by `render/watch.py` (a
+line of text, or the report's recompile JSON schema).
 """
 
 from __future__ import annotations

@@ -2,17 +2,10 @@
 
 The capturing process starts this module (`python -m xlagraph.report.watchdog`) at low priority,
 with no capture of its own and no torch: it follows the process's capture folder as `watch` does
-(`report/watch.py`) and, for each recompile after the warm-up that is not expected, prints one line
-on the run's stderr (its cause and line, in the report's words). With `raise` it also writes
-`on_recompile.json` (`fmt.VERDICT`) into the process folder, and how far into the journal it has
-read (`fmt.WATCHDOG_SEEN`); the recorder looks for the verdict at each step boundary (one stat),
-waits for the reading only after a step that compiled past the warm-up, and raises
-`RecompileError` there, holding the explanation and the capture's path. The training thread never
-analyses anything.
-
-Warm-up: steps 0..N with XLAGRAPH_WARMUP=N; by default the report's own: a recompile counts once
-the run has had a step that compiled nothing before it. Expected recompiles (optimizer state
-created on the first steps, a mode compiled once, new eager ops) never count.
+(`report/watch.py`) and prints each recompile after the warm-up that is not expected; with
+`raise` it writes the verdict (`fmt.VERDICT`) and how far into the journal it has read
+(`fmt.WATCHDOG_SEEN`) for the recorder to raise `RecompileError` at the next step boundary. What
+each mode does, when the recorder waits and what the warm-up is: docs/watch.md.
 """
 
 from __future__ import annotations

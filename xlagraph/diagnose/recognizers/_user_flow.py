@@ -29,7 +29,7 @@ from xlagraph.diagnose.recognizers._statements import (
     user_defs,
 )
 
-__all__ = ["hook_registrations", "kept_in_lists", "list_tensors", "trip_count"]
+__all__ = ["hook_registrations", "kept_in_lists", "list_tensors", "registered_hooks", "trip_count"]
 
 
 def trip_count(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
@@ -106,20 +106,21 @@ def hook_registrations(user: list[str]) -> list[str]:
         functions = [s.name for s, _ in enclosing(file, line) if isinstance(s, Function)] if line else []
         names = set(functions[-2:])
         tree = syntax_tree(file) if names else None
-        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)] if tree else []
-        found.update((f"{file}:{n}", None) for n in sorted({c.lineno for c in calls if _registers(c, names)}))
+        lines = sorted({c.lineno for c, named in registered_hooks(tree) if named & names}) if tree else []
+        found.update((f"{file}:{n}", None) for n in lines)
     return list(found)[:2]
 
 
-def _registers(call: ast.Call, names: set[str]) -> bool:
-    """`m.register_forward_hook(...)` (any `register_*hook`) whose arguments name one of `names`."""
-    name = call_name(call.func)
-    args = [n for a in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(a)]
-    return (
-        name.startswith("register_")
-        and name.endswith("hook")
-        and any(getattr(n, "id", None) in names or getattr(n, "attr", None) in names for n in args)
-    )
+def registered_hooks(tree: ast.Module) -> list[tuple[ast.Call, set[str]]]:
+    """Each `m.register_forward_hook(...)` (any `register_*hook`) call with the names its arguments
+    mention (`self._hook(name)`: `self`, `_hook`, `name`): the functions it may register."""
+    found: list[tuple[ast.Call, set[str]]] = []
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        name = call_name(call.func)
+        if name.startswith("register_") and name.endswith("hook"):
+            args = [n for a in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(a)]
+            found.append((call, {getattr(n, "id", None) or getattr(n, "attr", "") for n in args} - {""}))
+    return found
 
 
 # Calls that put a tensor into a container.

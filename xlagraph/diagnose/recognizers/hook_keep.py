@@ -14,26 +14,17 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.recognizers._source import user_files
 from xlagraph.diagnose.recognizers._statements import Function, call_name, syntax_tree
+from xlagraph.diagnose.recognizers._user_flow import registered_hooks
 
 __all__ = ["RECOGNIZER"]
 
 _KEPT = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
 
 
-def _registered(tree: ast.Module) -> set[str]:
-    """Names of the functions passed to `register_forward_hook` (or that make the hook passed:
-    `register_forward_hook(self._make_hook(name))`)."""
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and call_name(node.func) == "register_forward_hook" and node.args:
-            arg = node.args[0]
-            names.add(call_name(arg.func) if isinstance(arg, ast.Call) else call_name(arg))
-    return names - {""}
-
-
 def _hooks(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     """The hook functions: those registered, and those defined inside a registered maker."""
-    names = _registered(tree)
+    forward = [named for c, named in registered_hooks(tree) if call_name(c.func) == "register_forward_hook"]
+    names = set().union(*forward)
     found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
     for node in ast.walk(tree):
         if isinstance(node, Function) and node.name in names:
