@@ -69,6 +69,7 @@ SPLITS = (
     "held_out_28",
     "held_out_29",
     "held_out_30",
+    "held_out_31",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
