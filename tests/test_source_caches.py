@@ -4,15 +4,18 @@ key on the text being read (`frames.sources_key`), not on the file's name alone.
 
 from __future__ import annotations
 
+import json
 import lzma
 from pathlib import Path
 
 from tests.conftest import FIXTURES
 from xlagraph.api import diff
-from xlagraph.diagnose.frames import SourceText, reading_sources, sources_key
+from xlagraph.capture.stored_sources import INDEX, SOURCES_DIR, StoredSources
+from xlagraph.diagnose.frames import SourceText, is_user_location, reading_sources, sources_key
 from xlagraph.diagnose.recognizers.random_skip import skip_sites
 from xlagraph.diff import diff_modules
 from xlagraph.parse.hlo import parse_hlo
+from xlagraph.source_paths import is_library_path
 
 HLO = FIXTURES / "torch_xla" / "corpus" / "captures" / "h28_intent_eager_optional_pad_mask" / "hlo"
 PLAIN = HLO / "module_0007.step_fn.250.before_optimizations.txt.xz"
@@ -52,3 +55,23 @@ def test_the_same_file_name_under_other_bases_is_read_again(tmp_path: Path) -> N
             assert skip_sites("train.py") == sites
             keys.append(sources_key())
     assert keys[0] == keys[2] != keys[1]
+
+
+def test_a_path_one_capture_marks_as_library_is_the_user_s_when_other_text_is_read(tmp_path: Path) -> None:
+    """`h31lib/util.py` is library to the capture whose stored sources mark it so (an installed
+    package of its machine, its root stripped), and a user file of any other text read later in
+    the same process: the mark holds while that capture is read, not from then on."""
+    proc = tmp_path / "proc"
+    (proc / SOURCES_DIR).mkdir(parents=True)
+    index = {"lines": {"h31lib/util.py": {"lib": True, "lines": {"1": "x = 1\n"}}}}
+    (proc / SOURCES_DIR / INDEX).write_text(json.dumps(index))
+    stored = StoredSources.load(str(proc))
+    assert stored is not None
+    with reading_sources(SourceText(stored=stored)):
+        assert is_library_path("h31lib/util.py")
+        assert not is_user_location("h31lib/util.py:1")
+    with reading_sources(SourceText(bases=(str(tmp_path),))):
+        assert not is_library_path("h31lib/util.py")
+        assert is_user_location("h31lib/util.py:1")
+    with reading_sources(SourceText(stored=stored)):
+        assert is_library_path("h31lib/util.py")

@@ -11,7 +11,7 @@ so the analysis and the report never depend on where the capturing machine kept 
 Which relative paths are library files: torch, torch_xla, transformers and jax by their own
 subpackages, the standard library by its package names, and every path that was made relative
 by stripping a library root or that a capture's stored sources mark as library (`mark_library`:
-the relative form alone no longer says `site-packages`).
+the relative form alone no longer says `site-packages`), the latter while that capture is read.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any, TypeVar
 
@@ -26,6 +29,7 @@ __all__ = [
     "add_capture_roots",
     "is_installed_path",
     "is_library_path",
+    "library_scope",
     "mark_library",
     "portable_frames",
     "portable_path",
@@ -70,7 +74,15 @@ _SITE_FILES = frozenset({"typing_extensions", "six"})
 # (the bare file name): its own code touching a tensor (the live-tensor report) is never the user's.
 _OWN_CAPTURE_FILES = frozenset({"_tensors_report", "_holders", "_recorder", "_hook", "_dumps", "_journal"})
 
+# Paths made relative by stripping a library root: library wherever they are read.
 _known_library: set[str] = set()
+# Paths a capture's stored sources mark as library, by the folder they are stored in
+# (`mark_library`): they hold while that capture is read (`library_scope`), not for another
+# capture (or a diff without sources) read later in the same process.
+_marked: dict[str, frozenset[str]] = {}
+# The stored-sources folders read now; None outside any `library_scope` (every capture's marks:
+# a report rendered after its capture was read).
+_SCOPE: ContextVar[tuple[str, ...] | None] = ContextVar("xlagraph_library_scope", default=None)
 # Folders of a capturing machine that its paths are relative to (`add_capture_roots`), in the
 # capture's order: its working directory, then its other `sys.path` entries, longest first.
 _capture_roots: list[str] = []
@@ -148,41 +160,64 @@ def add_capture_roots(roots: list[str]) -> None:
         _fixed.cache_clear()
 
 
-def mark_library(relative: str) -> None:
-    """A capture's stored sources say that this relative path is a library file."""
-    _known_library.add(relative)
+def mark_library(paths: Iterable[str], folder: str) -> None:
+    """The stored sources in `folder` say that these relative paths are library files."""
+    _marked[folder] = _marked.get(folder, frozenset()) | frozenset(paths)
 
 
-# is_library_path's answers while `_known_library` keeps its size (it only grows: a path it
-# adds can turn a "no" into a "yes"). A report of 1,024 ranks asks about the same frames millions
-# of times.
-_library_answers: dict[str, bool] = {}
-_answers_for = [0]
+@contextmanager
+def library_scope(folders: Iterable[str]) -> Iterator[None]:
+    """Within the block only the marks of the stored sources in `folders` hold (none for text
+    read without a capture's sources)."""
+    token = _SCOPE.set(tuple(folders))
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
 
 
-def library_generation() -> int:
-    """Changes whenever `is_library_path` may answer differently (a path became library code)."""
-    return len(_known_library)
+# is_library_path's answers for each `library_generation` (a path added to `_known_library` or
+# marked can turn a "no" into a "yes"; a report's diagnosis and its rendering read in other
+# scopes): each with the marks that hold. A report of 1,024 ranks asks about the same frames
+# millions of times.
+_answers: dict[tuple[object, ...], tuple[frozenset[str], dict[str, bool]]] = {}
+_GENERATIONS = 8
+
+
+def library_generation() -> tuple[object, ...]:
+    """Changes whenever `is_library_path` may answer differently (a path became library code, or
+    another capture's marks hold)."""
+    return (len(_known_library), sum(len(m) for m in _marked.values()), _SCOPE.get())
+
+
+def _marks() -> frozenset[str]:
+    scope = _SCOPE.get()
+    keys = _marked if scope is None else [k for k in scope if k in _marked]
+    return frozenset().union(*(_marked[k] for k in keys))
 
 
 def is_library_path(path: str) -> bool:
     """Library code (an installed package, the standard library, a framework source tree) or not
     a real file (`<frozen ...>`, `<string>`), for an absolute path from any machine or a relative
     path as `portable_path` writes it."""
-    if _answers_for[0] != len(_known_library):
-        _library_answers.clear()
-        _answers_for[0] = len(_known_library)
-    answer = _library_answers.get(path)
+    generation = library_generation()
+    known = _answers.get(generation)
+    if known is None:
+        if len(_answers) >= _GENERATIONS:
+            _answers.clear()
+        known = _answers[generation] = (_marks(), {})
+    marks, answers = known
+    answer = answers.get(path)
     if answer is None:
-        answer = _library_answers[path] = _is_library_path(path)
+        answer = answers[path] = _is_library_path(path, marks)
     return answer
 
 
-def _is_library_path(path: str) -> bool:
+def _is_library_path(path: str, marks: frozenset[str]) -> bool:
     if not path or path.startswith("<"):
         return bool(path)
     p = _slashes(path)
-    if split_library_root(p) is not None or p in _known_library:
+    if split_library_root(p) is not None or p in _known_library or p in marks:
         return True
     if p.startswith("/"):
         return False

@@ -263,8 +263,7 @@ def _load(folder: str) -> StoredSources | None:
             lines[path] = {int(k): str(v) for k, v in entry["lines"].items() if str(k).isdigit()}
             if entry.get("lib"):
                 library.add(path)
-    for path in library:
-        mark_library(path)
+    mark_library(library, folder)
     return StoredSources(folder, files, lines, frozenset(library))
 
 

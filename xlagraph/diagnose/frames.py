@@ -26,7 +26,13 @@ from functools import lru_cache
 from typing import Protocol
 
 from xlagraph.ir import Frame
-from xlagraph.source_paths import is_installed_path, is_library_path, library_generation, portable_path
+from xlagraph.source_paths import (
+    is_installed_path,
+    is_library_path,
+    library_generation,
+    library_scope,
+    portable_path,
+)
 
 __all__ = [
     "SourceText",
@@ -80,8 +86,9 @@ _ACTIVE: ContextVar[SourceText | None] = ContextVar("xlagraph_source_text", defa
 def reading_sources(text: SourceText) -> Iterator[None]:
     """Source lines within the block come from `text`."""
     token = _ACTIVE.set(text)
-    try:
-        yield
+    try:  # (the library marks of the captures read, and of no other: `source_paths.mark_library`)
+        with library_scope(text.stored.key if text.stored is not None else ()):
+            yield
     finally:
         _ACTIVE.reset(token)
 
@@ -131,7 +138,7 @@ def user_frames(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
 
 
 @lru_cache(maxsize=16384)  # the ranks of a pod record the same stacks
-def _user_frames(frames: tuple[Frame, ...], _generation: int) -> tuple[Frame, ...]:
+def _user_frames(frames: tuple[Frame, ...], _generation: tuple[object, ...]) -> tuple[Frame, ...]:
     return tuple(f for f in frames if not is_library(f))
 
 
@@ -142,7 +149,9 @@ def split_frames(frames: tuple[Frame, ...]) -> tuple[tuple[Frame, ...], tuple[Fr
 
 
 @lru_cache(maxsize=16384)
-def _split_frames(frames: tuple[Frame, ...], generation: int) -> tuple[tuple[Frame, ...], tuple[Frame, ...]]:
+def _split_frames(
+    frames: tuple[Frame, ...], generation: tuple[object, ...]
+) -> tuple[tuple[Frame, ...], tuple[Frame, ...]]:
     return _user_frames(frames, generation), tuple(f for f in frames if is_library(f))
 
 
