@@ -30,6 +30,7 @@ __all__ = [
     "header_tests",
     "inline_test",
     "is_host_read",
+    "lines_where",
     "loads",
     "loop_order",
     "python_number",
@@ -75,7 +76,7 @@ def syntax_tree(file: str) -> ast.Module | None:
     return _parse(_text(file))
 
 
-def _lines_where(
+def lines_where(
     files: Iterable[str], lines_of: Callable[[ast.Module], Iterable[int]], limit: int
 ) -> list[str]:
     """`file:line` of the first lines `lines_of` finds in the trees of `files` (file, then line
@@ -92,7 +93,7 @@ def _lines_where(
 def statements_where(files: Iterable[str], test: Callable[[ast.stmt], bool], limit: int = 3) -> list[str]:
     """`file:line` of the first statements of `files` (in file, then line order) where `test`
     holds: code only, never a docstring or a comment that says the same words."""
-    return _lines_where(
+    return lines_where(
         files, lambda t: (n.lineno for n in ast.walk(t) if isinstance(n, ast.stmt) and test(n)), limit
     )
 
@@ -100,7 +101,7 @@ def statements_where(files: Iterable[str], test: Callable[[ast.stmt], bool], lim
 def calls_of(name: str, files: Iterable[str], limit: int = 3) -> list[str]:
     """`file:line` of the calls of `name` (`name(...)`, `obj.name(...)`) in `files`, at the line
     that writes the name: never its `def`, nor a docstring or string that says `name(`."""
-    return _lines_where(
+    return lines_where(
         files,
         lambda t: (
             n.func.end_lineno or n.lineno

@@ -10,14 +10,17 @@ read `config.<option>`, the user's assignment to that option (`model.config.<opt
 
 from __future__ import annotations
 
+import ast
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.recognizers._assignments import assigned_from
-from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
+from xlagraph.diagnose.recognizers._source import source_text, user_files
+from xlagraph.diagnose.recognizers._statements import call_name, lines_where
 
 __all__ = ["RECOGNIZER"]
 
@@ -35,6 +38,21 @@ def _options(location: str) -> set[str]:
     return found
 
 
+def _sets(tree: ast.Module, option: str) -> Iterator[int]:
+    """Lines that set `option` on a config: `model.config.<option> = ...` (the object named
+    `config` or ending in it) or `setattr(model.config, "<option>", ...)`."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assign) and any(
+            isinstance(t, ast.Attribute) and t.attr == option and call_name(t.value) == "config"
+            for t in n.targets
+        ):
+            yield n.lineno
+        elif isinstance(n, ast.Call) and call_name(n.func) == "setattr" and len(n.args) > 1:
+            obj, key = n.args[:2]
+            if call_name(obj).endswith("config") and isinstance(key, ast.Constant) and key.value == option:
+                yield n.lineno
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if not any(c.sources and not c.info and not any(is_user_location(s) for s in c.sources) for c in pending):
         return NOTHING  # most diffs: every cause has a user line, or none has a line at all
@@ -50,10 +68,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         options = set().union(*(_options(s) for s in cause.sources[:6]))
         sites: list[str] = []
         for option in sorted(options):
-            pattern = re.compile(
-                rf"\bconfig\.{option}\s*=[^=]|setattr\(\s*[\w.]*config\s*,\s*['\"]{option}['\"]"
-            )
-            sites += lines_matching(files, pattern, limit=2)
+            sites += lines_where(files, lambda tree, o=option: _sets(tree, o), 2)
         if not sites:
             out.append(cause)
             continue

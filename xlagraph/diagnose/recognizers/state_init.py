@@ -10,8 +10,10 @@ capture, nothing says otherwise); what changed around them comes from optimizer 
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -19,7 +21,8 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import added_at_warm_up, merge
 from xlagraph.diagnose.recognizers._dataflow import restated, updated_inputs
-from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
+from xlagraph.diagnose.recognizers._source import source_text, user_files
+from xlagraph.diagnose.recognizers._statements import call_name, lines_where
 from xlagraph.diagnose.recognizers.pending_init import copies_returned
 from xlagraph.diagnose.recognizers.permutation import reordered_only
 from xlagraph.diagnose.recognizers.special_scalar import matched_twin
@@ -139,8 +142,10 @@ def _combines(comp, user: str, name: str) -> bool:  # type: ignore[no-untyped-de
     return False
 
 
-# A copy of the model the user made (an EMA kept with copy.deepcopy, torch's AveragedModel).
-_COPY = re.compile(r"\bdeepcopy\s*\(|\bAveragedModel\s*\(|\bModelEma\w*\s*\(")
+def _copies(tree: ast.Module) -> Iterator[int]:
+    """Where the user copies the model (an EMA kept with copy.deepcopy, torch's AveragedModel)."""
+    calls = ((n.lineno, call_name(n.func)) for n in ast.walk(tree) if isinstance(n, ast.Call))
+    return (n for n, name in calls if name in ("deepcopy", "AveragedModel") or name.startswith("ModelEma"))
 
 
 def _copied(evidence: Evidence, inputs: list[_Input], others: set[str]) -> list[_Input]:
@@ -151,7 +156,7 @@ def _copied(evidence: Evidence, inputs: list[_Input], others: set[str]) -> list[
     tensors = [x for x in inputs if not x.shape.endswith("[]")]
     if not tensors or any(x.shape not in others for x in tensors):
         return []
-    if not lines_matching(user_files(evidence), _COPY, limit=1):
+    if not lines_where(user_files(evidence), _copies, 1):
         return []
     return tensors
 

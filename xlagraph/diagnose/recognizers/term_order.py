@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_user_location, source_line, source_lines, split_location
+from xlagraph.diagnose.frames import is_user_location, source_line, split_location
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES, calls_of_function
-from xlagraph.diagnose.recognizers._statements import enclosing
+from xlagraph.diagnose.recognizers._statements import enclosing, lines_where
 from xlagraph.diagnose.recognizers.shared_scalar import split_from
 from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
@@ -73,6 +74,19 @@ def _split_scalars(evidence: Evidence, pending: tuple[Cause, ...], region_b: set
     return out
 
 
+def _moves(tree: ast.Module, name: str) -> Iterator[int]:
+    """Lines that take an entry out of `name` (`name.pop(k)`, `del name[k]`): a key put back
+    goes last in a dict's order."""
+    for n in ast.walk(tree):
+        pops = isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "pop"
+        if pops and ast.unparse(n.func.value) == name:  # type: ignore[attr-defined]
+            yield n.func.end_lineno or n.lineno  # type: ignore[attr-defined]
+        elif isinstance(n, ast.Delete) and any(
+            isinstance(t, ast.Subscript) and ast.unparse(t.value) == name for t in n.targets
+        ):
+            yield n.lineno
+
+
 def _order_lines(sources: tuple[str, ...]) -> list[str]:
     """Where the terms' order moved: in the file of a cited line that sums a container's
     entries (`self.X`, `X`), the lines that pop from it (a re-inserted key goes last), then the
@@ -83,15 +97,13 @@ def _order_lines(sources: tuple[str, ...]) -> list[str]:
         m = _ITERATED.search(source_line(file, line).split("#", 1)[0]) if line else None
         if not m:
             continue
-        name = re.escape(m.group(1))
-        moves = re.compile(rf"(?<![\w.]){name}\.pop\s*\(|\bdel\s+{name}\[")
-        for n, text in source_lines(file, MAX_SCANNED_LINES):
-            if moves.search(text.split("#", 1)[0]):
-                found.setdefault(f"{file}:{n}")
-                for call in calls_of_function(f"{file}:{n}", limit=8):
-                    cfile, cline = split_location(call)
-                    if any(isinstance(s, (ast.For, ast.While)) for s, _ in enclosing(cfile, cline)):
-                        found.setdefault(call)
+        name = m.group(1)
+        for at in lines_where([file], lambda tree, name=name: _moves(tree, name), MAX_SCANNED_LINES):
+            found.setdefault(at)
+            for call in calls_of_function(at, limit=8):
+                cfile, cline = split_location(call)
+                if any(isinstance(s, (ast.For, ast.While)) for s, _ in enclosing(cfile, cline)):
+                    found.setdefault(call)
     return list(found)[:4]
 
 
