@@ -68,26 +68,31 @@ def _swaps(location: str) -> list[str]:
     return list(later[0]) if later else []
 
 
-def _user_sites(evidence: Evidence, cause: Cause) -> list[str]:
-    """The user's lines the cause cites, then the `.step(...)` calls of the script that syncs
-    (HLO metadata keeps only the innermost frame: the optimizer's own code), a few at most."""
+def _user_sites(evidence: Evidence) -> list[str]:
+    """The `.step(...)` calls of the script that syncs (HLO metadata keeps only the innermost
+    frame: the optimizer's own code, never the user's call), a few at most."""
     file, _ = split_location(evidence.context.call_site)
-    files = [file] if file and is_user_location(evidence.context.call_site) else []
-    sites = [s for s in cause.sources if is_user_location(s)] + calls_of("step", files, _SITES)
-    return list(dict.fromkeys(sites))[:_SITES]
+    return calls_of("step", [file], _SITES) if file and is_user_location(evidence.context.call_site) else []
 
 
 _SITES = 4
 _LAYER = re.compile(r": work only [AB] does \(a layer, a stage's share\)")
 
 
+def _optimizer_only(cause: Cause) -> bool:
+    """All the cause's ops come from optimizer code, none from the user's lines or the model's
+    (weights resized and a new optimizer made over them: the resize is the cause, not a swap)."""
+    lines = (*cause.library, *cause.sources)
+    return bool(lines) and all("/optim/" in s and not is_user_location(s) for s in lines)
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     out: list[Cause] = []
     consumed: set[int] = set()
     for i, c in enumerate(pending):
-        if c.kind not in _KINDS or c.info or not any("/optim/" in s for s in (*c.library, *c.sources)):
+        if c.kind not in _KINDS or c.info or not _optimizer_only(c):
             continue
-        lines = next((found for at in _user_sites(evidence, c) if (found := _swaps(at))), [])
+        lines = next((found for at in _user_sites(evidence) if (found := _swaps(at))), [])
         if not lines:
             continue
         # Not a layer's or a stage's work, whatever an earlier recognizer guessed.
