@@ -266,6 +266,14 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "pipeline stage's share of the model): expected when comparing two model or stage partitions;"
             " within one run keep which layers run the same on every step"
         ),
+        # optimizer_swap.HINT
+        "parameter_added.optimizer_swap": (
+            "expected once per swap: the optimizer was replaced mid-run (a new optimizer object assigned "
+            "to the name whose step() the loop calls), so the update is other work with other state "
+            "(Adam's moments read no more, or new buffers made) and the step compiles again; nothing to "
+            "fix unless it swaps often: then keep one optimizer from the start and change its settings "
+            "(lr, momentum) as device tensors"
+        ),
         # python_int.SIZE_HINT
         "attribute.size": (
             "a size given as a Python int changed (F.interpolate(size=...), a view or reshape, a slice to"
@@ -473,6 +481,7 @@ NOT_SHOWN: Mapping[str, str] = MappingProxyType(
         "structure.checkpointing": _EXPECTED,
         "parameter_shape.weights": _EXPECTED,
         "parameter_added.layer": _EXPECTED,
+        "parameter_added.optimizer_swap": _EXPECTED,
         "parameter_added.shared_scalar": _EXPECTED,
         "conditional_work.accumulation": _EXPECTED,
         "trainable.phase": _EXPECTED,

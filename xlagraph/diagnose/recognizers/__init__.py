@@ -57,6 +57,7 @@ from xlagraph.diagnose.recognizers import (
     layout,
     materialized,
     new_input,
+    optimizer_swap,
     parallelism,
     pending_init,
     periodic_site,
@@ -134,6 +135,8 @@ FINAL: tuple[Recognizer, ...] = (
     replaced_input.RECOGNIZER,
     size_echo.RECOGNIZER,
     permutation.RECOGNIZER,
+    # An optimizer's update work, named above, where the user assigns a new optimizer mid-run.
+    optimizer_swap.RECOGNIZER,
     periodic_site.RECOGNIZER,
     config_site.RECOGNIZER,
     grouping.RECOGNIZER,

@@ -7,9 +7,11 @@ with another weight's), found as changed ops that read, or are read by, the work
 And an input whose length makes up for the work's tokens (a text-only batch packed to the length
 an image batch reaches once its image tokens are concatenated in front): the input reaches, in a
 few ops, a concatenation the work feeds, and the other graph's input is as long as that result.
-And the residue of a branch's work that carries no line of its own (`branch_residue`): an input only
-that work reads (the divisor of a mean the other branch does not take), and autograd's ops that read
-the work past a reshape or a broadcast (the backward of a division only one branch makes).
+And outputs that come and go with the work (`taps_beside`): gradients it adds to before they are
+returned, the input's gradient it makes. And the residue of a branch's work that carries no line
+of its own (`branch_residue`): an input only that work reads (the divisor of a mean the other
+branch does not take), and autograd's ops that read the work past a reshape or a broadcast (the
+backward of a division only one branch makes).
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import Evidence
 from xlagraph.diagnose.frames import is_user_location
-from xlagraph.diagnose.recognizers._dataflow import RESTATES
+from xlagraph.diagnose.recognizers._dataflow import RESTATES, downstream
 from xlagraph.diagnose.shapes import dim_sizes, shape_of
 from xlagraph.match.users import users_of
 
-__all__ = ["branch_residue", "length_made_up", "sizes_beside"]
+__all__ = ["branch_residue", "length_made_up", "sizes_beside", "taps_beside"]
 
 # How far (ops) an input may be from the concatenation it joins: a reshape, the embedding's
 # index conversion and gather, its reshape back to [batch, length, hidden].
@@ -130,3 +132,19 @@ def _reads(entry: CanonicalComputation, name: str, work: Collection[str]) -> boo
         seen.add(n)
         stack += entry.operands.get(n, ())
     return False
+
+
+def taps_beside(evidence: Evidence, cause: Cause, left: Collection[str], right: Collection[str]) -> bool:
+    """Outputs added or removed, with no line of the user's, that read or are read by the work's
+    ops on their side, or are computed from them (`left`: A's names, `right`: B's): a gradient
+    returned as it is in one graph and with the work's term added in the other, the input's
+    gradient only the work makes. They come and go with the work, not with a tensor kept alive."""
+    if cause.kind not in (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED) or cause.info:
+        return False
+    if any(is_user_location(s) for s in cause.sources):
+        return False
+    return any(
+        _touches(canon.entry, names, work) or set(names) & downstream(users_of(canon.entry), work)
+        for canon, names, work in ((evidence.left, cause.left, left), (evidence.right, cause.right, right))
+        if names and work
+    )

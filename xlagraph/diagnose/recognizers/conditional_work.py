@@ -17,6 +17,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_user_location, split_location
+from xlagraph.diagnose.recognizers._beside_work import taps_beside
 from xlagraph.diagnose.recognizers._causes import TAPS, merge, one_sided, scalar_inputs
 from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, runs_clip, scalar_clip
 from xlagraph.diagnose.recognizers._dataflow import downstream, opcodes, updated_inputs
@@ -324,8 +325,16 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     ):
         where = next(iter(sites.values()), "")
         # A helper's work, there because its call sits in the block: the `if` decides, then the call.
+        # So it does when every line of the work sits in that block or in helpers called from it.
         called = next((i for i, w in sites.items() if w not in pending[i].sources), None)
-        header = periodic_if(where) if called is not None else ""
+        block = periodic_if(where)
+        inside = all(
+            periodic_if(periodic_caller(s, files)) == block
+            for i in sites
+            for s in pending[i].sources
+            if is_user_location(s)
+        )
+        header = block if called is not None or inside else ""
         summary = (
             "work that runs only on some steps (an `if ... % k` block"
             + (f" at {header or where}" if where else "")
@@ -370,6 +379,12 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             and j not in seeds
             and c.kind is CauseKind.STRUCTURE
             and (set(c.right) & flow or {u for n in c.right for u in users.get(n, ())} & (flow | work))
+        ]
+        # Outputs that come and go with that work (gradients it adds a term to) follow from it.
+        lefts = {n for i in periodic for n in pending[i].left}
+        rights = {n for i in periodic for n in pending[i].right}
+        periodic += [
+            j for j, c in enumerate(pending) if j not in periodic and taps_beside(evidence, c, lefts, rights)
         ]
         merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in periodic])
         lines = [x for x in (header, where) if x]

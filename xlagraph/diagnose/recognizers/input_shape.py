@@ -21,6 +21,7 @@ from xlagraph.diagnose.recognizers._statements import (
     loads,
     python_number,
     set_before,
+    syntax_tree,
 )
 from xlagraph.diagnose.recognizers._user_flow import list_tensors
 from xlagraph.diagnose.value_origin import rows_filtered
@@ -108,7 +109,50 @@ def _with_arrival_lines(evidence: Evidence, cause: Cause) -> Cause:
     if len(found) < 2:  # a slice of data made before the loop: nothing here sizes it
         return cause
     lines = [f"{file}:{n}" for n in sorted(set(found))]
-    return replace(cause, sources=tuple(dict.fromkeys([*lines, *cause.sources]))[:6])
+    # A helper of the user's that makes the batch sizes it by a number passed in: its line, then
+    # where that number is computed (a schedule), before the loop's own lines.
+    sized = _sized_in_helper(file, [s for s in body if s.lineno in found])
+    made = [*sized[:1], *(n for loc in sized[:1] for n in python_number(loc)[1])]
+    return replace(cause, sources=tuple(dict.fromkeys([*made, *lines, *cause.sources]))[:6])
+
+
+# Tensor factories whose leading arguments are the sizes (`torch.randn(batch, length)`).
+_SIZED_BY_ARGS = frozenset({"randn", "rand", "zeros", "ones", "empty"})
+
+
+def _sized_in_helper(file: str, stmts: list[ast.stmt]) -> list[str]:
+    """The lines of user functions that `stmts` call (`sentences(step, seq_len_for(step))`)
+    that size a tensor by a parameter the call passes a computed value (`(batch, length)` of
+    `torch.randint(1, VOCAB, (batch, length))`, `torch.randn(n, length)`): where the shape is made."""
+    tree = syntax_tree(file)
+    defs = {d.name: d for d in (tree.body if tree else ()) if isinstance(d, ast.FunctionDef)}
+    found: list[str] = []
+    for call in (n for s in stmts for n in ast.walk(s) if isinstance(n, ast.Call)):
+        fn = defs.get(call.func.id) if isinstance(call.func, ast.Name) else None
+        if fn is None:
+            continue
+        params = [a.arg for a in fn.args.args]
+        passed = [*zip(params, call.args, strict=False), *((k.arg, k.value) for k in call.keywords if k.arg)]
+        varying = {p for p, value in passed if not isinstance(value, ast.Constant)}
+        found += [
+            f"{file}:{stmt.lineno}"
+            for stmt in fn.body
+            if isinstance(stmt, (ast.Assign, ast.Return, ast.Expr))
+            and any(_sizes(n) & varying for n in ast.walk(stmt) if isinstance(n, ast.Call))
+        ]
+    return list(dict.fromkeys(found))
+
+
+def _sizes(call: ast.Call) -> set[str]:
+    """The names a call passes as sizes: in a tuple or list argument, a `size=`, or the leading
+    arguments of a factory that takes sizes that way."""
+    args = [*call.args, *(k.value for k in call.keywords if k.arg == "size")]
+    named = getattr(call.func, "attr", getattr(call.func, "id", ""))
+    shapes = [a for a in args if isinstance(a, (ast.Tuple, ast.List))]
+    direct = call.args if named in _SIZED_BY_ARGS else []
+    return {e.id for a in shapes for e in a.elts if isinstance(e, ast.Name)} | {
+        a.id for a in direct if isinstance(a, ast.Name)
+    }
 
 
 def _transfers(site: str) -> tuple[str, list[tuple[ast.stmt, list[ast.stmt]]], int, list[ast.stmt]]:

@@ -81,8 +81,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             # any more is skipped by the optimizer and leaves that graph whole, so it has no twin.
             # It is one the graph reads only to update it, several of them (a layer's weight and
             # bias), each read where it is written: no forward reads it here.
+            # One such weight alone (an embedding's) is a frozen part too where the user's code
+            # switches requires_grad that way while training runs.
             alone = [o for o, p in updated.items() if p in new and _only_updated(users, p, o)]
-            frozen += alone if len(alone) > 1 and len(alone) == len(updated) - len(frozen) else []
+            enough = len(alone) > 1 or (len(alone) == 1 and _switched_mid_run(evidence, word))
+            frozen += alone if enough and len(alone) == len(updated) - len(frozen) else []
             removed = [o for o, p in updated.items() if p in new]
             updates = list(dict.fromkeys(frozen + removed)) if frozen else []
             # An optimizer's fresh state for the newly trained parameters (Adam's moments, of their
@@ -145,6 +148,12 @@ def _in_init(at: str) -> bool:
     """Set-up: the line sits in an `__init__`, run before any step."""
     file, _, line = at.rpartition(":")
     return enclosing_function(file, int(line)) == "__init__"
+
+
+def _switched_mid_run(evidence: Evidence, word: str) -> bool:
+    """The user's first requires_grad switch sets `word` (`requires_grad_(False)`) outside set-up."""
+    lines = _switch_lines(evidence, word)
+    return bool(lines) and word in source_text(lines[0]) and not _in_init(lines[0])
 
 
 def _switch_lines(evidence: Evidence, word: str) -> list[str]:
