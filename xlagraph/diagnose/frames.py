@@ -119,6 +119,12 @@ def is_user_location(location: str) -> bool:
     return not is_library_path(location.rpartition(":")[0])
 
 
+def is_optimizer_code(path: str) -> bool:
+    """A file (or `file:line`) of an optimizer's code (`torch/optim/adam.py`, a package's
+    `.../optim/...`): where an update's ops come from."""
+    return "/optim/" in path.replace("\\", "/")
+
+
 def location(frame: Frame) -> str:
     """`file:line`, the file in its portable form (a frame built from a machine's absolute path
     reads as one a capture recorded)."""

@@ -16,7 +16,7 @@ from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_user_location, split_location
+from xlagraph.diagnose.frames import is_optimizer_code, is_user_location, split_location
 from xlagraph.diagnose.recognizers._beside_work import taps_beside
 from xlagraph.diagnose.recognizers._causes import TAPS, merge, one_sided, scalar_inputs
 from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, runs_clip, scalar_clip
@@ -83,7 +83,7 @@ _PATTERNS = (
     ),
     (
         "optimizer",
-        lambda files, ops: any("/optim/" in f for f in files),
+        lambda files, ops: any(is_optimizer_code(f) for f in files),
         "the optimizer's update runs only on some steps (gradient accumulation, a step every k)",
         fix("conditional_work.accumulation"),
     ),
@@ -162,7 +162,7 @@ def _update_work(evidence: Evidence, cause: Cause) -> bool:
     change which weights the optimizer updates; it runs in both graphs.)"""
     found = evidence.instructions(cause)
     computing = [ins for _, ins in found if ins.opcode not in _PLUMBING]
-    if len(computing) < _UPDATE_WORK or not any("/optim/" in f for f in evidence.library_files(cause)):
+    if len(computing) < _UPDATE_WORK or not any(is_optimizer_code(f) for f in evidence.library_files(cause)):
         return False
     other = evidence.left if cause.kind is CauseKind.OUTPUT_ADDED else evidence.right
     return not _runs_optimizer(other)
@@ -172,7 +172,7 @@ def _runs_optimizer(canon: CanonicalModule) -> bool:
     """Some instruction of the entry comes from optimizer code (its innermost frame)."""
     module = canon.module
     return any(
-        "/optim/" in frame.file.replace("\\", "/")
+        is_optimizer_code(frame.file)
         for ins in canon.entry.computation.instructions
         for frame in module.frames_of(ins)[:1]
     )

@@ -17,6 +17,12 @@ __all__ = ["RECOGNIZER"]
 _LAYER_HINT = fix("parameter_added.layer")
 
 
+def layer_work(only: str) -> str:
+    """What new_input calls work only graph `only` ("A" or "B") does; a later recognizer that
+    knows better (an optimizer swap) takes this phrase back out of the summary."""
+    return f": work only {only} does (a layer, a stage's share)"
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     out: list[Cause] = []
     consumed: set[int] = set()
@@ -82,7 +88,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         if outputs:
             k = sum(1 for i in outputs for ch in pending[i].changes if ch.what == "output")
             summary += (
-                f" and giving {k} output(s) of their own: work only {only} does (a layer, a stage's share)"
+                f" and giving {k} output(s) of their own{layer_work(only)}"
             )
         hint = _LAYER_HINT if outputs else ""
         # Within one run, a layer that runs in one graph only, in a script whose `if` follows a

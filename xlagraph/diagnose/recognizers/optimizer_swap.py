@@ -10,15 +10,15 @@ cited first, with a hint that says the optimizer changed.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_user_location, split_location
+from xlagraph.diagnose.frames import is_optimizer_code, is_user_location, split_location
 from xlagraph.diagnose.recognizers._periodic import enclosing_if
 from xlagraph.diagnose.recognizers._statements import calls_of, enclosing, statements_where
+from xlagraph.diagnose.recognizers.new_input import layer_work
 
 __all__ = ["RECOGNIZER"]
 
@@ -76,14 +76,13 @@ def _user_sites(evidence: Evidence) -> list[str]:
 
 
 _SITES = 4
-_LAYER = re.compile(r": work only [AB] does \(a layer, a stage's share\)")
 
 
 def _optimizer_only(cause: Cause) -> bool:
     """All the cause's ops come from optimizer code, none from the user's lines or the model's
     (weights resized and a new optimizer made over them: the resize is the cause, not a swap)."""
     lines = (*cause.library, *cause.sources)
-    return bool(lines) and all("/optim/" in s and not is_user_location(s) for s in lines)
+    return bool(lines) and all(is_optimizer_code(s) and not is_user_location(s) for s in lines)
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -96,7 +95,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         if not lines:
             continue
         # Not a layer's or a stage's work, whatever an earlier recognizer guessed.
-        summary = f"the optimizer was replaced at {lines[0]}: {_LAYER.sub('', c.summary)}"
+        plain = c.summary.replace(layer_work("A"), "").replace(layer_work("B"), "")
+        summary = f"the optimizer was replaced at {lines[0]}: {plain}"
         sources = tuple(dict.fromkeys([*lines, *c.sources]))[:6]
         out.append(replace(c, summary=summary, hint=HINT, sources=sources))
         consumed.add(i)

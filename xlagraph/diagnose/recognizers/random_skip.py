@@ -34,6 +34,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import (
+    is_optimizer_code,
     is_user_location,
     location,
     source_line,
@@ -488,7 +489,7 @@ def _setting(evidence: Evidence) -> str:
 
 
 def _optimizer_only(cause: Cause) -> bool:
-    return bool(cause.sources) and all("/optim/" in s for s in cause.sources)
+    return bool(cause.sources) and all(is_optimizer_code(s) for s in cause.sources)
 
 
 RECOGNIZER = Recognizer("random_skip", _recognize)

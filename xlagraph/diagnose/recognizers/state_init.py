@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.frames import is_optimizer_code
 from xlagraph.diagnose.recognizers._causes import added_at_warm_up, merge
 from xlagraph.diagnose.recognizers._dataflow import restated, updated_inputs
 from xlagraph.diagnose.recognizers._source import source_text, user_files
@@ -237,7 +238,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     created = [x for x in state if any(m in x.file for m in _OPTIMIZER) and not x.shape.endswith("[]")]
     carried = [x for x in state if not x.file]  # gradients kept from the step before
     optimizer_work = any(
-        c.kind is CauseKind.STRUCTURE and any("/optim/" in f for f in evidence.library_files(c))
+        c.kind is CauseKind.STRUCTURE and any(is_optimizer_code(f) for f in evidence.library_files(c))
         for c in pending
     )
     # Weight-shaped inputs that are new although B already reads tensors of those very shapes: a
