@@ -70,6 +70,7 @@ SPLITS = (
     "held_out_29",
     "held_out_30",
     "held_out_31",
+    "held_out_32",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
