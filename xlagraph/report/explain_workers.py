@@ -61,11 +61,17 @@ def explain_in_processes(
         )  # type: ignore[arg-type]
     try:
         context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        pool = ProcessPoolExecutor(workers, mp_context=context)
+        try:
             explained = []
             for k, r in enumerate(pool.map(_explain_one, range(len(targets)), chunksize=chunk), 1):
                 step("recompile", k, len(targets))
                 explained.append(r)
+        finally:
+            # Every answer is in: the report goes on while the workers exit (each frees a heap
+            # of parsed graphs, which the kernel takes a while to unmap); the pool's own thread
+            # reaps them. A worker that failed has raised above, and the pool is ended the same.
+            pool.shutdown(wait=False, cancel_futures=True)
     finally:
         _JOB = None
     return tuple(explained)
