@@ -22,6 +22,7 @@ from xlagraph.diagnose.frames import call_site, is_library, user_frames
 from xlagraph.diff import DiffResult, canonical_of, diff_modules
 from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module
+from xlagraph.match.correspondence import correspond
 from xlagraph.parse.hlo import LAZY_IR
 from xlagraph.parse.shared import current as current_shared
 from xlagraph.parse.sources import Source, open_source, read, replace_label, select, split_spec
@@ -38,6 +39,7 @@ __all__ = [
     "closest",
     "diff_against",
     "graph_name",
+    "prepare_baseline",
 ]
 
 MAX_CANDIDATES = 5
@@ -418,9 +420,7 @@ def _choose_baseline(
     if isinstance(this, str):
         h, s = ordered[0]
         return _Choice(h, s, None, reason), f"cannot explain this graph: {this}"
-    # The first readable ones only: a graph past them would be parsed (and kept) for nothing.
-    found = ((h, s) for h, s in ordered if isinstance(modules.get(h), Module))
-    readable = list(islice(found, MAX_CANDIDATES))
+    readable = _readable(ordered, modules)
     if not readable:
         h, s = ordered[0]
         why = f"cannot explain this graph: the baseline's HLO is missing ({modules.get(h)})"
@@ -444,6 +444,35 @@ def _choose_baseline(
     reordered = any(c.reorder for c, _ in results)
     best, result = min(results, key=lambda r: _score(r[0], reordered))
     return _Choice(best.graph_hash, best.sync, result, reason, tuple(c for c, _ in results)), ""
+
+
+def _readable(ordered: list[tuple[str, Sync]], modules: Modules) -> list[tuple[str, Sync]]:
+    """The first readable candidates only: a graph past them would be parsed (and kept) for
+    nothing."""
+    found = ((h, s) for h, s in ordered if isinstance(modules.get(h), Module))
+    return list(islice(found, MAX_CANDIDATES))
+
+
+def prepare_baseline(target: Sync, earlier: list[tuple[str, Sync]], modules: Modules) -> None:
+    """Start `choose_baseline`'s work for `target` early: the correspondence of its graph's entry
+    with each candidate's that the screen keeps (kept on the computations, `correspond`), with
+    the core's per-graph work under it (refinement graphs and runs, kept on each graph). A report
+    does this before its workers fork, for a recompile whose candidates both workers compare
+    against: each would otherwise build and refine those graphs alike. Answers nothing: a graph
+    that cannot be read or compared is left for `choose_baseline` to say so where it would."""
+    ordered, reason = _candidates(target, earlier)
+    this = modules.get(target.graph_hash) if ordered else None
+    if not isinstance(this, Module):
+        return
+    ordered, _ = _same_name(this, ordered, reason, modules)
+    try:
+        entry = canonical_of(this).entry
+        for h, _ in _screen(_readable(ordered, modules), this, modules):
+            base = modules.get(h)
+            assert isinstance(base, Module)
+            correspond(canonical_of(base).entry, entry)
+    except RecursionError:  # the diff says "nested too deeply" where it would
+        return
 
 
 def diff_against(

@@ -11,7 +11,7 @@ from contextlib import nullcontext
 
 from xlagraph.diagnose.frames import SourceText, current_sources, reading_sources
 from xlagraph.progress import shown, step
-from xlagraph.report.baseline import Modules, graphs_read
+from xlagraph.report.baseline import Modules, graphs_read, prepare_baseline
 from xlagraph.report.explain import earlier_graphs, explain_recompile
 from xlagraph.report.model import Recompile
 from xlagraph.runlog import Sync
@@ -59,6 +59,12 @@ def explain_in_processes(
         modules.preload(
             [h for k in heads for h in graphs_read(targets[k], earlier_graphs(targets[k], first))]
         )  # type: ignore[arg-type]
+        # A chunk's first recompile compares with the last graphs of the chunk before: both
+        # workers would build and refine those (the core's per-graph work, kept on each graph,
+        # ~2% of the report's CPU). Done here once, with that recompile's correspondences,
+        # which its worker then finds kept (and the longer of the two workers loses most).
+        for k in heads:
+            prepare_baseline(targets[k], earlier_graphs(targets[k], first), modules)  # type: ignore[arg-type]
     try:
         context = multiprocessing.get_context("fork")
         pool = ProcessPoolExecutor(workers, mp_context=context)
