@@ -15,7 +15,6 @@ CAPTURES = ROOT / "fixtures" / "torch_xla" / "corpus" / "captures"
 # Real captures with several recompiles each (the largest first).
 # The module (the package exports a function of the same name).
 build = importlib.import_module("xlagraph.report.build")
-reads = importlib.import_module("xlagraph.report.reads")
 SOURCES = [
     CAPTURES / "h7_megatronbert_packed_doc_pool",
     *sorted(p.parent for p in CAPTURES.glob("h10_*/journal.jsonl"))[:3],
@@ -52,9 +51,9 @@ def test_workers_run_in_other_processes(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_workers_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XLAGRAPH_WORKERS", "5")
-    assert reads.report_workers() == 5
+    assert build.report_workers() == 5
     monkeypatch.delenv("XLAGRAPH_WORKERS")
-    assert reads.report_workers() >= 1
+    assert build.report_workers() >= 1
 
 
 def test_graphs_read_before_the_fork_change_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property, partial
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from xlagraph.errors import InputError, reading
@@ -179,26 +179,18 @@ def report(capture_dir: str, run: str | int = "latest", *, phase: Phase = _quiet
     >>> r.compiles, [(x.variant, x.baseline.variant, x.kinds) for x in r.recompiles]
     (3, [('B', 'A', ('state_init', 'output_removed')), ('C', 'B', ('output_added',))])
     """
+    from xlagraph.capture.shardings import read_mark_shardings, recompile_shardings
     from xlagraph.parse.shared import sharing
+    from xlagraph.report import build_report
     from xlagraph.report.load import load_source
-    from xlagraph.report.reads import read_ahead
+    from xlagraph.report.ranks import rank_view
 
     choice = run_choice(run)
     # The ranks of a pod hold the same files: each distinct content is parsed and diffed once.
-    with reading(capture_dir), sharing() as shared:
+    with reading(capture_dir), sharing():
         loaded = load_source(capture_dir, choice)
-        # One process: the graphs its workers' first recompiles read are parsed (in the core,
-        # without the GIL) while the diagnosis is imported, which takes a few tenths of a second.
-        ahead = None
-        if len(loaded.logs) == 1:
-            shared.processes = 1
-            ahead = read_ahead(loaded.logs[0])
         phase("explaining recompiles")
-        from xlagraph.capture.shardings import read_mark_shardings, recompile_shardings
-        from xlagraph.report import build_report
-        from xlagraph.report.ranks import rank_view
-
-        reports = _reports(loaded.logs, partial(build_report, modules=ahead))
+        reports = _reports(loaded.logs, build_report)
         phase("comparing ranks")
         ranks = rank_view(latest_run_logs(loaded))
         marked = tuple(

@@ -5,36 +5,148 @@ line), most recent first, else every earlier graph ("new code"); `torch_xla.comp
 them further. The two closest by structure are diffed (a third where the screen's distances tie
 or come close), and the diff that explains the change with the fewest, most recent causes is the
 baseline; a candidate that differs only by warm-up state (`state_init`) loses to one that is this
-graph reordered (issue 37: graphs that take turns after the warm-up). The candidate rule and
-the graphs' reading are `reads.py`'s, which imports no diagnosis.
+graph reordered (issue 37: graphs that take turns after the warm-up).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from itertools import islice
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import CauseKind
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, Context
-from xlagraph.diagnose.frames import call_site
+from xlagraph.diagnose.frames import call_site, is_library, user_frames
 from xlagraph.diff import DiffResult, canonical_of, diff_modules
+from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module
 from xlagraph.match.correspondence import correspond
+from xlagraph.parse.hlo import LAZY_IR
 from xlagraph.parse.shared import current as current_shared
-from xlagraph.report.reads import MAX_CANDIDATES, NEW_CALL_SITE, Modules, candidates
-from xlagraph.runlog import Sync
+from xlagraph.parse.sources import Source, open_source, read, replace_label, select, split_spec
+from xlagraph.runlog import GraphRecord, Sync
 
 __all__ = [
     "GENERIC_NAMES",
+    "MAX_CANDIDATES",
+    "NEW_CALL_SITE",
+    "NEW_SYNC_POINT",
     "Compared",
+    "Modules",
     "choose_baseline",
     "closest",
     "diff_against",
     "graph_name",
     "prepare_baseline",
 ]
+
+MAX_CANDIDATES = 5
+NEW_CALL_SITE = "nearest earlier graph: none from this call site"
+# An implicit sync inside library code (transformers' mask helpers call .all() / .any()) at a
+# library line no earlier graph of this call site synced at: another helper's graph, not a change.
+NEW_SYNC_POINT = "nearest earlier graph: none synced at this library line"
+
+
+class Modules:
+    """Parses each graph once; a save file is split once however many graphs it holds."""
+
+    def __init__(self, graphs: dict[str, GraphRecord]) -> None:
+        self._graphs = graphs
+        self._sources: dict[str, Source] = {}
+        self._modules: dict[str, Module | str] = {}
+        self.noted = False  # a module read says `file:line: note: ...`: its diffs name this file
+
+    def get(self, graph_hash: str) -> Module | str:
+        """The parsed module, or why there is none."""
+        if graph_hash not in self._modules:
+            self._store(graph_hash, lambda: self._load(graph_hash))
+        return self._modules[graph_hash]
+
+    def _store(self, graph_hash: str, load: Callable[[], Module | str]) -> None:
+        shared = current_shared()
+        if shared is None:
+            module = self._modules[graph_hash] = load()
+        else:  # another process of the report may have read the same bytes
+            module = self._modules[graph_hash] = shared.module(self.key(graph_hash), load, _shareable)
+        self.noted = self.noted or (isinstance(module, Module) and bool(module.notes))
+
+    def preload(self, hashes: Sequence[str], threads: int = 2) -> None:
+        """Read these graphs now, on `threads` threads (the compiled reader parses without the
+        GIL), each source file on one thread: a report reads them here before its worker
+        processes fork, which inherit them. `get` then answers what it would have read (through
+        the report's shared graphs as well); a graph that fails to read is left for `get` to fail
+        on where it would have."""
+        shared = current_shared()
+        groups: dict[str, list[str]] = {}
+        for h in dict.fromkeys(hashes):
+            record = self._graphs.get(h)
+            if h in self._modules or record is None or not record.module:
+                continue
+            if shared is not None and (key := self.key(h)) is not None and key in shared.modules:
+                continue  # `get` takes it from there
+            groups.setdefault(split_spec(record.module)[0], []).append(h)
+
+        def load(group: list[str]) -> list[tuple[str, Module | str]]:
+            out = []
+            for h in group:
+                try:
+                    out.append((h, self._load(h)))
+                except Exception:  # `get` raises it again, where it would have
+                    break
+            return out
+
+        with ThreadPoolExecutor(threads) as pool:
+            for h, module in (x for got in pool.map(load, groups.values()) for x in got):
+                self._store(h, lambda m=module: m)  # type: ignore[misc]
+
+    def key(self, graph_hash: str) -> Hashable | None:
+        """The graph's content key while a report shares work among processes, else None. None
+        too where the report holds one process: no other asks for its graphs or choices, and
+        the key costs a digest of every graph's file (3% of such a report's CPU)."""
+        shared = current_shared()
+        record = self._graphs.get(graph_hash)
+        if shared is None or shared.processes == 1 or record is None:
+            return None
+        return shared.graph_key(graph_hash, record.module)
+
+    def _load(self, graph_hash: str) -> Module | str:
+        record = self._graphs.get(graph_hash)
+        if record is None or not record.module:
+            return "its HLO was not kept"
+        spec = record.module
+        try:
+            path, index = split_spec(spec)
+            source = self._sources.get(path)
+            if source is None:
+                source = self._sources[path] = open_source(path)
+            graph = select(source, index, spec)
+            # A recompile's diffs ask about a few instructions of each graph (its inputs, outputs
+            # and changed pairs): each is built when first asked for (`LAZY_IR`), not all 99K of
+            # every graph as it is read, which also holds the GIL less while two threads read.
+            lazy = LAZY_IR.set(True)
+            try:
+                module = read(graph)
+            finally:
+                LAZY_IR.reset(lazy)
+        except XlagraphError as e:
+            return f"its HLO could not be read: {e}"
+        except RecursionError:
+            return f"its HLO is nested too deeply to analyze: {spec}"
+        if source.kind not in ("hlo-file", "stablehlo-file", "lazy-ir-file"):
+            module = replace_label(module, graph.label)
+        elif not module.info.label:
+            module = replace_label(module, spec)
+        if not module.info.graph_hash and not graph_hash.startswith("text:"):
+            module = replace(module, info=replace(module.info, graph_hash=graph_hash))
+        return module
+
+
+def _shareable(module: Module | str) -> bool:
+    """A module other processes may use as theirs: read, and saying nothing that names its file
+    (the reader's notes on old spellings do, and a diff repeats them)."""
+    return isinstance(module, Module) and not module.notes
 
 
 @dataclass(frozen=True)
@@ -129,6 +241,36 @@ def _score(c: Compared, reordered: bool) -> tuple[bool, int, int, int]:
     # (two permutation causes) is closer than new state plus work; then the fewest causes, then
     # the most recent.
     return (c.warm_up and reordered, c.involved, c.causes, -c.sync.index)
+
+
+def _candidates(target: Sync, earlier: list[tuple[str, Sync]]) -> tuple[list[tuple[str, Sync]], str]:
+    """Earlier graphs from the same call site, most recent first, and how they were chosen."""
+    frames = user_frames(target.frames)
+    site = call_site(target.frames)
+    same = [e for e in earlier if frames and user_frames(e[1].frames) == frames]
+    point = _sync_point(target)
+    if point and same:
+        at_point = [e for e in same if _sync_point(e[1]) == point]
+        if not at_point:
+            return list(reversed(same)), NEW_SYNC_POINT
+        same = at_point
+    tiers = (
+        (same, "same call site"),
+        ([e for e in earlier if site and call_site(e[1].frames) == site], "same line, other callers"),
+        (earlier, NEW_CALL_SITE),
+    )
+    for group, reason in tiers:
+        if group:
+            return list(reversed(group)), reason
+    return [], ""
+
+
+def _sync_point(sync: Sync) -> str:
+    """`file:line` of the innermost frame when the sync happened inside library code, else ""."""
+    if not sync.frames:
+        return ""
+    inner = sync.frames[0]
+    return f"{inner.file}:{inner.line}" if is_library(inner) else ""
 
 
 def _context(
@@ -270,7 +412,7 @@ def _choose_baseline(
     first_sync: int = 0,
     bridged: Mapping[int, int] | None = None,
 ) -> tuple[_Choice | None, str]:
-    ordered, reason = candidates(target, earlier)
+    ordered, reason = _candidates(target, earlier)
     if not ordered:
         return None, _NO_EARLIER
     this = modules.get(target.graph_hash)
@@ -318,7 +460,7 @@ def prepare_baseline(target: Sync, earlier: list[tuple[str, Sync]], modules: Mod
     does this before its workers fork, for a recompile whose candidates both workers compare
     against: each would otherwise build and refine those graphs alike. Answers nothing: a graph
     that cannot be read or compared is left for `choose_baseline` to say so where it would."""
-    ordered, reason = candidates(target, earlier)
+    ordered, reason = _candidates(target, earlier)
     this = modules.get(target.graph_hash) if ordered else None
     if not isinstance(this, Module):
         return
@@ -353,6 +495,14 @@ def diff_against(
         return diff_modules(base, this, _context(target, against, triggers, first_sync, earlier, bridged))
     except RecursionError:
         return "cannot compare: nested too deeply"
+
+
+def graphs_read(target: Sync, earlier: list[tuple[str, Sync]]) -> list[str]:
+    """The graphs `choose_baseline` reads first for `target`: its own and its nearest candidates
+    (before `_same_name`, which reads graphs to filter them: one read here that the choice then
+    passes over is only read early). Reads nothing."""
+    ordered, _ = _candidates(target, earlier)
+    return [target.graph_hash, *(h for h, _ in ordered[:MAX_CANDIDATES])] if ordered else []
 
 
 # -- the report ----------------------------------------------------------------------------

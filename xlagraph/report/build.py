@@ -7,6 +7,7 @@ ranked by call site and by cause, what the user must fix first at the top.
 
 from __future__ import annotations
 
+import multiprocessing
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -18,9 +19,11 @@ from xlagraph.capture.shardings import read_mark_shardings
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
 from xlagraph.diagnose.frames import SourceText, call_site, reading_sources, source_line, user_frames
 from xlagraph.graphs import variant_letter
+from xlagraph.parse.shared import current as current_shared
 from xlagraph.progress import counted
+from xlagraph.report.baseline import Modules
 from xlagraph.report.explain import explain_recompile
-from xlagraph.report.explain_workers import explain_in_processes
+from xlagraph.report.explain_workers import explain_in_processes, report_workers
 from xlagraph.report.findings import step_breaks
 from xlagraph.report.model import (
     RankingEntry,
@@ -31,7 +34,6 @@ from xlagraph.report.model import (
     Turn,
     Variant,
 )
-from xlagraph.report.reads import Modules, explained_alone, first_syncs, fork_workers
 from xlagraph.report.source_text import source_text_near
 from xlagraph.report.triggers import LineReader, trigger_of
 from xlagraph.report.turns import diff_turn, steady_turns, turn_pairs
@@ -94,19 +96,16 @@ def _ranking(
     return tuple(entries)
 
 
-def build_report(
-    log: RunLog, explain: bool = True, read_line: LineReader = source_line, modules: Modules | None = None
-) -> RunReport:
+def build_report(log: RunLog, explain: bool = True, read_line: LineReader = source_line) -> RunReport:
     """The report of one process: variants, timeline, warm-up, every recompile explained, ranking.
 
     With `explain=False` no graph is parsed or compared: recompiles carry no baseline and no
     causes (what `check` needs before it knows the run failed). `read_line(file, line)` reads a
     source line, to tell `.item()` from `print`; `source_line` unless a test passes another. Source
     text comes from the capture's stored sources (`source_text_of`), never from installed packages.
-    `modules` reads this run's graphs where the caller started reading them (`reads.read_ahead`).
     """
     with reading_sources(source_text_of(log)):
-        return _build_report(log, explain, read_line, modules)
+        return _build_report(log, explain, read_line)
 
 
 def source_text_of(log: RunLog) -> SourceText:
@@ -121,17 +120,26 @@ def source_text_of(log: RunLog) -> SourceText:
     return source_text_near([log.source] if log.source else [])
 
 
-def _build_report(log: RunLog, explain: bool, read_line: LineReader, given: Modules | None) -> RunReport:
+def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunReport:
     syncs = log.syncs
-    first, compiled_hashes = first_syncs(syncs)
-    letters = {h: variant_letter(k) for k, h in enumerate(first)}
-    counts = Counter(s.graph_hash for s in syncs)
-    recompiled_again = [
-        f"graph {letters[s.graph_hash]} compiled again at sync {s.index} (step {s.step}): "
-        "another device or thread of this process compiled it too, or the cache evicted it"
-        for s in syncs
-        if s.compiled and compiled_hashes[s.graph_hash] is not s
-    ]
+    letters: dict[str, str] = {}
+    first: dict[str, Sync] = {}
+    counts: dict[str, int] = {}
+    compiled_hashes: dict[str, Sync] = {}
+    recompiled_again: list[str] = []
+    for s in syncs:
+        if s.graph_hash not in letters:
+            letters[s.graph_hash] = variant_letter(len(letters))
+            first[s.graph_hash] = s
+        counts[s.graph_hash] = counts.get(s.graph_hash, 0) + 1
+        if s.compiled:
+            if s.graph_hash in compiled_hashes:
+                recompiled_again.append(
+                    f"graph {letters[s.graph_hash]} compiled again at sync {s.index} (step {s.step}): "
+                    "another device or thread of this process compiled it too, or the cache evicted it"
+                )
+            else:
+                compiled_hashes[s.graph_hash] = s
     steady_from = _steady_from(syncs)
     triggers = {s.index: trigger_of(s, read_line) for s in syncs}
     timeline = tuple(
@@ -163,7 +171,7 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader, given: Modu
     user_names = frozenset(_file_name(f.file) for s in syncs for f in user_frames(s.frames)) | frozenset(
         _file_name(f.file) for g in log.graphs.values() for t in g.tensors for f in user_frames(t.frames)
     )
-    modules = given if given is not None else Modules(log.graphs)
+    modules = Modules(log.graphs)
     marks = read_mark_shardings(log.source) if explain and Path(log.source).is_dir() else ()
     # The last explicit sync (a step marker): an implicit one after it reads a value after the loop.
     last_marker = max((s.index for s in syncs if triggers[s.index] not in IMPLICIT_TRIGGERS), default=-1)
@@ -181,13 +189,15 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader, given: Modu
     )
     targets = list(compiled_hashes.values())[1:]
     # Several processes of one report share their baseline choices: each is explained alone.
-    workers = fork_workers(len(targets)) if explain and explained_alone() else 1
+    shared = current_shared()
+    alone = shared is None or shared.processes == 1
+    workers = min(report_workers(), len(targets)) if explain and alone else 1
     # The collector paused over all the recompiles (the workers forked inside inherit the pause):
     # resumed between diffs it scanned each graph just read and the diffs' tables again and
     # again (3 to 4% of the report's CPU), where the diffs leave next to no cycles to collect
     # (a few hundred objects in a report of 20 large graphs).
     with paused_gc():
-        if workers > 1:
+        if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
             explained = explain_in_processes(targets, args, workers)
         else:
             explained = tuple(explain_recompile(s, *args) for s in counted("recompile", targets))

@@ -20,9 +20,16 @@ from xlagraph.diagnose.listing import plural
 from xlagraph.diagnose.recognizers._host_if import host_decided_if
 from xlagraph.ir import Frame
 from xlagraph.report.attribution import AttributionContext, attribute
-from xlagraph.report.baseline import GENERIC_NAMES, Compared, choose_baseline, graph_name
+from xlagraph.report.baseline import (
+    GENERIC_NAMES,
+    NEW_CALL_SITE,
+    NEW_SYNC_POINT,
+    Compared,
+    Modules,
+    choose_baseline,
+    graph_name,
+)
 from xlagraph.report.model import Attribution, Baseline, Recompile
-from xlagraph.report.reads import NEW_CALL_SITE, NEW_SYNC_POINT, Modules, earlier_graphs
 from xlagraph.report.triggers import LineReader, bridge_sync_all, bridge_synced
 from xlagraph.runlog import RunLog, Sync
 from xlagraph.source_paths import short_location
@@ -140,6 +147,11 @@ def constants_only(module: object) -> bool:
     return all(ins.opcode in _FIXED for ins in entry.instructions)
 
 
+def earlier_graphs(target: Sync, first: dict[str, Sync]) -> list[tuple[str, Sync]]:
+    """The graphs compiled before `target`, each with its first sync."""
+    return [(h, s) for h, s in first.items() if s.index < target.index]
+
+
 def _in_first_step(target: Sync, first: dict[str, Sync], last_step: int | None = None) -> bool:
     """No step has ended before `target`'s (every earlier graph first ran in its step), and, when
     `last_step` is given, later steps follow to show what replays."""
@@ -186,10 +198,8 @@ def explain_recompile(
     earlier = earlier_graphs(target, first)
     first_sync = min((s.index for s in first.values()), default=0)
     bridged = bridge_synced(log.syncs)
-    if not any(
-        s.step == target.step and s.index <= target.index and triggers.get(s.index) == "dynamo"
-        for s in log.syncs
-    ):
+    if not any(s.step == target.step and s.index <= target.index and triggers.get(s.index) == "dynamo"
+               for s in log.syncs):
         # The compiled program did not run on this step (dynamo gave up on it at its recompile
         # limit, or the step never calls it): no work of the bridge's comes back here.
         bridged = {}

@@ -5,16 +5,29 @@ the one a single process gives, in the same order.
 from __future__ import annotations
 
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import nullcontext
 
 from xlagraph.diagnose.frames import SourceText, current_sources, reading_sources
 from xlagraph.progress import shown, step
-from xlagraph.report.baseline import prepare_baseline
-from xlagraph.report.explain import explain_recompile
+from xlagraph.report.baseline import Modules, graphs_read, prepare_baseline
+from xlagraph.report.explain import earlier_graphs, explain_recompile
 from xlagraph.report.model import Recompile
-from xlagraph.report.reads import Modules, chunk_heads, earlier_graphs, head_reads
 from xlagraph.runlog import Sync
+
+
+def report_workers() -> int:
+    """Processes that explain a report's recompiles: `XLAGRAPH_WORKERS`, else one per core this
+    process may run on."""
+    raw = os.environ.get("XLAGRAPH_WORKERS", "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
 
 # What the forked workers explain: set in the parent just before the fork, read by the children.
 _JOB: tuple[list[Sync], tuple[object, ...], SourceText | None] | None = None
@@ -36,14 +49,16 @@ def explain_in_processes(
     chunks): they compare the same earlier graphs, which it then parses once."""
     global _JOB
     _JOB = (targets, args, current_sources())
-    chunk, heads = chunk_heads(targets, workers)
+    chunk = -(-len(targets) // workers)
     # A chunk's first recompile would read its own graph and the earlier ones it compares with
     # before any work of its worker's could share them: read here, on two threads, they are the
-    # workers' from the fork (and the first worker's when it gets there). A one-process report
-    # started this read before importing the diagnosis (`read_ahead`): here it is waited for.
+    # workers' from the fork (and the first worker's when it gets there).
     first, modules = args[1], args[2]
     if isinstance(modules, Modules):
-        modules.preload(head_reads(targets, first, workers))  # type: ignore[arg-type]
+        heads = range(chunk, len(targets), chunk)
+        modules.preload(
+            [h for k in heads for h in graphs_read(targets[k], earlier_graphs(targets[k], first))]
+        )  # type: ignore[arg-type]
         # A chunk's first recompile compares with the last graphs of the chunk before: both
         # workers would build and refine those (the core's per-graph work, kept on each graph,
         # ~2% of the report's CPU). Done here once, with that recompile's correspondences,
