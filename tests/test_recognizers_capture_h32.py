@@ -33,3 +33,16 @@ def test_a_value_set_to_exactly_one_is_cited_where_it_is_set() -> None:
     for cause in (causes[0], causes[2]):
         assert list(cause.sources[:2]) == [_script(name, 30), _script(name, 53)]
         assert f"`lam` is set to exactly 1.0 at {_script(name, 30)}" in cause.summary
+
+
+def test_an_index_list_of_varying_length_is_cited_where_the_list_is_made() -> None:
+    """Label noise: a helper returns the rows to relabel as a Python list (`[i for i in ... if
+    rng.random() < p]`), made into `torch.tensor(rows)` and passed `.to(device)` to a compiled
+    step: the helper's return and the `torch.tensor` line come before the step's line that reads
+    the indices, at every new length (was only the step's `y[flip_rows] = flip_to`)."""
+    name = "h32_retail_compiled_label_noise_list"
+    for step in (1, 2, 3, 5):
+        (recompile,) = _recompiles(name, step)
+        (cause,) = [c for c in recompile.causes if not c.info]
+        assert cause.fix_id == "parameter_shape.list"
+        assert list(cause.sources[:3]) == [_script(name, 35), _script(name, 59), _script(name, 47)]
