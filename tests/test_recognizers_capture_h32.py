@@ -46,3 +46,18 @@ def test_an_index_list_of_varying_length_is_cited_where_the_list_is_made() -> No
         (cause,) = [c for c in recompile.causes if not c.info]
         assert cause.fix_id == "parameter_shape.list"
         assert list(cause.sources[:3]) == [_script(name, 35), _script(name, 59), _script(name, 47)]
+
+
+def test_weights_tied_mid_run_are_cited_at_the_tie() -> None:
+    """`lm.head.weight = lm.embed.weight` under `if i == WARMUP_STEPS:` in the step loop: the
+    head's own weight is read and updated no more. Cited at the assignment, with the hint that a
+    tie changes the parameter set and belongs before the first step (was the optimizer's step
+    line, and a layer's or a stage's work whose hint passed by the word "share")."""
+    name = "h32_tinylm_compiled_tie_after_warmup"
+    (recompile,) = _recompiles(name, 3)
+    (cause,) = [c for c in recompile.causes if not c.info]
+    assert str(cause.kind) == "parameter_removed"
+    assert cause.fix_id == "parameter_removed.weight_tie"
+    assert cause.sources[0] == _script(name, 42)
+    assert "stage" not in cause.summary
+

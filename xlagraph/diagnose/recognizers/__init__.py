@@ -80,6 +80,7 @@ from xlagraph.diagnose.recognizers import (
     unknown,
     unrolled_loop,
     weight_shapes,
+    weight_tie,
 )
 from xlagraph.errors import XlagraphWarning
 
@@ -137,6 +138,8 @@ FINAL: tuple[Recognizer, ...] = (
     permutation.RECOGNIZER,
     # An optimizer's update work, named above, where the user assigns a new optimizer mid-run.
     optimizer_swap.RECOGNIZER,
+    # The same for weights tied mid-run (`head.weight = embed.weight` in the loop).
+    weight_tie.RECOGNIZER,
     periodic_site.RECOGNIZER,
     config_site.RECOGNIZER,
     grouping.RECOGNIZER,
