@@ -61,3 +61,15 @@ def test_weights_tied_mid_run_are_cited_at_the_tie() -> None:
     assert cause.sources[0] == _script(name, 42)
     assert "stage" not in cause.summary
 
+
+def test_optimizer_work_of_an_unfreeze_is_the_unfreeze_not_every_k_steps() -> None:
+    """An encoder unfrozen with `requires_grad_(True)` and `add_param_group` under `if step ==
+    UNFREEZE_AT:`: the optimizer code that computes another way on that step, cited only at that
+    `if`, is folded into the trainable-set switch cited at the unfreeze lines (was a
+    `conditional_work` "every k steps" at the `if`, named first, with the periodic hint)."""
+    name = "h32_churn_eager_unfreeze_param_group"
+    (recompile,) = _recompiles(name, 5)
+    (cause,) = [c for c in recompile.causes if not c.info]
+    assert str(cause.kind) == "output_added"
+    assert cause.fix_id == "trainable.requires_grad"
+    assert list(cause.sources[:2]) == [_script(name, 45), _script(name, 46)]

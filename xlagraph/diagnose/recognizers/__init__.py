@@ -77,6 +77,7 @@ from xlagraph.diagnose.recognizers import (
     state_init,
     term_order,
     trainable,
+    trainable_fold,
     unknown,
     unrolled_loop,
     weight_shapes,
@@ -141,6 +142,8 @@ FINAL: tuple[Recognizer, ...] = (
     # The same for weights tied mid-run (`head.weight = embed.weight` in the loop).
     weight_tie.RECOGNIZER,
     periodic_site.RECOGNIZER,
+    # Optimizer work named every-k above, cited where a trainable-set switch is: the switch's.
+    trainable_fold.RECOGNIZER,
     config_site.RECOGNIZER,
     grouping.RECOGNIZER,
 )
