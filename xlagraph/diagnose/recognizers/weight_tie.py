@@ -4,7 +4,7 @@ The tied weight's own tensor stops being a parameter of the step: it is read and
 (its input and its update's outputs go), and the shared weight's gradient gains its term. Earlier
 recognizers name that as inputs and outputs of one graph only (a layer's work), cited at the
 optimizer's step. The line that decides is the assignment of one module's weight to another's
-inside the training loop: cited first, with a hint that says the parameter set changed. A tie
+inside the loop around the sync: cited first, with a hint that says the parameter set changed. A tie
 made while the model is built (`__init__`, before the loop) changes nothing between steps.
 """
 
@@ -47,19 +47,24 @@ def _is_tie(stmt: ast.stmt) -> bool:
     )
 
 
-def _in_loop(location: str) -> bool:
-    """The statement at `location` runs in a loop (the training loop, not the model's build)."""
+def _in_step_loop(location: str, site: str) -> bool:
+    """The statement at `location` runs in a loop that also holds the sync's `site` (the
+    training loop, not a loop of the model's build)."""
     file, line = split_location(location)
-    return any(isinstance(stmt, LOOPS) for stmt, _ in enclosing(file, line)[:-1])
+    _, at = split_location(site)
+    return any(
+        isinstance(stmt, LOOPS) and stmt.lineno <= at <= (stmt.end_lineno or stmt.lineno)
+        for stmt, _ in enclosing(file, line)[:-1]
+    )
 
 
 def _ties(evidence: Evidence) -> list[str]:
-    """The ties made in a loop of the script that syncs, a few at most."""
+    """The ties made in the loop around the sync of the script that syncs, a few at most."""
     site = evidence.context.call_site
     file, _ = split_location(site)
     if not file or not is_user_location(site):
         return []
-    return [loc for loc in statements_where([file], _is_tie, limit=4) if _in_loop(loc)]
+    return [loc for loc in statements_where([file], _is_tie, limit=4) if _in_step_loop(loc, site)]
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
