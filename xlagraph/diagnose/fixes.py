@@ -274,6 +274,14 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "fix unless it swaps often: then keep one optimizer from the start and change its settings "
             "(lr, momentum) as device tensors"
         ),
+        # weight_tie.HINT
+        "parameter_removed.weight_tie": (
+            "weights were tied mid-run (one module's weight assigned to another's, head.weight = "
+            "embed.weight): the step's parameter set changed (the old tensor is read and updated no "
+            "more, the shared one gets both gradients), so the step compiles again; tie them before the "
+            "first step, right after building the model and before making the optimizer, so every step "
+            "sees the same parameters (an untied warm-up costs this compile once per tie)"
+        ),
         # python_int.SIZE_HINT
         "attribute.size": (
             "a size given as a Python int changed (F.interpolate(size=...), a view or reshape, a slice to"

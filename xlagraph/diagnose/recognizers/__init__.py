@@ -77,9 +77,11 @@ from xlagraph.diagnose.recognizers import (
     state_init,
     term_order,
     trainable,
+    trainable_fold,
     unknown,
     unrolled_loop,
     weight_shapes,
+    weight_tie,
 )
 from xlagraph.errors import XlagraphWarning
 
@@ -137,7 +139,11 @@ FINAL: tuple[Recognizer, ...] = (
     permutation.RECOGNIZER,
     # An optimizer's update work, named above, where the user assigns a new optimizer mid-run.
     optimizer_swap.RECOGNIZER,
+    # The same for weights tied mid-run (`head.weight = embed.weight` in the loop).
+    weight_tie.RECOGNIZER,
     periodic_site.RECOGNIZER,
+    # Optimizer work named every-k above, cited where a trainable-set switch is: the switch's.
+    trainable_fold.RECOGNIZER,
     config_site.RECOGNIZER,
     grouping.RECOGNIZER,
 )

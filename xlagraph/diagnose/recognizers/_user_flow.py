@@ -177,7 +177,9 @@ def _from_list(node: ast.expr, defs: UserDefs, body: list[ast.stmt], depth: int 
             and node.args
             and isinstance(node.args[0], (ast.List, ast.ListComp, ast.Name))
         ):
-            return [node.lineno]
+            return [*_list_made(node.args[0], defs, body), node.lineno]
+        if isinstance(func, ast.Attribute) and func.attr == "to" and depth < 2:  # `rows.to(device)`
+            return _from_list(func.value, defs, body, depth + 1)
         callee = defs.functions.get(func.id) if isinstance(func, ast.Name) and depth < 2 else None
         if callee is None:
             return []
@@ -188,6 +190,23 @@ def _from_list(node: ast.expr, defs: UserDefs, body: list[ast.stmt], depth: int 
         if isinstance(bound, ast.Assign):
             return _from_list(bound.value, defs, body, depth + 1)
     return []
+
+
+def _list_made(node: ast.expr, defs: UserDefs, body: list[ast.stmt]) -> list[int]:
+    """Where the list named `node` gets its length, when a user function returns it
+    (`rows = noisy_positions(rng)` and its `return [i for i in ... if rng.random() < p]`): those
+    `return` lines; `[]` for a list literal or anything else."""
+    if not isinstance(node, ast.Name):
+        return []
+    bound = assignment_in(body, node.id, node.lineno)
+    value = bound.value if isinstance(bound, ast.Assign) else None
+    callee = (
+        defs.functions.get(value.func.id)
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+        else None
+    )
+    returns = [n for n in own_nodes(callee) if isinstance(n, ast.Return)] if callee is not None else []
+    return [r.lineno for r in returns if isinstance(r.value, (ast.List, ast.ListComp))]
 
 
 def _sizes_read(function: Function, name: str) -> list[int]:

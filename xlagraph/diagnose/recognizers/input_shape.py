@@ -335,6 +335,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             c = replace(c, sources=tuple(dict.fromkeys([*filled, *c.sources]))[:6])
         elif axes == {0} and all(_int_vector(ch.old) and _int_vector(ch.new) for ch in shapes):
             what, hint = "only lists of indices or labels changed length", LIST_HINT
+            c = replace(c, sources=tuple(dict.fromkeys([*_list_lines(evidence), *c.sources]))[:6])
         elif axes == {0} and all(_vector(ch.old) for ch in shapes) and (made := _list_lines(evidence)):
             what, hint = _LIST_MADE, PYTHON_LIST_HINT
             c = replace(c, sources=tuple(dict.fromkeys([*made, *c.sources]))[:6])

@@ -12,10 +12,12 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
+from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.numbers import is_number
 from xlagraph.diagnose.recognizers._assignments import scalar_origin
 from xlagraph.diagnose.recognizers._causes import merge, renamed, with_number_origin
 from xlagraph.diagnose.recognizers._dataflow import downstream, restated, same_ops
+from xlagraph.diagnose.recognizers._special_values import special_value_origin
 from xlagraph.match.users import users_of
 from xlagraph.opcodes import COMMUTATIVE
 
@@ -248,11 +250,23 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
 
 def _with_origin(cause: Cause) -> Cause:
     """The line that made the scalar a tensor, before the line that uses it; else where the
-    Python number the line reads is computed."""
+    Python number the line reads is computed; else where a name it reads is set to a literal
+    0 or ±1 (the step that bakes it)."""
     made = [m for loc in cause.sources[:2] for m in scalar_origin(loc)]
     if made:
         return replace(cause, sources=tuple(dict.fromkeys([*made, *cause.sources]))[:6])
-    return with_number_origin(cause)
+    numbered = with_number_origin(cause)
+    if numbered is not cause:
+        return numbered
+    for loc in cause.sources[:2]:
+        name, literal, lines = special_value_origin(loc) if is_user_location(loc) else ("", "", [])
+        if lines:
+            return replace(
+                cause,
+                summary=f"{cause.summary}; `{name}` is set to exactly {literal} at {lines[0]}",
+                sources=tuple(dict.fromkeys([*lines, *cause.sources]))[:6],
+            )
+    return cause
 
 
 RECOGNIZER = Recognizer("special_scalar", _recognize)
