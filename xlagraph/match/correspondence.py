@@ -20,8 +20,7 @@ from weakref import WeakKeyDictionary
 from xlagraph import _core
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.match.individualize import PARAMS, HistoryFrom, individualized, tied_pick
-from xlagraph.match.isomorphic import Refine, Refined, Signatures, explain
-from xlagraph.match.multiply_by_one import identity_multiplies
+from xlagraph.match.isomorphic import Refine, Refined, explain
 from xlagraph.match.output_pairs import Correspondence, Got, Nodes, Opened, got_from, pair_sides, same_value
 from xlagraph.match.refinement import (
     GAVE_UP,
@@ -29,7 +28,6 @@ from xlagraph.match.refinement import (
     U64,
     History,
     budget,
-    chain_edges,
     compiled_graphs,
     history_from,
     rounds_for,
@@ -100,7 +98,7 @@ def correspond_graphs(
             refine,
             shallow,
             sides,  # type: ignore[arg-type]
-            (_meta_signature(left, None), _meta_signature(right, None)),
+            (_meta_signature(left, sa_), _meta_signature(right, sb_)),
             same_value(left, right),
             (_sizes(left, lambda: _node_names(left)), _sizes(right, lambda: _node_names(right))),
             (_unread(left, lambda: _node_names(left)), _unread(right, lambda: _node_names(right))),
@@ -108,7 +106,7 @@ def correspond_graphs(
         if found is not None:
             return got_from(found)
         firsts = (a.first_colours(strict), b.first_colours(strict))
-        sig = (_meta_signature(left, None, False), _meta_signature(right, None, False))
+        sig = (_meta_signature(left, a), _meta_signature(right, b))
         hist, chosen = individualized((a, b), firsts, sides, history_from, sig)
         return hist, chosen, frozenset(), frozenset()
 
@@ -152,7 +150,7 @@ def _correspond_compiled(
             _until_stable(sa_, sb_, strict, sa_.size + sb_.size, (pick_a, pick_b)),
             _shallow(sa_, sb_, strict, (pick_a, pick_b)),
             sides,  # type: ignore[arg-type]
-            _compiled_signatures(left, right, pick_a, pick_b),
+            (_meta_signature(left, sa_, pick_a), _meta_signature(right, sb_, pick_b)),
             same_value(left, right),
             (
                 _sizes(left, lambda: _node_names(left), pick_a),
@@ -222,14 +220,6 @@ def _shallow(ga: Any, gb: Any, strict: bool, picks: tuple[list[int], list[int]])
     return shallow
 
 
-def _compiled_signatures(
-    left: CanonicalComputation, right: CanonicalComputation, pick_a: list[int], pick_b: list[int]
-) -> Signatures:
-    """`signatures` of the picked nodes (by position), computed on demand from the canonical
-    form: only look-alikes left tied ask for them."""
-    return _meta_signature(left, pick_a), _meta_signature(right, pick_b)
-
-
 def _node_names(comp: CanonicalComputation) -> list[str]:
     """Node names in the order of the core's graphs."""
     return list(comp.order) + [p for p in comp.param_number if p not in comp.operands]
@@ -271,44 +261,25 @@ def _unread(
 
 
 def _meta_signature(
-    comp: CanonicalComputation, pick: list[int] | None, see_through: bool = True
+    comp: CanonicalComputation, graph: Any, pick: list[int] | None = None
 ) -> Callable[[int], tuple[int, int]]:
     """Each node's (by position, in `pick`'s order where given) `individualize.Signature` and its
-    own metadata's hash, on the graph's edges (multiplies by one seen through or not)."""
+    own metadata's hash, on demand, over the edges of `graph` (the core's graph of `comp`)."""
     memo: dict[int, tuple[int, int]] = {}
-    state: dict[str, Any] = {}
+    names: list[list[str]] = []
 
-    def meta(n: str) -> int:
-        md = comp.computation.by_name[n].metadata
+    def meta(k: int) -> int:
+        md = comp.computation.by_name[names[0][k]].metadata
         return hash((md.op_name, md.source_file, md.source_line)) if md else 0
 
-    def signature(pos: int) -> int:
+    def signature(pos: int) -> tuple[int, int]:
         if pos not in memo:
-            if not state:
-                names = _node_names(comp)
-                alias = identity_multiplies(comp).by_name if see_through else {}
-                cut = chain_edges(comp)
-                users: dict[str, list[str]] = {}
-                for u, ops in comp.operands.items():
-                    if u not in alias:
-                        for j, o in enumerate(ops):
-                            if j not in cut.get(u, ()):
-                                users.setdefault(alias.get(o, o), []).append(u)
-                state["names"], state["users"], state["alias"], state["cut"] = names, users, alias, cut
-            n = state["names"][pick[pos] if pick is not None else pos]
-            alias, skip = state["alias"], state["cut"].get(n, ())
-            read = comp.operands.get(n, ())
-            ops = () if n in alias else tuple(alias.get(o, o) for j, o in enumerate(read) if j not in skip)
-            memo[pos] = (
-                hash(
-                    (
-                        meta(n),
-                        tuple(sorted(meta(u) for u in state["users"].get(n, ()))),
-                        tuple(sorted(meta(o) for o in ops)),
-                    )
-                ),
-                meta(n),
-            )
+            if not names:
+                names.append(_node_names(comp))
+            k = pick[pos] if pick is not None else pos
+            ops, users = graph.neighbours(k)
+            own = meta(k)
+            memo[pos] = hash((own, tuple(sorted(map(meta, users))), tuple(sorted(map(meta, ops))))), own
         return memo[pos]
 
     return signature

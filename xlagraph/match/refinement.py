@@ -16,7 +16,7 @@ from weakref import WeakKeyDictionary
 
 from xlagraph import _core
 from xlagraph.canonical import CanonicalComputation
-from xlagraph.ir import name_at, strip_layout
+from xlagraph.ir import strip_layout
 from xlagraph.match.isomorphic import Refined
 from xlagraph.match.multiply_by_one import Identities, identity_multiplies
 from xlagraph.opcodes import COMMUTATIVE
@@ -30,7 +30,6 @@ __all__ = [
     "U64",
     "History",
     "budget",
-    "chain_edges",
     "compiled_graphs",
     "first_colours",
     "history_from",
@@ -60,23 +59,6 @@ OUTPUT = hash("output")
 U64 = (1 << 64) - 1
 
 History = tuple[list[list[int]], list[list[int]]]
-
-
-def chain_edges(comp: CanonicalComputation) -> dict[str, frozenset[int]]:
-    """The operand positions, per reader, of torch_xla's token chain of all-reduces, which the
-    correspondence leaves out (rust/src/matching/collective_chain.rs)."""
-    found = _CHAINS.get(comp)
-    if found is None:
-        edges = _core.collective_chain_of(comp.core)
-        name = name_at(comp.computation.instructions)
-        grouped: dict[str, set[int]] = {}
-        for reader, at in edges:
-            grouped.setdefault(name(reader), set()).add(at)
-        found = _CHAINS[comp] = {n: frozenset(js) for n, js in grouped.items()}
-    return found
-
-
-_CHAINS: WeakKeyDictionary[CanonicalComputation, dict[str, frozenset[int]]] = WeakKeyDictionary()
 
 
 @lru_cache(maxsize=1 << 16)

@@ -27,7 +27,9 @@ pub fn refine_history(
 ) -> PyResult<(Vec<Vec<u64>>, Vec<Vec<u64>>)> {
     let (ga, gb) = (&a.graph, &b.graph);
     if first_a.len() != ga.marks.len() || first_b.len() != gb.marks.len() {
-        return Err(PyValueError::new_err("refine: colours and graph differ in size"));
+        return Err(PyValueError::new_err(
+            "refine: colours and graph differ in size",
+        ));
     }
     Ok(py.allow_threads(|| {
         let mut ha = vec![first_a];
@@ -111,6 +113,18 @@ impl RefineGraph {
     /// The first colours of every node, strict (full shapes and attributes) or loose.
     fn first_colours(&self, strict: bool) -> Vec<u64> {
         self.first(strict)
+    }
+    /// Node `k`'s operands and users, as refinement reads them (`correspondence._meta_signature`).
+    fn neighbours(&self, k: usize) -> PyResult<(Vec<u32>, Vec<u32>)> {
+        let g = &self.graph;
+        if k >= self.loose.len() {
+            return Err(PyValueError::new_err("refine: a node is out of range"));
+        }
+        let (ops, users) = (
+            g.op_start[k] as usize..g.op_start[k + 1] as usize,
+            g.user_start[k] as usize..g.user_start[k + 1] as usize,
+        );
+        Ok((g.ops[ops].to_vec(), g.users[users].to_vec()))
     }
     /// This graph's own plain refinement for `rounds` rounds (`refine_split.rs`): whether its
     /// partition split at every round, and the rounds that split before one did not. `naive`:
