@@ -100,8 +100,8 @@ def correspond_graphs(
             sides,  # type: ignore[arg-type]
             (_meta_signature(left, sa_), _meta_signature(right, sb_)),
             same_value(left, right),
-            (_sizes(left, lambda: _node_names(left)), _sizes(right, lambda: _node_names(right))),
-            (_unread(left, lambda: _node_names(left)), _unread(right, lambda: _node_names(right))),
+            (_sizes(left), _sizes(right)),
+            (_unread(left), _unread(right)),
         )
         if found is not None:
             return got_from(found)
@@ -152,14 +152,8 @@ def _correspond_compiled(
             sides,  # type: ignore[arg-type]
             (_meta_signature(left, sa_, pick_a), _meta_signature(right, sb_, pick_b)),
             same_value(left, right),
-            (
-                _sizes(left, lambda: _node_names(left), pick_a),
-                _sizes(right, lambda: _node_names(right), pick_b),
-            ),
-            (
-                _unread(left, lambda: _node_names(left), pick_a),
-                _unread(right, lambda: _node_names(right), pick_b),
-            ),
+            (_sizes(left, pick_a), _sizes(right, pick_b)),
+            (_unread(left, pick_a), _unread(right, pick_b)),
         )
         if found is not None:
             return got_from(found)
@@ -220,42 +214,37 @@ def _shallow(ga: Any, gb: Any, strict: bool, picks: tuple[list[int], list[int]])
     return shallow
 
 
-def _node_names(comp: CanonicalComputation) -> list[str]:
-    """Node names in the order of the core's graphs."""
-    return list(comp.order) + [p for p in comp.param_number if p not in comp.operands]
-
-
-def _sizes(
-    comp: CanonicalComputation, names_of: Callable[[], list[str]], pick: list[int] | None = None
-) -> Callable[[int], list[int] | None]:
-    """Each node's dimensions by position (in `pick`'s order where given), on demand: only
-    look-alikes left tied and the removals compared ask for them. The node names too are made
-    on the first ask (a list of every node, made in every diff, mostly for nothing)."""
-    by_name = comp.computation.by_name
+def _name_at(comp: CanonicalComputation, pick: list[int] | None = None) -> Callable[[int], str]:
+    """Each node's name by position (in `pick`'s order where given), in the order of the core's
+    graphs; the list of every node is made on the first ask (in most diffs, never)."""
     names: list[list[str]] = []
 
-    def sizes(pos: int) -> list[int] | None:
+    def name(pos: int) -> str:
         if not names:
-            names.append(names_of())
-        return dims(by_name[names[0][pick[pos] if pick is not None else pos]].shape)
+            names.append(list(comp.order) + [p for p in comp.param_number if p not in comp.operands])
+        return names[0][pick[pos] if pick is not None else pos]
 
-    return sizes
+    return name
 
 
-def _unread(
-    comp: CanonicalComputation, names_of: Callable[[], list[str]], pick: list[int] | None = None
-) -> Callable[[int], bool]:
+def _sizes(comp: CanonicalComputation, pick: list[int] | None = None) -> Callable[[int], list[int] | None]:
+    """Each node's dimensions by position (in `pick`'s order where given), on demand: only
+    look-alikes left tied and the removals compared ask for them."""
+    by_name, name = comp.computation.by_name, _name_at(comp, pick)
+    return lambda pos: dims(by_name[name(pos)].shape)
+
+
+def _unread(comp: CanonicalComputation, pick: list[int] | None = None) -> Callable[[int], bool]:
     """Whether each node (by position, in `pick`'s order where given) is an input nothing reads
     and no output returns, on demand like `_sizes`: only removals compared ask."""
-    state: list[tuple[list[str], set[str]]] = []
+    read: list[set[str]] = []
+    name_at = _name_at(comp, pick)
 
     def unread(pos: int) -> bool:
-        if not state:
-            read = {o for ops in comp.operands.values() for o in ops} | set(comp.outputs)
-            state.append((names_of(), read))
-        names, read = state[0]
-        name = names[pick[pos] if pick is not None else pos]
-        return name in comp.param_number and name not in read
+        if not read:
+            read.append({o for ops in comp.operands.values() for o in ops} | set(comp.outputs))
+        name = name_at(pos)
+        return name in comp.param_number and name not in read[0]
 
     return unread
 
@@ -266,16 +255,14 @@ def _meta_signature(
     """Each node's (by position, in `pick`'s order where given) `individualize.Signature` and its
     own metadata's hash, on demand, over the edges of `graph` (the core's graph of `comp`)."""
     memo: dict[int, tuple[int, int]] = {}
-    names: list[list[str]] = []
+    name = _name_at(comp)
 
     def meta(k: int) -> int:
-        md = comp.computation.by_name[names[0][k]].metadata
+        md = comp.computation.by_name[name(k)].metadata
         return hash((md.op_name, md.source_file, md.source_line)) if md else 0
 
     def signature(pos: int) -> tuple[int, int]:
         if pos not in memo:
-            if not names:
-                names.append(_node_names(comp))
             k = pick[pos] if pick is not None else pos
             ops, users = graph.neighbours(k)
             own = meta(k)
