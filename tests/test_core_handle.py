@@ -2,7 +2,7 @@
 correspondence (rust/src/matching/from_handle.rs) the structures the Python oracles build from the
 canonical form's dictionaries: the users of each instruction, the pairs the matcher makes
 (tests/oracles/match_reference.py) and the refinement's graph and rounds
-(`refinement.Graph`, tests/oracles/refinement_reference.py), on every computation of every module
+(tests/oracles/refinement_reference.py), on every computation of every module
 the fixture pairs diff (tests/data/fixture_pairs.txt)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import FIXTURE_PAIRS, pair_spec
 from tests.oracles.match_reference import match_reference
-from tests.oracles.refinement_reference import history_python, same_classes
+from tests.oracles.refinement_reference import Graph, history_python, same_classes
 from xlagraph.canonical import canonicalize
 from xlagraph.match import match, refinement
 from xlagraph.match._compiled import Users
@@ -81,7 +81,7 @@ def test_handle_builds_what_the_oracles_build(batch: int) -> None:
             # The correspondence's graph: the nodes, inputs and outputs of the Python graph
             # (multiplies by one seen through), and the classes of the Python rounds at every round
             # from both first colourings.
-            graph = refinement.Graph(comp, see_through=True)
+            graph = Graph(comp, see_through=True)
             assert len(got_graph) == len(graph.names), (spec, comp.name)
             assert got_graph.params == graph.params, (spec, comp.name)
             assert list(got_graph.param_names) == [graph.names[i] for i in graph.params], (spec, comp.name)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURE_PAIRS, pair_spec
-from tests.oracles.refinement_reference import correspond_reference, history_python, same_classes
+from tests.oracles.refinement_reference import Graph, correspond_reference, history_python, same_classes
 from xlagraph.diff import diff_files
 from xlagraph.match import refinement
 from xlagraph.match.correspondence import Correspondence, _correspond
@@ -47,10 +47,13 @@ def test_compiled_rounds_split_exactly_like_the_reference(batch: int) -> None:
     for a, b in PAIRS[batch::16]:
         result = diff_files(_spec(a), _spec(b))
         for pair in result.pairs:
-            ga = refinement.Graph(result.left.computations[pair.left])
-            gb = refinement.Graph(result.right.computations[pair.right])
+            left, right = result.left.computations[pair.left], result.right.computations[pair.right]
+            ga, gb = Graph(left), Graph(right)
+            core_a, core_b = refinement.compiled_graphs([(left, False), (right, False)])
             for first in ("loose", "strict"):
-                ca, cb = refinement.history_from(ga, gb, getattr(ga, first), getattr(gb, first))
+                strict = first == "strict"
+                fa, fb = core_a.first_colours(strict), core_b.first_colours(strict)
+                ca, cb = refinement.history_from(core_a, core_b, fa, fb)
                 pa, pb = history_python(ga, gb, first)
                 # Joined, so a colour shared across the graphs must be shared in both colourings.
                 assert same_classes(
@@ -70,14 +73,14 @@ def test_users_at_other_operand_indices_are_told_apart_under_any_hash_seed() -> 
 
     script = (
         "from xlagraph.diff import diff_files\n"
-        "from tests.oracles.refinement_reference import history_python\n"
+        "from tests.oracles.refinement_reference import Graph, history_python\n"
         "from xlagraph.match import refinement\n"
         f"r = diff_files({str(ROOT / 'fixtures/jax/wild2/remat_policy/b.hlo')!r},"
         f" {str(ROOT / 'fixtures/jax/wild2/remat_policy/a.hlo')!r})\n"
         "comp = r.left.computations[r.pairs[0].left]\n"
-        "g = refinement.Graph(comp)\n"
+        "g, c = Graph(comp), refinement.compiled_graphs([(comp, False)])[0]\n"
         "x, w = g.index['x.1'], g.index['ws_0_.1']\n"
-        "core = refinement.history_from(g, g, g.loose, g.loose)[0]\n"
+        "core = refinement.history_from(c, c, c.first_colours(False), c.first_colours(False))[0]\n"
         "for hist in (core, history_python(g, g, 'loose')[0]):\n"
         "    assert hist[-1][x] != hist[-1][w], 'x looks like a weight'\n"
     )

@@ -1,5 +1,5 @@
 """torch_xla's token chain of all-reduces, found over the canonical form's dictionaries: the
-readable reference of rust/src/matching/collective_chain.rs, which `refinement.chain_edges` calls.
+readable reference of rust/src/matching/collective_chain.rs, which the core's graphs leave out.
 tests/test_collective_chain.py holds the core to it."""
 
 from __future__ import annotations

@@ -19,22 +19,18 @@ from weakref import WeakKeyDictionary
 
 from xlagraph import _core
 from xlagraph.canonical import CanonicalComputation
-from xlagraph.match.individualize import PARAMS, HistoryFrom, individualized, signatures, tied_pick
-from xlagraph.match.isomorphic import Refine, Refined, Signatures, explain
-from xlagraph.match.multiply_by_one import identity_multiplies
+from xlagraph.match.individualize import PARAMS, HistoryFrom, individualized, tied_pick
+from xlagraph.match.isomorphic import Refine, Refined, explain
 from xlagraph.match.output_pairs import Correspondence, Got, Nodes, Opened, got_from, pair_sides, same_value
 from xlagraph.match.refinement import (
     GAVE_UP,
     SEARCH,
     U64,
-    Graph,
     History,
     budget,
-    chain_edges,
     compiled_graphs,
     history_from,
     rounds_for,
-    shallow,
 )
 from xlagraph.match.shapes import dims
 
@@ -57,41 +53,37 @@ def correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corre
 
 
 def _correspond(left: CanonicalComputation, right: CanonicalComputation) -> Correspondence:
-    found = _correspond_compiled(left, right)
+    graphs = compiled_graphs([(left, False), (right, False), (left, True), (right, True)])
+    found = _correspond_compiled(left, right, graphs)
     if found is not None:
         return found
-    return correspond_graphs(left, right, history_from, _core_refiner(left, right))
+    return correspond_graphs(left, right, graphs, history_from, _core_refiner)
 
 
-# Given the first colours' name ("strict" or "loose") and both graphs with multiplies by one seen
-# through, the refinement until stable that `explain` asks for.
-Refiner = Callable[[str, Graph, Graph], Refine]
+# Given strict or loose first colours and both graphs with multiplies by one seen through, the
+# refinement until stable that `explain` asks for and its answer before the first round.
+Refiner = Callable[[bool, Any, Any], tuple[Refine, Callable[[], Refined]]]
 
 
-def _core_refiner(left: CanonicalComputation, right: CanonicalComputation) -> Refiner:
-    """Refinement until stable in the core, on the very nodes of `Graph(comp, True)` (the core
-    builds its graph in `Graph`'s order), giving up past `SEARCH` nodes visited in all."""
-
-    def refiner(first: str, sa_: Graph, sb_: Graph) -> Refine:
-        ca, cb = compiled_graphs([(left, True), (right, True)])
-        every = (list(range(len(sa_.names))), list(range(len(sb_.names))))
-        return _until_stable(ca, cb, first == "strict", sa_.size + sb_.size, every)
-
-    return refiner
+def _core_refiner(strict: bool, sa_: Any, sb_: Any) -> tuple[Refine, Callable[[], Refined]]:
+    """Refinement until stable of every node in the core, giving up past `SEARCH` nodes visited."""
+    every = (list(range(len(sa_))), list(range(len(sb_))))
+    return _until_stable(sa_, sb_, strict, sa_.size + sb_.size, every), _shallow(sa_, sb_, strict, every)
 
 
 def correspond_graphs(
-    left: CanonicalComputation, right: CanonicalComputation, history_from: HistoryFrom, refiner: Refiner
+    left: CanonicalComputation,
+    right: CanonicalComputation,
+    graphs: tuple[Any, Any, Any, Any],
+    history_from: HistoryFrom,
+    refiner: Refiner,
 ) -> Correspondence:
-    """`correspond` over the Python graphs, where look-alikes are left tied: refinement by
-    `history_from` and `refiner` (the core's; the tests' reference passes its own rounds)."""
-    a, b = Graph(left), Graph(right)
-    seen = (Graph(left, True), Graph(right, True))  # the same nodes, multiplies by one seen through
+    """`correspond` where look-alikes are left tied, over `graphs` (A, B, then both with
+    multiplies by one seen through: the core's, or the tests' reference's), refined by
+    `history_from` and `refiner`, with every node's colour at hand."""
+    a, b, sa_, sb_ = graphs
     slot_of = (
-        (
-            [left.param_number[a.names[k]] for k in a.params],
-            [right.param_number[b.names[k]] for k in b.params],
-        ),
+        ([left.param_number[n] for n in a.param_names], [right.param_number[n] for n in b.param_names]),
         (list(range(len(a.outputs))), list(range(len(b.outputs)))),
     )
 
@@ -100,41 +92,38 @@ def correspond_graphs(
             (lnodes, rnodes, slots[0], slots[1], set(open_l), set(open_r))
             for (lnodes, rnodes), slots, (open_l, open_r) in zip(nodes, slot_of, opened, strict=True)
         )
-        sa_, sb_ = seen
-        fa, fb = getattr(sa_, first), getattr(sb_, first)
-        refine = refiner(first, sa_, sb_)
-        sig = signatures(sa_), signatures(sb_)
+        strict = first == "strict"
+        refine, shallow = refiner(strict, sa_, sb_)
         found = explain(
             refine,
-            lambda: shallow(sa_, sb_, fa, fb),
+            shallow,
             sides,  # type: ignore[arg-type]
-            (lambda k: (sig[0][k], sa_.meta[k]), lambda k: (sig[1][k], sb_.meta[k])),
+            (_meta_signature(left, sa_), _meta_signature(right, sb_)),
             same_value(left, right),
-            (_sizes(left, lambda: sa_.names), _sizes(right, lambda: sb_.names)),
-            (_unread(left, lambda: sa_.names), _unread(right, lambda: sb_.names)),
+            (_sizes(left), _sizes(right)),
+            (_unread(left), _unread(right)),
         )
         if found is not None:
             return got_from(found)
-        hist, chosen = individualized(a, b, first, sides, history_from)
+        firsts = (a.first_colours(strict), b.first_colours(strict))
+        sig = (_meta_signature(left, a), _meta_signature(right, b))
+        hist, chosen = individualized((a, b), firsts, sides, history_from, sig)
         return hist, chosen, frozenset(), frozenset()
 
-    found = pair_sides(
-        ([a.names[k] for k in a.params], [b.names[k] for k in b.params]),
-        (a.params, b.params),
-        (a.outputs, b.outputs),
-        colours,
-    )
-    assert found is not None  # the Python path always pairs
+    found = pair_sides((a.param_names, b.param_names), (a.params, b.params), (a.outputs, b.outputs), colours)
+    assert found is not None  # this path always pairs
     return found
 
 
-def _correspond_compiled(left: CanonicalComputation, right: CanonicalComputation) -> Correspondence | None:
+def _correspond_compiled(
+    left: CanonicalComputation, right: CanonicalComputation, graphs: tuple[Any, Any, Any, Any]
+) -> Correspondence | None:
     """`_correspond` with the graphs built and refined in the core: the same first colours (asked
     of `first_colours` once per kind of instruction), the same classes at every round, and no
     Python list per node. Only the colours of inputs and outputs come back: `_assign` reads no
     others, so nodes are renumbered as positions in those picks. None where look-alikes are left
-    tied: the Python graphs individualize them (`correspond_graphs`)."""
-    a, b, *seen = compiled_graphs([(left, False), (right, False), (left, True), (right, True)])
+    tied: `correspond_graphs` individualizes them."""
+    a, b, *seen = graphs
     a_inputs, b_inputs, a_outputs, b_outputs = a.params, b.params, a.outputs, b.outputs
     pick_a = sorted(set(a_inputs) | {k for k in a_outputs if k >= 0})
     pick_b = sorted(set(b_inputs) | {k for k in b_outputs if k >= 0})
@@ -150,33 +139,21 @@ def _correspond_compiled(left: CanonicalComputation, right: CanonicalComputation
     def untied(first: str, nodes: Nodes, opened: Opened) -> Got | None:
         # Graphs refinement cannot tell apart (up to an output dropped or added) are paired by
         # `isomorphic` here; otherwise look-alikes tied at a stable partition are individualized
-        # by the Python graphs only; where none is left, the two paths pair alike.
+        # by `correspond_graphs` only; where none is left, the two paths pair alike.
         sides = tuple(
             (lnodes, rnodes, slots[0], slots[1], set(o[0]), set(o[1]))
             for (lnodes, rnodes), slots, o in zip(nodes, slot_of, opened, strict=True)
         )
         strict = first == "strict"
         sa_, sb_ = seen  # refinement until stable sees multiplies by one through
-        refine = _until_stable(sa_, sb_, strict, sa_.size + sb_.size, (pick_a, pick_b))
-
-        def shallow() -> Refined:
-            got = sa_.refine_with(sb_, strict, 0, pick_a, pick_b)
-            return Refined(got[1], got[2], got[3], got[4])
-
         found = explain(
-            refine,
-            shallow,
+            _until_stable(sa_, sb_, strict, sa_.size + sb_.size, (pick_a, pick_b)),
+            _shallow(sa_, sb_, strict, (pick_a, pick_b)),
             sides,  # type: ignore[arg-type]
-            _compiled_signatures(left, right, pick_a, pick_b),
+            (_meta_signature(left, sa_, pick_a), _meta_signature(right, sb_, pick_b)),
             same_value(left, right),
-            (
-                _sizes(left, lambda: _node_names(left), pick_a),
-                _sizes(right, lambda: _node_names(right), pick_b),
-            ),
-            (
-                _unread(left, lambda: _node_names(left), pick_a),
-                _unread(right, lambda: _node_names(right), pick_b),
-            ),
+            (_sizes(left, pick_a), _sizes(right, pick_b)),
+            (_unread(left, pick_a), _unread(right, pick_b)),
         )
         if found is not None:
             return got_from(found)
@@ -226,89 +203,70 @@ def _until_stable(ga: Any, gb: Any, strict: bool, size: int, picks: tuple[list[i
     return refine
 
 
-def _compiled_signatures(
-    left: CanonicalComputation, right: CanonicalComputation, pick_a: list[int], pick_b: list[int]
-) -> Signatures:
-    """`signatures` of the picked nodes (by position), computed on demand from the canonical
-    form: only look-alikes left tied ask for them."""
-    return _meta_signature(left, pick_a), _meta_signature(right, pick_b)
+def _shallow(ga: Any, gb: Any, strict: bool, picks: tuple[list[int], list[int]]) -> Callable[[], Refined]:
+    """`explain`'s refinement before its first round: the first colours of the nodes an output
+    reads (0 for the others), never stable, and whether every colour is as frequent in A as in B."""
+
+    def shallow() -> Refined:
+        got = ga.refine_with(gb, strict, 0, *picks)
+        return Refined(got[1], got[2], got[3], got[4])
+
+    return shallow
 
 
-def _node_names(comp: CanonicalComputation) -> list[str]:
-    """Node names in `Graph`'s order, which the core's graphs share."""
-    return list(comp.order) + [p for p in comp.param_number if p not in comp.operands]
-
-
-def _sizes(
-    comp: CanonicalComputation, names_of: Callable[[], list[str]], pick: list[int] | None = None
-) -> Callable[[int], list[int] | None]:
-    """Each node's dimensions by position (in `pick`'s order where given), on demand: only
-    look-alikes left tied and the removals compared ask for them. The node names too are made
-    on the first ask (a list of every node, made in every diff, mostly for nothing)."""
-    by_name = comp.computation.by_name
+def _name_at(comp: CanonicalComputation, pick: list[int] | None = None) -> Callable[[int], str]:
+    """Each node's name by position (in `pick`'s order where given), in the order of the core's
+    graphs; the list of every node is made on the first ask (in most diffs, never)."""
     names: list[list[str]] = []
 
-    def sizes(pos: int) -> list[int] | None:
+    def name(pos: int) -> str:
         if not names:
-            names.append(names_of())
-        return dims(by_name[names[0][pick[pos] if pick is not None else pos]].shape)
+            names.append(list(comp.order) + [p for p in comp.param_number if p not in comp.operands])
+        return names[0][pick[pos] if pick is not None else pos]
 
-    return sizes
+    return name
 
 
-def _unread(
-    comp: CanonicalComputation, names_of: Callable[[], list[str]], pick: list[int] | None = None
-) -> Callable[[int], bool]:
+def _sizes(comp: CanonicalComputation, pick: list[int] | None = None) -> Callable[[int], list[int] | None]:
+    """Each node's dimensions by position (in `pick`'s order where given), on demand: only
+    look-alikes left tied and the removals compared ask for them."""
+    by_name, name = comp.computation.by_name, _name_at(comp, pick)
+    return lambda pos: dims(by_name[name(pos)].shape)
+
+
+def _unread(comp: CanonicalComputation, pick: list[int] | None = None) -> Callable[[int], bool]:
     """Whether each node (by position, in `pick`'s order where given) is an input nothing reads
     and no output returns, on demand like `_sizes`: only removals compared ask."""
-    state: list[tuple[list[str], set[str]]] = []
+    read: list[set[str]] = []
+    name_at = _name_at(comp, pick)
 
     def unread(pos: int) -> bool:
-        if not state:
-            read = {o for ops in comp.operands.values() for o in ops} | set(comp.outputs)
-            state.append((names_of(), read))
-        names, read = state[0]
-        name = names[pick[pos] if pick is not None else pos]
-        return name in comp.param_number and name not in read
+        if not read:
+            read.append({o for ops in comp.operands.values() for o in ops} | set(comp.outputs))
+        name = name_at(pos)
+        return name in comp.param_number and name not in read[0]
 
     return unread
 
 
-def _meta_signature(comp: CanonicalComputation, pick: list[int]) -> Callable[[int], tuple[int, int]]:
+def _meta_signature(
+    comp: CanonicalComputation, graph: Any, pick: list[int] | None = None
+) -> Callable[[int], tuple[int, int]]:
+    """Each node's (by position, in `pick`'s order where given) `individualize.Signature` and its
+    own metadata's hash, on demand, over the edges of `graph` (the core's graph of `comp`)."""
     memo: dict[int, tuple[int, int]] = {}
-    state: dict[str, Any] = {}
+    name = _name_at(comp)
 
-    def meta(n: str) -> int:
-        md = comp.computation.by_name[n].metadata
+    def meta(k: int) -> int:
+        md = comp.computation.by_name[name(k)].metadata
         return hash((md.op_name, md.source_file, md.source_line)) if md else 0
 
-    def signature(pos: int) -> int:
+    def signature(pos: int) -> tuple[int, int]:
         if pos not in memo:
-            if not state:
-                names = _node_names(comp)
-                alias = identity_multiplies(comp).by_name  # the edges `Graph` has
-                cut = chain_edges(comp)
-                users: dict[str, list[str]] = {}
-                for u, ops in comp.operands.items():
-                    if u not in alias:
-                        for j, o in enumerate(ops):
-                            if j not in cut.get(u, ()):
-                                users.setdefault(alias.get(o, o), []).append(u)
-                state["names"], state["users"], state["alias"], state["cut"] = names, users, alias, cut
-            n = state["names"][pick[pos]]
-            alias, skip = state["alias"], state["cut"].get(n, ())
-            read = comp.operands.get(n, ())
-            ops = () if n in alias else tuple(alias.get(o, o) for j, o in enumerate(read) if j not in skip)
-            memo[pos] = (
-                hash(
-                    (
-                        meta(n),
-                        tuple(sorted(meta(u) for u in state["users"].get(n, ()))),
-                        tuple(sorted(meta(o) for o in ops)),
-                    )
-                ),
-                meta(n),
-            )
+            k = pick[pos] if pick is not None else pos
+            ops, users = graph.neighbours(k)
+            own = meta(k)
+            memo[pos] = hash((own, tuple(sorted(map(meta, users))), tuple(sorted(map(meta, ops))))), own
         return memo[pos]
 
     return signature

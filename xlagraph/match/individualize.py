@@ -5,13 +5,17 @@ what each reads or feeds."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from xlagraph.match.refinement import Graph, History, history_from, rounds_for
+from xlagraph.match.refinement import History, rounds_for
 
-__all__ = ["OUTPUTS", "PARAMS", "Chosen", "HistoryFrom", "Side", "individualized", "signatures", "tied_pick"]
+__all__ = ["OUTPUTS", "PARAMS", "Chosen", "HistoryFrom", "Side", "Signature", "individualized", "tied_pick"]
 
 # Refinement of two graphs from given first colours (`refinement.history_from`).
-HistoryFrom = Callable[[Graph, Graph, list[int], list[int]], History]
+HistoryFrom = Callable[[Any, Any, list[int], list[int]], History]
+# Each node's source lines and op names, its own and its neighbours': what the user's code says
+# a tensor is, kept by every reordering (not a colour: an edit moves lines).
+Signature = Callable[[int], object]
 
 # At most this many pairs are fixed one at a time, and this many nodes refined in all.
 _INDIVIDUALS = 64
@@ -21,16 +25,6 @@ PARAMS, OUTPUTS = 0, 1
 Side = tuple[list[int], list[int], list[int], list[int], set[int], set[int]]
 # A class a pair was individualized from: its side and its open positions in A and in B.
 Chosen = tuple[int, frozenset[int], frozenset[int]]
-
-
-def signatures(g: Graph) -> list[int]:
-    """Each node's source lines and op names, its own and its neighbours': what the user's
-    code says a tensor is, kept by every reordering (not a colour: an edit moves lines)."""
-    meta = g.meta
-    return [
-        hash((meta[k], tuple(sorted(meta[u] for u in us)), tuple(sorted(meta[o] for o in ops))))
-        for k, (us, ops) in enumerate(zip(g.user_of, g.operands, strict=True))
-    ]
 
 
 def classes(
@@ -46,29 +40,30 @@ def classes(
 
 
 def individualized(
-    a: Graph,
-    b: Graph,
-    first: str,
+    graphs: tuple[Any, Any],
+    firsts: tuple[list[int], list[int]],
     sides: tuple[Side, ...],
-    history_from: HistoryFrom = history_from,
+    history_from: HistoryFrom,
+    sig: tuple[Signature, Signature],
 ) -> tuple[tuple[list[list[int]], list[list[int]]], list[Chosen]]:
-    """The history of `first` colours with tied look-alikes individualized one pair at a time,
-    and the classes a pair was chosen from: pairs inside one are a choice, not evidence (the
+    """The history of `graphs` from `firsts` with tied look-alikes individualized one pair at a
+    time, and the classes a pair was chosen from: pairs inside one are a choice, not evidence (the
     caller keeps them in place), while what the choice split elsewhere is paired by context.
     The pair fixed is the one whose source lines agree, else the one that keeps its slot (weak
     evidence, but where nothing else differs the only one). Tried twice, fixing inputs first and
     outputs first: the smallest explanation wins (fewest items left unpaired, then fewest moved
     slots; inputs first on a draw, so that an output returning an input follows that input).
-    `history_from` refines (the core's rounds; the tests' reference passes its own)."""
-    plain = history_from(a, b, getattr(a, first), getattr(b, first))
-    if len(plain[0]) > rounds_for(len(a.names), len(b.names)) or not tied_pick(plain, sides, PARAMS, None):
+    `history_from` refines (the core's rounds; the tests' reference passes its own); `sig` gives
+    each node's signature (`correspondence._meta_signature`)."""
+    a, b = graphs
+    plain = history_from(a, b, *firsts)
+    if len(plain[0]) > rounds_for(len(a), len(b)) or not tied_pick(plain, sides, PARAMS, None):
         # Refinement stopped at its last round, not at a stable partition: the look-alikes may
         # be far apart (two layers of a model) and a slot guess would pair them, and what they feed.
         return plain, []
-    sig = (signatures(a), signatures(b))
     best: tuple[tuple[int, int], tuple[list[list[int]], list[list[int]]], list[Chosen]] | None = None
     for order in (PARAMS, OUTPUTS):
-        fa, fb = list(getattr(a, first)), list(getattr(b, first))
+        fa, fb = list(firsts[0]), list(firsts[1])
         hist = plain
         spent = 0
         chosen: list[Chosen] = []
@@ -116,7 +111,7 @@ def tied_pick(
     hist: tuple[list[list[int]], list[list[int]]],
     sides: tuple[Side, ...],
     order: int,
-    sig: tuple[list[int], list[int]] | None,
+    sig: tuple[Signature, Signature] | None,
 ) -> list[tuple[int, int]]:
     """The pair of nodes to individualize next (empty: no tie left), from the first tied class
     of side `order` (else of the other side)."""
@@ -155,7 +150,7 @@ def _orphans(hist: tuple[list[list[int]], list[list[int]]], sides: tuple[Side, .
     )
 
 
-def _best_pair(ls: list[int], rs: list[int], side: Side, sig: tuple[list[int], list[int]]) -> tuple[int, int]:
+def _best_pair(ls: list[int], rs: list[int], side: Side, sig: tuple[Signature, Signature]) -> tuple[int, int]:
     """The pair of one tied class to fix: source lines agreeing first; then slots in order (the
     k-th look-alike of A with the k-th of B: an input inserted before them shifts their numbers,
     not their order), then the nearest slot."""
@@ -166,7 +161,7 @@ def _best_pair(ls: list[int], rs: list[int], side: Side, sig: tuple[list[int], l
 
     def key(p: tuple[int, int]) -> tuple[bool, int, int, int, int]:
         i, j = p
-        same = sa[lnodes[i]] == sb[rnodes[j]]
+        same = sa(lnodes[i]) == sb(rnodes[j])
         return (not same, abs(rank_l[i] - rank_r[j]), abs(lsl[i] - rsl[j]), lsl[i], rsl[j])
 
     return min(((i, j) for i in ls for j in rs), key=key)

@@ -91,8 +91,8 @@ pub(crate) fn chain_edges(h: &CanonHandle) -> Vec<(u32, u32)> {
     cut
 }
 
-/// `chain_edges` of the computation `handle` holds (the Python `refinement.Graph` leaves out the
-/// same edges).
+/// `chain_edges` of the computation `handle` holds (the tests' `refinement_reference.Graph`
+/// leaves out the same edges).
 #[pyfunction]
 pub fn collective_chain_of(py: Python<'_>, handle: &CanonHandle) -> Vec<(u32, u32)> {
     py.allow_threads(|| chain_edges(handle))

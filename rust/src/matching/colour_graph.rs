@@ -1,4 +1,4 @@
-//! The graph colour refinement walks (`correspondence._Graph`, as integer arrays) and one round
+//! The graph colour refinement walks (`RefineGraph`'s, as integer arrays) and one round
 //! of it (`_round`), with the count of classes its stopping rule reads; a graph with some outputs
 //! dropped is a `View` of it.
 

@@ -1,7 +1,7 @@
 //! The matcher's `MatchSide` and the correspondence's `RefineGraph` built from a `CanonHandle`
 //! (`canon/handle.rs`), without reading a Python object per instruction: the structures the
 //! Python oracles build from the canonical form's dictionaries (tests/test_core_handle.py holds
-//! them to `users.users_of`, `match_reference` and `refinement.Graph` with its rounds).
+//! them to `users.users_of`, `match_reference` and `refinement_reference.Graph` with its rounds).
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;

@@ -1,5 +1,5 @@
 //! Colour refinement of `xlagraph.match.correspondence`, compiled: `_history` (its rounds of
-//! `_round`) on two graphs given as integer arrays. The colours are other numbers than the
+//! `_round`) on two graphs built from the canonical form (`from_handle.rs`). The colours are other numbers than the
 //! Python reference's (another hash), but they split the instructions into the same classes
 //! round by round, and that is all the caller reads: it groups by colour equality, across both
 //! graphs, and stops when neither partition splits further.
@@ -14,61 +14,20 @@ use crate::matching::refine_alone::{
 use crate::matching::refine_split::split_rounds;
 use crate::parse::text::FxMap;
 
-type GraphArrays = (
-    Vec<u32>,
-    Vec<u32>,
-    Vec<bool>,
-    Vec<u32>,
-    Vec<u32>,
-    Vec<i32>,
-    Vec<u64>,
-);
-
-fn graph(a: GraphArrays) -> PyResult<Graph> {
-    let (op_start, ops, sorted, user_start, users, user_at, marks) = a;
-    let n = marks.len();
-    let ok = op_start.len() == n + 1
-        && user_start.len() == n + 1
-        && sorted.len() == n
-        && users.len() == user_at.len()
-        && op_start.last().map_or(false, |&e| e as usize == ops.len())
-        && user_start
-            .last()
-            .map_or(false, |&e| e as usize == users.len())
-        && ops.iter().chain(users.iter()).all(|&o| (o as usize) < n);
-    if !ok {
-        return Err(pyo3::exceptions::PyValueError::new_err(
-            "refine: inconsistent graph arrays",
-        ));
-    }
-    let is_param = vec![false; n];
-    Ok(Graph {
-        op_start,
-        ops,
-        sorted,
-        user_start,
-        users,
-        user_at,
-        marks,
-        output_mark: 0,
-        is_param,
-    })
-}
-
-/// `_history`: the colours of both graphs per round, from `first_a`/`first_b`, until neither
-/// partition splits any more or after `rounds` rounds.
+/// `_history`: the colours of both graphs per round, from `first_a`/`first_b` (individualized
+/// ones among them), until neither partition splits any more or after `rounds` rounds.
 #[pyfunction]
 pub fn refine_history(
     py: Python<'_>,
-    a: GraphArrays,
-    b: GraphArrays,
+    a: &RefineGraph,
+    b: &RefineGraph,
     first_a: Vec<u64>,
     first_b: Vec<u64>,
     rounds: usize,
 ) -> PyResult<(Vec<Vec<u64>>, Vec<Vec<u64>>)> {
-    let (ga, gb) = (graph(a)?, graph(b)?);
+    let (ga, gb) = (&a.graph, &b.graph);
     if first_a.len() != ga.marks.len() || first_b.len() != gb.marks.len() {
-        return Err(pyo3::exceptions::PyValueError::new_err(
+        return Err(PyValueError::new_err(
             "refine: colours and graph differ in size",
         ));
     }
@@ -93,8 +52,8 @@ pub fn refine_history(
     }))
 }
 
-/// A computation's dataflow graph for the correspondence (`correspondence._Graph`), built here
-/// from the canonical form instead of per-node Python lists: nodes are `order` and then the
+/// A computation's dataflow graph for the correspondence, the one builder of it (the tests'
+/// reference is `tests/oracles/refinement_reference.Graph`): nodes are `order` and then the
 /// parameters that have no `operands` entry; operands are the canonical ones that are nodes.
 /// First colours are asked of Python once per distinct kind of instruction (its
 /// `_first_colours`, so the classes are exactly the reference's); only the colours of the
@@ -150,6 +109,22 @@ impl RefineGraph {
     }
     fn __len__(&self) -> usize {
         self.loose.len()
+    }
+    /// The first colours of every node, strict (full shapes and attributes) or loose.
+    fn first_colours(&self, strict: bool) -> Vec<u64> {
+        self.first(strict)
+    }
+    /// Node `k`'s operands and users, as refinement reads them (`correspondence._meta_signature`).
+    fn neighbours(&self, k: usize) -> PyResult<(Vec<u32>, Vec<u32>)> {
+        let g = &self.graph;
+        if k >= self.loose.len() {
+            return Err(PyValueError::new_err("refine: a node is out of range"));
+        }
+        let (ops, users) = (
+            g.op_start[k] as usize..g.op_start[k + 1] as usize,
+            g.user_start[k] as usize..g.user_start[k + 1] as usize,
+        );
+        Ok((g.ops[ops].to_vec(), g.users[users].to_vec()))
     }
     /// This graph's own plain refinement for `rounds` rounds (`refine_split.rs`): whether its
     /// partition split at every round, and the rounds that split before one did not. `naive`:
