@@ -71,6 +71,7 @@ SPLITS = (
     "held_out_30",
     "held_out_31",
     "held_out_32",
+    "held_out_33",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")

@@ -101,6 +101,7 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
     held_out_30 = [e for e in entries if e["split"] == "held_out_30"]
     held_out_31 = [e for e in entries if e["split"] == "held_out_31"]
     held_out_32 = [e for e in entries if e["split"] == "held_out_32"]
+    held_out_33 = [e for e in entries if e["split"] == "held_out_33"]
     tuning = [e for e in entries if e["split"] == "tuning"]
     assert {e["split"] for e in entries} == {
         "held_out",
@@ -135,12 +136,13 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
         "held_out_30",
         "held_out_31",
         "held_out_32",
+        "held_out_33",
         "tuning",
     }
     # the first held-out set stays a sizeable share of the corpus it was split from
     assert 0.3 <= len(held_out) / (len(held_out) + len(tuning)) <= 0.5
     # both held-out sets together are at least a third of everything scored before held_out_5 was added
-    # (held_out_5 to held_out_32 only add untouched scenarios; all held-out splits together are at least
+    # (held_out_5 to held_out_33 only add untouched scenarios; all held-out splits together are at least
     # half of all)
     before_h5 = [
         e
@@ -175,6 +177,7 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
             "held_out_30",
             "held_out_31",
             "held_out_32",
+            "held_out_33",
         )
     ]
     assert len(held_out) + len(held_out_2) >= len(before_h5) / 3
@@ -210,6 +213,7 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
     assert len(held_out_30) >= 7
     assert len(held_out_31) >= 7
     assert len(held_out_32) >= 7
+    assert len(held_out_33) >= 7
     assert all(e["name"].startswith("ho_") for e in held_out)
     assert all(e["name"].startswith("hn_") for e in held_out_2)
     assert all(e["name"].startswith("hx_") for e in held_out_3)
@@ -242,6 +246,7 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
     assert all(e["name"].startswith("h30_") for e in held_out_30)
     assert all(e["name"].startswith("h31_") for e in held_out_31)
     assert all(e["name"].startswith("h32_") for e in held_out_32)
+    assert all(e["name"].startswith("h33_") for e in held_out_33)
     assert all(e["name"].startswith("tu_") for e in tuning)
     assert PATTERNS.issubset(e["pattern"] for e in entries)
     for e in entries:
@@ -388,3 +393,7 @@ def test_every_split_is_a_split_choice(ev: ModuleType, manifest: dict) -> None:
     assert ev.main(["--split", "held_out_30", *before_h27, "h27_*", "h28_*", "h29_*"]) == 2
     assert ev.main(["--split", "held_out_31", *before_h27, "h27_*", "h28_*", "h29_*", "h30_*"]) == 2
     assert ev.main(["--split", "held_out_32", *before_h27, "h27_*", "h28_*", "h29_*", "h30_*", "h31_*"]) == 2
+    assert (
+        ev.main(["--split", "held_out_33", *before_h27, "h27_*", "h28_*", "h29_*", "h30_*", "h31_*", "h32_*"])
+        == 2
+    )
