@@ -45,6 +45,7 @@ from xlagraph.diagnose.recognizers import (
     donation,
     dtype,
     dynamic_shape,
+    dynamic_shape_fold,
     fsdp_layout,
     fused_cascade,
     graph_break,
@@ -130,6 +131,9 @@ ORDER: tuple[Recognizer, ...] = (
     unknown.RECOGNIZER,
 )
 FINAL: tuple[Recognizer, ...] = (
+    # First: a scalar input that a data-made count merged with an equal one (named removed by
+    # new_input) is the count's, before a renumbering of the inputs is folded into the removal.
+    dynamic_shape_fold.RECOGNIZER,
     fused_cascade.RECOGNIZER,
     weight_shapes.RECOGNIZER,
     kept_view.RECOGNIZER,
