@@ -32,3 +32,17 @@ def test_a_divisor_equal_to_another_scalar_is_folded_into_the_dynamic_shape() ->
     for step in (2, 4, 6):  # counts 3, 4, 6 share no input: the shape change alone
         (recompile,) = _recompiles(name, step)
         assert [str(c.kind) for c in recompile.causes if not c.info] == ["dynamic_shape"]
+
+
+def test_a_collate_that_drops_rows_is_cited_where_it_filters_them() -> None:
+    """A DataLoader whose `collate_fn` drops unlabelled rows (`feats[keep], labels[keep]`) makes
+    batches of 6, 8, 7: every new size (grown or shrunk mid-epoch) is the filter's, cited at the
+    collate's return with the mask-the-loss hint (was a ragged last batch at the loader line :65
+    with a `drop_last` hint, and a grown batch for 6 -> 8)."""
+    name = "h33_speaker_eager_skip_unlabeled_rows"
+    for step in (3, 6):
+        (recompile,) = _recompiles(name, step)
+        (cause,) = [c for c in recompile.causes if not c.info]
+        assert cause.fix_id == "parameter_shape.filtered_batch"
+        assert cause.sources[0] == _script(name, 32)
+        assert "drop_last" not in cause.hint

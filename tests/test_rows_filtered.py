@@ -69,3 +69,31 @@ def test_a_row_filter_under_openxla_gets_the_mask_fix_not_drop_last() -> None:
     )
     fixes = {c.fix_id for r in report.recompiles if not r.expected for c in r.causes if not c.info}
     assert fixes == {"parameter_shape.filtered_batch"}, fixes
+
+
+COLLATED = """\
+import torch
+from torch.utils.data import DataLoader
+
+
+def labelled_only(samples):
+    y = torch.stack([s[1] for s in samples])
+    keep = y >= 0
+    return torch.stack([s[0] for s in samples])[keep], y[keep]
+
+
+def train(model, data, dev):
+    loader = DataLoader(data, batch_size=8, collate_fn=labelled_only)
+    for i, (x, y) in enumerate(loader):
+        loss = model(x.to(dev), y.to(dev))
+"""
+
+
+@pytest.mark.parametrize(("edit", "want"), [(("", ""), 8), (("[keep], y[keep]", ", y"), 0)])
+def test_a_loader_s_collate_fn_that_filters_rows_is_found(
+    tmp_path: Path, edit: tuple[str, str], want: int
+) -> None:
+    """The loop's batch comes from a DataLoader whose `collate_fn` (a function of the file)
+    returns the masked rows: every batch is made there, so that return is the filter's line;
+    a collate that keeps every row filters nothing."""
+    assert _filtered(tmp_path, COLLATED.replace(*edit) if edit[0] else COLLATED, "loss = model(") == want

@@ -70,7 +70,21 @@ def rows_filtered(location: str) -> str:
         made = _made_at(file, at, name) if at else 0
         if made and _masks(file, made):
             return f"{file}:{made}"
+        collated = next((r for r in _collate_returns(file, made) if _masks(file, r)), 0) if made else 0
+        if collated:
+            return f"{file}:{collated}"
     return ""
+
+
+def _collate_returns(file: str, line: int) -> list[int]:
+    """`loader = DataLoader(..., collate_fn=labelled_only)` at `line`, with `labelled_only` a
+    top-level function of the file: the lines of its `return`s, which make every batch."""
+    stmt = _statement(file, line)
+    value = stmt.value if isinstance(stmt, ast.Assign) else None
+    if not isinstance(value, ast.Call):
+        return []
+    collate = next((k.value for k in value.keywords if k.arg == "collate_fn"), None)
+    return _returns_of(file, collate.id) if isinstance(collate, ast.Name) else []
 
 
 def _statement(file: str, line: int) -> ast.stmt | None:

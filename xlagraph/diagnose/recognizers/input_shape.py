@@ -254,9 +254,11 @@ def with_loader_line(evidence: Evidence, cause: Cause) -> Cause:
     return replace(cause, sources=tuple(dict.fromkeys([*cause.sources, *lines]))[:6])
 
 
-def _filtered(cause: Cause) -> str:
-    """The user's line that keeps a batch's rows by a mask, found from a line the cause cites."""
-    return next((f for s in cause.sources[:3] if is_user_location(s) and (f := rows_filtered(s))), "")
+def _filtered(evidence: Evidence, cause: Cause) -> str:
+    """The user's line that keeps a batch's rows by a mask, found from a line the cause cites or
+    the call that ran the graph (a compiled step's inputs carry library lines only)."""
+    lines = [*cause.sources[:3], evidence.context.call_site]
+    return next((f for s in lines if s and is_user_location(s) and (f := rows_filtered(s))), "")
 
 
 def rows_kept(cause: Cause, lines: tuple[str, ...]) -> Cause:
@@ -327,7 +329,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                     for x in calls_of_function(loc, files, limit=2)
                 ]
                 c = replace(c, sources=tuple(dict.fromkeys([*callers, *c.sources]))[:6])
-        elif axes == {0} and (kept := _filtered(c)):  # a filter's batch may shrink or grow
+        elif axes == {0} and (kept := _filtered(evidence, c)):  # a filter's batch may shrink or grow
             what, hint = _FILTERED, FILTERED_HINT
             c = replace(c, sources=tuple(dict.fromkeys([kept, *c.sources]))[:6])
         elif axes == {0} and (filled := _filled(evidence, c)):  # lists a loop fills until it stops
