@@ -45,3 +45,29 @@ def test_a_loop_over_a_method_s_result_is_ordered_by_its_return(tmp_path: Path) 
 
 def test_a_loop_over_a_function_s_result_is_ordered_by_its_return(tmp_path: Path) -> None:
     assert _order(tmp_path, "p.add_(1)") == [17, 13]
+
+
+FILLED = """\
+class Trainer:
+    def __init__(self, names):
+        self.callbacks = [make(n) for n in names]
+
+    def load(self, state):
+        self.callbacks = []
+        for name in sorted(state):
+            self.callbacks.append(make(name))
+
+    def step(self, out):
+        for cb in self.callbacks:
+            cb.update(out)
+"""
+
+
+def test_a_list_filled_in_a_loop_is_ordered_by_that_loop(tmp_path: Path) -> None:
+    """`self.callbacks.append(...)` under `for name in sorted(state):` in another method: the
+    list's order is that loop's iteration order, cited with the lines that set the list."""
+    path = tmp_path / "filled.py"
+    path.write_text(FILLED)
+    with reading_sources(SourceText(bases=(str(tmp_path),))):
+        found = [int(x.rsplit(":", 1)[1]) for x in loop_order(f"{path}:12")]
+    assert found == [11, 3, 6, 7, 8]

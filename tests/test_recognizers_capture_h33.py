@@ -46,3 +46,14 @@ def test_a_collate_that_drops_rows_is_cited_where_it_filters_them() -> None:
         assert cause.fix_id == "parameter_shape.filtered_batch"
         assert cause.sources[0] == _script(name, 32)
         assert "drop_last" not in cause.hint
+
+
+def test_a_restored_callback_order_is_cited_at_the_loop_that_builds_it() -> None:
+    """Callbacks rebuilt on resume by `for name in sorted(state["callbacks"]):` and appended:
+    the updates' outputs come out in another order, cited at that loop (:76) beside the lines
+    that set the list (was never cited)."""
+    name = "h33_credit_openxla_resume_callback_order"
+    (recompile,) = _recompiles(name, 3)
+    (cause,) = [c for c in recompile.causes if not c.info]
+    assert str(cause.kind) == "output_permutation"
+    assert _script(name, 76) in cause.sources

@@ -458,10 +458,26 @@ def _set_on_self(chain: list[tuple[ast.stmt, list[ast.stmt]]], iterated: ast.exp
         else:
             continue
         # `self.x = ...`, and `self.x[k] = ...` (an entry moved to the end of a dict)
+        entry = isinstance(node, ast.Expr) or any(isinstance(t, ast.Subscript) for t in targets)
         targets = [t.value if isinstance(t, ast.Subscript) else t for t in targets]
         if any(on_self(t) and t.attr in attrs for t in targets):  # type: ignore[attr-defined]
             found.append(node.lineno)
-    return sorted(found)
+            if entry:  # entries added one by one: the loop that adds them orders them
+                found += _filling_loops(owner, node.lineno)
+    return sorted(set(found))
+
+
+def _filling_loops(owner: ast.ClassDef, line: int) -> list[int]:
+    """The headers of the loops (not over `range`) around `line` in `owner`'s methods: `for name
+    in sorted(state["callbacks"]):` around `self.callbacks.append(cb)` puts the entries in its
+    iteration's order (sorted, reversed, a dict's or a set's)."""
+    return [
+        n.lineno
+        for n in ast.walk(owner)
+        if isinstance(n, (ast.For, ast.AsyncFor))
+        and not is_range(n.iter)
+        and n.lineno < line <= (n.end_lineno or n.lineno)
+    ]
 
 
 def on_self(node: ast.AST) -> bool:
