@@ -7,6 +7,9 @@ import ast
 import re
 from dataclasses import replace
 
+# The module, not its name: value_origin reads this package's helpers, so importing it first
+# runs this package's __init__ (and this file) while value_origin is half made.
+from xlagraph.diagnose import value_origin
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
@@ -24,7 +27,6 @@ from xlagraph.diagnose.recognizers._statements import (
     syntax_tree,
 )
 from xlagraph.diagnose.recognizers._user_flow import list_tensors
-from xlagraph.diagnose.value_origin import rows_filtered
 
 __all__ = [
     "BATCH_HINT",
@@ -258,13 +260,13 @@ def _filtered(evidence: Evidence, cause: Cause) -> str:
     """The user's line that keeps a batch's rows by a mask, found from a line the cause cites or
     the call that ran the graph (a compiled step's inputs carry library lines only)."""
     lines = [*cause.sources[:3], evidence.context.call_site]
-    return next((f for s in lines if s and is_user_location(s) and (f := rows_filtered(s))), "")
+    return next((f for s in lines if s and is_user_location(s) and (f := value_origin.rows_filtered(s))), "")
 
 
 def rows_kept(cause: Cause, lines: tuple[str, ...]) -> Cause:
     """A ragged batch (`parameter_shape.batch`) whose `lines`, cited for it from elsewhere (where a
     failed dynamo guard's tensor was made), keep the rows a mask selects: the filtered batch."""
-    if cause.fix_id != "parameter_shape.batch" or not any(rows_filtered(x) for x in lines):
+    if cause.fix_id != "parameter_shape.batch" or not any(value_origin.rows_filtered(x) for x in lines):
         return cause
     return replace(cause, summary=cause.summary.replace(_RAGGED, _FILTERED), hint=FILTERED_HINT)
 
