@@ -49,12 +49,14 @@ def pair_sides(
     inputs: tuple[list[int], list[int]],
     outputs: tuple[list[int], list[int]],
     colours: Callable[[str, Nodes, Opened], Got | None],
+    rounds: int,
 ) -> Correspondence | None:
     """Pairs of inputs (their `names`, nodes `inputs`) and of output slots (nodes `outputs`, -1
     for none) from the colours each pass gets (`colours(first, nodes, opened)`: the history and
     the classes a pair was chosen from, or None to give up). Full shapes and attributes first:
     what they pair is the same tensor in the same context. What they cannot pair (a size
-    changed, or a neighbour did) gets the colours blind to sizes and numbers."""
+    changed, or a neighbour did) gets the colours blind to sizes and numbers. A history longer
+    than `rounds` stopped at the cap, not at a stable partition."""
     params: dict[str, str] = {}
     slots: dict[int, int] = {}
     depth: dict[object, int] = {}
@@ -86,7 +88,12 @@ def pair_sides(
             open_l, open_r = opened[n]
             if not (open_l and open_r):
                 continue
-            pairs, d, t = _assign([lnodes[i] for i in open_l], [rnodes[j] for j in open_r], ha, hb, lowest)
+            # Look-alikes still alike at the cap are not shown interchangeable: deeper context may
+            # tell them apart (two layers' statistics under a changed batch), so the full-shape
+            # pass leaves them to the size-blind one, which refines until stable where it can.
+            in_order = first == "loose" or len(ha) <= rounds
+            lefts, rights = [lnodes[i] for i in open_l], [rnodes[j] for j in open_r]
+            pairs, d, t = _assign(lefts, rights, ha, hb, lowest, in_order)
             for i, j in pairs.items():
                 key = lkeys[open_l[i]]
                 out[key] = rkeys[open_r[j]]  # type: ignore[index]
@@ -109,10 +116,16 @@ def pair_sides(
 
 
 def _assign(
-    lefts: list[int], rights: list[int], ha: list[list[int]], hb: list[list[int]], lowest: int | None
+    lefts: list[int],
+    rights: list[int],
+    ha: list[list[int]],
+    hb: list[list[int]],
+    lowest: int | None,
+    in_order: bool,
 ) -> tuple[dict[int, int], dict[int, int], set[int]]:
     """Pairs (left item -> right item), their depth, and the tied left items. `lefts`/`rights`
-    are node indices in slot order; items are positions in those lists."""
+    are node indices in slot order; items are positions in those lists. Look-alikes as many on
+    both sides at the deepest round pair in slot order only where `in_order`."""
     free_l, free_r = set(range(len(lefts))), set(range(len(rights)))
     pairs: dict[int, int] = {}
     depth: dict[int, int] = {}
@@ -135,7 +148,7 @@ def _assign(
                 continue
             if len(ls) == len(rs) == 1:
                 pairs[ls[0]], depth[ls[0]] = rs[0], r
-            elif len(ls) == len(rs) and r == deepest:
+            elif len(ls) == len(rs) and r == deepest and in_order:
                 for i, j in zip(ls, rs, strict=True):  # interchangeable: in slot order
                     pairs[i], depth[i] = j, r
                     tied.add(i)
