@@ -110,7 +110,8 @@ def correspond_graphs(
         hist, chosen = individualized((a, b), firsts, sides, history_from, sig)
         return hist, chosen, frozenset(), frozenset()
 
-    found = pair_sides((a.param_names, b.param_names), (a.params, b.params), (a.outputs, b.outputs), colours)
+    names, rounds = (a.param_names, b.param_names), rounds_for(len(a), len(b))
+    found = pair_sides(names, (a.params, b.params), (a.outputs, b.outputs), colours, rounds)
     assert found is not None  # this path always pairs
     return found
 
@@ -172,7 +173,7 @@ def _correspond_compiled(
         ([left.param_number[n] for n in a.param_names], [right.param_number[n] for n in b.param_names]),
         (list(range(len(a_outputs))), list(range(len(b_outputs)))),
     )
-    return pair_sides((a.param_names, b.param_names), inputs, outputs, untied)
+    return pair_sides((a.param_names, b.param_names), inputs, outputs, untied, rounds)
 
 
 def _until_stable(ga: Any, gb: Any, strict: bool, size: int, picks: tuple[list[int], list[int]]) -> Refine:

@@ -49,12 +49,20 @@ def pair_sides(
     inputs: tuple[list[int], list[int]],
     outputs: tuple[list[int], list[int]],
     colours: Callable[[str, Nodes, Opened], Got | None],
+    rounds: int,
+    defer: bool = True,
 ) -> Correspondence | None:
     """Pairs of inputs (their `names`, nodes `inputs`) and of output slots (nodes `outputs`, -1
     for none) from the colours each pass gets (`colours(first, nodes, opened)`: the history and
     the classes a pair was chosen from, or None to give up). Full shapes and attributes first:
     what they pair is the same tensor in the same context. What they cannot pair (a size
-    changed, or a neighbour did) gets the colours blind to sizes and numbers."""
+    changed, or a neighbour did) gets the colours blind to sizes and numbers.
+
+    A history longer than `rounds` stopped at the cap, not at a stable partition: look-alikes
+    still alike there are not shown interchangeable (two layers' statistics alike for 11 hops
+    under a changed batch), so the full-shape pass leaves them (`defer`) to the size-blind one,
+    which refines until stable where the graphs balance. Where it stops at the cap too, the
+    pairing is made again without deferring: a capped tie in slot order, as before."""
     params: dict[str, str] = {}
     slots: dict[int, int] = {}
     depth: dict[object, int] = {}
@@ -70,6 +78,7 @@ def pair_sides(
     ]
     dropped: set[int] = set()
     born: set[int] = set()
+    deferred = False
     for first, lowest in zip(("strict", "loose"), _LOWEST, strict=True):
         if not any(open_l and open_r for open_l, open_r in opened):
             break  # nothing left to pair: the size-blind pass is not even computed
@@ -77,6 +86,8 @@ def pair_sides(
         if got is None:
             return None
         (ha, hb), chosen, gone_l, gone_r = got
+        if first == "loose" and deferred and len(ha) > rounds:
+            return pair_sides(names, inputs, outputs, colours, rounds, defer=False)
         if gone_l or gone_r:  # outputs whose removal made the graphs alike: no counterpart
             dropped |= gone_l
             born |= gone_r
@@ -86,7 +97,10 @@ def pair_sides(
             open_l, open_r = opened[n]
             if not (open_l and open_r):
                 continue
-            pairs, d, t = _assign([lnodes[i] for i in open_l], [rnodes[j] for j in open_r], ha, hb, lowest)
+            in_order = not defer or first == "loose" or len(ha) <= rounds
+            lefts, rights = [lnodes[i] for i in open_l], [rnodes[j] for j in open_r]
+            pairs, d, t, left_tied = _assign(lefts, rights, ha, hb, lowest, in_order)
+            deferred |= left_tied
             for i, j in pairs.items():
                 key = lkeys[open_l[i]]
                 out[key] = rkeys[open_r[j]]  # type: ignore[index]
@@ -109,14 +123,22 @@ def pair_sides(
 
 
 def _assign(
-    lefts: list[int], rights: list[int], ha: list[list[int]], hb: list[list[int]], lowest: int | None
-) -> tuple[dict[int, int], dict[int, int], set[int]]:
-    """Pairs (left item -> right item), their depth, and the tied left items. `lefts`/`rights`
-    are node indices in slot order; items are positions in those lists."""
+    lefts: list[int],
+    rights: list[int],
+    ha: list[list[int]],
+    hb: list[list[int]],
+    lowest: int | None,
+    in_order: bool,
+) -> tuple[dict[int, int], dict[int, int], set[int], bool]:
+    """Pairs (left item -> right item), their depth, the tied left items, and whether look-alikes
+    were left unpaired. `lefts`/`rights` are node indices in slot order; items are positions in
+    those lists. Look-alikes as many on both sides at the deepest round pair in slot order only
+    where `in_order`."""
     free_l, free_r = set(range(len(lefts))), set(range(len(rights)))
     pairs: dict[int, int] = {}
     depth: dict[int, int] = {}
     tied: set[int] = set()
+    left_tied = False
     # Past the last round the partition is stable: agreeing there is agreeing at every depth.
     if lowest is None:
         lowest = len(ha) - 1
@@ -136,6 +158,9 @@ def _assign(
             if len(ls) == len(rs) == 1:
                 pairs[ls[0]], depth[ls[0]] = rs[0], r
             elif len(ls) == len(rs) and r == deepest:
+                if not in_order:
+                    left_tied = True
+                    continue
                 for i, j in zip(ls, rs, strict=True):  # interchangeable: in slot order
                     pairs[i], depth[i] = j, r
                     tied.add(i)
@@ -143,7 +168,7 @@ def _assign(
                 continue
             free_l.difference_update(ls)
             free_r.difference_update(rs)
-    return pairs, depth, tied
+    return pairs, depth, tied, left_tied
 
 
 def got_from(found: Explained) -> Got:
