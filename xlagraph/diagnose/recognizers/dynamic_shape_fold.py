@@ -18,27 +18,23 @@ from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.shapes import dim_sizes
 from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
 
 __all__ = ["RECOGNIZER"]
 
 
-def _dim_list(shape: str) -> list[int]:
-    inside = strip_layout(shape).partition("[")[2].partition("]")[0]
-    return [int(d) for d in inside.split(",") if d.strip().isdigit()]
-
-
 def _dims(shape: str) -> set[int]:
-    return set(_dim_list(shape))
+    return set(dim_sizes(shape) or ())
 
 
 def _counts(cause: Cause) -> tuple[set[int], set[int]]:
     """The first dimension of each changed input shape, before and after: the data-made counts."""
     changes = [ch for ch in cause.changes if ch.what == "shape"]
     return (
-        {d[0] for ch in changes if (d := _dim_list(ch.old))},
-        {d[0] for ch in changes if (d := _dim_list(ch.new))},
+        {d[0] for ch in changes if (d := dim_sizes(ch.old))},
+        {d[0] for ch in changes if (d := dim_sizes(ch.new))},
     )
 
 
