@@ -73,3 +73,17 @@ def test_optimizer_work_of_an_unfreeze_is_the_unfreeze_not_every_k_steps() -> No
     assert str(cause.kind) == "output_added"
     assert cause.fix_id == "trainable.requires_grad"
     assert list(cause.sources[:2]) == [_script(name, 45), _script(name, 46)]
+
+
+def test_an_instruction_the_unfreeze_and_its_optimizer_work_share_counts_once() -> None:
+    """The switch and the optimizer work folded into it both name the new group's transposes and
+    an input: the fold joins the sides as sets (`_causes.fold_into`, as every fold does), so each
+    instruction is named once and the closest-graph count ("the fewest differences") counts it
+    once (was concatenated: 5 named twice, 79 instructions where the causes involve 74)."""
+    name = "h32_churn_eager_unfreeze_param_group"
+    (recompile,) = _recompiles(name, 5)
+    (cause,) = [c for c in recompile.causes if not c.info]
+    assert len(cause.left) == len(set(cause.left)) and len(cause.right) == len(set(cause.right))
+    involved = sum(len(c.left) + len(c.right) for c in recompile.causes if str(c.kind) != "dead_code")
+    assert recompile.baseline is not None
+    assert f"the fewest differences ({involved} instructions)" in recompile.baseline.why

@@ -10,11 +10,10 @@ is the switch's work: folded into that cause, whose hint applies (expected once 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_optimizer_code, is_user_location
+from xlagraph.diagnose.recognizers._causes import fold_into
 from xlagraph.diagnose.recognizers.trainable import HINT, PHASE_HINT
 
 __all__ = ["RECOGNIZER"]
@@ -40,17 +39,11 @@ def _recognize(evidence: Evidence, everything: tuple[Cause, ...]) -> Recognized:
     ]
     if not folded:
         return NOTHING
-    parts = [everything[i] for i in folded]
-    merged = replace(
-        switch,
-        summary=f"{switch.summary}; optimizer code computes another way on that step too (the same switch)",
-        left=switch.left + tuple(x for c in parts for x in c.left),
-        right=switch.right + tuple(x for c in parts for x in c.right),
-        changes=switch.changes + tuple(x for c in parts for x in c.changes),
-        count=switch.count + sum(c.count for c in parts),
-        library=tuple(dict.fromkeys([*switch.library, *(x for c in parts for x in c.library)])),
+    # One path with every other fold: `merge` joins the sides' instructions as sets, so one the
+    # switch and its optimizer work both name counts once (a concatenation counted it twice).
+    return fold_into(
+        everything, owner, folded, "optimizer code computes another way on that step too (the same switch)"
     )
-    return Recognized((merged,), frozenset([owner, *folded]))
 
 
 RECOGNIZER = Recognizer("trainable_fold", _recognize)
