@@ -72,6 +72,7 @@ SPLITS = (
     "held_out_31",
     "held_out_32",
     "held_out_33",
+    "held_out_34",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
