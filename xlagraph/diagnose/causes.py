@@ -12,7 +12,7 @@ from typing import NamedTuple
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.fixes import fix_id as _fix_id
 
-__all__ = ["HINTS", "Cause", "CauseKind", "Change", "Moved", "name_sides", "with_sides"]
+__all__ = ["HINTS", "INTERFACE", "Cause", "CauseKind", "Change", "Moved", "name_sides", "with_sides"]
 
 
 class CauseKind(str, Enum):
@@ -39,6 +39,11 @@ class CauseKind(str, Enum):
     def __str__(self) -> str:
         return self.value
 
+
+# The causes that change which tensors a graph takes or returns (its interface).
+INTERFACE = frozenset(
+    {CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED, CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED}
+)
 
 # The fix a cause of each kind gets unless its recognizer words a better one.
 HINTS: Mapping[CauseKind, str] = MappingProxyType({kind: fix(kind.value) for kind in CauseKind})

@@ -6,6 +6,7 @@ from functools import lru_cache
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import strip_layout
+from xlagraph.match.shapes import dims
 
 
 def shape_of(comp: CanonicalComputation, name: str) -> str:
@@ -30,10 +31,8 @@ def dims_of(shape: str) -> str:
 def dim_sizes(shape: str) -> tuple[int, ...] | None:
     """`f32[4,8]{1,0}` -> (4, 8); None for a tuple or a dynamic (`<=`, `?`) dimension. Cached: a
     report asks for the same few shapes in every diff."""
-    try:
-        return tuple(int(d) for d in dims_of(strip_layout(shape)).strip("[]").split(",") if d)
-    except ValueError:
-        return None
+    found = dims(shape) if shape else []  # an empty shape has no dimensions, as it always read
+    return None if found is None else tuple(found)
 
 
 def whole_factors(a: str, b: str) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["dims"]
+__all__ = ["dims", "moved_dims"]
 
 
 def dims(shape: str) -> list[int] | None:
@@ -18,3 +18,12 @@ def dims(shape: str) -> list[int] | None:
         return [int(d) for d in rest.partition("]")[0].split(",") if d]
     except ValueError:
         return None
+
+
+def moved_dims(old: str, new: str) -> set[tuple[int, int]]:
+    """(old, new) of each dimension that differs between two array shapes of one rank; empty for
+    another rank, a tuple or a token (`f32[4,8]` -> `f32[4,2]` gives {(8, 2)})."""
+    a, b = dims(old), dims(new)
+    if a is None or b is None or len(a) != len(b):
+        return set()
+    return {(x, y) for x, y in zip(a, b, strict=True) if x != y}

@@ -13,7 +13,7 @@ import re
 from dataclasses import replace
 
 from xlagraph.canonical import CanonicalModule
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import INTERFACE, Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_optimizer_code, is_user_location, split_location
@@ -50,13 +50,7 @@ from xlagraph.opcodes import RANDOM, RESTATES
 
 __all__ = ["RECOGNIZER"]
 
-_REGIONS = (
-    CauseKind.STRUCTURE,
-    CauseKind.OUTPUT_ADDED,
-    CauseKind.OUTPUT_REMOVED,
-    CauseKind.PARAMETER_ADDED,
-    CauseKind.PARAMETER_REMOVED,
-)
+_REGIONS = (CauseKind.STRUCTURE, *INTERFACE)
 _CASCADE = (
     CauseKind.COLLECTIVE,  # the all-reduce of a norm, or of gradients, on those steps only
     CauseKind.STRUCTURE,

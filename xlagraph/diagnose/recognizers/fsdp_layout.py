@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import INTERFACE, Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
@@ -25,15 +25,7 @@ HINT = fix("collective.fsdp_wrapping")
 _FSDP_COLLECTIVES = frozenset({"reduce-scatter", "all-gather"})
 _INPUTS = (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED, CauseKind.PARAMETER_SHAPE)
 _INSIDE = (CauseKind.ATTRIBUTE, CauseKind.CONSTANT_VALUE, CauseKind.STRUCTURE, CauseKind.LAYOUT)
-_FOLDED = (
-    *_INPUTS,
-    CauseKind.OUTPUT_ADDED,
-    CauseKind.OUTPUT_REMOVED,
-    CauseKind.ATTRIBUTE,
-    CauseKind.CONSTANT_VALUE,
-    CauseKind.STRUCTURE,
-    CauseKind.LAYOUT,
-)
+_FOLDED = (*INTERFACE, CauseKind.PARAMETER_SHAPE, *_INSIDE)
 
 
 def _flat(shape: str) -> bool:

@@ -9,7 +9,7 @@ not one or two extra outputs (those stay `output_added`: tensors kept alive).
 
 from __future__ import annotations
 
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import INTERFACE, Cause, CauseKind
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, NOTHING, Context, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._source import source_text
@@ -18,11 +18,8 @@ from xlagraph.diagnose.recognizers.dynamic_shape import data_sized
 __all__ = ["RECOGNIZER"]
 
 _CUT = (
-    CauseKind.OUTPUT_ADDED,
-    CauseKind.OUTPUT_REMOVED,
+    *INTERFACE,
     CauseKind.OUTPUT_PERMUTATION,
-    CauseKind.PARAMETER_ADDED,
-    CauseKind.PARAMETER_REMOVED,
     CauseKind.PARAMETER_PERMUTATION,
     CauseKind.STRUCTURE,
     CauseKind.CONSTANT_VALUE,

@@ -12,7 +12,7 @@ from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._dataflow import downstream
 from xlagraph.diagnose.recognizers.input_shape import GROWING_STATE_HINT
-from xlagraph.match.shapes import dims
+from xlagraph.match.shapes import moved_dims
 from xlagraph.match.users import users_of
 from xlagraph.opcodes import RESTATES
 
@@ -78,14 +78,6 @@ def _follows(evidence: Evidence, cause: Cause, concats: set[str], below: set[str
                 todo.remove(n)
                 changed = True
     return not todo
-
-
-def _resized(old: str, new: str) -> set[tuple[int, int]]:
-    """The (old, new) lengths of the dimensions a shape change touched; empty unless same rank."""
-    a, b = dims(old), dims(new)
-    if a is None or b is None or len(a) != len(b):
-        return set()
-    return {(x, y) for x, y in zip(a, b, strict=True) if x != y}
 
 
 def _count(text: str) -> int | None:
@@ -164,14 +156,14 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         return Recognized((cause,), frozenset(added + regions + counts))
     # Sizes the program read off the longer tensor (a mask or a bias broadcast to its length) change
     # by the same lengths without reading it: the same cause.
-    lengths = {p for i in sized for ch in pending[i].changes for p in _resized(ch.old, ch.new)}
+    lengths = {p for i in sized for ch in pending[i].changes for p in moved_dims(ch.old, ch.new)}
     sized += [
         i
         for i, c in enumerate(pending)
         if i not in sized
         and c.kind is CauseKind.ATTRIBUTE
         and c.changes
-        and all(ch.what == "shape" and (r := _resized(ch.old, ch.new)) and r <= lengths for ch in c.changes)
+        and all(ch.what == "shape" and (r := moved_dims(ch.old, ch.new)) and r <= lengths for ch in c.changes)
     ]
     shapes = merge(
         CauseKind.PARAMETER_SHAPE,

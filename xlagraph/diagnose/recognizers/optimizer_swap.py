@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import INTERFACE, Cause
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_optimizer_code, is_user_location, split_location
@@ -23,12 +23,6 @@ from xlagraph.diagnose.recognizers.new_input import layer_work
 __all__ = ["RECOGNIZER"]
 
 HINT = fix("parameter_added.optimizer_swap")
-_KINDS = (
-    CauseKind.PARAMETER_ADDED,
-    CauseKind.PARAMETER_REMOVED,
-    CauseKind.OUTPUT_ADDED,
-    CauseKind.OUTPUT_REMOVED,
-)
 
 
 def _stepped(location: str) -> str:
@@ -89,7 +83,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     out: list[Cause] = []
     consumed: set[int] = set()
     for i, c in enumerate(pending):
-        if c.kind not in _KINDS or c.info or not _optimizer_only(c):
+        if c.kind not in INTERFACE or c.info or not _optimizer_only(c):
             continue
         lines = next((found for at in _user_sites(evidence) if (found := _swaps(at))), [])
         if not lines:

@@ -9,7 +9,7 @@ folded into one `collective` cause, with a hint about parallelism, not about buc
 
 from __future__ import annotations
 
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import INTERFACE, Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
@@ -24,10 +24,7 @@ _FOLDED = (
     CauseKind.CONSTANT_VALUE,
     CauseKind.ATTRIBUTE,
     CauseKind.STRUCTURE,
-    CauseKind.PARAMETER_ADDED,
-    CauseKind.PARAMETER_REMOVED,
-    CauseKind.OUTPUT_ADDED,
-    CauseKind.OUTPUT_REMOVED,
+    *INTERFACE,
 )
 
 

@@ -13,6 +13,7 @@ from xlagraph.diagnose.recognizers._assignments import assigned_from
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._dataflow import opcodes
 from xlagraph.diagnose.recognizers._source import source_text
+from xlagraph.match.shapes import moved_dims
 
 __all__ = ["RECOGNIZER"]
 
@@ -38,19 +39,11 @@ RANKED_HINT = fix("attribute.size.ranked")
 # The best k of a ranking, sliced to a Python count: `argsort(loss)[:k]`, `x.sort()[1][:k]`, `topk(x, k)`.
 _RANKED = re.compile(r"\b(argsort|sort)\([^#]*\)(\[\d\])?\s*\[[^\]#]*:|\btopk\(")
 _FLAG_VALUES = frozenset({"true", "false", ""})
-_DIMS = re.compile(r"\[([0-9,]*)\]")
 
 
 def _ratios(old: str, new: str) -> set[float]:
     """new/old for each dimension that changed between two shapes of one rank."""
-    a, b = _DIMS.search(old), _DIMS.search(new)
-    if not a or not b:
-        return set()
-    x = [int(d) for d in a.group(1).split(",") if d]
-    y = [int(d) for d in b.group(1).split(",") if d]
-    if len(x) != len(y):
-        return set()
-    return {q / p for p, q in zip(x, y, strict=True) if p and q and p != q}
+    return {q / p for p, q in moved_dims(old, new) if p and q}
 
 
 _SLICE = re.compile(r"\[(-?\d+):(-?\d+)(?::(-?\d+))?\]")

@@ -30,7 +30,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from xlagraph.canonical import CanonicalModule
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import INTERFACE, Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import (
@@ -70,14 +70,7 @@ _MIN_WORK = 20  # fewer unpaired ops than this is a value or a tap, not a layer'
 HINT = fix("conditional_work.random_skip")
 # What the missing layer changes elsewhere: its weights and optimizer state are not read or
 # written, the optimizer's grouped updates change size, the other inputs and outputs shift.
-_CASCADE = (
-    CauseKind.PARAMETER_REMOVED,
-    CauseKind.PARAMETER_ADDED,
-    CauseKind.OUTPUT_REMOVED,
-    CauseKind.OUTPUT_ADDED,
-    CauseKind.PARAMETER_PERMUTATION,
-    CauseKind.OUTPUT_PERMUTATION,
-)
+_CASCADE = (*INTERFACE, CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION)
 
 
 def _unpaired(evidence: Evidence, cause: Cause) -> tuple[list[str], list[str]]:

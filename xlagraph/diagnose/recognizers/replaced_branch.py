@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import replace
 from functools import lru_cache
 
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import INTERFACE, Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import location, sources_key, split_location, user_frames
@@ -30,13 +30,7 @@ from xlagraph.ir import Frame
 
 __all__ = ["RECOGNIZER"]
 
-_KINDS = (
-    CauseKind.STRUCTURE,
-    CauseKind.PARAMETER_ADDED,
-    CauseKind.PARAMETER_REMOVED,
-    CauseKind.OUTPUT_ADDED,
-    CauseKind.OUTPUT_REMOVED,
-)
+_KINDS = (CauseKind.STRUCTURE, *INTERFACE)
 _HINT = fix("conditional_work.host_branch")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 # Of the instructions one side has alone, the share that must come from the `if`'s branches: a

@@ -6,7 +6,7 @@ one cause with it."""
 
 from __future__ import annotations
 
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import INTERFACE, Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._causes import merge
@@ -19,12 +19,6 @@ _ARITHMETIC = frozenset(
 )
 _MAX_OPS = 12
 # Inputs or outputs that come or go are another reason than a value.
-_INTERFACE = (
-    CauseKind.OUTPUT_ADDED,
-    CauseKind.OUTPUT_REMOVED,
-    CauseKind.PARAMETER_ADDED,
-    CauseKind.PARAMETER_REMOVED,
-)
 
 
 def _scalar_region(evidence: Evidence, cause: Cause) -> bool:
@@ -35,7 +29,7 @@ def _scalar_region(evidence: Evidence, cause: Cause) -> bool:
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
-    if any(c.kind in _INTERFACE for c in pending):
+    if any(c.kind in INTERFACE for c in pending):
         return NOTHING
     regions = [i for i, c in enumerate(pending) if _scalar_region(evidence, c)]
     # One place: the same ops missing at every weight (weight decay switched off) is a feature

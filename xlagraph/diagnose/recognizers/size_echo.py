@@ -19,6 +19,7 @@ from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.recognizers._causes import fold_into
 from xlagraph.diagnose.shapes import dim_sizes
 from xlagraph.ir import strip_layout
+from xlagraph.match.shapes import moved_dims
 from xlagraph.match.users import users_of
 
 __all__ = ["RECOGNIZER"]
@@ -28,15 +29,7 @@ _MAX_FACTOR = 64  # a batch of up to 64 flattened into the length, or a pooling 
 
 def _moves(changes: tuple[Change, ...]) -> set[tuple[int, int]]:
     """(old, new) of every dimension that changed in the shape changes."""
-    out: set[tuple[int, int]] = set()
-    for ch in changes:
-        if ch.what != "shape":
-            continue
-        a, b = dim_sizes(ch.old), dim_sizes(ch.new)
-        if a is None or b is None or len(a) != len(b):
-            continue
-        out |= {(x, y) for x, y in zip(a, b, strict=True) if x != y}
-    return out
+    return {move for ch in changes if ch.what == "shape" for move in moved_dims(ch.old, ch.new)}
 
 
 def _follows(move: tuple[int, int], inputs: set[tuple[int, int]]) -> bool:
@@ -95,14 +88,6 @@ def _sizes_only(cause: Cause) -> bool:
     )
 
 
-def _sized_moves(a: str, b: str) -> set[tuple[int, int]]:
-    """(old, new) of the dimensions that differ between two shapes of one rank."""
-    x, y = dim_sizes(a), dim_sizes(b)
-    if x is None or y is None or len(x) != len(y):
-        return set()
-    return {(m, n) for m, n in zip(x, y, strict=True) if m != n}
-
-
 def _split_scalar(evidence: Evidence, cause: Cause, inputs: set[tuple[int, int]]) -> bool:
     """Scalar inputs B adds that were one input with another value in A: torch_xla uploads equal
     scalars once, so a value derived from the length (a mean's count of 4 patches) and another
@@ -130,7 +115,7 @@ def _split_scalar(evidence: Evidence, cause: Cause, inputs: set[tuple[int, int]]
             for u in users_a.get(next(iter(shared)), [])
             if u not in partners and u in to_b and x not in b.operands[to_b[u]]
         ]
-        moves = [_sized_moves(a.instruction(u).shape, b.instruction(v).shape) for u, v in others]
+        moves = [moved_dims(a.instruction(u).shape, b.instruction(v).shape) for u, v in others]
         if not any(m and all(_follows(d, inputs) for d in m) for m in moves):
             return False
     return True
@@ -152,7 +137,7 @@ def _sized_scalar(evidence: Evidence, cause: Cause, inputs: set[tuple[int, int]]
         for user in users_of(comp).get(name, ()):
             if (right, user) not in mine:
                 sizes[right].add(comp.instruction(user).shape)
-    return any((moves := _sized_moves(a, b)) and moves <= inputs for a in sizes[0] for b in sizes[1])
+    return any((moves := moved_dims(a, b)) and moves <= inputs for a in sizes[0] for b in sizes[1])
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import INTERFACE, Cause
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_user_location, split_location
@@ -23,12 +23,6 @@ from xlagraph.diagnose.recognizers.new_input import layer_work
 __all__ = ["RECOGNIZER"]
 
 HINT = fix("parameter_removed.weight_tie")
-_KINDS = (
-    CauseKind.PARAMETER_ADDED,
-    CauseKind.PARAMETER_REMOVED,
-    CauseKind.OUTPUT_ADDED,
-    CauseKind.OUTPUT_REMOVED,
-)
 # The attributes of a module that are its parameters (`head.weight`, `proj.bias`).
 _PARAMETERS = frozenset({"weight", "bias"})
 
@@ -68,7 +62,7 @@ def _ties(evidence: Evidence) -> list[str]:
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
-    candidates = [i for i, c in enumerate(pending) if c.kind in _KINDS and not c.info]
+    candidates = [i for i, c in enumerate(pending) if c.kind in INTERFACE and not c.info]
     ties = _ties(evidence) if candidates else []
     if not ties:
         return NOTHING
