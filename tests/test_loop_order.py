@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xlagraph.diagnose.frames import SourceText, reading_sources
-from xlagraph.diagnose.recognizers._statements import loop_order
+from xlagraph.diagnose.recognizers._statements import calls_through_loop, loop_order
 
 SOURCE = '''\
 class Trainer:
@@ -71,3 +71,29 @@ def test_a_list_filled_in_a_loop_is_ordered_by_that_loop(tmp_path: Path) -> None
     with reading_sources(SourceText(bases=(str(tmp_path),))):
         found = [int(x.rsplit(":", 1)[1]) for x in loop_order(f"{path}:12")]
     assert found == [11, 3, 6, 7, 8]
+
+
+LOOPED = '''\
+def step(flag, x):
+    def first():
+        return x + 1
+
+    def second():
+        return x * 2
+
+    for update in (first, second) if flag else (second, first):
+        update()
+    for name in ("first", "second"):
+        print(name)
+'''
+
+
+def test_a_loop_over_the_functions_calls_them_through_its_variable(tmp_path: Path) -> None:
+    """`for update in (first, second) if flag else (second, first): update()` calls `first`
+    (at `update()`); a loop over strings that spell its name calls nothing."""
+    path = tmp_path / "train.py"
+    path.write_text(LOOPED)
+    with reading_sources(SourceText(bases=(str(tmp_path),))):
+        assert calls_through_loop("first", [str(path)]) == [f"{path}:9"]
+        assert calls_through_loop("step", [str(path)]) == []
+        assert [int(x.rsplit(":", 1)[1]) for x in loop_order(f"{path}:9")] == [8]

@@ -10,7 +10,12 @@ from collections.abc import Iterable
 from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.evidence import Evidence
 from xlagraph.diagnose.frames import is_library, source_line, source_lines, split_location
-from xlagraph.diagnose.recognizers._statements import MAX_SCANNED_LINES, calls_of, enclosing_function
+from xlagraph.diagnose.recognizers._statements import (
+    MAX_SCANNED_LINES,
+    calls_of,
+    calls_through_loop,
+    enclosing_function,
+)
 from xlagraph.ir import Frame
 from xlagraph.source_paths import is_library_path, portable_frames, portable_path
 
@@ -115,8 +120,14 @@ def def_above(file: str, n: int) -> int:
     return 0
 
 
-def calls_of_function(location: str, files: Iterable[str] = (), limit: int = 3) -> list[str]:
-    """The lines (its own file first, then `files`) that call the function `location` is in."""
+def calls_of_function(
+    location: str, files: Iterable[str] = (), limit: int = 3, through_loops: bool = False
+) -> list[str]:
+    """The lines (its own file first, then `files`) that call the function `location` is in; with
+    `through_loops`, also the calls of a loop variable over what names it (`calls_through_loop`)."""
     file, line = split_location(location)
     name = enclosing_function(file, line) if file and line else ""
-    return calls_of(name, [file, *files], limit) if name else []
+    if not name:
+        return []
+    found = calls_of(name, [file, *files], limit)
+    return found + calls_through_loop(name, [file, *files], limit) if through_loops else found

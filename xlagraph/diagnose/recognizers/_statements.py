@@ -23,6 +23,7 @@ __all__ = [
     "call_name",
     "called_functions",
     "calls_of",
+    "calls_through_loop",
     "enclosing",
     "enclosing_function",
     "first_call",
@@ -110,6 +111,24 @@ def calls_of(name: str, files: Iterable[str], limit: int = 3) -> list[str]:
         ),
         limit,
     )
+
+
+def calls_through_loop(name: str, files: Iterable[str], limit: int = 3) -> list[str]:
+    """`file:line` of the calls of a loop's variable where the loop iterates over what names
+    `name` (`for update in (update_ema, update_scale) if ema_first else (update_scale,
+    update_ema): update()`): calls of the function `calls_of` cannot see by its name."""
+
+    def lines_of(tree: ast.Module) -> Iterable[int]:
+        for loop in ast.walk(tree):
+            if not isinstance(loop, (ast.For, ast.AsyncFor)) or name not in loads(loop.iter):
+                continue
+            variables = _targets(loop)
+            for stmt in loop.body:
+                for n in ast.walk(stmt):
+                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in variables:
+                        yield n.func.end_lineno or n.lineno
+
+    return lines_where(files, lines_of, limit)
 
 
 def enclosing(file: str, line: int) -> list[tuple[ast.stmt, list[ast.stmt]]]:

@@ -261,7 +261,9 @@ def _reordered_in_step(evidence: Evidence) -> list[str]:
 def _calling_loop(user: list[str], syncs: tuple[str, ...]) -> list[str]:
     """The loop that calls the functions of several cited lines in turn (`for meter in
     self.meters.values(): meter.update(out)`, each meter's `update` a method of its own class):
-    the order of what it iterates is the order of the tensors they update. Only a loop reached
+    the order of what it iterates is the order of the tensors they update; also a loop that calls
+    its variable over the functions themselves (`for update in (a, b) if flag else (b, a):
+    update()`), whose header picks the order. Only a loop reached
     from two or more of those functions, so one helper called from a loop is not taken for it."""
     reached: dict[str, set[str]] = {}
     for loc in user:
@@ -269,7 +271,7 @@ def _calling_loop(user: list[str], syncs: tuple[str, ...]) -> list[str]:
         function = def_above(file, line) if line else ""
         if not function:
             continue
-        for call in calls_of_function(loc, limit=5):
+        for call in calls_of_function(loc, limit=5, through_loops=True):
             for n in loop_order(call, syncs):
                 reached.setdefault(n, set()).add(f"{file}:{function}")
     return [n for n, functions in reached.items() if len(functions) >= 2]
