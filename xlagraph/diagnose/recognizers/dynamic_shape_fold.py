@@ -49,6 +49,16 @@ def _reads_sized(comp: CanonicalComputation, param: str, counts: set[int]) -> bo
     return any(_dims(comp.instruction(u).shape) & counts for u in users_of(comp).get(param, ()))
 
 
+def _scalar_inputs_read(comp: CanonicalComputation, readers: list[str], dtypes: set[str]) -> set[str]:
+    """The inputs of `comp` of one of `dtypes` that `readers` read."""
+    return {
+        o
+        for u in readers
+        for o in comp.operands[u]
+        if o in comp.param_number and strip_layout(comp.instruction(o).shape) in dtypes
+    }
+
+
 def _merged_count_scalar(evidence: Evidence, shape: Cause, cause: Cause) -> bool:
     """A scalar input removed beside a data-made count: its readers' counterparts in B read a kept
     scalar of the same type, the one that B also reads at the new count's size (a mean's divisor,
@@ -63,12 +73,7 @@ def _merged_count_scalar(evidence: Evidence, shape: Cause, cause: Cause) -> bool
         return False
     dtypes = {strip_layout(left.instruction(p).shape) for p in gone}
     readers = [u for u in cause.right if u in right.operands]
-    kept = {
-        o
-        for u in readers
-        for o in right.operands[u]
-        if o in right.param_number and strip_layout(right.instruction(o).shape) in dtypes
-    }
+    kept = _scalar_inputs_read(right, readers, dtypes)
     if not readers or len(kept) != 1:
         return False
     (mine,) = kept
@@ -95,12 +100,7 @@ def _split_count_scalar(evidence: Evidence, shape: Cause, cause: Cause) -> bool:
         return False
     dtypes = {strip_layout(right.instruction(p).shape) for p in added}
     readers = [u for u in cause.left if left.operands.get(u)]
-    kept = {
-        o
-        for u in readers
-        for o in left.operands[u]
-        if o in left.param_number and strip_layout(left.instruction(o).shape) in dtypes
-    }
+    kept = _scalar_inputs_read(left, readers, dtypes)
     if not readers or len(kept) != 1:
         return False
     (theirs,) = kept
