@@ -450,10 +450,13 @@ def test_an_order_flipped_before_the_loop_that_calls_the_updates_is_cited_there(
     """A logger's two statistics are updated by methods called from `for update, value in
     updates:`, a list reversed under `if step % 2 == 1:`: the outputs come in another order on
     odd steps. The order is decided by that loop (reached through the tensors' caller frame) and
-    the `if` and reversal before it, cited before the methods' own lines."""
+    the `if` and reversal before it, cited before the methods' own lines: by the diagnosis itself
+    (the permutation recognizer reads the live tensors' frames); the report only shows it."""
     name = "h14_vae_logstats_flip2"
     (r,) = [r for r in _recompiles(name, tmp_path) if r.step == 1]
     assert r.kinds == ("output_permutation",)
+    (cause,) = r.causes
+    assert [int(x.rsplit(":", 1)[1]) for x in cause.sources[:4]] == [70, 67, 68, 69]
     (a,) = r.attribution
     assert [int(x.rsplit(":", 1)[1]) for x in a.lines[:4]] == [70, 67, 68, 69]
     assert _guilty(name) <= _line(name, r)

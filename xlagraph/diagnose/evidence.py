@@ -16,6 +16,7 @@ from typing import NamedTuple
 from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.causes import Cause
 from xlagraph.ir import Instruction
+from xlagraph.runlog import LiveTensor
 
 __all__ = ["IMPLICIT_TRIGGERS", "Context", "Evidence", "Recognized", "Recognizer"]
 
@@ -39,6 +40,8 @@ class Context:
     every step between the two (the new graph is the first at its site after the bridge's warm-up).
     `host_reads`: the user's lines where a graph of the run up to the new one was cut by an
     implicit sync (a tensor's value read on the host, `if h.max() > limit:` without `.item()`).
+    `tensors`: the live tensors the capture saw before the new graph's sync (with their frames
+    where it ran with XLA_IR_DEBUG=1): where at runtime the user's code made them.
     """
 
     trigger: str = ""
@@ -52,6 +55,7 @@ class Context:
     bridge_synced: bool = False
     baseline_bridged: bool = False
     host_reads: tuple[str, ...] = ()
+    tensors: tuple[LiveTensor, ...] = ()
 
     @property
     def known(self) -> bool:

@@ -36,9 +36,6 @@ _MAX_ITEMS = 8
 _MAX_CALLERS = 3
 
 
-_ORDERS = (CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION)
-
-
 # Causes that are a Python number the user passes to library code (the recognizers follow it
 # where the graph cites the user's line itself: `recognizers._causes.with_number_origin`).
 _NUMBER_FIXES = frozenset({"conditional_work.switched_on", "constant_value.zero_one"})
@@ -314,11 +311,6 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
         # the graph cites library code the user's line calls with a Python number: where the
         # script computes or changes that number is what to fix (`smooth = 0.1` under an `if`)
         lines = tuple(dict.fromkeys((*python_number(lines[0])[1], *lines)))
-    if kind in _ORDERS:  # a helper called from a loop: that loop decides the order (its header
-        # and what builds or flips what it iterates), first
-        syncs = (ctx.site,) if ctx.site else ()
-        order = [n for c in callers for n in loop_order(c, syncs)]
-        lines = tuple(dict.fromkeys((*order, *lines)))
     return Attribution(index, str(kind), summary, _bounded(items), tensors, lines, library_lines)
 
 

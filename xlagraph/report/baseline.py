@@ -26,7 +26,7 @@ from xlagraph.match.correspondence import correspond
 from xlagraph.parse.hlo import LAZY_IR
 from xlagraph.parse.shared import current as current_shared
 from xlagraph.parse.sources import Source, open_source, read, replace_label, select, split_spec
-from xlagraph.runlog import GraphRecord, Sync
+from xlagraph.runlog import GraphRecord, LiveTensor, Sync
 
 __all__ = [
     "GENERIC_NAMES",
@@ -280,6 +280,7 @@ def _context(
     first_sync: int,
     earlier: Sequence[tuple[str, Sync]] = (),
     bridged: Mapping[int, int] | None = None,
+    tensors: tuple[LiveTensor, ...] = (),
 ) -> Context:
     """What the capture knows about the two graphs, for the recognizers (`bridged`: step -> the
     sync by which torch.compile's bridge synced all pending work, `triggers.bridge_synced`)."""
@@ -305,6 +306,7 @@ def _context(
                 if triggers.get(s.index, "") in IMPLICIT_TRIGGERS and (line := call_site(s.frames))
             )
         ),
+        tensors=tensors,
     )
 
 
@@ -346,13 +348,16 @@ def choose_baseline(
     triggers: dict[int, str] | None = None,
     first_sync: int = 0,
     bridged: Mapping[int, int] | None = None,
+    tensors: tuple[LiveTensor, ...] = (),
 ) -> tuple[_Choice | None, str]:
     """The baseline and its diff, or a note saying why there is no diff. Within `sharing()`,
-    made once per distinct content (the same graphs and sync facts in another process)."""
+    made once per distinct content (the same graphs and sync facts in another process).
+    `tensors`: the live tensors before the target's sync (`Context.tensors`)."""
     shared = current_shared()
-    key = _choice_key(target, earlier, modules, triggers or {}, first_sync, bridged) if shared else None
+    facts = (triggers or {}, first_sync, bridged, tensors)
+    key = _choice_key(target, earlier, modules, *facts) if shared else None
     if shared is None or key is None:
-        return _choose_baseline(target, earlier, modules, triggers, first_sync, bridged)
+        return _choose_baseline(target, earlier, modules, triggers, first_sync, bridged, tensors)
     if key in shared.choices:
         shared.hits += 1
         at, result, reason, note, counted = shared.choices[key]
@@ -361,7 +366,7 @@ def choose_baseline(
         h, s = earlier[at]
         compared = tuple(Compared(*earlier[i], *rest) for i, *rest in counted)
         return _Choice(h, s, result, reason, compared), note
-    choice, note = _choose_baseline(target, earlier, modules, triggers, first_sync, bridged)
+    choice, note = _choose_baseline(target, earlier, modules, triggers, first_sync, bridged, tensors)
     if choice is None and note == _NO_EARLIER:
         shared.choices[key] = (None, None, "", note, ())
     elif choice is not None and not note and not modules.noted:  # what names a file is never shared
@@ -387,6 +392,7 @@ def _choice_key(
     triggers: dict[int, str],
     first_sync: int,
     bridged: Mapping[int, int] | None = None,
+    tensors: tuple[LiveTensor, ...] = (),
 ) -> Hashable | None:
     """Everything `_choose_baseline` reads: the graphs by content, and of each sync its index,
     step, frames, trigger and whether the bridge synced before it in its step (not its times).
@@ -398,7 +404,9 @@ def _choice_key(
     facts = tuple(
         (s.index, s.step, s.frames, triggers.get(s.index, ""), _after_bridge_sync(s, bridged)) for s in syncs
     )
-    return (tuple(keys), facts, first_sync)
+    # what the recognizers read of the live tensors: ids only as an order (each process has its own)
+    live = tuple((t.shape, t.frames) for t in sorted(tensors, key=lambda t: -t.id))
+    return (tuple(keys), facts, first_sync, live)
 
 
 _NO_EARLIER = "no earlier graph to compare with"
@@ -411,6 +419,7 @@ def _choose_baseline(
     triggers: dict[int, str] | None = None,
     first_sync: int = 0,
     bridged: Mapping[int, int] | None = None,
+    tensors: tuple[LiveTensor, ...] = (),
 ) -> tuple[_Choice | None, str]:
     ordered, reason = _candidates(target, earlier)
     if not ordered:
@@ -432,7 +441,7 @@ def _choose_baseline(
         base = modules.get(h)
         assert isinstance(base, Module)
         try:
-            context = _context(target, s, triggers or {}, first_sync, earlier, bridged)
+            context = _context(target, s, triggers or {}, first_sync, earlier, bridged, tensors)
             result = diff_modules(base, this, context)
         except RecursionError:
             failures.append(f"graph {h}: nested too deeply to compare")
@@ -483,6 +492,7 @@ def diff_against(
     first_sync: int,
     earlier: Sequence[tuple[str, Sync]] = (),
     bridged: Mapping[int, int] | None = None,
+    tensors: tuple[LiveTensor, ...] = (),
 ) -> DiffResult | str:
     """`target`'s graph diffed against `against`'s, with what the capture knows about both (as a
     baseline's diff is), or why it cannot be."""
@@ -492,7 +502,8 @@ def diff_against(
             return f"cannot compare: {module}"
     assert isinstance(base, Module) and isinstance(this, Module)
     try:
-        return diff_modules(base, this, _context(target, against, triggers, first_sync, earlier, bridged))
+        context = _context(target, against, triggers, first_sync, earlier, bridged, tensors)
+        return diff_modules(base, this, context)
     except RecursionError:
         return "cannot compare: nested too deeply"
 

@@ -206,7 +206,9 @@ def explain_recompile(
     if modules is None:
         choice, note = None, "not explained"
     else:
-        choice, note = choose_baseline(target, earlier, modules, triggers, first_sync, bridged)
+        record = log.graphs.get(target.graph_hash)
+        tensors = record.tensors if record else ()
+        choice, note = choose_baseline(target, earlier, modules, triggers, first_sync, bridged, tensors)
     users, library = split_frames(target.frames)
     site = call_site(target.frames)
     causes: tuple[Cause, ...] = ()

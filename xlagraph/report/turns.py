@@ -124,11 +124,13 @@ def diff_turn(
     its first sync, what the recognizers are told of those before `against`): causes, then the
     user's lines their attribution cites, then the sync's line."""
     variant, other = letters[target.graph_hash], letters[against.graph_hash]
-    result = diff_against(target, against, modules, triggers, first_sync, graphs, bridge_synced(log.syncs))
+    records = log.graphs.get(against.graph_hash), log.graphs.get(target.graph_hash)
+    tensors = records[1].tensors if records[1] else ()
+    bridged = bridge_synced(log.syncs)
+    result = diff_against(target, against, modules, triggers, first_sync, graphs, bridged, tensors)
     if isinstance(result, str):
         return Turn(variant, other, (), (), result)
     causes = result.differences
-    records = log.graphs.get(against.graph_hash), log.graphs.get(target.graph_hash)
     site = call_site(target.frames)
     ctx = AttributionContext(result, *records, user_names, site, read_line)
     attribution = [attribute(i, c, ctx) for i, c in enumerate(causes)]

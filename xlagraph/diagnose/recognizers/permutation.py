@@ -21,7 +21,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_user_location, split_location
+from xlagraph.diagnose.frames import is_user_location, location, split_frames, split_location
 from xlagraph.diagnose.permutation import order_changed
 from xlagraph.diagnose.recognizers._assignments import dict_fills, reorderings
 from xlagraph.diagnose.recognizers._dataflow import upstream
@@ -191,6 +191,7 @@ def _plain(evidence: Evidence, causes: list[tuple[int, Cause]]) -> tuple[Cause, 
     that follows a dict of statistics cites the lines that fill it."""
     # A sum's terms in another order (term_order) cite and fix where the terms moved.
     causes = [(i, c if c.hint == SUM_TERMS else _filled_at(evidence, c)) for i, c in causes]
+    causes = [(i, _called_from_loop(evidence, c)) for i, c in causes]
     if collectives(evidence.left) or collectives(evidence.right):
         return tuple(c for _, c in causes)
     return tuple(c if c.hint == SUM_TERMS else replace(c, hint=_PLAIN[c.kind]) for _, c in causes)
@@ -275,6 +276,42 @@ def _calling_loop(user: list[str], syncs: tuple[str, ...]) -> list[str]:
             for n in loop_order(call, syncs):
                 reached.setdefault(n, set()).add(f"{file}:{function}")
     return [n for n, functions in reached.items() if len(functions) >= 2]
+
+
+# At most this many live tensors made on a cited line are followed to their callers, unless more
+# outputs moved; and each tensor's two frames above the line that made it.
+_MAX_TENSORS = 4
+_MAX_CALLERS = 3
+
+
+def _callers_at_runtime(evidence: Evidence, cause: Cause) -> list[str]:
+    """Where the user's code called the cited lines that made the moved outputs, read from the
+    live tensors the capture saw before the sync (their frames): of each tensor of a moved shape
+    made on a cited line (the most recent first), the two user frames above it."""
+    moved = [m.shape for m in cause.mapping if m.left != m.right]
+    shapes, cited = set(moved), set(cause.sources)
+    made = []
+    for t in evidence.context.tensors:
+        users = split_frames(t.frames)[0]
+        if users and location(users[0]) in cited and strip_layout(t.shape).replace(" ", "") in shapes:
+            made.append((-t.id, users))
+    made.sort(key=lambda m: m[0])
+    if len(made) >= len(moved):
+        made = made[: max(len(moved), _MAX_TENSORS)]
+    return [location(f) for _, users in made for f in users[1:_MAX_CALLERS]]
+
+
+def _called_from_loop(evidence: Evidence, cause: Cause) -> Cause:
+    """Outputs updated by a helper the user's code calls from a loop come in that loop's order: its
+    header and what builds or flips what it iterates (`loop_order`; not the training loop around
+    the sync) come first. The loop is the one the capture saw call the helper at runtime."""
+    if cause.kind is not CauseKind.OUTPUT_PERMUTATION:
+        return cause
+    site = evidence.context.call_site
+    order = [n for c in _callers_at_runtime(evidence, cause) for n in loop_order(c, (site,) if site else ())]
+    if not order:
+        return cause
+    return replace(cause, sources=tuple(dict.fromkeys((*order, *cause.sources))))
 
 
 def _filled_at(evidence: Evidence, cause: Cause) -> Cause:
