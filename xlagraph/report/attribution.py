@@ -16,6 +16,7 @@ from xlagraph.diagnose.causes import TWIN_OUTPUT, Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.frames import is_library, location, source_line, split_frames, split_location
 from xlagraph.diagnose.recognizers._statements import loop_order, python_number
+from xlagraph.diagnose.recognizers.permutation import MAX_CALLERS, MAX_TENSORS
 from xlagraph.diff import DiffResult
 from xlagraph.ir import Frame, strip_layout
 from xlagraph.report.holders import replacing_lines, storing_lines
@@ -24,16 +25,10 @@ from xlagraph.report.triggers import LineReader
 from xlagraph.runlog import GraphRecord, LiveTensor
 from xlagraph.source_paths import is_library_path
 
-_MAX_TENSORS = 4
-
-
 _EXTRA_CANDIDATES = 2
 
 
 _MAX_ITEMS = 8
-
-
-_MAX_CALLERS = 3
 
 
 # Causes that are a Python number the user passes to library code (the recognizers follow it
@@ -76,7 +71,7 @@ def issuing_lines(
             continue
         users = split_frames(t.frames)[0]
         if users:
-            issued += [location(f) for f in t.frames[1:_MAX_CALLERS] if not is_library(f)]
+            issued += [location(f) for f in t.frames[1:MAX_CALLERS] if not is_library(f)]
             order += loop_order(location(users[0]), syncs)
     return tuple(dict.fromkeys((*issued, *order)))
 
@@ -133,7 +128,7 @@ def _pick_tensors(
         return tuple(r if r.match == "shape and line" else replace(r, match="by elimination") for r in fresh)
     on_line = [r for r in refs if r.match == "shape and line"]
     if len(on_line) >= len(shapes):
-        return tuple(on_line[: max(len(shapes), _MAX_TENSORS)])
+        return tuple(on_line[: max(len(shapes), MAX_TENSORS)])
     return tuple(refs[: len(shapes) + _EXTRA_CANDIDATES])
 
 
@@ -305,7 +300,7 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
         lines = tuple(dict.fromkeys((*lines, *stored) if direct else (*stored, *lines)))
     # A tensor made inside the user's own helper: its callers are the user's lines too (the call
     # inside `if step % k == 0:` is what makes it appear on some steps only).
-    callers = [location(f) for t in tensors if t.match == "shape and line" for f in t.frames[1:_MAX_CALLERS]]
+    callers = [location(f) for t in tensors if t.match == "shape and line" for f in t.frames[1:MAX_CALLERS]]
     lines = tuple(dict.fromkeys((*lines, *callers)))
     if cause.fix_id in _NUMBER_FIXES and not direct and lines:
         # the graph cites library code the user's line calls with a Python number: where the

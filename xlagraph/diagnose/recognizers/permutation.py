@@ -32,7 +32,7 @@ from xlagraph.diagnose.recognizers.term_order import HINT as SUM_TERMS
 from xlagraph.ir import strip_layout
 from xlagraph.source_paths import is_library_path
 
-__all__ = ["RECOGNIZER", "reordered_only"]
+__all__ = ["MAX_CALLERS", "MAX_TENSORS", "RECOGNIZER", "reordered_only"]
 
 _ORDER = (CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION)
 _PLAIN = {
@@ -279,9 +279,10 @@ def _calling_loop(user: list[str], syncs: tuple[str, ...]) -> list[str]:
 
 
 # At most this many live tensors made on a cited line are followed to their callers, unless more
-# outputs moved; and each tensor's two frames above the line that made it.
-_MAX_TENSORS = 4
-_MAX_CALLERS = 3
+# outputs moved; and each tensor's two frames above the line that made it (the report's
+# attribution lists its candidates by the same bounds).
+MAX_TENSORS = 4
+MAX_CALLERS = 3
 
 
 def _callers_at_runtime(evidence: Evidence, cause: Cause) -> list[str]:
@@ -297,8 +298,8 @@ def _callers_at_runtime(evidence: Evidence, cause: Cause) -> list[str]:
             made.append((-t.id, users))
     made.sort(key=lambda m: m[0])
     if len(made) >= len(moved):
-        made = made[: max(len(moved), _MAX_TENSORS)]
-    return [location(f) for _, users in made for f in users[1:_MAX_CALLERS]]
+        made = made[: max(len(moved), MAX_TENSORS)]
+    return [location(f) for _, users in made for f in users[1:MAX_CALLERS]]
 
 
 def _called_from_loop(evidence: Evidence, cause: Cause) -> Cause:
