@@ -73,6 +73,7 @@ SPLITS = (
     "held_out_32",
     "held_out_33",
     "held_out_34",
+    "held_out_35",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
