@@ -280,7 +280,10 @@ impl CanonHandle {
         let lone = self.h0_lone.get_or_init(|| {
             // The value Python holds: `py_int` of the hash (signed where it fits, else unsigned).
             let value = |h: i128| i64::try_from(h).map_or((h as u64) as i128, i128::from);
-            let mut seen: FxMap<i128, u32> = FxMap::default();
+            // Sized for every live instruction at once: grown by doubling, its ~100K entries
+            // were rehashed into fresh tables about 17 times (3% of a report's page faults).
+            let mut seen: FxMap<i128, u32> =
+                FxMap::with_capacity_and_hasher(self.order.len(), Default::default());
             for &i in &self.order {
                 seen.entry(value(self.h0[i as usize]))
                     .and_modify(|x| *x = u32::MAX)
