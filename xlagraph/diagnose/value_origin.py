@@ -23,6 +23,8 @@ from xlagraph.diagnose.frames import source_lines, split_location
 from xlagraph.diagnose.recognizers._source import BUILDERS, enclosing_function
 from xlagraph.diagnose.recognizers._statements import (
     Function,
+    assignment_in,
+    call_name,
     enclosing,
     function_around,
     own_nodes,
@@ -155,7 +157,7 @@ def _positional(index: int, call_site: str) -> str:
     tree = _statement(file, line) if file else None
     compiled = _compiled_names(file) if tree else set()
     call = (
-        next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and _callee(n.func) in compiled), None)
+        next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and call_name(n.func) in compiled), None)
         if tree
         else None
     )
@@ -166,17 +168,15 @@ def _positional(index: int, call_site: str) -> str:
     return f"{file}:{_made_at(file, found, expr.id)}" if found else ""
 
 
-def _callee(func: ast.expr) -> str:
-    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-
-
 def _compiled_names(file: str) -> set[str]:
     """The names (or `self.` attributes) the file binds to `torch.compile(...)`'s result."""
     tree = syntax_tree(file)
     return {
-        _callee(t)
+        call_name(t)
         for n in (ast.walk(tree) if tree else ())
-        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and _callee(n.value.func) == "compile"
+        if isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Call)
+        and call_name(n.value.func) == "compile"
         for t in n.targets
     } - {""}
 
@@ -218,7 +218,7 @@ def _method_rows(file: str, receiver: str, method: str, place: int, line: int) -
     made = _assigned_before(file, line, receiver)
     bound = _statement(file, made) if made else None
     value = bound.value if isinstance(bound, ast.Assign) else None
-    cls = _callee(value.func) if isinstance(value, ast.Call) else ""
+    cls = call_name(value.func) if isinstance(value, ast.Call) else ""
     classes = [c for c in (tree.body if tree else []) if isinstance(c, ast.ClassDef) and c.name == cls]
     methods = [f for c in classes for f in c.body if isinstance(f, ast.FunctionDef) and f.name == method]
     fn = methods[0] if methods else None
@@ -226,13 +226,13 @@ def _method_rows(file: str, receiver: str, method: str, place: int, line: int) -
     if fn is None or len(returned) != 1:
         return line
     joined = _assigned_node(fn, _element(returned[0].value, place), returned[0].lineno)
-    parts = joined.value if joined is not None else None
-    if not (isinstance(parts, ast.Call) and _callee(parts.func) in _JOINS and parts.args):
+    parts = getattr(joined, "value", None)
+    if not (isinstance(parts, ast.Call) and call_name(parts.func) in _JOINS and parts.args):
         return line
     pieces = parts.args[0].elts if isinstance(parts.args[0], ast.List | ast.Tuple) else []
     for piece in pieces:
         sliced = _assigned_node(fn, piece, parts.lineno)
-        if sliced is not None and isinstance(sliced.value, ast.Subscript) and _slices(sliced.value.slice):
+        if isinstance(value := getattr(sliced, "value", None), ast.Subscript) and _slices(value.slice):
             return sliced.lineno
     return line
 
@@ -302,9 +302,9 @@ def _loop_source(file: str, line: int, name: str) -> int:
             owner = functions[value.func.id]
             returned = [n for n in ast.walk(owner) if isinstance(n, ast.Return) and n.value]
             value = returned[-1].value if returned else value
-        made = _assigned_in(owner, _element(value, place), value.lineno) if owner else 0
-        if made:
-            return made
+        made = _assigned_node(owner, _element(value, place), value.lineno) if owner else None
+        if made is not None:
+            return made.lineno
     return line
 
 
@@ -325,24 +325,9 @@ def _element(value: ast.expr, place: int) -> ast.expr | None:
     return None
 
 
-def _assigned_in(function: ast.FunctionDef, value: ast.expr | None, before: int) -> int:
-    """The last line of `function` before `before` that assigns the name `value` is."""
-    found = _assigned_node(function, value, before)
-    return found.lineno if found is not None else 0
-
-
-def _assigned_node(function: ast.FunctionDef, value: ast.expr | None, before: int) -> ast.Assign | None:
-    """The last assignment in `function` before line `before` to the name `value` is."""
-    if not isinstance(value, ast.Name):
-        return None
-    found = [
-        n
-        for n in ast.walk(function)
-        if isinstance(n, ast.Assign)
-        and n.lineno < before
-        and any(_is(t, value.id) for target in n.targets for t in ast.walk(target))
-    ]
-    return max(found, key=lambda n: n.lineno, default=None)
+def _assigned_node(function: Function, value: ast.expr | None, before: int) -> ast.stmt | None:
+    """The last statement of `function` before line `before` that binds the name `value` is."""
+    return assignment_in(function.body, value.id, before) if isinstance(value, ast.Name) else None
 
 
 def _is(node: ast.AST, name: str) -> bool:
