@@ -4,8 +4,8 @@ that *reads* it; the fix belongs where the caller *computes* it (`lr = cosine_lr
 
 Read from the source text the analysis has (`frames.source_line`: the capture's stored sources):
 - an argument (`L['lr']`, `L['x']`): its position in the compiled function's `def`, the expression
-  the call site passes there, and where that name was last assigned before the call, in the
-  caller's block (scanning up to the line that opens the enclosing function);
+  the call site passes there, and where that name was last assigned (or bound by a `for`) before
+  the call, in the caller's function (the module's own statements at module level);
 - a global (`G['TEMPERATURE']`): an assignment to it in an indented block of its module (a loop or a
   function: not the module-level definition, which made the value the first compile assumed);
 - a module attribute (`L['self'].scale`, `...training`): an assignment to `.scale` (for `training`,
@@ -19,9 +19,18 @@ from __future__ import annotations
 import ast
 import re
 
-from xlagraph.diagnose.frames import source_line, source_lines
+from xlagraph.diagnose.frames import source_lines, split_location
 from xlagraph.diagnose.recognizers._source import BUILDERS, enclosing_function
-from xlagraph.diagnose.recognizers._statements import syntax_tree
+from xlagraph.diagnose.recognizers._statements import (
+    Function,
+    assignment_in,
+    call_name,
+    enclosing,
+    function_around,
+    own_nodes,
+    stores,
+    syntax_tree,
+)
 
 __all__ = ["origin_of", "rows_filtered"]
 
@@ -58,7 +67,7 @@ def rows_filtered(location: str) -> str:
     a mask selects (`return ids[keep], labels[keep]` with `keep = labels >= 0`): the batch size
     then follows the data, not the loader. The statement itself, else the assignment of each
     name it reads followed past moves and into a helper's `return` (`_made_at`); `` when none."""
-    file, line = _split(location)
+    file, line = split_location(location)
     if not file or not line:
         return ""
     if _masks(file, line):
@@ -88,10 +97,10 @@ def _collate_returns(file: str, line: int) -> list[int]:
 
 
 def _statement(file: str, line: int) -> ast.stmt | None:
-    try:
-        return ast.parse(_joined(file, line, _balanced).strip()).body[0]
-    except (SyntaxError, IndexError):
-        return None
+    """The simple statement that starts at `file:line` (not a block's header: `for`, `if`, `with`)."""
+    chain = enclosing(file, line)
+    stmt = chain[-1][0] if chain else None
+    return stmt if stmt is not None and stmt.lineno == line and not hasattr(stmt, "body") else None
 
 
 def _masks(file: str, line: int) -> bool:
@@ -118,16 +127,11 @@ def _is_mask(node: ast.AST) -> bool:
     return False
 
 
-def _split(loc: str) -> tuple[str, int]:
-    file, _, line = loc.rpartition(":")
-    return (file, int(line)) if line.isdigit() and file else ("", 0)
-
-
 def _argument(name: str, code: str, call_site: str, tensor: bool = False) -> str:
     """The line before `call_site` that assigns what it passes as `name`; for a tensor, where its
     size was made (`_made_at`): a scalar's line is its assignment (`lr = cosine_lr(step)`)."""
-    file, line = _split(call_site)
-    params = _params(*_split(code))
+    file, line = split_location(call_site)
+    params = _params(*split_location(code))
     call = _call_at(file, line, params)
     if call is None or params is None:
         return ""
@@ -149,11 +153,11 @@ def _positional(index: int, call_site: str) -> str:
     `call_site` was made: dynamo names an argument `args[0]` where the compiled function takes
     `*args` (`torch.compile(nn.Sequential(...))`), so the call is the one to a name bound by
     `torch.compile(...)` in the file, not the outermost (`F.cross_entropy(compiled(x), y)`)."""
-    file, line = _split(call_site)
+    file, line = split_location(call_site)
     tree = _statement(file, line) if file else None
     compiled = _compiled_names(file) if tree else set()
     call = (
-        next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and _callee(n.func) in compiled), None)
+        next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and call_name(n.func) in compiled), None)
         if tree
         else None
     )
@@ -164,17 +168,15 @@ def _positional(index: int, call_site: str) -> str:
     return f"{file}:{_made_at(file, found, expr.id)}" if found else ""
 
 
-def _callee(func: ast.expr) -> str:
-    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-
-
 def _compiled_names(file: str) -> set[str]:
     """The names (or `self.` attributes) the file binds to `torch.compile(...)`'s result."""
     tree = syntax_tree(file)
     return {
-        _callee(t)
+        call_name(t)
         for n in (ast.walk(tree) if tree else ())
-        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and _callee(n.value.func) == "compile"
+        if isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Call)
+        and call_name(n.value.func) == "compile"
         for t in n.targets
     } - {""}
 
@@ -186,9 +188,8 @@ def _made_at(file: str, line: int, name: str, depth: int = 0) -> int:
     """Where the value `name` gets at `line` is made: past moves of the same name (`ids =
     ids.to(device)`) to the assignment before them, and into a helper of the file that returns
     it (`ids, labels = labelled_rows(ids, labels)`: its `return ids[keep], ...`); else `line`."""
-    try:
-        stmt = ast.parse(_joined(file, line, _balanced).strip()).body[0]
-    except (SyntaxError, IndexError):
+    stmt = _statement(file, line)
+    if stmt is None:
         return _loop_source(file, line, name)
     if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 or depth > 3:
         return line
@@ -217,7 +218,7 @@ def _method_rows(file: str, receiver: str, method: str, place: int, line: int) -
     made = _assigned_before(file, line, receiver)
     bound = _statement(file, made) if made else None
     value = bound.value if isinstance(bound, ast.Assign) else None
-    cls = _callee(value.func) if isinstance(value, ast.Call) else ""
+    cls = call_name(value.func) if isinstance(value, ast.Call) else ""
     classes = [c for c in (tree.body if tree else []) if isinstance(c, ast.ClassDef) and c.name == cls]
     methods = [f for c in classes for f in c.body if isinstance(f, ast.FunctionDef) and f.name == method]
     fn = methods[0] if methods else None
@@ -225,13 +226,13 @@ def _method_rows(file: str, receiver: str, method: str, place: int, line: int) -
     if fn is None or len(returned) != 1:
         return line
     joined = _assigned_node(fn, _element(returned[0].value, place), returned[0].lineno)
-    parts = joined.value if joined is not None else None
-    if not (isinstance(parts, ast.Call) and _callee(parts.func) in _JOINS and parts.args):
+    parts = getattr(joined, "value", None)
+    if not (isinstance(parts, ast.Call) and call_name(parts.func) in _JOINS and parts.args):
         return line
     pieces = parts.args[0].elts if isinstance(parts.args[0], ast.List | ast.Tuple) else []
     for piece in pieces:
         sliced = _assigned_node(fn, piece, parts.lineno)
-        if sliced is not None and isinstance(sliced.value, ast.Subscript) and _slices(sliced.value.slice):
+        if isinstance(value := getattr(sliced, "value", None), ast.Subscript) and _slices(value.slice):
             return sliced.lineno
     return line
 
@@ -252,10 +253,7 @@ def _slices(node: ast.expr) -> bool:
 def _past_moves(file: str, line: int, name: str) -> int:
     """Past `name = name.to(device)` (under `if name is not None:`) to the assignment before."""
     for _ in range(4):
-        try:
-            stmt = ast.parse(_joined(file, line, _balanced).strip()).body[0]
-        except (SyntaxError, IndexError):
-            return line
+        stmt = _statement(file, line)
         value = stmt.value if isinstance(stmt, ast.Assign) else None
         f = value.func if isinstance(value, ast.Call) else None
         if not (isinstance(f, ast.Attribute) and f.attr in _MOVES and _is(f.value, name)):
@@ -304,9 +302,9 @@ def _loop_source(file: str, line: int, name: str) -> int:
             owner = functions[value.func.id]
             returned = [n for n in ast.walk(owner) if isinstance(n, ast.Return) and n.value]
             value = returned[-1].value if returned else value
-        made = _assigned_in(owner, _element(value, place), value.lineno) if owner else 0
-        if made:
-            return made
+        made = _assigned_node(owner, _element(value, place), value.lineno) if owner else None
+        if made is not None:
+            return made.lineno
     return line
 
 
@@ -327,24 +325,9 @@ def _element(value: ast.expr, place: int) -> ast.expr | None:
     return None
 
 
-def _assigned_in(function: ast.FunctionDef, value: ast.expr | None, before: int) -> int:
-    """The last line of `function` before `before` that assigns the name `value` is."""
-    found = _assigned_node(function, value, before)
-    return found.lineno if found is not None else 0
-
-
-def _assigned_node(function: ast.FunctionDef, value: ast.expr | None, before: int) -> ast.Assign | None:
-    """The last assignment in `function` before line `before` to the name `value` is."""
-    if not isinstance(value, ast.Name):
-        return None
-    found = [
-        n
-        for n in ast.walk(function)
-        if isinstance(n, ast.Assign)
-        and n.lineno < before
-        and any(_is(t, value.id) for target in n.targets for t in ast.walk(target))
-    ]
-    return max(found, key=lambda n: n.lineno, default=None)
+def _assigned_node(function: Function, value: ast.expr | None, before: int) -> ast.stmt | None:
+    """The last statement of `function` before line `before` that binds the name `value` is."""
+    return assignment_in(function.body, value.id, before) if isinstance(value, ast.Name) else None
 
 
 def _is(node: ast.AST, name: str) -> bool:
@@ -352,39 +335,27 @@ def _is(node: ast.AST, name: str) -> bool:
 
 
 def _returns_of(file: str, function: str) -> list[int]:
-    """The lines of the `return`s of the file's top-level function `function`."""
-    pattern = re.compile(rf"^def\s+{re.escape(function)}\s*\(")
-    start = next((n for n, text in source_lines(file, _SCAN * 4) if pattern.match(text)), 0)
-    if not start:
-        return []
-    found = []
-    for n in range(start + 1, start + _SCAN):
-        text = source_line(file, n)
-        if text.strip() and _indent(text) == 0:
-            break  # the next top-level statement
-        if text.lstrip().startswith("return ") and _indent(text) == 4:
-            found.append(n)
-    return found
+    """The lines of the `return`s (with a value) in the body, not its nested blocks, of the file's
+    top-level function `function`."""
+    tree = syntax_tree(file)
+    fn = (
+        next((f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == function), None)
+        if tree
+        else None
+    )
+    return [s.lineno for s in fn.body if isinstance(s, ast.Return) and s.value] if fn else []
 
 
 def _params(file: str, line: int) -> list[str] | None:
     """The parameter names of the `def` at `file:line` (without `self`), None when unreadable.
     A decorated function's code starts at its first decorator: the `def` is below."""
-    for _ in range(8):
-        head = source_line(file, line).lstrip()
-        if not head or head.startswith(("def ", "async def ")):
-            break
-        line += 1
-    text = _joined(file, line, lambda t: t.rstrip().endswith(":"))
-    if not text:
+    tree = syntax_tree(file)
+    found = (
+        [n for n in ast.walk(tree) if isinstance(n, Function) and line <= n.lineno < line + 8] if tree else []
+    )
+    if not found:
         return None
-    try:
-        tree = ast.parse(text.strip() + "\n    pass\n")
-    except SyntaxError:
-        return None
-    fn = tree.body[0] if tree.body else None
-    if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
-        return None
+    fn = min(found, key=lambda n: n.lineno)
     names = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
     return names[1:] if names and names[0] in ("self", "cls") else names
 
@@ -393,57 +364,23 @@ def _call_at(file: str, line: int, params: list[str] | None = None) -> ast.Call 
     """The outermost call on the statement starting at `file:line` that takes no more positional
     arguments than `params` (`compiled(ids)` inside `F.cross_entropy(compiled(ids), labels)`, for
     `forward(ids)`)."""
-    text = _joined(file, line, _balanced)
-    try:
-        tree = ast.parse(text.strip())
-    except SyntaxError:
-        return None
-    return next(
-        (
-            n
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Call)
-            and (params is None or len(n.args) <= len(params))
-        ),
-        None,
-    )
-
-
-def _balanced(text: str) -> bool:
-    return text.count("(") <= text.count(")") and text.count("[") <= text.count("]")
-
-
-def _joined(file: str, line: int, done: object) -> str:
-    """The statement starting at `file:line`, joined over up to 8 lines until `done(text)`."""
-    parts = []
-    for n in range(line, line + 8):
-        text = source_line(file, n)
-        if not text:
-            break
-        parts.append(text.rstrip("\n"))
-        if done(" ".join(parts)):  # type: ignore[operator]
-            break
-    return " ".join(p.strip() for p in parts)
-
-
-def _indent(text: str) -> int:
-    return len(text) - len(text.lstrip())
+    stmt = _statement(file, line)
+    calls = (n for n in ast.walk(stmt) if isinstance(n, ast.Call)) if stmt else ()
+    return next((n for n in calls if params is None or len(n.args) <= len(params)), None)
 
 
 def _assigned_before(file: str, line: int, name: str) -> int:
-    """The last line before `line` that assigns `name`, in the block that holds the call."""
-    call_indent = _indent(source_line(file, line))
-    loop_var = r"|^\s*for\s+.*\b" + re.escape(name) + r"\b.*\bin\b"
-    pattern = re.compile(_ASSIGN.format(target=re.escape(name)) + loop_var)
-    for n in range(line - 1, max(0, line - _SCAN), -1):
-        text = source_line(file, n)
-        if not text.strip() or text.lstrip().startswith("#"):
-            continue
-        if pattern.match(text):
-            return n
-        if re.match(r"\s*(?:async\s+)?def\s", text) and _indent(text) < call_indent:
-            return 0  # the enclosing function's start: a parameter, not an assignment of ours
-    return 0
+    """The last line before `line` that assigns `name` (or a `for` that binds it), in the function
+    around `line` (among the module's own statements at module level)."""
+    tree = syntax_tree(file)
+    nodes = own_nodes(function_around(file, line) or tree) if tree else []
+    loops = [
+        n.lineno
+        for n in nodes
+        if isinstance(n, (ast.For, ast.AsyncFor)) and any(_is(t, name) for t in ast.walk(n.target))
+    ]
+    assigned = [n.lineno for n in nodes if isinstance(n, ast.stmt) and name in stores(n)]
+    return max((k for k in loops + assigned if k < line), default=0)
 
 
 def _indented_assignment(loc: str, target: str, skip: frozenset[str] = frozenset()) -> str:
@@ -454,12 +391,12 @@ def _indented_line(loc: str, pattern: re.Pattern[str], skip: frozenset[str] = fr
     """The first indented line of `loc`'s file matching `pattern` (a loop's or a function's, not
     the module-level definition), outside the functions named in `skip` (an attribute's value
     set in `__init__` is the one the first compile assumed, not the change)."""
-    file, _ = _split(loc)
+    file, _ = split_location(loc)
     if not file:
         return ""
     for n, text in source_lines(file, _SCAN * 4):
         code = text.lstrip()
-        if _indent(text) > 0 and not code.startswith(("#", "def ", "class ")) and pattern.search(text):
+        if code != text and not code.startswith(("#", "def ", "class ")) and pattern.search(text):
             if skip and enclosing_function(file, n) in skip:
                 continue
             return f"{file}:{n}"

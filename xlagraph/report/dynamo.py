@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.fixes import fix as fix_text
-from xlagraph.diagnose.frames import is_library, source_line
+from xlagraph.diagnose.frames import is_library, source_line, split_location
 from xlagraph.diagnose.guards import explain_guard, fix_for
 from xlagraph.diagnose.recognizers._source import enclosing_function
 from xlagraph.diagnose.recognizers._statements import header_tests, inline_test
@@ -132,7 +132,7 @@ def _guards(c: DynamoCompile, files: Sequence[str] = ()) -> tuple[GuardFailure, 
                 entry=g.entry,
                 fix=_branch_fix(g.kind, g.source, g.subject) or fix_for(g.kind),
                 origin=origin,
-                origin_source=source_line(*_loc(origin)).strip() if origin else "",
+                origin_source=source_line(*split_location(origin)).strip() if origin else "",
             )
         )
     return tuple(out)
@@ -146,11 +146,6 @@ def _branch_fix(kind: str, source: str, subject: str) -> str:
     if kind != "python_scalar" or not (header_tests(source, names) or inline_test(source, names)):
         return ""
     return fix_text("conditional_work.host_branch")
-
-
-def _loc(loc: str) -> tuple[str, int]:
-    file, _, line = loc.rpartition(":")
-    return file, int(line)
 
 
 def _owners(compiles: Sequence[DynamoCompile], variants: Sequence[Variant]) -> dict[str, list[Variant]]:
@@ -302,7 +297,7 @@ def _origin_first(r: Recompile, guard: GuardFailure) -> Recompile:
 def _same_function(line: str, origin: str) -> bool:
     """`line` is a use beside the origin (the loss in the same loop), not the statement inside a
     helper the origin calls that decides the size itself (`longest = max(...)` in `tokenize`)."""
-    (file, n), (ofile, on) = _loc(line), _loc(origin)
+    (file, n), (ofile, on) = split_location(line), split_location(origin)
     return file == ofile and enclosing_function(file, n) == enclosing_function(ofile, on)
 
 

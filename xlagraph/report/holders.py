@@ -14,14 +14,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from xlagraph.diagnose.frames import SourceText, current_sources, source_line
-from xlagraph.diagnose.recognizers._statements import call_name
+from xlagraph.diagnose.recognizers._statements import call_name, syntax_tree
 from xlagraph.ir import Frame
 from xlagraph.runlog import Holder
 
 __all__ = ["replacing_lines", "storing_lines"]
 
-_MAX_LINES = 20_000
 _MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "add", "appendleft"})
 _EMPTY_CALLS = frozenset({"dict", "list", "set", "OrderedDict", "defaultdict", "deque"})
 # (line, enclosing function name, its first and last line, stores only an empty container)
@@ -32,7 +30,7 @@ def storing_lines(holder: Holder, created: tuple[Frame, ...]) -> tuple[str, ...]
     """`file:line` of the statements that store the tensor where `holder` found it; `created`:
     the user frames that made it, innermost first."""
     file = holder.owner_file if holder.kind == "attribute" and holder.owner_file else holder.file
-    tree = _tree(file, current_sources())
+    tree = syntax_tree(file)
     if tree is None:
         return ()
     sites = list(_sites(tree, holder))
@@ -57,7 +55,7 @@ def replacing_lines(holder: Holder) -> tuple[str, ...]:
     model, ...)` in the loop). At most two such statements, else nothing: a weight resized by
     library code (`resize_token_embeddings`) has no line of the user's that replaces it."""
     attrs = {part.partition("[")[0] for part in holder.path.split(".")[1:]} - {""}
-    tree = _tree(holder.file, current_sources()) if holder.kind == "attribute" and attrs else None
+    tree = syntax_tree(holder.file) if holder.kind == "attribute" and attrs else None
     if tree is None:
         return ()
     sites: list[tuple[int, str]] = []
@@ -93,33 +91,6 @@ def _replaces(node: ast.AST, attrs: set[str]) -> bool:
             and call.args[1].value in attrs
         )
     return False
-
-
-# (id of the active sources, file) -> (those sources, the tree): two captures may hold other
-# texts under one path; the sources are kept so that their id is not reused while cached.
-_TREES: dict[tuple[int, str], tuple[object, ast.Module | None]] = {}
-
-
-def _tree(file: str, sources: SourceText | None) -> ast.Module | None:
-    key = (id(sources), file)
-    if key not in _TREES:
-        if len(_TREES) >= 32:
-            _TREES.pop(next(iter(_TREES)))
-        _TREES[key] = (sources, _parse(file))
-    return _TREES[key][1]
-
-
-def _parse(file: str) -> ast.Module | None:
-    lines = []
-    for k in range(1, _MAX_LINES):
-        text = source_line(file, k)
-        if not text:
-            break
-        lines.append(text)
-    try:
-        return ast.parse("".join(lines)) if lines else None
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 def _sites(tree: ast.Module, holder: Holder) -> Iterator[_Site]:

@@ -3,30 +3,72 @@ wrapped a Python number, the lines that fill a dict read by key or reorder a seq
 
 from __future__ import annotations
 
+import ast
 import re
 
-from xlagraph.diagnose.frames import source_line, source_lines, split_location
-from xlagraph.diagnose.recognizers._source import DEF, MAX_SCANNED_LINES, NAME, source_text
+from xlagraph.diagnose.frames import source_line, split_location
+from xlagraph.diagnose.recognizers._source import DEF, NAME, source_text
+from xlagraph.diagnose.recognizers._statements import (
+    function_around,
+    own_nodes,
+    stores,
+    syntax_tree,
+    user_defs,
+)
 
-__all__ = ["assigned_from", "assigned_in_function", "dict_fills", "reorderings", "scalar_origin"]
+__all__ = [
+    "assigned_from",
+    "assigned_in_function",
+    "assignment_above",
+    "dict_fills",
+    "reorderings",
+    "scalar_origin",
+]
 
 
-_TARGETS = re.compile(r"^\s*([A-Za-z_][\w\s,]*?)\s*=(?!=)(.*)")
+def _scope(location: str) -> tuple[str, int, list[ast.AST], set[str]]:
+    """The file and line of `location`, the nodes of the function around it (the module's own at
+    module level; never another function's), and the names its line spells."""
+    file, line = split_location(location)
+    tree = syntax_tree(file) if file and line else None
+    if tree is None:
+        return file, line, [], set()
+    names = set(NAME.findall(source_text(location).split("#", 1)[0]))
+    return file, line, own_nodes(function_around(file, line) or tree), names
+
+
+def _assignments(
+    nodes: list[ast.AST], names: set[str], pattern: re.Pattern[str] | None = None
+) -> list[ast.stmt]:
+    """The assignments among `nodes`, in line order, that bind one of `names` (to a value
+    `pattern` finds, when given)."""
+    found = [
+        n
+        for n in nodes
+        if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None and names & stores(n)
+    ]
+    found = [n for n in found if pattern is None or pattern.search(ast.unparse(n.value))]  # type: ignore[attr-defined]
+    return sorted(found, key=lambda n: n.lineno)
 
 
 def assigned_from(location: str, pattern: re.Pattern[str], span: int) -> str:
-    """`file:line` of an assignment within `span` lines above `location` whose targets include a
-    name `location` reads and whose value matches `pattern` (`used, counts = torch.unique(...)`,
-    `chunks = torch.split(h, lengths)` above the lines that use them); "" when there is none."""
-    file, line = split_location(location)
-    if not file or not line:
-        return ""
-    names = set(NAME.findall(source_text(location).split("#", 1)[0]))
-    for k in range(line - 1, max(0, line - span), -1):
-        m = _TARGETS.match(source_line(file, k).split("#", 1)[0])
-        if m and names & {t.strip() for t in m.group(1).split(",")} and pattern.search(m.group(2)):
-            return f"{file}:{k}"
-    return ""
+    """`file:line` of an assignment within `span` lines above `location`, in its function, whose
+    targets include a name `location` reads and whose value matches `pattern` (`used, counts =
+    torch.unique(...)`, `chunks = torch.split(h, lengths)` above the lines that use them); "" when
+    there is none."""
+    file, line, nodes, names = _scope(location)
+    found = [n.lineno for n in _assignments(nodes, names, pattern) if line - span < n.lineno < line]
+    return f"{file}:{found[-1]}" if found else ""
+
+
+def assignment_above(location: str, span: int, names: set[str] | None = None) -> ast.stmt | None:
+    """The nearest assignment within `span` lines above `location`, in its function, of one of
+    `names` (by default the names its line reads), whatever its value."""
+    _, line, nodes, read = _scope(location)
+    found = [
+        n for n in _assignments(nodes, read if names is None else names) if line - span < n.lineno < line
+    ]
+    return found[-1] if found else None
 
 
 def assigned_in_function(location: str, pattern: re.Pattern[str]) -> str:
@@ -34,35 +76,9 @@ def assigned_in_function(location: str, pattern: re.Pattern[str]) -> str:
     below it in a loop that carries the value into the next step: `weights = ...` at the end of
     an epoch) whose targets include a name `location` reads and whose value matches `pattern`;
     "" when there is none."""
-    file, n = split_location(location)
-    if not file or not n:
-        return ""
-    names = set(NAME.findall(source_text(location).split("#", 1)[0]))
-    start = n
-    while start > max(1, n - 300) and not DEF.match(source_line(file, start)):
-        start -= 1
-    text = source_line(file, start)
-    depth = len(text) - len(text.lstrip()) if DEF.match(text) else -1
-    for k in range(start + 1, start + 400):
-        text = source_line(file, k)
-        if text.strip() and depth >= 0 and len(text) - len(text.lstrip()) <= depth:
-            break  # the function ended
-        m = _TARGETS.match(text.split("#", 1)[0])
-        if m and k != n and names & {t.strip() for t in m.group(1).split(",")} and pattern.search(m.group(2)):
-            return f"{file}:{k}"
-    return ""
-
-
-def _assignment(file: str, n: int, names: set[str]) -> tuple[int, str] | None:
-    """The nearest line above `n`, in the same function, that assigns one of `names`."""
-    for k in range(n - 1, max(0, n - 200), -1):
-        text = source_line(file, k)
-        if DEF.match(text):
-            return None  # the function's start: the value comes from its arguments
-        m = re.match(r"^\s*([A-Za-z_]\w*)\s*=[^=]", text)
-        if m and m.group(1) in names:
-            return k, text.split("#", 1)[0]
-    return None
+    file, line, nodes, names = _scope(location)
+    found = [n.lineno for n in _assignments(nodes, names, pattern) if n.lineno != line]
+    return f"{file}:{found[0]}" if found else ""
 
 
 _MAKES_TENSOR = re.compile(r"\btensor\s*\(|\bas_tensor\s*\(|\bfull\s*\(|\bscalar_tensor\s*\(")
@@ -71,36 +87,20 @@ _MAKES_TENSOR = re.compile(r"\btensor\s*\(|\bas_tensor\s*\(|\bfull\s*\(|\bscalar
 def scalar_origin(location: str) -> list[str]:
     """Where the tensor a line uses was made, when it is a value the user wraps in a tensor each
     step (`beta = torch.tensor(step / 3)` above `loss = ... + beta * kl`, or a helper that
-    returns `torch.tensor(...)`): that line and the assignment that called it. `[]` otherwise."""
-    file, line = split_location(location)
-    if not file or not line:
-        return []
-    code = source_line(file, line).split("#", 1)[0]
-    found = _assignment(file, line, set(NAME.findall(code)))
-    if found is None:
-        return []
-    k, rhs = found
-    if _MAKES_TENSOR.search(rhs.split("=", 1)[1]):
-        return [f"{file}:{k}"]
-    for callee in NAME.findall(rhs.split("=", 1)[1]):
-        made = _returns_tensor(file, callee)
-        if made:
-            return [made, f"{file}:{k}"]
+    returns `torch.tensor(...)`): that line and the assignment that called it. `[]` otherwise.
+    Only the nearest assignment above, in the same function, of a name the line reads counts."""
+    file = split_location(location)[0]
+    made = assignment_above(location, 200)
+    value = ast.unparse(made.value) if made else ""  # type: ignore[attr-defined]
+    if made is None or _MAKES_TENSOR.search(value):
+        return [f"{file}:{made.lineno}"] if made else []
+    functions = user_defs(syntax_tree(file)).functions  # type: ignore[arg-type]
+    for function in (functions[name] for name in NAME.findall(value) if name in functions):
+        returns = [n for n in own_nodes(function) if isinstance(n, ast.Return) and n.value is not None]
+        returns = [n for n in returns if _MAKES_TENSOR.search(ast.unparse(n.value))]  # type: ignore[arg-type]
+        if returns:
+            return [f"{file}:{min(n.lineno for n in returns)}", f"{file}:{made.lineno}"]
     return []
-
-
-def _returns_tensor(file: str, function: str) -> str:
-    """`file:line` of a `return torch.tensor(...)` in the user's function of that name."""
-    start = 0
-    for n, text in source_lines(file, MAX_SCANNED_LINES):
-        if start and DEF.match(text) and len(text) - len(text.lstrip()) <= start - 1:
-            return ""
-        if (m := DEF.match(text)) and m.group(1) == function:
-            start = len(text) - len(text.lstrip()) + 1
-            continue
-        if start and text.strip().startswith("return") and _MAKES_TENSOR.search(text.split("#", 1)[0]):
-            return f"{file}:{n}"
-    return ""
 
 
 _SUBSCRIPTED = re.compile(r"\b([A-Za-z_]\w*)\s*\[")

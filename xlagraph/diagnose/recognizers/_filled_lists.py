@@ -10,7 +10,14 @@ import re
 from collections.abc import Iterable
 
 from xlagraph.diagnose.frames import source_line, split_location
-from xlagraph.diagnose.recognizers._statements import LOOPS, Function, call_name, enclosing, syntax_tree
+from xlagraph.diagnose.recognizers._statements import (
+    LOOPS,
+    Function,
+    call_name,
+    definitions,
+    enclosing,
+    syntax_tree,
+)
 
 __all__ = ["filled_until"]
 
@@ -49,16 +56,6 @@ def _open_loops(scope: ast.AST) -> list[tuple[ast.stmt, set[str]]]:
     return found
 
 
-def _definitions(files: Iterable[str]) -> dict[str, tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
-    found: dict[str, tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = {}
-    for file in dict.fromkeys(files):
-        tree = syntax_tree(file)
-        for node in ast.walk(tree) if tree is not None else ():
-            if isinstance(node, Function):
-                found.setdefault(node.name, (file, node))
-    return found
-
-
 def _filling_loop(
     file: str, chain: list[tuple[ast.stmt, list[ast.stmt]]], files: Iterable[str]
 ) -> tuple[str, set[str]] | None:
@@ -76,7 +73,7 @@ def _filling_loop(
             continue
         if (loop.end_lineno or loop.lineno) < stmt.lineno and lists & read:
             return f"{file}:{loop.lineno}", lists
-    defs = _definitions([file, *files])
+    defs = definitions([file, *files])
     for above in block[: block.index(stmt)]:
         if not (isinstance(above, ast.Assign) and isinstance(above.value, ast.Call)):
             continue

@@ -10,12 +10,11 @@ from collections.abc import Iterable
 
 from xlagraph.diagnose.frames import split_location
 from xlagraph.diagnose.recognizers._statements import (
-    Function,
     called_functions,
+    definitions,
     enclosing,
     is_host_read,
     reads_on_host,
-    syntax_tree,
 )
 
 __all__ = ["host_decided_if"]
@@ -43,20 +42,9 @@ def host_decided_if(location: str, files: Iterable[str] = ()) -> tuple[str, ...]
     site = f"{file}:{ifs[-1].lineno}"
     if reads_on_host(test):
         return (site,)
-    defs = _definitions([file, *files])
+    defs = {name: [d] for name, d in definitions([file, *files]).items()}
     lines = _reads_through(test, defs, _DEPTH)
     return (site, *lines) if lines else ()
-
-
-def _definitions(files: Iterable[str]) -> dict[str, list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]]:
-    """The user's functions by name (the first defined of each name), with their file."""
-    found: dict[str, list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]] = {}
-    for file in dict.fromkeys(files):
-        tree = syntax_tree(file)
-        for node in ast.walk(tree) if tree is not None else ():
-            if isinstance(node, Function):
-                found.setdefault(node.name, [(file, node)])
-    return found
 
 
 def _reads_through(

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from xlagraph.diagnose.frames import source_line, split_location
+from xlagraph.diagnose.recognizers._assignments import assignment_above
 from xlagraph.diagnose.recognizers._source import NAME, calls_of_function, source_text
 from xlagraph.diagnose.recognizers._statements import (
     HOST_READS,
@@ -16,7 +17,6 @@ from xlagraph.diagnose.recognizers._statements import (
     enclosing,
     loads,
     reads_on_host,
-    syntax_tree,
 )
 
 __all__ = [
@@ -95,17 +95,8 @@ def synced_if(location: str) -> str:
 def _periodic_flag(file: str, guard: ast.If) -> bool:
     """`if want_maps:` where `want_maps = step % k == k - 1` a few lines above: a flag that holds
     the every-k-steps test (the nearest assignment of a name the condition reads, 40 lines up)."""
-    names = _words(guard.test)
-    tree = syntax_tree(file)
-    above = [
-        a
-        for a in (ast.walk(tree) if tree else ())
-        if isinstance(a, ast.Assign)
-        and guard.lineno - 40 < a.lineno < guard.lineno
-        and getattr(a.targets[0], "id", None) in names
-    ]
-    nearest = max(above, key=lambda a: a.lineno, default=None)
-    return nearest is not None and _has_mod(nearest.value)
+    nearest = assignment_above(f"{file}:{guard.lineno}", 40, _words(guard.test))
+    return nearest is not None and _has_mod(nearest.value)  # type: ignore[attr-defined]
 
 
 def _has_mod(node: ast.AST) -> bool:

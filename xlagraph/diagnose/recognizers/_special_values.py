@@ -13,10 +13,12 @@ import ast
 
 from xlagraph.diagnose.frames import split_location
 from xlagraph.diagnose.recognizers._statements import (
+    Function,
     argument,
     assignment_in,
     calls_to,
     enclosing,
+    function_around,
     loads,
     own_nodes,
     syntax_tree,
@@ -25,7 +27,6 @@ from xlagraph.diagnose.recognizers._statements import (
 
 __all__ = ["special_value_origin"]
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 Chain = list[tuple[ast.stmt, list[ast.stmt]]]
 
 
@@ -49,18 +50,12 @@ def _special_branch(value: ast.expr) -> str:
     return _literal(value)
 
 
-def _scope(chain: Chain) -> Function | None:
-    return next(
-        (s for s, _ in reversed(chain) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))), None
-    )
-
-
 def _guard_origin(tree: ast.Module, file: str, line: int) -> list[int]:
     """For an assignment at `line` under an `if` whose test reads a parameter of its function:
     where each caller's argument for that parameter is assigned, if it is a 0/±1 branch
     (`alpha = args.alpha if warm else 0.0` passed to `mixup(x, y, alpha)`), else the call."""
     chain = enclosing(file, line)
-    scope = _scope(chain)
+    scope = function_around(file, line)
     if scope is None:
         return []
     params = {a.arg for a in scope.args.posonlyargs + scope.args.args + scope.args.kwonlyargs}
@@ -71,7 +66,7 @@ def _guard_origin(tree: ast.Module, file: str, line: int) -> list[int]:
             passed = argument(call, scope, name)
             if not isinstance(passed, ast.Name):
                 continue
-            caller = _scope(enclosing(file, call.lineno))
+            caller = function_around(file, call.lineno)
             bound = assignment_in(caller.body if caller else tree.body, passed.id, call.lineno)
             if isinstance(bound, ast.Assign) and _special_branch(bound.value):
                 found.append(bound.lineno)
@@ -95,8 +90,8 @@ def _returned(function: Function, index: int | None) -> list[tuple[int, str]]:
 def _origin(
     tree: ast.Module, file: str, chain: Chain, names: list[str], depth: int
 ) -> tuple[str, str, list[int]]:
-    scope = _scope(chain)
     here = chain[-1][0].lineno
+    scope = function_around(file, here)
     nodes = own_nodes(scope) if scope is not None else list(ast.walk(tree))
     defs = user_defs(tree)
     accumulated = {

@@ -24,6 +24,7 @@ __all__ = [
     "called_functions",
     "calls_of",
     "calls_through_loop",
+    "definitions",
     "enclosing",
     "enclosing_function",
     "first_call",
@@ -56,7 +57,7 @@ def _text(file: str) -> str:
 def _parse(text: str) -> ast.Module | None:
     try:
         return ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 
@@ -558,6 +559,17 @@ def user_defs(tree: ast.Module) -> UserDefs:
     # A name bound to instances of one user class only (anything else assigned to it: unknown).
     only = {k: next(iter(v)) for k, v in made.items() if len(v) == 1}
     return UserDefs(functions, {k: classes[c] for k, c in only.items() if c in classes})
+
+
+def definitions(files: Iterable[str]) -> dict[str, tuple[str, Function]]:
+    """The user's functions of `files` by name (the first defined of each name), with their file."""
+    found: dict[str, tuple[str, Function]] = {}
+    for file in dict.fromkeys(files):
+        tree = syntax_tree(file)
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, Function):
+                found.setdefault(node.name, (file, node))
+    return found
 
 
 def assignment_in(body: list[ast.stmt], name: str, before: int) -> ast.stmt | None:

@@ -8,14 +8,14 @@ with a mask or calls one of those ops; or data-dependent-size ops in the graph's
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import replace
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.frames import split_location
-from xlagraph.diagnose.recognizers._assignments import assigned_from
+from xlagraph.diagnose.recognizers._assignments import assigned_from, assignment_above
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._source import source_text
 from xlagraph.ir import Instruction
@@ -51,16 +51,8 @@ _BOOLEAN = re.compile(
 
 def _mask_variable(loc: str) -> bool:
     """`x[real]` where `real = labels != IGNORE` a few lines above: a boolean mask by another name."""
-    file, line = split_location(loc)
-    if not file or not line:
-        return False
-    names = set(_INDEX.findall(source_text(loc).split("#", 1)[0]))
-    for k in range(line - 1, max(0, line - 30), -1):
-        text = source_text(f"{file}:{k}").split("#", 1)[0]
-        m = re.match(r"^\s*([A-Za-z_]\w*)\s*=(?!=)(.*)", text)
-        if m and m.group(1) in names:
-            return bool(_BOOLEAN.search(m.group(2)))
-    return False
+    made = assignment_above(loc, 30, set(_INDEX.findall(source_text(loc).split("#", 1)[0])))
+    return made is not None and bool(_BOOLEAN.search(ast.unparse(made.value)))  # type: ignore[attr-defined]
 
 
 def _coordinates(evidence: Evidence, cause: Cause) -> bool:

@@ -45,7 +45,7 @@ from xlagraph.diagnose.frames import (
 )
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._source import lines_matching, source_text, user_files
-from xlagraph.diagnose.recognizers._statements import call_name, loads, reads_on_host, syntax_tree
+from xlagraph.diagnose.recognizers._statements import LOOPS, call_name, loads, reads_on_host, syntax_tree
 from xlagraph.ir import Instruction, strip_layout
 from xlagraph.source_paths import is_library_path
 
@@ -131,9 +131,8 @@ def _decided_at(evidence: Evidence, cause: Cause, names: list[str]) -> str:
     return ""
 
 
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_NESTED = (*_LOOPS, *_FUNCTIONS, ast.ClassDef, ast.Lambda)  # their exits leave something else
+_NESTED = (*LOOPS, *_FUNCTIONS, ast.ClassDef, ast.Lambda)  # their exits leave something else
 
 
 def _own(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -186,7 +185,7 @@ def _exit_sites_in(file: str, synced: frozenset[int], _sources: tuple[object, ..
     sites: list[_Exit] = []
     outer = _outer_reads(tree)
     for scope in ast.walk(tree):
-        if not isinstance(scope, (*_LOOPS, *_FUNCTIONS)):
+        if not isinstance(scope, (*LOOPS, *_FUNCTIONS)):
             continue
         if _trains(scope):
             continue  # leaving the training loop ends training: no graph loses work by it
@@ -196,7 +195,7 @@ def _exit_sites_in(file: str, synced: frozenset[int], _sources: tuple[object, ..
         read = {name: list(lines) for name, lines in outer.get(scope, {}).items()}
         for name, lines in _reads_in(own).items():
             read.setdefault(name, []).extend(lines)
-        loop = isinstance(scope, _LOOPS)
+        loop = isinstance(scope, LOOPS)
         end = scope.end_lineno or scope.lineno
         for s in own:
             if not isinstance(s, ast.If):
@@ -241,7 +240,7 @@ def _outer_reads(tree: ast.Module) -> dict[ast.AST, dict[str, list[int]]]:
             todo += [n for n in ast.iter_child_nodes(stmt) if isinstance(n, ast.stmt)]
         read = _reads_in(statements)
         for stmt in statements:
-            if isinstance(stmt, _LOOPS):
+            if isinstance(stmt, LOOPS):
                 before = {n: [x for x in lines if x < stmt.lineno] for n, lines in read.items()}
                 found[stmt] = {n: lines for n, lines in before.items() if lines}
     return found
