@@ -24,7 +24,11 @@ from xlagraph.diagnose.fixes import fix
 __all__ = ["KINDS", "GuardChange", "explain_guard", "fix_for"]
 
 _ENTRY = re.compile(r"^\s*-?\s*(\d+/\d+):\s*")
-_SOURCE = re.compile(r"\s+#\s*(?P<src>.*?)\s+#\s*(?P<file>\S+):(?P<line>\d+) in (?P<fn>\S+)\s*$")
+# torch 2.9 appends a hint to some failures' code parts: `... in forward (HINT: torch.compile
+# considers integer attributes of the nn.Module to be static...)`
+_SOURCE = re.compile(
+    r"\s+#\s*(?P<src>.*?)\s+#\s*(?P<file>\S+):(?P<line>\d+) in (?P<fn>\S+)(?:\s+\(HINT: (?P<hint>.*)\))?\s*$"
+)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from xlagraph.diagnose.fixes import fix as fix_text
 from xlagraph.diagnose.frames import is_library, source_line, split_location
 from xlagraph.diagnose.guards import explain_guard, fix_for
 from xlagraph.diagnose.recognizers._source import enclosing_function
-from xlagraph.diagnose.recognizers._statements import header_tests, inline_test
+from xlagraph.diagnose.recognizers._statements import counts_loop, header_tests, inline_test
 from xlagraph.diagnose.recognizers.input_shape import rows_kept
 from xlagraph.diagnose.value_origin import origin_of
 from xlagraph.dynamolog import DynamoCompile, DynamoLog, GraphBreak
@@ -141,8 +141,11 @@ def _guards(c: DynamoCompile, files: Sequence[str] = ()) -> tuple[GuardFailure, 
 def _branch_fix(kind: str, source: str, subject: str) -> str:
     """A Python argument the guard's line branches on (`if flag:`, `a if flag else b`) picks code, not a
     constant: passed as a tensor it would be a data-dependent branch (a graph break), so the fix
-    is the branch's, computed on the device. "" for any other guard."""
+    is the branch's, computed on the device. A value the guard's line loops over (`for _ in
+    range(self.rounds):`) is a trip count: the unrolled loop's fix. "" for any other guard."""
     names = {subject.rsplit(".", 1)[-1]}
+    if counts_loop(source, names):  # (a tensor would not do: `range` needs a Python number)
+        return fix_text("conditional_work.trip_count")
     if kind != "python_scalar" or not (header_tests(source, names) or inline_test(source, names)):
         return ""
     return fix_text("conditional_work.host_branch")
@@ -578,7 +581,7 @@ def branch_guard_graphs(
         if guard.kind == "optional_argument":
             test = guard.source[:60] or "a test of the argument"
             what = f"`{test}` at {guard.at} runs other code for None than for a tensor"
-            fix_id = "conditional_work.optional_argument"
+            fix_id, case = "conditional_work.optional_argument", "case"
         elif (
             (guard.source.startswith(("if ", "elif ")) or _tested_inline(guard))
             and not any(r.causes[a.cause].kind is CauseKind.CONDITIONAL_WORK for a in live)
@@ -587,14 +590,17 @@ def branch_guard_graphs(
             # graph that only returns other tensors is told by what the user keeps of them)
             test = guard.source if guard.source.startswith(("if ", "elif ")) else _tested_inline(guard)
             what = f"`{test[:60]}` at {guard.at} picks other code: {guard.phrase}"
-            fix_id = "conditional_work.host_branch"
+            fix_id, case = "conditional_work.host_branch", "case"
+        elif loop := counts_loop(guard.source, _guarded_names(guard)):
+            what = f"`{loop[:60]}` at {guard.at} runs another number of times: {guard.phrase}"
+            fix_id, case = "conditional_work.trip_count", "count"
         else:
             out.append(r)
             continue
         lines = tuple(dict.fromkeys(x for x in (guard.at, guard.origin, event.call_site) if x))
         cause = Cause(
             CauseKind.CONDITIONAL_WORK,
-            f"{what}: torch.compile traced each case, and this graph is the other case's",
+            f"{what}: torch.compile traced each {case}, and this graph is the other {case}'s",
             fix_text(fix_id),
             sources=lines,
         )
@@ -607,11 +613,16 @@ _RETURNED = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
 _NAMED = re.compile(r"`([A-Za-z_][\w.]*)`")
 
 
+def _guarded_names(guard: GuardFailure) -> set[str]:
+    """The names the guard's phrase names (`self.rounds` -> rounds), as a line reads them."""
+    return {n.rsplit(".", 1)[-1] for n in _NAMED.findall(guard.phrase)}
+
+
 def _tested_inline(guard: GuardFailure) -> str:
     """`if <test> else`, where the guard's line picks between two values by testing the guarded
     Python value (`tok = gold if teacher_forcing else pred`): the same branch as an `if` statement,
     one graph per outcome. "" where the line has no such test of a name the guard's phrase names."""
-    return inline_test(guard.source, {n.rsplit(".", 1)[-1] for n in _NAMED.findall(guard.phrase)})
+    return inline_test(guard.source, _guarded_names(guard))
 
 
 def _with_one_cause(

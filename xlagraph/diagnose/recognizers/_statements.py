@@ -188,6 +188,16 @@ def header_tests(source: str, names: set[str]) -> bool:
     return isinstance(stmt, (ast.If, ast.While)) and bool(_named(stmt.test) & names)
 
 
+def counts_loop(source: str, names: set[str]) -> str:
+    """The line is a `for` header whose iterable reads one of `names` (`for _ in range(self.rounds):`,
+    `for block in self.blocks[: depth]:`): the header as the line writes it, up to its colon; "" for
+    any other line. Traced, the loop unrolls: each count is other code, as each outcome of an `if`."""
+    stmt, code = _line(source)
+    if not isinstance(stmt, (ast.For, ast.AsyncFor)) or not _named(stmt.iter) & names:
+        return ""
+    return f"for {ast.get_source_segment(code, stmt.target)} in {ast.get_source_segment(code, stmt.iter)}"
+
+
 def inline_test(source: str, names: set[str]) -> str:
     """`... if <test> else ...`: the first conditional expression of the line whose test reads
     one of `names` (`tok = gold if teacher_forcing else pred`), as the line writes the test; ""
