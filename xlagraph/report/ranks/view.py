@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import replace
 from typing import Any
 
 from xlagraph.diagnose.causes import with_sides
@@ -202,11 +201,13 @@ def _issued_at(
 ) -> tuple[Any, ...]:
     """A collective cause whose ops' metadata cites library code alone (torch_xla's
     `xla_model.py`), cited where the user's code issued the collectives instead: the lines of
-    the live tensors each rank's capture made there (`attribution.issuing_lines`). Ranks hang in
-    collectives: where they are issued is the line to read."""
+    the live tensors each rank's capture made there (`recognizers.collective_site`'s rule, with
+    each rank's own tensors and syncs). Ranks hang in collectives: where they are issued is the
+    line to read."""
     from xlagraph.diagnose.causes import CauseKind
     from xlagraph.diagnose.frames import call_site, is_user_location, reading_sources
-    from xlagraph.report.attribution import issuing_lines
+    from xlagraph.diagnose.recognizers._deciding_loop import issuing_lines
+    from xlagraph.diagnose.recognizers.collective_site import issued_at
     from xlagraph.report.build import source_text_of
 
     out = []
@@ -220,7 +221,7 @@ def _issued_at(
                 syncs = tuple(dict.fromkeys(call_site(s.frames) for s in log.syncs if s.graph_hash == h))
                 with reading_sources(source_text_of(log)):
                     lines = issuing_lines(cause.sources, record.tensors, syncs)
-            cause = replace(cause, sources=(*lines, *cause.sources)) if lines else cause
+            cause = issued_at(cause, lines)
         out.append(cause)
     return tuple(out)
 
