@@ -7,8 +7,8 @@ graph cut anywhere), then the warm-up and every-k-steps patterns that explain wh
 then the patterns of one input or one value; `unknown` then words what nothing explained. Last (`FINAL`),
 over everything found, named and raw alike: `permutation` folds a reordering into the change it
 follows from, `periodic_site` cites the `if ... % k:` line
-that calls a helper, `grouping` makes one cause of what repeats, and `collective_site` cites where
-the user's code issued collectives whose metadata names torch_xla alone.
+that calls a helper, `collective_site` cites where the user's code issued collectives whose
+metadata names torch_xla alone, and `grouping` makes one cause of what repeats.
 
 The contract. A recognizer is one module exporting `RECOGNIZER = Recognizer(name, recognize)`;
 `recognize(evidence, pending)` is pure: it reads the two graphs and the run (`Evidence`) and the
@@ -152,10 +152,10 @@ FINAL: tuple[Recognizer, ...] = (
     # Optimizer work named every-k above, cited where a trainable-set switch is: the switch's.
     trainable_fold.RECOGNIZER,
     config_site.RECOGNIZER,
-    grouping.RECOGNIZER,
-    # Last: a collective cause that still cites library code alone, cited where the user's code
-    # issued its collectives.
+    # A collective cause that still cites library code alone (no config line either), cited where
+    # the user's code issued its collectives.
     collective_site.RECOGNIZER,
+    grouping.RECOGNIZER,
 )
 
 
