@@ -9,17 +9,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from xlagraph.diagnose.evidence import Context
 from xlagraph.diagnose.frames import is_library, location, split_frames
 from xlagraph.diagnose.recognizers._statements import loop_order
 from xlagraph.runlog import LiveTensor
 
-__all__ = ["MAX_CALLERS", "MAX_TENSORS", "deciding_loops", "issuing_lines"]
+__all__ = ["MAX_CALLERS", "MAX_TENSORS", "deciding_loops", "issuing_lines", "sync_lines"]
 
 # At most this many live tensors made on a cited line are followed to their callers, unless more
 # outputs moved; and each tensor's two frames above the line that made it (the report's
 # attribution lists its candidates by the same bounds).
 MAX_TENSORS = 4
 MAX_CALLERS = 3
+
+
+def sync_lines(context: Context) -> tuple[str, ...]:
+    """The user's lines of the two graphs' syncs: the loop around one runs the steps, it orders
+    nothing of a step's."""
+    return tuple(s for s in (context.call_site, context.baseline_call_site) if s)
 
 
 def deciding_loops(

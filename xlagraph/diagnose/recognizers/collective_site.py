@@ -11,7 +11,7 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_user_location
-from xlagraph.diagnose.recognizers._deciding_loop import issuing_lines
+from xlagraph.diagnose.recognizers._deciding_loop import issuing_lines, sync_lines
 
 __all__ = ["RECOGNIZER", "issued_at"]
 
@@ -25,9 +25,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     ctx = evidence.context
     if not ctx.tensors:
         return NOTHING  # a diff of two dumps: no run to read
-    syncs = (ctx.call_site,) if ctx.call_site else ()
     out = tuple(
-        issued_at(c, issuing_lines(c.sources, ctx.tensors, syncs))
+        issued_at(c, issuing_lines(c.sources, ctx.tensors, sync_lines(ctx)))
         if c.kind is CauseKind.COLLECTIVE and not any(map(is_user_location, c.sources))
         else c
         for c in pending

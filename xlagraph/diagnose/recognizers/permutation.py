@@ -25,7 +25,7 @@ from xlagraph.diagnose.frames import is_user_location, location, split_frames, s
 from xlagraph.diagnose.permutation import order_changed
 from xlagraph.diagnose.recognizers._assignments import dict_fills, reorderings
 from xlagraph.diagnose.recognizers._dataflow import upstream
-from xlagraph.diagnose.recognizers._deciding_loop import MAX_CALLERS, MAX_TENSORS, deciding_loops
+from xlagraph.diagnose.recognizers._deciding_loop import MAX_CALLERS, MAX_TENSORS, deciding_loops, sync_lines
 from xlagraph.diagnose.recognizers._source import calls_of_function, def_above, user_lines
 from xlagraph.diagnose.recognizers._user_flow import hook_registrations
 from xlagraph.diagnose.recognizers.term_order import HINT as SUM_TERMS
@@ -300,8 +300,7 @@ def _called_from_loop(evidence: Evidence, cause: Cause) -> Cause:
     the sync) come first. The loop is the one the capture saw call the helper at runtime."""
     if cause.kind is not CauseKind.OUTPUT_PERMUTATION:
         return cause
-    site = evidence.context.call_site
-    order = deciding_loops(_callers_at_runtime(evidence, cause), (site,) if site else ())
+    order = deciding_loops(_callers_at_runtime(evidence, cause), sync_lines(evidence.context))
     if not order:
         return cause
     return replace(cause, sources=tuple(dict.fromkeys((*order, *cause.sources))))
@@ -321,8 +320,7 @@ def _filled_at(evidence: Evidence, cause: Cause) -> Cause:
         reorders = _reordered_in_step(evidence)
     # The loop that updates the tensors one by one decides their order: its header and the lines
     # that build what it iterates, before every other line (none of which is dropped).
-    ctx = evidence.context
-    syncs = tuple(s for s in (ctx.call_site, ctx.baseline_call_site) if s)
+    syncs = sync_lines(evidence.context)
     user = [x for x in cause.sources if is_user_location(x)]
     loops = deciding_loops([user[:3]], syncs)
     if not loops and not reorders:
