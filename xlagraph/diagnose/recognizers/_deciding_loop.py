@@ -1,9 +1,7 @@
-"""Which of the user's loops decides an order (issue 39: one rule, one place). Tensors updated,
-or collectives issued, one per turn of a loop come in the order of what that loop iterates: its
-header and the lines that build or reorder what it iterates decide the order (`loop_order`; never
-the training loop around a sync line). Every cause that cites such a loop asks here, whichever
-lines it starts from: the lines the graph cites, the calls of a cited helper in the source, or
-the frames of the live tensors the capture saw at runtime."""
+"""Which of the user's loops decides an order (issue 39: one rule, one place): tensors updated or
+collectives issued one per turn come in the order of what the loop iterates (`loop_order`). Every
+cause that cites such a loop asks here, from the lines the graph cites, a cited helper's call
+sites or the runtime frames of the live tensors alike."""
 
 from __future__ import annotations
 

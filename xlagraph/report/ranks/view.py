@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from typing import Any
 
 from xlagraph.diagnose.causes import with_sides
@@ -207,7 +208,6 @@ def _issued_at(
     from xlagraph.diagnose.causes import CauseKind
     from xlagraph.diagnose.frames import call_site, is_user_location, reading_sources
     from xlagraph.diagnose.recognizers._deciding_loop import issuing_lines
-    from xlagraph.diagnose.recognizers.collective_site import issued_at
     from xlagraph.report.build import source_text_of
 
     out = []
@@ -221,7 +221,7 @@ def _issued_at(
                 syncs = tuple(dict.fromkeys(call_site(s.frames) for s in log.syncs if s.graph_hash == h))
                 with reading_sources(source_text_of(log)):
                     lines = issuing_lines(cause.sources, record.tensors, syncs)
-            cause = issued_at(cause, lines)
+            cause = replace(cause, sources=(*lines, *cause.sources)) if lines else cause
         out.append(cause)
     return tuple(out)
 
