@@ -102,6 +102,9 @@ def test_the_buckets_reversed_within_one_process_are_one_collective_cause() -> N
         assert (r.variant, r.baseline.variant if r.baseline else None) == ("B", "A")
         assert [c.fix_id for c in r.causes] == ["collective.order"], r.causes
         (cause,) = r.causes
+        # The cause itself carries where the all-reduces are issued (diagnose decides the lines,
+        # the attribution displays them).
+        assert cause.sources[:2] == ("bucket_turns.py:33", "bucket_turns.py:32"), cause.sources
         # Reversed: every one of the four in another place, each paired with its own bucket.
         moved = "4 of 4 in another place (A's all-reduce 1 is B's 4, A's all-reduce 2 is B's 3,"
         assert moved in cause.summary, cause.summary

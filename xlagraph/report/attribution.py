@@ -14,9 +14,9 @@ from pathlib import PurePath
 from xlagraph.capture.shardings import MarkSharding, find_marks
 from xlagraph.diagnose.causes import TWIN_OUTPUT, Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
-from xlagraph.diagnose.frames import is_library, location, source_line, split_frames, split_location
-from xlagraph.diagnose.recognizers._statements import loop_order, python_number
-from xlagraph.diagnose.recognizers.permutation import MAX_CALLERS, MAX_TENSORS
+from xlagraph.diagnose.frames import location, source_line, split_frames, split_location
+from xlagraph.diagnose.recognizers._deciding_loop import MAX_CALLERS, MAX_TENSORS
+from xlagraph.diagnose.recognizers._statements import python_number
 from xlagraph.diff import DiffResult
 from xlagraph.ir import Frame, strip_layout
 from xlagraph.report.holders import replacing_lines, storing_lines
@@ -54,26 +54,6 @@ def _split_lines(lines: Iterable[str], user_names: frozenset[str]) -> tuple[tupl
         if loc not in bucket:
             bucket.append(loc)
     return tuple(user), tuple(library)
-
-
-def issuing_lines(
-    library_lines: Iterable[str], tensors: Iterable[LiveTensor], syncs: tuple[str, ...] = ()
-) -> tuple[str, ...]:
-    """Where the user's code called the library lines a cause's ops come from (a collective's
-    metadata names torch_xla's `xla_model.py` alone), read from the live tensors made there: the
-    line of each such call and its callers, then the loop around the call that decides the order
-    of the calls where one does (`loop_order`; not the training loop of a line of `syncs`)."""
-    wanted = set(library_lines)
-    issued: list[str] = []
-    order: list[str] = []
-    for t in tensors:
-        if not t.frames or location(t.frames[0]) not in wanted:
-            continue
-        users = split_frames(t.frames)[0]
-        if users:
-            issued += [location(f) for f in t.frames[1:MAX_CALLERS] if not is_library(f)]
-            order += loop_order(location(users[0]), syncs)
-    return tuple(dict.fromkeys((*issued, *order)))
 
 
 # -- attribution ---------------------------------------------------------------------------
@@ -283,8 +263,6 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
             if m.line and (ctx.step < 0 or m.step <= ctx.step)
         ]
         lines = tuple(dict.fromkeys((*marked[:2], *lines)))
-    if kind is CauseKind.COLLECTIVE and not lines:  # torch_xla's collective API in the metadata
-        lines = issuing_lines(library_lines, target_tensors, (ctx.site,) if ctx.site else ())
     if not lines and library_lines and ctx.site:
         lines = _calling_lines(library_lines, ctx.site, ctx.read_line)
     if not lines:  # the ops come from library code: the user's line that made the tensor

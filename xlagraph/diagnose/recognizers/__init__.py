@@ -7,7 +7,8 @@ graph cut anywhere), then the warm-up and every-k-steps patterns that explain wh
 then the patterns of one input or one value; `unknown` then words what nothing explained. Last (`FINAL`),
 over everything found, named and raw alike: `permutation` folds a reordering into the change it
 follows from, `periodic_site` cites the `if ... % k:` line
-that calls a helper, and `grouping` makes one cause of what repeats.
+that calls a helper, `collective_site` cites where the user's code issued collectives whose
+metadata names torch_xla alone, and `grouping` makes one cause of what repeats.
 
 The contract. A recognizer is one module exporting `RECOGNIZER = Recognizer(name, recognize)`;
 `recognize(evidence, pending)` is pure: it reads the two graphs and the run (`Evidence`) and the
@@ -20,11 +21,12 @@ differences that are all `input_output_alias` and gives them the donation fix. S
 file per concern: `_causes` (merge, rename), `_source` (the user's code around a line),
 `_periodic` (work done every k steps), `_assignments` (where a value was made), `_dataflow`
 (walks over a graph), `_statements` (the `with` and `for` around a line, from the syntax tree of
-the stored file), `_precision` (where precision is switched), `_clip` (what a global-norm clip
-looks like), `_beside_work` (differences that follow from work one graph does only), `_late_module`
-(a module made mid-run and used once it exists), `_guarded_calls` (the calls of a helper made
-under an `if` where others are not), `_user_flow` (a traced loop's trip count, hooks registered,
-tensors kept in or made from Python lists).
+the stored file), `_deciding_loop` (which user loop decides an order, from whichever lines: one
+rule for every cause that cites such a loop), `_precision` (where precision is switched), `_clip`
+(what a global-norm clip looks like), `_beside_work` (differences that follow from work one
+graph does only), `_late_module` (a module made mid-run and used once it exists), `_guarded_calls`
+(the calls of a helper made under an `if` where others are not), `_user_flow` (a traced loop's
+trip count, hooks registered, tensors kept in or made from Python lists).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from xlagraph.diagnose.recognizers import (
     bridge_sync,
     checkpointing,
     collective_scale,
+    collective_site,
     conditional_work,
     config_site,
     donation,
@@ -149,6 +152,9 @@ FINAL: tuple[Recognizer, ...] = (
     # Optimizer work named every-k above, cited where a trainable-set switch is: the switch's.
     trainable_fold.RECOGNIZER,
     config_site.RECOGNIZER,
+    # A collective cause that still cites library code alone (no config line either), cited where
+    # the user's code issued its collectives.
+    collective_site.RECOGNIZER,
     grouping.RECOGNIZER,
 )
 

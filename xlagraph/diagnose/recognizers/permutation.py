@@ -25,14 +25,14 @@ from xlagraph.diagnose.frames import is_user_location, location, split_frames, s
 from xlagraph.diagnose.permutation import order_changed
 from xlagraph.diagnose.recognizers._assignments import dict_fills, reorderings
 from xlagraph.diagnose.recognizers._dataflow import upstream
+from xlagraph.diagnose.recognizers._deciding_loop import MAX_CALLERS, MAX_TENSORS, deciding_loops, sync_lines
 from xlagraph.diagnose.recognizers._source import calls_of_function, def_above, user_lines
-from xlagraph.diagnose.recognizers._statements import loop_order
 from xlagraph.diagnose.recognizers._user_flow import hook_registrations
 from xlagraph.diagnose.recognizers.term_order import HINT as SUM_TERMS
 from xlagraph.ir import strip_layout
 from xlagraph.source_paths import is_library_path
 
-__all__ = ["MAX_CALLERS", "MAX_TENSORS", "RECOGNIZER", "reordered_only"]
+__all__ = ["RECOGNIZER", "reordered_only"]
 
 _ORDER = (CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION)
 _PLAIN = {
@@ -266,26 +266,18 @@ def _calling_loop(user: list[str], syncs: tuple[str, ...]) -> list[str]:
     its variable over the functions themselves (`for update in (a, b) if flag else (b, a):
     update()`), whose header picks the order. Only a loop reached
     from two or more of those functions, so one helper called from a loop is not taken for it."""
-    reached: dict[str, set[str]] = {}
+    calls: dict[str, list[str]] = {}  # each function's call sites
     for loc in user:
         file, line = split_location(loc)
         function = def_above(file, line) if line else ""
-        if not function:
-            continue
-        for call in calls_of_function(loc, limit=5, through_loops=True):
-            for n in loop_order(call, syncs):
-                reached.setdefault(n, set()).add(f"{file}:{function}")
-    return [n for n, functions in reached.items() if len(functions) >= 2]
+        if function:
+            calls.setdefault(f"{file}:{function}", []).extend(
+                calls_of_function(loc, limit=5, through_loops=True)
+            )
+    return deciding_loops(calls.values(), syncs, reached_by=2)
 
 
-# At most this many live tensors made on a cited line are followed to their callers, unless more
-# outputs moved; and each tensor's two frames above the line that made it (the report's
-# attribution lists its candidates by the same bounds).
-MAX_TENSORS = 4
-MAX_CALLERS = 3
-
-
-def _callers_at_runtime(evidence: Evidence, cause: Cause) -> list[str]:
+def _callers_at_runtime(evidence: Evidence, cause: Cause) -> list[list[str]]:
     """Where the user's code called the cited lines that made the moved outputs, read from the
     live tensors the capture saw before the sync (their frames): of each tensor of a moved shape
     made on a cited line (the most recent first), the two user frames above it."""
@@ -299,7 +291,7 @@ def _callers_at_runtime(evidence: Evidence, cause: Cause) -> list[str]:
     made.sort(key=lambda m: m[0])
     if len(made) >= len(moved):
         made = made[: max(len(moved), MAX_TENSORS)]
-    return [location(f) for _, users in made for f in users[1:MAX_CALLERS]]
+    return [[location(f) for f in users[1:MAX_CALLERS]] for _, users in made]
 
 
 def _called_from_loop(evidence: Evidence, cause: Cause) -> Cause:
@@ -308,8 +300,7 @@ def _called_from_loop(evidence: Evidence, cause: Cause) -> Cause:
     the sync) come first. The loop is the one the capture saw call the helper at runtime."""
     if cause.kind is not CauseKind.OUTPUT_PERMUTATION:
         return cause
-    site = evidence.context.call_site
-    order = [n for c in _callers_at_runtime(evidence, cause) for n in loop_order(c, (site,) if site else ())]
+    order = deciding_loops(_callers_at_runtime(evidence, cause), sync_lines(evidence.context))
     if not order:
         return cause
     return replace(cause, sources=tuple(dict.fromkeys((*order, *cause.sources))))
@@ -329,10 +320,9 @@ def _filled_at(evidence: Evidence, cause: Cause) -> Cause:
         reorders = _reordered_in_step(evidence)
     # The loop that updates the tensors one by one decides their order: its header and the lines
     # that build what it iterates, before every other line (none of which is dropped).
-    ctx = evidence.context
-    syncs = tuple(s for s in (ctx.call_site, ctx.baseline_call_site) if s)
+    syncs = sync_lines(evidence.context)
     user = [x for x in cause.sources if is_user_location(x)]
-    loops = list(dict.fromkeys(n for loc in user[:3] for n in loop_order(loc, syncs)))
+    loops = deciding_loops([user[:3]], syncs)
     if not loops and not reorders:
         loops = _calling_loop(user[:3], syncs)
     # Tensors updated inside forward hooks come out in the order the hooks were registered.

@@ -202,11 +202,12 @@ def _issued_at(
 ) -> tuple[Any, ...]:
     """A collective cause whose ops' metadata cites library code alone (torch_xla's
     `xla_model.py`), cited where the user's code issued the collectives instead: the lines of
-    the live tensors each rank's capture made there (`attribution.issuing_lines`). Ranks hang in
-    collectives: where they are issued is the line to read."""
+    the live tensors each rank's capture made there (`recognizers.collective_site`'s rule, with
+    each rank's own tensors and syncs). Ranks hang in collectives: where they are issued is the
+    line to read."""
     from xlagraph.diagnose.causes import CauseKind
     from xlagraph.diagnose.frames import call_site, is_user_location, reading_sources
-    from xlagraph.report.attribution import issuing_lines
+    from xlagraph.diagnose.recognizers._deciding_loop import issuing_lines
     from xlagraph.report.build import source_text_of
 
     out = []
