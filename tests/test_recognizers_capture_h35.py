@@ -25,3 +25,23 @@ def test_a_smoothing_annealed_to_zero_is_cited_where_it_is_passed_not_at_a_perio
     assert att.kind == "conditional_work"
     assert _script(name, 48) not in att.lines
     assert att.lines[0] in (_script(name, 21), _script(name, 43))
+
+
+def test_a_concatenation_of_another_number_of_pieces_is_the_list_length_not_structure() -> None:
+    """Dynamo's guard `len(crops) == 2` fails at step 6; the graph synced first for the retrace
+    (the labels `repeat(n_crops)`, a concatenation of n copies) differs only in that
+    concatenation's operand count. That is the count changing a size: `parameter_shape`, cited
+    where `n_crops` is computed (was `structure`, at the repeat's line only). Step 7's graphs fold
+    the same concatenation into their batch-size cause instead of a `structure` beside it."""
+    name = "h35_plankton_openxla_multicrop"
+    report = capture_report(CAPTURES / name)
+    first = next(r for r in report.recompiles if r.step == 6)
+    (cause,) = [c for c in first.causes if not c.info]
+    assert str(cause.kind) == "parameter_shape"
+    assert cause.fix_id == "parameter_shape.piece_count"
+    assert "joins 3 piece(s) where it joined 2" in cause.summary
+    assert _script(name, 35) in first.attribution[0].lines
+    later = [r for r in report.recompiles if r.step == 7]
+    assert later
+    for r in later:
+        assert "structure" not in r.kinds, (r.variant, r.kinds)
