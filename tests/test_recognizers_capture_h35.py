@@ -3,6 +3,8 @@ recorded in the corpus README): the cause a user must fix and the line they must
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.conftest import FIXTURES
 from tests.corpus_reports import capture_report
 
@@ -45,3 +47,27 @@ def test_a_concatenation_of_another_number_of_pieces_is_the_list_length_not_stru
     assert later
     for r in later:
         assert "structure" not in r.kinds, (r.variant, r.kinds)
+
+
+def test_a_print_of_computed_values_reports_only_and_one_that_computes_does_not(tmp_path: Path) -> None:
+    """The rule behind the first test, on each shape of statement: printing or logging values
+    the step computed (`.item()`, formatting, the clock) makes no graph work; a print whose
+    argument runs the model, or any other statement, may."""
+    from xlagraph.diagnose.recognizers._periodic import reports_only
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        "def main(model, x, logger):\n"
+        "    for step in range(8):\n"
+        "        loss = model(x).sum()\n"
+        "        if step % 4 == 3:\n"
+        "            print(f'step {step}: loss {loss.item():.4f} {time.time() - t0:.1f}s')\n"
+        "            logger.info('loss %f',\n"
+        "                        float(loss.item()))\n"
+        "            print(model(x).sum().item())\n"
+        "            smooth = 0.0\n"
+    )
+    assert reports_only(f"{script}:5")
+    assert reports_only(f"{script}:7")  # a continuation line of the call
+    assert not reports_only(f"{script}:8")
+    assert not reports_only(f"{script}:9")
