@@ -202,6 +202,13 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "there will be), with zero for the entries not used yet and a mask where the step needs one, "
             "and slice by that fixed size, so every step passes the same shape"
         ),
+        # piece_count.HINT
+        "parameter_shape.piece_count": (
+            "a Python count decides how many pieces a concatenation joins (the length of a list passed "
+            "to torch.cat, t.repeat(n)): each count is a graph of its own; keep the same number from "
+            "the start (pad the list to its largest length and mask the padded pieces out), or bucket "
+            "the counts to a few fixed ones"
+        ),
         # input_shape.RESIZED_WEIGHTS_HINT
         "parameter_shape.resized_weights": (
             "weights changed shape during the run (a vocabulary grown for new tokens, a layer resized): "

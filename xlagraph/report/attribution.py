@@ -210,7 +210,8 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
             else f"input {numbers.get(c.left, '?')}: {c.old} -> {c.new}"
             for c in cause.changes
         ]
-        summary = f"{len(cause.changes)} input(s) changed shape"
+        if cause.changes:  # (a count of pieces changes no input: its own summary says what did)
+            summary = f"{len(cause.changes)} input(s) changed shape"
         if cause.fix_id == "parameter_shape.resized_weights" and not lines:
             # the graph cites only `Module.to`: the user's line that put the new weights there
             lines = _replacing(target_tensors, [c.new for c in cause.changes if c.what != "output"])

@@ -66,6 +66,7 @@ from xlagraph.diagnose.recognizers import (
     pending_init,
     periodic_site,
     permutation,
+    piece_count,
     python_int,
     python_sizes,
     random_skip,
@@ -143,6 +144,8 @@ FINAL: tuple[Recognizer, ...] = (
     hook_keep.RECOGNIZER,
     replaced_input.RECOGNIZER,
     size_echo.RECOGNIZER,
+    # A concatenation of another number of pieces: a count, folded into the size it changes.
+    piece_count.RECOGNIZER,
     permutation.RECOGNIZER,
     # An optimizer's update work, named above, where the user assigns a new optimizer mid-run.
     optimizer_swap.RECOGNIZER,

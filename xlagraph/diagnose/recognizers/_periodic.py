@@ -14,7 +14,9 @@ from xlagraph.diagnose.recognizers._statements import (
     HOST_READS,
     LOOPS,
     SCOPES,
+    call_name,
     enclosing,
+    is_host_read,
     loads,
     reads_on_host,
 )
@@ -26,6 +28,7 @@ __all__ = [
     "periodic_if",
     "periodic_in_loop",
     "reads_tensor",
+    "reports_only",
 ]
 
 
@@ -73,6 +76,40 @@ def enclosing_if(location: str) -> str:
         f"{file}:{s.lineno}" for file, s in _guards(location, _BLOCKS) if "__name__" not in loads(s.test)
     )
     return next(guards, "")
+
+
+# Calls that print or log what is already computed (`logger.info`, `print`), and the host-side
+# helpers their arguments may call (formatting, the wall clock) without making graph work.
+_REPORTS = frozenset({"print", "info", "debug", "warning", "log"})
+_HOST_HELPERS = frozenset({"float", "int", "str", "round", "abs", "len", "format", "time", "perf_counter"})
+
+
+def reports_only(location: str) -> bool:
+    """The statement at `location` prints or logs values the step already computed
+    (`print(f"loss {loss.item():.4f}")`): it reads results and computes no work of the graph,
+    whatever the step does on the other steps. A call inside it on anything but a name
+    (`model(x).sum().item()`) could compute, so it does not count."""
+    file, line = split_location(location)
+    chain = enclosing(file, line) if file and line else []
+    stmt = chain[-1][0] if chain else None
+    if not (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and call_name(stmt.value.func) in _REPORTS
+    ):
+        return False
+    inner = [
+        n for a in (*stmt.value.args, *stmt.value.keywords) for n in ast.walk(a) if isinstance(n, ast.Call)
+    ]
+    return all(
+        call_name(c.func) in _HOST_HELPERS
+        or (
+            is_host_read(c)
+            and isinstance(c.func, ast.Attribute)
+            and isinstance(c.func.value, (ast.Name, ast.Attribute))
+        )
+        for c in inner
+    )
 
 
 _HOST_READ = re.compile(rf"\.({'|'.join(sorted(HOST_READS))})\(\)")

@@ -20,7 +20,12 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.recognizers._causes import renamed
 from xlagraph.diagnose.recognizers._guarded_calls import guarded_calls
-from xlagraph.diagnose.recognizers._periodic import enclosing_if, periodic_caller, periodic_in_loop
+from xlagraph.diagnose.recognizers._periodic import (
+    enclosing_if,
+    periodic_caller,
+    periodic_in_loop,
+    reports_only,
+)
 from xlagraph.diagnose.recognizers._source import source_text, user_files
 
 __all__ = ["RECOGNIZER"]
@@ -52,6 +57,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         user = [loc for loc in c.sources if is_user_location(loc)]
         if not user:
             blocks = periodic_in_loop(evidence.context.call_site)
+            if c.kind is not CauseKind.GRAPH_BREAK:  # a print of a tensor syncs; it makes no work
+                blocks = [b for b in blocks if not reports_only(b)]
             if c.kind in _KEPT:  # a tensor kept alive is stored: appended, assigned, accumulated
                 blocks = [b for b in blocks if _STORES.search(source_text(b))]
             elif c.kind is CauseKind.SHARDING:  # a batch that comes another way on those steps
