@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tests.conftest import FIXTURES
 from tests.corpus_reports import capture_report
-from xlagraph.diagnose.guards import explain_guard
+from xlagraph.diagnose.guards import explain_guard, fix_for
 from xlagraph.diagnose.recognizers._statements import counts_loop
 
 CAPTURES = FIXTURES / "torch_xla" / "corpus" / "captures"
@@ -35,7 +35,7 @@ def test_a_for_header_over_the_guarded_value_is_a_trip_count() -> None:
     assert counts_loop("for block in self.blocks[: depth]:", {"depth"}) == "for block in self.blocks[: depth]"
     assert counts_loop("for _ in range(self.rounds):", {"width"}) == ""
     assert counts_loop("if self.rounds > 2:", {"rounds"}) == ""
-    assert counts_loop("x = [f(i) for i in range(n)]", {"n"}) == ""
+    assert counts_loop("x = [f(i) for i in range(n)]", {"m"}) == ""
 
 
 def test_the_unrolled_loops_graphs_are_one_cause_at_the_loop() -> None:
@@ -53,3 +53,47 @@ def test_the_unrolled_loops_graphs_are_one_cause_at_the_loop() -> None:
     (event,) = [e for e in report.dynamo.events if e.kind == "recompile"]
     assert event.guards[0].at == f"{SCRIPT}:21"
     assert "tracing unrolls it" in event.guards[0].fix
+
+
+def test_a_comprehension_over_the_guarded_list_is_a_trip_count_too() -> None:
+    line = "return sum(nn.functional.mse_loss(h, t) for h, t in zip(heads, targets))"
+    assert counts_loop(line, {"targets"}) == "for h, t in zip(heads, targets)"
+    assert counts_loop("ys = [f(x) for x in xs]", {"n"}) == ""
+
+
+COMPILED = FIXTURES / "torch_xla" / "compiled"
+
+
+def _fixed(capture: str) -> list:
+    return [r for r in capture_report(COMPILED / capture).recompiles if not r.expected and r.dynamo]
+
+
+def test_a_shorter_list_summed_in_a_generator_is_its_loop_not_structure() -> None:
+    """list_length: the compiled loss sums `for h, t in zip(heads, targets)` and a task is left out
+    every third step: dynamo's `len(targets) == 3` fails and the unrolled sum has one term fewer.
+    One cause at the generator's line with the line that made the list and the list's own fix
+    (proved by tests/test_compiled_fixes.py's list_length pair): not `structure` beside a changed
+    constant, a removed input and a removed output."""
+    script = "fixtures/torch_xla/compiled/scenarios/list_length.py"
+    first = _fixed("captures/list_length/capture")[0]
+    (cause,) = [c for c in first.causes if not c.info]
+    assert str(cause.kind) == "conditional_work"
+    assert list(cause.sources[:2]) == [f"{script}:20", f"{script}:31"]
+    assert cause.hint == fix_for("sequence_length")
+    assert "for h, t in zip(heads, targets)" in cause.summary
+
+
+def test_a_value_no_rule_reads_is_said_by_the_guard_in_every_graph_of_its_retrace() -> None:
+    """review_classifier_train: a callback sets the dropout's `p` from 0.3 to 0.0 (:49); dynamo
+    traces the model again. Its forward graph drops the dropout's mask (a region the diff cannot
+    name) and its backward an input: both are that retrace's, said once each by the value dynamo
+    guarded, where the user set it, with the attribute's fix; no `structure` left beside it."""
+    script = "fixtures/torch_xla/compiled/heldout5/review_classifier_train.py"
+    retraced = [r for r in _fixed("heldout5_captures/review_classifier_train/capture") if r.step == 2]
+    assert len(retraced) == 2
+    for r in retraced:
+        (cause,) = [c for c in r.causes if not c.info]
+        assert str(cause.kind) == "conditional_work"
+        assert cause.sources[0] == f"{script}:49"
+        assert "`m.p = 0.0`" in cause.summary
+        assert cause.hint == fix_for("module_attribute")

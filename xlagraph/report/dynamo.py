@@ -144,8 +144,8 @@ def _branch_fix(kind: str, source: str, subject: str) -> str:
     is the branch's, computed on the device. A value the guard's line loops over (`for _ in
     range(self.rounds):`) is a trip count: the unrolled loop's fix. "" for any other guard."""
     names = {subject.rsplit(".", 1)[-1]}
-    if counts_loop(source, names):  # (a tensor would not do: `range` needs a Python number)
-        return fix_text("conditional_work.trip_count")
+    if kind != "sequence_length" and counts_loop(source, names):  # (a tensor would not do: `range`
+        return fix_text("conditional_work.trip_count")  # needs a number; a list has its own fix)
     if kind != "python_scalar" or not (header_tests(source, names) or inline_test(source, names)):
         return ""
     return fix_text("conditional_work.host_branch")
@@ -568,16 +568,31 @@ def branch_guard_graphs(
     None-ness, `if mask is not None:`; a flag, `if self.use_refiner:`): what differs (the mask's
     multiply, a layer's weights and results, the tensors the backward keeps) is the code that
     `if` picks, so it is one cause there, not tensors kept alive beside a region nobody named.
-    Only where every live cause cites the guard's line."""
+    The same for a loop over the value (its trip count), and for any other value where the diff
+    found a region it cannot name. Only where every live cause cites the guard's line."""
     by_id = {e.compile_id: e for e in section.events if e.kind == "recompile" and e.guards and not e.expected}
+
+    def cited(r: Recompile) -> tuple[DynamoEvent | None, list[Attribution]]:
+        """The retrace's event and `r`'s live causes, where each of them cites its guard's line."""
+        event = by_id.get(r.dynamo)
+        at = event.guards[0].at if event else ""
+        live = [a for a in r.attribution if not r.causes[a.cause].info]
+        return (event, live) if at and live and all(at in a.lines for a in live) else (None, [])
+
+    # Retraces one of whose graphs differs in a region the diff cannot name: said by the value
+    # dynamo traced again for, in each graph of the retrace (the forward and its backward alike).
+    unnamed = {
+        r.dynamo
+        for r in recompiles
+        if any(r.causes[a.cause].kind is CauseKind.STRUCTURE for a in cited(r)[1])
+    }
     out = []
     for r in recompiles:
-        event = by_id.get(r.dynamo)
-        guard = event.guards[0] if event else None
-        live = [a for a in r.attribution if not r.causes[a.cause].info]
-        if guard is None or not guard.at or not live or any(guard.at not in a.lines for a in live):
+        event, live = cited(r)
+        if event is None:
             out.append(r)
             continue
+        guard = event.guards[0]
         if guard.kind == "optional_argument":
             test = guard.source[:60] or "a test of the argument"
             what = f"`{test}` at {guard.at} runs other code for None than for a tensor"
@@ -593,15 +608,24 @@ def branch_guard_graphs(
             fix_id, case = "conditional_work.host_branch", "case"
         elif loop := counts_loop(guard.source, _guarded_names(guard)):
             what = f"`{loop[:60]}` at {guard.at} runs another number of times: {guard.phrase}"
-            fix_id, case = "conditional_work.trip_count", "count"
+            fix_id, case = "", "count"  # the guard's: the unrolled loop's, or a list's own
+        elif r.dynamo in unnamed:
+            # No rule tells how the value shapes the code (a dropout's p reaching 0.0 drops its
+            # mask), but dynamo says which value it traced again for, and every difference cites
+            # the line that reads it: the retrace's, not a region nobody named beside it.
+            made = f", set at {guard.origin} (`{guard.origin_source[:60]}`)" if guard.origin else ""
+            what = f"{guard.phrase}{made}, read at {guard.at}"
+            fix_id, case = "", "value"
         else:
             out.append(r)
             continue
-        lines = tuple(dict.fromkeys(x for x in (guard.at, guard.origin, event.call_site) if x))
+        # An `if` or a loop decides at its line; a value no rule reads is the user's where it is set.
+        first = (guard.origin, guard.at) if case == "value" else (guard.at, guard.origin)
+        lines = tuple(dict.fromkeys(x for x in (*first, event.call_site) if x))
         cause = Cause(
             CauseKind.CONDITIONAL_WORK,
             f"{what}: torch.compile traced each {case}, and this graph is the other {case}'s",
-            fix_text(fix_id),
+            fix_text(fix_id) if fix_id else guard.fix,
             sources=lines,
         )
         causes = (cause, *(c for c in r.causes if c.info))

@@ -189,13 +189,22 @@ def header_tests(source: str, names: set[str]) -> bool:
 
 
 def counts_loop(source: str, names: set[str]) -> str:
-    """The line is a `for` header whose iterable reads one of `names` (`for _ in range(self.rounds):`,
-    `for block in self.blocks[: depth]:`): the header as the line writes it, up to its colon; "" for
-    any other line. Traced, the loop unrolls: each count is other code, as each outcome of an `if`."""
+    """The line loops over one of `names`: a `for` header whose iterable reads it (`for _ in
+    range(self.rounds):`, `for block in self.blocks[: depth]:`) or a comprehension's `for` (`sum(f(h, t)
+    for h, t in zip(heads, targets))`): that `for` as the line writes it; "" for any other line.
+    Traced, the loop unrolls: each count is other code, as each outcome of an `if`."""
     stmt, code = _line(source)
-    if not isinstance(stmt, (ast.For, ast.AsyncFor)) or not _named(stmt.iter) & names:
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        loops: list[ast.For | ast.AsyncFor | ast.comprehension] = [stmt]
+    else:
+        loops = sorted(
+            (n for n in ast.walk(stmt) if isinstance(n, ast.comprehension)) if stmt else (),
+            key=lambda n: n.target.col_offset,
+        )
+    found = next((n for n in loops if _named(n.iter) & names), None)
+    if found is None:
         return ""
-    return f"for {ast.get_source_segment(code, stmt.target)} in {ast.get_source_segment(code, stmt.iter)}"
+    return f"for {ast.get_source_segment(code, found.target)} in {ast.get_source_segment(code, found.iter)}"
 
 
 def inline_test(source: str, names: set[str]) -> str:
