@@ -85,6 +85,11 @@ def _summary(lines: list[str], parent: int) -> list[str]:
     for wall, cpu, _, what in by_pid.get(parent, []):
         if what.startswith(("preload", "workers")):
             out.append(f"parent: {what} at {wall:.2f} s wall, {cpu:.2f} CPU-s")
+    # The cores left idle: what a run with every core busy from start to end would have spent
+    # (under load, other processes' time counts as idle here too).
+    cores = len(os.sched_getaffinity(0))
+    end, cpu = max(e[-1][0] for e in by_pid.values()), sum(e[-1][1] for e in by_pid.values())
+    out.append(f"idle: {cores} cores x {end:.2f} s - {cpu:.2f} CPU-s = {cores * end - cpu:.2f} core-s")
     out.append("(a recompile's CPU includes the graphs it reads; CPU of a worker counts from its fork)")
     return out
 
@@ -114,7 +119,10 @@ def main() -> None:
     with tempfile.NamedTemporaryFile("r", suffix=".timeline", delete=False) as f:
         _LOG = f.name
     _instrument()
+    from cli import _common
     from cli.main import main as run_cli
+
+    _common.ONE_COMMAND_PROCESS = True  # as `entry()` marks the installed command's process
 
     sys.argv = ["xlagraph", "report", args.source]
     _stamp("start")

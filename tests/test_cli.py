@@ -638,3 +638,24 @@ def test_a_diff_stops_the_collector_only_in_a_process_of_its_own(monkeypatch: py
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "collector False" in done.stderr, done.stderr
+
+
+def test_a_report_stops_the_collector_only_in_a_process_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`xlagraph report`, like `diff`: without the cyclic collector in the installed command's
+    process (its pause over the recompiles ended in a rescan of every graph read), untouched
+    inside another program; the report is the same either way."""
+    import gc
+
+    from xlagraph.cli import _common
+
+    dump = "fixtures/torch_xla/kept_alive/save_hlo.txt"
+    assert gc.isenabled()
+    with_collector = run("report", dump)
+    assert with_collector.exit_code == 0 and gc.isenabled()
+    monkeypatch.setattr(_common, "ONE_COMMAND_PROCESS", True)
+    try:
+        without = run("report", dump)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert without.exit_code == 0 and without.stdout == with_collector.stdout
