@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, with_one_cause
 from xlagraph.diagnose.fixes import fix as fix_text
 from xlagraph.diagnose.frames import is_library, source_line, split_location
 from xlagraph.diagnose.guards import explain_guard, fix_for
@@ -32,7 +33,6 @@ from xlagraph.report.model import (
     DynamoEvent,
     DynamoSection,
     GraphBreakEntry,
-    GuardFailure,
     RankingEntry,
     Recompile,
     TimelineEntry,
@@ -466,7 +466,7 @@ def mode_graphs(recompiles: Sequence[Recompile], section: DynamoSection) -> tupl
             info=True,
             sources=lines,
         )
-        out.append(_with_one_cause(r, (cause,), lines, lines))
+        out.append(with_one_cause(r, (cause,), lines, lines))
     return tuple(out)
 
 
@@ -557,7 +557,7 @@ def warm_up_cuts(
             fix_text("state_init.bridge_sync"),
             info=True,
         )
-        out.append(_with_one_cause(r, (cause,), (), r.lines))
+        out.append(with_one_cause(r, (cause,), (), r.lines))
     return tuple(out)
 
 
@@ -629,7 +629,7 @@ def branch_guard_graphs(
             sources=lines,
         )
         causes = (cause, *(c for c in r.causes if c.info))
-        out.append(_with_one_cause(r, causes, lines, tuple(dict.fromkeys(lines + r.lines))))
+        out.append(with_one_cause(r, causes, lines, tuple(dict.fromkeys(lines + r.lines))))
     return tuple(out)
 
 
@@ -647,19 +647,3 @@ def _tested_inline(guard: GuardFailure) -> str:
     Python value (`tok = gold if teacher_forcing else pred`): the same branch as an `if` statement,
     one graph per outcome. "" where the line has no such test of a name the guard's phrase names."""
     return inline_test(guard.source, _guarded_names(guard))
-
-
-def _with_one_cause(
-    r: Recompile, causes: tuple[Cause, ...], lines: tuple[str, ...], all_lines: tuple[str, ...]
-) -> Recompile:
-    """`r` told by one cause (`causes[0]`, which the attribution cites at `lines`; any info causes
-    after it) in place of the causes its diff named, which stay readable as a note: "against graph
-    B: kinds", so the reader can still see what differed."""
-    note = f"against graph {r.baseline.variant}: {', '.join(r.kinds)}" if r.baseline else ""
-    return replace(
-        r,
-        causes=causes,
-        attribution=(Attribution(0, str(causes[0].kind), causes[0].summary, lines=lines),),
-        lines=all_lines,
-        note="; ".join(x for x in (r.note, note) if x),
-    )

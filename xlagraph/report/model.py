@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xlagraph.diagnose.causes import Cause
+from xlagraph.diagnose.dynamo_join.retrace import GuardFailure
 from xlagraph.diagnose.recompile import Attribution, Baseline, Recompile, TensorRef
 
 __all__ = [
@@ -98,23 +99,6 @@ class RankingEntry:
     seconds: float
     variants: tuple[str, ...]
     expected: bool = False  # every recompile counted here is expected (warm-up): ranked last
-
-
-@dataclass(frozen=True)
-class GuardFailure:
-    """One of dynamo's guard failures in the user's words (`diagnose/guards.py`): `phrase` says it,
-    `text` is dynamo's own, `at` the user's line that read the value (where dynamo names it),
-    `origin` the line that computed it (`diagnose/value_origin.py`)."""
-
-    kind: str
-    phrase: str
-    text: str
-    at: str = ""
-    source: str = ""
-    entry: str = ""
-    fix: str = ""
-    origin: str = ""  # the user's line that computed the value (before the call), where found
-    origin_source: str = ""  # its code
 
 
 @dataclass(frozen=True)
