@@ -18,13 +18,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
-from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, with_one_cause
+from xlagraph.diagnose.dynamo_join.guard_lines import cite_guards
+from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, Retrace, with_one_cause
 from xlagraph.diagnose.fixes import fix as fix_text
 from xlagraph.diagnose.frames import is_library, source_line, split_location
 from xlagraph.diagnose.guards import explain_guard, fix_for
-from xlagraph.diagnose.recognizers._source import enclosing_function
 from xlagraph.diagnose.recognizers._statements import counts_loop, header_tests, inline_test
-from xlagraph.diagnose.recognizers.input_shape import rows_kept
 from xlagraph.diagnose.value_origin import origin_of
 from xlagraph.dynamolog import DynamoCompile, DynamoLog, GraphBreak
 from xlagraph.ir import Frame
@@ -40,7 +39,7 @@ from xlagraph.report.model import (
 )
 from xlagraph.runlog import Sync
 
-__all__ = ["cite_backward", "cite_guards", "dynamo_section", "join_branch_graphs", "user_function"]
+__all__ = ["break_fix", "dynamo_section", "joined", "user_function"]
 
 _MODES = frozenset({"train_eval", "grad_mode"})  # one graph per mode: expected once each
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
@@ -239,69 +238,20 @@ def dynamo_section(
     )
 
 
-def cite_guards(recompiles: Sequence[Recompile], section: DynamoSection) -> tuple[Recompile, ...]:
-    """Cite the failed guard's lines at the causes of the graphs its retrace compiled.
-
-    torch.compile's bridge runs the traced graph from library frames, so the instructions of such a
-    graph name no user line; in the user's terms the graph differs because dynamo retraced the frame:
-    where the guarded value is set and where the frame reads it. Causes with user lines of their own
-    keep them."""
-    by_id = {e.compile_id: e for e in section.events if e.kind == "recompile" and e.guards and not e.expected}
-    out = []
-    for r in recompiles:
-        event = by_id.get(r.dynamo)
-        guard = event.guards[0] if event else None
-        cite = tuple(dict.fromkeys(x for x in (guard.origin, guard.at) if x)) if guard else ()
-        bare = [a for a in r.attribution if not a.lines and not r.causes[a.cause].info] if cite else []
-        if not bare:
-            out.append(_origin_first(r, guard) if guard else r)
-            continue
-        attribution = tuple(replace(a, lines=cite) if a in bare else a for a in r.attribution)
-        # where the guarded tensor was made says which batch change it is (rows kept by a mask)
-        cited = {a.cause for a in bare}
-        causes = tuple(rows_kept(c, cite) if i in cited else c for i, c in enumerate(r.causes))
-        out.append(
-            replace(r, causes=causes, attribution=attribution, lines=tuple(dict.fromkeys(cite + r.lines)))
-        )
-    return tuple(out)
-
-
-# A guard on a tensor's size explains a change of a graph input's shape.
-_SIZED = {
-    "tensor_size": frozenset({CauseKind.PARAMETER_SHAPE, CauseKind.DYNAMIC_SHAPE}),
-    "tensor_rank": frozenset({CauseKind.PARAMETER_SHAPE, CauseKind.DYNAMIC_SHAPE}),
-}
-
-
-def _origin_first(r: Recompile, guard: GuardFailure) -> Recompile:
-    """A graph of the retrace whose shape cause cites lines of its own (the loss that reads the
-    batch, a transfer): the size changed where the guarded value was made (`ids, target =
-    self.batch_at(i, length)`), the line a user must change; the lines that use it come second."""
-    kinds = _SIZED.get(guard.kind, frozenset())
-    if not guard.origin or not kinds:
-        return r
-    changed = [
-        a
-        for a in r.attribution
-        if a.lines
-        and guard.origin not in a.lines
-        and all(_same_function(x, guard.origin) for x in a.lines)
-        and r.causes[a.cause].kind in kinds
-        and not r.causes[a.cause].info
-    ]
-    if not changed:
-        return r
-    attribution = tuple(
-        replace(a, lines=(guard.origin, *a.lines)) if a in changed else a for a in r.attribution
-    )
-    return replace(r, attribution=attribution, lines=tuple(dict.fromkeys((guard.origin, *r.lines))))
-
-
-def _same_function(line: str, origin: str) -> bool:
-    """`line` is a use beside the origin (the loss in the same loop), not the statement inside a
-    helper the origin calls that decides the size itself (`longest = max(...)` in `tokenize`)."""
-    (file, n), (ofile, on) = split_location(line), split_location(origin)
-    return file == ofile and enclosing_function(file, n) == enclosing_function(ofile, on)
+def joined(
+    recompiles: Sequence[Recompile], section: DynamoSection, timeline: Sequence[TimelineEntry]
+) -> tuple[Recompile, ...]:
+    """The recompiles joined to torch.compile's half: each graph said with the compile that made it."""
+    made = {v: e.compile_id for e in section.events for v in e.variants}
+    retraces = {
+        e.compile_id: Retrace(e.guards[0], e.function, e.call_site, e.expected)
+        for e in section.events
+        if e.kind == "recompile" and e.guards
+    }
+    explained = cite_guards([replace(r, dynamo=made.get(r.variant, "")) for r in recompiles], retraces)
+    explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, section)), section)
+    explained = branch_guard_graphs(explained, section)
+    return warm_up_cuts(join_branch_graphs(explained), timeline)
 
 
 def join_branch_graphs(recompiles: Sequence[Recompile]) -> tuple[Recompile, ...]:
