@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.dynamo_join.guard_lines import cite_guards
+from xlagraph.diagnose.dynamo_join.modes import mode_graphs
 from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, Retrace, with_one_cause
 from xlagraph.diagnose.fixes import fix as fix_text
 from xlagraph.diagnose.frames import is_library, source_line, split_location
@@ -249,7 +250,7 @@ def joined(
         if e.kind == "recompile" and e.guards
     }
     explained = cite_guards([replace(r, dynamo=made.get(r.variant, "")) for r in recompiles], retraces)
-    explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, section)), section)
+    explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, retraces)), section)
     explained = branch_guard_graphs(explained, section)
     return warm_up_cuts(join_branch_graphs(explained), timeline)
 
@@ -392,32 +393,6 @@ _CARRIED = frozenset({str(CauseKind.CONSTANT_VALUE), str(CauseKind.PARAMETER_SHA
 
 def _autograd(f: Frame) -> bool:
     return f.file.startswith("torch/autograd/") or "/_aot_autograd/" in f.file
-
-
-def mode_graphs(recompiles: Sequence[Recompile], section: DynamoSection) -> tuple[Recompile, ...]:
-    """The XLA graphs of an expected torch.compile recompile (the first compile of another mode: a
-    scoring pass under no_grad, eval()) are that mode's code, compiled once and reused: what differs
-    from the other mode's graph (no backward, no updates, other sizes) is what the mode computes,
-    not a cause to fix. Said once, as dynamo's half says it."""
-    modes = {e.compile_id: e for e in section.events if e.kind == "recompile" and e.expected}
-    out = []
-    for r in recompiles:
-        event = modes.get(r.dynamo)
-        if event is None or not r.causes or r.expected:
-            out.append(r)
-            continue
-        phrase = event.guards[0].phrase if event.guards else "another mode"
-        lines = tuple(dict.fromkeys(x for x in (event.call_site, r.call_site) if x))
-        cause = Cause(
-            CauseKind.CONDITIONAL_WORK,
-            f"the graph of another mode of `{event.function}`: torch.compile traced it again "
-            f"({phrase}), and this is what that mode computes; each mode is compiled once and reused",
-            fix_text("own_graph"),
-            info=True,
-            sources=lines,
-        )
-        out.append(with_one_cause(r, (cause,), lines, lines))
-    return tuple(out)
 
 
 def _first_of_mode(c: DynamoCompile, compiles: Sequence[DynamoCompile]) -> bool:
