@@ -18,9 +18,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.dynamo_join.backward import cite_backward
 from xlagraph.diagnose.dynamo_join.guard_lines import cite_guards
 from xlagraph.diagnose.dynamo_join.modes import mode_graphs
 from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, Retrace, with_one_cause
+from xlagraph.diagnose.dynamo_join.retraced_outputs import fold_retraced_outputs
 from xlagraph.diagnose.fixes import fix as fix_text
 from xlagraph.diagnose.frames import is_library, source_line, split_location
 from xlagraph.diagnose.guards import explain_guard, fix_for
@@ -250,7 +252,7 @@ def joined(
         if e.kind == "recompile" and e.guards
     }
     explained = cite_guards([replace(r, dynamo=made.get(r.variant, "")) for r in recompiles], retraces)
-    explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, retraces)), section)
+    explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, retraces)), retraces)
     explained = branch_guard_graphs(explained, section)
     return warm_up_cuts(join_branch_graphs(explained), timeline)
 
@@ -283,116 +285,6 @@ def join_branch_graphs(recompiles: Sequence[Recompile]) -> tuple[Recompile, ...]
         attribution = (Attribution(0, str(cause.kind), cause.summary, lines=cause.sources),)
         out.append(replace(r, causes=(cause,), attribution=attribution, lines=cause.sources))
     return tuple(out)
-
-
-def cite_backward(recompiles: Sequence[Recompile]) -> tuple[Recompile, ...]:
-    """Cite the user's lines at a change of a graph synced with no user frame at all.
-
-    torch.compile's bridge syncs the pending work a compiled backward needs from inside autograd's
-    engine: the loss's backward, lazy ops that autograd records without a source line, run from no
-    user frame. A Python scalar baked into them (eps -> 0.0) is baked into the forward's graph of
-    the same step too, whose instructions carry the user's lines: the same change, so the same
-    lines. Only for a change a value entering the step makes alike in both (`_CARRIED`), with no
-    line of its own, and a same-step graph with that cause kind that cites lines."""
-    out = []
-    for r in recompiles:
-        bare = [a for a in r.attribution if not a.lines and not r.causes[a.cause].info and a.kind in _CARRIED]
-        if r.frames or not bare or not any(_autograd(f) for f in r.library_frames):
-            out.append(r)
-            continue
-        lines: dict[str, tuple[str, ...]] = {}
-        graphs: dict[str, tuple[str, ...]] = {}
-        for other in recompiles:
-            if other is r or other.step != r.step:
-                continue
-            for a in other.attribution:
-                if a.lines and not other.causes[a.cause].info and a.kind in _CARRIED:
-                    lines[a.kind] = tuple(dict.fromkeys(lines.get(a.kind, ()) + a.lines))
-                    graphs[a.kind] = tuple(dict.fromkeys((*graphs.get(a.kind, ()), other.variant)))
-        cited = {id(a): a.kind for a in bare if a.kind in lines}
-        if not cited:
-            out.append(r)
-            continue
-        attribution = tuple(
-            replace(a, lines=lines[cited[id(a)]]) if id(a) in cited else a for a in r.attribution
-        )
-        found = tuple(x for a in attribution for x in a.lines)
-        kinds = dict.fromkeys(cited.values())
-        said = "; ".join(f"{k} at the lines of graph {', '.join(graphs[k])}" for k in kinds)
-        note = (
-            f"synced from no user frame (autograd's backward, which records no source line): {said}, "
-            f"the same change in the same step"
-        )
-        out.append(
-            replace(
-                r,
-                attribution=attribution,
-                lines=tuple(dict.fromkeys(found + r.lines)),
-                note=f"{r.note}; {note}" if r.note else note,
-            )
-        )
-    return tuple(out)
-
-
-def fold_retraced_outputs(recompiles: Sequence[Recompile], section: DynamoSection) -> tuple[Recompile, ...]:
-    """An output added or removed in an XLA graph that dynamo's retrace for a changed flag compiled
-    (the bridge's forward and backward), where a graph of the same retrace's step names the flag's
-    trained parameters (`trainable`: the lazy update lost or gained theirs): the backward returns
-    those parameters' gradients or not, the same change. Not a tensor kept alive: that graph's
-    cause, fix and lines, said once for both."""
-    retraced = {e.compile_id for e in section.events if e.kind == "recompile" and e.guards and not e.expected}
-    out = []
-    for r in recompiles:
-        bare = [a for a in r.attribution if a.kind in _OUTPUT_KINDS and _kept_alive(r.causes[a.cause])]
-        named = [
-            (other, other.causes[a.cause], a)
-            for other in recompiles
-            if r.dynamo in retraced and other is not r and other.step == r.step and other.dynamo == r.dynamo
-            for a in other.attribution
-            if other.causes[a.cause].fix_id.startswith("trainable.") and not other.causes[a.cause].info
-        ]
-        if not bare or not named:
-            out.append(r)
-            continue
-        other, cause, by = named[0]
-        causes = list(r.causes)
-        attribution = []
-        for a in r.attribution:
-            if a not in bare:
-                attribution.append(a)
-                continue
-            old = r.causes[a.cause]
-            summary = (
-                f"the graph torch.compile traced again for the flag: its backward returns the gradients "
-                f"of the parameters graph {other.variant} no longer (or now) updates: {old.summary}"
-            )
-            causes[a.cause] = replace(old, kind=cause.kind, summary=summary, hint=cause.hint)
-            attribution.append(replace(a, kind=by.kind, summary=summary, lines=by.lines))
-        out.append(
-            replace(
-                r,
-                causes=tuple(causes),
-                attribution=tuple(attribution),
-                lines=tuple(dict.fromkeys(by.lines + r.lines)),
-            )
-        )
-    return tuple(out)
-
-
-_OUTPUT_KINDS = frozenset({str(CauseKind.OUTPUT_ADDED), str(CauseKind.OUTPUT_REMOVED)})
-
-
-def _kept_alive(c: Cause) -> bool:
-    return c.fix_id in _OUTPUT_KINDS and not c.info
-
-
-# What a value entering the step changes alike in its forward's graph and its backward's: a baked
-# scalar, a size, an element type (an output added or dropped is each graph's own).
-_CARRIED = frozenset({str(CauseKind.CONSTANT_VALUE), str(CauseKind.PARAMETER_SHAPE), str(CauseKind.DTYPE)})
-
-
-def _autograd(f: Frame) -> bool:
-    return f.file.startswith("torch/autograd/") or "/_aot_autograd/" in f.file
 
 
 def _first_of_mode(c: DynamoCompile, compiles: Sequence[DynamoCompile]) -> bool:
