@@ -17,21 +17,15 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 
-from xlagraph.diagnose.causes import Cause, CauseKind
-from xlagraph.diagnose.dynamo_join.backward import cite_backward
-from xlagraph.diagnose.dynamo_join.branch_guards import branch_guard_graphs, guard_fix
-from xlagraph.diagnose.dynamo_join.guard_lines import cite_guards
-from xlagraph.diagnose.dynamo_join.modes import mode_graphs
-from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, Retrace, with_one_cause
-from xlagraph.diagnose.dynamo_join.retraced_outputs import fold_retraced_outputs
-from xlagraph.diagnose.fixes import fix as fix_text
+from xlagraph.diagnose.dynamo_join import join
+from xlagraph.diagnose.dynamo_join.branch_guards import guard_fix
+from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, Retrace
 from xlagraph.diagnose.frames import is_library, source_line, split_location
 from xlagraph.diagnose.guards import explain_guard, fix_for
 from xlagraph.diagnose.value_origin import origin_of
 from xlagraph.dynamolog import DynamoCompile, DynamoLog, GraphBreak
 from xlagraph.ir import Frame
 from xlagraph.report.model import (
-    Attribution,
     DynamoEvent,
     DynamoSection,
     GraphBreakEntry,
@@ -238,40 +232,10 @@ def joined(
         for e in section.events
         if e.kind == "recompile" and e.guards
     }
-    explained = cite_guards([replace(r, dynamo=made.get(r.variant, "")) for r in recompiles], retraces)
-    explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, retraces)), retraces)
-    explained = branch_guard_graphs(explained, retraces)
-    return warm_up_cuts(join_branch_graphs(explained), timeline)
-
-
-def join_branch_graphs(recompiles: Sequence[Recompile]) -> tuple[Recompile, ...]:
-    """A graph torch.compile's bridge first compiles mid-run from no user frame (its code after a
-    graph break, traced again for the other side of a host read: `if loss.item() > limit:`) on a
-    step whose own graphs change under that read is the same branch's work, not a program that
-    runs at a point of its own: it takes the cause named at the `if` (issue 37)."""
-    # The first host branch named on each step after the first, looked up once for all graphs.
-    branches: dict[int, Cause] = {}
-    for o in recompiles:
-        for c in o.causes:
-            if o.step > 0 and c.fix_id == "conditional_work.host_branch" and not c.info:
-                branches.setdefault(o.step, c)
-    out = []
-    for r in recompiles:
-        own = len(r.causes) == 1 and r.causes[0].fix_id == "own_graph"
-        branch = branches.get(r.step)
-        if r.frames or r.trigger != "dynamo" or not own or branch is None:
-            out.append(r)
-            continue
-        cause = replace(
-            branch,
-            summary=(
-                f"torch.compile's bridge compiled this graph for its code after the graph break when "
-                f"the branch flipped: {branch.summary}"
-            ),
-        )
-        attribution = (Attribution(0, str(cause.kind), cause.summary, lines=cause.sources),)
-        out.append(replace(r, causes=(cause,), attribution=attribution, lines=cause.sources))
-    return tuple(out)
+    phases: dict[str, set[str]] = defaultdict(set)
+    for t in timeline:
+        phases[t.variant].add(t.phase)
+    return join([replace(r, dynamo=made.get(r.variant, "")) for r in recompiles], retraces, phases)
 
 
 def _first_of_mode(c: DynamoCompile, compiles: Sequence[DynamoCompile]) -> bool:
@@ -327,39 +291,3 @@ def _ranking(events: Sequence[DynamoEvent]) -> tuple[RankingEntry, ...]:
         RankingEntry(key=k, compiles=count[k], seconds=round(seconds[k], 6), variants=tuple(letters[k]))
         for k in sorted(seconds, key=lambda k: (-seconds[k], k))
     )
-
-
-def warm_up_cuts(
-    recompiles: Sequence[Recompile], timeline: Sequence[TimelineEntry]
-) -> tuple[Recompile, ...]:
-    """A graph cut by an implicit sync from no frame at all (neither the user's nor a library's),
-    run only on torch.compile's warm-up steps and never in the steady state: the bridge flushing
-    work pending around its first runs, compiled once and never replayed. Only a cut is named
-    there (`graph_break`): no step of the steady state pays for it, so it is warm-up, expected."""
-    phases: dict[str, set[str]] = defaultdict(set)
-    for t in timeline:
-        phases[t.variant].add(t.phase)
-    out = []
-    for r in recompiles:
-        live = [c for c in r.causes if not c.info]
-        if (
-            r.frames
-            or r.library_frames
-            or r.trigger != "implicit"
-            or phases.get(r.variant) != {"warm-up"}
-            or "steady" not in {p for v in phases.values() for p in v}
-            or not live
-            or any(c.kind is not CauseKind.GRAPH_BREAK for c in live)
-        ):
-            out.append(r)
-            continue
-        cause = Cause(
-            CauseKind.STATE_INIT,
-            "torch.compile's warm-up: an implicit sync from no frame of the run cut a graph on its warm-up "
-            "steps only (the openxla bridge flushing work pending around its first runs); no step of the "
-            "steady state is cut there, so it compiled once and is not replayed",
-            fix_text("state_init.bridge_sync"),
-            info=True,
-        )
-        out.append(with_one_cause(r, (cause,), (), r.lines))
-    return tuple(out)
