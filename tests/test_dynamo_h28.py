@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import FIXTURES
 from tests.corpus_reports import capture_report
-from xlagraph.diagnose.dynamo_join.branch_guards import _tested_inline
+from xlagraph.diagnose.dynamo_join.branches import _tested_inline
 from xlagraph.report.model import GuardFailure, Recompile
 
 CAPTURES = FIXTURES / "torch_xla" / "corpus" / "captures"

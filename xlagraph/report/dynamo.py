@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from xlagraph.diagnose.dynamo_join import join
-from xlagraph.diagnose.dynamo_join.branch_guards import guard_fix
+from xlagraph.diagnose.dynamo_join.branches import branch_fix
 from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, Retrace
 from xlagraph.diagnose.frames import is_library, source_line, split_location
 from xlagraph.diagnose.guards import explain_guard, fix_for
@@ -126,7 +126,7 @@ def _guards(c: DynamoCompile, files: Sequence[str] = ()) -> tuple[GuardFailure, 
                 at=f"{g.file}:{g.line}" if g.line else "",
                 source=g.source,
                 entry=g.entry,
-                fix=guard_fix(g.kind, g.source, g.subject),
+                fix=branch_fix(g.kind, g.source, g.subject) or fix_for(g.kind),
                 origin=origin,
                 origin_source=source_line(*split_location(origin)).strip() if origin else "",
             )

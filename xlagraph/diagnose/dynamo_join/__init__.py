@@ -1,19 +1,19 @@
 """torch.compile's half joined to the XLA graphs: the rules that rewrite a recompile's causes
-(kind, lines, fix) from what dynamo says of the retrace that compiled its graph. One rule a file,
-over immutable inputs (`Recompile`, `Retrace`); `report/dynamo.py` builds those and calls `join`."""
+(kind, lines, fix) from what dynamo says of the retrace that compiled its graph, in files by what
+they decide, over immutable inputs (`Recompile`, `Retrace`); `report/dynamo.py` calls `join`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from xlagraph.diagnose.dynamo_join.backward import cite_backward
-from xlagraph.diagnose.dynamo_join.branch_guards import branch_guard_graphs
-from xlagraph.diagnose.dynamo_join.bridge_branch import join_branch_graphs
-from xlagraph.diagnose.dynamo_join.guard_lines import cite_guards
-from xlagraph.diagnose.dynamo_join.modes import mode_graphs
+from xlagraph.diagnose.dynamo_join.branches import (
+    branch_guard_graphs,
+    fold_retraced_outputs,
+    join_branch_graphs,
+)
+from xlagraph.diagnose.dynamo_join.expected import mode_graphs, warm_up_cuts
+from xlagraph.diagnose.dynamo_join.lines import cite_backward, cite_guards
 from xlagraph.diagnose.dynamo_join.retrace import Retrace
-from xlagraph.diagnose.dynamo_join.retraced_outputs import fold_retraced_outputs
-from xlagraph.diagnose.dynamo_join.warm_up import warm_up_cuts
 from xlagraph.diagnose.recompile import Recompile
 
 __all__ = ["join"]

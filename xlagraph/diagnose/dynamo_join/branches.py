@@ -1,27 +1,22 @@
-"""A retrace for the value an `if` tests or a loop counts: its graphs are the code that branch
-picks, one cause at the guard's line; and the fix of such a guard."""
+"""A retrace for the value an `if` tests, a loop counts or a flag sets: its graphs are the code that
+branch picks, one cause at the guard's line; and the fix of such a guard (`branch_fix`)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, Retrace, with_one_cause
 from xlagraph.diagnose.fixes import fix as fix_text
-from xlagraph.diagnose.guards import fix_for
 from xlagraph.diagnose.recognizers._statements import counts_loop, header_tests, inline_test
 from xlagraph.diagnose.recompile import Attribution, Recompile
 
-__all__ = ["branch_guard_graphs", "guard_fix"]
+__all__ = ["branch_fix", "branch_guard_graphs", "fold_retraced_outputs", "join_branch_graphs"]
 
 
-def guard_fix(kind: str, source: str, subject: str) -> str:
-    """The fix of a failed guard of `kind` on `subject`, read at the line `source`."""
-    return _branch_fix(kind, source, subject) or fix_for(kind)
-
-
-def _branch_fix(kind: str, source: str, subject: str) -> str:
+def branch_fix(kind: str, source: str, subject: str) -> str:
     """A Python argument the guard's line branches on (`if flag:`, `a if flag else b`) picks code, not a
     constant: passed as a tensor it would be a data-dependent branch (a graph break), so the fix
     is the branch's, computed on the device. A value the guard's line loops over (`for _ in
@@ -119,3 +114,87 @@ def _tested_inline(guard: GuardFailure) -> str:
     Python value (`tok = gold if teacher_forcing else pred`): the same branch as an `if` statement,
     one graph per outcome. "" where the line has no such test of a name the guard's phrase names."""
     return inline_test(guard.source, _guarded_names(guard))
+
+
+def join_branch_graphs(recompiles: Sequence[Recompile]) -> tuple[Recompile, ...]:
+    """A graph torch.compile's bridge first compiles mid-run from no user frame (its code after a
+    graph break, traced again for the other side of a host read: `if loss.item() > limit:`) on a
+    step whose own graphs change under that read is the same branch's work, not a program that
+    runs at a point of its own: it takes the cause named at the `if` (issue 37)."""
+    # The first host branch named on each step after the first, looked up once for all graphs.
+    branches: dict[int, Cause] = {}
+    for o in recompiles:
+        for c in o.causes:
+            if o.step > 0 and c.fix_id == "conditional_work.host_branch" and not c.info:
+                branches.setdefault(o.step, c)
+    out = []
+    for r in recompiles:
+        own = len(r.causes) == 1 and r.causes[0].fix_id == "own_graph"
+        branch = branches.get(r.step)
+        if r.frames or r.trigger != "dynamo" or not own or branch is None:
+            out.append(r)
+            continue
+        cause = replace(
+            branch,
+            summary=(
+                f"torch.compile's bridge compiled this graph for its code after the graph break when "
+                f"the branch flipped: {branch.summary}"
+            ),
+        )
+        attribution = (Attribution(0, str(cause.kind), cause.summary, lines=cause.sources),)
+        out.append(replace(r, causes=(cause,), attribution=attribution, lines=cause.sources))
+    return tuple(out)
+
+
+def fold_retraced_outputs(
+    recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace]
+) -> tuple[Recompile, ...]:
+    """An output added or removed in an XLA graph that dynamo's retrace for a changed flag compiled
+    (the bridge's forward and backward), where a graph of the same retrace's step names the flag's
+    trained parameters (`trainable`: the lazy update lost or gained theirs): the backward returns
+    those parameters' gradients or not, the same change. Not a tensor kept alive: that graph's
+    cause, fix and lines, said once for both."""
+    retraced = {k for k, t in retraces.items() if not t.expected}
+    out = []
+    for r in recompiles:
+        bare = [a for a in r.attribution if a.kind in _OUTPUT_KINDS and _kept_alive(r.causes[a.cause])]
+        named = [
+            (other, other.causes[a.cause], a)
+            for other in recompiles
+            if r.dynamo in retraced and other is not r and other.step == r.step and other.dynamo == r.dynamo
+            for a in other.attribution
+            if other.causes[a.cause].fix_id.startswith("trainable.") and not other.causes[a.cause].info
+        ]
+        if not bare or not named:
+            out.append(r)
+            continue
+        other, cause, by = named[0]
+        causes = list(r.causes)
+        attribution = []
+        for a in r.attribution:
+            if a not in bare:
+                attribution.append(a)
+                continue
+            old = r.causes[a.cause]
+            summary = (
+                f"the graph torch.compile traced again for the flag: its backward returns the gradients "
+                f"of the parameters graph {other.variant} no longer (or now) updates: {old.summary}"
+            )
+            causes[a.cause] = replace(old, kind=cause.kind, summary=summary, hint=cause.hint)
+            attribution.append(replace(a, kind=by.kind, summary=summary, lines=by.lines))
+        out.append(
+            replace(
+                r,
+                causes=tuple(causes),
+                attribution=tuple(attribution),
+                lines=tuple(dict.fromkeys(by.lines + r.lines)),
+            )
+        )
+    return tuple(out)
+
+
+_OUTPUT_KINDS = frozenset({str(CauseKind.OUTPUT_ADDED), str(CauseKind.OUTPUT_REMOVED)})
+
+
+def _kept_alive(c: Cause) -> bool:
+    return c.fix_id in _OUTPUT_KINDS and not c.info
