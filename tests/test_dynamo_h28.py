@@ -1,5 +1,5 @@
 """held_out_28's torch.compile(openxla) misses, end to end on its real captures (tuned on after its
-first blind run, recorded in docs/accuracy.md), and the rules they exercise in report/dynamo.py and
+first blind run, recorded in docs/accuracy.md), and the rules they exercise in diagnose/dynamo_join/ and
 report/explain.py."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import FIXTURES
 from tests.corpus_reports import capture_report
-from xlagraph.report.dynamo import _tested_inline
+from xlagraph.diagnose.dynamo_join.branches import _tested_inline
 from xlagraph.report.model import GuardFailure, Recompile
 
 CAPTURES = FIXTURES / "torch_xla" / "corpus" / "captures"

@@ -226,6 +226,21 @@ def test_the_library_imports_nothing_of_the_tests(
     assert bad == [], "the library must not import from tests/:\n" + "\n".join(bad)
 
 
+def _diagnosis_importing_outputs(g: nx.DiGraph) -> list[str]:
+    return [
+        _edge(g, a, b)
+        for a, b in g.edges
+        if a.startswith(("xlagraph.diagnose", "xlagraph.diff"))
+        and b.startswith(("xlagraph.report", "xlagraph.render", "xlagraph.api"))
+    ]
+
+
+def test_diagnosis_imports_nothing_of_the_report(graph: nx.DiGraph) -> None:
+    """diagnose decides, the report and renderers display (issue 39): a rule that needs a report type
+    moves the type down (`diagnose/recompile.py`) or takes what it reads (`dynamo_join.Retrace`)."""
+    assert _diagnosis_importing_outputs(graph) == []
+
+
 # --- the checker itself ------------------------------------------------------------------------------
 
 
@@ -244,6 +259,19 @@ def test_the_checker_sees_lazy_and_type_checking_imports(tmp_path: Path) -> None
     assert g.has_edge("xlagraph.sub", "xlagraph.sub.b")
     assert sorted(map(sorted, nx.simple_cycles(g))) == [["xlagraph.sub.a", "xlagraph.sub.b"]]
     assert outside["xlagraph.sub.b"] == [("torch", "xlagraph/sub/b.py:3")]
+
+
+def test_the_checker_sees_a_diagnosis_reaching_for_the_report(tmp_path: Path) -> None:
+    pkg = tmp_path / "xlagraph"
+    for sub in ("diagnose", "report"):
+        (pkg / sub).mkdir(parents=True)
+    (pkg / "report" / "model.py").write_text("class Recompile: ...\n")
+    (pkg / "diagnose" / "rule.py").write_text(
+        "def f():\n    from xlagraph.report.model import Recompile\n"
+    )
+    assert _diagnosis_importing_outputs(import_graph(tmp_path)[0]) == [
+        "xlagraph.diagnose.rule -> xlagraph.report.model (xlagraph/diagnose/rule.py:2)"
+    ]
 
 
 # A renderer shows what diagnosis decided: it never reads, canonicalizes, matches or diffs graphs

@@ -1,7 +1,8 @@
 """What torch.compile's dynamo did in a run: each frame it compiled, why it compiled again, where
 it broke the graph. Backend-agnostic (openxla, inductor, aot_eager, a plugin's): read from torch's
 structured trace (`xlagraph.parse.torch_trace`), a capture's `torch_trace.log` or a user's own
-`TORCH_TRACE` folder. Immutable data; the report joins it to the XLA graphs (`report/dynamo.py`).
+`TORCH_TRACE` folder. Immutable data; `report/dynamo.py` says it, `diagnose/dynamo_join` joins it to
+the XLA graphs.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ from __future__ import annotations
 import multiprocessing
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path, PurePath
 
@@ -230,24 +229,11 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
     side_steps = _side_steps(syncs)
     dynamo = None
     if log.dynamo is not None:
-        from xlagraph.report.dynamo import (
-            branch_guard_graphs,
-            cite_backward,
-            cite_guards,
-            dynamo_section,
-            fold_retraced_outputs,
-            join_branch_graphs,
-            mode_graphs,
-            warm_up_cuts,
-        )
+        from xlagraph.report.dynamo import dynamo_section, joined
 
         last = [t for t in timeline if t.step == timeline[-1].step] if timeline else []
         dynamo = dynamo_section(log.dynamo, variants, syncs, len(last) or None)
-        made = {v: e.compile_id for e in dynamo.events for v in e.variants}
-        explained = cite_guards([replace(r, dynamo=made.get(r.variant, "")) for r in explained], dynamo)
-        explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, dynamo)), dynamo)
-        explained = branch_guard_graphs(explained, dynamo)
-        explained = warm_up_cuts(join_branch_graphs(explained), timeline)
+        explained = joined(explained, dynamo, timeline)
         recompiles = tuple(r for r in explained if not r.first_of_program)
     # After torch.compile's half: a graph it compiled for another mode takes turns as expected.
     turns = None

@@ -17,22 +17,18 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 
-from xlagraph.diagnose.causes import Cause, CauseKind
-from xlagraph.diagnose.fixes import fix as fix_text
+from xlagraph.diagnose.dynamo_join import join
+from xlagraph.diagnose.dynamo_join.branches import branch_fix
+from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, Retrace
 from xlagraph.diagnose.frames import is_library, source_line, split_location
 from xlagraph.diagnose.guards import explain_guard, fix_for
-from xlagraph.diagnose.recognizers._source import enclosing_function
-from xlagraph.diagnose.recognizers._statements import counts_loop, header_tests, inline_test
-from xlagraph.diagnose.recognizers.input_shape import rows_kept
 from xlagraph.diagnose.value_origin import origin_of
 from xlagraph.dynamolog import DynamoCompile, DynamoLog, GraphBreak
 from xlagraph.ir import Frame
 from xlagraph.report.model import (
-    Attribution,
     DynamoEvent,
     DynamoSection,
     GraphBreakEntry,
-    GuardFailure,
     RankingEntry,
     Recompile,
     TimelineEntry,
@@ -40,7 +36,7 @@ from xlagraph.report.model import (
 )
 from xlagraph.runlog import Sync
 
-__all__ = ["cite_backward", "cite_guards", "dynamo_section", "join_branch_graphs", "user_function"]
+__all__ = ["break_fix", "dynamo_section", "joined", "user_function"]
 
 _MODES = frozenset({"train_eval", "grad_mode"})  # one graph per mode: expected once each
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
@@ -130,25 +126,12 @@ def _guards(c: DynamoCompile, files: Sequence[str] = ()) -> tuple[GuardFailure, 
                 at=f"{g.file}:{g.line}" if g.line else "",
                 source=g.source,
                 entry=g.entry,
-                fix=_branch_fix(g.kind, g.source, g.subject) or fix_for(g.kind),
+                fix=branch_fix(g.kind, g.source, g.subject) or fix_for(g.kind),
                 origin=origin,
                 origin_source=source_line(*split_location(origin)).strip() if origin else "",
             )
         )
     return tuple(out)
-
-
-def _branch_fix(kind: str, source: str, subject: str) -> str:
-    """A Python argument the guard's line branches on (`if flag:`, `a if flag else b`) picks code, not a
-    constant: passed as a tensor it would be a data-dependent branch (a graph break), so the fix
-    is the branch's, computed on the device. A value the guard's line loops over (`for _ in
-    range(self.rounds):`) is a trip count: the unrolled loop's fix. "" for any other guard."""
-    names = {subject.rsplit(".", 1)[-1]}
-    if kind != "sequence_length" and counts_loop(source, names):  # (a tensor would not do: `range`
-        return fix_text("conditional_work.trip_count")  # needs a number; a list has its own fix)
-    if kind != "python_scalar" or not (header_tests(source, names) or inline_test(source, names)):
-        return ""
-    return fix_text("conditional_work.host_branch")
 
 
 def _owners(compiles: Sequence[DynamoCompile], variants: Sequence[Variant]) -> dict[str, list[Variant]]:
@@ -239,235 +222,20 @@ def dynamo_section(
     )
 
 
-def cite_guards(recompiles: Sequence[Recompile], section: DynamoSection) -> tuple[Recompile, ...]:
-    """Cite the failed guard's lines at the causes of the graphs its retrace compiled.
-
-    torch.compile's bridge runs the traced graph from library frames, so the instructions of such a
-    graph name no user line; in the user's terms the graph differs because dynamo retraced the frame:
-    where the guarded value is set and where the frame reads it. Causes with user lines of their own
-    keep them."""
-    by_id = {e.compile_id: e for e in section.events if e.kind == "recompile" and e.guards and not e.expected}
-    out = []
-    for r in recompiles:
-        event = by_id.get(r.dynamo)
-        guard = event.guards[0] if event else None
-        cite = tuple(dict.fromkeys(x for x in (guard.origin, guard.at) if x)) if guard else ()
-        bare = [a for a in r.attribution if not a.lines and not r.causes[a.cause].info] if cite else []
-        if not bare:
-            out.append(_origin_first(r, guard) if guard else r)
-            continue
-        attribution = tuple(replace(a, lines=cite) if a in bare else a for a in r.attribution)
-        # where the guarded tensor was made says which batch change it is (rows kept by a mask)
-        cited = {a.cause for a in bare}
-        causes = tuple(rows_kept(c, cite) if i in cited else c for i, c in enumerate(r.causes))
-        out.append(
-            replace(r, causes=causes, attribution=attribution, lines=tuple(dict.fromkeys(cite + r.lines)))
-        )
-    return tuple(out)
-
-
-# A guard on a tensor's size explains a change of a graph input's shape.
-_SIZED = {
-    "tensor_size": frozenset({CauseKind.PARAMETER_SHAPE, CauseKind.DYNAMIC_SHAPE}),
-    "tensor_rank": frozenset({CauseKind.PARAMETER_SHAPE, CauseKind.DYNAMIC_SHAPE}),
-}
-
-
-def _origin_first(r: Recompile, guard: GuardFailure) -> Recompile:
-    """A graph of the retrace whose shape cause cites lines of its own (the loss that reads the
-    batch, a transfer): the size changed where the guarded value was made (`ids, target =
-    self.batch_at(i, length)`), the line a user must change; the lines that use it come second."""
-    kinds = _SIZED.get(guard.kind, frozenset())
-    if not guard.origin or not kinds:
-        return r
-    changed = [
-        a
-        for a in r.attribution
-        if a.lines
-        and guard.origin not in a.lines
-        and all(_same_function(x, guard.origin) for x in a.lines)
-        and r.causes[a.cause].kind in kinds
-        and not r.causes[a.cause].info
-    ]
-    if not changed:
-        return r
-    attribution = tuple(
-        replace(a, lines=(guard.origin, *a.lines)) if a in changed else a for a in r.attribution
-    )
-    return replace(r, attribution=attribution, lines=tuple(dict.fromkeys((guard.origin, *r.lines))))
-
-
-def _same_function(line: str, origin: str) -> bool:
-    """`line` is a use beside the origin (the loss in the same loop), not the statement inside a
-    helper the origin calls that decides the size itself (`longest = max(...)` in `tokenize`)."""
-    (file, n), (ofile, on) = split_location(line), split_location(origin)
-    return file == ofile and enclosing_function(file, n) == enclosing_function(ofile, on)
-
-
-def join_branch_graphs(recompiles: Sequence[Recompile]) -> tuple[Recompile, ...]:
-    """A graph torch.compile's bridge first compiles mid-run from no user frame (its code after a
-    graph break, traced again for the other side of a host read: `if loss.item() > limit:`) on a
-    step whose own graphs change under that read is the same branch's work, not a program that
-    runs at a point of its own: it takes the cause named at the `if` (issue 37)."""
-    # The first host branch named on each step after the first, looked up once for all graphs.
-    branches: dict[int, Cause] = {}
-    for o in recompiles:
-        for c in o.causes:
-            if o.step > 0 and c.fix_id == "conditional_work.host_branch" and not c.info:
-                branches.setdefault(o.step, c)
-    out = []
-    for r in recompiles:
-        own = len(r.causes) == 1 and r.causes[0].fix_id == "own_graph"
-        branch = branches.get(r.step)
-        if r.frames or r.trigger != "dynamo" or not own or branch is None:
-            out.append(r)
-            continue
-        cause = replace(
-            branch,
-            summary=(
-                f"torch.compile's bridge compiled this graph for its code after the graph break when "
-                f"the branch flipped: {branch.summary}"
-            ),
-        )
-        attribution = (Attribution(0, str(cause.kind), cause.summary, lines=cause.sources),)
-        out.append(replace(r, causes=(cause,), attribution=attribution, lines=cause.sources))
-    return tuple(out)
-
-
-def cite_backward(recompiles: Sequence[Recompile]) -> tuple[Recompile, ...]:
-    """Cite the user's lines at a change of a graph synced with no user frame at all.
-
-    torch.compile's bridge syncs the pending work a compiled backward needs from inside autograd's
-    engine: the loss's backward, lazy ops that autograd records without a source line, run from no
-    user frame. A Python scalar baked into them (eps -> 0.0) is baked into the forward's graph of
-    the same step too, whose instructions carry the user's lines: the same change, so the same
-    lines. Only for a change a value entering the step makes alike in both (`_CARRIED`), with no
-    line of its own, and a same-step graph with that cause kind that cites lines."""
-    out = []
-    for r in recompiles:
-        bare = [a for a in r.attribution if not a.lines and not r.causes[a.cause].info and a.kind in _CARRIED]
-        if r.frames or not bare or not any(_autograd(f) for f in r.library_frames):
-            out.append(r)
-            continue
-        lines: dict[str, tuple[str, ...]] = {}
-        graphs: dict[str, tuple[str, ...]] = {}
-        for other in recompiles:
-            if other is r or other.step != r.step:
-                continue
-            for a in other.attribution:
-                if a.lines and not other.causes[a.cause].info and a.kind in _CARRIED:
-                    lines[a.kind] = tuple(dict.fromkeys(lines.get(a.kind, ()) + a.lines))
-                    graphs[a.kind] = tuple(dict.fromkeys((*graphs.get(a.kind, ()), other.variant)))
-        cited = {id(a): a.kind for a in bare if a.kind in lines}
-        if not cited:
-            out.append(r)
-            continue
-        attribution = tuple(
-            replace(a, lines=lines[cited[id(a)]]) if id(a) in cited else a for a in r.attribution
-        )
-        found = tuple(x for a in attribution for x in a.lines)
-        kinds = dict.fromkeys(cited.values())
-        said = "; ".join(f"{k} at the lines of graph {', '.join(graphs[k])}" for k in kinds)
-        note = (
-            f"synced from no user frame (autograd's backward, which records no source line): {said}, "
-            f"the same change in the same step"
-        )
-        out.append(
-            replace(
-                r,
-                attribution=attribution,
-                lines=tuple(dict.fromkeys(found + r.lines)),
-                note=f"{r.note}; {note}" if r.note else note,
-            )
-        )
-    return tuple(out)
-
-
-def fold_retraced_outputs(recompiles: Sequence[Recompile], section: DynamoSection) -> tuple[Recompile, ...]:
-    """An output added or removed in an XLA graph that dynamo's retrace for a changed flag compiled
-    (the bridge's forward and backward), where a graph of the same retrace's step names the flag's
-    trained parameters (`trainable`: the lazy update lost or gained theirs): the backward returns
-    those parameters' gradients or not, the same change. Not a tensor kept alive: that graph's
-    cause, fix and lines, said once for both."""
-    retraced = {e.compile_id for e in section.events if e.kind == "recompile" and e.guards and not e.expected}
-    out = []
-    for r in recompiles:
-        bare = [a for a in r.attribution if a.kind in _OUTPUT_KINDS and _kept_alive(r.causes[a.cause])]
-        named = [
-            (other, other.causes[a.cause], a)
-            for other in recompiles
-            if r.dynamo in retraced and other is not r and other.step == r.step and other.dynamo == r.dynamo
-            for a in other.attribution
-            if other.causes[a.cause].fix_id.startswith("trainable.") and not other.causes[a.cause].info
-        ]
-        if not bare or not named:
-            out.append(r)
-            continue
-        other, cause, by = named[0]
-        causes = list(r.causes)
-        attribution = []
-        for a in r.attribution:
-            if a not in bare:
-                attribution.append(a)
-                continue
-            old = r.causes[a.cause]
-            summary = (
-                f"the graph torch.compile traced again for the flag: its backward returns the gradients "
-                f"of the parameters graph {other.variant} no longer (or now) updates: {old.summary}"
-            )
-            causes[a.cause] = replace(old, kind=cause.kind, summary=summary, hint=cause.hint)
-            attribution.append(replace(a, kind=by.kind, summary=summary, lines=by.lines))
-        out.append(
-            replace(
-                r,
-                causes=tuple(causes),
-                attribution=tuple(attribution),
-                lines=tuple(dict.fromkeys(by.lines + r.lines)),
-            )
-        )
-    return tuple(out)
-
-
-_OUTPUT_KINDS = frozenset({str(CauseKind.OUTPUT_ADDED), str(CauseKind.OUTPUT_REMOVED)})
-
-
-def _kept_alive(c: Cause) -> bool:
-    return c.fix_id in _OUTPUT_KINDS and not c.info
-
-
-# What a value entering the step changes alike in its forward's graph and its backward's: a baked
-# scalar, a size, an element type (an output added or dropped is each graph's own).
-_CARRIED = frozenset({str(CauseKind.CONSTANT_VALUE), str(CauseKind.PARAMETER_SHAPE), str(CauseKind.DTYPE)})
-
-
-def _autograd(f: Frame) -> bool:
-    return f.file.startswith("torch/autograd/") or "/_aot_autograd/" in f.file
-
-
-def mode_graphs(recompiles: Sequence[Recompile], section: DynamoSection) -> tuple[Recompile, ...]:
-    """The XLA graphs of an expected torch.compile recompile (the first compile of another mode: a
-    scoring pass under no_grad, eval()) are that mode's code, compiled once and reused: what differs
-    from the other mode's graph (no backward, no updates, other sizes) is what the mode computes,
-    not a cause to fix. Said once, as dynamo's half says it."""
-    modes = {e.compile_id: e for e in section.events if e.kind == "recompile" and e.expected}
-    out = []
-    for r in recompiles:
-        event = modes.get(r.dynamo)
-        if event is None or not r.causes or r.expected:
-            out.append(r)
-            continue
-        phrase = event.guards[0].phrase if event.guards else "another mode"
-        lines = tuple(dict.fromkeys(x for x in (event.call_site, r.call_site) if x))
-        cause = Cause(
-            CauseKind.CONDITIONAL_WORK,
-            f"the graph of another mode of `{event.function}`: torch.compile traced it again "
-            f"({phrase}), and this is what that mode computes; each mode is compiled once and reused",
-            fix_text("own_graph"),
-            info=True,
-            sources=lines,
-        )
-        out.append(_with_one_cause(r, (cause,), lines, lines))
-    return tuple(out)
+def joined(
+    recompiles: Sequence[Recompile], section: DynamoSection, timeline: Sequence[TimelineEntry]
+) -> tuple[Recompile, ...]:
+    """The recompiles joined to torch.compile's half: each graph said with the compile that made it."""
+    made = {v: e.compile_id for e in section.events for v in e.variants}
+    retraces = {
+        e.compile_id: Retrace(e.guards[0], e.function, e.call_site, e.expected)
+        for e in section.events
+        if e.kind == "recompile" and e.guards
+    }
+    phases: dict[str, set[str]] = defaultdict(set)
+    for t in timeline:
+        phases[t.variant].add(t.phase)
+    return join([replace(r, dynamo=made.get(r.variant, "")) for r in recompiles], retraces, phases)
 
 
 def _first_of_mode(c: DynamoCompile, compiles: Sequence[DynamoCompile]) -> bool:
@@ -522,144 +290,4 @@ def _ranking(events: Sequence[DynamoEvent]) -> tuple[RankingEntry, ...]:
     return tuple(
         RankingEntry(key=k, compiles=count[k], seconds=round(seconds[k], 6), variants=tuple(letters[k]))
         for k in sorted(seconds, key=lambda k: (-seconds[k], k))
-    )
-
-
-def warm_up_cuts(
-    recompiles: Sequence[Recompile], timeline: Sequence[TimelineEntry]
-) -> tuple[Recompile, ...]:
-    """A graph cut by an implicit sync from no frame at all (neither the user's nor a library's),
-    run only on torch.compile's warm-up steps and never in the steady state: the bridge flushing
-    work pending around its first runs, compiled once and never replayed. Only a cut is named
-    there (`graph_break`): no step of the steady state pays for it, so it is warm-up, expected."""
-    phases: dict[str, set[str]] = defaultdict(set)
-    for t in timeline:
-        phases[t.variant].add(t.phase)
-    out = []
-    for r in recompiles:
-        live = [c for c in r.causes if not c.info]
-        if (
-            r.frames
-            or r.library_frames
-            or r.trigger != "implicit"
-            or phases.get(r.variant) != {"warm-up"}
-            or "steady" not in {p for v in phases.values() for p in v}
-            or not live
-            or any(c.kind is not CauseKind.GRAPH_BREAK for c in live)
-        ):
-            out.append(r)
-            continue
-        cause = Cause(
-            CauseKind.STATE_INIT,
-            "torch.compile's warm-up: an implicit sync from no frame of the run cut a graph on its warm-up "
-            "steps only (the openxla bridge flushing work pending around its first runs); no step of the "
-            "steady state is cut there, so it compiled once and is not replayed",
-            fix_text("state_init.bridge_sync"),
-            info=True,
-        )
-        out.append(_with_one_cause(r, (cause,), (), r.lines))
-    return tuple(out)
-
-
-def branch_guard_graphs(
-    recompiles: Sequence[Recompile], section: DynamoSection
-) -> tuple[Recompile, ...]:
-    """The XLA graphs of a retrace whose guard failed on the value an `if` tests (an argument's
-    None-ness, `if mask is not None:`; a flag, `if self.use_refiner:`): what differs (the mask's
-    multiply, a layer's weights and results, the tensors the backward keeps) is the code that
-    `if` picks, so it is one cause there, not tensors kept alive beside a region nobody named.
-    The same for a loop over the value (its trip count), and for any other value where the diff
-    found a region it cannot name. Only where every live cause cites the guard's line."""
-    by_id = {e.compile_id: e for e in section.events if e.kind == "recompile" and e.guards and not e.expected}
-
-    def cited(r: Recompile) -> tuple[DynamoEvent | None, list[Attribution]]:
-        """The retrace's event and `r`'s live causes, where each of them cites its guard's line."""
-        event = by_id.get(r.dynamo)
-        at = event.guards[0].at if event else ""
-        live = [a for a in r.attribution if not r.causes[a.cause].info]
-        return (event, live) if at and live and all(at in a.lines for a in live) else (None, [])
-
-    # Retraces one of whose graphs differs in a region the diff cannot name: said by the value
-    # dynamo traced again for, in each graph of the retrace (the forward and its backward alike).
-    unnamed = {
-        r.dynamo
-        for r in recompiles
-        if any(r.causes[a.cause].kind is CauseKind.STRUCTURE for a in cited(r)[1])
-    }
-    out = []
-    for r in recompiles:
-        event, live = cited(r)
-        if event is None:
-            out.append(r)
-            continue
-        guard = event.guards[0]
-        if guard.kind == "optional_argument":
-            test = guard.source[:60] or "a test of the argument"
-            what = f"`{test}` at {guard.at} runs other code for None than for a tensor"
-            fix_id, case = "conditional_work.optional_argument", "case"
-        elif (
-            (guard.source.startswith(("if ", "elif ")) or _tested_inline(guard))
-            and not any(r.causes[a.cause].kind is CauseKind.CONDITIONAL_WORK for a in live)
-            and not all(r.causes[a.cause].kind in _RETURNED for a in live)
-        ):  # (work the diff already named as a condition's, a flag's detach, is said better; a
-            # graph that only returns other tensors is told by what the user keeps of them)
-            test = guard.source if guard.source.startswith(("if ", "elif ")) else _tested_inline(guard)
-            what = f"`{test[:60]}` at {guard.at} picks other code: {guard.phrase}"
-            fix_id, case = "conditional_work.host_branch", "case"
-        elif loop := counts_loop(guard.source, _guarded_names(guard)):
-            what = f"`{loop[:60]}` at {guard.at} runs another number of times: {guard.phrase}"
-            fix_id, case = "", "count"  # the guard's: the unrolled loop's, or a list's own
-        elif r.dynamo in unnamed:
-            # No rule tells how the value shapes the code (a dropout's p reaching 0.0 drops its
-            # mask), but dynamo says which value it traced again for, and every difference cites
-            # the line that reads it: the retrace's, not a region nobody named beside it.
-            made = f", set at {guard.origin} (`{guard.origin_source[:60]}`)" if guard.origin else ""
-            what = f"{guard.phrase}{made}, read at {guard.at}"
-            fix_id, case = "", "value"
-        else:
-            out.append(r)
-            continue
-        # An `if` or a loop decides at its line; a value no rule reads is the user's where it is set.
-        first = (guard.origin, guard.at) if case == "value" else (guard.at, guard.origin)
-        lines = tuple(dict.fromkeys(x for x in (*first, event.call_site) if x))
-        cause = Cause(
-            CauseKind.CONDITIONAL_WORK,
-            f"{what}: torch.compile traced each {case}, and this graph is the other {case}'s",
-            fix_text(fix_id) if fix_id else guard.fix,
-            sources=lines,
-        )
-        causes = (cause, *(c for c in r.causes if c.info))
-        out.append(_with_one_cause(r, causes, lines, tuple(dict.fromkeys(lines + r.lines))))
-    return tuple(out)
-
-
-_RETURNED = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
-_NAMED = re.compile(r"`([A-Za-z_][\w.]*)`")
-
-
-def _guarded_names(guard: GuardFailure) -> set[str]:
-    """The names the guard's phrase names (`self.rounds` -> rounds), as a line reads them."""
-    return {n.rsplit(".", 1)[-1] for n in _NAMED.findall(guard.phrase)}
-
-
-def _tested_inline(guard: GuardFailure) -> str:
-    """`if <test> else`, where the guard's line picks between two values by testing the guarded
-    Python value (`tok = gold if teacher_forcing else pred`): the same branch as an `if` statement,
-    one graph per outcome. "" where the line has no such test of a name the guard's phrase names."""
-    return inline_test(guard.source, _guarded_names(guard))
-
-
-def _with_one_cause(
-    r: Recompile, causes: tuple[Cause, ...], lines: tuple[str, ...], all_lines: tuple[str, ...]
-) -> Recompile:
-    """`r` told by one cause (`causes[0]`, which the attribution cites at `lines`; any info causes
-    after it) in place of the causes its diff named, which stay readable as a note: "against graph
-    B: kinds", so the reader can still see what differed."""
-    note = f"against graph {r.baseline.variant}: {', '.join(r.kinds)}" if r.baseline else ""
-    return replace(
-        r,
-        causes=causes,
-        attribution=(Attribution(0, str(causes[0].kind), causes[0].summary, lines=lines),),
-        lines=all_lines,
-        note="; ".join(x for x in (r.note, note) if x),
     )

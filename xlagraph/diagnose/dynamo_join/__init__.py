@@ -1,0 +1,30 @@
+"""torch.compile's half joined to the XLA graphs: the rules that rewrite a recompile's causes
+(kind, lines, fix) from what dynamo says of the retrace that compiled its graph, in files by what
+they decide, over immutable inputs (`Recompile`, `Retrace`); `report/dynamo.py` calls `join`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from xlagraph.diagnose.dynamo_join.branches import (
+    branch_guard_graphs,
+    fold_retraced_outputs,
+    join_branch_graphs,
+)
+from xlagraph.diagnose.dynamo_join.expected import mode_graphs, warm_up_cuts
+from xlagraph.diagnose.dynamo_join.lines import cite_backward, cite_guards
+from xlagraph.diagnose.dynamo_join.retrace import Retrace
+from xlagraph.diagnose.recompile import Recompile
+
+__all__ = ["join"]
+
+
+def join(
+    recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace], phases: Mapping[str, set[str]]
+) -> tuple[Recompile, ...]:
+    """`recompiles` (each naming in `dynamo` the compile that made its graph) rewritten by the rules in
+    order; `retraces` by compile id, `phases` the phases (warm-up, steady) each variant ran in."""
+    explained = cite_guards(recompiles, retraces)
+    explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, retraces)), retraces)
+    explained = branch_guard_graphs(explained, retraces)
+    return warm_up_cuts(join_branch_graphs(explained), phases)

@@ -1,0 +1,200 @@
+"""A retrace for the value an `if` tests, a loop counts or a flag sets: its graphs are the code that
+branch picks, one cause at the guard's line; and the fix of such a guard (`branch_fix`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, Retrace, with_one_cause
+from xlagraph.diagnose.fixes import fix as fix_text
+from xlagraph.diagnose.recognizers._statements import counts_loop, header_tests, inline_test
+from xlagraph.diagnose.recompile import Attribution, Recompile
+
+__all__ = ["branch_fix", "branch_guard_graphs", "fold_retraced_outputs", "join_branch_graphs"]
+
+
+def branch_fix(kind: str, source: str, subject: str) -> str:
+    """A Python argument the guard's line branches on (`if flag:`, `a if flag else b`) picks code, not a
+    constant: passed as a tensor it would be a data-dependent branch (a graph break), so the fix
+    is the branch's, computed on the device. A value the guard's line loops over (`for _ in
+    range(self.rounds):`) is a trip count: the unrolled loop's fix. "" for any other guard."""
+    names = {subject.rsplit(".", 1)[-1]}
+    if kind != "sequence_length" and counts_loop(source, names):  # (a tensor would not do: `range`
+        return fix_text("conditional_work.trip_count")  # needs a number; a list has its own fix)
+    if kind != "python_scalar" or not (header_tests(source, names) or inline_test(source, names)):
+        return ""
+    return fix_text("conditional_work.host_branch")
+
+
+def branch_guard_graphs(
+    recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace]
+) -> tuple[Recompile, ...]:
+    """The XLA graphs of a retrace whose guard failed on the value an `if` tests (an argument's
+    None-ness, `if mask is not None:`; a flag, `if self.use_refiner:`): what differs (the mask's
+    multiply, a layer's weights and results, the tensors the backward keeps) is the code that
+    `if` picks, so it is one cause there, not tensors kept alive beside a region nobody named.
+    The same for a loop over the value (its trip count), and for any other value where the diff
+    found a region it cannot name. Only where every live cause cites the guard's line."""
+
+    def cited(r: Recompile) -> tuple[Retrace | None, list[Attribution]]:
+        """The retrace and `r`'s live causes, where each of them cites its guard's line."""
+        retrace = retraces.get(r.dynamo)
+        at = retrace.guard.at if retrace and not retrace.expected else ""
+        live = [a for a in r.attribution if not r.causes[a.cause].info]
+        return (retrace, live) if at and live and all(at in a.lines for a in live) else (None, [])
+
+    # Retraces one of whose graphs differs in a region the diff cannot name: said by the value
+    # dynamo traced again for, in each graph of the retrace (the forward and its backward alike).
+    unnamed = {
+        r.dynamo
+        for r in recompiles
+        if any(r.causes[a.cause].kind is CauseKind.STRUCTURE for a in cited(r)[1])
+    }
+    out = []
+    for r in recompiles:
+        retrace, live = cited(r)
+        if retrace is None:
+            out.append(r)
+            continue
+        guard = retrace.guard
+        if guard.kind == "optional_argument":
+            test = guard.source[:60] or "a test of the argument"
+            what = f"`{test}` at {guard.at} runs other code for None than for a tensor"
+            fix_id, case = "conditional_work.optional_argument", "case"
+        elif (
+            (guard.source.startswith(("if ", "elif ")) or _tested_inline(guard))
+            and not any(r.causes[a.cause].kind is CauseKind.CONDITIONAL_WORK for a in live)
+            and not all(r.causes[a.cause].kind in _RETURNED for a in live)
+        ):  # (work the diff already named as a condition's, a flag's detach, is said better; a
+            # graph that only returns other tensors is told by what the user keeps of them)
+            test = guard.source if guard.source.startswith(("if ", "elif ")) else _tested_inline(guard)
+            what = f"`{test[:60]}` at {guard.at} picks other code: {guard.phrase}"
+            fix_id, case = "conditional_work.host_branch", "case"
+        elif loop := counts_loop(guard.source, _guarded_names(guard)):
+            what = f"`{loop[:60]}` at {guard.at} runs another number of times: {guard.phrase}"
+            fix_id, case = "", "count"  # the guard's: the unrolled loop's, or a list's own
+        elif r.dynamo in unnamed:
+            # No rule tells how the value shapes the code (a dropout's p reaching 0.0 drops its
+            # mask), but dynamo says which value it traced again for, and every difference cites
+            # the line that reads it: the retrace's, not a region nobody named beside it.
+            made = f", set at {guard.origin} (`{guard.origin_source[:60]}`)" if guard.origin else ""
+            what = f"{guard.phrase}{made}, read at {guard.at}"
+            fix_id, case = "", "value"
+        else:
+            out.append(r)
+            continue
+        # An `if` or a loop decides at its line; a value no rule reads is the user's where it is set.
+        first = (guard.origin, guard.at) if case == "value" else (guard.at, guard.origin)
+        lines = tuple(dict.fromkeys(x for x in (*first, retrace.call_site) if x))
+        cause = Cause(
+            CauseKind.CONDITIONAL_WORK,
+            f"{what}: torch.compile traced each {case}, and this graph is the other {case}'s",
+            fix_text(fix_id) if fix_id else guard.fix,
+            sources=lines,
+        )
+        causes = (cause, *(c for c in r.causes if c.info))
+        out.append(with_one_cause(r, causes, lines, tuple(dict.fromkeys(lines + r.lines))))
+    return tuple(out)
+
+
+_RETURNED = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
+_NAMED = re.compile(r"`([A-Za-z_][\w.]*)`")
+
+
+def _guarded_names(guard: GuardFailure) -> set[str]:
+    """The names the guard's phrase names (`self.rounds` -> rounds), as a line reads them."""
+    return {n.rsplit(".", 1)[-1] for n in _NAMED.findall(guard.phrase)}
+
+
+def _tested_inline(guard: GuardFailure) -> str:
+    """`if <test> else`, where the guard's line picks between two values by testing the guarded
+    Python value (`tok = gold if teacher_forcing else pred`): the same branch as an `if` statement,
+    one graph per outcome. "" where the line has no such test of a name the guard's phrase names."""
+    return inline_test(guard.source, _guarded_names(guard))
+
+
+def join_branch_graphs(recompiles: Sequence[Recompile]) -> tuple[Recompile, ...]:
+    """A graph torch.compile's bridge first compiles mid-run from no user frame (its code after a
+    graph break, traced again for the other side of a host read: `if loss.item() > limit:`) on a
+    step whose own graphs change under that read is the same branch's work, not a program that
+    runs at a point of its own: it takes the cause named at the `if` (issue 37)."""
+    # The first host branch named on each step after the first, looked up once for all graphs.
+    branches: dict[int, Cause] = {}
+    for o in recompiles:
+        for c in o.causes:
+            if o.step > 0 and c.fix_id == "conditional_work.host_branch" and not c.info:
+                branches.setdefault(o.step, c)
+    out = []
+    for r in recompiles:
+        own = len(r.causes) == 1 and r.causes[0].fix_id == "own_graph"
+        branch = branches.get(r.step)
+        if r.frames or r.trigger != "dynamo" or not own or branch is None:
+            out.append(r)
+            continue
+        cause = replace(
+            branch,
+            summary=(
+                f"torch.compile's bridge compiled this graph for its code after the graph break when "
+                f"the branch flipped: {branch.summary}"
+            ),
+        )
+        attribution = (Attribution(0, str(cause.kind), cause.summary, lines=cause.sources),)
+        out.append(replace(r, causes=(cause,), attribution=attribution, lines=cause.sources))
+    return tuple(out)
+
+
+def fold_retraced_outputs(
+    recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace]
+) -> tuple[Recompile, ...]:
+    """An output added or removed in an XLA graph that dynamo's retrace for a changed flag compiled
+    (the bridge's forward and backward), where a graph of the same retrace's step names the flag's
+    trained parameters (`trainable`: the lazy update lost or gained theirs): the backward returns
+    those parameters' gradients or not, the same change. Not a tensor kept alive: that graph's
+    cause, fix and lines, said once for both."""
+    retraced = {k for k, t in retraces.items() if not t.expected}
+    out = []
+    for r in recompiles:
+        bare = [a for a in r.attribution if a.kind in _OUTPUT_KINDS and _kept_alive(r.causes[a.cause])]
+        named = [
+            (other, other.causes[a.cause], a)
+            for other in recompiles
+            if r.dynamo in retraced and other is not r and other.step == r.step and other.dynamo == r.dynamo
+            for a in other.attribution
+            if other.causes[a.cause].fix_id.startswith("trainable.") and not other.causes[a.cause].info
+        ]
+        if not bare or not named:
+            out.append(r)
+            continue
+        other, cause, by = named[0]
+        causes = list(r.causes)
+        attribution = []
+        for a in r.attribution:
+            if a not in bare:
+                attribution.append(a)
+                continue
+            old = r.causes[a.cause]
+            summary = (
+                f"the graph torch.compile traced again for the flag: its backward returns the gradients "
+                f"of the parameters graph {other.variant} no longer (or now) updates: {old.summary}"
+            )
+            causes[a.cause] = replace(old, kind=cause.kind, summary=summary, hint=cause.hint)
+            attribution.append(replace(a, kind=by.kind, summary=summary, lines=by.lines))
+        out.append(
+            replace(
+                r,
+                causes=tuple(causes),
+                attribution=tuple(attribution),
+                lines=tuple(dict.fromkeys(by.lines + r.lines)),
+            )
+        )
+    return tuple(out)
+
+
+_OUTPUT_KINDS = frozenset({str(CauseKind.OUTPUT_ADDED), str(CauseKind.OUTPUT_REMOVED)})
+
+
+def _kept_alive(c: Cause) -> bool:
+    return c.fix_id in _OUTPUT_KINDS and not c.info
