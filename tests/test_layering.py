@@ -302,6 +302,38 @@ def test_renderers_neither_read_nor_compare_graphs() -> None:
     assert not found, "\n".join(found)
 
 
+# What a renderer may read of diagnose: the decided results and the words for them (the causes,
+# what changed per instruction, plurals, a frame's parts), not the steps that decide (the tiers
+# above let the outputs tier import all of diagnose, so this is the tighter rule issue 39 asks for).
+RENDER_MAY_READ_OF_DIAGNOSE = {"causes", "changed", "listing", "frames"}
+
+
+def test_renderers_read_only_what_diagnose_decided() -> None:
+    import xlagraph.diagnose as diagnose
+
+    found = []
+    for path in sorted((ROOT / "xlagraph" / "render").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module == "xlagraph.diagnose":
+                # the package's names live in its modules (`_HOME`); a name not there is a module
+                modules = [f"xlagraph.diagnose.{diagnose._HOME.get(a.name, a.name)}" for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                modules = [node.module]
+            else:
+                continue
+            for module in modules:
+                parts = module.split(".")
+                if (
+                    parts[:2] == ["xlagraph", "diagnose"]
+                    and parts[2:3]
+                    and parts[2] not in RENDER_MAY_READ_OF_DIAGNOSE
+                ):
+                    found.append(f"{path.name}:{node.lineno} imports {module}")
+    assert not found, "a renderer displays what diagnose decided:\n" + "\n".join(found)
+
+
 def test_diagnose_names_each_resolve_from_their_module() -> None:
     """`xlagraph.diagnose` imports its names on first use (so `diagnose.listing` alone stays
     cheap): every exported name has a home, and each resolves to that module's object."""

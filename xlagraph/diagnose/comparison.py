@@ -1,7 +1,7 @@
 """The state of one comparison of two matched computations, and the helpers every step uses.
 
 The steps themselves (inputs and outputs, collectives, matched instructions, regions) live in
-their own modules and receive a `Comparison`; `compare.py` runs them in order. Keeping the type
+their own modules and receive a `Comparison`; `raw_causes.py` runs them in order. Keeping the type
 here, below all of them, is what lets every import point one way.
 """
 

@@ -15,7 +15,7 @@ use pyo3::types::{PyDict, PyString, PyTuple};
 use crate::matching::mappings::{Mappings, NONE, R, TAGS};
 use crate::matching::side::MatchSide;
 
-/// A phase of the matcher, with its arguments (`match.match_python`'s `phases`).
+/// A phase of the matcher, with its arguments (the oracle's `PHASES`, tests/oracles/match_reference.py).
 #[derive(Clone, Copy)]
 enum Phase {
     OutputsExact,

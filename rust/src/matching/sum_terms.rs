@@ -6,11 +6,16 @@
 //! The graphs still differ (the reordered chain's nodes read other operands), so nothing is called
 //! identical here: the diagnosis names the reordering.
 
+use crate::families::COMMUTATIVE;
 use crate::matching::mappings::{Mappings, R};
 use crate::matching::side::{intern, MatchSide};
 
-/// Opcodes whose chains may be regrouped and reordered (`xor` is left out: the list).
-const CHAINED: [&str; 6] = ["add", "multiply", "maximum", "minimum", "and", "or"];
+/// Whether chains of `op` may be regrouped and reordered: the commutative family (the one table,
+/// families.rs), less `xor` (left out: the list) and the lazy IR's `aten::` names (never
+/// in the HLO this matches).
+fn chained(op: &str) -> bool {
+    op != "xor" && !op.starts_with("aten::") && COMMUTATIVE.contains(&op)
+}
 
 /// The fewest terms a chain needs: two terms in another order are `align_commutative`'s.
 const MIN_TERMS: usize = 3;
@@ -78,7 +83,7 @@ impl Mappings<'_> {
     pub(crate) fn reordered_terms(&self, a: u32, b: u32) -> R<Option<Vec<(u32, u32)>>> {
         let (l, r) = (self.l, self.r);
         let op = l.opcode[a as usize];
-        if op != r.opcode[b as usize] || !CHAINED.iter().any(|&c| intern(c) == op) {
+        if op != r.opcode[b as usize] || !COMMUTATIVE.iter().any(|&c| chained(c) && intern(c) == op) {
             return Ok(None);
         }
         let ((nl, tl), (nr, tr)) = (flatten(l, a), flatten(r, b));
