@@ -74,6 +74,7 @@ SPLITS = (
     "held_out_33",
     "held_out_34",
     "held_out_35",
+    "held_out_36",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
