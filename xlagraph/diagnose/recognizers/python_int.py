@@ -25,12 +25,12 @@ def _value(text: str) -> str:
     return text.rsplit(" ", 1)[-1]
 
 
-_BOUNDS = re.compile(r"\[(-?\d+):(-?\d+)(?::(\d+))?\]")
+_SLICE = re.compile(r"\[(-?\d+):(-?\d+)(?::(-?\d+))?\]")  # start:limit:stride, as HLO prints slices
 
 
 def _lengths(text: str) -> set[str]:
     """`{[3:13],[0:32]}` -> {"10", "32"}: the sizes a slice cuts."""
-    return {str(-(-(int(hi) - int(lo)) // int(step or 1))) for lo, hi, step in _BOUNDS.findall(text)}
+    return {str(-(-(int(hi) - int(lo)) // int(step or 1))) for lo, hi, step in _SLICE.findall(text)}
 
 
 SIZE_HINT = fix("attribute.size")
@@ -44,9 +44,6 @@ _FLAG_VALUES = frozenset({"true", "false", ""})
 def _ratios(old: str, new: str) -> set[float]:
     """new/old for each dimension that changed between two shapes of one rank."""
     return {q / p for p, q in moved_dims(old, new) if p and q}
-
-
-_SLICE = re.compile(r"\[(-?\d+):(-?\d+)(?::(-?\d+))?\]")
 
 
 def _truncation(old: str, new: str) -> bool:
