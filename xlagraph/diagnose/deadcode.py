@@ -12,7 +12,6 @@ difference there is a cause like any other.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from itertools import groupby
 from operator import itemgetter
 from weakref import WeakKeyDictionary
@@ -78,13 +77,8 @@ def _signature(dead: list[tuple[CanonicalComputation, str]]) -> list[str]:
     Asked of the core's handle where there is one (no instruction built: thousands are dead)."""
     opcodes: list[str] = []
     for comp, group in groupby(dead, key=itemgetter(0)):
-        opcodes += _opcodes(comp, [d for _, d in group])
+        opcodes += comp.core.opcodes_of([d for _, d in group])  # type: ignore[attr-defined]
     return sorted(opcodes)
-
-
-def _opcodes(comp: CanonicalComputation, names: Sequence[str]) -> list[str]:
-    """The opcodes of the instructions `names` names, from the core's handle."""
-    return comp.core.opcodes_of(names)  # type: ignore[attr-defined]
 
 
 def _effects(canon: CanonicalModule) -> dict[tuple[str, str], int]:

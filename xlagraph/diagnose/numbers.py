@@ -17,6 +17,11 @@ def is_number(text: str) -> bool:
     return True
 
 
+def payload(change_text: str) -> str:
+    """The value of a scalar constant as a change prints it: `s64[] 3` -> `3`."""
+    return change_text.rsplit(" ", 1)[-1]
+
+
 def numbers_equal(a: str, b: str) -> bool:
     """The same number printed two ways (`1` and `1.0`). Integers compare as integers: a float
     holds 53 bits, and u64/s64 constants past 2^53 that differ would compare equal."""

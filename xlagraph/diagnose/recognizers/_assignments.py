@@ -110,21 +110,19 @@ def dict_fills(location: str) -> list[str]:
     """The lines of the same function that fill a container the line at `location` reads by key
     (`losses[task] = ...` for `total = losses["a"] + losses["b"]`): where the order of a dict of
     statistics is decided. `[]` when there are none."""
-    file, n = split_location(location)
-    if not file or not n:
-        return []
-    names = set(_SUBSCRIPTED.findall(source_line(file, n).split("#", 1)[0]))
-    if not names:
-        return []
-    out: list[str] = []
-    for k in range(n - 1, max(0, n - 200), -1):
-        text = source_line(file, k)
-        if DEF.match(text):
-            break
-        code = text.split("#", 1)[0]
-        if any(re.match(rf"^\s*{re.escape(name)}\s*\[[^\]]+\]\s*=[^=]", code) for name in names):
-            out.append(f"{file}:{k}")
-    return sorted(out, key=lambda loc: split_location(loc)[1])[:3]
+    file, line, nodes, _ = _scope(location)
+    names = set(_SUBSCRIPTED.findall(source_text(location).split("#", 1)[0]))
+    fills = {
+        n.lineno
+        for n in nodes
+        if isinstance(n, ast.Assign)
+        and line - 200 < n.lineno < line
+        and any(
+            isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in names
+            for t in n.targets
+        )
+    }
+    return [f"{file}:{k}" for k in sorted(fills)[:3]]
 
 
 # Statements that change an order: shuffles, reversals, sorts by a key (a value that may change),

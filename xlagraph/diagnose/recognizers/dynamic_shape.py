@@ -39,10 +39,6 @@ def data_sized(text: str) -> bool:
     return bool(_DATA_SIZED.search(text))
 
 
-def _lines(evidence: Evidence, cause: Cause) -> list[str]:
-    return [*cause.sources, evidence.context.call_site]
-
-
 _INDEX = re.compile(r"\[\s*~?\s*([A-Za-z_]\w*)\s*\]")
 _BOOLEAN = re.compile(
     r"(==|!=|<=|>=|<|>|\.bool\(\)|\bisnan\(|\bisfinite\(|\blogical_|\.eq\(|\.ne\(|\.gt\(|\.lt\()"
@@ -110,7 +106,7 @@ def _index_operand(ins: Instruction, count: int) -> tuple[int, str]:
 
 
 def _data_sized(evidence: Evidence, cause: Cause) -> str:
-    for loc in _lines(evidence, cause):
+    for loc in (*cause.sources, evidence.context.call_site):
         if loc and (_DATA_SIZED.search(source_text(loc)) or _mask_variable(loc)):
             return loc
     for loc in cause.sources:

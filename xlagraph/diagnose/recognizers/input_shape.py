@@ -27,6 +27,7 @@ from xlagraph.diagnose.recognizers._statements import (
     syntax_tree,
 )
 from xlagraph.diagnose.recognizers._user_flow import list_tensors
+from xlagraph.match.shapes import dims
 
 __all__ = [
     "BATCH_HINT",
@@ -38,7 +39,6 @@ __all__ = [
     "with_loader_line",
 ]
 
-_INT = re.compile(r"\d+")
 BATCH_HINT = fix("parameter_shape.batch")
 GROWN_BATCH_HINT = fix("parameter_shape.grown_batch")
 FILTERED_HINT = fix("parameter_shape.filtered_batch")
@@ -56,8 +56,8 @@ OTHER_HINT = fix("parameter_shape.other")
 
 
 def _changed_axes(old: str, new: str) -> set[int]:
-    a, b = _INT.findall(old.split("[", 1)[-1]), _INT.findall(new.split("[", 1)[-1])
-    if len(a) != len(b):
+    a, b = dims(old), dims(new)
+    if a is None or b is None or len(a) != len(b):
         return {-1}
     return {k for k, (x, y) in enumerate(zip(a, b, strict=True)) if x != y}
 
@@ -239,8 +239,8 @@ def _list_lines(evidence: Evidence) -> list[str]:
 
 
 def _dim0(shape: str) -> int:
-    dims = _INT.findall(shape.partition("[")[2].split("]", 1)[0])
-    return int(dims[0]) if dims else 0
+    sizes = dims(shape)
+    return sizes[0] if sizes else 0
 
 
 # A loader that keeps its last, smaller batch: where drop_last=True goes.
@@ -288,9 +288,8 @@ _FILTERED = "rows kept by a mask on the host: the batch size follows the data"
 
 def _image(shape: str) -> bool:
     """A float NCHW batch with few channels (1 to 4): the shape images arrive in."""
-    head, _, rest = shape.partition("[")
-    dims = _INT.findall(rest.split("]", 1)[0])
-    return head.startswith(("f", "bf")) and len(dims) == 4 and 1 <= int(dims[1]) <= 4
+    sizes = dims(shape)
+    return shape.startswith(("f", "bf")) and sizes is not None and len(sizes) == 4 and 1 <= sizes[1] <= 4
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:

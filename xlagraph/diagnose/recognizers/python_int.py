@@ -9,6 +9,7 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
+from xlagraph.diagnose.numbers import payload
 from xlagraph.diagnose.recognizers._assignments import assigned_from
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._dataflow import opcodes
@@ -20,17 +21,12 @@ __all__ = ["RECOGNIZER"]
 _INT = re.compile(r"-?\d+")
 
 
-def _value(text: str) -> str:
-    """`s64[] 3` -> `3`."""
-    return text.rsplit(" ", 1)[-1]
-
-
-_BOUNDS = re.compile(r"\[(-?\d+):(-?\d+)(?::(\d+))?\]")
+_SLICE = re.compile(r"\[(-?\d+):(-?\d+)(?::(-?\d+))?\]")  # start:limit:stride, as HLO prints slices
 
 
 def _lengths(text: str) -> set[str]:
     """`{[3:13],[0:32]}` -> {"10", "32"}: the sizes a slice cuts."""
-    return {str(-(-(int(hi) - int(lo)) // int(step or 1))) for lo, hi, step in _BOUNDS.findall(text)}
+    return {str(-(-(int(hi) - int(lo)) // int(step or 1))) for lo, hi, step in _SLICE.findall(text)}
 
 
 SIZE_HINT = fix("attribute.size")
@@ -44,9 +40,6 @@ _FLAG_VALUES = frozenset({"true", "false", ""})
 def _ratios(old: str, new: str) -> set[float]:
     """new/old for each dimension that changed between two shapes of one rank."""
     return {q / p for p, q in moved_dims(old, new) if p and q}
-
-
-_SLICE = re.compile(r"\[(-?\d+):(-?\d+)(?::(-?\d+))?\]")
 
 
 def _truncation(old: str, new: str) -> bool:
@@ -68,7 +61,7 @@ def _resized(old: str, new: str, ratios: set[float]) -> bool:
 def _scaled(old: str, new: str, ratios: set[float]) -> bool:
     """A constant changed by a dimension's ratio, or its inverse (a scale factor: in / out)."""
     try:
-        a, b = float(_value(old)), float(_value(new))
+        a, b = float(payload(old)), float(payload(new))
     except ValueError:
         return False
     if not a or not b:
@@ -94,7 +87,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         for i, c in enumerate(pending)
         if c.kind is CauseKind.CONSTANT_VALUE
         and c.changes
-        and all(_value(ch.old) in olds and _value(ch.new) in news for ch in c.changes)
+        and all(payload(ch.old) in olds and payload(ch.new) in news for ch in c.changes)
     ]
     # Slices at Python-int bounds (torch.split by lengths): another number of pieces brings the
     # views and reductions over them, and the pieces' sizes passed as scalars (a mean's count).
@@ -197,7 +190,7 @@ def _int_constants(pending: tuple[Cause, ...]) -> Recognized:
         and all(
             _INT_SCALAR.match(ch.old.strip())
             and _INT_SCALAR.match(ch.new.strip())
-            and {_value(ch.old), _value(ch.new)}.isdisjoint({"0", "1"})
+            and {payload(ch.old), payload(ch.new)}.isdisjoint({"0", "1"})
             for ch in c.changes
         )
         and any(_TENSOR_OP.search(source_text(loc).split("#", 1)[0]) for loc in c.sources)
@@ -205,7 +198,7 @@ def _int_constants(pending: tuple[Cause, ...]) -> Recognized:
     if not found:
         return NOTHING
     examples = [
-        f"{ch.left}: {_value(ch.old)} -> {_value(ch.new)}" for i in found for ch in pending[i].changes
+        f"{ch.left}: {payload(ch.old)} -> {payload(ch.new)}" for i in found for ch in pending[i].changes
     ]
     summary = f"a Python int reached the graph, baked as an integer constant ({'; '.join(examples[:3])})"
     cause = merge(CauseKind.ATTRIBUTE, summary, [pending[i] for i in found], count=len(examples))

@@ -18,7 +18,7 @@ from math import prod
 
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.numbers import dim_changes, is_number
+from xlagraph.diagnose.numbers import dim_changes, is_number, payload
 from xlagraph.diagnose.recognizers._causes import merge
 
 __all__ = ["RECOGNIZER"]
@@ -31,7 +31,7 @@ def _follows(old: str, new: str, dims: set[tuple[int, int]]) -> bool:
     """`s64[] 11` -> `s64[] 8` when a dimension went 12 -> 9: the same step, next to the size;
     or in proportion to the changed dimensions (an image's 4x4 = 16 pooled cells are 5x4 = 20 when
     its height goes 32 -> 40, 6x5 = 30 when both grow, 7x7 = 49 for a square one 32 -> 28)."""
-    o, n = old.rsplit(" ", 1)[-1], new.rsplit(" ", 1)[-1]
+    o, n = payload(old), payload(new)
     if not (is_number(o) and is_number(n)) or not float(o).is_integer() or not float(n).is_integer():
         return False  # (inf and nan are numbers, not integers)
     a, b = int(float(o)), int(float(n))

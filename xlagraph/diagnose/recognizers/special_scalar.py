@@ -13,7 +13,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_user_location
-from xlagraph.diagnose.numbers import is_number
+from xlagraph.diagnose.numbers import is_number, payload
 from xlagraph.diagnose.recognizers._assignments import scalar_origin
 from xlagraph.diagnose.recognizers._causes import merge, renamed, with_number_origin
 from xlagraph.diagnose.recognizers._dataflow import downstream, restated, same_ops
@@ -38,10 +38,6 @@ def _tensor_valued(evidence: Evidence, cause: Cause) -> bool:
 def _special(value: str) -> bool:
     # -1 too: SGD's add_(grad, alpha=-lr) at an lr of exactly 1.0 bakes constant(-1)
     return is_number(value) and abs(float(value)) in (0.0, 1.0)
-
-
-def _value(change_text: str) -> str:
-    return change_text.rsplit(" ", 1)[-1]
 
 
 def _constant_behind(comp, name: str) -> str:  # type: ignore[no-untyped-def]
@@ -174,7 +170,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     for i, c in enumerate(pending):
         if c.kind is not CauseKind.CONSTANT_VALUE:
             continue
-        special = any(_special(_value(ch.old)) or _special(_value(ch.new)) for ch in c.changes)
+        special = any(_special(payload(ch.old)) or _special(payload(ch.new)) for ch in c.changes)
         if _tensor_valued(evidence, c):
             out.append(
                 renamed(
