@@ -41,7 +41,9 @@ class Context:
     `host_reads`: the user's lines where a graph of the run up to the new one was cut by an
     implicit sync (a tensor's value read on the host, `if h.max() > limit:` without `.item()`).
     `tensors`: the live tensors the capture saw before the new graph's sync (with their frames
-    where it ran with XLA_IR_DEBUG=1): where at runtime the user's code made them.
+    where it ran with XLA_IR_DEBUG=1): where at runtime the user's code made them;
+    `baseline_tensors` those before the baseline graph's sync, where the diff has them (a rank
+    diff: each rank ran its own graph, and the one that ran the collectives may be either).
     """
 
     trigger: str = ""
@@ -56,6 +58,7 @@ class Context:
     baseline_bridged: bool = False
     host_reads: tuple[str, ...] = ()
     tensors: tuple[LiveTensor, ...] = ()
+    baseline_tensors: tuple[LiveTensor, ...] = ()
 
     @property
     def known(self) -> bool:

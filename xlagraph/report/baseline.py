@@ -19,6 +19,7 @@ from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import CauseKind
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, Context
 from xlagraph.diagnose.frames import call_site, is_library, user_frames
+from xlagraph.diagnose.new_code import GENERIC_NAMES
 from xlagraph.diff import DiffResult, canonical_of, diff_modules
 from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module
@@ -29,7 +30,6 @@ from xlagraph.parse.sources import Source, open_source, read, replace_label, sel
 from xlagraph.runlog import GraphRecord, LiveTensor, Sync
 
 __all__ = [
-    "GENERIC_NAMES",
     "MAX_CANDIDATES",
     "NEW_CALL_SITE",
     "NEW_SYNC_POINT",
@@ -313,10 +313,6 @@ def _context(
 def _after_bridge_sync(sync: Sync, bridged: Mapping[int, int] | None) -> bool:
     at = (bridged or {}).get(sync.step)
     return at is not None and at < sync.index
-
-
-# Names torch_xla gives every graph of a plain sync; torch_xla.compile names its own.
-GENERIC_NAMES = frozenset({"SyncTensorsGraph", "IrToHlo", ""})
 
 
 def graph_name(module: object) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path, PurePath
 from xlagraph._gc import paused_gc
 from xlagraph.capture.shardings import read_mark_shardings
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
+from xlagraph.diagnose.findings import step_breaks
 from xlagraph.diagnose.frames import SourceText, call_site, reading_sources, source_line, user_frames
 from xlagraph.graphs import variant_letter
 from xlagraph.parse.shared import current as current_shared
@@ -23,7 +24,6 @@ from xlagraph.progress import counted
 from xlagraph.report.baseline import Modules
 from xlagraph.report.explain import explain_recompile
 from xlagraph.report.explain_workers import explain_in_processes, report_workers
-from xlagraph.report.findings import step_breaks
 from xlagraph.report.model import (
     RankingEntry,
     Recompile,

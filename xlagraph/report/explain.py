@@ -12,16 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xlagraph.capture.shardings import MarkSharding
-from xlagraph.diagnose.causes import Cause, CauseKind, name_sides, with_sides
+from xlagraph.diagnose.causes import Cause, name_sides, with_sides
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
-from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import call_site, location, source_line, split_frames, split_location
+from xlagraph.diagnose.frames import call_site, source_line, split_frames
 from xlagraph.diagnose.listing import plural
-from xlagraph.diagnose.recognizers._host_if import host_decided_if
-from xlagraph.ir import Frame
+from xlagraph.diagnose.new_code import new_code_cause
 from xlagraph.report.attribution import AttributionContext, attribute
 from xlagraph.report.baseline import (
-    GENERIC_NAMES,
     NEW_CALL_SITE,
     NEW_SYNC_POINT,
     Compared,
@@ -32,40 +29,6 @@ from xlagraph.report.baseline import (
 from xlagraph.report.model import Attribution, Baseline, Recompile
 from xlagraph.report.triggers import LineReader, bridge_sync_all, bridge_synced
 from xlagraph.runlog import RunLog, Sync
-from xlagraph.source_paths import short_location
-
-OWN_GRAPH_HINT = fix("own_graph")
-
-
-def _own_graph(site: str, users: tuple[Frame, ...], name: str = "", other: str = "", when: str = "") -> Cause:
-    """The first graph of another call site (or of another `torch_xla.compile` function): work
-    this run syncs somewhere else than the earlier graphs (an evaluation pass after each epoch),
-    named with the user's lines that reach it (expected)."""
-    lines = tuple(dict.fromkeys([site, *(location(f) for f in users)]))[:4]
-    if name not in GENERIC_NAMES and name != other:
-        what = f"the graph torch_xla.compile names {name}, another program than {other or 'the earlier ones'}"
-        if other == f"{name}_clear_pending":
-            what += " (the ops pending before the call, run first as a graph of their own)"
-    else:
-        what = f"a graph of its own for the work synced at {short_location(site)}"
-    why = {
-        "first step": "the code since the previous sync of the run's first step (or other code that "
-        "starts the run), compiled once and replayed by later steps",
-        "after the loop": "work read after the loop's last step (a final metric), compiled once",
-        "after constants": "the first graph that reads data, after graphs that only materialized fixed "
-        "values (buffers moved to the device, zeros); compiled once and replayed by later steps",
-    }.get(
-        when,
-        "code that runs at another point than the earlier graphs (an evaluation pass, metrics, a "
-        "compiled function); compiled once, reused when it runs again",
-    )
-    return Cause(
-        CauseKind.CONDITIONAL_WORK,
-        f"{what}: {why}",
-        OWN_GRAPH_HINT,
-        info=True,
-        sources=lines,
-    )
 
 
 def _after_bridge_warm_up(
@@ -86,50 +49,6 @@ def _after_bridge_warm_up(
         return None
     full = [s for s in syncs if s.index < ran[0].index and bridge_sync_all(s)]
     return full[-1].graph_hash if full else None
-
-
-def _bridge_inputs(site: str, users: tuple[Frame, ...], full: str) -> Cause:
-    lines = tuple(dict.fromkeys([site, *(location(f) for f in users)]))[:4]
-    summary = (
-        f"torch.compile's warm-up: the openxla bridge synced all pending work when it first compiled "
-        f"(graph {full}); from this step on it syncs only the compiled graph's inputs, a graph of "
-        "its own, compiled once and replayed by later steps"
-    )
-    return Cause(CauseKind.STATE_INIT, summary, fix("state_init.bridge_sync"), info=True, sources=lines)
-
-
-def _picked_by_host(site: str, users: tuple[Frame, ...], earlier: list[tuple[str, Sync]]) -> tuple[str, ...]:
-    """The `if` (and the lines that read) whose test reads a device value on the host and whose
-    other branch called a program compiled earlier: the read picks one compiled function or the
-    other (`damped_update()` or `update()`). () where the call is no such pick: the first of the
-    two to run is the step's own program."""
-    files = [f.file for f in users]
-    decided = host_decided_if(site, files)
-    if not decided:
-        return ()
-    for _, s in earlier:
-        there = call_site(s.frames)
-        if there and there != site and host_decided_if(there, files)[:1] == decided[:1]:
-            return decided
-    return ()
-
-
-def _host_picked(site: str, decided: tuple[str, ...], name: str, other: str) -> Cause:
-    """A program first compiled mid-run whose call sits in an `if` that a device value read on the
-    host decides (`if guard.check(loss): damped_update()`, torch_xla.compile or eager mode): the
-    read picks which compiled code runs, so the step's graphs change on the step the value first
-    crosses the line: work a Python condition decides, not an evaluation pass."""
-    what = f"the graph torch_xla.compile names {name}" if name not in GENERIC_NAMES else "a graph of its own"
-    test = source_line(*split_location(decided[0])).split("#", 1)[0].strip()
-    reads = f" (read at {', '.join(decided[1:])})" if decided[1:] else ""
-    return Cause(
-        CauseKind.CONDITIONAL_WORK,
-        f"{what}, called at {short_location(site)} inside `{test[:80]}` at {decided[0]}: a tensor's value "
-        f"read on the host{reads} decides which compiled code the step runs, compiled when the value "
-        f"first picks it",
-        fix("conditional_work.host_branch"),
-        sources=tuple(dict.fromkeys([*decided, site]))[:6],
-    )
 
 
 # What a graph that only materializes fixed values is made of.
@@ -276,15 +195,9 @@ def explain_recompile(
                 else ""
             )
             first_of_program = bool(when)
-            decided = () if when else _picked_by_host(site, users, earlier)
             full_graph = _after_bridge_warm_up(target, log.syncs, triggers, bridged)
-            causes = (
-                _host_picked(site, decided, *names)
-                if decided
-                else _bridge_inputs(site, users, letters[full_graph])
-                if full_graph in letters
-                else _own_graph(site, users, *names, when=when),
-            )
+            bridge = letters.get(full_graph or "", "")
+            causes = (new_code_cause(site, users, [s for _, s in earlier], names, when, bridge),)
             attribution = (Attribution(0, str(causes[0].kind), causes[0].summary, lines=causes[0].sources),)
         elif causes and choice.sync.step == target.step and _in_first_step(target, first, last_step):
             # The same code run again within the run's first step with other sizes (a query and a

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import replace
 from typing import Any
 
 from xlagraph.diagnose.causes import with_sides
@@ -23,7 +22,7 @@ from xlagraph.report.ranks.model import (
     group_ranks,
 )
 from xlagraph.report.ranks.sources import DUMP_DIR_NOTE, rank_of, world_of
-from xlagraph.runlog import RunLog, Sync
+from xlagraph.runlog import LiveTensor, RunLog, Sync
 
 MAX_GROUPS_DIFFED = 3  # rank groups whose graphs are diffed against the baseline group
 
@@ -151,7 +150,6 @@ def _divergence(
             with _sources_of(logs.get(rs[0])):
                 causes, note = _diff(specs.get(a, ""), specs.get(b, ""), load, context)
             causes = tuple(with_sides(c, letters[a], letters[b]) for c in causes)
-            causes = _issued_at(causes, logs.get(grouped[0][0][0]), a, logs.get(rs[0]), b)
             diffs.append(RankDiff(gi, letters[a], letters[b], causes, note))
         return RankDivergence(step, groups, tuple(diffs))
     return None
@@ -177,12 +175,17 @@ def _first_pair(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, str] | Non
 
 def _context(base: RunLog | None, a: str, other: RunLog | None, b: str, step: int) -> Context:
     """What each rank's capture knows of the two graphs' syncs at the divergent step (the trigger and
-    the user's line), as a recompile's diff has it: a rank's `.item()` cut is said at its line."""
+    the user's line), as a recompile's diff has it: a rank's `.item()` cut is said at its line; and
+    each rank's live tensors before its sync, where the user's code issued its collectives."""
     from xlagraph.diagnose.frames import call_site
     from xlagraph.report.triggers import trigger_of
 
     def sync(log: RunLog | None, h: str) -> Sync | None:
         return next((s for s in log.syncs if s.step == step and s.graph_hash == h), None) if log else None
+
+    def tensors(log: RunLog | None, h: str) -> tuple[LiveTensor, ...]:
+        record = log.graphs.get(h) if log else None
+        return record.tensors if record else ()
 
     sa, sb = sync(base, a), sync(other, b)
     if sa is None or sb is None:
@@ -194,36 +197,9 @@ def _context(base: RunLog | None, a: str, other: RunLog | None, b: str, step: in
         baseline_call_site=call_site(sa.frames),
         step=step,
         baseline_step=step,
+        tensors=tensors(other, b),
+        baseline_tensors=tensors(base, a),
     )
-
-
-def _issued_at(
-    causes: tuple[Any, ...], base: RunLog | None, a: str, other: RunLog | None, b: str
-) -> tuple[Any, ...]:
-    """A collective cause whose ops' metadata cites library code alone (torch_xla's
-    `xla_model.py`), cited where the user's code issued the collectives instead: the lines of
-    the live tensors each rank's capture made there (`recognizers.collective_site`'s rule, with
-    each rank's own tensors and syncs). Ranks hang in collectives: where they are issued is the
-    line to read."""
-    from xlagraph.diagnose.causes import CauseKind
-    from xlagraph.diagnose.frames import call_site, is_user_location, reading_sources
-    from xlagraph.diagnose.recognizers._deciding_loop import issuing_lines
-    from xlagraph.report.build import source_text_of
-
-    out = []
-    for cause in causes:
-        if cause.kind is CauseKind.COLLECTIVE and not any(map(is_user_location, cause.sources)):
-            lines: tuple[str, ...] = ()
-            for log, h in ((other, b), (base, a)):
-                record = log.graphs.get(h) if log else None
-                if log is None or record is None or lines:
-                    continue
-                syncs = tuple(dict.fromkeys(call_site(s.frames) for s in log.syncs if s.graph_hash == h))
-                with reading_sources(source_text_of(log)):
-                    lines = issuing_lines(cause.sources, record.tensors, syncs)
-            cause = replace(cause, sources=(*lines, *cause.sources)) if lines else cause
-        out.append(cause)
-    return tuple(out)
 
 
 def _diff(

@@ -9,9 +9,11 @@ every steady step, is a `graph_break` finding with that line. A finding is no re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
-from xlagraph.report.model import TimelineEntry
 
 __all__ = ["step_breaks"]
 
@@ -19,10 +21,23 @@ __all__ = ["step_breaks"]
 _MIN_STEPS = 2
 
 
-def step_breaks(timeline: tuple[TimelineEntry, ...]) -> tuple[Cause, ...]:
+class TimedSync(Protocol):
+    """What a finding reads of one sync of the run (the report's `TimelineEntry`)."""
+
+    @property
+    def step(self) -> int: ...
+    @property
+    def trigger(self) -> str: ...
+    @property
+    def call_site(self) -> str: ...
+    @property
+    def phase(self) -> str: ...  # warm-up | steady
+
+
+def step_breaks(timeline: Sequence[TimedSync]) -> tuple[Cause, ...]:
     """One `graph_break` per line whose implicit sync cuts every steady step (every step after
     the first when the run has no steady state) before the step's last sync."""
-    by_step: dict[int, list[TimelineEntry]] = {}
+    by_step: dict[int, list[TimedSync]] = {}
     for e in timeline:
         by_step.setdefault(e.step, []).append(e)
     steady = sorted({e.step for e in timeline if e.phase == "steady"})
