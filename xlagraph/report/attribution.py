@@ -16,7 +16,7 @@ from xlagraph.diagnose.causes import TWIN_OUTPUT, Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.frames import location, source_line, split_frames, split_location
 from xlagraph.diagnose.recognizers._deciding_loop import MAX_CALLERS, MAX_TENSORS
-from xlagraph.diagnose.recognizers._statements import python_number
+from xlagraph.diagnose.recognizers._group_values import number_origin
 from xlagraph.diff import DiffResult
 from xlagraph.ir import Frame, strip_layout
 from xlagraph.report.holders import replacing_lines, storing_lines
@@ -284,7 +284,7 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
     if cause.fix_id in _NUMBER_FIXES and not direct and lines:
         # the graph cites library code the user's line calls with a Python number: where the
         # script computes or changes that number is what to fix (`smooth = 0.1` under an `if`)
-        lines = tuple(dict.fromkeys((*python_number(lines[0])[1], *lines)))
+        lines = tuple(dict.fromkeys((*number_origin(lines[0])[1], *lines)))
     return Attribution(index, str(kind), summary, _bounded(items), tensors, lines, library_lines)
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
 from xlagraph.diagnose.evidence import Evidence, Recognized
 from xlagraph.diagnose.frames import is_user_location
-from xlagraph.diagnose.recognizers._statements import python_number
+from xlagraph.diagnose.recognizers._group_values import number_origin
 from xlagraph.ir import strip_layout
 
 __all__ = [
@@ -111,11 +111,12 @@ def added_part(cause: Cause, keep: Callable[[str], bool]) -> Cause | None:
 def with_number_origin(cause: Cause) -> Cause:
     """Where the Python number a user's line of the cause reads is computed (a helper's return,
     the assignment that calls it, through a function's parameter to its callers, the loop's
-    assignment that changes it under its `if`), named in the summary and placed first."""
+    assignment that changes it under its `if`; for `opt.step()`, a schedule's value written into
+    the optimizer's param groups), named in the summary and placed first."""
     for loc in cause.sources[:2]:
         if not is_user_location(loc):
             continue  # the user's numbers only
-        name, lines = python_number(loc)
+        name, lines = number_origin(loc)
         if lines:
             return replace(
                 cause,

@@ -14,7 +14,7 @@ from xlagraph.diagnose.recognizers._beside_work import length_made_up, sizes_bes
 from xlagraph.diagnose.recognizers._causes import TAPS, merge, one_sided, scalar_inputs
 from xlagraph.diagnose.recognizers._dataflow import downstream
 from xlagraph.diagnose.recognizers._guarded_calls import guarded_calls
-from xlagraph.diagnose.recognizers._host_if import host_decided_if
+from xlagraph.diagnose.recognizers._host_if import host_decided_if, read_before
 from xlagraph.diagnose.recognizers._late_module import created_late
 from xlagraph.diagnose.recognizers._periodic import enclosing_if, reads_tensor, synced_if
 from xlagraph.diagnose.recognizers._source import calls_of_function, source_text, user_files
@@ -191,6 +191,9 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
 def branch_summary(site: str, reads: tuple[str, ...]) -> str:
     """What an `if` at `site` decides; `reads`: where the functions its test calls read a tensor."""
     text = source_text(site).split("#", 1)[0].strip()
+    # (a test on a name set from a host read above it: `value = gnorm.item()`, `if value > t:`)
+    if not reads and not reads_tensor(text):
+        reads = read_before(site)
     decides = (
         "a tensor's value read on the host (an implicit sync that also cuts the step) decides"
         if reads_tensor(text)

@@ -14,10 +14,11 @@ from xlagraph.diagnose.recognizers._statements import (
     definitions,
     enclosing,
     is_host_read,
+    read_into,
     reads_on_host,
 )
 
-__all__ = ["host_decided_if"]
+__all__ = ["host_decided_if", "read_before"]
 
 # How deep to follow the user's calls from the condition (a guard calling its own helper).
 _DEPTH = 2
@@ -42,9 +43,23 @@ def host_decided_if(location: str, files: Iterable[str] = ()) -> tuple[str, ...]
     site = f"{file}:{ifs[-1].lineno}"
     if reads_on_host(test):
         return (site,)
+    # A name the test reads, set from a host read above it (`value = gnorm.item()`).
+    assigned = read_into(file, ifs[-1])
+    if assigned:
+        return (site, *(f"{file}:{n}" for n in assigned))
     defs = {name: [d] for name, d in definitions([file, *files]).items()}
     lines = _reads_through(test, defs, _DEPTH)
     return (site, *lines) if lines else ()
+
+
+def read_before(site: str) -> tuple[str, ...]:
+    """The lines above the `if` at `site` that set a name its test reads from a host read
+    (`value = gnorm.item()` over `if value > MAX_NORM:`), or ()."""
+    file, line = split_location(site)
+    chain = enclosing(file, line) if file and line else []
+    if not chain or not isinstance(chain[-1][0], ast.If) or chain[-1][0].lineno != line:
+        return ()
+    return tuple(f"{file}:{n}" for n in read_into(file, chain[-1][0]))
 
 
 def _reads_through(

@@ -18,6 +18,7 @@ from xlagraph.diagnose.recognizers._statements import (
     enclosing,
     is_host_read,
     loads,
+    read_into,
     reads_on_host,
 )
 
@@ -122,10 +123,15 @@ def reads_tensor(code: str) -> bool:
 
 def synced_if(location: str) -> str:
     """`file:line` of an `if`/`elif` holding `location` (through loops, within its function)
-    whose condition reads a tensor on the host (`if total.item() > max_norm:`), or "": the
+    whose condition reads a tensor on the host (`if total.item() > max_norm:`, or a name set from
+    such a read above it: `value = total.item()`, `if value > max_norm:`), or "": the
     data-dependent condition that decides, not a check nested in its block (`if p.grad is not
     None:` in a loop over the weights)."""
-    guards = (f"{file}:{s.lineno}" for file, s in _guards(location, _FUNCTION) if reads_on_host(s.test))
+    guards = (
+        f"{file}:{s.lineno}"
+        for file, s in _guards(location, _FUNCTION)
+        if reads_on_host(s.test) or read_into(file, s)
+    )
     return next(guards, "")
 
 

@@ -351,6 +351,24 @@ def set_before(chain: list[tuple[ast.stmt, list[ast.stmt]]], names: set[str]) ->
     return sorted(found)
 
 
+def read_into(file: str, guard: ast.If) -> list[int]:
+    """Lines above `guard` in its loop or function that set a name its test reads from a value
+    read on the host (`value = gnorm.item()`, then `if value > MAX_NORM:`): the test decides on a
+    tensor's value as surely as `if gnorm.item() > MAX_NORM:` does."""
+    chain = enclosing(file, guard.lineno)
+    if not chain or chain[-1][0] is not guard:
+        return []
+    lines = set(set_before(chain, loads(guard.test)))
+    return sorted(
+        s.lineno
+        for s in ast.walk(chain[0][0])
+        if isinstance(s, (ast.Assign, ast.AnnAssign))
+        and s.lineno in lines
+        and s.value is not None
+        and reads_on_host(s.value)
+    )
+
+
 def is_range(node: ast.expr) -> bool:
     """`range(...)`: a loop over numbers decides no order of its own."""
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
