@@ -356,7 +356,9 @@ def read_into(file: str, guard: ast.If) -> list[int]:
     read on the host (`value = gnorm.item()`, then `if value > MAX_NORM:`): the test decides on a
     tensor's value as surely as `if gnorm.item() > MAX_NORM:` does."""
     chain = enclosing(file, guard.lineno)
-    if not chain or chain[-1][0] is not guard:
+    # compared by place, not identity: the parse cache may hand back another tree of the file
+    inner = chain[-1][0] if chain else None
+    if not isinstance(inner, ast.If) or (inner.lineno, inner.col_offset) != (guard.lineno, guard.col_offset):
         return []
     lines = set(set_before(chain, loads(guard.test)))
     return sorted(
