@@ -233,9 +233,12 @@ def joined(
         if e.kind == "recompile" and e.guards
     }
     phases: dict[str, set[str]] = defaultdict(set)
+    last_run: dict[str, int] = {}
     for t in timeline:
         phases[t.variant].add(t.phase)
-    return join([replace(r, dynamo=made.get(r.variant, "")) for r in recompiles], retraces, phases)
+        last_run[t.variant] = max(last_run.get(t.variant, t.sync), t.sync)
+    recompiles = [replace(r, dynamo=made.get(r.variant, "")) for r in recompiles]
+    return join(recompiles, retraces, phases, last_run)
 
 
 def _first_of_mode(c: DynamoCompile, compiles: Sequence[DynamoCompile]) -> bool:
