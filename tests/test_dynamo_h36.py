@@ -26,6 +26,9 @@ def test_a_mode_switched_for_good_is_a_cause_at_the_eval_call() -> None:
         assert (str(cause.kind), cause.info) == ("conditional_work", False)
         assert list(cause.sources) == [f"{SCRIPT}:34", f"{SCRIPT}:46"]
         assert "switched once" in cause.summary
+    # dynamo's half says it alike: the retrace is no longer an expected mode, and gives the fix
+    (event,) = [e for e in report.dynamo.events if e.compile_id == "0/1"]
+    assert not event.expected and event.fix == fixed[0].causes[0].hint
 
 
 def test_a_mode_alternated_stays_expected() -> None:
@@ -36,3 +39,4 @@ def test_a_mode_alternated_stays_expected() -> None:
         moded = [r for r in report.recompiles if r.causes and "another mode" in r.causes[0].summary]
         assert moded, name
         assert all(r.expected and r.causes[0].info for r in moded), name
+        assert all(e.expected for e in report.dynamo.events if e.kind == "recompile"), name

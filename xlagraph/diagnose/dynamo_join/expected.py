@@ -12,7 +12,11 @@ from xlagraph.diagnose.frames import split_location
 from xlagraph.diagnose.recognizers._source import calls_of_function, enclosing_function
 from xlagraph.diagnose.recompile import Recompile
 
-__all__ = ["mode_graphs", "warm_up_cuts"]
+__all__ = ["SWITCH_FIX", "mode_graphs", "mode_switched", "warm_up_cuts"]
+
+
+# The fix of a mode switched for good: keep the mode (train) on every step.
+SWITCH_FIX = "conditional_work.dropout"
 
 
 def mode_graphs(
@@ -29,7 +33,7 @@ def mode_graphs(
         if retrace is None or not retrace.expected or not r.causes or r.expected:
             out.append(r)
             continue
-        if _switched(r, last_run):
+        if mode_switched(r, retraces, last_run):
             out.append(_mode_switch(r, retrace))
             continue
         lines = tuple(dict.fromkeys(x for x in (retrace.call_site, r.call_site) if x))
@@ -46,10 +50,15 @@ def mode_graphs(
     return tuple(out)
 
 
-def _switched(r: Recompile, last_run: Mapping[str, int]) -> bool:
-    """The graph the other mode ran (the baseline the retrace's graph is compared with) never runs
-    again after this one first did: the mode was switched once, for good (dropout turned off after
-    the first epoch), not alternated (an evaluation every k steps runs the training graph again)."""
+def mode_switched(r: Recompile, retraces: Mapping[str, Retrace], last_run: Mapping[str, int]) -> bool:
+    """`r` is a graph of a retrace for another mode (dynamo's half calls it expected) whose
+    baseline, the graph the other mode ran, never runs again after `r` first did: the mode was
+    switched once, for good (dropout turned off after the first epoch), not alternated (an
+    evaluation every k steps runs the training graph again). `last_run`: the last sync each
+    variant ran at."""
+    retrace = retraces.get(r.dynamo)
+    if retrace is None or not retrace.expected or not r.causes or r.expected:
+        return False
     base = r.baseline.variant if r.baseline else ""
     return bool(base) and base in last_run and last_run[base] < r.sync
 
@@ -66,7 +75,7 @@ def _mode_switch(r: Recompile, retrace: Retrace) -> Recompile:
         f"traced it again ({retrace.guard.phrase}) and compiled every graph of it anew, and the graphs "
         "of the old mode never run again; set the mode once, before the first step, or keep it the same "
         "on every step",
-        fix_text("conditional_work.dropout"),
+        fix_text(SWITCH_FIX),
         sources=lines,
     )
     return with_one_cause(r, (cause,), lines, tuple(dict.fromkeys(lines + r.lines)))
