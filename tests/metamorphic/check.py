@@ -11,7 +11,8 @@ import hashlib
 import json
 import lzma
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from functools import cache
 from itertools import combinations
 from pathlib import Path
 
@@ -139,7 +140,7 @@ def run_case(label: str, text: str, names: tuple[str, ...]) -> Outcome:
     except Exception as e:
         return Outcome("bad", (f"parse: {e}",))
     result = diff_modules(a, b)
-    problems = judge(result, exp, output_values(text), dead_inputs(new))
+    problems = judge(result, exp, output_values(text), dead_inputs(new), text)
     kinds = tuple(sorted(str(c.kind) for c in result.causes))
     return Outcome("fail" if problems else "pass", tuple(problems), kinds)
 
@@ -179,12 +180,13 @@ def _computation_hashes(lines: list[str]) -> dict[str, int]:
     return out
 
 
-def output_values(text: str) -> list[int]:
+def output_values(text: str, numbers: Mapping[int, int] | None = None) -> list[int]:
     """For each output of the module's entry, a hash of exactly what it computes: its
     instruction and everything it reads, with constants' values and parameters' numbers (by
     this module's own reader, not xlagraph's). Two outputs with equal hashes return the same
     value on every input, so which of them is which cannot be observed: swapping them is the
-    same program (torch_xla hashes both orders alike and compiles once)."""
+    same program (torch_xla hashes both orders alike and compiles once). `numbers`: parameter
+    numbers read as others (a relabelling of the inputs)."""
     try:
         entry = Entry.parse(text)
         outs = entry.outputs()
@@ -208,6 +210,8 @@ def output_values(text: str) -> list[int]:
                 memo[n] = hash(("external", n))
                 continue
             literal = ins.args if ins.opcode in ("parameter", "constant") else ""
+            if ins.opcode == "parameter" and numbers and literal.strip().isdigit():
+                literal = str(numbers.get(int(literal), int(literal)))
             rest = _CALLED.sub(
                 lambda m: f"{m.group(1)}#{callees.get(m.group(2), m.group(2))}", _METADATA.sub("", ins.rest)
             )
@@ -231,6 +235,32 @@ def _observable(exp: Expected, same) -> bool:  # type: ignore[no-untyped-def]
     """The kept outputs come out in another order, as far as their values tell."""
     kept = sorted(exp.output_moves().items())
     return [same(i) for i, _ in kept] != [same(i) for i, _ in sorted(kept, key=lambda p: p[1])]
+
+
+def symmetric(
+    text: str, exp: Expected, moved_in: set[tuple[int, int]], moved_out: set[tuple[int, int]]
+) -> bool:
+    """The diff's mapping (inputs and outputs it names moved; the rest in place) is the
+    transformation's composed with a symmetry of A: A's inputs and outputs relabelled by it
+    compute, slot by slot, what A computes. Two look-alike groups used alike (the two towers'
+    weights and their gradients) can be paired either way: both pairings are right, and which
+    of them the transformation built cannot be observed."""
+    a_in = {b: a for a, b in exp.params.items()}
+    a_out = {b: a for a, b in exp.output_moves().items()}
+    eng_in = {**{a: a for a in exp.params}, **dict(moved_in)}
+    eng_out = {**{a: a for a in exp.output_moves()}, **dict(moved_out)}
+    if any(b not in a_in for b in eng_in.values()) or any(b not in a_out for b in eng_out.values()):
+        return False
+    sigma_in = {a: a_in[b] for a, b in eng_in.items()}
+    sigma_out = {a: a_out[b] for a, b in eng_out.items() if a in exp.output_moves()}
+    if sorted(sigma_in.values()) != sorted(sigma_in) or len(set(sigma_out.values())) != len(sigma_out):
+        return False
+    if all(a == b for a, b in sigma_in.items()) and all(a == b for a, b in sigma_out.items()):
+        return False  # the transformation's own mapping: judged as it is
+    before, after = output_values(text), output_values(text, sigma_in)
+    return bool(before) and all(
+        i < len(after) and j < len(before) and after[i] == before[j] for i, j in sigma_out.items()
+    )
 
 
 def dead_inputs(text: str) -> dict[int, int]:
@@ -264,12 +294,17 @@ def _same_but_unread(dead: dict[int, int], got: set[tuple[int, int]], want: set[
 
 
 def judge(
-    result: DiffResult, exp: Expected, values: list[int] | None = None, dead: dict[int, int] | None = None
+    result: DiffResult,
+    exp: Expected,
+    values: list[int] | None = None,
+    dead: dict[int, int] | None = None,
+    a_text: str = "",
 ) -> list[str]:
     """What the diff gets wrong against `exp` (empty: exactly right). `values`: A's outputs'
     `output_values`; outputs that compute the same value are interchangeable, and only a
     mapping or a reordering that some value tells apart is required or may be named. `dead`: B's
-    `dead_inputs`, unread look-alikes, interchangeable in the input mapping."""
+    `dead_inputs`, unread look-alikes, interchangeable in the input mapping. `a_text`: A's text,
+    where a mapping that is the transformation's up to a symmetry of A is right (`symmetric`)."""
     problems: list[str] = []
     causes = result.causes
     kinds = {c.kind for c in causes}
@@ -290,13 +325,15 @@ def judge(
         problems.append("missing " + ",".join(sorted(map(str, missing))))
     moved_in = {(m.left, m.right) for c in causes for m in c.mapping if m.what == "input"}
     moved_out = {(m.left, m.right) for c in causes for m in c.mapping if m.what == "output"}
+    # computed once, where a mapping differs from the transformation's
+    sym = cache(lambda: bool(a_text) and symmetric(a_text, exp, moved_in, moved_out))
     if exp.param_permuted():
         if not kinds & _PERMUTATION:
             problems.append("parameter permutation not named")
         want_in = set(exp.params.items())
         if (
             not moved_in or {p for p in moved_in if p[0] != p[1]} != {p for p in want_in if p[0] != p[1]}
-        ) and not _same_but_unread(dead or {}, moved_in, want_in):
+        ) and not (_same_but_unread(dead or {}, moved_in, want_in) or (moved_in and sym())):
             problems.append(f"input mapping {sorted(p for p in moved_in if p[0] != p[1])[:6]}")
     elif {p for p in moved_in if p[0] != p[1]}:
         problems.append(f"invented input moves {sorted(p for p in moved_in if p[0] != p[1])[:6]}")
@@ -305,7 +342,7 @@ def judge(
         if CauseKind.OUTPUT_PERMUTATION not in kinds:
             problems.append("output permutation not named")
         want_out = set(exp.output_moves().items())
-        if {(same(i), j) for i, j in moved_out} != {(same(i), j) for i, j in want_out}:
+        if {(same(i), j) for i, j in moved_out} != {(same(i), j) for i, j in want_out} and not sym():
             problems.append(f"output mapping {sorted(moved_out - want_out)[:6]}")
     elif CauseKind.OUTPUT_PERMUTATION in kinds:
         problems.append("invented output permutation")

@@ -233,7 +233,7 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
 
         last = [t for t in timeline if t.step == timeline[-1].step] if timeline else []
         dynamo = dynamo_section(log.dynamo, variants, syncs, len(last) or None)
-        explained = joined(explained, dynamo, timeline)
+        explained, dynamo = joined(explained, dynamo, timeline)
         recompiles = tuple(r for r in explained if not r.first_of_program)
     # After torch.compile's half: a graph it compiled for another mode takes turns as expected.
     turns = None

@@ -19,7 +19,9 @@ from dataclasses import replace
 
 from xlagraph.diagnose.dynamo_join import join
 from xlagraph.diagnose.dynamo_join.branches import branch_fix
+from xlagraph.diagnose.dynamo_join.expected import SWITCH_FIX, mode_switched
 from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, Retrace
+from xlagraph.diagnose.fixes import fix as fix_text
 from xlagraph.diagnose.frames import is_library, source_line, split_location
 from xlagraph.diagnose.guards import explain_guard, fix_for
 from xlagraph.diagnose.value_origin import origin_of
@@ -224,8 +226,10 @@ def dynamo_section(
 
 def joined(
     recompiles: Sequence[Recompile], section: DynamoSection, timeline: Sequence[TimelineEntry]
-) -> tuple[Recompile, ...]:
-    """The recompiles joined to torch.compile's half: each graph said with the compile that made it."""
+) -> tuple[tuple[Recompile, ...], DynamoSection]:
+    """The recompiles joined to torch.compile's half: each graph said with the compile that made it;
+    and the section, where a retrace for another mode that switched it for good is no longer
+    expected (`mode_switched`: the XLA graphs say so, the retrace says it alike)."""
     made = {v: e.compile_id for e in section.events for v in e.variants}
     retraces = {
         e.compile_id: Retrace(e.guards[0], e.function, e.call_site, e.expected)
@@ -233,9 +237,19 @@ def joined(
         if e.kind == "recompile" and e.guards
     }
     phases: dict[str, set[str]] = defaultdict(set)
+    last_run: dict[str, int] = {}
     for t in timeline:
         phases[t.variant].add(t.phase)
-    return join([replace(r, dynamo=made.get(r.variant, "")) for r in recompiles], retraces, phases)
+        last_run[t.variant] = max(last_run.get(t.variant, t.sync), t.sync)
+    recompiles = [replace(r, dynamo=made.get(r.variant, "")) for r in recompiles]
+    switched = {r.dynamo for r in recompiles if mode_switched(r, retraces, last_run)}
+    if switched:
+        events = tuple(
+            replace(e, expected=False, fix=fix_text(SWITCH_FIX)) if e.compile_id in switched else e
+            for e in section.events
+        )
+        section = replace(section, events=events, recompiles=tuple(e for e in events if e.kind != "first"))
+    return join(recompiles, retraces, phases, last_run), section
 
 
 def _first_of_mode(c: DynamoCompile, compiles: Sequence[DynamoCompile]) -> bool:

@@ -20,11 +20,15 @@ __all__ = ["join"]
 
 
 def join(
-    recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace], phases: Mapping[str, set[str]]
+    recompiles: Sequence[Recompile],
+    retraces: Mapping[str, Retrace],
+    phases: Mapping[str, set[str]],
+    last_run: Mapping[str, int],
 ) -> tuple[Recompile, ...]:
     """`recompiles` (each naming in `dynamo` the compile that made its graph) rewritten by the rules in
-    order; `retraces` by compile id, `phases` the phases (warm-up, steady) each variant ran in."""
+    order; `retraces` by compile id, `phases` the phases (warm-up, steady) each variant ran in,
+    `last_run` the last sync it ran at."""
     explained = cite_guards(recompiles, retraces)
-    explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, retraces)), retraces)
+    explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, retraces, last_run)), retraces)
     explained = branch_guard_graphs(explained, retraces)
     return warm_up_cuts(join_branch_graphs(explained), phases)

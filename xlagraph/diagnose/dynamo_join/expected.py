@@ -1,4 +1,5 @@
-"""The graphs of a retrace that are expected: another mode's first compile, a warm-up cut."""
+"""The graphs of a retrace that are expected: another mode's first compile, a warm-up cut; and
+the mode switched once for good, which is not."""
 
 from __future__ import annotations
 
@@ -7,21 +8,33 @@ from collections.abc import Mapping, Sequence
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.dynamo_join.retrace import Retrace, with_one_cause
 from xlagraph.diagnose.fixes import fix as fix_text
+from xlagraph.diagnose.frames import split_location
+from xlagraph.diagnose.recognizers._source import calls_of_function, enclosing_function
 from xlagraph.diagnose.recompile import Recompile
 
-__all__ = ["mode_graphs", "warm_up_cuts"]
+__all__ = ["SWITCH_FIX", "mode_graphs", "mode_switched", "warm_up_cuts"]
 
 
-def mode_graphs(recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace]) -> tuple[Recompile, ...]:
+# The fix of a mode switched for good: keep the mode (train) on every step.
+SWITCH_FIX = "conditional_work.dropout"
+
+
+def mode_graphs(
+    recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace], last_run: Mapping[str, int]
+) -> tuple[Recompile, ...]:
     """The XLA graphs of an expected torch.compile recompile (the first compile of another mode: a
     scoring pass under no_grad, eval()) are that mode's code, compiled once and reused: what differs
     from the other mode's graph (no backward, no updates, other sizes) is what the mode computes,
-    not a cause to fix. Said once, as dynamo's half says it."""
+    not a cause to fix. Said once, as dynamo's half says it. Unless the mode never flips back
+    (`_switched`). `last_run`: the last sync each variant ran at."""
     out = []
     for r in recompiles:
         retrace = retraces.get(r.dynamo)
         if retrace is None or not retrace.expected or not r.causes or r.expected:
             out.append(r)
+            continue
+        if mode_switched(r, retraces, last_run):
+            out.append(_mode_switch(r, retrace))
             continue
         lines = tuple(dict.fromkeys(x for x in (retrace.call_site, r.call_site) if x))
         cause = Cause(
@@ -35,6 +48,47 @@ def mode_graphs(recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace]
         )
         out.append(with_one_cause(r, (cause,), lines, lines))
     return tuple(out)
+
+
+def mode_switched(r: Recompile, retraces: Mapping[str, Retrace], last_run: Mapping[str, int]) -> bool:
+    """`r` is a graph of a retrace for another mode (dynamo's half calls it expected) whose
+    baseline, the graph the other mode ran, never runs again after `r` first did: the mode was
+    switched once, for good (dropout turned off after the first epoch), not alternated (an
+    evaluation every k steps runs the training graph again). `last_run`: the last sync each
+    variant ran at."""
+    retrace = retraces.get(r.dynamo)
+    if retrace is None or not retrace.expected or not r.causes or r.expected:
+        return False
+    base = r.baseline.variant if r.baseline else ""
+    return bool(base) and base in last_run and last_run[base] < r.sync
+
+
+def _mode_switch(r: Recompile, retrace: Retrace) -> Recompile:
+    """A mode switched once for good: every graph of the frame compiles again, and the old ones are
+    dead. Cited where the mode is set (the `.eval()` / `training =` line dynamo's guarded attribute
+    was set at), and where a helper that sets it is called from the loop."""
+    origin = retrace.guard.origin
+    lines = tuple(dict.fromkeys((origin, *_helper_calls(origin, retrace.call_site)) if origin else ()))
+    cause = Cause(
+        CauseKind.CONDITIONAL_WORK,
+        f"the mode of `{retrace.function}` was switched once, for good, during training: torch.compile "
+        f"traced it again ({retrace.guard.phrase}) and compiled every graph of it anew, and the graphs "
+        "of the old mode never run again; set the mode once, before the first step, or keep it the same "
+        "on every step",
+        fix_text(SWITCH_FIX),
+        sources=lines,
+    )
+    return with_one_cause(r, (cause,), lines, tuple(dict.fromkeys(lines + r.lines)))
+
+
+def _helper_calls(origin: str, call_site: str) -> list[str]:
+    """The calls of the helper that sets the mode (`dropout_off(net)`), where `origin` is in a
+    function other than the one that calls the compiled frame: the line the loop decides it at."""
+    file, n = split_location(origin)
+    cfile, cn = split_location(call_site)
+    if not file or not cfile or enclosing_function(file, n) == enclosing_function(cfile, cn):
+        return []
+    return calls_of_function(origin, limit=2)
 
 
 def warm_up_cuts(recompiles: Sequence[Recompile], phases: Mapping[str, set[str]]) -> tuple[Recompile, ...]:
