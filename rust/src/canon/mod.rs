@@ -8,7 +8,8 @@
 //! (forwarding.rs, tuple_params.rs), the live order (live.rs), content keys and the structural
 //! hashes h0 / h1 (structural_hashes.rs), dead code and plumbing (dead_code.rs), and the
 //! computation's own hash (computation_hash.rs, effects.rs). The canonical form and its handle
-//! as Python reads them are handle.rs, handle_parts.rs and mapping.rs.
+//! as Python reads them are handle.rs (handle_methods.rs what Python asks of it), handle_parts.rs
+//! and mapping.rs.
 //!
 //! Where the rules lean on Python (ints of any size, `\w` and `isdigit` on non-ASCII text), the
 //! port asks py_semantics.rs for Python's answer (py_text.rs reads numbers with it). What Python
@@ -25,6 +26,7 @@ pub(crate) mod dead_code;
 pub(crate) mod effects;
 pub(crate) mod forwarding;
 pub(crate) mod handle;
+pub(crate) mod handle_methods;
 pub(crate) mod handle_parts;
 pub(crate) mod indexed;
 pub(crate) mod iota;

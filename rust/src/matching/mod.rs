@@ -12,6 +12,7 @@ pub(crate) mod pair_map;
 pub(crate) mod phases;
 pub(crate) mod refine;
 pub(crate) mod refine_alone;
+pub(crate) mod refine_from_handle;
 pub(crate) mod refine_split;
 pub(crate) mod side;
 pub(crate) mod sum_terms;

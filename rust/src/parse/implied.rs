@@ -5,7 +5,8 @@
 use std::borrow::Cow;
 
 use crate::parse::parser::{owned, Facts, Parser, Scope};
-use crate::parse::scan::{err, strip_comments, Result};
+use crate::parse::comments::strip_comments;
+use crate::parse::scan::{err, Result};
 use crate::parse::shape::Shape;
 use crate::parse::text::{Comp, Inst, COMPUTATION_ATTRIBUTES};
 

@@ -68,7 +68,7 @@ impl<'a> Parser<'a> {
                 if let Some(Shape::Array(t, dims, _)) =
                     self.shape_at(scope.facts[first as usize].shape)?
                 {
-                    let t = crate::parse::shape::element_type_name(t);
+                    let t = crate::parse::element_types::element_type_name(t);
                     if !dims.is_empty() || (t != "pred" && t != "s32") {
                         return err(
                             op_pos,

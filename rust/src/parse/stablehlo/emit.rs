@@ -7,21 +7,19 @@
 //! its results are `get-tuple-element`s; `while` carries one tuple; a region of `case`/`if`
 //! receives the values it uses from outside as its one parameter (the value itself when there is
 //! one, else a tuple), and `while` carries them through its body. Per-operation translation is
-//! ops.rs's, passed in (`Translate`).
+//! ops.rs's, passed in (`Translate`); a function's signature and shardings are emit_funcs.rs's.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 use std::rc::Rc;
 
-use crate::parse::stablehlo::error::{at, index_error, stack_guard, Error, R};
+use crate::parse::stablehlo::error::{at, index_error, stack_guard, R};
 use crate::parse::stablehlo::locations::Locations;
-use crate::parse::stablehlo::mlir_types::hlo_shape;
 use crate::parse::stablehlo::shardy_meshes::{read_meshes, Meshes};
-use crate::parse::stablehlo::signature::{parse_signature, Args, Results};
 use crate::parse::stablehlo::structure::{Func, MlirModule, Op, Region};
 use crate::parse::stablehlo::text::{is_space, strip};
 use crate::parse::text::{Fx, FxMap};
-use crate::parse::stablehlo::values::{carry, quote, refs_of, sanitize, unquote, Comp, Dict, Inst, Value};
+use crate::parse::stablehlo::values::{quote, refs_of, sanitize, Comp, Inst, Value};
 
 pub(crate) const FUNC_RESULT_SHARDING: &str = "xla.sdy.FuncResultSharding";
 pub(crate) const SDY_FRONTEND: &str = "xla.sdy.sharding";
@@ -29,7 +27,6 @@ pub(crate) const SDY_FRONTEND: &str = "xla.sdy.sharding";
 /// one constant is bounded apart, mlir_types.rs's MAX_SPLAT): the reader's memory stays bounded.
 pub(crate) const LITERAL_BUDGET: i128 = 1 << 25;
 const TERMINATORS: [&str; 4] = ["stablehlo.return", "return", "func.return", "mhlo.return"];
-const ARG_READ: [&str; 4] = ["mhlo.sharding", "sdy.sharding", "tf.aliasing_output", "jax.buffer_donor"];
 
 pub(crate) type Translate = fn(&mut Emitter, &mut Comp, &mut Op) -> R<()>;
 
@@ -45,13 +42,14 @@ pub(crate) struct Shape<'a> {
 pub(crate) struct Emitter {
     translate: Translate,
     pub funcs: Vec<Func>,
-    by_name: HashMap<String, usize>,
+    pub(crate) by_name: HashMap<String, usize>,
     locs: Locations,
     metadata: FxMap<String, Option<Rc<str>>>,
     /// one string per distinct shape and opcode written (see `Inst`)
     words: HashSet<Rc<str>, BuildHasherDefault<Fx>>,
-    done: HashMap<String, String>,
-    busy: HashSet<String>,
+    /// functions written (emit_funcs.rs), and those being written (a call back is recursion)
+    pub(crate) done: HashMap<String, String>,
+    pub(crate) busy: HashSet<String>,
     pub comps: Vec<Comp>,
     count: usize,
     pub meshes: Meshes,
@@ -350,13 +348,6 @@ impl Emitter {
         Ok((name, shapes))
     }
 
-    fn shardy(&self, attrs: &Dict, line: usize) -> R<(String, String)> {
-        match attrs.get("sdy.sharding") {
-            Some(text) => self.meshes.sharding(text, line),
-            None => Ok((String::new(), String::new())),
-        }
-    }
-
     fn func_result(&mut self, comp: &mut Comp, value: &Value, text: &str, line: usize) -> Value {
         let t = strip(text);
         let per_value = format!("#sdy.sharding_per_value<[{}]>", t.strip_prefix("#sdy.sharding").unwrap_or(t));
@@ -377,92 +368,4 @@ impl Emitter {
         let name = self.fresh("region");
         self.computation(name, region.line, params, &mut region.ops, how)
     }
-
-    /// The computation of function `name`, written first if it is not yet.
-    pub(crate) fn func(&mut self, name: &str, line: usize) -> R<String> {
-        if let Some(done) = self.done.get(name) {
-            return Ok(done.clone());
-        }
-        let Some(&index) = self.by_name.get(name) else {
-            return at(format!("call of @{name}, which the module does not define"), line);
-        };
-        if self.busy.contains(name) {
-            return at(format!("@{name} calls itself (recursion has no HLO form)"), line);
-        }
-        self.busy.insert(name.to_string());
-        let (fname, fline) = (self.funcs[index].name.clone(), self.funcs[index].line);
-        let written = (|| {
-            let (args, results) = parse_signature(&self.funcs[index])?;
-            let mut body = self.funcs[index].body.take().expect("a function is written once");
-            if !body.args.is_empty() {
-                return at("function body with block arguments", fline);
-            }
-            self.write_func(&fname, fline, &mut body, args, results)
-        })();
-        let written = match written {
-            Err(Error::Type(e)) => return at(format!("@{fname}: {e}"), fline),
-            other => other?,
-        };
-        self.done.insert(name.to_string(), written.clone());
-        self.busy.remove(name);
-        Ok(written)
-    }
-
-    fn write_func(&mut self, fname: &str, fline: usize, body: &mut Region, args: Args, results: Results) -> R<String> {
-        let mut shardy = Vec::new();
-        for (_, _, a) in &args {
-            shardy.push(self.shardy(one_sharding(a, fline)?, fline)?);
-        }
-        let mut shardy_results = Vec::new();
-        for (_, a) in &results {
-            shardy_results.push(self.shardy(one_sharding(a, fline)?, fline)?);
-        }
-        let mut params = Vec::new();
-        for (a, t, _) in &args {
-            params.push(vec![(a.clone(), hlo_shape(t)?)]);
-        }
-        let texts: Vec<String> = shardy_results.iter().map(|(_, t)| t.clone()).collect();
-        let how = Shape { result_shardings: &texts, ..Shape::default() };
-        let (name, _) = self.computation(sanitize(fname), fline, &params, &mut body.ops, how)?;
-        let comp = self.comps.last_mut().expect("just written");
-        for (number, (_, _, attrs)) in args.iter().enumerate() {
-            let opcode = format!("parameter({number})");
-            let param = comp.insts.iter_mut().find(|i| *i.opcode == *opcode).expect("a parameter per argument");
-            let mut frontend = Dict::default();
-            if let Some(s) = attrs.get("mhlo.sharding") {
-                param.attrs.push(format!("sharding={}", unquote(s)));
-            }
-            if attrs.has("sdy.sharding") {
-                param.attrs.push(format!("sharding={}", shardy[number].0));
-                frontend.set(SDY_FRONTEND.into(), shardy[number].1.clone());
-            }
-            let rest = Dict(attrs.0.iter().filter(|(k, _)| !ARG_READ.contains(&k.as_str())).cloned().collect());
-            let rest = carry(&rest, &frontend);
-            if !rest.is_empty() {
-                param.attrs.push(rest);
-            }
-        }
-        let shardings: Vec<String> = results
-            .iter()
-            .zip(&shardy_results)
-            .map(|((_, a), (hlo, _))| a.get("mhlo.sharding").map_or_else(|| hlo.clone(), unquote))
-            .collect();
-        if shardings.iter().any(|s| !s.is_empty()) {
-            let root = comp.insts.iter_mut().find(|i| i.root).expect("a root");
-            if results.len() == 1 {
-                root.attrs.push(format!("sharding={}", shardings[0]));
-            } else {
-                let all: Vec<&str> = shardings.iter().map(|s| if s.is_empty() { "{replicated}" } else { s }).collect();
-                root.attrs.push(format!("sharding={{{}}}", all.join(", ")));
-            }
-        }
-        Ok(name)
-    }
-}
-
-fn one_sharding(attrs: &Dict, line: usize) -> R<&Dict> {
-    if attrs.has("mhlo.sharding") && attrs.has("sdy.sharding") {
-        return at("both mhlo.sharding and sdy.sharding on one value: which is it?", line);
-    }
-    Ok(attrs)
 }

@@ -7,7 +7,8 @@ use crate::parse::stablehlo::attributes::{braces, ints, numbers, one, Parsed};
 use crate::parse::stablehlo::emit::Emitter;
 use crate::parse::stablehlo::error::{at, index_error, zip_strict, R};
 use crate::parse::stablehlo::mlir_types::{dims_of, hlo_shape};
-use crate::parse::stablehlo::structure::{symbol_len, Op};
+use crate::parse::stablehlo::structure::Op;
+use crate::parse::stablehlo::structure_lines::symbol_len;
 use crate::parse::stablehlo::text::{comma, head, inner, lstrip, strip};
 use crate::parse::stablehlo::values::{attr_dict, quote, unquote, Comp, Value};
 
