@@ -26,6 +26,7 @@ from xlagraph.diagnose import (
     input_dim_changes,
     recognize,
 )
+from xlagraph.diagnose.changed import Decided
 from xlagraph.diagnose.collectives import is_collective
 from xlagraph.diagnose.evidence import NO_CONTEXT
 from xlagraph.diagnose.listing import fmt_list
@@ -50,11 +51,13 @@ __all__ = ["ComputationPair", "DiffResult", "canonical_of", "diff_files", "diff_
 
 @dataclass(frozen=True, eq=False)
 class ComputationPair:
-    """Two computations compared; `matching` is None when they are canonically identical."""
+    """Two computations compared; `matching` is None when they are canonically identical, else
+    `decided` is what the diagnosis decided of them (its pairs, what changed): what the views show."""
 
     left: str
     right: str
     matching: Matching | None
+    decided: Decided | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,9 +145,10 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
             pairs.append(ComputationPair(ln, rn, None))
             continue
         m = match(lc, rc)
-        pairs.append(ComputationPair(ln, rn, m))
         is_entry = ln == entry
-        raw += compare_computation(left, right, lc, rc, m, is_entry, dims, regrouped, noops)
+        found, decided = compare_computation(left, right, lc, rc, m, is_entry, dims, regrouped, noops)
+        raw += found
+        pairs.append(ComputationPair(ln, rn, m, decided))
         if is_entry:
             dims = input_dim_changes(raw)
             regrouped = any(c.kind is CauseKind.COLLECTIVE for c in raw)

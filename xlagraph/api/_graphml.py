@@ -7,9 +7,11 @@ string and `calls` a comma-separated list; every edge gets an `id` of its own (`
 viewers merge edges that share one).
 
 For a diff, both graphs are in one file: node keys are prefixed `A:` and `B:`, and each node says
-its `side`, its `status` (`cause`: named by a cause; `only-A` / `only-B`: the matcher found no
-counterpart; `changed`: paired, but its content or operands differ; `same`) and its
-`counterpart` (the other side's node key, or ""). Filter or colour by `status` in the viewer.
+its `side`, its `status` (`cause`: named by a cause; `only-A` / `only-B`: no counterpart;
+`changed`: paired, but its content or operands differ; `same`) and its `counterpart` (the other
+side's node key, or ""), all as the diagnosis decided them (`ComputationPair.decided`: the
+matcher's pairs with the entry's parameters re-paired from evidence). Filter or colour by
+`status` in the viewer.
 """
 
 from __future__ import annotations
@@ -65,13 +67,14 @@ def diff_graphml(diff: Compared) -> str:
 
 
 def _counterparts(diff: Compared) -> dict[tuple[str, str], str]:
-    """(side, node key) -> the other side's node key, for every pair the matcher made."""
+    """(side, node key) -> the other side's node key, for every pair the diagnosis read (the
+    matcher's, with the entry's parameters re-paired from evidence)."""
 
     out: dict[tuple[str, str], str] = {}
     for pair in diff.result.pairs:
-        if pair.matching is None:  # canonically identical: paired by name position is unknown
+        if pair.decided is None:  # canonically identical: paired by name position is unknown
             continue
-        for x, y in pair.matching.left.items():
+        for x, y in pair.decided.left.items():
             a, b = node_id(pair.left, x), node_id(pair.right, y)
             out["A", a], out["B", b] = b, a
     return out
@@ -79,16 +82,16 @@ def _counterparts(diff: Compared) -> dict[tuple[str, str], str]:
 
 def _statuses(diff: Compared) -> dict[tuple[str, str], str]:
     """(side, node key) -> cause / only-A / only-B / changed for the nodes that are not `same`,
-    as the diff page marks them: `changed` when the content differs or the operands were rewired."""
+    as the diff page marks them: `changed` as the diagnosis decided (`ComputationPair.decided`)."""
     from xlagraph.diagnose.changed import pair_statuses
 
     out: dict[tuple[str, str], str] = {}
     result = diff.result
     for pair in result.pairs:
-        if pair.matching is None:
+        if pair.decided is None:
             continue
         lc, rc = result.left.computations[pair.left], result.right.computations[pair.right]
-        left, right = pair_statuses(lc, rc, pair.matching)
+        left, right = pair_statuses(lc, rc, pair.decided)
         out.update((("A", node_id(pair.left, name)), status) for name, status in left.items())
         out.update((("B", node_id(pair.right, name)), status) for name, status in right.items())
     for tag, module, paired in (("A", diff.left, [p.left for p in result.pairs]),

@@ -1,45 +1,47 @@
 """What changed, per instruction, as every view of a diff shows it (text, JSON, the HTML page,
-GraphML): decided here, once, so no renderer decides it."""
+GraphML): read here from what the diagnosis decided (its causes, each pair's `Decided`), so no
+renderer decides it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause
-from xlagraph.match import Matching
-from xlagraph.opcodes import COMMUTATIVE
 
-__all__ = ["changed_instructions", "named_instructions", "pair_statuses", "paired_changed"]
+__all__ = ["Decided", "changed_instructions", "named_instructions", "pair_statuses"]
 
 
-def paired_changed(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching, a: str, b: str) -> bool:
-    """`a` (left) paired with `b` (right) changed: its content key differs, or its operands were
-    rewired (compared as a set for a commutative op)."""
-    if lc.keys[a] != rc.keys[b]:
-        return True
-    mapped = [m.left.get(o) for o in lc.operands[a]]
-    ops = list(rc.operands[b])
-    if lc.instruction(a).opcode in COMMUTATIVE:
-        return sorted(map(str, mapped)) != sorted(ops)
-    return mapped != ops
+@dataclass(frozen=True, eq=False)
+class Decided:
+    """What the diagnosis decided of one matched computation pair (`Comparison`), for the views
+    to show: its pairs (the matching with the entry's parameters re-paired from evidence,
+    `pair_left` / `pair_right`) and, per side, the paired instructions that changed (the compiled
+    walk, rust/src/diagnose/changes.rs `matched_walk`: a new content or operands that do not
+    correspond, where the two do not compute the same subgraph)."""
+
+    left: Mapping[str, str]
+    right: Mapping[str, str]
+    changed_left: frozenset[str]
+    changed_right: frozenset[str]
 
 
 def pair_statuses(
-    lc: CanonicalComputation, rc: CanonicalComputation, m: Matching
+    lc: CanonicalComputation, rc: CanonicalComputation, decided: Decided
 ) -> tuple[dict[str, str], dict[str, str]]:
     """Per side, the live instructions of a matched computation pair that are not `same`:
-    `only-A` / `only-B` (unpaired) or `changed` (`paired_changed`), in instruction order."""
+    `only-A` / `only-B` (unpaired) or `changed` (as the diagnosis decided), in instruction order."""
     left: dict[str, str] = {}
     right: dict[str, str] = {}
     for a in lc.order:
-        b = m.left.get(a)
+        b = decided.left.get(a)
         if b is None:
             left[a] = "only-A"
-        elif paired_changed(lc, rc, m, a, b):
+        elif a in decided.changed_left:
             left[a] = right[b] = "changed"
     for b in rc.order:
-        if b not in m.right:
+        if b not in decided.right:
             right[b] = "only-B"
     return left, right
 
@@ -60,20 +62,12 @@ def changed_instructions(causes: Iterable[Cause]) -> tuple[tuple[str, ...], tupl
     return tuple(left), tuple(right)
 
 
-def named_instructions(causes: Iterable[Cause]) -> dict[str, set[str]]:
+def named_instructions(causes: tuple[Cause, ...]) -> dict[str, set[str]]:
     """`changed_instructions` plus the inputs and outputs a permutation moves, per side ("A",
     "B"): what the HTML page shows open and marks as a cause's."""
-    named: dict[str, set[str]] = {"A": set(), "B": set()}
-    for cause in causes:
-        named["A"].update(cause.left)
-        named["B"].update(cause.right)
-        for change in cause.changes:
-            named["A"].add(change.left)
-            named["B"].add(change.right)
-        for mv in cause.mapping:
-            if mv.left != mv.right:
-                named["A"].add(mv.left_name)
-                named["B"].add(mv.right_name)
+    left, right = changed_instructions(causes)
+    moved = [mv for cause in causes for mv in cause.mapping if mv.left != mv.right]
+    named = {"A": {*left, *(mv.left_name for mv in moved)}, "B": {*right, *(mv.right_name for mv in moved)}}
     for names in named.values():
         names.discard("")
     return named

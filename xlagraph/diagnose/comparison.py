@@ -66,6 +66,8 @@ class Comparison:
         self.noops: list[tuple[Cause, str]] = []  # with the note said in their place
         self.pair_left: MutableMapping[str, str] = _editable(m.left)
         self.pair_right: MutableMapping[str, str] = _editable(m.right)
+        # The paired instructions the walk found changed, per side (`instructions.matched_changes`).
+        self.changed: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
 
     def cause(
         self,

@@ -62,7 +62,8 @@ def operands_agree(cmp: Comparison, oa: tuple[str, ...], ob: tuple[str, ...], co
 
 def matched_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple[str, str]]:
     """Constant and attribute causes; returns pairs whose operands were rewired or whose
-    opcode changed (structural, handled with the unmatched instructions).
+    opcode changed (structural, handled with the unmatched instructions). Every pair found
+    changed, however it is reported, is kept in `cmp.changed`: what the views show.
 
     The walk over the pairs runs in the compiled core (rust/src/diagnose/changes.rs; its
     readable reference is tests/oracles/changes_reference.py): Python handles only the pairs it
@@ -77,9 +78,10 @@ def matched_changes(cmp: Comparison, dims: set[tuple[str, str]]) -> list[tuple[s
         return explained_by_dims(sa, sb, dims)
 
     has_dtype = any(c.kind is CauseKind.DTYPE for c in cmp.causes)
-    events, prop_left, prop_right = _matched_walk(
+    events, prop_left, prop_right, *changed = _matched_walk(
         left.core, right.core, cmp.pair_left, agree, follows, has_dtype, cmp.regrouped
     )
+    cmp.changed = frozenset(changed[0]), frozenset(changed[1])
     structural: list[tuple[str, str]] = []
     propagated: tuple[list[str], list[str]] = (prop_left, prop_right)
     for kind, a, b in events:

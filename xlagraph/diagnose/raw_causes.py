@@ -18,6 +18,7 @@ from dataclasses import replace
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.canonical.attributes import plumbing_attributes
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
+from xlagraph.diagnose.changed import Decided
 from xlagraph.diagnose.collectives import (
     ORDER_HINT,
     OTHER_TENSORS_HINT,
@@ -286,8 +287,9 @@ def compare_computation(
     dims: set[tuple[str, str]] | None = None,
     regrouped: bool = False,
     noops: list[tuple[Cause, str]] | None = None,
-) -> list[Cause]:
-    """Raw differences for one pair of matched computations.
+) -> tuple[list[Cause], Decided]:
+    """Raw differences for one pair of matched computations, and what the views show of it
+    (`Decided`: its pairs and the paired instructions that changed).
 
     `dims` are the (old, new) input dimensions that changed, found in the entry: shapes in
     called computations that follow them are not causes of their own. `regrouped` says the
@@ -302,7 +304,7 @@ def compare_computation(
         noops += cmp.noops
     else:
         causes += [c for c, _ in cmp.noops]
-    return causes
+    return causes, Decided(cmp.pair_left, cmp.pair_right, *cmp.changed)
 
 
 def input_dim_changes(causes: Iterable[Cause]) -> set[tuple[str, str]]:

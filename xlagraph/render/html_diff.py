@@ -32,7 +32,6 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.changed import named_instructions, pair_statuses
 from xlagraph.diff import ComputationPair, DiffResult
 from xlagraph.ir import Instruction, strip_layout
-from xlagraph.match import Matching
 from xlagraph.render.html_common import CONTEXT_LINES, asset, environment, page_data
 from xlagraph.render.html_diff_state import (
     Ids,
@@ -94,10 +93,9 @@ class _DiffBuilder:
         """Status of the instructions of both sides that are not `same`."""
         lc = self.result.left.computations[pair.left]
         rc = self.result.right.computations[pair.right]
-        m = pair.matching
         st = Statuses(dict.fromkeys(lc.dead, "dead"), dict.fromkeys(rc.dead, "dead"))
-        if m is not None:
-            left, right = pair_statuses(lc, rc, m)
+        if pair.decided is not None:
+            left, right = pair_statuses(lc, rc, pair.decided)
             st.left.update(left)
             st.right.update(right)
             st.bulk_left.update(a for a, status in left.items() if status == "changed")
@@ -181,16 +179,19 @@ class _DiffBuilder:
         return found
 
     # -- rows -----------------------------------------------------------------------------------
-    def row(self, side: Side, other: Side | None, m: Matching | None, ins: Instruction) -> Row:
+    def row(self, side: Side, other: Side | None, pair: ComputationPair | None, ins: Instruction) -> Row:
         module = side.canon.module
         status = side.status.get(ins.name, "same")
         partner = None
         counterpart = None
-        if m is not None and other is not None:
-            partner_name = (m.left if side.tag == "A" else m.right).get(ins.name)
+        if pair is not None and pair.decided is not None and pair.matching is not None and other is not None:
+            d, m = pair.decided, pair.matching
+            partner_name = (d.left if side.tag == "A" else d.right).get(ins.name)
             if partner_name is not None:
                 partner = other.comp.by_name.get(partner_name)
-                matcher = m.matcher.get(ins.name if side.tag == "A" else partner_name, "")
+                a = ins.name if side.tag == "A" else partner_name
+                # A parameter the evidence re-paired was not paired so by the matcher.
+                matcher = m.matcher.get(a, "") if m.left.get(a) == d.left.get(a) else "the inputs' evidence"
                 title = f"{other.tag}: {printed(other.canon.module, partner_name)}" + (
                     f" (matched by {matcher})" if matcher else ""
                 )
@@ -226,22 +227,22 @@ class _DiffBuilder:
             counterpart=counterpart,
         )
 
-    def column(self, side: Side, other: Side | None, m: Matching | None) -> Column:
+    def column(self, side: Side, other: Side | None, pair: ComputationPair | None) -> Column:
         instructions = side.comp.instructions
         blocks: list[Row | Run] = []
         for mode, start, end, run_id in side.blocks:
             if mode == "row":
-                blocks.append(self.row(side, other, m, instructions[start]))
+                blocks.append(self.row(side, other, pair, instructions[start]))
                 continue
             span = instructions[start:end]
             statuses = [side.status.get(i.name, "same") for i in span]
             rows: tuple[Row, ...] = ()
             if mode == "inline":
-                rows = tuple(self.row(side, other, m, i) for i in span)
+                rows = tuple(self.row(side, other, pair, i) for i in span)
             elif mode in ("data", "edges"):
                 shipped = [i for j, i in enumerate(span) if _ships(mode, j, len(span))]
                 self.data[run_id] = {
-                    "rows": [self.row(side, other, m, i).data() for i in shipped],
+                    "rows": [self.row(side, other, pair, i).data() for i in shipped],
                     "head": len(shipped) if mode == "data" else RUN_EDGE,
                     "omitted": len(span) - len(shipped),
                     "lines": [span[RUN_EDGE].line, span[-RUN_EDGE - 1].line] if mode == "edges" else [],
@@ -354,7 +355,7 @@ class _DiffBuilder:
                     self.ids.make("sec", pair.left),
                     Side("A", result.left, lc.computation, st.left, lshown),
                     Side("B", result.right, rc.computation, st.right, rshown),
-                    pair.matching,
+                    pair,
                 )
             )
         only_left, only_right = unpaired(result)
@@ -380,8 +381,8 @@ class _DiffBuilder:
                 p.id,
                 p.title,
                 p.note,
-                self.column(p.left, p.right, p.matching) if p.left else None,
-                self.column(p.right, p.left, p.matching) if p.right else None,
+                self.column(p.left, p.right, p.pair) if p.left else None,
+                self.column(p.right, p.left, p.pair) if p.right else None,
             )
             for p in planned
         )

@@ -7,9 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xlagraph.canonical import CanonicalModule
-from xlagraph.diff import DiffResult
+from xlagraph.diff import ComputationPair, DiffResult
 from xlagraph.ir import Computation
-from xlagraph.match import Matching
 from xlagraph.render.html_common import element_id
 
 
@@ -67,7 +66,7 @@ class Planned:
     id: str
     left: Side | None
     right: Side | None
-    matching: Matching | None
+    pair: ComputationPair | None
 
 
 def shown_positions(

@@ -9,7 +9,8 @@
 //! Python to replay: `STRUCTURAL`, `PARAMETER` (an input whose attributes may differ),
 //! `CONSTANT`, `ATTRIBUTE`, `DTYPE` and `COLLECTIVE` (the pair joins the
 //! existing cause of that kind: the order of these among the others is the order of the causes);
-//! the pairs that follow a changed input (`propagated`) come back as two lists of names. What the
+//! the pairs that follow a changed input (`propagated`) come back as two lists of names, and so
+//! do all the pairs found changed, however reported (what the views mark). What the
 //! loop needs of Python is asked through two callbacks: `operands_agree(a, b)` where operands are
 //! not paired position by position, `follows(sa, sb)` (`explained_by_dims`, once per pair of
 //! shapes).
@@ -67,9 +68,11 @@ fn index_of(h: &CanonHandle, name: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
 
 /// The walk of `matched_changes` on `left` and `right` with the comparison's pairs `pair_left`
 /// (`Comparison.pair_left`); `has_dtype`: a `dtype` cause was found before the walk, `regrouped`:
-/// the module's collectives were regrouped. Returns `(events, propagated_left, propagated_right)`,
-/// events being `(kind, a, b)` tuples. A left instruction of `order` paired with one
-/// outside the right side's `order` is a `KeyError` (the right name), as `h1` has it.
+/// the module's collectives were regrouped. Returns `(events, propagated_left, propagated_right,
+/// changed_left, changed_right)`, events being `(kind, a, b)` tuples and `changed_*` every pair
+/// found changed (an event, propagated, or an input whose shape changed), in order. A left
+/// instruction of `order` paired with one outside the right side's `order` is a `KeyError` (the
+/// right name), as `h1` has it.
 #[pyfunction]
 pub fn matched_walk<'py>(
     py: Python<'py>,
@@ -94,6 +97,7 @@ pub fn matched_walk<'py>(
     let mut judged: FxMap<(u32, u32), bool> = FxMap::default();
     let events = PyList::empty(py);
     let (prop_l, prop_r) = (PyList::empty(py), PyList::empty(py));
+    let (changed_l, changed_r) = (PyList::empty(py), PyList::empty(py));
     for &a in &l.order {
         let b = pair[a as usize];
         if b == NONE {
@@ -120,10 +124,16 @@ pub fn matched_walk<'py>(
             oa.len() == ob.len() && oa.iter().zip(ob).all(|(&x, &y)| pair[x as usize] == y);
         let agree = positional || operands_agree.call1((na, nb))?.is_truthy()?;
         let event = |kind: u8| -> PyResult<()> { events.append((kind, na, nb)) };
-        if l.keys[au] == r.keys[bu] {
-            if !agree {
-                event(STRUCTURAL)?;
-            }
+        let same_key = l.keys[au] == r.keys[bu];
+        if same_key && agree {
+            continue;
+        }
+        // Past here the pair changed, whatever the walk makes of it below: the diagnosis'
+        // answer, which the HTML page and GraphML mark (`ComputationPair.decided`).
+        changed_l.append(na)?;
+        changed_r.append(nb)?;
+        if same_key {
+            event(STRUCTURAL)?;
             continue;
         }
         let (sl, sr) = (l.shape[au], r.shape[bu]);
@@ -181,10 +191,8 @@ pub fn matched_walk<'py>(
         }
         event(ATTRIBUTE)?;
     }
-    PyTuple::new(
-        py,
-        [events.into_any(), prop_l.into_any(), prop_r.into_any()],
-    )
+    let out = [events, prop_l, prop_r, changed_l, changed_r];
+    PyTuple::new(py, out.map(Bound::into_any))
 }
 
 /// Per left instruction its right one (`NONE`: unpaired) in `pairs` (a dictionary of names, or
