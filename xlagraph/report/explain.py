@@ -26,7 +26,6 @@ from xlagraph.report.baseline import (
     choose_baseline,
     graph_name,
 )
-from xlagraph.report.host_read import read_again, shares_no_work
 from xlagraph.report.model import Attribution, Baseline, Recompile
 from xlagraph.report.triggers import LineReader, bridge_sync_all, bridge_synced
 from xlagraph.runlog import RunLog, Sync
@@ -162,7 +161,6 @@ def explain_recompile(
                     triggers[target.index] not in IMPLICIT_TRIGGERS
                     or after_loop
                     or _read_after_step_sync(target, choice.graph_hash, log.syncs, triggers)
-                    or shares_no_work(result)
                 )
             )
             or fixed
@@ -201,10 +199,6 @@ def explain_recompile(
             bridge = letters.get(full_graph or "", "")
             causes = (new_code_cause(site, users, [s for _, s in earlier], names, when, bridge),)
             attribution = (Attribution(0, str(causes[0].kind), causes[0].summary, lines=causes[0].sources),)
-        elif causes and (again := read_again(target, result, causes, log.syncs, triggers, modules.get)):
-            # The work of a host read earlier in the step (a sampled token), returned again.
-            causes = (again,)
-            attribution = (Attribution(0, str(again.kind), again.summary, lines=again.sources),)
         elif causes and choice.sync.step == target.step and _in_first_step(target, first, last_step):
             # The same code run again within the run's first step with other sizes (a query and a
             # passage encoder, each cut at a library sync): each use compiles once, every step
