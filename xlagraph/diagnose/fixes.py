@@ -418,6 +418,15 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "model.train() before every training step (an evaluate() that calls model.eval() leaves it "
             "off), and switch modes on a fixed schedule so that each compiles once"
         ),
+        # dynamo_join.expected.switch_fix: a module of the user's own (or a library's other than
+        # dropout) that reads self.training, put in eval() for good mid-run
+        "conditional_work.training_branch": (
+            "the module put in eval() runs other work in train mode (your own `if self.training:` "
+            "noise, augmentation or stochastic depth), so switching its mode for good mid-run "
+            "compiles every graph of it anew: to turn that work off, keep the module in train mode "
+            "and scale the work by a 1-element device tensor passed to the compiled function (1.0, "
+            "then 0.0 from that step), or set the mode once, before the first step"
+        ),
         # cw._PATTERNS
         "conditional_work.dropout_zero": (
             "a dropout probability reached exactly 0.0 (a schedule that decays it): at p=0 dropout "

@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from xlagraph.diagnose.dynamo_join import join
 from xlagraph.diagnose.dynamo_join.branches import branch_fix
-from xlagraph.diagnose.dynamo_join.expected import SWITCH_FIX, mode_switched
+from xlagraph.diagnose.dynamo_join.expected import mode_switched, switch_fix
 from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, Retrace
 from xlagraph.diagnose.fixes import fix as fix_text
 from xlagraph.diagnose.frames import is_library, source_line, split_location
@@ -245,7 +245,9 @@ def joined(
     switched = {r.dynamo for r in recompiles if mode_switched(r, retraces, last_run)}
     if switched:
         events = tuple(
-            replace(e, expected=False, fix=fix_text(SWITCH_FIX)) if e.compile_id in switched else e
+            replace(e, expected=False, fix=fix_text(switch_fix(retraces[e.compile_id])))
+            if e.compile_id in switched
+            else e
             for e in section.events
         )
         section = replace(section, events=events, recompiles=tuple(e for e in events if e.kind != "first"))

@@ -12,11 +12,24 @@ from xlagraph.diagnose.frames import split_location
 from xlagraph.diagnose.recognizers._source import calls_of_function, enclosing_function
 from xlagraph.diagnose.recompile import Recompile
 
-__all__ = ["SWITCH_FIX", "mode_graphs", "mode_switched", "warm_up_cuts"]
+__all__ = ["SWITCH_FIX", "mode_graphs", "mode_switched", "switch_fix", "warm_up_cuts"]
 
 
-# The fix of a mode switched for good: keep the mode (train) on every step.
+# The fix of dropout switched off for good: keep the mode (train) on every step.
 SWITCH_FIX = "conditional_work.dropout"
+# Where a module that reads `self.training` is dropout's: its fix is SWITCH_FIX.
+_DROPOUT_CODE = "nn/modules/dropout.py"
+
+
+def switch_fix(retrace: Retrace) -> str:
+    """The fix ID of a mode switched for good, from the code that read the mode the guard failed
+    on (`guard.at`, where dynamo saw `self.training` read): torch's dropout, whose work the
+    train mode is (`conditional_work.dropout`), else a module that runs other work in train mode,
+    the user's own (`if self.training:` noise) or a library's (`conditional_work.training_branch`).
+    (BatchNorm's batch statistics: torch_xla 2.9's backward of an eval BatchNorm under openxla
+    fails at the switch, so no run reaches a report; it gets the general text.)"""
+    at = retrace.guard.at.replace("\\", "/")
+    return SWITCH_FIX if at.rpartition(":")[0].endswith(_DROPOUT_CODE) else "conditional_work.training_branch"
 
 
 def mode_graphs(
@@ -75,7 +88,7 @@ def _mode_switch(r: Recompile, retrace: Retrace) -> Recompile:
         f"traced it again ({retrace.guard.phrase}) and compiled every graph of it anew, and the graphs "
         "of the old mode never run again; set the mode once, before the first step, or keep it the same "
         "on every step",
-        fix_text(SWITCH_FIX),
+        fix_text(switch_fix(retrace)),
         sources=lines,
     )
     return with_one_cause(r, (cause,), lines, tuple(dict.fromkeys(lines + r.lines)))
