@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from xlagraph.diagnose.dynamo_join.breaks import break_fix
+from xlagraph.diagnose.fixes import EAGER_SHAPE_FIX
 from xlagraph.diagnose.guards import fix_for
-from xlagraph.report.dynamo import break_fix
-from xlagraph.report.eager import EAGER_SHAPE_FIX
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ROOT / "fixtures" / "torch_xla" / "compiled"

@@ -2,7 +2,7 @@
 
 A tensor kept alive on some steps only is an extra output of those steps' graphs. Storing it
 creates no op, so no dump records the line that does it; capture names the holder
-(`capture/_holders.py`) and the report finds the line that stores it (`report/holders.py`).
+(`capture/_holders.py`) and the report finds the line that stores it (`diagnose/attribution/holders.py`).
 The scripts of fixtures/torch_xla/holders/ each keep a tensor on some steps, the storing line
 marked `# GUILTY`: a Trainer's metrics dict, a module attribute set in `forward`, a module-level
 dict.

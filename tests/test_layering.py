@@ -344,3 +344,41 @@ def test_diagnose_names_each_resolve_from_their_module() -> None:
     assert sorted(diagnose._HOME) == sorted(diagnose.__all__)
     for name, home in diagnose._HOME.items():
         assert getattr(diagnose, name) is getattr(importlib.import_module(f"xlagraph.diagnose.{home}"), name)
+
+
+def _private_diagnose_imports(root: Path) -> list[str]:
+    """`file:line name` for each import under `xlagraph/report/` of a private name of diagnose: a
+    module or name starting with `_` (`recognizers._statements`, `frames._split`)."""
+    found = []
+    for path in sorted((root / "xlagraph" / "report").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                dotted = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                dotted = [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            for name in dotted:
+                parts = name.split(".")
+                if parts[:2] == ["xlagraph", "diagnose"] and any(p.startswith("_") for p in parts[2:]):
+                    found.append(f"{path.relative_to(root)}:{node.lineno} {name}")
+    return sorted(found)
+
+
+def test_the_report_imports_nothing_private_of_diagnose() -> None:
+    """The report places what diagnose decided through diagnose's public names (issue 39): a rule
+    it needs from a private module is a diagnose rule, and a helper it needs is made public."""
+    assert _private_diagnose_imports(ROOT) == [], "\n".join(_private_diagnose_imports(ROOT))
+
+
+def test_the_checker_sees_a_private_diagnose_import(tmp_path: Path) -> None:
+    (tmp_path / "xlagraph" / "report").mkdir(parents=True)
+    (tmp_path / "xlagraph" / "report" / "a.py").write_text(
+        "from xlagraph.diagnose.frames import location\n"
+        "def f():\n    from xlagraph.diagnose.recognizers._source import calls_of_function\n"
+        "from xlagraph.diagnose import _HOME\n"
+    )
+    assert _private_diagnose_imports(tmp_path) == [
+        "xlagraph/report/a.py:3 xlagraph.diagnose.recognizers._source.calls_of_function",
+        "xlagraph/report/a.py:4 xlagraph.diagnose._HOME",
+    ]

@@ -1,5 +1,5 @@
-"""`report.holders.replacing_lines`: where the user's code puts a new module on the attribute path
-that holds a weight. Hand-written source text (the rule reads only source), one holder each."""
+"""`diagnose.attribution.holders.replacing_lines`: where the user's code puts a new module on the
+attribute path that holds a weight. Hand-written source text (the rule reads only source), one holder each."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from xlagraph.diagnose.attribution.holders import replacing_lines
 from xlagraph.diagnose.frames import SourceText, reading_sources
-from xlagraph.report.holders import replacing_lines
 from xlagraph.runlog import Holder
 
 MODEL = """\

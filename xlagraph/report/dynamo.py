@@ -18,13 +18,18 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from xlagraph.diagnose.dynamo_join import join
-from xlagraph.diagnose.dynamo_join.branches import branch_fix
+from xlagraph.diagnose.dynamo_join.breaks import break_fix
 from xlagraph.diagnose.dynamo_join.expected import mode_switched, switch_fix
+from xlagraph.diagnose.dynamo_join.guards import (
+    call_site,
+    compile_fix,
+    compile_kind,
+    guard_failures,
+    is_expected,
+)
 from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, Retrace
 from xlagraph.diagnose.fixes import fix as fix_text
-from xlagraph.diagnose.frames import is_library, source_line, split_location
-from xlagraph.diagnose.guards import explain_guard, fix_for
-from xlagraph.diagnose.value_origin import origin_of
+from xlagraph.diagnose.frames import is_library
 from xlagraph.dynamolog import DynamoCompile, DynamoLog, GraphBreak
 from xlagraph.ir import Frame
 from xlagraph.report.model import (
@@ -38,46 +43,9 @@ from xlagraph.report.model import (
 )
 from xlagraph.runlog import Sync
 
-__all__ = ["break_fix", "dynamo_section", "joined", "user_function"]
+__all__ = ["dynamo_section", "joined", "user_function"]
 
-_MODES = frozenset({"train_eval", "grad_mode"})  # one graph per mode: expected once each
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
-# Graph-break reasons dynamo gives (its first line), and the fix that removes each.
-_BREAK_FIXES: tuple[tuple[str, str], ...] = (
-    (
-        "Tensor.backward",
-        "dynamo does not trace backward(): compile the model (torch.compile(model)) or the forward and loss, "
-        "and call loss.backward() and the optimizer outside the compiled function (or compile the whole step "
-        "with torch_xla.compile)",
-    ),
-    (
-        "Optimizer.zero_grad",
-        "call optimizer.zero_grad() outside the compiled function",
-    ),
-    (
-        "Data-dependent branching",
-        "an `if` on a tensor's value: compute both branches and pick with torch.where(cond, a, b), or move "
-        "the test out of the compiled function",
-    ),
-    (
-        "Tensor.item",
-        "`.item()` reads a value back to Python: keep it a tensor inside the compiled function "
-        "(x.sum().clamp(min=1.0), not x.sum().item()), and read it after the step (on backend='openxla', "
-        "torch._dynamo.config.capture_scalar_outputs = True fails to compile)",
-    ),
-    (
-        "builtin: print",
-        "print() inside the compiled function: print after the call (or log the returned tensor)",
-    ),
-    (
-        "print",
-        "print() inside the compiled function: print after the call (or log the returned tensor)",
-    ),
-)
-_BREAK_FIX_DEFAULT = (
-    "move the line out of the compiled function (before or after the call), or rewrite it with tensor "
-    "operations dynamo traces; each break splits the function into more graphs compiled and run apart"
-)
 
 
 def user_function(c: DynamoCompile) -> str:
@@ -88,52 +56,9 @@ def user_function(c: DynamoCompile) -> str:
     if m:
         return f"{m['fn']} (after the graph break at line {m['line']})"
     if c.file and is_library(Frame(c.function, c.file, c.line)) and c.file.startswith("torch/"):
-        site = _call_site(c)
+        site = call_site(c)
         return f"the compiled call at {site}" if site != c.code else c.function
     return c.function
-
-
-def break_fix(reason: str, explanation: str = "") -> str:
-    low = f"{reason} {explanation}".lower()
-    for needle, fix in _BREAK_FIXES:
-        if needle.lower() in low:
-            return fix
-    return _BREAK_FIX_DEFAULT
-
-
-def _call_site(c: DynamoCompile) -> str:
-    for f in c.call_stack:
-        if not is_library(f) and not f.file.startswith("<"):
-            return f"{f.file}:{f.line}"
-    return c.code
-
-
-def _guards(c: DynamoCompile, files: Sequence[str] = ()) -> tuple[GuardFailure, ...]:
-    """`files`: the compiled frames' files of the run, for a record that names none (the recompile
-    limit's), so the cut path in a guard's note is found again all the same."""
-    out = []
-    for k, text in enumerate(c.guard_failures):
-        g = explain_guard(text, c.file)
-        for file in files if not c.file and g.file else ():
-            if (g2 := explain_guard(text, file)).file == file:
-                g = g2
-                break
-        # the first failure is what changed since the last compile: where was it computed?
-        origin = origin_of(g.kind, g.subject, c.code, _call_site(c)) if k == 0 and c.recompile else ""
-        out.append(
-            GuardFailure(
-                kind=g.kind,
-                phrase=g.phrase,
-                text=g.text,
-                at=f"{g.file}:{g.line}" if g.line else "",
-                source=g.source,
-                entry=g.entry,
-                fix=branch_fix(g.kind, g.source, g.subject) or fix_for(g.kind),
-                origin=origin,
-                origin_source=source_line(*split_location(origin)).strip() if origin else "",
-            )
-        )
-    return tuple(out)
 
 
 def _owners(compiles: Sequence[DynamoCompile], variants: Sequence[Variant]) -> dict[str, list[Variant]]:
@@ -172,28 +97,16 @@ def dynamo_section(
     files = tuple(dict.fromkeys(c.file for c in compiles if c.file))
     for c in compiles:
         fn = user_function(c)
-        guards = _guards(c, files)
+        guards = guard_failures(c, files)
         added = owned.get(c.compile_id, [])
         xla = sum(xla_seconds.get(v.graph_hash, 0.0) for v in added)
-        kind = "cache_limit" if c.hit_limit else "recompile" if c.recompile else "first"
-        first_kind = guards[0].kind if guards else ""
-        expected = kind == "first" or (first_kind in _MODES and _first_of_mode(c, compiles))
-        fix = (
-            "fix the change named in the recompiles before it; "
-            "torch._dynamo.config.recompile_limit raises the "
-            "limit, but every recompile costs a compile"
-            if kind == "cache_limit"
-            else (guards[0].fix if guards else fix_for(first_kind))
-            if kind == "recompile"
-            else ""
-        )
         events.append(
             DynamoEvent(
                 compile_id=c.compile_id,
-                kind=kind,
+                kind=compile_kind(c),
                 function=fn,
                 code=c.code,
-                call_site=_call_site(c),
+                call_site=call_site(c),
                 step=c.step,
                 sync=c.sync,
                 summary=_summary(c, guards, fn),
@@ -203,8 +116,8 @@ def dynamo_section(
                 backend_seconds=round(c.backend_seconds, 6),
                 xla_seconds=round(xla, 6),
                 variants=tuple(v.letter for v in added),
-                fix=fix,
-                expected=expected,
+                fix=compile_fix(c, guards),
+                expected=is_expected(c, guards, compiles),
                 graph_ops=c.graph_ops,
                 failure=f"{c.fail_type}: {c.fail_reason}".strip(": ") if c.fail_type or c.fail_reason else "",
             )
@@ -252,18 +165,6 @@ def joined(
         )
         section = replace(section, events=events, recompiles=tuple(e for e in events if e.kind != "first"))
     return join(recompiles, retraces, phases, last_run), section
-
-
-def _first_of_mode(c: DynamoCompile, compiles: Sequence[DynamoCompile]) -> bool:
-    """A train/eval switch is expected the first time each mode is compiled for a frame."""
-    seen = 0
-    for d in compiles:
-        first = d.guard_failures[0] if d.frame_id == c.frame_id and d.recompile and d.guard_failures else ""
-        if first and explain_guard(first, d.file).kind in _MODES:
-            seen += 1
-        if d is c:
-            break
-    return seen <= 1
 
 
 def _breaks(breaks: Sequence[GraphBreak], per_step: int | None) -> tuple[GraphBreakEntry, ...]:

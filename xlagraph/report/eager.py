@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from itertools import groupby
 
+from xlagraph.diagnose.fixes import EAGER_SHAPE_FIX
 from xlagraph.errors import XlagraphError
 from xlagraph.ir import Instruction, Module, strip_layout
 from xlagraph.parse.sources import load_module
@@ -20,13 +21,8 @@ from xlagraph.report.model import EagerOp, EagerSection, EagerStep
 from xlagraph.runlog import EagerCompile, RunLog
 from xlagraph.source_paths import is_library_path
 
-__all__ = ["EAGER_SHAPE_FIX", "eager_section", "op_of"]
+__all__ = ["eager_section", "op_of"]
 
-# Proved by tests/test_compiled_fixes.py (eager_shape: 46 -> 42 op compiles on torch_xla 2.9).
-EAGER_SHAPE_FIX = (
-    "eager mode compiles every op once per input shape: pad the input to one fixed size (or a few "
-    "bucket sizes) before the step, masking the padding, so each op sees the shapes it was compiled for"
-)
 _NOT_OPS = frozenset({"parameter", "tuple", "get-tuple-element"})
 
 

@@ -10,14 +10,15 @@ instructions involved in its causes, the fewest causes, the most recent (`baseli
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
-from xlagraph.capture.shardings import MarkSharding
+from xlagraph.capture.shardings import MarkSharding, find_marks
+from xlagraph.diagnose.attribution import AttributionContext, attribute
 from xlagraph.diagnose.causes import Cause, name_sides, with_sides
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
 from xlagraph.diagnose.frames import call_site, source_line, split_frames
 from xlagraph.diagnose.listing import plural
 from xlagraph.diagnose.new_code import new_code_cause
-from xlagraph.report.attribution import AttributionContext, attribute
 from xlagraph.report.baseline import (
     NEW_CALL_SITE,
     NEW_SYNC_POINT,
@@ -139,7 +140,8 @@ def explain_recompile(
         sides = letters[choice.graph_hash], letters[target.graph_hash]
         causes = tuple(with_sides(c, *sides) for c in result.differences)
         records = log.graphs.get(choice.graph_hash), log.graphs.get(target.graph_hash)
-        ctx = AttributionContext(result, *records, user_names, site, read_line, marks, target.step, sides)
+        marks_of = partial(find_marks, marks) if marks else None
+        ctx = AttributionContext(result, *records, user_names, site, read_line, marks_of, target.step, sides)
         attribution = tuple(attribute(i, c, ctx) for i, c in enumerate(causes))
         notes = tuple(name_sides(n, *sides) for n in result.notes)
         # A value read after the last step marker (final metrics after the loop) is a graph of

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
+from xlagraph.diagnose.attribution.lines import LineReader
 from xlagraph.diagnose.frames import source_line, user_frames
 from xlagraph.report.savefile import is_step_marker
 from xlagraph.runlog import Sync
-
-LineReader = Callable[[str, int], str]
-
 
 _IMPLICIT = (
     (".item()", ".item()"),

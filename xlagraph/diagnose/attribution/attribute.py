@@ -5,28 +5,24 @@ the buckets, each with the user's own source lines before library lines.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
-from pathlib import PurePath
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
-from xlagraph.capture.shardings import MarkSharding, find_marks
+from xlagraph.diagnose.attribution.lines import LineReader, calling_lines, split_lines
+from xlagraph.diagnose.attribution.tensors import norm_shape, pick_tensors, replacing
 from xlagraph.diagnose.causes import TWIN_OUTPUT, Cause, CauseKind
 from xlagraph.diagnose.collectives import collectives
-from xlagraph.diagnose.frames import location, source_line, split_frames, split_location
-from xlagraph.diagnose.recognizers._deciding_loop import MAX_CALLERS, MAX_TENSORS
+from xlagraph.diagnose.frames import location, source_line
+from xlagraph.diagnose.recognizers._deciding_loop import MAX_CALLERS
 from xlagraph.diagnose.recognizers._group_values import number_origin
+from xlagraph.diagnose.recompile import Attribution, TensorRef
 from xlagraph.diff import DiffResult
-from xlagraph.ir import Frame, strip_layout
-from xlagraph.report.holders import replacing_lines, storing_lines
-from xlagraph.report.model import Attribution, TensorRef
-from xlagraph.report.triggers import LineReader
-from xlagraph.runlog import GraphRecord, LiveTensor
-from xlagraph.source_paths import is_library_path
+from xlagraph.ir import strip_layout
+from xlagraph.runlog import GraphRecord
 
-_EXTRA_CANDIDATES = 2
-
+__all__ = ["AttributionContext", "Mark", "attribute"]
 
 _MAX_ITEMS = 8
 
@@ -36,87 +32,11 @@ _MAX_ITEMS = 8
 _NUMBER_FIXES = frozenset({"conditional_work.switched_on", "constant_value.zero_one"})
 
 
-# -- lines ---------------------------------------------------------------------------------
-def _is_user_file(file: str, user_names: frozenset[str]) -> bool:
-    """Full paths are judged by where they are; bare names (lazy IR `location=f@file.py:3`) by
-    whether a user frame of the run has that file name."""
-    if "/" in file or "\\" in file:
-        return not is_library_path(file)
-    return PurePath(file).name in user_names and not file.startswith("<")
-
-
-def _split_lines(lines: Iterable[str], user_names: frozenset[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    user: list[str] = []
-    library: list[str] = []
-    for loc in lines:
-        file = loc.rsplit(":", 1)[0] if loc.rsplit(":", 1)[-1].isdigit() else loc
-        bucket = user if _is_user_file(file, user_names) else library
-        if loc not in bucket:
-            bucket.append(loc)
-    return tuple(user), tuple(library)
-
-
-# -- attribution ---------------------------------------------------------------------------
-def _norm_shape(shape: str) -> str:
-    return strip_layout(shape).replace(" ", "")
-
-
-def _tensor_ref(t: LiveTensor, cited: tuple[str, ...]) -> TensorRef:
-    users, library = split_frames(t.frames)
-    line = location(users[0]) if users else ""
-    match = "shape and line" if line and line in cited else "shape"
-    held_by, stored = _holder(t, users, line)
-    return TensorRef(t.id, _norm_shape(t.shape), line, match, users, len(library), held_by, stored)
-
-
-def _holder(t: LiveTensor, users: tuple[Frame, ...], line: str) -> tuple[str, tuple[str, ...]]:
-    """What kept `t` alive and the lines that store it there: the first of its holders whose
-    storing lines are not just the line that made it (`loss = ...` holds `loss` too)."""
-    for h in t.holders:
-        stored = tuple(s for s in storing_lines(h, users) if s != line)
-        if stored:
-            return str(h), stored
-    return (str(t.holders[0]), ()) if t.holders else ("", ())
-
-
-def _pick_tensors(
-    tensors: tuple[LiveTensor, ...],
-    shapes: list[str],
-    cited: tuple[str, ...],
-    other: tuple[LiveTensor, ...] = (),
-    added: int = -1,
-) -> tuple[TensorRef, ...]:
-    """Live tensors of the given shapes. Those created on a line the cause cites are the answer
-    when there are enough of them; otherwise a few candidates of the right shape, those created
-    by user code and the most recent first. A tensor that was an output of the `other` graph
-    too (pending at its sync: a weight both update) comes last: an output one graph adds is a
-    tensor the other did not compute. `added` is how many more outputs the graph has than the
-    other: where the cause lists twins beside them (a clone of an updated weight computes what
-    the weight's own output does, so the diff cannot say which of the two is new), exactly that
-    many fresh tensors of those shapes are the added ones too."""
-    wanted = set(shapes)
-    # (by id, and by the path that holds it: an updated weight is a new tensor at each step)
-    both = {t.id for t in other if t.pending} | {t.holders[0].path for t in other if t.pending and t.holders}
-    picked = [t for t in tensors if _norm_shape(t.shape) in wanted]
-    seen_before = {t.id for t in picked if t.id in both or (t.holders and t.holders[0].path in both)}
-    refs = [_tensor_ref(t, cited) for t in picked]
-    refs.sort(key=lambda r: (r.id in seen_before, r.match != "shape and line", not r.line, -r.id))
-    fresh = [r for r in refs if r.id not in seen_before]
-    fresh_shapes = Counter(r.shape for r in fresh)
-    if both and len(fresh) in (len(shapes), added) and fresh_shapes <= Counter(shapes):
-        # exactly the tensors the other graph did not compute: these are they
-        return tuple(r if r.match == "shape and line" else replace(r, match="by elimination") for r in fresh)
-    on_line = [r for r in refs if r.match == "shape and line"]
-    if len(on_line) >= len(shapes):
-        return tuple(on_line[: max(len(shapes), MAX_TENSORS)])
-    return tuple(refs[: len(shapes) + _EXTRA_CANDIDATES])
-
-
 def _output_positions(result: DiffResult, names: tuple[str, ...], right: bool) -> list[tuple[int, str]]:
     canon = result.right if right else result.left
     entry = canon.entry
     chosen = set(names)
-    return [(j, _norm_shape(entry.instruction(n).shape)) for j, n in enumerate(entry.outputs) if n in chosen]
+    return [(j, norm_shape(entry.instruction(n).shape)) for j, n in enumerate(entry.outputs) if n in chosen]
 
 
 def _bounded(items: list[str]) -> tuple[str, ...]:
@@ -152,6 +72,49 @@ def _dtype_items(cause: Cause, sides: tuple[str, str]) -> list[str]:
     return items
 
 
+def _bounded(items: list[str]) -> tuple[str, ...]:
+    if len(items) <= _MAX_ITEMS:
+        return tuple(items)
+    return (*items[:_MAX_ITEMS], f"... and {len(items) - _MAX_ITEMS} more")
+
+
+def _dtype_items(cause: Cause, sides: tuple[str, str]) -> list[str]:
+    """A type change's own changes, then what follows from it counted: the ops that are converts
+    in the other graph, and the outputs one graph returns beside their views (the other casts
+    them). Each is the same tensor in the other precision, nothing to read one by one."""
+    retyped = [c for c in cause.changes if c.what == "opcode" and "convert" in (c.old, c.new)]
+    outputs = [c for c in cause.changes if c.what == "output"]
+    twins = [c for c in cause.changes if c.what == TWIN_OUTPUT]
+    rest = [c for c in cause.changes if c not in retyped and c not in outputs and c not in twins]
+    items = [f"{c.what}: {c.old or '(none)'} -> {c.new or '(none)'}" for c in rest]
+    if retyped:
+        ops = Counter(c.new if c.old == "convert" else c.old for c in retyped)
+        listed = ", ".join(f"{op} x{n}" for op, n in sorted(ops.items(), key=lambda x: (-x[1], x[0])))
+        items.append(f"{len(retyped)} op(s) of one graph are converts in the other ({listed})")
+    for found, what in (
+        (outputs, "view bases"),
+        (twins, "the same tensors as the other graph's, in the other precision"),
+    ):
+        a, b = [c for c in found if not c.new], [c for c in found if c.new]
+        for side, gone in ((sides[0], a), (sides[1], b)):
+            if gone:
+                shapes = Counter(strip_layout((c.old or c.new).partition(": ")[2]) for c in gone)
+                listed = ", ".join(f"{s} x{n}" if n > 1 else s for s, n in shapes.most_common(3))
+                more = ", ..." if len(shapes) > 3 else ""
+                items.append(f"{len(gone)} output(s) only {side} returns, {what} ({listed}{more})")
+    return items
+
+
+class Mark(Protocol):
+    """A `mark_sharding` call the capture saw: its user line, the step it was first seen at."""
+
+    @property
+    def line(self) -> str: ...
+
+    @property
+    def step(self) -> int: ...
+
+
 @dataclass(frozen=True)
 class AttributionContext:
     result: DiffResult
@@ -160,7 +123,8 @@ class AttributionContext:
     user_names: frozenset[str]
     site: str = ""
     read_line: LineReader = source_line
-    marks: tuple[MarkSharding, ...] = ()  # the capture's mark_sharding calls
+    # the capture's mark_sharding calls that made a sharding (`capture.shardings.find_marks`)
+    marks_of: Callable[[str], Sequence[Mark]] | None = None
     step: int = -1
     sides: tuple[str, str] = ("A", "B")  # the report's letters of the diff's two graphs
 
@@ -180,7 +144,7 @@ def _reordered_items(result: DiffResult, cause: Cause) -> list[str]:
 def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
     """What one cause points at in the user's program."""
     result = ctx.result
-    lines, library_lines = _split_lines(cause.sources, ctx.user_names)
+    lines, library_lines = split_lines(cause.sources, ctx.user_names)
     direct = bool(lines)  # the graph's own metadata cites the user's lines
     kind = cause.kind
     items: list[str] = []
@@ -193,14 +157,14 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
         items = [f"output {j}: {s}" for j, s in outputs]
         shapes = [s for _, s in outputs]
         added = len(result.right.entry.outputs) - len(result.left.entry.outputs)
-        tensors = _pick_tensors(target_tensors, shapes, lines, baseline_tensors, added)
+        tensors = pick_tensors(target_tensors, shapes, lines, baseline_tensors, added)
         summary = f"{len(outputs)} extra output(s): the live tensor(s) kept alive only in this graph"
     elif kind is CauseKind.OUTPUT_REMOVED:
         outputs = _output_positions(result, cause.left, right=False)
         items = [f"baseline output {i}: {s}" for i, s in outputs]
         shapes = [s for _, s in outputs]
         removed = len(result.left.entry.outputs) - len(result.right.entry.outputs)
-        tensors = _pick_tensors(baseline_tensors, shapes, lines, target_tensors, removed)
+        tensors = pick_tensors(baseline_tensors, shapes, lines, target_tensors, removed)
         summary = f"{len(outputs)} output(s) of the baseline missing: tensor(s) alive then, not now"
     elif kind is CauseKind.PARAMETER_SHAPE:
         numbers = result.left.entry.param_number
@@ -214,14 +178,14 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
             summary = f"{len(cause.changes)} input(s) changed shape"
         if cause.fix_id == "parameter_shape.resized_weights" and not lines:
             # the graph cites only `Module.to`: the user's line that put the new weights there
-            lines = _replacing(target_tensors, [c.new for c in cause.changes if c.what != "output"])
+            lines = replacing(target_tensors, [c.new for c in cause.changes if c.what != "output"])
     elif kind in (CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION):
         what = "input" if kind is CauseKind.PARAMETER_PERMUTATION else "output"
         moved = [m for m in cause.mapping if m.left != m.right]
         items = [f"baseline {what} {m.left} is now {what} {m.right} ({m.shape})" for m in moved]
         if kind is CauseKind.OUTPUT_PERMUTATION:
             shapes = [m.shape for m in moved]
-            tensors = _pick_tensors(target_tensors, shapes, lines)
+            tensors = pick_tensors(target_tensors, shapes, lines)
         summary = f"{len(moved)} {what}(s) moved: the tensors were created or updated in another order"
     elif kind is CauseKind.COLLECTIVE:
         left_names, right_names = set(cause.left), set(cause.right)
@@ -245,7 +209,7 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
         items = _dtype_items(cause, ctx.sides)
     else:  # the named patterns: what differs, as the changes say it
         items = [f"{c.what}: {c.old or '(none)'} -> {c.new or '(none)'}" for c in cause.changes]
-    if kind is CauseKind.SHARDING and ctx.marks:
+    if kind is CauseKind.SHARDING and ctx.marks_of is not None:
         # The HLO's metadata points into xla_sharding.py or the model; the capture saw the call.
         # A changed sharding, or an annotation only one graph has (`mark_sharding` on an
         # activation from some step on): its custom-call carries the spec the call made.
@@ -260,12 +224,12 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
             m.line
             for spec in specs
             if spec
-            for m in find_marks(ctx.marks, spec)
+            for m in ctx.marks_of(spec)
             if m.line and (ctx.step < 0 or m.step <= ctx.step)
         ]
         lines = tuple(dict.fromkeys((*marked[:2], *lines)))
     if not lines and library_lines and ctx.site:
-        lines = _calling_lines(library_lines, ctx.site, ctx.read_line)
+        lines = calling_lines(library_lines, ctx.site, ctx.read_line)
     if not lines:  # the ops come from library code: the user's line that made the tensor
         lines = tuple(dict.fromkeys(t.line for t in tensors if t.line))[:2]
     if kind in (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED) and (
@@ -286,68 +250,3 @@ def attribute(index: int, cause: Cause, ctx: AttributionContext) -> Attribution:
         # script computes or changes that number is what to fix (`smooth = 0.1` under an `if`)
         lines = tuple(dict.fromkeys((*number_origin(lines[0])[1], *lines)))
     return Attribution(index, str(kind), summary, _bounded(items), tensors, lines, library_lines)
-
-
-def _replacing(tensors: tuple[LiveTensor, ...], shapes: list[str]) -> tuple[str, ...]:
-    """The lines that replace the modules holding the live weights of the new shapes."""
-    wanted = {_norm_shape(s) for s in shapes}
-    held = [h for t in tensors if _norm_shape(t.shape) in wanted for h in t.holders[:1]]
-    return tuple(dict.fromkeys(n for h in held for n in replacing_lines(h)))
-
-
-# Library code the user calls by a name of their own: which call in their script reached it.
-_CALLS = (
-    ("clip_grad", ("clip_grad_norm_(", "clip_grad_value_(", "clip_grad")),
-    ("_patched_functions", ("clip_grad_norm_(",)),  # torch_xla's own clip_grad_norm_
-    ("/optim/", (".step(",)),
-    ("dropout", (".train(", ".eval(")),
-)
-
-
-_MAX_SCRIPT_LINES = 5000
-
-
-def _calling_lines(library_lines: tuple[str, ...], site: str, read_line: LineReader) -> tuple[str, ...]:
-    """The lines of the user's script (the sync's file) that call the library code a cause's
-    instructions come from: `clip_grad_norm_(...)` for clip_grad.py, `opt.step()` for an
-    optimizer. Empty when the script has no such call."""
-    file = site.rpartition(":")[0]
-    # The library line's own text names the op where its file does not (`F.dropout` in functional.py).
-    said = [lib + " " + read_line(*split_location(lib)) for lib in library_lines]
-    tokens = [t for marker, names in _CALLS if any(marker in text for text in said) for t in names]
-    # A function of torch's functional API the user calls by name (`F.interpolate(...)`).
-    tokens += [f"{name}(" for lib in library_lines if (name := _functional_name(lib, read_line))]
-    if not file or not tokens:
-        return ()
-    found: list[str] = []
-    in_string = False
-    for n in range(1, _MAX_SCRIPT_LINES):
-        text = read_line(file, n)
-        if not text:
-            break
-        quotes = text.count('"""') + text.count("'''")
-        if in_string or quotes:  # docstrings talk about calls; only code makes them
-            in_string = in_string != (quotes % 2 == 1)
-            continue
-        code = text.split("#", 1)[0]
-        if any(t in code for t in tokens):
-            found.append(f"{file}:{n}")
-    return tuple(found[:3])
-
-
-_FUNCTIONAL = ("torch/nn/functional.py", "torch/functional.py")
-
-
-_DEF_LINE = re.compile(r"^def ([a-z]\w*)\(")
-
-
-def _functional_name(library_line: str, read_line: LineReader) -> str:
-    """The public function of torch's functional API a library line is in (`interpolate`), or ""."""
-    file, line = split_location(library_line)
-    if not file.replace("\\", "/").endswith(_FUNCTIONAL):
-        return ""
-    for n in range(line, max(0, line - 400), -1):
-        m = _DEF_LINE.match(read_line(file, n))
-        if m:
-            return m.group(1)
-    return ""
