@@ -75,6 +75,7 @@ SPLITS = (
     "held_out_34",
     "held_out_35",
     "held_out_36",
+    "held_out_37",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
