@@ -23,11 +23,6 @@ PAIRS = load_manifest("jax/wild4")["pairs"]
 
 # What the engine answers today where it is wrong (diff A B). These are for the lead to fix.
 WRONG = {
-    "tfm_adamw_weight_decay_before": (
-        "says structure only ('5 regions differ ... 1 changed, 2 only in A instruction(s) (broadcast, "
-        "constant, multiply)' at the update line): weight decay 0.01 vs 0.1; with 0.1 JAX shares the "
-        "broadcast of AdamW's 1 - b1 = 0.1, so B's `wd * w` reads an existing broadcast; a constant_value"
-    ),
     "tfm_remat_block": (
         "says structure plus a false constant_value ('17 constants changed, e.g. constant.21 {...} -> "
         "{...} (f32[8,4] -> f32[1,8,1,4])'): the RoPE tables are the same values, folded into another "
