@@ -28,16 +28,6 @@ WRONG = {
         "{...} (f32[8,4] -> f32[1,8,1,4])'): the RoPE tables are the same values, folded into another "
         "shape by XLA once the block is rematerialized"
     ),
-    "decode_cache_len": (
-        "says parameter_shape plus structure ('main.6 differs in 2 changed, 5 only in B instruction(s) "
-        "(constant, fusion)'): with 64 positions XLA compiles the softmax/argmax reductions with a "
-        "reduce-window fusion; work that follows the new cache length"
-    ),
-    "shmap_psum_bf16": (
-        "says dtype plus structure ('2 regions differ ... main.0_spmd (all-reduce, fusion) ... region_1.0 "
-        "3 only in A (add, parameter)'): the psum's all-reduce and its reducer in bf16 are the dtype "
-        "change's own collective, not a separate unknown pattern"
-    ),
 }
 # diff B A: the verdict only.
 WRONG_REVERSE: dict[str, str] = {}
