@@ -24,8 +24,6 @@ _CALL = (
 WRONG = {
     "nested_jit_inline": _CALL + " (an inner jax.jit vs jax.jit(inline=True))",
     "where_vs_select": _CALL + " (jnp.where lowers to a call of `_where`, lax.select to a bare select)",
-    "remat_policy": "says structure + a false attribute ('sizes passed as Python ints changed': the "
-    "remat tuples' shapes, which follow from what the policy saves)",
 }
 # diff B A: the verdict only (the kinds of the reverse direction are the mirror ones).
 WRONG_REVERSE = {name: WRONG[name] for name in ("nested_jit_inline", "where_vs_select")}
