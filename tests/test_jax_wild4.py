@@ -22,18 +22,13 @@ WILD = FIXTURES / "jax" / "wild4"
 PAIRS = load_manifest("jax/wild4")["pairs"]
 
 # What the engine answers today where it is wrong (diff A B). These are for the lead to fix.
-WRONG = {
-    "tfm_remat_block": (
-        "says structure plus a false constant_value ('17 constants changed, e.g. constant.21 {...} -> "
-        "{...} (f32[8,4] -> f32[1,8,1,4])'): the RoPE tables are the same values, folded into another "
-        "shape by XLA once the block is rematerialized"
-    ),
-}
+WRONG: dict[str, str] = {}
 # diff B A: the verdict only.
 WRONG_REVERSE: dict[str, str] = {}
 # Fixed since the first run: the two byte-identical elided pairs and the two with one side printed in
 # full now say `undetermined` (only elided values could differ), never identical nor a false cause;
-# moe_experts_4_vs_8 and unet_image_size_before (sizes and a mean's 1/N that follow the new shapes).
+# moe_experts_4_vs_8 and unet_image_size_before (sizes and a mean's 1/N that follow the new shapes);
+# issue 37: tfm_adamw_weight_decay_before, decode_cache_len, shmap_psum_bf16 and tfm_remat_block.
 
 _XLA_NAME = re.compile(
     r"module_\d{4}\.jit_\w+\.(before_optimizations|cpu_after_optimizations|\d{4}\..+)\.txt"
