@@ -189,12 +189,15 @@ def _promoted(evidence: Evidence, cause: Cause) -> bool:
         return False
     sides = ((evidence.left, cause.left, evidence.right), (evidence.right, cause.right, evidence.left))
     if cause.computation != evidence.left.entry.name:
-        comp = cause.computation
-        twin = comp.removesuffix(_PROMOTED) if comp.endswith(_PROMOTED) else comp + _PROMOTED
-        return any(
-            names and comp in canon.computations and twin in other.computations and not theirs
-            for (canon, names, other), theirs in zip(sides, (cause.right, cause.left), strict=True)
-        )
+        for (canon, names, other), theirs in zip(sides, (cause.right, cause.left), strict=True):
+            home = _home(canon, names, cause.computation) if names and not theirs else None
+            if home is None or home.name == canon.entry.name:
+                continue  # (the reducer is found where its instructions live, either side)
+            name = home.name
+            twin = name.removesuffix(_PROMOTED) if name.endswith(_PROMOTED) else name + _PROMOTED
+            if twin in other.computations:
+                return True
+        return False
     kinds: list[Counter[tuple[str, str]]] = []
     promoted = False
     for canon, names, _ in sides:
