@@ -24,10 +24,6 @@ _CALL = (
 WRONG = {
     "nested_jit_inline": _CALL + " (an inner jax.jit vs jax.jit(inline=True))",
     "where_vs_select": _CALL + " (jnp.where lowers to a call of `_where`, lax.select to a bare select)",
-    "loss_scaling": "says constant_value (1 -> 1024, 0.03125 -> 32) + a false structure (divide, multiply "
-    "only in B): JAX drops the division by a Python 1.0, so the scale's own ops come and go with its value",
-    "remat_policy": "says structure + a false attribute ('sizes passed as Python ints changed': the "
-    "remat tuples' shapes, which follow from what the policy saves)",
 }
 # diff B A: the verdict only (the kinds of the reverse direction are the mirror ones).
 WRONG_REVERSE = {name: WRONG[name] for name in ("nested_jit_inline", "where_vs_select")}

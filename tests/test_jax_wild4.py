@@ -22,33 +22,13 @@ WILD = FIXTURES / "jax" / "wild4"
 PAIRS = load_manifest("jax/wild4")["pairs"]
 
 # What the engine answers today where it is wrong (diff A B). These are for the lead to fix.
-WRONG = {
-    "tfm_adamw_weight_decay_before": (
-        "says structure only ('5 regions differ ... 1 changed, 2 only in A instruction(s) (broadcast, "
-        "constant, multiply)' at the update line): weight decay 0.01 vs 0.1; with 0.1 JAX shares the "
-        "broadcast of AdamW's 1 - b1 = 0.1, so B's `wd * w` reads an existing broadcast; a constant_value"
-    ),
-    "tfm_remat_block": (
-        "says structure plus a false constant_value ('17 constants changed, e.g. constant.21 {...} -> "
-        "{...} (f32[8,4] -> f32[1,8,1,4])'): the RoPE tables are the same values, folded into another "
-        "shape by XLA once the block is rematerialized"
-    ),
-    "decode_cache_len": (
-        "says parameter_shape plus structure ('main.6 differs in 2 changed, 5 only in B instruction(s) "
-        "(constant, fusion)'): with 64 positions XLA compiles the softmax/argmax reductions with a "
-        "reduce-window fusion; work that follows the new cache length"
-    ),
-    "shmap_psum_bf16": (
-        "says dtype plus structure ('2 regions differ ... main.0_spmd (all-reduce, fusion) ... region_1.0 "
-        "3 only in A (add, parameter)'): the psum's all-reduce and its reducer in bf16 are the dtype "
-        "change's own collective, not a separate unknown pattern"
-    ),
-}
+WRONG: dict[str, str] = {}
 # diff B A: the verdict only.
 WRONG_REVERSE: dict[str, str] = {}
 # Fixed since the first run: the two byte-identical elided pairs and the two with one side printed in
 # full now say `undetermined` (only elided values could differ), never identical nor a false cause;
-# moe_experts_4_vs_8 and unet_image_size_before (sizes and a mean's 1/N that follow the new shapes).
+# moe_experts_4_vs_8 and unet_image_size_before (sizes and a mean's 1/N that follow the new shapes);
+# issue 37: tfm_adamw_weight_decay_before, decode_cache_len, shmap_psum_bf16 and tfm_remat_block.
 
 _XLA_NAME = re.compile(
     r"module_\d{4}\.jit_\w+\.(before_optimizations|cpu_after_optimizations|\d{4}\..+)\.txt"

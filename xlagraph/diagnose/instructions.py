@@ -14,8 +14,8 @@ from xlagraph.canonical.attributes import attribute_values
 from xlagraph.diagnose.causes import CauseKind, Change
 from xlagraph.diagnose.numbers import explained_by_dims, numbers_equal, reciprocal_dims
 from xlagraph.diagnose.residue import ELIDED
-from xlagraph.diagnose.shapes import shape_of
-from xlagraph.ir import Instruction
+from xlagraph.diagnose.shapes import dim_sizes, shape_of
+from xlagraph.ir import Instruction, strip_layout
 from xlagraph.opcodes import COMMUTATIVE
 
 if TYPE_CHECKING:
@@ -127,8 +127,11 @@ def constant_change(
     old, new = cmp.left.instruction(a).payload, cmp.right.instruction(b).payload
     if old.replace(" ", "") == new.replace(" ", "") and sa == sb:
         return
-    if sa == sb and ELIDED in (old.replace(" ", ""), new.replace(" ", "")):
-        return  # one dump did not print the value: nothing to compare (see residue.py)
+    if ELIDED in (old.replace(" ", ""), new.replace(" ", "")) and _unit_dims_apart(sa, sb):
+        # One dump did not print the value: nothing to compare (see residue.py); nor where the
+        # shapes differ only by dimensions of 1 (a RoPE table f32[8,4] -> f32[1,8,1,4]: XLA folded
+        # a reshape into the constant once the work around it changed, which is named there).
+        return
     follows = sa != sb and explained_by_dims(sa, sb, dims)  # an iota over a changed length
     if follows or (old, new) in dims or numbers_equal(old, new) or reciprocal_dims(old, new, dims):
         propagated[0].append(a)
@@ -142,6 +145,19 @@ def constant_change(
         [a],
         [b],
         changes=(change,),
+    )
+
+
+def _unit_dims_apart(a: str, b: str) -> bool:
+    """The same shape, or the same element type and dimensions once those of 1 are dropped."""
+    if a == b:
+        return True
+    x, y = dim_sizes(a), dim_sizes(b)
+    return (
+        x is not None
+        and y is not None
+        and strip_layout(a).split("[", 1)[0] == strip_layout(b).split("[", 1)[0]
+        and [d for d in x if d != 1] == [d for d in y if d != 1]
     )
 
 

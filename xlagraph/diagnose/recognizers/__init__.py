@@ -83,6 +83,7 @@ from xlagraph.diagnose.recognizers import (
     term_order,
     trainable,
     trainable_fold,
+    tuple_carry,
     unknown,
     unrolled_loop,
     weight_shapes,
@@ -139,6 +140,8 @@ FINAL: tuple[Recognizer, ...] = (
     # new_input) is the count's, before a renumbering of the inputs is folded into the removal.
     dynamic_shape_fold.RECOGNIZER,
     fused_cascade.RECOGNIZER,
+    # A tuple of other shapes (what a remat policy saves) is its elements': the cause of those.
+    tuple_carry.RECOGNIZER,
     weight_shapes.RECOGNIZER,
     kept_view.RECOGNIZER,
     hook_keep.RECOGNIZER,

@@ -4,7 +4,12 @@ After XLA's passes the work sits in fused computations. An input baked into a co
 of another shape or values converted to bf16 change the fusions that read them too: a select on a
 cache position gone, an add of the new sequence length, a fusion of converts only in the bf16
 program. Those regions are the named cause's consequences, not patterns of their own, so they are
-folded into it when the fusion's caller reads (directly or not) what that cause names.
+folded into it when the fusion's caller reads (directly or not) what that cause names. So are
+regions of the entry that do the same work but for how XLA stages a reduction over a resized
+dimension (`_restaged`): with 64 cache positions a max or a sum runs as a reduce-window and a
+reduce, with 32 as one reduce, though the program asks for the same reduction. And beside a
+dtype change, a collective in bf16 that XLA promoted to f32 (`_promoted`): its reducer cloned
+as `region_1.0_promoted`, the converts around it, and the reducer the other side has instead.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ from weakref import WeakKeyDictionary
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._dataflow import upstream
+from xlagraph.diagnose.recognizers._dataflow import RESTATES, upstream
 from xlagraph.diagnose.shapes import dim_sizes
 from xlagraph.ir import strip_layout
+from xlagraph.opcodes import COLLECTIVES
 
 __all__ = ["RECOGNIZER"]
 
@@ -140,6 +146,75 @@ def _resharded(evidence: Evidence, everything: tuple[Cause, ...], taken: list[in
     return out
 
 
+# What only moves or names values, counted out when two regions' work is compared.
+_PLUMBING = (RESTATES - {"convert"}) | {"parameter", "constant", "tuple", "get-tuple-element", "fusion"}
+
+
+def _work(canon: CanonicalModule, names: tuple[str, ...]) -> Counter[str]:
+    """The ops `names` (entry instructions) compute, fusions opened, plumbing left out."""
+    found: Counter[str] = Counter()
+    todo = [canon.entry.computation.by_name[n] for n in names if n in canon.entry.computation.by_name]
+    seen: set[str] = set()
+    while todo:
+        ins = todo.pop()
+        if ins.opcode not in _PLUMBING:
+            found[ins.opcode] += 1
+        for callee in ins.called if ins.opcode == "fusion" else ():
+            body = canon.computations.get(callee)
+            if body is not None and callee not in seen:
+                seen.add(callee)
+                todo += body.computation.instructions
+    return found
+
+
+def _restaged(evidence: Evidence, cause: Cause) -> bool:
+    """An entry region whose two sides compute the same ops once fusions are opened, but for
+    reduce-windows before their reductions (a reduction's first stage): XLA's choice for another
+    size, not the user's work."""
+    if cause.kind is not CauseKind.STRUCTURE or cause.computation != evidence.left.entry.name:
+        return False
+    left, right = _work(evidence.left, cause.left), _work(evidence.right, cause.right)
+    windows = left.pop("reduce-window", 0) + right.pop("reduce-window", 0)
+    return windows > 0 and "reduce" in left and left == right
+
+
+_PROMOTED = "_promoted"  # the suffix of XLA's AllReducePromotion's clone of a reducer
+
+
+def _promoted(evidence: Evidence, cause: Cause) -> bool:
+    """A region that is a collective XLA promoted from bf16 to f32: in the entry, converts and
+    collectives of the same kinds and shapes on both sides, one of them calling a `_promoted`
+    reducer; elsewhere, a reducer one side has as `X` and the other as `X_promoted`."""
+    if cause.kind is not CauseKind.STRUCTURE:
+        return False
+    sides = ((evidence.left, cause.left, evidence.right), (evidence.right, cause.right, evidence.left))
+    if cause.computation != evidence.left.entry.name:
+        for (canon, names, other), theirs in zip(sides, (cause.right, cause.left), strict=True):
+            home = _home(canon, names, cause.computation) if names and not theirs else None
+            if home is None or home.name == canon.entry.name:
+                continue  # (the reducer is found where its instructions live, either side)
+            name = home.name
+            twin = name.removesuffix(_PROMOTED) if name.endswith(_PROMOTED) else name + _PROMOTED
+            if twin in other.computations:
+                return True
+        return False
+    kinds: list[Counter[tuple[str, str]]] = []
+    promoted = False
+    for canon, names, _ in sides:
+        found: Counter[tuple[str, str]] = Counter()
+        for n in names:
+            ins = canon.entry.computation.by_name.get(n)
+            if ins is None:
+                return False
+            if ins.opcode in COLLECTIVES:
+                found[ins.opcode, strip_layout(ins.shape)] += 1
+                promoted = promoted or any(c.endswith(_PROMOTED) for c in ins.called)
+            elif not _only_converts(canon, (n,)):
+                return False
+        kinds.append(found)
+    return promoted and kinds[0] == kinds[1]
+
+
 def _same_size(a: str, b: str) -> bool:
     da, db = dim_sizes(a), dim_sizes(b)
     return da is not None and db is not None and da != db and prod(da) == prod(db)
@@ -168,6 +243,10 @@ def _recognize(evidence: Evidence, everything: tuple[Cause, ...]) -> Recognized:
         root = next(
             (r for r in roots if left & set(everything[r].left) or right & set(everything[r].right)), None
         )
+        if root is None and _restaged(evidence, c):
+            root = next((r for r in roots if everything[r].kind is CauseKind.PARAMETER_SHAPE), None)
+        if root is None and _promoted(evidence, c):
+            root = next((r for r in roots if everything[r].kind is CauseKind.DTYPE), None)
         if root is None and c.computation == evidence.left.entry.name:
             # Conversions the bf16 program adds in its entry (fusions of converts only).
             dtype = [r for r in roots if everything[r].kind is CauseKind.DTYPE]

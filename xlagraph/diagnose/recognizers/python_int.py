@@ -14,6 +14,7 @@ from xlagraph.diagnose.recognizers._assignments import assigned_from
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._dataflow import opcodes
 from xlagraph.diagnose.recognizers._source import source_text
+from xlagraph.diagnose.recognizers.tuple_carry import carries_only
 from xlagraph.match.shapes import moved_dims
 
 __all__ = ["RECOGNIZER"]
@@ -73,7 +74,12 @@ _INDEXING = frozenset({"slice", "dynamic-slice", "dynamic-update-slice", "pad", 
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
-    attrs = [i for i, c in enumerate(pending) if c.kind is CauseKind.ATTRIBUTE and c.changes]
+    # (a tuple's shape is its elements': `tuple_carry` folds it into their cause)
+    attrs = [
+        i
+        for i, c in enumerate(pending)
+        if c.kind is CauseKind.ATTRIBUTE and c.changes and not carries_only(evidence, c)
+    ]
     if not attrs:
         return _int_constants(pending)
     # The same int baked as a constant elsewhere (the backward of the indexing) is the same reason.
