@@ -1,4 +1,4 @@
-"""`_statements.loop_order`: where the order of the loop around a line is decided, on hand-written
+"""`_loop_order.loop_order`: where the order of the loop around a line is decided, on hand-written
 source (no graph: the rule reads only source)."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from xlagraph.diagnose.frames import SourceText, reading_sources
-from xlagraph.diagnose.recognizers._statements import calls_through_loop, loop_order
+from xlagraph.diagnose.recognizers._loop_order import loop_order
+from xlagraph.diagnose.recognizers._statements import calls_through_loop
 
 SOURCE = '''\
 class Trainer:

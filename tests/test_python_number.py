@@ -1,4 +1,4 @@
-"""`_statements.python_number`: where the user computes the Python number a line reads, followed
+"""`_host_numbers.python_number`: where the user computes the Python number a line reads, followed
 through the user's functions, the methods of the user's objects and the arguments callers pass.
 The scripts are written here (hand-written source text, no graph: the rule reads only source)."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from xlagraph.diagnose.frames import SourceText, reading_sources
-from xlagraph.diagnose.recognizers._statements import python_number
+from xlagraph.diagnose.recognizers._host_numbers import python_number
 
 SCHEDULER = '''\
 class Anneal:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xlagraph.diagnose.recognizers._statements import loop_order
+from xlagraph.diagnose.recognizers._loop_order import loop_order
 from xlagraph.diagnose.recognizers._user_flow import kept_in_lists, list_tensors, trip_count
 
 

@@ -20,10 +20,10 @@ import ast
 import re
 
 from xlagraph.diagnose.frames import source_lines, split_location
+from xlagraph.diagnose.recognizers._host_numbers import assignment_in
 from xlagraph.diagnose.recognizers._source import BUILDERS, enclosing_function
 from xlagraph.diagnose.recognizers._statements import (
     Function,
-    assignment_in,
     call_name,
     enclosing,
     function_around,

@@ -7,14 +7,9 @@ import ast
 import re
 
 from xlagraph.diagnose.frames import source_line, split_location
+from xlagraph.diagnose.recognizers._host_numbers import user_defs
 from xlagraph.diagnose.recognizers._source import DEF, NAME, source_text
-from xlagraph.diagnose.recognizers._statements import (
-    function_around,
-    own_nodes,
-    stores,
-    syntax_tree,
-    user_defs,
-)
+from xlagraph.diagnose.recognizers._statements import function_around, own_nodes, stores, syntax_tree
 
 __all__ = [
     "assigned_from",

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from xlagraph.diagnose.evidence import Context
 from xlagraph.diagnose.frames import is_library, location, split_frames
-from xlagraph.diagnose.recognizers._statements import loop_order
+from xlagraph.diagnose.recognizers._loop_order import loop_order
 from xlagraph.runlog import LiveTensor
 
 __all__ = ["MAX_CALLERS", "MAX_TENSORS", "deciding_loops", "issuing_lines", "sync_lines"]

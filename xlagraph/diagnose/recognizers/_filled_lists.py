@@ -10,14 +10,8 @@ import re
 from collections.abc import Iterable
 
 from xlagraph.diagnose.frames import source_line, split_location
-from xlagraph.diagnose.recognizers._statements import (
-    LOOPS,
-    Function,
-    call_name,
-    definitions,
-    enclosing,
-    syntax_tree,
-)
+from xlagraph.diagnose.recognizers._host_numbers import definitions
+from xlagraph.diagnose.recognizers._statements import LOOPS, Function, call_name, enclosing, syntax_tree
 
 __all__ = ["filled_until"]
 

@@ -7,14 +7,8 @@ from __future__ import annotations
 import ast
 
 from xlagraph.diagnose.frames import split_location
-from xlagraph.diagnose.recognizers._statements import (
-    _host_number,
-    enclosing,
-    number_of,
-    python_number,
-    syntax_tree,
-    user_defs,
-)
+from xlagraph.diagnose.recognizers._host_numbers import host_number, number_of, python_number, user_defs
+from xlagraph.diagnose.recognizers._statements import enclosing, syntax_tree
 
 __all__ = ["group_number", "number_origin"]
 
@@ -80,7 +74,7 @@ def group_number(location: str) -> tuple[str, list[str]]:
         entry = ast.unparse(write.targets[0])
         # A value computed on the host by a call (a schedule's helper), as `with_number_origin`
         # asks of a name's assignment: plain arithmetic on arguments is no schedule of its own.
-        made = _host_number(write.value, defs)
+        made = host_number(write.value, defs)
         if made is not None and (made or any(isinstance(n, ast.Call) for n in ast.walk(write.value))):
             return entry, [f"{file}:{n}" for n in dict.fromkeys([*made, write.lineno])]
         if isinstance(write.value, ast.Name):

@@ -9,9 +9,9 @@ import ast
 from collections.abc import Iterable
 
 from xlagraph.diagnose.frames import split_location
+from xlagraph.diagnose.recognizers._host_numbers import definitions
 from xlagraph.diagnose.recognizers._statements import (
     called_functions,
-    definitions,
     enclosing,
     is_host_read,
     read_into,

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.frames import split_location, user_frames
+from xlagraph.diagnose.recognizers._host_numbers import passed_by_callers
 from xlagraph.diagnose.recognizers._statements import (
     LOOPS,
     Function,
@@ -22,7 +23,6 @@ from xlagraph.diagnose.recognizers._statements import (
     called_functions,
     enclosing,
     loads,
-    passed_by_callers,
     set_before,
     syntax_tree,
 )

@@ -12,17 +12,14 @@ from __future__ import annotations
 import ast
 
 from xlagraph.diagnose.frames import split_location
+from xlagraph.diagnose.recognizers._host_numbers import argument, assignment_in, calls_to, user_defs
 from xlagraph.diagnose.recognizers._statements import (
     Function,
-    argument,
-    assignment_in,
-    calls_to,
     enclosing,
     function_around,
     loads,
     own_nodes,
     syntax_tree,
-    user_defs,
 )
 
 __all__ = ["special_value_origin"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TypeVar
 
@@ -24,7 +23,6 @@ __all__ = [
     "called_functions",
     "calls_of",
     "calls_through_loop",
-    "definitions",
     "enclosing",
     "enclosing_function",
     "first_call",
@@ -34,8 +32,6 @@ __all__ = [
     "is_host_read",
     "lines_where",
     "loads",
-    "loop_order",
-    "python_number",
     "reads_on_host",
     "set_before",
     "statements_where",
@@ -61,7 +57,7 @@ def _parse(text: str) -> ast.Module | None:
         return None
 
 
-def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
+def child_blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
     """The statement lists nested directly in `stmt` (bodies, `else`s, handlers, cases)."""
     for field in ("body", "orelse", "finalbody"):
         block = getattr(stmt, field, None)
@@ -123,7 +119,7 @@ def calls_through_loop(name: str, files: Iterable[str], limit: int = 3) -> list[
         for loop in ast.walk(tree):
             if not isinstance(loop, (ast.For, ast.AsyncFor)) or name not in loads(loop.iter):
                 continue
-            variables = _targets(loop)
+            variables = loop_targets(loop)
             for stmt in loop.body:
                 for n in ast.walk(stmt):
                     if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in variables:
@@ -145,7 +141,7 @@ def enclosing(file: str, line: int) -> list[tuple[ast.stmt, list[ast.stmt]]]:
         for stmt in block:
             if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
                 chain.append((stmt, block))
-                blocks = list(_blocks(stmt))
+                blocks = list(child_blocks(stmt))
                 break
     return chain
 
@@ -376,111 +372,12 @@ def is_range(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
 
 
-def _targets(loop: ast.For | ast.AsyncFor) -> set[str]:
+def loop_targets(loop: ast.For | ast.AsyncFor) -> set[str]:
     return {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
-
-
-def loop_order(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
-    """Where the order of the loop around `location` is decided: the header of the innermost
-    `for` that encloses it, then the lines just before it that set what it iterates (`names =
-    list(d) if ... else list(reversed(d))`, `random.shuffle(order)`); and, when what it iterates
-    comes from an outer loop's variable (`for p in model[name].parameters()` inside `for name in
-    sorted(...)`), that loop's too. Before the header, the statements that move entries of what
-    it iterates (`d.pop(k)` and `d[k] = v`: a dict's order is its insertion order). Not the
-    training loop (the one around a sync line of `syncs`) nor a loop over `range(...)`, and never
-    past the function the line is in. `[]` when there is no such loop."""
-    file, line = split_location(location)
-    if not file or not line:
-        return []
-    chain = enclosing(file, line)
-    stops = {n for f, n in map(split_location, syncs) if f == file and n}
-    found: list[int] = []
-    follow: set[str] | None = None  # the names an inner cited loop iterates over
-    for depth in range(len(chain) - 1, -1, -1):
-        stmt = chain[depth][0]
-        if isinstance(stmt, SCOPES):
-            break
-        if not isinstance(stmt, (ast.For, ast.AsyncFor)) or is_range(stmt.iter):
-            continue
-        if any(stmt.lineno <= n <= (stmt.end_lineno or stmt.lineno) for n in stops):
-            break  # the loop that runs the steps
-        if follow is not None and not follow & _targets(stmt):
-            continue  # an outer loop the inner one's order does not read
-        names = loads(stmt.iter)
-        found += [
-            *_entries_moved(chain[: depth + 1], names),
-            stmt.lineno,
-            *_returned_by(file, chain, stmt.iter),
-            *set_before(chain[: depth + 1], names),
-            *_set_on_self(chain, stmt.iter),
-        ]
-        follow = names
-    return [f"{file}:{n}" for n in dict.fromkeys(found)]
 
 
 # Calls that take an entry out of a mapping or put one in: a key popped and set again moves to
 # the end of a dict's order (`fn, _ = regs.pop("l2")`, then `regs["l2"] = ...`).
-_ENTRY_CALLS = frozenset({"pop", "popitem", "setdefault", "update", "move_to_end", "insert", "remove"})
-
-
-def _moves_entry(stmt: ast.stmt, names: set[str]) -> bool:
-    """`stmt` takes an entry out of one of `names` or puts one in (a key set, deleted or popped),
-    wherever in the statement the call sits (`fn, _ = regs.pop("l2")`)."""
-    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-        targets = stmt.targets if isinstance(stmt, (ast.Assign, ast.Delete)) else [stmt.target]
-        if any(
-            isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in names
-            for t in targets
-        ):
-            return True
-    if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
-        return False
-    return any(
-        isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and n.func.attr in _ENTRY_CALLS
-        and isinstance(n.func.value, ast.Name)
-        and n.func.value.id in names
-        for n in ast.walk(stmt)
-    )
-
-
-def _entries_moved(chain: list[tuple[ast.stmt, list[ast.stmt]]], names: set[str]) -> list[int]:
-    """Lines before `chain[-1]`, in the body of the loop or function around it, that move entries
-    of what it iterates (a dict's key popped and set again, deleted, added), then the `if` that
-    guards them: a dict iterates in insertion order, so these decide the order, not the loop."""
-    found: list[int] = []
-    for depth in range(len(chain) - 1, -1, -1):
-        stmt, block = chain[depth]
-        for before in block[: block.index(stmt)]:
-            inner = [s for s in ast.walk(before) if isinstance(s, ast.stmt) and _moves_entry(s, names)]
-            found += [s.lineno for s in inner]
-            if inner and isinstance(before, ast.If):
-                found.append(before.lineno)
-        if depth and isinstance(chain[depth - 1][0], LOOPS + SCOPES):
-            break
-    return found
-
-
-def _returned_by(file: str, chain: list[tuple[ast.stmt, list[ast.stmt]]], iterated: ast.expr) -> list[int]:
-    """A loop over what a function of the user's returns (`for m in self.ordered_monitors():`,
-    `for p in ordered(params):`): the lines of its `return`s (a `sorted(...)` by a key that
-    changes) decide the order. Methods of the class around the loop, functions of the file."""
-    owner = next((s for s, _ in reversed(chain) if isinstance(s, ast.ClassDef)), None)
-    tree = syntax_tree(file)
-    found: list[int] = []
-    for call in (n for n in ast.walk(iterated) if isinstance(n, ast.Call)):
-        f = call.func
-        if isinstance(f, ast.Attribute) and on_self(f) and owner is not None:
-            scope: list[ast.stmt] = owner.body
-        elif isinstance(f, ast.Name) and tree is not None:
-            scope = tree.body
-        else:
-            continue
-        name = call_name(f)
-        for fn in (s for s in scope if isinstance(s, Function) and s.name == name):
-            found += [n.lineno for n in own_nodes(fn) if isinstance(n, ast.Return) and n.value is not None]
-    return found[:2]
 
 
 def own_nodes(function: ast.AST) -> list[ast.AST]:
@@ -495,341 +392,12 @@ def own_nodes(function: ast.AST) -> list[ast.AST]:
     return out
 
 
-def _set_on_self(chain: list[tuple[ast.stmt, list[ast.stmt]]], iterated: ast.expr) -> list[int]:
-    """Where the class around a method sets or reorders the attributes of `self` its loop
-    iterates: `self.order = names[start:] + names[:start]` in `__init__` under `for name in
-    self.order:`, `self.order.rotate(1)` or `self.meters[name] = self.meters.pop(name)` in
-    another method. The object's state decides the order, wherever in the class it is kept."""
-    attrs = {a.attr for a in ast.walk(iterated) if on_self(a)}
-    owner = next((s for s, _ in reversed(chain) if isinstance(s, ast.ClassDef)), None)
-    if not attrs or owner is None:
-        return []
-    found = []
-    for node in ast.walk(owner):
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets = [node.target]
-        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-            call = node.value  # `self.order.rotate(1)`, `random.shuffle(self.order)`
-            targets = [call.func.value] if isinstance(call.func, ast.Attribute) else []
-            targets += call.args
-        else:
-            continue
-        # `self.x = ...`, and `self.x[k] = ...` (an entry moved to the end of a dict)
-        entry = isinstance(node, ast.Expr) or any(isinstance(t, ast.Subscript) for t in targets)
-        targets = [t.value if isinstance(t, ast.Subscript) else t for t in targets]
-        if any(on_self(t) and t.attr in attrs for t in targets):  # type: ignore[attr-defined]
-            found.append(node.lineno)
-            if entry:  # entries added one by one: the loop that adds them orders them
-                found += _filling_loops(owner, node.lineno)
-    return sorted(set(found))
-
-
-def _filling_loops(owner: ast.ClassDef, line: int) -> list[int]:
-    """The headers of the loops (not over `range`) around `line` in `owner`'s methods: `for name
-    in sorted(state["callbacks"]):` around `self.callbacks.append(cb)` puts the entries in its
-    iteration's order (sorted, reversed, a dict's or a set's)."""
-    return [
-        n.lineno
-        for n in ast.walk(owner)
-        if isinstance(n, (ast.For, ast.AsyncFor))
-        and not is_range(n.iter)
-        and n.lineno < line <= (n.end_lineno or n.lineno)
-    ]
-
-
 def on_self(node: ast.AST) -> bool:
     """`self.<attribute>`."""
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
 # Calls that compute a Python number from Python numbers.
-_NUMERIC = frozenset({"max", "min", "float", "int", "round", "abs", "pow"})
-_NUMERIC_MODULES = frozenset({"math"})
-
-
-def _receiver(node: ast.expr) -> str:
-    """`sched` or `self.sched`: an object a call can be made on; `` for anything else."""
-    if isinstance(node, ast.Name):
-        return node.id
-    return f"self.{node.attr}" if on_self(node) else ""  # type: ignore[attr-defined]
-
-
-@dataclass(frozen=True)
-class UserDefs:
-    """The user's functions of one file by name, and the names bound to an instance of one of
-    its classes (`anneal = SmoothingAnneal(0.3, 5)`, `self.sched = Warmup(...)`), so that
-    `anneal(step)` is that class's `__call__` and `self.sched.value(step)` its `value`; in a
-    method of class `own`, `self.batch_size(step)` is that class's `batch_size`."""
-
-    functions: dict[str, Function]
-    instances: dict[str, ast.ClassDef]
-    own: ast.ClassDef | None = None
-
-    def callee(self, func: ast.expr) -> Function | None:
-        if isinstance(func, ast.Name) and func.id in self.functions:
-            return self.functions[func.id]
-        method = "__call__"
-        called = func
-        if isinstance(func, ast.Attribute) and not on_self(func):
-            func, method = func.value, func.attr
-        owner = self.instances.get(_receiver(func))
-        if owner is None and self.own is not None and on_self(called):
-            owner, method = self.own, called.attr  # type: ignore[attr-defined]
-        found = [n for n in owner.body if isinstance(n, Function) and n.name == method] if owner else []
-        return found[0] if found else None
-
-
-def user_defs(tree: ast.Module) -> UserDefs:
-    functions: dict[str, Function] = {}
-    classes: dict[str, ast.ClassDef] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, Function):
-            functions.setdefault(node.name, node)
-        elif isinstance(node, ast.ClassDef):
-            classes.setdefault(node.name, node)
-    made: dict[str, set[str]] = {}  # receiver -> the classes assigned to it
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and _receiver(node.targets[0]):
-            cls = node.value.func if isinstance(node.value, ast.Call) else None
-            name = cls.id if isinstance(cls, ast.Name) else ""
-            made.setdefault(_receiver(node.targets[0]), set()).add(name)
-    # A name bound to instances of one user class only (anything else assigned to it: unknown).
-    only = {k: next(iter(v)) for k, v in made.items() if len(v) == 1}
-    return UserDefs(functions, {k: classes[c] for k, c in only.items() if c in classes})
-
-
-def definitions(files: Iterable[str]) -> dict[str, tuple[str, Function]]:
-    """The user's functions of `files` by name (the first defined of each name), with their file."""
-    found: dict[str, tuple[str, Function]] = {}
-    for file in dict.fromkeys(files):
-        tree = syntax_tree(file)
-        for node in ast.walk(tree) if tree is not None else ():
-            if isinstance(node, Function):
-                found.setdefault(node.name, (file, node))
-    return found
-
-
-def assignment_in(body: list[ast.stmt], name: str, before: int) -> ast.stmt | None:
-    """The last statement of `body` (nested blocks included) above line `before` that binds
-    `name`."""
-    last: ast.stmt | None = None
-    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-        binds = isinstance(node, ast.stmt) and node.lineno < before and name in stores(node)
-        if binds and (last is None or node.lineno > last.lineno):
-            last = node  # type: ignore[assignment]
-    return last
-
-
-def _host_number(value: ast.expr, defs: UserDefs, depth: int = 0) -> list[int] | None:
-    """`value` computes a Python number on the host: it calls only numeric builtins, `math` and
-    the user's own functions and methods of the user's objects that do the same (nothing of
-    torch, no method of a tensor). The
-    lines of those functions that compute what they return (`[]` for plain arithmetic); None
-    when it is no such value."""
-    lines: list[int] = []
-    for call in (n for n in ast.walk(value) if isinstance(n, ast.Call)):
-        func = call.func
-        if isinstance(func, ast.Name) and func.id in _NUMERIC:
-            continue
-        if (
-            isinstance(func, ast.Attribute)
-            and isinstance(func.value, ast.Name)
-            and func.value.id in _NUMERIC_MODULES
-        ):
-            continue
-        callee = defs.callee(func)
-        if callee is None or depth > 2:
-            return None
-        made = _returns_number(callee, defs, depth + 1)
-        if made is None:
-            return None
-        lines += made
-    return lines
-
-
-def _returns_number(function: Function, defs: UserDefs, depth: int) -> list[int] | None:
-    """The lines where `function` computes the Python number it returns (the `return`, or the
-    assignment of the name it returns); None when it may return anything else."""
-    returns = [n for n in ast.walk(function) if isinstance(n, ast.Return) and n.value is not None]
-    if not returns:
-        return None
-    lines: list[int] = []
-    for ret in returns:
-        value: ast.expr = ret.value  # type: ignore[assignment]
-        line = ret.lineno
-        if isinstance(value, ast.Name):
-            bound = assignment_in(function.body, value.id, ret.lineno)
-            if not isinstance(bound, ast.Assign):
-                return None
-            value, line = bound.value, bound.lineno
-        inner = _host_number(value, defs, depth)
-        if inner is None:
-            return None
-        lines += [*inner, line]
-    return lines
-
-
-def argument(call: ast.Call, function: Function, name: str) -> ast.expr | None:
-    """What `call` passes to the parameter `name` of `function` (by keyword or position;
-    a method's `self` is not passed)."""
-    for kw in call.keywords:
-        if kw.arg == name:
-            return kw.value
-    params = [a.arg for a in function.args.posonlyargs + function.args.args]
-    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
-        params = params[1:]
-    if name in params and params.index(name) < len(call.args):
-        return call.args[params.index(name)]
-    return None
-
-
-def calls_to(tree: ast.Module, function: Function) -> list[ast.Call]:
-    """The calls of `function`, by its name or by a name bound to a wrapper of it that passes the
-    arguments on (`step_fn = torch_xla.compile(train_step)`: the function its only positional
-    argument; `functools.partial(f, x)` binds one and is not followed)."""
-    names = {function.name}
-    for n in ast.walk(tree):
-        if (
-            isinstance(n, ast.Assign)
-            and len(n.targets) == 1
-            and isinstance(n.value, ast.Call)
-            and len(n.value.args) == 1
-            and call_name(n.value.args[0]) == function.name
-            and (alias := call_name(n.targets[0]))
-        ):
-            names.add(alias)
-    return sorted(
-        (n for n in ast.walk(tree) if isinstance(n, ast.Call) and call_name(n.func) in names),
-        key=lambda n: n.lineno,
-    )
-
-
-def python_number(location: str) -> tuple[str, list[str]]:
-    """The Python number the statement at `location` reads, where the user computes it: a name
-    it reads whose nearest assignment above (in its function) computes a number on the host
-    (`ent_coef = entropy_coef(update, ...)`, a helper returning `start * max(0.0, 1 - t / n)`),
-    followed through a parameter of its function to the argument its callers pass (`m` of
-    `update_momentum(..., m=momentum_val)`). The name and the lines that compute it (the
-    helper's, then the assignment); `("", [])` when there is none."""
-    file, line = split_location(location)
-    tree = syntax_tree(file) if file and line else None
-    chain = enclosing(file, line) if tree is not None else []
-    if tree is None or not chain:
-        return "", []
-    defs = user_defs(tree)
-    return number_of(tree, defs, chain, sorted(loads(chain[-1][0])), file, 0)
-
-
-def number_of(
-    tree: ast.Module,
-    defs: UserDefs,
-    chain: list[tuple[ast.stmt, list[ast.stmt]]],
-    names: list[str],
-    file: str,
-    depth: int,
-) -> tuple[str, list[str]]:
-    here = chain[-1][0].lineno
-    scope = next((s for s, _ in reversed(chain) if isinstance(s, Function)), None)
-    body = scope.body if scope is not None else tree.body
-    # `self.<method>(...)` calls a method of the class this function is one of.
-    owner = next((s for s, _ in reversed(chain) if isinstance(s, ast.ClassDef)), None)
-    defs = replace(defs, own=owner)
-    for name in names:
-        bound = assignment_in(body, name, here)
-        if (
-            isinstance(bound, ast.Assign)
-            and len(bound.targets) == 1
-            and isinstance(bound.targets[0], ast.Name)
-        ):
-            made = _host_number(bound.value, defs)
-            if made is not None and (made or any(isinstance(n, ast.Call) for n in ast.walk(bound.value))):
-                return name, [f"{file}:{n}" for n in dict.fromkeys([*made, bound.lineno])]
-            carried = _carried(chain, name, defs) if made == [] else []
-            if carried:
-                return name, [f"{file}:{n}" for n in carried]
-            continue
-        params = (
-            {a.arg for a in scope.args.posonlyargs + scope.args.args + scope.args.kwonlyargs}
-            if scope
-            else set()
-        )
-        if bound is not None or name not in params or depth > 1 or scope is None:
-            continue
-        for call in calls_to(tree, scope)[:3]:  # the callers pass the value
-            passed = argument(call, scope, name)
-            if passed is not None and not isinstance(passed, ast.Name):  # `f(x, anneal(step))`
-                made = _host_number(passed, defs)
-                if made:
-                    return name, [f"{file}:{n}" for n in dict.fromkeys([*made, call.lineno])]
-            if not isinstance(passed, ast.Name):
-                continue
-            outer = enclosing(file, call.lineno)
-            if outer:
-                found = number_of(tree, defs, outer, [passed.id], file, depth + 1)
-                if found[1]:
-                    return found
-    return "", []
-
-
-def passed_by_callers(file: str, chain: list[tuple[ast.stmt, list[ast.stmt]]], names: set[str]) -> list[str]:
-    """For each of `names` that is a parameter of the function `chain` sits in, where its callers
-    (at most three) pass it: the call and the lines that set the argument before it
-    (`use_amp = it >= warmup` then `train_step(x, y, use_amp)`, for `enabled=use_amp` inside
-    `train_step`)."""
-    tree = syntax_tree(file)
-    scope = next((s for s, _ in reversed(chain) if isinstance(s, Function)), None)
-    if tree is None or scope is None:
-        return []
-    params = {a.arg for a in scope.args.posonlyargs + scope.args.args + scope.args.kwonlyargs}
-    found: list[str] = []
-    for call in calls_to(tree, scope)[:3]:
-        for name in sorted(names & params):
-            passed = argument(call, scope, name)
-            if passed is None:
-                continue
-            outer = enclosing(file, call.lineno)
-            setters = set_before(outer, set(loads(passed))) if outer else []
-            found += [f"{file}:{n}" for n in [*setters, call.lineno]]
-    return list(dict.fromkeys(found))
-
-
-def _carried(chain: list[tuple[ast.stmt, list[ast.stmt]]], name: str, defs: UserDefs) -> list[int]:
-    """A number set once to a literal before the loop (`smooth = 0.0`) and set again in the
-    loop's body after the statement that reads it (`if loss.item() < t: smooth = 0.1`): the new
-    value reaches the next step, so the loop's assignment is what changes it. The `if` headers
-    above each such assignment in the loop, then the assignments; `[]` when there is none."""
-    here = chain[-1][0].lineno
-    loop = None
-    for stmt, _ in reversed(chain):
-        if isinstance(stmt, SCOPES):
-            break  # the loop of this function only
-        if isinstance(stmt, LOOPS):
-            loop = stmt
-            break
-    if loop is None:
-        return []
-    found: list[int] = []
-    ifs: list[int] = []
-
-    def walk(block: list[ast.stmt], guards: list[int]) -> None:
-        for stmt in block:
-            if isinstance(stmt, SCOPES):
-                continue
-            if stmt.lineno > here and name in stores(stmt):
-                value = getattr(stmt, "value", None)
-                if value is not None and (_host_number(value, defs) is not None or reads_on_host(value)):
-                    ifs.extend(guards)
-                    found.append(stmt.lineno)
-            inner = [*guards, stmt.lineno] if isinstance(stmt, ast.If) else guards
-            for b in _blocks(stmt):
-                walk(b, inner)
-
-    walk(loop.body, [])
-    return [*dict.fromkeys(ifs), *found] if found else []
-
-
 def in_docstring(location: str) -> bool:
     """`location` (`file:line`) lies in a string standing as a statement of its own (a module's,
     class's or function's docstring): prose about the code, not code (`requires_grad_(False)` said

@@ -9,24 +9,26 @@ from __future__ import annotations
 import ast
 
 from xlagraph.diagnose.frames import split_location
-from xlagraph.diagnose.recognizers._statements import (
-    SCOPES,
-    Function,
+from xlagraph.diagnose.recognizers._host_numbers import (
     UserDefs,
     argument,
     assignment_in,
-    call_name,
     calls_to,
+    number_of,
+    user_defs,
+)
+from xlagraph.diagnose.recognizers._statements import (
+    SCOPES,
+    Function,
+    call_name,
     enclosing,
     is_range,
     loads,
-    number_of,
     on_self,
     own_nodes,
     reads_on_host,
     stores,
     syntax_tree,
-    user_defs,
 )
 
 __all__ = ["hook_registrations", "kept_in_lists", "list_tensors", "registered_hooks", "trip_count"]
