@@ -72,39 +72,6 @@ def _dtype_items(cause: Cause, sides: tuple[str, str]) -> list[str]:
     return items
 
 
-def _bounded(items: list[str]) -> tuple[str, ...]:
-    if len(items) <= _MAX_ITEMS:
-        return tuple(items)
-    return (*items[:_MAX_ITEMS], f"... and {len(items) - _MAX_ITEMS} more")
-
-
-def _dtype_items(cause: Cause, sides: tuple[str, str]) -> list[str]:
-    """A type change's own changes, then what follows from it counted: the ops that are converts
-    in the other graph, and the outputs one graph returns beside their views (the other casts
-    them). Each is the same tensor in the other precision, nothing to read one by one."""
-    retyped = [c for c in cause.changes if c.what == "opcode" and "convert" in (c.old, c.new)]
-    outputs = [c for c in cause.changes if c.what == "output"]
-    twins = [c for c in cause.changes if c.what == TWIN_OUTPUT]
-    rest = [c for c in cause.changes if c not in retyped and c not in outputs and c not in twins]
-    items = [f"{c.what}: {c.old or '(none)'} -> {c.new or '(none)'}" for c in rest]
-    if retyped:
-        ops = Counter(c.new if c.old == "convert" else c.old for c in retyped)
-        listed = ", ".join(f"{op} x{n}" for op, n in sorted(ops.items(), key=lambda x: (-x[1], x[0])))
-        items.append(f"{len(retyped)} op(s) of one graph are converts in the other ({listed})")
-    for found, what in (
-        (outputs, "view bases"),
-        (twins, "the same tensors as the other graph's, in the other precision"),
-    ):
-        a, b = [c for c in found if not c.new], [c for c in found if c.new]
-        for side, gone in ((sides[0], a), (sides[1], b)):
-            if gone:
-                shapes = Counter(strip_layout((c.old or c.new).partition(": ")[2]) for c in gone)
-                listed = ", ".join(f"{s} x{n}" if n > 1 else s for s, n in shapes.most_common(3))
-                more = ", ..." if len(shapes) > 3 else ""
-                items.append(f"{len(gone)} output(s) only {side} returns, {what} ({listed}{more})")
-    return items
-
-
 class Mark(Protocol):
     """A `mark_sharding` call the capture saw: its user line, the step it was first seen at."""
 
