@@ -31,7 +31,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         return NOTHING
     guard = enclosing_if(lines[0])
     test = source_text(guard).split("#", 1)[0].strip() if guard else ""
-    where = f": the compiled function returns it only inside `{test[:80]}` at {guard}" if test else ""
+    where = f": the compiled function adds to what it returns only inside `{test[:80]}` at {guard}"
+    where = where if test else ""
     causes = tuple(
         replace(
             pending[i],
