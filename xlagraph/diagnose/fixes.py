@@ -38,6 +38,12 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "a tensor is kept alive (or materialized) only on some steps: compute it on every step, or "
             "read it after the sync inside xm.add_step_closure, and drop references to it afterwards"
         ),
+        # recognizers/returned_output.py
+        "output_added.returned": (
+            "the compiled function returns this tensor on some calls only (an `if` on a Python argument "
+            "adds it to what it returns): return the same outputs on every call, computing it each step, "
+            "and leave it unread on the host when it is not wanted"
+        ),
         # causes.HINTS
         "output_removed": (
             "a tensor that was kept alive before is not any more: compute it on every step, or read it "

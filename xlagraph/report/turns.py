@@ -65,8 +65,12 @@ def turn_pairs(
     return tuple(pairs) if len(pairs) <= _MAX_TURNS else ()
 
 
-# A fix ID that says more than its kind's phrase: the same collectives, chained in another order.
-_FIX_PHRASES = {"collective.order": "the same collectives in another order"}
+# A fix ID that says more than its kind's phrase: the same collectives, chained in another order; a
+# compiled function's result, which no tensor kept alive makes.
+_FIX_PHRASES = {
+    "collective.order": "the same collectives in another order",
+    "output_added.returned": "other outputs returned by the compiled function",
+}
 
 
 def _fix_ids(causes: Sequence[Cause]) -> tuple[str, ...]:

@@ -72,6 +72,7 @@ from xlagraph.diagnose.recognizers import (
     random_skip,
     replaced_branch,
     replaced_input,
+    returned_output,
     returned_state,
     scalar_ops,
     shape_constants,
@@ -128,6 +129,8 @@ ORDER: tuple[Recognizer, ...] = (
     special_scalar.RECOGNIZER,
     trainable.RECOGNIZER,
     pending_init.RECOGNIZER,
+    # Before kept_alive: what a traced function returns is no tensor kept alive.
+    returned_output.RECOGNIZER,
     kept_alive.RECOGNIZER,
     shared_scalar.RECOGNIZER,
     new_input.RECOGNIZER,

@@ -96,7 +96,6 @@ def _touches(entry: CanonicalComputation, names: tuple[str, ...], work: Collecti
     )
 
 
-
 _RESIDUE = (CauseKind.STRUCTURE, CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED)
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from xlagraph.diagnose.evidence import Context
 from xlagraph.diagnose.frames import is_library, location, split_frames
+from xlagraph.diagnose.recognizers._branch_order import branch_order
 from xlagraph.diagnose.recognizers._loop_order import loop_order
 from xlagraph.runlog import LiveTensor
 
@@ -37,7 +38,8 @@ def deciding_loops(
     reached: dict[str, set[int]] = {}
     for k, group in enumerate(candidates):
         for line in group:
-            for n in loop_order(line, syncs):
+            # (an `if` whose branches run the same updates in another order decides like a loop)
+            for n in loop_order(line, syncs) or branch_order(line):
                 reached.setdefault(n, set()).add(k)
     return [n for n, groups in reached.items() if len(groups) >= reached_by]
 

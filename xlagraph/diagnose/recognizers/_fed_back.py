@@ -62,7 +62,6 @@ _GROWS = frozenset({"concatenate", "slice", "dynamic-slice"})
 _CONCATENATE = frozenset({"concatenate"})
 
 
-
 def _size(shape: str) -> int:
     dims = strip_layout(shape).partition("[")[2].split("]", 1)[0]
     n = 1

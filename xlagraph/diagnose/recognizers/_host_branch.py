@@ -18,6 +18,7 @@ from xlagraph.diagnose.recognizers._host_if import host_decided_if, read_before
 from xlagraph.diagnose.recognizers._late_module import created_late
 from xlagraph.diagnose.recognizers._periodic import enclosing_if, reads_tensor, synced_if
 from xlagraph.diagnose.recognizers._source import calls_of_function, source_text, user_files
+from xlagraph.diagnose.recognizers._traced_returns import TRACED
 from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
 
@@ -25,9 +26,6 @@ __all__ = ["host_branch"]
 
 
 BRANCH_HINT = fix("conditional_work.host_branch")
-# Syncs of a function `torch_xla.compile` traces whole (`report.trigger_of`'s label): its outputs are
-# what it returns. (torch.compile's graphs are compared with others the bridge made: left out.)
-_TRACED = ("torch_xla.compile",)
 
 
 def _if_of(cause: Cause, calls: bool = False) -> str:
@@ -72,10 +70,12 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
         # Work whose result is the one output it adds (a batch flipped under `if random.random()
         # < p:`, still alive at the sync): its producer exists in one graph only, at a line in the if.
         # (A result returned and read by nothing else, a norm computed under `if with_norm:`, is
-        # an output added, not work the step does; except in a traced function: what it returns
-        # is no tensor kept alive, an `if` in it picks the code traced.)
+        # an output added, not work the step does; except in a traced function, for work that reads
+        # inputs of its own: a validation batch scored under `if run_val:` is code the `if` picks,
+        # where returning a value the step computes anyway is `returned_output`'s.)
         users = users_of(evidence.right.entry)
-        traced = evidence.context.trigger in _TRACED
+        traced = evidence.context.trigger in TRACED
+        fed = downstream(users, {p for c in pending if c.kind is CauseKind.PARAMETER_ADDED for p in c.right})
         sided = [
             i
             for i in regions
@@ -83,7 +83,10 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
             and pending[i].right
             and not any(n in evidence.entry_match for n in pending[i].right)
             and _if_of(pending[i], calls=True)
-            and (traced or _read_by_work(evidence, users, pending[i].right))
+            and (
+                (traced and bool(fed & set(pending[i].right)))
+                or _read_by_work(evidence, users, pending[i].right)
+            )
         ]
     grown: dict[int, str] = {}
     if not sided:
@@ -121,11 +124,15 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
     if not sided and not decided:
         return NOTHING
     # (A helper's call under the `if` counts for a result the step reads, the batch it made.)
-    found = grown or {
-        i: site
-        for i in sided
-        if (site := _if_of(pending[i], calls=pending[i].kind is CauseKind.OUTPUT_ADDED))
-    } or {i: sites[0] for i, sites in decided.items()}
+    found = (
+        grown
+        or {
+            i: site
+            for i in sided
+            if (site := _if_of(pending[i], calls=pending[i].kind is CauseKind.OUTPUT_ADDED))
+        }
+        or {i: sites[0] for i, sites in decided.items()}
+    )
     if not found:
         beside = next((w for c in pending if c.kind in _BESIDE and (w := _if_of(c))), "")
         found = dict.fromkeys(sided, beside) if beside else {}

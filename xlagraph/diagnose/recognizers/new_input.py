@@ -87,9 +87,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         summary = f"{first.summary}, read by {n} instruction(s) that exist only in {only}"
         if outputs:
             k = sum(1 for i in outputs for ch in pending[i].changes if ch.what == "output")
-            summary += (
-                f" and giving {k} output(s) of their own{layer_work(only)}"
-            )
+            summary += f" and giving {k} output(s) of their own{layer_work(only)}"
         hint = _LAYER_HINT if outputs else ""
         # Within one run, a layer that runs in one graph only, in a script whose `if` follows a
         # number drawn in Python, is a layer skipped at random: comparing partitions is no fix.

@@ -336,8 +336,10 @@ def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 if c.kind is CauseKind.ATTRIBUTE
                 and (
                     _in_loop(c, file, site, called)
-                    or ((mine := [_op(ins) for canon, ins in evidence.instructions(c) if canon is side])
-                    and set(mine) <= ops)
+                    or (
+                        (mine := [_op(ins) for canon, ins in evidence.instructions(c) if canon is side])
+                        and set(mine) <= ops
+                    )
                 )
             ]
             loc = f"{file}:{site.line}"

@@ -1,0 +1,133 @@
+"""What a traced function returns on some calls only: the lines, inside the function a call site
+runs through `torch_xla.compile` (`step_fn = torch_xla.compile(train_step)`, `@torch_xla.compile`),
+that add to its result under an `if` (`if want_probs: return loss, probs`, `outs["region"] = ...`
+under `if log_region:`). Its outputs are what it returns, so such an `if` changes the graph's outputs;
+read from the stored file's syntax tree."""
+
+from __future__ import annotations
+
+import ast
+
+from xlagraph.diagnose.frames import split_location
+from xlagraph.diagnose.recognizers._host_numbers import user_defs
+from xlagraph.diagnose.recognizers._statements import SCOPES, Function, call_name, own_nodes, syntax_tree
+
+__all__ = ["TRACED", "returned_under_if"]
+
+# Syncs of a function `torch_xla.compile` traces whole (`report.trigger_of`'s label): its outputs are
+# what it returns. (torch.compile's graphs are compared with others the bridge made: left out.)
+TRACED = ("torch_xla.compile",)
+
+# Methods that add to a container in place (`outs.append(x)`, `outs.update(extra=x)`).
+_ADDS = frozenset({"append", "extend", "update", "setdefault", "insert"})
+
+
+def _traced(tree: ast.Module, name: str) -> Function | None:
+    """The function a call of `name` traces: one bound to `name` by `torch_xla.compile(f)` (also
+    `self.step_fn = torch_xla.compile(self._step)`), or one decorated by it."""
+    functions = user_defs(tree).functions
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and [call_name(t) for t in node.targets] == [name]
+            and isinstance(node.value, ast.Call)
+            and ast.unparse(node.value.func).endswith("torch_xla.compile")
+            and node.value.args
+        ):
+            return functions.get(call_name(node.value.args[0]))
+    found = functions.get(name)
+    if found is not None and any(ast.unparse(d).endswith("torch_xla.compile") for d in found.decorator_list):
+        return found
+    return None
+
+
+def _returned(function: Function) -> set[str]:
+    """The names the function returns, whole or as an element of a returned tuple or list."""
+    names: set[str] = set()
+    for node in own_nodes(function):
+        if isinstance(node, ast.Return) and node.value is not None:
+            values = node.value.elts if isinstance(node.value, (ast.Tuple, ast.List)) else [node.value]
+            names |= {v.id for v in values if isinstance(v, ast.Name)}
+    return names
+
+
+def _optional(function: Function) -> set[str]:
+    """Names the function sets to None somewhere (`val_loss = None`): a result filled on some calls."""
+    return {
+        t.id
+        for n in own_nodes(function)
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and n.value.value is None
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+
+
+def _adds(stmt: ast.stmt, returned: set[str], optional: set[str]) -> bool:
+    """`stmt` returns, puts a value into a container the function returns, or sets a returned name
+    that is None otherwise (a reassigned loss changes a value, it adds no output)."""
+    if isinstance(stmt, ast.Return):
+        return True
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        return any(
+            (isinstance(t, ast.Name) and t.id in returned & optional)
+            or (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in returned)
+            for t in targets
+        )
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr in _ADDS
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id in returned
+    )
+
+
+def _guarded_adds(block: list[ast.stmt], returned: set[str], optional: set[str], guarded: bool) -> list[int]:
+    """Lines of `block` (the function's body, or a block inside it) that add to its result inside
+    some `if`; nested functions and classes are other scopes."""
+    lines: list[int] = []
+    for stmt in block:
+        if isinstance(stmt, SCOPES):
+            continue
+        if guarded and _adds(stmt, returned, optional):
+            lines.append(stmt.lineno)
+        inner = guarded or isinstance(stmt, ast.If)
+        for field in ("body", "orelse", "handlers", "finalbody"):
+            children = getattr(stmt, field, None)
+            if isinstance(children, list) and children and isinstance(children[0], ast.stmt):
+                lines += _guarded_adds(children, returned, optional, inner)
+            elif field == "handlers" and children:
+                for handler in children:
+                    lines += _guarded_adds(handler.body, returned, optional, inner)
+    return lines
+
+
+def returned_under_if(call_site: str) -> list[str]:
+    """`file:line` of each statement, in the function the call at `call_site` traces through
+    `torch_xla.compile`, that adds to what it returns only inside an `if` (a second `return` with
+    more, an item set in a returned dict); [] when the call traces no function of that file or
+    none adds under an `if`."""
+    file, line = split_location(call_site)
+    tree = syntax_tree(file) if file and line else None
+    if tree is None:
+        return []
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and n.lineno <= line <= (n.end_lineno or n.lineno)
+    ]
+    for call in calls:
+        function = _traced(tree, call_name(call.func))
+        if function is None:
+            continue
+        returns = [n for n in own_nodes(function) if isinstance(n, ast.Return)]
+        # A single `return` at the end under no `if` adds nothing on some calls only, unless the
+        # names it returns are filled under one.
+        found = _guarded_adds(function.body, _returned(function), _optional(function), False)
+        if len(returns) == 1 and returns[0].lineno in found:
+            found.remove(returns[0].lineno)
+        if found:
+            return [f"{file}:{n}" for n in dict.fromkeys(found)]
+    return []
