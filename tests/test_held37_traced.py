@@ -82,3 +82,58 @@ def test_branch_order_needs_the_same_statements_in_another_order() -> None:
     assert branch_order(peak) == [_script(gait, "if peak_first:")]
     # `if want_probs:` has no `else`, and an `if` around other work decides no order
     assert branch_order(_script(gait, "return loss, logits.softmax(-1).detach()")) == []
+
+
+# Hand-written function shapes (syntax only, no capture: parser edge cases of the rule).
+_SHAPES = {
+    "decorated, a list appended under an if": (
+        "import torch_xla\n"
+        "@torch_xla.compile\n"
+        "def step(x, keep):\n"
+        "    outs = [x * 2]\n"
+        "    if keep:\n"
+        "        outs.append(x + 1)\n"
+        "    return outs\n"
+        "r = step(1, True)\n",
+        [6],
+    ),
+    "an early return of fewer under an if": (
+        "import torch_xla\n"
+        "def f(x, short):\n"
+        "    if short:\n"
+        "        return (x,)\n"
+        "    return x, x * 2\n"
+        "g = torch_xla.compile(f)\n"
+        "g(1, False)\n",
+        [4],
+    ),
+    "a returned value changed under an if adds nothing": (
+        "import torch_xla\n"
+        "def f(x, aux):\n"
+        "    loss = x * 2\n"
+        "    if aux:\n"
+        "        loss = loss + 1\n"
+        "    return loss\n"
+        "g = torch_xla.compile(f)\n"
+        "g(1, True)\n",
+        [],
+    ),
+    "an untraced function": (
+        "def f(x, keep):\n"
+        "    outs = {}\n"
+        "    if keep:\n"
+        "        outs['a'] = x\n"
+        "    return outs\n"
+        "f(1, True)\n",
+        [],
+    ),
+}
+
+
+def test_returned_under_if_on_function_shapes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    for name, (code, expected) in _SHAPES.items():
+        script = tmp_path / f"{abs(hash(name))}.py"
+        script.write_text(code, encoding="utf-8")
+        call = len(code.splitlines())
+        found = returned_under_if(f"{script}:{call}")
+        assert found == [f"{script}:{n}" for n in expected], (name, found)

@@ -10,7 +10,14 @@ import ast
 
 from xlagraph.diagnose.frames import split_location
 from xlagraph.diagnose.recognizers._host_numbers import user_defs
-from xlagraph.diagnose.recognizers._statements import SCOPES, Function, call_name, own_nodes, syntax_tree
+from xlagraph.diagnose.recognizers._statements import (
+    SCOPES,
+    Function,
+    call_name,
+    child_blocks,
+    own_nodes,
+    syntax_tree,
+)
 
 __all__ = ["TRACED", "returned_under_if"]
 
@@ -94,13 +101,8 @@ def _guarded_adds(block: list[ast.stmt], returned: set[str], optional: set[str],
         if guarded and _adds(stmt, returned, optional):
             lines.append(stmt.lineno)
         inner = guarded or isinstance(stmt, ast.If)
-        for field in ("body", "orelse", "handlers", "finalbody"):
-            children = getattr(stmt, field, None)
-            if isinstance(children, list) and children and isinstance(children[0], ast.stmt):
-                lines += _guarded_adds(children, returned, optional, inner)
-            elif field == "handlers" and children:
-                for handler in children:
-                    lines += _guarded_adds(handler.body, returned, optional, inner)
+        for block in child_blocks(stmt):
+            lines += _guarded_adds(block, returned, optional, inner)
     return lines
 
 
