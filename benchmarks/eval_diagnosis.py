@@ -76,6 +76,7 @@ SPLITS = (
     "held_out_35",
     "held_out_36",
     "held_out_37",
+    "held_out_38",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
