@@ -91,7 +91,7 @@ def _with_arrival_lines(evidence: Evidence, cause: Cause) -> Cause:
     `context = SHORT if step < k else LONG`) decide its length: cited first. Only where the loop
     builds the batch it moves (a slice of a tensor made before the loop sizes nothing here)."""
     if any(_TRANSFER.search(source_text(loc)) for loc in cause.sources):
-        return cause
+        return _with_loop_helper_line(evidence, cause)
     file, chain, loop, moved = _transfers(evidence.context.call_site)
     if not moved:
         return cause
@@ -117,10 +117,11 @@ def _with_arrival_lines(evidence: Evidence, cause: Cause) -> Cause:
 _SIZED_BY_ARGS = frozenset({"randn", "rand", "zeros", "ones", "empty"})
 
 
-def _sized_in_helper(file: str, stmts: list[ast.stmt]) -> list[str]:
-    """The lines of user functions that `stmts` call (`sentences(step, seq_len_for(step))`)
-    that size a tensor by a parameter the call passes a computed value (`(batch, length)` of
-    `torch.randint(1, VOCAB, (batch, length))`, `torch.randn(n, length)`): where the shape is made."""
+def _sized_in_helper(file: str, stmts: list[ast.stmt] | list[ast.expr]) -> list[str]:
+    """The lines of user functions that `stmts` (or a loop's iterable) call
+    (`sentences(step, seq_len_for(step))`) that size a tensor by a parameter the call passes a
+    computed value (`(batch, length)` of `torch.randint(1, VOCAB, (batch, length))`,
+    `torch.randn(n, length)`): where the shape is made."""
     tree = syntax_tree(file)
     defs = {d.name: d for d in (tree.body if tree else ()) if isinstance(d, ast.FunctionDef)}
     found: list[str] = []
@@ -131,13 +132,36 @@ def _sized_in_helper(file: str, stmts: list[ast.stmt]) -> list[str]:
         params = [a.arg for a in fn.args.args]
         passed = [*zip(params, call.args, strict=False), *((k.arg, k.value) for k in call.keywords if k.arg)]
         varying = {p for p, value in passed if not isinstance(value, ast.Constant)}
+        # The line of the call that sizes, not of its statement: a `return [{...} for ...]` that
+        # builds a list of dicts spans lines, and the tensor's own line is the one to change.
         found += [
-            f"{file}:{stmt.lineno}"
+            f"{file}:{sized[0].lineno}"
             for stmt in fn.body
             if isinstance(stmt, (ast.Assign, ast.Return, ast.Expr))
-            and any(_sizes(n) & varying for n in ast.walk(stmt) if isinstance(n, ast.Call))
+            and (sized := [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and _sizes(n) & varying])
         ]
     return list(dict.fromkeys(found))
+
+
+def _with_loop_helper_line(evidence: Evidence, cause: Cause) -> Cause:
+    """The graph cites the line that moves the batch to the device (lazy mode locates device data
+    where it is moved: `batch = {k: v.to(dev) for k, v in batch.items()}`), and what it moves is
+    bound by the step loop's own `for` over a helper of the user's that builds the batches
+    (`for batch in make_batches(gen, 10, phase["candidates"], 4):`): where that helper sizes a
+    tensor by a number the call passes (`torch.randn(queries, candidates, 24)`) decides the
+    shape, cited first with where the number is computed; the transfer stays cited after it."""
+    file, chain, loop, moved = _transfers(evidence.context.call_site)
+    header = chain[loop][0] if moved else None
+    cited = {f"{file}:{s.lineno}" for s in moved}
+    if not isinstance(header, ast.For) or not cited & set(cause.sources):
+        return cause
+    bound = {n.id for n in ast.walk(header.target) if isinstance(n, ast.Name)}
+    read = set().union(*(loads(s.value) for s in moved if isinstance(s, (ast.Assign, ast.Expr))))
+    sized = _sized_in_helper(file, [header.iter]) if bound & read else []
+    if not sized:
+        return cause
+    made = [sized[0], *python_number(sized[0])[1]]
+    return replace(cause, sources=tuple(dict.fromkeys([*made, *cause.sources]))[:6])
 
 
 def _sizes(call: ast.Call) -> set[str]:
