@@ -22,6 +22,7 @@ from weakref import WeakKeyDictionary
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.recognizers._causes import union
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, upstream
 from xlagraph.diagnose.shapes import dim_sizes
 from xlagraph.ir import strip_layout
@@ -41,10 +42,6 @@ _ROOTS = (
 _DEVICE_IDS = frozenset({"partition-id", "replica-id"})
 # Ops a fusion of value conversions is made of (XLA's convert_convert_fusion and the like).
 _CONVERTS = frozenset({"convert", "parameter", "bitcast", "copy", "reshape", "broadcast", "tuple"})
-
-
-def _union(groups: object) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(x for group in groups for x in group))  # type: ignore[attr-defined]
 
 
 def _home(canon: CanonicalModule, names: tuple[str, ...], hint: str) -> CanonicalComputation | None:
@@ -262,9 +259,9 @@ def _recognize(evidence: Evidence, everything: tuple[Cause, ...]) -> Recognized:
         causes.append(
             replace(
                 everything[root],
-                left=_union(p.left for p in parts),
-                right=_union(p.right for p in parts),
-                sources=_union(p.sources for p in parts)[:6],
+                left=union(p.left for p in parts),
+                right=union(p.right for p in parts),
+                sources=union(p.sources for p in parts)[:6],
                 count=sum(p.count for p in parts),
             )
         )
