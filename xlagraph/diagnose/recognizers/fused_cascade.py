@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 from math import prod
-from weakref import WeakKeyDictionary
 
+from xlagraph._kept import kept_while_alive
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
@@ -54,18 +54,14 @@ def _home(canon: CanonicalModule, names: tuple[str, ...], hint: str) -> Canonica
 
 
 # Which instructions call each computation, per module: built once, asked for per loose cause.
-_CALLERS: WeakKeyDictionary[CanonicalModule, dict[str, list[tuple[str, str]]]] = WeakKeyDictionary()
-
-
+@kept_while_alive
 def _callers(canon: CanonicalModule) -> dict[str, list[tuple[str, str]]]:
     """Computation -> (calling computation, calling instruction) for every call in the module."""
-    found = _CALLERS.get(canon)
-    if found is None:
-        found = _CALLERS[canon] = {}
-        for c in canon.computations.values():
-            for ins in c.computation.instructions:
-                for callee in ins.called:
-                    found.setdefault(callee, []).append((c.name, ins.name))
+    found: dict[str, list[tuple[str, str]]] = {}
+    for c in canon.computations.values():
+        for ins in c.computation.instructions:
+            for callee in ins.called:
+                found.setdefault(callee, []).append((c.name, ins.name))
     return found
 
 
