@@ -33,7 +33,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 TIERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("xlagraph._core", "xlagraph._gc", "xlagraph._callable", "xlagraph.errors",
+    ("base", ("xlagraph._core", "xlagraph._gc", "xlagraph._kept", "xlagraph._callable", "xlagraph.errors",
               "xlagraph.source_paths", "xlagraph.progress", "xlagraph.ir", "xlagraph.runlog",
               "xlagraph.dynamolog", "xlagraph.opcodes")),
     ("parse", ("xlagraph.parse",)),

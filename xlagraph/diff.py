@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from weakref import WeakKeyDictionary
 
 from xlagraph._callable import make_callable
 from xlagraph._gc import paused_gc
+from xlagraph._kept import kept_while_alive
 from xlagraph.canonical import CanonicalModule, canonicalize
 from xlagraph.diagnose import (
     HINTS,
@@ -199,31 +199,21 @@ NO_FRAMES_NOTE = (
 )
 
 
+@kept_while_alive
 def _has_frames(module: Module) -> bool:
     """Any instruction of the entry carries a source line (metadata or a stack frame). Kept per
     module: a report's graphs are each in several diffs."""
-    found = _FRAMES.get(module)
-    if found is None:
-        found = _FRAMES[module] = has_source_lines(module.entry)
-    return found
+    return has_source_lines(module.entry)
 
 
-_FRAMES: WeakKeyDictionary[Module, bool] = WeakKeyDictionary()
-
-
+@kept_while_alive
 def _called(comp: Computation) -> dict[str, tuple[str, ...]]:
     """The computations each instruction of `comp` that calls any calls, by its name. Kept per
     computation: a report's graphs are each in several diffs, and each look-up of an instruction
     the reader did not build builds it (2,200 callers a graph of the 20-variant report: 12 ms a
     diff)."""
-    found = _CALLED.get(comp)
-    if found is None:
-        by_name = comp.by_name
-        found = _CALLED[comp] = {name: tuple(by_name[name].called) for name in calling(comp)}
-    return found
-
-
-_CALLED: WeakKeyDictionary[Computation, dict[str, tuple[str, ...]]] = WeakKeyDictionary()
+    by_name = comp.by_name
+    return {name: tuple(by_name[name].called) for name in calling(comp)}
 
 
 def _invisible_change(left: CanonicalModule, right: CanonicalModule, causes: list[Cause]) -> list[Cause]:

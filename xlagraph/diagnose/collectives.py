@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from functools import lru_cache
 from typing import NamedTuple
-from weakref import WeakKeyDictionary
 
+from xlagraph._kept import kept_while_alive
 from xlagraph.canonical import CanonicalModule
 from xlagraph.canonical.attributes import normalize_attribute
 from xlagraph.diagnose.fixes import fix
@@ -53,21 +53,16 @@ class Collective(NamedTuple):
         return (self.kind, self.operands, self.groups, self.dimensions)
 
 
-# Asked for by the comparison, several recognizers and the report, for the same modules again
-# and again (a report compares each graph with several candidates): found once per module.
-_FOUND: WeakKeyDictionary[CanonicalModule, tuple[Collective, ...]] = WeakKeyDictionary()
-
-
 def collectives(canon: CanonicalModule) -> list[Collective]:
     """Every collective of the module that runs, read by a result or not, in printed (program)
     order."""
-    found = _FOUND.get(canon)
-    if found is None:
-        found = _FOUND[canon] = tuple(_find(canon))
-    return list(found)
+    return list(_find(canon))
 
 
-def _find(canon: CanonicalModule) -> list[Collective]:
+# Asked for by the comparison, several recognizers and the report, for the same modules again
+# and again (a report compares each graph with several candidates): found once per module.
+@kept_while_alive
+def _find(canon: CanonicalModule) -> tuple[Collective, ...]:
     out = []
     for comp in canon.module.computations:
         canonical = canon.computations.get(comp.name)
@@ -101,7 +96,7 @@ def _find(canon: CanonicalModule) -> list[Collective]:
                 groups += f" reduce={reducer}"
             dims = ins.attribute("dimensions", "") or ins.attribute("scatter_dimension", "") or ""
             out.append(Collective(ins.name, _kind(ins.opcode), shapes, strip_layout(ins.shape), groups, dims))
-    return out
+    return tuple(out)
 
 
 def _reduction(canon: CanonicalModule, ins: Instruction) -> str:

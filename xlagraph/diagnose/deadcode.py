@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from itertools import groupby
 from operator import itemgetter
-from weakref import WeakKeyDictionary
 
+from xlagraph._kept import kept_while_alive
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
 from xlagraph.diagnose.listing import fmt_list
@@ -60,16 +60,13 @@ def dead_code(
 
 # What dead code a module has depends on it alone: kept for a report's other diffs.
 _Dead = tuple[list[tuple[CanonicalComputation, str]], list[str], dict[tuple[str, str], int]]
-_KNOWN: WeakKeyDictionary[CanonicalModule, _Dead] = WeakKeyDictionary()
 
 
+@kept_while_alive
 def _of(canon: CanonicalModule) -> _Dead:
     """(its dead instructions, their signature, its unread side effects); never modify them."""
-    found = _KNOWN.get(canon)
-    if found is None:
-        dead = [(c, d) for c in canon.computations.values() for d in c.dead]
-        found = _KNOWN[canon] = (dead, _signature(dead), _effects(canon))
-    return found
+    dead = [(c, d) for c in canon.computations.values() for d in c.dead]
+    return (dead, _signature(dead), _effects(canon))
 
 
 def _signature(dead: list[tuple[CanonicalComputation, str]]) -> list[str]:

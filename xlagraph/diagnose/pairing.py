@@ -15,9 +15,9 @@ import bisect
 import itertools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
-from weakref import WeakKeyDictionary
 
 from xlagraph import _core
+from xlagraph._kept import kept_while_alive
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.shapes import dim_sizes, dims_of, element_type, shape_of, whole_factors
@@ -55,20 +55,15 @@ def _reader_votes(cmp: Comparison) -> tuple[dict[str, str], frozenset[str]]:
     return matched, supported
 
 
-def _distinguishable(cmp: Comparison, comp: CanonicalComputation) -> frozenset[str]:
+@kept_while_alive
+def _distinguishable(comp: CanonicalComputation) -> frozenset[str]:
     """Parameters that nothing else on their side resembles: same shape and users computing the
     same thing (structurally, `h0`) make inputs interchangeable, e.g. the Q, K and V weights of
     one layer or the seeds of two dropouts. Paired as parts of identical subgraphs, such inputs
     may be paired either way, so that is no evidence of a permutation; their positions stand.
-    A property of `comp` alone (`cmp.users` is `users_of(comp)`): kept for a report's other diffs."""
-    found = _LONE.get(comp)
-    if found is None:
-        # The rule runs on the core's handle (rust/src/canon/handle.rs `lone_parameters`).
-        found = _LONE[comp] = comp.core.lone_parameters()  # type: ignore[attr-defined]
-    return found
-
-
-_LONE: WeakKeyDictionary[CanonicalComputation, frozenset[str]] = WeakKeyDictionary()
+    A property of `comp` alone: kept for a report's other diffs."""
+    # The rule runs on the core's handle (rust/src/canon/handle.rs `lone_parameters`).
+    return comp.core.lone_parameters()  # type: ignore[attr-defined]
 
 
 def _longest_increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -167,19 +162,12 @@ def _similar(a: str, b: str) -> bool:
     return element_type(a) == element_type(b) and dims_of(a).count(",") == dims_of(b).count(",")
 
 
+@kept_while_alive
 def _locations(comp: CanonicalComputation) -> dict[str, str]:
     """`file:line` each parameter's metadata points to (where the tensor was first used); kept
     per computation, as `_distinguishable` is: a report's graphs are each in several diffs."""
-    found = _LOCATIONS.get(comp)
-    if found is None:
-        by_name = comp.computation.by_name
-        found = _LOCATIONS[comp] = {
-            p: (md.location if (md := by_name[p].metadata) else "") for p in comp.param_number
-        }
-    return found
-
-
-_LOCATIONS: WeakKeyDictionary[CanonicalComputation, dict[str, str]] = WeakKeyDictionary()
+    by_name = comp.computation.by_name
+    return {p: (md.location if (md := by_name[p].metadata) else "") for p in comp.param_number}
 
 
 def _other_tensor(
@@ -300,7 +288,7 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     lnum, rnum = left.param_number, right.param_number
     lname = {n: p for p, n in lnum.items()}
     rname = {n: p for p, n in rnum.items()}
-    lone_l, lone_r = _distinguishable(cmp, left), _distinguishable(cmp, right)
+    lone_l, lone_r = _distinguishable(left), _distinguishable(right)
     lloc, rloc = _locations(left), _locations(right)
     by_loc = {(shape_of(right, b), loc) for b, loc in rloc.items() if loc}
     # Where the collectives differ the graphs run split another way: a tensor is then the same

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from math import prod
 from weakref import WeakKeyDictionary
 
+from xlagraph._kept import kept_while_alive
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.fixes import fix
@@ -265,16 +266,12 @@ def _elided(
     return one, both
 
 
+@kept_while_alive
 def _elided_names(comp: CanonicalComputation) -> frozenset[str]:
     """Names whose instruction (as `by_name` has it) is a constant printed `{...}`; kept while
     `comp` lives."""
-    found = _ELIDED_NAMES.get(comp)
-    if found is None:  # picked by the core as it read them
-        found = _ELIDED_NAMES[comp] = comp.core.elided_names()  # type: ignore[attr-defined]
-    return found
-
-
-_ELIDED_NAMES: WeakKeyDictionary[CanonicalComputation, frozenset[str]] = WeakKeyDictionary()
+    # Picked by the core as it read them.
+    return comp.core.elided_names()  # type: ignore[attr-defined]
 
 
 def _only_elided(lc: CanonicalComputation, rc: CanonicalComputation, m: Matching) -> bool:

@@ -90,20 +90,29 @@ def compare_runs(
         present = [n for n in inputs if n in sa.values and n in sb.values]
         identical = all(sa.values[n].bits == sb.values[n].bits for n in present) if present else None
     check = graphs(ra, rb, k) if graphs else GraphCheck(None, note="graphs not compared")
-    return _result(
-        verdict,
-        pairs,
-        steps_compared,
-        k,
-        rank,
-        first,
-        check,
-        identical,
-        inputs_first,
-        largest,
-        rtol,
-        atol,
-        notes,
+    # The strip and the sources show the first pair of that rank (the first pair: ranks unrecorded).
+    ra, rb = next(((x, y) for x, y in pairs if x.rank == rank), pairs[0])
+    labelled = [(f"a:{x.label}" if len(pairs) > 1 else "a", x) for x, _ in pairs]
+    labelled += [(f"b:{y.label}" if len(pairs) > 1 else "b", y) for _, y in pairs]
+    rows = tensor_rows([ra, rb])
+    return Divergence(
+        verdict=verdict,
+        mode="runs",
+        steps_compared=steps_compared,
+        first_step=k,
+        first_rank=rank,
+        first=first,
+        graphs=check,
+        inputs_identical=identical,
+        inputs_first_differ=inputs_first,
+        nan_onsets=nan_onsets(labelled),
+        largest=largest,
+        rtol=rtol,
+        atol=atol,
+        sources=(ra.path, rb.path),
+        tensors=rows,
+        strip=strip(ra, rb, rows, k, rtol, atol),
+        notes=notes,
     )
 
 
@@ -219,43 +228,3 @@ def _length_notes(pairs: Sequence[tuple[FpRun, FpRun]]) -> tuple[str, ...]:
             )
         notes += [f"{ra.label}: {x}" for x in ra.notes] + [f"{rb.label}: {x}" for x in rb.notes]
     return tuple(notes)
-
-
-def _result(
-    verdict: str,
-    pairs: Sequence[tuple[FpRun, FpRun]],
-    steps_compared: int,
-    first_step: int | None,
-    first_rank: int | None,
-    first: tuple[TensorDiff, ...],
-    check: GraphCheck,
-    inputs_identical: bool | None,
-    inputs_first: int | None,
-    largest: Deviation | None,
-    rtol: float | None,
-    atol: float | None,
-    notes: tuple[str, ...],
-) -> Divergence:
-    ra, rb = next(((x, y) for x, y in pairs if x.rank == first_rank), pairs[0])
-    labelled = [(f"a:{x.label}" if len(pairs) > 1 else "a", x) for x, _ in pairs]
-    labelled += [(f"b:{y.label}" if len(pairs) > 1 else "b", y) for _, y in pairs]
-    rows = tensor_rows([ra, rb])
-    return Divergence(
-        verdict=verdict,
-        mode="runs",
-        steps_compared=steps_compared,
-        first_step=first_step,
-        first_rank=first_rank,
-        first=first,
-        graphs=check,
-        inputs_identical=inputs_identical,
-        inputs_first_differ=inputs_first,
-        nan_onsets=nan_onsets(labelled),
-        largest=largest,
-        rtol=rtol,
-        atol=atol,
-        sources=(ra.path, rb.path),
-        tensors=rows,
-        strip=strip(ra, rb, rows, first_step, rtol, atol),
-        notes=notes,
-    )

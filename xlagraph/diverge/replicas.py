@@ -65,9 +65,25 @@ def compare_replicas(
             sorted(diffs, key=lambda d: (ROLE_ORDER.get(d.role, 9), list(ref.tensors).index(d.name)))
         )
     check = graphs(ref, other, k) if graphs else GraphCheck(None, note="graphs not compared")
-    cells = strip(ref, other, rows, k, None, None)
-    return _result(
-        verdict, runs, steps_compared, k, rank, first, check, onsets, rows, cells, notes, len(replicated)
+    return Divergence(
+        verdict=verdict,
+        mode="replicas",
+        steps_compared=steps_compared,
+        first_step=k,
+        first_rank=rank,
+        first=first,
+        graphs=check,
+        inputs_identical=None,
+        inputs_first_differ=None,
+        nan_onsets=onsets,
+        largest=None,
+        rtol=None,
+        atol=None,
+        sources=tuple(r.path for r in runs),
+        tensors=rows,
+        strip=strip(ref, other, rows, k, None, None),
+        notes=tuple(notes) + tuple(f"{r.label}: {x}" for r in runs for x in r.notes),
+        replicated=len(replicated),
     )
 
 
@@ -92,39 +108,3 @@ def _same_at_start(runs: Sequence[FpRun], name: str) -> bool:
         if all(v is not None for v in values):
             return all(v.bits == values[0].bits for v in values)  # type: ignore[union-attr]
     return False
-
-
-def _result(
-    verdict: str,
-    runs: Sequence[FpRun],
-    steps: int,
-    first_step: int | None,
-    rank: int | None,
-    first: tuple[TensorDiff, ...],
-    check: GraphCheck,
-    onsets: tuple,
-    rows: tuple[tuple[str, str], ...],
-    cells: tuple,
-    notes: list[str],
-    replicated: int,
-) -> Divergence:
-    return Divergence(
-        verdict=verdict,
-        mode="replicas",
-        steps_compared=steps,
-        first_step=first_step,
-        first_rank=rank,
-        first=first,
-        graphs=check,
-        inputs_identical=None,
-        inputs_first_differ=None,
-        nan_onsets=onsets,
-        largest=None,
-        rtol=None,
-        atol=None,
-        sources=tuple(r.path for r in runs),
-        tensors=rows,
-        strip=cells,
-        notes=tuple(notes) + tuple(f"{r.label}: {x}" for r in runs for x in r.notes),
-        replicated=replicated,
-    )

@@ -16,8 +16,8 @@ outputs paired by data-flow context (`_context_pairs`, from `correspondence`).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from weakref import WeakKeyDictionary
 
+from xlagraph._kept import kept_while_alive
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import Instruction, strip_layout
 from xlagraph.match import _compiled
@@ -61,18 +61,12 @@ def _rank(shape: str) -> int:
     return -1 if shape.startswith("(") else shape.count(",") + (0 if "[]" in shape else 1)
 
 
+@kept_while_alive
 def _sent(comp: CanonicalComputation) -> frozenset[str]:
     """Values handed to `send` (another pipeline stage's input). Read from the computation as
     written: forwarding through the send's tuple leaves the send itself out of `order`. Kept per
     computation, like `_layout`: a report matches each graph with several."""
-    found = _SENT.get(comp)
-    if found is None:
-        found = _SENT[comp] = frozenset(i.operands[0] for i in _with_opcodes(comp, _SEND) if i.operands)
-    return found
-
-
-_SENT: WeakKeyDictionary[CanonicalComputation, frozenset[str]] = WeakKeyDictionary()
-_LAYOUT: WeakKeyDictionary[CanonicalComputation, list[tuple[str, str]]] = WeakKeyDictionary()
+    return frozenset(i.operands[0] for i in _with_opcodes(comp, _SEND) if i.operands)
 
 
 def _with_opcodes(comp: CanonicalComputation, opcodes: frozenset[str]) -> Iterator[Instruction]:
@@ -83,12 +77,8 @@ def _with_opcodes(comp: CanonicalComputation, opcodes: frozenset[str]) -> Iterat
 _SEND = frozenset({"send"})
 
 
+@kept_while_alive
 def _layout(comp: CanonicalComputation) -> list[tuple[str, str]]:
     """The collectives a computation runs and over which groups: another layout means another
     parallel split, where a weight's shard shape changes. Never modify the list."""
-    found = _LAYOUT.get(comp)
-    if found is None:
-        found = _LAYOUT[comp] = sorted(
-            (i.opcode, i.attribute("replica_groups") or "") for i in _with_opcodes(comp, COLLECTIVES)
-        )
-    return found
+    return sorted((i.opcode, i.attribute("replica_groups") or "") for i in _with_opcodes(comp, COLLECTIVES))

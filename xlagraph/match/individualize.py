@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from xlagraph.match.isomorphic import Chosen, Side, classes
 from xlagraph.match.refinement import History, rounds_for
 
 __all__ = ["OUTPUTS", "PARAMS", "Chosen", "HistoryFrom", "Side", "Signature", "individualized", "tied_pick"]
@@ -21,22 +22,6 @@ Signature = Callable[[int], object]
 _INDIVIDUALS = 64
 _BUDGET = 5_000_000
 PARAMS, OUTPUTS = 0, 1
-# One side (inputs or outputs): nodes of A and B by position, their slots, the open positions.
-Side = tuple[list[int], list[int], list[int], list[int], set[int], set[int]]
-# A class a pair was individualized from: its side and its open positions in A and in B.
-Chosen = tuple[int, frozenset[int], frozenset[int]]
-
-
-def classes(
-    ca: list[int], cb: list[int], lnodes: list[int], rnodes: list[int], open_l: set[int], open_r: set[int]
-) -> dict[int, tuple[list[int], list[int]]]:
-    """Open positions of one side (inputs or outputs) grouped by their last colour."""
-    groups: dict[int, tuple[list[int], list[int]]] = {}
-    for i in sorted(open_l):
-        groups.setdefault(ca[lnodes[i]], ([], []))[0].append(i)
-    for j in sorted(open_r):
-        groups.setdefault(cb[rnodes[j]], ([], []))[1].append(j)
-    return groups
 
 
 def individualized(

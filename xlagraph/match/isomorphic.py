@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Explained", "Refined", "explain"]
+__all__ = ["Chosen", "Explained", "Refined", "Side", "classes", "explain"]
 
 
 @dataclass(frozen=True)
@@ -195,8 +195,9 @@ def _individualized(
             break
         side, (ls, rs) = pick
         lp, rp = open_sides[side][0], open_sides[side][1]
-        i = _best_pair(ls, rs, open_sides[side], sig, sizes)[0]
-        order = sorted(rs, key=lambda j: _pair_key(i, j, ls, rs, open_sides[side], sig, sizes))  # one class
+        key = _pair_key(ls, rs, open_sides[side], sig, sizes)
+        i = min(((a, b) for a in ls for b in rs), key=key)[0]
+        order = sorted(rs, key=lambda j: key((i, j)))
         kept: list[tuple[int, Refined]] = []
         for j in order:
             salt = hash(("individual", step))
@@ -250,15 +251,27 @@ def _named(ls: list[int], rs: list[int], side: Side, sig: Signatures, sizes: Siz
     return named
 
 
-def _tied(got: Refined, side: Side) -> list[tuple[list[int], list[int]]]:
-    """Classes of open items with two or more on both sides (equal numbers: balanced)."""
-    lp, rp, _, _, open_l, open_r = side
+def classes(
+    ca: Sequence[int],
+    cb: Sequence[int],
+    lnodes: list[int],
+    rnodes: list[int],
+    open_l: set[int],
+    open_r: set[int],
+) -> dict[int, tuple[list[int], list[int]]]:
+    """Open positions of one side (inputs or outputs) grouped by their last colour."""
     groups: dict[int, tuple[list[int], list[int]]] = {}
     for i in sorted(open_l):
-        groups.setdefault(got.a[lp[i]], ([], []))[0].append(i)
+        groups.setdefault(ca[lnodes[i]], ([], []))[0].append(i)
     for j in sorted(open_r):
-        groups.setdefault(got.b[rp[j]], ([], []))[1].append(j)
-    return [(ls, rs) for ls, rs in groups.values() if len(ls) > 1 and len(rs) > 1]
+        groups.setdefault(cb[rnodes[j]], ([], []))[1].append(j)
+    return groups
+
+
+def _tied(got: Refined, side: Side) -> list[tuple[list[int], list[int]]]:
+    """Classes of open items with two or more on both sides (equal numbers: balanced)."""
+    groups = classes(got.a, got.b, *side[:2], *side[4:]).values()
+    return [(ls, rs) for ls, rs in groups if len(ls) > 1 and len(rs) > 1]
 
 
 def _apart(x: list[int] | None, y: list[int] | None) -> int:
@@ -270,24 +283,17 @@ def _apart(x: list[int] | None, y: list[int] | None) -> int:
     return sum(p != q for p, q in zip(x, y, strict=True))
 
 
+def _best_pair(ls: list[int], rs: list[int], side: Side, sig: Signatures, sizes: Sizes) -> tuple[int, int]:
+    return min(((i, j) for i in ls for j in rs), key=_pair_key(ls, rs, side, sig, sizes))
+
+
 def _pair_key(
-    i: int, j: int, ls: list[int], rs: list[int], side: Side, sig: Signatures, sizes: Sizes
-) -> tuple[bool, bool, int, int, int, int]:
-    """Source lines agreeing first (their own and their neighbours', then their own alone); then
-    the fewest dimensions differing; then slots in order (the k-th look-alike of A with the k-th
-    of B: an input inserted before them shifts their numbers, not their order); then the nearest
-    slot."""
-    lp, rp, lsl, rsl = side[:4]
-    rank_l = sorted(ls, key=lsl.__getitem__).index(i)
-    rank_r = sorted(rs, key=rsl.__getitem__).index(j)
-    sa, sb = sig[0](lp[i]), sig[1](rp[j])
-    apart = _apart(sizes[0](lp[i]), sizes[1](rp[j]))
-    return (sa[0] != sb[0], sa[1] != sb[1], apart, abs(rank_l - rank_r), abs(lsl[i] - rsl[j]), rsl[j])
-
-
-def _best_pair(
     ls: list[int], rs: list[int], side: Side, sig: Signatures, sizes: Sizes
-) -> tuple[int, int]:
+) -> Callable[[tuple[int, int]], tuple[bool, bool, int, int, int, int, int, int]]:
+    """How well a pair of a tied class agrees, least first: source lines agreeing first (their own
+    and their neighbours', then their own alone); then the fewest dimensions differing; then slots
+    in order (the k-th look-alike of A with the k-th of B: an input inserted before them shifts
+    their numbers, not their order); then the nearest slot."""
     lp, rp, lsl, rsl = side[:4]
     rank_l = {i: k for k, i in enumerate(sorted(ls, key=lsl.__getitem__))}
     rank_r = {j: k for k, j in enumerate(sorted(rs, key=rsl.__getitem__))}
@@ -307,7 +313,7 @@ def _best_pair(
             j,
         )
 
-    return min(((i, j) for i in ls for j in rs), key=key)
+    return key
 
 
 def _cost(
@@ -322,12 +328,7 @@ def _cost(
     for n, (lp, rp, lsl, rsl, open_l, open_r) in enumerate(sides):
         gone_l = found.dropped if n == _OUTPUTS else frozenset()
         gone_r = found.born if n == _OUTPUTS else frozenset()
-        groups: dict[int, tuple[list[int], list[int]]] = {}
-        for i in open_l - gone_l:
-            groups.setdefault(found.colours[0][lp[i]], ([], []))[0].append(i)
-        for j in open_r - gone_r:
-            groups.setdefault(found.colours[1][rp[j]], ([], []))[1].append(j)
-        for ls, rs in groups.values():
+        for ls, rs in classes(*found.colours, lp, rp, open_l - gone_l, open_r - gone_r).values():
             if len(ls) == len(rs) == 1:
                 i, j = ls[0], rs[0]
                 moved += lsl[i] != rsl[j]

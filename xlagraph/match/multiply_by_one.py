@@ -10,9 +10,9 @@ everywhere else (hashes, the matching, what is printed)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from weakref import WeakKeyDictionary
 
 from xlagraph import _core
+from xlagraph._kept import kept_while_alive
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import name_at
 
@@ -31,22 +31,13 @@ class Identities:
 _NONE = Identities({}, ())
 
 
+@kept_while_alive
 def identity_multiplies(comp: CanonicalComputation) -> Identities:
     """Each live `multiply(x, one)` (either operand the one: a scalar constant 1 or a broadcast
     of one) -> x, followed through chains (`x * 1 * 1`). A multiply that is itself an output
     stays: its slot keeps a node of its own. Kept while `comp` lives (a report's graphs take part
-    in several diffs; canonical forms are never modified): never modify the answer."""
-    found = _FOUND.get(comp)
-    if found is None:
-        found = _FOUND[comp] = _identity_multiplies(comp)
-    return found
-
-
-_FOUND: WeakKeyDictionary[CanonicalComputation, Identities] = WeakKeyDictionary()
-
-
-def _identity_multiplies(comp: CanonicalComputation) -> Identities:
-    """The ones as the reader picked them (rust/src/canon/handle.rs `ONE`), the rest in one pass
+    in several diffs; canonical forms are never modified): never modify the answer.
+    The ones as the reader picked them (rust/src/canon/handle.rs `ONE`), the rest in one pass
     on the core's handle (rust/src/matching/multiply_by_one.rs): what the rule written in Python
     (tests/oracles/multiply_by_one_reference.py) finds."""
     at = comp.core.scalar_ones()  # type: ignore[union-attr]

@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from weakref import WeakKeyDictionary
 
+from xlagraph._kept import kept_while_alive
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.match import _compiled
 
 __all__ = ["users_of"]
 
-# Built once per computation and shared by every caller (read-only).
-_USERS: WeakKeyDictionary[CanonicalComputation, Mapping[str, list[str]]] = WeakKeyDictionary()
 
-
+@kept_while_alive
 def users_of(comp: CanonicalComputation) -> Mapping[str, list[str]]:
     """Users of each instruction, in `comp.order`; shared between callers, so never modify it
     (nor a list it gives: from the core's copy, a mapping that makes each list when asked)."""
-    users = _USERS.get(comp)
-    if users is None:
-        # The matcher's copy of `comp` answers (made now where the matcher did not read `comp`).
-        users = _USERS[comp] = _compiled.users(comp)
-    return users
+    # The matcher's copy of `comp` answers (made now where the matcher did not read `comp`).
+    return _compiled.users(comp)

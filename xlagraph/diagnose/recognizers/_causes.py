@@ -21,6 +21,7 @@ __all__ = [
     "one_sided",
     "renamed",
     "scalar_inputs",
+    "union",
     "with_number_origin",
 ]
 
@@ -59,7 +60,7 @@ def added_at_warm_up(evidence: Evidence, pending: tuple[Cause, ...]) -> list[int
     return [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_ADDED]
 
 
-def _union(items: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
+def union(items: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(x for group in items for x in group))
 
 
@@ -67,12 +68,12 @@ def merge(kind: CauseKind, summary: str, causes: list[Cause], hint: str = "", **
     """One cause of `kind` that takes over the instructions, changes and lines of `causes`."""
     first = causes[0] if causes else None
     fields = {
-        "left": _union(c.left for c in causes),
-        "right": _union(c.right for c in causes),
+        "left": union(c.left for c in causes),
+        "right": union(c.right for c in causes),
         "changes": tuple(ch for c in causes for ch in c.changes),
         "mapping": tuple(m for c in causes for m in c.mapping),
-        "sources": _union(c.sources for c in causes)[:6],
-        "library": _union(c.library for c in causes)[:6],
+        "sources": union(c.sources for c in causes)[:6],
+        "library": union(c.library for c in causes)[:6],
         "computation": first.computation if first else "",
         "count": sum(c.count for c in causes) or 1,
     }

@@ -22,6 +22,7 @@ from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.recognizers._assignments import assigned_in_function
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._dataflow import same_ops, upstream
+from xlagraph.diagnose.recognizers._deciding_loop import sync_lines
 from xlagraph.diagnose.recognizers._precision import switch_lines
 from xlagraph.diagnose.recognizers._source import lines_matching, user_files
 from xlagraph.diagnose.shapes import dims_of, element_type
@@ -245,11 +246,6 @@ def _whole_model(evidence: Evidence, pending: tuple[Cause, ...], core: list[int]
     return len(floats) > 1 and floats <= retyped
 
 
-def _syncs(evidence: Evidence) -> list[str]:
-    ctx = evidence.context
-    return [s for s in (ctx.call_site, ctx.baseline_call_site) if s]
-
-
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     core = [i for i, c in enumerate(pending) if c.kind is CauseKind.DTYPE]
     if core and _retyped_collectives(evidence):
@@ -353,7 +349,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         if f.line > 0
     }
     switches = (
-        switch_lines(evidence.instructions(cause), [*_syncs(evidence), *sorted(converts)[:4]])
+        switch_lines(evidence.instructions(cause), [*sync_lines(evidence.context), *sorted(converts)[:4]])
         if (core and floats and "f64" not in types) or autocast
         else []
     )

@@ -17,11 +17,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 from math import prod
-from weakref import WeakKeyDictionary
 
+from xlagraph._kept import kept_while_alive
 from xlagraph.canonical.model import CanonicalComputation, CanonicalModule
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.recognizers._causes import union
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, upstream
 from xlagraph.diagnose.shapes import dim_sizes
 from xlagraph.ir import strip_layout
@@ -43,10 +44,6 @@ _DEVICE_IDS = frozenset({"partition-id", "replica-id"})
 _CONVERTS = frozenset({"convert", "parameter", "bitcast", "copy", "reshape", "broadcast", "tuple"})
 
 
-def _union(groups: object) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(x for group in groups for x in group))  # type: ignore[attr-defined]
-
-
 def _home(canon: CanonicalModule, names: tuple[str, ...], hint: str) -> CanonicalComputation | None:
     """The computation the named instructions live in (the cause's own, else the first holding one)."""
     if hint in canon.computations and any(n in canon.computations[hint].computation.by_name for n in names):
@@ -57,18 +54,14 @@ def _home(canon: CanonicalModule, names: tuple[str, ...], hint: str) -> Canonica
 
 
 # Which instructions call each computation, per module: built once, asked for per loose cause.
-_CALLERS: WeakKeyDictionary[CanonicalModule, dict[str, list[tuple[str, str]]]] = WeakKeyDictionary()
-
-
+@kept_while_alive
 def _callers(canon: CanonicalModule) -> dict[str, list[tuple[str, str]]]:
     """Computation -> (calling computation, calling instruction) for every call in the module."""
-    found = _CALLERS.get(canon)
-    if found is None:
-        found = _CALLERS[canon] = {}
-        for c in canon.computations.values():
-            for ins in c.computation.instructions:
-                for callee in ins.called:
-                    found.setdefault(callee, []).append((c.name, ins.name))
+    found: dict[str, list[tuple[str, str]]] = {}
+    for c in canon.computations.values():
+        for ins in c.computation.instructions:
+            for callee in ins.called:
+                found.setdefault(callee, []).append((c.name, ins.name))
     return found
 
 
@@ -262,9 +255,9 @@ def _recognize(evidence: Evidence, everything: tuple[Cause, ...]) -> Recognized:
         causes.append(
             replace(
                 everything[root],
-                left=_union(p.left for p in parts),
-                right=_union(p.right for p in parts),
-                sources=_union(p.sources for p in parts)[:6],
+                left=union(p.left for p in parts),
+                right=union(p.right for p in parts),
+                sources=union(p.sources for p in parts)[:6],
                 count=sum(p.count for p in parts),
             )
         )
