@@ -178,17 +178,20 @@ def switch_lines(
     that set its arguments; where there is none, the casts in those loops. `[]` when the code
     shows none."""
     sites = _sites(stacks)
-    for loc in syncs:
-        file, line = split_location(loc)
-        if file and line and (file, line) not in sites:
-            sites.append((file, line))
+    synced = [(f, n) for f, n in map(split_location, syncs) if f and n]
+    sites += [s for s in synced if s not in sites]
     found: dict[str, None] = {}
     scopes: dict[tuple[str, int], ast.stmt] = {}
     for file, line in sites:
         chain = enclosing(file, line)
         _autocasts(file, chain, found)
-        scope = next((s for s, _ in reversed(chain) if isinstance(s, _SCOPES)), None)
-        if scope is not None:
+        # The innermost loop or function around an op; around a sync, every loop out to its
+        # function: a cast between epochs sits in the epoch loop, outside the loop of steps.
+        around = [s for s, _ in reversed(chain) if isinstance(s, _SCOPES)]
+        if (file, line) in synced:
+            functions = [k for k, s in enumerate(around) if isinstance(s, Function)]
+            around = around[: functions[0] + 1] if functions else around
+        for scope in around if (file, line) in synced else around[:1]:
             scopes.setdefault((file, scope.lineno), scope)
     for (file, _), scope in scopes.items() if not found else ():
         for node in ast.walk(scope):
