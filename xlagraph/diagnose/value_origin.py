@@ -8,9 +8,10 @@ Read from the source text the analysis has (`frames.source_line`: the capture's 
   the call, in the caller's function (the module's own statements at module level);
 - a global (`G['TEMPERATURE']`): an assignment to it in an indented block of its module (a loop or a
   function: not the module-level definition, which made the value the first compile assumed);
-- a module attribute (`L['self'].scale`, `...training`): an assignment to `.scale` (for `training`,
-  a `.train(` / `.eval(` call) in an indented block of the caller's file, outside the methods that
-  build the object (`__init__`: the value the first compile assumed).
+- a module attribute (`L['self'].scale`, `...training`): an assignment to `.scale` in an indented
+  block of the caller's file, outside the methods that build the object (`__init__`: the value
+  the first compile assumed); for `training`, the `.train(` / `.eval(` call reached last before
+  the call in a loop around it (`_mode_set`), else the file's first indented one.
 Nothing is guessed where the text does not say: no line. Where a name's value was made is
 `value_made`'s.
 """
@@ -20,9 +21,9 @@ from __future__ import annotations
 import ast
 import re
 
-from xlagraph.diagnose.frames import source_lines, split_location
+from xlagraph.diagnose.frames import source_line, source_lines, split_location
 from xlagraph.diagnose.recognizers._source import BUILDERS, enclosing_function
-from xlagraph.diagnose.recognizers._statements import Function, call_name, syntax_tree
+from xlagraph.diagnose.recognizers._statements import LOOPS, Function, call_name, enclosing, syntax_tree
 from xlagraph.diagnose.value_made import (
     assigned_before,
     loop_source,
@@ -57,7 +58,7 @@ def origin_of(kind: str, subject: str, code: str, call_site: str) -> str:
     attr = re.sub(r"\[.*?\]", "", subject).rsplit(".", 1)[-1]
     if subject.startswith("self.") and attr.isidentifier():
         if attr == "training":
-            return _indented_line(call_site, re.compile(r"\.(?:train|eval)\("))
+            return _mode_set(call_site) or _indented_line(call_site, _MODE_SET)
         return _indented_assignment(call_site, rf"\.{re.escape(attr)}", skip=BUILDERS)
     return ""
 
@@ -197,6 +198,24 @@ def _call_at(file: str, line: int, params: list[str] | None = None) -> ast.Call 
     stmt = statement(file, line)
     calls = (n for n in ast.walk(stmt) if isinstance(n, ast.Call)) if stmt else ()
     return next((n for n in calls if params is None or len(n.args) <= len(params)), None)
+
+
+_MODE_SET = re.compile(r"\.(?:train|eval)\(")
+
+
+def _mode_set(call_site: str) -> str:
+    """The `.train(`/`.eval(` call whose mode the recompiled call at `call_site` runs in: in the
+    innermost loop around the call that sets a mode, the last such line before the call (the
+    step follows it), else the loop's last (reached at the end of the iteration before). A mode
+    set before the loop (`net = Net().to(dev).train()`) is the one the first compile assumed."""
+    file, line = split_location(call_site)
+    loops = [s for s, _ in enclosing(file, line) if isinstance(s, LOOPS)] if file and line else []
+    for loop in reversed(loops):
+        lines = range(loop.lineno, (loop.end_lineno or loop.lineno) + 1)
+        sets = [n for n in lines if _MODE_SET.search(source_line(file, n).split("#", 1)[0])]
+        if sets:
+            return f"{file}:{max((n for n in sets if n < line), default=sets[-1])}"
+    return ""
 
 
 def _indented_assignment(loc: str, target: str, skip: frozenset[str] = frozenset()) -> str:
