@@ -27,12 +27,11 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from xlagraph.capture._env import truthy
 from xlagraph.capture._fingerprint_names import OptimizerPlan, Slot, optimizer_plan
 from xlagraph.capture._fingerprint_writer import FingerprintWriter
 from xlagraph.capture._import_hook import AfterImport
 
-__all__ = ["arm", "attach", "current", "disarm", "enabled"]
+__all__ = ["arm", "attach", "current", "disarm"]
 
 MAX_IO_TENSORS = 16  # input and output tensors kept per step
 PREFIX = "xlagraph fingerprints:"
@@ -40,10 +39,6 @@ FETCH_EVERY = 32  # XLA: the fingerprint tables of this many steps are fetched i
 FETCH_SECONDS = 1.0  # ...or fewer, once the oldest is this old (a killed run loses at most these)
 
 _cap: _Capture | None = None
-
-
-def enabled(environ: Any) -> bool:
-    return truthy(environ.get("XLAGRAPH_FINGERPRINTS"))
 
 
 def arm(proc_dir: str, max_bytes: int) -> None:

@@ -31,9 +31,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 from xlagraph.capture import _dynamo as dynamo
-from xlagraph.capture import _fingerprint_capture as fp_capture
-from xlagraph.capture import _zoom as zoom
-from xlagraph.capture._env import EnvPlan, plan_env, process_dir_name
+from xlagraph.capture._env import EnvPlan, plan_env, process_dir_name, truthy
 from xlagraph.capture._import_hook import spec_then
 from xlagraph.capture._mark_sharding import SHARDING_MODULE, unwrap_mark_sharding, wrap_mark_sharding
 from xlagraph.capture._on_recompile import OnRecompile
@@ -50,6 +48,7 @@ from xlagraph.capture._process_meta import (
 __all__ = ["capture", "start_from_env"]
 
 PREFIX = "xlagraph capture:"
+_FINGERPRINTS, _ZOOM = "xlagraph.capture._fingerprint_capture", "xlagraph.capture._zoom"  # imported if on
 
 _plan: EnvPlan | None = None  # planned, waiting for torch_xla
 _started_by = ""
@@ -110,7 +109,9 @@ def _start(directory: str, started_by: str, environ: dict[str, str]) -> EnvPlan:
     plan = plan_env(environ, proc_dir)
     os.environ.update(plan.set_vars)
     _plan, _started_by = plan, started_by
-    if fp_capture.enabled(environ):  # XLAGRAPH_FINGERPRINTS=1: also plain PyTorch, no torch_xla
+    if truthy(environ.get("XLAGRAPH_FINGERPRINTS")):  # also plain PyTorch; imported only then (start-up)
+        from xlagraph.capture import _fingerprint_capture as fp_capture
+        from xlagraph.capture import _zoom as zoom
         from xlagraph.capture._settings import Settings
 
         _guarded(lambda: fp_capture.arm(proc_dir, Settings.from_env(environ).max_bytes))
@@ -138,8 +139,9 @@ def _stop() -> None:
         _guarded(_reset_ir_debug)
     _unhook()
     unwrap_mark_sharding()
-    zoom.disarm()
-    fp_capture.disarm()
+    for side in (_ZOOM, _FINGERPRINTS):  # armed only if imported
+        if side in sys.modules:
+            sys.modules[side].disarm()
     dynamo.disarm()
     if plan is not None:
         _restore_env(plan)
@@ -240,11 +242,8 @@ def _on_torch_xla(module: Any, late: bool) -> None:
     version = str(getattr(module, "__version__", "?"))
     if not supported(version):
         (a, b), (c, d) = SUPPORTED
-        print(
-            f"{PREFIX} torch_xla {version} is not supported ({a}.{b} – {c}.{d}): capture is off",
-            file=sys.stderr,
-            flush=True,
-        )
+        note = f"torch_xla {version} is not supported ({a}.{b} – {c}.{d}): capture is off"
+        print(f"{PREFIX} {note}", file=sys.stderr, flush=True)
         _restore_env(plan)
         return
     from xlagraph.capture._recorder import Recorder, Settings
@@ -264,7 +263,8 @@ def _on_torch_xla(module: Any, late: bool) -> None:
     elif (on_recompile := OnRecompile.from_env(plan.proc_dir, os.environ)) is not None:
         _guarded(on_recompile.start)
         rec.on_recompile = on_recompile
-    fp_capture.attach(rec)
+    if _FINGERPRINTS in sys.modules:
+        sys.modules[_FINGERPRINTS].attach(rec)
     if _debug_file_in_use is None:
         _debug_file_in_use = (plan.debug_file, plan.debug_level)
     _install_proxy(module, xlac)
