@@ -13,7 +13,7 @@ Read from the source text the analysis has (`frames.source_line`: the capture's 
   the first compile assumed); for `training`, the `.train(` / `.eval(` call reached last before
   the call in a loop around it (`_mode_set`), else the file's first indented one.
 Nothing is guessed where the text does not say: no line. Where a name's value was made is
-`value_made`'s.
+`recognizers._value_made`'s.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import re
 from xlagraph.diagnose.frames import source_line, source_lines, split_location
 from xlagraph.diagnose.recognizers._source import BUILDERS, enclosing_function
 from xlagraph.diagnose.recognizers._statements import LOOPS, Function, call_name, enclosing, syntax_tree
-from xlagraph.diagnose.value_made import (
+from xlagraph.diagnose.recognizers._value_made import (
     assigned_before,
     loop_source,
     made_at,
@@ -67,7 +67,7 @@ def rows_filtered(location: str) -> str:
     """`file:line` where a tensor the statement at `location` reads was made by keeping the rows
     a mask selects (`return ids[keep], labels[keep]` with `keep = labels >= 0`): the batch size
     then follows the data, not the loader. The statement itself, else the assignment of each
-    name it reads followed past moves and into a helper's `return` (`value_made.made_at`); ``
+    name it reads followed past moves and into a helper's `return` (`_value_made.made_at`); ``
     when none."""
     file, line = split_location(location)
     if not file or not line:
@@ -124,7 +124,7 @@ def _is_mask(node: ast.AST) -> bool:
 
 def _argument(name: str, code: str, call_site: str, tensor: bool = False) -> str:
     """The line before `call_site` that assigns what it passes as `name`; for a tensor, where its
-    size was made (`value_made.made_at`): a scalar's line is its assignment (`lr =
+    size was made (`_value_made.made_at`): a scalar's line is its assignment (`lr =
     cosine_lr(step)`)."""
     file, line = split_location(call_site)
     params = _params(*split_location(code))
