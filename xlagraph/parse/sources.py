@@ -31,9 +31,11 @@ from xlagraph.source_paths import portable_path
 
 # check_regular_file and read_bytes are `input_files`'; report/ still imports them from here.
 __all__ = [
+    "DUMP_FILE",
     "Graph",
     "Source",
     "check_regular_file",
+    "first_meaningful",
     "load_module",
     "open_source",
     "read",
@@ -44,7 +46,7 @@ __all__ = [
 DOT_HINT = "Graphviz dot is not read by xlagraph: dump with XLA_SAVE_TENSORS_FMT=hlo (or text)"
 
 # --xla_dump_to file names (xla/service/dump.cc FilenameFor); module names contain dots.
-_DUMP_FILE = re.compile(
+DUMP_FILE = re.compile(
     r"^(?:\d+\.)?module_(\d{4,})\.(.+)\."
     r"(before_optimizations|(?:[a-z][a-z0-9_.]*_)?after_optimizations|\d{4}\..+)\.(txt|hlo\.pb)(?:\.xz|\.gz)?$"
 )
@@ -124,7 +126,7 @@ def _body_format(text: str) -> str:
     return "unknown"
 
 
-def _first_meaningful(text: str) -> str:
+def first_meaningful(text: str) -> str:
     """The first of the first 200 lines that is neither blank nor a `//` comment, stripped
     (line by line: splitting would copy the rest of a 50 MB text as its last piece)."""
     start = 0
@@ -149,7 +151,7 @@ def open_source(path: str) -> Source:
     if "## BEGIN_GRAPH" in text:
         return _open_save_file(path, text)
     fmt = _body_format(text)
-    first = _first_meaningful(text)
+    first = first_meaningful(text)
     if fmt == "unknown" and (first.startswith("HloModule") or looks_like_hlo(text)):  # BOM, /* */ first
         fmt = "hlo"
     if fmt == "hlo":
@@ -243,13 +245,13 @@ def _open_dump_dir(path: str) -> Source:
         raise InputError(path, f"cannot list the directory: {e.strerror or e}") from None
     texts = set()
     for name in names:
-        m = _DUMP_FILE.match(name)
+        m = DUMP_FILE.match(name)
         if m is None or any(s in name for s in _NOT_HLO_SUFFIXES):
             continue
         if m.group(4) == "txt":
             texts.add((m.group(1), m.group(2), m.group(3)))
     for name in names:
-        m = _DUMP_FILE.match(name)
+        m = DUMP_FILE.match(name)
         if m is None or any(s in name for s in _NOT_HLO_SUFFIXES):
             continue
         if m.group(4) != "txt" and (m.group(1), m.group(2), m.group(3)) in texts:
