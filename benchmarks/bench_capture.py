@@ -164,7 +164,7 @@ def worker_alternate(blocks: int, model_name: str = "small", launch_only: bool =
 
     from xlagraph.capture import _fingerprint_capture
 
-    cap = _fingerprint_capture._cap
+    cap = _fingerprint_capture.current()
     rec = cap.rec if cap is not None else None
     if rec is None:
         raise SystemExit("--alternate needs XLAGRAPH_CAPTURE and XLAGRAPH_FINGERPRINTS=1")

@@ -24,8 +24,8 @@ from tests.conftest import FIXTURES, ROOT
 from xlagraph.capture import files as fmt
 from xlagraph.capture import read_capture
 from xlagraph.parse.compressed import compressed_twin
+from xlagraph.parse.input_files import read_bytes
 from xlagraph.parse.pt_xla_debug import UNREPORTED_CAUSE
-from xlagraph.parse.sources import read_bytes
 from xlagraph.report import build_report
 from xlagraph.runlog import RunLog
 

@@ -11,7 +11,7 @@ import pytest
 
 from xlagraph.capture import files as fmt
 from xlagraph.capture._env import ENV_MARK, plan_env
-from xlagraph.capture._hook import _supported
+from xlagraph.capture._process_meta import supported
 from xlagraph.capture.reader import read_capture
 from xlagraph.errors import InputError
 from xlagraph.ir import Frame
@@ -199,8 +199,8 @@ def test_plan_env_child_replaces_what_the_parent_capture_set() -> None:
 
 
 def test_supported_versions() -> None:
-    assert _supported("2.9.0") and _supported("2.5.1+git123") and _supported("2.7.0rc1".replace("rc1", ""))
-    assert not _supported("2.4.0") and not _supported("2.10.0") and not _supported("nightly")
+    assert supported("2.9.0") and supported("2.5.1+git123") and supported("2.7.0rc1".replace("rc1", ""))
+    assert not supported("2.4.0") and not supported("2.10.0") and not supported("nightly")
 
 
 def _journal(tmp: Path, lines: list[str]) -> Path:

@@ -33,3 +33,17 @@ def test_dropout_switched_for_good_keeps_dropouts_fix() -> None:
     assert fixes == {"conditional_work.dropout"}
     (event,) = [e for e in report.dynamo.events if e.compile_id == "0/1"]
     assert event.fix == fix("conditional_work.dropout")
+
+
+def test_the_switch_is_cited_not_the_mode_set_before_the_loop() -> None:
+    """drop_path_off.py with `net = ResMLP().to(dev).train()` before the loop: that line set the
+    mode the first compile assumed; the guard's origin and the cause are the `m.eval()` the loop
+    reaches before the recompiled call (they were the `.train()` line: the file's first indented
+    mode set)."""
+    script = "fixtures/torch_xla/mode_switch/drop_path_off_train.py"
+    report = capture_report(FIXTURES / "torch_xla" / "mode_switch" / "drop_path_off_train_capture")
+    switch = script_line(script, "m.eval()")
+    (event,) = [e for e in report.dynamo.events if e.compile_id == "0/1"]
+    assert [g.origin for g in event.guards] == [switch]
+    switched = [r for r in report.recompiles if r.dynamo == "0/1"]
+    assert switched and all(list(c.sources) == [switch] for r in switched for c in r.causes)

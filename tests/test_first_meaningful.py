@@ -1,4 +1,4 @@
-"""`sources._first_meaningful` reads line by line what splitting the text gave (a property over
+"""`sources.first_meaningful` reads line by line what splitting the text gave (a property over
 generated texts: blank lines, `//` comments, fewer and more than 200 lines)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xlagraph.parse.sources import _first_meaningful
+from xlagraph.parse.sources import first_meaningful
 
 
 def _by_split(text: str) -> str:
@@ -26,9 +26,9 @@ _LINES = st.sampled_from(
 @given(st.lists(_LINES, max_size=260), st.booleans())
 def test_line_by_line_equals_split(lines: list[str], trailing: bool) -> None:
     text = "\n".join(lines) + ("\n" if trailing else "")
-    assert _first_meaningful(text) == _by_split(text)
+    assert first_meaningful(text) == _by_split(text)
 
 
 def test_past_two_hundred_lines_nothing_is_read() -> None:
-    assert _first_meaningful("\n" * 200 + "HloModule m") == _by_split("\n" * 200 + "HloModule m") == ""
-    assert _first_meaningful("\n" * 199 + "HloModule m") == "HloModule m"
+    assert first_meaningful("\n" * 200 + "HloModule m") == _by_split("\n" * 200 + "HloModule m") == ""
+    assert first_meaningful("\n" * 199 + "HloModule m") == "HloModule m"

@@ -39,9 +39,9 @@ def test_every_real_hlo_file_parses(path: Path) -> None:
     ],
 )
 def test_dump_file_names_tell_their_stage(name: str, stage: str) -> None:
-    from xlagraph.parse.sources import _DUMP_FILE
+    from xlagraph.parse.sources import DUMP_FILE
 
-    m = _DUMP_FILE.match(name)
+    m = DUMP_FILE.match(name)
     assert m is not None and m.group(3) == stage
 
 

@@ -28,7 +28,8 @@ from xlagraph.canonical import canonicalize
 from xlagraph.diff import diff_files
 from xlagraph.errors import InputError, ParseError
 from xlagraph.parse.hlo import parse_hlo
-from xlagraph.parse.sources import MAX_INPUT_ENV, read_bytes, split_spec
+from xlagraph.parse.input_files import MAX_INPUT_ENV, read_bytes
+from xlagraph.parse.sources import split_spec
 from xlagraph.render.text import render_diff_text
 
 HLO = FIXTURES / "jax" / "pairs" / "constant_change" / "a.hlo"

@@ -220,3 +220,31 @@ def test_a_loop_variable_over_a_loader_is_traced_to_the_loaders_line(loaders: st
     at = lambda n: f"{loaders}:{n}"  # noqa: E731
     # the batch size is the loader's (`DataLoader(..., batch_size=8)`), not the loop header's
     assert origin_of("tensor_size", "args[0]", "torch/nn/modules/container.py:1", at(49)) == at(46)
+
+
+SET_BEFORE = '''import torch
+
+
+def main():
+    net = Net().to(dev).train()
+    model = torch.compile(net)
+    for epoch in range(3):
+        if epoch == 2:
+            for m in net.drops:
+                m.eval()  # the switch
+        for _ in range(2):
+            loss = model(x).sum()
+            loss.backward()
+    net.eval()
+'''
+
+
+def test_train_eval_is_the_mode_set_in_the_loop_not_the_one_before_it(tmp_path: Path) -> None:
+    """`.train()` before the loop set the mode the first compile assumed; the recompile follows
+    the `m.eval()` the loop reaches before the call (fixtures/torch_xla/mode_switch/drop_path_off_train.py
+    is the real capture)."""
+    (tmp_path / "train.py").write_text(SET_BEFORE)
+    with reading_sources(SourceText(bases=(str(tmp_path),))):
+        assert origin_of("train_eval", "self.training", "train.py:1", "train.py:12") == "train.py:10"
+        # a call outside any loop that sets a mode: the file's first indented one, as before
+        assert origin_of("train_eval", "self.training", "train.py:1", "train.py:14") == "train.py:5"

@@ -6,9 +6,11 @@ under which names, and when they are computed and fetched (CUDA and CPU at the s
 one step later; XLA after the step's sync, held by weak reference until then, in a graph of their
 own: `_fingerprint_xla`) are docs/divergence.md ("Capture").
 
-Per step the hooks do little Python work per tensor: each optimizer's names (as `_Slot`s, which
+Per step the hooks do little Python work per tensor: each optimizer's names (as `Slot`s, which
 remember their name id) are worked out once and again only when its parameters change, so a
 step looks up `.grad` and the state and makes one weak reference per tensor.
+
+The names are `_fingerprint_names`', the files `_fingerprint_writer`'s.
 
 Never breaks training: every hook body is guarded; the first error is printed once and written
 to fingerprints.jsonl, and fingerprints stop (the rest of the capture goes on).
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import json
 import os
 import sys
 import time
@@ -26,12 +27,11 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from xlagraph.capture import fingerprint_format as ff
-from xlagraph.capture._env import truthy
-from xlagraph.capture._fingerprint_records import Step, records
+from xlagraph.capture._fingerprint_names import OptimizerPlan, Slot, optimizer_plan
+from xlagraph.capture._fingerprint_writer import FingerprintWriter
 from xlagraph.capture._import_hook import AfterImport
 
-__all__ = ["arm", "attach", "disarm", "enabled"]
+__all__ = ["arm", "attach", "current", "disarm"]
 
 MAX_IO_TENSORS = 16  # input and output tensors kept per step
 PREFIX = "xlagraph fingerprints:"
@@ -39,10 +39,6 @@ FETCH_EVERY = 32  # XLA: the fingerprint tables of this many steps are fetched i
 FETCH_SECONDS = 1.0  # ...or fewer, once the oldest is this old (a killed run loses at most these)
 
 _cap: _Capture | None = None
-
-
-def enabled(environ: Any) -> bool:
-    return truthy(environ.get("XLAGRAPH_FINGERPRINTS"))
 
 
 def arm(proc_dir: str, max_bytes: int) -> None:
@@ -57,6 +53,11 @@ def arm(proc_dir: str, max_bytes: int) -> None:
         _cap.guard(_cap.install)
     else:
         sys.meta_path.insert(0, _FINDER)
+
+
+def current() -> _Capture | None:
+    """This process's fingerprint capture, while one is armed."""
+    return _cap
 
 
 def attach(rec: Any) -> None:
@@ -90,32 +91,11 @@ def _torch_imported(module: Any) -> None:
 _FINDER = AfterImport("torch", _torch_imported)  # runs `install` once `import torch` has finished
 
 
-class _Slot:
-    """One tensor name of the capture, and its id in the files once it has one (-1 before)."""
-
-    __slots__ = ("id", "name", "role")
-
-    def __init__(self, name: str, role: str) -> None:
-        self.name, self.role, self.id = name, role, -1
-
-
-class _Plan:
-    """What an optimizer's step hook reads: its parameters, with their names' slots."""
-
-    __slots__ = ("count", "named", "params", "states")
-
-    def __init__(self, count: int, named: bool, params: list[tuple[Any, str]]) -> None:
-        self.count, self.named = count, named  # named: from the top-level modules (else groupG.paramI)
-        self.params = [(p, _Slot(f"{n}.grad", "grad"), _Slot(n, "param")) for p, n in params]
-        self.states: dict[tuple[int, str], _Slot] = {}  # (parameter index, state key) -> slot
-
-
 class _Capture:
     """One process's fingerprint capture: hooks, what the current step saw, the writer."""
 
     def __init__(self, proc_dir: str, max_bytes: int) -> None:
-        self.dir = proc_dir
-        self.max_bytes = max_bytes
+        self.writer = FingerprintWriter(proc_dir, max_bytes)
         self.active = True
         self.failed = False
         self.pid = os.getpid()
@@ -127,18 +107,13 @@ class _Capture:
         self.inputs: list[Any] = []  # refs (weak on XLA, detached tensors elsewhere)
         self.outputs: list[Any] = []
         self.loss: Any = None
-        self.names: dict[tuple[str, str], int] = {}
-        self.plans: weakref.WeakKeyDictionary[Any, _Plan] = weakref.WeakKeyDictionary()
-        self.io_slots: dict[tuple[str, int], _Slot] = {}
-        self.loss_slot = _Slot("loss", "loss")
+        self.plans: weakref.WeakKeyDictionary[Any, OptimizerPlan] = weakref.WeakKeyDictionary()
+        self.io_slots: dict[tuple[str, int], Slot] = {}
+        self.loss_slot = Slot("loss", "loss")
         self.step = 0
-        self.pending: list[tuple[_Slot, Any]] = []  # XLA: (slot, weakref) until the sync
+        self.pending: list[tuple[Slot, Any]] = []  # XLA: (slot, weakref) until the sync
         self.inflight: list[tuple[Any, Any, list[int], int, int]] = []  # (table, event, ids, step, jstep)
         self.inflight_since = 0.0  # when the oldest table in flight was started
-        self.bytes = 0
-        self.fd_bin: int | None = None
-        self.fd_jsonl: int | None = None
-        self.rank_written = False
         self.side_state: Any = None  # XLA: the fingerprint graph's state (_fingerprint_xla.SideState)
 
     # -- hooks ----------------------------------------------------------------------------------
@@ -190,7 +165,7 @@ class _Capture:
         msg = f"fingerprints off after error: {type(exc).__name__}: {exc}"
         print(f"{PREFIX} {msg}", file=sys.stderr, flush=True)
         with contextlib.suppress(Exception):
-            self._jsonl([{"k": "note", "v": msg}])
+            self.writer.jsonl([{"k": "note", "v": msg}])
 
     def _pre_forward(self, module: Any, args: Any) -> None:
         self.depth += 1
@@ -227,7 +202,7 @@ class _Capture:
         found = [(self._io_slot("input", i), r) for i, r in enumerate(self.inputs)]
         if self.loss is not None:
             found.append((self.loss_slot, self.loss))
-        plan = self._plan(optimizer)
+        plan = optimizer_plan(optimizer, self.roots, self.plans)
         state = optimizer.state
         states, params = [], []
         for k, (p, grad, param) in enumerate(plan.params):  # the order of the first step's ids
@@ -240,7 +215,7 @@ class _Capture:
                     if _is_tensor(value):
                         slot = plan.states.get((k, key))
                         if slot is None:
-                            slot = plan.states[(k, key)] = _Slot(f"{param.name}.{key}", "state")
+                            slot = plan.states[(k, key)] = Slot(f"{param.name}.{key}", "state")
                         states.append((slot, _ref(value)))
             params.append((param, _ref(p)))
         found += states
@@ -253,41 +228,16 @@ class _Capture:
         self._fetch_inflight()
         self._start_eager(found)
 
-    def _io_slot(self, role: str, i: int) -> _Slot:
+    def _io_slot(self, role: str, i: int) -> Slot:
         slot = self.io_slots.get((role, i))
         if slot is None:
-            slot = self.io_slots[(role, i)] = _Slot(f"{role}.{i}", role)
+            slot = self.io_slots[(role, i)] = Slot(f"{role}.{i}", role)
         return slot
 
-    def _plan(self, optimizer: Any) -> _Plan:
-        """The optimizer's parameters and their slots; worked out again only when its number of
-        parameters changes, or while they are not named yet."""
-        groups = optimizer.param_groups
-        count = sum(len(group["params"]) for group in groups)
-        plan = self.plans.get(optimizer)
-        if plan is not None and plan.count == count and plan.named:
-            return plan
-        names: dict[int, str] = {}
-        for root in list(self.roots):
-            prefix = ""
-            for name, p in root.named_parameters():
-                if id(p) in names:
-                    continue
-                if name in names.values():  # a second top-level module with the same names
-                    prefix = f"{type(root).__name__}."
-                names[id(p)] = prefix + name
-        out = []
-        for g, group in enumerate(groups):
-            for i, p in enumerate(group["params"]):
-                out.append((p, names.get(id(p), f"group{g}.param{i}")))
-        plan = _Plan(count, bool(names), out)  # before any top-level call the names are not known
-        self.plans[optimizer] = plan
-        return plan
-
-    def _start_eager(self, found: list[tuple[_Slot, Any]]) -> None:
+    def _start_eager(self, found: list[tuple[Slot, Any]]) -> None:
         from xlagraph.capture._fingerprints import fingerprint
 
-        by_device: dict[str, list[tuple[_Slot, Any]]] = {}
+        by_device: dict[str, list[tuple[Slot, Any]]] = {}
         for slot, r in found:
             t = _deref(r)
             if t is not None and t.numel() >= 0:
@@ -295,7 +245,7 @@ class _Capture:
         step = self.step
         self.step += 1
         for items in by_device.values():
-            ids = [self._slot_id(slot, t) for slot, t in items]
+            ids = [self.writer.name_id(slot, t) for slot, t in items]
             table = fingerprint([t for _, t in items])
             event = None
             if table.device.type == "cuda":
@@ -326,7 +276,9 @@ class _Capture:
             all_ids.extend(ids)
             tables.append(fetched.get(id(table)) if table.is_xla else table.cpu())
         if steps:
-            self._write_steps([(step, jstep, ids, tables) for (step, jstep), (ids, tables) in steps.items()])
+            done = [(step, jstep, ids, tables) for (step, jstep), (ids, tables) in steps.items()]
+            if not self.writer.write_steps(done, self.rec):
+                self.active = False
 
     def _fetch_due(self) -> bool:
         return bool(self.inflight) and (
@@ -361,7 +313,7 @@ class _Capture:
             t = r() if type(r) is weakref.ref else r  # (a tensor off the device is held as itself)
             if t is not None and t.is_xla:
                 tensors.append(t)
-                ids.append(slot.id if slot.id >= 0 else self._slot_id(slot, t))
+                ids.append(slot.id if slot.id >= 0 else self.writer.name_id(slot, t))
         self.pending = []
         if not tensors:
             return
@@ -379,110 +331,14 @@ class _Capture:
         (that would run the training graph inside this one)."""
         self._fetch_inflight()
         if self.pending:
-            self._jsonl(
+            self.writer.jsonl(
                 [{"k": "note", "v": "the last optimizer step had no sync after it: not fingerprinted"}]
             )
             self.pending = []
         if self.side_state is not None and self.side_state.compiles:
             n = self.side_state.compiles
             note = f"fingerprint graph compiled {n} time(s), run after each sync; left out of the journal"
-            self._jsonl([{"k": "note", "v": note}])
-
-    # -- writing --------------------------------------------------------------------------------
-
-    def _slot_id(self, slot: _Slot, t: Any) -> int:
-        """The slot's name id; a name seen for the first time gets one, and its record (with the
-        shape and dtype it has now) goes to fingerprints.jsonl."""
-        key = (slot.name, slot.role)
-        i = self.names.get(key)
-        if i is None:
-            if len(self.names) >= ff.MAX_NAMES:
-                raise RuntimeError(f"more than {ff.MAX_NAMES} distinct tensor names")
-            i = self.names[key] = len(self.names)
-            dtype = str(t.dtype).removeprefix("torch.")
-            self._jsonl(
-                [
-                    {
-                        "k": "name",
-                        "id": i,
-                        "name": slot.name,
-                        "role": slot.role,
-                        "shape": list(t.shape),
-                        "dtype": dtype,
-                    }
-                ]
-            )
-        slot.id = i
-        return i
-
-    def _write_steps(self, steps: list[Step]) -> None:
-        """Append the steps' records in one write; past XLAGRAPH_MAX_MB, none after that step."""
-        if self.fd_bin is None:
-            self._open()
-        room = self.max_bytes - self.bytes
-        for k, (step, _, ids, _) in enumerate(steps):
-            room -= ff.RECORD.size * (1 + len(ids))
-            if room < 0:
-                self._jsonl(
-                    [{"k": "note", "v": f"XLAGRAPH_MAX_MB reached at step {step}: no more fingerprints"}]
-                )
-                self.active = False
-                steps = steps[:k]
-                break
-        if not steps:
-            return
-        self._write_rank()
-        view = memoryview(records(steps))
-        self.bytes += len(view)
-        while view:
-            view = view[os.write(self.fd_bin, view) :]  # type: ignore[arg-type]
-
-    def _open(self) -> None:
-        os.makedirs(self.dir, exist_ok=True)
-        self.fd_bin = os.open(os.path.join(self.dir, ff.BIN), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-
-    def _jsonl(self, records: list[dict[str, Any]]) -> None:
-        if self.fd_jsonl is None:
-            os.makedirs(self.dir, exist_ok=True)
-            path = os.path.join(self.dir, ff.JSONL)
-            self.fd_jsonl = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            torch = sys.modules.get("torch")
-            version = str(getattr(torch, "__version__", ""))
-            meta = {"k": "meta", "format": ff.FORMAT, "pid": os.getpid(), "torch": version}
-            records = [meta, *records]
-        data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
-        os.write(self.fd_jsonl, data)
-
-    def _write_rank(self) -> None:
-        if self.rank_written:
-            return
-        self.rank_written = True
-        self._jsonl([_rank_record(self.rec)])
-
-
-def _rank_record(rec: Any) -> dict[str, Any]:
-    """The rank the user's code sees: torch.distributed's when it is set up, else the capture
-    recorder's (torch_xla), else torchrun's RANK."""
-    dist = sys.modules.get("torch.distributed")
-    if dist is not None and dist.is_available() and dist.is_initialized():
-        return {
-            "k": "rank",
-            "rank": dist.get_rank(),
-            "world": dist.get_world_size(),
-            "source": "torch.distributed",
-        }
-    if rec is not None and rec.meta.get("rank") is not None:
-        return {
-            "k": "rank",
-            "rank": rec.meta["rank"],
-            "world": rec.meta.get("world_size"),
-            "source": "capture",
-        }
-    rank, world = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
-    if rank is not None and rank.isdigit():
-        w = int(world) if world is not None and world.isdigit() else None
-        return {"k": "rank", "rank": int(rank), "world": w, "source": "RANK"}
-    return {"k": "rank", "rank": None, "world": None, "source": ""}
+            self.writer.jsonl([{"k": "note", "v": note}])
 
 
 def _is_tensor(value: Any) -> bool:

@@ -26,6 +26,7 @@ from xlagraph.capture import files as fmt
 from xlagraph.capture._debug_stream import decode
 from xlagraph.capture._dumps import scan_dumps, unlink
 from xlagraph.capture._eager import skip_eager
+from xlagraph.capture._xla_counters import counters
 from xlagraph.parse.pt_xla_debug import parse_pt_xla_debug
 
 __all__ = ["SideState", "side_graph"]
@@ -87,7 +88,7 @@ def _absorb(rec: Any, before: tuple[int, set[str] | None], state: SideState) -> 
     s = rec.s
     if rec.debug.unread():  # nothing in eager mode; a block written anyway is this graph's: dropped
         _, s.carry = parse_pt_xla_debug(s.carry + decode(rec.debug.read()))
-    compiles, _ = rec._counters()
+    compiles, _ = counters(rec.xlac)
     new_compiles = compiles - before[0]
     # One execution is this graph's, whenever the (lagging) execution counter shows it. Its
     # compile is booked under EagerCompileTime: the CompileTime metric the journal reads is as

@@ -21,7 +21,6 @@ once and capture turns itself off while the original step marker keeps working.
 from __future__ import annotations
 
 import atexit
-import functools
 import os
 import socket
 import sys
@@ -29,33 +28,37 @@ import time
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import replace
 from typing import Any
 
 from xlagraph.capture import _dynamo as dynamo
-from xlagraph.capture import _fingerprint_capture as fp_capture
-from xlagraph.capture import _zoom as zoom
-from xlagraph.capture import files as fmt
-from xlagraph.capture._env import EnvPlan, plan_env, process_dir_name
+from xlagraph.capture._env import EnvPlan, plan_env, process_dir_name, truthy
 from xlagraph.capture._import_hook import spec_then
+from xlagraph.capture._mark_sharding import SHARDING_MODULE, unwrap_mark_sharding, wrap_mark_sharding
 from xlagraph.capture._on_recompile import OnRecompile
+from xlagraph.capture._process_meta import (
+    SUPPORTED,
+    dynamo_only_meta,
+    late_start,
+    live_dynamo_meta,
+    process_meta,
+    start_message,
+    supported,
+)
 
 __all__ = ["capture", "start_from_env"]
 
-SUPPORTED = ((2, 5), (2, 9))
 PREFIX = "xlagraph capture:"
+_FINGERPRINTS, _ZOOM = "xlagraph.capture._fingerprint_capture", "xlagraph.capture._zoom"  # imported if on
 
 _plan: EnvPlan | None = None  # planned, waiting for torch_xla
 _started_by = ""
 _recorder: Any = None  # the Recorder, once torch_xla is imported
-_DYNAMO_ONLY = "torch_xla was not imported: dynamo's record only"
 _dynamo_live = False  # no torch_xla: meta.json written at the first compiled call
 _dynamo_watchdog: tuple[int, OnRecompile] | None = None  # (its process, the helper) without torch_xla
 _real_xlac: Any = None  # the real torch_xla._XLAC while the proxy stands in for it
 _debug_file_in_use: tuple[str, int] | None = None  # torch_xla reads PT_XLA_DEBUG_FILE once per process
 _process_hooks = False  # atexit and fork handlers, registered once
 _ir_debug_set = False  # capture() turned torch_xla's IR debug on at run time: turn it off again
-_real_mark_sharding: tuple[Any, Any] | None = None  # (xla_sharding module, its mark_sharding)
 
 
 def start_from_env() -> None:
@@ -106,7 +109,9 @@ def _start(directory: str, started_by: str, environ: dict[str, str]) -> EnvPlan:
     plan = plan_env(environ, proc_dir)
     os.environ.update(plan.set_vars)
     _plan, _started_by = plan, started_by
-    if fp_capture.enabled(environ):  # XLAGRAPH_FINGERPRINTS=1: also plain PyTorch, no torch_xla
+    if truthy(environ.get("XLAGRAPH_FINGERPRINTS")):  # also plain PyTorch; imported only then (start-up)
+        from xlagraph.capture import _fingerprint_capture as fp_capture
+        from xlagraph.capture import _zoom as zoom
         from xlagraph.capture._settings import Settings
 
         _guarded(lambda: fp_capture.arm(proc_dir, Settings.from_env(environ).max_bytes))
@@ -133,16 +138,14 @@ def _stop() -> None:
     if _ir_debug_set:
         _guarded(_reset_ir_debug)
     _unhook()
-    _unwrap_mark_sharding()
-    zoom.disarm()
-    fp_capture.disarm()
+    unwrap_mark_sharding()
+    for side in (_ZOOM, _FINGERPRINTS):  # armed only if imported
+        if side in sys.modules:
+            sys.modules[side].disarm()
     dynamo.disarm()
     if plan is not None:
         _restore_env(plan)
     _plan, _recorder = None, None
-
-
-SHARDING_MODULE = "torch_xla.distributed.spmd.xla_sharding"
 
 
 class _TorchXlaFinder:
@@ -176,41 +179,7 @@ def _finder_removed(finder: Any, keep: bool) -> Iterator[None]:
 
 
 def _wrap_mark_sharding(module: Any) -> None:
-    """Record each `mark_sharding(t, mesh, spec)` call: the only place the user's mesh axes and
-    line are known; the HLO has `{devices=[4,1]0,1,2,3}` only. One wrapper frame is harmless here
-    (mark_sharding is not a sync, torch_xla names nothing from its frames)."""
-    global _real_mark_sharding
-    real = getattr(module, "mark_sharding", None)
-    if real is None or getattr(real, "_xlagraph_wrapped", False):
-        return
-
-    @functools.wraps(real)
-    def mark_sharding(t: Any, mesh: Any, partition_spec: Any, *args: Any, **kwargs: Any) -> Any:
-        result = real(t, mesh, partition_spec, *args, **kwargs)
-        rec = _recorder
-        if rec is not None and rec.active:
-            caller = sys._getframe(1)
-            rec.guard(lambda: rec.record_mark_sharding(t, mesh, partition_spec, caller))
-        return result
-
-    mark_sharding._xlagraph_wrapped = True  # type: ignore[attr-defined]
-    _real_mark_sharding = (module, real)
-    module.mark_sharding = mark_sharding
-    package = sys.modules.get(SHARDING_MODULE.rpartition(".")[0])  # imported before us: re-export
-    if package is not None and getattr(package, "mark_sharding", None) is real:
-        package.mark_sharding = mark_sharding
-
-
-def _unwrap_mark_sharding() -> None:
-    global _real_mark_sharding
-    if _real_mark_sharding is None:
-        return
-    module, real = _real_mark_sharding
-    package = sys.modules.get(SHARDING_MODULE.rpartition(".")[0])
-    for owner in (module, package):
-        if owner is not None and getattr(getattr(owner, "mark_sharding", None), "_xlagraph_wrapped", False):
-            owner.mark_sharding = real
-    _real_mark_sharding = None
+    wrap_mark_sharding(module, lambda: _recorder)
 
 
 def _remove_finder() -> None:
@@ -266,18 +235,15 @@ def _hook_process() -> None:
 
 def _on_torch_xla(module: Any, late: bool) -> None:
     """torch_xla is imported: check its version, create the recorder, patch the step marker."""
-    global _recorder, _debug_file_in_use
+    global _recorder, _debug_file_in_use, _ir_debug_set
     plan = _plan
     if plan is None or _recorder is not None:
         return
     version = str(getattr(module, "__version__", "?"))
-    if not _supported(version):
+    if not supported(version):
         (a, b), (c, d) = SUPPORTED
-        print(
-            f"{PREFIX} torch_xla {version} is not supported ({a}.{b} – {c}.{d}): capture is off",
-            file=sys.stderr,
-            flush=True,
-        )
+        note = f"torch_xla {version} is not supported ({a}.{b} – {c}.{d}): capture is off"
+        print(f"{PREFIX} {note}", file=sys.stderr, flush=True)
         _restore_env(plan)
         return
     from xlagraph.capture._recorder import Recorder, Settings
@@ -287,8 +253,9 @@ def _on_torch_xla(module: Any, late: bool) -> None:
 
     notes: list[str] = []
     if late:
-        plan, notes = _late_start(plan, xlac)
-    meta = _meta(module, plan, notes)
+        plan, notes, ir_debug_set = late_start(plan, xlac, _debug_file_in_use)
+        _ir_debug_set = _ir_debug_set or ir_debug_set
+    meta = process_meta(module, plan, notes, _started_by)
     rec = Recorder(plan, xlac, Settings.from_env(os.environ), meta, xm.add_step_closure)
     _recorder = rec
     if _dynamo_watchdog is not None and _dynamo_watchdog[0] == os.getpid():
@@ -296,53 +263,13 @@ def _on_torch_xla(module: Any, late: bool) -> None:
     elif (on_recompile := OnRecompile.from_env(plan.proc_dir, os.environ)) is not None:
         _guarded(on_recompile.start)
         rec.on_recompile = on_recompile
-    fp_capture.attach(rec)
+    if _FINGERPRINTS in sys.modules:
+        sys.modules[_FINGERPRINTS].attach(rec)
     if _debug_file_in_use is None:
         _debug_file_in_use = (plan.debug_file, plan.debug_level)
     _install_proxy(module, xlac)
     _hook_process()
-    turned_on = ", ".join(
-        f"{k}={v}" for k, v in plan.set_vars.items() if k.startswith(("PT_XLA", "XLA_IR", "XLA_HLO"))
-    )
-    turned_on = turned_on.replace(f"={plan.debug_file}", "=<folder>/" + fmt.DEBUG_FILE)
-    hint = {
-        "auto": " (source lines until the run is steady and after each compile; XLAGRAPH_SOURCE_LINES="
-        "always keeps them, 0 turns them off)",
-        "always": " (XLAGRAPH_SOURCE_LINES=auto keeps them only until the run is steady, 0 turns them off)",
-    }.get(plan.source_lines_mode, "")
-    print(
-        f"{PREFIX} writing {plan.proc_dir}; set {turned_on}"
-        f"{', --xla_dump_to=<folder>/hlo' if plan.hlo_dump else ''}{hint}",
-        file=sys.stderr,
-        flush=True,
-    )
-
-
-def _late_start(plan: EnvPlan, xlac: Any) -> tuple[EnvPlan, list[str]]:
-    """capture() entered after import torch_xla: keep what still works, say what does not."""
-    notes: list[str] = []
-    started = getattr(xlac, "_xla_runtime_is_initialized", lambda: True)
-    if plan.hlo_dump and started():
-        plan = replace(plan, hlo_dump=False)
-        notes.append(
-            "capture started after the torch_xla runtime: no HLO kept (XLA_FLAGS is read at its start)"
-        )
-    ran = (xlac._xla_counter_value("ExecuteComputation") or 0) > 0
-    if ran and _debug_file_in_use is not None:
-        # torch_xla keeps writing where it first wrote: an earlier capture() in this process
-        plan = replace(plan, debug_file=_debug_file_in_use[0], debug_level=_debug_file_in_use[1])
-    elif ran:
-        plan = replace(plan, debug_level=0)
-        notes.append(
-            "capture started after torch_xla ran graphs, so PT_XLA_DEBUG is off for this process: "
-            "executions are counted per step but not identified"
-        )
-    global _ir_debug_set
-    if plan.source_lines and hasattr(xlac, "_set_ir_debug") and not xlac._get_ir_debug():
-        xlac._set_ir_debug(True)
-        _ir_debug_set = True
-        notes.append("XLA_IR_DEBUG turned on at capture start: tensors created before it have no frames")
-    return plan, notes
+    print(f"{PREFIX} {start_message(plan)}", file=sys.stderr, flush=True)
 
 
 def active_capture() -> tuple[str, int] | None:
@@ -425,16 +352,8 @@ def _start_dynamo_only() -> None:
     _dynamo_live = True
     plan = _plan
     assert plan is not None
-    os.makedirs(plan.proc_dir, exist_ok=True)
-    if os.path.exists(os.path.join(plan.proc_dir, fmt.META)):
+    if not live_dynamo_meta(plan, _started_by):
         return
-    from xlagraph.capture._journal import write_meta
-    from xlagraph.capture.stored_sources import Relativizer, portable_meta
-
-    meta = _meta(None, plan, [_DYNAMO_ONLY])
-    paths = Relativizer.here()
-    # the real cwd while it runs, as a torch_xla capture's meta.json has it: "." at its clean exit
-    write_meta(plan.proc_dir, {**portable_meta(meta, plan.proc_dir, paths), "cwd": meta["cwd"]})
     on_recompile = OnRecompile.from_env(plan.proc_dir, os.environ)
     if on_recompile is not None:
         on_recompile.start()
@@ -446,18 +365,7 @@ def _dynamo_only_meta() -> None:
     plan = _plan
     assert plan is not None
     dynamo.disarm()
-    meta_path = os.path.join(plan.proc_dir, fmt.META)
-    if not os.path.isdir(plan.proc_dir) or (os.path.exists(meta_path) and not _dynamo_live):
-        return
-    from xlagraph.capture._journal import write_meta
-    from xlagraph.capture.stored_sources import Relativizer, portable_meta
-
-    meta = _meta(None, plan, [_DYNAMO_ONLY])
-    paths = Relativizer.here()
-    sites = [[paths(file), line, n] for file, line, n in dynamo.calls_by_site()]
-    meta.update(end_time=time.time(), clean_exit=True, compiled_calls=dynamo.calls())
-    meta["compiled_call_sites"] = sites
-    write_meta(plan.proc_dir, portable_meta(meta, plan.proc_dir, paths))
+    dynamo_only_meta(plan, _started_by, _dynamo_live)
 
 
 def _after_fork() -> None:
@@ -487,45 +395,3 @@ def _restore_env_quietly() -> None:
     if _plan is not None:
         with suppress(Exception):
             _restore_env(_plan)
-
-
-def _supported(version: str) -> bool:
-    try:
-        major, minor = (int(p) for p in version.split("+")[0].split(".")[:2])
-    except ValueError:
-        return False
-    return SUPPORTED[0] <= (major, minor) <= SUPPORTED[1]
-
-
-def _meta(module: Any, plan: EnvPlan, notes: list[str]) -> dict[str, Any]:
-    from importlib import metadata
-
-    try:
-        version = metadata.version("xlagraph")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    torch = sys.modules.get("torch")
-    start = time.time()
-    return {
-        "format": fmt.FORMAT,
-        "format_version": fmt.VERSION,
-        "xlagraph": version,
-        "torch_xla": str(getattr(module, "__version__", "")) if module is not None else "",
-        "torch": str(getattr(torch, "__version__", "")),
-        "python": sys.version.split()[0],
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "rank": None,
-        "world_size": None,
-        "argv": list(sys.argv),
-        "cwd": os.getcwd(),
-        "start_time": start,
-        "start_iso": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(start)),
-        "started_by": _started_by,
-        "env_set": {k: v for k, v in plan.set_vars.items() if not k.startswith("_")},
-        "debug_level": plan.debug_level,
-        "source_lines": plan.source_lines,
-        "source_lines_mode": plan.source_lines_mode,
-        "hlo_dump": plan.hlo_dump,
-        "notes": notes,
-    }

@@ -15,9 +15,11 @@ torch_xla is passed in (`xlac` = `torch_xla._XLAC`), never imported here at modu
 `_settings` (the XLAGRAPH_* knobs), `_state` (what changes during the run), `_debug_stream` (reading
 PT_XLA_DEBUG), `_dumps` (the --xla_dump_to folder), `_tensors_report` (the live-tensor report),
 `_source_lines` (XLAGRAPH_SOURCE_LINES=auto), `_placement` (rank and mark_sharding records),
-`_journal` (writing the journal and meta.json). The functions take the recorder as a `_host.Host`
-(what they use of it: its state, settings, `note`, `update`, `fits` and `cap_reason`), so none of
-them imports this module.
+`_journal` (writing the journal and meta.json), `_steps` (a step's records), `_xla_counters`
+(torch_xla's counters and metrics), `_stored_files` (portable paths, sources, compression). The
+functions take the recorder as a `_host.Host` (what they use of it: its state, settings, `note`,
+`update`, `fits` and `cap_reason`; `_steps.Stepper` a little more), so none of them imports this
+module.
 """
 
 from __future__ import annotations
@@ -31,32 +33,26 @@ from contextlib import suppress
 from typing import Any
 
 from xlagraph.capture import files as fmt
-from xlagraph.capture._compress import compress_dumps
 from xlagraph.capture._debug_stream import DebugStream, decode
 from xlagraph.capture._dumps import scan_dumps
 from xlagraph.capture._eager import eager_compiles, eager_count, eager_on
 from xlagraph.capture._env import EnvPlan
-from xlagraph.capture._journal import append_records, graph_records, intern_cause, intern_frames, write_meta
+from xlagraph.capture._journal import append_records, graph_records, write_meta
 from xlagraph.capture._placement import MAX_SHARD_RECORDS, MarkSharding, rank_record, unwrap
 from xlagraph.capture._settings import STEADY_MARKERS, Settings
 from xlagraph.capture._source_lines import (
     adapt_source_lines,
-    await_lines,
     lines_auto_supported,
     merge_source_lines,
     probe_lines,
     resolve_probe,
 )
 from xlagraph.capture._state import GraphEntry, RunState
-from xlagraph.capture._tensors_report import attach_tensors, settle_guess, take_report
-from xlagraph.capture.stored_sources import (
-    Relativizer,
-    budget_bytes,
-    portable_dumps,
-    portable_file,
-    portable_meta,
-    store_sources,
-)
+from xlagraph.capture._steps import record_step
+from xlagraph.capture._stored_files import compress, make_portable, store_at_exit, store_new_sources
+from xlagraph.capture._tensors_report import settle_guess, take_report
+from xlagraph.capture._xla_counters import compile_metric, counters
+from xlagraph.capture.stored_sources import Relativizer, portable_meta
 from xlagraph.parse.pt_xla_debug import Analysis, Execution, fold_executions, parse_pt_xla_debug
 
 # Settings and STEADY_MARKERS live in _settings; the hook and tests import them from here.
@@ -98,8 +94,8 @@ class Recorder:
         os.makedirs(self.dir, exist_ok=True)
         os.makedirs(self.tensors_dir, exist_ok=True)
         self.s = RunState()
-        self.s.compiles, self.s.executes = self._counters()
-        self.base = (self.s.compiles, self.s.executes, self._compile_metric()[0])
+        self.s.compiles, self.s.executes = counters(self.xlac)
+        self.base = (self.s.compiles, self.s.executes, compile_metric(self.xlac)[0])
         self.s.eager_count = self.eager_base = eager_count(xlac)
         self.meta = dict(meta)
         self.paths = Relativizer.here()  # portable paths, and the sources to store
@@ -108,7 +104,7 @@ class Recorder:
         self.meta["notes"] = [*self.meta["notes"], *plan.notes]
         self._write_meta()
         self.fd = os.open(os.path.join(self.dir, fmt.JOURNAL), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        self._write(
+        self.write(
             [
                 {
                     "k": fmt.START,
@@ -176,7 +172,7 @@ class Recorder:
             own, s.pending = fold_executions(events, s.pending, self.executions_reported)
             s.last_read = (key, (before, own, s.carry, s.pending))
         eager = eager_compiles(self)  # before the step's graphs are paired with their dumps
-        compiles, executes = self._counters()
+        compiles, executes = counters(self.xlac)
         dc = compiles - s.compiles
         if not s.bridge_marker:
             s.user_markers += 1
@@ -189,7 +185,7 @@ class Recorder:
             settle_guess(s, compiled=False)
             s.overhead += time.perf_counter() - t
             return
-        self._record_step([*before, *own], len(before), t, compiles, executes, eager=eager)
+        record_step(self, [*before, *own], len(before), t, compiles, executes, eager=eager)
         settle_guess(s, compiled=any(ex.compiled for ex in own))
         s.overhead = 0.0
         s.report = None
@@ -215,11 +211,11 @@ class Recorder:
             own, s.pending = fold_executions(events, s.pending, self.executions_reported)
             s.last_call_read = (key, (own, s.carry, s.pending))
         eager = eager_compiles(self)
-        compiles, executes = self._counters()
+        compiles, executes = counters(self.xlac)
         if not own and compiles == s.compiles and not eager:
             s.overhead += time.perf_counter() - t
             return
-        self._record_step(own, 0, t, compiles, executes, eager=eager, call=True)
+        record_step(self, own, 0, t, compiles, executes, eager=eager, call=True)
         s.overhead = 0.0
 
     def finish(self) -> None:
@@ -237,16 +233,16 @@ class Recorder:
             tail.append(_compiled_only(s.pending))
             s.pending = None
         eager = eager_compiles(self)
-        compiles, executes = self._counters()
+        compiles, executes = counters(self.xlac)
         if tail or compiles != s.compiles:  # (the execution counter lags: not a reason alone)
-            self._record_step(tail, len(tail), t, compiles, executes, closed_by_marker=False, eager=eager)
+            record_step(self, tail, len(tail), t, compiles, executes, closed_by_marker=False, eager=eager)
         scan_dumps(self)
         if s.lowered:
             merge_source_lines(self)
-        self._store_sources()
-        self._compress()
-        self._write(graph_records(self.s))
-        count, total_ns = self._compile_metric()
+        self.meta = store_at_exit(self, self.meta)
+        compress(self)
+        self.write(graph_records(self.s))
+        count, total_ns = compile_metric(self.xlac)
         end = {
             "k": fmt.END,
             "t": time.time(),
@@ -266,7 +262,7 @@ class Recorder:
                 f"{s.unpaired_dumps} compiled module(s) matched no graph execution (torch_xla compiles some "
                 "op lowerings as graphs of their own): not kept"
             )
-        self._write([end])
+        self.write([end])
         self.meta.update(end_time=end["t"], clean_exit=True)
         self._write_meta()
         self.active = False
@@ -284,107 +280,7 @@ class Recorder:
         with suppress(Exception):
             self.note(f"capture {msg}")
 
-    # -- steps ----------------------------------------------------------------------------------
-
-    def _record_step(
-        self,
-        executions: list[Execution],
-        own_start: int,
-        t_end_perf: float,
-        compiles: int,
-        executes: int,
-        closed_by_marker: bool = True,
-        eager: list[list[Any]] | None = None,
-        call: bool = False,
-    ) -> None:
-        s = self.s
-        now = t_end_perf - self.t0
-        records: list[dict[str, Any]] = []
-        entries: list[list[int]] = []
-        compiled: list[tuple[GraphEntry, Execution, bool]] = []
-        for i, ex in enumerate(executions):
-            graph = self._graph(ex)
-            entries.append(
-                [
-                    graph.id,
-                    int(ex.compiled),
-                    intern_cause(s.causes, ex.cause, records),
-                    intern_frames(s.frames, ex, records, self.paths),
-                ]
-            )
-            if ex.compiled:
-                compiled.append((graph, ex, i >= own_start))
-                if self.lines_auto and not s.lines_on:
-                    self.update(graph, lines_off=True)
-                    if i >= own_start:  # run by a marker: its rerun can be lowered before the marker
-                        await_lines(self, ex.graph_hash)
-                if self.plan.hlo_dump:
-                    s.compile_queue.append((ex.graph_hash, ex.inputs))
-        step: dict[str, Any] = {
-            "k": fmt.STEP,
-            "i": s.step,
-            "t1": round(now, 6),  # it started where the previous step ended
-            "c": compiles - s.compiles,
-            "e": entries,
-        }
-        if not self.executions_reported:  # else one entry per execution: len(e)
-            step["x"] = executes - s.executes
-        if compiles > s.compiles:
-            step["cs"] = self._compile_seconds()
-            s.last_compile_marker = s.markers
-            s.compile_seconds += sum(step["cs"])
-            s.compile_count += len(step["cs"])
-        if eager:
-            step["eo"] = eager
-        if fallbacks := self._fallbacks():
-            step["fb"] = fallbacks
-        if (consumed := self.debug.consumed(s.carry)) is not None:
-            step["o"] = consumed
-        if not closed_by_marker:
-            step["open"] = True
-        elif call:  # a compiled function's call began: the previous call ended here
-            step["call"] = 1
-        elif s.bridge_marker:  # torch_xla's dynamo bridge synced, not the user: part of their step
-            step["bridge"] = 1
-        if s.overhead:
-            step["ov"] = round(s.overhead + time.perf_counter() - t_end_perf, 6)
-        if compiled:
-            attach_tensors(self, compiled)
-            scan_dumps(self)
-        records.extend(graph_records(self.s))
-        records.append(step)
-        self._write(records)
-        if self.on_recompile is not None:  # XLAGRAPH_ON_RECOMPILE=raise: the next boundary may wait
-            self.on_recompile.step_written(s.step, compiles > s.compiles or bool(eager), self.fd)
-        self._sources_so_far()
-        s.step += 1
-        s.compiles, s.executes = compiles, executes
-
-    def _graph(self, ex: Execution) -> GraphEntry:
-        graph = self.s.graphs.get(ex.graph_hash)
-        if graph is None:
-            record: dict[str, Any] = {
-                "k": fmt.GRAPH,
-                "id": len(self.s.graphs),
-                "hash": ex.graph_hash,
-                "in": ex.inputs,
-                "out": ex.outputs,
-                "step": self.s.step,
-                "compiled": ex.compiled,
-            }
-            if ex.inputs < 0:  # a compile PT_XLA_DEBUG did not analyse: counts unknown (its dump tells "in")
-                del record["in"], record["out"]
-            if ex.graph_name:
-                record["name"] = ex.graph_name
-            if ex.computation_hash:
-                record["chash"] = ex.computation_hash
-            graph = self.s.graphs[ex.graph_hash] = GraphEntry(record["id"], record)
-            if not ex.compiled:
-                self.update(graph, tensors_note="compiled before capture started")
-            self.s.changed.append(graph)
-        elif ex.compiled and not graph.record.get("compiled"):
-            self.update(graph, compiled=True)
-        return graph
+    # -- graphs and the budget all stored files share (XLAGRAPH_MAX_MB) ------------------------
 
     def update(self, graph: GraphEntry, **fields: Any) -> None:
         """Change a graph's record; once it is in the journal, the change goes out as an update record."""
@@ -393,8 +289,6 @@ class Recorder:
             graph.changes.update(fields)
             if graph not in self.s.changed:
                 self.s.changed.append(graph)
-
-    # -- the budget all stored files share (XLAGRAPH_MAX_MB) -----------------------------------
 
     def fits(self, size: int) -> bool:
         """Whether a file of `size` bytes may still be stored (XLAGRAPH_MAX_MB); notes the cap once."""
@@ -413,38 +307,7 @@ class Recorder:
         """The note a graph gets for a file the cap kept out."""
         return f"{what} not kept: capture reached XLAGRAPH_MAX_MB={self.settings.max_bytes / 2**20:g}"
 
-    # -- torch_xla -------------------------------------------------------------------------------
-
-    def _counters(self) -> tuple[int, int]:
-        value = self.xlac._xla_counter_value
-        executes = (value("ExecuteComputation") or 0) + (value("ExecuteReplicated") or 0)
-        return value("UncachedCompile") or 0, executes
-
-    def _fallbacks(self) -> dict[str, int]:
-        """aten ops torch_xla ran on the CPU since the last step, and how often: each one cuts the
-        step's graph and runs (and compiles) graphs no sync of the user's shows."""
-        ops = getattr(self.xlac, "_get_executed_fallback_ops", None)
-        if ops is None:
-            return {}
-        grown = {}
-        for name in ops():
-            count = self.xlac._xla_counter_value(name) or 0
-            if count > self.s.fallbacks.get(name, 0):
-                grown[name] = count - self.s.fallbacks.get(name, 0)
-                self.s.fallbacks[name] = count
-        return grown
-
-    def _compile_metric(self) -> tuple[int, float]:
-        data = self.xlac._xla_metric_data("CompileTime")
-        return (int(data[0]), float(data[1])) if data else (0, 0.0)
-
-    def _compile_seconds(self) -> list[float]:
-        """Durations of the compiles since the last call, from the CompileTime metric's samples."""
-        data = self.xlac._xla_metric_data("CompileTime")
-        samples = [(ts, ns) for ts, ns in (data[2] if data else ()) if ts > self.s.compile_sample_ts]
-        if samples:
-            self.s.compile_sample_ts = samples[-1][0]
-        return [round(ns / 1e9, 6) for _, ns in samples]
+    # -- where this process and its tensors sit ------------------------------------------------
 
     def _record_rank(self) -> None:
         record = rank_record(self.meta.get("host"), os.environ, self.note)
@@ -457,7 +320,7 @@ class Recorder:
                 "so this process records step counters and HLO but no per-execution details"
             )
         self._write_meta()
-        self._write([record])
+        self.write([record])
 
     def record_mark_sharding(self, t: Any, mesh: Any, spec: Any, caller: Any) -> None:
         """One `mark_sharding` call, written once per distinct (line, tensor shape, mesh axes,
@@ -476,62 +339,26 @@ class Recorder:
         tensor = int(self.xlac._xla_get_tensor_id(unwrap(t)))
         record = call.record(s.shardings[key], s.step, tensor)
         record["frames"] = self.paths.frames(call.frames)
-        self._write([record])
+        self.write([record])
 
     # -- files -----------------------------------------------------------------------------------
 
     def kept(self, path: str) -> None:
         """A dump the capture keeps is complete: its paths become portable now, not at exit."""
-        try:
-            portable_file(path, self.paths)
-        except OSError as e:  # (removed under us): exit tries again
-            self.note(f"{os.path.basename(path)}: paths not made portable yet: {e}")
+        make_portable(self, path)
 
-    def _sources_so_far(self) -> None:
-        """After a step that cited a file or line not cited before: `sources/` stored again (new
-        blobs only), so that a run killed before its end keeps the source its records cite."""
-        known = (len(self.paths.original), sum(len(v) for v in self.paths.cited.values()))
-        if known == self._stored:
-            return
-        self._stored = known
-        try:
-            store_sources(self.dir, self.paths, budget_bytes())
-        except Exception as e:  # (a full disk): exit tries again
-            self.note(f"sources not stored yet: {type(e).__name__}: {e}")
-
-    def _store_sources(self) -> None:
-        """At exit: dumps and meta.json with portable paths, and the source text frames cite
-        (`stored_sources`); never a reason to lose the journal."""
-        try:
-            portable_dumps(self.dir, self.paths)
-            index = store_sources(self.dir, self.paths, budget_bytes())
-            self.meta = portable_meta(self.meta, self.dir, self.paths)
-        except Exception as e:  # (a full disk, a file removed under us): the report reads fewer lines
-            self.note(f"sources not stored: {type(e).__name__}: {e}")
-            return
-        if index["lines"]:
-            self.note(
-                f"sources: {len(index['lines'])} file(s) past the {budget_bytes() >> 20} MB budget "
-                "(XLAGRAPH_SOURCES_MB) keep only their cited lines"
-            )
-
-    def _compress(self) -> None:
-        """At exit, once the dumps' text is final: store them as .xz (`_compress`)."""
-        if not self.settings.compress:
-            return
-        try:
-            compress_dumps(self.dir)
-        except Exception as e:  # (a full disk): what is not compressed stays plain text, as readable
-            self.note(f"dumps not compressed: {type(e).__name__}: {e}")
+    def sources_so_far(self) -> None:
+        """After a step: the sources it cited first stored now (`_stored_files`)."""
+        self._stored = store_new_sources(self, self._stored)
 
     def note(self, text: str) -> None:
         """A line for the report's notes: a journal record, and one more line in meta.json."""
         self.s.notes.append(text)
         self.meta["notes"].append(text)
-        self._write([{"k": fmt.NOTE, "v": text}])
+        self.write([{"k": fmt.NOTE, "v": text}])
         self._write_meta()
 
-    def _write(self, records: list[dict[str, Any]]) -> None:
+    def write(self, records: list[dict[str, Any]]) -> None:
         append_records(self.fd, records)
 
     def _write_meta(self) -> None:

@@ -343,7 +343,7 @@ def _param_names() -> dict[int, str]:
     """Parameter and optimizer-state names as the step's fingerprints give them (when on)."""
     from xlagraph.capture import _fingerprint_capture
 
-    cap = _fingerprint_capture._cap
+    cap = _fingerprint_capture.current()
     names: dict[int, str] = {}
     if cap is None:
         return names

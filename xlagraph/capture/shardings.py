@@ -76,7 +76,7 @@ def normalize_sharding(text: str) -> str:
 def read_mark_shardings(process_dir: str | Path) -> tuple[MarkSharding, ...]:
     """The `shard` records of one process folder's journal; malformed ones are skipped."""
     from xlagraph.errors import InputError
-    from xlagraph.parse.sources import read_bytes  # regular files only, within the input limit
+    from xlagraph.parse.input_files import read_bytes  # regular files only, within the input limit
 
     try:
         data = read_bytes(Path(process_dir) / fmt.JOURNAL)

@@ -241,7 +241,7 @@ class StoredSources:
 
 @lru_cache(maxsize=64)
 def _load(folder: str) -> StoredSources | None:
-    from xlagraph.parse.sources import read_bytes  # (bounded read; no torch, no installed source)
+    from xlagraph.parse.input_files import read_bytes  # (bounded read; no torch, no installed source)
 
     try:
         raw = json.loads(read_bytes(os.path.join(folder, INDEX)).decode("utf-8"))
@@ -269,7 +269,7 @@ def _load(folder: str) -> StoredSources | None:
 
 @lru_cache(maxsize=256)
 def _blob_lines(path: str) -> tuple[str, ...]:
-    from xlagraph.parse.sources import read_bytes
+    from xlagraph.parse.input_files import read_bytes
 
     try:
         z = zlib.decompressobj()

@@ -1,6 +1,6 @@
 """Compressed dumps read as the text they hold: `.xz` (lzma) and `.gz` (gzip), with the standard
 library only. HLO text compresses 10-20x, so stored captures (the corpus in fixtures/) keep large
-files as `<file>.xz`; every reader goes through `parse.sources.read_bytes`, which calls this.
+files as `<file>.xz`; every reader goes through `parse.input_files.read_bytes`, which calls this.
 
 Decompression stops one byte past the input limit, so a small bomb cannot fill the memory."""
 

@@ -8,8 +8,9 @@ keeps one per graph (`MODULE_*/model.hlo_module.pb`). Field numbers are those of
 is never dropped: any other field an instruction carries enters its frontend attributes as
 `xlagraph.proto_fields="N:digest"`, so two modules that differ only there still differ.
 The pieces: `proto_wire` (the wire format), `proto_text` (shapes, shardings, metadata, ...),
-`proto_literals` (constants), `proto_attributes` (each opcode's attributes), this module (the
-module, its computations and instructions).
+`proto_literals` (constants), `proto_attributes` (each opcode's attributes; `proto_dimensions`
+those of dot, convolution, gather, scatter and custom call), this module (the module, its
+computations and instructions).
 """
 
 from __future__ import annotations

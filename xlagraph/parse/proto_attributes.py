@@ -1,56 +1,38 @@
 """The attributes each kind of instruction prints itself (XLA's `PrintExtraAttributesImpl`) and
 the computations it calls, from an `HloInstructionProto`, in the order XLA prints them (the
-canonical form compares attributes in that order)."""
+canonical form compares attributes in that order). Dot, convolution, gather, scatter and custom
+call print theirs through `proto_dimensions`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from xlagraph.opcodes import REPLICA_GROUP_COLLECTIVES
 from xlagraph.parse import proto_literals as lit
+from xlagraph.parse.proto_dimensions import (
+    GATHER,
+    SCATTER,
+    Take,
+    conv,
+    custom_call,
+    dimension_numbers,
+    dot,
+    window,
+)
 from xlagraph.parse.proto_text import (
     aliasing_text,
     default_compare_type,
-    dim_labels,
     first_rank,
     ints_text,
     quoted,
     replica_groups_text,
     shape_text,
     sharding_text,
-    window_text,
 )
 from xlagraph.parse.proto_wire import Message
 
-Take = Callable[..., None]
-_TUPLE = 13
-
-_PRECISION = {0: "default", 1: "high", 2: "highest"}
-_ALGORITHMS = {
-    1: "dot_any_f8_any_f8_f32",
-    2: "dot_any_f8_any_f8_f32_fast_accum",
-    3: "dot_f16_f16_f16",
-    4: "dot_f16_f16_f32",
-    5: "dot_bf16_bf16_bf16",
-    6: "dot_bf16_bf16_f32",
-    7: "dot_bf16_bf16_f32_x3",
-    8: "dot_bf16_bf16_f32_x6",
-    9: "dot_tf32_tf32_f32",
-    10: "dot_tf32_tf32_f32_x3",
-    11: "dot_f32_f32_f32",
-    12: "dot_f64_f64_f64",
-    13: "dot_bf16_bf16_f32_x9",
-}
 _DISTRIBUTION = {1: "rng_uniform", 2: "rng_normal"}
 _RNG_ALGORITHM = {0: "rng_default", 1: "rng_three_fry", 2: "rng_philox"}
 _FFT = {0: "FFT", 1: "IFFT", 2: "RFFT", 3: "IRFFT"}
 _TRANSPOSE = {1: "NO_TRANSPOSE", 2: "TRANSPOSE", 3: "ADJOINT"}
-_API = {
-    2: "API_VERSION_STATUS_RETURNING",
-    3: "API_VERSION_STATUS_RETURNING_UNIFIED",
-    4: "API_VERSION_TYPED_FFI",
-}
-_SCHEDULE = {1: "SCHEDULE_LATEST", 2: "SCHEDULE_EARLIEST"}
 _TO_APPLY = frozenset(
     {
         "call",
@@ -125,25 +107,25 @@ def own_attributes(
         )
         take(21)
     elif opcode == "dot":
-        _dot(ins, attrs, take)
+        dot(ins, attrs, take)
     elif opcode == "convolution":
-        _conv(ins, shape, attrs)
+        conv(ins, shape, attrs)
         take(15, 16, 50, 51, 58, 75)
     elif opcode == "gather":
-        _dimension_numbers(ins.message(33), _GATHER, attrs)
+        dimension_numbers(ins.message(33), GATHER, attrs)
         attrs.append("slice_sizes=" + ints_text(ins.ints(34)))
         if ins.bool(67):
             attrs.append("indices_are_sorted=true")
         take(33, 34, 67)
     elif opcode == "scatter":
-        _dimension_numbers(ins.message(48), _SCATTER, attrs)
+        dimension_numbers(ins.message(48), SCATTER, attrs)
         if ins.bool(67):
             attrs.append("indices_are_sorted=true")
         if ins.bool(69):
             attrs.append("unique_indices=true")
         take(48, 67, 69)
     elif opcode in ("reduce-window", "select-and-scatter"):
-        _window(ins, attrs)
+        window(ins, attrs)
         take(15)
     elif opcode == "fusion":
         attrs.append(f"kind={ins.string(11)}")
@@ -178,7 +160,7 @@ def own_attributes(
             attrs.append("lower=true")
         take(62)
     elif opcode == "custom-call":
-        _custom_call(ins, shape, attrs, take)
+        custom_call(ins, shape, attrs, take)
     elif opcode == "topk":
         attrs.append(f"k={ins.int(81)}")
         if ins.bool(85):
@@ -280,104 +262,6 @@ def own_attributes(
     if ins.string(79) and ins.string(79) != "main" and 79 not in used:
         attrs.append(f"async_execution_thread={quoted(ins.string(79))}")
     take(79)
-
-
-# Gather's and scatter's dimension numbers (fields 1-3 always printed, the batching ones when
-# set), then index_vector_dim (field 4).
-_GATHER = (
-    ("offset_dims", 1),
-    ("collapsed_slice_dims", 2),
-    ("start_index_map", 3),
-    ("operand_batching_dims", 5),
-    ("start_indices_batching_dims", 6),
-)
-_SCATTER = (
-    ("update_window_dims", 1),
-    ("inserted_window_dims", 2),
-    ("scatter_dims_to_operand_dims", 3),
-    ("input_batching_dims", 5),
-    ("scatter_indices_batching_dims", 6),
-)
-
-
-def _dimension_numbers(numbers: Message | None, keys: tuple[tuple[str, int], ...], attrs: list[str]) -> None:
-    numbers = numbers or Message(b"")
-    for key, field in keys:
-        values = numbers.ints(field)
-        if values or field <= 3:
-            attrs.append(f"{key}={ints_text(values)}")
-    attrs.append(f"index_vector_dim={numbers.int(4)}")
-
-
-def _dot(ins: Message, attrs: list[str], take: Take) -> None:
-    d = ins.message(30) or Message(b"")
-    if d.ints(3):
-        attrs.append("lhs_batch_dims=" + ints_text(d.ints(3)))
-    attrs.append("lhs_contracting_dims=" + ints_text(d.ints(1)))
-    if d.ints(4):
-        attrs.append("rhs_batch_dims=" + ints_text(d.ints(4)))
-    attrs.append("rhs_contracting_dims=" + ints_text(d.ints(2)))
-    _precision(ins, attrs)
-    take(30, 51)
-
-
-def _precision(ins: Message, attrs: list[str]) -> None:
-    p = ins.message(51)
-    if p is None:
-        return
-    ops = p.ints(1)
-    if any(ops):
-        attrs.append("operand_precision={" + ",".join(_PRECISION.get(o, str(o)) for o in ops) + "}")
-    if p.int(2):
-        attrs.append(f"algorithm={_ALGORITHMS.get(p.int(2), p.int(2))}")
-
-
-def _conv(ins: Message, shape: Message | None, attrs: list[str]) -> None:
-    """A convolution's window, dim_labels, group counts and precision: a custom call prints
-    them too where it carries them."""
-    _window(ins, attrs)
-    c = ins.message(16)
-    if c is not None:
-        rank = len(shape.ints(3)) if shape is not None else 0
-        attrs.append("dim_labels=" + dim_labels(c, rank))
-    if ins.int(50, 1) != 1:
-        attrs.append(f"feature_group_count={ins.int(50, 1)}")
-    if ins.int(58, 1) != 1:
-        attrs.append(f"batch_group_count={ins.int(58, 1)}")
-    _precision(ins, attrs)
-
-
-def _window(ins: Message, attrs: list[str]) -> None:
-    if ins.has(15) and ins.message(15).has(1):
-        attrs.append("window=" + window_text(ins.message(15)))
-
-
-def _custom_call(ins: Message, shape: Message | None, attrs: list[str], take: Take) -> None:
-    _conv(ins, shape, attrs)
-    attrs.append(f"custom_call_target={quoted(ins.string(28))}")
-    if ins.bool(56):
-        attrs.append(
-            "operand_layout_constraints={" + ", ".join(shape_text(s) for s in ins.messages(57)) + "}"
-        )
-    if ins.bool(65):
-        attrs.append("custom_call_has_side_effect=true")
-    literal = ins.message(8)
-    if literal is not None:
-        shaped = literal.message(1) is not None and literal.message(1).int(2) == _TUPLE
-        text = (
-            lit.literal_text(literal, shape_text)
-            if shaped
-            else f"{shape_text(literal.message(1))} {lit.literal_text(literal)}"
-        )
-        attrs.append("literal=" + text)
-    aliasing = ins.messages(74)
-    if aliasing:
-        attrs.append("output_to_operand_aliasing=" + aliasing_text(aliasing))
-    if ins.int(76):
-        attrs.append(f"schedule={_SCHEDULE.get(ins.int(76), ins.int(76))}")
-    if ins.int(77) in _API:
-        attrs.append(f"api_version={_API[ins.int(77)]}")
-    take(8, 15, 16, 28, 50, 51, 56, 57, 58, 65, 74, 76, 77)
 
 
 def called_attributes(

@@ -8,7 +8,6 @@ K-th graph (0-based) of a multi-graph source.
 
 from __future__ import annotations
 
-import errno
 import functools
 import os
 import re
@@ -18,33 +17,36 @@ from dataclasses import dataclass, replace
 
 from xlagraph.errors import InputError, ParseError
 from xlagraph.ir import Frame, GraphInfo, Module
-from xlagraph.parse.compressed import compressed_twin, decompress
+from xlagraph.parse.compressed import compressed_twin
 from xlagraph.parse.hlo import looks_like_hlo, parse_hlo
-from xlagraph.parse.stablehlo import BYTECODE_MAGIC, looks_like_stablehlo, read_stablehlo
+from xlagraph.parse.input_files import (
+    check_regular_file,
+    max_input_bytes,
+    read_bytes,
+    read_text,
+    size_error,
+)
+from xlagraph.parse.stablehlo import looks_like_stablehlo, read_stablehlo
 from xlagraph.source_paths import portable_path
 
+# check_regular_file and read_bytes are `input_files`'; report/ still imports them from here.
 __all__ = [
-    "DEFAULT_MAX_INPUT_MB",
-    "MAX_INPUT_ENV",
+    "DUMP_FILE",
     "Graph",
     "Source",
     "check_regular_file",
+    "first_meaningful",
     "load_module",
-    "max_input_bytes",
     "open_source",
     "read",
     "read_bytes",
     "split_spec",
 ]
 
-BYTECODE_HINT = (
-    "MLIR bytecode (a serialized StableHLO artifact) is not read: write it as text first "
-    "(`stablehlo-translate --deserialize FILE`, or JAX's `lowered.as_text()`)"
-)
 DOT_HINT = "Graphviz dot is not read by xlagraph: dump with XLA_SAVE_TENSORS_FMT=hlo (or text)"
 
 # --xla_dump_to file names (xla/service/dump.cc FilenameFor); module names contain dots.
-_DUMP_FILE = re.compile(
+DUMP_FILE = re.compile(
     r"^(?:\d+\.)?module_(\d{4,})\.(.+)\."
     r"(before_optimizations|(?:[a-z][a-z0-9_.]*_)?after_optimizations|\d{4}\..+)\.(txt|hlo\.pb)(?:\.xz|\.gz)?$"
 )
@@ -55,12 +57,8 @@ _PROTO_FILE = re.compile(r"\.(hlo_module|hlo)\.pb(?:\.xz|\.gz)?$")
 _NOT_HLO_SUFFIXES = ("-buffer-assignment", "-memory-usage-report", "-live-range", "-buffer-assignment-values")
 _FRAME_LINE = re.compile(r"\s+(.*) \((.*):([0-9]{1,9})\)\s*$")
 _HASHES = re.compile(r"(?:Root )?Hashes: \(([^)]*)\)")
-_SNIFF_BYTES = 8192
 _ASCII_INDEX = re.compile(r"[0-9]+")
 _MAX_INDEX_DIGITS = 12
-_CHUNK = 1 << 24  # bytes read at a time from a file that grows while it is read
-MAX_INPUT_ENV = "XLAGRAPH_MAX_INPUT_MB"
-DEFAULT_MAX_INPUT_MB = 2048  # a 600K-instruction HLO module is about 150 MB of text
 
 
 @dataclass(frozen=True)
@@ -115,119 +113,6 @@ def split_spec(spec: str) -> tuple[str, int | None]:
     return spec, None
 
 
-def max_input_bytes() -> int:
-    """The largest input file read, from `XLAGRAPH_MAX_INPUT_MB` (default 2048 MB)."""
-    raw = os.environ.get(MAX_INPUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MAX_INPUT_MB << 20
-    if not _ASCII_INDEX.fullmatch(raw) or int(raw) == 0 or len(raw) > 9:
-        raise InputError("", f"{MAX_INPUT_ENV} must be a whole number of megabytes (1 or more), got {raw!r}")
-    return int(raw) << 20
-
-
-def _size_error(path: str, size: int, limit: int) -> InputError:
-    return InputError(
-        path,
-        f"{size / (1 << 20):.0f} MB is over the input limit of {limit >> 20} MB "
-        f"(set {MAX_INPUT_ENV} to read larger inputs)",
-    )
-
-
-def check_regular_file(path: str | os.PathLike[str]) -> int:
-    """The size of `path` if it is a regular file (symbolic links followed) within the input
-    limit; otherwise an `InputError` that says what it is instead. Never blocks."""
-    name = os.fspath(path)
-    try:
-        st = os.stat(name)
-    except FileNotFoundError:
-        raise InputError(name, "no such file or directory") from None
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise InputError(name, "symbolic link loop") from None
-        raise InputError(name, f"cannot read: {e.strerror or e}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise InputError(name, "is a directory, not a file")
-    if not stat.S_ISREG(st.st_mode):
-        raise InputError(name, f"is {_file_kind(st.st_mode)}, not a regular file")
-    limit = max_input_bytes()
-    if st.st_size > limit:
-        raise _size_error(name, st.st_size, limit)
-    return st.st_size
-
-
-def read_bytes(path: str | os.PathLike[str]) -> bytes:
-    """The bytes of a regular file, at most `max_input_bytes()` of them: a FIFO, a device
-    (`/dev/zero`), a socket, a directory or a symbolic link loop is refused with one line."""
-    name = os.fspath(path)
-    check_regular_file(name)
-    limit = max_input_bytes()
-    try:
-        # O_NONBLOCK: if the file was swapped for a FIFO since the check, opening must not wait.
-        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as e:
-        raise InputError(name, f"cannot read: {e.strerror or e}") from None
-    with os.fdopen(fd, "rb", buffering=0) as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError(name, "is not a regular file")
-        # Read what the file holds now (one allocation of its size, never of the limit), then
-        # whatever it grew by since, in bounded chunks, until the limit.
-        chunks: list[bytes] = []
-        total, want = 0, min(st.st_size, limit) + 1
-        try:
-            while total <= limit:
-                chunk = f.read(want)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                total += len(chunk)
-                want = min(_CHUNK, limit + 1 - total)
-        except OSError as e:
-            raise InputError(name, f"cannot read: {e.strerror or e}") from None
-    if total > limit:
-        raise _size_error(name, total, limit)
-    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    return decompress(name, data, limit)  # .xz, .gz: the text they hold
-
-
-def _file_kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a special file"
-
-
-def _read_text(path: str) -> str:
-    """The file's text; a binary HLO proto (`--xla_dump_hlo_as_proto`, a compile cache's
-    `.hlo_module.pb`) as the HLO text XLA prints for the same module."""
-    data = read_bytes(path)
-    if not data or data.isspace():  # (`not data.strip()` without copying the whole file)
-        raise InputError(path, "empty file")
-    if data.startswith(BYTECODE_MAGIC):
-        raise InputError(path, BYTECODE_HINT)
-    # XLA's module messages all begin with field 1 (a name, or the wrapped module): byte 0x0a.
-    if b"\0" in data[:_SNIFF_BYTES] or data[:1] == b"\n":
-        # The proto reader is imported only for what may be one: HLO text starts with a letter.
-        from xlagraph.parse.hlo_proto import ProtoError, looks_like_hlo_proto, proto_to_text
-
-    if b"\0" in data[:_SNIFF_BYTES] or (data[:1] == b"\n" and looks_like_hlo_proto(data)):
-        if looks_like_hlo_proto(data):
-            try:
-                return proto_to_text(data)
-            except ProtoError as e:
-                raise InputError(path, f"HLO proto: {e}") from None
-        raise InputError(path, "binary file, neither HLO text nor an HLO module proto")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(path, f"not UTF-8 text (byte {e.start})") from None
-
-
 def _body_format(text: str) -> str:
     head = text.lstrip()[:200]
     if head.startswith("HloModule"):
@@ -241,7 +126,7 @@ def _body_format(text: str) -> str:
     return "unknown"
 
 
-def _first_meaningful(text: str) -> str:
+def first_meaningful(text: str) -> str:
     """The first of the first 200 lines that is neither blank nor a `//` comment, stripped
     (line by line: splitting would copy the rest of a 50 MB text as its last piece)."""
     start = 0
@@ -262,11 +147,11 @@ def open_source(path: str) -> Source:
     path = compressed_twin(path)
     if os.path.isdir(path):
         return _open_dump_dir(path)
-    text = _read_text(path)
+    text = read_text(path)
     if "## BEGIN_GRAPH" in text:
         return _open_save_file(path, text)
     fmt = _body_format(text)
-    first = _first_meaningful(text)
+    first = first_meaningful(text)
     if fmt == "unknown" and (first.startswith("HloModule") or looks_like_hlo(text)):  # BOM, /* */ first
         fmt = "hlo"
     if fmt == "hlo":
@@ -360,13 +245,13 @@ def _open_dump_dir(path: str) -> Source:
         raise InputError(path, f"cannot list the directory: {e.strerror or e}") from None
     texts = set()
     for name in names:
-        m = _DUMP_FILE.match(name)
+        m = DUMP_FILE.match(name)
         if m is None or any(s in name for s in _NOT_HLO_SUFFIXES):
             continue
         if m.group(4) == "txt":
             texts.add((m.group(1), m.group(2), m.group(3)))
     for name in names:
-        m = _DUMP_FILE.match(name)
+        m = DUMP_FILE.match(name)
         if m is None or any(s in name for s in _NOT_HLO_SUFFIXES):
             continue
         if m.group(4) != "txt" and (m.group(1), m.group(2), m.group(3)) in texts:
@@ -382,12 +267,12 @@ def _open_dump_dir(path: str) -> Source:
         file = os.path.join(path, name)
         total += check_regular_file(file)
         if total > limit:
-            raise _size_error(path, total, limit)
+            raise size_error(path, total, limit)
         info = GraphInfo(index=index, stage=stage, label=file)
         if _PROTO_FILE.search(name):
-            graphs.append(Graph(file, functools.partial(_read_text, file), 1, "hlo", info))
+            graphs.append(Graph(file, functools.partial(read_text, file), 1, "hlo", info))
             continue
-        text = _read_text(file)
+        text = read_text(file)
         graphs.append(Graph(file, text, 1, _body_format(text), info))
     return Source(path, "dump-dir", tuple(graphs))
 
@@ -418,10 +303,10 @@ def _open_proto_dir(path: str) -> Source:
     for index, (_, file) in enumerate(sorted(found)):
         total += check_regular_file(file)
         if total > limit:
-            raise _size_error(path, total, limit)
+            raise size_error(path, total, limit)
         label = os.path.relpath(file, path)
         info = GraphInfo(index=index, label=label)
-        graphs.append(Graph(file, functools.partial(_read_text, file), 1, "hlo", info))
+        graphs.append(Graph(file, functools.partial(read_text, file), 1, "hlo", info))
     return Source(path, "dump-dir", tuple(graphs))
 
 

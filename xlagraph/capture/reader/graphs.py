@@ -12,8 +12,8 @@ from typing import Any
 
 from xlagraph.errors import InputError, XlagraphError
 from xlagraph.parse.compressed import compressed_twin
+from xlagraph.parse.input_files import read_bytes
 from xlagraph.parse.shared import current as current_shared
-from xlagraph.parse.sources import read_bytes
 from xlagraph.parse.tensors_report import parse_tensors_report
 from xlagraph.runlog import GraphRecord, Holder, LiveTensor
 from xlagraph.source_paths import portable_path

@@ -15,7 +15,7 @@ from typing import Any
 from xlagraph.capture import files as fmt
 from xlagraph.capture.records import check_record
 from xlagraph.ir import Frame
-from xlagraph.parse.sources import read_bytes
+from xlagraph.parse.input_files import read_bytes
 from xlagraph.source_paths import portable_path
 
 

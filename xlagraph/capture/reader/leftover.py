@@ -9,8 +9,8 @@ from pathlib import Path
 
 from xlagraph.capture import files as fmt
 from xlagraph.capture.reader.journal import JournalContents, why_unfinished
+from xlagraph.parse.input_files import read_bytes
 from xlagraph.parse.pt_xla_debug import Execution, fold_executions, parse_pt_xla_debug
-from xlagraph.parse.sources import read_bytes
 from xlagraph.source_paths import portable_path
 
 

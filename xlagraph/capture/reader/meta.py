@@ -11,7 +11,7 @@ from xlagraph.capture import files as fmt
 from xlagraph.capture.reader.journal import JournalContents, json_error_reason
 from xlagraph.capture.records import check_meta
 from xlagraph.errors import InputError
-from xlagraph.parse.sources import read_bytes
+from xlagraph.parse.input_files import read_bytes
 
 
 def capture_roots(meta: dict[str, Any]) -> list[str]:

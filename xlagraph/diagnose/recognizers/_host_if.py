@@ -10,13 +10,8 @@ from collections.abc import Iterable
 
 from xlagraph.diagnose.frames import split_location
 from xlagraph.diagnose.recognizers._host_numbers import definitions
-from xlagraph.diagnose.recognizers._statements import (
-    called_functions,
-    enclosing,
-    is_host_read,
-    read_into,
-    reads_on_host,
-)
+from xlagraph.diagnose.recognizers._set_before import read_into
+from xlagraph.diagnose.recognizers._statements import called_functions, enclosing, is_host_read, reads_on_host
 
 __all__ = ["host_decided_if", "read_before"]
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from xlagraph.diagnose.frames import split_location
+from xlagraph.diagnose.recognizers._set_before import set_before
 from xlagraph.diagnose.recognizers._statements import (
     LOOPS,
     SCOPES,
@@ -20,7 +21,6 @@ from xlagraph.diagnose.recognizers._statements import (
     loads,
     on_self,
     reads_on_host,
-    set_before,
     stores,
     syntax_tree,
 )

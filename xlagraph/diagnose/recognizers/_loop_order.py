@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 
 from xlagraph.diagnose.frames import split_location
+from xlagraph.diagnose.recognizers._set_before import set_before
 from xlagraph.diagnose.recognizers._statements import (
     LOOPS,
     SCOPES,
@@ -20,7 +21,6 @@ from xlagraph.diagnose.recognizers._statements import (
     loop_targets,
     on_self,
     own_nodes,
-    set_before,
     syntax_tree,
 )
 

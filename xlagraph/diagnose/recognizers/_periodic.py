@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 
 from xlagraph.diagnose.frames import source_line, split_location
 from xlagraph.diagnose.recognizers._assignments import assignment_above
+from xlagraph.diagnose.recognizers._set_before import read_into
 from xlagraph.diagnose.recognizers._source import NAME, calls_of_function, source_text
 from xlagraph.diagnose.recognizers._statements import (
     HOST_READS,
@@ -18,7 +19,6 @@ from xlagraph.diagnose.recognizers._statements import (
     enclosing,
     is_host_read,
     loads,
-    read_into,
     reads_on_host,
 )
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.frames import split_location, user_frames
 from xlagraph.diagnose.recognizers._host_numbers import passed_by_callers
+from xlagraph.diagnose.recognizers._set_before import set_before
 from xlagraph.diagnose.recognizers._statements import (
     LOOPS,
     Function,
@@ -23,7 +24,6 @@ from xlagraph.diagnose.recognizers._statements import (
     called_functions,
     enclosing,
     loads,
-    set_before,
     syntax_tree,
 )
 from xlagraph.ir import Instruction

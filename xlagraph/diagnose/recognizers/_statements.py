@@ -1,6 +1,7 @@
-"""The user's code as statements: the `with` and `for` around a line and where the names a
-statement reads were set just before it, from the `ast` of the capture's stored source text
-(`diagnose.frames.source_line`), never from the analysing machine's installed packages.
+"""The user's code as statements: the `with` and `for` around a line, the names an expression
+reads and a statement binds, from the `ast` of the capture's stored source text
+(`diagnose.frames.source_line`), never from the analysing machine's installed packages. Where
+the names a statement reads were set just before it is `_set_before`'s.
 
 A line alone cannot say which loop it is in or which block an assignment belongs to; the syntax
 tree of the whole file can (a loop header split over lines, a comprehension, an `else` branch).
@@ -33,7 +34,6 @@ __all__ = [
     "lines_where",
     "loads",
     "reads_on_host",
-    "set_before",
     "statements_where",
     "syntax_tree",
 ]
@@ -293,80 +293,6 @@ def stores(stmt: ast.stmt) -> set[str]:
     }
 
 
-def _mutates(stmt: ast.stmt, names: set[str]) -> bool:
-    """A bare call that can reorder a sequence in place: a method of one of `names`
-    (`order.reverse()`, `keys.sort(key=...)`) or a call that takes one of them
-    (`random.shuffle(order)`)."""
-    if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
-        return False
-    call = stmt.value
-    if (
-        isinstance(call.func, ast.Attribute)
-        and isinstance(call.func.value, ast.Name)
-        and call.func.value.id in names
-    ):
-        return True
-    return any(isinstance(a, ast.Name) and a.id in names for a in call.args)
-
-
-def _under_if(stmt: ast.stmt, names: set[str]) -> list[int]:
-    """An `if` whose body (or `else`) rebinds or reorders one of `names` (`if step % 2 == 1:
-    order.reverse()`): its header and those lines, which decide on which steps the sequence
-    differs. The name stays wanted: on the other steps the assignment above holds."""
-    if not isinstance(stmt, ast.If):
-        return []
-    inner = [
-        s.lineno
-        for s in ast.walk(stmt)
-        if isinstance(s, ast.stmt) and s is not stmt and (stores(s) & names or _mutates(s, names))
-    ]
-    return [stmt.lineno, *inner] if inner else []
-
-
-def set_before(chain: list[tuple[ast.stmt, list[ast.stmt]]], names: set[str]) -> list[int]:
-    """Lines of the statements before `chain[-1]` that set one of `names` for it: the nearest
-    assignment of each name, the in-place reorderings of it after that assignment and the `if`s
-    that rebind or reorder it on some steps (`_under_if`). Searched
-    in the blocks around it up to the body of the nearest loop or function that encloses it
-    (an assignment outside the loop that runs each step decides no step's order)."""
-    found: list[int] = []
-    wanted = set(names)
-    for depth in range(len(chain) - 1, -1, -1):
-        stmt, block = chain[depth]
-        for before in reversed(block[: block.index(stmt)]):
-            if not wanted:
-                return sorted(found)
-            bound = stores(before) & wanted
-            if bound or _mutates(before, wanted):
-                found.append(before.lineno)
-            else:
-                found += _under_if(before, wanted)
-            wanted -= bound
-        if depth and isinstance(chain[depth - 1][0], LOOPS + SCOPES):
-            break
-    return sorted(found)
-
-
-def read_into(file: str, guard: ast.If) -> list[int]:
-    """Lines above `guard` in its loop or function that set a name its test reads from a value
-    read on the host (`value = gnorm.item()`, then `if value > MAX_NORM:`): the test decides on a
-    tensor's value as surely as `if gnorm.item() > MAX_NORM:` does."""
-    chain = enclosing(file, guard.lineno)
-    # compared by place, not identity: the parse cache may hand back another tree of the file
-    inner = chain[-1][0] if chain else None
-    if not isinstance(inner, ast.If) or (inner.lineno, inner.col_offset) != (guard.lineno, guard.col_offset):
-        return []
-    lines = set(set_before(chain, loads(guard.test)))
-    return sorted(
-        s.lineno
-        for s in ast.walk(chain[0][0])
-        if isinstance(s, (ast.Assign, ast.AnnAssign))
-        and s.lineno in lines
-        and s.value is not None
-        and reads_on_host(s.value)
-    )
-
-
 def is_range(node: ast.expr) -> bool:
     """`range(...)`: a loop over numbers decides no order of its own."""
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
@@ -374,10 +300,6 @@ def is_range(node: ast.expr) -> bool:
 
 def loop_targets(loop: ast.For | ast.AsyncFor) -> set[str]:
     return {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
-
-
-# Calls that take an entry out of a mapping or put one in: a key popped and set again moves to
-# the end of a dict's order (`fn, _ = regs.pop("l2")`, then `regs["l2"] = ...`).
 
 
 def own_nodes(function: ast.AST) -> list[ast.AST]:
@@ -397,7 +319,6 @@ def on_self(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
-# Calls that compute a Python number from Python numbers.
 def in_docstring(location: str) -> bool:
     """`location` (`file:line`) lies in a string standing as a statement of its own (a module's,
     class's or function's docstring): prose about the code, not code (`requires_grad_(False)` said

@@ -19,8 +19,9 @@ from xlagraph.diagnose.recognizers._dataflow import updated_inputs
 from xlagraph.diagnose.recognizers._fed_back import grown_state
 from xlagraph.diagnose.recognizers._filled_lists import filled_until
 from xlagraph.diagnose.recognizers._host_numbers import python_number
+from xlagraph.diagnose.recognizers._set_before import set_before
 from xlagraph.diagnose.recognizers._source import calls_of_function, lines_matching, source_text, user_files
-from xlagraph.diagnose.recognizers._statements import enclosing, loads, set_before, syntax_tree
+from xlagraph.diagnose.recognizers._statements import enclosing, loads, syntax_tree
 from xlagraph.diagnose.recognizers._user_flow import list_tensors
 from xlagraph.match.shapes import dims
 
