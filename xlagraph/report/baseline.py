@@ -19,7 +19,7 @@ from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import CauseKind
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, Context
 from xlagraph.diagnose.frames import call_site, is_library, user_frames
-from xlagraph.diagnose.new_code import GENERIC_NAMES
+from xlagraph.diagnose.new_code import GENERIC_NAMES, NEW_CALL_SITE, NEW_SYNC_POINT
 from xlagraph.diff import DiffResult, canonical_of, diff_modules
 from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module
@@ -31,8 +31,6 @@ from xlagraph.runlog import GraphRecord, LiveTensor, Sync
 
 __all__ = [
     "MAX_CANDIDATES",
-    "NEW_CALL_SITE",
-    "NEW_SYNC_POINT",
     "Compared",
     "Modules",
     "choose_baseline",
@@ -43,10 +41,6 @@ __all__ = [
 ]
 
 MAX_CANDIDATES = 5
-NEW_CALL_SITE = "nearest earlier graph: none from this call site"
-# An implicit sync inside library code (transformers' mask helpers call .all() / .any()) at a
-# library line no earlier graph of this call site synced at: another helper's graph, not a change.
-NEW_SYNC_POINT = "nearest earlier graph: none synced at this library line"
 
 
 class Modules:
