@@ -4,8 +4,8 @@ Candidates are the earlier graphs of the same call site (the same user frames, t
 line), most recent first, else every earlier graph ("new code"); `torch_xla.compile` names narrow
 them further. The two closest by structure are diffed (a third where the screen's distances tie
 or come close), and the diff that explains the change with the fewest, most recent causes is the
-baseline; a candidate that differs only by warm-up state (`state_init`) loses to one that is this
-graph reordered (issue 37: graphs that take turns after the warm-up).
+baseline (`diagnose.closeness`: a candidate that differs only by warm-up state loses to one that is
+this graph reordered).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from itertools import islice
 
 from xlagraph.canonical import CanonicalComputation
-from xlagraph.diagnose.causes import CauseKind
+from xlagraph.diagnose.closeness import Compared, closest_of, measure
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, Context
 from xlagraph.diagnose.frames import call_site, is_library, user_frames
 from xlagraph.diagnose.new_code import GENERIC_NAMES, NEW_CALL_SITE, NEW_SYNC_POINT
@@ -31,7 +31,6 @@ from xlagraph.runlog import GraphRecord, LiveTensor, Sync
 
 __all__ = [
     "MAX_CANDIDATES",
-    "Compared",
     "Modules",
     "choose_baseline",
     "closest",
@@ -144,20 +143,6 @@ def _shareable(module: Module | str) -> bool:
 
 
 @dataclass(frozen=True)
-class Compared:
-    """One candidate the full diff compared, and what its diff counted (`_score`): instructions
-    involved in its causes, how many causes, and what they are: only warm-up state this graph has
-    and the candidate lacks (`state_init`), or only a reordering (permutations)."""
-
-    graph_hash: str
-    sync: Sync
-    involved: int
-    causes: int
-    warm_up: bool
-    reorder: bool = False
-
-
-@dataclass(frozen=True)
 class _Choice:
     graph_hash: str
     sync: Sync
@@ -173,7 +158,7 @@ _EXTRA = 1
 
 
 def _screen(readable: list[tuple[str, Sync]], this: Module, modules: Modules) -> list[tuple[str, Sync]]:
-    """The candidates closest to `this` by a cheap measure of what `_score` counts: how many of
+    """The candidates closest to `this` by a cheap measure of what `closest_of` reads: how many of
     the entries' instructions have no structural twin (`h0`) on the other side; the full diff then
     decides between the two closest and a third as close as the second (within a tenth, where
     they share most of their structure): the measure cannot tell graphs that take turns apart (a
@@ -210,31 +195,6 @@ def _h0_distance(a: CanonicalComputation, b: CanonicalComputation) -> int:
     the compiled core, a merge of sorted hashes (tests/test_core_handle.py holds it to counting
     them)."""
     return a.core.h0_distance(b.core)  # type: ignore[attr-defined]
-
-
-def _compared(h: str, sync: Sync, result: DiffResult) -> Compared:
-    # Similarity is about what the graphs compute: unused instructions do not make them less alike.
-    involved = sum(
-        len(c.left) + len(c.right) for c in result.differences if c.kind is not CauseKind.DEAD_CODE
-    )
-    kinds = {c.kind for c in result.differences if c.kind is not CauseKind.DEAD_CODE}
-    state = [c for c in result.differences if c.kind is CauseKind.STATE_INIT]
-    warm_up = kinds == {CauseKind.STATE_INIT} and all(c.info for c in state)
-    return Compared(h, sync, involved, len(result.differences), warm_up, bool(kinds) and kinds <= _REORDER)
-
-
-_REORDER = frozenset({CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION})
-
-
-def _score(c: Compared, reordered: bool) -> tuple[bool, int, int, int]:
-    # Where another candidate is this graph reordered (the same computation), one that differs
-    # only by warm-up state loses to it whatever the sizes: it predates state the two share, and
-    # the loop is taking turns between the orders (B, C, B, C after A: C is B reordered, not A
-    # plus state). A warm-up against other changes is left to size: state made mid-run (a layer
-    # unfrozen) is warmed up again next step. Then the size of the difference: one reordering
-    # (two permutation causes) is closer than new state plus work; then the fewest causes, then
-    # the most recent.
-    return (c.warm_up and reordered, c.involved, c.causes, -c.sync.index)
 
 
 def _candidates(target: Sync, earlier: list[tuple[str, Sync]]) -> tuple[list[tuple[str, Sync]], str]:
@@ -436,13 +396,13 @@ def _choose_baseline(
         except RecursionError:
             failures.append(f"graph {h}: nested too deeply to compare")
             continue
-        results.append((_compared(h, s, result), result))
+        results.append((measure(h, s, result.differences), result))
     if not results:
         h, s = readable[0]
         return _Choice(h, s, None, reason), "cannot explain this graph: " + "; ".join(failures)
-    reordered = any(c.reorder for c, _ in results)
-    best, result = min(results, key=lambda r: _score(r[0], reordered))
-    return _Choice(best.graph_hash, best.sync, result, reason, tuple(c for c, _ in results)), ""
+    counted = tuple(c for c, _ in results)
+    best, result = results[closest_of(counted)]
+    return _Choice(best.graph_hash, best.sync, result, reason, counted), ""
 
 
 def _readable(ordered: list[tuple[str, Sync]], modules: Modules) -> list[tuple[str, Sync]]:

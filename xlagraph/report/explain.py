@@ -16,10 +16,11 @@ from xlagraph.capture.shardings import MarkSharding, find_marks
 from xlagraph.diagnose.attribution import AttributionContext, attribute
 from xlagraph.diagnose.bridge import bridged_before
 from xlagraph.diagnose.causes import Cause, name_sides, with_sides
+from xlagraph.diagnose.closeness import Compared
 from xlagraph.diagnose.frames import call_site, source_line, split_frames
 from xlagraph.diagnose.listing import plural
 from xlagraph.diagnose.new_code import another_use, new_code, new_code_cause
-from xlagraph.report.baseline import Compared, Modules, choose_baseline, graph_name
+from xlagraph.report.baseline import Modules, choose_baseline, graph_name
 from xlagraph.report.model import Attribution, Baseline, Recompile
 from xlagraph.report.triggers import LineReader
 from xlagraph.runlog import RunLog, Sync
@@ -133,7 +134,7 @@ def explain_recompile(
 
 
 def _why(chosen_hash: str, compared: tuple[Compared, ...], letters: dict[str, str]) -> str:
-    """Why the baseline is that one of the candidates diffed (`baseline._score`), in words."""
+    """Why the baseline is that one of the candidates diffed (`closeness.closest_of`), in words."""
     chosen = next((c for c in compared if c.graph_hash == chosen_hash), None)
     if chosen is None:
         return ""
