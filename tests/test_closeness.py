@@ -10,7 +10,8 @@ from tests.conftest import FIXTURES
 from xlagraph.diagnose.closeness import closest_of, measure
 from xlagraph.diff import DiffResult
 from xlagraph.report import load_runs
-from xlagraph.report.baseline import Modules, diff_against
+from xlagraph.report.baseline import diff_against
+from xlagraph.report.modules import Modules
 from xlagraph.report.triggers import trigger_of
 from xlagraph.runlog import Sync
 

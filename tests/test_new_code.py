@@ -11,7 +11,7 @@ from xlagraph.diagnose.bridge import bridged_before
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
 from xlagraph.diagnose.new_code import NewCode, another_use, new_code
 from xlagraph.report import build_report
-from xlagraph.report.baseline import Modules
+from xlagraph.report.modules import Modules
 from xlagraph.report.triggers import trigger_of
 from xlagraph.runlog import RunLog, Sync
 

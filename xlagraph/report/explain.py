@@ -20,8 +20,9 @@ from xlagraph.diagnose.closeness import Compared
 from xlagraph.diagnose.frames import call_site, source_line, split_frames
 from xlagraph.diagnose.listing import plural
 from xlagraph.diagnose.new_code import another_use, new_code, new_code_cause
-from xlagraph.report.baseline import Modules, choose_baseline, graph_name
+from xlagraph.report.baseline import choose_baseline, graph_name
 from xlagraph.report.model import Attribution, Baseline, Recompile
+from xlagraph.report.modules import Modules
 from xlagraph.report.triggers import LineReader
 from xlagraph.runlog import RunLog, Sync
 
