@@ -26,6 +26,7 @@ from xlagraph.diagnose.dynamo_join.guards import (
     compile_kind,
     guard_failures,
     is_expected,
+    user_line,
 )
 from xlagraph.diagnose.dynamo_join.owners import owners
 from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, Retrace
@@ -159,7 +160,7 @@ def _breaks(breaks: Sequence[GraphBreak], per_step: int | None) -> tuple[GraphBr
     out = []
     for (reason, at), found in grouped.items():
         first = found[0]
-        user = _user_line(first.stack) or at
+        user = user_line(first.stack) or at
         out.append(
             GraphBreakEntry(
                 reason=reason,
@@ -171,13 +172,6 @@ def _breaks(breaks: Sequence[GraphBreak], per_step: int | None) -> tuple[GraphBr
             )
         )
     return tuple(out)
-
-
-def _user_line(stack: tuple[Frame, ...]) -> str:
-    for f in stack:
-        if not is_library(f):
-            return f"{f.file}:{f.line}"
-    return ""
 
 
 def _ranking(events: Sequence[DynamoEvent]) -> tuple[RankingEntry, ...]:
