@@ -3,7 +3,7 @@ site. Candidates are the earlier graphs whose first sync had the same user frame
 innermost user line, else any earlier graph), at most `MAX_CANDIDATES` of the most recent; the
 closest by structure are compared with `diff_modules` and the closest wins: where one is this graph
 reordered, not one that differs only by warm-up state (`state_init`); then the fewest live
-instructions involved in its causes, the fewest causes, the most recent (`baseline.py`);
+instructions involved in its causes, the fewest causes, the most recent (`diagnose.closeness`);
 `Baseline.why` says which and why. Its causes are then attributed (`diagnose.attribution`), or
 replaced by one where diagnosis finds the graph new code (`diagnose.new_code`).
 """
