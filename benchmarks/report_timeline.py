@@ -47,13 +47,13 @@ def _wrap(owner: object, name: str, before: object, after: object) -> None:
 
 
 def _instrument() -> None:
-    import xlagraph.report.baseline as baseline
     import xlagraph.report.build as build
     import xlagraph.report.explain_workers as workers
+    import xlagraph.report.modules as modules
 
-    _wrap(baseline.Modules, "_load", lambda _, h: f"read {h[:12]}", lambda _, h: f"read-end {h[:12]}")
+    _wrap(modules.Modules, "_load", lambda _, h: f"read {h[:12]}", lambda _, h: f"read-end {h[:12]}")
     _wrap(
-        baseline.Modules,
+        modules.Modules,
         "preload",
         lambda _, hashes, *a: f"preload {len(dict.fromkeys(hashes))}",
         lambda *_: "preload-end",

@@ -382,3 +382,39 @@ def test_the_checker_sees_a_private_diagnose_import(tmp_path: Path) -> None:
         "xlagraph/report/a.py:3 xlagraph.diagnose.recognizers._source.calls_of_function",
         "xlagraph/report/a.py:4 xlagraph.diagnose._HOME",
     ]
+
+
+def _fixes_picked_in_report(root: Path) -> list[str]:
+    """`file:line name` for each name of `diagnose.fixes` imported under `xlagraph/report/` other
+    than `fix` (the words of a fix ID diagnose chose): a fix text or ID the report names itself
+    means the report picks a fix (eager mode's was `EAGER_SHAPE_FIX` in `report/eager.py`)."""
+    found = []
+    for path in sorted((root / "xlagraph" / "report").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "xlagraph.diagnose.fixes":
+                found += [
+                    f"{path.relative_to(root)}:{node.lineno} {a.name}" for a in node.names if a.name != "fix"
+                ]
+            elif isinstance(node, ast.ImportFrom) and node.module == "xlagraph.diagnose":
+                found += [
+                    f"{path.relative_to(root)}:{node.lineno} fixes" for a in node.names if a.name == "fixes"
+                ]
+    return sorted(found)
+
+
+def test_the_report_picks_no_fix() -> None:
+    """Diagnose decides each fix (issue 39); the report only turns a chosen ID into its words."""
+    assert _fixes_picked_in_report(ROOT) == [], "\n".join(_fixes_picked_in_report(ROOT))
+
+
+def test_the_checker_sees_a_fix_picked_in_the_report(tmp_path: Path) -> None:
+    (tmp_path / "xlagraph" / "report").mkdir(parents=True)
+    (tmp_path / "xlagraph" / "report" / "a.py").write_text(
+        "from xlagraph.diagnose.fixes import fix\n"
+        "def f():\n    from xlagraph.diagnose.fixes import EAGER_SHAPE_FIX\n"
+        "from xlagraph.diagnose import fixes\n"
+    )
+    assert _fixes_picked_in_report(tmp_path) == [
+        "xlagraph/report/a.py:3 EAGER_SHAPE_FIX",
+        "xlagraph/report/a.py:4 fixes",
+    ]

@@ -4,37 +4,30 @@ Candidates are the earlier graphs of the same call site (the same user frames, t
 line), most recent first, else every earlier graph ("new code"); `torch_xla.compile` names narrow
 them further. The two closest by structure are diffed (a third where the screen's distances tie
 or come close), and the diff that explains the change with the fewest, most recent causes is the
-baseline; a candidate that differs only by warm-up state (`state_init`) loses to one that is this
-graph reordered (issue 37: graphs that take turns after the warm-up).
+baseline (`diagnose.closeness`: a candidate that differs only by warm-up state loses to one that is
+this graph reordered).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import islice
 
 from xlagraph.canonical import CanonicalComputation
-from xlagraph.diagnose.causes import CauseKind
+from xlagraph.diagnose.closeness import Compared, closest_of, measure
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, Context
 from xlagraph.diagnose.frames import call_site, is_library, user_frames
-from xlagraph.diagnose.new_code import GENERIC_NAMES
+from xlagraph.diagnose.new_code import GENERIC_NAMES, NEW_CALL_SITE, NEW_SYNC_POINT
 from xlagraph.diff import DiffResult, canonical_of, diff_modules
-from xlagraph.errors import XlagraphError
 from xlagraph.ir import Module
 from xlagraph.match.correspondence import correspond
-from xlagraph.parse.hlo import LAZY_IR
 from xlagraph.parse.shared import current as current_shared
-from xlagraph.parse.sources import Source, open_source, read, replace_label, select, split_spec
-from xlagraph.runlog import GraphRecord, LiveTensor, Sync
+from xlagraph.report.modules import Modules
+from xlagraph.runlog import LiveTensor, Sync
 
 __all__ = [
     "MAX_CANDIDATES",
-    "NEW_CALL_SITE",
-    "NEW_SYNC_POINT",
-    "Compared",
-    "Modules",
     "choose_baseline",
     "closest",
     "diff_against",
@@ -43,124 +36,6 @@ __all__ = [
 ]
 
 MAX_CANDIDATES = 5
-NEW_CALL_SITE = "nearest earlier graph: none from this call site"
-# An implicit sync inside library code (transformers' mask helpers call .all() / .any()) at a
-# library line no earlier graph of this call site synced at: another helper's graph, not a change.
-NEW_SYNC_POINT = "nearest earlier graph: none synced at this library line"
-
-
-class Modules:
-    """Parses each graph once; a save file is split once however many graphs it holds."""
-
-    def __init__(self, graphs: dict[str, GraphRecord]) -> None:
-        self._graphs = graphs
-        self._sources: dict[str, Source] = {}
-        self._modules: dict[str, Module | str] = {}
-        self.noted = False  # a module read says `file:line: note: ...`: its diffs name this file
-
-    def get(self, graph_hash: str) -> Module | str:
-        """The parsed module, or why there is none."""
-        if graph_hash not in self._modules:
-            self._store(graph_hash, lambda: self._load(graph_hash))
-        return self._modules[graph_hash]
-
-    def _store(self, graph_hash: str, load: Callable[[], Module | str]) -> None:
-        shared = current_shared()
-        if shared is None:
-            module = self._modules[graph_hash] = load()
-        else:  # another process of the report may have read the same bytes
-            module = self._modules[graph_hash] = shared.module(self.key(graph_hash), load, _shareable)
-        self.noted = self.noted or (isinstance(module, Module) and bool(module.notes))
-
-    def preload(self, hashes: Sequence[str], threads: int = 2) -> None:
-        """Read these graphs now, on `threads` threads (the compiled reader parses without the
-        GIL), each source file on one thread: a report reads them here before its worker
-        processes fork, which inherit them. `get` then answers what it would have read (through
-        the report's shared graphs as well); a graph that fails to read is left for `get` to fail
-        on where it would have."""
-        shared = current_shared()
-        groups: dict[str, list[str]] = {}
-        for h in dict.fromkeys(hashes):
-            record = self._graphs.get(h)
-            if h in self._modules or record is None or not record.module:
-                continue
-            if shared is not None and (key := self.key(h)) is not None and key in shared.modules:
-                continue  # `get` takes it from there
-            groups.setdefault(split_spec(record.module)[0], []).append(h)
-
-        def load(group: list[str]) -> list[tuple[str, Module | str]]:
-            out = []
-            for h in group:
-                try:
-                    out.append((h, self._load(h)))
-                except Exception:  # `get` raises it again, where it would have
-                    break
-            return out
-
-        with ThreadPoolExecutor(threads) as pool:
-            for h, module in (x for got in pool.map(load, groups.values()) for x in got):
-                self._store(h, lambda m=module: m)  # type: ignore[misc]
-
-    def key(self, graph_hash: str) -> Hashable | None:
-        """The graph's content key while a report shares work among processes, else None. None
-        too where the report holds one process: no other asks for its graphs or choices, and
-        the key costs a digest of every graph's file (3% of such a report's CPU)."""
-        shared = current_shared()
-        record = self._graphs.get(graph_hash)
-        if shared is None or shared.processes == 1 or record is None:
-            return None
-        return shared.graph_key(graph_hash, record.module)
-
-    def _load(self, graph_hash: str) -> Module | str:
-        record = self._graphs.get(graph_hash)
-        if record is None or not record.module:
-            return "its HLO was not kept"
-        spec = record.module
-        try:
-            path, index = split_spec(spec)
-            source = self._sources.get(path)
-            if source is None:
-                source = self._sources[path] = open_source(path)
-            graph = select(source, index, spec)
-            # A recompile's diffs ask about a few instructions of each graph (its inputs, outputs
-            # and changed pairs): each is built when first asked for (`LAZY_IR`), not all 99K of
-            # every graph as it is read, which also holds the GIL less while two threads read.
-            lazy = LAZY_IR.set(True)
-            try:
-                module = read(graph)
-            finally:
-                LAZY_IR.reset(lazy)
-        except XlagraphError as e:
-            return f"its HLO could not be read: {e}"
-        except RecursionError:
-            return f"its HLO is nested too deeply to analyze: {spec}"
-        if source.kind not in ("hlo-file", "stablehlo-file", "lazy-ir-file"):
-            module = replace_label(module, graph.label)
-        elif not module.info.label:
-            module = replace_label(module, spec)
-        if not module.info.graph_hash and not graph_hash.startswith("text:"):
-            module = replace(module, info=replace(module.info, graph_hash=graph_hash))
-        return module
-
-
-def _shareable(module: Module | str) -> bool:
-    """A module other processes may use as theirs: read, and saying nothing that names its file
-    (the reader's notes on old spellings do, and a diff repeats them)."""
-    return isinstance(module, Module) and not module.notes
-
-
-@dataclass(frozen=True)
-class Compared:
-    """One candidate the full diff compared, and what its diff counted (`_score`): instructions
-    involved in its causes, how many causes, and what they are: only warm-up state this graph has
-    and the candidate lacks (`state_init`), or only a reordering (permutations)."""
-
-    graph_hash: str
-    sync: Sync
-    involved: int
-    causes: int
-    warm_up: bool
-    reorder: bool = False
 
 
 @dataclass(frozen=True)
@@ -179,7 +54,7 @@ _EXTRA = 1
 
 
 def _screen(readable: list[tuple[str, Sync]], this: Module, modules: Modules) -> list[tuple[str, Sync]]:
-    """The candidates closest to `this` by a cheap measure of what `_score` counts: how many of
+    """The candidates closest to `this` by a cheap measure of what `closest_of` reads: how many of
     the entries' instructions have no structural twin (`h0`) on the other side; the full diff then
     decides between the two closest and a third as close as the second (within a tenth, where
     they share most of their structure): the measure cannot tell graphs that take turns apart (a
@@ -216,31 +91,6 @@ def _h0_distance(a: CanonicalComputation, b: CanonicalComputation) -> int:
     the compiled core, a merge of sorted hashes (tests/test_core_handle.py holds it to counting
     them)."""
     return a.core.h0_distance(b.core)  # type: ignore[attr-defined]
-
-
-def _compared(h: str, sync: Sync, result: DiffResult) -> Compared:
-    # Similarity is about what the graphs compute: unused instructions do not make them less alike.
-    involved = sum(
-        len(c.left) + len(c.right) for c in result.differences if c.kind is not CauseKind.DEAD_CODE
-    )
-    kinds = {c.kind for c in result.differences if c.kind is not CauseKind.DEAD_CODE}
-    state = [c for c in result.differences if c.kind is CauseKind.STATE_INIT]
-    warm_up = kinds == {CauseKind.STATE_INIT} and all(c.info for c in state)
-    return Compared(h, sync, involved, len(result.differences), warm_up, bool(kinds) and kinds <= _REORDER)
-
-
-_REORDER = frozenset({CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION})
-
-
-def _score(c: Compared, reordered: bool) -> tuple[bool, int, int, int]:
-    # Where another candidate is this graph reordered (the same computation), one that differs
-    # only by warm-up state loses to it whatever the sizes: it predates state the two share, and
-    # the loop is taking turns between the orders (B, C, B, C after A: C is B reordered, not A
-    # plus state). A warm-up against other changes is left to size: state made mid-run (a layer
-    # unfrozen) is warmed up again next step. Then the size of the difference: one reordering
-    # (two permutation causes) is closer than new state plus work; then the fewest causes, then
-    # the most recent.
-    return (c.warm_up and reordered, c.involved, c.causes, -c.sync.index)
 
 
 def _candidates(target: Sync, earlier: list[tuple[str, Sync]]) -> tuple[list[tuple[str, Sync]], str]:
@@ -442,13 +292,13 @@ def _choose_baseline(
         except RecursionError:
             failures.append(f"graph {h}: nested too deeply to compare")
             continue
-        results.append((_compared(h, s, result), result))
+        results.append((measure(h, s, result.differences), result))
     if not results:
         h, s = readable[0]
         return _Choice(h, s, None, reason), "cannot explain this graph: " + "; ".join(failures)
-    reordered = any(c.reorder for c, _ in results)
-    best, result = min(results, key=lambda r: _score(r[0], reordered))
-    return _Choice(best.graph_hash, best.sync, result, reason, tuple(c for c, _ in results)), ""
+    counted = tuple(c for c, _ in results)
+    best, result = results[closest_of(counted)]
+    return _Choice(best.graph_hash, best.sync, result, reason, counted), ""
 
 
 def _readable(ordered: list[tuple[str, Sync]], modules: Modules) -> list[tuple[str, Sync]]:

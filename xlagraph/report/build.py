@@ -21,7 +21,6 @@ from xlagraph.diagnose.frames import SourceText, call_site, reading_sources, sou
 from xlagraph.graphs import variant_letter
 from xlagraph.parse.shared import current as current_shared
 from xlagraph.progress import counted
-from xlagraph.report.baseline import Modules
 from xlagraph.report.explain import explain_recompile
 from xlagraph.report.explain_workers import explain_in_processes, report_workers
 from xlagraph.report.model import (
@@ -33,6 +32,7 @@ from xlagraph.report.model import (
     Turn,
     Variant,
 )
+from xlagraph.report.modules import Modules
 from xlagraph.report.source_text import source_text_near
 from xlagraph.report.triggers import LineReader, trigger_of
 from xlagraph.report.turns import diff_turn, steady_turns, turn_pairs

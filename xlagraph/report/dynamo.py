@@ -19,14 +19,16 @@ from dataclasses import replace
 
 from xlagraph.diagnose.dynamo_join import join
 from xlagraph.diagnose.dynamo_join.breaks import break_fix
-from xlagraph.diagnose.dynamo_join.expected import mode_switched, switch_fix
+from xlagraph.diagnose.dynamo_join.expected import switched_compiles
 from xlagraph.diagnose.dynamo_join.guards import (
     call_site,
     compile_fix,
     compile_kind,
     guard_failures,
     is_expected,
+    user_line,
 )
+from xlagraph.diagnose.dynamo_join.owners import owners
 from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, Retrace
 from xlagraph.diagnose.fixes import fix as fix_text
 from xlagraph.diagnose.frames import is_library
@@ -61,22 +63,6 @@ def user_function(c: DynamoCompile) -> str:
     return c.function
 
 
-def _owners(compiles: Sequence[DynamoCompile], variants: Sequence[Variant]) -> dict[str, list[Variant]]:
-    """The XLA graphs compiled for each compile: a graph first run in a step belongs to the last
-    compile (in the order dynamo began them) of that step that began at or before its first sync."""
-    owned: dict[str, list[Variant]] = defaultdict(list)
-    for v in variants:
-        if not v.compiled:
-            continue
-        owner = None
-        for c in compiles:
-            if c.step == v.first_step and c.sync is not None and c.sync <= v.first_sync:
-                owner = c
-        if owner is not None:
-            owned[owner.compile_id].append(v)
-    return owned
-
-
 def _summary(c: DynamoCompile, guards: tuple[GuardFailure, ...], fn: str) -> str:
     name = fn if fn.startswith("the compiled call") else f"`{fn}` ({c.code})"
     if c.hit_limit:
@@ -91,7 +77,7 @@ def dynamo_section(
     log: DynamoLog, variants: Sequence[Variant], syncs: Sequence[Sync], steady_syncs_per_step: int | None
 ) -> DynamoSection:
     compiles = log.compiles
-    owned = _owners(compiles, variants)
+    owned = owners(compiles, variants)
     xla_seconds = {s.graph_hash: s.compile_seconds for s in syncs if s.compiled}
     events: list[DynamoEvent] = []
     files = tuple(dict.fromkeys(c.file for c in compiles if c.file))
@@ -142,7 +128,7 @@ def joined(
 ) -> tuple[tuple[Recompile, ...], DynamoSection]:
     """The recompiles joined to torch.compile's half: each graph said with the compile that made it;
     and the section, where a retrace for another mode that switched it for good is no longer
-    expected (`mode_switched`: the XLA graphs say so, the retrace says it alike)."""
+    expected (`switched_compiles`: the XLA graphs say so, the retrace says it alike)."""
     made = {v: e.compile_id for e in section.events for v in e.variants}
     retraces = {
         e.compile_id: Retrace(e.guards[0], e.function, e.call_site, e.expected)
@@ -155,10 +141,10 @@ def joined(
         phases[t.variant].add(t.phase)
         last_run[t.variant] = max(last_run.get(t.variant, t.sync), t.sync)
     recompiles = [replace(r, dynamo=made.get(r.variant, "")) for r in recompiles]
-    switched = {r.dynamo for r in recompiles if mode_switched(r, retraces, last_run)}
+    switched = switched_compiles(recompiles, retraces, last_run)
     if switched:
         events = tuple(
-            replace(e, expected=False, fix=fix_text(switch_fix(retraces[e.compile_id])))
+            replace(e, expected=False, fix=fix_text(switched[e.compile_id]))
             if e.compile_id in switched
             else e
             for e in section.events
@@ -174,7 +160,7 @@ def _breaks(breaks: Sequence[GraphBreak], per_step: int | None) -> tuple[GraphBr
     out = []
     for (reason, at), found in grouped.items():
         first = found[0]
-        user = _user_line(first.stack) or at
+        user = user_line(first.stack) or at
         out.append(
             GraphBreakEntry(
                 reason=reason,
@@ -186,13 +172,6 @@ def _breaks(breaks: Sequence[GraphBreak], per_step: int | None) -> tuple[GraphBr
             )
         )
     return tuple(out)
-
-
-def _user_line(stack: tuple[Frame, ...]) -> str:
-    for f in stack:
-        if not is_library(f):
-            return f"{f.file}:{f.line}"
-    return ""
 
 
 def _ranking(events: Sequence[DynamoEvent]) -> tuple[RankingEntry, ...]:

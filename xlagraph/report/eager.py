@@ -1,25 +1,20 @@
 """Eager mode's half of a report: torch_xla compiles each op on its own (`EagerOpCompileTime`), once
-per op and input shapes. An op compiled in a later step than the first is a recompile where the
-same op compiled before at the same call site (the line its metadata names) with other shapes
-(`was`), and new work otherwise (an evaluation pass, a branch taken once): one op name compiled
-earlier by other code with other shapes is that code's compile, not this one's. Each op module
-names torch's op (its metadata's `op_type`, `aten::addmm`) and the line it ran at; an input's
-metadata names the line that made the input.
+per op and input shapes; `diagnose.eager` judges each op compiled after the first step a recompile
+or new work. Each op module names torch's op (its metadata's `op_type`, `aten::addmm`) and the line
+it ran at; an input's metadata names the line that made the input.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from itertools import groupby
 
-from xlagraph.diagnose.fixes import EAGER_SHAPE_FIX
+from xlagraph.diagnose.eager import OpShapes, eager_fix, later_ops
 from xlagraph.errors import XlagraphError
 from xlagraph.ir import Instruction, Module, strip_layout
 from xlagraph.parse.sources import load_module
 from xlagraph.report.model import EagerOp, EagerSection, EagerStep
 from xlagraph.runlog import EagerCompile, RunLog
-from xlagraph.source_paths import is_library_path
 
 __all__ = ["eager_section", "op_of"]
 
@@ -58,28 +53,17 @@ def eager_section(log: RunLog) -> EagerSection | None:
     if not log.eager and not log.eager_compiles_reported:
         return None
     first_step = min((c.step for c in log.eager), default=0)
-    # (op, its call site) -> (step, its shapes, in and out); an op with no line (autograd's
-    # backward) is one call site per op, as torch_xla records none for it
-    seen: dict[tuple[str, str], list[tuple[int, tuple[str, ...]]]] = {}
-    later: list[tuple[EagerOp, list[str]]] = []  # each op compiled after the first step, its changes
-    unread = 0
-    for c in log.eager:
-        read = _read(c)
-        if read is None:
-            unread += 1
-            continue
-        op, shapes, at, ins, lines = read
-        sig = (*ins, shapes.rpartition(" -> ")[2])
-        before = seen.setdefault((op, at), [])
-        if c.step != first_step:
-            was = _closest(sig, [b for step, b in before if step < c.step])
-            changed = [k for k in range(len(sig)) if was is not None and sig[k] != was[k]]
-            made = [lines[k] for k in changed if k < len(lines) and lines[k] and not _library(lines[k])]
-            user_at = made[0] if made else at if at and not _library(at) else ""
-            shown = f"{', '.join(was[:-1]) or '()'} -> {was[-1]}" if was is not None else ""
-            dims = [d for k in changed for d in _dims(was[k], sig[k])] if was is not None else []
-            later.append((EagerOp(c.step, op, shapes, user_at, shown, c.seconds), dims))
-        before.append((c.step, sig))
+    read = [(c, r) for c in log.eager if (r := _read(c)) is not None]
+    ops = [
+        OpShapes(c.step, op, at, (*ins, shapes.rpartition(" -> ")[2]), lines)
+        for c, (op, shapes, at, ins, lines) in read
+    ]
+    judged = later_ops(ops, first_step)
+    later = []  # each op compiled after the first step, its changes
+    for o in judged:
+        c, (op, shapes, *_) = read[o.index]
+        shown = f"{', '.join(o.was[:-1]) or '()'} -> {o.was[-1]}" if o.was is not None else ""
+        later.append((EagerOp(c.step, op, shapes, o.at, shown, c.seconds), list(o.dims)))
     steps = tuple(_step(step, list(group)) for step, group in groupby(later, key=lambda x: x[0].step))
     return EagerSection(
         compiles=len(log.eager),
@@ -88,8 +72,8 @@ def eager_section(log: RunLog) -> EagerSection | None:
         first_step=first_step,
         by_step=tuple(sorted(Counter(c.step for c in log.eager).items())),
         steps=steps,
-        fix=EAGER_SHAPE_FIX if any(s.recompiled for s in steps) else "",
-        unread=unread,
+        fix=eager_fix(judged),
+        unread=len(log.eager) - len(read),
     )
 
 
@@ -122,31 +106,3 @@ def _read(c: EagerCompile) -> tuple[str, str, str, tuple[str, ...], tuple[str, .
         return op_of(load_module(c.module))
     except (XlagraphError, OSError, RecursionError):
         return None
-
-
-def _closest(sig: tuple[str, ...], before: Sequence[tuple[str, ...]]) -> tuple[str, ...] | None:
-    """The earlier shapes of the op most like these: as many inputs, fewest shapes and then fewest
-    dimensions that differ, the latest of equals."""
-    same = [b for b in before if len(b) == len(sig)]
-    if not same:
-        return None
-
-    def distance(b: tuple[str, ...]) -> tuple[int, int]:
-        differ = [(x, y) for x, y in zip(b, sig, strict=True) if x != y]
-        return len(differ), sum(len(_dims(x, y)) for x, y in differ)
-
-    return min(reversed(same), key=distance)
-
-
-def _library(location: str) -> bool:
-    return is_library_path(location.rsplit(":", 1)[0])
-
-
-def _dims(a: str, b: str) -> list[str]:
-    """The dimension changes between two array shapes of one rank and dtype (`8 -> 11`)."""
-    ta, _, da = a.partition("[")
-    tb, _, db = b.partition("[")
-    xs, ys = da.rstrip("]").split(","), db.rstrip("]").split(",")
-    if ta != tb or len(xs) != len(ys):
-        return [f"{a} -> {b}"]
-    return [f"{x} -> {y}" for x, y in zip(xs, ys, strict=True) if x != y]

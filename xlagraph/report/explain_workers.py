@@ -11,9 +11,10 @@ from contextlib import nullcontext
 
 from xlagraph.diagnose.frames import SourceText, current_sources, reading_sources
 from xlagraph.progress import shown, step
-from xlagraph.report.baseline import Modules, graphs_read, prepare_baseline
+from xlagraph.report.baseline import graphs_read, prepare_baseline
 from xlagraph.report.explain import earlier_graphs, explain_recompile
 from xlagraph.report.model import Recompile
+from xlagraph.report.modules import Modules
 from xlagraph.runlog import Sync
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from xlagraph.diagnose.attribution.lines import LineReader
 from xlagraph.diagnose.frames import source_line, user_frames
 from xlagraph.report.savefile import is_step_marker
@@ -48,25 +46,3 @@ def trigger_of(sync: Sync, read_line: LineReader = source_line) -> str:
     if "print(" in text:
         return "print"
     return "implicit"
-
-
-def bridge_sync_all(sync: Sync) -> bool:
-    """torch.compile's openxla bridge ran a full `torch_xla.sync()` (its first compile of a graph
-    syncs every pending tensor before it extracts the graph; later calls sync only the compiled
-    graph's inputs): the user's work pending at that point ran in this sync's graph."""
-    frames = sync.frames
-    return (
-        len(frames) > 1
-        and frames[0].function in ("sync", "mark_step")
-        and frames[0].file.endswith(("torch_xla/torch_xla.py", "torch_xla/core/xla_model.py"))
-        and any("torch_xla/_dynamo/" in f.file for f in frames[1:3])
-    )
-
-
-def bridge_synced(syncs: Iterable[Sync]) -> dict[int, int]:
-    """Step -> the index of its first sync by which torch.compile's bridge synced all pending work."""
-    out: dict[int, int] = {}
-    for s in syncs:
-        if s.step not in out and bridge_sync_all(s):
-            out[s.step] = s.index
-    return out

@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from xlagraph.diagnose.attribution import AttributionContext, attribute
+from xlagraph.diagnose.bridge import bridge_synced
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.frames import call_site
-from xlagraph.report.baseline import Modules, diff_against
+from xlagraph.report.baseline import diff_against
 from xlagraph.report.model import Recompile, SteadyTurns, TimelineEntry, Turn
-from xlagraph.report.triggers import LineReader, bridge_synced
+from xlagraph.report.modules import Modules
+from xlagraph.report.triggers import LineReader
 from xlagraph.runlog import RunLog, Sync
 
 __all__ = ["diff_turn", "steady_turns", "turn_pairs"]

@@ -12,7 +12,7 @@ from xlagraph.diagnose.frames import split_location
 from xlagraph.diagnose.recognizers._source import calls_of_function, enclosing_function
 from xlagraph.diagnose.recompile import Recompile
 
-__all__ = ["SWITCH_FIX", "mode_graphs", "mode_switched", "switch_fix", "warm_up_cuts"]
+__all__ = ["SWITCH_FIX", "mode_graphs", "mode_switched", "switch_fix", "switched_compiles", "warm_up_cuts"]
 
 
 # The fix of dropout switched off for good: keep the mode (train) on every step.
@@ -74,6 +74,16 @@ def mode_switched(r: Recompile, retraces: Mapping[str, Retrace], last_run: Mappi
         return False
     base = r.baseline.variant if r.baseline else ""
     return bool(base) and base in last_run and last_run[base] < r.sync
+
+
+def switched_compiles(
+    recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace], last_run: Mapping[str, int]
+) -> dict[str, str]:
+    """Compile id -> the fix ID of each retrace whose mode was switched for good (`mode_switched`):
+    dynamo's half no longer calls that compile expected."""
+    return {
+        r.dynamo: switch_fix(retraces[r.dynamo]) for r in recompiles if mode_switched(r, retraces, last_run)
+    }
 
 
 def _mode_switch(r: Recompile, retrace: Retrace) -> Recompile:

@@ -13,18 +13,21 @@ from xlagraph.diagnose.frames import is_library, source_line, split_location
 from xlagraph.diagnose.guards import explain_guard, fix_for
 from xlagraph.diagnose.value_origin import origin_of
 from xlagraph.dynamolog import DynamoCompile
+from xlagraph.ir import Frame
 
-__all__ = ["call_site", "compile_fix", "compile_kind", "guard_failures", "is_expected"]
+__all__ = ["call_site", "compile_fix", "compile_kind", "guard_failures", "is_expected", "user_line"]
 
 _MODES = frozenset({"train_eval", "grad_mode"})  # one graph per mode: expected once each
 
 
 def call_site(c: DynamoCompile) -> str:
     """The user's line that called the compiled frame (the first user frame of its call stack)."""
-    for f in c.call_stack:
-        if not is_library(f) and not f.file.startswith("<"):
-            return f"{f.file}:{f.line}"
-    return c.code
+    return user_line(c.call_stack) or c.code
+
+
+def user_line(stack: Sequence[Frame]) -> str:
+    """`file:line` of the first user frame of `stack` (`<string>` and the like are library), or ""."""
+    return next((f"{f.file}:{f.line}" for f in stack if not is_library(f)), "")
 
 
 def guard_failures(c: DynamoCompile, files: Sequence[str] = ()) -> tuple[GuardFailure, ...]:
