@@ -27,10 +27,14 @@ def canonicalize(module: Module) -> CanonicalModule:
     groups, an operand no instruction defines, ...)."""
     program = module.inlined
     if program is not None:  # its calls inlined, as XLA compiles it (issue 37)
+        # A module relabelled after reading (`dataclasses.replace`), or without its reader's
+        # canonical form (`core=None`: the Python IR's way into the core): so is its program.
+        changes: dict = {}
         if (program.info, program.path, program.notes) != (module.info, module.path, module.notes):
-            # The module was relabelled after reading (`dataclasses.replace`): so is its program.
-            program = replace(program, info=module.info, path=module.path, notes=module.notes)
-        return canonicalize(program)
+            changes.update(info=module.info, path=module.path, notes=module.notes)
+        if module.core is None:
+            changes["core"] = None
+        return canonicalize(replace(program, **changes) if changes else program)
     with paused_gc():
         core = module.core
         if core is not None and core[0] is module.computations and core[1] is not None:
