@@ -501,9 +501,11 @@ def _walk(outputs: list[str], operands: dict[str, tuple[str, ...]]) -> list[str]
 
 
 def canonicalize(module: Module) -> CanonicalModule:
-    """Canonical form of every computation, callees first, and the module fingerprint."""
+    """Canonical form of every computation, callees first, and the module fingerprint. Of the
+    module's program where the reader inlined its calls (`Module.inlined`, rust/src/canon/inline.rs,
+    a step before these rules), as the engine."""
     with paused_gc():
-        return _canonicalize(module)
+        return _canonicalize(module.inlined or module)
 
 
 def _canonicalize(module: Module) -> CanonicalModule:

@@ -16,17 +16,12 @@ from tests.conftest import FIXTURES, load_manifest
 WILD = FIXTURES / "jax" / "wild2"
 PAIRS = load_manifest("jax/wild2")["pairs"]
 
-# What the engine answers today where it is wrong (diff A B). These are for the lead to fix.
-_CALL = (
-    "says different, structure (a `call` changed to its inlined body, no user line): the same computation "
-    "with a jitted callee called in A and inlined in B (compiled, both are one program up to names)"
-)
-WRONG = {
-    "nested_jit_inline": _CALL + " (an inner jax.jit vs jax.jit(inline=True))",
-    "where_vs_select": _CALL + " (jnp.where lowers to a call of `_where`, lax.select to a bare select)",
-}
+# What the engine answers today where it is wrong (diff A B). These are for the lead to fix. A
+# `call` and its inlined body (nested_jit_inline, where_vs_select) are one program since issue 37's
+# inlining (rust/src/canon/inline.rs).
+WRONG: dict[str, str] = {}
 # diff B A: the verdict only (the kinds of the reverse direction are the mirror ones).
-WRONG_REVERSE = {name: WRONG[name] for name in ("nested_jit_inline", "where_vs_select")}
+WRONG_REVERSE: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", wild_pairs.params(PAIRS, WRONG))

@@ -9,7 +9,7 @@ the patterns behind them.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xlagraph._callable import make_callable
 from xlagraph._gc import paused_gc
@@ -125,6 +125,11 @@ _CANONICAL = "_canonical_form"  # a frozen dataclass's instance dict: written pa
 
 def _diff(a: Module, b: Module, context: Context) -> DiffResult:
     left, right = canonical_of(a), canonical_of(b)
+    # Calls are compared inlined, as XLA compiles them (rust/src/canon/inline.rs), unless a side
+    # keeps a call XLA's inliner leaves (host compute, a shard map's body): that call is then
+    # paired with its counterpart as written (`compute_on` host vs device is an attribute).
+    if (a.inlined is not None or b.inlined is not None) and (_keeps_call(a) or _keeps_call(b)):
+        left, right = _as_written(a), _as_written(b)
     raw: list[Cause] = []
     pairs: list[ComputationPair] = []
     seen: set[tuple[str, str]] = set()
@@ -204,6 +209,27 @@ def _has_frames(module: Module) -> bool:
     """Any instruction of the entry carries a source line (metadata or a stack frame). Kept per
     module: a report's graphs are each in several diffs."""
     return has_source_lines(module.entry)
+
+
+@kept_while_alive
+def _keeps_call(module: Module) -> bool:
+    """The program XLA compiles (`Module.inlined`, or the module) still has a `call`. Kept per
+    module, as `_has_frames`."""
+    program = module.inlined or module
+    return any(c.by_name[n].opcode == "call" for c in program.computations for n in calling(c))
+
+
+def _as_written(module: Module) -> CanonicalModule:
+    """The canonical form of the module as its text has it, calls not inlined (made once)."""
+    if module.inlined is None:
+        return canonical_of(module)
+    canon = module.__dict__.get(_WRITTEN)
+    if canon is None:
+        canon = module.__dict__[_WRITTEN] = canonicalize(replace(module, inlined=None, core=None))
+    return canon
+
+
+_WRITTEN = "_written_canonical_form"
 
 
 @kept_while_alive

@@ -1,5 +1,6 @@
 """`canonicalize`: the compiled core's canonical form of a module (rust/src/canon/), wrapped as
-`CanonicalModule` over the module's own IR.
+`CanonicalModule` over the module's own IR, or where the module has `call`s XLA inlines, over
+the inlined module the reader made beside it (`Module.inlined`, rust/src/canon/inline.rs).
 
 A module the HLO text reader made comes with its canonical form (`Module.core`, computed while
 reading); any other module (lazy IR, a proto, one built by hand) is handed to the core as it
@@ -8,6 +9,8 @@ tests/canonical_reference.py writes them plainly, as the oracle the tests hold t
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from xlagraph import _core
 from xlagraph._gc import paused_gc
@@ -22,6 +25,16 @@ def canonicalize(module: Module) -> CanonicalModule:
     """Canonical form of every computation, callees first, and the module fingerprint. Raises
     `ParseError` for a module canonicalization refuses (an operand cycle, invalid iota replica
     groups, an operand no instruction defines, ...)."""
+    program = module.inlined
+    if program is not None:  # its calls inlined, as XLA compiles it (issue 37)
+        # A module relabelled after reading (`dataclasses.replace`), or without its reader's
+        # canonical form (`core=None`: the Python IR's way into the core): so is its program.
+        changes: dict = {}
+        if (program.info, program.path, program.notes) != (module.info, module.path, module.notes):
+            changes.update(info=module.info, path=module.path, notes=module.notes)
+        if module.core is None:
+            changes["core"] = None
+        return canonicalize(replace(program, **changes) if changes else program)
     with paused_gc():
         core = module.core
         if core is not None and core[0] is module.computations and core[1] is not None:

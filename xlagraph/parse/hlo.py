@@ -154,28 +154,34 @@ def parse_hlo(
     """
     with paused_gc():
         try:
-            name, header, computations, rows, canonical, old = _core.parse_hlo(
+            name, header, computations, rows, canonical, old, inlined = _core.parse_hlo(
                 text, first_line - 1, Instruction, Metadata, IR_FIRST.get(), LAZY_IR.get(), line_map
             )
         except _core.HloSyntaxError as e:
             message, line = e.args
             raise ParseError(path, message, line) from None
-        comps = tuple(Computation(n, ins, entry, line) for n, ins, entry, line in computations)
-        if canonical is not None and len(canonical) == 3:
-            for index, *_, handle in canonical[2]:
-                if handle is not None:  # `by_name` answered by the handle (names are unique)
-                    comps[index].__dict__["by_name"] = handle.by_name()
-        return Module(
-            name,
-            comps,
-            header,
-            fmt,
-            path,
-            info or GraphInfo(label=path),
-            _frame_tables(rows) if rows else {},
-            (comps, canonical),
-            old_spelling_notes(old, path or name),
-        )
+        info = info or GraphInfo(label=path)
+        frames = _frame_tables(rows) if rows else {}
+        notes = old_spelling_notes(old, path or name)
+        comps = _computations(computations, canonical)
+        # Calls XLA inlines (rust/src/canon/inline.rs): the module as written, and the program
+        # XLA compiles, which carries the canonical form.
+        program = None
+        if inlined is not None:
+            inlined_comps, canonical = inlined
+            program_comps = _computations(inlined_comps, canonical)
+            core = (program_comps, canonical)
+            program = Module(name, program_comps, header, fmt, path, info, frames, core, notes)
+        return Module(name, comps, header, fmt, path, info, frames, (comps, canonical), notes, program)
+
+
+def _computations(computations: list, canonical: tuple | None) -> tuple[Computation, ...]:
+    comps = tuple(Computation(n, ins, entry, line) for n, ins, entry, line in computations)
+    if canonical is not None and len(canonical) == 3:
+        for index, *_, handle in canonical[2]:
+            if handle is not None:  # `by_name` answered by the handle (names are unique)
+                comps[index].__dict__["by_name"] = handle.by_name()
+    return comps
 
 
 def old_spelling_notes(rows: tuple[tuple[str, int, int], ...], where: str) -> tuple[str, ...]:

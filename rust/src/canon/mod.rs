@@ -4,6 +4,9 @@
 //! are CPython's (python_hash.rs), and content keys are BLAKE2b of the same key text
 //! (content_key.rs, `hashes_reference.content_key`).
 //!
+//! Before any of them, `call`s are inlined as XLA inlines them (inline.rs), on the reader's
+//! records, so the IR is built from the inlined module too.
+//!
 //! One file per rule, in the order `canon_computation` runs them: tuple forwarding
 //! (forwarding.rs, tuple_params.rs), the live order (live.rs), content keys and the structural
 //! hashes h0 / h1 (structural_hashes.rs), dead code and plumbing (dead_code.rs), and the
@@ -29,6 +32,7 @@ pub(crate) mod handle;
 pub(crate) mod handle_methods;
 pub(crate) mod handle_parts;
 pub(crate) mod indexed;
+pub(crate) mod inline;
 pub(crate) mod iota;
 pub(crate) mod live;
 pub(crate) mod mapping;

@@ -13,12 +13,13 @@ use pyo3::types::{PyList, PyString, PyTuple, PyType};
 
 use crate::canon::canonicalize;
 use crate::canon::handle_parts;
+use crate::canon::inline::inline_calls;
 use crate::canon::model::Failure;
 use crate::parse::ir_build::{self, Builder, Built};
 use crate::parse::lazy_instructions;
 use crate::parse::line_map;
 use crate::parse::read::read;
-use crate::parse::text::FxMap;
+use crate::parse::text::{FxMap, ModuleText};
 use crate::py::canonical_form::canonical_form;
 
 create_exception!(
@@ -31,7 +32,9 @@ create_exception!(
 /// Parse one HLO module. Returns `(name, header, computations, frame_rows, canonical)` where
 /// computations are `(name, instructions, is_entry, line)`, frame rows `(table, index, raw_text)`
 /// and `canonical` is `(fingerprint, order, forms)` (see `canonical_form`, callees first),
-/// or `(message, line)` when canonicalization refuses the module.
+/// or `(message, line)` when canonicalization refuses the module; then the notes, and last
+/// `inlined`: for a module with calls XLA inlines (canon/inline.rs), `(computations, canonical)`
+/// of the inlined copy, `canonical` being then None; else None.
 /// Raises `HloSyntaxError(message, line)`; lines are 1-based plus `line_offset`. `line_map`:
 /// the text was written by another reader (StableHLO), and line k of it stands for the user's
 /// line `line_map[k]` (line_map.rs); `line_offset` then applies to those.
@@ -93,7 +96,11 @@ fn build<'py>(
             )));
         }
     };
-    let mut b = Builder::new(py, instruction_cls.unbind(), metadata_cls.unbind())?;
+    let b = Builder::new(
+        py,
+        instruction_cls.clone().unbind(),
+        metadata_cls.clone().unbind(),
+    )?;
     let header = PyTuple::new(
         py,
         module
@@ -102,6 +109,81 @@ fn build<'py>(
             .map(|(k, v)| PyTuple::new(py, [PyString::new(py, k), PyString::new(py, v.trim())]))
             .collect::<PyResult<Vec<_>>>()?,
     )?;
+    // A module with calls XLA inlines: the IR as the text has it (no canonical form of its own),
+    // and the IR of the inlined copy with the canonical form every later stage reads
+    // (canon/inline.rs): `(computations, canonical)`, else None.
+    let (comps, canonical, inlined) = match py.allow_threads(|| inline_calls(&module)) {
+        None => {
+            let (comps, canonical) = computations(
+                py,
+                text,
+                module_records(&mut module),
+                b,
+                line_offset,
+                (ir_first, lazy),
+                true,
+            )?;
+            (comps, canonical, py.None().into_bound(py))
+        }
+        Some(copy) => {
+            let (comps, _) = computations(
+                py,
+                text,
+                module_records(&mut module),
+                b,
+                line_offset,
+                (false, false),
+                false,
+            )?;
+            let b = Builder::new(py, instruction_cls.unbind(), metadata_cls.unbind())?;
+            let (inl, canonical) =
+                computations(py, text, copy, b, line_offset, (ir_first, lazy), true)?;
+            let inlined = PyTuple::new(py, [inl.into_any(), canonical])?.into_any();
+            (comps, py.None().into_bound(py), inlined)
+        }
+    };
+    let rows = PyList::empty(py);
+    for (table, index, value) in &module.tables {
+        rows.append((*table, *index, *value))?;
+    }
+    PyTuple::new(
+        py,
+        [
+            PyString::new(py, &module.name).into_any(),
+            header.into_any(),
+            comps.into_any(),
+            rows.into_any(),
+            canonical,
+            notes(py, &module.notes, line_offset)?.into_any(),
+            inlined,
+        ],
+    )
+}
+
+/// The module's computations moved out, the rest (header, tables, notes) left for the caller.
+fn module_records(module: &mut ModuleText<'static>) -> ModuleText<'static> {
+    ModuleText {
+        name: module.name.clone(),
+        header_pos: module.header_pos,
+        header: Vec::new(),
+        comps: std::mem::take(&mut module.comps),
+        tables: Vec::new(),
+        notes: Vec::new(),
+    }
+}
+
+/// The Python IR of `module`'s computations and, with `canon`, its canonical form
+/// (`(fingerprint, order, forms)`, or `(message, line)` where canonicalization refuses the
+/// module; None without `canon`).
+fn computations<'py>(
+    py: Python<'py>,
+    text: &Bound<'py, PyString>,
+    mut module: ModuleText<'static>,
+    mut b: Builder<'static>,
+    line_offset: i64,
+    (ir_first, lazy): (bool, bool),
+    canon: bool,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyAny>)> {
     // `ir_first`: the Python IR before the canonical form, which is then made without the GIL.
     // A diff reads one side so, the other canonical form first: each side's GIL-bound IR is
     // built while the other side canonicalizes, instead of both waiting on the GIL at the end.
@@ -117,9 +199,9 @@ fn build<'py>(
     };
     // The handles' parts (all but their Python objects) are made here too, without the GIL.
     let (canonical, mut parts) = py.allow_threads(|| {
-        let canonical = canonicalize(&module);
+        let canonical = canon.then(|| canonicalize(&module));
         let mut parts: Vec<Option<handle_parts::Parts>> = Vec::new();
-        if let Ok(m) = &canonical {
+        if let Some(Ok(m)) = &canonical {
             parts.resize_with(module.comps.len(), || None);
             for c in &m.comps {
                 parts[c.comp] = handle_parts::parts(c, &module.comps[c.comp]);
@@ -129,7 +211,7 @@ fn build<'py>(
     });
     // Where each computation's canonical form is in `canonical` (callees first).
     let mut place = vec![usize::MAX; module.comps.len()];
-    if let Ok(m) = &canonical {
+    if let Some(Ok(m)) = &canonical {
         for (k, c) in m.comps.iter().enumerate() {
             place[c.comp] = k;
         }
@@ -137,9 +219,11 @@ fn build<'py>(
     let mut forms: Vec<Option<Bound<'py, PyTuple>>> = vec![None; place.len()];
     let mut ints = FxMap::default();
     let comps = PyList::empty(py);
-    let all_kept = canonical.is_ok() && parts.iter().all(Option::is_some);
+    let all_kept = matches!(canonical, Some(Ok(_))) && parts.iter().all(Option::is_some);
     if lazy && all_kept {
-        let m = canonical.as_ref().ok().expect("all_kept");
+        let Some(Ok(m)) = &canonical else {
+            unreachable!("all_kept")
+        };
         let comps_read = std::mem::take(&mut module.comps);
         // SAFETY: the records borrow `text` alone (`source` above), and `Held` keeps it.
         let held = Arc::new(unsafe {
@@ -181,7 +265,7 @@ fn build<'py>(
             };
             comps.append(&built)?;
             // A computation another of its name follows has no canonical form (canon/mod.rs).
-            if let (Ok(m), true) = (&canonical, place[index] != usize::MAX) {
+            if let (Some(Ok(m)), true) = (&canonical, place[index] != usize::MAX) {
                 let c = &m.comps[place[index]];
                 let instructions = built.get_item(1)?;
                 let kept = match parts.get_mut(index).and_then(Option::take) {
@@ -195,7 +279,8 @@ fn build<'py>(
         }
     }
     let canonical = match canonical {
-        Ok(m) => PyTuple::new(
+        None => py.None().into_bound(py),
+        Some(Ok(m)) => PyTuple::new(
             py,
             [
                 PyString::new(py, &m.fingerprint).into_any(),
@@ -204,25 +289,11 @@ fn build<'py>(
             ],
         )?
         .into_any(),
-        Err(Failure::Bad(message, line)) => (message, line as i64 + line_offset)
+        Some(Err(Failure::Bad(message, line))) => (message, line as i64 + line_offset)
             .into_pyobject(py)?
             .into_any(),
     };
-    let rows = PyList::empty(py);
-    for (table, index, value) in &module.tables {
-        rows.append((*table, *index, *value))?;
-    }
-    PyTuple::new(
-        py,
-        [
-            PyString::new(py, &module.name).into_any(),
-            header.into_any(),
-            comps.into_any(),
-            rows.into_any(),
-            canonical,
-            notes(py, &module.notes, line_offset)?.into_any(),
-        ],
-    )
+    Ok((comps, canonical))
 }
 
 /// The old spellings read (notes.rs), as `(what, line of the first, how many)` tuples.
@@ -263,7 +334,8 @@ pub fn summarize_hlo<'py>(
                 line_map::remap(&mut m, map);
             }
             let count: usize = m.comps.iter().map(|c| c.insts.len()).sum();
-            let canonical = match canonicalize(&m) {
+            // Counts as the text has them, the canonical form of the program XLA compiles.
+            let canonical = match canonicalize(inline_calls(&m).as_ref().unwrap_or(&m)) {
                 Ok(c) => Ok((c.fingerprint, c.order)),
                 Err(Failure::Bad(message, line)) => Err((message, line)),
             };
