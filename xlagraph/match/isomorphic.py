@@ -150,7 +150,9 @@ def _individualized(
 ) -> Explained | None:
     lout, rout = sides[_OUTPUTS][0], sides[_OUTPUTS][1]
     unmark = (tuple(lout[i] for i in drop_a), tuple(rout[j] for j in drop_b))
-    as_written = written is not None and _alike(written({}, {}, *unmark))
+    # Whether the graphs as written are alike at all (else they tell no look-alikes apart):
+    # asked once, where a tie first has two candidates.
+    as_written: bool | None = None if written is not None else False
     open_sides = [
         (
             lp,
@@ -212,6 +214,8 @@ def _individualized(
         if not kept:
             return None  # no pair of the class keeps the graphs alike: not a tie search can settle
         j, got = kept[0]
+        if as_written is None and len(kept) > 1:
+            as_written = _alike(written({}, {}, *unmark))  # type: ignore[misc]
         if as_written and len(kept) > 1:
             # Look-alikes once `x * 1` is read as `x` (two crops summed, one term scaled by
             # torch's alpha of 1) may not be alike as written, where the `* 1` stays on the same
