@@ -28,13 +28,7 @@ _TOWERS = (
     "module_0002.SyncTensorsGraph.59.before_optimizations.txt.xz"
 )
 _CHURN = "torch_xla/corpus/captures/h25_churn_lazy_loss_dict_clean/hlo/module_0001.SyncTensorsGraph.464"
-_VAE = "torch_xla/corpus/captures/h14_vae_logstats_flip2/hlo/module_0002.SyncTensorsGraph.368"
 _OPT = ".before_optimizations.txt.xz"
-_CROPS = "torch_xla/corpus/captures/h37_crops_openxla_extra_view/hlo/module_0006.SyncTensorsGraph.236" + _OPT
-_CROPS_WHY = (
-    "a convolution student over a list of crops: its reordered chain of terms is named `structure` "
-    "('extra structure'), not the reordering"
-)
 # (case, module): what the engine answers where the right answer is out of reach today; each must
 # still fail (a known case that passes fails the test until its entry goes). Found when this test
 # was written (2026-11-27), not yet looked into.
@@ -43,14 +37,6 @@ KNOWN: dict[tuple[str, str], str] = {
         "the reordering is named beside the changed constant, but two scalar inputs are named as "
         "swapped (23 <-> 24) that the transformation left in place"
     ),
-    ("swap_terms+rename", _VAE + _OPT): (
-        "under new names the reordered chain is named `structure`, not the reordering: the matcher "
-        "does not reach the chains' pair with the sum-terms rule there"
-    ),
-    # Found by stop 60's CI, when held_out_37's captures joined the sample (2026-11-28), not yet
-    # looked into; the same answer on the code before that session's engine changes.
-    ("swap_terms", _CROPS): _CROPS_WHY,
-    ("swap_terms+rename", _CROPS): _CROPS_WHY,
     ("swap_terms", _TOWERS): (
         "two look-alike towers, each `(w * p_i) * (1 - p_j ** 2)` with the inputs crossed: once one "
         "tower's product is regrouped, the correspondence pairs the towers crossed (the outputs' "

@@ -33,18 +33,10 @@ CASES: tuple[tuple[str, ...], ...] = ((SWAP,), *((SWAP, n) for n in COMBINABLE))
 # changed, their inputs crossed by slot) by inputs that follow the context's pairs of their
 # small cones' outputs, operand by operand (diagnose/pairing.py, `_followed_outputs`).
 KNOWN: dict[tuple[str, str], str] = {
-    # Found by stop 60's CI, when held_out_37's captures joined the sample (2026-11-28), not yet
-    # looked into; the same answer on the code before that session's engine changes.
-    (
-        "swap_updates+permute_params",
-        "torch_xla/corpus/captures/h37_crops_openxla_extra_view/hlo/"
-        "module_0003.SyncTensorsGraph.155.before_optimizations.txt.xz",
-    ): (
-        "a convolution student over a list of crops: two updates swapped and the inputs permuted are "
-        "named output_permutation with the inputs paired [(0, 4), (1, 0), (2, 1), (3, 2), (4, 5), (5, 3)], "
-        "not the transformation's pairing"
-    ),
-    # Before it, empty. The request batcher's caches gathered by one index (heldout5) and the callback's bf16
+    # Empty. held_out_37's crops student (swap_updates+permute_params: the crops alike once `x * 1`
+    # is read as `x`, their inputs crossed by slot) was fixed by the graphs as written breaking that
+    # tie (isomorphic.py, `written`).
+    # The request batcher's caches gathered by one index (heldout5) and the callback's bf16
     # cast of look-alike parameters (held_out_22), where a swap of two updates is a swap of outputs
     # or of inputs, were listed here as having no single right answer; the judge now takes a
     # mapping that is the transformation's up to a symmetry of the module (check.py, `symmetric`,

@@ -1,7 +1,8 @@
 """The terms of a sum that changed places, the reference of the core's rule
 (rust/src/matching/sum_terms.rs): a chain of one associative, commutative opcode whose terms are
-the same multiset of subgraphs (by `h0`, a term scaled by a scalar constant taken as its value)
-in another order pairs term to term by content, the chain's own nodes by depth."""
+the same multiset of subgraphs (by `h0`, a term scaled by a scalar constant taken as its value;
+terms alike by `h0` by their content with the inputs by number) in another order pairs term to
+term by content, the chain's own nodes by depth."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ __all__ = ["reordered_terms"]
 
 _CHAINED = frozenset({"add", "multiply", "maximum", "minimum", "and", "or"})
 _MIN_TERMS = 3
+# The most instructions look-alike terms' cones are walked to tell them apart by their inputs.
+_NUMBERED_LIMIT = 4096
 
 
 def _flatten(comp: CanonicalComputation, root: str) -> tuple[list[str], list[str]]:
@@ -66,6 +69,27 @@ def _peeled(comp: CanonicalComputation, term: str) -> str:
     return term
 
 
+def _numbered(comp: CanonicalComputation, terms: list[str]) -> list[int] | None:
+    """Each term's content with its inputs by number (`h0` knows them by shape alone); None
+    where their cones hold more than `_NUMBERED_LIMIT` instructions."""
+    number, memo = comp.param_number, {}
+    for t in terms:
+        stack = [(t, False)]
+        while stack:
+            n, ready = stack.pop()
+            if n in memo:
+                continue
+            ops = comp.operands.get(n) or ()
+            if not ready:
+                stack.append((n, True))
+                stack += [(o, False) for o in ops if o not in memo]
+                continue
+            memo[n] = hash((comp.h0[n], number.get(n, -1), tuple(memo[o] for o in ops)))
+            if len(memo) > _NUMBERED_LIMIT:
+                return None
+    return [memo[t] for t in terms]
+
+
 def reordered_terms(
     left: CanonicalComputation, right: CanonicalComputation, a: str, b: str
 ) -> list[tuple[str, str]] | None:
@@ -79,8 +103,17 @@ def reordered_terms(
         return None
     kl = [left.h0[_peeled(left, t)] for t in tl]
     kr = [right.h0[_peeled(right, t)] for t in tr]
-    # Look-alike terms (inputs of one shape) have no order of their own to tell.
-    if kl == kr or sorted(kl) != sorted(kr) or len(set(kl)) != len(kl):
+    if sorted(kl) != sorted(kr):
+        return None
+    # Look-alike terms (inputs of one shape) are told apart by the inputs they read, where both
+    # sides number them alike; else they have no order of their own to tell.
+    if len(set(kl)) != len(kl):
+        ul = _numbered(left, [_peeled(left, t) for t in tl])
+        ur = _numbered(right, [_peeled(right, t) for t in tr])
+        if ul is None or ur is None or sorted(ul) != sorted(ur) or len(set(ul)) != len(ul):
+            return None
+        kl, kr = ul, ur
+    if kl == kr:
         return None
     pairs = list(zip(nl, nr, strict=True))
     used = [False] * len(tr)

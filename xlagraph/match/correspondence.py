@@ -102,6 +102,7 @@ def correspond_graphs(
             same_value(left, right),
             (_sizes(left), _sizes(right)),
             (_unread(left), _unread(right)),
+            None if a is sa_ and b is sb_ else refiner(strict, a, b)[0],
         )
         if found is not None:
             return got_from(found)
@@ -155,6 +156,8 @@ def _correspond_compiled(
             same_value(left, right),
             (_sizes(left, pick_a), _sizes(right, pick_b)),
             (_unread(left, pick_a), _unread(right, pick_b)),
+            # The graphs as written, where multiplies by one were seen through: a tie-break.
+            None if a is sa_ and b is sb_ else _until_stable(a, b, strict, a.size + b.size, (pick_a, pick_b)),
         )
         if found is not None:
             return got_from(found)

@@ -65,22 +65,24 @@ def explain(
     same: Callable[[int, int, int], bool] = lambda side, i, j: i == j,
     sizes: Sizes = _NO_SIZES,
     unread: Unread = _NONE_UNREAD,
+    written: Refine | None = None,
 ) -> Explained | None:
     """The colours with look-alikes individualized (see the module docstring), or None where
     refinement did not stabilize or no removal of one output on a side balances the graphs.
     `shallow()`: the first colours, before any round (which outputs could be the dropped one);
     `same(side, i, j)`: output items i and j of A (side 0) or B (1) compute the same value;
     `sizes`: each node's dimensions, which the size-blind colours leave out; `unread`: inputs
-    nothing reads, whose slot is all that pairs them."""
+    nothing reads, whose slot is all that pairs them; `written`: `refine` over the graphs as
+    written (`refine`'s see multiplies by one through), which may tell look-alikes apart."""
     plain = refine({}, {}, (), ())
     if not plain.stable:
         return None
     if plain.balanced:
-        return _individualized(refine, sides, sig, sizes, (), ())
+        return _individualized(refine, sides, sig, sizes, (), (), written)
     found = [
         (_cost(got, sides, sizes, unread), got)
         for drop_a, drop_b in _removals(refine, shallow(), sides)
-        if (got := _individualized(refine, sides, sig, sizes, drop_a, drop_b)) is not None
+        if (got := _individualized(refine, sides, sig, sizes, drop_a, drop_b, written)) is not None
     ]
     if not found:
         return None
@@ -144,9 +146,13 @@ def _individualized(
     sizes: Sizes,
     drop_a: tuple[int, ...],
     drop_b: tuple[int, ...],
+    written: Refine | None = None,
 ) -> Explained | None:
     lout, rout = sides[_OUTPUTS][0], sides[_OUTPUTS][1]
     unmark = (tuple(lout[i] for i in drop_a), tuple(rout[j] for j in drop_b))
+    # Whether the graphs as written are alike at all (else they tell no look-alikes apart):
+    # asked once, where a tie first has two candidates.
+    as_written: bool | None = None if written is not None else False
     open_sides = [
         (
             lp,
@@ -209,12 +215,30 @@ def _individualized(
         if not kept:
             return None  # no pair of the class keeps the graphs alike: not a tie search can settle
         j, got = kept[0]
+        if as_written is None and len(kept) > 1:
+            as_written = _alike(written({}, {}, *unmark))  # type: ignore[misc]
+        if as_written and len(kept) > 1:
+            # Look-alikes once `x * 1` is read as `x` (two crops summed, one term scaled by
+            # torch's alpha of 1) may not be alike as written, where the `* 1` stays on the same
+            # one in both graphs: the pair the graphs as written keep alike, where it is the one.
+            salt = hash(("individual", step))
+            agree = [
+                (k, g)
+                for k, g in kept
+                if _alike(written({**salts_a, lp[i]: salt}, {**salts_b, rp[k]: salt}, *unmark))  # type: ignore[misc]
+            ]
+            if len(agree) == 1:
+                j, got = agree[0]
         salts_a[lp[i]] = salts_b[rp[j]] = hash(("individual", step))
         if len(kept) > 1 and _named(ls, rs, open_sides[side], sig, sizes).get(i) != j:
             # Another choice would do as well and neither the source lines nor the sizes name
             # this one: interchangeable as far as data flow can tell, a choice.
             chosen.append((side, frozenset(ls), frozenset(rs)))
     return Explained((got.a, got.b), tuple(chosen), frozenset(drop_a), frozenset(drop_b))
+
+
+def _alike(got: Refined) -> bool:
+    return got.stable and got.balanced
 
 
 def _named(ls: list[int], rs: list[int], side: Side, sig: Signatures, sizes: Sizes) -> dict[int, int]:

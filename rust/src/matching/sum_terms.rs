@@ -3,12 +3,16 @@
 //! order (`((b + c) + a)`, a dict of penalties iterated in another order) pairs term to term by
 //! content, the chain's own nodes by depth: position would pair a term with another (other shapes,
 //! other sizes baked into its constants) and hide the reordering behind a dozen changed values.
+//! Terms alike by `h0` (the same computation over inputs of one shape: one per crop of a batch)
+//! are told apart by the numbers of the inputs they read, where both sides number them alike.
 //! The graphs still differ (the reordered chain's nodes read other operands), so nothing is called
 //! identical here: the diagnosis names the reordering.
 
+use crate::canon::python_hash::{int_hash, tuple_hash};
 use crate::families::COMMUTATIVE;
-use crate::matching::mappings::{Mappings, R};
+use crate::matching::mappings::{Mappings, Missing, R};
 use crate::matching::side::{intern, MatchSide};
+use crate::parse::text::FxMap;
 
 /// Whether chains of `op` may be regrouped and reordered: the commutative family (the one table,
 /// families.rs), less `xor` (left out: the list) and the lazy IR's `aten::` names (never
@@ -75,11 +79,50 @@ fn peeled(s: &MatchSide, t: u32) -> u32 {
     t
 }
 
+/// The most instructions look-alike terms' cones are walked to read which inputs each term
+/// reads: past it (terms that hold half the graph) they stay look-alikes, as before.
+const NUMBERED_LIMIT: usize = 4096;
+
+/// Each term's content with its inputs by number, where `h0` knows them by shape alone: terms
+/// alike by `h0` (one computation per crop of a batch) that read other inputs. None where their
+/// cones hold more than `NUMBERED_LIMIT` instructions.
+fn numbered(s: &MatchSide, terms: &[u32]) -> R<Option<Vec<i128>>> {
+    let number: FxMap<u32, i64> = s.params.iter().copied().collect();
+    let mut memo: FxMap<u32, i128> = FxMap::default();
+    for &t in terms {
+        let mut stack = vec![(t, false)];
+        while let Some((i, ready)) = stack.pop() {
+            if memo.contains_key(&i) {
+                continue;
+            }
+            let ops = s.operands(i).unwrap_or(&[]);
+            if !ready {
+                stack.push((i, true));
+                stack.extend(ops.iter().filter(|o| !memo.contains_key(o)).map(|&o| (o, false)));
+                continue;
+            }
+            if !s.has_h[i as usize] {
+                return Err(Missing);
+            }
+            let mut lanes = vec![
+                int_hash(s.h0[i as usize]),
+                number.get(&i).map_or(-1, |&n| int_hash(n as i128)),
+            ];
+            lanes.extend(ops.iter().map(|o| int_hash(memo[o])));
+            memo.insert(i, tuple_hash(&lanes) as i128);
+            if memo.len() > NUMBERED_LIMIT {
+                return Ok(None);
+            }
+        }
+    }
+    Ok(Some(terms.iter().map(|t| memo[t]).collect()))
+}
+
 impl Mappings<'_> {
     /// The pairs of two chains rooted at the paired `a` and `b` whose terms changed places, in
     /// the order to add them (nodes by depth, then each term's value and, where both scale it,
     /// its scaling multiply); None where they are not such chains (fewer terms, another
-    /// multiset by `h0`, two terms alike, or the same order).
+    /// multiset by `h0`, two terms alike even by the inputs they read, or the same order).
     pub(crate) fn reordered_terms(&self, a: u32, b: u32) -> R<Option<Vec<(u32, u32)>>> {
         let (l, r) = (self.l, self.r);
         let op = l.opcode[a as usize];
@@ -98,14 +141,31 @@ impl Mappings<'_> {
         for &t in &tr {
             kr.push(Self::hash(r, false, peeled(r, t))?);
         }
-        if kl == kr {
+        let sorted = |k: &[i128]| {
+            let mut v = k.to_vec();
+            v.sort_unstable();
+            v
+        };
+        let (sl, sr) = (sorted(&kl), sorted(&kr));
+        if sl != sr {
             return Ok(None);
         }
-        let (mut sl, mut sr) = (kl.clone(), kr.clone());
-        sl.sort_unstable();
-        sr.sort_unstable();
-        // Look-alike terms (inputs of one shape) have no order of their own to tell.
-        if sl != sr || sl.windows(2).any(|w| w[0] == w[1]) {
+        // Look-alike terms (inputs of one shape) are told apart by the inputs they read, where
+        // both sides number those alike; else they have no order of their own to tell (inputs
+        // renumbered in the order the terms were traced).
+        if sl.windows(2).any(|w| w[0] == w[1]) {
+            let pl: Vec<u32> = tl.iter().map(|&t| peeled(l, t)).collect();
+            let pr: Vec<u32> = tr.iter().map(|&t| peeled(r, t)).collect();
+            let (Some(ul), Some(ur)) = (numbered(l, &pl)?, numbered(r, &pr)?) else {
+                return Ok(None);
+            };
+            let (sl, sr) = (sorted(&ul), sorted(&ur));
+            if sl != sr || sl.windows(2).any(|w| w[0] == w[1]) {
+                return Ok(None);
+            }
+            (kl, kr) = (ul, ur);
+        }
+        if kl == kr {
             return Ok(None);
         }
         let mut pairs: Vec<(u32, u32)> = nl.iter().copied().zip(nr.iter().copied()).collect();
