@@ -33,6 +33,7 @@ pub(crate) mod handle_methods;
 pub(crate) mod handle_parts;
 pub(crate) mod indexed;
 pub(crate) mod inline;
+pub(crate) mod inline_kept;
 pub(crate) mod iota;
 pub(crate) mod live;
 pub(crate) mod mapping;
