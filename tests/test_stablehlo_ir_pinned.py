@@ -2,8 +2,8 @@
 module, its computations, every instruction (metadata and lines included) and its canonical form,
 as built by main at 976eb452 before the reader's speed work (h-shfast), which must change no
 answer; repinned at h-inline38, whose canonical form is the program with its `call`s inlined (the 122
-modules that changed are exactly those with a call inlined). A change to what is read updates `stablehlo_ir_pinned.json` on purpose:
-`python tests/test_stablehlo_ir_pinned.py` writes it."""
+modules that changed are exactly those with a call inlined). A change to what is read updates
+`stablehlo_ir_pinned.json` on purpose: `python tests/test_stablehlo_ir_pinned.py` writes it."""
 
 from __future__ import annotations
 
