@@ -81,3 +81,20 @@ def test_graphs_read_before_the_fork_change_nothing(tmp_path: Path, monkeypatch:
         assert "could not be read" in one
         assert _report(source, 3, monkeypatch, *flags) == one
     assert preloaded and all(preloaded)  # the parallel reports read ahead
+
+
+def test_ended_pools_are_joined_before_the_pools_exit_hook(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that made a report exits without CPython 3.11's race ("Exception ignored ... Bad
+    file descriptor": the pools' exit hook wakes a manager thread closing its pipe): the pools'
+    manager threads are kept, and joined from a hook that runs before that one."""
+    import threading
+    from concurrent.futures import process
+
+    workers = importlib.import_module("xlagraph.report.explain_workers")
+    hooks = [getattr(h, "func", h) for h in threading._threading_atexits]  # type: ignore[attr-defined]
+    # threading runs these last registered first
+    assert hooks.index(workers._join_ended) > hooks.index(process._python_exit)
+    _report(SOURCES[1], 2, monkeypatch)
+    assert workers._ENDED and all(isinstance(t, threading.Thread) for t in workers._ENDED)
+    workers._join_ended()
+    assert not workers._ENDED

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import nullcontext
 
@@ -28,6 +29,23 @@ def report_workers() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+# The manager threads of pools ended without waiting. CPython 3.11's exit hook for process pools
+# (`concurrent.futures.process._python_exit`) wakes each manager thread through a pipe that the
+# thread may be closing at that moment ("Exception ignored ... OSError: Bad file descriptor" at the
+# exit of a process that made reports). Joined first, from a hook registered after that one
+# (threading runs them last registered first), each has closed its pipe, and the wake is skipped.
+_ENDED: list[threading.Thread] = []
+
+
+def _join_ended() -> None:
+    while _ENDED:
+        _ENDED.pop().join()
+
+
+if hasattr(threading, "_register_atexit"):
+    threading._register_atexit(_join_ended)  # type: ignore[attr-defined]
 
 
 # What the forked workers explain: set in the parent just before the fork, read by the children.
@@ -78,7 +96,10 @@ def explain_in_processes(
             # Every answer is in: the report goes on while the workers exit (each frees a heap
             # of parsed graphs, which the kernel takes a while to unmap); the pool's own thread
             # reaps them. A worker that failed has raised above, and the pool is ended the same.
+            manager = getattr(pool, "_executor_manager_thread", None)
             pool.shutdown(wait=False, cancel_futures=True)
+            if isinstance(manager, threading.Thread):
+                _ENDED[:] = [t for t in _ENDED if t.is_alive()] + [manager]
     finally:
         _JOB = None
     return tuple(explained)
