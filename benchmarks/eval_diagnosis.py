@@ -77,6 +77,7 @@ SPLITS = (
     "held_out_36",
     "held_out_37",
     "held_out_38",
+    "held_out_39",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
