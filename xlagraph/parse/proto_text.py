@@ -242,11 +242,7 @@ def replica_groups_text(ins: Message) -> str:
     if devices is not None:
         iota = devices.message(2)
         if iota is not None and iota.fields:
-            text = f"[{iota.int(1)},{iota.int(2)}]<=[" + ",".join(str(d) for d in iota.ints(3)) + "]"
-            perm = iota.ints(4)
-            if perm and perm != list(range(len(perm))):
-                text += "T(" + ",".join(str(p) for p in perm) + ")"
-            return text
+            return iota_groups_text(iota)
         groups = devices.messages(1)
     else:
         groups = ins.messages(49)
