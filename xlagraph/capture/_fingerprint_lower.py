@@ -19,6 +19,7 @@ padding only adds positions after the last one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -183,12 +184,8 @@ def block_dims(n: int) -> list[int]:
     while -(-n // _SIDE**inner) > _SIDE * _SIDE:
         inner += 1
     rows = -(-n // _SIDE**inner)
-    a, c = min(((a, -(-rows // a)) for a in range(1, _SIDE + 1) if -(-rows // a) <= _SIDE), key=_area)
+    a, c = min(((a, -(-rows // a)) for a in range(1, _SIDE + 1) if -(-rows // a) <= _SIDE), key=math.prod)
     return [a, c] + [_SIDE] * inner
-
-
-def _area(pair: tuple[int, int]) -> int:
-    return pair[0] * pair[1]
 
 
 def _positions(b: Any, dims: list[int]) -> Any:

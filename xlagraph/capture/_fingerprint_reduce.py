@@ -62,10 +62,12 @@ def _module(dims: list[int]) -> bytes:
     e = _ids(2)
     entry = [_param(e(i + 1), f"x.{i + 1}", arrays[i], i) for i in range(4)]
     entry.append(
-        _instr(e(5), "constant.5", "constant", scalars[0], literal=_msg(1, scalars[0]) + _packed(5, [0]))
+        _instr(e(5), "constant.5", "constant", scalars[0], literal=_bytes(1, scalars[0]) + _packed(5, [0]))
     )
     entry.append(
-        _instr(e(6), "constant.6", "constant", scalars[3], literal=_msg(1, scalars[3]) + _bytes(9, bytes(8)))
+        _instr(
+            e(6), "constant.6", "constant", scalars[3], literal=_bytes(1, scalars[3]) + _bytes(9, bytes(8))
+        )
     )
     reduce = _instr(
         e(7),
@@ -82,9 +84,9 @@ def _module(dims: list[int]) -> bytes:
     return (
         _bytes(1, b"xlagraph_sum4")
         + _bytes(2, b"xlagraph_sum4.2")
-        + _msg(3, reducer)
-        + _msg(3, main)
-        + _msg(4, program)
+        + _bytes(3, reducer)
+        + _bytes(3, main)
+        + _bytes(4, program)
         + _varint_field(6, 2)
     )
 
@@ -98,12 +100,12 @@ def _computation(
 ) -> bytes:
     out = _bytes(1, name.encode())
     for instr in instrs:
-        out += _msg(2, instr)
-    return out + _msg(4, _program_shape(params, result)) + _varint_field(5, cid) + _varint_field(6, root)
+        out += _bytes(2, instr)
+    return out + _bytes(4, _program_shape(params, result)) + _varint_field(5, cid) + _varint_field(6, root)
 
 
 def _program_shape(params: list[bytes], result: bytes) -> bytes:
-    out = b"".join(_msg(1, p) for p in params) + _msg(2, result)
+    out = b"".join(_bytes(1, p) for p in params) + _bytes(2, result)
     return out + b"".join(_bytes(3, f"p{i}".encode()) for i in range(len(params)))
 
 
@@ -122,9 +124,9 @@ def _instr(
     dimensions: Sequence[int] = (),
     called: Sequence[int] = (),
 ) -> bytes:
-    out = _bytes(1, name.encode()) + _bytes(2, opcode.encode()) + _msg(3, shape)
+    out = _bytes(1, name.encode()) + _bytes(2, opcode.encode()) + _bytes(3, shape)
     if literal:
-        out += _msg(8, literal)
+        out += _bytes(8, literal)
     if parameter_number:
         out += _varint_field(9, parameter_number)
     if dimensions:
@@ -142,14 +144,14 @@ def _shape(element_type: int, dims: Sequence[int]) -> bytes:
     out = _varint_field(2, element_type)
     if dims:
         out += _packed(3, dims)
-    out += _msg(5, layout)
+    out += _bytes(5, layout)
     if dims:
         out += _packed(6, [0] * len(dims))
     return out
 
 
 def _tuple(shapes: list[bytes]) -> bytes:
-    return _varint_field(2, TUPLE) + b"".join(_msg(4, s) for s in shapes)
+    return _varint_field(2, TUPLE) + b"".join(_bytes(4, s) for s in shapes)
 
 
 # -- protobuf wire format -------------------------------------------------------------------------
@@ -174,10 +176,6 @@ def _varint_field(field: int, value: int) -> bytes:
 
 def _bytes(field: int, data: bytes) -> bytes:
     return _varint(field << 3 | 2) + _varint(len(data)) + data
-
-
-def _msg(field: int, data: bytes) -> bytes:
-    return _bytes(field, data)
 
 
 def _packed(field: int, values: Sequence[int]) -> bytes:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from math import prod
-from weakref import WeakKeyDictionary
 
 from xlagraph._kept import kept_while_alive
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
@@ -217,13 +216,12 @@ def _clip(text: str, limit: int = 120) -> str:
 def constants_of(comp: CanonicalComputation) -> list[str]:
     """The live constants of `comp`, picked at C speed: every diff asks, of every instruction
     (and a report of each computation again in every diff it is part of: kept while it lives)."""
-    found = _CONSTANTS.get(comp)
-    if found is None:  # the core's handle knows each one's opcode
-        found = _CONSTANTS[comp] = comp.core.live_constants()  # type: ignore[attr-defined]
-    return list(found)
+    return list(_live_constants(comp))
 
 
-_CONSTANTS: WeakKeyDictionary[CanonicalComputation, tuple[str, ...]] = WeakKeyDictionary()
+@kept_while_alive
+def _live_constants(comp: CanonicalComputation) -> tuple[str, ...]:
+    return comp.core.live_constants()  # type: ignore[attr-defined]  # the handle knows each one's opcode
 
 
 def is_elided(ins_payload: str) -> bool:

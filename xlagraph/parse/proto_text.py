@@ -109,10 +109,7 @@ def _sharding_body(s: Message) -> str:
     text = "devices=[" + ",".join(str(d) for d in dims) + "]"
     reshape = s.ints(9)
     if reshape:
-        text += "<=[" + ",".join(str(d) for d in reshape) + "]"
-        perm = s.ints(10)
-        if perm and perm != list(range(len(perm))):
-            text += "T(" + ",".join(str(p) for p in perm) + ")"
+        text += "<=[" + ",".join(str(d) for d in reshape) + "]" + _transposed(s.ints(10))
     else:
         text += ",".join(str(d) for d in devices)
     if s.bool(6):
@@ -204,12 +201,14 @@ def alias_text(e: Message) -> str:
     return f"{ints_text(e.ints(1))}: ({e.int(2)}, {ints_text(e.ints(3))}, {kind})"
 
 
+def _transposed(perm: list[int]) -> str:
+    """XLA's `T(...)` after an iota tile assignment's reshape, printed only for a real transpose."""
+    return "T(" + ",".join(map(str, perm)) + ")" if perm and perm != list(range(len(perm))) else ""
+
+
 def iota_groups_text(iota: Message) -> str:
-    text = f"[{iota.int(1)},{iota.int(2)}]<=[" + ",".join(str(d) for d in iota.ints(3)) + "]"
-    perm = iota.ints(4)
-    if perm and perm != list(range(len(perm))):
-        text += "T(" + ",".join(str(p) for p in perm) + ")"
-    return text
+    dims = ",".join(str(d) for d in iota.ints(3))
+    return f"[{iota.int(1)},{iota.int(2)}]<=[{dims}]" + _transposed(iota.ints(4))
 
 
 def mesh_groups_text(groups: Message) -> str:
@@ -221,9 +220,7 @@ def mesh_groups_text(groups: Message) -> str:
     if devices:
         text += ", device_ids=[" + ",".join(map(str, devices)) + "]"
     elif iota is not None and iota.fields:
-        perm = iota.ints(2)
-        transposed = "T(" + ",".join(map(str, perm)) + ")" if perm and perm != list(range(len(perm))) else ""
-        text += ", device_ids=([" + ",".join(map(str, iota.ints(1))) + "]" + transposed + ")"
+        text += ", device_ids=([" + ",".join(map(str, iota.ints(1))) + "]" + _transposed(iota.ints(2)) + ")"
     refs = []
     for ref in groups.messages(2):
         i = ref.int(1)
@@ -242,11 +239,7 @@ def replica_groups_text(ins: Message) -> str:
     if devices is not None:
         iota = devices.message(2)
         if iota is not None and iota.fields:
-            text = f"[{iota.int(1)},{iota.int(2)}]<=[" + ",".join(str(d) for d in iota.ints(3)) + "]"
-            perm = iota.ints(4)
-            if perm and perm != list(range(len(perm))):
-                text += "T(" + ",".join(str(p) for p in perm) + ")"
-            return text
+            return iota_groups_text(iota)
         groups = devices.messages(1)
     else:
         groups = ins.messages(49)

@@ -243,18 +243,14 @@ def _open_dump_dir(path: str) -> Source:
         names = sorted(os.listdir(path))
     except OSError as e:
         raise InputError(path, f"cannot list the directory: {e.strerror or e}") from None
-    texts = set()
-    for name in names:
-        m = DUMP_FILE.match(name)
-        if m is None or any(s in name for s in _NOT_HLO_SUFFIXES):
-            continue
-        if m.group(4) == "txt":
-            texts.add((m.group(1), m.group(2), m.group(3)))
-    for name in names:
-        m = DUMP_FILE.match(name)
-        if m is None or any(s in name for s in _NOT_HLO_SUFFIXES):
-            continue
-        if m.group(4) != "txt" and (m.group(1), m.group(2), m.group(3)) in texts:
+    dumps = [
+        (name, m)
+        for name in names
+        if (m := DUMP_FILE.match(name)) and not any(s in name for s in _NOT_HLO_SUFFIXES)
+    ]
+    texts = {m.group(1, 2, 3) for _, m in dumps if m.group(4) == "txt"}
+    for name, m in dumps:
+        if m.group(4) != "txt" and m.group(1, 2, 3) in texts:
             continue  # XLA dumped the module both ways: its text is read, the proto is the same
         stage = m.group(3)
         order = 0 if stage == "before_optimizations" else (2 if stage[0].isdigit() else 1)

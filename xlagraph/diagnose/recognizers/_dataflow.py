@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from weakref import WeakKeyDictionary
 
+from xlagraph._kept import kept_while_alive
 from xlagraph.diagnose.causes import Cause
 from xlagraph.diagnose.evidence import Evidence
 from xlagraph.opcodes import RESTATES
@@ -78,15 +78,13 @@ def updated_inputs(comp, outputs: Iterable[str]) -> dict[str, str]:  # type: ign
     the `outputs` (of `comp`) that do: the inputs a training step updates are its weights and
     state. The core answers for all outputs (rust/src/canon/handle.rs `updated_inputs`; its
     readable rule: tests/oracles/updated_inputs_reference.py), each output on its own."""
-    # Of all outputs, several recognizers ask, in every diff the computation is part of.
-    found = _UPDATED.get(comp)
-    if found is None:
-        found = _UPDATED[comp] = comp.core.updated_inputs()
+    found = _updated(comp)
     return dict(found) if outputs is comp.outputs else {o: found[o] for o in outputs if o in found}
 
 
-# Canonical computations are never modified: each one's answer for its outputs, while it lives.
-_UPDATED: WeakKeyDictionary[object, dict[str, str]] = WeakKeyDictionary()
+@kept_while_alive  # of all outputs, several recognizers ask, in every diff the computation is part of
+def _updated(comp) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    return comp.core.updated_inputs()
 
 
 def rewired(evidence: Evidence, cause: Cause) -> bool:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.evidence import Evidence
 from xlagraph.diagnose.frames import is_library, source_line, source_lines, split_location
 from xlagraph.diagnose.recognizers._statements import (
@@ -67,16 +66,12 @@ def user_files(evidence: Evidence) -> list[str]:
             for f in portable_frames(frames):
                 if not is_library(f):
                     files.setdefault(f.file)
-        for file in map(portable_path, _source_files(canon)):
+        # the entry's metadata source files, each once, first seen first: the core's handle has
+        # them (a 600K-instruction entry is otherwise walked for a few files)
+        for file in map(portable_path, canon.entry.core.source_files()):  # type: ignore[attr-defined]
             if file and file not in files and not is_library_path(file):
                 files.setdefault(file)
     return list(files)
-
-
-def _source_files(canon: CanonicalModule) -> Iterable[str]:
-    """The entry's instructions' metadata source files, each once, first seen first (the core's
-    handle has them; a 600K-instruction entry is otherwise walked for a few files)."""
-    return canon.entry.core.source_files()  # type: ignore[attr-defined]
 
 
 def user_lines(evidence: Evidence, limit: int = 2000) -> list[str]:
