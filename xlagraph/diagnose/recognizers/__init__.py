@@ -28,7 +28,8 @@ graph does only), `_late_module` (a module made mid-run and used once it exists)
 (the calls of a helper made under an `if` where others are not), `_user_flow` (a traced loop's
 trip count, hooks registered, tensors kept in or made from Python lists), `_dropout_mode` (random
 work toggled by train/eval, a dropout probability set, or the user's own random tensors),
-`_hook_steps` (work that runs from the step a hook is registered on).
+`_hook_steps` (work that runs from the step a hook is registered on), `_permutation_site` (the
+lines that decided an order of inputs or outputs).
 """
 
 from __future__ import annotations
