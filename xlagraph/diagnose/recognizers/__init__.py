@@ -29,7 +29,8 @@ graph does only), `_late_module` (a module made mid-run and used once it exists)
 trip count, hooks registered, tensors kept in or made from Python lists), `_dropout_mode` (random
 work toggled by train/eval, a dropout probability set, or the user's own random tensors),
 `_hook_steps` (work that runs from the step a hook is registered on), `_permutation_site` (the
-lines that decided an order of inputs or outputs).
+lines that decided an order of inputs or outputs), `_wrappers` (names bound to a wrapper of a user
+function: `step_fn = torch_xla.compile(train_step)`).
 """
 
 from __future__ import annotations
