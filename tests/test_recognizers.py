@@ -236,8 +236,8 @@ def test_a_check_nested_under_a_condition_read_from_a_tensor_gives_way_to_it(tmp
 def test_the_order_of_tensors_updated_in_hooks_or_called_in_a_loop_is_found(tmp_path: Path) -> None:
     """Statistics a forward hook updates come out in the hooks' registration order; those each
     meter's own `update` method makes, in the order of the loop that calls the meters."""
+    from xlagraph.diagnose.recognizers._permutation_site import _calling_loop
     from xlagraph.diagnose.recognizers._user_flow import hook_registrations as _hook_registrations
-    from xlagraph.diagnose.recognizers.permutation import _calling_loop
 
     script = tmp_path / "train.py"
     script.write_text(

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from tests.conftest import FIXTURES
 from tests.corpus_reports import capture_report
+from xlagraph.diagnose.recognizers._dropout_mode import mode_switched
 from xlagraph.diagnose.recognizers._precision import _typed_names
 from xlagraph.diagnose.recognizers._statements import syntax_tree
-from xlagraph.diagnose.recognizers.conditional_work import _mode_switched
 
 CAPTURES = FIXTURES / "torch_xla" / "corpus" / "captures"
 
@@ -52,7 +52,7 @@ def _write(tmp_path: Path, text: str, name: str = "train.py") -> str:
 
 def test_one_train_call_before_the_loop_switches_no_mode(tmp_path: Path) -> None:
     once = "model.train()\nfor step in range(3):\n    run(step)\n"
-    assert not _mode_switched([_write(tmp_path, once)])
+    assert not mode_switched([_write(tmp_path, once)])
 
 
 def test_an_eval_call_or_a_train_call_in_the_loop_switches_modes(tmp_path: Path) -> None:
@@ -64,7 +64,7 @@ def test_an_eval_call_or_a_train_call_in_the_loop_switches_modes(tmp_path: Path)
             "model.train(False)\n",
         )
     ):
-        assert _mode_switched([_write(tmp_path, text, f"train{n}.py")]), text
+        assert mode_switched([_write(tmp_path, text, f"train{n}.py")]), text
 
 
 def test_a_type_picked_by_a_condition_is_a_typed_name(tmp_path: Path) -> None:

@@ -19,20 +19,23 @@ difference, not of the graphs.
 
 Anchors are `L-<computation>-<instruction>` (A) and `R-…` (B), sanitized. A link's `href` always
 names an element in the page; a link to an instruction inside a run that is built on demand points
+at the run and carries the instruction's id (`Link.ref`) for the script.
+
+This module plans the sections and places rows and runs; a row is `html_diff_rows`'s, a cause's
+panel `html_diff_causes`'s, the working state and links `html_diff_state`'s.
 """
 
 from __future__ import annotations
 
-from pathlib import PurePath
 from typing import Any
 
 from xlagraph.canonical import CanonicalModule
-from xlagraph.canonical.attributes import attribute_values, compared_values
-from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.changed import named_instructions, pair_statuses
 from xlagraph.diff import ComputationPair, DiffResult
-from xlagraph.ir import Instruction, strip_layout
+from xlagraph.ir import Instruction
 from xlagraph.render.html_common import CONTEXT_LINES, asset, environment, page_data
+from xlagraph.render.html_diff_causes import cause_view
+from xlagraph.render.html_diff_rows import row_view
 from xlagraph.render.html_diff_state import (
     Ids,
     Planned,
@@ -42,22 +45,15 @@ from xlagraph.render.html_diff_state import (
     unpaired,
 )
 from xlagraph.render.html_diff_view import (
-    Attribute,
-    CauseView,
-    Change,
     Column,
     DiffPage,
     DiffView,
-    Link,
-    Move,
     Row,
     Run,
     Section,
     SideInfo,
 )
-from xlagraph.render.paths import split_user_lines
-from xlagraph.render.text import headline, printed
-from xlagraph.source_paths import short_location, short_locations_in
+from xlagraph.render.text import headline
 
 __all__ = ["DATA_BUDGET", "build_diff_view", "render_diff_html"]
 
@@ -67,13 +63,8 @@ RUN_EDGE = 150  # ... else their first and last RUN_EDGE instructions
 DATA_BUDGET = 12000  # instructions shipped as data per page; past it runs only show their count
 MAX_CHANGED_SHOWN = 400  # `changed` instructions shown by default when the page has at most this many
 MAX_ROWS_SHOWN = 3000  # differing instructions shown per side; the rest stay in runs
-MAX_REFS = 24  # instruction links per side of a cause
-MAX_TABLE_ROWS = 60  # rows of a changes or permutation table
 MAX_LISTED = 150  # computations named in the "identical" and "only in" lists
 MAX_UNPAIRED_SECTIONS = 30  # computations of one side shown as sections of their own
-MAX_ATTRIBUTE = 160  # characters of an attribute value shown; the whole value is in its title
-MAX_STACK = 8  # frames in a source tooltip
-MAX_LIBRARY = 3  # library lines named beside a cause (`via`), as in the text
 
 
 class _DiffBuilder:
@@ -156,93 +147,23 @@ class _DiffBuilder:
     def _id(self, side: Side, ins: Instruction) -> str:
         return self.ids.make("L" if side.tag == "A" else "R", side.comp.name, ins.name)
 
-    def link(self, side: Side | None, name: str, text: str = "", title: str = "") -> Link:
-        """A link to instruction `name` of `side`, wherever it ended up."""
-        text = text or printed(side.canon.module if side else None, name)
-        if side is None:
-            return Link(text, title=title)
-        if name in side.ids and name not in side.lazy:
-            return Link(text, "#" + side.ids[name], title=title)
-        run = side.run_of.get(name)
-        if run is None:
-            return Link(text, title=title)
-        return Link(text, "#" + run, side.ids.get(name, ""), title)
-
-    def find(self, tag: str, name: str, computation: str = "") -> Side | None:
-        """The column showing instruction `name` of side `tag`, preferring `computation`."""
-        found = None
-        for side in self.by_name[tag]:
-            if name in side.comp.by_name:
-                if not computation or side.comp.name == computation:
-                    return side
-                found = found or side
-        return found
-
-    # -- rows -----------------------------------------------------------------------------------
-    def row(self, side: Side, other: Side | None, pair: ComputationPair | None, ins: Instruction) -> Row:
-        module = side.canon.module
-        status = side.status.get(ins.name, "same")
-        partner = None
-        counterpart = None
-        if pair is not None and pair.decided is not None and pair.matching is not None and other is not None:
-            d, m = pair.decided, pair.matching
-            partner_name = (d.left if side.tag == "A" else d.right).get(ins.name)
-            if partner_name is not None:
-                partner = other.comp.by_name.get(partner_name)
-                a = ins.name if side.tag == "A" else partner_name
-                # A parameter the evidence re-paired was not paired so by the matcher.
-                matcher = m.matcher.get(a, "") if m.left.get(a) == d.left.get(a) else "the inputs' evidence"
-                title = f"{other.tag}: {printed(other.canon.module, partner_name)}" + (
-                    f" (matched by {matcher})" if matcher else ""
-                )
-                counterpart = self.link(other, partner_name, printed(module, ins.name), title)
-        frames = module.frames_of(ins)
-        source = stack = ""
-        if frames:
-            first = frames[0]
-            source = f"{PurePath(first.file).name}:{first.line}" if first.line else PurePath(first.file).name
-            stack = "\n".join(dict.fromkeys(short_locations_in(str(f)) for f in frames[:MAX_STACK]))
-        theirs = attribute_values(partner) if partner is not None else {}
-        compared = compared_values(ins) if partner is not None else [None] * len(ins.attributes)
-        attributes = tuple(
-            Attribute(k, _clip(v), v, cv is not None and cv != theirs.get(k))
-            for (k, v), cv in zip(ins.attributes, compared, strict=True)
-        )
-        return Row(
-            id=side.ids[ins.name],
-            line=ins.line,
-            name=printed(module, ins.name),
-            root=ins.is_root,
-            shape=ins.shape,
-            shape_delta=partner is not None and strip_layout(ins.shape) != strip_layout(partner.shape),
-            opcode=ins.opcode,
-            opcode_delta=partner is not None and ins.opcode != partner.opcode,
-            operands=tuple(self.link(side, o) for o in ins.operands),
-            payload=ins.payload,
-            attributes=attributes,
-            source=source,
-            stack=stack,
-            op_name=ins.metadata.op_name if ins.metadata else "",
-            status=status,
-            counterpart=counterpart,
-        )
-
+    # -- columns --------------------------------------------------------------------------------
     def column(self, side: Side, other: Side | None, pair: ComputationPair | None) -> Column:
         instructions = side.comp.instructions
         blocks: list[Row | Run] = []
         for mode, start, end, run_id in side.blocks:
             if mode == "row":
-                blocks.append(self.row(side, other, pair, instructions[start]))
+                blocks.append(row_view(side, other, pair, instructions[start]))
                 continue
             span = instructions[start:end]
             statuses = [side.status.get(i.name, "same") for i in span]
             rows: tuple[Row, ...] = ()
             if mode == "inline":
-                rows = tuple(self.row(side, other, pair, i) for i in span)
+                rows = tuple(row_view(side, other, pair, i) for i in span)
             elif mode in ("data", "edges"):
                 shipped = [i for j, i in enumerate(span) if _ships(mode, j, len(span))]
                 self.data[run_id] = {
-                    "rows": [self.row(side, other, pair, i).data() for i in shipped],
+                    "rows": [row_view(side, other, pair, i).data() for i in shipped],
                     "head": len(shipped) if mode == "data" else RUN_EDGE,
                     "omitted": len(span) - len(shipped),
                     "lines": [span[RUN_EDGE].line, span[-RUN_EDGE - 1].line] if mode == "edges" else [],
@@ -261,70 +182,6 @@ class _DiffBuilder:
             )
         total = side.canon.module.instruction_count
         return Column(side.tag, side.comp.name, len(instructions), tuple(blocks), total)
-
-    # -- causes ---------------------------------------------------------------------------------
-    def cause(self, n: int, cause: Cause) -> CauseView:
-        left_names = [x for x in dict.fromkeys(cause.left) if x]
-        right_names = [x for x in dict.fromkeys(cause.right) if x]
-        right_comp = self._right_of(cause.computation)
-        left = [self.link(self.find("A", x, cause.computation), x) for x in left_names[:MAX_REFS]]
-        right = [self.link(self.find("B", x, right_comp), x) for x in right_names[:MAX_REFS]]
-        changes = [
-            Change(
-                self.link(self.find("A", c.left, cause.computation), c.left) if c.left else Link("—"),
-                self.link(self.find("B", c.right, right_comp), c.right) if c.right else Link("—"),
-                c.what,
-                c.old,
-                c.new,
-            )
-            for c in cause.changes[:MAX_TABLE_ROWS]
-        ]
-        moves = self.moves(cause, right_comp)
-        moved = [mv for mv in moves if mv.moved]
-        user, library = split_user_lines(cause.sources, cause.library)  # `at` yours, `via` the rest
-        return CauseView(
-            id=self.ids.make(f"cause{n}"),
-            kind=str(cause.kind),
-            summary=short_locations_in(cause.summary),
-            hint=cause.hint,
-            info=cause.info,
-            computation=cause.computation,
-            sources=tuple(dict.fromkeys(short_location(s) for s in user)),
-            left=tuple(left),
-            left_more=len(left_names) - len(left),
-            right=tuple(right),
-            right_more=len(right_names) - len(right),
-            changes=tuple(changes),
-            changes_more=len(cause.changes) - len(changes),
-            moves=tuple(moved[:MAX_TABLE_ROWS]),
-            moves_more=max(len(moved) - MAX_TABLE_ROWS, 0),
-            moves_same=len(moves) - len(moved),
-            moved_what=_moved_what(cause),
-            library=tuple(dict.fromkeys(short_location(s) for s in library))[:MAX_LIBRARY],
-        )
-
-    def moves(self, cause: Cause, right_comp: str) -> list[Move]:
-        out = []
-        for mv in cause.mapping:
-            lside = self.find("A", mv.left_name, cause.computation)
-            rside = self.find("B", mv.right_name, right_comp)
-            out.append(
-                Move(
-                    mv.left,
-                    self.link(lside, mv.left_name),
-                    _shape_of(lside, mv.left_name),
-                    mv.right,
-                    self.link(rside, mv.right_name),
-                    _shape_of(rside, mv.right_name) or mv.shape,
-                )
-            )
-        return out
-
-    def _right_of(self, left_computation: str) -> str:
-        for pair in self.result.pairs:
-            if pair.left == left_computation:
-                return pair.right
-        return ""
 
     # -- the whole view -------------------------------------------------------------------------
     def plan(self) -> tuple[list[Planned], list[tuple[str, str]], int, bool]:
@@ -386,7 +243,8 @@ class _DiffBuilder:
             )
             for p in planned
         )
-        causes = [self.cause(n, c) for n, c in enumerate(result.causes)]
+        ids = [self.ids.make(f"cause{n}") for n in range(len(result.causes))]
+        causes = [cause_view(result, c, i, self.by_name) for c, i in zip(result.causes, ids, strict=True)]
         identical = [
             (p.left, p.right, len(result.left.computations[p.left].computation.instructions))
             for p in result.pairs
@@ -426,16 +284,6 @@ def _listed(canon: CanonicalModule, names: list[str]) -> tuple[tuple[str, int], 
 def _ships(mode: str, j: int, n: int) -> bool:
     """Whether the j-th of n instructions of a run is in the page's data."""
     return mode == "data" or (mode == "edges" and (j < RUN_EDGE or j >= n - RUN_EDGE))
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= MAX_ATTRIBUTE else text[: MAX_ATTRIBUTE - 1] + "…"
-
-
-def _shape_of(side: Side | None, name: str) -> str:
-    if side is None or name not in side.comp.by_name:
-        return ""
-    return strip_layout(side.comp.by_name[name].shape)
 
 
 def _side_info(tag: str, canon: CanonicalModule) -> SideInfo:
@@ -478,13 +326,3 @@ def render_diff_html(result: DiffResult, context_lines: int = CONTEXT_LINES) -> 
     title = f"xlagraph diff: {view.left.label} vs {view.right.label}"
     page = DiffPage(title, view, asset("xlagraph.css"), asset("xlagraph.js"), page_data(view.data))
     return environment().get_template("diff.html").render(page=page)
-
-
-def _moved_what(cause: Cause) -> str:
-    """What the moves table lists: parameters, outputs, or both (one reason reordered both)."""
-    kinds = {
-        "parameter" if m.what == "input" else "output" for m in cause.mapping if m.what and m.left != m.right
-    }
-    if kinds:
-        return " and ".join(sorted(kinds))
-    return "output" if cause.kind is CauseKind.OUTPUT_PERMUTATION else "parameter"

@@ -1,6 +1,7 @@
 """The diff page's working state while it is built: element ids, the status of each instruction
 (named by a cause, only on one side, changed as a consequence, dead), which printed positions are
-shown, and the columns and sections being placed. Used by `html_diff._DiffBuilder` only."""
+shown, the columns and sections being placed, and links to where an instruction ended up. Used by
+`html_diff._DiffBuilder` and `html_diff_causes` only."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from xlagraph.canonical import CanonicalModule
 from xlagraph.diff import ComputationPair, DiffResult
 from xlagraph.ir import Computation
 from xlagraph.render.html_common import element_id
+from xlagraph.render.html_diff_view import Link
+from xlagraph.render.text import printed
 
 
 class Ids:
@@ -90,3 +93,27 @@ def unpaired(result: DiffResult) -> tuple[list[str], list[str]]:
     left = [c.name for c in result.left.module.computations if c.name not in lpaired]
     right = [c.name for c in result.right.module.computations if c.name not in rpaired]
     return left, right
+
+
+def link(side: Side | None, name: str, text: str = "", title: str = "") -> Link:
+    """A link to instruction `name` of `side`, wherever it ended up."""
+    text = text or printed(side.canon.module if side else None, name)
+    if side is None:
+        return Link(text, title=title)
+    if name in side.ids and name not in side.lazy:
+        return Link(text, "#" + side.ids[name], title=title)
+    run = side.run_of.get(name)
+    if run is None:
+        return Link(text, title=title)
+    return Link(text, "#" + run, side.ids.get(name, ""), title)
+
+
+def find(columns: list[Side], name: str, computation: str = "") -> Side | None:
+    """The column of `columns` (one side's) showing instruction `name`, preferring `computation`."""
+    found = None
+    for side in columns:
+        if name in side.comp.by_name:
+            if not computation or side.comp.name == computation:
+                return side
+            found = found or side
+    return found

@@ -26,7 +26,11 @@ rule for every cause that cites such a loop), `_precision` (where precision is s
 (what a global-norm clip looks like), `_beside_work` (differences that follow from work one
 graph does only), `_late_module` (a module made mid-run and used once it exists), `_guarded_calls`
 (the calls of a helper made under an `if` where others are not), `_user_flow` (a traced loop's
-trip count, hooks registered, tensors kept in or made from Python lists).
+trip count, hooks registered, tensors kept in or made from Python lists), `_dropout_mode` (random
+work toggled by train/eval, a dropout probability set, or the user's own random tensors),
+`_hook_steps` (work that runs from the step a hook is registered on), `_permutation_site` (the
+lines that decided an order of inputs or outputs), `_wrappers` (names bound to a wrapper of a user
+function: `step_fn = torch_xla.compile(train_step)`).
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from xlagraph.diagnose.recognizers._statements import (
     stores,
     syntax_tree,
 )
+from xlagraph.diagnose.recognizers._wrappers import wrappers
 
 __all__ = [
     "UserDefs",
@@ -184,16 +185,7 @@ def calls_to(tree: ast.Module, function: Function) -> list[ast.Call]:
     arguments on (`step_fn = torch_xla.compile(train_step)`: the function its only positional
     argument; `functools.partial(f, x)` binds one and is not followed)."""
     names = {function.name}
-    for n in ast.walk(tree):
-        if (
-            isinstance(n, ast.Assign)
-            and len(n.targets) == 1
-            and isinstance(n.value, ast.Call)
-            and len(n.value.args) == 1
-            and call_name(n.value.args[0]) == function.name
-            and (alias := call_name(n.targets[0]))
-        ):
-            names.add(alias)
+    names |= {w.alias for w in wrappers(tree) if w.only_argument and w.wraps == function.name and w.alias}
     return sorted(
         (n for n in ast.walk(tree) if isinstance(n, ast.Call) and call_name(n.func) in names),
         key=lambda n: n.lineno,

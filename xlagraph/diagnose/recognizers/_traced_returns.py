@@ -18,6 +18,7 @@ from xlagraph.diagnose.recognizers._statements import (
     own_nodes,
     syntax_tree,
 )
+from xlagraph.diagnose.recognizers._wrappers import compiles, wrappers
 
 __all__ = ["TRACED", "returned_under_if"]
 
@@ -33,17 +34,11 @@ def _traced(tree: ast.Module, name: str) -> Function | None:
     """The function a call of `name` traces: one bound to `name` by `torch_xla.compile(f)` (also
     `self.step_fn = torch_xla.compile(self._step)`), or one decorated by it."""
     functions = user_defs(tree).functions
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Assign)
-            and [call_name(t) for t in node.targets] == [name]
-            and isinstance(node.value, ast.Call)
-            and ast.unparse(node.value.func).endswith("torch_xla.compile")
-            and node.value.args
-        ):
-            return functions.get(call_name(node.value.args[0]))
+    bound = next((w for w in wrappers(tree) if w.alias == name and compiles(w.call.func)), None)
+    if bound is not None:
+        return functions.get(bound.wraps)
     found = functions.get(name)
-    if found is not None and any(ast.unparse(d).endswith("torch_xla.compile") for d in found.decorator_list):
+    if found is not None and any(compiles(d) for d in found.decorator_list):
         return found
     return None
 

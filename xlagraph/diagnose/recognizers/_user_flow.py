@@ -30,6 +30,7 @@ from xlagraph.diagnose.recognizers._statements import (
     stores,
     syntax_tree,
 )
+from xlagraph.diagnose.recognizers._wrappers import wrappers
 
 __all__ = ["hook_registrations", "kept_in_lists", "list_tensors", "registered_hooks", "trip_count"]
 
@@ -255,16 +256,15 @@ def list_tensors(site: str) -> list[str]:
 
 def _wrapped(tree: ast.Module, defs: UserDefs, name: str) -> Function | None:
     """The user function `name` calls: itself, or the one a wrapper bound to it was made of
-    (`step_fn = torch_xla.compile(train_step)`)."""
+    (`step_fn = torch_xla.compile(train_step)`; a plain name its only positional argument)."""
     if name in defs.functions:
         return defs.functions[name]
-    for n in ast.walk(tree):
-        if (
-            isinstance(n, ast.Assign)
-            and [call_name(t) for t in n.targets] == [name]
-            and isinstance(n.value, ast.Call)
-            and len(n.value.args) == 1
-            and isinstance(n.value.args[0], ast.Name)
-        ):
-            return defs.functions.get(n.value.args[0].id)
-    return None
+    bound = next(
+        (
+            w
+            for w in wrappers(tree)
+            if w.alias == name and w.only_argument and isinstance(w.function, ast.Name)
+        ),
+        None,
+    )
+    return defs.functions.get(bound.wraps) if bound is not None else None

@@ -3,13 +3,13 @@ logging or metrics; an optimizer step every k steps (gradient accumulation); dro
 `train()` and absent in `eval()`.
 
 Evidence: a region of instructions that comes from gradient clipping, from optimizer code, or
-from random-number ops; or a user line inside an `if ... % ...:` block.
+from random-number ops; or a user line inside an `if ... % ...:` block. Whether random work is
+dropout toggled, a probability set or the user's own random tensors is `_dropout_mode`'s; a hook
+registered mid-run, cited for the work it adds, `_hook_steps`'s.
 """
 
 from __future__ import annotations
 
-import ast
-import re
 from dataclasses import replace
 
 from xlagraph.canonical import CanonicalModule
@@ -21,6 +21,13 @@ from xlagraph.diagnose.recognizers._beside_work import taps_beside
 from xlagraph.diagnose.recognizers._causes import TAPS, merge, one_sided, scalar_inputs
 from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, runs_clip, scalar_clip
 from xlagraph.diagnose.recognizers._dataflow import downstream, opcodes, updated_inputs
+from xlagraph.diagnose.recognizers._dropout_mode import (
+    DROPOUT_ZERO,
+    mode_switched,
+    sets_dropout_p,
+    user_random,
+)
+from xlagraph.diagnose.recognizers._hook_steps import hooked
 from xlagraph.diagnose.recognizers._host_branch import (
     BRANCH_HINT,
     branch_summary,
@@ -28,22 +35,8 @@ from xlagraph.diagnose.recognizers._host_branch import (
     host_branch,
 )
 from xlagraph.diagnose.recognizers._periodic import periodic_caller, periodic_if
-from xlagraph.diagnose.recognizers._source import (
-    BUILDERS,
-    calls_of_function,
-    enclosing_function,
-    source_text,
-    user_files,
-)
-from xlagraph.diagnose.recognizers._statements import (
-    LOOPS,
-    call_name,
-    enclosing,
-    first_call,
-    statements_where,
-)
+from xlagraph.diagnose.recognizers._source import enclosing_function, source_text, user_files
 from xlagraph.diagnose.recognizers._switched_on import switched_on
-from xlagraph.diagnose.recognizers._user_flow import hook_registrations
 from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
 from xlagraph.opcodes import RANDOM, RESTATES
@@ -84,61 +77,6 @@ _PATTERNS = (
 )
 
 
-# Dropout leaves the graph in eval() mode, and at p=0: where the user's code never switches
-# modes, a probability that reached 0 is what removed it (telling them to call train() would
-# change nothing).
-def _switches_mode(stmt: ast.stmt) -> bool:
-    """A statement that switches modes (`model.eval()`, `self.net.train(False)`), not prose."""
-    call = first_call(stmt.value) if isinstance(stmt, ast.Expr) else None
-    return call is not None and isinstance(call.func, ast.Attribute) and call.func.attr in ("eval", "train")
-
-
-def _mode_switched(files: list[str]) -> bool:
-    """The user's code switches modes between steps: an `eval()` (or `train(flag)`), or a
-    `train()` inside a loop. A module starts in train mode, so one `model.train()` before the
-    loop sets the mode once and never toggles it."""
-    found = statements_where(files, _switches_mode, limit=_MODE_CALLS)
-    for loc in found:
-        file, line = split_location(loc)
-        chain = enclosing(file, line)
-        call = first_call(chain[-1][0].value) if chain and isinstance(chain[-1][0], ast.Expr) else None
-        if call is None or not isinstance(call.func, ast.Attribute):
-            return True  # (cannot tell: counted as a switch, as before)
-        if call.func.attr == "eval" or call.args or call.keywords:
-            return True
-        if any(isinstance(s, LOOPS) for s, _ in chain):
-            return True
-    return len(found) >= _MODE_CALLS
-
-
-_MODE_CALLS = 8
-
-
-_DROPOUT_ZERO = (
-    "random-number ops (dropout) only in one graph, and the script never calls eval(): a dropout "
-    "probability reached 0.0"
-)
-
-
-# A random tensor of the user's own (torch.randn before the loop, computed in the first graph
-# and an input later), not dropout: no mode or probability to fix.
-_RANDOM_CALL = re.compile(
-    r"\btorch\.(randn|rand|randint|randperm|normal|bernoulli)\b|\.(normal_|uniform_|random_)\("
-)
-
-
-def _user_random(evidence: Evidence, hits: list[Cause]) -> bool:
-    """The random ops come from the user's own random tensors or from weights drawn again
-    (`torch/nn/init.py`: adapters reset every k steps), with no dropout anywhere."""
-    said = [f for c in hits for f in _library(evidence, c)]
-    if any("dropout" in f for f in said):
-        return False
-    if any(f.replace("\\", "/").endswith("torch/nn/init.py") for f in said):
-        return True
-    lines = [loc for c in hits for loc in c.sources if is_user_location(loc)]
-    return bool(lines) and all(_RANDOM_CALL.search(source_text(loc)) for loc in lines)
-
-
 def _library(evidence: Evidence, cause: Cause) -> list[str]:
     """The files the instructions come from, the text of the library lines they cite (the line
     of `F.dropout` says `dropout` where its file is only `functional.py`), and the names of the
@@ -147,6 +85,12 @@ def _library(evidence: Evidence, cause: Cause) -> list[str]:
     return (
         evidence.library_files(cause) + [source_text(loc) for loc in cause.library] + [n for n in names if n]
     )
+
+
+def _user_random(evidence: Evidence, hits: list[Cause]) -> bool:
+    """The random ops of `hits` are the user's own random tensors or weights drawn again."""
+    said = [f for c in hits for f in _library(evidence, c)]
+    return user_random(said, [loc for c in hits for loc in c.sources if is_user_location(loc)])
 
 
 def _update_work(evidence: Evidence, cause: Cause) -> bool:
@@ -175,29 +119,6 @@ def _runs_optimizer(canon: CanonicalModule) -> bool:
 # An optimizer's update of one weight is a handful of ops (SGD: a multiply and an add; Adam: ~30);
 # outputs kept alive bring none, since what they read is computed anyway.
 _UPDATE_WORK = 8
-
-
-def _sets_p(stmt: ast.stmt) -> bool:
-    """`m.p = p`, `model.drop.p = 0.0`, `setattr(m, "p", p)`: a dropout module's probability set."""
-    if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Attribute):
-        return stmt.targets[0].attr == "p"
-    return isinstance(stmt, (ast.Expr, ast.Assign)) and any(
-        call_name(n.func) == "setattr" and len(n.args) > 1 and getattr(n.args[1], "value", None) == "p"
-        for n in ast.walk(stmt)
-        if isinstance(n, ast.Call)
-    )
-
-
-def _sets_dropout_p(files: list[str]) -> list[str]:
-    """Where the user's code sets a dropout probability outside the methods that build a module
-    (`__init__` gives the first value), and the call of the function that does it (a scheduler's
-    `step(step)` in the loop): at most two such lines, else none (the text does not say which)."""
-    sets = statements_where(files, _sets_p, limit=8)
-    found = [loc for loc in sets if enclosing_function(*split_location(loc)) not in BUILDERS]
-    if not found or len(found) > 2:
-        return []
-    calls = [c for loc in found for c in calls_of_function(loc, files, limit=1)]
-    return list(dict.fromkeys([*found, *calls]))
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -270,9 +191,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             # Random work under an `if` that Python decides (a counter past a threshold) where no
             # mode switches and no probability is set: that `if` turns the work on.
             python_if = False
-            if name == "rng" and not _mode_switched(user_files(evidence)):
-                summary, hint = _DROPOUT_ZERO, fix("conditional_work.dropout_zero")
-                setting = _sets_dropout_p(user_files(evidence))
+            if name == "rng" and not mode_switched(user_files(evidence)):
+                summary, hint = DROPOUT_ZERO, fix("conditional_work.dropout_zero")
+                setting = sets_dropout_p(user_files(evidence))
                 python_if = not setting
             cause = merge(
                 CauseKind.CONDITIONAL_WORK,
@@ -411,23 +332,7 @@ def _with_hooks(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     `model.body.register_forward_hook(clamp)` under `if step == 4:`) runs from the step that
     registers it: the registration decides, cited first."""
     found = _recognize(evidence, pending)
-    return found._replace(causes=tuple(_hooked(c) for c in found.causes))
-
-
-def _hooked(cause: Cause) -> Cause:
-    hooks = hook_registrations([s for s in cause.sources if is_user_location(s)][:3])
-    if not hooks:
-        return cause
-    sources = tuple(dict.fromkeys([*hooks, *cause.sources]))[:6]
-    file, line = split_location(hooks[0])
-    if not any(isinstance(s, (ast.If, ast.For, ast.While)) for s, _ in enclosing(file, line)):
-        return replace(cause, sources=sources)  # registered once, up front: the work's own reason stands
-    text = source_text(hooks[0]).split("#", 1)[0].strip()
-    summary = (
-        f"work that runs from this step on: a hook registered mid-run by `{text[:80]}` at {hooks[0]} "
-        f"adds its ops (and their backward) to every step after it ({cause.count} difference(s))"
-    )
-    return replace(cause, summary=summary, sources=sources, hint=BRANCH_HINT)
+    return found._replace(causes=tuple(hooked(c) for c in found.causes))
 
 
 RECOGNIZER = Recognizer("conditional_work", _with_hooks)

@@ -8,7 +8,7 @@ inputs that torch_xla numbered as its lowering met them, which an output added o
 renumbers (`_renumbered_by_outputs`). When the step computes something else (new work, another
 dtype or layout, new optimizer state), the lowering visits the graph in another order and inputs
 and outputs are numbered anew: that reordering follows from the other change and is folded into
-it (its mapping kept)."""
+it (its mapping kept). The lines that decided the order, cited first, are `_permutation_site`'s."""
 
 from __future__ import annotations
 
@@ -21,13 +21,9 @@ from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.collectives import collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_user_location, location, split_frames, split_location
 from xlagraph.diagnose.permutation import order_changed
-from xlagraph.diagnose.recognizers._assignments import dict_fills, reorderings
 from xlagraph.diagnose.recognizers._dataflow import upstream
-from xlagraph.diagnose.recognizers._deciding_loop import MAX_CALLERS, MAX_TENSORS, deciding_loops, sync_lines
-from xlagraph.diagnose.recognizers._source import calls_of_function, def_above, user_lines
-from xlagraph.diagnose.recognizers._user_flow import hook_registrations
+from xlagraph.diagnose.recognizers._permutation_site import called_from_loop, filled_at
 from xlagraph.diagnose.recognizers.term_order import HINT as SUM_TERMS
 from xlagraph.ir import strip_layout
 from xlagraph.source_paths import is_library_path
@@ -190,8 +186,8 @@ def _plain(evidence: Evidence, causes: list[tuple[int, Cause]]) -> tuple[Cause, 
     """The root cause's hint: buckets only where the graphs have collectives. An output order
     that follows a dict of statistics cites the lines that fill it."""
     # A sum's terms in another order (term_order) cite and fix where the terms moved.
-    causes = [(i, c if c.hint == SUM_TERMS else _filled_at(evidence, c)) for i, c in causes]
-    causes = [(i, _called_from_loop(evidence, c)) for i, c in causes]
+    causes = [(i, c if c.hint == SUM_TERMS else filled_at(evidence, c)) for i, c in causes]
+    causes = [(i, called_from_loop(evidence, c)) for i, c in causes]
     if collectives(evidence.left) or collectives(evidence.right):
         return tuple(c for _, c in causes)
     return tuple(c if c.hint == SUM_TERMS else replace(c, hint=_PLAIN[c.kind]) for _, c in causes)
@@ -240,97 +236,6 @@ def _user_reordered(evidence: Evidence, cause: Cause) -> bool:
         if frames and not is_library_path(frames[0].file.replace("\\", "/")):
             pairs.append((mv.left, mv.right))
     return order_changed(pairs)
-
-
-def _reordered_in_step(evidence: Evidence) -> list[str]:
-    """Statements that reorder a sequence in any function of the user's code the graphs ran
-    (`random.shuffle(order)` in a model's forward that applies its blocks in that order): the
-    tensors the step creates follow the order the code ran in, wherever it was decided."""
-    found: dict[str, None] = {}
-    done: set[tuple[str, int]] = set()
-    for loc in user_lines(evidence):
-        file, _, line = loc.rpartition(":")
-        function = (file, def_above(file, int(line)))
-        if not function[1] or function in done:
-            continue
-        done.add(function)
-        for r in reorderings(loc):
-            found.setdefault(r)
-    return list(found)[:3]
-
-
-def _calling_loop(user: list[str], syncs: tuple[str, ...]) -> list[str]:
-    """The loop that calls the functions of several cited lines in turn (`for meter in
-    self.meters.values(): meter.update(out)`, each meter's `update` a method of its own class):
-    the order of what it iterates is the order of the tensors they update; also a loop that calls
-    its variable over the functions themselves (`for update in (a, b) if flag else (b, a):
-    update()`), whose header picks the order. Only a loop reached
-    from two or more of those functions, so one helper called from a loop is not taken for it."""
-    calls: dict[str, list[str]] = {}  # each function's call sites
-    for loc in user:
-        file, line = split_location(loc)
-        function = def_above(file, line) if line else ""
-        if function:
-            calls.setdefault(f"{file}:{function}", []).extend(
-                calls_of_function(loc, limit=5, through_loops=True)
-            )
-    return deciding_loops(calls.values(), syncs, reached_by=2)
-
-
-def _callers_at_runtime(evidence: Evidence, cause: Cause) -> list[list[str]]:
-    """Where the user's code called the cited lines that made the moved outputs, read from the
-    live tensors the capture saw before the sync (their frames): of each tensor of a moved shape
-    made on a cited line (the most recent first), the two user frames above it."""
-    moved = [m.shape for m in cause.mapping if m.left != m.right]
-    shapes, cited = set(moved), set(cause.sources)
-    made = []
-    for t in evidence.context.tensors:
-        users = split_frames(t.frames)[0]
-        if users and location(users[0]) in cited and strip_layout(t.shape).replace(" ", "") in shapes:
-            made.append((-t.id, users))
-    made.sort(key=lambda m: m[0])
-    if len(made) >= len(moved):
-        made = made[: max(len(moved), MAX_TENSORS)]
-    return [[location(f) for f in users[1:MAX_CALLERS]] for _, users in made]
-
-
-def _called_from_loop(evidence: Evidence, cause: Cause) -> Cause:
-    """Outputs updated by a helper the user's code calls from a loop come in that loop's order: its
-    header and what builds or flips what it iterates (`loop_order`; not the training loop around
-    the sync) come first. The loop is the one the capture saw call the helper at runtime."""
-    if cause.kind is not CauseKind.OUTPUT_PERMUTATION:
-        return cause
-    order = deciding_loops(_callers_at_runtime(evidence, cause), sync_lines(evidence.context))
-    if not order:
-        return cause
-    return replace(cause, sources=tuple(dict.fromkeys((*order, *cause.sources))))
-
-
-def _filled_at(evidence: Evidence, cause: Cause) -> Cause:
-    """Where the order was decided: a dict of statistics filled (outputs), a statement that
-    reorders a sequence (both: inputs are met in the order the step's code used them)."""
-    if cause.kind is CauseKind.OUTPUT_PERMUTATION:
-        fills = [f for loc in cause.sources[:2] for f in dict_fills(loc)]
-    else:
-        fills = []
-    # A statement that reorders a sequence in that function (a task list rotated each step)
-    # decides the order: it comes first; where it has none, one in the code the step ran.
-    reorders = [r for loc in cause.sources[:2] for r in reorderings(loc)]
-    if not reorders and not fills:
-        reorders = _reordered_in_step(evidence)
-    # The loop that updates the tensors one by one decides their order: its header and the lines
-    # that build what it iterates, before every other line (none of which is dropped).
-    syncs = sync_lines(evidence.context)
-    user = [x for x in cause.sources if is_user_location(x)]
-    loops = deciding_loops([user[:3]], syncs)
-    if not loops and not reorders:
-        loops = _calling_loop(user[:3], syncs)
-    # Tensors updated inside forward hooks come out in the order the hooks were registered.
-    hooks = hook_registrations(user[:3]) if not reorders else []
-    if not fills and not reorders and not loops and not hooks:
-        return cause
-    lines = dict.fromkeys([*hooks, *loops, *reorders, *fills, *cause.sources])
-    return replace(cause, sources=tuple(lines)[: 6 + len(loops)])
 
 
 def _scalars_added(evidence: Evidence, cause: Cause) -> bool:
