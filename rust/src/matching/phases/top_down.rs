@@ -78,8 +78,15 @@ impl Mappings<'_> {
                     }
                     continue;
                 }
-                let free = oa.len() == 2 && !oa.iter().any(|&x| self.lp(x)) && !ob.iter().any(|&y| self.rp(y));
-                match if free { self.twins_as_written(oa, ob)? } else { None } {
+                let free = oa.len() == 2
+                    && !oa.iter().any(|&x| self.lp(x))
+                    && !ob.iter().any(|&y| self.rp(y));
+                let twins = if free {
+                    self.twins_as_written(oa, ob)?
+                } else {
+                    None
+                };
+                match twins {
                     Some(v) => v,
                     None => self.align_commutative(oa, ob)?,
                 }
