@@ -40,6 +40,7 @@ from tests.oracles.match_anchored import match_outputs_anchored
 from tests.oracles.match_bottom_up import match_bottom_up
 from tests.oracles.match_exact import match_exact, zip_subgraphs
 from tests.oracles.match_follow import follow_parameters
+from tests.oracles.match_sum_terms import numbered
 from tests.oracles.match_top_down import match_top_down
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import strip_layout
@@ -110,7 +111,9 @@ def _match_outputs_exact(
             continue  # the context pairs it (outputs-context)
         at: int | None = 0
         if shifted:  # free candidates the context pairs with another are left to it
-            at = next((x for x, (c, _) in enumerate(candidates) if c not in m.right and c not in ctx_r), None)
+            mine = _written_elsewhere(left, right, a, m)
+            free = (x for x, (c, _) in enumerate(candidates) if c not in m.right and c not in ctx_r)
+            at = next((x for x in free if candidates[x][0] not in mine), None)
         elif n > 1 and n_r == n:
             free = [(x, place) for x, (c, place) in enumerate(candidates) if c not in m.right]
             at = next((x for x, place in free if place == place_l[k]), None)
@@ -119,6 +122,22 @@ def _match_outputs_exact(
         b, _ = candidates.pop(at)
         m.add(a, b, "outputs-exact")
         zip_subgraphs(left, right, a, b, "h1", m, "outputs-exact")
+
+
+def _written_elsewhere(
+    left: CanonicalComputation, right: CanonicalComputation, a: str, m: Mappings
+) -> set[str]:
+    """B's look-alikes of output `a` (its `h0`) that are, inputs by number included, another free
+    look-alike of A as written, where `a` itself is none of B's: `h1` ranks inputs by a walk that
+    a change elsewhere reorders (one of two towers regrouped), and would pair `a` with its twin's
+    counterpart; the inputs as written say that one is its twin's."""
+    fam_l = [o for o in dict.fromkeys(left.outputs) if left.h0[o] == left.h0[a]]
+    fam_r = [o for o in dict.fromkeys(right.outputs) if right.h0[o] == left.h0[a]]
+    nl, nr = numbered(left, fam_l), numbered(right, fam_r)
+    if nl is None or nr is None or nl[fam_l.index(a)] in nr:
+        return set()
+    others = {v for o, v in zip(fam_l, nl, strict=True) if o != a and o not in m.left}
+    return {o for o, v in zip(fam_r, nr, strict=True) if v in others}
 
 
 def _look_alike_places(comp: CanonicalComputation) -> tuple[list[int], dict[int, int]]:

@@ -69,7 +69,7 @@ def _peeled(comp: CanonicalComputation, term: str) -> str:
     return term
 
 
-def _numbered(comp: CanonicalComputation, terms: list[str]) -> list[int] | None:
+def numbered(comp: CanonicalComputation, terms: list[str]) -> list[int] | None:
     """Each term's content with its inputs by number (`h0` knows them by shape alone); None
     where their cones hold more than `_NUMBERED_LIMIT` instructions."""
     number, memo = comp.param_number, {}
@@ -108,8 +108,8 @@ def reordered_terms(
     # Look-alike terms (inputs of one shape) are told apart by the inputs they read, where both
     # sides number them alike; else they have no order of their own to tell.
     if len(set(kl)) != len(kl):
-        ul = _numbered(left, [_peeled(left, t) for t in tl])
-        ur = _numbered(right, [_peeled(right, t) for t in tr])
+        ul = numbered(left, [_peeled(left, t) for t in tl])
+        ur = numbered(right, [_peeled(right, t) for t in tr])
         if ul is None or ur is None or sorted(ul) != sorted(ur) or len(set(ul)) != len(ul):
             return None
         kl, kr = ul, ur

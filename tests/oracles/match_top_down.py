@@ -16,7 +16,7 @@ from itertools import compress, filterfalse
 from tests.oracles.collective_chain_reference import chain_edges_reference
 from tests.oracles.mappings import Mappings
 from tests.oracles.match_exact import zip_subgraphs
-from tests.oracles.match_sum_terms import reordered_terms
+from tests.oracles.match_sum_terms import numbered, reordered_terms
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
@@ -68,7 +68,9 @@ def match_top_down(
                             zip_subgraphs(left, right, x, y, "h1", m, tag)
                         push((x, y))
                 continue
-            oa, ob = _align_commutative((lh1, lh0), (rh1, rh0), lins, rins, oa, ob, mleft)
+            free = not any(map(mleft.__contains__, oa)) and not any(map(mright.__contains__, ob))
+            twins = _twins_as_written(left, right, oa, ob) if free and len(oa) == 2 else None
+            oa, ob = twins or _align_commutative((lh1, lh0), (rh1, rh0), lins, rins, oa, ob, mleft)
         for j, (x, y) in enumerate(zip(oa, ob, strict=True)):
             if x in mleft or y in mright:
                 continue
@@ -167,6 +169,29 @@ def _align_commutative(
                     first_b.append(y)
                     break
     return tuple(first_a + rest_a), tuple(first_b + rest_b)
+
+
+def _twins_as_written(
+    left: CanonicalComputation, right: CanonicalComputation, oa: tuple[str, ...], ob: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """Two look-alike operands (one `h0` for all four, none paired yet) that `h1` does not pair
+    both ways (its ranks shifted: a change elsewhere reordered the walk that numbers the
+    inputs) paired by the inputs they read as written, where those pair both; else None (the
+    rules of `_align_two`). `p24 * p23` on both sides is not two inputs crossed."""
+    (x0, x1), (y0, y1) = oa, ob
+    lh0, rh0, lh1, rh1 = left.h0, right.h0, left.h1, right.h1
+    if not lh0[x0] == lh0[x1] == rh0[y0] == rh0[y1] or lh1[x0] == lh1[x1]:
+        return None
+    if {lh1[x0], lh1[x1]} == {rh1[y0], rh1[y1]}:
+        return None  # h1 pairs both: `_align_two` follows it
+    nl, nr = numbered(left, [x0, x1]), numbered(right, [y0, y1])
+    if nl is None or nr is None or nl[0] == nl[1]:
+        return None
+    if nl == nr:
+        return oa, ob
+    if nl == nr[::-1]:
+        return oa, (y1, y0)
+    return None
 
 
 def _align_two(

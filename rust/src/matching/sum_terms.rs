@@ -86,7 +86,7 @@ const NUMBERED_LIMIT: usize = 4096;
 /// Each term's content with its inputs by number, where `h0` knows them by shape alone: terms
 /// alike by `h0` (one computation per crop of a batch) that read other inputs. None where their
 /// cones hold more than `NUMBERED_LIMIT` instructions.
-fn numbered(s: &MatchSide, terms: &[u32]) -> R<Option<Vec<i128>>> {
+pub(crate) fn numbered(s: &MatchSide, terms: &[u32]) -> R<Option<Vec<i128>>> {
     let number: FxMap<u32, i64> = s.params.iter().copied().collect();
     let mut memo: FxMap<u32, i128> = FxMap::default();
     for &t in terms {

@@ -13,6 +13,7 @@ use crate::parse::text::FxMap;
 
 use crate::matching::mappings::{Mappings, NONE, OUTPUTS_EXACT, R};
 use crate::matching::side::MatchSide;
+use crate::matching::sum_terms::numbered;
 
 /// Each output's place among the outputs of its `h0` (k-th look-alike), and each `h0`'s count.
 fn look_alike_ranks(side: &MatchSide) -> R<(Vec<u32>, FxMap<i128, u32>)> {
@@ -27,6 +28,41 @@ fn look_alike_ranks(side: &MatchSide) -> R<(Vec<u32>, FxMap<i128, u32>)> {
 }
 
 impl Mappings<'_> {
+    /// `match._written_elsewhere`: B's look-alikes of output `a` (its `h0`) that are, inputs by
+    /// number included, another free look-alike of A as written, where `a` itself is none of
+    /// B's: `h1` ranks inputs by a walk that a change elsewhere reorders (one of two towers
+    /// regrouped), and would pair `a` with its twin's counterpart; the inputs as written say
+    /// that one is its twin's.
+    fn written_elsewhere(&self, a: u32) -> R<Vec<u32>> {
+        let (l, r) = (self.l, self.r);
+        let h = Self::hash(l, false, a)?;
+        let family = |s: &MatchSide| -> R<Vec<u32>> {
+            let mut fam: Vec<u32> = Vec::new();
+            for &o in &s.outputs {
+                if !fam.contains(&o) && Self::hash(s, false, o)? == h {
+                    fam.push(o);
+                }
+            }
+            Ok(fam)
+        };
+        let (fam_l, fam_r) = (family(l)?, family(r)?);
+        let (Some(nl), Some(nr)) = (numbered(l, &fam_l)?, numbered(r, &fam_r)?) else {
+            return Ok(Vec::new());
+        };
+        let own = fam_l.iter().position(|&o| o == a).map(|k| nl[k]);
+        if own.map_or(true, |v| nr.contains(&v)) {
+            return Ok(Vec::new());
+        }
+        let others: Vec<i128> = (fam_l.iter().zip(&nl))
+            .filter(|&(&o, _)| o != a && !self.lp(o))
+            .map(|(_, &v)| v)
+            .collect();
+        Ok((fam_r.iter().zip(&nr))
+            .filter(|&(_, v)| others.contains(v))
+            .map(|(&o, _)| o)
+            .collect())
+    }
+
     /// `match._match_outputs_exact`.
     pub(crate) fn outputs_exact(&mut self, context: &[(u32, u32)]) -> R<()> {
         let (l, r) = (self.l, self.r);
@@ -76,10 +112,12 @@ impl Mappings<'_> {
                 continue; // the context pairs it (outputs-context)
             }
             let at = if shifted {
-                // Free candidates the context pairs with another are left to it.
-                candidates
-                    .iter()
-                    .position(|&(c, _)| self.right[c as usize] == NONE && !ctx_r[c as usize])
+                // Free candidates the context pairs with another are left to it, and those
+                // another look-alike is as written (`written_elsewhere`) to that one.
+                let mine = self.written_elsewhere(a)?;
+                candidates.iter().position(|&(c, _)| {
+                    self.right[c as usize] == NONE && !ctx_r[c as usize] && !mine.contains(&c)
+                })
             } else if n > 1 && m == n {
                 // Free candidates of another place are left for the look-alike they belong to.
                 candidates

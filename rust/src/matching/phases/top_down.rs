@@ -5,6 +5,7 @@
 
 use crate::matching::mappings::{Mappings, NONE, R, SUM_TERMS, TOP_DOWN, TOP_DOWN_LENIENT};
 use crate::matching::side::{intern, MatchSide};
+use crate::matching::sum_terms::numbered;
 
 impl Mappings<'_> {
     /// `top_down._open_pairs`.
@@ -77,7 +78,18 @@ impl Mappings<'_> {
                     }
                     continue;
                 }
-                self.align_commutative(oa, ob)?
+                let free = oa.len() == 2
+                    && !oa.iter().any(|&x| self.lp(x))
+                    && !ob.iter().any(|&y| self.rp(y));
+                let twins = if free {
+                    self.twins_as_written(oa, ob)?
+                } else {
+                    None
+                };
+                match twins {
+                    Some(v) => v,
+                    None => self.align_commutative(oa, ob)?,
+                }
             } else {
                 (oa.to_vec(), ob.to_vec())
             };
@@ -133,6 +145,47 @@ impl Mappings<'_> {
         };
         let (a, b) = (shapes(self.l), shapes(self.r));
         !a.is_empty() && a == b
+    }
+
+    /// `top_down._twins_as_written`: two look-alike operands (one `h0` for all four, none paired
+    /// yet) that `h1` does not pair both ways (its ranks shifted: a change elsewhere reordered
+    /// the walk that numbers the inputs) paired by the inputs they read as written, where those
+    /// pair both; else None (the rules of `align_commutative`). `p24 * p23` on both sides is not
+    /// two inputs crossed.
+    fn twins_as_written(&self, oa: &[u32], ob: &[u32]) -> R<Option<(Vec<u32>, Vec<u32>)>> {
+        let (l, r) = (self.l, self.r);
+        let (x0, x1, y0, y1) = (oa[0], oa[1], ob[0], ob[1]);
+        let h0 = [
+            Self::hash(l, false, x0)?,
+            Self::hash(l, false, x1)?,
+            Self::hash(r, false, y0)?,
+            Self::hash(r, false, y1)?,
+        ];
+        if h0.iter().any(|&h| h != h0[0]) {
+            return Ok(None);
+        }
+        let h1 = [
+            Self::hash(l, true, x0)?,
+            Self::hash(l, true, x1)?,
+            Self::hash(r, true, y0)?,
+            Self::hash(r, true, y1)?,
+        ];
+        let both = (h1[0] == h1[2] && h1[1] == h1[3]) || (h1[0] == h1[3] && h1[1] == h1[2]);
+        if h1[0] == h1[1] || both {
+            return Ok(None); // h1 pairs both: `align_commutative` follows it
+        }
+        let (Some(nl), Some(nr)) = (numbered(l, &[x0, x1])?, numbered(r, &[y0, y1])?) else {
+            return Ok(None);
+        };
+        Ok(if nl[0] == nl[1] {
+            None
+        } else if nl == nr {
+            Some((vec![x0, x1], vec![y0, y1]))
+        } else if nl[0] == nr[1] && nl[1] == nr[0] {
+            Some((vec![x0, x1], vec![y1, y0]))
+        } else {
+            None
+        })
     }
 
     /// `top_down._align_commutative` (and `_align_two`).
