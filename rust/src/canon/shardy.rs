@@ -1,0 +1,397 @@
+//! Shardy's meshes as the canonical form reads them (issue 37). A module lowered with Shardy
+//! names its meshes in its header (`xla.sdy.meshes={mesh = #sdy.mesh<["data"=2, "model"=2]>}`)
+//! and its shardings by those names (`xla.sdy.sharding="#sdy.sharding<@mesh, [{\"data\"}, {}]>"`,
+//! a shard map's `in_shardings`, `out_shardings`, `manual_axes`). Two rules, on the reader's
+//! records before anything reads them:
+//!
+//! - Mesh and axis names are bound names, like an instruction's: in the `xla.sdy.*` entries of
+//!   an instruction's frontend attributes, `@mesh` is spelled by its axis sizes and device order
+//!   and each axis name by its place in the mesh, so meshes that differ only by the names of
+//!   their axes are one (XLA's round trip dedups such meshes too: `xla-sdy-round-trip-dedup-meshes`),
+//!   and another size, another device order or another spec still differs.
+//! - A module whose meshes have one device and no device list (`empty_mesh = #sdy.mesh<[]>`, what
+//!   JAX writes for one device) runs on one device, where a sharding is no sharding: its
+//!   `sharding=` attributes and Shardy sharding entries are dropped (XLA's partitioner has nothing
+//!   to split), and in the program copy (`one_device_results`) its `xla.sdy.FuncResultSharding`
+//!   custom-calls, which only carry a result's sharding, stand for their operand, as does the
+//!   one-element tuple and root get-tuple-element that carried the result's `sharding=`.
+//!
+//! Instruction counts are the text's (the custom-calls stay in the reader's own IR).
+
+use std::borrow::Cow;
+
+use crate::canon::attributes::frontend_entries;
+use crate::parse::text::{Comp, Inst, ModuleText};
+
+/// A mesh of the header: its name, its axes (name, size) and its device list as printed.
+struct Mesh {
+    name: String,
+    axes: Vec<(String, String)>,
+    devices: Option<String>,
+}
+
+/// The Shardy entries whose value names meshes and axes.
+const SHARDINGS: [&str; 4] = [
+    "xla.sdy.sharding",
+    "xla.sdy.in_shardings",
+    "xla.sdy.out_shardings",
+    "xla.sdy.manual_axes",
+];
+
+const RESULT_SHARDING: &str = "\"xla.sdy.FuncResultSharding\"";
+
+/// Rewrite the module's records by the two rules above (nothing where it has no Shardy mesh).
+pub(crate) fn canonical_meshes(module: &mut ModuleText) {
+    let meshes = header_meshes(module);
+    if meshes.is_empty() {
+        return;
+    }
+    let one_device = one_device(module, &meshes);
+    for ins in module.comps.iter_mut().flat_map(|c| c.insts.iter_mut()) {
+        if one_device {
+            ins.attrs.retain(|(k, _)| *k != "sharding");
+        }
+        for (key, value) in ins.attrs.iter_mut() {
+            if *key == "frontend_attributes" && value.contains("xla.sdy.") {
+                if let Some(new) = frontend(value, &meshes, one_device) {
+                    *value = Cow::Owned(new);
+                }
+            }
+        }
+        ins.attrs
+            .retain(|(k, v)| *k != "frontend_attributes" || v.as_ref() != "{}");
+    }
+}
+
+/// The module has Shardy meshes and each is one device without a device list.
+fn one_device(module: &ModuleText, meshes: &[Mesh]) -> bool {
+    let partitions = module
+        .header
+        .iter()
+        .find(|(k, _)| *k == "num_partitions")
+        .map_or("1", |(_, v)| v.trim());
+    partitions == "1"
+        && meshes
+            .iter()
+            .all(|m| m.devices.is_none() && m.axes.iter().all(|(_, size)| size == "1"))
+}
+
+/// The meshes of the header's `xla.sdy.meshes` (quoted and escaped, or written in place).
+fn header_meshes(module: &ModuleText) -> Vec<Mesh> {
+    let Some((_, attrs)) = module
+        .header
+        .iter()
+        .find(|(k, _)| *k == "frontend_attributes")
+    else {
+        return vec![];
+    };
+    let Some(value) = frontend_entries(attrs)
+        .into_iter()
+        .filter_map(|e| e.split_once('='))
+        .find(|(k, _)| k.trim() == "xla.sdy.meshes")
+        .map(|(_, v)| v.trim())
+    else {
+        return vec![];
+    };
+    let text = value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .map_or_else(|| value.to_string(), |v| v.replace("\\\"", "\""));
+    let Some(inner) = text.strip_prefix('{').and_then(|t| t.strip_suffix('}')) else {
+        return vec![];
+    };
+    let mut meshes = Vec::new();
+    for entry in top_level(inner) {
+        match mesh(entry) {
+            Some(m) => meshes.push(m),
+            None => return vec![], // a form not understood: no rule applies
+        }
+    }
+    meshes
+}
+
+/// `name = #sdy.mesh<["a"=2, "b"=2], device_ids=[...]>`.
+fn mesh(entry: &str) -> Option<Mesh> {
+    let (name, def) = entry.split_once('=')?;
+    let body = def.trim().strip_prefix("#sdy.mesh<")?.strip_suffix('>')?;
+    let (axes_text, rest) = body.strip_prefix('[')?.split_once(']')?;
+    let mut axes = Vec::new();
+    for axis in top_level(axes_text) {
+        let (axis_name, size) = axis.rsplit_once('=')?;
+        let axis_name = axis_name.trim().strip_prefix('"')?.strip_suffix('"')?;
+        axes.push((axis_name.to_string(), size.trim().to_string()));
+    }
+    let rest = rest.trim().trim_start_matches(',').trim();
+    let devices = if rest.is_empty() {
+        None
+    } else {
+        Some(rest.strip_prefix("device_ids=")?.replace(' ', ""))
+    };
+    Some(Mesh {
+        name: name.trim().to_string(),
+        axes,
+        devices,
+    })
+}
+
+/// Comma-separated items at depth 0 of `[]`, `<>`, `{}` and outside quotes.
+fn top_level(text: &str) -> Vec<&str> {
+    let (mut out, mut depth, mut start, mut quoted) = (Vec::new(), 0i32, 0, false);
+    for (i, c) in text.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '[' | '<' | '{' if !quoted => depth += 1,
+            ']' | '>' | '}' if !quoted => depth -= 1,
+            ',' if !quoted && depth == 0 => {
+                out.push(text[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(text[start..].trim());
+    out.retain(|s| !s.is_empty());
+    out
+}
+
+/// The frontend dict with its Shardy entries canonical: dropped on one device, else mesh and
+/// axis names replaced; None where nothing changed.
+fn frontend(value: &str, meshes: &[Mesh], one_device: bool) -> Option<String> {
+    let mut changed = false;
+    let mut kept = Vec::new();
+    for entry in frontend_entries(value) {
+        let (k, v) = entry.split_once('=').unwrap_or((entry, ""));
+        // A mesh written in place (`mesh<[...]>`) is not one of the header's: left as it is.
+        if !SHARDINGS.contains(&k.trim()) || v.contains("mesh<") {
+            kept.push(entry.to_string());
+            continue;
+        }
+        changed = true;
+        if !one_device {
+            kept.push(format!("{k}={}", renamed(v, meshes)));
+        }
+    }
+    changed.then(|| format!("{{{}}}", kept.join(",")))
+}
+
+/// `@name` of a header mesh spelled `@mesh<sizes;devices>`, each of its axes `\"name\"` spelled
+/// `\"#i\"` (its place in the first mesh that has it); other text as it is.
+fn renamed(value: &str, meshes: &[Mesh]) -> String {
+    let axis = |name: &str| -> Option<usize> {
+        meshes
+            .iter()
+            .find_map(|m| m.axes.iter().position(|(a, _)| a == name))
+    };
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(i) = rest.find(['@', '\\']) {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        if let Some(after) = rest.strip_prefix('@') {
+            let end = after
+                .find(|c: char| !(c.is_alphanumeric() || "_.$-".contains(c)))
+                .unwrap_or(after.len());
+            if let Some(m) = meshes.iter().find(|m| m.name == after[..end]) {
+                let sizes: Vec<&str> = m.axes.iter().map(|(_, s)| s.as_str()).collect();
+                out.push_str(&format!("@mesh<[{}]", sizes.join(",")));
+                if let Some(d) = &m.devices {
+                    out.push_str(&format!(";device_ids={d}"));
+                }
+                out.push('>');
+                rest = &after[end..];
+            } else {
+                out.push('@');
+                rest = after;
+            }
+            continue;
+        }
+        // `\"name\"`: an axis when a mesh has it.
+        let quoted = rest
+            .strip_prefix("\\\"")
+            .and_then(|r| r.find("\\\"").map(|e| (&r[..e], &r[e + 2..])));
+        match quoted {
+            Some((name, after)) => {
+                match axis(name) {
+                    Some(i) => out.push_str(&format!("\\\"#{i}\\\"")),
+                    None => out.push_str(&format!("\\\"{name}\\\"")),
+                }
+                rest = after;
+            }
+            None => {
+                out.push('\\');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The program copy's rule on one device: each `xla.sdy.FuncResultSharding` custom-call stands
+/// for its operand, and so does the one-element tuple and its root get-tuple-element that JAX
+/// wraps a result with to give it a sharding (None where the module has none of them, or is
+/// not one device).
+pub(crate) fn one_device_results<'a>(module: &ModuleText<'a>) -> Option<ModuleText<'a>> {
+    let meshes = header_meshes(module);
+    if meshes.is_empty() || !one_device(module, &meshes) {
+        return None;
+    }
+    let stand_ins: Vec<Vec<Option<u32>>> = module.comps.iter().map(stand_ins).collect();
+    if stand_ins.iter().flatten().all(Option::is_none) {
+        return None;
+    }
+    let comps = module
+        .comps
+        .iter()
+        .zip(&stand_ins)
+        .map(|(c, s)| without(c, s))
+        .collect();
+    Some(ModuleText {
+        name: module.name.clone(),
+        header_pos: module.header_pos,
+        header: module.header.clone(),
+        comps,
+        tables: module.tables.clone(),
+        notes: module.notes.clone(),
+    })
+}
+
+/// Per instruction, the operand it stands for where it goes (see `one_device_results`).
+fn stand_ins(comp: &Comp) -> Vec<Option<u32>> {
+    let insts = &comp.insts;
+    let mut out: Vec<Option<u32>> = insts
+        .iter()
+        .map(|ins| {
+            let target = ins
+                .attrs
+                .iter()
+                .any(|(k, v)| *k == "custom_call_target" && v.as_ref() == RESULT_SHARDING);
+            (ins.opcode == "custom-call" && target && ins.operands.len() == 1)
+                .then(|| ins.operands[0])
+        })
+        .collect();
+    // The entry's root `get-tuple-element(tuple(x)), index=0` of a tuple nothing else reads.
+    let Some(root) = insts
+        .iter()
+        .rposition(|i| i.is_root)
+        .filter(|_| comp.is_entry)
+    else {
+        return out;
+    };
+    let gte = &insts[root];
+    let index = gte
+        .attrs
+        .iter()
+        .find(|(k, _)| *k == "index")
+        .map(|(_, v)| v.trim());
+    if gte.opcode != "get-tuple-element" || index != Some("0") || gte.operands.len() != 1 {
+        return out;
+    }
+    let t = gte.operands[0];
+    let tuple = &insts[t as usize];
+    let readers = insts.iter().filter(|i| i.operands.contains(&t)).count();
+    let attributes = |i: &Inst| {
+        i.attrs
+            .iter()
+            .all(|(k, _)| matches!(*k, "index" | "metadata"))
+    };
+    if tuple.opcode == "tuple"
+        && tuple.operands.len() == 1
+        && readers == 1
+        && attributes(tuple)
+        && attributes(gte)
+    {
+        out[t as usize] = Some(tuple.operands[0]);
+        out[root] = Some(t);
+    }
+    out
+}
+
+/// A computation's instructions without those that stand for an operand (`stand_in`): their
+/// users read the operand, which is the root where one of them was.
+fn without<'a>(comp: &Comp<'a>, stand_in: &[Option<u32>]) -> Comp<'a> {
+    let mut place = vec![0u32; comp.insts.len()];
+    let mut n = 0;
+    for (i, s) in stand_in.iter().enumerate() {
+        if s.is_none() {
+            place[i] = n;
+            n += 1;
+        }
+    }
+    // Through chains of them (an operand cycle, which canonicalization refuses, stops there).
+    let resolve = |mut i: usize| -> u32 {
+        for _ in 0..stand_in.len() {
+            match stand_in[i] {
+                Some(o) => i = o as usize,
+                None => break,
+            }
+        }
+        place[i]
+    };
+    let mut insts: Vec<Inst<'a>> = Vec::with_capacity(n as usize);
+    let mut root = None;
+    for (i, ins) in comp.insts.iter().enumerate() {
+        if stand_in[i].is_some() {
+            if ins.is_root {
+                root = Some(resolve(i));
+            }
+            continue;
+        }
+        insts.push(Inst {
+            name: ins.name.clone(),
+            opcode: ins.opcode.clone(),
+            shape: ins.shape.clone(),
+            operands: ins.operands.iter().map(|&o| resolve(o as usize)).collect(),
+            attrs: ins.attrs.clone(),
+            called: ins.called.clone(),
+            payload: ins.payload.clone(),
+            metadata: ins.metadata.clone(),
+            is_root: ins.is_root,
+            line: ins.line,
+        });
+    }
+    if let Some(r) = root {
+        insts[r as usize].is_root = true;
+    }
+    Comp {
+        name: comp.name.clone(),
+        insts,
+        is_entry: comp.is_entry,
+        line: comp.line,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meshes() -> Vec<Mesh> {
+        top_level(r#"mesh = #sdy.mesh<["data"=2, "model"=2]>, m2 = #sdy.mesh<["x"=4], device_ids=[3, 2, 1, 0]>"#)
+            .into_iter()
+            .map(|e| mesh(e).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn axes_and_meshes_by_place() {
+        let v = r##""#sdy.sharding_per_value<[<@mesh, [{\"data\"}, {\"model\", \"q\"}]>]>""##;
+        assert_eq!(
+            renamed(v, &meshes()),
+            r##""#sdy.sharding_per_value<[<@mesh<[2,2]>, [{\"#0\"}, {\"#1\", \"q\"}]>]>""##
+        );
+        let v = r##""#sdy.sharding<@m2, [{\"x\"}]>""##;
+        assert_eq!(
+            renamed(v, &meshes()),
+            r##""#sdy.sharding<@mesh<[4];device_ids=[3,2,1,0]>, [{\"#0\"}]>""##
+        );
+    }
+
+    #[test]
+    fn one_device_meshes() {
+        let m = top_level("empty_mesh = #sdy.mesh<[]>");
+        let m = mesh(m[0]).unwrap();
+        assert!(m.axes.is_empty() && m.devices.is_none());
+        let m = mesh("maximal_mesh_0 = #sdy.mesh<[], device_ids=[0]>").unwrap();
+        assert_eq!(m.devices.as_deref(), Some("[0]"));
+    }
+}
