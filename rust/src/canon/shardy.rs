@@ -174,14 +174,17 @@ fn frontend(value: &str, meshes: &[Mesh], one_device: bool) -> Option<String> {
     changed.then(|| format!("{{{}}}", kept.join(",")))
 }
 
-/// `@name` of a header mesh spelled `@mesh<sizes;devices>`, each of its axes `\"name\"` spelled
-/// `\"#i\"` (its place in the first mesh that has it); other text as it is.
+/// `@name` of a header mesh spelled `@mesh<[sizes];devices>`, each of its axes `\"name\"` spelled
+/// `\"#i\"` (its place in the first mesh that has it); other text as it is. A value that names
+/// no axis (replicated) spells the mesh by its number of devices alone: on 2x2 and 4x1 meshes
+/// of the same devices it is the same placement.
 fn renamed(value: &str, meshes: &[Mesh]) -> String {
     let axis = |name: &str| -> Option<usize> {
         meshes
             .iter()
             .find_map(|m| m.axes.iter().position(|(a, _)| a == name))
     };
+    let names_axis = value.split("\\\"").skip(1).step_by(2).any(|n| axis(n).is_some());
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(i) = rest.find(['@', '\\']) {
@@ -193,7 +196,11 @@ fn renamed(value: &str, meshes: &[Mesh]) -> String {
                 .unwrap_or(after.len());
             if let Some(m) = meshes.iter().find(|m| m.name == after[..end]) {
                 let sizes: Vec<&str> = m.axes.iter().map(|(_, s)| s.as_str()).collect();
-                out.push_str(&format!("@mesh<[{}]", sizes.join(",")));
+                let devices = sizes.iter().map(|s| s.parse::<u64>().ok()).product::<Option<u64>>();
+                match devices.filter(|_| !names_axis) {
+                    Some(n) => out.push_str(&format!("@mesh<{n}")),
+                    None => out.push_str(&format!("@mesh<[{}]", sizes.join(","))),
+                }
                 if let Some(d) = &m.devices {
                     out.push_str(&format!(";device_ids={d}"));
                 }
@@ -379,6 +386,8 @@ mod tests {
             renamed(v, &meshes()),
             r##""#sdy.sharding_per_value<[<@mesh<[2,2]>, [{\"#0\"}, {\"#1\", \"q\"}]>]>""##
         );
+        let v = r##""#sdy.sharding<@mesh, [{}, {?}]>""##;
+        assert_eq!(renamed(v, &meshes()), r##""#sdy.sharding<@mesh<4>, [{}, {?}]>""##);
         let v = r##""#sdy.sharding<@m2, [{\"x\"}]>""##;
         assert_eq!(
             renamed(v, &meshes()),
