@@ -44,6 +44,7 @@ pub(crate) mod py_text;
 pub(crate) mod python_hash;
 pub(crate) mod shape_text;
 pub(crate) mod shardy;
+pub(crate) mod shardy_results;
 pub(crate) mod structural_hashes;
 pub(crate) mod tuple_params;
 
@@ -60,12 +61,12 @@ use crate::canon::structural_hashes::{keys_and_h0, walk_and_h1};
 use crate::parse::text::{Comp, FxMap, ModuleText};
 
 /// The program XLA compiles, where it is not the module as written: its calls inlined
-/// (inline.rs), a one-device module's result shardings gone (shardy.rs); None where neither
+/// (inline.rs), a one-device module's result shardings gone (shardy_results.rs); None where neither
 /// applies.
 pub(crate) fn program<'a>(module: &ModuleText<'a>) -> Option<ModuleText<'a>> {
     match inline::inline_calls(module) {
-        Some(copy) => Some(shardy::one_device_results(&copy).unwrap_or(copy)),
-        None => shardy::one_device_results(module),
+        Some(copy) => Some(shardy_results::one_device_results(&copy).unwrap_or(copy)),
+        None => shardy_results::one_device_results(module),
     }
 }
 
