@@ -16,7 +16,8 @@
 //!   custom-calls, which only carry a result's sharding, stand for their operand, as does the
 //!   one-element tuple and root get-tuple-element that carried the result's `sharding=`.
 //!
-//! Instruction counts are the text's (the custom-calls stay in the reader's own IR).
+//! The reader's own IR keeps the custom-calls (the text's counts); a diff, which reads the program,
+//! counts the program's instructions, as for inlined calls.
 
 use std::borrow::Cow;
 

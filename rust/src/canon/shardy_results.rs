@@ -1,8 +1,8 @@
 //! The program copy's part of shardy.rs's one-device rule: on a module whose Shardy meshes are
 //! all one device, `xla.sdy.FuncResultSharding` custom-calls only carry a result's sharding,
 //! which one device does not have, so they stand for their operand, as does the one-element
-//! root tuple that carried the result's `sharding=`. The reader's own IR keeps them (its
-//! instruction counts are the text's).
+//! root tuple that carried the result's `sharding=`. The reader's own IR keeps them (the
+//! text's counts); a diff counts the program's.
 
 use crate::canon::shardy::{header_meshes, one_device};
 use crate::parse::text::{Comp, Inst, ModuleText};
