@@ -21,27 +21,19 @@ PAIRS = load_manifest("jax/wild3")["pairs"]
 # Fixed since the first run: compiled_gpt_decode_pos_baked, compiled_vit_image_size,
 # compiled_bf16_mixed_precision, shard_map_halo_width (changes inside fusions folded into their cause),
 # compiled_input_layout_column_major (an input's layout, the copy XLA adds folded in),
-# compiled_sharding_constraint_reshard (the partitioner's slicing and shard shapes folded in).
+# compiled_sharding_constraint_reshard (the partitioner's slicing and shard shapes folded in),
+# shard_map_axis_renamed and single_device_shardings_explicit (Shardy's mesh and axis names are
+# bound names, a one-device module's shardings none: rust/src/canon/shardy.rs).
 WRONG = {
-    "shard_map_axis_renamed": (
-        "says different, sharding (the xla.sdy in_shardings/manual_axes/out_shardings frontend attributes "
-        "of the shard_map custom-calls): mesh axes renamed ('data','model' -> 'x','y') over the same "
-        "devices and specs; both compile to the same program up to metadata"
-    ),
     "compiled_moe_router_aux_loss": (
         "says output_added + a false structure ('3 regions differ', main.5: custom-call, fusion, "
         "get-tuple-element, sort): with the extra output XLA implements the shared top_k as a sort "
         "instead of the TopK custom-call; the work that feeds the added output is not folded into it once "
         "compiled"
     ),
-    "single_device_shardings_explicit": (
-        "says different, sharding ('(none) -> {replicated}' on both parameters, the FuncResultSharding "
-        "custom-call folded in): the module's Shardy mesh is empty_mesh = #sdy.mesh<[]>, one device, "
-        "where replicated is no sharding at all; both compile to the same program"
-    ),
 }
 # diff B A: the verdict only (the kinds of the reverse direction are the mirror ones).
-WRONG_REVERSE = {name: WRONG[name] for name in ("shard_map_axis_renamed", "single_device_shardings_explicit")}
+WRONG_REVERSE: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", wild_pairs.params(PAIRS, WRONG))

@@ -197,8 +197,9 @@ class Module:
     core: tuple | None = field(default=None, repr=False)
     # What the reader says about the text besides its content: old spellings it read (one line each).
     notes: tuple[str, ...] = ()
-    # The same module with its `call`s inlined as XLA inlines them (rust/src/canon/inline.rs),
-    # where it has any: the program `canonicalize` and every later stage see (issue 37).
+    # The same module with its `call`s inlined as XLA inlines them (rust/src/canon/inline.rs)
+    # and, on one device, without Shardy's result-sharding custom-calls (canon/shardy.rs), where
+    # it has any: the program `canonicalize` and every later stage see (issue 37).
     inlined: Module | None = field(default=None, repr=False)
 
     @cached_property

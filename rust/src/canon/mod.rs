@@ -4,8 +4,9 @@
 //! are CPython's (python_hash.rs), and content keys are BLAKE2b of the same key text
 //! (content_key.rs, `hashes_reference.content_key`).
 //!
-//! Before any of them, `call`s are inlined as XLA inlines them (inline.rs), on the reader's
-//! records, so the IR is built from the inlined module too.
+//! Before any of them, Shardy's mesh and axis names are read as bound names and a one-device
+//! module's shardings as none (shardy.rs), on the reader's records; then `call`s are inlined as
+//! XLA inlines them (inline.rs) in a copy, the program, so the IR is built from it too.
 //!
 //! One file per rule, in the order `canon_computation` runs them: tuple forwarding
 //! (forwarding.rs, tuple_params.rs), the live order (live.rs), content keys and the structural
@@ -42,6 +43,8 @@ pub(crate) mod py_semantics;
 pub(crate) mod py_text;
 pub(crate) mod python_hash;
 pub(crate) mod shape_text;
+pub(crate) mod shardy;
+pub(crate) mod shardy_results;
 pub(crate) mod structural_hashes;
 pub(crate) mod tuple_params;
 
@@ -56,6 +59,16 @@ use crate::canon::model::{CompCanon, Failure, ModuleCanon, R};
 use crate::canon::py_text::repr_tuple;
 use crate::canon::structural_hashes::{keys_and_h0, walk_and_h1};
 use crate::parse::text::{Comp, FxMap, ModuleText};
+
+/// The program XLA compiles, where it is not the module as written: its calls inlined
+/// (inline.rs), a one-device module's result shardings gone (shardy_results.rs); None where neither
+/// applies.
+pub(crate) fn program<'a>(module: &ModuleText<'a>) -> Option<ModuleText<'a>> {
+    match inline::inline_calls(module) {
+        Some(copy) => Some(shardy_results::one_device_results(&copy).unwrap_or(copy)),
+        None => shardy_results::one_device_results(module),
+    }
+}
 
 fn root_of(comp: &Comp) -> usize {
     comp.insts

@@ -13,8 +13,9 @@ use pyo3::types::{PyList, PyString, PyTuple, PyType};
 
 use crate::canon::canonicalize;
 use crate::canon::handle_parts;
-use crate::canon::inline::inline_calls;
 use crate::canon::model::Failure;
+use crate::canon::program;
+use crate::canon::shardy::canonical_meshes;
 use crate::parse::ir_build::{self, Builder, Built};
 use crate::parse::lazy_instructions;
 use crate::parse::line_map;
@@ -86,6 +87,7 @@ fn build<'py>(
             if let Some(map) = line_map {
                 line_map::remap(&mut m, map);
             }
+            canonical_meshes(&mut m);
             m
         }
         Err((message, line)) => {
@@ -112,7 +114,7 @@ fn build<'py>(
     // A module with calls XLA inlines: the IR as the text has it (no canonical form of its own),
     // and the IR of the inlined copy with the canonical form every later stage reads
     // (canon/inline.rs): `(computations, canonical)`, else None.
-    let (comps, canonical, inlined) = match py.allow_threads(|| inline_calls(&module)) {
+    let (comps, canonical, inlined) = match py.allow_threads(|| program(&module)) {
         None => {
             let (comps, canonical) = computations(
                 py,
@@ -333,9 +335,10 @@ pub fn summarize_hlo<'py>(
             if let Some(map) = map {
                 line_map::remap(&mut m, map);
             }
+            canonical_meshes(&mut m);
             let count: usize = m.comps.iter().map(|c| c.insts.len()).sum();
             // Counts as the text has them, the canonical form of the program XLA compiles.
-            let canonical = match canonicalize(inline_calls(&m).as_ref().unwrap_or(&m)) {
+            let canonical = match canonicalize(program(&m).as_ref().unwrap_or(&m)) {
                 Ok(c) => Ok((c.fingerprint, c.order)),
                 Err(Failure::Bad(message, line)) => Err((message, line)),
             };
