@@ -23,12 +23,15 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import fold_into
 from xlagraph.diagnose.recognizers._dataflow import upstream
-from xlagraph.diagnose.recognizers.fused_cascade import _entry_callers, _home
+from xlagraph.diagnose.recognizers.fused_cascade import _entry_callers, _home, _work
 from xlagraph.diagnose.shapes import dim_sizes
 
 __all__ = ["RECOGNIZER"]
 
 _OUTPUTS = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
+# Ops that order, pick or move values: how XLA stages a top_k (a sort of an iota beside the values,
+# then a slice), not arithmetic of the program's.
+_RESTAGES = frozenset({"sort", "iota", "slice", "dynamic-slice", "concatenate", "pad", "copy", "transpose"})
 
 
 def _compiled(canon: CanonicalModule) -> bool:
@@ -84,8 +87,15 @@ def _shared(evidence: Evidence, output: Cause, region: Cause) -> bool:
     feeds = upstream(mine.entry.operands, [o for o in outs if o])
     if not set(names) & feeds:
         return False
+    if set(names) & set(mine.entry.outputs) or set(other) & set(theirs.entry.outputs):
+        return False  # an output computed otherwise is a change of the outputs both have
     entry = mine.entry.name, theirs.entry.name
-    return _sizes(theirs, other, entry[1]) <= _sizes(mine, names, entry[0])
+    if not _sizes(theirs, other, entry[1]) <= _sizes(mine, names, entry[0]):
+        return False
+    # For the outputs both have, the same arithmetic: what the region does that does not feed the
+    # extra output, beyond the other side's work, only orders, picks or moves values.
+    new = _work(mine, tuple(n for n in names if n not in feeds)) - _work(theirs, other)
+    return set(new) <= _RESTAGES
 
 
 def _reads_folded(evidence: Evidence, region: Cause, folded: list[Cause]) -> bool:
