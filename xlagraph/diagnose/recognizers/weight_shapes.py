@@ -101,11 +101,12 @@ def _module_settings(left: CanonicalComputation, right: CanonicalComputation, ro
 # Ops of arithmetic a setting may be from the resized weights (their product, then the scaling).
 _SCALE_REACH = 2
 _SCALES = frozenset({"multiply", "divide"})
+# Ops that only move values: not counted in that reach.
+_MOVES = RESTATES | {"broadcast", "reshape", "transpose"}
 
 
 def _near(comp: CanonicalComputation, roots: set[str]) -> set[str]:
-    """What `roots` reach within `_SCALE_REACH` ops of arithmetic (ops that restate a value, a
-    transpose or a reshape, are not counted)."""
+    """What `roots` reach within `_SCALE_REACH` ops of arithmetic (`_MOVES` not counted)."""
     users = users_of(comp)
     by_name = comp.computation.by_name
     seen: set[str] = set()
@@ -113,7 +114,7 @@ def _near(comp: CanonicalComputation, roots: set[str]) -> set[str]:
     while front:
         name, depth = front.pop()
         for u in users.get(name, ()):
-            d = depth + (by_name[u].opcode not in _SHAPING)
+            d = depth + (by_name[u].opcode not in _MOVES)
             if d <= _SCALE_REACH and u not in seen:
                 seen.add(u)
                 front.append((u, d))
@@ -130,7 +131,7 @@ def _scales(comp: CanonicalComputation, scalar: str, weights: set[str]) -> bool:
             op = by_name[u].opcode
             if op in _SCALES and u in near:
                 return True
-            if op in RESTATES | {"broadcast", "reshape"} and u not in seen:
+            if op in _MOVES and u not in seen:
                 seen.add(u)
                 front.append(u)
     return False
