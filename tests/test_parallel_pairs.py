@@ -40,9 +40,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("one_cause", "pp_middle_stage"): "noise and invented pairing: 4 causes for one moved pipeline split "
     "(two constant_value causes, GELU's 0.5 <-> 0.7071 and 1 -> 0.5, from blocks paired across; a "
     "structure; parameter_shape 'input 2 f32[64,64] -> f32[256,64]', now worded as weights, not a batch)",
-    # pairs added in stop 13, second batch
-    ("pairing", "spmd_gpt2_extra_layer"): "inputs not paired from evidence: the blocks both have are paired "
-    "with the new block's inputs (A's p4.58 with B's p19.316; the step updates it as B's p4.58)",
 }
 
 

@@ -28,19 +28,12 @@ EXPECTED = {
 }
 DIFFERENT = [n for n, e in EXPECTED.items() if e["expect"]["verdict"] == "different"]
 
-# (test, pair) -> what the engine says today
-_LORA = (
-    "LoRA rank 4 -> 8: parameter_shape right (its hint names weights of another configuration), plus a "
-    "`parameter_removed` for the alpha/r scalar (2.0 shares another scalar's device data at r=8)"
-)
-
 # (test, pair) -> what the engine says today (first run, before any change).
 # Fixed since: mistral_bf16, t5_clip, llama_pp_extra_layer (the new block's all-reduces folded in),
 # vit_activation_checkpointing (named from its optimization barrier), bart_dp_averaging (the 1/world scale),
-# mistral_gqa_kv (the shape plumbing downstream of the k/v weights).
-XFAIL: dict[tuple[str, str], str] = {
-    ("one_cause", "llama_lora_rank"): _LORA,
-}
+# mistral_gqa_kv (the shape plumbing downstream of the k/v weights), llama_lora_rank (the alpha/r scalar
+# that shares another scalar's input at r=8, folded into the resized weights).
+XFAIL: dict[tuple[str, str], str] = {}
 
 
 def _cases(test: str, names: list[str]) -> list[object]:

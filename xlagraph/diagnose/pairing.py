@@ -20,6 +20,7 @@ from xlagraph import _core
 from xlagraph._kept import kept_while_alive
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.collectives import collectives
+from xlagraph.diagnose.inserted_run import kept_in_place
 from xlagraph.diagnose.shapes import dim_sizes, dims_of, element_type, shape_of, whole_factors
 from xlagraph.match._compiled import side
 from xlagraph.match.correspondence import correspond
@@ -304,6 +305,7 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
         for a, b in corr.params.items()
         if a not in corr.tied and a not in contested and resized(shape_of(left, a), shape_of(right, b))
     ]
+    context = dict(evidence)
     # Inputs the context leaves tied (look-alike updates, once a batch size changed) go where the
     # outputs of their small cones go, each by its operand position, where the context pairs
     # those outputs and the matching crossed them.
@@ -329,6 +331,10 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
         and not _other_tensor(a, b, lloc, rloc, by_loc, shape_of(left, a))
         and resized(shape_of(left, a), shape_of(right, b))
     ]
+    # Look-alike blocks with one more of them on a side: positions decide what evidence cannot.
+    in_place = kept_in_place(left, right, evidence, context)
+    if in_place is not None:
+        evidence = in_place
     anchors = _longest_increasing(evidence)
     permuted = len(anchors) < len(evidence)
     chosen = list(anchors) if not permuted else list(evidence)

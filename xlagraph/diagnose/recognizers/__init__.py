@@ -82,6 +82,7 @@ from xlagraph.diagnose.recognizers import (
     shape_constants,
     sharding,
     shared_scalar,
+    shared_work,
     size_echo,
     special_scalar,
     state_init,
@@ -147,6 +148,8 @@ FINAL: tuple[Recognizer, ...] = (
     # new_input) is the count's, before a renumbering of the inputs is folded into the removal.
     dynamic_shape_fold.RECOGNIZER,
     fused_cascade.RECOGNIZER,
+    # Work an added output shares with the others, implemented another way by XLA once compiled.
+    shared_work.RECOGNIZER,
     # A tuple of other shapes (what a remat policy saves) is its elements': the cause of those.
     tuple_carry.RECOGNIZER,
     weight_shapes.RECOGNIZER,
