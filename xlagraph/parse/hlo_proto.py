@@ -153,6 +153,11 @@ class _Printer:
         if program is not None:
             params = ", ".join(shape_text(p) for p in program.messages(1))
             header.append(f"entry_computation_layout={{({params})->{shape_text(program.message(2))}}}")
+        # The module's own frontend attributes (field 19), last as XLA prints them: Shardy's meshes
+        # live there, and the canonical form reads them.
+        fa = m.message(19)
+        if fa is not None and fa.has(1):
+            header.append(_frontend_text(sorted((e.string(1), e.string(2)) for e in fa.messages(1))))
         out = [", ".join(header), ""]
         if self.frames:
             out.extend(frame_tables(m.message(17)))
@@ -271,17 +276,18 @@ class _Printer:
                     digest.update(f"{n}:".encode() + ins.bytes_of(v) + b";")
             entries.append(("xlagraph.proto_fields", f"{','.join(map(str, rest))}:{digest.hexdigest()}"))
         if entries:
-            # A value that is itself braced is printed bare, as XLA does.
-            attrs.insert(
-                frontend_at,
-                "frontend_attributes={"
-                + ",".join(
-                    f"{k}={v if v.startswith('{') and v.endswith('}') else quoted(v)}" for k, v in entries
-                )
-                + "}",
-            )
+            attrs.insert(frontend_at, _frontend_text(entries))
         text = f"{ins.string(1)} = {self.shape_of(ins)} {opcode}({body})"
         return text + "".join(", " + a for a in attrs)
+
+
+def _frontend_text(entries: list[tuple[str, str]]) -> str:
+    """`frontend_attributes={k=v,...}`: a value that is itself braced is printed bare, as XLA does."""
+    return (
+        "frontend_attributes={"
+        + ",".join(f"{k}={v if v.startswith('{') and v.endswith('}') else quoted(v)}" for k, v in entries)
+        + "}"
+    )
 
 
 def _single_instruction(comp: Message) -> Message | None:
