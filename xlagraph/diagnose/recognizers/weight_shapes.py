@@ -101,24 +101,26 @@ def _module_settings(left: CanonicalComputation, right: CanonicalComputation, ro
 # Ops of arithmetic a setting may be from the resized weights (their product, then the scaling).
 _SCALE_REACH = 2
 _SCALES = frozenset({"multiply", "divide"})
-# Ops that only move values: not counted in that reach.
-_MOVES = RESTATES | {"broadcast", "reshape", "transpose"}
+# Ops that only move values (broadcasts, reshapes and transposes among them): not counted in that reach.
+_MOVES = RESTATES
 
 
 def _near(comp: CanonicalComputation, roots: set[str]) -> set[str]:
     """What `roots` reach within `_SCALE_REACH` ops of arithmetic (`_MOVES` not counted)."""
     users = users_of(comp)
     by_name = comp.computation.by_name
-    seen: set[str] = set()
+    # The fewest ops of arithmetic each is reached by: a walk that kept the first depth it met
+    # would depend on the order of `roots` (a set), and miss what a shorter path reaches.
+    best: dict[str, int] = {}
     front = [(r, 0) for r in roots]
     while front:
         name, depth = front.pop()
         for u in users.get(name, ()):
             d = depth + (by_name[u].opcode not in _MOVES)
-            if d <= _SCALE_REACH and u not in seen:
-                seen.add(u)
+            if d <= _SCALE_REACH and d < best.get(u, _SCALE_REACH + 1):
+                best[u] = d
                 front.append((u, d))
-    return seen
+    return set(best)
 
 
 def _scales(comp: CanonicalComputation, scalar: str, weights: set[str]) -> bool:
