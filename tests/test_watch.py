@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -101,8 +102,19 @@ def test_ctrl_c_ends_watch_quietly(tmp_path: Path) -> None:
     meta.update(host="elsewhere", clean_exit=False)
     (dst / "meta.json").write_text(json.dumps(meta))
     argv = [sys.executable, "-m", "xlagraph.cli.main", "watch", "--json", "--interval=0.1", str(dst.parent)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # As a terminal's Ctrl-C finds it: a test run started in the background by a shell without job
+    # control inherits SIGINT ignored, and Python then keeps it ignored (watch followed forever).
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert proc.stdout is not None
+    # Never a hang: a watch still running a minute after the signal is ended, and the test fails.
+    guard = threading.Timer(60, proc.kill)
+    guard.start()
     first = proc.stdout.readline()  # (in its loop now, past its imports)
     proc.send_signal(signal.SIGINT)
     # Read on through the same buffered file: `communicate` reads the pipe itself, and the lines
@@ -111,6 +123,7 @@ def test_ctrl_c_ends_watch_quietly(tmp_path: Path) -> None:
     rest = proc.stdout.read()
     err = proc.stderr.read() if proc.stderr else ""
     proc.wait(timeout=60)
+    guard.cancel()
     assert proc.returncode == 0 and "Traceback" not in err, err
     assert [json.loads(line)["schema"] for line in [first, *rest.splitlines()]]  # whole lines only
 
