@@ -105,14 +105,7 @@ pub(crate) fn inline_calls<'a>(module: &ModuleText<'a>) -> Option<ModuleText<'a>
         }
     }
     drop_uncalled(&mut comps, &called_before);
-    Some(ModuleText {
-        name: module.name.clone(),
-        header_pos: module.header_pos,
-        header: module.header.clone(),
-        comps,
-        tables: module.tables.clone(),
-        notes: module.notes.clone(),
-    })
+    Some(module.with_comps(comps))
 }
 
 fn called_names(comps: &[Comp]) -> HashSet<String> {

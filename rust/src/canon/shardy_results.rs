@@ -28,14 +28,7 @@ pub(crate) fn one_device_results<'a>(module: &ModuleText<'a>) -> Option<ModuleTe
         .zip(&stand_ins)
         .map(|(c, s)| without(c, s))
         .collect();
-    Some(ModuleText {
-        name: module.name.clone(),
-        header_pos: module.header_pos,
-        header: module.header.clone(),
-        comps,
-        tables: module.tables.clone(),
-        notes: module.notes.clone(),
-    })
+    Some(module.with_comps(comps))
 }
 
 /// Per instruction, the operand it stands for where it goes (see `one_device_results`).

@@ -99,6 +99,21 @@ pub struct ModuleText<'a> {
     pub notes: Vec<(&'static str, u32, usize)>,
 }
 
+impl<'a> ModuleText<'a> {
+    /// The same module (name, header, tables, notes) with other computations: what a pass over
+    /// the program (inlining, Shardy's one-device results) returns.
+    pub fn with_comps(&self, comps: Vec<Comp<'a>>) -> ModuleText<'a> {
+        ModuleText {
+            name: self.name.clone(),
+            header_pos: self.header_pos,
+            header: self.header.clone(),
+            comps,
+            tables: self.tables.clone(),
+            notes: self.notes.clone(),
+        }
+    }
+}
+
 pub fn unescape(s: &str) -> Cow<'_, str> {
     if !s.contains('\\') {
         return Cow::Borrowed(s);

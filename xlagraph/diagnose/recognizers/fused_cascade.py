@@ -15,6 +15,7 @@ as `region_1.0_promoted`, the converts around it, and the reducer the other side
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import replace
 from math import prod
 
@@ -25,7 +26,7 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import union
 from xlagraph.diagnose.recognizers._dataflow import RESTATES, upstream
 from xlagraph.diagnose.shapes import dim_sizes
-from xlagraph.ir import strip_layout
+from xlagraph.ir import Instruction, strip_layout
 from xlagraph.opcodes import COLLECTIVES
 
 __all__ = ["RECOGNIZER"]
@@ -143,21 +144,26 @@ def _resharded(evidence: Evidence, everything: tuple[Cause, ...], taken: list[in
 _PLUMBING = (RESTATES - {"convert"}) | {"parameter", "constant", "tuple", "get-tuple-element", "fusion"}
 
 
-def _work(canon: CanonicalModule, names: tuple[str, ...]) -> Counter[str]:
-    """The ops `names` (entry instructions) compute, fusions opened, plumbing left out."""
-    found: Counter[str] = Counter()
-    todo = [canon.entry.computation.by_name[n] for n in names if n in canon.entry.computation.by_name]
+def fusions_opened(canon: CanonicalModule, start: list[Instruction]) -> Iterator[Instruction]:
+    """`start` and, for each fusion among what it yields, its fused computation's instructions
+    (each computation opened once)."""
+    todo = list(start)
     seen: set[str] = set()
     while todo:
         ins = todo.pop()
-        if ins.opcode not in _PLUMBING:
-            found[ins.opcode] += 1
+        yield ins
         for callee in ins.called if ins.opcode == "fusion" else ():
             body = canon.computations.get(callee)
             if body is not None and callee not in seen:
                 seen.add(callee)
                 todo += body.computation.instructions
-    return found
+
+
+def _work(canon: CanonicalModule, names: tuple[str, ...]) -> Counter[str]:
+    """The ops `names` (entry instructions) compute, fusions opened, plumbing left out."""
+    by_name = canon.entry.computation.by_name
+    start = [by_name[n] for n in names if n in by_name]
+    return Counter(ins.opcode for ins in fusions_opened(canon, start) if ins.opcode not in _PLUMBING)
 
 
 def _restaged(evidence: Evidence, cause: Cause) -> bool:

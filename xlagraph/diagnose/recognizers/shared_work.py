@@ -23,7 +23,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import fold_into
 from xlagraph.diagnose.recognizers._dataflow import upstream
-from xlagraph.diagnose.recognizers.fused_cascade import _entry_callers, _home, _work
+from xlagraph.diagnose.recognizers.fused_cascade import _entry_callers, _home, _work, fusions_opened
 from xlagraph.diagnose.shapes import dim_sizes
 
 __all__ = ["RECOGNIZER"]
@@ -50,16 +50,9 @@ def _sizes(canon: CanonicalModule, names: Iterable[str], comp: str) -> set[int]:
         ins = ins or next((c.computation.by_name[n] for c in comps if n in c.computation.by_name), None)
         if ins is not None:
             todo.append(ins)
-    seen: set[str] = set()
-    while todo:
-        ins = todo.pop()
+    for ins in fusions_opened(canon, todo):
         for part in ins.shape.strip("()").split(", "):
             found.update(dim_sizes(part.split("{")[0].strip()) or ())
-        for callee in ins.called if ins.opcode == "fusion" else ():
-            body = canon.computations.get(callee)
-            if body is not None and callee not in seen:
-                seen.add(callee)
-                todo += body.computation.instructions
     return found
 
 
