@@ -25,6 +25,7 @@ __all__ = [
     "Instruction",
     "Metadata",
     "Module",
+    "Written",
     "callers",
     "has_source_lines",
     "name_at",
@@ -178,6 +179,18 @@ class GraphInfo:
 
 
 @dataclass(frozen=True, eq=False)
+class Written:
+    """What the canonical form re-spelled of a module's Shardy shardings (rust/src/canon/shardy.rs,
+    mesh and axis names as bound names), as the module wrote them: the comparison reads the
+    canonical text, the views say it in the module's names (canonical/written.py). `values`:
+    (line, canonical frontend dict) -> the dict as written; `meshes`: mesh name -> its definition
+    as a sharding value would write it in place (`<[\\"a\\"=2, \\"b\\"=2]>`)."""
+
+    values: dict[tuple[int, str], str] = field(default_factory=dict)
+    meshes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False)
 class Module:
     """One HLO module: computations in printed order (callees first), the entry last.
 
@@ -201,6 +214,8 @@ class Module:
     # and, on one device, without Shardy's result-sharding custom-calls (canon/shardy.rs), where
     # it has any: the program `canonicalize` and every later stage see (issue 37).
     inlined: Module | None = field(default=None, repr=False)
+    # Its Shardy shardings as written, where the canonical form re-spelled them (issue 37).
+    written: Written = field(default_factory=Written, repr=False)
 
     @cached_property
     def entry(self) -> Computation:

@@ -27,7 +27,7 @@ except ImportError as e:  # a checkout used without `pip install -e .`
     ) from e
 from xlagraph._gc import paused_gc
 from xlagraph.errors import ParseError
-from xlagraph.ir import Computation, Frame, GraphInfo, Instruction, Metadata, Module
+from xlagraph.ir import Computation, Frame, GraphInfo, Instruction, Metadata, Module, Written
 
 # The canonical form's tables by name and `by_name` of the computations the core keeps a handle
 # on are mappings over that handle (rust/src/canon/handle.rs), not dictionaries; so are the compiled
@@ -154,7 +154,7 @@ def parse_hlo(
     """
     with paused_gc():
         try:
-            name, header, computations, rows, canonical, old, inlined = _core.parse_hlo(
+            name, header, computations, rows, canonical, old, inlined, shardy = _core.parse_hlo(
                 text, first_line - 1, Instruction, Metadata, IR_FIRST.get(), LAZY_IR.get(), line_map
             )
         except _core.HloSyntaxError as e:
@@ -164,6 +164,7 @@ def parse_hlo(
         frames = _frame_tables(rows) if rows else {}
         notes = old_spelling_notes(old, path or name)
         comps = _computations(computations, canonical)
+        written = _written(shardy)
         # Calls XLA inlines (rust/src/canon/inline.rs): the module as written, and the program
         # XLA compiles, which carries the canonical form.
         program = None
@@ -171,8 +172,18 @@ def parse_hlo(
             inlined_comps, canonical = inlined
             program_comps = _computations(inlined_comps, canonical)
             core = (program_comps, canonical)
-            program = Module(name, program_comps, header, fmt, path, info, frames, core, notes)
-        return Module(name, comps, header, fmt, path, info, frames, (comps, canonical), notes, program)
+            program = Module(name, program_comps, header, fmt, path, info, frames, core, notes, None, written)
+        core = (comps, canonical)
+        return Module(name, comps, header, fmt, path, info, frames, core, notes, program, written)
+
+
+def _written(shardy: tuple) -> Written:
+    """The reader's `written` (rust/src/canon/shardy.rs `Written`): the first instruction of a
+    line with that canonical text says how it was written."""
+    values, meshes = shardy
+    if not meshes:
+        return Written()
+    return Written({(line, c): w for line, c, w in reversed(values)}, dict(meshes))
 
 
 def _computations(computations: list, canonical: tuple | None) -> tuple[Computation, ...]:

@@ -31,6 +31,17 @@ pub(crate) struct Mesh {
     devices: Option<String>,
 }
 
+/// What the canonical spelling replaced in one module, for the views to say a sharding in the
+/// module's own names (the comparison reads the canonical text, a user the written one):
+/// `values` are `(line, canonical frontend dict, written one)` of each instruction rewritten,
+/// `meshes` each header mesh's name and definition as a sharding value would write it in place
+/// (`<[\"a\"=2, \"b\"=2]>`), for a change whose mesh changed.
+#[derive(Default)]
+pub(crate) struct Written {
+    pub(crate) values: Vec<(u32, String, String)>,
+    pub(crate) meshes: Vec<(String, String)>,
+}
+
 /// The Shardy entries whose value names meshes and axes.
 const SHARDINGS: [&str; 4] = [
     "xla.sdy.sharding",
@@ -39,13 +50,18 @@ const SHARDINGS: [&str; 4] = [
     "xla.sdy.manual_axes",
 ];
 
-/// Rewrite the module's records by the two rules above (nothing where it has no Shardy mesh).
-pub(crate) fn canonical_meshes(module: &mut ModuleText) {
+/// Rewrite the module's records by the two rules above (nothing where it has no Shardy mesh);
+/// returns what the names rule replaced (on one device nothing is renamed, only dropped).
+pub(crate) fn canonical_meshes(module: &mut ModuleText) -> Written {
     let meshes = header_meshes(module);
+    let mut written = Written::default();
     if meshes.is_empty() {
-        return;
+        return written;
     }
     let one_device = one_device(module, &meshes);
+    if !one_device {
+        written.meshes = meshes.iter().map(|m| (m.name.clone(), m.written())).collect();
+    }
     for ins in module.comps.iter_mut().flat_map(|c| c.insts.iter_mut()) {
         if one_device {
             ins.attrs.retain(|(k, _)| *k != "sharding");
@@ -53,12 +69,31 @@ pub(crate) fn canonical_meshes(module: &mut ModuleText) {
         for (key, value) in ins.attrs.iter_mut() {
             if *key == "frontend_attributes" && value.contains("xla.sdy.") {
                 if let Some(new) = frontend(value, &meshes, one_device) {
+                    if !one_device {
+                        written.values.push((ins.line, new.clone(), value.to_string()));
+                    }
                     *value = Cow::Owned(new);
                 }
             }
         }
         ins.attrs
             .retain(|(k, v)| *k != "frontend_attributes" || v.as_ref() != "{}");
+    }
+    written
+}
+
+impl Mesh {
+    /// The definition as a sharding value (a quoted string) would write it in place.
+    fn written(&self) -> String {
+        let axes: Vec<String> = self
+            .axes
+            .iter()
+            .map(|(name, size)| format!("\\\"{name}\\\"={size}"))
+            .collect();
+        match &self.devices {
+            Some(d) => format!("<[{}], device_ids={d}>", axes.join(", ")),
+            None => format!("<[{}]>", axes.join(", ")),
+        }
     }
 }
 
@@ -267,5 +302,12 @@ mod tests {
         assert!(m.axes.is_empty() && m.devices.is_none());
         let m = mesh("maximal_mesh_0 = #sdy.mesh<[], device_ids=[0]>").unwrap();
         assert_eq!(m.devices.as_deref(), Some("[0]"));
+    }
+
+    #[test]
+    fn meshes_as_written() {
+        let m = meshes();
+        assert_eq!(m[0].written(), r#"<[\"data\"=2, \"model\"=2]>"#);
+        assert_eq!(m[1].written(), r#"<[\"x\"=4], device_ids=[3,2,1,0]>"#);
     }
 }

@@ -15,7 +15,7 @@ use crate::canon::canonicalize;
 use crate::canon::handle_parts;
 use crate::canon::model::Failure;
 use crate::canon::program;
-use crate::canon::shardy::canonical_meshes;
+use crate::canon::shardy::{canonical_meshes, Written};
 use crate::parse::ir_build::{self, Builder, Built};
 use crate::parse::lazy_instructions;
 use crate::parse::line_map;
@@ -35,7 +35,9 @@ create_exception!(
 /// and `canonical` is `(fingerprint, order, forms)` (see `canonical_form`, callees first),
 /// or `(message, line)` when canonicalization refuses the module; then the notes, and last
 /// `inlined`: for a module with calls XLA inlines (canon/inline.rs), `(computations, canonical)`
-/// of the inlined copy, `canonical` being then None; else None.
+/// of the inlined copy, `canonical` being then None; else None; and last `written`: what the
+/// canonical form re-spelled of its Shardy shardings (canon/shardy.rs `Written`), as
+/// `(((line, canonical, written), ...), ((mesh, definition), ...))`.
 /// Raises `HloSyntaxError(message, line)`; lines are 1-based plus `line_offset`. `line_map`:
 /// the text was written by another reader (StableHLO), and line k of it stands for the user's
 /// line `line_map[k]` (line_map.rs); `line_offset` then applies to those.
@@ -82,13 +84,13 @@ fn build<'py>(
     // before it returns.
     let source = unsafe { std::mem::transmute::<&str, &'static str>(text.to_str()?) };
     let parsed = py.allow_threads(|| read(source));
-    let mut module = match parsed {
+    let (mut module, written) = match parsed {
         Ok(mut m) => {
             if let Some(map) = line_map {
                 line_map::remap(&mut m, map);
             }
-            canonical_meshes(&mut m);
-            m
+            let written = canonical_meshes(&mut m);
+            (m, written)
         }
         Err((message, line)) => {
             let line = line_map.map_or(line, |map| line_map::source_line(map, line));
@@ -158,8 +160,18 @@ fn build<'py>(
             canonical,
             notes(py, &module.notes, line_offset)?.into_any(),
             inlined,
+            written_tuple(py, written, line_offset)?.into_any(),
         ],
     )
+}
+
+/// `Written` as Python reads it (lines as the IR's).
+fn written_tuple(py: Python<'_>, w: Written, line_offset: i64) -> PyResult<Bound<'_, PyTuple>> {
+    let values = w
+        .values
+        .into_iter()
+        .map(|(line, canonical, text)| (line as i64 + line_offset, canonical, text));
+    (PyTuple::new(py, values)?, PyTuple::new(py, w.meshes)?).into_pyobject(py)
 }
 
 /// The module's computations moved out, the rest (header, tables, notes) left for the caller.
@@ -335,7 +347,7 @@ pub fn summarize_hlo<'py>(
             if let Some(map) = map {
                 line_map::remap(&mut m, map);
             }
-            canonical_meshes(&mut m);
+            canonical_meshes(&mut m); // (what it renamed is for the views: none here)
             let count: usize = m.comps.iter().map(|c| c.insts.len()).sum();
             // Counts as the text has them, the canonical form of the program XLA compiles.
             let canonical = match canonicalize(program(&m).as_ref().unwrap_or(&m)) {
