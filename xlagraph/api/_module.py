@@ -77,7 +77,11 @@ class Computation:
 
     @cached_property
     def instructions(self) -> tuple[Instruction, ...]:
-        return tuple(_instruction(self._module, self.name, i) for i in self._ir.instructions)
+        # Shardy shardings as the module wrote them (the canonical package: not at start-up).
+        from xlagraph.canonical.written import as_written
+
+        m = self._module
+        return tuple(_instruction(m, self.name, as_written(m, i)) for i in self._ir.instructions)
 
     @cached_property
     def by_name(self) -> dict[str, Instruction]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from xlagraph._core import matched_walk as _matched_walk
 from xlagraph.canonical.attributes import attribute_values
+from xlagraph.canonical.written import as_written, changed_texts
 from xlagraph.diagnose.causes import CauseKind, Change
 from xlagraph.diagnose.numbers import explained_by_dims, numbers_equal, reciprocal_dims
 from xlagraph.diagnose.residue import ELIDED
@@ -184,7 +185,14 @@ def attribute_change(
     sa, sb = shape_of(left, a), shape_of(right, b)
     if not diff_keys and sa == sb:
         return  # differs only inside a called computation: classified there
-    changes = tuple(Change(a, b, k, attrs_a.get(k, ""), attrs_b.get(k, "")) for k in diff_keys)
+    # Compared canonically, said as each module wrote it (canonical/written.py).
+    lm, rm = cmp.lm.module, cmp.rm.module
+    wa, wb = as_written(lm, ia), as_written(rm, ib)
+    shown_a = attrs_a if wa is ia else attributes(wa)
+    shown_b = attrs_b if wb is ib else attributes(wb)
+    changes = tuple(
+        Change(a, b, k, *changed_texts(lm, shown_a.get(k, ""), rm, shown_b.get(k, ""))) for k in diff_keys
+    )
     if not diff_keys:
         changes = (Change(a, b, "shape", sa, sb),)
     desc = "; ".join(f"{c.what}={c.old or '(none)'} -> {c.new or '(none)'}" for c in changes)

@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from xlagraph.canonical import CanonicalComputation, CanonicalModule
 from xlagraph.canonical.attributes import plumbing_attributes
+from xlagraph.canonical.written import as_written, changed_texts
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.changed import Decided
 from xlagraph.diagnose.collectives import (
@@ -224,8 +225,14 @@ def _forwarded_root(cmp: Comparison) -> None:
     if old == new:
         return
     a, b = (dict(p.split("=", 1) for p in t.split(";") if p) for t in (old, new))
+    # Compared canonically, said as each module wrote it (canonical/written.py).
+    lm, rm = cmp.lm.module, cmp.rm.module
+    wa, wb = (
+        dict(p.split("=", 1) for p in plumbing_attributes(as_written(m, r)).split(";") if p)
+        for m, r in ((lm, la), (rm, ra))
+    )
     changes = tuple(
-        Change(la.name, ra.name, k, a.get(k, ""), b.get(k, ""))
+        Change(la.name, ra.name, k, *changed_texts(lm, wa.get(k, ""), rm, wb.get(k, "")))
         for k in sorted(a.keys() | b.keys())
         if a.get(k) != b.get(k)
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from xlagraph.canonical.attributes import attribute_values, compared_values
+from xlagraph.canonical.written import as_written
 from xlagraph.diff import ComputationPair
 from xlagraph.ir import Instruction, strip_layout
 from xlagraph.render.html_diff_state import Side, link
@@ -48,9 +49,10 @@ def row_view(side: Side, other: Side | None, pair: ComputationPair | None, ins: 
         stack = "\n".join(dict.fromkeys(short_locations_in(str(f)) for f in frames[:MAX_STACK]))
     theirs = attribute_values(partner) if partner is not None else {}
     compared = compared_values(ins) if partner is not None else [None] * len(ins.attributes)
+    # Compared canonically, shown as the module wrote them (canonical/written.py).
     attributes = tuple(
         Attribute(k, _clip(v), v, cv is not None and cv != theirs.get(k))
-        for (k, v), cv in zip(ins.attributes, compared, strict=True)
+        for (k, v), cv in zip(as_written(module, ins).attributes, compared, strict=True)
     )
     return Row(
         id=side.ids[ins.name],
