@@ -5,7 +5,9 @@ another axis size, or one of whose shardings names another axis, is not.
 Metamorphic: every real JAX module of the corpus (tests/metamorphic/check.py's) with a Shardy
 mesh that its shardings name, transformed in the text by the rules below (written apart from
 the engine): renamed, it must diff `identical` both ways; with one axis size changed, or one
-dimension of one sharding no longer split, `different` with a `sharding` cause.
+dimension of one sharding no longer split, `different` with a `sharding` cause, whose changes
+say each side's shardings in the names its module wrote (never the canonical `\\"#0\\"` or
+`@mesh<[2,2]>`), a changed mesh written out in place.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from tests.metamorphic.check import corpus
-from xlagraph.diff import diff_files
+from xlagraph.diff import DiffResult, diff_files
 
 MAX_BYTES = 40_000
 _MESHES = re.compile(r"xla\.sdy\.meshes=(\"(?:[^\"\\]|\\.)*\"|\{.*?\}\})")
@@ -120,7 +122,30 @@ def test_renamed_meshes_and_axes_are_identical(tmp_path: Path) -> None:
     assert not wrong, wrong
 
 
-def _sharding_changed(tmp_path: Path, transform) -> None:  # type: ignore[no-untyped-def]
+# What only the canonical form spells (rust/src/canon/shardy.rs): an axis by its place, a mesh
+# by its sizes or its number of devices.
+_CANONICAL = re.compile(r'\\"#\d+\\"|@mesh<\[?\d')
+_QUOTED = re.compile(r'\\"(\w+)\\"')
+
+
+def _said(result: DiffResult, a: str, b: str) -> list[str]:
+    """What the Shardy changes of `result` (A's text `a`, B's `b`) say wrongly: a canonical
+    spelling, or an axis name the side's module does not have."""
+    wrong = []
+    axes = [{x for ax in _meshes(t).values() for x, _ in ax} for t in (a, b)]
+    for ch in (ch for c in result.differences for ch in c.changes if "xla.sdy." in ch.old + ch.new):
+        for side, text in enumerate((ch.old, ch.new)):
+            if _CANONICAL.search(text):
+                wrong.append(f"canonical: {text}")
+            named = {n for n in _QUOTED.findall(text) if not n.startswith("xla")}
+            if named - axes[side]:
+                wrong.append(f"not {'AB'[side]}'s axes {sorted(named - axes[side])}: {text}")
+    return wrong
+
+
+def _sharding_changed(tmp_path: Path, transform, check=None) -> None:  # type: ignore[no-untyped-def]
+    """`transform`ed, each module differs by a `sharding` cause said in each side's names (and
+    `check(result, a_text, b_text)` finds nothing wrong in it)."""
     wrong, tried = [], 0
     for i, (label, text) in enumerate(_modules()):
         new = transform(text)
@@ -128,21 +153,49 @@ def _sharding_changed(tmp_path: Path, transform) -> None:  # type: ignore[no-unt
             continue
         tried += 1
         a, b = _write(tmp_path, f"{i}a.hlo", text), _write(tmp_path, f"{i}b.hlo", new)
-        for x, y in ((a, b), (b, a)):
+        for (x, tx), (y, ty) in (((a, text), (b, new)), ((b, new), (a, text))):
             result = diff_files(x, y)
             kinds = {c.kind.value for c in result.differences}
             if result.verdict != "different" or "sharding" not in kinds:
                 wrong.append((label, result.verdict, sorted(kinds)))
+            said = _said(result, tx, ty) + (check(result, tx, ty) if check else [])
+            wrong += [(label, s) for s in said]
     assert tried >= 20, tried
     assert not wrong, wrong
 
 
+def _mesh_written_out(result: DiffResult, a: str, b: str) -> list[str]:
+    """A resized mesh is written out on each side, with that side's sizes."""
+    texts = [ch.old + ch.new for c in result.differences for ch in c.changes if "xla.sdy." in ch.old + ch.new]
+    wrong = []
+    for t in (a, b):
+        name, axes = next((m, ax) for m, ax in _meshes(t).items() if ax)
+        spelled = f"@{name}<[" + ", ".join(f'\\"{x}\\"={n}' for x, n in axes)
+        if not any(spelled in text for text in texts):
+            wrong.append(f"{spelled} not in {texts[:1]}")
+    return wrong
+
+
 def test_an_axis_of_another_size_is_a_sharding_change(tmp_path: Path) -> None:
-    _sharding_changed(tmp_path, resized)
+    _sharding_changed(tmp_path, resized, _mesh_written_out)
 
 
 def test_another_spec_is_a_sharding_change(tmp_path: Path) -> None:
-    _sharding_changed(tmp_path, unsplit)
+    """The dimension left whole is said with its axis' name on the side that splits it."""
+
+    def axis_named(result: DiffResult, a: str, b: str) -> list[str]:
+        changes = [ch for c in result.differences for ch in c.changes if "xla.sdy." in ch.old + ch.new]
+        if any(_QUOTED.search(ch.old + ch.new) for ch in changes):
+            return []
+        return [f"no axis named: {changes[:1]}"]
+
+    _sharding_changed(tmp_path, unsplit, axis_named)
+
+
+def test_renamed_and_changed_says_each_sides_names(tmp_path: Path) -> None:
+    """Both renamed and one dimension left whole: different, each side's shardings in its own
+    module's names (A's for A's, the renamed ones for B's)."""
+    _sharding_changed(tmp_path, lambda t: unsplit(renamed(t)))
 
 
 def test_renamed_stays_different_where_the_specs_swap(tmp_path: Path) -> None:
