@@ -72,7 +72,7 @@ pub(crate) fn inline_calls<'a>(module: &ModuleText<'a>) -> Option<ModuleText<'a>
         .iter()
         .map(|c| Comp {
             name: c.name.clone(),
-            insts: c.insts.iter().map(|i| copy(i, i.name.clone())).collect(),
+            insts: c.insts.clone(),
             is_entry: c.is_entry,
             line: c.line,
         })
@@ -156,7 +156,7 @@ fn inlined<'a>(
     for (i, ins) in insts.iter().enumerate() {
         let Some(&callee) = site.get(&i) else {
             val.push(Val::At(out.len() as u32));
-            out.push(copy(ins, ins.name.clone()));
+            out.push(ins.clone());
             continue;
         };
         let body = &comps[callee].insts;
@@ -167,9 +167,9 @@ fn inlined<'a>(
                 mapped.push(Ref::Caller(ins.operands[n]));
                 continue;
             }
-            let name = unique(&mut taken, &b.name);
             let at = out.len() as u32;
-            out.push(copy(b, Cow::Owned(name)));
+            out.push(b.clone());
+            out[at as usize].name = Cow::Owned(unique(&mut taken, &b.name));
             out[at as usize].is_root = false;
             pending.push((
                 at as usize,
@@ -244,21 +244,6 @@ fn unique(taken: &mut HashSet<String>, name: &str) -> String {
     }
     taken.insert(candidate.clone());
     candidate
-}
-
-fn copy<'a>(ins: &Inst<'a>, name: Cow<'a, str>) -> Inst<'a> {
-    Inst {
-        name,
-        opcode: ins.opcode.clone(),
-        shape: ins.shape.clone(),
-        operands: ins.operands.clone(),
-        attrs: ins.attrs.clone(),
-        called: ins.called.clone(),
-        payload: ins.payload.clone(),
-        metadata: ins.metadata.clone(),
-        is_root: ins.is_root,
-        line: ins.line,
-    }
 }
 
 /// Computations called before inlining and by nothing after it (XLA's DCE after CallInliner);

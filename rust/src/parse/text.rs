@@ -65,7 +65,7 @@ pub struct Meta<'a> {
     pub stack_frame_id: i64,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Inst<'a> {
     pub name: Cow<'a, str>,
     pub opcode: Cow<'a, str>,

@@ -4,7 +4,7 @@ instruction restates, and the inputs a training step updates (its weights and st
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from xlagraph._kept import kept_while_alive
 from xlagraph.diagnose.causes import Cause
@@ -22,8 +22,9 @@ __all__ = [
 ]
 
 
-def downstream(users: dict[str, list[str]], roots: Iterable[str]) -> set[str]:
-    """Every instruction that reads `roots`, directly or not (the roots themselves excluded)."""
+def downstream(users: Mapping[str, Sequence[str]], roots: Iterable[str]) -> set[str]:
+    """Every instruction that reads `roots`, directly or not (a root only where another root
+    reads it); over operands instead of users, everything the roots read."""
     seen: set[str] = set()
     stack = list(roots)
     while stack:
@@ -34,16 +35,10 @@ def downstream(users: dict[str, list[str]], roots: Iterable[str]) -> set[str]:
     return seen
 
 
-def upstream(operands: dict[str, tuple[str, ...]], roots: Iterable[str]) -> set[str]:
+def upstream(operands: Mapping[str, Sequence[str]], roots: Iterable[str]) -> set[str]:
     """`roots` and everything they read, directly or not."""
-    seen = set(roots)
-    stack = list(seen)
-    while stack:
-        for o in operands.get(stack.pop(), ()):
-            if o not in seen:
-                seen.add(o)
-                stack.append(o)
-    return seen
+    seeds = set(roots)
+    return seeds | downstream(operands, seeds)
 
 
 def same_ops(evidence: Evidence, *causes: Cause, aside: frozenset[str] = frozenset()) -> bool:

@@ -17,7 +17,7 @@ from xlagraph.diagnose.recognizers._source import BUILDERS, calls_of_function, e
 from xlagraph.diagnose.recognizers._statements import (
     LOOPS,
     call_name,
-    enclosing,
+    enclosing_at,
     first_call,
     statements_where,
 )
@@ -49,8 +49,7 @@ def mode_switched(files: list[str]) -> bool:
     loop sets the mode once and never toggles it."""
     found = statements_where(files, _switches_mode, limit=_MODE_CALLS)
     for loc in found:
-        file, line = split_location(loc)
-        chain = enclosing(file, line)
+        chain = enclosing_at(loc)[2]
         call = first_call(chain[-1][0].value) if chain and isinstance(chain[-1][0], ast.Expr) else None
         if call is None or not isinstance(call.func, ast.Attribute):
             return True  # (cannot tell: counted as a switch, as before)

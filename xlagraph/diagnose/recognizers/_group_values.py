@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import ast
 
-from xlagraph.diagnose.frames import split_location
 from xlagraph.diagnose.recognizers._host_numbers import host_number, number_of, python_number, user_defs
-from xlagraph.diagnose.recognizers._statements import enclosing, syntax_tree
+from xlagraph.diagnose.recognizers._statements import enclosing, enclosing_at, syntax_tree
 
 __all__ = ["group_number", "number_origin"]
 
@@ -45,9 +44,8 @@ def group_number(location: str) -> tuple[str, list[str]]:
     param groups (`group["weight_decay"] = weight_decay_at(step, ...)`) that the user computes on
     the host: the group entry and the lines that compute it (the helper's, then the write, or
     the assignment of the name written); `("", [])` when there is none."""
-    file, line = split_location(location)
-    tree = syntax_tree(file) if file and line else None
-    chain = enclosing(file, line) if tree is not None else []
+    file, _, chain = enclosing_at(location)
+    tree = syntax_tree(file) if chain else None
     optimizer = _stepped(chain[-1][0]) if chain else ""
     if tree is None or not optimizer:
         return "", []

@@ -8,10 +8,10 @@ import ast
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause
-from xlagraph.diagnose.frames import is_user_location, split_location
+from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.recognizers._host_branch import BRANCH_HINT
 from xlagraph.diagnose.recognizers._source import source_text
-from xlagraph.diagnose.recognizers._statements import enclosing
+from xlagraph.diagnose.recognizers._statements import enclosing_at
 from xlagraph.diagnose.recognizers._user_flow import hook_registrations
 
 __all__ = ["hooked"]
@@ -24,8 +24,7 @@ def hooked(cause: Cause) -> Cause:
     if not hooks:
         return cause
     sources = tuple(dict.fromkeys([*hooks, *cause.sources]))[:6]
-    file, line = split_location(hooks[0])
-    if not any(isinstance(s, (ast.If, ast.For, ast.While)) for s, _ in enclosing(file, line)):
+    if not any(isinstance(s, (ast.If, ast.For, ast.While)) for s, _ in enclosing_at(hooks[0])[2]):
         return replace(cause, sources=sources)  # registered once, up front: the work's own reason stands
     text = source_text(hooks[0]).split("#", 1)[0].strip()
     summary = (

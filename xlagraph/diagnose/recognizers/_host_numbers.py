@@ -9,7 +9,6 @@ import ast
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from xlagraph.diagnose.frames import split_location
 from xlagraph.diagnose.recognizers._set_before import set_before
 from xlagraph.diagnose.recognizers._statements import (
     LOOPS,
@@ -18,6 +17,7 @@ from xlagraph.diagnose.recognizers._statements import (
     call_name,
     child_blocks,
     enclosing,
+    enclosing_at,
     loads,
     on_self,
     reads_on_host,
@@ -199,9 +199,8 @@ def python_number(location: str) -> tuple[str, list[str]]:
     followed through a parameter of its function to the argument its callers pass (`m` of
     `update_momentum(..., m=momentum_val)`). The name and the lines that compute it (the
     helper's, then the assignment); `("", [])` when there is none."""
-    file, line = split_location(location)
-    tree = syntax_tree(file) if file and line else None
-    chain = enclosing(file, line) if tree is not None else []
+    file, _, chain = enclosing_at(location)
+    tree = syntax_tree(file) if chain else None
     if tree is None or not chain:
         return "", []
     defs = user_defs(tree)

@@ -7,7 +7,7 @@ import ast
 import re
 from collections.abc import Iterable, Iterator
 
-from xlagraph.diagnose.frames import source_line, split_location
+from xlagraph.diagnose.frames import source_line
 from xlagraph.diagnose.recognizers._assignments import assignment_above
 from xlagraph.diagnose.recognizers._set_before import read_into
 from xlagraph.diagnose.recognizers._source import NAME, calls_of_function, source_text
@@ -16,7 +16,7 @@ from xlagraph.diagnose.recognizers._statements import (
     LOOPS,
     SCOPES,
     call_name,
-    enclosing,
+    enclosing_at,
     is_host_read,
     loads,
     reads_on_host,
@@ -37,8 +37,7 @@ def _guards(location: str, stops: tuple[type[ast.stmt], ...] = ()) -> Iterator[t
     """(file, `if`) of the `if`/`elif` blocks (body or `else`) that hold `location`, innermost
     first, up to the nearest statement of `stops` around it (`_statements.enclosing`: the whole
     file's syntax tree, so a block of any length and an `else` are read as the code runs them)."""
-    file, line = split_location(location)
-    chain = enclosing(file, line) if file and line else []
+    file, line, chain = enclosing_at(location)
     if chain and chain[-1][0].lineno == line:  # the line's own statement, and for an `elif`
         # the `if` it continues (a header's continuation line is in its `if`)
         own = chain.pop()[0]
@@ -90,8 +89,7 @@ def reports_only(location: str) -> bool:
     (`print(f"loss {loss.item():.4f}")`): it reads results and computes no work of the graph,
     whatever the step does on the other steps. A call inside it on anything but a name
     (`model(x).sum().item()`) could compute, so it does not count."""
-    file, line = split_location(location)
-    chain = enclosing(file, line) if file and line else []
+    chain = enclosing_at(location)[2]
     stmt = chain[-1][0] if chain else None
     if not (
         isinstance(stmt, ast.Expr)
@@ -168,8 +166,7 @@ def periodic_in_loop(call_site: str) -> list[str]:
     """The statements inside `if ... % k:` blocks of the loop around `call_site` (the step's
     sync): where work done only on some steps comes from when no instruction names a user line
     (a validation pass or a metric computed wholly inside library code)."""
-    file, n = split_location(call_site)
-    chain = enclosing(file, n) if file and n else []
+    file, n, chain = enclosing_at(call_site)
     loop = next((s for s, _ in reversed(chain) if isinstance(s, LOOPS) and n - 400 < s.lineno < n), None)
     if loop is None:
         return []

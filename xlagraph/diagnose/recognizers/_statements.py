@@ -25,6 +25,7 @@ __all__ = [
     "calls_of",
     "calls_through_loop",
     "enclosing",
+    "enclosing_at",
     "enclosing_function",
     "first_call",
     "function_around",
@@ -144,6 +145,12 @@ def enclosing(file: str, line: int) -> list[tuple[ast.stmt, list[ast.stmt]]]:
                 blocks = list(child_blocks(stmt))
                 break
     return chain
+
+
+def enclosing_at(location: str) -> tuple[str, int, list[tuple[ast.stmt, list[ast.stmt]]]]:
+    """The file and line of `file:line` and `enclosing`'s chain there."""
+    file, line = split_location(location)
+    return file, line, enclosing(file, line)
 
 
 def function_around(file: str, line: int) -> Function | None:

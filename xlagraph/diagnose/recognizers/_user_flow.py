@@ -22,6 +22,7 @@ from xlagraph.diagnose.recognizers._statements import (
     Function,
     call_name,
     enclosing,
+    enclosing_at,
     is_range,
     loads,
     on_self,
@@ -105,8 +106,8 @@ def hook_registrations(user: list[str]) -> list[str]:
     one registered mid-run adds its work from that step on."""
     found: dict[str, None] = {}
     for loc in user:
-        file, line = split_location(loc)
-        functions = [s.name for s, _ in enclosing(file, line) if isinstance(s, Function)] if line else []
+        file, _, chain = enclosing_at(loc)
+        functions = [s.name for s, _ in chain if isinstance(s, Function)]
         names = set(functions[-2:])
         tree = syntax_tree(file) if names else None
         lines = sorted({c.lineno for c, named in registered_hooks(tree) if named & names}) if tree else []
@@ -135,8 +136,7 @@ def kept_in_lists(location: str) -> list[str]:
     into a container that outlives the function doing it (`keep.append(features.detach())`, where
     `keep` is a parameter, `self.`'s attribute or a module-level name): what keeps that tensor
     alive past the step. A host copy (`.item()`, `.cpu()`) keeps nothing. At most two lines."""
-    file, line = split_location(location)
-    chain = enclosing(file, line) if file and line else []
+    file, _, chain = enclosing_at(location)
     tree = syntax_tree(file) if chain else None
     names = stores(chain[-1][0]) if chain else set()
     if tree is None or not names:
@@ -233,8 +233,7 @@ def list_tensors(site: str) -> list[str]:
     (`torch.tensor([w / total for w in inv])`, in a helper whose result it passes): their length
     is the list's. Those lines, then the lines of the called function that read that argument's
     size (`logits[:, : weights.shape[0]]`); `[]` where no argument is made so."""
-    file, line = split_location(site)
-    chain = enclosing(file, line) if file and line else []
+    file, _, chain = enclosing_at(site)
     tree = syntax_tree(file) if chain else None
     if tree is None:
         return []

@@ -17,7 +17,7 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_optimizer_code, is_user_location, split_location
 from xlagraph.diagnose.recognizers._periodic import enclosing_if
-from xlagraph.diagnose.recognizers._statements import calls_of, enclosing, statements_where
+from xlagraph.diagnose.recognizers._statements import calls_of, enclosing_at, statements_where
 from xlagraph.diagnose.recognizers.new_input import layer_work
 
 __all__ = ["RECOGNIZER"]
@@ -27,8 +27,7 @@ HINT = fix("parameter_added.optimizer_swap")
 
 def _stepped(location: str) -> str:
     """The name whose `.step()` the statement at `location` calls (`optimizer`, `self.opt`), or ""."""
-    file, line = split_location(location)
-    chain = enclosing(file, line) if file and line else []
+    _, line, chain = enclosing_at(location)
     if not chain or chain[-1][0].lineno != line:
         return ""
     calls = (

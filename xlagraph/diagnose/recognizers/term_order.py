@@ -20,7 +20,7 @@ from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_user_location, source_line, split_location
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._source import MAX_SCANNED_LINES, calls_of_function
-from xlagraph.diagnose.recognizers._statements import enclosing, lines_where
+from xlagraph.diagnose.recognizers._statements import enclosing_at, lines_where
 from xlagraph.diagnose.recognizers.shared_scalar import split_from
 from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
@@ -101,8 +101,7 @@ def _order_lines(sources: tuple[str, ...]) -> list[str]:
         for at in lines_where([file], lambda tree, name=name: _moves(tree, name), MAX_SCANNED_LINES):
             found.setdefault(at)
             for call in calls_of_function(at, limit=8):
-                cfile, cline = split_location(call)
-                if any(isinstance(s, (ast.For, ast.While)) for s, _ in enclosing(cfile, cline)):
+                if any(isinstance(s, (ast.For, ast.While)) for s, _ in enclosing_at(call)[2]):
                     found.setdefault(call)
     return list(found)[:4]
 
