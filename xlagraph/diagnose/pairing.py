@@ -20,7 +20,7 @@ from xlagraph import _core
 from xlagraph._kept import kept_while_alive
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.collectives import collectives
-from xlagraph.diagnose.inserted_run import kept_in_place
+from xlagraph.diagnose.inserted_run import kept_in_place, shifted_blocks
 from xlagraph.diagnose.shapes import dim_sizes, dims_of, element_type, shape_of, whole_factors
 from xlagraph.match._compiled import side
 from xlagraph.match.correspondence import correspond
@@ -335,6 +335,12 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     in_place = kept_in_place(left, right, evidence, context)
     if in_place is not None:
         evidence = in_place
+    # A stage's window shifted over look-alike blocks: the block gained and the one lost stay unpaired.
+    lost: set[int] = set()
+    gained: set[int] = set()
+    weights = set(left.core.updated_inputs().values()) | set(right.core.updated_inputs().values())  # type: ignore[attr-defined]
+    if in_place is None and (shifted := shifted_blocks(left, right, evidence, weights)) is not None:
+        evidence, lost, gained = shifted
     anchors = _longest_increasing(evidence)
     permuted = len(anchors) < len(evidence)
     chosen = list(anchors) if not permuted else list(evidence)
@@ -343,8 +349,8 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
         for (l0, r0), (l1, r1) in itertools.pairwise(bounds):
             if l1 - l0 < 2 or r1 - r0 < 2:
                 continue  # nothing between the anchors on a side: nothing to pair (most gaps)
-            gl = [(n, shape_of(left, lname[n])) for n in range(l0 + 1, l1) if n in lname]
-            gr = [(n, shape_of(right, rname[n])) for n in range(r0 + 1, r1) if n in rname]
+            gl = [(n, shape_of(left, lname[n])) for n in range(l0 + 1, l1) if n in lname and n not in lost]
+            gr = [(n, shape_of(right, rname[n])) for n in range(r0 + 1, r1) if n in rname and n not in gained]
             if not (gl and gr):
                 continue
             # The same shape made at the same line is the same tensor, wherever it sits.
@@ -381,4 +387,4 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
                 chosen.append((lnum[a], rnum[b]))
                 used_l.add(lnum[a])
                 used_r.add(rnum[b])
-    return sorted((lname[a], rname[b]) for a, b in chosen), permuted
+    return sorted((lname[a], rname[b]) for a, b in chosen if a not in lost and b not in gained), permuted

@@ -1,0 +1,114 @@
+"""A pipeline stage whose window moved over a stack of look-alike blocks: one `parameter_added`.
+
+A middle stage that holds blocks 2-3 of a stack in A and blocks 1-2 in B gained a block in front
+and lost its look-alike at the back (`inserted_run.shifted_blocks` pairs the block both keep with
+itself and leaves the other two unpaired). The inputs B takes more and those A took are one root
+reason, the split that moved, and so is the work that reads them: the instructions the matcher
+paired across the blocks (a GELU's 0.5 with another block's 1, a layer norm's gradient with
+another one's) differ only because the blocks run in another order.
+
+Evidence: one `parameter_added` and one `parameter_removed`, all of whose inputs are weights the
+step updates, of the same shapes on both sides (the block gained looks like the one lost), beside a
+block of weights both graphs keep; the `structure`, `attribute` and `constant_value` differences
+folded are those whose instructions are all work of the blocks' weights on their side (downstream
+of them, or constants and shapes read only by such work). Anything else stays a cause of its own.
+"""
+
+from __future__ import annotations
+
+from xlagraph.canonical.model import CanonicalComputation
+from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
+from xlagraph.diagnose.fixes import fix
+from xlagraph.diagnose.listing import fmt_list
+from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.recognizers._dataflow import downstream, updated_inputs
+from xlagraph.diagnose.shapes import shape_of
+from xlagraph.match.users import users_of
+
+__all__ = ["RECOGNIZER"]
+
+_HINT = fix("parameter_added.layer")
+_RESIDUE = (CauseKind.STRUCTURE, CauseKind.ATTRIBUTE, CauseKind.CONSTANT_VALUE)
+
+
+def _weights(comp: CanonicalComputation) -> set[str]:
+    return set(updated_inputs(comp, comp.outputs).values())
+
+
+def _work(comp: CanonicalComputation, weights: set[str]) -> set[str]:
+    """The instructions downstream of the weights, and those that only feed them (constants,
+    shapes, the received gradient's reshapes), walked from the results back."""
+    users = users_of(comp)
+    work = downstream(users, weights)
+    for ins in reversed(comp.computation.instructions):
+        n = ins.name
+        if n not in work and (u := users.get(n)) and all(x in work for x in u):
+            work.add(n)
+    return work
+
+
+def _inputs(comp: CanonicalComputation, names: tuple[str, ...]) -> list[str]:
+    return sorted((n for n in names if n in comp.param_number), key=comp.param_number.__getitem__)
+
+
+def _listed(comp: CanonicalComputation, names: list[str]) -> str:
+    return fmt_list([f"input {comp.param_number[p]}: {shape_of(comp, p)}" for p in names])
+
+
+def _where(comp: CanonicalComputation, block: list[str], weights: set[str]) -> str:
+    """In front of or behind the weights both graphs keep, by the inputs' numbers (torch_xla
+    numbers a step's inputs as it first reads them)."""
+    kept = [comp.param_number[p] for p in weights - set(block)]
+    return (
+        "in front of the block both keep"
+        if max(comp.param_number[p] for p in block) < min(kept)
+        else ("behind the block both keep")
+    )
+
+
+def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    added = [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_ADDED]
+    removed = [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_REMOVED]
+    if len(added) != 1 or len(removed) != 1:
+        return NOTHING
+    left, right = evidence.left.entry, evidence.right.entry
+    gained = _inputs(right, pending[added[0]].right)
+    lost = _inputs(left, pending[removed[0]].left)
+    wl, wr = _weights(left), _weights(right)
+    if len(gained) < 2 or not (set(gained) <= wr and set(lost) <= wl):
+        return NOTHING
+    if sorted(shape_of(right, p) for p in gained) != sorted(shape_of(left, p) for p in lost):
+        return NOTHING
+    kept = wl - set(lost)
+    if len(kept) < 2 or len(wr - set(gained)) != len(kept):
+        return NOTHING  # no block both keep: another model, not a window that moved
+    work_l, work_r = _work(left, wl), _work(right, wr)
+    residue = [
+        i
+        for i, c in enumerate(pending)
+        if c.kind in _RESIDUE
+        and c.computation in ("", left.computation.name)
+        and (c.left or c.right)
+        and set(c.left) <= work_l
+        and set(c.right) <= work_r
+    ]
+    parts = [pending[added[0]], pending[removed[0]], *(pending[i] for i in residue)]
+    summary = (
+        f"the stage holds other blocks of a stack of look-alike blocks: B takes {len(gained)} inputs of a "
+        f"block A does not run, {_where(right, gained, wr)} ({_listed(right, gained)}), and A took "
+        f"{len(lost)} of a look-alike block B does not run, {_where(left, lost, wl)} ({_listed(left, lost)}):"
+        " a pipeline split that moved (the dumps alone cannot tell which of two look-alike blocks is the "
+        "one both keep; the inputs are paired as a block gained in front)"
+    )
+    cause = merge(
+        CauseKind.PARAMETER_ADDED,
+        summary,
+        parts,
+        hint=_HINT,
+        computation=pending[added[0]].computation,
+    )
+    return Recognized((cause,), frozenset([added[0], removed[0], *residue]))
+
+
+RECOGNIZER = Recognizer("shifted_stage", _recognize)
