@@ -32,7 +32,7 @@ from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.shapes import shape_of
 from xlagraph.match.users import users_of
 
-__all__ = ["kept_in_place", "shifted_blocks"]
+__all__ = ["kept_in_place", "shifted_blocks", "shifted_weights"]
 
 _Look = tuple[str, tuple[tuple[int, int, tuple[int, ...]], ...]]
 
@@ -220,3 +220,44 @@ def shifted_blocks(
     lost = _widened({a for a, _ in y}, paired_l, len(lname), lnum)
     gained = _widened({b for _, b in y}, paired_r, len(rname), rnum)
     return sorted(kept), lost, gained
+
+
+def shifted_weights(
+    left: CanonicalComputation,
+    right: CanonicalComputation,
+    pairs: list[tuple[int, int]],
+    weights: set[str],
+) -> tuple[list[tuple[int, int]], set[int], set[int]] | None:
+    """(pairs, A's inputs lost, B's inputs gained) where the pairs call weights resized that a
+    shift of the weights' run pairs with weights of their own shape: blocks of other hidden sizes
+    2-3 vs 1-2 of a stack (`[128, 64]` vs `[64, 128]`) are one block kept, one gained at an end,
+    one lost at the other, not every weight resized. Weights in their order (the step's inputs
+    numbered by argument or first read); the shift with the block gained in front first, then
+    the smallest. None where no shift pairs every kept weight with one of its own shape."""
+    lname = {i: p for p, i in left.param_number.items()}
+    rname = {i: p for p, i in right.param_number.items()}
+    resized = [(a, b) for a, b in pairs if shape_of(left, lname[a]) != shape_of(right, rname[b])]
+    if len(resized) < 2:
+        return None
+    # The run: from the first weight called resized to the last, on each side, weights only.
+    lw = list(range(min(a for a, _ in resized), max(a for a, _ in resized) + 1))
+    rw = list(range(min(b for _, b in resized), max(b for _, b in resized) + 1))
+    if not all(lname.get(i) in weights for i in lw) or not all(rname.get(i) in weights for i in rw):
+        return None
+    if any((a in lw) != (b in rw) for a, b in pairs):
+        return None
+    ls = [shape_of(left, lname[i]) for i in lw]
+    rs = [shape_of(right, rname[i]) for i in rw]
+    n, m = len(lw), len(rw)
+    shifts = sorted((k for k in range(-(n - 1), m) if k), key=lambda k: (k < 0, abs(k)))
+    for k in shifts:
+        overlap = [(i, i + k) for i in range(n) if 0 <= i + k < m]
+        lost_at_back = k > 0 and overlap[-1][0] < n - 1 and overlap[0][0] == 0
+        lost_in_front = k < 0 and overlap[0][0] > 0 and overlap[-1][1] < m - 1
+        if len(overlap) < 2 or not (lost_at_back or lost_in_front):
+            continue
+        if all(ls[i] == rs[j] for i, j in overlap):
+            kept = [(lw[i], rw[j]) for i, j in overlap]
+            others = [(a, b) for a, b in pairs if a not in lw]
+            return sorted(others + kept), set(lw) - {a for a, _ in kept}, set(rw) - {b for _, b in kept}
+    return None

@@ -20,7 +20,7 @@ from xlagraph import _core
 from xlagraph._kept import kept_while_alive
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.collectives import collectives
-from xlagraph.diagnose.inserted_run import kept_in_place, shifted_blocks
+from xlagraph.diagnose.inserted_run import kept_in_place, shifted_blocks, shifted_weights
 from xlagraph.diagnose.shapes import dim_sizes, dims_of, element_type, shape_of, whole_factors
 from xlagraph.match._compiled import side
 from xlagraph.match.correspondence import correspond
@@ -361,6 +361,11 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
                 [x for x in gl if x[0] not in paired_l], [y for y in gr if y[0] not in paired_r], resized
             )
         chosen += _lone_twins(cmp, chosen, lname, rname)
+        # Weights called resized that a shift of the run pairs with their own shapes: a window
+        # moved over blocks of other sizes, one gained and one lost (no shape changed).
+        # Not where the graphs run split another way: a sharded weight's shard is the weight.
+        if not lost and not sharded and (moved := shifted_weights(left, right, chosen, weights)) is not None:
+            chosen, lost, gained = moved
     else:  # a real permutation: the rest by the matching, else left out
         used_l = {a for a, _ in chosen}
         used_r = {b for _, b in chosen}

@@ -56,15 +56,26 @@ def _listed(comp: CanonicalComputation, names: list[str]) -> str:
     return fmt_list([f"input {comp.param_number[p]}: {shape_of(comp, p)}" for p in names])
 
 
-def _where(comp: CanonicalComputation, block: list[str], weights: set[str]) -> str:
-    """In front of or behind the weights both graphs keep, by the inputs' numbers (torch_xla
-    numbers a step's inputs as it first reads them)."""
-    kept = [comp.param_number[p] for p in weights - set(block)]
-    return (
-        "in front of the block both keep"
-        if max(comp.param_number[p] for p in block) < min(kept)
-        else ("behind the block both keep")
-    )
+def _in_front(comp: CanonicalComputation, block: list[str], others: set[str]) -> bool | None:
+    """Whether `block`'s inputs all come before `others` (torch_xla numbers a step's inputs as it
+    first reads them, JAX by argument), after them (False), or neither (None)."""
+    mine = [comp.param_number[p] for p in block]
+    kept = [comp.param_number[p] for p in others]
+    if max(mine) < min(kept):
+        return True
+    if min(mine) > max(kept):
+        return False
+    return None
+
+
+def _shifted(comp: CanonicalComputation, other: CanonicalComputation, names: set[str]) -> set[str]:
+    """`names` less those `other` takes an input of the same shape for at the same number."""
+    at = {n: shape_of(other, p) for p, n in other.param_number.items()}
+    return {p for p in names if at.get(comp.param_number[p]) != shape_of(comp, p)}
+
+
+def _end(front: bool) -> str:
+    return "in front of the blocks both keep" if front else "behind the blocks both keep"
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -78,11 +89,19 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     wl, wr = _weights(left), _weights(right)
     if len(gained) < 2 or not (set(gained) <= wr and set(lost) <= wl):
         return NOTHING
-    if sorted(shape_of(right, p) for p in gained) != sorted(shape_of(left, p) for p in lost):
-        return NOTHING
-    kept = wl - set(lost)
-    if len(kept) < 2 or len(wr - set(gained)) != len(kept):
+    # The block both keep: the other weights, less those the other graph takes at the same number
+    # with the same shape (the stage's activation and received gradient, which a step's outputs
+    # also "update"; the gained or lost block shifts the kept one's numbers).
+    kept_a = _shifted(left, right, wl - set(lost))
+    kept_b = _shifted(right, left, wr - set(gained))
+    if not kept_a or not kept_b:
         return NOTHING  # no block both keep: another model, not a window that moved
+    # A window that moved: the block gained at one end of the kept ones, the block lost at the other.
+    front_b = _in_front(right, gained, kept_b)
+    front_a = _in_front(left, lost, kept_a)
+    if front_b is None or front_a is None or front_b == front_a:
+        return NOTHING
+    alike = sorted(shape_of(right, p) for p in gained) == sorted(shape_of(left, p) for p in lost)
     work_l, work_r = _work(left, wl), _work(right, wr)
     residue = [
         i
@@ -94,13 +113,17 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         and set(c.right) <= work_r
     ]
     parts = [pending[added[0]], pending[removed[0]], *(pending[i] for i in residue)]
+    other = "a look-alike block" if alike else "another block"
     summary = (
-        f"the stage holds other blocks of a stack of look-alike blocks: B takes {len(gained)} inputs of a "
-        f"block A does not run, {_where(right, gained, wr)} ({_listed(right, gained)}), and A took "
-        f"{len(lost)} of a look-alike block B does not run, {_where(left, lost, wl)} ({_listed(left, lost)}):"
-        " a pipeline split that moved (the dumps alone cannot tell which of two look-alike blocks is the "
-        "one both keep; the inputs are paired as a block gained in front)"
+        f"the stage holds other blocks of a stack: B takes {len(gained)} inputs of a block A does not "
+        f"run, {_end(front_b)} ({_listed(right, gained)}), and A took {len(lost)} of {other} B does not "
+        f"run, {_end(front_a)} ({_listed(left, lost)}): a pipeline split that moved"
     )
+    if alike:
+        summary += (
+            " (the dumps alone cannot tell which of two look-alike blocks is the one both keep; the inputs "
+            "are paired as a block gained in front)"
+        )
     cause = merge(
         CauseKind.PARAMETER_ADDED,
         summary,
