@@ -26,7 +26,7 @@ stage and its look-alike lost at the other.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.shapes import shape_of
@@ -159,10 +159,10 @@ def shifted_blocks(
     left: CanonicalComputation,
     right: CanonicalComputation,
     evidence: list[tuple[int, int]],
-    weights: set[str],
+    weights: Callable[[str], set[str]],
 ) -> tuple[list[tuple[int, int]], set[int], set[int]] | None:
     """(the evidence's pairs kept, A's inputs lost, B's inputs gained) where the evidence pairs two
-    consecutive runs of A's weights (`weights`: inputs the step updates, either side) with two
+    consecutive runs of A's weights (`weights("left")`: inputs A's step updates) with two
     runs of B's in the other order and the two blocks run in the other order too (A: X then Y,
     B: Y then X): a window shifted over look-alike blocks. A's first block is the one kept (B
     gained a block in front, as a stage whose split moved towards the front); the dumps cannot
@@ -196,14 +196,15 @@ def shifted_blocks(
     x, y = parts
     xa, ya = [lname[a] for a, _ in x], [lname[a] for a, _ in y]
     xb, yb = [rname[b] for _, b in x], [rname[b] for _, b in y]
-    if not all(p in weights for p in xa + ya + xb + yb):
+    wl, wr = weights("left"), weights("right")
+    if not (all(p in wl for p in xa + ya) and all(p in wr for p in xb + yb)):
         return None
     # A runs X then Y, B runs Y then X: a chain shifted, not inputs renumbered.
     if not (_runs_first(left, xa, ya) and _runs_first(right, yb, xb)):
         return None
     kept = [pr for pr in ordered if pr not in y]
-    lnum = {n for n, p in lname.items() if p in weights}
-    rnum = {n for n, p in rname.items() if p in weights}
+    lnum = {n for n, p in lname.items() if p in wl}
+    rnum = {n for n, p in rname.items() if p in wr}
     paired_l, paired_r = {a for a, _ in ordered}, {b for _, b in ordered}
     # The kept block's own inputs the evidence left unpaired (a bias read by one add), paired
     # within the block where each shape is left once on both sides; what is left next to the
@@ -226,7 +227,7 @@ def shifted_weights(
     left: CanonicalComputation,
     right: CanonicalComputation,
     pairs: list[tuple[int, int]],
-    weights: set[str],
+    weights: Callable[[str], set[str]],
 ) -> tuple[list[tuple[int, int]], set[int], set[int]] | None:
     """(pairs, A's inputs lost, B's inputs gained) where the pairs call weights resized that a
     shift of the weights' run pairs with weights of their own shape: blocks of other hidden sizes
@@ -242,7 +243,8 @@ def shifted_weights(
     # The run: from the first weight called resized to the last, on each side, weights only.
     lw = list(range(min(a for a, _ in resized), max(a for a, _ in resized) + 1))
     rw = list(range(min(b for _, b in resized), max(b for _, b in resized) + 1))
-    if not all(lname.get(i) in weights for i in lw) or not all(rname.get(i) in weights for i in rw):
+    wl, wr = weights("left"), weights("right")
+    if not all(lname.get(i) in wl for i in lw) or not all(rname.get(i) in wr for i in rw):
         return None
     if any((a in lw) != (b in rw) for a, b in pairs):
         return None

@@ -283,6 +283,20 @@ def _followed_outputs(cmp: Comparison, corr) -> dict[str, str]:  # type: ignore[
     return out if len(set(out.values())) == len(out) else {}
 
 
+class _Weights:
+    """The inputs each side's step updates (its weights), asked of the core only when a rule needs them."""
+
+    def __init__(self, left: CanonicalComputation, right: CanonicalComputation) -> None:
+        self._sides = {"left": left, "right": right}
+        self._found: dict[str, set[str]] = {}
+
+    def __call__(self, side: str) -> set[str]:
+        if side not in self._found:
+            core = self._sides[side].core  # type: ignore[attr-defined]
+            self._found[side] = set(core.updated_inputs().values())
+        return self._found[side]
+
+
 def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     """(pairs of parameter names, whether the evidence shows a permutation)."""
     left, right, m = cmp.left, cmp.right, cmp.m
@@ -338,7 +352,7 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     # A stage's window shifted over look-alike blocks: the block gained and the one lost stay unpaired.
     lost: set[int] = set()
     gained: set[int] = set()
-    weights = set(left.core.updated_inputs().values()) | set(right.core.updated_inputs().values())  # type: ignore[attr-defined]
+    weights = _Weights(left, right)
     if in_place is None and (shifted := shifted_blocks(left, right, evidence, weights)) is not None:
         evidence, lost, gained = shifted
     anchors = _longest_increasing(evidence)
