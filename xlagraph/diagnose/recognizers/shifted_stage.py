@@ -8,10 +8,14 @@ paired across the blocks (a GELU's 0.5 with another block's 1, a layer norm's gr
 another one's) differ only because the blocks run in another order.
 
 Evidence: one `parameter_added` and one `parameter_removed`, all of whose inputs are weights the
-step updates, of the same shapes on both sides (the block gained looks like the one lost), beside a
-block of weights both graphs keep; the `structure`, `attribute` and `constant_value` differences
+step updates, beside weights both graphs keep (less the inputs the other graph takes at the same
+number with the same shape: the stage's activation and received gradient), the block gained at
+one end of the kept ones and the block lost at the other (a window that moved, not a block
+replaced in place). Look-alike or not: a stack of blocks of other hidden sizes moves the same way
+(`inserted_run.shifted_weights`). The `structure`, `attribute` and `constant_value` differences
 folded are those whose instructions are all work of the blocks' weights on their side (downstream
-of them, or constants and shapes read only by such work). Anything else stays a cause of its own.
+of them, or read only by such work: constants, shapes, the received gradient's reshapes).
+Anything else stays a cause of its own.
 """
 
 from __future__ import annotations
@@ -87,7 +91,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     gained = _inputs(right, pending[added[0]].right)
     lost = _inputs(left, pending[removed[0]].left)
     wl, wr = _weights(left), _weights(right)
-    if len(gained) < 2 or not (set(gained) <= wr and set(lost) <= wl):
+    if len(gained) < 2 or not lost or not (set(gained) <= wr and set(lost) <= wl):
         return NOTHING
     # The block both keep: the other weights, less those the other graph takes at the same number
     # with the same shape (the stage's activation and received gradient, which a step's outputs
