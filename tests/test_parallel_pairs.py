@@ -35,12 +35,7 @@ EXPECTED = {
 }
 
 # (test, pair) -> the defect it shows today (issue 7's classes)
-XFAIL: dict[tuple[str, str], str] = {
-    # pairs added in stop 13
-    ("one_cause", "pp_middle_stage"): "noise and invented pairing: 4 causes for one moved pipeline split "
-    "(two constant_value causes, GELU's 0.5 <-> 0.7071 and 1 -> 0.5, from blocks paired across; a "
-    "structure; parameter_shape 'input 2 f32[64,64] -> f32[256,64]', now worded as weights, not a batch)",
-}
+XFAIL: dict[tuple[str, str], str] = {}
 
 
 def _cases(test: str, names: list[str]) -> list[object]:

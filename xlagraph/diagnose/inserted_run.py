@@ -15,17 +15,24 @@ there) is possible where every input is paired with one that its context pair (t
 evidence, `correspondence`) or the look of it allows: the input its context pairs it with; else
 one of the same shape read by ops of the same kinds at the same operands (`_look`), which any
 other pair the evidence offers for it must also be (a look-alike, no evidence against).
+
+A window shifted over look-alike blocks (`shifted_blocks`): a pipeline stage that holds blocks
+2-3 of an alternating stack in A and 1-2 in B runs [X, Y] in A and [Y, X] in B. The evidence pairs
+each block with its look-alike, so the two blocks seem to have traded places (a permutation), and
+the instructions matched across them turn a GELU's 0.5 into another block's 1. Blocks do not trade
+places in a chain: the one kept is compared with itself, one block was gained at an end of the
+stage and its look-alike lost at the other.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.shapes import shape_of
 from xlagraph.match.users import users_of
 
-__all__ = ["kept_in_place"]
+__all__ = ["kept_in_place", "shifted_blocks", "shifted_weights"]
 
 _Look = tuple[str, tuple[tuple[int, int, tuple[int, ...]], ...]]
 
@@ -101,3 +108,158 @@ def kept_in_place(
     if all(chosen[a] == b for a, b in pairs):
         return None  # the evidence says as much already
     return [(b, a) for a, b in chosen.items()] if flip else list(chosen.items())
+
+
+def _skew_parts(pairs: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """The pairs (sorted by A's number) cut where what comes first in A takes the highest of B's
+    numbers left: the blocks of a run that traded places, in A's order."""
+    parts: list[list[tuple[int, int]]] = []
+    left = sorted((b for _, b in pairs), reverse=True)
+    start = 0
+    for i in range(len(pairs)):
+        seen = {b for _, b in pairs[start : i + 1]}
+        if seen == set(left[: len(seen)]):
+            parts.append(pairs[start : i + 1])
+            left = left[len(seen) :]
+            start = i + 1
+    return parts if start == len(pairs) else []
+
+
+def _widened(numbers: set[int], paired: set[int], total: int, weights: set[int]) -> set[int]:
+    """`numbers` and the weights next to them that the evidence left unpaired (the block's last
+    input, paired later by position): the whole block."""
+    out = set(numbers)
+    for step, edge in ((1, max(numbers)), (-1, min(numbers))):
+        n = edge + step
+        while 0 <= n < total and n not in paired and n in weights:
+            out.add(n)
+            n += step
+    return out
+
+
+def _cone(comp: CanonicalComputation, roots: list[str]) -> set[str]:
+    users, seen, stack = users_of(comp), set(), list(roots)
+    while stack:
+        for u in users.get(stack.pop(), ()):
+            if u not in seen:
+                seen.add(u)
+                stack.append(u)
+    return seen
+
+
+def _runs_first(comp: CanonicalComputation, block: list[str], other: list[str]) -> bool:
+    """Of two chained blocks, `block` runs first: more of the work its weights reach does not
+    depend on `other`'s weights than the other way round (the first block's forward reads the
+    stage's input, the second's reads the first's result; backward, each depends on both)."""
+    mine, theirs = _cone(comp, block), _cone(comp, other)
+    return len(mine - theirs) > len(theirs - mine)
+
+
+def shifted_blocks(
+    left: CanonicalComputation,
+    right: CanonicalComputation,
+    evidence: list[tuple[int, int]],
+    weights: Callable[[str], set[str]],
+) -> tuple[list[tuple[int, int]], set[int], set[int]] | None:
+    """(the evidence's pairs kept, A's inputs lost, B's inputs gained) where the evidence pairs two
+    consecutive runs of A's weights (`weights("left")`: inputs A's step updates) with two
+    runs of B's in the other order and the two blocks run in the other order too (A: X then Y,
+    B: Y then X): a window shifted over look-alike blocks. A's first block is the one kept (B
+    gained a block in front, as a stage whose split moved towards the front); the dumps cannot
+    tell this from the other way round, and the cause says so. None where that is not the case."""
+    if not evidence:
+        return None
+    lname = {i: p for p, i in left.param_number.items()}
+    rname = {i: p for p, i in right.param_number.items()}
+    ordered = sorted(evidence)
+    # The evidence cut where everything after takes B's higher numbers (parts in order); one part
+    # of several pairs holds the crossing, in two blocks that traded places.
+    after = [1 << 62] * (len(ordered) + 1)  # after[k]: B's lowest number from pair k on
+    for k in range(len(ordered) - 1, -1, -1):
+        after[k] = min(after[k + 1], ordered[k][1])
+    crossed: list[list[tuple[int, int]]] = []
+    current: list[tuple[int, int]] = []
+    high = -1
+    for k, pr in enumerate(ordered):
+        current.append(pr)
+        high = max(high, pr[1])
+        if high < after[k + 1]:
+            if len(current) > 1:
+                crossed.append(current)
+            current, high = [], -1
+    if len(crossed) != 1:
+        return None
+    segment = crossed[0]
+    parts = _skew_parts(segment)
+    if len(parts) != 2 or any(len(p) < 2 for p in parts):
+        return None
+    x, y = parts
+    xa, ya = [lname[a] for a, _ in x], [lname[a] for a, _ in y]
+    xb, yb = [rname[b] for _, b in x], [rname[b] for _, b in y]
+    wl, wr = weights("left"), weights("right")
+    if not (all(p in wl for p in xa + ya) and all(p in wr for p in xb + yb)):
+        return None
+    # A runs X then Y, B runs Y then X: a chain shifted, not inputs renumbered.
+    if not (_runs_first(left, xa, ya) and _runs_first(right, yb, xb)):
+        return None
+    kept = [pr for pr in ordered if pr not in y]
+    lnum = {n for n, p in lname.items() if p in wl}
+    rnum = {n for n, p in rname.items() if p in wr}
+    paired_l, paired_r = {a for a, _ in ordered}, {b for _, b in ordered}
+    # The kept block's own inputs the evidence left unpaired (a bias read by one add), paired
+    # within the block where each shape is left once on both sides; what is left next to the
+    # other block is that block's.
+    rest_l = _widened({a for a, _ in x}, paired_l, len(lname), lnum) - paired_l
+    rest_r = _widened({b for _, b in x}, paired_r, len(rname), rnum) - paired_r
+    by_shape_l = {shape_of(left, lname[a]): a for a in rest_l}
+    by_shape_r = {shape_of(right, rname[b]): b for b in rest_r}
+    if len(by_shape_l) == len(rest_l) and len(by_shape_r) == len(rest_r):
+        extra = [(a, by_shape_r[sh]) for sh, a in by_shape_l.items() if sh in by_shape_r]
+        kept += extra
+        paired_l |= {a for a, _ in extra}
+        paired_r |= {b for _, b in extra}
+    lost = _widened({a for a, _ in y}, paired_l, len(lname), lnum)
+    gained = _widened({b for _, b in y}, paired_r, len(rname), rnum)
+    return sorted(kept), lost, gained
+
+
+def shifted_weights(
+    left: CanonicalComputation,
+    right: CanonicalComputation,
+    pairs: list[tuple[int, int]],
+    weights: Callable[[str], set[str]],
+) -> tuple[list[tuple[int, int]], set[int], set[int]] | None:
+    """(pairs, A's inputs lost, B's inputs gained) where the pairs call weights resized that a
+    shift of the weights' run pairs with weights of their own shape: blocks of other hidden sizes
+    2-3 vs 1-2 of a stack (`[128, 64]` vs `[64, 128]`) are one block kept, one gained at an end,
+    one lost at the other, not every weight resized. Weights in their order (the step's inputs
+    numbered by argument or first read); the shift with the block gained in front first, then
+    the smallest. None where no shift pairs every kept weight with one of its own shape."""
+    lname = {i: p for p, i in left.param_number.items()}
+    rname = {i: p for p, i in right.param_number.items()}
+    resized = [(a, b) for a, b in pairs if shape_of(left, lname[a]) != shape_of(right, rname[b])]
+    if len(resized) < 2:
+        return None
+    # The run: from the first weight called resized to the last, on each side, weights only.
+    lw = list(range(min(a for a, _ in resized), max(a for a, _ in resized) + 1))
+    rw = list(range(min(b for _, b in resized), max(b for _, b in resized) + 1))
+    wl, wr = weights("left"), weights("right")
+    if not all(lname.get(i) in wl for i in lw) or not all(rname.get(i) in wr for i in rw):
+        return None
+    if any((a in lw) != (b in rw) for a, b in pairs):
+        return None
+    ls = [shape_of(left, lname[i]) for i in lw]
+    rs = [shape_of(right, rname[i]) for i in rw]
+    n, m = len(lw), len(rw)
+    shifts = sorted((k for k in range(-(n - 1), m) if k), key=lambda k: (k < 0, abs(k)))
+    for k in shifts:
+        overlap = [(i, i + k) for i in range(n) if 0 <= i + k < m]
+        lost_at_back = k > 0 and overlap[-1][0] < n - 1 and overlap[0][0] == 0
+        lost_in_front = k < 0 and overlap[0][0] > 0 and overlap[-1][1] < m - 1
+        if len(overlap) < 2 or not (lost_at_back or lost_in_front):
+            continue
+        if all(ls[i] == rs[j] for i, j in overlap):
+            kept = [(lw[i], rw[j]) for i, j in overlap]
+            others = [(a, b) for a, b in pairs if a not in lw]
+            return sorted(others + kept), set(lw) - {a for a, _ in kept}, set(rw) - {b for _, b in kept}
+    return None

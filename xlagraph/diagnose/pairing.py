@@ -20,7 +20,7 @@ from xlagraph import _core
 from xlagraph._kept import kept_while_alive
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.collectives import collectives
-from xlagraph.diagnose.inserted_run import kept_in_place
+from xlagraph.diagnose.inserted_run import kept_in_place, shifted_blocks, shifted_weights
 from xlagraph.diagnose.shapes import dim_sizes, dims_of, element_type, shape_of, whole_factors
 from xlagraph.match._compiled import side
 from xlagraph.match.correspondence import correspond
@@ -283,6 +283,20 @@ def _followed_outputs(cmp: Comparison, corr) -> dict[str, str]:  # type: ignore[
     return out if len(set(out.values())) == len(out) else {}
 
 
+class _Weights:
+    """The inputs each side's step updates (its weights), asked of the core only when a rule needs them."""
+
+    def __init__(self, left: CanonicalComputation, right: CanonicalComputation) -> None:
+        self._sides = {"left": left, "right": right}
+        self._found: dict[str, set[str]] = {}
+
+    def __call__(self, side: str) -> set[str]:
+        if side not in self._found:
+            core = self._sides[side].core  # type: ignore[attr-defined]
+            self._found[side] = set(core.updated_inputs().values())
+        return self._found[side]
+
+
 def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     """(pairs of parameter names, whether the evidence shows a permutation)."""
     left, right, m = cmp.left, cmp.right, cmp.m
@@ -335,6 +349,12 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     in_place = kept_in_place(left, right, evidence, context)
     if in_place is not None:
         evidence = in_place
+    # A stage's window shifted over look-alike blocks: the block gained and the one lost stay unpaired.
+    lost: set[int] = set()
+    gained: set[int] = set()
+    weights = _Weights(left, right)
+    if in_place is None and (shifted := shifted_blocks(left, right, evidence, weights)) is not None:
+        evidence, lost, gained = shifted
     anchors = _longest_increasing(evidence)
     permuted = len(anchors) < len(evidence)
     chosen = list(anchors) if not permuted else list(evidence)
@@ -343,8 +363,8 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
         for (l0, r0), (l1, r1) in itertools.pairwise(bounds):
             if l1 - l0 < 2 or r1 - r0 < 2:
                 continue  # nothing between the anchors on a side: nothing to pair (most gaps)
-            gl = [(n, shape_of(left, lname[n])) for n in range(l0 + 1, l1) if n in lname]
-            gr = [(n, shape_of(right, rname[n])) for n in range(r0 + 1, r1) if n in rname]
+            gl = [(n, shape_of(left, lname[n])) for n in range(l0 + 1, l1) if n in lname and n not in lost]
+            gr = [(n, shape_of(right, rname[n])) for n in range(r0 + 1, r1) if n in rname and n not in gained]
             if not (gl and gr):
                 continue
             # The same shape made at the same line is the same tensor, wherever it sits.
@@ -355,6 +375,11 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
                 [x for x in gl if x[0] not in paired_l], [y for y in gr if y[0] not in paired_r], resized
             )
         chosen += _lone_twins(cmp, chosen, lname, rname)
+        # Weights called resized that a shift of the run pairs with their own shapes: a window
+        # moved over blocks of other sizes, one gained and one lost (no shape changed).
+        # Not where the graphs run split another way: a sharded weight's shard is the weight.
+        if not lost and not sharded and (moved := shifted_weights(left, right, chosen, weights)) is not None:
+            chosen, lost, gained = moved
     else:  # a real permutation: the rest by the matching, else left out
         used_l = {a for a, _ in chosen}
         used_r = {b for _, b in chosen}
@@ -381,4 +406,4 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
                 chosen.append((lnum[a], rnum[b]))
                 used_l.add(lnum[a])
                 used_r.add(rnum[b])
-    return sorted((lname[a], rname[b]) for a, b in chosen), permuted
+    return sorted((lname[a], rname[b]) for a, b in chosen if a not in lost and b not in gained), permuted

@@ -83,6 +83,7 @@ from xlagraph.diagnose.recognizers import (
     sharding,
     shared_scalar,
     shared_work,
+    shifted_stage,
     size_echo,
     special_scalar,
     state_init,
@@ -159,6 +160,9 @@ FINAL: tuple[Recognizer, ...] = (
     size_echo.RECOGNIZER,
     # A concatenation of another number of pieces: a count, folded into the size it changes.
     piece_count.RECOGNIZER,
+    # A stage's window moved over look-alike blocks: the block gained, the one lost and the work
+    # matched across them are one cause, before its inputs' renumbering is folded into it.
+    shifted_stage.RECOGNIZER,
     permutation.RECOGNIZER,
     # An optimizer's update work, named above, where the user assigns a new optimizer mid-run.
     optimizer_swap.RECOGNIZER,
