@@ -398,6 +398,17 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "a linear probe) trains another set of parameters, so the step gains their backward and "
             "updates and compiles once for that phase; nothing to fix"
         ),
+        # dynamo_join.expected.switch_fix: a compiled function run under no_grad / set_grad_enabled(False)
+        # on the first steps only (a linear probe), with gradients from then on
+        "trainable.switched_grad_mode": (
+            "the compiled function ran without gradients (torch.no_grad() / set_grad_enabled(False) / "
+            "inference_mode) on some steps only, so torch.compile traced it again when the grad mode "
+            "switched and compiled every graph of it anew: keep the grad mode the same on every call, "
+            "with gradients from the start, and let a 1-element device tensor choose how much gradient "
+            "flows back, h = h.detach() + keep * (h - h.detach()) on its output with keep = "
+            "torch.tensor([0.0 if frozen else 1.0]).to(device), with plain SGD (momentum, weight decay "
+            "or Adam would still move the frozen weights)"
+        ),
         # trainable.DETACH_HINT
         "trainable.detach": (
             "a Python flag detaches a part of the model from some step (`if frozen: h = h.detach()`): "

@@ -9,14 +9,25 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.dynamo_join.retrace import Retrace, with_one_cause
 from xlagraph.diagnose.fixes import fix as fix_text
 from xlagraph.diagnose.frames import split_location
+from xlagraph.diagnose.guard_lines import grad_flag_lines
 from xlagraph.diagnose.recognizers._source import calls_of_function, enclosing_function
 from xlagraph.diagnose.recompile import Recompile
 
-__all__ = ["SWITCH_FIX", "mode_graphs", "mode_switched", "switch_fix", "switched_compiles", "warm_up_cuts"]
+__all__ = [
+    "GRAD_SWITCH_FIX",
+    "SWITCH_FIX",
+    "mode_graphs",
+    "mode_switched",
+    "switch_fix",
+    "switched_compiles",
+    "warm_up_cuts",
+]
 
 
 # The fix of dropout switched off for good: keep the mode (train) on every step.
 SWITCH_FIX = "conditional_work.dropout"
+# The fix of the grad mode switched for good: keep it on every call, detach where none should flow.
+GRAD_SWITCH_FIX = "trainable.switched_grad_mode"
 # Where a module that reads `self.training` is dropout's: its fix is SWITCH_FIX.
 _DROPOUT_CODE = "nn/modules/dropout.py"
 
@@ -27,7 +38,10 @@ def switch_fix(retrace: Retrace) -> str:
     train mode is (`conditional_work.dropout`), else a module that runs other work in train mode,
     the user's own (`if self.training:` noise) or a library's (`conditional_work.training_branch`).
     (BatchNorm's batch statistics: torch_xla 2.9's backward of an eval BatchNorm under openxla
-    fails at the switch, so no run reaches a report; it gets the general text.)"""
+    fails at the switch, so no run reaches a report; it gets the general text.) The grad mode
+    switched for good (a linear probe under no_grad, then fine-tuning): `trainable.switched_grad_mode`."""
+    if retrace.guard.kind == "grad_mode":
+        return GRAD_SWITCH_FIX
     at = retrace.guard.at.replace("\\", "/")
     return SWITCH_FIX if at.rpartition(":")[0].endswith(_DROPOUT_CODE) else "conditional_work.training_branch"
 
@@ -91,7 +105,11 @@ def _mode_switch(r: Recompile, retrace: Retrace) -> Recompile:
     dead. Cited where the mode is set (the `.eval()` / `training =` line dynamo's guarded attribute
     was set at), and where a helper that sets it is called from the loop."""
     origin = retrace.guard.origin
-    lines = tuple(dict.fromkeys((origin, *_helper_calls(origin, retrace.call_site)) if origin else ()))
+    # the grad mode: the `with` around the call, then the lines its flag reads (`probing = ...`)
+    flags = grad_flag_lines(origin) if origin and retrace.guard.kind == "grad_mode" else ()
+    lines = tuple(
+        dict.fromkeys((origin, *flags, *_helper_calls(origin, retrace.call_site)) if origin else ())
+    )
     cause = Cause(
         CauseKind.CONDITIONAL_WORK,
         f"the mode of `{retrace.function}` was switched once, for good, during training: torch.compile "

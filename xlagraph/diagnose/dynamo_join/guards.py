@@ -10,7 +10,8 @@ from xlagraph.diagnose.dynamo_join.branches import branch_fix
 from xlagraph.diagnose.dynamo_join.retrace import GuardFailure
 from xlagraph.diagnose.fixes import CACHE_LIMIT_FIX
 from xlagraph.diagnose.frames import is_library, source_line, split_location
-from xlagraph.diagnose.guards import explain_guard, fix_for
+from xlagraph.diagnose.guard_lines import dtype_cast, grad_scope
+from xlagraph.diagnose.guards import GuardChange, explain_guard, fix_for
 from xlagraph.diagnose.value_origin import origin_of
 from xlagraph.dynamolog import DynamoCompile
 from xlagraph.ir import Frame
@@ -41,7 +42,7 @@ def guard_failures(c: DynamoCompile, files: Sequence[str] = ()) -> tuple[GuardFa
                 g = g2
                 break
         # the first failure is what changed since the last compile: where was it computed?
-        origin = origin_of(g.kind, g.subject, c.code, call_site(c)) if k == 0 and c.recompile else ""
+        origin = _origin(g, c) if k == 0 and c.recompile else ""
         out.append(
             GuardFailure(
                 kind=g.kind,
@@ -56,6 +57,18 @@ def guard_failures(c: DynamoCompile, files: Sequence[str] = ()) -> tuple[GuardFa
             )
         )
     return tuple(out)
+
+
+def _origin(g: GuardChange, c: DynamoCompile) -> str:
+    """Where the user computed the value the guard failed on; for a dtype, where the input was
+    cast to its new one; for the grad mode, the `with` around the call that sets it."""
+    if g.kind == "tensor_dtype":
+        return dtype_cast(g.subject, g.after, c.code, call_site(c)) or origin_of(
+            g.kind, g.subject, c.code, call_site(c)
+        )
+    if g.kind == "grad_mode":
+        return grad_scope(call_site(c))
+    return origin_of(g.kind, g.subject, c.code, call_site(c))
 
 
 def compile_kind(c: DynamoCompile) -> str:

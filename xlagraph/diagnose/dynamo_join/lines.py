@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from xlagraph.diagnose.causes import CauseKind
+from xlagraph.diagnose.causes import HINTS, CauseKind
 from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, Retrace
 from xlagraph.diagnose.frames import split_location
 from xlagraph.diagnose.recognizers._source import enclosing_function
@@ -27,6 +27,9 @@ def cite_guards(recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace]
     for r in recompiles:
         retrace = retraces.get(r.dynamo)
         guard = retrace.guard if retrace and not retrace.expected else None
+        if retrace and guard and guard.kind in _GUARD_CITED:
+            out.append(_guard_first(r, guard, retrace.call_site))
+            continue
         cite = tuple(dict.fromkeys(x for x in (guard.origin, guard.at) if x)) if guard else ()
         bare = [a for a in r.attribution if not a.lines and not r.causes[a.cause].info] if cite else []
         if not bare:
@@ -40,6 +43,32 @@ def cite_guards(recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace]
             replace(r, causes=causes, attribution=attribution, lines=tuple(dict.fromkeys(cite + r.lines)))
         )
     return tuple(out)
+
+
+# A guard whose kind names the change the XLA graphs show (an input's dtype) -> that change's kind.
+_GUARD_CITED = {"tensor_dtype": CauseKind.DTYPE}
+
+
+def _guard_first(r: Recompile, guard: GuardFailure, call_site: str) -> Recompile:
+    """The graphs of a retrace for an input's new dtype: their element-type change is cited where
+    the user cast the input (the guard's origin) and at the compiled call, before the lines the
+    graphs name (a `.float()` inside the compiled function reads it, it is not the change), and its
+    fix is the guard's (`guards.KINDS`: cast the input to one dtype before the call), not the
+    generic one of an element type (autocast, model.half()); a recognizer's more specific fix stays."""
+    kind = _GUARD_CITED[guard.kind]
+    cite = tuple(dict.fromkeys(x for x in (guard.origin, guard.at, call_site) if x))
+    hit = [a for a in r.attribution if r.causes[a.cause].kind is kind and not r.causes[a.cause].info]
+    if not hit or not cite:
+        return r
+    # the generic text only: a recognizer's own (`dtype.integer`: int32 and int64 batches) says more
+    fixed = {a.cause for a in hit if r.causes[a.cause].hint == HINTS[kind]}
+    causes = tuple(
+        replace(c, hint=guard.fix) if i in fixed and guard.fix else c for i, c in enumerate(r.causes)
+    )
+    attribution = tuple(
+        replace(a, lines=tuple(dict.fromkeys(cite + a.lines))) if a in hit else a for a in r.attribution
+    )
+    return replace(r, causes=causes, attribution=attribution, lines=tuple(dict.fromkeys(cite + r.lines)))
 
 
 # A guard on a tensor's size explains a change of a graph input's shape.
