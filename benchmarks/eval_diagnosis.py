@@ -78,6 +78,7 @@ SPLITS = (
     "held_out_37",
     "held_out_38",
     "held_out_39",
+    "held_out_40",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
