@@ -263,6 +263,13 @@ def symmetric(
     )
 
 
+def _same_constant(text: str, want: str, got: str) -> bool:
+    """A's constant `got` is `want`'s twin (same shape and literal): under a symmetry of A that
+    swaps look-alike cones, the changed constant's counterpart in A is either twin."""
+    by = Entry.parse(text).by_name()
+    return want in by and got in by and (by[got].shape, by[got].args) == (by[want].shape, by[want].args)
+
+
 def dead_inputs(text: str) -> dict[int, int]:
     """B's inputs that nothing reads -> the first of them with the same shape and attributes
     (metadata included). A dropped output can leave two look-alike inputs unread (an SGD update's
@@ -338,8 +345,12 @@ def judge(
     elif {p for p in moved_in if p[0] != p[1]}:
         problems.append(f"invented input moves {sorted(p for p in moved_in if p[0] != p[1])[:6]}")
     same = _interchangeable(values or [], exp)
+    # Where the diff's mapping is the transformation's up to a symmetry of A, a reordering of
+    # outputs can be one of inputs (two look-alike cones: swapping their outputs is swapping their
+    # inputs): the kinds to name follow from the diff's own mapping then.
+    moves_out = any(i != j for i, j in moved_out)
     if _observable(exp, same):
-        if CauseKind.OUTPUT_PERMUTATION not in kinds:
+        if CauseKind.OUTPUT_PERMUTATION not in kinds and not (sym() and not moves_out):
             problems.append("output permutation not named")
         want_out = set(exp.output_moves().items())
         if {(same(i), j) for i, j in moved_out} != {(same(i), j) for i, j in want_out} and not sym():
@@ -362,7 +373,9 @@ def judge(
             got = sorted(int(ch.new.split(":")[0]) for ch in c.changes if ch.what == "output" and ch.new)
             if got != sorted(exp.added):
                 problems.append(f"added outputs {got} not {sorted(exp.added)}")
-        named = exp.constant in c.left and exp.names.get(exp.constant) in c.right
+        named = exp.names.get(exp.constant) in c.right and (
+            exp.constant in c.left or (sym() and any(_same_constant(a_text, exp.constant, n) for n in c.left))
+        )
         if c.kind is CauseKind.CONSTANT_VALUE and exp.constant and not named:
             problems.append("constant not named")
         if c.kind is CauseKind.PARAMETER_SHAPE and exp.reshaped:
