@@ -51,6 +51,17 @@ def local_step(x, keep):
 
 
 @torch_xla.compile
+def swap_step(x, first):
+    if first:
+        stats["a"] = x
+        stats["b"] = x + 1
+    else:
+        stats["b"] = x + 1
+        stats["a"] = x
+    return x
+
+
+@torch_xla.compile
 def global_step(x):
     if len(kept) > 2:
         kept.append(x)
@@ -64,6 +75,7 @@ item_step(x, "a")
 runner.step_fn(x, log=True)
 local_step(x, True)
 global_step(x)
+swap_step(x, True)
 '''
 
 
@@ -94,3 +106,8 @@ def test_a_local_list_and_an_if_on_no_argument_are_not_stores(tmp_path: Path) ->
     # a list made in the call dies with it; an `if` on module state is not the caller's choice
     assert _stores(tmp_path, "local_step(x, True)") == []
     assert _stores(tmp_path, "global_step(x)") == []
+
+
+def test_a_store_both_branches_make_is_there_on_every_call(tmp_path: Path) -> None:
+    # two updates swapped by the flag reorder outputs; they add none
+    assert _stores(tmp_path, "swap_step(x, True)") == []

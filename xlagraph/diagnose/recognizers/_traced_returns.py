@@ -159,9 +159,28 @@ def _stored_under_argument(function: Function) -> list[int]:
             continue
         if not {n.id for n in ast.walk(guard.test) if isinstance(n, ast.Name)} & parameters:
             continue
-        inner = [n for s in (*guard.body, *guard.orelse) for n in ast.walk(s) if isinstance(n, ast.stmt)]
-        lines += [s.lineno for s in inner if _stores(s, local)]
+        body, orelse = (_stored(b, local) for b in (guard.body, guard.orelse))
+        # a store both branches make (`if peak_first:` swapping two updates) is there on every call
+        lines += [
+            n
+            for here, there in ((body, orelse), (orelse, body))
+            for t, n in here
+            if t not in {u for u, _ in there}
+        ]
     return sorted(set(lines))
+
+
+def _stored(block: list[ast.stmt], local: set[str]) -> list[tuple[str, int]]:
+    """The stores into state outliving the call in `block` and the blocks inside it: what each
+    stores into (`snapshots`, `stats[name]`) and its line."""
+    found: list[tuple[str, int]] = []
+    for stmt in (n for s in block for n in ast.walk(s) if isinstance(n, ast.stmt)):
+        if _stores(stmt, local):
+            target = stmt.targets[0] if isinstance(stmt, ast.Assign) else getattr(stmt, "target", None)
+            if target is None:  # an append: the container
+                target = stmt.value.func.value  # type: ignore[attr-defined]
+            found.append((ast.unparse(target), stmt.lineno))
+    return found
 
 
 def returned_under_if(call_site: str) -> list[str]:
