@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 
 from xlagraph.diagnose.frames import split_location
+from xlagraph.diagnose.recognizers._passed_in import decided_by_callers
 from xlagraph.diagnose.recognizers._set_before import set_before
 from xlagraph.diagnose.recognizers._statements import (
     LOOPS,
@@ -55,6 +56,7 @@ def loop_order(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
             continue  # an outer loop the inner one's order does not read
         names = loads(stmt.iter)
         found += [
+            *_passed_in(file, chain[:depth], names),
             *_entries_moved(chain[: depth + 1], names),
             stmt.lineno,
             *_returned_by(file, chain, stmt.iter),
@@ -63,6 +65,13 @@ def loop_order(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
         ]
         follow = names
     return [f"{file}:{n}" for n in dict.fromkeys(found)]
+
+
+def _passed_in(file: str, chain: list[tuple[ast.stmt, list[ast.stmt]]], names: set[str]) -> list[int]:
+    """A loop over a parameter of a function `torch_xla.compile` traces: the caller decides its
+    order where it sets the argument (`decided_by_callers`); first, as the deciding lines."""
+    function = next((s for s, _ in reversed(chain) if isinstance(s, SCOPES)), None)
+    return decided_by_callers(file, function, names) if isinstance(function, Function) else []
 
 
 _ENTRY_CALLS = frozenset({"pop", "popitem", "setdefault", "update", "move_to_end", "insert", "remove"})

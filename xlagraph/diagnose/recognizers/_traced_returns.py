@@ -101,6 +101,88 @@ def _guarded_adds(block: list[ast.stmt], returned: set[str], optional: set[str],
     return lines
 
 
+def _local_names(function: Function) -> set[str]:
+    """Names bound in `function` (its parameters, its assignments and loop targets), unless
+    declared `global` or `nonlocal`: a store into any other name outlives the call."""
+    args = function.args
+    bound = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    declared: set[str] = set()
+    for n in own_nodes(function):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            bound.add(n.id)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            declared.update(n.names)
+    return bound - declared
+
+
+def _root(node: ast.expr) -> ast.expr:
+    """The object a chain of attributes and subscripts starts from (`self` of `self.log[k]`)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node
+
+
+def _outlives(target: ast.expr, local: set[str]) -> bool:
+    """`target` is state kept past the call: an attribute or item of a module-level name or of
+    `self` (`snapshots.append`'s `snapshots`, `self.kept[k]`), not of a local."""
+    root = _root(target)
+    if not isinstance(root, ast.Name) or target is root:
+        return False
+    return root.id == "self" or root.id not in local
+
+
+def _stores(stmt: ast.stmt, local: set[str]) -> bool:
+    """`stmt` puts a value into state outliving the call: an append (`_ADDS`), an item or an
+    attribute set on it."""
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        return any(isinstance(t, (ast.Subscript, ast.Attribute)) and _outlives(t, local) for t in targets)
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr in _ADDS
+        and _outlives(call.func, local)
+    )
+
+
+def _stored_under_argument(function: Function) -> list[int]:
+    """Lines inside an `if` on one of the function's parameters (`if snapshot:`) that store a
+    value into state outliving the call (`snapshots.append(z.detach())`): the graph outputs the
+    tensor on the calls that pass a true value only, as if it returned more."""
+    args = function.args
+    parameters = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} - {"self"}
+    local = _local_names(function)
+    lines: list[int] = []
+    for guard in own_nodes(function):
+        if not isinstance(guard, ast.If):
+            continue
+        if not {n.id for n in ast.walk(guard.test) if isinstance(n, ast.Name)} & parameters:
+            continue
+        body, orelse = (_stored(b, local) for b in (guard.body, guard.orelse))
+        # a store both branches make (`if peak_first:` swapping two updates) is there on every call
+        lines += [
+            n
+            for here, there in ((body, orelse), (orelse, body))
+            for t, n in here
+            if t not in {u for u, _ in there}
+        ]
+    return sorted(set(lines))
+
+
+def _stored(block: list[ast.stmt], local: set[str]) -> list[tuple[str, int]]:
+    """The stores into state outliving the call in `block` and the blocks inside it: what each
+    stores into (`snapshots`, `stats[name]`) and its line."""
+    found: list[tuple[str, int]] = []
+    for stmt in (n for s in block for n in ast.walk(s) if isinstance(n, ast.stmt)):
+        if _stores(stmt, local):
+            target = stmt.targets[0] if isinstance(stmt, ast.Assign) else getattr(stmt, "target", None)
+            if target is None:  # an append: the container
+                target = stmt.value.func.value  # type: ignore[attr-defined]
+            found.append((ast.unparse(target), stmt.lineno))
+    return found
+
+
 def returned_under_if(call_site: str) -> list[str]:
     """`file:line` of each statement, in the function the call at `call_site` traces through
     `torch_xla.compile`, that adds to what it returns only inside an `if` (a second `return` with
@@ -125,6 +207,8 @@ def returned_under_if(call_site: str) -> list[str]:
         found = _guarded_adds(function.body, _returned(function), _optional(function), False)
         if len(returns) == 1 and returns[0].lineno in found:
             found.remove(returns[0].lineno)
+        # stores into state kept past the call under an `if` on an argument add outputs as well
+        found += _stored_under_argument(function)
         if found:
             return [f"{file}:{n}" for n in dict.fromkeys(found)]
     return []
