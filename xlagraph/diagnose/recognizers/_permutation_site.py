@@ -12,7 +12,7 @@ from xlagraph.diagnose.evidence import Evidence
 from xlagraph.diagnose.frames import is_user_location, location, split_frames, split_location
 from xlagraph.diagnose.recognizers._assignments import dict_fills, reorderings
 from xlagraph.diagnose.recognizers._deciding_loop import MAX_CALLERS, MAX_TENSORS, deciding_loops, sync_lines
-from xlagraph.diagnose.recognizers._source import calls_of_function, def_above, user_lines
+from xlagraph.diagnose.recognizers._source import calls_of_function, def_above, user_files, user_lines
 from xlagraph.diagnose.recognizers._user_flow import hook_registrations
 from xlagraph.ir import strip_layout
 
@@ -36,12 +36,13 @@ def _reordered_in_step(evidence: Evidence) -> list[str]:
     return list(found)[:3]
 
 
-def _calling_loop(user: list[str], syncs: tuple[str, ...]) -> list[str]:
+def _calling_loop(user: list[str], syncs: tuple[str, ...], files: list[str]) -> list[str]:
     """The loop that calls the functions of several cited lines in turn (`for meter in
     self.meters.values(): meter.update(out)`, each meter's `update` a method of its own class):
     the order of what it iterates is the order of the tensors they update; also a loop that calls
     its variable over the functions themselves (`for update in (a, b) if flag else (b, a):
-    update()`), whose header picks the order. Only a loop reached
+    update()`), whose header picks the order; and a loop that calls them through a table of
+    functions (`UPDATERS[name](...)`, in any of the user's `files`). Only a loop reached
     from two or more of those functions, so one helper called from a loop is not taken for it."""
     calls: dict[str, list[str]] = {}  # each function's call sites
     for loc in user:
@@ -49,7 +50,7 @@ def _calling_loop(user: list[str], syncs: tuple[str, ...]) -> list[str]:
         function = def_above(file, line) if line else ""
         if function:
             calls.setdefault(f"{file}:{function}", []).extend(
-                calls_of_function(loc, limit=5, through_loops=True)
+                calls_of_function(loc, limit=5, through_loops=True, tables_in=files)
             )
     return deciding_loops(calls.values(), syncs, reached_by=2)
 
@@ -101,7 +102,7 @@ def filled_at(evidence: Evidence, cause: Cause) -> Cause:
     user = [x for x in cause.sources if is_user_location(x)]
     loops = deciding_loops([user[:3]], syncs)
     if not loops and not reorders:
-        loops = _calling_loop(user[:3], syncs)
+        loops = _calling_loop(user[:3], syncs, user_files(evidence))
     # Tensors updated inside forward hooks come out in the order the hooks were registered.
     hooks = hook_registrations(user[:3]) if not reorders else []
     if not fills and not reorders and not loops and not hooks:

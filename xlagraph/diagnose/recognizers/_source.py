@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from xlagraph.diagnose.evidence import Evidence
 from xlagraph.diagnose.frames import is_library, source_line, source_lines, split_location
+from xlagraph.diagnose.recognizers._dispatch import calls_through_table
 from xlagraph.diagnose.recognizers._statements import (
     MAX_SCANNED_LINES,
     calls_of,
@@ -116,13 +117,22 @@ def def_above(file: str, n: int) -> int:
 
 
 def calls_of_function(
-    location: str, files: Iterable[str] = (), limit: int = 3, through_loops: bool = False
+    location: str,
+    files: Iterable[str] = (),
+    limit: int = 3,
+    through_loops: bool = False,
+    tables_in: Iterable[str] = (),
 ) -> list[str]:
     """The lines (its own file first, then `files`) that call the function `location` is in; with
-    `through_loops`, also the calls of a loop variable over what names it (`calls_through_loop`)."""
+    `through_loops`, also the calls of a loop variable over what names it (`calls_through_loop`);
+    then the calls through a table of functions that holds it (`calls_through_table`), in its
+    own file and `tables_in` (a helper module's functions are dispatched from the caller's)."""
     file, line = split_location(location)
     name = enclosing_function(file, line) if file and line else ""
     if not name:
         return []
     found = calls_of(name, [file, *files], limit)
-    return found + calls_through_loop(name, [file, *files], limit) if through_loops else found
+    if through_loops:
+        found += calls_through_loop(name, [file, *files], limit)
+    tables = list(tables_in)
+    return found + calls_through_table(name, [file, *tables], limit) if tables else found
