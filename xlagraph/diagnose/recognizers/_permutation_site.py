@@ -5,6 +5,7 @@ sequence, a dict of statistics filled, hooks registered in order. Used by `permu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import Cause, CauseKind
@@ -36,7 +37,7 @@ def _reordered_in_step(evidence: Evidence) -> list[str]:
     return list(found)[:3]
 
 
-def _calling_loop(user: list[str], syncs: tuple[str, ...], files: list[str]) -> list[str]:
+def _calling_loop(user: list[str], syncs: tuple[str, ...], files: Sequence[str] = ()) -> list[str]:
     """The loop that calls the functions of several cited lines in turn (`for meter in
     self.meters.values(): meter.update(out)`, each meter's `update` a method of its own class):
     the order of what it iterates is the order of the tensors they update; also a loop that calls
