@@ -33,14 +33,10 @@ CASES: tuple[tuple[str, ...], ...] = ((SWAP,), *((SWAP, n) for n in COMBINABLE))
 # changed, their inputs crossed by slot) by inputs that follow the context's pairs of their
 # small cones' outputs, operand by operand (diagnose/pairing.py, `_followed_outputs`).
 KNOWN: dict[tuple[str, str], str] = {
-    (
-        "swap_updates+permute_params",
-        "torch_xla/corpus/captures/h40_relay_openxla_aux_losses_grow/hlo/"
-        "module_0009.SyncTensorsGraph.145.before_optimizations.txt.xz",
-    ): "held_out_40's openxla backward of three cross-entropy losses, two of them look-alike cones "
-    "(each its own log-softmax input, both scaled by one shared product): the outputs are paired "
-    "right, but the two look-alike cones' own inputs are crossed (A's 3 -> B's 4, A's 5 -> B's 1; "
-    "want 3 -> 1, 5 -> 4), which no symmetry of A allows. Found by the new captures, 2026-11-28",
+    # held_out_40's openxla backward of three cross-entropy losses (swap_updates+permute_params:
+    # two look-alike cones, each its own log-softmax input, both scaled by one shared product)
+    # had its outputs paired right and the cones' own inputs crossed: the cones (some 45 pairs
+    # with their masks and constants) were past the walk's limit (pairing.py, `_CONE_LIMIT`).
     # held_out_37's crops student (swap_updates+permute_params: the crops alike once `x * 1`
     # is read as `x`, their inputs crossed by slot) was fixed by the graphs as written breaking that
     # tie (isomorphic.py, `written`).

