@@ -14,6 +14,7 @@ from xlagraph.diagnose.recognizers.input_shape import (
     BATCH_HINT,
     GROWN_BATCH_HINT,
     SEQUENCE_HINT,
+    with_helper_calls,
     with_loader_line,
 )
 from xlagraph.match.shapes import dims, moved_dims
@@ -88,6 +89,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     )
     named = merge(CauseKind.PARAMETER_SHAPE, summary, [pending[i] for i in found], hint=hint)
     named = with_loader_line(evidence, named) if hint is BATCH_HINT else named
+    named = with_helper_calls(evidence, named) if hint is SEQUENCE_HINT else named
     return Recognized((named,), frozenset(found))
 
 
