@@ -12,7 +12,7 @@ import ast
 import posixpath
 
 from xlagraph.diagnose.frames import is_user_location, source_line, split_location
-from xlagraph.diagnose.recognizers._statements import syntax_tree
+from xlagraph.diagnose.recognizers._statements import loads, syntax_tree
 
 __all__ = ["helper_size_calls"]
 
@@ -36,7 +36,7 @@ def _helpers(file: str, tree: ast.Module) -> dict[str, ast.FunctionDef]:
 
 def _size_params(fn: ast.FunctionDef) -> set[str]:
     """The parameters `fn` passes as a tensor's sizes (`(batch, seq_len)` of a factory call)."""
-    params = {a.arg for a in fn.args.args}
+    params = {a.arg for a in [*fn.args.args, *fn.args.kwonlyargs]}
     sizes: set[str] = set()
     for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call)):
         args = [*call.args, *(k.value for k in call.keywords if k.arg in ("size", "shape"))]
@@ -87,7 +87,8 @@ def helper_size_calls(site: str) -> list[str]:
             continue
         passed = [*zip((a.arg for a in fn.args.args), call.args, strict=False)]
         passed += [(k.arg, k.value) for k in call.keywords if k.arg]
-        names = {v.id for p, v in passed if p in _size_params(fn) and isinstance(v, ast.Name)}
+        # a name or a lookup (`seq_len`, `phase["tokens"]`): a value the caller computes
+        names = set().union(*(loads(v) for p, v in passed if p in _size_params(fn)))
         if names and source_line(file, call.lineno):
             out += [f"{file}:{call.lineno}", *_loop_source(tree, file, call, names)]
     return list(dict.fromkeys(out))
