@@ -18,6 +18,7 @@ from xlagraph.diagnose.recognizers._causes import renamed
 from xlagraph.diagnose.recognizers._dataflow import updated_inputs
 from xlagraph.diagnose.recognizers._fed_back import grown_state
 from xlagraph.diagnose.recognizers._filled_lists import filled_until
+from xlagraph.diagnose.recognizers._helper_calls import helper_size_calls
 from xlagraph.diagnose.recognizers._host_numbers import python_number
 from xlagraph.diagnose.recognizers._set_before import set_before
 from xlagraph.diagnose.recognizers._source import calls_of_function, lines_matching, source_text, user_files
@@ -32,6 +33,7 @@ __all__ = [
     "RECOGNIZER",
     "SEQUENCE_HINT",
     "rows_kept",
+    "with_helper_calls",
     "with_loader_line",
 ]
 
@@ -267,6 +269,16 @@ def _dim0(shape: str) -> int:
 _LOADER = re.compile(r"\bDataLoader\((?![^)]*drop_last\s*=\s*True)")
 
 
+def with_helper_calls(evidence: Evidence, cause: Cause) -> Cause:
+    """A length a helper of the script's folder sizes (`token_batch(step, seq_len)` in another
+    module): the script's call that passes it, and where that value is set, cited first; the
+    helper's own line (where the tensor is shaped) and the model's stay after them."""
+    lines = [x for x in helper_size_calls(evidence.context.call_site) if x not in cause.sources]
+    if not lines:
+        return cause
+    return replace(cause, sources=tuple(dict.fromkeys([*lines, *cause.sources]))[:6])
+
+
 def with_loader_line(evidence: Evidence, cause: Cause) -> Cause:
     """A ragged batch: the user's `DataLoader(...)` without `drop_last=True` is where the fix
     goes, cited after the lines the graph carries."""
@@ -374,6 +386,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             what, hint = "a non-batch dimension changed: a varying sequence length is typical", SEQUENCE_HINT
             padded = _with_padding_line(evidence, c)
             c = padded if padded is not c else _with_arrival_lines(evidence, c)
+            c = with_helper_calls(evidence, c)
         else:
             what, hint = "input shapes changed", OTHER_HINT
         out.append(renamed(c, CauseKind.PARAMETER_SHAPE, f"{c.summary}; {what}", hint))

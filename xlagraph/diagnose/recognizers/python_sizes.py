@@ -6,7 +6,7 @@ bounds) is a Python int used to index, which `python_int` names."""
 
 from __future__ import annotations
 
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.recognizers._causes import merge
@@ -14,9 +14,10 @@ from xlagraph.diagnose.recognizers.input_shape import (
     BATCH_HINT,
     GROWN_BATCH_HINT,
     SEQUENCE_HINT,
+    with_helper_calls,
     with_loader_line,
 )
-from xlagraph.match.shapes import dims
+from xlagraph.match.shapes import dims, moved_dims
 
 __all__ = ["RECOGNIZER"]
 
@@ -26,6 +27,21 @@ def _axes(old: str, new: str) -> set[int] | None:
     if a is None or b is None or len(a) != len(b) or a == b:
         return None
     return {k for k, (x, y) in enumerate(zip(a, b, strict=True)) if x != y}
+
+
+def _one_length(changes: list[Change]) -> bool:
+    """Every op moves one size `t -> t'` only, and some op is a square `[t, t]` that moved on
+    every axis (a mask over a sequence's positions)."""
+    moves = {m for ch in changes for m in moved_dims(ch.old, ch.new)}
+    square = any(
+        (d := dims(ch.old)) is not None
+        and len(d) == 2
+        and len(set(d)) == 1
+        and len(moved_dims(ch.old, ch.new)) == 1
+        and _axes(ch.old, ch.new) == {0, 1}
+        for ch in changes
+    )
+    return len(moves) == 1 and square
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -51,6 +67,14 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         what, hint = (
             ("the batch size grew", GROWN_BATCH_HINT) if grew else ("the batch dimension changed", BATCH_HINT)
         )
+    elif _one_length(changes):
+        # Positions and a (t, t) mask built from one length (`arange(t)`, `full((t, t), -inf)`):
+        # the batch builds no square of itself with no input carrying it, so axis 0 is a length.
+        what, hint = (
+            "one length changed (positions and a square mask built from it): a varying sequence "
+            "length is typical",
+            SEQUENCE_HINT,
+        )
     elif not any(0 in a and a - {0} for a in per_op) and 2 * sum(1 for a in per_op if 0 not in a) >= len(
         per_op
     ):
@@ -65,6 +89,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     )
     named = merge(CauseKind.PARAMETER_SHAPE, summary, [pending[i] for i in found], hint=hint)
     named = with_loader_line(evidence, named) if hint is BATCH_HINT else named
+    named = with_helper_calls(evidence, named) if hint is SEQUENCE_HINT else named
     return Recognized((named,), frozenset(found))
 
 

@@ -27,9 +27,14 @@ __all__ = ["RECOGNIZER"]
 _MAX_FACTOR = 64  # a batch of up to 64 flattened into the length, or a pooling stride
 
 
+# A constant whose length changed with its values (`s64[15] {...} -> s64[23] {...}`: positions
+# that torch_xla baked as a constant) is resized like any op: its values change because it grew.
+_SIZED = frozenset({"shape", "shape and value"})
+
+
 def _moves(changes: tuple[Change, ...]) -> set[tuple[int, int]]:
     """(old, new) of every dimension that changed in the shape changes."""
-    return {move for ch in changes if ch.what == "shape" for move in moved_dims(ch.old, ch.new)}
+    return {move for ch in changes if ch.what in _SIZED for move in moved_dims(ch.old, ch.new)}
 
 
 def _follows(move: tuple[int, int], inputs: set[tuple[int, int]]) -> bool:
@@ -84,7 +89,7 @@ def _sizes_only(cause: Cause) -> bool:
     return (
         cause.kind is CauseKind.ATTRIBUTE
         and bool(cause.changes)
-        and all(ch.what == "shape" for ch in cause.changes)
+        and all(ch.what in _SIZED for ch in cause.changes)
     )
 
 
