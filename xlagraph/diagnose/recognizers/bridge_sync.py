@@ -9,6 +9,7 @@ on a step where the bridge only runs what it compiled. torch.compile's warm-up: 
 
 from __future__ import annotations
 
+from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
@@ -40,6 +41,67 @@ def _handed_over(evidence: Evidence, removed: list[Cause]) -> bool:
     return bool(gone) and all(strip_layout(ins.shape) in takes for ins in gone)
 
 
+def _reads_inputs(comp: CanonicalComputation, name: str) -> bool:
+    """`name` is work computed from the graph's inputs: not an input itself, and it reads one
+    (a constant the graph makes in place of an input is data no longer fed, not the bridge's)."""
+    if comp.instruction(name).opcode == "parameter":
+        return False
+    seen, todo = {name}, [name]
+    while todo:
+        for op in comp.operands.get(todo.pop(), ()):
+            if comp.instruction(op).opcode == "parameter":
+                return True
+            if op not in seen:
+                seen.add(op)
+                todo.append(op)
+    return False
+
+
+def _computed_here(evidence: Evidence, removed: list[Cause]) -> bool:
+    """The inputs the baseline took and this graph does not are work the bridge's full sync
+    computed for the baseline, which this graph computes itself (the forward's activations, the
+    transposed weights the backward reads): the baseline's work that reads one has a counterpart
+    here, which reads in its place an instruction of its shape computed from this graph's inputs.
+    An input the step stopped feeding has none: only work that exists only in the baseline read
+    it, or its counterpart reads a constant. One this graph still reads (its counterpart reads
+    an input of its shape that is unpaired or paired with it: renumbered beside the optimizer's
+    new state) is no sign either way; at least one must be handed over."""
+    left, right = evidence.left.entry, evidence.right.entry
+    gone = [ins for c in removed for canon, ins in evidence.instructions(c) if canon is evidence.left]
+    if not gone or any(ins.opcode != "parameter" for ins in gone):
+        return False
+    paired = evidence.entry_match_left
+    readers: dict[str, list[tuple[str, int]]] = {ins.name: [] for ins in gone}
+    for user, operands in left.operands.items():
+        for k, op in enumerate(operands):
+            if op in readers:
+                readers[op].append((user, k))
+    handed = 0
+    for ins in gone:
+        shape = strip_layout(ins.shape)
+        seen: set[str] = set()
+        for user, k in readers[ins.name]:
+            there = paired.get(user)
+            if there is None:
+                continue  # work only the baseline did with it (the backward of the bridge's forward)
+            ops = right.operands.get(there, ())
+            if k >= len(ops):
+                return False
+            other = right.instruction(ops[k])
+            if strip_layout(other.shape) != shape:
+                return False
+            if other.opcode == "parameter" and evidence.entry_match.get(other.name, ins.name) == ins.name:
+                seen.add("renumbered")
+            elif _reads_inputs(right, other.name):
+                seen.add("computed")
+            else:
+                return False
+        if len(seen) != 1:
+            return False  # read by nothing this graph also does, or both ways
+        handed += "computed" in seen
+    return handed > 0
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     ctx = evidence.context
     # The step after the bridge's warm-up: the work it synced comes back into the user's graph.
@@ -51,12 +113,15 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if "dynamo" in (ctx.trigger, ctx.baseline_trigger) or not ctx.trigger:
         return NOTHING
     live = [i for i, c in enumerate(pending) if not c.info]
-    if not any(pending[i].kind in _ADDED for i in live):
-        return NOTHING
     if any(pending[i].kind not in _ADDED + _ORDER + _RETURNING for i in live):
         return NOTHING
     removed = [pending[i] for i in live if pending[i].kind is CauseKind.PARAMETER_REMOVED]
-    if not _handed_over(evidence, removed):
+    # Without work coming back (outputs or inputs added: the state the optimizer creates on this
+    # step was explained before), only inputs the bridge's sync handed over are gone.
+    returning = any(pending[i].kind in _ADDED for i in live)
+    if not (returning and _handed_over(evidence, removed)) and not (
+        removed and _computed_here(evidence, removed)
+    ):
         return NOTHING
     outputs = sum(1 for i in live for ch in pending[i].changes if ch.what == "output")
     step = ctx.baseline_step
