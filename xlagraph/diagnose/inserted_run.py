@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from xlagraph.canonical import CanonicalComputation
+from xlagraph.diagnose.recognizers._dataflow import downstream
 from xlagraph.diagnose.shapes import shape_of
 from xlagraph.match.users import users_of
 
@@ -138,13 +139,7 @@ def _widened(numbers: set[int], paired: set[int], total: int, weights: set[int])
 
 
 def _cone(comp: CanonicalComputation, roots: list[str]) -> set[str]:
-    users, seen, stack = users_of(comp), set(), list(roots)
-    while stack:
-        for u in users.get(stack.pop(), ()):
-            if u not in seen:
-                seen.add(u)
-                stack.append(u)
-    return seen
+    return downstream(users_of(comp), roots)
 
 
 def _runs_first(comp: CanonicalComputation, block: list[str], other: list[str]) -> bool:
