@@ -34,7 +34,7 @@ PAIRS = [
     ("graph_break", break_fix("Failed to trace builtin operator", "builtin print"), "print after the call"),
     ("item_in_compiled", break_fix("Unsupported Tensor.item() call"), "keep it a tensor"),
     ("eager_shape", EAGER_SHAPE_FIX, "pad the input to one fixed size"),
-    ("list_length", fix_for("sequence_length"), "pass a fixed number of items"),
+    ("list_length", fix_for("sequence_length"), "pass every item on every call"),
     ("loss_switch", fix_for("object_identity"), "pass its values as tensors"),
 ]
 

@@ -250,7 +250,8 @@ KINDS: dict[str, tuple[str, str]] = {
     ),
     "sequence_length": (
         "a list's length changed",
-        "pass a fixed number of items (pad the list) or a stacked tensor",
+        "pass every item on every call, the list at its full length from the first call, with a weight "
+        "of 0.0 (a device tensor) for the items not in use yet, or pass one stacked tensor of fixed size",
     ),
     "object_identity": (
         "another object was passed",
