@@ -56,3 +56,23 @@ def test_work_only_step_0_does_after_the_warm_up_is_not_the_bridges() -> None:
     assert not user.expected
     assert "conditional_work" in [str(c.kind) for c in user.causes if not c.info]
     assert "state_init.bridge_sync" not in [fix_id(c.hint) for c in user.causes]
+
+
+def _user_sync(path: Path, step: int) -> Recompile:
+    report = build_report(read_capture(str(path))[0])
+    (user,) = [r for r in report.recompiles if r.trigger != "dynamo" and r.step == step]
+    return user
+
+
+@pytest.mark.parametrize("path, step", [(RELAY, 4), (_capture("probe_joins_at_compile"), 3)])
+def test_a_shape_change_pending_beside_the_hand_over_is_new_state_in_its_place(path: Path, step: int) -> None:
+    """The step after a bridge's full sync that also trained a weight for the first time (the
+    relay's probe, enabled on the step dynamo recompiles; a probe whose compiled loss is first
+    called on the step it joins): the handed-over activations (f32[8,16]) and the probe's new Adam
+    moments (f32[4,16]) pair by number as a shape change, which is neither switched weights nor a
+    dropped input."""
+    user = _user_sync(path, step)
+    kinds = [str(c.kind) for c in user.causes]
+    assert "parameter_shape" not in kinds and "parameter_removed" not in kinds
+    assert user.expected and all(c.info for c in user.causes)
+    assert "state_init.bridge_sync" in [fix_id(c.hint) for c in user.causes]

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from xlagraph._kept import kept_while_alive
 from xlagraph.diagnose.causes import Cause
 from xlagraph.diagnose.evidence import Evidence
+from xlagraph.diagnose.shapes import shape_of
 from xlagraph.opcodes import RESTATES
 
 __all__ = [
@@ -75,6 +76,16 @@ def updated_inputs(comp, outputs: Iterable[str]) -> dict[str, str]:  # type: ign
     readable rule: tests/oracles/updated_inputs_reference.py), each output on its own."""
     found = _updated(comp)
     return dict(found) if outputs is comp.outputs else {o: found[o] for o in outputs if o in found}
+
+
+def trained(comp, updates: Mapping[str, str], name: str) -> bool:  # type: ignore[no-untyped-def]
+    """Input `name` is updated (`updates`: updated_inputs' answer) from another tensor the step
+    reads, a gradient of the data and the other weights, not from scalars alone: an augmented
+    view kept alive (`x + 0.1 * randn_like(x)`) reads its input and a random seed only, so it is
+    data, not a weight."""
+    outs = [o for o, p in updates.items() if p == name]
+    seen = upstream(comp.operands, outs) if outs else set()
+    return any(q != name and q in seen and not shape_of(comp, q).endswith("[]") for q in comp.param_number)
 
 
 @kept_while_alive  # of all outputs, several recognizers ask, in every diff the computation is part of

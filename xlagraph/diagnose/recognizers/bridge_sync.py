@@ -13,6 +13,7 @@ from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
+from xlagraph.diagnose.frames import is_optimizer_code
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.ir import strip_layout
 
@@ -102,6 +103,22 @@ def _computed_here(evidence: Evidence, removed: list[Cause]) -> bool:
     return handed > 0
 
 
+def _state_in_place(evidence: Evidence, cause: Cause) -> bool:
+    """A `parameter_shape` that only pairs by number an input the bridge handed over (the
+    baseline's side) with optimizer state this step creates (this graph's side: Adam's moments of
+    a weight trained from the baseline's step on): no input changed shape, one left and one came."""
+    if cause.kind is not CauseKind.PARAMETER_SHAPE:
+        return False
+    entry = evidence.right.entry
+    for name in cause.right:
+        if name not in entry.param_number:
+            return False
+        frames = evidence.right.module.frames_of(entry.instruction(name))
+        if not frames or not is_optimizer_code(frames[0].file):
+            return False
+    return bool(cause.right)
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     ctx = evidence.context
     # The step after the bridge's warm-up: the work it synced comes back into the user's graph.
@@ -113,9 +130,14 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if "dynamo" in (ctx.trigger, ctx.baseline_trigger) or not ctx.trigger:
         return NOTHING
     live = [i for i, c in enumerate(pending) if not c.info]
-    if any(pending[i].kind not in _ADDED + _ORDER + _RETURNING for i in live):
+    # A shape change is the bridge's only where the baseline's input is handed over like a removed
+    # one (checked with them below) and optimizer state took its number here.
+    placed = [i for i in live if _state_in_place(evidence, pending[i])]
+    if any(pending[i].kind not in _ADDED + _ORDER + _RETURNING for i in live if i not in placed):
         return NOTHING
     removed = [pending[i] for i in live if pending[i].kind is CauseKind.PARAMETER_REMOVED]
+    if placed and not _computed_here(evidence, removed + [pending[i] for i in placed]):
+        return NOTHING
     # Without work coming back (outputs or inputs added: the state the optimizer creates on this
     # step was explained before), only inputs the bridge's sync handed over are gone.
     returning = any(pending[i].kind in _ADDED for i in live)
@@ -131,6 +153,12 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         "compiled call or its backward (a loss) ran in the bridge's graph on that step, and in this "
         "sync's graph on steps where the bridge syncs only the compiled graph's inputs"
         + (f" ({outputs} output(s) differ)" if outputs else "")
+        + (
+            f"; {sum(len(pending[i].right) for i in placed)} input(s) of optimizer state made on this "
+            "step took the handed-over inputs' numbers, which reads as a shape change"
+            if placed
+            else ""
+        )
         + "; torch.compile's warm-up, expected"
     )
     cause = merge(CauseKind.STATE_INIT, summary, [pending[i] for i in live], hint=HINT, info=True)

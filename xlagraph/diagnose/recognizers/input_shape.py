@@ -15,7 +15,7 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_user_location, source_line, split_location
 from xlagraph.diagnose.recognizers._causes import renamed
-from xlagraph.diagnose.recognizers._dataflow import updated_inputs
+from xlagraph.diagnose.recognizers._dataflow import trained, updated_inputs
 from xlagraph.diagnose.recognizers._fed_back import grown_state
 from xlagraph.diagnose.recognizers._filled_lists import filled_until
 from xlagraph.diagnose.recognizers._helper_calls import helper_size_calls
@@ -329,8 +329,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if not picked:
         return NOTHING
     left, right = evidence.left.entry, evidence.right.entry
-    weights_a = set(updated_inputs(left, left.outputs).values())
-    weights_b = set(updated_inputs(right, right.outputs).values())
+    updates_a, updates_b = updated_inputs(left, left.outputs), updated_inputs(right, right.outputs)
+    weights_a, weights_b = set(updates_a.values()), set(updates_b.values())
     out = []
     for i in picked:
         c = pending[i]
@@ -346,7 +346,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 GROWING_STATE_HINT,
             )
             c = replace(c, sources=tuple(dict.fromkeys([*grown, *c.sources]))[:6])
-        elif shapes and all(ch.left in weights_a or ch.right in weights_b for ch in shapes):
+        elif shapes and all(
+            (ch.left in weights_a and trained(left, updates_a, ch.left))
+            or (ch.right in weights_b and trained(right, updates_b, ch.right))
+            for ch in shapes
+        ):
             what, hint = "the inputs are weights the step updates, not data", WEIGHTS_HINT
             files = user_files(evidence)
             lookups = lines_matching(files, _PICKED_MODULE, limit=2)

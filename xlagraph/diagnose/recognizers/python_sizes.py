@@ -6,10 +6,12 @@ bounds) is a Python int used to index, which `python_int` names."""
 
 from __future__ import annotations
 
+from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.recognizers._dataflow import upstream
 from xlagraph.diagnose.recognizers.input_shape import (
     BATCH_HINT,
     GROWN_BATCH_HINT,
@@ -17,6 +19,7 @@ from xlagraph.diagnose.recognizers.input_shape import (
     with_helper_calls,
     with_loader_line,
 )
+from xlagraph.diagnose.shapes import shape_of
 from xlagraph.match.shapes import dims, moved_dims
 
 __all__ = ["RECOGNIZER"]
@@ -29,9 +32,21 @@ def _axes(old: str, new: str) -> set[int] | None:
     return {k for k, (x, y) in enumerate(zip(a, b, strict=True)) if x != y}
 
 
-def _one_length(changes: list[Change]) -> bool:
+def _of_rows(comp: CanonicalComputation, name: str) -> bool:
+    """`name` is computed from a tensor the graph reads (not a scalar): a product of the batch's
+    rows (`z1 @ z2.T`, pairwise distances), whose square size is the rows' count, not a length."""
+    if name not in comp.computation.by_name:
+        return False
+    return any(
+        q in comp.param_number and not shape_of(comp, q).endswith("[]")
+        for q in upstream(comp.operands, [name])
+    )
+
+
+def _one_length(comp: CanonicalComputation, changes: list[Change]) -> bool:
     """Every op moves one size `t -> t'` only, and some op is a square `[t, t]` that moved on
-    every axis (a mask over a sequence's positions)."""
+    every axis, built from the size alone (a mask over a sequence's positions): by evidence, not
+    squareness, since a `[B, B]` similarity of the batch's rows (a contrastive loss) is square too."""
     moves = {m for ch in changes for m in moved_dims(ch.old, ch.new)}
     square = any(
         (d := dims(ch.old)) is not None
@@ -39,6 +54,7 @@ def _one_length(changes: list[Change]) -> bool:
         and len(set(d)) == 1
         and len(moved_dims(ch.old, ch.new)) == 1
         and _axes(ch.old, ch.new) == {0, 1}
+        and not _of_rows(comp, ch.left)
         for ch in changes
     )
     return len(moves) == 1 and square
@@ -67,7 +83,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         what, hint = (
             ("the batch size grew", GROWN_BATCH_HINT) if grew else ("the batch dimension changed", BATCH_HINT)
         )
-    elif _one_length(changes):
+    elif _one_length(evidence.left.entry, changes):
         # Positions and a (t, t) mask built from one length (`arange(t)`, `full((t, t), -inf)`):
         # the batch builds no square of itself with no input carrying it, so axis 0 is a length.
         what, hint = (
