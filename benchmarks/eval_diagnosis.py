@@ -9,7 +9,8 @@ applies, on training scripts written the way users write them?
 
 Columns: compiles (distinct graphs in the report; `a!=b` when torch_xla's own CompileTime count b
 differs), cause right, line right, fix applies (`-`: does not apply), false causes, and the kinds
-named on the scored recompiles (`(i)`: info).
+named on the scored recompiles (`(i)`: info). `--later` lists, apart from the score, the false
+causes on recompiles after the scored one (graph@step:kind).
 
 The corpus is fixtures/torch_xla/corpus/: scripts/, their stored captures/ and MANIFEST.json, whose
 "semantics" block defines what is scored (also printed with --semantics). The report is read
@@ -103,6 +104,9 @@ class Score:
     false_causes: int
     named: str
     error: str = ""
+    # Non-info causes outside the entry's kinds on the recompiles after the scored one (bug
+    # scenarios scope their score to the first recompile at the bug step; a user reads them all).
+    later_false: tuple[str, ...] = ()
 
 
 def load_manifest(corpus: Path = CORPUS) -> dict[str, Any]:
@@ -240,6 +244,14 @@ def score(entry: dict[str, Any], report: dict[str, Any] | None, error: str = "")
             line_ok = bool(line_ok) and any(is_guilty(s, entry["guilty"]) for s in sites)
         if needs_fix:
             fix_ok = bool(fix_ok) and hit is not None and _fix_applies(_fix_text(causes[hit]), entry)
+    scored_ids = {id(r) for r in scored}
+    rest = [r for r in recompiles if bug is not None and r["step"] >= bug and id(r) not in scored_ids]
+    later_false = tuple(
+        f"{r.get('variant') or '?'}@{r['step']}:{_kind(c)}"
+        for r in rest
+        for c in _dicts(r.get("causes"))
+        if not c.get("info") and _kind(c) not in allowed
+    )
     if error:  # the engine failed: every column that applies is wrong
         cause_ok = False
         line_ok = False if entry.get("guilty") else None
@@ -259,6 +271,7 @@ def score(entry: dict[str, Any], report: dict[str, Any] | None, error: str = "")
         false_causes=false,
         named=", ".join(named) if named else "-",
         error=error,
+        later_false=later_false,
     )
 
 
@@ -347,6 +360,16 @@ def render(scores: Sequence[Score]) -> str:
     return "\n\n".join(out) + "\n"
 
 
+def render_later(scores: Sequence[Score]) -> str:
+    """The causes a user also reads after the scored recompile that the entry's kinds do not allow."""
+    hits = [(s.name, x) for s in scores for x in s.later_false]
+    lines = [f"{name}  {x}" for name, x in hits]
+    n = len({name for name, _ in hits})
+    return "\nlater recompiles: " + f"{len(hits)} false cause(s) in {n} scenario(s)\n" + "".join(
+        f"  {x}\n" for x in lines
+    )
+
+
 def _table(rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
@@ -359,6 +382,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print JSON instead of tables")
     ap.add_argument("--rerun", action="store_true", help="regenerate the captures first (needs torch_xla)")
     ap.add_argument("--semantics", action="store_true", help="print what is scored, from the manifest")
+    ap.add_argument(
+        "--later",
+        action="store_true",
+        help="also list false causes on the recompiles after the scored one (not part of the score)",
+    )
     args = ap.parse_args(argv)
     if argv is None and "PYTHONHASHSEED" not in os.environ:
         # Figures must not depend on the interpreter's string-hash seed (the engine's causes did).
@@ -395,6 +423,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(doc, indent=1))
     else:
         print(render(scores), end="")
+        if args.later:
+            print(render_later(scores), end="")
     return 0
 
 
