@@ -40,6 +40,9 @@ class Context:
     every step between the two (the new graph is the first at its site after the bridge's warm-up).
     `host_reads`: the user's lines where a graph of the run up to the new one was cut by an
     implicit sync (a tensor's value read on the host, `if h.max() > limit:` without `.item()`).
+    `cut_before`: the user's line of an implicit sync earlier in the new graph's step: the step's
+    ops up to it ran in that sync's graph, and this one holds the rest; `baseline_cut_before`: so
+    in the baseline's step.
     `tensors`: the live tensors the capture saw before the new graph's sync (with their frames
     where it ran with XLA_IR_DEBUG=1): where at runtime the user's code made them;
     `baseline_tensors` those before the baseline graph's sync, where the diff has them (a rank
@@ -57,6 +60,8 @@ class Context:
     bridge_synced: bool = False
     baseline_bridged: bool = False
     host_reads: tuple[str, ...] = ()
+    cut_before: str = ""
+    baseline_cut_before: str = ""
     tensors: tuple[LiveTensor, ...] = ()
     baseline_tensors: tuple[LiveTensor, ...] = ()
 

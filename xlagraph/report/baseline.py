@@ -131,6 +131,7 @@ def _context(
     earlier: Sequence[tuple[str, Sync]] = (),
     bridged: Mapping[int, int] | None = None,
     tensors: tuple[LiveTensor, ...] = (),
+    cuts: Mapping[int, tuple[int, str]] | None = None,
 ) -> Context:
     """What the capture knows about the two graphs, for the recognizers (`bridged`: step -> the
     sync by which torch.compile's bridge synced all pending work, `triggers.bridge_synced`)."""
@@ -157,7 +158,25 @@ def _context(
             )
         ),
         tensors=tensors,
+        cut_before=_cut_before(target, cuts),
+        baseline_cut_before=_cut_before(candidate, cuts),
     )
+
+
+def implicit_cuts(syncs: Sequence[Sync], triggers: Mapping[int, str]) -> dict[int, tuple[int, str]]:
+    """Step -> (the index, the user's line) of its first sync that an implicit sync made (a value
+    read on the host, a checkpoint's transfer): the step's ops up to then ran in that graph."""
+    out: dict[int, tuple[int, str]] = {}
+    for s in syncs:
+        implicit = triggers.get(s.index, "") in IMPLICIT_TRIGGERS
+        if s.step not in out and implicit and (line := call_site(s.frames)):
+            out[s.step] = (s.index, line)
+    return out
+
+
+def _cut_before(sync: Sync, cuts: Mapping[int, tuple[int, str]] | None) -> str:
+    at = (cuts or {}).get(sync.step)
+    return at[1] if at is not None and at[0] < sync.index else ""
 
 
 def _after_bridge_sync(sync: Sync, bridged: Mapping[int, int] | None) -> bool:
@@ -195,15 +214,16 @@ def choose_baseline(
     first_sync: int = 0,
     bridged: Mapping[int, int] | None = None,
     tensors: tuple[LiveTensor, ...] = (),
+    cuts: Mapping[int, tuple[int, str]] | None = None,
 ) -> tuple[_Choice | None, str]:
     """The baseline and its diff, or a note saying why there is no diff. Within `sharing()`,
     made once per distinct content (the same graphs and sync facts in another process).
     `tensors`: the live tensors before the target's sync (`Context.tensors`)."""
     shared = current_shared()
-    facts = (triggers or {}, first_sync, bridged, tensors)
+    facts = (triggers or {}, first_sync, bridged, tensors, cuts)
     key = _choice_key(target, earlier, modules, *facts) if shared else None
     if shared is None or key is None:
-        return _choose_baseline(target, earlier, modules, triggers, first_sync, bridged, tensors)
+        return _choose_baseline(target, earlier, modules, triggers, first_sync, bridged, tensors, cuts)
     if key in shared.choices:
         shared.hits += 1
         at, result, reason, note, counted = shared.choices[key]
@@ -212,7 +232,7 @@ def choose_baseline(
         h, s = earlier[at]
         compared = tuple(Compared(*earlier[i], *rest) for i, *rest in counted)
         return _Choice(h, s, result, reason, compared), note
-    choice, note = _choose_baseline(target, earlier, modules, triggers, first_sync, bridged, tensors)
+    choice, note = _choose_baseline(target, earlier, modules, triggers, first_sync, bridged, tensors, cuts)
     if choice is None and note == _NO_EARLIER:
         shared.choices[key] = (None, None, "", note, ())
     elif choice is not None and not note and not modules.noted:  # what names a file is never shared
@@ -239,6 +259,7 @@ def _choice_key(
     first_sync: int,
     bridged: Mapping[int, int] | None = None,
     tensors: tuple[LiveTensor, ...] = (),
+    cuts: Mapping[int, tuple[int, str]] | None = None,
 ) -> Hashable | None:
     """Everything `_choose_baseline` reads: the graphs by content, and of each sync its index,
     step, frames, trigger and whether the bridge synced before it in its step (not its times).
@@ -248,7 +269,15 @@ def _choice_key(
         return None
     syncs = (target, *(s for _, s in earlier))
     facts = tuple(
-        (s.index, s.step, s.frames, triggers.get(s.index, ""), _after_bridge_sync(s, bridged)) for s in syncs
+        (
+            s.index,
+            s.step,
+            s.frames,
+            triggers.get(s.index, ""),
+            _after_bridge_sync(s, bridged),
+            _cut_before(s, cuts),
+        )
+        for s in syncs
     )
     # what the recognizers read of the live tensors: ids only as an order (each process has its own)
     live = tuple((t.shape, t.frames) for t in sorted(tensors, key=lambda t: -t.id))
@@ -266,6 +295,7 @@ def _choose_baseline(
     first_sync: int = 0,
     bridged: Mapping[int, int] | None = None,
     tensors: tuple[LiveTensor, ...] = (),
+    cuts: Mapping[int, tuple[int, str]] | None = None,
 ) -> tuple[_Choice | None, str]:
     ordered, reason = _candidates(target, earlier)
     if not ordered:
@@ -287,7 +317,7 @@ def _choose_baseline(
         base = modules.get(h)
         assert isinstance(base, Module)
         try:
-            context = _context(target, s, triggers or {}, first_sync, earlier, bridged, tensors)
+            context = _context(target, s, triggers or {}, first_sync, earlier, bridged, tensors, cuts)
             result = diff_modules(base, this, context)
         except RecursionError:
             failures.append(f"graph {h}: nested too deeply to compare")
@@ -339,6 +369,7 @@ def diff_against(
     earlier: Sequence[tuple[str, Sync]] = (),
     bridged: Mapping[int, int] | None = None,
     tensors: tuple[LiveTensor, ...] = (),
+    cuts: Mapping[int, tuple[int, str]] | None = None,
 ) -> DiffResult | str:
     """`target`'s graph diffed against `against`'s, with what the capture knows about both (as a
     baseline's diff is), or why it cannot be."""
@@ -348,7 +379,7 @@ def diff_against(
             return f"cannot compare: {module}"
     assert isinstance(base, Module) and isinstance(this, Module)
     try:
-        context = _context(target, against, triggers, first_sync, earlier, bridged, tensors)
+        context = _context(target, against, triggers, first_sync, earlier, bridged, tensors, cuts)
         return diff_modules(base, this, context)
     except RecursionError:
         return "cannot compare: nested too deeply"

@@ -79,6 +79,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     elif not ctx.trigger and (which := _cut_short(evidence, pending)):
         trigger = "implicit"
         line = ctx.call_site if which == "this graph" else ctx.baseline_call_site
+    elif ctx.call_site == ctx.baseline_call_site and bool(ctx.cut_before) != bool(ctx.baseline_cut_before):
+        return _rest_of_cut(ctx, pending)
     else:
         return NOTHING
     cut = [i for i, c in enumerate(pending) if c.kind in _CUT or _cut_collectives(c, which)]
@@ -100,6 +102,23 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         )
     # The differing ops' own lines are where the rest of the step is, not where it was cut.
     cause = merge(kind, summary, [pending[i] for i in cut], sources=(line,) if line else ())
+    return Recognized((cause,), frozenset(cut))
+
+
+def _rest_of_cut(ctx: Context, pending: tuple[Cause, ...]) -> Recognized:
+    """Two syncs at one line, one of them in a step an implicit sync cut earlier (a checkpoint's
+    transfer every k steps, a value read on the host): that graph holds only the rest of its step,
+    the other the whole step."""
+    cut = [i for i, c in enumerate(pending) if c.kind in _CUT]
+    if not cut:
+        return NOTHING
+    line = ctx.cut_before or ctx.baseline_cut_before
+    which = "this graph" if ctx.cut_before else "the baseline graph"
+    summary = (
+        f"an implicit sync at {line} cut the step earlier: {which} holds only the rest of its step "
+        f"({_what_differs([pending[i] for i in cut])})"
+    )
+    cause = merge(CauseKind.GRAPH_BREAK, summary, [pending[i] for i in cut], sources=(line,))
     return Recognized((cause,), frozenset(cut))
 
 
