@@ -1,0 +1,145 @@
+//! MLIR's syntax is free of line layout: hand-written tests, `mlir-opt` output, tools that wrap
+//! long lines and users who reformat a module spread an operation, a signature or an alias over
+//! lines. This pass joins each statement's lines onto its first line (the others left blank, so
+//! that lines keep their numbers and errors name the line where the construct starts), by the
+//! language's own rules: brackets `()[]<>{}` balanced outside `"..."` strings (with escapes; a
+//! string never spans lines) and `//` comments; a `{` that ends a line opens a region (a statement
+//! of its own) unless `=` precedes it or an attribute entry `name = ...` follows; a line ending in `,` `=` `->` `:`
+//! or followed by one starting with `->` `:` `(` ... or `name =` continues. The line reader then runs unchanged.
+
+use std::borrow::Cow;
+
+use crate::parse::stablehlo::text::{rstrip, strip};
+
+/// The line's code (before a `//` comment outside strings), and its brackets fed to `stack`.
+/// Returns the code and whether its last code character is an unmatched `{`.
+fn feed<'s>(line: &'s str, stack: &mut Vec<u8>) -> (&'s str, bool) {
+    let b = line.as_bytes();
+    let (mut i, mut in_str, mut end) = (0, false, b.len());
+    let mut last_open_brace = usize::MAX; // stack depth at which the latest `{` was pushed
+    while i < b.len() {
+        let c = b[i];
+        if in_str {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_str = false,
+                _ => {}
+            }
+        } else {
+            match c {
+                b'"' => in_str = true,
+                b'/' if b.get(i + 1) == Some(&b'/') => {
+                    end = i;
+                    break;
+                }
+                b'(' | b'[' | b'<' => stack.push(c),
+                b'{' => {
+                    stack.push(c);
+                    last_open_brace = stack.len();
+                }
+                b'>' if i > 0 && b[i - 1] == b'-' => {}
+                b')' | b']' | b'>' | b'}' => {
+                    let open = match c {
+                        b')' => b'(',
+                        b']' => b'[',
+                        b'>' => b'<',
+                        _ => b'{',
+                    };
+                    // a stray `<` (never closed) does not hide the bracket that closes here
+                    let mut d = stack.len();
+                    while d > 0 && stack[d - 1] != open && stack[d - 1] == b'<' {
+                        d -= 1;
+                    }
+                    if d > 0 && stack[d - 1] == open {
+                        stack.truncate(d - 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    let code = rstrip(&line[..end]);
+    // `name = {` opens a dictionary, never a region
+    let value = |before: &str| rstrip(before).ends_with('=');
+    let brace_last = code.strip_suffix('{').is_some_and(|before| !value(before))
+        && stack.len() == last_open_brace
+        && stack.last() == Some(&b'{');
+    (code, brace_last)
+}
+
+/// `name = ...`: an attribute entry (an operation never starts so).
+fn attribute_entry(s: &str) -> bool {
+    let n = s.bytes().take_while(|c| c.is_ascii_alphanumeric() || b"_.$-".contains(c)).count();
+    n > 0
+        && !s.as_bytes()[0].is_ascii_digit()
+        && s[n..].trim_start().strip_prefix('=').is_some_and(|r| !r.starts_with('='))
+}
+
+fn continues_after(code: &str, first: &str) -> bool {
+    (code.ends_with(',') && !first.starts_with('}'))
+        || code.ends_with('=')
+        || code.ends_with("->")
+        || (code.ends_with(':') && !first.starts_with('^'))
+}
+
+fn continues_before(next: &str) -> bool {
+    next.starts_with("->")
+        || next.starts_with("attributes")
+        || attribute_entry(next)
+        || next.starts_with("loc(")
+        || matches!(next.as_bytes().first(), Some(b':' | b'(' | b'[' | b'<' | b'=' | b',' | b')' | b']' | b'>' | b'{'))
+}
+
+fn meaningful(s: &str) -> bool {
+    let t = strip(s);
+    !t.is_empty() && !t.starts_with("//")
+}
+
+/// Joins each statement spread over lines onto its first line (see the module's comment).
+pub(crate) fn join_statements(lines: &mut [Cow<'_, str>]) {
+    let n = lines.len();
+    let mut stack: Vec<u8> = Vec::new();
+    let mut k = 0;
+    while k < n {
+        if !meaningful(&lines[k]) {
+            k += 1;
+            continue;
+        }
+        stack.clear();
+        let (code, brace_last) = feed(&lines[k], &mut stack);
+        let (mut code_len, mut brace_last, mut last) = (code.len(), brace_last, k);
+        let mut joined: Option<String> = None;
+        loop {
+            let Some(next) = (last + 1..n).find(|&j| meaningful(&lines[j])) else { break };
+            let (first, cur) = match joined.as_deref() {
+                Some(s) => (strip(s), s),
+                None => (strip(&lines[k]), &lines[k][..code_len]),
+            };
+            let nxt = strip(&lines[next]);
+            let open = if brace_last { attribute_entry(nxt) } else { !stack.is_empty() };
+            if !(open || (!brace_last && (continues_after(rstrip(cur), first) || continues_before(nxt)))) {
+                break;
+            }
+            let mut s = joined.take().unwrap_or_else(|| rstrip(&lines[k][..code_len]).to_string());
+            let (code, b) = feed(nxt, &mut stack);
+            // the printer's spacing: none inside brackets
+            let glue = !(s.ends_with(['(', '[', '<', '{']) || code.starts_with([')', ']', '>', '}']));
+            if glue {
+                s.push(' ');
+            }
+            s.push_str(code);
+            brace_last = b;
+            for line in lines.iter_mut().take(next + 1).skip(last + 1) {
+                *line = Cow::Borrowed("");
+            }
+            code_len = s.len();
+            joined = Some(s);
+            last = next;
+        }
+        if let Some(s) = joined {
+            lines[k] = Cow::Owned(s);
+        }
+        k = last + 1;
+    }
+}
