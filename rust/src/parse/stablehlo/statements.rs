@@ -70,10 +70,16 @@ fn feed<'s>(line: &'s str, stack: &mut Vec<u8>) -> (&'s str, bool) {
 
 /// `name = ...`: an attribute entry (an operation never starts so).
 fn attribute_entry(s: &str) -> bool {
-    let n = s.bytes().take_while(|c| c.is_ascii_alphanumeric() || b"_.$-".contains(c)).count();
+    let n = s
+        .bytes()
+        .take_while(|c| c.is_ascii_alphanumeric() || b"_.$-".contains(c))
+        .count();
     n > 0
         && !s.as_bytes()[0].is_ascii_digit()
-        && s[n..].trim_start().strip_prefix('=').is_some_and(|r| !r.starts_with('='))
+        && s[n..]
+            .trim_start()
+            .strip_prefix('=')
+            .is_some_and(|r| !r.starts_with('='))
 }
 
 fn continues_after(code: &str, first: &str) -> bool {
@@ -88,7 +94,10 @@ fn continues_before(next: &str) -> bool {
         || next.starts_with("attributes")
         || attribute_entry(next)
         || next.starts_with("loc(")
-        || matches!(next.as_bytes().first(), Some(b':' | b'(' | b'[' | b'<' | b'=' | b',' | b')' | b']' | b'>' | b'{'))
+        || matches!(
+            next.as_bytes().first(),
+            Some(b':' | b'(' | b'[' | b'<' | b'=' | b',' | b')' | b']' | b'>' | b'{')
+        )
 }
 
 fn meaningful(s: &str) -> bool {
@@ -110,18 +119,23 @@ pub(crate) fn join_statements(lines: &mut [Cow<'_, str>]) {
         let (code, brace_last) = feed(&lines[k], &mut stack);
         let (mut code_len, mut brace_last, mut last) = (code.len(), brace_last, k);
         let mut joined: Option<String> = None;
-        loop {
-            let Some(next) = (last + 1..n).find(|&j| meaningful(&lines[j])) else { break };
+        while let Some(next) = (last + 1..n).find(|&j| meaningful(&lines[j])) {
             let (first, cur) = match joined.as_deref() {
                 Some(s) => (strip(s), s),
                 None => (strip(&lines[k]), &lines[k][..code_len]),
             };
             let nxt = strip(&lines[next]);
-            let open = if brace_last { attribute_entry(nxt) } else { !stack.is_empty() };
+            let open = if brace_last {
+                attribute_entry(nxt)
+            } else {
+                !stack.is_empty()
+            };
             if !(open || (!brace_last && (continues_after(rstrip(cur), first) || continues_before(nxt)))) {
                 break;
             }
-            let mut s = joined.take().unwrap_or_else(|| rstrip(&lines[k][..code_len]).to_string());
+            let mut s = joined
+                .take()
+                .unwrap_or_else(|| rstrip(&lines[k][..code_len]).to_string());
             let (code, b) = feed(nxt, &mut stack);
             // the printer's spacing: none inside brackets
             let glue = !(s.ends_with(['(', '[', '<', '{']) || code.starts_with([')', ']', '>', '}']));
@@ -141,5 +155,58 @@ pub(crate) fn join_statements(lines: &mut [Cow<'_, str>]) {
             lines[k] = Cow::Owned(s);
         }
         k = last + 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn joined(text: &str) -> Vec<String> {
+        let mut lines: Vec<Cow<str>> = text.split('\n').map(Cow::Borrowed).collect();
+        join_statements(&mut lines);
+        lines.iter().map(|l| l.to_string()).collect()
+    }
+
+    #[test]
+    fn a_statement_joins_its_first_line_and_lines_keep_their_numbers() {
+        let got = joined(
+            "func.func @f(\n  %a: tensor<f32>) // c\n  -> tensor<f32> {\n  return %a\n\n  : tensor<f32>\n}",
+        );
+        assert_eq!(
+            got,
+            [
+                "func.func @f(%a: tensor<f32>) -> tensor<f32> {",
+                "",
+                "",
+                "  return %a : tensor<f32>",
+                "",
+                "",
+                "}"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_region_opens_a_statement_but_a_dictionary_continues() {
+        let got = joined("  %0 = \"op\"(%a) ({\n  ^bb0(%x: tensor<f32>):\n  })\n  {\n    k = 1\n  } : (tensor<f32>) -> tensor<f32>");
+        assert_eq!(
+            got[..3],
+            [
+                "  %0 = \"op\"(%a) ({",
+                "  ^bb0(%x: tensor<f32>):",
+                "  }) {k = 1} : (tensor<f32>) -> tensor<f32>"
+            ]
+        );
+        assert_eq!(
+            joined("  window = {\n  stride = [4]\n  }")[0],
+            "  window = {stride = [4]}"
+        );
+    }
+
+    #[test]
+    fn strings_and_comments_hide_brackets() {
+        let got = joined("  %0 = op \"(//\" // (\n  %1 = op");
+        assert_eq!(got, ["  %0 = op \"(//\" // (", "  %1 = op"]);
     }
 }
