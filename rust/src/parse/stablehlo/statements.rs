@@ -9,7 +9,19 @@
 
 use std::borrow::Cow;
 
-use crate::parse::stablehlo::text::{rstrip, strip};
+use crate::parse::stablehlo::text::{lstrip, rstrip, strip};
+
+/// The bytes `feed` looks at (in a string or out of it).
+const SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut k = 0;
+    let bytes = b"\"\\/()[]<>{}";
+    while k < bytes.len() {
+        t[bytes[k] as usize] = true;
+        k += 1;
+    }
+    t
+};
 
 /// The line's code (before a `//` comment outside strings), and its brackets fed to `stack`.
 /// Returns the code and whether its last code character is an unmatched `{`.
@@ -19,6 +31,10 @@ fn feed<'s>(line: &'s str, stack: &mut Vec<u8>) -> (&'s str, bool) {
     let mut last_open_brace = usize::MAX; // stack depth at which the latest `{` was pushed
     while i < b.len() {
         let c = b[i];
+        if !SPECIAL[c as usize] {
+            i += 1; // most bytes (names, numbers, spaces) mean nothing here: skip them fast
+            continue;
+        }
         if in_str {
             match c {
                 b'\\' => i += 1,
@@ -100,37 +116,36 @@ fn continues_before(next: &str) -> bool {
         )
 }
 
-fn meaningful(s: &str) -> bool {
-    let t = strip(s);
-    !t.is_empty() && !t.starts_with("//")
+/// The next line from `from` that is not blank or a comment: its index and its text stripped.
+fn next_meaningful<'s>(lines: &'s [Cow<'_, str>], from: usize) -> Option<(usize, &'s str)> {
+    (from..lines.len()).find_map(|j| {
+        let t = strip(&lines[j]);
+        (!t.is_empty() && !t.starts_with("//")).then_some((j, t))
+    })
 }
 
 /// Joins each statement spread over lines onto its first line (see the module's comment).
 pub(crate) fn join_statements(lines: &mut [Cow<'_, str>]) {
-    let n = lines.len();
     let mut stack: Vec<u8> = Vec::new();
-    let mut k = 0;
-    while k < n {
-        if !meaningful(&lines[k]) {
-            k += 1;
-            continue;
-        }
+    let mut start = next_meaningful(lines, 0).map(|(k, _)| k);
+    while let Some(k) = start {
+        start = None;
         stack.clear();
         let (code, brace_last) = feed(&lines[k], &mut stack);
         let (mut code_len, mut brace_last, mut last) = (code.len(), brace_last, k);
         let mut joined: Option<String> = None;
-        while let Some(next) = (last + 1..n).find(|&j| meaningful(&lines[j])) {
+        while let Some((next, nxt)) = next_meaningful(lines, last + 1) {
             let (first, cur) = match joined.as_deref() {
-                Some(s) => (strip(s), s),
-                None => (strip(&lines[k]), &lines[k][..code_len]),
+                Some(s) => (lstrip(s), s),
+                None => (lstrip(&lines[k]), &lines[k][..code_len]),
             };
-            let nxt = strip(&lines[next]);
             let open = if brace_last {
                 attribute_entry(nxt)
             } else {
                 !stack.is_empty()
             };
             if !(open || (!brace_last && (continues_after(rstrip(cur), first) || continues_before(nxt)))) {
+                start = Some(next); // the next statement's first line
                 break;
             }
             let mut s = joined
@@ -154,7 +169,6 @@ pub(crate) fn join_statements(lines: &mut [Cow<'_, str>]) {
         if let Some(s) = joined {
             lines[k] = Cow::Owned(s);
         }
-        k = last + 1;
     }
 }
 
