@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .statements import join_statements
+
 __all__ = ["Func", "MlirModule", "Op", "Region", "StructureError", "matching", "read_structure", "split_top"]
 
 _LOC_ALIAS = re.compile(r"^(#loc\d*)\s*=\s*(.*?)\s*$")
@@ -193,6 +195,7 @@ class _Lines:
                     j -= 1
                 self.lines[j] += " " + self.lines[k].strip()
                 self.lines[k] = ""
+        join_statements(self.lines)  # a statement over several lines joins its first
 
     def next_meaningful(self) -> tuple[str, int] | None:
         while self.i < len(self.lines):

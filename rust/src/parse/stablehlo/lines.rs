@@ -1,9 +1,10 @@
 //! The text's lines as the structure reader walks them: blank lines and `//` comments skipped,
 //! and a pretty call site's `at #locN` lines joined to the line before (left blank, so that lines
-//! keep their numbers).
+//! keep their numbers), then each statement over several lines joined onto its first (statements.rs).
 
 use std::borrow::Cow;
 
+use crate::parse::stablehlo::statements::join_statements;
 use crate::parse::stablehlo::text::{is_space, lstrip, strip};
 
 pub(crate) struct Lines<'a> {
@@ -32,6 +33,7 @@ impl<'a> Lines<'a> {
                 lines[k] = Cow::Borrowed("");
             }
         }
+        join_statements(&mut lines);
         Lines { lines, i: 0 }
     }
 

@@ -32,6 +32,7 @@ pub(crate) mod shardy;
 pub(crate) mod shardy_meshes;
 pub(crate) mod shardy_tiles;
 pub(crate) mod signature;
+pub(crate) mod statements;
 pub(crate) mod strip_loc;
 pub(crate) mod structure;
 pub(crate) mod structure_lines;

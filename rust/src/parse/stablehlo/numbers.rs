@@ -7,7 +7,11 @@ use crate::parse::stablehlo::text::{repr, strip};
 /// `int(text, base)` for base 10, 16 or 0 (prefixed), as an i128 (wider values are refused with
 /// Python's words, which no module reaches).
 pub(crate) fn py_int(text: &str, base: u32) -> R<i128> {
-    let bad = || value_error(format!("invalid literal for int() with base {base}: {}", repr(text)));
+    // Python writes `%.200R`: the repr cut at 200 characters (reached by a statement over lines)
+    let bad = || {
+        let shown: String = repr(text).chars().take(200).collect();
+        value_error(format!("invalid literal for int() with base {base}: {shown}"))
+    };
     let t = strip(text);
     let (neg, mut t) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
