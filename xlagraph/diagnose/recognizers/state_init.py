@@ -208,14 +208,50 @@ def _other_library(files: list[str]) -> bool:
 
 
 def _trained_since_last_step(evidence: Evidence, pending: tuple[Cause, ...]) -> list[int]:
-    """The added inputs of a compile one step after its baseline first ran, late in a run: the
-    baseline began training parameters (a param group added, layers unfrozen), and optimizer
+    """The added inputs of a compile one step after its baseline first ran (or later, where the
+    baseline made that state), late in a run: the baseline began training parameters (a param
+    group added, layers unfrozen; the first update under gradient accumulation), and optimizer
     state made for them on that step is read from this one on. Only optimizer buffers qualify
     (`created` below): a new phase's warm-up, whatever the step."""
     ctx = evidence.context
-    if ctx.step < 0 or ctx.baseline_step < 0 or ctx.step - ctx.baseline_step != 1:
+    if ctx.step < 0 or ctx.baseline_step < 0 or ctx.baseline_step >= ctx.step:
+        return []
+    if ctx.step - ctx.baseline_step != 1 and not _made_by_baseline(evidence, pending):
         return []
     return [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_ADDED]
+
+
+def _optimizer_made(evidence: Evidence, name: str) -> bool:
+    """The baseline's instruction `name` was made by optimizer code (its innermost frame), not a
+    gradient autograd returned."""
+    frames = evidence.left.module.frames_of(evidence.left.entry.instruction(name))
+    return bool(frames) and any(m in frames[0].file.replace("\\", "/") for m in _OPTIMIZER)
+
+
+def _made_by_baseline(evidence: Evidence, pending: tuple[Cause, ...]) -> bool:
+    """The baseline graph returned, computed, a tensor of each shape this graph newly takes: it made
+    the state (the first optimizer step under gradient accumulation, k syncs before the second),
+    in optimizer code, rather than updating an input of its own, copying one through or
+    returning a gradient."""
+    left = evidence.left.entry
+    updated = updated_inputs(left, left.outputs)
+    # Made, not copied through (an input restated) nor filled (zero_grad without set_to_none
+    # returns zeros of every weight's shape: a constant restated).
+    fresh = Counter(
+        shape_of(left, o)
+        for o in left.outputs
+        if o not in updated
+        and (origin := restated(left, o)) not in left.param_number
+        and left.instruction(origin).opcode not in ("constant", "iota")
+        and _optimizer_made(evidence, o)
+    )
+    wanted = Counter(
+        shape_of(evidence.right.entry, n)
+        for c in pending
+        if c.kind is CauseKind.PARAMETER_ADDED
+        for n in c.right
+    )
+    return bool(wanted) and all(fresh[shape] >= k for shape, k in wanted.items())
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -357,10 +393,14 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     )
     if created and twins:
         what += " and copies of the model's tensors that shared their data until first updated"
+    ctx = evidence.context
     when = (
-        "for the parameters trained since the step before (a param group added, layers unfrozen)"
-        if late
-        else "on the first steps"
+        "on the first steps"
+        if not late
+        else "for the parameters trained since the step before (a param group added, layers unfrozen)"
+        if ctx.step - ctx.baseline_step == 1
+        else f"by the first update of these parameters, the baseline's at step {ctx.baseline_step} "
+        "(gradient accumulation steps the optimizer every few syncs; or a param group was added)"
     )
     summary = (
         f"state created {when}: B takes {len(shapes)} new input(s) "
