@@ -353,6 +353,18 @@ def test_scorer_wrong_kind_forbidden_and_false_causes(ev: ModuleType) -> None:
     assert (s.cause, s.line, s.fix, s.false_causes) == (False, False, False, 2)
 
 
+def test_scorer_lists_false_causes_of_later_recompiles_apart(ev: ModuleType) -> None:
+    """`--later`: what the recompiles after the scored one name beyond the entry's kinds is listed,
+    and changes no column of the score."""
+    shape = {"kind": "parameter_shape", "hint": "use drop_last=True", "sources": ["scripts/x.py:20"]}
+    extra = ({"kind": "structure", "hint": "x"}, {"kind": "state_init", "info": True})
+    later = {**_rec(5, shape, *extra), "variant": "D"}
+    s = ev.score(ENTRY, {"compiles": 4, "recompiles": [_rec(3, shape), later]})
+    assert (s.cause, s.line, s.fix, s.false_causes) == (True, True, True, 0)
+    assert s.later_false == ("D@5:structure",)
+    assert "1 false cause(s) in 1 scenario(s)" in ev.render_later([s])
+
+
 def test_scorer_reads_unknown_shapes_defensively(ev: ModuleType) -> None:
     odd = {"recompiles": [{"step": 3, "causes": [{"kind": "new_kind", "hint": None}], "lines": "?"}, "junk"]}
     s = ev.score(ENTRY, odd)
