@@ -1,11 +1,12 @@
-"""Look-alike outputs (equal `h0`) one side has exactly one more of, both at least two, paired by
+"""Look-alike outputs (equal `h0`) one side has more of, both at least two, paired by
 the parameters each reads alone (issue 37): the readable twin of the core's
 rust/src/matching/phases/follow_params.rs, which `outputs-exact` asks first.
 
 Plain SGD updates read only parameters: `h1` ranks those of the look-alikes after a dropped one
 one off, and `outputs-exact` would pair each with its neighbour. Inputs aligned by shape from both
-ends (what lies between is what one side lacks) name each one's counterpart; the extra one must
-read only inputs the other side lacks or leaves unread, else nothing is decided here.
+ends (what lies between is what one side lacks) name each one's counterpart; each extra one must
+read only inputs the other side lacks or leaves unread (a block of layers trained from a step on
+adds several), else nothing is decided here.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def follow_parameters(left: CanonicalComputation, right: CanonicalComputation) -
     decided: dict[str, str | None] = {}
     for h, xs in _families(left).items():
         ys = fam_r.get(h)
-        if ys is None or abs(len(xs) - len(ys)) != 1 or min(len(xs), len(ys)) < 2:
+        if ys is None or (more := abs(len(xs) - len(ys))) == 0 or min(len(xs), len(ys)) < 2:
             continue
         ml, mr = _own(left, xs), _own(right, ys)
         if ml is None or mr is None:
@@ -94,9 +95,11 @@ def follow_parameters(left: CanonicalComputation, right: CanonicalComputation) -
         extra_l = [i for i, j in enumerate(partner) if j is None]
         extra_r = [j for j in range(len(mr)) if j not in taken]
         if len(xs) > len(ys):
-            ok = not extra_r and len(extra_l) == 1 and all(to_r.get(p) not in read_r for p in ml[extra_l[0]])
+            gone = all(to_r.get(p) not in read_r for i in extra_l for p in ml[i])
+            ok = not extra_r and len(extra_l) == more and gone
         else:
-            ok = not extra_l and len(extra_r) == 1 and all(to_l.get(p) not in read_l for p in mr[extra_r[0]])
+            gone = all(to_l.get(p) not in read_l for j in extra_r for p in mr[j])
+            ok = not extra_l and len(extra_r) == more and gone
         if ok:
             decided.update((a, None if j is None else ys[j]) for a, j in zip(xs, partner, strict=True))
     return decided

@@ -1,9 +1,10 @@
-//! `match_follow.follow_parameters`: look-alike outputs (equal `h0`) one side has exactly one
-//! more of, both at least two, paired by the parameters each reads alone (issue 37). Plain SGD
+//! `match_follow.follow_parameters`: look-alike outputs (equal `h0`) one side has more of, both
+//! at least two (a shared input, a learning rate, is then no member's own), paired by the parameters each reads alone (issue 37). Plain SGD
 //! updates read only parameters: `h1` ranks those of the look-alikes after a dropped one one off,
 //! and `outputs-exact` would pair each with its neighbour. Inputs aligned by shape from both ends
-//! (what lies between is what one side lacks) name each one's counterpart; the extra one must
-//! read only inputs the other side lacks or leaves unread, else nothing is decided here.
+//! (what lies between is what one side lacks) name each one's counterpart; each extra one
+//! must read only inputs the other side lacks or leaves unread (a block of layers trained from a
+//! step on adds several), else nothing is decided here.
 
 use crate::parse::text::FxMap;
 
@@ -122,7 +123,8 @@ impl Mappings<'_> {
             let (xs, Some(ys)) = (&fam_l[&h], fam_r.get(&h)) else {
                 continue;
             };
-            if xs.len().abs_diff(ys.len()) != 1 || xs.len().min(ys.len()) < 2 {
+            let more = xs.len().abs_diff(ys.len());
+            if more == 0 || xs.len().min(ys.len()) < 2 {
                 continue;
             }
             let (Some(ml), Some(mr)) = (members(l, xs, &is_l), members(r, ys, &is_r)) else {
@@ -156,9 +158,9 @@ impl Mappings<'_> {
             let extra_l: Vec<usize> = (0..ml.len()).filter(|&i| partner[i].is_none()).collect();
             let extra_r: Vec<usize> = (0..mr.len()).filter(|&j| taken[j] == 0).collect();
             let ok = if xs.len() > ys.len() {
-                extra_r.is_empty() && extra_l.len() == 1 && ml[extra_l[0]].1.iter().all(gone_l)
+                extra_r.is_empty() && extra_l.len() == more && extra_l.iter().all(|&i| ml[i].1.iter().all(gone_l))
             } else {
-                extra_l.is_empty() && extra_r.len() == 1 && mr[extra_r[0]].1.iter().all(gone_r)
+                extra_l.is_empty() && extra_r.len() == more && extra_r.iter().all(|&j| mr[j].1.iter().all(gone_r))
             };
             if !ok {
                 continue;

@@ -82,7 +82,7 @@ impl Mappings<'_> {
                 .push_back((b, rank_r[k]));
         }
         for (k, &a) in l.outputs.iter().enumerate() {
-            // A look-alike one side has one more of, decided by its own inputs (follow_params.rs).
+            // A look-alike one side has more of, decided by its own inputs (follow_params.rs).
             if let Some(&b) = decided.get(&a) {
                 if b != NONE && !self.lp(a) && !self.rp(b) {
                     self.add(a, b, OUTPUTS_EXACT);
