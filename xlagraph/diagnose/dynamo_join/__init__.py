@@ -13,6 +13,7 @@ from xlagraph.diagnose.dynamo_join.branches import (
 )
 from xlagraph.diagnose.dynamo_join.expected import mode_graphs, warm_up_cuts
 from xlagraph.diagnose.dynamo_join.lines import cite_backward, cite_guards
+from xlagraph.diagnose.dynamo_join.optimizer import follow_forward
 from xlagraph.diagnose.dynamo_join.retrace import Retrace
 from xlagraph.diagnose.recompile import Recompile
 
@@ -31,4 +32,4 @@ def join(
     explained = cite_guards(recompiles, retraces)
     explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, retraces, last_run)), retraces)
     explained = branch_guard_graphs(explained, retraces)
-    return warm_up_cuts(join_branch_graphs(explained), phases)
+    return follow_forward(warm_up_cuts(join_branch_graphs(explained), phases), retraces)

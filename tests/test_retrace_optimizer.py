@@ -1,0 +1,49 @@
+"""Under torch.compile with the optimizer in a lazy graph of its own, a retrace that makes the
+forward train more parameters (an auxiliary head switched on by a module attribute) adds their
+updates to the optimizer's graph. Those outputs are the forward's change seen in the optimizer:
+cited at the forward's cause with its fix, not "a tensor kept alive" (issue 37: a difference that
+follows from a named cause is folded into it). Real torch_xla 2.9 captures
+(fixtures/torch_xla/retrace_optimizer, and the tutor of held_out_38, already scored)."""
+
+from __future__ import annotations
+
+from tests.conftest import FIXTURES
+from tests.corpus_reports import capture_report, script_line
+from xlagraph.diagnose.causes import HINTS, CauseKind
+
+HERE = FIXTURES / "torch_xla" / "retrace_optimizer"
+
+
+def _updates_follow_the_forward(report, switch: str) -> int:  # type: ignore[no-untyped-def]
+    forward = next(
+        c
+        for r in report.recompiles
+        if r.dynamo
+        for c in r.causes
+        if c.kind is CauseKind.CONDITIONAL_WORK and not c.info
+    )
+    seen = 0
+    for r in report.recompiles:
+        for a in r.attribution:
+            c = r.causes[a.cause]
+            if c.kind is not CauseKind.OUTPUT_ADDED or c.info:
+                continue
+            assert c.hint == forward.hint and c.hint != HINTS[CauseKind.OUTPUT_ADDED], (r.variant, c.hint)
+            assert switch in a.lines, (r.variant, a.lines)
+            seen += 1
+    return seen
+
+
+def test_an_auxiliary_head_switched_on_trains_more_parameters() -> None:
+    report = capture_report(HERE / "aux_head_flag_capture")
+    switch = script_line("fixtures/torch_xla/retrace_optimizer/aux_head_flag.py", "if self.use_aux:")
+    assert _updates_follow_the_forward(report, switch) == 1
+
+
+def test_a_deeper_stack_updates_the_new_block_on_every_later_step() -> None:
+    """The tutor: the optimizer's graph gains the block's updates at the retrace's step and again
+    on the next, compiled without the bridge's full sync (a graph no retrace made)."""
+    name = "h38_tutor_openxla_grow_depth"
+    report = capture_report(FIXTURES / "torch_xla" / "corpus" / "captures" / name)
+    loop = script_line(f"fixtures/torch_xla/corpus/scripts/{name}.py", "for block in self.blocks[")
+    assert _updates_follow_the_forward(report, loop.replace("fixtures/torch_xla/corpus/", "")) == 2
