@@ -22,6 +22,7 @@ from xlagraph.diagnose.recognizers._causes import renamed
 from xlagraph.diagnose.recognizers._guarded_calls import guarded_calls
 from xlagraph.diagnose.recognizers._periodic import (
     enclosing_if,
+    inside_periodic_if,
     periodic_caller,
     periodic_in_loop,
     reports_only,
@@ -97,11 +98,17 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                         )
                         consumed.add(i)
                         continue
+                    # `if step % k == 0:` every k steps; `if step == k:` on that step (or from it on)
+                    # (or a flag set from `step % k`)
+                    periodic = any(
+                        inside_periodic_if(b) or "%" in source_text(b).split("#")[0] for b in blocks
+                    )
+                    when = "every k steps" if periodic else "on the step its `if` picks"
                     found = renamed(
                         found,
                         CauseKind.CONDITIONAL_WORK,
-                        "library code computes another way on some steps: the loop switches it every k "
-                        f"steps at {', '.join(blocks)} ({c.summary.split(';', 1)[0]})",
+                        f"library code computes another way on some steps: the loop switches it {when} "
+                        f"at {', '.join(blocks)} ({c.summary.split(';', 1)[0]})",
                     )
                 out.append(found)
                 consumed.add(i)

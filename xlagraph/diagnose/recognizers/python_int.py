@@ -11,7 +11,7 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.numbers import payload
 from xlagraph.diagnose.recognizers._assignments import assigned_from
-from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.recognizers._causes import merge, with_number_origin
 from xlagraph.diagnose.recognizers._dataflow import opcodes
 from xlagraph.diagnose.recognizers._source import source_text
 from xlagraph.diagnose.recognizers.tuple_carry import carries_only
@@ -158,6 +158,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     splits = [o for loc in cause.sources if (o := assigned_from(loc, _SPLITS, 10))]
     if splits:
         cause = replace(cause, sources=tuple(dict.fromkeys([*splits, *cause.sources]))[:6])
+    elif only_sizes:
+        # the size's int is computed on the host (`n = min(size, total - start)`): the line to change
+        cause = with_number_origin(cause)
     return Recognized((cause,), frozenset(attrs + same_int))
 
 
