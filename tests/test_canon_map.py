@@ -103,6 +103,15 @@ def test_constants_picked_by_the_core_are_pythons(batch: int) -> None:
     assert seen > 0  # fixtures print some constants as {...}
 
 
+def _among_as_filter(mine: Mapping, comp: CanonicalComputation, where: str) -> None:
+    """`keys_among(names)` is `[k for k in mine if k in names]`: names of the keys' computation
+    paired or not, in any order, as other string objects, and none at all."""
+    names = list(comp.computation.by_name)
+    for picked in (names[::3], names[::-7], [_copy(n) for n in names[1::5]], [], set(names[::2])):
+        wanted = set(picked)
+        assert mine.keys_among(picked) == [k for k in mine if k in wanted], where
+
+
 @pytest.mark.parametrize("batch", range(4))
 def test_pair_mappings_answer_as_the_reference_matchers_dictionaries(batch: int) -> None:
     """The compiled matcher's `Matching.left`, `.right` and `.matcher` over two computations with
@@ -125,6 +134,8 @@ def test_pair_mappings_answer_as_the_reference_matchers_dictionaries(batch: int)
             want = match_reference(left, right)
             for field in ("left", "right", "matcher"):
                 _same(getattr(got, field), getattr(want, field), f"{a} {b} {pair.left}.{field}")
+            for field, comp in (("left", left), ("right", right)):
+                _among_as_filter(getattr(got, field), comp, f"{a} {b} {pair.left}.{field}")
             mapped += 1
     assert mapped > 20
 

@@ -157,10 +157,14 @@ def _diff(a: Module, b: Module, context: Context) -> DiffResult:
         if is_entry:
             dims = input_dim_changes(raw)
             regrouped = any(c.kind is CauseKind.COLLECTIVE for c in raw)
-        # Most instructions call nothing: only the callers among the matched are looked up.
+        # Most instructions call nothing: only the callers among the matched are looked up, in
+        # the matching's order (the order their computations are compared in). The core picks
+        # them out of its pairs (86K pairs, 2,200 callers: a filter here cost ~10 ms a diff);
+        # a matching of dictionaries (names that repeat) is filtered here.
         called_l, called_r = _called(lc.computation), _called(rc.computation)
         queued: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()  # most callers call one `add`
-        for x in filter(called_l.__contains__, m.left):
+        among = getattr(m.left, "keys_among", None)
+        for x in among(called_l) if among is not None else filter(called_l.__contains__, m.left):
             cx = called_l[x]
             if regrouped and is_collective(lc.computation.by_name[x].opcode):
                 continue  # a reducer (add vs maximum) is part of the collective's own change

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Set
+from collections.abc import Iterator, Mapping, Set
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 
-from xlagraph.ir import Computation, Instruction, Module
+from xlagraph.ir import Computation, Instruction, Module, strip_layout
 
-__all__ = ["CanonicalComputation", "CanonicalModule"]
+__all__ = ["CanonicalComputation", "CanonicalModule", "ComparedShapes"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,11 +58,12 @@ class CanonicalComputation:
         return map(instructions.__getitem__, self.core.with_opcodes(opcodes))  # type: ignore[attr-defined]
 
     @cached_property
-    def compared_shapes(self) -> dict[str, str]:
-        """Shapes as the diagnosis compares them (no layout, no spaces), by name, filled as
-        `diagnose.common.shape_of` asks: a report asks for the same inputs' and outputs' shapes
-        in every diff a graph is in."""
-        return {}
+    def compared_shapes(self) -> ComparedShapes:
+        """Shapes as the diagnosis compares them (no layout, no spaces), by name, each made the
+        first time it is asked: a report asks for the same inputs' and outputs' shapes in every
+        diff a graph is in. Loops over every input read this table (`shapes[name]`) rather than
+        call `diagnose.shapes.shape_of` per name (1.2M calls in the 20-variant report)."""
+        return ComparedShapes(self.computation.by_name)
 
     def lone_h0(self, h0: int) -> str | None:
         """The one live instruction whose structural hash is `h0`, None where none or several:
@@ -81,6 +82,21 @@ class CanonicalComputation:
 
 
 _FIELDS = tuple(f.name for f in fields(CanonicalComputation))
+
+
+class ComparedShapes(dict[str, str]):
+    """An instruction's shape without layout or spaces (`f32[4,8]{1,0}` -> `f32[4,8]`), by
+    name, made on first look-up (`__missing__`); a hit is a plain dictionary look-up."""
+
+    __slots__ = ("_by_name",)
+
+    def __init__(self, by_name: Mapping[str, Instruction]) -> None:
+        super().__init__()
+        self._by_name = by_name
+
+    def __missing__(self, name: str) -> str:
+        shape = self[name] = strip_layout(self._by_name[name].shape).replace(" ", "")
+        return shape
 
 
 def assembled(values: tuple) -> CanonicalComputation:

@@ -26,21 +26,23 @@ def compare_parameters(cmp: Comparison) -> set[tuple[str, str]]:
     """Causes for inputs: shape, dtype, layout, permutation, added, removed. Returns the
     (old, new) dimensions that changed, which later steps fold into the shape cause."""
     left, right = cmp.left, cmp.right
+    ls, rs = left.compared_shapes, right.compared_shapes
     pairs, permuted = pair_parameters(cmp)
     # A scalar and a tensor of many elements are never one input that changed shape (a learning
     # rate passed as data vs a weight matrix paired by position): one was removed, one added.
-    pairs = [(a, b) for a, b in pairs if not _scalar_vs_tensor(shape_of(left, a), shape_of(right, b))]
+    pairs = [(a, b) for a, b in pairs if not _scalar_vs_tensor(ls[a], rs[b])]
     pairs = _unswapped(left, right, pairs) + _retyped(left, right, pairs)
     cmp.param_pairs = dict(pairs)
     lnum, rnum = left.param_number, right.param_number
     shape_changes: list[Change] = []
     dtype_changes: list[Change] = []
     layout_changes: list[Change] = []
+    lby, rby = left.computation.by_name, right.computation.by_name
     for a, b in pairs:
-        sa, sb = shape_of(left, a), shape_of(right, b)
+        sa, sb = ls[a], rs[b]
         if sa == sb:
-            la, lb = left.instruction(a).shape, right.instruction(b).shape
-            if layout_differs(la, lb):
+            la, lb = lby[a].shape, rby[b].shape
+            if la != lb and layout_differs(la, lb):
                 layout_changes.append(Change(a, b, "layout", la, lb))
         elif dims_of(sa) == dims_of(sb) and element_type(sa) != element_type(sb):
             dtype_changes.append(Change(a, b, "dtype", sa, sb))
@@ -100,7 +102,7 @@ def compare_parameters(cmp: Comparison) -> set[tuple[str, str]]:
             ),
         )
     if permuted:
-        moved = sorted(Moved(lnum[a], rnum[b], shape_of(right, b), a, b, "input") for a, b in pairs)
+        moved = sorted(Moved(lnum[a], rnum[b], rs[b], a, b, "input") for a, b in pairs)
         permutation_cause(
             cmp,
             CauseKind.PARAMETER_PERMUTATION,
@@ -118,7 +120,8 @@ def _unswapped(
     """Pairs that changed shape, re-paired where a partner of the very same shape is among them: two
     weights of a tensor-parallel layer (f32[32,32] and f32[16,32]) crossed by the matcher would
     invent two shape changes that cancel out."""
-    changed = [(a, b) for a, b in pairs if shape_of(left, a) != shape_of(right, b)]
+    ls, rs = left.compared_shapes, right.compared_shapes
+    changed = [(a, b) for a, b in pairs if ls[a] != rs[b]]
     # Only a local crossing, where the shapes merely trade places: a resharding changes the set of
     # shapes, and where many inputs change (a pipeline stage holding other blocks) the positions
     # are the better guess.

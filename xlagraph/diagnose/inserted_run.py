@@ -232,7 +232,8 @@ def shifted_weights(
     the smallest. None where no shift pairs every kept weight with one of its own shape."""
     lname = {i: p for p, i in left.param_number.items()}
     rname = {i: p for p, i in right.param_number.items()}
-    resized = [(a, b) for a, b in pairs if shape_of(left, lname[a]) != shape_of(right, rname[b])]
+    shape_l, shape_r = left.compared_shapes, right.compared_shapes
+    resized = [(a, b) for a, b in pairs if shape_l[lname[a]] != shape_r[rname[b]]]
     if len(resized) < 2:
         return None
     # The run: from the first weight called resized to the last, on each side, weights only.

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 def compare_outputs(cmp: Comparison) -> None:
     left, right, m = cmp.left, cmp.right, cmp.m
+    ls, rs = left.compared_shapes, right.compared_shapes
     right_positions: dict[str, list[int]] = {}
     for j, b in enumerate(right.outputs):
         right_positions.setdefault(b, []).append(j)
@@ -36,7 +37,7 @@ def compare_outputs(cmp: Comparison) -> None:
         (i, j)
         for i, j in sorted(corr.outputs.items())
         if i not in corr.tied
-        and one_tensor(shape_of(left, left.outputs[i]), shape_of(right, right.outputs[j]))
+        and one_tensor(ls[left.outputs[i]], rs[right.outputs[j]])
         and not _returned_elsewhere(cmp, i, j, both=False)
     ]
     used = {j for _, j in pairs}
@@ -129,7 +130,7 @@ def compare_outputs(cmp: Comparison) -> None:
         (i, j)
         for i, j in matched + same
         # Most pairs print the same shape, and so the same element type: compared as text first.
-        if (sa := shape_of(left, left.outputs[i])) != (sb := shape_of(right, right.outputs[j]))
+        if (sa := ls[left.outputs[i]]) != (sb := rs[right.outputs[j]])
         and element_type(sa) != element_type(sb)
         and dims_of(sa) == dims_of(sb)
         and {element_type(sa), element_type(sb)} <= FLOAT_TYPES
@@ -138,13 +139,14 @@ def compare_outputs(cmp: Comparison) -> None:
         a, b = left.outputs[i], right.outputs[j]
         cmp.pending_dtype.append(Change(a, b, "dtype", shape_of(left, a), shape_of(right, b)))
     compare_donation(cmp, pairs)
+    lby, rby = left.computation.by_name, right.computation.by_name
     layout = [
         Change(left.outputs[i], right.outputs[j], "layout", la, lb)
         for i, j in pairs
-        if layout_differs(
-            la := left.instruction(left.outputs[i]).shape, lb := right.instruction(right.outputs[j]).shape
-        )
-        and shape_of(left, left.outputs[i]) == shape_of(right, right.outputs[j])
+        # Most pairs print the same shape, layout included: compared as text first.
+        if (la := lby[left.outputs[i]].shape) != (lb := rby[right.outputs[j]].shape)
+        and layout_differs(la, lb)
+        and ls[left.outputs[i]] == rs[right.outputs[j]]
     ]
     if layout:
         cmp.cause(

@@ -307,7 +307,8 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     rname = {n: p for p, n in rnum.items()}
     lone_l, lone_r = _distinguishable(left), _distinguishable(right)
     lloc, rloc = _locations(left), _locations(right)
-    by_loc = {(shape_of(right, b), loc) for b, loc in rloc.items() if loc}
+    ls, rs = left.compared_shapes, right.compared_shapes
+    by_loc = {(rs[b], loc) for b, loc in rloc.items() if loc}
     # Where the collectives differ the graphs run split another way: a tensor is then the same
     # tensor only as a shard of it (768 -> 384), never resized by another amount (256 -> 96).
     sharded = _regrouped(cmp)
@@ -319,7 +320,7 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     evidence = [
         (lnum[a], rnum[b])
         for a, b in corr.params.items()
-        if a not in corr.tied and a not in contested and resized(shape_of(left, a), shape_of(right, b))
+        if a not in corr.tied and a not in contested and resized(ls[a], rs[b])
     ]
     context = dict(evidence)
     # Inputs the context leaves tied (look-alike updates, once a batch size changed) go where the
@@ -332,20 +333,20 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
         if a in corr.tied
         and lnum[a] not in taken_l
         and rnum[b] not in taken_r
-        and resized(shape_of(left, a), shape_of(right, b))
+        and resized(ls[a], rs[b])
     ]
     taken_l, taken_r = {a for a, _ in evidence}, {b for _, b in evidence}
     matched, supported = _reader_votes(cmp)
     evidence += [
         (lnum[a], rnum[b])
-        for a, b in ((a, matched.get(a)) for a in lnum)
-        if b in rnum
+        for a in lnum
+        if (b := matched.get(a)) in rnum
         and a in supported
         and lnum[a] not in taken_l
         and rnum[b] not in taken_r
         and (m.matcher.get(a) not in _IDENTITY or (a in lone_l and b in lone_r))
-        and not _other_tensor(a, b, lloc, rloc, by_loc, shape_of(left, a))
-        and resized(shape_of(left, a), shape_of(right, b))
+        and not _other_tensor(a, b, lloc, rloc, by_loc, ls[a])
+        and resized(ls[a], rs[b])
     ]
     # Look-alike blocks with one more of them on a side: positions decide what evidence cannot.
     in_place = kept_in_place(left, right, evidence, context)
@@ -365,8 +366,8 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
         for (l0, r0), (l1, r1) in itertools.pairwise(bounds):
             if l1 - l0 < 2 or r1 - r0 < 2:
                 continue  # nothing between the anchors on a side: nothing to pair (most gaps)
-            gl = [(n, shape_of(left, lname[n])) for n in range(l0 + 1, l1) if n in lname and n not in lost]
-            gr = [(n, shape_of(right, rname[n])) for n in range(r0 + 1, r1) if n in rname and n not in gained]
+            gl = [(n, ls[lname[n]]) for n in range(l0 + 1, l1) if n in lname and n not in lost]
+            gr = [(n, rs[rname[n]]) for n in range(r0 + 1, r1) if n in rname and n not in gained]
             if not (gl and gr):
                 continue
             # The same shape made at the same line is the same tensor, wherever it sits.
@@ -390,7 +391,7 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
         tied = sorted(
             (lnum[a], rnum[b])
             for a, b in corr.params.items()
-            if a in corr.tied and a not in contested and resized(shape_of(left, a), shape_of(right, b))
+            if a in corr.tied and a not in contested and resized(ls[a], rs[b])
         )
         for a, b in tied:
             if a not in used_l and b not in used_r:
@@ -403,7 +404,7 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
                 and b in rnum
                 and lnum[a] not in used_l
                 and rnum[b] not in used_r
-                and resized(shape_of(left, a), shape_of(right, b))
+                and resized(ls[a], rs[b])
             ):
                 chosen.append((lnum[a], rnum[b]))
                 used_l.add(lnum[a])

@@ -5,16 +5,12 @@ from __future__ import annotations
 from functools import lru_cache
 
 from xlagraph.canonical import CanonicalComputation
-from xlagraph.ir import strip_layout
 from xlagraph.match.shapes import dims
 
 
 def shape_of(comp: CanonicalComputation, name: str) -> str:
-    known = comp.compared_shapes
-    shape = known.get(name)
-    if shape is None:
-        shape = known[name] = strip_layout(comp.computation.by_name[name].shape).replace(" ", "")
-    return shape
+    """`name`'s shape as compared (`CanonicalComputation.compared_shapes`)."""
+    return comp.compared_shapes[name]
 
 
 def element_type(shape: str) -> str:

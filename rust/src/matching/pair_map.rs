@@ -153,4 +153,29 @@ impl Table for PairMap {
     }
 }
 
-mapping_methods!(PairMap);
+mapping_methods!(PairMap, {
+    /// The keys among `names` (an iterable of names of the keys' computation), in this
+    /// mapping's order: `[k for k in m if k in names]` for a few names of a large matching
+    /// without walking every pair in Python (`diff._diff`'s matched callers: 2,200 names
+    /// among 86K pairs, about 10 ms a diff as a filter).
+    fn keys_among<'py>(
+        &self,
+        py: Python<'py>,
+        names: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let keyed = self.keyed();
+        let mut wanted = vec![false; keyed.names.len()];
+        for name in names.try_iter()? {
+            if let Some(i) = keyed.find(&name?)? {
+                wanted[i] = true;
+            }
+        }
+        let found: Vec<_> = self
+            .members()
+            .iter()
+            .filter(|&&i| wanted[i as usize])
+            .map(|&i| keyed.names[i as usize].bind(py))
+            .collect();
+        PyList::new(py, found)
+    }
+});
