@@ -1,20 +1,6 @@
-"""`list_graphs`: every graph of a source, parsed and canonicalized, grouped into variants.
-
-A training loop that compiles once after warm-up produces one or two variants however many steps
-it saves; every further variant is a recompile. Graphs with the same canonical fingerprint share a
-variant letter (A, B, ..., Z, AA, AB, ...), assigned in order of first appearance, so `A` is the
-first graph's variant and the first graph of each later letter is where the loop recompiled. The
-same computation with its parameters or outputs in another order is a recompile too, of the same
-computation: it gets the letter with a prime (A', A'') so both facts show at a glance.
-
-A `--xla_dump_to` folder holds each compile at several stages (before optimizations, after
-them): those files are one compile, not several graphs. Their rows share the compile's number and
-its variant letter, which its first stage decides (the graph the program traced), so a folder of 3
-compiles counts 3 graphs, not 6; `DIR#K` still names each file.
-
-An `XLA_SAVE_TENSORS_FILE` dump repeats the steady-state graph once per step, so graphs with the
-same text are parsed once and only their summary is kept, never the parsed module.
-"""
+"""`list_graphs`: every graph of a source, parsed and canonicalized, grouped into variants (the
+letters, primes and a dump folder's stages: docs/json.md, `xlagraph graphs --json`). A save
+file's graphs of the same text are parsed once and only their summary is kept, never the module."""
 
 from __future__ import annotations
 

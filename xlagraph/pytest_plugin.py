@@ -1,23 +1,5 @@
 """pytest plugin: fail a test when the code under test compiles more XLA graphs than allowed, and
-say why.
-
-    def test_train_step_is_stable(xla_graph_budget):
-        train_step()  # warm-up: compiles
-        with xla_graph_budget(max_graphs=0):
-            for _ in range(5):
-                train_step()  # must replay the cached graph
-
-The budget counts torch_xla's own `CompileTime` metric (one sample per compile), so it needs
-no PT_XLA_DEBUG and no dump. When the block ends, pending work is synced first (`sync=False`
-turns that off), so a graph the block built but did not run is counted too.
-
-The failure names the cause and line of each extra graph when the tests run under capture:
-`pytest --xla-explain` captures the session into a new temporary folder, kept for `xlagraph
-report` (started before the tests import torch_xla), and so does a session run under
-`XLAGRAPH_CAPTURE=DIR`. Without either, the message says how to get the explanation.
-
-Loaded through the `pytest11` entry point; torch_xla is imported only when the fixture is used.
-"""
+say why (how it counts and explains: docs/watch.md, "pytest: `xla_graph_budget`")."""
 
 from __future__ import annotations
 

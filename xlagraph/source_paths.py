@@ -1,18 +1,11 @@
 """Source file paths in the form that is the same on every machine. Pure; imports nothing of xlagraph.
-
-A capture writes every path relative to its import root: a library file relative to the
-`sys.path` entry it was imported from (`torch/optim/sgd.py`), the user's files relative to the
-working directory (`fixtures/torch_xla/scenarios/kept_alive.py`). Dumps written without capture
-(XLA_SAVE_TENSORS_FILE, --xla_dump_to) and older captures hold the capturing machine's absolute
-paths: `portable_path` strips a recognized import root from them (`.../site-packages/`,
-`.../dist-packages/`, `.../lib/pythonX.Y/`, a torch / torch_xla / transformers / jax source tree),
-so the analysis and the report never depend on where the capturing machine kept its files.
+The forms a capture writes and the import roots `portable_path` strips from older dumps' absolute
+paths: docs/capture.md, "Paths: portable, never the capturing machine's".
 
 Which relative paths are library files: torch, torch_xla, transformers and jax by their own
 subpackages, the standard library by its package names, and every path that was made relative
 by stripping a library root or that a capture's stored sources mark as library (`mark_library`:
-the relative form alone no longer says `site-packages`), the latter while that capture is read.
-"""
+the relative form alone no longer says `site-packages`), the latter while that capture is read."""
 
 from __future__ import annotations
 

@@ -1,18 +1,8 @@
-"""GraphML of one graph, or of two graphs compared, for Gephi, yEd and other graph viewers.
-
-Built from `Module.to_networkx()` and written by networkx, imported here only: `Module.to_graphml()`,
-`Diff.to_graphml()` and `xlagraph graphs/diff --graphml` come here.
-GraphML attributes are scalars, so each instruction's `attributes` become one `key=value, ...`
-string and `calls` a comma-separated list; every edge gets an `id` of its own (`e0`, `e1`, ...;
-viewers merge edges that share one).
-
-For a diff, both graphs are in one file: node keys are prefixed `A:` and `B:`, and each node says
-its `side`, its `status` (`cause`: named by a cause; `only-A` / `only-B`: no counterpart;
-`changed`: paired, but its content or operands differ; `same`) and its `counterpart` (the other
-side's node key, or ""), all as the diagnosis decided them (`ComputationPair.decided`: the
-matcher's pairs with the entry's parameters re-paired from evidence). Filter or colour by
-`status` in the viewer.
-"""
+"""GraphML of one graph, or of two graphs compared, for Gephi, yEd and other graph viewers (the
+file's keys, attributes and each node's `status`: docs/api.md, "GraphML for Gephi and yEd"). Built from
+`Module.to_networkx()` and written by networkx, imported here only; a diff's statuses are the
+diagnosis's (`ComputationPair.decided`: the matcher's pairs with the entry's parameters re-paired
+from evidence)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,8 @@
 """At a clean exit, the capture's text files are stored compressed: HLO text compresses 10-20x.
-
-Each file of `hlo/`, `lines/` and `tensors/` becomes `<name>.xz` (xz at preset 0), once its text
-is final (after `stored_sources.portable_dumps` made its paths portable). The journal keeps naming
-`<name>`: every reader finds the `.xz` beside it (`parse.compressed.compressed_twin`) and reads it
-as the text it holds, and so does `xz -d`.
-
-Why at exit: the training thread pays nothing while steps run, and a run killed before it exits
-keeps plain text that reads the same. Why preset 0 (as fast as gzip, smaller, a tenth of the
-default preset's CPU): docs/capture-settings.md, with the figures. `XLAGRAPH_COMPRESS=0` keeps
-plain text.
-"""
+What is stored as `<name>.xz`, when, why at exit and why xz preset 0: docs/capture-settings.md,
+"Compressed HLO". A file is compressed once its text is final (after
+`stored_sources.portable_dumps` made its paths portable); readers find the `.xz` beside the name
+the journal keeps (`parse.compressed.compressed_twin`)."""
 
 from __future__ import annotations
 

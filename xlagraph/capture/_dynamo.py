@@ -1,17 +1,10 @@
-"""Dynamo's own record, with no TORCH_LOGS: torch's structured trace, filtered, kept in the capture.
-
-A handler of ours on torch's structured-trace logger (`torch.__trace`, the one `TORCH_TRACE=DIR`
-and tlparse use) writes the events a report needs to `DIR/<host>-<pid>/torch_trace.log` in torch's
-own format, so that one reader (`xlagraph.parse.torch_trace`) reads a capture and a user's own
-TORCH_TRACE folder alike. What is kept, the `"xlagraph": {"step", "t"}` each line gets, the bound
-(`XLAGRAPH_TRACE_MB`) and the torch versions: docs/compiled.md ("How it is captured"). Never breaks
-the run: the first error turns this handler off and says so once.
-
-Calls: an inference loop may never sync, and a CPU or GPU backend has no sync at all, so a step
-there is one call of a compiled function. Each torch.compile context gets one more of the
-enter hooks it runs at every call of the function it wraps (`_TorchDynamoContext.enter_exit_hooks`,
-torch 2.1 - 2.9); the outermost call counts, and tells the recorder (`on_call`).
-"""
+"""Dynamo's own record, with no TORCH_LOGS: torch's structured trace, filtered, kept in the capture
+in torch's own format, so that one reader (`xlagraph.parse.torch_trace`) reads a capture and a
+user's own TORCH_TRACE folder alike. What is kept, the `"xlagraph": {"step", "t"}` each line gets,
+the bound (`XLAGRAPH_TRACE_MB`), the torch versions, and why a compiled function's outermost call
+is a step where nothing syncs (`on_call`, through `_TorchDynamoContext.enter_exit_hooks`, torch
+2.1 - 2.9): docs/compiled.md ("How it is captured", "Steps are your steps"). Never breaks the run:
+the first error turns this handler off and says so once."""
 
 from __future__ import annotations
 

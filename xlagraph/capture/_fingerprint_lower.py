@@ -1,21 +1,14 @@
 """Fingerprints on an XLA device as ONE user computation: every tensor of a step goes in as a
-parameter, the (N, 5) int64 table comes out.
+parameter, the (N, 5) int64 table comes out. Why one computation, and why its shape (blocks of
+dimensions of at most 32, zero-padded at the end; the four sums in one variadic reduce,
+`_fingerprint_reduce`; small tensors stacked by dtype and size) is what XLA's CPU compiler runs
+fastest: docs/divergence.md ("Capture"), with the measurements.
 
-Why: traced as torch ops, a fingerprint costs ~6 lazy ops per tensor, ~3 ms of tracing a step for
-49 tensors on the user's thread; here the step traces one node (`_xla_user_computation`), built
-once per set of shapes with `torch_xla.core.xla_builder` and cached. Per tensor, the fields of
-`_fingerprints.fingerprint` (the norm's squares summed in f64; f64 tensors' norm in f64, the
-rest in f32); integer sums wrap modulo 2**64 as torch's int64 do, in any order XLA reduces them.
-
-The shape of the computation (blocks of dimensions of at most 32, zero-padded at the end; the four
-sums in one variadic reduce, `_fingerprint_reduce`; tensors of up to 4096 elements stacked by
-dtype and size) is for XLA's CPU compiler, which runs each kernel as a task of its own and
-rewrites a flat reduction of more than 32 elements into a reduce-window whose input it writes
-out first: docs/divergence.md ("Capture") says why, with the measurements. NaN and Inf are
-counted together as nan + inf * 2**32 and split once for the whole table at the end. The
-weighted sum uses the element's row-major index in the block, which is its flat position: the
-padding only adds positions after the last one.
-"""
+Per tensor, the fields of `_fingerprints.fingerprint` (the norm's squares summed in f64; f64
+tensors' norm in f64, the rest in f32); integer sums wrap modulo 2**64 as torch's int64 do, in any
+order XLA reduces them. NaN and Inf are counted together as nan + inf * 2**32 and split once for
+the whole table at the end. The weighted sum uses the element's row-major index in the block,
+which is its flat position: the padding only adds positions after the last one."""
 
 from __future__ import annotations
 

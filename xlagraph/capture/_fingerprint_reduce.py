@@ -1,19 +1,12 @@
-"""One variadic reduce (four sums in one pass) as an XLA computation, written as an HloModuleProto.
-
-Why: `torch_xla.core.xla_builder` builds single-operand reduces only, so the four fields of a
-fingerprint (`_fingerprint_lower`) were four reductions, and XLA's CPU compiler reads the tensor once for
-each (6.3 ms a graph for 3.2M parameters and their gradients). A variadic reduce, which sums the
-four operands together, reads it once (2.6 ms). xla_builder can call a computation loaded from a
-serialized HloModuleProto (`computation_from_module_proto`, as its `call_jax` does); this module
-writes that proto for one shape, with no protobuf library: a reducer of four adds and an entry
-that reduces four operands over every axis but the first. XLA inlines the call and fuses the
-operands' elementwise producers into the reduce.
+"""One variadic reduce (four sums in one pass) as an XLA computation, written as an HloModuleProto
+with no protobuf library: a reducer of four adds and an entry that reduces four operands over
+every axis but the first (why: `xla_builder` builds single-operand reduces only; docs/divergence.md,
+"Capture", with the measurements).
 
 The field numbers are those of xla/service/hlo.proto and xla/xla_data.proto (protobuf field
 numbers are not reused); instruction ids carry their computation's id in the high 32 bits and
 names end in `.N`, as XLA writes them (its builder aborts the process on a name without one):
-checked with torch_xla 2.9 (tests/test_fingerprints.py runs it against the committed fixtures).
-"""
+checked with torch_xla 2.9 (tests/test_fingerprints.py runs it against the committed fixtures)."""
 
 from __future__ import annotations
 

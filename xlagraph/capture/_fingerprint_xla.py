@@ -2,19 +2,14 @@
 
 Run from the recorder's step closure, right after it recorded the step: the tensors the optimizer
 step hook saw (still alive; the sync made them device data) are fingerprinted in one small graph,
-dispatched without waiting, and fetched a few steps later, when it has long finished. torch_xla
-compiles that graph once per set of shapes and caches it.
-
-The graph is traced and dispatched with torch_xla's eager mode switched on for the one call
-(`XLATensor::Create` -> `ApplyEagerSync`, torch_xla 2.5 to 2.9), so that it skips PT_XLA_DEBUG's
-analysis and books its time under `EagerCompileTime`; what it still reports is taken out of the
-recorder's view here, so the journal holds the training graphs only (why, at length:
-docs/divergence.md, "Capture").
+dispatched without waiting, and fetched a few steps later, when it has long finished. It is traced
+and dispatched with torch_xla's eager mode switched on for the one call (`XLATensor::Create` ->
+`ApplyEagerSync`, torch_xla 2.5 to 2.9), and what it still reports is taken out of the recorder's
+view here (why: docs/divergence.md, "Capture").
 
 Eager mode is process-wide for that call: an XLA op traced by another Python thread while the
 call has the GIL released would run at once, as its own graph. Step closures run on the training
-thread between steps, where no other thread traces in the loops torch_xla documents.
-"""
+thread between steps, where no other thread traces in the loops torch_xla documents."""
 
 from __future__ import annotations
 

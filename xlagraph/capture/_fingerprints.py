@@ -9,12 +9,8 @@ ids) are summed as they are, booleans as 0/1.
 Cost on CUDA and CPU: per dtype, one concatenation of the flattened tensors and one bit cast
 (`view(dtype)`), two int64 cumulative sums (of the bits, and of their running sum: the weighted sum
 follows from both, see `_sums_eager`) and two of the NaN/Inf masks, read at the tensors' ends
-(exact modulo 2**64). Norms come from one `_foreach_norm`.
-
-On an XLA device the whole table is one user computation (`_fingerprint_lower`): one traced node a step
-whatever the number of tensors, the bit casts an XLA BitcastConvert on the device
-(`Tensor.view(dtype)` falls back to the CPU in torch_xla 2.9: aten::view_copy.dtype).
-"""
+(exact modulo 2**64). Norms come from one `_foreach_norm`. On an XLA device the whole table is one
+user computation (`_fingerprint_lower`)."""
 
 from __future__ import annotations
 

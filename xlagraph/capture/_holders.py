@@ -1,18 +1,7 @@
-"""What keeps each live XLA tensor alive, in the user's own names.
-
-A tensor kept alive on some steps only is an extra output of those steps' graphs
-(`output_added` / `output_removed`). The line to fix is where the program *stores* it
-(`self.metrics = {"logits": logits}`), and storing a tensor creates no op, so no IR and no
-HLO metadata records it. At a step marker, a bounded breadth-first walk from the user's frames
-(their locals, then what those hold: attributes of the user's objects and modules, dict values,
-list items) names each XLA tensor it reaches by its shortest path: `self.metrics['logits']`
-(local `self` of `fit`), `history[3]`, `model.fc.weight.grad`. The report then finds the line
-that binds that name in the stored source.
-
-Only reads: `vars()`, dict and sequence items, `Tensor.grad`; never `getattr` on a user's
-object (a property could run code). Bounded by `MAX_NODES` objects and `MAX_ITEMS` items a
-container, so a large heap costs the same as a small one.
-"""
+"""What keeps each live XLA tensor alive, in the user's own names: a bounded breadth-first walk
+from the user's frames at a step marker (why, what it reads and its bounds: docs/capture-settings.md,
+"What keeps a tensor alive"). Never `getattr` on a user's object (a property could run code);
+`MAX_NODES` objects and `MAX_ITEMS` items a container, so a large heap costs what a small one does."""
 
 from __future__ import annotations
 

@@ -1,22 +1,6 @@
-"""Switching capture on: environment first, then the step-marker hook once torch_xla is imported.
-
-`start_from_env` runs at interpreter start (the `.pth` file) when `XLAGRAPH_CAPTURE` is set; the
-`capture()` context manager does the same from Python. Both set torch_xla's debug variables, then
-wait for `import torch_xla` (a one-shot `sys.meta_path` finder wraps the module's loader).
-
-The hook must not add a Python frame around the step marker: torch_xla names the cause of an
-execution from the innermost Python frames (`sync` in torch_xla.py, then `next` in
-parallel_loader.py, `_compile`, ...), and a wrapper function there turns every sync into "most
-likely user code trying to access tensor value". So `torch_xla._XLAC` (which mark_step,
-torch_xla.sync, torch_xla.compile and the parallel loaders look up at call time) is replaced by
-a copy of the module without `_xla_step_marker`: the module `__getattr__` that then answers the
-lookup runs the "before" half and hands back the original C function, which the caller calls
-from its own frame. The "after" half is a step closure, which `sync()` runs right after the
-marker (`xm._run_step_closures`, 2.5 – 2.9).
-
-Nothing here may break the user's program: every capture step is guarded, an error is logged
-once and capture turns itself off while the original step marker keeps working.
-"""
+"""Switching capture on: environment first, then the step-marker hook once torch_xla is imported
+(why the hook swaps `torch_xla._XLAC` instead of wrapping the marker: docs/development.md,
+"Capture, inside")."""
 
 from __future__ import annotations
 

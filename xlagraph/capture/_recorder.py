@@ -1,26 +1,6 @@
 """The per-process recorder behind the step-marker hook: turns what torch_xla reports around each
-step marker into journal records.
-
-Around every `_xla_step_marker` call (mark_step, torch_xla.sync, torch_xla.compile, the parallel
-loaders) it reads torch_xla's counters, the PT_XLA_DEBUG blocks written since the last marker (one
-per graph execution, implicit syncs included) and the new `--xla_dump_to` files, and appends one
-step record. Distinct frame lists, causes and graphs are written once and referred to by index,
-so a stable loop adds one short line per step. The live-tensor report is expensive (quadratic in
-graph size), so it is taken only while it stays cheap, and kept only for a sync that compiled.
-
-This is the one stateful piece of capture; everything it parses goes through the pure parsers.
-torch_xla is passed in (`xlac` = `torch_xla._XLAC`), never imported here at module level.
-
-`Recorder` coordinates; each concern lives beside it as plain functions or a small class:
-`_settings` (the XLAGRAPH_* knobs), `_state` (what changes during the run), `_debug_stream` (reading
-PT_XLA_DEBUG), `_dumps` (the --xla_dump_to folder), `_tensors_report` (the live-tensor report),
-`_source_lines` (XLAGRAPH_SOURCE_LINES=auto), `_placement` (rank and mark_sharding records),
-`_journal` (writing the journal and meta.json), `_steps` (a step's records), `_xla_counters`
-(torch_xla's counters and metrics), `_stored_files` (portable paths, sources, compression). The
-functions take the recorder as a `_host.Host` (what they use of it: its state, settings, `note`,
-`update`, `fits` and `cap_reason`; `_steps.Stepper` a little more), so none of them imports this
-module.
-"""
+step marker into journal records (how, and which module holds each concern: docs/development.md,
+"Capture, inside")."""
 
 from __future__ import annotations
 

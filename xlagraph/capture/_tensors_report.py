@@ -1,13 +1,6 @@
 """The live-tensor report (`_xla_tensors_report`): taken before a step marker while it stays cheap,
-and kept only for a graph that marker compiled.
-
-Whether a marker compiles is known only after it, and the report must be taken before (the sync
-replaces the tensors' pending graphs by device data). A step that compiles a new graph is the one
-the report explains, so the budget goes first to a step that looks new: one whose count of XLA
-tensors created and destroyed since the last marker (torch_xla's own counters, two reads) no
-earlier marker had. Different code (a replaced head, a tensor kept alive on some steps only)
-changes those counts; a stable loop repeats them, and costs nothing more.
-"""
+and kept only for a graph that marker compiled (why before, and which steps the budget goes to
+first: docs/capture-settings.md, "The live-tensor report ... is expensive")."""
 
 from __future__ import annotations
 

@@ -1,22 +1,5 @@
-"""The capture folder's file names and journal record kinds, shared by the writer and the reader.
-
-DIR/<host>-<pid>/meta.json           process facts (versions, argv, rank, env capture set, notes)
-DIR/<host>-<pid>/journal.jsonl       append-only records, one JSON object per line
-                                     (`<host>-<pid>.N` when an earlier run left that folder: a
-                                     container restarted in place gets the same host and pid)
-DIR/<host>-<pid>/hlo/                --xla_dump_to: module_NNNN.<name>.before_optimizations.txt
-DIR/<host>-<pid>/tensors/<hash>.txt  live-tensor report taken before the sync that compiled <hash>
-DIR/<host>-<pid>/lines/<hash>.txt    the compiled HLO of a graph compiled while source lines were
-                                     off, with the lines of a lowering taken before a later run of it
-                                     (`<hash>.lowered.txt` until the process exits)
-DIR/<host>-<pid>/torch_trace.log     dynamo's structured trace, filtered (`_dynamo`): torch's TORCH_TRACE
-                                     format, read by `xlagraph.parse.torch_trace`
-DIR/<host>-<pid>/pt_xla_debug.txt    PT_XLA_DEBUG output, read as the run goes (the last step
-                                     record's "o" says how far) and deleted at a clean exit
-
-At a clean exit the files of hlo/, tensors/ and lines/ are stored as `<name>.xz` (`_compress`);
-the journal keeps naming `<name>`, and readers find the `.xz` beside it.
-"""
+"""The capture folder's file names and journal record kinds, shared by the writer and the reader
+(the layout: docs/capture-settings.md, "Capture folder format")."""
 
 from __future__ import annotations
 

@@ -1,18 +1,13 @@
-"""Source lines for a graph compiled while they were off (XLAGRAPH_SOURCE_LINES=auto). Pure.
-
-Capture turns torch_xla's source lines off once a run is steady. A graph that first compiles after
-that is dumped without lines; capture then lowers it again, with lines, before a later run of it
-(`_get_xla_tensors_hlo` of the live tensors it can reach: the parameters, optimizer state and
-gradients, not the tensors only C++ holds, so that lowering may lack a few outputs). This module
-copies the `metadata={...}` of that lowering onto the compiled dump, instruction by instruction,
-so the module the report reads is exactly the compiled one plus lines.
+"""Source lines for a graph compiled while they were off (XLAGRAPH_SOURCE_LINES=auto). Pure. This
+module copies the `metadata={...}` of a later lowering with lines onto the compiled dump,
+instruction by instruction, so the module the report reads is exactly the compiled one plus lines
+(when capture lowers again, and what it can reach: docs/capture-settings.md, `auto`).
 
 Instructions are paired in the entry computation by their canonical bottom-up hash (`h1`: opcode,
 shape, attributes, operands; blind to names and parameter numbers). Where several instructions
 share one hash (two layers' weight transposes), a pair of users already matched decides: the
 operand in the same position. An instruction left ambiguous gets lines only when all its
-candidates carry the same ones. Called computations keep their own metadata.
-"""
+candidates carry the same ones. Called computations keep their own metadata."""
 
 from __future__ import annotations
 

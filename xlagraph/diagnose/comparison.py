@@ -69,6 +69,12 @@ class Comparison:
         # The paired instructions the walk found changed, per side (`instructions.matched_changes`).
         self.changed: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
 
+    def cause_of(self, kind: CauseKind, summary: str, changes: Iterable[Change], **kw) -> None:  # type: ignore[no-untyped-def]
+        """A cause of `changes`, naming their instructions on each side."""
+        listed = tuple(changes)
+        left, right = [c.left for c in listed], [c.right for c in listed]
+        self.cause(kind, summary, left, right, changes=listed, **kw)
+
     def cause(
         self,
         kind: CauseKind,

@@ -53,25 +53,21 @@ def compare_parameters(cmp: Comparison) -> set[tuple[str, str]]:
         for c in shape_changes:
             dims |= dim_changes(c.old, c.new)
         listed = [f"input {lnum[c.left]} {c.old} -> {c.new}" for c in shape_changes]
-        cmp.cause(
+        cmp.cause_of(
             CauseKind.PARAMETER_SHAPE,
             f"{len(shape_changes)} graph input{'s' if len(shape_changes) > 1 else ''} changed shape: "
             f"{fmt_list(listed)}",
-            [c.left for c in shape_changes],
-            [c.right for c in shape_changes],
-            changes=tuple(shape_changes),
+            shape_changes,
         )
     if dtype_changes:
         cmp.pending_dtype += dtype_changes
     if layout_changes:
         listed = [f"input {lnum[c.left]} {c.old} -> {c.new}" for c in layout_changes]
-        cmp.cause(
+        cmp.cause_of(
             CauseKind.LAYOUT,
             f"{len(layout_changes)} input(s) have the same shape in another layout or memory space: "
             f"{fmt_list(listed, 3)}",
-            [c.left for c in layout_changes],
-            [c.right for c in layout_changes],
-            changes=tuple(layout_changes),
+            layout_changes,
         )
     paired_l = {a for a, _ in pairs}
     paired_r = {b for _, b in pairs}

@@ -149,13 +149,11 @@ def compare_outputs(cmp: Comparison) -> None:
         and ls[left.outputs[i]] == rs[right.outputs[j]]
     ]
     if layout:
-        cmp.cause(
+        cmp.cause_of(
             CauseKind.LAYOUT,
             f"{len(layout)} output(s) have the same shape in another layout or memory space: "
             + fmt_list([f"{c.old} -> {c.new}" for c in layout], 3),
-            [c.left for c in layout],
-            [c.right for c in layout],
-            changes=tuple(layout),
+            layout,
         )
     if added:
         heads = [right.outputs[j] for j in added]

@@ -204,13 +204,11 @@ def _dtype(cmp: Comparison) -> None:
     kinds = sorted({f"{c.old.split('[')[0]} -> {c.new.split('[')[0]}" for c in changes})
     inputs = sum(1 for c in changes if c.left in cmp.left.param_number)
     examples = fmt_list([f"{c.old} -> {c.new}" for c in changes], 3)
-    cmp.cause(
+    cmp.cause_of(
         CauseKind.DTYPE,
         f"element type changed ({', '.join(kinds)}) on {inputs} input(s) and "
         f"{len(changes) - inputs} output(s), e.g. {examples}",
-        [c.left for c in changes],
-        [c.right for c in changes],
-        changes=tuple(changes),
+        changes,
         count=len(changes),
     )
 

@@ -1,20 +1,12 @@
 """Where a value whose guard failed was computed: dynamo names the line inside the compiled function
-that *reads* it; the fix belongs where the caller *computes* it (`lr = cosine_lr(step)` before
-`step_fn(..., lr)`, `TEMPERATURE = TEMPERATURE / 2` in the loop, `model.drop.p = 0.0`).
-
-Read from the source text the analysis has (`frames.source_line`: the capture's stored sources):
-- an argument (`L['lr']`, `L['x']`): its position in the compiled function's `def`, the expression
-  the call site passes there, and where that name was last assigned (or bound by a `for`) before
-  the call, in the caller's function (the module's own statements at module level);
-- a global (`G['TEMPERATURE']`): an assignment to it in an indented block of its module (a loop or a
-  function: not the module-level definition, which made the value the first compile assumed);
-- a module attribute (`L['self'].scale`, `...training`): an assignment to `.scale` in an indented
-  block of the caller's file, outside the methods that build the object (`__init__`: the value
-  the first compile assumed); for `training`, the `.train(` / `.eval(` call reached last before
-  the call in a loop around it (`_mode_set`), else the file's first indented one.
-Nothing is guessed where the text does not say: no line. Where a name's value was made is
-`recognizers._value_made`'s.
-"""
+that *reads* it; the fix belongs where the caller *computes* it (what is read for an argument, a
+global, an attribute: docs/compiled.md, "Where the value was computed"). Read from the source
+text the analysis has (`frames.source_line`: the capture's stored sources). A global's
+module-level definition and an attribute's assignment in the methods that build the object
+(`__init__`) made the value the first compile assumed: neither is the answer. For `training`: the
+`.train(` / `.eval(` call reached last before the call in a loop around it (`_mode_set`), else
+the file's first indented one. Nothing is guessed where the text does not say: no line. Where a
+name's value was made is `recognizers._value_made`'s."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
 """Two runs, step by step: the first step and tensors where they stop being bit-exact (or, with
-tolerances, leave them). Pure functions over `FpRun`s.
-
-Bit-exact compares the integer fields (bit sums, position-weighted sums, NaN and Inf counts).
-Tolerance mode (`rtol`/`atol`) can only compare what a fingerprint keeps of the values: the L2
-norm. A tensor whose bits differ is within tolerance when its NaN/Inf counts agree and
-|norm_a - norm_b| <= atol + rtol * |norm_a|; that is a necessary condition for elementwise
-closeness, not a sufficient one, and the docs say so.
-"""
+tolerances, leave them). Pure functions over `FpRun`s. Tolerance mode can only compare what a
+fingerprint keeps of the values, the L2 norm: a necessary condition for closeness, not a
+sufficient one (docs/divergence.md)."""
 
 from __future__ import annotations
 

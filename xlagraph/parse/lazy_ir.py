@@ -1,19 +1,6 @@
-"""Reader for PyTorch/XLA's lazy IR text (`XLA_SAVE_TENSORS_FMT=text`, the default format).
-
-    IR {
-      %0 = f32[] prim::Constant(), xla_shape=f32[]
-      %1 = f32[3,3]{1,0} aten::expand(%0), xla_shape=f32[3,3]{1,0}, ROOT=0
-      %7 = f32[] aten::sum(%6), location=f@t.py:4, xla_shape=f32[], ROOT=1
-    }
-
-The text is mapped onto the same IR as HLO so that every later stage works unchanged:
-`xla::device_data` nodes become `parameter`s numbered in order of appearance, the `ROOT=k`
-nodes feed a synthetic `tuple` root in k order, and `%5.1` (output 1 of a multi-output node)
-becomes a synthetic `get-tuple-element`. Opcodes keep their `aten::`/`xla::` names.
-
-This format is lossy: `prim::Constant()` prints no value and ops such as `xla::select` print no
-bounds, so constant and slice changes are only visible in HLO dumps (`XLA_SAVE_TENSORS_FMT=hlo`).
-"""
+"""Reader for PyTorch/XLA's lazy IR text (`XLA_SAVE_TENSORS_FMT=text`, the default format), mapped
+onto the same IR as HLO so that every later stage works unchanged (the mapping, and what the format
+does not print: docs/reading.md, "Lazy IR text")."""
 
 from __future__ import annotations
 

@@ -1,28 +1,7 @@
-"""Read torch_xla's `PT_XLA_DEBUG_LEVEL` output (`PT_XLA_DEBUG_FILE` or stderr) into events.
-
-torch_xla (debug_util.cpp, 2.5 – 2.9) writes one block per graph compilation (`Compilation
-Analysis:`) and, at level 2, one per graph execution (`Execution Analysis:`), cache hits and
-implicit syncs included. A compile is followed by `Computation hash: <hex>` and a `Post
-Compilation Analysis:` block, then the execution of the graph it compiled:
-
-    Execution Analysis: ================================================================================
-    Execution Analysis: Execution Cause
-    Execution Analysis:   user torch_xla.sync
-    Execution Analysis: Graph Info:
-    Execution Analysis:   Graph Name: my_graph            <- only for named graphs
-    Execution Analysis:   Graph Hash: 8d38e50e8884974408a52a42ed583d8e
-    Execution Analysis:   Number of Graph Inputs: 5
-    Execution Analysis:   Number of Graph Outputs: 9
-    Execution Analysis: Python Frame Triggered Execution:
-    Execution Analysis:   sync (/site-packages/torch_xla/torch_xla.py:87)
-    Execution Analysis:   <module> (train.py:35)
-    Execution Analysis:   ..........                       <- more than PT_XLA_DEBUG_MAX_FRAME frames
-    Execution Analysis: --------------------------------------------------------------------------------
-    Execution Analysis: ================================================================================
-
-Pure: no torch. The capture hook parses the file incrementally (a block cut short by a read
-is returned as `rest` and completed by the next read); the capture reader parses leftovers.
-"""
+"""Read torch_xla's `PT_XLA_DEBUG_LEVEL` output (`PT_XLA_DEBUG_FILE` or stderr) into events (the
+blocks it reads: docs/development.md, "Capture, inside"). Pure: no torch. The capture hook parses the
+file incrementally (a block cut short by a read is returned as `rest` and completed by the next
+read); the capture reader parses leftovers."""
 
 from __future__ import annotations
 

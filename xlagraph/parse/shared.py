@@ -1,18 +1,10 @@
 """What the processes of one report share: each distinct graph file is parsed once, and each
-distinct baseline choice (the diffs of a recompile against its candidates) is made once.
-
-The ranks of a pod run the same graphs: 1,024 folders hold the same bytes 1,024 times. A graph is
-known here by a content key: the journal's graph hash, the bytes' digest (read and hashed, never
-parsed, to tell) and which graph of the file the spec names. Processes whose recompiles have the
-same content keys and the same sync facts (index, step, frames, trigger) get the same baseline
-choice, so it is computed for the first and reused, unchanged, for the others.
-
-Only answers that hold no path are shared: a graph that cannot be read or whose reader notes name
-its file (old spellings), or a choice whose note says why it could not be made or whose process
-read such a graph, is computed again for each process, as before, so that its message names that
-process's own file. Outside `sharing()` nothing is shared (the API's single-graph
-calls keep no state between calls).
-"""
+distinct baseline choice (the diffs of a recompile against its candidates) is made once (the
+content keys, and why only answers that hold no path are shared: docs/performance.md, "A pod is
+many processes running the same graphs"). A graph whose reader notes name its file (old
+spellings), or a choice whose process read such a graph, is computed again for each process, so
+that its message names that process's own file. Outside `sharing()` nothing is shared (the API's
+single-graph calls keep no state between calls)."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
-"""Read torch_xla's live-tensor report (`torch_xla._XLAC._xla_tensors_report`) into `LiveTensor`s.
-
-One entry per live tensor with pending IR (init_python_bindings.cpp `GetLiveTensorsReport`):
-
-    Tensor: id=5, shape=f32[], device=CPU:0, ir_nodes=4
-    Frames:                                   <- only when the IR was recorded with XLA_IR_DEBUG=1
-      f (/home/user/t11.py:4)
-      <module> (/home/user/t11.py:7)
-    IR {
-      %0 = f32[] xla::device_data(), location=f@t11.py:4, xla_shape=f32[]
-      ...
-    }
-                                              <- two blank lines between tensors
-
-The IR of each tensor is skipped: it is most of the text (quadratic in graph size) and the
-graph itself is read from the HLO. Pure: no torch.
-"""
+"""Read torch_xla's live-tensor report (`torch_xla._XLAC._xla_tensors_report`) into `LiveTensor`s
+(the entry's text: docs/development.md, "Capture, inside"). The IR of each tensor is skipped: it is
+most of the text (quadratic in graph size) and the graph itself is read from the HLO. Pure: no torch."""
 
 from __future__ import annotations
 

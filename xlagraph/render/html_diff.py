@@ -1,29 +1,8 @@
-"""The diff page: two graphs side by side, only the differing neighbourhoods rendered.
-
-What a diff page shows by default is the differing instructions of each compared pair of
-computations, each with `context_lines` of printed neighbours:
-
-- instructions a cause names (`cause`),
-- live instructions the matcher left unpaired (`only`: only in A, only in B),
-- paired instructions whose content or operands changed although no cause names them (`changed`:
-  a change the classifier folded into a cause, e.g. every shape downstream of a resized input).
-  These, and dead code a cause names, are shown while there are at most `MAX_CHANGED_SHOWN` on
-  the page; past that (a batch dimension that changed reshapes half a 120K-instruction graph)
-  they are folded into the runs, still marked, and counted in each run's label.
-
-Everything else is a run of "… N unchanged instructions". Short runs are in the page, hidden until
-clicked; longer ones ship as data the script turns into rows on demand, whole up to `LAZY_RUN`
-instructions, else their first and last `RUN_EDGE`; once `DATA_BUDGET` instructions ship, runs
-only show their count and the dump lines they span. So a page's size follows the size of the
-difference, not of the graphs.
-
-Anchors are `L-<computation>-<instruction>` (A) and `R-…` (B), sanitized. A link's `href` always
-names an element in the page; a link to an instruction inside a run that is built on demand points
-at the run and carries the instruction's id (`Link.ref`) for the script.
+"""The diff page: two graphs side by side, only the differing neighbourhoods rendered (what it
+shows, how runs of unchanged instructions ship, its anchors: docs/development.md, "The HTML pages").
 
 This module plans the sections and places rows and runs; a row is `html_diff_rows`'s, a cause's
-panel `html_diff_causes`'s, the working state and links `html_diff_state`'s.
-"""
+panel `html_diff_causes`'s, the working state and links `html_diff_state`'s."""
 
 from __future__ import annotations
 

@@ -1,23 +1,10 @@
-"""How the API's `Module`, `Diff` and `Report` show themselves in Jupyter: HTML fragments.
-
-Built from the engine's results (a `DiffResult`, a report's processes and rank view) and, for a
-module, from anything with a module's identity (`ModuleIdentity`: the API's `Module` is one), so
-that rendering never imports the API that calls it.
-
-The HTML is the content of the CLI's pages, built by the same builders (`build_diff_view`,
-`build_run_view`) and templates, as a fragment a notebook cell can hold several of:
-
-- every element id carries a prefix of its own (`xg3-` for a diff, `p7-` for a report's
-  process: the builders' `prefix` / `n`), so two outputs never share an id;
-- the stylesheet is scoped to the fragment's root (`#xg3 .row`, `:root` -> `#xg3`), so it
-  styles nothing else of the notebook;
-- the page's script runs unchanged inside a function that hands it a `document` limited to the
-  root: it finds its data and elements there and listens for clicks there only;
-- the fragment scrolls inside a box of `MAX_HEIGHT` and fetches nothing (no network).
-
-Where a notebook does not run scripts (an untrusted one), the fragment still reads: causes,
-tables and rows are HTML, links are plain anchors; only the collapsed runs stay closed.
-"""
+"""How the API's `Module`, `Diff` and `Report` show themselves in Jupyter: HTML fragments, the
+content of the CLI's pages built by the same builders (`build_diff_view`, `build_run_view`) and
+templates (what a fragment promises: docs/api.md, "In a notebook"). Built from the engine's results
+and, for a module, from anything with a module's identity (`ModuleIdentity`), so that rendering
+never imports the API that calls it. Ids take the builders' `prefix` / `n` (`xg3-`, `p7-`), the
+stylesheet is scoped to the fragment's root (`:root` -> `#xg3`), and the page's script runs
+unchanged inside a function that hands it a `document` limited to the root."""
 
 from __future__ import annotations
 

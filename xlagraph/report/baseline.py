@@ -1,12 +1,6 @@
-"""Which earlier graph a recompile is compared with, and that diff.
-
-Candidates are the earlier graphs of the same call site (the same user frames, then the same
-line), most recent first, else every earlier graph ("new code"); `torch_xla.compile` names narrow
-them further. The two closest by structure are diffed (a third where the screen's distances tie
-or come close), and the diff that explains the change with the fewest, most recent causes is the
-baseline (`diagnose.closeness`: a candidate that differs only by warm-up state loses to one that is
-this graph reordered).
-"""
+"""Which earlier graph a recompile is compared with, and that diff (the candidates, the screen and
+the choice: docs/report.md, "Which earlier graph a recompile is compared with"; the choice itself
+is `diagnose.closeness`'s)."""
 
 from __future__ import annotations
 

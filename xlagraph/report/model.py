@@ -1,18 +1,5 @@
-"""What `xlagraph report` says about one process of a run: immutable data, no behaviour.
-
-Terms (also what the README says):
-
-* sync: one graph execution, explicit (`torch_xla.sync()`, `mark_step`) or implicit (`.item()`,
-  `.cpu()`, `print`); numbered from 0 in run order.
-* step: the steps the source records (a capture), or inferred from a save file (every explicit
-  sync ends one); numbered from 0.
-* variant: one distinct graph (one torch_xla Graph Hash), lettered A, B, ... in order of first
-  appearance.
-* compile: a sync that compiled its graph (a compile-cache miss). `compiles` counts distinct
-  compiled graphs; every compile after the first is a recompile and gets an explanation.
-* warm-up / steady state: warm-up runs up to and including the last step that compiled; steady
-  state is every step after it. A run that compiles in its last step has no steady state.
-"""
+"""What `xlagraph report` says about one process of a run: immutable data, no behaviour (its terms,
+sync, step, variant, compile, warm-up: docs/report.md, "Terms")."""
 
 from __future__ import annotations
 

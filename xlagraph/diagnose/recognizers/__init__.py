@@ -1,37 +1,5 @@
-"""The recognizers, one module per pattern, and the order they run in.
-
-Order matters: a layout change that only follows other changes is folded first; patterns that
-explain a whole cascade come next (a sharding or parallelism
-change explains collectives, shard shapes and scaling constants; a graph break explains a
-graph cut anywhere), then the warm-up and every-k-steps patterns that explain whole regions,
-then the patterns of one input or one value; `unknown` then words what nothing explained. Last (`FINAL`),
-over everything found, named and raw alike: `permutation` folds a reordering into the change it
-follows from, `periodic_site` cites the `if ... % k:` line
-that calls a helper, `collective_site` cites where the user's code issued collectives whose
-metadata names torch_xla alone, and `grouping` makes one cause of what repeats.
-
-The contract. A recognizer is one module exporting `RECOGNIZER = Recognizer(name, recognize)`;
-`recognize(evidence, pending)` is pure: it reads the two graphs and the run (`Evidence`) and the
-causes still pending (the raw differences, or in `FINAL` everything found), and returns
-`Recognized(causes, consumed, rest)`: the causes it names, the indices of the pending causes they
-explain (dropped from the list), and pieces it split off and leaves to later recognizers; `NOTHING`
-when the pattern is absent. It names a `CauseKind`, takes its hint from `diagnose/fixes.py` and its
-lines from the causes it consumes. `donation.py` is the smallest: it renames the `attribute`
-differences that are all `input_output_alias` and gives them the donation fix. Shared helpers, one
-file per concern: `_causes` (merge, rename), `_source` (the user's code around a line),
-`_periodic` (work done every k steps), `_assignments` (where a value was made), `_dataflow`
-(walks over a graph), `_statements` (the `with` and `for` around a line, from the syntax tree of
-the stored file), `_deciding_loop` (which user loop decides an order, from whichever lines: one
-rule for every cause that cites such a loop), `_precision` (where precision is switched), `_clip`
-(what a global-norm clip looks like), `_beside_work` (differences that follow from work one
-graph does only), `_late_module` (a module made mid-run and used once it exists), `_guarded_calls`
-(the calls of a helper made under an `if` where others are not), `_user_flow` (a traced loop's
-trip count, hooks registered, tensors kept in or made from Python lists), `_dropout_mode` (random
-work toggled by train/eval, a dropout probability set, or the user's own random tensors),
-`_hook_steps` (work that runs from the step a hook is registered on), `_permutation_site` (the
-lines that decided an order of inputs or outputs), `_wrappers` (names bound to a wrapper of a user
-function: `step_fn = torch_xla.compile(train_step)`).
-"""
+"""The recognizers, one module per pattern, and the order they run in (the contract, why this
+order and the shared helpers: docs/development.md, "A recognizer")."""
 
 from __future__ import annotations
 

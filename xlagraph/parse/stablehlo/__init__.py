@@ -1,14 +1,7 @@
-"""Reader for StableHLO text (MLIR), issue 38: a module is written as the HLO text XLA's own
-export (xla/hlo/translate/mhlo_to_hlo) would produce for it, with the user's line for each line,
-and read by the compiled HLO reader into the same IR, canonical form included; so canonicalization,
-matching, diagnosis and rendering work unchanged, and every check the HLO reader makes applies.
-
-The translation is the compiled core's (rust/src/parse/stablehlo/: the structure of the text,
-types and constants, locations, each operation, Shardy's shardings, the printing), run without
-the GIL; its readable reference, the Python it was ported from, is tests/stablehlo_reference, and
-tests/test_stablehlo_core.py holds the two to the same output byte for byte. Nothing here imports
-jaxlib or MLIR: the reader works from the text alone.
-"""
+"""Reader for StableHLO text (MLIR), issue 38: the compiled core writes a module as the HLO text
+XLA's own export would produce for it, read by the compiled HLO reader into the same IR (how, and
+its readable reference in tests/: docs/reading.md, "StableHLO (MLIR text)"). Nothing here imports
+jaxlib or MLIR: the reader works from the text alone."""
 
 from __future__ import annotations
 
