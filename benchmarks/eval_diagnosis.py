@@ -80,6 +80,7 @@ SPLITS = (
     "held_out_38",
     "held_out_39",
     "held_out_40",
+    "held_out_41",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")

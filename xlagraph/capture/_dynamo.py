@@ -237,6 +237,20 @@ def disarm() -> None:
     handler.close()
 
 
+def _guard_comment_cwd(cwd: str) -> str:
+    """`# ` and the working directory as a dynamo guard's comment cites it: torch's
+    `shorten_filename` cuts a path after its common path with torch's install folder, so a checkout
+    outside it loses only its first two characters (`ork/wt/x/scripts/a.py` for `/work/wt/x/...`), a
+    tail of this machine's path that the rewriting of whole absolute paths does not see. Empty when
+    torch is absent or the cut is too short to be told from other text."""
+    try:
+        from torch.utils._traceback import shorten_filename
+    except ImportError:
+        return ""
+    short = shorten_filename(os.path.join(cwd, "x"))[:-1]
+    return "" if os.path.isabs(short) or len(short) < 8 else "# " + short
+
+
 class _TraceHandler(logging.Handler):
     """Writes the kept events, one `os.write` each (a kill leaves at most the last one partial)."""
 
@@ -260,6 +274,7 @@ class _TraceHandler(logging.Handler):
         from xlagraph.capture.stored_sources import _ABS_TOKEN  # (not at start-up: arm() runs late)
 
         self.tokens = _ABS_TOKEN
+        self.cut = _guard_comment_cwd(os.getcwd())
 
     def emit(self, record: logging.LogRecord) -> None:
         if not self.active or os.getpid() != self.pid:
@@ -316,7 +331,8 @@ class _TraceHandler(logging.Handler):
             return self.paths(text)
         if "/" not in text:
             return text
-        return self.tokens.sub(self._token, text)
+        out = self.tokens.sub(self._token, text)
+        return out.replace(self.cut, "# ") if self.cut else out
 
     def _token(self, m: re.Match[str]) -> str:
         """`/abs/file.py:22` or `/abs/file.py`` ` -> the portable path, its line and punctuation kept."""
