@@ -3,6 +3,7 @@ branch picks, one cause at the guard's line; and the fix of such a guard (`branc
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -10,7 +11,7 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, Retrace, with_one_cause
 from xlagraph.diagnose.fixes import fix as fix_text
-from xlagraph.diagnose.recognizers._statements import counts_loop, header_tests, inline_test
+from xlagraph.diagnose.recognizers._statements import counts_loop, enclosing_at, header_tests, inline_test
 from xlagraph.diagnose.recompile import Attribution, Recompile
 
 __all__ = ["branch_fix", "branch_guard_graphs", "fold_retraced_outputs", "join_branch_graphs"]
@@ -67,9 +68,11 @@ def branch_guard_graphs(
         elif (
             (guard.source.startswith(("if ", "elif ")) or _tested_inline(guard))
             and not any(r.causes[a.cause].kind is CauseKind.CONDITIONAL_WORK for a in live)
-            and not all(r.causes[a.cause].kind in _RETURNED for a in live)
+            and not (all(r.causes[a.cause].kind in _RETURNED for a in live) and _branch_returns(guard.at))
         ):  # (work the diff already named as a condition's, a flag's detach, is said better; a
-            # graph that only returns other tensors is told by what the user keeps of them)
+            # graph that only returns other tensors, `if export: return out, emb`, is told by what
+            # the user keeps of them; outputs a branch's work adds, the activations the backward
+            # keeps of a loss term it adds, are that branch's code)
             test = guard.source if guard.source.startswith(("if ", "elif ")) else _tested_inline(guard)
             what = f"`{test[:60]}` at {guard.at} picks other code: {guard.phrase}"
             fix_id, case = "conditional_work.host_branch", "case"
@@ -101,6 +104,18 @@ def branch_guard_graphs(
 
 
 _RETURNED = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
+
+
+def _branch_returns(at: str) -> bool:
+    """The guard's line is a `return` (`return a if flag else b`) or an `if` whose blocks return:
+    the branch hands the caller other tensors. True where the source cannot be read (as before)."""
+    chain = enclosing_at(at)[2]
+    if not chain:
+        return True
+    stmt = chain[-1][0]
+    return any(isinstance(n, ast.Return) for n in ast.walk(stmt))
+
+
 _NAMED = re.compile(r"`([A-Za-z_][\w.]*)`")
 
 

@@ -151,8 +151,11 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
     summary = branch_summary(site, reads)
     # The input that work replaced (the unflipped batch the model read directly) goes with it.
     shapes = {strip_layout(ins.shape) for i in found for _, ins in evidence.instructions(pending[i])}
-    # And the ops rewired to read its result (the model's first conv reading the flipped batch).
+    # And the ops rewired to read its result (the model's first conv reading the flipped batch);
+    # where the other graph is the one with the work (a penalty dropped once the loss falls), its
+    # ops that read the work's result (the gradient sum the penalty's gradient joined).
     readers = downstream(users_of(evidence.right.entry), {n for i in found for n in pending[i].right})
+    readers_left = downstream(users_of(evidence.left.entry), {n for i in found for n in pending[i].left})
     picked = list(found) + [
         i
         for i, c in enumerate(pending)
@@ -164,7 +167,7 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
                 c.kind in _INPUTS
                 and {strip_layout(ins.shape) for _, ins in evidence.instructions(c)} <= shapes
             )
-            or (c.kind is CauseKind.STRUCTURE and bool(set(c.right) & readers))
+            or (c.kind is CauseKind.STRUCTURE and bool(set(c.right) & readers or set(c.left) & readers_left))
         )
     ]
     # What computes with the new inputs taken with it is that work too (a momentum buffer made
