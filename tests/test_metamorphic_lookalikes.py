@@ -145,6 +145,10 @@ def test_many_modules_have_two_look_alikes_to_drop() -> None:
     assert len({label for label, _, _, _ in _pairs()}) >= 10
 
 
+_DEEPER_ADAM = (
+    "torch_xla/retrace_optimizer/deeper_adam_capture/vm-28298/hlo/"
+    "module_0009.SyncTensorsGraph.292.before_optimizations.txt.xz"
+)
 # (module, first, middle): where two dropped look-alikes are not yet said exactly.
 KNOWN_TWO: dict[tuple[str, int, int], str] = {
     # The mixup AdamW step, two second moments `v` dropped: the context pairs the moments kept,
@@ -162,6 +166,12 @@ KNOWN_TWO: dict[tuple[str, int, int], str] = {
         5,
         11,
     ): "structure",
+    # The same class on Adam's step of retrace_optimizer/deeper_adam: two of a family of Adam's
+    # updates (or moments) dropped leave a `structure` on their shared bias corrections, or read as
+    # the moments' state not yet made (`state_init`, inputs moved).
+    (_DEEPER_ADAM, 4, 10): "structure",
+    (_DEEPER_ADAM, 5, 11): "state_init, inputs moved",
+    (_DEEPER_ADAM, 6, 12): "structure",
 }
 
 
