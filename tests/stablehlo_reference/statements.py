@@ -43,11 +43,16 @@ def _feed(line: str, stack: list[str]) -> tuple[str, bool]:
     return code, not value and code.endswith("{") and len(stack) == last_open_brace and stack[-1:] == ["{"]
 
 
+# White space as the core's `trim_start` reads it (Unicode's White_Space): Python's `lstrip()`
+# also strips the ASCII separators \x1c-\x1f, which MLIR's lexer does not skip.
+_SPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace() and c not in "\x1c\x1d\x1e\x1f")
+
+
 def _attribute_entry(s: str) -> bool:
     n = 0
     while n < len(s) and s[n] in _NAME:
         n += 1
-    rest = s[n:].lstrip()
+    rest = s[n:].lstrip(_SPACE)
     return n > 0 and not s[0].isdigit() and rest.startswith("=") and not rest.startswith("==")
 
 
