@@ -309,3 +309,20 @@ def test_xlagraphs_own_frames_are_library_wherever_it_is_installed(tmp_path: Pat
     assert rel(own, 87) == "xlagraph/capture/_tensors_report.py" and rel.library == {rel(own)}
     assert is_library_path("xlagraph/capture/_tensors_report.py") and is_library_path("_tensors_report.py")
     assert not is_library_path("train.py")
+
+
+def test_a_guard_comments_cut_path_is_made_relative() -> None:
+    """torch's `shorten_filename` leaves a tail of the making machine's folder in a guard's comment;
+    relocation gives it the form capture writes (the corpus relative to its folder)."""
+    sys.path.insert(0, str(FIXTURES))
+    try:
+        from relocate import cut_guard_tails
+    finally:
+        sys.path.remove(str(FIXTURES))
+    assert cut_guard_tails("if x:  # GUILTY  # ork/wt/h-a/fixtures/torch_xla/corpus/scripts/s.py:3 in f") == (
+        "if x:  # GUILTY  # scripts/s.py:3 in f"
+    )
+    assert cut_guard_tails("# main/fixtures/torch_xla/compiled/scenarios/a.py:22") == (
+        "# fixtures/torch_xla/compiled/scenarios/a.py:22"
+    )
+    assert cut_guard_tails("# fixtures/a.py:1  # scripts/b.py:2") == "# fixtures/a.py:1  # scripts/b.py:2"
