@@ -81,6 +81,7 @@ SPLITS = (
     "held_out_39",
     "held_out_40",
     "held_out_41",
+    "held_out_42",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
