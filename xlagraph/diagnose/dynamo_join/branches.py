@@ -37,8 +37,10 @@ def branch_guard_graphs(
     None-ness, `if mask is not None:`; a flag, `if self.use_refiner:`): what differs (the mask's
     multiply, a layer's weights and results, the tensors the backward keeps) is the code that
     `if` picks, so it is one cause there, not tensors kept alive beside a region nobody named.
-    The same for a loop over the value (its trip count), and for any other value where the diff
-    found a region it cannot name. Only where every live cause cites the guard's line."""
+    The same for a loop over the value (its trip count), a list whose other length only adds or
+    drops outputs (its items' work), a number the diff reads as sizes (an `attribute` with the
+    fixed-size fix), and any other value where the diff found a region it cannot name. Only where
+    every live cause cites the guard's line."""
 
     def cited(r: Recompile) -> tuple[Retrace | None, list[Attribution]]:
         """The retrace and `r`'s live causes, where each of them cites its guard's line."""
@@ -54,13 +56,23 @@ def branch_guard_graphs(
         for r in recompiles
         if any(r.causes[a.cause].kind is CauseKind.STRUCTURE for a in cited(r)[1])
     }
+    # Retraces for a Python number one of whose graphs the diff reads as sizes that changed (topk's
+    # k, a slice's length): the number is a size baked into ops, whose fix is a fixed size, not a
+    # tensor argument (a size cannot be data).
+    sized = {
+        r.dynamo
+        for r in recompiles
+        if any(r.causes[a.cause].fix_id == "attribute.size" for a in cited(r)[1])
+    }
     out = []
     for r in recompiles:
         retrace, live = cited(r)
         if retrace is None:
             out.append(r)
             continue
-        guard = retrace.guard
+        guard, kind = retrace.guard, CauseKind.CONDITIONAL_WORK
+        made = f", set at {guard.origin} (`{guard.origin_source[:60]}`)" if guard.origin else ""
+        built = False  # a list's length no loop reads at the guard's line: the user's where it is built
         if guard.kind == "optional_argument":
             test = guard.source[:60] or "a test of the argument"
             what = f"`{test}` at {guard.at} runs other code for None than for a tensor"
@@ -79,21 +91,27 @@ def branch_guard_graphs(
         elif loop := counts_loop(guard.source, _guarded_names(guard)):
             what = f"`{loop[:60]}` at {guard.at} runs another number of times: {guard.phrase}"
             fix_id, case = "", "count"  # the guard's: the unrolled loop's, or a list's own
+        elif guard.kind == "sequence_length" and all(r.causes[a.cause].kind in _RETURNED for a in live):
+            # the other count's items: the activations, results and gradients its extra items add
+            what = f"{guard.phrase}{made}, read at {guard.at}"
+            fix_id, case, built = "", "count", True
+        elif r.dynamo in sized and guard.kind == "python_scalar":
+            what = f"{guard.phrase}{made}, read at {guard.at} as a size the graph's ops are built for"
+            fix_id, case, kind = "attribute.size", "value", CauseKind.ATTRIBUTE
         elif r.dynamo in unnamed:
             # No rule tells how the value shapes the code (a dropout's p reaching 0.0 drops its
             # mask), but dynamo says which value it traced again for, and every difference cites
             # the line that reads it: the retrace's, not a region nobody named beside it.
-            made = f", set at {guard.origin} (`{guard.origin_source[:60]}`)" if guard.origin else ""
             what = f"{guard.phrase}{made}, read at {guard.at}"
             fix_id, case = "", "value"
         else:
             out.append(r)
             continue
         # An `if` or a loop decides at its line; a value no rule reads is the user's where it is set.
-        first = (guard.origin, guard.at) if case == "value" else (guard.at, guard.origin)
+        first = (guard.origin, guard.at) if case == "value" or built else (guard.at, guard.origin)
         lines = tuple(dict.fromkeys(x for x in (*first, retrace.call_site) if x))
         cause = Cause(
-            CauseKind.CONDITIONAL_WORK,
+            kind,
             f"{what}: torch.compile traced each {case}, and this graph is the other {case}'s",
             fix_text(fix_id) if fix_id else guard.fix,
             sources=lines,
