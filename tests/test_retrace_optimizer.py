@@ -93,3 +93,24 @@ def test_adamw_state_for_a_probe_switched_on_follows_the_forward() -> None:
     report = capture_report(HERE / "probe_list_compiled_capture")
     loop = script_line("fixtures/torch_xla/retrace_optimizer/probe_list_compiled.py", "for pred in side")
     assert _state_follows_the_forward(report, loop) == 1
+
+
+def test_the_new_exit_weights_taken_as_inputs_are_no_shape_change() -> None:
+    """early_exits: a list of early exits' logits passed to a compiled loss grows from 1 to 2 (a
+    module attribute), the model lazy before it, Adam after it. The sync's graph of that step
+    (after the bridge's full sync, as on the first step) takes the second exit's weights where the
+    first step's took a weight handed over transposed: read alone as weights of another shape
+    (`parameter_shape`, f32[24,5] -> f32[5,24]), they are the parameters the list guard's change
+    now trains, with its fix and its loop's line."""
+    report = capture_report(HERE / "early_exits_capture")
+    loop = script_line("fixtures/torch_xla/retrace_optimizer/early_exits.py", "for exit_logits in early")
+    assert _state_follows_the_forward(report, loop) == 1
+    step = [r for r in report.recompiles if r.dynamo]
+    assert not any(c.kind is CauseKind.PARAMETER_SHAPE for r in step for c in r.causes)
+    weights = [
+        a.summary
+        for r in step
+        for a in r.attribution
+        if "weights of the parameters the retraced" in a.summary
+    ]
+    assert len(weights) == 1, weights

@@ -7,9 +7,11 @@ alone as tensors kept alive. They are the forward's change seen in the optimizer
 guard's line, its fix) is theirs. So is the state a lazily initialised optimizer (Adam, AdamW)
 makes for those parameters at that step: its moments and step counts, made in optimizer code,
 read against the first step's graph (state made for every weight) or the steady one as work
-library code does on some steps. So is the same change on the next step, where the optimizer's
-graph compiles once more without the bridge's full sync (a graph no retrace made, of the same
-call site, with the same change).
+library code does on some steps. So are those parameters' weights taken as inputs by the graphs
+of that step, paired with other tensors the baseline took (on the first step the bridge's sync
+handed a weight over transposed) and read as weights of another shape. So is the same change on
+the next step, where the optimizer's graph compiles once more without the bridge's full sync (a
+graph no retrace made, of the same call site, with the same change).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import replace
 
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
 from xlagraph.diagnose.dynamo_join.retrace import Retrace
+from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_optimizer_code
 from xlagraph.diagnose.recompile import Attribution, Recompile
 
@@ -30,6 +33,11 @@ _UPDATES = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
 # library code does on some steps (`periodic_site`'s name for it).
 _STATE = (CauseKind.STRUCTURE, CauseKind.CONDITIONAL_WORK)
 _BRIDGE = "torch_xla/_dynamo/"
+# Inputs read as weights the step updates that changed shape within the run (another module's
+# picked by a key, or resized): in a retrace's graph, the weights of the parameters the retraced
+# forward now trains, paired with other tensors the baseline took (a transposed weight handed over
+# by the bridge's sync on the first step), not one tensor that changed shape.
+_WEIGHTS = frozenset(fix(f"parameter_shape.{k}") for k in ("switched_weights", "resized_weights"))
 
 
 def _optimizer_updates(r: Recompile, a: Attribution) -> bool:
@@ -45,18 +53,26 @@ def _optimizer_updates(r: Recompile, a: Attribution) -> bool:
     )
 
 
+def _new_weights(r: Recompile, a: Attribution) -> bool:
+    """`a` is inputs read as weights the step updates that changed shape within the run."""
+    c = r.causes[a.cause]
+    return c.kind is CauseKind.PARAMETER_SHAPE and not c.info and c.hint in _WEIGHTS
+
+
 def _folded(c: Cause, a: Attribution, forward: Cause, at: str) -> tuple[Cause, Attribution]:
     """Cause `c` (attributed as `a`) said as the forward's change `forward` (`at`: its kind and
     line): outputs added or removed keep their kind, as the optimizer's updates; the state the
-    optimizer makes is the forward's kind."""
+    optimizer makes and the weights taken as inputs are the forward's kind."""
     if c.kind in _UPDATES:
         said = f": the optimizer's updates of the parameters the retraced forward now trains {at}"
         # "2 extra output(s): the live tensor(s) kept alive ..." -> what they are instead
         return replace(c, summary=c.summary + said, hint=forward.hint), replace(
             a, summary=a.summary.split(":", 1)[0] + said
         )
-    # not "library code computes another way on some steps"
-    what = f"the optimizer's state made for the parameters the retraced forward now trains {at}"
+    if c.kind is CauseKind.PARAMETER_SHAPE:
+        what = f"the weights of the parameters the retraced forward now trains, taken as inputs {at}"
+    else:  # not "library code computes another way on some steps"
+        what = f"the optimizer's state made for the parameters the retraced forward now trains {at}"
     return replace(c, kind=forward.kind, summary=what, hint=forward.hint), replace(
         a, kind=str(forward.kind), summary=what
     )
@@ -91,9 +107,9 @@ def _forward(cid: str, recompiles: Sequence[Recompile]) -> tuple[Cause, Attribut
 
 
 def follow_forward(recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace]) -> tuple[Recompile, ...]:
-    """Optimizer updates added or removed and the optimizer's state made in a retrace's graphs
-    (and in the same change repeated at the call site on a later step) cited at the retrace's
-    forward change, with its fix."""
+    """Optimizer updates added or removed, the optimizer's state made and the new parameters'
+    weights taken as inputs in a retrace's graphs (and in the same change repeated at the call
+    site on a later step) cited at the retrace's forward change, with its fix."""
     out: list[Recompile] = []
     for r in recompiles:
         cid = r.dynamo
@@ -109,7 +125,11 @@ def follow_forward(recompiles: Sequence[Recompile], retraces: Mapping[str, Retra
         retrace = retraces.get(cid)
         forward = _forward(cid, recompiles) if retrace and not retrace.expected else None
         hit = (
-            [a for a in r.attribution if r.causes[a.cause] is not forward[0] and _optimizer_updates(r, a)]
+            [
+                a
+                for a in r.attribution
+                if r.causes[a.cause] is not forward[0] and (_optimizer_updates(r, a) or _new_weights(r, a))
+            ]
             if forward
             else []
         )
