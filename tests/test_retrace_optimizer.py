@@ -47,3 +47,70 @@ def test_a_deeper_stack_updates_the_new_block_on_every_later_step() -> None:
     report = capture_report(FIXTURES / "torch_xla" / "corpus" / "captures" / name)
     loop = script_line(f"fixtures/torch_xla/corpus/scripts/{name}.py", "for block in self.blocks[")
     assert _updates_follow_the_forward(report, loop.replace("fixtures/torch_xla/corpus/", "")) == 2
+
+
+def _state_follows_the_forward(report, switch: str) -> int:  # type: ignore[no-untyped-def]
+    """Every live cause of the retrace's graphs takes the forward's fix and cites its line; none
+    reads as library code run on some steps. The count of the optimizer's state folded so."""
+    forward = next(
+        c
+        for r in report.recompiles
+        if r.dynamo
+        for c in r.causes
+        if c.kind is CauseKind.CONDITIONAL_WORK and not c.info
+    )
+    folded = 0
+    for r in report.recompiles:
+        if not r.dynamo:
+            continue
+        for a in r.attribution:
+            c = r.causes[a.cause]
+            if c.info:
+                continue
+            assert c.hint == forward.hint, (r.variant, c.kind, c.hint)
+            assert switch in a.lines, (r.variant, a.lines)
+            assert "library code computes another way" not in c.summary, (r.variant, c.summary)
+            folded += "optimizer's state made for the parameters" in c.summary
+    return folded
+
+
+def test_adam_state_made_for_a_new_block_follows_the_forward() -> None:
+    """deeper_adam: Adam's moments and step counts made for the new block's weights at the
+    retrace's step (its graph read against the first step's, where the state of every weight was
+    made) are the forward's change, with the loop's fix: not work library code does on some
+    steps. The next step's graph, taking that state as inputs, is warm-up."""
+    report = capture_report(HERE / "deeper_adam_capture")
+    loop = script_line("fixtures/torch_xla/retrace_optimizer/deeper_adam.py", "for layer in self.layers[")
+    assert _state_follows_the_forward(report, loop) == 1
+    later = [r for r in report.recompiles if r.step == 4]
+    assert later and all(c.info for r in later for c in r.causes), [r.variant for r in later]
+
+
+def test_adamw_state_for_a_probe_switched_on_follows_the_forward() -> None:
+    """probe_list_compiled: deep supervision, a list of probe outputs passed to a compiled loss
+    grows from 1 to 2 (a module attribute); AdamW's state for the second probe's weights, made at
+    that step, is the list guard's change (read against the steady graph this time)."""
+    report = capture_report(HERE / "probe_list_compiled_capture")
+    loop = script_line("fixtures/torch_xla/retrace_optimizer/probe_list_compiled.py", "for pred in side")
+    assert _state_follows_the_forward(report, loop) == 1
+
+
+def test_the_new_exit_weights_taken_as_inputs_are_no_shape_change() -> None:
+    """early_exits: a list of early exits' logits passed to a compiled loss grows from 1 to 2 (a
+    module attribute), the model lazy before it, Adam after it. The sync's graph of that step
+    (after the bridge's full sync, as on the first step) takes the second exit's weights where the
+    first step's took a weight handed over transposed: read alone as weights of another shape
+    (`parameter_shape`, f32[24,5] -> f32[5,24]), they are the parameters the list guard's change
+    now trains, with its fix and its loop's line."""
+    report = capture_report(HERE / "early_exits_capture")
+    loop = script_line("fixtures/torch_xla/retrace_optimizer/early_exits.py", "for exit_logits in early")
+    assert _state_follows_the_forward(report, loop) == 1
+    step = [r for r in report.recompiles if r.dynamo]
+    assert not any(c.kind is CauseKind.PARAMETER_SHAPE for r in step for c in r.causes)
+    weights = [
+        a.summary
+        for r in step
+        for a in r.attribution
+        if "weights of the parameters the retraced" in a.summary
+    ]
+    assert len(weights) == 1, weights
