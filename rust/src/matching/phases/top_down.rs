@@ -16,22 +16,18 @@ impl Mappings<'_> {
         if free_left.len() + free_right.len() >= self.pairs.len() {
             return self.pairs.clone();
         }
-        let mut with_free_left = vec![false; l.names.len()];
-        for &n in &free_left {
-            for &u in l.users(n) {
-                if self.lp(u) {
-                    with_free_left[u as usize] = true;
+        // A side's paired instructions (`paired`: `lp` or `rp`) that read a free one.
+        let reads_free = |side: &MatchSide, free: &[u32], paired: &dyn Fn(u32) -> bool| -> Vec<bool> {
+            let mut flags = vec![false; side.names.len()];
+            for &n in free {
+                for &u in side.users(n) {
+                    flags[u as usize] |= paired(u);
                 }
             }
-        }
-        let mut with_free_right = vec![false; r.names.len()];
-        for &n in &free_right {
-            for &u in r.users(n) {
-                if self.rp(u) {
-                    with_free_right[u as usize] = true;
-                }
-            }
-        }
+            flags
+        };
+        let with_free_left = reads_free(l, &free_left, &|u| self.lp(u));
+        let with_free_right = reads_free(r, &free_right, &|u| self.rp(u));
         self.pairs
             .iter()
             .copied()
