@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from tests.conftest import FIXTURES
 from tests.corpus_reports import capture_report, script_line
-from xlagraph.diagnose.recognizers._branch_order import branch_order
+from xlagraph.diagnose.recognizers._deciding_loop import branch_order
 from xlagraph.diagnose.recognizers._traced_returns import returned_under_if
 
 CORPUS = FIXTURES / "torch_xla" / "corpus"

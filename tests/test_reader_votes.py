@@ -16,7 +16,7 @@ from xlagraph.diagnose import pairing
 from xlagraph.diagnose.comparison import Comparison
 from xlagraph.diagnose.shapes import shape_of
 from xlagraph.diff import diff_files, diff_modules
-from xlagraph.match.mappings import Matching
+from xlagraph.match import Matching
 from xlagraph.parse.sources import load_module
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xlagraph.match.mappings import Matching
+from xlagraph.match import Matching
 
 __all__ = ["Mappings"]
 

@@ -44,8 +44,7 @@ from tests.oracles.match_sum_terms import numbered
 from tests.oracles.match_top_down import match_top_down
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import strip_layout
-from xlagraph.match import _context_pairs, _layout, _sent
-from xlagraph.match.mappings import Matching
+from xlagraph.match import Matching, _context_pairs, _layout, _sent
 from xlagraph.match.shapes import dims
 
 __all__ = ["PHASES", "match_reference"]

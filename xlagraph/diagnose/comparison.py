@@ -154,15 +154,12 @@ class Comparison:
 
     def repair_parameters(self) -> None:
         """Parameters as the evidence pairs them, in the matching every later step reads."""
-        lp, rp = self.left.param_number, self.right.param_number
-        for a in lp:
-            b = self.pair_left.pop(a, None)
-            if b is not None:
-                self.pair_right.pop(b, None)
-        for b in rp:
-            a = self.pair_right.pop(b, None)
-            if a is not None:
-                self.pair_left.pop(a, None)
+        sides = (self.left, self.pair_left, self.pair_right), (self.right, self.pair_right, self.pair_left)
+        for comp, pairs, twins in sides:
+            for param in comp.param_number:
+                twin = pairs.pop(param, None)
+                if twin is not None:
+                    twins.pop(twin, None)
         for a, b in self.param_pairs.items():
             self.pair_left[a] = b
             self.pair_right[b] = a

@@ -21,8 +21,8 @@ from xlagraph._kept import kept_while_alive
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.ir import Instruction, strip_layout
 from xlagraph.match import _compiled
+from xlagraph.match._compiled import Matching
 from xlagraph.match.correspondence import correspond
-from xlagraph.match.mappings import Matching
 from xlagraph.opcodes import COLLECTIVES
 
 __all__ = ["Matching", "match"]

@@ -9,14 +9,14 @@ import weakref
 from collections import deque
 from collections.abc import Iterator, Mapping
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
 from xlagraph import _core
 from xlagraph.canonical import CanonicalComputation
-from xlagraph.match.mappings import Matching
 from xlagraph.opcodes import COMMUTATIVE
 
-__all__ = ["Users", "match", "side", "users"]
+__all__ = ["Matching", "Users", "match", "side", "users"]
 
 _match_sides = _core.match_sides
 _match_side_of = _core.match_side_of
@@ -79,6 +79,16 @@ class Users(Mapping[str, list[str]]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._core.keys())  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, eq=False)
+class Matching:
+    """`left[a] == b` when left instruction `a` corresponds to right instruction `b`;
+    `matcher[a]` names the phase that paired them (shown in reports)."""
+
+    left: dict[str, str]
+    right: dict[str, str]
+    matcher: dict[str, str]
 
 
 def match(

@@ -100,25 +100,24 @@ def tied_pick(
 ) -> list[tuple[int, int]]:
     """The pair of nodes to individualize next (empty: no tie left), from the first tied class
     of side `order` (else of the other side)."""
-    ca, cb = hist[0][-1], hist[1][-1]
     for side in (order, 1 - order):
-        lnodes, rnodes, _, _, open_l, open_r = sides[side]
-        for ls, rs in classes(ca, cb, lnodes, rnodes, open_l, open_r).values():
-            if len(ls) != len(rs) or len(ls) < 2:
-                # Paired already, or not the same look-alikes on both sides: inputs added or
-                # removed among them, whose pairing by slot would be a guess the rest follows.
-                continue
-            if sig is None:
-                return [(-1, -1)]
-            i, j = _best_pair(ls, rs, sides[side], sig)
-            return [(lnodes[i], rnodes[j]), (side, frozenset(ls), frozenset(rs))]  # type: ignore[list-item]
+        tied = _tied_classes(hist, sides[side])
+        if not tied:
+            continue
+        if sig is None:
+            return [(-1, -1)]
+        (ls, rs), (lnodes, rnodes) = tied[0], sides[side][:2]
+        i, j = _best_pair(ls, rs, sides[side], sig)
+        return [(lnodes[i], rnodes[j]), (side, frozenset(ls), frozenset(rs))]  # type: ignore[list-item]
     return []
 
 
 def _tied_classes(
     hist: tuple[list[list[int]], list[list[int]]], side: Side
 ) -> list[tuple[list[int], list[int]]]:
-    """The tied classes of one side: the same look-alikes, two or more, on both sides."""
+    """The tied classes of one side: the same look-alikes, two or more, on both sides (not a class
+    paired already, nor one of other sizes: inputs added or removed among them, whose pairing by
+    slot would be a guess the rest follows)."""
     lnodes, rnodes, _, _, open_l, open_r = side
     groups = classes(hist[0][-1], hist[1][-1], lnodes, rnodes, open_l, open_r).values()
     return [(ls, rs) for ls, rs in groups if len(ls) == len(rs) > 1]

@@ -22,11 +22,7 @@ pub(crate) const IGNORED_ATTRIBUTES: [&str; 7] = [
 
 /// `normalize_attribute(key, value, strict=True)`: an invalid iota group is an error.
 fn normalize_attribute(key: &str, value: &str) -> R<String> {
-    let value = if value.contains('"') {
-        value.to_string()
-    } else {
-        drop_spaces(value)
-    };
+    let value = spaces_dropped(value);
     if key == "replica_groups" {
         if let Some(expanded) = expand_iota(&value)? {
             return Ok(expanded);
@@ -38,13 +34,16 @@ fn normalize_attribute(key: &str, value: &str) -> R<String> {
 /// `normalize_attribute(key, value)` (not strict): an invalid iota group stays as printed,
 /// spaces dropped.
 pub(crate) fn normalize_lenient(key: &str, value: &str) -> String {
-    normalize_attribute(key, value).unwrap_or_else(|_| {
-        if value.contains('"') {
-            value.to_string()
-        } else {
-            drop_spaces(value)
-        }
-    })
+    normalize_attribute(key, value).unwrap_or_else(|_| spaces_dropped(value))
+}
+
+/// `value` without its spaces, unless it holds a string (whose spaces are its text).
+fn spaces_dropped(value: &str) -> String {
+    if value.contains('"') {
+        value.to_string()
+    } else {
+        drop_spaces(value)
+    }
 }
 
 /// `compared_value` for a key that is not ignored: `None` when nothing is left to compare.

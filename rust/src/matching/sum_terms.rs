@@ -133,14 +133,11 @@ impl Mappings<'_> {
         if tl.len() < MIN_TERMS || tl.len() != tr.len() || nl.len() != nr.len() {
             return Ok(None);
         }
-        let mut kl = Vec::with_capacity(tl.len());
-        for &t in &tl {
-            kl.push(Self::hash(l, false, peeled(l, t))?);
-        }
-        let mut kr = Vec::with_capacity(tr.len());
-        for &t in &tr {
-            kr.push(Self::hash(r, false, peeled(r, t))?);
-        }
+        // Each term's `h0`, as the value it stands for (`peeled`).
+        let keys = |side: &MatchSide, terms: &[u32]| -> R<Vec<i128>> {
+            terms.iter().map(|&t| Self::hash(side, false, peeled(side, t))).collect()
+        };
+        let (mut kl, mut kr) = (keys(l, &tl)?, keys(r, &tr)?);
         let sorted = |k: &[i128]| {
             let mut v = k.to_vec();
             v.sort_unstable();

@@ -1,19 +1,22 @@
 """Which of the user's loops decides an order (issue 39: one rule, one place): tensors updated or
-collectives issued one per turn come in the order of what the loop iterates (`loop_order`). Every
-cause that cites such a loop asks here, from the lines the graph cites, a cited helper's call
-sites or the runtime frames of the live tensors alike."""
+collectives issued one per turn come in the order of what the loop iterates (`loop_order`), or of
+an `if` whose two branches run the same statements in another order (`if peak_first: a(); b()` /
+`else: b(); a()`, read from the stored file's syntax tree). Every cause that cites such a loop
+asks here, from the lines the graph cites, a cited helper's call sites or the runtime frames of
+the live tensors alike."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable
 
 from xlagraph.diagnose.evidence import Context
-from xlagraph.diagnose.frames import is_library, location, split_frames
-from xlagraph.diagnose.recognizers._branch_order import branch_order
+from xlagraph.diagnose.frames import is_library, location, split_frames, split_location
 from xlagraph.diagnose.recognizers._loop_order import loop_order
+from xlagraph.diagnose.recognizers._statements import SCOPES, enclosing
 from xlagraph.runlog import LiveTensor
 
-__all__ = ["MAX_CALLERS", "MAX_TENSORS", "deciding_loops", "issuing_lines", "sync_lines"]
+__all__ = ["MAX_CALLERS", "MAX_TENSORS", "branch_order", "deciding_loops", "issuing_lines", "sync_lines"]
 
 # At most this many live tensors made on a cited line are followed to their callers, unless more
 # outputs moved; and each tensor's two frames above the line that made it (the report's
@@ -26,6 +29,27 @@ def sync_lines(context: Context) -> tuple[str, ...]:
     """The user's lines of the two graphs' syncs: the loop around one runs the steps, it orders
     nothing of a step's."""
     return tuple(s for s in (context.call_site, context.baseline_call_site) if s)
+
+
+def _reordered(stmt: ast.If) -> bool:
+    """Body and `else` hold the same statements (as code, wherever they sit), in another order."""
+    body = [ast.dump(s) for s in stmt.body]
+    other = [ast.dump(s) for s in stmt.orelse]
+    return len(body) >= 2 and body != other and sorted(body) == sorted(other)
+
+
+def branch_order(location: str) -> list[str]:
+    """`file:line` of the innermost `if` around `location`, inside its function, whose branches
+    run the same statements in another order; [] when there is none."""
+    file, line = split_location(location)
+    if not file or not line:
+        return []
+    for stmt, _ in reversed(enclosing(file, line)):
+        if isinstance(stmt, SCOPES):
+            break
+        if isinstance(stmt, ast.If) and _reordered(stmt):
+            return [f"{file}:{stmt.lineno}"]
+    return []
 
 
 def deciding_loops(

@@ -15,6 +15,7 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_optimizer_code
 from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.diagnose.recognizers._dataflow import downstream
 from xlagraph.ir import strip_layout
 
 __all__ = ["HINT", "RECOGNIZER"]
@@ -47,15 +48,7 @@ def _reads_inputs(comp: CanonicalComputation, name: str) -> bool:
     (a constant the graph makes in place of an input is data no longer fed, not the bridge's)."""
     if comp.instruction(name).opcode == "parameter":
         return False
-    seen, todo = {name}, [name]
-    while todo:
-        for op in comp.operands.get(todo.pop(), ()):
-            if comp.instruction(op).opcode == "parameter":
-                return True
-            if op not in seen:
-                seen.add(op)
-                todo.append(op)
-    return False
+    return any(comp.instruction(o).opcode == "parameter" for o in downstream(comp.operands, [name]))
 
 
 def _computed_here(evidence: Evidence, removed: list[Cause]) -> bool:

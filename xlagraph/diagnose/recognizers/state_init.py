@@ -21,7 +21,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_optimizer_code
 from xlagraph.diagnose.recognizers._causes import added_at_warm_up, merge
-from xlagraph.diagnose.recognizers._dataflow import restated, updated_inputs
+from xlagraph.diagnose.recognizers._dataflow import downstream, restated, updated_inputs
 from xlagraph.diagnose.recognizers._source import source_text, user_files
 from xlagraph.diagnose.recognizers._statements import call_name, lines_where
 from xlagraph.diagnose.recognizers.pending_init import copies_returned
@@ -84,20 +84,7 @@ _STATE_OUTPUTS = 3  # a buffer's own update, its weight's, and one more (Adam's 
 def _feeds_many(comp, name: str) -> bool:  # type: ignore[no-untyped-def]
     """An input that reaches more outputs than optimizer state does: state feeds its own update
     and its weight's; a weight of the model feeds the loss and every gradient (a layer added)."""
-    users = users_of(comp)
-    outputs = set(comp.outputs)
-    seen, stack, reached = {name}, [name], 0
-    while stack:
-        for u in users.get(stack.pop(), ()):
-            if u in seen:
-                continue
-            seen.add(u)
-            if u in outputs:
-                reached += 1
-                if reached > _STATE_OUTPUTS:
-                    return True
-            stack.append(u)
-    return False
+    return len(downstream(users_of(comp), [name]).intersection(comp.outputs)) > _STATE_OUTPUTS
 
 
 def _compute_readers(comp, name: str) -> list[str]:  # type: ignore[no-untyped-def]

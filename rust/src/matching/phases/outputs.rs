@@ -5,6 +5,7 @@
 use crate::parse::text::FxMap;
 
 use crate::matching::mappings::{Mappings, OUTPUTS};
+use crate::matching::side::MatchSide;
 
 impl Mappings<'_> {
     /// `match._match_outputs`.
@@ -25,25 +26,14 @@ impl Mappings<'_> {
             }
         }
         // `sent` is looked up by name; outputs' flags are given by position.
-        let mut is_sent_l: FxMap<u32, bool> = FxMap::default();
-        for (k, &a) in l.outputs.iter().enumerate() {
-            if sent_l[k] {
-                is_sent_l.insert(a, true);
-            }
-        }
-        let mut is_sent_r: FxMap<u32, bool> = FxMap::default();
-        for (k, &b) in r.outputs.iter().enumerate() {
-            if sent_r[k] {
-                is_sent_r.insert(b, true);
-            }
-        }
+        let sent = |side: &MatchSide, flags: &[bool]| -> FxMap<u32, bool> {
+            side.outputs.iter().enumerate().filter(|&(k, _)| flags[k]).map(|(_, &o)| (o, true)).collect()
+        };
+        let (is_sent_l, is_sent_r) = (sent(l, sent_l), sent(r, sent_r));
         for same_opcode in [true, false] {
             let free_right: Vec<u32> = r.outputs.iter().copied().filter(|&b| !self.rp(b)).collect();
             let free_left: Vec<u32> = l.outputs.iter().copied().filter(|&a| !self.lp(a)).collect();
-            let mut at: FxMap<u32, usize> = FxMap::default();
-            for (k, &b) in free_right.iter().enumerate() {
-                at.insert(b, k);
-            }
+            let at: FxMap<u32, usize> = free_right.iter().enumerate().map(|(k, &b)| (b, k)).collect();
             let mut skip: FxMap<u32, ()> = FxMap::default();
             if balanced_only {
                 let mut count: FxMap<u32, (i64, i64)> = FxMap::default();

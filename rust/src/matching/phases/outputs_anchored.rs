@@ -59,17 +59,12 @@ impl Mappings<'_> {
         for &k in &kr {
             count.entry(k).or_default().1 += 1;
         }
-        let shared = |k: i128| count.get(&k).is_some_and(|&(x, y)| eligible(x, y));
-        let (free_l, kl): (Vec<u32>, Vec<i128>) = free_l
-            .into_iter()
-            .zip(kl)
-            .filter(|&(_, k)| shared(k))
-            .unzip();
-        let (free_r, kr): (Vec<u32>, Vec<i128>) = free_r
-            .into_iter()
-            .zip(kr)
-            .filter(|&(_, k)| shared(k))
-            .unzip();
+        // A side's free outputs and their keys, those of a key both sides hold as `eligible` only.
+        let shared = |free: Vec<u32>, keys: Vec<i128>| -> (Vec<u32>, Vec<i128>) {
+            let eligible_key = |k: i128| count.get(&k).is_some_and(|&(x, y)| eligible(x, y));
+            free.into_iter().zip(keys).filter(|&(_, k)| eligible_key(k)).unzip()
+        };
+        let ((free_l, kl), (free_r, kr)) = (shared(free_l, kl), shared(free_r, kr));
         if free_l.is_empty() || free_r.is_empty() {
             return Ok(());
         }

@@ -16,22 +16,18 @@ impl Mappings<'_> {
         if free_left.len() + free_right.len() >= self.pairs.len() {
             return self.pairs.clone();
         }
-        let mut with_free_left = vec![false; l.names.len()];
-        for &n in &free_left {
-            for &u in l.users(n) {
-                if self.lp(u) {
-                    with_free_left[u as usize] = true;
+        // A side's paired instructions (`paired`: `lp` or `rp`) that read a free one.
+        let reads_free = |side: &MatchSide, free: &[u32], paired: &dyn Fn(u32) -> bool| -> Vec<bool> {
+            let mut flags = vec![false; side.names.len()];
+            for &n in free {
+                for &u in side.users(n) {
+                    flags[u as usize] |= paired(u);
                 }
             }
-        }
-        let mut with_free_right = vec![false; r.names.len()];
-        for &n in &free_right {
-            for &u in r.users(n) {
-                if self.rp(u) {
-                    with_free_right[u as usize] = true;
-                }
-            }
-        }
+            flags
+        };
+        let with_free_left = reads_free(l, &free_left, &|u| self.lp(u));
+        let with_free_right = reads_free(r, &free_right, &|u| self.rp(u));
         self.pairs
             .iter()
             .copied()
@@ -147,6 +143,17 @@ impl Mappings<'_> {
         !a.is_empty() && a == b
     }
 
+    /// The `h0` (`h1` where `key_h1`) of two operands of A and two of B, in that order.
+    fn two_by_two(&self, oa: &[u32], ob: &[u32], key_h1: bool) -> R<[i128; 4]> {
+        let (l, r) = (self.l, self.r);
+        Ok([
+            Self::hash(l, key_h1, oa[0])?,
+            Self::hash(l, key_h1, oa[1])?,
+            Self::hash(r, key_h1, ob[0])?,
+            Self::hash(r, key_h1, ob[1])?,
+        ])
+    }
+
     /// `top_down._twins_as_written`: two look-alike operands (one `h0` for all four, none paired
     /// yet) that `h1` does not pair both ways (its ranks shifted: a change elsewhere reordered
     /// the walk that numbers the inputs) paired by the inputs they read as written, where those
@@ -155,21 +162,11 @@ impl Mappings<'_> {
     fn twins_as_written(&self, oa: &[u32], ob: &[u32]) -> R<Option<(Vec<u32>, Vec<u32>)>> {
         let (l, r) = (self.l, self.r);
         let (x0, x1, y0, y1) = (oa[0], oa[1], ob[0], ob[1]);
-        let h0 = [
-            Self::hash(l, false, x0)?,
-            Self::hash(l, false, x1)?,
-            Self::hash(r, false, y0)?,
-            Self::hash(r, false, y1)?,
-        ];
+        let h0 = self.two_by_two(oa, ob, false)?;
         if h0.iter().any(|&h| h != h0[0]) {
             return Ok(None);
         }
-        let h1 = [
-            Self::hash(l, true, x0)?,
-            Self::hash(l, true, x1)?,
-            Self::hash(r, true, y0)?,
-            Self::hash(r, true, y1)?,
-        ];
+        let h1 = self.two_by_two(oa, ob, true)?;
         let both = (h1[0] == h1[2] && h1[1] == h1[3]) || (h1[0] == h1[3] && h1[1] == h1[2]);
         if h1[0] == h1[1] || both {
             return Ok(None); // h1 pairs both: `align_commutative` follows it
@@ -195,12 +192,7 @@ impl Mappings<'_> {
             let (x0, x1, y0, y1) = (oa[0], oa[1], ob[0], ob[1]);
             let straight = (vec![x0, x1], vec![y0, y1]);
             // The Python builds the three rules' keys before trying the first.
-            let h = [
-                Self::hash(l, true, x0)?,
-                Self::hash(l, true, x1)?,
-                Self::hash(r, true, y0)?,
-                Self::hash(r, true, y1)?,
-            ];
+            let h = self.two_by_two(oa, ob, true)?;
             // Rule 0: already paired (None never equals a name).
             let (m0, m1) = (self.left[x0 as usize], self.left[x1 as usize]);
             let keys0 = [m0, m1, y0, y1];
@@ -210,12 +202,7 @@ impl Mappings<'_> {
             if let Some(v) = Self::order_two_by(h, |_| true, oa, ob) {
                 return Ok(v);
             }
-            let h0 = [
-                Self::hash(l, false, x0)?,
-                Self::hash(l, false, x1)?,
-                Self::hash(r, false, y0)?,
-                Self::hash(r, false, y1)?,
-            ];
+            let h0 = self.two_by_two(oa, ob, false)?;
             if let Some(v) = Self::order_two_by(h0, |_| true, oa, ob) {
                 return Ok(v);
             }
