@@ -10,14 +10,15 @@ from __future__ import annotations
 import ast
 
 from xlagraph.diagnose.frames import split_location
-from xlagraph.diagnose.recognizers._set_before import read_into
-from xlagraph.diagnose.recognizers._statements import enclosing, reads_on_host, syntax_tree
+from xlagraph.diagnose.recognizers._set_before import read_into, set_before
+from xlagraph.diagnose.recognizers._statements import enclosing, loads, reads_on_host, syntax_tree
 
 __all__ = ["flag_set_on_host", "flag_setters", "flag_test"]
 
 # Conversions that read a tensor's value on the host when handed one (`float(loss)`): counted
 # in the setter's test only, where the flag rule already asks for a tensor's value.
 _CONVERSIONS = frozenset({"float", "bool"})
+Assignment = ast.Assign | ast.AnnAssign
 
 
 def flag_test(location: str) -> tuple[str, int, frozenset[str]]:
@@ -57,10 +58,14 @@ def flag_set_on_host(file: str, names: frozenset[str]) -> tuple[str, ...]:
     for guard in (s for s in ast.walk(tree) if isinstance(s, ast.If)):
         if not (_host_test(guard.test) or read_into(file, guard)):
             continue
-        sets = [s.lineno for b in (*guard.body, *guard.orelse) for s in ast.walk(b) if _assigns(s, names)]
+        sets = [s.lineno for b in (*guard.body, *guard.orelse) for s in _assignments(b, names)]
         if sets:
             found += [guard.lineno, *sets]
-    found += [s.lineno for s in ast.walk(tree) if _assigns(s, names) and _host_test(s.value)]  # type: ignore[attr-defined]
+    for s in _assignments(tree, names):
+        if _host_test(s.value):
+            found.append(s.lineno)
+        elif reads := _read_above(file, s):
+            found += [*reads, s.lineno]
     return tuple(f"{file}:{n}" for n in dict.fromkeys(found))
 
 
@@ -85,6 +90,16 @@ def _spans(node: ast.expr, line: int) -> bool:
     return node.lineno <= line <= (node.end_lineno or node.lineno)
 
 
+def _read_above(file: str, stmt: Assignment) -> list[int]:
+    """The lines just above the assignment that set a name its value reads from a host read
+    (`value = loss.item()` over `done = value < t`), or []."""
+    chain = enclosing(file, stmt.lineno)
+    if not chain or chain[-1][0].lineno != stmt.lineno or stmt.value is None:
+        return []
+    lines = set(set_before(chain, loads(stmt.value)))
+    return sorted(s.lineno for s in _assignments(chain[0][0]) if s.lineno in lines and _host_test(s.value))
+
+
 def _plain_names(test: ast.expr) -> frozenset[str]:
     """The names of a test made of plain names only (`flag`, `not flag`, `a and not b`)."""
     if isinstance(test, ast.Name):
@@ -97,20 +112,27 @@ def _plain_names(test: ast.expr) -> frozenset[str]:
     return frozenset()
 
 
-def _assigns(stmt: ast.AST, names: frozenset[str]) -> bool:
-    """`stmt` binds one of `names` to a value (`flag = False`, `flag: bool = x > t`)."""
-    if isinstance(stmt, ast.Assign):
-        targets = stmt.targets
-    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-        targets = [stmt.target]
-    else:
-        return False
-    return any(isinstance(t, ast.Name) and t.id in names for t in targets)
+def _assignments(node: ast.AST, names: frozenset[str] | None = None) -> list[Assignment]:
+    """The assignments with a value under `node`; with `names`, those that bind one of them
+    (`flag = False`, `flag: bool = x > t`)."""
+    found = [s for s in ast.walk(node) if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None]
+    if names is None:
+        return found
+    return [
+        s
+        for s in found
+        if any(
+            isinstance(t, ast.Name) and t.id in names
+            for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
+        )
+    ]
 
 
-def _host_test(node: ast.AST) -> bool:
+def _host_test(node: ast.AST | None) -> bool:
     """`node` reads a tensor on the host: `.item()`, `.tolist()`, ... or `float(x)`/`bool(x)` of
     something that is not a literal."""
+    if node is None:
+        return False
     return reads_on_host(node) or any(
         isinstance(n, ast.Call)
         and isinstance(n.func, ast.Name)
