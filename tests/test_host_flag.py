@@ -21,6 +21,8 @@ import pytest
 
 from tests.conftest import FIXTURES
 from tests.corpus_reports import capture_report
+from xlagraph.diagnose.recognizers._host_flag import flag_setters, flag_test
+from xlagraph.diagnose.recognizers._host_if import host_decided_if
 from xlagraph.report.model import RunReport
 
 _BROOK = "h42_brook_lazy_free_running_switch"
@@ -69,3 +71,61 @@ def test_a_flag_set_from_a_host_read_is_named_at_its_test_and_where_it_is_set(na
     ], recompile.causes
     (attributed,) = recompile.attribution
     assert attributed.lines[:3] == tuple(_line(script, cited, t) for t in texts), attributed.lines
+
+
+_LOOP = """
+import torch
+
+
+def forward(x, hard):
+    x = x * 2 if hard else x
+    if not hard:
+        x = x + 1
+    return x
+
+
+hard, step = False, 0
+for step in range(10):
+    loss = forward(torch.ones(2), hard).sum()
+    {setter}
+"""
+
+
+@pytest.mark.parametrize(
+    ("setter", "lines"),
+    [
+        # under an `if` whose test reads the device, itself or through a name read just above
+        ("if loss.item() < 3.0:\n        hard = True", (15, 16)),
+        ("value = loss.item()\n    if not hard and value < 3.0:\n        hard = True", (16, 17)),
+        # from a host read, itself or through a name read just above
+        ("hard = bool(loss < 3.0)", (15,)),
+        ("value = loss.item()\n    hard = value < 3.0", (15, 16)),
+    ],
+)
+def test_a_flag_set_from_a_host_read_is_found_from_its_tests(
+    tmp_path: Path, setter: str, lines: tuple[int, ...]
+) -> None:
+    script = tmp_path / "loop.py"
+    script.write_text(_LOOP.format(setter=setter), encoding="utf-8")
+    file = str(script)
+    # the inline test (`x * 2 if hard else x`) and the `if not hard:` around the work
+    assert flag_test(f"{file}:6") == (file, 6, frozenset({"hard"}))
+    assert flag_test(f"{file}:8") == (file, 7, frozenset({"hard"}))
+    assert host_decided_if(f"{file}:8") == (f"{file}:7", *(f"{file}:{n}" for n in lines))
+    for site in (f"{file}:6", f"{file}:7"):
+        assert flag_setters(site) == (frozenset({"hard"}), tuple(f"{file}:{n}" for n in lines)), site
+
+
+@pytest.mark.parametrize(
+    "setter",
+    [
+        "if step >= 5:\n        hard = True",  # a Python counter decides: another rule's
+        "hard = step >= 5",
+        "print(loss.item())\n    hard = True",  # a host read that does not set the flag
+    ],
+)
+def test_a_flag_python_decides_is_not_a_host_read(tmp_path: Path, setter: str) -> None:
+    script = tmp_path / "loop.py"
+    script.write_text(_LOOP.format(setter=setter), encoding="utf-8")
+    assert flag_setters(f"{script}:6") == (frozenset(), ())
+    assert host_decided_if(f"{script}:8") == ()
