@@ -14,6 +14,7 @@ from xlagraph.diagnose.recognizers._beside_work import length_made_up, sizes_bes
 from xlagraph.diagnose.recognizers._causes import TAPS, merge, one_sided, scalar_inputs
 from xlagraph.diagnose.recognizers._dataflow import downstream
 from xlagraph.diagnose.recognizers._guarded_calls import guarded_calls
+from xlagraph.diagnose.recognizers._host_flag import flag_setters
 from xlagraph.diagnose.recognizers._host_if import host_decided_if, read_before
 from xlagraph.diagnose.recognizers._late_module import created_late
 from xlagraph.diagnose.recognizers._periodic import enclosing_if, reads_tensor, synced_if
@@ -136,6 +137,11 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
     if not found:
         beside = next((w for c in pending if c.kind in _BESIDE and (w := _if_of(c))), "")
         found = dict.fromkeys(sided, beside) if beside else {}
+    if not found and sided:
+        # Work with no `if` around it (`x = hard(x) if hard_mode else x`) that a host-decided
+        # test still picks: a flag set from a host read.
+        decided = _host_decided(evidence, pending, regions)
+        found = {i: sites[0] for i, sites in decided.items()}
     if not found:
         return NOTHING
     site = next(iter(found.values()))
@@ -156,6 +162,10 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
     # ops that read the work's result (the gradient sum the penalty's gradient joined).
     readers = downstream(users_of(evidence.right.entry), {n for i in found for n in pending[i].right})
     readers_left = downstream(users_of(evidence.left.entry), {n for i in found for n in pending[i].left})
+    # A Python number passed as data that only the work reads (the 0.5 of `0.5 * x + 0.5 *
+    # x.roll(1)` under a flag) is the work's factor: it comes and goes with it.
+    right_users = users_of(evidence.right.entry)
+    work = {n for i in found for n in pending[i].right}
     picked = list(found) + [
         i
         for i, c in enumerate(pending)
@@ -168,6 +178,11 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
                 and {strip_layout(ins.shape) for _, ins in evidence.instructions(c)} <= shapes
             )
             or (c.kind is CauseKind.STRUCTURE and bool(set(c.right) & readers or set(c.left) & readers_left))
+            or (
+                c.kind is CauseKind.PARAMETER_ADDED
+                and scalar_inputs(evidence, c)
+                and all(right_users.get(p) and set(right_users[p]) <= work for p in c.right)
+            )
         )
     ]
     # What computes with the new inputs taken with it is that work too (a momentum buffer made
@@ -194,13 +209,23 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
     merged = merge(CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in picked], hint=BRANCH_HINT)
     # The helper's call under the `if` (its ops carry the helper's own lines) follows the `if`.
     called = [g[0] for s in merged.sources if (g := guarded_calls(s))[1:2] == [site]]
-    cause = replace(merged, sources=tuple(dict.fromkeys([site, *called, *merged.sources]))[:6])
+    # A flag set from a host read: the `if` that sets it and the assignment follow its test.
+    setters = flag_setters(site)[1]
+    cause = replace(merged, sources=tuple(dict.fromkeys([site, *setters, *called, *merged.sources]))[:6])
     return Recognized((_made_late(evidence, cause, site, [pending[i] for i in picked]),), frozenset(picked))
 
 
 def branch_summary(site: str, reads: tuple[str, ...]) -> str:
     """What an `if` at `site` decides; `reads`: where the functions its test calls read a tensor."""
     text = source_text(site).split("#", 1)[0].strip()
+    names, setters = flag_setters(site)
+    if setters:
+        flags = ", ".join(f"`{n}`" for n in sorted(names))
+        return (
+            f"work only one graph does, picked by `{text[:80]}` at {site}: the Python flag {flags} it "
+            f"tests is set at {', '.join(setters[:3])} from a tensor's value read on the host (an "
+            "implicit sync that also cuts the step), so the host decides which code the step traces"
+        )
     # (a test on a name set from a host read above it: `value = gnorm.item()`, `if value > t:`)
     if not reads and not reads_tensor(text):
         reads = read_before(site)

@@ -9,6 +9,7 @@ import ast
 from collections.abc import Iterable
 
 from xlagraph.diagnose.frames import split_location
+from xlagraph.diagnose.recognizers._host_flag import flag_set_on_host, flag_test
 from xlagraph.diagnose.recognizers._host_numbers import definitions
 from xlagraph.diagnose.recognizers._set_before import read_into
 from xlagraph.diagnose.recognizers._statements import called_functions, enclosing, is_host_read, reads_on_host
@@ -27,6 +28,11 @@ def host_decided_if(location: str, files: Iterable[str] = ()) -> tuple[str, ...]
     file, line = split_location(location)
     if not file or not line:
         return ()
+    # A plain flag tested at the line (or by the `if` around it) that a host read sets: the test,
+    # then the lines that set it.
+    tested, at, names = flag_test(location)
+    if tested and (setters := flag_set_on_host(tested, names)):
+        return (f"{tested}:{at}", *setters)
     ifs = [s for s, _ in enclosing(file, line) if isinstance(s, ast.If) and s.lineno != line]
     # In the block, not the test: a line of the test itself is the read, not work it decides.
     ifs = [
