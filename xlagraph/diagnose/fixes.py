@@ -273,6 +273,14 @@ FIXES: Mapping[str, str] = MappingProxyType(
             " once their values differ each is an input of its own, and the graph changes once; nothing "
             "to do unless it keeps changing"
         ),
+        # shared_scalar.MERGED_HINT
+        "parameter_removed.shared_scalar": (
+            "a Python scalar that changes from step to step (a schedule's weight, a warm-up factor) was "
+            "equal on this step to another Python scalar the step uses, and torch_xla uploads equal "
+            "scalars once: the graph read one input for both, a graph of its own each time the values "
+            "meet; pass the changing value as a 1-element device tensor made on the host each step "
+            "(torch.tensor([x]).to(device)): it is then an input of its own whatever its value"
+        ),
         # new_input._LAYER_HINT
         "parameter_added.layer": (
             "one graph runs work the other does not, with weights and results of its own (a layer, or a "

@@ -20,13 +20,15 @@ from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.recognizers._causes import added_at_warm_up, merge
+from xlagraph.diagnose.recognizers._causes import added_at_warm_up, merge, with_number_origin
 from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
 
-__all__ = ["RECOGNIZER", "split_from"]
+__all__ = ["RECOGNIZER", "merged_into", "split_from"]
 
 HINT = fix("parameter_added.shared_scalar")
+MERGED_HINT = fix("parameter_removed.shared_scalar")
+_RESIZED = frozenset({CauseKind.PARAMETER_SHAPE, CauseKind.DYNAMIC_SHAPE})
 
 
 def _scalar(comp: CanonicalComputation, name: str) -> str:
@@ -83,13 +85,87 @@ def split_from(evidence: Evidence, param: str, gone: set[str], same_line: bool =
     return q
 
 
+def merged_into(evidence: Evidence, param: str, added: set[str]) -> tuple[str, str]:
+    """(B's input, A's other input) where every reader of A's scalar input `param`, an input B does
+    not take, is paired with a reader of one scalar input of B at the same operand, and B's input is
+    paired with another input of A of the same type, made by another line: A's two values were
+    equal on B's step and shared one upload. ("", "") when not that."""
+    left, right = evidence.left.entry, evidence.right.entry
+    dtype = _scalar(left, param)
+    to_b = evidence.entry_match_left
+    found = set()
+    for u in users_of(left).get(param, ()):
+        v = to_b.get(u)
+        if not dtype or v is None or v not in right.operands:
+            return "", ""
+        mine = right.operands[v]
+        found |= {mine[k] for k, o in enumerate(left.operands[u]) if o == param and k < len(mine)}
+    if len(found) != 1:
+        return "", ""
+    (p,) = found
+    twin = evidence.entry_match.get(p, "")
+    if p in added or _scalar(right, p) != dtype or twin == param or _scalar(left, twin) != dtype:
+        return "", ""
+    lines = (_made_at(evidence.left.module, left, param), _made_at(evidence.left.module, left, twin))
+    if not all(lines) or lines[0] == lines[1]:
+        return "", ""
+    return p, twin
+
+
+def _merged(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    """The removed inputs of A that `merged_into` an input of B, each named with both values' lines."""
+    if any(c.kind in _RESIZED for c in pending):
+        return NOTHING  # sizes moved: values made from them meet by that change (`size_echo`'s)
+    left, right = evidence.left.entry, evidence.right.entry
+    added = {p for c in pending if c.kind is CauseKind.PARAMETER_ADDED for p in c.right}
+    out: list[Cause] = []
+    consumed: list[int] = []
+    for i, c in enumerate(pending):
+        if c.kind is not CauseKind.PARAMETER_REMOVED or not c.left:
+            continue
+        pairs = [merged_into(evidence, q, added) for q in c.left]
+        if not all(p for p, _ in pairs):
+            continue
+        said = "; ".join(
+            f"A's inputs {left.param_number[q]} and {left.param_number[t]} are "
+            f"B's input {right.param_number[p]}"
+            for q, (p, t) in zip(c.left, pairs, strict=True)
+        )
+        summary = (
+            f"{said}: two Python scalars were equal on this step and torch_xla uploads equal scalars "
+            "once, so the graph reads one input for both (a graph of its own each time the values meet)"
+        )
+        lines = [
+            _made_at(evidence.left.module, left, n)
+            for q, (_, t) in zip(c.left, pairs, strict=True)
+            for n in (q, t)
+        ]
+        # The readers themselves differ where the matcher paired them: they read another input now.
+        readers_a = {u for q in c.left for u in users_of(left).get(q, ())}
+        readers_b = {u for p, _ in pairs for u in users_of(right).get(p, ())}
+        regions = [
+            k
+            for k, r in enumerate(pending)
+            if r.kind is CauseKind.STRUCTURE
+            and r.left
+            and set(r.left) <= readers_a
+            and set(r.right) <= readers_b
+        ]
+        sources = tuple(dict.fromkeys([*c.sources, *lines]))[:6]
+        cause = merge(c.kind, summary, [c, *(pending[k] for k in regions)], MERGED_HINT, sources=sources)
+        out.append(with_number_origin(cause))
+        consumed += [i, *regions]
+    return Recognized(tuple(out), frozenset(consumed)) if out else NOTHING
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if not evidence.entry_match:
         return NOTHING
+    merged = _merged(evidence, pending)  # removals only: no index the split below takes
     right, left = evidence.right.entry, evidence.left.entry
     gone = {p for c in pending if c.kind is CauseKind.PARAMETER_REMOVED for p in c.left}
-    causes: list[Cause] = []
-    consumed: list[int] = []
+    causes: list[Cause] = list(merged.causes)
+    consumed: list[int] = list(merged.consumed)
     for i in added_at_warm_up(evidence, pending):
         cause = pending[i]
         params = [p for p in cause.right if p in right.param_number]
@@ -105,6 +181,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             k
             for k, c in enumerate(pending)
             if c.kind is CauseKind.STRUCTURE
+            and k not in merged.consumed
             and c.right
             and set(c.right) <= readers_b
             and set(c.left) <= readers_a

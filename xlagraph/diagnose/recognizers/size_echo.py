@@ -17,6 +17,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.recognizers._causes import fold_into
+from xlagraph.diagnose.recognizers.shared_scalar import merged_into
 from xlagraph.diagnose.shapes import dim_sizes
 from xlagraph.ir import strip_layout
 from xlagraph.match.shapes import moved_dims
@@ -126,6 +127,25 @@ def _split_scalar(evidence: Evidence, cause: Cause, inputs: set[tuple[int, int]]
     return True
 
 
+def _merged_scalar(evidence: Evidence, cause: Cause, inputs: set[tuple[int, int]]) -> bool:
+    """The other way: scalar inputs of A that B reads from another input of A's (`merged_into`:
+    equal values share one upload), where some of their readers' work changes size as the input
+    did: a value derived from the length (a mask's offset) now equals the other."""
+    if cause.kind is not CauseKind.PARAMETER_REMOVED or not evidence.entry_match:
+        return False
+    a, b = evidence.left.entry, evidence.right.entry
+    users_a, to_b = users_of(a), evidence.entry_match_left
+    removed = [n for n in cause.left if n in a.param_number]
+    for q in removed or [""]:
+        if not q or not merged_into(evidence, q, set())[0]:
+            return False
+        work = {w for u in users_a.get(q, ()) for w in (u, *users_a.get(u, ()))}
+        moves = [moved_dims(a.instruction(w).shape, b.instruction(to_b[w]).shape) for w in work if w in to_b]
+        if not any(m and all(_follows(d, inputs) for d in m) for m in moves):
+            return False
+    return True
+
+
 def _sized_scalar(evidence: Evidence, cause: Cause, inputs: set[tuple[int, int]]) -> bool:
     """A scalar input of one graph that is a baked 0 or 1 in the other, made by library code only
     (a mask helper's `q_idx - window`, as transformers' masking utilities build it), whose readers
@@ -166,7 +186,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             and all(_follows(m, inputs) for m in moves)
         ]
         split = [j for j, c in enumerate(pending) if j != i and _split_scalar(evidence, c, inputs)]
-        if not echoes and not split:
+        merged = [j for j, c in enumerate(pending) if j != i and _merged_scalar(evidence, c, inputs)]
+        if not echoes and not split and not merged:
             continue
         said = []
         if echoes:
@@ -178,10 +199,20 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 f"{n} scalar input(s) that shared one upload with an equal value in A are their own "
                 "now: a value derived from that size (a mean's count) no longer equals the other"
             )
+        if merged:
+            n = sum(1 for j in merged for x in pending[j].left if x in evidence.left.entry.param_number)
+            said.append(
+                f"{n} scalar input(s) of A share one upload with an equal value in B: a value derived "
+                "from that size now equals the other"
+            )
         # An input added renumbers the inputs after it (as `permutation` folds an input order
         # into any added input): so does the one the size split off.
-        renumbered = [j for j, c in enumerate(pending) if split and c.kind is CauseKind.PARAMETER_PERMUTATION]
-        return fold_into(pending, i, echoes + split + renumbered, "; ".join(said))
+        renumbered = [
+            j
+            for j, c in enumerate(pending)
+            if (split or merged) and c.kind is CauseKind.PARAMETER_PERMUTATION
+        ]
+        return fold_into(pending, i, echoes + split + merged + renumbered, "; ".join(said))
     return NOTHING
 
 

@@ -62,11 +62,19 @@ def matched_twin(evidence: Evidence, param: str, side: str) -> str | None:
         theirs = other.operands[v]
         if here.instruction(u).opcode in COMMUTATIVE:  # lowering may put the scalar either side
             places = range(len(theirs))
+            # A constant this reader reads beside the input is its own operand, not the input's
+            # twin: `grad * beta`, where the gradient of a loss is a broadcast 1 on both sides.
+            own = [_constant_behind(here, o) for o in here.operands[u] if o != param]
         else:
             places = [k for k, o in enumerate(here.operands[u]) if o == param and k < len(theirs)]
+            own = []
         for k in places:
-            if _special(value := _constant_behind(other, theirs[k])):
-                return value
+            if not _special(value := _constant_behind(other, theirs[k])):
+                continue
+            if value in own:
+                own.remove(value)
+                continue
+            return value
     return ""
 
 
