@@ -18,6 +18,7 @@ from xlagraph.capture.shardings import read_mark_shardings
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS
 from xlagraph.diagnose.findings import step_breaks
 from xlagraph.diagnose.frames import SourceText, call_site, reading_sources, source_line, user_frames
+from xlagraph.dynamolog import DynamoLog
 from xlagraph.graphs import variant_letter
 from xlagraph.parse.shared import current as current_shared
 from xlagraph.progress import counted
@@ -41,8 +42,14 @@ from xlagraph.runlog import RunLog, Sync
 __all__ = ["build_report", "source_text_of"]
 
 
-def _steady_from(syncs: tuple[Sync, ...]) -> int | None:
+def _steady_from(syncs: tuple[Sync, ...], dynamo: DynamoLog | None = None) -> int | None:
+    """The first step after the last compile: torch_xla's, or torch.compile's (a retrace whose
+    graphs XLA had cached still runs the bridge's warm-up graphs again in its step)."""
     compiled = [s.step for s in syncs if s.compiled]
+    if dynamo is not None:
+        compiled += [
+            c.end_step if c.end_step is not None else c.step for c in dynamo.compiles if c.step is not None
+        ]
     if not syncs:
         return None
     start = (max(compiled) + 1) if compiled else syncs[0].step
@@ -139,7 +146,7 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
                 )
             else:
                 compiled_hashes[s.graph_hash] = s
-    steady_from = _steady_from(syncs)
+    steady_from = _steady_from(syncs, log.dynamo)
     triggers = {s.index: trigger_of(s, read_line) for s in syncs}
     timeline = tuple(
         TimelineEntry(
