@@ -82,6 +82,7 @@ SPLITS = (
     "held_out_40",
     "held_out_41",
     "held_out_42",
+    "held_out_43",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
