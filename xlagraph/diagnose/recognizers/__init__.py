@@ -50,6 +50,7 @@ from xlagraph.diagnose.recognizers import (
     shape_constants,
     sharding,
     shared_scalar,
+    shared_state_fold,
     shared_work,
     shifted_stage,
     size_echo,
@@ -117,6 +118,8 @@ FINAL: tuple[Recognizer, ...] = (
     # new_input) is the count's, before a renumbering of the inputs is folded into the removal.
     dynamic_shape_fold.RECOGNIZER,
     fused_cascade.RECOGNIZER,
+    # A user's scalar that, on the step state is made, rides on the state's equal new input.
+    shared_state_fold.RECOGNIZER,
     # Work an added output shares with the others, implemented another way by XLA once compiled.
     shared_work.RECOGNIZER,
     # A tuple of other shapes (what a remat policy saves) is its elements': the cause of those.

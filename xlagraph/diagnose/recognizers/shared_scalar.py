@@ -23,8 +23,9 @@ from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._causes import added_at_warm_up, merge, with_number_origin
 from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
+from xlagraph.opcodes import COMMUTATIVE
 
-__all__ = ["RECOGNIZER", "merged_into", "split_from"]
+__all__ = ["RECOGNIZER", "merged_into", "read_instead", "split_from"]
 
 HINT = fix("parameter_added.shared_scalar")
 MERGED_HINT = fix("parameter_removed.shared_scalar")
@@ -85,11 +86,9 @@ def split_from(evidence: Evidence, param: str, gone: set[str], same_line: bool =
     return q
 
 
-def merged_into(evidence: Evidence, param: str, added: set[str]) -> tuple[str, str]:
-    """(B's input, A's other input) where every reader of A's scalar input `param`, an input B does
-    not take, is paired with a reader of one scalar input of B at the same operand, and B's input is
-    paired with another input of A of the same type, made by another line: A's two values were
-    equal on B's step and shared one upload. ("", "") when not that."""
+def read_instead(evidence: Evidence, param: str) -> str:
+    """B's scalar input (of `param`'s type) that every reader of A's scalar input `param` is paired
+    with a reader of, at the same operand: what B reads where A read `param`. `` when not one."""
     left, right = evidence.left.entry, evidence.right.entry
     dtype = _scalar(left, param)
     to_b = evidence.entry_match_left
@@ -97,14 +96,28 @@ def merged_into(evidence: Evidence, param: str, added: set[str]) -> tuple[str, s
     for u in users_of(left).get(param, ()):
         v = to_b.get(u)
         if not dtype or v is None or v not in right.operands:
-            return "", ""
+            return ""
         mine = right.operands[v]
-        found |= {mine[k] for k, o in enumerate(left.operands[u]) if o == param and k < len(mine)}
+        if left.instruction(u).opcode in COMMUTATIVE:  # the operand that is none of the others'
+            theirs = {to_b.get(o) for o in left.operands[u] if o != param}
+            found |= {o for o in mine if o not in theirs}
+        else:
+            found |= {mine[k] for k, o in enumerate(left.operands[u]) if o == param and k < len(mine)}
     if len(found) != 1:
-        return "", ""
+        return ""
     (p,) = found
+    return p if _scalar(right, p) == dtype else ""
+
+
+def merged_into(evidence: Evidence, param: str, added: set[str]) -> tuple[str, str]:
+    """(B's input, A's other input) where B reads, in place of A's scalar input `param` (an input B
+    does not take), an input (`read_instead`) paired with another input of A of the same type, made
+    by another line: A's two values were equal on B's step and shared one upload. ("", "") when
+    not that."""
+    left = evidence.left.entry
+    p = read_instead(evidence, param)
     twin = evidence.entry_match.get(p, "")
-    if p in added or _scalar(right, p) != dtype or twin == param or _scalar(left, twin) != dtype:
+    if not p or p in added or twin == param or _scalar(left, twin) != _scalar(left, param):
         return "", ""
     lines = (_made_at(evidence.left.module, left, param), _made_at(evidence.left.module, left, twin))
     if not all(lines) or lines[0] == lines[1]:
