@@ -474,3 +474,19 @@ def test_every_split_is_a_split_choice(ev: ModuleType, manifest: dict) -> None:
     assert ev.main(["--split", "held_out_41", *before_h41]) == 2
     assert ev.main(["--split", "held_out_42", *before_h41, "h41_*"]) == 2
     assert ev.main(["--split", "held_out_43", *before_h41, "h41_*", "h42_*"]) == 2
+
+
+def test_manifest_kinds_are_cause_kinds(manifest: dict) -> None:
+    """Every kind a scenario expects, accepts or forbids is a cause kind the engine can name (a fix
+    ID's prefix such as `trainable` is none: such a truth could never be met)."""
+    from xlagraph.diagnose.causes import CauseKind
+
+    kinds = {k.value for k in CauseKind}
+    wrong = {
+        (e["name"], field, kind)
+        for e in manifest["scenarios"]
+        for field in ("expected_kinds", "accepted_kinds", "forbidden_kinds")
+        for kind in e.get(field, [])
+        if kind not in kinds
+    }
+    assert not wrong, sorted(wrong)
