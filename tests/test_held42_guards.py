@@ -4,7 +4,9 @@ graphs differ in sizes (and the backward's in shapes the diff cannot name): the 
 baked into the ops, with the fixed-size fix, not "pass it as a tensor" (a size cannot be data).
 gale: a list passed to the compiled function grows by one item; the retrace's forward returns the
 extra item's activations for the backward and no more the graph-break's output: outputs the other
-count's items add are that count's, at the line that builds the list, not tensors kept alive."""
+count's items add are that count's, at the line that builds the list, not tensors kept alive. With
+three relations zip() no longer breaks the graph, so the step's lazy optimizer graph (J) only hands
+other tensors over (the backward's work moved into the retrace's graphs): that count's too."""
 
 from __future__ import annotations
 
@@ -50,3 +52,18 @@ def test_outputs_a_grown_lists_item_adds_are_that_lists_length() -> None:
     assert [c.kind for c in causes] == [CauseKind.CONDITIONAL_WORK], (r.variant, causes)
     assert causes[0].sources[0] == built
     assert causes[0].hint == fix_for("sequence_length")
+
+
+def test_the_lazy_graph_a_retrace_without_the_break_hands_over_is_that_lists_length() -> None:
+    """Every graph of the retrace's step, the lazy optimizer's (J) too: no output removed."""
+    name = "h42_gale_openxla_new_relation_type"
+    report = capture_report(CORPUS / "captures" / name)
+    built = _line(name, "adjs = [rels[name].to(device) for name in known]")
+    zipped = _line(name, "for adj, lin in zip(adjs, self.rel")
+    scored = _scored(report, 3)
+    assert [r.variant for r, _ in scored] == ["I", "J"]
+    for r, causes in scored:
+        assert [c.kind for c in causes] == [CauseKind.CONDITIONAL_WORK], (r.variant, causes)
+        assert causes[0].sources[0] == built
+        assert causes[0].hint == fix_for("sequence_length")
+    assert zipped in scored[1][1][0].summary  # the break the retrace no longer hits

@@ -10,6 +10,7 @@ from __future__ import annotations
 from tests.conftest import FIXTURES
 from tests.corpus_reports import capture_report, script_line
 from xlagraph.diagnose.causes import HINTS, CauseKind
+from xlagraph.diagnose.guards import fix_for
 
 HERE = FIXTURES / "torch_xla" / "retrace_optimizer"
 
@@ -114,3 +115,21 @@ def test_the_new_exit_weights_taken_as_inputs_are_no_shape_change() -> None:
         if "weights of the parameters the retraced" in a.summary
     ]
     assert len(weights) == 1, weights
+
+
+def test_a_tuple_that_grows_past_a_graph_break_moves_the_backward_out_of_the_lazy_graph() -> None:
+    """sensor_tuple_break: a third sensor stream joins the tuple at step 4; zip() with the three
+    encoders no longer breaks the graph, so the retrace's graphs run the backward the lazy graph
+    ran before, and the lazy optimizer graph only takes and returns other tensors (inputs removed,
+    the update read as work on some steps): the tuple's length, with its fix and line."""
+    script = "fixtures/torch_xla/retrace_optimizer/sensor_tuple_break.py"
+    report = capture_report(HERE / "sensor_tuple_break_capture")
+    made = script_line(script, "streams = tuple(")
+    later = [r for r in report.recompiles if r.step >= 4 and not r.expected and not r.first_of_program]
+    assert [r.variant for r in later] == ["I", "J"]
+    for r in later:
+        live = [c for c in r.causes if not c.info]
+        assert [c.kind for c in live] == [CauseKind.CONDITIONAL_WORK], (r.variant, live)
+        assert live[0].sources[0] == made
+        assert live[0].hint == fix_for("sequence_length")
+    assert script_line(script, "zip(streams, self.encoders") in later[1].causes[0].summary

@@ -131,7 +131,9 @@ def joined(
     expected (`switched_compiles`: the XLA graphs say so, the retrace says it alike)."""
     made = {v: e.compile_id for e in section.events for v in e.variants}
     retraces = {
-        e.compile_id: Retrace(e.guards[0], e.function, e.call_site, e.expected)
+        e.compile_id: Retrace(
+            e.guards[0], e.function, e.call_site, e.expected, e.breaks, _breaks_before(e, section.events)
+        )
         for e in section.events
         if e.kind == "recompile" and e.guards
     }
@@ -151,6 +153,13 @@ def joined(
         )
         section = replace(section, events=events, recompiles=tuple(e for e in events if e.kind != "first"))
     return join(recompiles, retraces, phases, last_run), section
+
+
+def _breaks_before(event: DynamoEvent, events: Sequence[DynamoEvent]) -> tuple[str, ...]:
+    """The graph breaks of the compile of `event`'s frame just before it (ids "frame/compile")."""
+    frame = event.compile_id.split("/", 1)[0]
+    earlier = [e for e in events[: events.index(event)] if e.compile_id.split("/", 1)[0] == frame]
+    return earlier[-1].breaks if earlier else ()
 
 
 def _breaks(breaks: Sequence[GraphBreak], per_step: int | None) -> tuple[GraphBreakEntry, ...]:

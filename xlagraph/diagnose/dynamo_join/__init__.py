@@ -12,6 +12,7 @@ from xlagraph.diagnose.dynamo_join.branches import (
     join_branch_graphs,
 )
 from xlagraph.diagnose.dynamo_join.expected import mode_graphs, warm_up_cuts
+from xlagraph.diagnose.dynamo_join.handover import moved_work
 from xlagraph.diagnose.dynamo_join.lines import cite_backward, cite_guards
 from xlagraph.diagnose.dynamo_join.optimizer import follow_forward
 from xlagraph.diagnose.dynamo_join.retrace import Retrace
@@ -32,4 +33,5 @@ def join(
     explained = cite_guards(recompiles, retraces)
     explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, retraces, last_run)), retraces)
     explained = branch_guard_graphs(explained, retraces)
-    return follow_forward(warm_up_cuts(join_branch_graphs(explained), phases), retraces)
+    explained = follow_forward(warm_up_cuts(join_branch_graphs(explained), phases), retraces)
+    return moved_work(explained, retraces)

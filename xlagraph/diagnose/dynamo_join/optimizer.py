@@ -25,7 +25,7 @@ from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_optimizer_code
 from xlagraph.diagnose.recompile import Attribution, Recompile
 
-__all__ = ["follow_forward"]
+__all__ = ["follow_forward", "forward_change"]
 
 _UPDATES = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
 # Other computation in optimizer code: the state made for newly trained parameters (Adam's
@@ -93,7 +93,7 @@ def _change(r: Recompile) -> tuple[tuple[str, tuple[str, ...]], ...]:
     )
 
 
-def _forward(cid: str, recompiles: Sequence[Recompile]) -> tuple[Cause, Attribution] | None:
+def forward_change(cid: str, recompiles: Sequence[Recompile]) -> tuple[Cause, Attribution] | None:
     """The retrace's own change: the first cause of its graphs, other than optimizer updates, that
     cites user lines."""
     for r in recompiles:
@@ -123,7 +123,7 @@ def follow_forward(recompiles: Sequence[Recompile], retraces: Mapping[str, Retra
             ]
             cid = same[-1] if same else ""
         retrace = retraces.get(cid)
-        forward = _forward(cid, recompiles) if retrace and not retrace.expected else None
+        forward = forward_change(cid, recompiles) if retrace and not retrace.expected else None
         hit = (
             [
                 a

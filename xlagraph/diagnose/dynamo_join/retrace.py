@@ -38,6 +38,10 @@ class Retrace:
     function: str
     call_site: str
     expected: bool
+    # The graph breaks this compile hit, and those the frame's compile before it hit ("reason at
+    # line"): a retrace that hits other breaks moves work between its graphs and the lazy ones.
+    breaks: tuple[str, ...] = ()
+    breaks_before: tuple[str, ...] = ()
 
 
 def with_one_cause(
