@@ -20,7 +20,7 @@ from xlagraph.diagnose.closeness import Compared
 from xlagraph.diagnose.frames import call_site, source_line, split_frames
 from xlagraph.diagnose.listing import plural
 from xlagraph.diagnose.new_code import another_use, new_code, new_code_cause
-from xlagraph.report.baseline import choose_baseline, graph_name, implicit_cuts
+from xlagraph.report.baseline import RunFacts, choose_baseline, graph_name, implicit_cuts
 from xlagraph.report.model import Attribution, Baseline, Recompile
 from xlagraph.report.modules import Modules
 from xlagraph.report.triggers import LineReader
@@ -53,8 +53,8 @@ def explain_recompile(
     else:
         record = log.graphs.get(target.graph_hash)
         tensors = record.tensors if record else ()
-        cuts = implicit_cuts(log.syncs, triggers)
-        choice, note = choose_baseline(target, earlier, modules, triggers, first_sync, bridged, tensors, cuts)
+        run = RunFacts(triggers, first_sync, bridged, tensors, implicit_cuts(log.syncs, triggers))
+        choice, note = choose_baseline(target, earlier, modules, run)
     users, library = split_frames(target.frames)
     site = call_site(target.frames)
     causes: tuple[Cause, ...] = ()

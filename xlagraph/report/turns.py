@@ -15,7 +15,7 @@ from xlagraph.diagnose.attribution import AttributionContext, attribute
 from xlagraph.diagnose.bridge import bridge_synced
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.frames import call_site
-from xlagraph.report.baseline import diff_against, implicit_cuts
+from xlagraph.report.baseline import RunFacts, diff_against, implicit_cuts
 from xlagraph.report.model import Recompile, SteadyTurns, TimelineEntry, Turn
 from xlagraph.report.modules import Modules
 from xlagraph.report.triggers import LineReader
@@ -132,9 +132,10 @@ def diff_turn(
     variant, other = letters[target.graph_hash], letters[against.graph_hash]
     records = log.graphs.get(against.graph_hash), log.graphs.get(target.graph_hash)
     tensors = records[1].tensors if records[1] else ()
-    bridged = bridge_synced(log.syncs)
-    cuts = implicit_cuts(log.syncs, triggers)
-    result = diff_against(target, against, modules, triggers, first_sync, graphs, bridged, tensors, cuts)
+    run = RunFacts(
+        triggers, first_sync, bridge_synced(log.syncs), tensors, implicit_cuts(log.syncs, triggers)
+    )
+    result = diff_against(target, against, modules, run, graphs)
     if isinstance(result, str):
         return Turn(variant, other, (), (), result)
     causes = result.differences
