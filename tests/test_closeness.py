@@ -10,7 +10,7 @@ from tests.conftest import FIXTURES
 from xlagraph.diagnose.closeness import closest_of, measure
 from xlagraph.diff import DiffResult
 from xlagraph.report import load_runs
-from xlagraph.report.baseline import diff_against
+from xlagraph.report.baseline import RunFacts, diff_against
 from xlagraph.report.modules import Modules
 from xlagraph.report.triggers import trigger_of
 from xlagraph.runlog import Sync
@@ -28,9 +28,8 @@ def test_a_warm_up_alone_loses_to_the_same_graph_reordered() -> None:
     modules = Modules(log.graphs)
     counted = []
     for base in (b, a):  # most recent first, as the report lists candidates
-        result = diff_against(
-            c, base, modules, triggers, a.index, [(h, s) for h, s in first.items() if s is not c]
-        )
+        earlier = [(h, s) for h, s in first.items() if s is not c]
+        result = diff_against(c, base, modules, RunFacts(triggers, a.index), earlier)
         assert isinstance(result, DiffResult)
         counted.append(measure(base.graph_hash, base, result.differences))
     by_b, by_a = counted

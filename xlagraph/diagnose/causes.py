@@ -106,6 +106,15 @@ class Cause:
         """The registry's ID of `hint` (`xlagraph.diagnose.fixes`), `` for a text it lacks."""
         return _fix_id(self.hint)
 
+    def attribute_only(self, *whats: str) -> bool:
+        """An `attribute` cause with changes, each of one of `whats` (`shape`, a directive, the
+        donated buffers): what a rule that owns one kind of attribute change takes."""
+        return (
+            self.kind is CauseKind.ATTRIBUTE
+            and bool(self.changes)
+            and all(ch.what in whats for ch in self.changes)
+        )
+
 
 # The engine names the two graphs of a diff "A" and "B" (the first and the second file of
 # `xlagraph diff`). A report letters every graph of a run, so a recompile of E against C must

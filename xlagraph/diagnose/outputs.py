@@ -155,34 +155,26 @@ def compare_outputs(cmp: Comparison) -> None:
             + fmt_list([f"{c.old} -> {c.new}" for c in layout], 3),
             layout,
         )
-    if added:
-        heads = [right.outputs[j] for j in added]
-        cone = [h for h in heads if h in claimed_r] + cmp.cone(right, heads, claimed_r)
-        shapes = [shape_of(right, right.outputs[j]) for j in added]
+    # Tensors only one graph returns, by side (as `inputs.compare_parameters` says inputs).
+    for kind, slots, comp, claimed, extra in (
+        (CauseKind.OUTPUT_ADDED, added, right, claimed_r, "more tensor{} than A"),
+        (CauseKind.OUTPUT_REMOVED, removed, left, claimed_l, "tensor{} fewer than A"),
+    ):
+        if not slots:
+            continue
+        heads = [comp.outputs[k] for k in slots]
+        cone = [h for h in heads if h in claimed] + cmp.cone(comp, heads, claimed)
+        entries = [f"{k}: {shape_of(comp, h)}" for k, h in zip(slots, heads, strict=True)]  # slot: shape
+        in_b = kind is CauseKind.OUTPUT_ADDED
         cmp.cause(
-            CauseKind.OUTPUT_ADDED,
-            f"B returns {len(added)} more tensor{'s' if len(added) > 1 else ''} than A "
-            f"({fmt_list([f'output {j}: {s}' for j, s in zip(added, shapes, strict=True)])})",
-            (),
-            cone,
+            kind,
+            f"B returns {len(slots)} {extra.format('s' if len(slots) > 1 else '')} "
+            f"({fmt_list([f'output {e}' for e in entries])})",
+            () if in_b else cone,
+            cone if in_b else (),
             changes=tuple(
-                Change("", right.outputs[j], "output", "", f"{j}: {s}")
-                for j, s in zip(added, shapes, strict=True)
-            ),
-        )
-    if removed:
-        heads = [left.outputs[i] for i in removed]
-        cone = [h for h in heads if h in claimed_l] + cmp.cone(left, heads, claimed_l)
-        shapes = [shape_of(left, left.outputs[i]) for i in removed]
-        cmp.cause(
-            CauseKind.OUTPUT_REMOVED,
-            f"B returns {len(removed)} tensor{'s' if len(removed) > 1 else ''} fewer than A "
-            f"({fmt_list([f'output {i}: {s}' for i, s in zip(removed, shapes, strict=True)])})",
-            cone,
-            (),
-            changes=tuple(
-                Change(left.outputs[i], "", "output", f"{i}: {s}", "")
-                for i, s in zip(removed, shapes, strict=True)
+                Change("", h, "output", "", e) if in_b else Change(h, "", "output", e, "")
+                for h, e in zip(heads, entries, strict=True)
             ),
         )
     if order_changed(matched):

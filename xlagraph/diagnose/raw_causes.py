@@ -59,7 +59,7 @@ def _run(cmp: Comparison, dims: set[tuple[str, str]], regrouped: bool) -> list[C
     if len(cmp.causes) > 1:
         # Donation follows any other change (other tensors updated in place, other outputs):
         # a cause only when it is the one difference.
-        cmp.causes = [c for c in cmp.causes if not _donation(c)]
+        cmp.causes = [c for c in cmp.causes if not c.attribute_only("input_output_alias")]
     return cmp.causes
 
 
@@ -243,10 +243,6 @@ def _forwarded_root(cmp: Comparison) -> None:
         [ra.name],
         changes=changes,
     )
-
-
-def _donation(cause: Cause) -> bool:
-    return bool(cause.changes) and all(ch.what == "input_output_alias" for ch in cause.changes)
 
 
 def _same_world(lm: CanonicalModule, rm: CanonicalModule) -> bool:

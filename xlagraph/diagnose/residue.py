@@ -81,25 +81,15 @@ def residual_differences(
         )
         hint = _OPERAND_ORDER_HINT
     else:
-        parts = []
-        if changes:
-            parts.append(
-                f"{len(changes)} instruction(s) differ ("
-                + ", ".join(f"{c.left}: {c.what}" for c in changes[:_LISTED])
-                + ")"
-            )
-        if interfaces:
-            parts.append(
-                "called computation(s) "
-                + ", ".join(interfaces[:_LISTED])
-                + " differ in their parameter numbering or output order"
-            )
-        if unnamed:  # (no guess: their instructions were compared and agree in content)
-            parts.append(
-                "computation(s) "
-                + ", ".join(unnamed[:_LISTED])
-                + " differ although each matched instruction has the same content"
-            )
+        # Each kind of residue there is, its first few named in its own words.
+        listed = [f"{c.left}: {c.what}" for c in changes[:_LISTED]]
+        said = (
+            (listed, f"{len(changes)} instruction(s) differ (", ")"),
+            (interfaces, "called computation(s) ", " differ in their parameter numbering or output order"),
+            # (no guess: their instructions were compared and agree in content)
+            (unnamed, "computation(s) ", " differ although each matched instruction has the same content"),
+        )
+        parts = [head + ", ".join(items[:_LISTED]) + tail for items, head, tail in said if items]
         summary = "; ".join(parts) or "the canonical forms differ (fingerprint or input/output order)"
         hint = _OPERAND_ORDER_HINT if interfaces else ""
     names_l = tuple(c.left for c in changes)

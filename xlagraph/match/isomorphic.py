@@ -153,15 +153,9 @@ def _individualized(
     # Whether the graphs as written are alike at all (else they tell no look-alikes apart):
     # asked once, where a tie first has two candidates.
     as_written: bool | None = None if written is not None else False
+    gone = ((set(), set()), (set(drop_a), set(drop_b)))  # set aside, by side: outputs only
     open_sides = [
-        (
-            lp,
-            rp,
-            ls,
-            rs,
-            set(ol) - (set(drop_a) if n == _OUTPUTS else set()),
-            set(orr) - (set(drop_b) if n == _OUTPUTS else set()),
-        )
+        (lp, rp, ls, rs, ol - gone[n][0], orr - gone[n][1])
         for n, (lp, rp, ls, rs, ol, orr) in enumerate(sides)
     ]
     salts_a: dict[int, int] = {}

@@ -5,7 +5,7 @@ is `diagnose.closeness`'s)."""
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 
 from xlagraph.canonical import CanonicalComputation
@@ -22,6 +22,7 @@ from xlagraph.runlog import LiveTensor, Sync
 
 __all__ = [
     "MAX_CANDIDATES",
+    "RunFacts",
     "choose_baseline",
     "closest",
     "diff_against",
@@ -30,6 +31,20 @@ __all__ = [
 ]
 
 MAX_CANDIDATES = 5
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the capture knows of the run beside its graphs, built once per recompile: each sync's
+    trigger, the first sync's index, step -> the sync by which torch.compile's bridge synced all
+    pending work (`triggers.bridge_synced`), the live tensors before the target's sync
+    (`Context.tensors`) and step -> its first implicit sync (`implicit_cuts`)."""
+
+    triggers: Mapping[int, str] = field(default_factory=dict)
+    first_sync: int = 0
+    bridged: Mapping[int, int] = field(default_factory=dict)
+    tensors: tuple[LiveTensor, ...] = ()
+    cuts: Mapping[int, tuple[int, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -118,18 +133,11 @@ def _sync_point(sync: Sync) -> str:
 
 
 def _context(
-    target: Sync,
-    candidate: Sync,
-    triggers: dict[int, str],
-    first_sync: int,
-    earlier: Sequence[tuple[str, Sync]] = (),
-    bridged: Mapping[int, int] | None = None,
-    tensors: tuple[LiveTensor, ...] = (),
-    cuts: Mapping[int, tuple[int, str]] | None = None,
+    target: Sync, candidate: Sync, run: RunFacts, earlier: Sequence[tuple[str, Sync]] = ()
 ) -> Context:
-    """What the capture knows about the two graphs, for the recognizers (`bridged`: step -> the
-    sync by which torch.compile's bridge synced all pending work, `triggers.bridge_synced`)."""
+    """What the capture knows about the two graphs, for the recognizers."""
     site = call_site(candidate.frames)
+    triggers, bridged = run.triggers, run.bridged
     return Context(
         trigger=triggers.get(target.index, ""),
         baseline_trigger=triggers.get(candidate.index, ""),
@@ -137,13 +145,13 @@ def _context(
         baseline_call_site=call_site(candidate.frames),
         step=target.step,
         baseline_step=candidate.step,
-        first_graph=candidate.index == first_sync,
+        first_graph=candidate.index == run.first_sync,
         first_at_site=not any(e.index < candidate.index and call_site(e.frames) == site for _, e in earlier),
         bridge_synced=_after_bridge_sync(target, bridged),
         # Only the warm-up's own difference: every step between the two ran the bridge's sync too
         # (a later step without it that compiled nothing new here has the graph the target has).
         baseline_bridged=_after_bridge_sync(candidate, bridged)
-        and all(s in (bridged or {}) for s in range(candidate.step + 1, target.step)),
+        and all(s in bridged for s in range(candidate.step + 1, target.step)),
         host_reads=tuple(
             dict.fromkeys(
                 line
@@ -151,9 +159,9 @@ def _context(
                 if triggers.get(s.index, "") in IMPLICIT_TRIGGERS and (line := call_site(s.frames))
             )
         ),
-        tensors=tensors,
-        cut_before=_cut_before(target, cuts),
-        baseline_cut_before=_cut_before(candidate, cuts),
+        tensors=run.tensors,
+        cut_before=_cut_before(target, run.cuts),
+        baseline_cut_before=_cut_before(candidate, run.cuts),
     )
 
 
@@ -168,13 +176,13 @@ def implicit_cuts(syncs: Sequence[Sync], triggers: Mapping[int, str]) -> dict[in
     return out
 
 
-def _cut_before(sync: Sync, cuts: Mapping[int, tuple[int, str]] | None) -> str:
-    at = (cuts or {}).get(sync.step)
+def _cut_before(sync: Sync, cuts: Mapping[int, tuple[int, str]]) -> str:
+    at = cuts.get(sync.step)
     return at[1] if at is not None and at[0] < sync.index else ""
 
 
-def _after_bridge_sync(sync: Sync, bridged: Mapping[int, int] | None) -> bool:
-    at = (bridged or {}).get(sync.step)
+def _after_bridge_sync(sync: Sync, bridged: Mapping[int, int]) -> bool:
+    at = bridged.get(sync.step)
     return at is not None and at < sync.index
 
 
@@ -201,23 +209,14 @@ def _same_name(
 
 
 def choose_baseline(
-    target: Sync,
-    earlier: list[tuple[str, Sync]],
-    modules: Modules,
-    triggers: dict[int, str] | None = None,
-    first_sync: int = 0,
-    bridged: Mapping[int, int] | None = None,
-    tensors: tuple[LiveTensor, ...] = (),
-    cuts: Mapping[int, tuple[int, str]] | None = None,
+    target: Sync, earlier: list[tuple[str, Sync]], modules: Modules, run: RunFacts = RunFacts()
 ) -> tuple[_Choice | None, str]:
     """The baseline and its diff, or a note saying why there is no diff. Within `sharing()`,
-    made once per distinct content (the same graphs and sync facts in another process).
-    `tensors`: the live tensors before the target's sync (`Context.tensors`)."""
+    made once per distinct content (the same graphs and sync facts in another process)."""
     shared = current_shared()
-    facts = (triggers or {}, first_sync, bridged, tensors, cuts)
-    key = _choice_key(target, earlier, modules, *facts) if shared else None
+    key = _choice_key(target, earlier, modules, run) if shared else None
     if shared is None or key is None:
-        return _choose_baseline(target, earlier, modules, triggers, first_sync, bridged, tensors, cuts)
+        return _choose_baseline(target, earlier, modules, run)
     if key in shared.choices:
         shared.hits += 1
         at, result, reason, note, counted = shared.choices[key]
@@ -226,7 +225,7 @@ def choose_baseline(
         h, s = earlier[at]
         compared = tuple(Compared(*earlier[i], *rest) for i, *rest in counted)
         return _Choice(h, s, result, reason, compared), note
-    choice, note = _choose_baseline(target, earlier, modules, triggers, first_sync, bridged, tensors, cuts)
+    choice, note = _choose_baseline(target, earlier, modules, run)
     if choice is None and note == _NO_EARLIER:
         shared.choices[key] = (None, None, "", note, ())
     elif choice is not None and not note and not modules.noted:  # what names a file is never shared
@@ -246,14 +245,7 @@ def _index_in(earlier: list[tuple[str, Sync]], graph_hash: str, sync: Sync) -> i
 
 
 def _choice_key(
-    target: Sync,
-    earlier: list[tuple[str, Sync]],
-    modules: Modules,
-    triggers: dict[int, str],
-    first_sync: int,
-    bridged: Mapping[int, int] | None = None,
-    tensors: tuple[LiveTensor, ...] = (),
-    cuts: Mapping[int, tuple[int, str]] | None = None,
+    target: Sync, earlier: list[tuple[str, Sync]], modules: Modules, run: RunFacts
 ) -> Hashable | None:
     """Everything `_choose_baseline` reads: the graphs by content, and of each sync its index,
     step, frames, trigger and whether the bridge synced before it in its step (not its times).
@@ -267,29 +259,22 @@ def _choice_key(
             s.index,
             s.step,
             s.frames,
-            triggers.get(s.index, ""),
-            _after_bridge_sync(s, bridged),
-            _cut_before(s, cuts),
+            run.triggers.get(s.index, ""),
+            _after_bridge_sync(s, run.bridged),
+            _cut_before(s, run.cuts),
         )
         for s in syncs
     )
     # what the recognizers read of the live tensors: ids only as an order (each process has its own)
-    live = tuple((t.shape, t.frames) for t in sorted(tensors, key=lambda t: -t.id))
-    return (tuple(keys), facts, first_sync, live)
+    live = tuple((t.shape, t.frames) for t in sorted(run.tensors, key=lambda t: -t.id))
+    return (tuple(keys), facts, run.first_sync, live)
 
 
 _NO_EARLIER = "no earlier graph to compare with"
 
 
 def _choose_baseline(
-    target: Sync,
-    earlier: list[tuple[str, Sync]],
-    modules: Modules,
-    triggers: dict[int, str] | None = None,
-    first_sync: int = 0,
-    bridged: Mapping[int, int] | None = None,
-    tensors: tuple[LiveTensor, ...] = (),
-    cuts: Mapping[int, tuple[int, str]] | None = None,
+    target: Sync, earlier: list[tuple[str, Sync]], modules: Modules, run: RunFacts
 ) -> tuple[_Choice | None, str]:
     ordered, reason = _candidates(target, earlier)
     if not ordered:
@@ -311,7 +296,7 @@ def _choose_baseline(
         base = modules.get(h)
         assert isinstance(base, Module)
         try:
-            context = _context(target, s, triggers or {}, first_sync, earlier, bridged, tensors, cuts)
+            context = _context(target, s, run, earlier)
             result = diff_modules(base, this, context)
         except RecursionError:
             failures.append(f"graph {h}: nested too deeply to compare")
@@ -355,15 +340,7 @@ def prepare_baseline(target: Sync, earlier: list[tuple[str, Sync]], modules: Mod
 
 
 def diff_against(
-    target: Sync,
-    against: Sync,
-    modules: Modules,
-    triggers: dict[int, str],
-    first_sync: int,
-    earlier: Sequence[tuple[str, Sync]] = (),
-    bridged: Mapping[int, int] | None = None,
-    tensors: tuple[LiveTensor, ...] = (),
-    cuts: Mapping[int, tuple[int, str]] | None = None,
+    target: Sync, against: Sync, modules: Modules, run: RunFacts, earlier: Sequence[tuple[str, Sync]] = ()
 ) -> DiffResult | str:
     """`target`'s graph diffed against `against`'s, with what the capture knows about both (as a
     baseline's diff is), or why it cannot be."""
@@ -373,7 +350,7 @@ def diff_against(
             return f"cannot compare: {module}"
     assert isinstance(base, Module) and isinstance(this, Module)
     try:
-        context = _context(target, against, triggers, first_sync, earlier, bridged, tensors, cuts)
+        context = _context(target, against, run, earlier)
         return diff_modules(base, this, context)
     except RecursionError:
         return "cannot compare: nested too deeply"

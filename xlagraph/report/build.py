@@ -22,7 +22,7 @@ from xlagraph.dynamolog import DynamoLog
 from xlagraph.graphs import variant_letter
 from xlagraph.parse.shared import current as current_shared
 from xlagraph.progress import counted
-from xlagraph.report.explain import explain_recompile
+from xlagraph.report.explain import ReportRun, explain_recompile
 from xlagraph.report.explain_workers import explain_in_processes, report_workers
 from xlagraph.report.model import (
     RankingEntry,
@@ -181,7 +181,7 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
     marks = read_mark_shardings(log.source) if explain and Path(log.source).is_dir() else ()
     # The last explicit sync (a step marker): an implicit one after it reads a value after the loop.
     last_marker = max((s.index for s in syncs if triggers[s.index] not in IMPLICIT_TRIGGERS), default=-1)
-    args = (
+    run = ReportRun(
         letters,
         first,
         modules if explain else None,
@@ -204,9 +204,9 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
     # (a few hundred objects in a report of 20 large graphs).
     with paused_gc():
         if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
-            explained = explain_in_processes(targets, args, workers)
+            explained = explain_in_processes(targets, run, workers)
         else:
-            explained = tuple(explain_recompile(s, *args) for s in counted("recompile", targets))
+            explained = tuple(explain_recompile(s, run) for s in counted("recompile", targets))
     recompiles = tuple(r for r in explained if not r.first_of_program)
     compiles = len(compiled_hashes)
     warnings = list(recompiled_again)
@@ -245,7 +245,7 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
     # After torch.compile's half: a graph it compiled for another mode takes turns as expected.
     turns = None
     if explain and len(steady_variants) > 1 and not steady_each_step:
-        turns = _turns(timeline, recompiles, letters, first, modules, log, triggers, user_names, read_line)
+        turns = _turns(timeline, recompiles, run)
     from xlagraph.report.eager import eager_section
 
     return RunReport(
@@ -277,26 +277,14 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
 
 
 def _turns(
-    timeline: tuple[TimelineEntry, ...],
-    recompiles: tuple[Recompile, ...],
-    letters: dict[str, str],
-    first: dict[str, Sync],
-    modules: Modules,
-    log: RunLog,
-    triggers: dict[int, str],
-    user_names: frozenset[str],
-    read_line: LineReader,
+    timeline: tuple[TimelineEntry, ...], recompiles: tuple[Recompile, ...], run: ReportRun
 ) -> SteadyTurns | None:
     """The steady state's graphs taking turns, each against the one before it (`turns.py`)."""
-    first_of = {letters[h]: s for h, s in first.items()}
+    first_of = {run.letters[h]: s for h, s in run.first.items()}
     pairs = turn_pairs(timeline, {v: s.index for v, s in first_of.items()})
-    first_sync = min((s.index for s in first.values()), default=0)
-    graphs = list(first.items())
 
     def diff(variant: str, against: str) -> Turn:
-        target, other = first_of[variant], first_of[against]
-        facts = (triggers, user_names, read_line, first_sync, graphs)
-        return diff_turn(target, other, letters, modules, log, *facts)
+        return diff_turn(first_of[variant], first_of[against], run)
 
     return steady_turns(pairs, recompiles, diff)
 

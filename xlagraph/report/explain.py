@@ -10,6 +10,7 @@ replaced by one where diagnosis finds the graph new code (`diagnose.new_code`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 
 from xlagraph.capture.shardings import MarkSharding, find_marks
@@ -20,11 +21,35 @@ from xlagraph.diagnose.closeness import Compared
 from xlagraph.diagnose.frames import call_site, source_line, split_frames
 from xlagraph.diagnose.listing import plural
 from xlagraph.diagnose.new_code import another_use, new_code, new_code_cause
-from xlagraph.report.baseline import choose_baseline, graph_name, implicit_cuts
+from xlagraph.report.baseline import RunFacts, choose_baseline, graph_name, implicit_cuts
 from xlagraph.report.model import Attribution, Baseline, Recompile
 from xlagraph.report.modules import Modules
 from xlagraph.report.triggers import LineReader
 from xlagraph.runlog import RunLog, Sync
+
+
+@dataclass(frozen=True)
+class ReportRun:
+    """What explaining a run's recompiles and its steady turns reads of it, built once per report
+    (the forked workers inherit it): each graph's letter and first sync, the graphs (None: not
+    explained), the log, each sync's trigger, the user's file names, the source reader, the
+    `mark_sharding` calls, the last step marker's index and the last step."""
+
+    letters: dict[str, str]
+    first: dict[str, Sync]
+    modules: Modules | None
+    log: RunLog
+    triggers: dict[int, str]
+    user_names: frozenset[str]
+    read_line: LineReader = source_line
+    marks: tuple[MarkSharding, ...] = ()
+    last_marker: int = -1
+    last_step: int = -1
+
+    @property
+    def first_sync(self) -> int:
+        """The index of the run's first sync (of its first graph)."""
+        return min((s.index for s in self.first.values()), default=0)
 
 
 def earlier_graphs(target: Sync, first: dict[str, Sync]) -> list[tuple[str, Sync]]:
@@ -32,29 +57,17 @@ def earlier_graphs(target: Sync, first: dict[str, Sync]) -> list[tuple[str, Sync
     return [(h, s) for h, s in first.items() if s.index < target.index]
 
 
-def explain_recompile(
-    target: Sync,
-    letters: dict[str, str],
-    first: dict[str, Sync],
-    modules: Modules | None,
-    log: RunLog,
-    triggers: dict[int, str],
-    user_names: frozenset[str],
-    read_line: LineReader = source_line,
-    marks: tuple[MarkSharding, ...] = (),
-    last_marker: int = -1,
-    last_step: int = -1,
-) -> Recompile:
+def explain_recompile(target: Sync, run: ReportRun) -> Recompile:
+    letters, first, modules, log, triggers = run.letters, run.first, run.modules, run.log, run.triggers
     earlier = earlier_graphs(target, first)
-    first_sync = min((s.index for s in first.values()), default=0)
     bridged = bridged_before(target, log.syncs, triggers)
     if modules is None:
         choice, note = None, "not explained"
     else:
         record = log.graphs.get(target.graph_hash)
         tensors = record.tensors if record else ()
-        cuts = implicit_cuts(log.syncs, triggers)
-        choice, note = choose_baseline(target, earlier, modules, triggers, first_sync, bridged, tensors, cuts)
+        run_facts = RunFacts(triggers, run.first_sync, bridged, tensors, implicit_cuts(log.syncs, triggers))
+        choice, note = choose_baseline(target, earlier, modules, run_facts)
     users, library = split_frames(target.frames)
     site = call_site(target.frames)
     causes: tuple[Cause, ...] = ()
@@ -66,12 +79,14 @@ def explain_recompile(
         sides = letters[choice.graph_hash], letters[target.graph_hash]
         causes = tuple(with_sides(c, *sides) for c in result.differences)
         records = log.graphs.get(choice.graph_hash), log.graphs.get(target.graph_hash)
-        marks_of = partial(find_marks, marks) if marks else None
-        ctx = AttributionContext(result, *records, user_names, site, read_line, marks_of, target.step, sides)
+        marks_of = partial(find_marks, run.marks) if run.marks else None
+        ctx = AttributionContext(
+            result, *records, run.user_names, site, run.read_line, marks_of, target.step, sides
+        )
         attribution = tuple(attribute(i, c, ctx) for i, c in enumerate(causes))
         notes = tuple(name_sides(n, *sides) for n in result.notes)
         graphs = modules.get(choice.graph_hash), modules.get(target.graph_hash)
-        facts = (log.syncs, triggers, first, last_marker, bridged)
+        facts = (log.syncs, triggers, first, run.last_marker, bridged)
         verdict = (
             new_code(target, choice.graph_hash, choice.reason, graphs, *facts) if site and causes else None
         )
@@ -95,7 +110,7 @@ def explain_recompile(
             bridge = letters.get(verdict.full_graph, "")
             causes = (new_code_cause(site, users, [s for _, s in earlier], names, verdict.when, bridge),)
             attribution = (Attribution(0, str(causes[0].kind), causes[0].summary, lines=causes[0].sources),)
-        elif causes and another_use(target, choice.sync, first, last_step):
+        elif causes and another_use(target, choice.sync, first, run.last_step):
             first_of_program = True
             note = (
                 f"another use of the code of graph {letters[choice.graph_hash]} within the run's first "

@@ -13,9 +13,8 @@ from contextlib import nullcontext
 from xlagraph.diagnose.frames import SourceText, current_sources, reading_sources
 from xlagraph.progress import shown, step
 from xlagraph.report.baseline import graphs_read, prepare_baseline
-from xlagraph.report.explain import earlier_graphs, explain_recompile
+from xlagraph.report.explain import ReportRun, earlier_graphs, explain_recompile
 from xlagraph.report.model import Recompile
-from xlagraph.report.modules import Modules
 from xlagraph.runlog import Sync
 
 
@@ -49,41 +48,39 @@ if hasattr(threading, "_register_atexit"):
 
 
 # What the forked workers explain: set in the parent just before the fork, read by the children.
-_JOB: tuple[list[Sync], tuple[object, ...], SourceText | None] | None = None
+_JOB: tuple[list[Sync], ReportRun, SourceText | None] | None = None
 
 
 def _explain_one(k: int) -> Recompile:
     assert _JOB is not None
-    targets, args, text = _JOB
+    targets, run, text = _JOB
     with shown(None), reading_sources(text) if text is not None else nullcontext():
-        return explain_recompile(targets[k], *args)  # type: ignore[arg-type]
+        return explain_recompile(targets[k], run)
 
 
-def explain_in_processes(
-    targets: list[Sync], args: tuple[object, ...], workers: int
-) -> tuple[Recompile, ...]:
+def explain_in_processes(targets: list[Sync], run: ReportRun, workers: int) -> tuple[Recompile, ...]:
     """`explain_recompile` of each target in forked processes: each recompile's diffs depend only on the
     run's graphs and facts, which the children inherit, so every answer is the one a single
     process gives (in target order). Neighbouring recompiles go to one worker (contiguous
     chunks): they compare the same earlier graphs, which it then parses once."""
     global _JOB
-    _JOB = (targets, args, current_sources())
+    _JOB = (targets, run, current_sources())
     chunk = -(-len(targets) // workers)
     # A chunk's first recompile would read its own graph and the earlier ones it compares with
     # before any work of its worker's could share them: read here, on two threads, they are the
     # workers' from the fork (and the first worker's when it gets there).
-    first, modules = args[1], args[2]
-    if isinstance(modules, Modules):
+    first, modules = run.first, run.modules
+    if modules is not None:
         heads = range(chunk, len(targets), chunk)
         modules.preload(
             [h for k in heads for h in graphs_read(targets[k], earlier_graphs(targets[k], first))]
-        )  # type: ignore[arg-type]
+        )
         # A chunk's first recompile compares with the last graphs of the chunk before: both
         # workers would build and refine those (the core's per-graph work, kept on each graph,
         # ~2% of the report's CPU). Done here once, with that recompile's correspondences,
         # which its worker then finds kept (and the longer of the two workers loses most).
         for k in heads:
-            prepare_baseline(targets[k], earlier_graphs(targets[k], first), modules)  # type: ignore[arg-type]
+            prepare_baseline(targets[k], earlier_graphs(targets[k], first), modules)
     try:
         context = multiprocessing.get_context("fork")
         pool = ProcessPoolExecutor(workers, mp_context=context)

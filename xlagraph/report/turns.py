@@ -15,11 +15,10 @@ from xlagraph.diagnose.attribution import AttributionContext, attribute
 from xlagraph.diagnose.bridge import bridge_synced
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.frames import call_site
-from xlagraph.report.baseline import diff_against, implicit_cuts
+from xlagraph.report.baseline import RunFacts, diff_against, implicit_cuts
+from xlagraph.report.explain import ReportRun
 from xlagraph.report.model import Recompile, SteadyTurns, TimelineEntry, Turn
-from xlagraph.report.modules import Modules
-from xlagraph.report.triggers import LineReader
-from xlagraph.runlog import RunLog, Sync
+from xlagraph.runlog import Sync
 
 __all__ = ["diff_turn", "steady_turns", "turn_pairs"]
 
@@ -114,32 +113,23 @@ def steady_turns(
     return SteadyTurns(order, _phrase(kinds, fixes), kinds, line, tuple(turns))
 
 
-def diff_turn(
-    target: Sync,
-    against: Sync,
-    letters: Mapping[str, str],
-    modules: Modules,
-    log: RunLog,
-    triggers: dict[int, str],
-    user_names: frozenset[str],
-    read_line: LineReader,
-    first_sync: int,
-    graphs: Sequence[tuple[str, Sync]] = (),
-) -> Turn:
-    """`target`'s graph against `against`'s as a recompile's would be (`graphs`: every graph with
-    its first sync, what the recognizers are told of those before `against`): causes, then the
-    user's lines their attribution cites, then the sync's line."""
-    variant, other = letters[target.graph_hash], letters[against.graph_hash]
+def diff_turn(target: Sync, against: Sync, run: ReportRun) -> Turn:
+    """`target`'s graph against `against`'s as a recompile's would be (the recognizers are told of
+    every graph with its first sync, those before `against` among them): causes, then the user's
+    lines their attribution cites, then the sync's line."""
+    log, triggers = run.log, run.triggers
+    assert run.modules is not None  # turns are only looked for in an explained report
+    variant, other = run.letters[target.graph_hash], run.letters[against.graph_hash]
     records = log.graphs.get(against.graph_hash), log.graphs.get(target.graph_hash)
     tensors = records[1].tensors if records[1] else ()
     bridged = bridge_synced(log.syncs)
-    cuts = implicit_cuts(log.syncs, triggers)
-    result = diff_against(target, against, modules, triggers, first_sync, graphs, bridged, tensors, cuts)
+    facts = RunFacts(triggers, run.first_sync, bridged, tensors, implicit_cuts(log.syncs, triggers))
+    result = diff_against(target, against, run.modules, facts, list(run.first.items()))
     if isinstance(result, str):
         return Turn(variant, other, (), (), result)
     causes = result.differences
     site = call_site(target.frames)
-    ctx = AttributionContext(result, *records, user_names, site, read_line)
+    ctx = AttributionContext(result, *records, run.user_names, site, run.read_line)
     attribution = [attribute(i, c, ctx) for i, c in enumerate(causes)]
     cited = [line for a in attribution for line in a.lines]
     cited += [t.line for a in attribution for t in a.tensors if t.line]

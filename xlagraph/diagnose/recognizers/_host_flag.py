@@ -11,7 +11,7 @@ import ast
 
 from xlagraph.diagnose.frames import split_location
 from xlagraph.diagnose.recognizers._set_before import read_into, set_before
-from xlagraph.diagnose.recognizers._statements import enclosing, loads, reads_on_host, syntax_tree
+from xlagraph.diagnose.recognizers._statements import enclosing, loads, reads_on_host, stores, syntax_tree
 
 __all__ = ["flag_set_on_host", "flag_setters", "flag_test"]
 
@@ -114,17 +114,13 @@ def _plain_names(test: ast.expr) -> frozenset[str]:
 
 def _assignments(node: ast.AST, names: frozenset[str] | None = None) -> list[Assignment]:
     """The assignments with a value under `node`; with `names`, those that bind one of them
-    (`flag = False`, `flag: bool = x > t`)."""
-    found = [s for s in ast.walk(node) if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None]
-    if names is None:
-        return found
+    (`flag = False`, `flag: bool = x > t`, `flag, n = ...`)."""
     return [
         s
-        for s in found
-        if any(
-            isinstance(t, ast.Name) and t.id in names
-            for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
-        )
+        for s in ast.walk(node)
+        if isinstance(s, (ast.Assign, ast.AnnAssign))
+        and s.value is not None
+        and (names is None or stores(s) & names)
     ]
 
 

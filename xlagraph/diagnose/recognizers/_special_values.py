@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import ast
 
-from xlagraph.diagnose.frames import split_location
 from xlagraph.diagnose.recognizers._host_numbers import argument, assignment_in, calls_to, user_defs
 from xlagraph.diagnose.recognizers._statements import (
     Function,
     enclosing,
+    enclosing_at,
     function_around,
     loads,
     own_nodes,
@@ -137,9 +137,8 @@ def special_value_origin(location: str) -> tuple[str, str, list[str]]:
     unpacks) sets to a literal 0 or ±1: the name, the literal and the lines that set it (the
     assignment, the caller's assignment its `if` depends on, the unpacking); `("", "", [])`
     when there is none."""
-    file, line = split_location(location)
-    tree = syntax_tree(file) if file and line else None
-    chain = enclosing(file, line) if tree is not None else []
+    file, _, chain = enclosing_at(location)
+    tree = syntax_tree(file) if chain else None
     if tree is None or not chain:
         return "", "", []
     name, literal, lines = _origin(tree, file, chain, sorted(loads(chain[-1][0])), 0)

@@ -43,9 +43,8 @@ def trip_count(location: str, syncs: tuple[str, ...] = ()) -> list[str]:
     `for x, y in zip(xs, ys):` in a traced step). The lines that compute the number (a helper's
     `return`, its assignment), the list's, the call that passes it, then the loop's header;
     `[]` for any other loop, and for the training loop (around a sync line of `syncs`)."""
-    file, line = split_location(location)
-    tree = syntax_tree(file) if file and line else None
-    chain = enclosing(file, line) if tree is not None else []
+    file, _, chain = enclosing_at(location)
+    tree = syntax_tree(file) if chain else None
     stops = {n for f, n in map(split_location, syncs) if f == file and n}
     for depth in range(len(chain) - 1, -1, -1):
         loop = chain[depth][0]

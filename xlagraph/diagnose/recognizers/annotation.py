@@ -21,14 +21,6 @@ CONFIG_HINT = fix("attribute.backend_config")
 _DIRECTIVES = ("frontend_attributes", "backend_config")
 
 
-def _only_directives(cause: Cause) -> bool:
-    return (
-        cause.kind is CauseKind.ATTRIBUTE
-        and bool(cause.changes)
-        and all(ch.what in _DIRECTIVES for ch in cause.changes)
-    )
-
-
 def _changed_keys(old: str, new: str) -> set[str]:
     a, b = (dict(e.partition("=")[::2] for e in frontend_entries(t)) for t in (old, new))
     return {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
@@ -50,7 +42,7 @@ def _summary(changes: list[Change]) -> str:
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
-    found = [i for i, c in enumerate(pending) if _only_directives(c)]
+    found = [i for i, c in enumerate(pending) if c.attribute_only(*_DIRECTIVES)]
     if not found:
         return NOTHING
     changes = [ch for i in found for ch in pending[i].changes]

@@ -15,16 +15,8 @@ __all__ = ["RECOGNIZER"]
 HINT = fix("attribute.donation")
 
 
-def _donation(cause: Cause) -> bool:
-    return (
-        cause.kind is CauseKind.ATTRIBUTE
-        and bool(cause.changes)
-        and all(ch.what == "input_output_alias" for ch in cause.changes)
-    )
-
-
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
-    found = [i for i, c in enumerate(pending) if _donation(c)]
+    found = [i for i, c in enumerate(pending) if c.attribute_only("input_output_alias")]
     if not found:
         return NOTHING
     causes = tuple(renamed(pending[i], CauseKind.ATTRIBUTE, pending[i].summary, hint=HINT) for i in found)

@@ -110,14 +110,7 @@ def _crossed(everything: tuple[Cause, ...]) -> list[int]:
     """Op sizes that only trade places (one reshape f32[2,8,16] -> f32[2,8,32], another the other
     way): the matcher crossed two ops of one layer (a tensor-parallel pair of weights) once other
     work moved them; nothing changed size."""
-    sized = [
-        i
-        for i, c in enumerate(everything)
-        if c.kind is CauseKind.ATTRIBUTE
-        and not c.info
-        and c.changes
-        and all(ch.what == "shape" for ch in c.changes)
-    ]
+    sized = [i for i, c in enumerate(everything) if c.attribute_only("shape") and not c.info]
     old = Counter(strip_layout(ch.old) for i in sized for ch in everything[i].changes)
     new = Counter(strip_layout(ch.new) for i in sized for ch in everything[i].changes)
     return sized if sized and old == new else []

@@ -144,13 +144,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     # changed size because of it: a shape carried by the new input, cited at that input's lines,
     # not sizes "with no input to carry it".
     sized = [
-        i
-        for i, c in enumerate(pending)
-        if c.kind is CauseKind.ATTRIBUTE
-        and c.changes
-        and all(ch.what == "shape" for ch in c.changes)
-        and c.right
-        and set(c.right) <= below
+        i for i, c in enumerate(pending) if c.attribute_only("shape") and c.right and set(c.right) <= below
     ]
     if not sized:
         return Recognized((cause,), frozenset(added + regions + counts))

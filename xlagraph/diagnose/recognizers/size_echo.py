@@ -86,14 +86,6 @@ def _scaled(cause: Cause, ratios: set[Fraction]) -> bool:
     return True
 
 
-def _sizes_only(cause: Cause) -> bool:
-    return (
-        cause.kind is CauseKind.ATTRIBUTE
-        and bool(cause.changes)
-        and all(ch.what in _SIZED for ch in cause.changes)
-    )
-
-
 def _split_scalar(evidence: Evidence, cause: Cause, inputs: set[tuple[int, int]]) -> bool:
     """Scalar inputs B adds that were one input with another value in A: torch_xla uploads equal
     scalars once, so a value derived from the length (a mean's count of 4 patches) and another
@@ -181,7 +173,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             j
             for j, c in enumerate(pending)
             if j != i
-            and _sizes_only(c)
+            and c.attribute_only(*_SIZED)
             and (moves := _moves(c.changes))
             and all(_follows(m, inputs) for m in moves)
         ]

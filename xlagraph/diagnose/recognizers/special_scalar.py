@@ -180,27 +180,12 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             continue
         special = any(_special(payload(ch.old)) or _special(payload(ch.new)) for ch in c.changes)
         if _tensor_valued(evidence, c):
-            out.append(
-                renamed(
-                    c,
-                    CauseKind.CONSTANT_VALUE,
-                    c.summary + ": a tensor made from Python numbers",
-                    TENSOR_HINT,
-                )
-            )
+            what, hint = ": a tensor made from Python numbers", TENSOR_HINT
         elif special:
-            out.append(
-                renamed(c, CauseKind.CONSTANT_VALUE, c.summary + ": 0 and 1 are baked as constants", HINT)
-            )
+            what, hint = ": 0 and 1 are baked as constants", HINT
         else:
-            out.append(
-                renamed(
-                    c,
-                    CauseKind.CONSTANT_VALUE,
-                    c.summary + ": a Python scalar baked into the graph",
-                    OTHER_HINT,
-                )
-            )
+            what, hint = ": a Python scalar baked into the graph", OTHER_HINT
+        out.append(renamed(c, CauseKind.CONSTANT_VALUE, c.summary + what, hint))
         consumed.add(i)
     # A value baked as 0/1 on one side and passed as a scalar input on the other.
     for kind, side in ((CauseKind.PARAMETER_ADDED, "right"), (CauseKind.PARAMETER_REMOVED, "left")):
