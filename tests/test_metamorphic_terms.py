@@ -29,18 +29,12 @@ CASES: tuple[tuple[str, ...], ...] = (("swap_terms",), ("swap_terms", "constant"
 # (a walk from the outputs, reordered by the change itself) crossed: a churn loss's `p24 * p23`
 # beside a changed constant (top_down.rs, `twins_as_written`), and two look-alike towers
 # `(w * p_i) * (1 - p_j ** 2)` with the inputs crossed, one regrouped (outputs_exact.rs,
-# `written_elsewhere`).
-KNOWN: dict[tuple[str, str], str] = {
-    # held_out_42's heron (a mixture of experts: four look-alike experts whose outputs are summed),
-    # its lazy update graph with the terms swapped and every name new: the look-alike experts'
-    # inputs are paired crossed (an invented input move beside the right permutation); found by CI
-    # when the round's captures came in; the engine of dfb60fbf says the same.
-    (
-        "swap_terms+rename",
-        "torch_xla/corpus/captures/h42_heron_openxla_router_topk_arg/hlo/"
-        "module_0005.SyncTensorsGraph.387.before_optimizations.txt.xz",
-    ): "parameter_permutation with invented input moves",
-}
+# `written_elsewhere`). The third, held_out_42's heron (a mixture of four look-alike experts
+# whose router terms differ only in the inputs they read) with its router's sum reordered, by
+# the inputs read in a reordered sum's terms taking the matcher's pairs, not the context's
+# (`pairing._in_reordered_terms`): a term's place in the sum was the only context that told
+# them apart.
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def _applies(text: str) -> bool:

@@ -80,9 +80,9 @@ def _match_outputs_exact(
     """Equal `h1`, in order. Look-alike outputs (equal `h0`) as many on both sides pair the k-th
     with the k-th only: `h1` ranks inputs over the whole graph, so an input dropped before them
     shifts every rank by one and equal `h1` would pair each look-alike with its neighbour. Where
-    one side has exactly one more of them (an output dropped or added), `h1`'s ranks shift past
-    the missing one: members the data-flow `context` pairs (either side) are left to
-    `outputs-context` (a dropped AdamW second moment, whose computation stays)."""
+    one side has more of them (outputs dropped or added), `h1`'s ranks shift past the missing
+    ones: members the data-flow `context` pairs (either side) are left to `outputs-context` (a
+    dropped AdamW second moment, whose computation stays; two look-alike experts' updates)."""
     ctx_l = {left.outputs[i] for i, _ in context}
     ctx_r = {right.outputs[j] for _, j in context}
     place_l, count_l = _look_alike_places(left)
@@ -105,7 +105,7 @@ def _match_outputs_exact(
             continue
         n = count_l[left.h0[a]]
         n_r = count_r.get(left.h0[a], 0)
-        shifted = n_r > 0 and abs(n - n_r) == 1
+        shifted = n_r > 0 and n != n_r
         if shifted and a in ctx_l:
             continue  # the context pairs it (outputs-context)
         at: int | None = 0

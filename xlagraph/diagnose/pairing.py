@@ -227,7 +227,7 @@ def _contested(cmp: Comparison, context: Mapping[str, str]) -> set[str]:
     left alone. A real move displaces inputs that are context-paired elsewhere (a cycle)."""
     m, left, right = cmp.m, cmp.left.param_number, cmp.right.param_number
     paired_r = set(context.values())
-    out = set()
+    out = {a for a in _in_reordered_terms(cmp) if a in context and m.left.get(a) != context[a]}
     for a, b in context.items():
         b0, a0 = m.left.get(a), m.right.get(b)
         moves_b0 = b0 in right and b0 != b and m.matcher.get(a) not in _BLIND and b0 not in paired_r
@@ -235,6 +235,36 @@ def _contested(cmp: Comparison, context: Mapping[str, str]) -> set[str]:
         if moves_b0 or moves_a0:
             out.add(a)
     return out
+
+
+# The matcher's tag on the terms of a sum paired by content (rust/src/matching/sum_terms.rs).
+_SUM_TERMS = "sum-terms"
+
+
+def _in_reordered_terms(cmp: Comparison) -> frozenset[str]:
+    """Left inputs read in the terms of a sum whose terms changed places, which the matcher paired
+    by content: a term's place in the sum is its data-flow context, so look-alike terms told
+    apart only by the inputs they read (one per expert of a mixture) trade contexts when they
+    trade places, and the context pairs their inputs crossed while no input moved. There the
+    matcher's pairs (the terms by the inputs as numbered, then top-down) are the evidence."""
+    left, m = cmp.left, cmp.m
+    stack = [a for a, t in m.matcher.items() if t == _SUM_TERMS]
+    seen = set(stack)
+    found = set()
+    while stack and len(seen) <= _TERMS_LIMIT:
+        x = stack.pop()
+        if x in left.param_number:
+            found.add(x)
+            continue
+        for o in left.operands.get(x, ()):
+            if o not in seen:
+                seen.add(o)
+                stack.append(o)
+    return frozenset(found) if not stack else frozenset()
+
+
+# How many instructions the terms of reordered sums may hold: past it, no input is taken from them.
+_TERMS_LIMIT = 4096
 
 
 # How far an output's cone is walked back to its inputs: an update of its own (an SGD or Adam

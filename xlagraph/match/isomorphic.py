@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 
 __all__ = ["Chosen", "Explained", "Refined", "Side", "classes", "explain"]
 
@@ -68,7 +69,7 @@ def explain(
     written: Refine | None = None,
 ) -> Explained | None:
     """The colours with look-alikes individualized (see the module docstring), or None where
-    refinement did not stabilize or no removal of one output on a side balances the graphs.
+    refinement did not stabilize or no removal `_removals` tries balances the graphs.
     `shallow()`: the first colours, before any round (which outputs could be the dropped one);
     `same(side, i, j)`: output items i and j of A (side 0) or B (1) compute the same value;
     `sizes`: each node's dimensions, which the size-blind colours leave out; `unread`: inputs
@@ -107,15 +108,32 @@ def _removals(
     refine: Refine, shallow: Refined, sides: tuple[Side, Side]
 ) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     """Outputs (items of A, of B) whose removal balances the graphs: one on the side that has
-    more outputs of a first colour than the other, or one on each side."""
+    more outputs of a first colour than the other, or one on each side; where none does and a
+    side has exactly two outputs more (two look-alikes dropped: a family's first and middle
+    member, an SGD update of each of two experts), two of that side."""
     lpos, rpos, _, _, open_l, open_r = sides[_OUTPUTS]
-    surplus_a, surplus_b = _surplus(shallow, lpos, rpos, open_l, open_r)
+    (surplus_a, extra_a), (surplus_b, extra_b) = _surplus(shallow, lpos, rpos, open_l, open_r)
     if len(surplus_a) > _CANDIDATES or len(surplus_b) > _CANDIDATES or not (surplus_a or surplus_b):
         return []
     trials: list[tuple[tuple[int, ...], tuple[int, ...]]] = [((i,), ()) for i in surplus_a]
     trials += [((), (j,)) for j in surplus_b]
     if surplus_a and surplus_b and len(surplus_a) * len(surplus_b) <= _CANDIDATES:
         trials += [((i,), (j,)) for i in surplus_a for j in surplus_b]
+    out = _balancing(refine, lpos, rpos, trials)
+    if not out:
+        twos: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+        if extra_a == 2 and not surplus_b:
+            twos = [(da, ()) for da in combinations(surplus_a, 2)]
+        elif extra_b == 2 and not surplus_a:
+            twos = [((), db) for db in combinations(surplus_b, 2)]
+        out = _balancing(refine, lpos, rpos, twos)
+    return out
+
+
+def _balancing(
+    refine: Refine, lpos: list[int], rpos: list[int], trials: list[tuple[tuple[int, ...], tuple[int, ...]]]
+) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """The trials (outputs of A, of B to remove) after which the graphs refine alike."""
     out = []
     for da, db in trials:
         got = refine({}, {}, tuple(lpos[i] for i in da), tuple(rpos[j] for j in db))
@@ -126,16 +144,18 @@ def _removals(
 
 def _surplus(
     shallow: Refined, lpos: list[int], rpos: list[int], open_l: set[int], open_r: set[int]
-) -> tuple[list[int], list[int]]:
-    """Output items in classes (by first colour) that hold more items on their side."""
+) -> tuple[tuple[list[int], int], tuple[list[int], int]]:
+    """Output items in classes (by first colour) that hold more items on their side, and how
+    many more each side holds in all."""
     count: dict[int, int] = {}
     for i in open_l:
         count[shallow.a[lpos[i]]] = count.get(shallow.a[lpos[i]], 0) + 1
     for j in open_r:
         count[shallow.b[rpos[j]]] = count.get(shallow.b[rpos[j]], 0) - 1
+    more_a, more_b = sum(c for c in count.values() if c > 0), -sum(c for c in count.values() if c < 0)
     return (
-        sorted(i for i in open_l if count[shallow.a[lpos[i]]] > 0),
-        sorted(j for j in open_r if count[shallow.b[rpos[j]]] < 0),
+        (sorted(i for i in open_l if count[shallow.a[lpos[i]]] > 0), more_a),
+        (sorted(j for j in open_r if count[shallow.b[rpos[j]]] < 0), more_b),
     )
 
 

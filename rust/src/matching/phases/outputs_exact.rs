@@ -2,10 +2,11 @@
 //! their whole subgraphs. Look-alike outputs (equal `h0`) as many on both sides pair the k-th
 //! with the k-th only: `h1` ranks inputs over the whole graph, so an input dropped before them
 //! shifts every rank by one and equal `h1` would pair each look-alike with its neighbour (a
-//! rotation); the later phases pair those by slot. Where one side has exactly one more of them
-//! (an output dropped or added), `h1`'s ranks shift past the one missing, so equal `h1` pairs
-//! along the shift: members the data-flow context pairs (`context`, either side) are left to
-//! `outputs-context` (a dropped AdamW second moment, whose computation stays, issue 37).
+//! rotation); the later phases pair those by slot. Where one side has more of them (outputs
+//! dropped or added), `h1`'s ranks shift past the ones missing, so equal `h1` pairs along the
+//! shift: members the data-flow context pairs (`context`, either side) are left to
+//! `outputs-context` (a dropped AdamW second moment, whose computation stays; two SGD updates
+//! of a mixture's look-alike experts dropped, issue 37).
 
 use std::collections::VecDeque;
 
@@ -107,7 +108,7 @@ impl Mappings<'_> {
             let h0 = Self::hash(l, false, a)?;
             let n = count_l.get(&h0).copied().unwrap_or(0);
             let m = count_r.get(&h0).copied().unwrap_or(0);
-            let shifted = m > 0 && n.abs_diff(m) == 1;
+            let shifted = m > 0 && n != m;
             if shifted && ctx_l[a as usize] {
                 continue; // the context pairs it (outputs-context)
             }
