@@ -157,7 +157,10 @@ class Recorder:
         if not s.bridge_marker:
             s.user_markers += 1
         user_eager = eager_on(self.xlac) and not s.bridge_marker  # in eager mode a sync is a step
-        if self.executions_reported and not before and not own and dc == 0 and not user_eager:
+        # A user's sync after the bridge's records ends their step even where it runs nothing: the
+        # bridge ran this iteration's graphs (its input sync, the cached forward) and left none.
+        closes = s.joined_open and not s.bridge_marker
+        if self.executions_reported and not before and not own and dc == 0 and not user_eager and not closes:
             # e.g. torch_xla.compile's marker that clears pending ops: not a step of its own. (Without
             # PT_XLA_DEBUG blocks the lagging counter cannot tell, so every marker is a step.)
             s.empty_markers += 1

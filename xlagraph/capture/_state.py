@@ -34,6 +34,9 @@ class RunState:
     markers: int = 0
     user_markers: int = 0  # markers not run by torch_xla's dynamo bridge: the user syncs
     empty_markers: int = 0
+    # the last step record is one the reader joins to the user's next step (the dynamo bridge's
+    # sync, a compiled function's call): the user's next sync closes that step, run or not
+    joined_open: bool = False
     compiles: int = 0
     executes: int = 0
     compile_sample_ts: float = 0.0

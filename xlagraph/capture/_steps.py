@@ -96,6 +96,7 @@ def record_step(
         step["fb"] = grown
     if (consumed := rec.debug.consumed(s.carry)) is not None:
         step["o"] = consumed
+    s.joined_open = closed_by_marker and (call or s.bridge_marker)
     if not closed_by_marker:
         step["open"] = True
     elif call:  # a compiled function's call began: the previous call ended here
