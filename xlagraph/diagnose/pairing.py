@@ -227,7 +227,9 @@ def _contested(cmp: Comparison, context: Mapping[str, str]) -> set[str]:
     left alone. A real move displaces inputs that are context-paired elsewhere (a cycle)."""
     m, left, right = cmp.m, cmp.left.param_number, cmp.right.param_number
     paired_r = set(context.values())
-    out = {a for a in _in_reordered_terms(cmp) if a in context and m.left.get(a) != context[a]}
+    # The walk of reordered sums only where some context pair disagrees (rare): it reads every tag.
+    disagree = {a for a, b in context.items() if m.left.get(a) != b}
+    out = set(_in_reordered_terms(cmp) & disagree) if disagree else set()
     for a, b in context.items():
         b0, a0 = m.left.get(a), m.right.get(b)
         moves_b0 = b0 in right and b0 != b and m.matcher.get(a) not in _BLIND and b0 not in paired_r
