@@ -81,3 +81,39 @@ def test_an_output_swap_of_look_alike_cones_may_be_named_as_their_inputs_swap() 
 
 def test_a_changed_constant_may_be_named_at_its_twin_in_the_other_cone() -> None:
     assert _relay(("swap_updates", "constant")) == []
+
+
+def _judged(label: str, names: tuple[str, ...]) -> tuple[list[str], set[str]]:
+    text = dict(corpus(400, 40_000))[label]
+    new, exp = apply(text, names, _seed(label, names))
+    result = diff_modules(parse_hlo(text, "a.hlo"), parse_hlo(new, "b.hlo"))
+    return judge(result, exp, output_values(text), dead_inputs(new), text), {str(c.kind) for c in result.causes}
+
+
+EXITS = (
+    "torch_xla/retrace_optimizer/early_exits_capture/vm-22502/hlo/"
+    "module_0009.SyncTensorsGraph.145.before_optimizations.txt.xz"
+)
+
+
+def test_an_input_swap_of_look_alike_cones_may_be_named_as_their_outputs_swap() -> None:
+    """The converse of the relay case: the transformation moves the inputs of two look-alike
+    backward cones (one product scales both), the engine keeps one input in place and names the
+    cones' outputs swapped. Under the cones' symmetry that is the same program: not an invented
+    output permutation."""
+    problems, kinds = _judged(EXITS, ("permute_params",))
+    assert problems == [] and "output_permutation" in kinds
+
+
+CHAT = (
+    "torch_xla/compiled/heldout4_captures/chat_kv_generate/capture/proc/hlo/"
+    "module_0000.SyncTensorsGraph.15.before_optimizations.txt.xz"
+)
+
+
+def test_equal_outputs_told_apart_by_their_lines_may_be_named_moved() -> None:
+    """Two zero-filled caches compute the same value, so their order is not observable from the
+    values; the engine tells them apart by their source lines and names exactly the move the
+    transformation made: no invention."""
+    problems, kinds = _judged(CHAT, ("permute_outputs", "drop_output"))
+    assert problems == [] and "output_permutation" in kinds

@@ -355,7 +355,12 @@ def judge(
         want_out = set(exp.output_moves().items())
         if {(same(i), j) for i, j in moved_out} != {(same(i), j) for i, j in want_out} and not sym():
             problems.append(f"output mapping {sorted(moved_out - want_out)[:6]}")
-    elif CauseKind.OUTPUT_PERMUTATION in kinds:
+    elif CauseKind.OUTPUT_PERMUTATION in kinds and not (
+        # the transformation's own moves (look-alikes told apart by their source lines), or
+        # those composed with a symmetry of A, are no invention
+        {p for p in moved_out if p[0] != p[1]} == {p for p in exp.output_moves().items() if p[0] != p[1]}
+        or (moves_out and sym())
+    ):
         problems.append("invented output permutation")
     if exp.terms:  # a sum's terms in another order: the reordering, at the sum's nodes
         named = [c for c in causes if c.kind is CauseKind.PARAMETER_PERMUTATION]
