@@ -87,7 +87,8 @@ def _judged(label: str, names: tuple[str, ...]) -> tuple[list[str], set[str]]:
     text = dict(corpus(400, 40_000))[label]
     new, exp = apply(text, names, _seed(label, names))
     result = diff_modules(parse_hlo(text, "a.hlo"), parse_hlo(new, "b.hlo"))
-    return judge(result, exp, output_values(text), dead_inputs(new), text), {str(c.kind) for c in result.causes}
+    kinds = {str(c.kind) for c in result.causes}
+    return judge(result, exp, output_values(text), dead_inputs(new), text), kinds
 
 
 EXITS = (
