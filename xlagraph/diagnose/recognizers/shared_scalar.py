@@ -20,6 +20,7 @@ from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
+from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.recognizers._causes import added_at_warm_up, merge, with_number_origin
 from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
@@ -112,15 +113,17 @@ def read_instead(evidence: Evidence, param: str) -> str:
 def merged_into(evidence: Evidence, param: str, added: set[str]) -> tuple[str, str]:
     """(B's input, A's other input) where B reads, in place of A's scalar input `param` (an input B
     does not take), an input (`read_instead`) paired with another input of A of the same type, made
-    by another line: A's two values were equal on B's step and shared one upload. ("", "") when
-    not that."""
+    by another line (or both by one library line, which tells no code sites apart): A's two values
+    were equal on B's step and shared one upload. ("", "") when not that."""
     left = evidence.left.entry
     p = read_instead(evidence, param)
     twin = evidence.entry_match.get(p, "")
     if not p or p in added or twin == param or _scalar(left, twin) != _scalar(left, param):
         return "", ""
     lines = (_made_at(evidence.left.module, left, param), _made_at(evidence.left.module, left, twin))
-    if not all(lines) or lines[0] == lines[1]:
+    # One user line made both: one value of that code's. One library line (torch.compile's graphs
+    # cite torch/_ops.py for every op's scalar) does not tell the code sites apart.
+    if not all(lines) or (lines[0] == lines[1] and is_user_location(lines[0])):
         return "", ""
     return p, twin
 
