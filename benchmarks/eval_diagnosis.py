@@ -83,6 +83,7 @@ SPLITS = (
     "held_out_41",
     "held_out_42",
     "held_out_43",
+    "held_out_44",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
