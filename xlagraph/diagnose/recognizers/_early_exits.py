@@ -53,6 +53,11 @@ class Exit(NamedTuple):
     loop: bool
     reads: tuple[int, ...]
 
+    @property
+    def counts(self) -> bool:
+        """A `while`'s own test: it decides how many times the body runs, not what one run skips."""
+        return self.loop and self.line == self.first
+
 
 def exit_sites(file: str, synced: frozenset[int] = frozenset()) -> tuple[Exit, ...]:
     """The early exits of `file`: each `if` whose condition reads a value from the device on the
@@ -74,6 +79,11 @@ def _exit_sites_in(file: str, synced: frozenset[int], _sources: tuple[object, ..
     for scope in ast.walk(tree):
         if not isinstance(scope, (*LOOPS, *_FUNCTIONS)):
             continue
+        if isinstance(scope, ast.While) and _stops_on_host(scope, synced):
+            # `while seen.item() < budget:` is `if not ...: break` at its top; a loop of
+            # micro-batches runs their backward, not the optimizer's step or the step's sync.
+            end = scope.end_lineno or scope.lineno
+            sites.append(Exit(scope.lineno, scope.lineno, end, True, (scope.lineno,)))
         if _trains(scope):
             continue  # leaving the training loop ends training: no graph loses work by it
         own = _own(scope.body)
@@ -97,6 +107,16 @@ def _exit_sites_in(file: str, synced: frozenset[int], _sources: tuple[object, ..
                 reads += [n for name in sorted(loads(s.test) & set(read)) for n in read[name]]
                 sites.append(Exit(s.lineno, scope.lineno, end, loop, tuple(sorted(set(reads)))))
     return tuple(sorted(sites))
+
+
+# What a loop that is the training loop runs; a loop that only accumulates gradients may `backward`.
+_UPDATES = _STEP_CALLS - {"backward", "zero_grad"}
+
+
+def _stops_on_host(loop: ast.While, synced: frozenset[int]) -> bool:
+    """The `while` tests a value read from the device on the host, and is no training loop."""
+    host = reads_on_host(loop.test) or loop.test.lineno in synced
+    return host and not any(isinstance(n, ast.Call) and call_name(n.func) in _UPDATES for n in ast.walk(loop))
 
 
 def _reads_in(statements: list[ast.stmt]) -> dict[str, list[int]]:
@@ -160,6 +180,6 @@ def exited_at(evidence: Evidence) -> tuple[str, ...]:
     syncs = step_syncs(evidence)
     for file in user_files(evidence):
         for site in exit_sites(file, synced_lines(evidence, file)):
-            if leaves_work(file, site, syncs):
+            if not site.counts and leaves_work(file, site, syncs):
                 return (f"{file}:{site.line}", *(f"{file}:{n}" for n in site.reads if n != site.line))
     return ()

@@ -154,12 +154,11 @@ def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     by a few ops the matching pairs as changed rather than by a region of unpaired work; what
     shows it is that every line of the loop made as many ops or more in one graph, and some more.
     The graph of each iteration's condition (cut at its read) differs the same way."""
-    work = [
-        i
-        for i, c in enumerate(pending)
-        if c.kind is CauseKind.STRUCTURE and any(map(is_user_location, c.sources))
-    ]
-    if not work:
+    # The extra iterations' work, or their inputs (the micro-batches a `while` on the device's
+    # count reads, each copy of the body with data of its own); a region whose ops carry library
+    # lines only (a layer's forward and backward) goes with the loop that some user line places.
+    lines = {i: _source_lines(c) for i, c in enumerate(pending) if c.kind in (CauseKind.STRUCTURE, *_INPUTS)}
+    if not any(lines.values()):
         return NOTHING
     syncs = step_syncs(evidence)
     for file in user_files(evidence):
@@ -178,8 +177,8 @@ def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             wide_b = _per_line(evidence.right, file, 1, _MAX_LINES)
             called = set(wide_b - wide_a if more else wide_a - wide_b)
 
-            inside = [i for i in work if _in_loop(pending[i], file, site, called)]
-            if not inside:
+            inside = [i for i, found in lines.items() if _in_loop(found, file, site, called)]
+            if not any(lines[i] for i in inside):
                 continue
             # An op of the repeated block paired with another of its kind (a transpose of the
             # tied weight with the head's: the extra iteration shifts the pairing) is that block.
@@ -193,7 +192,7 @@ def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 for j, c in enumerate(pending)
                 if c.kind is CauseKind.ATTRIBUTE
                 and (
-                    _in_loop(c, file, site, called)
+                    _in_loop(_source_lines(c), file, site, called)
                     or (
                         (mine := [_op(ins) for canon, ins in evidence.instructions(c) if canon is side])
                         and set(mine) <= ops
@@ -212,10 +211,13 @@ def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     return NOTHING
 
 
-def _in_loop(cause: Cause, file: str, site: Exit, called: set[int]) -> bool:
-    """Every user line of `cause` lies in the loop, or is a line of `file` in `called`, with one
+def _source_lines(cause: Cause) -> list[tuple[str, int]]:
+    return [split_location(s) for s in cause.sources if is_user_location(s)]
+
+
+def _in_loop(lines: list[tuple[str, int]], file: str, site: Exit, called: set[int]) -> bool:
+    """Every user line (of a cause) lies in the loop, or is a line of `file` in `called`, with one
     at least in the loop (or none at all)."""
-    lines = [split_location(s) for s in cause.sources if is_user_location(s)]
     here = [f == file and site.first <= n <= site.last for f, n in lines]
     others = all(h or (f == file and n in called) for h, (f, n) in zip(here, lines, strict=True))
     return others and (any(here) or not lines)
