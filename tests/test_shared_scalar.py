@@ -83,3 +83,21 @@ def test_a_scalar_riding_on_new_state_is_that_states_warm_up(name: str) -> None:
     lines = script.read_text(encoding="utf-8").splitlines()
     line = next(i for i, t in enumerate(lines, 1) if text in t)
     assert f"{cited}:{line}" in cause.sources, cause.sources
+
+
+def test_under_torch_compile_the_forward_and_backward_graphs_name_the_shared_upload() -> None:
+    """`loss_weight_openxla`: a weight passed as a float (a dynamo guard on each value; the bridge
+    uploads it as data, so torch_xla's graphs replay) is 0.5 on step 3, the model's hidden scale. Both
+    scalars cite only torch/_ops.py, the line of every op's scalar in torch.compile's graphs: the
+    forward's and the backward's graphs of that step are each the shared upload, not a removed input
+    with the state-reset fix."""
+    name = "loss_weight_openxla"
+    report: RunReport = capture_report(HERE / f"{name}_capture")
+    fixed = [r for r in report.recompiles if not r.expected]
+    assert [r.step for r in fixed] == [3, 3]
+    for r in fixed:
+        (cause,) = r.causes
+        assert cause.fix_id == "parameter_removed.shared_scalar"
+        # the graphs cite torch/_ops.py only; the report places them at the compiled function's
+        # line that reads the weight (through dynamo's frames)
+        assert r.lines[0] == _line(name, "return F.mse_loss(net(x), y) * weight"), r.lines
