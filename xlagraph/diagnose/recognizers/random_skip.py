@@ -180,6 +180,7 @@ def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             inside = [i for i, found in lines.items() if _in_loop(found, file, site, called)]
             if not any(lines[i] for i in inside):
                 continue
+            inside.sort(key=lambda i: pending[i].kind is not CauseKind.STRUCTURE)  # the work leads
             # An op of the repeated block paired with another of its kind (a transpose of the
             # tied weight with the head's: the extra iteration shifts the pairing) is that block.
             side = evidence.right if more else evidence.left
