@@ -125,10 +125,9 @@ def _settled(report: RunReport) -> str:
             if t is not None and t.expected
             else "a stable loop runs one"
         )
-        steady = (
-            f"steady state from step {report.steady_from_step}: {len(graphs)} graphs take turns "
-            f"({', '.join(graphs)}){why}; {settle}"
-        )
+        every = f"{len(graphs)} graphs take turns ({', '.join(graphs)})"
+        taking = t.taking_turns(graphs) if t is not None else every
+        steady = f"steady state from step {report.steady_from_step}: {taking}{why}; {settle}"
     return f"{warm}; {steady}"
 
 

@@ -140,6 +140,6 @@ def _turns(report: RunReport) -> str:
     kinds = f" ({', '.join(t.kinds)})" if t.kinds else ""
     expected = " (expected: each compiled once and replayed)" if t.expected else ""
     return (
-        f"steady state from step {report.steady_from_step}: {len(report.steady_variants)} graphs take "
-        f"turns ({', '.join(report.steady_variants)}): {t.phrase}{at}{kinds}{expected}"
+        f"steady state from step {report.steady_from_step}: {t.taking_turns(report.steady_variants)}: "
+        f"{t.phrase}{at}{kinds}{expected}"
     )

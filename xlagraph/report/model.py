@@ -197,9 +197,9 @@ class EagerSection:
 
 @dataclass(frozen=True)
 class Turn:
-    """One graph of the steady state against the one that ran before it at the same call site
-    (and trigger): the kinds of the causes of their diff and the user's lines they cite (`note`:
-    why none)."""
+    """One graph of the steady state against the one that held its place (call site, trigger, rank
+    among the step's syncs there) in the step before: the kinds of the causes of their diff and the
+    user's lines they cite (`note`: why none)."""
 
     variant: str
     against: str
@@ -227,6 +227,14 @@ class SteadyTurns:
         """Every turn is expected: graphs of work that runs at its own points (an evaluation pass
         each epoch, another mode), each compiled once and replayed; nothing to settle."""
         return bool(self.turns) and all(t.expected for t in self.turns)
+
+    def taking_turns(self, steady: tuple[str, ...]) -> str:
+        """`2 graphs take turns (B, C)`; where other steady graphs run at their place in every step
+        (a torch.compile step's bridge sync or unchanged backward), those that take turns among
+        them: `8 graphs, 4 of them take turns (B, F, D, G)`."""
+        if set(self.variants) >= set(steady):
+            return f"{len(steady)} graphs take turns ({', '.join(steady)})"
+        return f"{len(steady)} graphs, {len(self.variants)} of them take turns ({', '.join(self.variants)})"
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """The steady state's turns: graphs that run by turns after the warm-up (B, C, B, C ...; a cycle of
-k), each explained against the one that ran before it at the same call site and trigger (issue 37).
+k), each explained against the one that held its place in the step before: the same call site,
+trigger and rank among the step's syncs there (issue 37).
 
 A recompile is explained against its baseline, which for a graph of the cycle need not be the
 graph before it in the cycle (the first one it took turns with compiled before the state existed);
@@ -9,6 +10,7 @@ diff is the recompile's own where its baseline is the graph before it, else one 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from xlagraph.diagnose.attribution import AttributionContext, attribute
@@ -48,17 +50,24 @@ _PHRASES = {
 def turn_pairs(
     timeline: Sequence[TimelineEntry], first_sync: Mapping[str, int]
 ) -> tuple[tuple[str, str], ...]:
-    """(against, variant) for each change of graph between consecutive steady syncs of one call
-    site and trigger (a `.item()` mid-step is another program than the step's sync, even where a
-    save file knows no line), first seen first. Two graphs taking turns make the pair both ways:
-    kept once, the later compiled graph against the earlier (the recompile's own diff where that
-    was its baseline)."""
-    last: dict[tuple[str, str], str] = {}
+    """(against, variant) for each change of graph at one place of consecutive steady steps, first
+    seen first. A place is a call site and trigger (a `.item()` mid-step is another program than the
+    step's sync, even where a save file knows no line) and the rank among the step's syncs there:
+    under torch.compile and torch_xla.compile one step runs several programs from one frame or call
+    (the bridge's input sync and the forward; the sync of pending work and the step), which only
+    their rank tells apart, and the previous sync there is another program of the same step. Two
+    graphs taking turns make the pair both ways: kept once, the later compiled graph against the
+    earlier (the recompile's own diff where that was its baseline)."""
+    last: dict[tuple[str, str, int], str] = {}
+    ranks: Counter[tuple[int, str, str]] = Counter()
     seen: list[tuple[str, str]] = []
     for e in timeline:
         if e.phase != "steady":
             continue
-        where = (e.call_site, e.trigger)
+        site = (e.call_site, e.trigger)
+        rank = ranks[(e.step, *site)]
+        ranks[(e.step, *site)] += 1
+        where = (*site, rank)
         before, last[where] = last.get(where), e.variant
         if before is not None and before != e.variant and (before, e.variant) not in seen:
             seen.append((before, e.variant))
