@@ -84,6 +84,7 @@ SPLITS = (
     "held_out_42",
     "held_out_43",
     "held_out_44",
+    "held_out_45",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
