@@ -93,3 +93,14 @@ def test_a_number_the_loop_sets_under_a_host_read_is_named_where_it_is_set(name:
     ), lines
     (recompile,) = report.recompiles
     assert [c.kind.value for c in recompile.causes] == ["conditional_work"], recompile.causes
+
+
+def test_an_update_skipped_by_a_host_read_is_named_at_the_if_around_step() -> None:
+    """skip_update_lazy: a trainer skips `self.optimizer.step()` when the loss read with `.item()`
+    is above a ceiling (an outlier batch at step 4). The update's ops cite AdamW's own lines only,
+    so the `if` is found from the user's `step()` calls of the optimizer they made from
+    torch.optim: no update every k steps (gradient accumulation's expected pair of graphs)."""
+    script = "fixtures/torch_xla/host_if_modes/skip_update_lazy.py"
+    found = _to_fix(_report("skip_update_lazy"))
+    assert [(s, k, f) for s, k, f, _ in found] == [(4, "conditional_work", "conditional_work.host_branch")]
+    assert found[0][3][0] == script_line(script, "        if value < self.ceiling:"), found

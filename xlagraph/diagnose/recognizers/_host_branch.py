@@ -241,14 +241,15 @@ def branch_summary(site: str, reads: tuple[str, ...]) -> str:
 
 
 def decided_branch(
-    evidence: Evidence, hits: list[Cause], python: bool = False
+    evidence: Evidence, hits: list[Cause], python: bool = False, ran_at: tuple[str, ...] = ()
 ) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
     """(the `if`, the lines where its test reads the device, the calls of the user's helpers in
     its blocks) when every user line of the work sits in a block of one `if` that a device value
     read on the host decides, itself or in a helper whose every call sits there (`scaler.backoff()`
     under `if scaler.found_inf(params).item():`, `scaler.unscale_(params)` in its `else`); else None.
     With `python`, any `if` of the step counts (`if samples_seen >= warmup:`, a Python counter
-    past a threshold): the host decides there too, without reading the device."""
+    past a threshold): the host decides there too, without reading the device. `ran_at`: user
+    lines that ran the work where it cites library lines only (the `opt.step()` of an update)."""
     files = user_files(evidence)
 
     def guard(loc: str) -> tuple[str, ...]:
@@ -257,7 +258,7 @@ def decided_branch(
 
     decided: list[tuple[str, ...]] = []
     calls: list[str] = []
-    for loc in dict.fromkeys(s for c in hits for s in c.sources if is_user_location(s)):
+    for loc in dict.fromkeys([*(s for c in hits for s in c.sources if is_user_location(s)), *ran_at]):
         own = guard(loc)
         if own:
             decided.append(own)

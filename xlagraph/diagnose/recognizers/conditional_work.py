@@ -10,13 +10,18 @@ registered mid-run, cited for the work it adds, `_hook_steps`'s.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 
 from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.causes import INTERFACE, Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
-from xlagraph.diagnose.frames import is_optimizer_code, is_user_location, split_location
+from xlagraph.diagnose.frames import (
+    is_optimizer_code,
+    is_user_location,
+    split_location,
+)
 from xlagraph.diagnose.recognizers._beside_work import taps_beside
 from xlagraph.diagnose.recognizers._causes import TAPS, merge, one_sided, scalar_inputs
 from xlagraph.diagnose.recognizers._clip import CLIP_OPS, CLIP_WORK, clip_ops, runs_clip, scalar_clip
@@ -36,6 +41,7 @@ from xlagraph.diagnose.recognizers._host_branch import (
 )
 from xlagraph.diagnose.recognizers._periodic import periodic_caller, periodic_if
 from xlagraph.diagnose.recognizers._source import enclosing_function, source_text, user_files
+from xlagraph.diagnose.recognizers._statements import syntax_tree
 from xlagraph.diagnose.recognizers._switched_on import switched_on
 from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
@@ -114,6 +120,34 @@ def _runs_optimizer(canon: CanonicalModule) -> bool:
         for ins in canon.entry.computation.instructions
         for frame in module.frames_of(ins)[:1]
     )
+
+
+def _update_calls(evidence: Evidence) -> tuple[str, ...]:
+    """The user's lines that call `step()` on an optimizer they made from `torch.optim` (`opt =
+    torch.optim.SGD(...)`, `self.opt = optim.AdamW(...)`): where an update's ops cite the
+    optimizer's own lines only, the lines that ran it."""
+    found = []
+    for file in user_files(evidence):
+        tree = syntax_tree(file)
+        if tree is None:
+            continue
+        made = {
+            ast.unparse(t)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and "optim." in ast.unparse(n.value.func)
+            for t in n.targets
+        }
+        found += [
+            f"{file}:{n.lineno}"
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "step"
+            and ast.unparse(n.func.value) in made
+        ]
+    return tuple(dict.fromkeys(found))
 
 
 # An optimizer's update of one weight is a handful of ops (SGD: a multiply and an add; Adam: ~30);
@@ -206,6 +240,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             if (name == "optimizer" or python_if) and (
                 branch := decided_branch(evidence, [pending[i] for i in picked], python=python_if)
                 or decided_branch(evidence, [pending[i] for i in hits], python=python_if)
+                or (name == "optimizer" and decided_branch(evidence, [], ran_at=_update_calls(evidence)))
             ):
                 # No step every k: a device value read on the host picks the branch that updates
                 # (the calls of all the work's helpers under it cited when they all sit there);
