@@ -10,10 +10,14 @@ inputs both graphs have, which needs a fix).
 
 from __future__ import annotations
 
+from collections import Counter
+
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers.shared_scalar import read_instead
+from xlagraph.ir import strip_layout
+from xlagraph.match.users import users_of
 
 __all__ = ["RECOGNIZER"]
 
@@ -31,7 +35,7 @@ def _recognize(evidence: Evidence, everything: tuple[Cause, ...]) -> Recognized:
         for i, c in enumerate(everything)
         if c.kind is CauseKind.PARAMETER_REMOVED
         and (removed := [n for n in c.left if n in params])
-        and all(read_instead(evidence, q) in new for q in removed)
+        and all(read_instead(evidence, q) in new or _read_alike(evidence, q, new) for q in removed)
     ]
     if not folded:
         return NOTHING
@@ -44,6 +48,27 @@ def _recognize(evidence: Evidence, everything: tuple[Cause, ...]) -> Recognized:
     # Still the state's expected warm-up: kind, hint and `info` kept.
     merged = merge(state.kind, summary, [state, *(everything[i] for i in folded)], state.hint, info=True)
     return Recognized((merged,), frozenset([owner, *folded]))
+
+
+def _read_alike(evidence: Evidence, param: str, new: set[str]) -> bool:
+    """Where the matcher left `param`'s readers unpaired (they read another input now, and the
+    state's update reads it too): each reader of A's scalar input has a twin in B (same opcode
+    and shape) that reads one new scalar state input of the same type, the same for all."""
+    left, right = evidence.left.entry, evidence.right.entry
+    shape = strip_layout(left.instruction(param).shape)
+    readers = users_of(left).get(param, ())
+    for p in new:
+        if strip_layout(right.instruction(p).shape) != shape or not shape.endswith("[]"):
+            continue
+        theirs = Counter(_signature(right, w) for w in users_of(right).get(p, ()))
+        if readers and not Counter(_signature(left, u) for u in readers) - theirs:
+            return True
+    return False
+
+
+def _signature(comp, name: str) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+    ins = comp.instruction(name)
+    return ins.opcode, strip_layout(ins.shape)
 
 
 RECOGNIZER = Recognizer("shared_state_fold", _recognize)
