@@ -38,3 +38,24 @@ def test_retrace_says_only_the_guard(optimizer: str) -> None:
     assert dynamo is not None
     said = [(e.step, e.guards[0].kind, e.expected) for e in dynamo.recompiles]
     assert said == [(4, "python_scalar", False)]
+
+
+def test_accumulated_adam_state_is_made_on_its_first_update() -> None:
+    """The optimizer steps every 2 steps: Adam's moments are made at step 1 (the accumulate + step
+    graph, expected as accumulation's) and read from step 3 on (state_init)."""
+    assert _kinds("adam_openxla_accumulate") == [
+        (1, frozenset({"conditional_work"}), True),
+        (3, frozenset({"state_init"}), True),
+    ]
+
+
+@pytest.mark.xfail(strict=True, reason="left: SGD's momentum buffer is a clone of the accumulated gradient")
+@pytest.mark.parametrize("mode", ("lazy", "openxla"))
+def test_accumulated_sgd_momentum_is_warm_up(mode: str) -> None:
+    """The same with SGD's momentum: the buffer made at step 1 is the accumulated gradient itself
+    (torch.clone of it, one value in the graph), so step 1 returns no tensor optimizer code made
+    and step 3's new inputs read as `parameter_added` (lazy: step 1's update also reads as
+    accumulation's work, not expected)."""
+    kinds = _kinds(f"sgd_momentum_{mode}_accumulate")
+    assert [k for k in kinds if k[0] == 3] == [(3, frozenset({"state_init"}), True)]
+    assert all(expected for _, _, expected in kinds)
