@@ -71,6 +71,10 @@ def _switched(evidence: Evidence, pending: tuple[Cause, ...], on: bool) -> Recog
     kept = {n for i in taps for n in names(pending[i])} & set(entry.outputs)
     if not kept <= reach or updated_inputs(entry, sorted(kept)):
         return NOTHING
+    # An option changes how a result both graphs return is computed (the loss, a weight's update);
+    # work gone whose every result is gone with it made tensors once (state filled from a value).
+    if not on and not any(o in matched for o in reach.intersection(entry.outputs)):
+        return NOTHING
     picked += taps + [
         j
         for j, c in enumerate(pending)

@@ -222,6 +222,44 @@ def _first_gradients(evidence: Evidence, cause: Cause, weights: set[str]) -> boo
     )
 
 
+def _fill_values(evidence: Evidence, cause: Cause, state_shapes: set[str]) -> bool:
+    """Inputs of A gone from B that are the value new state was filled with, where A made it
+    (Adagrad's `full_like(p, initial_accumulator_value)`): scalars of optimizer code that A only
+    expands, at that same line, into tensors of the state's shapes. B takes the state itself, so
+    the value it started from is no longer read: the state's creation seen once more."""
+    if cause.kind is not CauseKind.PARAMETER_REMOVED:
+        return False
+    left, module = evidence.left.entry, evidence.left.module
+    users = users_of(left)
+    names = [n for n in cause.left if n in left.param_number]
+    if not names or len(names) != len(cause.left):
+        return False
+    for name in names:
+        frames = module.frames_of(left.instruction(name))
+        if not shape_of(left, name).endswith("[]") or not frames:
+            return False
+        line = (frames[0].file.replace("\\", "/"), frames[0].line)
+        if not any(m in line[0] for m in _OPTIMIZER):
+            return False
+        expanded, stack = [], [name]
+        while stack:
+            at = stack.pop()
+            for u in users.get(at, ()):
+                ins = left.instruction(u)
+                if ins.opcode not in RESTATES:
+                    if at == name:
+                        return False  # computed with as a scalar (a factor), not a fill
+                    expanded.append(at)
+                    continue
+                f = module.frames_of(ins)
+                if not f or (f[0].file.replace("\\", "/"), f[0].line) != line:
+                    return False
+                stack.append(u)
+        if not expanded or any(shape_of(left, e) not in state_shapes for e in expanded):
+            return False
+    return True
+
+
 def _other_library(files: list[str]) -> bool:
     return any(m in f for f in files for m in _NOT_STATE)
 
@@ -378,6 +416,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         if (
             (c.kind in _FOLDED and c.kind is not CauseKind.OUTPUT_REMOVED)
             or (created and _first_gradients(evidence, c, weights))
+            or (created and _fill_values(evidence, c, set(shapes)))
         )
         # clipping's code is not state, unless the region reads the new state: a momentum buffer
         # first made from the clipped gradient, then updated from it
@@ -428,9 +467,12 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         else f"by the first update of these parameters, the baseline's at step {ctx.baseline_step} "
         "(gradient accumulation steps the optimizer every few syncs; or a param group was added)"
     )
+    filled = any(pending[i].kind is CauseKind.PARAMETER_REMOVED for i in folded)
     summary = (
         f"state created {when}: B takes {len(shapes)} new input(s) "
-        f"({', '.join(sorted(set(shapes))[:4])}): {what}, which exist from this step on; expected once"
+        f"({', '.join(sorted(set(shapes))[:4])}): {what}, which exist from this step on"
+        + ("; the value A filled them with is no longer an input" if filled else "")
+        + "; expected once"
     )
     kept = [
         replace(
