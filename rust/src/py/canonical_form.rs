@@ -27,10 +27,7 @@ pub(crate) fn canonical_form<'py>(
     // Where the core keeps a handle, the tables by name are mappings over it (`CanonMap`, in
     // canon/handle.rs):
     // a diff asks them about a few names, and building them was most of the IR's cost.
-    let kept = match kept {
-        Some(h) => Some(Bound::new(py, h)?),
-        None => None,
-    };
+    let kept = kept.map(|h| Bound::new(py, h)).transpose()?;
     let (ops, keys, h0, h1) = match &kept {
         Some(h) => {
             let map = |f| canon_map(py, h, f).map(|m| m.into_bound(py).into_any());
