@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 
-use crate::canon::handle::{canon_map, py_int, CanonHandle, Field};
+use crate::canon::handle::{canon_map, py_int, shared_int, CanonHandle, Field};
 use crate::canon::model::CompCanon;
 use crate::parse::ir_build::untrack;
 use crate::parse::text::{Comp, FxMap};
@@ -113,16 +113,7 @@ fn tables<'py>(
     // leaves' h0/h1 (a leaf's h0 is its key).
     let keys = PyDict::new(py);
     for &i in &c.order {
-        let k = c.keys[i as usize];
-        let v = match ints.get(&k) {
-            Some(v) => v.clone(),
-            None => {
-                let v = k.into_pyobject(py)?.into_any();
-                ints.insert(k, v.clone());
-                v
-            }
-        };
-        keys.set_item(name(&i), v)?;
+        keys.set_item(name(&i), shared_int(py, ints, c.keys[i as usize])?)?;
     }
     // h0 and h1 have the keys' key order: copies of `keys` (no rehashing as they grow) whose
     // values are replaced.

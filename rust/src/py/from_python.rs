@@ -165,10 +165,7 @@ pub fn canonicalize_ir<'py>(
             let ops = ins.get_item(3)?;
             operands.push(match ops.downcast::<PyTuple>() {
                 Ok(t) => t.clone(),
-                Err(_) => PyTuple::new(
-                    py,
-                    PyList::new(py, ops.try_iter()?.collect::<PyResult<Vec<_>>>()?)?,
-                )?,
+                Err(_) => PyTuple::new(py, ops.try_iter()?.collect::<PyResult<Vec<_>>>()?)?,
             });
         }
         comps_owned.push((

@@ -105,14 +105,7 @@ fn build<'py>(
         instruction_cls.clone().unbind(),
         metadata_cls.clone().unbind(),
     )?;
-    let header = PyTuple::new(
-        py,
-        module
-            .header
-            .iter()
-            .map(|(k, v)| PyTuple::new(py, [PyString::new(py, k), PyString::new(py, v.trim())]))
-            .collect::<PyResult<Vec<_>>>()?,
-    )?;
+    let header = PyTuple::new(py, module.header.iter().map(|(k, v)| (*k, v.trim())))?;
     // A module with calls XLA inlines: the IR as the text has it (no canonical form of its own),
     // and the IR of the inlined copy with the canonical form every later stage reads
     // (canon/inline.rs): `(computations, canonical)`, else None.
