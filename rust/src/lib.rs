@@ -28,8 +28,12 @@ use py::{attributes, from_python, stablehlo};
 /// about 10,000 page faults, a tenth of `graphs`' CPU. Nothing changes what is stored or read.
 struct HugeBlocks;
 
+/// Blocks from this size on hold at least one whole huge page worth advising.
+const LARGE_BLOCK: usize = 4 << 20;
+
+/// `ptr` (a block of `size` bytes) back, its whole huge pages advised where it is large.
 #[cfg(target_os = "linux")]
-fn advise_huge(ptr: *mut u8, size: usize) {
+fn advised(ptr: *mut u8, size: usize) -> *mut u8 {
     const HUGE: usize = 2 << 20;
     const MADV_HUGEPAGE: i32 = 14;
     extern "C" {
@@ -37,25 +41,21 @@ fn advise_huge(ptr: *mut u8, size: usize) {
     }
     let start = (ptr as usize).next_multiple_of(HUGE);
     let end = (ptr as usize + size) & !(HUGE - 1);
-    if !ptr.is_null() && end > start {
+    if size >= LARGE_BLOCK && !ptr.is_null() && end > start {
         // A refusal (THP off, an old kernel) leaves ordinary pages: the result is ignored.
         unsafe { madvise(start as *mut std::ffi::c_void, end - start, MADV_HUGEPAGE) };
     }
+    ptr
 }
 
 #[cfg(not(target_os = "linux"))]
-fn advise_huge(_ptr: *mut u8, _size: usize) {}
-
-/// Blocks from this size on hold at least one whole huge page worth advising.
-const LARGE_BLOCK: usize = 4 << 20;
+fn advised(ptr: *mut u8, _size: usize) -> *mut u8 {
+    ptr
+}
 
 unsafe impl std::alloc::GlobalAlloc for HugeBlocks {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        let ptr = std::alloc::System.alloc(layout);
-        if layout.size() >= LARGE_BLOCK {
-            advise_huge(ptr, layout.size());
-        }
-        ptr
+        advised(std::alloc::System.alloc(layout), layout.size())
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
@@ -63,19 +63,11 @@ unsafe impl std::alloc::GlobalAlloc for HugeBlocks {
     }
 
     unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
-        let ptr = std::alloc::System.alloc_zeroed(layout);
-        if layout.size() >= LARGE_BLOCK {
-            advise_huge(ptr, layout.size());
-        }
-        ptr
+        advised(std::alloc::System.alloc_zeroed(layout), layout.size())
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
-        let moved = std::alloc::System.realloc(ptr, layout, new);
-        if new >= LARGE_BLOCK {
-            advise_huge(moved, new);
-        }
-        moved
+        advised(std::alloc::System.realloc(ptr, layout, new), new)
     }
 }
 

@@ -94,14 +94,8 @@ def _sharding_body(s: Message) -> str:
     shard_group = ""
     if s.bool(11):
         shard_group = f" shard_{'like' if s.int(13) == 1 else 'as'} {s.int(12)}"
-    if kind == 0:
-        return "replicated" + shard_group
-    if kind == 4:
-        return "manual" + shard_group
-    if kind == 5:
-        return "unknown" + shard_group
-    if kind == 6:
-        return "unreduced" + shard_group
+    if kind in (0, 4, 5, 6):  # no devices: the type's name, as `last_tile_dims` writes it
+        return _SUBGROUP[kind] + shard_group
     devices = s.ints(4)
     if kind == 1:
         return f"maximal device={devices[0] if devices else 0}" + shard_group

@@ -154,12 +154,8 @@ def open_source(path: str) -> Source:
     first = first_meaningful(text)
     if fmt == "unknown" and (first.startswith("HloModule") or looks_like_hlo(text)):  # BOM, /* */ first
         fmt = "hlo"
-    if fmt == "hlo":
-        return Source(path, "hlo-file", (Graph(path, text, 1, "hlo", GraphInfo(label=path)),))
-    if fmt == "lazy-ir":
-        return Source(path, "lazy-ir-file", (Graph(path, text, 1, "lazy-ir", GraphInfo(label=path)),))
-    if fmt == "stablehlo":
-        return Source(path, "stablehlo-file", (Graph(path, text, 1, "stablehlo", GraphInfo(label=path)),))
+    if fmt in ("hlo", "lazy-ir", "stablehlo"):  # one graph: source kind `hlo-file`, ...
+        return Source(path, f"{fmt}-file", (Graph(path, text, 1, fmt, GraphInfo(label=path)),))
     if fmt == "dot":
         raise InputError(path, DOT_HINT)
     raise InputError(

@@ -119,60 +119,55 @@ impl Json<'_> {
         None
     }
 
+    /// An object's members, `key:value` sorted (a key is a whole JSON string, so sorting the
+    /// joined text sorts by key, then value).
     fn members(&mut self, depth: u32) -> Option<String> {
-        self.i += 1;
-        let mut members: Vec<(String, String)> = Vec::new();
-        self.skip();
-        if self.at(b'}') {
-            self.i += 1;
-            return Some("{}".to_string());
-        }
-        loop {
-            self.skip();
-            if !self.at(b'"') {
+        let mut members = self.items(b'}', |j| {
+            j.skip();
+            if !j.at(b'"') {
                 return None;
             }
-            let key = self.string()?;
-            self.skip();
-            if !self.at(b':') {
+            let key = j.string()?;
+            j.skip();
+            if !j.at(b':') {
                 return None;
             }
-            self.i += 1;
-            let value = self.value(depth + 1)?;
-            members.push((key, value));
-            self.skip();
-            if self.at(b',') {
-                self.i += 1;
-                continue;
-            }
-            if self.at(b'}') {
-                self.i += 1;
-                members.sort();
-                let parts: Vec<String> = members.iter().map(|(k, v)| format!("{k}:{v}")).collect();
-                return Some(format!("{{{}}}", parts.join(",")));
-            }
-            return None;
-        }
+            j.i += 1;
+            Some(format!("{key}:{}", j.value(depth + 1)?))
+        })?;
+        members.sort();
+        Some(format!("{{{}}}", members.join(",")))
     }
 
     fn elements(&mut self, depth: u32) -> Option<String> {
+        let items = self.items(b']', |j| j.value(depth + 1))?;
+        Some(format!("[{}]", items.join(",")))
+    }
+
+    /// The items of an object or array (the cursor on its opening bracket) read by `item`, up to
+    /// `close`: None unless they are `item, item, ...` and the close.
+    fn items(
+        &mut self,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Option<String>,
+    ) -> Option<Vec<String>> {
         self.i += 1;
-        let mut items: Vec<String> = Vec::new();
+        let mut items = Vec::new();
         self.skip();
-        if self.at(b']') {
+        if self.at(close) {
             self.i += 1;
-            return Some("[]".to_string());
+            return Some(items);
         }
         loop {
-            items.push(self.value(depth + 1)?);
+            items.push(item(self)?);
             self.skip();
             if self.at(b',') {
                 self.i += 1;
                 continue;
             }
-            if self.at(b']') {
+            if self.at(close) {
                 self.i += 1;
-                return Some(format!("[{}]", items.join(",")));
+                return Some(items);
             }
             return None;
         }

@@ -124,6 +124,20 @@ pub(crate) fn py_int<'py>(py: Python<'py>, v: i128) -> PyResult<Bound<'py, PyAny
     })
 }
 
+/// The int object `ints` holds for `k`, made on first use: one object per distinct value.
+pub(crate) fn shared_int<'py>(
+    py: Python<'py>,
+    ints: &mut FxMap<u64, Bound<'py, PyAny>>,
+    k: u64,
+) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(v) = ints.get(&k) {
+        return Ok(v.clone());
+    }
+    let v = k.into_pyobject(py)?.into_any();
+    ints.insert(k, v.clone());
+    Ok(v)
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Field {
     Operands,

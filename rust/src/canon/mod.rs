@@ -244,10 +244,7 @@ fn canonicalize_module(module: &ModuleText) -> R<ModuleCanon> {
     let fingerprint = hexdigest(&e.hash.to_string(), 8);
     let mut params = e.params.clone();
     params.sort_by_key(|&(_, number)| number);
-    let mut rank = FxMap::default();
-    for &(p, r) in &e.ranks {
-        rank.insert(p, r);
-    }
+    let rank: FxMap<u32, i64> = e.ranks.iter().copied().collect();
     let layout = format!(
         "({}, {})",
         repr_tuple(e.outputs.iter().map(|&o| e.h1[o as usize].to_string())),

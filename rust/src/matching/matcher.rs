@@ -161,8 +161,5 @@ pub fn match_sides<'py>(
         dr.set_item(nb, na)?;
         dm.set_item(na, &tag_str[t as usize])?;
     }
-    Ok(Some(PyTuple::new(
-        py,
-        [dl.into_any(), dr.into_any(), dm.into_any()],
-    )?))
+    Ok(Some((dl, dr, dm).into_pyobject(py)?))
 }

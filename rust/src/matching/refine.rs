@@ -8,6 +8,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
+use crate::canon::handle::shared_int;
 use crate::matching::colour_graph::{combine, count_distinct, distinct, Graph};
 use crate::matching::refine_alone::{
     cannot_stabilize, picked_history, unstable_colours, AloneRuns, OneGraph, PickedRuns,
@@ -68,15 +69,7 @@ fn histories_py<'py>(
         for round in h {
             let mut items = Vec::with_capacity(round.len());
             for c in round {
-                let int = match ints.get(&c) {
-                    Some(int) => int.clone(),
-                    None => {
-                        let int = c.into_pyobject(py)?.into_any();
-                        ints.insert(c, int.clone());
-                        int
-                    }
-                };
-                items.push(int);
+                items.push(shared_int(py, &mut ints, c)?);
             }
             rounds.append(PyList::new(py, items)?)?;
         }

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use crate::parse::parser::{owned, Facts, Parser, Scope};
 use crate::parse::comments::strip_comments;
-use crate::parse::scan::{err, Result};
+use crate::parse::scan::Result;
 use crate::parse::shape::Shape;
 use crate::parse::text::{Comp, Inst, COMPUTATION_ATTRIBUTES};
 
@@ -38,15 +38,7 @@ impl<'a> Parser<'a> {
             if self.c.peek() == b'{' {
                 names.push(self.inline_computation()?);
             } else {
-                let p = self.c.pos;
-                let name = self.c.name();
-                if name.is_empty() {
-                    return err(
-                        p,
-                        format!("expected a computation, got {}", self.c.snippet(p)),
-                    );
-                }
-                names.push(name.to_string());
+                names.push(self.c.required_name("a computation")?.to_string());
             }
             if self.c.eat(b',')? {
                 continue;

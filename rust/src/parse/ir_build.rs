@@ -204,17 +204,8 @@ impl<'a> Builder<'a> {
         instructions: Bound<'py, PyAny>,
         line_offset: i64,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(
-            py,
-            [
-                PyString::new(py, &comp.name).into_any(),
-                instructions,
-                PyBool::new(py, comp.is_entry).to_owned().into_any(),
-                (comp.line as i64 + line_offset)
-                    .into_pyobject(py)?
-                    .into_any(),
-            ],
-        )
+        let line = comp.line as i64 + line_offset;
+        (PyString::new(py, &comp.name), instructions, comp.is_entry, line).into_pyobject(py)
     }
 
     /// The computation built whole: `(name, instructions, is_entry, line)`, and its

@@ -174,14 +174,7 @@ impl Instructions {
 
     /// Pickled as the tuple it stands for.
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let items = self.all(py)?;
-        PyTuple::new(
-            py,
-            [
-                py.get_type::<PyTuple>().into_any(),
-                PyTuple::new(py, [items])?.into_any(),
-            ],
-        )
+        (py.get_type::<PyTuple>(), (self.all(py)?,)).into_pyobject(py)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

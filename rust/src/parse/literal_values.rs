@@ -244,20 +244,18 @@ pub(crate) fn scalar(c: &mut Cursor) -> Result<Value> {
         return Ok(Value::Bool);
     }
     if c.peek() == b'(' {
+        let part = |c: &mut Cursor| -> Result<f64> {
+            c.ws()?;
+            Ok(match number(c)? {
+                Value::Int(n) => n as f64,
+                Value::Float(x) => x,
+                _ => f64::NAN,
+            })
+        };
         c.pos += 1;
-        c.ws()?;
-        let re = match number(c)? {
-            Value::Int(n) => n as f64,
-            Value::Float(x) => x,
-            _ => f64::NAN,
-        };
+        let re = part(c)?;
         c.expect(b',', "',' in a complex value")?;
-        c.ws()?;
-        let im = match number(c)? {
-            Value::Int(n) => n as f64,
-            Value::Float(x) => x,
-            _ => f64::NAN,
-        };
+        let im = part(c)?;
         c.expect(b')', "')' closing a complex value")?;
         return Ok(Value::Complex(re, im));
     }

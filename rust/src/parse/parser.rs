@@ -141,14 +141,7 @@ impl<'a> Parser<'a> {
             return self.single_instruction();
         }
         self.c.ws()?;
-        let name_pos = self.c.pos;
-        let name = self.c.name();
-        if name.is_empty() {
-            return err(
-                name_pos,
-                format!("expected a module name, got {}", self.c.snippet(name_pos)),
-            );
-        }
+        let name = self.c.required_name("a module name")?;
         if self.c.peek() == b':' {
             self.c.pos += 1; // `HloModule name:`, an older printer's form
         }

@@ -21,13 +21,7 @@ impl<'a> Parser<'a> {
             self.c.ws()?;
         }
         let name_pos = self.c.pos;
-        let name = self.c.name();
-        if name.is_empty() {
-            return err(
-                name_pos,
-                format!("expected a computation, got {}", self.c.snippet(name_pos)),
-            );
-        }
+        let name = self.c.required_name("a computation")?;
         let mut signature: Option<(usize, Shape)> = None;
         self.c.ws()?;
         if self.c.peek() == b'(' {
@@ -35,13 +29,7 @@ impl<'a> Parser<'a> {
             if !self.c.eat(b')')? {
                 loop {
                     self.c.ws()?;
-                    let p = self.c.pos;
-                    if self.c.name().is_empty() {
-                        return err(
-                            p,
-                            format!("expected a parameter name, got {}", self.c.snippet(p)),
-                        );
-                    }
+                    self.c.required_name("a parameter name")?;
                     self.c.expect(b':', "':' after a parameter name")?;
                     skip_shape(&mut self.c)?;
                     if self.c.eat(b',')? {

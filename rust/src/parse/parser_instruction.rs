@@ -17,13 +17,7 @@ use crate::parse::text::{FxMap, Inst};
 
 fn arities() -> &'static FxMap<&'static str, i8> {
     static MAP: OnceLock<FxMap<&'static str, i8>> = OnceLock::new();
-    MAP.get_or_init(|| {
-        let mut m = FxMap::default();
-        for (name, a) in OPCODES {
-            m.insert(*name, *a);
-        }
-        m
-    })
+    MAP.get_or_init(|| OPCODES.iter().copied().collect())
 }
 
 impl<'a> Parser<'a> {

@@ -220,6 +220,16 @@ impl<'a> Cursor<'a> {
         self.ident()
     }
 
+    /// A name (`name`), or the error `expected {what}` where none is at the cursor.
+    pub fn required_name(&mut self, what: &str) -> Result<&'a str> {
+        let pos = self.pos;
+        let name = self.name();
+        if name.is_empty() {
+            return err(pos, format!("expected {what}, got {}", self.snippet(pos)));
+        }
+        Ok(name)
+    }
+
     /// Consume a keyword (followed by a non-identifier character) if it is next.
     pub fn keyword(&mut self, word: &str) -> bool {
         let w = word.as_bytes();

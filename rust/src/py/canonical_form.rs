@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 
-use crate::canon::handle::{canon_map, py_int, CanonHandle, Field};
+use crate::canon::handle::{canon_map, py_int, shared_int, CanonHandle, Field};
 use crate::canon::model::CompCanon;
 use crate::parse::ir_build::untrack;
 use crate::parse::text::{Comp, FxMap};
@@ -27,10 +27,7 @@ pub(crate) fn canonical_form<'py>(
     // Where the core keeps a handle, the tables by name are mappings over it (`CanonMap`, in
     // canon/handle.rs):
     // a diff asks them about a few names, and building them was most of the IR's cost.
-    let kept = match kept {
-        Some(h) => Some(Bound::new(py, h)?),
-        None => None,
-    };
+    let kept = kept.map(|h| Bound::new(py, h)).transpose()?;
     let (ops, keys, h0, h1) = match &kept {
         Some(h) => {
             let map = |f| canon_map(py, h, f).map(|m| m.into_bound(py).into_any());
@@ -116,16 +113,7 @@ fn tables<'py>(
     // leaves' h0/h1 (a leaf's h0 is its key).
     let keys = PyDict::new(py);
     for &i in &c.order {
-        let k = c.keys[i as usize];
-        let v = match ints.get(&k) {
-            Some(v) => v.clone(),
-            None => {
-                let v = k.into_pyobject(py)?.into_any();
-                ints.insert(k, v.clone());
-                v
-            }
-        };
-        keys.set_item(name(&i), v)?;
+        keys.set_item(name(&i), shared_int(py, ints, c.keys[i as usize])?)?;
     }
     // h0 and h1 have the keys' key order: copies of `keys` (no rehashing as they grow) whose
     // values are replaced.

@@ -40,7 +40,6 @@ fn line_of(line: i64) -> u32 {
 
 fn owned(ins: &Bound<'_, PyAny>) -> PyResult<Owned> {
     let field = |k: usize| ins.get_item(k);
-    let metadata = field(7)?;
     Ok(Owned {
         name: field(0)?.extract()?,
         opcode: field(1)?.extract()?,
@@ -49,11 +48,7 @@ fn owned(ins: &Bound<'_, PyAny>) -> PyResult<Owned> {
         attrs: field(4)?.extract()?,
         called: field(5)?.extract()?,
         payload: field(6)?.extract()?,
-        metadata: if metadata.is_none() {
-            None
-        } else {
-            Some(metadata.extract()?)
-        },
+        metadata: field(7)?.extract()?,
         is_root: field(8)?.extract()?,
         line: line_of(field(9)?.extract()?),
     })
@@ -170,10 +165,7 @@ pub fn canonicalize_ir<'py>(
             let ops = ins.get_item(3)?;
             operands.push(match ops.downcast::<PyTuple>() {
                 Ok(t) => t.clone(),
-                Err(_) => PyTuple::new(
-                    py,
-                    PyList::new(py, ops.try_iter()?.collect::<PyResult<Vec<_>>>()?)?,
-                )?,
+                Err(_) => PyTuple::new(py, ops.try_iter()?.collect::<PyResult<Vec<_>>>()?)?,
             });
         }
         comps_owned.push((
@@ -208,24 +200,13 @@ pub fn canonicalize_ir<'py>(
     });
     let (module, canonical, parts) = match made {
         Ok(made) => made,
-        Err((message, line)) => {
-            return PyTuple::new(
-                py,
-                [
-                    message.into_pyobject(py)?.into_any(),
-                    line.into_pyobject(py)?.into_any(),
-                ],
-            )
-        }
+        Err(refused) => return refused.into_pyobject(py),
     };
     let mut ints = FxMap::default();
     let mut forms = Vec::with_capacity(canonical.comps.len());
     for (c, p) in canonical.comps.iter().zip(parts) {
         let (instructions, names, operands) = &python[c.comp];
-        let kept = match p {
-            Some(p) => Some(handle_parts::handle(p, names, instructions)?),
-            None => None,
-        };
+        let kept = p.map(|p| handle_parts::handle(p, names, instructions)).transpose()?;
         forms.push(canonical_form(
             py,
             &mut ints,
@@ -236,12 +217,5 @@ pub fn canonicalize_ir<'py>(
             kept,
         )?);
     }
-    PyTuple::new(
-        py,
-        [
-            PyString::new(py, &canonical.fingerprint).into_any(),
-            PyString::new(py, &canonical.order).into_any(),
-            PyList::new(py, forms)?.into_any(),
-        ],
-    )
+    (canonical.fingerprint, canonical.order, PyList::new(py, forms)?).into_pyobject(py)
 }

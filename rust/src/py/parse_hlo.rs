@@ -105,64 +105,31 @@ fn build<'py>(
         instruction_cls.clone().unbind(),
         metadata_cls.clone().unbind(),
     )?;
-    let header = PyTuple::new(
-        py,
-        module
-            .header
-            .iter()
-            .map(|(k, v)| PyTuple::new(py, [PyString::new(py, k), PyString::new(py, v.trim())]))
-            .collect::<PyResult<Vec<_>>>()?,
-    )?;
+    let header = PyTuple::new(py, module.header.iter().map(|(k, v)| (*k, v.trim())))?;
     // A module with calls XLA inlines: the IR as the text has it (no canonical form of its own),
     // and the IR of the inlined copy with the canonical form every later stage reads
     // (canon/inline.rs): `(computations, canonical)`, else None.
-    let (comps, canonical, inlined) = match py.allow_threads(|| program(&module)) {
-        None => {
-            let (comps, canonical) = computations(
-                py,
-                text,
-                module_records(&mut module),
-                b,
-                line_offset,
-                (ir_first, lazy),
-                true,
-            )?;
-            (comps, canonical, py.None().into_bound(py))
-        }
+    let copy = py.allow_threads(|| program(&module));
+    let own = copy.is_none();
+    let asked = if own { (ir_first, lazy) } else { (false, false) };
+    let (comps, canonical) =
+        computations(py, text, module_records(&mut module), b, line_offset, asked, own)?;
+    let inlined = match copy {
+        None => py.None().into_bound(py),
         Some(copy) => {
-            let (comps, _) = computations(
-                py,
-                text,
-                module_records(&mut module),
-                b,
-                line_offset,
-                (false, false),
-                false,
-            )?;
             let b = Builder::new(py, instruction_cls.unbind(), metadata_cls.unbind())?;
             let (inl, canonical) =
                 computations(py, text, copy, b, line_offset, (ir_first, lazy), true)?;
-            let inlined = PyTuple::new(py, [inl.into_any(), canonical])?.into_any();
-            (comps, py.None().into_bound(py), inlined)
+            (inl, canonical).into_pyobject(py)?.into_any()
         }
     };
     let rows = PyList::empty(py);
     for (table, index, value) in &module.tables {
         rows.append((*table, *index, *value))?;
     }
-    PyTuple::new(
-        py,
-        [
-            PyString::new(py, &module.name).into_any(),
-            header.into_any(),
-            comps.into_any(),
-            rows.into_any(),
-            canonical,
-            notes(py, &module.notes, line_offset)?.into_any(),
-            inlined,
-            written_tuple(py, written, line_offset)?.into_any(),
-        ],
-    )
+    let notes = notes(py, &module.notes, line_offset)?;
+    let written = written_tuple(py, written, line_offset)?;
+    (&*module.name, header, comps, rows, canonical, notes, inlined, written).into_pyobject(py)
 }
 
 /// `Written` as Python reads it (lines as the IR's).
@@ -203,11 +170,8 @@ fn computations<'py>(
     // built while the other side canonicalizes, instead of both waiting on the GIL at the end.
     // It holds the reader's records and the IR at once, so only one side of a diff asks for it.
     let early: Vec<Built<'py>> = if ir_first && !lazy {
-        let mut built = Vec::with_capacity(module.comps.len());
-        for comp in &module.comps {
-            built.push(b.computation(py, comp, line_offset)?);
-        }
-        built
+        let built = module.comps.iter().map(|comp| b.computation(py, comp, line_offset));
+        built.collect::<Result<_, _>>()?
     } else {
         Vec::new()
     };
@@ -282,10 +246,9 @@ fn computations<'py>(
             if let (Some(Ok(m)), true) = (&canonical, place[index] != usize::MAX) {
                 let c = &m.comps[place[index]];
                 let instructions = built.get_item(1)?;
-                let kept = match parts.get_mut(index).and_then(Option::take) {
-                    Some(p) => Some(handle_parts::handle(p, &names, &instructions)?),
-                    None => None,
-                };
+                let kept = parts.get_mut(index).and_then(Option::take);
+                let kept =
+                    kept.map(|p| handle_parts::handle(p, &names, &instructions)).transpose()?;
                 forms[place[index]] = Some(canonical_form(
                     py, &mut ints, c, &comp, &names, &operands, kept,
                 )?);
@@ -294,15 +257,10 @@ fn computations<'py>(
     }
     let canonical = match canonical {
         None => py.None().into_bound(py),
-        Some(Ok(m)) => PyTuple::new(
-            py,
-            [
-                PyString::new(py, &m.fingerprint).into_any(),
-                PyString::new(py, &m.order).into_any(),
-                PyList::new(py, forms.into_iter().flatten().collect::<Vec<_>>())?.into_any(),
-            ],
-        )?
-        .into_any(),
+        Some(Ok(m)) => {
+            let forms = PyList::new(py, forms.into_iter().flatten().collect::<Vec<_>>())?;
+            (m.fingerprint, m.order, forms).into_pyobject(py)?.into_any()
+        }
         Some(Err(Failure::Bad(message, line))) => (message, line as i64 + line_offset)
             .into_pyobject(py)?
             .into_any(),

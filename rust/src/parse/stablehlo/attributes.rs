@@ -153,10 +153,7 @@ pub(crate) fn parse(op: &Op) -> R<Parsed> {
             attrs.dict.setdefault(key.to_string(), strip(value).to_string());
         }
     }
-    let mut shapes = Vec::new();
-    for t in &outs {
-        shapes.push(hlo_shape(t)?);
-    }
+    let shapes: Vec<_> = outs.iter().map(|t| hlo_shape(t)).collect::<Result<_, _>>()?;
     Ok(Parsed {
         operands: refs_of(op).into_iter().map(String::from).collect(),
         ins: ins.into_iter().map(String::from).collect(),
@@ -320,10 +317,8 @@ pub(crate) fn one(
     let ops = match operands {
         Some(v) => v,
         None => {
-            let mut v = Vec::new();
-            for r in &p.operands {
-                v.push(em.lookup(comp, r, op.line)?);
-            }
+            let v: Vec<_> =
+                p.operands.iter().map(|r| em.lookup(comp, r, op.line)).collect::<Result<_, _>>()?;
             v
         }
     };
@@ -355,9 +350,6 @@ pub(crate) fn either(p: &mut Parsed, a: &str, b: &str, default: &str) -> String 
 
 /// The values of `refs`, in order.
 pub(crate) fn lookups(em: &mut Emitter, comp: &mut Comp, refs: &[String], line: usize) -> R<Vec<Value>> {
-    let mut out = Vec::new();
-    for r in refs {
-        out.push(em.lookup(comp, r, line)?);
-    }
+    let out: Vec<_> = refs.into_iter().map(|r| em.lookup(comp, r, line)).collect::<Result<_, _>>()?;
     Ok(out)
 }

@@ -52,10 +52,8 @@ pub(crate) fn broadcast(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut 
         let sizes: Vec<String> = keep.iter().map(|&k| src[k].to_string()).collect();
         let shape = format!("{}[{}]", element_of(&operand.shape)?, sizes.join(","));
         operand = em.inst(comp, "reshape", &shape, &[&operand], vec![], op.line, &op.loc, "");
-        let mut kept = Vec::new();
-        for &k in &keep {
-            kept.push(py_index(&dims, k as i64)?);
-        }
+        let kept: Vec<_> =
+            keep.iter().map(|&k| py_index(&dims, k as i64)).collect::<Result<_, _>>()?;
         dims = kept;
     }
     let shape = out0(p)?;
@@ -101,10 +99,8 @@ pub(crate) fn slice(em: &mut Emitter, comp: &mut Comp, op: &mut Op, p: &mut Pars
     } else {
         let Some(ranges) = last_brackets(&p.body) else { return at("slice without its ranges", op.line) };
         for r in comma(ranges) {
-            let mut nums = Vec::new();
-            for x in r.split(':') {
-                nums.push(py_int(x, 10)?);
-            }
+            let nums: Vec<_> =
+                r.split(':').map(|x| py_int(x, 10)).collect::<Result<_, _>>()?;
             starts.push(nums[0]);
             let Some(&b) = nums.get(1) else { return index_error() };
             limits.push(b);

@@ -39,10 +39,8 @@ fn tupled(em: &mut Emitter, comp: &mut Comp, mut value: Value, shapes: &[String]
         return Ok(vec![value]);
     }
     value.elements = Some(Rc::new(shapes.to_vec()));
-    let mut out = Vec::new();
-    for k in 0..shapes.len() {
-        out.push(em.element(comp, &value, k, line)?);
-    }
+    let out: Vec<_> =
+        (0..shapes.len()).map(|k| em.element(comp, &value, k, line)).collect::<Result<_, _>>()?;
     Ok(out)
 }
 
@@ -110,14 +108,8 @@ pub(crate) fn manual_computation(em: &mut Emitter, comp: &mut Comp, op: &mut Op,
         );
     }
     let manual = quote(&format!("#sdy<manual_axes{axes}>"));
-    let mut operands = Vec::new();
-    for r in &refs {
-        operands.push(em.lookup(comp, r, line)?);
-    }
-    let mut local_in = Vec::new();
-    for (_, t) in &args {
-        local_in.push(hlo_shape(t)?);
-    }
+    let operands: Vec<_> = refs.iter().map(|r| em.lookup(comp, r, line)).collect::<Result<_, _>>()?;
+    let local_in: Vec<_> = args.iter().map(|(_, t)| hlo_shape(t)).collect::<Result<_, _>>()?;
     let loc = op.loc.clone();
     let refs_in: Vec<&Value> = operands.iter().collect();
     let g2l = em.inst(

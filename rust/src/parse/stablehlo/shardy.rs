@@ -361,10 +361,7 @@ pub(crate) fn hlo_sharding(sharding: &TensorSharding, meshes: &HashMap<String, M
         tile.push(replicated);
         types.push("replicated");
     }
-    let mut sizes = Vec::new();
-    for r in &refs {
-        sizes.push(r.length(mesh)?);
-    }
+    let sizes: Vec<_> = refs.iter().map(|r| r.length(mesh)).collect::<Result<_, _>>()?;
     let tiles = if mesh.device_ids.is_empty() {
         iota(tile, &sizes, &perm)
     } else {

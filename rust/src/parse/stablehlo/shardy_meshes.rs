@@ -58,10 +58,8 @@ impl Meshes {
                 }
                 let texts: Vec<String> = found.iter().map(|s| s.text()).collect();
                 let kept = format!("#sdy.sharding_per_value<[{}]>", texts.join(", "));
-                let mut out = Vec::new();
-                for s in &found {
-                    out.push(hlo_sharding(s, &self.kept)?);
-                }
+                let out: Vec<_> =
+                    found.iter().map(|s| hlo_sharding(s, &self.kept)).collect::<Result<_, _>>()?;
                 Ok((out, kept))
             })(),
             line,
@@ -79,10 +77,7 @@ impl Meshes {
             }
             Ok(out)
         };
-        let mut dims = Vec::new();
-        for d in &sharding.dims {
-            dims.push(refs(d)?);
-        }
+        let dims: Vec<_> = sharding.dims.iter().map(|d| refs(d)).collect::<Result<_, _>>()?;
         Ok(TensorSharding {
             mesh: main_name.clone(),
             dims,

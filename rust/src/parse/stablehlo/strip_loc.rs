@@ -51,9 +51,7 @@ fn pretty_loc(s: &str) -> Option<(usize, usize)> {
     let mut run: Option<usize> = None;
     for (k, &c) in b.iter().enumerate() {
         if ws(c) {
-            if run.is_none() {
-                run = Some(k);
-            }
+            run.get_or_insert(k);
             continue;
         }
         let Some(r) = run.take() else { continue };
@@ -77,9 +75,7 @@ fn pretty_loc_chars(s: &str) -> Option<(usize, usize)> {
     let mut run: Option<usize> = None;
     for (k, c) in s.char_indices() {
         if is_space(c) {
-            if run.is_none() {
-                run = Some(k);
-            }
+            run.get_or_insert(k);
             continue;
         }
         let Some(r) = run.take() else { continue };
@@ -103,9 +99,7 @@ fn pretty_loc_tokens(s: &str) -> Option<(usize, usize)> {
             if let Some(a) = cur.take() {
                 toks.push((a, k));
             }
-            if ws.is_none() {
-                ws = Some(k);
-            }
+            ws.get_or_insert(k);
         } else if cur.is_none() {
             cur = Some(k);
             runs.push(ws.take().unwrap_or(usize::MAX));
