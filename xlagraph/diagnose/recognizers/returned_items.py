@@ -31,22 +31,24 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     context = evidence.context
     if context.trigger not in TRACED or not context.call_site:
         return NOTHING
-    if not any(c.kind in TAPS for c in pending):
-        return NOTHING
     found = returned_per_item(context.call_site)
     if found is None:
         return NOTHING
     outputs = [i for i, c in enumerate(pending) if c.kind in TAPS and _for_items(c, found)]
-    if not outputs:
-        return NOTHING
     work = [
         i
         for i, c in enumerate(pending)
         if (c.kind is CauseKind.STRUCTURE or scalar_inputs(evidence, c)) and _for_items(c, found)
     ]
+    # (a region with work on both sides: the matcher paired one item's output with another's)
+    traded = any(
+        pending[i].kind is CauseKind.STRUCTURE and pending[i].left and pending[i].right for i in work
+    )
+    if not outputs and not traded:
+        return NOTHING
     kind = (
         CauseKind.OUTPUT_ADDED
-        if any(pending[i].kind is CauseKind.OUTPUT_ADDED for i in outputs)
+        if not outputs or any(pending[i].kind is CauseKind.OUTPUT_ADDED for i in outputs)
         else CauseKind.OUTPUT_REMOVED
     )
     built, *set_at = found.lines
@@ -56,14 +58,18 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         + (f", which the host sets at {', '.join(set_at)}" if set_at else "")
         + ": a call with other items returns other outputs, a graph of its own"
     )
-    # (a region with work on both sides: the matcher paired one item's output with another's)
-    if any(pending[i].kind is CauseKind.STRUCTURE and pending[i].left and pending[i].right for i in work):
+    if traded and outputs:
         said += "; an output of the same shape is computed another way: another item took its place"
     if work:
         said += (
             "; the work computed only for those outputs (and the scalars it reads) comes and goes with them"
         )
-    summary = "; ".join([*(pending[i].summary for i in outputs), said])
+    # Look-alike outputs (two (1,) metrics) that traded places change no output count: B returns
+    # as many tensors as A, another item's in place of one of A's.
+    first = [pending[i].summary for i in outputs] or [
+        "B returns another item's output in place of one of A's"
+    ]
+    summary = "; ".join([*first, said])
     cause = merge(
         kind,
         summary,
