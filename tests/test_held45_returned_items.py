@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import FIXTURES
 from tests.corpus_reports import capture_report, script_line
+from xlagraph.report.model import RunReport
 
 CORPUS = FIXTURES / "torch_xla" / "corpus"
 HERE = FIXTURES / "torch_xla" / "returned_items"
@@ -59,7 +60,7 @@ def test_a_length_reaching_the_table_size_is_one_shape_cause(
     assert not any(ch.what == "opcode" for ch in cause.changes), cause.changes
 
 
-def _returned_per_item(report, steps: set[int], comprehension: str, argument: str) -> None:  # type: ignore[no-untyped-def]
+def _returned_per_item(report: RunReport, steps: set[int], comprehension: str, argument: str) -> None:
     scored = [r for r in report.recompiles if r.step in steps]
     assert len(scored) == len(steps)
     for recompile in scored:

@@ -59,7 +59,8 @@ _FILLING = frozenset({"constant", "broadcast", "reshape"})
 
 def _filler(by_name: Mapping[str, Instruction], name: str) -> bool:
     """`name` is a constant, or a constant spread by broadcasts and reshapes only."""
-    seen, stack = set(), [name]
+    seen: set[str] = set()
+    stack = [name]
     while stack:
         ins = by_name.get(stack.pop())
         if ins is None or ins.opcode not in _FILLING:
