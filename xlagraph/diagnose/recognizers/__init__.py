@@ -44,6 +44,7 @@ from xlagraph.diagnose.recognizers import (
     random_skip,
     replaced_branch,
     replaced_input,
+    returned_items,
     returned_output,
     returned_state,
     scalar_ops,
@@ -91,6 +92,9 @@ ORDER: tuple[Recognizer, ...] = (
     # Before the source-driven and scalar recognizers: the matcher paired a sum's terms that
     # changed places by content, and what reads them differs because of that alone.
     term_order.RECOGNIZER,
+    # Before conditional_work: outputs returned one per item of an argument, and the work done for
+    # them only, are what the host passed, not a branch the step took.
+    returned_items.RECOGNIZER,
     conditional_work.RECOGNIZER,
     replaced_branch.RECOGNIZER,
     shape_constants.RECOGNIZER,

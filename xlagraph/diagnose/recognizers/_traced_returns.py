@@ -7,20 +7,25 @@ read from the stored file's syntax tree."""
 from __future__ import annotations
 
 import ast
+from typing import NamedTuple
 
 from xlagraph.diagnose.frames import split_location
 from xlagraph.diagnose.recognizers._host_numbers import user_defs
+from xlagraph.diagnose.recognizers._set_before import set_before
 from xlagraph.diagnose.recognizers._statements import (
     SCOPES,
     Function,
     call_name,
+    called_functions,
     child_blocks,
+    enclosing,
+    loads,
     own_nodes,
     syntax_tree,
 )
 from xlagraph.diagnose.recognizers._wrappers import compiles, wrappers
 
-__all__ = ["TRACED", "returned_under_if"]
+__all__ = ["TRACED", "PerItem", "returned_per_item", "returned_under_if"]
 
 # Syncs of a function `torch_xla.compile` traces whole (`report.trigger_of`'s label): its outputs are
 # what it returns. (torch.compile's graphs are compared with others the bridge made: left out.)
@@ -212,3 +217,76 @@ def returned_under_if(call_site: str) -> list[str]:
         if found:
             return [f"{file}:{n}" for n in dict.fromkeys(found)]
     return []
+
+
+_COMPREHENSIONS = (ast.DictComp, ast.ListComp, ast.SetComp, ast.GeneratorExp)
+
+
+class PerItem(NamedTuple):
+    """What a traced function returns one tensor per item of an argument for: `lines`, the
+    statements that build the returned container (`panels = {n: panel(n, x) for n in due}`), then
+    the caller's lines that set the argument (`due = [...]`); `work`, the lines of that container's
+    element expression and of the user's functions it calls (`panel`'s body): the work done for
+    those outputs only."""
+
+    lines: tuple[str, ...]
+    work: frozenset[str]
+
+
+def _per_item(function: Function) -> list[tuple[ast.stmt, ast.expr, set[str]]]:
+    """The statements that bind a returned name to a comprehension (or return one) iterating over
+    an expression of the function's parameters: each with the comprehension's element expression
+    and the parameters it iterates over."""
+    args = function.args
+    parameters = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} - {"self"}
+    returned = _returned(function)
+    found = []
+    for stmt in (n for n in own_nodes(function) if isinstance(n, (ast.Assign, ast.Return))):
+        value = stmt.value
+        named = isinstance(stmt, ast.Return) or any(
+            isinstance(t, ast.Name) and t.id in returned
+            for t in stmt.targets  # type: ignore[union-attr]
+        )
+        if not named or not isinstance(value, _COMPREHENSIONS):
+            continue
+        over = set().union(*(loads(g.iter) for g in value.generators)) & parameters
+        element = value.value if isinstance(value, ast.DictComp) else value.elt
+        if over:
+            found.append((stmt, element, over))
+    return found
+
+
+def returned_per_item(call_site: str) -> PerItem | None:
+    """`PerItem` of the function the call at `call_site` traces through `torch_xla.compile`, where
+    it returns a container with one entry per item of an argument (the panels due on this call):
+    which outputs the graph has follows that argument. None where it returns no such container."""
+    file, line = split_location(call_site)
+    tree = syntax_tree(file) if file and line else None
+    if tree is None:
+        return None
+    defs = user_defs(tree).functions
+    chain = enclosing(file, line)
+    for call in (
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and n.lineno <= line <= (n.end_lineno or n.lineno)
+    ):
+        function = _traced(tree, call_name(call.func))
+        built = _per_item(function) if function is not None else []
+        if function is None or not built:
+            continue
+        params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        passed = dict(zip(params, call.args, strict=False)) | {k.arg: k.value for k in call.keywords if k.arg}
+        names = set().union(*(loads(passed[p]) for _, _, over in built for p in over if p in passed))
+        set_at = set_before(chain, names) if chain and names else []
+        work = {f"{file}:{stmt.lineno}" for stmt, _, _ in built}
+        for helper in called_functions(
+            ast.Module([ast.Expr(e) for _, e, _ in built], []),
+            {k: [v] for k, v in defs.items()},
+            2,
+            lambda d: d,
+        ):
+            work |= {f"{file}:{n}" for n in range(helper.lineno, (helper.end_lineno or helper.lineno) + 1)}
+        lines = [f"{file}:{stmt.lineno}" for stmt, _, _ in built] + [f"{file}:{n}" for n in set_at]
+        return PerItem(tuple(dict.fromkeys(lines)), frozenset(work))
+    return None

@@ -6,13 +6,16 @@ instructions are compared). These are not Python scalars of the user's: they are
 `parameter_shape` cause, which names the input and the fix.
 
 So are regions that differ only by slicing ops: `mask[:, :, :t, :t]` of a buffer made for the
-longest length is no op at that length and a `slice` at any shorter one; and so are concatenates
-of one operand repeated as many times as a changed dimension (a mask repeated per batch row).
+longest length is no op at that length and a `slice` at any shorter one (and its gradient, the
+slice's backward, a pad of the gradient into zeros there and no op at the full length); and so
+are concatenates of one operand repeated as many times as a changed dimension (a mask repeated
+per batch row).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from itertools import combinations_with_replacement
 from math import prod
 
@@ -20,6 +23,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.numbers import dim_changes, is_number, payload
 from xlagraph.diagnose.recognizers._causes import merge
+from xlagraph.ir import Instruction
 
 __all__ = ["RECOGNIZER"]
 
@@ -49,12 +53,52 @@ def _follows(old: str, new: str, dims: set[tuple[int, int]]) -> bool:
 _SLICING = frozenset({"slice", "dynamic-slice", "pad", "reshape", "bitcast", "copy"})
 
 
+# Ops that only spread a constant (`broadcast(reshape(constant(0)))`): a pad's filler, a mask.
+_FILLING = frozenset({"constant", "broadcast", "reshape"})
+
+
+def _filler(by_name: Mapping[str, Instruction], name: str) -> bool:
+    """`name` is a constant, or a constant spread by broadcasts and reshapes only."""
+    seen: set[str] = set()
+    stack = [name]
+    while stack:
+        ins = by_name.get(stack.pop())
+        if ins is None or ins.opcode not in _FILLING:
+            return False
+        if ins.name not in seen:
+            seen.add(ins.name)
+            stack += ins.operands
+    return True
+
+
+def _unselect(by_name: Mapping[str, Instruction], ins: Instruction) -> bool:
+    """torch_xla's `unselect`, how it lowers a slice's backward (`slice_backward`, `slice_scatter`):
+    `select(pad(true, false), pad(grad, 0), zeros)`, a pad of the gradient into the sliced tensor's
+    zeros: a slicing op itself, which a slice of the whole length does not need."""
+    if ins.opcode != "select" or len(ins.operands) != 3:
+        return False
+    mask, picked = by_name.get(ins.operands[0]), by_name.get(ins.operands[1])
+    return (
+        mask is not None
+        and picked is not None
+        and mask.opcode == picked.opcode == "pad"
+        and mask.attribute("padding") == picked.attribute("padding")
+        and all(_filler(by_name, o) for o in mask.operands)
+        and _filler(by_name, ins.operands[2])
+    )
+
+
 def _slices_only(evidence: Evidence, cause: Cause) -> bool:
-    """The two sides of a region run the same ops but for slicing ones."""
+    """The two sides of a region run the same ops but for slicing ones (an unselect counted as
+    one, the constants it pads with as none)."""
     left: Counter[str] = Counter()
     right: Counter[str] = Counter()
     for canon, ins in evidence.instructions(cause):
-        (left if canon is evidence.left else right)[ins.opcode] += 1
+        comp = canon.computations.get(cause.computation, canon.entry)
+        by_name = comp.computation.by_name
+        if _filler(by_name, ins.name):
+            continue
+        (left if canon is evidence.left else right)["pad" if _unselect(by_name, ins) else ins.opcode] += 1
     extra = (left - right) + (right - left)
     return bool(extra) and set(extra) <= _SLICING
 
@@ -102,6 +146,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         host.summary,
         [host] + [pending[i] for i in followers],
         hint=host.hint,
+        # (a slicing region's opcode pairs, `select -> reshape`, are no input's shape change)
+        changes=host.changes
+        + tuple(
+            ch for i in followers if pending[i].kind is not CauseKind.STRUCTURE for ch in pending[i].changes
+        ),
         sources=host.sources,
         library=host.library,
     )
