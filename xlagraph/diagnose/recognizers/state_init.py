@@ -94,7 +94,11 @@ def _own_update_state(comp, inputs: list[_Input], existing: set[str]) -> list[_I
     buffers = [
         x
         for x in inputs
-        if not x.shape.endswith("[]") and x.shape in existing and x.name in written and feeds_update(x.name)
+        if not x.shape.endswith("[]")
+        and x.shape in existing
+        and x.name in written
+        and feeds_update(x.name)
+        and not _feeds_many(comp, x.name)  # data kept alive feeds every gradient; a buffer, its own
     ]
     if not buffers:
         return []
