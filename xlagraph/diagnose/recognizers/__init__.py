@@ -34,6 +34,7 @@ from xlagraph.diagnose.recognizers import (
     materialized,
     new_input,
     optimizer_swap,
+    own_update,
     parallelism,
     pending_init,
     periodic_site,
@@ -108,6 +109,8 @@ ORDER: tuple[Recognizer, ...] = (
     special_scalar.RECOGNIZER,
     trainable.RECOGNIZER,
     pending_init.RECOGNIZER,
+    # After state_init and pending_init: state of an update rule the user wrote, made on this step.
+    own_update.RECOGNIZER,
     # Before kept_alive: what a traced function returns is no tensor kept alive.
     returned_output.RECOGNIZER,
     kept_alive.RECOGNIZER,

@@ -78,42 +78,6 @@ def _is_state(x: _Input, existing: set[str]) -> bool:
     return any(m in x.file for m in _OPTIMIZER) and not _LR.search(x.text)
 
 
-def _own_update_state(comp, inputs: list[_Input], existing: set[str]) -> list[_Input]:  # type: ignore[no-untyped-def]
-    """New inputs made by the user's own update rule: weight-shaped buffers that an output writes
-    back and that reach another input's update (`b = beta * b + g; p -= lr * b`), with the new
-    scalars whose every output is such a write-back of one of them or of what they feed (`beta`:
-    the first step made the buffer from the gradient, without it)."""
-    updates = updated_inputs(comp, comp.outputs)  # output -> the input it writes back
-    written = set(updates.values())
-    users = users_of(comp)
-    outputs = set(comp.outputs)
-
-    def feeds_update(name: str) -> set[str]:
-        return {o for o in downstream(users, [name]) & outputs if updates.get(o) not in (None, name)}
-
-    buffers = [
-        x
-        for x in inputs
-        if not x.shape.endswith("[]")
-        and x.shape in existing
-        and x.name in written
-        and feeds_update(x.name)
-        and not _feeds_many(comp, x.name)  # data kept alive feeds every gradient; a buffer, its own
-    ]
-    if not buffers:
-        return []
-    own = {o for x in buffers for o in downstream(users, [x.name]) & outputs}
-    factors = [
-        x
-        for x in inputs
-        if x.shape.endswith("[]")
-        and (reached := downstream(users, [x.name]) & outputs)
-        and reached <= own
-        and all(o in updates for o in reached)
-    ]
-    return buffers + factors
-
-
 _STATE_OUTPUTS = 3  # a buffer's own update, its weight's, and one more (Adam's second moment)
 
 
@@ -333,11 +297,6 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         and not (not x.file and not x.shape.endswith("[]") and _feeds_many(entry, x.name))
     ]
     created = [x for x in state if any(m in x.file for m in _OPTIMIZER) and not x.shape.endswith("[]")]
-    # An optimizer of the user's own (a momentum written out in the training script): buffers the
-    # step writes back and that feed a weight's update, and the new scalar factors only they read.
-    own = _own_update_state(entry, [x for x in inputs if x not in state], existing)
-    state += own
-    created += [x for x in own if not x.shape.endswith("[]")]
     carried = [x for x in state if not x.file]  # gradients kept from the step before
     optimizer_work = any(
         c.kind is CauseKind.STRUCTURE and any(is_optimizer_code(f) for f in evidence.library_files(c))
@@ -434,8 +393,6 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             or c.kind is not CauseKind.STRUCTURE
             or any(m in f for f in files for m in _OPTIMIZER)
             or (set(c.right) & readers and all(is_library_path(f) for f in files))
-            # the user's own update rule, which reads its state from this step on
-            or (own and set(c.right) & downstream(users, keep))
         )
         and (c.kind is not CauseKind.OUTPUT_ADDED or _state_outputs(c, set(shapes)))
         # Tensors of the user's own code in another order (a dict of statistics filled in
