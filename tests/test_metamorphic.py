@@ -45,7 +45,15 @@ _BATCHER_CACHES = _BATCHER + "0006.SyncTensorsGraph.56.before_optimizations.txt.
 # dynamic_shape) by nonzero's coordinates being told by their use as gather or scatter indices;
 # held_out_33's two per-layer statistics, alike up to the 6-round cap, by leaving a tie at the cap
 # to the size-blind pass (`output_pairs.pair_sides`).
-KNOWN: dict[tuple[str, str], str] = {}
+KNOWN: dict[tuple[str, str], str] = {
+    # New with this session's captures (2026-11-29): a gradient-RMS meter's norms, dropped with its
+    # output, read as gradient clipping on some steps (`conditional_work`).
+    (
+        "permute_outputs+drop_output",
+        "torch_xla/shared_scalar/meters_momentum_eager_capture/vm-13032/hlo/"
+        "module_0010.step.383.before_optimizations.txt.xz",
+    ): "conditional_work: a meter's gradient norms read as clipping",
+}
 
 
 # Modules the engine does not call identical with themselves: a real defect, so no transformation

@@ -138,7 +138,7 @@ def _wrapped_outcome(
     # unread look-alike inputs, are interchangeable (wrapping changes neither), so a swap of two
     # equal outputs is no wrong answer here either.
     values, dead = output_values(text), dead_inputs(new)
-    problems = judge(result, exp, values, dead) if names else [c.summary for c in result.causes]
+    problems = judge(result, exp, values, dead, text) if names else [c.summary for c in result.causes]
     return ("fail" if problems else "pass"), tuple(sorted(str(c.kind) for c in result.causes))
 
 
