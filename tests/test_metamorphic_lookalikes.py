@@ -31,42 +31,25 @@ _HAZEL = (
     "held_out_44's hazel under openxla (a block's drop_path mask): a dropped look-alike update "
     "reads as parameter_removed + state_init; the engine of 6c713c53 says the same"
 )
+_HAZEL_DIR = "torch_xla/corpus/captures/h44_hazel_openxla_drop_path_attr/hlo/"
+# Its two steps' graphs: the outputs whose drop fails alone, and the pairs that fail together.
+_HAZEL_CASES = {
+    "module_0005.SyncTensorsGraph.369.before_optimizations.txt.xz": (
+        (4, 16, 17),
+        ((4, 16), (5, 17), (6, 18)),
+    ),
+    "module_0009.SyncTensorsGraph.357.before_optimizations.txt.xz": (
+        (3, 15, 16),
+        ((3, 15), (4, 16), (5, 17)),
+    ),
+}
 # (module, output dropped): what the engine answers where the right answer is out of reach today.
 KNOWN: dict[tuple[str, int], str] = {
     # The mixup AdamW step's first and middle second moment `v` dropped (outputs 4 and 10)
     # were fixed by `outputs-exact` leaving look-alikes one side has one more of to the context,
     # and `exact` pairing no equal-`h1` subgraphs whose operands are paired elsewhere (issue 37).
     # New with held_out_44 (2026-11-29, the sample grew):
-    (
-        "torch_xla/corpus/captures/h44_hazel_openxla_drop_path_attr/hlo/"
-        "module_0005.SyncTensorsGraph.369.before_optimizations.txt.xz",
-        4,
-    ): _HAZEL,
-    (
-        "torch_xla/corpus/captures/h44_hazel_openxla_drop_path_attr/hlo/"
-        "module_0005.SyncTensorsGraph.369.before_optimizations.txt.xz",
-        16,
-    ): _HAZEL,
-    (
-        "torch_xla/corpus/captures/h44_hazel_openxla_drop_path_attr/hlo/"
-        "module_0005.SyncTensorsGraph.369.before_optimizations.txt.xz",
-        17,
-    ): _HAZEL,
-    (
-        "torch_xla/corpus/captures/h44_hazel_openxla_drop_path_attr/hlo/"
-        "module_0009.SyncTensorsGraph.357.before_optimizations.txt.xz",
-        3,
-    ): _HAZEL,
-    (
-        "torch_xla/corpus/captures/h44_hazel_openxla_drop_path_attr/hlo/"
-        "module_0009.SyncTensorsGraph.357.before_optimizations.txt.xz",
-        15,
-    ): _HAZEL,
-    (
-        "torch_xla/corpus/captures/h44_hazel_openxla_drop_path_attr/hlo/"
-        "module_0009.SyncTensorsGraph.357.before_optimizations.txt.xz",
-        16,
-    ): _HAZEL,
+    **{(_HAZEL_DIR + m, k): _HAZEL for m, (ones, _) in _HAZEL_CASES.items() for k in ones},
 }
 
 
@@ -197,42 +180,7 @@ KNOWN_TWO: dict[tuple[str, int, int], str] = {
         5,
         11,
     ): "structure",
-    (
-        "torch_xla/corpus/captures/h44_hazel_openxla_drop_path_attr/hlo/"
-        "module_0005.SyncTensorsGraph.369.before_optimizations.txt.xz",
-        4,
-        16,
-    ): _HAZEL,
-    (
-        "torch_xla/corpus/captures/h44_hazel_openxla_drop_path_attr/hlo/"
-        "module_0005.SyncTensorsGraph.369.before_optimizations.txt.xz",
-        5,
-        17,
-    ): _HAZEL,
-    (
-        "torch_xla/corpus/captures/h44_hazel_openxla_drop_path_attr/hlo/"
-        "module_0005.SyncTensorsGraph.369.before_optimizations.txt.xz",
-        6,
-        18,
-    ): _HAZEL,
-    (
-        "torch_xla/corpus/captures/h44_hazel_openxla_drop_path_attr/hlo/"
-        "module_0009.SyncTensorsGraph.357.before_optimizations.txt.xz",
-        3,
-        15,
-    ): _HAZEL,
-    (
-        "torch_xla/corpus/captures/h44_hazel_openxla_drop_path_attr/hlo/"
-        "module_0009.SyncTensorsGraph.357.before_optimizations.txt.xz",
-        4,
-        16,
-    ): _HAZEL,
-    (
-        "torch_xla/corpus/captures/h44_hazel_openxla_drop_path_attr/hlo/"
-        "module_0009.SyncTensorsGraph.357.before_optimizations.txt.xz",
-        5,
-        17,
-    ): _HAZEL,
+    **{(_HAZEL_DIR + m, k1, k2): _HAZEL for m, (_, twos) in _HAZEL_CASES.items() for k1, k2 in twos},
 }
 
 
