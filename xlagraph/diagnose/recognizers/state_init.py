@@ -34,7 +34,6 @@ from xlagraph.source_paths import is_library_path
 
 __all__ = ["RECOGNIZER"]
 
-_OPTIMIZER = ("/torch/optim/", "/optim/", "optimizer")
 _FOLDED = (
     CauseKind.STRUCTURE,
     CauseKind.OUTPUT_ADDED,
@@ -72,10 +71,10 @@ def _is_state(x: _Input, existing: set[str]) -> bool:
     """A buffer shaped like a tensor the step had (momentum, a carried gradient), or a scalar the
     optimizer keeps (a step count); a learning rate is a value passed in, not state."""
     if not x.shape.endswith("[]"):
-        return x.shape in existing and (not x.file or any(m in x.file for m in _OPTIMIZER))
+        return x.shape in existing and (not x.file or is_optimizer_code(x.file))
     if x.shape.startswith(_COUNTER_TYPES) and x.file and is_library_path(x.file):
         return True  # a library's step counter (BatchNorm's num_batches_tracked): baked as 0, then data
-    return any(m in x.file for m in _OPTIMIZER) and not _LR.search(x.text)
+    return is_optimizer_code(x.file) and not _LR.search(x.text)
 
 
 _STATE_OUTPUTS = 3  # a buffer's own update, its weight's, and one more (Adam's second moment)
@@ -207,7 +206,7 @@ def _fill_values(evidence: Evidence, cause: Cause, state_shapes: set[str]) -> bo
         if not shape_of(left, name).endswith("[]") or not frames:
             return False
         line = (frames[0].file.replace("\\", "/"), frames[0].line)
-        if not any(m in line[0] for m in _OPTIMIZER):
+        if not is_optimizer_code(line[0]):
             return False
         expanded, stack = [], [name]
         while stack:
@@ -250,7 +249,7 @@ def _optimizer_made(evidence: Evidence, name: str) -> bool:
     """The baseline's instruction `name` was made by optimizer code (its innermost frame), not a
     gradient autograd returned."""
     frames = evidence.left.module.frames_of(evidence.left.entry.instruction(name))
-    return bool(frames) and any(m in frames[0].file.replace("\\", "/") for m in _OPTIMIZER)
+    return bool(frames) and is_optimizer_code(frames[0].file)
 
 
 def _made_by_baseline(evidence: Evidence, pending: tuple[Cause, ...]) -> bool:
@@ -296,7 +295,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         and not _other_library([x.file])
         and not (not x.file and not x.shape.endswith("[]") and _feeds_many(entry, x.name))
     ]
-    created = [x for x in state if any(m in x.file for m in _OPTIMIZER) and not x.shape.endswith("[]")]
+    created = [x for x in state if is_optimizer_code(x.file) and not x.shape.endswith("[]")]
     carried = [x for x in state if not x.file]  # gradients kept from the step before
     optimizer_work = any(
         c.kind is CauseKind.STRUCTURE and any(is_optimizer_code(f) for f in evidence.library_files(c))
@@ -362,7 +361,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             for x in inputs
             if x not in state
             and x.shape.endswith("[]")
-            and any(m in x.file for m in _OPTIMIZER)
+            and is_optimizer_code(x.file)
             and matched_twin(evidence, x.name, "right") == ""
         ]
     keep = {x.name for x in state}
@@ -391,7 +390,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         and (
             not files
             or c.kind is not CauseKind.STRUCTURE
-            or any(m in f for f in files for m in _OPTIMIZER)
+            or any(is_optimizer_code(f) for f in files)
             or (set(c.right) & readers and all(is_library_path(f) for f in files))
         )
         and (c.kind is not CauseKind.OUTPUT_ADDED or _state_outputs(c, set(shapes)))
