@@ -85,6 +85,7 @@ SPLITS = (
     "held_out_43",
     "held_out_44",
     "held_out_45",
+    "held_out_46",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
