@@ -260,20 +260,24 @@ def _made_by_baseline(evidence: Evidence, pending: tuple[Cause, ...]) -> bool:
     left = evidence.left.entry
     updated = updated_inputs(left, left.outputs)
     # Made, not copied through (an input restated) nor filled (zero_grad without set_to_none
-    # returns zeros of every weight's shape: a constant restated).
+    # returns zeros of every weight's shape: a constant restated); or a copy the optimizer keeps
+    # of a value it did not compute (SGD's first momentum, `clone(grad)`: in the graph the
+    # gradient itself, an update of the gradient carried from the step before).
     fresh = Counter(
         shape_of(left, o)
         for o in left.outputs
-        if o not in updated
-        and (origin := restated(left, o)) not in left.param_number
+        if (origin := restated(left, o)) not in left.param_number
         and left.instruction(origin).opcode not in ("constant", "iota")
         and _optimizer_made(evidence, o)
+        and (o not in updated or not _optimizer_made(evidence, origin))
     )
+    # Tensors only: a new scalar is a factor the state enables (SGD's momentum), read below.
     wanted = Counter(
-        shape_of(evidence.right.entry, n)
+        shape
         for c in pending
         if c.kind is CauseKind.PARAMETER_ADDED
         for n in c.right
+        if not (shape := shape_of(evidence.right.entry, n)).endswith("[]")
     )
     return bool(wanted) and all(fresh[shape] >= k for shape, k in wanted.items())
 
