@@ -49,13 +49,30 @@ def test_accumulated_adam_state_is_made_on_its_first_update() -> None:
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="left: SGD's momentum buffer is a clone of the accumulated gradient")
-@pytest.mark.parametrize("mode", ("lazy", "openxla"))
-def test_accumulated_sgd_momentum_is_warm_up(mode: str) -> None:
-    """The same with SGD's momentum: the buffer made at step 1 is the accumulated gradient itself
-    (torch.clone of it, one value in the graph), so step 1 returns no tensor optimizer code made
-    and step 3's new inputs read as `parameter_added` (lazy: step 1's update also reads as
-    accumulation's work, not expected)."""
-    kinds = _kinds(f"sgd_momentum_{mode}_accumulate")
+@pytest.mark.parametrize(
+    ("name", "second"), (("sgd_momentum_lazy_accumulate", 3), ("sgd_nesterov_conv_lazy_accumulate", 5))
+)
+def test_accumulated_sgd_momentum_is_warm_up_lazy(name: str, second: int) -> None:
+    """The same with SGD's momentum: the buffer made by the first update is the accumulated
+    gradient itself (torch.clone of it, one value in the graph, an update of the gradient carried
+    from the step before; a conv's without even the clone's frame), and the second update's new
+    inputs are that state. Two models: an MLP stepping every 2 syncs, a CNN with Nesterov every 3."""
+    kinds = _kinds(name)
+    assert [k for k in kinds if k[0] == second] == [(second, frozenset({"state_init"}), True)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="left: under openxla step 3's buffers are device data with no frame, read as parameter_added",
+)
+def test_accumulated_sgd_momentum_is_warm_up_openxla() -> None:
+    kinds = _kinds("sgd_momentum_openxla_accumulate")
     assert [k for k in kinds if k[0] == 3] == [(3, frozenset({"state_init"}), True)]
-    assert all(expected for _, _, expected in kinds)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="left: lazy step 1 (accumulate + the first update) says conditional_work not marked expected",
+)
+def test_accumulated_sgd_momentum_all_expected_lazy() -> None:
+    assert all(expected for _, _, expected in _kinds("sgd_momentum_lazy_accumulate"))

@@ -260,16 +260,21 @@ def _made_by_baseline(evidence: Evidence, pending: tuple[Cause, ...]) -> bool:
     left = evidence.left.entry
     updated = updated_inputs(left, left.outputs)
     # Made, not copied through (an input restated) nor filled (zero_grad without set_to_none
-    # returns zeros of every weight's shape: a constant restated); or a copy the optimizer keeps
-    # of a value it did not compute (SGD's first momentum, `clone(grad)`: in the graph the
-    # gradient itself, an update of the gradient carried from the step before).
+    # returns zeros of every weight's shape: a constant restated); or, where the baseline ran the
+    # update (wrote inputs in optimizer code), a tensor it returns that autograd computed (no
+    # frame): a copy the optimizer keeps (SGD's first momentum, `clone(grad)`: in the graph the
+    # accumulated gradient itself, an update of the gradient carried from the step before).
+    updating = any(_optimizer_made(evidence, o) for o in updated)
+    frames_of = evidence.left.module.frames_of
     fresh = Counter(
         shape_of(left, o)
         for o in left.outputs
         if (origin := restated(left, o)) not in left.param_number
         and left.instruction(origin).opcode not in ("constant", "iota")
-        and _optimizer_made(evidence, o)
-        and (o not in updated or not _optimizer_made(evidence, origin))
+        and (
+            (o not in updated and _optimizer_made(evidence, o))
+            or (updating and not shape_of(left, o).endswith("[]") and not frames_of(left.instruction(origin)))
+        )
     )
     # Tensors only: a new scalar is a factor the state enables (SGD's momentum), read below.
     wanted = Counter(
