@@ -261,9 +261,10 @@ def _made_by_baseline(evidence: Evidence, pending: tuple[Cause, ...]) -> bool:
     updated = updated_inputs(left, left.outputs)
     # Made, not copied through (an input restated) nor filled (zero_grad without set_to_none
     # returns zeros of every weight's shape: a constant restated); or, where the baseline ran the
-    # update (wrote inputs in optimizer code), a tensor it returns that autograd computed (no
-    # frame): a copy the optimizer keeps (SGD's first momentum, `clone(grad)`: in the graph the
-    # accumulated gradient itself, an update of the gradient carried from the step before).
+    # update (wrote inputs in optimizer code), an update of a carried tensor that autograd
+    # computed (no frame): a copy the optimizer keeps of the accumulated gradient (SGD's first
+    # momentum, `clone(grad)`, in the graph the gradient carried from the step before plus this
+    # one's). A gradient merely returned (not zeroed) updates nothing.
     updating = any(_optimizer_made(evidence, o) for o in updated)
     frames_of = evidence.left.module.frames_of
     fresh = Counter(
@@ -273,7 +274,12 @@ def _made_by_baseline(evidence: Evidence, pending: tuple[Cause, ...]) -> bool:
         and left.instruction(origin).opcode not in ("constant", "iota")
         and (
             (o not in updated and _optimizer_made(evidence, o))
-            or (updating and not shape_of(left, o).endswith("[]") and not frames_of(left.instruction(origin)))
+            or (
+                updating
+                and o in updated
+                and not shape_of(left, o).endswith("[]")
+                and not frames_of(left.instruction(origin))
+            )
         )
     )
     # Tensors only: a new scalar is a factor the state enables (SGD's momentum), read below.
