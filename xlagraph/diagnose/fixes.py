@@ -510,49 +510,36 @@ FIXES: Mapping[str, str] = MappingProxyType(
     }
 )
 
-_EXPECTED = "says the change is expected (nothing to fix); no pair of scripts can show fewer compiles"
-_DEVICES = "needs several devices or ranks (collectives, shardings): no single-device CPU run shows it"
-_JAX = "printed for JAX / XLA programs (donation, frontend attributes, custom calls), not torch_xla steps"
-_GENERIC = (
-    "the fallback text of a kind whose recognizers word a specific fix; the specific fixes of this "
-    "kind have scripts"
-)
-_UNKNOWN = "printed where xlagraph does not know the pattern: it names no change to make"
-
-# IDs that no pair of scripts under fixtures/torch_xla/fixes/ shows, and why. Every other ID has
+# IDs that no pair of scripts under fixtures/torch_xla/fixes/ shows, by why. Every other ID has
 # a folder there; tests/test_fixes_work.py checks that the two lists cover the registry.
+_NOT_SHOWN_BY_WHY = (
+    (
+        "says the change is expected (nothing to fix); no pair of scripts can show fewer compiles",
+        "state_init own_graph collective.parallel_layout collective.fsdp_wrapping structure.checkpointing "
+        "parameter_shape.weights parameter_added.layer parameter_added.optimizer_swap "
+        "parameter_added.shared_scalar conditional_work.accumulation trainable.phase state_init.bridge_sync",
+    ),
+    (
+        "needs several devices or ranks (collectives, shardings): no single-device CPU run shows it",
+        "collective collective.scale collective.other_tensors sharding",
+    ),
+    (
+        "printed for JAX / XLA programs (donation, frontend attributes, custom calls), not torch_xla steps",
+        "attribute.donation attribute.annotation attribute.backend_config constant_value.scalar_op",
+    ),
+    (
+        "printed where xlagraph does not know the pattern: it names no change to make",
+        "structure structure.residue",
+    ),
+    (
+        "the fallback text of a kind whose recognizers word a specific fix; the specific fixes of this "
+        "kind have scripts",
+        "parameter_permutation output_permutation parameter_shape constant_value conditional_work "
+        "parameter_added parameter_shape.other",
+    ),
+)
 NOT_SHOWN: Mapping[str, str] = MappingProxyType(
-    {
-        "state_init": _EXPECTED,
-        "own_graph": _EXPECTED,
-        "collective.parallel_layout": _EXPECTED,
-        "collective.fsdp_wrapping": _EXPECTED,
-        "structure.checkpointing": _EXPECTED,
-        "parameter_shape.weights": _EXPECTED,
-        "parameter_added.layer": _EXPECTED,
-        "parameter_added.optimizer_swap": _EXPECTED,
-        "parameter_added.shared_scalar": _EXPECTED,
-        "conditional_work.accumulation": _EXPECTED,
-        "trainable.phase": _EXPECTED,
-        "state_init.bridge_sync": _EXPECTED,
-        "collective": _DEVICES,
-        "collective.scale": _DEVICES,
-        "collective.other_tensors": _DEVICES,
-        "sharding": _DEVICES,
-        "attribute.donation": _JAX,
-        "attribute.annotation": _JAX,
-        "attribute.backend_config": _JAX,
-        "constant_value.scalar_op": _JAX,
-        "structure": _UNKNOWN,
-        "structure.residue": _UNKNOWN,
-        "parameter_permutation": _GENERIC,
-        "output_permutation": _GENERIC,
-        "parameter_shape": _GENERIC,
-        "constant_value": _GENERIC,
-        "conditional_work": _GENERIC,
-        "parameter_added": _GENERIC,
-        "parameter_shape.other": _GENERIC,
-    }
+    {fid: why for why, ids in _NOT_SHOWN_BY_WHY for fid in ids.split()}
 )
 
 # Fixes of the compile halves, printed without an ID (reports give `fix_id` only to the registry's):
