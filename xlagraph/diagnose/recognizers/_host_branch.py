@@ -11,7 +11,7 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.recognizers._beside_work import length_made_up, sizes_beside
-from xlagraph.diagnose.recognizers._causes import TAPS, merge, one_sided, scalar_inputs
+from xlagraph.diagnose.recognizers._causes import TAPS, merge, one_sided, renamed, scalar_inputs
 from xlagraph.diagnose.recognizers._dataflow import downstream
 from xlagraph.diagnose.recognizers._guarded_calls import guarded_calls
 from xlagraph.diagnose.recognizers._host_flag import flag_setters
@@ -309,10 +309,7 @@ def _made_late(evidence: Evidence, cause: Cause, site: str, picked: list[Cause])
         f"weights are new inputs and their updates new outputs ({cause.count} difference(s))"
     )
     sources = tuple(dict.fromkeys([*made, *cause.sources]))[:6]
-    return replace(cause, kind=CauseKind.PARAMETER_ADDED, summary=summary, hint=_LATE_HINT, sources=sources)
-
-
-_LATE_HINT = fix("parameter_added")
+    return renamed(cause, CauseKind.PARAMETER_ADDED, summary, sources=sources)
 
 
 _INPUTS = (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED)
