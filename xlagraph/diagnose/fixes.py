@@ -15,25 +15,23 @@ from types import MappingProxyType
 
 __all__ = ["CACHE_LIMIT_FIX", "EAGER_SHAPE_FIX", "FIXES", "NOT_SHOWN", "fix", "fix_id"]
 
+# An ID without a dot is a cause kind's value: that kind's default hint (causes.HINTS). A comment
+# above another ID names the constant or module that prints it.
 FIXES: Mapping[str, str] = MappingProxyType(
     {
-        # causes.HINTS
         "parameter_permutation": (
             "keep the order in which tensors are created or updated fixed across steps: flush deferred "
             "collectives (FSDP reduce-scatter buckets) in a fixed order, iterate over sorted keys, not "
             "sets"
         ),
-        # causes.HINTS
         "output_permutation": (
             "keep the order in which live tensors are produced fixed across steps: fill dicts of "
             "statistics in a fixed key order, update parameters in a fixed order"
         ),
-        # causes.HINTS
         "parameter_shape": (
             "keep input shapes fixed: pad the last batch or use drop_last=True, bucket or pad variable "
             "sequence lengths to a few fixed sizes"
         ),
-        # causes.HINTS
         "output_added": (
             "a tensor is kept alive (or materialized) only on some steps: compute it on every step, or "
             "read it after the sync inside xm.add_step_closure, and drop references to it afterwards"
@@ -44,82 +42,67 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "adds it to what it returns): return the same outputs on every call, computing it each step, "
             "and leave it unread on the host when it is not wanted"
         ),
-        # causes.HINTS
         "output_removed": (
             "a tensor that was kept alive before is not any more: compute it on every step, or read it "
             "after the sync inside xm.add_step_closure"
         ),
-        # causes.HINTS
         "constant_value": (
             "a Python scalar is baked into the graph as a constant (PyTorch/XLA bakes 0 and 1, and values it "
             "cannot pass as parameters): keep it fixed, or pass it as a 1-element device tensor made on the "
             "host each step (torch.tensor([x]).to(device)); a 0-dim tensor holding 0 or 1 is baked too"
         ),
-        # causes.HINTS
         "attribute": (
             "a Python int reached an op parameter (slice bounds, dimensions, sizes): keep it fixed, or "
             "index with a device tensor (index_select / gather) so the graph does not depend on it"
         ),
-        # causes.HINTS
         "collective": (
             "collectives were grouped differently: keep the bucketing fixed across steps "
             "(reduce_scatter_bucket_size_mb, coalescing) and make every bucket flush in the same step"
         ),
-        # causes.HINTS
         "structure": (
             "xlagraph does not know this pattern: compare the two graphs' op types at the cited line, and"
             " make that code run the same way on every step"
         ),
-        # causes.HINTS
         "graph_break": (
             "a sync inside the step (.item(), .cpu(), print(tensor), Python control flow on a tensor) cut"
             " the graph: move it after the step's sync, read values in xm.add_step_closure, or keep the "
             "decision on the device (torch.where)"
         ),
-        # causes.HINTS
         "dynamic_shape": (
             "a shape comes from data values (boolean mask, nonzero, unique, masked_select): keep shapes "
             "static, e.g. torch.where(mask, x, 0) and a masked sum/mean instead of x[mask], and counts "
             "per class with one_hot(x, n).sum(0) or bincount(x, minlength=n) instead of unique"
         ),
-        # causes.HINTS
         "conditional_work": (
             "work runs only on some steps (if step % k == 0: clipping, logging, metrics): run it on every"
             " step (cheap, no recompile), or accept exactly one extra graph and keep k fixed"
         ),
-        # causes.HINTS
         "state_init": (
             "expected warm-up: state created on the first steps (optimizer buffers) changes the graph "
             "once; nothing to do unless it keeps changing"
         ),
-        # causes.HINTS
         "dtype": (
             "an element type changed: keep autocast / .to(dtype) / model.half() the same on every step, "
             "and create tensors with an explicit dtype"
         ),
-        # causes.HINTS
         "layout": (
             "the same shapes in another layout or memory space compile as another program: keep the "
             "tensors' layout fixed (no .contiguous()/.t() toggling, same placement) across steps"
         ),
-        # causes.HINTS
         "sharding": (
             "a sharding changed: call xs.mark_sharding with the same mesh and partition spec on every "
             "step, and shard the inputs once before the loop"
         ),
-        # causes.HINTS
         "parameter_added": (
             "the graph takes a new input on this step: a tensor (state, a Python value passed as data) "
             "exists only from this step on; create it before the loop"
         ),
-        # causes.HINTS
         "parameter_removed": (
             "the graph no longer takes an input it took before: a tensor was dropped or became a constant "
             "the graph makes (a state reset with torch.zeros); keep what the step reads the same on every "
             "step, e.g. reset it by multiplying it with a 1-element device tensor made on the host "
             "(torch.tensor([0.0 if reset else 1.0]).to(device))"
         ),
-        # causes.HINTS
         "dead_code": (
             "compute only what you use (e.g. torch.mean instead of torch.std_mean(...)[1]), or compute "
             "the unused part the same way on every step"
@@ -510,49 +493,36 @@ FIXES: Mapping[str, str] = MappingProxyType(
     }
 )
 
-_EXPECTED = "says the change is expected (nothing to fix); no pair of scripts can show fewer compiles"
-_DEVICES = "needs several devices or ranks (collectives, shardings): no single-device CPU run shows it"
-_JAX = "printed for JAX / XLA programs (donation, frontend attributes, custom calls), not torch_xla steps"
-_GENERIC = (
-    "the fallback text of a kind whose recognizers word a specific fix; the specific fixes of this "
-    "kind have scripts"
-)
-_UNKNOWN = "printed where xlagraph does not know the pattern: it names no change to make"
-
-# IDs that no pair of scripts under fixtures/torch_xla/fixes/ shows, and why. Every other ID has
+# IDs that no pair of scripts under fixtures/torch_xla/fixes/ shows, by why. Every other ID has
 # a folder there; tests/test_fixes_work.py checks that the two lists cover the registry.
+_NOT_SHOWN_BY_WHY = (
+    (
+        "says the change is expected (nothing to fix); no pair of scripts can show fewer compiles",
+        "state_init own_graph collective.parallel_layout collective.fsdp_wrapping structure.checkpointing "
+        "parameter_shape.weights parameter_added.layer parameter_added.optimizer_swap "
+        "parameter_added.shared_scalar conditional_work.accumulation trainable.phase state_init.bridge_sync",
+    ),
+    (
+        "needs several devices or ranks (collectives, shardings): no single-device CPU run shows it",
+        "collective collective.scale collective.other_tensors sharding",
+    ),
+    (
+        "printed for JAX / XLA programs (donation, frontend attributes, custom calls), not torch_xla steps",
+        "attribute.donation attribute.annotation attribute.backend_config constant_value.scalar_op",
+    ),
+    (
+        "printed where xlagraph does not know the pattern: it names no change to make",
+        "structure structure.residue",
+    ),
+    (
+        "the fallback text of a kind whose recognizers word a specific fix; the specific fixes of this "
+        "kind have scripts",
+        "parameter_permutation output_permutation parameter_shape constant_value conditional_work "
+        "parameter_added parameter_shape.other",
+    ),
+)
 NOT_SHOWN: Mapping[str, str] = MappingProxyType(
-    {
-        "state_init": _EXPECTED,
-        "own_graph": _EXPECTED,
-        "collective.parallel_layout": _EXPECTED,
-        "collective.fsdp_wrapping": _EXPECTED,
-        "structure.checkpointing": _EXPECTED,
-        "parameter_shape.weights": _EXPECTED,
-        "parameter_added.layer": _EXPECTED,
-        "parameter_added.optimizer_swap": _EXPECTED,
-        "parameter_added.shared_scalar": _EXPECTED,
-        "conditional_work.accumulation": _EXPECTED,
-        "trainable.phase": _EXPECTED,
-        "state_init.bridge_sync": _EXPECTED,
-        "collective": _DEVICES,
-        "collective.scale": _DEVICES,
-        "collective.other_tensors": _DEVICES,
-        "sharding": _DEVICES,
-        "attribute.donation": _JAX,
-        "attribute.annotation": _JAX,
-        "attribute.backend_config": _JAX,
-        "constant_value.scalar_op": _JAX,
-        "structure": _UNKNOWN,
-        "structure.residue": _UNKNOWN,
-        "parameter_permutation": _GENERIC,
-        "output_permutation": _GENERIC,
-        "parameter_shape": _GENERIC,
-        "constant_value": _GENERIC,
-        "conditional_work": _GENERIC,
-        "parameter_added": _GENERIC,
-        "parameter_shape.other": _GENERIC,
-    }
+    {fid: why for why, ids in _NOT_SHOWN_BY_WHY for fid in ids.split()}
 )
 
 # Fixes of the compile halves, printed without an ID (reports give `fix_id` only to the registry's):

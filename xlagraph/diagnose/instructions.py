@@ -139,13 +139,10 @@ def constant_change(
         propagated[1].append(b)
         return
     what = "value" if sa == sb else "shape and value"
-    change = Change(a, b, what, f"{sa} {old}", f"{sb} {new}")
-    cmp.cause(
+    cmp.cause_of(
         CauseKind.CONSTANT_VALUE,
         f"constant {a} changed {old} -> {new}" + ("" if what == "value" else f" ({sa} -> {sb})"),
-        [a],
-        [b],
-        changes=(change,),
+        [Change(a, b, what, f"{sa} {old}", f"{sb} {new}")],
     )
 
 

@@ -28,11 +28,7 @@ _BREAK_FIXES: tuple[tuple[str, str], ...] = (
         "torch._dynamo.config.capture_scalar_outputs = True fails to compile)",
     ),
     (
-        "builtin: print",
-        "print() inside the compiled function: print after the call (or log the returned tensor)",
-    ),
-    (
-        "print",
+        "print",  # `builtin: print` too
         "print() inside the compiled function: print after the call (or log the returned tensor)",
     ),
 )

@@ -5,155 +5,104 @@ from __future__ import annotations
 
 import os
 import warnings
+from importlib import import_module
 
 from xlagraph.diagnose.causes import Cause
 from xlagraph.diagnose.evidence import Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers import (
-    annotation,
-    branches,
-    bridge_sync,
-    checkpointing,
-    collective_scale,
-    collective_site,
-    conditional_work,
-    config_site,
-    donation,
-    dtype,
-    dynamic_shape,
-    dynamic_shape_fold,
-    fsdp_layout,
-    fused_cascade,
-    graph_break,
-    grouping,
-    growing_list,
-    hook_keep,
-    input_shape,
-    kept_alive,
-    kept_view,
-    layout,
-    materialized,
-    new_input,
-    optimizer_swap,
-    own_update,
-    parallelism,
-    pending_init,
-    periodic_site,
-    permutation,
-    piece_count,
-    python_int,
-    python_sizes,
-    random_skip,
-    replaced_branch,
-    replaced_input,
-    returned_items,
-    returned_output,
-    returned_state,
-    scalar_ops,
-    shape_constants,
-    sharding,
-    shared_scalar,
-    shared_state_fold,
-    shared_work,
-    shifted_stage,
-    size_echo,
-    special_scalar,
-    state_init,
-    term_order,
-    trainable,
-    trainable_fold,
-    tuple_carry,
-    unknown,
-    unrolled_loop,
-    weight_shapes,
-    weight_tie,
-)
 from xlagraph.errors import XlagraphWarning
 
 __all__ = ["FINAL", "ORDER", "recognize"]
 
-ORDER: tuple[Recognizer, ...] = (
-    layout.RECOGNIZER,
-    checkpointing.RECOGNIZER,
-    collective_scale.RECOGNIZER,
-    sharding.RECOGNIZER,
-    fsdp_layout.RECOGNIZER,
-    parallelism.RECOGNIZER,
-    graph_break.RECOGNIZER,
-    random_skip.RECOGNIZER,
-    dtype.RECOGNIZER,
+
+def _in_order(*modules: str) -> tuple[Recognizer, ...]:
+    """The `RECOGNIZER` of each module of this package, in the order named: each pattern's module
+    is named once, where it runs."""
+    return tuple(import_module(f"{__name__}.{m}").RECOGNIZER for m in modules)
+
+
+ORDER: tuple[Recognizer, ...] = _in_order(
+    "layout",
+    "checkpointing",
+    "collective_scale",
+    "sharding",
+    "fsdp_layout",
+    "parallelism",
+    "graph_break",
+    "random_skip",
+    "dtype",
     # Before state_init: new inputs shaped like the ones kept are the copies of an unrolled loop's
     # body (more micro-batches), not state made on this step.
-    unrolled_loop.RECOGNIZER,
-    state_init.RECOGNIZER,
+    "unrolled_loop",
+    "state_init",
     # After state_init: on the step that creates optimizer state, that state's update work is
     # state_init's, and what is left of the bridge's warm-up is the loss it synced on step 0.
-    bridge_sync.RECOGNIZER,
-    materialized.RECOGNIZER,
-    returned_state.RECOGNIZER,
+    "bridge_sync",
+    "materialized",
+    "returned_state",
     # Before the source-driven and scalar recognizers: the matcher paired a sum's terms that
     # changed places by content, and what reads them differs because of that alone.
-    term_order.RECOGNIZER,
+    "term_order",
     # Before conditional_work: outputs returned one per item of an argument, and the work done for
     # them only, are what the host passed, not a branch the step took.
-    returned_items.RECOGNIZER,
-    conditional_work.RECOGNIZER,
-    replaced_branch.RECOGNIZER,
-    shape_constants.RECOGNIZER,
-    branches.RECOGNIZER,
-    growing_list.RECOGNIZER,
-    annotation.RECOGNIZER,
-    donation.RECOGNIZER,
-    python_sizes.RECOGNIZER,
-    python_int.RECOGNIZER,
-    scalar_ops.RECOGNIZER,
-    special_scalar.RECOGNIZER,
-    trainable.RECOGNIZER,
-    pending_init.RECOGNIZER,
+    "returned_items",
+    "conditional_work",
+    "replaced_branch",
+    "shape_constants",
+    "branches",
+    "growing_list",
+    "annotation",
+    "donation",
+    "python_sizes",
+    "python_int",
+    "scalar_ops",
+    "special_scalar",
+    "trainable",
+    "pending_init",
     # After state_init and pending_init: state of an update rule the user wrote, made on this step.
-    own_update.RECOGNIZER,
+    "own_update",
     # Before kept_alive: what a traced function returns is no tensor kept alive.
-    returned_output.RECOGNIZER,
-    kept_alive.RECOGNIZER,
-    shared_scalar.RECOGNIZER,
-    new_input.RECOGNIZER,
-    dynamic_shape.RECOGNIZER,
-    input_shape.RECOGNIZER,
-    unknown.RECOGNIZER,
+    "returned_output",
+    "kept_alive",
+    "shared_scalar",
+    "new_input",
+    "dynamic_shape",
+    "input_shape",
+    "unknown",
 )
-FINAL: tuple[Recognizer, ...] = (
+FINAL: tuple[Recognizer, ...] = _in_order(
     # First: a scalar input that a data-made count merged with an equal one (named removed by
     # new_input) is the count's, before a renumbering of the inputs is folded into the removal.
-    dynamic_shape_fold.RECOGNIZER,
-    fused_cascade.RECOGNIZER,
+    "dynamic_shape_fold",
+    "fused_cascade",
     # A user's scalar that, on the step state is made, rides on the state's equal new input.
-    shared_state_fold.RECOGNIZER,
+    "shared_state_fold",
     # Work an added output shares with the others, implemented another way by XLA once compiled.
-    shared_work.RECOGNIZER,
+    "shared_work",
     # A tuple of other shapes (what a remat policy saves) is its elements': the cause of those.
-    tuple_carry.RECOGNIZER,
-    weight_shapes.RECOGNIZER,
-    kept_view.RECOGNIZER,
-    hook_keep.RECOGNIZER,
-    replaced_input.RECOGNIZER,
-    size_echo.RECOGNIZER,
+    "tuple_carry",
+    "weight_shapes",
+    "kept_view",
+    "hook_keep",
+    "replaced_input",
+    "size_echo",
     # A concatenation of another number of pieces: a count, folded into the size it changes.
-    piece_count.RECOGNIZER,
+    "piece_count",
     # A stage's window moved over look-alike blocks: the block gained, the one lost and the work
     # matched across them are one cause, before its inputs' renumbering is folded into it.
-    shifted_stage.RECOGNIZER,
-    permutation.RECOGNIZER,
+    "shifted_stage",
+    "permutation",
     # An optimizer's update work, named above, where the user assigns a new optimizer mid-run.
-    optimizer_swap.RECOGNIZER,
+    "optimizer_swap",
     # The same for weights tied mid-run (`head.weight = embed.weight` in the loop).
-    weight_tie.RECOGNIZER,
-    periodic_site.RECOGNIZER,
+    "weight_tie",
+    "periodic_site",
     # Optimizer work named every-k above, cited where a trainable-set switch is: the switch's.
-    trainable_fold.RECOGNIZER,
-    config_site.RECOGNIZER,
+    "trainable_fold",
+    "config_site",
     # A collective cause that still cites library code alone (no config line either), cited where
     # the user's code issued its collectives.
-    collective_site.RECOGNIZER,
-    grouping.RECOGNIZER,
+    "collective_site",
+    "grouping",
 )
 
 

@@ -37,9 +37,7 @@ def sizes_beside(evidence: Evidence, cause: Cause, left: Collection[str], right:
     """A size change in library code only (no line of the user's, which a size the user passes
     would cite) whose ops, on one side or the other, read or are read by the work's (`left`:
     A's names, `right`: B's)."""
-    if cause.kind is not CauseKind.ATTRIBUTE or not cause.changes:
-        return False
-    if any(ch.what != "shape" for ch in cause.changes) or any(is_user_location(s) for s in cause.sources):
+    if not cause.attribute_only("shape") or any(is_user_location(s) for s in cause.sources):
         return False
     return any(
         _touches(canon.entry, names, work)

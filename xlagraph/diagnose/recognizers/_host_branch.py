@@ -11,7 +11,7 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_user_location
 from xlagraph.diagnose.recognizers._beside_work import length_made_up, sizes_beside
-from xlagraph.diagnose.recognizers._causes import TAPS, merge, one_sided, scalar_inputs
+from xlagraph.diagnose.recognizers._causes import TAPS, merge, one_sided, renamed, scalar_inputs
 from xlagraph.diagnose.recognizers._dataflow import downstream
 from xlagraph.diagnose.recognizers._guarded_calls import guarded_calls
 from xlagraph.diagnose.recognizers._host_flag import flag_setters
@@ -67,6 +67,7 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
     inputs or outputs beside it come from, and so does a region with library lines only once
     another region has its `if`."""
     sided = [i for i in regions if pending[i].kind is CauseKind.STRUCTURE and one_sided(pending[i])]
+    users = users_of(evidence.right.entry)
     if not sided:
         # Work whose result is the one output it adds (a batch flipped under `if random.random()
         # < p:`, still alive at the sync): its producer exists in one graph only, at a line in the if.
@@ -74,7 +75,6 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
         # an output added, not work the step does; except in a traced function, for work that reads
         # inputs of its own: a validation batch scored under `if run_val:` is code the `if` picks,
         # where returning a value the step computes anyway is `returned_output`'s.)
-        users = users_of(evidence.right.entry)
         traced = evidence.context.trigger in TRACED
         fed = downstream(users, {p for c in pending if c.kind is CauseKind.PARAMETER_ADDED for p in c.right})
         sided = [
@@ -110,7 +110,6 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
         # A Python number passed as data and the work only it feeds, at a line under an `if` that
         # reads a tensor on the host (`if norm.item() > spike:` over `for p in params:
         # p.grad.mul_(damp)`): the factor is that `if`'s work, not a tensor made late.
-        users = users_of(evidence.right.entry)
         sided = [
             i
             for i in regions
@@ -160,11 +159,10 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
     # And the ops rewired to read its result (the model's first conv reading the flipped batch);
     # where the other graph is the one with the work (a penalty dropped once the loss falls), its
     # ops that read the work's result (the gradient sum the penalty's gradient joined).
-    readers = downstream(users_of(evidence.right.entry), {n for i in found for n in pending[i].right})
+    readers = downstream(users, {n for i in found for n in pending[i].right})
     readers_left = downstream(users_of(evidence.left.entry), {n for i in found for n in pending[i].left})
     # A Python number passed as data that only the work reads (the 0.5 of `0.5 * x + 0.5 *
     # x.roll(1)` under a flag) is the work's factor: it comes and goes with it.
-    right_users = users_of(evidence.right.entry)
     work = {n for i in found for n in pending[i].right}
     picked = list(found) + [
         i
@@ -181,15 +179,14 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
             or (
                 c.kind is CauseKind.PARAMETER_ADDED
                 and scalar_inputs(evidence, c)
-                and all(right_users.get(p) and set(right_users[p]) <= work for p in c.right)
+                and all(users.get(p) and set(users[p]) <= work for p in c.right)
             )
         )
     ]
     # What computes with the new inputs taken with it is that work too (a momentum buffer made
     # under `if buf is None:`, read from the next step on), wherever the matching split it.
     fed = downstream(
-        users_of(evidence.right.entry),
-        {p for i in picked if pending[i].kind is CauseKind.PARAMETER_ADDED for p in pending[i].right},
+        users, {p for i in picked if pending[i].kind is CauseKind.PARAMETER_ADDED for p in pending[i].right}
     )
     picked += [
         i
@@ -312,10 +309,7 @@ def _made_late(evidence: Evidence, cause: Cause, site: str, picked: list[Cause])
         f"weights are new inputs and their updates new outputs ({cause.count} difference(s))"
     )
     sources = tuple(dict.fromkeys([*made, *cause.sources]))[:6]
-    return replace(cause, kind=CauseKind.PARAMETER_ADDED, summary=summary, hint=_LATE_HINT, sources=sources)
-
-
-_LATE_HINT = fix("parameter_added")
+    return renamed(cause, CauseKind.PARAMETER_ADDED, summary, sources=sources)
 
 
 _INPUTS = (CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED)

@@ -18,7 +18,6 @@ from __future__ import annotations
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._causes import added_at_warm_up, merge
 from xlagraph.diagnose.recognizers._dataflow import downstream, updated_inputs
 from xlagraph.ir import strip_layout
@@ -27,7 +26,6 @@ from xlagraph.source_paths import is_library_path
 
 __all__ = ["RECOGNIZER"]
 
-_HINT = fix("state_init")
 # A buffer feeds its own write-back and its weight's update (and one more, a second moment);
 # data kept alive feeds every gradient.
 _STATE_OUTPUTS = 3
@@ -99,7 +97,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         "then decayed), which exist from this step on; expected once"
     )
     picked = [*added, *regions]
-    cause = merge(CauseKind.STATE_INIT, summary, [pending[i] for i in picked], hint=_HINT, info=True)
+    cause = merge(CauseKind.STATE_INIT, summary, [pending[i] for i in picked], info=True)
     return Recognized((cause,), frozenset(picked))
 
 

@@ -264,7 +264,6 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         # tensors): the reordering is the root, what differs inside follows from it.
         hi = next((i for i in orders if pending[i].kind is CauseKind.OUTPUT_PERMUTATION), orders[0])
         host = pending[hi]
-        inner = [pending[i] for i in real]
         swapped = swapped_outputs(evidence, inner)
         held = ""
         if swapped:

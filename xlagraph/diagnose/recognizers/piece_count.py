@@ -47,9 +47,7 @@ def _scaled_sizes(cause: Cause, old: int, new: int) -> bool:
     """Only sizes changed (a constant's value with its size: an `arange` of the rows), each
     dimension in the ratio of the counts (16 rows of 2 views -> 24 of 3): the ops after the
     concatenation, sized by the same count."""
-    if cause.kind is not CauseKind.ATTRIBUTE or not cause.changes:
-        return False
-    if any(ch.what not in _SIZED for ch in cause.changes):
+    if not cause.attribute_only(*_SIZED):
         return False
     moves = [m for ch in cause.changes for m in moved_dims(ch.old.split(" ")[0], ch.new.split(" ")[0])]
     return bool(moves) and all(a * new == b * old for a, b in moves)

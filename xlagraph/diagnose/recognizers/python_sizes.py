@@ -65,7 +65,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         return NOTHING
     found: dict[int, set[int]] = {}
     for i, c in enumerate(pending):
-        if c.kind is not CauseKind.ATTRIBUTE or not c.changes or any(ch.what != "shape" for ch in c.changes):
+        if not c.attribute_only("shape"):
             continue
         axes = [_axes(ch.old, ch.new) for ch in c.changes]
         if all(a is not None for a in axes):

@@ -301,8 +301,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if not added:
         return NOTHING
     inputs = [x for i in added for x in _inputs(evidence, pending[i])]
-    existing = {shape_of(evidence.right.entry, p) for p in evidence.right.entry.param_number}
     entry = evidence.right.entry
+    existing = {shape_of(entry, p) for p in entry.param_number}
     state = [
         x
         for x in inputs
@@ -320,11 +320,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     # copy of the model (an EMA teacher, copy.deepcopy) shared the originals' device data until
     # its first update, so the first graph read one buffer where B reads two.
     added_names = {x.name for x in inputs}
-    others = {
-        shape_of(evidence.right.entry, p) for p in evidence.right.entry.param_number if p not in added_names
-    }
+    others = {shape_of(entry, p) for p in entry.param_number if p not in added_names}
     computed_by_a = Counter(evidence.left.entry.h0.values())
-    entry = evidence.right.entry
     by_h0: dict[int, list[str]] = {}
     for name, h in entry.h0.items():
         by_h0.setdefault(h, []).append(name)
@@ -383,7 +380,6 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     rest = tuple(r for i in added if (r := _split(pending[i], keep)) is not None)
     inputs = state
     shapes = [x.shape for x in inputs]
-    entry = evidence.right.entry
     users = users_of(entry)
     readers = {u for p in keep for u in users.get(p, ())}  # library code reading the state
     weights = {shape_of(entry, p) for p in entry.param_number if p not in keep}
