@@ -461,10 +461,7 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
     firm = {
         lnum[a]: rnum[b]
         for a, b in matched.items()
-        if b in rnum
-        and m.matcher.get(a) in _IDENTITY
-        and (lnum[a], rnum[b]) in evidence
-        and _firm(cmp, a, b, lone_l, lone_r)
+        if b in rnum and (lnum[a], rnum[b]) in evidence and _firm(cmp, a, b, lone_l, lone_r)
     }
     in_place = kept_in_place(left, right, evidence, {**context, **firm})
     if in_place is not None:
