@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from xlagraph import _core
@@ -24,6 +24,7 @@ from xlagraph.diagnose.inserted_run import kept_in_place, shifted_blocks, shifte
 from xlagraph.diagnose.shapes import dim_sizes, dims_of, element_type, shape_of, whole_factors
 from xlagraph.match._compiled import side
 from xlagraph.match.correspondence import correspond
+from xlagraph.match.users import users_of
 
 if TYPE_CHECKING:
     from xlagraph.diagnose.comparison import Comparison
@@ -317,6 +318,77 @@ def _followed_outputs(cmp: Comparison, corr) -> dict[str, str]:  # type: ignore[
     return out if len(set(out.values())) == len(out) else {}
 
 
+def _split(cmp: Comparison, a: str, b: str) -> bool:
+    """A's input `a` is read, where the matcher pairs its readers, as `b` and also as another input
+    of its shape that the matcher pairs with nothing of A's: one tensor in A that is two in B (a
+    model and the EMA copy that shared its data until first updated). Either of B's two is `a`,
+    so their readers' votes are no evidence of a move: positions decide. Only readers paired with
+    one computing the same thing count (look-alike blocks whose updates the matcher crossed are
+    not one tensor), and not scalars (a learning rate is read alike all over the graph)."""
+    left, right, m = cmp.left, cmp.right, cmp.m
+    shape = left.compared_shapes[a]
+    if shape.endswith("[]"):
+        return False
+    readers = cmp.users(left).get(a, ())
+    if len(readers) <= len(cmp.users(right).get(b, ())):
+        return False  # `a` stood for more than `b`: it has more readers
+    read = set()
+    for u in readers:
+        v = m.left.get(u)
+        if v is None or left.h0.get(u) != right.h0.get(v):
+            continue
+        theirs = right.operands.get(v, ())
+        read |= {theirs[k] for k, o in enumerate(left.operands.get(u, ())) if o == a and k < len(theirs)}
+    others = {
+        x
+        for x in read - {b}
+        if x in right.param_number
+        and right.compared_shapes[x] == shape
+        and m.right.get(x) not in left.param_number
+    }
+    return bool(others)
+
+
+def _readers(comp: CanonicalComputation, names: Iterable[str]) -> tuple[int, ...]:
+    """What the readers of `names` compute (`h0`: the subtree, whichever inputs it reads), sorted."""
+    users = users_of(comp)
+    return tuple(sorted(comp.h0.get(u, comp.keys.get(u, 0)) for n in names for u in users.get(n, ())))
+
+
+@kept_while_alive
+def _look_alikes(comp: CanonicalComputation) -> dict[tuple[int, ...], list[str]]:
+    """The parameters that resemble others (`_distinguishable`'s likeness: the same shape, readers
+    computing the same thing), by what their readers' readers compute; kept per computation."""
+    likeness: dict[tuple[str, tuple[int, ...]], list[str]] = {}
+    for p in comp.param_number:
+        likeness.setdefault((shape_of(comp, p), _readers(comp, [p])), []).append(p)
+    users = users_of(comp)
+    out: dict[tuple[int, ...], list[str]] = {}
+    for group in likeness.values():
+        if len(group) > 1:
+            for p in group:
+                out.setdefault(_readers(comp, users.get(p, ())), []).append(p)
+    return out
+
+
+def _firm(cmp: Comparison, a: str, b: str, lone_l: frozenset[str], lone_r: frozenset[str]) -> bool:
+    """Look-alike inputs (`_distinguishable`'s: same shape, readers computing the same thing) that
+    whole identical subgraphs pair, where what their readers' readers compute is the same on both
+    sides and no other look-alike's on either: meters updated alike (`0.9 * m`) with their own
+    statistics (`+ 0.1 * grad_rms`, `+ 0.1 * weight_norm`), listed in another order. Evidence that
+    positions do not overrule; Q, K and V weights whose readers' readers agree stay interchangeable."""
+    if a in lone_l and b in lone_r:
+        return False
+    left, right = cmp.left, cmp.right
+    deeper = _readers(left, users_of(left).get(a, ()))
+    if deeper != _readers(right, users_of(right).get(b, ())):
+        return False
+    return all(
+        p in lone or _look_alikes(comp).get(deeper, [p]) == [p]
+        for comp, p, lone in ((left, a, lone_l), (right, b, lone_r))
+    )
+
+
 class _Weights:
     """The inputs each side's step updates (its weights), asked of the core only when a rule needs them."""
 
@@ -376,12 +448,22 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
         and a in supported
         and lnum[a] not in taken_l
         and rnum[b] not in taken_r
-        and (m.matcher.get(a) not in _IDENTITY or (a in lone_l and b in lone_r))
+        and (
+            m.matcher.get(a) not in _IDENTITY
+            or (a in lone_l and b in lone_r)
+            or _firm(cmp, a, b, lone_l, lone_r)
+        )
         and not _other_tensor(a, b, lloc, rloc, by_loc, ls[a])
         and resized(ls[a], rs[b])
+        and not (len(rnum) > len(lnum) and _split(cmp, a, b))
     ]
     # Look-alike blocks with one more of them on a side: positions decide what evidence cannot.
-    in_place = kept_in_place(left, right, evidence, context)
+    firm = {
+        lnum[a]: rnum[b]
+        for a, b in matched.items()
+        if b in rnum and (lnum[a], rnum[b]) in evidence and _firm(cmp, a, b, lone_l, lone_r)
+    }
+    in_place = kept_in_place(left, right, evidence, {**context, **firm})
     if in_place is not None:
         evidence = in_place
     # A stage's window shifted over look-alike blocks: the block gained and the one lost stay unpaired.

@@ -383,6 +383,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     users = users_of(entry)
     readers = {u for p in keep for u in users.get(p, ())}  # library code reading the state
     weights = {shape_of(entry, p) for p in entry.param_number if p not in keep}
+    # What reads a copy that shared the original's data (the EMA's own `t.mul_(decay)`) read the
+    # original in A: the same op, now on the copy's own buffer.
+    copy_readers = {u for x in twins for u in users.get(x.name, ())}
     folded = [
         i
         for i, c in enumerate(pending)
@@ -403,6 +406,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             or c.kind is not CauseKind.STRUCTURE
             or any(is_optimizer_code(f) for f in files)
             or (set(c.right) & readers and all(is_library_path(f) for f in files))
+            or (bool(c.right) and set(c.right) <= copy_readers)
         )
         and (c.kind is not CauseKind.OUTPUT_ADDED or _state_outputs(c, set(shapes)))
         # Tensors of the user's own code in another order (a dict of statistics filled in
