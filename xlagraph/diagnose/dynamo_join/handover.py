@@ -122,9 +122,11 @@ def bridge_flush(recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace
         retrace = retraces.get(r.dynamo)
         flushed = any(_flushed(c) for c in r.causes)
         # (a change of outputs alone, parameters unfrozen, where the forward's has no other cause)
+        # (a retrace that hit other breaks is `moved_work`'s: its work moved between graphs too)
+        moved = bool(retrace) and set(retrace.breaks) != set(retrace.breaks_before)
         forward = (
             forward_change(r.dynamo, recompiles) or named_change(r.dynamo, recompiles)
-            if retrace and not retrace.expected and flushed
+            if retrace and not retrace.expected and flushed and not moved
             else None
         )
         live = [a for a in r.attribution if not r.causes[a.cause].info]

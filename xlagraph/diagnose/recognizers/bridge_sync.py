@@ -23,6 +23,7 @@ from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_optimizer_code
 from xlagraph.diagnose.recognizers._causes import merge
 from xlagraph.diagnose.recognizers._dataflow import downstream, upstream
+from xlagraph.diagnose.shapes import shape_of
 from xlagraph.ir import strip_layout
 
 __all__ = ["FLUSHED_MID_RUN", "HINT", "RECOGNIZER"]
@@ -122,11 +123,17 @@ def _state_in_place(evidence: Evidence, cause: Cause) -> bool:
 
 
 def _left_whole(evidence: Evidence, cause: Cause) -> bool:
-    """The baseline's outputs `cause` removes read inputs, and only inputs this graph no longer
-    takes (and constants): work that left the graph whole, with everything it read."""
+    """The baseline's outputs `cause` removes are scalars (a loss) that read inputs, and only
+    inputs this graph no longer takes (and constants): work that left the graph whole, with
+    everything it read."""
     left = evidence.left.entry
     kept = set(evidence.entry_match.values())
     outs = [ins.name for canon, ins in evidence.instructions(cause) if canon is evidence.left]
+    # A loss, a scalar: outputs of other shapes that left whole are work a retrace without its
+    # graph break moved into its compiled graphs (`dynamo_join.handover.moved_work`).
+    lost = [ch.left for ch in cause.changes if ch.what == "output"]
+    if not lost or any(not shape_of(left, o).endswith("[]") for o in lost):
+        return False
     read = upstream(left.operands, outs) & set(left.param_number) if outs else set()
     return bool(read) and not read & kept
 
