@@ -12,9 +12,11 @@ from xlagraph.diagnose.dynamo_join.branches import (
     join_branch_graphs,
 )
 from xlagraph.diagnose.dynamo_join.expected import mode_graphs, warm_up_cuts
-from xlagraph.diagnose.dynamo_join.handover import moved_work
+from xlagraph.diagnose.dynamo_join.handover import bridge_flush, moved_work
 from xlagraph.diagnose.dynamo_join.lines import cite_backward, cite_guards
+from xlagraph.diagnose.dynamo_join.new_cuts import retrace_cuts
 from xlagraph.diagnose.dynamo_join.optimizer import follow_forward
+from xlagraph.diagnose.dynamo_join.picked_module import picked_modules
 from xlagraph.diagnose.dynamo_join.retrace import Retrace
 from xlagraph.diagnose.recompile import Recompile
 
@@ -30,8 +32,8 @@ def join(
     """`recompiles` (each naming in `dynamo` the compile that made its graph) rewritten by the rules in
     order; `retraces` by compile id, `phases` the phases (warm-up, steady) each variant ran in,
     `last_run` the last sync it ran at."""
-    explained = cite_guards(recompiles, retraces)
+    explained = picked_modules(cite_guards(recompiles, retraces), retraces)
     explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, retraces, last_run)), retraces)
     explained = branch_guard_graphs(explained, retraces)
     explained = follow_forward(warm_up_cuts(join_branch_graphs(explained), phases), retraces)
-    return moved_work(explained, retraces)
+    return retrace_cuts(bridge_flush(moved_work(explained, retraces), retraces), retraces)

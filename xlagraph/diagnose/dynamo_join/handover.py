@@ -9,6 +9,11 @@ longer returns what the lazy backward made (or the reverse, for a break the retr
 Read against the steps before, that is outputs removed, inputs added and removed, and the
 optimizer's update read as work on some steps: the retrace's change seen from the lazy side, so
 the forward's kind, lines and fix, said once.
+
+So is the step's own sync graph on the retrace's step when no break moved: the bridge's first
+compile of the retrace's graphs runs a full sync, which runs the work pending before the call (the
+loss) in the bridge's graph, so the user's graph returns it no more on that step, and reads the
+gradients the new backward made in another order (`bridge_sync` names the loss it lost).
 """
 
 from __future__ import annotations
@@ -16,12 +21,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.dynamo_join.new_cuts import named_change
 from xlagraph.diagnose.dynamo_join.optimizer import forward_change
 from xlagraph.diagnose.dynamo_join.retrace import Retrace, with_one_cause
 from xlagraph.diagnose.frames import is_optimizer_code
+from xlagraph.diagnose.recognizers.bridge_sync import FLUSHED_MID_RUN
+from xlagraph.diagnose.recognizers.bridge_sync import HINT as BRIDGE_HINT
 from xlagraph.diagnose.recompile import Attribution, Recompile
 
-__all__ = ["moved_work"]
+__all__ = ["bridge_flush", "moved_work"]
 
 # What a graph hands over: the tensors it takes and returns.
 _INTERFACE = frozenset(
@@ -92,5 +100,62 @@ def moved_work(recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace])
         lines = tuple(dict.fromkeys(where.lines + tuple(x for a in live for x in a.lines)))
         one = Cause(cause.kind, summary, cause.hint, sources=lines)
         causes = (one, *(c for c in r.causes if c.info))
+        out.append(with_one_cause(r, causes, lines, tuple(dict.fromkeys(lines + r.lines))))
+    return tuple(out)
+
+
+# Tensors handed over in another order: the new backward's gradients, made in its order.
+_REORDERED = (CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION)
+
+
+def _flushed(c: Cause) -> bool:
+    """`c` is the work the bridge's mid-run full sync took out of this graph (`bridge_sync`)."""
+    return c.kind is CauseKind.STATE_INIT and c.hint == BRIDGE_HINT and c.summary.startswith(FLUSHED_MID_RUN)
+
+
+def bridge_flush(recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace]) -> tuple[Recompile, ...]:
+    """The step's own sync graph on a retrace's step that lost its pending work (a loss) to the
+    bridge's full sync, and otherwise only hands tensors over (in another order, or as said for
+    the forward's change): the retrace's change again, its kind, fix and lines, said so."""
+    out = []
+    for r in recompiles:
+        retrace = retraces.get(r.dynamo)
+        flushed = any(_flushed(c) for c in r.causes)
+        # (a change of outputs alone, parameters unfrozen, where the forward's has no other cause)
+        # (a retrace that hit other breaks is `moved_work`'s: its work moved between graphs too)
+        moved = bool(retrace) and set(retrace.breaks) != set(retrace.breaks_before)
+        forward = (
+            forward_change(r.dynamo, recompiles) or named_change(r.dynamo, recompiles)
+            if retrace and not retrace.expected and flushed and not moved
+            else None
+        )
+        live = [a for a in r.attribution if not r.causes[a.cause].info]
+        if (
+            retrace is None
+            or forward is None
+            or any(r.causes[a.cause] is forward[0] for a in live)
+            or not all(
+                r.causes[a.cause].kind in _REORDERED or _handed_over(r.causes[a.cause], a, forward[0])
+                for a in live
+            )
+        ):
+            out.append(r)
+            continue
+        cause, where = forward
+        summary = (
+            f"this graph only hands its pending work over: torch.compile traced `{retrace.function}` "
+            f"again on this step ({retrace.guard.phrase}), and the openxla bridge's first compile of the "
+            "new graphs ran a full sync, which ran the work pending before the call (the loss) in its "
+            "graph: this sync's graph returns it no more on this step only"
+            + (
+                ", and reads what the new graphs made in their order"
+                if any(r.causes[a.cause].kind in _REORDERED for a in live)
+                else ""
+            )
+            + f"; the retrace's change ({cause.kind} at {where.lines[0]}): {cause.summary}"
+        )
+        lines = tuple(dict.fromkeys(where.lines + tuple(x for a in live for x in a.lines)))
+        one = Cause(cause.kind, summary, cause.hint, sources=lines)
+        causes = (one, *(c for c in r.causes if c.info and not _flushed(c)))
         out.append(with_one_cause(r, causes, lines, tuple(dict.fromkeys(lines + r.lines))))
     return tuple(out)

@@ -5,6 +5,13 @@ later calls sync only the compiled graph's inputs. So on a step where it compile
 one where dynamo recompiles), the work the user left pending before the compiled call or its
 backward (a loss) runs in the bridge's graph, and the user's own sync returns fewer tensors than
 on a step where the bridge only runs what it compiled. torch.compile's warm-up: expected.
+
+The other way round, mid-run: a dynamo recompile makes the bridge compile again, and on that step
+its full sync takes the pending work (the loss) out of the user's graph, which returns it no more
+than on that one step. Told apart from a tensor the user stopped keeping by its inputs: the removed
+outputs read only inputs this graph no longer takes (the work left whole, with what it read). Named
+here as the bridge's (info: the recompile that made the bridge compile is the one to fix, and the
+dynamo join says it as that recompile's cause, `dynamo_join.handover.bridge_flush`).
 """
 
 from __future__ import annotations
@@ -15,12 +22,15 @@ from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_optimizer_code
 from xlagraph.diagnose.recognizers._causes import merge
-from xlagraph.diagnose.recognizers._dataflow import downstream
+from xlagraph.diagnose.recognizers._dataflow import downstream, upstream
+from xlagraph.diagnose.shapes import shape_of
 from xlagraph.ir import strip_layout
 
-__all__ = ["HINT", "RECOGNIZER"]
+__all__ = ["FLUSHED_MID_RUN", "HINT", "RECOGNIZER"]
 
 HINT = fix("state_init.bridge_sync")
+# How the mid-run case's summary starts: the dynamo join finds it by it (and by HINT).
+FLUSHED_MID_RUN = "torch.compile's openxla bridge synced all pending work earlier in this step"
 
 _ADDED = (CauseKind.OUTPUT_ADDED, CauseKind.PARAMETER_ADDED)
 # What moving work from one graph to the other also does: inputs and outputs shift.
@@ -112,11 +122,78 @@ def _state_in_place(evidence: Evidence, cause: Cause) -> bool:
     return bool(cause.right)
 
 
+def _left_whole(evidence: Evidence, cause: Cause) -> bool:
+    """The baseline's outputs `cause` removes are scalars (a loss) that read inputs, and only
+    inputs this graph no longer takes (and constants): work that left the graph whole, with
+    everything it read."""
+    left = evidence.left.entry
+    kept = set(evidence.entry_match.values())
+    outs = [ins.name for canon, ins in evidence.instructions(cause) if canon is evidence.left]
+    # A loss, a scalar: outputs of other shapes that left whole are work a retrace without its
+    # graph break moved into its compiled graphs (`dynamo_join.handover.moved_work`).
+    lost = [ch.left for ch in cause.changes if ch.what == "output"]
+    if not lost or any(not shape_of(left, o).endswith("[]") for o in lost):
+        return False
+    read = upstream(left.operands, outs) & set(left.param_number) if outs else set()
+    return bool(read) and not read & kept
+
+
+def _flushed_mid_run(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
+    """The bridge synced all pending work earlier in this step (it compiled again: a dynamo
+    recompile), not in the baseline's: the outputs this graph lost to it, and the inputs only they
+    read, are the bridge's."""
+    live = [i for i, c in enumerate(pending) if not c.info]
+    lost = [
+        i for i in live if pending[i].kind is CauseKind.OUTPUT_REMOVED and _left_whole(evidence, pending[i])
+    ]
+    if not lost:
+        return NOTHING
+    left = evidence.left.entry
+    outs = [
+        ins.name for i in lost for canon, ins in evidence.instructions(pending[i]) if canon is evidence.left
+    ]
+    feeding = upstream(left.operands, outs)
+    fed = [
+        i
+        for i in live
+        if pending[i].kind is CauseKind.PARAMETER_REMOVED
+        and pending[i].left
+        and set(pending[i].left) <= feeding
+    ]
+    gone_in = [left.param_number[n] for i in fed for n in pending[i].left if n in left.param_number]
+    gone_out = [k for k, o in enumerate(left.outputs) if o in outs]
+    shifted = [i for i in live if _only_shifted(pending[i], gone_in, gone_out)]
+    outputs = sum(1 for i in lost for ch in pending[i].changes if ch.what == "output") or len(lost)
+    summary = (
+        f"{FLUSHED_MID_RUN} (it compiled a graph again here, for a torch.compile recompile: its first "
+        "compile of a graph runs a full torch_xla.sync before extracting it): the ops left pending "
+        "before the compiled call or its backward (a loss) ran in the bridge's graph, so this sync's "
+        f"graph returns {outputs} output(s) fewer on this step only; it follows from that recompile"
+    )
+    taken = lost + fed + shifted
+    cause = merge(CauseKind.STATE_INIT, summary, [pending[i] for i in taken], hint=HINT, info=True)
+    return Recognized((cause,), frozenset(taken))
+
+
+def _only_shifted(cause: Cause, gone_in: list[int], gone_out: list[int]) -> bool:
+    """`cause` is a permutation whose every move is the renumbering the removal makes: each input
+    (output) after a removed one one place earlier per removed one before it."""
+    if cause.kind not in _ORDER or not cause.mapping:
+        return False
+    for m in cause.mapping:
+        gone = gone_out if m.what == "output" else gone_in
+        if m.right != m.left - sum(1 for k in gone if k < m.left):
+            return False
+    return True
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     ctx = evidence.context
+    # Mid-run (a dynamo recompile made the bridge compile again): the loss this graph lost to it.
+    mid_run = ctx.bridge_synced and not ctx.baseline_bridged and ctx.trigger and ctx.baseline_trigger
+    if mid_run and "dynamo" not in (ctx.trigger, ctx.baseline_trigger):
+        return _flushed_mid_run(evidence, pending)
     # The step after the bridge's warm-up: the work it synced comes back into the user's graph.
-    # (The other way round, a graph that lost outputs to the bridge's sync, is left to the
-    # other recognizers: a dynamo recompile is what makes the bridge sync mid-run.)
     if not ctx.baseline_bridged or ctx.bridge_synced:
         return NOTHING
     # Both graphs are the user's own syncs: the bridge's graphs are torch.compile's to explain.

@@ -10,12 +10,12 @@ from dataclasses import replace
 # The module, not its name: value_origin reads this package's helpers, so importing it first
 # runs this package's __init__ (and this file) while value_origin is half made.
 from xlagraph.diagnose import value_origin
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import Cause, CauseKind, Change
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_user_location, source_line, split_location
 from xlagraph.diagnose.recognizers._causes import renamed
-from xlagraph.diagnose.recognizers._dataflow import trained, updated_inputs
+from xlagraph.diagnose.recognizers._dataflow import trained, updated_inputs, upstream
 from xlagraph.diagnose.recognizers._fed_back import grown_state
 from xlagraph.diagnose.recognizers._filled_lists import filled_until
 from xlagraph.diagnose.recognizers._helper_calls import helper_size_calls
@@ -24,6 +24,7 @@ from xlagraph.diagnose.recognizers._set_before import set_before
 from xlagraph.diagnose.recognizers._source import calls_of_function, lines_matching, source_text, user_files
 from xlagraph.diagnose.recognizers._statements import enclosing, loads, syntax_tree
 from xlagraph.diagnose.recognizers._user_flow import list_tensors
+from xlagraph.diagnose.shapes import shape_of
 from xlagraph.match.shapes import dims
 
 __all__ = [
@@ -51,6 +52,42 @@ PYTHON_LIST_HINT = fix("parameter_shape.python_list")
 # `self.heads[task](x)`: a module looked up by a key and called.
 _PICKED_MODULE = re.compile(r"\b[\w.]+\[[^\]]+\]\(")
 OTHER_HINT = fix("parameter_shape.other")
+
+
+def _gradient(comp, updates: dict[str, str], name: str) -> bool:  # type: ignore[no-untyped-def]
+    """Input `name` is read by the update of a weight of its shape the step trains, and is no
+    weight itself: that weight's gradient (handed over by torch.compile's backward, or the lazy
+    one's), which changes shape with it."""
+    shape = shape_of(comp, name)
+    return any(
+        p != name
+        and shape_of(comp, p) == shape
+        and trained(comp, updates, p)
+        and name in upstream(comp.operands, [o])
+        for o, p in updates.items()
+    )
+
+
+def _weights_changed(evidence: Evidence, shapes: list[Change]) -> bool:
+    """Every input that changed shape is a weight the step updates, or the gradient of one, on
+    one side at least, and one is a weight: another module's parameters, not data."""
+    left, right = evidence.left.entry, evidence.right.entry
+    updates_a, updates_b = updated_inputs(left, left.outputs), updated_inputs(right, right.outputs)
+    weights_a, weights_b = set(updates_a.values()), set(updates_b.values())
+
+    def weight(ch: Change) -> bool:
+        return (ch.left in weights_a and trained(left, updates_a, ch.left)) or (
+            ch.right in weights_b and trained(right, updates_b, ch.right)
+        )
+
+    def gradient(ch: Change) -> bool:
+        return (ch.left in left.param_number and _gradient(left, updates_a, ch.left)) or (
+            ch.right in right.param_number and _gradient(right, updates_b, ch.right)
+        )
+
+    return (
+        bool(shapes) and any(weight(ch) for ch in shapes) and all(weight(ch) or gradient(ch) for ch in shapes)
+    )
 
 
 def _changed_axes(old: str, new: str) -> set[int]:
@@ -328,9 +365,6 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     picked = [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_SHAPE]
     if not picked:
         return NOTHING
-    left, right = evidence.left.entry, evidence.right.entry
-    updates_a, updates_b = updated_inputs(left, left.outputs), updated_inputs(right, right.outputs)
-    weights_a, weights_b = set(updates_a.values()), set(updates_b.values())
     out = []
     for i in picked:
         c = pending[i]
@@ -346,11 +380,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 GROWING_STATE_HINT,
             )
             c = replace(c, sources=tuple(dict.fromkeys([*grown, *c.sources]))[:6])
-        elif shapes and all(
-            (ch.left in weights_a and trained(left, updates_a, ch.left))
-            or (ch.right in weights_b and trained(right, updates_b, ch.right))
-            for ch in shapes
-        ):
+        elif _weights_changed(evidence, shapes):
             what, hint = "the inputs are weights the step updates, not data", WEIGHTS_HINT
             files = user_files(evidence)
             lookups = lines_matching(files, _PICKED_MODULE, limit=2)
