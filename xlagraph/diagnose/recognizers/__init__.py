@@ -58,6 +58,7 @@ from xlagraph.diagnose.recognizers import (
     size_echo,
     special_scalar,
     state_init,
+    summed_term,
     term_order,
     trainable,
     trainable_fold,
@@ -93,6 +94,9 @@ ORDER: tuple[Recognizer, ...] = (
     # Before the source-driven and scalar recognizers: the matcher paired a sum's terms that
     # changed places by content, and what reads them differs because of that alone.
     term_order.RECOGNIZER,
+    # Before the scalar recognizers: one more term of a sum re-pairs the sum's chain and the
+    # scalars along it around the new input's term; those follow from the input.
+    summed_term.RECOGNIZER,
     # Before conditional_work: outputs returned one per item of an argument, and the work done for
     # them only, are what the host passed, not a branch the step took.
     returned_items.RECOGNIZER,
