@@ -10,6 +10,7 @@ from xlagraph.diagnose.causes import Cause
 from xlagraph.diagnose.evidence import Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers import (
     annotation,
+    branch_rest,
     branches,
     bridge_sync,
     checkpointing,
@@ -80,6 +81,9 @@ ORDER: tuple[Recognizer, ...] = (
     fsdp_layout.RECOGNIZER,
     parallelism.RECOGNIZER,
     graph_break.RECOGNIZER,
+    # After graph_break: the step's own sync after a cut inside a host-decided branch holds the
+    # rest of the branch's step.
+    branch_rest.RECOGNIZER,
     random_skip.RECOGNIZER,
     dtype.RECOGNIZER,
     # Before state_init: new inputs shaped like the ones kept are the copies of an unrolled loop's
