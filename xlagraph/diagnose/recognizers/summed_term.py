@@ -47,12 +47,13 @@ def _item_like(right: CanonicalComputation, params: tuple[str, ...], users: dict
     )
 
 
+def _scalar(right: CanonicalComputation, name: str) -> bool:
+    return strip_layout(right.instruction(name).shape).endswith("[]")
+
+
 def _sums_scalars(right: CanonicalComputation, names: set[str]) -> bool:
     """Some `add` among `names` adds scalars: a term joining a sum (a loss), not a layer's work."""
-    return any(
-        right.instruction(n).opcode == "add" and strip_layout(right.instruction(n).shape).endswith("[]")
-        for n in names
-    )
+    return any(right.instruction(n).opcode == "add" and _scalar(right, n) for n in names)
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
@@ -80,12 +81,22 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         and set(heads) <= cone | set(params)
     ]
     # Only the chain re-paired, in the ops of a chain; or the term's ops of their own beside the
-    # scalar add that sums them (a loss). Either way the new input is another item's twin.
-    repaired = all(
-        len(pending[i].left) == len(pending[i].right) and opcodes(evidence, pending[i]) <= _CHAIN
-        for i in structures
+    # scalar add that sums them (a loss), with what the term saves for its backward (else a new
+    # input read by work of its own is new_input's). Either way the new input is another item's
+    # twin, a tensor: a Python scalar passed as data is the scalar recognizers'.
+    readers = {u for p in params for u in users.get(p, ())}
+    # (the new input's readers paired with another term's: the matcher took the term for a twin)
+    repaired = (
+        readers <= evidence.entry_match.keys()
+        and not readers & region
+        and all(
+            len(pending[i].left) == len(pending[i].right) and opcodes(evidence, pending[i]) <= _CHAIN
+            for i in structures
+        )
     )
-    if not (repaired or _sums_scalars(right, region)) or not _item_like(right, params, users):
+    if not (repaired or (saved and _sums_scalars(right, region))):
+        return NOTHING
+    if any(_scalar(right, p) for p in params) or not _item_like(right, params, users):
         return NOTHING
     # A constant the re-pairing swapped (a term's 1/n against another's weight 1): read by the chain.
     constants = [
