@@ -42,7 +42,8 @@ class Context:
     implicit sync (a tensor's value read on the host, `if h.max() > limit:` without `.item()`).
     `cut_before`: the user's line of an implicit sync earlier in the new graph's step: the step's
     ops up to it ran in that sync's graph, and this one holds the rest; `baseline_cut_before`: so
-    in the baseline's step.
+    in the baseline's step. `step_cuts` / `baseline_step_cuts`: the user's lines of every implicit
+    sync seen earlier in each graph's step (the first cut, then those of graphs compiled there).
     `tensors`: the live tensors the capture saw before the new graph's sync (with their frames
     where it ran with XLA_IR_DEBUG=1): where at runtime the user's code made them;
     `baseline_tensors` those before the baseline graph's sync, where the diff has them (a rank
@@ -62,6 +63,8 @@ class Context:
     host_reads: tuple[str, ...] = ()
     cut_before: str = ""
     baseline_cut_before: str = ""
+    step_cuts: tuple[str, ...] = ()
+    baseline_step_cuts: tuple[str, ...] = ()
     tensors: tuple[LiveTensor, ...] = ()
     baseline_tensors: tuple[LiveTensor, ...] = ()
 

@@ -171,7 +171,8 @@ _RULES: tuple[Rule, ...] = (
     ),
     (
         "sequence_length",
-        re.compile(r"^len\((?P<v>.+?)\) == (?P<a>\d+)$"),
+        # dynamo 2.9 prints the failed check (`len(model.prototypes) != 2`), earlier the guard
+        re.compile(r"^len\((?P<v>.+?)\) [!=]= (?P<a>\d+)$"),
         lambda m: (_name(m["v"]), f"the length of `{_name(m['v'])}` changed (was {m['a']})", m["a"], ""),
     ),
     (

@@ -48,6 +48,11 @@ def origin_of(kind: str, subject: str, code: str, call_site: str) -> str:
     if (m := re.fullmatch(r"args\[(\d+)\]", subject)) and kind.startswith("tensor"):
         return _positional(int(m[1]), call_site)
     attr = re.sub(r"\[.*?\]", "", subject).rsplit(".", 1)[-1]
+    if kind == "sequence_length" and "." in subject and attr.isidentifier():
+        # a container the object keeps (`model.prototypes`): where an item is added to it
+        grown = _indented_line(call_site, _grows(attr), skip=BUILDERS)
+        if grown:
+            return grown
     if subject.startswith("self.") and attr.isidentifier():
         if attr == "training":
             return _mode_set(call_site) or _indented_line(call_site, _MODE_SET)
@@ -193,6 +198,13 @@ def _call_at(file: str, line: int, params: list[str] | None = None) -> ast.Call 
 
 
 _MODE_SET = re.compile(r"\.(?:train|eval)\(")
+
+
+def _grows(attr: str) -> re.Pattern[str]:
+    """A line that adds an item to the container `.attr`: `self.attr[k] = v`, `.attr.append(v)` ..."""
+    return re.compile(
+        rf"\.{re.escape(attr)}(?:\[[^\]]*\]\s*=(?!=)|\.(?:append|extend|insert|update|setdefault|add)\()"
+    )
 
 
 def _mode_set(call_site: str) -> str:

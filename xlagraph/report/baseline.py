@@ -162,7 +162,24 @@ def _context(
         tensors=run.tensors,
         cut_before=_cut_before(target, run.cuts),
         baseline_cut_before=_cut_before(candidate, run.cuts),
+        step_cuts=_step_cuts(target, run, earlier),
+        baseline_step_cuts=_step_cuts(candidate, run, earlier),
     )
+
+
+def _step_cuts(sync: Sync, run: RunFacts, earlier: Sequence[tuple[str, Sync]]) -> tuple[str, ...]:
+    """The user's lines of the implicit syncs earlier in `sync`'s step: its first cut, and those
+    of the graphs compiled before it in that step (a fallback op's sync inside a branch)."""
+    first = _cut_before(sync, run.cuts)
+    lines = (
+        line
+        for _, e in earlier
+        if e.step == sync.step
+        and e.index < sync.index
+        and run.triggers.get(e.index, "") in IMPLICIT_TRIGGERS
+        and (line := call_site(e.frames))
+    )
+    return tuple(dict.fromkeys([first, *lines] if first else lines))
 
 
 def implicit_cuts(syncs: Sequence[Sync], triggers: Mapping[int, str]) -> dict[int, tuple[int, str]]:

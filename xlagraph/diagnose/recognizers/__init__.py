@@ -28,6 +28,9 @@ ORDER: tuple[Recognizer, ...] = _in_order(
     "fsdp_layout",
     "parallelism",
     "graph_break",
+    # After graph_break: the step's own sync after a cut inside a host-decided branch holds the
+    # rest of the branch's step.
+    "branch_rest",
     "random_skip",
     "dtype",
     # Before state_init: new inputs shaped like the ones kept are the copies of an unrolled loop's
@@ -42,6 +45,9 @@ ORDER: tuple[Recognizer, ...] = _in_order(
     # Before the source-driven and scalar recognizers: the matcher paired a sum's terms that
     # changed places by content, and what reads them differs because of that alone.
     "term_order",
+    # Before the scalar recognizers: one more term of a sum re-pairs the sum's chain and the
+    # scalars along it around the new input's term; those follow from the input.
+    "summed_term",
     # Before conditional_work: outputs returned one per item of an argument, and the work done for
     # them only, are what the host passed, not a branch the step took.
     "returned_items",
