@@ -86,6 +86,7 @@ SPLITS = (
     "held_out_44",
     "held_out_45",
     "held_out_46",
+    "held_out_47",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
