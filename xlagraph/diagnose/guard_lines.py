@@ -21,7 +21,7 @@ from xlagraph.diagnose.frames import source_line, split_location
 from xlagraph.diagnose.recognizers._statements import call_name, enclosing, function_around, syntax_tree
 from xlagraph.diagnose.recognizers._value_made import assigned_before, statement
 
-__all__ = ["dtype_cast", "grad_flag_lines", "grad_scope"]
+__all__ = ["dtype_cast", "grad_flag_lines", "grad_scope", "requires_grad_set"]
 
 # dynamo's dtype names (`actual Byte`) -> torch's spellings of that dtype
 _DTYPES = {
@@ -44,13 +44,28 @@ def dtype_cast(subject: str, dtype: str, code: str, call_site: str) -> str:
     passed as `subject` (the compiled function's parameter, `code` its `def`) is cast to or
     created with `dtype` (dynamo's name: `Byte`): the last such line before the call, else the
     first after it (a loop reaches it before the next call); `` when none says so."""
-    file, line = split_location(call_site)
     spellings = _DTYPES.get(dtype, ())
-    if not file or not line or not spellings:
+    if not spellings:
+        return ""
+    alt = "|".join(spellings)
+    return _set_at(subject, code, call_site, re.compile(rf"\btorch\.(?:{alt})\b|\.(?:{alt})\(\)"))
+
+
+# `x.requires_grad_(...)`, `x.requires_grad = ...`, `requires_grad=` of the call that makes it
+_REQUIRES_GRAD = re.compile(r"\brequires_grad(?:_\(|\s*=)")
+
+
+def requires_grad_set(subject: str, code: str, call_site: str) -> str:
+    """As `dtype_cast`, for a tensor input's requires_grad: where the caller's function switches it
+    on or off for the value it passes (`images.requires_grad_(True)` under `if want_saliency:`)."""
+    return _set_at(subject, code, call_site, _REQUIRES_GRAD)
+
+
+def _set_at(subject: str, code: str, call_site: str, said: re.Pattern[str]) -> str:
+    file, line = split_location(call_site)
+    if not file or not line:
         return ""
     names = _passed_names(subject, code, file, line)
-    alt = "|".join(spellings)
-    cast = re.compile(rf"\btorch\.(?:{alt})\b|\.(?:{alt})\(\)")
     fn = function_around(file, line)
     tree = fn or syntax_tree(file)
     if tree is None:
@@ -59,7 +74,7 @@ def dtype_cast(subject: str, dtype: str, code: str, call_site: str) -> str:
     found = [
         n
         for n in body
-        if cast.search(code_text := source_line(file, n).split("#", 1)[0])
+        if said.search(code_text := source_line(file, n).split("#", 1)[0])
         and any(re.search(rf"\b{re.escape(x)}\b", code_text) for x in names)
     ]
     before = [n for n in found if n <= line]

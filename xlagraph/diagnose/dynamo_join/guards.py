@@ -10,7 +10,7 @@ from xlagraph.diagnose.dynamo_join.branches import branch_fix
 from xlagraph.diagnose.dynamo_join.retrace import GuardFailure
 from xlagraph.diagnose.fixes import CACHE_LIMIT_FIX
 from xlagraph.diagnose.frames import is_library, source_line, split_location
-from xlagraph.diagnose.guard_lines import dtype_cast, grad_scope
+from xlagraph.diagnose.guard_lines import dtype_cast, grad_scope, requires_grad_set
 from xlagraph.diagnose.guards import GuardChange, explain_guard, fix_for
 from xlagraph.diagnose.value_origin import origin_of
 from xlagraph.dynamolog import DynamoCompile
@@ -61,9 +61,14 @@ def guard_failures(c: DynamoCompile, files: Sequence[str] = ()) -> tuple[GuardFa
 
 def _origin(g: GuardChange, c: DynamoCompile) -> str:
     """Where the user computed the value the guard failed on; for a dtype, where the input was
-    cast to its new one; for the grad mode, the `with` around the call that sets it."""
+    cast to its new one; for requires_grad, where it was switched; for the grad mode, the `with`
+    around the call that sets it."""
     if g.kind == "tensor_dtype":
         return dtype_cast(g.subject, g.after, c.code, call_site(c)) or origin_of(
+            g.kind, g.subject, c.code, call_site(c)
+        )
+    if g.kind == "tensor_requires_grad":
+        return requires_grad_set(g.subject, c.code, call_site(c)) or origin_of(
             g.kind, g.subject, c.code, call_site(c)
         )
     if g.kind == "grad_mode":

@@ -45,8 +45,12 @@ def cite_guards(recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace]
     return tuple(out)
 
 
-# A guard whose kind names the change the XLA graphs show (an input's dtype) -> that change's kind.
-_GUARD_CITED = {"tensor_dtype": CauseKind.DTYPE}
+# A guard whose kind names the change the XLA graphs show -> that change's kinds: an input's dtype
+# its element type; an input's requires_grad its gradient, returned or no longer.
+_GUARD_CITED = {
+    "tensor_dtype": frozenset({CauseKind.DTYPE}),
+    "tensor_requires_grad": frozenset({CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED}),
+}
 
 
 def _guard_first(r: Recompile, guard: GuardFailure, call_site: str) -> Recompile:
@@ -55,13 +59,13 @@ def _guard_first(r: Recompile, guard: GuardFailure, call_site: str) -> Recompile
     graphs name (a `.float()` inside the compiled function reads it, it is not the change), and its
     fix is the guard's (`guards.KINDS`: cast the input to one dtype before the call), not the
     generic one of an element type (autocast, model.half()); a recognizer's more specific fix stays."""
-    kind = _GUARD_CITED[guard.kind]
+    kinds = _GUARD_CITED[guard.kind]
     cite = tuple(dict.fromkeys(x for x in (guard.origin, guard.at, call_site) if x))
-    hit = [a for a in r.attribution if r.causes[a.cause].kind is kind and not r.causes[a.cause].info]
+    hit = [a for a in r.attribution if r.causes[a.cause].kind in kinds and not r.causes[a.cause].info]
     if not hit or not cite:
         return r
     # the generic text only: a recognizer's own (`dtype.integer`: int32 and int64 batches) says more
-    fixed = {a.cause for a in hit if r.causes[a.cause].hint == HINTS[kind]}
+    fixed = {a.cause for a in hit if r.causes[a.cause].hint == HINTS[r.causes[a.cause].kind]}
     causes = tuple(
         replace(c, hint=guard.fix) if i in fixed and guard.fix else c for i, c in enumerate(r.causes)
     )
