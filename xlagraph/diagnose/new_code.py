@@ -26,6 +26,7 @@ __all__ = [
     "NEW_CALL_SITE",
     "NEW_SYNC_POINT",
     "NewCode",
+    "another_call",
     "another_use",
     "constants_only",
     "new_code",
@@ -109,6 +110,17 @@ def new_code(
         else ""
     )
     return NewCode(when, fixed, _after_bridge_warm_up(target, syncs, triggers, bridged) or "")
+
+
+# What calling one compiled function for more or fewer of its values changes.
+_RETURNED = frozenset({CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED})
+
+
+def another_call(names: tuple[str, str], causes: Sequence[Cause]) -> bool:
+    """The same function `torch_xla.compile` traced (`names`: the names it gave both graphs), called
+    from another line for more or fewer of its values (`return loss, images` on logging steps): a
+    changed graph of that function, whose outputs are the cause, not new code at a new call site."""
+    return names[0] == names[1] and names[0] not in GENERIC_NAMES and all(c.kind in _RETURNED for c in causes)
 
 
 def another_use(target: Sync, baseline: Sync, first: Mapping[str, Sync], last_step: int) -> bool:

@@ -20,7 +20,7 @@ from xlagraph.diagnose.causes import Cause, name_sides, with_sides
 from xlagraph.diagnose.closeness import Compared
 from xlagraph.diagnose.frames import call_site, source_line, split_frames
 from xlagraph.diagnose.listing import plural
-from xlagraph.diagnose.new_code import another_use, new_code, new_code_cause
+from xlagraph.diagnose.new_code import another_call, another_use, new_code, new_code_cause
 from xlagraph.report.baseline import RunFacts, choose_baseline, graph_name, implicit_cuts
 from xlagraph.report.model import Attribution, Baseline, Recompile
 from xlagraph.report.modules import Modules
@@ -87,8 +87,11 @@ def explain_recompile(target: Sync, run: ReportRun) -> Recompile:
         notes = tuple(name_sides(n, *sides) for n in result.notes)
         graphs = modules.get(choice.graph_hash), modules.get(target.graph_hash)
         facts = (log.syncs, triggers, first, run.last_marker, bridged)
+        names = graph_name(graphs[0]), graph_name(graphs[1])
         verdict = (
-            new_code(target, choice.graph_hash, choice.reason, graphs, *facts) if site and causes else None
+            new_code(target, choice.graph_hash, choice.reason, graphs, *facts)
+            if site and causes and not another_call(names, causes)
+            else None
         )
         if verdict is not None:
             # the nearest earlier graph is another computation: its differences are no causes
