@@ -27,7 +27,8 @@ def cite_guards(recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace]
     for r in recompiles:
         retrace = retraces.get(r.dynamo)
         guard = retrace.guard if retrace and not retrace.expected else None
-        if retrace and guard and guard.kind in _GUARD_CITED:
+        said = _GUARD_CITED.get(guard.kind) if guard else None
+        if retrace and guard and said and said[1] in guard.origin_source:
             out.append(_guard_first(r, guard, retrace.call_site))
             continue
         cite = tuple(dict.fromkeys(x for x in (guard.origin, guard.at) if x)) if guard else ()
@@ -45,11 +46,14 @@ def cite_guards(recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace]
     return tuple(out)
 
 
-# A guard whose kind names the change the XLA graphs show -> that change's kinds: an input's dtype
-# its element type; an input's requires_grad its gradient, returned or no longer.
+# A guard whose kind names the change the XLA graphs show -> that change's kinds, and what its
+# origin's line must say to be where the user made that change: an input's dtype its element type
+# (any origin); an input's requires_grad its gradient, returned or no longer, where the loop
+# switched it on the tensor it passes (`x.requires_grad_()`; a tensor computed from weights just
+# unfrozen is the unfreeze's, `trainable`).
 _GUARD_CITED = {
-    "tensor_dtype": frozenset({CauseKind.DTYPE}),
-    "tensor_requires_grad": frozenset({CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED}),
+    "tensor_dtype": (frozenset({CauseKind.DTYPE}), ""),
+    "tensor_requires_grad": (frozenset({CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED}), "requires_grad"),
 }
 
 
@@ -59,7 +63,7 @@ def _guard_first(r: Recompile, guard: GuardFailure, call_site: str) -> Recompile
     graphs name (a `.float()` inside the compiled function reads it, it is not the change), and its
     fix is the guard's (`guards.KINDS`: cast the input to one dtype before the call), not the
     generic one of an element type (autocast, model.half()); a recognizer's more specific fix stays."""
-    kinds = _GUARD_CITED[guard.kind]
+    kinds = _GUARD_CITED[guard.kind][0]
     cite = tuple(dict.fromkeys(x for x in (guard.origin, guard.at, call_site) if x))
     hit = [a for a in r.attribution if r.causes[a.cause].kind in kinds and not r.causes[a.cause].info]
     if not hit or not cite:
