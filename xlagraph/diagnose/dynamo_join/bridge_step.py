@@ -5,12 +5,14 @@ backward call) it runs a full `torch_xla.sync()` before extracting it: everythin
 forward of every branch, the loss) runs in that sync's graph, and the step's other graphs, the
 bridge's own and the user's, are cut around it. On the next step the bridge syncs only the
 compiled graph's inputs, so the same work lands in other graphs (the loss's backward in the
-bridge's first input sync, a second backward call's graph of its own, the user's sync without the
-work the bridge took). Read against the warm-up step's graphs that is inputs added and removed,
-shapes renumbered, work done only on some steps: none of it a change of the user's code. Told
-apart by the steps themselves: the step right after a bridged one compiles graphs that run in the
-same order on the step after it (the steady split, replayed), so every recompile on it is the
-warm-up's (`state_init.bridge_sync`, info); a change of the user's on a later step is untouched.
+bridge's first input sync, a second backward call's graph of its own). Read against the warm-up
+step's graphs that is inputs added, work done only on some steps, other structure: none of it a
+change of the user's code. Told apart by the steps themselves: the step right after the run's
+first bridged step compiles graphs that run in the same order on the step after it (the steady
+split, replayed), so a recompile there of the bridge's own sync (its call site is the bridge's,
+not a user's line) is the warm-up's (`state_init.bridge_sync`, info). The user's own sync graph
+of that step is `recognizers/bridge_sync.py`'s to tell (work the step stopped feeding is a
+change there), and a bridged step later in the run (a retrace for new shapes) is no warm-up.
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from xlagraph.diagnose.recompile import Recompile
 
 __all__ = ["after_bridge_step"]
 
+_BRIDGE = "torch_xla/_dynamo/"
+
 
 def _settled_steps(steps: Mapping[int, tuple[str, ...]], bridged: frozenset[int]) -> dict[int, int]:
     """Step -> the bridged step before it, for each step right after a bridged one that is not
     bridged itself and whose graphs (variants, in order) the next step runs again unchanged."""
     out = {}
-    for b in bridged:
+    for b in sorted(bridged)[:1]:
         k = b + 1
         if k in bridged or k not in steps or k + 1 not in steps:
             continue
@@ -50,7 +54,8 @@ def after_bridge_step(
         b = settled.get(r.step)
         live = [c for c in r.causes if not c.info]
         base_step = _step_of(r, steps)
-        if b is None or not live or base_step not in (b, r.step):
+        ours = r.trigger == "dynamo" and r.call_site.startswith(_BRIDGE)
+        if b is None or not ours or not live or base_step not in (b, r.step):
             out.append(r)
             continue
         cause = Cause(
