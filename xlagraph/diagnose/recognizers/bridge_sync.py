@@ -122,21 +122,17 @@ def _state_in_place(evidence: Evidence, cause: Cause) -> bool:
     return bool(cause.right)
 
 
-def _renumbered(evidence: Evidence, cause: Cause, removed: list[Cause]) -> bool:
+def _renumbered(evidence: Evidence, cause: Cause) -> bool:
     """A `parameter_shape` that only pairs by number an input the bridge handed over (the
-    baseline's side) with an input the baseline also took under another number (a weight read
-    by the work that came back, listed as removed where it was): no input changed shape."""
+    baseline's side) with an input of a shape the baseline also took under another number (a
+    weight read by the work that came back): no input changed shape. Whether the handed-over
+    side is the bridge's is `_computed_here`'s to check."""
     if cause.kind is not CauseKind.PARAMETER_SHAPE or not cause.right:
         return False
-    entry = evidence.right.entry
-    gone = {
-        strip_layout(ins.shape)
-        for c in removed
-        for canon, ins in evidence.instructions(c)
-        if canon is evidence.left and ins.opcode == "parameter"
-    }
+    entry, left = evidence.right.entry, evidence.left.entry
+    took = {strip_layout(left.instruction(n).shape) for n in left.param_number if n not in cause.left}
     return all(
-        name in entry.param_number and strip_layout(entry.instruction(name).shape) in gone
+        name in entry.param_number and strip_layout(entry.instruction(name).shape) in took
         for name in cause.right
     )
 
@@ -221,9 +217,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     live = [i for i, c in enumerate(pending) if not c.info]
     # A shape change is the bridge's only where the baseline's input is handed over like a removed
     # one (checked with them below) and optimizer state took its number here.
-    gone = [pending[i] for i in live if pending[i].kind is CauseKind.PARAMETER_REMOVED]
     stated = [i for i in live if _state_in_place(evidence, pending[i])]
-    renumbered = [i for i in live if i not in stated and _renumbered(evidence, pending[i], gone)]
+    renumbered = [i for i in live if i not in stated and _renumbered(evidence, pending[i])]
     placed = stated + renumbered
     if any(pending[i].kind not in _ADDED + _ORDER + _RETURNING for i in live if i not in placed):
         return NOTHING
