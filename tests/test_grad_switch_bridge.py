@@ -52,3 +52,15 @@ def test_the_grad_mode_switch_stays_the_change(path: Path, switch: int, line: st
     assert any(s.endswith(line) for s in cause.sources)
     # nothing before the switch is named as a change
     assert all(r.expected for r in report.recompiles if r.step < switch)
+
+
+@pytest.mark.parametrize(("path", "switch", "line"), CASES)
+def test_the_step_after_the_switch_says_the_switch(path: Path, switch: int, line: str) -> None:
+    """The lazy backward without the branch, in its steady form on the next step (the switch's
+    step was cut by the bridge's full sync), is the same switch, not inputs removed."""
+    (after,) = [r for r in _report(path).recompiles if r.step == switch + 1 and not r.expected]
+    cause = after.causes[0]
+    assert str(cause.kind) == "conditional_work" and not cause.info
+    assert fix_id(cause.hint) == "trainable.switched_grad_mode"
+    assert any(s.endswith(line) for s in cause.sources)
+    assert [c for c in after.causes if not c.info] == [cause]
