@@ -236,11 +236,12 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
     side_steps = _side_steps(syncs)
     dynamo = None
     if log.dynamo is not None:
+        from xlagraph.diagnose.bridge import bridge_synced
         from xlagraph.report.dynamo import dynamo_section, joined
 
         last = [t for t in timeline if t.step == timeline[-1].step] if timeline else []
         dynamo = dynamo_section(log.dynamo, variants, syncs, len(last) or None)
-        explained, dynamo = joined(explained, dynamo, timeline)
+        explained, dynamo = joined(explained, dynamo, timeline, frozenset(bridge_synced(syncs)))
         recompiles = tuple(r for r in explained if not r.first_of_program)
     # After torch.compile's half: a graph it compiled for another mode takes turns as expected.
     turns = None

@@ -124,7 +124,10 @@ def dynamo_section(
 
 
 def joined(
-    recompiles: Sequence[Recompile], section: DynamoSection, timeline: Sequence[TimelineEntry]
+    recompiles: Sequence[Recompile],
+    section: DynamoSection,
+    timeline: Sequence[TimelineEntry],
+    bridged: frozenset[int] = frozenset(),
 ) -> tuple[tuple[Recompile, ...], DynamoSection]:
     """The recompiles joined to torch.compile's half: each graph said with the compile that made it;
     and the section, where a retrace for another mode that switched it for good is no longer
@@ -139,7 +142,9 @@ def joined(
     }
     phases: dict[str, set[str]] = defaultdict(set)
     last_run: dict[str, int] = {}
+    steps: dict[int, tuple[str, ...]] = {}
     for t in timeline:
+        steps[t.step] = (*steps.get(t.step, ()), t.variant)
         phases[t.variant].add(t.phase)
         last_run[t.variant] = max(last_run.get(t.variant, t.sync), t.sync)
     recompiles = [replace(r, dynamo=made.get(r.variant, "")) for r in recompiles]
@@ -152,7 +157,7 @@ def joined(
             for e in section.events
         )
         section = replace(section, events=events, recompiles=tuple(e for e in events if e.kind != "first"))
-    return join(recompiles, retraces, phases, last_run), section
+    return join(recompiles, retraces, phases, last_run, steps, bridged), section
 
 
 def _breaks_before(event: DynamoEvent, events: Sequence[DynamoEvent]) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from xlagraph.diagnose.dynamo_join.branches import (
     fold_retraced_outputs,
     join_branch_graphs,
 )
+from xlagraph.diagnose.dynamo_join.bridge_step import after_bridge_step
 from xlagraph.diagnose.dynamo_join.expected import mode_graphs, warm_up_cuts
 from xlagraph.diagnose.dynamo_join.handover import bridge_flush, moved_work
 from xlagraph.diagnose.dynamo_join.lines import cite_backward, cite_guards
@@ -18,6 +19,7 @@ from xlagraph.diagnose.dynamo_join.new_cuts import retrace_cuts
 from xlagraph.diagnose.dynamo_join.optimizer import follow_forward
 from xlagraph.diagnose.dynamo_join.picked_module import picked_modules
 from xlagraph.diagnose.dynamo_join.retrace import Retrace
+from xlagraph.diagnose.dynamo_join.switched_steady import steady_after_switch
 from xlagraph.diagnose.recompile import Recompile
 
 __all__ = ["join"]
@@ -28,12 +30,16 @@ def join(
     retraces: Mapping[str, Retrace],
     phases: Mapping[str, set[str]],
     last_run: Mapping[str, int],
+    steps: Mapping[int, tuple[str, ...]] | None = None,
+    bridged: frozenset[int] = frozenset(),
 ) -> tuple[Recompile, ...]:
     """`recompiles` (each naming in `dynamo` the compile that made its graph) rewritten by the rules in
     order; `retraces` by compile id, `phases` the phases (warm-up, steady) each variant ran in,
-    `last_run` the last sync it ran at."""
+    `last_run` the last sync it ran at; `steps` each step's variants in run order and `bridged` the
+    steps the openxla bridge ran a full sync on (`after_bridge_step`)."""
     explained = picked_modules(cite_guards(recompiles, retraces), retraces)
     explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, retraces, last_run)), retraces)
     explained = branch_guard_graphs(explained, retraces)
     explained = follow_forward(warm_up_cuts(join_branch_graphs(explained), phases), retraces)
-    return retrace_cuts(bridge_flush(moved_work(explained, retraces), retraces), retraces)
+    explained = retrace_cuts(bridge_flush(moved_work(explained, retraces), retraces), retraces)
+    return steady_after_switch(after_bridge_step(explained, steps or {}, bridged), bridged)

@@ -122,6 +122,21 @@ def _state_in_place(evidence: Evidence, cause: Cause) -> bool:
     return bool(cause.right)
 
 
+def _renumbered(evidence: Evidence, cause: Cause) -> bool:
+    """A `parameter_shape` that only pairs by number an input the bridge handed over (the
+    baseline's side) with an input of a shape the baseline also took under another number (a
+    weight read by the work that came back): no input changed shape. Whether the handed-over
+    side is the bridge's is `_computed_here`'s to check."""
+    if cause.kind is not CauseKind.PARAMETER_SHAPE or not cause.right:
+        return False
+    entry, left = evidence.right.entry, evidence.left.entry
+    took = {strip_layout(left.instruction(n).shape) for n in left.param_number if n not in cause.left}
+    return all(
+        name in entry.param_number and strip_layout(entry.instruction(name).shape) in took
+        for name in cause.right
+    )
+
+
 def _left_whole(evidence: Evidence, cause: Cause) -> bool:
     """The baseline's outputs `cause` removes are scalars (a loss) that read inputs, and only
     inputs this graph no longer takes (and constants): work that left the graph whole, with
@@ -202,7 +217,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     live = [i for i, c in enumerate(pending) if not c.info]
     # A shape change is the bridge's only where the baseline's input is handed over like a removed
     # one (checked with them below) and optimizer state took its number here.
-    placed = [i for i in live if _state_in_place(evidence, pending[i])]
+    stated = [i for i in live if _state_in_place(evidence, pending[i])]
+    renumbered = [i for i in live if i not in stated and _renumbered(evidence, pending[i])]
+    placed = stated + renumbered
     if any(pending[i].kind not in _ADDED + _ORDER + _RETURNING for i in live if i not in placed):
         return NOTHING
     removed = [pending[i] for i in live if pending[i].kind is CauseKind.PARAMETER_REMOVED]
@@ -224,8 +241,9 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         "sync's graph on steps where the bridge syncs only the compiled graph's inputs"
         + (f" ({outputs} output(s) differ)" if outputs else "")
         + (
-            f"; {sum(len(pending[i].right) for i in placed)} input(s) of optimizer state made on this "
-            "step took the handed-over inputs' numbers, which reads as a shape change"
+            f"; {sum(len(pending[i].right) for i in placed)} input(s) "
+            + ("of optimizer state made on this step " if not renumbered else "")
+            + "took the handed-over inputs' numbers, which reads as a shape change"
             if placed
             else ""
         )
