@@ -27,6 +27,7 @@ PAIRS = [
     ("cache_limit", fix_for("tensor_size"), "pad the input to one fixed size"),
     ("aot_eager_shape", fix_for("tensor_size"), "torch._dynamo.mark_dynamic(x, dim)"),
     ("dtype_change", fix_for("tensor_dtype"), "cast the input to one dtype"),
+    ("input_requires_grad", fix_for("tensor_requires_grad"), "inputs of one requires_grad"),
     ("int_arg", fix_for("python_scalar"), "pass it as a tensor on the device"),
     ("flag_global", fix_for("global_value"), "pass the value as an argument"),
     ("flag_attr", fix_for("module_attribute"), "a tensor if it changes"),
