@@ -458,10 +458,12 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
         and not (len(rnum) > len(lnum) and _split(cmp, a, b))
     ]
     # Look-alike blocks with one more of them on a side: positions decide what evidence cannot.
+    # (A set: membership in the list was quadratic, a second of `report` on 20 variants.)
+    paired = set(evidence)
     firm = {
         lnum[a]: rnum[b]
         for a, b in matched.items()
-        if b in rnum and (lnum[a], rnum[b]) in evidence and _firm(cmp, a, b, lone_l, lone_r)
+        if b in rnum and (lnum[a], rnum[b]) in paired and _firm(cmp, a, b, lone_l, lone_r)
     }
     in_place = kept_in_place(left, right, evidence, {**context, **firm})
     if in_place is not None:
