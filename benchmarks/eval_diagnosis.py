@@ -87,6 +87,7 @@ SPLITS = (
     "held_out_45",
     "held_out_46",
     "held_out_47",
+    "held_out_48",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")
