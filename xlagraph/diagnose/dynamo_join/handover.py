@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.dynamo_join.new_cuts import named_change
 from xlagraph.diagnose.dynamo_join.optimizer import forward_change
-from xlagraph.diagnose.dynamo_join.retrace import Retrace, with_one_cause
+from xlagraph.diagnose.dynamo_join.retrace import BRIDGE_CODE, Retrace, with_one_cause
 from xlagraph.diagnose.frames import is_optimizer_code
 from xlagraph.diagnose.recognizers.bridge_sync import MID_RUN
 from xlagraph.diagnose.recompile import Attribution, Recompile
@@ -40,7 +40,6 @@ _INTERFACE = frozenset(
         CauseKind.PARAMETER_SHAPE,
     }
 )
-_BRIDGE = "torch_xla/_dynamo/"
 
 
 def _handed_over(c: Cause, a: Attribution, forward: Cause) -> bool:
@@ -52,7 +51,7 @@ def _handed_over(c: Cause, a: Attribution, forward: Cause) -> bool:
     return (
         c.kind in (CauseKind.CONDITIONAL_WORK, CauseKind.STRUCTURE)
         and any(is_optimizer_code(x) for x in a.library_lines)
-        and all(is_optimizer_code(x) or x.startswith(_BRIDGE) for x in a.library_lines)
+        and all(is_optimizer_code(x) or x.startswith(BRIDGE_CODE) for x in a.library_lines)
     )
 
 
