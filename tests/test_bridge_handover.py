@@ -76,3 +76,24 @@ def test_a_shape_change_pending_beside_the_hand_over_is_new_state_in_its_place(p
     assert "parameter_shape" not in kinds and "parameter_removed" not in kinds
     assert user.expected and all(c.info for c in user.causes)
     assert "state_init.bridge_sync" in [fix_id(c.hint) for c in user.causes]
+
+
+def test_the_mid_run_flush_is_told_by_its_case_not_its_words() -> None:
+    """The dynamo join finds `bridge_sync`'s mid-run cause by the case the recognizer sets
+    (`Cause.case`), which a renderer's rewording cannot lose; a cause that only says its words is
+    not it, and a fold that adds to the cause keeps its case."""
+    from dataclasses import replace
+
+    from xlagraph.diagnose.causes import Cause, CauseKind
+    from xlagraph.diagnose.dynamo_join.handover import _flushed
+    from xlagraph.diagnose.recognizers._causes import fold_into
+    from xlagraph.diagnose.recognizers.bridge_sync import HINT, MID_RUN
+
+    words = "torch.compile's openxla bridge synced all pending work earlier in this step"
+    said = Cause(CauseKind.STATE_INIT, words, HINT, info=True)
+    assert not _flushed(said)
+    flushed = replace(said, summary="the bridge ran the pending loss in its own graph", case=MID_RUN)
+    assert _flushed(flushed)
+    other = Cause(CauseKind.OUTPUT_REMOVED, "1 output fewer", HINT)
+    (folded,) = fold_into((flushed, other), 0, [1], "and an output with it").causes
+    assert _flushed(folded)

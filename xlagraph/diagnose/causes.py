@@ -86,6 +86,8 @@ class Cause:
     `computation` is the left-hand computation it was found in. `info` marks an expected change
     (optimizer-state warm-up): the graphs still differ, but nothing needs fixing. `count` is how
     many raw differences the cause groups; `library` the library frames beside the user's lines.
+    `case` names which case of its rule made it, for a later rule to read (never shown: a
+    renderer may reword the summary).
     """
 
     kind: CauseKind
@@ -100,6 +102,7 @@ class Cause:
     info: bool = False
     count: int = 1
     library: tuple[str, ...] = ()
+    case: str = ""
 
     @property
     def fix_id(self) -> str:

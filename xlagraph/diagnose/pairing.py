@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from xlagraph import _core
@@ -181,23 +181,21 @@ def _other_tensor(
     return bool(la and lb and la != lb and (shape, la) in by_loc)
 
 
-def _same_origin(gl, gr, lkey, rkey) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
-    """Pairs of one shape and one non-empty source line, when that combination is unique on
-    both sides of the gap."""
-    left: dict[tuple[str, str], list[int]] = {}
-    right: dict[tuple[str, str], list[int]] = {}
-    for n, shape in gl:
-        if lkey(n):
-            left.setdefault((shape, lkey(n)), []).append(n)
-    for n, shape in gr:
-        if rkey(n):
-            right.setdefault((shape, rkey(n)), []).append(n)
-    return [(ls[0], right[k][0]) for k, ls in left.items() if len(ls) == 1 and len(right.get(k, ())) == 1]
+def _unique_pairs(
+    left: Iterable[tuple[int, Hashable]], right: Iterable[tuple[int, Hashable]]
+) -> list[tuple[int, int]]:
+    """Pairs of (number, key) items, one a side, whose key no other item of either side has."""
+    groups: tuple[dict[Hashable, list[int]], dict[Hashable, list[int]]] = ({}, {})
+    for by_key, items in zip(groups, (left, right), strict=True):
+        for n, key in items:
+            by_key.setdefault(key, []).append(n)
+    mine, theirs = groups
+    return [(ns[0], theirs[k][0]) for k, ns in mine.items() if len(ns) == 1 and len(theirs.get(k, ())) == 1]
 
 
-def _signature(cmp: Comparison, comp: CanonicalComputation, p: str) -> tuple[str, tuple[int, ...]]:
-    users = cmp.users(comp).get(p, ())
-    return shape_of(comp, p), tuple(sorted(comp.h0.get(u, comp.keys.get(u, 0)) for u in users))
+def _signature(comp: CanonicalComputation, p: str) -> tuple[str, tuple[int, ...]]:
+    """What makes inputs look alike (`_distinguishable`): the shape, what the readers compute."""
+    return shape_of(comp, p), _readers(comp, [p])
 
 
 def _lone_twins(
@@ -209,15 +207,10 @@ def _lone_twins(
     removed. Paired by position, this claims no permutation."""
     used_l = {a for a, _ in chosen}
     used_r = {b for _, b in chosen}
-    left: dict[tuple[str, tuple[int, ...]], list[int]] = {}
-    right: dict[tuple[str, tuple[int, ...]], list[int]] = {}
-    for n, p in lname.items():
-        if n not in used_l:
-            left.setdefault(_signature(cmp, cmp.left, p), []).append(n)
-    for n, p in rname.items():
-        if n not in used_r:
-            right.setdefault(_signature(cmp, cmp.right, p), []).append(n)
-    return [(ls[0], right[k][0]) for k, ls in left.items() if len(ls) == 1 and len(right.get(k, ())) == 1]
+    return _unique_pairs(
+        ((n, _signature(cmp.left, p)) for n, p in lname.items() if n not in used_l),
+        ((n, _signature(cmp.right, p)) for n, p in rname.items() if n not in used_r),
+    )
 
 
 def _contested(cmp: Comparison, context: Mapping[str, str]) -> set[str]:
@@ -361,7 +354,7 @@ def _look_alikes(comp: CanonicalComputation) -> dict[tuple[int, ...], list[str]]
     computing the same thing), by what their readers' readers compute; kept per computation."""
     likeness: dict[tuple[str, tuple[int, ...]], list[str]] = {}
     for p in comp.param_number:
-        likeness.setdefault((shape_of(comp, p), _readers(comp, [p])), []).append(p)
+        likeness.setdefault(_signature(comp, p), []).append(p)
     users = users_of(comp)
     out: dict[tuple[int, ...], list[str]] = {}
     for group in likeness.values():
@@ -486,8 +479,12 @@ def pair_parameters(cmp: Comparison) -> tuple[list[tuple[str, str]], bool]:
             gr = [(n, rs[rname[n]]) for n in range(r0 + 1, r1) if n in rname and n not in gained]
             if not (gl and gr):
                 continue
-            # The same shape made at the same line is the same tensor, wherever it sits.
-            same = _same_origin(gl, gr, lambda n: lloc[lname[n]], lambda n: rloc[rname[n]])
+            # The same shape made at the same line is the same tensor, wherever it sits: pairs of
+            # one shape and one source line, where that combination is unique on both sides.
+            same = _unique_pairs(
+                ((n, (shape, lloc[lname[n]])) for n, shape in gl if lloc[lname[n]]),
+                ((n, (shape, rloc[rname[n]])) for n, shape in gr if rloc[rname[n]]),
+            )
             chosen += same
             paired_l, paired_r = {a for a, _ in same}, {b for _, b in same}
             chosen += _align_gap(

@@ -20,13 +20,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from xlagraph.diagnose.causes import Cause, CauseKind
-from xlagraph.diagnose.dynamo_join.retrace import with_one_cause
+from xlagraph.diagnose.dynamo_join.retrace import BRIDGE_CODE, with_one_cause
 from xlagraph.diagnose.fixes import fix as fix_text
 from xlagraph.diagnose.recompile import Recompile
 
 __all__ = ["after_bridge_step"]
-
-_BRIDGE = "torch_xla/_dynamo/"
 
 
 def _settled_steps(steps: Mapping[int, tuple[str, ...]], bridged: frozenset[int]) -> dict[int, int]:
@@ -54,7 +52,7 @@ def after_bridge_step(
         b = settled.get(r.step)
         live = [c for c in r.causes if not c.info]
         base_step = _step_of(r, steps)
-        ours = r.trigger == "dynamo" and r.call_site.startswith(_BRIDGE)
+        ours = r.trigger == "dynamo" and r.call_site.startswith(BRIDGE_CODE)
         if b is None or not ours or not live or base_step not in (b, r.step):
             out.append(r)
             continue

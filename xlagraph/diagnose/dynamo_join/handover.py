@@ -23,10 +23,9 @@ from collections.abc import Mapping, Sequence
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.dynamo_join.new_cuts import named_change
 from xlagraph.diagnose.dynamo_join.optimizer import forward_change
-from xlagraph.diagnose.dynamo_join.retrace import Retrace, with_one_cause
+from xlagraph.diagnose.dynamo_join.retrace import BRIDGE_CODE, Retrace, with_one_cause
 from xlagraph.diagnose.frames import is_optimizer_code
-from xlagraph.diagnose.recognizers.bridge_sync import FLUSHED_MID_RUN
-from xlagraph.diagnose.recognizers.bridge_sync import HINT as BRIDGE_HINT
+from xlagraph.diagnose.recognizers.bridge_sync import MID_RUN
 from xlagraph.diagnose.recompile import Attribution, Recompile
 
 __all__ = ["bridge_flush", "moved_work"]
@@ -41,7 +40,6 @@ _INTERFACE = frozenset(
         CauseKind.PARAMETER_SHAPE,
     }
 )
-_BRIDGE = "torch_xla/_dynamo/"
 
 
 def _handed_over(c: Cause, a: Attribution, forward: Cause) -> bool:
@@ -53,7 +51,7 @@ def _handed_over(c: Cause, a: Attribution, forward: Cause) -> bool:
     return (
         c.kind in (CauseKind.CONDITIONAL_WORK, CauseKind.STRUCTURE)
         and any(is_optimizer_code(x) for x in a.library_lines)
-        and all(is_optimizer_code(x) or x.startswith(_BRIDGE) for x in a.library_lines)
+        and all(is_optimizer_code(x) or x.startswith(BRIDGE_CODE) for x in a.library_lines)
     )
 
 
@@ -110,7 +108,7 @@ _REORDERED = (CauseKind.PARAMETER_PERMUTATION, CauseKind.OUTPUT_PERMUTATION)
 
 def _flushed(c: Cause) -> bool:
     """`c` is the work the bridge's mid-run full sync took out of this graph (`bridge_sync`)."""
-    return c.kind is CauseKind.STATE_INIT and c.hint == BRIDGE_HINT and c.summary.startswith(FLUSHED_MID_RUN)
+    return c.case == MID_RUN
 
 
 def bridge_flush(recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace]) -> tuple[Recompile, ...]:

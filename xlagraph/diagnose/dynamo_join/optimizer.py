@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from xlagraph.diagnose.causes import HINTS, Cause, CauseKind
-from xlagraph.diagnose.dynamo_join.retrace import Retrace
+from xlagraph.diagnose.dynamo_join.retrace import BRIDGE_CODE, Retrace
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_optimizer_code
 from xlagraph.diagnose.recompile import Attribution, Recompile
@@ -32,7 +32,6 @@ _UPDATES = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
 # moments from zeros, its step counts and bias corrections), a structure change or work that
 # library code does on some steps (`periodic_site`'s name for it).
 _STATE = (CauseKind.STRUCTURE, CauseKind.CONDITIONAL_WORK)
-_BRIDGE = "torch_xla/_dynamo/"
 # Inputs read as weights the step updates that changed shape within the run (another module's
 # picked by a key, or resized): in a retrace's graph, the weights of the parameters the retraced
 # forward now trains, paired with other tensors the baseline took (a transposed weight handed over
@@ -49,7 +48,7 @@ def _optimizer_updates(r: Recompile, a: Attribution) -> bool:
         and not c.info
         and c.hint == HINTS[c.kind]
         and any(is_optimizer_code(x) for x in a.library_lines)
-        and all(is_optimizer_code(x) or x.startswith(_BRIDGE) for x in a.library_lines)
+        and all(is_optimizer_code(x) or x.startswith(BRIDGE_CODE) for x in a.library_lines)
     )
 
 

@@ -8,7 +8,10 @@ from dataclasses import dataclass, replace
 from xlagraph.diagnose.causes import Cause
 from xlagraph.diagnose.recompile import Attribution, Recompile
 
-__all__ = ["GuardFailure", "Retrace", "with_one_cause"]
+__all__ = ["BRIDGE_CODE", "GuardFailure", "Retrace", "with_one_cause"]
+
+# Where the openxla bridge's frames are (a sync it makes, the work it feeds an optimizer).
+BRIDGE_CODE = "torch_xla/_dynamo/"
 
 
 @dataclass(frozen=True)

@@ -82,12 +82,11 @@ def merge(kind: CauseKind, summary: str, causes: list[Cause], hint: str = "", **
 
 
 def fold_into(pending: tuple[Cause, ...], root: int, echoes: list[int], what: str) -> Recognized:
-    """`pending[root]`, kind and hint kept, with `echoes` (changes that follow from it) folded in
-    and said: `<its summary>; <what>`."""
+    """`pending[root]`, kind, hint and case kept, with `echoes` (changes that follow from it)
+    folded in and said: `<its summary>; <what>`."""
     cause = pending[root]
-    merged = merge(
-        cause.kind, f"{cause.summary}; {what}", [cause, *(pending[j] for j in echoes)], hint=cause.hint
-    )
+    echoed = [cause, *(pending[j] for j in echoes)]
+    merged = merge(cause.kind, f"{cause.summary}; {what}", echoed, hint=cause.hint, case=cause.case)
     return Recognized((merged,), frozenset([root, *echoes]))
 
 

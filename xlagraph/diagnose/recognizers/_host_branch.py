@@ -23,7 +23,7 @@ from xlagraph.diagnose.recognizers._traced_returns import TRACED
 from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
 
-__all__ = ["host_branch"]
+__all__ = ["host_branch", "taken_branch"]
 
 
 BRANCH_HINT = fix("conditional_work.host_branch")
@@ -210,6 +210,20 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
     setters = flag_setters(site)[1]
     cause = replace(merged, sources=tuple(dict.fromkeys([site, *setters, *called, *merged.sources]))[:6])
     return Recognized((_made_late(evidence, cause, site, [pending[i] for i in picked]),), frozenset(picked))
+
+
+def taken_branch(branch: tuple[str, ...], line: str, said: str, causes: list[Cause]) -> Cause:
+    """The work of a step that took a host-decided branch (`branch`: the `if`, the lines that read
+    its test) whose code synced at `line`, `said` how: the `if` is where the step chose it (the sync
+    is only where that work begins or ends), for `graph_break`'s cut and `branch_rest`'s rest."""
+    site = branch[0]
+    test = source_text(site).split("#", 1)[0].strip()
+    summary = (
+        f"work only some steps do: `{test[:80]}` at {site} reads a device value on the host and took "
+        f"its branch on this step, whose code {said}"
+    )
+    sources = tuple(dict.fromkeys((*branch, line)))
+    return merge(CauseKind.CONDITIONAL_WORK, summary, causes, hint=BRANCH_HINT, sources=sources)
 
 
 def branch_summary(site: str, reads: tuple[str, ...]) -> str:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from xlagraph.diagnose.causes import INTERFACE, Cause, CauseKind
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.recognizers._causes import merge
-from xlagraph.diagnose.recognizers._host_branch import BRANCH_HINT
+from xlagraph.diagnose.recognizers._host_branch import taken_branch
 from xlagraph.diagnose.recognizers._host_if import host_decided_if
-from xlagraph.diagnose.recognizers._source import source_text, user_files
+from xlagraph.diagnose.recognizers._source import user_files
 
 __all__ = ["RECOGNIZER"]
 
@@ -37,18 +36,11 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     rest = [i for i, c in enumerate(pending) if c.kind in _REST and not c.info]
     if not rest or len(rest) != sum(1 for c in pending if not c.info):
         return NOTHING
-    site = branch[0]
-    test = source_text(site).split("#", 1)[0].strip()
-    summary = (
-        f"work only some steps do: `{test[:80]}` at {site} reads a device value on the host and took "
-        f"its branch on this step, whose code synced at {line}: this graph holds the rest of that "
-        f"step, computed from the branch's result ({len(rest)} difference(s))"
+    said = (
+        f"synced at {line}: this graph holds the rest of that step, computed from the branch's result "
+        f"({len(rest)} difference(s))"
     )
-    sources = tuple(dict.fromkeys((*branch, line)))
-    cause = merge(
-        CauseKind.CONDITIONAL_WORK, summary, [pending[i] for i in rest], hint=BRANCH_HINT, sources=sources
-    )
-    return Recognized((cause,), frozenset(rest))
+    return Recognized((taken_branch(branch, line, said, [pending[i] for i in rest]),), frozenset(rest))
 
 
 RECOGNIZER = Recognizer("branch_rest", _recognize)

@@ -26,11 +26,11 @@ from xlagraph.diagnose.recognizers._dataflow import downstream, upstream
 from xlagraph.diagnose.shapes import shape_of
 from xlagraph.ir import strip_layout
 
-__all__ = ["FLUSHED_MID_RUN", "HINT", "RECOGNIZER"]
+__all__ = ["HINT", "MID_RUN", "RECOGNIZER"]
 
 HINT = fix("state_init.bridge_sync")
-# How the mid-run case's summary starts: the dynamo join finds it by it (and by HINT).
-FLUSHED_MID_RUN = "torch.compile's openxla bridge synced all pending work earlier in this step"
+# The mid-run case's `Cause.case`: the dynamo join finds it by it.
+MID_RUN = "bridge_sync.mid_run"
 
 _ADDED = (CauseKind.OUTPUT_ADDED, CauseKind.PARAMETER_ADDED)
 # What moving work from one graph to the other also does: inputs and outputs shift.
@@ -180,13 +180,16 @@ def _flushed_mid_run(evidence: Evidence, pending: tuple[Cause, ...]) -> Recogniz
     shifted = [i for i in live if _only_shifted(pending[i], gone_in, gone_out)]
     outputs = sum(1 for i in lost for ch in pending[i].changes if ch.what == "output") or len(lost)
     summary = (
-        f"{FLUSHED_MID_RUN} (it compiled a graph again here, for a torch.compile recompile: its first "
-        "compile of a graph runs a full torch_xla.sync before extracting it): the ops left pending "
-        "before the compiled call or its backward (a loss) ran in the bridge's graph, so this sync's "
+        "torch.compile's openxla bridge synced all pending work earlier in this step (it compiled a "
+        "graph again here, for a torch.compile recompile: its first compile of a graph runs a full "
+        "torch_xla.sync before extracting it): the ops left pending before the compiled call or its "
+        "backward (a loss) ran in the bridge's graph, so this sync's "
         f"graph returns {outputs} output(s) fewer on this step only; it follows from that recompile"
     )
     taken = lost + fed + shifted
-    cause = merge(CauseKind.STATE_INIT, summary, [pending[i] for i in taken], hint=HINT, info=True)
+    cause = merge(
+        CauseKind.STATE_INIT, summary, [pending[i] for i in taken], hint=HINT, info=True, case=MID_RUN
+    )
     return Recognized((cause,), frozenset(taken))
 
 

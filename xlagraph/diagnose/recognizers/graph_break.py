@@ -12,7 +12,7 @@ from __future__ import annotations
 from xlagraph.diagnose.causes import INTERFACE, Cause, CauseKind
 from xlagraph.diagnose.evidence import IMPLICIT_TRIGGERS, NOTHING, Context, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.recognizers._causes import merge
-from xlagraph.diagnose.recognizers._host_branch import BRANCH_HINT
+from xlagraph.diagnose.recognizers._host_branch import taken_branch
 from xlagraph.diagnose.recognizers._host_if import host_decided_if
 from xlagraph.diagnose.recognizers._source import source_text, user_files
 from xlagraph.diagnose.recognizers.dynamic_shape import data_sized
@@ -89,13 +89,13 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if not cut:
         return NOTHING
     label = "an implicit sync" if trigger == "implicit" else f"a {trigger} sync"
+    differs = _what_differs([pending[i] for i in cut])
     summary = (
         f"{label} inside the step cut the graph: {which} ends at "
         + (line or _unrecorded(ctx))
-        + f" instead of at the step's sync ({_what_differs([pending[i] for i in cut])})"
+        + f" instead of at the step's sync ({differs})"
     )
     kind = CauseKind.GRAPH_BREAK
-    differs = _what_differs([pending[i] for i in cut])
     if line and data_sized(source_text(line)):  # x[mask], nonzero: the op syncs to learn its size
         kind = CauseKind.DYNAMIC_SHAPE
         summary = (
@@ -105,7 +105,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     cut_here = which == "this graph" and kind is CauseKind.GRAPH_BREAK
     branch = _in_host_branch(evidence, line) if cut_here else ()
     if branch:
-        return Recognized((_branch_cut(branch, line, differs, [pending[i] for i in cut]),), frozenset(cut))
+        said = f"syncs at {line} and cuts the step there ({differs})"
+        return Recognized((taken_branch(branch, line, said, [pending[i] for i in cut]),), frozenset(cut))
     # The differing ops' own lines are where the rest of the step is, not where it was cut.
     cause = merge(kind, summary, [pending[i] for i in cut], sources=(line,) if line else ())
     return Recognized((cause,), frozenset(cut))
@@ -116,19 +117,6 @@ def _in_host_branch(evidence: Evidence, line: str) -> tuple[str, ...]:
     of an `if` a device value read on the host decides (`if loss.item() > limit:` around a
     fallback op that syncs): the cut only runs on the steps that take the branch; else ()."""
     return host_decided_if(line, user_files(evidence)) if line else ()
-
-
-def _branch_cut(branch: tuple[str, ...], line: str, differs: str, causes: list[Cause]) -> Cause:
-    """The cut inside a host-decided branch: the branch's work is what differs on this step, the
-    `if` is where the step chose it (the sync that cut it is only where that work begins)."""
-    site = branch[0]
-    test = source_text(site).split("#", 1)[0].strip()
-    summary = (
-        f"work only some steps do: `{test[:80]}` at {site} reads a device value on the host and took "
-        f"its branch on this step, whose code syncs at {line} and cuts the step there ({differs})"
-    )
-    sources = tuple(dict.fromkeys((*branch, line)))
-    return merge(CauseKind.CONDITIONAL_WORK, summary, causes, hint=BRANCH_HINT, sources=sources)
 
 
 def _rest_of_cut(ctx: Context, pending: tuple[Cause, ...]) -> Recognized:
