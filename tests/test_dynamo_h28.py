@@ -26,18 +26,18 @@ def test_a_coin_a_conditional_expression_tests_is_named_at_its_line() -> None:
     """Scheduled teacher forcing: `use_tf = random.random() < ratio` (:42) is passed to the compiled
     forward, which feeds `targets[:, t] if teacher_forcing else step_logits.argmax(-1)` (:27). Dynamo
     guards on the bool and traces each case; the other case's graph reads another input and runs
-    other work. One cause at the conditional expression, the coin's line beside it, a fix that picks
-    on the device: not a parameter added beside a parameter removed."""
+    other work. One cause at the conditional expression, the coin's line beside it, a fix that passes
+    the coin as a tensor and picks on the device: not a parameter added beside a parameter removed."""
     name = "h28_speech_openxla_teacher_forcing_coin"
     r = next(r for r in _recompiles(name) if not r.expected)
     (cause,) = r.causes
     assert (str(cause.kind), cause.fix_id, cause.info) == (
         "conditional_work",
-        "conditional_work.host_branch",
+        "conditional_work.python_argument",
         False,
     )
     assert _numbers(cause.sources)[:2] == [27, 42]
-    assert "torch.where" in cause.hint
+    assert "torch.where" in cause.hint and "bool tensor" in cause.hint
 
 
 def test_the_bridge_s_input_graph_is_warm_up_whichever_graph_it_is_closest_to() -> None:

@@ -369,6 +369,15 @@ FIXES: Mapping[str, str] = MappingProxyType(
             "(the same number of micro-batches on every step), or move the loop out of the compiled "
             "function (one compiled call per micro-batch, the optimizer step once after the last)"
         ),
+        # dynamo_join.branches.ARGUMENT_FIX: a guard on a Python argument that an `if` or `a if
+        # flag else b` in the compiled function tests
+        "conditional_work.python_argument": (
+            "a Python argument of the compiled function (a str or bool that picks a mode, a mask, a "
+            "branch) decides which code runs inside it: dynamo guards on its value and traces each value "
+            "again, a graph of its own with its backward; pass the selection as a tensor instead: a "
+            "precomputed mask (all True where nothing is masked) or a 1-element bool tensor on the "
+            "device, chosen with torch.where inside the compiled function, so one trace serves every call"
+        ),
         "conditional_work.host_branch": (
             "work runs only when a Python condition holds on the host (random.random(), a flag, a "
             "counter): each outcome is a graph of its own; compute it on every step and choose on the "

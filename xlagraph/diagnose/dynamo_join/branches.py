@@ -14,20 +14,27 @@ from xlagraph.diagnose.fixes import fix as fix_text
 from xlagraph.diagnose.recognizers._statements import counts_loop, enclosing_at, header_tests, inline_test
 from xlagraph.diagnose.recompile import Attribution, Recompile
 
-__all__ = ["branch_fix", "branch_guard_graphs", "fold_retraced_outputs", "join_branch_graphs"]
+__all__ = ["ARGUMENT_FIX", "branch_fix", "branch_guard_graphs", "fold_retraced_outputs", "join_branch_graphs"]
+
+
+# A guard on a Python argument that the compiled code branches on: the selection passed as a tensor
+# and chosen on the device (`if tensor:` would be a data-dependent branch, a graph break).
+ARGUMENT_FIX = "conditional_work.python_argument"
+# The fixes of a branch the host decides, whose graphs of a step the bridge's graphs join.
+_BRANCH_FIXES = frozenset({"conditional_work.host_branch", ARGUMENT_FIX})
 
 
 def branch_fix(kind: str, source: str, subject: str) -> str:
-    """A Python argument the guard's line branches on (`if flag:`, `a if flag else b`) picks code, not a
-    constant: passed as a tensor it would be a data-dependent branch (a graph break), so the fix
-    is the branch's, computed on the device. A value the guard's line loops over (`for _ in
-    range(self.rounds):`) is a trip count: the unrolled loop's fix. "" for any other guard."""
+    """A Python argument the guard's line branches on (`if flag:`, `a if flag else b`, `if mode ==
+    "causal":`) picks code, not a constant: the selection passed as a tensor and chosen on the
+    device. A value the guard's line loops over (`for _ in range(self.rounds):`) is a trip count:
+    the unrolled loop's fix. "" for any other guard."""
     names = {subject.rsplit(".", 1)[-1]}
     if kind != "sequence_length" and counts_loop(source, names):  # (a tensor would not do: `range`
         return fix_text("conditional_work.trip_count")  # needs a number; a list has its own fix)
     if kind != "python_scalar" or not (header_tests(source, names) or inline_test(source, names)):
         return ""
-    return fix_text("conditional_work.host_branch")
+    return fix_text(ARGUMENT_FIX)
 
 
 def branch_guard_graphs(
@@ -87,7 +94,10 @@ def branch_guard_graphs(
             # keeps of a loss term it adds, are that branch's code)
             test = guard.source if guard.source.startswith(("if ", "elif ")) else _tested_inline(guard)
             what = f"`{test[:60]}` at {guard.at} picks other code: {guard.phrase}"
-            fix_id, case = "conditional_work.host_branch", "case"
+            # (an argument's value is the caller's to pass as a tensor; an attribute or a global
+            # the function reads is a flag the host sets: the branch's own fix)
+            fix_id = ARGUMENT_FIX if guard.kind == "python_scalar" else "conditional_work.host_branch"
+            case = "case"
         elif loop := counts_loop(guard.source, _guarded_names(guard)):
             what = f"`{loop[:60]}` at {guard.at} runs another number of times: {guard.phrase}"
             fix_id, case = "", "count"  # the guard's: the unrolled loop's, or a list's own
@@ -158,7 +168,7 @@ def join_branch_graphs(recompiles: Sequence[Recompile]) -> tuple[Recompile, ...]
     branches: dict[int, Cause] = {}
     for o in recompiles:
         for c in o.causes:
-            if o.step > 0 and c.fix_id == "conditional_work.host_branch" and not c.info:
+            if o.step > 0 and c.fix_id in _BRANCH_FIXES and not c.info:
                 branches.setdefault(o.step, c)
     out = []
     for r in recompiles:

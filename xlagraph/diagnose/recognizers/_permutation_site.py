@@ -73,13 +73,40 @@ def _callers_at_runtime(evidence: Evidence, cause: Cause) -> list[list[str]]:
     return [[location(f) for f in users[1:MAX_CALLERS]] for _, users in made]
 
 
+def _stored_at_runtime(evidence: Evidence, cause: Cause) -> list[list[str]]:
+    """Where the user's code stores the graph's outputs of the moved shapes that the capture saw
+    made nowhere (no frames: a graph compiled while source lines were off): of each, the lines
+    that put it where the program keeps it (`self.stats[name] = (update(v, ...), update)` in the
+    loop over the statistics), the most recent first. Storing the new value is how the step met
+    it, so the loop around that statement ordered it as a loop around its making would."""
+    # (imported here: the attribution package imports the diff, which imports the recognizers)
+    from xlagraph.diagnose.attribution.holders import storing_lines
+
+    moved = [m.shape for m in cause.mapping if m.left != m.right]
+    shapes = set(moved)
+    kept = sorted(
+        (t for t in evidence.context.tensors if t.pending and not t.frames and t.holders),
+        key=lambda t: -t.id,
+    )
+    found = [
+        list(lines)
+        for t in kept
+        if strip_layout(t.shape).replace(" ", "") in shapes and (lines := storing_lines(t.holders[0], ()))
+    ]
+    return found[: max(len(moved), MAX_TENSORS)]
+
+
 def called_from_loop(evidence: Evidence, cause: Cause) -> Cause:
     """Outputs updated by a helper the user's code calls from a loop come in that loop's order: its
     header and what builds or flips what it iterates (`loop_order`; not the training loop around
-    the sync) come first. The loop is the one the capture saw call the helper at runtime."""
+    the sync) come first. The loop is the one the capture saw call the helper at runtime, or,
+    where it saw no frames, the one around the statement that stores them."""
     if cause.kind is not CauseKind.OUTPUT_PERMUTATION:
         return cause
-    order = deciding_loops(_callers_at_runtime(evidence, cause), sync_lines(evidence.context))
+    syncs = sync_lines(evidence.context)
+    order = deciding_loops(_callers_at_runtime(evidence, cause), syncs) or deciding_loops(
+        _stored_at_runtime(evidence, cause), syncs
+    )
     if not order:
         return cause
     return replace(cause, sources=tuple(dict.fromkeys((*order, *cause.sources))))

@@ -176,14 +176,29 @@ def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             wide_a = _per_line(evidence.left, file, 1, _MAX_LINES)
             wide_b = _per_line(evidence.right, file, 1, _MAX_LINES)
             called = set(wide_b - wide_a if more else wide_a - wide_b)
-
-            inside = [i for i, found in lines.items() if _in_loop(found, file, site, called)]
+            side = evidence.right if more else evidence.left
+            # A line before the loop that made as many ops in both graphs (`q = q / q.sum()` ahead
+            # of a Sinkhorn loop of the same divides and sums) is cited only because the extra
+            # iteration's ops shifted the pairing onto its own: so when every op of the cause
+            # made there is of a kind the loop makes too.
+            steady = {n for n in wide_a.keys() & wide_b.keys() if wide_a[n] == wide_b[n]}
+            kinds = _kinds(evidence.left, file, site.first, site.last) | _kinds(
+                evidence.right, file, site.first, site.last
+            )
+            inside = [
+                i
+                for i, found in lines.items()
+                if _in_loop(found, file, site, called)
+                or (
+                    _in_loop(found, file, site, called | steady)
+                    and _made_at(evidence, pending[i], file, steady) <= kinds
+                )
+            ]
             if not any(lines[i] for i in inside):
                 continue
             inside.sort(key=lambda i: pending[i].kind is not CauseKind.STRUCTURE)  # the work leads
             # An op of the repeated block paired with another of its kind (a transpose of the
             # tied weight with the head's: the extra iteration shifts the pairing) is that block.
-            side = evidence.right if more else evidence.left
             ops = {
                 _op(ins) for i in inside for canon, ins in evidence.instructions(pending[i]) if canon is side
             }
@@ -210,6 +225,24 @@ def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             )
             return _explain(evidence, pending, inside[0], (loc,), summary, _LOOP_HINT, also=inside)
     return NOTHING
+
+
+def _kinds(canon: CanonicalModule, file: str, first: int, last: int) -> set[tuple[str, str]]:
+    """The kinds of op (opcode, shape) that lines `first` to `last` of `file` made in the entry."""
+    return {
+        _op(ins) for ins in canon.entry.computation.instructions if first <= _line(canon, ins, file) <= last
+    }
+
+
+def _made_at(evidence: Evidence, cause: Cause, file: str, lines: set[int]) -> set[tuple[str, str]]:
+    """The kinds of the cause's ops (either graph's) that the `lines` of `file` made."""
+    return {_op(ins) for canon, ins in evidence.instructions(cause) if _line(canon, ins, file) in lines}
+
+
+def _line(canon: CanonicalModule, ins: Instruction, file: str) -> int:
+    """The line of `file` that made `ins` (its innermost user frame), or 0."""
+    frame = next(iter(user_frames(canon.module.frames_of(ins))), None)
+    return frame.line if frame is not None and location(frame).rpartition(":")[0] == file else 0
 
 
 def _source_lines(cause: Cause) -> list[tuple[str, int]]:
