@@ -33,17 +33,12 @@ CASES: tuple[tuple[str, ...], ...] = (("swap_terms",), ("swap_terms", "constant"
 # whose router terms differ only in the inputs they read) with its router's sum reordered, by
 # the inputs read in a reordered sum's terms taking the matcher's pairs, not the context's
 # (`pairing._in_reordered_terms`): a term's place in the sum was the only context that told
-# them apart.
-KNOWN: dict[tuple[str, str], str] = {
-    # New with 2026-11-29's captures: a sum over a dict of anchors under openxla (h-fix46's
-    # grown_terms); its terms swapped read as an output permutation with three input moves
-    # (e4bafe10's engine says the same).
-    (
-        "swap_terms",
-        "torch_xla/grown_terms/anchor_dict_openxla_capture/vm-29152/hlo/"
-        "module_0005.SyncTensorsGraph.177.before_optimizations.txt.xz",
-    ): "output_permutation with invented input moves, the reordered terms not named",
-}
+# them apart. The fourth, h-fix46's anchor_dict_openxla (three anchors' deltas, one per term,
+# alike up to the inputs they read) with its terms swapped, read as an output permutation with
+# three input moves: the context paired the outputs by their terms' places; a crossed context
+# pair that the slot and the inputs as written contradict, inside reordered terms, is dropped
+# (`match/reordered_terms.py`).
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def _applies(text: str) -> bool:

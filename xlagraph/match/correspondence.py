@@ -32,6 +32,7 @@ from xlagraph.match.refinement import (
     history_from,
     rounds_for,
 )
+from xlagraph.match.reordered_terms import without_reordered_terms
 from xlagraph.match.shapes import dims
 
 __all__ = ["Correspondence", "correspond", "correspond_graphs"]
@@ -48,7 +49,7 @@ def correspond(left: CanonicalComputation, right: CanonicalComputation) -> Corre
     inner = _CACHE.setdefault(left, WeakKeyDictionary())
     found = inner.get(right)
     if found is None:
-        found = inner[right] = _correspond(left, right)
+        found = inner[right] = without_reordered_terms(left, right, _correspond(left, right))
     return found
 
 

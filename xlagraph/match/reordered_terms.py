@@ -1,0 +1,213 @@
+"""Context pairs that only a sum's reordered terms made: look-alike outputs told apart by their
+place in the sum alone.
+
+A chain of one associative, commutative opcode whose terms are the same multiset on both sides in
+another order (a dict of penalties iterated in another order) moves each term to another place.
+Colour refinement reads that place as context, so look-alike outputs that the terms read (one
+anchor's delta per term, the same computation over inputs of one shape) trade colours with their
+terms, and the context pairs them crosswise, and their inputs with them, while nothing moved but
+the terms. Where an output and the other side's output at its slot are the same computation over
+the same inputs by number, the slot and the inputs as written agree against the context: the
+pair is dropped (and the inputs it read), and the matching, which pairs the terms by content
+(rust/src/matching/sum_terms.rs), decides. A real move of outputs with their inputs keeps its
+pairs: there the slot or the inputs disagree with the other side's slot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import MappingProxyType
+
+from xlagraph.canonical import CanonicalComputation
+from xlagraph.match.output_pairs import Correspondence
+from xlagraph.opcodes import COMMUTATIVE
+
+__all__ = ["without_reordered_terms"]
+
+# The fewest terms a reordered chain has: two terms in another order are `align_commutative`'s.
+_MIN_TERMS = 3
+# How many instructions a hash as written or the walk of the terms reads: past it, nothing is
+# dropped (terms that hold half the graph are no evidence of what one output is).
+_LIMIT = 4096
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def without_reordered_terms(
+    left: CanonicalComputation, right: CanonicalComputation, corr: Correspondence
+) -> Correspondence:
+    """`corr` without its crossed output pairs that only reordered terms explain, nor the input
+    pairs read in those outputs' cones (see the module docstring)."""
+    if len(left.outputs) != len(right.outputs) or all(i == j for i, j in corr.outputs.items()):
+        return corr
+    try:
+        wl, wr = _AsWritten(left), _AsWritten(right)
+        crossed = [
+            i
+            for i, j in corr.outputs.items()
+            if i != j
+            and wl.of(left.outputs[i]) == wr.of(right.outputs[i])
+            and wl.of(left.outputs[i]) != wr.of(right.outputs[j])
+        ]
+        if not crossed:
+            return corr
+        inside = _in_reordered_terms(left, right, wl, wr)
+    except _TooLarge:
+        return corr
+    crossed = [i for i in crossed if left.outputs[i] in inside]
+    if not crossed:
+        return corr
+    read = _inputs_read(left, [left.outputs[i] for i in crossed])
+    if read is None:
+        return corr
+    return replace(
+        corr,
+        outputs=MappingProxyType({i: j for i, j in corr.outputs.items() if i not in crossed}),
+        params=MappingProxyType(
+            {
+                a: b
+                for a, b in corr.params.items()
+                if a not in read or right.param_number[b] == left.param_number[a]
+            }
+        ),
+    )
+
+
+class _AsWritten:
+    """Each instruction's computation with its inputs by number (`h0` knows them by shape alone),
+    memoized: equal values are the same computation over the same inputs."""
+
+    def __init__(self, comp: CanonicalComputation) -> None:
+        self.comp = comp
+        self.memo: dict[str, int] = {}
+
+    def of(self, name: str) -> int:
+        comp, memo = self.comp, self.memo
+        stack = [name]
+        while stack:
+            n = stack[-1]
+            if n in memo:
+                stack.pop()
+                continue
+            todo = [o for o in comp.operands.get(n, ()) if o not in memo]
+            if todo:
+                stack += todo
+                continue
+            stack.pop()
+            memo[n] = hash(
+                (
+                    comp.h0.get(n, comp.keys.get(n, 0)),
+                    comp.param_number.get(n, -1),
+                    tuple(memo[o] for o in comp.operands.get(n, ())),
+                )
+            )
+            if len(memo) > _LIMIT:
+                raise _TooLarge
+        return memo[name]
+
+
+def _users(comp: CanonicalComputation) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for n in comp.order:
+        for o in comp.operands.get(n, ()):
+            out.setdefault(o, []).append(n)
+    return out
+
+
+def _key(comp: CanonicalComputation, n: str) -> tuple[str, str]:
+    return comp.instruction(n).opcode, comp.compared_shapes[n]
+
+
+def _chains(comp: CanonicalComputation) -> list[list[str]]:
+    """Each chain's terms, left to right: a node of a chained opcode whose operand of the same
+    opcode and shape, binary and read by it alone, continues it (`sum_terms.rs` `flatten`)."""
+    users = _users(comp)
+
+    def inner(o: str, n: str) -> bool:
+        return _key(comp, o) == _key(comp, n) and users.get(o) == [n] and len(comp.operands.get(o, ())) == 2
+
+    chained = [
+        n
+        for n in comp.order
+        if (op := comp.instruction(n).opcode) in COMMUTATIVE
+        and op != "xor"
+        and len(comp.operands.get(n, ())) == 2
+    ]
+    roots = [n for n in chained if not any(inner(n, u) for u in users.get(n, ()))]
+    out = []
+    for root in roots:
+        terms: list[str] = []
+        # Each open node with its operands still to visit: terms come out left to right.
+        stack = [(root, iter(comp.operands.get(root, ())))]
+        while stack:
+            node, rest = stack[-1]
+            o = next(rest, None)
+            if o is None:
+                stack.pop()
+            elif inner(o, node):
+                stack.append((o, iter(comp.operands.get(o, ()))))
+            else:
+                terms.append(o)
+        if len(terms) >= _MIN_TERMS:
+            out.append(terms)
+    return out
+
+
+def _peeled(comp: CanonicalComputation, t: str) -> str:
+    """A term scaled by a scalar constant stands for its value (a weight of 1 that one place
+    multiplies and another does not: `sum_terms.rs` `peeled`)."""
+    ops = comp.operands.get(t, ())
+    if comp.instruction(t).opcode != "multiply" or len(ops) != 2:
+        return t
+    x, y = ops
+    sx, sy = _scalar_constant(comp, x), _scalar_constant(comp, y)
+    return x if sy and not sx else y if sx and not sy else t
+
+
+def _scalar_constant(comp: CanonicalComputation, n: str) -> bool:
+    ins = comp.instruction(n)
+    if ins.opcode == "broadcast":
+        ops = comp.operands.get(n, ())
+        return len(ops) == 1 and _scalar_constant(comp, ops[0])
+    return ins.opcode == "constant" and "[]" in comp.compared_shapes[n]
+
+
+def _in_reordered_terms(
+    left: CanonicalComputation, right: CanonicalComputation, wl: _AsWritten, wr: _AsWritten
+) -> set[str]:
+    """The instructions of A read by the terms of a chain that B has with the same terms, as
+    written, in another order."""
+    b_chains = {}
+    for terms in _chains(right):
+        seq = tuple(wr.of(_peeled(right, t)) for t in terms)
+        b_chains.setdefault(tuple(sorted(seq)), set()).add(seq)
+    stack = []
+    for terms in _chains(left):
+        seq = tuple(wl.of(_peeled(left, t)) for t in terms)
+        others = b_chains.get(tuple(sorted(seq)), set())
+        if others and seq not in others:
+            stack += terms
+    seen = set(stack)
+    while stack:
+        for o in left.operands.get(stack.pop(), ()):
+            if o not in seen:
+                seen.add(o)
+                stack.append(o)
+        if len(seen) > _LIMIT:
+            raise _TooLarge
+    return seen
+
+
+def _inputs_read(comp: CanonicalComputation, outs: list[str]) -> set[str] | None:
+    """The inputs in the cones of `outs`; None past `_LIMIT` instructions."""
+    stack, seen = list(outs), set(outs)
+    while stack:
+        for o in comp.operands.get(stack.pop(), ()):
+            if o not in seen:
+                seen.add(o)
+                stack.append(o)
+        if len(seen) > _LIMIT:
+            return None
+    return {n for n in seen if n in comp.param_number}
