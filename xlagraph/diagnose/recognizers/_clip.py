@@ -24,8 +24,11 @@ def clip_ops(ops: set[str]) -> bool:
 
 def scalar_clip(evidence: Evidence, cause: Cause) -> bool:
     """A global norm and its capped coefficient are scalars: `sqrt` of a summed square and a clamp
-    (or a select) of one value, which the elementwise square roots of Adam are not."""
-    return _a_clip([(canon, ins) for canon, ins in evidence.instructions(cause)])
+    (or a select) of one value, which the elementwise square roots of Adam are not; and the
+    coefficient scales the gradients. A meter of gradient norms (a guarded mean, a square root,
+    the norms returned) has the first two and scales nothing: an output of its own, not a clip."""
+    named = list(evidence.instructions(cause))
+    return _a_clip(named) and _scales(named)
 
 
 def runs_clip(canon: CanonicalModule) -> bool:
@@ -43,6 +46,40 @@ def _a_clip(named: list[tuple[CanonicalModule, Instruction]]) -> bool:
         _LAZY.get(ins.opcode, ins.opcode) in ("sqrt", "power") and _of_a_sum(canon, ins.name)
         for canon, ins in found
     )
+
+
+def _scales(named: list[tuple[CanonicalModule, Instruction]]) -> bool:
+    """A scalar clamp, minimum or select (the capped coefficient) is read by a multiply or a
+    divide of a tensor, through broadcasts, converts and reshapes: the gradients it scales."""
+    capped = {
+        ins.name
+        for _, ins in named
+        if _LAZY.get(ins.opcode, ins.opcode) in ("clamp", "minimum", "select")
+        and strip_layout(ins.shape).endswith("[]")
+    }
+    for canon, ins in named:
+        if _LAZY.get(ins.opcode, ins.opcode) not in ("multiply", "divide") or strip_layout(
+            ins.shape
+        ).endswith("[]"):
+            continue
+        comp = next((c for c in canon.computations.values() if ins.name in c.computation.by_name), None)
+        todo = list(comp.operands.get(ins.name, ())) if comp is not None else []
+        for _ in range(_PASSED_THROUGH):
+            if any(o in capped for o in todo):
+                return True
+            todo = [
+                p
+                for o in todo
+                if _LAZY.get(comp.instruction(o).opcode, comp.instruction(o).opcode) in _PASSING  # type: ignore[union-attr]
+                for p in comp.operands.get(o, ())  # type: ignore[union-attr]
+            ]
+    return False
+
+
+# How many broadcasts, converts or reshapes lie between a clip's coefficient and the multiply
+# that scales a gradient by it.
+_PASSED_THROUGH = 4
+_PASSING = frozenset({"broadcast", "convert", "reshape", "bitcast", "copy"})
 
 
 def _of_a_sum(canon: CanonicalModule, name: str) -> bool:
@@ -68,5 +105,8 @@ _LAZY = {
     "aten::minimum": "minimum",
     "aten::where": "select",
     "aten::div": "divide",
+    "aten::mul": "multiply",
+    "aten::expand": "broadcast",
+    "aten::view": "reshape",
     **{f"aten::{c}": "compare" for c in ("lt", "le", "gt", "ge", "eq", "ne")},
 }
