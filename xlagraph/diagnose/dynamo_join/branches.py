@@ -38,8 +38,7 @@ def branch_guard_graphs(
     multiply, a layer's weights and results, the tensors the backward keeps) is the code that
     `if` picks, so it is one cause there, not tensors kept alive beside a region nobody named.
     The same for a loop over the value (its trip count), a list whose other length only adds or
-    drops outputs (its items' work) and one that grew (its new items, inputs the graph takes more:
-    `parameter_added` where the list is built), a number the diff reads as sizes (an `attribute`
+    drops outputs (its items' work), a number the diff reads as sizes (an `attribute`
     with the fixed-size fix; for a global or a module's int, shapes that changed are its sizes too),
     and any other value where the diff found a region it cannot name. Only where
     every live cause cites the guard's line."""
@@ -62,8 +61,6 @@ def branch_guard_graphs(
     # k, a slice's length): the number is a size baked into ops, whose fix is a fixed size, not a
     # tensor argument (a size cannot be data).
     sized = {r.dynamo for r in recompiles if any(_sized(r.causes[a.cause], cited(r)[0]) for a in cited(r)[1])}
-    # A guarded list that grew: the new graph takes the added items as inputs it never read before.
-    grown = _grown(recompiles, retraces)
     out = []
     for r in recompiles:
         retrace, live = cited(r)
@@ -88,15 +85,6 @@ def branch_guard_graphs(
             test = guard.source if guard.source.startswith(("if ", "elif ")) else _tested_inline(guard)
             what = f"`{test[:60]}` at {guard.at} picks other code: {guard.phrase}"
             fix_id, case = "conditional_work.host_branch", "case"
-        elif (
-            guard.kind == "sequence_length"
-            and r.dynamo in grown
-            and counts_loop(guard.source, _guarded_names(guard))
-        ):
-            # (a list the loop reads item by item: its new items are the graph's new inputs, made
-            # where the list is built; a shorter list is the loop's other count, below)
-            what = f"{guard.phrase}{made}: its new items are inputs the graph did not read before"
-            fix_id, case, built, kind = "", "length", True, CauseKind.PARAMETER_ADDED
         elif loop := counts_loop(guard.source, _guarded_names(guard)):
             what = f"`{loop[:60]}` at {guard.at} runs another number of times: {guard.phrase}"
             fix_id, case = "", "count"  # the guard's: the unrolled loop's, or a list's own
@@ -139,7 +127,8 @@ def _sized(c: Cause, retrace: Retrace | None) -> bool:
     """`c` reads the guarded number as sizes: an `attribute` of sizes (topk's k, a slice's length),
     or, for a global or a module's attribute, ops or inputs of other shapes (a reshape to
     `self.heads`): nothing but that int changed since the last trace, dynamo says, so the sizes are
-    its, not the data's. (A module picked by the value is `picked_module`'s, which said so.)"""
+    its, not the data's. Only an int: a flag's shapes are the code it picks. (A module picked by
+    the value is `picked_module`'s, which said so.)"""
     if c.info:
         return False
     if c.fix_id == "attribute.size":
@@ -147,23 +136,14 @@ def _sized(c: Cause, retrace: Retrace | None) -> bool:
     return (
         retrace is not None
         and retrace.guard.kind in ("global_value", "module_attribute")
+        and bool(_INT_VALUE.search(retrace.guard.text.split("#", 1)[0]))
         and c.kind is CauseKind.PARAMETER_SHAPE
         and c.fix_id != "parameter_shape.switched_weights"
     )
 
 
-def _grown(recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace]) -> frozenset[str]:
-    """Retraces for a list's length whose graphs take inputs more and none fewer: the list grew."""
-    lists = {k for k, t in retraces.items() if not t.expected and t.guard.kind == "sequence_length"}
-    kinds: dict[str, set[CauseKind]] = {}
-    for r in recompiles:
-        if r.dynamo in lists:
-            kinds.setdefault(r.dynamo, set()).update(c.kind for c in r.causes if not c.info)
-    return frozenset(
-        k
-        for k, found in kinds.items()
-        if CauseKind.PARAMETER_ADDED in found and CauseKind.PARAMETER_REMOVED not in found
-    )
+# `self.heads == 4`: an int the frame was compiled for; a flag (`== False`) picks code, not sizes.
+_INT_VALUE = re.compile(r"==\s*-?\d+\s*$")
 
 
 def _branch_returns(at: str) -> bool:

@@ -1,14 +1,12 @@
 """The other graphs of a retrace whose graphs at the guard's line were named: the same change.
 
 `branch_guard_graphs` names the graphs of a retrace that cite the guard's line: a Python int
-dynamo guards (a module's `self.heads`, a global `k`) read as sizes, an `attribute`; a list of
-inputs that grew, `parameter_added`. The same retrace compiles graphs that cite other lines: the
-step's lazy graph (the rest of the backward and the update, built for the forward's new sizes),
-whose diff is read against whichever earlier graph of its call site differs least (the first
-step's, before the optimizer's state), so it reads as inputs added or removed or work done on some
-steps; and the pending work the bridge's first compile syncs, which computes the list's new item
-and returns one tensor more. None of that is a change of its own: the retrace's cause, its lines
-and its fix, the diff's own kinds kept readable in the note.
+dynamo guards (a module's `self.heads`, a global `k`) read as sizes, an `attribute`. The same
+retrace compiles the step's lazy graph (the rest of the backward and the update, built for the
+forward's new sizes), which cites other lines: its diff is read against whichever earlier graph of
+its call site differs least (the first step's, before the optimizer's state), so it reads as
+inputs added or removed or work done on some steps. None of that is a change of its own: the
+retrace's cause, its lines and its fix, the diff's own kinds kept readable in the note.
 """
 
 from __future__ import annotations
@@ -34,11 +32,8 @@ _SIZED = frozenset(
         CauseKind.STRUCTURE,
     }
 )
-# ... and a graph of a list's new item: the item itself, returned to be passed.
-_GROWN = _SIZED | {CauseKind.OUTPUT_ADDED}
 _SAID = {
     CauseKind.ATTRIBUTE: "the retrace's other graph of this step, built for the forward's new sizes",
-    CauseKind.PARAMETER_ADDED: "the retrace's other graph of this step, for the list's new items",
 }
 
 
@@ -53,8 +48,6 @@ def _named(r: Recompile, retrace: Retrace | None) -> tuple[Cause, frozenset[Caus
             continue
         if guard.kind in INT_GUARDS and c.kind is CauseKind.ATTRIBUTE and c.fix_id == "attribute.size":
             return c, _SIZED
-        if guard.kind == "sequence_length" and c.kind is CauseKind.PARAMETER_ADDED:
-            return c, _GROWN
     return None
 
 
