@@ -19,6 +19,7 @@ from xlagraph.diagnose.dynamo_join.new_cuts import retrace_cuts
 from xlagraph.diagnose.dynamo_join.optimizer import follow_forward
 from xlagraph.diagnose.dynamo_join.picked_module import picked_modules
 from xlagraph.diagnose.dynamo_join.retrace import Retrace
+from xlagraph.diagnose.dynamo_join.retrace_rest import follow_retrace
 from xlagraph.diagnose.dynamo_join.switched_steady import steady_after_switch
 from xlagraph.diagnose.recompile import Recompile
 
@@ -39,7 +40,7 @@ def join(
     steps the openxla bridge ran a full sync on (`after_bridge_step`)."""
     explained = picked_modules(cite_guards(recompiles, retraces), retraces)
     explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, retraces, last_run)), retraces)
-    explained = branch_guard_graphs(explained, retraces)
+    explained = follow_retrace(branch_guard_graphs(explained, retraces), retraces)
     explained = follow_forward(warm_up_cuts(join_branch_graphs(explained), phases), retraces)
     explained = retrace_cuts(bridge_flush(moved_work(explained, retraces), retraces), retraces)
     return steady_after_switch(after_bridge_step(explained, steps or {}, bridged), bridged)

@@ -14,7 +14,14 @@ from xlagraph.diagnose.fixes import fix as fix_text
 from xlagraph.diagnose.recognizers._statements import counts_loop, enclosing_at, header_tests, inline_test
 from xlagraph.diagnose.recompile import Attribution, Recompile
 
-__all__ = ["ARGUMENT_FIX", "branch_fix", "branch_guard_graphs", "fold_retraced_outputs", "join_branch_graphs"]
+__all__ = [
+    "ARGUMENT_FIX",
+    "INT_GUARDS",
+    "branch_fix",
+    "branch_guard_graphs",
+    "fold_retraced_outputs",
+    "join_branch_graphs",
+]
 
 
 # A guard on a Python argument that the compiled code branches on: the selection passed as a tensor
@@ -45,8 +52,9 @@ def branch_guard_graphs(
     multiply, a layer's weights and results, the tensors the backward keeps) is the code that
     `if` picks, so it is one cause there, not tensors kept alive beside a region nobody named.
     The same for a loop over the value (its trip count), a list whose other length only adds or
-    drops outputs (its items' work), a number the diff reads as sizes (an `attribute` with the
-    fixed-size fix), and any other value where the diff found a region it cannot name. Only where
+    drops outputs (its items' work), a number the diff reads as sizes (an `attribute`
+    with the fixed-size fix; for a global or a module's int, shapes that changed are its sizes too),
+    and any other value where the diff found a region it cannot name. Only where
     every live cause cites the guard's line."""
 
     def cited(r: Recompile) -> tuple[Retrace | None, list[Attribution]]:
@@ -66,11 +74,7 @@ def branch_guard_graphs(
     # Retraces for a Python number one of whose graphs the diff reads as sizes that changed (topk's
     # k, a slice's length): the number is a size baked into ops, whose fix is a fixed size, not a
     # tensor argument (a size cannot be data).
-    sized = {
-        r.dynamo
-        for r in recompiles
-        if any(r.causes[a.cause].fix_id == "attribute.size" for a in cited(r)[1])
-    }
+    sized = {r.dynamo for r in recompiles if any(_sized(r.causes[a.cause], cited(r)[0]) for a in cited(r)[1])}
     out = []
     for r in recompiles:
         retrace, live = cited(r)
@@ -105,7 +109,7 @@ def branch_guard_graphs(
             # the other count's items: the activations, results and gradients its extra items add
             what = f"{guard.phrase}{made}, read at {guard.at}"
             fix_id, case, built = "", "count", True
-        elif r.dynamo in sized and guard.kind == "python_scalar":
+        elif r.dynamo in sized and guard.kind in INT_GUARDS:
             what = f"{guard.phrase}{made}, read at {guard.at} as a size the graph's ops are built for"
             fix_id, case, kind = "attribute.size", "value", CauseKind.ATTRIBUTE
         elif r.dynamo in unnamed:
@@ -132,6 +136,31 @@ def branch_guard_graphs(
 
 
 _RETURNED = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
+# Guards on a Python int the frame reads: an argument, a global, a module's attribute.
+INT_GUARDS = frozenset({"python_scalar", "global_value", "module_attribute"})
+
+
+def _sized(c: Cause, retrace: Retrace | None) -> bool:
+    """`c` reads the guarded number as sizes: an `attribute` of sizes (topk's k, a slice's length),
+    or, for a global or a module's attribute, ops or inputs of other shapes (a reshape to
+    `self.heads`): nothing but that int changed since the last trace, dynamo says, so the sizes are
+    its, not the data's. Only an int: a flag's shapes are the code it picks. (A module picked by
+    the value is `picked_module`'s, which said so.)"""
+    if c.info:
+        return False
+    if c.fix_id == "attribute.size":
+        return True
+    return (
+        retrace is not None
+        and retrace.guard.kind in ("global_value", "module_attribute")
+        and bool(_INT_VALUE.search(retrace.guard.text.split("#", 1)[0]))
+        and c.kind is CauseKind.PARAMETER_SHAPE
+        and c.fix_id != "parameter_shape.switched_weights"
+    )
+
+
+# `self.heads == 4`: an int the frame was compiled for; a flag (`== False`) picks code, not sizes.
+_INT_VALUE = re.compile(r"==\s*-?\d+\s*$")
 
 
 def _branch_returns(at: str) -> bool:
