@@ -69,6 +69,16 @@ def test_accumulated_sgd_momentum_is_warm_up_openxla() -> None:
     assert [k for k in kinds if k[0] == 3] == [(3, frozenset({"state_init"}), True)]
 
 
+def test_accumulated_sgd_momentum_is_warm_up_openxla_conv() -> None:
+    """The same with another model: a 2-D CNN under torch.compile, SGD (momentum 0.7) every 2 syncs.
+    Every recompile is expected: the bridge's warm-up, the first step without an update (step 2,
+    accumulation's other graph) and the second update reading the buffers (step 3, state_init)."""
+    kinds = _kinds("sgd_momentum_conv_openxla_accumulate")
+    assert [k for k in kinds if k[0] == 3] == [(3, frozenset({"state_init"}), True)]
+    assert [k for k in kinds if k[0] == 2] == [(2, frozenset({"conditional_work"}), True)]
+    assert all(expected for _, _, expected in kinds)
+
+
 def test_accumulated_sgd_momentum_all_expected_lazy() -> None:
     """Lazy step 1 (accumulate + the first update) against step 0 (accumulate only): the update on
     some steps is gradient accumulation's second graph, compiled once (expected, as Adam's)."""
