@@ -283,7 +283,7 @@ def _choice_key(
         for s in syncs
     )
     # what the recognizers read of the live tensors: ids only as an order (each process has its own)
-    live = tuple((t.shape, t.frames) for t in sorted(run.tensors, key=lambda t: -t.id))
+    live = tuple((t.shape, t.frames, t.holders, t.pending) for t in sorted(run.tensors, key=lambda t: -t.id))
     return (tuple(keys), facts, run.first_sync, live)
 
 

@@ -150,6 +150,20 @@ def _update_calls(evidence: Evidence) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+def _update_alone(evidence: Evidence, pending: tuple[Cause, ...], picked: list[int], hits: list[int]) -> bool:
+    """Gradient accumulation's update on some steps (the first update, or the first step without
+    one): two graphs, each compiled once, expected. Only where one graph runs no optimizer code at
+    all (an update that runs in both and reads other gradients is work moved between graphs, a
+    retrace's) and the update is all that changed: work of another region (the user's code
+    changed on that step too) is not the update's."""
+    if _runs_optimizer(evidence.left) == _runs_optimizer(evidence.right):
+        return False
+    return all(i in hits or pending[i].kind not in _OTHER_WORK for i in picked)
+
+
+_OTHER_WORK = (CauseKind.STRUCTURE, CauseKind.COLLECTIVE)
+
+
 # An optimizer's update of one weight is a handful of ops (SGD: a multiply and an add; Adam: ~30);
 # outputs kept alive bring none, since what they read is computed anyway.
 _UPDATE_WORK = 8
@@ -234,6 +248,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                 f"{summary} ({n} difference(s))",
                 [pending[i] for i in picked],
                 hint=hint,
+                info=name == "optimizer" and _update_alone(evidence, pending, picked, hits),
             )
             if setting:  # the user's line that sets p comes before the dropout's own lines
                 cause = replace(cause, sources=tuple(dict.fromkeys([*setting, *cause.sources])))
@@ -249,6 +264,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                     cause,
                     summary=f"{branch_summary(branch[0], branch[1])} ({n} difference(s))",
                     hint=BRANCH_HINT,
+                    info=False,
                     sources=tuple(dict.fromkeys([branch[0], *branch[2], *cause.sources]))[:6],
                 )
             return Recognized((cause,), frozenset(picked))

@@ -48,12 +48,18 @@ _SETS_FLAG = re.compile(r"[^=!<>]=[^=]")
 _PLACES = re.compile(r"\.to\(|mark_sharding\(|\bdevice\b")
 
 
+def _periodic_work(c: Cause) -> bool:
+    """A cause to place at its `if`: one to fix, or gradient accumulation's update, expected but
+    still work done every k steps (its `if`, and the inputs it brings, as before it was info)."""
+    return not c.info or c.fix_id == "conditional_work.accumulation"
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     out: list[Cause] = []
     consumed: set[int] = set()
     files: list[str] | None = None  # the user's files, read off both graphs once, when first needed
     for i, c in enumerate(pending):
-        if c.kind not in _KINDS or c.info:
+        if c.kind not in _KINDS or not _periodic_work(c):
             continue
         user = [loc for loc in c.sources if is_user_location(loc)]
         if not user:
@@ -78,7 +84,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                             for j, o in enumerate(pending)
                             if j not in consumed
                             and o.kind is CauseKind.CONDITIONAL_WORK
-                            and not o.info
+                            and _periodic_work(o)
                             and blocks[0] in o.sources
                         ),
                         None,
@@ -137,7 +143,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     work = next((k for k, o in enumerate(out) if o.kind is CauseKind.CONDITIONAL_WORK), None)
     if work is None:
         work_i = next(
-            (i for i, c in enumerate(pending) if c.kind is CauseKind.CONDITIONAL_WORK and not c.info), None
+            (i for i, c in enumerate(pending) if c.kind is CauseKind.CONDITIONAL_WORK and _periodic_work(c)),
+            None,
         )
         if work_i is not None and any(o.kind is CauseKind.PARAMETER_ADDED for o in out):
             out.append(pending[work_i])

@@ -28,8 +28,10 @@ from xlagraph.diagnose.recognizers.pending_init import copies_returned
 from xlagraph.diagnose.recognizers.permutation import reordered_only
 from xlagraph.diagnose.recognizers.special_scalar import matched_twin
 from xlagraph.diagnose.shapes import shape_of
+from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
 from xlagraph.opcodes import RESTATES
+from xlagraph.runlog import Holder
 from xlagraph.source_paths import is_library_path
 
 __all__ = ["RECOGNIZER"]
@@ -293,6 +295,31 @@ def _made_by_baseline(evidence: Evidence, pending: tuple[Cause, ...]) -> bool:
     return bool(wanted) and all(fresh[shape] >= k for shape, k in wanted.items())
 
 
+def _kept_as_state(evidence: Evidence, carried: list[_Input], pending: tuple[Cause, ...]) -> list[_Input]:
+    """New inputs without a frame that are the state the baseline made, as the live tensors tell:
+    before this graph's sync the optimizer's `state` holds, as tensors this graph computes, at
+    least as many of each of their shapes. Under torch.compile the first update's buffers reach
+    the lazy graph as device data, and the matcher may pair them with a gradient and call the
+    gradient new: the shapes are what both sides agree on. Only where the baseline made tensors
+    of those shapes (`_made_by_baseline`): a steady step's state is an input of both graphs."""
+    tensors = [x for x in carried if not x.shape.endswith("[]")]
+    if not tensors or not _made_by_baseline(evidence, pending):
+        return []
+    held = Counter(
+        strip_layout(t.shape).replace(" ", "")
+        for t in evidence.context.tensors
+        if t.pending and any(_optimizer_state(h) for h in t.holders)
+    )
+    wanted = Counter(x.shape for x in tensors)
+    return tensors if all(held[shape] >= k for shape, k in wanted.items()) else []
+
+
+def _optimizer_state(holder: Holder) -> bool:
+    """`opt.state[...]['momentum_buffer']`: the `state` attribute of an optimizer's class (every
+    torch.optim optimizer keeps its buffers there); its `param_groups` hold the weights."""
+    return holder.kind == "attribute" and holder.name == "state" and is_optimizer_code(holder.owner_file)
+
+
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     added = added_at_warm_up(evidence, pending)
     late = not added
@@ -312,6 +339,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     ]
     created = [x for x in state if is_optimizer_code(x.file) and not x.shape.endswith("[]")]
     carried = [x for x in state if not x.file]  # gradients kept from the step before
+    if not created:
+        created = _kept_as_state(evidence, carried, pending)
     optimizer_work = any(
         c.kind is CauseKind.STRUCTURE and any(is_optimizer_code(f) for f in evidence.library_files(c))
         for c in pending
