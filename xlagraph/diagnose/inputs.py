@@ -18,6 +18,10 @@ from xlagraph.diagnose.pairing import pair_parameters
 from xlagraph.diagnose.permutation import permutation_cause
 from xlagraph.diagnose.shapes import FLOAT_TYPES, dim_sizes, dims_of, element_type, layout_differs, shape_of
 
+# The `Cause.case` of inputs handed in another layout: `recognizers.layout` reads it (the words
+# say `input` only for a reader, and an output's layout cause is no such case).
+INPUT_LAYOUT = "layout.input"
+
 if TYPE_CHECKING:
     from xlagraph.diagnose.comparison import Comparison
 
@@ -68,6 +72,7 @@ def compare_parameters(cmp: Comparison) -> set[tuple[str, str]]:
             f"{len(layout_changes)} input(s) have the same shape in another layout or memory space: "
             f"{fmt_list(listed, 3)}",
             layout_changes,
+            case=INPUT_LAYOUT,
         )
     paired_l = {a for a, _ in pairs}
     paired_r = {b for _, b in pairs}
