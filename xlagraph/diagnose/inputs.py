@@ -11,16 +11,12 @@ from math import prod
 from typing import TYPE_CHECKING
 
 from xlagraph.canonical import CanonicalComputation
-from xlagraph.diagnose.causes import CauseKind, Change, Moved
+from xlagraph.diagnose.causes import INPUT_LAYOUT, CauseKind, Change, Moved
 from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.numbers import dim_changes
 from xlagraph.diagnose.pairing import pair_parameters
 from xlagraph.diagnose.permutation import permutation_cause
 from xlagraph.diagnose.shapes import FLOAT_TYPES, dim_sizes, dims_of, element_type, layout_differs, shape_of
-
-# The `Cause.case` of inputs handed in another layout: `recognizers.layout` reads it (the words
-# say `input` only for a reader, and an output's layout cause is no such case).
-INPUT_LAYOUT = "layout.input"
 
 if TYPE_CHECKING:
     from xlagraph.diagnose.comparison import Comparison

@@ -9,9 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from xlagraph.canonical.model import CanonicalModule
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import INPUT_LAYOUT, Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
-from xlagraph.diagnose.inputs import INPUT_LAYOUT
 
 __all__ = ["RECOGNIZER"]
 
