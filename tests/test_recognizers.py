@@ -297,3 +297,64 @@ def test_nonzero_coordinates_are_told_from_a_column_of_ids_by_their_use(a: str, 
     new batch size a parameter shape (the last pair: issue 37's metamorphic cases on its module)."""
     result = diff_modules(_bare(a), _bare(b))
     assert [str(c.kind) for c in result.causes] == [kind]
+
+
+# --- rules read a cause's case, never its words -------------------------------------------------
+
+
+def _tp_opt():  # type: ignore[no-untyped-def]
+    """8 all-reduces over 2 ranks in A, over 4 in B (real torch_xla dumps)."""
+    parallel = TORCH / "parallel"
+    left, right = (load_module(str(parallel / f"tp_opt_{side}.hlo")) for side in "ab")
+    return diff_modules(left, right)
+
+
+def test_replica_groups_changed_is_told_by_its_case_not_its_words() -> None:
+    """`parallelism` finds collectives over other replica groups by the case the comparison sets
+    (`collectives.GROUPS_CHANGED`), which a rewording cannot lose; a cause that only says the
+    words is not it, and a change past the few the summary lists still is."""
+    from xlagraph.diagnose.causes import HINTS, Cause
+    from xlagraph.diagnose.collectives import GROUPS_CHANGED, Collective, summarize
+    from xlagraph.diagnose.recognizers.parallelism import RECOGNIZER
+
+    result = _tp_opt()
+    assert "(replica groups changed)" in result.causes[0].summary
+    evidence = Evidence(result.left, result.right, Context())
+    words = "all-reduce all-reduce.156 replica groups {{0,1}} -> {{0,1,2,3}}"
+    said = Cause(CauseKind.COLLECTIVE, words, HINTS[CauseKind.COLLECTIVE])
+    assert RECOGNIZER.recognize(evidence, (said,)).causes == ()
+    reworded = Cause(CauseKind.COLLECTIVE, "each all-reduce spans 4 ranks", said.hint, case=GROUPS_CHANGED)
+    (found,) = RECOGNIZER.recognize(evidence, (reworded,)).causes
+    assert found.summary.startswith("the parallel layout changed (replica groups changed)")
+
+    def op(i: int, groups: str) -> Collective:
+        return Collective(f"all-reduce.{i}", "all-reduce", (f"f32[{i}]",), f"f32[{i}]", groups, "")
+
+    a = [op(i, "{{0,1}}") for i in range(1, 7)]
+    wider = [o._replace(operands=("f32[9]",), shape="f32[9]") for o in a[:5]]  # the 4 shown, and 1 more
+    b = [*wider, op(6, "{{0,1,2,3}}")]
+    summary, case = summarize(a, b)
+    assert "replica groups" not in summary and "and 2 more" in summary
+    assert case == GROUPS_CHANGED
+    assert summarize(a, b[:5] + a[5:])[1] == ""
+
+
+def test_an_input_in_another_layout_is_told_by_its_case_not_its_words() -> None:
+    """`layout` finds an entry input handed in another layout by the case `inputs` sets
+    (`causes.INPUT_LAYOUT`), not by the word `input` in its summary."""
+    from xlagraph.diagnose.causes import HINTS, INPUT_LAYOUT, Cause
+    from xlagraph.diagnose.recognizers.layout import RECOGNIZER
+
+    result = _pair(FIXTURES / "jax" / "wild3" / "compiled_input_layout_column_major")
+    (real,) = result.causes
+    assert real.case == INPUT_LAYOUT and real.summary.endswith("(XLA re-lays it out with a copy)")
+    evidence = Evidence(result.left, result.right, Context())
+    copy = Cause(CauseKind.STRUCTURE, "a copy only B runs", HINTS[CauseKind.STRUCTURE])
+    words = "1 input(s) have the same shape in another layout or memory space: input 0"
+    said = Cause(CauseKind.LAYOUT, words, HINTS[CauseKind.LAYOUT])
+    alone = RECOGNIZER.recognize(evidence, (said, copy))
+    assert alone.causes == () and alone.consumed == frozenset({0})
+    reworded = Cause(CauseKind.LAYOUT, "argument 0 arrives column-major", said.hint, case=INPUT_LAYOUT)
+    found = RECOGNIZER.recognize(evidence, (reworded, copy))
+    assert found.consumed == frozenset({0, 1})
+    assert found.causes[0].summary == "argument 0 arrives column-major (XLA re-lays it out with a copy)"

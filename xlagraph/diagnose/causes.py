@@ -12,7 +12,17 @@ from typing import NamedTuple
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.fixes import fix_id as _fix_id
 
-__all__ = ["HINTS", "INTERFACE", "Cause", "CauseKind", "Change", "Moved", "name_sides", "with_sides"]
+__all__ = [
+    "HINTS",
+    "INPUT_LAYOUT",
+    "INTERFACE",
+    "Cause",
+    "CauseKind",
+    "Change",
+    "Moved",
+    "name_sides",
+    "with_sides",
+]
 
 
 class CauseKind(str, Enum):
@@ -44,6 +54,10 @@ class CauseKind(str, Enum):
 INTERFACE = frozenset(
     {CauseKind.PARAMETER_ADDED, CauseKind.PARAMETER_REMOVED, CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED}
 )
+
+# The `Cause.case` of entry inputs handed in another layout (`inputs`, an output's layout cause is
+# not one): `recognizers.layout` reads it. Here, as both import this module and not each other.
+INPUT_LAYOUT = "layout.input"
 
 # The fix a cause of each kind gets unless its recognizer words a better one.
 HINTS: Mapping[CauseKind, str] = MappingProxyType({kind: fix(kind.value) for kind in CauseKind})

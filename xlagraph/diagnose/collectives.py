@@ -15,6 +15,7 @@ from xlagraph.opcodes import COLLECTIVES
 
 __all__ = [
     "COLLECTIVES",
+    "GROUPS_CHANGED",
     "ORDER_HINT",
     "OTHER_TENSORS_HINT",
     "Collective",
@@ -135,19 +136,26 @@ def describe(ops: list[Collective]) -> str:
     return ", ".join(parts)
 
 
-def summarize(left: list[Collective], right: list[Collective]) -> str:
-    """One line on how two ordered collective sequences differ."""
+# The `Cause.case` of collectives paired one to one, some over other replica groups: the
+# `parallelism` recognizer reads it (the summary lists only the first few changes).
+GROUPS_CHANGED = "collective.replica_groups"
+
+
+def summarize(left: list[Collective], right: list[Collective]) -> tuple[str, str]:
+    """One line on how two ordered collective sequences differ, and its case (`GROUPS_CHANGED`
+    where a pair runs over other replica groups, else ``)."""
     if Counter(c.kind for c in left) != Counter(c.kind for c in right) or len(left) != len(right):
-        return f"collectives regrouped: A has {describe(left)}; B has {describe(right)}"
-    changes = []
+        return f"collectives regrouped: A has {describe(left)}; B has {describe(right)}", ""
+    changes, case = [], ""
     for a, b in zip(left, right, strict=True):
         if a.signature == b.signature:
             continue
         if a.groups != b.groups:
+            case = GROUPS_CHANGED  # said for every pair, shown or not
             changes.append(f"{a.kind} {a.name} replica groups {a.groups or '{}'} -> {b.groups or '{}'}")
         elif a.operands != b.operands:
             changes.append(f"{a.kind} {a.name} operands {', '.join(a.operands)} -> {', '.join(b.operands)}")
         else:
             changes.append(f"{a.kind} {a.name} dimensions {a.dimensions} -> {b.dimensions}")
     shown = "; ".join(changes[:4]) + (f"; and {len(changes) - 4} more" if len(changes) > 4 else "")
-    return f"the same {describe(left)} run over other groups or operands: {shown}"
+    return f"the same {describe(left)} run over other groups or operands: {shown}", case

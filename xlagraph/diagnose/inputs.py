@@ -11,7 +11,7 @@ from math import prod
 from typing import TYPE_CHECKING
 
 from xlagraph.canonical import CanonicalComputation
-from xlagraph.diagnose.causes import CauseKind, Change, Moved
+from xlagraph.diagnose.causes import INPUT_LAYOUT, CauseKind, Change, Moved
 from xlagraph.diagnose.listing import fmt_list
 from xlagraph.diagnose.numbers import dim_changes
 from xlagraph.diagnose.pairing import pair_parameters
@@ -68,6 +68,7 @@ def compare_parameters(cmp: Comparison) -> set[tuple[str, str]]:
             f"{len(layout_changes)} input(s) have the same shape in another layout or memory space: "
             f"{fmt_list(listed, 3)}",
             layout_changes,
+            case=INPUT_LAYOUT,
         )
     paired_l = {a for a, _ in pairs}
     paired_r = {b for _, b in pairs}

@@ -75,7 +75,8 @@ def _collective(cmp: Comparison) -> bool:
     rsig = {c.signature for c in lc}
     left_changed = [c.name for c in lc if c.signature not in lsig]
     right_changed = [c.name for c in rc if c.signature not in rsig]
-    cmp.cause(CauseKind.COLLECTIVE, summarize(lc, rc), left_changed, right_changed)
+    summary, case = summarize(lc, rc)
+    cmp.cause(CauseKind.COLLECTIVE, summary, left_changed, right_changed, case=case)
     if not regrouped_only(lc, rc):
         # Other tensors reduced, not the same ones bucketed another way: bucketing is no fix.
         cmp.causes[-1] = replace(cmp.causes[-1], hint=OTHER_TENSORS_HINT)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from xlagraph.canonical.model import CanonicalModule
-from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.causes import INPUT_LAYOUT, Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 
 __all__ = ["RECOGNIZER"]
@@ -44,7 +44,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         return NOTHING
     # An entry input handed in another layout (a column-major array) is a cause of its own: the
     # copies XLA adds to re-lay it out, and the ops reading them, follow from it.
-    inputs = [i for i in layout if "input" in pending[i].summary]
+    inputs = [i for i in layout if pending[i].case == INPUT_LAYOUT]
     others = [i for i in range(len(pending)) if i not in layout]
     if inputs and all(
         pending[i].kind is CauseKind.STRUCTURE

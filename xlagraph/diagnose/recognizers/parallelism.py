@@ -10,7 +10,7 @@ folded into one `collective` cause, with a hint about parallelism, not about buc
 from __future__ import annotations
 
 from xlagraph.diagnose.causes import INTERFACE, Cause, CauseKind
-from xlagraph.diagnose.collectives import collectives
+from xlagraph.diagnose.collectives import GROUPS_CHANGED, collectives
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.recognizers._causes import merge
@@ -33,7 +33,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if not coll:
         return NOTHING
     summary = pending[coll[0]].summary
-    groups_changed = "replica groups" in summary
+    groups_changed = pending[coll[0]].case == GROUPS_CHANGED
     shapes = [i for i, c in enumerate(pending) if c.kind is CauseKind.PARAMETER_SHAPE]
     split = bool(shapes) and all(
         dims_of(ch.old) != dims_of(ch.new) and whole_factors(ch.old, ch.new)
