@@ -176,8 +176,20 @@ def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             wide_a = _per_line(evidence.left, file, 1, _MAX_LINES)
             wide_b = _per_line(evidence.right, file, 1, _MAX_LINES)
             called = set(wide_b - wide_a if more else wide_a - wide_b)
+            # Both graphs the rest of a step cut at this loop's read (after its last iteration):
+            # lines after the loop that made as many ops in both graphs only read the iterations'
+            # result, and the work that differs is the backward of one iteration more or less.
+            ctx = evidence.context
+            cut = ctx.cut_before == ctx.baseline_cut_before == f"{file}:{site.line}"
+            same = {n for n in wide_a.keys() | wide_b.keys() if n > site.last and wide_a[n] == wide_b[n]}
+            after = same if cut else set()
 
-            inside = [i for i, found in lines.items() if _in_loop(found, file, site, called)]
+            inside = [
+                i
+                for i, found in lines.items()
+                if _in_loop(found, file, site, called)
+                or (bool(after) and bool(found) and all(f == file and n in after for f, n in found))
+            ]
             if not any(lines[i] for i in inside):
                 continue
             inside.sort(key=lambda i: pending[i].kind is not CauseKind.STRUCTURE)  # the work leads
