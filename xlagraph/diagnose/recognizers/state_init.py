@@ -156,6 +156,9 @@ def _shared(evidence: Evidence, inputs: list[_Input], others: set[str]) -> list[
     first step, read from then on, whatever call the user made the copy with."""
     entry, left = evidence.right.entry, evidence.left.entry
     written = set(updated_inputs(entry, entry.outputs).values())
+    # The shared buffer is written twice in A (the weight's update and the copy's): a look-alike
+    # layer's weight that the matcher paired with a new one (another stage's block) is written once.
+    twice = {p for p, k in Counter(updated_inputs(left, left.outputs).values()).items() if k > 1}
     users = users_of(entry)
     kept = {p for p in left.param_number if evidence.entry_match_left.get(p) in entry.param_number}
     out = []
@@ -173,6 +176,7 @@ def _shared(evidence: Evidence, inputs: list[_Input], others: set[str]) -> list[
         if read and all(
             k < len(left.operands.get(a, ()))
             and (o := restated(left, left.operands[a][k])) in kept
+            and o in twice
             and shape_of(left, o) == x.shape
             for a, k in read
         ):
