@@ -185,6 +185,13 @@ def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             kinds = _kinds(evidence.left, file, site.first, site.last) | _kinds(
                 evidence.right, file, site.first, site.last
             )
+            # Both graphs the rest of a step cut at this loop's read (after its last iteration):
+            # lines after the loop that made as many ops in both graphs only read the iterations'
+            # result, and the work that differs is the backward of one iteration more or less.
+            ctx = evidence.context
+            cut = ctx.cut_before == ctx.baseline_cut_before == f"{file}:{site.line}"
+            same = {n for n in wide_a.keys() | wide_b.keys() if n > site.last and wide_a[n] == wide_b[n]}
+            after = same if cut else set()
             inside = [
                 i
                 for i, found in lines.items()
@@ -193,6 +200,7 @@ def _iterated(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
                     _in_loop(found, file, site, called | steady)
                     and _made_at(evidence, pending[i], file, steady) <= kinds
                 )
+                or (bool(after) and bool(found) and all(f == file and n in after for f, n in found))
             ]
             if not any(lines[i] for i in inside):
                 continue

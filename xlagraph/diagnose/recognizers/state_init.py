@@ -150,6 +150,42 @@ def _copied(evidence: Evidence, inputs: list[_Input], others: set[str]) -> list[
     return tensors
 
 
+def _shared(evidence: Evidence, inputs: list[_Input], others: set[str]) -> list[_Input]:
+    """New tensor inputs that B updates in place where A, in the instructions paired with their
+    readers, read at the same operand an input of the same shape that B still reads: a copy made
+    on the device (`p.detach().clone()` for an EMA of the weights) shared its original's data
+    until its first update wrote it, so A read one buffer where B reads two. State made on the
+    first step, read from then on, whatever call the user made the copy with."""
+    entry, left = evidence.right.entry, evidence.left.entry
+    written = set(updated_inputs(entry, entry.outputs).values())
+    # The shared buffer is written twice in A (the weight's update and the copy's): a look-alike
+    # layer's weight that the matcher paired with a new one (another stage's block) is written once.
+    twice = {p for p, k in Counter(updated_inputs(left, left.outputs).values()).items() if k > 1}
+    users = users_of(entry)
+    kept = {p for p in left.param_number if evidence.entry_match_left.get(p) in entry.param_number}
+    out = []
+    for x in inputs:
+        if x.shape.endswith("[]") or x.shape not in others or x.name not in written:
+            continue
+        # Readers the matcher paired (one of a bias's may not be): each read the original there.
+        read = [
+            (a, k)
+            for u in users.get(x.name, ())
+            if (a := evidence.entry_match.get(u))
+            for k, o in enumerate(entry.operands[u])
+            if o == x.name
+        ]
+        if read and all(
+            k < len(left.operands.get(a, ()))
+            and (o := restated(left, left.operands[a][k])) in kept
+            and o in twice
+            and shape_of(left, o) == x.shape
+            for a, k in read
+        ):
+            out.append(x)
+    return out
+
+
 def _split(cause: Cause, keep: set[str]) -> Cause | None:
     """The part of an added-inputs cause about the inputs not in `keep`, or None."""
     names = tuple(n for n in cause.right if n not in keep)
@@ -227,6 +263,21 @@ def _fill_values(evidence: Evidence, cause: Cause, state_shapes: set[str]) -> bo
         if not expanded or any(shape_of(left, e) not in state_shapes for e in expanded):
             return False
     return True
+
+
+def _update_restated(evidence: Evidence, cause: Cause) -> bool:
+    """Sizes changed only on ops that restate a value (a broadcast of the momentum factor) in
+    optimizer code, on both sides: the update, rewritten around the new buffers, repeats one
+    factor per weight, and the matcher paired its copies across weights of other shapes. No
+    size the user passes."""
+    if cause.kind is not CauseKind.ATTRIBUTE:
+        return False
+    found = evidence.instructions(cause)
+    return (
+        bool(found)
+        and all(ins.opcode in RESTATES for _, ins in found)
+        and all((f := canon.module.frames_of(ins)) and is_optimizer_code(f[0].file) for canon, ins in found)
+    )
 
 
 def _other_library(files: list[str]) -> bool:
@@ -374,7 +425,8 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     if len(twins) >= 2 and all(is_library_path(x.file) for x in twins):
         state += twins
     else:
-        twins = _copied(evidence, [x for x in inputs if x not in state], others)
+        rest = [x for x in inputs if x not in state]
+        twins = _copied(evidence, rest, others) or _shared(evidence, rest, others)
         state += twins
     # A library's integer step counters (BatchNorm's num_batches_tracked): 0 baked on the first
     # step, an input from then on, whatever the optimizer.
@@ -415,6 +467,14 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
     # What reads a copy that shared the original's data (the EMA's own `t.mul_(decay)`) read the
     # original in A: the same op, now on the copy's own buffer.
     copy_readers = {u for x in twins for u in users.get(x.name, ())}
+    # B's outputs that write the new state back: where they come in the output list is new too.
+    state_writes = {o for o, p in updated_inputs(entry, entry.outputs).items() if p in keep}
+    # A copy that shared its original's buffer made A write that buffer twice (the weight's update
+    # and the copy's); the matcher may pair either write with B's weight update.
+    left = evidence.left.entry
+    left_writes = updated_inputs(left, left.outputs)
+    twice = Counter(left_writes.values())
+    shared_writes = {o for o, p in left_writes.items() if twins and twice[p] > 1}
     folded = [
         i
         for i, c in enumerate(pending)
@@ -422,6 +482,7 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             (c.kind in _FOLDED and c.kind is not CauseKind.OUTPUT_REMOVED)
             or (created and _first_gradients(evidence, c, weights))
             or (created and _fill_values(evidence, c, set(shapes)))
+            or (created and _update_restated(evidence, c))
         )
         # clipping's code is not state, unless the region reads the new state: a momentum buffer
         # first made from the clipped gradient, then updated from it
@@ -440,7 +501,12 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         and (c.kind is not CauseKind.OUTPUT_ADDED or _state_outputs(c, set(shapes)))
         # Tensors of the user's own code in another order (a dict of statistics filled in
         # another order) are a reordering of their own; new buffers only shift library outputs.
-        and (c.kind not in _ORDERS or all(is_library_path(f) for f in files))
+        and (
+            c.kind not in _ORDERS
+            or all(is_library_path(f) for f in files)
+            or (bool(c.right) and set(c.right) <= state_writes)
+            or (bool(c.left) and set(c.left) <= shared_writes)
+        )
     ]
     # A reordering also explains user code that computes the same ops in another order (a dict
     # of statistics filled in another order on the warm-up step): it is a cause of its own then,
