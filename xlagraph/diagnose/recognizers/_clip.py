@@ -7,6 +7,7 @@ from xlagraph.canonical import CanonicalModule
 from xlagraph.diagnose.causes import Cause
 from xlagraph.diagnose.evidence import Evidence
 from xlagraph.ir import Instruction, strip_layout
+from xlagraph.opcodes import RESTATES
 
 __all__ = ["CLIP_OPS", "CLIP_WORK", "clip_ops", "runs_clip", "scalar_clip"]
 
@@ -79,7 +80,7 @@ def _scales(named: list[tuple[CanonicalModule, Instruction]]) -> bool:
 # How many broadcasts, converts or reshapes lie between a clip's coefficient and the multiply
 # that scales a gradient by it.
 _PASSED_THROUGH = 4
-_PASSING = frozenset({"broadcast", "convert", "reshape", "bitcast", "copy"})
+_PASSING = RESTATES - {"transpose"}  # a coefficient is a scalar: nothing transposes it on the way
 
 
 def _of_a_sum(canon: CanonicalModule, name: str) -> bool:
