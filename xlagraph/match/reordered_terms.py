@@ -20,6 +20,7 @@ from types import MappingProxyType
 
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.match.output_pairs import Correspondence
+from xlagraph.match.users import users_of
 from xlagraph.opcodes import COMMUTATIVE
 
 __all__ = ["without_reordered_terms"]
@@ -108,14 +109,6 @@ class _AsWritten:
         return memo[name]
 
 
-def _users(comp: CanonicalComputation) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for n in comp.order:
-        for o in comp.operands.get(n, ()):
-            out.setdefault(o, []).append(n)
-    return out
-
-
 def _key(comp: CanonicalComputation, n: str) -> tuple[str, str]:
     return comp.instruction(n).opcode, comp.compared_shapes[n]
 
@@ -123,7 +116,7 @@ def _key(comp: CanonicalComputation, n: str) -> tuple[str, str]:
 def _chains(comp: CanonicalComputation) -> list[list[str]]:
     """Each chain's terms, left to right: a node of a chained opcode whose operand of the same
     opcode and shape, binary and read by it alone, continues it (`sum_terms.rs` `flatten`)."""
-    users = _users(comp)
+    users = users_of(comp)
 
     def inner(o: str, n: str) -> bool:
         return _key(comp, o) == _key(comp, n) and users.get(o) == [n] and len(comp.operands.get(o, ())) == 2
