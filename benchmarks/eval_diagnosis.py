@@ -88,6 +88,7 @@ SPLITS = (
     "held_out_46",
     "held_out_47",
     "held_out_48",
+    "held_out_49",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")

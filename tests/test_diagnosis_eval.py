@@ -117,6 +117,7 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
     held_out_46 = [e for e in entries if e["split"] == "held_out_46"]
     held_out_47 = [e for e in entries if e["split"] == "held_out_47"]
     held_out_48 = [e for e in entries if e["split"] == "held_out_48"]
+    held_out_49 = [e for e in entries if e["split"] == "held_out_49"]
     tuning = [e for e in entries if e["split"] == "tuning"]
     assert {e["split"] for e in entries} == {
         "held_out",
@@ -167,12 +168,13 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
         "held_out_46",
         "held_out_47",
         "held_out_48",
+        "held_out_49",
         "tuning",
     }
     # the first held-out set stays a sizeable share of the corpus it was split from
     assert 0.3 <= len(held_out) / (len(held_out) + len(tuning)) <= 0.5
     # both held-out sets together are at least a third of everything scored before held_out_5 was added
-    # (held_out_5 to held_out_48 only add untouched scenarios; all held-out splits together are at least
+    # (held_out_5 to held_out_49 only add untouched scenarios; all held-out splits together are at least
     # half of all)
     before_h5 = [
         e
@@ -223,6 +225,7 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
             "held_out_46",
             "held_out_47",
             "held_out_48",
+            "held_out_49",
         )
     ]
     assert len(held_out) + len(held_out_2) >= len(before_h5) / 3
@@ -274,6 +277,7 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
     assert len(held_out_46) >= 7
     assert len(held_out_47) >= 7
     assert len(held_out_48) >= 7
+    assert len(held_out_49) >= 7
     assert all(e["name"].startswith("ho_") for e in held_out)
     assert all(e["name"].startswith("hn_") for e in held_out_2)
     assert all(e["name"].startswith("hx_") for e in held_out_3)
@@ -322,6 +326,7 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
     assert all(e["name"].startswith("h46_") for e in held_out_46)
     assert all(e["name"].startswith("h47_") for e in held_out_47)
     assert all(e["name"].startswith("h48_") for e in held_out_48)
+    assert all(e["name"].startswith("h49_") for e in held_out_49)
     assert all(e["name"].startswith("tu_") for e in tuning)
     assert PATTERNS.issubset(e["pattern"] for e in entries)
     for e in entries:
@@ -508,6 +513,7 @@ def test_every_split_is_a_split_choice(ev: ModuleType, manifest: dict) -> None:
     )
     before_h48 = [*before_h41, "h41_*", "h42_*", "h43_*", "h44_*", "h45_*", "h46_*", "h47_*"]
     assert ev.main(["--split", "held_out_48", *before_h48]) == 2
+    assert ev.main(["--split", "held_out_49", *before_h48, "h48_*"]) == 2
 
 
 def test_manifest_kinds_are_cause_kinds(manifest: dict) -> None:
