@@ -238,28 +238,46 @@ def _observable(exp: Expected, same) -> bool:  # type: ignore[no-untyped-def]
 
 
 def symmetric(
-    text: str, exp: Expected, moved_in: set[tuple[int, int]], moved_out: set[tuple[int, int]]
+    text: str,
+    exp: Expected,
+    moved_in: set[tuple[int, int]],
+    moved_out: set[tuple[int, int]],
+    removed: frozenset[int] = frozenset(),
 ) -> bool:
     """The diff's mapping (inputs and outputs it names moved; the rest in place) is the
     transformation's composed with a symmetry of A: A's inputs and outputs relabelled by it
     compute, slot by slot, what A computes. Two look-alike groups used alike (the two towers'
     weights and their gradients) can be paired either way: both pairings are right, and which
-    of them the transformation built cannot be observed."""
+    of them the transformation built cannot be observed. `removed`: the outputs the diff names
+    removed; where it names one (of two look-alike cones, the twin of the one dropped), the
+    outputs it keeps hold their order in B unless it names them moved, and the symmetry must
+    take the removed ones to those the transformation dropped."""
     a_in = {b: a for a, b in exp.params.items()}
     a_out = {b: a for a, b in exp.output_moves().items()}
     eng_in = {**{a: a for a in exp.params}, **dict(moved_in)}
-    eng_out = {**{a: a for a in exp.output_moves()}, **dict(moved_out)}
+    kept = [a for a in sorted(exp.outputs) if a not in removed]
+    eng_out = {a: k for k, a in enumerate(kept)} if removed else {a: a for a in exp.output_moves()}
+    eng_out.update(moved_out)
     if any(b not in a_in for b in eng_in.values()) or any(b not in a_out for b in eng_out.values()):
         return False
     sigma_in = {a: a_in[b] for a, b in eng_in.items()}
-    sigma_out = {a: a_out[b] for a, b in eng_out.items() if a in exp.output_moves()}
+    sigma_out = {a: a_out[b] for a, b in eng_out.items() if removed or a in exp.output_moves()}
     if sorted(sigma_in.values()) != sorted(sigma_in) or len(set(sigma_out.values())) != len(sigma_out):
         return False
     if all(a == b for a, b in sigma_in.items()) and all(a == b for a, b in sigma_out.items()):
         return False  # the transformation's own mapping: judged as it is
     before, after = output_values(text), output_values(text, sigma_in)
-    return bool(before) and all(
-        i < len(after) and j < len(before) and after[i] == before[j] for i, j in sigma_out.items()
+    dropped = sorted(a for a, b in exp.outputs.items() if b is None)
+    return (
+        bool(before)
+        and all(i < len(after) and j < len(before) and after[i] == before[j] for i, j in sigma_out.items())
+        and (
+            not removed
+            or (
+                all(r < len(after) for r in removed)
+                and sorted(after[r] for r in removed) == sorted(before[r] for r in dropped)
+            )
+        )
     )
 
 
@@ -333,7 +351,14 @@ def judge(
     moved_in = {(m.left, m.right) for c in causes for m in c.mapping if m.what == "input"}
     moved_out = {(m.left, m.right) for c in causes for m in c.mapping if m.what == "output"}
     # computed once, where a mapping differs from the transformation's
-    sym = cache(lambda: bool(a_text) and symmetric(a_text, exp, moved_in, moved_out))
+    removed = frozenset(
+        int(ch.old.split(":")[0])
+        for c in causes
+        if c.kind is CauseKind.OUTPUT_REMOVED
+        for ch in c.changes
+        if ch.what == "output" and ch.old
+    )
+    sym = cache(lambda: bool(a_text) and symmetric(a_text, exp, moved_in, moved_out, removed))
     if exp.param_permuted():
         if not kinds & _PERMUTATION:
             problems.append("parameter permutation not named")
@@ -372,7 +397,7 @@ def judge(
         if c.kind is CauseKind.OUTPUT_REMOVED:
             got = sorted(int(ch.old.split(":")[0]) for ch in c.changes if ch.what == "output" and ch.old)
             want = sorted(a for a, b in exp.outputs.items() if b is None)
-            if sorted(map(same, got)) != sorted(map(same, want)):
+            if sorted(map(same, got)) != sorted(map(same, want)) and not sym():
                 problems.append(f"removed outputs {got}")
         if c.kind is CauseKind.OUTPUT_ADDED:
             got = sorted(int(ch.new.split(":")[0]) for ch in c.changes if ch.what == "output" and ch.new)
