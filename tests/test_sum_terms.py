@@ -8,9 +8,12 @@ re-registers: no changed size or constant, no `structure`, never `identical`."""
 from __future__ import annotations
 
 from tests.conftest import FIXTURES
+from xlagraph.canonical.engine import canonicalize
 from xlagraph.diagnose import CauseKind
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diff import diff_files
+from xlagraph.match._compiled import sum_chains
+from xlagraph.parse.sources import load_module
 
 HERE = FIXTURES / "torch_xla" / "sum_terms"
 SCRIPT = "fixtures/torch_xla/sum_terms/penalties.py"
@@ -43,3 +46,17 @@ def test_the_terms_pair_by_content() -> None:
     assert sum(entry_l[a].opcode == "add" for a in tagged) >= 2
     shapes = {entry_l[a].shape.split("{")[0] for a in tagged}
     assert shapes == {"f32[]", "f32[12,8]"}
+
+
+def test_the_core_gives_each_chain_with_the_values_its_terms_stand_for() -> None:
+    """`sum_chains` (sum_terms.rs `chains`, which `match/reordered_terms.py` reads): the loss's
+    chain once, from its root (`add.83`; its inner adds are no chain's root), its five terms left
+    to right; each term torch scaled by `alpha` (a scalar constant) stands for the value it
+    scales, and `constant * constant` (both scalars) stays as written."""
+    comp = canonicalize(load_module(str(HERE / "step0.hlo"))).computations["SyncTensorsGraph.249"]
+    chains = {root: (terms, values) for root, terms, values in sum_chains(comp)}
+    assert not {"add.77", "add.79", "add.81"} & chains.keys()
+    assert chains["add.83"] == (
+        ["convert.75", "multiply.76", "multiply.78", "multiply.80", "multiply.82"],
+        ["convert.75", "multiply.76", "multiply.54", "convert.36", "reduce.13"],
+    )

@@ -15,7 +15,8 @@ use pyo3::prelude::*;
 use canon::handle::{CanonHandle, CanonMap};
 use diagnose::{changes, pair_edits, reader_votes};
 use matching::{
-    collective_chain, from_handle, matcher, multiply_by_one, pair_map, refine, side, users,
+    collective_chain, from_handle, matcher, multiply_by_one, pair_map, refine, side, sum_terms,
+    users,
 };
 use parse::lazy_instructions;
 use py::parse_hlo::{self, HloSyntaxError};
@@ -105,6 +106,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?)?;
     m.add_function(wrap_pyfunction!(collective_chain::collective_chain_of, m)?)?;
     m.add_function(wrap_pyfunction!(users::side_users_mapping, m)?)?;
+    m.add_function(wrap_pyfunction!(sum_terms::side_sum_chains, m)?)?;
     m.add_class::<users::SideUsers>()?;
     m.add_function(wrap_pyfunction!(attributes::compared_values, m)?)?;
     m.add_function(wrap_pyfunction!(attributes::attribute_values, m)?)?;

@@ -16,11 +16,12 @@ from xlagraph import _core
 from xlagraph.canonical import CanonicalComputation
 from xlagraph.opcodes import COMMUTATIVE
 
-__all__ = ["Matching", "Users", "match", "side", "users"]
+__all__ = ["Matching", "Users", "match", "side", "sum_chains", "users"]
 
 _match_sides = _core.match_sides
 _match_side_of = _core.match_side_of
 _users_mapping = _core.side_users_mapping
+_sum_chains = _core.side_sum_chains
 
 _SIDES: WeakKeyDictionary[CanonicalComputation, object] = WeakKeyDictionary()
 # A copy costs about 90 bytes per instruction: a report that keeps 20 large graphs alive keeps
@@ -55,6 +56,13 @@ def _read(comp: CanonicalComputation) -> object:
 def users(comp: CanonicalComputation) -> Mapping[str, list[str]]:
     """`users.users_of(comp)` answered by the core from its copy of `comp`."""
     return Users(_users_mapping(side(comp)))
+
+
+def sum_chains(comp: CanonicalComputation) -> list[tuple[str, list[str], list[str]]]:
+    """The chains of a sum in `comp` with three terms or more (rust/src/matching/sum_terms.rs
+    `chains`), in `comp.order`: each chain's root, its terms left to right, and the value each
+    term stands for (`peeled`: a term scaled by a scalar constant is its value)."""
+    return _sum_chains(side(comp))
 
 
 class Users(Mapping[str, list[str]]):

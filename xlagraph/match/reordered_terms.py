@@ -10,7 +10,8 @@ the terms. Where an output and the other side's output at its slot are the same 
 the same inputs by number, the slot and the inputs as written agree against the context: the
 pair is dropped (and the inputs it read), and the matching, which pairs the terms by content
 (rust/src/matching/sum_terms.rs), decides. A real move of outputs with their inputs keeps its
-pairs: there the slot or the inputs disagree with the other side's slot.
+pairs: there the slot or the inputs disagree with the other side's slot. The chains, and what
+each term stands for, are the matcher's own (`_compiled.sum_chains`): one rule of what a chain is.
 """
 
 from __future__ import annotations
@@ -19,14 +20,11 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from xlagraph.canonical import CanonicalComputation
+from xlagraph.match._compiled import sum_chains
 from xlagraph.match.output_pairs import Correspondence
-from xlagraph.match.users import users_of
-from xlagraph.opcodes import COMMUTATIVE
 
 __all__ = ["without_reordered_terms"]
 
-# The fewest terms a reordered chain has: two terms in another order are `align_commutative`'s.
-_MIN_TERMS = 3
 # How many instructions a hash as written or the walk of the terms reads: past it, nothing is
 # dropped (terms that hold half the graph are no evidence of what one output is).
 _LIMIT = 4096
@@ -109,76 +107,18 @@ class _AsWritten:
         return memo[name]
 
 
-def _key(comp: CanonicalComputation, n: str) -> tuple[str, str]:
-    return comp.instruction(n).opcode, comp.compared_shapes[n]
-
-
-def _chains(comp: CanonicalComputation) -> list[list[str]]:
-    """Each chain's terms, left to right: a node of a chained opcode whose operand of the same
-    opcode and shape, binary and read by it alone, continues it (`sum_terms.rs` `flatten`)."""
-    users = users_of(comp)
-
-    def inner(o: str, n: str) -> bool:
-        return _key(comp, o) == _key(comp, n) and users.get(o) == [n] and len(comp.operands.get(o, ())) == 2
-
-    chained = [
-        n
-        for n in comp.order
-        if (op := comp.instruction(n).opcode) in COMMUTATIVE
-        and op != "xor"
-        and len(comp.operands.get(n, ())) == 2
-    ]
-    roots = [n for n in chained if not any(inner(n, u) for u in users.get(n, ()))]
-    out = []
-    for root in roots:
-        terms: list[str] = []
-        # Each open node with its operands still to visit: terms come out left to right.
-        stack = [(root, iter(comp.operands.get(root, ())))]
-        while stack:
-            node, rest = stack[-1]
-            o = next(rest, None)
-            if o is None:
-                stack.pop()
-            elif inner(o, node):
-                stack.append((o, iter(comp.operands.get(o, ()))))
-            else:
-                terms.append(o)
-        if len(terms) >= _MIN_TERMS:
-            out.append(terms)
-    return out
-
-
-def _peeled(comp: CanonicalComputation, t: str) -> str:
-    """A term scaled by a scalar constant stands for its value (a weight of 1 that one place
-    multiplies and another does not: `sum_terms.rs` `peeled`)."""
-    ops = comp.operands.get(t, ())
-    if comp.instruction(t).opcode != "multiply" or len(ops) != 2:
-        return t
-    x, y = ops
-    sx, sy = _scalar_constant(comp, x), _scalar_constant(comp, y)
-    return x if sy and not sx else y if sx and not sy else t
-
-
-def _scalar_constant(comp: CanonicalComputation, n: str) -> bool:
-    ins = comp.instruction(n)
-    if ins.opcode == "broadcast":
-        ops = comp.operands.get(n, ())
-        return len(ops) == 1 and _scalar_constant(comp, ops[0])
-    return ins.opcode == "constant" and "[]" in comp.compared_shapes[n]
-
-
 def _in_reordered_terms(
     left: CanonicalComputation, right: CanonicalComputation, wl: _AsWritten, wr: _AsWritten
 ) -> set[str]:
     """The instructions of A read by the terms of a chain that B has with the same terms, as
     written, in another order."""
     b_chains = {}
-    for terms in _chains(right):
-        seq = tuple(wr.of(_peeled(right, t)) for t in terms)
+    for _, _, values in sum_chains(right):
+        seq = tuple(wr.of(v) for v in values)
         b_chains.setdefault(tuple(sorted(seq)), set()).add(seq)
     stack = []
-    for terms in _chains(left):
-        seq = tuple(wl.of(_peeled(left, t)) for t in terms)
+    for _, terms, values in sum_chains(left):
+        seq = tuple(wl.of(v) for v in values)
         others = b_chains.get(tuple(sorted(seq)), set())
         if others and seq not in others:
             stack += terms

@@ -8,6 +8,11 @@
 //! The graphs still differ (the reordered chain's nodes read other operands), so nothing is called
 //! identical here: the diagnosis names the reordering.
 
+use std::sync::OnceLock;
+
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+
 use crate::canon::python_hash::{int_hash, tuple_hash};
 use crate::families::COMMUTATIVE;
 use crate::matching::mappings::{Mappings, Missing, R};
@@ -16,40 +21,79 @@ use crate::parse::text::FxMap;
 
 /// Whether chains of `op` may be regrouped and reordered: the commutative family (the one table,
 /// families.rs), less `xor` (left out: the list) and the lazy IR's `aten::` names (never
-/// in the HLO this matches).
-fn chained(op: &str) -> bool {
-    op != "xor" && !op.starts_with("aten::") && COMMUTATIVE.contains(&op)
+/// in the HLO this matches). Interned once: `chains` asks for every instruction.
+fn chained(op: u32) -> bool {
+    static IDS: OnceLock<Vec<u32>> = OnceLock::new();
+    IDS.get_or_init(|| {
+        COMMUTATIVE
+            .iter()
+            .filter(|c| **c != "xor" && !c.starts_with("aten::"))
+            .map(|c| intern(c))
+            .collect()
+    })
+    .contains(&op)
 }
 
 /// The fewest terms a chain needs: two terms in another order are `align_commutative`'s.
 const MIN_TERMS: usize = 3;
 
-/// A chain's nodes (pre-order, `root` first) and its terms, left to right: an operand of the
-/// same opcode and shape, binary and read by its node alone, continues the chain.
+/// Whether operand `o` of `n` continues `n`'s chain: the same opcode and shape, binary, read by
+/// `n` alone.
+fn inner(s: &MatchSide, o: u32, n: u32) -> bool {
+    let key = |i: u32| (s.opcode[i as usize], s.stripped[i as usize]);
+    key(o) == key(n) && s.users(o) == [n] && s.operands(o).is_some_and(|x| x.len() == 2)
+}
+
+/// A chain's nodes (pre-order, `root` first) and its terms, left to right.
 fn flatten(s: &MatchSide, root: u32) -> (Vec<u32>, Vec<u32>) {
     let (mut nodes, mut terms) = (Vec::new(), Vec::new());
-    walk(
-        s,
-        root,
-        (s.opcode[root as usize], s.stripped[root as usize]),
-        &mut nodes,
-        &mut terms,
-    );
+    walk(s, root, &mut nodes, &mut terms);
     (nodes, terms)
 }
 
-fn walk(s: &MatchSide, n: u32, key: (u32, u32), nodes: &mut Vec<u32>, terms: &mut Vec<u32>) {
+fn walk(s: &MatchSide, n: u32, nodes: &mut Vec<u32>, terms: &mut Vec<u32>) {
     nodes.push(n);
     for &o in s.operands(n).unwrap_or(&[]) {
-        let inner = (s.opcode[o as usize], s.stripped[o as usize]) == key
-            && s.users(o) == [n]
-            && s.operands(o).is_some_and(|x| x.len() == 2);
-        if inner {
-            walk(s, o, key, nodes, terms);
+        if inner(s, o, n) {
+            walk(s, o, nodes, terms);
         } else {
             terms.push(o);
         }
     }
+}
+
+/// Each chain of `order` with `MIN_TERMS` terms or more: its root (a binary node of a chained
+/// opcode that continues no user's chain) and its terms, left to right.
+pub(crate) fn chains(s: &MatchSide) -> Vec<(u32, Vec<u32>)> {
+    s.order
+        .iter()
+        .copied()
+        .filter(|&n| {
+            chained(s.opcode[n as usize])
+                && s.operands(n).is_some_and(|x| x.len() == 2)
+                && !s.users(n).iter().any(|&u| inner(s, n, u))
+        })
+        .map(|n| (n, flatten(s, n).1))
+        .filter(|(_, terms)| terms.len() >= MIN_TERMS)
+        .collect()
+}
+
+type Names<'py> = Vec<Bound<'py, PyString>>;
+type NamedChain<'py> = (Bound<'py, PyString>, Names<'py>, Names<'py>);
+
+/// `chains` of a matcher side, for `match/reordered_terms.py`: each chain's root, its terms as
+/// written and the values they stand for (`peeled`), by name.
+#[pyfunction]
+pub fn side_sum_chains<'py>(py: Python<'py>, side: &Bound<'py, MatchSide>) -> Vec<NamedChain<'py>> {
+    let s = side.get();
+    let name = |i: u32| s.names[i as usize].bind(py).clone();
+    chains(s)
+        .into_iter()
+        .map(|(root, terms)| {
+            let values = terms.iter().map(|&t| name(peeled(s, t))).collect();
+            (name(root), terms.into_iter().map(name).collect(), values)
+        })
+        .collect()
 }
 
 /// A scalar constant, or a broadcast of one.
@@ -126,7 +170,7 @@ impl Mappings<'_> {
     pub(crate) fn reordered_terms(&self, a: u32, b: u32) -> R<Option<Vec<(u32, u32)>>> {
         let (l, r) = (self.l, self.r);
         let op = l.opcode[a as usize];
-        if op != r.opcode[b as usize] || !COMMUTATIVE.iter().any(|&c| chained(c) && intern(c) == op) {
+        if op != r.opcode[b as usize] || !chained(op) {
             return Ok(None);
         }
         let ((nl, tl), (nr, tr)) = (flatten(l, a), flatten(r, b));
