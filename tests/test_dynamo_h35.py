@@ -71,14 +71,16 @@ def _fixed(capture: str) -> list:
 def test_a_shorter_list_summed_in_a_generator_is_its_loop_not_structure() -> None:
     """list_length: the compiled loss sums `for h, t in zip(heads, targets)` and a task is left out
     every third step: dynamo's `len(targets) == 3` fails and the unrolled sum has one term fewer.
-    One cause at the generator's line with the line that made the list and the list's own fix
+    One cause at the line that made the list, then the generator's line, with the list's own fix
     (proved by tests/test_compiled_fixes.py's list_length pair): not `structure` beside a changed
-    constant, a removed input and a removed output."""
+    constant, a removed input and a removed output. The list's items are the graph's inputs, so
+    it is `parameter_removed` (issue 37's decision; first read as the loop's `conditional_work`
+    with the generator's line first)."""
     script = "fixtures/torch_xla/compiled/scenarios/list_length.py"
     first = _fixed("captures/list_length/capture")[0]
     (cause,) = [c for c in first.causes if not c.info]
-    assert str(cause.kind) == "conditional_work"
-    assert list(cause.sources[:2]) == [f"{script}:20", f"{script}:31"]
+    assert str(cause.kind) == "parameter_removed"
+    assert list(cause.sources[:2]) == [f"{script}:31", f"{script}:20"]
     assert cause.hint == fix_for("sequence_length")
     assert "for h, t in zip(heads, targets)" in cause.summary
 

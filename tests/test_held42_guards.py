@@ -6,7 +6,9 @@ gale: a list passed to the compiled function grows by one item; the retrace's fo
 extra item's activations for the backward and no more the graph-break's output: outputs the other
 count's items add are that count's, at the line that builds the list, not tensors kept alive. With
 three relations zip() no longer breaks the graph, so the step's lazy optimizer graph (J) only hands
-other tensors over (the backward's work moved into the retrace's graphs): that count's too."""
+other tensors over (the backward's work moved into the retrace's graphs): that count's too. The
+list's items are tensors the retrace's graph takes as inputs: `parameter_added` at the line that
+builds the list (issue 37's decision; first read as the count's `conditional_work`)."""
 
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ def test_outputs_a_grown_lists_item_adds_are_that_lists_length() -> None:
     report = capture_report(CORPUS / "captures" / name)
     built = _line(name, "adjs = [rels[name].to(device) for name in known]")
     r, causes = _scored(report, 3)[0]
-    assert [c.kind for c in causes] == [CauseKind.CONDITIONAL_WORK], (r.variant, causes)
+    assert [c.kind for c in causes] == [CauseKind.PARAMETER_ADDED], (r.variant, causes)
     assert causes[0].sources[0] == built
     assert causes[0].hint == fix_for("sequence_length")
 
@@ -63,7 +65,7 @@ def test_the_lazy_graph_a_retrace_without_the_break_hands_over_is_that_lists_len
     scored = _scored(report, 3)
     assert [r.variant for r, _ in scored] == ["I", "J"]
     for r, causes in scored:
-        assert [c.kind for c in causes] == [CauseKind.CONDITIONAL_WORK], (r.variant, causes)
+        assert [c.kind for c in causes] == [CauseKind.PARAMETER_ADDED], (r.variant, causes)
         assert causes[0].sources[0] == built
         assert causes[0].hint == fix_for("sequence_length")
     assert zipped in scored[1][1][0].summary  # the break the retrace no longer hits

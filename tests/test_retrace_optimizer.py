@@ -50,15 +50,12 @@ def test_a_deeper_stack_updates_the_new_block_on_every_later_step() -> None:
     assert _updates_follow_the_forward(report, loop.replace("fixtures/torch_xla/corpus/", "")) == 2
 
 
-def _state_follows_the_forward(report, switch: str) -> int:  # type: ignore[no-untyped-def]
+def _state_follows_the_forward(report, switch: str, kind: CauseKind = CauseKind.CONDITIONAL_WORK) -> int:  # type: ignore[no-untyped-def]
     """Every live cause of the retrace's graphs takes the forward's fix and cites its line; none
-    reads as library code run on some steps. The count of the optimizer's state folded so."""
+    reads as library code run on some steps. The count of the optimizer's state folded so. `kind`:
+    the forward's (a list of tensors that grows is `parameter_added`, issue 37)."""
     forward = next(
-        c
-        for r in report.recompiles
-        if r.dynamo
-        for c in r.causes
-        if c.kind is CauseKind.CONDITIONAL_WORK and not c.info
+        c for r in report.recompiles if r.dynamo for c in r.causes if c.kind is kind and not c.info
     )
     folded = 0
     for r in report.recompiles:
@@ -90,10 +87,11 @@ def test_adam_state_made_for_a_new_block_follows_the_forward() -> None:
 def test_adamw_state_for_a_probe_switched_on_follows_the_forward() -> None:
     """probe_list_compiled: deep supervision, a list of probe outputs passed to a compiled loss
     grows from 1 to 2 (a module attribute); AdamW's state for the second probe's weights, made at
-    that step, is the list guard's change (read against the steady graph this time)."""
+    that step, is the list guard's change (read against the steady graph this time): the list of
+    tensors grown, `parameter_added` (issue 37; first read as the loop's `conditional_work`)."""
     report = capture_report(HERE / "probe_list_compiled_capture")
     loop = script_line("fixtures/torch_xla/retrace_optimizer/probe_list_compiled.py", "for pred in side")
-    assert _state_follows_the_forward(report, loop) == 1
+    assert _state_follows_the_forward(report, loop, CauseKind.PARAMETER_ADDED) == 1
 
 
 def test_the_new_exit_weights_taken_as_inputs_are_no_shape_change() -> None:
@@ -102,10 +100,11 @@ def test_the_new_exit_weights_taken_as_inputs_are_no_shape_change() -> None:
     (after the bridge's full sync, as on the first step) takes the second exit's weights where the
     first step's took a weight handed over transposed: read alone as weights of another shape
     (`parameter_shape`, f32[24,5] -> f32[5,24]), they are the parameters the list guard's change
-    now trains, with its fix and its loop's line."""
+    now trains, with its fix and its loop's line. The list guard's change is the list of tensors
+    grown, `parameter_added` (issue 37; first read as the loop's `conditional_work`)."""
     report = capture_report(HERE / "early_exits_capture")
     loop = script_line("fixtures/torch_xla/retrace_optimizer/early_exits.py", "for exit_logits in early")
-    assert _state_follows_the_forward(report, loop) == 1
+    assert _state_follows_the_forward(report, loop, CauseKind.PARAMETER_ADDED) == 1
     step = [r for r in report.recompiles if r.dynamo]
     assert not any(c.kind is CauseKind.PARAMETER_SHAPE for r in step for c in r.causes)
     weights = [
@@ -121,7 +120,9 @@ def test_a_tuple_that_grows_past_a_graph_break_moves_the_backward_out_of_the_laz
     """sensor_tuple_break: a third sensor stream joins the tuple at step 4; zip() with the three
     encoders no longer breaks the graph, so the retrace's graphs run the backward the lazy graph
     ran before, and the lazy optimizer graph only takes and returns other tensors (inputs removed,
-    the update read as work on some steps): the tuple's length, with its fix and line."""
+    the update read as work on some steps): the tuple's length, with its fix and line. A tuple of
+    tensors grown is `parameter_added` at the line that makes it (issue 37; first read as
+    `conditional_work`): the graph break it lifts moves inputs too, so no count is said."""
     script = "fixtures/torch_xla/retrace_optimizer/sensor_tuple_break.py"
     report = capture_report(HERE / "sensor_tuple_break_capture")
     made = script_line(script, "streams = tuple(")
@@ -129,7 +130,7 @@ def test_a_tuple_that_grows_past_a_graph_break_moves_the_backward_out_of_the_laz
     assert [r.variant for r in later] == ["I", "J"]
     for r in later:
         live = [c for c in r.causes if not c.info]
-        assert [c.kind for c in live] == [CauseKind.CONDITIONAL_WORK], (r.variant, live)
+        assert [c.kind for c in live] == [CauseKind.PARAMETER_ADDED], (r.variant, live)
         assert live[0].sources[0] == made
         assert live[0].hint == fix_for("sequence_length")
     assert script_line(script, "zip(streams, self.encoders") in later[1].causes[0].summary

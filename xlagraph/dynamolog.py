@@ -54,6 +54,7 @@ class DynamoCompile:
     seconds: float = 0.0
     backend_seconds: float = 0.0
     graph_ops: int | None = None
+    graph_inputs: int | None = None  # the inputs of the graph dynamo built (`graph_input_count`)
     fail_type: str = ""
     fail_reason: str = ""
     step: int | None = None

@@ -290,6 +290,7 @@ def _compiles(acc: _Acc) -> tuple[DynamoCompile, ...]:
                 seconds=_num(m.get("entire_frame_compile_time_s")),
                 backend_seconds=_num(m.get("backend_compile_time_s")),
                 graph_ops=m.get("graph_op_count") if isinstance(m.get("graph_op_count"), int) else None,
+                graph_inputs=_opt_int(m.get("graph_input_count")),
                 fail_type=_str(m.get("fail_type")),
                 fail_reason=_str(m.get("fail_reason")),
                 step=_opt_int(s_place.get("step")),

@@ -241,7 +241,8 @@ def _build_report(log: RunLog, explain: bool, read_line: LineReader) -> RunRepor
 
         last = [t for t in timeline if t.step == timeline[-1].step] if timeline else []
         dynamo = dynamo_section(log.dynamo, variants, syncs, len(last) or None)
-        explained, dynamo = joined(explained, dynamo, timeline, frozenset(bridge_synced(syncs)))
+        inputs = {c.compile_id: c.graph_inputs for c in log.dynamo.compiles if c.graph_inputs is not None}
+        explained, dynamo = joined(explained, dynamo, timeline, frozenset(bridge_synced(syncs)), inputs)
         recompiles = tuple(r for r in explained if not r.first_of_program)
     # After torch.compile's half: a graph it compiled for another mode takes turns as expected.
     turns = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from xlagraph.diagnose.dynamo_join import join
@@ -128,14 +128,23 @@ def joined(
     section: DynamoSection,
     timeline: Sequence[TimelineEntry],
     bridged: frozenset[int] = frozenset(),
+    inputs: Mapping[str, int] | None = None,
 ) -> tuple[tuple[Recompile, ...], DynamoSection]:
     """The recompiles joined to torch.compile's half: each graph said with the compile that made it;
     and the section, where a retrace for another mode that switched it for good is no longer
-    expected (`switched_compiles`: the XLA graphs say so, the retrace says it alike)."""
+    expected (`switched_compiles`: the XLA graphs say so, the retrace says it alike). `inputs`: the
+    inputs of dynamo's graph by compile id (`graph_input_count`), where the log says them."""
+    inputs = inputs or {}
     made = {v: e.compile_id for e in section.events for v in e.variants}
     retraces = {
         e.compile_id: Retrace(
-            e.guards[0], e.function, e.call_site, e.expected, e.breaks, _breaks_before(e, section.events)
+            e.guards[0],
+            e.function,
+            e.call_site,
+            e.expected,
+            e.breaks,
+            _breaks_before(e, section.events),
+            _inputs_added(e, section.events, inputs),
         )
         for e in section.events
         if e.kind == "recompile" and e.guards
@@ -158,6 +167,19 @@ def joined(
         )
         section = replace(section, events=events, recompiles=tuple(e for e in events if e.kind != "first"))
     return join(recompiles, retraces, phases, last_run, steps, bridged), section
+
+
+def _inputs_added(event: DynamoEvent, events: Sequence[DynamoEvent], inputs: Mapping[str, int]) -> int:
+    """How many more inputs dynamo's graph of `event` reads than that of the cache entry whose guard
+    failed (the frame's compile just before where the failure names none); 0 where one is unknown."""
+    entry = event.guards[0].entry if event.guards else ""
+    if not entry:
+        frame = event.compile_id.split("/", 1)[0]
+        earlier = [e for e in events[: events.index(event)] if e.compile_id.split("/", 1)[0] == frame]
+        entry = earlier[-1].compile_id if earlier else ""
+    if event.compile_id not in inputs or entry not in inputs:
+        return 0
+    return inputs[event.compile_id] - inputs[entry]
 
 
 def _breaks_before(event: DynamoEvent, events: Sequence[DynamoEvent]) -> tuple[str, ...]:

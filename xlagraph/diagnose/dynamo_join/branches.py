@@ -11,6 +11,7 @@ from dataclasses import replace
 from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.dynamo_join.retrace import GuardFailure, Retrace, with_one_cause
 from xlagraph.diagnose.fixes import fix as fix_text
+from xlagraph.diagnose.guards import explain_guard
 from xlagraph.diagnose.recognizers._statements import counts_loop, enclosing_at, header_tests, inline_test
 from xlagraph.diagnose.recompile import Attribution, Recompile
 
@@ -121,6 +122,11 @@ def branch_guard_graphs(
         else:
             out.append(r)
             continue
+        if guard.kind == "sequence_length" and retrace.inputs_added:
+            # The list holds tensors the graph takes as inputs: more (fewer) of them is what the
+            # user changed where the list is made; the loop over it follows (issue 37).
+            kind, what = _list_inputs(guard, retrace.inputs_added, retrace.breaks == retrace.breaks_before)
+            built = True
         # An `if` or a loop decides at its line; a value no rule reads is the user's where it is set.
         first = (guard.origin, guard.at) if case == "value" or built else (guard.at, guard.origin)
         lines = tuple(dict.fromkeys(x for x in (*first, retrace.call_site) if x))
@@ -136,6 +142,34 @@ def branch_guard_graphs(
 
 
 _RETURNED = (CauseKind.OUTPUT_ADDED, CauseKind.OUTPUT_REMOVED)
+
+
+def _list_inputs(guard: GuardFailure, added: int, counted: bool) -> tuple[CauseKind, str]:
+    """A list (or tuple) of tensors of another length, its items inputs of dynamo's graph:
+    `parameter_added` (`parameter_removed`) said by the list's length, where it is made, and the loop
+    or line that reads it. `added`: the inputs the retrace's graph reads beyond the last one's, one
+    per item where `counted` (the same graph breaks: nothing else moved inputs between graphs)."""
+    change = explain_guard(guard.text)
+    name = change.subject.rsplit(".", 1)[-1]
+    more, n = ("more", added) if added > 0 else ("fewer", -added)
+    was = int(change.before) if change.before.isdigit() else None
+    if counted and was is not None and was + added >= 0:
+        holds = f"now holds {was + added} tensors (was {was})"
+        inputs = f"one {more} input" if n == 1 else f"{n} {more} inputs"
+        times = {1: "once more", -1: "once less"}.get(added, f"{n} {more} times")
+    else:  # the inputs a graph break moved count too: the direction only
+        holds, inputs, times = (
+            f"now holds {more} tensors (was {change.before or 'another number'})",
+            f"{more} inputs",
+            f"{more} times",
+        )
+    made = f", made at {guard.origin}" if guard.origin else ""
+    loop = counts_loop(guard.source, _guarded_names(guard))
+    reads = f"`{loop[:60]}` at {guard.at} runs {times}" if loop else f"it is read at {guard.at}"
+    kind = CauseKind.PARAMETER_ADDED if added > 0 else CauseKind.PARAMETER_REMOVED
+    return kind, f"`{name}` {holds}{made}: the graph reads {inputs} and {reads}"
+
+
 # Guards on a Python int the frame reads: an argument, a global, a module's attribute.
 INT_GUARDS = frozenset({"python_scalar", "global_value", "module_attribute"})
 

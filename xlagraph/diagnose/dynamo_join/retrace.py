@@ -45,6 +45,9 @@ class Retrace:
     # line"): a retrace that hits other breaks moves work between its graphs and the lazy ones.
     breaks: tuple[str, ...] = ()
     breaks_before: tuple[str, ...] = ()
+    # The inputs dynamo's graph of this compile reads beyond those of the cache entry whose guard
+    # failed (fewer: negative; 0 where either count is unknown): a list's tensors passed in.
+    inputs_added: int = 0
 
 
 def with_one_cause(
