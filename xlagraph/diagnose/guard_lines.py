@@ -21,7 +21,7 @@ from xlagraph.diagnose.frames import source_line, split_location
 from xlagraph.diagnose.recognizers._statements import call_name, enclosing, function_around, syntax_tree
 from xlagraph.diagnose.recognizers._value_made import assigned_before, statement
 
-__all__ = ["dtype_cast", "grad_flag_lines", "grad_scope", "requires_grad_set"]
+__all__ = ["dtype_cast", "dtype_made", "grad_flag_lines", "grad_scope", "requires_grad_set"]
 
 # dynamo's dtype names (`actual Byte`) -> torch's spellings of that dtype
 _DTYPES = {
@@ -49,6 +49,30 @@ def dtype_cast(subject: str, dtype: str, code: str, call_site: str) -> str:
         return ""
     alt = "|".join(spellings)
     return _set_at(subject, code, call_site, re.compile(rf"\btorch\.(?:{alt})\b|\.(?:{alt})\(\)"))
+
+
+def dtype_made(origin: str, dtype: str) -> str:
+    """Where the data behind an input made at `origin` gets `dtype` (dynamo's name: `Long`): a
+    tensor made in a loader's or generator's `yield torch.from_numpy(ids)` keeps the dtype of the
+    array it wraps, so the line that spells that dtype in the class (or function) around the
+    yield (`.astype(np.int64)`), the one a user changes; `origin` itself when none says so, or
+    more than one does (nothing is guessed)."""
+    file, line = split_location(origin)
+    spellings = _DTYPES.get(dtype, ())
+    chain = enclosing(file, line) if file and line and spellings else []
+    if not chain or not any(isinstance(n, ast.Yield) for n in ast.walk(chain[-1][0])):
+        return origin  # (a tensor made in the loop itself says its dtype at its line)
+    owner = next((st for st, _ in chain if isinstance(st, ast.ClassDef)), None) or function_around(file, line)
+    if owner is None:
+        return origin
+    alt = "|".join(spellings)
+    said = re.compile(rf"\b(?:torch|np|numpy)\.(?:{alt})\b|\.(?:{alt})\(\)|dtype\s*=\s*[\"'](?:{alt})[\"']")
+    found = [
+        n
+        for n in range(owner.lineno, (owner.end_lineno or owner.lineno) + 1)
+        if said.search(source_line(file, n).split("#", 1)[0])
+    ]
+    return f"{file}:{found[0]}" if len(found) == 1 else origin
 
 
 # `x.requires_grad_(...)`, `x.requires_grad = ...`, `requires_grad=` of the call that makes it

@@ -170,6 +170,23 @@ _RULES: tuple[Rule, ...] = (
         ),
     ),
     (
+        "dict_key",
+        # `not ___dict_contains('w', L['batch'])`: the compiled code assumed the key absent (present
+        # without `not`); the subject keeps the key (`batch['w']`) for where it is stored
+        re.compile(r"^(?P<n>not )?___dict_contains\((?P<k>'[^']*'|\"[^\"]*\"),\s*(?P<d>.+)\)$"),
+        lambda m: (
+            f"{_name(m['d'])}[{m['k']}]",
+            f"the dict `{_name(m['d'])}` "
+            + (
+                f"has key {m['k']} now (the compiled code assumed it had not)"
+                if m["n"]
+                else f"lacks key {m['k']} now (the compiled code assumed it had it)"
+            ),
+            "absent" if m["n"] else "present",
+            "present" if m["n"] else "absent",
+        ),
+    ),
+    (
         "sequence_length",
         # dynamo 2.9 prints the failed check (`len(model.prototypes) != 2`), earlier the guard
         re.compile(r"^len\((?P<v>.+?)\) [!=]= (?P<a>\d+)$"),
@@ -253,6 +270,11 @@ KINDS: dict[str, tuple[str, str]] = {
         "a list's length changed",
         "pass every item on every call, the list at its full length from the first call, with a weight "
         "of 0.0 (a device tensor) for the items not in use yet, or pass one stacked tensor of fixed size",
+    ),
+    "dict_key": (
+        "a dict's keys changed",
+        "pass a dict with the same keys on every call: the key from the first call on, with a neutral "
+        "value (ones for weights, zeros for an added term) until it is used",
     ),
     "object_identity": (
         "another object was passed",

@@ -15,8 +15,16 @@ import re
 
 from xlagraph.diagnose.frames import source_line, source_lines, split_location
 from xlagraph.diagnose.recognizers._source import BUILDERS, enclosing_function
-from xlagraph.diagnose.recognizers._statements import LOOPS, Function, call_name, enclosing, syntax_tree
+from xlagraph.diagnose.recognizers._statements import (
+    LOOPS,
+    Function,
+    call_name,
+    enclosing,
+    function_around,
+    syntax_tree,
+)
 from xlagraph.diagnose.recognizers._value_made import (
+    MOVES,
     assigned_before,
     loop_source,
     made_at,
@@ -40,6 +48,8 @@ def origin_of(kind: str, subject: str, code: str, call_site: str) -> str:
     are `guards.explain_guard`'s (`lr`, `TEMPERATURE`, `self.training`, `self._modules['drop'].p`),
     `code` the compiled function's `file:line`, `call_site` the user's line that called it."""
     subject = subject.strip()
+    if kind == "dict_key" and (m := _KEYED.fullmatch(subject)):
+        return _key_stored(m["d"], m["k"][1:-1], code, call_site)
     if kind.startswith("global"):
         name = subject.split(".")[0].split("[")[0]
         return _indented_assignment(code, rf"\b{re.escape(name)}") if name.isidentifier() else ""
@@ -122,15 +132,13 @@ def _is_mask(node: ast.AST) -> bool:
 def _argument(name: str, code: str, call_site: str, tensor: bool = False) -> str:
     """The line before `call_site` that assigns what it passes as `name`; for a tensor, where its
     size was made (`_value_made.made_at`): a scalar's line is its assignment (`lr =
-    cosine_lr(step)`)."""
+    cosine_lr(step)`). Passed as a call of a function of the file (`temperature_at(step)`): its
+    last `return`, where the value is computed; passed moved (`ids.to(dev)`): the name moved."""
     file, line = split_location(call_site)
-    params = _params(*split_location(code))
-    call = _call_at(file, line, params)
-    if call is None or params is None:
-        return ""
-    expr = next((k.value for k in call.keywords if k.arg == name), None)
-    if expr is None and name in params and params.index(name) < len(call.args):
-        expr = call.args[params.index(name)]
+    expr = _passed(name, code, file, line)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
+        computed = returns_of(file, expr.func.id)
+        return f"{file}:{computed[-1]}" if computed else ""
     if not isinstance(expr, ast.Name):
         return ""
     found = assigned_before(file, line, expr.id)
@@ -139,6 +147,67 @@ def _argument(name: str, code: str, call_site: str, tensor: bool = False) -> str
     elif found:  # a None-ness is decided where the value is made, not where it is moved
         found = loop_source(file, past_moves(file, found, expr.id), expr.id)
     return f"{file}:{found}" if found else ""
+
+
+def _passed(name: str, code: str, file: str, line: int) -> ast.expr | None:
+    """The expression the call at `file:line` passes for the compiled function's parameter `name`
+    (`code` its `def`), past moves of a name (`ids.to(dev)` -> `ids`); None when not found."""
+    params = _params(*split_location(code))
+    call = _call_at(file, line, params)
+    if call is None or params is None:
+        return None
+    expr = next((k.value for k in call.keywords if k.arg == name), None)
+    if expr is None and name in params and params.index(name) < len(call.args):
+        expr = call.args[params.index(name)]
+    while (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr in MOVES
+        and isinstance(expr.func.value, ast.Name | ast.Call)
+    ):
+        expr = expr.func.value
+    return expr
+
+
+# `batch['w']`: a dict-key guard's subject (`guards.explain_guard`)
+_KEYED = re.compile(r"(?P<d>[A-Za-z_]\w*)\[(?P<k>'[^']*'|\"[^\"]*\")\]")
+
+
+def _key_stored(name: str, key: str, code: str, call_site: str) -> str:
+    """Where the key a dict-key guard failed on is stored into the dict passed as `name`: a
+    subscript store of that key (`batch["w"] = ...`) to the name the caller passes, in its function
+    (the last before the call, else the first: a loop reaches it before the next call), or, passed
+    as a call of a function of the file (`make_batch(cfg, step, dev)`), to a name that function
+    returns. The line a user changes, beside the `if key in d:` that reads it; `` when none."""
+    file, line = split_location(call_site)
+    expr = _passed(name, code, file, line) if file else None
+    scope: ast.AST | None = None
+    names: set[str] = set()
+    if isinstance(expr, ast.Name):
+        scope, names = function_around(file, line) or syntax_tree(file), {expr.id}
+    elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
+        tree = syntax_tree(file)
+        scope = next(
+            (f for f in (tree.body if tree else []) if isinstance(f, Function) and f.name == expr.func.id),
+            None,
+        )
+        returned = [n.value for n in ast.walk(scope) if isinstance(n, ast.Return)] if scope else []
+        names = {r.id for r in returned if isinstance(r, ast.Name)}
+    stored = sorted(
+        n.lineno
+        for n in (ast.walk(scope) if scope and names else ())
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+        if isinstance(t, ast.Subscript)
+        and isinstance(t.value, ast.Name)
+        and t.value.id in names
+        and isinstance(t.slice, ast.Constant)
+        and t.slice.value == key
+    )
+    if not stored:
+        return ""
+    before = [n for n in stored if n <= line or not isinstance(expr, ast.Name)]
+    return f"{file}:{before[-1] if before else stored[0]}"
 
 
 def _positional(index: int, call_site: str) -> str:

@@ -98,7 +98,10 @@ def branch_guard_graphs(
             # the user keeps of them; outputs a branch's work adds, the activations the backward
             # keeps of a loss term it adds, are that branch's code)
             test = guard.source if guard.source.startswith(("if ", "elif ")) else _tested_inline(guard)
-            what = f"`{test[:60]}` at {guard.at} picks other code: {guard.phrase}"
+            # (a key the caller stores into the dict it passes is said where it is stored, as a
+            # list's length where it is built: the line a user changes, beside the `if`)
+            stored = made if guard.kind == "dict_key" else ""
+            what = f"`{test[:60]}` at {guard.at} picks other code: {guard.phrase}{stored}"
             # (an argument's value is the caller's to pass as a tensor; an attribute or a global
             # the function reads is a flag the host sets: the branch's own fix)
             fix_id = ARGUMENT_FIX if guard.kind == "python_scalar" else "conditional_work.host_branch"

@@ -10,7 +10,7 @@ from xlagraph.diagnose.dynamo_join.branches import branch_fix
 from xlagraph.diagnose.dynamo_join.retrace import GuardFailure
 from xlagraph.diagnose.fixes import CACHE_LIMIT_FIX
 from xlagraph.diagnose.frames import is_library, source_line, split_location
-from xlagraph.diagnose.guard_lines import dtype_cast, grad_scope, requires_grad_set
+from xlagraph.diagnose.guard_lines import dtype_cast, dtype_made, grad_scope, requires_grad_set
 from xlagraph.diagnose.guards import GuardChange, explain_guard, fix_for
 from xlagraph.diagnose.value_origin import origin_of
 from xlagraph.dynamolog import DynamoCompile
@@ -64,9 +64,8 @@ def _origin(g: GuardChange, c: DynamoCompile) -> str:
     cast to its new one; for requires_grad, where it was switched; for the grad mode, the `with`
     around the call that sets it."""
     if g.kind == "tensor_dtype":
-        return dtype_cast(g.subject, g.after, c.code, call_site(c)) or origin_of(
-            g.kind, g.subject, c.code, call_site(c)
-        )
+        made = origin_of(g.kind, g.subject, c.code, call_site(c))
+        return dtype_cast(g.subject, g.after, c.code, call_site(c)) or (made and dtype_made(made, g.after))
     if g.kind == "tensor_requires_grad":
         return requires_grad_set(g.subject, c.code, call_site(c)) or origin_of(
             g.kind, g.subject, c.code, call_site(c)

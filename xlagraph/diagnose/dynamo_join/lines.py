@@ -31,6 +31,8 @@ def cite_guards(recompiles: Sequence[Recompile], retraces: Mapping[str, Retrace]
         if retrace and guard and said and said[1] in guard.origin_source:
             out.append(_guard_first(r, guard, retrace.call_site))
             continue
+        if retrace and guard and guard.kind == "python_scalar":
+            r = _scalar_named(r, guard, retrace)
         cite = tuple(dict.fromkeys(x for x in (guard.origin, guard.at) if x)) if guard else ()
         bare = [a for a in r.attribution if not a.lines and not r.causes[a.cause].info] if cite else []
         if not bare:
@@ -77,6 +79,39 @@ def _guard_first(r: Recompile, guard: GuardFailure, call_site: str) -> Recompile
         replace(a, lines=tuple(dict.fromkeys(cite + a.lines))) if a in hit else a for a in r.attribution
     )
     return replace(r, causes=causes, attribution=attribution, lines=tuple(dict.fromkeys(cite + r.lines)))
+
+
+def _scalar_named(r: Recompile, guard: GuardFailure, retrace: Retrace) -> Recompile:
+    """A constant (0 or ±1) baked into a graph of a retrace for a Python number argument (`temp ==
+    2.0` failed, the graph bakes 1): that argument is the scalar, said by its name, the value the
+    compiled code assumed, and where the caller computed it (`return SCHEDULE[...]` in the
+    function its call passes): the line a user changes, cited first (issue 37); the lines the
+    diff found (the multiply that reads it) after it."""
+    hit = {
+        a.cause
+        for a in r.attribution
+        if r.causes[a.cause].kind is CauseKind.CONSTANT_VALUE and not r.causes[a.cause].info
+    }
+    if not hit:
+        return r
+    made = f", computed at {guard.origin} (`{guard.origin_source[:60]}`)" if guard.origin else ""
+    said = f"{guard.phrase} in `{retrace.function}`{made}, passed at {retrace.call_site}: this graph bakes it"
+    causes = tuple(
+        replace(c, summary=f"{said}: {c.summary}") if i in hit else c for i, c in enumerate(r.causes)
+    )
+    first = (guard.origin,) if guard.origin else ()
+    attribution = tuple(
+        replace(
+            a,
+            summary=causes[a.cause].summary,
+            lines=tuple(dict.fromkeys((*first, *a.lines))) if a.lines else (),
+        )
+        if a.cause in hit
+        else a
+        for a in r.attribution
+    )
+    lines = tuple(dict.fromkeys((*first, *r.lines))) if any(a.lines for a in attribution) else r.lines
+    return replace(r, causes=causes, attribution=attribution, lines=lines)
 
 
 # A guard on a tensor's size explains a change of a graph input's shape.

@@ -19,7 +19,7 @@ from xlagraph.diagnose.recognizers._statements import (
     syntax_tree,
 )
 
-__all__ = ["assigned_before", "loop_source", "made_at", "past_moves", "returns_of", "statement"]
+__all__ = ["MOVES", "assigned_before", "loop_source", "made_at", "past_moves", "returns_of", "statement"]
 
 
 def statement(file: str, line: int) -> ast.stmt | None:
@@ -29,7 +29,7 @@ def statement(file: str, line: int) -> ast.stmt | None:
     return stmt if stmt is not None and stmt.lineno == line and not hasattr(stmt, "body") else None
 
 
-_MOVES = frozenset({"to", "cuda", "contiguous", "detach", "clone"})
+MOVES = frozenset({"to", "cuda", "contiguous", "detach", "clone"})
 
 
 def made_at(file: str, line: int, name: str, depth: int = 0) -> int:
@@ -47,7 +47,7 @@ def made_at(file: str, line: int, name: str, depth: int = 0) -> int:
     if not isinstance(value, ast.Call):
         return line
     f = value.func
-    if isinstance(f, ast.Attribute) and f.attr in _MOVES and _is(f.value, name):
+    if isinstance(f, ast.Attribute) and f.attr in MOVES and _is(f.value, name):
         earlier = assigned_before(file, line, name)
         return made_at(file, earlier, name, depth + 1) if earlier else line
     if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
@@ -104,7 +104,7 @@ def past_moves(file: str, line: int, name: str) -> int:
         stmt = statement(file, line)
         value = stmt.value if isinstance(stmt, ast.Assign) else None
         f = value.func if isinstance(value, ast.Call) else None
-        if not (isinstance(f, ast.Attribute) and f.attr in _MOVES and _is(f.value, name)):
+        if not (isinstance(f, ast.Attribute) and f.attr in MOVES and _is(f.value, name)):
             return line
         earlier = assigned_before(file, line, name)
         if not earlier:
@@ -141,7 +141,7 @@ def loop_source(file: str, line: int, name: str) -> int:
     if place is None or not isinstance(iterated, ast.Call) or not isinstance(iterated.func, ast.Name):
         return line
     functions = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
-    generator = functions.get(iterated.func.id)
+    generator = functions.get(iterated.func.id) or _iterator_of(tree, iterated.func.id)
     nodes = list(ast.walk(generator)) if generator else []
     yields = [n.value for n in nodes if isinstance(n, ast.Yield) and n.value]
     for value in yields:
@@ -150,10 +150,24 @@ def loop_source(file: str, line: int, name: str) -> int:
             owner = functions[value.func.id]
             returned = [n for n in ast.walk(owner) if isinstance(n, ast.Return) and n.value]
             value = returned[-1].value if returned else value
-        made = _assigned_node(owner, _element(value, place), value.lineno) if owner else None
+        element = _element(value, place)
+        made = _assigned_node(owner, element, value.lineno) if owner else None
         if made is not None:
             return made.lineno
+        if isinstance(element, ast.Call) and owner is generator:
+            # made in the yield itself (`yield torch.from_numpy(ids), ...`): the line the tensor is
+            # made, its dtype and size those of the data it wraps
+            return value.lineno
     return line
+
+
+def _iterator_of(tree: ast.Module, name: str) -> Function | None:
+    """The `__iter__` of the file's class `name` (`for x, y in ShardReader():`), a generator."""
+    cls = next((c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == name), None)
+    return next(
+        (f for f in (cls.body if cls else []) if isinstance(f, ast.FunctionDef) and f.name == "__iter__"),
+        None,
+    )
 
 
 def _place(target: ast.expr, name: str) -> int | None:
