@@ -36,6 +36,7 @@ PAIRS = [
     ("item_in_compiled", break_fix("Unsupported Tensor.item() call"), "keep it a tensor"),
     ("eager_shape", EAGER_SHAPE_FIX, "pad the input to one fixed size"),
     ("list_length", fix_for("sequence_length"), "pass every item on every call"),
+    ("dict_key", fix_for("dict_key"), "pass a dict with the same keys on every call"),
     ("loss_switch", fix_for("object_identity"), "pass its values as tensors"),
 ]
 
