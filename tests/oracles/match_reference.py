@@ -201,6 +201,7 @@ def _match_outputs(
             skip = {s for s in count_l.keys() | count_r.keys() if count_l[s] != count_r[s]}
         start = 0
         position = {a: i for i, a in enumerate(left.outputs)} if slots else {}
+        repeats = _repeats_at(left, right) if slots else {}
         for a, (shape, opcode) in zip(free_left, left_keys, strict=True):
             if a in m.left or a in sent:
                 continue
@@ -225,11 +226,30 @@ def _match_outputs(
                 shape_b, opcode_b = right_keys[k]
                 if b in m.right or shape != shape_b or b in sent:
                     continue
+                if any(m.left.get(r, b) != b for r in repeats.get(b, ())):
+                    continue
                 if same_opcode and opcode != opcode_b:
                     continue
                 m.add(a, b, "outputs")
                 start = k + 1
                 break
+
+
+def _repeats_at(left: CanonicalComputation, right: CanonicalComputation) -> dict[str, list[str]]:
+    """For B's outputs, the tensors A returns a second time in the same slots. A tensor returned
+    twice pairs once, so in order every later output of A shifts by a slot onto B's output there;
+    while the repeat is paired with another, that output is left to the dataflow. SGD's first-step
+    momentum buffer is the gradient itself (returned twice); from the next step on it is a new
+    buffer in that slot, written before its parameter's update, and took the update's place
+    (top-down then paired FSDP's get-tuple-elements crosswise: a swapped tuple index read as a
+    Python value, held_out_49 kestrel)."""
+    seen: set[str] = set()
+    found: dict[str, list[str]] = {}
+    for a, b in zip(left.outputs, right.outputs, strict=True):
+        if a in seen:
+            found.setdefault(b, []).append(a)
+        seen.add(a)
+    return found
 
 
 def _match_parameters(left: CanonicalComputation, right: CanonicalComputation, m: Mappings) -> None:

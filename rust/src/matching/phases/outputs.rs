@@ -1,10 +1,11 @@
 //! `match._match_outputs`: the remaining outputs in order, among equal shapes (and first equal
 //! opcodes); output `i` with output `i` first where both sides keep as many and the shapes are
-//! shards of each other. Balanced (shapes both sides have as many of) before all.
+//! shards of each other; in order, B's output in a slot where A repeats a tensor paired with
+//! another is skipped. Balanced (shapes both sides have as many of) before all.
 
 use crate::parse::text::FxMap;
 
-use crate::matching::mappings::{Mappings, OUTPUTS};
+use crate::matching::mappings::{Mappings, NONE, OUTPUTS};
 use crate::matching::side::MatchSide;
 
 impl Mappings<'_> {
@@ -30,6 +31,16 @@ impl Mappings<'_> {
             side.outputs.iter().enumerate().filter(|&(k, _)| flags[k]).map(|(_, &o)| (o, true)).collect()
         };
         let (is_sent_l, is_sent_r) = (sent(l, sent_l), sent(r, sent_r));
+        // `match._repeats_at`: B's outputs in the slots where A returns a tensor a second time.
+        let mut repeats: FxMap<u32, Vec<u32>> = FxMap::default();
+        if slots {
+            let mut seen: FxMap<u32, ()> = FxMap::default();
+            for (&a, &b) in l.outputs.iter().zip(&r.outputs) {
+                if seen.insert(a, ()).is_some() {
+                    repeats.entry(b).or_default().push(a);
+                }
+            }
+        }
         for same_opcode in [true, false] {
             let free_right: Vec<u32> = r.outputs.iter().copied().filter(|&b| !self.rp(b)).collect();
             let free_left: Vec<u32> = l.outputs.iter().copied().filter(|&a| !self.lp(a)).collect();
@@ -82,6 +93,11 @@ impl Mappings<'_> {
                 }
                 for (k, &b) in free_right.iter().enumerate().skip(start) {
                     if self.rp(b) || shape != r.stripped[b as usize] || is_sent_r.contains_key(&b) {
+                        continue;
+                    }
+                    // A repeat paired with another: in order, A's outputs would shift onto its slot.
+                    let held = |x: &u32| self.left[*x as usize] != NONE && self.left[*x as usize] != b;
+                    if repeats.get(&b).is_some_and(|xs| xs.iter().any(held)) {
                         continue;
                     }
                     if same_opcode && opcode != r.opcode[b as usize] {
