@@ -59,6 +59,21 @@ KNOWN: dict[tuple[str, str], str] = {
         ): "swap not named beside a batch change: attribute + parameter_shape"
         for m in ("module_0003.SyncTensorsGraph.40", "module_0009.SyncTensorsGraph.48")
     },
+    # New with 2026-11-30's captures (h-fix49a's guard_cause/mask_key_openxla, h-cobalt49's
+    # retrace_optimizer/modality_list): the same kind of miss, look-alike updates swapped beside a
+    # batch change; main 8cb6df1d's engine says the same on all three (their first results).
+    (
+        "swap_updates+batch",
+        "torch_xla/guard_cause/mask_key_openxla_capture/vm-8066/hlo/"
+        "module_0003.SyncTensorsGraph.150.before_optimizations.txt.xz",
+    ): "output mapping [(5, 7), (7, 11)]: the swap paired by slot beside the batch change",
+    **{
+        (
+            "swap_updates+batch",
+            f"torch_xla/retrace_optimizer/modality_list_capture/vm-3386/hlo/{m}.before_optimizations.txt.xz",
+        ): "swap not named beside a batch change: structure + parameter_shape, shapes paired by slot"
+        for m in ("module_0000.SyncTensorsGraph.22", "module_0007.SyncTensorsGraph.32")
+    },
 }
 
 
