@@ -89,6 +89,7 @@ SPLITS = (
     "held_out_47",
     "held_out_48",
     "held_out_49",
+    "held_out_50",
     "tuning",
 )
 _LINE = re.compile(r"([^\s:()'\"\[\],]+\.py):(\d+)")

@@ -118,6 +118,7 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
     held_out_47 = [e for e in entries if e["split"] == "held_out_47"]
     held_out_48 = [e for e in entries if e["split"] == "held_out_48"]
     held_out_49 = [e for e in entries if e["split"] == "held_out_49"]
+    held_out_50 = [e for e in entries if e["split"] == "held_out_50"]
     tuning = [e for e in entries if e["split"] == "tuning"]
     assert {e["split"] for e in entries} == {
         "held_out",
@@ -169,12 +170,13 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
         "held_out_47",
         "held_out_48",
         "held_out_49",
+        "held_out_50",
         "tuning",
     }
     # the first held-out set stays a sizeable share of the corpus it was split from
     assert 0.3 <= len(held_out) / (len(held_out) + len(tuning)) <= 0.5
     # both held-out sets together are at least a third of everything scored before held_out_5 was added
-    # (held_out_5 to held_out_49 only add untouched scenarios; all held-out splits together are at least
+    # (held_out_5 to held_out_50 only add untouched scenarios; all held-out splits together are at least
     # half of all)
     before_h5 = [
         e
@@ -226,6 +228,7 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
             "held_out_47",
             "held_out_48",
             "held_out_49",
+            "held_out_50",
         )
     ]
     assert len(held_out) + len(held_out_2) >= len(before_h5) / 3
@@ -278,6 +281,7 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
     assert len(held_out_47) >= 7
     assert len(held_out_48) >= 7
     assert len(held_out_49) >= 7
+    assert len(held_out_50) >= 7
     assert all(e["name"].startswith("ho_") for e in held_out)
     assert all(e["name"].startswith("hn_") for e in held_out_2)
     assert all(e["name"].startswith("hx_") for e in held_out_3)
@@ -327,6 +331,7 @@ def test_manifest_is_consistent_with_scripts_markers_and_captures(gen: ModuleTyp
     assert all(e["name"].startswith("h47_") for e in held_out_47)
     assert all(e["name"].startswith("h48_") for e in held_out_48)
     assert all(e["name"].startswith("h49_") for e in held_out_49)
+    assert all(e["name"].startswith("h50_") for e in held_out_50)
     assert all(e["name"].startswith("tu_") for e in tuning)
     assert PATTERNS.issubset(e["pattern"] for e in entries)
     for e in entries:
