@@ -58,9 +58,10 @@ def without_reordered_terms(
     crossed = [i for i in crossed if left.outputs[i] in inside]
     if not crossed:
         return corr
-    read = _inputs_read(left, [left.outputs[i] for i in crossed])
-    if read is None:
+    cone = _cone(left, [left.outputs[i] for i in crossed])
+    if cone is None:
         return corr
+    read = {n for n in cone if n in left.param_number}
     return replace(
         corr,
         outputs=MappingProxyType({i: j for i, j in corr.outputs.items() if i not in crossed}),
@@ -122,20 +123,15 @@ def _in_reordered_terms(
         others = b_chains.get(tuple(sorted(seq)), set())
         if others and seq not in others:
             stack += terms
-    seen = set(stack)
-    while stack:
-        for o in left.operands.get(stack.pop(), ()):
-            if o not in seen:
-                seen.add(o)
-                stack.append(o)
-        if len(seen) > _LIMIT:
-            raise _TooLarge
+    seen = _cone(left, stack)
+    if seen is None:
+        raise _TooLarge
     return seen
 
 
-def _inputs_read(comp: CanonicalComputation, outs: list[str]) -> set[str] | None:
-    """The inputs in the cones of `outs`; None past `_LIMIT` instructions."""
-    stack, seen = list(outs), set(outs)
+def _cone(comp: CanonicalComputation, roots: list[str]) -> set[str] | None:
+    """`roots` and all they read; None past `_LIMIT` instructions."""
+    stack, seen = list(roots), set(roots)
     while stack:
         for o in comp.operands.get(stack.pop(), ()):
             if o not in seen:
@@ -143,4 +139,4 @@ def _inputs_read(comp: CanonicalComputation, outs: list[str]) -> set[str] | None
                 stack.append(o)
         if len(seen) > _LIMIT:
             return None
-    return {n for n in seen if n in comp.param_number}
+    return seen

@@ -143,7 +143,7 @@ def joined(
             e.call_site,
             e.expected,
             e.breaks,
-            _breaks_before(e, section.events),
+            getattr(_before(e, section.events), "breaks", ()),  # (None: the frame's first compile)
             _inputs_added(e, section.events, inputs),
         )
         for e in section.events
@@ -173,20 +173,18 @@ def _inputs_added(event: DynamoEvent, events: Sequence[DynamoEvent], inputs: Map
     """How many more inputs dynamo's graph of `event` reads than that of the cache entry whose guard
     failed (the frame's compile just before where the failure names none); 0 where one is unknown."""
     entry = event.guards[0].entry if event.guards else ""
-    if not entry:
-        frame = event.compile_id.split("/", 1)[0]
-        earlier = [e for e in events[: events.index(event)] if e.compile_id.split("/", 1)[0] == frame]
-        entry = earlier[-1].compile_id if earlier else ""
+    if not entry and (before := _before(event, events)) is not None:
+        entry = before.compile_id
     if event.compile_id not in inputs or entry not in inputs:
         return 0
     return inputs[event.compile_id] - inputs[entry]
 
 
-def _breaks_before(event: DynamoEvent, events: Sequence[DynamoEvent]) -> tuple[str, ...]:
-    """The graph breaks of the compile of `event`'s frame just before it (ids "frame/compile")."""
+def _before(event: DynamoEvent, events: Sequence[DynamoEvent]) -> DynamoEvent | None:
+    """The compile of `event`'s frame just before it (ids "frame/compile"); None for its first."""
     frame = event.compile_id.split("/", 1)[0]
     earlier = [e for e in events[: events.index(event)] if e.compile_id.split("/", 1)[0] == frame]
-    return earlier[-1].breaks if earlier else ()
+    return earlier[-1] if earlier else None
 
 
 def _breaks(breaks: Sequence[GraphBreak], per_step: int | None) -> tuple[GraphBreakEntry, ...]:

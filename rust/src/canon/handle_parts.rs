@@ -27,9 +27,8 @@ impl<K: std::hash::Hash + Eq> Numbering<K> {
     }
 }
 
-/// What a handle holds besides Python objects, made while the reader runs without the GIL:
-/// None where a name repeats (the Python lookups by name keep the last one: the callers'
-/// Python paths decide such input).
+/// What a handle holds besides Python objects, made while the reader runs without the GIL
+/// (names are unique in a computation: the readers refuse one defined twice).
 pub(crate) struct Parts {
     canon: Canon0,
     opcode: Vec<u32>,
@@ -61,10 +60,8 @@ struct Canon0 {
     params: Vec<(u32, i64)>,
 }
 
-pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Option<Parts> {
+pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Parts {
     let n = comp.insts.len();
-    let mut seen: FxMap<&str, ()> = FxMap::default();
-    seen.reserve(n);
     let (mut opcodes, mut shapes) = (Vec::new(), Vec::new());
     let mut opcode_ids = Numbering {
         ids: FxMap::default(),
@@ -87,9 +84,6 @@ pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Option<Parts> {
     let mut last_file = "";
     // One pass over the records (a 120K computation's do not fit in any cache).
     for (k, ins) in comp.insts.iter().enumerate() {
-        if seen.insert(ins.name.as_ref(), ()).is_some() {
-            return None;
-        }
         let o = opcode_ids.id(ins.opcode.as_ref(), || opcodes.push(ins.opcode.to_string()));
         let s = shape_ids.id(ins.shape.as_ref(), || shapes.push(ins.shape.to_string()));
         let id = kind_ids.id((o, s, ins.attrs.as_slice(), ins.called.len()), || {
@@ -116,7 +110,6 @@ pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Option<Parts> {
             last_file = f;
         }
     }
-    drop(seen);
     let mut has_ops = vec![false; n];
     let mut per: Vec<&[u32]> = vec![&[]; n];
     for &i in &c.entered {
@@ -135,7 +128,7 @@ pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Option<Parts> {
         ops.extend_from_slice(row);
     }
     ops_start.push(ops.len() as u32);
-    Some(Parts {
+    Parts {
         canon: Canon0 {
             order: c.order.clone(),
             ops_start,
@@ -160,7 +153,7 @@ pub(crate) fn parts(c: &CompCanon, comp: &Comp) -> Option<Parts> {
         source_files,
         ones,
         effects: c.effects.clone(),
-    })
+    }
 }
 
 /// `multiply_by_one_reference._scalar`: the shape before any `{`, spaces aside, ends in `[]`.

@@ -27,12 +27,8 @@ pub(crate) struct Builder<'a> {
     empty: Py<PyTuple>,
 }
 
-/// A computation as built, with its instructions' names and operand tuples.
-pub(crate) type Built<'py> = (
-    Bound<'py, PyTuple>,
-    Vec<Bound<'py, PyString>>,
-    Vec<Bound<'py, PyTuple>>,
-);
+/// A computation as built, with its instructions' names.
+pub(crate) type Built<'py> = (Bound<'py, PyTuple>, Vec<Bound<'py, PyString>>);
 
 /// Take an object the reader built out of the cyclic garbage collector's view. Only for tuples
 /// (and NamedTuple instances) holding strings, numbers, None and other such tuples: they can
@@ -209,7 +205,7 @@ impl<'a> Builder<'a> {
     }
 
     /// The computation built whole: `(name, instructions, is_entry, line)`, and its
-    /// instructions' names and operand tuples (for the canonical form, which shares them).
+    /// instructions' names (for the canonical form, which shares them).
     pub(crate) fn computation<'py>(
         &mut self,
         py: Python<'py>,
@@ -217,17 +213,15 @@ impl<'a> Builder<'a> {
         line_offset: i64,
     ) -> PyResult<Built<'py>> {
         let names = names_of(py, comp);
-        let mut operand_tuples: Vec<Bound<'py, PyTuple>> = Vec::with_capacity(comp.insts.len());
         let mut out: Vec<Bound<'py, PyAny>> = Vec::with_capacity(comp.insts.len());
         for (k, inst) in comp.insts.iter().enumerate() {
-            let (made, operands) = self.instruction(
+            let (made, _) = self.instruction(
                 py,
                 inst,
                 names[k].clone(),
                 |i| names[i].clone(),
                 line_offset,
             )?;
-            operand_tuples.push(operands);
             out.push(made);
         }
         let built = Self::computation_tuple(
@@ -236,7 +230,7 @@ impl<'a> Builder<'a> {
             untrack(PyTuple::new(py, out)?).into_any(),
             line_offset,
         )?;
-        Ok((built, names, operand_tuples))
+        Ok((built, names))
     }
 }
 

@@ -140,33 +140,23 @@ fn records<'a>(
 /// The canonical form of `computations` (`Module.computations`), as `parse_hlo` gives a text
 /// module's: `(fingerprint, order, forms)`, or `(message, line)` where canonicalization refuses
 /// the module. Each computation's instructions are read once, in order, whatever sequence holds
-/// them; the forms share the IR's name strings and operand tuples, and keep a core handle where
-/// names are unique (all of them: a repeated name is refused).
+/// them; the forms share the IR's name strings and keep a core handle (a repeated name is refused).
 #[pyfunction]
 pub fn canonicalize_ir<'py>(
     py: Python<'py>,
     computations: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    // Read: names, instruction sequences, the name objects and operand tuples of each.
+    // Read: names, instruction sequences and the name objects of each.
     let mut comps_owned: Vec<(String, Vec<Owned>, bool, u32)> = Vec::new();
-    let mut python: Vec<(
-        Bound<'py, PyAny>,
-        Vec<Bound<'py, PyString>>,
-        Vec<Bound<'py, PyTuple>>,
-    )> = Vec::new();
+    let mut python: Vec<(Bound<'py, PyAny>, Vec<Bound<'py, PyString>>)> = Vec::new();
     for comp in computations.try_iter()? {
         let comp = comp?;
         let instructions = comp.getattr("instructions")?;
-        let (mut insts, mut names, mut operands) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut insts, mut names) = (Vec::new(), Vec::new());
         for ins in instructions.try_iter()? {
             let ins = ins?;
             insts.push(owned(&ins)?);
             names.push(ins.get_item(0)?.downcast_into::<PyString>()?);
-            let ops = ins.get_item(3)?;
-            operands.push(match ops.downcast::<PyTuple>() {
-                Ok(t) => t.clone(),
-                Err(_) => PyTuple::new(py, ops.try_iter()?.collect::<PyResult<Vec<_>>>()?)?,
-            });
         }
         comps_owned.push((
             comp.getattr("name")?.extract()?,
@@ -174,7 +164,7 @@ pub fn canonicalize_ir<'py>(
             comp.getattr("is_entry")?.extract()?,
             line_of(comp.getattr("line")?.extract()?),
         ));
-        python.push((instructions, names, operands));
+        python.push((instructions, names));
     }
     // Records, canonical form and the handles' parts, without the GIL.
     let made = py.allow_threads(|| {
@@ -191,31 +181,22 @@ pub fn canonicalize_ir<'py>(
             notes: Vec::new(),
         };
         let canonical = canonicalize(&module).map_err(|Failure::Bad(m, line)| (m, line))?;
-        let parts: Vec<Option<Parts>> = canonical
+        let parts: Vec<Parts> = canonical
             .comps
             .iter()
             .map(|c| handle_parts::parts(c, &module.comps[c.comp]))
             .collect();
-        Ok::<_, (String, u32)>((module, canonical, parts))
+        Ok::<_, (String, u32)>((canonical, parts))
     });
-    let (module, canonical, parts) = match made {
+    let (canonical, parts) = match made {
         Ok(made) => made,
         Err(refused) => return refused.into_pyobject(py),
     };
-    let mut ints = FxMap::default();
     let mut forms = Vec::with_capacity(canonical.comps.len());
     for (c, p) in canonical.comps.iter().zip(parts) {
-        let (instructions, names, operands) = &python[c.comp];
-        let kept = p.map(|p| handle_parts::handle(p, names, instructions)).transpose()?;
-        forms.push(canonical_form(
-            py,
-            &mut ints,
-            c,
-            &module.comps[c.comp],
-            names,
-            operands,
-            kept,
-        )?);
+        let (instructions, names) = &python[c.comp];
+        let kept = handle_parts::handle(p, names, instructions)?;
+        forms.push(canonical_form(py, c, names, kept)?);
     }
     (canonical.fingerprint, canonical.order, PyList::new(py, forms)?).into_pyobject(py)
 }

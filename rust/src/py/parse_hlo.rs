@@ -20,7 +20,7 @@ use crate::parse::ir_build::{self, Builder, Built};
 use crate::parse::lazy_instructions;
 use crate::parse::line_map;
 use crate::parse::read::read;
-use crate::parse::text::{FxMap, ModuleText};
+use crate::parse::text::ModuleText;
 use crate::py::canonical_form::canonical_form;
 
 create_exception!(
@@ -182,7 +182,7 @@ fn computations<'py>(
         if let Some(Ok(m)) = &canonical {
             parts.resize_with(module.comps.len(), || None);
             for c in &m.comps {
-                parts[c.comp] = handle_parts::parts(c, &module.comps[c.comp]);
+                parts[c.comp] = Some(handle_parts::parts(c, &module.comps[c.comp]));
             }
         }
         (canonical, parts)
@@ -195,7 +195,6 @@ fn computations<'py>(
         }
     }
     let mut forms: Vec<Option<Bound<'py, PyTuple>>> = vec![None; place.len()];
-    let mut ints = FxMap::default();
     let comps = PyList::empty(py);
     let all_kept = matches!(canonical, Some(Ok(_))) && parts.iter().all(Option::is_some);
     if lazy && all_kept {
@@ -223,21 +222,13 @@ fn computations<'py>(
             let p = parts[index].take().expect("all_kept");
             let kept = handle_parts::handle(p, &names, &seq)?;
             let c = &m.comps[place[index]];
-            forms[place[index]] = Some(canonical_form(
-                py,
-                &mut ints,
-                c,
-                comp,
-                &names,
-                &[],
-                Some(kept),
-            )?);
+            forms[place[index]] = Some(canonical_form(py, c, &names, kept)?);
         }
     } else {
         // Each computation's Rust records are freed once it is built: the peak holds one copy.
         let mut early = early.into_iter();
         for (index, comp) in std::mem::take(&mut module.comps).into_iter().enumerate() {
-            let (built, names, operands) = match early.next() {
+            let (built, names) = match early.next() {
                 Some(made) => made,
                 None => b.computation(py, &comp, line_offset)?,
             };
@@ -245,13 +236,9 @@ fn computations<'py>(
             // A computation another of its name follows has no canonical form (canon/mod.rs).
             if let (Some(Ok(m)), true) = (&canonical, place[index] != usize::MAX) {
                 let c = &m.comps[place[index]];
-                let instructions = built.get_item(1)?;
-                let kept = parts.get_mut(index).and_then(Option::take);
-                let kept =
-                    kept.map(|p| handle_parts::handle(p, &names, &instructions)).transpose()?;
-                forms[place[index]] = Some(canonical_form(
-                    py, &mut ints, c, &comp, &names, &operands, kept,
-                )?);
+                let p = parts[index].take().expect("a canonical form has its parts");
+                let kept = handle_parts::handle(p, &names, &built.get_item(1)?)?;
+                forms[place[index]] = Some(canonical_form(py, c, &names, kept)?);
             }
         }
     }
