@@ -49,31 +49,19 @@ KNOWN: dict[tuple[str, str], str] = {
     # swapped and another dropped, were fixed by the correspondence's removal that moves no
     # unread input (isomorphic.py, issue 37); the batcher's swap_updates+drop_output passed with
     # `outputs-exact` leaving look-alikes one side has one more of to the context.
-    # New with held_out_48 (2026-11-29): cobalt's openxla feature-pyramid backward, two updates
-    # swapped beside a batch change: the swap not named, an `attribute` beside the shape change
-    # (main 6cacc067's engine says the same on both modules).
-    **{
-        (
-            "swap_updates+batch",
-            f"torch_xla/corpus/captures/h48_cobalt_openxla_scale_list/hlo/{m}.before_optimizations.txt.xz",
-        ): "swap not named beside a batch change: attribute + parameter_shape"
-        for m in ("module_0003.SyncTensorsGraph.40", "module_0009.SyncTensorsGraph.48")
-    },
-    # New with 2026-11-30's captures (h-fix49a's guard_cause/mask_key_openxla, h-cobalt49's
-    # retrace_optimizer/modality_list): the same kind of miss, look-alike updates swapped beside a
-    # batch change; main 8cb6df1d's engine says the same on all three (their first results).
+    # New with 2026-11-30's captures (h-fix49a's guard_cause/mask_key_openxla): look-alike
+    # optimizer updates swapped beside a batch change. The data-flow context pairs the swapped
+    # outputs right (by the inputs they share with their state's update) but as a choice, and
+    # `outputs-exact` pairs the k-th look-alike with the k-th (rust/src/matching/phases/
+    # outputs_exact.rs): A's 5 with B's 7, a rotation. Held_out_48 cobalt's two modules and
+    # retrace_optimizer/modality_list's two, where only sizes told the updates apart and a slot
+    # guess elsewhere crossed them, are named since the context fixes what sizes or lines name
+    # first (isomorphic.py, `_individualized`, h-swap50).
     (
         "swap_updates+batch",
         "torch_xla/guard_cause/mask_key_openxla_capture/vm-8066/hlo/"
         "module_0003.SyncTensorsGraph.150.before_optimizations.txt.xz",
     ): "output mapping [(5, 7), (7, 11)]: the swap paired by slot beside the batch change",
-    **{
-        (
-            "swap_updates+batch",
-            f"torch_xla/retrace_optimizer/modality_list_capture/vm-3386/hlo/{m}.before_optimizations.txt.xz",
-        ): "swap not named beside a batch change: structure + parameter_shape, shapes paired by slot"
-        for m in ("module_0000.SyncTensorsGraph.22", "module_0007.SyncTensorsGraph.32")
-    },
 }
 
 

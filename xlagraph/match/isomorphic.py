@@ -170,19 +170,60 @@ def _individualized(
 ) -> Explained | None:
     lout, rout = sides[_OUTPUTS][0], sides[_OUTPUTS][1]
     unmark = (tuple(lout[i] for i in drop_a), tuple(rout[j] for j in drop_b))
-    # Whether the graphs as written are alike at all (else they tell no look-alikes apart):
-    # asked once, where a tie first has two candidates.
-    as_written: bool | None = None if written is not None else False
     gone = ((set(), set()), (set(drop_a), set(drop_b)))  # set aside, by side: outputs only
     open_sides = [
         (lp, rp, ls, rs, ol - gone[n][0], orr - gone[n][1])
         for n, (lp, rp, ls, rs, ol, orr) in enumerate(sides)
     ]
-    salts_a: dict[int, int] = {}
-    salts_b: dict[int, int] = {}
-    got = refine(salts_a, salts_b, *unmark)
+    got = refine({}, {}, *unmark)
     if not (got.stable and got.balanced):
         return None
+    search = (refine, open_sides, sig, sizes, unmark, written)
+    found = _search(search, got, {}, {})
+    if found is None:
+        return None
+    # Look-alikes that only sizes or source lines tell apart, in one tied class, while another
+    # class of them is tied by nothing but slots (a batch change makes every size of two swapped
+    # updates differ; their scalar divisors have no size): the search fixes the first class by
+    # slot and the rest follows that guess, crossing what the evidence paired. Where the answer
+    # crosses such a pair, the named pairs are fixed first and the search runs on what is left.
+    evidence = [
+        (n, i, j)
+        for n, side in enumerate(open_sides)
+        for ls, rs in _tied(got, side)
+        for i, j in _named(ls, rs, side, sig, sizes).items()
+    ]
+    if evidence and not _honours(found[0], open_sides, evidence):
+        ta = {open_sides[n][0][i]: hash(("named", n, i)) for n, i, _ in evidence}
+        tb = {open_sides[n][1][j]: hash(("named", n, i)) for n, i, j in evidence}
+        first = refine(ta, tb, *unmark)
+        if first.stable and first.balanced:
+            again = _search(search, first, ta, tb)
+            if again is not None and _honours(again[0], open_sides, evidence):
+                found = again
+    got, chosen = found
+    return Explained((got.a, got.b), tuple(chosen), frozenset(drop_a), frozenset(drop_b))
+
+
+def _honours(got: Refined, sides: list[Side], pairs: list[tuple[int, int, int]]) -> bool:
+    """Whether every pair (side, item of A, item of B) ends in one class of `got`'s colours."""
+    return all(got.a[sides[n][0][i]] == got.b[sides[n][1][j]] for n, i, j in pairs)
+
+
+# `_individualized`'s refinement, open sides, signatures, sizes, outputs set aside, and `written`.
+_Search = tuple[Refine, list[Side], Signatures, Sizes, tuple[tuple[int, ...], tuple[int, ...]], Refine | None]
+
+
+def _search(
+    search: _Search, got: Refined, salts_a: dict[int, int], salts_b: dict[int, int]
+) -> tuple[Refined, list[Chosen]] | None:
+    """The colours from `got` (refined from the salts given) with every tied class individualized,
+    and the classes a pair was chosen from; None where no pair of a class keeps the graphs alike."""
+    refine, open_sides, sig, sizes, unmark, written = search
+    salts_a, salts_b = dict(salts_a), dict(salts_b)
+    # Whether the graphs as written are alike at all (else they tell no look-alikes apart):
+    # asked once, where a tie first has two candidates.
+    as_written: bool | None = None if written is not None else False
     chosen: list[Chosen] = []
     # Inputs before outputs, so that an output returning an input follows that input. Every
     # tied class of a side at once first: where the look-alikes stayed in place that keeps the
@@ -248,7 +289,7 @@ def _individualized(
             # Another choice would do as well and neither the source lines nor the sizes name
             # this one: interchangeable as far as data flow can tell, a choice.
             chosen.append((side, frozenset(ls), frozenset(rs)))
-    return Explained((got.a, got.b), tuple(chosen), frozenset(drop_a), frozenset(drop_b))
+    return got, chosen
 
 
 def _alike(got: Refined) -> bool:
