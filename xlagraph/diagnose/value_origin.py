@@ -14,6 +14,7 @@ import ast
 import re
 
 from xlagraph.diagnose.frames import source_line, source_lines, split_location
+from xlagraph.diagnose.recognizers._passed_in import passed_argument, positional
 from xlagraph.diagnose.recognizers._source import BUILDERS, enclosing_function
 from xlagraph.diagnose.recognizers._statements import (
     LOOPS,
@@ -33,6 +34,7 @@ from xlagraph.diagnose.recognizers._value_made import (
     returns_of,
     statement,
 )
+from xlagraph.diagnose.recognizers._wrappers import wrappers
 
 __all__ = ["compiled_call", "origin_of", "parameters", "rows_filtered"]
 
@@ -153,13 +155,9 @@ def _argument(name: str, code: str, call_site: str, tensor: bool = False) -> str
 def _passed(name: str, code: str, file: str, line: int) -> ast.expr | None:
     """The expression the call at `file:line` passes for the compiled function's parameter `name`
     (`code` its `def`), past moves of a name (`ids.to(dev)` -> `ids`); None when not found."""
-    params = parameters(code)
-    call = _call_at(file, line, code, params)
-    if call is None or params is None:
-        return None
-    expr = next((k.value for k in call.keywords if k.arg == name), None)
-    if expr is None and name in params and params.index(name) < len(call.args):
-        expr = call.args[params.index(name)]
+    fn = compiled_def(code)
+    call = _call_at(file, line, code, positional(fn) if fn else None)
+    expr = passed_argument(call, fn, name) if call is not None and fn is not None else None
     while (
         isinstance(expr, ast.Call)
         and isinstance(expr.func, ast.Attribute)
@@ -224,22 +222,15 @@ def _positional(index: int, call_site: str) -> str:
 def _compiled_names(file: str) -> set[str]:
     """The names (or `self.` attributes) the file binds to `torch.compile(...)`'s result."""
     tree = syntax_tree(file)
-    return {
-        call_name(t)
-        for n in (ast.walk(tree) if tree else ())
-        if isinstance(n, ast.Assign)
-        and isinstance(n.value, ast.Call)
-        and call_name(n.value.func) == "compile"
-        for t in n.targets
-    } - {""}
+    bound = wrappers(tree) if tree else []
+    return {w.alias for w in bound if w.alias and call_name(w.call.func) == "compile"}
 
 
 def parameters(code: str) -> list[str] | None:
     """The parameter names of the compiled function whose code starts at `code` (without `self`),
     None when unreadable."""
     fn = compiled_def(code)
-    names = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)] if fn else []
-    return (names[1:] if names and names[0] in ("self", "cls") else names) if fn else None
+    return positional(fn) if fn else None
 
 
 def compiled_def(code: str) -> Function | None:
