@@ -20,6 +20,7 @@ import re
 from xlagraph.diagnose.frames import source_line, split_location
 from xlagraph.diagnose.recognizers._statements import call_name, enclosing, function_around, syntax_tree
 from xlagraph.diagnose.recognizers._value_made import assigned_before, statement
+from xlagraph.diagnose.value_origin import compiled_call, parameters
 
 __all__ = ["dtype_cast", "dtype_made", "grad_flag_lines", "grad_scope", "requires_grad_set"]
 
@@ -108,25 +109,16 @@ def _set_at(subject: str, code: str, call_site: str, said: re.Pattern[str]) -> s
 
 def _passed_names(subject: str, code: str, file: str, line: int) -> set[str]:
     """The names the call at `file:line` passes for parameter `subject` (`mask` of
-    `forecast(x.to(d), mask.to(d))`), the parameter's own name beside them."""
+    `forecast(x.to(d), mask.to(d))`), the parameter's own name beside them: the compiled
+    function's call first (`value_origin.compiled_call`), else the first call that passes it."""
     names = {subject}
-    cfile, cline = split_location(code)
-    tree = syntax_tree(cfile) if cfile else None
-    defs = (
-        [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and cline <= n.lineno < cline + 8]
-        if tree
-        else []
-    )
+    params = parameters(code)
     stmt = statement(file, line)
-    if not defs or stmt is None:
-        return names
-    fn = min(defs, key=lambda n: n.lineno)  # the `def` at the code's line, not a later one near it
-    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-    params = params[1:] if params and params[0] in ("self", "cls") else params
-    if subject not in params:
+    if not params or stmt is None or subject not in params:
         return names
     k = params.index(subject)
-    for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call)):
+    compiled = compiled_call(file, line, code)
+    for call in (*([compiled] if compiled else []), *(n for n in ast.walk(stmt) if isinstance(n, ast.Call))):
         expr = next((kw.value for kw in call.keywords if kw.arg == subject), None)
         expr = expr if expr is not None else (call.args[k] if k < len(call.args) <= len(params) else None)
         if expr is not None:

@@ -14,6 +14,7 @@ import ast
 import re
 
 from xlagraph.diagnose.frames import source_line, source_lines, split_location
+from xlagraph.diagnose.recognizers._passed_in import passed_argument, positional
 from xlagraph.diagnose.recognizers._source import BUILDERS, enclosing_function
 from xlagraph.diagnose.recognizers._statements import (
     LOOPS,
@@ -22,6 +23,7 @@ from xlagraph.diagnose.recognizers._statements import (
     enclosing,
     function_around,
     syntax_tree,
+    top_level_function,
 )
 from xlagraph.diagnose.recognizers._value_made import (
     MOVES,
@@ -32,8 +34,9 @@ from xlagraph.diagnose.recognizers._value_made import (
     returns_of,
     statement,
 )
+from xlagraph.diagnose.recognizers._wrappers import wrappers
 
-__all__ = ["origin_of", "rows_filtered"]
+__all__ = ["compiled_call", "origin_of", "parameters", "rows_filtered"]
 
 _SCAN = 400  # lines scanned in a file: a training script's loop is near its call
 # `target = ...`, `a, target = ...`, `target: T = ...`, `target += ...` (not `==`)
@@ -152,13 +155,9 @@ def _argument(name: str, code: str, call_site: str, tensor: bool = False) -> str
 def _passed(name: str, code: str, file: str, line: int) -> ast.expr | None:
     """The expression the call at `file:line` passes for the compiled function's parameter `name`
     (`code` its `def`), past moves of a name (`ids.to(dev)` -> `ids`); None when not found."""
-    params = _params(*split_location(code))
-    call = _call_at(file, line, params)
-    if call is None or params is None:
-        return None
-    expr = next((k.value for k in call.keywords if k.arg == name), None)
-    if expr is None and name in params and params.index(name) < len(call.args):
-        expr = call.args[params.index(name)]
+    fn = compiled_def(code)
+    call = _call_at(file, line, code, positional(fn) if fn else None)
+    expr = passed_argument(call, fn, name) if call is not None and fn is not None else None
     while (
         isinstance(expr, ast.Call)
         and isinstance(expr.func, ast.Attribute)
@@ -186,11 +185,7 @@ def _key_stored(name: str, key: str, code: str, call_site: str) -> str:
     if isinstance(expr, ast.Name):
         scope, names = function_around(file, line) or syntax_tree(file), {expr.id}
     elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
-        tree = syntax_tree(file)
-        scope = next(
-            (f for f in (tree.body if tree else []) if isinstance(f, Function) and f.name == expr.func.id),
-            None,
-        )
+        scope = top_level_function(file, expr.func.id)
         returned = [n.value for n in ast.walk(scope) if isinstance(n, ast.Return)] if scope else []
         names = {r.id for r in returned if isinstance(r, ast.Name)}
     stored = sorted(
@@ -216,13 +211,7 @@ def _positional(index: int, call_site: str) -> str:
     `*args` (`torch.compile(nn.Sequential(...))`), so the call is the one to a name bound by
     `torch.compile(...)` in the file, not the outermost (`F.cross_entropy(compiled(x), y)`)."""
     file, line = split_location(call_site)
-    tree = statement(file, line) if file else None
-    compiled = _compiled_names(file) if tree else set()
-    call = (
-        next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and call_name(n.func) in compiled), None)
-        if tree
-        else None
-    )
+    call = _call_of(file, line, _compiled_names(file)) if file else None
     expr = call.args[index] if call is not None and index < len(call.args) else None
     if not isinstance(expr, ast.Name):
         return ""
@@ -233,37 +222,53 @@ def _positional(index: int, call_site: str) -> str:
 def _compiled_names(file: str) -> set[str]:
     """The names (or `self.` attributes) the file binds to `torch.compile(...)`'s result."""
     tree = syntax_tree(file)
-    return {
-        call_name(t)
-        for n in (ast.walk(tree) if tree else ())
-        if isinstance(n, ast.Assign)
-        and isinstance(n.value, ast.Call)
-        and call_name(n.value.func) == "compile"
-        for t in n.targets
-    } - {""}
+    bound = wrappers(tree) if tree else []
+    return {w.alias for w in bound if w.alias and call_name(w.call.func) == "compile"}
 
 
-def _params(file: str, line: int) -> list[str] | None:
-    """The parameter names of the `def` at `file:line` (without `self`), None when unreadable.
-    A decorated function's code starts at its first decorator: the `def` is below."""
-    tree = syntax_tree(file)
+def parameters(code: str) -> list[str] | None:
+    """The parameter names of the compiled function whose code starts at `code` (without `self`),
+    None when unreadable."""
+    fn = compiled_def(code)
+    return positional(fn) if fn else None
+
+
+def compiled_def(code: str) -> Function | None:
+    """The `def` of the compiled function whose code starts at `code` (`file:line`): a decorated
+    function's code starts at its first decorator, the `def` is below."""
+    file, line = split_location(code)
+    tree = syntax_tree(file) if file else None
     found = (
         [n for n in ast.walk(tree) if isinstance(n, Function) and line <= n.lineno < line + 8] if tree else []
     )
-    if not found:
-        return None
-    fn = min(found, key=lambda n: n.lineno)
-    names = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-    return names[1:] if names and names[0] in ("self", "cls") else names
+    return min(found, key=lambda n: n.lineno) if found else None
 
 
-def _call_at(file: str, line: int, params: list[str] | None = None) -> ast.Call | None:
-    """The outermost call on the statement starting at `file:line` that takes no more positional
-    arguments than `params` (`compiled(ids)` inside `F.cross_entropy(compiled(ids), labels)`, for
-    `forward(ids)`)."""
+def compiled_call(file: str, line: int, code: str) -> ast.Call | None:
+    """The call of the compiled function on the statement starting at `file:line`, nested or not
+    (`forward(x, tau)` inside `mse_loss(forward(x, tau), x)`): a call of a name the file binds to
+    `torch.compile(...)` / `torch_xla.compile(...)`, the compiled `def`'s own name (a decorated
+    function) first; None when the line calls neither (compiled elsewhere)."""
+    fn = compiled_def(code)  # its own name first: a file may compile several
+    return (_call_of(file, line, {fn.name}) if fn else None) or _call_of(file, line, _compiled_names(file))
+
+
+def _call_of(file: str, line: int, names: set[str]) -> ast.Call | None:
+    """The outermost call on the statement at `file:line` of one of `names`."""
     stmt = statement(file, line)
     calls = (n for n in ast.walk(stmt) if isinstance(n, ast.Call)) if stmt else ()
-    return next((n for n in calls if params is None or len(n.args) <= len(params)), None)
+    return next((n for n in calls if call_name(n.func) in names), None)
+
+
+def _call_at(file: str, line: int, code: str, params: list[str] | None) -> ast.Call | None:
+    """The call of the compiled function (`code` its `def`) on the statement at `file:line`
+    (`compiled_call`); else, not named as compiled, the outermost call that takes no more
+    positional arguments than `params`. Not the innermost that fits: it would read `dev` as
+    the first argument of `step(ids.to(dev))`."""
+    stmt = statement(file, line)
+    calls = (n for n in ast.walk(stmt) if isinstance(n, ast.Call)) if stmt else ()
+    fits = (n for n in calls if params is None or len(n.args) <= len(params))
+    return compiled_call(file, line, code) or next(fits, None)
 
 
 _MODE_SET = re.compile(r"\.(?:train|eval)\(")

@@ -12,7 +12,7 @@ from xlagraph.diagnose.recognizers._set_before import set_before
 from xlagraph.diagnose.recognizers._statements import Function, call_name, enclosing, syntax_tree
 from xlagraph.diagnose.recognizers._wrappers import compiles, wrappers
 
-__all__ = ["decided_by_callers"]
+__all__ = ["decided_by_callers", "passed_argument", "positional"]
 
 
 def _aliases(tree: ast.Module, function: Function) -> set[str]:
@@ -24,16 +24,21 @@ def _aliases(tree: ast.Module, function: Function) -> set[str]:
     }
 
 
-def _passed(call: ast.Call, function: Function, parameter: str) -> ast.expr | None:
+def positional(function: Function) -> list[str]:
+    """The parameters of `function` a call passes by position; a method's `self` / `cls` is the
+    receiver, passed apart."""
+    names = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    return names[1:] if names and names[0] in ("self", "cls") else names
+
+
+def passed_argument(call: ast.Call, function: Function, parameter: str) -> ast.expr | None:
     """The argument `call` passes for `parameter` of `function`, by keyword or position."""
     for k in call.keywords:
         if k.arg == parameter:
             return k.value
-    positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
-    if positional and positional[0] == "self":
-        positional = positional[1:]
-    if parameter in positional and positional.index(parameter) < len(call.args):
-        return call.args[positional.index(parameter)]
+    params = positional(function)
+    if parameter in params and params.index(parameter) < len(call.args):
+        return call.args[params.index(parameter)]
     return None
 
 
@@ -53,7 +58,7 @@ def decided_by_callers(file: str, function: Function, iterated: set[str]) -> lis
         names = {
             n.id
             for p in sorted(wanted)
-            if (arg := _passed(call, function, p)) is not None
+            if (arg := passed_argument(call, function, p)) is not None
             for n in ast.walk(arg)
             if isinstance(n, ast.Name)
         }

@@ -34,9 +34,12 @@ __all__ = [
     "is_host_read",
     "lines_where",
     "loads",
+    "method_of",
     "reads_on_host",
     "statements_where",
     "syntax_tree",
+    "top_level_class",
+    "top_level_function",
 ]
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -73,6 +76,26 @@ def child_blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
 def syntax_tree(file: str) -> ast.Module | None:
     """The whole stored file as a syntax tree (None when not stored or it does not parse)."""
     return _parse(_text(file))
+
+
+def top_level_function(file: str, name: str) -> ast.FunctionDef | None:
+    """The file's first top-level `def name`; not an `async def`, whose call makes a coroutine:
+    neither its returns nor what it stores are the value the caller gets."""
+    return method_of(syntax_tree(file), name)
+
+
+def top_level_class(tree: ast.Module | None, name: str) -> ast.ClassDef | None:
+    """The first top-level `class name` of `tree`."""
+    return next(
+        (c for c in (tree.body if tree else []) if isinstance(c, ast.ClassDef) and c.name == name), None
+    )
+
+
+def method_of(owner: ast.ClassDef | ast.Module | None, name: str) -> ast.FunctionDef | None:
+    """The first `def name` directly in a class's (or a module's) body, not an `async def`."""
+    return next(
+        (f for f in (owner.body if owner else []) if isinstance(f, ast.FunctionDef) and f.name == name), None
+    )
 
 
 def lines_where(

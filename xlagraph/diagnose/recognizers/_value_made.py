@@ -14,9 +14,12 @@ from xlagraph.diagnose.recognizers._statements import (
     call_name,
     enclosing,
     function_around,
+    method_of,
     own_nodes,
     stores,
     syntax_tree,
+    top_level_class,
+    top_level_function,
 )
 
 __all__ = ["MOVES", "assigned_before", "loop_source", "made_at", "past_moves", "returns_of", "statement"]
@@ -67,9 +70,7 @@ def _method_rows(file: str, receiver: str, method: str, place: int, line: int) -
     bound = statement(file, made) if made else None
     value = bound.value if isinstance(bound, ast.Assign) else None
     cls = call_name(value.func) if isinstance(value, ast.Call) else ""
-    classes = [c for c in (tree.body if tree else []) if isinstance(c, ast.ClassDef) and c.name == cls]
-    methods = [f for c in classes for f in c.body if isinstance(f, ast.FunctionDef) and f.name == method]
-    fn = methods[0] if methods else None
+    fn = method_of(top_level_class(tree, cls), method)
     returned = [n for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value] if fn else []
     if fn is None or len(returned) != 1:
         return line
@@ -163,11 +164,7 @@ def loop_source(file: str, line: int, name: str) -> int:
 
 def _iterator_of(tree: ast.Module, name: str) -> Function | None:
     """The `__iter__` of the file's class `name` (`for x, y in ShardReader():`), a generator."""
-    cls = next((c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == name), None)
-    return next(
-        (f for f in (cls.body if cls else []) if isinstance(f, ast.FunctionDef) and f.name == "__iter__"),
-        None,
-    )
+    return method_of(top_level_class(tree, name), "__iter__")
 
 
 def _place(target: ast.expr, name: str) -> int | None:
@@ -199,12 +196,7 @@ def _is(node: ast.AST, name: str) -> bool:
 def returns_of(file: str, function: str) -> list[int]:
     """The lines of the `return`s (with a value) in the body, not its nested blocks, of the file's
     top-level function `function`."""
-    tree = syntax_tree(file)
-    fn = (
-        next((f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == function), None)
-        if tree
-        else None
-    )
+    fn = top_level_function(file, function)
     return [s.lineno for s in fn.body if isinstance(s, ast.Return) and s.value] if fn else []
 
 
