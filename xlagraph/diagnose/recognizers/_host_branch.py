@@ -327,9 +327,7 @@ def _factor_paired_elsewhere(
         and not one_sided(pending[i])
         and set(pending[i].right) <= fed
     ]
-    ifs = {
-        synced_if(s) for i in changed for s in pending[i].sources if is_user_location(s)
-    }
+    ifs = {synced_if(s) for i in changed for s in pending[i].sources if is_user_location(s)}
     if not changed or len(ifs) != 1 or "" in ifs:
         return []
     added = [
