@@ -315,7 +315,8 @@ def _factor_paired_elsewhere(
     scalar of the same type (the optimizer's learning rate): the matcher pairs the new factor with
     that scalar, so the scaling shows as changed ops at the `if`'s lines and the learning rate as
     the scalar input added. Both are the `if`'s work: the changed regions (each user line under
-    one such `if`, read from a scalar input of the new graph) and the scalar inputs added."""
+    one such `if`, some op reading a scalar input of the new graph) and the scalar inputs added
+    with no line of the user's."""
     entry = evidence.right.entry
     scalars = {p for p in entry.param_number if strip_layout(entry.instruction(p).shape).endswith("[]")}
     fed = downstream(users, scalars)
@@ -325,7 +326,7 @@ def _factor_paired_elsewhere(
         if pending[i].kind is CauseKind.STRUCTURE
         and pending[i].right
         and not one_sided(pending[i])
-        and set(pending[i].right) <= fed
+        and bool(set(pending[i].right) & fed)
     ]
     ifs = {synced_if(s) for i in changed for s in pending[i].sources if is_user_location(s)}
     if not changed or len(ifs) != 1 or "" in ifs:
