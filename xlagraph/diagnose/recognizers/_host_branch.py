@@ -118,6 +118,8 @@ def host_branch(evidence: Evidence, pending: tuple[Cause, ...], regions: list[in
             and any(is_user_location(s) and synced_if(s) for s in pending[i].sources)
             and _read_by_work(evidence, users, pending[i].right)
         ]
+    if not sided:
+        sided = _factor_paired_elsewhere(evidence, pending, regions, users)
     # Work of any size, a multiply even, that a device value read on the host decides: the `if`
     # around its lines reads a tensor, itself or in a function of the user's it calls.
     decided = {} if sided else _host_decided(evidence, pending, regions)
@@ -303,6 +305,40 @@ def _host_decided(
         if sites:
             found[i] = sites
     return found
+
+
+def _factor_paired_elsewhere(
+    evidence: Evidence, pending: tuple[Cause, ...], regions: list[int], users: dict[str, list[str]]
+) -> list[int]:
+    """A factor passed as data under an `if` that reads a tensor on the host (`if norm.item() >
+    limit:` over `for p in params: p.grad.mul_(limit / norm)`), where the step already took a
+    scalar of the same type (the optimizer's learning rate): the matcher pairs the new factor with
+    that scalar, so the scaling shows as changed ops at the `if`'s lines and the learning rate as
+    the scalar input added. Both are the `if`'s work: the changed regions (each user line under
+    one such `if`, some op reading a scalar input of the new graph) and the scalar inputs added
+    with no line of the user's."""
+    entry = evidence.right.entry
+    scalars = {p for p in entry.param_number if strip_layout(entry.instruction(p).shape).endswith("[]")}
+    fed = downstream(users, scalars)
+    changed = [
+        i
+        for i in regions
+        if pending[i].kind is CauseKind.STRUCTURE
+        and pending[i].right
+        and not one_sided(pending[i])
+        and bool(set(pending[i].right) & fed)
+    ]
+    ifs = {synced_if(s) for i in changed for s in pending[i].sources if is_user_location(s)}
+    if not changed or len(ifs) != 1 or "" in ifs:
+        return []
+    added = [
+        i
+        for i, c in enumerate(pending)
+        if c.kind is CauseKind.PARAMETER_ADDED
+        and scalar_inputs(evidence, c)
+        and not any(is_user_location(s) for s in c.sources)
+    ]
+    return [*changed, *added] if added else []
 
 
 def _made_late(evidence: Evidence, cause: Cause, site: str, picked: list[Cause]) -> Cause:

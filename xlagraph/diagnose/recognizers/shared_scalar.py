@@ -21,7 +21,7 @@ from xlagraph.diagnose.causes import Cause, CauseKind
 from xlagraph.diagnose.evidence import NOTHING, Evidence, Recognized, Recognizer
 from xlagraph.diagnose.fixes import fix
 from xlagraph.diagnose.frames import is_user_location
-from xlagraph.diagnose.recognizers._causes import added_at_warm_up, merge, with_number_origin
+from xlagraph.diagnose.recognizers._causes import WARM_UP_STEPS, added_at_warm_up, merge, with_number_origin
 from xlagraph.ir import strip_layout
 from xlagraph.match.users import users_of
 from xlagraph.opcodes import COMMUTATIVE
@@ -134,6 +134,7 @@ def _merged(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         return NOTHING  # sizes moved: values made from them meet by that change (`size_echo`'s)
     left, right = evidence.left.entry, evidence.right.entry
     added = {p for c in pending if c.kind is CauseKind.PARAMETER_ADDED for p in c.right}
+    warm = _state_made(evidence)
     out: list[Cause] = []
     consumed: list[int] = []
     for i, c in enumerate(pending):
@@ -168,10 +169,30 @@ def _merged(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
             and set(r.right) <= readers_b
         ]
         sources = tuple(dict.fromkeys([*c.sources, *lines]))[:6]
-        cause = merge(c.kind, summary, [c, *(pending[k] for k in regions)], MERGED_HINT, sources=sources)
+        merged = [c, *(pending[k] for k in regions)]
+        if warm:
+            # The step compiles anyway for the state it creates: the values meeting costs it no
+            # graph of its own, and their split later is the warm-up split `_recognize` names.
+            summary = (
+                f"{said}: two Python scalars were equal on this warm-up step and torch_xla uploads "
+                "equal scalars once, so the graph reads one input for both; the step compiles anyway "
+                "for the state it creates, so the meeting costs no graph of its own: expected once"
+            )
+            cause = merge(c.kind, summary, merged, HINT, sources=sources, info=True)
+        else:
+            cause = merge(c.kind, summary, merged, MERGED_HINT, sources=sources)
         out.append(with_number_origin(cause))
         consumed += [i, *regions]
     return Recognized(tuple(out), frozenset(consumed)) if out else NOTHING
+
+
+def _state_made(evidence: Evidence) -> bool:
+    """A warm-up step whose graph takes new inputs that are not scalars (optimizer buffers made on
+    the first steps, whichever recognizer names them): it compiles whatever Python scalars do."""
+    if evidence.context.step >= WARM_UP_STEPS:
+        return False
+    right = evidence.right.entry
+    return any(p not in evidence.entry_match and not _scalar(right, p) for p in right.param_number)
 
 
 def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
