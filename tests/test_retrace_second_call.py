@@ -75,3 +75,10 @@ def test_a_list_item_s_work_in_the_retraces_other_graphs_is_the_lists_cause() ->
     """modality_list: the audio encoder's output in the bridge's full sync (H) and its gradients and
     SGD updates in the lazy graph (K) follow from the list that grew, as I and J do."""
     _list_grew("modality_list", "embeddings = [encoders[m]", "for emb in embeddings", {"H", "I", "J", "K"})
+
+
+def test_a_new_trained_adapter_joining_the_list_is_the_lists_cause() -> None:
+    """task_list_grows (written for this rule): a third adapter's output joins the list the compiled
+    pooling head loops over at step 2; its output in the bridge's full sync (H) and its gradients,
+    momentum and updates in the lazy graph (K) are the list's `parameter_added`, as I and J."""
+    _list_grew("task_list_grows", "parts = [torch.tanh", "pooled = torch.zeros_like", {"H", "I", "J", "K"})
