@@ -10,8 +10,8 @@ first trace, step 8 is the new trace's second call). The graphs that step compil
 trace what the first trace's second-call graphs are to it: read against those, what differs is the
 retrace's own work (the new output, its weights' update), compiled once and replayed whenever that
 trace runs. Told by the steps, not by the step after the retrace: a graph compiled by no dynamo
-compile, first run on a retrace's second call, against a graph first run on the second call of
-another trace of the same frame.
+compile, first run on a retrace's second call after another trace of the frame ran between, against
+a graph first run on the second call of another trace of the same frame.
 """
 
 from __future__ import annotations
@@ -55,6 +55,22 @@ def _second_call_graphs(
     return out
 
 
+def _other_trace_between(
+    cid: str, start: int, again: int, made: Mapping[str, str], steps: Mapping[int, tuple[str, ...]]
+) -> bool:
+    """Another trace of `cid`'s frame ran between its first and second call: the traces take turns
+    (a flag on alternate steps). Where the second call is the next step (a change for good, a list
+    that grew) the rules of that step tell its graphs (`bridge_step`, `steady_after_switch`,
+    `follow_forward`, `recognizers/bridge_sync`), the change itself where it still shows."""
+    frame = cid.split("/")[0]
+    return any(
+        (c := made.get(v)) is not None and c != cid and c.split("/")[0] == frame
+        for k in steps
+        if start < k < again
+        for v in steps[k]
+    )
+
+
 def second_calls(
     recompiles: Sequence[Recompile],
     retraces: Mapping[str, Retrace],
@@ -76,6 +92,7 @@ def second_calls(
             if cid in retraces
             and r.variant in new
             and start in bridged
+            and _other_trace_between(cid, start, again, made, steps)
             and any(
                 other != cid and other.split("/")[0] == cid.split("/")[0] and base in calls[other][2]
                 for other in calls
