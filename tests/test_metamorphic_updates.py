@@ -62,6 +62,14 @@ KNOWN: dict[tuple[str, str], str] = {
         "torch_xla/guard_cause/mask_key_openxla_capture/vm-8066/hlo/"
         "module_0003.SyncTensorsGraph.150.before_optimizations.txt.xz",
     ): "output mapping [(5, 7), (7, 11)]: the swap paired by slot beside the batch change",
+    # New with h-retrace50's retrace_optimizer/task_list_grows (its first result): look-alike
+    # updates swapped beside an added output, read as `structure`; main 75f69988's engine says the
+    # same (run with that engine and this capture).
+    (
+        "swap_updates+add_output",
+        "torch_xla/retrace_optimizer/task_list_grows_capture/vm-24949/hlo/"
+        "module_0009.SyncTensorsGraph.153.before_optimizations.txt.xz",
+    ): "input mapping [(1, 6), (2, 1), (6, 2)]: the swap not named beside the added output (structure)",
 }
 
 

@@ -166,7 +166,7 @@ def joined(
             for e in section.events
         )
         section = replace(section, events=events, recompiles=tuple(e for e in events if e.kind != "first"))
-    return join(recompiles, retraces, phases, last_run, steps, bridged), section
+    return join(recompiles, retraces, phases, last_run, steps, bridged, made), section
 
 
 def _inputs_added(event: DynamoEvent, events: Sequence[DynamoEvent], inputs: Mapping[str, int]) -> int:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from xlagraph.diagnose.attribution import AttributionContext, attribute
 from xlagraph.diagnose.bridge import bridge_synced
 from xlagraph.diagnose.causes import Cause, CauseKind
+from xlagraph.diagnose.dynamo_join.second_call import SECOND_CALL
 from xlagraph.diagnose.frames import call_site
 from xlagraph.report.baseline import RunFacts, diff_against, implicit_cuts
 from xlagraph.report.explain import ReportRun
@@ -110,7 +111,16 @@ def steady_turns(
     turns = []
     for against, variant in pairs:
         r = by_variant.get(variant)
-        if r is not None and r.baseline is not None and r.baseline.variant == against and r.causes:
+        # (a retrace's second-call graph read as its warm-up says why it compiled, not why it
+        # differs from the other trace's graph it takes turns with: diffed afresh)
+        warm_up = r is not None and any(c.case == SECOND_CALL for c in r.causes)
+        if (
+            r is not None
+            and r.baseline is not None
+            and r.baseline.variant == against
+            and r.causes
+            and not warm_up
+        ):
             fixes = _fix_ids(r.causes)
             turns.append(Turn(variant, against, r.kinds, r.lines, fixes=fixes, expected=r.expected))
         else:

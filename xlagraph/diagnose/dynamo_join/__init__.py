@@ -20,6 +20,7 @@ from xlagraph.diagnose.dynamo_join.optimizer import follow_forward
 from xlagraph.diagnose.dynamo_join.picked_module import picked_modules
 from xlagraph.diagnose.dynamo_join.retrace import Retrace
 from xlagraph.diagnose.dynamo_join.retrace_rest import follow_retrace
+from xlagraph.diagnose.dynamo_join.second_call import second_calls
 from xlagraph.diagnose.dynamo_join.switched_steady import steady_after_switch
 from xlagraph.diagnose.recompile import Recompile
 
@@ -33,14 +34,17 @@ def join(
     last_run: Mapping[str, int],
     steps: Mapping[int, tuple[str, ...]] | None = None,
     bridged: frozenset[int] = frozenset(),
+    made: Mapping[str, str] | None = None,
 ) -> tuple[Recompile, ...]:
     """`recompiles` (each naming in `dynamo` the compile that made its graph) rewritten by the rules in
     order; `retraces` by compile id, `phases` the phases (warm-up, steady) each variant ran in,
     `last_run` the last sync it ran at; `steps` each step's variants in run order and `bridged` the
-    steps the openxla bridge ran a full sync on (`after_bridge_step`)."""
+    steps the openxla bridge ran a full sync on (`after_bridge_step`); `made` the compile id that
+    made each variant (`second_calls`)."""
     explained = picked_modules(cite_guards(recompiles, retraces), retraces)
     explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, retraces, last_run)), retraces)
     explained = follow_retrace(branch_guard_graphs(explained, retraces), retraces)
     explained = follow_forward(warm_up_cuts(join_branch_graphs(explained), phases), retraces)
     explained = retrace_cuts(bridge_flush(moved_work(explained, retraces), retraces), retraces)
-    return steady_after_switch(after_bridge_step(explained, steps or {}, bridged), bridged)
+    explained = steady_after_switch(after_bridge_step(explained, steps or {}, bridged), bridged)
+    return second_calls(explained, retraces, made or {}, steps or {}, bridged)

@@ -7,6 +7,12 @@ forward's new sizes), which cites other lines: its diff is read against whicheve
 its call site differs least (the first step's, before the optimizer's state), so it reads as
 inputs added or removed or work done on some steps. None of that is a change of its own: the
 retrace's cause, its lines and its fix, the diff's own kinds kept readable in the note.
+
+The same for a list of tensors that grew (shrank), named `parameter_added` (`parameter_removed`)
+where the list is made: the retrace's other graphs of that step hold the new item's work, the
+output of the module that made it (pending when the bridge's first call of the new trace synced
+everything) and that module's gradients and updates (it trains from this step on), which read as
+outputs and inputs added; not a tensor kept alive, the list's change.
 """
 
 from __future__ import annotations
@@ -34,6 +40,19 @@ _SIZED = frozenset(
 )
 _SAID = {
     CauseKind.ATTRIBUTE: "the retrace's other graph of this step, built for the forward's new sizes",
+    CauseKind.PARAMETER_ADDED: (
+        "the retrace's other graph of this step, with the new item's work (the output of the code "
+        "that made it, that code's gradients and updates)"
+    ),
+    CauseKind.PARAMETER_REMOVED: (
+        "the retrace's other graph of this step, without the dropped item's work (the output of the "
+        "code that made it, that code's gradients and updates)"
+    ),
+}
+# What the step's other graphs read as where a list of tensors grew (shrank): its item's work.
+_LISTED = {
+    CauseKind.PARAMETER_ADDED: frozenset({CauseKind.OUTPUT_ADDED, CauseKind.PARAMETER_ADDED}),
+    CauseKind.PARAMETER_REMOVED: frozenset({CauseKind.OUTPUT_REMOVED, CauseKind.PARAMETER_REMOVED}),
 }
 
 
@@ -48,6 +67,8 @@ def _named(r: Recompile, retrace: Retrace | None) -> tuple[Cause, frozenset[Caus
             continue
         if guard.kind in INT_GUARDS and c.kind is CauseKind.ATTRIBUTE and c.fix_id == "attribute.size":
             return c, _SIZED
+        if guard.kind == "sequence_length" and retrace.inputs_added and c.kind in _LISTED:
+            return c, _LISTED[c.kind]
     return None
 
 
