@@ -54,6 +54,13 @@ def _name(raw: str) -> str:
     return re.sub(r"^[LG]\['([^']+)'\]", r"\1", raw.strip())
 
 
+def _listed(raw: str) -> str:
+    """A length's subject as the user's code names it: a module's submodules are its attributes
+    and a ModuleList's items its `_modules` (`self._modules['blocks']._modules` -> self.blocks)."""
+    name = re.sub(r"\._modules\['(\w+)'\]", r".\1", _name(raw))
+    return name.removesuffix("._modules") if name.endswith("._modules") and "." in name[:-9] else name
+
+
 # (kind, pattern, phrase builder) in the order they are tried; the first match wins.
 Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str]], tuple[str, str, str, str]]]
 
@@ -190,7 +197,7 @@ _RULES: tuple[Rule, ...] = (
         "sequence_length",
         # dynamo 2.9 prints the failed check (`len(model.prototypes) != 2`), earlier the guard
         re.compile(r"^len\((?P<v>.+?)\) [!=]= (?P<a>\d+)$"),
-        lambda m: (_name(m["v"]), f"the length of `{_name(m['v'])}` changed (was {m['a']})", m["a"], ""),
+        lambda m: (_listed(m["v"]), f"the length of `{_listed(m['v'])}` changed (was {m['a']})", m["a"], ""),
     ),
     (
         "object_identity",

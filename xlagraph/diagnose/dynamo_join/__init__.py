@@ -13,6 +13,7 @@ from xlagraph.diagnose.dynamo_join.branches import (
 )
 from xlagraph.diagnose.dynamo_join.bridge_step import after_bridge_step
 from xlagraph.diagnose.dynamo_join.expected import mode_graphs, warm_up_cuts
+from xlagraph.diagnose.dynamo_join.grown_modules import grown_modules
 from xlagraph.diagnose.dynamo_join.handover import bridge_flush, moved_work
 from xlagraph.diagnose.dynamo_join.lines import cite_backward, cite_guards
 from xlagraph.diagnose.dynamo_join.new_cuts import retrace_cuts
@@ -43,7 +44,7 @@ def join(
     made each variant (`second_calls`)."""
     explained = picked_modules(cite_guards(recompiles, retraces), retraces)
     explained = fold_retraced_outputs(cite_backward(mode_graphs(explained, retraces, last_run)), retraces)
-    explained = follow_retrace(branch_guard_graphs(explained, retraces), retraces)
+    explained = grown_modules(follow_retrace(branch_guard_graphs(explained, retraces), retraces), retraces)
     explained = follow_forward(warm_up_cuts(join_branch_graphs(explained), phases), retraces)
     explained = retrace_cuts(bridge_flush(moved_work(explained, retraces), retraces), retraces)
     explained = steady_after_switch(after_bridge_step(explained, steps or {}, bridged), bridged)
