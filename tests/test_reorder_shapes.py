@@ -31,19 +31,10 @@ _BESIDE: dict[str, dict[str, set[CauseKind]]] = {
 }
 _WARM_UP = {"step0-step1": {_K.STATE_INIT}, "step0-step2": {_K.STATE_INIT}, "step1-step2": set()}
 
-# Known miss, recorded (h-fix50a): updates chained through a shared scalar, against the first graph
-# that computed the statistics from constants, still show the constants' reshapes as `structure`.
-_KNOWN_MISS = {("chained_budget", "step0-step1")}
-CASES = [
-    pytest.param(name, pair, marks=pytest.mark.xfail(strict=True), id=f"{name}:{pair}")
-    if (name, pair) in _KNOWN_MISS
-    else pytest.param(name, pair, id=f"{name}:{pair}")
-    for name in sorted(MANIFEST)
-    for pair in sorted(MANIFEST[name]["pairs"])
-]
+CASES = [(name, pair) for name in sorted(MANIFEST) for pair in sorted(MANIFEST[name]["pairs"])]
 
 
-@pytest.mark.parametrize(("name", "pair"), CASES)
+@pytest.mark.parametrize(("name", "pair"), CASES, ids=[f"{n}:{p}" for n, p in CASES])
 def test_reordered_updates_are_named_as_a_reordering(name: str, pair: str) -> None:
     a, b = pair.split("-")
     result = diff_files(str(HERE / name / f"{a}.hlo"), str(HERE / name / f"{b}.hlo"))
