@@ -42,3 +42,13 @@ def test_koala_cycle_of_three_is_named_at_the_loop() -> None:
         kinds = [c.kind for c in r.causes]
         assert kinds == [CauseKind.OUTPUT_PERMUTATION], kinds
         assert r.causes[0].sources[0].endswith("h50_koala_lazy_tracker_roundrobin.py:54")
+
+
+def test_marmot_flip_stored_by_one_method_is_cited_at_the_loop() -> None:
+    # Graph C's live tensors were recorded without frames (the report skipped under its budget):
+    # only the statement that stores every meter's total (`self.total = self.total + v`) is known,
+    # run once per meter, so the loop that calls its method (line 49) ordered them.
+    run = report(str(FIXTURES / "torch_xla" / "corpus" / "captures" / "h50_marmot_lazy_gpt2_meter_flip"))
+    for r in run.recompiles:
+        (order,) = [c for c in r.causes if c.kind is CauseKind.OUTPUT_PERMUTATION]
+        assert order.sources[0].endswith("h50_marmot_lazy_gpt2_meter_flip.py:49"), (r.step, order.sources)
