@@ -52,3 +52,16 @@ def test_marmot_flip_stored_by_one_method_is_cited_at_the_loop() -> None:
     for r in run.recompiles:
         (order,) = [c for c in r.causes if c.kind is CauseKind.OUTPUT_PERMUTATION]
         assert order.sources[0].endswith("h50_marmot_lazy_gpt2_meter_flip.py:49"), (r.step, order.sources)
+
+
+def test_ledgers_stored_by_one_method_are_cited_at_the_loop() -> None:
+    # The new capture beside marmot (fixtures/torch_xla/meter_turns, a transformer encoder whose
+    # later live-tensor reports are skipped): ledgers rotated in place each step, a cycle of three.
+    run = report(str(FIXTURES / "torch_xla" / "meter_turns" / "ledger_rotate_capture"))
+    assert len(run.recompiles) == 3
+    for r in run.recompiles:
+        (order,) = [c for c in r.causes if c.kind is CauseKind.OUTPUT_PERMUTATION]
+        assert order.sources[0] == "fixtures/torch_xla/meter_turns/ledger_rotate.py:45", (
+            r.step,
+            order.sources,
+        )
