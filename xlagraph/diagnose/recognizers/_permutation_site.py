@@ -96,6 +96,16 @@ def _stored_at_runtime(evidence: Evidence, cause: Cause) -> list[list[str]]:
     return found[: max(len(moved), MAX_TENSORS)]
 
 
+def _loop_calling_store(stored: list[list[str]], syncs: tuple[str, ...], files: Sequence[str]) -> list[str]:
+    """One statement that stores two or more of the moved tensors (`self.total = self.total + v`
+    in a meter's `add`) runs once per tensor: the loop that calls its function (`for m in meters:
+    m.add(...)`) ran it in that loop's order."""
+    firsts = [lines[0] for lines in stored if lines]
+    shared = [loc for loc in dict.fromkeys(firsts) if firsts.count(loc) >= 2]
+    calls = [calls_of_function(loc, limit=5, through_loops=True, tables_in=files) for loc in shared]
+    return deciding_loops(calls, syncs)
+
+
 def called_from_loop(evidence: Evidence, cause: Cause) -> Cause:
     """Outputs updated by a helper the user's code calls from a loop come in that loop's order: its
     header and what builds or flips what it iterates (`loop_order`; not the training loop around
@@ -104,8 +114,11 @@ def called_from_loop(evidence: Evidence, cause: Cause) -> Cause:
     if cause.kind is not CauseKind.OUTPUT_PERMUTATION:
         return cause
     syncs = sync_lines(evidence.context)
-    order = deciding_loops(_callers_at_runtime(evidence, cause), syncs) or deciding_loops(
-        _stored_at_runtime(evidence, cause), syncs
+    stored = _stored_at_runtime(evidence, cause)
+    order = (
+        deciding_loops(_callers_at_runtime(evidence, cause), syncs)
+        or deciding_loops(stored, syncs)
+        or _loop_calling_store(stored, syncs, user_files(evidence))
     )
     if not order:
         return cause

@@ -120,6 +120,17 @@ def _recognize(evidence: Evidence, pending: tuple[Cause, ...]) -> Recognized:
         and c.left
         and all(_constants_only(left, n) and left.instruction(n).location in lines_made for n in c.left)
     ]
+    # Pieces of that computation the matcher left unpaired in A alone (one reshape of a
+    # `torch.zeros(n)`'s expand, where the updates reading the tensors are paired in another order).
+    regions += [
+        i
+        for i, c in enumerate(pending)
+        if c.kind is CauseKind.STRUCTURE
+        and i not in regions
+        and c.left
+        and not c.right
+        and all(_constants_only(left, n) and left.instruction(n).location in lines_made for n in c.left)
+    ]
     # The scalars only that computation read (the RNG seed of a `torch.randn(..., device=...)`)
     # are gone from B with it.
     made_a = [

@@ -159,6 +159,15 @@ def _follows_operands(evidence: Evidence, cause: Cause, ch: Change) -> bool:
     return shapes[0] != shapes[1]
 
 
+def _values_traded(others: list[Cause]) -> bool:
+    """The constants that changed only trade places among themselves (64 -> 6, 6 -> 1, 1 -> 64):
+    updates chained through a shared value (a drift meter each update adds to) are paired by their
+    place in the chain, so each mean's divisor meets another's. Values that trade places are the
+    sizes of the updates that moved, not a Python number that changed."""
+    values = [ch for c in others for ch in c.changes if ch.what == "value"]
+    return len(values) >= 2 and sorted(ch.old for ch in values) == sorted(ch.new for ch in values)
+
+
 def reordered_only(evidence: Evidence, others: list[Cause]) -> bool:
     """Every other difference is inside the computation, with the same kinds of ops on both
     sides, and no attribute other than an op's shape changed; outputs may differ only by values
@@ -167,8 +176,11 @@ def reordered_only(evidence: Evidence, others: list[Cause]) -> bool:
     others = [c for c in others if not any(c is s for s in swapped)]
     if not all(c.kind in _INSIDE for c in others):
         return False
+    traded = _values_traded(others)
     if any(
-        ch.what not in ("shape", "opcode") and not _follows_operands(evidence, c, ch)
+        ch.what not in ("shape", "opcode")
+        and not _follows_operands(evidence, c, ch)
+        and not (ch.what == "value" and traded)
         for c in others
         for ch in c.changes
     ):
